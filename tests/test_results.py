@@ -1,0 +1,63 @@
+import json
+import os
+
+import pytest
+
+from workshop import atomic, results
+
+
+def test_new_run_writes_a_manifest_and_points_latest(tmp_path):
+    run = results.new_run(tmp_path, ["python", "-m", "workshop", "run"], "cpu", {"workshop": 0})
+    manifest = json.loads((run / "manifest.json").read_text())
+    for key in ("torch", "triton", "python", "cuda", "device_name", "git_revision", "seeds", "command", "start_time"):
+        assert key in manifest
+    assert (tmp_path / "latest").resolve() == run.resolve()
+    results.finish_run(run, {"minigpt": {"passed": True}})
+    assert json.loads((run / "manifest.json").read_text())["end_time"]
+
+
+def test_runs_never_share_a_folder(tmp_path):
+    a = results.new_run(tmp_path, [], "cpu", {})
+    b = results.new_run(tmp_path, [], "cpu", {})
+    assert a != b and a.is_dir() and b.is_dir()
+    assert (tmp_path / "latest").resolve() == b.resolve()
+
+
+def test_an_existing_run_folder_is_never_reused(tmp_path, monkeypatch):
+    a = results.new_run(tmp_path, [], "cpu", {})
+    monkeypatch.setattr(results.secrets, "token_hex", lambda n: a.name.rsplit("-", 1)[1])
+    monkeypatch.setattr(results.time, "strftime", lambda fmt, t=None: a.name.rsplit("-", 1)[0])
+    with pytest.raises(FileExistsError):
+        results.new_run(tmp_path, [], "cpu", {})
+    assert json.loads((a / "manifest.json").read_text())["run_id"] == a.name
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_debris(tmp_path):
+    target = atomic.write_json(tmp_path / "result.json", {"ok": 1})
+
+    class Unserializable:
+        def __str__(self):
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        atomic.write_json(target, {"bad": Unserializable()})
+    assert json.loads(target.read_text()) == {"ok": 1}
+    assert os.listdir(tmp_path) == ["result.json"]
+
+
+def test_interrupted_byte_write_keeps_the_old_file(tmp_path, monkeypatch):
+    target = atomic.write_text(tmp_path / "summary.md", "old")
+
+    def crash(*a):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(atomic.os, "replace", crash)
+    with pytest.raises(KeyboardInterrupt):
+        atomic.write_text(target, "new")
+    assert target.read_text() == "old"
+    assert os.listdir(tmp_path) == ["summary.md"]
+
+
+def test_resolve_run_explains_a_missing_run(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no run found"):
+        results.resolve_run(None, tmp_path)

@@ -1,0 +1,5 @@
+import sys
+
+from workshop.cli import main
+
+sys.exit(main())

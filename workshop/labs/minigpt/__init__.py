@@ -1,0 +1,8 @@
+from workshop.lab import LabSpec
+
+LAB = LabSpec(
+    name="minigpt",
+    order=0,
+    title="the grammar MiniGPT: load the checkpoint, measure prompt accuracy, draw the loss curve",
+    entry="workshop.labs.minigpt.lab:run",
+)

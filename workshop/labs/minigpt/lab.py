@@ -1,0 +1,113 @@
+"""Lab minigpt: the model every other lab takes apart. Load it, check it, measure it, look at it."""
+
+from __future__ import annotations
+
+import random
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import torch
+
+from workshop.lab import LabContext
+from workshop.minigpt import checkpoint
+from workshop.minigpt.data import held_out_prompts
+from workshop.minigpt.evaluate import prompt_accuracy
+from workshop.minigpt.grammar import VOCAB, UngrammaticalPrefix, parse
+from workshop.minigpt.tokenizer import decode
+from workshop.minigpt.train import TrainArgs, train
+
+REPLAY_STEPS = 30  # steps of training replayed from the seed, compared with the stored loss curve
+EOS_ID = VOCAB.index["<eos>"]
+
+
+@torch.no_grad()
+def sample_sentences(model, n: int, seed: int, device: str) -> list[list[int]]:
+    """Sample n sentences from <bos> at temperature 1 (the model's own distribution)."""
+    gen = torch.Generator(device=device).manual_seed(seed)
+    x = torch.full((n, 1), VOCAB.index["<bos>"], dtype=torch.long, device=device)  # (n, 1)
+    while x.shape[1] < model.cfg.block_size:
+        probs = torch.softmax(model(x)[:, -1], dim=-1)  # (n, V)
+        x = torch.cat([x, torch.multinomial(probs, 1, generator=gen)], dim=1)
+    return [row[: row.index(EOS_ID) + 1] if EOS_ID in row else row for row in x.tolist()]
+
+
+def is_grammatical(ids: list[int]) -> bool:
+    try:
+        return ids[-1] == EOS_ID and parse(ids).phase == "done"
+    except UngrammaticalPrefix:
+        return False
+
+
+def run(ctx: LabContext) -> None:
+    raw = checkpoint.load_raw()
+    model = checkpoint.load(device=ctx.device)
+    head = model.lm_head
+    ctx.check_equal("vocabulary size", len(VOCAB), 600)
+    ctx.check_equal("lm_head is nn.Linear(64, 600) with bias",
+                    [type(head).__name__, head.in_features, head.out_features, head.bias is not None],
+                    ["Linear", 64, 600, True])  # fmt: skip
+
+    prompts = held_out_prompts()
+    acc = prompt_accuracy(model, prompts)
+    ctx.check_min("prompt prediction accuracy (top-1 grammatical)", acc["accuracy"], 0.98)
+
+    # The shipped curve must be what its command makes: replay the first steps from the seed on the CPU.
+    stored = raw["history"]["loss"][:REPLAY_STEPS]
+    _, replay = train(TrainArgs(**raw["train_args"]), device="cpu",
+                      stop_after=REPLAY_STEPS)  # fmt: skip
+    drift = max(abs(a - b) for a, b in zip(stored, replay["loss"]))
+    ctx.check_max(f"replayed first {REPLAY_STEPS} training losses match the checkpoint's", drift, 1e-4)
+
+    samples = sample_sentences(model, 200, ctx.seed, ctx.device)
+    grammatical = sum(map(is_grammatical, samples)) / len(samples)
+
+    _plot_loss(ctx, raw["history"], replay)
+    _plot_accuracy(ctx, acc["by_position"])
+    shown = "\n".join(f"- {'ok ' if is_grammatical(s) else 'BAD'} `{decode(s)}`" for s in samples[:8])
+    ctx.write_json("prompt_errors.json", [{**e, "prompt": decode(e["prompt"]), "predicted": VOCAB.tokens[e["predicted"]]}
+                                          for e in acc["errors"]])  # fmt: skip
+    ctx.extra.update(prompt_accuracy=acc["accuracy"], by_position=acc["by_position"],
+                     sampled_grammatical=grammatical, parameters=sum(p.numel() for p in model.parameters()),
+                     config=raw["config"], train_args=raw["train_args"])  # fmt: skip
+    ex = random.Random(ctx.seed).choice(prompts)
+    ctx.summary = f"""
+The grammar MiniGPT ({ctx.extra['parameters']:,} parameters, config `{raw['config']}`), loaded from
+`workshop/minigpt/minigpt.pt` and run on **{ctx.device}**.
+
+- Prompt prediction accuracy on {len(prompts)} held-out prompts: **{acc['accuracy']:.2%}**
+  ({len(acc['errors'])} wrong; see `prompt_errors.json` and `accuracy_by_position.png`).
+  Example prompt: `{decode(ex)}` -> the model must pick a grammatical next token.
+- Sentences sampled at temperature 1 that are fully grammatical: **{grammatical:.1%}** of {len(samples)}.
+- Training: {raw['train_args']['steps']} steps, final loss {raw['history']['loss'][-1]:.4f}; the first
+  {REPLAY_STEPS} steps replayed from the seed differ by at most {drift:.2e} (`loss_curve.png`).
+
+![loss curve](loss_curve.png)
+
+![accuracy by position](accuracy_by_position.png)
+
+Sampled sentences:
+
+{shown}
+"""
+
+
+def _plot_loss(ctx: LabContext, history: dict, replay: dict) -> None:
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    ax.plot(history["step"], history["loss"], lw=0.8, label="shipped checkpoint's training")
+    ax.plot(replay["step"], replay["loss"], "o", ms=3, label="replayed from the seed (this run)")
+    ax.set(xlabel="step", ylabel="cross-entropy (nats)", title="MiniGPT training loss", yscale="log")
+    ax.legend()
+    ctx.save_figure("loss_curve.png", fig)
+
+
+def _plot_accuracy(ctx: LabContext, by_position: dict) -> None:
+    kinds = list(by_position)
+    fig, ax = plt.subplots(figsize=(7, 0.3 * len(kinds) + 1))
+    ax.barh(kinds, [c / t for c, t in by_position.values()])
+    for i, (c, t) in enumerate(by_position.values()):
+        ax.text(1.0, i, f" {c}/{t}", va="center", fontsize=8)
+    ax.set(xlim=(0, 1.12), xlabel="top-1 next token grammatical", title="Prompt accuracy by where the prompt stops")
+    ax.invert_yaxis()
+    ctx.save_figure("accuracy_by_position.png", fig)

@@ -1,0 +1,233 @@
+"""The synthetic grammar behind the MiniGPT: vocabulary, sampler and validity oracle from one automaton.
+
+A sentence is
+
+    <bos> NP(subject) [PREP NP] ( TV NP(object) [PREP NP] | IV [PREP NP] ) [ADV] . <eos>
+    NP = DET ADJ{0,2} NOUN
+
+with two agreement rules that make the model attend backwards:
+- a noun agrees in number with its determiner ("this cat", "these cats"; "the" takes either);
+- the verb agrees with the *subject* noun, not with the noun of a prepositional phrase in between
+  ("the cat near the dogs sleeps").
+
+One small automaton (`State`, `allowed`, `advance`) defines the language. The sampler walks it with the
+weights below; the oracle walks a prefix through it and returns every token that may come next. So the two can
+never disagree about what is grammatical.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, replace
+from enum import Enum
+
+from workshop.minigpt import words
+
+PAD, BOS, EOS, PERIOD = "<pad>", "<bos>", "<eos>", "."
+VOCAB_SIZE = 600
+
+
+class Cat(str, Enum):
+    """Part of speech and, where it matters, grammatical number (SG/PL) of a token."""
+
+    PAD = "pad"
+    BOS = "bos"
+    EOS = "eos"
+    PERIOD = "period"
+    DET_SG = "det_sg"
+    DET_PL = "det_pl"
+    DET_ANY = "det_any"
+    ADJ = "adj"
+    NOUN_SG = "noun_sg"
+    NOUN_PL = "noun_pl"
+    PREP = "prep"
+    TV_SG = "tv_sg"
+    TV_PL = "tv_pl"
+    IV_SG = "iv_sg"
+    IV_PL = "iv_pl"
+    ADV = "adv"
+
+
+def add_s(word: str) -> str:
+    """English's regular -s suffix: cat -> cats, box -> boxes, fly -> flies."""
+    if word.endswith(("s", "sh", "ch", "x")):
+        return word + "es"
+    if word.endswith("y") and word[-2] not in "aeiou":
+        return word[:-1] + "ies"
+    return word + "s"
+
+
+def plural(noun: str) -> str:
+    return words.IRREGULAR_PLURALS.get(noun) or add_s(noun)
+
+
+def third_person_singular(verb: str) -> str:
+    # English marks the singular verb ("sleeps"); the plural is the bare form ("sleep").
+    return add_s(verb)
+
+
+def _lexicon() -> list[tuple[str, Cat]]:
+    entries = [(PAD, Cat.PAD), (BOS, Cat.BOS), (EOS, Cat.EOS), (PERIOD, Cat.PERIOD)]
+    entries += [(w, Cat.DET_SG) for w in words.SINGULAR_DETERMINERS]
+    entries += [(w, Cat.DET_PL) for w in words.PLURAL_DETERMINERS]
+    entries += [(w, Cat.DET_ANY) for w in words.ANY_NUMBER_DETERMINERS]
+    entries += [(w, Cat.ADJ) for w in words.ADJECTIVES]
+    entries += [(w, Cat.NOUN_SG) for w in words.NOUNS]
+    entries += [(plural(w), Cat.NOUN_PL) for w in words.NOUNS]
+    entries += [(w, Cat.PREP) for w in words.PREPOSITIONS]
+    entries += [(third_person_singular(w), Cat.TV_SG) for w in words.TRANSITIVE_VERBS]
+    entries += [(w, Cat.TV_PL) for w in words.TRANSITIVE_VERBS]
+    entries += [(third_person_singular(w), Cat.IV_SG) for w in words.INTRANSITIVE_VERBS]
+    entries += [(w, Cat.IV_PL) for w in words.INTRANSITIVE_VERBS]
+    entries += [(w, Cat.ADV) for w in words.ADVERBS]
+    return entries
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    tokens: tuple[str, ...]
+    categories: tuple[Cat, ...]
+
+    def __post_init__(self):
+        seen: dict[str, int] = {}
+        for i, t in enumerate(self.tokens):
+            if t in seen:
+                raise ValueError(f"token {t!r} appears twice in the vocabulary (ids {seen[t]} and {i})")
+            seen[t] = i
+        object.__setattr__(self, "index", seen)
+        by_cat: dict[Cat, tuple[int, ...]] = {c: () for c in Cat}
+        for i, c in enumerate(self.categories):
+            by_cat[c] += (i,)
+        object.__setattr__(self, "ids_by_category", by_cat)
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+
+VOCAB = Vocabulary(*map(tuple, zip(*_lexicon())))
+assert len(VOCAB) == VOCAB_SIZE, f"the lexicon makes {len(VOCAB)} tokens, not {VOCAB_SIZE}"
+
+
+# ---- the automaton -------------------------------------------------------------------------------------------
+# Phases: where in the sentence we are. An NP's role says what follows once its noun is read.
+SUBJECT, SUBJECT_PP, OBJECT, OBJECT_PP, VERB_PP = "subject", "subject_pp", "object", "object_pp", "verb_pp"
+
+
+@dataclass(frozen=True)
+class State:
+    phase: str = "before_bos"  # before_bos, start, np, after_noun, after_tv, after_iv, after_prep, after_adv, ...
+    role: str | None = None  # the NP being read, or just read
+    det_number: str | None = None  # "sg", "pl" or "any": the determiner's constraint on the noun
+    n_adjectives: int = 0
+    subject_number: str | None = None  # "sg" or "pl", fixed by the subject noun
+
+
+_DETERMINERS = {Cat.DET_SG: 1.0, Cat.DET_PL: 1.0, Cat.DET_ANY: 1.0}
+
+
+def _verbs(number: str, weight: float) -> dict[Cat, float]:
+    tv, iv = (Cat.TV_SG, Cat.IV_SG) if number == "sg" else (Cat.TV_PL, Cat.IV_PL)
+    return {tv: 0.6 * weight, iv: 0.4 * weight}
+
+
+def allowed(state: State) -> dict[Cat, float]:
+    """The categories that may come next in this state, with the sampler's (unnormalized) weights."""
+    p = state.phase
+    if p == "before_bos":
+        return {Cat.BOS: 1.0}
+    if p in ("start", "after_tv", "after_prep"):
+        return dict(_DETERMINERS)
+    if p == "np":
+        adjective = (0.5, 0.3, 0.0)[state.n_adjectives]
+        nouns = {"sg": {Cat.NOUN_SG: 1.0}, "pl": {Cat.NOUN_PL: 1.0}, "any": {Cat.NOUN_SG: 0.5, Cat.NOUN_PL: 0.5}}
+        out = {c: w * (1 - adjective) for c, w in nouns[state.det_number].items()}
+        if adjective:
+            out[Cat.ADJ] = adjective
+        return out
+    if p == "after_noun":
+        if state.role == SUBJECT:
+            return {Cat.PREP: 0.3, **_verbs(state.subject_number, 0.7)}
+        if state.role == SUBJECT_PP:
+            return _verbs(state.subject_number, 1.0)
+        if state.role == OBJECT:
+            return {Cat.PREP: 0.25, Cat.ADV: 0.25, Cat.PERIOD: 0.5}
+        return {Cat.ADV: 0.3, Cat.PERIOD: 0.7}  # OBJECT_PP, VERB_PP: no second phrase
+    if p == "after_iv":
+        return {Cat.PREP: 0.3, Cat.ADV: 0.3, Cat.PERIOD: 0.4}
+    if p == "after_adv":
+        return {Cat.PERIOD: 1.0}
+    if p == "after_period":
+        return {Cat.EOS: 1.0}
+    return {}  # after <eos>: the sentence is complete
+
+
+_PP_ROLE = {SUBJECT: SUBJECT_PP, OBJECT: OBJECT_PP, None: VERB_PP}
+
+
+def advance(state: State, cat: Cat) -> State:
+    """The state after reading a token of category `cat` (which must be allowed)."""
+    if cat == Cat.BOS:
+        return State(phase="start")
+    if cat in _DETERMINERS:
+        role = {"start": SUBJECT, "after_tv": OBJECT, "after_prep": state.role}[state.phase]
+        number = {Cat.DET_SG: "sg", Cat.DET_PL: "pl", Cat.DET_ANY: "any"}[cat]
+        return replace(state, phase="np", role=role, det_number=number, n_adjectives=0)
+    if cat == Cat.ADJ:
+        return replace(state, n_adjectives=state.n_adjectives + 1)
+    if cat in (Cat.NOUN_SG, Cat.NOUN_PL):
+        number = "sg" if cat == Cat.NOUN_SG else "pl"
+        subject_number = number if state.role == SUBJECT else state.subject_number
+        return replace(state, phase="after_noun", det_number=None, subject_number=subject_number)
+    if cat == Cat.PREP:
+        # The NP after a preposition is a phrase attached to what came before it.
+        attached_to = state.role if state.phase == "after_noun" else None
+        return replace(state, phase="after_prep", role=_PP_ROLE[attached_to])
+    if cat in (Cat.TV_SG, Cat.TV_PL):
+        return replace(state, phase="after_tv", role=None)
+    if cat in (Cat.IV_SG, Cat.IV_PL):
+        return replace(state, phase="after_iv", role=None)
+    if cat == Cat.ADV:
+        return replace(state, phase="after_adv")
+    if cat == Cat.PERIOD:
+        return replace(state, phase="after_period")
+    if cat == Cat.EOS:
+        return replace(state, phase="done")
+    raise ValueError(f"no transition for category {cat}")
+
+
+class UngrammaticalPrefix(ValueError):
+    pass
+
+
+def parse(token_ids: list[int]) -> State:
+    """Walk a prefix through the automaton; raise UngrammaticalPrefix at the first token that cannot follow."""
+    state = State()
+    for position, tid in enumerate(token_ids):
+        cat = VOCAB.categories[tid]
+        if cat not in allowed(state):
+            expected = ", ".join(c.value for c in allowed(state)) or "nothing (the sentence is complete)"
+            raise UngrammaticalPrefix(
+                f"token {VOCAB.tokens[tid]!r} ({cat.value}) at position {position} cannot follow; expected {expected}"
+            )
+        state = advance(state, cat)
+    return state
+
+
+def grammatical_next_tokens(prefix_ids: list[int]) -> frozenset[int]:
+    """The oracle: every token id that may grammatically follow `prefix_ids`."""
+    return frozenset(i for cat in allowed(parse(prefix_ids)) for i in VOCAB.ids_by_category[cat])
+
+
+def sample_sentence(rng: random.Random) -> list[int]:
+    """One sentence as token ids, <bos> ... <eos>, drawn by walking the automaton with its weights."""
+    state, ids = State(), []
+    while options := allowed(state):
+        cats = list(options)
+        cat = rng.choices(cats, weights=[options[c] for c in cats])[0]
+        ids.append(rng.choice(VOCAB.ids_by_category[cat]))
+        state = advance(state, cat)
+    return ids
+
+
+# The longest sentence: <bos> NP PP-NP verb NP PP-NP adv . <eos> with 2 adjectives in every NP.
+MAX_SENTENCE_LEN = 1 + 4 + 5 + 1 + 4 + 5 + 1 + 1 + 1

@@ -1,0 +1,106 @@
+"""Runs labs, each in its own Python process, and records what they found.
+
+Why a process per lab: some settings only act before an import (TRITON_INTERPRET=1 must be set before triton
+is imported), and compile caches live in a process and on disk; a fresh process with its own cache folders
+means no lab sees another's state.
+
+Parent: `run_labs` makes the run folder, starts `python -m workshop.runner LAB ...` for each lab, streams its
+output to the screen and to <lab>/log.txt, and collects result.json. Child: `main` builds a LabContext, calls
+the lab's entry, and writes result.json and summary.md (also when the lab raised).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+from workshop import atomic, labs, results
+from workshop.lab import Check, LabContext
+
+
+def lab_environment(device: str, cache_dir: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONUNBUFFERED"] = "1"
+    # Each lab compiles into its own, initially empty, cache folders.
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_dir / "inductor")
+    env["TRITON_CACHE_DIR"] = str(cache_dir / "triton")
+    if device == "cpu":
+        env["TRITON_INTERPRET"] = "1"  # Triton kernels run on the CPU only under its interpreter
+    return env
+
+
+def run_labs(names: list[str], device: str, n_procs: int, seed: int, root: Path, on_line=None) -> tuple[Path, dict]:
+    """Run the labs in order; returns the run folder and {lab: {"passed", "duration_s", "returncode"}}."""
+    run_dir = results.new_run(root, results.python_command(), device, seeds={"workshop": seed})
+    status = {}
+    for name in names:
+        lab_dir = run_dir / name
+        lab_dir.mkdir()
+        start = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix=f"workshop-{name}-cache-") as cache, open(lab_dir / "log.txt", "w") as log:
+            cmd = [sys.executable, "-m", "workshop.runner", name, "--out-dir", str(lab_dir), "--device", device,
+                   "--n", str(n_procs), "--seed", str(seed)]  # fmt: skip
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                    env=lab_environment(device, Path(cache)), bufsize=1)  # fmt: skip
+            for line in proc.stdout:
+                log.write(line)
+                log.flush()
+                if on_line:
+                    on_line(name, line.rstrip("\n"))
+            returncode = proc.wait()
+        duration = time.monotonic() - start
+        if not (lab_dir / "result.json").is_file():  # the process died before writing its result
+            write_result(lab_dir, name, device, [Check("lab process finished", False, returncode, 0)], duration,
+                         f"The lab's process exited with code {returncode} before writing its result; see log.txt.")  # fmt: skip
+        result = results.read_json(lab_dir / "result.json")
+        status[name] = {"passed": result["passed"], "duration_s": round(duration, 1), "returncode": returncode}
+    results.finish_run(run_dir, status)
+    return run_dir, status
+
+
+def write_result(out_dir: Path, name: str, device: str, checks: list[Check], duration: float, summary: str,
+                 extra: dict | None = None) -> None:  # fmt: skip
+    passed = bool(checks) and all(c.passed for c in checks)
+    rows = "\n".join(
+        f"| {'pass' if c.passed else '**FAIL**'} | {c.name} | {c.as_dict()['value']} | {c.threshold} |" for c in checks
+    )
+    table = "| | check | value | threshold |\n|---|---|---|---|\n" + rows
+    verdict = "passed" if passed else "FAILED"
+    atomic.write_text(out_dir / "summary.md", f"# Lab `{name}`: {verdict}\n\n{summary.strip()}\n\n## Checks\n\n{table}\n")
+    atomic.write_json(
+        out_dir / "result.json",
+        {"lab": name, "passed": passed, "device": device, "duration_s": round(duration, 2),
+         "checks": [c.as_dict() for c in checks], **(extra or {})},  # fmt: skip
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The child process: run one lab into an existing, empty folder."""
+    p = argparse.ArgumentParser(prog="python -m workshop.runner")
+    p.add_argument("lab")
+    p.add_argument("--out-dir", type=Path, required=True)
+    p.add_argument("--device", required=True)
+    p.add_argument("--n", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args(argv)
+    ctx = LabContext(a.lab, a.out_dir, a.device, a.n, a.seed)
+    start = time.monotonic()
+    try:
+        labs.get(a.lab).load()(ctx)
+    except Exception:  # the lab failed: keep its checks so far, record the error as a failed check
+        error = traceback.format_exc()
+        print(error, file=sys.stderr, flush=True)
+        ctx.checks.append(Check("lab ran to completion", False, error.strip().splitlines()[-1], "no exception"))
+        ctx.summary += f"\n\n## Error\n\n```\n{error}```\n"
+    write_result(ctx.out_dir, ctx.name, ctx.device, ctx.checks, time.monotonic() - start, ctx.summary, ctx.extra)
+    return 0 if ctx.passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
