@@ -1,3 +1,4 @@
+import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -62,3 +63,19 @@ def test_training_data_targets_are_next_tokens():
     x, y = train_tensors(n_sentences=10)  # (10, 22) each
     real = x[:, 1:] != 0  # positions holding a real input token
     assert torch.equal(x[:, 1:][real], y[:, :-1][real])
+
+
+@pytest.mark.gpu
+def test_cuda_logits_match_cpu():
+    from workshop.minigpt import checkpoint
+
+    model = checkpoint.load()
+    idx = torch.randint(3, 600, (4, 20))
+    ref = model(idx)
+    allow = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False  # TF32 would put fp32 logits ~1e-3 off
+    try:
+        got = model.to("cuda")(idx.cuda()).cpu()
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = allow
+    torch.testing.assert_close(got, ref, atol=1e-4, rtol=1e-4)
