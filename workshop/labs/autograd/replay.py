@@ -1,0 +1,122 @@
+"""A backward engine small enough to read: topological order, one call per node, sums at fan-in, leaf grads.
+
+The real engine (torch/csrc/autograd/engine.cpp) does the same in C++: it counts how many edges point at each
+node, keeps a ready queue of nodes whose count reached zero, and always runs the ready node with the highest
+sequence number (the op made last in the forward runs first in the backward; AccumulateGrad has the largest
+one, so a leaf takes its gradient as soon as it is complete). Each node's incoming gradients are summed in an
+input buffer before it runs. This engine follows that rule, so on one device it runs the nodes in the same order.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import Counter
+from dataclasses import dataclass, field
+
+import torch
+from torch.autograd.graph import Node
+
+from workshop.labs.autograd.graph_walk import num_inputs, walk
+
+
+def dependencies(root: Node) -> Counter:
+    """node -> how many edges point at it: how many gradients it waits for before it may run."""
+    deps = Counter()
+    for node in walk(root):
+        deps.update(nxt for nxt, _ in node.next_functions if nxt is not None)
+    return deps
+
+
+def topological_order(root: Node) -> list[Node]:
+    """Kahn's algorithm; among the ready nodes the highest sequence number first, as the real engine does."""
+    waiting = dependencies(root)
+    tie = itertools.count()  # equal sequence numbers (AccumulateGrads) run in the order they became ready
+    ready = [(-root._sequence_nr(), next(tie), root)]
+    order = []
+    while ready:
+        node = heapq.heappop(ready)[2]
+        order.append(node)
+        for nxt, _ in node.next_functions:
+            if nxt is None:
+                continue
+            waiting[nxt] -= 1
+            if waiting[nxt] == 0:
+                heapq.heappush(ready, (-nxt._sequence_nr(), next(tie), nxt))
+    return order
+
+
+def is_topological(order: list[Node], root: Node) -> bool:
+    """True when order holds every node of the graph once and each one after every node that feeds it."""
+    position = {node: i for i, node in enumerate(order)}
+    nodes = walk(root)
+    if len(order) != len(nodes) or set(position) != set(nodes):
+        return False
+    return all(position[node] < position[nxt] for node in nodes for nxt, _ in node.next_functions if nxt is not None)
+
+
+@dataclass
+class Replay:
+    order: list[Node]  # the nodes in the order they ran
+    leaf_grads: dict[int, torch.Tensor] = field(default_factory=dict)  # id(leaf) -> dL/dleaf
+
+    def grad(self, leaf: torch.Tensor) -> torch.Tensor:
+        if id(leaf) not in self.leaf_grads:
+            raise KeyError(f"no gradient reached the leaf of shape {tuple(leaf.shape)}: is it in the graph?")
+        return self.leaf_grads[id(leaf)]
+
+
+def replay_backward(output: torch.Tensor, grad_output: torch.Tensor | None = None) -> Replay:
+    """Backpropagate from output by calling every grad_fn node by hand; .grad and the graph are left untouched.
+
+    grad_output defaults to 1 for a scalar output, as in output.backward().
+    """
+    root = output.grad_fn
+    if root is None:
+        raise ValueError("output has no grad_fn: it was not computed from tensors that require grad")
+    if grad_output is None:
+        if output.numel() != 1:
+            raise ValueError(f"output has shape {tuple(output.shape)}: give grad_output for a non-scalar output")
+        grad_output = torch.ones_like(output)
+    result = Replay(topological_order(root))
+    buffers: dict[Node, list] = {root: [grad_output]}  # node -> one gradient slot per input, summed at fan-in
+    for node in result.order:
+        grads = buffers.pop(node)
+        if hasattr(node, "variable"):  # AccumulateGrad: this gradient is the leaf's
+            result.leaf_grads[id(node.variable)] = grads[0]
+            continue
+        outs = node(*grads)  # the backward formula itself, in C++
+        outs = (outs,) if isinstance(outs, torch.Tensor) else outs
+        for (nxt, input_nr), g in zip(node.next_functions, outs):
+            if nxt is None or g is None:
+                continue
+            g = fit_to_input(g, nxt, input_nr)
+            slots = buffers.setdefault(nxt, [None] * num_inputs(nxt))
+            slots[input_nr] = g if slots[input_nr] is None else slots[input_nr] + g
+    return result
+
+
+def fit_to_input(grad: torch.Tensor, node: Node, input_nr: int) -> torch.Tensor:
+    """What the engine's validate_outputs does to every gradient before it reaches the next node.
+
+    A node returns the gradient in the shape its forward op saw; where the forward broadcast an input (the bias
+    b (V,) added to every row of (M, V) in addmm), the engine sums the gradient back to the input's shape.
+    """
+    meta = node._input_metadata[input_nr]
+    if grad.shape != meta.shape:
+        grad = grad.sum_to_size(meta.shape)  # at::sum_to, as the engine calls it
+    if grad.dtype != meta.dtype:
+        grad = grad.to(meta.dtype)
+    return grad
+
+
+def record_engine_order(output: torch.Tensor) -> list[Node]:
+    """Run the real output.backward() with a pre-hook on every node; returns the nodes in the order they ran."""
+    ran = []
+    handles = [node.register_prehook(lambda grads, node=node: ran.append(node)) for node in walk(output.grad_fn)]
+    try:
+        output.backward()
+    finally:
+        for handle in handles:
+            handle.remove()
+    return ran
