@@ -67,8 +67,8 @@ def draw(graph: dict, title: str):
                                 "patchA": boxes[e["from"]].get_bbox_patch(),
                                 "patchB": boxes[e["to"]].get_bbox_patch()})  # fmt: skip
         shape = by_id[e["to"]]["inputs"][e["input_nr"]]["shape"]
-        ax.text((x0 + x1) / 2, (y0 + y1) / 2, f"grad {tuple(shape)}", fontsize=7, color="#a33",
-                ha="center", va="center", bbox={"fc": "white", "ec": "none", "pad": 0.5})  # fmt: skip
+        ax.text((x0 + x1) / 2 + 0.04, (y0 + y1) / 2, f"grad {tuple(shape)}", fontsize=7, color="#a33",
+                ha="left", va="center", bbox={"fc": "white", "ec": "none", "pad": 0.5})  # fmt: skip
     ax.set(xlim=(-0.1, width + 0.1), ylim=(-len(rows) + 0.5, 0.6), title=title)
     ax.axis("off")
     return fig
