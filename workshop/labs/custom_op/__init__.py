@@ -1,0 +1,9 @@
+from workshop.lab import LabSpec
+
+LAB = LabSpec(
+    name="custom_op",
+    order=3,
+    title="a Triton softmax registered as torch.ops.workshop.softmax: autograd, fake tensors, compile, speed",
+    entry="workshop.labs.custom_op.lab:run",
+    bench="workshop.labs.custom_op.bench:main",
+)

@@ -1,0 +1,149 @@
+"""Measurements of the op against torch.softmax: each returns numbers that the lab compares with thresholds.
+
+Shapes depend on the device: under Triton's interpreter (CPU) every program costs about 1.3 ms, so the CPU
+shapes are small; the long-row cases still cross into the split-row kernels (N > ONE_PASS_MAX).
+"""
+
+import torch
+
+from workshop.ops import softmax
+from workshop.ops import softmax_kernels as kernels
+
+# Slack on top of torch.softmax's own error (vs a float64 reference), per dtype: about one rounding of a
+# probability in [0, 1].
+SLACK = {torch.float64: 1e-15, torch.float32: 1e-7, torch.float16: 5e-4, torch.bfloat16: 4e-3}
+LONG_ROW = kernels.ONE_PASS_MAX * 8  # 262,144: a big vocabulary, cut into CHUNK-sized pieces
+
+
+def shapes(device: str) -> dict[str, tuple[int, ...]]:
+    if device == "cuda":
+        return {"lm_head": (4096, 600), "long": (64, LONG_ROW), "gradcheck_long": (2, kernels.ONE_PASS_MAX + 77)}
+    return {"lm_head": (64, 600), "long": (2, LONG_ROW), "gradcheck_long": (1, kernels.ONE_PASS_MAX + 77)}
+
+
+def dtype_errors(device: str, shape: tuple[int, ...], seed: int) -> dict[str, dict]:
+    """Per dtype: max |ours - reference| and |torch.softmax - reference| (reference = float64 softmax of the
+    same rounded input) and the tolerance for ours: 1.25 x torch's error + SLACK."""
+    gen = torch.Generator().manual_seed(seed)
+    x64 = (torch.randn(shape, generator=gen, dtype=torch.float64) * 4).to(device)
+    out = {}
+    for dtype, slack in SLACK.items():
+        x = x64.to(dtype)
+        ref = torch.softmax(x.double(), -1)  # exact up to float64: the error left is the op's own
+        theirs = (torch.softmax(x, -1).double() - ref).abs().max().item()
+        out[str(dtype).removeprefix("torch.")] = {
+            "ours": (softmax(x).double() - ref).abs().max().item(),
+            "torch": theirs,
+            "tolerance": 1.25 * theirs + slack,
+        }
+    return out
+
+
+def layouts(device: str, seed: int) -> dict[str, float]:
+    """Non-contiguous inputs: max |ours - torch.softmax| for each layout."""
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(48, 80, generator=gen).to(device)
+    cube = torch.randn(6, 40, 10, generator=gen).to(device)
+    cases = {
+        "transposed, dim=-1 (strided rows: copied)": (x.t(), -1),
+        "row-major, dim=0 (strided N: copied)": (x, 0),
+        "every other column, dim=-1": (x[:, ::2], -1),
+        "every other row (row stride 160, no copy)": (x[::2], -1),
+        "expanded row (row stride 0, no copy)": (x[:1].expand(32, 80), -1),
+        "3-d, dim=1 of a permuted view": (cube.permute(2, 0, 1), 1),
+    }
+    return {name: (softmax(t, d) - torch.softmax(t, d)).abs().max().item() for name, (t, d) in cases.items()}
+
+
+def special_rows(n_cols: int, device: str) -> torch.Tensor:
+    """Rows with -inf, inf and NaN in various places, and a row that is all -inf. (6, n_cols)"""
+    x = torch.randn(6, n_cols, generator=torch.Generator().manual_seed(1))
+    x[0, : n_cols // 2] = float("-inf")  # half masked (a causal attention row)
+    x[1, :] = float("-inf")  # all masked: NaN, as torch.softmax
+    x[2, n_cols - 1] = float("inf")
+    x[3, n_cols // 3] = float("nan")
+    x[4, ::3] = float("-inf")
+    x[5, 0], x[5, n_cols - 1] = float("inf"), float("-inf")
+    return x.to(device)
+
+
+def special_value_mismatches(device: str, long_cols: int) -> dict[str, int]:
+    """Rows whose result differs from torch.softmax (NaN == NaN), for a short row and a long (split) row."""
+    out = {}
+    for label, n_cols in (("one-pass rows", 600), ("split rows", long_cols)):
+        x = special_rows(n_cols, device)
+        same = torch.isclose(softmax(x), torch.softmax(x, -1), rtol=1e-5, atol=1e-7, equal_nan=True).all(-1)
+        out[label] = int((~same).sum())
+    return out
+
+
+def empty_results(device: str) -> dict[str, bool]:
+    """Empty tensors and 0-size dims give torch.softmax's (empty) result, forward and backward."""
+    cases = {"(0, 5)": ((0, 5), -1), "(4, 0)": ((4, 0), -1), "(2, 0, 3) dim=1": ((2, 0, 3), 1), "0-d": ((), 0)}
+    out = {}
+    for name, (shape, dim) in cases.items():
+        x = torch.randn(shape, device=device, requires_grad=True)
+        y = softmax(x, dim)
+        (dx,) = torch.autograd.grad(y.sum(), x)
+        ref = torch.softmax(x.detach(), dim)
+        out[name] = y.shape == ref.shape and dx.shape == x.shape and torch.allclose(y, ref)
+    return out
+
+
+def bad_inputs(device: str) -> dict[str, str]:
+    """Each bad input's error: 'TypeName: message' (or 'NO ERROR'), which must name the problem."""
+    other = "meta" if device == "cpu" else "cpu"
+    y = torch.rand(4, 6, device=device)
+    cases = {
+        "integer dtype": lambda: softmax(torch.arange(6, device=device)),
+        "dim out of range": lambda: softmax(y, 2),
+        "mixed devices (backward)": lambda: torch.ops.workshop.softmax_backward(y, y.to(other), -1),
+    }
+    out = {}
+    for name, call in cases.items():
+        try:
+            call()
+            out[name] = "NO ERROR"
+        except (TypeError, IndexError, RuntimeError, ValueError) as e:
+            out[name] = f"{type(e).__name__}: {e}"
+    return out
+
+
+EXPECTED_WORDS = {"integer dtype": "floating-point", "dim out of range": "out of range",
+                  "mixed devices (backward)": "same device"}  # fmt: skip
+
+
+def gradchecks(device: str, long_shape: tuple[int, ...]) -> dict[str, bool]:
+    """torch.autograd.gradcheck in float64 (fast_mode: one random direction; the full Jacobian would take
+    minutes under the interpreter), on one-pass and split-row shapes, contiguous and strided."""
+    gen = torch.Generator().manual_seed(2)
+
+    def leaf(*shape):
+        return torch.randn(*shape, generator=gen, dtype=torch.float64).to(device).requires_grad_()
+
+    strided = leaf(6, 14)
+    cases = {
+        "(4, 7) dim=-1": (leaf(4, 7), -1),
+        "(3, 4, 5) dim=1": (leaf(3, 4, 5), 1),
+        "(6, 14)[:, ::2] dim=0 (strided)": (strided, 0),
+        f"{long_shape} dim=-1 (split rows)": (leaf(*long_shape), -1),
+    }
+    out = {}
+    for name, (x, dim) in cases.items():
+        fn = (lambda t, d=dim: softmax(t[:, ::2], d)) if "strided" in name else (lambda t, d=dim: softmax(t, d))
+        out[name] = torch.autograd.gradcheck(fn, (x,), fast_mode=True)
+    out["(4, 7) gradgradcheck"] = torch.autograd.gradgradcheck(lambda t: softmax(t, -1), (leaf(4, 7),), fast_mode=True)
+    return out
+
+
+def opchecks(device: str) -> dict[str, dict]:
+    """torch.library.opcheck: schema, autograd registration, fake tensor, AOT dispatch (static and dynamic)."""
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(6, 40, generator=gen).to(device)
+    y = torch.softmax(x, -1)
+    cases = {
+        "softmax contiguous": (torch.ops.workshop.softmax.default, (x.requires_grad_(), -1)),
+        "softmax strided, dim=0": (torch.ops.workshop.softmax.default, (x.detach()[:, ::2].requires_grad_(), 0)),
+        "softmax_backward": (torch.ops.workshop.softmax_backward.default, (y, torch.randn_like(y), -1)),
+    }
+    return {name: torch.library.opcheck(op, args) for name, (op, args) in cases.items()}
