@@ -1,0 +1,152 @@
+"""The real dispatcher's state, read through torch._C: key sets as names, TLS sets, and the kernel tables.
+
+Everything here asks PyTorch; nothing decides. These are private APIs whose text changes between versions, so
+the table dumps are parsed leniently (key, source file without line number, [tag], fallthrough) and a missing
+function degrades to a note instead of a crash.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+import torch
+
+C = torch._C
+DK = C.DispatchKey
+
+# Functionalities that exist once per backend: their runtime keys are "<prefix><backend>", e.g. AutogradCPU.
+PER_BACKEND_PREFIX = {"Dense": "", "Quantized": "Quantized", "Sparse": "Sparse", "SparseCsr": "SparseCsr",
+                      "NestedTensor": "NestedTensor", "AutogradFunctionality": "Autograd"}  # fmt: skip
+
+
+def _value(name: str) -> int:
+    return getattr(DK, name).value
+
+
+@lru_cache(maxsize=1)
+def backend_names() -> tuple[str, ...]:
+    """Dense backends in the enum's (= priority) order, lowest first: CPU, CUDA, ..., Meta."""
+    lo, hi = _value("StartOfDenseBackends"), _value("EndOfDenseBackends")
+    return tuple(n for n, k in sorted(DK.__members__.items(), key=lambda nk: nk[1].value) if lo < k.value <= hi
+                 and not n.startswith(("StartOf", "EndOf")))  # fmt: skip
+
+
+def split_runtime_key(name: str) -> tuple[str, str | None]:
+    """'AutogradCPU' -> ('AutogradFunctionality', 'CPU'); 'CPU' -> ('Dense', 'CPU'); 'Python' -> ('Python', None)."""
+    for functionality, prefix in sorted(PER_BACKEND_PREFIX.items(), key=lambda fp: -len(fp[1])):
+        rest = name[len(prefix):] if name.startswith(prefix) else None
+        if rest in backend_names():
+            return functionality, rest
+    return name, None
+
+
+@lru_cache(maxsize=1)
+def runtime_key_names() -> tuple[str, ...]:
+    """Every key a DispatchKeySet can hold that is neither an alias nor a bare per-backend functionality."""
+    return tuple(n for n, k in DK.__members__.items()
+                 if n not in PER_BACKEND_PREFIX and n != "Undefined" and not n.startswith(("StartOf", "EndOf"))
+                 and not C._dispatch_is_alias_key(k))  # fmt: skip
+
+
+def names(ks) -> list[str]:
+    """A DispatchKeySet as key names. A per-backend functionality bit with no backend bit (what the TLS exclude
+    set holds for autograd: 'all backends') shows as its functionality name, e.g. 'AutogradFunctionality'."""
+    out = [n for n in runtime_key_names() if ks.has(getattr(DK, n))]
+    covered = {split_runtime_key(n)[0] for n in out}
+    out += [f for f in PER_BACKEND_PREFIX if f not in covered and ks.has(getattr(DK, f))]
+    return sorted(set(out))
+
+
+def keyset(key_names) -> "C.DispatchKeySet":
+    ks = C.DispatchKeySet(DK.Undefined)
+    for n in key_names:
+        ks = ks | C.DispatchKeySet(getattr(DK, n))
+    return ks
+
+
+def tensor_keys(tensors) -> "C.DispatchKeySet":
+    ks = C.DispatchKeySet(DK.Undefined)
+    for t in tensors:
+        ks = ks | C._dispatch_keys(t)
+    return ks
+
+
+def tls() -> tuple["C.DispatchKeySet", "C.DispatchKeySet"]:
+    """The thread-local (include, exclude) sets the dispatcher folds into every key set it computes."""
+    return C._dispatch_tls_local_include_set(), C._dispatch_tls_local_exclude_set()
+
+
+def keys_below(key: str) -> "C.DispatchKeySet":
+    """The real 'every key of lower priority than key' mask that kernels redispatch with."""
+    return C._dispatch_keyset_full_after(getattr(DK, key))
+
+
+# ---- kernel tables ----
+_LINE = re.compile(r"^(?P<key>\w+)(?P<alias>\[alias\])?(?P<inactive> \(inactive\))?: (?P<rest>.*)$")
+_SOURCE = re.compile(r"registered at (?P<path>[^\s:']+)")  # the path, without ":LINE"
+_TAG = re.compile(r"\[(?P<tag>[^\]]*)\]\s*$")
+
+
+@dataclass(frozen=True)
+class Kernel:
+    source: str  # file the kernel was registered from, no directory, no line: "VariableType_0.cpp"
+    tag: str  # what the table says about it: "kernel", "math kernel", "autograd kernel", "backend fallback", ...
+    fallthrough: bool  # the dispatcher skips fallthrough keys as if they were not in the key set
+
+    def as_dict(self) -> dict:
+        return {"source": self.source, "tag": self.tag, "fallthrough": self.fallthrough}
+
+
+def parse_table(text: str) -> dict[str, Kernel]:
+    """'KEY[alias]: [fallthrough ]registered at PATH:LINE ... [tag]' lines -> {key: Kernel}. Lines that do not
+    look like that (name:, schema:, debug:, inactive kernels) are skipped, so format drift degrades gently."""
+    table = {}
+    for line in text.splitlines():
+        m = _LINE.match(line.strip())
+        if not m or m["inactive"] or m["key"] in ("name", "schema", "debug", "alias"):
+            continue
+        src, tag = _SOURCE.search(m["rest"]), _TAG.search(m["rest"])
+        if not src:
+            continue
+        tag_text = tag["tag"].strip() if tag else ""
+        fallthrough = m["rest"].startswith("fallthrough") or "fallthrough" in tag_text.split()
+        kind = " ".join(w for w in tag_text.split() if w not in ("fallthrough", "boxed", "unboxed")) or "kernel"
+        table[m["key"] + ("[alias]" if m["alias"] else "")] = Kernel(os.path.basename(src["path"]), kind, fallthrough)
+    return table
+
+
+@lru_cache(maxsize=None)
+def computed_table(op: str) -> dict[str, Kernel]:
+    """The dispatcher's computed table for op: runtime key -> the kernel a call at that key runs."""
+    return parse_table(C._dispatch_dump_table(op))
+
+
+@lru_cache(maxsize=None)
+def registrations(op: str) -> dict[str, Kernel]:
+    """What was registered for op itself (runtime keys and 'Alias[alias]' keys), before the table is computed."""
+    return parse_table(C._dispatch_dump(op))
+
+
+def backend_fallbacks(op: str) -> dict[str, Kernel]:
+    """Per-key fallbacks (registered for every op of a key, e.g. Python, ADInplaceOrView) as op's table shows them."""
+    return {k: v for k, v in computed_table(op).items() if v.tag == "backend fallback"}
+
+
+def computed_kernel_source(op: str, key: str) -> tuple[str | None, str]:
+    """The dispatcher's own answer for (op, key): the registering file of the kernel in its table slot.
+
+    Asks _dispatch_get_computed_kernel_for_dispatch_key where this torch has it, else reads the table dump;
+    returns (source or None, how it was found)."""
+    getter = getattr(C, "_dispatch_get_computed_kernel_for_dispatch_key", None)
+    if getter is not None:
+        try:
+            m = _SOURCE.search(repr(getter(op, getattr(DK, key))))
+            if m:
+                return os.path.basename(m["path"]), "_dispatch_get_computed_kernel_for_dispatch_key"
+        except RuntimeError:  # "no kernel for KEY": the slot is empty
+            return None, "_dispatch_get_computed_kernel_for_dispatch_key"
+    entry = computed_table(op).get(key)
+    return (entry.source if entry else None), "_dispatch_dump_table (this torch lacks the getter)"
