@@ -1,0 +1,72 @@
+"""Which collectives a step issues, and how big they are: a TorchDispatchMode that logs every c10d op.
+
+Every collective in PyTorch reaches the dispatcher as an operator: the eager ProcessGroup calls that DDP's
+reducer and FSDP2 make (`c10d::allreduce_`, `c10d::_allgather_base_`, `c10d::send` ...) and the functional
+ones that DTensor issues for tensor parallel (`_c10d_functional::all_reduce` ...). A dispatch mode sees them all.
+(`torch.distributed.tensor.debug.CommDebugMode` counts the same ops, but not their sizes.)
+
+Size rule, the same for every op: the largest tensor argument or result, i.e. the full (unsharded) buffer
+that the collective reduces, gathers or sends. For a list argument (coalesced ops) its tensors are summed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import defaultdict
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+NAMESPACES = {"c10d", "_c10d_functional", "c10d_functional"}
+NOT_COMMUNICATION = {"wait_tensor", "wrap_tensor_autograd", "barrier", "monitored_barrier"}  # names, "_" stripped
+
+
+def _bytes(value) -> int:
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, (list, tuple)):
+        return sum(_bytes(v) for v in value)
+    return 0
+
+
+class CollectiveLog(TorchDispatchMode):
+    """Records (phase, op, bytes) for each collective dispatched while active. `phase` is set by the demo."""
+
+    def __init__(self):
+        super().__init__()
+        self.phase = "step"
+        self.events: list[tuple[str, str, int]] = []
+
+    @contextlib.contextmanager
+    def in_phase(self, phase: str):
+        before, self.phase = self.phase, phase
+        try:
+            yield
+        finally:
+            self.phase = before
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        from torch.distributed.tensor import DTensor
+
+        if any(issubclass(t, DTensor) for t in types):
+            return NotImplemented  # let DTensor turn itself into plain ops (and collectives) first; we see those
+        out = func(*args, **(kwargs or {}))
+        namespace, name = getattr(func, "namespace", ""), func.__name__.split(".")[0].strip("_")
+        if namespace in NAMESPACES and name not in NOT_COMMUNICATION:
+            size = max([_bytes(a) for a in args] + [_bytes(out)])
+            self.events.append((self.phase, name, size))
+        return out
+
+    def summary(self) -> list[dict]:
+        """[{phase, op, count, bytes}] summed over the events, in first-seen order."""
+        table: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+        for phase, op, size in self.events:
+            table[(phase, op)][0] += 1
+            table[(phase, op)][1] += size
+        return [{"phase": p, "op": o, "count": c, "bytes": b} for (p, o), (c, b) in table.items()]
+
+
+def total(summary: list[dict], op_contains: str = "", phase: str | None = None) -> tuple[int, int]:
+    """(count, bytes) of the summary rows whose op name contains op_contains (and in phase, if given)."""
+    rows = [r for r in summary if op_contains in r["op"] and (phase is None or r["phase"] == phase)]
+    return sum(r["count"] for r in rows), sum(r["bytes"] for r in rows)

@@ -1,0 +1,109 @@
+"""Build and run the torchrun command of a demo, after checking that N can work at all.
+
+torchrun (`python -m torch.distributed.run`) starts N processes per node, runs the rendezvous (which rank is
+who, where the store is) and sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/PORT for each; if any process
+fails it stops the others and exits non-zero. One machine: `--standalone` (a private rendezvous on a free
+port). Several: the same command on every machine with --nnodes, --rdzv-backend c10d, --rdzv-endpoint host:port
+and --rdzv-id; the README shows it, and a Slurm srun line.
+
+    python -m workshop.labs.distributed.launch ddp --n 2 --device cpu --out /tmp/ddp [-- --fail-rank 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+STRATEGIES = ("ddp", "fsdp", "tp", "pp")
+
+
+def gpu_problem(n_per_node: int, device: str) -> str | None:
+    if device != "cuda":
+        return None
+    import torch
+
+    visible = torch.cuda.device_count()
+    if n_per_node > visible:
+        return (f"--n {n_per_node} asks for {n_per_node} processes, one GPU each, but {visible} GPU(s) are visible; "
+                "use --n <= the GPU count, or --device cpu to run them as CPU processes (gloo)")  # fmt: skip
+    return None
+
+
+def strategy_problem(strategy: str, world: int) -> str | None:
+    """Why `world` ranks cannot run this strategy on the MiniGPT (None if they can). Checked before starting."""
+    if strategy not in STRATEGIES:
+        return f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}"
+    if strategy == "tp":
+        from workshop.labs.distributed.tp import usable
+    elif strategy == "pp":
+        from workshop.labs.distributed.pp import usable
+    else:
+        return None
+    return usable(world)
+
+
+def command(strategy: str, n: int, device: str, out: Path, nnodes: int = 1, node_rank: int | None = None,
+            rdzv_endpoint: str | None = None, rdzv_id: str = "workshop", demo_args=()) -> list[str]:  # fmt: skip
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(n)]
+    if rdzv_endpoint:  # several agents (machines) meet at the endpoint; the c10d backend hosts the store there
+        cmd += ["--nnodes", str(nnodes), "--rdzv-backend", "c10d", "--rdzv-endpoint", rdzv_endpoint, "--rdzv-id", rdzv_id]
+        cmd += ["--node-rank", str(node_rank)] if node_rank is not None else []
+    else:
+        cmd += ["--standalone"]
+    return cmd + ["-m", f"workshop.labs.distributed.{strategy}", "--out", str(out), "--device", device, *demo_args]
+
+
+def environment() -> dict[str, str]:
+    # The caller's environment, passed through (on the GPU machine it carries NCCL settings that must stay),
+    # plus one CPU thread per rank: N ranks share the cores.
+    return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+
+
+def run(cmd: list[str], log: Path, timeout_s: float = 300.0) -> tuple[int, float]:
+    """Run torchrun with its output in `log`; (exit code, seconds). On timeout the whole process group is killed."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    with open(log, "w") as f:
+        f.write("$ " + shlex.join(cmd) + "\n")
+        f.flush()
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=environment(), start_new_session=True)
+        try:
+            rc = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            rc = proc.wait()
+            f.write(f"\nkilled after {timeout_s:.0f} s\n")
+    return rc, time.monotonic() - start
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m workshop.labs.distributed.launch", description=__doc__.split("\n")[0])
+    p.add_argument("strategy", choices=STRATEGIES)
+    p.add_argument("--n", type=int, default=2, help="processes per node")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--nnodes", type=int, default=1)
+    p.add_argument("--node-rank", type=int, default=None)
+    p.add_argument("--rdzv-endpoint", default=None, help="host:port of the rendezvous (several nodes)")
+    p.add_argument("--rdzv-id", default="workshop")
+    p.add_argument("demo_args", nargs=argparse.REMAINDER, help="after --: options of the demo, e.g. --fail-rank 1")
+    a = p.parse_args(argv)
+    if a.nnodes > 1 and not a.rdzv_endpoint:
+        p.error("--nnodes > 1 needs --rdzv-endpoint host:port (the same on every node)")
+    why = gpu_problem(a.n, a.device) or strategy_problem(a.strategy, a.n * a.nnodes)
+    if why:
+        p.error(why)
+    demo_args = a.demo_args[1:] if a.demo_args[:1] == ["--"] else a.demo_args
+    cmd = command(a.strategy, a.n, a.device, a.out, a.nnodes, a.node_rank, a.rdzv_endpoint, a.rdzv_id, demo_args)
+    print("$ " + shlex.join(cmd), flush=True)
+    return subprocess.call(cmd, env=environment())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""Pipeline parallel: the MiniGPT's 4 blocks cut into stages, one (or, interleaved, two) per rank. A step's
+batch is split into m micro-batches that flow through the stages; activations go forward and their gradients
+backward by point-to-point send/recv. Three schedules of the same work, each a separate run from the checkpoint:
+GPipe (all forwards, then all backwards), 1F1B (alternate once the pipe is full: fewer activations alive) and
+interleaved 1F1B (two smaller stages per rank: a smaller bubble, more messages).
+
+    python -m torch.distributed.run --nproc-per-node 2 -m workshop.labs.distributed.pp --out /tmp/pp
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+from torch.distributed.elastic.multiprocessing.errors import record
+from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe, ScheduleInterleaved1F1B
+
+from workshop import atomic
+from workshop.labs.distributed import common
+from workshop.labs.distributed.timeline import Timeline, bubble, draw_gantt, theory
+from workshop.minigpt.model import GPT, GPTConfig, lm_loss
+
+# name -> (schedule class, stages per rank)
+SCHEDULES = {"gpipe": (ScheduleGPipe, 1), "1f1b": (Schedule1F1B, 1), "interleaved_1f1b": (ScheduleInterleaved1F1B, 2)}
+
+
+def microbatches(p: int) -> int:
+    return 2 * p  # m = 2p: enough for every schedule here (1F1B and interleaved need m >= p)
+
+
+def usable(n: int, cfg: GPTConfig = GPTConfig()) -> str | None:
+    if n > cfg.n_layer:
+        return f"pipeline parallel needs at most one stage per block: N={n} ranks > {cfg.n_layer} blocks"
+    return None
+
+
+def schedules_for(n: int, cfg: GPTConfig = GPTConfig()) -> dict[str, str | None]:
+    """Schedule -> None if it runs with n ranks, else why not (interleaving needs 2 stages per rank)."""
+    return {name: None if n * v <= cfg.n_layer else f"{n * v} stages > {cfg.n_layer} blocks"
+            for name, (_, v) in SCHEDULES.items()}  # fmt: skip
+
+
+class Stage(nn.Module):
+    """Blocks [lo, hi) of a GPT; the first stage also embeds, the last also applies ln_f and lm_head.
+    Parameter names are the GPT's own (blocks kept under their index), so they compare by name."""
+
+    def __init__(self, gpt: GPT, lo: int, hi: int):
+        super().__init__()
+        first, last = lo == 0, hi == gpt.cfg.n_layer
+        self.tok_emb, self.pos_emb = (gpt.tok_emb, gpt.pos_emb) if first else (None, None)
+        self.blocks = nn.ModuleDict({str(i): gpt.blocks[i] for i in range(lo, hi)})
+        self.ln_f, self.lm_head = (gpt.ln_f, gpt.lm_head) if last else (None, None)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.tok_emb is not None:  # (B, T) token ids -> (B, T, C)
+            x = self.tok_emb(x) + self.pos_emb(torch.arange(x.shape[1], device=x.device))
+        for block in self.blocks.values():  # (B, T, C) -> (B, T, C)
+            x = block(x)
+        if self.lm_head is not None:  # (B, T, C) -> (B, T, V) logits
+            x = self.lm_head(self.ln_f(x))
+        return x
+
+
+def run_schedule(args, rank: common.Rank, name: str) -> dict:
+    """Train with one schedule; returns this rank's record (with its timeline)."""
+    cls, v = SCHEDULES[name]
+    p, m = rank.world, microbatches(rank.world)
+    n_stages, n_layer = p * v, GPTConfig().n_layer
+    gpt = common.load_model(rank.device)
+    ids = [rank.rank + k * p for k in range(v)]  # looped placement: rank r holds stages r, r+p, ...
+    modules = [Stage(gpt, i * n_layer // n_stages, (i + 1) * n_layer // n_stages) for i in ids]
+    stages = [PipelineStage(mod, i, n_stages, rank.device) for mod, i in zip(modules, ids)]
+    timeline = Timeline(rank.device)
+    for stage in stages:
+        timeline.watch(stage)
+    schedule = cls(stages[0], m, loss_fn=lm_loss) if v == 1 else cls(stages, m, loss_fn=lm_loss)
+    params = [q for mod in modules for q in mod.parameters()]
+    opt = common.optimizer(params)
+    x, y = common.batches(args.steps, m, rank.device)  # (steps, m, ROWS, T): the schedule splits dim 0 into m
+    first, last = rank.rank == 0, rank.rank == p - 1
+
+    def step(s, log):
+        timeline.begin_step()
+        losses = []
+        with log.in_phase("schedule"):  # forwards and backwards of all micro-batches, with their sends/recvs
+            inputs = (x[s].flatten(0, 1),) if first else ()
+            schedule.step(*inputs, **({"target": y[s].flatten(0, 1), "losses": losses} if last else {}))
+        return torch.stack(losses).mean().item() if last else None  # the schedule averages grads the same way
+
+    record_ = common.train(args, rank, step, opt)
+    record_["bytes"] = common.memory(params, opt)
+    record_["timeline"] = timeline.steps
+    named = {n: q.detach() for mod in modules for n, q in mod.named_parameters()}
+    return common.compare(record_, named, args.steps, m, rank.device)
+
+
+@record
+def main() -> None:
+    args = common.parse_args("Pipeline-parallel demo of the MiniGPT: GPipe, 1F1B, interleaved 1F1B (torchrun)")
+    rank = common.setup(args)
+    if why := usable(rank.world):
+        raise SystemExit(why)
+    p, m = rank.world, microbatches(rank.world)
+    runs, skipped = {}, {}
+    for name, why_not in schedules_for(p).items():
+        if why_not:
+            skipped[name] = why_not
+            continue
+        records = common.gather(run_schedule(args, rank, name))
+        v = SCHEDULES[name][1]
+        intervals = [r.pop("timeline") for r in records]
+        runs[name] = {**common.run_summary(records, records[p - 1]["losses"], m), "stages_per_rank": v,
+                      "microbatches": m, "bubble": bubble(intervals), "bubble_theory": theory(p, m, v),
+                      "intervals": intervals}  # fmt: skip
+    if rank.rank == 0:
+        atomic.save_figure(args.out / "gantt.png", draw_gantt(runs))
+    common.write(args, rank, "pp", runs, skipped_schedules=skipped)
+    common.finish()
+
+
+if __name__ == "__main__":
+    main()

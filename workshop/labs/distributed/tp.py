@@ -1,0 +1,74 @@
+"""Tensor parallel: every rank sees the whole batch but holds a slice of each big matrix (Megatron style).
+
+In each block, q/k/v and the MLP's fc are split column-wise (each rank computes some heads / some hidden
+units, no communication), out_proj and proj row-wise (partial sums, all-reduced). The LM head Linear(64, 600)
+is split over the vocabulary: each rank computes 600/N logits, and the loss is computed on the sharded logits
+(loss_parallel: a max and a sum all-reduced across ranks) instead of gathering (B, T, 600) logits.
+Embeddings and LayerNorms stay replicated. The attention infers its local head count from the shapes.
+
+    python -m torch.distributed.run --nproc-per-node 2 -m workshop.labs.distributed.tp --out /tmp/tp
+"""
+
+from __future__ import annotations
+
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.elastic.multiprocessing.errors import record
+from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, loss_parallel, parallelize_module
+
+from workshop.labs.distributed import common
+from workshop.minigpt.model import GPTConfig, lm_loss
+
+BLOCK_PLAN = {
+    "attn.q_proj": ColwiseParallel(),  # (B, T, 64) -> (B, T, 64/N): heads split over ranks
+    "attn.k_proj": ColwiseParallel(),
+    "attn.v_proj": ColwiseParallel(),
+    "attn.out_proj": RowwiseParallel(),  # (B, T, 64/N) -> partial (B, T, 64), all-reduced
+    "mlp.fc": ColwiseParallel(),  # (B, T, 64) -> (B, T, 256/N)
+    "mlp.proj": RowwiseParallel(),  # (B, T, 256/N) -> partial (B, T, 64), all-reduced
+}
+# Logits stay a DTensor sharded over the vocabulary, (B, T, 600/N) per rank, for loss_parallel.
+HEAD_PLAN = {"lm_head": ColwiseParallel(use_local_output=False)}
+
+
+def usable(n: int, cfg: GPTConfig = GPTConfig()) -> str | None:
+    """Why n ranks cannot split this model (None if they can)."""
+    for what, size in (("attention heads", cfg.n_head), ("MLP width", cfg.d_mlp), ("vocabulary", cfg.vocab_size)):
+        if size % n:
+            return f"tensor parallel needs N to divide the {what} ({size}); N={n} does not (use 1, 2 or 4)"
+    return None
+
+
+@record
+def main() -> None:
+    args = common.parse_args("Tensor-parallel demo of the MiniGPT (run under torchrun)")
+    rank = common.setup(args)
+    if why := usable(rank.world):
+        raise SystemExit(why)
+    mesh = init_device_mesh(rank.device.type, (rank.world,), mesh_dim_names=("tp",))
+    model = common.load_model(rank.device)
+    for block in model.blocks:
+        parallelize_module(block, mesh, BLOCK_PLAN)
+    parallelize_module(model, mesh, HEAD_PLAN)
+    opt = common.optimizer(model.parameters())
+    x, y = common.batches(args.steps, 1, rank.device)  # one chunk: every rank the same whole batch
+
+    def step(s, log):
+        with loss_parallel():  # cross-entropy on vocabulary-sharded logits, forward and backward
+            with log.in_phase("forward"):
+                loss = lm_loss(model(x[s, 0]), y[s, 0])
+            with log.in_phase("backward"):  # column-parallel inputs' gradients are all-reduced
+                loss.backward()
+        return common.full(loss).item()
+
+    record_ = common.train(args, rank, step, opt)
+    record_["bytes"] = common.memory(list(model.parameters()), opt)
+    params = {n: common.full(p.detach()) for n, p in model.named_parameters()}
+    record_ = common.compare(record_, params, args.steps, 1, rank.device)
+    records = common.gather(record_)
+    common.write(args, rank, "tp", {"tp": common.run_summary(records, records[0]["losses"], 1)},
+                 lm_head_local_shape=list(common.local(model.lm_head.weight).shape))  # fmt: skip
+    common.finish()
+
+
+if __name__ == "__main__":
+    main()
