@@ -16,13 +16,12 @@ from workshop.labs.autograd.replay import (
 from workshop.minigpt.model import lm_loss
 
 
-def fan_out_graph():
+def fan_out_graph(device="cpu"):
     """Not the LM head: a used four times (fan-out, so gradients must be summed), tanh and exp non-linear,
     a matmul with broadcasting, and an unbind whose backward takes several gradients, one of them never sent."""
     gen = torch.Generator().manual_seed(1)
-    a = torch.randn(4, 3, generator=gen, dtype=torch.float64, requires_grad=True)
-    B = torch.randn(3, 5, generator=gen, dtype=torch.float64, requires_grad=True)
-    c = torch.randn(5, generator=gen, dtype=torch.float64, requires_grad=True)
+    a, B, c = (torch.randn(*shape, generator=gen, dtype=torch.float64).to(device).requires_grad_()
+               for shape in ((4, 3), (3, 5), (5,)))  # fmt: skip
     h = torch.tanh(a) * a  # a twice
     first, second, _unused = h.unbind(1)  # three gradients for UnbindBackward; the third never arrives
     y = ((a @ B + c).exp().sum() + (first * second).sum() + (a * a).mean())  # a twice more, c broadcast
@@ -107,3 +106,12 @@ def test_engine_hooks_are_removed_afterwards():
     assert len(ran) == 3 and type(ran[0]).__name__ == "SumBackward0" and type(ran[-1]).__name__ == "AccumulateGrad"
     y.backward()  # had the pre-hooks stayed, this second run would append to `ran`
     assert len(ran) == 3
+
+
+@pytest.mark.gpu
+def test_cuda_replay_matches_the_engine():
+    y, leaves = fan_out_graph("cuda")
+    ours = replay_backward(y)
+    assert record_engine_order(y) == ours.order
+    for leaf in leaves:
+        torch.testing.assert_close(ours.grad(leaf), leaf.grad, rtol=0, atol=1e-12)

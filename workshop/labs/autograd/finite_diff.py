@@ -46,7 +46,8 @@ def pick_rows(targets: torch.Tensor) -> torch.Tensor:
     flat = targets.reshape(-1)
     real, pad = (flat != PAD_ID).nonzero()[:, 0], (flat == PAD_ID).nonzero()[:, 0]
     if len(real) < ROWS_REAL or len(pad) < ROWS_PAD:
-        raise ValueError(f"need {ROWS_REAL} real and {ROWS_PAD} <pad> targets, the batch has {len(real)} and {len(pad)}")
+        raise ValueError(f"need {ROWS_REAL} real and {ROWS_PAD} <pad> targets, "
+                         f"the batch has {len(real)} and {len(pad)}")  # fmt: skip
     return torch.cat([real[:ROWS_REAL], pad[:ROWS_PAD]])
 
 

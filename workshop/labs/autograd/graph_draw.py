@@ -56,9 +56,9 @@ def draw(graph: dict, title: str):
     for node in graph["nodes"]:
         kind = "root" if node["id"] == graph["root"] else "leaf" if "leaf" in node else "op"
         step = f"[{node['step']}] " if "step" in node else ""
+        box = {"boxstyle": "round,pad=0.4", "fc": KIND_COLOR[kind], "ec": "#333"}
         boxes[node["id"]] = ax.text(*pos[node["id"]], step + node_label(node), fontsize=7.5, family="monospace",
-                                    ha="center", va="center", multialignment="left",
-                                    bbox={"boxstyle": "round,pad=0.4", "fc": KIND_COLOR[kind], "ec": "#333"})  # fmt: skip
+                                    ha="center", va="center", multialignment="left", bbox=box)  # fmt: skip
     by_id = {n["id"]: n for n in graph["nodes"]}
     for e in graph["edges"]:  # arrows clipped at the boxes' edges, whatever their height
         (x0, y0), (x1, y1) = pos[e["from"]], pos[e["to"]]

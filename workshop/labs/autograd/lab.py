@@ -44,7 +44,8 @@ def check_hand(ctx: LabContext, batch: HeadBatch) -> list[dict]:
                           GRAD_TOLERANCE)  # fmt: skip
         loss_rel = errors["loss"]["max_abs_error"] / errors["loss"]["max_abs_value"]
         ctx.check_max(f"hand loss = lm_loss ({where}): relative error", loss_rel, LOSS_RTOL)
-        records.append({"dtype": dtype_name(dtype), "device": ctx.device, "tf32": False, "checked": True, "errors": errors})
+        records.append({"dtype": dtype_name(dtype), "device": ctx.device, "tf32": False, "checked": True,
+                        "errors": errors})  # fmt: skip
     if ctx.device == "cuda":  # reported, not checked: what TF32 does to a 1e-7 comparison
         with tf32(True):
             errors = hand_vs_autograd(batch, torch.float32)
@@ -118,7 +119,8 @@ def run(ctx: LabContext) -> None:
 
     ctx.extra.update(hand_vs_autograd=hand, replay=replays, gradcheck=gradchecks, gradcheck_tolerance=TOLERANCE,
                      batch={"rows": batch.targets.numel(), "real_targets": batch.n_real},
-                     thresholds={"gradient_max_abs_error": GRAD_TOLERANCE, "loss_relative_error": LOSS_RTOL})  # fmt: skip
+                     thresholds={"gradient_max_abs_error": GRAD_TOLERANCE,
+                                 "loss_relative_error": LOSS_RTOL})  # fmt: skip
     ctx.summary = summary(ctx, batch, hand, replays, gradchecks, graph)
 
 
