@@ -129,3 +129,22 @@ def autograd_nodes(out: torch.Tensor) -> list[str]:
         names.append(type(fn).__name__)
         frontier += [nxt for nxt, _ in fn.next_functions]
     return names
+
+
+def priority_disagreements() -> list[tuple[str, str, str]]:
+    """Neighbours in reimpl.PRIORITY (a above b) that the real highestPriorityTypeId orders otherwise, as
+    (a, b, real winner); per-backend functionalities are tried with their CPU key, backends as CPU vs CUDA."""
+    def runtime(f: str) -> str | None:
+        name = keys.PER_BACKEND_PREFIX[f] + "CPU" if f in keys.PER_BACKEND_PREFIX else f
+        is_backend = name in keys.backend_names() and f not in keys.PER_BACKEND_PREFIX  # e.g. MAIA in newer torch
+        known = hasattr(keys.DK, name) and name in keys.runtime_key_names() and not is_backend
+        return name if known else None
+
+    known = [k for k in map(runtime, reimpl.PRIORITY) if k]
+    pairs = list(zip(known, known[1:])) + [("CUDA", "CPU"), ("AutogradCUDA", "AutogradCPU")]
+    out = []
+    for a, b in pairs:
+        real = keys.keyset([a, b]).highestPriorityTypeId().name
+        if real != a:
+            out.append((a, b, real))
+    return out

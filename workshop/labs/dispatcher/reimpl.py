@@ -30,8 +30,8 @@ PRIORITY = [
     "Tracer", "AutogradNestedTensor", "AutogradFunctionality", "AutogradOther", "ADInplaceOrView",
     "ZeroTensor", "Negative", "Conjugate", "NamedTensor", "Functionalize", "FuncTorchDynamicLayerBackMode", "Fake",
     "Python", "BackendSelect",
-    "NestedTensor", "SparseCsr", "Sparse", "MkldnnCPU", "CustomRNGKeyId", "Quantized", "Metal", "Vulkan", "MAIA",
-    "FPGA", "Dense",
+    "NestedTensor", "SparseCsr", "Sparse", "MkldnnCPU", "CustomRNGKeyId", "Quantized", "Metal", "Vulkan", "FPGA",
+    "Dense",
 ]  # fmt: skip
 AUTOGRAD = {"AutogradFunctionality", "AutogradOther", "AutogradNestedTensor"}
 BACKENDS = {"Dense", "Quantized", "Sparse", "SparseCsr", "NestedTensor"}  # where Composite*Autograd kernels may sit
