@@ -114,7 +114,7 @@ def dispatch_path_figure(panels: list[dict]):
                 color = TAG_COLOR.get(tag, "k")
                 ax.scatter(x, y[s["key"]], s=55, zorder=2, edgecolors=color, linewidths=1.5,
                            facecolors="white" if s["passes_on"] else color)  # fmt: skip
-            labels.append("  " * depth + n["op"].removeprefix("aten::"))
+            labels.append("·" * depth + n["op"].removeprefix("aten::"))
         ax.set_xticks(range(len(labels)), labels, rotation=60, ha="right", fontsize=8, family="monospace")
         ax.set_yticks(range(len(all_keys)), all_keys, fontsize=8)
         ax.set_title(f"{sc['name']}: F.linear -> {sc['output']}", fontsize=10)
