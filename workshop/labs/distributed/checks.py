@@ -23,7 +23,7 @@ def state_bytes(rank_record: dict) -> int:
 
 
 def check_run(ctx: LabContext, label: str, run: dict, tolerance: float) -> None:
-    ctx.check_max(f"{label}: losses equal the 1-process reference (max abs diff)", run["max_loss_error"], tolerance)
+    ctx.check_max(f"{label}: losses equal the 1-process reference (max relative diff)", run["max_loss_error"], tolerance)
     ctx.check_max(f"{label}: final parameters equal the reference (max abs diff)", run["max_param_error"], tolerance)
     ctx.check_max(f"{label}: median step time (s)", max(r["step_time_s"] for r in run["per_rank"]), MAX_STEP_S)
 
@@ -95,4 +95,4 @@ def figures(data: dict) -> list[dict]:
 
 
 def collectives_text(summary: list[dict]) -> str:
-    return ", ".join(f"{r['phase'][:3]} {r['op']} x{r['count']} {r['bytes'] / 1e3:.0f} kB" for r in summary) or "none"
+    return ", ".join(f"{r['phase']} {r['op']} x{r['count']} {r['bytes'] / 1e3:.0f} kB" for r in summary) or "none"

@@ -92,14 +92,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--node-rank", type=int, default=None)
     p.add_argument("--rdzv-endpoint", default=None, help="host:port of the rendezvous (several nodes)")
     p.add_argument("--rdzv-id", default="workshop")
-    p.add_argument("demo_args", nargs=argparse.REMAINDER, help="after --: options of the demo, e.g. --fail-rank 1")
-    a = p.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    cut = argv.index("--") if "--" in argv else len(argv)  # after --: the demo's own options, e.g. --fail-rank 1
+    a, demo_args = p.parse_args(argv[:cut]), argv[cut + 1 :]
     if a.nnodes > 1 and not a.rdzv_endpoint:
         p.error("--nnodes > 1 needs --rdzv-endpoint host:port (the same on every node)")
     why = gpu_problem(a.n, a.device) or strategy_problem(a.strategy, a.n * a.nnodes)
     if why:
         p.error(why)
-    demo_args = a.demo_args[1:] if a.demo_args[:1] == ["--"] else a.demo_args
     cmd = command(a.strategy, a.n, a.device, a.out, a.nnodes, a.node_rank, a.rdzv_endpoint, a.rdzv_id, demo_args)
     print("$ " + shlex.join(cmd), flush=True)
     return subprocess.call(cmd, env=environment())
