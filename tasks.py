@@ -1,0 +1,244 @@
+"""Invoke tasks for the workshop: thin wrappers around `docker compose` and `python -m workshop` / pytest.
+
+    invoke --list                  the tasks;  invoke --help lab  one task's options
+    invoke lab --n 2 --dry-run     print the commands instead of running them (or: invoke --dry lab --n 2)
+
+Docker is the default path: the image (docker/Dockerfile) holds the exact pin set, compose.yaml the services.
+`--native` runs the same commands with the Python that runs invoke (the README's native venv). All behaviour
+lives in the package (`python -m workshop`) and in docker/session.sh; this file only picks and spells commands.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import inspect
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from invoke import Collection, Exit, task
+from invoke.parser import ParserContext
+
+ROOT = Path(__file__).resolve().parent
+SESSION = "docker/session.sh"  # labs, report, then the tests on that run: the same script in and out of Docker
+DEFAULT_ARCHIVE = "pytorch-internals-workshop-image.tar.gz"
+INSTALL_DOCKER = "https://docs.docker.com/engine/install/"
+INSTALL_TOOLKIT = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
+
+
+def _probe(*cmd: str) -> subprocess.CompletedProcess | None:
+    """Run a read-only probe; None when the program is not installed."""
+    if not shutil.which(cmd[0]):
+        return None
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(cmd, 1, "", f"{' '.join(cmd)} did not answer within 60 s")
+
+
+def _docker_problem() -> str | None:
+    """Why Docker cannot be used here, with the fix; None when it can."""
+    info = _probe("docker", "info", "--format", "{{.ServerVersion}}")
+    if info is None:
+        return f"Docker is not installed. Install Docker Engine with its Compose plugin ({INSTALL_DOCKER}), " \
+               "or run without Docker: add --native (after the README's native setup)."  # fmt: skip
+    if info.returncode != 0:
+        error = (info.stderr.strip().splitlines() or ["(no message)"])[-1]
+        if "permission denied" in error.lower():
+            return f"You may not use the Docker daemon ({error}). Add yourself to the docker group: " \
+                   "`sudo usermod -aG docker $USER`, then log in again."  # fmt: skip
+        return f"The Docker daemon is not running ({error}). Start it: `sudo systemctl start docker` " \
+               "(Docker Desktop: start the app)."  # fmt: skip
+    if _probe("docker", "compose", "version").returncode != 0:
+        return "Docker Compose v2 is missing (`docker compose version` failed). Install the plugin: " \
+               f"`sudo apt-get install docker-compose-plugin` or see {INSTALL_DOCKER}."  # fmt: skip
+    return None
+
+
+def _gpu_service() -> tuple[str, str]:
+    """('workshop', why) when the NVIDIA GPUs can be given to containers, else ('workshop-cpu', why)."""
+    smi = _probe("nvidia-smi", "-L")
+    gpus = [line for line in (smi.stdout if smi and smi.returncode == 0 else "").splitlines() if line.startswith("GPU ")]
+    if not gpus:
+        return "workshop-cpu", "no NVIDIA GPU found (nvidia-smi): running on the CPU"
+    runtimes = _probe("docker", "info", "--format", "{{json .Runtimes}}")
+    if "nvidia" in (runtimes.stdout if runtimes else "") or shutil.which("nvidia-container-runtime-hook"):
+        return "workshop", f"{len(gpus)} NVIDIA GPU(s) and the NVIDIA container runtime found: running on the GPUs"
+    return "workshop-cpu", (
+        f"{len(gpus)} NVIDIA GPU(s) found, but Docker has no NVIDIA runtime, so containers cannot use them: "
+        f"running on the CPU. To use the GPUs, install the NVIDIA Container Toolkit ({INSTALL_TOOLKIT}), then "
+        "`sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker`."
+    )
+
+
+def _say(message: str) -> None:
+    print(f"invoke: {message}", file=sys.stderr, flush=True)
+
+
+def _need_docker(c) -> None:
+    """Stop with the fix when Docker is unusable; under --dry-run only say so and go on printing."""
+    problem = _docker_problem()
+    if problem and c.config.run.dry:
+        _say(f"note: {problem}")
+    elif problem:
+        raise Exit(f"invoke: {problem}", code=1)
+    (ROOT / "results").mkdir(exist_ok=True)  # made by you, so owned by you: the container writes as its owner
+
+
+def _service(c, cpu: bool) -> str:
+    if cpu:
+        _say("--cpu: running on the CPU")
+        return "workshop-cpu"
+    service, why = _gpu_service()
+    _say(why)
+    return service
+
+
+def _native_python() -> str:
+    """The Python that runs invoke, when it has the workshop's packages; otherwise stop with the fix."""
+    missing = [name for name in ("torch", "workshop", "pytest") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise Exit(f"invoke: --native needs {', '.join(missing)} in {sys.executable}: activate the venv of the "
+                   "README's native setup (`. .venv/bin/activate`) and run invoke from there.", code=1)  # fmt: skip
+    return sys.executable
+
+
+def _run(c, *words: str, env: dict[str, str] | None = None, interactive: bool = False):
+    """Run one command from the repository root; the environment is spelled out so --dry-run shows it."""
+    assignments = [f"{k}={shlex.quote(v)}" for k, v in (env or {}).items()]
+    command = " ".join(assignments + [shlex.quote(w) for w in words])
+    with c.cd(str(ROOT)):
+        return c.run(command, pty=interactive and sys.stdin.isatty())
+
+
+def _git_revision() -> str:
+    rev = _probe("git", "-C", str(ROOT), "rev-parse", "HEAD")
+    return rev.stdout.strip() if rev and rev.returncode == 0 else "unknown"
+
+
+def workshop_task(**options):
+    """@task, plus a --dry-run option that prints the commands instead of running them (invoke's own --dry)."""
+
+    def decorate(fn):
+        @functools.wraps(fn)
+        def body(c, *args, dry_run=False, **kwargs):
+            if dry_run:
+                c.config.run.dry = True
+            return fn(c, *args, **kwargs)
+
+        signature = inspect.signature(fn)
+        dry_run = inspect.Parameter("dry_run", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=False)
+        body.__signature__ = signature.replace(parameters=[*signature.parameters.values(), dry_run])
+        options["help"] = {**options.get("help", {}), "dry-run": "print the commands instead of running them"}
+        return task(**options)(body)
+
+    return decorate
+
+
+@workshop_task(help={"torch-index": "take torch from this wheel index instead of PyPI (GPUs whose driver predates CUDA 13), "
+                           "e.g. https://download.pytorch.org/whl/cu126"})  # fmt: skip
+def build(c, torch_index=""):
+    """Build the image (docker/Dockerfile): the pinned torch, a compiler, the workshop."""
+    _need_docker(c)
+    env = {"WORKSHOP_GIT_REVISION": _git_revision()}
+    if torch_index:
+        env["TORCH_INDEX_URL"] = torch_index
+    _run(c, "docker", "compose", "build", "workshop-cpu", env=env)
+
+
+@workshop_task(
+    iterable=["only"],
+    help={
+        "n": "processes for the distributed demos (default 2)",
+        "only": "run just this lab (repeatable); the tests then do not run. Labs: python -m workshop list",
+        "cpu": "use the CPU even where there are GPUs",
+        "native": "run here, without Docker, with the Python that runs invoke",
+    },
+)
+def lab(c, n=2, only=None, cpu=False, native=False):
+    """Run every lab (or --only some), then the tests on that run; results in ./results/<run-id>/."""
+    env = {"WORKSHOP_N": str(n)}
+    if native:
+        env |= {"WORKSHOP_DEVICE": "cpu" if cpu else "auto", "PYTHON": _native_python()}
+        _run(c, "sh", SESSION, *only, env=env)
+        return
+    _need_docker(c)
+    service = _service(c, cpu)
+    _run(c, "docker", "compose", "run", "--rm", "-e", f"WORKSHOP_N={n}", service, "workshop-session", *only,
+         interactive=True)  # fmt: skip
+
+
+@workshop_task(help={"native": "run here, without Docker, with the Python that runs invoke"})
+def test(c, native=False):
+    """Run the test suite (it runs the labs it checks on the CPU)."""
+    if native:
+        _run(c, _native_python(), "-m", "pytest")
+        return
+    _need_docker(c)
+    _run(c, "docker", "compose", "run", "--rm", "test", interactive=True)
+
+
+@workshop_task(help={"run": "run folder or id (default: results/latest)", "native": "run here, without Docker"})
+def report(c, run="", native=False):
+    """Collect a run's summaries and pictures into its REPORT.md."""
+    args = ["-m", "workshop", "report", *([run] if run else [])]
+    if native:
+        _run(c, _native_python(), *args)
+        return
+    _need_docker(c)
+    _run(c, "docker", "compose", "run", "--rm", "workshop-cpu", "python", *args)
+
+
+@workshop_task(help={"cpu": "a CPU container even where there are GPUs"})
+def shell(c, cpu=False):
+    """Open a shell in the image (GPUs attached when usable), ./results mounted."""
+    _need_docker(c)
+    _run(c, "docker", "compose", "run", "--rm", _service(c, cpu), "bash", interactive=True)
+
+
+@workshop_task(help={"results": "also delete every run under ./results", "image": "also remove the image"})
+def clean(c, results=False, image=False):
+    """Remove the containers and the compile-cache volume (and, if asked, the runs and the image)."""
+    _need_docker(c)
+    _run(c, "docker", "compose", "--profile", "*", "down", "--volumes", "--remove-orphans",
+         *(["--rmi", "all"] if image else []))  # fmt: skip
+    if results:
+        runs = [p for p in (ROOT / "results").iterdir() if p.name != ".gitignore"]  # results/ itself stays yours
+        _run(c, "rm", "-rf", "--", *sorted(str(p.relative_to(ROOT)) for p in runs))
+
+
+@workshop_task(help={"out": f"the archive to write (default {DEFAULT_ARCHIVE})"})
+def export(c, out=DEFAULT_ARCHIVE):
+    """Save the image as one compressed file, to install it offline (invoke import)."""
+    _need_docker(c)
+    with c.cd(str(ROOT)):
+        c.run(f"docker save $(docker compose config --images workshop-cpu) | gzip -1 > {shlex.quote(out)}")
+
+
+@workshop_task(name="import", help={"archive": f"the file invoke export wrote (default {DEFAULT_ARCHIVE})"})
+def import_(c, archive=DEFAULT_ARCHIVE):
+    """Load the image from an `invoke export` file: no network needed afterwards."""
+    _need_docker(c)
+    _run(c, "docker", "load", "--input", archive)
+
+
+
+def _double_dash_for_one_letter_options(add_arg):
+    """`invoke lab --n 2`, as in `python -m workshop run --n 2`: invoke itself spells a one-letter option
+    only `-n`, so each task's parser context learns `--n` as another name for it (invoke is pinned: 3.0.3)."""
+
+    @functools.wraps(add_arg)
+    def add_arg_and_alias(context, *args, **kwargs):
+        add_arg(context, *args, **kwargs)
+        for name in [n for n in context.args if len(n) == 1 and f"--{n}" not in context.flags]:
+            context.flags.alias(f"--{name}", to=f"-{name}")
+
+    return add_arg_and_alias
+
+
+ParserContext.add_arg = _double_dash_for_one_letter_options(ParserContext.add_arg)
+ns = Collection.from_module(sys.modules[__name__])
+ns.configure({"run": {"echo_format": "+ {command}"}})  # plain text: logs and copy-paste
