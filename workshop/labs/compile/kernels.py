@@ -1,0 +1,201 @@
+"""Read Inductor's generated module back into a list of kernels: name, kind, fused aten ops, source lines, and
+each call's arguments with their byte sizes.
+
+Inductor's output is a Python module. Each fused kernel is defined once at the top,
+    cpp_fused_<ops>_<n> = async_compile.cpp_pybinding([...], r'''<C++>''')          (CPU)
+    triton_<per|red|poi>_fused_<ops>_<n> = async_compile.triton('<name>', '''<Triton>''', ...)   (GPU)
+often after comments `# Topologically Sorted Source Nodes: [...], Original ATen: [...]`, and called in `call()`:
+    cpp_fused_..._3(buf17, primals_12, buf14, buf16)
+    triton_per_fused_..._3.run(buf17, primals_12, 704, 22, stream=stream0)
+between buffer allocations `buf14 = empty_strided_cpu((8, 4, 22, 1), (88, 22, 1, 704), torch.float32)`.
+These formats drift between torch versions, so every piece is optional: a missing comment falls back to the
+kernel's name (Inductor names a fused kernel after its aten ops), a missing size to "unknown".
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import math
+import re
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+DEFINITION = re.compile(r"^(?P<name>\w+) = async_compile\.(?P<how>\w+)\(", re.M)
+SOURCE_NODES = re.compile(r"Source Nodes: \[(?P<nodes>[^\]]*)\](?:, Original ATen: \[(?P<aten>[^\]]*)\])?")
+KINDS = {"triton_poi": "pointwise", "triton_per": "persistent reduction", "triton_red": "looped reduction",
+         "triton_tem": "template (e.g. matmul)", "cpp": "C++ loop nest"}  # fmt: skip
+ALLOC = re.compile(r"^\s*(\w+) = empty_strided\w*\(\((?P<shape>[^)]*)\), \([^)]*\), (?P<dtype>torch\.\w+)")
+REINTERPRET = re.compile(r"reinterpret_tensor\((\w+), \((?P<shape>[^)]*)\)")
+ASSERT = re.compile(r"assert_size_stride\((\w+), \((?P<shape>[^)]*)\)")
+ALIAS = re.compile(r"^\s*(\w+) = (\w+); del \w+")
+
+
+@dataclass
+class Argument:
+    name: str  # the wrapper's buffer name (buf17, primals_12) or a literal (704)
+    role: str  # "load", "store", "load+store" (an in_out_ptr), or "" for sizes and scalars
+    shape: list[int] | None = None
+    dtype: str | None = None
+    nbytes: int | None = None
+
+
+@dataclass
+class Kernel:
+    name: str
+    graph: str  # "forward", "backward", ... (which generated module)
+    kind: str  # one of KINDS' values
+    fused_ops: list[str]  # aten ops, e.g. ["_softmax", "masked_fill", "mul"]
+    ops_from: str  # "Original ATen comment" or "kernel name"
+    source_nodes: list[str] = field(default_factory=list)  # Dynamo graph node names, when Inductor wrote them
+    source_lines: list[str] = field(default_factory=list)  # "model.py:57  scores = ..."
+    lines_from: str = ""  # how source_lines were found: "source nodes" or "op match" (see provenance.py)
+    calls: int = 0  # call sites in one run of the graph
+    arguments: list[Argument] = field(default_factory=list)  # of the first call
+    source: str = ""  # the kernel's own C++ or Triton text
+
+    def as_json(self) -> dict:
+        d = asdict(self)
+        d.pop("source")
+        return d
+
+
+def parse_kernels(code: str, graph: str) -> list[Kernel]:
+    """Every kernel defined in one generated module, with its first call's arguments."""
+    shapes = buffer_shapes(code)
+    kernels = []
+    for match in DEFINITION.finditer(code):
+        name = match["name"]
+        if not (name.startswith("cpp_") or name.startswith("triton_")):
+            continue
+        source = kernel_source(code, match.end())
+        comments = SOURCE_NODES.search(comment_block_before(code, match.start()))
+        aten = [a.strip().removeprefix("aten.") for a in comments["aten"].split(",")] if comments and comments["aten"] else []
+        calls = re.findall(rf"^\s*{name}(?:\.run)?\((.*)\)\s*$", code, re.M)
+        kernels.append(Kernel(
+            name=name, graph=graph, kind=kernel_kind(name),
+            fused_ops=aten or ops_from_name(name), ops_from="Original ATen comment" if aten else "kernel name",
+            source_nodes=[n.strip() for n in comments["nodes"].split(",") if n.strip()] if comments else [],
+            calls=len(calls), arguments=call_arguments(calls[0], pointer_params(source), shapes) if calls else [],
+            source=source,
+        ))  # fmt: skip
+    return kernels
+
+
+def kernel_kind(name: str) -> str:
+    return next((kind for prefix, kind in KINDS.items() if name.startswith(prefix)), "other")
+
+
+def kernel_source(code: str, start: int) -> str:
+    """The text between the first pair of triple quotes after a definition: the kernel's C++ or Triton."""
+    open_at = code.find("'''", start)
+    close_at = code.find("'''", open_at + 3)
+    return code[open_at + 3 : close_at] if open_at >= 0 and close_at > open_at else ""
+
+
+def comment_block_before(code: str, start: int) -> str:
+    """The run of `#` comment lines (blank lines allowed) right above position start."""
+    lines = code[:start].splitlines()
+    block = []
+    for line in reversed(lines):
+        if line.strip().startswith("#"):
+            block.append(line)
+        elif line.strip():
+            break
+    return "\n".join(reversed(block))
+
+
+@functools.cache
+def is_aten_op(name: str) -> bool:
+    return bool(name) and hasattr(torch.ops.aten, name)
+
+
+def ops_from_name(kernel_name: str) -> list[str]:
+    """'cpp_fused__softmax_bitwise_not_masked_fill_3' -> ['_softmax', 'bitwise_not', 'masked_fill'].
+
+    Inductor joins the fused aten op names with '_', so the split is ambiguous; we pick the split into real
+    aten op names (asked of torch.ops.aten) with the fewest pieces. Unknown remainders are kept as they are.
+    """
+    body = re.sub(r"_\d+$", "", kernel_name)
+    body = body.split("_fused_", 1)[1] if "_fused_" in body else body
+    words = body.split("_")  # '_softmax' gives an empty word before 'softmax'
+    best: list[list[str] | None] = [[]] + [None] * len(words)  # best[i]: fewest ops covering words[:i]
+    for end in range(1, len(words) + 1):
+        for begin in range(end):
+            piece = "_".join(words[begin:end])
+            if best[begin] is not None and is_aten_op(piece):
+                if best[end] is None or len(best[begin]) + 1 < len(best[end]):
+                    best[end] = best[begin] + [piece]
+    return best[-1] if best[-1] is not None else [body]
+
+
+C_TYPES = {"bool": "bool", "int64_t": "int64", "int32_t": "int32", "float": "float32", "double": "float64",
+           "half": "float16", "bfloat16": "bfloat16"}  # fmt: skip
+TRITON_TYPES = {"i1": "bool", "i64": "int64", "i32": "int32", "fp32": "float32", "fp64": "float64", "fp16": "float16",
+                "bf16": "bfloat16"}  # fmt: skip
+
+
+def pointer_params(source: str) -> list[tuple[str, str | None]]:
+    """The kernel's parameters in order with their element dtype when the code states it:
+    C++ `kernel(const bool* in_ptr0, ...)`, or Triton `def f(in_ptr0, ...)` plus its signature `'in_ptr0': '*i1'`."""
+    if header := re.search(r'extern "C"[^(]*\(([^)]*)\)', source):
+        params = [re.match(r"(?:const\s+)?([\w:]+)\s*\*?\s*(\w+)$", p.strip()) for p in header[1].split(",")]
+        return [(m[2], C_TYPES.get(m[1].split("::")[-1])) for m in params if m]
+    if header := re.search(r"@triton\.jit\s*\n\s*def \w+\(([^)]*)\)", source):
+        names = [p.split(":")[0].strip() for p in header[1].split(",") if p.strip()]
+        types = dict(re.findall(r"'(\w+)': '\*(\w+)'", source))
+        return [(n, TRITON_TYPES.get(types.get(n, ""))) for n in names]
+    return []
+
+
+def buffer_shapes(code: str) -> dict[str, tuple[list[int], str]]:
+    """name -> (shape, dtype) for every buffer the wrapper allocates, views or checks (inputs), following reuse."""
+    shapes: dict[str, tuple[list[int], str]] = {}
+    for line in code.splitlines():
+        if m := ALLOC.match(line):
+            shapes[m[1]] = (literal_shape(m["shape"]), m["dtype"].removeprefix("torch."))
+        elif m := ALIAS.match(line):
+            if m[2] in shapes:
+                shapes[m[1]] = shapes[m[2]]
+        elif (m := re.match(r"^\s*(\w+) = " + REINTERPRET.pattern, line)) and m[2] in shapes:
+            shapes[m[1]] = (literal_shape(m["shape"]), shapes[m[2]][1])
+        elif m := ASSERT.search(line):
+            shapes.setdefault(m[1], (literal_shape(m["shape"]), None))  # an input: dtype from the kernel's types
+    return shapes
+
+
+def literal_shape(text: str) -> list[int] | None:
+    try:
+        value = ast.literal_eval(f"({text},)" if text.strip() and not text.strip().endswith(",") else f"({text})")
+        return [int(v) for v in value]
+    except (ValueError, SyntaxError, TypeError):  # symbolic sizes (s0, 8*s1) under dynamic shapes
+        return None
+
+
+def call_arguments(call: str, params: list[tuple[str, str | None]], shapes: dict) -> list[Argument]:
+    """Split one call's argument list at top-level commas and size each buffer argument."""
+    parts, depth, current = [], 0, ""
+    for ch in call:
+        depth += ch in "([" and 1 or (ch in ")]" and -1 or 0)
+        if ch == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    parts.append(current.strip())
+    parts = [p for p in parts if p and "=" not in p.split("(")[0]]  # drop keywords such as stream=stream0
+    args = []
+    for i, text in enumerate(parts):
+        param, param_dtype = params[i] if i < len(params) else ("", None)
+        role = {"in_out_ptr": "load+store", "in_ptr": "load", "out_ptr": "store"}.get(re.sub(r"\d+$", "", param), "")
+        arg = Argument(name=text, role=role)
+        view = REINTERPRET.match(text)
+        base = view[1] if view else text
+        if base in shapes:
+            shape, dtype = shapes[base]
+            arg.shape, arg.dtype = (literal_shape(view["shape"]) if view else shape), dtype or param_dtype
+            if arg.shape is not None and arg.dtype:
+                arg.nbytes = math.prod(arg.shape) * torch.empty((), dtype=getattr(torch, arg.dtype)).element_size()
+        args.append(arg)
+    return args
