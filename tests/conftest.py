@@ -19,6 +19,10 @@ import pytest
 import torch
 
 TEST_DEVICE = os.environ.get("WORKSHOP_TEST_DEVICE", "cpu")
+if not torch.cuda.is_available():
+    # Triton kernels run in its interpreter on a CPU-only machine, which must be on before ANY test module imports
+    # triton (torch._dynamo does): triton.language's own @jit helpers (tl.sum, tl.max) are made at that import.
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -19,13 +19,18 @@ torch.compile sees the kernel launch.
 
 import math
 import os
+import sys
 
 import torch
 
-if not torch.cuda.is_available():
-    # Triton has no CPU backend: without a GPU the kernels run in Triton's interpreter (numpy), which must be
-    # switched on before any @triton.jit below is applied.
-    os.environ.setdefault("TRITON_INTERPRET", "1")
+if not torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1":
+    # Triton has no CPU backend: without a GPU the kernels run in Triton's interpreter (numpy), which must be on
+    # before triton is imported: triton.language's own @jit helpers (tl.sum, tl.max) are made at that import.
+    if "triton" in sys.modules:
+        raise ImportError("workshop.ops: no CUDA GPU, and triton was imported before TRITON_INTERPRET=1 was set; "
+                          "set TRITON_INTERPRET=1 in the environment before anything imports triton "
+                          "(torch._dynamo and torch.compile do)")  # fmt: skip
+    os.environ["TRITON_INTERPRET"] = "1"
 
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
@@ -141,7 +146,7 @@ def _one_pass_launch(n_rows: int, n_cols: int, strides: tuple[int, ...], per_thr
     block_n = triton.next_power_of_2(n_cols)
     rows = max(1, min(TILE // block_n, triton.next_power_of_2(n_rows)))
     warps = max(4, min(32, block_n * rows // (32 * per_thread)))
-    align = math.gcd(n_cols, *strides, 16)
+    align = math.gcd(int(n_cols), *map(int, strides), 16)
     return triton.cdiv(n_rows, rows), {"ROWS": rows, "BLOCK_N": block_n, "ALIGN": align, "num_warps": warps}
 
 

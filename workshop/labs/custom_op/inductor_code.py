@@ -54,7 +54,7 @@ def inlined_kernels(source: str, n_lines: int = 12) -> list[str]:
     lines = source.splitlines()
     found = []
     for i, line in enumerate(lines):
-        if any(re.match(rf"\s*def {name}\b", line) for name in KERNEL_NAMES):
+        if any(re.match(rf"\s*def {name}(?:_\d+)?\(", line) for name in KERNEL_NAMES):
             found.append("\n".join(lines[max(0, i - 2): i + n_lines]))
     return found
 
@@ -64,7 +64,8 @@ def census(sources: list[str], namespace: str) -> dict:
     text = "\n".join(sources)
     return {
         "extern_calls": len(re.findall(rf"torch\.ops\.{namespace}\.softmax(?:_backward)?\.default\(", text)),
-        "inlined_kernel_defs": sum(len(re.findall(rf"def {name}\b", text)) for name in KERNEL_NAMES),
+        # Inductor may append _<n> to a copied kernel's name (config.triton.unique_user_kernel_names)
+        "inlined_kernel_defs": sum(len(re.findall(rf"def {name}(?:_\d+)?\(", text)) for name in KERNEL_NAMES),
         "modules": len(sources),
     }
 

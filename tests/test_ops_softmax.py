@@ -1,0 +1,132 @@
+"""Unit tests of workshop.ops.softmax (torch.ops.workshop.softmax): values, layouts, special values, errors,
+autograd, opcheck, compile. On the CPU the kernels run in Triton's interpreter, so shapes stay small."""
+
+import pytest
+import torch
+
+from workshop.ops import softmax, softmax_kernels, softmax_op
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def test_registered_once_under_the_workshop_namespace():
+    assert torch.ops.workshop.softmax.default._schema.name == "workshop::softmax"
+    assert str(torch.ops.workshop.softmax.default._schema) == "workshop::softmax(Tensor x, int dim=-1) -> Tensor"
+    assert softmax_op.KIND == ("custom_op" if softmax_op.INTERPRETED else "triton_op")
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-6), (torch.float64, 1e-12), (torch.float16, 1e-3),
+                                       (torch.bfloat16, 8e-3)])  # fmt: skip
+def test_matches_torch_softmax_per_dtype(dtype, tol):
+    x = torch.randn(33, 600, device=DEVICE).to(dtype)
+    y = softmax(x)
+    assert y.dtype == dtype and y.shape == x.shape
+    assert (y.double() - torch.softmax(x.double(), -1)).abs().max() < tol
+
+
+@pytest.mark.parametrize("shape,dim", [((5, 7, 9), 0), ((5, 7, 9), 1), ((5, 7, 9), -1), ((11,), 0), ((), 0)])
+def test_any_dim_and_leading_shape(shape, dim):
+    x = torch.randn(shape, device=DEVICE)
+    torch.testing.assert_close(softmax(x, dim), torch.softmax(x, dim))
+
+
+def test_non_contiguous_inputs():
+    x = torch.randn(20, 30, device=DEVICE)
+    for t, dim in [(x.t(), -1), (x[:, ::3], -1), (x[::2], -1), (x[:1].expand(6, 30), -1), (x, 0)]:
+        torch.testing.assert_close(softmax(t, dim), torch.softmax(t, dim))
+
+
+@pytest.mark.parametrize("n_cols", [37, 600])
+def test_special_values_like_torch(n_cols):
+    from workshop.labs.custom_op.correctness import special_rows
+
+    x = special_rows(n_cols, DEVICE)
+    torch.testing.assert_close(softmax(x), torch.softmax(x, -1), equal_nan=True)
+
+
+def test_split_row_kernels_match_torch_with_special_values():
+    """The long-row path, made cheap: rows longer than one_pass_max go through the split kernels."""
+    from workshop.labs.custom_op.correctness import special_rows
+
+    x = special_rows(50, DEVICE)
+    y = torch.empty_like(x)
+    softmax_kernels.forward(x, y, one_pass_max=8, chunk=16)  # 4 pieces a row, the last one partial
+    torch.testing.assert_close(y, torch.softmax(x, -1), equal_nan=True)
+    p, dy, dx = torch.softmax(torch.randn(5, 50, device=DEVICE), -1), torch.randn(5, 50, device=DEVICE), torch.empty(5, 50, device=DEVICE)
+    softmax_kernels.backward(p, dy, dx, one_pass_max=8, chunk=16)
+    torch.testing.assert_close(dx, torch.ops.aten._softmax_backward_data(dy, p, -1, torch.float32))
+
+
+def test_long_row_through_the_op():
+    x = torch.randn(1, softmax_kernels.ONE_PASS_MAX + 1000, device=DEVICE)
+    torch.testing.assert_close(softmax(x), torch.softmax(x, -1))
+
+
+@pytest.mark.parametrize("shape,dim", [((0, 5), -1), ((4, 0), -1), ((2, 0, 3), 1)])
+def test_empty_tensors(shape, dim):
+    x = torch.randn(shape, device=DEVICE, requires_grad=True)
+    y = softmax(x, dim)
+    assert y.shape == x.shape
+    (dx,) = torch.autograd.grad(y.sum(), x)
+    assert dx.shape == x.shape
+
+
+def test_bad_inputs_name_the_problem():
+    with pytest.raises(TypeError, match="floating-point"):
+        softmax(torch.arange(5, device=DEVICE))
+    with pytest.raises(IndexError, match="dim 3 is out of range"):
+        softmax(torch.randn(2, 3, device=DEVICE), 3)
+    other = "meta" if DEVICE == "cpu" else "cpu"
+    y = torch.rand(2, 3, device=DEVICE)
+    with pytest.raises(RuntimeError, match="same device"):
+        torch.ops.workshop.softmax_backward(y, y.to(other), -1)
+    with pytest.raises(ValueError, match="same shape"):
+        torch.ops.workshop.softmax_backward(y, y[:1], -1)
+    with pytest.raises(ValueError, match="kind must be"):
+        softmax_op.define("workshop_test::softmax", "cuda_op")
+
+
+def test_gradcheck_and_gradgradcheck_float64():
+    x = torch.randn(4, 9, dtype=torch.float64, device=DEVICE, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda t: softmax(t, 0), (x,), fast_mode=True)
+    assert torch.autograd.gradgradcheck(lambda t: softmax(t, -1), (x,), fast_mode=True)
+
+
+def test_opcheck_contiguous_and_strided():
+    x = torch.randn(6, 24, device=DEVICE)
+    for args in [(x.clone().requires_grad_(), -1), (x[:, ::2].clone().t().requires_grad_(), 0)]:
+        result = torch.library.opcheck(torch.ops.workshop.softmax.default, args)
+        assert set(result.values()) == {"SUCCESS"}, result
+
+
+def test_compile_fullgraph_no_graph_breaks_matches_eager():
+    def f(x):
+        return softmax(x.sin(), -1) * 2
+
+    x = torch.randn(16, 40, device=DEVICE)
+    assert torch._dynamo.explain(f)(x).graph_break_count == 0
+    torch.testing.assert_close(torch.compile(f, fullgraph=True)(x), f(x))
+
+
+@pytest.mark.gpu
+def test_gpu_triton_op_is_inlined_by_inductor():
+    from workshop.labs.custom_op import inductor_code
+
+    x, dy = torch.randn(64, 600, device="cuda"), torch.randn(64, 600, device="cuda")
+    (y, _), sources = inductor_code.compile_and_capture(torch.ops.workshop.softmax, x, dy)
+    found = inductor_code.census(sources, "workshop")
+    assert found["extern_calls"] == 0 and found["inlined_kernel_defs"] >= 2, found
+    torch.testing.assert_close(y, torch.softmax(2 * x, -1) * 3)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(4096, 600), (64, 262144), (300, 40000)])
+def test_gpu_big_shapes_fwd_bwd(shape):
+    x = torch.randn(shape, device="cuda", requires_grad=True)
+    dy = torch.randn(shape, device="cuda")
+    y = softmax(x)
+    (dx,) = torch.autograd.grad(y, x, dy)
+    ref = torch.softmax(x, -1)
+    (ref_dx,) = torch.autograd.grad(ref, x, dy)
+    torch.testing.assert_close(y, ref)
+    torch.testing.assert_close(dx, ref_dx)
