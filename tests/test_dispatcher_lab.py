@@ -68,8 +68,11 @@ def test_inference_mode_shows_aten_linear_at_the_python_key(trace):
 
 def test_key_order_autograd_then_view_tracking_then_backend(trace):
     sc = trace["cpu/grad/3d"]
-    assert [k for k in _chain(_child(sc, "aten::t")) if k != "PythonTLSSnapshot"] == ["AutogradCPU", "ADInplaceOrView", "Python", "CPU"]
-    assert [k for k in _chain(_child(sc, "aten::addmm")) if k != "PythonTLSSnapshot"] == ["AutogradCPU", "Python", "CPU"]
+    def walked(op):  # the recorder's PythonTLSSnapshot step aside
+        return [k for k in _chain(_child(sc, op)) if k != "PythonTLSSnapshot"]
+
+    assert walked("aten::t") == ["AutogradCPU", "ADInplaceOrView", "Python", "CPU"]
+    assert walked("aten::addmm") == ["AutogradCPU", "Python", "CPU"]
     assert sc["autograd_nodes"][:2] == ["ViewBackward0", "AddmmBackward0"]
     assert "TBackward0" in sc["autograd_nodes"]
 
@@ -95,6 +98,8 @@ def test_every_call_is_explained_and_agrees(trace):
 
 @pytest.mark.gpu
 def test_cuda_trace_names_the_gemm_kernel(trace):
+    if "cuda/grad/3d" not in trace:
+        pytest.skip("this lab run traced the CPU only: run with WORKSHOP_TEST_DEVICE=cuda (or a cuda WORKSHOP_RUN_DIR)")
     sc = trace["cuda/grad/3d"]
     assert sc["gemm_kernels"], sc["device_kernels"]
     assert _first_ops(sc) == ["aten::view", "aten::t", "aten::addmm", "aten::view"]

@@ -68,7 +68,8 @@ def test_table_entry_matches_the_computed_table(op, key, tag):
 
 def _call(op: str, tensor: torch.Tensor) -> dict:
     include, exclude = keys.tls()
-    return explain_call(Call(op, "default", torch._C._dispatch_keys(tensor), (include, exclude)), include, exclude, "test")
+    call = Call(op, "default", torch._C._dispatch_keys(tensor), (include, exclude))
+    return explain_call(call, include, exclude, "test")
 
 
 def test_chain_of_a_view_op_walks_autograd_then_view_tracking_then_backend():

@@ -37,7 +37,8 @@ def real_chain(op: str, tensor_ks, include, exclude, chain_keys: list[str]) -> l
 def explain_call(call: Call, include, exclude, tls_from: str) -> dict:
     op = call.qualified
     steps, child_exclude = reimpl.walk(keys.registrations(op), keys.backend_fallbacks(op),
-                                       keys.names(call.tensor_keys), keys.names(include), keys.names(exclude))  # fmt: skip
+                                       keys.names(call.tensor_keys), keys.names(include),
+                                       keys.names(exclude))  # fmt: skip
     real = real_chain(op, call.tensor_keys, include, exclude, [s.key for s in steps])
     chain = []
     for s, r in zip(steps, real):

@@ -33,7 +33,8 @@ def run(ctx: LabContext) -> None:
     ctx.write_json("trace.json", {"torch": torch.__version__, "scenarios": results})
     ctx.write_text("trace.md", render.trace_md(results))
     main = by_name[f"{ctx.device}/grad/3d"]
-    ctx.save_figure("dispatch_path.png", render.dispatch_path_figure([main, by_name[f"{ctx.device}/inference_mode/3d"]]))
+    inference = by_name[f"{ctx.device}/inference_mode/3d"]
+    ctx.save_figure("dispatch_path.png", render.dispatch_path_figure([main, inference]))
 
     ctx.check_max("aten op calls without a winning key and kernel", sum(not n["explained"] for n in calls), 0)
     ctx.check_min("dispatch decisions compared (key + kernel per chain step)", len(steps), 100)
@@ -55,12 +56,13 @@ def run(ctx: LabContext) -> None:
                     {r["name"]: (r["autograd_nodes"] or [None])[0] for r in results},
                     {r["name"]: root_node.get((r["mode"], r["rank"])) for r in results})  # fmt: skip
     if ctx.device == "cuda":
-        ctx.check_min("GEMM kernels named in the CUDA trace (cuda/grad/3d)", len(by_name["cuda/grad/3d"]["gemm_kernels"]), 1)
+        ctx.check_min("GEMM kernels named in the CUDA trace (cuda/grad/3d)",
+                      len(by_name["cuda/grad/3d"]["gemm_kernels"]), 1)  # fmt: skip
     ctx.check_max("tracing time, all scenarios (s)", elapsed, 120)
 
+    gemm = {r["name"]: r["gemm_kernels"] for r in results if r["gemm_kernels"]}
     ctx.extra.update(torch=torch.__version__, scenarios=[r["name"] for r in results], calls=len(calls),
-                     decisions=len(steps), gemm_kernels={r["name"]: r["gemm_kernels"] for r in results if r["gemm_kernels"]},
-                     elapsed_s=round(elapsed, 2))  # fmt: skip
+                     decisions=len(steps), gemm_kernels=gemm, elapsed_s=round(elapsed, 2))  # fmt: skip
     ctx.summary = summary(ctx, results, main, len(calls), len(steps))
 
 

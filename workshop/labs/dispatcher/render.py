@@ -11,13 +11,14 @@ from workshop.labs.dispatcher import reimpl
 from workshop.labs.dispatcher.explain import flat
 
 LAB_KEYS = ("CPU", "CUDA")  # keys of other backends are summarized, not listed
+MAX_SHOWN = 7  # the recorder's handler excludes every key above Python: trace.json has them all
 
 
 def short_keys(key_names: list[str]) -> str:
     """Key names, highest priority first, with other backends' Autocast keys and functorch keys counted."""
     def interesting(k: str) -> bool:
         return not (k.startswith("FuncTorch") or (k.startswith("Autocast") and k[8:] not in LAB_KEYS))
-    shown = sorted((k for k in key_names if interesting(k)), key=_rank, reverse=True)
+    shown = sorted((k for k in key_names if interesting(k)), key=_rank, reverse=True)[:MAX_SHOWN]
     hidden = len(key_names) - len(shown)
     return ", ".join(shown) + (f" +{hidden} more" if hidden else "") or "-"
 
@@ -35,8 +36,10 @@ def kernel_label(step: dict) -> str:
 
 
 def chain_text(node: dict) -> str:
-    return " → ".join(("" if s["passes_on"] else "**") + s["key"] + ("" if s["passes_on"] else "**")
-                      for s in node["chain"]) + f": {kernel_label(node['chain'][-1])}" if node["chain"] else "-"  # fmt: skip
+    if not node["chain"]:
+        return "-"
+    walked = " → ".join(s["key"] if s["passes_on"] else f"**{s['key']}**" for s in node["chain"])
+    return f"{walked}: {kernel_label(node['chain'][-1])}"
 
 
 def _depths(node: dict, depth: int = 0):
@@ -45,9 +48,15 @@ def _depths(node: dict, depth: int = 0):
         yield from _depths(c, depth + 1)
 
 
+TABLE_HEAD = ("| call (· = made by the kernel above) | tensor keys | TLS include | TLS exclude (from) "
+              "| chain: key → … → **key that runs**: kernel | at Python key | matches dispatcher |\n"
+              "|---|---|---|---|---|---|---|")
+
+
 def scenario_md(sc: dict) -> str:
     py = sc["python_layer"][0]
-    args = ", ".join(f"{a['dtype']}{a['shape']}" + (" requires_grad" if a["requires_grad"] else "") for a in py["tensor_args"])
+    args = ", ".join(f"{a['dtype']}{a['shape']}" + (" requires_grad" if a["requires_grad"] else "")
+                     for a in py["tensor_args"])  # fmt: skip
     rows = []
     for depth, n in _depths(sc["tree"]):
         ok = "yes" if n["agrees"] and n["explained"] and n["python_key_consistent"] else "**NO**"
@@ -55,18 +64,18 @@ def scenario_md(sc: dict) -> str:
         rows.append(f"| {'· ' * depth}`{n['op']}.{n['overload']}` | {short_keys(n['tensor_keys'])} | "
                     f"{short_keys(n['tls_include'])} | {short_keys(n['tls_exclude'])} ({n['tls_from']}) | "
                     f"{chain_text(n)} | {seen} | {ok} |")  # fmt: skip
+    above = ", ".join(f"`{o}`" for o in sc["profiler"]["decided_above_python"])
     kernels = "\n".join(f"- `{k['op']}` launched `{k['kernel']}`" for k in sc["device_kernels"]) or "- (none: CPU)"
     return f"""## `{sc['name']}`: `{py['function']}({args})` -> {sc['output']}
 
 Python layer (TorchFunctionMode): `{py['function']}`; TLS include {short_keys(py['tls_include'])};
 exclude {short_keys(py['tls_exclude'])}.
 
-| call (· = made by the kernel above) | tensor keys | TLS include | TLS exclude (from) | chain: key → … → **key that runs**: kernel | at Python key | matches dispatcher |
-|---|---|---|---|---|---|---|
+{TABLE_HEAD}
 {chr(10).join(rows)}
 
 Autograd nodes recorded: {', '.join(sc['autograd_nodes']) or 'none'}.
-Decided above the Python key (profiler only): {', '.join(f'`{o}`' for o in sc['profiler']['decided_above_python']) or 'nothing'}.
+Decided above the Python key (profiler only): {above or 'nothing'}.
 Output equals `lm_head(x)` exactly: {sc['output_equals_lm_head']}.
 
 Device kernels:
@@ -83,14 +92,15 @@ def comparison_md(results: list[dict]) -> str:
         rows.append(f"| `{sc['name']}` | {where}: {root['kernel']['tag'] if root['kernel'] else '-'} | "
                     f"{', '.join(top)} | {(sc['autograd_nodes'] or ['none'])[0]} | {sc['output']} | "
                     f"{', '.join(sc['gemm_kernels']) or '-'} |")  # fmt: skip
-    return ("| scenario | aten::linear decided at | first ops to reach the Python key | autograd node | output | GEMM kernel |\n"
-            "|---|---|---|---|---|---|\n" + "\n".join(rows))  # fmt: skip
+    return ("| scenario | aten::linear decided at | first ops to reach the Python key | autograd node | output "
+            "| GEMM kernel |\n|---|---|---|---|---|---|\n" + "\n".join(rows))  # fmt: skip
 
 
 def trace_md(results: list[dict]) -> str:
     return ("# Dispatcher trace of F.linear(x, lm_head.weight, lm_head.bias)\n\n"
             "Bold: the key whose kernel does the work (the chain ends there). Key sets list the highest priority\n"
-            "first; '+N more' counts other backends' Autocast keys and functorch keys.\n\n## Side by side\n\n"
+            f"first, at most {MAX_SHOWN}; '+N more' counts the rest (other backends' Autocast keys, functorch\n"
+            "keys, ...; trace.json lists them all).\n\n## Side by side\n\n"
             + comparison_md(results) + "\n\n" + "\n".join(scenario_md(sc) for sc in results))  # fmt: skip
 
 
@@ -120,7 +130,8 @@ def dispatch_path_figure(panels: list[dict]):
         ax.set_title(f"{sc['name']}: F.linear -> {sc['output']}", fontsize=10)
         ax.grid(axis="y", color="0.92")
     handles = [plt.Line2D([], [], marker="o", ls="", color=c, label=t) for t, c in TAG_COLOR.items()]
-    handles.append(plt.Line2D([], [], marker="o", ls="", color="k", markerfacecolor="white", label="passes the call on"))
+    handles.append(plt.Line2D([], [], marker="o", ls="", color="k", markerfacecolor="white",
+                              label="passes the call on"))  # fmt: skip
     fig.legend(handles=handles, loc="upper center", ncol=len(handles), fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0, 1, 0.94))
     return fig
