@@ -80,11 +80,11 @@ def _forward(x: torch.Tensor, dim: int, wrap) -> torch.Tensor:
 
 
 def _check_backward(y: torch.Tensor, dy: torch.Tensor, dim: int) -> int:
-    dim = check_input(y, dim, "y")
-    check_input(dy, dim, "dy")
-    if y.device != dy.device:
+    if y.device != dy.device:  # first: a mixed pair's real problem is the mix, not either device alone
         raise RuntimeError(f"workshop.softmax_backward: y is on {y.device} but dy is on {dy.device}; "
                            "both must be on the same device")  # fmt: skip
+    dim = check_input(y, dim, "y")
+    check_input(dy, dim, "dy")
     if y.shape != dy.shape or y.dtype != dy.dtype:
         raise ValueError(f"workshop.softmax_backward: y {tuple(y.shape)} {y.dtype} and dy {tuple(dy.shape)} "
                          f"{dy.dtype} must have the same shape and dtype")  # fmt: skip

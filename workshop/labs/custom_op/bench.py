@@ -20,7 +20,7 @@ SHAPES = ([(bt, 600) for bt in (4096, 32768, 262144)]  # the LM head's logits, (
           + [(4096, 2**k) for k in range(8, 16)]  # (4096, N), N = 256 ... 32768
           + [(256, 131072), (64, 262144)])  # long rows: big vocabularies  # fmt: skip
 DTYPES = (torch.float32, torch.bfloat16)
-WARMUP_MS, REP_MS = 10, 50
+WARMUP_MS, REP_MS = 10, 30
 JSON_NAME = "custom_op_bench.json"
 
 
