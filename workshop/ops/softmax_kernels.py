@@ -39,6 +39,7 @@ ONE_PASS_MAX = 32768  # longest row the forward keeps in registers (32 values a 
 ONE_PASS_MAX_BWD = 16384  # the backward holds two rows (y, dy), so half as long
 CHUNK = 8192  # elements per program in the split-row kernels
 TILE = 8192  # elements per program in the one-pass kernels for short rows (ROWS = TILE // BLOCK_N rows)
+FWD_PER_THREAD, BWD_PER_THREAD = 32, 16  # row elements a thread holds at most (the backward holds y and dy)
 
 
 @triton.jit
@@ -160,7 +161,7 @@ def forward(x: torch.Tensor, y: torch.Tensor, wrap=lambda k: k, one_pass_max: in
     n_rows, n_cols = x.shape
     fp64 = x.dtype == torch.float64
     if n_cols <= one_pass_max:
-        programs, opts = _one_pass_launch(n_rows, n_cols, (x.stride(0), y.stride(0)), per_thread=32)
+        programs, opts = _one_pass_launch(n_rows, n_cols, (x.stride(0), y.stride(0)), per_thread=FWD_PER_THREAD)
         wrap(_fwd_one_pass)[(programs,)](x, y, n_rows, n_cols, x.stride(0), y.stride(0), IS_FP64=fp64, **opts)
         return
     n_chunks = triton.cdiv(n_cols, chunk)
@@ -179,7 +180,7 @@ def backward(y: torch.Tensor, dy: torch.Tensor, dx: torch.Tensor, wrap=lambda k:
     fp64 = y.dtype == torch.float64
     strides = (y.stride(0), dy.stride(0), dx.stride(0))
     if n_cols <= one_pass_max:
-        programs, opts = _one_pass_launch(n_rows, n_cols, strides, per_thread=16)  # two rows held: y and dy
+        programs, opts = _one_pass_launch(n_rows, n_cols, strides, per_thread=BWD_PER_THREAD)
         wrap(_bwd_one_pass)[(programs,)](y, dy, dx, n_rows, n_cols, *strides, IS_FP64=fp64, **opts)
         return
     n_chunks = triton.cdiv(n_cols, chunk)
