@@ -218,12 +218,11 @@ def export(c, out=DEFAULT_ARCHIVE):
         c.run(f"docker save $(docker compose config --images workshop-cpu) | gzip -1 > {shlex.quote(out)}")
 
 
-@workshop_task(name="import", help={"archive": f"the file invoke export wrote (default {DEFAULT_ARCHIVE})"})
-def import_(c, archive=DEFAULT_ARCHIVE):
-    """Load the image from an `invoke export` file: no network needed afterwards."""
+@workshop_task(name="import", positional=["archive"], help={"archive": "the file `invoke export` wrote"})
+def import_(c, archive):
+    """Load the image from an `invoke export` file (invoke import FILE): no network needed afterwards."""
     _need_docker(c)
     _run(c, "docker", "load", "--input", archive)
-
 
 
 def _double_dash_for_one_letter_options(add_arg):

@@ -1,0 +1,136 @@
+"""tasks.py (Invoke): the commands it spells, its GPU/CPU choice, and its messages when Docker is unusable.
+
+Docker and nvidia-smi are replaced by small fake programs on PATH, so these tests run anywhere (also inside
+the image, which has no Docker) and never start a container: they use --dry-run or stop at the preflight.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from workshop.labs import all_labs
+
+ROOT = Path(__file__).resolve().parents[1]
+
+FAKE_DOCKER = """#!/bin/sh
+case "$*" in
+  "info --format {{.ServerVersion}}") [ -n "$FAKE_DOCKER_INFO_ERROR" ] && { echo "$FAKE_DOCKER_INFO_ERROR" >&2; exit 1; }
+                                      echo 20.10.24 ;;
+  "info --format {{json .Runtimes}}") echo "${FAKE_DOCKER_RUNTIMES:-{\\"runc\\":{}}}" ;;
+  "compose version") exit "${FAKE_COMPOSE_RC:-0}" ;;
+  *) echo "fake docker: unexpected $*" >&2; exit 2 ;;
+esac
+"""
+FAKE_NVIDIA_SMI = """#!/bin/sh
+printf 'GPU 0: NVIDIA H200 (UUID: GPU-1)\\nGPU 1: NVIDIA H200 (UUID: GPU-2)\\n'
+"""
+
+
+@pytest.fixture
+def fake_bin(tmp_path):
+    """A PATH holding only the fakes a test installs: real Docker and nvidia-smi are out of sight."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+
+    def install(name: str, script: str) -> None:
+        (bin_dir / name).write_text(script)
+        (bin_dir / name).chmod(0o755)
+
+    install.dir = bin_dir
+    return install
+
+
+def invoke(fake_bin, *args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=ROOT, capture_output=True, text=True,
+                          env={"PATH": str(fake_bin.dir), **env}, timeout=120)  # fmt: skip
+
+
+def commands(out: subprocess.CompletedProcess) -> list[str]:
+    """The commands a dry run printed (invoke echoes them as '+ cd ROOT && COMMAND')."""
+    return [line.split(" && ", 1)[1] for line in out.stdout.splitlines() if line.startswith("+ cd ")]
+
+
+def test_list_shows_every_task_with_its_help(fake_bin):
+    out = invoke(fake_bin, "--list")
+    assert out.returncode == 0, out.stderr
+    listed = json.loads(invoke(fake_bin, "--list", "--list-format", "json").stdout)["tasks"]
+    assert {t["name"] for t in listed} >= {"build", "lab", "test", "report", "shell", "clean", "export", "import"}
+    assert all(t["help"] and len(t["help"].split()) > 3 for t in listed), "every task needs a help line"
+    assert all(t["name"] in out.stdout for t in listed)
+
+
+def test_lab_on_cpu_runs_the_session_in_the_cpu_service(fake_bin):
+    fake_bin("docker", FAKE_DOCKER)
+    out = invoke(fake_bin, "lab", "--n", "3", "--cpu", "--dry-run")
+    assert out.returncode == 0, out.stderr
+    assert commands(out) == ["docker compose run --rm -e WORKSHOP_N=3 workshop-cpu workshop-session"]
+
+
+def test_only_passes_lab_names_through(fake_bin):
+    fake_bin("docker", FAKE_DOCKER)
+    names = list(all_labs())[:2]
+    out = invoke(fake_bin, "lab", "--cpu", "--dry-run", *[a for n in names for a in ("--only", n)])
+    assert commands(out)[0].endswith("workshop-session " + " ".join(names))
+
+
+def test_gpus_with_the_nvidia_runtime_use_the_gpu_service(fake_bin):
+    fake_bin("docker", FAKE_DOCKER)
+    fake_bin("nvidia-smi", FAKE_NVIDIA_SMI)
+    out = invoke(fake_bin, "lab", "--dry-run", FAKE_DOCKER_RUNTIMES='{"nvidia":{},"runc":{}}')
+    assert "2 NVIDIA GPU(s)" in out.stderr
+    assert commands(out) == ["docker compose run --rm -e WORKSHOP_N=2 workshop workshop-session"]
+
+
+def test_gpus_without_the_nvidia_runtime_fall_back_to_cpu_with_the_fix(fake_bin):
+    fake_bin("docker", FAKE_DOCKER)
+    fake_bin("nvidia-smi", FAKE_NVIDIA_SMI)
+    out = invoke(fake_bin, "lab", "--dry-run")
+    assert "no NVIDIA runtime" in out.stderr and "nvidia-ctk runtime configure" in out.stderr
+    assert commands(out) == ["docker compose run --rm -e WORKSHOP_N=2 workshop-cpu workshop-session"]
+
+
+def test_no_gpu_says_it_runs_on_cpu(fake_bin):
+    fake_bin("docker", FAKE_DOCKER)
+    out = invoke(fake_bin, "lab", "--dry-run")
+    assert "no NVIDIA GPU found" in out.stderr and "workshop-cpu" in commands(out)[0]
+
+
+@pytest.mark.parametrize(
+    "setup, message",
+    [
+        ({}, "Docker is not installed"),
+        ({"FAKE_DOCKER_INFO_ERROR": "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. "
+                                    "Is the docker daemon running?"}, "sudo systemctl start docker"),  # fmt: skip
+        ({"FAKE_DOCKER_INFO_ERROR": "permission denied while trying to connect to the Docker daemon socket"},
+         "usermod -aG docker"),  # fmt: skip
+        ({"FAKE_COMPOSE_RC": "1"}, "Docker Compose v2 is missing"),
+    ],
+    ids=["not installed", "daemon stopped", "no permission", "no compose"],
+)
+def test_unusable_docker_is_a_clear_message_not_a_traceback(fake_bin, setup, message):
+    if setup:
+        fake_bin("docker", FAKE_DOCKER)
+    out = invoke(fake_bin, "lab", "--cpu", **setup)
+    assert out.returncode == 1
+    assert message in out.stderr and "Traceback" not in out.stderr
+    dry = invoke(fake_bin, "lab", "--cpu", "--dry-run", **setup)  # a dry run still prints what it would run
+    assert dry.returncode == 0 and message in dry.stderr and commands(dry)
+
+
+def test_native_runs_the_same_session_script_with_this_python(fake_bin):
+    out = invoke(fake_bin, "lab", "--native", "--cpu", "--only", "minigpt", "--dry-run")
+    assert out.returncode == 0, out.stderr
+    assert commands(out) == [f"WORKSHOP_N=2 WORKSHOP_DEVICE=cpu PYTHON={sys.executable} sh docker/session.sh minigpt"]
+    assert invoke(fake_bin, "test", "--native", "--dry-run").stdout.strip().endswith(f"{sys.executable} -m pytest")
+
+
+def test_build_export_and_import_commands(fake_bin):
+    fake_bin("docker", FAKE_DOCKER)
+    build = commands(invoke(fake_bin, "build", "--torch-index", "https://example.org/whl/cu126", "--dry-run"))
+    assert build[0].endswith("TORCH_INDEX_URL=https://example.org/whl/cu126 docker compose build workshop-cpu")
+    export = commands(invoke(fake_bin, "export", "--out", "img.tar.gz", "--dry-run"))
+    assert export == ["docker save $(docker compose config --images workshop-cpu) | gzip -1 > img.tar.gz"]
+    assert commands(invoke(fake_bin, "import", "img.tar.gz", "--dry-run")) == ["docker load --input img.tar.gz"]
