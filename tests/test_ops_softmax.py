@@ -11,7 +11,9 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 def test_registered_once_under_the_workshop_namespace():
     assert torch.ops.workshop.softmax.default._schema.name == "workshop::softmax"
-    assert str(torch.ops.workshop.softmax.default._schema) == "workshop::softmax(Tensor x, int dim=-1) -> Tensor"
+    schema = torch.ops.workshop.softmax.default._schema  # inferred: (Tensor x, SymInt dim=-1) -> Tensor
+    assert [a.name for a in schema.arguments] == ["x", "dim"] and schema.arguments[1].default_value == -1
+    assert [str(r.type) for r in schema.returns] == ["Tensor"] and not schema.is_mutable
     assert softmax_op.KIND == ("custom_op" if softmax_op.INTERPRETED else "triton_op")
 
 

@@ -1,7 +1,8 @@
 """The operator `torch.ops.workshop.softmax(x, dim=-1)` and its backward, registered with torch.library.
 
 What PyTorch needs from an operator, and where each piece is here:
-- a schema (FORWARD_SCHEMA): what the dispatcher, autograd and torch.compile know of the op's signature;
+- a schema, `(Tensor x, int dim=-1) -> Tensor`, inferred from type annotations: what the dispatcher, autograd
+  and torch.compile know of the op's signature;
 - an implementation: `_forward` / `_backward` below, which launch the Triton kernels of softmax_kernels.py;
 - a fake (meta) implementation: the output's shape, dtype and strides without running a kernel, so that
   torch.compile and fake tensors can trace through the op (`_empty_result`, shared with the real one);
@@ -25,8 +26,6 @@ from torch.library import wrap_triton
 from workshop.ops import softmax_kernels as kernels
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
-FORWARD_SCHEMA = "(Tensor x, int dim=-1) -> Tensor"
-BACKWARD_SCHEMA = "(Tensor y, Tensor dy, int dim) -> Tensor"
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 KIND = "custom_op" if INTERPRETED else "triton_op"  # how torch.ops.workshop.softmax is registered here
 
@@ -110,14 +109,16 @@ def define(qualname: str, kind: str):
     make = torch.library.triton_op if kind == "triton_op" else torch.library.custom_op
     wrap = wrap_triton if kind == "triton_op" else (lambda kernel: kernel)
 
-    def softmax_backward(y, dy, dim):
+    # The schemas are inferred from these annotations: (Tensor x, SymInt dim=-1) -> Tensor and
+    # (Tensor y, Tensor dy, SymInt dim) -> Tensor. (torch 2.11's triton_op ignores an explicit schema=.)
+    def softmax_backward(y: torch.Tensor, dy: torch.Tensor, dim: int) -> torch.Tensor:
         return _backward(y, dy, dim, wrap)
 
-    def softmax(x, dim=-1):
+    def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
         return _forward(x, dim, wrap)
 
-    backward_op = make(qualname + "_backward", softmax_backward, mutates_args=(), schema=BACKWARD_SCHEMA)
-    forward_op = make(qualname, softmax, mutates_args=(), schema=FORWARD_SCHEMA)
+    backward_op = make(qualname + "_backward", softmax_backward, mutates_args=())
+    forward_op = make(qualname, softmax, mutates_args=())
     if kind == "custom_op":  # a triton_op's fake implementation is its own body run on fake tensors
         forward_op.register_fake(lambda x, dim=-1: _empty_result(x, check_input(x, dim))[0])
         backward_op.register_fake(lambda y, dy, dim: _empty_result(y, _check_backward(y, dy, dim))[0])
