@@ -35,19 +35,22 @@ def check_strategy(ctx: LabContext, data: dict, ddp: dict | None) -> None:
         check_run(ctx, s if name == s else f"{s}/{name}", run, data["tolerance"])
     rank0 = next(iter(data["runs"].values()))["per_rank"][0]
     one_step = rank0["collectives"]
+    talks = n > 1  # one rank communicates nothing: the collective checks apply from N=2
     if s == "ddp":
         ctx.check_max("ddp: each rank holds all parameters (|bytes / model's - 1|)",
                       abs(rank0["bytes"]["params"] / full - 1), 0.001)  # fmt: skip
         _, reduced = comms.total(one_step, "allreduce", "backward")
-        ctx.check_max("ddp: gradient all-reduce bytes per step vs parameter bytes (|ratio - 1|)",
-                      abs(reduced / full - 1), 0.01)  # fmt: skip
+        if talks:
+            ctx.check_max("ddp: gradient all-reduce bytes per step vs parameter bytes (|ratio - 1|)",
+                          abs(reduced / full - 1), 0.01)  # fmt: skip
     elif s == "fsdp":
         _, scattered = comms.total(one_step, "reduce_scatter", "backward")
         _, gathered = comms.total(one_step, "allgather")
-        ctx.check_max("fsdp: gradient reduce-scatter bytes per step vs parameter bytes (|ratio - 1|)",
-                      abs(scattered / full - 1), 0.01)  # fmt: skip
-        ctx.check_min("fsdp: parameter all-gather bytes per step / parameter bytes (forward + backward)",
-                      gathered / full, 1.0)  # fmt: skip
+        if talks:
+            ctx.check_max("fsdp: gradient reduce-scatter bytes per step vs parameter bytes (|ratio - 1|)",
+                          abs(scattered / full - 1), 0.01)  # fmt: skip
+            ctx.check_min("fsdp: parameter all-gather bytes per step / parameter bytes (forward + backward)",
+                          gathered / full, 1.0)  # fmt: skip
         if ddp:
             biggest = max(state_bytes(r) for r in data["runs"]["fsdp"]["per_rank"])
             ratio = biggest * n / state_bytes(ddp["runs"]["ddp"]["per_rank"][0])
@@ -56,8 +59,9 @@ def check_strategy(ctx: LabContext, data: dict, ddp: dict | None) -> None:
     elif s == "tp":
         ctx.check_equal("tp: lm_head weight rows on each rank (600 / N)", data["lm_head_local_shape"][0], 600 // n)
         count, _ = comms.total(one_step, "all_reduce", "forward")
-        ctx.check_min("tp: forward all-reduces per step (2 row-parallel outputs per block, + loss)",
-                      count, 2 * GPTConfig().n_layer)  # fmt: skip
+        if talks:
+            ctx.check_min("tp: forward all-reduces per step (2 row-parallel outputs per block, + loss)",
+                          count, 2 * GPTConfig().n_layer)  # fmt: skip
         ctx.check_max("tp: per-rank parameter bytes / model's", rank0["bytes"]["params"] / full, 1 - (1 - 1 / n) / 2)
     elif s == "pp":
         for name, run in data["runs"].items():
@@ -70,7 +74,8 @@ def _check_pipeline(ctx: LabContext, name: str, run: dict, n: int) -> None:
              for kind in "FB" if (count := sum(iv[0] == kind for iv in ivs)) != m * v]  # fmt: skip
     ctx.check_equal(f"pp/{name}: (rank, step) with other than m={m} forwards/backwards per stage", wrong, [])
     sends = sum(comms.total(r["collectives"], "send")[0] for r in run["per_rank"])
-    ctx.check_equal(f"pp/{name}: sends per step, all ranks (2 m (stages - 1))", sends, 2 * m * (n * v - 1))
+    expected = 2 * m * (n * v - 1) if n > 1 else 0  # looped placement: neighbouring stages sit on different ranks
+    ctx.check_equal(f"pp/{name}: sends per step, all ranks (2 m (stages - 1))", sends, expected)
     ctx.check_min(f"pp/{name}: measured idle fraction >= theory - 0.05 (theory {run['bubble_theory']:.3f})",
                   run["bubble"]["measured"], round(run["bubble_theory"] - 0.05, 4))  # fmt: skip
     biggest = max(r["bytes"]["params"] for r in run["per_rank"])

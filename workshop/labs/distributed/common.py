@@ -200,6 +200,11 @@ def write(args, rank: Rank, strategy: str, runs: dict[str, dict], **extra) -> No
         atomic.write_json(args.out / "measurements.json", data)
 
 
+def mean_losses(records: list[dict]) -> list[float]:
+    """Per step, the mean of the ranks' losses: the loss of the whole batch when each rank had one chunk."""
+    return [sum(steps) / len(steps) for steps in zip(*(r["losses"] for r in records))]
+
+
 def run_summary(records: list[dict], losses: list[float], chunks: int) -> dict:
     """One run's result from all ranks' records and the losses the run reports (one per step)."""
     ref = records[0]["reference_losses"]

@@ -34,8 +34,7 @@ def main() -> None:
     params = {n: p.detach() for n, p in model.named_parameters()}
     record_ = common.compare(record_, params, args.steps, rank.world, rank.device)
     records = common.gather(record_)
-    losses = [sum(r["losses"][s] for r in records) / rank.world for s in range(args.steps)]  # mean over chunks
-    common.write(args, rank, "ddp", {"ddp": common.run_summary(records, losses, rank.world)})
+    common.write(args, rank, "ddp", {"ddp": common.run_summary(records, common.mean_losses(records), rank.world)})
     common.finish()
 
 

@@ -45,8 +45,7 @@ def main() -> None:
     params = {n: common.full(p.detach()) for n, p in model.named_parameters()}  # all-gathers, every rank
     record_ = common.compare(record_, params, args.steps, rank.world, rank.device)
     records = common.gather(record_)
-    losses = [sum(r["losses"][s] for r in records) / rank.world for s in range(args.steps)]
-    common.write(args, rank, "fsdp", {"fsdp": common.run_summary(records, losses, rank.world)})
+    common.write(args, rank, "fsdp", {"fsdp": common.run_summary(records, common.mean_losses(records), rank.world)})
     common.finish()
 
 
