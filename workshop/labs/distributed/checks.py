@@ -47,8 +47,9 @@ def check_strategy(ctx: LabContext, data: dict, ddp: dict | None) -> None:
         _, scattered = comms.total(one_step, "reduce_scatter", "backward")
         _, gathered = comms.total(one_step, "allgather")
         if talks:
+            # up to a few % more: a dim 0 that N does not divide is padded to N equal shards (N=3: +1.7%)
             ctx.check_max("fsdp: gradient reduce-scatter bytes per step vs parameter bytes (|ratio - 1|)",
-                          abs(scattered / full - 1), 0.01)  # fmt: skip
+                          abs(scattered / full - 1), 0.05)  # fmt: skip
             ctx.check_min("fsdp: parameter all-gather bytes per step / parameter bytes (forward + backward)",
                           gathered / full, 1.0)  # fmt: skip
         if ddp:
