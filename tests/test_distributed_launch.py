@@ -94,3 +94,41 @@ def test_launcher_refuses_before_starting(tmp_path):
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0 and "N=3" in proc.stderr
     assert "torch.distributed.run" not in proc.stdout  # nothing was launched
+
+
+def fake_launches(monkeypatch) -> list[list[str]]:
+    """Replace torchrun by a recorder that 'fails' at once, so the lab's decisions can be seen without processes."""
+    started = []
+
+    def fake_run(cmd, log, timeout_s=0):
+        started.append(cmd)
+        return 1, 0.0
+
+    monkeypatch.setattr(launch, "run", fake_run)
+    return started
+
+
+def test_lab_skips_a_strategy_that_cannot_use_n_with_a_failed_check(monkeypatch, tmp_path):
+    from workshop.lab import LabContext
+    from workshop.labs.distributed import lab
+
+    started = fake_launches(monkeypatch)
+    ctx = LabContext("distributed", tmp_path, "cpu", 3, 0)
+    lab.run(ctx)
+    demos = [cmd[cmd.index("-m", 2) + 1].rsplit(".", 1)[1] for cmd in started]
+    assert demos == ["ddp", "fsdp", "pp"]  # tp never started
+    tp = [c for c in ctx.checks if c.name.startswith("tp:")]
+    assert len(tp) == 1 and not tp[0].passed and "divide the attention heads" in tp[0].value
+
+
+def test_lab_refuses_more_processes_than_gpus_before_starting(monkeypatch, tmp_path):
+    import torch
+
+    from workshop.lab import LabContext
+    from workshop.labs.distributed import lab
+
+    started = fake_launches(monkeypatch)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    with pytest.raises(ValueError, match="--device cpu"):
+        lab.run(LabContext("distributed", tmp_path, "cuda", 2, 0))
+    assert started == []
