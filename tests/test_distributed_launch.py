@@ -102,6 +102,8 @@ def fake_launches(monkeypatch) -> list[list[str]]:
 
     def fake_run(cmd, log, timeout_s=0):
         started.append(cmd)
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text("not started: a test\n")
         return 1, 0.0
 
     monkeypatch.setattr(launch, "run", fake_run)
@@ -117,6 +119,7 @@ def test_lab_skips_a_strategy_that_cannot_use_n_with_a_failed_check(monkeypatch,
     lab.run(ctx)
     demos = [cmd[cmd.index("-m", 2) + 1].rsplit(".", 1)[1] for cmd in started]
     assert demos == ["ddp", "fsdp", "pp"]  # tp never started
+    assert "## ddp failed" in ctx.summary and "not started: a test" in ctx.summary  # the log's end is shown
     tp = [c for c in ctx.checks if c.name.startswith("tp:")]
     assert len(tp) == 1 and not tp[0].passed and "divide the attention heads" in tp[0].value
 

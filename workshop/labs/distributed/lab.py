@@ -21,6 +21,7 @@ def run(ctx: LabContext) -> None:
     if why := launch.gpu_problem(n, ctx.device):
         raise ValueError(why)
     data: dict[str, dict] = {}
+    failures: dict[str, str] = {}  # strategy -> the end of its torchrun output
     for strategy in launch.STRATEGIES:
         out = ctx.out_dir / strategy
         if why := launch.strategy_problem(strategy, n):
@@ -29,7 +30,9 @@ def run(ctx: LabContext) -> None:
         rc, seconds = launch.run(launch.command(strategy, n, ctx.device, out), out / "log.txt", TIMEOUT_S)
         print(f"[{ctx.name}] {strategy}: torchrun exited {rc} after {seconds:.1f} s", flush=True)
         ctx.check_equal(f"{strategy}: torchrun --nproc-per-node {n} exit code", rc, 0)
-        if rc == 0 and (out / "measurements.json").is_file():
+        if rc != 0:
+            failures[strategy] = "\n".join((out / "log.txt").read_text(errors="replace").splitlines()[-25:])
+        elif (out / "measurements.json").is_file():
             data[strategy] = read_json(out / "measurements.json")
             data[strategy]["wall_s"] = round(seconds, 1)
             checks.check_strategy(ctx, data[strategy], data.get("ddp"))
@@ -39,6 +42,8 @@ def run(ctx: LabContext) -> None:
                      skipped_schedules=data.get("pp", {}).get("skipped_schedules", {}))  # fmt: skip
     ctx.write_json("figures.json", rows)
     ctx.summary = _summary(ctx, rows, data)
+    for strategy, tail in failures.items():
+        ctx.summary += f"\n## {strategy} failed: the end of `{strategy}/log.txt`\n\n```\n{tail}\n```\n"
 
 
 def _summary(ctx: LabContext, rows: list[dict], data: dict) -> str:
