@@ -62,3 +62,19 @@ def test_lab_passes_with_four_processes(lab_dir):
     # 4 ranks x 2 stages = 8 stages > 4 blocks: interleaving is skipped, with the reason
     assert "interleaved_1f1b" in result["skipped_schedules"]
     assert "pp/1f1b: final parameters equal the reference (max abs diff)" in names
+
+
+def test_gpu_peak_memory_is_compared_when_present(lab_dir, tmp_path):
+    from workshop.lab import LabContext
+    from workshop.labs.distributed import checks
+
+    out = lab_dir("distributed", n=2)
+    ddp, fsdp = (json.loads((out / s / "measurements.json").read_text()) for s in ("ddp", "fsdp"))
+    for data, peak in ((ddp, 8_000_000), (fsdp, 5_000_000)):  # as a GPU run would record them
+        for r in data["runs"][data["strategy"]]["per_rank"]:
+            r["cuda_peak_bytes"] = peak
+    ctx = LabContext("distributed", tmp_path, "cuda", 2, 0)
+    checks.check_strategy(ctx, fsdp, ddp)
+    peak = [c for c in ctx.checks if "CUDA peak" in c.name]
+    assert len(peak) == 1 and peak[0].passed and peak[0].value == pytest.approx(5 / 8)
+    assert checks.figures(fsdp)[0]["cuda_peak_bytes"] == 5_000_000

@@ -57,6 +57,9 @@ def check_strategy(ctx: LabContext, data: dict, ddp: dict | None) -> None:
             ratio = biggest * n / state_bytes(ddp["runs"]["ddp"]["per_rank"][0])
             ctx.check_max(f"fsdp: per-rank params+grads+optimizer bytes x N / DDP's (|ratio - 1|, N={n})",
                           abs(ratio - 1), 0.1)  # fmt: skip
+            peaks = [max(r.get("cuda_peak_bytes", 0) for r in d["runs"][d["strategy"]]["per_rank"]) for d in (data, ddp)]
+            if all(peaks) and talks:  # on GPUs: the allocator's high-water mark, activations and buffers included
+                ctx.check_max("fsdp: CUDA peak memory per rank / DDP's", peaks[0] / peaks[1], 1.0)
     elif s == "tp":
         ctx.check_equal("tp: lm_head weight rows on each rank (600 / N)", data["lm_head_local_shape"][0], 600 // n)
         count, _ = comms.total(one_step, "all_reduce", "forward")
