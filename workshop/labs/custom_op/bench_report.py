@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from workshop import atomic  # noqa: E402
 
 FWD_VS_COPY, BWD_VS_COPY, MIN_MIB = 0.90, 0.85, 32.0
-NAMES = ("ours", "torch", "inductor")
+NAMES = ("ours", "torch", "inductor", "ours_eager")
 
 
 def _ratio(a, b):
@@ -52,11 +52,11 @@ def summary(doc: dict) -> str:
              f"fwd >= {FWD_VS_COPY} x copy met on {t['met']['fwd_copy_met']}, fwd >= max(torch, Inductor) met on "
              f"{t['met']['fwd_best_met']}, bwd >= {BWD_VS_COPY} x copy met on {t['met']['bwd_copy_met']}. "
              f"**All met: {t['all_met']}**.", "",
-             "| dtype | shape | MiB | fwd ours | torch | inductor | copy | ours/copy | ours/best | bwd ours | torch "
-             "| inductor | copy | ours/copy |", "|" + "---|" * 14]  # fmt: skip
+             "| dtype | shape | MiB | fwd ours | torch | inductor | copy | ours/copy | ours/best | ours eager | bwd ours "
+             "| torch | inductor | copy | ours/copy | ours eager |", "|" + "---|" * 16]  # fmt: skip
     for r, v in zip(doc["results"], t["rows"]):
         def g(d, k):
-            return f"{r[d][k]:.0f}" if r[d][k] else "-"
+            return f"{r[d][k]:.0f}" if r[d].get(k) else "-"
 
         def mark(x, ok):
             return "-" if x is None else f"{x:.2f}" + ("" if ok or not v["judged"] else " **miss**")
@@ -64,9 +64,10 @@ def summary(doc: dict) -> str:
         lines.append(f"| {r['dtype']} | {_label(r['shape'])} | {r['input_mib']:.0f} | {g('fwd', 'ours')} | "
                      f"{g('fwd', 'torch')} | {g('fwd', 'inductor')} | {g('fwd', 'copy')} | "
                      f"{mark(v['fwd_vs_copy'], v['fwd_copy_met'])} | {mark(v['fwd_vs_best_other'], v['fwd_best_met'])} | "
-                     f"{g('bwd', 'ours')} | {g('bwd', 'torch')} | {g('bwd', 'inductor')} | {g('bwd', 'copy')} | "
-                     f"{mark(v['bwd_vs_copy'], v['bwd_copy_met'])} |")  # fmt: skip
-    lines += ["", "GB/s. Shapes under 32 MiB are listed but not judged: misses are marked on judged shapes only."]
+                     f"{g('fwd', 'ours_eager')} | {g('bwd', 'ours')} | {g('bwd', 'torch')} | {g('bwd', 'inductor')} | "
+                     f"{g('bwd', 'copy')} | {mark(v['bwd_vs_copy'], v['bwd_copy_met'])} | {g('bwd', 'ours_eager')} |")  # fmt: skip
+    lines += ["", "GB/s (device time; 'ours eager' includes the Python op call). Shapes under 32 MiB are listed but "
+              "not judged: misses are marked on judged shapes only."]
     errors = {f"{r['dtype']} {_label(r['shape'])} {k}": e for r in doc["results"] for k, e in r["errors"].items()}
     if errors:
         lines += ["", "Errors:"] + [f"- {k}: `{e}`" for k, e in errors.items()]
@@ -84,8 +85,8 @@ def write_chart(doc: dict, path) -> None:
             copy = [r[direction]["copy"] or float("nan") for r in rows]
             ax.plot(xs, copy, "k--", lw=1.5, label="device copy (ceiling)")
             ax.plot(xs, [c * target for c in copy], ":", color="gray", label=f"target {target} x copy")
-            for name, style in zip(NAMES, ("o-", "s-", "^-")):
-                ax.plot(xs, [r[direction][name] or float("nan") for r in rows], style, ms=4, label=name)
+            for name, style in zip(NAMES, ("o-", "s-", "^-", "x:")):
+                ax.plot(xs, [r[direction].get(name) or float("nan") for r in rows], style, ms=4, label=name)
             for i, r in enumerate(rows):
                 if r["input_mib"] < MIN_MIB:
                     ax.axvspan(i - 0.5, i + 0.5, color="0.93", lw=0)  # not judged: under 32 MiB

@@ -6,6 +6,7 @@ around an opaque custom_op vs a triton_op. The benchmark is separate: `python -m
 """
 
 import functools
+import time
 
 import torch
 
@@ -28,7 +29,7 @@ def check_correctness(ctx: LabContext, shapes: dict) -> dict:
     found = {"dtype_errors": cx.dtype_errors(ctx.device, shapes["lm_head"], ctx.seed)}
     for dtype, e in found["dtype_errors"].items():
         ctx.check_max(f"{dtype} {shapes['lm_head']}: max |ours - float64 softmax| (<= 1.25 x torch's + slack)", e["ours"], e["tolerance"])
-    long = cx.dtype_errors(ctx.device, shapes["long"], ctx.seed)["float32"]
+    long = cx.dtype_errors(ctx.device, shapes["long"], ctx.seed, (torch.float32,))["float32"]
     found["long_row_error"] = long
     ctx.check_max(f"float32 long rows {shapes['long']} (split-row kernels): max error", long["ours"], long["tolerance"])
     found["layouts"] = cx.layouts(ctx.device, ctx.seed)
@@ -115,11 +116,14 @@ def check_minigpt(ctx: LabContext) -> dict:
 def run(ctx: LabContext) -> None:
     torch.manual_seed(ctx.seed)
     shapes = cx.shapes(ctx.device)
-    found = {"registration": softmax_op.KIND, "shapes": {k: list(v) for k, v in shapes.items()}}
-    found["correctness"] = check_correctness(ctx, shapes)
-    found["autograd"] = check_autograd(ctx, shapes)
-    found["compile"] = check_compile(ctx)
-    found["minigpt"] = check_minigpt(ctx)
+    found = {"registration": softmax_op.KIND, "shapes": {k: list(v) for k, v in shapes.items()}, "seconds": {}}
+    sections = {"correctness": lambda: check_correctness(ctx, shapes), "autograd": lambda: check_autograd(ctx, shapes),
+                "compile": lambda: check_compile(ctx), "minigpt": lambda: check_minigpt(ctx)}  # fmt: skip
+    for name, section in sections.items():
+        start = time.perf_counter()
+        found[name] = section()
+        found["seconds"][name] = round(time.perf_counter() - start, 1)
+        print(f"section {name}: {found['seconds'][name]} s", flush=True)
     ctx.extra.update(found)
     ctx.summary = summary(ctx, found)
 
