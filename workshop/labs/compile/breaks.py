@@ -71,8 +71,7 @@ def count_compiles(model: nn.Module, lengths: list[int], batch: int, how: str) -
     dynamic = {"static": False, "dynamic": True}.get(how)
     compiled = torch.compile(model, backend=counting_backend, dynamic=dynamic)
     log = RecompileLog()
-    dynamo_log = logging.getLogger("torch._dynamo")
-    torch._logging.set_logs(recompiles=True)  # left on: the lab logs all recompiles
+    dynamo_log = logging.getLogger("torch._dynamo")  # the caller turns on torch._logging.set_logs(recompiles=True)
     dynamo_log.addHandler(log)
     try:
         with torch.no_grad():

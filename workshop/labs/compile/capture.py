@@ -6,15 +6,15 @@ How, with public or long-stable entry points only:
   records the graph, then hands it on to Inductor's own entry point `compile_fx`.
 - `compile_fx` runs AOTAutograd, which splits the graph into a forward and a backward graph and passes each to
   `inner_compile` (is_backward=True marks the backward). Ours records the graph and calls Inductor's default.
-- `run_and_get_code` returns the Python/C++/Triton source Inductor wrote while the function ran. The AOT ID
-  comment on its first line says which graph a piece of code belongs to.
+- What `inner_compile` returns (a CompiledFxGraph) keeps the module source Inductor generated for that graph in
+  `.source_code`. (`torch._inductor.utils.run_and_get_code` would also return it, but it resets Dynamo first,
+  throwing away every function compiled before.)
 A cache hit skips code generation, so `fresh_codegen()` turns Inductor's and AOTAutograd's graph caches off.
 """
 
 from __future__ import annotations
 
 import contextlib
-import re
 import time
 from dataclasses import dataclass, field
 
@@ -22,7 +22,6 @@ import torch
 import torch._functorch.config as functorch_config
 import torch._inductor.config as inductor_config
 from torch._inductor.compile_fx import compile_fx, compile_fx_inner
-from torch._inductor.utils import run_and_get_code
 
 
 @contextlib.contextmanager
@@ -41,7 +40,7 @@ class Capture:
 
     dynamo: list[torch.fx.GraphModule] = field(default_factory=list)  # one per captured graph (graph breaks add)
     aot: dict[str, list[torch.fx.GraphModule]] = field(default_factory=dict)  # "forward"/"backward"/"inference"
-    code: dict[str, str] = field(default_factory=dict)  # same keys -> Inductor's generated module source
+    code: dict[str, str] = field(default_factory=dict)  # "forward", "backward", ... -> Inductor's module source
     compile_s: float = 0.0  # wall time of the first call (trace + compile + run)
 
     def graph_texts(self) -> dict[str, str]:
@@ -57,12 +56,15 @@ def readable(gm: torch.fx.GraphModule) -> str:
 
 
 def recording_backend(capture: Capture):
-    """A Dynamo backend that records Dynamo's graph and AOTAutograd's graphs, then compiles with Inductor."""
+    """A Dynamo backend that records Dynamo's graph, AOTAutograd's graphs and Inductor's code, compiling with Inductor."""
 
     def inner(gm, example_inputs, **kwargs):
         kind = "backward" if kwargs.get("is_backward") else "inference" if kwargs.get("is_inference") else "forward"
         capture.aot.setdefault(kind, []).append(gm)
-        return compile_fx_inner(gm, example_inputs, **kwargs)
+        compiled = compile_fx_inner(gm, example_inputs, **kwargs)
+        key = kind if kind not in capture.code else f"{kind}_{len(capture.aot[kind]) - 1}"  # after a graph break
+        capture.code[key] = getattr(compiled, "source_code", None) or ""
+        return compiled
 
     def backend(gm: torch.fx.GraphModule, example_inputs):
         capture.dynamo.append(gm)
@@ -71,30 +73,11 @@ def recording_backend(capture: Capture):
     return backend
 
 
-AOT_ID = re.compile(r"#\s*AOT ID:\s*\[?'?\d*_?(?P<kind>forward|backward|inference)")
-
-
-def label_code(sources: list[str]) -> dict[str, str]:
-    """Inductor's code modules -> {"forward": src, "backward": src, ...}, by their `# AOT ID` header.
-
-    A module without the header (older or newer torch) is labelled by position: forward first, then backward.
-    """
-    labelled: dict[str, str] = {}
-    for i, src in enumerate(sources):
-        match = AOT_ID.search(src[:500])
-        kind = match["kind"] if match else ("forward", "backward")[min(i, 1)]
-        key, n = kind, 1
-        while key in labelled:  # several graphs of one kind (e.g. after a graph break)
-            key, n = f"{kind}_{n}", n + 1
-        labelled[key] = src
-    return labelled
-
-
 def compile_and_capture(fn, drive=None, *args, dynamic: bool | None = False):
     """Compile fn with the recording backend and run `drive(compiled, *args)` once (default: compiled(*args)).
 
     Returns (compiled fn, drive's result, Capture). drive may do more than call it: a training step's
-    loss.backward() runs the compiled backward, whose code Inductor generates lazily during that first call,
+    loss.backward() runs the compiled backward, which AOTAutograd compiles lazily during that first backward,
     so it is captured as well.
     """
     capture = Capture()
@@ -102,7 +85,6 @@ def compile_and_capture(fn, drive=None, *args, dynamic: bool | None = False):
     drive = drive or (lambda f, *a: f(*a))
     with fresh_codegen():
         start = time.perf_counter()
-        result, sources = run_and_get_code(drive, compiled, *args)
+        result = drive(compiled, *args)
         capture.compile_s = time.perf_counter() - start
-    capture.code = label_code(sources)
     return compiled, result, capture

@@ -8,14 +8,15 @@ compiles whose compiled functions are timed afterwards.
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 
 import torch
 
 from workshop.lab import LabContext
 from workshop.labs.compile.breaks import ItemInForward, count_compiles, explain_breaks
-from workshop.labs.compile.capture import compile_and_capture
+from workshop.labs.compile.capture import Capture, compile_and_capture
 from workshop.labs.compile.explain import explain, pick_kernel
-from workshop.labs.compile.kernels import parse_kernels
+from workshop.labs.compile.kernels import Kernel, parse_kernels
 from workshop.labs.compile.provenance import attach_source_lines
 from workshop.labs.compile.report import summary
 from workshop.labs.compile.timing import break_even, compare, plot
@@ -27,18 +28,47 @@ BATCH = 8  # the batch of the captured training step
 SWEEP = {"cpu": [2, 8, 32, 128], "cuda": [8, 64, 512, 4096]}  # forward batch sizes timed
 REPEATS = {"cpu": 9, "cuda": 50}
 LENGTHS = [8, 12, 16, 20]  # sequence lengths of the recompile experiment
+LR = 1e-3
+
+
+@dataclass
+class Compiled:
+    """The compiled functions of the training step and of the forward, with what their compiles produced."""
+
+    train_step: object  # () -> None: compiled loss, its compiled backward, compiled AdamW step
+    forward: object  # (x) -> logits, compiled with a dynamic batch dimension
+    captures: dict[str, Capture]
 
 
 def run(ctx: LabContext) -> None:
     torch.manual_seed(ctx.seed)
-    torch._logging.set_logs(recompiles=True)  # every recompile and its failed guard goes to log.txt
+    torch._logging.set_logs(recompiles=True, graph_breaks=True)  # each recompile and graph break goes to log.txt
     if ctx.device == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = False  # TF32 would put compiled and eager 1e-3 apart
     model = checkpoint.load(device=ctx.device)
     x, y = (t.to(ctx.device) for t in to_tensors(sample_corpus(max(SWEEP[ctx.device]), ctx.seed)))  # (N, 22)
     xb, yb = x[:BATCH], y[:BATCH]
 
-    # ---- 3. graph breaks and recompiles (Dynamo only) ----
+    breaks, recompiles = graph_breaks_and_recompiles(ctx, model, xb, yb)
+    opt_e = torch.optim.AdamW(model.parameters(), lr=LR)
+    compiled = compile_everything(ctx, model, opt_e, xb, yb)
+    kernels, facts = kernels_and_explanation(ctx, compiled.captures)
+    timing = eager_vs_compiled(ctx, model, opt_e, compiled, x, xb, yb)
+
+    for stage, cap in compiled.captures.items():
+        for name, text in cap.graph_texts().items():
+            ctx.write_text(f"graphs/{stage}/{name}", text)
+    ctx.write_json("kernels.json", [k.as_json() for k in kernels])
+    ctx.write_json("timing.json", timing)
+    ctx.write_json("breaks.json", {"explain": breaks, "recompiles": recompiles})
+    ctx.extra.update(torch=torch.__version__, breaks=breaks, recompiles=recompiles, timing=timing, explained=facts,
+                     kernels={g: sum(k.graph == g for k in kernels) for g in dict.fromkeys(k.graph for k in kernels)},
+                     dynamo_graphs={s: len(c.dynamo) for s, c in compiled.captures.items()})  # fmt: skip
+    ctx.summary = summary(ctx.device, breaks, recompiles, timing, facts, kernels, compiled.captures)
+
+
+def graph_breaks_and_recompiles(ctx: LabContext, model, xb, yb) -> tuple[dict, list[dict]]:
+    """Dynamo only: breaks in the MiniGPT and in the .item() variant; compiles over several sequence lengths."""
     breaks = {"minigpt": explain_breaks(lambda a, b: lm_loss(model(a), b), xb, yb),
               "item_in_forward": explain_breaks(ItemInForward(model), xb)}  # fmt: skip
     recompiles = [count_compiles(model, LENGTHS, 2, how) for how in ("static", "default", "dynamic", "mark_dynamic")]
@@ -48,90 +78,95 @@ def run(ctx: LabContext) -> None:
     by_how = {r["how"]: r["compiles"] for r in recompiles}
     ctx.check_equal(f"compiles for {len(LENGTHS)} sequence lengths with dynamic=False", by_how["static"], len(LENGTHS))
     ctx.check_max(f"compiles for {len(LENGTHS)} sequence lengths with dynamic=True", by_how["dynamic"], 1)
+    return breaks, recompiles
 
-    # ---- 1. compile and capture: training step (forward+backward, then the optimizer), inference forward ----
-    compiled_model = copy.deepcopy(model)  # same weights; eager `model` is the reference
+
+def compile_everything(ctx: LabContext, model, opt_e, xb, yb) -> Compiled:
+    """Compile a copy of the model's training step (forward+backward, optimizer) and its forward; check each
+    against eager on the same inputs; save Inductor's code. Leaves both models one AdamW step further."""
+    twin = copy.deepcopy(model)  # same weights; `model` stays eager as the reference
 
     def forward_backward(compiled_loss, a, b):
         loss = compiled_loss(a, b)
-        loss.backward()
+        loss.backward()  # runs (and at this first call, compiles) the AOT backward graph
         return loss.detach()
 
-    train_loss, loss_c, cap_train = compile_and_capture(lambda a, b: lm_loss(compiled_model(a), b), forward_backward, xb, yb)
+    loss_fn, loss_c, cap_train = compile_and_capture(lambda a, b: lm_loss(twin(a), b), forward_backward, xb, yb)
     loss_e = lm_loss(model(xb), yb)
     loss_e.backward()
     ctx.check_max("compiled loss equals eager (abs difference)", (loss_c - loss_e.detach()).abs().item(), 1e-4)
-    grad_diff = max((pc.grad - pe.grad).abs().max().item() for pc, pe in zip(compiled_model.parameters(), model.parameters()))
-    grad_scale = max(p.grad.abs().max().item() for p in model.parameters())
+    pairs = list(zip(twin.parameters(), model.parameters()))
+    grad_diff = max((c.grad - e.grad).abs().max().item() for c, e in pairs)
+    grad_scale = max(e.grad.abs().max().item() for _, e in pairs)
     ctx.check_max("compiled gradients equal eager (max abs difference / max abs gradient)", grad_diff / grad_scale, 1e-3)
 
-    opt_e = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    opt_c = torch.optim.AdamW(compiled_model.parameters(), lr=1e-3)
+    opt_c = torch.optim.AdamW(twin.parameters(), lr=LR)
     for opt in (opt_e, opt_c):  # an eager first step creates the optimizer's state; compiling the step that
-        opt.step()  # creates it would give a graph that the next step (state present) fails the guards of
+        opt.step()  # creates it would give a graph whose guards the next step (state present) fails
     optimizer_step, _, cap_opt = compile_and_capture(lambda: opt_c.step())
     opt_e.step()
 
     with torch.no_grad():
         xs = xb.clone()
         torch._dynamo.mark_dynamic(xs, 0)  # one compile serves every batch size of the sweep
-        forward, logits_c, cap_fwd = compile_and_capture(compiled_model, None, xs)
-        logits_diff = (logits_c - compiled_model(xb)).abs().max().item()
+        forward, logits_c, cap_fwd = compile_and_capture(twin, None, xs)
+        logits_diff = (logits_c - twin(xb)).abs().max().item()
     ctx.check_max("compiled forward logits equal eager (max abs difference)", logits_diff, 1e-3)
 
     captures = {"train": cap_train, "optimizer": cap_opt, "inference": cap_fwd}
-    graphs_before = {stage: len(cap.dynamo) for stage, cap in captures.items()}
     for stage, cap in captures.items():
-        for name, text in cap.graph_texts().items():
-            ctx.write_text(f"graphs/{stage}/{name}", text)
         for kind, code in cap.code.items():
             ctx.write_text(f"code/{stage}_{kind}.py", code)
     ctx.check_min("generated code captured: training forward (chars)", len(cap_train.code.get("forward", "")), 1)
     ctx.check_min("generated code captured: training backward (chars)", len(cap_train.code.get("backward", "")), 1)
 
-    # ---- 2. kernels and one explained ----
+    def compiled_step():
+        opt_c.zero_grad(set_to_none=True)
+        loss_fn(xb, yb).backward()
+        optimizer_step()
+
+    return Compiled(compiled_step, forward, captures)
+
+
+def kernels_and_explanation(ctx: LabContext, captures: dict[str, Capture]) -> tuple[list[Kernel], dict]:
+    """Every generated kernel with its ops and source lines; one training-forward kernel explained."""
     kernels = []
     for stage, cap in captures.items():
         for kind, code in cap.code.items():
             found = parse_kernels(code, f"{stage}/{kind}")
             attach_source_lines(found, cap.dynamo, cap.aot.get(kind.split("_")[0], []))
             kernels += found
-    ctx.write_json("kernels.json", [k.as_json() for k in kernels])
     train_forward = [k for k in kernels if k.graph == "train/forward"]
     chosen = pick_kernel(train_forward)
     facts = {}
     if chosen:
-        text, facts = explain(chosen, cap_train.aot.get("forward", []), ctx.device)
+        text, facts = explain(chosen, captures["train"].aot.get("forward", []), ctx.device)
         ctx.write_text("explanation.md", text)
-    ctx.check_min("kernels explained", int(bool(facts.get("load_bytes"))), 1)
+    ctx.check_min("kernels explained (with bytes read from the code)", int(bool(facts.get("load_bytes"))), 1)
     ctx.check_min("forward kernels traced to a MiniGPT source line", sum(bool(k.source_lines) for k in train_forward), 1)
+    return kernels, facts
 
-    # ---- 4. timing ----
+
+def eager_vs_compiled(ctx: LabContext, model, opt_e, compiled: Compiled, x, xb, yb) -> dict:
+    """Median times of forward (at BATCH and over the sweep) and of the training step; no compile may recur."""
+
     def eager_step():
         opt_e.zero_grad(set_to_none=True)
         lm_loss(model(xb), yb).backward()
         opt_e.step()
 
-    def compiled_step():
-        opt_c.zero_grad(set_to_none=True)
-        train_loss(xb, yb).backward()
-        optimizer_step()
-
+    graphs_before = {stage: len(cap.dynamo) for stage, cap in compiled.captures.items()}
     reps = REPEATS[ctx.device]
     with torch.no_grad():
-        step = {"forward": {"batch": BATCH, **compare(lambda: model(xb), lambda: forward(xb), ctx.device, reps)}}
-        sweep = [{"batch": b, **compare(lambda: model(x[:b]), lambda: forward(x[:b]), ctx.device, reps)} for b in SWEEP[ctx.device]]
-    step["training step"] = {"batch": BATCH, **compare(eager_step, compiled_step, ctx.device, reps)}
+        at_batch = {"forward": {"batch": BATCH, **compare(lambda: model(xb), lambda: compiled.forward(xb), ctx.device, reps)}}
+        sweep = [{"batch": b, **compare(lambda: model(x[:b]), lambda: compiled.forward(x[:b]), ctx.device, reps)}
+                 for b in SWEEP[ctx.device]]  # fmt: skip
+    at_batch["training step"] = {"batch": BATCH, **compare(eager_step, compiled.train_step, ctx.device, reps)}
     ctx.check_equal("Dynamo graphs per compiled function after timing (a recompile would add one)",
-                    {stage: len(cap.dynamo) for stage, cap in captures.items()}, graphs_before)  # fmt: skip
-    compile_s = {"forward": cap_fwd.compile_s, "training step": cap_train.compile_s + cap_opt.compile_s}
-    ctx.save_figure("timing.png", plot(step, sweep, compile_s, ctx.device))
+                    {stage: len(cap.dynamo) for stage, cap in compiled.captures.items()}, graphs_before)  # fmt: skip
+    caps = compiled.captures
+    compile_s = {"forward": caps["inference"].compile_s, "training step": caps["train"].compile_s + caps["optimizer"].compile_s}
     ctx.check_max("compile time of the training step, fwd+bwd+optimizer (s)", compile_s["training step"], 300)
-
-    timing = {"at_batch": step, "forward_sweep": sweep, "compile_s": compile_s, "forward_break_even_batch": break_even(sweep)}
-    ctx.write_json("timing.json", timing)
-    ctx.write_json("breaks.json", {"explain": breaks, "recompiles": recompiles})
-    ctx.extra.update(torch=torch.__version__, breaks=breaks, recompiles=recompiles, timing=timing, explained=facts,
-                     kernels={k: sum(1 for kn in kernels if kn.graph == k) for k in dict.fromkeys(kn.graph for kn in kernels)},
-                     dynamo_graphs={s: len(c.dynamo) for s, c in captures.items()})  # fmt: skip
-    ctx.summary = summary(ctx.device, breaks, recompiles, timing, facts, kernels, captures)
+    ctx.save_figure("timing.png", plot(at_batch, sweep, compile_s, ctx.device))
+    return {"cpu_threads": torch.get_num_threads() if ctx.device == "cpu" else None, "at_batch": at_batch,
+            "forward_sweep": sweep, "compile_s": compile_s, "forward_break_even_batch": break_even(sweep)}  # fmt: skip

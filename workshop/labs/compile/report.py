@@ -60,6 +60,9 @@ Sequence lengths {recompiles[0]['lengths']}:
 
 ## Eager vs compiled (`timing.json`, `timing.png`)
 
+Median of repeated, interleaved calls after warm-up{f", {timing['cpu_threads']} CPU threads" if timing.get('cpu_threads') else ''}.
+(Changing the thread count after compiling makes Dynamo recompile: it guards on it.)
+
 | what | eager ms | compiled ms | speedup |
 |---|---|---|---|
 {time_rows}

@@ -1,0 +1,94 @@
+"""Unit tests of the generated-code reader on saved snippets: a real C++ excerpt and a Triton one in
+Inductor's format. They check structure (kinds, ops, roles, byte counts), not exact text."""
+
+from pathlib import Path
+
+import pytest
+
+from workshop.labs.compile.explain import explain, pick_kernel
+from workshop.labs.compile.kernels import literal_shape, ops_from_name, parse_kernels, pointer_params
+from workshop.labs.compile.loops import cpp_loops, triton_layout
+
+FIXTURES = Path(__file__).with_name("test_compile_fixtures")
+
+
+@pytest.fixture(scope="module")
+def cpp():
+    return parse_kernels((FIXTURES / "cpp_softmax.txt").read_text(), "train/forward")
+
+
+@pytest.fixture(scope="module")
+def triton():
+    return parse_kernels((FIXTURES / "triton_softmax.txt").read_text(), "train/forward")
+
+
+@pytest.mark.parametrize("name, ops", [
+    ("cpp_fused__softmax_bitwise_not_masked_fill_mul_slice_view_3", ["_softmax", "bitwise_not", "masked_fill", "mul", "slice", "view"]),
+    ("cpp_fused_add_native_layer_norm_native_layer_norm_backward_view_8", ["add", "native_layer_norm", "native_layer_norm_backward", "view"]),
+    ("triton_red_fused__log_softmax_9", ["_log_softmax"]),
+    ("triton_poi_fused_gelu_7", ["gelu"]),
+])  # fmt: skip
+def test_ops_from_kernel_name_split_into_real_aten_ops(name, ops):
+    assert ops_from_name(name) == ops
+
+
+def test_unknown_name_parts_are_kept_not_dropped():
+    assert ops_from_name("triton_poi_fused_notanop_3") == ["notanop"]
+
+
+def test_cpp_kernel_parsed(cpp):
+    (k,) = cpp
+    assert k.kind == "C++ loop nest" and k.ops_from == "kernel name" and k.calls == 1
+    assert "_softmax" in k.fused_ops and "masked_fill" in k.fused_ops
+    roles = {a.name: a.role for a in k.arguments}
+    assert roles == {"buf17": "load+store", "primals_12": "load", "buf14": "store", "buf16": "store"}
+    sizes = {a.name: (a.shape, a.dtype, a.nbytes) for a in k.arguments}
+    assert sizes["buf17"] == ([8, 4, 22, 22], "float32", 8 * 4 * 22 * 22 * 4)  # followed through two reuses
+    assert sizes["primals_12"] == ([32, 32], "bool", 32 * 32)  # an input: dtype from the C++ pointer type
+
+
+def test_cpp_loop_nest_shows_parallel_simd_and_reductions(cpp):
+    loops = cpp_loops(cpp[0].source)
+    outer = [loop for loop in loops if loop.depth == 0]
+    assert outer and all(loop.parallel for loop in outer)
+    assert any(loop.step > 1 for loop in loops), "the inner loops are vectorized"
+    reductions = {r.split()[0] for loop in loops for r in loop.reduces}
+    assert {"max", "sum"} <= reductions  # softmax: a max pass and a sum pass
+    assert any("in_out_ptr0" in loop.stores for loop in loops)
+
+
+def test_triton_kernels_parsed_with_source_nodes_and_kinds(triton):
+    per, red = triton
+    assert per.kind == "persistent reduction" and red.kind == "looped reduction"
+    assert per.ops_from == "Original ATen comment"
+    assert set(per.fused_ops) == {"mul", "bitwise_not", "masked_fill", "_softmax"}
+    assert per.source_nodes == ["scores", "masked_fill", "att"]
+    sized = {a.name: (a.role, a.dtype, a.nbytes) for a in per.arguments if a.role}
+    assert sized == {"buf17": ("load+store", "float32", 61952), "primals_12": ("load", "bool", 1024)}
+    assert [a.name for a in per.arguments if not a.role] == ["704", "22"]  # xnumel, r0_numel
+
+
+def test_triton_layout_tells_persistent_from_looped(triton):
+    per, red = (triton_layout(k.source) for k in triton)
+    assert (per.rblock, per.looped, per.xnumel, per.rnumel) == ("32", False, "704", "22")
+    assert set(per.reduces) == {"max", "sum"} and per.loads == ["in_out_ptr0", "in_ptr0"]
+    assert red.looped and red.rnumel == "600" and red.rblock is None
+
+
+@pytest.mark.parametrize("fixture", ["cpp", "triton"])
+def test_explanation_is_built_from_the_code(fixture, request):
+    kernels = request.getfixturevalue(fixture)
+    kernel = pick_kernel(kernels)
+    assert "_softmax" in kernel.fused_ops
+    text, facts = explain(kernel, [], "cpu" if fixture == "cpp" else "cuda")
+    assert facts["load_bytes"] > 0 and facts["store_bytes"] > 0
+    assert kernel.name in text and kernel.source.strip()[:40] in text
+    expected = ["omp parallel", "SIMD", "max into", "sum into"] if fixture == "cpp" else ["persistent reduction", "cdiv(704, XBLOCK)"]
+    for phrase in expected:
+        assert phrase in text, phrase
+
+
+def test_pointer_params_and_shapes():
+    assert pointer_params('extern "C" void kernel(const bool* in_ptr0, float* out_ptr0)') == [("in_ptr0", "bool"), ("out_ptr0", "float32")]
+    assert literal_shape("8, 4, 22, 1") == [8, 4, 22, 1] and literal_shape("64, ") == [64] and literal_shape("") == []
+    assert literal_shape("s0, 22") is None  # symbolic under dynamic shapes: unknown, not wrong
