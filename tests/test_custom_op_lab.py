@@ -37,8 +37,9 @@ def test_lab_writes_both_inductor_excerpts(lab):
 
 
 def test_call_function_and_census_on_a_made_up_module():
-    source = "import x\n\n@triton.jit\ndef _fwd_one_pass(a):\n    pass\n\nclass Runner:\n    def call(self, args):\n" \
-             "        buf0 = torch.ops.ns.softmax.default(a, dim=-1)\n\n        return (buf0, )\n\n    def other(self):\n        pass\n"  # fmt: skip
+    source = "\n".join(["import x", "", "@triton.jit", "def _fwd_one_pass(a):", "    pass", "", "class Runner:",
+                        "    def call(self, args):", "        buf0 = torch.ops.ns.softmax.default(a, dim=-1)", "",
+                        "        return (buf0, )", "", "    def other(self):", "        pass", ""])  # fmt: skip
     call = inductor_code.call_function(source)
     assert call.startswith("    def call(") and call.endswith("return (buf0, )") and "other" not in call
     assert inductor_code.census([source], "ns") == {"extern_calls": 1, "inlined_kernel_defs": 1, "modules": 1}
@@ -60,7 +61,8 @@ def test_targets_are_judged_on_big_shapes_only():
     assert t["judged_shapes"] == 2 and t["met"] == {"fwd_copy_met": 1, "fwd_best_met": 1, "bwd_copy_met": 1}
     assert not t["all_met"] and not t["rows"][2]["judged"]
     doc = {"device": "test GPU", "command": "python -m workshop bench custom_op", "registration": "triton_op",
-           "versions": {"torch": "x", "triton": "y"}, "timing": "t", "bytes": "b", "results": rows, "targets": t}  # fmt: skip
+           "versions": {"torch": "x", "triton": "y"}, "timing": "t", "bytes": "b", "results": rows,
+           "targets": t}  # fmt: skip
     text = bench_report.summary(doc)
     assert text.count("**miss**") == 3 and "64x262144" in text and "4096x256" in text
 

@@ -54,7 +54,8 @@ def test_split_row_kernels_match_torch_with_special_values():
     y = torch.empty_like(x)
     softmax_kernels.forward(x, y, one_pass_max=8, chunk=16)  # 4 pieces a row, the last one partial
     torch.testing.assert_close(y, torch.softmax(x, -1), equal_nan=True)
-    p, dy, dx = torch.softmax(torch.randn(5, 50, device=DEVICE), -1), torch.randn(5, 50, device=DEVICE), torch.empty(5, 50, device=DEVICE)
+    p = torch.softmax(torch.randn(5, 50, device=DEVICE), -1)
+    dy, dx = torch.randn(5, 50, device=DEVICE), torch.empty(5, 50, device=DEVICE)
     softmax_kernels.backward(p, dy, dx, one_pass_max=8, chunk=16)
     torch.testing.assert_close(dx, torch.ops.aten._softmax_backward_data(dy, p, -1, torch.float32))
 

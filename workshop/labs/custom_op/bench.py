@@ -82,7 +82,12 @@ def measure_shape(shape: tuple[int, int], dtype: torch.dtype) -> dict:
     ys = [torch.softmax(x, -1) for x in xs]
     dys = [randn(shape) for _ in range(n)]
     n3 = (3 * numel + 1) // 2  # a copy of n3 elements moves the backward's 3 x numel elements
-    copies = {"fwd": [(randn(numel), randn(numel)) for _ in range(n)], "bwd": [(randn(n3), randn(n3)) for _ in range(n)]}
+    copies = {d: [(randn(k), randn(k)) for _ in range(n)] for d, k in (("fwd", numel), ("bwd", n3))}  # (src, dst)
+
+    def copy(direction, i):
+        src, dst = copies[direction][i]
+        return dst.copy_(src)
+
     torch.compiler.reset()  # one compiled function per shape, without piling up recompilations
     inductor_fwd = torch.compile(lambda t: torch.softmax(t, -1), dynamic=False)
     inductor_bwd = torch.compile(lambda y, dy: torch.ops.aten._softmax_backward_data(dy, y, -1, dtype), dynamic=False)
@@ -90,9 +95,9 @@ def measure_shape(shape: tuple[int, int], dtype: torch.dtype) -> dict:
     torch_bwd = torch.ops.aten._softmax_backward_data
     contenders = {
         "fwd": {"ours": lambda i: softmax(xs[i]), "torch": lambda i: torch.softmax(xs[i], -1),
-                "inductor": lambda i: inductor_fwd(xs[i]), "copy": lambda i: copies["fwd"][i][1].copy_(copies["fwd"][i][0])},
+                "inductor": lambda i: inductor_fwd(xs[i]), "copy": lambda i: copy("fwd", i)},
         "bwd": {"ours": lambda i: ours_bwd(ys[i], dys[i], -1), "torch": lambda i: torch_bwd(dys[i], ys[i], -1, dtype),
-                "inductor": lambda i: inductor_bwd(ys[i], dys[i]), "copy": lambda i: copies["bwd"][i][1].copy_(copies["bwd"][i][0])},
+                "inductor": lambda i: inductor_bwd(ys[i], dys[i]), "copy": lambda i: copy("bwd", i)},
     }  # fmt: skip
     out = {"fwd": {}, "bwd": {}, "errors": {}, "input_sets": n}
     for direction, fns in contenders.items():
@@ -134,12 +139,14 @@ def run_benchmark(out_dir: Path, shapes=SHAPES, dtypes=DTYPES, log=print) -> dic
     start = time.time()
     for dtype in dtypes:
         for shape in shapes:
-            row = {"dtype": str(dtype).removeprefix("torch."), "shape": list(shape),
-                   "input_mib": shape[0] * shape[1] * dtype.itemsize / 2**20, **measure_shape(shape, dtype)}  # fmt: skip
+            mib = shape[0] * shape[1] * dtype.itemsize / 2**20
+            row = {"dtype": str(dtype).removeprefix("torch."), "shape": list(shape), "input_mib": mib,
+                   **measure_shape(shape, dtype)}  # fmt: skip
             doc["results"].append(row)
-            log(f"{row['dtype']:>8} {str(shape):>16}  fwd " + "  ".join(
-                f"{k} {v:7.1f}" if v else f"{k} -" for k, v in row["fwd"].items()) + "   bwd " + "  ".join(
-                f"{k} {v:7.1f}" if v else f"{k} -" for k, v in row["bwd"].items()) + f"  ({time.time() - start:.0f} s)")  # fmt: skip
+            cells = {d: "  ".join(f"{k} {v:7.1f}" if v else f"{k} -" for k, v in row[d].items())
+                     for d in ("fwd", "bwd")}  # fmt: skip
+            log(f"{row['dtype']:>8} {str(shape):>16}  fwd {cells['fwd']}   bwd {cells['bwd']}"
+                f"  ({time.time() - start:.0f} s)")
             atomic.write_json(out_dir / JSON_NAME, doc)
     doc["targets"] = bench_report.evaluate(doc["results"])
     atomic.write_json(out_dir / JSON_NAME, doc)

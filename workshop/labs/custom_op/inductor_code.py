@@ -74,7 +74,7 @@ def excerpt(title: str, sources: list[str]) -> str:
     parts = [f"# {title}"]
     for n, source in enumerate(sources):
         which = "forward" if n == 0 else "backward"
-        parts += [f"\n## {which}: our kernels as Inductor copied them in" + ("" if inlined_kernels(source) else ": none")]
-        parts += inlined_kernels(source)
+        kernels = inlined_kernels(source)
+        parts += [f"\n## {which}: our kernels as Inductor copied them in" + ("" if kernels else ": none"), *kernels]
         parts += [f"\n## {which}: the generated call()", call_function(source) or "(no call() found)"]
     return "\n".join(parts) + "\n"

@@ -28,7 +28,8 @@ def extern_softmax():
 def check_correctness(ctx: LabContext, shapes: dict) -> dict:
     found = {"dtype_errors": cx.dtype_errors(ctx.device, shapes["lm_head"], ctx.seed)}
     for dtype, e in found["dtype_errors"].items():
-        ctx.check_max(f"{dtype} {shapes['lm_head']}: max |ours - float64 softmax| (<= 1.25 x torch's + slack)", e["ours"], e["tolerance"])
+        name = f"{dtype} {shapes['lm_head']}: max |ours - float64 softmax| (<= 1.25 x torch's + slack)"
+        ctx.check_max(name, e["ours"], e["tolerance"])
     long = cx.dtype_errors(ctx.device, shapes["long"], ctx.seed, (torch.float32,))["float32"]
     found["long_row_error"] = long
     ctx.check_max(f"float32 long rows {shapes['long']} (split-row kernels): max error", long["ours"], long["tolerance"])
@@ -133,7 +134,8 @@ def summary(ctx: LabContext, found: dict) -> str:
     rows = "\n".join(f"| {d} | {e['ours']:.2e} | {e['torch']:.2e} |" for d, e in errs.items())
     bad = "\n".join(f"- {k}: `{v}`" for k, v in found["correctness"]["bad_inputs"].items())
     census = "\n".join(f"- **{k}**: {v['extern_calls']} extern calls of the op, {v['inlined_kernel_defs']} of our "
-                       f"kernels inlined, {v['modules']} generated modules" for k, v in found["compile"].items())  # fmt: skip
+                       f"kernels inlined, {v['modules']} generated modules"
+                       for k, v in found["compile"].items())  # fmt: skip
     return f"""
 `torch.ops.workshop.softmax` is registered here as a **{found['registration']}** (device {ctx.device}).
 
