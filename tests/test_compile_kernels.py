@@ -23,8 +23,10 @@ def triton():
 
 
 @pytest.mark.parametrize("name, ops", [
-    ("cpp_fused__softmax_bitwise_not_masked_fill_mul_slice_view_3", ["_softmax", "bitwise_not", "masked_fill", "mul", "slice", "view"]),
-    ("cpp_fused_add_native_layer_norm_native_layer_norm_backward_view_8", ["add", "native_layer_norm", "native_layer_norm_backward", "view"]),
+    ("cpp_fused__softmax_bitwise_not_masked_fill_mul_slice_view_3",
+     ["_softmax", "bitwise_not", "masked_fill", "mul", "slice", "view"]),
+    ("cpp_fused_add_native_layer_norm_native_layer_norm_backward_view_8",
+     ["add", "native_layer_norm", "native_layer_norm_backward", "view"]),
     ("triton_red_fused__log_softmax_9", ["_log_softmax"]),
     ("triton_poi_fused_gelu_7", ["gelu"]),
 ])  # fmt: skip
@@ -83,12 +85,19 @@ def test_explanation_is_built_from_the_code(fixture, request):
     text, facts = explain(kernel, [], "cpu" if fixture == "cpp" else "cuda")
     assert facts["load_bytes"] > 0 and facts["store_bytes"] > 0
     assert kernel.name in text and kernel.source.strip()[:40] in text
-    expected = ["omp parallel", "SIMD", "max into", "sum into"] if fixture == "cpp" else ["persistent reduction", "cdiv(704, XBLOCK)"]
+    expected = (
+        ["omp parallel", "SIMD", "max into", "sum into"]
+        if fixture == "cpp"
+        else ["persistent reduction", "cdiv(704, XBLOCK)"]
+    )
     for phrase in expected:
         assert phrase in text, phrase
 
 
 def test_pointer_params_and_shapes():
-    assert pointer_params('extern "C" void kernel(const bool* in_ptr0, float* out_ptr0)') == [("in_ptr0", "bool"), ("out_ptr0", "float32")]
+    assert pointer_params('extern "C" void kernel(const bool* in_ptr0, float* out_ptr0)') == [
+        ("in_ptr0", "bool"),
+        ("out_ptr0", "float32"),
+    ]
     assert literal_shape("8, 4, 22, 1") == [8, 4, 22, 1] and literal_shape("64, ") == [64] and literal_shape("") == []
     assert literal_shape("s0, 22") is None  # symbolic under dynamic shapes: unknown, not wrong

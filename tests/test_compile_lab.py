@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 from conftest import assert_result_shape, read_result
 
 
@@ -20,7 +21,8 @@ def test_every_stage_left_its_artifacts(lab_dir):
     out = lab_dir("compile")
     for name in ("graphs/train/dynamo_graph_0.py", "graphs/train/aot_forward_graph_0.py",
                  "graphs/train/aot_backward_graph_0.py", "code/train_forward.py", "code/train_backward.py",
-                 "kernels.json", "explanation.md", "timing.json", "timing.png", "breaks.json", "summary.md"):  # fmt: skip
+                 "kernels.json", "explanation.md", "timing.json", "timing.png", "breaks.json",
+                 "summary.md"):  # fmt: skip
         assert (out / name).is_file() and (out / name).stat().st_size > 0, name
     assert "def forward" in (out / "graphs/train/dynamo_graph_0.py").read_text()
     assert "model.py" in (out / "graphs/train/aot_forward_graph_0.py").read_text(), "nodes keep their source lines"
@@ -61,3 +63,19 @@ def test_breaks_recompiles_and_timing_are_recorded(lab_dir):
     for row in [*timing["at_batch"].values(), *timing["forward_sweep"]]:
         assert row["eager_ms"] > 0 and row["compiled_ms"] > 0
     assert timing["compile_s"]["training step"] > 0
+
+
+@pytest.mark.gpu
+def test_cuda_run_explains_a_triton_kernel(lab_dir):
+    out = lab_dir("compile")
+    if read_result(out)["device"] != "cuda":
+        pytest.skip("the lab ran on the CPU; set WORKSHOP_TEST_DEVICE=cuda")
+    facts = read_result(out)["explained"]
+    assert facts["kernel"].startswith(("triton_per_", "triton_red_")), facts["kernel"]
+    text = (out / "explanation.md").read_text()
+    assert "XBLOCK" in text and "reduction" in text
+    kernels = json.loads((out / "kernels.json").read_text())
+    softmax = next(k for k in kernels if k["name"] == facts["kernel"])
+    assert softmax["ops_from"] == "Original ATen comment" and softmax["source_nodes"], (
+        "Triton kernels carry their nodes"
+    )

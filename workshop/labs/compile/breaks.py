@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 
 import torch
-import torch.nn as nn
+from torch import nn
 
 
 class ItemInForward(nn.Module):
@@ -35,10 +35,14 @@ def explain_breaks(fn, *args) -> dict:
     out = torch._dynamo.explain(fn)(*args)
     reasons = []
     for r in out.break_reasons:
-        where = r.user_stack[-1] if r.user_stack else None
-        reasons.append({"reason": str(r.reason).strip().splitlines()[0],
-                        "where": f"{where.filename.rsplit('/', 1)[-1]}:{where.lineno}  {(where.line or '').strip()}" if where else ""})  # fmt: skip
+        frame = r.user_stack[-1] if r.user_stack else None
+        where = f"{short(frame.filename)}:{frame.lineno}  {(frame.line or '').strip()}" if frame else ""
+        reasons.append({"reason": str(r.reason).strip().splitlines()[0], "where": where})
     return {"graphs": out.graph_count, "graph_breaks": out.graph_break_count, "break_reasons": reasons}
+
+
+def short(filename: str) -> str:
+    return filename.replace("\\", "/").rsplit("/", 1)[-1]
 
 
 class RecompileLog(logging.Handler):

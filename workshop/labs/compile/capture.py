@@ -56,7 +56,7 @@ def readable(gm: torch.fx.GraphModule) -> str:
 
 
 def recording_backend(capture: Capture):
-    """A Dynamo backend that records Dynamo's graph, AOTAutograd's graphs and Inductor's code, compiling with Inductor."""
+    """A Dynamo backend that compiles with Inductor, recording Dynamo's graph, AOT's graphs and Inductor's code."""
 
     def inner(gm, example_inputs, **kwargs):
         kind = "backward" if kwargs.get("is_backward") else "inference" if kwargs.get("is_inference") else "forward"

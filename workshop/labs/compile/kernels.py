@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-DEFINITION = re.compile(r"^(?P<name>\w+) = async_compile\.(?P<how>\w+)\(", re.M)
+DEFINITION = re.compile(r"^(?P<name>\w+) = async_compile\.(?P<how>\w+)\(", re.MULTILINE)
 SOURCE_NODES = re.compile(r"Source Nodes: \[(?P<nodes>[^\]]*)\](?:, Original ATen: \[(?P<aten>[^\]]*)\])?")
 KINDS = {"triton_poi": "pointwise", "triton_per": "persistent reduction", "triton_red": "looped reduction",
          "triton_tem": "template (e.g. matmul)", "cpp": "C++ loop nest"}  # fmt: skip
@@ -67,12 +67,16 @@ def parse_kernels(code: str, graph: str) -> list[Kernel]:
     kernels = []
     for match in DEFINITION.finditer(code):
         name = match["name"]
-        if not (name.startswith("cpp_") or name.startswith("triton_")):
+        if not (name.startswith(("cpp_", "triton_"))):
             continue
         source = kernel_source(code, match.end())
         comments = SOURCE_NODES.search(comment_block_before(code, match.start()))
-        aten = [a.strip().removeprefix("aten.") for a in comments["aten"].split(",")] if comments and comments["aten"] else []
-        calls = re.findall(rf"^\s*{name}(?:\.run)?\((.*)\)\s*$", code, re.M)
+        aten = (
+            [a.strip().removeprefix("aten.") for a in comments["aten"].split(",")]
+            if comments and comments["aten"]
+            else []
+        )
+        calls = re.findall(rf"^\s*{name}(?:\.run)?\((.*)\)\s*$", code, re.MULTILINE)
         kernels.append(Kernel(
             name=name, graph=graph, kind=kernel_kind(name),
             fused_ops=aten or ops_from_name(name), ops_from="Original ATen comment" if aten else "kernel name",
@@ -124,9 +128,9 @@ def ops_from_name(kernel_name: str) -> list[str]:
     for end in range(1, len(words) + 1):
         for begin in range(end):
             piece = "_".join(words[begin:end])
-            if best[begin] is not None and is_aten_op(piece):
-                if best[end] is None or len(best[begin]) + 1 < len(best[end]):
-                    best[end] = best[begin] + [piece]
+            fewer = best[begin] is not None and (best[end] is None or len(best[begin]) + 1 < len(best[end]))
+            if fewer and is_aten_op(piece):
+                best[end] = best[begin] + [piece]
     return best[-1] if best[-1] is not None else [body]
 
 

@@ -98,7 +98,9 @@ def compile_everything(ctx: LabContext, model, opt_e, xb, yb) -> Compiled:
     pairs = list(zip(twin.parameters(), model.parameters()))
     grad_diff = max((c.grad - e.grad).abs().max().item() for c, e in pairs)
     grad_scale = max(e.grad.abs().max().item() for _, e in pairs)
-    ctx.check_max("compiled gradients equal eager (max abs difference / max abs gradient)", grad_diff / grad_scale, 1e-3)
+    ctx.check_max(
+        "compiled gradients equal eager (max abs difference / max abs gradient)", grad_diff / grad_scale, 1e-3
+    )
 
     opt_c = torch.optim.AdamW(twin.parameters(), lr=LR)
     for opt in (opt_e, opt_c):  # an eager first step creates the optimizer's state; compiling the step that
@@ -143,7 +145,9 @@ def kernels_and_explanation(ctx: LabContext, captures: dict[str, Capture]) -> tu
         text, facts = explain(chosen, captures["train"].aot.get("forward", []), ctx.device)
         ctx.write_text("explanation.md", text)
     ctx.check_min("kernels explained (with bytes read from the code)", int(bool(facts.get("load_bytes"))), 1)
-    ctx.check_min("forward kernels traced to a MiniGPT source line", sum(bool(k.source_lines) for k in train_forward), 1)
+    ctx.check_min(
+        "forward kernels traced to a MiniGPT source line", sum(bool(k.source_lines) for k in train_forward), 1
+    )
     return kernels, facts
 
 
@@ -157,15 +161,22 @@ def eager_vs_compiled(ctx: LabContext, model, opt_e, compiled: Compiled, x, xb, 
 
     graphs_before = {stage: len(cap.dynamo) for stage, cap in compiled.captures.items()}
     reps = REPEATS[ctx.device]
+
+    def forward_at(batch: int) -> dict:
+        xs = x[:batch]
+        return {"batch": batch, **compare(lambda: model(xs), lambda: compiled.forward(xs), ctx.device, reps)}
+
     with torch.no_grad():
-        at_batch = {"forward": {"batch": BATCH, **compare(lambda: model(xb), lambda: compiled.forward(xb), ctx.device, reps)}}
-        sweep = [{"batch": b, **compare(lambda: model(x[:b]), lambda: compiled.forward(x[:b]), ctx.device, reps)}
-                 for b in SWEEP[ctx.device]]  # fmt: skip
+        at_batch = {"forward": forward_at(BATCH)}
+        sweep = [forward_at(b) for b in SWEEP[ctx.device]]
     at_batch["training step"] = {"batch": BATCH, **compare(eager_step, compiled.train_step, ctx.device, reps)}
     ctx.check_equal("Dynamo graphs per compiled function after timing (a recompile would add one)",
                     {stage: len(cap.dynamo) for stage, cap in compiled.captures.items()}, graphs_before)  # fmt: skip
     caps = compiled.captures
-    compile_s = {"forward": caps["inference"].compile_s, "training step": caps["train"].compile_s + caps["optimizer"].compile_s}
+    compile_s = {
+        "forward": caps["inference"].compile_s,
+        "training step": caps["train"].compile_s + caps["optimizer"].compile_s,
+    }
     ctx.check_max("compile time of the training step, fwd+bwd+optimizer (s)", compile_s["training step"], 300)
     ctx.save_figure("timing.png", plot(at_batch, sweep, compile_s, ctx.device))
     return {"cpu_threads": torch.get_num_threads() if ctx.device == "cpu" else None, "at_batch": at_batch,

@@ -32,8 +32,9 @@ class Loop:
     def describe(self) -> str:
         head = f"{'omp parallel ' if self.parallel else ''}for {self.var} in [{self.start}, {self.end})"
         if self.step > 1:
-            head += f" step {self.step} (SIMD: {self.step} lanes at once, scalar tail for the rest)"
-        body = [f"loads {', '.join(self.loads)}" if self.loads else "", f"reduces {', '.join(self.reduces)}" if self.reduces else "",
+            head += f" step {self.step} (SIMD: {self.step} elements at once, a tail for the rest)"
+        body = [f"loads {', '.join(self.loads)}" if self.loads else "",
+                f"reduces {', '.join(self.reduces)}" if self.reduces else "",
                 f"stores {', '.join(self.stores)}" if self.stores else ""]  # fmt: skip
         return "  " * self.depth + head + (": " + "; ".join(b for b in body if b) if any(body) else "")
 
@@ -74,7 +75,9 @@ def record_access(loop: Loop, line: str) -> None:
         if name not in loop.stores:
             loop.stores.append(name)
     if acc := re.match(r"(tmp_acc\d+)(?:_vec)?\s*=\s*(.*)", line):
-        kind = next((k for fn, k in REDUCE_CPP.items() if fn != "+" and fn in acc[2]), "sum" if "+" in acc[2] else "reduce")
+        kind = next(
+            (k for fn, k in REDUCE_CPP.items() if fn != "+" and fn in acc[2]), "sum" if "+" in acc[2] else "reduce"
+        )
         entry = f"{kind} into {acc[1]}"
         if entry not in loop.reduces:
             loop.reduces.append(entry)

@@ -1,12 +1,13 @@
 """Which lines of the MiniGPT's source each generated kernel came from.
 
 Every FX node Dynamo records keeps the Python stack at the moment it was traced (`node.meta["stack_trace"]`),
-and AOTAutograd copies it onto the aten-level nodes it makes (backward nodes get their forward node's line). Two ways from a kernel to those nodes:
+and AOTAutograd copies it onto the aten-level nodes it makes (backward nodes get their forward node's line).
+Two ways from a kernel to those nodes:
 - Inductor wrote `Source Nodes: [scores, masked_fill, att]` above the kernel (Triton does): those are Dynamo
   graph node names, so we read their stack traces directly ("source nodes").
 - Otherwise (Inductor's C++ kernels carry no such comment in torch 2.13) we match by op: the lines of the
-  AOT graph nodes whose (original, undecomposed) aten op is one the kernel fuses ("op match"). Shape-only ops (view, transpose, ...)
-  are left out when the kernel fuses real computation, since they occur on almost every line.
+  AOT graph nodes whose (original, undecomposed) aten op is one the kernel fuses ("op match"). Shape-only
+  ops (view, transpose, ...) are left out when the kernel fuses real computation: they occur on most lines.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ MODEL_DIR = "workshop/minigpt/"  # the code whose lines we want; frames in torch
 
 def source_line(node: torch.fx.Node) -> str | None:
     """'model.py:57  scores = ...': the innermost frame of the node's stack trace inside the MiniGPT package."""
-    frames = [m for m in FRAME.finditer(node.meta.get("stack_trace") or "") if MODEL_DIR in m["file"].replace("\\", "/")]
+    frames = [
+        m for m in FRAME.finditer(node.meta.get("stack_trace") or "") if MODEL_DIR in m["file"].replace("\\", "/")
+    ]
     if not frames:
         return None
     last = frames[-1]
@@ -43,7 +46,9 @@ def op_name(node: torch.fx.Node) -> str | None:
     return getattr(node.target, "__name__", None)
 
 
-def attach_source_lines(kernels: list[Kernel], dynamo: list[torch.fx.GraphModule], aot: list[torch.fx.GraphModule]) -> None:
+def attach_source_lines(
+    kernels: list[Kernel], dynamo: list[torch.fx.GraphModule], aot: list[torch.fx.GraphModule]
+) -> None:
     """Fill kernel.source_lines (sorted, unique) in place, and record how they were found in kernel.lines_from."""
     by_name = {n.name: source_line(n) for gm in dynamo for n in gm.graph.nodes}
     by_op: dict[str, set[str]] = {}

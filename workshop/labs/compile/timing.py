@@ -55,7 +55,9 @@ def plot(step: dict, sweep: list[dict], compile_s: dict, device: str):
     left.bar([i - 0.2 for i in x], [step[n]["eager_ms"] for n in names], 0.4, label="eager")
     left.bar([i + 0.2 for i in x], [step[n]["compiled_ms"] for n in names], 0.4, label="compiled (Inductor)")
     for i, n in enumerate(names):
-        left.text(i, max(step[n]["eager_ms"], step[n]["compiled_ms"]), f"{step[n]['speedup']:.2f}x", ha="center", va="bottom")
+        left.text(
+            i, max(step[n]["eager_ms"], step[n]["compiled_ms"]), f"{step[n]['speedup']:.2f}x", ha="center", va="bottom"
+        )
     left.set_xticks(list(x), [f"{n}\n(compile {compile_s.get(n, float('nan')):.0f} s)" for n in names])
     left.set(ylabel="median ms per call", title=f"MiniGPT on {device}, batch {step[names[0]]['batch']}")
     left.legend()
