@@ -115,7 +115,7 @@ def compile_everything(ctx: LabContext, model, opt_e, xb, yb) -> Compiled:
         logits_diff = (logits_c - twin(xb)).abs().max().item()
     ctx.check_max("compiled forward logits equal eager (max abs difference)", logits_diff, 1e-3)
 
-    captures = {"train": cap_train, "optimizer": cap_opt, "inference": cap_fwd}
+    captures = {"train": cap_train, "optimizer": cap_opt, "forward": cap_fwd}
     for stage, cap in captures.items():
         for kind, code in cap.code.items():
             ctx.write_text(f"code/{stage}_{kind}.py", code)
@@ -174,7 +174,7 @@ def eager_vs_compiled(ctx: LabContext, model, opt_e, compiled: Compiled, x, xb, 
                     {stage: len(cap.dynamo) for stage, cap in compiled.captures.items()}, graphs_before)  # fmt: skip
     caps = compiled.captures
     compile_s = {
-        "forward": caps["inference"].compile_s,
+        "forward": caps["forward"].compile_s,
         "training step": caps["train"].compile_s + caps["optimizer"].compile_s,
     }
     ctx.check_max("compile time of the training step, fwd+bwd+optimizer (s)", compile_s["training step"], 300)
