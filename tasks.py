@@ -115,8 +115,12 @@ def _run(c, *words: str, env: dict[str, str] | None = None, interactive: bool = 
 
 
 def _git_revision() -> str:
+    """HEAD, '+dirty' when the tree has changes (the image copies the tree as it is), as results.py writes it."""
     rev = _probe("git", "-C", str(ROOT), "rev-parse", "HEAD")
-    return rev.stdout.strip() if rev and rev.returncode == 0 else "unknown"
+    if not rev or rev.returncode != 0:
+        return "unknown"
+    dirty = _probe("git", "-C", str(ROOT), "status", "--porcelain")
+    return rev.stdout.strip() + ("+dirty" if dirty and dirty.stdout.strip() else "")
 
 
 def workshop_task(**options):
