@@ -244,4 +244,4 @@ def _double_dash_for_one_letter_options(add_arg):
 
 ParserContext.add_arg = _double_dash_for_one_letter_options(ParserContext.add_arg)
 ns = Collection.from_module(sys.modules[__name__])
-ns.configure({"run": {"echo_format": "+ {command}"}})  # plain text: logs and copy-paste
+ns.configure({"run": {"echo": True, "echo_format": "+ {command}"}})  # each command shown, in plain text
