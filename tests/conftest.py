@@ -58,14 +58,8 @@ class LabRuns:
 
 
 def run_n(run_dir: Path) -> int:
-    """The --n a run was made with, from its manifest's command (the CLI's default is 2)."""
-    args = json.loads((run_dir / "manifest.json").read_text())["command"]
-    for i, arg in enumerate(args):
-        if arg == "--n":
-            return int(args[i + 1])
-        if arg.startswith("--n="):
-            return int(arg.removeprefix("--n="))
-    return 2
+    """The --n a run was made with (its manifest records it)."""
+    return json.loads((run_dir / "manifest.json").read_text())["n_procs"]
 
 
 @pytest.fixture(scope="session")

@@ -58,7 +58,7 @@ def environment(device: str) -> dict:
     }
 
 
-def new_run(root: Path, command: list[str], device: str, seeds: dict) -> Path:
+def new_run(root: Path, command: list[str], device: str, seeds: dict, n_procs: int = 2) -> Path:
     """Create results/<run-id>/ and its manifest; point results/latest at it."""
     root.mkdir(parents=True, exist_ok=True)
     run_id = time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
@@ -71,6 +71,7 @@ def new_run(root: Path, command: list[str], device: str, seeds: dict) -> Path:
         "end_time": None,
         "git_revision": git_revision(),
         "seeds": seeds,
+        "n_procs": n_procs,  # --n: processes of the distributed demos
         **environment(device),
         "labs": {},
     }

@@ -37,7 +37,7 @@ def lab_environment(device: str, cache_dir: Path) -> dict[str, str]:
 
 def run_labs(names: list[str], device: str, n_procs: int, seed: int, root: Path, on_line=None) -> tuple[Path, dict]:
     """Run the labs in order; returns the run folder and {lab: {"passed", "duration_s", "returncode"}}."""
-    run_dir = results.new_run(root, results.python_command(), device, seeds={"workshop": seed})
+    run_dir = results.new_run(root, results.python_command(), device, seeds={"workshop": seed}, n_procs=n_procs)
     status = {}
     for name in names:
         lab_dir = run_dir / name
