@@ -13,6 +13,7 @@ import torch
 from workshop.labs.compile.kernels import Kernel
 from workshop.labs.compile.loops import cpp_loops, triton_layout
 from workshop.labs.compile.provenance import SHAPE_ONLY, op_name, source_line
+from workshop.tensor_bytes import tensor_bytes
 
 PREFERRED = ("_softmax", "native_layer_norm")  # the attention softmax, else a LayerNorm
 
@@ -24,15 +25,6 @@ def pick_kernel(kernels: list[Kernel]) -> Kernel | None:
             if op in k.fused_ops:
                 return k
     return max(kernels, key=lambda k: len(set(k.fused_ops) - SHAPE_ONLY), default=None)
-
-
-def tensor_bytes(value) -> int:
-    """Bytes of a FakeTensor (or a tuple of them) in a node's meta['val']."""
-    if isinstance(value, torch.Tensor):
-        return value.numel() * value.element_size()
-    if isinstance(value, (tuple, list)):
-        return sum(tensor_bytes(v) for v in value)
-    return 0
 
 
 def unfused_intermediates(kernel: Kernel, graphs: list[torch.fx.GraphModule]) -> tuple[int, list[str]]:

@@ -14,19 +14,12 @@ from __future__ import annotations
 import contextlib
 from collections import defaultdict
 
-import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+
+from workshop.tensor_bytes import tensor_bytes
 
 NAMESPACES = {"c10d", "_c10d_functional", "c10d_functional"}
 NOT_COMMUNICATION = {"wait_tensor", "wrap_tensor_autograd", "barrier", "monitored_barrier"}  # names, "_" stripped
-
-
-def _bytes(value) -> int:
-    if isinstance(value, torch.Tensor):
-        return value.numel() * value.element_size()
-    if isinstance(value, (list, tuple)):
-        return sum(_bytes(v) for v in value)
-    return 0
 
 
 class CollectiveLog(TorchDispatchMode):
@@ -53,7 +46,7 @@ class CollectiveLog(TorchDispatchMode):
         out = func(*args, **(kwargs or {}))
         namespace, name = getattr(func, "namespace", ""), func.__name__.split(".")[0].strip("_")
         if namespace in NAMESPACES and name not in NOT_COMMUNICATION:
-            size = max([_bytes(a) for a in args] + [_bytes(out)])
+            size = max([tensor_bytes(a) for a in args] + [tensor_bytes(out)])
             self.events.append((self.phase, name, size))
         return out
 
