@@ -214,6 +214,15 @@ def run_summary(records: list[dict], losses: list[float], chunks: int) -> dict:
             "max_param_error": max(r["max_param_error"] for r in records), "per_rank": records}  # fmt: skip
 
 
+def finish_data_parallel(args, rank: Rank, strategy: str, record_: dict, params: dict) -> None:
+    """DDP's and FSDP's ending: rank r trained on chunk r of each step, so the reference takes rank.world
+    chunks a step; compare with it, gather every rank's record, rank 0 writes, then leave."""
+    record_ = compare(record_, params, args.steps, rank.world, rank.device)
+    records = gather(record_)
+    write(args, rank, strategy, {strategy: run_summary(records, mean_losses(records), rank.world)})
+    finish()
+
+
 def finish() -> None:
     """End a demo: every rank done, the process groups destroyed, then leave at once.
 

@@ -32,10 +32,7 @@ def main() -> None:
     record_ = common.train(args, rank, step, opt)
     record_["bytes"] = common.memory(list(model.parameters()), opt)
     params = {n: p.detach() for n, p in model.named_parameters()}
-    record_ = common.compare(record_, params, args.steps, rank.world, rank.device)
-    records = common.gather(record_)
-    common.write(args, rank, "ddp", {"ddp": common.run_summary(records, common.mean_losses(records), rank.world)})
-    common.finish()
+    common.finish_data_parallel(args, rank, "ddp", record_, params)
 
 
 if __name__ == "__main__":

@@ -43,10 +43,7 @@ def main() -> None:
     record_ = common.train(args, rank, step, opt)
     record_["bytes"] = common.memory(list(model.parameters()), opt)
     params = {n: common.full(p.detach()) for n, p in model.named_parameters()}  # all-gathers, every rank
-    record_ = common.compare(record_, params, args.steps, rank.world, rank.device)
-    records = common.gather(record_)
-    common.write(args, rank, "fsdp", {"fsdp": common.run_summary(records, common.mean_losses(records), rank.world)})
-    common.finish()
+    common.finish_data_parallel(args, rank, "fsdp", record_, params)
 
 
 if __name__ == "__main__":
