@@ -26,7 +26,9 @@ ROOT = Path(__file__).resolve().parent
 SESSION = "docker/session.sh"  # labs, report, then the tests on that run: the same script in and out of Docker
 DEFAULT_ARCHIVE = "pytorch-internals-workshop-image.tar.gz"
 INSTALL_DOCKER = "https://docs.docker.com/engine/install/"
-INSTALL_TOOLKIT = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
+INSTALL_TOOLKIT = (
+    "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
+)
 
 
 def _probe(*cmd: str) -> subprocess.CompletedProcess | None:
@@ -36,37 +38,56 @@ def _probe(*cmd: str) -> subprocess.CompletedProcess | None:
     try:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     except subprocess.TimeoutExpired:
-        return subprocess.CompletedProcess(cmd, 1, "", f"{' '.join(cmd)} did not answer within 60 s")
+        return subprocess.CompletedProcess(
+            cmd, 1, "", f"{' '.join(cmd)} did not answer within 60 s"
+        )
 
 
 def _docker_problem() -> str | None:
     """Why Docker cannot be used here, with the fix; None when it can."""
     info = _probe("docker", "info", "--format", "{{.ServerVersion}}")
     if info is None:
-        return f"Docker is not installed. Install Docker Engine with its Compose plugin ({INSTALL_DOCKER}), " \
-               "or run without Docker: add --native (after the README's native setup)."  # fmt: skip
+        return (
+            f"Docker is not installed. Install Docker Engine with its Compose plugin ({INSTALL_DOCKER}), "
+            "or run without Docker: add --native (after the README's native setup)."
+        )
     if info.returncode != 0:
         error = (info.stderr.strip().splitlines() or ["(no message)"])[-1]
         if "permission denied" in error.lower():
-            return f"You may not use the Docker daemon ({error}). Add yourself to the docker group: " \
-                   "`sudo usermod -aG docker $USER`, then log in again."  # fmt: skip
-        return f"The Docker daemon is not running ({error}). Start it: `sudo systemctl start docker` " \
-               "(Docker Desktop: start the app)."  # fmt: skip
+            return (
+                f"You may not use the Docker daemon ({error}). Add yourself to the docker group: "
+                "`sudo usermod -aG docker $USER`, then log in again."
+            )
+        return (
+            f"The Docker daemon is not running ({error}). Start it: `sudo systemctl start docker` "
+            "(Docker Desktop: start the app)."
+        )
     if _probe("docker", "compose", "version").returncode != 0:
-        return "Docker Compose v2 is missing (`docker compose version` failed). Install the plugin: " \
-               f"`sudo apt-get install docker-compose-plugin` or see {INSTALL_DOCKER}."  # fmt: skip
+        return (
+            "Docker Compose v2 is missing (`docker compose version` failed). Install the plugin: "
+            f"`sudo apt-get install docker-compose-plugin` or see {INSTALL_DOCKER}."
+        )
     return None
 
 
 def _gpu_service() -> tuple[str, str]:
     """('workshop', why) when the NVIDIA GPUs can be given to containers, else ('workshop-cpu', why)."""
     smi = _probe("nvidia-smi", "-L")
-    gpus = [line for line in (smi.stdout if smi and smi.returncode == 0 else "").splitlines() if line.startswith("GPU ")]
+    gpus = [
+        line
+        for line in (smi.stdout if smi and smi.returncode == 0 else "").splitlines()
+        if line.startswith("GPU ")
+    ]
     if not gpus:
         return "workshop-cpu", "no NVIDIA GPU found (nvidia-smi): running on the CPU"
     runtimes = _probe("docker", "info", "--format", "{{json .Runtimes}}")
-    if "nvidia" in (runtimes.stdout if runtimes else "") or shutil.which("nvidia-container-runtime-hook"):
-        return "workshop", f"{len(gpus)} NVIDIA GPU(s) and the NVIDIA container runtime found: running on the GPUs"
+    if "nvidia" in (runtimes.stdout if runtimes else "") or shutil.which(
+        "nvidia-container-runtime-hook"
+    ):
+        return (
+            "workshop",
+            f"{len(gpus)} NVIDIA GPU(s) and the NVIDIA container runtime found: running on the GPUs",
+        )
     return "workshop-cpu", (
         f"{len(gpus)} NVIDIA GPU(s) found, but Docker has no NVIDIA runtime, so containers cannot use them: "
         f"running on the CPU. To use the GPUs, install the NVIDIA Container Toolkit ({INSTALL_TOOLKIT}), then "
@@ -85,7 +106,9 @@ def _need_docker(c) -> None:
         _say(f"note: {problem}")
     elif problem:
         raise Exit(f"invoke: {problem}", code=1)
-    (ROOT / "results").mkdir(exist_ok=True)  # made by you, so owned by you: the container writes as its owner
+    (ROOT / "results").mkdir(
+        exist_ok=True
+    )  # made by you, so owned by you: the container writes as its owner
 
 
 def _service(c, cpu: bool) -> str:
@@ -99,10 +122,15 @@ def _service(c, cpu: bool) -> str:
 
 def _native_python() -> str:
     """The Python that runs invoke, when it has the workshop's packages; otherwise stop with the fix."""
-    missing = [name for name in ("torch", "workshop", "pytest") if importlib.util.find_spec(name) is None]
+    missing = [
+        name for name in ("torch", "workshop", "pytest") if importlib.util.find_spec(name) is None
+    ]
     if missing:
-        raise Exit(f"invoke: --native needs {', '.join(missing)} in {sys.executable}: activate the venv of the "
-                   "README's native setup (`. .venv/bin/activate`) and run invoke from there.", code=1)  # fmt: skip
+        raise Exit(
+            f"invoke: --native needs {', '.join(missing)} in {sys.executable}: activate the venv of the "
+            "README's native setup (`. .venv/bin/activate`) and run invoke from there.",
+            code=1,
+        )
     return sys.executable
 
 
@@ -134,16 +162,25 @@ def workshop_task(**options):
             return fn(c, *args, **kwargs)
 
         signature = inspect.signature(fn)
-        dry_run = inspect.Parameter("dry_run", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=False)
+        dry_run = inspect.Parameter(
+            "dry_run", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=False
+        )
         body.__signature__ = signature.replace(parameters=[*signature.parameters.values(), dry_run])
-        options["help"] = {**options.get("help", {}), "dry-run": "print the commands instead of running them"}
+        options["help"] = {
+            **options.get("help", {}),
+            "dry-run": "print the commands instead of running them",
+        }
         return task(**options)(body)
 
     return decorate
 
 
-@workshop_task(help={"torch-index": "take torch from this wheel index instead of PyPI (GPUs whose driver predates CUDA 13), "
-                           "e.g. https://download.pytorch.org/whl/cu126"})  # fmt: skip
+@workshop_task(
+    help={
+        "torch-index": "take torch from this wheel index instead of PyPI (GPUs whose driver predates CUDA 13), "
+        "e.g. https://download.pytorch.org/whl/cu126"
+    }
+)
 def build(c, torch_index=""):
     """Build the image (docker/Dockerfile): the pinned torch, a compiler, the workshop."""
     _need_docker(c)
@@ -171,8 +208,19 @@ def lab(c, n=2, only=None, cpu=False, native=False):
         return
     _need_docker(c)
     service = _service(c, cpu)
-    _run(c, "docker", "compose", "run", "--rm", "-e", f"WORKSHOP_N={n}", service, "workshop-session", *only,
-         interactive=True)  # fmt: skip
+    _run(
+        c,
+        "docker",
+        "compose",
+        "run",
+        "--rm",
+        "-e",
+        f"WORKSHOP_N={n}",
+        service,
+        "workshop-session",
+        *only,
+        interactive=True,
+    )
 
 
 @workshop_task(help={"native": "run here, without Docker, with the Python that runs invoke"})
@@ -185,7 +233,9 @@ def test(c, native=False):
     _run(c, "docker", "compose", "run", "--rm", "test", interactive=True)
 
 
-@workshop_task(help={"run": "run folder or id (default: results/latest)", "native": "run here, without Docker"})
+@workshop_task(
+    help={"run": "run folder or id (default: results/latest)", "native": "run here, without Docker"}
+)
 def report(c, run="", native=False):
     """Collect a run's summaries and pictures into its REPORT.md."""
     args = ["-m", "workshop", "report", *([run] if run else [])]
@@ -203,14 +253,27 @@ def shell(c, cpu=False):
     _run(c, "docker", "compose", "run", "--rm", _service(c, cpu), "bash", interactive=True)
 
 
-@workshop_task(help={"results": "also delete every run under ./results", "image": "also remove the image"})
+@workshop_task(
+    help={"results": "also delete every run under ./results", "image": "also remove the image"}
+)
 def clean(c, results=False, image=False):
     """Remove the containers and the compile-cache volume (and, if asked, the runs and the image)."""
     _need_docker(c)
-    _run(c, "docker", "compose", "--profile", "*", "down", "--volumes", "--remove-orphans",
-         *(["--rmi", "all"] if image else []))  # fmt: skip
+    _run(
+        c,
+        "docker",
+        "compose",
+        "--profile",
+        "*",
+        "down",
+        "--volumes",
+        "--remove-orphans",
+        *(["--rmi", "all"] if image else []),
+    )
     if results:
-        runs = [p for p in (ROOT / "results").iterdir() if p.name != ".gitignore"]  # results/ itself stays yours
+        runs = [
+            p for p in (ROOT / "results").iterdir() if p.name != ".gitignore"
+        ]  # results/ itself stays yours
         _run(c, "rm", "-rf", "--", *sorted(str(p.relative_to(ROOT)) for p in runs))
 
 
@@ -219,10 +282,14 @@ def export(c, out=DEFAULT_ARCHIVE):
     """Save the image as one compressed file, to install it offline (invoke import)."""
     _need_docker(c)
     with c.cd(str(ROOT)):
-        c.run(f"docker save $(docker compose config --images workshop-cpu) | gzip -1 > {shlex.quote(out)}")
+        c.run(
+            f"docker save $(docker compose config --images workshop-cpu) | gzip -1 > {shlex.quote(out)}"
+        )
 
 
-@workshop_task(name="import", positional=["archive"], help={"archive": "the file `invoke export` wrote"})
+@workshop_task(
+    name="import", positional=["archive"], help={"archive": "the file `invoke export` wrote"}
+)
 def import_(c, archive):
     """Load the image from an `invoke export` file (invoke import FILE): no network needed afterwards."""
     _need_docker(c)
@@ -244,4 +311,6 @@ def _double_dash_for_one_letter_options(add_arg):
 
 ParserContext.add_arg = _double_dash_for_one_letter_options(ParserContext.add_arg)
 ns = Collection.from_module(sys.modules[__name__])
-ns.configure({"run": {"echo": True, "echo_format": "+ {command}"}})  # each command shown, in plain text
+ns.configure(
+    {"run": {"echo": True, "echo_format": "+ {command}"}}
+)  # each command shown, in plain text

@@ -45,14 +45,30 @@ class LabRuns:
     def __call__(self, lab: str, n: int = 2) -> Path:
         if self.given and n == self.given_n:
             lab_dir = Path(self.given) / lab
-            assert (lab_dir / "result.json").is_file(), f"{lab_dir}/result.json is missing from the run under test"
+            assert (lab_dir / "result.json").is_file(), (
+                f"{lab_dir}/result.json is missing from the run under test"
+            )
             return lab_dir
         if (lab, n) not in self.done:
             out = self.root / f"{lab}-n{n}"
-            cmd = [sys.executable, "-m", "workshop", "run", lab, "--device", TEST_DEVICE, "--n", str(n), "--out", str(out)]
+            cmd = [
+                sys.executable,
+                "-m",
+                "workshop",
+                "run",
+                lab,
+                "--device",
+                TEST_DEVICE,
+                "--n",
+                str(n),
+                "--out",
+                str(out),
+            ]
             proc = subprocess.run(cmd, capture_output=True, text=True)
             run_dir = (out / "latest").resolve()
-            assert (run_dir / lab / "result.json").is_file(), f"lab {lab} wrote no result:\n{proc.stdout}\n{proc.stderr}"
+            assert (run_dir / lab / "result.json").is_file(), (
+                f"lab {lab} wrote no result:\n{proc.stdout}\n{proc.stderr}"
+            )
             self.done[(lab, n)] = run_dir / lab
         return self.done[(lab, n)]
 

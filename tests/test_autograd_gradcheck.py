@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from workshop.labs.autograd.finite_diff import ROWS_PAD, ROWS_REAL, HandHeadLoss, pick_rows, run_gradchecks
+from workshop.labs.autograd.finite_diff import (
+    ROWS_PAD,
+    ROWS_REAL,
+    HandHeadLoss,
+    pick_rows,
+    run_gradchecks,
+)
 from workshop.minigpt.model import PAD_ID
 
 
@@ -41,8 +47,12 @@ class WrongBias(torch.autograd.Function):
 def test_gradcheck_catches_a_wrong_gradient(fast_mode):
     x, W, b, t = small_inputs()
     inputs = (x, W, b.clone().requires_grad_())
-    assert not torch.autograd.gradcheck(lambda x, W, b: WrongBias.apply(x, W, b, t), inputs, fast_mode=fast_mode,
-                                        raise_exception=False)  # fmt: skip
+    assert not torch.autograd.gradcheck(
+        lambda x, W, b: WrongBias.apply(x, W, b, t),
+        inputs,
+        fast_mode=fast_mode,
+        raise_exception=False,
+    )
 
 
 def test_pick_rows_takes_real_then_pad():

@@ -7,7 +7,13 @@ import torch
 import torch.nn.functional as F
 
 from workshop.labs.autograd.graph_draw import draw, layers, node_label
-from workshop.labs.autograd.graph_walk import describe_value, graph_json, num_inputs, saved_values, walk
+from workshop.labs.autograd.graph_walk import (
+    describe_value,
+    graph_json,
+    num_inputs,
+    saved_values,
+    walk,
+)
 from workshop.minigpt.model import lm_loss
 
 
@@ -35,10 +41,14 @@ def test_saved_tensors_are_read_with_names_shapes_dtypes():
     a = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
     y = a.exp()  # ExpBackward0 saves its result: d exp(a) = exp(a)
     saved = saved_values(y.grad_fn)
-    assert saved == {"result": {"kind": "tensor", "shape": [4, 3], "dtype": "float64", "device": "cpu"}}
+    assert saved == {
+        "result": {"kind": "tensor", "shape": [4, 3], "dtype": "float64", "device": "cpu"}
+    }
     assert describe_value((2, 3)) == {"kind": "ints", "value": [2, 3]}
     assert describe_value(None) == {"kind": "NoneType", "value": None}
-    assert num_inputs(a.unbind(0)[0].grad_fn) == 4  # unbind has 4 outputs, so its backward takes 4 gradients
+    assert (
+        num_inputs(a.unbind(0)[0].grad_fn) == 4
+    )  # unbind has 4 outputs, so its backward takes 4 gradients
 
 
 def test_lm_head_graph_json():
@@ -53,9 +63,17 @@ def test_lm_head_graph_json():
     ids = {n["id"] for n in g["nodes"]}
     for e in g["edges"]:
         assert e["to"] in ids
-        assert g["nodes"][e["from"]]["outputs"][e["output_nr"]] == {"to": e["to"], "input_nr": e["input_nr"]}
-    tensors_saved = {(n["name"], k) for n in g["nodes"] for k, s in n["saved"].items() if s["kind"] == "tensor"}
-    assert ("LogSoftmaxBackward0", "result") in tensors_saved  # log_softmax's backward needs its output
+        assert g["nodes"][e["from"]]["outputs"][e["output_nr"]] == {
+            "to": e["to"],
+            "input_nr": e["input_nr"],
+        }
+    tensors_saved = {
+        (n["name"], k) for n in g["nodes"] for k, s in n["saved"].items() if s["kind"] == "tensor"
+    }
+    assert (
+        "LogSoftmaxBackward0",
+        "result",
+    ) in tensors_saved  # log_softmax's backward needs its output
     assert all(n["inputs"] for n in g["nodes"])  # every node takes at least one gradient
 
 

@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from workshop.labs.autograd.hand_grads import autograd_forward_backward, compare, hand_forward_backward, tf32
+from workshop.labs.autograd.hand_grads import (
+    autograd_forward_backward,
+    compare,
+    hand_forward_backward,
+    tf32,
+)
 from workshop.minigpt.model import PAD_ID
 
 
@@ -71,11 +76,10 @@ def test_bad_input_is_named():
 
 def test_tf32_context_restores_the_flags_even_on_error():
     before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    with pytest.raises(RuntimeError):
-        with tf32(not before[0]):
-            assert torch.backends.cuda.matmul.allow_tf32 == (not before[0])
-            assert torch.backends.cudnn.allow_tf32 == (not before[0])
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), tf32(not before[0]):
+        assert torch.backends.cuda.matmul.allow_tf32 == (not before[0])
+        assert torch.backends.cudnn.allow_tf32 == (not before[0])
+        raise RuntimeError("boom")
     assert (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32) == before
 
 
@@ -87,7 +91,9 @@ def test_cuda_hand_gradients_with_tf32_off(dtype):
     batch = load_batch("cuda")
     t = leaves(batch, dtype)
     with tf32(False):
-        errors = compare(hand_forward_backward(t["x"], t["W"], t["b"], batch.targets),
-                         autograd_forward_backward(t["x"], t["W"], t["b"], batch.targets))  # fmt: skip
+        errors = compare(
+            hand_forward_backward(t["x"], t["W"], t["b"], batch.targets),
+            autograd_forward_backward(t["x"], t["W"], t["b"], batch.targets),
+        )
     for name in ("logits", "W", "b", "x"):
         assert errors[name]["max_abs_error"] <= 1e-7, (name, errors[name])

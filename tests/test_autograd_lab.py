@@ -35,7 +35,9 @@ def test_replay_agrees_with_the_engine(lab_dir):
     for r in result["replay"]:
         assert r["engine_order"] == r["replay_order"]
         if result["device"] == "cpu":
-            assert all(r["bit_identical"].values()) and set(r["max_abs_difference"].values()) == {0.0}
+            assert all(r["bit_identical"].values()) and set(r["max_abs_difference"].values()) == {
+                0.0
+            }
 
 
 def test_graph_json_describes_the_lm_head(lab_dir):

@@ -20,11 +20,17 @@ def fan_out_graph(device="cpu"):
     """Not the LM head: a used four times (fan-out, so gradients must be summed), tanh and exp non-linear,
     a matmul with broadcasting, and an unbind whose backward takes several gradients, one of them never sent."""
     gen = torch.Generator().manual_seed(1)
-    a, B, c = (torch.randn(*shape, generator=gen, dtype=torch.float64).to(device).requires_grad_()
-               for shape in ((4, 3), (3, 5), (5,)))  # fmt: skip
+    a, B, c = (
+        torch.randn(*shape, generator=gen, dtype=torch.float64).to(device).requires_grad_()
+        for shape in ((4, 3), (3, 5), (5,))
+    )
     h = torch.tanh(a) * a  # a twice
-    first, second, _unused = h.unbind(1)  # three gradients for UnbindBackward; the third never arrives
-    y = ((a @ B + c).exp().sum() + (first * second).sum() + (a * a).mean())  # a twice more, c broadcast
+    first, second, _unused = h.unbind(
+        1
+    )  # three gradients for UnbindBackward; the third never arrives
+    y = (
+        (a @ B + c).exp().sum() + (first * second).sum() + (a * a).mean()
+    )  # a twice more, c broadcast
     return y, (a, B, c)
 
 
@@ -40,7 +46,7 @@ def test_second_graph_matches_autograd_grad_independently():
     y, (a, B, c) = fan_out_graph()
     ours = replay_backward(y)
     expected = torch.autograd.grad(y, (a, B, c))
-    for got, want in zip((ours.grad(a), ours.grad(B), ours.grad(c)), expected):
+    for got, want in zip((ours.grad(a), ours.grad(B), ours.grad(c)), expected, strict=True):
         torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
 
 
@@ -66,7 +72,9 @@ def test_lm_head_replay_is_bit_identical_and_in_engine_order():
     gen = torch.Generator().manual_seed(0)
     x = torch.randn(2, 7, 8, generator=gen, requires_grad=True)
     W = torch.randn(11, 8, generator=gen, requires_grad=True)
-    b = torch.randn(11, generator=gen, requires_grad=True)  # broadcast over rows: the engine must sum it back
+    b = torch.randn(
+        11, generator=gen, requires_grad=True
+    )  # broadcast over rows: the engine must sum it back
     loss = lm_loss(F.linear(x, W, b), torch.randint(0, 11, (2, 7), generator=gen))
     ours = replay_backward(loss)
     assert record_engine_order(loss) == ours.order
@@ -103,7 +111,11 @@ def test_engine_hooks_are_removed_afterwards():
     a = torch.randn(3, requires_grad=True)
     y = (a + 1).sum()  # saves no tensors, so its graph may run backward twice
     ran = record_engine_order(y)
-    assert len(ran) == 3 and type(ran[0]).__name__ == "SumBackward0" and type(ran[-1]).__name__ == "AccumulateGrad"
+    assert (
+        len(ran) == 3
+        and type(ran[0]).__name__ == "SumBackward0"
+        and type(ran[-1]).__name__ == "AccumulateGrad"
+    )
     y.backward()  # had the pre-hooks stayed, this second run would append to `ran`
     assert len(ran) == 3
 

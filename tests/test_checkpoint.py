@@ -22,7 +22,9 @@ def _tampered(tmp_path, change):
 
 def test_another_vocabulary_is_refused(tmp_path):
     path = _tampered(tmp_path, lambda raw: raw.update(vocab=raw["vocab"][:500]))
-    with pytest.raises(CheckpointError, match="another vocabulary: it has 500 tokens, the grammar has 600"):
+    with pytest.raises(
+        CheckpointError, match="another vocabulary: it has 500 tokens, the grammar has 600"
+    ):
         checkpoint.load(path)
 
 

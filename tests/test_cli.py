@@ -10,7 +10,9 @@ from workshop.labs import all_labs
 
 
 def workshop(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "workshop", *args], capture_output=True, text=True, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "workshop", *args], capture_output=True, text=True, **kw
+    )
 
 
 def test_list_names_every_lab_in_order():
@@ -33,7 +35,9 @@ def test_bad_n_is_refused(tmp_path):
     assert out.returncode != 0 and "--n must be at least 1" in out.stderr
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without CUDA")
+@pytest.mark.skipif(
+    torch.cuda.is_available(), reason="checks the message on a machine without CUDA"
+)
 def test_cuda_without_a_gpu_is_a_clear_error(tmp_path):
     out = workshop("run", "minigpt", "--device", "cuda", "--out", str(tmp_path))
     assert out.returncode != 0 and "no CUDA GPU" in out.stderr and "--device cpu" in out.stderr

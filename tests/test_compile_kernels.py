@@ -6,7 +6,12 @@ from pathlib import Path
 import pytest
 
 from workshop.labs.compile.explain import explain, pick_kernel
-from workshop.labs.compile.kernels import literal_shape, ops_from_name, parse_kernels, pointer_params
+from workshop.labs.compile.kernels import (
+    literal_shape,
+    ops_from_name,
+    parse_kernels,
+    pointer_params,
+)
 from workshop.labs.compile.loops import cpp_loops, triton_layout
 
 FIXTURES = Path(__file__).with_name("test_compile_fixtures")
@@ -22,14 +27,21 @@ def triton():
     return parse_kernels((FIXTURES / "triton_softmax.txt").read_text(), "train/forward")
 
 
-@pytest.mark.parametrize("name, ops", [
-    ("cpp_fused__softmax_bitwise_not_masked_fill_mul_slice_view_3",
-     ["_softmax", "bitwise_not", "masked_fill", "mul", "slice", "view"]),
-    ("cpp_fused_add_native_layer_norm_native_layer_norm_backward_view_8",
-     ["add", "native_layer_norm", "native_layer_norm_backward", "view"]),
-    ("triton_red_fused__log_softmax_9", ["_log_softmax"]),
-    ("triton_poi_fused_gelu_7", ["gelu"]),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "name, ops",
+    [
+        (
+            "cpp_fused__softmax_bitwise_not_masked_fill_mul_slice_view_3",
+            ["_softmax", "bitwise_not", "masked_fill", "mul", "slice", "view"],
+        ),
+        (
+            "cpp_fused_add_native_layer_norm_native_layer_norm_backward_view_8",
+            ["add", "native_layer_norm", "native_layer_norm_backward", "view"],
+        ),
+        ("triton_red_fused__log_softmax_9", ["_log_softmax"]),
+        ("triton_poi_fused_gelu_7", ["gelu"]),
+    ],
+)
 def test_ops_from_kernel_name_split_into_real_aten_ops(name, ops):
     assert ops_from_name(name) == ops
 
@@ -43,10 +55,23 @@ def test_cpp_kernel_parsed(cpp):
     assert k.kind == "C++ loop nest" and k.ops_from == "kernel name" and k.calls == 1
     assert "_softmax" in k.fused_ops and "masked_fill" in k.fused_ops
     roles = {a.name: a.role for a in k.arguments}
-    assert roles == {"buf17": "load+store", "primals_12": "load", "buf14": "store", "buf16": "store"}
+    assert roles == {
+        "buf17": "load+store",
+        "primals_12": "load",
+        "buf14": "store",
+        "buf16": "store",
+    }
     sizes = {a.name: (a.shape, a.dtype, a.nbytes) for a in k.arguments}
-    assert sizes["buf17"] == ([8, 4, 22, 22], "float32", 8 * 4 * 22 * 22 * 4)  # followed through two reuses
-    assert sizes["primals_12"] == ([32, 32], "bool", 32 * 32)  # an input: dtype from the C++ pointer type
+    assert sizes["buf17"] == (
+        [8, 4, 22, 22],
+        "float32",
+        8 * 4 * 22 * 22 * 4,
+    )  # followed through two reuses
+    assert sizes["primals_12"] == (
+        [32, 32],
+        "bool",
+        32 * 32,
+    )  # an input: dtype from the C++ pointer type
 
 
 def test_cpp_loop_nest_shows_parallel_simd_and_reductions(cpp):
@@ -66,7 +91,10 @@ def test_triton_kernels_parsed_with_source_nodes_and_kinds(triton):
     assert set(per.fused_ops) == {"mul", "bitwise_not", "masked_fill", "_softmax"}
     assert per.source_nodes == ["scores", "masked_fill", "att"]
     sized = {a.name: (a.role, a.dtype, a.nbytes) for a in per.arguments if a.role}
-    assert sized == {"buf17": ("load+store", "float32", 61952), "primals_12": ("load", "bool", 1024)}
+    assert sized == {
+        "buf17": ("load+store", "float32", 61952),
+        "primals_12": ("load", "bool", 1024),
+    }
     assert [a.name for a in per.arguments if not a.role] == ["704", "22"]  # xnumel, r0_numel
 
 
@@ -99,5 +127,9 @@ def test_pointer_params_and_shapes():
         ("in_ptr0", "bool"),
         ("out_ptr0", "float32"),
     ]
-    assert literal_shape("8, 4, 22, 1") == [8, 4, 22, 1] and literal_shape("64, ") == [64] and literal_shape("") == []
+    assert (
+        literal_shape("8, 4, 22, 1") == [8, 4, 22, 1]
+        and literal_shape("64, ") == [64]
+        and literal_shape("") == []
+    )
     assert literal_shape("s0, 22") is None  # symbolic under dynamic shapes: unknown, not wrong

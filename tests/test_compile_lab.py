@@ -12,20 +12,38 @@ def test_compile_lab_passes_with_its_checks(lab_dir):
     assert_result_shape(result, "compile")
     assert result["passed"], [c for c in result["checks"] if not c["passed"]]
     names = " ".join(c["name"] for c in result["checks"])
-    for topic in ("equals eager", "graph breaks", "kernels explained", "code captured: training forward",
-                  "code captured: training backward", "dynamic=False", "dynamic=True"):  # fmt: skip
+    for topic in (
+        "equals eager",
+        "graph breaks",
+        "kernels explained",
+        "code captured: training forward",
+        "code captured: training backward",
+        "dynamic=False",
+        "dynamic=True",
+    ):
         assert topic in names, topic
 
 
 def test_every_stage_left_its_artifacts(lab_dir):
     out = lab_dir("compile")
-    for name in ("graphs/train/dynamo_graph_0.py", "graphs/train/aot_forward_graph_0.py",
-                 "graphs/train/aot_backward_graph_0.py", "code/train_forward.py", "code/train_backward.py",
-                 "kernels.json", "explanation.md", "timing.json", "timing.png", "breaks.json",
-                 "summary.md"):  # fmt: skip
+    for name in (
+        "graphs/train/dynamo_graph_0.py",
+        "graphs/train/aot_forward_graph_0.py",
+        "graphs/train/aot_backward_graph_0.py",
+        "code/train_forward.py",
+        "code/train_backward.py",
+        "kernels.json",
+        "explanation.md",
+        "timing.json",
+        "timing.png",
+        "breaks.json",
+        "summary.md",
+    ):
         assert (out / name).is_file() and (out / name).stat().st_size > 0, name
     assert "def forward" in (out / "graphs/train/dynamo_graph_0.py").read_text()
-    assert "model.py" in (out / "graphs/train/aot_forward_graph_0.py").read_text(), "nodes keep their source lines"
+    assert "model.py" in (out / "graphs/train/aot_forward_graph_0.py").read_text(), (
+        "nodes keep their source lines"
+    )
     assert (out / "timing.png").read_bytes()[:4] == b"\x89PNG"
 
 
@@ -49,7 +67,9 @@ def test_explanation_matches_the_code_of_the_run(lab_dir):
     code = (out / "code/train_forward.py").read_text()
     assert facts["kernel"] in code and facts["kernel"] in text
     assert facts["store_bytes"] > 0 and facts["load_bytes"] > 0
-    assert facts["unfused_bytes_estimate"] > facts["load_bytes"] + facts["store_bytes"], "fusion saves traffic"
+    assert facts["unfused_bytes_estimate"] > facts["load_bytes"] + facts["store_bytes"], (
+        "fusion saves traffic"
+    )
     assert "reduction" in text.lower() and ("omp" in text or "XBLOCK" in text)
 
 
@@ -58,7 +78,9 @@ def test_breaks_recompiles_and_timing_are_recorded(lab_dir):
     assert result["breaks"]["minigpt"]["graph_breaks"] == 0
     assert result["breaks"]["item_in_forward"]["graph_breaks"] >= 1
     compiles = {r["how"]: r["compiles"] for r in result["recompiles"]}
-    assert compiles["static"] == len(result["recompiles"][0]["lengths"]) and compiles["dynamic"] == 1
+    assert (
+        compiles["static"] == len(result["recompiles"][0]["lengths"]) and compiles["dynamic"] == 1
+    )
     timing = result["timing"]
     for row in [*timing["at_batch"].values(), *timing["forward_sweep"]]:
         assert row["eager_ms"] > 0 and row["compiled_ms"] > 0

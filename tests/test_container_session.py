@@ -26,9 +26,19 @@ def session(tmp_path, *labs, **env):
     python.write_text(FAKE_PYTHON)
     python.chmod(0o755)
     (tmp_path / "results" / "run1").mkdir(parents=True)
-    (tmp_path / "results" / "latest").symlink_to("run1")  # an older run, which must not be tested or reported
-    env = {"PATH": "/usr/bin:/bin", "PYTHON": str(python), "WORKSHOP_N": "3", "WORKSHOP_DEVICE": "cpu", **env}
-    proc = subprocess.run(["sh", str(SESSION), *labs], cwd=tmp_path, env=env, capture_output=True, text=True)
+    (tmp_path / "results" / "latest").symlink_to(
+        "run1"
+    )  # an older run, which must not be tested or reported
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHON": str(python),
+        "WORKSHOP_N": "3",
+        "WORKSHOP_DEVICE": "cpu",
+        **env,
+    }
+    proc = subprocess.run(
+        ["sh", str(SESSION), *labs], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
     log = tmp_path / "calls.log"
     return proc, log.read_text().splitlines() if log.exists() else []
 
@@ -44,7 +54,9 @@ def test_runs_labs_then_report_then_pytest_on_that_run(tmp_path):
     ]
 
 
-@pytest.mark.parametrize("env", [{"FAKE_RUN_RC": "1"}, {"FAKE_TEST_RC": "1"}], ids=["a lab failed", "a test failed"])
+@pytest.mark.parametrize(
+    "env", [{"FAKE_RUN_RC": "1"}, {"FAKE_TEST_RC": "1"}], ids=["a lab failed", "a test failed"]
+)
 def test_a_failed_lab_or_test_fails_the_session_but_the_tests_still_run(tmp_path, env):
     proc, calls = session(tmp_path, **env)
     assert proc.returncode != 0

@@ -20,8 +20,18 @@ def test_lab_passes_with_its_checks(lab):
     failed = [c["name"] for c in result["checks"] if not c["passed"]]
     assert not failed, failed
     names = " ".join(c["name"] for c in result["checks"])
-    for topic in ("gradcheck", "opcheck", "graph breaks", "MiniGPT", "-inf/inf/NaN", "empty", "bad inputs",
-                  "non-contiguous", "long rows", "extern"):  # fmt: skip
+    for topic in (
+        "gradcheck",
+        "opcheck",
+        "graph breaks",
+        "MiniGPT",
+        "-inf/inf/NaN",
+        "empty",
+        "bad inputs",
+        "non-contiguous",
+        "long rows",
+        "extern",
+    ):
         assert topic in names, topic
 
 
@@ -31,41 +41,88 @@ def test_lab_writes_both_inductor_excerpts(lab):
     namespace = "workshop_lab" if on_cuda else "workshop"
     custom = (lab / "inductor_custom_op.txt").read_text()
     assert "def call(" in custom and f"torch.ops.{namespace}.softmax.default(" in custom
-    assert f"torch.ops.{namespace}.softmax_backward.default(" in custom  # the backward is an extern call too
+    assert (
+        f"torch.ops.{namespace}.softmax_backward.default(" in custom
+    )  # the backward is an extern call too
     triton_op = (lab / "inductor_triton_op.txt").read_text()
     if on_cuda:
-        assert "def _fwd_one_pass" in triton_op and "torch.ops.workshop.softmax.default(" not in triton_op
+        assert (
+            "def _fwd_one_pass" in triton_op
+            and "torch.ops.workshop.softmax.default(" not in triton_op
+        )
     else:
         assert "benchmarks/custom_op/inductor_triton_op.txt" in triton_op
 
 
 def test_call_function_and_census_on_a_made_up_module():
-    source = "\n".join(["import x", "", "@triton.jit", "def _fwd_one_pass(a):", "    pass", "", "class Runner:",
-                        "    def call(self, args):", "        buf0 = torch.ops.ns.softmax.default(a, dim=-1)", "",
-                        "        return (buf0, )", "", "    def other(self):", "        pass", ""])  # fmt: skip
+    source = "\n".join(
+        [
+            "import x",
+            "",
+            "@triton.jit",
+            "def _fwd_one_pass(a):",
+            "    pass",
+            "",
+            "class Runner:",
+            "    def call(self, args):",
+            "        buf0 = torch.ops.ns.softmax.default(a, dim=-1)",
+            "",
+            "        return (buf0, )",
+            "",
+            "    def other(self):",
+            "        pass",
+            "",
+        ]
+    )
     call = inductor_code.call_function(source)
-    assert call.startswith("    def call(") and call.endswith("return (buf0, )") and "other" not in call
-    assert inductor_code.census([source], "ns") == {"extern_calls": 1, "inlined_kernel_defs": 1, "modules": 1}
+    assert (
+        call.startswith("    def call(")
+        and call.endswith("return (buf0, )")
+        and "other" not in call
+    )
+    assert inductor_code.census([source], "ns") == {
+        "extern_calls": 1,
+        "inlined_kernel_defs": 1,
+        "modules": 1,
+    }
     assert "def _fwd_one_pass" in inductor_code.inlined_kernels(source)[0]
 
 
 def _row(dtype, shape, ours, copy, torch_, inductor, bwd_ours, bwd_copy):
     mib = shape[0] * shape[1] * (4 if dtype == "float32" else 2) / 2**20
-    return {"dtype": dtype, "shape": list(shape), "input_mib": mib, "errors": {},
-            "fwd": {"ours": ours, "torch": torch_, "inductor": inductor, "copy": copy},
-            "bwd": {"ours": bwd_ours, "torch": 1.0, "inductor": None, "copy": bwd_copy}}  # fmt: skip
+    return {
+        "dtype": dtype,
+        "shape": list(shape),
+        "input_mib": mib,
+        "errors": {},
+        "fwd": {"ours": ours, "torch": torch_, "inductor": inductor, "copy": copy},
+        "bwd": {"ours": bwd_ours, "torch": 1.0, "inductor": None, "copy": bwd_copy},
+    }
 
 
 def test_targets_are_judged_on_big_shapes_only():
-    rows = [_row("float32", (32768, 600), 3900, 4200, 3400, 3600, 3700, 4200),  # 75 MiB: all met
-            _row("bfloat16", (64, 262144), 2800, 4200, 3000, 2500, 3000, 4200),  # 32 MiB: three misses
-            _row("float32", (4096, 256), 100, 1000, 900, 900, 100, 1000)]  # 4 MiB: not judged  # fmt: skip
+    rows = [
+        _row("float32", (32768, 600), 3900, 4200, 3400, 3600, 3700, 4200),  # 75 MiB: all met
+        _row("bfloat16", (64, 262144), 2800, 4200, 3000, 2500, 3000, 4200),  # 32 MiB: three misses
+        _row("float32", (4096, 256), 100, 1000, 900, 900, 100, 1000),
+    ]  # 4 MiB: not judged
     t = bench_report.evaluate(rows)
-    assert t["judged_shapes"] == 2 and t["met"] == {"fwd_copy_met": 1, "fwd_best_met": 1, "bwd_copy_met": 1}
+    assert t["judged_shapes"] == 2 and t["met"] == {
+        "fwd_copy_met": 1,
+        "fwd_best_met": 1,
+        "bwd_copy_met": 1,
+    }
     assert not t["all_met"] and not t["rows"][2]["judged"]
-    doc = {"device": "test GPU", "command": "python -m workshop bench custom_op", "registration": "triton_op",
-           "versions": {"torch": "x", "triton": "y"}, "timing": "t", "bytes": "b", "results": rows,
-           "targets": t}  # fmt: skip
+    doc = {
+        "device": "test GPU",
+        "command": "python -m workshop bench custom_op",
+        "registration": "triton_op",
+        "versions": {"torch": "x", "triton": "y"},
+        "timing": "t",
+        "bytes": "b",
+        "results": rows,
+        "targets": t,
+    }
     text = bench_report.summary(doc)
     assert text.count("**miss**") == 3 and "64x262144" in text and "4096x256" in text
 
@@ -85,6 +142,8 @@ def test_bench_on_cpu_is_a_clear_error(tmp_path):
 
 
 def test_bench_covers_the_shapes_the_issue_names():
-    assert {(4096, 600), (32768, 600), (262144, 600), (256, 131072), (64, 262144)} <= set(bench.SHAPES)
+    assert {(4096, 600), (32768, 600), (262144, 600), (256, 131072), (64, 262144)} <= set(
+        bench.SHAPES
+    )
     assert [n for b, n in bench.SHAPES if b == 4096 and n != 600] == [2**k for k in range(8, 16)]
     assert Path(bench.__file__).with_name("README.md").is_file()

@@ -22,7 +22,9 @@ garbage line without a colon"""
     table = keys.parse_table(text)
     assert set(table) == {"CPU", "ADInplaceOrView", "Conjugate", "Autograd[alias]"}
     assert table["CPU"] == keys.Kernel("RegisterCPU_2.cpp", "kernel", False)
-    assert table["ADInplaceOrView"].fallthrough and table["ADInplaceOrView"].tag == "backend fallback"
+    assert (
+        table["ADInplaceOrView"].fallthrough and table["ADInplaceOrView"].tag == "backend fallback"
+    )
     assert table["Conjugate"].fallthrough
     assert table["Autograd[alias]"].source == "VariableType_0.cpp"  # no line number survives
 
@@ -41,23 +43,35 @@ def test_key_names_split_per_backend_keys_and_show_bare_functionalities():
 
 def test_priority_list_orders_keys_like_the_real_dispatcher():
     assert priority_disagreements() == []
-    assert max(["CPU", "AutogradCPU", "Python", "PythonTLSSnapshot"], key=reimpl.rank) == "PythonTLSSnapshot"
+    assert (
+        max(["CPU", "AutogradCPU", "Python", "PythonTLSSnapshot"], key=reimpl.rank)
+        == "PythonTLSSnapshot"
+    )
     assert max(["CPU", "CUDA"], key=reimpl.rank) == "CUDA"
     with pytest.raises(KeyError, match="no priority known"):
         reimpl.rank("NoSuchKey")
 
 
 def test_exclusion_removes_a_functionality_for_every_backend():
-    assert reimpl.keys_in_play(["CPU", "AutogradCPU"], ["Python"], ["AutogradFunctionality"]) == {"CPU", "Python"}
+    assert reimpl.keys_in_play(["CPU", "AutogradCPU"], ["Python"], ["AutogradFunctionality"]) == {
+        "CPU",
+        "Python",
+    }
 
 
 @pytest.mark.parametrize(
     "op,key,tag",
-    [("aten::linear", "AutogradCPU", "math kernel"), ("aten::linear", "CPU", "math kernel"),
-     ("aten::addmm", "AutogradCPU", "autograd kernel"), ("aten::addmm", "CPU", "kernel"),
-     ("aten::t", "CPU", "default backend kernel"), ("aten::t", "ADInplaceOrView", "kernel"),
-     ("aten::linear", "Python", "backend fallback"), ("aten::linear", "AutocastCPU", "kernel")],
-)  # fmt: skip
+    [
+        ("aten::linear", "AutogradCPU", "math kernel"),
+        ("aten::linear", "CPU", "math kernel"),
+        ("aten::addmm", "AutogradCPU", "autograd kernel"),
+        ("aten::addmm", "CPU", "kernel"),
+        ("aten::t", "CPU", "default backend kernel"),
+        ("aten::t", "ADInplaceOrView", "kernel"),
+        ("aten::linear", "Python", "backend fallback"),
+        ("aten::linear", "AutocastCPU", "kernel"),
+    ],
+)
 def test_table_entry_matches_the_computed_table(op, key, tag):
     mine = reimpl.table_entry(keys.registrations(op), keys.backend_fallbacks(op), key)
     real = keys.computed_table(op)[key]

@@ -40,8 +40,12 @@ def test_each_demo_wrote_its_measurements(lab_dir):
 
 def test_fsdp_holds_about_half_of_ddp_per_rank(lab_dir):
     out = lab_dir("distributed", n=2)
-    ddp = json.loads((out / "ddp" / "measurements.json").read_text())["runs"]["ddp"]["per_rank"][0]["bytes"]
-    fsdp = json.loads((out / "fsdp" / "measurements.json").read_text())["runs"]["fsdp"]["per_rank"][0]["bytes"]
+    ddp = json.loads((out / "ddp" / "measurements.json").read_text())["runs"]["ddp"]["per_rank"][0][
+        "bytes"
+    ]
+    fsdp = json.loads((out / "fsdp" / "measurements.json").read_text())["runs"]["fsdp"]["per_rank"][
+        0
+    ]["bytes"]
     for kind in ("params", "grads", "optimizer"):
         assert fsdp[kind] == pytest.approx(ddp[kind] / 2, rel=0.05), kind
 
@@ -49,8 +53,14 @@ def test_fsdp_holds_about_half_of_ddp_per_rank(lab_dir):
 def test_figures_are_in_the_result(lab_dir):
     result = read_result(lab_dir("distributed", n=2))
     rows = {(r["strategy"], r["run"]) for r in result["figures"]}
-    assert rows == {("ddp", "ddp"), ("fsdp", "fsdp"), ("tp", "tp"), ("pp", "gpipe"), ("pp", "1f1b"),
-                    ("pp", "interleaved_1f1b")}  # fmt: skip
+    assert rows == {
+        ("ddp", "ddp"),
+        ("fsdp", "fsdp"),
+        ("tp", "tp"),
+        ("pp", "gpipe"),
+        ("pp", "1f1b"),
+        ("pp", "interleaved_1f1b"),
+    }
 
 
 def test_lab_passes_with_four_processes(lab_dir):

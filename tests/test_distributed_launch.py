@@ -36,8 +36,13 @@ def test_a_failing_rank_ends_the_job_fast_and_is_named(tmp_path):
 @pytest.mark.distributed
 @pytest.mark.slow
 def test_a_hanging_rank_is_cut_off_by_the_process_group_timeout(tmp_path):
-    cmd = launch.command("ddp", 2, "cpu", tmp_path, demo_args=["--fail-rank", "1", "--fail-mode", "hang",
-                                                                 "--pg-timeout", "10"])  # fmt: skip
+    cmd = launch.command(
+        "ddp",
+        2,
+        "cpu",
+        tmp_path,
+        demo_args=["--fail-rank", "1", "--fail-mode", "hang", "--pg-timeout", "10"],
+    )
     rc, seconds = launch.run(cmd, tmp_path / "log.txt", timeout_s=90)
     log = (tmp_path / "log.txt").read_text()
     assert rc != 0
@@ -49,34 +54,58 @@ def test_a_hanging_rank_is_cut_off_by_the_process_group_timeout(tmp_path):
 @pytest.mark.slow
 def test_two_torchrun_agents_meet_over_a_c10d_rendezvous(tmp_path):
     endpoint = f"127.0.0.1:{free_port()}"
-    cmd = launch.command("ddp", 1, "cpu", tmp_path, nnodes=2, rdzv_endpoint=endpoint, rdzv_id="two-nodes")
-    agents = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               env=launch.environment()) for _ in range(2)]  # fmt: skip
+    cmd = launch.command(
+        "ddp", 1, "cpu", tmp_path, nnodes=2, rdzv_endpoint=endpoint, rdzv_id="two-nodes"
+    )
+    agents = [
+        subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=launch.environment(),
+        )
+        for _ in range(2)
+    ]
     outputs = [a.communicate(timeout=180)[0] for a in agents]
     assert [a.returncode for a in agents] == [0, 0], outputs
     data = json.loads((tmp_path / "measurements.json").read_text())
     assert data["world_size"] == 2
     run = data["runs"]["ddp"]
-    assert run["max_param_error"] <= data["tolerance"] and run["max_loss_error"] <= data["tolerance"]
+    assert (
+        run["max_param_error"] <= data["tolerance"] and run["max_loss_error"] <= data["tolerance"]
+    )
 
 
 def test_command_standalone_and_multi_node():
     one = launch.command("fsdp", 4, "cpu", "/tmp/o")
     assert one[1:4] == ["-m", "torch.distributed.run", "--nproc-per-node"] and "--standalone" in one
     assert one[one.index("-m", 2) + 1] == "workshop.labs.distributed.fsdp"
-    two = launch.command("ddp", 2, "cuda", "/tmp/o", nnodes=2, node_rank=1, rdzv_endpoint="h:29400", rdzv_id="j")
+    two = launch.command(
+        "ddp", 2, "cuda", "/tmp/o", nnodes=2, node_rank=1, rdzv_endpoint="h:29400", rdzv_id="j"
+    )
     assert "--standalone" not in two
-    for flag, value in (("--nnodes", "2"), ("--rdzv-backend", "c10d"), ("--rdzv-endpoint", "h:29400"),
-                        ("--rdzv-id", "j"), ("--node-rank", "1"), ("--device", "cuda")):  # fmt: skip
+    for flag, value in (
+        ("--nnodes", "2"),
+        ("--rdzv-backend", "c10d"),
+        ("--rdzv-endpoint", "h:29400"),
+        ("--rdzv-id", "j"),
+        ("--node-rank", "1"),
+        ("--device", "cuda"),
+    ):
         assert two[two.index(flag) + 1] == value
 
 
-@pytest.mark.parametrize("strategy, n, words", [("tp", 3, "heads"), ("tp", 8, "heads"), ("pp", 5, "blocks")])
+@pytest.mark.parametrize(
+    "strategy, n, words", [("tp", 3, "heads"), ("tp", 8, "heads"), ("pp", 5, "blocks")]
+)
 def test_strategies_refuse_an_n_they_cannot_split(strategy, n, words):
     assert words in launch.strategy_problem(strategy, n)
 
 
-@pytest.mark.parametrize("strategy, n", [("ddp", 3), ("fsdp", 3), ("tp", 2), ("tp", 4), ("pp", 4), ("pp", 1)])
+@pytest.mark.parametrize(
+    "strategy, n", [("ddp", 3), ("fsdp", 3), ("tp", 2), ("tp", 4), ("pp", 4), ("pp", 1)]
+)
 def test_strategies_accept_usable_n(strategy, n):
     assert launch.strategy_problem(strategy, n) is None
 
@@ -90,7 +119,16 @@ def test_more_processes_than_gpus_suggests_cpu(monkeypatch):
 
 
 def test_launcher_refuses_before_starting(tmp_path):
-    cmd = [sys.executable, "-m", "workshop.labs.distributed.launch", "tp", "--n", "3", "--out", str(tmp_path)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "workshop.labs.distributed.launch",
+        "tp",
+        "--n",
+        "3",
+        "--out",
+        str(tmp_path),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0 and "N=3" in proc.stderr
     assert "torch.distributed.run" not in proc.stdout  # nothing was launched
@@ -119,7 +157,9 @@ def test_lab_skips_a_strategy_that_cannot_use_n_with_a_failed_check(monkeypatch,
     lab.run(ctx)
     demos = [cmd[cmd.index("-m", 2) + 1].rsplit(".", 1)[1] for cmd in started]
     assert demos == ["ddp", "fsdp", "pp"]  # tp never started
-    assert "## ddp failed" in ctx.summary and "not started: a test" in ctx.summary  # the log's end is shown
+    assert (
+        "## ddp failed" in ctx.summary and "not started: a test" in ctx.summary
+    )  # the log's end is shown
     tp = [c for c in ctx.checks if c.name.startswith("tp:")]
     assert len(tp) == 1 and not tp[0].passed and "divide the attention heads" in tp[0].value
 

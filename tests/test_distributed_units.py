@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from workshop.labs.distributed import comms, common
+from workshop.labs.distributed import common, comms
 from workshop.labs.distributed.pp import Stage, schedules_for
 from workshop.labs.distributed.timeline import bubble, theory
 from workshop.minigpt.model import GPT, GPTConfig
@@ -58,7 +58,11 @@ def test_bubble_theory_and_measurement():
 def test_interleaving_needs_two_stages_per_rank():
     assert all(v is None for v in schedules_for(2).values())
     four = schedules_for(4)
-    assert four["gpipe"] is None and four["1f1b"] is None and "8 stages > 4 blocks" in four["interleaved_1f1b"]
+    assert (
+        four["gpipe"] is None
+        and four["1f1b"] is None
+        and "8 stages > 4 blocks" in four["interleaved_1f1b"]
+    )
 
 
 def test_reference_run_is_deterministic_and_chunking_only_regroups():
@@ -76,4 +80,8 @@ def test_memory_counts_params_grads_and_momentum():
     opt = common.optimizer(model.parameters())
     model(torch.ones(2, 4)).sum().backward()
     opt.step()
-    assert common.memory(list(model.parameters()), opt) == {"params": 60, "grads": 60, "optimizer": 60}
+    assert common.memory(list(model.parameters()), opt) == {
+        "params": 60,
+        "grads": 60,
+        "optimizer": 60,
+    }

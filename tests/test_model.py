@@ -4,7 +4,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from workshop.minigpt.data import train_tensors
-from workshop.minigpt.model import GPT, GPTConfig
+from workshop.minigpt.model import GPT
 from workshop.minigpt.train import TrainArgs, train
 
 
@@ -55,7 +55,7 @@ def test_training_is_deterministic_bit_for_bit():
     m1, h1 = train(args)
     m2, h2 = train(args)
     assert h1 == h2
-    for (n, a), b in zip(m1.state_dict().items(), m2.state_dict().values()):
+    for (n, a), b in zip(m1.state_dict().items(), m2.state_dict().values(), strict=True):
         assert torch.equal(a, b), n
 
 

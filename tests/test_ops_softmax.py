@@ -11,14 +11,20 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 def test_registered_once_under_the_workshop_namespace():
     assert torch.ops.workshop.softmax.default._schema.name == "workshop::softmax"
-    schema = torch.ops.workshop.softmax.default._schema  # inferred: (Tensor x, SymInt dim=-1) -> Tensor
-    assert [a.name for a in schema.arguments] == ["x", "dim"] and schema.arguments[1].default_value == -1
+    schema = (
+        torch.ops.workshop.softmax.default._schema
+    )  # inferred: (Tensor x, SymInt dim=-1) -> Tensor
+    assert [a.name for a in schema.arguments] == ["x", "dim"] and schema.arguments[
+        1
+    ].default_value == -1
     assert [str(r.type) for r in schema.returns] == ["Tensor"] and not schema.is_mutable
-    assert softmax_op.KIND == ("custom_op" if softmax_op.INTERPRETED else "triton_op")
+    assert ("custom_op" if softmax_op.INTERPRETED else "triton_op") == softmax_op.KIND
 
 
-@pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-6), (torch.float64, 1e-12), (torch.float16, 1e-3),
-                                       (torch.bfloat16, 8e-3)])  # fmt: skip
+@pytest.mark.parametrize(
+    "dtype,tol",
+    [(torch.float32, 1e-6), (torch.float64, 1e-12), (torch.float16, 1e-3), (torch.bfloat16, 8e-3)],
+)
 def test_matches_torch_softmax_per_dtype(dtype, tol):
     x = torch.randn(33, 600, device=DEVICE).to(dtype)
     y = softmax(x)
@@ -26,7 +32,9 @@ def test_matches_torch_softmax_per_dtype(dtype, tol):
     assert (y.double() - torch.softmax(x.double(), -1)).abs().max() < tol
 
 
-@pytest.mark.parametrize("shape,dim", [((5, 7, 9), 0), ((5, 7, 9), 1), ((5, 7, 9), -1), ((11,), 0), ((), 0)])
+@pytest.mark.parametrize(
+    "shape,dim", [((5, 7, 9), 0), ((5, 7, 9), 1), ((5, 7, 9), -1), ((11,), 0), ((), 0)]
+)
 def test_any_dim_and_leading_shape(shape, dim):
     x = torch.randn(shape, device=DEVICE)
     torch.testing.assert_close(softmax(x, dim), torch.softmax(x, dim))

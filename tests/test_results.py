@@ -9,8 +9,18 @@ from workshop import atomic, results
 def test_new_run_writes_a_manifest_and_points_latest(tmp_path):
     run = results.new_run(tmp_path, ["python", "-m", "workshop", "run"], "cpu", {"workshop": 0})
     manifest = json.loads((run / "manifest.json").read_text())
-    for key in ("torch", "triton", "python", "cuda", "device_name", "git_revision", "seeds", "n_procs", "command",
-                "start_time"):
+    for key in (
+        "torch",
+        "triton",
+        "python",
+        "cuda",
+        "device_name",
+        "git_revision",
+        "seeds",
+        "n_procs",
+        "command",
+        "start_time",
+    ):
         assert key in manifest
     assert (tmp_path / "latest").resolve() == run.resolve()
     results.finish_run(run, {"minigpt": {"passed": True}})

@@ -15,14 +15,17 @@ from workshop.labs import all_labs
 
 # Invoke is a host tool (pinned in requirements-pinned.txt, so CI and the image have it); a machine without it
 # (the GPU machines run the project in place) cannot run tasks.py at all.
-pytest.importorskip("invoke", reason="invoke is not installed here: pip install -r requirements-pinned.txt")
+pytest.importorskip(
+    "invoke", reason="invoke is not installed here: pip install -r requirements-pinned.txt"
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
 FAKE_DOCKER = """#!/bin/sh
 case "$*" in
-  "info --format {{.ServerVersion}}") [ -n "$FAKE_DOCKER_INFO_ERROR" ] && { echo "$FAKE_DOCKER_INFO_ERROR" >&2; exit 1; }
-                                      echo 20.10.24 ;;
+  "info --format {{.ServerVersion}}")
+    [ -n "$FAKE_DOCKER_INFO_ERROR" ] && { echo "$FAKE_DOCKER_INFO_ERROR" >&2; exit 1; }
+    echo 20.10.24 ;;
   "info --format {{json .Runtimes}}") echo "${FAKE_DOCKER_RUNTIMES:-{\\"runc\\":{}}}" ;;
   "compose version") exit "${FAKE_COMPOSE_RC:-0}" ;;
   *) echo "fake docker: unexpected $*" >&2; exit 2 ;;
@@ -48,21 +51,40 @@ def fake_bin(tmp_path):
 
 
 def invoke(fake_bin, *args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=ROOT, capture_output=True, text=True,
-                          env={"PATH": str(fake_bin.dir), **env}, timeout=120)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "invoke", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={"PATH": str(fake_bin.dir), **env},
+        timeout=120,
+    )
 
 
 def commands(out: subprocess.CompletedProcess) -> list[str]:
     """The commands a dry run printed (invoke echoes them as '+ cd ROOT && COMMAND')."""
-    return [line.split(" && ", 1)[1] for line in out.stdout.splitlines() if line.startswith("+ cd ")]
+    return [
+        line.split(" && ", 1)[1] for line in out.stdout.splitlines() if line.startswith("+ cd ")
+    ]
 
 
 def test_list_shows_every_task_with_its_help(fake_bin):
     out = invoke(fake_bin, "--list")
     assert out.returncode == 0, out.stderr
     listed = json.loads(invoke(fake_bin, "--list", "--list-format", "json").stdout)["tasks"]
-    assert {t["name"] for t in listed} >= {"build", "lab", "test", "report", "shell", "clean", "export", "import"}
-    assert all(t["help"] and len(t["help"].split()) > 3 for t in listed), "every task needs a help line"
+    assert {t["name"] for t in listed} >= {
+        "build",
+        "lab",
+        "test",
+        "report",
+        "shell",
+        "clean",
+        "export",
+        "import",
+    }
+    assert all(t["help"] and len(t["help"].split()) > 3 for t in listed), (
+        "every task needs a help line"
+    )
     assert all(t["name"] in out.stdout for t in listed)
 
 
@@ -70,7 +92,9 @@ def test_lab_on_cpu_runs_the_session_in_the_cpu_service(fake_bin):
     fake_bin("docker", FAKE_DOCKER)
     out = invoke(fake_bin, "lab", "--n", "3", "--cpu", "--dry-run")
     assert out.returncode == 0, out.stderr
-    assert commands(out) == ["docker compose run --rm -e WORKSHOP_N=3 workshop-cpu workshop-session"]
+    assert commands(out) == [
+        "docker compose run --rm -e WORKSHOP_N=3 workshop-cpu workshop-session"
+    ]
 
 
 def test_only_passes_lab_names_through(fake_bin):
@@ -93,7 +117,9 @@ def test_gpus_without_the_nvidia_runtime_fall_back_to_cpu_with_the_fix(fake_bin)
     fake_bin("nvidia-smi", FAKE_NVIDIA_SMI)
     out = invoke(fake_bin, "lab", "--dry-run")
     assert "no NVIDIA runtime" in out.stderr and "nvidia-ctk runtime configure" in out.stderr
-    assert commands(out) == ["docker compose run --rm -e WORKSHOP_N=2 workshop-cpu workshop-session"]
+    assert commands(out) == [
+        "docker compose run --rm -e WORKSHOP_N=2 workshop-cpu workshop-session"
+    ]
 
 
 def test_no_gpu_says_it_runs_on_cpu(fake_bin):
@@ -106,10 +132,19 @@ def test_no_gpu_says_it_runs_on_cpu(fake_bin):
     "setup, message",
     [
         ({}, "Docker is not installed"),
-        ({"FAKE_DOCKER_INFO_ERROR": "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. "
-                                    "Is the docker daemon running?"}, "sudo systemctl start docker"),  # fmt: skip
-        ({"FAKE_DOCKER_INFO_ERROR": "permission denied while trying to connect to the Docker daemon socket"},
-         "usermod -aG docker"),  # fmt: skip
+        (
+            {
+                "FAKE_DOCKER_INFO_ERROR": "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. "
+                "Is the docker daemon running?"
+            },
+            "sudo systemctl start docker",
+        ),
+        (
+            {
+                "FAKE_DOCKER_INFO_ERROR": "permission denied while trying to connect to the Docker daemon socket"
+            },
+            "usermod -aG docker",
+        ),
         ({"FAKE_COMPOSE_RC": "1"}, "Docker Compose v2 is missing"),
     ],
     ids=["not installed", "daemon stopped", "no permission", "no compose"],
@@ -120,21 +155,37 @@ def test_unusable_docker_is_a_clear_message_not_a_traceback(fake_bin, setup, mes
     out = invoke(fake_bin, "lab", "--cpu", **setup)
     assert out.returncode == 1
     assert message in out.stderr and "Traceback" not in out.stderr
-    dry = invoke(fake_bin, "lab", "--cpu", "--dry-run", **setup)  # a dry run still prints what it would run
+    dry = invoke(
+        fake_bin, "lab", "--cpu", "--dry-run", **setup
+    )  # a dry run still prints what it would run
     assert dry.returncode == 0 and message in dry.stderr and commands(dry)
 
 
 def test_native_runs_the_same_session_script_with_this_python(fake_bin):
     out = invoke(fake_bin, "lab", "--native", "--cpu", "--only", "minigpt", "--dry-run")
     assert out.returncode == 0, out.stderr
-    assert commands(out) == [f"WORKSHOP_N=2 WORKSHOP_DEVICE=cpu PYTHON={sys.executable} sh docker/session.sh minigpt"]
-    assert invoke(fake_bin, "test", "--native", "--dry-run").stdout.strip().endswith(f"{sys.executable} -m pytest")
+    assert commands(out) == [
+        f"WORKSHOP_N=2 WORKSHOP_DEVICE=cpu PYTHON={sys.executable} sh docker/session.sh minigpt"
+    ]
+    assert (
+        invoke(fake_bin, "test", "--native", "--dry-run")
+        .stdout.strip()
+        .endswith(f"{sys.executable} -m pytest")
+    )
 
 
 def test_build_export_and_import_commands(fake_bin):
     fake_bin("docker", FAKE_DOCKER)
-    build = commands(invoke(fake_bin, "build", "--torch-index", "https://example.org/whl/cu126", "--dry-run"))
-    assert build[0].endswith("TORCH_INDEX_URL=https://example.org/whl/cu126 docker compose build workshop-cpu")
+    build = commands(
+        invoke(fake_bin, "build", "--torch-index", "https://example.org/whl/cu126", "--dry-run")
+    )
+    assert build[0].endswith(
+        "TORCH_INDEX_URL=https://example.org/whl/cu126 docker compose build workshop-cpu"
+    )
     export = commands(invoke(fake_bin, "export", "--out", "img.tar.gz", "--dry-run"))
-    assert export == ["docker save $(docker compose config --images workshop-cpu) | gzip -1 > img.tar.gz"]
-    assert commands(invoke(fake_bin, "import", "img.tar.gz", "--dry-run")) == ["docker load --input img.tar.gz"]
+    assert export == [
+        "docker save $(docker compose config --images workshop-cpu) | gzip -1 > img.tar.gz"
+    ]
+    assert commands(invoke(fake_bin, "import", "img.tar.gz", "--dry-run")) == [
+        "docker load --input img.tar.gz"
+    ]

@@ -17,7 +17,9 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        os.fchmod(fd, 0o644)  # mkstemp makes 0600; results are for everyone who reads the run folder
+        os.fchmod(
+            fd, 0o644
+        )  # mkstemp makes 0600; results are for everyone who reads the run folder
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()

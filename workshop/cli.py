@@ -28,7 +28,9 @@ def _check_lab_names(names: list[str]) -> list[str]:
     known = labs.all_labs()
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise SystemExit(f"error: unknown lab(s) {', '.join(unknown)}; the labs are: {', '.join(known)}")
+        raise SystemExit(
+            f"error: unknown lab(s) {', '.join(unknown)}; the labs are: {', '.join(known)}"
+        )
     return names or list(known)
 
 
@@ -39,15 +41,25 @@ def cmd_run(args) -> int:
     try:
         device = devices.resolve(args.device)
     except devices.DeviceError as e:
-        raise SystemExit(f"error: {e}")
-    console.print(f"device: [bold]{devices.describe(device)}[/bold]" + (" (picked by --device auto)" if args.device == "auto" else ""))
+        raise SystemExit(f"error: {e}") from None
+    console.print(
+        f"device: [bold]{devices.describe(device)}[/bold]"
+        + (" (picked by --device auto)" if args.device == "auto" else "")
+    )
     console.print(f"labs: {', '.join(names)}; --n {args.n}; results under {args.out}/")
 
     if console.is_terminal:
         last_lines: deque[str] = deque(maxlen=1)
-        with Progress(SpinnerColumn(), TextColumn("[bold]{task.fields[lab]}"), BarColumn(),
-                      TextColumn("{task.completed}/{task.total} labs"), TimeElapsedColumn(),
-                      TextColumn("[dim]{task.fields[line]}"), console=console, transient=True) as progress:  # fmt: skip
+        with Progress(
+            SpinnerColumn(),
+            TextColumn("[bold]{task.fields[lab]}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total} labs"),
+            TimeElapsedColumn(),
+            TextColumn("[dim]{task.fields[line]}"),
+            console=console,
+            transient=True,
+        ) as progress:
             task = progress.add_task("labs", total=len(names), lab=names[0], line="")
             state = {"lab": names[0]}
 
@@ -62,13 +74,17 @@ def cmd_run(args) -> int:
 
             run_dir, status = _run(names, device, args, on_line)
     else:  # a log (CI, a container): print every line, prefixed by its lab
-        run_dir, status = _run(names, device, args, lambda lab, line: print(f"{lab:>12} | {line}", flush=True))
+        run_dir, status = _run(
+            names, device, args, lambda lab, line: print(f"{lab:>12} | {line}", flush=True)
+        )
 
     _print_checks(run_dir, names)
     failed = [n for n, s in status.items() if not s["passed"]]
     console.print(f"run folder: {run_dir}")
     if failed:
-        console.print(f"[red]FAILED: {', '.join(failed)}[/red] (see each lab's summary.md and log.txt)")
+        console.print(
+            f"[red]FAILED: {', '.join(failed)}[/red] (see each lab's summary.md and log.txt)"
+        )
         return 1
     console.print(f"[green]all {len(names)} lab(s) passed[/green]")
     return 0
@@ -99,7 +115,7 @@ def cmd_report(args) -> int:
     try:
         run_dir = results.resolve_run(args.run, Path(args.out))
     except FileNotFoundError as e:
-        raise SystemExit(f"error: {e}")
+        raise SystemExit(f"error: {e}") from None
     console.print(f"wrote {write_report(run_dir)}")
     return 0
 
@@ -112,10 +128,20 @@ def cmd_train(args) -> int:
     if out.exists() and not args.force:
         raise SystemExit(f"error: {out} exists; pass --force to replace it")
     train_args = TrainArgs(steps=args.steps, seed=args.seed)
-    with Progress(SpinnerColumn(), TextColumn("training"), BarColumn(), TextColumn("step {task.completed}/{task.total}"),
-                  TextColumn("loss {task.fields[loss]:.4f}"), TimeElapsedColumn(), console=console) as progress:  # fmt: skip
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("training"),
+        BarColumn(),
+        TextColumn("step {task.completed}/{task.total}"),
+        TextColumn("loss {task.fields[loss]:.4f}"),
+        TimeElapsedColumn(),
+        console=console,
+    ) as progress:
         task = progress.add_task("train", total=train_args.steps, loss=float("nan"))
-        model, history = train(train_args, on_step=lambda step, loss: progress.update(task, completed=step + 1, loss=loss))
+        model, history = train(
+            train_args,
+            on_step=lambda step, loss: progress.update(task, completed=step + 1, loss=loss),
+        )
     checkpoint.save(out, model, history, train_args_dict(train_args))
     console.print(f"saved {out} (final loss {history['loss'][-1]:.4f})")
     return 0
@@ -125,30 +151,47 @@ def cmd_bench(args) -> int:
     spec = labs.get(args.lab) if args.lab in labs.all_labs() else None
     if spec is None or not spec.bench:
         with_bench = [s.name for s in labs.all_labs().values() if s.bench]
-        raise SystemExit(f"error: no benchmark for {args.lab!r}; labs with one: {', '.join(with_bench) or 'none'}")
+        raise SystemExit(
+            f"error: no benchmark for {args.lab!r}; labs with one: {', '.join(with_bench) or 'none'}"
+        )
     return spec.load("bench")(Path(args.out)) or 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m workshop", description="The PyTorch Internals Workshop.")
+    p = argparse.ArgumentParser(
+        prog="python -m workshop", description="The PyTorch Internals Workshop."
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     sub.add_parser("list", help="the labs, one line each").set_defaults(fn=cmd_list)
 
     run = sub.add_parser("run", help="run labs (all by default) into results/<run-id>/")
     run.add_argument("labs", nargs="*", metavar="LAB", help="labs to run, in order (default: all)")
-    run.add_argument("--n", type=int, default=2, help="processes for the distributed demos (default 2)")
-    run.add_argument("--device", choices=devices.CHOICES, default="auto", help="auto: CUDA if available, else CPU")
-    run.add_argument("--out", default=str(results.DEFAULT_ROOT), help="results root (default ./results)")
+    run.add_argument(
+        "--n", type=int, default=2, help="processes for the distributed demos (default 2)"
+    )
+    run.add_argument(
+        "--device",
+        choices=devices.CHOICES,
+        default="auto",
+        help="auto: CUDA if available, else CPU",
+    )
+    run.add_argument(
+        "--out", default=str(results.DEFAULT_ROOT), help="results root (default ./results)"
+    )
     run.add_argument("--seed", type=int, default=0, help="seed for the labs' random inputs")
     run.set_defaults(fn=cmd_run)
 
     report = sub.add_parser("report", help="collect a run's summaries and pictures into REPORT.md")
     report.add_argument("run", nargs="?", help="run folder or id (default: results/latest)")
-    report.add_argument("--out", default=str(results.DEFAULT_ROOT), help="results root (default ./results)")
+    report.add_argument(
+        "--out", default=str(results.DEFAULT_ROOT), help="results root (default ./results)"
+    )
     report.set_defaults(fn=cmd_report)
 
-    train = sub.add_parser("train", help="train the MiniGPT from its seed (reproduces the shipped checkpoint)")
+    train = sub.add_parser(
+        "train", help="train the MiniGPT from its seed (reproduces the shipped checkpoint)"
+    )
     train.add_argument("--out", required=True, help="where to write the checkpoint")
     train.add_argument("--steps", type=int, default=1500)
     train.add_argument("--seed", type=int, default=0)
@@ -157,7 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser("bench", help="run a lab's benchmark (GPU)")
     bench.add_argument("lab")
-    bench.add_argument("--out", default="benchmarks", help="folder for the JSON and chart (default ./benchmarks)")
+    bench.add_argument(
+        "--out", default="benchmarks", help="folder for the JSON and chart (default ./benchmarks)"
+    )
     bench.set_defaults(fn=cmd_bench)
     return p
 

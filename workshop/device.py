@@ -16,7 +16,9 @@ def resolve(requested: str) -> str:
         raise DeviceError(f"unknown device {requested!r}; choose one of {', '.join(CHOICES)}")
     has_cuda = torch.cuda.is_available()
     if requested == "cuda" and not has_cuda:
-        raise DeviceError("--device cuda was asked for, but torch sees no CUDA GPU here; use --device cpu")
+        raise DeviceError(
+            "--device cuda was asked for, but torch sees no CUDA GPU here; use --device cpu"
+        )
     if requested == "auto":
         return "cuda" if has_cuda else "cpu"
     return requested

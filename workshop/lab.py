@@ -40,7 +40,12 @@ class Check:
         value = self.value
         if isinstance(value, float) and not math.isfinite(value):
             value = str(value)  # JSON has no NaN/inf
-        return {"name": self.name, "passed": bool(self.passed), "value": value, "threshold": self.threshold}
+        return {
+            "name": self.name,
+            "passed": bool(self.passed),
+            "value": value,
+            "threshold": self.threshold,
+        }
 
 
 @dataclass
@@ -51,7 +56,9 @@ class LabContext:
     n_procs: int  # --n: processes for the distributed demos
     seed: int
     checks: list[Check] = field(default_factory=list)
-    summary: str = ""  # Markdown: what the learner should look at; the runner appends the checks table
+    summary: str = (
+        ""  # Markdown: what the learner should look at; the runner appends the checks table
+    )
     extra: dict = field(default_factory=dict)  # merged into result.json
 
     # ---- checks: each compares a measured value with a threshold, so each one can fail ----
@@ -71,7 +78,10 @@ class LabContext:
     def _add(self, check: Check) -> Check:
         self.checks.append(check)
         mark = "ok  " if check.passed else "FAIL"
-        print(f"[{self.name}] {mark} {check.name}: {check.value!r} (threshold {check.threshold!r})", flush=True)
+        print(
+            f"[{self.name}] {mark} {check.name}: {check.value!r} (threshold {check.threshold!r})",
+            flush=True,
+        )
         return check
 
     @property

@@ -21,10 +21,17 @@ def write_report(run_dir: Path) -> Path:
         "| lab | passed | seconds |",
         "|---|---|---|",
     ]
-    lines += [f"| [{lab}](#{lab}) | {s['passed']} | {s['duration_s']} |" for lab, s in manifest["labs"].items()]
+    lines += [
+        f"| [{lab}](#{lab}) | {s['passed']} | {s['duration_s']} |"
+        for lab, s in manifest["labs"].items()
+    ]
     for lab in manifest["labs"]:
         lab_dir = run_dir / lab
-        summary = (lab_dir / "summary.md").read_text() if (lab_dir / "summary.md").is_file() else "(no summary)"
+        summary = (
+            (lab_dir / "summary.md").read_text()
+            if (lab_dir / "summary.md").is_file()
+            else "(no summary)"
+        )
         # Re-root the summary's relative links (pictures, files) at the run folder, and demote its headings.
         summary = re.sub(r"\]\((?!https?:|#|/)([^)]+)\)", rf"]({lab}/\1)", summary)
         summary = re.sub(r"^#", "##", summary, flags=re.M)

@@ -27,10 +27,14 @@ def git_revision() -> str:
     """HEAD's hash, '+dirty' when the tree has changes, 'unknown' outside a git checkout."""
     here = Path(__file__).resolve().parent
     try:
-        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10)
+        rev = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10
+        )
         if rev.returncode != 0:
             return os.environ.get("WORKSHOP_GIT_REVISION", "unknown")
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=here, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain"], cwd=here, capture_output=True, text=True, timeout=10
+        )
         return rev.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
         return os.environ.get("WORKSHOP_GIT_REVISION", "unknown")
@@ -51,7 +55,9 @@ def environment(device: str) -> dict:
         "triton": triton_version,
         "cuda": torch.version.cuda,
         "device": device,
-        "device_name": torch.cuda.get_device_name(0) if device == "cuda" else platform.processor() or "cpu",
+        "device_name": torch.cuda.get_device_name(0)
+        if device == "cuda"
+        else platform.processor() or "cpu",
         "gpu_count": torch.cuda.device_count() if device == "cuda" else 0,
         "cpu_count": os.cpu_count(),
         "platform": platform.platform(),

@@ -35,19 +35,44 @@ def lab_environment(device: str, cache_dir: Path) -> dict[str, str]:
     return env
 
 
-def run_labs(names: list[str], device: str, n_procs: int, seed: int, root: Path, on_line=None) -> tuple[Path, dict]:
+def run_labs(
+    names: list[str], device: str, n_procs: int, seed: int, root: Path, on_line=None
+) -> tuple[Path, dict]:
     """Run the labs in order; returns the run folder and {lab: {"passed", "duration_s", "returncode"}}."""
-    run_dir = results.new_run(root, results.python_command(), device, seeds={"workshop": seed}, n_procs=n_procs)
+    run_dir = results.new_run(
+        root, results.python_command(), device, seeds={"workshop": seed}, n_procs=n_procs
+    )
     status = {}
     for name in names:
         lab_dir = run_dir / name
         lab_dir.mkdir()
         start = time.monotonic()
-        with tempfile.TemporaryDirectory(prefix=f"workshop-{name}-cache-") as cache, open(lab_dir / "log.txt", "w") as log:
-            cmd = [sys.executable, "-m", "workshop.runner", name, "--out-dir", str(lab_dir), "--device", device,
-                   "--n", str(n_procs), "--seed", str(seed)]  # fmt: skip
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                    env=lab_environment(device, Path(cache)), bufsize=1)  # fmt: skip
+        with (
+            tempfile.TemporaryDirectory(prefix=f"workshop-{name}-cache-") as cache,
+            open(lab_dir / "log.txt", "w") as log,
+        ):
+            cmd = [
+                sys.executable,
+                "-m",
+                "workshop.runner",
+                name,
+                "--out-dir",
+                str(lab_dir),
+                "--device",
+                device,
+                "--n",
+                str(n_procs),
+                "--seed",
+                str(seed),
+            ]
+            proc = subprocess.Popen(
+                cmd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env=lab_environment(device, Path(cache)),
+                bufsize=1,
+            )
             for line in proc.stdout:
                 log.write(line)
                 log.flush()
@@ -56,27 +81,54 @@ def run_labs(names: list[str], device: str, n_procs: int, seed: int, root: Path,
             returncode = proc.wait()
         duration = time.monotonic() - start
         if not (lab_dir / "result.json").is_file():  # the process died before writing its result
-            write_result(lab_dir, name, device, [Check("lab process finished", False, returncode, 0)], duration,
-                         f"The lab's process exited with code {returncode} before writing its result; see log.txt.")  # fmt: skip
+            write_result(
+                lab_dir,
+                name,
+                device,
+                [Check("lab process finished", False, returncode, 0)],
+                duration,
+                f"The lab's process exited with code {returncode} before writing its result; see log.txt.",
+            )
         result = results.read_json(lab_dir / "result.json")
-        status[name] = {"passed": result["passed"], "duration_s": round(duration, 1), "returncode": returncode}
+        status[name] = {
+            "passed": result["passed"],
+            "duration_s": round(duration, 1),
+            "returncode": returncode,
+        }
     results.finish_run(run_dir, status)
     return run_dir, status
 
 
-def write_result(out_dir: Path, name: str, device: str, checks: list[Check], duration: float, summary: str,
-                 extra: dict | None = None) -> None:  # fmt: skip
+def write_result(
+    out_dir: Path,
+    name: str,
+    device: str,
+    checks: list[Check],
+    duration: float,
+    summary: str,
+    extra: dict | None = None,
+) -> None:
     passed = bool(checks) and all(c.passed for c in checks)
     rows = "\n".join(
-        f"| {'pass' if c.passed else '**FAIL**'} | {c.name} | {c.as_dict()['value']} | {c.threshold} |" for c in checks
+        f"| {'pass' if c.passed else '**FAIL**'} | {c.name} | {c.as_dict()['value']} | {c.threshold} |"
+        for c in checks
     )
     table = "| | check | value | threshold |\n|---|---|---|---|\n" + rows
     verdict = "passed" if passed else "FAILED"
-    atomic.write_text(out_dir / "summary.md", f"# Lab `{name}`: {verdict}\n\n{summary.strip()}\n\n## Checks\n\n{table}\n")
+    atomic.write_text(
+        out_dir / "summary.md",
+        f"# Lab `{name}`: {verdict}\n\n{summary.strip()}\n\n## Checks\n\n{table}\n",
+    )
     atomic.write_json(
         out_dir / "result.json",
-        {"lab": name, "passed": passed, "device": device, "duration_s": round(duration, 2),
-         "checks": [c.as_dict() for c in checks], **(extra or {})},  # fmt: skip
+        {
+            "lab": name,
+            "passed": passed,
+            "device": device,
+            "duration_s": round(duration, 2),
+            "checks": [c.as_dict() for c in checks],
+            **(extra or {}),
+        },
     )
 
 
@@ -96,9 +148,19 @@ def main(argv: list[str] | None = None) -> int:
     except Exception:  # the lab failed: keep its checks so far, record the error as a failed check
         error = traceback.format_exc()
         print(error, file=sys.stderr, flush=True)
-        ctx.checks.append(Check("lab ran to completion", False, error.strip().splitlines()[-1], "no exception"))
+        ctx.checks.append(
+            Check("lab ran to completion", False, error.strip().splitlines()[-1], "no exception")
+        )
         ctx.summary += f"\n\n## Error\n\n```\n{error}```\n"
-    write_result(ctx.out_dir, ctx.name, ctx.device, ctx.checks, time.monotonic() - start, ctx.summary, ctx.extra)
+    write_result(
+        ctx.out_dir,
+        ctx.name,
+        ctx.device,
+        ctx.checks,
+        time.monotonic() - start,
+        ctx.summary,
+        ctx.extra,
+    )
     return 0 if ctx.passed else 1
 
 

@@ -40,7 +40,9 @@ def save(path: str | Path, model: GPT, history: dict, train_args: dict) -> Path:
 def load_raw(path: str | Path = SHIPPED) -> dict:
     path = Path(path)
     if not path.is_file():
-        raise CheckpointError(f"no checkpoint at {path}; make one with `python -m workshop train --out {path}`")
+        raise CheckpointError(
+            f"no checkpoint at {path}; make one with `python -m workshop train --out {path}`"
+        )
     ckpt = torch.load(path, map_location="cpu", weights_only=True)
     if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT:
         raise CheckpointError(f"{path} is not a {FORMAT} checkpoint")
@@ -49,7 +51,7 @@ def load_raw(path: str | Path = SHIPPED) -> dict:
         if len(vocab) != len(VOCAB):
             detail = f"it has {len(vocab)} tokens, the grammar has {len(VOCAB)}"
         else:
-            i = next(i for i, (a, b) in enumerate(zip(vocab, VOCAB.tokens)) if a != b)
+            i = next(i for i, (a, b) in enumerate(zip(vocab, VOCAB.tokens, strict=True)) if a != b)
             detail = f"token {i} is {vocab[i]!r} there and {VOCAB.tokens[i]!r} here"
         raise CheckpointError(f"{path} was trained on another vocabulary: {detail}")
     return ckpt
@@ -62,7 +64,9 @@ def load(path: str | Path = SHIPPED, device: str | torch.device = "cpu") -> GPT:
     got = ckpt["state_dict"]
     if set(got) != set(expected):
         missing, extra = sorted(set(expected) - set(got)), sorted(set(got) - set(expected))
-        raise CheckpointError(f"{path}: parameters differ from the model's (missing {missing}, unexpected {extra})")
+        raise CheckpointError(
+            f"{path}: parameters differ from the model's (missing {missing}, unexpected {extra})"
+        )
     for name, tensor in got.items():
         if tensor.shape != expected[name].shape:
             raise CheckpointError(

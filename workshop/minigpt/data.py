@@ -20,7 +20,9 @@ def sample_corpus(n_sentences: int, seed: int) -> list[list[int]]:
     return [sample_sentence(rng) for _ in range(n_sentences)]
 
 
-def to_tensors(sentences: list[list[int]], length: int = MAX_SENTENCE_LEN - 1) -> tuple[torch.Tensor, torch.Tensor]:
+def to_tensors(
+    sentences: list[list[int]], length: int = MAX_SENTENCE_LEN - 1
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Sentences -> inputs x and next-token targets y, both (N, length), right-padded with <pad>.
 
     Right padding never changes the logits of real positions, since attention is causal; the loss ignores it.

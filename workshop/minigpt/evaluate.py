@@ -13,11 +13,17 @@ from workshop.minigpt.model import GPT, PAD_ID
 def position_kind(prompt: list[int]) -> str:
     """Where in the sentence a prompt stops, e.g. 'after_noun/subject_pp' (where the verb must agree)."""
     state = parse(prompt)
-    return f"{state.phase}/{state.role}" if state.phase in ("after_noun", "after_prep") else state.phase
+    return (
+        f"{state.phase}/{state.role}"
+        if state.phase in ("after_noun", "after_prep")
+        else state.phase
+    )
 
 
 @torch.no_grad()
-def next_token_predictions(model: GPT, prompts: list[list[int]], batch_size: int = 512) -> list[int]:
+def next_token_predictions(
+    model: GPT, prompts: list[list[int]], batch_size: int = 512
+) -> list[int]:
     device = next(model.parameters()).device
     top1 = []
     for start in range(0, len(prompts), batch_size):
@@ -38,7 +44,7 @@ def prompt_accuracy(model: GPT, prompts: list[list[int]]) -> dict:
     predictions = next_token_predictions(model, prompts)
     model.train(was_training)
     correct, total, errors = Counter(), Counter(), []
-    for prompt, predicted in zip(prompts, predictions):
+    for prompt, predicted in zip(prompts, predictions, strict=True):
         kind = position_kind(prompt)
         total[kind] += 1
         if predicted in grammatical_next_tokens(prompt):

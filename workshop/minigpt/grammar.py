@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, replace
-from enum import Enum
+from enum import StrEnum
 
 from workshop.minigpt import words
 
@@ -27,7 +27,7 @@ PAD, BOS, EOS, PERIOD = "<pad>", "<bos>", "<eos>", "."
 VOCAB_SIZE = 600
 
 
-class Cat(str, Enum):
+class Cat(StrEnum):
     """Part of speech and, where it matters, grammatical number (SG/PL) of a token."""
 
     PAD = "pad"
@@ -92,7 +92,9 @@ class Vocabulary:
         seen: dict[str, int] = {}
         for i, t in enumerate(self.tokens):
             if t in seen:
-                raise ValueError(f"token {t!r} appears twice in the vocabulary (ids {seen[t]} and {i})")
+                raise ValueError(
+                    f"token {t!r} appears twice in the vocabulary (ids {seen[t]} and {i})"
+                )
             seen[t] = i
         object.__setattr__(self, "index", seen)
         by_cat: dict[Cat, tuple[int, ...]] = {c: () for c in Cat}
@@ -104,13 +106,19 @@ class Vocabulary:
         return len(self.tokens)
 
 
-VOCAB = Vocabulary(*map(tuple, zip(*_lexicon())))
+VOCAB = Vocabulary(*map(tuple, zip(*_lexicon(), strict=True)))
 assert len(VOCAB) == VOCAB_SIZE, f"the lexicon makes {len(VOCAB)} tokens, not {VOCAB_SIZE}"
 
 
 # ---- the automaton -------------------------------------------------------------------------------------------
 # Phases: where in the sentence we are. An NP's role says what follows once its noun is read.
-SUBJECT, SUBJECT_PP, OBJECT, OBJECT_PP, VERB_PP = "subject", "subject_pp", "object", "object_pp", "verb_pp"
+SUBJECT, SUBJECT_PP, OBJECT, OBJECT_PP, VERB_PP = (
+    "subject",
+    "subject_pp",
+    "object",
+    "object_pp",
+    "verb_pp",
+)
 
 
 @dataclass(frozen=True)
@@ -139,7 +147,11 @@ def allowed(state: State) -> dict[Cat, float]:
         return dict(_DETERMINERS)
     if p == "np":
         adjective = (0.5, 0.3, 0.0)[state.n_adjectives]
-        nouns = {"sg": {Cat.NOUN_SG: 1.0}, "pl": {Cat.NOUN_PL: 1.0}, "any": {Cat.NOUN_SG: 0.5, Cat.NOUN_PL: 0.5}}
+        nouns = {
+            "sg": {Cat.NOUN_SG: 1.0},
+            "pl": {Cat.NOUN_PL: 1.0},
+            "any": {Cat.NOUN_SG: 0.5, Cat.NOUN_PL: 0.5},
+        }
         out = {c: w * (1 - adjective) for c, w in nouns[state.det_number].items()}
         if adjective:
             out[Cat.ADJ] = adjective
@@ -205,7 +217,9 @@ def parse(token_ids: list[int]) -> State:
     for position, tid in enumerate(token_ids):
         cat = VOCAB.categories[tid]
         if cat not in allowed(state):
-            expected = ", ".join(c.value for c in allowed(state)) or "nothing (the sentence is complete)"
+            expected = (
+                ", ".join(c.value for c in allowed(state)) or "nothing (the sentence is complete)"
+            )
             raise UngrammaticalPrefix(
                 f"token {VOCAB.tokens[tid]!r} ({cat.value}) at position {position} cannot follow; expected {expected}"
             )

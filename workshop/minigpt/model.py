@@ -91,7 +91,9 @@ class GPT(nn.Module):
         self.pos_emb = nn.Embedding(cfg.block_size, cfg.d_model)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
         self.ln_f = nn.LayerNorm(cfg.d_model)
-        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size)  # the operator this workshop takes apart
+        self.lm_head = nn.Linear(
+            cfg.d_model, cfg.vocab_size
+        )  # the operator this workshop takes apart
         self.apply(self._init_weights)
 
     @staticmethod
@@ -109,8 +111,10 @@ class GPT(nn.Module):
     def hidden_states(self, idx: torch.Tensor) -> torch.Tensor:
         """(B, T) token ids -> (B, T, C): the input of lm_head."""
         T = idx.shape[1]
-        if T > self.cfg.block_size:
-            raise ValueError(f"sequence length {T} exceeds the context length {self.cfg.block_size}")
+        if self.cfg.block_size < T:
+            raise ValueError(
+                f"sequence length {T} exceeds the context length {self.cfg.block_size}"
+            )
         pos = torch.arange(T, device=idx.device)
         x = self.tok_emb(idx) + self.pos_emb(pos)  # (B, T, C)
         for block in self.blocks:

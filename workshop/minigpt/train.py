@@ -6,7 +6,7 @@ Reproduce the shipped checkpoint with:  python -m workshop train --out workshop/
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, asdict
+from dataclasses import asdict, dataclass
 
 import torch
 
@@ -32,8 +32,9 @@ def lr_at(step: int, args: TrainArgs) -> float:
     return args.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
-def train(args: TrainArgs = TrainArgs(), device: str = "cpu", on_step=None, stop_after: int | None = None
-          ) -> tuple[GPT, dict]:  # fmt: skip
+def train(
+    args: TrainArgs = TrainArgs(), device: str = "cpu", on_step=None, stop_after: int | None = None
+) -> tuple[GPT, dict]:
     """Returns the model and its history {'step': [...], 'loss': [...]}. on_step(step, loss) reports progress.
 
     stop_after=k runs only the first k steps of the same schedule (to replay the start of a run).

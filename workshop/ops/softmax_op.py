@@ -27,24 +27,36 @@ from workshop.ops import softmax_kernels as kernels
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
-KIND = "custom_op" if INTERPRETED else "triton_op"  # how torch.ops.workshop.softmax is registered here
+KIND = (
+    "custom_op" if INTERPRETED else "triton_op"
+)  # how torch.ops.workshop.softmax is registered here
 
 
 def check_input(x: torch.Tensor, dim: int, name: str = "x") -> int:
     """Validates what the kernels can take; returns dim normalized to [0, ndim)."""
     if x.dtype not in FLOAT_DTYPES:
-        raise TypeError(f"workshop.softmax: {name} must be a floating-point tensor "
-                        f"({', '.join(map(str, FLOAT_DTYPES))}), got {x.dtype}")  # fmt: skip
-    ndim = max(x.dim(), 1)  # a 0-d tensor is softmaxed like one of shape (1,), as torch.softmax does
+        raise TypeError(
+            f"workshop.softmax: {name} must be a floating-point tensor "
+            f"({', '.join(map(str, FLOAT_DTYPES))}), got {x.dtype}"
+        )
+    ndim = max(
+        x.dim(), 1
+    )  # a 0-d tensor is softmaxed like one of shape (1,), as torch.softmax does
     if not -ndim <= dim < ndim:
-        raise IndexError(f"workshop.softmax: dim {dim} is out of range for a {x.dim()}-d tensor "
-                         f"(expected a dim in [{-ndim}, {ndim - 1}])")  # fmt: skip
+        raise IndexError(
+            f"workshop.softmax: dim {dim} is out of range for a {x.dim()}-d tensor "
+            f"(expected a dim in [{-ndim}, {ndim - 1}])"
+        )
     if x.device.type not in ("cuda", "cpu", "meta"):
-        raise RuntimeError(f"workshop.softmax: {name} is on {x.device}; the Triton kernels run on cuda, or on cpu "
-                           "through Triton's interpreter")  # fmt: skip
+        raise RuntimeError(
+            f"workshop.softmax: {name} is on {x.device}; the Triton kernels run on cuda, or on cpu "
+            "through Triton's interpreter"
+        )
     if x.device.type == "cpu" and not INTERPRETED:
-        raise RuntimeError(f"workshop.softmax: {name} is on the cpu but Triton's interpreter is off; set "
-                           "TRITON_INTERPRET=1 before anything imports triton, or move the tensor to cuda")  # fmt: skip
+        raise RuntimeError(
+            f"workshop.softmax: {name} is on the cpu but Triton's interpreter is off; set "
+            "TRITON_INTERPRET=1 before anything imports triton, or move the tensor to cuda"
+        )
     return dim % ndim
 
 
@@ -65,7 +77,9 @@ def _empty_result(like: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Ten
     if like.dim() == 0:
         flat = torch.empty(1, dtype=like.dtype, device=like.device)  # (1,)
         return flat.reshape(()), flat.view(1, 1)
-    moved = torch.empty(like.movedim(dim, -1).shape, dtype=like.dtype, device=like.device)  # (..., N)
+    moved = torch.empty(
+        like.movedim(dim, -1).shape, dtype=like.dtype, device=like.device
+    )  # (..., N)
     rows = moved.view(-1, moved.shape[-1]) if moved.numel() else moved
     return moved.movedim(-1, dim), rows
 
@@ -73,20 +87,28 @@ def _empty_result(like: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Ten
 def _forward(x: torch.Tensor, dim: int, wrap) -> torch.Tensor:
     dim = check_input(x, dim)
     y, y_rows = _empty_result(x, dim)
-    if x.numel():  # empty tensors and 0-size dims: the empty result is the answer, no kernel to launch
+    if (
+        x.numel()
+    ):  # empty tensors and 0-size dims: the empty result is the answer, no kernel to launch
         kernels.forward(_as_rows(x, dim), y_rows, wrap)
     return y
 
 
 def _check_backward(y: torch.Tensor, dy: torch.Tensor, dim: int) -> int:
-    if y.device != dy.device:  # first: a mixed pair's real problem is the mix, not either device alone
-        raise RuntimeError(f"workshop.softmax_backward: y is on {y.device} but dy is on {dy.device}; "
-                           "both must be on the same device")  # fmt: skip
+    if (
+        y.device != dy.device
+    ):  # first: a mixed pair's real problem is the mix, not either device alone
+        raise RuntimeError(
+            f"workshop.softmax_backward: y is on {y.device} but dy is on {dy.device}; "
+            "both must be on the same device"
+        )
     dim = check_input(y, dim, "y")
     check_input(dy, dim, "dy")
     if y.shape != dy.shape or y.dtype != dy.dtype:
-        raise ValueError(f"workshop.softmax_backward: y {tuple(y.shape)} {y.dtype} and dy {tuple(dy.shape)} "
-                         f"{dy.dtype} must have the same shape and dtype")  # fmt: skip
+        raise ValueError(
+            f"workshop.softmax_backward: y {tuple(y.shape)} {y.dtype} and dy {tuple(dy.shape)} "
+            f"{dy.dtype} must have the same shape and dtype"
+        )
     return dim
 
 
@@ -121,7 +143,9 @@ def define(qualname: str, kind: str):
     forward_op = make(qualname, softmax, mutates_args=())
     if kind == "custom_op":  # a triton_op's fake implementation is its own body run on fake tensors
         forward_op.register_fake(lambda x, dim=-1: _empty_result(x, check_input(x, dim))[0])
-        backward_op.register_fake(lambda y, dy, dim: _empty_result(y, _check_backward(y, dy, dim))[0])
+        backward_op.register_fake(
+            lambda y, dy, dim: _empty_result(y, _check_backward(y, dy, dim))[0]
+        )
 
     def setup_forward(ctx, inputs, output):
         ctx.dim = inputs[1]

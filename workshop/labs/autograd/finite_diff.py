@@ -18,8 +18,15 @@ import torch.nn.functional as F
 from workshop.labs.autograd.hand_grads import hand_forward_backward
 from workshop.minigpt.model import PAD_ID, lm_loss
 
-ROWS_REAL, ROWS_PAD = 6, 2  # a slice of the batch: 6 rows with real targets and 2 <pad> rows (zero gradient)
-TOLERANCE = {"eps": 1e-6, "atol": 1e-5, "rtol": 1e-3}  # gradcheck's defaults, stated so result.json shows them
+ROWS_REAL, ROWS_PAD = (
+    6,
+    2,
+)  # a slice of the batch: 6 rows with real targets and 2 <pad> rows (zero gradient)
+TOLERANCE = {
+    "eps": 1e-6,
+    "atol": 1e-5,
+    "rtol": 1e-3,
+}  # gradcheck's defaults, stated so result.json shows them
 
 
 class HandHeadLoss(torch.autograd.Function):
@@ -34,11 +41,18 @@ class HandHeadLoss(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_loss):
         dx, dW, db = ctx.saved_tensors
-        return grad_loss * dx, grad_loss * dW, grad_loss * db, None  # no gradient for the integer targets
+        return (
+            grad_loss * dx,
+            grad_loss * dW,
+            grad_loss * db,
+            None,
+        )  # no gradient for the integer targets
 
 
 def autograd_head_loss(x, W, b, targets):
-    return lm_loss(F.linear(x, W, b)[None], targets[None])  # lm_loss wants (B, T, ...): one "sentence" of rows
+    return lm_loss(
+        F.linear(x, W, b)[None], targets[None]
+    )  # lm_loss wants (B, T, ...): one "sentence" of rows
 
 
 def pick_rows(targets: torch.Tensor) -> torch.Tensor:
@@ -46,12 +60,16 @@ def pick_rows(targets: torch.Tensor) -> torch.Tensor:
     flat = targets.reshape(-1)
     real, pad = (flat != PAD_ID).nonzero()[:, 0], (flat == PAD_ID).nonzero()[:, 0]
     if len(real) < ROWS_REAL or len(pad) < ROWS_PAD:
-        raise ValueError(f"need {ROWS_REAL} real and {ROWS_PAD} <pad> targets, "
-                         f"the batch has {len(real)} and {len(pad)}")  # fmt: skip
+        raise ValueError(
+            f"need {ROWS_REAL} real and {ROWS_PAD} <pad> targets, "
+            f"the batch has {len(real)} and {len(pad)}"
+        )
     return torch.cat([real[:ROWS_REAL], pad[:ROWS_PAD]])
 
 
-def run_gradchecks(hidden: torch.Tensor, targets: torch.Tensor, W: torch.Tensor, b: torch.Tensor) -> list[dict]:
+def run_gradchecks(
+    hidden: torch.Tensor, targets: torch.Tensor, W: torch.Tensor, b: torch.Tensor
+) -> list[dict]:
     """gradcheck both analytical gradients, on a float64 slice of rows. Returns one record per gradcheck."""
     rows = pick_rows(targets)
     x0 = hidden.reshape(-1, hidden.shape[-1])[rows].detach().double()  # (8, 64)
@@ -59,15 +77,29 @@ def run_gradchecks(hidden: torch.Tensor, targets: torch.Tensor, W: torch.Tensor,
     W0, b0 = W.detach().double(), b.detach().double()  # (600, 64), (600,)
     records = []
     for who, fn in (("hand", HandHeadLoss.apply), ("autograd", autograd_head_loss)):
-        for what, wrt, fast in (("x rows and b, every entry", ("x", "b"), False),
-                                ("x rows, W and b, one random direction", ("x", "W", "b"), True)):  # fmt: skip
+        for what, wrt, fast in (
+            ("x rows and b, every entry", ("x", "b"), False),
+            ("x rows, W and b, one random direction", ("x", "W", "b"), True),
+        ):
             inputs = {"x": x0.clone(), "W": W0.clone(), "b": b0.clone()}
             for name in wrt:
                 inputs[name].requires_grad_()
             start = time.perf_counter()
-            ok = torch.autograd.gradcheck(lambda x, W, b: fn(x, W, b, t), (inputs["x"], inputs["W"], inputs["b"]),
-                                          fast_mode=fast, raise_exception=False, **TOLERANCE)  # fmt: skip
-            records.append({"gradient": who, "probes": what, "fast_mode": fast, "passed": bool(ok),
-                            "n_probed": sum(inputs[n].numel() for n in wrt),
-                            "seconds": round(time.perf_counter() - start, 3)})  # fmt: skip
+            ok = torch.autograd.gradcheck(
+                lambda x, W, b, fn=fn: fn(x, W, b, t),
+                (inputs["x"], inputs["W"], inputs["b"]),
+                fast_mode=fast,
+                raise_exception=False,
+                **TOLERANCE,
+            )
+            records.append(
+                {
+                    "gradient": who,
+                    "probes": what,
+                    "fast_mode": fast,
+                    "passed": bool(ok),
+                    "n_probed": sum(inputs[n].numel() for n in wrt),
+                    "seconds": round(time.perf_counter() - start, 3),
+                }
+            )
     return records

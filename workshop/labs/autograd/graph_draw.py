@@ -39,7 +39,11 @@ def node_label(node: dict) -> str:
         leaf = node["leaf"]
         return f"AccumulateGrad\n-> {leaf['name']}.grad  {tuple(leaf['shape'])} {leaf['dtype']}"
     saved = [saved_line(name, s) for name, s in node["saved"].items()]
-    return "\n".join([node["name"], *(f"  {line}" for line in saved)] if saved else [node["name"], "  (saves nothing)"])
+    return "\n".join(
+        [node["name"], *(f"  {line}" for line in saved)]
+        if saved
+        else [node["name"], "  (saves nothing)"]
+    )
 
 
 def draw(graph: dict, title: str):
@@ -49,7 +53,9 @@ def draw(graph: dict, title: str):
     for node in graph["nodes"]:  # graph order is breadth-first, so siblings keep their edge order
         rows.setdefault(depth[node["id"]], []).append(node["id"])
     width = max(len(r) for r in rows.values())
-    pos = {i: ((k + 0.5) * width / len(row), -d) for d, row in rows.items() for k, i in enumerate(row)}
+    pos = {
+        i: ((k + 0.5) * width / len(row), -d) for d, row in rows.items() for k, i in enumerate(row)
+    }
 
     fig, ax = plt.subplots(figsize=(4.2 * width, 2.0 * len(rows) + 0.6))
     boxes = {}
@@ -57,18 +63,44 @@ def draw(graph: dict, title: str):
         kind = "root" if node["id"] == graph["root"] else "leaf" if "leaf" in node else "op"
         step = f"[{node['step']}] " if "step" in node else ""
         box = {"boxstyle": "round,pad=0.4", "fc": KIND_COLOR[kind], "ec": "#333"}
-        boxes[node["id"]] = ax.text(*pos[node["id"]], step + node_label(node), fontsize=7.5, family="monospace",
-                                    ha="center", va="center", multialignment="left", bbox=box)  # fmt: skip
+        boxes[node["id"]] = ax.text(
+            *pos[node["id"]],
+            step + node_label(node),
+            fontsize=7.5,
+            family="monospace",
+            ha="center",
+            va="center",
+            multialignment="left",
+            bbox=box,
+        )
     by_id = {n["id"]: n for n in graph["nodes"]}
     for e in graph["edges"]:  # arrows clipped at the boxes' edges, whatever their height
         (x0, y0), (x1, y1) = pos[e["from"]], pos[e["to"]]
-        ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
-                    arrowprops={"arrowstyle": "-|>", "color": "#555", "lw": 1.2, "shrinkA": 2, "shrinkB": 2,
-                                "patchA": boxes[e["from"]].get_bbox_patch(),
-                                "patchB": boxes[e["to"]].get_bbox_patch()})  # fmt: skip
+        ax.annotate(
+            "",
+            xy=(x1, y1),
+            xytext=(x0, y0),
+            arrowprops={
+                "arrowstyle": "-|>",
+                "color": "#555",
+                "lw": 1.2,
+                "shrinkA": 2,
+                "shrinkB": 2,
+                "patchA": boxes[e["from"]].get_bbox_patch(),
+                "patchB": boxes[e["to"]].get_bbox_patch(),
+            },
+        )
         shape = by_id[e["to"]]["inputs"][e["input_nr"]]["shape"]
-        ax.text((x0 + x1) / 2 + 0.04, (y0 + y1) / 2, f"grad {tuple(shape)}", fontsize=7, color="#a33",
-                ha="left", va="center", bbox={"fc": "white", "ec": "none", "pad": 0.5})  # fmt: skip
+        ax.text(
+            (x0 + x1) / 2 + 0.04,
+            (y0 + y1) / 2,
+            f"grad {tuple(shape)}",
+            fontsize=7,
+            color="#a33",
+            ha="left",
+            va="center",
+            bbox={"fc": "white", "ec": "none", "pad": 0.5},
+        )
     ax.set(xlim=(-0.1, width + 0.1), ylim=(-len(rows) + 0.5, 0.6), title=title)
     ax.axis("off")
     return fig

@@ -33,8 +33,12 @@ def num_inputs(node: Node) -> int:
 def describe_value(value) -> dict:
     """A saved value as JSON: tensors by shape and dtype (their data is what the backward reads)."""
     if isinstance(value, torch.Tensor):
-        return {"kind": "tensor", "shape": list(value.shape), "dtype": str(value.dtype).removeprefix("torch."),
-                "device": value.device.type}  # fmt: skip
+        return {
+            "kind": "tensor",
+            "shape": list(value.shape),
+            "dtype": str(value.dtype).removeprefix("torch."),
+            "device": value.device.type,
+        }
     if value is None or isinstance(value, (bool, int, float, str)):
         return {"kind": type(value).__name__, "value": value}
     if isinstance(value, (tuple, list)) and all(isinstance(v, (int, torch.SymInt)) for v in value):
@@ -62,15 +66,23 @@ def graph_json(root: Node, leaf_names: dict[str, torch.Tensor]) -> dict:
             "id": i,
             "name": type(node).__name__,
             "sequence_nr": node._sequence_nr(),
-            "inputs": [{"shape": list(m.shape), "dtype": str(m.dtype).removeprefix("torch.")}
-                       for m in node._input_metadata],  # fmt: skip
-            "outputs": [None if nxt is None else {"to": ids[nxt], "input_nr": nr} for nxt, nr in node.next_functions],
+            "inputs": [
+                {"shape": list(m.shape), "dtype": str(m.dtype).removeprefix("torch.")}
+                for m in node._input_metadata
+            ],
+            "outputs": [
+                None if nxt is None else {"to": ids[nxt], "input_nr": nr}
+                for nxt, nr in node.next_functions
+            ],
             "saved": saved_values(node),
         }
         if hasattr(node, "variable"):  # AccumulateGrad: the end of the line, where .grad is written
             leaf = node.variable
             entry["leaf"] = {"name": name_of.get(id(leaf), "?"), **describe_value(leaf)}
         out_nodes.append(entry)
-        edges += [{"from": i, "to": ids[nxt], "output_nr": k, "input_nr": nr}
-                  for k, (nxt, nr) in enumerate(node.next_functions) if nxt is not None]  # fmt: skip
+        edges += [
+            {"from": i, "to": ids[nxt], "output_nr": k, "input_nr": nr}
+            for k, (nxt, nr) in enumerate(node.next_functions)
+            if nxt is not None
+        ]
     return {"root": 0, "nodes": out_nodes, "edges": edges}

@@ -21,16 +21,22 @@ import torch.nn.functional as F
 from workshop.minigpt.model import PAD_ID, lm_loss
 
 
-def hand_forward_backward(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor, targets: torch.Tensor) -> dict:
+def hand_forward_backward(
+    x: torch.Tensor, W: torch.Tensor, b: torch.Tensor, targets: torch.Tensor
+) -> dict:
     """Loss and gradients of the mean cross-entropy of x @ W^T + b, with no autograd at all.
 
     x (..., C), W (V, C), b (V,), targets (...) with PAD_ID where nothing is predicted.
     Returns {"loss", "logits", "W", "b", "x"}: the loss and dL/d of each (dL/dlogits and dL/dx in x's shape).
     """
     if x.shape[:-1] != targets.shape:
-        raise ValueError(f"x {tuple(x.shape)} and targets {tuple(targets.shape)} disagree on the leading dims")
+        raise ValueError(
+            f"x {tuple(x.shape)} and targets {tuple(targets.shape)} disagree on the leading dims"
+        )
     if W.shape != (b.shape[0], x.shape[-1]):
-        raise ValueError(f"W {tuple(W.shape)} must be (V, C) = ({b.shape[0]}, {x.shape[-1]}) for b and x")
+        raise ValueError(
+            f"W {tuple(W.shape)} must be (V, C) = ({b.shape[0]}, {x.shape[-1]}) for b and x"
+        )
     with torch.no_grad():
         X = x.reshape(-1, x.shape[-1])  # (M, C)
         t = targets.reshape(-1)  # (M,)
@@ -39,7 +45,9 @@ def hand_forward_backward(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor, tar
         if n == 0:
             raise ValueError("every target is <pad>: the mean cross-entropy is undefined")
         Z = X @ W.T + b  # (M, V)
-        shifted = Z - Z.amax(dim=1, keepdim=True)  # softmax is shift-invariant; this keeps exp() finite
+        shifted = Z - Z.amax(
+            dim=1, keepdim=True
+        )  # softmax is shift-invariant; this keeps exp() finite
         e = shifted.exp()  # (M, V)
         P = e / e.sum(dim=1, keepdim=True)  # (M, V) rows sum to 1
         safe_t = t.clamp(min=0)  # <pad> rows pick any column; the mask zeroes them
@@ -56,7 +64,9 @@ def hand_forward_backward(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor, tar
         }
 
 
-def autograd_forward_backward(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor, targets: torch.Tensor) -> dict:
+def autograd_forward_backward(
+    x: torch.Tensor, W: torch.Tensor, b: torch.Tensor, targets: torch.Tensor
+) -> dict:
     """The same quantities from the real thing: lm_loss(F.linear(x, W, b)) and .backward()."""
     logits = F.linear(x, W, b)  # (..., V)
     logits.retain_grad()  # a non-leaf keeps its .grad only when asked
@@ -80,8 +90,10 @@ def tf32(enabled: bool):
 def compare(hand: dict, reference: dict) -> dict[str, dict]:
     """Per tensor: max |hand - autograd| and max |autograd| (the scale the error should be read against)."""
     return {
-        name: {"max_abs_error": float((hand[name] - reference[name]).abs().max()),
-               "max_abs_value": float(reference[name].abs().max()),
-               "shape": list(reference[name].shape)}  # fmt: skip
+        name: {
+            "max_abs_error": float((hand[name] - reference[name]).abs().max()),
+            "max_abs_value": float(reference[name].abs().max()),
+            "shape": list(reference[name].shape),
+        }
         for name in ("loss", "logits", "W", "b", "x")
     }

@@ -31,7 +31,9 @@ def dependencies(root: Node) -> Counter:
 def topological_order(root: Node) -> list[Node]:
     """Kahn's algorithm; among the ready nodes the highest sequence number first, as the real engine does."""
     waiting = dependencies(root)
-    tie = itertools.count()  # equal sequence numbers (AccumulateGrads) run in the order they became ready
+    tie = (
+        itertools.count()
+    )  # equal sequence numbers (AccumulateGrads) run in the order they became ready
     ready = [(-root._sequence_nr(), next(tie), root)]
     order = []
     while ready:
@@ -52,7 +54,12 @@ def is_topological(order: list[Node], root: Node) -> bool:
     nodes = walk(root)
     if len(order) != len(nodes) or set(position) != set(nodes):
         return False
-    return all(position[node] < position[nxt] for node in nodes for nxt, _ in node.next_functions if nxt is not None)
+    return all(
+        position[node] < position[nxt]
+        for node in nodes
+        for nxt, _ in node.next_functions
+        if nxt is not None
+    )
 
 
 @dataclass
@@ -62,7 +69,9 @@ class Replay:
 
     def grad(self, leaf: torch.Tensor) -> torch.Tensor:
         if id(leaf) not in self.leaf_grads:
-            raise KeyError(f"no gradient reached the leaf of shape {tuple(leaf.shape)}: is it in the graph?")
+            raise KeyError(
+                f"no gradient reached the leaf of shape {tuple(leaf.shape)}: is it in the graph?"
+            )
         return self.leaf_grads[id(leaf)]
 
 
@@ -73,13 +82,19 @@ def replay_backward(output: torch.Tensor, grad_output: torch.Tensor | None = Non
     """
     root = output.grad_fn
     if root is None:
-        raise ValueError("output has no grad_fn: it was not computed from tensors that require grad")
+        raise ValueError(
+            "output has no grad_fn: it was not computed from tensors that require grad"
+        )
     if grad_output is None:
         if output.numel() != 1:
-            raise ValueError(f"output has shape {tuple(output.shape)}: give grad_output for a non-scalar output")
+            raise ValueError(
+                f"output has shape {tuple(output.shape)}: give grad_output for a non-scalar output"
+            )
         grad_output = torch.ones_like(output)
     result = Replay(topological_order(root))
-    buffers: dict[Node, list] = {root: [grad_output]}  # node -> one gradient slot per input, summed at fan-in
+    buffers: dict[Node, list] = {
+        root: [grad_output]
+    }  # node -> one gradient slot per input, summed at fan-in
     for node in result.order:
         grads = buffers.pop(node)
         if hasattr(node, "variable"):  # AccumulateGrad: this gradient is the leaf's
@@ -87,7 +102,7 @@ def replay_backward(output: torch.Tensor, grad_output: torch.Tensor | None = Non
             continue
         outs = node(*grads)  # the backward formula itself, in C++
         outs = (outs,) if isinstance(outs, torch.Tensor) else outs
-        for (nxt, input_nr), g in zip(node.next_functions, outs):
+        for (nxt, input_nr), g in zip(node.next_functions, outs, strict=True):
             if nxt is None or g is None:
                 continue
             g = fit_to_input(g, nxt, input_nr)
@@ -113,7 +128,10 @@ def fit_to_input(grad: torch.Tensor, node: Node, input_nr: int) -> torch.Tensor:
 def record_engine_order(output: torch.Tensor) -> list[Node]:
     """Run the real output.backward() with a pre-hook on every node; returns the nodes in the order they ran."""
     ran = []
-    handles = [node.register_prehook(lambda grads, node=node: ran.append(node)) for node in walk(output.grad_fn)]
+    handles = [
+        node.register_prehook(lambda grads, node=node: ran.append(node))
+        for node in walk(output.grad_fn)
+    ]
     try:
         output.backward()
     finally:

@@ -26,7 +26,9 @@ class ItemInForward(nn.Module):
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         logits = self.model(idx)  # (B, T, V)
-        return logits / logits.abs().max().item()  # .item(): a tensor -> Python number while tracing: break
+        return (
+            logits / logits.abs().max().item()
+        )  # .item(): a tensor -> Python number while tracing: break
 
 
 def explain_breaks(fn, *args) -> dict:
@@ -36,9 +38,15 @@ def explain_breaks(fn, *args) -> dict:
     reasons = []
     for r in out.break_reasons:
         frame = r.user_stack[-1] if r.user_stack else None
-        where = f"{short(frame.filename)}:{frame.lineno}  {(frame.line or '').strip()}" if frame else ""
+        where = (
+            f"{short(frame.filename)}:{frame.lineno}  {(frame.line or '').strip()}" if frame else ""
+        )
         reasons.append({"reason": str(r.reason).strip().splitlines()[0], "where": where})
-    return {"graphs": out.graph_count, "graph_breaks": out.graph_break_count, "break_reasons": reasons}
+    return {
+        "graphs": out.graph_count,
+        "graph_breaks": out.graph_break_count,
+        "break_reasons": reasons,
+    }
 
 
 def short(filename: str) -> str:
@@ -75,16 +83,25 @@ def count_compiles(model: nn.Module, lengths: list[int], batch: int, how: str) -
     dynamic = {"static": False, "dynamic": True}.get(how)
     compiled = torch.compile(model, backend=counting_backend, dynamic=dynamic)
     log = RecompileLog()
-    dynamo_log = logging.getLogger("torch._dynamo")  # the caller turns on torch._logging.set_logs(recompiles=True)
+    dynamo_log = logging.getLogger(
+        "torch._dynamo"
+    )  # the caller turns on torch._logging.set_logs(recompiles=True)
     dynamo_log.addHandler(log)
     try:
         with torch.no_grad():
             for T in lengths:
-                idx = torch.randint(0, model.cfg.vocab_size, (batch, T), device=model.lm_head.weight.device)
+                idx = torch.randint(
+                    0, model.cfg.vocab_size, (batch, T), device=model.lm_head.weight.device
+                )
                 if how == "mark_dynamic":
                     torch._dynamo.mark_dynamic(idx, 1)
                 compiled(idx)
     finally:
         dynamo_log.removeHandler(log)
-    reasons = [line.strip()[2:] for m in log.messages for line in m.splitlines() if line.strip().startswith("- ")]
+    reasons = [
+        line.strip()[2:]
+        for m in log.messages
+        for line in m.splitlines()
+        if line.strip().startswith("- ")
+    ]
     return {"how": how, "lengths": lengths, "compiles": compiles, "recompile_reasons": reasons}

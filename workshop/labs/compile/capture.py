@@ -28,7 +28,10 @@ from torch._inductor.compile_fx import compile_fx, compile_fx_inner
 def fresh_codegen():
     """Turn off the caches that would let Inductor skip code generation (only the switches this torch has)."""
     with contextlib.ExitStack() as stack:
-        for config, key in ((inductor_config, "fx_graph_cache"), (functorch_config, "enable_autograd_cache")):
+        for config, key in (
+            (inductor_config, "fx_graph_cache"),
+            (functorch_config, "enable_autograd_cache"),
+        ):
             if hasattr(config, key):
                 stack.enter_context(config.patch({key: False}))
         yield
@@ -38,9 +41,15 @@ def fresh_codegen():
 class Capture:
     """One compiled function's artifacts, in the order the stages made them."""
 
-    dynamo: list[torch.fx.GraphModule] = field(default_factory=list)  # one per captured graph (graph breaks add)
-    aot: dict[str, list[torch.fx.GraphModule]] = field(default_factory=dict)  # "forward"/"backward"/"inference"
-    code: dict[str, str] = field(default_factory=dict)  # "forward", "backward", ... -> Inductor's module source
+    dynamo: list[torch.fx.GraphModule] = field(
+        default_factory=list
+    )  # one per captured graph (graph breaks add)
+    aot: dict[str, list[torch.fx.GraphModule]] = field(
+        default_factory=dict
+    )  # "forward"/"backward"/"inference"
+    code: dict[str, str] = field(
+        default_factory=dict
+    )  # "forward", "backward", ... -> Inductor's module source
     compile_s: float = 0.0  # wall time of the first call (trace + compile + run)
 
     def graph_texts(self) -> dict[str, str]:
@@ -59,10 +68,18 @@ def recording_backend(capture: Capture):
     """A Dynamo backend that compiles with Inductor, recording Dynamo's graph, AOT's graphs and Inductor's code."""
 
     def inner(gm, example_inputs, **kwargs):
-        kind = "backward" if kwargs.get("is_backward") else "inference" if kwargs.get("is_inference") else "forward"
+        kind = (
+            "backward"
+            if kwargs.get("is_backward")
+            else "inference"
+            if kwargs.get("is_inference")
+            else "forward"
+        )
         capture.aot.setdefault(kind, []).append(gm)
         compiled = compile_fx_inner(gm, example_inputs, **kwargs)
-        key = kind if kind not in capture.code else f"{kind}_{len(capture.aot[kind]) - 1}"  # after a graph break
+        key = (
+            kind if kind not in capture.code else f"{kind}_{len(capture.aot[kind]) - 1}"
+        )  # after a graph break
         capture.code[key] = getattr(compiled, "source_code", None) or ""
         return compiled
 

@@ -27,7 +27,9 @@ def pick_kernel(kernels: list[Kernel]) -> Kernel | None:
     return max(kernels, key=lambda k: len(set(k.fused_ops) - SHAPE_ONLY), default=None)
 
 
-def unfused_intermediates(kernel: Kernel, graphs: list[torch.fx.GraphModule]) -> tuple[int, list[str]]:
+def unfused_intermediates(
+    kernel: Kernel, graphs: list[torch.fx.GraphModule]
+) -> tuple[int, list[str]]:
     """Bytes per call of the results the fused ops would hand to each other unfused, and those ops' names.
 
     In the AOT graph an eager aten op is a run of consecutive nodes with the same original op and source line
@@ -61,11 +63,21 @@ def explain(kernel: Kernel, graphs: list[torch.fx.GraphModule], device: str) -> 
     produced, chained_ops = unfused_intermediates(kernel, graphs)
     intermediates = max(produced - store_bytes, 0)  # results the kernel's caller never sees
     unfused = load_bytes + store_bytes + 2 * intermediates
-    facts = {"kernel": kernel.name, "graph": kernel.graph, "kind": kernel.kind, "fused_ops": kernel.fused_ops,
-             "calls_per_run": kernel.calls, "load_bytes": load_bytes, "store_bytes": store_bytes,
-             "unfused_bytes_estimate": unfused, "source_lines": kernel.source_lines}  # fmt: skip
+    facts = {
+        "kernel": kernel.name,
+        "graph": kernel.graph,
+        "kind": kernel.kind,
+        "fused_ops": kernel.fused_ops,
+        "calls_per_run": kernel.calls,
+        "load_bytes": load_bytes,
+        "store_bytes": store_bytes,
+        "unfused_bytes_estimate": unfused,
+        "source_lines": kernel.source_lines,
+    }
     args = "\n".join(
-        f"| `{a.name}` | {a.role} | {a.shape} | {a.dtype} | {fmt_bytes(a.nbytes)} |" for a in kernel.arguments if a.role
+        f"| `{a.name}` | {a.role} | {a.shape} | {a.dtype} | {fmt_bytes(a.nbytes)} |"
+        for a in kernel.arguments
+        if a.role
     )
     parts = [
         f"# Kernel `{kernel.name}` explained\n",
@@ -74,13 +86,16 @@ def explain(kernel: Kernel, graphs: list[torch.fx.GraphModule], device: str) -> 
             f"**{kernel.calls}x** per call of that graph (once per call site). Kind: **{kernel.kind}**.\n"
         ),
         "## What it fuses\n",
-        f"Aten ops (from the {kernel.ops_from}): " + ", ".join(f"`{op}`" for op in kernel.fused_ops) + ".",
+        f"Aten ops (from the {kernel.ops_from}): "
+        + ", ".join(f"`{op}`" for op in kernel.fused_ops)
+        + ".",
         (
             f"Shape-only ops among them ({', '.join(sorted(set(kernel.fused_ops) & SHAPE_ONLY)) or 'none'}) cost no "
             "memory traffic once fused: they only change how the kernel indexes memory.\n"
         ),
         f"They came from these MiniGPT source lines (found by {kernel.lines_from}):\n",
-        "\n".join(f"- `{line}`" for line in kernel.source_lines) or "- (no source line was recorded)",
+        "\n".join(f"- `{line}`" for line in kernel.source_lines)
+        or "- (no source line was recorded)",
         "\n## What it loads and stores, per call\n",
         "| argument | role | shape | dtype | bytes |\n|---|---|---|---|---|\n" + args,
         (
@@ -104,16 +119,17 @@ def explain(kernel: Kernel, graphs: list[torch.fx.GraphModule], device: str) -> 
 
 def cpp_section(kernel: Kernel) -> list[str]:
     loops = cpp_loops(kernel.source)
-    outer = [l for l in loops if l.depth == 0]
-    reductions = [l for l in loops if l.reduces and l.depth > 0 and l.step > 1]
-    simd = sorted({l.step for l in loops if l.step > 1})
+    outer = [loop for loop in loops if loop.depth == 0]
+    reductions = [loop for loop in loops if loop.reduces and loop.depth > 0 and loop.step > 1]
+    simd = sorted({loop.step for loop in loops if loop.step > 1})
     return [
         "## Reduction strategy and launch (C++ on the CPU)\n",
         (
             f"The kernel is {len(outer)} loop nest(s), run one after another, in "
             f"{len(re.findall(r'#pragma omp parallel(?! for)', kernel.source))} OpenMP parallel region(s). "
-            f"{sum(l.parallel for l in outer)} of them split their outer loop across threads (`#pragma omp for`): that "
-            "outer loop is the CPU's launch grid, each thread takes a contiguous range of its iterations."
+            f"{sum(loop.parallel for loop in outer)} of them split their outer loop across threads "
+            "(`#pragma omp for`): that outer loop is the CPU's launch grid, each thread takes a "
+            "contiguous range of its iterations."
         ),
         (
             f"Vectorized with `at::vec::Vectorized`: {', '.join(map(str, simd))} elements per loop step, a masked or "
@@ -123,14 +139,14 @@ def cpp_section(kernel: Kernel) -> list[str]:
         )
         + (
             f" It reduces in {len(reductions)} inner loop(s) "
-            f"({'; '.join(r for l in reductions for r in l.reduces)}): each keeps a vector accumulator, then folds "
-            "its lanes into one number (`vec_reduce_all`) and stores it, so a row is read once per reduction pass "
-            "with no temporary buffer."
+            f"({'; '.join(r for loop in reductions for r in loop.reduces)}): each keeps a vector "
+            "accumulator, then folds its lanes into one number (`vec_reduce_all`) and stores it, "
+            "so a row is read once per reduction pass with no temporary buffer."
             if reductions
             else " It does not reduce."
         ),
         "\nLoop nest, as read from the code (loads and stores are the kernel's pointer arguments above):\n",
-        "```\n" + "\n".join(l.describe() for l in loops) + "\n```",
+        "```\n" + "\n".join(loop.describe() for loop in loops) + "\n```",
     ]
 
 
@@ -148,8 +164,10 @@ def triton_section(kernel: Kernel) -> list[str]:
         )
     else:
         strategy = "**pointwise**: no reduction, every element is independent"
-    grid = (f"`cdiv(xnumel, XBLOCK)` = cdiv({t.xnumel}, XBLOCK) programs on a 1-D grid; XBLOCK is chosen at "
-            f"run time by the `{t.heuristic}` heuristics/autotuner (size hints {t.size_hints})")  # fmt: skip
+    grid = (
+        f"`cdiv(xnumel, XBLOCK)` = cdiv({t.xnumel}, XBLOCK) programs on a 1-D grid; XBLOCK is chosen at "
+        f"run time by the `{t.heuristic}` heuristics/autotuner (size hints {t.size_hints})"
+    )
     return [
         "## Reduction strategy and launch grid (Triton on the GPU)\n",
         f"Strategy: {strategy}. Reductions in the code: {', '.join(t.reduces) or 'none'}.",

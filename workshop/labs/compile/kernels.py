@@ -23,10 +23,19 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 DEFINITION = re.compile(r"^(?P<name>\w+) = async_compile\.(?P<how>\w+)\(", re.MULTILINE)
-SOURCE_NODES = re.compile(r"Source Nodes: \[(?P<nodes>[^\]]*)\](?:, Original ATen: \[(?P<aten>[^\]]*)\])?")
-KINDS = {"triton_poi": "pointwise", "triton_per": "persistent reduction", "triton_red": "looped reduction",
-         "triton_tem": "template (e.g. matmul)", "cpp": "C++ loop nest"}  # fmt: skip
-ALLOC = re.compile(r"^\s*(\w+) = empty_strided\w*\(\((?P<shape>[^)]*)\), \([^)]*\), (?P<dtype>torch\.\w+)")
+SOURCE_NODES = re.compile(
+    r"Source Nodes: \[(?P<nodes>[^\]]*)\](?:, Original ATen: \[(?P<aten>[^\]]*)\])?"
+)
+KINDS = {
+    "triton_poi": "pointwise",
+    "triton_per": "persistent reduction",
+    "triton_red": "looped reduction",
+    "triton_tem": "template (e.g. matmul)",
+    "cpp": "C++ loop nest",
+}
+ALLOC = re.compile(
+    r"^\s*(\w+) = empty_strided\w*\(\((?P<shape>[^)]*)\), \([^)]*\), (?P<dtype>torch\.\w+)"
+)
 REINTERPRET = re.compile(r"reinterpret_tensor\((\w+), \((?P<shape>[^)]*)\)")
 ASSERT = re.compile(r"assert_size_stride\((\w+), \((?P<shape>[^)]*)\)")
 ALIAS = re.compile(r"^\s*(\w+) = (\w+); del \w+")
@@ -48,9 +57,13 @@ class Kernel:
     kind: str  # one of KINDS' values
     fused_ops: list[str]  # aten ops, e.g. ["_softmax", "masked_fill", "mul"]
     ops_from: str  # "Original ATen comment" or "kernel name"
-    source_nodes: list[str] = field(default_factory=list)  # Dynamo graph node names, when Inductor wrote them
+    source_nodes: list[str] = field(
+        default_factory=list
+    )  # Dynamo graph node names, when Inductor wrote them
     source_lines: list[str] = field(default_factory=list)  # "model.py:57  scores = ..."
-    lines_from: str = ""  # how source_lines were found: "source nodes" or "op match" (see provenance.py)
+    lines_from: str = (
+        ""  # how source_lines were found: "source nodes" or "op match" (see provenance.py)
+    )
     calls: int = 0  # call sites in one run of the graph
     arguments: list[Argument] = field(default_factory=list)  # of the first call
     source: str = ""  # the kernel's own C++ or Triton text
@@ -77,13 +90,21 @@ def parse_kernels(code: str, graph: str) -> list[Kernel]:
             else []
         )
         calls = re.findall(rf"^\s*{name}(?:\.run)?\((.*)\)\s*$", code, re.MULTILINE)
-        kernels.append(Kernel(
-            name=name, graph=graph, kind=kernel_kind(name),
-            fused_ops=aten or ops_from_name(name), ops_from="Original ATen comment" if aten else "kernel name",
-            source_nodes=[n.strip() for n in comments["nodes"].split(",") if n.strip()] if comments else [],
-            calls=len(calls), arguments=call_arguments(calls[0], pointer_params(source), shapes) if calls else [],
-            source=source,
-        ))  # fmt: skip
+        kernels.append(
+            Kernel(
+                name=name,
+                graph=graph,
+                kind=kernel_kind(name),
+                fused_ops=aten or ops_from_name(name),
+                ops_from="Original ATen comment" if aten else "kernel name",
+                source_nodes=[n.strip() for n in comments["nodes"].split(",") if n.strip()]
+                if comments
+                else [],
+                calls=len(calls),
+                arguments=call_arguments(calls[0], pointer_params(source), shapes) if calls else [],
+                source=source,
+            )
+        )
     return kernels
 
 
@@ -124,27 +145,48 @@ def ops_from_name(kernel_name: str) -> list[str]:
     body = re.sub(r"_\d+$", "", kernel_name)
     body = body.split("_fused_", 1)[1] if "_fused_" in body else body
     words = body.split("_")  # '_softmax' gives an empty word before 'softmax'
-    best: list[list[str] | None] = [[]] + [None] * len(words)  # best[i]: fewest ops covering words[:i]
+    best: list[list[str] | None] = [[]] + [None] * len(
+        words
+    )  # best[i]: fewest ops covering words[:i]
     for end in range(1, len(words) + 1):
         for begin in range(end):
             piece = "_".join(words[begin:end])
-            fewer = best[begin] is not None and (best[end] is None or len(best[begin]) + 1 < len(best[end]))
+            fewer = best[begin] is not None and (
+                best[end] is None or len(best[begin]) + 1 < len(best[end])
+            )
             if fewer and is_aten_op(piece):
                 best[end] = best[begin] + [piece]
     return best[-1] if best[-1] is not None else [body]
 
 
-C_TYPES = {"bool": "bool", "int64_t": "int64", "int32_t": "int32", "float": "float32", "double": "float64",
-           "half": "float16", "bfloat16": "bfloat16"}  # fmt: skip
-TRITON_TYPES = {"i1": "bool", "i64": "int64", "i32": "int32", "fp32": "float32", "fp64": "float64", "fp16": "float16",
-                "bf16": "bfloat16"}  # fmt: skip
+C_TYPES = {
+    "bool": "bool",
+    "int64_t": "int64",
+    "int32_t": "int32",
+    "float": "float32",
+    "double": "float64",
+    "half": "float16",
+    "bfloat16": "bfloat16",
+}
+TRITON_TYPES = {
+    "i1": "bool",
+    "i64": "int64",
+    "i32": "int32",
+    "fp32": "float32",
+    "fp64": "float64",
+    "fp16": "float16",
+    "bf16": "bfloat16",
+}
 
 
 def pointer_params(source: str) -> list[tuple[str, str | None]]:
     """The kernel's parameters in order with their element dtype when the code states it:
     C++ `kernel(const bool* in_ptr0, ...)`, or Triton `def f(in_ptr0, ...)` plus its signature `'in_ptr0': '*i1'`."""
     if header := re.search(r'extern "C"[^(]*\(([^)]*)\)', source):
-        params = [re.match(r"(?:const\s+)?([\w:]+)\s*\*?\s*(\w+)$", p.strip()) for p in header[1].split(",")]
+        params = [
+            re.match(r"(?:const\s+)?([\w:]+)\s*\*?\s*(\w+)$", p.strip())
+            for p in header[1].split(",")
+        ]
         return [(m[2], C_TYPES.get(m[1].split("::")[-1])) for m in params if m]
     if header := re.search(r"@triton\.jit\s*\n\s*def \w+\(([^)]*)\)", source):
         names = [p.split(":")[0].strip() for p in header[1].split(",") if p.strip()]
@@ -165,13 +207,17 @@ def buffer_shapes(code: str) -> dict[str, tuple[list[int], str]]:
         elif (m := re.match(r"^\s*(\w+) = " + REINTERPRET.pattern, line)) and m[2] in shapes:
             shapes[m[1]] = (literal_shape(m["shape"]), shapes[m[2]][1])
         elif m := ASSERT.search(line):
-            shapes.setdefault(m[1], (literal_shape(m["shape"]), None))  # an input: dtype from the kernel's types
+            shapes.setdefault(
+                m[1], (literal_shape(m["shape"]), None)
+            )  # an input: dtype from the kernel's types
     return shapes
 
 
 def literal_shape(text: str) -> list[int] | None:
     try:
-        value = ast.literal_eval(f"({text},)" if text.strip() and not text.strip().endswith(",") else f"({text})")
+        value = ast.literal_eval(
+            f"({text},)" if text.strip() and not text.strip().endswith(",") else f"({text})"
+        )
         return [int(v) for v in value]
     except (ValueError, SyntaxError, TypeError):  # symbolic sizes (s0, 8*s1) under dynamic shapes
         return None
@@ -188,18 +234,28 @@ def call_arguments(call: str, params: list[tuple[str, str | None]], shapes: dict
         else:
             current += ch
     parts.append(current.strip())
-    parts = [p for p in parts if p and "=" not in p.split("(")[0]]  # drop keywords such as stream=stream0
+    parts = [
+        p for p in parts if p and "=" not in p.split("(")[0]
+    ]  # drop keywords such as stream=stream0
     args = []
     for i, text in enumerate(parts):
         param, param_dtype = params[i] if i < len(params) else ("", None)
-        role = {"in_out_ptr": "load+store", "in_ptr": "load", "out_ptr": "store"}.get(re.sub(r"\d+$", "", param), "")
+        role = {"in_out_ptr": "load+store", "in_ptr": "load", "out_ptr": "store"}.get(
+            re.sub(r"\d+$", "", param), ""
+        )
         arg = Argument(name=text, role=role)
         view = REINTERPRET.match(text)
         base = view[1] if view else text
         if base in shapes:
             shape, dtype = shapes[base]
-            arg.shape, arg.dtype = (literal_shape(view["shape"]) if view else shape), dtype or param_dtype
+            arg.shape, arg.dtype = (
+                (literal_shape(view["shape"]) if view else shape),
+                dtype or param_dtype,
+            )
             if arg.shape is not None and arg.dtype:
-                arg.nbytes = math.prod(arg.shape) * torch.empty((), dtype=getattr(torch, arg.dtype)).element_size()
+                arg.nbytes = (
+                    math.prod(arg.shape)
+                    * torch.empty((), dtype=getattr(torch, arg.dtype)).element_size()
+                )
         args.append(arg)
     return args

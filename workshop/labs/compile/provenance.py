@@ -19,15 +19,32 @@ import torch
 from workshop.labs.compile.kernels import Kernel
 
 FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in \w+\n\s*(?P<code>[^\n]*)')
-SHAPE_ONLY = {"view", "_unsafe_view", "reshape", "transpose", "permute", "t", "expand", "slice", "clone", "select",
-              "unsqueeze", "squeeze", "alias", "detach", "arange"}  # fmt: skip
+SHAPE_ONLY = {
+    "view",
+    "_unsafe_view",
+    "reshape",
+    "transpose",
+    "permute",
+    "t",
+    "expand",
+    "slice",
+    "clone",
+    "select",
+    "unsqueeze",
+    "squeeze",
+    "alias",
+    "detach",
+    "arange",
+}
 MODEL_DIR = "workshop/minigpt/"  # the code whose lines we want; frames in torch itself are skipped
 
 
 def source_line(node: torch.fx.Node) -> str | None:
     """'model.py:57  scores = ...': the innermost frame of the node's stack trace inside the MiniGPT package."""
     frames = [
-        m for m in FRAME.finditer(node.meta.get("stack_trace") or "") if MODEL_DIR in m["file"].replace("\\", "/")
+        m
+        for m in FRAME.finditer(node.meta.get("stack_trace") or "")
+        if MODEL_DIR in m["file"].replace("\\", "/")
     ]
     if not frames:
         return None

@@ -6,7 +6,13 @@ from workshop.labs.compile.explain import fmt_bytes
 
 
 def summary(
-    device: str, breaks: dict, recompiles: list[dict], timing: dict, facts: dict, kernels: list, captures: dict
+    device: str,
+    breaks: dict,
+    recompiles: list[dict],
+    timing: dict,
+    facts: dict,
+    kernels: list,
+    captures: dict,
 ) -> str:
     stages = "\n".join(
         f"| {stage} | {len(cap.dynamo)} | {', '.join(f'{k} ({len(v)})' for k, v in cap.aot.items()) or '-'} | "
@@ -23,15 +29,23 @@ def summary(
     )
     at = timing["at_batch"]
     time_rows = "\n".join(time_row(f"{name} (batch {t['batch']})", t) for name, t in at.items())
-    sweep_rows = "\n".join(time_row(f"forward, batch {t['batch']}", t) for t in timing["forward_sweep"])
+    sweep_rows = "\n".join(
+        time_row(f"forward, batch {t['batch']}", t) for t in timing["forward_sweep"]
+    )
     even = timing["forward_break_even_batch"]
-    verdict = (f"compiled is faster from batch **{even}** on" if even is not None
-               else "compiled was **not** faster at any swept batch size")  # fmt: skip
-    explained = (f"**`{facts['kernel']}`** ({facts['kind']}, {facts['graph']} graph, {facts['calls_per_run']} calls "
-                 f"per run) fuses {', '.join(f'`{o}`' for o in facts['fused_ops'])}; it moves "
-                 f"{fmt_bytes(facts['load_bytes'] + facts['store_bytes'])} per call against about "
-                 f"{fmt_bytes(facts['unfused_bytes_estimate'])} unfused. See `explanation.md`."
-                 if facts else "No kernel could be explained.")  # fmt: skip
+    verdict = (
+        f"compiled is faster from batch **{even}** on"
+        if even is not None
+        else "compiled was **not** faster at any swept batch size"
+    )
+    explained = (
+        f"**`{facts['kernel']}`** ({facts['kind']}, {facts['graph']} graph, {facts['calls_per_run']} calls "
+        f"per run) fuses {', '.join(f'`{o}`' for o in facts['fused_ops'])}; it moves "
+        f"{fmt_bytes(facts['load_bytes'] + facts['store_bytes'])} per call against about "
+        f"{fmt_bytes(facts['unfused_bytes_estimate'])} unfused. See `explanation.md`."
+        if facts
+        else "No kernel could be explained."
+    )
     language = "C++" if device == "cpu" else "Triton"
     threads = f", {timing['cpu_threads']} CPU threads" if timing.get("cpu_threads") else ""
     return f"""

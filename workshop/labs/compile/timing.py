@@ -36,7 +36,12 @@ def compare(eager, compiled, device: str, repeats: int, warmup: int = 2) -> dict
         e.append(timed(eager, device))
         c.append(timed(compiled, device))
     eager_ms, compiled_ms = 1e3 * statistics.median(e), 1e3 * statistics.median(c)
-    return {"eager_ms": eager_ms, "compiled_ms": compiled_ms, "speedup": eager_ms / compiled_ms, "repeats": repeats}
+    return {
+        "eager_ms": eager_ms,
+        "compiled_ms": compiled_ms,
+        "speedup": eager_ms / compiled_ms,
+        "repeats": repeats,
+    }
 
 
 def break_even(sweep: list[dict]) -> int | None:
@@ -53,19 +58,37 @@ def plot(step: dict, sweep: list[dict], compile_s: dict, device: str):
     names = list(step)
     x = range(len(names))
     left.bar([i - 0.2 for i in x], [step[n]["eager_ms"] for n in names], 0.4, label="eager")
-    left.bar([i + 0.2 for i in x], [step[n]["compiled_ms"] for n in names], 0.4, label="compiled (Inductor)")
+    left.bar(
+        [i + 0.2 for i in x],
+        [step[n]["compiled_ms"] for n in names],
+        0.4,
+        label="compiled (Inductor)",
+    )
     for i, n in enumerate(names):
         left.text(
-            i, max(step[n]["eager_ms"], step[n]["compiled_ms"]), f"{step[n]['speedup']:.2f}x", ha="center", va="bottom"
+            i,
+            max(step[n]["eager_ms"], step[n]["compiled_ms"]),
+            f"{step[n]['speedup']:.2f}x",
+            ha="center",
+            va="bottom",
         )
-    left.set_xticks(list(x), [f"{n}\n(compile {compile_s.get(n, float('nan')):.0f} s)" for n in names])
-    left.set(ylabel="median ms per call", title=f"MiniGPT on {device}, batch {step[names[0]]['batch']}")
+    left.set_xticks(
+        list(x), [f"{n}\n(compile {compile_s.get(n, float('nan')):.0f} s)" for n in names]
+    )
+    left.set(
+        ylabel="median ms per call", title=f"MiniGPT on {device}, batch {step[names[0]]['batch']}"
+    )
     left.legend()
     batches = [r["batch"] for r in sweep]
     right.plot(batches, [r["eager_ms"] for r in sweep], "o-", label="eager")
     right.plot(batches, [r["compiled_ms"] for r in sweep], "s-", label="compiled")
-    right.set(xscale="log", yscale="log", xlabel="batch size", ylabel="median ms per forward",
-              title="forward (no grad) against batch size")  # fmt: skip
+    right.set(
+        xscale="log",
+        yscale="log",
+        xlabel="batch size",
+        ylabel="median ms per forward",
+        title="forward (no grad) against batch size",
+    )
     right.set_xticks(batches, [str(b) for b in batches])
     right.legend()
     fig.tight_layout()

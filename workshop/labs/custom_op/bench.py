@@ -23,9 +23,11 @@ import torch
 
 from workshop import atomic
 
-SHAPES = ([(bt, 600) for bt in (4096, 32768, 262144)]  # the LM head's logits, (B*T, V)
-          + [(4096, 2**k) for k in range(8, 16)]  # (4096, N), N = 256 ... 32768
-          + [(256, 131072), (64, 262144)])  # long rows: big vocabularies  # fmt: skip
+SHAPES = (
+    [(bt, 600) for bt in (4096, 32768, 262144)]  # the LM head's logits, (B*T, V)
+    + [(4096, 2**k) for k in range(8, 16)]  # (4096, N), N = 256 ... 32768
+    + [(256, 131072), (64, 262144)]
+)  # long rows: big vocabularies
 DTYPES = (torch.float32, torch.bfloat16)
 ROTATE_BYTES = 256 * 2**20  # > 5 x the L2
 REPLAYS = 15
@@ -40,7 +42,9 @@ def graph_ms(calls: list) -> float:
     """Median device time of one call: a CUDA graph of all `calls` back to back, replayed REPLAYS times."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):  # warm up (compile, allocate) outside the capture, as CUDA graphs require
+    with torch.cuda.stream(
+        side
+    ):  # warm up (compile, allocate) outside the capture, as CUDA graphs require
         for call in calls:
             call()
     torch.cuda.current_stream().wait_stream(side)
@@ -82,7 +86,9 @@ def measure_shape(shape: tuple[int, int], dtype: torch.dtype) -> dict:
     ys = [torch.softmax(x, -1) for x in xs]
     dys = [randn(shape) for _ in range(n)]
     n3 = (3 * numel + 1) // 2  # a copy of n3 elements moves the backward's 3 x numel elements
-    copies = {d: [(randn(k), randn(k)) for _ in range(n)] for d, k in (("fwd", numel), ("bwd", n3))}  # (src, dst)
+    copies = {
+        d: [(randn(k), randn(k)) for _ in range(n)] for d, k in (("fwd", numel), ("bwd", n3))
+    }  # (src, dst)
 
     def copy(direction, i):
         src, dst = copies[direction][i]
@@ -90,15 +96,25 @@ def measure_shape(shape: tuple[int, int], dtype: torch.dtype) -> dict:
 
     torch.compiler.reset()  # one compiled function per shape, without piling up recompilations
     inductor_fwd = torch.compile(lambda t: torch.softmax(t, -1), dynamic=False)
-    inductor_bwd = torch.compile(lambda y, dy: torch.ops.aten._softmax_backward_data(dy, y, -1, dtype), dynamic=False)
+    inductor_bwd = torch.compile(
+        lambda y, dy: torch.ops.aten._softmax_backward_data(dy, y, -1, dtype), dynamic=False
+    )
     ours_bwd = torch.ops.workshop.softmax_backward
     torch_bwd = torch.ops.aten._softmax_backward_data
     contenders = {
-        "fwd": {"ours": lambda i: softmax(xs[i]), "torch": lambda i: torch.softmax(xs[i], -1),
-                "inductor": lambda i: inductor_fwd(xs[i]), "copy": lambda i: copy("fwd", i)},
-        "bwd": {"ours": lambda i: ours_bwd(ys[i], dys[i], -1), "torch": lambda i: torch_bwd(dys[i], ys[i], -1, dtype),
-                "inductor": lambda i: inductor_bwd(ys[i], dys[i]), "copy": lambda i: copy("bwd", i)},
-    }  # fmt: skip
+        "fwd": {
+            "ours": lambda i: softmax(xs[i]),
+            "torch": lambda i: torch.softmax(xs[i], -1),
+            "inductor": lambda i: inductor_fwd(xs[i]),
+            "copy": lambda i: copy("fwd", i),
+        },
+        "bwd": {
+            "ours": lambda i: ours_bwd(ys[i], dys[i], -1),
+            "torch": lambda i: torch_bwd(dys[i], ys[i], -1, dtype),
+            "inductor": lambda i: inductor_bwd(ys[i], dys[i]),
+            "copy": lambda i: copy("bwd", i),
+        },
+    }
     out = {"fwd": {}, "bwd": {}, "errors": {}, "input_sets": n}
     for direction, fns in contenders.items():
         for name, fn in list(fns.items()) + [("ours_eager", None)]:
@@ -112,27 +128,29 @@ def measure_shape(shape: tuple[int, int], dtype: torch.dtype) -> dict:
                 out[direction][name] = None
                 out["errors"][f"{direction}/{name}"] = f"{type(e).__name__}: {str(e)[:300]}"
     out["max_error_vs_torch"] = (softmax(xs[0]).float() - ys[0].float()).abs().max().item()
-    del xs, ys, dys, copies
-    torch.cuda.empty_cache()
-    return out
+    return out  # the inputs die with this frame; the caller empties the cache
 
 
 def run_benchmark(out_dir: Path, shapes=SHAPES, dtypes=DTYPES, log=print) -> dict:
     """Measures every (dtype, shape), writing the JSON after each one, then the chart and the summary."""
+    import triton
+
     from workshop.labs.custom_op import bench_report
     from workshop.ops import softmax_op
-
-    import triton
 
     out_dir.mkdir(parents=True, exist_ok=True)
     doc = {
         "command": "python -m workshop bench custom_op --out " + str(out_dir),
         "device": torch.cuda.get_device_name(0),
-        "versions": {"torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version()},
+        "versions": {
+            "torch": torch.__version__,
+            "triton": triton.__version__,
+            "python": platform.python_version(),
+        },
         "registration": softmax_op.KIND,
         "timing": f"device time: median of {REPLAYS} replays of a CUDA graph of back-to-back calls on inputs rotating "
-                  f"through >= {ROTATE_BYTES >> 20} MiB (cold L2); ours_eager: the op called from Python, "
-                  "triton.testing.do_bench median (L2 emptied each call)",
+        f"through >= {ROTATE_BYTES >> 20} MiB (cold L2); ours_eager: the op called from Python, "
+        "triton.testing.do_bench median (L2 emptied each call)",
         "bytes": "fwd: 2 x numel x itemsize; bwd: 3 x numel x itemsize; copy: the same bytes, read + write",
         "results": [],
     }
@@ -140,13 +158,22 @@ def run_benchmark(out_dir: Path, shapes=SHAPES, dtypes=DTYPES, log=print) -> dic
     for dtype in dtypes:
         for shape in shapes:
             mib = shape[0] * shape[1] * dtype.itemsize / 2**20
-            row = {"dtype": str(dtype).removeprefix("torch."), "shape": list(shape), "input_mib": mib,
-                   **measure_shape(shape, dtype)}  # fmt: skip
+            row = {
+                "dtype": str(dtype).removeprefix("torch."),
+                "shape": list(shape),
+                "input_mib": mib,
+                **measure_shape(shape, dtype),
+            }
+            torch.cuda.empty_cache()  # the shape's inputs are gone: give their memory back
             doc["results"].append(row)
-            cells = {d: "  ".join(f"{k} {v:7.1f}" if v else f"{k} -" for k, v in row[d].items())
-                     for d in ("fwd", "bwd")}  # fmt: skip
-            log(f"{row['dtype']:>8} {str(shape):>16}  fwd {cells['fwd']}   bwd {cells['bwd']}"
-                f"  ({time.time() - start:.0f} s)")
+            cells = {
+                d: "  ".join(f"{k} {v:7.1f}" if v else f"{k} -" for k, v in row[d].items())
+                for d in ("fwd", "bwd")
+            }
+            log(
+                f"{row['dtype']:>8} {str(shape):>16}  fwd {cells['fwd']}   bwd {cells['bwd']}"
+                f"  ({time.time() - start:.0f} s)"
+            )
             atomic.write_json(out_dir / JSON_NAME, doc)
     doc["targets"] = bench_report.evaluate(doc["results"])
     atomic.write_json(out_dir / JSON_NAME, doc)
@@ -157,9 +184,11 @@ def run_benchmark(out_dir: Path, shapes=SHAPES, dtypes=DTYPES, log=print) -> dic
 
 def main(out: Path) -> int:
     if not torch.cuda.is_available():
-        raise SystemExit("error: the custom_op benchmark needs a CUDA GPU (Triton's interpreter on the CPU says "
-                         "nothing about speed); run it on a GPU machine, or run the lab: "
-                         "python -m workshop run custom_op --device cpu")  # fmt: skip
+        raise SystemExit(
+            "error: the custom_op benchmark needs a CUDA GPU (Triton's interpreter on the CPU says "
+            "nothing about speed); run it on a GPU machine, or run the lab: "
+            "python -m workshop run custom_op --device cpu"
+        )
     run_benchmark(Path(out))
     print((Path(out) / "custom_op_bench.md").read_text())
     return 0  # a missed target is a finding, written in the summary, not a failed command

@@ -17,11 +17,21 @@ LONG_ROW = kernels.ONE_PASS_MAX * 8  # 262,144: a big vocabulary, cut into CHUNK
 
 def shapes(device: str) -> dict[str, tuple[int, ...]]:
     if device == "cuda":
-        return {"lm_head": (4096, 600), "long": (64, LONG_ROW), "gradcheck_long": (2, kernels.ONE_PASS_MAX + 77)}
-    return {"lm_head": (64, 600), "long": (2, LONG_ROW), "gradcheck_long": (1, kernels.ONE_PASS_MAX + 77)}
+        return {
+            "lm_head": (4096, 600),
+            "long": (64, LONG_ROW),
+            "gradcheck_long": (2, kernels.ONE_PASS_MAX + 77),
+        }
+    return {
+        "lm_head": (64, 600),
+        "long": (2, LONG_ROW),
+        "gradcheck_long": (1, kernels.ONE_PASS_MAX + 77),
+    }
 
 
-def dtype_errors(device: str, shape: tuple[int, ...], seed: int, dtypes=tuple(SLACK)) -> dict[str, dict]:
+def dtype_errors(
+    device: str, shape: tuple[int, ...], seed: int, dtypes=tuple(SLACK)
+) -> dict[str, dict]:
     """Per dtype: max |ours - reference| and |torch.softmax - reference| (reference = float64 softmax of the
     same rounded input) and the tolerance for ours: 1.25 x torch's error + SLACK."""
     gen = torch.Generator().manual_seed(seed)
@@ -52,7 +62,10 @@ def layouts(device: str, seed: int) -> dict[str, float]:
         "expanded row (row stride 0, no copy)": (x[:1].expand(32, 80), -1),
         "3-d, dim=1 of a permuted view": (cube.permute(2, 0, 1), 1),
     }
-    return {name: (softmax(t, d) - torch.softmax(t, d)).abs().max().item() for name, (t, d) in cases.items()}
+    return {
+        name: (softmax(t, d) - torch.softmax(t, d)).abs().max().item()
+        for name, (t, d) in cases.items()
+    }
 
 
 def special_rows(n_cols: int, device: str) -> torch.Tensor:
@@ -72,14 +85,21 @@ def special_value_mismatches(device: str, long_cols: int) -> dict[str, int]:
     out = {}
     for label, n_cols in (("one-pass rows", 600), ("split rows", long_cols)):
         x = special_rows(n_cols, device)
-        same = torch.isclose(softmax(x), torch.softmax(x, -1), rtol=1e-5, atol=1e-7, equal_nan=True).all(-1)
+        same = torch.isclose(
+            softmax(x), torch.softmax(x, -1), rtol=1e-5, atol=1e-7, equal_nan=True
+        ).all(-1)
         out[label] = int((~same).sum())
     return out
 
 
 def empty_results(device: str) -> dict[str, bool]:
     """Empty tensors and 0-size dims give torch.softmax's (empty) result, forward and backward."""
-    cases = {"(0, 5)": ((0, 5), -1), "(4, 0)": ((4, 0), -1), "(2, 0, 3) dim=1": ((2, 0, 3), 1), "0-d": ((), 0)}
+    cases = {
+        "(0, 5)": ((0, 5), -1),
+        "(4, 0)": ((4, 0), -1),
+        "(2, 0, 3) dim=1": ((2, 0, 3), 1),
+        "0-d": ((), 0),
+    }
     out = {}
     for name, (shape, dim) in cases.items():
         x = torch.randn(shape, device=device, requires_grad=True)
@@ -109,8 +129,11 @@ def bad_inputs(device: str) -> dict[str, str]:
     return out
 
 
-EXPECTED_WORDS = {"integer dtype": "floating-point", "dim out of range": "out of range",
-                  "mixed devices (backward)": "same device"}  # fmt: skip
+EXPECTED_WORDS = {
+    "integer dtype": "floating-point",
+    "dim out of range": "out of range",
+    "mixed devices (backward)": "same device",
+}
 
 
 def gradchecks(device: str, long_shape: tuple[int, ...]) -> dict[str, bool]:
@@ -130,9 +153,15 @@ def gradchecks(device: str, long_shape: tuple[int, ...]) -> dict[str, bool]:
     }
     out = {}
     for name, (x, dim) in cases.items():
-        fn = (lambda t, d=dim: softmax(t[:, ::2], d)) if "strided" in name else (lambda t, d=dim: softmax(t, d))
+        fn = (
+            (lambda t, d=dim: softmax(t[:, ::2], d))
+            if "strided" in name
+            else (lambda t, d=dim: softmax(t, d))
+        )
         out[name] = torch.autograd.gradcheck(fn, (x,), fast_mode=True)
-    out["(4, 7) gradgradcheck"] = torch.autograd.gradgradcheck(lambda t: softmax(t, -1), (leaf(4, 7),), fast_mode=True)
+    out["(4, 7) gradgradcheck"] = torch.autograd.gradgradcheck(
+        lambda t: softmax(t, -1), (leaf(4, 7),), fast_mode=True
+    )
     return out
 
 
@@ -143,7 +172,13 @@ def opchecks(device: str) -> dict[str, dict]:
     y = torch.softmax(x, -1)
     cases = {
         "softmax contiguous": (torch.ops.workshop.softmax.default, (x.requires_grad_(), -1)),
-        "softmax strided, dim=0": (torch.ops.workshop.softmax.default, (x.detach()[:, ::2].requires_grad_(), 0)),
-        "softmax_backward": (torch.ops.workshop.softmax_backward.default, (y, torch.randn_like(y), -1)),
+        "softmax strided, dim=0": (
+            torch.ops.workshop.softmax.default,
+            (x.detach()[:, ::2].requires_grad_(), 0),
+        ),
+        "softmax_backward": (
+            torch.ops.workshop.softmax_backward.default,
+            (y, torch.randn_like(y), -1),
+        ),
     }
     return {name: torch.library.opcheck(op, args) for name, (op, args) in cases.items()}

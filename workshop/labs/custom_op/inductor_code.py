@@ -44,7 +44,9 @@ def call_function(source: str) -> str:
         return ""
     indent = len(lines[start]) - len(lines[start].lstrip())
     end = start + 1
-    while end < len(lines) and (not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip()) > indent):
+    while end < len(lines) and (
+        not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip()) > indent
+    ):
         end += 1
     return "\n".join(lines[start:end]).rstrip()
 
@@ -55,7 +57,7 @@ def inlined_kernels(source: str, n_lines: int = 12) -> list[str]:
     found = []
     for i, line in enumerate(lines):
         if any(re.match(rf"\s*def {name}(?:_\d+)?\(", line) for name in KERNEL_NAMES):
-            found.append("\n".join(lines[max(0, i - 2): i + n_lines]))
+            found.append("\n".join(lines[max(0, i - 2) : i + n_lines]))
     return found
 
 
@@ -63,9 +65,13 @@ def census(sources: list[str], namespace: str) -> dict:
     """Counts, over all generated modules, what the comparison is about."""
     text = "\n".join(sources)
     return {
-        "extern_calls": len(re.findall(rf"torch\.ops\.{namespace}\.softmax(?:_backward)?\.default\(", text)),
+        "extern_calls": len(
+            re.findall(rf"torch\.ops\.{namespace}\.softmax(?:_backward)?\.default\(", text)
+        ),
         # Inductor may append _<n> to a copied kernel's name (config.triton.unique_user_kernel_names)
-        "inlined_kernel_defs": sum(len(re.findall(rf"def {name}(?:_\d+)?\(", text)) for name in KERNEL_NAMES),
+        "inlined_kernel_defs": sum(
+            len(re.findall(rf"def {name}(?:_\d+)?\(", text)) for name in KERNEL_NAMES
+        ),
         "modules": len(sources),
     }
 
@@ -75,6 +81,12 @@ def excerpt(title: str, sources: list[str]) -> str:
     for n, source in enumerate(sources):
         which = "forward" if n == 0 else "backward"
         kernels = inlined_kernels(source)
-        parts += [f"\n## {which}: our kernels as Inductor copied them in" + ("" if kernels else ": none"), *kernels]
-        parts += [f"\n## {which}: the generated call()", call_function(source) or "(no call() found)"]
+        parts += [
+            f"\n## {which}: our kernels as Inductor copied them in" + ("" if kernels else ": none"),
+            *kernels,
+        ]
+        parts += [
+            f"\n## {which}: the generated call()",
+            call_function(source) or "(no call() found)",
+        ]
     return "\n".join(parts) + "\n"

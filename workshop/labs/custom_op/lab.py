@@ -28,33 +28,57 @@ def extern_softmax():
 def check_correctness(ctx: LabContext, shapes: dict) -> dict:
     found = {"dtype_errors": cx.dtype_errors(ctx.device, shapes["lm_head"], ctx.seed)}
     for dtype, e in found["dtype_errors"].items():
-        name = f"{dtype} {shapes['lm_head']}: max |ours - float64 softmax| (<= 1.25 x torch's + slack)"
+        name = (
+            f"{dtype} {shapes['lm_head']}: max |ours - float64 softmax| (<= 1.25 x torch's + slack)"
+        )
         ctx.check_max(name, e["ours"], e["tolerance"])
     long = cx.dtype_errors(ctx.device, shapes["long"], ctx.seed, (torch.float32,))["float32"]
     found["long_row_error"] = long
-    ctx.check_max(f"float32 long rows {shapes['long']} (split-row kernels): max error", long["ours"], long["tolerance"])
+    ctx.check_max(
+        f"float32 long rows {shapes['long']} (split-row kernels): max error",
+        long["ours"],
+        long["tolerance"],
+    )
     found["layouts"] = cx.layouts(ctx.device, ctx.seed)
-    ctx.check_max("non-contiguous inputs (6 layouts): max |ours - torch.softmax|", max(found["layouts"].values()), 1e-6)
+    ctx.check_max(
+        "non-contiguous inputs (6 layouts): max |ours - torch.softmax|",
+        max(found["layouts"].values()),
+        1e-6,
+    )
     found["special_values"] = cx.special_value_mismatches(ctx.device, shapes["long"][1] // 4)
-    ctx.check_equal("rows with -inf/inf/NaN/all -inf that differ from torch.softmax",
-                    sum(found["special_values"].values()), 0)  # fmt: skip
+    ctx.check_equal(
+        "rows with -inf/inf/NaN/all -inf that differ from torch.softmax",
+        sum(found["special_values"].values()),
+        0,
+    )
     found["empty"] = cx.empty_results(ctx.device)
-    ctx.check_equal("empty tensors / 0-size dims give torch's empty result", sum(found["empty"].values()),
-                    len(found["empty"]))  # fmt: skip
+    ctx.check_equal(
+        "empty tensors / 0-size dims give torch's empty result",
+        sum(found["empty"].values()),
+        len(found["empty"]),
+    )
     found["bad_inputs"] = cx.bad_inputs(ctx.device)
     clear = sum(cx.EXPECTED_WORDS[k] in msg for k, msg in found["bad_inputs"].items())
-    ctx.check_equal("bad inputs rejected with an error naming the problem", clear, len(found["bad_inputs"]))
+    ctx.check_equal(
+        "bad inputs rejected with an error naming the problem", clear, len(found["bad_inputs"])
+    )
     return found
 
 
 def check_autograd(ctx: LabContext, shapes: dict) -> dict:
     found = {"gradcheck": cx.gradchecks(ctx.device, shapes["gradcheck_long"])}
-    ctx.check_equal("gradcheck/gradgradcheck float64 cases passed", sum(found["gradcheck"].values()),
-                    len(found["gradcheck"]))  # fmt: skip
+    ctx.check_equal(
+        "gradcheck/gradgradcheck float64 cases passed",
+        sum(found["gradcheck"].values()),
+        len(found["gradcheck"]),
+    )
     found["opcheck"] = cx.opchecks(ctx.device)
     ok = sum(v == "SUCCESS" for r in found["opcheck"].values() for v in r.values())
-    ctx.check_equal("opcheck tests passed (3 inputs x schema/autograd/fake/aot)", ok,
-                    sum(len(r) for r in found["opcheck"].values()))  # fmt: skip
+    ctx.check_equal(
+        "opcheck tests passed (3 inputs x schema/autograd/fake/aot)",
+        ok,
+        sum(len(r) for r in found["opcheck"].values()),
+    )
     return found
 
 
@@ -70,7 +94,9 @@ def check_compile(ctx: LabContext) -> dict:
     eager_y = softmax(x_ * 2.0, -1) * 3.0
     (eager_dx,) = torch.autograd.grad(eager_y, x_, dy)
     kinds = {softmax_op.KIND: (torch.ops.workshop.softmax, "workshop")}
-    if ctx.device == "cuda":  # the opaque flavor for comparison; under the interpreter only it works at all
+    if (
+        ctx.device == "cuda"
+    ):  # the opaque flavor for comparison; under the interpreter only it works at all
         kinds["custom_op"] = (extern_softmax(), "workshop_lab")
     found = {}
     for kind, (op, namespace) in kinds.items():
@@ -78,17 +104,29 @@ def check_compile(ctx: LabContext) -> dict:
         err = max((y - eager_y).abs().max().item(), (dx - eager_dx).abs().max().item())
         ctx.check_max(f"compiled ({kind}) vs eager: max |difference| of y and dx", err, 1e-5)
         found[kind] = inductor_code.census(sources, namespace)
-        ctx.write_text(f"inductor_{kind}.txt", inductor_code.excerpt(f"Inductor's code around a {kind}", sources))
-    ctx.check_min("custom_op: Inductor calls the op as an opaque extern kernel (calls)",
-                  found["custom_op"]["extern_calls"], 2)  # fmt: skip
+        ctx.write_text(
+            f"inductor_{kind}.txt",
+            inductor_code.excerpt(f"Inductor's code around a {kind}", sources),
+        )
+    ctx.check_min(
+        "custom_op: Inductor calls the op as an opaque extern kernel (calls)",
+        found["custom_op"]["extern_calls"],
+        2,
+    )
     if "triton_op" in found:
-        ctx.check_min("triton_op: our kernels' source inlined into Inductor's code (defs)",
-                      found["triton_op"]["inlined_kernel_defs"], 2)  # fmt: skip
+        ctx.check_min(
+            "triton_op: our kernels' source inlined into Inductor's code (defs)",
+            found["triton_op"]["inlined_kernel_defs"],
+            2,
+        )
         ctx.check_equal("triton_op: extern calls left", found["triton_op"]["extern_calls"], 0)
     else:
-        ctx.write_text("inductor_triton_op.txt", "Not produced on the CPU: under Triton's interpreter a triton_op "
-                       "cannot be compiled (see the handout).\nThe H200 excerpt is committed in "
-                       "benchmarks/custom_op/inductor_triton_op.txt.\n")  # fmt: skip
+        ctx.write_text(
+            "inductor_triton_op.txt",
+            "Not produced on the CPU: under Triton's interpreter a triton_op "
+            "cannot be compiled (see the handout).\nThe H200 excerpt is committed in "
+            "benchmarks/custom_op/inductor_triton_op.txt.\n",
+        )
     return found
 
 
@@ -107,19 +145,33 @@ def check_minigpt(ctx: LabContext) -> dict:
     ref_logits, ref_grads = logits_and_grads()
     model.use_softmax(softmax)
     logits, grads = logits_and_grads()
-    found = {"logits": (logits - ref_logits).abs().max().item(),
-             "grads": max((a - b).abs().max().item() for a, b in zip(grads, ref_grads))}  # fmt: skip
-    ctx.check_max("MiniGPT with our softmax: max |logits - logits with F.softmax|", found["logits"], 1e-5)
-    ctx.check_max("MiniGPT with our softmax: max |grad - grad with F.softmax|", found["grads"], 1e-5)
+    found = {
+        "logits": (logits - ref_logits).abs().max().item(),
+        "grads": max((a - b).abs().max().item() for a, b in zip(grads, ref_grads, strict=True)),
+    }
+    ctx.check_max(
+        "MiniGPT with our softmax: max |logits - logits with F.softmax|", found["logits"], 1e-5
+    )
+    ctx.check_max(
+        "MiniGPT with our softmax: max |grad - grad with F.softmax|", found["grads"], 1e-5
+    )
     return found
 
 
 def run(ctx: LabContext) -> None:
     torch.manual_seed(ctx.seed)
     shapes = cx.shapes(ctx.device)
-    found = {"registration": softmax_op.KIND, "shapes": {k: list(v) for k, v in shapes.items()}, "seconds": {}}
-    sections = {"correctness": lambda: check_correctness(ctx, shapes), "autograd": lambda: check_autograd(ctx, shapes),
-                "compile": lambda: check_compile(ctx), "minigpt": lambda: check_minigpt(ctx)}  # fmt: skip
+    found = {
+        "registration": softmax_op.KIND,
+        "shapes": {k: list(v) for k, v in shapes.items()},
+        "seconds": {},
+    }
+    sections = {
+        "correctness": lambda: check_correctness(ctx, shapes),
+        "autograd": lambda: check_autograd(ctx, shapes),
+        "compile": lambda: check_compile(ctx),
+        "minigpt": lambda: check_minigpt(ctx),
+    }
     for name, section in sections.items():
         start = time.perf_counter()
         found[name] = section()
@@ -133,13 +185,15 @@ def summary(ctx: LabContext, found: dict) -> str:
     errs = found["correctness"]["dtype_errors"]
     rows = "\n".join(f"| {d} | {e['ours']:.2e} | {e['torch']:.2e} |" for d, e in errs.items())
     bad = "\n".join(f"- {k}: `{v}`" for k, v in found["correctness"]["bad_inputs"].items())
-    census = "\n".join(f"- **{k}**: {v['extern_calls']} extern calls of the op, {v['inlined_kernel_defs']} of our "
-                       f"kernels inlined, {v['modules']} generated modules"
-                       for k, v in found["compile"].items())  # fmt: skip
+    census = "\n".join(
+        f"- **{k}**: {v['extern_calls']} extern calls of the op, {v['inlined_kernel_defs']} of our "
+        f"kernels inlined, {v['modules']} generated modules"
+        for k, v in found["compile"].items()
+    )
     return f"""
-`torch.ops.workshop.softmax` is registered here as a **{found['registration']}** (device {ctx.device}).
+`torch.ops.workshop.softmax` is registered here as a **{found["registration"]}** (device {ctx.device}).
 
-Accuracy against a float64 softmax, shape {found['shapes']['lm_head']}:
+Accuracy against a float64 softmax, shape {found["shapes"]["lm_head"]}:
 
 | dtype | ours | torch.softmax |
 |---|---|---|
@@ -153,6 +207,6 @@ What Inductor made of the op (`inductor_custom_op.txt`, `inductor_triton_op.txt`
 
 {census}
 
-MiniGPT with our softmax in its attention: logits differ by {found['minigpt']['logits']:.1e}, gradients by
-{found['minigpt']['grads']:.1e}.
+MiniGPT with our softmax in its attention: logits differ by {found["minigpt"]["logits"]:.1e}, gradients by
+{found["minigpt"]["grads"]:.1e}.
 """

@@ -9,6 +9,8 @@ root's plus the guards of the kernels the root passed (reimpl.walk says which), 
 
 from __future__ import annotations
 
+import itertools
+
 import torch
 
 from workshop.labs.dispatcher import keys, reimpl
@@ -30,39 +32,57 @@ def real_chain(op: str, tensor_ks, include, exclude, chain_keys: list[str]) -> l
         key = ks.highestPriorityTypeId().name
         source, how = keys.computed_kernel_source(op, key) if key != "Undefined" else (None, "")
         entry = table.get(key)
-        out.append({"key": key, "source": source, "tag": entry.tag if entry else None, "found_with": how})
+        out.append(
+            {"key": key, "source": source, "tag": entry.tag if entry else None, "found_with": how}
+        )
     return out
 
 
 def explain_call(call: Call, include, exclude, tls_from: str) -> dict:
     op = call.qualified
-    steps, child_exclude = reimpl.walk(keys.registrations(op), keys.backend_fallbacks(op),
-                                       keys.names(call.tensor_keys), keys.names(include),
-                                       keys.names(exclude))  # fmt: skip
+    steps, child_exclude = reimpl.walk(
+        keys.registrations(op),
+        keys.backend_fallbacks(op),
+        keys.names(call.tensor_keys),
+        keys.names(include),
+        keys.names(exclude),
+    )
     real = real_chain(op, call.tensor_keys, include, exclude, [s.key for s in steps])
     chain = []
-    for s, r in zip(steps, real):
+    for s, r in zip(steps, real, strict=True):
         mine = s.kernel.as_dict() if s.kernel else None
-        agrees = s.key == r["key"] and mine is not None and (mine["source"], mine["tag"]) == (r["source"], r["tag"])
-        chain.append({"key": s.key, "kernel": mine, "passes_on": s.passes_on, "real": r, "agrees": agrees})
+        agrees = (
+            s.key == r["key"]
+            and mine is not None
+            and (mine["source"], mine["tag"]) == (r["source"], r["tag"])
+        )
+        chain.append(
+            {"key": s.key, "kernel": mine, "passes_on": s.passes_on, "real": r, "agrees": agrees}
+        )
     keys_walked = [s.key for s in steps]
     return {
-        "op": call.op, "overload": call.overload, "output": call.output,
+        "op": call.op,
+        "overload": call.overload,
+        "output": call.output,
         "tensor_keys": keys.names(call.tensor_keys),
-        "tls_include": keys.names(include), "tls_exclude": keys.names(exclude), "tls_from": tls_from,
-        "arrived_at_python": call.arrived_at_python, "below_python_key": call.below_python_key,
+        "tls_include": keys.names(include),
+        "tls_exclude": keys.names(exclude),
+        "tls_from": tls_from,
+        "arrived_at_python": call.arrived_at_python,
+        "below_python_key": call.below_python_key,
         "chain": chain,
         "winner": keys_walked[0] if keys_walked else None,
         "kernel": chain[-1]["kernel"] if chain else None,
-        "explained": bool(chain) and all(c["kernel"] and c["real"]["source"] for c in chain)
-                     and not chain[-1]["passes_on"],
+        "explained": bool(chain)
+        and all(c["kernel"] and c["real"]["source"] for c in chain)
+        and not chain[-1]["passes_on"],
         "agrees": bool(chain) and all(c["agrees"] for c in chain),
         # the recorder saw the call at the Python key exactly when the chain says it gets there
         "python_key_consistent": call.arrived_at_python == ("Python" in keys_walked)
-                                 and (not call.arrived_at_python or keys_walked[-1] == call.below_python_key),
+        and (not call.arrived_at_python or keys_walked[-1] == call.below_python_key),
         "child_exclude": sorted(child_exclude),
         "children": [],
-    }  # fmt: skip
+    }
 
 
 def explain(rec: Recording) -> dict:
@@ -72,18 +92,26 @@ def explain(rec: Recording) -> dict:
     if arrived:  # the root call itself reached the Python key: what the recorder saw is the root
         observed = rec.observed[0]
         root.arrived_at_python, root.below_python_key = True, observed.below_python_key
-        root.children, root.child_tls, root.output = observed.children, observed.child_tls, observed.output
+        root.children, root.child_tls, root.output = (
+            observed.children,
+            observed.child_tls,
+            observed.output,
+        )
     tree = explain_call(root, *root_py.tls, "observed when F.linear entered C++")
     if arrived:
         tree["children"] = [_explain_observed(c, root.child_tls) for c in root.children]
     else:  # calls made by kernels above the Python key: they start from the root's TLS plus its kernels' guards
         include, exclude = root_py.tls[0], keys.keyset(tree["child_exclude"])
-        tree["children"] = [_explain_observed(c, (include, exclude), "predicted from the root's chain")
-                            for c in rec.observed]  # fmt: skip
+        tree["children"] = [
+            _explain_observed(c, (include, exclude), "predicted from the root's chain")
+            for c in rec.observed
+        ]
     return tree
 
 
-def _explain_observed(call: Call, tls: tuple, tls_from: str = "observed while the parent's kernel ran") -> dict:
+def _explain_observed(
+    call: Call, tls: tuple, tls_from: str = "observed while the parent's kernel ran"
+) -> dict:
     node = explain_call(call, *tls, tls_from)
     node["children"] = [_explain_observed(c, call.child_tls) for c in call.children]
     return node
@@ -106,8 +134,12 @@ def profiler_consistency(tree: dict, rec: Recording, autocast_key: str | None) -
         else:
             unseen.append(name)
     unexplained = sorted({n for n in unseen if not _decided_above_python(n, autocast_key)})
-    return {"recorded_in_profiler_order": i == len(seen), "decided_above_python": unseen,
-            "unexplained": unexplained, "ok": i == len(seen) and not unexplained}  # fmt: skip
+    return {
+        "recorded_in_profiler_order": i == len(seen),
+        "decided_above_python": unseen,
+        "unexplained": unexplained,
+        "ok": i == len(seen) and not unexplained,
+    }
 
 
 def _decided_above_python(op: str, autocast_key: str | None) -> bool:
@@ -135,14 +167,17 @@ def autograd_nodes(out: torch.Tensor) -> list[str]:
 def priority_disagreements() -> list[tuple[str, str, str]]:
     """Neighbours in reimpl.PRIORITY (a above b) that the real highestPriorityTypeId orders otherwise, as
     (a, b, real winner); per-backend functionalities are tried with their CPU key, backends as CPU vs CUDA."""
+
     def runtime(f: str) -> str | None:
         name = keys.PER_BACKEND_PREFIX[f] + "CPU" if f in keys.PER_BACKEND_PREFIX else f
-        is_backend = name in keys.backend_names() and f not in keys.PER_BACKEND_PREFIX  # e.g. MAIA in newer torch
+        is_backend = (
+            name in keys.backend_names() and f not in keys.PER_BACKEND_PREFIX
+        )  # e.g. MAIA in newer torch
         known = hasattr(keys.DK, name) and name in keys.runtime_key_names() and not is_backend
         return name if known else None
 
     known = [k for k in map(runtime, reimpl.PRIORITY) if k]
-    pairs = list(zip(known, known[1:])) + [("CUDA", "CPU"), ("AutogradCUDA", "AutogradCPU")]
+    pairs = list(itertools.pairwise(known)) + [("CUDA", "CPU"), ("AutogradCUDA", "AutogradCPU")]
     out = []
     for a, b in pairs:
         real = keys.keyset([a, b]).highestPriorityTypeId().name

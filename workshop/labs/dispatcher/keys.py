@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import torch
 
@@ -18,8 +18,14 @@ C = torch._C
 DK = C.DispatchKey
 
 # Functionalities that exist once per backend: their runtime keys are "<prefix><backend>", e.g. AutogradCPU.
-PER_BACKEND_PREFIX = {"Dense": "", "Quantized": "Quantized", "Sparse": "Sparse", "SparseCsr": "SparseCsr",
-                      "NestedTensor": "NestedTensor", "AutogradFunctionality": "Autograd"}  # fmt: skip
+PER_BACKEND_PREFIX = {
+    "Dense": "",
+    "Quantized": "Quantized",
+    "Sparse": "Sparse",
+    "SparseCsr": "SparseCsr",
+    "NestedTensor": "NestedTensor",
+    "AutogradFunctionality": "Autograd",
+}
 
 
 def _value(name: str) -> int:
@@ -30,14 +36,17 @@ def _value(name: str) -> int:
 def backend_names() -> tuple[str, ...]:
     """Dense backends in the enum's (= priority) order, lowest first: CPU, CUDA, ..., Meta."""
     lo, hi = _value("StartOfDenseBackends"), _value("EndOfDenseBackends")
-    return tuple(n for n, k in sorted(DK.__members__.items(), key=lambda nk: nk[1].value) if lo < k.value <= hi
-                 and not n.startswith(("StartOf", "EndOf")))  # fmt: skip
+    return tuple(
+        n
+        for n, k in sorted(DK.__members__.items(), key=lambda nk: nk[1].value)
+        if lo < k.value <= hi and not n.startswith(("StartOf", "EndOf"))
+    )
 
 
 def split_runtime_key(name: str) -> tuple[str, str | None]:
     """'AutogradCPU' -> ('AutogradFunctionality', 'CPU'); 'CPU' -> ('Dense', 'CPU'); 'Python' -> ('Python', None)."""
     for functionality, prefix in sorted(PER_BACKEND_PREFIX.items(), key=lambda fp: -len(fp[1])):
-        rest = name[len(prefix):] if name.startswith(prefix) else None
+        rest = name[len(prefix) :] if name.startswith(prefix) else None
         if rest in backend_names():
             return functionality, rest
     return name, None
@@ -46,9 +55,14 @@ def split_runtime_key(name: str) -> tuple[str, str | None]:
 @lru_cache(maxsize=1)
 def runtime_key_names() -> tuple[str, ...]:
     """Every key a DispatchKeySet can hold that is neither an alias nor a bare per-backend functionality."""
-    return tuple(n for n, k in DK.__members__.items()
-                 if n not in PER_BACKEND_PREFIX and n != "Undefined" and not n.startswith(("StartOf", "EndOf"))
-                 and not C._dispatch_is_alias_key(k))  # fmt: skip
+    return tuple(
+        n
+        for n, k in DK.__members__.items()
+        if n not in PER_BACKEND_PREFIX
+        and n != "Undefined"
+        and not n.startswith(("StartOf", "EndOf"))
+        and not C._dispatch_is_alias_key(k)
+    )
 
 
 def names(ks) -> list[str]:
@@ -60,26 +74,26 @@ def names(ks) -> list[str]:
     return sorted(set(out))
 
 
-def keyset(key_names) -> "C.DispatchKeySet":
+def keyset(key_names) -> C.DispatchKeySet:
     ks = C.DispatchKeySet(DK.Undefined)
     for n in key_names:
         ks = ks | C.DispatchKeySet(getattr(DK, n))
     return ks
 
 
-def tensor_keys(tensors) -> "C.DispatchKeySet":
+def tensor_keys(tensors) -> C.DispatchKeySet:
     ks = C.DispatchKeySet(DK.Undefined)
     for t in tensors:
         ks = ks | C._dispatch_keys(t)
     return ks
 
 
-def tls() -> tuple["C.DispatchKeySet", "C.DispatchKeySet"]:
+def tls() -> tuple[C.DispatchKeySet, C.DispatchKeySet]:
     """The thread-local (include, exclude) sets the dispatcher folds into every key set it computes."""
     return C._dispatch_tls_local_include_set(), C._dispatch_tls_local_exclude_set()
 
 
-def keys_below(key: str) -> "C.DispatchKeySet":
+def keys_below(key: str) -> C.DispatchKeySet:
     """The real 'every key of lower priority than key' mask that kernels redispatch with."""
     return C._dispatch_keyset_full_after(getattr(DK, key))
 
@@ -113,18 +127,23 @@ def parse_table(text: str) -> dict[str, Kernel]:
             continue
         tag_text = tag["tag"].strip() if tag else ""
         fallthrough = m["rest"].startswith("fallthrough") or "fallthrough" in tag_text.split()
-        kind = " ".join(w for w in tag_text.split() if w not in ("fallthrough", "boxed", "unboxed")) or "kernel"
-        table[m["key"] + ("[alias]" if m["alias"] else "")] = Kernel(os.path.basename(src["path"]), kind, fallthrough)
+        kind = (
+            " ".join(w for w in tag_text.split() if w not in ("fallthrough", "boxed", "unboxed"))
+            or "kernel"
+        )
+        table[m["key"] + ("[alias]" if m["alias"] else "")] = Kernel(
+            os.path.basename(src["path"]), kind, fallthrough
+        )
     return table
 
 
-@lru_cache(maxsize=None)
+@cache
 def computed_table(op: str) -> dict[str, Kernel]:
     """The dispatcher's computed table for op: runtime key -> the kernel a call at that key runs."""
     return parse_table(C._dispatch_dump_table(op))
 
 
-@lru_cache(maxsize=None)
+@cache
 def registrations(op: str) -> dict[str, Kernel]:
     """What was registered for op itself (runtime keys and 'Alias[alias]' keys), before the table is computed."""
     return parse_table(C._dispatch_dump(op))

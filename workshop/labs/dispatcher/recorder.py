@@ -33,9 +33,13 @@ class Call:
     tensor_keys: object  # DispatchKeySet: union over the tensor arguments
     tls: tuple  # (include, exclude) DispatchKeySets where it was observed
     arrived_at_python: bool = False
-    below_python_key: str | None = None  # the key the recorder's redispatch ran (the real dispatcher's pick)
-    child_tls: tuple | None = None  # TLS in force while the kernel below Python ran (its calls start from this)
-    children: list["Call"] = field(default_factory=list)
+    below_python_key: str | None = (
+        None  # the key the recorder's redispatch ran (the real dispatcher's pick)
+    )
+    child_tls: tuple | None = (
+        None  # TLS in force while the kernel below Python ran (its calls start from this)
+    )
+    children: list[Call] = field(default_factory=list)
     output: str = ""
 
     @property
@@ -73,7 +77,9 @@ class DispatchRecorder(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
-        call = Call(func._schema.name, func._overloadname, keys.tensor_keys(tensors), keys.tls(), True)
+        call = Call(
+            func._schema.name, func._overloadname, keys.tensor_keys(tensors), keys.tls(), True
+        )
         (self._stack[-1].children if self._stack else self.calls).append(call)
         ks = below_python_keyset(call.qualified, call.tensor_keys, *call.tls)
         call.below_python_key = ks.highestPriorityTypeId().name
@@ -107,12 +113,21 @@ class PythonLayer(TorchFunctionMode):
         kwargs = kwargs or {}
         tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
         name = f"{getattr(func, '__module__', None) or 'torch'}.{getattr(func, '__name__', repr(func))}"
-        info = [{"shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch."), "device": str(t.device),
-                 "requires_grad": t.requires_grad, "dispatch_keys": keys.names(torch._C._dispatch_keys(t))}
-                for t in tensors]  # fmt: skip
+        info = [
+            {
+                "shape": list(t.shape),
+                "dtype": str(t.dtype).removeprefix("torch."),
+                "device": str(t.device),
+                "requires_grad": t.requires_grad,
+                "dispatch_keys": keys.names(torch._C._dispatch_keys(t)),
+            }
+            for t in tensors
+        ]
         if not self.calls:
             self.root_args = tuple(tensors)
-        self.calls.append(PythonCall(name.replace("torch._C._nn.", "torch.nn.functional."), info, keys.tls()))
+        self.calls.append(
+            PythonCall(name.replace("torch._C._nn.", "torch.nn.functional."), info, keys.tls())
+        )
         return func(*args, **kwargs)
 
 
@@ -145,6 +160,12 @@ def record(fn, device: str) -> Recording:
     for e in ops:  # device kernels hang off the op that launched them
         kernels += [{"op": e.name, "kernel": k.name} for k in getattr(e, "kernels", [])]
     if device == "cuda" and not kernels:
-        kernels = [{"op": None, "kernel": e.name} for e in events if str(e.device_type).endswith("CUDA")]
-        notes.append("profiler events carry no .kernels here: device kernels listed without their op")
-    return Recording(out, python.calls, python.root_args, dispatch.calls, [e.name for e in ops], kernels, notes)
+        kernels = [
+            {"op": None, "kernel": e.name} for e in events if str(e.device_type).endswith("CUDA")
+        ]
+        notes.append(
+            "profiler events carry no .kernels here: device kernels listed without their op"
+        )
+    return Recording(
+        out, python.calls, python.root_args, dispatch.calls, [e.name for e in ops], kernels, notes
+    )

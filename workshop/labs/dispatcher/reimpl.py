@@ -22,19 +22,62 @@ from workshop.labs.dispatcher.keys import Kernel, backend_names, split_runtime_k
 
 # Functionality keys, highest priority first (c10/core/DispatchKey.h declares them lowest first).
 PRIORITY = [
-    "PythonDispatcher", "PreDispatch", "TESTING_ONLY_GenericMode", "TESTING_ONLY_GenericWrapper",
-    "FuncTorchDynamicLayerFrontMode", "PythonTLSSnapshot", "DeferredInit", "FuncTorchGradWrapper", "VmapMode",
-    "Batched", "FuncTorchVmapMode", "BatchedNestedTensor", "FuncTorchBatched",
-    "AutocastPrivateUse1", "AutocastCUDA", "AutocastMPS", "AutocastXLA", "AutocastHPU", "AutocastIPU",
-    "AutocastXPU", "AutocastMAIA", "AutocastMTIA", "AutocastCPU",
-    "Tracer", "AutogradNestedTensor", "AutogradFunctionality", "AutogradOther", "ADInplaceOrView",
-    "ZeroTensor", "Negative", "Conjugate", "NamedTensor", "Functionalize", "FuncTorchDynamicLayerBackMode", "Fake",
-    "Python", "BackendSelect",
-    "NestedTensor", "SparseCsr", "Sparse", "MkldnnCPU", "CustomRNGKeyId", "Quantized", "Metal", "Vulkan", "FPGA",
+    "PythonDispatcher",
+    "PreDispatch",
+    "TESTING_ONLY_GenericMode",
+    "TESTING_ONLY_GenericWrapper",
+    "FuncTorchDynamicLayerFrontMode",
+    "PythonTLSSnapshot",
+    "DeferredInit",
+    "FuncTorchGradWrapper",
+    "VmapMode",
+    "Batched",
+    "FuncTorchVmapMode",
+    "BatchedNestedTensor",
+    "FuncTorchBatched",
+    "AutocastPrivateUse1",
+    "AutocastCUDA",
+    "AutocastMPS",
+    "AutocastXLA",
+    "AutocastHPU",
+    "AutocastIPU",
+    "AutocastXPU",
+    "AutocastMAIA",
+    "AutocastMTIA",
+    "AutocastCPU",
+    "Tracer",
+    "AutogradNestedTensor",
+    "AutogradFunctionality",
+    "AutogradOther",
+    "ADInplaceOrView",
+    "ZeroTensor",
+    "Negative",
+    "Conjugate",
+    "NamedTensor",
+    "Functionalize",
+    "FuncTorchDynamicLayerBackMode",
+    "Fake",
+    "Python",
+    "BackendSelect",
+    "NestedTensor",
+    "SparseCsr",
+    "Sparse",
+    "MkldnnCPU",
+    "CustomRNGKeyId",
+    "Quantized",
+    "Metal",
+    "Vulkan",
+    "FPGA",
     "Dense",
-]  # fmt: skip
+]
 AUTOGRAD = {"AutogradFunctionality", "AutogradOther", "AutogradNestedTensor"}
-BACKENDS = {"Dense", "Quantized", "Sparse", "SparseCsr", "NestedTensor"}  # where Composite*Autograd kernels may sit
+BACKENDS = {
+    "Dense",
+    "Quantized",
+    "Sparse",
+    "SparseCsr",
+    "NestedTensor",
+}  # where Composite*Autograd kernels may sit
 # Kernels at these keys add their concern and hand the call to the next lower key (a "redispatch").
 PASS_ON = AUTOGRAD | {"ADInplaceOrView", "PythonTLSSnapshot", "Python"}
 # AutoDispatchBelowADInplaceOrView: what autograd and view-tracking kernels exclude for the calls made below them.
@@ -49,7 +92,9 @@ def rank(key: str) -> tuple[int, int]:
     """Bigger wins: first the functionality's place in PRIORITY, then (for per-backend keys) the backend's."""
     f, backend = split_runtime_key(key)
     if f not in PRIORITY:
-        raise KeyError(f"no priority known for dispatch key {key!r}; add its functionality to reimpl.PRIORITY")
+        raise KeyError(
+            f"no priority known for dispatch key {key!r}; add its functionality to reimpl.PRIORITY"
+        )
     return len(PRIORITY) - PRIORITY.index(f), (backend_names().index(backend) + 1) if backend else 0
 
 
@@ -65,17 +110,26 @@ def table_entry(regs: dict[str, Kernel], fallbacks: dict[str, Kernel], key: str)
     f, backend = split_runtime_key(key)
     if key in regs:  # 1. registered for exactly this key
         return Kernel(regs[key].source, "kernel", regs[key].fallthrough)
-    if f in BACKENDS:  # 2.1, 2.2 a backend key takes a CompositeExplicitAutograd[NonFunctional] kernel
-        for alias in ("CompositeExplicitAutogradNonFunctional[alias]", "CompositeExplicitAutograd[alias]"):
+    if (
+        f in BACKENDS
+    ):  # 2.1, 2.2 a backend key takes a CompositeExplicitAutograd[NonFunctional] kernel
+        for alias in (
+            "CompositeExplicitAutogradNonFunctional[alias]",
+            "CompositeExplicitAutograd[alias]",
+        ):
             if alias in regs:
                 return Kernel(regs[alias].source, "default backend kernel", False)
     if (f in BACKENDS or f in AUTOGRAD) and "CompositeImplicitAutograd[alias]" in regs:
         # 2.3 the decomposition; at an autograd key only if the backend has no kernel of its own, since then
         # autograd must wrap that kernel instead of differentiating through the decomposition
-        backend_has_kernel = f in AUTOGRAD and (backend in regs or "CompositeExplicitAutograd[alias]" in regs)
+        backend_has_kernel = f in AUTOGRAD and (
+            backend in regs or "CompositeExplicitAutograd[alias]" in regs
+        )
         if not backend_has_kernel:
             return Kernel(regs["CompositeImplicitAutograd[alias]"].source, "math kernel", False)
-    if f in AUTOGRAD and "Autograd[alias]" in regs:  # 2.4 the generated autograd kernel (VariableType)
+    if (
+        f in AUTOGRAD and "Autograd[alias]" in regs
+    ):  # 2.4 the generated autograd kernel (VariableType)
         return Kernel(regs["Autograd[alias]"].source, "autograd kernel", False)
     if key in fallbacks:  # 3. the key's fallback for every operator
         return fallbacks[key]
@@ -93,13 +147,18 @@ class Step:
 def walk(regs, fallbacks, tensor_keys, include, exclude) -> tuple[list[Step], set[str]]:
     """Steps 1-4 for one call: the chain of (key, kernel), and the TLS exclude set the calls made by the last
     kernel will see (its guards: autograd excludes itself and ADInplaceOrView, autocast excludes itself)."""
-    in_play = {k for k in keys_in_play(tensor_keys, include, exclude)
-               if not ((e := table_entry(regs, fallbacks, k)) and e.fallthrough)}  # fmt: skip
+    in_play = {
+        k
+        for k in keys_in_play(tensor_keys, include, exclude)
+        if not ((e := table_entry(regs, fallbacks, k)) and e.fallthrough)
+    }
     steps, child_exclude = [], set(exclude)
     while in_play:
         key = max(in_play, key=rank)
         kernel = table_entry(regs, fallbacks, key)
-        passes_on = kernel is not None and kernel.tag != "math kernel" and functionality(key) in PASS_ON
+        passes_on = (
+            kernel is not None and kernel.tag != "math kernel" and functionality(key) in PASS_ON
+        )
         steps.append(Step(key, kernel, passes_on, tuple(sorted(in_play, key=rank, reverse=True))))
         if passes_on and functionality(key) in BELOW_AUTOGRAD_EXCLUDE:
             child_exclude |= BELOW_AUTOGRAD_EXCLUDE

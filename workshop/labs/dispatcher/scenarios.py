@@ -54,7 +54,9 @@ def all_scenarios(devices: list[str]) -> list[Scenario]:
 def lm_head_input(model, seed: int, device: str) -> torch.Tensor:
     """Hidden states of two real prompts (prefixes of grammar sentences), (B=2, T, 64), no autograd history."""
     sentences = sample_corpus(2, seed)
-    T = min(len(s) for s in sentences) - 1  # a proper prefix of both: the model must predict the next token
+    T = (
+        min(len(s) for s in sentences) - 1
+    )  # a proper prefix of both: the model must predict the next token
     idx = torch.tensor([s[:T] for s in sentences], device=device)  # (2, T)
     with torch.no_grad():
         return model.hidden_states(idx)  # (2, T, 64)
@@ -71,17 +73,29 @@ def run_scenario(sc: Scenario, head: torch.nn.Linear, x3: torch.Tensor) -> dict:
     tree = explain(rec)
     calls = list(flat(tree))
     return {
-        "name": sc.name, "device": sc.device, "mode": sc.mode, "rank": sc.rank,
-        "python_layer": [{"function": p.function, "tensor_args": p.tensor_args, "tls_include": names(p.tls[0]),
-                          "tls_exclude": names(p.tls[1])} for p in rec.python],
+        "name": sc.name,
+        "device": sc.device,
+        "mode": sc.mode,
+        "rank": sc.rank,
+        "python_layer": [
+            {
+                "function": p.function,
+                "tensor_args": p.tensor_args,
+                "tls_include": names(p.tls[0]),
+                "tls_exclude": names(p.tls[1]),
+            }
+            for p in rec.python
+        ],
         "tree": tree,
         "ops_at_python_key": [c["op"] for c in calls if c["arrived_at_python"]],
         "profiled_ops": rec.profiled_ops,
         "profiler": profiler_consistency(tree, rec, sc.autocast_key),
         "autograd_nodes": autograd_nodes(rec.output) if rec.output.grad_fn is not None else [],
         "device_kernels": rec.device_kernels,
-        "gemm_kernels": sorted({k["kernel"] for k in rec.device_kernels if GEMM.search(k["kernel"])}),
+        "gemm_kernels": sorted(
+            {k["kernel"] for k in rec.device_kernels if GEMM.search(k["kernel"])}
+        ),
         "output": f"{str(rec.output.dtype).removeprefix('torch.')}{list(rec.output.shape)}",
         "output_equals_lm_head": bool(torch.equal(rec.output, expected)),
         "notes": rec.notes,
-    }  # fmt: skip
+    }

@@ -40,13 +40,31 @@ TOLERANCE = {"cpu": 1e-6, "cuda": 1e-5}
 
 def parse_args(description: str) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=description)
-    p.add_argument("--out", type=Path, required=True, help="folder for measurements.json (written by rank 0)")
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="cpu: gloo; cuda: NCCL, a GPU per rank")
+    p.add_argument(
+        "--out", type=Path, required=True, help="folder for measurements.json (written by rank 0)"
+    )
+    p.add_argument(
+        "--device",
+        choices=("cpu", "cuda"),
+        default="cpu",
+        help="cpu: gloo; cuda: NCCL, a GPU per rank",
+    )
     p.add_argument("--steps", type=int, default=STEPS)
-    p.add_argument("--fail-rank", type=int, default=None, help="inject a failure on this rank at step 1")
-    p.add_argument("--fail-mode", choices=("raise", "hang"), default="raise",
-                   help="raise: the rank dies; hang: it stops answering (peers wait for --pg-timeout)")  # fmt: skip
-    p.add_argument("--pg-timeout", type=float, default=30.0, help="seconds a collective may wait before failing")
+    p.add_argument(
+        "--fail-rank", type=int, default=None, help="inject a failure on this rank at step 1"
+    )
+    p.add_argument(
+        "--fail-mode",
+        choices=("raise", "hang"),
+        default="raise",
+        help="raise: the rank dies; hang: it stops answering (peers wait for --pg-timeout)",
+    )
+    p.add_argument(
+        "--pg-timeout",
+        type=float,
+        default=30.0,
+        help="seconds a collective may wait before failing",
+    )
     return p.parse_args()
 
 
@@ -61,21 +79,30 @@ class Rank:
 def setup(args: argparse.Namespace) -> Rank:
     """Join the process group that torchrun's rendezvous describes (RANK, WORLD_SIZE, MASTER_ADDR ... in env)."""
     if "RANK" not in os.environ:
-        raise SystemExit("run this under torchrun: python -m torch.distributed.run --nproc-per-node N -m <demo> ...")
+        raise SystemExit(
+            "run this under torchrun: python -m torch.distributed.run --nproc-per-node N -m <demo> ..."
+        )
     local_rank = int(os.environ["LOCAL_RANK"])
     if args.device == "cuda":
         if local_rank >= torch.cuda.device_count():
-            raise SystemExit(f"local rank {local_rank} has no GPU ({torch.cuda.device_count()} visible); "
-                             "use fewer processes per node or --device cpu")  # fmt: skip
+            raise SystemExit(
+                f"local rank {local_rank} has no GPU ({torch.cuda.device_count()} visible); "
+                "use fewer processes per node or --device cpu"
+            )
         device, backend = torch.device("cuda", local_rank), "nccl"
         torch.cuda.set_device(device)
-        torch.backends.cuda.matmul.allow_tf32 = False  # TF32 would put fp32 results ~1e-3 off the reference
+        torch.backends.cuda.matmul.allow_tf32 = (
+            False  # TF32 would put fp32 results ~1e-3 off the reference
+        )
         torch.backends.cudnn.allow_tf32 = False
     else:
         device, backend = torch.device("cpu"), "gloo"
     # The timeout bounds every collective: a rank that stops answering fails its peers after it, not 30 min.
-    dist.init_process_group(backend, timeout=timedelta(seconds=args.pg_timeout),
-                            device_id=device if device.type == "cuda" else None)  # fmt: skip
+    dist.init_process_group(
+        backend,
+        timeout=timedelta(seconds=args.pg_timeout),
+        device_id=device if device.type == "cuda" else None,
+    )
     return Rank(dist.get_rank(), dist.get_world_size(), device, backend)
 
 
@@ -131,15 +158,24 @@ def nbytes(tensors) -> int:
 def memory(params: list[torch.Tensor], opt: torch.optim.Optimizer) -> dict[str, int]:
     """Bytes this rank holds for parameters, gradients and optimizer state (SGD: momentum buffers)."""
     state = [v for s in opt.state.values() for v in s.values() if isinstance(v, torch.Tensor)]
-    return {"params": nbytes(params), "grads": nbytes(p.grad for p in params), "optimizer": nbytes(state)}
+    return {
+        "params": nbytes(params),
+        "grads": nbytes(p.grad for p in params),
+        "optimizer": nbytes(state),
+    }
 
 
 def maybe_fail(args, rank: Rank, step: int) -> None:
     if args.fail_rank == rank.rank and step == 1:
         if args.fail_mode == "hang":
-            print(f"rank {rank.rank}: injected hang at step {step} (--fail-rank {rank.rank})", flush=True)
+            print(
+                f"rank {rank.rank}: injected hang at step {step} (--fail-rank {rank.rank})",
+                flush=True,
+            )
             time.sleep(3600)
-        raise RuntimeError(f"injected failure on rank {rank.rank} at step {step} (--fail-rank {rank.rank})")
+        raise RuntimeError(
+            f"injected failure on rank {rank.rank} at step {step} (--fail-rank {rank.rank})"
+        )
 
 
 def sync(rank: Rank) -> None:
@@ -169,8 +205,12 @@ def train(args, rank: Rank, step_fn, opt) -> dict:
         sync(rank)
         times.append(time.perf_counter() - start)
         losses.append(loss)
-    record = {"rank": rank.rank, "losses": losses, "step_time_s": statistics.median(times[1:] or times),
-              "collectives": log.summary()}  # fmt: skip
+    record = {
+        "rank": rank.rank,
+        "losses": losses,
+        "step_time_s": statistics.median(times[1:] or times),
+        "collectives": log.summary(),
+    }
     if rank.device.type == "cuda":
         record["cuda_peak_bytes"] = torch.cuda.max_memory_allocated(rank.device)
     return record
@@ -181,8 +221,13 @@ def compare(record: dict, params: dict[str, torch.Tensor], steps: int, chunks: i
     ref_losses, ref_params = reference_run(steps, chunks, device)
     errors = {n: (params[n] - ref_params[n]).abs().max().item() for n in params}
     worst = max(errors, key=errors.get)
-    return {**record, "reference_losses": ref_losses, "max_param_error": errors[worst], "worst_param": worst,
-            "params_compared": len(params)}  # fmt: skip
+    return {
+        **record,
+        "reference_losses": ref_losses,
+        "max_param_error": errors[worst],
+        "worst_param": worst,
+        "params_compared": len(params),
+    }
 
 
 def gather(record: dict) -> list[dict]:
@@ -195,23 +240,40 @@ def gather(record: dict) -> list[dict]:
 def write(args, rank: Rank, strategy: str, runs: dict[str, dict], **extra) -> None:
     """Rank 0 writes measurements.json: {strategy, ..., runs: {name: {losses, per_rank: [...], ...}}}."""
     if rank.rank == 0:
-        data = {"strategy": strategy, "world_size": rank.world, "device": rank.device.type, "backend": rank.backend,
-                "steps": args.steps, "rows_per_chunk": ROWS, "lr": LR, "tolerance": TOLERANCE[rank.device.type],
-                "torch": torch.__version__, "runs": runs, **extra}  # fmt: skip
+        data = {
+            "strategy": strategy,
+            "world_size": rank.world,
+            "device": rank.device.type,
+            "backend": rank.backend,
+            "steps": args.steps,
+            "rows_per_chunk": ROWS,
+            "lr": LR,
+            "tolerance": TOLERANCE[rank.device.type],
+            "torch": torch.__version__,
+            "runs": runs,
+            **extra,
+        }
         atomic.write_json(args.out / "measurements.json", data)
 
 
 def mean_losses(records: list[dict]) -> list[float]:
     """Per step, the mean of the ranks' losses: the loss of the whole batch when each rank had one chunk."""
-    return [sum(steps) / len(steps) for steps in zip(*(r["losses"] for r in records))]
+    return [sum(steps) / len(steps) for steps in zip(*(r["losses"] for r in records), strict=True)]
 
 
 def run_summary(records: list[dict], losses: list[float], chunks: int) -> dict:
     """One run's result from all ranks' records and the losses the run reports (one per step)."""
     ref = records[0]["reference_losses"]
-    return {"chunks": chunks, "losses": losses, "reference_losses": ref,
-            "max_loss_error": max(abs(a - b) / abs(b) for a, b in zip(losses, ref)),  # relative: a loss is ~3.7
-            "max_param_error": max(r["max_param_error"] for r in records), "per_rank": records}  # fmt: skip
+    return {
+        "chunks": chunks,
+        "losses": losses,
+        "reference_losses": ref,
+        "max_loss_error": max(
+            abs(a - b) / abs(b) for a, b in zip(losses, ref, strict=True)
+        ),  # relative: a loss is ~3.7
+        "max_param_error": max(r["max_param_error"] for r in records),
+        "per_rank": records,
+    }
 
 
 def finish_data_parallel(args, rank: Rank, strategy: str, record_: dict, params: dict) -> None:

@@ -19,7 +19,12 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from workshop.tensor_bytes import tensor_bytes
 
 NAMESPACES = {"c10d", "_c10d_functional", "c10d_functional"}
-NOT_COMMUNICATION = {"wait_tensor", "wrap_tensor_autograd", "barrier", "monitored_barrier"}  # names, "_" stripped
+NOT_COMMUNICATION = {
+    "wait_tensor",
+    "wrap_tensor_autograd",
+    "barrier",
+    "monitored_barrier",
+}  # names, "_" stripped
 
 
 class CollectiveLog(TorchDispatchMode):

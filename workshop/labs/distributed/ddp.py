@@ -18,12 +18,18 @@ def main() -> None:
     args = common.parse_args("DDP demo of the MiniGPT (run under torchrun)")
     rank = common.setup(args)
     model = common.load_model(rank.device)
-    ddp = DistributedDataParallel(model, device_ids=[rank.device.index] if rank.device.type == "cuda" else None)
+    ddp = DistributedDataParallel(
+        model, device_ids=[rank.device.index] if rank.device.type == "cuda" else None
+    )
     opt = common.optimizer(ddp.parameters())
-    x, y = common.batches(args.steps, rank.world, rank.device)  # rank r trains on chunk r of each step
+    x, y = common.batches(
+        args.steps, rank.world, rank.device
+    )  # rank r trains on chunk r of each step
 
     def step(s, log):
-        with log.in_phase("forward"):  # DDP broadcasts its buffers from rank 0 here (broadcast_buffers=True)
+        with log.in_phase(
+            "forward"
+        ):  # DDP broadcasts its buffers from rank 0 here (broadcast_buffers=True)
             loss = lm_loss(ddp(x[s, rank.rank]), y[s, rank.rank])
         with log.in_phase("backward"):  # gradient all-reduce, overlapped with the rest of backward
             loss.backward()

@@ -16,7 +16,6 @@ from torch.distributed.fsdp import fully_shard
 from workshop.labs.distributed import common
 from workshop.minigpt.model import lm_loss
 
-
 # The root returns the logits as a view; FSDP warns that an in-place op on it would skip a hook. We do none.
 warnings.filterwarnings("ignore", message="FSDP2-wrapped module .* returned a view tensor")
 
@@ -29,7 +28,9 @@ def main() -> None:
     model = common.load_model(rank.device)
     for block in model.blocks:  # one all-gather / reduce-scatter unit per block ...
         fully_shard(block, mesh=mesh)
-    fully_shard(model, mesh=mesh)  # ... and one for the rest (embeddings, ln_f, lm_head); params become DTensors
+    fully_shard(
+        model, mesh=mesh
+    )  # ... and one for the rest (embeddings, ln_f, lm_head); params become DTensors
     opt = common.optimizer(model.parameters())  # built after sharding: its state is sharded too
     x, y = common.batches(args.steps, rank.world, rank.device)
 
@@ -42,7 +43,9 @@ def main() -> None:
 
     record_ = common.train(args, rank, step, opt)
     record_["bytes"] = common.memory(list(model.parameters()), opt)
-    params = {n: common.full(p.detach()) for n, p in model.named_parameters()}  # all-gathers, every rank
+    params = {
+        n: common.full(p.detach()) for n, p in model.named_parameters()
+    }  # all-gathers, every rank
     common.finish_data_parallel(args, rank, "fsdp", record_, params)
 
 

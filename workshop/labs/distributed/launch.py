@@ -30,8 +30,10 @@ def gpu_problem(n_per_node: int, device: str) -> str | None:
 
     visible = torch.cuda.device_count()
     if n_per_node > visible:
-        return (f"--n {n_per_node} asks for {n_per_node} processes, one GPU each, but {visible} GPU(s) are visible; "
-                "use --n <= the GPU count, or --device cpu to run them as CPU processes (gloo)")  # fmt: skip
+        return (
+            f"--n {n_per_node} asks for {n_per_node} processes, one GPU each, but {visible} GPU(s) are visible; "
+            "use --n <= the GPU count, or --device cpu to run them as CPU processes (gloo)"
+        )
     return None
 
 
@@ -48,15 +50,43 @@ def strategy_problem(strategy: str, world: int) -> str | None:
     return usable(world)
 
 
-def command(strategy: str, n: int, device: str, out: Path, nnodes: int = 1, node_rank: int | None = None,
-            rdzv_endpoint: str | None = None, rdzv_id: str = "workshop", demo_args=()) -> list[str]:  # fmt: skip
+def command(
+    strategy: str,
+    n: int,
+    device: str,
+    out: Path,
+    nnodes: int = 1,
+    node_rank: int | None = None,
+    rdzv_endpoint: str | None = None,
+    rdzv_id: str = "workshop",
+    demo_args=(),
+) -> list[str]:
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(n)]
-    if rdzv_endpoint:  # several agents (machines) meet at the endpoint; the c10d backend hosts the store there
-        cmd += ["--nnodes", str(nnodes), "--rdzv-backend", "c10d", "--rdzv-endpoint", rdzv_endpoint, "--rdzv-id", rdzv_id]
+    if (
+        rdzv_endpoint
+    ):  # several agents (machines) meet at the endpoint; the c10d backend hosts the store there
+        cmd += [
+            "--nnodes",
+            str(nnodes),
+            "--rdzv-backend",
+            "c10d",
+            "--rdzv-endpoint",
+            rdzv_endpoint,
+            "--rdzv-id",
+            rdzv_id,
+        ]
         cmd += ["--node-rank", str(node_rank)] if node_rank is not None else []
     else:
         cmd += ["--standalone"]
-    return cmd + ["-m", f"workshop.labs.distributed.{strategy}", "--out", str(out), "--device", device, *demo_args]
+    return cmd + [
+        "-m",
+        f"workshop.labs.distributed.{strategy}",
+        "--out",
+        str(out),
+        "--device",
+        device,
+        *demo_args,
+    ]
 
 
 def environment() -> dict[str, str]:
@@ -72,7 +102,9 @@ def run(cmd: list[str], log: Path, timeout_s: float = 300.0) -> tuple[int, float
     with open(log, "w") as f:
         f.write("$ " + shlex.join(cmd) + "\n")
         f.flush()
-        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=environment(), start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, stdout=f, stderr=subprocess.STDOUT, env=environment(), start_new_session=True
+        )
         try:
             rc = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -83,24 +115,40 @@ def run(cmd: list[str], log: Path, timeout_s: float = 300.0) -> tuple[int, float
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m workshop.labs.distributed.launch", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m workshop.labs.distributed.launch", description=__doc__.split("\n")[0]
+    )
     p.add_argument("strategy", choices=STRATEGIES)
     p.add_argument("--n", type=int, default=2, help="processes per node")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--nnodes", type=int, default=1)
     p.add_argument("--node-rank", type=int, default=None)
-    p.add_argument("--rdzv-endpoint", default=None, help="host:port of the rendezvous (several nodes)")
+    p.add_argument(
+        "--rdzv-endpoint", default=None, help="host:port of the rendezvous (several nodes)"
+    )
     p.add_argument("--rdzv-id", default="workshop")
     argv = sys.argv[1:] if argv is None else argv
-    cut = argv.index("--") if "--" in argv else len(argv)  # after --: the demo's own options, e.g. --fail-rank 1
+    cut = (
+        argv.index("--") if "--" in argv else len(argv)
+    )  # after --: the demo's own options, e.g. --fail-rank 1
     a, demo_args = p.parse_args(argv[:cut]), argv[cut + 1 :]
     if a.nnodes > 1 and not a.rdzv_endpoint:
         p.error("--nnodes > 1 needs --rdzv-endpoint host:port (the same on every node)")
     why = gpu_problem(a.n, a.device) or strategy_problem(a.strategy, a.n * a.nnodes)
     if why:
         p.error(why)
-    cmd = command(a.strategy, a.n, a.device, a.out, a.nnodes, a.node_rank, a.rdzv_endpoint, a.rdzv_id, demo_args)
+    cmd = command(
+        a.strategy,
+        a.n,
+        a.device,
+        a.out,
+        a.nnodes,
+        a.node_rank,
+        a.rdzv_endpoint,
+        a.rdzv_id,
+        demo_args,
+    )
     print("$ " + shlex.join(cmd), flush=True)
     return subprocess.call(cmd, env=environment())
 

@@ -12,7 +12,12 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 from torch.distributed.elastic.multiprocessing.errors import record
-from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe, ScheduleInterleaved1F1B
+from torch.distributed.pipelining import (
+    PipelineStage,
+    Schedule1F1B,
+    ScheduleGPipe,
+    ScheduleInterleaved1F1B,
+)
 
 from workshop import atomic
 from workshop.labs.distributed import common
@@ -20,7 +25,11 @@ from workshop.labs.distributed.timeline import Timeline, bubble, draw_gantt, the
 from workshop.minigpt.model import GPT, GPTConfig, lm_loss
 
 # name -> (schedule class, stages per rank)
-SCHEDULES = {"gpipe": (ScheduleGPipe, 1), "1f1b": (Schedule1F1B, 1), "interleaved_1f1b": (ScheduleInterleaved1F1B, 2)}
+SCHEDULES = {
+    "gpipe": (ScheduleGPipe, 1),
+    "1f1b": (Schedule1F1B, 1),
+    "interleaved_1f1b": (ScheduleInterleaved1F1B, 2),
+}
 
 
 def microbatches(p: int) -> int:
@@ -35,8 +44,10 @@ def usable(n: int, cfg: GPTConfig = GPTConfig()) -> str | None:
 
 def schedules_for(n: int, cfg: GPTConfig = GPTConfig()) -> dict[str, str | None]:
     """Schedule -> None if it runs with n ranks, else why not (interleaving needs 2 stages per rank)."""
-    return {name: None if n * v <= cfg.n_layer else f"{n * v} stages > {cfg.n_layer} blocks"
-            for name, (_, v) in SCHEDULES.items()}  # fmt: skip
+    return {
+        name: None if n * v <= cfg.n_layer else f"{n * v} stages > {cfg.n_layer} blocks"
+        for name, (_, v) in SCHEDULES.items()
+    }
 
 
 class Stage(nn.Module):
@@ -68,23 +79,33 @@ def run_schedule(args, rank: common.Rank, name: str) -> dict:
     gpt = common.load_model(rank.device)
     ids = [rank.rank + k * p for k in range(v)]  # looped placement: rank r holds stages r, r+p, ...
     modules = [Stage(gpt, i * n_layer // n_stages, (i + 1) * n_layer // n_stages) for i in ids]
-    stages = [PipelineStage(mod, i, n_stages, rank.device) for mod, i in zip(modules, ids)]
+    stages = [
+        PipelineStage(mod, i, n_stages, rank.device) for mod, i in zip(modules, ids, strict=True)
+    ]
     timeline = Timeline(rank.device)
     for stage in stages:
         timeline.watch(stage)
     schedule = cls(stages[0], m, loss_fn=lm_loss) if v == 1 else cls(stages, m, loss_fn=lm_loss)
     params = [q for mod in modules for q in mod.parameters()]
     opt = common.optimizer(params)
-    x, y = common.batches(args.steps, m, rank.device)  # (steps, m, ROWS, T): the schedule splits dim 0 into m
+    x, y = common.batches(
+        args.steps, m, rank.device
+    )  # (steps, m, ROWS, T): the schedule splits dim 0 into m
     first, last = rank.rank == 0, rank.rank == p - 1
 
     def step(s, log):
         timeline.begin_step()
         losses = []
-        with log.in_phase("schedule"):  # forwards and backwards of all micro-batches, with their sends/recvs
+        with log.in_phase(
+            "schedule"
+        ):  # forwards and backwards of all micro-batches, with their sends/recvs
             inputs = (x[s].flatten(0, 1),) if first else ()
-            schedule.step(*inputs, **({"target": y[s].flatten(0, 1), "losses": losses} if last else {}))
-        return torch.stack(losses).mean().item() if last else None  # the schedule averages grads the same way
+            schedule.step(
+                *inputs, **({"target": y[s].flatten(0, 1), "losses": losses} if last else {})
+            )
+        return (
+            torch.stack(losses).mean().item() if last else None
+        )  # the schedule averages grads the same way
 
     record_ = common.train(args, rank, step, opt)
     record_["bytes"] = common.memory(params, opt)
@@ -95,7 +116,9 @@ def run_schedule(args, rank: common.Rank, name: str) -> dict:
 
 @record
 def main() -> None:
-    args = common.parse_args("Pipeline-parallel demo of the MiniGPT: GPipe, 1F1B, interleaved 1F1B (torchrun)")
+    args = common.parse_args(
+        "Pipeline-parallel demo of the MiniGPT: GPipe, 1F1B, interleaved 1F1B (torchrun)"
+    )
     rank = common.setup(args)
     if why := usable(rank.world):
         raise SystemExit(why)
@@ -108,9 +131,14 @@ def main() -> None:
         records = common.gather(run_schedule(args, rank, name))
         v = SCHEDULES[name][1]
         intervals = [r.pop("timeline") for r in records]
-        runs[name] = {**common.run_summary(records, records[p - 1]["losses"], m), "stages_per_rank": v,
-                      "microbatches": m, "bubble": bubble(intervals), "bubble_theory": theory(p, m, v),
-                      "intervals": intervals}  # fmt: skip
+        runs[name] = {
+            **common.run_summary(records, records[p - 1]["losses"], m),
+            "stages_per_rank": v,
+            "microbatches": m,
+            "bubble": bubble(intervals),
+            "bubble_theory": theory(p, m, v),
+            "intervals": intervals,
+        }
     if rank.rank == 0:
         atomic.save_figure(args.out / "gantt.png", draw_gantt(runs))
     common.write(args, rank, "pp", runs, skipped_schedules=skipped)

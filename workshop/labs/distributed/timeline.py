@@ -33,13 +33,17 @@ class Timeline:
         for kind, method in (("F", "forward_one_chunk"), ("B", "backward_one_chunk")):
             original = getattr(stage, method)
 
-            def timed(chunk, *args, _original=original, _kind=kind, _stage=stage.stage_index, **kwargs):
+            def timed(
+                chunk, *args, _original=original, _kind=kind, _stage=stage.stage_index, **kwargs
+            ):
                 start = self._now()
                 out = _original(chunk, *args, **kwargs)
                 self.steps[-1].append((_kind, _stage, chunk, start, self._now()))
                 return out
 
-            setattr(stage, method, timed)  # the schedule calls stage.<method>: the instance attribute wins
+            setattr(
+                stage, method, timed
+            )  # the schedule calls stage.<method>: the instance attribute wins
 
 
 def theory(p: int, m: int, v: int = 1) -> float:
@@ -67,21 +71,42 @@ def draw_gantt(schedules: dict[str, dict]):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(len(schedules), 1, figsize=(10, 1.2 + 1.1 * len(schedules) * 1.4), squeeze=False)
+    fig, axes = plt.subplots(
+        len(schedules), 1, figsize=(10, 1.2 + 1.1 * len(schedules) * 1.4), squeeze=False
+    )
     colors = {"F": "tab:blue", "B": "tab:orange"}
-    for ax, (name, sched) in zip(axes[:, 0], schedules.items()):
+    for ax, (name, sched) in zip(axes[:, 0], schedules.items(), strict=True):
         last = [steps[-1] for steps in sched["intervals"]]
         start = min(iv[3] for r in last for iv in r)
         for rank, intervals in enumerate(last):
             for kind, stage, mb, t0, t1 in intervals:
                 light = stage >= len(last)  # an interleaved rank's second stage: lighter shade
-                ax.barh(rank, (t1 - t0) * 1e3, left=(t0 - start) * 1e3, color=colors[kind],
-                        alpha=0.55 if light else 0.95, edgecolor="black", linewidth=0.4)  # fmt: skip
-                ax.text((t0 + t1 - 2 * start) / 2 * 1e3, rank, f"{kind}{mb}", ha="center", va="center", fontsize=6)
+                ax.barh(
+                    rank,
+                    (t1 - t0) * 1e3,
+                    left=(t0 - start) * 1e3,
+                    color=colors[kind],
+                    alpha=0.55 if light else 0.95,
+                    edgecolor="black",
+                    linewidth=0.4,
+                )
+                ax.text(
+                    (t0 + t1 - 2 * start) / 2 * 1e3,
+                    rank,
+                    f"{kind}{mb}",
+                    ha="center",
+                    va="center",
+                    fontsize=6,
+                )
         ax.set_yticks(range(len(last)), [f"rank {r}" for r in range(len(last))])
         ax.invert_yaxis()
-        ax.set_title(f"{name}: idle {sched['bubble']['measured']:.0%} measured, "
-                     f"{sched['bubble_theory']:.0%} in theory", fontsize=9)  # fmt: skip
-    axes[-1, 0].set_xlabel("ms since the step began (last step; F = forward, B = backward, number = micro-batch)")
+        ax.set_title(
+            f"{name}: idle {sched['bubble']['measured']:.0%} measured, "
+            f"{sched['bubble_theory']:.0%} in theory",
+            fontsize=9,
+        )
+    axes[-1, 0].set_xlabel(
+        "ms since the step began (last step; F = forward, B = backward, number = micro-batch)"
+    )
     fig.tight_layout()
     return fig

@@ -13,7 +13,12 @@ from __future__ import annotations
 
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.elastic.multiprocessing.errors import record
-from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, loss_parallel, parallelize_module
+from torch.distributed.tensor.parallel import (
+    ColwiseParallel,
+    RowwiseParallel,
+    loss_parallel,
+    parallelize_module,
+)
 
 from workshop.labs.distributed import common
 from workshop.minigpt.model import GPTConfig, lm_loss
@@ -32,7 +37,11 @@ HEAD_PLAN = {"lm_head": ColwiseParallel(use_local_output=False)}
 
 def usable(n: int, cfg: GPTConfig = GPTConfig()) -> str | None:
     """Why n ranks cannot split this model (None if they can)."""
-    for what, size in (("attention heads", cfg.n_head), ("MLP width", cfg.d_mlp), ("vocabulary", cfg.vocab_size)):
+    for what, size in (
+        ("attention heads", cfg.n_head),
+        ("MLP width", cfg.d_mlp),
+        ("vocabulary", cfg.vocab_size),
+    ):
         if size % n:
             return f"tensor parallel needs N to divide the {what} ({size}); N={n} does not (use 1, 2 or 4)"
     return None
@@ -65,8 +74,13 @@ def main() -> None:
     params = {n: common.full(p.detach()) for n, p in model.named_parameters()}
     record_ = common.compare(record_, params, args.steps, 1, rank.device)
     records = common.gather(record_)
-    common.write(args, rank, "tp", {"tp": common.run_summary(records, records[0]["losses"], 1)},
-                 lm_head_local_shape=list(common.local(model.lm_head.weight).shape))  # fmt: skip
+    common.write(
+        args,
+        rank,
+        "tp",
+        {"tp": common.run_summary(records, records[0]["losses"], 1)},
+        lm_head_local_shape=list(common.local(model.lm_head.weight).shape),
+    )
     common.finish()
 
 

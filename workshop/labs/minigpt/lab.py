@@ -45,9 +45,11 @@ def run(ctx: LabContext) -> None:
     model = checkpoint.load(device=ctx.device)
     head = model.lm_head
     ctx.check_equal("vocabulary size", len(VOCAB), 600)
-    ctx.check_equal("lm_head is nn.Linear(64, 600) with bias",
-                    [type(head).__name__, head.in_features, head.out_features, head.bias is not None],
-                    ["Linear", 64, 600, True])  # fmt: skip
+    ctx.check_equal(
+        "lm_head is nn.Linear(64, 600) with bias",
+        [type(head).__name__, head.in_features, head.out_features, head.bias is not None],
+        ["Linear", 64, 600, True],
+    )
 
     prompts = held_out_prompts()
     acc = prompt_accuracy(model, prompts)
@@ -55,32 +57,45 @@ def run(ctx: LabContext) -> None:
 
     # The shipped curve must be what its command makes: replay the first steps from the seed on the CPU.
     stored = raw["history"]["loss"][:REPLAY_STEPS]
-    _, replay = train(TrainArgs(**raw["train_args"]), device="cpu",
-                      stop_after=REPLAY_STEPS)  # fmt: skip
-    drift = max(abs(a - b) for a, b in zip(stored, replay["loss"]))
-    ctx.check_max(f"replayed first {REPLAY_STEPS} training losses match the checkpoint's", drift, 1e-4)
+    _, replay = train(TrainArgs(**raw["train_args"]), device="cpu", stop_after=REPLAY_STEPS)
+    drift = max(abs(a - b) for a, b in zip(stored, replay["loss"], strict=True))
+    ctx.check_max(
+        f"replayed first {REPLAY_STEPS} training losses match the checkpoint's", drift, 1e-4
+    )
 
     samples = sample_sentences(model, 200, ctx.seed, ctx.device)
     grammatical = sum(map(is_grammatical, samples)) / len(samples)
 
     _plot_loss(ctx, raw["history"], replay)
     _plot_accuracy(ctx, acc["by_position"])
-    shown = "\n".join(f"- {'ok ' if is_grammatical(s) else 'BAD'} `{decode(s)}`" for s in samples[:8])
-    ctx.write_json("prompt_errors.json", [{**e, "prompt": decode(e["prompt"]), "predicted": VOCAB.tokens[e["predicted"]]}
-                                          for e in acc["errors"]])  # fmt: skip
-    ctx.extra.update(prompt_accuracy=acc["accuracy"], by_position=acc["by_position"],
-                     sampled_grammatical=grammatical, parameters=sum(p.numel() for p in model.parameters()),
-                     config=raw["config"], train_args=raw["train_args"])  # fmt: skip
+    shown = "\n".join(
+        f"- {'ok ' if is_grammatical(s) else 'BAD'} `{decode(s)}`" for s in samples[:8]
+    )
+    ctx.write_json(
+        "prompt_errors.json",
+        [
+            {**e, "prompt": decode(e["prompt"]), "predicted": VOCAB.tokens[e["predicted"]]}
+            for e in acc["errors"]
+        ],
+    )
+    ctx.extra.update(
+        prompt_accuracy=acc["accuracy"],
+        by_position=acc["by_position"],
+        sampled_grammatical=grammatical,
+        parameters=sum(p.numel() for p in model.parameters()),
+        config=raw["config"],
+        train_args=raw["train_args"],
+    )
     ex = random.Random(ctx.seed).choice(prompts)
     ctx.summary = f"""
-The grammar MiniGPT ({ctx.extra['parameters']:,} parameters, config `{raw['config']}`), loaded from
+The grammar MiniGPT ({ctx.extra["parameters"]:,} parameters, config `{raw["config"]}`), loaded from
 `workshop/minigpt/minigpt.pt` and run on **{ctx.device}**.
 
-- Prompt prediction accuracy on {len(prompts)} held-out prompts: **{acc['accuracy']:.2%}**
-  ({len(acc['errors'])} wrong; see `prompt_errors.json` and `accuracy_by_position.png`).
+- Prompt prediction accuracy on {len(prompts)} held-out prompts: **{acc["accuracy"]:.2%}**
+  ({len(acc["errors"])} wrong; see `prompt_errors.json` and `accuracy_by_position.png`).
   Example prompt: `{decode(ex)}` -> the model must pick a grammatical next token.
 - Sentences sampled at temperature 1 that are fully grammatical: **{grammatical:.1%}** of {len(samples)}.
-- Training: {raw['train_args']['steps']} steps, final loss {raw['history']['loss'][-1]:.4f}; the first
+- Training: {raw["train_args"]["steps"]} steps, final loss {raw["history"]["loss"][-1]:.4f}; the first
   {REPLAY_STEPS} steps replayed from the seed differ by at most {drift:.2e} (`loss_curve.png`).
 
 ![loss curve](loss_curve.png)
@@ -97,7 +112,9 @@ def _plot_loss(ctx: LabContext, history: dict, replay: dict) -> None:
     fig, ax = plt.subplots(figsize=(7, 3.5))
     ax.plot(history["step"], history["loss"], lw=0.8, label="shipped checkpoint's training")
     ax.plot(replay["step"], replay["loss"], "o", ms=3, label="replayed from the seed (this run)")
-    ax.set(xlabel="step", ylabel="cross-entropy (nats)", title="MiniGPT training loss", yscale="log")
+    ax.set(
+        xlabel="step", ylabel="cross-entropy (nats)", title="MiniGPT training loss", yscale="log"
+    )
     ax.legend()
     ctx.save_figure("loss_curve.png", fig)
 
@@ -108,6 +125,10 @@ def _plot_accuracy(ctx: LabContext, by_position: dict) -> None:
     ax.barh(kinds, [c / t for c, t in by_position.values()])
     for i, (c, t) in enumerate(by_position.values()):
         ax.text(1.0, i, f" {c}/{t}", va="center", fontsize=8)
-    ax.set(xlim=(0, 1.12), xlabel="top-1 next token grammatical", title="Prompt accuracy by where the prompt stops")
+    ax.set(
+        xlim=(0, 1.12),
+        xlabel="top-1 next token grammatical",
+        title="Prompt accuracy by where the prompt stops",
+    )
     ax.invert_yaxis()
     ctx.save_figure("accuracy_by_position.png", fig)
