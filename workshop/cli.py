@@ -1,4 +1,4 @@
-"""python -m workshop: list | run | report | train | bench."""
+"""python -m workshop: list | run | report | train | bench; exercises | check | grade (learner_cli)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from rich.table import Table
 
 from workshop import device as devices
-from workshop import labs, results
+from workshop import labs, learner_cli, results
 
 console = Console()
 
@@ -204,6 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", default="benchmarks", help="folder for the JSON and chart (default ./benchmarks)"
     )
     bench.set_defaults(fn=cmd_bench)
+    learner_cli.add_commands(sub)
     return p
 
 

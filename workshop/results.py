@@ -64,8 +64,16 @@ def environment(device: str) -> dict:
     }
 
 
-def new_run(root: Path, command: list[str], device: str, seeds: dict, n_procs: int = 2) -> Path:
-    """Create results/<run-id>/ and its manifest; point results/latest at it."""
+def new_run(
+    root: Path,
+    command: list[str],
+    device: str,
+    seeds: dict,
+    n_procs: int = 2,
+    implementation: dict | None = None,
+) -> Path:
+    """Create results/<run-id>/ and its manifest; point results/latest at it. `implementation` says what ran:
+    the reference ({"kind": "reference"}) or a learner's workspace (where, whose, its files' hashes)."""
     root.mkdir(parents=True, exist_ok=True)
     run_id = time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
     run_dir = root / run_id
@@ -78,6 +86,7 @@ def new_run(root: Path, command: list[str], device: str, seeds: dict, n_procs: i
         "git_revision": git_revision(),
         "seeds": seeds,
         "n_procs": n_procs,  # --n: processes of the distributed demos
+        "implementation": implementation or {"kind": "reference"},
         **environment(device),
         "labs": {},
     }
@@ -113,6 +122,21 @@ def resolve_run(spec: str | None, root: Path = DEFAULT_ROOT) -> Path:
             return c.resolve()
     where = spec or f"{root}/latest"
     raise FileNotFoundError(f"no run found at {where}; start one with `python -m workshop run`")
+
+
+def runs(root: Path = DEFAULT_ROOT) -> list[Path]:
+    """The run folders under root, newest first (a run id starts with its UTC start time)."""
+    if not Path(root).is_dir():
+        return []
+    found = [
+        p for p in Path(root).iterdir() if not p.is_symlink() and (p / "manifest.json").is_file()
+    ]
+    return sorted(found, key=lambda p: p.name, reverse=True)
+
+
+def newest_lab_dir(root: Path, lab: str) -> Path | None:
+    """The newest run's folder of `lab` that holds a result.json, or None."""
+    return next((r / lab for r in runs(root) if (r / lab / "result.json").is_file()), None)
 
 
 def python_command() -> list[str]:

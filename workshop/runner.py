@@ -12,6 +12,7 @@ the lab's entry, and writes result.json and summary.md (also when the lab raised
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import os
 import subprocess
 import sys
@@ -20,9 +21,10 @@ import time
 import traceback
 from pathlib import Path
 
-from workshop import atomic, i18n, labs, results, workspace
-from workshop.exercise import lab_exercises
+from workshop import atomic, grading_markers, i18n, labs, results, workspace
 from workshop.lab import Check, LabContext, all_passed
+
+REFERENCE = {"kind": "reference"}  # result.json's "implementation" when no workspace is graded
 
 
 def lab_environment(device: str, cache_dir: Path) -> dict[str, str]:
@@ -37,51 +39,31 @@ def lab_environment(device: str, cache_dir: Path) -> dict[str, str]:
 
 
 def run_labs(
-    names: list[str], device: str, n_procs: int, seed: int, root: Path, on_line=None
+    names: list[str],
+    device: str,
+    n_procs: int,
+    seed: int,
+    root: Path,
+    on_line=None,
+    work: Path | None = None,
 ) -> tuple[Path, dict]:
-    """Run the labs in order; returns the run folder and {lab: {"passed", "duration_s", "returncode"}}."""
+    """Run the labs in order (grading the workspace `work`, if given; else the reference); returns the run
+    folder and {lab: {"passed", "duration_s", "returncode"}}."""
     run_dir = results.new_run(
-        root, results.python_command(), device, seeds={"workshop": seed}, n_procs=n_procs
+        root,
+        results.python_command(),
+        device,
+        seeds={"workshop": seed},
+        n_procs=n_procs,
+        implementation=workspace.implementation(work, names) if work else REFERENCE,
     )
     status = {}
     for name in names:
-        lab_dir = run_dir / name
-        lab_dir.mkdir()
         start = time.monotonic()
-        with (
-            tempfile.TemporaryDirectory(prefix=f"workshop-{name}-cache-") as cache,
-            open(lab_dir / "log.txt", "w") as log,
-        ):
-            cmd = [
-                sys.executable,
-                "-m",
-                "workshop.runner",
-                name,
-                "--out-dir",
-                str(lab_dir),
-                "--device",
-                device,
-                "--n",
-                str(n_procs),
-                "--seed",
-                str(seed),
-            ]
-            proc = subprocess.Popen(
-                cmd,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                env=lab_environment(device, Path(cache)),
-                bufsize=1,
-            )
-            for line in proc.stdout:
-                log.write(line)
-                log.flush()
-                if on_line:
-                    on_line(name, line.rstrip("\n"))
-            returncode = proc.wait()
+        lab_dir, returncode = run_lab(name, run_dir, device, n_procs, seed, work, on_line)
         duration = time.monotonic() - start
         if not (lab_dir / "result.json").is_file():  # the process died before writing its result
+            log_lines = (lab_dir / "log.txt").read_text(errors="replace").splitlines()
             write_result(
                 lab_dir,
                 name,
@@ -89,6 +71,12 @@ def run_labs(
                 [Check("lab process finished", False, returncode, 0)],
                 duration,
                 f"The lab's process exited with code {returncode} before writing its result; see log.txt.",
+                {
+                    "implementation": workspace.implementation(work, [name]) if work else REFERENCE,
+                    "exercises": grading_markers.dead_process_exercises(
+                        name, log_lines, returncode, work
+                    ),
+                },
             )
         result = results.read_json(lab_dir / "result.json")
         status[name] = {
@@ -98,6 +86,76 @@ def run_labs(
         }
     results.finish_run(run_dir, status)
     return run_dir, status
+
+
+def run_lab(
+    name: str, run_dir: Path, device: str, n_procs: int, seed: int, work: Path | None, on_line
+) -> tuple[Path, int]:
+    """One lab in its own process; returns its folder and the process's exit code. When the process dies
+    while grading a learner's exercise (a crash in native code), that attempt's folder is kept as
+    <lab>.attempt-K/ and the lab runs again skipping the exercises that killed it, so the others are graded."""
+    skip: dict[str, str] = {}  # exercise id -> how the process died in it
+    while True:
+        lab_dir = run_dir / name
+        returncode = lab_process(name, lab_dir, device, n_procs, seed, work, skip, on_line)
+        if (lab_dir / "result.json").is_file() or work is None:
+            return lab_dir, returncode
+        lines = (lab_dir / "log.txt").read_text(errors="replace").splitlines()
+        running = grading_markers.read(lines)[1]
+        if running is None or running in skip:
+            return lab_dir, returncode
+        attempt = run_dir / f"{name}.attempt-{len(skip) + 1}"
+        note = grading_markers.how_it_died(lines, returncode, work)
+        skip[running] = f"{note} ({workspace.display(attempt / 'log.txt')})"
+        lab_dir.rename(attempt)
+
+
+def lab_process(
+    name: str,
+    lab_dir: Path,
+    device: str,
+    n_procs: int,
+    seed: int,
+    work: Path | None,
+    skip: dict[str, str],
+    on_line,
+) -> int:
+    """Run `python -m workshop.runner LAB` into the new folder lab_dir, its output to log.txt and on_line."""
+    lab_dir.mkdir()
+    with (
+        tempfile.TemporaryDirectory(prefix=f"workshop-{name}-cache-") as cache,
+        open(lab_dir / "log.txt", "w") as log,
+    ):
+        cmd = [
+            sys.executable,
+            "-m",
+            "workshop.runner",
+            name,
+            "--out-dir",
+            str(lab_dir),
+            "--device",
+            device,
+            "--n",
+            str(n_procs),
+            "--seed",
+            str(seed),
+            *(["--work", str(work)] if work else []),
+            *(arg for ex_id, note in skip.items() for arg in ("--skip", f"{ex_id}={note}")),
+        ]
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=lab_environment(device, Path(cache)),
+            bufsize=1,
+        )
+        for line in proc.stdout:
+            log.write(line)
+            log.flush()
+            if on_line:
+                on_line(name, line.rstrip("\n"))
+        return proc.wait()
 
 
 def write_result(
@@ -161,9 +219,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--work", type=Path, default=None, help="grade this workspace's <lab>.py")
     p.add_argument("--lang", choices=i18n.LANGUAGES, default=i18n.DEFAULT)
+    p.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        metavar="ID=NOTE",
+        help="an exercise that killed an earlier attempt: failed with NOTE, its code not run",
+    )
     a = p.parse_args(argv)
+    faulthandler.enable()  # a fatal signal prints the Python stack: log.txt then shows where it died
     i18n.set_language(a.lang)
-    ctx = LabContext(a.lab, a.out_dir, a.device, a.n, a.seed, work=a.work, lang=a.lang)
+    skip = dict(item.split("=", 1) for item in a.skip)
+    ctx = LabContext(a.lab, a.out_dir, a.device, a.n, a.seed, work=a.work, lang=a.lang, skip=skip)
     start = time.monotonic()
     try:
         labs.get(a.lab).load()(ctx)
@@ -188,17 +255,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def graded_extra(ctx: LabContext) -> dict:
     """What result.json says of the implementation that ran, and of each exercise it graded."""
-    out = {"lang": ctx.lang, "implementation": {"kind": "reference"}}
+    out = {"lang": ctx.lang, "implementation": REFERENCE}
     if ctx.graded:
-        names = [f"{ctx.name}.py"] + [ex.document for ex in lab_exercises(ctx.name) if ex.document]
-        files = {name: ctx.work / name for name in names}
-        out["implementation"] = {
-            "kind": "workspace",
-            "work": str(ctx.work.resolve()),
-            "sha256": {
-                n: workspace.file_sha256(p) if p.is_file() else None for n, p in files.items()
-            },
-        }
+        out["implementation"] = workspace.implementation(ctx.work, [ctx.name])
     exercises = ctx.exercise_results()
     if exercises:
         out["exercises"] = exercises
