@@ -149,7 +149,7 @@ def test_a_wrong_answer_prints_the_value_threshold_message_and_hint(toy):
         ("def double(x):\n    return (\n", "your code loads: my-work/toy.py:{line}: SyntaxError"),
         (
             "def double(x):\n    while True: x += 1\n",
-            "finishes in time: my-work/toy.py:{line}: still running after 3 s",
+            "finishes in time: my-work/toy.py:{line}: still running after 3 s of CPU time",
         ),
     ],
     ids=["syntax error", "endless loop"],

@@ -46,7 +46,7 @@ class Exercise:
         None  # a document's starting text: "module:function" (see the module's docstring)
     )
     time_limit_s: float = (
-        120.0  # the learner's code for this exercise is stopped after this (an endless loop)
+        120.0  # CPU seconds the learner's code may take here (an endless loop ends)
     )
 
     @property

@@ -256,7 +256,7 @@ class LabContext:
             message = _(
                 "An endless loop, or far more work than the exercise needs: see where it was."
             )
-            value, limit = f"{where}: {e}", f"{e.seconds:g} s"
+            value, limit = f"{where}: {e}", _("{seconds:g} s of CPU time").format(seconds=e.seconds)
             return Check(f"{ex.id}: finishes in time", False, value, limit, message=message)
         if isinstance(e, Exception):
             value = f"{where}: {workspace.describe(e)}"

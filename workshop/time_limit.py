@@ -1,8 +1,10 @@
 """A time limit on the learner's code for one exercise: an endless loop ends that exercise, not the lab.
 
-SIGALRM interrupts Python code between two bytecodes, so the exception rises inside the learner's own frame
-and its traceback names their file and line. Native code that never returns to Python (a kernel that hangs)
-is beyond it: the runner's per-lab limit stops the whole process then (grading_markers names the exercise).
+The limit is on CPU time (ITIMER_VIRTUAL, SIGVTALRM): an endless loop burns CPU, and the lab's own wall-clock
+limit (SIGALRM, in the runner) stays untouched. Its signal interrupts Python code between two bytecodes, so the
+exception rises inside the learner's own frame and its traceback names their file and line. What this cannot
+stop (a sleep, native code that never returns to Python) the runner's per-lab limit stops, and
+grading_markers names the exercise.
 """
 
 from __future__ import annotations
@@ -17,14 +19,14 @@ class TimeLimitExceeded(BaseException):
     `except Exception:` inside the loop cannot swallow it."""
 
     def __init__(self, seconds: float):
-        super().__init__(f"still running after {seconds:g} s")
+        super().__init__(f"still running after {seconds:g} s of CPU time")
         self.seconds = seconds
 
 
 @contextlib.contextmanager
 def time_limit(seconds: float | None):
-    """Raise TimeLimitExceeded in the running code after `seconds` (None: no limit; off the main thread,
-    where signals cannot be delivered: no limit)."""
+    """Raise TimeLimitExceeded in the running code after `seconds` of the process's CPU time (None: no
+    limit; off the main thread, where Python runs no signal handler: no limit)."""
     if seconds is None or threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -32,10 +34,10 @@ def time_limit(seconds: float | None):
     def expire(_signum, _frame):
         raise TimeLimitExceeded(seconds)
 
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    previous = signal.signal(signal.SIGVTALRM, expire)
+    signal.setitimer(signal.ITIMER_VIRTUAL, seconds)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        signal.signal(signal.SIGVTALRM, previous)
