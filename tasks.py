@@ -284,19 +284,19 @@ def check(c, lab, work=DEFAULT_WORK, cpu=False, native=False):
     help={
         "action": "init (write the exercises' files, never over yours) or list (where you stand)",
         "work": f"your workspace (default {DEFAULT_WORK})",
+        "learner": "init: your name, as the instructor's table shows it",
         "native": "run here, without Docker, with the Python that runs invoke",
     },
 )
-def exercises(c, action, work=DEFAULT_WORK, native=False):
+def exercises(c, action, work=DEFAULT_WORK, learner="", native=False):
     """Your workspace: `invoke exercises init` writes it, `invoke exercises list` shows where you stand."""
     if action not in ("init", "list"):
         raise Exit(f"invoke: exercises takes init or list, not {action!r}", code=1)
     inside = work if native else DEFAULT_WORK
-    words = (
-        ["exercises", "init", inside]
-        if action == "init"
-        else ["exercises", "list", "--work", inside]
-    )
+    if action == "init":
+        words = ["exercises", "init", inside, *(["--learner", learner] if learner else [])]
+    else:
+        words = ["exercises", "list", "--work", inside]
     _learner(c, words, work, native)
 
 
