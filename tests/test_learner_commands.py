@@ -18,6 +18,7 @@ import learner_toy
 import pytest
 
 from workshop import cli, exercise, progress, results
+from workshop.lab import LabContext
 
 DOUBLE = "def double(x: int) -> int:\n    return 2 * x\n"
 ANSWERS = 'ANSWERS = {"factor": 2}\n'
@@ -276,4 +277,32 @@ def test_grade_reads_a_learners_handed_in_runs_and_their_declared_name(toy):
         "Ada L.",
         "passing",
         "not started",
+    )
+
+
+# ---- the grading block, in-process ----
+def graded_context(work: Path, double: str) -> LabContext:
+    work.mkdir()
+    (work / "toy.py").write_text(double + ANSWERS)
+    (work / "essay.md").write_text(ESSAY)
+    (work.parent / "out").mkdir()
+    return LabContext("toy", work.parent / "out", "cpu", 1, 0, work=work)
+
+
+def test_sys_exit_in_the_learners_code_fails_only_its_exercise(toy):
+    ctx = graded_context(toy / "my-work", "import sys\ndef double(x):\n    sys.exit(3)\n")
+    learner_toy.run(ctx)
+    graded = ctx.exercise_results()
+    assert graded["toy.double"]["failed_check"]["value"] == "my-work/toy.py:3: SystemExit: 3"
+    assert graded["toy.answers"]["status"] == exercise.PASSING
+
+
+def test_a_stop_from_outside_is_recorded_where_the_learners_code_was_and_propagates(toy):
+    ctx = graded_context(toy / "my-work", "def double(x):\n    raise KeyboardInterrupt\n")
+    with pytest.raises(KeyboardInterrupt):
+        learner_toy.run(ctx)
+    [cut] = [c for c in ctx.checks if c.exercise == "toy.double"]
+    assert (cut.name, cut.value) == (
+        "toy.double: graded to the end",
+        "my-work/toy.py:2: KeyboardInterrupt",
     )

@@ -227,6 +227,8 @@ class LabContext:
         except BaseException as e:
             failed = self._learner_failure(ex, e)
             if failed is None:
+                if self.graded and not isinstance(e, GeneratorExit):
+                    self._add(self._cut_short(ex, e))  # the lab's time limit, an interrupt
                 raise
             self._add(failed)
         finally:
@@ -258,12 +260,21 @@ class LabContext:
             )
             value, limit = f"{where}: {e}", _("{seconds:g} s of CPU time").format(seconds=e.seconds)
             return Check(f"{ex.id}: finishes in time", False, value, limit, message=message)
-        if isinstance(e, Exception):
+        if isinstance(e, Exception | SystemExit):  # sys.exit() in the learner's code ends only this
             value = f"{where}: {workspace.describe(e)}"
             return Check(
                 f"{ex.id}: runs without an error", False, value, "no error", message=ex.hint
             )
         return None
+
+    def _cut_short(self, ex: Exercise, e: BaseException) -> Check:
+        """The failed check of an exercise whose grading was stopped from outside (the lab's time limit, a
+        signal): where the learner's code was when it happened."""
+        value = f"{workspace.where(e, self._learner_path(ex))}: {workspace.describe(e)}"
+        message = _(
+            "The lab was stopped while grading this exercise: an endless loop? See where it was."
+        )
+        return Check(f"{ex.id}: graded to the end", False, value, _("not stopped"), message=message)
 
     def _learner_path(self, ex: Exercise) -> Path:
         """The workspace file the learner writes this exercise in."""
