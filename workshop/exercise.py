@@ -117,7 +117,11 @@ def lab_exercises(lab: str) -> list[Exercise]:
     try:
         module = importlib.import_module(f"workshop.labs.{lab}.exercises")
     except ModuleNotFoundError as e:
-        if e.name != f"workshop.labs.{lab}.exercises":
+        missing = f"workshop.labs.{lab}.exercises"
+        if e.name not in (
+            missing,
+            missing.rpartition(".")[0],
+        ):  # a lab made in a test has no package
             raise
         return []
     exercises = list(module.EXERCISES)
