@@ -95,8 +95,12 @@ class Exercise:
         reference = self.load_reference()
         if not callable(reference):
             raise ValueError(f"exercise {self.id}: a constant's stub must be given as stub=")
-        doc = "\n\n".join(p for p in (self.statement.strip(), self.interface.strip()) if p)
-        doc = textwrap.indent(doc, "    ").strip()
+        paragraphs = [p for p in (self.statement.strip(), self.interface.strip()) if p]
+        doc = "\n\n".join(
+            textwrap.fill(p, 96, initial_indent="    ", subsequent_indent="    ")
+            for p in paragraphs
+        )
+        doc = doc.strip()  # the docstring's lines wrapped at the project's 100 columns
         return (
             f"def {self.attribute}{signature(reference)}:\n"
             f'    """{doc}\n    """\n'
