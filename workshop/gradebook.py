@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workshop import atomic, exercise, results, workspace
+from workshop.check import value_text
 from workshop.i18n import _
 
 FACTS = ("git_revision", "tree_modified", "torch", "triton", "python", "device", "device_name")
@@ -120,7 +121,7 @@ def add_lab_result(row: Row, run_dir: Path, lab: str) -> None:
         row.statuses[ex_id] = entry["status"]
         failed = entry.get("failed_check")
         if failed and entry["status"] != exercise.NOT_STARTED:
-            row.notes.append(f"{ex_id}: {failed['name']}: {failed['value']}")
+            row.notes.append(f"{ex_id}: {failed['name']}: {value_text(failed['value'])}")
 
 
 def columns(rows: list[Row]) -> list[str]:
