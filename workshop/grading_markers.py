@@ -73,9 +73,25 @@ class ProcessDied(Exception):
     """An exercise that killed an earlier attempt of the lab: it is failed, its code not run again."""
 
 
-def how_it_died(lines: list[str], returncode: int, work: Path | None) -> str:
+def log_lines(lab_dir: Path) -> list[str]:
+    try:
+        return (Path(lab_dir) / "log.txt").read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+
+
+def died_in(lab_dir: Path, work: Path | None, skip: dict[str, str]) -> str | None:
+    """The learner's exercise whose grading the lab's process died in (it wrote no result.json), unless it
+    is one the process was told to skip; None when it finished, or died elsewhere."""
+    if work is None or (Path(lab_dir) / "result.json").is_file():
+        return None
+    running = read(log_lines(lab_dir))[1]
+    return running if running not in skip else None
+
+
+def how_it_died(lab_dir: Path, returncode: int, work: Path | None) -> str:
     """'killed by SIGSEGV at my-work/custom_op.py:41': how the process ended, and where in the learner's file."""
-    where = learner_frame(lines, work) if work else None
+    where = learner_frame(log_lines(lab_dir), work) if work else None
     return how_it_ended(returncode) + (_(" at {where}").format(where=where) if where else "")
 
 
@@ -94,18 +110,18 @@ def died_check(exercise_id: str, note: str) -> dict:
 
 
 def dead_process_exercises(
-    lab: str, log_lines: list[str], returncode: int, work: Path | None
+    lab: str, lab_dir: Path, returncode: int, work: Path | None
 ) -> dict[str, dict]:
     """result.json's "exercises" for a lab whose process died: the finished ones as they ended, the one being
     graded failing with how the process ended and where, the rest not graded."""
-    finished, running = read(log_lines)
+    finished, running = read(log_lines(lab_dir))
     out = {}
     for ex in exercise.lab_exercises(lab):
         status = finished.get(ex.id, exercise.NOT_GRADED)
         failed = None
         if ex.id == running:
             status = exercise.FAILING
-            note = how_it_died(log_lines, returncode, work) + _(" (log.txt)")
+            note = how_it_died(lab_dir, returncode, work) + _(" (log.txt)")
             failed = died_check(ex.id, note)
         out[ex.id] = ex.result(status, [failed["name"]] if failed else [], failed)
     return out

@@ -63,7 +63,6 @@ def run_labs(
         lab_dir, returncode = run_lab(name, run_dir, device, n_procs, seed, work, on_line)
         duration = time.monotonic() - start
         if not (lab_dir / "result.json").is_file():  # the process died before writing its result
-            log_lines = (lab_dir / "log.txt").read_text(errors="replace").splitlines()
             write_result(
                 lab_dir,
                 name,
@@ -74,7 +73,7 @@ def run_labs(
                 {
                     "implementation": workspace.implementation(work, [name]) if work else REFERENCE,
                     "exercises": grading_markers.dead_process_exercises(
-                        name, log_lines, returncode, work
+                        name, lab_dir, returncode, work
                     ),
                 },
             )
@@ -98,15 +97,12 @@ def run_lab(
     while True:
         lab_dir = run_dir / name
         returncode = lab_process(name, lab_dir, device, n_procs, seed, work, skip, on_line)
-        if (lab_dir / "result.json").is_file() or work is None:
-            return lab_dir, returncode
-        lines = (lab_dir / "log.txt").read_text(errors="replace").splitlines()
-        running = grading_markers.read(lines)[1]
-        if running is None or running in skip:
+        died_in = grading_markers.died_in(lab_dir, work, skip)
+        if died_in is None:
             return lab_dir, returncode
         attempt = run_dir / f"{name}.attempt-{len(skip) + 1}"
-        note = grading_markers.how_it_died(lines, returncode, work)
-        skip[running] = f"{note} ({workspace.display(attempt / 'log.txt')})"
+        note = grading_markers.how_it_died(lab_dir, returncode, work)
+        skip[died_in] = f"{note} ({workspace.display(attempt / 'log.txt')})"
         lab_dir.rename(attempt)
 
 
