@@ -116,3 +116,13 @@ def test_cuda_hand_gradients_pass_with_tf32_off_and_tf32_shows_against_float64(t
         rows = check_precision(ctx, batch)
     assert ctx.checks and all(c.passed for c in ctx.checks), [c for c in ctx.checks if not c.passed]
     assert {(r.path, r.tf32) for r in rows} >= {("autograd", True), ("hand vs autograd", True)}
+
+
+@pytest.mark.gpu
+def test_the_spy_sees_the_engine_on_its_cuda_device_thread():
+    """On CUDA the engine runs the nodes on a device thread: the dispatch mode and the graph task id go with it."""
+    w = torch.randn(5, 3, device="cuda").requires_grad_()
+    x = torch.randn(4, 3, device="cuda")
+    with AutogradSpy(watch_recording=False) as spy:
+        torch.autograd.grad(F.linear(x, w).square().sum(), w)
+    assert spy.engine_ops, spy.evidence()

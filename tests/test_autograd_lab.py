@@ -61,7 +61,10 @@ def test_the_replay_and_the_profiler_agree_with_the_engine(lab_dir):
         f"{g}, {d}" for g in ("LM head", "LM head + weight decay") for d in ("float32", "float64")
     }
     for r in result["replay"]:  # on the CPU: the same kernels in the same order, bit for bit
-        assert all(r["bit_identical"].values()) and set(r["max_abs_difference"].values()) == {0.0}
+        if result["device"] == "cpu":
+            assert all(r["bit_identical"].values()) and set(r["max_abs_difference"].values()) == {
+                0.0
+            }
     trace = result["engine_trace"]
     assert trace["matches_hooks"] and trace["order"][0] == "AddBackward0"
     events = json.loads((lab_dir("autograd") / trace["file"]).read_text())["traceEvents"]
@@ -103,7 +106,11 @@ def test_gradchecks_probe_what_they_claim(lab_dir):
 
 def render(lab_dir, **changes) -> str:
     result = read_result(lab_dir("autograd"))
-    values = {key: result[key] for key in SUMMARY_KEYS} | {"device": "cpu", "graded": False}
+    values = {key: result[key] for key in SUMMARY_KEYS} | {
+        "device": "cpu",
+        "graded": False,
+        "tf32": None,
+    }
     return templates.render(labs.folder("autograd"), "en", values | changes)
 
 
