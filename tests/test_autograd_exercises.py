@@ -140,7 +140,7 @@ def test_wrong_answers_fail_and_say_where_to_look(ctx, cases, change, expected):
     facts = graph_facts.measure_facts(cases["graphs"])
     graph_facts.grade_answers(ctx, graph_facts.ANSWERS | change, facts, "not started")
     assert [c.name for c in failures(ctx)] == [f"{expected} matches this run"]
-    assert "is not what this run shows; look at" in failures(ctx)[0].message
+    assert "is not what this run shows: " in failures(ctx)[0].message
 
 
 def test_unanswered_is_not_started(ctx, cases):

@@ -41,14 +41,17 @@ ANSWERS = {
     "db_sum": 0.0,
 }
 
-WHERE = {  # where the learner finds each fact in the run's outputs, said when an answer is wrong
-    "graph_nodes": "graph.json: the nodes list",
-    "saves_result": "graph.json: each node's 'saved'; one of them saved a value named 'result'",
-    "t_saved_tensors": "graph.json: TBackward0's 'saved'",
-    "addmm_bias_grad_shape": "call AddmmBackward0 yourself, or read the edge labels in graph.png",
-    "first_leaf": "summary.md: the order the real engine ran the nodes",
+WHERE = {  # where the learner finds each fact, said when an answer is wrong
+    "graph_nodes": "count the nodes in graph.json",
+    "saves_result": "read each node's 'saved' in graph.json; one saved a value named 'result'",
+    "t_saved_tensors": "read TBackward0's 'saved' in graph.json",
+    "addmm_bias_grad_shape": (
+        "call the AddmmBackward0 node on a gradient of its input's shape (node._input_metadata) and "
+        "look at its first output"
+    ),
+    "first_leaf": "read the order the real engine ran the nodes in summary.md",
     "w_fan_in": "build the weight-decay loss and count the edges into W's AccumulateGrad",
-    "db_sum": "sum dL/db over the classes; each real row of dL/dlogits sums to 0",
+    "db_sum": "sum dL/db over the classes, knowing that each real row of dL/dlogits sums to 0",
 }
 
 
@@ -110,7 +113,7 @@ def grade_answers(ctx: LabContext, answers, facts: GraphFacts, not_started: str)
             _("ANSWERS[{key!r}] matches this run").format(key=key),
             matches(given, fact),
             True,
-            message=_("your answer {given!r} is not what this run shows; look at {where}").format(
+            message=_("your answer {given!r} is not what this run shows: {where}").format(
                 given=given, where=WHERE[key]
             ),
         )
