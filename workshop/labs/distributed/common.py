@@ -115,7 +115,7 @@ def batches(steps: int, chunks: int, device) -> tuple[torch.Tensor, torch.Tensor
 
 def load_model(device):
     """Every run, demo or reference, starts from the shipped checkpoint."""
-    return checkpoint.load(device=device).train()
+    return checkpoint.load(checkpoint.from_environment(), device=device).train()  # --checkpoint
 
 
 def optimizer(params):
