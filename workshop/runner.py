@@ -138,6 +138,8 @@ def settle(run_dir, name, options, child, duration, why, stopped=False) -> dict:
         why = why or _("its process exited with code {code} before writing its result").format(
             code=child.returncode
         )
+        if results.disk_full(run_dir):
+            why += _(" (the disk is full)")
         tail = "\n".join(child.tail)
         summary = _(
             "The lab did not finish: {why}. The end of its output (all of it: log.txt):"
