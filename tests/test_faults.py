@@ -8,6 +8,7 @@ left" are checked on exactly what that run started.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -76,7 +77,7 @@ def start_run(tmp_path: Path, *args: str, env: dict | None = None) -> subprocess
 
 
 def the_run(root: Path) -> Path:
-    (run_dir,) = [p for p in root.iterdir() if p.is_dir()]
+    (run_dir,) = [p for p in root.iterdir() if p.is_dir() and not p.is_symlink()]
     return run_dir
 
 
@@ -471,3 +472,39 @@ def test_the_checks_table_fits_80_columns(finished_run):
         json.loads((finished_run / "minigpt" / "result.json").read_text())["checks"][0]["value"]
         == "v" * 200
     )
+
+
+# ---------------------------------------------------------------- --checkpoint: the learner's own MiniGPT
+
+
+def test_checkpoint_reaches_the_lab_its_processes_and_the_manifest(tmp_path, monkeypatch):
+    import torch
+
+    from workshop.lab import LabSpec
+    from workshop.minigpt import checkpoint
+
+    mine = tmp_path / "mine.pt"
+    torch.save(checkpoint.load().state_dict(), mine)  # a learner's plain state dict
+    seen = {}
+
+    def lab(ctx):
+        seen.update(ctx=ctx.checkpoint, env=checkpoint.from_environment())
+        ctx.check_equal("ran", 1, 1)
+
+    monkeypatch.setenv(checkpoint.ENVIRONMENT, "")  # restored after the test: main sets it
+    monkeypatch.setattr(LabSpec, "load", lambda self, what="entry": lab)
+    args = ["minigpt", "--out-dir", str(tmp_path), "--device", "cpu", "--checkpoint", str(mine)]
+    assert runner.main(args) == 0
+    assert seen == {"ctx": mine, "env": mine.resolve()}  # env: torchrun's ranks read it there
+
+    options = runner.RunOptions("cpu", checkpoint=mine, time_limit_s=5.0)
+    cmd = options.child_command("minigpt", tmp_path, 5.0)
+    assert cmd[cmd.index("--checkpoint") + 1] == str(mine) and "--time-limit" in cmd
+
+    monkeypatch.setattr(runner, "run_lab", lambda *a, **k: {"passed": True})
+    monkeypatch.setattr(cli, "_print_checks", lambda run_dir, names: None)
+    root = tmp_path / "results"
+    cli.main(["run", "minigpt", "--device", "cpu", "--checkpoint", str(mine), "--out", str(root)])
+    recorded = results.read_manifest(the_run(root))["checkpoint"]
+    assert recorded["path"].endswith("mine.pt")
+    assert recorded["sha256"] == hashlib.sha256(mine.read_bytes()).hexdigest()
