@@ -250,7 +250,7 @@ def small_disk(tmp_path):
     [
         (lambda tmp, disk: tmp / "a_file", "it is a file, not a folder"),
         (lambda tmp, disk: tmp / "a_file" / "results", "a part of the path is a file"),
-        (lambda tmp, disk: Path("/proc/workshop-results"), "it cannot be created there"),
+        (lambda tmp, disk: Path("/proc/workshop-results"), "cannot write results under /proc"),
         (lambda tmp, disk: disk("ro", "size=1m", "ro") / "results", "read-only file system"),
         (lambda tmp, disk: disk("tiny", "size=8m"), "only 8.4 MB free, a run needs 50 MB"),
     ],

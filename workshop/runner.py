@@ -112,7 +112,7 @@ def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> dict
     """Run one lab in its own process; returns its status, also recorded in the manifest."""
     lab_dir = run_dir / name
     lab_dir.mkdir()
-    limit = options.time_limit_s or getattr(labs.get(name), "time_limit_s", None)
+    limit = options.time_limit_s or labs.get(name).time_limit_s
     start = time.monotonic()
     with LabProcess(name, lab_dir, options, limit, on_line) as child:
         why = None
