@@ -172,7 +172,7 @@ def _execute(run_dir: Path, names: list[str], options, auto: bool) -> int:
         f"labs: {', '.join(names)}; --n {options.n_procs}; results under {display(run_dir.parent)}/"
     )
     try:
-        with interrupt.raising_on_signals(), _progress(names) as on_line:
+        with _progress(names) as on_line:
             status = run_labs(run_dir, names, options, on_line)
     except interrupt.Stopped as e:
         console.print(_incomplete_line(run_dir), soft_wrap=True)

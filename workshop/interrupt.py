@@ -39,51 +39,44 @@ def _raise(signum, _frame):
 
 
 @contextlib.contextmanager
+def _handling(handlers: dict):
+    """Within: these signal handlers; the previous ones afterwards."""
+    previous = {s: signal.signal(s, handler) for s, handler in handlers.items()}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
 def raising_on_signals():
     """Within: a stop signal raises Stopped. A SIGINT ignored by whoever started us stays ignored (the shell
     does that for a background job, which Ctrl-C must not reach)."""
-    previous = {s: signal.getsignal(s) for s in STOP_SIGNALS}
-    for s, handler in previous.items():
-        if handler is not signal.SIG_IGN:
-            signal.signal(s, _raise)
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+    return _handling({s: _raise for s in STOP_SIGNALS if signal.getsignal(s) is not signal.SIG_IGN})
 
 
-@contextlib.contextmanager
 def ignoring_signals():
     """Within: stop signals are ignored, so that a second Ctrl-C cannot cut short the clean-up of the first.
     The clean-up is bounded (proctree.stop_tree's grace period), so nothing waits for long."""
-    previous = {s: signal.getsignal(s) for s in STOP_SIGNALS}
-    for s in STOP_SIGNALS:
-        signal.signal(s, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+    return _handling(dict.fromkeys(STOP_SIGNALS, signal.SIG_IGN))
 
 
 @contextlib.contextmanager
 def time_limit(seconds: float | None):
     """Within: after `seconds`, raise Stopped(SIGALRM) saying that the time limit ran out."""
-    if not seconds:
-        yield
-        return
 
     def expire(signum, _frame):
         raise Stopped(signum, ran_out_of_time(seconds))
 
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
+    if not seconds:
         yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        return
+    with _handling({signal.SIGALRM: expire}):
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 def ran_out_of_time(seconds: float) -> str:

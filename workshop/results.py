@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workshop import atomic, proctree
+from workshop.i18n import _
 
 DEFAULT_ROOT = Path("results")
 RESERVE = ".space-reserve"
@@ -126,8 +127,10 @@ def new_run(
 def _make_run_dir(root: Path) -> Path:
     if root.exists() and not root.is_dir():
         raise RunFolderError(
-            f"cannot write results under {root}: it is a file, not a folder; "
-            "pass --out with a folder (it is created if missing)"
+            _(
+                "cannot write results under {root}: it is a file, not a folder; "
+                "pass --out with a folder (it is created if missing)"
+            ).format(root=root)
         )
     try:
         root.mkdir(parents=True, exist_ok=True)
@@ -136,8 +139,10 @@ def _make_run_dir(root: Path) -> Path:
         raise RunFolderError(unusable(root, e)) from None
     if free < MIN_FREE_BYTES:
         raise RunFolderError(
-            f"cannot write results under {root}: only {free / 1e6:.1f} MB free, a run needs "
-            f"{MIN_FREE_BYTES >> 20} MB (free some space or pass --out with a folder on another disk)"
+            _(
+                "cannot write results under {root}: only {free:.1f} MB free, a run needs {need} MB "
+                "(free some space or pass --out with a folder on another disk)"
+            ).format(root=root, free=free / 1e6, need=MIN_FREE_BYTES >> 20)
         )
     run_dir = root / (time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3))
     try:
@@ -152,18 +157,29 @@ def _make_run_dir(root: Path) -> Path:
 def unusable(root: Path, error: OSError) -> str:
     """One line: why `root` cannot hold a run, and the fix."""
     fixes = {
-        errno.EROFS: "it is on a read-only file system; pass --out with a folder on a writable disk",
-        errno.EACCES: "permission denied; pass --out with a folder you may write, or fix the owner (ls -ld)",
-        errno.EPERM: "permission denied; pass --out with a folder you may write, or fix the owner (ls -ld)",
-        errno.ENOSPC: "the disk is full; free some space or pass --out with a folder on another disk",
-        errno.EDQUOT: "your disk quota is used up; free some space or pass --out on another disk",
-        errno.ENOTDIR: "a part of the path is a file, not a folder; pass --out with a folder",
-        errno.EEXIST: "a file is in the way; pass --out with a folder",
-        errno.ENOENT: "it cannot be created there; pass --out with a folder on a normal disk",
+        errno.EROFS: _(
+            "it is on a read-only file system; pass --out with a folder on a writable disk"
+        ),
+        errno.EACCES: _(
+            "permission denied; pass --out with a folder you may write, or fix its owner"
+        ),
+        errno.EPERM: _(
+            "permission denied; pass --out with a folder you may write, or fix its owner"
+        ),
+        errno.ENOSPC: _(
+            "the disk is full; free some space or pass --out with a folder on another disk"
+        ),
+        errno.EDQUOT: _(
+            "your disk quota is used up; free some space or pass --out on another disk"
+        ),
+        errno.ENOTDIR: _("a part of the path is a file, not a folder; pass --out with a folder"),
+        errno.EEXIST: _("a file is in the way; pass --out with a folder"),
+        errno.ENOENT: _("it cannot be created there; pass --out with a folder on a normal disk"),
     }
-    reason = error.strerror or str(error)
-    fix = fixes.get(error.errno, "pass --out with another folder")
-    return f"cannot write results under {root}: {reason} ({fix})"
+    fix = fixes.get(error.errno, _("pass --out with another folder"))
+    return _("cannot write results under {root}: {reason} ({fix})").format(
+        root=root, reason=error.strerror or error, fix=fix
+    )
 
 
 def _update_manifest(run_dir: Path, **changes) -> dict:
@@ -272,17 +288,23 @@ def run_state(manifest: dict) -> RunState:
     done = [lab for lab, s in manifest.get("labs", {}).items() if not s.get("stopped")]
     planned = manifest.get("labs_planned") or list(manifest.get("labs", {}))
     todo = [lab for lab in planned if lab not in done]
-    labs = f"finished labs: {', '.join(done) or 'none'}; not finished: {', '.join(todo) or 'none'}"
+    labs = _("finished labs: {done}; not finished: {todo}").format(
+        done=", ".join(done) or "-", todo=", ".join(todo) or "-"
+    )
     if status == "finished":
         return RunState("finished", "finished")
     if status == "interrupted":
         stopped = manifest.get("stopped") or {}
-        during = f" during lab {stopped['lab']}" if stopped.get("lab") else ""
-        return RunState("interrupted", f"{stopped.get('why', 'interrupted')}{during} ({labs})")
+        why = stopped.get("why", _("interrupted"))
+        if stopped.get("lab"):
+            why = _("{why} during lab {lab}").format(why=why, lab=stopped["lab"])
+        return RunState("interrupted", f"{why} ({labs})")
     if _owner_alive(manifest):
-        return RunState("running", f"still running (pid {manifest['pid']}) ({labs})")
+        return RunState("running", _("still running (pid {pid})").format(pid=manifest["pid"]))
     return RunState(
-        "abandoned", f"its process (pid {manifest.get('pid', '?')}) is gone: it was killed ({labs})"
+        "abandoned",
+        _("its process (pid {pid}) is gone: it was killed").format(pid=manifest.get("pid", "?"))
+        + f" ({labs})",
     )
 
 

@@ -91,21 +91,27 @@ def run_labs(run_dir: Path, names: list[str], options: RunOptions, on_line=None)
     status = {}
     name = None
     try:
-        for name in names:
-            status[name] = run_lab(run_dir, name, options, on_line)
-            if results.disk_full(run_dir):  # the lab failed for it, most likely: resume reruns it
-                why = _("the disk under {root} is full").format(
-                    root=workspace.display(run_dir.parent)
-                )
-                results.record_lab(run_dir, name, {**status[name], "stopped": why})
-                results.stop_run(run_dir, why, name)
-                raise results.RunFolderError(results.disk_full_message(run_dir.parent))
+        with interrupt.raising_on_signals():  # Ctrl-C and SIGTERM become Stopped, caught below
+            for name in names:
+                status[name] = run_lab(run_dir, name, options, on_line)
+                stop_if_disk_full(run_dir, name, status[name])
     except interrupt.Stopped as e:
         with interrupt.ignoring_signals():
             results.stop_run(run_dir, e.why, name)
         raise
     results.finish_run(run_dir)
     return status
+
+
+def stop_if_disk_full(run_dir: Path, name: str, lab_status: dict) -> None:
+    """After a lab: on a full disk, mark the lab stopped (it most likely failed for it: --resume runs it again)
+    and the run interrupted, and raise results.RunFolderError."""
+    if not results.disk_full(run_dir):
+        return
+    why = _("the disk under {root} is full").format(root=workspace.display(run_dir.parent))
+    results.record_lab(run_dir, name, {**lab_status, "stopped": why})
+    results.stop_run(run_dir, why, name)
+    raise results.RunFolderError(results.disk_full_message(run_dir.parent))
 
 
 def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> dict:
@@ -220,7 +226,7 @@ class LabProcess:
         with interrupt.ignoring_signals():
             if self.proc.poll() is None:
                 self.stop()
-            self._reader.join()
+            self._reader.join(timeout=GRACE_S)  # EOF, unless a stray process still holds the pipe
             self._cache.cleanup()
 
 
