@@ -114,7 +114,7 @@ def batches(steps: int, chunks: int, device) -> tuple[torch.Tensor, torch.Tensor
 
 
 def load_model(device):
-    """Every run, demo or reference, starts from the shipped checkpoint."""
+    """Every run, demo or reference, starts from the same checkpoint: the lab's --checkpoint, else the shipped one."""
     return checkpoint.load(checkpoint.from_environment(), device=device).train()  # --checkpoint
 
 
