@@ -103,6 +103,9 @@ class LabContext:
         None  # the learner's workspace: its <lab>.py is graded; None runs the reference
     )
     lang: str = "en"  # the language of the summary and messages
+    checkpoint: Path | None = (
+        None  # --checkpoint: the learner's MiniGPT; None: the shipped minigpt.pt
+    )
     skip: dict[str, str] = field(
         default_factory=dict
     )  # exercise id -> how it killed an earlier attempt (runner.run_lab): failed, not run again

@@ -6,15 +6,23 @@ progress, check and gradebook; this module reads the arguments and prints.
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import time
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from workshop import check, exercise, gradebook, progress, results, workspace, workspace_init
-from workshop import device as devices
+from workshop import (
+    check,
+    exercise,
+    gradebook,
+    interrupt,
+    progress,
+    results,
+    workspace,
+    workspace_init,
+)
 from workshop.i18n import _
 
 console = Console(highlight=False)
@@ -40,11 +48,22 @@ def exercise_labs(names: list[str] | None) -> list[str]:
     return names or having
 
 
-def resolved_device(requested: str) -> str:
+def graded_run(labs: list[str], args, work: Path, on_line=None) -> Path:
+    """Run the labs on the workspace `work` with `run`'s options (cli.run_options); returns the run folder.
+    A stop (Ctrl-C) or an unusable results folder ends the command with run's own messages."""
+    from workshop import cli
+    from workshop.runner import run_labs
+
+    options = dataclasses.replace(cli.run_options(args, labs), work=work)
+    run_dir = cli._new_run(Path(args.out), labs, options)
     try:
-        return devices.resolve(requested)
-    except devices.DeviceError as e:
+        run_labs(run_dir, labs, options, on_line)
+    except interrupt.Stopped as e:
+        console.print(cli._incomplete_line(run_dir), soft_wrap=True)
+        raise SystemExit(e.exit_code) from None
+    except results.RunFolderError as e:
         raise SystemExit(f"error: {e}") from None
+    return run_dir
 
 
 # ---- exercises init ----
@@ -104,18 +123,15 @@ def cmd_list(args) -> int:
 
 # ---- check ----
 def cmd_check(args) -> int:
-    from workshop.runner import run_labs
-
     labs = exercise_labs(args.labs)
     work = Path(args.work)
     try:
         check.refuse_early(labs, work)
     except check.CheckRefused as e:
         raise SystemExit(f"error: {e}") from None
-    device = resolved_device(args.device)
     console.print(
-        _("grading {work} with the checks of {labs} on {device}").format(
-            work=workspace.display(work), labs=", ".join(labs), device=device
+        _("grading {work} with the checks of {labs}").format(
+            work=workspace.display(work), labs=", ".join(labs)
         )
     )
 
@@ -123,7 +139,7 @@ def cmd_check(args) -> int:
         if line.startswith(f"[{lab}]"):
             console.print(line, markup=False, style="dim", soft_wrap=True)
 
-    run_dir, _status = run_labs(labs, device, args.n, args.seed, Path(args.out), on_line, work=work)
+    run_dir = graded_run(labs, args, work, on_line)
     all_passed = True
     for lab in labs:
         lines, passed = check.lab_report(lab, run_dir / lab)
@@ -143,20 +159,15 @@ def cmd_check(args) -> int:
 
 # ---- grade ----
 def cmd_grade(args) -> int:
-    from workshop.runner import run_labs
-
     labs = exercise_labs(args.labs)
     root = Path(args.out)
     out_dir = (
         Path(args.to) if args.to else root / time.strftime("grades-%Y%m%d-%H%M%S", time.gmtime())
     )
-    device = None
 
     def check_workspace(work: Path) -> Path:
-        nonlocal device
-        device = device or resolved_device(args.device)
         console.print(_("  running the checks of {labs}").format(labs=", ".join(labs)))
-        return run_labs(labs, device, args.n, args.seed, root, work=work)[0]
+        return graded_run(labs, args, work)
 
     rows = []
     for path in map(Path, args.paths):
@@ -172,22 +183,10 @@ def cmd_grade(args) -> int:
 
 
 # ---- the parsers ----
-def add_run_options(p: argparse.ArgumentParser) -> None:
-    """The options of `run` that a graded run takes too."""
-    p.add_argument(
-        "--device", choices=devices.CHOICES, default="auto", help="auto: CUDA if available"
-    )
-    p.add_argument(
-        "--n", type=int, default=2, help="processes for the distributed demos (default 2)"
-    )
-    p.add_argument("--seed", type=int, default=0, help="seed for the labs' random inputs")
-    p.add_argument(
-        "--out", default=str(results.DEFAULT_ROOT), help="results root (default ./results)"
-    )
-
-
 def add_commands(sub) -> None:
     """Add exercises, check and grade to `python -m workshop`'s subcommands."""
+    from workshop.cli import add_run_options
+
     default_work = str(workspace.DEFAULT_DIR)
     ex = sub.add_parser(
         "exercises", help="your workspace: write the exercises' files, see where you stand"
