@@ -53,7 +53,11 @@ class RunOptions:
     lang: str | None = None
 
     def child_command(
-        self, name: str, lab_dir: Path, time_limit_s: float | None, skip: dict[str, str]
+        self,
+        name: str,
+        lab_dir: Path,
+        time_limit_s: float | None,
+        skip: dict[str, str] | None = None,
     ) -> list[str]:
         cmd = [sys.executable, "-m", "workshop.runner", name, "--out-dir", str(lab_dir)]
         cmd += ["--device", self.device, "--n", str(self.n_procs), "--seed", str(self.seed)]
@@ -65,7 +69,9 @@ class RunOptions:
             cmd += ["--work", str(self.work)]
         if self.lang:
             cmd += ["--lang", self.lang]
-        for ex_id, note in skip.items():  # exercises that killed an earlier attempt (run_lab)
+        for ex_id, note in (
+            skip or {}
+        ).items():  # exercises that killed an earlier attempt (run_lab)
             cmd += ["--skip", f"{ex_id}={note}"]
         return cmd
 
