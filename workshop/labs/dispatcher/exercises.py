@@ -82,7 +82,7 @@ WALK = Exercise(
         "entry(key) -> TableEntry | None: the kernel in key's slot of this op's real table. tensor_keys, "
         "include, exclude: sets of key names, e.g. {'CPU', 'AutogradCPU', 'ADInplaceOrView', 'AutocastCPU'}, "
         "{'PythonTLSSnapshot', 'Python'}, {'AutogradFunctionality'}. Returns a list of key names, e.g. "
-        "['PythonTLSSnapshot', 'AutogradCPU', 'Python', 'CPU']. rank(key) orders keys (bigger wins); "
+        "['AutogradCPU', 'ADInplaceOrView', 'CPU']. rank(key) orders keys (bigger wins); "
         "passes_on(key, entry(key)) says whether the kernel hands the call on."
     ),
 )

@@ -15,6 +15,7 @@ from dataclasses import asdict
 import torch
 
 from workshop import atomic, templates
+from workshop.i18n import _
 from workshop.lab import LabContext
 from workshop.labs.dispatcher import decisions, keys, trace_facts, trace_text
 from workshop.labs.dispatcher.crosscheck import flat, priority_disagreements
@@ -34,7 +35,7 @@ def run(ctx: LabContext) -> None:
     write_outputs(ctx, results, profiles)
     check_trace(ctx, results)
     check_observations(ctx, results)
-    ctx.check_max("tracing time, all scenarios (s)", elapsed, 120)
+    ctx.check_max(_("tracing time, all scenarios (s)"), elapsed, 120)
     grade_exercises(ctx, results)
     by_name = {r.name: r for r in results}
     ctx.extra.update(
@@ -104,27 +105,29 @@ def check_trace(ctx: LabContext, results: list[ScenarioResult]) -> None:
     nodes = [n for r in results for n in flat(r.tree)]
     steps = [s for n in nodes for s in n.chain]
     ctx.check_max(
-        "aten op calls without a winning key and kernel", sum(not n.explained for n in nodes), 0
+        _("aten op calls without a winning key and kernel"), sum(not n.explained for n in nodes), 0
     )
     # 10 scenarios of 2-8 calls, 1-4 steps each: a recorder that loses calls falls far below
-    ctx.check_min("dispatch decisions compared (key + kernel per chain step)", len(steps), 100)
+    ctx.check_min(_("dispatch decisions compared (key + kernel per chain step)"), len(steps), 100)
     ctx.check_max(
-        "decisions where the re-implementation disagrees with the dispatcher (whole chains)",
+        _("decisions where the re-implementation disagrees with the dispatcher (whole chains)"),
         sum(not s.agrees for s in steps),
         0,
     )
     ctx.check_max(
-        "backend fallbacks (read off an op with no kernels) that _dispatch_has_backend_fallback denies",
+        _(
+            "backend fallbacks (read off an op with no kernels) that _dispatch_has_backend_fallback denies"
+        ),
         len(keys.fallback_contradictions()),
         0,
     )
     ctx.check_max(
-        "reimpl.PRIORITY pairs ordered unlike DispatchKeySet.highestPriorityTypeId",
+        _("reimpl.PRIORITY pairs ordered unlike DispatchKeySet.highestPriorityTypeId"),
         len(priority_disagreements()),
         0,
     )
     ctx.check_max(
-        "calls seen at the Python key where the chain says otherwise (or vice versa)",
+        _("calls seen at the Python key where the chain says otherwise (or vice versa)"),
         sum(not n.python_key_consistent for n in nodes),
         0,
     )
@@ -145,33 +148,33 @@ def expected_autograd_node(r: ScenarioResult) -> str | None:
 def check_observations(ctx: LabContext, results: list[ScenarioResult]) -> None:
     """What the observers saw, against each other and against what each scenario's state implies."""
     ctx.check_max(
-        "scenarios whose profiler op list the trace does not explain",
+        _("scenarios whose profiler op list the trace does not explain"),
         sum(not r.profiler.ok for r in results),
         0,
     )
     ctx.check_max(
-        "scenarios whose output differs from the same call made unobserved (torch.equal)",
+        _("scenarios whose output differs from the same call made unobserved (torch.equal)"),
         sum(not r.output_equals_plain_call for r in results),
         0,
     )
     ctx.check_equal(
-        "scenarios where the root op itself reaches the Python key",
+        _("scenarios where the root op itself reaches the Python key"),
         sorted(r.name for r in results if r.tree.arrived_at_python),
         sorted(r.name for r in results if r.mode == "inference_mode"),
     )
     ctx.check_equal(
-        "autograd node recorded for the output, per scenario",
+        _("autograd node recorded for the output, per scenario"),
         {r.name: (r.autograd_nodes or [None])[0] for r in results},
         {r.name: expected_autograd_node(r) for r in results},
     )
     ctx.check_max(
-        "scenarios whose trace holds not exactly one GEMM op call",
+        _("scenarios whose trace holds not exactly one GEMM op call"),
         sum(len(r.gemm_ops) != 1 for r in results),
         0,
     )
     if ctx.device == "cuda":
         ctx.check_max(
-            "CUDA scenarios whose GEMM op launched no device kernel the profiler saw",
+            _("CUDA scenarios whose GEMM op launched no device kernel the profiler saw"),
             sum(not r.gemm_kernels for r in results if r.device == "cuda"),
             0,
         )
