@@ -135,9 +135,8 @@ def test_a_profiler_trace_per_scenario_is_linked_from_the_summary(out, trace):
     for name in trace:
         events = json.loads((out / "profiler" / f"{name.replace('/', '-')}.json").read_text())
         ops = {e.get("name") for e in events["traceEvents"]}
-        assert trace[name]["tree"]["op"] in ops, (
-            name
-        )  # the root op, even where the recorder missed it
+        # the root op, even where the recorder never saw it
+        assert trace[name]["tree"]["op"] in ops, name
 
 
 @pytest.mark.gpu

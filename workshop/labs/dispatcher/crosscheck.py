@@ -65,13 +65,11 @@ class CallNode:
     below_python_key: str | None  # the key the recorder's redispatch ran
     chain: list[ChainStep]
     kernel: TableEntry | None  # the re-implementation's kernel that does the work
-    explained: (
-        bool  # the re-implementation found a key and kernel for every step, ending at a worker
-    )
+    # the re-implementation found a key and kernel for every step, ending at a kernel that does the work
+    explained: bool
     agrees: bool  # every step agrees with the real dispatcher, and both chains have the same length
-    python_key_consistent: (
-        bool  # the recorder saw it at the Python key exactly when the chain passes there
-    )
+    # the recorder saw it at the Python key exactly when the chain passes there
+    python_key_consistent: bool
     child_exclude: list[str]  # the TLS exclude set the calls made by its last kernel start from
     children: list[CallNode] = field(default_factory=list)
 
@@ -86,11 +84,8 @@ class CallNode:
 
 def real_chain(op: str, tensor_ks, include, exclude) -> list[RealStep]:
     """The keys the real dispatcher walks for one call, to the kernel that does the work."""
-    ks, table, out = (
-        keys.real_keys_in_play(op, tensor_ks, include, exclude),
-        keys.computed_table(op),
-        [],
-    )
+    ks = keys.real_keys_in_play(op, tensor_ks, include, exclude)
+    table, out = keys.computed_table(op), []
     while (key := ks.highestPriorityTypeId().name) != "Undefined":
         entry = table.get(key)
         source, how = keys.computed_kernel_source(op, key)
@@ -187,13 +182,13 @@ def flat(node: CallNode) -> Iterator[CallNode]:
 
 @dataclass(frozen=True)
 class ProfilerConsistency:
-    recorded_in_profiler_order: (
-        bool  # every op the recorder saw is in the profiler's list, in order
-    )
+    """The recorder's calls against the profiler's list of every op called."""
+
+    # every op the recorder saw is in the profiler's list, in order
+    recorded_in_profiler_order: bool
     decided_above_python: list[str]  # ops only the profiler saw
-    unexplained: list[
-        str
-    ]  # ... that have neither a decomposition nor an autocast kernel to explain it
+    # ... of which these have neither a decomposition nor an autocast kernel to explain it
+    unexplained: list[str]
 
     @property
     def ok(self) -> bool:

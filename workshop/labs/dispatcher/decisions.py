@@ -12,7 +12,7 @@ the rule it breaks.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 
 from workshop.i18n import _
 from workshop.lab import LabContext
@@ -96,11 +96,7 @@ def walks(results: list[ScenarioResult]) -> list[Walk]:
 def _same(mine, real: TableEntry | None) -> bool:
     if mine is None or real is None:
         return mine is real
-    return (mine.source, mine.tag, bool(mine.fallthrough)) == (
-        real.source,
-        real.tag,
-        real.fallthrough,
-    )
+    return (mine.source, mine.tag, bool(mine.fallthrough)) == astuple(real)
 
 
 def _show(entry) -> str:
@@ -110,16 +106,8 @@ def _show(entry) -> str:
     return f"{entry.tag} ({entry.source}{fall})"
 
 
-def precedence_rule(key: str, mine, real: TableEntry | None) -> str:
-    """The rule a wrong slot breaks, from what the learner put there and what the dispatcher has."""
-    f = functionality(key)
-    real_tag, my_tag = (real.tag if real else None), (mine.tag if mine else None)
-    if real_tag == my_tag and real is not None and mine is not None:
-        if mine.fallthrough != real.fallthrough:
-            return _(
-                "Return the fallthrough flag with the kernel: the walk skips fallthrough slots."
-            )
-        return _("Right kind of kernel, wrong file: return the registration (or fallback) itself.")
+def _rule_for(real_tag: str | None) -> str:
+    """The precedence rule that put the dispatcher's kernel (tagged real_tag) in the slot."""
     rules = {
         "kernel": _("A kernel registered for exactly this key comes first, before any alias key."),
         "default backend kernel": _(
@@ -138,16 +126,27 @@ def precedence_rule(key: str, mine, real: TableEntry | None) -> str:
         "backend fallback": _(
             "A slot the op registered nothing for takes the key's backend fallback (the fallbacks argument)."
         ),
+        None: _("This slot is empty in the real table: no rule puts a kernel there."),
     }
-    if my_tag == "default backend kernel" and f != "Dense":
+    return rules.get(real_tag, _("Compare with the precedence in the handout, step by step."))
+
+
+def precedence_rule(key: str, mine, real: TableEntry | None) -> str:
+    """The rule a wrong slot breaks, from what the learner put there and what the dispatcher has."""
+    my_tag, real_tag = (mine.tag if mine else None), (real.tag if real else None)
+    if mine is not None and real is not None and my_tag == real_tag:
+        if bool(mine.fallthrough) != real.fallthrough:
+            return _(
+                "Return the fallthrough flag with the kernel: the walk skips fallthrough slots."
+            )
+        return _("Right kind of kernel, wrong file: return the registration (or fallback) itself.")
+    if my_tag == "default backend kernel" and functionality(key) != "Dense":
         return _("CompositeExplicitAutograd fills dense backend keys (CPU, CUDA, Meta) only.")
     if my_tag == "backend fallback":
         return _(
             "A backend fallback is the last resort: every kernel the op registered comes first."
         )
-    if real is None:
-        return _("This slot is empty in the real table: no rule puts a kernel there.")
-    return rules.get(real_tag, _("Compare with the precedence in the handout, step by step."))
+    return _rule_for(real_tag)
 
 
 def grade_table_entry(ctx: LabContext, impl: Callable, decisions: list[Slot]) -> None:
@@ -157,14 +156,10 @@ def grade_table_entry(ctx: LabContext, impl: Callable, decisions: list[Slot]) ->
         mine = impl(dict(keys.registrations(d.op)), dict(fallbacks), d.key)
         if not _same(mine, d.real):
             wrong[d.recorded].append((d, mine))
-    for recorded, name in (
-        (
-            True,
-            _("table_entry: recorded decisions whose kernel differs from the dispatcher's table"),
-        ),
-        (False, _("table_entry: other graded slots of the run's ops that differ")),
-    ):
-        ctx.check_max(name, len(wrong[recorded]), 0, message=_slot_message(wrong[recorded]))
+    recorded = _("table_entry: recorded decisions whose kernel differs from the dispatcher's table")
+    ctx.check_max(recorded, len(wrong[True]), 0, message=_slot_message(wrong[True]))
+    swept = _("table_entry: other graded slots of the run's ops that differ")
+    ctx.check_max(swept, len(wrong[False]), 0, message=_slot_message(wrong[False]))
 
 
 def _slot_message(wrong: list[tuple[Slot, object]]) -> str | None:

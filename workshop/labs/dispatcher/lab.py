@@ -21,7 +21,6 @@ from workshop.labs.dispatcher import decisions, keys, trace_facts, trace_text
 from workshop.labs.dispatcher.crosscheck import flat, priority_disagreements
 from workshop.labs.dispatcher.ladder import dispatch_path_figure
 from workshop.labs.dispatcher.scenario_list import CALLS, all_scenarios
-from workshop.labs.dispatcher.trace_text import top_ops
 from workshop.labs.dispatcher.tracing import ScenarioResult, lm_head_input, run_scenario
 from workshop.minigpt import checkpoint
 
@@ -41,7 +40,7 @@ def run(ctx: LabContext) -> None:
     ctx.extra.update(
         torch=torch.__version__,
         scenarios=list(by_name),
-        calls=sum(1 for r in results for _ in flat(r.tree)),
+        calls=call_count(results),
         decisions=decision_count(results),
         gemm_kernels={r.name: r.gemm_kernels for r in results if r.gemm_kernels},
         matmul={r.name: matmul_record(r) for r in results if r.call != "linear"},
@@ -93,6 +92,10 @@ def write_outputs(ctx: LabContext, results: list[ScenarioResult], profiles: dict
     by_name = {r.name: r for r in results}
     panels = [by_name[f"{ctx.device}/grad/3d"], by_name[f"{ctx.device}/inference_mode/3d"]]
     ctx.save_figure("dispatch_path.png", dispatch_path_figure(panels))
+
+
+def call_count(results: list[ScenarioResult]) -> int:
+    return sum(len(list(flat(r.tree))) for r in results)
 
 
 def decision_count(results: list[ScenarioResult]) -> int:
@@ -207,11 +210,11 @@ def matmul_record(r: ScenarioResult) -> dict:
 def summary_values(ctx: LabContext, results: list[ScenarioResult], profiles: list[str]) -> dict:
     by_name = {r.name: r for r in results}
     main, inference = by_name[f"{ctx.device}/grad/3d"], by_name[f"{ctx.device}/inference_mode/3d"]
-    root = inference.tree
+    root, folded = inference.tree, by_name[f"{ctx.device}/matmul/3d"]
     return {
         "torch": torch.__version__,
         "results": results,
-        "n_calls": sum(1 for r in results for _ in flat(r.tree)),
+        "n_calls": call_count(results),
         "n_decisions": decision_count(results),
         "main": main,
         "addmm": next(c for c in main.tree.children if c.op == "aten::addmm"),
@@ -224,8 +227,8 @@ def summary_values(ctx: LabContext, results: list[ScenarioResult], profiles: lis
         and root.kernel.tag == "math kernel",
         "matmul": [r for r in results if r.call != "linear"],
         # the sentences on matmul's GEMM op are printed only when this run's trace shows them
-        "matmul_folds": by_name[f"{ctx.device}/matmul/3d"].gemm_ops == ["aten::mm"]
-        and top_ops(by_name[f"{ctx.device}/matmul/3d"].tree)[-1] == "aten::_unsafe_view",
+        "matmul_folds": folded.gemm_ops == ["aten::mm"]
+        and trace_text.top_ops(folded.tree)[-1] == "aten::_unsafe_view",
         "matmul_batches": by_name[f"{ctx.device}/matmul_batched/3d"].gemm_ops == ["aten::bmm"],
         "calls": CALLS,
         "main_profile": profile_name(main.name),

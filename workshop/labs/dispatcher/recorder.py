@@ -37,9 +37,8 @@ class Call:
     tls: tuple  # (include, exclude) DispatchKeySets where it was observed
     arrived_at_python: bool = False
     below_python_key: str | None = None  # the key the recorder's redispatch ran (the real pick)
-    child_tls: tuple | None = (
-        None  # TLS while the kernel below Python ran (its calls start from it)
-    )
+    # TLS while the kernel below Python ran (the calls it makes start from it)
+    child_tls: tuple | None = None
     children: list[Call] = field(default_factory=list)
     output: str = ""
 

@@ -15,10 +15,8 @@ from workshop.labs.dispatcher.crosscheck import CallNode
 from workshop.labs.dispatcher.reimpl import functionality
 from workshop.labs.dispatcher.tracing import ScenarioResult
 
-RECORDER_KEYS = (
-    "PythonTLSSnapshot",
-    "Python",
-)  # the lab's recording mode puts these in every chain
+# the lab's recording mode puts these in every chain
+RECORDER_KEYS = ("PythonTLSSnapshot", "Python")
 # The handout question (README.md, Questions) each checked answer belongs to.
 QUESTION = {
     "addmm_ADInplaceOrView_kernel": 1,
@@ -46,10 +44,8 @@ def _child(node: CallNode, op: str) -> CallNode:
 def answers(results: list[ScenarioResult]) -> dict[str, object]:
     """The handout's checked answers (README.md, Questions), read off this run's CPU scenarios."""
     by_name = {r.name: r.tree for r in results}
-    grad, addmm_autocast = (
-        by_name["cpu/grad/3d"],
-        _child(by_name["cpu/autocast_bf16/3d"], "aten::addmm"),
-    )
+    grad = by_name["cpu/grad/3d"]
+    addmm_autocast = _child(by_name["cpu/autocast_bf16/3d"], "aten::addmm")
     inplace = keys.computed_table("aten::addmm").get("ADInplaceOrView")
     return {
         "addmm_ADInplaceOrView_kernel": inplace.tag if inplace else None,
