@@ -54,7 +54,7 @@ def trace_all(ctx: LabContext) -> tuple[list[ScenarioResult], dict[str, bytes]]:
     """Every scenario on the CPU, and on CUDA too when the run is on a GPU; each one's profiler trace."""
     results, profiles = [], {}
     for device in ["cpu"] + (["cuda"] if ctx.device == "cuda" else []):
-        model = checkpoint.load(device=device)
+        model = checkpoint.load(ctx.checkpoint, device=device)
         x = lm_head_input(model, ctx.seed, device)  # (2, T, 64)
         for sc in all_scenarios([device]):
             result, profile = run_scenario(sc, model.lm_head, x)
