@@ -21,6 +21,7 @@ import traceback
 from pathlib import Path
 
 from workshop import atomic, labs, results
+from workshop.device import use_triton_interpreter
 from workshop.lab import Check, LabContext
 
 
@@ -30,8 +31,7 @@ def lab_environment(device: str, cache_dir: Path) -> dict[str, str]:
     # Each lab compiles into its own, initially empty, cache folders.
     env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_dir / "inductor")
     env["TRITON_CACHE_DIR"] = str(cache_dir / "triton")
-    if device == "cpu":
-        env["TRITON_INTERPRET"] = "1"  # Triton kernels run on the CPU only under its interpreter
+    use_triton_interpreter(env, device)  # on the CPU, Triton kernels run in its interpreter
     return env
 
 
