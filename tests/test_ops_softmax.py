@@ -4,20 +4,15 @@ autograd, opcheck, compile. On the CPU the kernels run in Triton's interpreter, 
 import pytest
 import torch
 
-from workshop.ops import softmax, softmax_kernels, softmax_op
+from workshop.ops import softmax, softmax_launch, softmax_op, triton_launch
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def test_registered_once_under_the_workshop_namespace():
-    assert torch.ops.workshop.softmax.default._schema.name == "workshop::softmax"
-    schema = (
-        torch.ops.workshop.softmax.default._schema
-    )  # inferred: (Tensor x, SymInt dim=-1) -> Tensor
-    assert [a.name for a in schema.arguments] == ["x", "dim"] and schema.arguments[
-        1
-    ].default_value == -1
-    assert [str(r.type) for r in schema.returns] == ["Tensor"] and not schema.is_mutable
+    schema = torch.ops.workshop.softmax.default._schema
+    assert str(schema) == "workshop::softmax(Tensor x, SymInt dim=-1) -> Tensor"
+    assert torch.Tag.pt2_compliant_tag in torch.ops.workshop.softmax.default.tags
     assert ("custom_op" if softmax_op.INTERPRETED else "triton_op") == softmax_op.KIND
 
 
@@ -54,23 +49,53 @@ def test_special_values_like_torch(n_cols):
     torch.testing.assert_close(softmax(x), torch.softmax(x, -1), equal_nan=True)
 
 
-def test_split_row_kernels_match_torch_with_special_values():
-    """The long-row path, made cheap: rows longer than one_pass_max go through the split kernels."""
+@pytest.fixture
+def tiny_pieces(monkeypatch):
+    """The long-row kernels made cheap: rows longer than 8 go in pieces of 16 (a 50-long row: 4, the last partial)."""
+    monkeypatch.setattr(softmax_launch, "ONE_PASS_MAX", 8)
+    monkeypatch.setattr(softmax_launch, "CHUNK", 16)
+
+
+def test_long_row_kernels_match_torch_with_special_values(tiny_pieces):
+    """Split kernels under the interpreter, cooperative ones on CUDA (which wait for each other: programs that run
+    one after another, as in the interpreter, cannot)."""
     from workshop.labs.custom_op.correctness import special_rows
 
     x = special_rows(50, DEVICE)
-    y = torch.empty_like(x)
-    softmax_kernels.forward(x, y, one_pass_max=8, chunk=16)  # 4 pieces a row, the last one partial
+    with triton_launch.recording() as launches:
+        y = softmax(x)
     torch.testing.assert_close(y, torch.softmax(x, -1), equal_nan=True)
+    expected = ["_fwd_partials", "_fwd_finish"] if softmax_op.INTERPRETED else ["_fwd_cooperative"]
+    assert [launch.kernel for launch in launches] == expected
     p = torch.softmax(torch.randn(5, 50, device=DEVICE), -1)
-    dy, dx = torch.randn(5, 50, device=DEVICE), torch.empty(5, 50, device=DEVICE)
-    softmax_kernels.backward(p, dy, dx, one_pass_max=8, chunk=16)
+    dy = torch.randn(5, 50, device=DEVICE)
+    dx = torch.ops.workshop.softmax_backward(p, dy, -1)
     torch.testing.assert_close(dx, torch.ops.aten._softmax_backward_data(dy, p, -1, torch.float32))
 
 
 def test_long_row_through_the_op():
-    x = torch.randn(1, softmax_kernels.ONE_PASS_MAX + 1000, device=DEVICE)
+    x = torch.randn(1, softmax_launch.ONE_PASS_MAX + 1000, device=DEVICE)
     torch.testing.assert_close(softmax(x), torch.softmax(x, -1))
+
+
+def test_launch_record_names_the_kernels_grids_and_parameters():
+    x = torch.randn(33, 600, device=DEVICE)
+    assert triton_launch._recorded is None
+    with triton_launch.recording() as launches:
+        y = softmax(x.clone().requires_grad_())
+        y.backward(torch.ones_like(y))
+        with triton_launch.recording() as inner:
+            softmax(x)
+    rows = launches[0].constexprs["ROWS"]  # 4 rows of 600 (padded to 1,024) a program in float32
+    assert [(launch.kernel, launch.grid) for launch in launches] == [
+        ("_fwd_one_pass", (-(-33 // rows),)),
+        ("_bwd_one_pass", (-(-33 // rows),)),
+        ("_fwd_one_pass", (-(-33 // rows),)),
+    ]
+    assert launches[0].constexprs["BLOCK_N"] == 1024 and launches[0].constexprs["ALIGN"] == 8
+    assert len(inner) == 1 and triton_launch._recorded is None
+    softmax(x)  # not recording: nothing collected anywhere
+    assert len(launches) == 3
 
 
 @pytest.mark.parametrize("shape,dim", [((0, 5), -1), ((4, 0), -1), ((2, 0, 3), 1)])

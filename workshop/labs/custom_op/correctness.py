@@ -1,18 +1,17 @@
 """Measurements of the op against torch.softmax: each returns numbers that the lab compares with thresholds.
 
 Shapes depend on the device: under Triton's interpreter (CPU) every program costs about 1.3 ms, so the CPU
-shapes are small; the long-row cases still cross into the split-row kernels (N > ONE_PASS_MAX).
+shapes are small; the long-row cases still cross into the long-row kernels (N > ONE_PASS_MAX).
 """
 
 import torch
 
-from workshop.ops import softmax
-from workshop.ops import softmax_kernels as kernels
+from workshop.ops import softmax, softmax_launch
 
 # Slack on top of torch.softmax's own error (vs a float64 reference), per dtype: about one rounding of a
 # probability in [0, 1].
 SLACK = {torch.float64: 1e-14, torch.float32: 1e-7, torch.float16: 5e-4, torch.bfloat16: 4e-3}
-LONG_ROW = kernels.ONE_PASS_MAX * 8  # 262,144: a big vocabulary, cut into CHUNK-sized pieces
+LONG_ROW = softmax_launch.ONE_PASS_MAX * 8  # 262,144: a big vocabulary, cut into CHUNK-sized pieces
 
 
 def shapes(device: str) -> dict[str, tuple[int, ...]]:
@@ -20,12 +19,12 @@ def shapes(device: str) -> dict[str, tuple[int, ...]]:
         return {
             "lm_head": (4096, 600),
             "long": (64, LONG_ROW),
-            "gradcheck_long": (2, kernels.ONE_PASS_MAX + 77),
+            "gradcheck_long": (2, softmax_launch.ONE_PASS_MAX + 77),
         }
     return {
         "lm_head": (64, 600),
         "long": (2, LONG_ROW),
-        "gradcheck_long": (1, kernels.ONE_PASS_MAX + 77),
+        "gradcheck_long": (1, softmax_launch.ONE_PASS_MAX + 77),
     }
 
 
