@@ -1,19 +1,23 @@
-"""What a lab is (LabSpec), and what it gets when it runs (LabContext): checks, artifacts, summary.
+"""What a lab is (LabSpec), and what it gets when it runs (LabContext): checks, exercises, artifacts, summary.
 
 A lab is one package under workshop/labs/ whose __init__.py defines `LAB = LabSpec(...)`. The spec is cheap to
 import (no torch); `entry` names the function that does the work, imported only in the lab's own process.
-That function takes a LabContext, records checks with ctx.check_*(), writes artifacts with ctx.write_*(), and
-sets ctx.summary; the runner turns that into result.json and summary.md.
+That function takes a LabContext, records checks with ctx.check_*(), grades the learner's exercises inside
+`with ctx.grading(name) as impl:`, writes artifacts with ctx.write_*(), and renders its summary from the
+template beside its code with ctx.render_summary(...); the runner turns that into result.json and summary.md.
 """
 
 from __future__ import annotations
 
-import importlib
+import contextlib
 import math
+import pkgutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
-from workshop import atomic
+from workshop import atomic, exercise, templates, workspace
+from workshop.exercise import Exercise
 
 
 @dataclass(frozen=True)
@@ -23,10 +27,12 @@ class LabSpec:
     title: str  # one line for `python -m workshop list`
     entry: str  # "module:function", called with a LabContext
     bench: str | None = None  # optional "module:function" for `python -m workshop bench NAME`
+    time_limit_s: float = (
+        900.0  # the runner stops a lab that runs longer (an endless loop in learner code)
+    )
 
     def load(self, what: str = "entry"):
-        module, _, function = getattr(self, what).partition(":")
-        return getattr(importlib.import_module(module), function)
+        return pkgutil.resolve_name(getattr(self, what))
 
 
 @dataclass
@@ -35,17 +41,41 @@ class Check:
     passed: bool
     value: object
     threshold: object
+    exercise: str | None = None  # the id of the exercise this check grades
+    message: str | None = None  # on failure: what the value says about the mistake, and what to do
 
     def as_dict(self) -> dict:
         value = self.value
         if isinstance(value, float) and not math.isfinite(value):
             value = str(value)  # JSON has no NaN/inf
-        return {
+        out = {
             "name": self.name,
             "passed": bool(self.passed),
             "value": value,
             "threshold": self.threshold,
         }
+        if self.exercise:
+            out["exercise"] = self.exercise
+        if self.message and not self.passed:
+            out["message"] = self.message
+        return out
+
+
+def all_passed(checks: list[Check]) -> bool:
+    """A lab (or an exercise) passes when it recorded checks and every one passed."""
+    return bool(checks) and all(c.passed for c in checks)
+
+
+class Unavailable:
+    """Stands for a learner's solution that could not be loaded: any use raises the reason."""
+
+    def __init__(self, error: workspace.LearnerError):
+        self.error = error
+
+    def _raise(self, *args, **kwargs):
+        raise self.error
+
+    __call__ = __getitem__ = __iter__ = __len__ = __fspath__ = __getattr__ = _raise
 
 
 @dataclass
@@ -55,38 +85,174 @@ class LabContext:
     device: str  # "cpu" or "cuda"
     n_procs: int  # --n: processes for the distributed demos
     seed: int
-    checks: list[Check] = field(default_factory=list)
-    summary: str = (
-        ""  # Markdown: what the learner should look at; the runner appends the checks table
+    work: Path | None = (
+        None  # the learner's workspace: its <lab>.py is graded; None runs the reference
     )
+    lang: str = "en"  # the language of the summary and messages
+    checks: list[Check] = field(default_factory=list)
+    summary: str = ""  # Markdown: what this run found; the runner appends the checks table
     extra: dict = field(default_factory=dict)  # merged into result.json
+    _grading: Exercise | None = None  # the exercise whose checks are being recorded
+    _learner: ModuleType | workspace.LearnerError | None = (
+        None  # the loaded <lab>.py, or why it would not load
+    )
 
     # ---- checks: each compares a measured value with a threshold, so each one can fail ----
-    def check_max(self, name: str, value: float, threshold: float) -> Check:
+    def check_max(
+        self, name: str, value: float, threshold: float, message: str | None = None
+    ) -> Check:
         """Passes when value <= threshold (errors, times). NaN fails."""
         value = float(value)
-        return self._add(Check(name, value <= threshold, value, threshold))
+        return self._add(Check(name, value <= threshold, value, threshold, message=message))
 
-    def check_min(self, name: str, value: float, threshold: float) -> Check:
+    def check_min(
+        self, name: str, value: float, threshold: float, message: str | None = None
+    ) -> Check:
         """Passes when value >= threshold (accuracies, bandwidths). NaN fails."""
         value = float(value)
-        return self._add(Check(name, value >= threshold, value, threshold))
+        return self._add(Check(name, value >= threshold, value, threshold, message=message))
 
-    def check_equal(self, name: str, value, expected) -> Check:
-        return self._add(Check(name, value == expected, value, expected))
+    def check_equal(self, name: str, value, expected, message: str | None = None) -> Check:
+        return self._add(Check(name, value == expected, value, expected, message=message))
 
     def _add(self, check: Check) -> Check:
+        check.exercise = self._grading.id if self._grading else None
         self.checks.append(check)
         mark = "ok  " if check.passed else "FAIL"
         print(
             f"[{self.name}] {mark} {check.name}: {check.value!r} (threshold {check.threshold!r})",
             flush=True,
         )
+        if check.message and not check.passed:
+            print(f"[{self.name}]      {check.message}", flush=True)
         return check
 
     @property
     def passed(self) -> bool:
-        return bool(self.checks) and all(c.passed for c in self.checks)
+        return all_passed(self.checks)
+
+    # ---- exercises: the learner's code (or the reference) graded by the checks recorded in a block ----
+    def exercise(self, name: str) -> Exercise:
+        for ex in exercise.lab_exercises(self.name):
+            if ex.name == name:
+                return ex
+        raise KeyError(f"lab {self.name} declares no exercise {name!r} (see its exercises.py)")
+
+    @property
+    def graded(self) -> bool:
+        """True when the learner's workspace is being graded (not the reference)."""
+        return self.work is not None
+
+    def solution(self, ex: Exercise):
+        """The learner's version of the exercise when grading a workspace, else the reference."""
+        if not self.graded:
+            return ex.load_reference()
+        if ex.document:
+            return self.work / ex.document
+        if self._learner is None:
+            try:
+                self._learner = workspace.load_lab_module(self.work, self.name)
+            except workspace.LearnerError as e:
+                self._learner = e
+        if isinstance(self._learner, workspace.LearnerError):
+            raise self._learner
+        if not hasattr(self._learner, ex.attribute):
+            path = workspace.display(workspace.lab_file(self.work, self.name))
+            raise workspace.LearnerError(f"{path} defines no `{ex.attribute}` (exercise {ex.id})")
+        return getattr(self._learner, ex.attribute)
+
+    @contextlib.contextmanager
+    def grading(self, exercise_or_name: Exercise | str):
+        """Grade one exercise: yields its implementation; every check recorded inside counts for it.
+
+        With the learner's code, an exception ends only this exercise, recorded as a failed check that names
+        the file and line (a stub's NotImplementedError: "not started"); the lab goes on with the next one.
+        With the reference, an exception is the lab's own bug and propagates.
+        """
+        ex = (
+            exercise_or_name
+            if isinstance(exercise_or_name, Exercise)
+            else self.exercise(exercise_or_name)
+        )
+        if self._grading is not None:
+            raise RuntimeError(
+                f"grading {ex.id} inside {self._grading.id}: grade one exercise at a time"
+            )
+        self._grading = ex
+        try:
+            try:
+                impl = self.solution(ex)
+            except workspace.LearnerError as e:
+                impl = Unavailable(e)  # the block runs; its first use of impl ends the exercise
+            yield impl
+        except workspace.LearnerError as e:
+            self._add(
+                Check(f"{ex.id}: your code loads", False, str(e), "no error", message=ex.hint)
+            )
+        except NotImplementedError as e:
+            if not self.graded:
+                raise
+            self._add(
+                Check(
+                    f"{ex.id}: implemented",
+                    False,
+                    exercise.NOT_STARTED,
+                    "implemented",
+                    message=str(e) or ex.not_started_message(),
+                )
+            )
+        except Exception as e:
+            if not self.graded:
+                raise
+            path = (
+                workspace.lab_file(self.work, self.name)
+                if ex.attribute
+                else self.work / ex.document
+            )
+            value = f"{workspace.where(e, path)}: {workspace.describe(e)}"
+            self._add(
+                Check(f"{ex.id}: runs without an error", False, value, "no error", message=ex.hint)
+            )
+        finally:
+            self._grading = None
+
+    def exercise_results(self) -> dict[str, dict]:
+        """Exercise id -> {"status", "passed", "checks", "message", "hint"}, for every exercise of the lab."""
+        out = {}
+        for ex in exercise.lab_exercises(self.name):
+            mine = [c for c in self.checks if c.exercise == ex.id]
+            failed = next((c for c in mine if not c.passed), None)
+            if not mine:
+                status = exercise.NOT_GRADED
+            elif failed is None:
+                status = exercise.PASSING
+            elif failed.value == exercise.NOT_STARTED:
+                status = exercise.NOT_STARTED
+            else:
+                status = exercise.FAILING
+            out[ex.id] = {
+                "title": ex.title,
+                "status": status,
+                "passed": status == exercise.PASSING,
+                "checks": [c.name for c in mine],
+                "failed_check": failed.as_dict() if failed else None,
+                "hint": ex.hint if failed else None,
+                "handout": ex.handout_path(),
+            }
+        return out
+
+    # ---- the summary: the lab's template filled with this run's values ----
+    @property
+    def lab_folder(self) -> Path:
+        from workshop import labs
+
+        return labs.folder(self.name)
+
+    def render_summary(self, **values) -> str:
+        """Render summary.md.j2 (or its translation) beside the lab's code with `values`; sets ctx.summary."""
+        values.setdefault("device", self.device)
+        self.summary = templates.render(self.lab_folder, self.lang, values)
+        return self.summary
 
     # ---- artifacts, all written atomically under out_dir ----
     def path(self, name: str) -> Path:

@@ -20,9 +20,10 @@ import time
 import traceback
 from pathlib import Path
 
-from workshop import atomic, labs, results
+from workshop import atomic, i18n, labs, results, workspace
 from workshop.device import use_triton_interpreter
-from workshop.lab import Check, LabContext
+from workshop.exercise import lab_exercises
+from workshop.lab import Check, LabContext, all_passed
 
 
 def lab_environment(device: str, cache_dir: Path) -> dict[str, str]:
@@ -108,16 +109,17 @@ def write_result(
     summary: str,
     extra: dict | None = None,
 ) -> None:
-    passed = bool(checks) and all(c.passed for c in checks)
+    passed = all_passed(checks)
     rows = "\n".join(
         f"| {'pass' if c.passed else '**FAIL**'} | {c.name} | {c.as_dict()['value']} | {c.threshold} |"
         for c in checks
     )
     table = "| | check | value | threshold |\n|---|---|---|---|\n" + rows
     verdict = "passed" if passed else "FAILED"
+    graded = exercises_md((extra or {}).get("exercises", {}))
     atomic.write_text(
         out_dir / "summary.md",
-        f"# Lab `{name}`: {verdict}\n\n{summary.strip()}\n\n## Checks\n\n{table}\n",
+        f"# Lab `{name}`: {verdict}\n\n{summary.strip()}\n\n{graded}## Checks\n\n{table}\n",
     )
     atomic.write_json(
         out_dir / "result.json",
@@ -132,6 +134,23 @@ def write_result(
     )
 
 
+def exercises_md(exercises: dict[str, dict]) -> str:
+    """The exercises' section of summary.md: one row each, with the failed check and the hint."""
+    if not exercises:
+        return ""
+    rows = []
+    for ex_id, r in exercises.items():
+        failed = r["failed_check"]
+        why = (
+            f"{failed['name']}: {failed['value']} (threshold {failed['threshold']})"
+            if failed
+            else ""
+        )
+        rows.append(f"| {ex_id} | {r['status']} | {why} | {r['hint'] or ''} |")
+    header = "| exercise | status | failed check | hint |\n|---|---|---|---|\n"
+    return "## Exercises\n\n" + header + "\n".join(rows) + "\n\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     """The child process: run one lab into an existing, empty folder."""
     p = argparse.ArgumentParser(prog="python -m workshop.runner")
@@ -140,8 +159,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", required=True)
     p.add_argument("--n", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--work", type=Path, default=None, help="grade this workspace's <lab>.py")
+    p.add_argument("--lang", choices=i18n.LANGUAGES, default=i18n.DEFAULT)
     a = p.parse_args(argv)
-    ctx = LabContext(a.lab, a.out_dir, a.device, a.n, a.seed)
+    i18n.set_language(a.lang)
+    ctx = LabContext(a.lab, a.out_dir, a.device, a.n, a.seed, work=a.work, lang=a.lang)
     start = time.monotonic()
     try:
         labs.get(a.lab).load()(ctx)
@@ -159,9 +181,28 @@ def main(argv: list[str] | None = None) -> int:
         ctx.checks,
         time.monotonic() - start,
         ctx.summary,
-        ctx.extra,
+        {**ctx.extra, **graded_extra(ctx)},
     )
     return 0 if ctx.passed else 1
+
+
+def graded_extra(ctx: LabContext) -> dict:
+    """What result.json says of the implementation that ran, and of each exercise it graded."""
+    out = {"lang": ctx.lang, "implementation": {"kind": "reference"}}
+    if ctx.graded:
+        names = [f"{ctx.name}.py"] + [ex.document for ex in lab_exercises(ctx.name) if ex.document]
+        files = {name: ctx.work / name for name in names}
+        out["implementation"] = {
+            "kind": "workspace",
+            "work": str(ctx.work.resolve()),
+            "sha256": {
+                n: workspace.file_sha256(p) if p.is_file() else None for n, p in files.items()
+            },
+        }
+    exercises = ctx.exercise_results()
+    if exercises:
+        out["exercises"] = exercises
+    return out
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from pathlib import Path
 
 from workshop.lab import LabSpec
 
@@ -17,6 +18,11 @@ def all_labs() -> dict[str, LabSpec]:
             if isinstance(spec, LabSpec):
                 specs.append(spec)
     return {s.name: s for s in sorted(specs, key=lambda s: s.order)}
+
+
+def folder(name: str) -> Path:
+    """The lab's folder: its code, handout and summary template."""
+    return Path(__file__).resolve().parent / name
 
 
 def get(name: str) -> LabSpec:

@@ -1,0 +1,172 @@
+"""The grading machinery every lab's exercises use: LabContext.grading, the learner's file, statuses, stubs."""
+
+from __future__ import annotations
+
+import pytest
+
+from workshop import exercise, i18n, templates
+from workshop.exercise import Exercise
+from workshop.lab import LabContext
+
+
+def double(x: int) -> int:
+    """The instructor's solution of the test exercise."""
+    return 2 * x
+
+
+def triple(x: int) -> int:
+    return 3 * x
+
+
+EX_DOUBLE = Exercise(
+    lab="toy",
+    name="double",
+    title="double a number",
+    statement="Return twice x. Nothing else.",
+    hint="Multiply by two.",
+    handout="README.md#double",
+    reference=f"{__name__}:double",
+    attribute="double",
+)
+EX_TRIPLE = Exercise(
+    lab="toy",
+    name="triple",
+    title="triple a number",
+    statement="Return three times x.",
+    hint="Multiply by three.",
+    handout="README.md#triple",
+    reference=f"{__name__}:triple",
+    attribute="triple",
+)
+
+
+@pytest.fixture
+def toy(monkeypatch, tmp_path):
+    """A LabContext for a lab 'toy' whose exercises are the two above; work=None (the reference)."""
+    monkeypatch.setattr(exercise, "lab_exercises", lambda lab: [EX_DOUBLE, EX_TRIPLE])
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "out").mkdir()
+    return LabContext("toy", tmp_path / "out", "cpu", 1, 0)
+
+
+def grade_both(ctx: LabContext) -> dict:
+    for ex, factor in ((EX_DOUBLE, 2), (EX_TRIPLE, 3)):
+        with ctx.grading(ex) as impl:
+            ctx.check_equal(f"{ex.name}(21)", impl(21), factor * 21, message="check the factor")
+    return ctx.exercise_results()
+
+
+def workspace(tmp_path, source: str):
+    (tmp_path / "my-work").mkdir(exist_ok=True)
+    (tmp_path / "my-work" / "toy.py").write_text(source)
+    return tmp_path / "my-work"
+
+
+def test_the_reference_passes_and_its_checks_are_tagged(toy):
+    results = grade_both(toy)
+    assert [c.exercise for c in toy.checks] == ["toy.double", "toy.triple"]
+    assert {r["status"] for r in results.values()} == {exercise.PASSING}
+
+
+def test_a_wrong_answer_fails_its_exercise_only_with_the_message(toy, tmp_path):
+    toy.work = workspace(
+        tmp_path, "def double(x):\n    return x + x + 1\ndef triple(x):\n    return 3 * x\n"
+    )
+    results = grade_both(toy)
+    assert results["toy.double"]["status"] == exercise.FAILING
+    assert results["toy.double"]["failed_check"]["message"] == "check the factor"
+    assert results["toy.double"]["hint"] == EX_DOUBLE.hint
+    assert results["toy.triple"]["status"] == exercise.PASSING
+
+
+def test_fresh_stubs_are_not_started_and_say_what_to_do(toy, tmp_path):
+    stubs = EX_DOUBLE.stub_code() + "\n\n" + EX_TRIPLE.stub_code()
+    toy.work = workspace(tmp_path, stubs)
+    results = grade_both(toy)
+    assert {r["status"] for r in results.values()} == {exercise.NOT_STARTED}
+    message = results["toy.double"]["failed_check"]["message"]
+    assert (
+        message.startswith("toy.double: Return twice x")
+        and "workshop/labs/toy/README.md#double" in message
+    )
+
+
+def test_an_exception_names_the_file_and_line_and_the_next_exercise_is_graded(toy, tmp_path):
+    toy.work = workspace(
+        tmp_path, "def double(x):\n    return x / 0\ndef triple(x):\n    return 3 * x\n"
+    )
+    results = grade_both(toy)
+    failed = results["toy.double"]["failed_check"]
+    assert failed["value"] == "my-work/toy.py:2: ZeroDivisionError: division by zero"
+    assert results["toy.triple"]["status"] == exercise.PASSING
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("def double(x):\n    return (\n", "my-work/toy.py:2: SyntaxError"),
+        ("import no_such_module_anywhere\n", "my-work/toy.py:1: ModuleNotFoundError"),
+        (
+            "def triple(x):\n    return 3 * x\n",
+            "my-work/toy.py defines no `double` (exercise toy.double)",
+        ),
+    ],
+)
+def test_a_broken_file_is_one_clear_line(toy, tmp_path, source, expected):
+    toy.work = workspace(tmp_path, source)
+    results = grade_both(toy)
+    assert results["toy.double"]["failed_check"]["value"].startswith(expected)
+    assert results["toy.double"]["status"] == exercise.FAILING
+
+
+def test_a_missing_file_says_how_to_make_it(toy, tmp_path):
+    toy.work = tmp_path / "my-work"
+    results = grade_both(toy)
+    value = results["toy.double"]["failed_check"]["value"]
+    assert "my-work/toy.py does not exist" in value and "exercises init" in value
+
+
+def test_an_exercise_never_graded_is_reported_so(toy):
+    with toy.grading(EX_DOUBLE) as impl:
+        toy.check_equal("double(1)", impl(1), 2)
+    assert toy.exercise_results()["toy.triple"]["status"] == exercise.NOT_GRADED
+
+
+def test_the_references_own_errors_propagate(toy, monkeypatch):
+    monkeypatch.setattr(EX_DOUBLE.__class__, "load_reference", lambda self: lambda x: 1 / 0)
+    with pytest.raises(ZeroDivisionError), toy.grading(EX_DOUBLE) as impl:
+        impl(1)
+
+
+def test_stub_code_has_the_references_signature_and_raises(tmp_path):
+    namespace = {}
+    exec(EX_DOUBLE.stub_code(), namespace)
+    with pytest.raises(NotImplementedError, match="toy.double: Return twice x"):
+        namespace["double"](3)
+    assert "def double(x: int) -> int:" in EX_DOUBLE.stub_code()
+
+
+def test_summary_templates_refuse_undefined_values_and_prefer_the_translation(tmp_path):
+    (tmp_path / "summary.md.j2").write_text(
+        "error {{ err | sci }}{% if fused %}, fused{% endif %}.\n"
+    )
+    assert templates.render(tmp_path, "en", {"err": 1.25e-7, "fused": False}) == "error 1.2e-07.\n"
+    with pytest.raises(Exception, match="fused"):
+        templates.render(tmp_path, "en", {"err": 1.0})
+    (tmp_path / "summary.es.md.j2").write_text("error {{ err | sci }}\n")
+    assert templates.template_name(tmp_path, "es") == "summary.es.md.j2"
+    assert templates.template_name(tmp_path, "en") == "summary.md.j2"
+
+
+@pytest.mark.parametrize(
+    "environ, lang",
+    [
+        ({"LANG": "es_ES.UTF-8"}, "es"),
+        ({"LC_ALL": "C", "LANG": "es_ES.UTF-8"}, "en"),
+        ({"LC_MESSAGES": "es_MX"}, "es"),
+        ({"LANG": "C.UTF-8"}, "en"),
+        ({}, "en"),
+    ],
+)
+def test_the_language_follows_the_locale_as_posix_reads_it(environ, lang):
+    assert i18n.detect(environ) == lang

@@ -1,0 +1,105 @@
+"""What an exercise is: a piece of a lab the learner writes, graded by that lab's own checks.
+
+A lab declares its exercises in `workshop/labs/<lab>/exercises.py` as `EXERCISES = [Exercise(...), ...]` (cheap to
+import: no torch). Each names the instructor's solution (`reference`, "module:attribute") and what the learner's
+file defines instead (`attribute`: a function, or a constant holding answers), or, for a document such as the
+survey, the workspace file (`document`). The lab grades it inside `with ctx.grading("name") as impl:` (lab.py):
+`impl` is the learner's version when `--work DIR` was given, else the reference, and every check recorded in
+the block counts for that exercise.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import textwrap
+from dataclasses import dataclass
+
+# How an exercise stands after a graded run (result.json "exercises" -> status).
+PASSING, FAILING, NOT_STARTED, NOT_GRADED = "passing", "failing", "not started", "not graded"
+
+
+@dataclass(frozen=True)
+class Exercise:
+    lab: str
+    name: str  # unique within the lab; the exercise's id is "<lab>.<name>"
+    title: str  # one line
+    statement: str  # what to write, in full sentences
+    hint: str  # shown when the exercise fails
+    handout: str  # the handout section to read: "README.md#anchor", relative to the lab's folder
+    reference: str  # the instructor's solution, "module:attribute" (a function, a constant, or a file path)
+    attribute: str | None = None  # what the learner's <lab>.py defines; None for a document
+    document: str | None = (
+        None  # a workspace file the learner writes (e.g. "survey.md") instead of code
+    )
+    interface: str = ""  # signature, shapes and dtypes: the stub's docstring
+    stub: str = (
+        ""  # the code written into the workspace; default: the reference's signature + raise
+    )
+
+    @property
+    def id(self) -> str:
+        return f"{self.lab}.{self.name}"
+
+    def __post_init__(self):
+        if (self.attribute is None) == (self.document is None):
+            raise ValueError(f"exercise {self.id}: give exactly one of attribute= and document=")
+
+    def load_reference(self):
+        return pkgutil.resolve_name(self.reference)
+
+    def not_started_message(self) -> str:
+        """What a stub raises: the exercise's id and the first sentence of its statement."""
+        first = self.statement.strip().split(". ")[0].rstrip(".")
+        return f"{self.id}: {first}. See {self.handout_path()}."
+
+    def handout_path(self) -> str:
+        return f"workshop/labs/{self.lab}/{self.handout}"
+
+    def stub_code(self) -> str:
+        """The workspace code for this exercise: the explicit stub, or a function stub with the reference's
+        signature, the statement and interface as its docstring, and a body that raises NotImplementedError."""
+        if self.stub:
+            return textwrap.dedent(self.stub).strip() + "\n"
+        reference = self.load_reference()
+        if not callable(reference):
+            raise ValueError(f"exercise {self.id}: a constant's stub must be given as stub=")
+        doc = "\n\n".join(p for p in (self.statement.strip(), self.interface.strip()) if p)
+        doc = textwrap.indent(doc, "    ").strip()
+        return (
+            f"def {self.attribute}{signature(reference)}:\n"
+            f'    """{doc}\n    """\n'
+            f"    raise NotImplementedError({self.not_started_message()!r})\n"
+        )
+
+
+def signature(function) -> inspect.Signature:
+    """The function's signature with its annotations as written types (`torch.Tensor`, not a string)."""
+    try:
+        return inspect.signature(function, eval_str=True)
+    except NameError:  # an annotation that names something only a type checker imports
+        return inspect.signature(function)
+
+
+def lab_exercises(lab: str) -> list[Exercise]:
+    """The exercises a lab declares (an empty list for a lab without exercises.py)."""
+    try:
+        module = importlib.import_module(f"workshop.labs.{lab}.exercises")
+    except ModuleNotFoundError as e:
+        if e.name != f"workshop.labs.{lab}.exercises":
+            raise
+        return []
+    exercises = list(module.EXERCISES)
+    for ex in exercises:
+        if ex.lab != lab:
+            raise ValueError(f"{ex.id} is declared in lab {lab}'s exercises.py")
+    return exercises
+
+
+def all_exercises() -> dict[str, list[Exercise]]:
+    """Lab name -> its exercises, in run order, for every lab that has any."""
+    from workshop import labs
+
+    found = {name: lab_exercises(name) for name in labs.all_labs()}
+    return {name: exercises for name, exercises in found.items() if exercises}

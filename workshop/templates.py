@@ -1,0 +1,62 @@
+"""A lab's summary.md from a Jinja2 template beside its code: the prose is the template's, every number the run's.
+
+`summary.md.j2` is the English source; `summary.<lang>.md.j2` (e.g. summary.es.md.j2) its translation, used when
+it exists. Undefined values are errors (StrictUndefined), so a template cannot print a blank where a figure
+belongs. A sentence that explains a mechanism sits inside `{% if %}` on the measured condition that shows it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jinja2
+
+SOURCE = "summary.md.j2"
+
+
+def template_name(folder: Path, lang: str, source: str = SOURCE) -> str:
+    """The translated template when there is one, else the English source."""
+    stem = source.removesuffix(".md.j2")
+    translated = f"{stem}.{lang}.md.j2"
+    return translated if lang != "en" and (folder / translated).is_file() else source
+
+
+def sci(value: float, digits: int = 1) -> str:
+    """1.2e-07: errors and tolerances."""
+    return f"{value:.{digits}e}"
+
+
+def num(value: float, digits: int = 3) -> str:
+    """Up to `digits` significant digits: 0.0123, 4.56, 1.23e+04."""
+    return f"{value:.{digits}g}"
+
+
+def human_bytes(n: float) -> str:
+    """1.2 KiB, 3.4 MiB: byte counts as people read them."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def percent(fraction: float, digits: int = 0) -> str:
+    return f"{100 * fraction:.{digits}f}%"
+
+
+def environment(folder: Path) -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(folder),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,  # Markdown, not HTML
+    )
+    env.filters.update(sci=sci, num=num, bytes=human_bytes, percent=percent)
+    return env
+
+
+def render(folder: Path, lang: str, values: dict, source: str = SOURCE) -> str:
+    """Render `source` (or its translation for `lang`) from `folder` with `values`."""
+    return environment(folder).get_template(template_name(folder, lang, source)).render(**values)
