@@ -166,3 +166,22 @@ def test_gpu_big_shapes_fwd_bwd(shape):
     (ref_dx,) = torch.autograd.grad(ref, x, dy)
     torch.testing.assert_close(y, ref)
     torch.testing.assert_close(dx, ref_dx)
+
+
+@pytest.mark.gpu
+def test_gpu_long_rows_compiled_inline_the_cooperative_kernels():
+    """Rows past one pass under torch.compile: the cooperative kernels (atomics, a wait) inlined by Inductor."""
+    import re
+
+    from workshop.labs.custom_op import inductor_code
+
+    x, dy = torch.randn(4, 40000, device="cuda"), torch.randn(4, 40000, device="cuda")
+    (y, dx), sources = inductor_code.compile_and_capture(torch.ops.workshop.softmax, x, dy)
+    code = "\n".join(sources)
+    for kernel in ("_fwd_cooperative", "_bwd_cooperative"):
+        assert re.search(rf"def {kernel}(?:_\d+)?\(", code), kernel
+    x_ = x.clone().requires_grad_()
+    ref = torch.softmax(2 * x_, -1) * 3
+    (ref_dx,) = torch.autograd.grad(ref, x_, dy)
+    torch.testing.assert_close(y, ref.detach())
+    torch.testing.assert_close(dx, ref_dx)

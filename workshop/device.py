@@ -37,7 +37,9 @@ def describe(device: str) -> str:
     return "cpu"
 
 
-def use_triton_interpreter(env: MutableMapping[str, str] = os.environ, device: str = "auto") -> bool:
+def use_triton_interpreter(
+    env: MutableMapping[str, str] = os.environ, device: str = "auto"
+) -> bool:
     """Sets TRITON_INTERPRET=1 in `env` where Triton kernels will run on the CPU: device "cpu", or "auto" with no
     CUDA GPU. Returns whether the interpreter is on.
 

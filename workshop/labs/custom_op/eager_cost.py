@@ -18,11 +18,15 @@ each block ending in a synchronize.
 import time
 from unittest import mock
 
-import torch
+import matplotlib
 
-from workshop.ops import softmax, softmax_launch, softmax_op
-from workshop.ops import softmax_kernels as kernels
-from workshop.ops.triton_launch import launch
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import torch  # noqa: E402
+
+from workshop.ops import softmax, softmax_launch, softmax_op  # noqa: E402
+from workshop.ops import softmax_kernels as kernels  # noqa: E402
+from workshop.ops.triton_launch import launch  # noqa: E402
 
 BLOCKS = 5
 BLOCK_SECONDS = 0.02  # calls per block: enough to fill this, at most MAX_CALLS
@@ -34,23 +38,29 @@ TINY = (
 STEP = (64, 600)  # forward + backward: a training step's use of the op
 
 
-def per_call_us(fn, device: str) -> float:
-    """Host time of one call of fn(), in microseconds: the best of BLOCKS blocks."""
+def per_call_us(fns: dict, device: str) -> dict[str, float]:
+    """Host time of one call of each fn(), in microseconds: the best of BLOCKS blocks of calls, the functions'
+    blocks interleaved (a machine that gets busier for a while slows them all, not one)."""
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-    fn()  # warm up: compile, fill the caches
-    sync()
-    start = time.perf_counter()
-    fn()
-    sync()
-    calls = max(1, min(MAX_CALLS, int(BLOCK_SECONDS / max(time.perf_counter() - start, 1e-9))))
-    best = float("inf")
-    for _ in range(BLOCKS):
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
+    calls = {}
+    for name, fn in fns.items():
+        fn()  # warm up: compile, fill the caches
         sync()
-        best = min(best, (time.perf_counter() - start) / calls)
-    return best * 1e6
+        start = time.perf_counter()
+        fn()
+        sync()
+        calls[name] = max(
+            1, min(MAX_CALLS, int(BLOCK_SECONDS / max(time.perf_counter() - start, 1e-9)))
+        )
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(BLOCKS):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            for _ in range(calls[name]):
+                fn()
+            sync()
+            best[name] = min(best[name], (time.perf_counter() - start) / calls[name])
+    return {name: t * 1e6 for name, t in best.items()}
 
 
 def _calls(device: str, shape=TINY) -> dict:
@@ -81,25 +91,66 @@ def measure(device: str) -> dict:
     """Host us per call: each layer's own cost, the whole op (with and without grad), torch.softmax's call, the
     same launch through Triton's own kernel[grid], and a forward + backward step, ours and torch's."""
     calls = _calls(device)
-    names = ["plan", "checks, output", "dispatcher, Autograd kernel", "autograd node"]
+    layers = ["plan", "checks, output", "dispatcher, Autograd kernel", "autograd node"]
     with mock.patch.object(softmax_launch, "launch", _dry_launch):
-        dry = {name: per_call_us(calls[name], device) for name in names}
-    layers = {"kernel launch": per_call_us(calls["kernel launch"], device)}
-    layers.update(
-        {name: dry[name] - dry[names[i - 1]] if i else dry[name] for i, name in enumerate(names)}
-    )
+        dry = per_call_us({name: calls[name] for name in layers}, device)
     x = torch.randn(STEP, device=device, requires_grad=True)
     dy = torch.randn(STEP, device=device)
+    whole = per_call_us(
+        {
+            "kernel launch": calls["kernel launch"],
+            "op": calls["dispatcher, Autograd kernel"],
+            "op with grad": calls["autograd node"],
+            "torch.softmax": calls["torch.softmax"],
+            "Triton's kernel[grid]": calls["Triton's kernel[grid]"],
+            "step torch.softmax": lambda: torch.softmax(x, -1).backward(dy),
+            "step workshop.ops.softmax": lambda: softmax(x).backward(dy),
+        },
+        device,
+    )
+    own = {name: dry[name] - (dry[layers[i - 1]] if i else 0.0) for i, name in enumerate(layers)}
     return {
         "shape": list(TINY),
-        "layer_us": layers,
-        "op_us": per_call_us(calls["dispatcher, Autograd kernel"], device),
-        "op_grad_us": per_call_us(calls["autograd node"], device),
-        "torch_us": per_call_us(calls["torch.softmax"], device),
-        "triton_jit_launch_us": per_call_us(calls["Triton's kernel[grid]"], device),
+        "layer_us": {"kernel launch": whole["kernel launch"], **own},
+        # the op without autograd, from its parts: the launch, and the Python layers timed without it
+        "python_us": dry["dispatcher, Autograd kernel"],
+        "op_us": whole["op"],
+        "op_grad_us": whole["op with grad"],
+        "torch_us": whole["torch.softmax"],
+        "triton_jit_launch_us": whole["Triton's kernel[grid]"],
         "step_shape": list(STEP),
         "step_us": {
-            "torch.softmax": per_call_us(lambda: torch.softmax(x, -1).backward(dy), device),
-            "workshop.ops.softmax": per_call_us(lambda: softmax(x).backward(dy), device),
+            "torch.softmax": whole["step torch.softmax"],
+            "workshop.ops.softmax": whole["step workshop.ops.softmax"],
         },
     }
+
+
+def launch_share(found: dict) -> float:
+    """The kernel launch's share of the op's call without autograd, from its parts: the launch and the Python
+    layers, each timed alone (a difference of two noisy totals could say anything when the launch is slow)."""
+    launch = found["layer_us"]["kernel launch"]
+    return launch / (launch + found["python_us"])
+
+
+def figure(found: dict, device: str):
+    """Each layer's cost per call, and torch.softmax's whole call for scale (log axis: on the CPU the
+    interpreter's milliseconds and the layers' microseconds share it)."""
+    layers = found["layer_us"]
+    names = [*layers, "torch.softmax (whole call)"]
+    values = [*layers.values(), found["torch_us"]]
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    colors = ["tab:blue"] * len(layers) + ["tab:gray"]
+    ax.barh(names[::-1], [max(v, 1e-3) for v in values[::-1]], color=colors[::-1])
+    for i, v in enumerate(values[::-1]):
+        ax.annotate(
+            f"{v:.1f} us", (max(v, 1e-3), i), xytext=(3, 0), textcoords="offset points", va="center"
+        )
+    ax.set_xscale("log")
+    ax.set_xlabel("host time per call (us, log scale)")
+    ax.set_title(
+        f"one call of workshop.ops.softmax at {tuple(found['shape'])} on {device}: "
+        f"{found['op_us']:.1f} us in all"
+    )
+    fig.tight_layout()
+    return fig
