@@ -51,9 +51,11 @@ def test_special_values_like_torch(n_cols):
 
 @pytest.fixture
 def tiny_pieces(monkeypatch):
-    """The long-row kernels made cheap: rows longer than 8 go in pieces of 16 (a 50-long row: 4, the last partial)."""
+    """The long-row kernels made cheap: rows longer than 8 go in pieces of 16 (a 50-long row: 4, the last partial);
+    on CUDA cooperative, as if the input did not fit in L2."""
     monkeypatch.setattr(softmax_launch, "ONE_PASS_MAX", 8)
     monkeypatch.setattr(softmax_launch, "CHUNK", 16)
+    monkeypatch.setattr(softmax_launch, "l2_bytes", lambda device: 0)
 
 
 def test_long_row_kernels_match_torch_with_special_values(tiny_pieces):
@@ -156,7 +158,7 @@ def test_gpu_triton_op_is_inlined_by_inductor():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("shape", [(4096, 600), (64, 262144), (300, 40000)])
+@pytest.mark.parametrize("shape", [(4096, 600), (64, 262144), (300, 40000), (16, 262144)])
 def test_gpu_big_shapes_fwd_bwd(shape):
     x = torch.randn(shape, device="cuda", requires_grad=True)
     dy = torch.randn(shape, device="cuda")
@@ -169,8 +171,11 @@ def test_gpu_big_shapes_fwd_bwd(shape):
 
 
 @pytest.mark.gpu
-def test_gpu_long_rows_compiled_inline_the_cooperative_kernels():
+def test_gpu_long_rows_compiled_inline_the_cooperative_kernels(monkeypatch):
     """Rows past one pass under torch.compile: the cooperative kernels (atomics, a wait) inlined by Inductor."""
+    monkeypatch.setattr(
+        softmax_launch, "l2_bytes", lambda device: 0
+    )  # cooperative at this small size too
     import re
 
     from workshop.labs.custom_op import inductor_code

@@ -33,7 +33,11 @@ GROUPS = {
     ),
     "long rows": (
         [(256, 131072), (64, 262144)],
-        [{"CHUNK": c, "CHUNK_WARPS": w} for c, w in ((4096, 4), (8192, 8), (8192, 16), (16384, 16))]
+        [{}]
+        + [
+            {"CHUNK": c, "CHUNK_WARPS": w, "cooperative": True}
+            for c, w in ((4096, 4), (8192, 8), (8192, 16), (16384, 16))
+        ]
         + [{"split": True}],
     ),
 }
