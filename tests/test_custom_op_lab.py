@@ -54,6 +54,44 @@ def test_lab_writes_both_inductor_excerpts(lab):
         assert "benchmarks/custom_op/inductor_triton_op.txt" in triton_op
 
 
+def test_lab_measures_the_eager_call(lab):
+    from workshop.labs.custom_op import eager_cost
+
+    result = read_result(lab)
+    eager = result["eager"]
+    layers = [
+        "kernel launch",
+        "plan",
+        "checks, output",
+        "dispatcher, Autograd kernel",
+        "autograd node",
+    ]
+    assert list(eager["layer_us"]) == layers and eager["op_us"] > 0 and eager["torch_us"] > 0
+    assert [launch["kernel"] for launch in eager["step_launches"]] == [
+        "_fwd_one_pass",
+        "_bwd_one_pass",
+    ]
+    assert (lab / "eager_cost.png").stat().st_size > 10_000
+    summary = (lab / "summary.md").read_text()
+    assert "What one eager call costs" in summary and "`_bwd_one_pass` on" in summary
+    # the interpreter's sentence is printed when the run shows the launch dominating, and only then
+    dominated = eager_cost.launch_share(eager) > 0.9
+    assert ("kernel launch is Triton's interpreter" in summary) == dominated
+    assert dominated == (result["device"] == "cpu")
+
+
+def test_sweep_settings_are_patched_and_restored():
+    from workshop.labs.custom_op import sweep
+    from workshop.ops import softmax_launch
+
+    before = (softmax_launch.CHUNK, softmax_launch.multiprocessors, softmax_launch.l2_bytes)
+    with sweep.setting({"CHUNK": 16, "split": True, "cooperative": True}):
+        assert softmax_launch.CHUNK == 16
+        assert softmax_launch.multiprocessors(None) == softmax_launch.l2_bytes(None) == 0
+    after = (softmax_launch.CHUNK, softmax_launch.multiprocessors, softmax_launch.l2_bytes)
+    assert after == before
+
+
 def test_call_function_and_census_on_a_made_up_module():
     source = "\n".join(
         [

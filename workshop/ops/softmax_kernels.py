@@ -89,6 +89,26 @@ def _bwd_one_pass(
 
 
 @triton.jit
+def _piece(piece, n_chunks, n_cols, CHUNK: tl.constexpr):
+    """Piece number `piece` (= row * n_chunks + chunk): its row, its columns (CHUNK,) and their mask."""
+    row, chunk = piece // n_chunks, piece % n_chunks
+    cols = chunk * CHUNK + tl.arange(0, CHUNK)
+    return row, cols, cols < n_cols
+
+
+@triton.jit
+def _load(ptr, row, row_stride, cols, mask, other):
+    """A piece of a row (CHUNK,), in the accumulation type; `other` in the masked lanes."""
+    return _acc(tl.load(ptr + row.to(tl.int64) * row_stride + cols, mask=mask, other=other))
+
+
+@triton.jit
+def _store(ptr, row, row_stride, cols, mask, values):
+    """Writes a piece of a row in ptr's dtype."""
+    tl.store(ptr + row.to(tl.int64) * row_stride + cols, values.to(ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
 def _piece_stats(x):
     """The online-softmax pair of one piece (CHUNK,): (max m_i, sum exp(x - m_i)). A piece that is all -inf
     gives s_i = 0, not exp(-inf - -inf) = NaN: the row's other pieces may be finite."""
@@ -134,10 +154,10 @@ def _arrive_and_wait(count_ptr, n_arrivals):
     """Counts this program in at *count_ptr, after its stores, and waits until n_arrivals programs have."""
     tl.debug_barrier()  # all of this program's threads have stored their partials before the release below
     arrived = tl.atomic_add(count_ptr, 1, sem="acq_rel") + 1
-    while arrived < n_arrivals:
-        arrived = tl.atomic_add(
-            count_ptr, 0, sem="acquire"
-        )  # a read that orders the loads after it
+    while (
+        arrived < n_arrivals
+    ):  # each read is an atomic with acquire: the loads after it see the partials
+        arrived = tl.atomic_add(count_ptr, 0, sem="acquire")
     tl.debug_barrier()
 
 
@@ -158,22 +178,16 @@ def _fwd_cooperative(
     CHUNK: tl.constexpr,
     CHUNKS_P2: tl.constexpr,  # n_chunks rounded up to a power of two
 ):
-    piece = _take_piece(counters_ptr)  # = row * n_chunks + chunk
-    row, chunk = piece // n_chunks, piece % n_chunks
-    cols = chunk * CHUNK + tl.arange(0, CHUNK)
-    mask = cols < n_cols
-    x = _acc(
-        tl.load(x_ptr + row.to(tl.int64) * x_row_stride + cols, mask=mask, other=-float("inf"))
-    )
+    piece = _take_piece(counters_ptr)
+    row, cols, mask = _piece(piece, n_chunks, n_cols, CHUNK)
+    x = _load(x_ptr, row, x_row_stride, cols, mask, -float("inf"))
     m_i, s_i = _piece_stats(x)
     tl.store(m_ptr + piece, m_i)
     tl.store(s_ptr + piece, s_i)
     _arrive_and_wait(counters_ptr + 1 + row, n_chunks)
     m, s = _row_stats(m_ptr, s_ptr, row, n_chunks, CHUNKS_P2)
-    y = tl.exp(x - m) / s  # x is still in registers: the row is not read again
-    tl.store(
-        y_ptr + row.to(tl.int64) * y_row_stride + cols, y.to(y_ptr.dtype.element_ty), mask=mask
-    )
+    # x is still in registers: the row is read once
+    _store(y_ptr, row, y_row_stride, cols, mask, tl.exp(x - m) / s)
 
 
 @triton.jit
@@ -192,17 +206,15 @@ def _bwd_cooperative(
     CHUNKS_P2: tl.constexpr,
 ):
     piece = _take_piece(counters_ptr)
-    row, chunk = piece // n_chunks, piece % n_chunks
-    cols = chunk * CHUNK + tl.arange(0, CHUNK)
-    mask = cols < n_cols
-    y = _acc(tl.load(y_ptr + row.to(tl.int64) * y_row_stride + cols, mask=mask, other=0.0))
-    dy = _acc(tl.load(dy_ptr + row.to(tl.int64) * dy_row_stride + cols, mask=mask, other=0.0))
+    row, cols, mask = _piece(piece, n_chunks, n_cols, CHUNK)
+    y = _load(y_ptr, row, y_row_stride, cols, mask, 0.0)
+    dy = _load(dy_ptr, row, dy_row_stride, cols, mask, 0.0)
     tl.store(dot_ptr + piece, tl.sum(dy * y, axis=0))
     _arrive_and_wait(counters_ptr + 1 + row, n_chunks)
-    dx = y * (dy - _row_dot(dot_ptr, row, n_chunks, CHUNKS_P2))
-    tl.store(
-        dx_ptr + row.to(tl.int64) * dx_row_stride + cols, dx.to(dx_ptr.dtype.element_ty), mask=mask
-    )
+    dx = y * (
+        dy - _row_dot(dot_ptr, row, n_chunks, CHUNKS_P2)
+    )  # y, dy still in registers: read once
+    _store(dx_ptr, row, dx_row_stride, cols, mask, dx)
 
 
 # ---- long rows, split in two kernels: read twice ----
@@ -210,15 +222,9 @@ def _bwd_cooperative(
 
 @triton.jit
 def _fwd_partials(x_ptr, m_ptr, s_ptr, n_cols, x_row_stride, n_chunks, CHUNK: tl.constexpr):
-    piece = tl.program_id(0)  # = row * n_chunks + chunk
-    row, chunk = piece // n_chunks, piece % n_chunks
-    cols = chunk * CHUNK + tl.arange(0, CHUNK)
-    x = _acc(
-        tl.load(
-            x_ptr + row.to(tl.int64) * x_row_stride + cols, mask=cols < n_cols, other=-float("inf")
-        )
-    )
-    m_i, s_i = _piece_stats(x)
+    piece = tl.program_id(0)
+    row, cols, mask = _piece(piece, n_chunks, n_cols, CHUNK)
+    m_i, s_i = _piece_stats(_load(x_ptr, row, x_row_stride, cols, mask, -float("inf")))
     tl.store(m_ptr + piece, m_i)
     tl.store(s_ptr + piece, s_i)
 
@@ -236,20 +242,12 @@ def _fwd_finish(
     CHUNK: tl.constexpr,
     CHUNKS_P2: tl.constexpr,
 ):
-    piece = (
-        tl.num_programs(0) - 1 - tl.program_id(0)
-    )  # last first: L2 may still hold what _fwd_partials read last
-    row, chunk = piece // n_chunks, piece % n_chunks
-    m, s = _row_stats(m_ptr, s_ptr, row, n_chunks, CHUNKS_P2)
-    cols = chunk * CHUNK + tl.arange(0, CHUNK)
-    mask = cols < n_cols
-    x = _acc(
-        tl.load(x_ptr + row.to(tl.int64) * x_row_stride + cols, mask=mask, other=-float("inf"))
-    )
-    y = tl.exp(x - m) / s
-    tl.store(
-        y_ptr + row.to(tl.int64) * y_row_stride + cols, y.to(y_ptr.dtype.element_ty), mask=mask
-    )
+    # Last piece first: L2 may still hold what _fwd_partials read last.
+    piece = tl.num_programs(0) - 1 - tl.program_id(0)
+    m, s = _row_stats(m_ptr, s_ptr, piece // n_chunks, n_chunks, CHUNKS_P2)
+    row, cols, mask = _piece(piece, n_chunks, n_cols, CHUNK)
+    x = _load(x_ptr, row, x_row_stride, cols, mask, -float("inf"))
+    _store(y_ptr, row, y_row_stride, cols, mask, tl.exp(x - m) / s)
 
 
 @triton.jit
@@ -257,11 +255,9 @@ def _bwd_partials(
     y_ptr, dy_ptr, dot_ptr, n_cols, y_row_stride, dy_row_stride, n_chunks, CHUNK: tl.constexpr
 ):
     piece = tl.program_id(0)
-    row, chunk = piece // n_chunks, piece % n_chunks
-    cols = chunk * CHUNK + tl.arange(0, CHUNK)
-    mask = cols < n_cols
-    y = _acc(tl.load(y_ptr + row.to(tl.int64) * y_row_stride + cols, mask=mask, other=0.0))
-    dy = _acc(tl.load(dy_ptr + row.to(tl.int64) * dy_row_stride + cols, mask=mask, other=0.0))
+    row, cols, mask = _piece(piece, n_chunks, n_cols, CHUNK)
+    y = _load(y_ptr, row, y_row_stride, cols, mask, 0.0)
+    dy = _load(dy_ptr, row, dy_row_stride, cols, mask, 0.0)
     tl.store(dot_ptr + piece, tl.sum(dy * y, axis=0))
 
 
@@ -279,13 +275,9 @@ def _bwd_finish(
     CHUNK: tl.constexpr,
     CHUNKS_P2: tl.constexpr,
 ):
-    piece = tl.num_programs(0) - 1 - tl.program_id(0)  # last first, as in _fwd_finish
-    row, chunk = piece // n_chunks, piece % n_chunks
-    cols = chunk * CHUNK + tl.arange(0, CHUNK)
-    mask = cols < n_cols
-    y = _acc(tl.load(y_ptr + row.to(tl.int64) * y_row_stride + cols, mask=mask, other=0.0))
-    dy = _acc(tl.load(dy_ptr + row.to(tl.int64) * dy_row_stride + cols, mask=mask, other=0.0))
+    # Last piece first, as in _fwd_finish.
+    row, cols, mask = _piece(tl.num_programs(0) - 1 - tl.program_id(0), n_chunks, n_cols, CHUNK)
+    y = _load(y_ptr, row, y_row_stride, cols, mask, 0.0)
+    dy = _load(dy_ptr, row, dy_row_stride, cols, mask, 0.0)
     dx = y * (dy - _row_dot(dot_ptr, row, n_chunks, CHUNKS_P2))
-    tl.store(
-        dx_ptr + row.to(tl.int64) * dx_row_stride + cols, dx.to(dx_ptr.dtype.element_ty), mask=mask
-    )
+    _store(dx_ptr, row, dx_row_stride, cols, mask, dx)

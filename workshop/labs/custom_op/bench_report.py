@@ -84,39 +84,33 @@ def _ratio_cell(ratio: float | None, met: bool, judged: bool) -> str:
     return "-" if ratio is None else f"{ratio:.2f}" + ("" if met or not judged else " **miss**")
 
 
-def _device_rows(doc: dict) -> list[str]:
-    lines = [
-        "| dtype | shape | MiB | fwd ours | torch | inductor | copy | ours/copy | ours/best "
-        "| bwd ours | torch | inductor | copy | ours/copy | ours/best |",
-        "|" + "---|" * 15,
-    ]
+def _table(doc: dict, columns: dict) -> list[str]:
+    """A Markdown table, a row per measured shape: dtype, shape, MiB, then for fwd and for bwd one cell per
+    column; `columns`: {title: cell(direction, gbps_cell, ratio_cell, verdicts)}."""
+    head = ["dtype", "shape", "MiB"] + [f"{d} {title}" for d in ("fwd", "bwd") for title in columns]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r, v in zip(doc["results"], doc["targets"]["rows"], strict=True):
         g = functools.partial(_gbps_cell, r)
         mark = functools.partial(_ratio_cell, judged=v["judged"])
         cells = [r["dtype"], _label(r["shape"]), f"{r['input_mib']:.0f}"]
-        for d in ("fwd", "bwd"):
-            cells += [g(d, "ours"), g(d, "torch"), g(d, "inductor"), g(d, "copy")]
-            cells += [mark(v[f"{d}_vs_copy"], v[f"{d}_copy_met"])]
-            cells += [mark(v[f"{d}_vs_best_other"], v[f"{d}_best_met"])]
+        cells += [cell(d, g, mark, v) for d in ("fwd", "bwd") for cell in columns.values()]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 
-def _eager_rows(doc: dict) -> list[str]:
-    lines = [
-        "| dtype | shape | fwd ours eager | torch eager | ours/torch | bwd ours eager | torch eager "
-        "| ours/torch |",
-        "|" + "---|" * 8,
-    ]
-    for r, v in zip(doc["results"], doc["targets"]["rows"], strict=True):
-        g = functools.partial(_gbps_cell, r)
-        mark = functools.partial(_ratio_cell, judged=v["judged"])
-        cells = [r["dtype"], _label(r["shape"])]
-        for d in ("fwd", "bwd"):
-            cells += [g(d, "ours_eager"), g(d, "torch_eager")]
-            cells += [mark(v[f"{d}_eager_vs_torch"], v[f"{d}_eager_met"])]
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
+DEVICE_COLUMNS = {
+    "ours": lambda d, g, mark, v: g(d, "ours"),
+    "torch": lambda d, g, mark, v: g(d, "torch"),
+    "inductor": lambda d, g, mark, v: g(d, "inductor"),
+    "copy": lambda d, g, mark, v: g(d, "copy"),
+    "ours/copy": lambda d, g, mark, v: mark(v[f"{d}_vs_copy"], v[f"{d}_copy_met"]),
+    "ours/best": lambda d, g, mark, v: mark(v[f"{d}_vs_best_other"], v[f"{d}_best_met"]),
+}
+EAGER_COLUMNS = {
+    "ours eager": lambda d, g, mark, v: g(d, "ours_eager"),
+    "torch eager": lambda d, g, mark, v: g(d, "torch_eager"),
+    "ours/torch": lambda d, g, mark, v: mark(v[f"{d}_eager_vs_torch"], v[f"{d}_eager_met"]),
+}
 
 
 def _host_rows(doc: dict) -> list[str]:
@@ -168,11 +162,11 @@ def summary(doc: dict) -> str:
         "",
         "## Device time (GB/s)",
         "",
-        *_device_rows(doc),
+        *_table(doc, DEVICE_COLUMNS),
         "",
         "## Eager time (GB/s, called from Python)",
         "",
-        *_eager_rows(doc),
+        *_table(doc, EAGER_COLUMNS),
         "",
         "## Host time of one call",
         "",

@@ -80,9 +80,9 @@ def special_rows(n_cols: int, device: str) -> torch.Tensor:
 
 
 def special_value_mismatches(device: str, long_cols: int) -> dict[str, int]:
-    """Rows whose result differs from torch.softmax (NaN == NaN), for a short row and a long (split) row."""
+    """Rows whose result differs from torch.softmax (NaN == NaN), for a short row and a long row."""
     out = {}
-    for label, n_cols in (("one-pass rows", 600), ("split rows", long_cols)):
+    for label, n_cols in (("one-pass rows", 600), ("long rows", long_cols)):
         x = special_rows(n_cols, device)
         same = torch.isclose(
             softmax(x), torch.softmax(x, -1), rtol=1e-5, atol=1e-7, equal_nan=True
@@ -137,7 +137,7 @@ EXPECTED_WORDS = {
 
 def gradchecks(device: str, long_shape: tuple[int, ...]) -> dict[str, bool]:
     """torch.autograd.gradcheck in float64 (fast_mode: one random direction; the full Jacobian would take
-    minutes under the interpreter), on one-pass and split-row shapes, contiguous and strided."""
+    minutes under the interpreter), on one-pass and long-row shapes, contiguous and strided."""
     gen = torch.Generator().manual_seed(2)
 
     def leaf(*shape):
@@ -148,7 +148,7 @@ def gradchecks(device: str, long_shape: tuple[int, ...]) -> dict[str, bool]:
         "(4, 7) dim=-1": (leaf(4, 7), -1),
         "(3, 4, 5) dim=1": (leaf(3, 4, 5), 1),
         "(6, 14)[:, ::2] dim=0 (strided)": (strided, 0),
-        f"{long_shape} dim=-1 (split rows)": (leaf(*long_shape), -1),
+        f"{long_shape} dim=-1 (long rows)": (leaf(*long_shape), -1),
     }
     out = {}
     for name, (x, dim) in cases.items():

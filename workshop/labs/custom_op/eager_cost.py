@@ -147,6 +147,7 @@ def figure(found: dict, device: str):
             f"{v:.1f} us", (max(v, 1e-3), i), xytext=(3, 0), textcoords="offset points", va="center"
         )
     ax.set_xscale("log")
+    ax.set_xlim(right=max(values) * 5)  # room for the labels
     ax.set_xlabel("host time per call (us, log scale)")
     ax.set_title(
         f"one call of workshop.ops.softmax at {tuple(found['shape'])} on {device}: "

@@ -43,17 +43,20 @@ GROUPS = {
 }
 
 
+# Settings that are not constants: a long-row strategy forced whatever the input's size ({}: softmax_launch's rule).
+STRATEGIES = {
+    "split": ("multiprocessors", lambda device: 0),
+    "cooperative": ("l2_bytes", lambda device: 0),
+}
+
+
 @contextlib.contextmanager
 def setting(overrides: dict):
-    """softmax_launch's constants replaced by `overrides`; {"split": True}: the split kernels, not cooperative."""
+    """softmax_launch's constants replaced by `overrides` ({"split": True}, {"cooperative": True}: STRATEGIES)."""
     with contextlib.ExitStack() as stack:
         for name, value in overrides.items():
-            if name == "split":
-                stack.enter_context(
-                    mock.patch.object(softmax_launch, "multiprocessors", lambda device: 0)
-                )
-            else:
-                stack.enter_context(mock.patch.object(softmax_launch, name, value))
+            name, value = STRATEGIES.get(name, (name, value))
+            stack.enter_context(mock.patch.object(softmax_launch, name, value))
         softmax_launch.one_pass_plan.cache_clear()
         try:
             yield
