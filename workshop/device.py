@@ -7,6 +7,8 @@ import os
 import sys
 from collections.abc import MutableMapping
 
+from workshop.i18n import _
+
 CHOICES = ("auto", "cpu", "cuda")
 
 
@@ -54,9 +56,11 @@ def use_triton_interpreter(
     if device == "cpu" and env.get("TRITON_INTERPRET") != "1":
         if env is os.environ and "triton" in sys.modules:
             raise ImportError(
-                "no CUDA GPU, and triton was imported before TRITON_INTERPRET=1 was set; set "
-                "TRITON_INTERPRET=1 in the environment before anything imports triton "
-                "(torch._dynamo and torch.compile do)"
+                _(
+                    "no CUDA GPU, and triton was imported before TRITON_INTERPRET=1 was set; set "
+                    "TRITON_INTERPRET=1 in the environment before anything imports triton "
+                    "(torch._dynamo and torch.compile do)"
+                )
             )
         env["TRITON_INTERPRET"] = "1"
     return env.get("TRITON_INTERPRET") == "1"
