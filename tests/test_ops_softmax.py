@@ -190,3 +190,21 @@ def test_gpu_long_rows_compiled_inline_the_cooperative_kernels(monkeypatch):
     (ref_dx,) = torch.autograd.grad(ref, x_, dy)
     torch.testing.assert_close(y, ref.detach())
     torch.testing.assert_close(dx, ref_dx)
+
+
+def test_the_interpreter_is_chosen_in_one_place(monkeypatch):
+    """workshop.device.use_triton_interpreter: the CPU gets Triton's interpreter, CUDA does not; a lab's
+    environment (runner.lab_environment) is decided by it too."""
+    from pathlib import Path
+
+    from workshop.device import use_triton_interpreter
+    from workshop.runner import lab_environment
+
+    cpu_env, cuda_env = {}, {}
+    assert use_triton_interpreter(cpu_env, "cpu") and cpu_env == {"TRITON_INTERPRET": "1"}
+    assert not use_triton_interpreter(cuda_env, "cuda") and cuda_env == {}
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    assert lab_environment("cpu", Path("/tmp"))["TRITON_INTERPRET"] == "1"
+    assert "TRITON_INTERPRET" not in lab_environment("cuda", Path("/tmp"))
+    # this session: conftest chose it
+    assert softmax_op.INTERPRETED is not torch.cuda.is_available()
