@@ -2,9 +2,8 @@
 
 from workshop.device import use_triton_interpreter
 
-INTERPRETED = (
-    use_triton_interpreter()
-)  # no CUDA: Triton's interpreter, chosen before this package imports triton
+# No CUDA: Triton's interpreter, chosen before any module of this package imports triton.
+INTERPRETED = use_triton_interpreter()
 
 from workshop.ops.softmax_op import softmax  # noqa: E402
 

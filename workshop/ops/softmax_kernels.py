@@ -211,9 +211,8 @@ def _bwd_cooperative(
     dy = _load(dy_ptr, row, dy_row_stride, cols, mask, 0.0)
     tl.store(dot_ptr + piece, tl.sum(dy * y, axis=0))
     _arrive_and_wait(counters_ptr + 1 + row, n_chunks)
-    dx = y * (
-        dy - _row_dot(dot_ptr, row, n_chunks, CHUNKS_P2)
-    )  # y, dy still in registers: read once
+    # y and dy are still in registers: the row is read once
+    dx = y * (dy - _row_dot(dot_ptr, row, n_chunks, CHUNKS_P2))
     _store(dx_ptr, row, dx_row_stride, cols, mask, dx)
 
 

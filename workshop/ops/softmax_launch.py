@@ -130,9 +130,8 @@ def backward(y, dy, dx, n_rows: int, n_cols: int, strides: tuple[int, int, int],
     bytes_read = 2 * n_rows * n_cols * y.element_size()  # y and dy
     strategy, n_chunks, constexprs = long_row_plan(n_cols, bytes_read, y.device)
     grid = (n_rows * n_chunks,)
-    dot = torch.empty(
-        n_rows * n_chunks, device=y.device, dtype=_acc_dtype(y)
-    )  # the pieces' sum(dy * y)
+    # The pieces' sums of dy * y.
+    dot = torch.empty(n_rows * n_chunks, device=y.device, dtype=_acc_dtype(y))
     if strategy == "cooperative":
         counters = torch.zeros(1 + n_rows, device=y.device, dtype=torch.int32)
         launch(

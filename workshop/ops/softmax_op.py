@@ -39,9 +39,8 @@ from workshop.ops import INTERPRETED, softmax_launch
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 KINDS = ("triton_op", "custom_op")
-KIND = (
-    "custom_op" if INTERPRETED else "triton_op"
-)  # how torch.ops.workshop.softmax is registered here
+# How torch.ops.workshop.softmax is registered here.
+KIND = "custom_op" if INTERPRETED else "triton_op"
 AFTER_AUTOGRAD = torch._C._after_autograd_keyset  # the dispatch keys below autograd
 
 
@@ -52,9 +51,8 @@ def check_input(x: torch.Tensor, dim: int, name: str = "x") -> int:
             f"workshop.softmax: {name} must be a floating-point tensor "
             f"({', '.join(map(str, FLOAT_DTYPES))}), got {x.dtype}"
         )
-    ndim = max(
-        x.dim(), 1
-    )  # a 0-d tensor is softmaxed like one of shape (1,), as torch.softmax does
+    # A 0-d tensor is softmaxed like one of shape (1,), as torch.softmax does.
+    ndim = max(x.dim(), 1)
     if not -ndim <= dim < ndim:
         raise IndexError(
             f"workshop.softmax: dim {dim} is out of range for a {x.dim()}-d tensor "
@@ -90,9 +88,8 @@ def _empty_result(like: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Ten
     if like.dim() == 0:
         flat = torch.empty(1, dtype=like.dtype, device=like.device)  # (1,)
         return flat.reshape(()), flat.view(1, 1)
-    moved = torch.empty(
-        like.movedim(dim, -1).shape, dtype=like.dtype, device=like.device
-    )  # (..., N)
+    shape = like.movedim(dim, -1).shape  # (..., N)
+    moved = torch.empty(shape, dtype=like.dtype, device=like.device)
     rows = moved.view(-1, moved.shape[-1]) if moved.numel() else moved
     return moved.movedim(-1, dim), rows
 
@@ -103,9 +100,8 @@ def _along_last_dim(t: torch.Tensor, dim: int) -> bool:
 
 
 def _rows_and_cols(t: torch.Tensor) -> tuple[int, int]:
-    n_cols = int(
-        t.shape[-1]
-    )  # plain ints, also when traced with symbolic shapes: they set constexprs
+    # Plain ints, also when traced with symbolic shapes: they set constexprs.
+    n_cols = int(t.shape[-1])
     return int(t.numel()) // n_cols, n_cols
 
 

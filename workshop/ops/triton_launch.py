@@ -27,24 +27,24 @@ import triton
 
 from workshop.ops import INTERPRETED
 
-CACHE_LIMIT = (
-    4096  # compiled-kernel entries kept; more distinct shapes than that start the cache afresh
-)
+# Compiled-kernel entries kept; more distinct kinds of call than that start the cache afresh.
+CACHE_LIMIT = 4096
 
 
 @dataclass(frozen=True)
 class Launch:
-    kernel: str  # the @triton.jit function's name, e.g. "_fwd_one_pass"
-    grid: tuple[int]  # programs launched (1-D)
-    constexprs: (
-        dict  # compile-time parameters and launch options, e.g. {"ROWS": 4, ..., "num_warps": 4}
-    )
+    """One launch: the @triton.jit function's name (e.g. "_fwd_one_pass"), its grid (programs, 1-D) and its
+    compile-time parameters and launch options (e.g. {"ROWS": 2, "BLOCK_N": 1024, ..., "num_warps": 4})."""
+
+    kernel: str
+    grid: tuple[int]
+    constexprs: dict
 
 
-_recorded: list[Launch] | None = None  # the list `recording()` collects into; None: not recording
-_compiled: dict[
-    tuple, object
-] = {}  # key -> (triton CompiledKernel, its constexpr values in signature order)
+# The list `recording()` collects into; None: not recording.
+_recorded: list[Launch] | None = None
+# key -> (the triton CompiledKernel, its constexpr values in signature order, the current-stream getter)
+_compiled: dict[tuple, tuple] = {}
 
 
 @contextlib.contextmanager

@@ -31,8 +31,8 @@ from workshop import atomic
 SHAPES = (
     [(bt, 600) for bt in (4096, 32768, 262144)]  # the LM head's logits, (B*T, V)
     + [(4096, 2**k) for k in range(8, 16)]  # (4096, N), N = 256 ... 32768
-    + [(256, 131072), (64, 262144)]
-)  # long rows: big vocabularies
+    + [(256, 131072), (64, 262144)]  # long rows: big vocabularies
+)
 DTYPES = (torch.float32, torch.bfloat16)
 ROTATE_BYTES = 256 * 2**20  # > 5 x the L2
 REPLAYS = 15
@@ -80,9 +80,8 @@ def rotating_inputs(shape: tuple[int, int], dtype: torch.dtype) -> dict:
     """Enough input sets to rotate through ROTATE_BYTES: x, y = softmax(x), dy, and (src, dst) pairs for copies
     of the forward's and the backward's bytes."""
     numel = shape[0] * shape[1]
-    n = max(
-        1, math.ceil(ROTATE_BYTES / (2 * numel * dtype.itemsize))
-    )  # input sets to rotate through
+    # Input sets to rotate through.
+    n = max(1, math.ceil(ROTATE_BYTES / (2 * numel * dtype.itemsize)))
 
     def randn(*s):
         return torch.randn(*s, device="cuda", dtype=dtype)

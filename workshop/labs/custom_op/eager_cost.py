@@ -31,10 +31,8 @@ from workshop.ops.triton_launch import launch  # noqa: E402
 BLOCKS = 5
 BLOCK_SECONDS = 0.02  # calls per block: enough to fill this, at most MAX_CALLS
 MAX_CALLS = 2000
-TINY = (
-    1,
-    600,
-)  # a shape whose kernel takes less time than its call: the host's cost is all that shows
+# A shape whose kernel takes less time than its call: the host's cost is all that shows.
+TINY = (1, 600)
 STEP = (64, 600)  # forward + backward: a training step's use of the op
 
 
