@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workshop import atomic, grading_markers, i18n, interrupt, labs, proctree, results, workspace
+from workshop.device import use_triton_interpreter
 from workshop.i18n import _
 from workshop.lab import Check, LabContext, all_passed
 
@@ -92,8 +93,7 @@ def lab_environment(device: str, cache_dir: Path) -> dict[str, str]:
     env["TRITON_CACHE_DIR"] = str(cache_dir / "triton")
     env["TMPDIR"] = str(cache_dir / "tmp")
     (cache_dir / "tmp").mkdir()
-    if device == "cpu":
-        env["TRITON_INTERPRET"] = "1"  # Triton kernels run on the CPU only under its interpreter
+    use_triton_interpreter(env, device)  # on the CPU, Triton kernels run in its interpreter
     return env
 
 
