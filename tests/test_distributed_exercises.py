@@ -277,12 +277,22 @@ def test_figures_of_another_run_are_refused(ctx, tmp_path):
     ]
 
 
-def test_the_template_is_filled_from_a_run_once_and_then_left_alone(tmp_path):
-    untouched = next(ex for ex in EXERCISES if ex.document).stub_code()
+SURVEY = next(ex for ex in EXERCISES if ex.document)
+
+
+@pytest.mark.parametrize(
+    "untouched",
+    [
+        SURVEY.stub_code(),
+        f"# {SURVEY.title}\n\n<!-- {SURVEY.statement} -->\n",
+    ],  # ours; the workspace's default
+    ids=["stub", "default document"],
+)
+def test_the_template_is_filled_from_a_run_once_and_then_left_alone(tmp_path, untouched):
     lab_dir = survey.COMMITTED_RUNS[0].parent
     assert survey.template(tmp_path) is None  # no run yet: `check` writes it after its run
     (tmp_path / "survey.md").write_text(untouched)
-    assert survey.start(tmp_path, lab_dir, untouched)
+    assert survey.start(tmp_path, lab_dir)
     filled = (tmp_path / "survey.md").read_text()
     assert mb(by("fsdp").state_bytes_per_rank) in filled and survey.source(filled).endswith(
         "figures.json"
@@ -292,7 +302,7 @@ def test_the_template_is_filled_from_a_run_once_and_then_left_alone(tmp_path):
     )  # traced against the run it came from
     assert survey.untraced(filled, RUN) == [] and survey.words(filled) < survey.WORDS[0]
     (tmp_path / "survey.md").write_text(filled + "\nMy words.\n")
-    assert not survey.start(tmp_path, lab_dir, untouched)
+    assert not survey.start(tmp_path, lab_dir)
     assert (tmp_path / "survey.md").read_text().endswith("My words.\n")
 
 

@@ -130,15 +130,13 @@ def grade_exercises(
         predictions.grade(ctx, impl, rows)
     with ctx.grading("answers") as impl:
         answers.grade(ctx, impl, answers.facts(rows, data.get("tp")))
-    ctx.write_text("survey_starter.md", survey.starter(rows))
-    if ctx.graded and survey.start(ctx.work, rows, ctx.exercise("survey").stub_code()):
+    if ctx.graded and survey.start(ctx.work, ctx.out_dir):
         print(
-            f"[{ctx.name}] wrote {ctx.work / 'survey.md'}: the survey's template with this run's figures",
+            f"[{ctx.name}] wrote {ctx.work / 'survey.md'}: its template, with this run's figures",
             flush=True,
         )
     with ctx.grading("survey") as document:
-        quoted, run = survey.figures_for(ctx.work if ctx.graded else None, rows)
-        survey.grade(ctx, document, quoted, run)
+        survey.grade(ctx, document, *survey.figures_for(document if ctx.graded else None, rows))
 
 
 def summary_values(ctx, rows, data, pipeline, hang, wall, failures) -> dict:

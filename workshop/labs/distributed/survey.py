@@ -280,11 +280,12 @@ def display(path: Path) -> str:
     return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
 
 
-def start(work: Path, lab_dir: Path, untouched: str) -> bool:
-    """Write survey.md from this run's figures (template) into the learner's workspace, where it is missing or
-    still the untouched stub (nothing of theirs is replaced). True if it wrote it."""
+def start(work: Path, lab_dir: Path) -> bool:
+    """Write survey.md from this run's figures (template) into the learner's workspace where it is missing, or
+    holds no prose and no figures yet (a template written before any run): nothing of theirs is replaced.
+    True if it wrote it."""
     path = Path(work) / "survey.md"
-    if path.is_file() and path.read_text().strip() != untouched.strip():
+    if path.is_file() and (words(path.read_text()) or source(path.read_text())):
         return False
     atomic.write_text(path, template(lab_dir))
     return True
