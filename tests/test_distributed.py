@@ -117,6 +117,36 @@ def test_gpu_peak_memory_is_compared_when_present(lab_dir, tmp_path):
     assert len(peak) == 1 and peak[0].passed and peak[0].value == pytest.approx(5 / 8)
 
 
+@pytest.mark.gpu
+@pytest.mark.distributed
+@pytest.mark.slow
+def test_a_gpu_run_traces_cuda_kernels_and_records_the_peak(lab_dir):
+    """On the device machine: N = the GPUs there, at most 2 (one GPU: every demo on NCCL, nothing to send)."""
+    import gzip
+
+    import torch
+
+    n = min(2, torch.cuda.device_count())
+    out = lab_dir("distributed", n=n)
+    result = read_result(out)
+    assert result["passed"], [c for c in result["checks"] if not c["passed"]]
+    rows = figures.read(out / "figures.json")
+    assert all(r.device == "cuda" and r.cuda_peak_bytes > 0 for r in rows)
+    ddp = Measurements.read(out / "ddp").runs["ddp"].per_rank[0]
+    with gzip.open(out / "ddp" / ddp.trace, "rt") as f:
+        events = json.load(f)["traceEvents"]
+    assert any(e.get("cat") == "kernel" for e in events), "the trace has no CUDA kernel"
+    summary = (out / "summary.md").read_text()
+    assert (
+        "NCCL, one GPU per rank" in summary
+        and "gloo" not in summary.split("## A rank that hangs")[0]
+    )
+    if n > 1:  # NCCL's all-reduce kernel timed, and its bus bandwidth derived
+        assert ddp.collective_seconds["allreduce"] > 0
+        assert next(c for c in rows[0].communication() if c.kind == "allreduce").busbw_gbps > 0
+        assert "never entered collective" in summary
+
+
 def summary_values(**changes) -> dict:
     """What lab.summary_values gives the template, for a run with nothing to explain; `changes` on top."""
     values = {

@@ -127,10 +127,3 @@ def test_planted_bug_is_caught_by_a_lab_check(mutation, monkeypatch, tmp_path, p
     mutation.section(ctx, prompts)
     failed = [c.name for c in ctx.checks if not c.passed]
     assert mutation.check in failed, f"no lab check caught '{mutation.bug}': {ctx.checks}"
-
-
-@pytest.mark.parametrize("section", [accuracy_section, model_section, replay_section])
-def test_without_a_bug_the_sections_pass(section, tmp_path, prompts):
-    ctx = LabContext("minigpt", tmp_path, "cpu", 1, 0)
-    section(ctx, prompts)
-    assert ctx.checks and all(c.passed for c in ctx.checks), ctx.checks
