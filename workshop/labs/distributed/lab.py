@@ -95,16 +95,7 @@ def hang_demo(ctx: LabContext) -> dict | None:
     if n < 2:
         return None
     hung = n - 1
-    options = [
-        "--fail-rank",
-        str(hung),
-        "--fail-mode",
-        "hang",
-        "--pg-timeout",
-        str(HANG_TIMEOUT_S),
-        "--steps",
-        "2",
-    ]
+    options = f"--fail-rank {hung} --fail-mode hang --pg-timeout {HANG_TIMEOUT_S} --steps 2".split()
     rc, seconds = launch.run(
         launch.command("ddp", n, ctx.device, out, demo_args=options), out / "log.txt", TIMEOUT_S
     )
@@ -145,8 +136,7 @@ def summary_values(ctx, rows, data, pipeline, hang, wall, failures) -> dict:
         {
             "name": name,
             "idle": a,
-            "busy_ratio": a.busy_s
-            / max(r.reference_compute_s for r in data["pp"].runs[name].per_rank),
+            "busy_ratio": a.busy_s / data["pp"].runs[name].per_rank[0].reference_compute_s,
         }
         for name, a in pipeline.items()
     ]

@@ -100,9 +100,10 @@ STRATEGIES = (
 
 
 def strip(text: str) -> str:
-    """The text without HTML comments and fenced code."""
-    text = re.sub(r"<!--.*?-->", " ", text, flags=re.S)
-    return re.sub(r"^```.*?^```", " ", text, flags=re.S | re.M)
+    """The text without HTML comments and fenced code (their lines kept blank, so line numbers hold)."""
+    blank = lambda m: "\n" * m.group(0).count("\n")  # noqa: E731
+    text = re.sub(r"<!--.*?-->", blank, text, flags=re.S)
+    return re.sub(r"^```.*?^```", blank, text, flags=re.S | re.M)
 
 
 def prose(text: str) -> str:
@@ -196,10 +197,8 @@ def figure_quantities(figures: list[Figure]) -> dict[str, list[tuple[float, str]
             (f.comm_bytes, f"{d} collectives' buffers"),
         ]
         out["bytes"] += [(v, f"{d} rank 0 {k}") for k, v in f.bytes_rank0.items()]
-        out["bytes"] += [
-            (f.sent_bytes, f"{d} sent per rank"),
-            (f.cuda_peak_bytes, f"{d} CUDA peak"),
-        ]
+        out["bytes"] += [(f.sent_bytes, f"{d} sent per rank")]
+        out["bytes"] += [(f.cuda_peak_bytes, f"{d} CUDA peak")] if f.cuda_peak_bytes else []
         for r in f.collectives_rank0:
             out["bytes"] += [
                 (r.bytes, f"{d} {r.phase} {r.op}"),
