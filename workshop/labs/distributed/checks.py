@@ -27,8 +27,9 @@ MIN_BUSY_RATIO, MAX_BUSY_RATIO = 0.5, 2.0
 
 
 def checkpoint_param_bytes() -> int:
-    """The shipped checkpoint's parameter bytes, read from the file (not from a model built here)."""
-    state = checkpoint.load_raw()["state_dict"]
+    """The demos' checkpoint's parameter bytes (--checkpoint, else the shipped one), read from the file, not from
+    a model built here."""
+    state = checkpoint.load_raw(checkpoint.from_environment())["state_dict"]
     return sum(t.numel() * t.element_size() for t in state.values())
 
 

@@ -36,7 +36,7 @@ def run(
 ) -> None:
     """All DEMOS, or `demos` (a subset, for the tests); demo_args: strategy -> extra options of its demo."""
     demos = DEMOS if demos is None else demos
-    if why := launch.gpu_problem(ctx.n_procs, ctx.device):
+    if why := launch.capacity_problem(ctx.n_procs, ctx.device):
         raise ValueError(why)
     wall, failures, data = {}, {}, {}
     for strategy in (s for s in launch.STRATEGIES if s in demos):

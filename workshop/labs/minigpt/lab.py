@@ -84,7 +84,7 @@ def check_replay(ctx: LabContext, raw: dict, steps: int = REPLAY_STEPS) -> tuple
 
 def run(ctx: LabContext) -> None:
     raw = checkpoint.load_raw()
-    model = checkpoint.load(device=ctx.device)
+    model = checkpoint.load(ctx.checkpoint, device=ctx.device)
     check_model(ctx, model)
     prompts = held_out_prompts()
     acc = check_accuracy(ctx, model, prompts)
