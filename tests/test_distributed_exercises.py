@@ -60,7 +60,7 @@ WRONG_PREDICTIONS = [  # (what the learner did, the changes, the check that fail
         "ddp collectives",
         "forward broadcast x1",
     ),
-    ("FSDP as if replicated", {"fsdp__held_bytes": 3 * P}, "fsdp held_bytes", "splits the model"),
+    ("FSDP as if replicated", {"fsdp__held_bytes": 3 * P}, "fsdp held_bytes", "only its part"),
     (
         "elements, not bytes",
         {"tp__comm_bytes": 1_128_512 // 4},

@@ -110,7 +110,9 @@ def hang_demo(ctx: LabContext) -> dict | None:
         "timeout_s": HANG_TIMEOUT_S,
         "states": states,
         "stuck": flight_recorder.stuck(states),
-        "why_no_dump": "" if supported else f"this torch has no Flight Recorder dump for {backend}",
+        "why_no_dump": f"this torch has no Flight Recorder dump for {backend}"
+        if not supported
+        else "the ranks wrote none (see hang/log.txt)",
     }
 
 

@@ -221,7 +221,9 @@ def held_diagnosis(strategy: str, value: float, actual: float, n: int) -> str:
             (whole / n, "DDP splits nothing: every rank holds the whole model and its state")
         )
     if n > 1 and strategy != "ddp":
-        hints.append((whole, f"{strategy} splits the model: a rank holds its part, not all of it"))
+        hints.append(
+            (whole, "that is the whole model's state; this strategy gives a rank only its part")
+        )
     for expected, hint in hints:
         if off_by(value, expected) <= TOLERANCE / 2:
             return f"{strategy}: {hint} (measured {actual:,.0f} B)"

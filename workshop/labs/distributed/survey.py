@@ -323,14 +323,10 @@ def grade(
         )
     low, high = WORDS
     count = words(text)
-    ctx.check_min(
-        f"survey: words of prose in {name}", count, low, message=f"one page: {low}-{high} words"
-    )
+    page = f"{count:.0f} words of prose; one page is {low}-{high}"
+    ctx.check_min(f"survey: words of prose in {name}", count, low, message=f"{page}: write more")
     ctx.check_max(
-        f"survey: words of prose in {name} (one page)",
-        count,
-        high,
-        message=f"one page: {low}-{high} words; cut",
+        f"survey: words of prose in {name} (one page)", count, high, message=f"{page}: cut"
     )
     for strategy, missing in strategy_problems(text).items():
         ctx.check_equal(
