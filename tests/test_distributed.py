@@ -224,6 +224,17 @@ def test_a_mechanism_is_explained_only_when_the_run_shows_it(shown, phrase):
     assert phrase in templates.render(FOLDER, "en", summary_values(**shown))
 
 
+def test_interleaving_is_explained_only_when_it_idled_more_for_its_per_chunk_waits():
+    g = pipeline_idle(0.3, 0.2, 0.1)
+    assert lab.interleaving_idled_more(g, pipeline_idle(0.5, 0.1, 0.3))
+    assert not lab.interleaving_idled_more(g, pipeline_idle(0.25, 0.1, 0.3))  # idled less
+    assert not lab.interleaving_idled_more(g, pipeline_idle(0.5, 0.1, 0.05))  # not for its waits
+    assert not lab.interleaving_idled_more(
+        pipeline_idle(0.03, 0, 0.04), pipeline_idle(0.06, 0, 0.07)
+    )  # N=1
+    assert not lab.interleaving_idled_more(g, None)
+
+
 def test_the_summary_speaks_of_the_device_the_run_used():
     gpu = templates.render(FOLDER, "en", summary_values(device="cuda", traces=["ddp/t.json.gz"]))
     assert "NCCL, one GPU per rank" in gpu and "NCCL's kernels" in gpu and "gloo" not in gpu

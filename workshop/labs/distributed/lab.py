@@ -132,6 +132,14 @@ def grade_exercises(
         survey.grade(ctx, document, *survey.figures_for(document if ctx.graded else None, rows))
 
 
+def interleaving_idled_more(g: idle.Idle | None, i: idle.Idle | None) -> bool:
+    """What the summary explains only when the run shows it: interleaving idled more than GPipe though its
+    theory is lower, and its per-chunk waits took more of its step."""
+    if g is None or i is None:
+        return False
+    return i.theory < g.theory and i.measured > g.measured and i.overhead_share > g.overhead_share
+
+
 def summary_values(ctx, rows, data, pipeline, hang, wall, failures) -> dict:
     by_run = {f.run: f for f in rows}
     pipe = [
@@ -143,10 +151,6 @@ def summary_values(ctx, rows, data, pipeline, hang, wall, failures) -> dict:
         for name, a in pipeline.items()
     ]
     g, i = pipeline.get("gpipe"), pipeline.get("interleaved_1f1b")
-    # printed only when this run shows it: more idle than GPipe though less in theory, and more of the step in
-    # per-chunk waits
-    shown = bool(g and i) and i.theory < g.theory and i.measured > g.measured
-    shown = shown and i.overhead_share > g.overhead_share
     ddp, fsdp = by_run.get("ddp"), by_run.get("fsdp")
     traffic = None
     if ddp and fsdp and ctx.n_procs > 1:
@@ -175,7 +179,7 @@ def summary_values(ctx, rows, data, pipeline, hang, wall, failures) -> dict:
             for r in run.per_rank
         ],
         "pipeline": pipe,
-        "interleaved_vs_gpipe": {"i": i, "g": g} if shown else None,
+        "interleaved_vs_gpipe": {"i": i, "g": g} if interleaving_idled_more(g, i) else None,
         "oversubscribed": ctx.device == "cpu" and ctx.n_procs > (os.cpu_count() or 1),
         "cores": os.cpu_count(),
         "hang": hang,
