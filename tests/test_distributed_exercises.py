@@ -1,17 +1,16 @@
 """The distributed lab's exercises, graded in this process against a committed run's figures (no processes):
 the reference passes, fresh templates are not started, and each plausible wrong solution fails with a message
-that points at the mistake. One end-to-end run through the runner grades a fresh workspace (DDP only)."""
+that points at the mistake. A fresh workspace graded end to end, through `check`: test_exercises_every_lab.py."""
 
 from __future__ import annotations
 
 import copy
-import json
 
 import pytest
 
-from workshop import exercise, runner
+from workshop import exercise
 from workshop.lab import LabContext
-from workshop.labs.distributed import answers, figures, lab, predictions, survey
+from workshop.labs.distributed import answers, figures, predictions, survey
 from workshop.labs.distributed.exercises import EXERCISES
 
 RUN = figures.read(survey.COMMITTED_RUNS[0])  # CPU, N=2
@@ -280,67 +279,25 @@ def test_figures_of_another_run_are_refused(ctx, tmp_path):
 SURVEY = next(ex for ex in EXERCISES if ex.document)
 
 
-@pytest.mark.parametrize(
-    "untouched",
-    [
-        SURVEY.stub_code(),
-        f"# {SURVEY.title}\n\n<!-- {SURVEY.statement} -->\n",
-    ],  # ours; the workspace's default
-    ids=["stub", "default document"],
-)
-def test_the_template_is_filled_from_a_run_once_and_then_left_alone(tmp_path, untouched):
+def test_the_template_waits_for_a_run_is_filled_from_it_and_never_replaces_the_learners(tmp_path):
+    """Through the workspace's own hook (Exercise.template): init writes it when a run exists, check after its
+    run when init could not; neither replaces a survey.md that is there."""
+    from workshop import workspace_init
+
     lab_dir = survey.COMMITTED_RUNS[0].parent
-    assert survey.template(tmp_path) is None  # no run yet: `check` writes it after its run
-    (tmp_path / "survey.md").write_text(untouched)
-    assert survey.start(tmp_path, lab_dir)
-    filled = (tmp_path / "survey.md").read_text()
-    assert mb(by("fsdp").state_bytes_per_rank) in filled and survey.source(filled).endswith(
-        "figures.json"
+    assert (
+        SURVEY.document_text(None) is None and SURVEY.document_text(tmp_path) is None
+    )  # no run yet
+    assert (
+        workspace_init.write_waiting_document(tmp_path, SURVEY, lab_dir) == tmp_path / "survey.md"
     )
+    filled = (tmp_path / "survey.md").read_text()
+    assert mb(by("fsdp").state_bytes_per_rank) in filled
+    assert survey.source(filled).endswith("figures.json")
     assert (
         survey.figures_for(tmp_path / "survey.md", [])[0] == RUN
     )  # traced against the run it came from
     assert survey.untraced(filled, RUN) == [] and survey.words(filled) < survey.WORDS[0]
     (tmp_path / "survey.md").write_text(filled + "\nMy words.\n")
-    assert not survey.start(tmp_path, lab_dir)
+    assert workspace_init.write_waiting_document(tmp_path, SURVEY, lab_dir) is None
     assert (tmp_path / "survey.md").read_text().endswith("My words.\n")
-
-
-@pytest.mark.distributed
-@pytest.mark.slow
-def test_a_fresh_workspace_fails_exactly_the_exercises(tmp_path, monkeypatch):
-    """Through the runner, in this process, with only the DDP demo: the exercises fail, nothing else does."""
-    monkeypatch.setattr(lab, "DEMOS", ("ddp",))
-    monkeypatch.chdir(tmp_path)
-    work = tmp_path / "my-work"
-    work.mkdir()
-    (work / "distributed.py").write_text(
-        "\n\n".join(ex.stub_code() for ex in EXERCISES if ex.attribute)
-    )
-    (tmp_path / "out").mkdir()
-    runner.main(
-        [
-            "distributed",
-            "--out-dir",
-            str(tmp_path / "out"),
-            "--device",
-            "cpu",
-            "--n",
-            "2",
-            "--work",
-            str(work),
-        ]
-    )
-    result = json.loads((tmp_path / "out" / "result.json").read_text())
-    assert result["implementation"]["kind"] == "workspace"
-    assert [c["name"] for c in result["checks"] if not c["passed"] and not c.get("exercise")] == []
-    statuses = {k: v["status"] for k, v in result["exercises"].items()}
-    assert (
-        statuses["distributed.predictions"]
-        == statuses["distributed.answers"]
-        == exercise.NOT_STARTED
-    )
-    assert (
-        statuses["distributed.survey"] == exercise.FAILING
-    )  # the starter, filled with the run's figures
-    assert survey.source((work / "survey.md").read_text()).endswith("out/figures.json")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from workshop.i18n import N_, _
 from workshop.lab import LabContext
 from workshop.labs.distributed import collectives, idle, pp
 from workshop.labs.distributed.common import ROWS
@@ -56,10 +57,22 @@ def facts(figures: list[Figure], tp: Measurements | None) -> dict:
     }
 
 
+WHERE = {  # where the run shows each answer
+    "fsdp_backward_allgathers": N_(
+        "count FSDP's backward all-gathers in fsdp/measurements.json (rank 0)"
+    ),
+    "logits_gather_bytes": N_("rows x tokens x 600 words x 4 bytes: the (8, 22, 600) fp32 logits"),
+    "gpipe_idle_theory": N_("(p - 1) / (m + p - 1), with p = N ranks and m = 2N micro-batches"),
+    "interleaved_sends_rank0": N_(
+        "count rank 0's sends of interleaved_1f1b in pp/measurements.json"
+    ),
+}
+
+
 def grade(ctx: LabContext, answers, run_facts: dict) -> None:
     answers = answers(ctx.n_procs) if callable(answers) else answers  # the reference derives them
     if not isinstance(answers, dict):
-        raise TypeError(f"ANSWERS must be a dict, not {type(answers).__name__}")
+        raise TypeError(_("ANSWERS must be a dict, not {kind}").format(kind=type(answers).__name__))
     if answers and all(v is Ellipsis for v in answers.values()):
         raise NotImplementedError  # the template, untouched: not started
     for key, (question, tolerance) in QUESTIONS.items():
@@ -73,52 +86,54 @@ def grade(ctx: LabContext, answers, run_facts: dict) -> None:
             else math.inf
         )
         ctx.check_max(
-            f"answers: {key} (question {question}) matches the run's {actual:g}",
+            _("answers: {key} (question {question}) matches the run").format(
+                key=key, question=question
+            ),
             error,
             tolerance,
             message=hint(key, value, actual, ctx.n_procs)
             if ok
-            else f"give ANSWERS['{key}'] as a number",
+            else _("give ANSWERS['{key}'] as a number").format(key=key),
         )
 
 
 def hint(key: str, value: float, actual: float, n: int) -> str:
-    """Why a wrong answer is wrong, where its relation to the right one says so."""
+    """Why a wrong answer is wrong, where its relation to the right one says so; else where to look."""
     near = lambda x: math.isclose(value, x, rel_tol=0.01)  # noqa: E731
     known = {
         "fsdp_backward_allgathers": [
             (
                 actual + 1,
-                "the root unit (embeddings, ln_f, lm_head) is not resharded after forward: it stays gathered",
+                _(
+                    "the root unit (embeddings, ln_f, lm_head) is not resharded after forward: it stays gathered"
+                ),
             ),
             (
                 0,
-                "FSDP frees a block's gathered parameters after its forward: backward must gather them again",
+                _(
+                    "FSDP frees a block's gathered parameters after its forward: backward must gather them again"
+                ),
             ),
         ],
         "logits_gather_bytes": [
-            (actual / 4, "that is elements, not bytes (fp32: 4 bytes each)"),
-            (actual / n, "gathered logits hold the whole vocabulary (600 per token), not 600/N"),
-            (
-                actual * (n - 1) / n,
-                "that is what one rank receives; the question asks for the gathered tensor",
-            ),
+            (actual / 4, _("that is elements, not bytes (fp32: 4 bytes each)")),
+            (actual / n, _("gathered logits hold the whole vocabulary (600 per token), not 600/N")),
         ],
         "gpipe_idle_theory": [
-            (actual * 100, "give a fraction (0.2), not a percent"),
+            (actual * 100, _("give a fraction between 0 and 1, not a percent")),
             (
                 idle.theory(n, pp.microbatches(n), 2),
-                "that is the interleaved schedule's (v=2); GPipe has v=1",
+                _("that is the interleaved schedule's (v=2); GPipe has v=1"),
             ),
         ],
         "interleaved_sends_rank0": [
             (
                 actual / 3,
-                "that is GPipe's count: interleaved, rank 0 holds two stages and sends from both",
+                _(
+                    "that is GPipe's count: interleaved, rank 0 holds two stages and sends from both"
+                ),
             ),
         ],
     }
-    for expected, why in known[key]:
-        if near(expected):
-            return f"{key}: {why}"
-    return f"{key}: see the run's figures.json (this run: {actual:g})"
+    why = next((why for expected, why in known[key] if near(expected)), _(WHERE[key]))
+    return f"{key}: {why}"

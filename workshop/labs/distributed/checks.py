@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+from workshop.i18n import _
 from workshop.lab import LabContext
 from workshop.labs.distributed import collectives, flight_recorder
 from workshop.labs.distributed.idle import Idle
@@ -89,24 +90,24 @@ def _check_ddp(ctx: LabContext, data: Measurements) -> None:
     ranks, n, full = data.runs["ddp"].per_rank, data.world_size, checkpoint_param_bytes()
     worst = max(abs(r.held["params"] / full - 1) for r in ranks)
     ctx.check_max(
-        "ddp: every rank's parameter storage vs the checkpoint's bytes (|ratio - 1|, worst)",
+        _("ddp: every rank's parameter storage vs the checkpoint's bytes (|ratio - 1|, worst)"),
         worst,
         0.001,
     )
     ctx.check_equal(
-        "ddp: distinct parameter replicas across ranks (digests)",
+        _("ddp: distinct parameter replicas across ranks (digests)"),
         len({r.params_digest for r in ranks}),
         1,
     )
     if n > 1:  # one rank communicates nothing worth checking
-        _, reduced = collectives.total(ranks[0].collectives, "allreduce", "backward")
+        reduced = collectives.total(ranks[0].collectives, "allreduce", "backward")[1]
         ctx.check_max(
             "ddp: gradient all-reduce bytes per step vs parameter bytes (|ratio - 1|)",
             abs(reduced / full - 1),
             0.01,
         )
         ctx.check_min(
-            "ddp: seconds of all-reduce in the profiler trace",
+            _("ddp: seconds of all-reduce in the profiler trace"),
             ranks[0].collective_seconds.get("allreduce", 0),
             1e-6,
         )
@@ -115,8 +116,8 @@ def _check_ddp(ctx: LabContext, data: Measurements) -> None:
 def _check_fsdp(ctx: LabContext, data: Measurements, ddp: Measurements | None) -> None:
     ranks, n, full = data.runs["fsdp"].per_rank, data.world_size, checkpoint_param_bytes()
     if n > 1:
-        _, scattered = collectives.total(ranks[0].collectives, "reducescatter", "backward")
-        _, gathered = collectives.total(ranks[0].collectives, "allgather")
+        scattered = collectives.total(ranks[0].collectives, "reducescatter", "backward")[1]
+        gathered = collectives.total(ranks[0].collectives, "allgather")[1]
         # up to a few % more: a dim 0 that N does not divide is padded to N equal shards (N=3: +1.7%)
         ctx.check_max(
             "fsdp: gradient reduce-scatter bytes per step vs parameter bytes (|ratio - 1|)",
@@ -126,7 +127,10 @@ def _check_fsdp(ctx: LabContext, data: Measurements, ddp: Measurements | None) -
         # forward gathers every unit, backward every unit but the root, which stays gathered after forward
         expected = (2 * full - root_unit_bytes()) / full
         ctx.check_max(
-            f"fsdp: all-gather bytes per step / parameter bytes vs {expected:.3f} (every unit twice, the root once)",
+            _(
+                "fsdp: all-gather bytes per step / parameter bytes vs {expected:.3f} (every unit twice, the root "
+                "once)"
+            ).format(expected=expected),
             abs(gathered / full - expected),
             0.05,
         )
@@ -149,7 +153,7 @@ def _check_tp(ctx: LabContext, data: Measurements) -> None:
     ctx.check_equal(
         "tp: lm_head weight rows on each rank (600 / N)", data.lm_head_local_shape[0], 600 // n
     )
-    count, _ = collectives.total(rank0.collectives, "allreduce", "forward")
+    count = collectives.total(rank0.collectives, "allreduce", "forward")[0]
     if n > 1:
         ctx.check_min(
             "tp: forward all-reduces per step (2 row-parallel outputs per block, + loss)",
@@ -181,22 +185,29 @@ def _check_pipeline(ctx: LabContext, name: str, run: Run, n: int, device: str, i
     )  # looped placement: neighbouring stages on other ranks
     ctx.check_equal(f"pp/{name}: sends per step, all ranks (2 m (stages - 1))", sends, expected)
     ctx.check_min(
-        f"pp/{name}: measured idle >= theory - timer margin (theory {idle.theory:.3f})",
+        _("pp/{name}: measured idle >= theory - timer margin (theory {theory:.3f})").format(
+            name=name, theory=idle.theory
+        ),
         idle.measured,
         round(idle.theory - idle.timer_margin, 4),
-        message="idle below the ideal pipeline's: the intervals count time as busy that was not",
+        message=_("idle below the ideal pipeline's: the intervals count time as busy that was not"),
     )
     ratio = idle.busy_s / run.per_rank[0].reference_compute_s
-    label = f"pp/{name}: busy time, all ranks / one process's forward+backward of the step"
+    label = _(
+        "pp/{name}: busy time, all ranks / one process's forward+backward of the step"
+    ).format(name=name)
     ctx.check_min(
-        f"{label} (at least)", ratio, MIN_BUSY_RATIO, message="the intervals miss the chunks' work"
+        _("{label} (at least)").format(label=label),
+        ratio,
+        MIN_BUSY_RATIO,
+        message=_("the intervals miss the chunks' work"),
     )
     shared = max(1.0, n / (os.cpu_count() or 1)) if device == "cpu" else 1.0  # ranks per core
     ctx.check_max(
-        f"{label} (at most)",
+        _("{label} (at most)").format(label=label),
         ratio,
         MAX_BUSY_RATIO * shared,
-        message="the intervals count more than the work",
+        message=_("the intervals count more than the work"),
     )
     biggest = max(r.held["params"] for r in run.per_rank)
     ctx.check_max(
@@ -212,10 +223,12 @@ def check_hang(
     """The hung-rank demo: the job fails, soon after the process-group timeout, and (where this torch can dump
     its Flight Recorder for the backend: `dumps`) the dumps name a collective the hung rank never entered.
     Returns the ranks' states from the dumps."""
-    ctx.check_equal("hang: torchrun exits non-zero when a rank stops answering", rc != 0, True)
+    ctx.check_equal(_("hang: torchrun exits non-zero when a rank stops answering"), rc != 0, True)
     # start-up and teardown take ~10-30 s on a busy 2-core machine; the default timeout would be 10-30 min
     ctx.check_max(
-        f"hang: seconds until the job ended (--pg-timeout {timeout_s:.0f} s + start-up)",
+        _("hang: seconds until the job ended (--pg-timeout {timeout:.0f} s + start-up)").format(
+            timeout=timeout_s
+        ),
         seconds,
         timeout_s + 90,
     )
@@ -223,11 +236,11 @@ def check_hang(
         return []
     states = flight_recorder.read(folder)
     ctx.check_equal(
-        "hang: Flight Recorder dumps with entries, one per rank", len(states), ctx.n_procs
+        _("hang: Flight Recorder dumps with entries, one per rank"), len(states), ctx.n_procs
     )
     found = flight_recorder.stuck(states)
     ctx.check_equal(
-        "hang: ranks the dumps show missing from the collective the others waited in",
+        _("hang: ranks the dumps show missing from the collective the others waited in"),
         found[2] if found else [],
         [hung],
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 
+from workshop.i18n import _
 from workshop.lab import LabContext
 from workshop.labs.distributed import (
     answers,
@@ -99,7 +100,12 @@ def hang_demo(ctx: LabContext) -> dict | None:
     rc, seconds = launch.run(
         launch.command("ddp", n, ctx.device, out, demo_args=options), out / "log.txt", TIMEOUT_S
     )
-    print(f"[{ctx.name}] hang: torchrun exited {rc} after {seconds:.1f} s", flush=True)
+    print(
+        _("[{lab}] hang: torchrun exited {rc} after {seconds:.1f} s").format(
+            lab=ctx.name, rc=rc, seconds=seconds
+        ),
+        flush=True,
+    )
     backend = "nccl" if ctx.device == "cuda" else "gloo"
     supported = flight_recorder.dump_function(backend) is not None
     states = checks.check_hang(ctx, rc, seconds, HANG_TIMEOUT_S, hung, out, supported)
@@ -110,9 +116,11 @@ def hang_demo(ctx: LabContext) -> dict | None:
         "timeout_s": HANG_TIMEOUT_S,
         "states": states,
         "stuck": flight_recorder.stuck(states),
-        "why_no_dump": f"this torch has no Flight Recorder dump for {backend}"
+        "why_no_dump": _("this torch has no Flight Recorder dump for {backend}").format(
+            backend=backend
+        )
         if not supported
-        else "the ranks wrote none (see hang/log.txt)",
+        else _("the ranks wrote none (see hang/log.txt)"),
     }
 
 
@@ -123,11 +131,6 @@ def grade_exercises(
         predictions.grade(ctx, impl, rows)
     with ctx.grading("answers") as impl:
         answers.grade(ctx, impl, answers.facts(rows, data.get("tp")))
-    if ctx.graded and survey.start(ctx.work, ctx.out_dir):
-        print(
-            f"[{ctx.name}] wrote {ctx.work / 'survey.md'}: its template, with this run's figures",
-            flush=True,
-        )
     with ctx.grading("survey") as document:
         survey.grade(ctx, document, *survey.figures_for(document if ctx.graded else None, rows))
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 
+from workshop.i18n import N_, _
 from workshop.lab import LabContext
 from workshop.labs.distributed import pp, tp
 from workshop.labs.distributed.common import ROWS
@@ -19,9 +20,9 @@ from workshop.minigpt.grammar import MAX_SENTENCE_LEN
 from workshop.minigpt.model import GPT, GPTConfig
 
 FIELDS = {
-    "held_bytes": "bytes of params + grads + optimizer state on the rank that holds most",
-    "collectives": "collective calls rank 0 makes in one step (sends and receives included)",
-    "comm_bytes": "the buffer bytes of those calls, summed",
+    "held_bytes": N_("bytes of params + grads + optimizer state on the rank that holds most"),
+    "collectives": N_("collective calls rank 0 makes in one step (sends and receives included)"),
+    "comm_bytes": N_("the buffer bytes of those calls, summed"),
 }
 TOLERANCE = 0.10  # the exercise's bound: |predicted / measured - 1| <= 10%
 STRATEGY_RUN = {"ddp": "ddp", "fsdp": "fsdp", "tp": "tp", "pp": "gpipe"}
@@ -130,9 +131,11 @@ def grade(ctx: LabContext, predictions, figures: list[Figure]) -> None:
     n = ctx.n_procs
     predictions = (
         predictions(n) if callable(predictions) else predictions
-    )  # the reference is the formula
+    )  # the reference: the formula
     if not isinstance(predictions, dict):
-        raise TypeError(f"PREDICTIONS must be a dict, not {type(predictions).__name__}")
+        raise TypeError(
+            _("PREDICTIONS must be a dict, not {kind}").format(kind=type(predictions).__name__)
+        )
     guesses = [
         v
         for s in STRATEGY_RUN
@@ -142,10 +145,12 @@ def grade(ctx: LabContext, predictions, figures: list[Figure]) -> None:
     if guesses and all(v is Ellipsis for v in guesses):
         raise NotImplementedError  # the template, untouched: not started
     ctx.check_equal(
-        "predictions: made for this run's N (PREDICTIONS['n'])",
+        _("predictions: made for this run's N (PREDICTIONS['n'])"),
         predictions.get("n"),
         n,
-        message=f"this run has N={n}: predict for it, or run with --n {predictions.get('n')}",
+        message=_("this run has N={n}: predict for it, or run with --n {theirs}").format(
+            n=n, theirs=predictions.get("n")
+        ),
     )
     by_run = {(f.strategy, f.run): f for f in figures}
     for strategy, run in STRATEGY_RUN.items():
@@ -157,12 +162,16 @@ def grade(ctx: LabContext, predictions, figures: list[Figure]) -> None:
             value = guess.get(name)
             ok = isinstance(value, int | float) and not isinstance(value, bool)
             ctx.check_max(
-                f"predictions: {strategy} {name} within {TOLERANCE:.0%} of the run's {actual:,.0f}",
+                _("predictions: {strategy} {name}, relative error against the run").format(
+                    strategy=strategy, name=name
+                ),
                 off_by(value, actual) if ok else math.inf,
                 TOLERANCE,
                 message=diagnosis(strategy, name, value, figure)
                 if ok
-                else f"give PREDICTIONS['{strategy}']['{name}'] as a number: {FIELDS[name]}",
+                else _("give PREDICTIONS['{strategy}']['{name}'] as a number: {what}").format(
+                    strategy=strategy, name=name, what=_(FIELDS[name])
+                ),
             )
 
 
@@ -171,17 +180,22 @@ def diagnosis(strategy: str, name: str, value: float, figure: Figure) -> str:
     actual = measured(figure)[name]
     if name == "held_bytes":
         return held_diagnosis(strategy, value, actual, figure.n)
-    if left_out := missing_rows(name, value, figure):
-        return f"{strategy}: you left out {left_out}; rank 0 issued {describe(figure)}"
-    if name == "comm_bytes" and actual and abs(value * FP32 / actual - 1) <= TOLERANCE:
-        return f"{strategy}: that is elements, not bytes (fp32: 4 bytes each)"
-    if name == "comm_bytes" and figure.sent_bytes and off_by(value, figure.sent_bytes) <= TOLERANCE:
-        sent = f"{figure.sent_bytes:,.0f} B"
-        return (
-            f"{strategy}: that is what rank 0 sends on the wire ({sent}); give the buffers' bytes"
-        )
     issued = describe(figure)
-    return f"{strategy}: measured {actual:,.0f}; count every call, a send and a receive alike: {issued}"
+    if left_out := missing_rows(name, value, figure):
+        return _("{strategy}: you left out {rows}; rank 0 issued {issued}").format(
+            strategy=strategy, rows=left_out, issued=issued
+        )
+    if name == "comm_bytes" and actual and abs(value * FP32 / actual - 1) <= TOLERANCE:
+        return _("{strategy}: that is elements, not bytes (fp32: 4 bytes each)").format(
+            strategy=strategy
+        )
+    if name == "comm_bytes" and figure.sent_bytes and off_by(value, figure.sent_bytes) <= TOLERANCE:
+        return _(
+            "{strategy}: that is what rank 0 sends on the wire ({sent:,.0f} B); give the buffers' bytes"
+        ).format(strategy=strategy, sent=figure.sent_bytes)
+    return _(
+        "{strategy}: measured {actual:,.0f}; count every call, a send and a receive alike: {issued}"
+    ).format(strategy=strategy, actual=actual, issued=issued)
 
 
 def missing_rows(name: str, value: float, figure: Figure) -> str:
@@ -208,27 +222,35 @@ def held_diagnosis(strategy: str, value: float, actual: float, n: int) -> str:
     hints = [
         (
             actual / 3,
-            "you counted the parameters only: a rank also holds their gradients and SGD's momentum",
+            _(
+                "you counted the parameters only: a rank also holds their gradients and SGD's momentum"
+            ),
         ),
         (
             actual * 2 / 3,
-            "a rank holds three copies, parameters, gradients and momentum; you counted two",
+            _("a rank holds three copies, parameters, gradients and momentum; you counted two"),
         ),
-        (actual / FP32, "that is elements, not bytes (fp32: 4 bytes each)"),
+        (actual / FP32, _("that is elements, not bytes (fp32: 4 bytes each)")),
     ]
     if n > 1 and strategy == "ddp":
         hints.append(
-            (whole / n, "DDP splits nothing: every rank holds the whole model and its state")
+            (whole / n, _("DDP splits nothing: every rank holds the whole model and its state"))
         )
     if n > 1 and strategy != "ddp":
         hints.append(
-            (whole, "that is the whole model's state; this strategy gives a rank only its part")
+            (whole, _("that is the whole model's state; this strategy gives a rank only its part"))
         )
     for expected, hint in hints:
         if off_by(value, expected) <= TOLERANCE / 2:
-            return f"{strategy}: {hint} (measured {actual:,.0f} B)"
-    return f"{strategy}: measured {actual:,.0f} B, yours is {value / actual:.2f}x that"
+            return _("{strategy}: {hint} (measured {actual:,.0f} B)").format(
+                strategy=strategy, hint=hint, actual=actual
+            )
+    return _("{strategy}: measured {actual:,.0f} B, yours is {ratio:.2f}x that").format(
+        strategy=strategy, actual=actual, ratio=value / actual
+    )
 
 
 def describe(figure: Figure) -> str:
-    return ", ".join(f"{r.phase} {r.op} x{r.count}" for r in figure.collectives_rank0) or "nothing"
+    return ", ".join(f"{r.phase} {r.op} x{r.count}" for r in figure.collectives_rank0) or _(
+        "nothing"
+    )

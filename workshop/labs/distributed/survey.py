@@ -1,5 +1,6 @@
 """The survey exercise: the learner's one page on DDP, FSDP, tensor and pipeline parallel (`survey.md` in their
-workspace), started from a template the lab fills with their run's figures, and graded for:
+workspace), started from a template filled with their run's figures (`template`, the workspace's hook: written by
+`exercises init` after a run, or by `check` after its run), and graded for:
 
 - length: one page of prose, WORDS words (tables, headings, code and comments do not count);
 - the four strategies: each named in sentences of prose about it alone that say what each rank holds and
@@ -19,7 +20,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from workshop import atomic, templates
+from workshop import templates
+from workshop.i18n import N_, _
 from workshop.lab import LabContext
 from workshop.labs.distributed.figures import Figure, read
 
@@ -74,7 +76,7 @@ STRATEGIES = (
         r"replica|whole|entire|full copy|every parameter|all (?:the |its )?param|everything",
         ((r"all-?reduce", "all-reduce"),),
         r"(?<!not )\bshards?\s+(?:the\s+|its\s+)?(?:param|weight|model|gradient|optimi)",
-        "DDP replicates the parameters, gradients and optimizer state; sharding them is FSDP",
+        N_("DDP replicates the parameters, gradients and optimizer state; sharding them is FSDP"),
     ),
     Strategy(
         "FSDP",
@@ -82,7 +84,7 @@ STRATEGIES = (
         r"shard|1/N|slice|a part|its part|fraction",
         ((r"all-?gather", "all-gather"), (r"reduce-?scatter", "reduce-scatter")),
         r"(?<!not )\ball-?reduces?\s+(?:the\s+|its\s+)?(?:gradient|param)",
-        "FSDP does not all-reduce: it all-gathers parameters and reduce-scatters gradients",
+        N_("FSDP does not all-reduce: it all-gathers parameters and reduce-scatters gradients"),
     ),
     Strategy(
         "tensor parallel",
@@ -147,17 +149,17 @@ def strategy_problems(text: str) -> dict[str, list[str]]:
         own = [sentence for names, sentence in about if names == {s.name}]
         missing = []
         if not own:
-            missing.append(f"no sentence is about {s.name} alone")
+            missing.append(_("no sentence is about {strategy} alone").format(strategy=s.name))
         else:
             if not any(re.search(s.holds, p, re.I) for p in own):
-                missing.append("what each rank holds")
+                missing.append(_("what each rank holds"))
             missing += [
-                f"what is communicated ({name})"
+                _("what is communicated ({collective})").format(collective=name)
                 for pattern, name in s.talks
                 if not any(re.search(pattern, p, re.I) for p in own)
             ]
             if s.wrong and any(re.search(s.wrong, p, re.I) for p in own):
-                missing.append(s.wrong_why)
+                missing.append(_(s.wrong_why))
         problems[s.name] = missing
     return problems
 
@@ -235,8 +237,12 @@ def untraced(text: str, figures: list[Figure]) -> list[str]:
             if any(abs(value - v) <= q.tolerance * (1 + 1e-6) for v, _ in candidates):
                 continue
             nearest = min(candidates, key=lambda c: abs(c[0] - value), default=None)
-            near = f" (nearest: {nearest[0]:.4g} {q.dimension}, {nearest[1]})" if nearest else ""
-            out.append(f"line {q.line}: {q.text}{near}")
+            line = _("line {line}: {text}").format(line=q.line, text=q.text)
+            if nearest:
+                line += " " + _("(nearest: {value:.4g} {unit}, {what})").format(
+                    value=nearest[0], unit=q.dimension, what=nearest[1]
+                )
+            out.append(line)
             break
     return out
 
@@ -279,17 +285,6 @@ def display(path: Path) -> str:
     return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
 
 
-def start(work: Path, lab_dir: Path) -> bool:
-    """Write survey.md from this run's figures (template) into the learner's workspace where it is missing, or
-    holds no prose and no figures yet (a template written before any run): nothing of theirs is replaced.
-    True if it wrote it."""
-    path = Path(work) / "survey.md"
-    if path.is_file() and (words(path.read_text()) or source(path.read_text())):
-        return False
-    atomic.write_text(path, template(lab_dir))
-    return True
-
-
 def fixed(figure: Figure) -> tuple:
     """What does not change between runs at one N: the figures a survey's figures must share with the run."""
     rows = tuple((r.phase, r.op, r.count, r.bytes) for r in figure.collectives_rank0)
@@ -308,45 +303,64 @@ def grade(
     """Grade a survey against `figures`: for the learner those it was started from, checked against `run`
     (this run's); for the model answer (run None) the committed runs'."""
     if not Path(document).is_file():
-        raise NotImplementedError(
-            f"{Path(document).name} does not exist yet: `check distributed` writes it"
+        raise NotImplementedError(  # `check` writes the template after its run (Exercise.template)
+            _("{name} does not exist yet: `python -m workshop check distributed` writes it").format(
+                name=Path(document).name
+            )
         )
     text = Path(document).read_text()
-    name = "survey.md" if run is not None else "the model answer"
+    name = "survey.md" if run is not None else _("the model answer")
     if run is not None:
         ctx.check_equal(
-            "survey: its figures share this run's N, bytes and collectives (demos that differ)",
+            _("survey: its figures share this run's N, bytes and collectives (demos that differ)"),
             mismatches(figures, run),
             [],
-            message=f"{source(text) or 'this run'} is not from a run like this one (other N or code): "
-            "delete survey.md to start again",
+            message=_(
+                "{source} is not from a run like this one (other N or code): delete survey.md to start again"
+            ).format(source=source(text) or "?"),
         )
     low, high = WORDS
     count = words(text)
-    page = f"{count:.0f} words of prose; one page is {low}-{high}"
-    ctx.check_min(f"survey: words of prose in {name}", count, low, message=f"{page}: write more")
+    page = _("{count:.0f} words of prose; one page is {low}-{high}").format(
+        count=count, low=low, high=high
+    )
+    ctx.check_min(
+        _("survey: words of prose in {name}").format(name=name),
+        count,
+        low,
+        message=_("{page}: write more").format(page=page),
+    )
     ctx.check_max(
-        f"survey: words of prose in {name} (one page)", count, high, message=f"{page}: cut"
+        _("survey: words of prose in {name} (one page)").format(name=name),
+        count,
+        high,
+        message=_("{page}: cut").format(page=page),
     )
     for strategy, missing in strategy_problems(text).items():
         ctx.check_equal(
-            f"survey: {strategy} named, with what each rank holds and what is communicated",
+            _(
+                "survey: {strategy} named, with what each rank holds and what is communicated"
+            ).format(strategy=strategy),
             missing,
             [],
             message=f"{strategy}: {'; '.join(missing)}",
         )
     wrong = untraced(text, figures)
     ctx.check_equal(
-        "survey: every byte count, time, percentage and bandwidth traces to the run's figures",
+        _("survey: every byte count, time, percentage and bandwidth traces to the run's figures"),
         wrong,
         [],
-        message="quote your run's figures (the tables): " + "; ".join(wrong[:3]),
+        message=_("quote your run's figures (the tables): {wrong}").format(
+            wrong="; ".join(wrong[:3])
+        ),
     )
     ctx.check_min(
-        "survey: figures of the run quoted in the prose",
+        _("survey: figures of the run quoted in the prose"),
         cited(text, figures),
         MIN_CITED,
-        message=f"quote at least {MIN_CITED} of your run's figures in your own sentences",
+        message=_("quote at least {n} of your run's figures in your own sentences").format(
+            n=MIN_CITED
+        ),
     )
 
 

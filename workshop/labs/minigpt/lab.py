@@ -16,6 +16,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import torch
 
+from workshop.i18n import _
 from workshop.lab import LabContext
 from workshop.minigpt import checkpoint, grammar
 from workshop.minigpt.data import held_out_prompts
@@ -65,10 +66,10 @@ def check_accuracy(ctx: LabContext, model, prompts: list[list[int]]) -> dict:
     ctx.check_min("prompt prediction accuracy (top-1 grammatical)", acc["accuracy"], 0.98)
     guess = statistics.mean(len(grammar.grammatical_next_tokens(p)) / len(VOCAB) for p in prompts)
     ctx.check_max(
-        "accuracy of a uniformly random next token (the oracle tells a guess from a model)",
+        _("accuracy of a uniformly random next token (the oracle tells a guess from a model)"),
         guess,
         MAX_GUESS_ACCURACY,
-        message="the grammar's oracle allows too many next tokens to grade anything",
+        message=_("the grammar's oracle allows too many next tokens to grade anything"),
     )
     return {**acc, "guess_accuracy": guess}
 
