@@ -64,10 +64,8 @@ def one_thread():
 
 @dataclass
 class GradcheckRecord:
-    gradient: (
-        str  # "hand" or "autograd": whose analytical gradient was on trial (N_: shown translated)
-    )
-    probes: str  # what was nudged (N_: shown translated)
+    gradient: str  # "hand" or "autograd" (N_, shown translated): whose gradient was on trial
+    probes: str  # what was nudged (N_, shown translated)
     fast_mode: bool
     passed: bool
     n_probed: int  # how many input entries the probes cover
