@@ -18,8 +18,9 @@ import pytest
 import torch
 from conftest import TEST_DEVICE, read_result
 from doc_structure import anchors
+from test_autograd_lab import SUMMARY_KEYS
 
-from workshop import exercise, i18n, workspace_init
+from workshop import exercise, i18n, labs, templates, workspace_init
 from workshop.labs.autograd.gradient_diagnosis import Evidence, diagnose
 from workshop.labs.dispatcher import decisions, trace_facts
 
@@ -102,6 +103,21 @@ def test_a_spanish_run_writes_spanish_outputs(lab, spanish_run):
         for sentence in sentences:
             assert sentence in text, f"{name}: {sentence!r}"
         assert "\ufffd" not in text and "Ã" not in text  # no accent lost or encoded twice
+
+
+def test_the_spanish_summary_says_what_tf32_did_on_cuda(spanish_run):
+    """The GPU's sentences, rendered from this run's values with a CUDA run's TF32 figures."""
+    result = read_result(spanish_run("autograd"))
+    tf32 = {"gradient": "dW", "autograd_off": 5e-7, "autograd_on": 2.5e-5, "growth": 50.0}
+    values = {key: result[key] for key in SUMMARY_KEYS} | {
+        "device": "cuda",
+        "graded": True,
+        "tf32": tf32 | {"hand_vs_autograd_on": 7e-7},
+    }
+    text = templates.render(labs.folder("autograd"), "es", values)
+    assert "TF32 multiplicó por 50 el error de dL/dW de autograd frente a float64" in text
+    assert "compararlos entre sí esconde el error de TF32" in text
+    assert "Tus funciones (las de tu espacio de trabajo)" in text and "no tiene TF32" not in text
 
 
 @pytest.fixture
