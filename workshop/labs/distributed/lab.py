@@ -18,7 +18,8 @@ TIMEOUT_S = 300
 
 def run(ctx: LabContext) -> None:
     n = ctx.n_procs
-    if why := launch.gpu_problem(n, ctx.device):
+    agents = launch.agents()  # one standalone torchrun, or one agent per task of a Slurm job
+    if why := agents.problem(n) or launch.gpu_problem(n // agents.count, ctx.device):
         raise ValueError(why)
     data: dict[str, dict] = {}
     failures: dict[str, str] = {}  # strategy -> the end of its torchrun output
@@ -28,10 +29,12 @@ def run(ctx: LabContext) -> None:
             ctx.check_equal(f"{strategy}: N={n} is usable (not started)", why, "usable")
             continue
         rc, seconds = launch.run(
-            launch.command(strategy, n, ctx.device, out), out / "log.txt", TIMEOUT_S
+            agents.command(strategy, n, ctx.device, out), out / "log.txt", TIMEOUT_S
         )
         print(f"[{ctx.name}] {strategy}: torchrun exited {rc} after {seconds:.1f} s", flush=True)
-        ctx.check_equal(f"{strategy}: torchrun --nproc-per-node {n} exit code", rc, 0)
+        ctx.check_equal(
+            f"{strategy}: torchrun --nproc-per-node {n // agents.count} exit code", rc, 0
+        )
         if rc != 0:
             failures[strategy] = "\n".join(
                 (out / "log.txt").read_text(errors="replace").splitlines()[-25:]
