@@ -22,7 +22,8 @@ from pathlib import Path
 
 from workshop import atomic, i18n, labs, results, workspace
 from workshop.exercise import lab_exercises
-from workshop.lab import Check, LabContext, all_passed
+from workshop.i18n import _
+from workshop.lab import WHY_MISSING, Check, LabContext, all_passed
 
 
 def lab_environment(device: str, cache_dir: Path) -> dict[str, str]:
@@ -164,9 +165,13 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     i18n.set_language(a.lang)
     ctx = LabContext(a.lab, a.out_dir, a.device, a.n, a.seed, work=a.work, lang=a.lang)
+    spec = labs.get(a.lab)
     start = time.monotonic()
     try:
-        labs.get(a.lab).load()(ctx)
+        if missing := spec.missing():
+            cannot_run_here(ctx, missing)
+        else:
+            spec.load()(ctx)
     except Exception:  # the lab failed: keep its checks so far, record the error as a failed check
         error = traceback.format_exc()
         print(error, file=sys.stderr, flush=True)
@@ -184,6 +189,21 @@ def main(argv: list[str] | None = None) -> int:
         {**ctx.extra, **graded_extra(ctx)},
     )
     return 0 if ctx.passed else 1
+
+
+def cannot_run_here(ctx: LabContext, missing: list[str]) -> None:
+    """A lab that needs a module this platform lacks (Triton on macOS): one failed check whose message is the one
+    line that says why and where the lab does run."""
+    modules = ", ".join(missing)
+    why = "; ".join(
+        WHY_MISSING.get(m, _("{module} is not installed").format(module=m)) for m in missing
+    )
+    line = _(
+        "{lab} cannot run here: it needs {modules} ({why}). Run it in Docker: "
+        "docker compose run --rm workshop-cpu workshop-session {lab}"
+    ).format(lab=ctx.name, modules=modules, why=why)
+    ctx.check_equal(_("{modules} installed").format(modules=modules), "missing", "installed", line)
+    ctx.summary = line
 
 
 def graded_extra(ctx: LabContext) -> dict:
