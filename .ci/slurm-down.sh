@@ -15,6 +15,8 @@ stop() {  # stop the daemon whose pid is in $2, waiting up to 10 s for it to go
 stop slurmd /run/slurmd.pid
 stop slurmctld /run/slurmctld.pid
 stop munged /run/munge/munged.pid
+# Their pid files outlive them; a stale /run/slurmctld.pid makes the package's own removal call scancel, which fails
+rm -f /run/slurmd.pid /run/slurmctld.pid
 grep -qsF "# written by .ci/slurm-up.sh" "$CONF" && rm -f "$CONF"
 rm -rf /var/lib/slurm/slurmctld/* /var/lib/slurm/slurmd/*
 echo "[slurm-down] stopped"
