@@ -9,8 +9,8 @@
 # minutes); run it by hand after changing docker/Dockerfile or requirements-pinned.txt.
 #
 # Steps, each skipped when already done:
-#  1. QEMU: Debian's qemu-user-static, registered in binfmt_misc with the F flag (the kernel keeps the emulator
-#     open, so it also runs arm64 binaries inside containers and chroots);
+#  1. QEMU: Debian's qemu-user-static 10 (bookworm-backports: 7.2 crashes at `import torch`), registered in
+#     binfmt_misc with the F flag (the kernel keeps the emulator open, so it runs arm64 binaries in containers);
 #  2. the base image for arm64: pulled (python:3.11-slim-bookworm, platform linux/arm64) where a registry is
 #     reachable, else a local stand-in like the one ../shared/ci/docker-offline.sh makes for the host's
 #     architecture (debootstrap --arch arm64 bookworm, Python 3.11 with venv, pip and headers);
@@ -34,13 +34,19 @@ timed() {  # timed NAME COMMAND...: run it, keep its wall time in took[NAME]
   log "$name: ${took[$name]} s"
 }
 
+qemu_major() { qemu-aarch64-static --version 2>/dev/null | sed -n 's/.*version \([0-9]*\).*/\1/p' | head -n 1; }
+
 enable_qemu() {
-  command -v qemu-aarch64-static >/dev/null || {
+  # QEMU 7.2 (Debian 12's own) kills `import torch` (SIGSEGV in oneDNN's CPU probe); 10.0 from bookworm-backports
+  # runs it. The F flag pins the emulator binary at registration, so an upgrade registers it again.
+  if [ "$(qemu_major)" -lt 8 ] 2>/dev/null || ! command -v qemu-aarch64-static >/dev/null; then
+    echo "deb $MIRROR bookworm-backports main" >/etc/apt/sources.list.d/workshop-backports.list
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-user-static binfmt-support >/dev/null
-  }
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t bookworm-backports qemu-user-static >/dev/null
+    [ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ] && echo -1 >/proc/sys/fs/binfmt_misc/qemu-aarch64
+  fi
   [ -e /proc/sys/fs/binfmt_misc/register ] || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
-  [ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ] || update-binfmts --enable qemu-aarch64
+  [ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ] || /lib/systemd/systemd-binfmt /usr/lib/binfmt.d/qemu-aarch64.conf
   grep -q '^flags:.*F' /proc/sys/fs/binfmt_misc/qemu-aarch64 || {
     log "qemu-aarch64 is registered without the F flag: containers could not find the emulator"
     exit 1
