@@ -18,6 +18,7 @@ from markdown_it import MarkdownIt
 
 PARSER = MarkdownIt("commonmark").enable("table")
 JINJA_TAG = re.compile(r"{{.*?}}|{%.*?%}", re.S)
+TRANSLATED = re.compile(r"\.[a-z]{2}(\.md(?:\.j2)?)$")  # README.es.md -> README.md
 COMMENT = re.compile(r"(^|\s)#(?!!).*$")  # a shell or Python comment (not a #! line)
 
 
@@ -90,7 +91,8 @@ def _add_targets(s: Structure, inline_tokens) -> None:
         if child.type == "image":
             s.images.append(child.attrs["src"])
         elif child.type == "link_open" and not child.attrs["href"].startswith("#"):
-            s.links.append(child.attrs["href"].split("#")[0])
+            # A translation links to the translated twin where there is one: README.es.md ~ README.md.
+            s.links.append(TRANSLATED.sub(r"\1", child.attrs["href"].split("#")[0]))
 
 
 def _table_shape(tokens, start: int) -> tuple[int, int]:

@@ -96,7 +96,10 @@ def test_a_faithful_translation_passes(tmp_path):
         SAMPLE.replace("# A lab", "# Un laboratorio")
         .replace("## Run it", "## Ejecútalo")
         .replace("every lab runs in its own process", "cada laboratorio corre en su propio proceso")
-        .replace("See [the theory]", "Lee [la teoría]")
+        .replace(
+            "See [the theory](../theory/02-autograd-engine.md)",
+            "Lee [la teoría](../theory/02-autograd-engine.es.md)",
+        )
         .replace("![the graph]", "![el grafo]")
         .replace("## Questions", "## Preguntas")
         .replace("What does the first node save?", "¿Qué guarda el primer nodo?")

@@ -133,7 +133,7 @@ def check_compile(ctx: LabContext) -> dict:
 def check_minigpt(ctx: LabContext) -> dict:
     """Our op in every attention block: logits and gradients vs the model with F.softmax."""
     torch.backends.cuda.matmul.allow_tf32 = False  # TF32 would blur a 1e-5 comparison on the GPU
-    model = checkpoint.load(device=ctx.device)
+    model = checkpoint.load(ctx.checkpoint, device=ctx.device)
     x, y = (t[:16].to(ctx.device) for t in train_tensors())  # (16, T) tokens and targets
 
     def logits_and_grads():

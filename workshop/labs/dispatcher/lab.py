@@ -22,7 +22,7 @@ def run(ctx: LabContext) -> None:
     start = time.perf_counter()
     results = []
     for device in devices:
-        model = checkpoint.load(device=device)
+        model = checkpoint.load(ctx.checkpoint, device=device)
         x = lm_head_input(model, ctx.seed, device)  # (2, T, 64)
         results += [run_scenario(sc, model.lm_head, x) for sc in all_scenarios([device])]
     elapsed = time.perf_counter() - start

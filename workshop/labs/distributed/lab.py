@@ -19,7 +19,7 @@ TIMEOUT_S = 300
 def run(ctx: LabContext) -> None:
     n = ctx.n_procs
     agents = launch.agents()  # one standalone torchrun, or one agent per task of a Slurm job
-    if why := agents.problem(n) or launch.gpu_problem(n // agents.count, ctx.device):
+    if why := agents.problem(n) or launch.capacity_problem(n // agents.count, ctx.device):
         raise ValueError(why)
     data: dict[str, dict] = {}
     failures: dict[str, str] = {}  # strategy -> the end of its torchrun output
