@@ -159,16 +159,16 @@ class Agents:
             ).format(world=world, tasks=self.count)
         return None
 
-    def command(self, strategy: str, world: int, device: str, out: Path) -> list[str]:
+    def command(self, strategy: str, world: int, device: str, out: Path, demo_args=()) -> list[str]:
         per_agent = world // self.count
         if self.endpoint is None:
-            return command(strategy, per_agent, device, out)
+            return command(strategy, per_agent, device, out, demo_args=demo_args)
         # --kill-on-bad-exit: an agent that fails takes the others down at once instead of leaving them waiting
         srun = ["srun", "--ntasks", str(self.count), "--kill-on-bad-exit=1"]
         # One rendezvous id per demo: an agent late for one demo never joins the next one's.
         rdzv_id = f"{self.job_id}-{strategy}"
         return srun + command(
-            strategy, per_agent, device, out, self.count, None, self.endpoint, rdzv_id
+            strategy, per_agent, device, out, self.count, None, self.endpoint, rdzv_id, demo_args
         )
 
 
