@@ -62,8 +62,13 @@ def test_the_lab_launches_every_demo_through_srun_in_a_slurm_job(monkeypatch, tm
     started = fake_launches(monkeypatch)
     ctx = LabContext("distributed", tmp_path, "cpu", 2, 0)
     lab.run(ctx)
-    assert [cmd[0] for cmd in started] == ["srun"] * 4
-    assert [option(cmd, "--rdzv-id") for cmd in started] == ["17-ddp", "17-fsdp", "17-tp", "17-pp"]
+    # the four demos, then the hung-rank demo (DDP with one rank hanging)
+    assert [cmd[0] for cmd in started] == ["srun"] * 5
+    ids = [option(cmd, "--rdzv-id") for cmd in started]
+    assert ids == ["17-ddp", "17-fsdp", "17-tp", "17-pp", "17-ddp"]
+    assert (
+        "--fail-mode" in started[-1]
+    )  # the demo's own options still reach it, after srun and torchrun
     assert "ddp: torchrun --nproc-per-node 1 exit code" in {c.name for c in ctx.checks}
 
 
