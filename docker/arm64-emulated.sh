@@ -4,9 +4,9 @@
 #
 #   sudo bash docker/arm64-emulated.sh [LAB ...]      # default labs: minigpt autograd; from the repository root
 #
-# Writes benchmarks/arm64-qemu/: record.md (what ran, versions, each step's time) and the run's manifest.json and
-# each lab's result.json and summary.md. Too slow for CI (see record.md: the emulated build alone takes many
-# minutes); run it by hand after changing docker/Dockerfile or requirements-pinned.txt.
+# Writes benchmarks/arm64-qemu/record.md (what ran, versions, each step's time) and the run's manifest.json and
+# each lab's result.json and summary.md. Too slow for CI (benchmarks/arm64-qemu/README.md: base and build took
+# about 48 minutes); run it by hand after changing docker/Dockerfile or requirements-pinned.txt.
 #
 # Steps, each skipped when already done:
 #  1. QEMU: Debian's qemu-user-static 10 (bookworm-backports: 7.2 crashes at `import torch`), registered in
