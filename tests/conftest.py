@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +25,12 @@ from workshop.device import use_triton_interpreter
 TEST_DEVICE = os.environ.get("WORKSHOP_TEST_DEVICE", "cpu")
 # Without CUDA, Triton kernels run in its interpreter, which must be on before ANY test module imports triton.
 use_triton_interpreter()
+
+# The Ctrl-C tests send SIGINT to the processes they start, which must not ignore it. A shell that starts pytest
+# in the background (docker/session.sh: `pytest &`) gives it SIGINT ignored, and an ignored signal stays ignored
+# across fork and exec; a handled one is reset to the default at exec. So handle it here: its children get SIGINT.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config, items):
