@@ -107,7 +107,7 @@ def wrapped(label: str, text: str) -> list[str]:
     aligned with the text; [] for no text."""
     if not text.strip():
         return []
-    width = max(len(_(name)) for name in LABELS)  # one column for every label, in any language
+    width = 1 + max(len(_(name)) for name in LABELS)  # one column for every label, in any language
     indent = " " * (8 + width + 1)
     body = textwrap.wrap(" ".join(text.split()), 100 - len(indent))
     first = f"        [dim]{label:<{width}}[/dim] {body[0]}"
