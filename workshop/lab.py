@@ -20,12 +20,12 @@ from types import ModuleType
 from workshop import atomic, exercise, grading_markers, templates, workspace
 from workshop.exercise import Exercise
 from workshop.grading_markers import ProcessDied
-from workshop.i18n import _
+from workshop.i18n import N_, _
 from workshop.time_limit import TimeLimitExceeded, time_limit
 from workshop.workspace import LearnerError
 
 # Why a module that a lab needs can be missing, said when it is (LabSpec.needs).
-WHY_MISSING = {"triton": "Triton has builds for Linux only, none for macOS or native Windows"}
+WHY_MISSING = {"triton": N_("Triton has builds for Linux only, none for macOS or native Windows")}
 
 
 @dataclass(frozen=True)

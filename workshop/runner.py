@@ -449,13 +449,15 @@ def cannot_run_here(ctx: LabContext, missing: list[str]) -> None:
     line that says why and where the lab does run."""
     modules = ", ".join(missing)
     why = "; ".join(
-        WHY_MISSING.get(m, _("{module} is not installed").format(module=m)) for m in missing
+        _(WHY_MISSING[m]) if m in WHY_MISSING else _("{module} is not installed").format(module=m)
+        for m in missing
     )
     line = _(
         "{lab} cannot run here: it needs {modules} ({why}). Run it in Docker: "
         "docker compose run --rm workshop-cpu workshop-session {lab}"
     ).format(lab=ctx.name, modules=modules, why=why)
-    ctx.check_equal(_("{modules} installed").format(modules=modules), "missing", "installed", line)
+    name = _("{modules} installed").format(modules=modules)
+    ctx.check_equal(name, _("missing"), _("installed"), line)
     ctx.summary = line
 
 
