@@ -166,6 +166,13 @@ def test_summary_templates_refuse_undefined_values_and_prefer_the_translation(tm
         ({"LC_MESSAGES": "es_MX"}, "es"),
         ({"LANG": "C.UTF-8"}, "en"),
         ({}, "en"),
+        ({"WORKSHOP_LANG": "es", "LANG": "C.UTF-8"}, "es"),
+        ({"WORKSHOP_LANG": "en", "LANG": "es_ES.UTF-8"}, "en"),
+        ({"WORKSHOP_LANG": "es_ES.UTF-8"}, "es"),  # compose passes the host's LANG through it
+        (
+            {"WORKSHOP_LANG": "", "LANG": "es_ES.UTF-8"},
+            "es",
+        ),  # compose's empty default: the locale's
     ],
 )
 def test_the_language_follows_the_locale_as_posix_reads_it(environ, lang):
