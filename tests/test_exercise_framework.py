@@ -182,6 +182,13 @@ def test_a_translated_template_includes_translations_and_translates_prose_values
         ({"LC_MESSAGES": "es_MX"}, "es"),
         ({"LANG": "C.UTF-8"}, "en"),
         ({}, "en"),
+        ({"WORKSHOP_LANG": "es", "LANG": "C.UTF-8"}, "es"),
+        ({"WORKSHOP_LANG": "en", "LANG": "es_ES.UTF-8"}, "en"),
+        ({"WORKSHOP_LANG": "es_ES.UTF-8"}, "es"),  # compose passes the host's LANG through it
+        (
+            {"WORKSHOP_LANG": "", "LANG": "es_ES.UTF-8"},
+            "es",
+        ),  # compose's empty default: the locale's
     ],
 )
 def test_the_language_follows_the_locale_as_posix_reads_it(environ, lang):
