@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 
 from workshop import templates
+from workshop.i18n import _
 from workshop.lab import LabContext
 from workshop.labs.compile.generated_kernels import GeneratedKernel
 from workshop.labs.compile.loops import KernelStructure, kernel_structure
@@ -168,22 +169,24 @@ def check_explanation(ctx: LabContext, ex: KernelExplanation) -> None:
     """
     softmax = ex.result_bytes("_softmax")
     ctx.check_equal(
-        "explained kernel fuses the attention's _softmax",
+        _("explained kernel fuses the attention's _softmax"),
         "_softmax" in ex.kernel.fused_ops,
         True,
     )
     for what, measured in (("read", ex.bytes_read), ("written", ex.bytes_written)):
-        name = f"explained kernel: bytes {what} per call (from the code) / softmax result bytes (AOT graph)"
+        name = _(
+            "explained kernel: bytes {what} per call (from the code) / softmax result bytes (AOT graph)"
+        )
         value = ratio(measured, softmax)
-        ctx.check_min(name + ", at least", value, 1.0)
-        ctx.check_max(name + ", at most", value, 1.25)
+        ctx.check_min(name.format(what=what) + _(", at least"), value, 1.0)
+        ctx.check_max(name.format(what=what) + _(", at most"), value, 1.25)
     ctx.check_min(
-        "explained kernel: unfused / fused bytes per call",
+        _("explained kernel: unfused / fused bytes per call"),
         ratio(ex.unfused_bytes, ex.fused_bytes),
         2.0,
     )
     ctx.check_equal(
-        "explained kernel: reductions in its code (softmax: a max and a sum per row)",
+        _("explained kernel: reductions in its code (softmax: a max and a sum per row)"),
         sorted(ex.structure.reductions),
         ["max", "sum"],
     )
@@ -192,7 +195,7 @@ def check_explanation(ctx: LabContext, ex: KernelExplanation) -> None:
         ctx.device == "cuda" or torch.get_num_threads() > 1
     )  # one thread: Inductor writes no omp for
     ctx.check_equal(
-        "explained kernel: largest launch-grid extent = softmax rows B*H*T (AOT graph)",
+        _("explained kernel: largest launch-grid extent = softmax rows B*H*T (AOT graph)"),
         max((g or 0 for g in ex.structure.grid), default=0),
         (rows[0] if rows else -1) if parallel else 0,
     )

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from workshop.i18n import _
 from workshop.lab import LabContext
 from workshop.labs.compile import kernel_answer, kernel_explanation, run_facts, trace_report
 from workshop.labs.compile.breaks import (
@@ -97,12 +98,12 @@ def check_graph_breaks(ctx: LabContext, model, xb, yb) -> dict[str, BreakReport]
         "item_in_forward": explain_breaks(ItemInForward(model), xb),
     }
     ctx.check_equal(
-        "graph breaks in the MiniGPT's loss (torch._dynamo.explain)",
+        _("graph breaks in the MiniGPT's loss (torch._dynamo.explain)"),
         breaks["minigpt"].graph_breaks,
         0,
     )
     ctx.check_equal(
-        "graph breaks in the .item() variant (one .item())",
+        _("graph breaks in the .item() variant (one .item())"),
         breaks["item_in_forward"].graph_breaks,
         1,
     )
@@ -121,7 +122,9 @@ def check_recompiles(ctx: LabContext, model) -> list[CompileCount]:
     expected = {"static": len(LENGTHS), "default": 2, "dynamic": 1, "mark_dynamic": 1}
     for r in recompiles:
         ctx.check_equal(
-            f"compiles for {len(LENGTHS)} sequence lengths, {r.how}", r.compiles, expected[r.how]
+            _("compiles for {n} sequence lengths, {how}").format(n=len(LENGTHS), how=r.how),
+            r.compiles,
+            expected[r.how],
         )
     return recompiles
 
@@ -180,7 +183,7 @@ def compile_forward(ctx: LabContext, twin, xb) -> tuple[object, Capture]:
         forward, logits_c, capture = compile_and_capture(twin, None, xs)
         logits_e = twin(xb)
     ctx.check_max(
-        "compiled forward logits equal eager (max abs difference / max abs logit)",
+        _("compiled forward logits equal eager (max abs difference / max abs logit)"),
         ((logits_c - logits_e).abs().max() / logits_e.abs().max()).item(),
         LOGITS_RTOL,
     )
@@ -201,18 +204,20 @@ def check_training_step(ctx: LabContext, loss_c, loss_e, twin, model) -> None:
     judged at its own largest gradient, but at no less than 1% of the model's largest.
     """
     ctx.check_max(
-        "compiled loss equals eager (abs difference / loss)",
+        _("compiled loss equals eager (abs difference / loss)"),
         ((loss_c - loss_e).abs() / loss_e.abs()).item(),
         LOSS_RTOL,
     )
     pairs = list(zip(twin.parameters(), model.parameters(), strict=True))
-    floor = 1e-2 * max(e.grad.abs().max().item() for _, e in pairs)
+    floor = 1e-2 * max(e.grad.abs().max().item() for e in model.parameters())
     worst = max(
         (c.grad - e.grad).abs().max().item() / max(e.grad.abs().max().item(), floor)
         for c, e in pairs
     )
     ctx.check_max(
-        "compiled gradients equal eager (worst parameter: max abs difference / its max abs gradient)",
+        _(
+            "compiled gradients equal eager (worst parameter: max abs difference / its max abs gradient)"
+        ),
         worst,
         GRAD_RTOL,
     )
@@ -226,7 +231,7 @@ def check_generated_code(
     figures agree with the model's shapes (kernel_explanation.check_explanation)."""
     kernels = generated_kernels(captures)
     ctx.check_equal(
-        "generated modules with kernels parsed from them",
+        _("generated modules with kernels parsed from them"),
         sorted({k.graph for k in kernels}),
         sorted(f"{stage}/{kind}" for stage, cap in captures.items() for kind in cap.code),
     )
@@ -234,7 +239,7 @@ def check_generated_code(
     explained = explain(pick_kernel(train_forward), captures["train"].aot["forward"], ctx.device)
     check_explanation(ctx, explained)
     ctx.check_min(
-        "fraction of training-forward kernels traced to a MiniGPT source line",
+        _("fraction of training-forward kernels traced to a MiniGPT source line"),
         sum(bool(k.source_lines) for k in train_forward) / max(len(train_forward), 1),
         0.75,  # every one is, on the CPU and on an H200
     )
@@ -323,7 +328,7 @@ def eager_vs_compiled(ctx: LabContext, model, opt_e, compiled: Compiled, x, xb, 
         compare("training step", BATCH, eager_step, compiled.train_step, ctx.device, reps)
     )
     ctx.check_equal(
-        "Dynamo graphs per compiled function after timing (a recompile would add one)",
+        _("Dynamo graphs per compiled function after timing (a recompile would add one)"),
         {stage: len(cap.dynamo) for stage, cap in compiled.captures.items()},
         graphs_before,
     )
@@ -333,7 +338,9 @@ def eager_vs_compiled(ctx: LabContext, model, opt_e, compiled: Compiled, x, xb, 
         "training step": caps["train"].compile_s + caps["optimizer"].compile_s,
     }
     ctx.check_max(
-        "compile time of the training step, fwd+bwd+optimizer (s)", compile_s["training step"], 300
+        _("compile time of the training step, fwd+bwd+optimizer (s)"),
+        compile_s["training step"],
+        300,
     )
     cpu_threads = torch.get_num_threads() if ctx.device == "cpu" else None
     report = TimingReport(at_batch, sweep, compile_s, cpu_threads)
@@ -347,7 +354,7 @@ def tlparse_report(
     """tlparse's HTML report of this run's trace. Where tlparse is installed the report must be made and hold
     the Inductor code of every module this lab captured (a trace started late, or lost, holds fewer)."""
     if not traced:
-        report = trace_report.TraceReport(None, "this torch has no structured-trace handler", 0)
+        report = trace_report.TraceReport(None, _("this torch has no structured-trace handler"), 0)
     else:
         trace_report.stop_torch_trace()
         report = trace_report.make_report(
@@ -355,7 +362,7 @@ def tlparse_report(
         )
     if trace_report.tlparse_program() is not None:
         ctx.check_equal(
-            "tlparse report: Inductor output-code entries = code modules this lab captured",
+            _("tlparse report: Inductor output-code entries = code modules this lab captured"),
             report.output_code,
             sum(len(cap.code) for cap in captures.values()),
         )
