@@ -120,7 +120,14 @@ def test_explanation_is_built_from_the_code(fixture, request):
     text = render(LAB_FOLDER, "en", [ex])
     assert kernel.name in text and kernel.source.strip()[:40] in text
     expected = (
-        ["parallel for x0 in [0, 32)", "SIMD", "max into", "sum into", "[32, 704]", "**looped**"]
+        [
+            "parallel for x0 in [0, 32)",
+            "max into",
+            "sum into",
+            "[32, 704]",
+            "**looped**",
+            "`in_out_ptr0`, `in_ptr0` again",
+        ]
         if fixture == "cpp"
         else ["**persistent**", "R0_BLOCK = 32 >= 22", "extents **[704]**"]
     )

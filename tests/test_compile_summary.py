@@ -69,6 +69,7 @@ def test_the_lane_fold_is_mentioned_only_when_the_code_has_it(folds):
     )
     text = render(FOLDER, "en", [explanation(source, 4096)])
     assert (FOLD in text) is folds and "**looped**" in text
+    assert "again: the row is not kept in registers" not in text  # one loop: nothing is read twice
 
 
 def summary(shown, graded, tlparse, eager_step_ms) -> str:

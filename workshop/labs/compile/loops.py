@@ -188,6 +188,9 @@ class KernelStructure:
     omp_regions: int = 0  # C++: `#pragma omp parallel` regions
     simd_widths: list[int] = field(default_factory=list)  # C++: elements per vectorized loop step
     folds_lanes: bool = False  # C++: a vector accumulator folded into one number (`vec_reduce_all`)
+    reread: list[str] = field(
+        default_factory=list
+    )  # C++: pointers that more than one loop loads from
 
 
 def kernel_structure(source: str, language: str) -> KernelStructure:
@@ -204,6 +207,9 @@ def kernel_structure(source: str, language: str) -> KernelStructure:
             omp_regions=len(re.findall(r"#pragma omp parallel(?! for)", source)),
             simd_widths=sorted({loop.step for loop in loops if loop.step > 1}),
             folds_lanes="vec_reduce_all" in source,
+            reread=sorted(
+                {p for loop in loops for p in loop.loads if sum(p in lp.loads for lp in loops) > 1}
+            ),
         )
     t = triton_layout(source)
     kind = "looped" if t.looped else "persistent" if t.rblock else "none"
