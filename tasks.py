@@ -199,9 +199,14 @@ def build(c, torch_index=""):
         "native": "run here, without Docker, with the Python that runs invoke",
     },
 )
-def lab(c, n=2, only=None, cpu=False, native=False):
+def lab(c, n="2", only=None, cpu=False, native=False):
     """Run every lab (or --only some), then the tests on that run; results in ./results/<run-id>/."""
-    env = {"WORKSHOP_N": str(n)}
+    # n is taken as text (invoke would turn a bad number into a traceback) and checked here.
+    if not n.isdigit() or int(n) < 1:
+        raise Exit(
+            f"invoke: --n must be a whole number of processes, at least 1 (got {n!r})", code=1
+        )
+    env = {"WORKSHOP_N": n}
     if native:
         env |= {"WORKSHOP_DEVICE": "cpu" if cpu else "auto", "PYTHON": _native_python()}
         _run(c, "sh", SESSION, *only, env=env)
@@ -238,7 +243,7 @@ def test(c, native=False):
 )
 def report(c, run="", native=False):
     """Collect a run's summaries and pictures into its REPORT.md."""
-    args = ["-m", "workshop", "report", *([run] if run else [])]
+    args = ["-m", "workshop", "report", *(["--", run] if run else [])]  # a run is never an option
     if native:
         _run(c, _native_python(), *args)
         return

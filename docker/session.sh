@@ -5,25 +5,55 @@
 # Environment: WORKSHOP_N (processes for the distributed demos, default 2), WORKSHOP_DEVICE (auto|cpu|cuda,
 # default auto), PYTHON (default python). With LAB arguments only those labs run, and the tests are skipped:
 # the suite checks every lab of the run it follows (tests/conftest.py, WORKSHOP_RUN_DIR).
-# Exits non-zero if a lab check or a test failed.
+# Exits non-zero if a lab check or a test failed; 130/143 (and nothing more runs) if it was interrupted.
+#
+# SIGINT/SIGTERM are passed on to the step that is running, which stops cleanly (an interrupted run is marked
+# so in its manifest). As the container's PID 1 this shell would otherwise ignore them (`docker stop`, Ctrl-C
+# in `docker compose up`), and a shell waits for a foreground command before running a trap: so each step runs
+# in the background and the shell waits for it.
 set -u
 python=${PYTHON:-python}
+step=
+trap '[ -n "$step" ] && kill -TERM "$step" 2>/dev/null' INT TERM
 
-before=$(readlink -f results/latest 2>/dev/null || true)
-$python -m workshop run --n "${WORKSHOP_N:-2}" --device "${WORKSHOP_DEVICE:-auto}" "$@"
+# Run "$@" as the current step; its exit status, even when a signal interrupted the shell's wait.
+run_step() {
+  "$@" &
+  step=$!
+  wait "$step"
+  status=$?
+  while kill -0 "$step" 2>/dev/null; do # the wait was cut short by a signal: wait for the step itself
+    wait "$step"
+    status=$?
+  done
+  step=
+  return $status
+}
+
+stopped() { [ "$1" -eq 129 ] || [ "$1" -eq 130 ] || [ "$1" -eq 143 ]; }
+
+before=$(readlink results/latest 2>/dev/null || true)
+# `--` before the labs: a value such as --help is a lab name here, never an option of `workshop run`.
+run_step $python -m workshop run --n "${WORKSHOP_N:-2}" --device "${WORKSHOP_DEVICE:-auto}" -- "$@"
 labs_status=$?
-run_dir=$(readlink -f results/latest 2>/dev/null || true)
-if [ -z "$run_dir" ] || [ "$run_dir" = "$before" ]; then
+if stopped $labs_status; then
+  echo "workshop-session: interrupted; nothing more runs" >&2
+  exit $labs_status
+fi
+latest=$(readlink results/latest 2>/dev/null || true)
+if [ -z "$latest" ] || [ "$latest" = "$before" ]; then
   echo "workshop-session: the run wrote no run folder (see above)" >&2
   exit $(( labs_status ? labs_status : 2 ))
 fi
-$python -m workshop report "$run_dir" || labs_status=1
+run_dir="results/$latest" # relative: the same path in the container (/workshop) and on the host
+run_step $python -m workshop report -- "$run_dir" || labs_status=1
 
 if [ $# -gt 0 ]; then
   echo "workshop-session: ran only $*; the tests check a run of every lab, so they were not run"
   exit $labs_status
 fi
 echo "workshop-session: testing the run in $run_dir"
-WORKSHOP_RUN_DIR="$run_dir" $python -m pytest
+run_step env WORKSHOP_RUN_DIR="$run_dir" $python -m pytest
 tests_status=$?
+stopped $tests_status && exit $tests_status
 [ $labs_status -eq 0 ] && [ $tests_status -eq 0 ]

@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from workshop.device import use_triton_interpreter
+
 TEST_DEVICE = os.environ.get("WORKSHOP_TEST_DEVICE", "cpu")
-if not torch.cuda.is_available():
-    # Triton kernels run in its interpreter on a CPU-only machine, which must be on before ANY test module imports
-    # triton (torch._dynamo does): triton.language's own @jit helpers (tl.sum, tl.max) are made at that import.
-    os.environ.setdefault("TRITON_INTERPRET", "1")
+# Without CUDA, Triton kernels run in its interpreter, which must be on before ANY test module imports triton.
+use_triton_interpreter()
 
 
 def pytest_collection_modifyitems(config, items):

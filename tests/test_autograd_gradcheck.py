@@ -8,6 +8,7 @@ import torch
 from workshop.labs.autograd.finite_diff import (
     ROWS_PAD,
     ROWS_REAL,
+    TOLERANCE,
     HandHeadLoss,
     pick_rows,
     run_gradchecks,
@@ -30,28 +31,34 @@ def test_hand_function_passes_full_gradcheck():
     assert torch.autograd.gradcheck(lambda x, W, b: HandHeadLoss.apply(x, W, b, t), inputs)
 
 
-class WrongBias(torch.autograd.Function):
-    """The hand loss with a deliberately wrong bias gradient (the 1/N forgotten): gradcheck must catch it."""
+def wrong_bias(factor: float):
+    """The hand loss with its bias gradient scaled by `factor`: a gradient off by (factor - 1)."""
 
-    @staticmethod
-    def forward(ctx, x, W, b, t):
-        return HandHeadLoss.forward(ctx, x, W, b, t)
+    class WrongBias(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, W, b, t):
+            return HandHeadLoss.forward(ctx, x, W, b, t)
 
-    @staticmethod
-    def backward(ctx, grad):
-        dx, dW, db, _ = HandHeadLoss.backward(ctx, grad)
-        return dx, dW, db * 5, None
+        @staticmethod
+        def backward(ctx, grad):
+            dx, dW, db, _ = HandHeadLoss.backward(ctx, grad)
+            return dx, dW, db * factor, None
+
+    return WrongBias
 
 
 @pytest.mark.parametrize("fast_mode", [False, True])
-def test_gradcheck_catches_a_wrong_gradient(fast_mode):
+@pytest.mark.parametrize("factor", [5.0, 1.01])
+def test_gradcheck_at_the_labs_tolerance_catches_a_wrong_bias_gradient(fast_mode, factor):
+    """The lab's TOLERANCE (gradcheck's defaults) is tight enough to fail a db off by 1%, in both modes."""
     x, W, b, t = small_inputs()
     inputs = (x, W, b.clone().requires_grad_())
     assert not torch.autograd.gradcheck(
-        lambda x, W, b: WrongBias.apply(x, W, b, t),
+        lambda x, W, b: wrong_bias(factor).apply(x, W, b, t),
         inputs,
         fast_mode=fast_mode,
         raise_exception=False,
+        **TOLERANCE,
     )
 
 
@@ -69,6 +76,6 @@ def test_run_gradchecks_all_pass_on_a_small_head():
     targets = torch.tensor([[1, 2, 3, 4, PAD_ID, PAD_ID], [5, 6, 7, PAD_ID, PAD_ID, PAD_ID]])
     W, b = torch.randn(11, 8, generator=gen), torch.randn(11, generator=gen)
     records = run_gradchecks(hidden, targets, W, b)
-    assert len(records) == 4 and {r["gradient"] for r in records} == {"hand", "autograd"}
-    assert all(r["passed"] for r in records), records
-    assert {r["fast_mode"] for r in records} == {False, True}
+    assert len(records) == 4 and {r.gradient for r in records} == {"hand", "autograd"}
+    assert all(r.passed for r in records), records
+    assert {r.fast_mode for r in records} == {False, True}

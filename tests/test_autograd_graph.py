@@ -8,6 +8,7 @@ import torch.nn.functional as F
 
 from workshop.labs.autograd.graph_draw import draw, layers, node_label
 from workshop.labs.autograd.graph_walk import (
+    chain_text,
     describe_value,
     graph_json,
     num_inputs,
@@ -95,3 +96,13 @@ def test_drawing_has_a_box_per_node_and_a_label_per_edge():
     assert sum("Backward" in t or "AccumulateGrad" in t for t in texts) == len(g["nodes"])
     assert texts.count("[1] " + node_label(g["nodes"][0])) == 1
     matplotlib.pyplot.close(fig)
+
+
+def test_chain_text_follows_next_functions_and_names_leaves():
+    a = torch.randn(3, requires_grad=True)
+    c = torch.randn(3)  # needs no gradient: its edge is None and left out
+    y = (a.exp() * c + a).sum()
+    assert chain_text(y.grad_fn, {"a": a}) == (
+        "SumBackward0 -> AddBackward0 -> [MulBackward0 -> ExpBackward0 -> AccumulateGrad(a); "
+        "AccumulateGrad(a)]"
+    )

@@ -8,10 +8,10 @@ import torch.nn.functional as F
 
 from workshop.labs.autograd.replay import (
     dependencies,
+    engine_order,
     is_topological,
     record_engine_order,
     replay_backward,
-    topological_order,
 )
 from workshop.minigpt.model import lm_loss
 
@@ -61,7 +61,7 @@ def test_fan_in_is_counted_and_summed():
 
 def test_order_is_topological_and_the_real_engines():
     y, _ = fan_out_graph()
-    order = topological_order(y.grad_fn)
+    order = engine_order(y.grad_fn)
     assert is_topological(order, y.grad_fn)
     assert not is_topological(order[::-1], y.grad_fn)
     assert not is_topological(order[:-1], y.grad_fn)

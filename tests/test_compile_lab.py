@@ -79,7 +79,10 @@ def test_explanation_matches_the_code_of_the_run(lab_dir):
     assert facts["kernel"] in code and facts["kernel"] in text
     fused = facts["bytes_read"] + facts["bytes_written"]
     assert facts["unfused_bytes_estimate"] > fused and "fusing these ops pays" in text
-    assert facts["reduction"] in ("looped", "persistent") and sorted(facts["reductions"]) == ["max", "sum"]
+    assert facts["reduction"] in ("looped", "persistent") and sorted(facts["reductions"]) == [
+        "max",
+        "sum",
+    ]
     own_code = text.split("## The code")[-1]
     assert ("folded into one number (`vec_reduce_all`)" in text) == ("vec_reduce_all" in own_code)
 

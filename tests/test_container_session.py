@@ -2,7 +2,9 @@
 tests on that very run. A fake Python records each call, so the order, the run folder handed to pytest and the
 exit status are checked in milliseconds; CI runs the real thing in the image."""
 
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,10 @@ FAKE_PYTHON = """#!/bin/sh
 echo "$* | N=$WORKSHOP_N DEVICE=$WORKSHOP_DEVICE RUN_DIR=${WORKSHOP_RUN_DIR:-}" >> calls.log
 case "$2 $3" in
   "workshop run") [ -n "${FAKE_NO_RUN:-}" ] && exit 2
+                  if [ -n "${FAKE_SLOW:-}" ]; then  # a run that stops cleanly on SIGTERM, as the real one
+                    trap 'echo "run got TERM" >> calls.log; exit 143' TERM; echo started > started
+                    while :; do sleep 0.05; done
+                  fi
                   mkdir -p results/run2 && ln -sfn run2 results/latest; exit "${FAKE_RUN_RC:-0}" ;;
   "workshop report") exit 0 ;;
   "pytest "*) exit "${FAKE_TEST_RC:-0}" ;;
@@ -21,7 +27,7 @@ esac
 """
 
 
-def session(tmp_path, *labs, **env):
+def session(tmp_path, *labs, signal_after_start=None, **env):
     python = tmp_path / "python"
     python.write_text(FAKE_PYTHON)
     python.chmod(0o755)
@@ -36,21 +42,31 @@ def session(tmp_path, *labs, **env):
         "WORKSHOP_DEVICE": "cpu",
         **env,
     }
-    proc = subprocess.run(
-        ["sh", str(SESSION), *labs], cwd=tmp_path, env=env, capture_output=True, text=True
+    proc = subprocess.Popen(
+        ["sh", str(SESSION), *labs],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
+    if signal_after_start:
+        deadline = time.monotonic() + 10
+        while not (tmp_path / "started").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal_after_start)
+    proc.stdout_text, proc.stderr_text = proc.communicate(timeout=30)
     log = tmp_path / "calls.log"
     return proc, log.read_text().splitlines() if log.exists() else []
 
 
 def test_runs_labs_then_report_then_pytest_on_that_run(tmp_path):
     proc, calls = session(tmp_path)
-    run2 = str((tmp_path / "results" / "run2").resolve())
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 0, proc.stderr_text
     assert calls == [
-        "-m workshop run --n 3 --device cpu | N=3 DEVICE=cpu RUN_DIR=",
-        f"-m workshop report {run2} | N=3 DEVICE=cpu RUN_DIR=",
-        f"-m pytest | N=3 DEVICE=cpu RUN_DIR={run2}",
+        "-m workshop run --n 3 --device cpu -- | N=3 DEVICE=cpu RUN_DIR=",
+        "-m workshop report -- results/run2 | N=3 DEVICE=cpu RUN_DIR=",
+        "-m pytest | N=3 DEVICE=cpu RUN_DIR=results/run2",
     ]
 
 
@@ -66,12 +82,27 @@ def test_a_failed_lab_or_test_fails_the_session_but_the_tests_still_run(tmp_path
 def test_some_labs_only_skips_the_tests_and_says_why(tmp_path):
     proc, calls = session(tmp_path, "minigpt")
     assert proc.returncode == 0
-    assert calls[0].startswith("-m workshop run --n 3 --device cpu minigpt")
+    assert calls[0].startswith("-m workshop run --n 3 --device cpu -- minigpt")
     assert not any(c.startswith("-m pytest") for c in calls)
-    assert "not run" in proc.stdout
+    assert "not run" in proc.stdout_text
 
 
 def test_a_refused_run_never_tests_or_reports_an_older_run(tmp_path):
     proc, calls = session(tmp_path, "nosuchlab", FAKE_NO_RUN="1")
     assert proc.returncode == 2
-    assert len(calls) == 1 and "wrote no run folder" in proc.stderr
+    assert len(calls) == 1 and "wrote no run folder" in proc.stderr_text
+
+
+def test_a_lab_name_that_looks_like_an_option_stays_a_lab_name(tmp_path):
+    _, calls = session(tmp_path, "--help")
+    assert calls[0].startswith("-m workshop run --n 3 --device cpu -- --help")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_reaches_the_run_and_nothing_runs_after_it(tmp_path, signum):
+    """As the container's PID 1 the shell would ignore `docker stop`'s SIGTERM: it passes it on instead."""
+    proc, calls = session(tmp_path, signal_after_start=signum, FAKE_SLOW="1")
+    assert proc.returncode == 143
+    assert calls[-1] == "run got TERM", calls
+    assert not any("report" in c or "pytest" in c for c in calls)
+    assert "interrupted" in proc.stderr_text

@@ -54,6 +54,44 @@ def test_lab_writes_both_inductor_excerpts(lab):
         assert "benchmarks/custom_op/inductor_triton_op.txt" in triton_op
 
 
+def test_lab_measures_the_eager_call(lab):
+    from workshop.labs.custom_op import eager_cost
+
+    result = read_result(lab)
+    eager = result["eager"]
+    layers = [
+        "kernel launch",
+        "plan",
+        "checks, output",
+        "dispatcher, Autograd kernel",
+        "autograd node",
+    ]
+    assert list(eager["layer_us"]) == layers and eager["op_us"] > 0 and eager["torch_us"] > 0
+    assert [launch["kernel"] for launch in eager["step_launches"]] == [
+        "_fwd_one_pass",
+        "_bwd_one_pass",
+    ]
+    assert (lab / "eager_cost.png").stat().st_size > 10_000
+    summary = (lab / "summary.md").read_text()
+    assert "What one eager call costs" in summary and "`_bwd_one_pass` on" in summary
+    # the interpreter's sentence is printed when the run shows the launch dominating, and only then
+    dominated = eager_cost.launch_share(eager) > 0.9
+    assert ("kernel launch is Triton's interpreter" in summary) == dominated
+    assert dominated == (result["device"] == "cpu")
+
+
+def test_sweep_settings_are_patched_and_restored():
+    from workshop.labs.custom_op import sweep
+    from workshop.ops import softmax_launch
+
+    before = (softmax_launch.CHUNK, softmax_launch.multiprocessors, softmax_launch.l2_bytes)
+    with sweep.setting({"CHUNK": 16, "split": True, "cooperative": True}):
+        assert softmax_launch.CHUNK == 16
+        assert softmax_launch.multiprocessors(None) == softmax_launch.l2_bytes(None) == 0
+    after = (softmax_launch.CHUNK, softmax_launch.multiprocessors, softmax_launch.l2_bytes)
+    assert after == before
+
+
 def test_call_function_and_census_on_a_made_up_module():
     source = "\n".join(
         [
@@ -88,48 +126,80 @@ def test_call_function_and_census_on_a_made_up_module():
     assert "def _fwd_one_pass" in inductor_code.inlined_kernels(source)[0]
 
 
-def _row(dtype, shape, ours, copy, torch_, inductor, bwd_ours, bwd_copy):
+def _row(dtype, shape, ours, copy, torch_, inductor, eager=(1.0, 1.0)):
+    """A measured row; the backward gets the same numbers as the forward."""
     mib = shape[0] * shape[1] * (4 if dtype == "float32" else 2) / 2**20
+    gbps = {"ours": ours, "torch": torch_, "inductor": inductor, "copy": copy}
+    gbps.update({"ours_eager": eager[0], "torch_eager": eager[1]})
     return {
         "dtype": dtype,
         "shape": list(shape),
         "input_mib": mib,
         "errors": {},
-        "fwd": {"ours": ours, "torch": torch_, "inductor": inductor, "copy": copy},
-        "bwd": {"ours": bwd_ours, "torch": 1.0, "inductor": None, "copy": bwd_copy},
+        "fwd": gbps,
+        "bwd": dict(gbps),
     }
 
 
-def test_targets_are_judged_on_big_shapes_only():
-    rows = [
-        _row("float32", (32768, 600), 3900, 4200, 3400, 3600, 3700, 4200),  # 75 MiB: all met
-        _row("bfloat16", (64, 262144), 2800, 4200, 3000, 2500, 3000, 4200),  # 32 MiB: three misses
-        _row("float32", (4096, 256), 100, 1000, 900, 900, 100, 1000),
-    ]  # 4 MiB: not judged
-    t = bench_report.evaluate(rows)
-    assert t["judged_shapes"] == 2 and t["met"] == {
-        "fwd_copy_met": 1,
-        "fwd_best_met": 1,
-        "bwd_copy_met": 1,
+def _doc(rows):
+    host = {
+        "shape": [1, 600],
+        "op_us": 15.0,
+        "torch_us": 7.0,
+        "op_grad_us": 30.0,
+        "triton_jit_launch_us": 15.0,
+        "layer_us": {"kernel launch": 6.0, "plan": 1.0},
+        "step_shape": [64, 600],
+        "step_us": {"torch.softmax": 100.0, "workshop.ops.softmax": 210.0},
     }
-    assert not t["all_met"] and not t["rows"][2]["judged"]
     doc = {
         "device": "test GPU",
         "command": "python -m workshop bench custom_op",
+        "commit": "abc",
         "registration": "triton_op",
         "versions": {"torch": "x", "triton": "y"},
         "timing": "t",
         "bytes": "b",
         "results": rows,
-        "targets": t,
+        "host": host,
     }
+    doc["targets"] = bench_report.evaluate(rows)
+    doc["host_targets"] = bench_report.evaluate_host(host)
+    return doc
+
+
+def test_targets_are_judged_on_big_shapes_only():
+    rows = [
+        _row("float32", (32768, 600), 3900, 4200, 3400, 3600),  # 75 MiB: all met
+        _row(
+            "bfloat16", (64, 262144), 3790, 4200, 3000, 3900, eager=(2000, 3000)
+        ),  # 32 MiB: 3 kinds of miss
+        _row("float32", (4096, 256), 100, 1000, 900, 900),  # 4 MiB: not judged
+    ]
+    doc = _doc(rows)
+    t = doc["targets"]
+    assert t["judged_shapes"] == 2 and not t["all_met"] and not t["rows"][2]["judged"]
+    assert t["met"] == {
+        "fwd_copy_met": 2,
+        "fwd_best_met": 1,  # 3790 < Inductor's 3900
+        "bwd_copy_met": 2,
+        "bwd_best_met": 1,
+        "fwd_eager_met": 1,  # 2000 < 0.9 x 3000
+        "bwd_eager_met": 1,
+    }
+    assert (
+        doc["host_targets"]["call_vs_torch"] == pytest.approx(15 / 7)
+        and not doc["host_targets"]["call_met"]
+    )
+    assert not doc["host_targets"]["step_met"]  # 2.1 x torch's step
     text = bench_report.summary(doc)
-    assert text.count("**miss**") == 3 and "64x262144" in text and "4096x256" in text
+    assert text.count("**miss**") == 4 and "64x262144" in text and "4096x256" in text
+    assert "- bfloat16 64x262144: fwd >= max(torch, Inductor) (0.97)" in text
+    assert "at commit abc" in text and text.count("**missed**") == 2
 
 
 def test_chart_is_written(tmp_path):
-    rows = [_row("float32", (32768, 600), 3900, 4200, 3400, None, 3700, 4200)]
-    doc = {"device": "test GPU", "results": rows}
+    doc = _doc([_row("float32", (32768, 600), 3900, 4200, 3400, None)])
     bench_report.write_chart(doc, tmp_path / "c.png")
     assert (tmp_path / "c.png").stat().st_size > 10_000
 

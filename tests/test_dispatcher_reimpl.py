@@ -1,4 +1,5 @@
-"""The pieces of the dispatcher lab, unit by unit: key names, table parsing, the re-implementation's rules."""
+"""The pieces of the dispatcher lab, unit by unit: key names, table parsing, the backend fallbacks, the
+re-implementation's rules against the real dispatcher's computed tables and chains."""
 
 from __future__ import annotations
 
@@ -6,7 +7,13 @@ import pytest
 import torch
 
 from workshop.labs.dispatcher import keys, reimpl
-from workshop.labs.dispatcher.explain import explain_call, priority_disagreements
+from workshop.labs.dispatcher.crosscheck import (
+    compare_chains,
+    entry_function,
+    explain_call,
+    priority_disagreements,
+    real_chain,
+)
 from workshop.labs.dispatcher.recorder import Call
 
 
@@ -21,7 +28,7 @@ Meta (inactive): registered at /x/RegisterMeta_0.cpp:1 [kernel]
 garbage line without a colon"""
     table = keys.parse_table(text)
     assert set(table) == {"CPU", "ADInplaceOrView", "Conjugate", "Autograd[alias]"}
-    assert table["CPU"] == keys.Kernel("RegisterCPU_2.cpp", "kernel", False)
+    assert table["CPU"] == keys.TableEntry("RegisterCPU_2.cpp", "kernel", False)
     assert (
         table["ADInplaceOrView"].fallthrough and table["ADInplaceOrView"].tag == "backend fallback"
     )
@@ -39,6 +46,19 @@ def test_key_names_split_per_backend_keys_and_show_bare_functionalities():
         include, exclude = keys.tls()
         assert "AutogradFunctionality" in keys.names(exclude)  # all backends' autograd, as one bit
         assert "ADInplaceOrView" not in keys.names(include)
+
+
+def test_backend_fallbacks_come_from_the_registrations_not_from_the_traced_ops_table():
+    fallbacks = keys.backend_fallbacks()
+    # linear's own table shows its decomposition at AutogradCPU, so a fallback read off that table would
+    # miss autograd's fallback; the probe operator (no kernels) shows it
+    assert keys.computed_table("aten::linear")["AutogradCPU"].tag == "math kernel"
+    assert fallbacks["AutogradCPU"].tag == "backend fallback"
+    assert fallbacks["ADInplaceOrView"].fallthrough and not fallbacks["Python"].fallthrough
+    assert (
+        "CPU" not in fallbacks
+    )  # a backend has no fallback: an op without a CPU kernel fails there
+    assert keys.fallback_contradictions() == []
 
 
 def test_priority_list_orders_keys_like_the_real_dispatcher():
@@ -62,25 +82,31 @@ def test_exclusion_removes_a_functionality_for_every_backend():
 @pytest.mark.parametrize(
     "op,key,tag",
     [
-        ("aten::linear", "AutogradCPU", "math kernel"),
+        ("aten::linear", "AutogradCPU", "math kernel"),  # rule 3: CPU has no linear kernel
+        (
+            "aten::linear",
+            "AutogradNestedTensor",
+            "autograd kernel",
+        ),  # rule 3 refused: nested has one
         ("aten::linear", "CPU", "math kernel"),
+        ("aten::linear", "NestedTensorCPU", "kernel"),
         ("aten::addmm", "AutogradCPU", "autograd kernel"),
         ("aten::addmm", "CPU", "kernel"),
         ("aten::t", "CPU", "default backend kernel"),
         ("aten::t", "ADInplaceOrView", "kernel"),
         ("aten::linear", "Python", "backend fallback"),
         ("aten::linear", "AutocastCPU", "kernel"),
+        ("aten::t", "AutocastCPU", "backend fallback"),  # a fallthrough: autocast leaves t alone
     ],
 )
 def test_table_entry_matches_the_computed_table(op, key, tag):
-    mine = reimpl.table_entry(keys.registrations(op), keys.backend_fallbacks(op), key)
+    mine = reimpl.table_entry(keys.registrations(op), keys.backend_fallbacks(), key)
     real = keys.computed_table(op)[key]
-    assert (mine.source, mine.tag) == (real.source, real.tag)
-    assert mine.tag == tag
+    assert mine == real and mine.tag == tag
     assert keys.computed_kernel_source(op, key)[0] == real.source
 
 
-def _call(op: str, tensor: torch.Tensor) -> dict:
+def _call(op: str, tensor: torch.Tensor):
     include, exclude = keys.tls()
     call = Call(op, "default", torch._C._dispatch_keys(tensor), (include, exclude))
     return explain_call(call, include, exclude, "test")
@@ -88,15 +114,27 @@ def _call(op: str, tensor: torch.Tensor) -> dict:
 
 def test_chain_of_a_view_op_walks_autograd_then_view_tracking_then_backend():
     node = _call("aten::t", torch.zeros(3, 4, requires_grad=True))
-    assert [s["key"] for s in node["chain"]] == ["AutogradCPU", "ADInplaceOrView", "CPU"]
-    assert node["agrees"] and node["explained"] and node["python_key_consistent"]
-    assert set(node["child_exclude"]) >= {"AutogradFunctionality", "ADInplaceOrView"}
+    assert node.walked == node.real_keys == ["AutogradCPU", "ADInplaceOrView", "CPU"]
+    assert node.agrees and node.explained and node.python_key_consistent
+    assert set(node.child_exclude) >= {"AutogradFunctionality", "ADInplaceOrView"}
 
 
 def test_linear_is_decomposed_at_the_autograd_key_unless_autograd_is_excluded():
     x = torch.zeros(3, 4)
-    assert [s["key"] for s in _call("aten::linear", x)["chain"]] == ["AutogradCPU"]
+    assert _call("aten::linear", x).walked == ["AutogradCPU"]
     with torch.inference_mode():
         node = _call("aten::linear", x)
-    assert [(s["key"], s["kernel"]["tag"]) for s in node["chain"]] == [("CPU", "math kernel")]
-    assert node["agrees"]
+    assert [(s.key, s.kernel.tag) for s in node.chain] == [("CPU", "math kernel")]
+    assert node.agrees
+
+
+def test_the_real_chain_is_followed_to_its_own_end():
+    """A re-implementation whose chain is too short or too long disagrees: the comparison is of whole chains."""
+    x = torch.zeros(3, 4, requires_grad=True)
+    include, exclude = keys.tls()
+    real = real_chain("aten::addmm", torch._C._dispatch_keys(x), include, exclude)
+    assert [s.key for s in real] == ["AutogradCPU", "CPU"]
+    entry = entry_function("aten::addmm")
+    assert all(s.agrees for s in compare_chains(["AutogradCPU", "CPU"], entry, real))
+    assert not all(s.agrees for s in compare_chains(["AutogradCPU"], entry, real))
+    assert not all(s.agrees for s in compare_chains(["AutogradCPU", "CPU", "Meta"], entry, real))

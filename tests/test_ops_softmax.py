@@ -4,20 +4,15 @@ autograd, opcheck, compile. On the CPU the kernels run in Triton's interpreter, 
 import pytest
 import torch
 
-from workshop.ops import softmax, softmax_kernels, softmax_op
+from workshop.ops import softmax, softmax_launch, softmax_op, triton_launch
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def test_registered_once_under_the_workshop_namespace():
-    assert torch.ops.workshop.softmax.default._schema.name == "workshop::softmax"
-    schema = (
-        torch.ops.workshop.softmax.default._schema
-    )  # inferred: (Tensor x, SymInt dim=-1) -> Tensor
-    assert [a.name for a in schema.arguments] == ["x", "dim"] and schema.arguments[
-        1
-    ].default_value == -1
-    assert [str(r.type) for r in schema.returns] == ["Tensor"] and not schema.is_mutable
+    schema = torch.ops.workshop.softmax.default._schema
+    assert str(schema) == "workshop::softmax(Tensor x, SymInt dim=-1) -> Tensor"
+    assert torch.Tag.pt2_compliant_tag in torch.ops.workshop.softmax.default.tags
     assert ("custom_op" if softmax_op.INTERPRETED else "triton_op") == softmax_op.KIND
 
 
@@ -54,23 +49,55 @@ def test_special_values_like_torch(n_cols):
     torch.testing.assert_close(softmax(x), torch.softmax(x, -1), equal_nan=True)
 
 
-def test_split_row_kernels_match_torch_with_special_values():
-    """The long-row path, made cheap: rows longer than one_pass_max go through the split kernels."""
+@pytest.fixture
+def tiny_pieces(monkeypatch):
+    """The long-row kernels made cheap: rows longer than 8 go in pieces of 16 (a 50-long row: 4, the last partial);
+    on CUDA cooperative, as if the input did not fit in L2."""
+    monkeypatch.setattr(softmax_launch, "ONE_PASS_MAX", 8)
+    monkeypatch.setattr(softmax_launch, "CHUNK", 16)
+    monkeypatch.setattr(softmax_launch, "l2_bytes", lambda device: 0)
+
+
+def test_long_row_kernels_match_torch_with_special_values(tiny_pieces):
+    """Split kernels under the interpreter, cooperative ones on CUDA (which wait for each other: programs that run
+    one after another, as in the interpreter, cannot)."""
     from workshop.labs.custom_op.correctness import special_rows
 
     x = special_rows(50, DEVICE)
-    y = torch.empty_like(x)
-    softmax_kernels.forward(x, y, one_pass_max=8, chunk=16)  # 4 pieces a row, the last one partial
+    with triton_launch.recording() as launches:
+        y = softmax(x)
     torch.testing.assert_close(y, torch.softmax(x, -1), equal_nan=True)
+    expected = ["_fwd_partials", "_fwd_finish"] if softmax_op.INTERPRETED else ["_fwd_cooperative"]
+    assert [launch.kernel for launch in launches] == expected
     p = torch.softmax(torch.randn(5, 50, device=DEVICE), -1)
-    dy, dx = torch.randn(5, 50, device=DEVICE), torch.empty(5, 50, device=DEVICE)
-    softmax_kernels.backward(p, dy, dx, one_pass_max=8, chunk=16)
+    dy = torch.randn(5, 50, device=DEVICE)
+    dx = torch.ops.workshop.softmax_backward(p, dy, -1)
     torch.testing.assert_close(dx, torch.ops.aten._softmax_backward_data(dy, p, -1, torch.float32))
 
 
 def test_long_row_through_the_op():
-    x = torch.randn(1, softmax_kernels.ONE_PASS_MAX + 1000, device=DEVICE)
+    x = torch.randn(1, softmax_launch.ONE_PASS_MAX + 1000, device=DEVICE)
     torch.testing.assert_close(softmax(x), torch.softmax(x, -1))
+
+
+def test_launch_record_names_the_kernels_grids_and_parameters():
+    x = torch.randn(33, 600, device=DEVICE)
+    assert triton_launch._recorded is None
+    with triton_launch.recording() as launches:
+        y = softmax(x.clone().requires_grad_())
+        y.backward(torch.ones_like(y))
+        with triton_launch.recording() as inner:
+            softmax(x)
+    rows = launches[0].constexprs["ROWS"]  # 4 rows of 600 (padded to 1,024) a program in float32
+    assert [(launch.kernel, launch.grid) for launch in launches] == [
+        ("_fwd_one_pass", (-(-33 // rows),)),
+        ("_bwd_one_pass", (-(-33 // rows),)),
+        ("_fwd_one_pass", (-(-33 // rows),)),
+    ]
+    assert launches[0].constexprs["BLOCK_N"] == 1024 and launches[0].constexprs["ALIGN"] == 8
+    assert len(inner) == 1 and triton_launch._recorded is None
+    softmax(x)  # not recording: nothing collected anywhere
+    assert len(launches) == 3
 
 
 @pytest.mark.parametrize("shape,dim", [((0, 5), -1), ((4, 0), -1), ((2, 0, 3), 1)])
@@ -131,7 +158,7 @@ def test_gpu_triton_op_is_inlined_by_inductor():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("shape", [(4096, 600), (64, 262144), (300, 40000)])
+@pytest.mark.parametrize("shape", [(4096, 600), (64, 262144), (300, 40000), (16, 262144)])
 def test_gpu_big_shapes_fwd_bwd(shape):
     x = torch.randn(shape, device="cuda", requires_grad=True)
     dy = torch.randn(shape, device="cuda")
@@ -141,3 +168,43 @@ def test_gpu_big_shapes_fwd_bwd(shape):
     (ref_dx,) = torch.autograd.grad(ref, x, dy)
     torch.testing.assert_close(y, ref)
     torch.testing.assert_close(dx, ref_dx)
+
+
+@pytest.mark.gpu
+def test_gpu_long_rows_compiled_inline_the_cooperative_kernels(monkeypatch):
+    """Rows past one pass under torch.compile: the cooperative kernels (atomics, a wait) inlined by Inductor."""
+    monkeypatch.setattr(
+        softmax_launch, "l2_bytes", lambda device: 0
+    )  # cooperative at this small size too
+    import re
+
+    from workshop.labs.custom_op import inductor_code
+
+    x, dy = torch.randn(4, 40000, device="cuda"), torch.randn(4, 40000, device="cuda")
+    (y, dx), sources = inductor_code.compile_and_capture(torch.ops.workshop.softmax, x, dy)
+    code = "\n".join(sources)
+    for kernel in ("_fwd_cooperative", "_bwd_cooperative"):
+        assert re.search(rf"def {kernel}(?:_\d+)?\(", code), kernel
+    x_ = x.clone().requires_grad_()
+    ref = torch.softmax(2 * x_, -1) * 3
+    (ref_dx,) = torch.autograd.grad(ref, x_, dy)
+    torch.testing.assert_close(y, ref.detach())
+    torch.testing.assert_close(dx, ref_dx)
+
+
+def test_the_interpreter_is_chosen_in_one_place(monkeypatch, tmp_path):
+    """workshop.device.use_triton_interpreter: the CPU gets Triton's interpreter, CUDA does not; a lab's
+    environment (runner.lab_environment) is decided by it too."""
+    from workshop.device import use_triton_interpreter
+    from workshop.runner import lab_environment
+
+    cpu_env, cuda_env = {}, {}
+    assert use_triton_interpreter(cpu_env, "cpu") and cpu_env == {"TRITON_INTERPRET": "1"}
+    assert not use_triton_interpreter(cuda_env, "cuda") and cuda_env == {}
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    for device in ("cpu", "cuda"):
+        (tmp_path / device).mkdir()
+        env = lab_environment(device, tmp_path / device)
+        assert env.get("TRITON_INTERPRET") == ("1" if device == "cpu" else None)
+    # this session: conftest chose it
+    assert softmax_op.INTERPRETED is not torch.cuda.is_available()

@@ -6,7 +6,7 @@ import pytest
 from workshop import atomic, results
 
 
-def test_new_run_writes_a_manifest_and_points_latest(tmp_path):
+def test_new_run_writes_a_manifest_and_latest_moves_only_when_it_finishes(tmp_path):
     run = results.new_run(tmp_path, ["python", "-m", "workshop", "run"], "cpu", {"workshop": 0})
     manifest = json.loads((run / "manifest.json").read_text())
     for key in (
@@ -22,16 +22,23 @@ def test_new_run_writes_a_manifest_and_points_latest(tmp_path):
         "start_time",
     ):
         assert key in manifest
+    assert manifest["status"] == "running" and results.run_state(manifest).status == "running"
+    assert not (tmp_path / "latest").exists(), (
+        "latest must not point at a run that has not finished"
+    )
+    results.record_lab(run, "minigpt", {"passed": True})
+    results.finish_run(run)
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["end_time"] and manifest["status"] == "finished"
+    assert manifest["labs"] == {"minigpt": {"passed": True}}
     assert (tmp_path / "latest").resolve() == run.resolve()
-    results.finish_run(run, {"minigpt": {"passed": True}})
-    assert json.loads((run / "manifest.json").read_text())["end_time"]
+    assert sorted(p.name for p in run.iterdir()) == ["manifest.json"], "the reserve is gone"
 
 
 def test_runs_never_share_a_folder(tmp_path):
     a = results.new_run(tmp_path, [], "cpu", {})
     b = results.new_run(tmp_path, [], "cpu", {})
     assert a != b and a.is_dir() and b.is_dir()
-    assert (tmp_path / "latest").resolve() == b.resolve()
 
 
 def test_an_existing_run_folder_is_never_reused(tmp_path, monkeypatch):

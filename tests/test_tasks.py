@@ -189,3 +189,20 @@ def test_build_export_and_import_commands(fake_bin):
     assert commands(invoke(fake_bin, "import", "img.tar.gz", "--dry-run")) == [
         "docker load --input img.tar.gz"
     ]
+
+
+@pytest.mark.parametrize("n", ["abc", "0", "-3"])
+def test_a_bad_n_is_one_line_not_a_traceback(fake_bin, n):
+    out = invoke(fake_bin, "lab", "--native", "--n", n, "--dry-run")
+    assert out.returncode == 1
+    assert f"--n must be a whole number of processes, at least 1 (got '{n}')" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_user_values_are_never_options_of_the_commands_they_reach(fake_bin):
+    """`--only=--help` is a lab name for docker/session.sh (which puts `--` before the labs), and a run folder
+    for `report` comes after `--`."""
+    lab = invoke(fake_bin, "lab", "--native", "--cpu", "--only=--help", "--dry-run")
+    assert commands(lab)[0].endswith("sh docker/session.sh --help")
+    report = invoke(fake_bin, "report", "--native", "--run=--help", "--dry-run")
+    assert commands(report)[0].endswith("-m workshop report -- --help")

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from collections import deque
+import tempfile
 from pathlib import Path
 
+from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from workshop import device as devices
-from workshop import labs, results
+from workshop import interrupt, labs, results, workspace
+from workshop.i18n import _
+from workshop.workspace import display
 
 console = Console()
 
@@ -34,53 +39,151 @@ def _check_lab_names(names: list[str]) -> list[str]:
     return names or list(known)
 
 
-def cmd_run(args) -> int:
-    names = _check_lab_names(args.labs)
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """The options of every command that runs labs (run, and check for a learner's work)."""
+    parser.add_argument(
+        "--n", type=int, default=2, help="processes for the distributed demos (default 2)"
+    )
+    parser.add_argument(
+        "--device",
+        choices=devices.CHOICES,
+        default="auto",
+        help="auto: CUDA if available, else CPU",
+    )
+    parser.add_argument(
+        "--out", default=str(results.DEFAULT_ROOT), help="results root (default ./results)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed for the labs' random inputs")
+    parser.add_argument(
+        "--checkpoint",
+        type=Path,
+        default=None,
+        help=_("your MiniGPT (a state dict: vocabulary 600, d_model 64); default: the shipped one"),
+    )
+    parser.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help=_("stop a lab after this long (default: each lab's own limit)"),
+    )
+
+
+def run_options(args, names: list[str]):
+    """RunOptions from the common options, each checked before anything starts (one line on failure)."""
+    from workshop.labs.distributed.launch import capacity_problem
+    from workshop.minigpt import checkpoint
+    from workshop.runner import RunOptions
+
     if args.n < 1:
         raise SystemExit(f"error: --n must be at least 1 (got {args.n})")
+    if args.time_limit is not None and not args.time_limit > 0:
+        raise SystemExit(
+            _("error: --time-limit must be a positive number of seconds (got {value})").format(
+                value=args.time_limit
+            )
+        )
     try:
         device = devices.resolve(args.device)
     except devices.DeviceError as e:
         raise SystemExit(f"error: {e}") from None
-    console.print(
-        f"device: [bold]{devices.describe(device)}[/bold]"
-        + (" (picked by --device auto)" if args.device == "auto" else "")
-    )
-    console.print(f"labs: {', '.join(names)}; --n {args.n}; results under {args.out}/")
+    if "distributed" in names and (why := capacity_problem(args.n, device)):
+        raise SystemExit(f"error: {why}")
+    try:
+        checkpoint.load(args.checkpoint)
+    except checkpoint.CheckpointError as e:
+        raise SystemExit(f"error: {e}") from None
+    return RunOptions(device, args.n, args.seed, args.checkpoint, args.time_limit)
 
-    if console.is_terminal:
-        last_lines: deque[str] = deque(maxlen=1)
-        with Progress(
-            SpinnerColumn(),
-            TextColumn("[bold]{task.fields[lab]}"),
-            BarColumn(),
-            TextColumn("{task.completed}/{task.total} labs"),
-            TimeElapsedColumn(),
-            TextColumn("[dim]{task.fields[line]}"),
-            console=console,
-            transient=True,
-        ) as progress:
-            task = progress.add_task("labs", total=len(names), lab=names[0], line="")
-            state = {"lab": names[0]}
 
-            def on_line(lab: str, line: str) -> None:
-                if lab != state["lab"]:
-                    progress.advance(task)
-                    state["lab"] = lab
-                if line.startswith(f"[{lab}]"):  # a check: print it above the bar
-                    progress.console.print(line)
-                last_lines.append(line[:80])
-                progress.update(task, lab=lab, line=last_lines[-1])
+def cmd_run(args) -> int:
+    if args.resume:
+        if args.labs:
+            raise SystemExit(
+                _("error: --resume runs the labs its run did not finish; name no labs")
+            )
+        return _resume(args)
+    names = _check_lab_names(args.labs)
+    options = run_options(args, names)
+    root = Path(args.out)
+    _note_incomplete_runs(root)
+    run_dir = _new_run(root, names, options)
+    return _execute(run_dir, names, options, args.device == "auto")
 
-            run_dir, status = _run(names, device, args, on_line)
-    else:  # a log (CI, a container): print every line, prefixed by its lab
-        run_dir, status = _run(
-            names, device, args, lambda lab, line: print(f"{lab:>12} | {line}", flush=True)
+
+def _new_run(root: Path, names: list[str], options) -> Path:
+    from workshop.minigpt import checkpoint
+    from workshop.runner import sweep_stale_caches
+
+    sweep_stale_caches()
+    model = options.checkpoint or checkpoint.SHIPPED
+    try:
+        return results.new_run(
+            root,
+            results.python_command(),
+            options.device,
+            seeds={"workshop": options.seed},
+            n_procs=options.n_procs,
+            labs_planned=names,
+            checkpoint={"path": display(model), "sha256": workspace.file_sha256(model)},
+            time_limit_s=options.time_limit_s,
         )
+    except results.RunFolderError as e:
+        raise SystemExit(f"error: {e}") from None
 
+
+def _resume(args) -> int:
+    from workshop.runner import RunOptions
+
+    try:
+        run_dir = results.resolve_run(args.resume, Path(args.out))
+        manifest = results.read_manifest(run_dir)
+    except (FileNotFoundError, results.CorruptFile) as e:
+        raise SystemExit(f"error: {e}") from None
+    state = results.run_state(manifest)
+    if state.status in ("finished", "running"):
+        raise SystemExit(
+            _("error: run {run} is {state}: nothing to resume").format(
+                run=display(run_dir), state=state.detail
+            )
+        )
+    model = manifest.get("checkpoint", {}).get("path")
+    options = RunOptions(
+        devices.resolve(manifest["device"]),
+        manifest["n_procs"],
+        manifest["seeds"]["workshop"],
+        Path(model) if model else None,
+        manifest.get("time_limit_s"),
+    )
+    names = results.resume_run(run_dir)
+    console.print(_("resuming {run}: {labs}").format(run=display(run_dir), labs=", ".join(names)))
+    return _execute(run_dir, names, options, False)
+
+
+def _execute(run_dir: Path, names: list[str], options, auto: bool) -> int:
+    """Run the labs into run_dir, showing progress; the exit code (130/143 when a signal stopped it)."""
+    from workshop.runner import run_labs
+
+    console.print(
+        f"device: [bold]{devices.describe(options.device)}[/bold]"
+        + (" (picked by --device auto)" if auto else "")
+    )
+    console.print(
+        f"labs: {', '.join(names)}; --n {options.n_procs}; results under {display(run_dir.parent)}/"
+    )
+    try:
+        with _progress(names) as on_line:
+            status = run_labs(run_dir, names, options, on_line)
+    except interrupt.Stopped as e:
+        console.print(_incomplete_line(run_dir), soft_wrap=True)
+        return e.exit_code
+    except results.RunFolderError as e:
+        console.print(f"error: {e}", soft_wrap=True)
+        console.print(_incomplete_line(run_dir), soft_wrap=True)
+        return 1
     _print_checks(run_dir, names)
     failed = [n for n, s in status.items() if not s["passed"]]
-    console.print(f"run folder: {run_dir}")
+    console.print(f"run folder: {display(run_dir)}")
     if failed:
         console.print(
             f"[red]FAILED: {', '.join(failed)}[/red] (see each lab's summary.md and log.txt)"
@@ -90,43 +193,109 @@ def cmd_run(args) -> int:
     return 0
 
 
-def _run(names, device, args, on_line):
-    from workshop.runner import run_labs
+def _incomplete_line(run_dir: Path, state: results.RunState | None = None) -> str:
+    state = state or results.run_state(results.read_manifest(run_dir))
+    return _(
+        "run {run} is incomplete: {state}; resume it: python -m workshop run --resume {id}"
+    ).format(run=display(run_dir), state=state.detail, id=run_dir.name)
 
-    return run_labs(names, device, args.n, args.seed, Path(args.out), on_line)
+
+def _note_incomplete_runs(root: Path) -> None:
+    """Say which earlier runs never finished (interrupted, or killed with their process)."""
+    for run_dir, state in results.incomplete_runs(root):
+        console.print(
+            _("note: {line}").format(line=_incomplete_line(run_dir, state)), soft_wrap=True
+        )
+
+
+@contextlib.contextmanager
+def _progress(names: list[str]):
+    """Yields on_line(lab, line): on a terminal a progress bar with each check printed above it; in a log
+    (CI, a container) every line, prefixed by its lab."""
+    if not console.is_terminal:
+        yield lambda lab, line: print(f"{lab:>12} | {line}", flush=True)
+        return
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("[bold]{task.fields[lab]}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} labs"),
+        TimeElapsedColumn(),
+        TextColumn("[dim]{task.fields[line]}"),
+        console=console,
+        transient=True,
+    ) as progress:
+        yield LabProgress(progress, names)
+
+
+class LabProgress:
+    """on_line for the progress bar: it advances when a new lab starts; a lab's checks print above it."""
+
+    def __init__(self, progress: Progress, names: list[str]):
+        self.progress = progress
+        self.lab = names[0]
+        self.task = progress.add_task("labs", total=len(names), lab=self.lab, line="")
+
+    def __call__(self, lab: str, line: str) -> None:
+        if lab != self.lab:
+            self.progress.advance(self.task)
+            self.lab = lab
+        if line.startswith(f"[{lab}]"):  # a check: print it above the bar
+            self.progress.console.print(line, markup=False, highlight=False)
+        self.progress.update(self.task, lab=lab, line=line[:80])
 
 
 def _print_checks(run_dir: Path, names: list[str]) -> None:
-    table = Table(title=f"checks of {run_dir.name}")
-    for col in ("lab", "check", "value", "threshold", ""):
-        table.add_column(col)
+    console.print(checks_table(run_dir, names))
+
+
+def checks_table(run_dir: Path, names: list[str]) -> Table:
+    """Every check of the run, sized for an 80-column terminal: each lab a section, check names wrap, long
+    values and thresholds are cut short with an ellipsis (result.json has them whole)."""
+    table = Table(title=f"checks of {run_dir.name}", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("", no_wrap=True)
+    table.add_column("check", overflow="fold", ratio=1)
+    table.add_column("value", no_wrap=True, overflow="ellipsis", max_width=28)
+    table.add_column("threshold", no_wrap=True, overflow="ellipsis", max_width=12)
     for name in names:
-        result = results.read_json(run_dir / name / "result.json")
-        for c in result["checks"]:
-            value = f"{c['value']:.3g}" if isinstance(c["value"], float) else str(c["value"])
+        table.add_row("", f"[bold]{escape(name)}[/bold]")
+        for c in results.read_result(run_dir / name)["checks"]:
             mark = "[green]pass[/green]" if c["passed"] else "[red]FAIL[/red]"
-            table.add_row(name, c["name"], value[:60], str(c["threshold"])[:30], mark)
-    console.print(table)
+            table.add_row(mark, escape(c["name"]), _cell(c["value"]), _cell(c["threshold"]))
+        table.add_section()
+    return table
+
+
+def _cell(value) -> str:
+    return escape(f"{value:.3g}" if isinstance(value, float) else str(value))
 
 
 def cmd_report(args) -> int:
     from workshop.report import write_report
 
+    root = Path(args.out)
+    if not args.run:
+        _note_incomplete_runs(root)
     try:
-        run_dir = results.resolve_run(args.run, Path(args.out))
-    except FileNotFoundError as e:
+        run_dir = results.resolve_run(args.run, root)
+        report, problems = write_report(run_dir)
+    except (FileNotFoundError, results.CorruptFile) as e:
         raise SystemExit(f"error: {e}") from None
-    console.print(f"wrote {write_report(run_dir)}")
-    return 0
+    console.print(f"wrote {display(report)}")
+    for problem in problems:
+        console.print(f"error: {problem}", soft_wrap=True)
+    return 1 if problems else 0
 
 
 def cmd_train(args) -> int:
     from workshop.minigpt import checkpoint
     from workshop.minigpt.train import TrainArgs, train, train_args_dict
 
-    out = Path(args.out)
-    if out.exists() and not args.force:
-        raise SystemExit(f"error: {out} exists; pass --force to replace it")
+    out = _train_output(Path(args.out), args.force)
+    if args.steps < 1:
+        raise SystemExit(
+            _("error: --steps must be at least 1 (got {steps})").format(steps=args.steps)
+        )
     train_args = TrainArgs(steps=args.steps, seed=args.seed)
     with Progress(
         SpinnerColumn(),
@@ -143,8 +312,31 @@ def cmd_train(args) -> int:
             on_step=lambda step, loss: progress.update(task, completed=step + 1, loss=loss),
         )
     checkpoint.save(out, model, history, train_args_dict(train_args))
-    console.print(f"saved {out} (final loss {history['loss'][-1]:.4f})")
+    console.print(f"saved {display(out)} (final loss {history['loss'][-1]:.4f})")
     return 0
+
+
+def _train_output(out: Path, force: bool) -> Path:
+    """`train --out`, checked before a minute of training: a file path we may write (and replace with --force)."""
+    if out.is_dir():
+        raise SystemExit(
+            _(
+                "error: {out} is a folder; pass --out with a file path, e.g. {out}/minigpt.pt"
+            ).format(out=out)
+        )
+    if out.exists() and not force:
+        raise SystemExit(f"error: {out} exists; pass --force to replace it")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out.parent):
+            pass
+    except OSError as e:
+        raise SystemExit(
+            _("error: cannot write {out}: {reason}; pass --out with a path you can write").format(
+                out=out, reason=e.strerror or e
+            )
+        ) from None
+    return out
 
 
 def cmd_bench(args) -> int:
@@ -167,19 +359,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run labs (all by default) into results/<run-id>/")
     run.add_argument("labs", nargs="*", metavar="LAB", help="labs to run, in order (default: all)")
+    add_run_options(run)
     run.add_argument(
-        "--n", type=int, default=2, help="processes for the distributed demos (default 2)"
+        "--resume",
+        metavar="RUN",
+        help=_(
+            "finish an interrupted run (its folder or id): its labs that did not finish, its options"
+        ),
     )
-    run.add_argument(
-        "--device",
-        choices=devices.CHOICES,
-        default="auto",
-        help="auto: CUDA if available, else CPU",
-    )
-    run.add_argument(
-        "--out", default=str(results.DEFAULT_ROOT), help="results root (default ./results)"
-    )
-    run.add_argument("--seed", type=int, default=0, help="seed for the labs' random inputs")
     run.set_defaults(fn=cmd_run)
 
     report = sub.add_parser("report", help="collect a run's summaries and pictures into REPORT.md")
@@ -208,6 +395,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # An ASCII-only terminal gets '?' for what it cannot show, never a UnicodeEncodeError.
+    for stream in (sys.stdout, sys.stderr):
+        stream.reconfigure(errors="replace")
     args = build_parser().parse_args(argv)
     return args.fn(args)
 

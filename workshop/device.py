@@ -1,6 +1,13 @@
-"""Which device a run uses: --device auto picks CUDA when there is one, otherwise the CPU."""
+"""Which device a run uses: --device auto picks CUDA when there is one, otherwise the CPU; and whether Triton
+kernels run in Triton's interpreter (on the CPU) or compiled (on CUDA)."""
 
 from __future__ import annotations
+
+import os
+import sys
+from collections.abc import MutableMapping
+
+from workshop.i18n import _
 
 CHOICES = ("auto", "cpu", "cuda")
 
@@ -30,3 +37,30 @@ def describe(device: str) -> str:
     if device == "cuda":
         return f"cuda ({torch.cuda.get_device_name(0)}, {torch.cuda.device_count()} visible)"
     return "cpu"
+
+
+def use_triton_interpreter(
+    env: MutableMapping[str, str] = os.environ, device: str = "auto"
+) -> bool:
+    """Sets TRITON_INTERPRET=1 in `env` where Triton kernels will run on the CPU: device "cpu", or "auto" with no
+    CUDA GPU. Returns whether the interpreter is on.
+
+    Triton has no CPU backend; its interpreter (numpy) must be chosen before triton is imported, because
+    triton.language makes its own @jit helpers (tl.sum, tl.max) at that import. So this runs before any import
+    of triton: in a lab's environment (runner), in the test session (conftest) and in workshop.ops.
+    """
+    if device == "auto":
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu" and env.get("TRITON_INTERPRET") != "1":
+        if env is os.environ and "triton" in sys.modules:
+            raise ImportError(
+                _(
+                    "no CUDA GPU, and triton was imported before TRITON_INTERPRET=1 was set; set "
+                    "TRITON_INTERPRET=1 in the environment before anything imports triton "
+                    "(torch._dynamo and torch.compile do)"
+                )
+            )
+        env["TRITON_INTERPRET"] = "1"
+    return env.get("TRITON_INTERPRET") == "1"

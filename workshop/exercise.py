@@ -74,12 +74,24 @@ class Exercise:
         )
 
 
+class _AsWritten(str):
+    """An annotation's source text, shown without quotes in a signature."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
 def signature(function) -> inspect.Signature:
-    """The function's signature with its annotations as written types (`torch.Tensor`, not a string)."""
-    try:
-        return inspect.signature(function, eval_str=True)
-    except NameError:  # an annotation that names something only a type checker imports
-        return inspect.signature(function)
+    """The function's signature with its annotations as its source writes them (`torch.Tensor`,
+    `dict[str, TableEntry]`): not quoted, and not expanded to full module paths that the learner's file would
+    have to import."""
+    sig = inspect.signature(function)  # under `from __future__ import annotations`: the source text
+
+    def written(annotation):
+        return _AsWritten(annotation) if isinstance(annotation, str) else annotation
+
+    params = [p.replace(annotation=written(p.annotation)) for p in sig.parameters.values()]
+    return sig.replace(parameters=params, return_annotation=written(sig.return_annotation))
 
 
 def lab_exercises(lab: str) -> list[Exercise]:

@@ -1,9 +1,14 @@
 """The learner's language: English (the source) or Spanish, chosen by --lang or by the locale.
 
 Messages in Python go through `_()`, GNU gettext's convention, with `str.format` placeholders so that a
-translation may move them: `_("{lab} passed").format(lab=name)`, never an f-string inside `_()`. The catalogs
-live in workshop/locale/<lang>/LC_MESSAGES/workshop.mo; a message with no translation stays English.
-Documents (handouts, theory, summary templates) are translated as whole files beside their source instead.
+translation may move them: `_("{lab} passed").format(lab=name)`, never an f-string inside `_()`. A message
+defined where the language is not known yet (a module constant, an exercise's statement) is marked with
+`N_()` and translated with `_()` where it is shown. The catalogs sit beside the code they translate
+(workshop/catalogs.py keeps them): workshop/locale/<lang>/LC_MESSAGES/workshop.mo for the package, and
+workshop/labs/<lab>/locale/<lang>/LC_MESSAGES/<lab>.mo for each lab; a message with no translation stays
+English. Documents (handouts, theory, summary templates) are translated as whole files beside their source.
+
+The language: --lang, else WORKSHOP_LANG, else the locale (LC_ALL, LC_MESSAGES, LANG), else English.
 """
 
 from __future__ import annotations
@@ -22,9 +27,11 @@ _language = DEFAULT
 
 
 def detect(environ: dict[str, str] | None = None) -> str:
-    """The language the locale asks for: the first of LC_ALL, LC_MESSAGES, LANG that is set, as POSIX reads
-    them; Spanish when it starts with 'es' (es_ES.UTF-8, es_MX, es), English otherwise."""
+    """The language asked for: WORKSHOP_LANG (en or es) if set, else the first of LC_ALL, LC_MESSAGES, LANG
+    that is set, as POSIX reads them: Spanish when it starts with 'es' (es_ES.UTF-8, es_MX), else English."""
     environ = os.environ if environ is None else environ
+    if environ.get("WORKSHOP_LANG") in LANGUAGES:
+        return environ["WORKSHOP_LANG"]
     for name in ("LC_ALL", "LC_MESSAGES", "LANG"):
         value = environ.get(name, "")
         if value:
@@ -39,6 +46,11 @@ def set_language(lang: str | None) -> str:
     if lang not in LANGUAGES:
         raise ValueError(f"unknown language {lang!r}; choose one of {', '.join(LANGUAGES)}")
     _translation = gettext.translation(DOMAIN, LOCALE_DIR, languages=[lang], fallback=True)
+    for lab_locale in sorted(LOCALE_DIR.parent.glob("labs/*/locale")):
+        domain = lab_locale.parent.name
+        _translation.add_fallback(
+            gettext.translation(domain, lab_locale, languages=[lang], fallback=True)
+        )
     _language = lang
     return lang
 
@@ -50,6 +62,11 @@ def language() -> str:
 def _(message: str) -> str:
     """The message in the language in use (itself where the catalog has no translation)."""
     return _translation.gettext(message)
+
+
+def N_(message: str) -> str:
+    """Marks a message for translation where it is defined; `_()` translates it where it is shown."""
+    return message
 
 
 def ngettext(singular: str, plural: str, n: int) -> str:

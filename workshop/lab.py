@@ -89,6 +89,9 @@ class LabContext:
         None  # the learner's workspace: its <lab>.py is graded; None runs the reference
     )
     lang: str = "en"  # the language of the summary and messages
+    checkpoint: Path | None = (
+        None  # --checkpoint: the learner's MiniGPT; None: the shipped minigpt.pt
+    )
     checks: list[Check] = field(default_factory=list)
     summary: str = ""  # Markdown: what this run found; the runner appends the checks table
     extra: dict = field(default_factory=dict)  # merged into result.json

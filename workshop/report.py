@@ -1,4 +1,9 @@
-"""REPORT.md: one page per run, every lab's summary with its pictures, links relative to the run folder."""
+"""REPORT.md: one page per run, every lab's summary with its pictures, links relative to the run folder.
+
+Every file it reads is validated (results.read_manifest / read_result, summaries as UTF-8): a corrupt or missing
+file is named in the report and returned as a problem, as is a run that never finished; the caller exits
+non-zero then. Only an unreadable manifest stops it (results.CorruptFile): without it there is no run to report.
+"""
 
 from __future__ import annotations
 
@@ -6,37 +11,71 @@ import re
 from pathlib import Path
 
 from workshop import atomic, results
+from workshop.i18n import _
 
 
-def write_report(run_dir: Path) -> Path:
-    manifest = results.read_json(run_dir / "manifest.json")
+def write_report(run_dir: Path) -> tuple[Path, list[str]]:
+    """Write run_dir/REPORT.md; returns its path and the problems found (empty for a sound, finished run)."""
+    manifest = results.read_manifest(run_dir)
+    state = results.run_state(manifest)
+    problems = (
+        []
+        if state.complete
+        else [_("run {run} is incomplete: {state}").format(run=run_dir.name, state=state.detail)]
+    )
+    get = manifest.get
     lines = [
         f"# Workshop run {manifest['run_id']}",
         "",
+        *([f"> **{problems[0]}**", ""] if problems else []),
         f"- command: `{' '.join(manifest['command'])}`",
-        f"- device: {manifest['device']} ({manifest['device_name']}); torch {manifest['torch']}, "
-        f"triton {manifest['triton']}, CUDA {manifest['cuda']}, Python {manifest['python']}",
-        f"- git revision: {manifest['git_revision']}; started {manifest['start_time']}, ended {manifest['end_time']}",
+        f"- device: {manifest['device']} ({get('device_name')}); torch {get('torch')}, "
+        f"triton {get('triton')}, CUDA {get('cuda')}, Python {get('python')}",
+        f"- git revision: {get('git_revision')}; started {manifest['start_time']}, ended {get('end_time')}",
         "",
         "| lab | passed | seconds |",
         "|---|---|---|",
     ]
-    lines += [
-        f"| [{lab}](#{lab}) | {s['passed']} | {s['duration_s']} |"
-        for lab, s in manifest["labs"].items()
-    ]
-    for lab in manifest["labs"]:
-        lab_dir = run_dir / lab
-        summary = (
-            (lab_dir / "summary.md").read_text()
-            if (lab_dir / "summary.md").is_file()
-            else "(no summary)"
+    sections = []
+    for lab, status in manifest["labs"].items():
+        passed, summary = _lab(run_dir / lab, problems)
+        lines.append(f"| [{lab}](#{lab}) | {passed} | {status.get('duration_s')} |")
+        sections += ["", f'<a id="{lab}"></a>', "", summary.strip()]
+        sections += _unlinked_pictures(run_dir / lab, summary)
+    not_run = [lab for lab in get("labs_planned") or [] if lab not in manifest["labs"]]
+    lines += [f"| {lab} | not run | |" for lab in not_run]
+    path = atomic.write_text(run_dir / "REPORT.md", "\n".join(lines + sections) + "\n")
+    return path, problems
+
+
+def _lab(lab_dir: Path, problems: list[str]) -> tuple[object, str]:
+    """(passed, its summary re-rooted at the run folder); a corrupt file is added to problems."""
+    lab = lab_dir.name
+    try:
+        passed = results.read_result(lab_dir)["passed"]
+    except results.CorruptFile as e:
+        problems.append(str(e))
+        passed = _("unreadable result.json")
+    path = lab_dir / "summary.md"
+    try:
+        summary = path.read_bytes().decode("utf-8") if path.is_file() else _("(no summary)")
+    except UnicodeDecodeError as e:
+        problems.append(
+            _(
+                "{path} is not UTF-8 text ({error}); run the lab again: python -m workshop run {lab}"
+            ).format(path=path, error=e, lab=lab)
         )
-        # Re-root the summary's relative links (pictures, files) at the run folder, and demote its headings.
-        summary = re.sub(r"\]\((?!https?:|#|/)([^)]+)\)", rf"]({lab}/\1)", summary)
-        summary = re.sub(r"^#", "##", summary, flags=re.M)
-        pictures = sorted(p.name for p in lab_dir.glob("*.png"))
-        linked = set(re.findall(r"\(" + re.escape(lab) + r"/([^)]+\.png)\)", summary))
-        lines += ["", f'<a id="{lab}"></a>', "", summary.strip()]
-        lines += [f"\n![{p}]({lab}/{p})" for p in pictures if p not in linked]
-    return atomic.write_text(run_dir / "REPORT.md", "\n".join(lines) + "\n")
+        summary = _("(summary.md is unreadable)")
+    # Re-root the summary's relative links (pictures, files) at the run folder, and demote its headings.
+    summary = re.sub(r"\]\((?!https?:|#|/)([^)]+)\)", rf"]({lab}/\1)", summary)
+    return passed, re.sub(r"^#", "##", summary, flags=re.M)
+
+
+def _unlinked_pictures(lab_dir: Path, summary: str) -> list[str]:
+    lab = lab_dir.name
+    linked = set(re.findall(r"\(" + re.escape(lab) + r"/([^)]+\.png)\)", summary))
+    return [
+        f"\n![{p.name}]({lab}/{p.name})"
+        for p in sorted(lab_dir.glob("*.png"))
+        if p.name not in linked
+    ]

@@ -4,100 +4,262 @@ Why a process per lab: some settings only act before an import (TRITON_INTERPRET
 is imported), and compile caches live in a process and on disk; a fresh process with its own cache folders
 means no lab sees another's state.
 
-Parent: `run_labs` makes the run folder, starts `python -m workshop.runner LAB ...` for each lab, streams its
-output to the screen and to <lab>/log.txt, and collects result.json. Child: `main` builds a LabContext, calls
-the lab's entry, and writes result.json and summary.md (also when the lab raised).
+Parent: `run_labs` starts `python -m workshop.runner LAB ...` for each lab in a session of its own (so a
+Ctrl-C in the terminal reaches only the parent, which then stops the lab's whole process tree: see
+proctree.py), streams its output to the screen and to <lab>/log.txt, enforces the lab's time limit, and
+records each lab in the manifest as soon as it ends. Child: `main` builds a LabContext, calls the lab's entry,
+and writes result.json and summary.md (also when the lab raised, was stopped, or ran out of time).
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import contextlib
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 
-from workshop import atomic, i18n, labs, results, workspace
+from workshop import atomic, i18n, interrupt, labs, proctree, results, workspace
+from workshop.device import use_triton_interpreter
 from workshop.exercise import lab_exercises
+from workshop.i18n import _
 from workshop.lab import Check, LabContext, all_passed
+
+GRACE_S = 5.0  # a stopped lab's time to write its result and exit, before its processes are killed
+# A lab stops itself at its time limit (an alarm in its own process); the parent kills it BACKSTOP_S later if it
+# could not (stuck in C code, or stopped). Generous: the lab's clock starts after Python's start-up.
+BACKSTOP_S = 30.0
+CACHE_PREFIX = "workshop-cache-"  # + the parent's pid + the lab: see sweep_stale_caches
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What every lab of a run gets (the command line's common options)."""
+
+    device: str
+    n_procs: int = 2
+    seed: int = 0
+    checkpoint: Path | None = None  # None: the shipped workshop/minigpt/minigpt.pt
+    time_limit_s: float | None = None  # None: each lab's own LabSpec.time_limit_s
+    work: Path | None = None  # the learner's workspace to grade; None runs the reference
+    lang: str | None = None
+
+    def child_command(self, name: str, lab_dir: Path, time_limit_s: float | None) -> list[str]:
+        cmd = [sys.executable, "-m", "workshop.runner", name, "--out-dir", str(lab_dir)]
+        cmd += ["--device", self.device, "--n", str(self.n_procs), "--seed", str(self.seed)]
+        if self.checkpoint:
+            cmd += ["--checkpoint", str(self.checkpoint)]
+        if time_limit_s:
+            cmd += ["--time-limit", str(time_limit_s)]
+        if self.work:
+            cmd += ["--work", str(self.work)]
+        if self.lang:
+            cmd += ["--lang", self.lang]
+        return cmd
 
 
 def lab_environment(device: str, cache_dir: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONUNBUFFERED"] = "1"
-    # Each lab compiles into its own, initially empty, cache folders.
+    env["PYTHONIOENCODING"] = (
+        "utf-8"  # the parent reads the lab's output as UTF-8, whatever the locale
+    )
+    # Each lab compiles into its own, initially empty, cache folders, and keeps every temporary file (torchrun's
+    # torchelastic_* logs included) under the same folder, which is removed when the lab ends.
     env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_dir / "inductor")
     env["TRITON_CACHE_DIR"] = str(cache_dir / "triton")
-    if device == "cpu":
-        env["TRITON_INTERPRET"] = "1"  # Triton kernels run on the CPU only under its interpreter
+    env["TMPDIR"] = str(cache_dir / "tmp")
+    (cache_dir / "tmp").mkdir()
+    use_triton_interpreter(env, device)  # on the CPU, Triton kernels run in its interpreter
     return env
 
 
-def run_labs(
-    names: list[str], device: str, n_procs: int, seed: int, root: Path, on_line=None
-) -> tuple[Path, dict]:
-    """Run the labs in order; returns the run folder and {lab: {"passed", "duration_s", "returncode"}}."""
-    run_dir = results.new_run(
-        root, results.python_command(), device, seeds={"workshop": seed}, n_procs=n_procs
-    )
+def run_labs(run_dir: Path, names: list[str], options: RunOptions, on_line=None) -> dict:
+    """Run the labs in order into run_dir; returns {lab: {"passed", "duration_s", "returncode"}}.
+
+    A stop signal (interrupt.raising_on_signals) stops the current lab, marks the run interrupted and
+    propagates; a full disk marks it interrupted and raises results.RunFolderError. Otherwise the run is
+    marked finished and results/latest points at it."""
     status = {}
-    for name in names:
-        lab_dir = run_dir / name
-        lab_dir.mkdir()
-        start = time.monotonic()
-        with (
-            tempfile.TemporaryDirectory(prefix=f"workshop-{name}-cache-") as cache,
-            open(lab_dir / "log.txt", "w") as log,
-        ):
-            cmd = [
-                sys.executable,
-                "-m",
-                "workshop.runner",
-                name,
-                "--out-dir",
-                str(lab_dir),
-                "--device",
-                device,
-                "--n",
-                str(n_procs),
-                "--seed",
-                str(seed),
-            ]
-            proc = subprocess.Popen(
-                cmd,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                env=lab_environment(device, Path(cache)),
-                bufsize=1,
-            )
-            for line in proc.stdout:
-                log.write(line)
-                log.flush()
-                if on_line:
-                    on_line(name, line.rstrip("\n"))
-            returncode = proc.wait()
-        duration = time.monotonic() - start
-        if not (lab_dir / "result.json").is_file():  # the process died before writing its result
-            write_result(
+    name = None
+    try:
+        with interrupt.raising_on_signals():  # Ctrl-C and SIGTERM become Stopped, caught below
+            for name in names:
+                status[name] = run_lab(run_dir, name, options, on_line)
+                stop_if_disk_full(run_dir, name, status[name])
+    except interrupt.Stopped as e:
+        with interrupt.ignoring_signals():
+            results.stop_run(run_dir, e.why, name)
+        raise
+    results.finish_run(run_dir)
+    return status
+
+
+def stop_if_disk_full(run_dir: Path, name: str, lab_status: dict) -> None:
+    """After a lab: on a full disk, mark the lab stopped (it most likely failed for it: --resume runs it again)
+    and the run interrupted, and raise results.RunFolderError."""
+    if not results.disk_full(run_dir):
+        return
+    why = _("the disk under {root} is full").format(root=workspace.display(run_dir.parent))
+    results.record_lab(run_dir, name, {**lab_status, "stopped": why})
+    results.stop_run(run_dir, why, name)
+    raise results.RunFolderError(results.disk_full_message(run_dir.parent))
+
+
+def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> dict:
+    """Run one lab in its own process; returns its status, also recorded in the manifest."""
+    lab_dir = run_dir / name
+    lab_dir.mkdir()
+    limit = options.time_limit_s or labs.get(name).time_limit_s
+    start = time.monotonic()
+    with LabProcess(name, lab_dir, options, limit, on_line) as child:
+        why = None
+        try:
+            child.wait(limit + BACKSTOP_S if limit else None)
+        except subprocess.TimeoutExpired:  # it could not stop itself (stuck outside Python)
+            child.stop()
+            why = interrupt.ran_out_of_time(limit)
+        except interrupt.Stopped as e:
+            with interrupt.ignoring_signals():
+                child.stop()
+                settle(run_dir, name, options, child, time.monotonic() - start, e.why, stopped=True)
+            raise
+    return settle(run_dir, name, options, child, time.monotonic() - start, why)
+
+
+def settle(run_dir, name, options, child, duration, why, stopped=False) -> dict:
+    """Make sure the lab has a result.json (the parent writes one if the lab could not), and record it."""
+    lab_dir = run_dir / name
+    try:
+        passed = results.read_result(lab_dir)["passed"]
+    except results.CorruptFile:  # the process died before writing its result, or was killed
+        why = why or _("its process exited with code {code} before writing its result").format(
+            code=child.returncode
+        )
+        if results.disk_full(run_dir):
+            why += _(" (the disk is full)")
+        tail = "\n".join(child.tail)
+        summary = _(
+            "The lab did not finish: {why}. The end of its output (all of it: log.txt):"
+        ).format(why=why)
+        results.write_record(
+            run_dir,
+            lambda: write_result(
                 lab_dir,
                 name,
-                device,
-                [Check("lab process finished", False, returncode, 0)],
+                options.device,
+                [stopped_check(why)],
                 duration,
-                f"The lab's process exited with code {returncode} before writing its result; see log.txt.",
-            )
-        result = results.read_json(lab_dir / "result.json")
-        status[name] = {
-            "passed": result["passed"],
-            "duration_s": round(duration, 1),
-            "returncode": returncode,
-        }
-    results.finish_run(run_dir, status)
-    return run_dir, status
+                f"{summary}\n\n```\n{tail}\n```",
+            ),
+        )
+        passed = False
+    status = {"passed": passed, "duration_s": round(duration, 1), "returncode": child.returncode}
+    if stopped:
+        status["stopped"] = why
+    results.record_lab(run_dir, name, status)
+    return status
+
+
+def stopped_check(why: str) -> Check:
+    """The failed check of a lab that was stopped (a signal, its time limit) or whose process died."""
+    return Check(_("lab ran to completion"), False, why, _("not stopped"))
+
+
+class LabProcess:
+    """A lab's process: started in a session of its own with a fresh cache folder; its output goes to
+    log.txt and to on_line(lab, line) (a thread reads it, so that the main thread can wait with a time limit
+    and take signals). Leaving the `with` stops whatever is left of its process tree and removes the cache."""
+
+    def __init__(self, name, lab_dir: Path, options: RunOptions, limit, on_line):
+        self.name, self.lab_dir, self.on_line = name, lab_dir, on_line
+        self.cmd = options.child_command(name, lab_dir, limit)
+        self.device = options.device
+        self.tail = collections.deque(maxlen=20)  # the last lines, for the summary if it dies
+
+    def __enter__(self) -> LabProcess:
+        prefix = f"{CACHE_PREFIX}{os.getpid()}-{self.name}-"
+        self._cache = tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True)
+        self.proc = subprocess.Popen(
+            self.cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=lab_environment(self.device, Path(self._cache.name)),
+            encoding="utf-8",
+            errors="replace",
+            start_new_session=True,  # the terminal's Ctrl-C reaches the parent only, which stops this tree
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        return self
+
+    def _read(self) -> None:
+        log = _open_log(self.lab_dir / "log.txt")
+        for line in self.proc.stdout:
+            self.tail.append(line.rstrip("\n"))
+            log = _log(log, line)
+            if self.on_line:
+                self.on_line(self.name, line.rstrip("\n"))
+        if log:
+            log.close()
+
+    def wait(self, timeout: float | None) -> int:
+        return self.proc.wait(timeout)
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.returncode
+
+    def stop(self) -> None:
+        proctree.stop_tree(self.proc.pid, GRACE_S)
+        self.proc.wait()
+
+    def __exit__(self, *exc) -> None:
+        with interrupt.ignoring_signals():
+            if self.proc.poll() is None:
+                self.stop()
+            self._reader.join(timeout=GRACE_S)  # EOF, unless a stray process still holds the pipe
+            self._cache.cleanup()
+
+
+def _open_log(path: Path):
+    try:
+        return open(path, "w", encoding="utf-8")
+    except OSError:  # a full disk: the output still reaches the screen
+        return None
+
+
+def _log(log, line: str):
+    """Write one line to the log; on a full disk stop logging (the lines still reach the screen)."""
+    if log is None:
+        return None
+    try:
+        log.write(line)
+        log.flush()
+        return log
+    except OSError:
+        with contextlib.suppress(OSError):
+            log.close()
+        return None
+
+
+def sweep_stale_caches() -> list[Path]:
+    """Remove the cache folders of runs whose process is gone (killed before it could remove them)."""
+    removed = []
+    for folder in Path(tempfile.gettempdir()).glob(f"{CACHE_PREFIX}*"):
+        pid = folder.name[len(CACHE_PREFIX) :].split("-", 1)[0]
+        if pid.isdigit() and not proctree.alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
 
 
 def write_result(
@@ -161,19 +323,34 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--work", type=Path, default=None, help="grade this workspace's <lab>.py")
     p.add_argument("--lang", choices=i18n.LANGUAGES, default=i18n.DEFAULT)
+    p.add_argument(
+        "--checkpoint", type=Path, default=None, help="the MiniGPT (default: the shipped one)"
+    )
+    p.add_argument(
+        "--time-limit", type=float, default=None, help="stop the lab after this many seconds"
+    )
     a = p.parse_args(argv)
     i18n.set_language(a.lang)
-    ctx = LabContext(a.lab, a.out_dir, a.device, a.n, a.seed, work=a.work, lang=a.lang)
+    export_checkpoint(a.checkpoint)
+    ctx = LabContext(
+        a.lab, a.out_dir, a.device, a.n, a.seed, work=a.work, lang=a.lang, checkpoint=a.checkpoint
+    )
     start = time.monotonic()
+    stopped = None
     try:
-        labs.get(a.lab).load()(ctx)
+        with interrupt.raising_on_signals(), interrupt.time_limit(a.time_limit):
+            labs.get(a.lab).load()(ctx)
     except Exception:  # the lab failed: keep its checks so far, record the error as a failed check
         error = traceback.format_exc()
-        print(error, file=sys.stderr, flush=True)
+        with contextlib.suppress(OSError):  # the parent, and so our stdout, may be gone
+            print(error, file=sys.stderr, flush=True)
         ctx.checks.append(
             Check("lab ran to completion", False, error.strip().splitlines()[-1], "no exception")
         )
         ctx.summary += f"\n\n## Error\n\n```\n{error}```\n"
+    except interrupt.Stopped as e:  # a signal or its time limit: keep its checks so far, and why
+        stopped = e
+        ctx.checks.append(stopped_check(e.why))
     write_result(
         ctx.out_dir,
         ctx.name,
@@ -183,7 +360,31 @@ def main(argv: list[str] | None = None) -> int:
         ctx.summary,
         {**ctx.extra, **graded_extra(ctx)},
     )
+    if stopped:
+        with contextlib.suppress(OSError):  # the parent, and so our stdout, may be gone
+            print(f"[{a.lab}] {stopped.why}", file=sys.stderr, flush=True)
+        return stopped.exit_code
     return 0 if ctx.passed else 1
+
+
+def export_checkpoint(path: Path | None) -> None:
+    """Hand --checkpoint to the processes the lab starts (torchrun's ranks) through their environment."""
+    from workshop.minigpt.checkpoint import ENVIRONMENT
+
+    if path:
+        os.environ[ENVIRONMENT] = str(path.resolve())
+    else:
+        os.environ.pop(ENVIRONMENT, None)
+
+
+def as_lab_process() -> int:
+    """`main` as the parent's child: it dies with the parent, and leaves no process of its own behind."""
+    proctree.die_with_parent(os.getppid())
+    proctree.become_subreaper()  # a process whose parent died comes to us, so the sweep below finds it
+    try:
+        return main()
+    finally:
+        proctree.stop_tree(os.getpid(), GRACE_S, include_root=False)
 
 
 def graded_extra(ctx: LabContext) -> dict:
@@ -206,4 +407,4 @@ def graded_extra(ctx: LabContext) -> dict:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(as_lab_process())

@@ -1,60 +1,35 @@
-"""Triton kernels for softmax over the last dimension of a (rows, N) view, forward and backward.
+"""Triton kernels for softmax over rows, forward and backward: y = softmax(x) and dx = y * (dy - sum(dy * y)).
 
-Two strategies, picked by the row length N:
-- one pass (N <= ONE_PASS_MAX): a program loads a tile of ROWS whole rows into registers, reduces, and writes.
+Each kernel sees a (rows, N) matrix through pointers, a row stride and unit stride along N; softmax_launch.py picks
+the kernel and its parameters. Three ways to cover a row, by its length N:
+- one pass (`_fwd_one_pass`, `_bwd_one_pass`): a program loads ROWS whole rows into registers, reduces and writes.
   Every byte is read once and written once: the least traffic there is.
-- split rows (longer rows, e.g. a 262,144-token vocabulary): a row does not fit one program's registers, so it
-  is cut into CHUNK-sized pieces, one program each. A first kernel writes each piece's partial reduction (for the
-  forward, the online-softmax pair max m_i and sum s_i = sum(exp(x - m_i)); for the backward, sum(dy * y)), a
-  second kernel combines the row's partials and writes the output. The second kernel walks the pieces in the
-  REVERSE order, to start on those the first kernel read last, which may still be in L2. The row is read twice
-  (3 transfers for 2): on an H200 this path reaches ~0.63 x copy bandwidth (benchmarks/custom_op/).
+- cooperative (`_fwd_cooperative`, `_bwd_cooperative`), for rows too long for one program's registers (a
+  262,144-token vocabulary): a row is cut into CHUNK-sized pieces, one program each, and each program keeps its
+  piece in registers while the row's programs exchange their partial reductions through global memory (and L2):
+  each publishes its piece's partial, counts itself in at the row's counter, waits until the row's other pieces
+  are in, combines all the partials and writes its piece. The row is still read once.
+- split (`_fwd_partials` + `_fwd_finish`, `_bwd_partials` + `_bwd_finish`): the same pieces in two kernels, the
+  first writing the partials, the second re-reading the row to finish it: 3 transfers for 2. It needs no
+  program to wait for another, so it runs where programs run one after another: Triton's interpreter.
 
-Accumulation is in float32 (float64 for float64 inputs). Masked lanes load -inf (forward) or 0 (backward), so
-they add nothing. -inf, inf and NaN follow torch.softmax: exp(-inf - m) = 0; a row that is all -inf or holds
-+inf or NaN becomes all NaN.
+The forward's partial of a piece is the online-softmax pair (m_i = max, s_i = sum exp(x - m_i)), combined as
+m = max m_i, s = sum s_i * exp(m_i - m); the backward's is sum(dy * y), added up.
 
-Launchers take `wrap`: identity for a plain (opaque) call, torch.library.wrap_triton inside a triton_op so that
-torch.compile sees the kernel launch.
+Accumulation is in float32 (float64 for float64 inputs). Masked lanes load -inf (forward) or 0 (backward), so they
+add nothing. -inf, inf and NaN follow torch.softmax: exp(-inf - m) = 0; a row that is all -inf or holds +inf or
+NaN becomes all NaN.
 """
 
-import math
-import os
-import sys
-
-import torch
-
-if not torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1":
-    # Triton has no CPU backend: without a GPU the kernels run in Triton's interpreter (numpy), which must be on
-    # before triton is imported: triton.language's own @jit helpers (tl.sum, tl.max) are made at that import.
-    if "triton" in sys.modules:
-        raise ImportError(
-            "workshop.ops: no CUDA GPU, and triton was imported before TRITON_INTERPRET=1 was set; "
-            "set TRITON_INTERPRET=1 in the environment before anything imports triton "
-            "(torch._dynamo and torch.compile do)"
-        )
-    os.environ["TRITON_INTERPRET"] = "1"
-
-import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
-
-# Launch parameters, measured on an H200 (benchmarks/custom_op/): 4096-element tiles beat 8192 and 16384 for
-# N = 600 (fp32 3.70 vs 3.24 vs 2.21 TB/s at (32768, 600)); the backward keeps a 32,768-long row in one pass
-# (y and dy: 64 registers a thread, at the limit) rather than split it (4.09 vs 2.59 TB/s in bf16).
-ONE_PASS_MAX = (
-    32768  # longest row kept in registers, forward and backward (32 values a thread at 32 warps)
-)
-ONE_PASS_MAX_BWD = 32768
-CHUNK = 8192  # elements per program in the split-row kernels (4096..16384 measured within 3%)
-TILE = 4096  # elements per program in the one-pass kernels for short rows (ROWS = TILE // BLOCK_N rows)
-FWD_PER_THREAD, BWD_PER_THREAD = 32, 32  # row elements a thread holds at most
+import triton
+import triton.language as tl
 
 
 @triton.jit
-def _acc(x, IS_FP64: tl.constexpr):
-    """The accumulation type: float64 for float64 inputs, float32 for everything else."""
-    if IS_FP64:
-        return x.to(tl.float64)
+def _acc(x):
+    """x in the accumulation type: float64 for float64 inputs, float32 for everything else."""
+    if x.dtype == tl.float64:
+        return x
     else:
         return x.to(tl.float32)
 
@@ -67,83 +42,21 @@ def _fwd_one_pass(
     n_cols,
     x_row_stride,
     y_row_stride,
-    ROWS: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    ALIGN: tl.constexpr,
-    IS_FP64: tl.constexpr,
+    ROWS: tl.constexpr,  # rows per program
+    BLOCK_N: tl.constexpr,  # N rounded up to a power of two (tl.arange needs one)
+    ALIGN: tl.constexpr,  # a power of two that divides n_cols and both row strides
 ):
-    # n_cols and the strides are multiples of ALIGN; saying so lets the compiler use vector loads (N = 600: 8).
-    n_cols, x_row_stride, y_row_stride = (
-        n_cols // ALIGN * ALIGN,
-        x_row_stride // ALIGN * ALIGN,
-        y_row_stride // ALIGN * ALIGN,
-    )
-    rows = (tl.program_id(0) * ROWS + tl.arange(0, ROWS)[:, None]).to(
-        tl.int64
-    )  # (ROWS, 1); int64: no overflow
+    # Saying that n_cols and the strides are multiples of ALIGN lets the compiler use vector loads (N = 600: 8).
+    n_cols = n_cols // ALIGN * ALIGN
+    x_row_stride, y_row_stride = x_row_stride // ALIGN * ALIGN, y_row_stride // ALIGN * ALIGN
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)[:, None]  # (ROWS, 1)
+    rows = rows.to(tl.int64)  # row * stride may pass 2**31
     cols = tl.arange(0, BLOCK_N)[None, :]  # (1, BLOCK_N)
     mask = (rows < n_rows) & (cols < n_cols)
-    x = _acc(tl.load(x_ptr + rows * x_row_stride + cols, mask=mask, other=-float("inf")), IS_FP64)
+    x = _acc(tl.load(x_ptr + rows * x_row_stride + cols, mask=mask, other=-float("inf")))
     e = tl.exp(x - tl.max(x, axis=1)[:, None])  # (ROWS, BLOCK_N)
     y = e / tl.sum(e, axis=1)[:, None]
     tl.store(y_ptr + rows * y_row_stride + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
-
-
-@triton.jit
-def _fwd_partials(
-    x_ptr, m_ptr, s_ptr, n_cols, x_row_stride, n_chunks, CHUNK: tl.constexpr, IS_FP64: tl.constexpr
-):
-    pid = tl.program_id(0)  # = row * n_chunks + chunk
-    row, chunk = pid // n_chunks, pid % n_chunks
-    cols = chunk * CHUNK + tl.arange(0, CHUNK)
-    x = _acc(
-        tl.load(
-            x_ptr + row.to(tl.int64) * x_row_stride + cols, mask=cols < n_cols, other=-float("inf")
-        ),
-        IS_FP64,
-    )
-    m = tl.max(x, axis=0)
-    # A piece that is all -inf contributes s = 0 (not exp(-inf - -inf) = NaN): other pieces may be finite.
-    s = tl.sum(tl.exp(x - tl.where(m == -float("inf"), 0.0, m)), axis=0)
-    tl.store(m_ptr + pid, m)
-    tl.store(s_ptr + pid, s)
-
-
-@triton.jit
-def _fwd_finish(
-    x_ptr,
-    y_ptr,
-    m_ptr,
-    s_ptr,
-    n_cols,
-    x_row_stride,
-    y_row_stride,
-    n_chunks,
-    CHUNK: tl.constexpr,
-    CHUNKS_P2: tl.constexpr,
-    IS_FP64: tl.constexpr,
-):
-    pid = (
-        tl.num_programs(0) - 1 - tl.program_id(0)
-    )  # reverse: L2 may still hold what _fwd_partials read last
-    row, chunk = pid // n_chunks, pid % n_chunks
-    parts = row * n_chunks + tl.arange(0, CHUNKS_P2)
-    in_row = tl.arange(0, CHUNKS_P2) < n_chunks
-    m_i = tl.load(m_ptr + parts, mask=in_row, other=-float("inf"))  # (CHUNKS_P2,)
-    s_i = tl.load(s_ptr + parts, mask=in_row, other=0.0)
-    m = tl.max(m_i, axis=0)
-    # Online-softmax combine: sum_i s_i * exp(m_i - m). All -inf: m = -inf, NaN as in torch.
-    s = tl.sum(tl.where(in_row, s_i * tl.exp(m_i - m), 0.0), axis=0)
-    cols = chunk * CHUNK + tl.arange(0, CHUNK)
-    mask = cols < n_cols
-    x = _acc(
-        tl.load(x_ptr + row.to(tl.int64) * x_row_stride + cols, mask=mask, other=-float("inf")),
-        IS_FP64,
-    )
-    y = tl.exp(x - m) / s
-    tl.store(
-        y_ptr + row.to(tl.int64) * y_row_stride + cols, y.to(y_ptr.dtype.element_ty), mask=mask
-    )
 
 
 @triton.jit
@@ -158,44 +71,193 @@ def _bwd_one_pass(
     dx_row_stride,
     ROWS: tl.constexpr,
     BLOCK_N: tl.constexpr,
-    ALIGN: tl.constexpr,
-    IS_FP64: tl.constexpr,
+    ALIGN: tl.constexpr,  # as in _fwd_one_pass
 ):
-    n_cols, y_row_stride = (
-        n_cols // ALIGN * ALIGN,
-        y_row_stride // ALIGN * ALIGN,
-    )  # as in _fwd_one_pass
-    dy_row_stride, dx_row_stride = dy_row_stride // ALIGN * ALIGN, dx_row_stride // ALIGN * ALIGN
+    n_cols = n_cols // ALIGN * ALIGN
+    y_row_stride, dy_row_stride = y_row_stride // ALIGN * ALIGN, dy_row_stride // ALIGN * ALIGN
+    dx_row_stride = dx_row_stride // ALIGN * ALIGN
     rows = (tl.program_id(0) * ROWS + tl.arange(0, ROWS)[:, None]).to(tl.int64)  # (ROWS, 1)
     cols = tl.arange(0, BLOCK_N)[None, :]  # (1, BLOCK_N)
     mask = (rows < n_rows) & (cols < n_cols)
-    y = _acc(tl.load(y_ptr + rows * y_row_stride + cols, mask=mask, other=0.0), IS_FP64)
-    dy = _acc(tl.load(dy_ptr + rows * dy_row_stride + cols, mask=mask, other=0.0), IS_FP64)
-    dx = y * (dy - tl.sum(dy * y, axis=1)[:, None])  # dx = y * (dy - sum(dy * y))
+    y = _acc(tl.load(y_ptr + rows * y_row_stride + cols, mask=mask, other=0.0))
+    dy = _acc(tl.load(dy_ptr + rows * dy_row_stride + cols, mask=mask, other=0.0))
+    dx = y * (dy - tl.sum(dy * y, axis=1)[:, None])  # (ROWS, BLOCK_N)
     tl.store(dx_ptr + rows * dx_row_stride + cols, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+
+
+# ---- long rows: helpers shared by the cooperative and the split kernels ----
+
+
+@triton.jit
+def _piece(piece, n_chunks, n_cols, CHUNK: tl.constexpr):
+    """Piece number `piece` (= row * n_chunks + chunk): its row, its columns (CHUNK,) and their mask."""
+    row, chunk = piece // n_chunks, piece % n_chunks
+    cols = chunk * CHUNK + tl.arange(0, CHUNK)
+    return row, cols, cols < n_cols
+
+
+@triton.jit
+def _load(ptr, row, row_stride, cols, mask, other):
+    """A piece of a row (CHUNK,), in the accumulation type; `other` in the masked lanes."""
+    return _acc(tl.load(ptr + row.to(tl.int64) * row_stride + cols, mask=mask, other=other))
+
+
+@triton.jit
+def _store(ptr, row, row_stride, cols, mask, values):
+    """Writes a piece of a row in ptr's dtype."""
+    tl.store(ptr + row.to(tl.int64) * row_stride + cols, values.to(ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _piece_stats(x):
+    """The online-softmax pair of one piece (CHUNK,): (max m_i, sum exp(x - m_i)). A piece that is all -inf
+    gives s_i = 0, not exp(-inf - -inf) = NaN: the row's other pieces may be finite."""
+    m = tl.max(x, axis=0)
+    return m, tl.sum(tl.exp(x - tl.where(m == -float("inf"), 0.0, m)), axis=0)
+
+
+@triton.jit
+def _row_stats(m_ptr, s_ptr, row, n_chunks, CHUNKS_P2: tl.constexpr):
+    """The row's (max, sum of exp(x - max)) from its pieces' pairs, at m_ptr/s_ptr[row * n_chunks + i]."""
+    pieces = tl.arange(0, CHUNKS_P2)
+    in_row = pieces < n_chunks
+    # .cg: read at L2, where other multiprocessors wrote them (L1 is not kept coherent with their writes)
+    m_i = tl.load(
+        m_ptr + row * n_chunks + pieces, mask=in_row, other=-float("inf"), cache_modifier=".cg"
+    )
+    s_i = tl.load(s_ptr + row * n_chunks + pieces, mask=in_row, other=0.0, cache_modifier=".cg")
+    m = tl.max(m_i, axis=0)
+    # sum_i s_i * exp(m_i - m). A row that is all -inf has m = -inf and gets NaN, as in torch.
+    return m, tl.sum(tl.where(in_row, s_i * tl.exp(m_i - m), 0.0), axis=0)
+
+
+@triton.jit
+def _row_dot(dot_ptr, row, n_chunks, CHUNKS_P2: tl.constexpr):
+    """The row's sum(dy * y) from its pieces' partial sums, at dot_ptr[row * n_chunks + i]."""
+    pieces = tl.arange(0, CHUNKS_P2)
+    parts = tl.load(
+        dot_ptr + row * n_chunks + pieces, mask=pieces < n_chunks, other=0.0, cache_modifier=".cg"
+    )
+    return tl.sum(parts, axis=0)
+
+
+@triton.jit
+def _take_piece(counters_ptr):
+    """The next piece to work on, in the order programs START (a ticket), not by program id: a program only ever
+    waits for pieces already handed to running programs, never for one that the GPU has not scheduled yet. So the
+    cooperative kernels cannot deadlock as long as one row's pieces fit on the GPU at once."""
+    return tl.atomic_add(counters_ptr, 1, sem="relaxed")
+
+
+@triton.jit
+def _arrive_and_wait(count_ptr, n_arrivals):
+    """Counts this program in at *count_ptr, after its stores, and waits until n_arrivals programs have."""
+    tl.debug_barrier()  # all of this program's threads have stored their partials before the release below
+    arrived = tl.atomic_add(count_ptr, 1, sem="acq_rel") + 1
+    while (
+        arrived < n_arrivals
+    ):  # each read is an atomic with acquire: the loads after it see the partials
+        arrived = tl.atomic_add(count_ptr, 0, sem="acquire")
+    tl.debug_barrier()
+
+
+# ---- long rows, cooperative: read once ----
+
+
+@triton.jit
+def _fwd_cooperative(
+    x_ptr,
+    y_ptr,
+    m_ptr,  # (rows * n_chunks,) the pieces' maxima
+    s_ptr,  # (rows * n_chunks,) the pieces' sums of exp(x - m_i)
+    counters_ptr,  # (1 + rows,) int32 zeros: [0] the piece ticket, [1 + row] the row's pieces published
+    n_cols,
+    x_row_stride,
+    y_row_stride,
+    n_chunks,
+    CHUNK: tl.constexpr,
+    CHUNKS_P2: tl.constexpr,  # n_chunks rounded up to a power of two
+):
+    piece = _take_piece(counters_ptr)
+    row, cols, mask = _piece(piece, n_chunks, n_cols, CHUNK)
+    x = _load(x_ptr, row, x_row_stride, cols, mask, -float("inf"))
+    m_i, s_i = _piece_stats(x)
+    tl.store(m_ptr + piece, m_i)
+    tl.store(s_ptr + piece, s_i)
+    _arrive_and_wait(counters_ptr + 1 + row, n_chunks)
+    m, s = _row_stats(m_ptr, s_ptr, row, n_chunks, CHUNKS_P2)
+    # x is still in registers: the row is read once
+    _store(y_ptr, row, y_row_stride, cols, mask, tl.exp(x - m) / s)
+
+
+@triton.jit
+def _bwd_cooperative(
+    y_ptr,
+    dy_ptr,
+    dx_ptr,
+    dot_ptr,  # (rows * n_chunks,) the pieces' sums of dy * y
+    counters_ptr,  # as in _fwd_cooperative
+    n_cols,
+    y_row_stride,
+    dy_row_stride,
+    dx_row_stride,
+    n_chunks,
+    CHUNK: tl.constexpr,
+    CHUNKS_P2: tl.constexpr,
+):
+    piece = _take_piece(counters_ptr)
+    row, cols, mask = _piece(piece, n_chunks, n_cols, CHUNK)
+    y = _load(y_ptr, row, y_row_stride, cols, mask, 0.0)
+    dy = _load(dy_ptr, row, dy_row_stride, cols, mask, 0.0)
+    tl.store(dot_ptr + piece, tl.sum(dy * y, axis=0))
+    _arrive_and_wait(counters_ptr + 1 + row, n_chunks)
+    # y and dy are still in registers: the row is read once
+    dx = y * (dy - _row_dot(dot_ptr, row, n_chunks, CHUNKS_P2))
+    _store(dx_ptr, row, dx_row_stride, cols, mask, dx)
+
+
+# ---- long rows, split in two kernels: read twice ----
+
+
+@triton.jit
+def _fwd_partials(x_ptr, m_ptr, s_ptr, n_cols, x_row_stride, n_chunks, CHUNK: tl.constexpr):
+    piece = tl.program_id(0)
+    row, cols, mask = _piece(piece, n_chunks, n_cols, CHUNK)
+    m_i, s_i = _piece_stats(_load(x_ptr, row, x_row_stride, cols, mask, -float("inf")))
+    tl.store(m_ptr + piece, m_i)
+    tl.store(s_ptr + piece, s_i)
+
+
+@triton.jit
+def _fwd_finish(
+    x_ptr,
+    y_ptr,
+    m_ptr,
+    s_ptr,
+    n_cols,
+    x_row_stride,
+    y_row_stride,
+    n_chunks,
+    CHUNK: tl.constexpr,
+    CHUNKS_P2: tl.constexpr,
+):
+    # Last piece first: L2 may still hold what _fwd_partials read last.
+    piece = tl.num_programs(0) - 1 - tl.program_id(0)
+    m, s = _row_stats(m_ptr, s_ptr, piece // n_chunks, n_chunks, CHUNKS_P2)
+    row, cols, mask = _piece(piece, n_chunks, n_cols, CHUNK)
+    x = _load(x_ptr, row, x_row_stride, cols, mask, -float("inf"))
+    _store(y_ptr, row, y_row_stride, cols, mask, tl.exp(x - m) / s)
 
 
 @triton.jit
 def _bwd_partials(
-    y_ptr,
-    dy_ptr,
-    dot_ptr,
-    n_cols,
-    y_row_stride,
-    dy_row_stride,
-    n_chunks,
-    CHUNK: tl.constexpr,
-    IS_FP64: tl.constexpr,
+    y_ptr, dy_ptr, dot_ptr, n_cols, y_row_stride, dy_row_stride, n_chunks, CHUNK: tl.constexpr
 ):
-    pid = tl.program_id(0)
-    row, chunk = pid // n_chunks, pid % n_chunks
-    cols = chunk * CHUNK + tl.arange(0, CHUNK)
-    mask = cols < n_cols
-    y = _acc(tl.load(y_ptr + row.to(tl.int64) * y_row_stride + cols, mask=mask, other=0.0), IS_FP64)
-    dy = _acc(
-        tl.load(dy_ptr + row.to(tl.int64) * dy_row_stride + cols, mask=mask, other=0.0), IS_FP64
-    )
-    tl.store(dot_ptr + pid, tl.sum(dy * y, axis=0))
+    piece = tl.program_id(0)
+    row, cols, mask = _piece(piece, n_chunks, n_cols, CHUNK)
+    y = _load(y_ptr, row, y_row_stride, cols, mask, 0.0)
+    dy = _load(dy_ptr, row, dy_row_stride, cols, mask, 0.0)
+    tl.store(dot_ptr + piece, tl.sum(dy * y, axis=0))
 
 
 @triton.jit
@@ -211,120 +273,10 @@ def _bwd_finish(
     n_chunks,
     CHUNK: tl.constexpr,
     CHUNKS_P2: tl.constexpr,
-    IS_FP64: tl.constexpr,
 ):
-    pid = tl.num_programs(0) - 1 - tl.program_id(0)  # reverse order, as in _fwd_finish
-    row, chunk = pid // n_chunks, pid % n_chunks
-    parts = tl.arange(0, CHUNKS_P2)
-    dot = tl.sum(
-        tl.load(dot_ptr + row * n_chunks + parts, mask=parts < n_chunks, other=0.0), axis=0
-    )
-    cols = chunk * CHUNK + tl.arange(0, CHUNK)
-    mask = cols < n_cols
-    y = _acc(tl.load(y_ptr + row.to(tl.int64) * y_row_stride + cols, mask=mask, other=0.0), IS_FP64)
-    dy = _acc(
-        tl.load(dy_ptr + row.to(tl.int64) * dy_row_stride + cols, mask=mask, other=0.0), IS_FP64
-    )
-    dx = y * (dy - dot)
-    tl.store(
-        dx_ptr + row.to(tl.int64) * dx_row_stride + cols, dx.to(dx_ptr.dtype.element_ty), mask=mask
-    )
-
-
-def _one_pass_launch(n_rows: int, n_cols: int, strides: tuple[int, ...], per_thread: int):
-    """(programs, constexprs and launch options) for a one-pass kernel: about TILE elements per program and at
-    most `per_thread` elements of each row a thread (registers: 65,536 a multiprocessor, <= 64 a thread at 1024)."""
-    block_n = triton.next_power_of_2(n_cols)
-    rows = max(1, min(TILE // block_n, triton.next_power_of_2(n_rows)))
-    warps = max(4, min(32, block_n * rows // (32 * per_thread)))
-    align = math.gcd(n_cols, *strides, 16)
-    return triton.cdiv(n_rows, rows), {
-        "ROWS": rows,
-        "BLOCK_N": block_n,
-        "ALIGN": align,
-        "num_warps": warps,
-    }
-
-
-def _acc_dtype(x: torch.Tensor) -> torch.dtype:
-    return torch.float64 if x.dtype == torch.float64 else torch.float32
-
-
-def forward(
-    x: torch.Tensor,
-    y: torch.Tensor,
-    wrap=lambda k: k,
-    one_pass_max: int = ONE_PASS_MAX,
-    chunk: int = CHUNK,
-) -> None:
-    """y = softmax(x) over dim 1. x, y: (rows, N), unit stride along N, any row stride; y is written."""
-    n_rows, n_cols = map(
-        int, x.shape
-    )  # plain ints, also when traced with symbolic shapes: they set constexprs
-    strides = (int(x.stride(0)), int(y.stride(0)))
-    fp64 = x.dtype == torch.float64
-    if n_cols <= one_pass_max:
-        programs, opts = _one_pass_launch(n_rows, n_cols, strides, FWD_PER_THREAD)
-        wrap(_fwd_one_pass)[(programs,)](x, y, n_rows, n_cols, *strides, IS_FP64=fp64, **opts)
-        return
-    n_chunks = triton.cdiv(n_cols, chunk)
-    m = torch.empty(
-        n_rows * n_chunks, device=x.device, dtype=_acc_dtype(x)
-    )  # (rows * chunks,) partial maxima
-    s = torch.empty_like(m)  # partial sums of exp(x - m_i)
-    grid = (n_rows * n_chunks,)
-    wrap(_fwd_partials)[grid](
-        x, m, s, n_cols, strides[0], n_chunks, CHUNK=chunk, IS_FP64=fp64, num_warps=8
-    )
-    wrap(_fwd_finish)[grid](
-        x,
-        y,
-        m,
-        s,
-        n_cols,
-        *strides,
-        n_chunks,
-        CHUNK=chunk,
-        CHUNKS_P2=triton.next_power_of_2(n_chunks),
-        IS_FP64=fp64,
-        num_warps=8,
-    )
-
-
-def backward(
-    y: torch.Tensor,
-    dy: torch.Tensor,
-    dx: torch.Tensor,
-    wrap=lambda k: k,
-    one_pass_max: int = ONE_PASS_MAX_BWD,
-    chunk: int = CHUNK,
-) -> None:
-    """dx = y * (dy - sum(dy * y)) over dim 1. y, dy, dx: (rows, N), unit stride along N; dx is written."""
-    n_rows, n_cols = map(int, y.shape)
-    fp64 = y.dtype == torch.float64
-    strides = tuple(int(t.stride(0)) for t in (y, dy, dx))
-    if n_cols <= one_pass_max:
-        programs, opts = _one_pass_launch(n_rows, n_cols, strides, BWD_PER_THREAD)
-        wrap(_bwd_one_pass)[(programs,)](y, dy, dx, n_rows, n_cols, *strides, IS_FP64=fp64, **opts)
-        return
-    n_chunks = triton.cdiv(n_cols, chunk)
-    dot = torch.empty(
-        n_rows * n_chunks, device=y.device, dtype=_acc_dtype(y)
-    )  # partial sum(dy * y)
-    grid = (n_rows * n_chunks,)
-    wrap(_bwd_partials)[grid](
-        y, dy, dot, n_cols, strides[0], strides[1], n_chunks, CHUNK=chunk, IS_FP64=fp64, num_warps=8
-    )
-    wrap(_bwd_finish)[grid](
-        y,
-        dy,
-        dx,
-        dot,
-        n_cols,
-        *strides,
-        n_chunks,
-        CHUNK=chunk,
-        CHUNKS_P2=triton.next_power_of_2(n_chunks),
-        IS_FP64=fp64,
-        num_warps=8,
-    )
+    # Last piece first, as in _fwd_finish.
+    row, cols, mask = _piece(tl.num_programs(0) - 1 - tl.program_id(0), n_chunks, n_cols, CHUNK)
+    y = _load(y_ptr, row, y_row_stride, cols, mask, 0.0)
+    dy = _load(dy_ptr, row, dy_row_stride, cols, mask, 0.0)
+    dx = y * (dy - _row_dot(dot_ptr, row, n_chunks, CHUNKS_P2))
+    _store(dx_ptr, row, dx_row_stride, cols, mask, dx)

@@ -1,35 +1,47 @@
 """The operator `torch.ops.workshop.softmax(x, dim=-1)` and its backward, registered with torch.library.
 
-What PyTorch needs from an operator, and where each piece is here:
-- a schema, `(Tensor x, int dim=-1) -> Tensor`, inferred from type annotations: what the dispatcher, autograd
-  and torch.compile know of the op's signature;
-- an implementation: `_forward` / `_backward` below, which launch the Triton kernels of softmax_kernels.py;
-- a fake (meta) implementation: the output's shape, dtype and strides without running a kernel, so that
-  torch.compile and fake tensors can trace through the op (`_empty_result`, shared with the real one);
-- autograd (`register_autograd`): the backward is itself an op, `workshop::softmax_backward`, whose own
-  backward is written with torch ops, so double backward works too.
+What PyTorch needs from an operator, each registered by one line of `define`:
+- a schema, `softmax(Tensor x, SymInt dim=-1) -> Tensor`: what the dispatcher, FX graphs and torch.export know
+  of the op (SymInt: under torch.compile with dynamic shapes, dim may be a symbolic int);
+- a backend kernel (CompositeExplicitAutograd: any device): `forward_kernel`, which launches the Triton kernels
+  (softmax_launch.py);
+- a fake kernel: the output's shape, dtype and strides without running anything, so that torch.compile and
+  fake tensors can trace through the op: `forward_fake`, from the same `_empty_result` the real kernel uses, so
+  the two cannot disagree;
+- an autograd kernel (the Autograd key): `forward_autograd`. With a gradient to track it runs `SoftmaxFunction`,
+  whose backward is the operator `workshop::softmax_backward` (itself differentiable: double backward works);
+  without, it passes the call on to the kernels below autograd;
+- for a "triton_op" only: a rule for torch.compile's functionalization (`traced`) that runs the kernel's body
+  with torch.library.wrap_triton around each launch, so the tracer sees the Triton kernels and Inductor puts
+  them into its own generated code. Without that rule ("custom_op") the op stays opaque: Inductor calls it.
 
-ONE public op, two ways of registering it (`define(kind=...)`), chosen once per process:
-- "triton_op" (torch.library.triton_op + wrap_triton) when Triton compiles for a GPU: torch.compile traces INTO
-  the op, sees the kernel launches and Inductor puts our kernel into its own generated code.
-- "custom_op" (torch.library.custom_op + register_fake) under Triton's interpreter (CPU): triton_op's tracing
-  hands fake tensors to the interpreted kernel and fails, while an opaque custom_op passes gradcheck, opcheck
-  and torch.compile there. Whether the interpreter is on is fixed before triton is imported, so it cannot
-  change within a process and the name, schema and behaviour of `torch.ops.workshop.softmax` are the same.
+That is what torch.library.triton_op and custom_op register too. They are written by hand here because those
+wrap every call in general-purpose Python (argument binding, an alias check of the result, a context manager, an
+autograd.Function per call): on an H200's host the layers above the implementation took 33 us a call, five
+times torch.softmax's whole call; registered here, 6 us (benchmarks/custom_op/README.md). The custom_op lab
+measures what each layer of a call costs (workshop/labs/custom_op/eager_cost.py).
+
+ONE public op; `KIND` is chosen once per process: "triton_op" when Triton compiles for a GPU, "custom_op" under
+Triton's interpreter (CPU), where tracing into a kernel would hand fake tensors to the interpreted kernel. The
+name, schema and behaviour of `torch.ops.workshop.softmax` are the same either way; only what Inductor sees
+differs. The lab also registers an opaque twin, `workshop_lab::softmax`, to compare the two.
 """
 
-import os
+import functools
+from dataclasses import dataclass
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
+from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode
 from torch.library import wrap_triton
 
-from workshop.ops import softmax_kernels as kernels
+from workshop.ops import INTERPRETED, softmax_launch
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
-INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
-KIND = (
-    "custom_op" if INTERPRETED else "triton_op"
-)  # how torch.ops.workshop.softmax is registered here
+KINDS = ("triton_op", "custom_op")
+# How torch.ops.workshop.softmax is registered here.
+KIND = "custom_op" if INTERPRETED else "triton_op"
+AFTER_AUTOGRAD = torch._C._after_autograd_keyset  # the dispatch keys below autograd
 
 
 def check_input(x: torch.Tensor, dim: int, name: str = "x") -> int:
@@ -39,20 +51,19 @@ def check_input(x: torch.Tensor, dim: int, name: str = "x") -> int:
             f"workshop.softmax: {name} must be a floating-point tensor "
             f"({', '.join(map(str, FLOAT_DTYPES))}), got {x.dtype}"
         )
-    ndim = max(
-        x.dim(), 1
-    )  # a 0-d tensor is softmaxed like one of shape (1,), as torch.softmax does
+    # A 0-d tensor is softmaxed like one of shape (1,), as torch.softmax does.
+    ndim = max(x.dim(), 1)
     if not -ndim <= dim < ndim:
         raise IndexError(
             f"workshop.softmax: dim {dim} is out of range for a {x.dim()}-d tensor "
             f"(expected a dim in [{-ndim}, {ndim - 1}])"
         )
-    if x.device.type not in ("cuda", "cpu", "meta"):
+    if not (x.is_cuda or x.is_cpu or x.is_meta):
         raise RuntimeError(
             f"workshop.softmax: {name} is on {x.device}; the Triton kernels run on cuda, or on cpu "
             "through Triton's interpreter"
         )
-    if x.device.type == "cpu" and not INTERPRETED:
+    if x.is_cpu and not INTERPRETED:
         raise RuntimeError(
             f"workshop.softmax: {name} is on the cpu but Triton's interpreter is off; set "
             "TRITON_INTERPRET=1 before anything imports triton, or move the tensor to cuda"
@@ -77,20 +88,40 @@ def _empty_result(like: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Ten
     if like.dim() == 0:
         flat = torch.empty(1, dtype=like.dtype, device=like.device)  # (1,)
         return flat.reshape(()), flat.view(1, 1)
-    moved = torch.empty(
-        like.movedim(dim, -1).shape, dtype=like.dtype, device=like.device
-    )  # (..., N)
+    shape = like.movedim(dim, -1).shape  # (..., N)
+    moved = torch.empty(shape, dtype=like.dtype, device=like.device)
     rows = moved.view(-1, moved.shape[-1]) if moved.numel() else moved
     return moved.movedim(-1, dim), rows
 
 
-def _forward(x: torch.Tensor, dim: int, wrap) -> torch.Tensor:
+def _along_last_dim(t: torch.Tensor, dim: int) -> bool:
+    """The common case, served without views: softmax over the last dim of a contiguous tensor."""
+    return dim == t.dim() - 1 and t.is_contiguous() and t.numel() > 0
+
+
+def _rows_and_cols(t: torch.Tensor) -> tuple[int, int]:
+    # Plain ints, also when traced with symbolic shapes: they set constexprs.
+    n_cols = int(t.shape[-1])
+    return int(t.numel()) // n_cols, n_cols
+
+
+def forward_kernel(x: torch.Tensor, dim: int = -1, wrap=None) -> torch.Tensor:
+    """The op's implementation: y = softmax(x, dim) by the Triton kernels."""
     dim = check_input(x, dim)
+    if _along_last_dim(x, dim):
+        y = torch.empty_like(x, memory_format=torch.contiguous_format)
+        n_rows, n_cols = _rows_and_cols(x)
+        softmax_launch.forward(x, y, n_rows, n_cols, n_cols, n_cols, wrap)
+        return y
     y, y_rows = _empty_result(x, dim)
     if (
         x.numel()
     ):  # empty tensors and 0-size dims: the empty result is the answer, no kernel to launch
-        kernels.forward(_as_rows(x, dim), y_rows, wrap)
+        x_rows = _as_rows(x, dim)
+        n_rows, n_cols = _rows_and_cols(x_rows)
+        softmax_launch.forward(
+            x_rows, y_rows, n_rows, n_cols, int(x_rows.stride(0)), int(y_rows.stride(0)), wrap
+        )
     return y
 
 
@@ -112,69 +143,140 @@ def _check_backward(y: torch.Tensor, dy: torch.Tensor, dim: int) -> int:
     return dim
 
 
-def _backward(y: torch.Tensor, dy: torch.Tensor, dim: int, wrap) -> torch.Tensor:
+def backward_kernel(y: torch.Tensor, dy: torch.Tensor, dim: int, wrap=None) -> torch.Tensor:
+    """The backward op's implementation: dx = y * (dy - sum(dy * y, dim)) by the Triton kernels."""
     dim = _check_backward(y, dy, dim)
+    if _along_last_dim(y, dim) and dy.is_contiguous():
+        dx = torch.empty_like(y, memory_format=torch.contiguous_format)
+        n_rows, n_cols = _rows_and_cols(y)
+        softmax_launch.backward(y, dy, dx, n_rows, n_cols, (n_cols, n_cols, n_cols), wrap)
+        return dx
     dx, dx_rows = _empty_result(y, dim)
     if y.numel():
-        kernels.backward(_as_rows(y, dim), _as_rows(dy, dim), dx_rows, wrap)
+        y_rows, dy_rows = _as_rows(y, dim), _as_rows(dy, dim)
+        n_rows, n_cols = _rows_and_cols(y_rows)
+        strides = tuple(int(t.stride(0)) for t in (y_rows, dy_rows, dx_rows))
+        softmax_launch.backward(y_rows, dy_rows, dx_rows, n_rows, n_cols, strides, wrap)
     return dx
 
 
-def define(qualname: str, kind: str):
-    """Registers `qualname` (softmax) and `qualname + "_backward"` as a "triton_op" or a "custom_op".
+def forward_fake(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    return _empty_result(x, check_input(x, dim))[0]
 
-    Returns (forward op, backward op). The lab also calls this, under another namespace, to compare what
-    Inductor makes of each kind.
-    """
-    if kind not in ("triton_op", "custom_op"):
-        raise ValueError(f"kind must be 'triton_op' or 'custom_op', got {kind!r}")
-    make = torch.library.triton_op if kind == "triton_op" else torch.library.custom_op
-    wrap = wrap_triton if kind == "triton_op" else (lambda kernel: kernel)
 
-    # The schemas are inferred from these annotations: (Tensor x, SymInt dim=-1) -> Tensor and
-    # (Tensor y, Tensor dy, SymInt dim) -> Tensor. (torch 2.11's triton_op ignores an explicit schema=.)
-    def softmax_backward(y: torch.Tensor, dy: torch.Tensor, dim: int) -> torch.Tensor:
-        return _backward(y, dy, dim, wrap)
+def backward_fake(y: torch.Tensor, dy: torch.Tensor, dim: int) -> torch.Tensor:
+    return _empty_result(y, _check_backward(y, dy, dim))[0]
 
-    def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
-        return _forward(x, dim, wrap)
 
-    backward_op = make(qualname + "_backward", softmax_backward, mutates_args=())
-    forward_op = make(qualname, softmax, mutates_args=())
-    if kind == "custom_op":  # a triton_op's fake implementation is its own body run on fake tensors
-        forward_op.register_fake(lambda x, dim=-1: _empty_result(x, check_input(x, dim))[0])
-        backward_op.register_fake(
-            lambda y, dy, dim: _empty_result(y, _check_backward(y, dy, dim))[0]
-        )
+@dataclass(frozen=True)
+class SoftmaxOps:
+    """One registration's two operators (OpOverloads), e.g. torch.ops.workshop.softmax{,_backward}.default."""
 
-    def setup_forward(ctx, inputs, output):
-        ctx.dim = inputs[1]
-        ctx.save_for_backward(output)  # the backward needs y = softmax(x), not x
+    forward: torch._ops.OpOverload
+    backward: torch._ops.OpOverload
 
-    def backward_of_forward(ctx, dy):
+
+class SoftmaxFunction(torch.autograd.Function):
+    """The autograd node of y = softmax(x): saves y (the backward needs y, not x) and calls the backward op."""
+
+    @staticmethod
+    def forward(ctx, x, dim, ops: SoftmaxOps):
+        with (
+            torch._C._AutoDispatchBelowAutograd()
+        ):  # straight to the kernels: autograd is this function
+            y = ops.forward(x, dim)
+        ctx.dim, ctx.ops = dim, ops
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
         (y,) = ctx.saved_tensors
-        return backward_op(y, dy, ctx.dim), None
+        return ctx.ops.backward(y, dy, ctx.dim), None, None
 
-    def setup_backward(ctx, inputs, output):
-        y, dy, ctx.dim = inputs
+
+class SoftmaxBackwardFunction(torch.autograd.Function):
+    """The autograd node of dx = softmax_backward(y, dy), for double backward."""
+
+    @staticmethod
+    def forward(ctx, y, dy, dim, ops: SoftmaxOps):
+        with torch._C._AutoDispatchBelowAutograd():
+            dx = ops.backward(y, dy, dim)
+        ctx.dim, ctx.ops = dim, ops
         ctx.save_for_backward(y, dy)
+        return dx
 
-    def backward_of_backward(ctx, g):
+    @staticmethod
+    def backward(ctx, g):
         # dx = y * (dy - sum(dy * y)); with d = sum(g * y): d/d(dy) = y * (g - d) (the same op again) and
         # d/dy = g * (dy - sum(dy * y)) - dy * d.
         y, dy = ctx.saved_tensors
         d = (g * y).sum(ctx.dim, keepdim=True)
         grad_y = g * (dy - (dy * y).sum(ctx.dim, keepdim=True)) - dy * d
-        return grad_y, backward_op(y, g, ctx.dim), None
-
-    forward_op.register_autograd(backward_of_forward, setup_context=setup_forward)
-    backward_op.register_autograd(backward_of_backward, setup_context=setup_backward)
-    return forward_op, backward_op
+        return grad_y, ctx.ops.backward(y, g, ctx.dim), None, None
 
 
-forward_op, backward_op = define("workshop::softmax", KIND)
+def forward_autograd(ops: SoftmaxOps, keyset, x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    if torch.is_grad_enabled() and x.requires_grad:
+        return SoftmaxFunction.apply(x, dim, ops)
+    return ops.forward.redispatch(keyset & AFTER_AUTOGRAD, x, dim)
 
 
-def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    """softmax(x) along `dim`, by the Triton kernels, with autograd: `torch.ops.workshop.softmax(x, dim)`."""
-    return torch.ops.workshop.softmax(x, dim)
+def backward_autograd(
+    ops: SoftmaxOps, keyset, y: torch.Tensor, dy: torch.Tensor, dim: int
+) -> torch.Tensor:
+    if torch.is_grad_enabled() and (y.requires_grad or dy.requires_grad):
+        return SoftmaxBackwardFunction.apply(y, dy, dim, ops)
+    return ops.backward.redispatch(keyset & AFTER_AUTOGRAD, y, dy, dim)
+
+
+def traced(kernel, mode, func, types, args, kwargs):
+    """Under torch.compile's functionalization (FunctionalTensorMode): run `kernel`'s body, its Triton launches
+    wrapped by wrap_triton, so that the graph holds the kernels instead of a call of the op."""
+    if any(
+        t not in (torch.Tensor, FunctionalTensor) and not issubclass(t, FakeTensor) for t in types
+    ):
+        return NotImplemented  # another tensor subclass: let it handle the op
+    with mode:
+        return kernel(*args, **kwargs, wrap=wrap_triton)
+
+
+_libraries = []  # a torch.library.Library unregisters its operators when it is garbage-collected
+
+
+def define(qualname: str, kind: str) -> SoftmaxOps:
+    """Registers `qualname` (softmax) and `qualname + "_backward"` as a "triton_op" or a "custom_op"."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be 'triton_op' or 'custom_op', got {kind!r}")
+    namespace, name = qualname.split("::")
+    lib = torch.library.Library(namespace, "FRAGMENT")
+    _libraries.append(lib)
+    tags = (torch.Tag.pt2_compliant_tag,)
+    lib.define(f"{name}(Tensor x, SymInt dim=-1) -> Tensor", tags=tags)
+    lib.define(f"{name}_backward(Tensor y, Tensor dy, SymInt dim) -> Tensor", tags=tags)
+    ops_namespace = getattr(torch.ops, namespace)
+    ops = SoftmaxOps(
+        getattr(ops_namespace, name).default, getattr(ops_namespace, f"{name}_backward").default
+    )
+
+    lib.impl(name, forward_kernel, "CompositeExplicitAutograd")
+    lib.impl(f"{name}_backward", backward_kernel, "CompositeExplicitAutograd")
+    torch.library.register_fake(qualname, forward_fake, lib=lib)
+    torch.library.register_fake(f"{qualname}_backward", backward_fake, lib=lib)
+    lib.impl(name, functools.partial(forward_autograd, ops), "Autograd", with_keyset=True)
+    lib.impl(
+        f"{name}_backward", functools.partial(backward_autograd, ops), "Autograd", with_keyset=True
+    )
+    if kind == "triton_op":
+        for op_name, kernel in (
+            (qualname, forward_kernel),
+            (f"{qualname}_backward", backward_kernel),
+        ):
+            rule = functools.partial(traced, kernel)
+            torch.library.register_torch_dispatch(op_name, FunctionalTensorMode, rule, lib=lib)
+    return ops
+
+
+OPS = define("workshop::softmax", KIND)
+# softmax(x, dim=-1) along dim, by the Triton kernels, with autograd: the op itself, with no Python in front of it.
+softmax = OPS.forward

@@ -31,7 +31,7 @@ class HeadBatch:
 
 @torch.no_grad()
 def load_batch(device: str, n_sentences: int = N_SENTENCES) -> HeadBatch:
-    model = checkpoint.load(device=device)
+    model = checkpoint.load(checkpoint.from_environment(), device=device)  # --checkpoint
     idx, targets = train_tensors(n_sentences)  # (B, T) each, right-padded with <pad>
     idx, targets = idx.to(device), targets.to(device)
     return HeadBatch(model.hidden_states(idx), targets, model.lm_head)

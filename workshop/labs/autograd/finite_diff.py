@@ -10,7 +10,9 @@ u . J . v, numerically and analytically, in two forward passes instead of 2 x 39
 
 from __future__ import annotations
 
+import contextlib
 import time
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -21,12 +23,8 @@ from workshop.minigpt.model import PAD_ID, lm_loss
 ROWS_REAL, ROWS_PAD = (
     6,
     2,
-)  # a slice of the batch: 6 rows with real targets and 2 <pad> rows (zero gradient)
-TOLERANCE = {
-    "eps": 1e-6,
-    "atol": 1e-5,
-    "rtol": 1e-3,
-}  # gradcheck's defaults, stated so result.json shows them
+)  # a slice of the batch: 6 rows with real targets, 2 <pad> rows (zero gradient)
+TOLERANCE = {"eps": 1e-6, "atol": 1e-5, "rtol": 1e-3}  # gradcheck's defaults, stated in result.json
 
 
 class HandHeadLoss(torch.autograd.Function):
@@ -35,24 +33,42 @@ class HandHeadLoss(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, W, b, targets):
         out = hand_forward_backward(x, W, b, targets)
-        ctx.save_for_backward(out["x"], out["W"], out["b"])
-        return out["loss"]
+        ctx.save_for_backward(out.dx, out.dW, out.db)
+        return out.loss
 
     @staticmethod
     def backward(ctx, grad_loss):
         dx, dW, db = ctx.saved_tensors
-        return (
-            grad_loss * dx,
-            grad_loss * dW,
-            grad_loss * db,
-            None,
-        )  # no gradient for the integer targets
+        return grad_loss * dx, grad_loss * dW, grad_loss * db, None  # None: the integer targets
 
 
 def autograd_head_loss(x, W, b, targets):
     return lm_loss(
         F.linear(x, W, b)[None], targets[None]
-    )  # lm_loss wants (B, T, ...): one "sentence" of rows
+    )  # lm_loss wants (B, T, ...): one row "sentence"
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Run torch's CPU ops on one thread, then restore the count. gradcheck makes thousands of tiny ops
+    ((8, 64) rows): a second OpenMP thread buys nothing there, and on a shared 2-core machine its hand-offs cost
+    20x (measured: 27 s of CPU and 78 s wall with 2 threads, 1.5 s and 3 s with one)."""
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(saved)
+
+
+@dataclass
+class GradcheckRecord:
+    gradient: str  # "hand" or "autograd": whose analytical gradient was on trial
+    probes: str  # what was nudged
+    fast_mode: bool
+    passed: bool
+    n_probed: int  # how many input entries the probes cover
+    seconds: float
 
 
 def pick_rows(targets: torch.Tensor) -> torch.Tensor:
@@ -69,37 +85,38 @@ def pick_rows(targets: torch.Tensor) -> torch.Tensor:
 
 def run_gradchecks(
     hidden: torch.Tensor, targets: torch.Tensor, W: torch.Tensor, b: torch.Tensor
-) -> list[dict]:
+) -> list[GradcheckRecord]:
     """gradcheck both analytical gradients, on a float64 slice of rows. Returns one record per gradcheck."""
     rows = pick_rows(targets)
     x0 = hidden.reshape(-1, hidden.shape[-1])[rows].detach().double()  # (8, 64)
     t = targets.reshape(-1)[rows]  # (8,)
     W0, b0 = W.detach().double(), b.detach().double()  # (600, 64), (600,)
     records = []
-    for who, fn in (("hand", HandHeadLoss.apply), ("autograd", autograd_head_loss)):
-        for what, wrt, fast in (
-            ("x rows and b, every entry", ("x", "b"), False),
-            ("x rows, W and b, one random direction", ("x", "W", "b"), True),
-        ):
-            inputs = {"x": x0.clone(), "W": W0.clone(), "b": b0.clone()}
-            for name in wrt:
-                inputs[name].requires_grad_()
-            start = time.perf_counter()
-            ok = torch.autograd.gradcheck(
-                lambda x, W, b, fn=fn: fn(x, W, b, t),
-                (inputs["x"], inputs["W"], inputs["b"]),
-                fast_mode=fast,
-                raise_exception=False,
-                **TOLERANCE,
-            )
-            records.append(
-                {
-                    "gradient": who,
-                    "probes": what,
-                    "fast_mode": fast,
-                    "passed": bool(ok),
-                    "n_probed": sum(inputs[n].numel() for n in wrt),
-                    "seconds": round(time.perf_counter() - start, 3),
-                }
-            )
+    with one_thread():
+        for who, fn in (("hand", HandHeadLoss.apply), ("autograd", autograd_head_loss)):
+            records += gradcheck_both_ways(who, fn, x0, W0, b0, t)
+    return records
+
+
+def gradcheck_both_ways(who: str, fn, x0, W0, b0, t) -> list[GradcheckRecord]:
+    """Full mode on x's rows and b, fast mode on x, W and b, for one analytical gradient."""
+    records = []
+    for what, wrt, fast in (
+        ("x rows and b, every entry", ("x", "b"), False),
+        ("x rows, W and b, one random direction", ("x", "W", "b"), True),
+    ):
+        inputs = {"x": x0.clone(), "W": W0.clone(), "b": b0.clone()}
+        for name in wrt:
+            inputs[name].requires_grad_()
+        start = time.perf_counter()
+        ok = torch.autograd.gradcheck(
+            lambda x, W, b, fn=fn: fn(x, W, b, t),
+            (inputs["x"], inputs["W"], inputs["b"]),
+            fast_mode=fast,
+            raise_exception=False,
+            **TOLERANCE,
+        )
+        n_probed = sum(inputs[n].numel() for n in wrt)
+        seconds = round(time.perf_counter() - start, 3)
+        records.append(GradcheckRecord(who, what, fast, bool(ok), n_probed, seconds))
     return records

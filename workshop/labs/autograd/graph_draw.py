@@ -46,8 +46,8 @@ def node_label(node: dict) -> str:
     )
 
 
-def draw(graph: dict, title: str):
-    """The figure of the graph: returns a matplotlib Figure."""
+def positions(graph: dict) -> tuple[dict[int, tuple[float, float]], int, int]:
+    """node id -> (x, y) of its box, one row per depth; and the widest row's length and the number of rows."""
     depth = layers(graph)
     rows: dict[int, list[int]] = {}
     for node in graph["nodes"]:  # graph order is breadth-first, so siblings keep their edge order
@@ -56,8 +56,13 @@ def draw(graph: dict, title: str):
     pos = {
         i: ((k + 0.5) * width / len(row), -d) for d, row in rows.items() for k, i in enumerate(row)
     }
+    return pos, width, len(rows)
 
-    fig, ax = plt.subplots(figsize=(4.2 * width, 2.0 * len(rows) + 0.6))
+
+def draw(graph: dict, title: str):
+    """The figure of the graph: returns a matplotlib Figure."""
+    pos, width, n_rows = positions(graph)
+    fig, ax = plt.subplots(figsize=(4.2 * width, 2.0 * n_rows + 0.6))
     boxes = {}
     for node in graph["nodes"]:
         kind = "root" if node["id"] == graph["root"] else "leaf" if "leaf" in node else "op"
@@ -73,8 +78,16 @@ def draw(graph: dict, title: str):
             multialignment="left",
             bbox=box,
         )
+    draw_edges(ax, graph, pos, boxes)
+    ax.set(xlim=(-0.1, width + 0.1), ylim=(-n_rows + 0.5, 0.6), title=title)
+    ax.axis("off")
+    return fig
+
+
+def draw_edges(ax, graph: dict, pos: dict, boxes: dict) -> None:
+    """One arrow per edge, clipped at the boxes' edges whatever their height, labelled with the gradient's shape."""
     by_id = {n["id"]: n for n in graph["nodes"]}
-    for e in graph["edges"]:  # arrows clipped at the boxes' edges, whatever their height
+    for e in graph["edges"]:
         (x0, y0), (x1, y1) = pos[e["from"]], pos[e["to"]]
         ax.annotate(
             "",
@@ -101,6 +114,3 @@ def draw(graph: dict, title: str):
             va="center",
             bbox={"fc": "white", "ec": "none", "pad": 0.5},
         )
-    ax.set(xlim=(-0.1, width + 0.1), ylim=(-len(rows) + 0.5, 0.6), title=title)
-    ax.axis("off")
-    return fig

@@ -86,3 +86,19 @@ def graph_json(root: Node, leaf_names: dict[str, torch.Tensor]) -> dict:
             if nxt is not None
         ]
     return {"root": 0, "nodes": out_nodes, "edges": edges}
+
+
+def chain_text(node: Node, leaf_names: dict[str, torch.Tensor]) -> str:
+    """The graph below node as one line: 'A -> B -> [C; D -> E]', each AccumulateGrad naming its leaf.
+
+    A branch is listed for each edge in next_functions order (for AddmmBackward0: self = b, mat1 = x's rows,
+    mat2 = W^T); an edge to None (an input that needs no gradient) is left out.
+    """
+    if hasattr(node, "variable"):
+        name = next((n for n, t in leaf_names.items() if t is node.variable), "?")
+        return f"AccumulateGrad({name})"
+    below = [chain_text(nxt, leaf_names) for nxt, _ in node.next_functions if nxt is not None]
+    name = type(node).__name__
+    if not below:
+        return name
+    return f"{name} -> {below[0]}" if len(below) == 1 else f"{name} -> [{'; '.join(below)}]"

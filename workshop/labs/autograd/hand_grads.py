@@ -1,33 +1,97 @@
 """The LM head's gradients derived by hand, as plain tensor formulas, next to what autograd computes.
 
-Forward, with M = B*T rows, V = 600 classes, and only the N rows whose target is not <pad> counted:
+These are the instructor's solutions of the lab's first two exercises (the learner writes the same two functions
+in their workspace). Forward, with M = B*T rows, V = 600 classes, and only the N rows whose target is not <pad>
+counted:
     Z = X W^T + b                          (M, V) logits
     P = softmax(Z)                         (M, V)
     L = -(1/N) sum_{i real} log P[i, t_i]
 Backward (README.md derives it):
-    G  = dL/dZ = mask * (P - onehot(t)) / N    (M, V)
-    dW = G^T X                                 (V, 64)
+    G  = dL/dZ = mask * (P - onehot(t)) / N    (M, V)    cross_entropy_grad
+    dW = G^T X                                 (V, C)    linear_grads
     db = sum_i G[i]                            (V,)
-    dX = G W                                   (M, 64)
+    dX = G W                                   (M, C)
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
 from workshop.minigpt.model import PAD_ID, lm_loss
 
+GRADIENTS = (
+    "dlogits",
+    "dW",
+    "db",
+    "dx",
+)  # HeadGrads' gradient fields, in the order the backward makes them
+
+
+@dataclass
+class HeadGrads:
+    """The loss of the LM head and its gradient with respect to the logits and to each input of the head."""
+
+    loss: torch.Tensor  # () mean cross-entropy over the real targets
+    dlogits: torch.Tensor  # (B, T, V) dL/dZ
+    dW: torch.Tensor  # (V, C)
+    db: torch.Tensor  # (V,)
+    dx: torch.Tensor  # (B, T, C)
+
+    def tensor(self, name: str) -> torch.Tensor:
+        return getattr(self, name)
+
+
+def cross_entropy_grad(
+    logits: torch.Tensor, targets: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """lm_loss(logits, targets) and dL/dlogits, with no autograd: logits (B, T, V), targets (B, T) int64."""
+    V = logits.shape[-1]
+    Z = logits.reshape(-1, V)  # (M, V)
+    t = targets.reshape(-1)  # (M,)
+    mask = (t != PAD_ID).to(logits.dtype)  # (M,) 1 for real targets, 0 for <pad>
+    n = mask.sum()  # N, the number of real targets: the mean divides by it
+    shifted = Z - Z.amax(dim=1, keepdim=True)  # softmax is shift-invariant; this keeps exp() finite
+    e = shifted.exp()  # (M, V), every entry in (0, 1]
+    total = e.sum(dim=1, keepdim=True)  # (M, 1) >= 1
+    # A <pad> row picks the column of <pad> (a valid class id); its mask zeroes what it picked.
+    log_p_target = shifted.gather(1, t[:, None])[:, 0] - total[:, 0].log()  # (M,)
+    loss = -(log_p_target * mask).sum() / n
+    onehot = F.one_hot(t, num_classes=V).to(logits.dtype)  # (M, V) Y
+    G = (e / total - onehot) * (mask / n)[:, None]  # (M, V) (P - Y) on real rows, weighed 1/N
+    return loss, G.reshape(logits.shape)
+
+
+def linear_grads(
+    dlogits: torch.Tensor, x: torch.Tensor, W: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """dL/dW, dL/db, dL/dx of Z = x W^T + b, given G = dL/dZ: dlogits (B, T, V), x (B, T, C), W (V, C)."""
+    G = dlogits.reshape(-1, dlogits.shape[-1])  # (M, V)
+    X = x.reshape(-1, x.shape[-1])  # (M, C)
+    return G.T @ X, G.sum(dim=0), (G @ W).reshape(x.shape)  # (V, C), (V,), (B, T, C)
+
+
+CrossEntropyGrad = Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+LinearGrads = Callable[
+    [torch.Tensor, torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+]
+
 
 def hand_forward_backward(
-    x: torch.Tensor, W: torch.Tensor, b: torch.Tensor, targets: torch.Tensor
-) -> dict:
+    x: torch.Tensor,
+    W: torch.Tensor,
+    b: torch.Tensor,
+    targets: torch.Tensor,
+    cross_entropy: CrossEntropyGrad = cross_entropy_grad,
+    linear: LinearGrads = linear_grads,
+) -> HeadGrads:
     """Loss and gradients of the mean cross-entropy of x @ W^T + b, with no autograd at all.
 
     x (..., C), W (V, C), b (V,), targets (...) with PAD_ID where nothing is predicted.
-    Returns {"loss", "logits", "W", "b", "x"}: the loss and dL/d of each (dL/dlogits and dL/dx in x's shape).
     """
     if x.shape[:-1] != targets.shape:
         raise ValueError(
@@ -37,42 +101,24 @@ def hand_forward_backward(
         raise ValueError(
             f"W {tuple(W.shape)} must be (V, C) = ({b.shape[0]}, {x.shape[-1]}) for b and x"
         )
+    if bool((targets == PAD_ID).all()):
+        raise ValueError("every target is <pad>: the mean cross-entropy is undefined")
     with torch.no_grad():
-        X = x.reshape(-1, x.shape[-1])  # (M, C)
-        t = targets.reshape(-1)  # (M,)
-        mask = (t != PAD_ID).to(x.dtype)  # (M,) 1 for real targets, 0 for <pad>
-        n = mask.sum()
-        if n == 0:
-            raise ValueError("every target is <pad>: the mean cross-entropy is undefined")
-        Z = X @ W.T + b  # (M, V)
-        shifted = Z - Z.amax(
-            dim=1, keepdim=True
-        )  # softmax is shift-invariant; this keeps exp() finite
-        e = shifted.exp()  # (M, V)
-        P = e / e.sum(dim=1, keepdim=True)  # (M, V) rows sum to 1
-        safe_t = t.clamp(min=0)  # <pad> rows pick any column; the mask zeroes them
-        log_p_target = shifted.gather(1, safe_t[:, None])[:, 0] - e.sum(dim=1).log()  # (M,)
-        loss = -(log_p_target * mask).sum() / n
-        onehot = F.one_hot(safe_t, num_classes=W.shape[0]).to(x.dtype)  # (M, V)
-        G = (P - onehot) * (mask / n)[:, None]  # (M, V) dL/dZ
-        return {
-            "loss": loss,
-            "logits": G.reshape(*x.shape[:-1], -1),  # (..., V)
-            "W": G.T @ X,  # (V, C)
-            "b": G.sum(dim=0),  # (V,)
-            "x": (G @ W).reshape(x.shape),  # (..., C)
-        }
+        loss, dlogits = cross_entropy(x @ W.T + b, targets)  # (), (..., V)
+        dW, db, dx = linear(dlogits, x, W)
+    return HeadGrads(loss, dlogits, dW, db, dx)
 
 
 def autograd_forward_backward(
     x: torch.Tensor, W: torch.Tensor, b: torch.Tensor, targets: torch.Tensor
-) -> dict:
-    """The same quantities from the real thing: lm_loss(F.linear(x, W, b)) and .backward()."""
+) -> HeadGrads:
+    """The same quantities from the real thing: lm_loss(F.linear(x, W, b)) and .backward() on fresh leaves."""
+    x, W, b = (t.detach().clone().requires_grad_() for t in (x, W, b))
     logits = F.linear(x, W, b)  # (..., V)
     logits.retain_grad()  # a non-leaf keeps its .grad only when asked
     loss = lm_loss(logits, targets)
     loss.backward()
-    return {"loss": loss.detach(), "logits": logits.grad, "W": W.grad, "b": b.grad, "x": x.grad}
+    return HeadGrads(loss.detach(), logits.grad, W.grad, b.grad, x.grad)
 
 
 @contextlib.contextmanager
@@ -85,15 +131,3 @@ def tf32(enabled: bool):
         yield
     finally:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
-
-
-def compare(hand: dict, reference: dict) -> dict[str, dict]:
-    """Per tensor: max |hand - autograd| and max |autograd| (the scale the error should be read against)."""
-    return {
-        name: {
-            "max_abs_error": float((hand[name] - reference[name]).abs().max()),
-            "max_abs_value": float(reference[name].abs().max()),
-            "shape": list(reference[name].shape),
-        }
-        for name in ("loss", "logits", "W", "b", "x")
-    }

@@ -1,239 +1,240 @@
 """Lab autograd: the LM head's backward three ways (by hand, by autograd, by finite differences), and the
-grad_fn graph autograd builds for it, walked, drawn, and replayed node by node by a hand-made engine."""
+grad_fn graph autograd builds for it, walked, drawn, profiled and replayed node by node by a hand-made engine.
+
+Five exercises are graded here (exercises.py): the two hand-gradient functions, the engine's order and its
+sums at fan-in, and the handout's checked questions. Everything else runs the reference.
+"""
 
 from __future__ import annotations
 
-import time
+from dataclasses import asdict, dataclass
 
 import torch
 import torch.nn.functional as F
 
+from workshop.i18n import _
 from workshop.lab import LabContext
 from workshop.labs.autograd.batch import HeadBatch, leaves, load_batch
-from workshop.labs.autograd.finite_diff import TOLERANCE, run_gradchecks
+from workshop.labs.autograd.engine_trace import profile_backward
+from workshop.labs.autograd.finite_diff import TOLERANCE, GradcheckRecord, run_gradchecks
 from workshop.labs.autograd.graph_draw import draw
-from workshop.labs.autograd.graph_walk import graph_json, walk
-from workshop.labs.autograd.hand_grads import (
-    autograd_forward_backward,
-    compare,
-    hand_forward_backward,
-    tf32,
+from workshop.labs.autograd.graph_facts import GraphFacts, grade_answers, measure_facts
+from workshop.labs.autograd.graph_walk import chain_text, graph_json, walk
+from workshop.labs.autograd.hand_grading import (
+    Comparison,
+    cross_entropy_cases,
+    grade,
+    linear_cases,
 )
-from workshop.labs.autograd.replay import is_topological, record_engine_order, replay_backward
-from workshop.minigpt.model import lm_loss
+from workshop.labs.autograd.hand_grads import tf32
+from workshop.labs.autograd.precision import (
+    CHAPTER_ATOL,
+    EPS_FACTOR,
+    TF32_MIN_GROWTH,
+    PrecisionRow,
+    TF32Effect,
+    float32_against_float64,
+    tf32_effect,
+)
+from workshop.labs.autograd.replay_grading import (
+    DECAY,
+    HEAD,
+    WEIGHT_DECAY,
+    GraphCase,
+    ReplayResult,
+    check_graphs,
+    grade_backpropagate,
+    grade_order,
+    graph_cases,
+    head_loss,
+)
 
-GRAD_TOLERANCE = 1e-7  # max |hand - autograd| for dL/dlogits, dL/dW, dL/db, dL/dx
-LOSS_RTOL = 1e-6  # the loss itself is ~3.7, so compare it relative to its size (float32 ulp there is 2.4e-7)
-GRADS = ("logits", "W", "b", "x")
-DTYPES = (torch.float32, torch.float64)
+TRACE = "backward_trace.json"
 
 
-def dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
+def grade_hand(ctx: LabContext, batch: HeadBatch) -> list[Comparison]:
+    """Exercises cross_entropy_grad and linear_grads: the learner's functions (or the reference) vs autograd."""
+    found = []
+    for name, cases in (
+        ("cross_entropy_grad", cross_entropy_cases(batch)),
+        ("linear_grads", linear_cases(batch)),
+    ):
+        with ctx.grading(name) as impl:
+            found += grade(ctx, name, impl, cases)
+    return found
 
 
-def hand_vs_autograd(batch: HeadBatch, dtype: torch.dtype) -> dict:
-    t = leaves(batch, dtype)
-    hand = hand_forward_backward(t["x"], t["W"], t["b"], batch.targets)
-    return compare(hand, autograd_forward_backward(t["x"], t["W"], t["b"], batch.targets))
-
-
-def check_hand(ctx: LabContext, batch: HeadBatch) -> list[dict]:
-    records = []
-    for dtype in DTYPES:
-        with tf32(False):
-            errors = hand_vs_autograd(batch, dtype)
-        where = f"{dtype_name(dtype)}, {ctx.device}" + (
-            ", TF32 off" if ctx.device == "cuda" else ""
+def check_precision(ctx: LabContext, batch: HeadBatch) -> list[PrecisionRow]:
+    """float32 (and on CUDA, TF32) against float64; on CUDA, a check that TF32 really changed the matmuls."""
+    rows = float32_against_float64(batch, ctx.device)
+    effect = tf32_effect(rows)
+    if effect is not None:
+        ctx.check_min(
+            _("TF32 on multiplies autograd's dL/dW error against float64 (TF32 took effect)"),
+            effect.growth,
+            TF32_MIN_GROWTH,
+            message=_("TF32 changed nothing: were the matmul flags set where the matmuls ran?"),
         )
-        for name in GRADS:
-            ctx.check_max(
-                f"hand dL/d{name} = autograd's ({where}): max abs error",
-                errors[name]["max_abs_error"],
-                GRAD_TOLERANCE,
-            )
-        loss_rel = errors["loss"]["max_abs_error"] / errors["loss"]["max_abs_value"]
-        ctx.check_max(f"hand loss = lm_loss ({where}): relative error", loss_rel, LOSS_RTOL)
-        records.append(
-            {
-                "dtype": dtype_name(dtype),
-                "device": ctx.device,
-                "tf32": False,
-                "checked": True,
-                "errors": errors,
-            }
-        )
-    if ctx.device == "cuda":  # reported, not checked: what TF32 does to a 1e-7 comparison
-        with tf32(True):
-            errors = hand_vs_autograd(batch, torch.float32)
-        records.append(
-            {"dtype": "float32", "device": "cuda", "tf32": True, "checked": False, "errors": errors}
-        )
-    return records
+    return rows
 
 
-def check_graph(ctx: LabContext, graph: dict) -> None:
+def grade_engine(ctx: LabContext, cases: list[GraphCase]) -> list[ReplayResult]:
+    """Exercises engine_order and backpropagate, on both graphs."""
+    replays = []
+    with ctx.grading("engine_order") as impl:
+        grade_order(ctx, impl, cases)
+    with ctx.grading("backpropagate") as impl:
+        replays = grade_backpropagate(ctx, impl, cases)
+    return replays
+
+
+def check_graph(ctx: LabContext, graph: dict, rows: int) -> None:
+    """What the LM head's graph must look like: its leaves, the loss's chain, what the matmul saved.
+
+    rows: M = B*T, the rows of x the matmul multiplies."""
     leaves_seen = sorted(n["leaf"]["name"] for n in graph["nodes"] if "leaf" in n)
-    ctx.check_equal("the graph ends in one AccumulateGrad per leaf", leaves_seen, ["W", "b", "x"])
+    ctx.check_equal(
+        _("the graph ends in one AccumulateGrad per leaf"), leaves_seen, ["W", "b", "x"]
+    )
     names = [n["name"] for n in graph["nodes"]]
     ctx.check_equal(
-        "the loss's grad_fn chain: cross-entropy = NllLoss after LogSoftmax",
+        _("the loss's grad_fn chain: cross-entropy = NllLoss after LogSoftmax"),
         names[:2],
         ["NllLossBackward0", "LogSoftmaxBackward0"],
     )
     # The matmul node saved exactly what its backward multiplies with: x's rows and W^T.
     matmul = next(n for n in graph["nodes"] if n["name"] in ("AddmmBackward0", "MmBackward0"))
     saved = sorted(tuple(s["shape"]) for s in matmul["saved"].values() if s["kind"] == "tensor")
-    rows = graph["nodes"][0]["saved"]["target"]["shape"][0]
     ctx.check_equal(
-        f"{matmul['name']} saved x rows (M, 64) and W^T (64, 600)",
+        _("{node} saved x rows (M, 64) and W^T (64, 600)").format(node=matmul["name"]),
         saved,
         sorted([(rows, 64), (64, 600)]),
     )
 
 
-def replay_and_compare(ctx: LabContext, batch: HeadBatch, dtype: torch.dtype) -> dict:
-    """Our engine first (it leaves the graph intact), then the real .backward() with hooks recording its order."""
-    t = leaves(batch, dtype)
-    loss = lm_loss(F.linear(t["x"], t["W"], t["b"]), batch.targets)
-    root, graph = loss.grad_fn, graph_json(loss.grad_fn, t)
-    ids = {node: i for i, node in enumerate(walk(root))}
-    start = time.perf_counter()
-    ours = replay_backward(loss)
-    ours_s = time.perf_counter() - start
-    start = time.perf_counter()
-    real_order = record_engine_order(loss)
-    real_s = time.perf_counter() - start
-    # On the CPU both engines call the same kernels on the same tensors in the same order: bit-identical. On CUDA
-    # the real engine runs nodes on its device thread, whose cuBLAS handle may pick another algorithm: allow 1e-7.
-    exact = ctx.device == "cpu"
-    where = f"{dtype_name(dtype)}, {ctx.device}"
-    diffs = {}
-    for name, leaf in t.items():
-        diffs[name] = float((ours.grad(leaf) - leaf.grad).abs().max())
-        ctx.check_max(
-            f"replayed dL/d{name} = .backward()'s ({where}): max abs difference",
-            diffs[name],
-            0.0 if exact else GRAD_TOLERANCE,
-        )
-    ctx.check_equal(
-        f"the real engine ran the nodes in a topological order ({where})",
-        is_topological(real_order, root),
-        True,
-    )
-    ctx.check_equal(
-        f"our engine ran the nodes in the real engine's order ({where})",
-        [ids[n] for n in ours.order],
-        [ids[n] for n in real_order],
-    )
-    for step, node in enumerate(real_order, start=1):
+def draw_graph(ctx: LabContext, case: GraphCase) -> dict:
+    """graph.json and graph.png of the LM head's graph, each node numbered by the step the engine ran it."""
+    graph = graph_json(case.root, case.leaves)
+    ids = {node: i for i, node in enumerate(walk(case.root))}
+    for step, node in enumerate(case.real_order, start=1):
         graph["nodes"][ids[node]]["step"] = step
-    bitwise = {name: bool(torch.equal(ours.grad(leaf), leaf.grad)) for name, leaf in t.items()}
-    return {
-        "dtype": dtype_name(dtype),
-        "device": ctx.device,
-        "max_abs_difference": diffs,
-        "bit_identical": bitwise,
-        "engine_order": [ids[n] for n in real_order],
-        "replay_order": [ids[n] for n in ours.order],
-        "replay_seconds": round(ours_s, 5),
-        "backward_seconds": round(real_s, 5),
-        "graph": graph,
-    }
+    check_graph(ctx, graph, rows=case.leaves["x"].shape[:-1].numel())
+    ctx.write_json("graph.json", graph)
+    title = _(
+        "lm_loss(lm_head(x)).grad_fn: the backward graph ({device}, [k] = k-th node the engine ran)"
+    ).format(device=ctx.device)
+    ctx.save_figure("graph.png", draw(graph, title))
+    return graph
+
+
+def linear_chains(batch: HeadBatch) -> dict[str, str]:
+    """The grad_fn chain of F.linear(x, W, b) alone, for the lab's 3-D x and for its rows as a 2-D x."""
+    t = leaves(batch, torch.float32)
+    rows = (
+        t["x"].detach().reshape(-1, t["x"].shape[-1]).requires_grad_()
+    )  # (M, C), a leaf of its own
+    chains = {}
+    for x in (t["x"], rows):
+        chains[f"x {tuple(x.shape)}"] = chain_text(
+            F.linear(x, t["W"], t["b"]).grad_fn, {**t, "x": x}
+        )
+    return chains
+
+
+def check_trace(ctx: LabContext, batch: HeadBatch, decayed: GraphCase) -> dict:
+    """The autograd profiler's view of the weight-decay graph's backward: written, and its order checked."""
+    loss = head_loss(leaves(batch, torch.float32), batch.targets, WEIGHT_DECAY)
+    seen = profile_backward(loss, ctx.path(TRACE), ctx.device)
+    hooks = [type(n).__name__ for n in decayed.real_order]
+    ctx.check_equal(
+        _(
+            "the autograd profiler saw the nodes run in the order the pre-hooks recorded ({graph})"
+        ).format(graph=DECAY),
+        seen,
+        hooks,
+    )
+    return {"file": TRACE, "graph": DECAY, "order": seen, "matches_hooks": seen == hooks}
+
+
+def check_finite_differences(ctx: LabContext, batch: HeadBatch) -> list[GradcheckRecord]:
+    records = run_gradchecks(batch.hidden, batch.targets, batch.head.weight, batch.head.bias)
+    for g in records:
+        ctx.check_equal(
+            _("gradcheck float64, {gradient} gradient, {probes} ({n} inputs)").format(
+                gradient=g.gradient, probes=g.probes, n=g.n_probed
+            ),
+            g.passed,
+            True,
+        )
+    return records
+
+
+@dataclass
+class Findings:
+    """What one run of the lab measured: the typed records its sections return, for result.json and summary."""
+
+    comparisons: list[Comparison]
+    precision: list[PrecisionRow]
+    replays: list[ReplayResult]
+    head: GraphCase  # the LM head's float32 graph
+    graph: dict  # graph.json
+    facts: GraphFacts
+    trace: (
+        dict  # backward_trace.json: which graph, the nodes in the order the profiler saw them run
+    )
+    chains: dict[str, str]  # x's shape -> the grad_fn chain of F.linear(x, W, b)
+    gradchecks: list[GradcheckRecord]
 
 
 def run(ctx: LabContext) -> None:
     batch = load_batch(ctx.device)
-    hand = check_hand(ctx, batch)
-
-    with tf32(False):
-        replays = [replay_and_compare(ctx, batch, dtype) for dtype in DTYPES]
-    graph = replays[0].pop(
-        "graph"
-    )  # the float32 graph is the one drawn; float64's has the same shape
-    replays[1].pop("graph")
-    check_graph(ctx, graph)
-    ctx.write_json("graph.json", graph)
-    ctx.save_figure(
-        "graph.png",
-        draw(
-            graph,
-            f"lm_loss(lm_head(x)).grad_fn: the backward graph ({ctx.device}, "
-            "[k] = k-th node the engine ran)",
-        ),
-    )
-
-    gradchecks = run_gradchecks(batch.hidden, batch.targets, batch.head.weight, batch.head.bias)
-    for g in gradchecks:
-        ctx.check_equal(
-            f"gradcheck float64, {g['gradient']} gradient, {g['probes']} ({g['n_probed']} inputs)",
-            g["passed"],
-            True,
-        )
-
-    ctx.extra.update(
-        hand_vs_autograd=hand,
-        replay=replays,
-        gradcheck=gradchecks,
-        gradcheck_tolerance=TOLERANCE,
-        batch={"rows": batch.targets.numel(), "real_targets": batch.n_real},
-        thresholds={"gradient_max_abs_error": GRAD_TOLERANCE, "loss_relative_error": LOSS_RTOL},
-    )
-    ctx.summary = summary(ctx, batch, hand, replays, gradchecks, graph)
+    with tf32(
+        False
+    ):  # every comparison at 1e-7 runs without TF32 (the precision report turns it on itself)
+        comparisons = grade_hand(ctx, batch)
+        precision = check_precision(ctx, batch)
+        cases = graph_cases(batch)
+        check_graphs(ctx, cases)
+        replays = grade_engine(ctx, cases)
+        head = next(c for c in cases if c.graph == HEAD)
+        graph = draw_graph(ctx, head)
+        facts = measure_facts(cases)
+        with ctx.grading("answers") as answers:
+            grade_answers(ctx, answers, facts, ctx.exercise("answers").not_started_message())
+        trace = check_trace(ctx, batch, next(c for c in cases if c.graph == DECAY))
+        chains = linear_chains(batch)
+    gradchecks = check_finite_differences(ctx, batch)
+    found = Findings(comparisons, precision, replays, head, graph, facts, trace, chains, gradchecks)
+    report(ctx, batch, found)
 
 
-def summary(ctx, batch, hand, replays, gradchecks, graph) -> str:
-    rows = "\n".join(
-        f"| {r['dtype']} | {r['device']} | {'on' if r['tf32'] else 'off'} | "
-        + " | ".join(f"{r['errors'][n]['max_abs_error']:.2e}" for n in GRADS)
-        + f" | {'checked <= 1e-7' if r['checked'] else 'reported only'} |"
-        for r in hand
-    )
-    names = [n["name"] for n in graph["nodes"]]
-    order = " -> ".join(names[i] for i in replays[0]["engine_order"])
-    same = all(r["engine_order"] == r["replay_order"] for r in replays)
-    bitwise = ", ".join(
-        f"{r['dtype']}: {'yes' if all(r['bit_identical'].values()) else 'no'}" for r in replays
-    )
-    checks = "\n".join(
-        f"| {g['gradient']} | {g['probes']} | {g['n_probed']} | {g['fast_mode']} | "
-        f"{'pass' if g['passed'] else 'FAIL'} | {g['seconds']:.2f} |"
-        for g in gradchecks
-    )
-    tf32_note = (
-        "TF32 on (last row) rounds matmul inputs to 10-bit mantissas: the error grows by orders of magnitude, "
-        "which is why every 1e-7 comparison runs with TF32 off."
-        if ctx.device == "cuda"
-        else "TF32 is a CUDA tensor-core mode; on the CPU there is nothing to report (run with --device cuda)."
-    )
-    return f"""
-The LM head `nn.Linear(64, 600)` of the trained MiniGPT, fed real hidden states of {batch.targets.shape[0]}
-training sentences ({batch.targets.numel()} positions, {batch.n_real} real targets, the rest `<pad>` and
-ignored), under the training loss `lm_loss`. Device: **{ctx.device}**.
-
-## 1. Hand-derived gradients vs autograd (max abs error)
-
-| dtype | device | TF32 | dL/dlogits | dL/dW | dL/db | dL/dx | |
-|---|---|---|---|---|---|---|---|
-{rows}
-
-{tf32_note}
-
-## 2. The graph (`graph.json`, `graph.png`)
-
-{len(names)} nodes, {len(graph["edges"])} edges, {sum("leaf" in n for n in graph["nodes"])} AccumulateGrad leaves.
-The real engine ran: {order}.
-
-![graph](graph.png)
-
-## 3. Replayed by hand (`replay.py`)
-
-Our engine's order equals the real engine's: **{"yes" if same else "no"}**. Gradients bit-identical to
-`.backward()`: {bitwise}.
-
-## 4. Finite differences (gradcheck, float64, rows: 6 real targets + 2 `<pad>`)
-
-| gradient | what is probed | inputs | fast_mode | result | seconds |
-|---|---|---|---|---|---|
-{checks}
-"""
+def report(ctx: LabContext, batch: HeadBatch, found: Findings) -> None:
+    """result.json's extra keys (asdict of the typed records) and summary.md from summary.md.j2."""
+    effect: TF32Effect | None = tf32_effect(found.precision)
+    hooks = [type(n).__name__ for n in found.head.real_order]
+    values = {
+        "batch": {
+            "sentences": batch.targets.shape[0],
+            "rows": batch.targets.numel(),
+            "real": batch.n_real,
+        },
+        "thresholds": {
+            "chapter_atol": CHAPTER_ATOL,
+            "eps_factor": EPS_FACTOR,
+            "weight_decay": WEIGHT_DECAY,
+        },
+        "hand_vs_autograd": [asdict(c) | {"passed": c.passed} for c in found.comparisons],
+        "precision": [asdict(r) for r in found.precision],
+        "tf32": None if effect is None else asdict(effect) | {"growth": effect.growth},
+        "replay": [asdict(r) for r in found.replays],
+        "engine_order": hooks,
+        "graph_nodes": len(found.graph["nodes"]),
+        "graph_edges": len(found.graph["edges"]),
+        "graph_facts": asdict(found.facts),
+        "linear_grad_fn_chain": found.chains,
+        "engine_trace": found.trace,
+        "gradcheck": [asdict(g) for g in found.gradchecks],
+        "gradcheck_tolerance": TOLERANCE,
+    }
+    ctx.extra.update(values)
+    ctx.render_summary(**values, graded=ctx.graded)

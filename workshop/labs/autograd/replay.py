@@ -5,6 +5,8 @@ node, keeps a ready queue of nodes whose count reached zero, and always runs the
 sequence number (the op made last in the forward runs first in the backward; AccumulateGrad has the largest
 one, so a leaf takes its gradient as soon as it is complete). Each node's incoming gradients are summed in an
 input buffer before it runs. This engine follows that rule, so on one device it runs the nodes in the same order.
+
+Its two halves, engine_order and backpropagate, are the instructor's solutions of two of the lab's exercises.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ def dependencies(root: Node) -> Counter:
     return deps
 
 
-def topological_order(root: Node) -> list[Node]:
+def engine_order(root: Node) -> list[Node]:
     """Kahn's algorithm; among the ready nodes the highest sequence number first, as the real engine does."""
     waiting = dependencies(root)
     tie = (
@@ -65,20 +67,51 @@ def is_topological(order: list[Node], root: Node) -> bool:
 @dataclass
 class Replay:
     order: list[Node]  # the nodes in the order they ran
-    leaf_grads: dict[int, torch.Tensor] = field(default_factory=dict)  # id(leaf) -> dL/dleaf
+    leaf_grads: dict[torch.Tensor, torch.Tensor] = field(default_factory=dict)  # leaf -> dL/dleaf
 
     def grad(self, leaf: torch.Tensor) -> torch.Tensor:
-        if id(leaf) not in self.leaf_grads:
+        if leaf not in self.leaf_grads:  # a tensor hashes by identity: this asks "this very leaf?"
             raise KeyError(
                 f"no gradient reached the leaf of shape {tuple(leaf.shape)}: is it in the graph?"
             )
-        return self.leaf_grads[id(leaf)]
+        return self.leaf_grads[leaf]
 
 
-def replay_backward(output: torch.Tensor, grad_output: torch.Tensor | None = None) -> Replay:
+def backpropagate(order: list[Node], grad_output: torch.Tensor) -> dict[torch.Tensor, torch.Tensor]:
+    """Run every node of `order` (order[0] is the root, given grad_output) once; return leaf -> gradient.
+
+    Each node gets one slot per input (num_inputs); a gradient arriving where one already waits is added to it
+    (fan-in: the tensor was used more than once in the forward). An AccumulateGrad node hands its summed
+    gradient to its leaf (node.variable).
+    """
+    buffers: dict[Node, list] = {order[0]: [grad_output]}  # node -> one gradient slot per input
+    leaf_grads = {}
+    for node in order:
+        grads = buffers.pop(node)
+        if hasattr(node, "variable"):  # AccumulateGrad: this gradient is the leaf's
+            leaf_grads[node.variable] = grads[0]
+            continue
+        outs = node(*grads)  # the backward formula itself, in C++
+        outs = (outs,) if isinstance(outs, torch.Tensor) else outs
+        for (nxt, input_nr), g in zip(node.next_functions, outs, strict=True):
+            if nxt is None or g is None:
+                continue
+            g = fit_to_input(g, nxt, input_nr)
+            slots = buffers.setdefault(nxt, [None] * num_inputs(nxt))
+            slots[input_nr] = g if slots[input_nr] is None else slots[input_nr] + g
+    return leaf_grads
+
+
+def replay_backward(
+    output: torch.Tensor,
+    grad_output: torch.Tensor | None = None,
+    order=engine_order,
+    propagate=backpropagate,
+) -> Replay:
     """Backpropagate from output by calling every grad_fn node by hand; .grad and the graph are left untouched.
 
-    grad_output defaults to 1 for a scalar output, as in output.backward().
+    grad_output defaults to 1 for a scalar output, as in output.backward(). `order` and `propagate` are the two
+    halves of the engine (the learner's, when graded); grad mode is off, as in the engine without create_graph.
     """
     root = output.grad_fn
     if root is None:
@@ -91,24 +124,9 @@ def replay_backward(output: torch.Tensor, grad_output: torch.Tensor | None = Non
                 f"output has shape {tuple(output.shape)}: give grad_output for a non-scalar output"
             )
         grad_output = torch.ones_like(output)
-    result = Replay(topological_order(root))
-    buffers: dict[Node, list] = {
-        root: [grad_output]
-    }  # node -> one gradient slot per input, summed at fan-in
-    for node in result.order:
-        grads = buffers.pop(node)
-        if hasattr(node, "variable"):  # AccumulateGrad: this gradient is the leaf's
-            result.leaf_grads[id(node.variable)] = grads[0]
-            continue
-        outs = node(*grads)  # the backward formula itself, in C++
-        outs = (outs,) if isinstance(outs, torch.Tensor) else outs
-        for (nxt, input_nr), g in zip(node.next_functions, outs, strict=True):
-            if nxt is None or g is None:
-                continue
-            g = fit_to_input(g, nxt, input_nr)
-            slots = buffers.setdefault(nxt, [None] * num_inputs(nxt))
-            slots[input_nr] = g if slots[input_nr] is None else slots[input_nr] + g
-    return result
+    nodes = order(root)
+    with torch.no_grad():
+        return Replay(nodes, propagate(nodes, grad_output))
 
 
 def fit_to_input(grad: torch.Tensor, node: Node, input_nr: int) -> torch.Tensor:
@@ -125,15 +143,17 @@ def fit_to_input(grad: torch.Tensor, node: Node, input_nr: int) -> torch.Tensor:
     return grad
 
 
-def record_engine_order(output: torch.Tensor) -> list[Node]:
-    """Run the real output.backward() with a pre-hook on every node; returns the nodes in the order they ran."""
+def record_engine_order(output: torch.Tensor, retain_graph: bool = False) -> list[Node]:
+    """Run the real output.backward() with a pre-hook on every node; returns the nodes in the order they ran.
+
+    retain_graph=True keeps the saved tensors, so that the same graph can be replayed afterwards."""
     ran = []
     handles = [
         node.register_prehook(lambda grads, node=node: ran.append(node))
         for node in walk(output.grad_fn)
     ]
     try:
-        output.backward()
+        output.backward(retain_graph=retain_graph)
     finally:
         for handle in handles:
             handle.remove()

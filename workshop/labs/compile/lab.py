@@ -71,7 +71,7 @@ def run(ctx: LabContext) -> None:
         torch.backends.cuda.matmul.allow_tf32 = (
             False  # TF32 would put compiled and eager 1e-3 apart
         )
-    model = checkpoint.load(device=ctx.device)
+    model = checkpoint.load(ctx.checkpoint, device=ctx.device)
     x, y = (t.to(ctx.device) for t in to_tensors(sample_corpus(max(SWEEP[ctx.device]), ctx.seed)))
     xb, yb = x[:BATCH], y[:BATCH]  # (BATCH, 22)
 

@@ -1,18 +1,17 @@
 """Measurements of the op against torch.softmax: each returns numbers that the lab compares with thresholds.
 
 Shapes depend on the device: under Triton's interpreter (CPU) every program costs about 1.3 ms, so the CPU
-shapes are small; the long-row cases still cross into the split-row kernels (N > ONE_PASS_MAX).
+shapes are small; the long-row cases still cross into the long-row kernels (N > ONE_PASS_MAX).
 """
 
 import torch
 
-from workshop.ops import softmax
-from workshop.ops import softmax_kernels as kernels
+from workshop.ops import softmax, softmax_launch
 
 # Slack on top of torch.softmax's own error (vs a float64 reference), per dtype: about one rounding of a
 # probability in [0, 1].
 SLACK = {torch.float64: 1e-14, torch.float32: 1e-7, torch.float16: 5e-4, torch.bfloat16: 4e-3}
-LONG_ROW = kernels.ONE_PASS_MAX * 8  # 262,144: a big vocabulary, cut into CHUNK-sized pieces
+LONG_ROW = softmax_launch.ONE_PASS_MAX * 8  # 262,144: a big vocabulary, cut into CHUNK-sized pieces
 
 
 def shapes(device: str) -> dict[str, tuple[int, ...]]:
@@ -20,12 +19,12 @@ def shapes(device: str) -> dict[str, tuple[int, ...]]:
         return {
             "lm_head": (4096, 600),
             "long": (64, LONG_ROW),
-            "gradcheck_long": (2, kernels.ONE_PASS_MAX + 77),
+            "gradcheck_long": (2, softmax_launch.ONE_PASS_MAX + 77),
         }
     return {
         "lm_head": (64, 600),
         "long": (2, LONG_ROW),
-        "gradcheck_long": (1, kernels.ONE_PASS_MAX + 77),
+        "gradcheck_long": (1, softmax_launch.ONE_PASS_MAX + 77),
     }
 
 
@@ -81,9 +80,9 @@ def special_rows(n_cols: int, device: str) -> torch.Tensor:
 
 
 def special_value_mismatches(device: str, long_cols: int) -> dict[str, int]:
-    """Rows whose result differs from torch.softmax (NaN == NaN), for a short row and a long (split) row."""
+    """Rows whose result differs from torch.softmax (NaN == NaN), for a short row and a long row."""
     out = {}
-    for label, n_cols in (("one-pass rows", 600), ("split rows", long_cols)):
+    for label, n_cols in (("one-pass rows", 600), ("long rows", long_cols)):
         x = special_rows(n_cols, device)
         same = torch.isclose(
             softmax(x), torch.softmax(x, -1), rtol=1e-5, atol=1e-7, equal_nan=True
@@ -138,7 +137,7 @@ EXPECTED_WORDS = {
 
 def gradchecks(device: str, long_shape: tuple[int, ...]) -> dict[str, bool]:
     """torch.autograd.gradcheck in float64 (fast_mode: one random direction; the full Jacobian would take
-    minutes under the interpreter), on one-pass and split-row shapes, contiguous and strided."""
+    minutes under the interpreter), on one-pass and long-row shapes, contiguous and strided."""
     gen = torch.Generator().manual_seed(2)
 
     def leaf(*shape):
@@ -149,7 +148,7 @@ def gradchecks(device: str, long_shape: tuple[int, ...]) -> dict[str, bool]:
         "(4, 7) dim=-1": (leaf(4, 7), -1),
         "(3, 4, 5) dim=1": (leaf(3, 4, 5), 1),
         "(6, 14)[:, ::2] dim=0 (strided)": (strided, 0),
-        f"{long_shape} dim=-1 (split rows)": (leaf(*long_shape), -1),
+        f"{long_shape} dim=-1 (long rows)": (leaf(*long_shape), -1),
     }
     out = {}
     for name, (x, dim) in cases.items():

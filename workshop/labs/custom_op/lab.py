@@ -12,17 +12,17 @@ import torch
 
 from workshop.lab import LabContext
 from workshop.labs.custom_op import correctness as cx
-from workshop.labs.custom_op import inductor_code
+from workshop.labs.custom_op import eager_cost, inductor_code
 from workshop.minigpt import checkpoint
 from workshop.minigpt.data import train_tensors
 from workshop.minigpt.model import lm_loss
-from workshop.ops import softmax, softmax_op
+from workshop.ops import softmax, softmax_op, triton_launch
 
 
 @functools.cache
 def extern_softmax():
     """The same kernels registered as an opaque custom_op, under the lab's own namespace (for the comparison)."""
-    return softmax_op.define("workshop_lab::softmax", "custom_op")[0]
+    return softmax_op.define("workshop_lab::softmax", "custom_op").forward
 
 
 def check_correctness(ctx: LabContext, shapes: dict) -> dict:
@@ -35,7 +35,7 @@ def check_correctness(ctx: LabContext, shapes: dict) -> dict:
     long = cx.dtype_errors(ctx.device, shapes["long"], ctx.seed, (torch.float32,))["float32"]
     found["long_row_error"] = long
     ctx.check_max(
-        f"float32 long rows {shapes['long']} (split-row kernels): max error",
+        f"float32 long rows {shapes['long']} (long-row kernels): max error",
         long["ours"],
         long["tolerance"],
     )
@@ -133,7 +133,7 @@ def check_compile(ctx: LabContext) -> dict:
 def check_minigpt(ctx: LabContext) -> dict:
     """Our op in every attention block: logits and gradients vs the model with F.softmax."""
     torch.backends.cuda.matmul.allow_tf32 = False  # TF32 would blur a 1e-5 comparison on the GPU
-    model = checkpoint.load(device=ctx.device)
+    model = checkpoint.load(ctx.checkpoint, device=ctx.device)
     x, y = (t[:16].to(ctx.device) for t in train_tensors())  # (16, T) tokens and targets
 
     def logits_and_grads():
@@ -158,6 +158,20 @@ def check_minigpt(ctx: LabContext) -> dict:
     return found
 
 
+def measure_eager(ctx: LabContext) -> dict:
+    """What one eager call costs, layer by layer (eager_cost.py), and which kernels one training step launched."""
+    found = eager_cost.measure(ctx.device)
+    ctx.save_figure("eager_cost.png", eager_cost.figure(found, ctx.device))
+    x = torch.randn(eager_cost.STEP, device=ctx.device, requires_grad=True)
+    with triton_launch.recording() as launches:
+        softmax(x).backward(torch.ones_like(x))
+    found["step_launches"] = [
+        {"kernel": launch.kernel, "grid": list(launch.grid), "constexprs": launch.constexprs}
+        for launch in launches
+    ]
+    return found
+
+
 def run(ctx: LabContext) -> None:
     torch.manual_seed(ctx.seed)
     shapes = cx.shapes(ctx.device)
@@ -171,6 +185,7 @@ def run(ctx: LabContext) -> None:
         "autograd": lambda: check_autograd(ctx, shapes),
         "compile": lambda: check_compile(ctx),
         "minigpt": lambda: check_minigpt(ctx),
+        "eager": lambda: measure_eager(ctx),
     }
     for name, section in sections.items():
         start = time.perf_counter()
@@ -178,35 +193,13 @@ def run(ctx: LabContext) -> None:
         found["seconds"][name] = round(time.perf_counter() - start, 1)
         print(f"section {name}: {found['seconds'][name]} s", flush=True)
     ctx.extra.update(found)
-    ctx.summary = summary(ctx, found)
-
-
-def summary(ctx: LabContext, found: dict) -> str:
-    errs = found["correctness"]["dtype_errors"]
-    rows = "\n".join(f"| {d} | {e['ours']:.2e} | {e['torch']:.2e} |" for d, e in errs.items())
-    bad = "\n".join(f"- {k}: `{v}`" for k, v in found["correctness"]["bad_inputs"].items())
-    census = "\n".join(
-        f"- **{k}**: {v['extern_calls']} extern calls of the op, {v['inlined_kernel_defs']} of our "
-        f"kernels inlined, {v['modules']} generated modules"
-        for k, v in found["compile"].items()
+    ctx.render_summary(
+        registration=found["registration"],
+        shapes=found["shapes"],
+        dtype_errors=found["correctness"]["dtype_errors"],
+        bad_inputs=found["correctness"]["bad_inputs"],
+        census=found["compile"],
+        minigpt=found["minigpt"],
+        eager=found["eager"],
+        launch_share=eager_cost.launch_share(found["eager"]),
     )
-    return f"""
-`torch.ops.workshop.softmax` is registered here as a **{found["registration"]}** (device {ctx.device}).
-
-Accuracy against a float64 softmax, shape {found["shapes"]["lm_head"]}:
-
-| dtype | ours | torch.softmax |
-|---|---|---|
-{rows}
-
-Bad input:
-
-{bad}
-
-What Inductor made of the op (`inductor_custom_op.txt`, `inductor_triton_op.txt`):
-
-{census}
-
-MiniGPT with our softmax in its attention: logits differ by {found["minigpt"]["logits"]:.1e}, gradients by
-{found["minigpt"]["grads"]:.1e}.
-"""

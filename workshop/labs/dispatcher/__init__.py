@@ -3,6 +3,6 @@ from workshop.lab import LabSpec
 LAB = LabSpec(
     name="dispatcher",
     order=1,
-    title="trace F.linear(x, W, b) through the dispatcher: keys, kernels, autograd node, GEMM kernel",
+    title="trace F.linear(x, W, b) and torch.matmul through the dispatcher: keys, kernels, GEMM op and kernel",
     entry="workshop.labs.dispatcher.lab:run",
 )

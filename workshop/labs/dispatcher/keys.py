@@ -26,6 +26,8 @@ PER_BACKEND_PREFIX = {
     "NestedTensor": "NestedTensor",
     "AutogradFunctionality": "Autograd",
 }
+# An operator with a schema and no kernel of its own: every filled slot of its table is a backend fallback.
+PROBE_NAMESPACE, PROBE_OP = "workshop_dispatcher_probe", "no_kernels"
 
 
 def _value(name: str) -> int:
@@ -98,6 +100,17 @@ def keys_below(key: str) -> C.DispatchKeySet:
     return C._dispatch_keyset_full_after(getattr(DK, key))
 
 
+def real_keys_in_play(op: str, tensor_ks, include, exclude) -> C.DispatchKeySet:
+    """The key set the real dispatcher picks from for op: (tensor keys | TLS include) - TLS exclude, without the
+    keys whose slot in op's table is a fallthrough (the dispatcher skips those as if they were absent)."""
+    ks = (tensor_ks | include) - exclude
+    table = computed_table(op)
+    for name in names(ks):
+        if name in table and table[name].fallthrough:
+            ks = ks.remove(getattr(DK, name))
+    return ks
+
+
 # ---- kernel tables ----
 _LINE = re.compile(r"^(?P<key>\w+)(?P<alias>\[alias\])?(?P<inactive> \(inactive\))?: (?P<rest>.*)$")
 _SOURCE = re.compile(r"registered at (?P<path>[^\s:']+)")  # the path, without ":LINE"
@@ -105,17 +118,16 @@ _TAG = re.compile(r"\[(?P<tag>[^\]]*)\]\s*$")
 
 
 @dataclass(frozen=True)
-class Kernel:
+class TableEntry:
+    """One slot of an operator's dispatch table (or one registration): which kernel, and how it got there."""
+
     source: str  # file the kernel was registered from, no directory, no line: "VariableType_0.cpp"
     tag: str  # what the table says about it: "kernel", "math kernel", "autograd kernel", "backend fallback", ...
     fallthrough: bool  # the dispatcher skips fallthrough keys as if they were not in the key set
 
-    def as_dict(self) -> dict:
-        return {"source": self.source, "tag": self.tag, "fallthrough": self.fallthrough}
 
-
-def parse_table(text: str) -> dict[str, Kernel]:
-    """'KEY[alias]: [fallthrough ]registered at PATH:LINE ... [tag]' lines -> {key: Kernel}. Lines that do not
+def parse_table(text: str) -> dict[str, TableEntry]:
+    """'KEY[alias]: [fallthrough ]registered at PATH:LINE ... [tag]' lines -> {key: TableEntry}. Lines that do not
     look like that (name:, schema:, debug:, inactive kernels) are skipped, so format drift degrades gently."""
     table = {}
     for line in text.splitlines():
@@ -131,27 +143,51 @@ def parse_table(text: str) -> dict[str, Kernel]:
             " ".join(w for w in tag_text.split() if w not in ("fallthrough", "boxed", "unboxed"))
             or "kernel"
         )
-        table[m["key"] + ("[alias]" if m["alias"] else "")] = Kernel(
+        table[m["key"] + ("[alias]" if m["alias"] else "")] = TableEntry(
             os.path.basename(src["path"]), kind, fallthrough
         )
     return table
 
 
 @cache
-def computed_table(op: str) -> dict[str, Kernel]:
+def computed_table(op: str) -> dict[str, TableEntry]:
     """The dispatcher's computed table for op: runtime key -> the kernel a call at that key runs."""
     return parse_table(C._dispatch_dump_table(op))
 
 
 @cache
-def registrations(op: str) -> dict[str, Kernel]:
+def registrations(op: str) -> dict[str, TableEntry]:
     """What was registered for op itself (runtime keys and 'Alias[alias]' keys), before the table is computed."""
     return parse_table(C._dispatch_dump(op))
 
 
-def backend_fallbacks(op: str) -> dict[str, Kernel]:
-    """Per-key fallbacks (registered for every op of a key, e.g. Python, ADInplaceOrView) as op's table shows them."""
-    return {k: v for k, v in computed_table(op).items() if v.tag == "backend fallback"}
+@cache
+def _probe_library() -> torch.library.Library:
+    """Define PROBE_OP once per process (a schema, no kernels); the Library object keeps it registered."""
+    lib = torch.library.Library(PROBE_NAMESPACE, "DEF")
+    lib.define(f"{PROBE_OP}(Tensor x) -> Tensor")
+    return lib
+
+
+@cache
+def backend_fallbacks() -> dict[str, TableEntry]:
+    """The per-key fallbacks (one kernel per key, for every operator, e.g. Python's or autograd's) as they were
+    registered: the table of an operator with no kernels of its own, so nothing in it is op-specific. Reading
+    them from the traced op's own table instead would copy the answer the re-implementation is graded on."""
+    _probe_library()
+    table = parse_table(C._dispatch_dump_table(f"{PROBE_NAMESPACE}::{PROBE_OP}"))
+    return {k: v for k, v in table.items() if v.tag == "backend fallback"}
+
+
+def fallback_contradictions() -> list[str]:
+    """Keys where backend_fallbacks() and the dispatcher's own _dispatch_has_backend_fallback(key) disagree
+    (keys this torch's Python enum cannot name, such as Tracer, are not asked)."""
+    mine = backend_fallbacks()
+    return [
+        n
+        for n in runtime_key_names()
+        if (n in mine) != C._dispatch_has_backend_fallback(getattr(DK, n))
+    ]
 
 
 def computed_kernel_source(op: str, key: str) -> tuple[str | None, str]:

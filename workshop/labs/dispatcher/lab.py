@@ -1,134 +1,237 @@
-"""Lab dispatcher: one F.linear(x, W, b) with the LM head's weights, followed through every dispatch decision.
+"""Lab dispatcher: F.linear(x, W, b) with the LM head's weights, and torch.matmul on 2-D and 3-D inputs, followed
+through every dispatch decision down to the op (and, on CUDA, the cuBLAS kernel) that does the GEMM.
 
 Each scenario is recorded (recorder.py), explained key by key with the readable re-implementation (reimpl.py)
-beside the real dispatcher's answers (keys.py), and written to trace.json / trace.md / dispatch_path.png.
+beside the real dispatcher's answers (keys.py, crosscheck.py), and written to trace.json / trace.md /
+dispatch_path.png / profiler/*.json. The learner's table_entry, walk, predictions and answers are graded on the
+run's decisions (decisions.py, trace_facts.py).
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 
 import torch
 
+from workshop import atomic, templates
+from workshop.i18n import _
 from workshop.lab import LabContext
-from workshop.labs.dispatcher import render
-from workshop.labs.dispatcher.explain import flat, priority_disagreements
-from workshop.labs.dispatcher.scenarios import all_scenarios, lm_head_input, run_scenario
+from workshop.labs.dispatcher import decisions, keys, trace_facts, trace_text
+from workshop.labs.dispatcher.crosscheck import flat, priority_disagreements
+from workshop.labs.dispatcher.ladder import dispatch_path_figure
+from workshop.labs.dispatcher.scenario_list import CALLS, all_scenarios
+from workshop.labs.dispatcher.tracing import ScenarioResult, lm_head_input, run_scenario
 from workshop.minigpt import checkpoint
+
+PROFILE_DIR = "profiler"  # one Chrome trace JSON per scenario, for Perfetto / chrome://tracing
 
 
 def run(ctx: LabContext) -> None:
-    devices = ["cpu"] + (["cuda"] if ctx.device == "cuda" else [])
     start = time.perf_counter()
-    results = []
-    for device in devices:
-        model = checkpoint.load(device=device)
-        x = lm_head_input(model, ctx.seed, device)  # (2, T, 64)
-        results += [run_scenario(sc, model.lm_head, x) for sc in all_scenarios([device])]
+    results, profiles = trace_all(ctx)
     elapsed = time.perf_counter() - start
-    by_name = {r["name"]: r for r in results}
-    calls = [n for r in results for n in flat(r["tree"])]
-    steps = [s for n in calls for s in n["chain"]]
-
-    ctx.write_json("trace.json", {"torch": torch.__version__, "scenarios": results})
-    ctx.write_text("trace.md", render.trace_md(results))
-    main = by_name[f"{ctx.device}/grad/3d"]
-    inference = by_name[f"{ctx.device}/inference_mode/3d"]
-    ctx.save_figure("dispatch_path.png", render.dispatch_path_figure([main, inference]))
-
-    ctx.check_max(
-        "aten op calls without a winning key and kernel", sum(not n["explained"] for n in calls), 0
+    write_outputs(ctx, results, profiles)
+    check_trace(ctx, results)
+    check_observations(ctx, results)
+    ctx.check_max(_("tracing time, all scenarios (s)"), elapsed, 120)
+    grade_exercises(ctx, results)
+    by_name = {r.name: r for r in results}
+    ctx.extra.update(
+        torch=torch.__version__,
+        scenarios=list(by_name),
+        calls=call_count(results),
+        decisions=decision_count(results),
+        gemm_kernels={r.name: r.gemm_kernels for r in results if r.gemm_kernels},
+        matmul={r.name: matmul_record(r) for r in results if r.call != "linear"},
+        profiler_traces=sorted(profiles),
+        elapsed_s=round(elapsed, 2),
     )
-    ctx.check_min("dispatch decisions compared (key + kernel per chain step)", len(steps), 100)
+    ctx.render_summary(**summary_values(ctx, results, sorted(profiles)))
+
+
+def trace_all(ctx: LabContext) -> tuple[list[ScenarioResult], dict[str, bytes]]:
+    """Every scenario on the CPU, and on CUDA too when the run is on a GPU; each one's profiler trace."""
+    results, profiles = [], {}
+    for device in ["cpu"] + (["cuda"] if ctx.device == "cuda" else []):
+        model = checkpoint.load(ctx.checkpoint, device=device)
+        x = lm_head_input(model, ctx.seed, device)  # (2, T, 64)
+        for sc in all_scenarios([device]):
+            result, profile = run_scenario(sc, model.lm_head, x)
+            results.append(result)
+            profiles[profile_name(sc.name)] = profile
+    return results, profiles
+
+
+def profile_name(scenario: str) -> str:
+    """'cpu/grad/3d' -> 'profiler/cpu-grad-3d.json'."""
+    return f"{PROFILE_DIR}/{scenario.replace('/', '-')}.json"
+
+
+def scenario_json(r: ScenarioResult) -> dict:
+    return {
+        **asdict(r),
+        "gemm_op": r.gemm_op,
+        "profiler": {**asdict(r.profiler), "ok": r.profiler.ok},
+    }
+
+
+def write_outputs(ctx: LabContext, results: list[ScenarioResult], profiles: dict[str, bytes]):
+    ctx.write_json(
+        "trace.json", {"torch": torch.__version__, "scenarios": [scenario_json(r) for r in results]}
+    )
+    for name, data in profiles.items():
+        atomic.write_bytes(ctx.path(name), data)
+    values = {
+        "results": results,
+        "calls": CALLS,
+        "max_shown": trace_text.MAX_SHOWN,
+        "t": trace_text,
+    }
+    ctx.write_text("trace.md", templates.render(ctx.lab_folder, ctx.lang, values, "trace.md.j2"))
+    by_name = {r.name: r for r in results}
+    panels = [by_name[f"{ctx.device}/grad/3d"], by_name[f"{ctx.device}/inference_mode/3d"]]
+    ctx.save_figure("dispatch_path.png", dispatch_path_figure(panels))
+
+
+def call_count(results: list[ScenarioResult]) -> int:
+    return sum(len(list(flat(r.tree))) for r in results)
+
+
+def decision_count(results: list[ScenarioResult]) -> int:
+    """Chain positions compared: a step only one of the two chains has counts too."""
+    return sum(len(n.chain) for r in results for n in flat(r.tree))
+
+
+def check_trace(ctx: LabContext, results: list[ScenarioResult]) -> None:
+    """The re-implementation against the real dispatcher, on every call of the run."""
+    nodes = [n for r in results for n in flat(r.tree)]
+    steps = [s for n in nodes for s in n.chain]
     ctx.check_max(
-        "decisions where the re-implementation disagrees with the dispatcher",
-        sum(not s["agrees"] for s in steps),
+        _("aten op calls without a winning key and kernel"), sum(not n.explained for n in nodes), 0
+    )
+    # 10 scenarios of 2-8 calls, 1-4 steps each: a recorder that loses calls falls far below
+    ctx.check_min(_("dispatch decisions compared (key + kernel per chain step)"), len(steps), 100)
+    ctx.check_max(
+        _("decisions where the re-implementation disagrees with the dispatcher (whole chains)"),
+        sum(not s.agrees for s in steps),
         0,
     )
     ctx.check_max(
-        "reimpl.PRIORITY pairs ordered unlike DispatchKeySet.highestPriorityTypeId",
+        _(
+            "backend fallbacks (read off an op with no kernels) that _dispatch_has_backend_fallback denies"
+        ),
+        len(keys.fallback_contradictions()),
+        0,
+    )
+    ctx.check_max(
+        _("reimpl.PRIORITY pairs ordered unlike DispatchKeySet.highestPriorityTypeId"),
         len(priority_disagreements()),
         0,
     )
     ctx.check_max(
-        "calls seen at the Python key where the chain says otherwise (or vice versa)",
-        sum(not n["python_key_consistent"] for n in calls),
+        _("calls seen at the Python key where the chain says otherwise (or vice versa)"),
+        sum(not n.python_key_consistent for n in nodes),
+        0,
+    )
+
+
+def expected_autograd_node(r: ScenarioResult) -> str | None:
+    """The node autograd records for the output: none when grad mode is off or no input requires grad, else
+    the backward node of the last op that made the output (aten::_unsafe_view -> UnsafeViewBackward0)."""
+    records = r.mode not in ("no_grad", "inference_mode") and any(
+        a.requires_grad for a in r.python_layer[0].tensor_args
+    )
+    if not records:
+        return None
+    last = trace_text.top_ops(r.tree)[-1].removeprefix("aten::")
+    return "".join(part.capitalize() for part in last.split("_")) + "Backward0"
+
+
+def check_observations(ctx: LabContext, results: list[ScenarioResult]) -> None:
+    """What the observers saw, against each other and against what each scenario's state implies."""
+    ctx.check_max(
+        _("scenarios whose profiler op list the trace does not explain"),
+        sum(not r.profiler.ok for r in results),
         0,
     )
     ctx.check_max(
-        "scenarios whose profiler op list the trace does not explain",
-        sum(not r["profiler"]["ok"] for r in results),
+        _("scenarios whose output differs from the same call made unobserved (torch.equal)"),
+        sum(not r.output_equals_plain_call for r in results),
         0,
+    )
+    ctx.check_equal(
+        _("scenarios where the root op itself reaches the Python key"),
+        sorted(r.name for r in results if r.tree.arrived_at_python),
+        sorted(r.name for r in results if r.mode == "inference_mode"),
+    )
+    ctx.check_equal(
+        _("autograd node recorded for the output, per scenario"),
+        {r.name: (r.autograd_nodes or [None])[0] for r in results},
+        {r.name: expected_autograd_node(r) for r in results},
     )
     ctx.check_max(
-        "scenarios whose output differs from lm_head(x) (torch.equal)",
-        sum(not r["output_equals_lm_head"] for r in results),
+        _("scenarios whose trace holds not exactly one GEMM op call"),
+        sum(len(r.gemm_ops) != 1 for r in results),
         0,
-    )
-    ctx.check_equal(
-        "scenarios where aten::linear itself reaches the Python key",
-        sorted(r["name"] for r in results if r["tree"]["arrived_at_python"]),
-        sorted(r["name"] for r in results if r["mode"] == "inference_mode"),
-    )
-    root_node = {
-        ("grad", 3): "ViewBackward0",
-        ("grad", 2): "AddmmBackward0",
-        ("autocast_bf16", 3): "ViewBackward0",
-    }
-    ctx.check_equal(
-        "autograd node recorded for the output, per scenario",
-        {r["name"]: (r["autograd_nodes"] or [None])[0] for r in results},
-        {r["name"]: root_node.get((r["mode"], r["rank"])) for r in results},
     )
     if ctx.device == "cuda":
-        ctx.check_min(
-            "GEMM kernels named in the CUDA trace (cuda/grad/3d)",
-            len(by_name["cuda/grad/3d"]["gemm_kernels"]),
-            1,
+        ctx.check_max(
+            _("CUDA scenarios whose GEMM op launched no device kernel the profiler saw"),
+            sum(not r.gemm_kernels for r in results if r.device == "cuda"),
+            0,
         )
-    ctx.check_max("tracing time, all scenarios (s)", elapsed, 120)
-
-    gemm = {r["name"]: r["gemm_kernels"] for r in results if r["gemm_kernels"]}
-    ctx.extra.update(
-        torch=torch.__version__,
-        scenarios=[r["name"] for r in results],
-        calls=len(calls),
-        decisions=len(steps),
-        gemm_kernels=gemm,
-        elapsed_s=round(elapsed, 2),
-    )
-    ctx.summary = summary(ctx, results, main, len(calls), len(steps))
 
 
-def summary(ctx: LabContext, results: list[dict], main: dict, n_calls: int, n_steps: int) -> str:
-    root = main["tree"]
-    inf = next(r for r in results if r["name"] == f"{ctx.device}/inference_mode/3d")["tree"]
-    gemm = {r["name"]: r["gemm_kernels"] for r in results if r["gemm_kernels"]}
-    gemm_text = (
-        "\n".join(f"- `{n}`: " + ", ".join(f"`{k}`" for k in ks) for n, ks in gemm.items())
-        or "- none on this run (CPU only: run with `--device cuda` to see the cuBLAS/cuBLASLt kernel)"
-    )
-    first_ops = ", ".join(f"`{c['op']}`" for c in root["children"][:4])
-    addmm = next(c for c in root["children"] if c["op"] == "aten::addmm")
-    addmm_keys = " → ".join(s["key"] for s in addmm["chain"])
-    addmm_node = main["autograd_nodes"][1] if len(main["autograd_nodes"]) > 1 else "-"
-    return f"""
-`F.linear(x, lm_head.weight, lm_head.bias)` traced in {len(results)} scenarios on torch {torch.__version__}:
-{n_calls} operator calls, {n_steps} dispatch decisions, each compared with the real dispatcher.
+def grade_exercises(ctx: LabContext, results: list[ScenarioResult]) -> None:
+    with ctx.grading("table_entry") as impl:
+        decisions.grade_table_entry(ctx, impl, decisions.slots(results))
+    with ctx.grading("walk") as impl:
+        decisions.grade_walk(ctx, impl, decisions.walks(results))
+    with ctx.grading("predictions") as impl:
+        trace_facts.grade_predictions(ctx, impl, trace_facts.predictions(results))
+    with ctx.grading("answers") as impl:
+        trace_facts.grade_answers(ctx, impl, trace_facts.answers(results))
 
-- **{main["name"]}**: `aten::linear` {render.chain_text(root)}. The decomposition then calls
-  {first_ops}; `aten::addmm` walks
-  {addmm_keys}
-  and records `{addmm_node}`.
-- **inference_mode**: `aten::linear` {render.chain_text(inf)}: the TLS exclude set holds
-  AutogradFunctionality, so no autograd key is in play and the first kernel below the Python key is the
-  decomposition registered at the backend key.
-- GEMM kernels launched on the device:
-{gemm_text}
 
-See `trace.md` (tables per scenario, side by side), `trace.json`, and the key ladder:
+def matmul_record(r: ScenarioResult) -> dict:
+    """What result.json says of a matmul scenario (the theory text quotes it)."""
+    return {
+        "call": CALLS[r.call],
+        "input_shapes": [a.shape for a in r.python_layer[0].tensor_args],
+        "decided_at": r.tree.real_keys[-1],
+        "ops": trace_text.top_ops(r.tree),
+        "gemm_op": r.gemm_op,
+        "gemm_kernels": r.gemm_kernels,
+        "output": r.output,
+    }
 
-![dispatch path](dispatch_path.png)
 
-{render.comparison_md(results)}
-"""
+def summary_values(ctx: LabContext, results: list[ScenarioResult], profiles: list[str]) -> dict:
+    by_name = {r.name: r for r in results}
+    main, inference = by_name[f"{ctx.device}/grad/3d"], by_name[f"{ctx.device}/inference_mode/3d"]
+    root, folded = inference.tree, by_name[f"{ctx.device}/matmul/3d"]
+    return {
+        "torch": torch.__version__,
+        "results": results,
+        "n_calls": call_count(results),
+        "n_decisions": decision_count(results),
+        "main": main,
+        "addmm": next(c for c in main.tree.children if c.op == "aten::addmm"),
+        "inference": inference,
+        # the remark on inference_mode is printed only when this run shows each part of it
+        "inference_excludes_autograd": "AutogradFunctionality" in root.tls_exclude
+        and not any(k.startswith("Autograd") for k in root.real_keys),
+        "inference_decomposes_below_python": root.arrived_at_python
+        and root.kernel is not None
+        and root.kernel.tag == "math kernel",
+        "matmul": [r for r in results if r.call != "linear"],
+        # the sentences on matmul's GEMM op are printed only when this run's trace shows them
+        "matmul_folds": folded.gemm_ops == ["aten::mm"]
+        and trace_text.top_ops(folded.tree)[-1] == "aten::_unsafe_view",
+        "matmul_batches": by_name[f"{ctx.device}/matmul_batched/3d"].gemm_ops == ["aten::bmm"],
+        "calls": CALLS,
+        "main_profile": profile_name(main.name),
+        "profiles": profiles,
+        "t": trace_text,
+    }

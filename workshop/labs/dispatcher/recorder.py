@@ -1,20 +1,23 @@
 """Watch one call go through PyTorch: the Python layer, every aten op that reaches the Python key, the profiler.
 
 Three observers, each at a different depth:
-- PythonLayer (a TorchFunctionMode) sees `F.linear` before any dispatching, with the TLS sets of that moment.
+- PythonLayer (a TorchFunctionMode) sees `F.linear` / `torch.matmul` before any dispatching, with the TLS sets
+  of that moment.
 - DispatchRecorder (a TorchDispatchMode) is the kernel at the Python key. It records each aten op that gets
   that far (op, key sets of its tensor inputs, TLS), then hands the call on below the Python key itself, with
-  `redispatch` and a key set it computes from the real dispatcher's data, so the kernel there runs exactly as it
-  would without the recorder. It re-enters itself meanwhile, so the calls that kernel makes are recorded too,
+  `redispatch` and the key set the real dispatcher would use, so the kernel there runs exactly as it would
+  without the recorder. It re-enters itself meanwhile, so the calls that kernel makes are recorded too,
   nested. Ops decided above the Python key (CompositeImplicitAutograd at the autograd key, autocast) never
   arrive: that difference is what the lab is about.
 - torch.profiler records every operator call (not redispatches), wherever it was decided, and on CUDA the device
-  kernels each op launched (the GEMM).
+  kernels each op launched (the GEMM). Its trace is kept for Perfetto / chrome://tracing.
 """
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -33,12 +36,9 @@ class Call:
     tensor_keys: object  # DispatchKeySet: union over the tensor arguments
     tls: tuple  # (include, exclude) DispatchKeySets where it was observed
     arrived_at_python: bool = False
-    below_python_key: str | None = (
-        None  # the key the recorder's redispatch ran (the real dispatcher's pick)
-    )
-    child_tls: tuple | None = (
-        None  # TLS in force while the kernel below Python ran (its calls start from this)
-    )
+    below_python_key: str | None = None  # the key the recorder's redispatch ran (the real pick)
+    # TLS while the kernel below Python ran (the calls it makes start from it)
+    child_tls: tuple | None = None
     children: list[Call] = field(default_factory=list)
     output: str = ""
 
@@ -46,26 +46,11 @@ class Call:
     def qualified(self) -> str:
         return self.op if self.overload == "default" else f"{self.op}.{self.overload}"
 
-    def flat(self):
-        yield self
-        for c in self.children:
-            yield from c.flat()
 
-
-def _describe(out) -> str:
+def describe(out) -> str:
+    """'float32[2, 6, 600]' for each tensor in out."""
     ts = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
     return ", ".join(f"{str(t.dtype).removeprefix('torch.')}{list(t.shape)}" for t in ts)
-
-
-def below_python_keyset(op: str, tensor_ks, include, exclude):
-    """What the dispatcher itself would pass on from the Python key: (tensor keys | include) - exclude, the keys
-    below Python only, without the keys whose kernel for op is a fallthrough (the dispatcher skips them)."""
-    ks = ((tensor_ks | include) - exclude) & keys.keys_below("Python")
-    table = keys.computed_table(op)
-    for name in keys.names(ks):
-        if name in table and table[name].fallthrough:
-            ks = ks.remove(getattr(keys.DK, name))
-    return ks
 
 
 class DispatchRecorder(TorchDispatchMode):
@@ -81,7 +66,9 @@ class DispatchRecorder(TorchDispatchMode):
             func._schema.name, func._overloadname, keys.tensor_keys(tensors), keys.tls(), True
         )
         (self._stack[-1].children if self._stack else self.calls).append(call)
-        ks = below_python_keyset(call.qualified, call.tensor_keys, *call.tls)
+        # what the dispatcher itself would pass on from the Python key: the keys below it only
+        ks = keys.real_keys_in_play(call.qualified, call.tensor_keys, *call.tls)
+        ks = ks & keys.keys_below("Python")
         call.below_python_key = ks.highestPriorityTypeId().name
         self._stack.append(call)
         try:
@@ -90,15 +77,25 @@ class DispatchRecorder(TorchDispatchMode):
                 out = func.redispatch(ks, *args, **kwargs)
         finally:
             self._stack.pop()
-        call.output = _describe(out)
+        call.output = describe(out)
         return out
 
 
-@dataclass
+@dataclass(frozen=True)
+class TensorArg:
+    shape: list[int]
+    dtype: str
+    device: str
+    requires_grad: bool
+    dispatch_keys: list[str]
+
+
+@dataclass(frozen=True)
 class PythonCall:
     function: str  # "torch.nn.functional.linear"
-    tensor_args: list[dict]  # shape, dtype, device, requires_grad, dispatch keys
-    tls: tuple  # (include, exclude) DispatchKeySets when the call enters C++
+    tensor_args: list[TensorArg]
+    tls_include: list[str]  # TLS key sets when the call enters C++
+    tls_exclude: list[str]
 
 
 class PythonLayer(TorchFunctionMode):
@@ -108,43 +105,51 @@ class PythonLayer(TorchFunctionMode):
         super().__init__()
         self.calls: list[PythonCall] = []
         self.root_args: tuple = ()
+        self.root_tls: tuple = ()
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
         name = f"{getattr(func, '__module__', None) or 'torch'}.{getattr(func, '__name__', repr(func))}"
         info = [
-            {
-                "shape": list(t.shape),
-                "dtype": str(t.dtype).removeprefix("torch."),
-                "device": str(t.device),
-                "requires_grad": t.requires_grad,
-                "dispatch_keys": keys.names(torch._C._dispatch_keys(t)),
-            }
+            TensorArg(
+                list(t.shape),
+                str(t.dtype).removeprefix("torch."),
+                str(t.device),
+                t.requires_grad,
+                keys.names(torch._C._dispatch_keys(t)),
+            )
             for t in tensors
         ]
+        include, exclude = keys.tls()
         if not self.calls:
-            self.root_args = tuple(tensors)
-        self.calls.append(
-            PythonCall(name.replace("torch._C._nn.", "torch.nn.functional."), info, keys.tls())
-        )
+            self.root_args, self.root_tls = tuple(tensors), (include, exclude)
+        function = name.replace("torch._C._nn.", "torch.nn.functional.")
+        self.calls.append(PythonCall(function, info, keys.names(include), keys.names(exclude)))
         return func(*args, **kwargs)
+
+
+@dataclass(frozen=True)
+class DeviceKernel:
+    op: str | None  # the aten op that launched it (None where the profiler does not say)
+    kernel: str  # the device kernel's name, e.g. cuBLAS's "gemmSN_TN_kernel<...>"
 
 
 @dataclass
 class Recording:
     output: torch.Tensor
     python: list[PythonCall]
-    root_args: tuple  # the tensors F.linear was called with
+    root_args: tuple  # the tensors the traced function was called with
+    root_tls: tuple  # (include, exclude) DispatchKeySets when it entered C++
     observed: list[Call]  # DispatchRecorder.calls
     profiled_ops: list[str]  # every aten op called, in call order (profiler)
-    device_kernels: list[dict]  # {"op", "kernel"} for each device kernel launched (CUDA only)
+    device_kernels: list[DeviceKernel]  # each device kernel launched (CUDA only)
+    profile_trace: bytes  # the profiler's Chrome trace JSON (Perfetto, chrome://tracing)
     notes: list[str]
 
 
 def record(fn, device: str) -> Recording:
     """Run fn() under all three observers (profiler outermost, so it also sees the recorders' work)."""
-    notes = []
     activities = [torch.profiler.ProfilerActivity.CPU]
     if device == "cuda":
         activities.append(torch.profiler.ProfilerActivity.CUDA)
@@ -156,16 +161,35 @@ def record(fn, device: str) -> Recording:
             torch.cuda.synchronize()
     events = sorted(prof.events(), key=lambda e: (e.time_range.start, -e.time_range.end))
     ops = [e for e in events if e.name.startswith("aten::") and str(e.device_type).endswith("CPU")]
-    kernels = []
-    for e in ops:  # device kernels hang off the op that launched them
-        kernels += [{"op": e.name, "kernel": k.name} for k in getattr(e, "kernels", [])]
-    if device == "cuda" and not kernels:
-        kernels = [
-            {"op": None, "kernel": e.name} for e in events if str(e.device_type).endswith("CUDA")
-        ]
-        notes.append(
-            "profiler events carry no .kernels here: device kernels listed without their op"
-        )
+    kernels, notes = _device_kernels(events, ops, device)
     return Recording(
-        out, python.calls, python.root_args, dispatch.calls, [e.name for e in ops], kernels, notes
+        out,
+        python.calls,
+        python.root_args,
+        python.root_tls,
+        dispatch.calls,
+        [e.name for e in ops],
+        kernels,
+        _chrome_trace(prof),
+        notes,
     )
+
+
+def _device_kernels(events, ops, device: str) -> tuple[list[DeviceKernel], list[str]]:
+    """Device kernels hang off the op that launched them; where this profiler does not link them, list them
+    without their op and say so."""
+    kernels = [DeviceKernel(e.name, k.name) for e in ops for k in getattr(e, "kernels", [])]
+    if device != "cuda" or kernels:
+        return kernels, []
+    unlinked = [DeviceKernel(None, e.name) for e in events if str(e.device_type).endswith("CUDA")]
+    return unlinked, [
+        "profiler events carry no .kernels here: device kernels listed without their op"
+    ]
+
+
+def _chrome_trace(prof) -> bytes:
+    """The profile as Chrome trace JSON (export_chrome_trace writes only to a path)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "trace.json"
+        prof.export_chrome_trace(str(path))
+        return path.read_bytes()

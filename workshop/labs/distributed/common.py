@@ -114,8 +114,8 @@ def batches(steps: int, chunks: int, device) -> tuple[torch.Tensor, torch.Tensor
 
 
 def load_model(device):
-    """Every run, demo or reference, starts from the shipped checkpoint."""
-    return checkpoint.load(device=device).train()
+    """Every run, demo or reference, starts from the same checkpoint: the lab's --checkpoint, else the shipped one."""
+    return checkpoint.load(checkpoint.from_environment(), device=device).train()  # --checkpoint
 
 
 def optimizer(params):

@@ -18,7 +18,7 @@ TIMEOUT_S = 300
 
 def run(ctx: LabContext) -> None:
     n = ctx.n_procs
-    if why := launch.gpu_problem(n, ctx.device):
+    if why := launch.capacity_problem(n, ctx.device):
         raise ValueError(why)
     data: dict[str, dict] = {}
     failures: dict[str, str] = {}  # strategy -> the end of its torchrun output

@@ -14,27 +14,75 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from workshop import proctree
+
 STRATEGIES = ("ddp", "fsdp", "tp", "pp")
+STOP_GRACE_S = 3.0  # torchrun's and the ranks' time to exit on SIGTERM before they are killed
 
 
-def gpu_problem(n_per_node: int, device: str) -> str | None:
-    if device != "cuda":
+# The CPU's capacity for ranks (gloo, one thread each): past 4 ranks per core a step's collectives mostly wait
+# for the scheduler; and one rank's peak resident memory, measured at 420 MB (DDP and FSDP, 2 ranks, torch 2.13
+# on the CPU), with a margin for torchrun's agent and the allocator.
+RANKS_PER_CORE = 4
+RANK_BYTES = 600e6
+
+
+def capacity_problem(n_per_node: int, device: str) -> str | None:
+    """Why this machine cannot hold n_per_node ranks (None if it can): one GPU each on CUDA; on the CPU, what
+    its cores and memory hold. Checked before anything starts, for every demo alike."""
+    if device == "cuda":
+        import torch
+
+        visible = torch.cuda.device_count()
+        if n_per_node > visible:
+            return (
+                f"--n {n_per_node} asks for {n_per_node} processes, one GPU each, but {visible} GPU(s) are "
+                "visible; use --n <= the GPU count, or --device cpu to run them as CPU processes (gloo)"
+            )
         return None
-    import torch
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    memory = available_memory()
+    limit = RANKS_PER_CORE * cores
+    if memory is not None:
+        limit = max(1, min(limit, int(memory // RANK_BYTES)))
+    if n_per_node <= limit:
+        return None
+    held = f"{RANKS_PER_CORE} per core on {cores} core(s)"
+    if memory is not None:
+        held += f", {memory / 1e9:.1f} GB of free memory at {RANK_BYTES / 1e9:.1f} GB per rank"
+    return (
+        f"--n {n_per_node} asks for {n_per_node} CPU processes, but this machine holds {limit} ({held}); "
+        f"use --n {limit} or less"
+    )
 
-    visible = torch.cuda.device_count()
-    if n_per_node > visible:
-        return (
-            f"--n {n_per_node} asks for {n_per_node} processes, one GPU each, but {visible} GPU(s) are visible; "
-            "use --n <= the GPU count, or --device cpu to run them as CPU processes (gloo)"
-        )
-    return None
+
+def available_memory() -> float | None:
+    """Bytes of memory a new process may still use: Linux's MemAvailable, within the container's cgroup limit."""
+    try:
+        meminfo = Path("/proc/meminfo").read_text()
+    except OSError:
+        return None
+    available = next(
+        (
+            int(line.split()[1]) * 1024
+            for line in meminfo.splitlines()
+            if line.startswith("MemAvailable:")
+        ),
+        None,
+    )
+    cgroup = Path("/sys/fs/cgroup")
+    try:
+        limit = (cgroup / "memory.max").read_text().strip()
+        if available is not None and limit != "max":
+            available = min(available, int(limit) - int((cgroup / "memory.current").read_text()))
+    except (OSError, ValueError):
+        pass
+    return available
 
 
 def strategy_problem(strategy: str, world: int) -> str | None:
@@ -96,7 +144,10 @@ def environment() -> dict[str, str]:
 
 
 def run(cmd: list[str], log: Path, timeout_s: float = 300.0) -> tuple[int, float]:
-    """Run torchrun with its output in `log`; (exit code, seconds). On timeout the whole process group is killed."""
+    """Run torchrun with its output in `log`; (exit code, seconds).
+
+    torchrun runs in a session of its own and starts each rank in another (torchelastic's choice), so a timeout,
+    a signal or any error here stops the whole tree (proctree.stop_tree: torchrun and every rank), not a group."""
     log.parent.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     with open(log, "w") as f:
@@ -108,9 +159,13 @@ def run(cmd: list[str], log: Path, timeout_s: float = 300.0) -> tuple[int, float
         try:
             rc = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            proctree.stop_tree(proc.pid, STOP_GRACE_S)
             rc = proc.wait()
             f.write(f"\nkilled after {timeout_s:.0f} s\n")
+        finally:  # a signal (interrupt.Stopped) or an error: no rank outlives the lab
+            if proc.poll() is None:
+                proctree.stop_tree(proc.pid, STOP_GRACE_S)
+                proc.wait()
     return rc, time.monotonic() - start
 
 
@@ -135,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     a, demo_args = p.parse_args(argv[:cut]), argv[cut + 1 :]
     if a.nnodes > 1 and not a.rdzv_endpoint:
         p.error("--nnodes > 1 needs --rdzv-endpoint host:port (the same on every node)")
-    why = gpu_problem(a.n, a.device) or strategy_problem(a.strategy, a.n * a.nnodes)
+    why = capacity_problem(a.n, a.device) or strategy_problem(a.strategy, a.n * a.nnodes)
     if why:
         p.error(why)
     cmd = command(

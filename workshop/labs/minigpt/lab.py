@@ -42,7 +42,7 @@ def is_grammatical(ids: list[int]) -> bool:
 
 def run(ctx: LabContext) -> None:
     raw = checkpoint.load_raw()
-    model = checkpoint.load(device=ctx.device)
+    model = checkpoint.load(ctx.checkpoint, device=ctx.device)
     head = model.lm_head
     ctx.check_equal("vocabulary size", len(VOCAB), 600)
     ctx.check_equal(

@@ -1,0 +1,212 @@
+"""The autograd lab's exercises: the reference passes, and a learner's typical wrong solutions fail each
+exercise's checks with a message that points at the mistake. Graded in-process, on the lab's real batch."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+
+import autograd_wrong_solutions as w
+import pytest
+
+from workshop import exercise
+from workshop.lab import LabContext
+from workshop.labs.autograd import graph_facts, hand_grads, replay
+from workshop.labs.autograd.batch import load_batch
+from workshop.labs.autograd.exercises import EXERCISES, WORKSPACE_HEADER
+from workshop.labs.autograd.hand_grading import cross_entropy_cases, grade, linear_cases
+from workshop.labs.autograd.lab import grade_hand
+from workshop.labs.autograd.replay_grading import grade_backpropagate, grade_order, graph_cases
+
+
+@pytest.fixture(scope="module")
+def batch():
+    return load_batch("cpu")
+
+
+@pytest.fixture(scope="module")
+def cases(batch):
+    return {
+        "cross_entropy_grad": cross_entropy_cases(batch),
+        "linear_grads": linear_cases(batch),
+        "graphs": graph_cases(batch),
+    }
+
+
+@pytest.fixture
+def ctx(tmp_path):
+    return LabContext("autograd", tmp_path, "cpu", 1, 0)
+
+
+def failures(ctx: LabContext) -> list:
+    return [c for c in ctx.checks if not c.passed]
+
+
+def messages(ctx: LabContext) -> str:
+    return "\n".join(f"{c.name}: {c.message}" for c in failures(ctx))
+
+
+CE, LIN = "cross_entropy_grad", "linear_grads"
+
+
+@pytest.mark.parametrize(
+    "function, wrong, expected",
+    [
+        (CE, w.ce_sum_not_mean, "a sum over the 82 real targets where the loss is their mean"),
+        (CE, w.ce_mask_dropped, "the <pad> mask was dropped"),
+        (CE, w.ce_mask_on_the_class_column, "the mask applies to the positions"),
+        (CE, w.ce_mask_misaligned, "the mask is misaligned"),
+        (CE, w.ce_no_max_shift, "subtract each row's max before exp()"),
+        (CE, w.ce_sign_flipped, "the sign is flipped"),
+        (CE, w.ce_float32_always, "is torch.float32, the inputs are torch.float64"),
+        (CE, w.ce_by_autograd, "cross_entropy_grad used autograd: "),
+        (CE, w.ce_by_torch_func, "ops run by autograd's backward engine"),
+        (LIN, w.lin_transposed_dW, "dW has shape (64, 600), expected (600, 64): transposed"),
+        (LIN, w.lin_db_over_classes, "db has one entry per class"),
+        (LIN, w.lin_db_over_batch_only, "db has shape (22, 600), expected (600,)"),
+        (LIN, w.lin_dx_not_reshaped, "dx has shape (176, 64), expected (8, 22, 64): the right"),
+        (LIN, w.lin_mean_again, "divided by N twice"),
+        (LIN, w.lin_by_vjp, "linear_grads used autograd"),
+        (LIN, w.lin_float64_off_by_5e7, "dW is 1.0000005 times autograd's"),
+    ],
+    ids=lambda v: v.__name__ if callable(v) else "",
+)
+def test_hand_wrong_solutions_fail_with_a_pointed_message(ctx, cases, function, wrong, expected):
+    grade(ctx, function, wrong, cases[function])
+    assert failures(ctx), "the wrong solution passed"
+    assert expected in messages(ctx), messages(ctx)
+
+
+def test_float64_off_by_5e7_fails_at_float64_only(ctx, cases):
+    """The issue's row: 1e-7 absolute let it through; float64 is now judged at its own scale."""
+    grade(ctx, "linear_grads", w.lin_float64_off_by_5e7, cases["linear_grads"])
+    assert [c.name for c in failures(ctx)] == [
+        "linear_grads: dL/dW = autograd's (float64): max abs error"
+    ]
+
+
+# ---- engine_order ----
+@pytest.mark.parametrize(
+    "wrong, expected",
+    [
+        (w.order_bfs, "step 7: .backward() ran TBackward0"),
+        (w.order_bfs, "which sends it a gradient"),
+        (w.order_fifo, "the engine picks the highest sequence_nr"),
+        (w.order_by_sequence_nr, "AccumulateGrad(b) ran before AddmmBackward0"),
+        (w.order_without_leaves, "your order misses 3 of the graph's 10 nodes (AccumulateGrad("),
+    ],
+    ids=["bfs-order", "bfs-not-topological", "fifo", "sequence-nr-only", "no-leaves"],
+)
+def test_engine_order_wrong_solutions(ctx, cases, wrong, expected):
+    grade_order(ctx, wrong, cases["graphs"])
+    assert failures(ctx) and expected in messages(ctx), messages(ctx)
+
+
+# ---- backpropagate ----
+@pytest.mark.parametrize(
+    "wrong, expected",
+    [
+        (w.bp_overwrite, "yours equals only the LM head's (through TBackward0): add a gradient"),
+        (
+            w.bp_no_fit,
+            "b's gradient has shape (176, 600), the leaf has (600,): pass every gradient",
+        ),
+        (w.bp_keyed_by_id, "no gradient reached x"),
+    ],
+    ids=["overwrite-at-fan-in", "no-fit-to-input", "keyed-by-id"],
+)
+def test_backpropagate_wrong_solutions(ctx, cases, wrong, expected):
+    grade_backpropagate(ctx, wrong, cases["graphs"])
+    assert failures(ctx) and expected in messages(ctx), messages(ctx)
+
+
+def test_overwriting_passes_the_graph_without_fan_in(ctx, cases):
+    """Why the weight-decay graph is in the grading: on the LM head alone, overwriting is not wrong."""
+    grade_backpropagate(ctx, w.bp_overwrite, cases["graphs"])
+    assert failures(ctx) and all("(LM head + weight decay, " in c.name for c in failures(ctx))
+
+
+# ---- answers ----
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        ({"graph_nodes": 9}, "ANSWERS['graph_nodes']"),
+        ({"addmm_bias_grad_shape": "(176, 600)"}, "ANSWERS['addmm_bias_grad_shape']"),
+        ({"first_leaf": "x"}, "ANSWERS['first_leaf']"),
+        ({"db_sum": 1e-3}, "ANSWERS['db_sum']"),
+    ],
+)
+def test_wrong_answers_fail_and_say_where_to_look(ctx, cases, change, expected):
+    facts = graph_facts.measure_facts(cases["graphs"])
+    graph_facts.grade_answers(ctx, graph_facts.ANSWERS | change, facts, "not started")
+    assert [c.name for c in failures(ctx)] == [f"{expected} matches this run"]
+    assert "is not what this run shows: " in failures(ctx)[0].message
+
+
+def test_unanswered_is_not_started(ctx, cases):
+    facts = graph_facts.measure_facts(cases["graphs"])
+    with pytest.raises(NotImplementedError, match="the statement"):
+        graph_facts.grade_answers(ctx, dict.fromkeys(graph_facts.ANSWERS), facts, "the statement")
+
+
+# ---- the references pass; a learner's own correct code passes through the workspace ----
+def test_the_references_pass_every_exercise(ctx, cases):
+    grade(ctx, "cross_entropy_grad", hand_grads.cross_entropy_grad, cases["cross_entropy_grad"])
+    grade(ctx, "linear_grads", hand_grads.linear_grads, cases["linear_grads"])
+    grade_order(ctx, replay.engine_order, cases["graphs"])
+    grade_backpropagate(ctx, replay.backpropagate, cases["graphs"])
+    facts = graph_facts.measure_facts(cases["graphs"])
+    graph_facts.grade_answers(ctx, graph_facts.ANSWERS, facts, "")
+    assert ctx.checks and not failures(ctx), messages(ctx)
+
+
+LEARNER_HAND = """
+def cross_entropy_grad(logits, targets):
+    V = logits.shape[-1]
+    z = logits.reshape(-1, V)
+    t = targets.reshape(-1)
+    real = (t != PAD_ID).to(z.dtype)
+    n = real.sum()
+    p = torch.softmax(z, dim=-1)  # torch's softmax shifts by the row max itself
+    loss = -(torch.log_softmax(z, dim=-1)[torch.arange(len(t)), t] * real).sum() / n
+    g = p.clone()
+    g[torch.arange(len(t)), t] -= 1
+    return loss, (g * real[:, None] / n).reshape(logits.shape)
+
+
+def linear_grads(dlogits, x, W):
+    G = dlogits.flatten(0, -2)
+    return G.t().mm(x.flatten(0, -2)), G.sum(0), G.mm(W).view_as(x)
+"""
+
+
+def test_a_learners_correct_hand_gradients_pass_and_the_rest_is_not_started(ctx, batch, tmp_path):
+    stubs = [
+        ex.stub_code() for ex in EXERCISES if ex.name not in ("cross_entropy_grad", "linear_grads")
+    ]
+    (tmp_path / "autograd.py").write_text(WORKSPACE_HEADER + LEARNER_HAND + "\n\n".join(stubs))
+    ctx.work = tmp_path
+    grade_hand(ctx, batch)
+    results = ctx.exercise_results()
+    assert results["autograd.cross_entropy_grad"]["status"] == exercise.PASSING, messages(ctx)
+    assert results["autograd.linear_grads"]["status"] == exercise.PASSING, messages(ctx)
+
+
+def test_kahn_with_a_heap_is_what_the_hint_describes(ctx, cases):
+    """The hint's recipe, written as a learner would, passes: the grader asks for nothing more."""
+
+    def engine_order(root):
+        deps = replay.dependencies(root)
+        tie, ready, order = itertools.count(), [(-root._sequence_nr(), 0, root)], []
+        while ready:
+            node = heapq.heappop(ready)[2]
+            order.append(node)
+            for nxt, _ in node.next_functions:
+                if nxt is not None:
+                    deps[nxt] -= 1
+                    if deps[nxt] == 0:
+                        heapq.heappush(ready, (-nxt._sequence_nr(), next(tie), nxt))
+        return order
+
+    grade_order(ctx, engine_order, cases["graphs"])
+    assert ctx.checks and not failures(ctx), messages(ctx)

@@ -1,0 +1,248 @@
+"""The dispatcher lab's exercises graded in-process on one CPU trace: the reference passes each one, and a
+learner's typical wrong solutions fail it with a message that points at the mistake. One end-to-end run grades
+fresh stubs through the runner: every exercise check fails, every other check passes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from workshop import exercise
+from workshop.lab import LabContext
+from workshop.labs.dispatcher import decisions, reference_answers, reimpl, trace_facts
+from workshop.labs.dispatcher.exercises import EXERCISES, WORKSPACE_HEADER
+from workshop.labs.dispatcher.keys import TableEntry, split_runtime_key
+from workshop.labs.dispatcher.reimpl import functionality, rank
+from workshop.labs.dispatcher.scenario_list import all_scenarios
+from workshop.labs.dispatcher.tracing import lm_head_input, run_scenario
+from workshop.minigpt import checkpoint
+
+
+@pytest.fixture(scope="module")
+def results():
+    model = checkpoint.load(device="cpu")
+    x = lm_head_input(model, 0, "cpu")
+    return [run_scenario(sc, model.lm_head, x)[0] for sc in all_scenarios(["cpu"])]
+
+
+@pytest.fixture
+def ctx(tmp_path):
+    return LabContext("dispatcher", tmp_path, "cpu", 1, 0)
+
+
+def failed(ctx: LabContext) -> list:
+    return [c for c in ctx.checks if not c.passed]
+
+
+# ---- table_entry: the reference, and five wrong precedences ----
+def implicit_before_backend_kernel(regs, fallbacks, key):
+    """The decomposition at every autograd key, even where the backend has a kernel of its own."""
+    if functionality(key) in reimpl.AUTOGRAD and key not in regs and reimpl.IMPLICIT in regs:
+        return TableEntry(regs[reimpl.IMPLICIT].source, "math kernel", False)
+    return reimpl.table_entry(regs, fallbacks, key)
+
+
+def fallback_first(regs, fallbacks, key):
+    """The key's fallback before anything the op registered."""
+    return fallbacks.get(key) or reimpl.table_entry(regs, {}, key)
+
+
+def explicit_everywhere(regs, fallbacks, key):
+    """CompositeExplicitAutograd at every key that has no direct kernel, autograd keys included."""
+    if key not in regs and "CompositeExplicitAutograd[alias]" in regs:
+        entry = regs["CompositeExplicitAutograd[alias]"]
+        return TableEntry(entry.source, "default backend kernel", False)
+    return reimpl.table_entry(regs, fallbacks, key)
+
+
+def aliases_before_direct(regs, fallbacks, key):
+    """An alias key's kernel wins over a kernel registered for exactly this key."""
+    if functionality(key) == "Dense":
+        for alias in reimpl.EXPLICIT:
+            if alias in regs:
+                return TableEntry(regs[alias].source, "default backend kernel", False)
+    return reimpl.table_entry(regs, fallbacks, key)
+
+
+def fallthrough_dropped(regs, fallbacks, key):
+    """The right kernel, but the fallthrough flag lost on the way."""
+    entry = reimpl.table_entry(regs, fallbacks, key)
+    return entry and TableEntry(entry.source, entry.tag, False)
+
+
+def test_the_reference_table_entry_agrees_on_every_slot(ctx, results):
+    slots = decisions.slots(results)
+    assert sum(s.recorded for s in slots) >= 20 and sum(not s.recorded for s in slots) >= 100
+    decisions.grade_table_entry(ctx, reimpl.table_entry, slots)
+    assert len(ctx.checks) == 2 and not failed(ctx)
+
+
+@pytest.mark.parametrize(
+    "wrong, says",
+    [
+        (implicit_before_backend_kernel, "AutogradNestedTensor"),
+        (implicit_before_backend_kernel, "backend it wraps has no kernel of its own"),
+        (fallback_first, "A backend fallback is the last resort"),
+        (explicit_everywhere, "fills dense backend keys (CPU, CUDA, Meta) only"),
+        (aliases_before_direct, "registered for exactly this key comes first"),
+        (fallthrough_dropped, "fallthrough flag"),
+    ],
+)
+def test_a_wrong_precedence_fails_table_entry_with_the_rule_it_breaks(ctx, results, wrong, says):
+    decisions.grade_table_entry(ctx, wrong, decisions.slots(results))
+    messages = " ".join(c.message for c in failed(ctx))
+    assert failed(ctx) and says in messages, messages
+
+
+# ---- walk: the reference, and six wrong walks ----
+def exclude_ignored(entry, tensor_keys, include, exclude):
+    return reimpl.walk(entry, tensor_keys, include, ())
+
+
+def exclude_by_name(entry, tensor_keys, include, exclude):
+    """Removes 'AutogradFunctionality' but not AutogradCPU: names compared, not functionalities."""
+    return reimpl.walk(entry, set(tensor_keys) - set(exclude), set(include) - set(exclude), ())
+
+
+def fallthrough_kept(entry, tensor_keys, include, exclude):
+    def without_fallthrough(key):
+        e = entry(key)
+        return e and TableEntry(e.source, e.tag, False)
+
+    return reimpl.walk(without_fallthrough, tensor_keys, include, exclude)
+
+
+def no_redispatch(entry, tensor_keys, include, exclude):
+    """Only the winning key: the call never goes on below it."""
+    return reimpl.walk(entry, tensor_keys, include, exclude)[:1]
+
+
+def never_stops(entry, tensor_keys, include, exclude):
+    keys = reimpl.keys_in_play(tensor_keys, include, exclude)
+    live = (k for k in keys if (e := entry(k)) is not None and not e.fallthrough)
+    return sorted(live, key=rank, reverse=True)
+
+
+def bottom_up(entry, tensor_keys, include, exclude):
+    """The backend first, up to the top: the order of the enum in DispatchKey.h, read as priority."""
+    return reimpl.walk(entry, tensor_keys, include, exclude)[::-1]
+
+
+def test_the_reference_walk_agrees_on_every_call(ctx, results):
+    decisions.grade_walk(ctx, reimpl.walk, decisions.walks(results))
+    assert len(ctx.checks) == 1 and not failed(ctx)
+
+
+@pytest.mark.parametrize(
+    "wrong, says",
+    [
+        (exclude_ignored, "TLS exclude set holds"),
+        (exclude_by_name, "compare functionalities"),
+        (fallthrough_kept, "is a fallthrough"),
+        (no_redispatch, "passes the call on"),
+        (never_stops, "whose kernel does the work: stop there"),
+        (bottom_up, "highest priority"),
+    ],
+)
+def test_a_wrong_walk_fails_with_what_its_chain_shows(ctx, results, wrong, says):
+    decisions.grade_walk(ctx, wrong, decisions.walks(results))
+    assert failed(ctx) and says in failed(ctx)[0].message, failed(ctx)[0].message
+
+
+# ---- predictions and answers ----
+def _predictions(**changes):
+    out = {name: dict(p) for name, p in reference_answers.PREDICTIONS.items()}
+    for name, change in changes.items():
+        out[name.replace("__", "/")].update(change)
+    return out
+
+
+def test_the_reference_predictions_and_answers_match_the_run(ctx, results):
+    trace_facts.grade_predictions(
+        ctx, reference_answers.PREDICTIONS, trace_facts.predictions(results)
+    )
+    trace_facts.grade_answers(ctx, reference_answers.ANSWERS, trace_facts.answers(results))
+    assert len(ctx.checks) == 2 and not failed(ctx)
+    assert set(reference_answers.PREDICTIONS) == {sc.name for sc in all_scenarios(["cpu"])}
+
+
+@pytest.mark.parametrize(
+    "predicted, says",
+    [
+        (_predictions(cpu__grad__3d={"handled_at": "Python"}), "only hands the call on"),
+        (_predictions(cpu__grad__3d={"handled_at": "CPU"}), "Autograd keys outrank the backend"),
+        (_predictions(cpu__inference_mode__3d={"handled_at": "AutogradCPU"}), "removes every"),
+        (_predictions(cpu__autocast_bf16__3d={"handled_at": "AutogradCPU"}), "Autocast outranks"),
+        (_predictions(cpu__grad__2d={"gemm_op": "aten::mm"}), "adds it inside the GEMM"),
+        (_predictions(cpu__matmul__3d={"gemm_op": "aten::bmm"}), "matmul folds"),
+        (_predictions(cpu__matmul__2d={"gemm_op": "aten::matmul"}), "runs no GEMM itself"),
+    ],
+)
+def test_a_wrong_prediction_fails_with_a_pointed_message(ctx, results, predicted, says):
+    trace_facts.grade_predictions(ctx, predicted, trace_facts.predictions(results))
+    assert failed(ctx) and says in failed(ctx)[0].message, failed(ctx)[0].message
+
+
+def test_a_missing_scenario_is_a_wrong_prediction(ctx, results):
+    predicted = dict(reference_answers.PREDICTIONS)
+    del predicted["cpu/matmul_batched/3d"]
+    trace_facts.grade_predictions(ctx, predicted, trace_facts.predictions(results))
+    assert failed(ctx)[0].value == 2  # both facts of the scenario
+
+
+@pytest.mark.parametrize(
+    "key, wrong",
+    [
+        ("addmm_chain_without_recorder", ["PythonTLSSnapshot", "AutogradCPU", "Python", "CPU"]),
+        ("addmm_chain_without_recorder", ["CPU", "AutogradCPU"]),  # a chain is in order
+        ("inference_mode_excludes", "AutogradCPU"),
+        ("addmm_ADInplaceOrView_fallthrough", False),
+        ("matmul_3d_last_op", "aten::view"),
+    ],
+)
+def test_a_wrong_answer_names_its_question_without_giving_the_answer(ctx, results, key, wrong):
+    answers = {**reference_answers.ANSWERS, key: wrong}
+    trace_facts.grade_answers(ctx, answers, trace_facts.answers(results))
+    message = failed(ctx)[0].message
+    assert f"{key} (question {trace_facts.QUESTION[key]})" in message
+    assert repr(reference_answers.ANSWERS[key]) not in message
+
+
+def test_a_set_of_keys_may_be_given_as_one_name_or_a_collection(ctx, results):
+    answers = {**reference_answers.ANSWERS, "inference_mode_excludes": {"AutogradFunctionality"}}
+    trace_facts.grade_answers(ctx, answers, trace_facts.answers(results))
+    assert not failed(ctx)
+
+
+# ---- the workspace file, end to end ----
+def stub_source() -> str:
+    return "\n\n".join([WORKSPACE_HEADER.strip() + "\n", *(ex.stub_code() for ex in EXERCISES)])
+
+
+def test_the_stubs_name_every_answer_and_scenario_and_compile(results):
+    namespace = {}
+    exec(compile(stub_source(), "dispatcher.py", "exec"), namespace)
+    assert set(namespace["ANSWERS"]) == set(trace_facts.answers(results))
+    assert set(namespace["PREDICTIONS"]) == set(trace_facts.predictions(results))
+    assert split_runtime_key("AutogradCPU") == ("AutogradFunctionality", "CPU")  # a header import
+    with pytest.raises(NotImplementedError, match="dispatcher.walk: Write walk"):
+        namespace["walk"](None, set(), set(), set())
+
+
+@pytest.mark.slow
+def test_fresh_stubs_fail_exactly_the_exercise_checks(tmp_path):
+    work, out = tmp_path / "my-work", tmp_path / "run"
+    work.mkdir()
+    out.mkdir()
+    (work / "dispatcher.py").write_text(stub_source())
+    cmd = [sys.executable, "-m", "workshop.runner", "dispatcher", "--out-dir", str(out)]
+    subprocess.run([*cmd, "--device", "cpu", "--work", str(work)], capture_output=True, check=False)
+    result = json.loads((out / "result.json").read_text())
+    assert result["implementation"]["kind"] == "workspace"
+    statuses = {ex_id: r["status"] for ex_id, r in result["exercises"].items()}
+    assert statuses == {ex.id: exercise.NOT_STARTED for ex in EXERCISES}
+    others = [c for c in result["checks"] if "exercise" not in c]
+    assert others and all(c["passed"] for c in others), [c for c in others if not c["passed"]]

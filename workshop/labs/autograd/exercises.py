@@ -1,0 +1,171 @@
+"""The autograd lab's exercises: the LM head's gradients by hand (the chapter's first Definition-of-Done item),
+the two halves of a backward engine (its order, and the sums at fan-in), and the handout's checked questions.
+
+Each is graded by the lab's own checks (lab.py): `python -m workshop check autograd`.
+"""
+
+from workshop.exercise import Exercise
+
+LAB = "autograd"
+
+WORKSPACE_HEADER = '''"""Your autograd lab: the LM head's gradients by hand, and a backward engine of your own.
+
+Replace each `raise NotImplementedError(...)` below with your code, then grade this file with
+`python -m workshop check autograd`: the lab runs the real thing (lm_loss(...).backward()) on the same tensors
+and compares, function by function. The handout, workshop/labs/autograd/README.md, derives what to write.
+Your functions may use any tensor operation, but not autograd (no .backward(), torch.autograd.grad,
+torch.func, requires_grad_()): the grader watches for it.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+
+import torch
+import torch.nn.functional as F
+from torch.autograd.graph import Node
+
+from workshop.labs.autograd.graph_walk import num_inputs, walk
+from workshop.labs.autograd.replay import fit_to_input
+from workshop.minigpt.model import PAD_ID
+'''
+
+ANSWERS_STUB = """
+# The handout's checked questions (README.md, "Questions"): replace each None with your answer, read from
+# this run's outputs (graph.json, graph.png, summary.md) or by exploring the graph in Python.
+ANSWERS = {
+    # Q1. How many nodes does the LM head's backward graph have, AccumulateGrad nodes included? (int)
+    "graph_nodes": None,
+    # Q2. Which node saved its own output (a saved value named 'result')? (its class name, str)
+    "saves_result": None,
+    # Q3. How many tensors does TBackward0 save? (int)
+    "t_saved_tensors": None,
+    # Q4. What shape does AddmmBackward0 return for b's gradient, before the engine sums it? (list of ints)
+    "addmm_bias_grad_shape": None,
+    # Q5. Which leaf's gradient is complete first: the engine runs its AccumulateGrad first? ("x", "W" or "b")
+    "first_leaf": None,
+    # Q6. With weight decay, how many gradients are summed into W's AccumulateGrad? (int)
+    "w_fan_in": None,
+    # Q7. What is the sum of dL/db over the 600 classes? (a number; to 1e-6)
+    "db_sum": None,
+}
+"""
+
+EXERCISES = [
+    Exercise(
+        lab=LAB,
+        name="cross_entropy_grad",
+        title="the loss and dL/dlogits of the mean cross-entropy, by hand",
+        statement=(
+            "Compute the LM head's loss and its gradient dL/dlogits by hand. Use plain tensor operations "
+            "and no autograd. The loss is lm_loss's: the mean cross-entropy over the positions whose "
+            "target is not <pad>. Take the softmax of each row after subtracting the row's max; then "
+            "dL/dz = (P - Y) / N on the real rows and 0 on the "
+            "<pad> rows, N being the number of real targets. Graded against lm_loss(...).backward() in "
+            "float32, in float64 and on logits shifted by +1000 (where an unshifted exp() overflows), "
+            "each within the chapter's 1e-7 and within 64 units of rounding of the gradient's size."
+        ),
+        hint=(
+            "Work on rows: logits as (M, V), targets as (M,). Three pieces make the gradient: a softmax "
+            "that subtracts each row's max first, a one-hot of the targets, and a mask of the real rows "
+            "with their count N. Section 1 of the handout derives how they combine."
+        ),
+        handout="README.md#1-the-cross-entropys-gradient",
+        reference="workshop.labs.autograd.hand_grads:cross_entropy_grad",
+        attribute="cross_entropy_grad",
+        interface=(
+            "logits: (B, T, V) float32 or float64, not requiring grad. targets: (B, T) int64; PAD_ID marks "
+            "a position with nothing to predict. Returns (loss, dlogits): loss a 0-dim tensor, dlogits "
+            "(B, T, V), both in the logits' dtype."
+        ),
+    ),
+    Exercise(
+        lab=LAB,
+        name="linear_grads",
+        title="dL/dW, dL/db and dL/dx of the linear layer, by hand",
+        statement=(
+            "Compute dL/dW, dL/db and dL/dx of the linear layer Z = x W^T + b by hand, given G = dL/dZ. "
+            "Use plain tensor operations and no autograd. Graded with autograd's own dL/dlogits as input "
+            "(so it stands apart from cross_entropy_grad) against .backward() in float32 and float64, "
+            "within the chapter's 1e-7 and 64 units of rounding of each gradient."
+        ),
+        hint=(
+            "Flatten G to (M, V) and x to (M, C). Each gradient has the shape of what it differentiates: "
+            "W (V, C), b (V,), x (B, T, C); b was added to every row. Section 2 of the handout derives "
+            "the three formulas."
+        ),
+        handout="README.md#2-the-linear-layers-gradients",
+        reference="workshop.labs.autograd.hand_grads:linear_grads",
+        attribute="linear_grads",
+        interface=(
+            "dlogits: (B, T, V); x: (B, T, C); W: (V, C); all float32 or all float64, none requiring "
+            "grad. Returns (dW (V, C), db (V,), dx (B, T, C)) in the inputs' dtype."
+        ),
+    ),
+    Exercise(
+        lab=LAB,
+        name="engine_order",
+        title="the order autograd's engine runs the nodes in",
+        statement=(
+            "Return the nodes of the graph below root in the order autograd's engine runs them. A node "
+            "may run only once every node that sends it a gradient has run; among the "
+            "nodes ready to run, the engine picks the one with the highest node._sequence_nr(). Graded on "
+            "the LM head's graph and on the same graph with weight decay (where W's AccumulateGrad "
+            "receives two gradients): your order must be topological and equal the order .backward() ran."
+        ),
+        hint=(
+            "Kahn's algorithm: count each node's incoming edges (next_functions entries that are not "
+            "None), start from the root, and among the nodes whose count reached 0 always take the one "
+            "with the highest _sequence_nr() (heapq with a negated key; a counter breaks ties)."
+        ),
+        handout="README.md#4-the-engine-order-and-fan-in",
+        reference="workshop.labs.autograd.replay:engine_order",
+        attribute="engine_order",
+        interface=(
+            "root: torch.autograd.graph.Node (a loss's grad_fn). Returns a list of every node reachable "
+            "from root through next_functions, each once, root first. walk(root) lists them (any order)."
+        ),
+    ),
+    Exercise(
+        lab=LAB,
+        name="backpropagate",
+        title="run the nodes, summing gradients at fan-in",
+        statement=(
+            "Run the backward pass over the nodes in order, summing gradients where two meet (fan-in), "
+            "and return each leaf's gradient. Run each node once (order[0] is the root, whose incoming "
+            "gradient is grad_output) and send each of its outputs along next_functions into the next "
+            "node's input slot, adding it to a gradient already waiting there. Graded given the real "
+            "engine's order, on the LM head's graph and on the weight-decay graph, in float32 and "
+            "float64, against .backward()."
+        ),
+        hint=(
+            "Keep a list of num_inputs(node) gradient slots per node. An AccumulateGrad node (it has "
+            ".variable) hands its gradient to that leaf; any other node is called with its slots, and "
+            "each output goes, through fit_to_input, to the slot input_nr of the node next_functions "
+            "names for it."
+        ),
+        handout="README.md#4-the-engine-order-and-fan-in",
+        reference="workshop.labs.autograd.replay:backpropagate",
+        attribute="backpropagate",
+        interface=(
+            "order: list[Node], root first; grad_output: a tensor of the root output's shape (ones for a "
+            "scalar loss). Returns a dict leaf tensor -> dL/dleaf (the leaf's shape). Helpers in your "
+            "file: num_inputs(node), fit_to_input(grad, node, input_nr)."
+        ),
+    ),
+    Exercise(
+        lab=LAB,
+        name="answers",
+        title="the handout's checked questions, answered from this run",
+        statement=(
+            "Answer the handout's checked questions (1 to 7) in ANSWERS, from this run's outputs "
+            "(graph.json, graph.png, summary.md) or by exploring the graph yourself."
+        ),
+        hint="Each failed answer names the output that shows it; README.md, Questions, says what is asked.",
+        handout="README.md#questions",
+        reference="workshop.labs.autograd.graph_facts:ANSWERS",
+        attribute="ANSWERS",
+        stub=ANSWERS_STUB,
+    ),
+]

@@ -1,0 +1,116 @@
+"""How close is close enough: the bound every gradient comparison uses, and what float32 and TF32 cost.
+
+The chapter asks hand gradients to match `.backward()` to 1e-7. Read as an absolute error, that says nothing in
+float64 (whose errors are ~1e-17 here) and little for a small gradient (dL/dx peaks at 3.7e-3, where 1e-7 is
+2.7e-5 of its size). So a comparison passes when its max abs error is within the chapter's 1e-7 AND within
+EPS_FACTOR units of rounding of the dtype, times the gradient's largest entry: the tighter of the two binds.
+
+A comparison of two float32 computations cannot show float32's (or TF32's) own error when both carry it: the
+errors are measured here against a float64 reference instead.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from workshop.labs.autograd.batch import HeadBatch, leaves
+from workshop.labs.autograd.hand_grads import (
+    GRADIENTS,
+    HeadGrads,
+    autograd_forward_backward,
+    hand_forward_backward,
+    tf32,
+)
+
+CHAPTER_ATOL = 1e-7  # the chapter's Definition of Done: hand gradients equal .backward()'s to 1e-7
+# Measured max |error| / max |gradient| of correct code (this CPU and the committed H200 run): at most 4.7 eps
+# in float32 and 8.7 eps in float64. 64 eps leaves a margin of 7x over the worst, and a gradient off by one part
+# in 10^13 in float64 (or 10^5 in float32) fails.
+EPS_FACTOR = 64
+TF32_MIN_GROWTH = (
+    10  # TF32 keeps 10 mantissa bits of 23: its errors are ~2^13 x float32's; 10x proves it ran
+)
+
+
+def error_bound(reference: torch.Tensor, atol: float = CHAPTER_ATOL) -> float:
+    """The largest max-abs error a correct result may have against `reference` (see the module's docstring).
+
+    atol=math.inf for a value the chapter's 1e-7 is not about: the loss (~3.7, whose float32 spacing is 2.4e-7).
+    """
+    scale = float(reference.abs().max())
+    return min(atol, EPS_FACTOR * torch.finfo(reference.dtype).eps * scale)
+
+
+def max_abs_error(got, want: torch.Tensor) -> float:
+    """max |got - want|; inf when got is not a tensor of want's shape (nothing to compare), NaN if got has any."""
+    if not isinstance(got, torch.Tensor) or got.shape != want.shape:
+        return math.inf
+    return float((got.detach().to(want.dtype) - want).abs().max()) if want.numel() else 0.0
+
+
+def relative_error(got: torch.Tensor, want: torch.Tensor) -> float:
+    """max |got - want| / max |want|, in want's (the more precise) dtype."""
+    return max_abs_error(got, want) / float(want.abs().max())
+
+
+@dataclass
+class PrecisionRow:
+    """One float32 computation of the head's gradients measured against float64 autograd."""
+
+    path: str  # "hand", "autograd", or "hand vs autograd" (the two float32 results against each other)
+    tf32: bool
+    relative_error: dict[str, float]  # gradient name -> max |g - reference| / max |reference|
+
+
+def float32_against_float64(batch: HeadBatch, device: str) -> list[PrecisionRow]:
+    """float32 hand and autograd gradients (TF32 off, and on where CUDA has it) against float64 autograd."""
+    t64 = leaves(batch, torch.float64)
+    reference = autograd_forward_backward(t64["x"], t64["W"], t64["b"], batch.targets)
+    t32 = leaves(batch, torch.float32)
+    rows = []
+    for enabled in (False, True) if device == "cuda" else (False,):
+        with tf32(enabled):
+            hand = hand_forward_backward(t32["x"], t32["W"], t32["b"], batch.targets)
+            auto = autograd_forward_backward(t32["x"], t32["W"], t32["b"], batch.targets)
+        rows += [
+            PrecisionRow("hand", enabled, errors(hand, reference)),
+            PrecisionRow("autograd", enabled, errors(auto, reference)),
+            PrecisionRow("hand vs autograd", enabled, errors(hand, auto)),
+        ]
+    return rows
+
+
+def errors(got: HeadGrads, reference: HeadGrads) -> dict[str, float]:
+    return {
+        name: relative_error(got.tensor(name), reference.tensor(name).to(torch.float64))
+        for name in ("loss", *GRADIENTS)
+    }
+
+
+@dataclass
+class TF32Effect:
+    """What TF32 did to one gradient, as this run measured it (relative errors against float64)."""
+
+    gradient: str
+    autograd_off: float  # float32 autograd, TF32 off
+    autograd_on: float  # float32 autograd, TF32 on
+    hand_vs_autograd_on: (
+        float  # hand against autograd, both under TF32: what comparing the two can show
+    )
+
+    @property
+    def growth(self) -> float:
+        return self.autograd_on / self.autograd_off if self.autograd_off else math.inf
+
+
+def tf32_effect(rows: list[PrecisionRow], gradient: str = "dW") -> TF32Effect | None:
+    """TF32's effect on `gradient`; None where the run had no TF32 (the CPU)."""
+    error = {(r.path, r.tf32): r.relative_error[gradient] for r in rows}
+    if ("autograd", True) not in error:
+        return None
+    return TF32Effect(
+        gradient, error["autograd", False], error["autograd", True], error["hand vs autograd", True]
+    )

@@ -1,0 +1,267 @@
+"""The graphs the hand-made engine is checked on, and the grading of its two halves (engine_order, backpropagate).
+
+Two graphs, in float32 and float64: the LM head under lm_loss, and the same plus weight decay (lambda/2)||W||^2.
+The second has fan-in: W is used twice in the forward, so two gradients reach W's AccumulateGrad and must be
+summed; an engine that overwrites instead passes the first graph and fails this one. Each graph is run once by
+the real engine (.backward(), pre-hooks recording its order, the graph retained) before any replay.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch.autograd.graph import Node
+
+from workshop.i18n import _
+from workshop.lab import LabContext
+from workshop.labs.autograd.batch import HeadBatch, leaves
+from workshop.labs.autograd.graph_walk import walk
+from workshop.labs.autograd.hand_grading import DTYPES, dtype_name
+from workshop.labs.autograd.no_autograd import AutogradSpy
+from workshop.labs.autograd.precision import error_bound, max_abs_error
+from workshop.labs.autograd.replay import engine_order, is_topological, record_engine_order
+from workshop.minigpt.model import lm_loss
+
+# The penalty's gradient lambda * W peaks at 0.038 against dL/dW's 0.108: either half alone is far off the sum.
+WEIGHT_DECAY = 0.1
+HEAD, DECAY = "LM head", "LM head + weight decay"
+
+
+@dataclass
+class GraphCase:
+    graph: str  # HEAD or DECAY
+    dtype: torch.dtype
+    loss: torch.Tensor  # () its graph retained, ready to be replayed
+    leaves: dict[str, torch.Tensor]  # "x", "W", "b"
+    real_order: list[Node]  # the nodes in the order .backward() ran them
+    expected: dict[str, torch.Tensor]  # .backward()'s leaf gradients
+    parts: dict[str, dict[str, torch.Tensor]] = field(
+        default_factory=dict
+    )  # leaf -> {source: its gradient}
+
+    @property
+    def label(self) -> str:
+        return f"{self.graph}, {dtype_name(self.dtype)}"
+
+    @property
+    def root(self) -> Node:
+        return self.loss.grad_fn
+
+    def node_name(self, node) -> str:
+        """A node as the learner sees it: its class, and for an AccumulateGrad the leaf it feeds."""
+        if not isinstance(node, Node):
+            return repr(node)[:40]
+        if hasattr(node, "variable"):
+            leaf = next((n for n, t in self.leaves.items() if t is node.variable), "?")
+            return f"AccumulateGrad({leaf})"
+        return type(node).__name__
+
+
+def head_loss(
+    t: dict[str, torch.Tensor], targets: torch.Tensor, weight_decay: float
+) -> torch.Tensor:
+    loss = lm_loss(F.linear(t["x"], t["W"], t["b"]), targets)
+    return loss + (weight_decay / 2) * t["W"].pow(2).sum() if weight_decay else loss
+
+
+def graph_cases(batch: HeadBatch) -> list[GraphCase]:
+    cases = []
+    for dtype in DTYPES:
+        for graph, decay in ((HEAD, 0.0), (DECAY, WEIGHT_DECAY)):
+            t = leaves(batch, dtype)
+            loss = head_loss(t, batch.targets, decay)
+            real = record_engine_order(loss, retain_graph=True)
+            expected = {name: leaf.grad for name, leaf in t.items()}
+            for leaf in t.values():
+                leaf.grad = None
+            cases.append(GraphCase(graph, dtype, loss, t, real, expected))
+        head, decayed = cases[-2:]
+        decayed.parts["W"] = {
+            "the LM head's (through TBackward0)": head.expected["W"],
+            "the weight decay's (through PowBackward0)": WEIGHT_DECAY
+            * decayed.leaves["W"].detach(),
+        }
+    return cases
+
+
+def check_graphs(ctx: LabContext, cases: list[GraphCase]) -> None:
+    """What the lab claims of the real engine: its order is topological, and W's fan-in in the second graph."""
+    for case in cases:
+        ctx.check_equal(
+            _("the real engine ran the nodes in a topological order ({label})").format(
+                label=case.label
+            ),
+            is_topological(case.real_order, case.root),
+            True,
+        )
+    decayed = next(c for c in cases if c.graph == DECAY)
+    edges = [n for node in walk(decayed.root) for n, _nr in node.next_functions if n is not None]
+    accumulate_w = next(n for n in edges if decayed.node_name(n) == "AccumulateGrad(W)")
+    ctx.check_equal(
+        _("weight decay adds fan-in: edges into AccumulateGrad(W)"), edges.count(accumulate_w), 2
+    )
+
+
+def grade_order(ctx: LabContext, impl, cases: list[GraphCase]) -> None:
+    """The learner's engine_order(root) on each graph: topological, and exactly the real engine's order."""
+    spy = AutogradSpy(watch_recording=False)
+    for case in (c for c in cases if c.dtype == torch.float32):
+        with spy:
+            order = list(impl(case.root))
+        ctx.check_equal(
+            _(
+                "engine_order: each node once, after every node that sends it a gradient ({graph})"
+            ).format(graph=case.graph),
+            is_topological(order, case.root),
+            True,
+            message=order_violation(case, order),
+        )
+        ids = {node: i for i, node in enumerate(walk(case.root))}
+        ctx.check_equal(
+            _("engine_order = the order .backward() ran the nodes in ({graph})").format(
+                graph=case.graph
+            ),
+            [ids.get(n, -1) if isinstance(n, Node) else -1 for n in order],
+            [ids[n] for n in case.real_order],
+            message=first_divergence(case, order),
+        )
+    check_no_engine(ctx, "engine_order", spy)
+
+
+def check_no_engine(ctx: LabContext, function: str, spy: AutogradSpy) -> None:
+    ctx.check_max(
+        _("{function} did not call autograd's engine: ops it ran").format(function=function),
+        spy.count,
+        0,
+        message=_("{function} called the real engine: {evidence}").format(
+            function=function, evidence=spy.evidence()
+        ),
+    )
+
+
+def order_violation(case: GraphCase, order: list) -> str:
+    nodes = walk(case.root)
+    missing = [case.node_name(n) for n in nodes if n not in order]
+    if missing:
+        return _(
+            "your order misses {k} of the graph's {n} nodes ({names}): follow next_functions from "
+            "the root to every node"
+        ).format(k=len(missing), n=len(nodes), names=", ".join(missing[:3]))
+    if len(order) != len(nodes):
+        return _("your order has {k} entries for {n} nodes: run each node exactly once").format(
+            k=len(order), n=len(nodes)
+        )
+    position = {node: i for i, node in enumerate(order)}
+    for node in order:
+        for nxt, _nr in node.next_functions:
+            if nxt is not None and position[nxt] < position[node]:
+                return _(
+                    "step {i}: {late} ran before {early} (step {j}), which sends it a gradient: "
+                    "a node may run only once every node that feeds it has run (count its incoming "
+                    "edges, and wait for all of them)"
+                ).format(
+                    i=position[nxt] + 1,
+                    late=case.node_name(nxt),
+                    early=case.node_name(node),
+                    j=position[node] + 1,
+                )
+    return ""
+
+
+def first_divergence(case: GraphCase, order: list) -> str:
+    for step, (mine, real) in enumerate(zip(order, case.real_order, strict=False), start=1):
+        if mine is not real:
+            return _(
+                "step {step}: .backward() ran {real} (sequence_nr {real_nr}), yours ran {mine} "
+                "({mine_nr}): among the nodes ready to run, the engine picks the highest "
+                "sequence_nr, the op made last in the forward"
+            ).format(
+                step=step,
+                real=case.node_name(real),
+                real_nr=sequence_nr(real),
+                mine=case.node_name(mine),
+                mine_nr=sequence_nr(mine),
+            )
+    return _("your order has {k} nodes, the engine ran {n}").format(
+        k=len(order), n=len(case.real_order)
+    )
+
+
+def sequence_nr(node) -> str:
+    if not isinstance(node, Node):
+        return "?"
+    return "max" if hasattr(node, "variable") else str(node._sequence_nr())
+
+
+@dataclass
+class ReplayResult:
+    """The learner's (or the reference's) backpropagate on one graph, against .backward()."""
+
+    label: str
+    max_abs_difference: dict[str, float]
+    bit_identical: dict[str, bool]
+
+
+def grade_backpropagate(ctx: LabContext, impl, cases: list[GraphCase]) -> list[ReplayResult]:
+    """The learner's backpropagate(order, grad_output) given the real engine's order, on every graph."""
+    spy, results = AutogradSpy(watch_recording=False), []
+    for case in cases:
+        with spy, torch.no_grad():
+            grads = impl(engine_order(case.root), torch.ones_like(case.loss))
+        if not isinstance(grads, dict):
+            raise TypeError(
+                _("backpropagate returned {what}; return a dict leaf tensor -> gradient").format(
+                    what=type(grads).__name__
+                )
+            )
+        results.append(compare_leaves(ctx, case, grads))
+    check_no_engine(ctx, "backpropagate", spy)
+    return results
+
+
+def compare_leaves(ctx: LabContext, case: GraphCase, grads: dict) -> ReplayResult:
+    diffs, identical = {}, {}
+    for name, leaf in case.leaves.items():
+        got = next(
+            (g for key, g in grads.items() if key is leaf), None
+        )  # by identity: keys may be anything
+        want = case.expected[name]
+        diffs[name], bound = max_abs_error(got, want), error_bound(want)
+        identical[name] = isinstance(got, torch.Tensor) and torch.equal(got, want)
+        ctx.check_max(
+            _("backpropagate: dL/d{leaf} = .backward()'s ({label}): max abs difference").format(
+                leaf=name, label=case.label
+            ),
+            diffs[name],
+            bound,
+            message=None if diffs[name] <= bound else leaf_diagnosis(case, name, got, bound),
+        )
+    return ReplayResult(case.label, diffs, identical)
+
+
+def leaf_diagnosis(case: GraphCase, name: str, got, bound: float) -> str:
+    want = case.expected[name]
+    if got is None:
+        return _(
+            "no gradient reached {leaf}: when an AccumulateGrad node runs, store its summed "
+            "gradient under its leaf, node.variable (the dict's key is the leaf tensor itself)"
+        ).format(leaf=name)
+    if not isinstance(got, torch.Tensor) or got.shape != want.shape:
+        shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
+        return _(
+            "{leaf}'s gradient has shape {got}, the leaf has {want}: pass every gradient through "
+            "fit_to_input(grad, next_node, input_nr) before it reaches the next node (the forward "
+            "broadcast b over the rows; the engine sums the gradient back)"
+        ).format(leaf=name, got=shape, want=tuple(want.shape))
+    parts = case.parts.get(name, {})
+    for source, part in parts.items():
+        if max_abs_error(got, part) <= max(bound, error_bound(part)):
+            return _(
+                "{leaf} received {n} gradients (fan-in): {sources}; yours equals only {source}: add a "
+                "gradient that arrives at a slot already holding one; do not overwrite it"
+            ).format(leaf=name, n=len(parts), sources=" and ".join(parts), source=source)
+    return _(
+        "dL/d{leaf} differs from .backward()'s by up to {rel:.2g} of its largest entry"
+    ).format(leaf=name, rel=max_abs_error(got, want) / float(want.abs().max()))

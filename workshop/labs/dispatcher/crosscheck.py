@@ -1,0 +1,241 @@
+"""The re-implementation beside the real dispatcher, call by call: for every operator call of a recording, the
+chain of (key, kernel) that reimpl.py computes, each step set beside the real dispatcher's answer, and the
+cross-checks against what the observers saw.
+
+The real chain is followed independently, to its own end: the real key set (keys.real_keys_in_play), the real
+pick (DispatchKeySet.highestPriorityTypeId), the real slot (the computed table and
+_dispatch_get_computed_kernel_for_dispatch_key), then the keys below that one (_dispatch_keyset_full_after).
+Whole chains are compared, so a re-implementation that stops early or walks on too far disagrees.
+
+The TLS sets a call starts from are observed where possible: the root's when the traced function enters C++,
+a nested call's while its parent's kernel ran below the Python key. Calls made by kernels above the Python key
+(the decomposition at the autograd key, the autocast kernel) cannot be watched at their start; their TLS is the
+root's plus the guards of the kernels the root passed (reimpl.guards), marked "predicted".
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import torch
+
+from workshop.labs.dispatcher import keys, reimpl
+from workshop.labs.dispatcher.keys import TableEntry
+from workshop.labs.dispatcher.recorder import Call, Recording
+
+
+@dataclass(frozen=True)
+class RealStep:
+    """The real dispatcher's pick at one step of a chain, and the kernel in that key's slot."""
+
+    key: str
+    source: str | None  # from _dispatch_get_computed_kernel_for_dispatch_key (else the table dump)
+    tag: str | None  # from the computed table dump
+    found_with: str
+
+
+@dataclass(frozen=True)
+class ChainStep:
+    """One position of a chain: the re-implementation's key and kernel beside the real dispatcher's.
+    key or real is None where that chain had already ended."""
+
+    key: str | None
+    kernel: TableEntry | None
+    passes_on: bool
+    real: RealStep | None
+    agrees: bool
+
+
+@dataclass
+class CallNode:
+    """One operator call, explained."""
+
+    op: str  # "aten::addmm"
+    overload: str
+    qualified: str  # "aten::transpose.int": the name its dispatch table goes by
+    output: str
+    tensor_keys: list[str]
+    tls_include: list[str]
+    tls_exclude: list[str]
+    tls_from: str  # where the TLS sets were seen (or that they were predicted)
+    arrived_at_python: bool  # the recorder saw it at the Python key
+    below_python_key: str | None  # the key the recorder's redispatch ran
+    chain: list[ChainStep]
+    kernel: TableEntry | None  # the re-implementation's kernel that does the work
+    # the re-implementation found a key and kernel for every step, ending at a kernel that does the work
+    explained: bool
+    agrees: bool  # every step agrees with the real dispatcher, and both chains have the same length
+    # the recorder saw it at the Python key exactly when the chain passes there
+    python_key_consistent: bool
+    child_exclude: list[str]  # the TLS exclude set the calls made by its last kernel start from
+    children: list[CallNode] = field(default_factory=list)
+
+    @property
+    def real_keys(self) -> list[str]:
+        return [s.real.key for s in self.chain if s.real]
+
+    @property
+    def walked(self) -> list[str]:
+        return [s.key for s in self.chain if s.key]
+
+
+def real_chain(op: str, tensor_ks, include, exclude) -> list[RealStep]:
+    """The keys the real dispatcher walks for one call, to the kernel that does the work."""
+    ks = keys.real_keys_in_play(op, tensor_ks, include, exclude)
+    table, out = keys.computed_table(op), []
+    while (key := ks.highestPriorityTypeId().name) != "Undefined":
+        entry = table.get(key)
+        source, how = keys.computed_kernel_source(op, key)
+        out.append(RealStep(key, source, entry.tag if entry else None, how))
+        if not reimpl.passes_on(key, entry):
+            break
+        ks = ks & keys.keys_below(key)
+    return out
+
+
+def entry_function(op: str):
+    """reimpl.table_entry for op: key -> the re-implementation's kernel in that slot."""
+    return functools.partial(reimpl.table_entry, keys.registrations(op), keys.backend_fallbacks())
+
+
+def compare_chains(walked: list[str], entry, real: list[RealStep]) -> list[ChainStep]:
+    steps = []
+    for key, r in itertools.zip_longest(walked, real):
+        kernel = entry(key) if key else None
+        agrees = (
+            key is not None
+            and r is not None
+            and key == r.key
+            and kernel is not None
+            and (kernel.source, kernel.tag) == (r.source, r.tag)
+        )
+        steps.append(ChainStep(key, kernel, bool(key) and reimpl.passes_on(key, kernel), r, agrees))
+    return steps
+
+
+def explain_call(call: Call, include, exclude, tls_from: str) -> CallNode:
+    op = call.qualified
+    entry = entry_function(op)
+    walked = reimpl.walk(
+        entry, keys.names(call.tensor_keys), keys.names(include), keys.names(exclude)
+    )
+    chain = compare_chains(walked, entry, real_chain(op, call.tensor_keys, include, exclude))
+    mine = [s for s in chain if s.key]
+    return CallNode(
+        op=call.op,
+        overload=call.overload,
+        qualified=op,
+        output=call.output,
+        tensor_keys=keys.names(call.tensor_keys),
+        tls_include=keys.names(include),
+        tls_exclude=keys.names(exclude),
+        tls_from=tls_from,
+        arrived_at_python=call.arrived_at_python,
+        below_python_key=call.below_python_key,
+        chain=chain,
+        kernel=mine[-1].kernel if mine else None,
+        explained=bool(mine)
+        and all(s.kernel and s.real and s.real.source for s in mine)
+        and not mine[-1].passes_on,
+        agrees=bool(chain) and all(s.agrees for s in chain),
+        python_key_consistent=call.arrived_at_python == ("Python" in walked)
+        and (not call.arrived_at_python or walked[-1] == call.below_python_key),
+        child_exclude=sorted(set(keys.names(exclude)) | reimpl.guards(walked, entry)),
+    )
+
+
+def explain(rec: Recording, root_op: str) -> CallNode:
+    """The tree of calls under the traced function's root op ("aten::linear", "aten::matmul")."""
+    root = Call(root_op, "default", keys.tensor_keys(rec.root_args), rec.root_tls)
+    arrived = bool(rec.observed) and rec.observed[0].qualified == root_op
+    if arrived:  # the root call itself reached the Python key: what the recorder saw is the root
+        seen = rec.observed[0]
+        root.arrived_at_python, root.below_python_key = True, seen.below_python_key
+        root.children, root.child_tls, root.output = seen.children, seen.child_tls, seen.output
+    tree = explain_call(root, *rec.root_tls, "observed when the traced function entered C++")
+    if arrived:
+        tree.children = [_explain_observed(c, root.child_tls) for c in root.children]
+    else:  # calls made by kernels above the Python key: they start from the root's TLS plus its kernels' guards
+        tls = (rec.root_tls[0], keys.keyset(tree.child_exclude))
+        tree.children = [
+            _explain_observed(c, tls, "predicted from the root's chain") for c in rec.observed
+        ]
+    return tree
+
+
+def _explain_observed(
+    call: Call, tls: tuple, tls_from: str = "observed while the parent's kernel ran"
+) -> CallNode:
+    node = explain_call(call, *tls, tls_from)
+    node.children = [_explain_observed(c, call.child_tls) for c in call.children]
+    return node
+
+
+def flat(node: CallNode) -> Iterator[CallNode]:
+    yield node
+    for c in node.children:
+        yield from flat(c)
+
+
+@dataclass(frozen=True)
+class ProfilerConsistency:
+    """The recorder's calls against the profiler's list of every op called."""
+
+    # every op the recorder saw is in the profiler's list, in order
+    recorded_in_profiler_order: bool
+    decided_above_python: list[str]  # ops only the profiler saw
+    # ... of which these have neither a decomposition nor an autocast kernel to explain it
+    unexplained: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return self.recorded_in_profiler_order and not self.unexplained
+
+
+def profiler_consistency(
+    tree: CallNode, profiled_ops: list[str], autocast_key: str | None
+) -> ProfilerConsistency:
+    """Every op the recorder saw is in the profiler's list, in order; every op only the profiler saw was decided
+    above the Python key, so it must have a decomposition (CompositeImplicitAutograd) or an autocast kernel."""
+    seen = [n.op for n in flat(tree) if n.arrived_at_python]
+    unseen, i = [], 0
+    for name in profiled_ops:
+        if i < len(seen) and seen[i] == name:
+            i += 1
+        else:
+            unseen.append(name)
+    unexplained = sorted({n for n in unseen if not _decided_above_python(n, autocast_key)})
+    return ProfilerConsistency(i == len(seen), unseen, unexplained)
+
+
+def _decided_above_python(op: str, autocast_key: str | None) -> bool:
+    packet = getattr(torch.ops.aten, op.split("::", 1)[1], None)
+    for overload in packet.overloads() if packet is not None else []:
+        regs = keys.registrations(op if overload == "default" else f"{op}.{overload}")
+        if reimpl.IMPLICIT in regs or (autocast_key and autocast_key in regs):
+            return True
+    return False
+
+
+def priority_disagreements() -> list[tuple[str, str, str]]:
+    """Neighbours in reimpl.PRIORITY (a above b) that the real highestPriorityTypeId orders otherwise, as
+    (a, b, real winner); per-backend functionalities are tried with their CPU key, backends as CPU vs CUDA."""
+
+    def runtime(f: str) -> str | None:
+        name = keys.PER_BACKEND_PREFIX[f] + "CPU" if f in keys.PER_BACKEND_PREFIX else f
+        # e.g. MAIA, a functionality name in older torch and a dense backend in newer
+        is_backend = name in keys.backend_names() and f not in keys.PER_BACKEND_PREFIX
+        known = hasattr(keys.DK, name) and name in keys.runtime_key_names() and not is_backend
+        return name if known else None
+
+    known = [k for k in map(runtime, reimpl.PRIORITY) if k]
+    pairs = list(itertools.pairwise(known)) + [("CUDA", "CPU"), ("AutogradCUDA", "AutogradCPU")]
+    out = []
+    for a, b in pairs:
+        real = keys.keyset([a, b]).highestPriorityTypeId().name
+        if real != a:
+            out.append((a, b, real))
+    return out

@@ -1,0 +1,153 @@
+"""The dispatcher lab's exercises: the kernel choice for one key, the walk down the key set, predictions made
+before running, and the handout's checked answers. All four are graded against the real dispatcher on the
+decisions the run records (decisions.py, trace_facts.py). No torch import here: the CLI imports this file."""
+
+from __future__ import annotations
+
+from workshop.exercise import Exercise
+from workshop.labs.dispatcher.scenario_list import all_scenarios
+
+WORKSPACE_HEADER = '''
+"""Your dispatcher lab: the kernel in one slot of a dispatch table, the walk down the key set, your predictions
+and your answers to the handout's questions.
+
+`python -m workshop check dispatcher` runs the lab with what you write here and compares it with the real
+dispatcher on every decision the run records (workshop/labs/dispatcher/README.md#exercises). Write PREDICTIONS
+before your first run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from workshop.labs.dispatcher.keys import TableEntry, split_runtime_key
+from workshop.labs.dispatcher.reimpl import functionality, passes_on, rank
+'''
+
+TABLE_ENTRY = Exercise(
+    lab="dispatcher",
+    name="table_entry",
+    title="the kernel in one slot of an operator's dispatch table",
+    statement=(
+        "Write table_entry(regs, fallbacks, key): the kernel the dispatcher puts in key's slot of one "
+        "operator's table, computed from what was registered for that operator (regs) and the per-key "
+        "backend fallbacks. Apply the precedence of section 2 of the handout, in order: a kernel registered for "
+        "exactly this key; CompositeExplicitAutograd(NonFunctional) at a dense backend key; the "
+        "CompositeImplicitAutograd decomposition (at an autograd key only when the backend it wraps has no "
+        "kernel of its own); the Autograd kernel at an autograd key; the key's backend fallback; else None. "
+        "Graded on every slot the run's calls walked through and on GRADED_KEYS of every op they called."
+    ),
+    hint=(
+        "Read the failing slot in the message: which kernel you chose, which the dispatcher chose, and the "
+        "rule between them. `python -c \"import torch; print(torch._C._dispatch_dump('aten::linear'))\"` "
+        "shows an op's registrations, `_dispatch_dump_table` its computed table."
+    ),
+    handout="README.md#2-the-table-one-slot-per-key",
+    reference="workshop.labs.dispatcher.reimpl:table_entry",
+    attribute="table_entry",
+    interface=(
+        "regs: {key: TableEntry} registered for the op: runtime keys ('CPU', 'NestedTensorCPU') and alias "
+        "keys ('CompositeImplicitAutograd[alias]', 'CompositeExplicitAutograd[alias]', "
+        "'CompositeExplicitAutogradNonFunctional[alias]', 'Autograd[alias]'). fallbacks: {key: TableEntry}, "
+        "the backend fallbacks. key: a runtime key name, e.g. 'AutogradCPU'. Returns TableEntry(source, tag, "
+        "fallthrough): source is the file of the registration you chose, tag one of 'kernel', 'default "
+        "backend kernel', 'math kernel', 'autograd kernel', 'backend fallback'; or None for an empty slot. "
+        "functionality('AutogradCPU') == 'AutogradFunctionality', functionality('NestedTensorCPU') == "
+        "'NestedTensor', functionality('CPU') == 'Dense'; split_runtime_key('AutogradCPU') == "
+        "('AutogradFunctionality', 'CPU')."
+    ),
+)
+
+WALK = Exercise(
+    lab="dispatcher",
+    name="walk",
+    title="the keys one call walks, down to the kernel that does the work",
+    statement=(
+        "Write walk(entry, tensor_keys, include, exclude): the keys one operator call walks through, highest "
+        "priority first, ending at the key whose kernel does the work. The keys in play are the tensor keys "
+        "plus the TLS include set, minus the TLS exclude set (excluding a key removes its whole "
+        "functionality: AutogradFunctionality removes AutogradCPU and AutogradCUDA), minus the keys whose "
+        "slot is a fallthrough. The key of highest rank wins; if its kernel passes the call on, the walk "
+        "continues with the keys in play below it, else it ends there. Graded on every call of the run, "
+        "whole chains compared with the real dispatcher's."
+    ),
+    hint=(
+        "The message names the first call whose chain differs and what the difference says: an excluded "
+        "key, a fallthrough not dropped, a chain that stops too early or goes on too far."
+    ),
+    handout="README.md#3-the-walk-down-the-key-set",
+    reference="workshop.labs.dispatcher.reimpl:walk",
+    attribute="walk",
+    interface=(
+        "entry(key) -> TableEntry | None: the kernel in key's slot of this op's real table. tensor_keys, "
+        "include, exclude: sets of key names, e.g. {'CPU', 'AutogradCPU', 'ADInplaceOrView', 'AutocastCPU'}, "
+        "{'PythonTLSSnapshot', 'Python'}, {'AutogradFunctionality'}. Returns a list of key names, e.g. "
+        "['AutogradCPU', 'ADInplaceOrView', 'CPU']. rank(key) orders keys (bigger wins); "
+        "passes_on(key, entry(key)) says whether the kernel hands the call on."
+    ),
+)
+
+
+def _predictions_stub() -> str:
+    rows = "".join(
+        f'    "{sc.name}": {{"handled_at": ..., "gemm_op": ...}},\n'
+        for sc in all_scenarios(["cpu"])
+    )
+    return f"PREDICTIONS = {{\n{rows}}}\n"
+
+
+PREDICTIONS = Exercise(
+    lab="dispatcher",
+    name="predictions",
+    title="predict, before running: who handles the call, and which op does the GEMM",
+    statement=(
+        "Before you run the lab, predict for each CPU scenario the key whose kernel first does real work on "
+        "the traced call's root op (aten::linear or aten::matmul: the end of its chain; PythonTLSSnapshot "
+        "and Python only hand the call on to the lab's recorder), and the aten op that finally does the "
+        "GEMM. Write them in PREDICTIONS; they are graded against your run's trace."
+    ),
+    hint=(
+        "Scenarios are described in the handout's 'Run it' section. Autograd keys outrank the backend; "
+        "inference_mode excludes them; autocast outranks both. A composite op runs no GEMM itself."
+    ),
+    handout="README.md#exercises",
+    reference="workshop.labs.dispatcher.reference_answers:PREDICTIONS",
+    attribute="PREDICTIONS",
+    interface=(
+        "{scenario name: {'handled_at': key name, 'gemm_op': 'aten::...'}}, e.g. "
+        "'cpu/grad/3d': {'handled_at': 'SomeKeyName', 'gemm_op': 'aten::some_op'}."
+    ),
+    stub=_predictions_stub(),
+)
+
+ANSWERS = Exercise(
+    lab="dispatcher",
+    name="answers",
+    title="the handout's questions whose answer is a fact of the run",
+    statement=(
+        "Answer the handout's checked questions (README.md, Questions) in ANSWERS: each key names its "
+        "question. They are graded against this run's trace."
+    ),
+    hint="Each question names the rows of trace.md that answer it.",
+    handout="README.md#questions",
+    reference="workshop.labs.dispatcher.reference_answers:ANSWERS",
+    attribute="ANSWERS",
+    interface="A dict of key names, kernel tags, booleans and lists of key names, as the comments say.",
+    stub="""
+        ANSWERS = {
+            # question 1: how aten::addmm's ADInplaceOrView slot is tagged in its table, and is it a fallthrough?
+            "addmm_ADInplaceOrView_kernel": ...,  # a tag, e.g. "kernel"
+            "addmm_ADInplaceOrView_fallthrough": ...,  # True or False
+            # question 2: the key in inference_mode's TLS exclude set that removes AutogradCPU
+            "inference_mode_excludes": ...,  # a key name
+            # question 3: the keys aten::addmm (cpu/grad/3d) would walk without the lab's recorder, in order
+            "addmm_chain_without_recorder": ...,  # a list of key names
+            # question 4: the key in aten::addmm's TLS exclude set that keeps autocast away (cpu/autocast_bf16/3d)
+            "autocast_key_excluded_for_addmm": ...,  # a key name
+            # question 6: the op that gives torch.matmul's 3-D result its (B, T, 600) shape back (cpu/matmul/3d)
+            "matmul_3d_last_op": ...,  # "aten::..."
+        }
+    """,
+)
+
+EXERCISES = [TABLE_ENTRY, WALK, PREDICTIONS, ANSWERS]

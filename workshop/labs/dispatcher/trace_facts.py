@@ -1,0 +1,159 @@
+"""The facts of this run that the learner's predictions and handout answers are graded against.
+
+Predictions, one per CPU scenario (every run traces those; a CUDA run adds cuda/* ones that differ only in the
+backend's name): the key whose kernel first does real work on the traced call's root op (the end of its real
+chain: the recorder's pass-through keys only hand the call on), and the aten op that finally does the GEMM.
+Answers: the handout's questions whose answer is a fact of the run.
+"""
+
+from __future__ import annotations
+
+from workshop.i18n import _
+from workshop.lab import LabContext
+from workshop.labs.dispatcher import keys
+from workshop.labs.dispatcher.crosscheck import CallNode
+from workshop.labs.dispatcher.reimpl import functionality
+from workshop.labs.dispatcher.tracing import ScenarioResult
+
+# the lab's recording mode puts these in every chain
+RECORDER_KEYS = ("PythonTLSSnapshot", "Python")
+# The handout question (README.md, Questions) each checked answer belongs to.
+QUESTION = {
+    "addmm_ADInplaceOrView_kernel": 1,
+    "addmm_ADInplaceOrView_fallthrough": 1,
+    "inference_mode_excludes": 2,
+    "addmm_chain_without_recorder": 3,
+    "autocast_key_excluded_for_addmm": 4,
+    "matmul_3d_last_op": 6,
+}
+
+
+def predictions(results: list[ScenarioResult]) -> dict[str, dict[str, str | None]]:
+    """Scenario name -> {"handled_at": key, "gemm_op": "aten::..."} for the run's CPU scenarios."""
+    return {
+        r.name: {"handled_at": r.tree.real_keys[-1], "gemm_op": r.gemm_op}
+        for r in results
+        if r.device == "cpu"
+    }
+
+
+def _child(node: CallNode, op: str) -> CallNode:
+    return next(c for c in node.children if c.op == op)
+
+
+def answers(results: list[ScenarioResult]) -> dict[str, object]:
+    """The handout's checked answers (README.md, Questions), read off this run's CPU scenarios."""
+    by_name = {r.name: r.tree for r in results}
+    grad = by_name["cpu/grad/3d"]
+    addmm_autocast = _child(by_name["cpu/autocast_bf16/3d"], "aten::addmm")
+    inplace = keys.computed_table("aten::addmm").get("ADInplaceOrView")
+    return {
+        "addmm_ADInplaceOrView_kernel": inplace.tag if inplace else None,
+        "addmm_ADInplaceOrView_fallthrough": bool(inplace and inplace.fallthrough),
+        # the exclude-set entry whose functionality is AutogradCPU's (the others remove other autograd keys)
+        "inference_mode_excludes": frozenset(
+            k
+            for k in by_name["cpu/inference_mode/3d"].tls_exclude
+            if functionality(k) == functionality("AutogradCPU")
+        ),
+        "addmm_chain_without_recorder": [
+            k for k in _child(grad, "aten::addmm").real_keys if k not in RECORDER_KEYS
+        ],
+        # the excluded autocast key that addmm's tensors carry (autocast excludes other backends' keys too)
+        "autocast_key_excluded_for_addmm": frozenset(
+            k
+            for k in set(addmm_autocast.tls_exclude) & set(addmm_autocast.tensor_keys)
+            if k.startswith("Autocast")
+        ),
+        "matmul_3d_last_op": by_name["cpu/matmul/3d"].children[-1].op,
+    }
+
+
+def _not_started(ctx: LabContext, name: str, given) -> None:
+    """A constant still holding the stub's `...` everywhere has not been started."""
+    values = [v for d in given.values() for v in (d.values() if isinstance(d, dict) else [d])]
+    if values and all(v is Ellipsis for v in values):
+        raise NotImplementedError(ctx.exercise(name).not_started_message())
+
+
+def prediction_hint(field: str, predicted, actual) -> str:
+    """Why a prediction is off, from the pair (predicted, actual)."""
+    if field == "gemm_op":
+        if predicted in ("aten::linear", "aten::matmul"):
+            return _("That op is decomposed: it calls other ops and runs no GEMM itself.")
+        if (predicted, actual) == ("aten::mm", "aten::addmm"):
+            return _("With a bias, linear's decomposition adds it inside the GEMM: beta*b + x W^T.")
+        if (predicted, actual) == ("aten::bmm", "aten::mm"):
+            return _("matmul folds (B, T, 64) @ (64, 600) into one (B*T, 64) @ (64, 600) product.")
+        return _("Follow the calls in trace.md down to the op whose kernel calls BLAS.")
+    if predicted in RECORDER_KEYS:
+        return _(
+            "{key} only hands the call on (the lab's recorder); the chain goes on below it."
+        ).format(key=predicted)
+    if str(actual).startswith("Autocast"):
+        return _("Autocast outranks autograd: its kernel casts the inputs and calls the op again.")
+    if str(actual).startswith("Autograd"):
+        return _("Autograd keys outrank the backend, and this key's slot holds the decomposition.")
+    if str(predicted).startswith("Autograd"):
+        return _("This scenario's TLS exclude set removes every autograd key (inference_mode).")
+    return _("Walk the three steps of the handout for this scenario's keys and TLS sets.")
+
+
+def grade_predictions(ctx: LabContext, impl: dict, facts: dict[str, dict]) -> None:
+    _not_started(ctx, "predictions", impl)
+    wrong = [
+        (name, field, (impl.get(name) or {}).get(field), fact[field])
+        for name, fact in facts.items()
+        for field in fact
+        if (impl.get(name) or {}).get(field) != fact[field]
+    ]
+    message = None
+    if wrong:
+        name, field, predicted, actual = wrong[0]
+        message = _(
+            "{n} prediction(s) wrong. First: {scenario} {field}: you predicted {predicted!r}, the trace "
+            "shows {actual!r}. {hint}"
+        ).format(
+            n=len(wrong),
+            scenario=name,
+            field=field,
+            predicted=predicted,
+            actual=actual,
+            hint=prediction_hint(field, predicted, actual),
+        )
+    ctx.check_max(
+        _("predictions: facts predicted wrong (key that handles the call, GEMM op; CPU scenarios)"),
+        len(wrong),
+        0,
+        message=message,
+    )
+
+
+def grade_answers(ctx: LabContext, impl: dict, facts: dict[str, object]) -> None:
+    _not_started(ctx, "answers", impl)
+    wrong = [k for k, fact in facts.items() if _as_fact(impl.get(k, Ellipsis), fact) != fact]
+    message = None
+    if wrong:  # the facts are in trace.md; the message names the questions, not the answers
+        message = _(
+            "{n} answer(s) differ from this run: {keys}. First: {key} (question {question}) = {given!r}; "
+            "read that question's section of the handout and the rows of trace.md it names."
+        ).format(
+            n=len(wrong),
+            keys=", ".join(wrong),
+            key=wrong[0],
+            question=QUESTION[wrong[0]],
+            given=impl.get(wrong[0], "-"),
+        )
+    ctx.check_max(
+        _("answers: handout answers that differ from this run's facts"),
+        len(wrong),
+        0,
+        message=message,
+    )
+
+
+def _as_fact(given, fact):
+    """A set of keys may be given as one name, a list, a tuple or a set; a chain is a list, in order."""
+    if isinstance(fact, frozenset) and not isinstance(given, type(Ellipsis)):
+        return frozenset([given] if isinstance(given, str) else given)
+    return given

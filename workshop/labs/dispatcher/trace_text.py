@@ -1,0 +1,64 @@
+"""Short text forms of keys, kernels and chains, for trace.md and summary.md (their templates call these)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from workshop.labs.dispatcher import reimpl
+from workshop.labs.dispatcher.crosscheck import CallNode
+from workshop.labs.dispatcher.keys import TableEntry
+
+LAB_KEYS = ("CPU", "CUDA")  # keys of other backends are summarized, not listed
+MAX_SHOWN = 7  # the recorder's handler excludes every key above Python: trace.json has them all
+
+
+def rank_or_zero(key: str) -> tuple[int, int]:
+    try:
+        return reimpl.rank(key)
+    except KeyError:
+        return (0, 0)
+
+
+def short_keys(key_names: list[str]) -> str:
+    """Key names, highest priority first, with other backends' Autocast keys and functorch keys counted."""
+
+    def interesting(k: str) -> bool:
+        return not (
+            k.startswith("FuncTorch") or (k.startswith("Autocast") and k[8:] not in LAB_KEYS)
+        )
+
+    chosen = (k for k in key_names if interesting(k))
+    shown = sorted(chosen, key=rank_or_zero, reverse=True)[:MAX_SHOWN]
+    hidden = len(key_names) - len(shown)
+    return ", ".join(shown) + (f" +{hidden} more" if hidden else "") or "-"
+
+
+def kernel_label(kernel: TableEntry | None) -> str:
+    return "(none)" if kernel is None else f"{kernel.tag} `{kernel.source}`"
+
+
+def chain_text(node: CallNode) -> str:
+    """'PythonTLSSnapshot → **AutogradCPU**: math kernel `RegisterCompositeImplicitAutograd_0.cpp`'."""
+    steps = [s for s in node.chain if s.key]
+    if not steps:
+        return "-"
+    walked = " → ".join(s.key if s.passes_on else f"**{s.key}**" for s in steps)
+    return f"{walked}: {kernel_label(steps[-1].kernel)}"
+
+
+def depths(node: CallNode, depth: int = 0) -> Iterator[tuple[int, CallNode]]:
+    """(depth, node) for the node and every call under it, in call order."""
+    yield depth, node
+    for c in node.children:
+        yield from depths(c, depth + 1)
+
+
+def top_ops(node: CallNode) -> list[str]:
+    """The first ops to reach the Python key: the root itself, or the calls its kernels above Python made."""
+    calls = [node] if node.arrived_at_python else node.children
+    return [c.op for c in calls]
+
+
+def code_list(items) -> str:
+    """'`aten::view`, `aten::t`': names as inline code, comma separated."""
+    return ", ".join(f"`{i}`" for i in items)

@@ -1,0 +1,141 @@
+"""Trace one scenario: record the call under the three observers, explain every operator call beside the real
+dispatcher, and find the aten op that does the GEMM (and, on CUDA, the device kernel it launched)."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from workshop.labs.dispatcher.crosscheck import (
+    CallNode,
+    ProfilerConsistency,
+    explain,
+    flat,
+    profiler_consistency,
+)
+from workshop.labs.dispatcher.recorder import DeviceKernel, PythonCall, describe, record
+from workshop.labs.dispatcher.scenario_list import Scenario
+from workshop.minigpt.data import sample_corpus
+
+# The aten ops whose kernels call a BLAS GEMM (or GEMV) routine: CPU BLAS / oneDNN, or cuBLAS(Lt) on CUDA.
+GEMM_OPS = frozenset(
+    {
+        "aten::addmm",
+        "aten::mm",
+        "aten::bmm",
+        "aten::baddbmm",
+        "aten::addbmm",
+        "aten::addmv",
+        "aten::mv",
+    }
+)
+GEMM_KERNEL = re.compile(r"gemm|gemv|nvjet|xmma|cutlass", re.IGNORECASE)  # cuBLAS / cuBLASLt names
+
+
+@dataclass
+class ScenarioResult:
+    name: str
+    device: str
+    call: str
+    mode: str
+    rank: int
+    python_layer: list[PythonCall]
+    tree: CallNode
+    profiled_ops: list[str]
+    profiler: ProfilerConsistency
+    autograd_nodes: list[str]  # the backward graph the output records, breadth first
+    device_kernels: list[DeviceKernel]
+    gemm_ops: list[str]  # the GEMM ops the trace holds, in call order (one expected)
+    gemm_kernels: list[str]  # the device kernels the GEMM op launched (CUDA)
+    output: str
+    output_equals_plain_call: bool  # bitwise equal to the same call made with nobody watching
+    notes: list[str]
+
+    @property
+    def gemm_op(self) -> str | None:
+        """The aten op that finally does the GEMM: the last GEMM op of the trace."""
+        return self.gemm_ops[-1] if self.gemm_ops else None
+
+
+def lm_head_input(model, seed: int, device: str) -> torch.Tensor:
+    """Hidden states of two real prompts (prefixes of grammar sentences), (B=2, T, 64), no autograd history."""
+    sentences = sample_corpus(2, seed)
+    # a proper prefix of both: the model must predict the next token
+    T = min(len(s) for s in sentences) - 1
+    idx = torch.tensor([s[:T] for s in sentences], device=device)  # (2, T)
+    with torch.no_grad():
+        return model.hidden_states(idx)  # (2, T, 64)
+
+
+def _context(sc: Scenario):
+    """The state the call runs in. requires_grad_off changes the weights instead (see _calls)."""
+    return {
+        "no_grad": torch.no_grad,
+        "inference_mode": torch.inference_mode,
+        "autocast_bf16": lambda: torch.autocast(sc.device, dtype=torch.bfloat16),
+    }.get(sc.mode, contextlib.nullcontext)()
+
+
+def _calls(sc: Scenario, head: torch.nn.Linear, x3: torch.Tensor):
+    """(the traced call, the same computation made the plain way). Operands are prepared outside the trace,
+    so that the first torch function the trace sees is the call itself."""
+    W, b = head.weight, head.bias  # (600, 64), (600,)
+    if sc.mode == "requires_grad_off":
+        W, b = W.detach(), b.detach()
+    x = x3 if sc.rank == 3 else x3[0]  # (2, T, 64) or (T, 64)
+    if sc.call == "linear":
+        return (lambda: F.linear(x, W, b)), (lambda: head(x))
+    other = W.t() if sc.call == "matmul" else x.transpose(1, 2)  # (64, 600) or (B, 64, T)
+    return (lambda: torch.matmul(x, other)), (lambda: torch.matmul(x, other))
+
+
+def autograd_nodes(out: torch.Tensor) -> list[str]:
+    """The backward graph the call recorded, breadth first from out.grad_fn: e.g. AddmmBackward0 <- TBackward0."""
+    names, frontier, seen = [], [out.grad_fn], set()
+    while frontier:
+        fn = frontier.pop(0)
+        if fn is None or fn in seen:
+            continue
+        seen.add(fn)
+        names.append(type(fn).__name__)
+        frontier += [nxt for nxt, _ in fn.next_functions]
+    return names
+
+
+def run_scenario(
+    sc: Scenario, head: torch.nn.Linear, x3: torch.Tensor
+) -> tuple[ScenarioResult, bytes]:
+    """The scenario's result, and its profiler trace (Chrome trace JSON)."""
+    traced, plain = _calls(sc, head, x3)
+    with _context(sc):
+        rec = record(traced, sc.device)
+        expected = plain()
+    tree = explain(rec, sc.root_op)
+    gemm_ops = [n.op for n in flat(tree) if n.op in GEMM_OPS]
+    launched = [k.kernel for k in rec.device_kernels if gemm_ops and k.op == gemm_ops[-1]]
+    unlinked = [
+        k.kernel for k in rec.device_kernels if k.op is None and GEMM_KERNEL.search(k.kernel)
+    ]
+    result = ScenarioResult(
+        name=sc.name,
+        device=sc.device,
+        call=sc.call,
+        mode=sc.mode,
+        rank=sc.rank,
+        python_layer=rec.python,
+        tree=tree,
+        profiled_ops=rec.profiled_ops,
+        profiler=profiler_consistency(tree, rec.profiled_ops, sc.autocast_key),
+        autograd_nodes=autograd_nodes(rec.output) if rec.output.grad_fn is not None else [],
+        device_kernels=rec.device_kernels,
+        gemm_ops=gemm_ops,
+        gemm_kernels=sorted(set(launched or unlinked)),
+        output=describe(rec.output),
+        output_equals_plain_call=bool(torch.equal(rec.output, expected)),
+        notes=rec.notes,
+    )
+    return result, rec.profile_trace

@@ -1,0 +1,152 @@
+"""Which softmax kernel runs, with which parameters, and its launch: `forward` and `backward` over (rows, N).
+
+The constants below were chosen by measurement on an H200 (`python -m workshop.labs.custom_op.sweep`, recorded in
+benchmarks/custom_op/). A plan depends only on the shape, the strides' alignment and the dtype, so it is computed
+once per kind of call (lru_cache); the launch goes through triton_launch.launch (the cached compiled kernel, and
+the launch record).
+"""
+
+import functools
+import math
+
+import torch
+import triton
+
+from workshop.ops import INTERPRETED
+from workshop.ops import softmax_kernels as k
+from workshop.ops.triton_launch import launch
+
+# One pass while a row fits one program: at most PER_THREAD elements a thread of 1,024 (ONE_PASS_MAX) and at most
+# ONE_PASS_BYTES read per program. The float32 backward at N = 32,768 reads 256 KiB (y and dy) and held them in
+# one program at 0.73 x copy; in pieces (cooperative) it reached 1.00; the forward (128 KiB) stays at 0.97 whole.
+PER_THREAD = 32
+ONE_PASS_MAX = 32 * 1024
+ONE_PASS_BYTES = 128 * 1024
+# Short rows: several rows a program, about TILE_BYTES of input (per tensor read) each. At (32768, 600) and
+# (262144, 600) the forward at 8 KiB beat 16 and 32 KiB in both dtypes (float32 0.98-0.99 x copy against 0.88-0.95
+# and 0.84-0.88; bfloat16 0.77-0.85 against 0.67-0.74); the backward was level at 8 and 16 KiB.
+TILE_BYTES = 8 * 1024
+# Long rows: pieces of CHUNK elements, one program of CHUNK_WARPS warps each (4,096 to 16,384 and 4 to 16 warps
+# measured within the run-to-run spread of about 5%).
+CHUNK = 8192
+CHUNK_WARPS = 8
+# Triton's interpreter costs about a millisecond a program, whatever its size (numpy works on whole blocks): there
+# a one-pass program takes up to ONE_PASS_MAX elements of rows, and a long row is cut into pieces of that length.
+# The same kernels, fewer programs: the CPU runs of the lab and the tests take seconds, not minutes.
+
+
+@functools.lru_cache(maxsize=1024)
+def one_pass_plan(n_rows: int, n_cols: int, align: int, itemsize: int) -> tuple[tuple[int], dict]:
+    """(grid, constexprs) for a one-pass kernel: about TILE_BYTES of input per program, whole rows, and at most
+    PER_THREAD elements of a row a thread."""
+    block_n = triton.next_power_of_2(n_cols)
+    per_program = ONE_PASS_MAX if INTERPRETED else TILE_BYTES // itemsize  # elements; see below
+    rows = max(1, min(per_program // block_n, triton.next_power_of_2(n_rows)))
+    warps = max(4, min(32, block_n * rows // (32 * PER_THREAD)))
+    return (triton.cdiv(n_rows, rows),), {
+        "ROWS": rows,
+        "BLOCK_N": block_n,
+        "ALIGN": align,
+        "num_warps": warps,
+    }
+
+
+@functools.lru_cache
+def multiprocessors(device: torch.device) -> int:
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+@functools.lru_cache
+def l2_bytes(device: torch.device) -> int:
+    return torch.cuda.get_device_properties(device).L2_cache_size
+
+
+def one_pass_max(tensors_read: int, itemsize: int) -> int:
+    """The longest row the one-pass kernel takes: forward (1 tensor read) or backward (2)."""
+    return min(ONE_PASS_MAX, ONE_PASS_BYTES // (tensors_read * itemsize))
+
+
+def long_row_plan(n_cols: int, bytes_read: int, device: torch.device) -> tuple[str, int, dict]:
+    """("cooperative" or "split", pieces a row, constexprs) for rows too long for one pass.
+
+    Cooperative reads the input once, but its programs wait for each other: it needs a row's pieces resident
+    together (no more of them than multiprocessors, each of which holds at least one program), which programs
+    that run one after another, as in Triton's interpreter, never are; and it pays only where the input does not
+    fit in L2. Where it fits, the split kernels' second read comes from L2 and nobody waits: bfloat16
+    (64, 262144), 32 MiB, measured 0.63 x copy split and 0.54 cooperative; at 64 MiB and more, cooperative won
+    (float32 (64, 262144) forward 0.69-0.73 against 0.63, backward 0.81-0.84 against 0.61)."""
+    chunk = ONE_PASS_MAX if INTERPRETED else CHUNK
+    n_chunks = triton.cdiv(n_cols, chunk)
+    cooperative = (
+        not INTERPRETED and n_chunks <= multiprocessors(device) and bytes_read > l2_bytes(device)
+    )
+    constexprs = {
+        "CHUNK": chunk,
+        "CHUNKS_P2": triton.next_power_of_2(n_chunks),
+        "num_warps": CHUNK_WARPS,
+    }
+    return ("cooperative" if cooperative else "split"), n_chunks, constexprs
+
+
+def alignment(*ints: int) -> int:
+    """The largest power of two up to 16 that divides every int (see ALIGN in the kernels)."""
+    return math.gcd(*ints, 16)
+
+
+def forward(
+    x, y, n_rows: int, n_cols: int, x_row_stride: int, y_row_stride: int, wrap=None
+) -> None:
+    """y = softmax(x) along rows of n_cols elements, unit stride along a row; x and y any tensors with that layout
+    (a contiguous (..., N) tensor needs no view). `wrap`: torch.library.wrap_triton when traced in a triton_op."""
+    ints = (n_cols, x_row_stride, y_row_stride)
+    if n_cols <= one_pass_max(1, x.element_size()):
+        grid, constexprs = one_pass_plan(n_rows, n_cols, alignment(*ints), x.element_size())
+        launch(k._fwd_one_pass, grid, (x, y), (n_rows, *ints), constexprs, wrap)
+        return
+    strategy, n_chunks, constexprs = long_row_plan(
+        n_cols, n_rows * n_cols * x.element_size(), x.device
+    )
+    grid = (n_rows * n_chunks,)
+    m = torch.empty(n_rows * n_chunks, device=x.device, dtype=_acc_dtype(x))  # the pieces' maxima
+    s = torch.empty_like(m)  # the pieces' sums of exp(x - m_i)
+    if strategy == "cooperative":
+        counters = torch.zeros(1 + n_rows, device=x.device, dtype=torch.int32)
+        launch(
+            k._fwd_cooperative, grid, (x, y, m, s, counters), (*ints, n_chunks), constexprs, wrap
+        )
+        return
+    partials = {"CHUNK": constexprs["CHUNK"], "num_warps": CHUNK_WARPS}
+    launch(k._fwd_partials, grid, (x, m, s), (n_cols, x_row_stride, n_chunks), partials, wrap)
+    launch(k._fwd_finish, grid, (x, y, m, s), (*ints, n_chunks), constexprs, wrap)
+
+
+def backward(y, dy, dx, n_rows: int, n_cols: int, strides: tuple[int, int, int], wrap=None) -> None:
+    """dx = y * (dy - sum(dy * y)) along rows; strides: the row strides of y, dy and dx."""
+    ints = (n_cols, *strides)
+    if n_cols <= one_pass_max(2, y.element_size()):
+        grid, constexprs = one_pass_plan(n_rows, n_cols, alignment(*ints), y.element_size())
+        launch(k._bwd_one_pass, grid, (y, dy, dx), (n_rows, *ints), constexprs, wrap)
+        return
+    bytes_read = 2 * n_rows * n_cols * y.element_size()  # y and dy
+    strategy, n_chunks, constexprs = long_row_plan(n_cols, bytes_read, y.device)
+    grid = (n_rows * n_chunks,)
+    # The pieces' sums of dy * y.
+    dot = torch.empty(n_rows * n_chunks, device=y.device, dtype=_acc_dtype(y))
+    if strategy == "cooperative":
+        counters = torch.zeros(1 + n_rows, device=y.device, dtype=torch.int32)
+        launch(
+            k._bwd_cooperative,
+            grid,
+            (y, dy, dx, dot, counters),
+            (*ints, n_chunks),
+            constexprs,
+            wrap,
+        )
+        return
+    partials = {"CHUNK": constexprs["CHUNK"], "num_warps": CHUNK_WARPS}
+    launch(k._bwd_partials, grid, (y, dy, dot), (n_cols, *strides[:2], n_chunks), partials, wrap)
+    launch(k._bwd_finish, grid, (y, dy, dx, dot), (*ints, n_chunks), constexprs, wrap)
+
+
+def _acc_dtype(t: torch.Tensor) -> torch.dtype:
+    return torch.float64 if t.dtype == torch.float64 else torch.float32
