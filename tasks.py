@@ -2,6 +2,7 @@
 
     invoke --list                  the tasks;  invoke --help lab  one task's options
     invoke lab --n 2 --dry-run     print the commands instead of running them (or: invoke --dry lab --n 2)
+    invoke exercises init; invoke check autograd     a learner's workspace (./my-work), graded in the image
 
 Docker is the default path: the image (docker/Dockerfile) holds the exact pin set, compose.yaml the services.
 `--native` runs the same commands with the Python that runs invoke (the README's native venv). All behaviour
@@ -25,6 +26,7 @@ from invoke.parser import ParserContext
 ROOT = Path(__file__).resolve().parent
 SESSION = "docker/session.sh"  # labs, report, then the tests on that run: the same script in and out of Docker
 DEFAULT_ARCHIVE = "pytorch-internals-workshop-image.tar.gz"
+DEFAULT_WORK = "my-work"  # the learner's workspace (workshop/workspace.py: DEFAULT_DIR)
 INSTALL_DOCKER = "https://docs.docker.com/engine/install/"
 INSTALL_TOOLKIT = (
     "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
@@ -249,6 +251,58 @@ def report(c, run="", native=False):
         return
     _need_docker(c)
     _run(c, "docker", "compose", "run", "--rm", "workshop-cpu", "python", *args)
+
+
+def _learner(c, words: list[str], work: str, native: bool, gpu: str | None = None) -> None:
+    """`python -m workshop WORDS` on the learner's workspace: here (--native), or in the image with the
+    workspace mounted from the host at /workshop/my-work (compose's learner services; learner-gpu when
+    `gpu` names the GPU service that _service chose)."""
+    if native:
+        _run(c, _native_python(), "-m", "workshop", *words)
+        return
+    _need_docker(c)
+    host_work = (ROOT / work).resolve()
+    if not c.config.run.dry:  # made by you, so yours: the container writes as you
+        host_work.mkdir(parents=True, exist_ok=True)
+    service = "learner-gpu" if gpu == "workshop" else "learner"
+    env = {"WORKSHOP_WORK": str(host_work)}
+    _run(c, "docker", "compose", "run", "--rm", service, *words, env=env, interactive=True)
+
+
+@workshop_task(
+    positional=["lab"],
+    help={
+        "lab": "the lab to grade (labs with exercises: python -m workshop exercises list)",
+        "work": f"your workspace (default {DEFAULT_WORK})",
+        "cpu": "use the CPU even where there are GPUs",
+        "native": "run here, without Docker, with the Python that runs invoke",
+    },
+)
+def check(c, lab, work=DEFAULT_WORK, cpu=False, native=False):
+    """Grade your workspace with a lab's own checks (in the image, your workspace mounted from here)."""
+    words = ["check", "--work", work if native else DEFAULT_WORK, "--", lab]
+    _learner(c, words, work, native, None if native else _service(c, cpu))
+
+
+@workshop_task(
+    positional=["action"],
+    help={
+        "action": "init (write the exercises' files, never over yours) or list (where you stand)",
+        "work": f"your workspace (default {DEFAULT_WORK})",
+        "learner": "init: your name, as the instructor's table shows it",
+        "native": "run here, without Docker, with the Python that runs invoke",
+    },
+)
+def exercises(c, action, work=DEFAULT_WORK, learner="", native=False):
+    """Your workspace: `invoke exercises init` writes it, `invoke exercises list` shows where you stand."""
+    if action not in ("init", "list"):
+        raise Exit(f"invoke: exercises takes init or list, not {action!r}", code=1)
+    inside = work if native else DEFAULT_WORK
+    if action == "init":
+        words = ["exercises", "init", inside, *(["--learner", learner] if learner else [])]
+    else:
+        words = ["exercises", "list", "--work", inside]
+    _learner(c, words, work, native)
 
 
 @workshop_task(help={"cpu": "a CPU container even where there are GPUs"})

@@ -191,6 +191,27 @@ def test_build_export_and_import_commands(fake_bin):
     ]
 
 
+def test_check_grades_the_mounted_workspace_in_the_learner_service(fake_bin):
+    fake_bin("docker", FAKE_DOCKER)
+    out = invoke(fake_bin, "check", "autograd", "--work", "class/ada", "--dry-run")
+    assert out.returncode == 0, out.stderr
+    assert commands(out) == [
+        f"WORKSHOP_WORK={ROOT / 'class' / 'ada'} docker compose run --rm learner "
+        "check --work my-work -- autograd"
+    ]
+    assert not (ROOT / "class").exists(), "a dry run makes no folder"
+    fake_bin("nvidia-smi", FAKE_NVIDIA_SMI)
+    gpu = invoke(fake_bin, "check", "autograd", "--dry-run", FAKE_DOCKER_RUNTIMES='{"nvidia":{}}')
+    assert " learner-gpu check " in commands(gpu)[0]
+
+
+def test_exercises_init_and_list_natively_and_a_bad_action(fake_bin):
+    init = invoke(fake_bin, "exercises", "init", "--native", "--dry-run")
+    assert commands(init) == [f"{sys.executable} -m workshop exercises init my-work"]
+    bad = invoke(fake_bin, "exercises", "bogus", "--native")
+    assert bad.returncode == 1 and "exercises takes init or list, not 'bogus'" in bad.stderr
+
+
 @pytest.mark.parametrize("n", ["abc", "0", "-3"])
 def test_a_bad_n_is_one_line_not_a_traceback(fake_bin, n):
     out = invoke(fake_bin, "lab", "--native", "--n", n, "--dry-run")

@@ -1,4 +1,4 @@
-"""python -m workshop: list | run | report | train | bench."""
+"""python -m workshop: list | run | report | train | bench; exercises | check | grade (learner_cli)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from rich.table import Table
 
 from workshop import device as devices
-from workshop import interrupt, labs, results, workspace
+from workshop import interrupt, labs, learner_cli, results, workspace
 from workshop.i18n import _
 from workshop.workspace import display
 
@@ -127,6 +127,7 @@ def _new_run(root: Path, names: list[str], options) -> Path:
             labs_planned=names,
             checkpoint={"path": display(model), "sha256": workspace.file_sha256(model)},
             time_limit_s=options.time_limit_s,
+            implementation=options.implementation(names),
         )
     except results.RunFolderError as e:
         raise SystemExit(f"error: {e}") from None
@@ -391,6 +392,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", default="benchmarks", help="folder for the JSON and chart (default ./benchmarks)"
     )
     bench.set_defaults(fn=cmd_bench)
+    learner_cli.add_commands(sub)
     return p
 
 

@@ -6,6 +6,10 @@ file defines instead (`attribute`: a function, or a constant holding answers), o
 survey, the workspace file (`document`). The lab grades it inside `with ctx.grading("name") as impl:` (lab.py):
 `impl` is the learner's version when `--work DIR` was given, else the reference, and every check recorded in
 the block counts for that exercise.
+
+A document's starting text comes from its `template`, "module:function" called as `function(lab_dir)` with the
+newest run folder of the lab (results/<run-id>/<lab>/, or None when there is none): it returns the Markdown to
+write, or None when it needs a run of the lab first (then `check LAB` writes the file after its run).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import inspect
 import pkgutil
 import textwrap
 from dataclasses import dataclass
+from pathlib import Path
 
 # How an exercise stands after a graded run (result.json "exercises" -> status).
 PASSING, FAILING, NOT_STARTED, NOT_GRADED = "passing", "failing", "not started", "not graded"
@@ -37,6 +42,12 @@ class Exercise:
     stub: str = (
         ""  # the code written into the workspace; default: the reference's signature + raise
     )
+    template: str | None = (
+        None  # a document's starting text: "module:function" (see the module's docstring)
+    )
+    time_limit_s: float = (
+        120.0  # CPU seconds the learner's code may take here (an endless loop ends)
+    )
 
     @property
     def id(self) -> str:
@@ -54,6 +65,25 @@ class Exercise:
         first = self.statement.strip().split(". ")[0].rstrip(".")
         return f"{self.id}: {first}. See {self.handout_path()}."
 
+    def document_text(self, lab_dir: Path | None) -> str | None:
+        """A document's starting text (its template's, from the lab's run in `lab_dir`), or None when the
+        template needs a run of the lab first. Without a template: the title and the statement to answer."""
+        if self.template:
+            return pkgutil.resolve_name(self.template)(lab_dir)
+        return f"# {self.title}\n\n<!-- {self.statement.strip()} -->\n\n"
+
+    def result(self, status: str, checks: list[str], failed_check: dict | None) -> dict:
+        """This exercise's entry in result.json's "exercises": its status, its checks and the first failed one."""
+        return {
+            "title": self.title,
+            "status": status,
+            "passed": status == PASSING,
+            "checks": checks,
+            "failed_check": failed_check,
+            "hint": self.hint if failed_check else None,
+            "handout": self.handout_path(),
+        }
+
     def handout_path(self) -> str:
         return f"workshop/labs/{self.lab}/{self.handout}"
 
@@ -65,8 +95,12 @@ class Exercise:
         reference = self.load_reference()
         if not callable(reference):
             raise ValueError(f"exercise {self.id}: a constant's stub must be given as stub=")
-        doc = "\n\n".join(p for p in (self.statement.strip(), self.interface.strip()) if p)
-        doc = textwrap.indent(doc, "    ").strip()
+        paragraphs = [p for p in (self.statement.strip(), self.interface.strip()) if p]
+        doc = "\n\n".join(
+            textwrap.fill(p, 96, initial_indent="    ", subsequent_indent="    ")
+            for p in paragraphs
+        )
+        doc = doc.strip()  # the docstring's lines wrapped at the project's 100 columns
         return (
             f"def {self.attribute}{signature(reference)}:\n"
             f'    """{doc}\n    """\n'
@@ -99,7 +133,11 @@ def lab_exercises(lab: str) -> list[Exercise]:
     try:
         module = importlib.import_module(f"workshop.labs.{lab}.exercises")
     except ModuleNotFoundError as e:
-        if e.name != f"workshop.labs.{lab}.exercises":
+        missing = f"workshop.labs.{lab}.exercises"
+        if e.name not in (
+            missing,
+            missing.rpartition(".")[0],
+        ):  # a lab made in a test has no package
             raise
         return []
     exercises = list(module.EXERCISES)
@@ -107,6 +145,15 @@ def lab_exercises(lab: str) -> list[Exercise]:
         if ex.lab != lab:
             raise ValueError(f"{ex.id} is declared in lab {lab}'s exercises.py")
     return exercises
+
+
+def lab_header(lab: str) -> str:
+    """The top of the learner's <lab>.py: the lab's WORKSPACE_HEADER (what the file is, the imports)."""
+    module = importlib.import_module(f"workshop.labs.{lab}.exercises")
+    default = (
+        f'"""Your solutions to the {lab} lab\'s exercises: python -m workshop check {lab}."""\n'
+    )
+    return textwrap.dedent(getattr(module, "WORKSPACE_HEADER", default)).strip() + "\n"
 
 
 def all_exercises() -> dict[str, list[Exercise]]:

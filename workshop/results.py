@@ -94,11 +94,19 @@ def environment(device: str) -> dict:
 
 
 def new_run(
-    root: Path, command: list[str], device: str, seeds: dict, n_procs: int = 2, **details
+    root: Path,
+    command: list[str],
+    device: str,
+    seeds: dict,
+    n_procs: int = 2,
+    implementation: dict | None = None,
+    **details,
 ) -> Path:
     """Create results/<run-id>/ with its manifest (status "running") and its reserve, or leave nothing.
 
-    `details` (the planned labs, the checkpoint, ...) go into the manifest as they are."""
+    `implementation` says what ran: the reference ({"kind": "reference"}) or a learner's workspace (where,
+    whose, its files' hashes). `details` (the planned labs, the checkpoint, ...) go into the manifest as
+    they are."""
     run_dir = _make_run_dir(root)
     manifest = {
         "run_id": run_dir.name,
@@ -111,6 +119,7 @@ def new_run(
         "git_revision": git_revision(),
         "seeds": seeds,
         "n_procs": n_procs,  # --n: processes of the distributed demos
+        "implementation": implementation or {"kind": "reference"},
         **environment(device),
         **details,
         "labs": {},
@@ -374,6 +383,21 @@ def resolve_run(spec: str | None, root: Path = DEFAULT_ROOT) -> Path:
             return c.resolve()
     where = spec or f"{root}/latest"
     raise FileNotFoundError(f"no run found at {where}; start one with `python -m workshop run`")
+
+
+def runs(root: Path = DEFAULT_ROOT) -> list[Path]:
+    """The run folders under root, newest first (a run id starts with its UTC start time)."""
+    if not Path(root).is_dir():
+        return []
+    found = [
+        p for p in Path(root).iterdir() if not p.is_symlink() and (p / "manifest.json").is_file()
+    ]
+    return sorted(found, key=lambda p: p.name, reverse=True)
+
+
+def newest_lab_dir(root: Path, lab: str) -> Path | None:
+    """The newest run's folder of `lab` that holds a result.json, or None."""
+    return next((r / lab for r in runs(root) if (r / lab / "result.json").is_file()), None)
 
 
 def python_command() -> list[str]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import faulthandler
 import os
 import shutil
 import subprocess
@@ -27,9 +28,8 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from workshop import atomic, i18n, interrupt, labs, proctree, results, workspace
+from workshop import atomic, grading_markers, i18n, interrupt, labs, proctree, results, workspace
 from workshop.device import use_triton_interpreter
-from workshop.exercise import lab_exercises
 from workshop.i18n import _
 from workshop.lab import Check, LabContext, all_passed
 
@@ -38,6 +38,7 @@ GRACE_S = 5.0  # a stopped lab's time to write its result and exit, before its p
 # could not (stuck in C code, or stopped). Generous: the lab's clock starts after Python's start-up.
 BACKSTOP_S = 30.0
 CACHE_PREFIX = "workshop-cache-"  # + the parent's pid + the lab: see sweep_stale_caches
+REFERENCE = {"kind": "reference"}  # result.json's "implementation" when no workspace is graded
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,13 @@ class RunOptions:
     work: Path | None = None  # the learner's workspace to grade; None runs the reference
     lang: str | None = None
 
-    def child_command(self, name: str, lab_dir: Path, time_limit_s: float | None) -> list[str]:
+    def child_command(
+        self,
+        name: str,
+        lab_dir: Path,
+        time_limit_s: float | None,
+        skip: dict[str, str] | None = None,
+    ) -> list[str]:
         cmd = [sys.executable, "-m", "workshop.runner", name, "--out-dir", str(lab_dir)]
         cmd += ["--device", self.device, "--n", str(self.n_procs), "--seed", str(self.seed)]
         if self.checkpoint:
@@ -63,7 +70,15 @@ class RunOptions:
             cmd += ["--work", str(self.work)]
         if self.lang:
             cmd += ["--lang", self.lang]
+        for ex_id, note in (
+            skip or {}
+        ).items():  # exercises that killed an earlier attempt (run_lab)
+            cmd += ["--skip", f"{ex_id}={note}"]
         return cmd
+
+    def implementation(self, names: list[str]) -> dict:
+        """What the run records of the code it ran: the reference, or the workspace and its files' hashes."""
+        return workspace.implementation(self.work, names) if self.work else REFERENCE
 
 
 def lab_environment(device: str, cache_dir: Path) -> dict[str, str]:
@@ -115,24 +130,35 @@ def stop_if_disk_full(run_dir: Path, name: str, lab_status: dict) -> None:
 
 
 def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> dict:
-    """Run one lab in its own process; returns its status, also recorded in the manifest."""
+    """Run one lab in its own process; returns its status, also recorded in the manifest. When the process
+    dies while grading a learner's exercise (a crash in native code, a kill at the time limit), that attempt's
+    folder is kept as <lab>.attempt-K/ and the lab runs again skipping the exercises that killed it, so that
+    the others are graded."""
     lab_dir = run_dir / name
-    lab_dir.mkdir()
     limit = options.time_limit_s or labs.get(name).time_limit_s
     start = time.monotonic()
-    with LabProcess(name, lab_dir, options, limit, on_line) as child:
-        why = None
-        try:
-            child.wait(limit + BACKSTOP_S if limit else None)
-        except subprocess.TimeoutExpired:  # it could not stop itself (stuck outside Python)
-            child.stop()
-            why = interrupt.ran_out_of_time(limit)
-        except interrupt.Stopped as e:
-            with interrupt.ignoring_signals():
+    skip: dict[str, str] = {}  # exercise id -> how the process died in it
+    while True:
+        lab_dir.mkdir()
+        with LabProcess(name, lab_dir, options, limit, on_line, skip) as child:
+            why = None
+            try:
+                child.wait(limit + BACKSTOP_S if limit else None)
+            except subprocess.TimeoutExpired:  # it could not stop itself (stuck outside Python)
                 child.stop()
-                settle(run_dir, name, options, child, time.monotonic() - start, e.why, stopped=True)
-            raise
-    return settle(run_dir, name, options, child, time.monotonic() - start, why)
+                why = interrupt.ran_out_of_time(limit)
+            except interrupt.Stopped as e:
+                with interrupt.ignoring_signals():
+                    child.stop()
+                    settle(run_dir, name, options, child, time.monotonic() - start, e.why, True)
+                raise
+        died_in = grading_markers.died_in(lab_dir, options.work, skip)
+        if died_in is None:
+            return settle(run_dir, name, options, child, time.monotonic() - start, why)
+        attempt = run_dir / f"{name}.attempt-{len(skip) + 1}"
+        note = grading_markers.how_it_died(lab_dir, child.returncode, options.work)
+        skip[died_in] = f"{why or note} ({workspace.display(attempt / 'log.txt')})"
+        lab_dir.rename(attempt)
 
 
 def settle(run_dir, name, options, child, duration, why, stopped=False) -> dict:
@@ -159,6 +185,12 @@ def settle(run_dir, name, options, child, duration, why, stopped=False) -> dict:
                 [stopped_check(why)],
                 duration,
                 f"{summary}\n\n```\n{tail}\n```",
+                {
+                    "implementation": options.implementation([name]),
+                    "exercises": grading_markers.dead_process_exercises(
+                        name, lab_dir, child.returncode, options.work
+                    ),
+                },
             ),
         )
         passed = False
@@ -179,9 +211,11 @@ class LabProcess:
     log.txt and to on_line(lab, line) (a thread reads it, so that the main thread can wait with a time limit
     and take signals). Leaving the `with` stops whatever is left of its process tree and removes the cache."""
 
-    def __init__(self, name, lab_dir: Path, options: RunOptions, limit, on_line):
+    def __init__(
+        self, name, lab_dir: Path, options: RunOptions, limit, on_line, skip: dict[str, str]
+    ):
         self.name, self.lab_dir, self.on_line = name, lab_dir, on_line
-        self.cmd = options.child_command(name, lab_dir, limit)
+        self.cmd = options.child_command(name, lab_dir, limit, skip)
         self.device = options.device
         self.tail = collections.deque(maxlen=20)  # the last lines, for the summary if it dies
 
@@ -329,11 +363,28 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--time-limit", type=float, default=None, help="stop the lab after this many seconds"
     )
+    p.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        metavar="ID=NOTE",
+        help="an exercise that killed an earlier attempt: failed with NOTE, its code not run",
+    )
     a = p.parse_args(argv)
+    faulthandler.enable()  # a fatal signal prints the Python stack: log.txt then shows where it died
     i18n.set_language(a.lang)
     export_checkpoint(a.checkpoint)
+    skip = dict(item.split("=", 1) for item in a.skip)
     ctx = LabContext(
-        a.lab, a.out_dir, a.device, a.n, a.seed, work=a.work, lang=a.lang, checkpoint=a.checkpoint
+        a.lab,
+        a.out_dir,
+        a.device,
+        a.n,
+        a.seed,
+        work=a.work,
+        lang=a.lang,
+        checkpoint=a.checkpoint,
+        skip=skip,
     )
     start = time.monotonic()
     stopped = None
@@ -389,17 +440,9 @@ def as_lab_process() -> int:
 
 def graded_extra(ctx: LabContext) -> dict:
     """What result.json says of the implementation that ran, and of each exercise it graded."""
-    out = {"lang": ctx.lang, "implementation": {"kind": "reference"}}
+    out = {"lang": ctx.lang, "implementation": REFERENCE}
     if ctx.graded:
-        names = [f"{ctx.name}.py"] + [ex.document for ex in lab_exercises(ctx.name) if ex.document]
-        files = {name: ctx.work / name for name in names}
-        out["implementation"] = {
-            "kind": "workspace",
-            "work": str(ctx.work.resolve()),
-            "sha256": {
-                n: workspace.file_sha256(p) if p.is_file() else None for n, p in files.items()
-            },
-        }
+        out["implementation"] = workspace.implementation(ctx.work, [ctx.name])
     exercises = ctx.exercise_results()
     if exercises:
         out["exercises"] = exercises
