@@ -1,24 +1,22 @@
-"""The compile lab graded end to end with fresh stubs, then planted bugs, each caught by one of the lab's own
-checks (not by a unit test).
+"""Planted bugs in the compile lab, each caught by one of the lab's own checks (not by a unit test).
 
-One lab run, in this process through the runner (`workshop.runner.main` with --work): with untouched stubs
-every exercise check must fail ("not started") and every other check pass. Its compiled training step and
-generated code are kept, and each mutation re-runs only the lab section it breaks (reading the code back,
-the recompile experiment, the graph-break experiment, the gradient comparison) on a fresh LabContext, with
-the bug monkeypatched in. Each test id reads "bug -> the check that caught it".
+The lab's training step is compiled once, in this process, by the lab's own compile_training_step (the
+expensive part: Inductor and g++); each mutation then re-runs only the lab section it breaks (reading the
+generated code back, the recompile experiment, the graph-break experiment, the gradient comparison) on a fresh
+LabContext, with the bug monkeypatched in. Each test id reads "bug -> the check that caught it". The lab's
+whole run with fresh stubs (every exercise check fails, every other passes) is
+tests/test_exercises_every_lab.py's, through `check`.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-import json
 import re
 
 import pytest
 import torch
 
-from workshop import exercise, runner
 from workshop.lab import LabContext
 from workshop.labs.compile import (
     generated_kernels,
@@ -29,82 +27,43 @@ from workshop.labs.compile import (
     run_facts,
     trace_report,
 )
-from workshop.labs.compile.exercises import ANSWERS, KERNEL, WORKSPACE_HEADER
+from workshop.labs.compile.exercises import ANSWERS, WORKSPACE_HEADER
+from workshop.minigpt import checkpoint
+from workshop.minigpt.data import sample_corpus, to_tensors
 
 pytestmark = pytest.mark.slow
 
 
 @dataclasses.dataclass
-class StubRun:
-    result: dict
+class TrainingRun:
     train: lab.TrainingStep  # the lab's compiled training step
     model: torch.nn.Module  # the eager model it was compiled from
     xb: torch.Tensor
     yb: torch.Tensor
-    captures: dict
+    captures: dict  # {"train": Capture}, as the lab read it
 
 
 @pytest.fixture(scope="module")
-def stub_run(tmp_path_factory) -> StubRun:
-    """The lab run once, in-process, grading a workspace of fresh stubs; its compiled objects kept."""
-    root = tmp_path_factory.mktemp("compile-stubs")
-    work, out = root / "my-work", root / "compile"
-    work.mkdir(), out.mkdir()
-    (work / "compile.py").write_text(
-        WORKSPACE_HEADER + "\n" + KERNEL.stub_code() + "\n" + ANSWERS.stub_code()
-    )
-    kept = {}
-
-    def spy(name):
-        original = getattr(lab, name)
-
-        def wrapper(*args):
-            kept[name] = (args, original(*args))
-            return kept[name][1]
-
-        return wrapper
-
-    with pytest.MonkeyPatch.context() as mp:
-        for name in ("compile_training_step", "check_generated_code"):
-            mp.setattr(lab, name, spy(name))
-        try:
-            runner.main(["compile", "--out-dir", str(out), "--device", "cpu", "--work", str(work)])
-        finally:  # the lab pointed torch's trace and logs at its folder: give them back
-            trace_report.stop_torch_trace()
-            torch._logging.set_logs()
-    (_, model, xb, yb), train = kept["compile_training_step"]
-    (_, captures), _ = kept["check_generated_code"]
-    return StubRun(
-        json.loads((out / "result.json").read_text()), train, model, xb, yb, snapshot(captures)
-    )
+def run(tmp_path_factory) -> TrainingRun:
+    """The lab's training step compiled once, on the lab's inputs, its own checks passing."""
+    ctx = LabContext("compile", tmp_path_factory.mktemp("compile-train"), "cpu", 1, 0)
+    torch.manual_seed(ctx.seed)
+    model = checkpoint.load()
+    x, y = to_tensors(sample_corpus(max(lab.SWEEP["cpu"]), ctx.seed))
+    xb, yb = x[: lab.BATCH], y[: lab.BATCH]
+    train = lab.compile_training_step(ctx, model, xb, yb)
+    assert failed(ctx) == []
+    return TrainingRun(train, model, xb, yb, {"train": snapshot(train.capture)})
 
 
-def snapshot(captures: dict) -> dict:
-    """The captures as the lab read them: a later recompile (after a test's torch._dynamo.reset) would append
+def snapshot(cap):
+    """The capture as the lab read it: a later recompile (after a test's torch._dynamo.reset) would append
     its graphs and code to the recording backend's Capture."""
-    return {
-        stage: dataclasses.replace(
-            cap,
-            dynamo=list(cap.dynamo),
-            aot={k: list(v) for k, v in cap.aot.items()},
-            code=dict(cap.code),
-        )
-        for stage, cap in captures.items()
-    }
-
-
-def test_fresh_stubs_fail_exactly_the_exercise_checks(stub_run):
-    checks = stub_run.result["checks"]
-    graded = [c for c in checks if c.get("exercise")]
-    assert [c["name"] for c in checks if not c.get("exercise") and not c["passed"]] == []
-    assert graded and not any(c["passed"] for c in graded)
-    statuses = {ex_id: r["status"] for ex_id, r in stub_run.result["exercises"].items()}
-    assert statuses == {
-        "compile.kernel": exercise.NOT_STARTED,
-        "compile.answers": exercise.NOT_STARTED,
-    }
-    assert "explained" not in stub_run.result, (
-        "the explanation is revealed only once the answer passes"
+    return dataclasses.replace(
+        cap,
+        dynamo=list(cap.dynamo),
+        aot={k: list(v) for k, v in cap.aot.items()},
+        code=dict(cap.code),
     )
 
 
@@ -117,7 +76,7 @@ def failed(ctx: LabContext) -> list[str]:
     return [c.name for c in ctx.checks if not c.passed]
 
 
-def compiled_step_gradients(run: StubRun, ctx: LabContext, scale: float) -> None:
+def compiled_step_gradients(run: TrainingRun, ctx: LabContext, scale: float) -> None:
     """The lab's gradient check on one more step of its compiled loss, the gradients multiplied by `scale`,
     against eager on a copy of the same weights."""
     twin = run.train.twin
@@ -226,9 +185,9 @@ def trace_not_started(mp, run, ctx):
     lab.tlparse_report(ctx, True, run.captures)
 
 
-def test_the_gradient_comparison_passes_without_a_bug(stub_run, fresh_ctx):
+def test_the_gradient_comparison_passes_without_a_bug(run, fresh_ctx):
     """Before any test resets Dynamo: the lab's compiled loss runs again without compiling."""
-    compiled_step_gradients(stub_run, fresh_ctx, 1.0)
+    compiled_step_gradients(run, fresh_ctx, 1.0)
     assert fresh_ctx.checks and failed(fresh_ctx) == []
 
 
@@ -271,17 +230,17 @@ MUTATIONS = [
 @pytest.mark.parametrize(
     "bug, check", MUTATIONS, ids=[f"{bug.__name__} -> {check}" for bug, check in MUTATIONS]
 )
-def test_a_planted_bug_is_caught_by_the_labs_own_check(stub_run, fresh_ctx, bug, check):
+def test_a_planted_bug_is_caught_by_the_labs_own_check(run, fresh_ctx, bug, check):
     with pytest.MonkeyPatch.context() as mp:
-        bug(mp, stub_run, fresh_ctx)
+        bug(mp, run, fresh_ctx)
     assert check in failed(fresh_ctx), f"{bug.__doc__} passed every check: {failed(fresh_ctx)}"
     print(f"{bug.__name__}: {bug.__doc__.strip()} -> caught by '{check}'")
 
 
-def test_reading_the_snapshot_again_passes_without_a_bug(stub_run, fresh_ctx):
-    """The captures kept from the lab's run read back as in the run (the other sections' clean runs are the
-    lab run's own passing checks, test_fresh_stubs_fail_exactly_the_exercise_checks)."""
-    lab.check_generated_code(fresh_ctx, stub_run.captures)
+def test_reading_the_snapshot_again_passes_without_a_bug(run, fresh_ctx):
+    """The kept capture reads back with every check passing (the Dynamo sections' clean runs are the lab's own
+    passing checks in test_compile_lab.py and test_exercises_every_lab.py)."""
+    lab.check_generated_code(fresh_ctx, run.captures)
     assert fresh_ctx.checks and failed(fresh_ctx) == []
 
 
@@ -295,10 +254,10 @@ def graded_ctx(tmp_path, kernel_answer_source: str) -> LabContext:
 
 
 @pytest.mark.parametrize("right", [True, False], ids=["passing answer", "failing answer"])
-def test_the_explanation_is_revealed_only_once_the_answer_passes(stub_run, tmp_path, right):
+def test_the_explanation_is_revealed_only_once_the_answer_passes(run, tmp_path, right):
     """A graded run reveals the learner's kernel explained (and the lab's softmax) once KERNEL_EXPLAINED
     passes, nothing before."""
-    kernels = lab.generated_kernels(stub_run.captures)
+    kernels = lab.generated_kernels(run.captures)
     gelu = next(k for k in kernels if k.graph == "train/forward" and "gelu" in k.fused_ops)
     grid = loops.kernel_structure(gelu.source, gelu.language).grid
     answer = {
@@ -311,9 +270,7 @@ def test_the_explanation_is_revealed_only_once_the_answer_passes(stub_run, tmp_p
     }
     ctx = graded_ctx(tmp_path, repr(answer))
     softmax = kernel_explanation.pick_kernel([k for k in kernels if k.graph == "train/forward"])
-    explained = kernel_explanation.explain(
-        softmax, stub_run.captures["train"].aot["forward"], "cpu"
-    )
+    explained = kernel_explanation.explain(softmax, run.captures["train"].aot["forward"], "cpu")
     facts = run_facts.RunFacts(*[0] * len(dataclasses.fields(run_facts.RunFacts)))
-    shown = lab.grade_exercises(ctx, kernels, facts, explained, stub_run.captures)
+    shown = lab.grade_exercises(ctx, kernels, facts, explained, run.captures)
     assert [ex.kernel.name for ex in shown] == ([gelu.name, softmax.name] if right else [])
