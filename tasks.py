@@ -91,7 +91,8 @@ def _gpu_service() -> tuple[str, str]:
             f"{len(gpus)} NVIDIA GPU(s) and the NVIDIA container runtime found: running on the GPUs",
         )
     return "workshop-cpu", (
-        f"{len(gpus)} NVIDIA GPU(s) found, but Docker has no NVIDIA runtime, so containers cannot use them: "
+        f"{len(gpus)} NVIDIA GPU(s) found, but Docker has no NVIDIA runtime, so containers cannot use them "
+        '(`docker compose up workshop` stops with: could not select device driver "nvidia"): '
         f"running on the CPU. To use the GPUs, install the NVIDIA Container Toolkit ({INSTALL_TOOLKIT}), then "
         "`sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker`."
     )

@@ -117,6 +117,9 @@ def test_gpus_without_the_nvidia_runtime_fall_back_to_cpu_with_the_fix(fake_bin)
     fake_bin("nvidia-smi", FAKE_NVIDIA_SMI)
     out = invoke(fake_bin, "lab", "--dry-run")
     assert "no NVIDIA runtime" in out.stderr and "nvidia-ctk runtime configure" in out.stderr
+    assert (
+        'could not select device driver "nvidia"' in out.stderr
+    )  # what Compose says, named for a search
     assert commands(out) == [
         "docker compose run --rm -e WORKSHOP_N=2 workshop-cpu workshop-session"
     ]

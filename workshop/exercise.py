@@ -14,18 +14,20 @@ write, or None when it needs a run of the lab first (then `check LAB` writes the
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import pkgutil
 import textwrap
-from dataclasses import dataclass
 from pathlib import Path
+
+from workshop.i18n import _
 
 # How an exercise stands after a graded run (result.json "exercises" -> status).
 PASSING, FAILING, NOT_STARTED, NOT_GRADED = "passing", "failing", "not started", "not graded"
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Exercise:
     lab: str
     name: str  # unique within the lab; the exercise's id is "<lab>.<name>"
@@ -34,20 +36,18 @@ class Exercise:
     hint: str  # shown when the exercise fails
     handout: str  # the handout section to read: "README.md#anchor", relative to the lab's folder
     reference: str  # the instructor's solution, "module:attribute" (a function, a constant, or a file path)
-    attribute: str | None = None  # what the learner's <lab>.py defines; None for a document
-    document: str | None = (
-        None  # a workspace file the learner writes (e.g. "survey.md") instead of code
-    )
-    interface: str = ""  # signature, shapes and dtypes: the stub's docstring
-    stub: str = (
-        ""  # the code written into the workspace; default: the reference's signature + raise
-    )
-    template: str | None = (
-        None  # a document's starting text: "module:function" (see the module's docstring)
-    )
-    time_limit_s: float = (
-        120.0  # CPU seconds the learner's code may take here (an endless loop ends)
-    )
+    # what the learner's <lab>.py defines; None for a document
+    attribute: str | None = None
+    # a workspace file the learner writes (e.g. "survey.md") instead of code
+    document: str | None = None
+    # signature, shapes and dtypes: the stub's docstring
+    interface: str = ""
+    # the code written into the workspace; default: the reference's signature + raise
+    stub: str = ""
+    # a document's starting text: "module:function" (see the module's docstring)
+    template: str | None = None
+    # CPU seconds the learner's code may take here (an endless loop ends)
+    time_limit_s: float = 120.0
 
     @property
     def id(self) -> str:
@@ -56,6 +56,14 @@ class Exercise:
     def __post_init__(self):
         if (self.attribute is None) == (self.document is None):
             raise ValueError(f"exercise {self.id}: give exactly one of attribute= and document=")
+
+    def localized(self) -> Exercise:
+        """This exercise with its learner-facing text in the language in use. The declarations mark that
+        text with N_() (English, the source); the catalogs of workshop/i18n.py translate it here."""
+        texts = ("title", "statement", "hint", "interface", "stub")
+        return dataclasses.replace(
+            self, **{f: _(getattr(self, f)) for f in texts if getattr(self, f)}
+        )
 
     def load_reference(self):
         return pkgutil.resolve_name(self.reference)
@@ -144,7 +152,7 @@ def lab_exercises(lab: str) -> list[Exercise]:
     for ex in exercises:
         if ex.lab != lab:
             raise ValueError(f"{ex.id} is declared in lab {lab}'s exercises.py")
-    return exercises
+    return [ex.localized() for ex in exercises]
 
 
 def lab_header(lab: str) -> str:
@@ -153,7 +161,7 @@ def lab_header(lab: str) -> str:
     default = (
         f'"""Your solutions to the {lab} lab\'s exercises: python -m workshop check {lab}."""\n'
     )
-    return textwrap.dedent(getattr(module, "WORKSPACE_HEADER", default)).strip() + "\n"
+    return textwrap.dedent(_(getattr(module, "WORKSPACE_HEADER", default))).strip() + "\n"
 
 
 def all_exercises() -> dict[str, list[Exercise]]:

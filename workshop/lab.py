@@ -10,6 +10,7 @@ template beside its code with ctx.render_summary(...); the runner turns that int
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import math
 import pkgutil
 from dataclasses import dataclass, field
@@ -23,6 +24,9 @@ from workshop.i18n import _
 from workshop.time_limit import TimeLimitExceeded, time_limit
 from workshop.workspace import LearnerError
 
+# Why a module that a lab needs can be missing, said when it is (LabSpec.needs).
+WHY_MISSING = {"triton": "Triton has builds for Linux only, none for macOS or native Windows"}
+
 
 @dataclass(frozen=True)
 class LabSpec:
@@ -35,8 +39,16 @@ class LabSpec:
         900.0  # the runner stops a lab that runs longer (an endless loop in learner code)
     )
 
+    # Modules the lab cannot run without that a platform may lack (keys of WHY_MISSING): where one is missing,
+    # the runner fails the lab with one line that says so and points to Docker, instead of a traceback.
+    needs: tuple[str, ...] = ()
+
     def load(self, what: str = "entry"):
         return pkgutil.resolve_name(getattr(self, what))
+
+    def missing(self) -> list[str]:
+        """The modules of `needs` that this Python cannot import (looked up, not imported)."""
+        return [module for module in self.needs if importlib.util.find_spec(module) is None]
 
 
 @dataclass

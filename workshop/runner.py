@@ -31,7 +31,7 @@ from pathlib import Path
 from workshop import atomic, grading_markers, i18n, interrupt, labs, proctree, results, workspace
 from workshop.device import use_triton_interpreter
 from workshop.i18n import _
-from workshop.lab import Check, LabContext, all_passed
+from workshop.lab import WHY_MISSING, Check, LabContext, all_passed
 
 GRACE_S = 5.0  # a stopped lab's time to write its result and exit, before its processes are killed
 # A lab stops itself at its time limit (an alarm in its own process); the parent kills it BACKSTOP_S later if it
@@ -386,11 +386,15 @@ def main(argv: list[str] | None = None) -> int:
         checkpoint=a.checkpoint,
         skip=skip,
     )
+    spec = labs.get(a.lab)
     start = time.monotonic()
     stopped = None
     try:
         with interrupt.raising_on_signals(), interrupt.time_limit(a.time_limit):
-            labs.get(a.lab).load()(ctx)
+            if missing := spec.missing():
+                cannot_run_here(ctx, missing)
+            else:
+                spec.load()(ctx)
     except Exception:  # the lab failed: keep its checks so far, record the error as a failed check
         error = traceback.format_exc()
         with contextlib.suppress(OSError):  # the parent, and so our stdout, may be gone
@@ -416,6 +420,21 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[{a.lab}] {stopped.why}", file=sys.stderr, flush=True)
         return stopped.exit_code
     return 0 if ctx.passed else 1
+
+
+def cannot_run_here(ctx: LabContext, missing: list[str]) -> None:
+    """A lab that needs a module this platform lacks (Triton on macOS): one failed check whose message is the one
+    line that says why and where the lab does run."""
+    modules = ", ".join(missing)
+    why = "; ".join(
+        WHY_MISSING.get(m, _("{module} is not installed").format(module=m)) for m in missing
+    )
+    line = _(
+        "{lab} cannot run here: it needs {modules} ({why}). Run it in Docker: "
+        "docker compose run --rm workshop-cpu workshop-session {lab}"
+    ).format(lab=ctx.name, modules=modules, why=why)
+    ctx.check_equal(_("{modules} installed").format(modules=modules), "missing", "installed", line)
+    ctx.summary = line
 
 
 def export_checkpoint(path: Path | None) -> None:
