@@ -23,6 +23,8 @@ from pathlib import Path
 
 from workshop.i18n import N_, _
 
+LABS = Path(__file__).resolve().parent / "labs"  # each lab's folder: its handouts
+
 # How an exercise stands after a graded run (result.json "exercises" -> status). Stored in English, as keys;
 # translated where shown: _(status).
 PASSING, FAILING = N_("passing"), N_("failing")
@@ -61,10 +63,15 @@ class Exercise:
 
     def localized(self) -> Exercise:
         """This exercise with its learner-facing text in the language in use. The declarations mark that
-        text with N_() (English, the source); the catalogs of workshop/i18n.py translate it here."""
+        text with N_() (English, the source); the catalogs of workshop/i18n.py translate it here. A handout
+        marked N_() points at the handout's translation (README.es.md#its-translated-heading) where this lab
+        has that file: the labs' catalogs are one chain, so another lab's "README.md#questions" may translate."""
         texts = ("title", "statement", "hint", "interface", "stub")
+        handout = _(self.handout)
+        if not (LABS / self.lab / handout.partition("#")[0]).is_file():
+            handout = self.handout
         return dataclasses.replace(
-            self, **{f: _(getattr(self, f)) for f in texts if getattr(self, f)}
+            self, handout=handout, **{f: _(getattr(self, f)) for f in texts if getattr(self, f)}
         )
 
     def load_reference(self):
