@@ -13,6 +13,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import unquote
 
 from markdown_it import MarkdownIt
 
@@ -180,7 +181,7 @@ def broken_links(path: Path) -> list[str]:
     """Relative links of a Markdown file whose file or heading anchor does not exist."""
     out = []
     for href, file in _relative_links(path):
-        anchor = href.partition("#")[2]
+        anchor = unquote(href.partition("#")[2])  # the parser percent-encodes an accented anchor
         if not file.exists():
             out.append(f"{href}: no such file")
         elif (

@@ -59,8 +59,9 @@ class Exercise:
 
     def localized(self) -> Exercise:
         """This exercise with its learner-facing text in the language in use. The declarations mark that
-        text with N_() (English, the source); the catalogs of workshop/i18n.py translate it here."""
-        texts = ("title", "statement", "hint", "interface", "stub")
+        text with N_() (English, the source); the catalogs of workshop/i18n.py translate it here. A handout
+        marked N_() points at the handout's translation (README.es.md#its-translated-heading)."""
+        texts = ("title", "statement", "hint", "interface", "stub", "handout")
         return dataclasses.replace(
             self, **{f: _(getattr(self, f)) for f in texts if getattr(self, f)}
         )

@@ -43,16 +43,20 @@ def set_language(lang: str | None) -> str:
     """Use `lang` (None: the locale's) for every later `_()`; returns the language in use."""
     global _translation, _language
     lang = lang or detect()
-    if lang not in LANGUAGES:
-        raise ValueError(f"unknown language {lang!r}; choose one of {', '.join(LANGUAGES)}")
-    _translation = gettext.translation(DOMAIN, LOCALE_DIR, languages=[lang], fallback=True)
-    for lab_locale in sorted(LOCALE_DIR.parent.glob("labs/*/locale")):
-        domain = lab_locale.parent.name
-        _translation.add_fallback(
-            gettext.translation(domain, lab_locale, languages=[lang], fallback=True)
-        )
+    _translation = translation(lang)
     _language = lang
     return lang
+
+
+def translation(lang: str) -> gettext.NullTranslations:
+    """The catalogs of `lang`: the package's, then each lab's (a message none translates stays English)."""
+    if lang not in LANGUAGES:
+        raise ValueError(f"unknown language {lang!r}; choose one of {', '.join(LANGUAGES)}")
+    found = gettext.translation(DOMAIN, LOCALE_DIR, languages=[lang], fallback=True)
+    for lab_locale in sorted(LOCALE_DIR.parent.glob("labs/*/locale")):
+        domain = lab_locale.parent.name
+        found.add_fallback(gettext.translation(domain, lab_locale, languages=[lang], fallback=True))
+    return found
 
 
 def language() -> str:
