@@ -19,7 +19,8 @@ import sys
 import time
 from pathlib import Path
 
-from workshop import proctree
+from workshop import i18n, proctree
+from workshop.i18n import _
 
 STRATEGIES = ("ddp", "fsdp", "tp", "pp")
 STOP_GRACE_S = 3.0  # torchrun's and the ranks' time to exit on SIGTERM before they are killed
@@ -40,10 +41,10 @@ def capacity_problem(n_per_node: int, device: str) -> str | None:
 
         visible = torch.cuda.device_count()
         if n_per_node > visible:
-            return (
-                f"--n {n_per_node} asks for {n_per_node} processes, one GPU each, but {visible} GPU(s) are "
-                "visible; use --n <= the GPU count, or --device cpu to run them as CPU processes (gloo)"
-            )
+            return _(
+                "--n {n} asks for {n} processes, one GPU each, but {visible} GPU(s) are visible; use --n <= "
+                "the GPU count, or --device cpu to run them as CPU processes (gloo)"
+            ).format(n=n_per_node, visible=visible)
         return None
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     memory = available_memory()
@@ -52,13 +53,14 @@ def capacity_problem(n_per_node: int, device: str) -> str | None:
         limit = max(1, min(limit, int(memory // RANK_BYTES)))
     if n_per_node <= limit:
         return None
-    held = f"{RANKS_PER_CORE} per core on {cores} core(s)"
+    held = _("{per_core} per core on {cores} core(s)").format(per_core=RANKS_PER_CORE, cores=cores)
     if memory is not None:
-        held += f", {memory / 1e9:.1f} GB of free memory at {RANK_BYTES / 1e9:.1f} GB per rank"
-    return (
-        f"--n {n_per_node} asks for {n_per_node} CPU processes, but this machine holds {limit} ({held}); "
-        f"use --n {limit} or less"
-    )
+        held += _(", {free:.1f} GB of free memory at {per_rank:.1f} GB per rank").format(
+            free=memory / 1e9, per_rank=RANK_BYTES / 1e9
+        )
+    return _(
+        "--n {n} asks for {n} CPU processes, but this machine holds {limit} ({held}); use --n {limit} or less"
+    ).format(n=n_per_node, limit=limit, held=held)
 
 
 def available_memory() -> float | None:
@@ -88,7 +90,9 @@ def available_memory() -> float | None:
 def strategy_problem(strategy: str, world: int) -> str | None:
     """Why `world` ranks cannot run this strategy on the MiniGPT (None if they can). Checked before starting."""
     if strategy not in STRATEGIES:
-        return f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}"
+        return _("unknown strategy {strategy!r}; choose one of {choices}").format(
+            strategy=strategy, choices=", ".join(STRATEGIES)
+        )
     if strategy == "tp":
         from workshop.labs.distributed.tp import usable
     elif strategy == "pp":
@@ -139,8 +143,13 @@ def command(
 
 def environment() -> dict[str, str]:
     # The caller's environment, passed through (on the GPU machine it carries NCCL settings that must stay),
-    # plus one CPU thread per rank: N ranks share the cores.
-    return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+    # plus one CPU thread per rank: N ranks share the cores; and the language in use, which the ranks speak.
+    return {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "PYTHONUNBUFFERED": "1",
+        "WORKSHOP_LANG": i18n.language(),
+    }
 
 
 def run(cmd: list[str], log: Path, timeout_s: float = 300.0) -> tuple[int, float]:
@@ -161,7 +170,7 @@ def run(cmd: list[str], log: Path, timeout_s: float = 300.0) -> tuple[int, float
         except subprocess.TimeoutExpired:
             proctree.stop_tree(proc.pid, STOP_GRACE_S)
             rc = proc.wait()
-            f.write(f"\nkilled after {timeout_s:.0f} s\n")
+            f.write(_("\nkilled after {seconds:.0f} s\n").format(seconds=timeout_s))
         finally:  # a signal (interrupt.Stopped) or an error: no rank outlives the lab
             if proc.poll() is None:
                 proctree.stop_tree(proc.pid, STOP_GRACE_S)
@@ -170,17 +179,21 @@ def run(cmd: list[str], log: Path, timeout_s: float = 300.0) -> tuple[int, float
 
 
 def main(argv: list[str] | None = None) -> int:
+    i18n.set_language(None)  # WORKSHOP_LANG, else the locale
     p = argparse.ArgumentParser(
-        prog="python -m workshop.labs.distributed.launch", description=__doc__.split("\n")[0]
+        prog="python -m workshop.labs.distributed.launch",
+        description=_(
+            "Build and run the torchrun command of a demo, after checking that N can work at all."
+        ),
     )
     p.add_argument("strategy", choices=STRATEGIES)
-    p.add_argument("--n", type=int, default=2, help="processes per node")
+    p.add_argument("--n", type=int, default=2, help=_("processes per node"))
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--nnodes", type=int, default=1)
     p.add_argument("--node-rank", type=int, default=None)
     p.add_argument(
-        "--rdzv-endpoint", default=None, help="host:port of the rendezvous (several nodes)"
+        "--rdzv-endpoint", default=None, help=_("host:port of the rendezvous (several nodes)")
     )
     p.add_argument("--rdzv-id", default="workshop")
     argv = sys.argv[1:] if argv is None else argv
@@ -189,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     )  # after --: the demo's own options, e.g. --fail-rank 1
     a, demo_args = p.parse_args(argv[:cut]), argv[cut + 1 :]
     if a.nnodes > 1 and not a.rdzv_endpoint:
-        p.error("--nnodes > 1 needs --rdzv-endpoint host:port (the same on every node)")
+        p.error(_("--nnodes > 1 needs --rdzv-endpoint host:port (the same on every node)"))
     why = capacity_problem(a.n, a.device) or strategy_problem(a.strategy, a.n * a.nnodes)
     if why:
         p.error(why)
