@@ -39,9 +39,9 @@ COMMITTED_RUNS = [  # the runs the model answer quotes, each a figures.json
     REPO / "benchmarks" / "h200-run" / "distributed" / "figures.json",
 ]
 STARTER = "survey_starter.md.j2"
-# One page of prose. Spanish says the same in more words (articles, "de"): the Spanish model answer has 1.XX
-# times the English one's words, and the range scales by as much.
-WORDS = {"en": (250, 700), "es": (290, 800)}
+# One page of prose, in the survey's language. Spanish says the same in more words (articles, "de"): the model
+# answer has 759 words in Spanish against 649 in English (1.17x), and the range scales by as much.
+WORDS = {"en": (250, 700), "es": (290, 820)}
 MIN_CITED = 4
 
 
