@@ -10,7 +10,14 @@ import pytest
 
 from workshop import exercise
 from workshop.lab import LabContext
-from workshop.labs.distributed import answers, figures, predictions, survey, survey_figures, survey_text
+from workshop.labs.distributed import (
+    answers,
+    figures,
+    predictions,
+    survey,
+    survey_figures,
+    survey_text,
+)
 from workshop.labs.distributed.exercises import EXERCISES
 
 RUN = figures.read(survey.COMMITTED_RUNS[0])  # CPU, N=2
@@ -297,7 +304,10 @@ def test_the_template_waits_for_a_run_is_filled_from_it_and_never_replaces_the_l
     assert (
         survey.figures_for(tmp_path / "survey.md", [])[0] == RUN
     )  # traced against the run it came from
-    assert survey_figures.untraced(filled, RUN) == [] and survey_text.words(filled) < survey.WORDS["en"][0]
+    assert (
+        survey_figures.untraced(filled, RUN) == []
+        and survey_text.words(filled) < survey.WORDS["en"][0]
+    )
     (tmp_path / "survey.md").write_text(filled + "\nMy words.\n")
     assert workspace_init.write_waiting_document(tmp_path, SURVEY, lab_dir) is None
     assert (tmp_path / "survey.md").read_text().endswith("My words.\n")

@@ -46,7 +46,7 @@ def schedules_for(n: int, cfg: GPTConfig = GPTConfig()) -> dict[str, str | None]
         name: None
         if n * v <= cfg.n_layer
         else _("{stages} stages > {blocks} blocks").format(stages=n * v, blocks=cfg.n_layer)
-        for name, (_, v) in SCHEDULES.items()
+        for name, (_schedule, v) in SCHEDULES.items()
     }
 
 
