@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 from test_distributed_exercises import RUN, by, failed, grade_survey
+from test_distributed_exercises import WRONG_SURVEYS as ENGLISH_WRONG_SURVEYS
 
 from workshop import i18n
 from workshop.lab import LabContext
@@ -93,43 +94,32 @@ def test_the_spanish_model_answer_passes_against_the_committed_runs(ctx):
     assert failed(ctx) == {}
 
 
-WRONG_SURVEYS = [  # the English cases (test_distributed_exercises.py), in Spanish
-    (
-        "un párrafo",
-        lambda t: t.split("## DDP")[0][:400],
-        "words of prose in survey.md",
-        "one page is 290-820",
-    ),
-    (
-        "sin pipeline",
-        lambda t: t.split("## Paralelismo de pipeline")[0],
-        "pipeline parallel named",
-        "no sentence is about",
-    ),
-    (
-        "DDP reparte en shards",
+SPANISH_MISTAKES = {  # each English wrong survey (test_distributed_exercises.py) -> the change that makes it in
+    # Spanish, and the words its message must have; its check is the English case's
+    "one paragraph": (lambda t: t.split("## DDP")[0][:400], "one page is 290-820"),
+    "no pipeline": (lambda t: t.split("## Paralelismo de pipeline")[0], "no sentence is about"),
+    "DDP said to shard": (
         lambda t: t.replace(
             "DDP guarda una réplica completa del modelo en cada rank",
             "DDP reparte los parámetros en shards",
         ),
-        "DDP named",
         "what each rank holds",
     ),
-    (
-        "FSDP hace all-reduce",
+    "FSDP said to all-reduce": (
         lambda t: t.replace(
             "Tiene que hacer un\nall-gather de los parámetros antes de que se ejecute cada unidad y un reduce-scatter",
             "Hace un all-reduce\nde los gradientes después de cada unidad, como",
         ),
-        "FSDP named",
         "all-gather",
     ),
-    (
-        "una cifra de las H200",
+    "a figure from the H200 run": (
         lambda t: t + "\nEl paso de DDP tardó 14,0 ms en las H200.\n",
-        "traces to the run's figures",
         "14,0 ms",
     ),
+}
+WRONG_SURVEYS = [  # every English case has its Spanish equivalent (a KeyError here says which has none)
+    (mistake, SPANISH_MISTAKES[mistake][0], check, SPANISH_MISTAKES[mistake][1])
+    for mistake, _change, check, _words in ENGLISH_WRONG_SURVEYS
 ]
 
 
@@ -154,7 +144,10 @@ def test_a_wrong_statement_in_spanish_is_named(ctx, tmp_path):
 
 def test_a_survey_grades_the_same_whatever_language_the_run_speaks(tmp_path):
     """Check by check, the same verdicts and numbers; only the words of names and messages change."""
-    texts = {"good": good_survey(), "no pipeline": WRONG_SURVEYS[1][1](good_survey())}
+    texts = {
+        "good": good_survey(),
+        "no pipeline": SPANISH_MISTAKES["no pipeline"][0](good_survey()),
+    }
     graded = {}
     for lang in ("en", "es"):
         i18n.set_language(lang)
