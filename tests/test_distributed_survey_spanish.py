@@ -134,6 +134,22 @@ def test_wrong_spanish_surveys_fail_with_a_pointed_message(
     assert hits and any(words in m for m in hits.values()), wrong
 
 
+def test_the_page_is_measured_in_the_surveys_language(ctx, tmp_path):
+    """The Spanish model answer's 759 words are one page in Spanish (over English's 700); a Spanish survey past
+    820 words is cut."""
+    assert (
+        survey.WORDS["en"][1]
+        < survey_text.words(survey.model_answer("es").read_text())
+        <= survey.WORDS["es"][1]
+    )
+    filler = good_survey().split("\n\n")[1]
+    long = good_survey().replace("## DDP", " ".join([filler] * 3) + "\n\n## DDP")
+    assert survey_text.words(long) > survey.WORDS["es"][1]
+    wrong = grade_survey(ctx, tmp_path, long)
+    assert list(wrong) == ["survey: words of prose in survey.md (one page)"]
+    assert "one page is 290-820: cut" in wrong["survey: words of prose in survey.md (one page)"]
+
+
 def test_a_wrong_statement_in_spanish_is_named(ctx, tmp_path):
     """Holding a shard but also 'reparte los parámetros': DDP's sentences say what belongs to FSDP."""
     text = good_survey().replace("y momento.", "y momento. DDP reparte los parámetros en shards.")
