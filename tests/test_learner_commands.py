@@ -102,6 +102,37 @@ def test_init_of_a_lab_without_exercises_is_refused(toy):
         cli.main(["exercises", "init", "--lab", "minigpt"])
 
 
+def test_init_and_check_in_spanish_then_list_in_english(toy, capsys):
+    """The core's words in Spanish (the toy's own texts have no translation); a workspace made in Spanish
+    is still "not started" when listed in English: its stubs are recognised in every language."""
+    work = toy / "my-work"
+    assert cli.main(["exercises", "init", "--lang", "es"]) == 0
+    written = (work / "toy.py").read_text(encoding="utf-8")
+    for part in (
+        "# Ejercicio toy.double: double a number",
+        "# Interfaz: x: int -> int",
+        "# Pista: Multiply by two.",
+        "# Lee: workshop/labs/toy/README.md#double",
+        "# Lo corrige: python -m workshop check toy",
+        "Mira workshop/labs/toy/README.md#double.",
+    ):
+        assert part in written
+    out = workshop("check", "toy", "--device", "cpu", "--lang", "es")
+    assert out.returncode == 1, out.text
+    assert "corrigiendo my-work con las comprobaciones de toy" in out.text
+    assert "PENDIENTE  toy.double" in out.text and "qué hacer" in out.text
+    assert "ejercicios superados: 0 de 3" in out.text
+    summary = Path("results/latest/toy/summary.md").read_text(encoding="utf-8")
+    assert "## Ejercicios" in summary and "| toy.double | sin empezar |" in summary
+
+    capsys.readouterr()
+    assert cli.main(["exercises", "list", "--lang", "es"]) == 0
+    listed = capsys.readouterr().out
+    assert "ejercicio" in listed and "estado" in listed and "sin empezar" in listed
+    assert cli.main(["exercises", "list"]) == 0
+    assert capsys.readouterr().out.count("not started") == 3
+
+
 # ---- check, then list: the learner's loop ----
 def test_check_fails_fresh_stubs_with_the_statement_then_passes_when_solved(toy):
     work = toy / "my-work"

@@ -94,3 +94,11 @@ def test_the_runtime_reads_the_compiled_catalog(toy_area, monkeypatch):
         assert i18n._("not in the catalog") == "not in the catalog"
     finally:
         i18n.set_language("en")
+
+
+def test_placeholders_are_format_fields_not_a_code_stubs_braces():
+    """An exercise's stub (`ANSWERS = {...}` with translated comments) has no placeholders to keep."""
+    stub = 'ANSWERS = {\n    # Q1. How many nodes? (int)\n    "graph_nodes": None,\n}\n'
+    assert catalogs.PLACEHOLDER.findall(stub) == []
+    fields = "{n} of {rel:.2g} at {key!r}, {}"
+    assert catalogs.PLACEHOLDER.findall(fields) == ["{n}", "{rel:.2g}", "{key!r}", "{}"]

@@ -24,7 +24,8 @@ from workshop import i18n
 
 PACKAGE = Path(__file__).resolve().parent
 TRANSLATED = [lang for lang in i18n.LANGUAGES if lang != i18n.DEFAULT]
-PLACEHOLDER = re.compile(r"{[^{}]*}")
+# A str.format field, {name}, {0}, {key!r}, {rel:.2g}: not the braces of a code stub's dict (`ANSWERS = {...}`)
+PLACEHOLDER = re.compile(r"{[\w.\[\]]*(?:![rsa])?(?::[^{}]*)?}")
 
 
 @dataclass(frozen=True)

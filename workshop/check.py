@@ -11,14 +11,21 @@ import textwrap
 from pathlib import Path
 
 from workshop import exercise, results, workspace, workspace_init
-from workshop.i18n import _
+from workshop.i18n import N_, _
 
-MARKS = {
-    exercise.PASSING: "[green]PASS[/green]",
-    exercise.FAILING: "[red]FAIL[/red]",
-    exercise.NOT_STARTED: "[yellow]TODO[/yellow]",
-    exercise.NOT_GRADED: "[red]----[/red]",
+MARKS = {  # status -> (style, the mark printed before the exercise's id)
+    exercise.PASSING: ("green", N_("PASS")),
+    exercise.FAILING: ("red", N_("FAIL")),
+    exercise.NOT_STARTED: ("yellow", N_("TODO")),
+    exercise.NOT_GRADED: ("red", "----"),
 }
+
+
+def mark(status: str) -> str:
+    """The status's mark in the language in use, padded to the widest one so that the ids line up."""
+    width = max(len(_(text)) for _style, text in MARKS.values())
+    style, text = MARKS.get(status, ("white", status))
+    return f"[{style}]{_(text):<{width}}[/{style}]"
 
 
 class CheckRefused(Exception):
@@ -71,7 +78,7 @@ def value_text(value) -> str:
 def exercise_lines(ex_id: str, entry: dict, statement: str) -> list[str]:
     """One exercise of the report: its mark and title, then why it failed and what to read (rich markup)."""
     status = entry["status"]
-    lines = [f"  {MARKS.get(status, status)}  [bold]{ex_id}[/bold]  {entry['title']}"]
+    lines = [f"  {mark(status)}  [bold]{ex_id}[/bold]  {entry['title']}"]
     failed = entry.get("failed_check")
     if status == exercise.NOT_STARTED:
         lines += wrapped(_("to do"), statement)
@@ -92,13 +99,18 @@ def exercise_lines(ex_id: str, entry: dict, statement: str) -> list[str]:
     return lines
 
 
+LABELS = (N_("to do"), N_("check"), N_("why"), N_("hint"), N_("read"), N_("lab"))  # wrapped()'s
+
+
 def wrapped(label: str, text: str) -> list[str]:
-    """'        label  text', wrapped at 100 columns, continuation lines aligned; [] for no text."""
+    """'        label  text' (label: one of LABELS, translated), wrapped at 100 columns, continuation lines
+    aligned with the text; [] for no text."""
     if not text.strip():
         return []
-    indent = " " * 8 + " " * 7
+    width = 1 + max(len(_(name)) for name in LABELS)  # one column for every label, in any language
+    indent = " " * (8 + width + 1)
     body = textwrap.wrap(" ".join(text.split()), 100 - len(indent))
-    first = f"        [dim]{label:<6}[/dim] {body[0]}"
+    first = f"        [dim]{label:<{width}}[/dim] {body[0]}"
     return [first, *[indent + line for line in body[1:]]]
 
 

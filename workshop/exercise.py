@@ -21,10 +21,14 @@ import pkgutil
 import textwrap
 from pathlib import Path
 
-from workshop.i18n import _
+from workshop.i18n import N_, _
 
-# How an exercise stands after a graded run (result.json "exercises" -> status).
-PASSING, FAILING, NOT_STARTED, NOT_GRADED = "passing", "failing", "not started", "not graded"
+LABS = Path(__file__).resolve().parent / "labs"  # each lab's folder: its handouts
+
+# How an exercise stands after a graded run (result.json "exercises" -> status). Stored in English, as keys;
+# translated where shown: _(status).
+PASSING, FAILING = N_("passing"), N_("failing")
+NOT_STARTED, NOT_GRADED = N_("not started"), N_("not graded")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,10 +64,14 @@ class Exercise:
     def localized(self) -> Exercise:
         """This exercise with its learner-facing text in the language in use. The declarations mark that
         text with N_() (English, the source); the catalogs of workshop/i18n.py translate it here. A handout
-        marked N_() points at the handout's translation (README.es.md#its-translated-heading)."""
-        texts = ("title", "statement", "hint", "interface", "stub", "handout")
+        marked N_() points at the handout's translation (README.es.md#its-translated-heading) where this lab
+        has that file: the labs' catalogs are one chain, so another lab's "README.md#questions" may translate."""
+        texts = ("title", "statement", "hint", "interface", "stub")
+        handout = _(self.handout)
+        if not (LABS / self.lab / handout.partition("#")[0]).is_file():
+            handout = self.handout
         return dataclasses.replace(
-            self, **{f: _(getattr(self, f)) for f in texts if getattr(self, f)}
+            self, handout=handout, **{f: _(getattr(self, f)) for f in texts if getattr(self, f)}
         )
 
     def load_reference(self):
@@ -72,7 +80,9 @@ class Exercise:
     def not_started_message(self) -> str:
         """What a stub raises: the exercise's id and the first sentence of its statement."""
         first = self.statement.strip().split(". ")[0].rstrip(".")
-        return f"{self.id}: {first}. See {self.handout_path()}."
+        return _("{id}: {first}. See {handout}.").format(
+            id=self.id, first=first, handout=self.handout_path()
+        )
 
     def document_text(self, lab_dir: Path | None) -> str | None:
         """A document's starting text (its template's, from the lab's run in `lab_dir`), or None when the
@@ -159,8 +169,10 @@ def lab_exercises(lab: str) -> list[Exercise]:
 def lab_header(lab: str) -> str:
     """The top of the learner's <lab>.py: the lab's WORKSPACE_HEADER (what the file is, the imports)."""
     module = importlib.import_module(f"workshop.labs.{lab}.exercises")
-    default = (
-        f'"""Your solutions to the {lab} lab\'s exercises: python -m workshop check {lab}."""\n'
+    default = '"""{}"""\n'.format(
+        _("Your solutions to the {lab} lab's exercises: {command}.").format(
+            lab=lab, command=f"python -m workshop check {lab}"
+        )
     )
     return textwrap.dedent(_(getattr(module, "WORKSPACE_HEADER", default))).strip() + "\n"
 

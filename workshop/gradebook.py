@@ -74,7 +74,11 @@ def add_run(row: Row, run_dir: Path) -> None:
     try:
         manifest = results.read_json(run_dir / "manifest.json")
     except (OSError, ValueError) as e:
-        row.notes.append(f"{run_dir.name}: manifest.json {workspace.describe(e)}")
+        row.notes.append(
+            _("{file} cannot be read: {error}").format(
+                file=f"{run_dir.name}/manifest.json", error=workspace.describe(e)
+            )
+        )
         return
     impl = manifest.get("implementation") or {}
     if impl.get("kind") != "workspace":
@@ -105,15 +109,19 @@ def labs_in(run_dir: Path) -> list[str]:
 
 def tree_modified(revision: str) -> str:
     if revision in ("", "unknown", "None"):
-        return "unknown"
-    return "yes" if revision.endswith("+dirty") else "no"
+        return _("unknown")
+    return _("yes") if revision.endswith("+dirty") else _("no")
 
 
 def add_lab_result(row: Row, run_dir: Path, lab: str) -> None:
     try:
         result = results.read_json(run_dir / lab / "result.json")
     except (OSError, ValueError) as e:
-        row.notes.append(f"{run_dir.name}/{lab}: result.json {workspace.describe(e)}")
+        row.notes.append(
+            _("{file} cannot be read: {error}").format(
+                file=f"{run_dir.name}/{lab}/result.json", error=workspace.describe(e)
+            )
+        )
         return
     for ex_id, entry in (result.get("exercises") or {}).items():
         if ex_id in row.statuses:
@@ -132,13 +140,14 @@ def columns(rows: list[Row]) -> list[str]:
 
 
 def table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
-    """The header and one line per learner: name, passing count, each exercise, the facts, runs, notes."""
+    """The header and one line per learner: name, passing count, each exercise, the facts, runs, notes.
+    Headings and statuses in the language in use; exercise ids and the manifest's fact names as they are."""
     exercise_ids = columns(rows)
-    header = ["learner", "passing", *exercise_ids, *FACTS, "runs", "source", "notes"]
+    header = [_("learner"), _("passing"), *exercise_ids, *FACTS, _("runs"), _("source"), _("notes")]
     lines = []
     for row in rows:
         passing = sum(row.statuses.get(e) == exercise.PASSING for e in exercise_ids)
-        statuses = [row.statuses.get(e, exercise.NOT_GRADED) for e in exercise_ids]
+        statuses = [_(row.statuses.get(e, exercise.NOT_GRADED)) for e in exercise_ids]
         facts = [row.fact(name) for name in FACTS]
         runs = " ".join(row.runs)
         notes = " | ".join(row.notes)
@@ -175,8 +184,8 @@ def to_markdown(header: list[str], lines: list[list[str]]) -> str:
         *(cells(line[:-1]) for line in lines),
     ]
     notes = [f"- **{line[0]}**: {line[-1]}" for line in lines if line[-1]]
-    text = "# Grades\n\n" + "\n".join(body) + "\n"
-    return text + ("\n## Notes\n\n" + "\n".join(notes) + "\n" if notes else "")
+    text = "# " + _("Grades") + "\n\n" + "\n".join(body) + "\n"
+    return text + ("\n## " + _("Notes") + "\n\n" + "\n".join(notes) + "\n" if notes else "")
 
 
 def write(rows: list[Row], out_dir: Path) -> tuple[Path, Path]:

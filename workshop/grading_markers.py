@@ -75,7 +75,9 @@ class ProcessDied(Exception):
 
 def log_lines(lab_dir: Path) -> list[str]:
     try:
-        return (Path(lab_dir) / "log.txt").read_text(errors="replace").splitlines()
+        return (
+            (Path(lab_dir) / "log.txt").read_text(encoding="utf-8", errors="replace").splitlines()
+        )
     except OSError:
         return []
 

@@ -13,6 +13,7 @@ The language: --lang, else WORKSHOP_LANG, else the locale (LC_ALL, LC_MESSAGES, 
 
 from __future__ import annotations
 
+import contextlib
 import gettext
 import os
 from pathlib import Path
@@ -27,12 +28,11 @@ _language = DEFAULT
 
 
 def detect(environ: dict[str, str] | None = None) -> str:
-    """The language asked for: WORKSHOP_LANG (en or es) if set, else the first of LC_ALL, LC_MESSAGES, LANG
-    that is set, as POSIX reads them: Spanish when it starts with 'es' (es_ES.UTF-8, es_MX), else English."""
+    """The language asked for: the first of WORKSHOP_LANG, LC_ALL, LC_MESSAGES, LANG that is set (POSIX's
+    order, with the workshop's own variable first): Spanish when it starts with 'es' (es, es_ES.UTF-8, es_MX),
+    else English. WORKSHOP_LANG takes a locale name too: compose passes the host's LANG through it."""
     environ = os.environ if environ is None else environ
-    if environ.get("WORKSHOP_LANG") in LANGUAGES:
-        return environ["WORKSHOP_LANG"]
-    for name in ("LC_ALL", "LC_MESSAGES", "LANG"):
+    for name in ("WORKSHOP_LANG", "LC_ALL", "LC_MESSAGES", "LANG"):
         value = environ.get(name, "")
         if value:
             return "es" if value.lower().startswith("es") else DEFAULT
@@ -61,6 +61,17 @@ def translation(lang: str) -> gettext.NullTranslations:
 
 def language() -> str:
     return _language
+
+
+@contextlib.contextmanager
+def using(lang: str):
+    """Within: messages in `lang` (a report in its run's language); the language in use before, afterwards."""
+    before = _language
+    set_language(lang)
+    try:
+        yield lang
+    finally:
+        set_language(before)
 
 
 def _(message: str) -> str:

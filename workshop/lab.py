@@ -10,6 +10,7 @@ template beside its code with ctx.render_summary(...); the runner turns that int
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import math
 import pkgutil
 from dataclasses import dataclass, field
@@ -19,9 +20,12 @@ from types import ModuleType
 from workshop import atomic, exercise, grading_markers, templates, workspace
 from workshop.exercise import Exercise
 from workshop.grading_markers import ProcessDied
-from workshop.i18n import _
+from workshop.i18n import N_, _
 from workshop.time_limit import TimeLimitExceeded, time_limit
 from workshop.workspace import LearnerError
+
+# Why a module that a lab needs can be missing, said when it is (LabSpec.needs).
+WHY_MISSING = {"triton": N_("Triton has builds for Linux only, none for macOS or native Windows")}
 
 
 @dataclass(frozen=True)
@@ -35,8 +39,16 @@ class LabSpec:
         900.0  # the runner stops a lab that runs longer (an endless loop in learner code)
     )
 
+    # Modules the lab cannot run without that a platform may lack (keys of WHY_MISSING): where one is missing,
+    # the runner fails the lab with one line that says so and points to Docker, instead of a traceback.
+    needs: tuple[str, ...] = ()
+
     def load(self, what: str = "entry"):
         return pkgutil.resolve_name(getattr(self, what))
+
+    def missing(self) -> list[str]:
+        """The modules of `needs` that this Python cannot import (looked up, not imported)."""
+        return [module for module in self.needs if importlib.util.find_spec(module) is None]
 
 
 @dataclass
@@ -77,7 +89,8 @@ def exercise_status(checks: list[Check]) -> str:
         return exercise.NOT_GRADED
     if failed is None:
         return exercise.PASSING
-    return exercise.NOT_STARTED if failed.value == exercise.NOT_STARTED else exercise.FAILING
+    # A stub's check records "not started" as its value, in the run's language.
+    return exercise.NOT_STARTED if failed.value == _(exercise.NOT_STARTED) else exercise.FAILING
 
 
 class Unavailable:
@@ -138,11 +151,12 @@ class LabContext:
     def _add(self, check: Check) -> Check:
         check.exercise = self._grading.id if self._grading else None
         self.checks.append(check)
-        mark = "ok  " if check.passed else "FAIL"
-        print(
-            f"[{self.name}] {mark} {check.name}: {check.value!r} (threshold {check.threshold!r})",
-            flush=True,
+        width = max(len(_("ok")), len(_("FAIL")))
+        mark = (_("ok") if check.passed else _("FAIL")).ljust(width)
+        line = _("{name}: {value} (threshold {threshold})").format(
+            name=check.name, value=repr(check.value), threshold=repr(check.threshold)
         )
+        print(f"[{self.name}] {mark} {line}", flush=True)
         if check.message and not check.passed:
             print(f"[{self.name}]      {check.message}", flush=True)
         return check
@@ -180,7 +194,11 @@ class LabContext:
             raise self._learner
         if not hasattr(self._learner, ex.attribute):
             path = workspace.display(workspace.lab_file(self.work, self.name))
-            raise workspace.LearnerError(f"{path} defines no `{ex.attribute}` (exercise {ex.id})")
+            raise workspace.LearnerError(
+                _("{file} defines no `{name}` (exercise {id})").format(
+                    file=path, name=ex.attribute, id=ex.id
+                )
+            )
         return getattr(self._learner, ex.attribute)
 
     def document(self, ex: Exercise) -> Path:
@@ -243,7 +261,8 @@ class LabContext:
         """The failed check that records `e`, raised in ex's grading block by the learner's work; None when it
         is not theirs to answer for (the reference's own error, an interrupt): then it propagates."""
         if isinstance(e, LearnerError):
-            return Check(f"{ex.id}: your code loads", False, str(e), "no error", message=ex.hint)
+            name = _("{id}: your code loads").format(id=ex.id)
+            return Check(name, False, str(e), _("no error"), message=ex.hint)
         if isinstance(e, ProcessDied):
             died = grading_markers.died_check(ex.id, str(e))
             return Check(
@@ -253,21 +272,20 @@ class LabContext:
             return None
         where = workspace.where(e, self._learner_path(ex))
         if isinstance(e, NotImplementedError):
+            name, value = _("{id}: implemented").format(id=ex.id), _(exercise.NOT_STARTED)
             message = str(e) or ex.not_started_message()
-            return Check(
-                f"{ex.id}: implemented", False, exercise.NOT_STARTED, "implemented", message=message
-            )
+            return Check(name, False, value, _("implemented"), message=message)
         if isinstance(e, TimeLimitExceeded):
             message = _(
                 "An endless loop, or far more work than the exercise needs: see where it was."
             )
             value, limit = f"{where}: {e}", _("{seconds:g} s of CPU time").format(seconds=e.seconds)
-            return Check(f"{ex.id}: finishes in time", False, value, limit, message=message)
+            name = _("{id}: finishes in time").format(id=ex.id)
+            return Check(name, False, value, limit, message=message)
         if isinstance(e, Exception | SystemExit):  # sys.exit() in the learner's code ends only this
             value = f"{where}: {workspace.describe(e)}"
-            return Check(
-                f"{ex.id}: runs without an error", False, value, "no error", message=ex.hint
-            )
+            name = _("{id}: runs without an error").format(id=ex.id)
+            return Check(name, False, value, _("no error"), message=ex.hint)
         return None
 
     def _cut_short(self, ex: Exercise, e: BaseException) -> Check:
@@ -277,7 +295,8 @@ class LabContext:
         message = _(
             "The lab was stopped while grading this exercise: an endless loop? See where it was."
         )
-        return Check(f"{ex.id}: graded to the end", False, value, _("not stopped"), message=message)
+        name = _("{id}: graded to the end").format(id=ex.id)
+        return Check(name, False, value, _("not stopped"), message=message)
 
     def _learner_path(self, ex: Exercise) -> Path:
         """The workspace file the learner writes this exercise in."""

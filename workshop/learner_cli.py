@@ -40,12 +40,18 @@ def exercise_labs(names: list[str] | None) -> list[str]:
     having = list(exercise.all_exercises())
     unknown = [n for n in names or [] if n not in having]
     if unknown:
-        raise SystemExit(
-            _("error: no exercises in lab(s) {labs}; the labs with exercises: {having}").format(
+        raise _fail(
+            _("no exercises in lab(s) {labs}; the labs with exercises: {having}").format(
                 labs=", ".join(unknown), having=", ".join(having) or _("none yet")
             )
         )
     return names or having
+
+
+def _fail(message: str) -> SystemExit:
+    from workshop.cli import fail  # cli imports this module: at call time, not at import
+
+    return fail(message)
 
 
 def graded_run(labs: list[str], args, work: Path, on_line=None) -> Path:
@@ -62,7 +68,7 @@ def graded_run(labs: list[str], args, work: Path, on_line=None) -> Path:
         console.print(cli._incomplete_line(run_dir), soft_wrap=True)
         raise SystemExit(e.exit_code) from None
     except results.RunFolderError as e:
-        raise SystemExit(f"error: {e}") from None
+        raise _fail(str(e)) from None
     return run_dir
 
 
@@ -73,9 +79,9 @@ def cmd_init(args) -> int:
     try:
         outcome = workspace_init.init(work, labs, Path(args.out), args.force, args.learner)
     except workspace_init.WorkspaceExists as e:
-        raise SystemExit(
+        raise _fail(
             _(
-                "error: {files} already exist(s), and init never overwrites your work. Keep it and "
+                "{files} already exist(s), and init never overwrites your work. Keep it and "
                 "init other labs with --lab LAB, or start again from fresh files with --force (yours are "
                 "copied to {work}/.backup-<time>/ first)."
             ).format(files=e, work=workspace.display(work))
@@ -104,18 +110,18 @@ def cmd_init(args) -> int:
 def cmd_list(args) -> int:
     work = Path(args.work)
     if not work.is_dir():
-        raise SystemExit(
-            _(
-                "error: {work} is not a folder: make it with `python -m workshop exercises init`"
-            ).format(work=workspace.display(work))
+        raise _fail(
+            _("{work} is not a folder: make it with `python -m workshop exercises init`").format(
+                work=workspace.display(work)
+            )
         )
     table = Table(title=_("exercises in {work}").format(work=workspace.display(work)))
     for column in (_("exercise"), _("status"), _("title")):
         table.add_column(column)
     for s in progress.workspace_progress(work, Path(args.out)):
-        status = f"[{STATUS_STYLE.get(s.status, 'white')}]{s.status}[/]"
+        status = f"[{STATUS_STYLE.get(s.status, 'white')}]{_(s.status)}[/]"
         if s.last_status:
-            status += _(" (was {status})").format(status=s.last_status)
+            status += _(" (was {status})").format(status=_(s.last_status))
         table.add_row(s.exercise.id, status, s.exercise.title)
     console.print(table)
     return 0
@@ -128,7 +134,7 @@ def cmd_check(args) -> int:
     try:
         check.refuse_early(labs, work)
     except check.CheckRefused as e:
-        raise SystemExit(f"error: {e}") from None
+        raise _fail(str(e)) from None
     console.print(
         _("grading {work} with the checks of {labs}").format(
             work=workspace.display(work), labs=", ".join(labs)
@@ -176,8 +182,8 @@ def cmd_grade(args) -> int:
     try:
         csv_path, md_path = gradebook.write(rows, out_dir)
     except (OSError, FileExistsError) as e:
-        raise SystemExit(f"error: {e}") from None
-    console.print(md_path.read_text(), markup=False)
+        raise _fail(str(e)) from None
+    console.print(md_path.read_text(encoding="utf-8"), markup=False)
     console.print(_("wrote {csv} and {md}").format(csv=csv_path, md=md_path))
     return 0
 
@@ -185,52 +191,60 @@ def cmd_grade(args) -> int:
 # ---- the parsers ----
 def add_commands(sub) -> None:
     """Add exercises, check and grade to `python -m workshop`'s subcommands."""
-    from workshop.cli import add_run_options
+    from workshop.cli import add_language_option, add_results_option, add_run_options
 
     default_work = str(workspace.DEFAULT_DIR)
     ex = sub.add_parser(
-        "exercises", help="your workspace: write the exercises' files, see where you stand"
+        "exercises", help=_("your workspace: write the exercises' files, see where you stand")
     )
     actions = ex.add_subparsers(dest="action", required=True)
     init = actions.add_parser(
-        "init", help="write one file per lab with exercises (never over yours)"
-    )
-    init.add_argument("dir", nargs="?", default=default_work, help=f"default {default_work}/")
-    init.add_argument("--lab", action="append", dest="labs", metavar="LAB", help="only this lab")
-    init.add_argument("--force", action="store_true", help="replace your files, backed up first")
-    init.add_argument(
-        "--learner", metavar="NAME", help="your name, as the instructor's table shows it"
+        "init", help=_("write one file per lab with exercises (never over yours)")
     )
     init.add_argument(
-        "--out", default=str(results.DEFAULT_ROOT), help="results root (for templates)"
+        "dir", nargs="?", default=default_work, help=_("default {work}/").format(work=default_work)
     )
+    init.add_argument("--lab", action="append", dest="labs", metavar="LAB", help=_("only this lab"))
+    init.add_argument("--force", action="store_true", help=_("replace your files, backed up first"))
+    init.add_argument(
+        "--learner", metavar="NAME", help=_("your name, as the instructor's table shows it")
+    )
+    add_results_option(init)
+    add_language_option(init)
     init.set_defaults(fn=cmd_init)
-    listing = actions.add_parser("list", help="every exercise and where you stand on it")
-    listing.add_argument(
-        "--work", default=default_work, help=f"your workspace (default {default_work})"
-    )
-    listing.add_argument("--out", default=str(results.DEFAULT_ROOT), help="results root")
+    listing = actions.add_parser("list", help=_("every exercise and where you stand on it"))
+    add_work_option(listing, default_work)
+    add_results_option(listing)
+    add_language_option(listing)
     listing.set_defaults(fn=cmd_list)
 
-    chk = sub.add_parser("check", help="grade your workspace with the labs' own checks")
+    chk = sub.add_parser("check", help=_("grade your workspace with the labs' own checks"))
     chk.add_argument(
-        "labs", nargs="*", metavar="LAB", help="labs to check (default: all with exercises)"
+        "labs", nargs="*", metavar="LAB", help=_("labs to check (default: all with exercises)")
     )
-    chk.add_argument(
-        "--work", default=default_work, help=f"your workspace (default {default_work})"
-    )
+    add_work_option(chk, default_work)
     add_run_options(chk)
     chk.set_defaults(fn=cmd_check)
 
     grade = sub.add_parser(
-        "grade", help="instructors: a table of learners x exercises (CSV, Markdown)"
+        "grade", help=_("instructors: a table of learners x exercises (CSV, Markdown)")
     )
     grade.add_argument(
-        "paths", nargs="+", metavar="PATH", help="run folders, folders of runs, workspaces"
+        "paths", nargs="+", metavar="PATH", help=_("run folders, folders of runs, workspaces")
     )
-    grade.add_argument("--lab", action="append", dest="labs", metavar="LAB", help="labs to check")
     grade.add_argument(
-        "--to", help="folder for grades.csv and grades.md (default results/grades-<time>)"
+        "--lab", action="append", dest="labs", metavar="LAB", help=_("labs to check")
+    )
+    grade.add_argument(
+        "--to", help=_("folder for grades.csv and grades.md (default results/grades-<time>)")
     )
     add_run_options(grade)
     grade.set_defaults(fn=cmd_grade)
+
+
+def add_work_option(parser, default_work: str) -> None:
+    parser.add_argument(
+        "--work",
+        default=default_work,
+        help=_("your workspace (default {work})").format(work=default_work),
+    )

@@ -11,11 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from workshop import exercise, results, workspace
+from workshop import exercise, i18n, results, workspace
 from workshop.exercise import Exercise
+from workshop.i18n import N_
 
-CHANGED = "changed since last check"
-NOT_CHECKED = "not checked yet"
+# Where a learner stands besides the graded statuses (exercise.PASSING, ...); translated where shown.
+CHANGED = N_("changed since last check")
+NOT_CHECKED = N_("not checked yet")
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,18 @@ def untouched(ex: Exercise, work: Path) -> bool:
         return workspace.read_record(work).get("files", {}).get(ex.document) == (
             workspace.file_sha256(path)
         )
-    return ex.stub_code() in path.read_text(errors="replace")
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return any(stub in text for stub in stubs(ex))
+
+
+def stubs(ex: Exercise) -> set[str]:
+    """The exercise's stub as init writes it in each language (its docstring and message are translated):
+    a workspace made in Spanish is still "not started" when listed in English."""
+    found = set()
+    for lang in i18n.LANGUAGES:
+        with i18n.using(lang):
+            found |= {e.stub_code() for e in exercise.lab_exercises(ex.lab) if e.id == ex.id}
+    return found
 
 
 def standing(ex: Exercise, work: Path, last: tuple[Path, dict] | None) -> Standing:

@@ -25,13 +25,13 @@ import tempfile
 import threading
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from workshop import atomic, grading_markers, i18n, interrupt, labs, proctree, results, workspace
 from workshop.device import use_triton_interpreter
 from workshop.i18n import _
-from workshop.lab import Check, LabContext, all_passed
+from workshop.lab import WHY_MISSING, Check, LabContext, all_passed
 
 GRACE_S = 5.0  # a stopped lab's time to write its result and exit, before its processes are killed
 # A lab stops itself at its time limit (an alarm in its own process); the parent kills it BACKSTOP_S later if it
@@ -51,7 +51,8 @@ class RunOptions:
     checkpoint: Path | None = None  # None: the shipped workshop/minigpt/minigpt.pt
     time_limit_s: float | None = None  # None: each lab's own LabSpec.time_limit_s
     work: Path | None = None  # the learner's workspace to grade; None runs the reference
-    lang: str | None = None
+    # the language of the labs' summaries and messages: by default the one in use when the options are made
+    lang: str = field(default_factory=i18n.language)
 
     def child_command(
         self,
@@ -68,8 +69,7 @@ class RunOptions:
             cmd += ["--time-limit", str(time_limit_s)]
         if self.work:
             cmd += ["--work", str(self.work)]
-        if self.lang:
-            cmd += ["--lang", self.lang]
+        cmd += ["--lang", self.lang]
         for ex_id, note in (
             skip or {}
         ).items():  # exercises that killed an earlier attempt (run_lab)
@@ -306,16 +306,9 @@ def write_result(
     extra: dict | None = None,
 ) -> None:
     passed = all_passed(checks)
-    rows = "\n".join(
-        f"| {'pass' if c.passed else '**FAIL**'} | {c.name} | {c.as_dict()['value']} | {c.threshold} |"
-        for c in checks
-    )
-    table = "| | check | value | threshold |\n|---|---|---|---|\n" + rows
-    verdict = "passed" if passed else "FAILED"
-    graded = exercises_md((extra or {}).get("exercises", {}))
     atomic.write_text(
         out_dir / "summary.md",
-        f"# Lab `{name}`: {verdict}\n\n{summary.strip()}\n\n{graded}## Checks\n\n{table}\n",
+        summary_frame(name, passed, summary, checks, (extra or {}).get("exercises", {})),
     )
     atomic.write_json(
         out_dir / "result.json",
@@ -330,6 +323,29 @@ def write_result(
     )
 
 
+def summary_frame(
+    name: str, passed: bool, summary: str, checks: list[Check], exercises: dict[str, dict]
+) -> str:
+    """summary.md: the verdict, the lab's own summary (its template's), the exercises, the checks table."""
+    verdict = _("Lab `{lab}`: passed") if passed else _("Lab `{lab}`: FAILED")
+    marks = {
+        True: _("pass"),
+        False: "**" + _("FAIL") + "**",
+    }  # (Babel extracts no call in an f-string)
+    rows = "\n".join(
+        f"| {marks[bool(c.passed)]} | {c.name} | {c.as_dict()['value']} | {c.threshold} |"
+        for c in checks
+    )
+    header = "| | {} | {} | {} |\n|---|---|---|---|\n".format(
+        _("check"), _("value"), _("threshold")
+    )
+    checks_heading = _("Checks")
+    return (
+        f"# {verdict.format(lab=name)}\n\n{summary.strip()}\n\n{exercises_md(exercises)}"
+        f"## {checks_heading}\n\n{header}{rows}\n"
+    )
+
+
 def exercises_md(exercises: dict[str, dict]) -> str:
     """The exercises' section of summary.md: one row each, with the failed check and the hint."""
     if not exercises:
@@ -337,14 +353,12 @@ def exercises_md(exercises: dict[str, dict]) -> str:
     rows = []
     for ex_id, r in exercises.items():
         failed = r["failed_check"]
-        why = (
-            f"{failed['name']}: {failed['value']} (threshold {failed['threshold']})"
-            if failed
-            else ""
-        )
-        rows.append(f"| {ex_id} | {r['status']} | {why} | {r['hint'] or ''} |")
-    header = "| exercise | status | failed check | hint |\n|---|---|---|---|\n"
-    return "## Exercises\n\n" + header + "\n".join(rows) + "\n\n"
+        why = _("{name}: {value} (threshold {threshold})").format(**failed) if failed else ""
+        rows.append(f"| {ex_id} | {_(r['status'])} | {why} | {r['hint'] or ''} |")
+    header = "| {} | {} | {} | {} |\n|---|---|---|---|\n".format(
+        _("exercise"), _("status"), _("failed check"), _("hint")
+    )
+    return "## " + _("Exercises") + "\n\n" + header + "\n".join(rows) + "\n\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -373,6 +387,8 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     faulthandler.enable()  # a fatal signal prints the Python stack: log.txt then shows where it died
     i18n.set_language(a.lang)
+    # the processes the lab starts (torchrun's ranks) speak it too
+    os.environ["WORKSHOP_LANG"] = a.lang
     export_checkpoint(a.checkpoint)
     skip = dict(item.split("=", 1) for item in a.skip)
     ctx = LabContext(
@@ -386,19 +402,28 @@ def main(argv: list[str] | None = None) -> int:
         checkpoint=a.checkpoint,
         skip=skip,
     )
+    spec = labs.get(a.lab)
     start = time.monotonic()
     stopped = None
     try:
         with interrupt.raising_on_signals(), interrupt.time_limit(a.time_limit):
-            labs.get(a.lab).load()(ctx)
+            if missing := spec.missing():
+                cannot_run_here(ctx, missing)
+            else:
+                spec.load()(ctx)
     except Exception:  # the lab failed: keep its checks so far, record the error as a failed check
         error = traceback.format_exc()
         with contextlib.suppress(OSError):  # the parent, and so our stdout, may be gone
             print(error, file=sys.stderr, flush=True)
         ctx.checks.append(
-            Check("lab ran to completion", False, error.strip().splitlines()[-1], "no exception")
+            Check(
+                _("lab ran to completion"),
+                False,
+                error.strip().splitlines()[-1],
+                _("no exception"),
+            )
         )
-        ctx.summary += f"\n\n## Error\n\n```\n{error}```\n"
+        ctx.summary += "\n\n## " + _("Error") + f"\n\n```\n{error}```\n"
     except interrupt.Stopped as e:  # a signal or its time limit: keep its checks so far, and why
         stopped = e
         ctx.checks.append(stopped_check(e.why))
@@ -416,6 +441,23 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[{a.lab}] {stopped.why}", file=sys.stderr, flush=True)
         return stopped.exit_code
     return 0 if ctx.passed else 1
+
+
+def cannot_run_here(ctx: LabContext, missing: list[str]) -> None:
+    """A lab that needs a module this platform lacks (Triton on macOS): one failed check whose message is the one
+    line that says why and where the lab does run."""
+    modules = ", ".join(missing)
+    why = "; ".join(
+        _(WHY_MISSING[m]) if m in WHY_MISSING else _("{module} is not installed").format(module=m)
+        for m in missing
+    )
+    line = _(
+        "{lab} cannot run here: it needs {modules} ({why}). Run it in Docker: "
+        "docker compose run --rm workshop-cpu workshop-session {lab}"
+    ).format(lab=ctx.name, modules=modules, why=why)
+    name = _("{modules} installed").format(modules=modules)
+    ctx.check_equal(name, _("missing"), _("installed"), line)
+    ctx.summary = line
 
 
 def export_checkpoint(path: Path | None) -> None:

@@ -13,13 +13,15 @@ import contextlib
 import signal
 import threading
 
+from workshop.i18n import _
+
 
 class TimeLimitExceeded(BaseException):
     """Raised in the learner's code when its time is up. A BaseException, so that a learner's
     `except Exception:` inside the loop cannot swallow it."""
 
     def __init__(self, seconds: float):
-        super().__init__(f"still running after {seconds:g} s of CPU time")
+        super().__init__(_("still running after {seconds:g} s of CPU time").format(seconds=seconds))
         self.seconds = seconds
 
 

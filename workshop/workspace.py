@@ -17,6 +17,8 @@ import traceback
 from pathlib import Path
 from types import ModuleType
 
+from workshop.i18n import _
+
 DEFAULT_DIR = Path("my-work")  # in the repository root; .gitignore keeps it out of git
 RECORD = ".workspace.json"  # {"id", "learner", "files": {name: sha256 as written by init}}
 
@@ -54,7 +56,7 @@ def lab_files(lab: str) -> list[str]:
 def read_record(work_dir: Path) -> dict:
     """The workspace's record ({} when it has none, or it is not readable JSON)."""
     try:
-        record = json.loads((Path(work_dir) / RECORD).read_text())
+        record = json.loads((Path(work_dir) / RECORD).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return record if isinstance(record, dict) else {}
@@ -86,7 +88,9 @@ def load_lab_module(work_dir: Path, lab: str) -> ModuleType:
     path = lab_file(work_dir, lab)
     if not path.is_file():
         raise LearnerError(
-            f"{display(path)} does not exist: run `python -m workshop exercises init {display(work_dir)}`"
+            _("{file} does not exist: run `{command}`").format(
+                file=display(path), command=f"python -m workshop exercises init {display(work_dir)}"
+            )
         )
     name = f"workshop_work_{lab}"
     spec = importlib.util.spec_from_file_location(name, path)
@@ -99,7 +103,11 @@ def load_lab_module(work_dir: Path, lab: str) -> ModuleType:
         raise LearnerError(f"{display(path)}:{e.lineno}: SyntaxError: {e.msg}") from None
     except Exception as e:
         del sys.modules[name]
-        raise LearnerError(f"{where(e, path)}: {describe(e)} (while importing the file)") from None
+        raise LearnerError(
+            _("{where}: {error} (while importing the file)").format(
+                where=where(e, path), error=describe(e)
+            )
+        ) from None
     return module
 
 

@@ -43,7 +43,7 @@ class InitOutcome:
 def comment_block(ex: Exercise) -> str:
     """The comment above an exercise's stub: what to write, its interface, a hint, where to read."""
     parts = [
-        f"Exercise {ex.id}: {ex.title}",
+        _("Exercise {id}: {title}").format(id=ex.id, title=ex.title),
         ex.statement.strip(),
         *([_("Interface: {text}").format(text=ex.interface.strip())] if ex.interface else []),
         _("Hint: {text}").format(text=ex.hint.strip()),

@@ -37,7 +37,10 @@ def run(
 ) -> None:
     """All DEMOS, or `demos` (a subset, for the tests); demo_args: strategy -> extra options of its demo."""
     demos = DEMOS if demos is None else demos
-    if why := launch.capacity_problem(ctx.n_procs, ctx.device):
+    agents = launch.agents()  # one standalone torchrun, or one agent per task of a Slurm job
+    if why := agents.problem(ctx.n_procs) or launch.capacity_problem(
+        ctx.n_procs // agents.count, ctx.device
+    ):
         raise ValueError(why)
     wall, failures, data = {}, {}, {}
     for strategy in (s for s in launch.STRATEGIES if s in demos):
@@ -81,7 +84,8 @@ def launch_demo(
             "usable",
         )
         return None
-    cmd = launch.command(strategy, n, ctx.device, out, demo_args=args)
+    agents = launch.agents()
+    cmd = agents.command(strategy, n, ctx.device, out, demo_args=args)
     rc, wall[strategy] = launch.run(cmd, out / "log.txt", TIMEOUT_S)
     print(
         _("[{lab}] {strategy}: torchrun exited {rc} after {seconds:.1f} s").format(
@@ -90,7 +94,9 @@ def launch_demo(
         flush=True,
     )
     ctx.check_equal(
-        _("{strategy}: torchrun --nproc-per-node {n} exit code").format(strategy=strategy, n=n),
+        _("{strategy}: torchrun --nproc-per-node {n} exit code").format(
+            strategy=strategy, n=n // agents.count
+        ),
         rc,
         0,
     )
@@ -111,7 +117,9 @@ def hang_demo(ctx: LabContext) -> dict | None:
     hung = n - 1
     options = f"--fail-rank {hung} --fail-mode hang --pg-timeout {HANG_TIMEOUT_S} --steps 2".split()
     rc, seconds = launch.run(
-        launch.command("ddp", n, ctx.device, out, demo_args=options), out / "log.txt", TIMEOUT_S
+        launch.agents().command("ddp", n, ctx.device, out, demo_args=options),
+        out / "log.txt",
+        TIMEOUT_S,
     )
     print(
         _("[{lab}] hang: torchrun exited {rc} after {seconds:.1f} s").format(
