@@ -387,9 +387,8 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     faulthandler.enable()  # a fatal signal prints the Python stack: log.txt then shows where it died
     i18n.set_language(a.lang)
-    os.environ["WORKSHOP_LANG"] = (
-        a.lang
-    )  # the processes the lab starts (torchrun's ranks) speak it too
+    # the processes the lab starts (torchrun's ranks) speak it too
+    os.environ["WORKSHOP_LANG"] = a.lang
     export_checkpoint(a.checkpoint)
     skip = dict(item.split("=", 1) for item in a.skip)
     ctx = LabContext(
