@@ -118,23 +118,7 @@ def grade(
                 "{source} is not from a run like this one (other N or code): delete survey.md to start again"
             ).format(source=source(text) or "?"),
         )
-    low, high = WORDS[language(text)]
-    count = words(text)
-    page = _("{count:.0f} words of prose; one page is {low}-{high}").format(
-        count=count, low=low, high=high
-    )
-    ctx.check_min(
-        _("survey: words of prose in {name}").format(name=name),
-        count,
-        low,
-        message=_("{page}: write more").format(page=page),
-    )
-    ctx.check_max(
-        _("survey: words of prose in {name} (one page)").format(name=name),
-        count,
-        high,
-        message=_("{page}: cut").format(page=page),
-    )
+    check_length(ctx, text, name)
     for strategy, missing in strategy_problems(text).items():
         ctx.check_equal(
             _(
@@ -160,6 +144,27 @@ def grade(
         message=_("quote at least {n} of your run's figures in your own sentences").format(
             n=MIN_CITED
         ),
+    )
+
+
+def check_length(ctx: LabContext, text: str, name: str) -> None:
+    """One page of prose, counted in the survey's own language (WORDS)."""
+    low, high = WORDS[language(text)]
+    count = words(text)
+    page = _("{count:.0f} words of prose; one page is {low}-{high}").format(
+        count=count, low=low, high=high
+    )
+    ctx.check_min(
+        _("survey: words of prose in {name}").format(name=name),
+        count,
+        low,
+        message=_("{page}: write more").format(page=page),
+    )
+    ctx.check_max(
+        _("survey: words of prose in {name} (one page)").format(name=name),
+        count,
+        high,
+        message=_("{page}: cut").format(page=page),
     )
 
 
