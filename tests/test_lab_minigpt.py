@@ -70,7 +70,7 @@ def test_minigpt_runs_in_spanish(tmp_path, monkeypatch):
     assert "precisión de predicción de prompts (top-1 gramatical)" in names
     summary = (tmp_path / "minigpt" / "summary.md").read_text(encoding="utf-8")
     for sentence in (
-        "La MiniGPT de la gramática",
+        "El MiniGPT de la gramática",
         "Precisión de predicción de prompts en 1000 prompts reservados",
         "Frases muestreadas a temperatura 1 que son gramaticales de principio a fin",
         "![curva de pérdida](loss_curve.png)",

@@ -21,10 +21,12 @@ from workshop.minigpt.model import GPT, GPTConfig
 MAX_STEP_S = 5.0  # a sanity bound: a step of this model takes milliseconds
 # The pipeline's busy time (all ranks' chunks) against the same forward and backward timed by rank 0 alone: the
 # same ops on the same data, plus pipelining's per-chunk bookkeeping. CPU runs measured 0.66-1.10 with a core per
-# rank, up to 2.7 with 4 ranks on 2 cores (a chunk's wall time stretches while ranks take turns on a core). Below
-# half, the intervals miss the work (a 10x-short interval gives ~0.1); above twice (times the ranks per core),
-# they count more than the work.
-MIN_BUSY_RATIO, MAX_BUSY_RATIO = 0.5, 2.0
+# rank, up to 2.7 with 4 ranks on 2 cores (a chunk's wall time stretches while ranks take turns on a core), and
+# 0.44-2.18 with 2 ranks on 2 cores shared with other work (a loaded machine stretches either side). The bounds
+# leave that room and still grade: a 10x-short interval gives ~0.1 (caught, tests/test_distributed_mutations.py);
+# intervals that also count the waits are caught above 3x and, in any case, by the idle check (measured idle
+# below the ideal pipeline's), since waits counted as busy leave no idle time.
+MIN_BUSY_RATIO, MAX_BUSY_RATIO = 0.3, 3.0
 
 
 def checkpoint_param_bytes() -> int:
