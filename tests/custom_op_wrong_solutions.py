@@ -1,6 +1,6 @@
 """A learner's solutions to the custom_op lab's exercises: one correct set, written as a learner would (not the
 reference), and the typical mistakes, each a small change of it. The tests grade them (test_custom_op_exercises.py);
-the end-to-end test writes the correct set into a workspace file (LEARNER_SOURCE)."""
+the end-to-end test writes correct ones into a workspace file (source_of)."""
 
 import inspect
 
@@ -71,7 +71,17 @@ def backward(ctx, dy):
 
 
 CORRECT = (softmax_fwd_kernel, softmax_bwd_kernel, softmax_fake, setup_context, backward)
-LEARNER_SOURCE = "\n\n".join(inspect.getsource(getattr(f, "fn", f)) for f in CORRECT)
+
+
+def source_of(*functions) -> str:
+    """The functions' source, as a learner's file would hold it (kernels with their @triton.jit)."""
+    return "\n\n".join(inspect.getsource(getattr(f, "fn", f)) for f in functions)
+
+
+def line_of(function, text: str) -> int:
+    """The line number, in this file, of the first line of `function` that contains `text`."""
+    lines, first = inspect.getsourcelines(getattr(function, "fn", function))
+    return first + next(i for i, line in enumerate(lines) if text in line)
 
 
 # ---- the forward kernel's mistakes ----

@@ -21,6 +21,7 @@ from workshop.lab import LabContext
 from workshop.labs.custom_op import correctness as cx
 from workshop.labs.custom_op import eager_cost, inductor_code, launch_facts, profiler_trace
 from workshop.labs.custom_op import exercise_grading as graders
+from workshop.labs.custom_op.learner_op import loaded
 from workshop.labs.custom_op.memory_bounds import bounds_checked
 from workshop.minigpt import checkpoint
 from workshop.minigpt.data import train_tensors
@@ -240,6 +241,13 @@ def measure_eager(ctx: LabContext) -> dict:
         {"kernel": launch.kernel, "grid": list(launch.grid), "constexprs": launch.constexprs}
         for launch in launches
     ]
+    found["trace"] = asdict(check_trace(ctx))
+    return found
+
+
+def check_trace(ctx: LabContext) -> profiler_trace.TraceFacts:
+    """The profiler trace of the eager call's layers, written and read back: every range in it, and on a GPU
+    the step's kernels."""
     trace = profiler_trace.record(ctx.path(profiler_trace.TRACE), ctx.device)
     ctx.check_equal(
         _("profiler trace: the ladder's rungs, the inner layers and the step, each a range"),
@@ -252,8 +260,7 @@ def measure_eager(ctx: LabContext) -> dict:
             [k for k in ("_bwd_one_pass", "_fwd_one_pass") if k in trace.gpu_kernels],
             ["_bwd_one_pass", "_fwd_one_pass"],
         )
-    found["trace"] = asdict(trace)
-    return found
+    return trace
 
 
 def grade_answers(ctx: LabContext, found: dict) -> None:
@@ -262,7 +269,7 @@ def grade_answers(ctx: LabContext, found: dict) -> None:
     )
     with ctx.grading("answers") as answers:
         ex = ctx.exercise("answers")
-        launch_facts.grade_answers(ctx, answers, facts, ex.not_started_message())
+        launch_facts.grade_answers(ctx, loaded(answers), facts, ex.not_started_message())
     found["facts"] = facts
 
 
