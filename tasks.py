@@ -2,6 +2,8 @@
 
     invoke --list                  the tasks;  invoke --help lab  one task's options
     invoke lab --n 2 --dry-run     print the commands instead of running them (or: invoke --dry lab --n 2)
+    invoke exercises init; invoke check autograd     a learner's workspace (./my-work), graded in the image
+    invoke lab --lang es           in Spanish (summaries, REPORT.md, messages); default: the host's locale
 
 Docker is the default path: the image (docker/Dockerfile) holds the exact pin set, compose.yaml the services.
 `--native` runs the same commands with the Python that runs invoke (the README's native venv). All behaviour
@@ -22,12 +24,21 @@ from pathlib import Path
 from invoke import Collection, Exit, task
 from invoke.parser import ParserContext
 
+from workshop.i18n import (
+    LANGUAGES,
+)  # standard library only: importable without the workshop's packages
+
 ROOT = Path(__file__).resolve().parent
 SESSION = "docker/session.sh"  # labs, report, then the tests on that run: the same script in and out of Docker
 DEFAULT_ARCHIVE = "pytorch-internals-workshop-image.tar.gz"
+DEFAULT_WORK = "my-work"  # the learner's workspace (workshop/workspace.py: DEFAULT_DIR)
 INSTALL_DOCKER = "https://docs.docker.com/engine/install/"
 INSTALL_TOOLKIT = (
     "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
+)
+LANG_HELP = (
+    "es or en: the language of messages, summaries and reports (default: WORKSHOP_LANG, else the locale, "
+    "LANG=es_ES.UTF-8 gives Spanish; compose passes both into the container)"
 )
 
 
@@ -89,7 +100,8 @@ def _gpu_service() -> tuple[str, str]:
             f"{len(gpus)} NVIDIA GPU(s) and the NVIDIA container runtime found: running on the GPUs",
         )
     return "workshop-cpu", (
-        f"{len(gpus)} NVIDIA GPU(s) found, but Docker has no NVIDIA runtime, so containers cannot use them: "
+        f"{len(gpus)} NVIDIA GPU(s) found, but Docker has no NVIDIA runtime, so containers cannot use them "
+        '(`docker compose up workshop` stops with: could not select device driver "nvidia"): '
         f"running on the CPU. To use the GPUs, install the NVIDIA Container Toolkit ({INSTALL_TOOLKIT}), then "
         "`sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker`."
     )
@@ -151,6 +163,13 @@ def _git_revision() -> str:
     return rev.stdout.strip() + ("+dirty" if dirty and dirty.stdout.strip() else "")
 
 
+def _language(lang: str) -> list[str]:
+    """`--lang LANG` for a workshop command ([] when not asked: the command follows the locale)."""
+    if lang and lang not in LANGUAGES:
+        raise Exit(f"invoke: --lang takes {' or '.join(LANGUAGES)}, not {lang!r}", code=1)
+    return ["--lang", lang] if lang else []
+
+
 def workshop_task(**options):
     """@task, plus a --dry-run option that prints the commands instead of running them (invoke's own --dry)."""
 
@@ -197,30 +216,33 @@ def build(c, torch_index=""):
         "only": "run just this lab (repeatable); the tests then do not run. Labs: python -m workshop list",
         "cpu": "use the CPU even where there are GPUs",
         "native": "run here, without Docker, with the Python that runs invoke",
+        "lang": LANG_HELP,
     },
 )
-def lab(c, n="2", only=None, cpu=False, native=False):
+def lab(c, n="2", only=None, cpu=False, native=False, lang=""):
     """Run every lab (or --only some), then the tests on that run; results in ./results/<run-id>/."""
     # n is taken as text (invoke would turn a bad number into a traceback) and checked here.
     if not n.isdigit() or int(n) < 1:
         raise Exit(
             f"invoke: --n must be a whole number of processes, at least 1 (got {n!r})", code=1
         )
-    env = {"WORKSHOP_N": n}
+    _language(lang)
+    # The session's run, and so its report, takes the language from WORKSHOP_LANG.
+    env = {"WORKSHOP_N": n, **({"WORKSHOP_LANG": lang} if lang else {})}
     if native:
         env |= {"WORKSHOP_DEVICE": "cpu" if cpu else "auto", "PYTHON": _native_python()}
         _run(c, "sh", SESSION, *only, env=env)
         return
     _need_docker(c)
     service = _service(c, cpu)
+    variables = [word for name, value in env.items() for word in ("-e", f"{name}={value}")]
     _run(
         c,
         "docker",
         "compose",
         "run",
         "--rm",
-        "-e",
-        f"WORKSHOP_N={n}",
+        *variables,
         service,
         "workshop-session",
         *only,
@@ -239,16 +261,75 @@ def test(c, native=False):
 
 
 @workshop_task(
-    help={"run": "run folder or id (default: results/latest)", "native": "run here, without Docker"}
+    help={
+        "run": "run folder or id (default: results/latest)",
+        "native": "run here, without Docker",
+        "lang": "es or en: REPORT.md's language (default: the run's)",
+    }
 )
-def report(c, run="", native=False):
+def report(c, run="", native=False, lang=""):
     """Collect a run's summaries and pictures into its REPORT.md."""
-    args = ["-m", "workshop", "report", *(["--", run] if run else [])]  # a run is never an option
+    # a run is never an option: it comes after `--`
+    args = ["-m", "workshop", "report", *_language(lang), *(["--", run] if run else [])]
     if native:
         _run(c, _native_python(), *args)
         return
     _need_docker(c)
     _run(c, "docker", "compose", "run", "--rm", "workshop-cpu", "python", *args)
+
+
+def _learner(c, words: list[str], work: str, native: bool, gpu: str | None = None) -> None:
+    """`python -m workshop WORDS` on the learner's workspace: here (--native), or in the image with the
+    workspace mounted from the host at /workshop/my-work (compose's learner services; learner-gpu when
+    `gpu` names the GPU service that _service chose)."""
+    if native:
+        _run(c, _native_python(), "-m", "workshop", *words)
+        return
+    _need_docker(c)
+    host_work = (ROOT / work).resolve()
+    if not c.config.run.dry:  # made by you, so yours: the container writes as you
+        host_work.mkdir(parents=True, exist_ok=True)
+    service = "learner-gpu" if gpu == "workshop" else "learner"
+    env = {"WORKSHOP_WORK": str(host_work)}
+    _run(c, "docker", "compose", "run", "--rm", service, *words, env=env, interactive=True)
+
+
+@workshop_task(
+    positional=["lab"],
+    help={
+        "lab": "the lab to grade (labs with exercises: python -m workshop exercises list)",
+        "work": f"your workspace (default {DEFAULT_WORK})",
+        "cpu": "use the CPU even where there are GPUs",
+        "native": "run here, without Docker, with the Python that runs invoke",
+        "lang": LANG_HELP,
+    },
+)
+def check(c, lab, work=DEFAULT_WORK, cpu=False, native=False, lang=""):
+    """Grade your workspace with a lab's own checks (in the image, your workspace mounted from here)."""
+    words = ["check", "--work", work if native else DEFAULT_WORK, *_language(lang), "--", lab]
+    _learner(c, words, work, native, None if native else _service(c, cpu))
+
+
+@workshop_task(
+    positional=["action"],
+    help={
+        "action": "init (write the exercises' files, never over yours) or list (where you stand)",
+        "work": f"your workspace (default {DEFAULT_WORK})",
+        "learner": "init: your name, as the instructor's table shows it",
+        "native": "run here, without Docker, with the Python that runs invoke",
+        "lang": LANG_HELP,
+    },
+)
+def exercises(c, action, work=DEFAULT_WORK, learner="", native=False, lang=""):
+    """Your workspace: `invoke exercises init` writes it, `invoke exercises list` shows where you stand."""
+    if action not in ("init", "list"):
+        raise Exit(f"invoke: exercises takes init or list, not {action!r}", code=1)
+    inside = work if native else DEFAULT_WORK
+    if action == "init":
+        words = ["exercises", "init", inside, *(["--learner", learner] if learner else [])]
+    else:
+        words = ["exercises", "list", "--work", inside]
+    _learner(c, words + _language(lang), work, native)
 
 
 @workshop_task(help={"cpu": "a CPU container even where there are GPUs"})

@@ -11,6 +11,11 @@ set -eu
 if [ "$(id -u)" = 0 ]; then
   owner=$(stat -c %u:%g /workshop/results 2>/dev/null || echo 1000:1000)
   if [ "$owner" != 0:0 ]; then
+    # A learner's workspace that Docker itself just made for the mount (root's, empty) becomes the owner's too.
+    work=/workshop/my-work
+    if [ -d "$work" ] && [ "$(stat -c %u:%g "$work")" = 0:0 ] && [ -z "$(ls -A "$work")" ]; then
+      chown "$owner" "$work"
+    fi
     exec setpriv --reuid="${owner%:*}" --regid="${owner#*:}" --clear-groups -- "$0" "$@"
   fi
   echo "workshop: ./results is owned by root, so the workshop runs as root" >&2

@@ -7,6 +7,10 @@ file's value, rounded to the quoted precision, is the quoted value (3.7e-8 match
 an integer must match exactly). A re-recorded run that changes a figure makes the citation stale, and the test
 names the sentence.
 
+A translation (00-motivation.es.md) quotes the same figures as its source, from the same files, in the same order:
+its citations' words are translated, their numbers and `code` spans are not (a figure rounded differently would
+still be in the file, and would still be a drift from the source).
+
 A figure that looks measured (a decimal number, a percentage, a multiplier such as 1.3x, a number with a unit of
 size or time) and stands outside any citation is *uncited*: the text must link it to its run.
 """
@@ -16,6 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
+from itertools import zip_longest
 from pathlib import Path
 
 from markdown_it import MarkdownIt
@@ -127,4 +132,24 @@ def uncited(doc: Path, root: Path) -> list[str]:
                 prose.append(child.content)
         text = VERSION.sub(" ", " ".join(prose))
         out += [f"{doc.name}: {m!r} in {block.content[:120]!r}" for m in MEASURED.findall(text)]
+    return out
+
+
+def quoted(doc: Path, root: Path) -> list[tuple[str, list[str], list[str]]]:
+    """What a text cites, in order: (the file, relative to root; its numbers; its code spans) per citation."""
+    return [
+        (c.target.relative_to(root.resolve()).as_posix(), c.numbers(), c.code_spans())
+        for c in citations(doc, root)
+    ]
+
+
+def translation_drift(translation: Path, source: Path, root: Path) -> list[str]:
+    """Citations of a translation that do not quote what the source's citation at the same place quotes."""
+    out = []
+    pairs = zip_longest(quoted(translation, root), quoted(source, root))
+    for i, (mine, theirs) in enumerate(pairs, start=1):
+        if mine != theirs:
+            out.append(
+                f"{translation.name}: citation {i} quotes {mine} but the source quotes {theirs}"
+            )
     return out

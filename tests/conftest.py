@@ -3,15 +3,20 @@
 Two modes:
 - WORKSHOP_RUN_DIR=results/<run-id> (the container, after `python -m workshop run`): check that run's outputs;
   a lab missing from it is a failure, not a skip. A test that asks for another --n than that run's (say a
-  4-process run of the distributed demos) gets a run of its own, as in the other mode.
+  4-process run of the distributed demos) gets a run of its own, as in the other mode; so does every test when
+  that run is not in English (a learner's Spanish session): the tests read English check names and summaries.
 - otherwise: run `python -m workshop run LAB --device $WORKSHOP_TEST_DEVICE (default cpu)` into a temporary
   results root, once per lab and session.
+
+The suite runs in English whatever the developer's locale (WORKSHOP_LANG=en, inherited by every command a test
+starts); a test that wants Spanish asks for it (--lang es, or its own environment).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -19,11 +24,20 @@ from pathlib import Path
 import pytest
 import torch
 
+from workshop import i18n
 from workshop.device import use_triton_interpreter
 
+os.environ["WORKSHOP_LANG"] = "en"
+i18n.set_language("en")
 TEST_DEVICE = os.environ.get("WORKSHOP_TEST_DEVICE", "cpu")
 # Without CUDA, Triton kernels run in its interpreter, which must be on before ANY test module imports triton.
 use_triton_interpreter()
+
+# The Ctrl-C tests send SIGINT to the processes they start, which must not ignore it. A shell that starts pytest
+# in the background (docker/session.sh: `pytest &`) gives it SIGINT ignored, and an ignored signal stays ignored
+# across fork and exec; a handled one is reset to the default at exec. So handle it here: its children get SIGINT.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -40,10 +54,12 @@ class LabRuns:
         self.root = root
         self.done: dict[tuple[str, int], Path] = {}
         self.given = os.environ.get("WORKSHOP_RUN_DIR")
-        self.given_n = run_n(Path(self.given)) if self.given else None
+        manifest = read_manifest(Path(self.given)) if self.given else {}
+        self.given_n = manifest.get("n_procs")
+        self.given_in_english = manifest.get("lang", "en") == "en"
 
     def __call__(self, lab: str, n: int = 2) -> Path:
-        if self.given and n == self.given_n:
+        if self.given and n == self.given_n and self.given_in_english:
             lab_dir = Path(self.given) / lab
             assert (lab_dir / "result.json").is_file(), (
                 f"{lab_dir}/result.json is missing from the run under test"
@@ -73,9 +89,18 @@ class LabRuns:
         return self.done[(lab, n)]
 
 
-def run_n(run_dir: Path) -> int:
-    """The --n a run was made with (its manifest records it)."""
-    return json.loads((run_dir / "manifest.json").read_text())["n_procs"]
+def read_manifest(run_dir: Path) -> dict:
+    """What a run records of itself: its --n ("n_procs"), its language ("lang"; English before runs had one)."""
+    return json.loads((run_dir / "manifest.json").read_text())
+
+
+def pytest_report_header(config):
+    given = os.environ.get("WORKSHOP_RUN_DIR")
+    if given and read_manifest(Path(given)).get("lang", "en") != "en":
+        return (
+            f"{given} is not in English: the tests run the labs they check themselves, in English"
+        )
+    return None
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import unquote
 
 from markdown_it import MarkdownIt
 
@@ -146,25 +147,47 @@ def anchors(text: str) -> set[str]:
     return out
 
 
-def broken_links(path: Path) -> list[str]:
-    """Relative links of a Markdown file whose file or heading anchor does not exist."""
-    text = path.read_text(encoding="utf-8")
-    out = []
-    for tok in PARSER.parse(text):
+def _relative_links(path: Path):
+    """(href, target file) of every relative link and image of a Markdown file."""
+    for tok in PARSER.parse(path.read_text(encoding="utf-8")):
         for child in tok.children or []:
             if child.type not in ("link_open", "image"):
                 continue
             href = child.attrs.get("href") or child.attrs.get("src")
             if re.match(r"[a-z]+:", href) or href.startswith("mailto:"):
                 continue
-            target, _, anchor = href.partition("#")
-            file = (path.parent / target).resolve() if target else path
-            if not file.exists():
-                out.append(f"{href}: no such file")
-            elif (
-                anchor
-                and file.suffix == ".md"
-                and anchor not in anchors(file.read_text(encoding="utf-8"))
-            ):
-                out.append(f"{href}: no heading with that anchor in {file.name}")
+            target = href.partition("#")[0]
+            yield href, (path.parent / target).resolve() if target else path
+
+
+def links_past_a_twin(translation: Path, lang: str) -> list[str]:
+    """Links of a translation to an English document that has a twin in its language (X.md where X.es.md exists),
+    but for its own source (the language switch line)."""
+    out = []
+    source = source_of(translation, lang).resolve()
+    for href, file in _relative_links(translation):
+        twin = file.with_name(file.name.replace(".md", f".{lang}.md"))
+        if (
+            file.suffix == ".md"
+            and not TRANSLATED.search(file.name)
+            and file != source
+            and twin.is_file()
+        ):
+            out.append(f"{href}: link {twin.name} instead")
+    return out
+
+
+def broken_links(path: Path) -> list[str]:
+    """Relative links of a Markdown file whose file or heading anchor does not exist."""
+    out = []
+    for href, file in _relative_links(path):
+        anchor = unquote(href.partition("#")[2])  # the parser percent-encodes an accented anchor
+        if not file.exists():
+            out.append(f"{href}: no such file")
+        elif (
+            anchor
+            and file.suffix == ".md"
+            and anchor not in anchors(file.read_text(encoding="utf-8"))
+        ):
+            out.append(f"{href}: no heading with that anchor in {file.name}")
     return out

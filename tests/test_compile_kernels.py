@@ -5,14 +5,15 @@ from pathlib import Path
 
 import pytest
 
-from workshop.labs.compile.explain import explain, pick_kernel
-from workshop.labs.compile.kernels import (
+from workshop.labs.compile.generated_kernels import (
+    extern_matmul_calls,
     literal_shape,
     ops_from_name,
     parse_kernels,
     pointer_params,
 )
-from workshop.labs.compile.loops import cpp_loops, triton_layout
+from workshop.labs.compile.kernel_explanation import explain, pick_kernel, render
+from workshop.labs.compile.loops import cpp_grid, cpp_loops, kernel_structure, triton_layout
 
 FIXTURES = Path(__file__).with_name("test_compile_fixtures")
 
@@ -105,21 +106,80 @@ def test_triton_layout_tells_persistent_from_looped(triton):
     assert red.looped and red.rnumel == "600" and red.rblock is None
 
 
+LAB_FOLDER = Path(__file__).resolve().parents[1] / "workshop/labs/compile"
+
+
 @pytest.mark.parametrize("fixture", ["cpp", "triton"])
 def test_explanation_is_built_from_the_code(fixture, request):
     kernels = request.getfixturevalue(fixture)
     kernel = pick_kernel(kernels)
     assert "_softmax" in kernel.fused_ops
-    text, facts = explain(kernel, [], "cpu" if fixture == "cpp" else "cuda")
-    assert facts["load_bytes"] > 0 and facts["store_bytes"] > 0
+    ex = explain(kernel, [], "cpu" if fixture == "cpp" else "cuda")
+    assert ex.bytes_read == 61952 + 1024
+    assert ex.bytes_written == (61952 + 2 * 2816 if fixture == "cpp" else 61952)
+    text = render(LAB_FOLDER, "en", [ex])
     assert kernel.name in text and kernel.source.strip()[:40] in text
     expected = (
-        ["omp parallel", "SIMD", "max into", "sum into"]
+        [
+            "parallel for x0 in [0, 32)",
+            "max into",
+            "sum into",
+            "[32, 704]",
+            "**looped**",
+            "`in_out_ptr0`, `in_ptr0` again",
+        ]
         if fixture == "cpp"
-        else ["persistent reduction", "cdiv(704, XBLOCK)"]
+        else ["**persistent**", "R0_BLOCK = 32 >= 22", "extents **[704]**"]
     )
     for phrase in expected:
         assert phrase in text, phrase
+
+
+def test_structure_of_each_kind_of_kernel(cpp, triton):
+    (softmax,) = cpp
+    s = kernel_structure(softmax.source, "cpp")
+    assert (s.reduction_kind, s.reductions, s.grid, s.folds_lanes) == (
+        "looped",
+        ["max", "sum"],
+        [32, 704],
+        True,
+    )
+    per, red = (kernel_structure(k.source, "triton") for k in triton)
+    assert (per.reduction_kind, per.grid) == ("persistent", [704])
+    assert (red.reduction_kind, red.grid) == ("looped", [176])
+
+
+def test_a_collapsed_omp_loop_spans_the_loops_it_collapses():
+    source = """
+    #pragma omp for collapse(2)
+    for(int64_t x0=static_cast<int64_t>(0L); x0<static_cast<int64_t>(32L); x0+=static_cast<int64_t>(1L))
+    {
+        for(int64_t x1=static_cast<int64_t>(0L); x1<static_cast<int64_t>(22L); x1+=static_cast<int64_t>(1L))
+        {
+            for(int64_t x2=static_cast<int64_t>(0L); x2<static_cast<int64_t>(22L); x2+=static_cast<int64_t>(16L))
+            {
+                tmp0.store(out_ptr0 + x2);
+            }
+        }
+    }
+    #pragma omp single
+    for(int64_t x0=static_cast<int64_t>(0L); x0<static_cast<int64_t>(64L); x0+=static_cast<int64_t>(1L))
+    {
+    }
+    """
+    loops = cpp_loops(source)
+    assert [(loop.parallel, loop.omp_for) for loop in loops] == [
+        (True, 2),
+        (True, 0),
+        (False, 0),
+        (False, 0),
+    ]
+    assert cpp_grid(loops) == [32 * 22]
+
+
+def test_extern_matmuls_are_counted_from_the_wrapper():
+    code = "extern_kernels.addmm(a, b, c, out=d)\nextern_kernels.bmm(x, y, out=z)\nextern_kernels.mm(p, q)\n"
+    assert extern_matmul_calls(code) == 3
 
 
 def test_pointer_params_and_shapes():

@@ -35,23 +35,6 @@ def test_a_failing_rank_ends_the_job_fast_and_is_named(tmp_path):
 
 @pytest.mark.distributed
 @pytest.mark.slow
-def test_a_hanging_rank_is_cut_off_by_the_process_group_timeout(tmp_path):
-    cmd = launch.command(
-        "ddp",
-        2,
-        "cpu",
-        tmp_path,
-        demo_args=["--fail-rank", "1", "--fail-mode", "hang", "--pg-timeout", "10"],
-    )
-    rc, seconds = launch.run(cmd, tmp_path / "log.txt", timeout_s=90)
-    log = (tmp_path / "log.txt").read_text()
-    assert rc != 0
-    assert seconds < 60, f"took {seconds:.0f} s"
-    assert "injected hang at step 1" in log and "rank 1" in log
-
-
-@pytest.mark.distributed
-@pytest.mark.slow
 def test_two_torchrun_agents_meet_over_a_c10d_rendezvous(tmp_path):
     endpoint = f"127.0.0.1:{free_port()}"
     cmd = launch.command(
@@ -165,7 +148,8 @@ def test_lab_skips_a_strategy_that_cannot_use_n_with_a_failed_check(monkeypatch,
     ctx = LabContext("distributed", tmp_path, "cpu", 3, 0)
     lab.run(ctx)
     demos = [cmd[cmd.index("-m", 2) + 1].rsplit(".", 1)[1] for cmd in started]
-    assert demos == ["ddp", "fsdp", "pp"]  # tp never started
+    assert demos == ["ddp", "fsdp", "pp", "ddp"]  # tp never started; the last is the hung-rank demo
+    assert "hang" in started[-1]
     assert (
         "## ddp failed" in ctx.summary and "not started: a test" in ctx.summary
     )  # the log's end is shown

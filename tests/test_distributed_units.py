@@ -1,14 +1,18 @@
-"""The demos' pieces, in one process: the collective log, pipeline stages, bubble arithmetic, the reference."""
+"""The demos' pieces, in one process: the collective log and its wire arithmetic, pipeline stages, the idle
+analysis, the reference, the bytes a rank holds, the Flight Recorder's reading, the traces' timing."""
 
 from __future__ import annotations
+
+import gzip
+import json
 
 import pytest
 import torch
 import torch.distributed as dist
 
-from workshop.labs.distributed import common, comms
+from workshop.labs.distributed import collectives, common, comms, flight_recorder, idle, traces
 from workshop.labs.distributed.pp import Stage, schedules_for
-from workshop.labs.distributed.timeline import bubble, theory
+from workshop.labs.distributed.records import RankRecord, Run
 from workshop.minigpt.model import GPT, GPTConfig
 
 
@@ -28,9 +32,37 @@ def test_collective_log_records_ops_phases_and_bytes(one_rank_group):
         dist.broadcast(torch.ones(3, dtype=torch.float64), src=0)  # 24 bytes
         torch.ones(4) * 2  # not a collective
     rows = log.summary()
-    assert comms.total(rows, "allreduce", "backward") == (2, 60)
-    assert comms.total(rows, "broadcast") == (1, 24)
-    assert sum(r["count"] for r in rows) == 3
+    assert collectives.total(rows, "allreduce", "backward") == (2, 60)
+    assert collectives.total(rows, "broadcast") == (1, 24)
+    assert collectives.total(rows) == (3, 84)
+
+
+@pytest.mark.parametrize(
+    "name, kind",
+    [
+        ("allgather_base", "allgather"),
+        ("all_gather_into_tensor", "allgather"),
+        ("reduce_scatter_base", "reducescatter"),
+        ("all_reduce", "allreduce"),
+        ("gloo:all_reduce", "allreduce"),
+        ("ncclDevKernel_ReduceScatter_Sum_f32_RING_LL", "reducescatter"),
+        ("send", "send"),
+        ("aten::mm", ""),
+    ],
+)
+def test_op_and_event_names_map_to_one_kind(name, kind):
+    assert collectives.kind(name) == kind
+
+
+def test_ring_bytes_on_the_wire_per_rank():
+    row = collectives.CollectiveRow("backward", "allreduce", 1, 1000)
+    assert row.sent_bytes(2) == 1000 and row.sent_bytes(4) == 1500 and row.sent_bytes(1) == 0
+    gather = collectives.CollectiveRow("forward", "allgather_base", 5, 1000)
+    assert gather.sent_bytes(4) == 750
+    assert (
+        collectives.bus_factor("allreduce", 4) == 1.5
+        and collectives.bus_factor("broadcast", 4) == 1
+    )
 
 
 def test_stages_chain_to_the_whole_model_and_keep_its_names():
@@ -46,42 +78,126 @@ def test_stages_chain_to_the_whole_model_and_keep_its_names():
     assert sorted(names) == sorted(n for n, _ in gpt.named_parameters())
 
 
-def test_bubble_theory_and_measurement():
-    assert theory(2, 4) == pytest.approx(1 / 5) and theory(2, 4, v=2) == pytest.approx(1 / 9)
-    assert theory(1, 8) == 0
-    # two ranks, one step each after a set-up step: rank 0 busy 0-2, rank 1 busy 1-3 -> span 3, idle 1/3 each
-    setup = [("F", 0, 0, 0.0, 1.0)]
-    steps = [[setup, [("F", 0, 0, 0.0, 2.0)]], [setup, [("F", 1, 0, 1.0, 3.0)]]]
-    assert bubble(steps)["measured"] == pytest.approx(1 / 3)
+def pipeline_run(per_rank_steps, m=1, v=1) -> Run:
+    ranks = [
+        RankRecord(
+            r,
+            [],
+            0.0,
+            [],
+            {},
+            "",
+            intervals=steps,
+            timer_resolution_s=1e-6,
+            reference_compute_s=4.0,
+        )
+        for r, steps in enumerate(per_rank_steps)
+    ]
+    return Run(m, [], [], 0.0, 0.0, ranks, stages_per_rank=v, microbatches=m)
+
+
+def test_idle_theory_measurement_and_waits():
+    assert idle.theory(2, 4) == pytest.approx(1 / 5) and idle.theory(2, 4, v=2) == pytest.approx(
+        1 / 9
+    )
+    assert idle.theory(1, 8) == 0
+    # two ranks, one stage each, one micro-batch; step 1 is timed (step 0 sets up, step 2 is instrumented).
+    # rank 0: F 0-1, B 4-5; rank 1: F 1.5-2.5 (0.5 s after it could start), B 2.5-3.5 -> span 5, busy 2 each
+    step = [
+        [("F", 0, 0, 0.0, 1.0), ("B", 0, 0, 4.0, 5.0)],
+        [("F", 1, 0, 1.5, 2.5), ("B", 1, 0, 2.5, 3.5)],
+    ]
+    run = pipeline_run([[step[0]] * 3, [step[1]] * 3])
+    a = idle.analyse(run, 2)
+    assert a.measured == pytest.approx(1 - 2 / 5) and a.busy_s == pytest.approx(4.0)
+    # waits: rank 0's B waits from 3.5 (rank 1's B ended) to 4.0; rank 1's F from 1.0 to 1.5
+    assert sorted(idle.waits(step, 2)) == pytest.approx([0.0, 0.0, 0.5, 0.5])
+    assert a.timer_margin == pytest.approx((2 * 2 + 2) * 1e-6 / 5)
 
 
 def test_interleaving_needs_two_stages_per_rank():
     assert all(v is None for v in schedules_for(2).values())
     four = schedules_for(4)
-    assert (
-        four["gpipe"] is None
-        and four["1f1b"] is None
-        and "8 stages > 4 blocks" in four["interleaved_1f1b"]
-    )
+    assert four["gpipe"] is None and four["1f1b"] is None
+    assert "8 stages > 4 blocks" in four["interleaved_1f1b"]
 
 
 def test_reference_run_is_deterministic_and_chunking_only_regroups():
-    losses_a, params_a = common.reference_run(2, 2, "cpu")
-    losses_b, params_b = common.reference_run(2, 2, "cpu")
-    assert losses_a == losses_b
-    assert all(torch.equal(params_a[n], params_b[n]) for n in params_a)
+    a, b = common.reference_run(2, 2, "cpu"), common.reference_run(2, 2, "cpu")
+    assert a.losses == b.losses and a.compute_s > 0
+    assert all(torch.equal(a.params[n], b.params[n]) for n in a.params)
     x1, _ = common.batches(2, 1, "cpu")
     x4, _ = common.batches(2, 4, "cpu")
     assert x1.shape[:3] == (2, 1, common.ROWS) and x4.shape[:3] == (2, 4, common.ROWS)
 
 
-def test_memory_counts_params_grads_and_momentum():
+def test_held_bytes_count_params_grads_and_momentum_once_each():
     model = torch.nn.Linear(4, 3)  # 15 fp32 parameters = 60 bytes
     opt = common.optimizer(model.parameters())
     model(torch.ones(2, 4)).sum().backward()
     opt.step()
-    assert common.memory(list(model.parameters()), opt) == {
+    assert common.held(list(model.parameters()), opt) == {
         "params": 60,
         "grads": 60,
         "optimizer": 60,
     }
+    shared = torch.zeros(100)  # two views of one storage hold its 400 bytes once
+    assert common.storage_bytes([shared[:10], shared[50:]]) == 400
+
+
+def test_digests_tell_replicas_apart():
+    a = {"w": torch.ones(3)}
+    assert common.digest(a) == common.digest({"w": torch.ones(3)})
+    assert common.digest(a) != common.digest({"w": torch.tensor([1.0, 1.0, 1.0 + 1e-7])})
+
+
+def test_flight_recorder_dumps_name_the_collective_a_rank_never_entered(tmp_path):
+    def dump(rank, ops):
+        entries = [
+            {
+                "process_group": ["0", "default_pg"],
+                "record_id": i,
+                "collective_seq_id": i + 1,
+                "profiling_name": op,
+            }
+            for i, op in enumerate(ops)
+        ]
+        (tmp_path / f"{flight_recorder.PREFIX}{rank}.json").write_text(
+            json.dumps({"entries": entries})
+        )
+
+    dump(0, ["gloo:barrier", "gloo:broadcast", "gloo:allreduce", "gloo:barrier"])
+    dump(1, ["gloo:barrier", "gloo:broadcast", "gloo:allreduce"])
+    states = flight_recorder.read(tmp_path)
+    assert [(s.rank, s.last_seq, s.last_op) for s in states] == [
+        (0, 4, "gloo:barrier"),
+        (1, 3, "gloo:allreduce"),
+    ]
+    assert flight_recorder.stuck(states) == (4, "gloo:barrier", [1])
+
+
+def test_this_torch_dumps_gloo_collectives(one_rank_group, tmp_path):
+    dist.all_reduce(torch.ones(3))
+    flight_recorder.dump(tmp_path, 0, "gloo")
+    states = flight_recorder.read(tmp_path)
+    assert states and "all_reduce" in states[0].last_op
+
+
+def test_collective_seconds_read_from_gloo_spans_and_nccl_kernels(tmp_path):
+    events = [
+        {"ph": "X", "name": "gloo:all_reduce", "dur": 1500, "cat": "cpu_op"},
+        {"ph": "X", "name": "ncclDevKernel_AllGather_RING_LL", "dur": 250, "cat": "kernel"},
+        {
+            "ph": "X",
+            "name": "nccl:all_gather",
+            "dur": 9999,
+            "cat": "cpu_op",
+        },  # the launch: not counted
+        {"ph": "X", "name": "aten::mm", "dur": 700, "cat": "cpu_op"},
+    ]
+    path = tmp_path / "t.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump({"traceEvents": events}, f)
+    assert traces.collective_seconds(path) == pytest.approx(
+        {"allreduce": 1.5e-3, "allgather": 2.5e-4}
+    )

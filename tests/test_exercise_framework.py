@@ -158,6 +158,22 @@ def test_summary_templates_refuse_undefined_values_and_prefer_the_translation(tm
     assert templates.template_name(tmp_path, "en") == "summary.md.j2"
 
 
+def test_a_translated_template_includes_translations_and_translates_prose_values(tmp_path):
+    (tmp_path / "summary.md.j2").write_text('{% include "part.md.j2" %} ({{ _(who) }})\n')
+    (tmp_path / "summary.es.md.j2").write_text('{% include "part.md.j2" %} ({{ _(who) }})\n')
+    (tmp_path / "part.md.j2").write_text("computed")
+    (tmp_path / "part.es.md.j2").write_text("calculado")
+    values = {
+        "who": "autograd"
+    }  # a message without a catalog entry: the template shows it as it is
+    assert templates.render(tmp_path, "en", values) == "computed (autograd)\n"
+    assert templates.render(tmp_path, "es", values) == "calculado (autograd)\n"
+    hand = templates.render(
+        tmp_path, "es", {"who": "hand"}
+    )  # the autograd lab's catalog translates it
+    assert hand == "calculado (a mano)\n"
+
+
 @pytest.mark.parametrize(
     "environ, lang",
     [
@@ -166,6 +182,13 @@ def test_summary_templates_refuse_undefined_values_and_prefer_the_translation(tm
         ({"LC_MESSAGES": "es_MX"}, "es"),
         ({"LANG": "C.UTF-8"}, "en"),
         ({}, "en"),
+        ({"WORKSHOP_LANG": "es", "LANG": "C.UTF-8"}, "es"),
+        ({"WORKSHOP_LANG": "en", "LANG": "es_ES.UTF-8"}, "en"),
+        ({"WORKSHOP_LANG": "es_ES.UTF-8"}, "es"),  # compose passes the host's LANG through it
+        (
+            {"WORKSHOP_LANG": "", "LANG": "es_ES.UTF-8"},
+            "es",
+        ),  # compose's empty default: the locale's
     ],
 )
 def test_the_language_follows_the_locale_as_posix_reads_it(environ, lang):

@@ -117,6 +117,9 @@ def test_gpus_without_the_nvidia_runtime_fall_back_to_cpu_with_the_fix(fake_bin)
     fake_bin("nvidia-smi", FAKE_NVIDIA_SMI)
     out = invoke(fake_bin, "lab", "--dry-run")
     assert "no NVIDIA runtime" in out.stderr and "nvidia-ctk runtime configure" in out.stderr
+    assert (
+        'could not select device driver "nvidia"' in out.stderr
+    )  # what Compose says, named for a search
     assert commands(out) == [
         "docker compose run --rm -e WORKSHOP_N=2 workshop-cpu workshop-session"
     ]
@@ -191,6 +194,27 @@ def test_build_export_and_import_commands(fake_bin):
     ]
 
 
+def test_check_grades_the_mounted_workspace_in_the_learner_service(fake_bin):
+    fake_bin("docker", FAKE_DOCKER)
+    out = invoke(fake_bin, "check", "autograd", "--work", "class/ada", "--dry-run")
+    assert out.returncode == 0, out.stderr
+    assert commands(out) == [
+        f"WORKSHOP_WORK={ROOT / 'class' / 'ada'} docker compose run --rm learner "
+        "check --work my-work -- autograd"
+    ]
+    assert not (ROOT / "class").exists(), "a dry run makes no folder"
+    fake_bin("nvidia-smi", FAKE_NVIDIA_SMI)
+    gpu = invoke(fake_bin, "check", "autograd", "--dry-run", FAKE_DOCKER_RUNTIMES='{"nvidia":{}}')
+    assert " learner-gpu check " in commands(gpu)[0]
+
+
+def test_exercises_init_and_list_natively_and_a_bad_action(fake_bin):
+    init = invoke(fake_bin, "exercises", "init", "--native", "--dry-run")
+    assert commands(init) == [f"{sys.executable} -m workshop exercises init my-work"]
+    bad = invoke(fake_bin, "exercises", "bogus", "--native")
+    assert bad.returncode == 1 and "exercises takes init or list, not 'bogus'" in bad.stderr
+
+
 @pytest.mark.parametrize("n", ["abc", "0", "-3"])
 def test_a_bad_n_is_one_line_not_a_traceback(fake_bin, n):
     out = invoke(fake_bin, "lab", "--native", "--n", n, "--dry-run")
@@ -206,3 +230,23 @@ def test_user_values_are_never_options_of_the_commands_they_reach(fake_bin):
     assert commands(lab)[0].endswith("sh docker/session.sh --help")
     report = invoke(fake_bin, "report", "--native", "--run=--help", "--dry-run")
     assert commands(report)[0].endswith("-m workshop report -- --help")
+
+
+def test_lang_reaches_the_session_and_the_learners_commands(fake_bin):
+    """--lang es: WORKSHOP_LANG for the session (its run and report), --lang for a workshop command; without it
+    the commands follow the locale (compose passes the host's WORKSHOP_LANG or LANG into the container)."""
+    fake_bin("docker", FAKE_DOCKER)
+    lab = invoke(fake_bin, "lab", "--cpu", "--lang", "es", "--dry-run")
+    assert commands(lab) == [
+        "docker compose run --rm -e WORKSHOP_N=2 -e WORKSHOP_LANG=es workshop-cpu workshop-session"
+    ]
+    native = invoke(fake_bin, "lab", "--native", "--cpu", "--lang", "es", "--dry-run")
+    assert commands(native)[0].startswith("WORKSHOP_N=2 WORKSHOP_LANG=es WORKSHOP_DEVICE=cpu ")
+    check = invoke(fake_bin, "check", "autograd", "--cpu", "--lang", "es", "--dry-run")
+    assert commands(check)[0].endswith("learner check --work my-work --lang es -- autograd")
+    init = invoke(fake_bin, "exercises", "init", "--native", "--lang", "es", "--dry-run")
+    assert commands(init) == [f"{sys.executable} -m workshop exercises init my-work --lang es"]
+    report = invoke(fake_bin, "report", "--native", "--lang", "en", "--dry-run")
+    assert commands(report)[0].endswith("-m workshop report --lang en")
+    bad = invoke(fake_bin, "lab", "--native", "--lang", "fr", "--dry-run")
+    assert bad.returncode == 1 and "--lang takes en or es, not 'fr'" in bad.stderr

@@ -1,12 +1,13 @@
 """The theory texts: in the chapter's order, read first from the README, and every figure they quote still in the
-committed run it links to (tests/cited_figures.py says what a citation is)."""
+committed run it links to (tests/cited_figures.py says what a citation is). The Spanish texts (X.es.md) quote the
+same figures from the same runs, and every text links the glossary of its language."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from cited_figures import citations, stale, uncited
+from cited_figures import citations, stale, translation_drift, uncited
 
 ROOT = Path(__file__).resolve().parents[1]
 # the chapter's reading order (../shared/seed/000_0922142b01f50a02.txt): four theory texts, then the labs
@@ -16,13 +17,24 @@ CHAPTER_ORDER = [
     "02-autograd-engine.md",
     "03-compile-and-distributed.md",
 ]
+GLOSSARY = "glossary.md"  # the terms of the texts, and how the Spanish texts say them
 TEXTS = [ROOT / "theory" / name for name in CHAPTER_ORDER]
 IDS = [p.name for p in TEXTS]
+SPANISH = [p.with_suffix(".es.md") for p in TEXTS]
+ALL_TEXTS, ALL_IDS = TEXTS + SPANISH, IDS + [p.name for p in SPANISH]
 
 
-def test_the_theory_folder_holds_the_chapters_texts():
+def test_the_theory_folder_holds_the_chapters_texts_and_the_glossary_in_both_languages():
     english = sorted(p.name for p in (ROOT / "theory").glob("*.md") if ".es." not in p.name)
-    assert english == CHAPTER_ORDER
+    assert english == sorted(CHAPTER_ORDER + [GLOSSARY])
+    spanish = sorted(p.name for p in (ROOT / "theory").glob("*.es.md"))
+    assert spanish == sorted(name.replace(".md", ".es.md") for name in english)
+
+
+@pytest.mark.parametrize("doc", ALL_TEXTS, ids=ALL_IDS)
+def test_every_text_links_the_glossary_of_its_language(doc):
+    glossary = GLOSSARY.replace(".md", ".es.md") if doc.name.endswith(".es.md") else GLOSSARY
+    assert f"]({glossary})" in doc.read_text(encoding="utf-8")
 
 
 def reading_order_problems(readme: str) -> list[str]:
@@ -72,16 +84,22 @@ def test_a_planted_wrong_reading_order_is_named(readme):
     assert len(reading_order_problems(readme)) == 1
 
 
-@pytest.mark.parametrize("doc", TEXTS, ids=IDS)
+@pytest.mark.parametrize("doc", ALL_TEXTS, ids=ALL_IDS)
 def test_every_quoted_figure_is_in_the_run_it_links_to(doc):
     found = citations(doc, ROOT)
     assert found, f"{doc.name} quotes no figure from a committed run"
     assert [line for c in found for line in stale(c)] == []
 
 
-@pytest.mark.parametrize("doc", TEXTS, ids=IDS)
+@pytest.mark.parametrize("doc", ALL_TEXTS, ids=ALL_IDS)
 def test_no_measured_figure_stands_without_its_run(doc):
     assert uncited(doc, ROOT) == []
+
+
+@pytest.mark.parametrize("translation", SPANISH, ids=[p.name for p in SPANISH])
+def test_a_translation_quotes_its_sources_figures_from_the_same_runs(translation):
+    source = translation.with_name(translation.name.replace(".es.md", ".md"))
+    assert translation_drift(translation, source, ROOT) == []
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -155,3 +173,35 @@ def test_versions_formulas_and_code_are_not_figures(tmp_path):
         "the chapter's 1e-7.",
     )
     assert uncited(doc, tmp_path) == []
+
+
+SOURCE = "The forward ran [1.65x faster, `gemmSN_TN_kernel`](../benchmarks/run/summary.md)."
+
+
+@pytest.mark.parametrize(
+    "translation",
+    [
+        "El forward fue [1.7x más rápido, `gemmSN_TN_kernel`](../benchmarks/run/summary.md).",
+        "El forward fue [1.65x más rápido, `gemmSN_TN_kernel`](../benchmarks/run/other.md).",
+        "El forward fue 1.65x más rápido, [`gemmSN_TN_kernel`](../benchmarks/run/summary.md).",
+        "El forward fue [1.65x más rápido](../benchmarks/run/summary.md), `gemmSN_TN_kernel`.",
+    ],
+    ids=[
+        "a figure rounded again",
+        "another file",
+        "a figure moved out of the link",
+        "a kernel dropped",
+    ],
+)
+def test_a_planted_translation_drift_is_named(tmp_path, translation):
+    source = _write(tmp_path, SOURCE)
+    (source.parent.parent / "benchmarks" / "run" / "other.md").write_text(
+        "1.65x `gemmSN_TN_kernel`\n"
+    )
+    spanish = source.with_name("text.es.md")
+    spanish.write_text(
+        SOURCE.replace("The forward ran", "El forward fue").replace("faster", "más rápido")
+    )
+    assert translation_drift(spanish, source, tmp_path) == []
+    spanish.write_text(translation, encoding="utf-8")
+    assert len(translation_drift(spanish, source, tmp_path)) == 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from doc_structure import broken_links, source_of, structure
+from doc_structure import broken_links, links_past_a_twin, source_of, structure
 
 ROOT = Path(__file__).resolve().parents[1]
 SKIP = {".venv", ".git", "results", "my-work", ".pytest_cache", "node_modules"}
@@ -28,6 +28,25 @@ def test_a_translation_has_its_sources_structure(translation):
     source = source_of(translation, "es")
     assert source.is_file(), f"{translation.relative_to(ROOT)} has no English source {source.name}"
     assert structure(translation).differences(structure(source)) == []
+
+
+@pytest.mark.parametrize("translation", TRANSLATIONS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_a_translation_links_the_twins_in_its_language(translation):
+    assert links_past_a_twin(translation, "es") == []
+
+
+def test_a_planted_link_past_a_twin_is_named(tmp_path):
+    for name in ("README.md", "README.es.md", "other.md", "other.es.md", "lab.md"):
+        (tmp_path / name).write_text("# Title\n", encoding="utf-8")
+    spanish = tmp_path / "README.es.md"
+    spanish.write_text(
+        "[otro](other.es.md), [lab](lab.md), [inglés](README.md)\n", encoding="utf-8"
+    )
+    assert (
+        links_past_a_twin(spanish, "es") == []
+    )  # no lab.es.md yet; the switch line links the source
+    spanish.write_text("[otro](other.md#title)\n", encoding="utf-8")
+    assert links_past_a_twin(spanish, "es") == ["other.md#title: link other.es.md instead"]
 
 
 @pytest.mark.parametrize("doc", documents("**/*.md"), ids=lambda p: str(p.relative_to(ROOT)))

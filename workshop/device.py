@@ -20,11 +20,15 @@ def resolve(requested: str) -> str:
     import torch
 
     if requested not in CHOICES:
-        raise DeviceError(f"unknown device {requested!r}; choose one of {', '.join(CHOICES)}")
+        raise DeviceError(
+            _("unknown device {device!r}; choose one of {choices}").format(
+                device=requested, choices=", ".join(CHOICES)
+            )
+        )
     has_cuda = torch.cuda.is_available()
     if requested == "cuda" and not has_cuda:
         raise DeviceError(
-            "--device cuda was asked for, but torch sees no CUDA GPU here; use --device cpu"
+            _("--device cuda was asked for, but torch sees no CUDA GPU here; use --device cpu")
         )
     if requested == "auto":
         return "cuda" if has_cuda else "cpu"
@@ -35,7 +39,9 @@ def describe(device: str) -> str:
     import torch
 
     if device == "cuda":
-        return f"cuda ({torch.cuda.get_device_name(0)}, {torch.cuda.device_count()} visible)"
+        return _("cuda ({name}, {n} visible)").format(
+            name=torch.cuda.get_device_name(0), n=torch.cuda.device_count()
+        )
     return "cpu"
 
 

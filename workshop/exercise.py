@@ -6,21 +6,32 @@ file defines instead (`attribute`: a function, or a constant holding answers), o
 survey, the workspace file (`document`). The lab grades it inside `with ctx.grading("name") as impl:` (lab.py):
 `impl` is the learner's version when `--work DIR` was given, else the reference, and every check recorded in
 the block counts for that exercise.
+
+A document's starting text comes from its `template`, "module:function" called as `function(lab_dir)` with the
+newest run folder of the lab (results/<run-id>/<lab>/, or None when there is none): it returns the Markdown to
+write, or None when it needs a run of the lab first (then `check LAB` writes the file after its run).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import pkgutil
 import textwrap
-from dataclasses import dataclass
+from pathlib import Path
 
-# How an exercise stands after a graded run (result.json "exercises" -> status).
-PASSING, FAILING, NOT_STARTED, NOT_GRADED = "passing", "failing", "not started", "not graded"
+from workshop.i18n import N_, _
+
+LABS = Path(__file__).resolve().parent / "labs"  # each lab's folder: its handouts
+
+# How an exercise stands after a graded run (result.json "exercises" -> status). Stored in English, as keys;
+# translated where shown: _(status).
+PASSING, FAILING = N_("passing"), N_("failing")
+NOT_STARTED, NOT_GRADED = N_("not started"), N_("not graded")
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Exercise:
     lab: str
     name: str  # unique within the lab; the exercise's id is "<lab>.<name>"
@@ -29,14 +40,18 @@ class Exercise:
     hint: str  # shown when the exercise fails
     handout: str  # the handout section to read: "README.md#anchor", relative to the lab's folder
     reference: str  # the instructor's solution, "module:attribute" (a function, a constant, or a file path)
-    attribute: str | None = None  # what the learner's <lab>.py defines; None for a document
-    document: str | None = (
-        None  # a workspace file the learner writes (e.g. "survey.md") instead of code
-    )
-    interface: str = ""  # signature, shapes and dtypes: the stub's docstring
-    stub: str = (
-        ""  # the code written into the workspace; default: the reference's signature + raise
-    )
+    # what the learner's <lab>.py defines; None for a document
+    attribute: str | None = None
+    # a workspace file the learner writes (e.g. "survey.md") instead of code
+    document: str | None = None
+    # signature, shapes and dtypes: the stub's docstring
+    interface: str = ""
+    # the code written into the workspace; default: the reference's signature + raise
+    stub: str = ""
+    # a document's starting text: "module:function" (see the module's docstring)
+    template: str | None = None
+    # CPU seconds the learner's code may take here (an endless loop ends)
+    time_limit_s: float = 120.0
 
     @property
     def id(self) -> str:
@@ -46,13 +61,47 @@ class Exercise:
         if (self.attribute is None) == (self.document is None):
             raise ValueError(f"exercise {self.id}: give exactly one of attribute= and document=")
 
+    def localized(self) -> Exercise:
+        """This exercise with its learner-facing text in the language in use. The declarations mark that
+        text with N_() (English, the source); the catalogs of workshop/i18n.py translate it here. A handout
+        marked N_() points at the handout's translation (README.es.md#its-translated-heading) where this lab
+        has that file: the labs' catalogs are one chain, so another lab's "README.md#questions" may translate."""
+        texts = ("title", "statement", "hint", "interface", "stub")
+        handout = _(self.handout)
+        if not (LABS / self.lab / handout.partition("#")[0]).is_file():
+            handout = self.handout
+        return dataclasses.replace(
+            self, handout=handout, **{f: _(getattr(self, f)) for f in texts if getattr(self, f)}
+        )
+
     def load_reference(self):
         return pkgutil.resolve_name(self.reference)
 
     def not_started_message(self) -> str:
         """What a stub raises: the exercise's id and the first sentence of its statement."""
         first = self.statement.strip().split(". ")[0].rstrip(".")
-        return f"{self.id}: {first}. See {self.handout_path()}."
+        return _("{id}: {first}. See {handout}.").format(
+            id=self.id, first=first, handout=self.handout_path()
+        )
+
+    def document_text(self, lab_dir: Path | None) -> str | None:
+        """A document's starting text (its template's, from the lab's run in `lab_dir`), or None when the
+        template needs a run of the lab first. Without a template: the title and the statement to answer."""
+        if self.template:
+            return pkgutil.resolve_name(self.template)(lab_dir)
+        return f"# {self.title}\n\n<!-- {self.statement.strip()} -->\n\n"
+
+    def result(self, status: str, checks: list[str], failed_check: dict | None) -> dict:
+        """This exercise's entry in result.json's "exercises": its status, its checks and the first failed one."""
+        return {
+            "title": self.title,
+            "status": status,
+            "passed": status == PASSING,
+            "checks": checks,
+            "failed_check": failed_check,
+            "hint": self.hint if failed_check else None,
+            "handout": self.handout_path(),
+        }
 
     def handout_path(self) -> str:
         return f"workshop/labs/{self.lab}/{self.handout}"
@@ -65,8 +114,12 @@ class Exercise:
         reference = self.load_reference()
         if not callable(reference):
             raise ValueError(f"exercise {self.id}: a constant's stub must be given as stub=")
-        doc = "\n\n".join(p for p in (self.statement.strip(), self.interface.strip()) if p)
-        doc = textwrap.indent(doc, "    ").strip()
+        paragraphs = [p for p in (self.statement.strip(), self.interface.strip()) if p]
+        doc = "\n\n".join(
+            textwrap.fill(p, 96, initial_indent="    ", subsequent_indent="    ")
+            for p in paragraphs
+        )
+        doc = doc.strip()  # the docstring's lines wrapped at the project's 100 columns
         return (
             f"def {self.attribute}{signature(reference)}:\n"
             f'    """{doc}\n    """\n'
@@ -99,14 +152,29 @@ def lab_exercises(lab: str) -> list[Exercise]:
     try:
         module = importlib.import_module(f"workshop.labs.{lab}.exercises")
     except ModuleNotFoundError as e:
-        if e.name != f"workshop.labs.{lab}.exercises":
+        missing = f"workshop.labs.{lab}.exercises"
+        if e.name not in (
+            missing,
+            missing.rpartition(".")[0],
+        ):  # a lab made in a test has no package
             raise
         return []
     exercises = list(module.EXERCISES)
     for ex in exercises:
         if ex.lab != lab:
             raise ValueError(f"{ex.id} is declared in lab {lab}'s exercises.py")
-    return exercises
+    return [ex.localized() for ex in exercises]
+
+
+def lab_header(lab: str) -> str:
+    """The top of the learner's <lab>.py: the lab's WORKSPACE_HEADER (what the file is, the imports)."""
+    module = importlib.import_module(f"workshop.labs.{lab}.exercises")
+    default = '"""{}"""\n'.format(
+        _("Your solutions to the {lab} lab's exercises: {command}.").format(
+            lab=lab, command=f"python -m workshop check {lab}"
+        )
+    )
+    return textwrap.dedent(_(getattr(module, "WORKSPACE_HEADER", default))).strip() + "\n"
 
 
 def all_exercises() -> dict[str, list[Exercise]]:

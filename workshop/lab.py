@@ -10,14 +10,22 @@ template beside its code with ctx.render_summary(...); the runner turns that int
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import math
 import pkgutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-from workshop import atomic, exercise, templates, workspace
+from workshop import atomic, exercise, grading_markers, templates, workspace
 from workshop.exercise import Exercise
+from workshop.grading_markers import ProcessDied
+from workshop.i18n import N_, _
+from workshop.time_limit import TimeLimitExceeded, time_limit
+from workshop.workspace import LearnerError
+
+# Why a module that a lab needs can be missing, said when it is (LabSpec.needs).
+WHY_MISSING = {"triton": N_("Triton has builds for Linux only, none for macOS or native Windows")}
 
 
 @dataclass(frozen=True)
@@ -31,8 +39,16 @@ class LabSpec:
         900.0  # the runner stops a lab that runs longer (an endless loop in learner code)
     )
 
+    # Modules the lab cannot run without that a platform may lack (keys of WHY_MISSING): where one is missing,
+    # the runner fails the lab with one line that says so and points to Docker, instead of a traceback.
+    needs: tuple[str, ...] = ()
+
     def load(self, what: str = "entry"):
         return pkgutil.resolve_name(getattr(self, what))
+
+    def missing(self) -> list[str]:
+        """The modules of `needs` that this Python cannot import (looked up, not imported)."""
+        return [module for module in self.needs if importlib.util.find_spec(module) is None]
 
 
 @dataclass
@@ -66,10 +82,21 @@ def all_passed(checks: list[Check]) -> bool:
     return bool(checks) and all(c.passed for c in checks)
 
 
+def exercise_status(checks: list[Check]) -> str:
+    """How an exercise stands after its checks: not graded, passing, not started (a stub), or failing."""
+    failed = next((c for c in checks if not c.passed), None)
+    if not checks:
+        return exercise.NOT_GRADED
+    if failed is None:
+        return exercise.PASSING
+    # A stub's check records "not started" as its value, in the run's language.
+    return exercise.NOT_STARTED if failed.value == _(exercise.NOT_STARTED) else exercise.FAILING
+
+
 class Unavailable:
     """Stands for a learner's solution that could not be loaded: any use raises the reason."""
 
-    def __init__(self, error: workspace.LearnerError):
+    def __init__(self, error: Exception):
         self.error = error
 
     def _raise(self, *args, **kwargs):
@@ -92,6 +119,9 @@ class LabContext:
     checkpoint: Path | None = (
         None  # --checkpoint: the learner's MiniGPT; None: the shipped minigpt.pt
     )
+    skip: dict[str, str] = field(
+        default_factory=dict
+    )  # exercise id -> how it killed an earlier attempt (runner.run_lab): failed, not run again
     checks: list[Check] = field(default_factory=list)
     summary: str = ""  # Markdown: what this run found; the runner appends the checks table
     extra: dict = field(default_factory=dict)  # merged into result.json
@@ -121,11 +151,12 @@ class LabContext:
     def _add(self, check: Check) -> Check:
         check.exercise = self._grading.id if self._grading else None
         self.checks.append(check)
-        mark = "ok  " if check.passed else "FAIL"
-        print(
-            f"[{self.name}] {mark} {check.name}: {check.value!r} (threshold {check.threshold!r})",
-            flush=True,
+        width = max(len(_("ok")), len(_("FAIL")))
+        mark = (_("ok") if check.passed else _("FAIL")).ljust(width)
+        line = _("{name}: {value} (threshold {threshold})").format(
+            name=check.name, value=repr(check.value), threshold=repr(check.threshold)
         )
+        print(f"[{self.name}] {mark} {line}", flush=True)
         if check.message and not check.passed:
             print(f"[{self.name}]      {check.message}", flush=True)
         return check
@@ -150,8 +181,10 @@ class LabContext:
         """The learner's version of the exercise when grading a workspace, else the reference."""
         if not self.graded:
             return ex.load_reference()
+        if ex.id in self.skip:
+            raise grading_markers.ProcessDied(self.skip[ex.id])
         if ex.document:
-            return self.work / ex.document
+            return self.document(ex)
         if self._learner is None:
             try:
                 self._learner = workspace.load_lab_module(self.work, self.name)
@@ -161,16 +194,38 @@ class LabContext:
             raise self._learner
         if not hasattr(self._learner, ex.attribute):
             path = workspace.display(workspace.lab_file(self.work, self.name))
-            raise workspace.LearnerError(f"{path} defines no `{ex.attribute}` (exercise {ex.id})")
+            raise workspace.LearnerError(
+                _("{file} defines no `{name}` (exercise {id})").format(
+                    file=path, name=ex.attribute, id=ex.id
+                )
+            )
         return getattr(self._learner, ex.attribute)
+
+    def document(self, ex: Exercise) -> Path:
+        """The learner's document; NotImplementedError ("not started") while it is not written."""
+        path = self.work / ex.document
+        if not path.is_file():
+            how = (
+                _("`python -m workshop check {lab}` writes its start from this run")
+                if ex.template
+                else _("`python -m workshop exercises init --lab {lab}` writes its start")
+            )
+            raise NotImplementedError(
+                _("{id}: {file} is not written yet: {how}").format(
+                    id=ex.id, file=workspace.display(path), how=how.format(lab=self.name)
+                )
+            )
+        return path
 
     @contextlib.contextmanager
     def grading(self, exercise_or_name: Exercise | str):
         """Grade one exercise: yields its implementation; every check recorded inside counts for it.
 
         With the learner's code, an exception ends only this exercise, recorded as a failed check that names
-        the file and line (a stub's NotImplementedError: "not started"); the lab goes on with the next one.
-        With the reference, an exception is the lab's own bug and propagates.
+        the file and line (a stub's NotImplementedError: "not started"; an endless loop: the exercise's time
+        limit); the lab goes on with the next one. With the reference, an exception is the lab's own bug and
+        propagates. The block's start and end are printed (grading_markers), so that the runner can name the
+        exercise if the process dies inside it.
         """
         ex = (
             exercise_or_name
@@ -182,66 +237,80 @@ class LabContext:
                 f"grading {ex.id} inside {self._grading.id}: grade one exercise at a time"
             )
         self._grading = ex
+        print(grading_markers.started(self.name, ex.id), flush=True)
         try:
-            try:
-                impl = self.solution(ex)
-            except workspace.LearnerError as e:
-                impl = Unavailable(e)  # the block runs; its first use of impl ends the exercise
-            yield impl
-        except workspace.LearnerError as e:
-            self._add(
-                Check(f"{ex.id}: your code loads", False, str(e), "no error", message=ex.hint)
-            )
-        except NotImplementedError as e:
-            if not self.graded:
+            with time_limit(ex.time_limit_s if self.graded else None):
+                try:
+                    impl = self.solution(ex)
+                except (LearnerError, ProcessDied, NotImplementedError) as e:
+                    impl = Unavailable(e)  # the block runs; its first use of impl ends the exercise
+                yield impl
+        except BaseException as e:
+            failed = self._learner_failure(ex, e)
+            if failed is None:
+                if self.graded and not isinstance(e, GeneratorExit):
+                    self._add(self._cut_short(ex, e))  # the lab's time limit, an interrupt
                 raise
-            self._add(
-                Check(
-                    f"{ex.id}: implemented",
-                    False,
-                    exercise.NOT_STARTED,
-                    "implemented",
-                    message=str(e) or ex.not_started_message(),
-                )
-            )
-        except Exception as e:
-            if not self.graded:
-                raise
-            path = (
-                workspace.lab_file(self.work, self.name)
-                if ex.attribute
-                else self.work / ex.document
-            )
-            value = f"{workspace.where(e, path)}: {workspace.describe(e)}"
-            self._add(
-                Check(f"{ex.id}: runs without an error", False, value, "no error", message=ex.hint)
-            )
+            self._add(failed)
         finally:
             self._grading = None
+            status = exercise_status([c for c in self.checks if c.exercise == ex.id])
+            print(grading_markers.ended(self.name, ex.id, status), flush=True)
+
+    def _learner_failure(self, ex: Exercise, e: BaseException) -> Check | None:
+        """The failed check that records `e`, raised in ex's grading block by the learner's work; None when it
+        is not theirs to answer for (the reference's own error, an interrupt): then it propagates."""
+        if isinstance(e, LearnerError):
+            name = _("{id}: your code loads").format(id=ex.id)
+            return Check(name, False, str(e), _("no error"), message=ex.hint)
+        if isinstance(e, ProcessDied):
+            died = grading_markers.died_check(ex.id, str(e))
+            return Check(
+                died["name"], False, died["value"], died["threshold"], message=died["message"]
+            )
+        if not self.graded:
+            return None
+        where = workspace.where(e, self._learner_path(ex))
+        if isinstance(e, NotImplementedError):
+            name, value = _("{id}: implemented").format(id=ex.id), _(exercise.NOT_STARTED)
+            message = str(e) or ex.not_started_message()
+            return Check(name, False, value, _("implemented"), message=message)
+        if isinstance(e, TimeLimitExceeded):
+            message = _(
+                "An endless loop, or far more work than the exercise needs: see where it was."
+            )
+            value, limit = f"{where}: {e}", _("{seconds:g} s of CPU time").format(seconds=e.seconds)
+            name = _("{id}: finishes in time").format(id=ex.id)
+            return Check(name, False, value, limit, message=message)
+        if isinstance(e, Exception | SystemExit):  # sys.exit() in the learner's code ends only this
+            value = f"{where}: {workspace.describe(e)}"
+            name = _("{id}: runs without an error").format(id=ex.id)
+            return Check(name, False, value, _("no error"), message=ex.hint)
+        return None
+
+    def _cut_short(self, ex: Exercise, e: BaseException) -> Check:
+        """The failed check of an exercise whose grading was stopped from outside (the lab's time limit, a
+        signal): where the learner's code was when it happened."""
+        value = f"{workspace.where(e, self._learner_path(ex))}: {workspace.describe(e)}"
+        message = _(
+            "The lab was stopped while grading this exercise: an endless loop? See where it was."
+        )
+        name = _("{id}: graded to the end").format(id=ex.id)
+        return Check(name, False, value, _("not stopped"), message=message)
+
+    def _learner_path(self, ex: Exercise) -> Path:
+        """The workspace file the learner writes this exercise in."""
+        return workspace.lab_file(self.work, self.name) if ex.attribute else self.work / ex.document
 
     def exercise_results(self) -> dict[str, dict]:
-        """Exercise id -> {"status", "passed", "checks", "message", "hint"}, for every exercise of the lab."""
+        """Exercise id -> its entry in result.json (Exercise.result), for every exercise of the lab."""
         out = {}
         for ex in exercise.lab_exercises(self.name):
             mine = [c for c in self.checks if c.exercise == ex.id]
             failed = next((c for c in mine if not c.passed), None)
-            if not mine:
-                status = exercise.NOT_GRADED
-            elif failed is None:
-                status = exercise.PASSING
-            elif failed.value == exercise.NOT_STARTED:
-                status = exercise.NOT_STARTED
-            else:
-                status = exercise.FAILING
-            out[ex.id] = {
-                "title": ex.title,
-                "status": status,
-                "passed": status == exercise.PASSING,
-                "checks": [c.name for c in mine],
-                "failed_check": failed.as_dict() if failed else None,
-                "hint": ex.hint if failed else None,
-                "handout": ex.handout_path(),
-            }
+            out[ex.id] = ex.result(
+                exercise_status(mine), [c.name for c in mine], failed.as_dict() if failed else None
+            )
         return out
 
     # ---- the summary: the lab's template filled with this run's values ----

@@ -50,7 +50,7 @@ def _parents() -> dict[int, int]:
         if not entry.name.isdigit():
             continue
         try:
-            stat = (entry / "stat").read_text()
+            stat = (entry / "stat").read_text(encoding="utf-8", errors="replace")
         except OSError:  # it exited while we looked
             continue
         state, ppid = stat.rsplit(")", 1)[1].split()[:2]  # the name, in (), may hold spaces

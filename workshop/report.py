@@ -23,17 +23,13 @@ def write_report(run_dir: Path) -> tuple[Path, list[str]]:
         if state.complete
         else [_("run {run} is incomplete: {state}").format(run=run_dir.name, state=state.detail)]
     )
-    get = manifest.get
     lines = [
-        f"# Workshop run {manifest['run_id']}",
+        "# " + _("Workshop run {run}").format(run=manifest["run_id"]),
         "",
         *([f"> **{problems[0]}**", ""] if problems else []),
-        f"- command: `{' '.join(manifest['command'])}`",
-        f"- device: {manifest['device']} ({get('device_name')}); torch {get('torch')}, "
-        f"triton {get('triton')}, CUDA {get('cuda')}, Python {get('python')}",
-        f"- git revision: {get('git_revision')}; started {manifest['start_time']}, ended {get('end_time')}",
+        *_facts(manifest),
         "",
-        "| lab | passed | seconds |",
+        "| {} | {} | {} |".format(_("lab"), _("passed"), _("seconds")),
         "|---|---|---|",
     ]
     sections = []
@@ -42,17 +38,38 @@ def write_report(run_dir: Path) -> tuple[Path, list[str]]:
         lines.append(f"| [{lab}](#{lab}) | {passed} | {status.get('duration_s')} |")
         sections += ["", f'<a id="{lab}"></a>', "", summary.strip()]
         sections += _unlinked_pictures(run_dir / lab, summary)
-    not_run = [lab for lab in get("labs_planned") or [] if lab not in manifest["labs"]]
-    lines += [f"| {lab} | not run | |" for lab in not_run]
+    not_run = [lab for lab in manifest.get("labs_planned") or [] if lab not in manifest["labs"]]
+    lines += ["| {} | {} | |".format(lab, _("not run")) for lab in not_run]
     path = atomic.write_text(run_dir / "REPORT.md", "\n".join(lines + sections) + "\n")
     return path, problems
 
 
+def _facts(manifest: dict) -> list[str]:
+    """The run's command, machine and versions, and when it ran."""
+    get = manifest.get
+    return [
+        _("- command: `{command}`").format(command=" ".join(manifest["command"])),
+        _(
+            "- device: {device} ({name}); torch {torch}, triton {triton}, CUDA {cuda}, Python {python}"
+        ).format(
+            device=manifest["device"],
+            name=get("device_name"),
+            torch=get("torch"),
+            triton=get("triton"),
+            cuda=get("cuda"),
+            python=get("python"),
+        ),
+        _("- git revision: {revision}; started {start}, ended {end}").format(
+            revision=get("git_revision"), start=manifest["start_time"], end=get("end_time")
+        ),
+    ]
+
+
 def _lab(lab_dir: Path, problems: list[str]) -> tuple[object, str]:
-    """(passed, its summary re-rooted at the run folder); a corrupt file is added to problems."""
+    """(passed: yes/no, its summary re-rooted at the run folder); a corrupt file is added to problems."""
     lab = lab_dir.name
     try:
-        passed = results.read_result(lab_dir)["passed"]
+        passed = _("yes") if results.read_result(lab_dir)["passed"] else _("no")
     except results.CorruptFile as e:
         problems.append(str(e))
         passed = _("unreadable result.json")

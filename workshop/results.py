@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from workshop import atomic, proctree
+from workshop import atomic, i18n, proctree
 from workshop.i18n import _
 
 DEFAULT_ROOT = Path("results")
@@ -94,11 +94,19 @@ def environment(device: str) -> dict:
 
 
 def new_run(
-    root: Path, command: list[str], device: str, seeds: dict, n_procs: int = 2, **details
+    root: Path,
+    command: list[str],
+    device: str,
+    seeds: dict,
+    n_procs: int = 2,
+    implementation: dict | None = None,
+    **details,
 ) -> Path:
     """Create results/<run-id>/ with its manifest (status "running") and its reserve, or leave nothing.
 
-    `details` (the planned labs, the checkpoint, ...) go into the manifest as they are."""
+    `implementation` says what ran: the reference ({"kind": "reference"}) or a learner's workspace (where,
+    whose, its files' hashes). `details` (the planned labs, the checkpoint, ...) go into the manifest as
+    they are."""
     run_dir = _make_run_dir(root)
     manifest = {
         "run_id": run_dir.name,
@@ -111,6 +119,7 @@ def new_run(
         "git_revision": git_revision(),
         "seeds": seeds,
         "n_procs": n_procs,  # --n: processes of the distributed demos
+        "implementation": implementation or {"kind": "reference"},
         **environment(device),
         **details,
         "labs": {},
@@ -268,7 +277,7 @@ def point_latest(root: Path, run_id: str) -> None:
 def read_json(path: Path):
     import json
 
-    return json.loads(Path(path).read_text())
+    return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
 @dataclass
@@ -292,7 +301,7 @@ def run_state(manifest: dict) -> RunState:
         done=", ".join(done) or "-", todo=", ".join(todo) or "-"
     )
     if status == "finished":
-        return RunState("finished", "finished")
+        return RunState("finished", _("finished"))
     if status == "interrupted":
         stopped = manifest.get("stopped") or {}
         why = stopped.get("why", _("interrupted"))
@@ -333,21 +342,36 @@ RESULT_KEYS = ("lab", "passed", "checks")
 
 def read_manifest(run_dir: Path) -> dict:
     path = Path(run_dir) / "manifest.json"
-    manifest = _read_record(path, MANIFEST_KEYS, "the run's record is lost: run its labs again")
+    fix = _("the run's record is lost: run its labs again")
+    manifest = _read_record(path, MANIFEST_KEYS, fix)
     if not isinstance(manifest["labs"], dict):
-        raise CorruptFile(f"{path} is corrupt: its 'labs' is not a mapping (run its labs again)")
+        raise CorruptFile(
+            _("{path} is corrupt: its 'labs' is not a mapping ({fix})").format(path=path, fix=fix)
+        )
     return manifest
+
+
+def run_language(manifest: dict) -> str:
+    """The language a run was made in (its summaries'); English for runs from before runs recorded it."""
+    lang = manifest.get("lang")
+    return lang if lang in i18n.LANGUAGES else i18n.DEFAULT
 
 
 def read_result(lab_dir: Path) -> dict:
     path = Path(lab_dir) / "result.json"
-    fix = f"run the lab again: python -m workshop run {path.parent.name}"
+    fix = _("run the lab again: {command}").format(
+        command=f"python -m workshop run {path.parent.name}"
+    )
     result = _read_record(path, RESULT_KEYS, fix)
     checks = result["checks"]
     if not isinstance(checks, list) or not all(
         isinstance(c, dict) and "passed" in c for c in checks
     ):
-        raise CorruptFile(f"{path} is corrupt: 'checks' is not a list of checks ({fix})")
+        raise CorruptFile(
+            _("{path} is corrupt: 'checks' is not a list of checks ({fix})").format(
+                path=path, fix=fix
+            )
+        )
     return result
 
 
@@ -357,12 +381,18 @@ def _read_record(path: Path, keys: tuple[str, ...], fix: str) -> dict:
     try:
         record = json.loads(path.read_bytes().decode("utf-8"))
     except FileNotFoundError:
-        raise CorruptFile(f"{path} is missing ({fix})") from None
+        raise CorruptFile(_("{path} is missing ({fix})").format(path=path, fix=fix)) from None
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise CorruptFile(f"{path} is corrupt: {e} ({fix})") from None
+        raise CorruptFile(
+            _("{path} is corrupt: {error} ({fix})").format(path=path, error=e, fix=fix)
+        ) from None
     missing = [k for k in keys if not isinstance(record, dict) or k not in record]
     if missing:
-        raise CorruptFile(f"{path} is corrupt: it has no {', '.join(missing)} ({fix})")
+        raise CorruptFile(
+            _("{path} is corrupt: it has no {keys} ({fix})").format(
+                path=path, keys=", ".join(missing), fix=fix
+            )
+        )
     return record
 
 
@@ -373,7 +403,24 @@ def resolve_run(spec: str | None, root: Path = DEFAULT_ROOT) -> Path:
         if (c / "manifest.json").is_file():
             return c.resolve()
     where = spec or f"{root}/latest"
-    raise FileNotFoundError(f"no run found at {where}; start one with `python -m workshop run`")
+    raise FileNotFoundError(
+        _("no run found at {where}; start one with `python -m workshop run`").format(where=where)
+    )
+
+
+def runs(root: Path = DEFAULT_ROOT) -> list[Path]:
+    """The run folders under root, newest first (a run id starts with its UTC start time)."""
+    if not Path(root).is_dir():
+        return []
+    found = [
+        p for p in Path(root).iterdir() if not p.is_symlink() and (p / "manifest.json").is_file()
+    ]
+    return sorted(found, key=lambda p: p.name, reverse=True)
+
+
+def newest_lab_dir(root: Path, lab: str) -> Path | None:
+    """The newest run's folder of `lab` that holds a result.json, or None."""
+    return next((r / lab for r in runs(root) if (r / lab / "result.json").is_file()), None)
 
 
 def python_command() -> list[str]:

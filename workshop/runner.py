@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import faulthandler
 import os
 import shutil
 import subprocess
@@ -24,20 +25,20 @@ import tempfile
 import threading
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from workshop import atomic, i18n, interrupt, labs, proctree, results, workspace
+from workshop import atomic, grading_markers, i18n, interrupt, labs, proctree, results, workspace
 from workshop.device import use_triton_interpreter
-from workshop.exercise import lab_exercises
 from workshop.i18n import _
-from workshop.lab import Check, LabContext, all_passed
+from workshop.lab import WHY_MISSING, Check, LabContext, all_passed
 
 GRACE_S = 5.0  # a stopped lab's time to write its result and exit, before its processes are killed
 # A lab stops itself at its time limit (an alarm in its own process); the parent kills it BACKSTOP_S later if it
 # could not (stuck in C code, or stopped). Generous: the lab's clock starts after Python's start-up.
 BACKSTOP_S = 30.0
 CACHE_PREFIX = "workshop-cache-"  # + the parent's pid + the lab: see sweep_stale_caches
+REFERENCE = {"kind": "reference"}  # result.json's "implementation" when no workspace is graded
 
 
 @dataclass(frozen=True)
@@ -50,9 +51,16 @@ class RunOptions:
     checkpoint: Path | None = None  # None: the shipped workshop/minigpt/minigpt.pt
     time_limit_s: float | None = None  # None: each lab's own LabSpec.time_limit_s
     work: Path | None = None  # the learner's workspace to grade; None runs the reference
-    lang: str | None = None
+    # the language of the labs' summaries and messages: by default the one in use when the options are made
+    lang: str = field(default_factory=i18n.language)
 
-    def child_command(self, name: str, lab_dir: Path, time_limit_s: float | None) -> list[str]:
+    def child_command(
+        self,
+        name: str,
+        lab_dir: Path,
+        time_limit_s: float | None,
+        skip: dict[str, str] | None = None,
+    ) -> list[str]:
         cmd = [sys.executable, "-m", "workshop.runner", name, "--out-dir", str(lab_dir)]
         cmd += ["--device", self.device, "--n", str(self.n_procs), "--seed", str(self.seed)]
         if self.checkpoint:
@@ -61,9 +69,16 @@ class RunOptions:
             cmd += ["--time-limit", str(time_limit_s)]
         if self.work:
             cmd += ["--work", str(self.work)]
-        if self.lang:
-            cmd += ["--lang", self.lang]
+        cmd += ["--lang", self.lang]
+        for ex_id, note in (
+            skip or {}
+        ).items():  # exercises that killed an earlier attempt (run_lab)
+            cmd += ["--skip", f"{ex_id}={note}"]
         return cmd
+
+    def implementation(self, names: list[str]) -> dict:
+        """What the run records of the code it ran: the reference, or the workspace and its files' hashes."""
+        return workspace.implementation(self.work, names) if self.work else REFERENCE
 
 
 def lab_environment(device: str, cache_dir: Path) -> dict[str, str]:
@@ -115,24 +130,35 @@ def stop_if_disk_full(run_dir: Path, name: str, lab_status: dict) -> None:
 
 
 def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> dict:
-    """Run one lab in its own process; returns its status, also recorded in the manifest."""
+    """Run one lab in its own process; returns its status, also recorded in the manifest. When the process
+    dies while grading a learner's exercise (a crash in native code, a kill at the time limit), that attempt's
+    folder is kept as <lab>.attempt-K/ and the lab runs again skipping the exercises that killed it, so that
+    the others are graded."""
     lab_dir = run_dir / name
-    lab_dir.mkdir()
     limit = options.time_limit_s or labs.get(name).time_limit_s
     start = time.monotonic()
-    with LabProcess(name, lab_dir, options, limit, on_line) as child:
-        why = None
-        try:
-            child.wait(limit + BACKSTOP_S if limit else None)
-        except subprocess.TimeoutExpired:  # it could not stop itself (stuck outside Python)
-            child.stop()
-            why = interrupt.ran_out_of_time(limit)
-        except interrupt.Stopped as e:
-            with interrupt.ignoring_signals():
+    skip: dict[str, str] = {}  # exercise id -> how the process died in it
+    while True:
+        lab_dir.mkdir()
+        with LabProcess(name, lab_dir, options, limit, on_line, skip) as child:
+            why = None
+            try:
+                child.wait(limit + BACKSTOP_S if limit else None)
+            except subprocess.TimeoutExpired:  # it could not stop itself (stuck outside Python)
                 child.stop()
-                settle(run_dir, name, options, child, time.monotonic() - start, e.why, stopped=True)
-            raise
-    return settle(run_dir, name, options, child, time.monotonic() - start, why)
+                why = interrupt.ran_out_of_time(limit)
+            except interrupt.Stopped as e:
+                with interrupt.ignoring_signals():
+                    child.stop()
+                    settle(run_dir, name, options, child, time.monotonic() - start, e.why, True)
+                raise
+        died_in = grading_markers.died_in(lab_dir, options.work, skip)
+        if died_in is None:
+            return settle(run_dir, name, options, child, time.monotonic() - start, why)
+        attempt = run_dir / f"{name}.attempt-{len(skip) + 1}"
+        note = grading_markers.how_it_died(lab_dir, child.returncode, options.work)
+        skip[died_in] = f"{why or note} ({workspace.display(attempt / 'log.txt')})"
+        lab_dir.rename(attempt)
 
 
 def settle(run_dir, name, options, child, duration, why, stopped=False) -> dict:
@@ -159,6 +185,12 @@ def settle(run_dir, name, options, child, duration, why, stopped=False) -> dict:
                 [stopped_check(why)],
                 duration,
                 f"{summary}\n\n```\n{tail}\n```",
+                {
+                    "implementation": options.implementation([name]),
+                    "exercises": grading_markers.dead_process_exercises(
+                        name, lab_dir, child.returncode, options.work
+                    ),
+                },
             ),
         )
         passed = False
@@ -179,9 +211,11 @@ class LabProcess:
     log.txt and to on_line(lab, line) (a thread reads it, so that the main thread can wait with a time limit
     and take signals). Leaving the `with` stops whatever is left of its process tree and removes the cache."""
 
-    def __init__(self, name, lab_dir: Path, options: RunOptions, limit, on_line):
+    def __init__(
+        self, name, lab_dir: Path, options: RunOptions, limit, on_line, skip: dict[str, str]
+    ):
         self.name, self.lab_dir, self.on_line = name, lab_dir, on_line
-        self.cmd = options.child_command(name, lab_dir, limit)
+        self.cmd = options.child_command(name, lab_dir, limit, skip)
         self.device = options.device
         self.tail = collections.deque(maxlen=20)  # the last lines, for the summary if it dies
 
@@ -272,16 +306,9 @@ def write_result(
     extra: dict | None = None,
 ) -> None:
     passed = all_passed(checks)
-    rows = "\n".join(
-        f"| {'pass' if c.passed else '**FAIL**'} | {c.name} | {c.as_dict()['value']} | {c.threshold} |"
-        for c in checks
-    )
-    table = "| | check | value | threshold |\n|---|---|---|---|\n" + rows
-    verdict = "passed" if passed else "FAILED"
-    graded = exercises_md((extra or {}).get("exercises", {}))
     atomic.write_text(
         out_dir / "summary.md",
-        f"# Lab `{name}`: {verdict}\n\n{summary.strip()}\n\n{graded}## Checks\n\n{table}\n",
+        summary_frame(name, passed, summary, checks, (extra or {}).get("exercises", {})),
     )
     atomic.write_json(
         out_dir / "result.json",
@@ -296,6 +323,29 @@ def write_result(
     )
 
 
+def summary_frame(
+    name: str, passed: bool, summary: str, checks: list[Check], exercises: dict[str, dict]
+) -> str:
+    """summary.md: the verdict, the lab's own summary (its template's), the exercises, the checks table."""
+    verdict = _("Lab `{lab}`: passed") if passed else _("Lab `{lab}`: FAILED")
+    marks = {
+        True: _("pass"),
+        False: "**" + _("FAIL") + "**",
+    }  # (Babel extracts no call in an f-string)
+    rows = "\n".join(
+        f"| {marks[bool(c.passed)]} | {c.name} | {c.as_dict()['value']} | {c.threshold} |"
+        for c in checks
+    )
+    header = "| | {} | {} | {} |\n|---|---|---|---|\n".format(
+        _("check"), _("value"), _("threshold")
+    )
+    checks_heading = _("Checks")
+    return (
+        f"# {verdict.format(lab=name)}\n\n{summary.strip()}\n\n{exercises_md(exercises)}"
+        f"## {checks_heading}\n\n{header}{rows}\n"
+    )
+
+
 def exercises_md(exercises: dict[str, dict]) -> str:
     """The exercises' section of summary.md: one row each, with the failed check and the hint."""
     if not exercises:
@@ -303,14 +353,12 @@ def exercises_md(exercises: dict[str, dict]) -> str:
     rows = []
     for ex_id, r in exercises.items():
         failed = r["failed_check"]
-        why = (
-            f"{failed['name']}: {failed['value']} (threshold {failed['threshold']})"
-            if failed
-            else ""
-        )
-        rows.append(f"| {ex_id} | {r['status']} | {why} | {r['hint'] or ''} |")
-    header = "| exercise | status | failed check | hint |\n|---|---|---|---|\n"
-    return "## Exercises\n\n" + header + "\n".join(rows) + "\n\n"
+        why = _("{name}: {value} (threshold {threshold})").format(**failed) if failed else ""
+        rows.append(f"| {ex_id} | {_(r['status'])} | {why} | {r['hint'] or ''} |")
+    header = "| {} | {} | {} | {} |\n|---|---|---|---|\n".format(
+        _("exercise"), _("status"), _("failed check"), _("hint")
+    )
+    return "## " + _("Exercises") + "\n\n" + header + "\n".join(rows) + "\n\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -329,25 +377,54 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--time-limit", type=float, default=None, help="stop the lab after this many seconds"
     )
-    a = p.parse_args(argv)
-    i18n.set_language(a.lang)
-    export_checkpoint(a.checkpoint)
-    ctx = LabContext(
-        a.lab, a.out_dir, a.device, a.n, a.seed, work=a.work, lang=a.lang, checkpoint=a.checkpoint
+    p.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        metavar="ID=NOTE",
+        help="an exercise that killed an earlier attempt: failed with NOTE, its code not run",
     )
+    a = p.parse_args(argv)
+    faulthandler.enable()  # a fatal signal prints the Python stack: log.txt then shows where it died
+    i18n.set_language(a.lang)
+    os.environ["WORKSHOP_LANG"] = (
+        a.lang
+    )  # the processes the lab starts (torchrun's ranks) speak it too
+    export_checkpoint(a.checkpoint)
+    skip = dict(item.split("=", 1) for item in a.skip)
+    ctx = LabContext(
+        a.lab,
+        a.out_dir,
+        a.device,
+        a.n,
+        a.seed,
+        work=a.work,
+        lang=a.lang,
+        checkpoint=a.checkpoint,
+        skip=skip,
+    )
+    spec = labs.get(a.lab)
     start = time.monotonic()
     stopped = None
     try:
         with interrupt.raising_on_signals(), interrupt.time_limit(a.time_limit):
-            labs.get(a.lab).load()(ctx)
+            if missing := spec.missing():
+                cannot_run_here(ctx, missing)
+            else:
+                spec.load()(ctx)
     except Exception:  # the lab failed: keep its checks so far, record the error as a failed check
         error = traceback.format_exc()
         with contextlib.suppress(OSError):  # the parent, and so our stdout, may be gone
             print(error, file=sys.stderr, flush=True)
         ctx.checks.append(
-            Check("lab ran to completion", False, error.strip().splitlines()[-1], "no exception")
+            Check(
+                _("lab ran to completion"),
+                False,
+                error.strip().splitlines()[-1],
+                _("no exception"),
+            )
         )
-        ctx.summary += f"\n\n## Error\n\n```\n{error}```\n"
+        ctx.summary += "\n\n## " + _("Error") + f"\n\n```\n{error}```\n"
     except interrupt.Stopped as e:  # a signal or its time limit: keep its checks so far, and why
         stopped = e
         ctx.checks.append(stopped_check(e.why))
@@ -365,6 +442,23 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[{a.lab}] {stopped.why}", file=sys.stderr, flush=True)
         return stopped.exit_code
     return 0 if ctx.passed else 1
+
+
+def cannot_run_here(ctx: LabContext, missing: list[str]) -> None:
+    """A lab that needs a module this platform lacks (Triton on macOS): one failed check whose message is the one
+    line that says why and where the lab does run."""
+    modules = ", ".join(missing)
+    why = "; ".join(
+        _(WHY_MISSING[m]) if m in WHY_MISSING else _("{module} is not installed").format(module=m)
+        for m in missing
+    )
+    line = _(
+        "{lab} cannot run here: it needs {modules} ({why}). Run it in Docker: "
+        "docker compose run --rm workshop-cpu workshop-session {lab}"
+    ).format(lab=ctx.name, modules=modules, why=why)
+    name = _("{modules} installed").format(modules=modules)
+    ctx.check_equal(name, _("missing"), _("installed"), line)
+    ctx.summary = line
 
 
 def export_checkpoint(path: Path | None) -> None:
@@ -389,17 +483,9 @@ def as_lab_process() -> int:
 
 def graded_extra(ctx: LabContext) -> dict:
     """What result.json says of the implementation that ran, and of each exercise it graded."""
-    out = {"lang": ctx.lang, "implementation": {"kind": "reference"}}
+    out = {"lang": ctx.lang, "implementation": REFERENCE}
     if ctx.graded:
-        names = [f"{ctx.name}.py"] + [ex.document for ex in lab_exercises(ctx.name) if ex.document]
-        files = {name: ctx.work / name for name in names}
-        out["implementation"] = {
-            "kind": "workspace",
-            "work": str(ctx.work.resolve()),
-            "sha256": {
-                n: workspace.file_sha256(p) if p.is_file() else None for n, p in files.items()
-            },
-        }
+        out["implementation"] = workspace.implementation(ctx.work, [ctx.name])
     exercises = ctx.exercise_results()
     if exercises:
         out["exercises"] = exercises

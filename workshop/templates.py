@@ -1,8 +1,11 @@
 """A lab's summary.md from a Jinja2 template beside its code: the prose is the template's, every number the run's.
 
 `summary.md.j2` is the English source; `summary.<lang>.md.j2` (e.g. summary.es.md.j2) its translation, used when
-it exists. Undefined values are errors (StrictUndefined), so a template cannot print a blank where a figure
-belongs. A sentence that explains a mechanism sits inside `{% if %}` on the measured condition that shows it.
+it exists, also where a template includes another (`{% include "side_by_side.md.j2" %}`), so that a translation
+keeps its source's tags exactly. Prose sits between tags, never in them: a choice of words is an `{% if %}`, and a
+prose value the code marks with N_() is shown as `{{ _(value) }}`, translated by the catalogs of `lang`.
+Undefined values are errors (StrictUndefined), so a template cannot print a blank where a figure belongs. A
+sentence that explains a mechanism sits inside `{% if %}` on the measured condition that shows it.
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import jinja2
+
+from workshop import i18n
 
 SOURCE = "summary.md.j2"
 
@@ -44,9 +49,20 @@ def percent(fraction: float, digits: int = 0) -> str:
     return f"{100 * fraction:.{digits}f}%"
 
 
-def environment(folder: Path) -> jinja2.Environment:
+class TranslatedLoader(jinja2.FileSystemLoader):
+    """Loads a template's translation for `lang` where one exists, the English source otherwise."""
+
+    def __init__(self, folder: Path, lang: str):
+        super().__init__(folder)
+        self.folder, self.lang = Path(folder), lang
+
+    def get_source(self, environment, template):
+        return super().get_source(environment, template_name(self.folder, self.lang, template))
+
+
+def environment(folder: Path, lang: str = i18n.DEFAULT) -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(folder),
+        loader=TranslatedLoader(folder, lang),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -54,9 +70,10 @@ def environment(folder: Path) -> jinja2.Environment:
         autoescape=False,  # Markdown, not HTML
     )
     env.filters.update(sci=sci, num=num, bytes=human_bytes, percent=percent)
+    env.globals["_"] = i18n.translation(lang).gettext
     return env
 
 
 def render(folder: Path, lang: str, values: dict, source: str = SOURCE) -> str:
     """Render `source` (or its translation for `lang`) from `folder` with `values`."""
-    return environment(folder).get_template(template_name(folder, lang, source)).render(**values)
+    return environment(folder, lang).get_template(source).render(**values)

@@ -1,20 +1,26 @@
 """The learner's workspace: a folder with one Python file per lab (`<lab>.py`) and any documents they write.
 
 This module finds and loads those files for grading, and says precisely where a learner's code went wrong
-(file:line), so that one broken exercise never hides the others.
+(file:line), so that one broken exercise never hides the others. `exercises init` also leaves a record,
+`.workspace.json`: the workspace's id (runs name it, so that a run is found again even when the folder is
+mounted elsewhere, as in the container), the learner's name, and each file's hash as written.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
 import sys
 import traceback
 from pathlib import Path
 from types import ModuleType
 
+from workshop.i18n import _
+
 DEFAULT_DIR = Path("my-work")  # in the repository root; .gitignore keeps it out of git
+RECORD = ".workspace.json"  # {"id", "learner", "files": {name: sha256 as written by init}}
 
 
 class LearnerError(Exception):
@@ -38,12 +44,53 @@ def file_sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+def lab_files(lab: str) -> list[str]:
+    """The workspace files a lab grades: <lab>.py when it has code exercises, and its documents."""
+    from workshop.exercise import lab_exercises
+
+    exercises = lab_exercises(lab)
+    code = [f"{lab}.py"] if any(ex.attribute for ex in exercises) else []
+    return code + [ex.document for ex in exercises if ex.document]
+
+
+def read_record(work_dir: Path) -> dict:
+    """The workspace's record ({} when it has none, or it is not readable JSON)."""
+    try:
+        record = json.loads((Path(work_dir) / RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def learner_name(work_dir: Path) -> str:
+    """The name the workspace gives (its record's "learner"), else the folder's name."""
+    return read_record(work_dir).get("learner") or Path(work_dir).resolve().name
+
+
+def implementation(work_dir: Path, labs: list[str]) -> dict:
+    """What a run records of the workspace it graded: where, whose, and each of its files' hash (None: missing)."""
+    work_dir = Path(work_dir)
+    names = [name for lab in labs for name in lab_files(lab)]
+    files = {name: work_dir / name for name in names}
+    return {
+        "kind": "workspace",
+        "work": str(work_dir.resolve()),
+        "workspace_id": read_record(work_dir).get("id"),
+        "learner": read_record(work_dir).get(
+            "learner"
+        ),  # None unless the workspace names its learner
+        "sha256": {n: file_sha256(p) if p.is_file() else None for n, p in files.items()},
+    }
+
+
 def load_lab_module(work_dir: Path, lab: str) -> ModuleType:
     """Import the learner's <lab>.py as a module of its own; LearnerError says why it cannot be imported."""
     path = lab_file(work_dir, lab)
     if not path.is_file():
         raise LearnerError(
-            f"{display(path)} does not exist: run `python -m workshop exercises init {display(work_dir)}`"
+            _("{file} does not exist: run `{command}`").format(
+                file=display(path), command=f"python -m workshop exercises init {display(work_dir)}"
+            )
         )
     name = f"workshop_work_{lab}"
     spec = importlib.util.spec_from_file_location(name, path)
@@ -56,7 +103,11 @@ def load_lab_module(work_dir: Path, lab: str) -> ModuleType:
         raise LearnerError(f"{display(path)}:{e.lineno}: SyntaxError: {e.msg}") from None
     except Exception as e:
         del sys.modules[name]
-        raise LearnerError(f"{where(e, path)}: {describe(e)} (while importing the file)") from None
+        raise LearnerError(
+            _("{where}: {error} (while importing the file)").format(
+                where=where(e, path), error=describe(e)
+            )
+        ) from None
     return module
 
 

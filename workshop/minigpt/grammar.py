@@ -21,6 +21,7 @@ import random
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from workshop.i18n import _
 from workshop.minigpt import words
 
 PAD, BOS, EOS, PERIOD = "<pad>", "<bos>", "<eos>", "."
@@ -217,11 +218,19 @@ def parse(token_ids: list[int]) -> State:
     for position, tid in enumerate(token_ids):
         cat = VOCAB.categories[tid]
         if cat not in allowed(state):
-            expected = (
-                ", ".join(c.value for c in allowed(state)) or "nothing (the sentence is complete)"
+            expected = ", ".join(c.value for c in allowed(state)) or _(
+                "nothing (the sentence is complete)"
             )
             raise UngrammaticalPrefix(
-                f"token {VOCAB.tokens[tid]!r} ({cat.value}) at position {position} cannot follow; expected {expected}"
+                _(
+                    "token {token!r} ({category}) at position {position} cannot follow; "
+                    "expected {expected}"
+                ).format(
+                    token=VOCAB.tokens[tid],
+                    category=cat.value,
+                    position=position,
+                    expected=expected,
+                )
             )
         state = advance(state, cat)
     return state

@@ -15,6 +15,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from workshop.i18n import _
 from workshop.minigpt.grammar import VOCAB, VOCAB_SIZE
 
 PAD_ID = VOCAB.index["<pad>"]
@@ -113,7 +114,9 @@ class GPT(nn.Module):
         T = idx.shape[1]
         if self.cfg.block_size < T:
             raise ValueError(
-                f"sequence length {T} exceeds the context length {self.cfg.block_size}"
+                _("sequence length {T} exceeds the context length {block_size}").format(
+                    T=T, block_size=self.cfg.block_size
+                )
             )
         pos = torch.arange(T, device=idx.device)
         x = self.tok_emb(idx) + self.pos_emb(pos)  # (B, T, C)

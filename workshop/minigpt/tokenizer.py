@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 
+from workshop.i18n import _
 from workshop.minigpt.grammar import VOCAB
 
 
@@ -18,9 +19,16 @@ def encode(text: str) -> list[int]:
     for position, word in enumerate(text.split()):
         if word not in VOCAB.index:
             close = difflib.get_close_matches(word, VOCAB.tokens, n=3)
-            hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+            hint = (
+                _("; did you mean {words}?").format(words=", ".join(map(repr, close)))
+                if close
+                else ""
+            )
             raise UnknownWordError(
-                f"word {word!r} at position {position} is not in the grammar's {len(VOCAB)}-token vocabulary{hint}"
+                _(
+                    "word {word!r} at position {position} is not in the grammar's {n}-token vocabulary"
+                ).format(word=word, position=position, n=len(VOCAB))
+                + hint
             )
         ids.append(VOCAB.index[word])
     return ids
@@ -31,5 +39,9 @@ def decode(ids) -> str:
     ids = ids.tolist() if hasattr(ids, "tolist") else list(ids)
     for i in ids:
         if not 0 <= i < len(VOCAB):
-            raise ValueError(f"token id {i} is outside the vocabulary (0..{len(VOCAB) - 1})")
+            raise ValueError(
+                _("token id {id} is outside the vocabulary (0..{last})").format(
+                    id=i, last=len(VOCAB) - 1
+                )
+            )
     return " ".join(VOCAB.tokens[i] for i in ids)

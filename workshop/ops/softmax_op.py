@@ -41,6 +41,7 @@ from torch._subclasses.fake_tensor import FakeTensor
 from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode
 from torch.library import wrap_triton
 
+from workshop.i18n import _
 from workshop.ops import INTERPRETED, softmax_launch
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -73,25 +74,32 @@ def check_input(x: torch.Tensor, dim: int, name: str = "x") -> int:
     """Validates what the kernels can take; returns dim normalized to [0, ndim)."""
     if x.dtype not in FLOAT_DTYPES:
         raise TypeError(
-            f"workshop.softmax: {name} must be a floating-point tensor "
-            f"({', '.join(map(str, FLOAT_DTYPES))}), got {x.dtype}"
+            _(
+                "workshop.softmax: {name} must be a floating-point tensor ({dtypes}), got {dtype}"
+            ).format(name=name, dtypes=", ".join(map(str, FLOAT_DTYPES)), dtype=x.dtype)
         )
     # A 0-d tensor is softmaxed like one of shape (1,), as torch.softmax does.
     ndim = max(x.dim(), 1)
     if not -ndim <= dim < ndim:
         raise IndexError(
-            f"workshop.softmax: dim {dim} is out of range for a {x.dim()}-d tensor "
-            f"(expected a dim in [{-ndim}, {ndim - 1}])"
+            _(
+                "workshop.softmax: dim {dim} is out of range for a {ndim}-d tensor "
+                "(expected a dim in [{low}, {high}])"
+            ).format(dim=dim, ndim=x.dim(), low=-ndim, high=ndim - 1)
         )
     if not (x.is_cuda or x.is_cpu or x.is_meta):
         raise RuntimeError(
-            f"workshop.softmax: {name} is on {x.device}; the Triton kernels run on cuda, or on cpu "
-            "through Triton's interpreter"
+            _(
+                "workshop.softmax: {name} is on {device}; the Triton kernels run on cuda, or on cpu "
+                "through Triton's interpreter"
+            ).format(name=name, device=x.device)
         )
     if x.is_cpu and not INTERPRETED:
         raise RuntimeError(
-            f"workshop.softmax: {name} is on the cpu but Triton's interpreter is off; set "
-            "TRITON_INTERPRET=1 before anything imports triton, or move the tensor to cuda"
+            _(
+                "workshop.softmax: {name} is on the cpu but Triton's interpreter is off; set "
+                "TRITON_INTERPRET=1 before anything imports triton, or move the tensor to cuda"
+            ).format(name=name)
         )
     return dim % ndim
 
@@ -157,15 +165,21 @@ def _check_backward(y: torch.Tensor, dy: torch.Tensor, dim: int) -> int:
         y.device != dy.device
     ):  # first: a mixed pair's real problem is the mix, not either device alone
         raise RuntimeError(
-            f"workshop.softmax_backward: y is on {y.device} but dy is on {dy.device}; "
-            "both must be on the same device"
+            _(
+                "workshop.softmax_backward: y is on {y_device} but dy is on {dy_device}; "
+                "both must be on the same device"
+            ).format(y_device=y.device, dy_device=dy.device)
         )
     dim = check_input(y, dim, "y")
     check_input(dy, dim, "dy")
     if y.shape != dy.shape or y.dtype != dy.dtype:
         raise ValueError(
-            f"workshop.softmax_backward: y {tuple(y.shape)} {y.dtype} and dy {tuple(dy.shape)} "
-            f"{dy.dtype} must have the same shape and dtype"
+            _(
+                "workshop.softmax_backward: y {y_shape} {y_dtype} and dy {dy_shape} {dy_dtype} "
+                "must have the same shape and dtype"
+            ).format(
+                y_shape=tuple(y.shape), y_dtype=y.dtype, dy_shape=tuple(dy.shape), dy_dtype=dy.dtype
+            )
         )
     return dim
 

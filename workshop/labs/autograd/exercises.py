@@ -5,10 +5,11 @@ Each is graded by the lab's own checks (lab.py): `python -m workshop check autog
 """
 
 from workshop.exercise import Exercise
+from workshop.i18n import N_
 
 LAB = "autograd"
 
-WORKSPACE_HEADER = '''"""Your autograd lab: the LM head's gradients by hand, and a backward engine of your own.
+WORKSPACE_HEADER = N_('''"""Your autograd lab: the LM head's gradients by hand, and a backward engine of your own.
 
 Replace each `raise NotImplementedError(...)` below with your code, then grade this file with
 `python -m workshop check autograd`: the lab runs the real thing (lm_loss(...).backward()) on the same tensors
@@ -29,9 +30,9 @@ from torch.autograd.graph import Node
 from workshop.labs.autograd.graph_walk import num_inputs, walk
 from workshop.labs.autograd.replay import fit_to_input
 from workshop.minigpt.model import PAD_ID
-'''
+''')
 
-ANSWERS_STUB = """
+ANSWERS_STUB = N_("""
 # The handout's checked questions (README.md, "Questions"): replace each None with your answer, read from
 # this run's outputs (graph.json, graph.png, summary.md) or by exploring the graph in Python.
 ANSWERS = {
@@ -50,14 +51,14 @@ ANSWERS = {
     # Q7. What is the sum of dL/db over the 600 classes? (a number; to 1e-6)
     "db_sum": None,
 }
-"""
+""")
 
 EXERCISES = [
     Exercise(
         lab=LAB,
         name="cross_entropy_grad",
-        title="the loss and dL/dlogits of the mean cross-entropy, by hand",
-        statement=(
+        title=N_("the loss and dL/dlogits of the mean cross-entropy, by hand"),
+        statement=N_(
             "Compute the LM head's loss and its gradient dL/dlogits by hand. Use plain tensor operations "
             "and no autograd. The loss is lm_loss's: the mean cross-entropy over the positions whose "
             "target is not <pad>. Take the softmax of each row after subtracting the row's max; then "
@@ -66,15 +67,15 @@ EXERCISES = [
             "float32, in float64 and on logits shifted by +1000 (where an unshifted exp() overflows), "
             "each within the chapter's 1e-7 and within 64 units of rounding of the gradient's size."
         ),
-        hint=(
+        hint=N_(
             "Work on rows: logits as (M, V), targets as (M,). Three pieces make the gradient: a softmax "
             "that subtracts each row's max first, a one-hot of the targets, and a mask of the real rows "
             "with their count N. Section 1 of the handout derives how they combine."
         ),
-        handout="README.md#1-the-cross-entropys-gradient",
+        handout=N_("README.md#1-the-cross-entropys-gradient"),
         reference="workshop.labs.autograd.hand_grads:cross_entropy_grad",
         attribute="cross_entropy_grad",
-        interface=(
+        interface=N_(
             "logits: (B, T, V) float32 or float64, not requiring grad. targets: (B, T) int64; PAD_ID marks "
             "a position with nothing to predict. Returns (loss, dlogits): loss a 0-dim tensor, dlogits "
             "(B, T, V), both in the logits' dtype."
@@ -83,22 +84,22 @@ EXERCISES = [
     Exercise(
         lab=LAB,
         name="linear_grads",
-        title="dL/dW, dL/db and dL/dx of the linear layer, by hand",
-        statement=(
+        title=N_("dL/dW, dL/db and dL/dx of the linear layer, by hand"),
+        statement=N_(
             "Compute dL/dW, dL/db and dL/dx of the linear layer Z = x W^T + b by hand, given G = dL/dZ. "
             "Use plain tensor operations and no autograd. Graded with autograd's own dL/dlogits as input "
             "(so it stands apart from cross_entropy_grad) against .backward() in float32 and float64, "
             "within the chapter's 1e-7 and 64 units of rounding of each gradient."
         ),
-        hint=(
+        hint=N_(
             "Flatten G to (M, V) and x to (M, C). Each gradient has the shape of what it differentiates: "
             "W (V, C), b (V,), x (B, T, C); b was added to every row. Section 2 of the handout derives "
             "the three formulas."
         ),
-        handout="README.md#2-the-linear-layers-gradients",
+        handout=N_("README.md#2-the-linear-layers-gradients"),
         reference="workshop.labs.autograd.hand_grads:linear_grads",
         attribute="linear_grads",
-        interface=(
+        interface=N_(
             "dlogits: (B, T, V); x: (B, T, C); W: (V, C); all float32 or all float64, none requiring "
             "grad. Returns (dW (V, C), db (V,), dx (B, T, C)) in the inputs' dtype."
         ),
@@ -106,23 +107,23 @@ EXERCISES = [
     Exercise(
         lab=LAB,
         name="engine_order",
-        title="the order autograd's engine runs the nodes in",
-        statement=(
+        title=N_("the order autograd's engine runs the nodes in"),
+        statement=N_(
             "Return the nodes of the graph below root in the order autograd's engine runs them. A node "
             "may run only once every node that sends it a gradient has run; among the "
             "nodes ready to run, the engine picks the one with the highest node._sequence_nr(). Graded on "
             "the LM head's graph and on the same graph with weight decay (where W's AccumulateGrad "
             "receives two gradients): your order must be topological and equal the order .backward() ran."
         ),
-        hint=(
+        hint=N_(
             "Kahn's algorithm: count each node's incoming edges (next_functions entries that are not "
             "None), start from the root, and among the nodes whose count reached 0 always take the one "
             "with the highest _sequence_nr() (heapq with a negated key; a counter breaks ties)."
         ),
-        handout="README.md#4-the-engine-order-and-fan-in",
+        handout=N_("README.md#4-the-engine-order-and-fan-in"),
         reference="workshop.labs.autograd.replay:engine_order",
         attribute="engine_order",
-        interface=(
+        interface=N_(
             "root: torch.autograd.graph.Node (a loss's grad_fn). Returns a list of every node reachable "
             "from root through next_functions, each once, root first. walk(root) lists them (any order)."
         ),
@@ -130,8 +131,8 @@ EXERCISES = [
     Exercise(
         lab=LAB,
         name="backpropagate",
-        title="run the nodes, summing gradients at fan-in",
-        statement=(
+        title=N_("run the nodes, summing gradients at fan-in"),
+        statement=N_(
             "Run the backward pass over the nodes in order, summing gradients where two meet (fan-in), "
             "and return each leaf's gradient. Run each node once (order[0] is the root, whose incoming "
             "gradient is grad_output) and send each of its outputs along next_functions into the next "
@@ -139,16 +140,16 @@ EXERCISES = [
             "engine's order, on the LM head's graph and on the weight-decay graph, in float32 and "
             "float64, against .backward()."
         ),
-        hint=(
+        hint=N_(
             "Keep a list of num_inputs(node) gradient slots per node. An AccumulateGrad node (it has "
             ".variable) hands its gradient to that leaf; any other node is called with its slots, and "
             "each output goes, through fit_to_input, to the slot input_nr of the node next_functions "
             "names for it."
         ),
-        handout="README.md#4-the-engine-order-and-fan-in",
+        handout=N_("README.md#4-the-engine-order-and-fan-in"),
         reference="workshop.labs.autograd.replay:backpropagate",
         attribute="backpropagate",
-        interface=(
+        interface=N_(
             "order: list[Node], root first; grad_output: a tensor of the root output's shape (ones for a "
             "scalar loss). Returns a dict leaf tensor -> dL/dleaf (the leaf's shape). Helpers in your "
             "file: num_inputs(node), fit_to_input(grad, node, input_nr)."
@@ -157,13 +158,15 @@ EXERCISES = [
     Exercise(
         lab=LAB,
         name="answers",
-        title="the handout's checked questions, answered from this run",
-        statement=(
+        title=N_("the handout's checked questions, answered from this run"),
+        statement=N_(
             "Answer the handout's checked questions (1 to 7) in ANSWERS, from this run's outputs "
             "(graph.json, graph.png, summary.md) or by exploring the graph yourself."
         ),
-        hint="Each failed answer names the output that shows it; README.md, Questions, says what is asked.",
-        handout="README.md#questions",
+        hint=N_(
+            "Each failed answer names the output that shows it; README.md, Questions, says what is asked."
+        ),
+        handout=N_("README.md#questions"),
         reference="workshop.labs.autograd.graph_facts:ANSWERS",
         attribute="ANSWERS",
         stub=ANSWERS_STUB,

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from workshop.i18n import N_
 from workshop.labs.autograd.hand_grads import hand_forward_backward
 from workshop.minigpt.model import PAD_ID, lm_loss
 
@@ -63,8 +64,8 @@ def one_thread():
 
 @dataclass
 class GradcheckRecord:
-    gradient: str  # "hand" or "autograd": whose analytical gradient was on trial
-    probes: str  # what was nudged
+    gradient: str  # "hand" or "autograd" (N_, shown translated): whose gradient was on trial
+    probes: str  # what was nudged (N_, shown translated)
     fast_mode: bool
     passed: bool
     n_probed: int  # how many input entries the probes cover
@@ -93,7 +94,7 @@ def run_gradchecks(
     W0, b0 = W.detach().double(), b.detach().double()  # (600, 64), (600,)
     records = []
     with one_thread():
-        for who, fn in (("hand", HandHeadLoss.apply), ("autograd", autograd_head_loss)):
+        for who, fn in ((N_("hand"), HandHeadLoss.apply), (N_("autograd"), autograd_head_loss)):
             records += gradcheck_both_ways(who, fn, x0, W0, b0, t)
     return records
 
@@ -102,8 +103,8 @@ def gradcheck_both_ways(who: str, fn, x0, W0, b0, t) -> list[GradcheckRecord]:
     """Full mode on x's rows and b, fast mode on x, W and b, for one analytical gradient."""
     records = []
     for what, wrt, fast in (
-        ("x rows and b, every entry", ("x", "b"), False),
-        ("x rows, W and b, one random direction", ("x", "W", "b"), True),
+        (N_("x rows and b, every entry"), ("x", "b"), False),
+        (N_("x rows, W and b, one random direction"), ("x", "W", "b"), True),
     ):
         inputs = {"x": x0.clone(), "W": W0.clone(), "b": b0.clone()}
         for name in wrt:

@@ -12,6 +12,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from workshop.i18n import _
+
 KIND_COLOR = {"root": "#fde2c8", "op": "#dbe8f6", "leaf": "#d8f0d2"}
 
 
@@ -42,7 +44,7 @@ def node_label(node: dict) -> str:
     return "\n".join(
         [node["name"], *(f"  {line}" for line in saved)]
         if saved
-        else [node["name"], "  (saves nothing)"]
+        else [node["name"], "  " + _("(saves nothing)")]
     )
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from workshop.i18n import _
+from workshop.i18n import N_, _
 from workshop.lab import LabContext
 from workshop.labs.autograd.graph_walk import saved_values, walk
 from workshop.labs.autograd.replay_grading import DECAY, HEAD, GraphCase
@@ -42,16 +42,16 @@ ANSWERS = {
 }
 
 WHERE = {  # where the learner finds each fact, said when an answer is wrong
-    "graph_nodes": "count the nodes in graph.json",
-    "saves_result": "read each node's 'saved' in graph.json; one saved a value named 'result'",
-    "t_saved_tensors": "read TBackward0's 'saved' in graph.json",
-    "addmm_bias_grad_shape": (
+    "graph_nodes": N_("count the nodes in graph.json"),
+    "saves_result": N_("read each node's 'saved' in graph.json; one saved a value named 'result'"),
+    "t_saved_tensors": N_("read TBackward0's 'saved' in graph.json"),
+    "addmm_bias_grad_shape": N_(
         "call the AddmmBackward0 node on a gradient of its input's shape (node._input_metadata) and "
         "look at its first output"
     ),
-    "first_leaf": "read the order the real engine ran the nodes in summary.md",
-    "w_fan_in": "build the weight-decay loss and count the edges into W's AccumulateGrad",
-    "db_sum": "sum dL/db over the classes, knowing that each real row of dL/dlogits sums to 0",
+    "first_leaf": N_("read the order the real engine ran the nodes in summary.md"),
+    "w_fan_in": N_("build the weight-decay loss and count the edges into W's AccumulateGrad"),
+    "db_sum": N_("sum dL/db over the classes, knowing that each real row of dL/dlogits sums to 0"),
 }
 
 
@@ -114,6 +114,6 @@ def grade_answers(ctx: LabContext, answers, facts: GraphFacts, not_started: str)
             matches(given, fact),
             True,
             message=_("your answer {given!r} is not what this run shows: {where}").format(
-                given=given, where=WHERE[key]
+                given=given, where=_(WHERE[key])
             ),
         )

@@ -149,7 +149,7 @@ def check_trace(ctx: LabContext, batch: HeadBatch, decayed: GraphCase) -> dict:
     ctx.check_equal(
         _(
             "the autograd profiler saw the nodes run in the order the pre-hooks recorded ({graph})"
-        ).format(graph=DECAY),
+        ).format(graph=_(DECAY)),
         seen,
         hooks,
     )

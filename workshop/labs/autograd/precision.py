@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
+from workshop.i18n import N_
 from workshop.labs.autograd.batch import HeadBatch, leaves
 from workshop.labs.autograd.hand_grads import (
     GRADIENTS,
@@ -30,6 +31,8 @@ CHAPTER_ATOL = 1e-7  # the chapter's Definition of Done: hand gradients equal .b
 # in float32 and 8.7 eps in float64. 64 eps leaves a margin of 7x over the worst, and a gradient off by one part
 # in 10^13 in float64 (or 10^5 in float32) fails.
 EPS_FACTOR = 64
+# Who computed a precision row (result.json's "path"; the summary shows it translated).
+HAND, AUTOGRAD, HAND_VS_AUTOGRAD = N_("hand"), N_("autograd"), N_("hand vs autograd")
 TF32_MIN_GROWTH = (
     10  # TF32 keeps 10 mantissa bits of 23: its errors are ~2^13 x float32's; 10x proves it ran
 )
@@ -60,7 +63,7 @@ def relative_error(got: torch.Tensor, want: torch.Tensor) -> float:
 class PrecisionRow:
     """One float32 computation of the head's gradients measured against float64 autograd."""
 
-    path: str  # "hand", "autograd", or "hand vs autograd" (the two float32 results against each other)
+    path: str  # HAND, AUTOGRAD, or HAND_VS_AUTOGRAD (the two float32 results against each other)
     tf32: bool
     relative_error: dict[str, float]  # gradient name -> max |g - reference| / max |reference|
 
@@ -76,9 +79,9 @@ def float32_against_float64(batch: HeadBatch, device: str) -> list[PrecisionRow]
             hand = hand_forward_backward(t32["x"], t32["W"], t32["b"], batch.targets)
             auto = autograd_forward_backward(t32["x"], t32["W"], t32["b"], batch.targets)
         rows += [
-            PrecisionRow("hand", enabled, errors(hand, reference)),
-            PrecisionRow("autograd", enabled, errors(auto, reference)),
-            PrecisionRow("hand vs autograd", enabled, errors(hand, auto)),
+            PrecisionRow(HAND, enabled, errors(hand, reference)),
+            PrecisionRow(AUTOGRAD, enabled, errors(auto, reference)),
+            PrecisionRow(HAND_VS_AUTOGRAD, enabled, errors(hand, auto)),
         ]
     return rows
 
@@ -109,8 +112,8 @@ class TF32Effect:
 def tf32_effect(rows: list[PrecisionRow], gradient: str = "dW") -> TF32Effect | None:
     """TF32's effect on `gradient`; None where the run had no TF32 (the CPU)."""
     error = {(r.path, r.tf32): r.relative_error[gradient] for r in rows}
-    if ("autograd", True) not in error:
+    if (AUTOGRAD, True) not in error:
         return None
     return TF32Effect(
-        gradient, error["autograd", False], error["autograd", True], error["hand vs autograd", True]
+        gradient, error[AUTOGRAD, False], error[AUTOGRAD, True], error[HAND_VS_AUTOGRAD, True]
     )

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch.autograd.graph import Node
 
-from workshop.i18n import _
+from workshop.i18n import N_, _
 from workshop.lab import LabContext
 from workshop.labs.autograd.batch import HeadBatch, leaves
 from workshop.labs.autograd.graph_walk import walk
@@ -26,7 +26,8 @@ from workshop.minigpt.model import lm_loss
 
 # The penalty's gradient lambda * W peaks at 0.038 against dL/dW's 0.108: either half alone is far off the sum.
 WEIGHT_DECAY = 0.1
-HEAD, DECAY = "LM head", "LM head + weight decay"
+# The graphs' names: identifiers in result.json, translated where the learner reads them.
+HEAD, DECAY = N_("LM head"), N_("LM head + weight decay")
 
 
 @dataclass
@@ -43,7 +44,13 @@ class GraphCase:
 
     @property
     def label(self) -> str:
+        """'LM head, float32': the case in result.json."""
         return f"{self.graph}, {dtype_name(self.dtype)}"
+
+    @property
+    def shown(self) -> str:
+        """The label in the learner's language."""
+        return f"{_(self.graph)}, {dtype_name(self.dtype)}"
 
     @property
     def root(self) -> Node:
@@ -79,8 +86,8 @@ def graph_cases(batch: HeadBatch) -> list[GraphCase]:
             cases.append(GraphCase(graph, dtype, loss, t, real, expected))
         head, decayed = cases[-2:]
         decayed.parts["W"] = {
-            "the LM head's (through TBackward0)": head.expected["W"],
-            "the weight decay's (through PowBackward0)": WEIGHT_DECAY
+            N_("the LM head's (through TBackward0)"): head.expected["W"],
+            N_("the weight decay's (through PowBackward0)"): WEIGHT_DECAY
             * decayed.leaves["W"].detach(),
         }
     return cases
@@ -91,7 +98,7 @@ def check_graphs(ctx: LabContext, cases: list[GraphCase]) -> None:
     for case in cases:
         ctx.check_equal(
             _("the real engine ran the nodes in a topological order ({label})").format(
-                label=case.label
+                label=case.shown
             ),
             is_topological(case.real_order, case.root),
             True,
@@ -113,7 +120,7 @@ def grade_order(ctx: LabContext, impl, cases: list[GraphCase]) -> None:
         ctx.check_equal(
             _(
                 "engine_order: each node once, after every node that sends it a gradient ({graph})"
-            ).format(graph=case.graph),
+            ).format(graph=_(case.graph)),
             is_topological(order, case.root),
             True,
             message=order_violation(case, order),
@@ -121,7 +128,7 @@ def grade_order(ctx: LabContext, impl, cases: list[GraphCase]) -> None:
         ids = {node: i for i, node in enumerate(walk(case.root))}
         ctx.check_equal(
             _("engine_order = the order .backward() ran the nodes in ({graph})").format(
-                graph=case.graph
+                graph=_(case.graph)
             ),
             [ids.get(n, -1) if isinstance(n, Node) else -1 for n in order],
             [ids[n] for n in case.real_order],
@@ -199,7 +206,9 @@ def sequence_nr(node) -> str:
 class ReplayResult:
     """The learner's (or the reference's) backpropagate on one graph, against .backward()."""
 
-    label: str
+    label: str  # GraphCase.label
+    graph: str  # HEAD or DECAY
+    dtype: str  # "float32", "float64"
     max_abs_difference: dict[str, float]
     bit_identical: dict[str, bool]
 
@@ -232,13 +241,13 @@ def compare_leaves(ctx: LabContext, case: GraphCase, grads: dict) -> ReplayResul
         identical[name] = isinstance(got, torch.Tensor) and torch.equal(got, want)
         ctx.check_max(
             _("backpropagate: dL/d{leaf} = .backward()'s ({label}): max abs difference").format(
-                leaf=name, label=case.label
+                leaf=name, label=case.shown
             ),
             diffs[name],
             bound,
             message=None if diffs[name] <= bound else leaf_diagnosis(case, name, got, bound),
         )
-    return ReplayResult(case.label, diffs, identical)
+    return ReplayResult(case.label, case.graph, dtype_name(case.dtype), diffs, identical)
 
 
 def leaf_diagnosis(case: GraphCase, name: str, got, bound: float) -> str:
@@ -261,7 +270,7 @@ def leaf_diagnosis(case: GraphCase, name: str, got, bound: float) -> str:
             return _(
                 "{leaf} received {n} gradients (fan-in): {sources}; yours equals only {source}: add a "
                 "gradient that arrives at a slot already holding one; do not overwrite it"
-            ).format(leaf=name, n=len(parts), sources=" and ".join(parts), source=source)
+            ).format(leaf=name, n=len(parts), sources=", ".join(map(_, parts)), source=_(source))
     return _(
         "dL/d{leaf} differs from .backward()'s by up to {rel:.2g} of its largest entry"
     ).format(leaf=name, rel=max_abs_error(got, want) / float(want.abs().max()))

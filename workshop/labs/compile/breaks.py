@@ -12,6 +12,7 @@ These experiments use a counting backend (no Inductor), since only Dynamo's deci
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
@@ -31,8 +32,21 @@ class ItemInForward(nn.Module):
         )  # .item(): a tensor -> Python number while tracing: break
 
 
-def explain_breaks(fn, *args) -> dict:
-    """Graphs, graph breaks and their reasons (first line of each), as torch._dynamo.explain reports them."""
+@dataclass
+class BreakReason:
+    reason: str  # its first line
+    where: str  # "file.py:line  code"
+
+
+@dataclass
+class BreakReport:
+    graphs: int
+    graph_breaks: int
+    break_reasons: list[BreakReason] = field(default_factory=list)
+
+
+def explain_breaks(fn, *args) -> BreakReport:
+    """Graphs, graph breaks and their reasons, as torch._dynamo.explain reports them."""
     torch._dynamo.reset()
     out = torch._dynamo.explain(fn)(*args)
     reasons = []
@@ -41,12 +55,8 @@ def explain_breaks(fn, *args) -> dict:
         where = (
             f"{short(frame.filename)}:{frame.lineno}  {(frame.line or '').strip()}" if frame else ""
         )
-        reasons.append({"reason": str(r.reason).strip().splitlines()[0], "where": where})
-    return {
-        "graphs": out.graph_count,
-        "graph_breaks": out.graph_break_count,
-        "break_reasons": reasons,
-    }
+        reasons.append(BreakReason(str(r.reason).strip().splitlines()[0], where))
+    return BreakReport(out.graph_count, out.graph_break_count, reasons)
 
 
 def short(filename: str) -> str:
@@ -66,7 +76,15 @@ class RecompileLog(logging.Handler):
             self.messages.append(message)
 
 
-def count_compiles(model: nn.Module, lengths: list[int], batch: int, how: str) -> dict:
+@dataclass
+class CompileCount:
+    how: str  # "static", "default", "dynamic" or "mark_dynamic"
+    lengths: list[int]
+    compiles: int
+    recompile_reasons: list[str]  # the guards that failed, as Dynamo's recompiles log says
+
+
+def count_compiles(model: nn.Module, lengths: list[int], batch: int, how: str) -> CompileCount:
     """Call a compiled model on sequences of each length; count Dynamo compiles and keep the recompile reasons.
 
     how: "static" (dynamic=False: a compile per shape), "default" (automatic dynamic), "dynamic" (dynamic=True),
@@ -104,4 +122,4 @@ def count_compiles(model: nn.Module, lengths: list[int], batch: int, how: str) -
         for line in m.splitlines()
         if line.strip().startswith("- ")
     ]
-    return {"how": how, "lengths": lengths, "compiles": compiles, "recompile_reasons": reasons}
+    return CompileCount(how, lengths, compiles, reasons)

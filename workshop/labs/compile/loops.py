@@ -1,9 +1,16 @@
 """Read the structure of one generated kernel: its loops (C++) or its program layout (Triton), what it loads,
-stores and reduces. Everything here is read from the kernel's text, so it follows whatever Inductor wrote.
+stores and reduces, how it reduces (none / persistent / looped) and its launch grid. Everything here is read
+from the kernel's text, so it follows whatever Inductor wrote.
+
+The launch grid, as the indices a launch spreads over (what the learner reads in the code, before any block
+size): on the CPU, for each `#pragma omp for`, the iterations of the loop(s) it splits across threads; on the
+GPU, xnumel (and ynumel for a 2-D grid): Triton then runs cdiv(xnumel, XBLOCK) programs, XBLOCK being chosen
+at run time by Inductor's heuristics.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -38,25 +45,20 @@ class Loop:
     var: str
     start: int
     end: str  # a number, or a symbolic size under dynamic shapes
-    step: int
+    step: int  # > 1: SIMD, `step` elements at once (a masked or scalar tail for the rest)
     parallel: bool  # under `#pragma omp for`: its iterations are split across threads
     depth: int
+    omp_for: int = (
+        0  # on the loop a `#pragma omp for [collapse(n)]` stands on: how many loops it spans
+    )
     loads: list[str] = field(default_factory=list)
     stores: list[str] = field(default_factory=list)
     reduces: list[str] = field(default_factory=list)
 
-    def describe(self) -> str:
-        head = f"{'omp parallel ' if self.parallel else ''}for {self.var} in [{self.start}, {self.end})"
-        if self.step > 1:
-            head += f" step {self.step} (SIMD: {self.step} elements at once, a tail for the rest)"
-        body = [
-            f"loads {', '.join(self.loads)}" if self.loads else "",
-            f"reduces {', '.join(self.reduces)}" if self.reduces else "",
-            f"stores {', '.join(self.stores)}" if self.stores else "",
-        ]
-        return (
-            "  " * self.depth + head + (": " + "; ".join(b for b in body if b) if any(body) else "")
-        )
+    @property
+    def extent(self) -> int | None:
+        """How many indices the loop covers (None when its bound is symbolic)."""
+        return int(self.end) - self.start if self.end.isdigit() else None
 
 
 def cpp_loops(source: str) -> list[Loop]:
@@ -64,27 +66,31 @@ def cpp_loops(source: str) -> list[Loop]:
     loops: list[Loop] = []
     open_loops: list[
         list
-    ] = []  # [loop, brace depth at its `for` line, whether its body has been entered]
-    depth, pending_omp = 0, False
+    ] = []  # [loop, brace depth at its `for` line, whether its body was entered]
+    depth = 0
+    pragma = (
+        0  # loops the last `#pragma omp for [collapse(n)]` spans, until its first loop takes them
+    )
+    claimed = 0  # loops still to be marked parallel
     for line in source.splitlines():
         stripped = line.strip()
         if stripped.startswith("#pragma omp for"):
-            pending_omp = True
+            collapse = re.search(r"collapse\((\d+)\)", stripped)
+            pragma = claimed = int(collapse[1]) if collapse else 1
         match = CPP_FOR.search(stripped)
-        if match and not match["var"].endswith(
-            "_tail"
-        ):  # a `_tail` loop finishes a SIMD loop's last lanes
+        if match and not match["var"].endswith("_tail"):  # a `_tail` loop ends a SIMD loop's lanes
             loop = Loop(
                 match["var"],
                 int(match["start"]),
                 match["end"].strip(),
                 int(match["step"]),
-                pending_omp,
-                len(open_loops),
+                parallel=claimed > 0,
+                depth=len(open_loops),
+                omp_for=pragma,
             )
             loops.append(loop)
             open_loops.append([loop, depth, False])
-            pending_omp = False
+            pragma, claimed = 0, max(claimed - 1, 0)
         elif open_loops:
             record_access(open_loops[-1][0], stripped)
         depth += line.count("{") - line.count("}")
@@ -93,6 +99,17 @@ def cpp_loops(source: str) -> list[Loop]:
         while open_loops and open_loops[-1][2] and depth <= open_loops[-1][1]:
             open_loops.pop()
     return loops
+
+
+def cpp_grid(loops: list[Loop]) -> list[int | None]:
+    """The CPU's launch grid: for each `#pragma omp for`, the indices it splits across threads (the product of
+    the loops a collapse(n) spans), in source order."""
+    grid = []
+    for i, loop in enumerate(loops):
+        if loop.omp_for:
+            extents = [inner.extent for inner in loops[i : i + loop.omp_for]]
+            grid.append(None if None in extents else math.prod(extents))
+    return grid
 
 
 def record_access(loop: Loop, line: str) -> None:
@@ -119,6 +136,7 @@ class TritonLayout:
     heuristic: str  # pointwise / reduction / persistent_reduction
     size_hints: str
     xnumel: str | None
+    ynumel: str | None  # a 2-D grid (tiled pointwise kernels)
     rnumel: str | None
     rblock: str | None  # a persistent reduction fixes the reduction block to cover the whole row
     looped: bool  # a looped reduction walks the row in R0_BLOCK chunks
@@ -145,6 +163,7 @@ def triton_layout(source: str) -> TritonLayout:
         heuristic=heuristic[1] if heuristic else "unknown",
         size_hints=heuristic[2] if heuristic else "",
         xnumel=first(r"\bxnumel\s*=\s*(\w+)"),
+        ynumel=first(r"\bynumel\s*=\s*(\w+)"),
         rnumel=first(r"\br0?_?numel\s*=\s*(\w+)"),
         rblock=first(r"\bR0?_?BLOCK\s*:\s*tl\.constexpr\s*=\s*(\d+)"),
         looped=bool(re.search(r"for r0?_?offset in", source)),
@@ -152,3 +171,55 @@ def triton_layout(source: str) -> TritonLayout:
         stores=sorted(set(re.findall(rf"tl\.store\(({POINTER})", source))),
         reduces=list(dict.fromkeys(reduces)),
     )
+
+
+REDUCTION_KINDS = ("none", "persistent", "looped")
+
+
+@dataclass
+class KernelStructure:
+    """What one kernel's code says about how it runs."""
+
+    reduction_kind: str  # one of REDUCTION_KINDS
+    reductions: list[str]  # what it reduces: "max", "sum", "Welford mean+variance", ...
+    grid: list[int | None]  # the launch grid's extents (module docstring); None where symbolic
+    loops: list[Loop] = field(default_factory=list)  # C++
+    layout: TritonLayout | None = None  # Triton
+    omp_regions: int = 0  # C++: `#pragma omp parallel` regions
+    simd_widths: list[int] = field(default_factory=list)  # C++: elements per vectorized loop step
+    folds_lanes: bool = False  # C++: a vector accumulator folded into one number (`vec_reduce_all`)
+    reread: list[str] = field(
+        default_factory=list
+    )  # C++: pointers that more than one loop loads from
+
+
+def kernel_structure(source: str, language: str) -> KernelStructure:
+    if language == "cpp":
+        loops = cpp_loops(source)
+        reductions = [r.split(" into ")[0] for loop in loops for r in loop.reduces]
+        return KernelStructure(
+            # C++ keeps no row in registers: a reduction is a loop with an accumulator (`tmp_acc`), and the
+            # next loop reads the row again, which is what Triton calls a looped reduction.
+            reduction_kind="looped" if reductions else "none",
+            reductions=list(dict.fromkeys(reductions)),
+            grid=cpp_grid(loops),
+            loops=loops,
+            omp_regions=len(re.findall(r"#pragma omp parallel(?! for)", source)),
+            simd_widths=sorted({loop.step for loop in loops if loop.step > 1}),
+            folds_lanes="vec_reduce_all" in source,
+            reread=sorted(
+                {p for loop in loops for p in loop.loads if sum(p in lp.loads for lp in loops) > 1}
+            ),
+        )
+    t = triton_layout(source)
+    kind = "looped" if t.looped else "persistent" if t.rblock else "none"
+    return KernelStructure(
+        reduction_kind=kind,
+        reductions=t.reduces,
+        grid=[number(n) for n in (t.xnumel, t.ynumel) if n is not None],
+        layout=t,
+    )
+
+
+def number(text: str) -> int | None:
+    return int(text) if text.isdigit() else None

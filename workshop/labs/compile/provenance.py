@@ -16,7 +16,7 @@ import re
 
 import torch
 
-from workshop.labs.compile.kernels import Kernel
+from workshop.labs.compile.generated_kernels import GeneratedKernel
 
 FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in \w+\n\s*(?P<code>[^\n]*)')
 SHAPE_ONLY = {
@@ -64,7 +64,9 @@ def op_name(node: torch.fx.Node) -> str | None:
 
 
 def attach_source_lines(
-    kernels: list[Kernel], dynamo: list[torch.fx.GraphModule], aot: list[torch.fx.GraphModule]
+    kernels: list[GeneratedKernel],
+    dynamo: list[torch.fx.GraphModule],
+    aot: list[torch.fx.GraphModule],
 ) -> None:
     """Fill kernel.source_lines (sorted, unique) in place, and record how they were found in kernel.lines_from."""
     by_name = {n.name: source_line(n) for gm in dynamo for n in gm.graph.nodes}

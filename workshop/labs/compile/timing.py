@@ -8,12 +8,68 @@ from __future__ import annotations
 
 import statistics
 import time
+from dataclasses import asdict, dataclass
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import torch
+
+
+@dataclass
+class Timing:
+    what: str  # "forward" or "training step"
+    batch: int
+    eager_ms: float  # median
+    compiled_ms: float  # median
+    repeats: int
+
+    @property
+    def speedup(self) -> float:
+        return self.eager_ms / self.compiled_ms
+
+    def as_json(self) -> dict:
+        return {**asdict(self), "speedup": self.speedup}
+
+
+@dataclass
+class TimingReport:
+    at_batch: list[Timing]  # forward and training step at the captured batch
+    sweep: list[Timing]  # forward over batch sizes
+    compile_s: dict[
+        str, float
+    ]  # "forward" / "training step" -> first-call seconds (trace + compile + run)
+    cpu_threads: int | None
+
+    @property
+    def break_even_batch(self) -> int | None:
+        """The smallest batch size from which on compiled is faster at every larger size, or None."""
+        for i, row in enumerate(self.sweep):
+            if all(r.speedup > 1.0 for r in self.sweep[i:]):
+                return row.batch
+        return None
+
+    @property
+    def saved_ms_per_step(self) -> float:
+        """Eager minus compiled median time of one training step (negative when compiled is slower)."""
+        step = next(t for t in self.at_batch if t.what == "training step")
+        return step.eager_ms - step.compiled_ms
+
+    @property
+    def payback_steps(self) -> float | None:
+        """Training steps the compile time takes to earn back, None when the compiled step is not faster."""
+        saved = self.saved_ms_per_step
+        return self.compile_s["training step"] * 1e3 / saved if saved > 0 else None
+
+    def as_json(self) -> dict:
+        return {
+            "cpu_threads": self.cpu_threads,
+            "at_batch": [t.as_json() for t in self.at_batch],
+            "forward_sweep": [t.as_json() for t in self.sweep],
+            "compile_s": self.compile_s,
+            "forward_break_even_batch": self.break_even_batch,
+        }
 
 
 def timed(fn, device: str) -> float:
@@ -27,69 +83,47 @@ def timed(fn, device: str) -> float:
     return time.perf_counter() - start
 
 
-def compare(eager, compiled, device: str, repeats: int, warmup: int = 2) -> dict:
-    """Median milliseconds of eager() and compiled(), interleaved; speedup = eager / compiled."""
+def compare(
+    what: str, batch: int, eager, compiled, device: str, repeats: int, warmup: int = 2
+) -> Timing:
+    """Median milliseconds of eager() and compiled(), interleaved."""
     for _ in range(warmup):
         eager(), compiled()
     e, c = [], []
     for _ in range(repeats):
         e.append(timed(eager, device))
         c.append(timed(compiled, device))
-    eager_ms, compiled_ms = 1e3 * statistics.median(e), 1e3 * statistics.median(c)
-    return {
-        "eager_ms": eager_ms,
-        "compiled_ms": compiled_ms,
-        "speedup": eager_ms / compiled_ms,
-        "repeats": repeats,
-    }
+    return Timing(what, batch, 1e3 * statistics.median(e), 1e3 * statistics.median(c), repeats)
 
 
-def break_even(sweep: list[dict]) -> int | None:
-    """The smallest batch size from which on compiled is faster at every larger size, or None."""
-    for i, row in enumerate(sweep):
-        if all(r["speedup"] > 1.0 for r in sweep[i:]):
-            return row["batch"]
-    return None
-
-
-def plot(step: dict, sweep: list[dict], compile_s: dict, device: str):
+def plot(report: TimingReport, device: str):
     """Left: forward and training step at one batch size. Right: forward time against batch size."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    names = list(step)
-    x = range(len(names))
-    left.bar([i - 0.2 for i in x], [step[n]["eager_ms"] for n in names], 0.4, label="eager")
-    left.bar(
-        [i + 0.2 for i in x],
-        [step[n]["compiled_ms"] for n in names],
-        0.4,
-        label="compiled (Inductor)",
-    )
-    for i, n in enumerate(names):
-        left.text(
-            i,
-            max(step[n]["eager_ms"], step[n]["compiled_ms"]),
-            f"{step[n]['speedup']:.2f}x",
-            ha="center",
-            va="bottom",
-        )
-    left.set_xticks(
-        list(x), [f"{n}\n(compile {compile_s.get(n, float('nan')):.0f} s)" for n in names]
-    )
-    left.set(
-        ylabel="median ms per call", title=f"MiniGPT on {device}, batch {step[names[0]]['batch']}"
-    )
-    left.legend()
-    batches = [r["batch"] for r in sweep]
-    right.plot(batches, [r["eager_ms"] for r in sweep], "o-", label="eager")
-    right.plot(batches, [r["compiled_ms"] for r in sweep], "s-", label="compiled")
-    right.set(
-        xscale="log",
-        yscale="log",
-        xlabel="batch size",
-        ylabel="median ms per forward",
-        title="forward (no grad) against batch size",
-    )
-    right.set_xticks(batches, [str(b) for b in batches])
-    right.legend()
+    bars_at_batch(left, report, device)
+    sweep_lines(right, report.sweep)
     fig.tight_layout()
     return fig
+
+
+def bars_at_batch(ax, report: TimingReport, device: str) -> None:
+    rows = report.at_batch
+    x = range(len(rows))
+    ax.bar([i - 0.2 for i in x], [t.eager_ms for t in rows], 0.4, label="eager")
+    ax.bar([i + 0.2 for i in x], [t.compiled_ms for t in rows], 0.4, label="compiled (Inductor)")
+    for i, t in enumerate(rows):
+        top = max(t.eager_ms, t.compiled_ms)
+        ax.text(i, top, f"{t.speedup:.2f}x", ha="center", va="bottom")
+    labels = [f"{t.what}\n(compile {report.compile_s[t.what]:.0f} s)" for t in rows]
+    ax.set_xticks(list(x), labels)
+    ax.set(ylabel="median ms per call", title=f"MiniGPT on {device}, batch {rows[0].batch}")
+    ax.legend()
+
+
+def sweep_lines(ax, sweep: list[Timing]) -> None:
+    batches = [t.batch for t in sweep]
+    ax.plot(batches, [t.eager_ms for t in sweep], "o-", label="eager")
+    ax.plot(batches, [t.compiled_ms for t in sweep], "s-", label="compiled")
+    ax.set(xscale="log", yscale="log", xlabel="batch size", ylabel="median ms per forward")
+    ax.set_title("forward (no grad) against batch size")
+    ax.set_xticks(batches, [str(b) for b in batches])
+    ax.legend()

@@ -6,4 +6,5 @@ LAB = LabSpec(
     title="a Triton softmax registered as torch.ops.workshop.softmax: autograd, fake tensors, compile, speed",
     entry="workshop.labs.custom_op.lab:run",
     bench="workshop.labs.custom_op.bench:main",
+    needs=("triton",),
 )

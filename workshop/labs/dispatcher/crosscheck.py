@@ -22,9 +22,15 @@ from dataclasses import dataclass, field
 
 import torch
 
+from workshop.i18n import N_
 from workshop.labs.dispatcher import keys, reimpl
 from workshop.labs.dispatcher.keys import TableEntry
 from workshop.labs.dispatcher.recorder import Call, Recording
+
+# Where a call's TLS sets come from (CallNode.tls_from; trace.md shows it translated).
+AT_ENTRY = N_("observed when the traced function entered C++")
+WHILE_PARENT_RAN = N_("observed while the parent's kernel ran")
+PREDICTED = N_("predicted from the root's chain")
 
 
 @dataclass(frozen=True)
@@ -60,7 +66,7 @@ class CallNode:
     tensor_keys: list[str]
     tls_include: list[str]
     tls_exclude: list[str]
-    tls_from: str  # where the TLS sets were seen (or that they were predicted)
+    tls_from: str  # AT_ENTRY, WHILE_PARENT_RAN or PREDICTED
     arrived_at_python: bool  # the recorder saw it at the Python key
     below_python_key: str | None  # the key the recorder's redispatch ran
     chain: list[ChainStep]
@@ -155,20 +161,16 @@ def explain(rec: Recording, root_op: str) -> CallNode:
         seen = rec.observed[0]
         root.arrived_at_python, root.below_python_key = True, seen.below_python_key
         root.children, root.child_tls, root.output = seen.children, seen.child_tls, seen.output
-    tree = explain_call(root, *rec.root_tls, "observed when the traced function entered C++")
+    tree = explain_call(root, *rec.root_tls, AT_ENTRY)
     if arrived:
         tree.children = [_explain_observed(c, root.child_tls) for c in root.children]
     else:  # calls made by kernels above the Python key: they start from the root's TLS plus its kernels' guards
         tls = (rec.root_tls[0], keys.keyset(tree.child_exclude))
-        tree.children = [
-            _explain_observed(c, tls, "predicted from the root's chain") for c in rec.observed
-        ]
+        tree.children = [_explain_observed(c, tls, PREDICTED) for c in rec.observed]
     return tree
 
 
-def _explain_observed(
-    call: Call, tls: tuple, tls_from: str = "observed while the parent's kernel ran"
-) -> CallNode:
+def _explain_observed(call: Call, tls: tuple, tls_from: str = WHILE_PARENT_RAN) -> CallNode:
     node = explain_call(call, *tls, tls_from)
     node.children = [_explain_observed(c, call.child_tls) for c in call.children]
     return node

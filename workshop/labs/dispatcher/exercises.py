@@ -5,9 +5,10 @@ decisions the run records (decisions.py, trace_facts.py). No torch import here: 
 from __future__ import annotations
 
 from workshop.exercise import Exercise
+from workshop.i18n import N_
 from workshop.labs.dispatcher.scenario_list import all_scenarios
 
-WORKSPACE_HEADER = '''
+WORKSPACE_HEADER = N_('''
 """Your dispatcher lab: the kernel in one slot of a dispatch table, the walk down the key set, your predictions
 and your answers to the handout's questions.
 
@@ -22,13 +23,13 @@ from collections.abc import Callable, Iterable
 
 from workshop.labs.dispatcher.keys import TableEntry, split_runtime_key
 from workshop.labs.dispatcher.reimpl import functionality, passes_on, rank
-'''
+''')
 
 TABLE_ENTRY = Exercise(
     lab="dispatcher",
     name="table_entry",
-    title="the kernel in one slot of an operator's dispatch table",
-    statement=(
+    title=N_("the kernel in one slot of an operator's dispatch table"),
+    statement=N_(
         "Write table_entry(regs, fallbacks, key): the kernel the dispatcher puts in key's slot of one "
         "operator's table, computed from what was registered for that operator (regs) and the per-key "
         "backend fallbacks. Apply the precedence of section 2 of the handout, in order: a kernel registered for "
@@ -37,15 +38,15 @@ TABLE_ENTRY = Exercise(
         "kernel of its own); the Autograd kernel at an autograd key; the key's backend fallback; else None. "
         "Graded on every slot the run's calls walked through and on GRADED_KEYS of every op they called."
     ),
-    hint=(
+    hint=N_(
         "Read the failing slot in the message: which kernel you chose, which the dispatcher chose, and the "
         "rule between them. `python -c \"import torch; print(torch._C._dispatch_dump('aten::linear'))\"` "
         "shows an op's registrations, `_dispatch_dump_table` its computed table."
     ),
-    handout="README.md#2-the-table-one-slot-per-key",
+    handout=N_("README.md#2-the-table-one-slot-per-key"),
     reference="workshop.labs.dispatcher.reimpl:table_entry",
     attribute="table_entry",
-    interface=(
+    interface=N_(
         "regs: {key: TableEntry} registered for the op: runtime keys ('CPU', 'NestedTensorCPU') and alias "
         "keys ('CompositeImplicitAutograd[alias]', 'CompositeExplicitAutograd[alias]', "
         "'CompositeExplicitAutogradNonFunctional[alias]', 'Autograd[alias]'). fallbacks: {key: TableEntry}, "
@@ -61,8 +62,8 @@ TABLE_ENTRY = Exercise(
 WALK = Exercise(
     lab="dispatcher",
     name="walk",
-    title="the keys one call walks, down to the kernel that does the work",
-    statement=(
+    title=N_("the keys one call walks, down to the kernel that does the work"),
+    statement=N_(
         "Write walk(entry, tensor_keys, include, exclude): the keys one operator call walks through, highest "
         "priority first, ending at the key whose kernel does the work. The keys in play are the tensor keys "
         "plus the TLS include set, minus the TLS exclude set (excluding a key removes its whole "
@@ -71,14 +72,14 @@ WALK = Exercise(
         "continues with the keys in play below it, else it ends there. Graded on every call of the run, "
         "whole chains compared with the real dispatcher's."
     ),
-    hint=(
+    hint=N_(
         "The message names the first call whose chain differs and what the difference says: an excluded "
         "key, a fallthrough not dropped, a chain that stops too early or goes on too far."
     ),
-    handout="README.md#3-the-walk-down-the-key-set",
+    handout=N_("README.md#3-the-walk-down-the-key-set"),
     reference="workshop.labs.dispatcher.reimpl:walk",
     attribute="walk",
-    interface=(
+    interface=N_(
         "entry(key) -> TableEntry | None: the kernel in key's slot of this op's real table. tensor_keys, "
         "include, exclude: sets of key names, e.g. {'CPU', 'AutogradCPU', 'ADInplaceOrView', 'AutocastCPU'}, "
         "{'PythonTLSSnapshot', 'Python'}, {'AutogradFunctionality'}. Returns a list of key names, e.g. "
@@ -99,21 +100,21 @@ def _predictions_stub() -> str:
 PREDICTIONS = Exercise(
     lab="dispatcher",
     name="predictions",
-    title="predict, before running: who handles the call, and which op does the GEMM",
-    statement=(
+    title=N_("predict, before running: who handles the call, and which op does the GEMM"),
+    statement=N_(
         "Before you run the lab, predict for each CPU scenario the key whose kernel first does real work on "
         "the traced call's root op (aten::linear or aten::matmul: the end of its chain; PythonTLSSnapshot "
         "and Python only hand the call on to the lab's recorder), and the aten op that finally does the "
         "GEMM. Write them in PREDICTIONS; they are graded against your run's trace."
     ),
-    hint=(
+    hint=N_(
         "Scenarios are described in the handout's 'Run it' section. Autograd keys outrank the backend; "
         "inference_mode excludes them; autocast outranks both. A composite op runs no GEMM itself."
     ),
-    handout="README.md#exercises",
+    handout=N_("README.md#exercises"),
     reference="workshop.labs.dispatcher.reference_answers:PREDICTIONS",
     attribute="PREDICTIONS",
-    interface=(
+    interface=N_(
         "{scenario name: {'handled_at': key name, 'gemm_op': 'aten::...'}}, e.g. "
         "'cpu/grad/3d': {'handled_at': 'SomeKeyName', 'gemm_op': 'aten::some_op'}."
     ),
@@ -123,17 +124,19 @@ PREDICTIONS = Exercise(
 ANSWERS = Exercise(
     lab="dispatcher",
     name="answers",
-    title="the handout's questions whose answer is a fact of the run",
-    statement=(
+    title=N_("the handout's questions whose answer is a fact of the run"),
+    statement=N_(
         "Answer the handout's checked questions (README.md, Questions) in ANSWERS: each key names its "
         "question. They are graded against this run's trace."
     ),
-    hint="Each question names the rows of trace.md that answer it.",
-    handout="README.md#questions",
+    hint=N_("Each question names the rows of trace.md that answer it."),
+    handout=N_("README.md#questions"),
     reference="workshop.labs.dispatcher.reference_answers:ANSWERS",
     attribute="ANSWERS",
-    interface="A dict of key names, kernel tags, booleans and lists of key names, as the comments say.",
-    stub="""
+    interface=N_(
+        "A dict of key names, kernel tags, booleans and lists of key names, as the comments say."
+    ),
+    stub=N_("""
         ANSWERS = {
             # question 1: how aten::addmm's ADInplaceOrView slot is tagged in its table, and is it a fallthrough?
             "addmm_ADInplaceOrView_kernel": ...,  # a tag, e.g. "kernel"
@@ -147,7 +150,7 @@ ANSWERS = Exercise(
             # question 6: the op that gives torch.matmul's 3-D result its (B, T, 600) shape back (cpu/matmul/3d)
             "matmul_3d_last_op": ...,  # "aten::..."
         }
-    """,
+    """),
 )
 
 EXERCISES = [TABLE_ENTRY, WALK, PREDICTIONS, ANSWERS]

@@ -7,6 +7,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from workshop.i18n import _
 from workshop.labs.dispatcher.crosscheck import flat
 from workshop.labs.dispatcher.trace_text import depths, rank_or_zero
 from workshop.labs.dispatcher.tracing import ScenarioResult
@@ -51,7 +52,7 @@ def dispatch_path_figure(panels: list[ScenarioResult]):
     handles = [
         plt.Line2D([], [], marker="o", ls="", color=c, label=t) for t, c in TAG_COLOR.items()
     ]
-    passes = "passes the call on"
+    passes = _("passes the call on")
     handles.append(
         plt.Line2D([], [], marker="o", ls="", color="k", markerfacecolor="white", label=passes)
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from workshop.i18n import _
 from workshop.labs.dispatcher import reimpl
 from workshop.labs.dispatcher.crosscheck import CallNode
 from workshop.labs.dispatcher.keys import TableEntry
@@ -30,11 +31,12 @@ def short_keys(key_names: list[str]) -> str:
     chosen = (k for k in key_names if interesting(k))
     shown = sorted(chosen, key=rank_or_zero, reverse=True)[:MAX_SHOWN]
     hidden = len(key_names) - len(shown)
-    return ", ".join(shown) + (f" +{hidden} more" if hidden else "") or "-"
+    more = " " + _("+{n} more").format(n=hidden) if hidden else ""
+    return ", ".join(shown) + more or "-"
 
 
 def kernel_label(kernel: TableEntry | None) -> str:
-    return "(none)" if kernel is None else f"{kernel.tag} `{kernel.source}`"
+    return _("(none)") if kernel is None else f"{kernel.tag} `{kernel.source}`"
 
 
 def chain_text(node: CallNode) -> str:

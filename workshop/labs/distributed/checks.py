@@ -1,176 +1,247 @@
-"""Turn a demo's measurements.json into checks, and into the figures the summary and the survey quote.
+"""Turn a demo's measurements into checks.
 
 Every check compares a measured value with a threshold: equality with the one-process reference (losses and
-parameters within the demo's stated tolerance), the bytes each rank holds, the collectives of one step, and,
-for the pipeline, its idle fraction against the theory.
+parameters within the demo's stated tolerance), the bytes each rank really holds, the collectives of one step,
+and, for the pipeline, its idle time against the theory from below and its busy time against the same work
+timed in one process.
 """
 
 from __future__ import annotations
 
+import os
+
+from workshop.i18n import _
 from workshop.lab import LabContext
-from workshop.labs.distributed import comms
+from workshop.labs.distributed import collectives, flight_recorder
+from workshop.labs.distributed.idle import Idle
+from workshop.labs.distributed.records import Measurements, RankRecord, Run
+from workshop.minigpt import checkpoint
 from workshop.minigpt.model import GPT, GPTConfig
 
 MAX_STEP_S = 5.0  # a sanity bound: a step of this model takes milliseconds
+# The pipeline's busy time (all ranks' chunks) against the same forward and backward timed by rank 0 alone: the
+# same ops on the same data, plus pipelining's per-chunk bookkeeping. CPU runs measured 0.66-1.10 with a core per
+# rank, up to 2.7 with 4 ranks on 2 cores (a chunk's wall time stretches while ranks take turns on a core). Below
+# half, the intervals miss the work (a 10x-short interval gives ~0.1); above twice (times the ranks per core),
+# they count more than the work.
+MIN_BUSY_RATIO, MAX_BUSY_RATIO = 0.5, 2.0
 
 
-def full_param_bytes() -> int:
-    return sum(p.numel() * p.element_size() for p in GPT(GPTConfig()).parameters())
+def checkpoint_param_bytes() -> int:
+    """The demos' checkpoint's parameter bytes (--checkpoint, else the shipped one), read from the file, not from
+    a model built here."""
+    state = checkpoint.load_raw(checkpoint.from_environment())["state_dict"]
+    return sum(t.numel() * t.element_size() for t in state.values())
 
 
-def state_bytes(rank_record: dict) -> int:
-    return sum(rank_record["bytes"].values())
+def root_unit_bytes(cfg: GPTConfig = GPTConfig()) -> int:
+    """Bytes of the parameters outside the blocks: FSDP's root unit (embeddings, ln_f, lm_head)."""
+    model = GPT(cfg)
+    return sum(
+        p.numel() * p.element_size()
+        for n, p in model.named_parameters()
+        if not n.startswith("blocks.")
+    )
 
 
-def check_run(ctx: LabContext, label: str, run: dict, tolerance: float) -> None:
+def state_bytes(record: RankRecord) -> int:
+    return sum(record.held.values())
+
+
+def check_run(ctx: LabContext, label: str, run: Run, tolerance: float) -> None:
     ctx.check_max(
         f"{label}: losses equal the 1-process reference (max relative diff)",
-        run["max_loss_error"],
+        run.max_loss_error,
         tolerance,
     )
     ctx.check_max(
         f"{label}: final parameters equal the reference (max abs diff)",
-        run["max_param_error"],
+        run.max_param_error,
         tolerance,
     )
+    slowest = max(r.step_time_s for r in run.per_rank)
+    ctx.check_max(f"{label}: median step time (s)", slowest, MAX_STEP_S)
+
+
+def check_strategy(
+    ctx: LabContext, data: Measurements, ddp: Measurements | None, idle: dict[str, Idle]
+):
+    """All checks of one demo. ddp: the DDP demo's data, for FSDP's memory ratio (None if DDP did not run);
+    idle: the pipeline's analysis per schedule."""
+    for name, run in data.runs.items():
+        check_run(
+            ctx,
+            data.strategy if name == data.strategy else f"{data.strategy}/{name}",
+            run,
+            data.tolerance,
+        )
+    if data.strategy == "ddp":
+        _check_ddp(ctx, data)
+    elif data.strategy == "fsdp":
+        _check_fsdp(ctx, data, ddp)
+    elif data.strategy == "tp":
+        _check_tp(ctx, data)
+    else:
+        for name, run in data.runs.items():
+            _check_pipeline(ctx, name, run, data.world_size, data.device, idle[name])
+
+
+def _check_ddp(ctx: LabContext, data: Measurements) -> None:
+    ranks, n, full = data.runs["ddp"].per_rank, data.world_size, checkpoint_param_bytes()
+    worst = max(abs(r.held["params"] / full - 1) for r in ranks)
     ctx.check_max(
-        f"{label}: median step time (s)", max(r["step_time_s"] for r in run["per_rank"]), MAX_STEP_S
+        _("ddp: every rank's parameter storage vs the checkpoint's bytes (|ratio - 1|, worst)"),
+        worst,
+        0.001,
+    )
+    ctx.check_equal(
+        _("ddp: distinct parameter replicas across ranks (digests)"),
+        len({r.params_digest for r in ranks}),
+        1,
+    )
+    if n > 1:  # one rank communicates nothing worth checking
+        reduced = collectives.total(ranks[0].collectives, "allreduce", "backward")[1]
+        ctx.check_max(
+            "ddp: gradient all-reduce bytes per step vs parameter bytes (|ratio - 1|)",
+            abs(reduced / full - 1),
+            0.01,
+        )
+        ctx.check_min(
+            _("ddp: seconds of all-reduce in the profiler trace"),
+            ranks[0].collective_seconds.get("allreduce", 0),
+            1e-6,
+        )
+
+
+def _check_fsdp(ctx: LabContext, data: Measurements, ddp: Measurements | None) -> None:
+    ranks, n, full = data.runs["fsdp"].per_rank, data.world_size, checkpoint_param_bytes()
+    if n > 1:
+        scattered = collectives.total(ranks[0].collectives, "reducescatter", "backward")[1]
+        gathered = collectives.total(ranks[0].collectives, "allgather")[1]
+        # up to a few % more: a dim 0 that N does not divide is padded to N equal shards (N=3: +1.7%)
+        ctx.check_max(
+            "fsdp: gradient reduce-scatter bytes per step vs parameter bytes (|ratio - 1|)",
+            abs(scattered / full - 1),
+            0.05,
+        )
+        # forward gathers every unit, backward every unit but the root, which stays gathered after forward
+        expected = (2 * full - root_unit_bytes()) / full
+        ctx.check_max(
+            _(
+                "fsdp: all-gather bytes per step / parameter bytes vs {expected:.3f} (every unit twice, the root "
+                "once)"
+            ).format(expected=expected),
+            abs(gathered / full - expected),
+            0.05,
+        )
+    if ddp:
+        ratio = max(state_bytes(r) for r in ranks) * n / state_bytes(ddp.runs["ddp"].per_rank[0])
+        ctx.check_max(
+            f"fsdp: per-rank params+grads+optimizer bytes x N / DDP's (|ratio - 1|, N={n})",
+            abs(ratio - 1),
+            0.1,
+        )
+        peaks = [max(r.cuda_peak_bytes for r in d.runs[d.strategy].per_rank) for d in (data, ddp)]
+        if (
+            all(peaks) and n > 1
+        ):  # on GPUs: the allocator's high-water mark, activations and buffers included
+            ctx.check_max("fsdp: CUDA peak memory per rank / DDP's", peaks[0] / peaks[1], 1.0)
+
+
+def _check_tp(ctx: LabContext, data: Measurements) -> None:
+    n, rank0 = data.world_size, data.runs["tp"].per_rank[0]
+    ctx.check_equal(
+        "tp: lm_head weight rows on each rank (600 / N)", data.lm_head_local_shape[0], 600 // n
+    )
+    count = collectives.total(rank0.collectives, "allreduce", "forward")[0]
+    if n > 1:
+        ctx.check_min(
+            "tp: forward all-reduces per step (2 row-parallel outputs per block, + loss)",
+            count,
+            2 * GPTConfig().n_layer,
+        )
+    ctx.check_max(
+        "tp: per-rank parameter bytes / model's",
+        rank0.held["params"] / checkpoint_param_bytes(),
+        1 - (1 - 1 / n) / 2,
     )
 
 
-def check_strategy(ctx: LabContext, data: dict, ddp: dict | None) -> None:
-    """All checks of one demo. ddp: the DDP demo's data, for FSDP's memory ratio (None if DDP did not run)."""
-    s, n, full = data["strategy"], data["world_size"], full_param_bytes()
-    for name, run in data["runs"].items():
-        check_run(ctx, s if name == s else f"{s}/{name}", run, data["tolerance"])
-    rank0 = next(iter(data["runs"].values()))["per_rank"][0]
-    one_step = rank0["collectives"]
-    talks = n > 1  # one rank communicates nothing: the collective checks apply from N=2
-    if s == "ddp":
-        ctx.check_max(
-            "ddp: each rank holds all parameters (|bytes / model's - 1|)",
-            abs(rank0["bytes"]["params"] / full - 1),
-            0.001,
-        )
-        _, reduced = comms.total(one_step, "allreduce", "backward")
-        if talks:
-            ctx.check_max(
-                "ddp: gradient all-reduce bytes per step vs parameter bytes (|ratio - 1|)",
-                abs(reduced / full - 1),
-                0.01,
-            )
-    elif s == "fsdp":
-        _, scattered = comms.total(one_step, "reduce_scatter", "backward")
-        _, gathered = comms.total(one_step, "allgather")
-        if talks:
-            # up to a few % more: a dim 0 that N does not divide is padded to N equal shards (N=3: +1.7%)
-            ctx.check_max(
-                "fsdp: gradient reduce-scatter bytes per step vs parameter bytes (|ratio - 1|)",
-                abs(scattered / full - 1),
-                0.05,
-            )
-            ctx.check_min(
-                "fsdp: parameter all-gather bytes per step / parameter bytes (forward + backward)",
-                gathered / full,
-                1.0,
-            )
-        if ddp:
-            biggest = max(state_bytes(r) for r in data["runs"]["fsdp"]["per_rank"])
-            ratio = biggest * n / state_bytes(ddp["runs"]["ddp"]["per_rank"][0])
-            ctx.check_max(
-                f"fsdp: per-rank params+grads+optimizer bytes x N / DDP's (|ratio - 1|, N={n})",
-                abs(ratio - 1),
-                0.1,
-            )
-            peaks = [
-                max(r.get("cuda_peak_bytes", 0) for r in d["runs"][d["strategy"]]["per_rank"])
-                for d in (data, ddp)
-            ]
-            if (
-                all(peaks) and talks
-            ):  # on GPUs: the allocator's high-water mark, activations and buffers included
-                ctx.check_max("fsdp: CUDA peak memory per rank / DDP's", peaks[0] / peaks[1], 1.0)
-    elif s == "tp":
-        ctx.check_equal(
-            "tp: lm_head weight rows on each rank (600 / N)",
-            data["lm_head_local_shape"][0],
-            600 // n,
-        )
-        count, _ = comms.total(one_step, "all_reduce", "forward")
-        if talks:
-            ctx.check_min(
-                "tp: forward all-reduces per step (2 row-parallel outputs per block, + loss)",
-                count,
-                2 * GPTConfig().n_layer,
-            )
-        ctx.check_max(
-            "tp: per-rank parameter bytes / model's",
-            rank0["bytes"]["params"] / full,
-            1 - (1 - 1 / n) / 2,
-        )
-    elif s == "pp":
-        for name, run in data["runs"].items():
-            _check_pipeline(ctx, name, run, n)
-
-
-def _check_pipeline(ctx: LabContext, name: str, run: dict, n: int) -> None:
-    m, v = run["microbatches"], run["stages_per_rank"]
+def _check_pipeline(ctx: LabContext, name: str, run: Run, n: int, device: str, idle: Idle) -> None:
+    m, v = run.microbatches, run.stages_per_rank
     wrong = [
-        (rank, step, kind, count)
-        for rank, steps in enumerate(run["intervals"])
-        for step, ivs in enumerate(steps)
+        (rank.rank, step, kind, count)
+        for rank in run.per_rank
+        for step, ivs in enumerate(rank.intervals)
         for kind in "FB"
         if (count := sum(iv[0] == kind for iv in ivs)) != m * v
     ]
     ctx.check_equal(
         f"pp/{name}: (rank, step) with other than m={m} forwards/backwards per stage", wrong, []
     )
-    sends = sum(comms.total(r["collectives"], "send")[0] for r in run["per_rank"])
+    sends = sum(collectives.total(r.collectives, "send")[0] for r in run.per_rank)
     expected = (
         2 * m * (n * v - 1) if n > 1 else 0
-    )  # looped placement: neighbouring stages sit on different ranks
+    )  # looped placement: neighbouring stages on other ranks
     ctx.check_equal(f"pp/{name}: sends per step, all ranks (2 m (stages - 1))", sends, expected)
     ctx.check_min(
-        f"pp/{name}: measured idle fraction >= theory - 0.05 (theory {run['bubble_theory']:.3f})",
-        run["bubble"]["measured"],
-        round(run["bubble_theory"] - 0.05, 4),
+        _("pp/{name}: measured idle >= theory - timer margin (theory {theory:.3f})").format(
+            name=name, theory=idle.theory
+        ),
+        idle.measured,
+        round(idle.theory - idle.timer_margin, 4),
+        message=_("idle below the ideal pipeline's: the intervals count time as busy that was not"),
     )
-    biggest = max(r["bytes"]["params"] for r in run["per_rank"])
+    ratio = idle.busy_s / run.per_rank[0].reference_compute_s
+    label = _(
+        "pp/{name}: busy time, all ranks / one process's forward+backward of the step"
+    ).format(name=name)
+    ctx.check_min(
+        _("{label} (at least)").format(label=label),
+        ratio,
+        MIN_BUSY_RATIO,
+        message=_("the intervals miss the chunks' work"),
+    )
+    shared = max(1.0, n / (os.cpu_count() or 1)) if device == "cpu" else 1.0  # ranks per core
+    ctx.check_max(
+        _("{label} (at most)").format(label=label),
+        ratio,
+        MAX_BUSY_RATIO * shared,
+        message=_("the intervals count more than the work"),
+    )
+    biggest = max(r.held["params"] for r in run.per_rank)
     ctx.check_max(
         f"pp/{name}: largest per-rank parameter bytes / model's (1/N + embeddings or head)",
-        biggest / full_param_bytes(),
+        biggest / checkpoint_param_bytes(),
         1 / n + 0.2,
     )
 
 
-def figures(data: dict) -> list[dict]:
-    """One row per run, for the summary and the survey: bytes per rank, collectives, time, errors, bubble."""
-    rows = []
-    for name, run in data["runs"].items():
-        r0 = run["per_rank"][0]
-        row = {
-            "strategy": data["strategy"],
-            "run": name,
-            "n": data["world_size"],
-            "device": data["device"],
-            "state_bytes_per_rank": max(state_bytes(r) for r in run["per_rank"]),
-            "bytes_rank0": r0["bytes"],
-            "cuda_peak_bytes": max(r.get("cuda_peak_bytes", 0) for r in run["per_rank"]),
-            "collectives_rank0": r0["collectives"],
-            "step_ms": 1e3 * max(r["step_time_s"] for r in run["per_rank"]),
-            "max_loss_error": run["max_loss_error"],
-            "max_param_error": run["max_param_error"],
-        }
-        if "bubble" in run:
-            row.update(bubble=run["bubble"]["measured"], bubble_theory=run["bubble_theory"])
-        rows.append(row)
-    return rows
-
-
-def collectives_text(summary: list[dict]) -> str:
-    return (
-        ", ".join(
-            f"{r['phase']} {r['op']} x{r['count']} {r['bytes'] / 1e3:.0f} kB" for r in summary
-        )
-        or "none"
+def check_hang(
+    ctx: LabContext, rc: int, seconds: float, timeout_s: float, hung: int, folder, dumps: bool
+):
+    """The hung-rank demo: the job fails, soon after the process-group timeout, and (where this torch can dump
+    its Flight Recorder for the backend: `dumps`) the dumps name a collective the hung rank never entered.
+    Returns the ranks' states from the dumps."""
+    ctx.check_equal(_("hang: torchrun exits non-zero when a rank stops answering"), rc != 0, True)
+    # start-up and teardown take ~10-30 s on a busy 2-core machine; the default timeout would be 10-30 min
+    ctx.check_max(
+        _("hang: seconds until the job ended (--pg-timeout {timeout:.0f} s + start-up)").format(
+            timeout=timeout_s
+        ),
+        seconds,
+        timeout_s + 90,
     )
+    if not dumps:
+        return []
+    states = flight_recorder.read(folder)
+    ctx.check_equal(
+        _("hang: Flight Recorder dumps with entries, one per rank"), len(states), ctx.n_procs
+    )
+    found = flight_recorder.stuck(states)
+    ctx.check_equal(
+        _("hang: ranks the dumps show missing from the collective the others waited in"),
+        found[2] if found else [],
+        [hung],
+    )
+    return states

@@ -12,10 +12,10 @@ that the collective reduces, gathers or sends. For a list argument (coalesced op
 from __future__ import annotations
 
 import contextlib
-from collections import defaultdict
 
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from workshop.labs.distributed.collectives import CollectiveRow
 from workshop.tensor_bytes import tensor_bytes
 
 NAMESPACES = {"c10d", "_c10d_functional", "c10d_functional"}
@@ -24,7 +24,7 @@ NOT_COMMUNICATION = {
     "wrap_tensor_autograd",
     "barrier",
     "monitored_barrier",
-}  # names, "_" stripped
+}  # "_" stripped
 
 
 class CollectiveLog(TorchDispatchMode):
@@ -55,16 +55,11 @@ class CollectiveLog(TorchDispatchMode):
             self.events.append((self.phase, name, size))
         return out
 
-    def summary(self) -> list[dict]:
-        """[{phase, op, count, bytes}] summed over the events, in first-seen order."""
-        table: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    def summary(self) -> list[CollectiveRow]:
+        """One row per (phase, op), summed over the events, in first-seen order."""
+        rows: dict[tuple[str, str], CollectiveRow] = {}
         for phase, op, size in self.events:
-            table[(phase, op)][0] += 1
-            table[(phase, op)][1] += size
-        return [{"phase": p, "op": o, "count": c, "bytes": b} for (p, o), (c, b) in table.items()]
-
-
-def total(summary: list[dict], op_contains: str = "", phase: str | None = None) -> tuple[int, int]:
-    """(count, bytes) of the summary rows whose op name contains op_contains (and in phase, if given)."""
-    rows = [r for r in summary if op_contains in r["op"] and (phase is None or r["phase"] == phase)]
-    return sum(r["count"] for r in rows), sum(r["bytes"] for r in rows)
+            row = rows.setdefault((phase, op), CollectiveRow(phase, op, 0, 0))
+            row.count += 1
+            row.bytes += size
+        return list(rows.values())

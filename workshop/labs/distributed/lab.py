@@ -1,5 +1,6 @@
 """Lab distributed: run the four demos under torchrun with N = --n processes, check each against its
-one-process reference, and put their measurements side by side.
+one-process reference, put their measurements side by side, hang one rank on purpose, and grade the learner's
+predictions, answers and survey against this run.
 
 Each demo is its own torchrun launch (start-up ~3 s each, kept for clarity: one strategy per job, as you would
 run them). A strategy that cannot use N (tensor parallel with N not dividing 4 heads / 600 words; pipeline
@@ -9,80 +10,188 @@ N larger than the visible GPUs stops the lab before anything starts.
 
 from __future__ import annotations
 
+import os
+
+from workshop.i18n import _
 from workshop.lab import LabContext
-from workshop.labs.distributed import checks, launch
-from workshop.results import read_json
+from workshop.labs.distributed import (
+    answers,
+    checks,
+    figures,
+    flight_recorder,
+    gantt,
+    idle,
+    launch,
+    predictions,
+    survey,
+)
+from workshop.labs.distributed.records import Measurements
 
 TIMEOUT_S = 300
+HANG_TIMEOUT_S = 5.0  # the hung-rank demo's --pg-timeout: how long its peers wait
+DEMOS = (*launch.STRATEGIES, "hang")
 
 
-def run(ctx: LabContext) -> None:
-    n = ctx.n_procs
-    if why := launch.capacity_problem(n, ctx.device):
+def run(
+    ctx: LabContext, demos: tuple[str, ...] | None = None, demo_args: dict | None = None
+) -> None:
+    """All DEMOS, or `demos` (a subset, for the tests); demo_args: strategy -> extra options of its demo."""
+    demos = DEMOS if demos is None else demos
+    agents = launch.agents()  # one standalone torchrun, or one agent per task of a Slurm job
+    if why := agents.problem(ctx.n_procs) or launch.capacity_problem(
+        ctx.n_procs // agents.count, ctx.device
+    ):
         raise ValueError(why)
-    data: dict[str, dict] = {}
-    failures: dict[str, str] = {}  # strategy -> the end of its torchrun output
-    for strategy in launch.STRATEGIES:
-        out = ctx.out_dir / strategy
-        if why := launch.strategy_problem(strategy, n):
-            ctx.check_equal(f"{strategy}: N={n} is usable (not started)", why, "usable")
-            continue
-        rc, seconds = launch.run(
-            launch.command(strategy, n, ctx.device, out), out / "log.txt", TIMEOUT_S
-        )
-        print(f"[{ctx.name}] {strategy}: torchrun exited {rc} after {seconds:.1f} s", flush=True)
-        ctx.check_equal(f"{strategy}: torchrun --nproc-per-node {n} exit code", rc, 0)
-        if rc != 0:
-            failures[strategy] = "\n".join(
-                (out / "log.txt").read_text(errors="replace").splitlines()[-25:]
-            )
-        elif (out / "measurements.json").is_file():
-            data[strategy] = read_json(out / "measurements.json")
-            data[strategy]["wall_s"] = round(seconds, 1)
-            checks.check_strategy(ctx, data[strategy], data.get("ddp"))
-
-    rows = [row for d in data.values() for row in checks.figures(d)]
-    ctx.extra.update(
-        n_procs=n,
-        figures=rows,
-        wall_s={s: d["wall_s"] for s, d in data.items()},
-        skipped_schedules=data.get("pp", {}).get("skipped_schedules", {}),
+    wall, failures, data = {}, {}, {}
+    for strategy in (s for s in launch.STRATEGIES if s in demos):
+        if measured := launch_demo(
+            ctx, strategy, (demo_args or {}).get(strategy, ()), wall, failures
+        ):
+            data[strategy] = measured
+    pipeline = (
+        {name: idle.analyse(r, ctx.n_procs) for name, r in data["pp"].runs.items()}
+        if "pp" in data
+        else {}
     )
-    ctx.write_json("figures.json", rows)
-    ctx.summary = _summary(ctx, rows, data)
-    for strategy, tail in failures.items():
-        ctx.summary += (
-            f"\n## {strategy} failed: the end of `{strategy}/log.txt`\n\n```\n{tail}\n```\n"
-        )
-
-
-def _summary(ctx: LabContext, rows: list[dict], data: dict) -> str:
-    backend = "NCCL, one GPU per rank" if ctx.device == "cuda" else "gloo, CPU processes"
-    table = [
-        "| demo | bytes/rank (params+grads+optim) | CUDA peak | collectives in one step (rank 0) | step ms "
-        "| loss / param err | idle: measured (theory) |",
-        "|---|---|---|---|---|---|---|",
+    for measured in data.values():
+        checks.check_strategy(ctx, measured, data.get("ddp"), pipeline)
+    rows = [
+        figures.from_run(m, name, r, pipeline.get(name) if m.strategy == "pp" else None)
+        for m in data.values()
+        for name, r in m.runs.items()
     ]
-    for r in rows:
-        peak = f"{r['cuda_peak_bytes'] / 1e6:.2f} MB" if r["cuda_peak_bytes"] else "-"
-        idle = f"{r['bubble']:.0%} ({r['bubble_theory']:.0%})" if "bubble" in r else "-"
-        table.append(
-            f"| {r['strategy']}/{r['run']} | {r['state_bytes_per_rank'] / 1e6:.2f} MB | {peak} "
-            f"| {checks.collectives_text(r['collectives_rank0'])} | {r['step_ms']:.1f} "
-            f"| {r['max_loss_error']:.1e} / {r['max_param_error']:.1e} | {idle} |"
-        )
-    skipped = data.get("pp", {}).get("skipped_schedules", {})
-    skipped_text = "".join(f"\n- pipeline schedule `{k}` not run: {v}" for k, v in skipped.items())
-    gantt = "\n![pipeline Gantt chart](pp/gantt.png)\n" if "pp" in data else ""
-    return f"""
-The MiniGPT ({checks.full_param_bytes() / 1e6:.2f} MB of fp32 parameters) trained for a few SGD steps by
-**{ctx.n_procs} processes** ({backend}) with DDP, FSDP2, tensor parallel and pipeline parallel, each compared
-with the same steps in one process. Each demo's raw data: `<demo>/measurements.json`, its torchrun output:
-`<demo>/log.txt`. Wall time per launch (s): {ctx.extra["wall_s"]}.{skipped_text}
+    ctx.write_json("figures.json", [f.as_json() for f in rows])
+    if pipeline:
+        ctx.save_figure("pp/gantt.png", gantt.draw(data["pp"].runs, pipeline))
+    hang = hang_demo(ctx) if "hang" in demos else None
+    grade_exercises(ctx, rows, data)
+    ctx.extra.update(
+        n_procs=ctx.n_procs,
+        wall_s=wall,
+        skipped_schedules=data["pp"].skipped_schedules if "pp" in data else {},
+    )
+    ctx.render_summary(**summary_values(ctx, rows, data, pipeline, hang, wall, failures))
 
-{chr(10).join(table)}
-{gantt}
-Look at: DDP's one all-reduce of all gradients vs FSDP's all-gathers + reduce-scatter of the same bytes with
-1/N of the memory; tensor parallel's many small all-reduces (every block, forward and backward); the
-pipeline's sends and its idle time, which shrinks with interleaving in theory but not always on a busy CPU.
-"""
+
+def launch_demo(
+    ctx: LabContext, strategy: str, args, wall: dict, failures: dict
+) -> Measurements | None:
+    n, out = ctx.n_procs, ctx.out_dir / strategy
+    if why := launch.strategy_problem(strategy, n):
+        ctx.check_equal(f"{strategy}: N={n} is usable (not started)", why, "usable")
+        return None
+    agents = launch.agents()
+    cmd = agents.command(strategy, n, ctx.device, out, demo_args=args)
+    rc, wall[strategy] = launch.run(cmd, out / "log.txt", TIMEOUT_S)
+    print(f"[{ctx.name}] {strategy}: torchrun exited {rc} after {wall[strategy]:.1f} s", flush=True)
+    ctx.check_equal(f"{strategy}: torchrun --nproc-per-node {n // agents.count} exit code", rc, 0)
+    if rc != 0:
+        failures[strategy] = "\n".join(
+            (out / "log.txt").read_text(errors="replace").splitlines()[-25:]
+        )
+        return None
+    return Measurements.read(out)
+
+
+def hang_demo(ctx: LabContext) -> dict | None:
+    """DDP with the last rank hanging at step 1: the peers give up after HANG_TIMEOUT_S, and every rank dumps
+    its Flight Recorder buffer. One rank alone has no peer to wait for: not run with N=1."""
+    n, out = ctx.n_procs, ctx.out_dir / "hang"
+    if n < 2:
+        return None
+    hung = n - 1
+    options = f"--fail-rank {hung} --fail-mode hang --pg-timeout {HANG_TIMEOUT_S} --steps 2".split()
+    rc, seconds = launch.run(
+        launch.agents().command("ddp", n, ctx.device, out, demo_args=options),
+        out / "log.txt",
+        TIMEOUT_S,
+    )
+    print(
+        _("[{lab}] hang: torchrun exited {rc} after {seconds:.1f} s").format(
+            lab=ctx.name, rc=rc, seconds=seconds
+        ),
+        flush=True,
+    )
+    backend = "nccl" if ctx.device == "cuda" else "gloo"
+    supported = flight_recorder.dump_function(backend) is not None
+    states = checks.check_hang(ctx, rc, seconds, HANG_TIMEOUT_S, hung, out, supported)
+    return {
+        "rank": hung,
+        "rc": rc,
+        "seconds": seconds,
+        "timeout_s": HANG_TIMEOUT_S,
+        "states": states,
+        "stuck": flight_recorder.stuck(states),
+        "why_no_dump": _("this torch has no Flight Recorder dump for {backend}").format(
+            backend=backend
+        )
+        if not supported
+        else _("the ranks wrote none (see hang/log.txt)"),
+    }
+
+
+def grade_exercises(
+    ctx: LabContext, rows: list[figures.Figure], data: dict[str, Measurements]
+) -> None:
+    with ctx.grading("predictions") as impl:
+        predictions.grade(ctx, impl, rows)
+    with ctx.grading("answers") as impl:
+        answers.grade(ctx, impl, answers.facts(rows, data.get("tp")))
+    with ctx.grading("survey") as document:
+        survey.grade(ctx, document, *survey.figures_for(document if ctx.graded else None, rows))
+
+
+def interleaving_idled_more(g: idle.Idle | None, i: idle.Idle | None) -> bool:
+    """What the summary explains only when the run shows it: interleaving idled more than GPipe though its
+    theory is lower, and its per-chunk waits took more of its step."""
+    if g is None or i is None:
+        return False
+    return i.theory < g.theory and i.measured > g.measured and i.overhead_share > g.overhead_share
+
+
+def summary_values(ctx, rows, data, pipeline, hang, wall, failures) -> dict:
+    by_run = {f.run: f for f in rows}
+    pipe = [
+        {
+            "name": name,
+            "idle": a,
+            "busy_ratio": a.busy_s / data["pp"].runs[name].per_rank[0].reference_compute_s,
+        }
+        for name, a in pipeline.items()
+    ]
+    g, i = pipeline.get("gpipe"), pipeline.get("interleaved_1f1b")
+    ddp, fsdp = by_run.get("ddp"), by_run.get("fsdp")
+    traffic = None
+    if ddp and fsdp and ctx.n_procs > 1:
+        traffic = {
+            "ddp_buffers": ddp.comm_bytes,
+            "fsdp_buffers": fsdp.comm_bytes,
+            "ddp_sent": ddp.sent_bytes,
+            "fsdp_sent": fsdp.sent_bytes,
+        }
+    timeouts = next(iter(data.values())).default_timeouts_s if data else {}
+    seconds = fsdp.comm_seconds_rank0 if fsdp else {}
+    gloo_scatter = fsdp and "reducescatter" not in seconds and "allreduce" in seconds
+    return {
+        "param_bytes": checks.checkpoint_param_bytes(),
+        "steps": next(iter(data.values())).steps if data else 0,
+        "n": ctx.n_procs,
+        "wall_s": wall,
+        "skipped": data["pp"].skipped_schedules if "pp" in data else {},
+        "figures": rows,
+        "fsdp_vs_ddp": traffic,
+        "reduce_scatter_as_all_reduce": bool(gloo_scatter),
+        "traces": [
+            f"{m.strategy}/{r.trace}"
+            for m in data.values()
+            for run in m.runs.values()
+            for r in run.per_rank
+        ],
+        "pipeline": pipe,
+        "interleaved_vs_gpipe": {"i": i, "g": g} if interleaving_idled_more(g, i) else None,
+        "oversubscribed": ctx.device == "cpu" and ctx.n_procs > (os.cpu_count() or 1),
+        "cores": os.cpu_count(),
+        "hang": hang,
+        "timeouts": timeouts,
+        "failures": failures,
+    }

@@ -4,7 +4,8 @@ torchrun (`python -m torch.distributed.run`) starts N processes per node, runs t
 who, where the store is) and sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/PORT for each; if any process
 fails it stops the others and exits non-zero. One machine: `--standalone` (a private rendezvous on a free
 port). Several: the same command on every machine with --nnodes, --rdzv-backend c10d, --rdzv-endpoint host:port
-and --rdzv-id; the README shows it, and a Slurm srun line.
+and --rdzv-id; the README shows it. In a Slurm job (slurm/distributed.sbatch) the lab starts one torchrun agent
+per task of the job with srun, and the agents meet at the endpoint the script sets (`Agents`).
 
     python -m workshop.labs.distributed.launch ddp --n 2 --device cpu --out /tmp/ddp [-- --fail-rank 1]
 """
@@ -17,9 +18,11 @@ import shlex
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from workshop import proctree
+from workshop.i18n import _
 
 STRATEGIES = ("ddp", "fsdp", "tp", "pp")
 STOP_GRACE_S = 3.0  # torchrun's and the ranks' time to exit on SIGTERM before they are killed
@@ -135,6 +138,55 @@ def command(
         device,
         *demo_args,
     ]
+
+
+@dataclass(frozen=True)
+class Agents:
+    """Who starts the demos' processes: one torchrun on this machine with a private rendezvous (the default), or
+    one torchrun agent per task of the Slurm job this runs in, started together by srun and meeting over the c10d
+    rendezvous at `endpoint` (host:port of the job's first node). --n is always the world size: each agent
+    starts n / count processes."""
+
+    count: int = 1
+    endpoint: str | None = None  # None: --standalone on this machine
+    job_id: str = "workshop"
+
+    def problem(self, world: int) -> str | None:
+        if world % self.count:
+            return _(
+                "--n {world} processes cannot be split evenly over the job's {tasks} tasks "
+                "(one torchrun agent each); use a multiple of {tasks}"
+            ).format(world=world, tasks=self.count)
+        return None
+
+    def command(self, strategy: str, world: int, device: str, out: Path, demo_args=()) -> list[str]:
+        per_agent = world // self.count
+        if self.endpoint is None:
+            return command(strategy, per_agent, device, out, demo_args=demo_args)
+        # --kill-on-bad-exit: an agent that fails takes the others down at once instead of leaving them waiting
+        srun = ["srun", "--ntasks", str(self.count), "--kill-on-bad-exit=1"]
+        # One rendezvous id per demo: an agent late for one demo never joins the next one's.
+        rdzv_id = f"{self.job_id}-{strategy}"
+        return srun + command(
+            strategy, per_agent, device, out, self.count, None, self.endpoint, rdzv_id, demo_args
+        )
+
+
+def agents(environ: dict[str, str] | None = None) -> Agents:
+    """The Agents this process's environment asks for: WORKSHOP_RDZV_ENDPOINT (set by slurm/distributed.sbatch)
+    inside a Slurm job means one agent per task of the job; otherwise one standalone torchrun."""
+    environ = os.environ if environ is None else environ
+    endpoint = environ.get("WORKSHOP_RDZV_ENDPOINT")
+    if not endpoint:
+        return Agents()
+    if "SLURM_NTASKS" not in environ:
+        raise ValueError(
+            _(
+                "WORKSHOP_RDZV_ENDPOINT={endpoint} asks for one torchrun agent per Slurm task, but this is "
+                "not a Slurm job (no SLURM_NTASKS): submit slurm/distributed.sbatch with sbatch, or unset it"
+            ).format(endpoint=endpoint)
+        )
+    return Agents(int(environ["SLURM_NTASKS"]), endpoint, environ.get("SLURM_JOB_ID", "workshop"))
 
 
 def environment() -> dict[str, str]:

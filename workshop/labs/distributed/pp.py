@@ -11,24 +11,19 @@ from __future__ import annotations
 
 import torch
 import torch.nn as nn
+from torch.distributed import pipelining
 from torch.distributed.elastic.multiprocessing.errors import record
-from torch.distributed.pipelining import (
-    PipelineStage,
-    Schedule1F1B,
-    ScheduleGPipe,
-    ScheduleInterleaved1F1B,
-)
 
-from workshop import atomic
 from workshop.labs.distributed import common
-from workshop.labs.distributed.timeline import Timeline, bubble, draw_gantt, theory
+from workshop.labs.distributed.records import RankRecord
+from workshop.labs.distributed.timeline import Timeline
 from workshop.minigpt.model import GPT, GPTConfig, lm_loss
 
 # name -> (schedule class, stages per rank)
 SCHEDULES = {
-    "gpipe": (ScheduleGPipe, 1),
-    "1f1b": (Schedule1F1B, 1),
-    "interleaved_1f1b": (ScheduleInterleaved1F1B, 2),
+    "gpipe": (pipelining.ScheduleGPipe, 1),
+    "1f1b": (pipelining.Schedule1F1B, 1),
+    "interleaved_1f1b": (pipelining.ScheduleInterleaved1F1B, 2),
 }
 
 
@@ -71,7 +66,7 @@ class Stage(nn.Module):
         return x
 
 
-def run_schedule(args, rank: common.Rank, name: str) -> dict:
+def run_schedule(args, rank: common.Rank, name: str, reference: common.Reference) -> RankRecord:
     """Train with one schedule; returns this rank's record (with its timeline)."""
     cls, v = SCHEDULES[name]
     p, m = rank.world, microbatches(rank.world)
@@ -80,7 +75,8 @@ def run_schedule(args, rank: common.Rank, name: str) -> dict:
     ids = [rank.rank + k * p for k in range(v)]  # looped placement: rank r holds stages r, r+p, ...
     modules = [Stage(gpt, i * n_layer // n_stages, (i + 1) * n_layer // n_stages) for i in ids]
     stages = [
-        PipelineStage(mod, i, n_stages, rank.device) for mod, i in zip(modules, ids, strict=True)
+        pipelining.PipelineStage(mod, i, n_stages, rank.device)
+        for mod, i in zip(modules, ids, strict=True)
     ]
     timeline = Timeline(rank.device)
     for stage in stages:
@@ -90,7 +86,7 @@ def run_schedule(args, rank: common.Rank, name: str) -> dict:
     opt = common.optimizer(params)
     x, y = common.batches(
         args.steps, m, rank.device
-    )  # (steps, m, ROWS, T): the schedule splits dim 0 into m
+    )  # (steps, m, ROWS, T): the schedule splits dim 0
     first, last = rank.rank == 0, rank.rank == p - 1
 
     def step(s, log):
@@ -98,49 +94,52 @@ def run_schedule(args, rank: common.Rank, name: str) -> dict:
         losses = []
         with log.in_phase(
             "schedule"
-        ):  # forwards and backwards of all micro-batches, with their sends/recvs
+        ):  # forwards and backwards of all micro-batches, their sends/recvs
             inputs = (x[s].flatten(0, 1),) if first else ()
-            schedule.step(
-                *inputs, **({"target": y[s].flatten(0, 1), "losses": losses} if last else {})
-            )
-        return (
-            torch.stack(losses).mean().item() if last else None
-        )  # the schedule averages grads the same way
+            targets = {"target": y[s].flatten(0, 1), "losses": losses} if last else {}
+            schedule.step(*inputs, **targets)
+        # the schedule averages the micro-batches' gradients as the reference averages its chunks' losses
+        return torch.stack(losses).mean().item() if last else None
 
-    record_ = common.train(args, rank, step, opt)
-    record_["bytes"] = common.memory(params, opt)
-    record_["timeline"] = timeline.steps
+    rank_record = common.train(args, rank, step, opt, name)
+    rank_record.held = common.held(params, opt)
+    rank_record.intervals = timeline.steps
+    rank_record.timer_resolution_s = timeline.resolution()
     named = {n: q.detach() for mod in modules for n, q in mod.named_parameters()}
-    return common.compare(record_, named, args.steps, m, rank.device)
+    common.compare(rank_record, named, reference)
+    return rank_record
+
+
+SCHEDULE_OPTION = (
+    ("--schedules",),
+    {
+        "nargs": "+",
+        "choices": tuple(SCHEDULES),
+        "default": tuple(SCHEDULES),
+        "help": "which to run",
+    },
+)
 
 
 @record
 def main() -> None:
     args = common.parse_args(
-        "Pipeline-parallel demo of the MiniGPT: GPipe, 1F1B, interleaved 1F1B (torchrun)"
+        "Pipeline-parallel demo of the MiniGPT (run under torchrun)", [SCHEDULE_OPTION]
     )
     rank = common.setup(args)
     if why := usable(rank.world):
         raise SystemExit(why)
     p, m = rank.world, microbatches(rank.world)
+    reference = common.shared_reference(args.steps, m, rank)  # the same for every schedule
     runs, skipped = {}, {}
     for name, why_not in schedules_for(p).items():
-        if why_not:
-            skipped[name] = why_not
+        if why_not or name not in args.schedules:
+            skipped[name] = why_not or "not asked for (--schedules)"
             continue
-        records = common.gather(run_schedule(args, rank, name))
+        records = common.gather(run_schedule(args, rank, name, reference))
         v = SCHEDULES[name][1]
-        intervals = [r.pop("timeline") for r in records]
-        runs[name] = {
-            **common.run_summary(records, records[p - 1]["losses"], m),
-            "stages_per_rank": v,
-            "microbatches": m,
-            "bubble": bubble(intervals),
-            "bubble_theory": theory(p, m, v),
-            "intervals": intervals,
-        }
-    if rank.rank == 0:
-        atomic.save_figure(args.out / "gantt.png", draw_gantt(runs))
+        losses = records[p - 1].losses  # the last stage computes the loss
+        runs[name] = common.run_summary(records, losses, m, stages_per_rank=v, microbatches=m)
     common.write(args, rank, "pp", runs, skipped_schedules=skipped)
     common.finish()
 

@@ -69,19 +69,9 @@ def main() -> None:
                 loss.backward()
         return common.full(loss).item()
 
-    record_ = common.train(args, rank, step, opt)
-    record_["bytes"] = common.memory(list(model.parameters()), opt)
-    params = {n: common.full(p.detach()) for n, p in model.named_parameters()}
-    record_ = common.compare(record_, params, args.steps, 1, rank.device)
-    records = common.gather(record_)
-    common.write(
-        args,
-        rank,
-        "tp",
-        {"tp": common.run_summary(records, records[0]["losses"], 1)},
-        lm_head_local_shape=list(common.local(model.lm_head.weight).shape),
-    )
-    common.finish()
+    rank_record = common.train(args, rank, step, opt, "tp")
+    head_rows = list(common.local(model.lm_head.weight).shape)
+    common.finish_demo(args, rank, "tp", model, opt, rank_record, 1, lm_head_local_shape=head_rows)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""Read Inductor's generated module back into a list of kernels: name, kind, fused aten ops, source lines, and
-each call's arguments with their byte sizes.
+"""Read Inductor's generated module back into a list of GeneratedKernel records: name, kind, fused aten ops,
+source lines, each call's arguments with their byte sizes, and what the kernel reads and writes per call.
 
 Inductor's output is a Python module. Each fused kernel is defined once at the top,
     cpp_fused_<ops>_<n> = async_compile.cpp_pybinding([...], r'''<C++>''')          (CPU)
@@ -51,7 +51,7 @@ class Argument:
 
 
 @dataclass
-class Kernel:
+class GeneratedKernel:
     name: str
     graph: str  # "forward", "backward", ... (which generated module)
     kind: str  # one of KINDS' values
@@ -68,13 +68,29 @@ class Kernel:
     arguments: list[Argument] = field(default_factory=list)  # of the first call
     source: str = ""  # the kernel's own C++ or Triton text
 
+    @property
+    def language(self) -> str:
+        """'cpp' (Inductor's CPU code) or 'triton' (its GPU code)."""
+        return "cpp" if self.name.startswith("cpp_") else "triton"
+
+    def buffers(self, access: str) -> list[Argument]:
+        """The distinct buffer arguments the kernel reads (access="load") or writes ("store"): an in_out_ptr
+        is both; a buffer passed twice counts once."""
+        found = {a.name: a for a in self.arguments if access in a.role}
+        return list(found.values())
+
+    def traffic(self, access: str) -> int | None:
+        """Bytes of the buffers it reads or writes per call (whole buffers); None when one size is unknown."""
+        sizes = [a.nbytes for a in self.buffers(access)]
+        return None if None in sizes else sum(sizes)
+
     def as_json(self) -> dict:
         d = asdict(self)
         d.pop("source")
         return d
 
 
-def parse_kernels(code: str, graph: str) -> list[Kernel]:
+def parse_kernels(code: str, graph: str) -> list[GeneratedKernel]:
     """Every kernel defined in one generated module, with its first call's arguments."""
     shapes = buffer_shapes(code)
     kernels = []
@@ -91,7 +107,7 @@ def parse_kernels(code: str, graph: str) -> list[Kernel]:
         )
         calls = re.findall(rf"^\s*{name}(?:\.run)?\((.*)\)\s*$", code, re.MULTILINE)
         kernels.append(
-            Kernel(
+            GeneratedKernel(
                 name=name,
                 graph=graph,
                 kind=kernel_kind(name),
@@ -224,21 +240,9 @@ def literal_shape(text: str) -> list[int] | None:
 
 
 def call_arguments(call: str, params: list[tuple[str, str | None]], shapes: dict) -> list[Argument]:
-    """Split one call's argument list at top-level commas and size each buffer argument."""
-    parts, depth, current = [], 0, ""
-    for ch in call:
-        depth += ch in "([" and 1 or (ch in ")]" and -1 or 0)
-        if ch == "," and depth == 0:
-            parts.append(current.strip())
-            current = ""
-        else:
-            current += ch
-    parts.append(current.strip())
-    parts = [
-        p for p in parts if p and "=" not in p.split("(")[0]
-    ]  # drop keywords such as stream=stream0
+    """One call's arguments, each with its role (from the kernel parameter it binds to) and its size."""
     args = []
-    for i, text in enumerate(parts):
+    for i, text in enumerate(top_level_arguments(call)):
         param, param_dtype = params[i] if i < len(params) else ("", None)
         role = {"in_out_ptr": "load+store", "in_ptr": "load", "out_ptr": "store"}.get(
             re.sub(r"\d+$", "", param), ""
@@ -248,14 +252,33 @@ def call_arguments(call: str, params: list[tuple[str, str | None]], shapes: dict
         base = view[1] if view else text
         if base in shapes:
             shape, dtype = shapes[base]
-            arg.shape, arg.dtype = (
-                (literal_shape(view["shape"]) if view else shape),
-                dtype or param_dtype,
-            )
+            arg.shape = literal_shape(view["shape"]) if view else shape
+            arg.dtype = dtype or param_dtype
             if arg.shape is not None and arg.dtype:
-                arg.nbytes = (
-                    math.prod(arg.shape)
-                    * torch.empty((), dtype=getattr(torch, arg.dtype)).element_size()
-                )
+                itemsize = torch.empty((), dtype=getattr(torch, arg.dtype)).element_size()
+                arg.nbytes = math.prod(arg.shape) * itemsize
         args.append(arg)
     return args
+
+
+def top_level_arguments(call: str) -> list[str]:
+    """'buf1, reinterpret_tensor(buf2, (8, 4), (4, 1), 0), 704, stream=stream0' -> the positional arguments,
+    split at the commas outside brackets; keywords (stream=...) dropped."""
+    parts, depth, current = [], 0, ""
+    for ch in call:
+        depth += (ch in "([") - (ch in ")]")
+        if ch == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    parts.append(current.strip())
+    return [p for p in parts if p and "=" not in p.split("(")[0]]
+
+
+EXTERN_MATMUL = re.compile(r"\bextern_kernels\.(?:mm|addmm|bmm|baddbmm)\(")
+
+
+def extern_matmul_calls(code: str) -> int:
+    """Matmul calls the generated module hands to a library (MKL/oneDNN, cuBLAS) instead of generating them."""
+    return len(EXTERN_MATMUL.findall(code))

@@ -1,0 +1,106 @@
+"""A toy lab with three exercises (a function, a constant of answers, a document), for the learner's commands'
+tests: cheap to run in its own process (no torch in the lab itself), so that init, check, list and grade can be
+tested end to end through the real runner without waiting for the real labs.
+
+`install(setattr)` puts it in the registry in place of the real labs: in-process with pytest's
+monkeypatch.setattr, in a lab's child process through `sitecustomize_source()` on PYTHONPATH.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from workshop import exercise, labs
+from workshop.exercise import Exercise
+from workshop.lab import LabSpec
+
+HERE = Path(__file__).resolve().parent
+
+LAB = LabSpec(name="toy", order=1, title="a toy lab", entry=f"{__name__}:run")
+WORKSPACE_HEADER = '''
+"""Your solutions to the toy lab: python -m workshop check toy."""
+'''
+
+
+def double(x: int) -> int:
+    """The instructor's solution."""
+    return 2 * x
+
+
+ANSWERS = {"factor": 2}
+
+
+def essay_template(lab_dir: Path | None) -> str | None:
+    """The essay starts from the lab's run (needs one): its run id in the heading."""
+    if lab_dir is None:
+        return None
+    return f"# Essay on run {lab_dir.parent.name}\n"
+
+
+EXERCISES = [
+    Exercise(
+        lab="toy",
+        name="double",
+        title="double a number",
+        statement="Return twice x. Nothing else.",
+        hint="Multiply by two.",
+        handout="README.md#double",
+        reference=f"{__name__}:double",
+        attribute="double",
+        interface="x: int -> int",
+        time_limit_s=3.0,
+    ),
+    Exercise(
+        lab="toy",
+        name="answers",
+        title="the factor",
+        statement="Fill in ANSWERS: the factor `double` multiplies by.",
+        hint="Read double's statement.",
+        handout="README.md#answers",
+        reference=f"{__name__}:ANSWERS",
+        attribute="ANSWERS",
+        stub='ANSWERS = {"factor": None}',
+    ),
+    Exercise(
+        lab="toy",
+        name="essay",
+        title="an essay",
+        statement="Write at least ten words about doubling.",
+        hint="Ten words.",
+        handout="README.md#essay",
+        reference=f"{__name__}:HERE",
+        document="essay.md",
+        template=f"{__name__}:essay_template",
+    ),
+]
+
+
+def run(ctx) -> None:
+    ctx.check_max("the toy lab's own check", 0.0, 1.0)  # the lab's other work: always passes
+    with ctx.grading("double") as impl:
+        got = impl(21)
+        ctx.check_equal("double(21)", got, 42, message=f"double(21) gave {got!r}: multiply by 2")
+    with ctx.grading("answers") as answers:
+        if answers["factor"] is None:
+            raise NotImplementedError("toy.answers: fill in ANSWERS")
+        ctx.check_equal("ANSWERS['factor']", answers["factor"], 2)
+    with ctx.grading("essay") as path:
+        words = len(Path(path).read_text().split())
+        ctx.check_min("essay: words", words, 10, message=f"{words} words; write at least 10")
+    ctx.summary = "The toy lab ran.\n"
+
+
+def install(setattr) -> None:
+    """The toy lab in place of the real ones, with setattr(module, name, value)."""
+    setattr(labs, "all_labs", lambda: {"toy": LAB})
+    setattr(labs, "get", lambda name: LAB)
+    setattr(exercise, "lab_exercises", lambda lab: EXERCISES if lab == "toy" else [])
+    setattr(exercise, "lab_header", lambda lab: WORKSPACE_HEADER.strip() + "\n")
+
+
+def sitecustomize_source() -> str:
+    """A sitecustomize.py that installs the toy at the start of every Python process (the labs' children)."""
+    return (
+        f"import sys\nsys.path.insert(0, {str(HERE)!r})\n"
+        "import learner_toy\nlearner_toy.install(setattr)\n"
+    )

@@ -1,0 +1,303 @@
+"""The distributed lab's exercises, graded in this process against a committed run's figures (no processes):
+the reference passes, fresh templates are not started, and each plausible wrong solution fails with a message
+that points at the mistake. A fresh workspace graded end to end, through `check`: test_exercises_every_lab.py."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from workshop import exercise
+from workshop.lab import LabContext
+from workshop.labs.distributed import answers, figures, predictions, survey
+from workshop.labs.distributed.exercises import EXERCISES
+
+RUN = figures.read(survey.COMMITTED_RUNS[0])  # CPU, N=2
+N = RUN[0].n
+
+
+@pytest.fixture
+def ctx(tmp_path):
+    return LabContext("distributed", tmp_path, "cpu", N, 0)
+
+
+def failed(ctx: LabContext) -> dict[str, str]:
+    """Failed check name -> its message."""
+    return {c.name: c.message for c in ctx.checks if not c.passed}
+
+
+def grade_predictions(ctx, value):
+    with ctx.grading("predictions"):
+        predictions.grade(ctx, value, RUN)
+    return failed(ctx)
+
+
+def test_the_reference_predictions_pass(ctx):
+    assert grade_predictions(ctx, predictions.reference) == {}
+    assert len(ctx.checks) == 1 + 4 * 3
+
+
+def edited(**changes) -> dict:
+    """The reference predictions at N with changes: {"ddp.held_bytes": value} or {"n": value}."""
+    value = copy.deepcopy(predictions.reference(N))
+    for key, v in changes.items():
+        strategy, _, field = key.partition("__")
+        if field:
+            value[strategy][field] = v
+        else:
+            value[strategy] = v
+    return value
+
+
+P = 1_118_048  # the model's fp32 parameter bytes
+WRONG_PREDICTIONS = [  # (what the learner did, the changes, the check that fails, words its message must have)
+    ("parameters only", {"ddp__held_bytes": P}, "ddp held_bytes", "parameters only"),
+    (
+        "the DDP broadcast forgotten",
+        {"ddp__collectives": 1},
+        "ddp collectives",
+        "forward broadcast x1",
+    ),
+    ("FSDP as if replicated", {"fsdp__held_bytes": 3 * P}, "fsdp held_bytes", "only its part"),
+    (
+        "elements, not bytes",
+        {"tp__comm_bytes": 1_128_512 // 4},
+        "tp comm_bytes",
+        "elements, not bytes",
+    ),
+    ("wire bytes for buffers", {"fsdp__comm_bytes": 1_517_920}, "fsdp comm_bytes", "on the wire"),
+    ("pipeline sends only", {"pp__collectives": 4}, "pp collectives", "a send and a receive alike"),
+    (
+        "FSDP's backward gathers forgotten",
+        {"fsdp__comm_bytes": 2_236_096},
+        "fsdp comm_bytes",
+        "left out backward allgather_base",
+    ),
+    ("predicted for another N", {"n": 4}, "made for this run's N", "this run has N=2"),
+]
+
+
+@pytest.mark.parametrize(
+    "mistake, changes, check, words", WRONG_PREDICTIONS, ids=[w[0] for w in WRONG_PREDICTIONS]
+)
+def test_wrong_predictions_fail_with_a_pointed_message(ctx, mistake, changes, check, words):
+    wrong = grade_predictions(ctx, edited(**changes))
+    assert len(wrong) == 1, wrong
+    ((name, message),) = wrong.items()
+    assert check in name and words in message, (name, message)
+
+
+def test_fresh_templates_are_not_started(ctx, tmp_path):
+    work = tmp_path / "my-work"
+    work.mkdir()
+    (work / "distributed.py").write_text(
+        "\n\n".join(ex.stub_code() for ex in EXERCISES if ex.attribute)
+    )
+    ctx.work = work
+    grade_predictions(ctx, ctx.solution(ctx.exercise("predictions")))
+    with ctx.grading("answers") as impl:
+        answers.grade(ctx, impl, answers.facts(RUN, None))
+    statuses = {
+        k: v["status"] for k, v in ctx.exercise_results().items() if k != "distributed.survey"
+    }
+    assert statuses == {
+        "distributed.predictions": exercise.NOT_STARTED,
+        "distributed.answers": exercise.NOT_STARTED,
+    }
+
+
+FACTS = {
+    "fsdp_backward_allgathers": 4,
+    "logits_gather_bytes": 422_400,
+    "gpipe_idle_theory": 0.2,
+    "interleaved_sends_rank0": 12,
+}
+WRONG_ANSWERS = [
+    ("the root counted", "fsdp_backward_allgathers", 5, "not resharded after forward"),
+    ("nothing gathered in backward", "fsdp_backward_allgathers", 0, "must gather them again"),
+    ("elements, not bytes", "logits_gather_bytes", 105_600, "elements, not bytes"),
+    ("the shard, not the gathered tensor", "logits_gather_bytes", 211_200, "whole vocabulary"),
+    ("a percent", "gpipe_idle_theory", 20, "a fraction"),
+    ("interleaving's theory", "gpipe_idle_theory", 1 / 9, "interleaved schedule's"),
+    ("GPipe's sends", "interleaved_sends_rank0", 4, "GPipe's count"),
+]
+
+
+def test_the_reference_answers_pass_and_match_the_run(ctx):
+    assert answers.facts(RUN, None)["fsdp_backward_allgathers"] == FACTS["fsdp_backward_allgathers"]
+    with ctx.grading("answers") as impl:
+        answers.grade(ctx, impl, FACTS)
+    assert failed(ctx) == {} and len(ctx.checks) == 4
+
+
+@pytest.mark.parametrize(
+    "mistake, key, value, words", WRONG_ANSWERS, ids=[w[0] for w in WRONG_ANSWERS]
+)
+def test_wrong_answers_fail_with_a_pointed_message(ctx, mistake, key, value, words):
+    with ctx.grading("answers"):
+        answers.grade(ctx, {**answers.reference(N), key: value}, FACTS)
+    wrong = failed(ctx)
+    assert len(wrong) == 1, wrong
+    ((name, message),) = wrong.items()
+    assert key in name and words in message, (name, message)
+
+
+# ---- the survey ----
+
+
+def mb(x: float) -> str:
+    return f"{x / 1e6:.2f} MB"
+
+
+def by(run: str) -> figures.Figure:
+    return next(f for f in RUN if f.run == run)
+
+
+def good_survey() -> str:
+    """A survey that passes: each strategy in sentences of its own, with this run's figures."""
+    ddp, fsdp, tp, gpipe = by("ddp"), by("fsdp"), by("tp"), by("gpipe")
+    filler = " ".join(
+        ["Measured on my own machine, each number below comes from the run's figures."] * 12
+    )
+    return f"""# My survey
+
+{filler}
+
+## DDP
+
+DDP keeps a full replica of the model on every rank: {mb(ddp.state_bytes_per_rank)} of parameters, gradients
+and momentum. In backward it runs one all-reduce of the gradients, {mb(ddp.comm_bytes)} of buffers per step.
+
+## FSDP
+
+FSDP keeps a shard of every parameter on each rank, {mb(fsdp.state_bytes_per_rank)} here. It must all-gather
+the parameters before each unit runs and reduce-scatter the gradients, {mb(fsdp.comm_bytes)} of buffers.
+
+## Tensor parallel
+
+Tensor parallel splits each big matrix by columns or rows, so a rank holds {mb(tp.state_bytes_per_rank)}.
+Every block waits for an all-reduce of its activations, forward and backward.
+
+## Pipeline parallel
+
+Pipeline parallel gives each rank a stage of blocks. Activations travel by send and recv between
+neighbours; my run idled {gpipe.bubble:.0%} of the step with GPipe.
+"""
+
+
+def grade_survey(ctx, tmp_path, text: str, run=RUN) -> dict[str, str]:
+    """Grade `text` as the learner's survey.md, started from RUN's figures, in a run whose figures are `run`."""
+    work = tmp_path / "my-work"
+    work.mkdir(exist_ok=True)
+    source = f"<!-- figures: {survey.COMMITTED_RUNS[0]} -->"
+    (work / "survey.md").write_text(text + "\n" + source + "\n")
+    ctx.work = work
+    with ctx.grading("survey") as document:
+        survey.grade(ctx, document, *survey.figures_for(document, run))
+    return failed(ctx)
+
+
+def test_a_good_survey_passes(ctx, tmp_path):
+    assert survey.words(good_survey()) >= survey.WORDS[0]
+    assert grade_survey(ctx, tmp_path, good_survey()) == {}
+
+
+def test_the_model_answer_quotes_each_committed_run_as_generated():
+    text = survey.MODEL_ANSWER.read_text()
+    for path in survey.COMMITTED_RUNS:
+        assert survey.tables(figures.read(path)) in text, (
+            f"survey/README.md: regenerate {path}'s tables"
+        )
+
+
+def test_the_model_answer_passes_against_the_committed_runs(ctx):
+    with ctx.grading("survey") as document:
+        survey.grade(ctx, document, *survey.figures_for(None, []))
+    assert failed(ctx) == {}
+
+
+WRONG_SURVEYS = [
+    (
+        "one paragraph",
+        lambda t: t.split("## DDP")[0][:400],
+        "words of prose in survey.md",
+        "one page",
+    ),
+    (
+        "no pipeline",
+        lambda t: t.split("## Pipeline parallel")[0],
+        "pipeline parallel named",
+        "no sentence is about",
+    ),
+    (
+        "DDP said to shard",
+        lambda t: t.replace(
+            "DDP keeps a full replica of the model on every rank", "DDP shards the parameters"
+        ),
+        "DDP named",
+        "what each rank holds",
+    ),
+    (
+        "FSDP said to all-reduce",
+        lambda t: t.replace(
+            "It must all-gather\nthe parameters before each unit runs and reduce-scatter",
+            "It all-reduces the gradients\nafter each unit runs, like",
+        ),
+        "FSDP named",
+        "all-gather",
+    ),
+    (
+        "a figure from the H200 run",
+        lambda t: t + "\nDDP's step took 14.0 ms on the H200s.\n",
+        "traces to the run's figures",
+        "14.0 ms",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "mistake, change, check, words", WRONG_SURVEYS, ids=[w[0] for w in WRONG_SURVEYS]
+)
+def test_wrong_surveys_fail_with_a_pointed_message(ctx, tmp_path, mistake, change, check, words):
+    wrong = grade_survey(ctx, tmp_path, change(good_survey()))
+    hits = {name: message for name, message in wrong.items() if check in name}
+    assert hits and any(words in m for m in hits.values()), wrong
+
+
+def test_figures_of_another_run_are_refused(ctx, tmp_path):
+    other = [copy.deepcopy(f) for f in RUN]
+    other[
+        0
+    ].state_bytes_per_rank += 4  # this run's code holds other bytes than the run the survey quotes
+    wrong = grade_survey(ctx, tmp_path, good_survey(), run=other)
+    assert list(wrong) == [
+        "survey: its figures share this run's N, bytes and collectives (demos that differ)"
+    ]
+
+
+SURVEY = next(ex for ex in EXERCISES if ex.document)
+
+
+def test_the_template_waits_for_a_run_is_filled_from_it_and_never_replaces_the_learners(tmp_path):
+    """Through the workspace's own hook (Exercise.template): init writes it when a run exists, check after its
+    run when init could not; neither replaces a survey.md that is there."""
+    from workshop import workspace_init
+
+    lab_dir = survey.COMMITTED_RUNS[0].parent
+    assert (
+        SURVEY.document_text(None) is None and SURVEY.document_text(tmp_path) is None
+    )  # no run yet
+    assert (
+        workspace_init.write_waiting_document(tmp_path, SURVEY, lab_dir) == tmp_path / "survey.md"
+    )
+    filled = (tmp_path / "survey.md").read_text()
+    assert mb(by("fsdp").state_bytes_per_rank) in filled
+    assert survey.source(filled).endswith("figures.json")
+    assert (
+        survey.figures_for(tmp_path / "survey.md", [])[0] == RUN
+    )  # traced against the run it came from
+    assert survey.untraced(filled, RUN) == [] and survey.words(filled) < survey.WORDS[0]
+    (tmp_path / "survey.md").write_text(filled + "\nMy words.\n")
+    assert workspace_init.write_waiting_document(tmp_path, SURVEY, lab_dir) is None
+    assert (tmp_path / "survey.md").read_text().endswith("My words.\n")

@@ -1,0 +1,340 @@
+"""The learner's and the instructor's commands on the toy lab (tests/learner_toy.py): exercises init and list,
+check (its exit status, its report, bad input of every kind), grade (complete, partial, broken workspaces).
+
+In-process where the command runs no lab; through `python -m workshop` where it does, the toy installed in the
+lab's own process by a sitecustomize.py on PYTHONPATH. A toy lab run takes about 2 s.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import learner_toy
+import pytest
+
+from workshop import cli, exercise, progress, results
+from workshop.lab import LabContext
+
+DOUBLE = "def double(x: int) -> int:\n    return 2 * x\n"
+ANSWERS = 'ANSWERS = {"factor": 2}\n'
+ESSAY = "Doubling a number adds the number to itself, once, and that is all.\n"
+
+
+@pytest.fixture
+def toy(monkeypatch, tmp_path):
+    """The toy lab in place of the real ones, here and in every process started from here; cwd: tmp_path."""
+    learner_toy.install(monkeypatch.setattr)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(learner_toy.sitecustomize_source())
+    path = [str(site), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(path))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def workshop(*args: str) -> subprocess.CompletedProcess:
+    out = subprocess.run(
+        [sys.executable, "-m", "workshop", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    out.text = out.stdout + out.stderr
+    return out
+
+
+def replace_stub(path: Path, name: str, code: str) -> None:
+    """The learner's edit: the stub of exercise `name` replaced by `code`."""
+    ex = next(e for e in learner_toy.EXERCISES if e.name == name)
+    text = path.read_text()
+    assert ex.stub_code() in text
+    path.write_text(text.replace(ex.stub_code(), code))
+
+
+def statuses(work: Path) -> dict[str, str]:
+    return {s.exercise.id: s.status for s in progress.workspace_progress(work, Path("results"))}
+
+
+# ---- exercises init ----
+def test_init_writes_each_stub_under_its_statement_hint_and_handout(toy):
+    assert cli.main(["exercises", "init", "--learner", "Ada"]) == 0
+    text = (toy / "my-work" / "toy.py").read_text()
+    assert text.startswith('"""Your solutions to the toy lab')
+    block = text[text.index("# Exercise toy.double") : text.index("def double")]
+    for part in (
+        "Return twice x.",
+        "Interface: x: int -> int",
+        "Hint: Multiply by two.",
+        "README.md#double",
+    ):
+        assert part in block
+    assert 'ANSWERS = {"factor": None}' in text
+    assert not (toy / "my-work" / "essay.md").exists(), "its template needs a run of the lab first"
+    assert json.loads((toy / "my-work" / ".workspace.json").read_text())["learner"] == "Ada"
+
+
+def test_init_refuses_to_overwrite_and_force_backs_up_first(toy, capsys):
+    work = toy / "my-work"
+    cli.main(["exercises", "init"])
+    (work / "toy.py").write_text("# my work\n")
+    with pytest.raises(SystemExit, match=r"my-work/toy.py already exist.*--force"):
+        cli.main(["exercises", "init"])
+    assert (work / "toy.py").read_text() == "# my work\n"
+
+    capsys.readouterr()
+    assert cli.main(["exercises", "init", "--force"]) == 0
+    [backup] = work.glob(".backup-*")
+    assert (backup / "toy.py").read_text() == "# my work\n"
+    assert f"backed up your files to my-work/{backup.name}/" in capsys.readouterr().out
+    assert "def double" in (work / "toy.py").read_text()
+
+
+def test_init_of_a_lab_without_exercises_is_refused(toy):
+    with pytest.raises(
+        SystemExit, match="no exercises in lab.*minigpt.*the labs with exercises: toy"
+    ):
+        cli.main(["exercises", "init", "--lab", "minigpt"])
+
+
+def test_init_and_check_in_spanish_then_list_in_english(toy, capsys):
+    """The core's words in Spanish (the toy's own texts have no translation); a workspace made in Spanish
+    is still "not started" when listed in English: its stubs are recognised in every language."""
+    work = toy / "my-work"
+    assert cli.main(["exercises", "init", "--lang", "es"]) == 0
+    written = (work / "toy.py").read_text(encoding="utf-8")
+    for part in (
+        "# Ejercicio toy.double: double a number",
+        "# Interfaz: x: int -> int",
+        "# Pista: Multiply by two.",
+        "# Lee: workshop/labs/toy/README.md#double",
+        "# Lo corrige: python -m workshop check toy",
+        "Mira workshop/labs/toy/README.md#double.",
+    ):
+        assert part in written
+    out = workshop("check", "toy", "--device", "cpu", "--lang", "es")
+    assert out.returncode == 1, out.text
+    assert "corrigiendo my-work con las comprobaciones de toy" in out.text
+    assert "PENDIENTE  toy.double" in out.text and "qué hacer" in out.text
+    assert "ejercicios superados: 0 de 3" in out.text
+    summary = Path("results/latest/toy/summary.md").read_text(encoding="utf-8")
+    assert "## Ejercicios" in summary and "| toy.double | sin empezar |" in summary
+
+    capsys.readouterr()
+    assert cli.main(["exercises", "list", "--lang", "es"]) == 0
+    listed = capsys.readouterr().out
+    assert "ejercicio" in listed and "estado" in listed and "sin empezar" in listed
+    assert cli.main(["exercises", "list"]) == 0
+    assert capsys.readouterr().out.count("not started") == 3
+
+
+# ---- check, then list: the learner's loop ----
+def test_check_fails_fresh_stubs_with_the_statement_then_passes_when_solved(toy):
+    work = toy / "my-work"
+    cli.main(["exercises", "init"])
+    first = workshop("check", "toy", "--device", "cpu")
+    assert first.returncode == 1, first.text
+    assert "TODO  toy.double" in first.text and "to do  Return twice x. Nothing else." in first.text
+    assert "wrote my-work/essay.md from this run's figures" in first.text
+    run_dir = Path("results/latest").resolve()
+    manifest = results.read_json(run_dir / "manifest.json")
+    assert manifest["implementation"]["kind"] == "workspace"
+    assert manifest["implementation"]["work"] == str(work.resolve())
+    assert set(manifest["implementation"]["sha256"]) == {"toy.py", "essay.md"}
+    result = results.read_json(run_dir / "toy" / "result.json")
+    assert [c["name"] for c in result["checks"] if c["passed"]] == ["the toy lab's own check"]
+    assert set(statuses(work).values()) == {exercise.NOT_STARTED}
+
+    replace_stub(work / "toy.py", "double", DOUBLE)
+    replace_stub(work / "toy.py", "answers", ANSWERS)
+    assert set(statuses(work).values()) == {progress.CHANGED, exercise.NOT_STARTED}
+    (work / "essay.md").write_text(ESSAY)
+    second = workshop("check", "toy", "--device", "cpu")
+    assert second.returncode == 0, second.text
+    assert "3 of 3 exercise(s) passing" in second.text
+    assert set(statuses(work).values()) == {exercise.PASSING}
+    assert (run_dir / "toy" / "result.json").read_text() == json.dumps(result, indent=2) + "\n"
+
+    (work / "toy.py").write_text((work / "toy.py").read_text() + "\n# an edit\n")
+    listed = statuses(work)
+    assert listed["toy.double"] == progress.CHANGED and listed["toy.essay"] == exercise.PASSING
+
+
+def test_a_wrong_answer_prints_the_value_threshold_message_and_hint(toy):
+    cli.main(["exercises", "init"])
+    replace_stub(toy / "my-work" / "toy.py", "double", "def double(x):\n    return x + x + 1\n")
+    out = workshop("check", "toy", "--device", "cpu")
+    assert out.returncode == 1
+    assert "FAIL  toy.double" in out.text
+    assert "check  double(21): 43 (threshold 42)" in out.text
+    assert "why    double(21) gave 43: multiply by 2" in out.text
+    assert "hint   Multiply by two." in out.text
+
+
+@pytest.mark.parametrize(
+    "double, expected",
+    [
+        ("def double(x):\n    return (\n", "your code loads: my-work/toy.py:{line}: SyntaxError"),
+        (
+            "def double(x):\n    while True: x += 1\n",
+            "finishes in time: my-work/toy.py:{line}: still running after 3 s of CPU time",
+        ),
+    ],
+    ids=["syntax error", "endless loop"],
+)
+def test_bad_input_names_the_exercise_and_line_and_the_others_are_graded(toy, double, expected):
+    work = toy / "my-work"
+    cli.main(["exercises", "init"])
+    replace_stub(work / "toy.py", "answers", ANSWERS)
+    replace_stub(work / "toy.py", "double", double)
+    line = (work / "toy.py").read_text().splitlines().index(double.splitlines()[-1]) + 1
+    out = workshop("check", "toy", "--device", "cpu")
+    assert out.returncode == 1
+    report = out.text[out.text.index("FAIL  toy.double") :]
+    assert expected.format(line=line) in " ".join(report.split())
+    answers = "FAIL  toy.answers" if "SyntaxError" in expected else "PASS  toy.answers"
+    assert answers in out.text, "the other exercises are still graded"
+
+
+def test_a_crash_in_native_code_is_named_and_the_other_exercises_graded_again(toy):
+    cli.main(["exercises", "init"])
+    work = toy / "my-work"
+    crash = "def double(x):\n    import ctypes\n    return ctypes.string_at(0)\n"
+    replace_stub(work / "toy.py", "double", crash)
+    replace_stub(work / "toy.py", "answers", ANSWERS)
+    line = (work / "toy.py").read_text().splitlines().index("    return ctypes.string_at(0)") + 1
+    out = workshop("check", "toy", "--device", "cpu")
+    where = f"killed by SIGSEGV at my-work/toy.py:{line}"
+    assert f"survives it: {where}" in " ".join(out.text.split())
+    assert "PASS  toy.answers" in out.text, "the other exercises are still graded"
+    run_dir = Path("results/latest").resolve()
+    dead = (run_dir / "toy.attempt-1" / "log.txt").read_text()
+    assert "[toy] grading toy.double ..." in dead and "Segmentation fault" in dead
+    graded = results.read_json(run_dir / "toy" / "result.json")["exercises"]
+    assert graded["toy.double"]["failed_check"]["value"].startswith(where)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["check", "nosuchlab"], "no exercises in lab(s) nosuchlab; the labs with exercises: toy"),
+        (
+            ["check", "toy", "--work", "nowhere"],
+            "nowhere is not a folder: make your workspace with",
+        ),
+        (["exercises", "list", "--work", "nowhere"], "nowhere is not a folder"),
+    ],
+)
+def test_refusals_are_one_line_and_run_nothing(toy, args, message):
+    with pytest.raises(SystemExit, match=message.replace("(", r"\(").replace(")", r"\)")):
+        cli.main(args)
+    assert not Path("results").exists()
+
+
+def test_a_missing_lab_file_is_refused_with_the_init_command(toy):
+    (toy / "my-work").mkdir()
+    with pytest.raises(
+        SystemExit, match=r"my-work/toy.py does not exist.*exercises init my-work --lab toy"
+    ):
+        cli.main(["check", "toy"])
+
+
+# ---- grade ----
+def read_csv(path: str) -> list[dict]:
+    return list(csv.DictReader(Path(path).read_text().splitlines()))
+
+
+def make_workspace(
+    root: Path, name: str, double: str | None, answers: str | None, essay: str | None
+):
+    work = root / name
+    assert cli.main(["exercises", "init", str(work)]) == 0
+    if double:
+        replace_stub(work / "toy.py", "double", double)
+    if answers:
+        replace_stub(work / "toy.py", "answers", answers)
+    if essay:
+        (work / "essay.md").write_text(essay)
+    return work
+
+
+def test_grade_tables_complete_partial_and_broken_workspaces_and_reports_what_it_cannot_read(toy):
+    class_dir = toy / "class"
+    make_workspace(class_dir, "ada", DOUBLE, ANSWERS, ESSAY)
+    make_workspace(class_dir, "bob", DOUBLE, None, None)
+    broken = make_workspace(class_dir, "eve", None, None, None)
+    (broken / "toy.py").write_text("def double(x):\n    return (\n")
+    cli.main(["run", "toy", "--device", "cpu"])  # a reference run: says nothing of a learner
+    reference_run = Path("results/latest").resolve()
+    paths = [
+        class_dir / "ada",
+        class_dir / "bob",
+        class_dir / "eve",
+        reference_run,
+        toy / "nowhere",
+    ]
+
+    assert cli.main(["grade", *map(str, paths), "--device", "cpu", "--to", "grades"]) == 0
+    rows = {row["learner"]: row for row in read_csv("grades/grades.csv")}
+    assert rows["ada"]["passing"] == "3/3"
+    assert [rows["bob"][e] for e in ("toy.double", "toy.answers", "toy.essay")] == [
+        "passing",
+        "not started",
+        "not started",
+    ]
+    assert rows["eve"]["toy.double"] == "failing"
+    assert "your code loads: class/eve/toy.py:2: SyntaxError" in rows["eve"]["notes"]
+    assert "ran the reference, not the learner's code" in rows[reference_run.name]["notes"]
+    assert rows["nowhere"]["notes"] == "not a run folder, a folder of runs, or a workspace"
+    assert rows["ada"]["tree_modified"] in ("yes", "no") and rows["ada"]["torch"] != "?"
+    markdown = Path("grades/grades.md").read_text()
+    assert "| ada | 3/3 | passing | passing | passing |" in markdown
+    with pytest.raises(SystemExit, match="grades/grades.csv.*already exist"):
+        cli.main(["grade", str(class_dir / "ada"), "--to", "grades"])
+
+
+def test_grade_reads_a_learners_handed_in_runs_and_their_declared_name(toy):
+    work = make_workspace(toy, "my-work", DOUBLE, None, None)
+    cli.main(["exercises", "init", str(work), "--lab", "toy", "--force", "--learner", "Ada L."])
+    replace_stub(work / "toy.py", "double", DOUBLE)
+    assert workshop("check", "toy", "--device", "cpu").returncode == 1
+    assert cli.main(["grade", "results", "--to", "grades"]) == 0
+    [row] = read_csv("grades/grades.csv")
+    assert (row["learner"], row["toy.double"], row["toy.answers"]) == (
+        "Ada L.",
+        "passing",
+        "not started",
+    )
+
+
+# ---- the grading block, in-process ----
+def graded_context(work: Path, double: str) -> LabContext:
+    work.mkdir()
+    (work / "toy.py").write_text(double + ANSWERS)
+    (work / "essay.md").write_text(ESSAY)
+    (work.parent / "out").mkdir()
+    return LabContext("toy", work.parent / "out", "cpu", 1, 0, work=work)
+
+
+def test_sys_exit_in_the_learners_code_fails_only_its_exercise(toy):
+    ctx = graded_context(toy / "my-work", "import sys\ndef double(x):\n    sys.exit(3)\n")
+    learner_toy.run(ctx)
+    graded = ctx.exercise_results()
+    assert graded["toy.double"]["failed_check"]["value"] == "my-work/toy.py:3: SystemExit: 3"
+    assert graded["toy.answers"]["status"] == exercise.PASSING
+
+
+def test_a_stop_from_outside_is_recorded_where_the_learners_code_was_and_propagates(toy):
+    ctx = graded_context(toy / "my-work", "def double(x):\n    raise KeyboardInterrupt\n")
+    with pytest.raises(KeyboardInterrupt):
+        learner_toy.run(ctx)
+    [cut] = [c for c in ctx.checks if c.exercise == "toy.double"]
+    assert (cut.name, cut.value) == (
+        "toy.double: graded to the end",
+        "my-work/toy.py:2: KeyboardInterrupt",
+    )

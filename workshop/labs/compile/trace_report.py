@@ -1,0 +1,102 @@
+"""The run's compiles in tlparse, the report PyTorch's compiler team reads: every Dynamo frame with its graph,
+guards, AOTAutograd's graphs and Inductor's code, from the structured trace torch writes under TORCH_TRACE.
+
+`TORCH_TRACE=DIR python ...` is read when torch is imported; the lab's process has imported torch already, so
+`start_torch_trace` points torch's own trace handler (a LazyTraceHandler, which opens its file at the first
+record) at the lab's folder instead. `make_report` then runs `tlparse TRACE -o OUT --no-browser`. tlparse is a
+separate program (pinned in requirements-pinned.txt); where it is not installed the report is not made and
+`TraceReport.reason` says why: the raw trace stays for a machine that has it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from workshop.i18n import _
+
+TRACE_DIR = "torch_trace"  # the raw structured trace, one .log per process
+REPORT_DIR = "tlparse"  # tlparse's HTML report: tlparse/index.html
+TLPARSE_PIN = "tlparse==0.4.3"
+
+
+def start_torch_trace(folder: Path) -> bool:
+    """Send torch's structured trace (the records TORCH_TRACE would) to `folder`; call before compiling and
+    before torch._logging.set_logs, which attaches the handler. False when this torch has no such handler."""
+    internal = torch._logging._internal
+    if not hasattr(internal, "LazyTraceHandler"):
+        return False
+    internal.LOG_TRACE_HANDLER = internal.LazyTraceHandler(str(folder))
+    torch._logging._init_logs()
+    return True
+
+
+def stop_torch_trace() -> None:
+    """Close the trace file and send later records nowhere (as when TORCH_TRACE is unset)."""
+    internal = torch._logging._internal
+    if hasattr(internal, "LazyTraceHandler"):
+        if internal.LOG_TRACE_HANDLER is not None:
+            internal.LOG_TRACE_HANDLER.close()
+        internal.LOG_TRACE_HANDLER = internal.LazyTraceHandler(None)
+        torch._logging._init_logs()
+
+
+def tlparse_program() -> str | None:
+    """tlparse beside this Python (a venv's bin/, not always on PATH), else on PATH."""
+    beside = Path(sys.executable).parent / "tlparse"
+    return str(beside) if beside.is_file() else shutil.which("tlparse")
+
+
+@dataclass
+class TraceReport:
+    index: Path | None  # tlparse/index.html, when made
+    reason: str  # why it was not made ("" when it was)
+    output_code: int  # Inductor output-code entries the report lists (0 when not made)
+
+
+def make_report(trace_dir: Path, out_dir: Path) -> TraceReport:
+    """Run tlparse on the trace; once the report is made, the raw trace goes (the report keeps it as raw.log)."""
+    logs = sorted(trace_dir.glob("*.log"))
+    for log in logs:
+        log.chmod(0o644)  # torch makes it 0600; the run folder is for everyone who reads it
+    program = tlparse_program()
+    if not logs:
+        return TraceReport(None, _("torch wrote no structured trace in this run"), 0)
+    if program is None:
+        return TraceReport(
+            None,
+            _(
+                "tlparse is not installed here (pip install {pin}); the raw trace is in {dir}/"
+            ).format(pin=TLPARSE_PIN, dir=TRACE_DIR),
+            0,
+        )
+    done = subprocess.run(
+        [program, str(logs[-1]), "-o", str(out_dir), "--no-browser", "--overwrite"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    index = out_dir / "index.html"
+    if done.returncode != 0 or not index.is_file():
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return TraceReport(None, _("tlparse failed: {line}").format(line=last), 0)
+    shutil.rmtree(trace_dir)
+    return TraceReport(index, "", output_code_entries(out_dir / "compile_directory.json"))
+
+
+def output_code_entries(directory: Path) -> int:
+    """How many Inductor output-code artifacts tlparse's compile directory lists, over all compiles."""
+    if not directory.is_file():
+        return 0
+    compiles = json.loads(directory.read_text())
+    return sum(
+        a["name"].startswith("inductor_output_code")
+        for entry in compiles.values()
+        for a in entry.get("artifacts", [])
+    )

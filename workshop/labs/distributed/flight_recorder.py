@@ -1,0 +1,109 @@
+"""PyTorch's Flight Recorder: each rank keeps a ring buffer of its last collectives (op, sequence number, sizes,
+state), which we dump when a rank fails or is told to stop. After a hang the dumps say which collective each
+rank was in: the waiting ranks' last entry is a collective that the hung rank never entered.
+
+Where it works: torch 2.13 records gloo's collectives as well as NCCL's, with a 2,000-entry buffer by default;
+enable() sets the buffer's size anyway (TORCH_FR_BUFFER_SIZE), for releases whose default is no buffer
+(the older names, TORCH_NCCL_TRACE_BUFFER_SIZE ..., warn as deprecated in 2.13). NCCL's watchdog also dumps
+by itself on a timeout (TORCH_NCCL_DUMP_ON_TIMEOUT, files named by TORCH_FR_DUMP_TEMP_FILE), since it may end
+the process before Python could. torch's own analyzer
+(`python -m torch.distributed.flight_recorder.fr_trace DIR`) reads NCCL dumps; on gloo dumps it fails in 2.13
+(a KeyError on the unnamed default group), so `read()` and `stuck()` read the entries themselves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pickle
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+PREFIX = "flight_recorder_rank"  # our dumps in the demo's folder: flight_recorder_rank<r>.json
+WATCHDOG_PREFIX = "flight_recorder_watchdog_rank"  # NCCL's own on a timeout: ..._rank<r> (pickle)
+
+
+def enable(out: Path) -> None:
+    """Before the process group exists: record collectives, and let NCCL's watchdog dump on a timeout."""
+    watchdog = str(Path(out).resolve() / WATCHDOG_PREFIX)
+    for name, value in (
+        ("TORCH_FR_BUFFER_SIZE", "2000"),
+        ("TORCH_NCCL_DUMP_ON_TIMEOUT", "1"),
+        ("TORCH_FR_DUMP_TEMP_FILE", watchdog),
+    ):
+        os.environ.setdefault(name, value)
+
+
+def dump_function(backend: str):
+    """The installed torch's dump for this backend (JSON bytes), or None where it has none."""
+    import torch
+
+    c10d = torch._C._distributed_c10d
+    names = ("_dump_nccl_trace_json", "_dump_fr_trace_json") if backend == "nccl" else ()
+    names += ("_dump_fr_trace_json",)
+    return next((getattr(c10d, n) for n in names if hasattr(c10d, n)), None)
+
+
+def dump(out: Path, rank: int, backend: str) -> None:
+    if fn := dump_function(backend):
+        (Path(out) / f"{PREFIX}{rank}.json").write_bytes(fn(True, False))
+
+
+@contextlib.contextmanager
+def dump_on_failure(out: Path, rank: int, backend: str):
+    """Dump this rank's buffer if the block raises (a peer timed out), or when torchrun stops this rank with
+    SIGTERM because another failed (a hung rank: Python runs the handler between two bytecodes, e.g. in sleep)."""
+
+    def stopped(signum, frame):
+        dump(out, rank, backend)
+        os._exit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stopped)
+    try:
+        yield
+    except BaseException:
+        dump(out, rank, backend)
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@dataclass
+class RankState:
+    rank: int
+    last_seq: int  # the last collective this rank entered (default group's sequence number)
+    last_op: str  # e.g. "gloo:barrier", "nccl:all_reduce"
+
+
+def read(folder: Path) -> list[RankState]:
+    """Each rank's last collective on the default group, from the JSON dumps (or NCCL's pickled ones)."""
+    dumps: dict[int, dict] = {}
+    for path in sorted(Path(folder).glob(f"{PREFIX}*.json")):
+        dumps[int(path.stem.removeprefix(PREFIX))] = json.loads(path.read_bytes())
+    for path in sorted(Path(folder).glob(f"{WATCHDOG_PREFIX}*")):
+        rank = int(path.name.removeprefix(WATCHDOG_PREFIX))
+        dumps.setdefault(
+            rank, pickle.loads(path.read_bytes())
+        )  # our job's own file, plain containers
+    states = []
+    for rank, data in sorted(dumps.items()):
+        entries = [e for e in data.get("entries", []) if "default_pg" in e.get("process_group", ())]
+        # the last recorded (record ids grow; sequence numbers restart with each new process group)
+        last = max(entries, key=lambda e: e.get("record_id", e["collective_seq_id"]), default=None)
+        if last is not None:
+            states.append(RankState(rank, last["collective_seq_id"], last["profiling_name"]))
+    return states
+
+
+def stuck(states: list[RankState]) -> tuple[int, str, list[int]] | None:
+    """(sequence number, op, ranks that never entered it) of the first collective not every rank entered."""
+    if not states:
+        return None
+    seq = max(s.last_seq for s in states)
+    missing = [s.rank for s in states if s.last_seq < seq]
+    if not missing:
+        return None
+    op = next(s.last_op for s in states if s.last_seq == seq)
+    return seq, op, missing

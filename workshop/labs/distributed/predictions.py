@@ -1,0 +1,256 @@
+"""The predictions exercise: before running, the learner predicts, for each strategy at their N, the bytes a
+rank holds, the collectives rank 0 issues in one training step, and those collectives' buffer bytes. The run
+grades each number within 10% of what it measured, and says what a wrong one most likely left out.
+
+The reference (the instructor's solution) derives every number from the model's shapes, as the learner would:
+PREDICTIONS = reference(n). Pipeline figures are GPipe's (1F1B has the same); the learner's constant gives N.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+from workshop.i18n import N_, _
+from workshop.lab import LabContext
+from workshop.labs.distributed import pp, tp
+from workshop.labs.distributed.common import ROWS
+from workshop.labs.distributed.figures import Figure
+from workshop.minigpt.grammar import MAX_SENTENCE_LEN
+from workshop.minigpt.model import GPT, GPTConfig
+
+FIELDS = {
+    "held_bytes": N_("bytes of params + grads + optimizer state on the rank that holds most"),
+    "collectives": N_("collective calls rank 0 makes in one step (sends and receives included)"),
+    "comm_bytes": N_("the buffer bytes of those calls, summed"),
+}
+TOLERANCE = 0.10  # the exercise's bound: |predicted / measured - 1| <= 10%
+STRATEGY_RUN = {"ddp": "ddp", "fsdp": "fsdp", "tp": "tp", "pp": "gpipe"}
+FP32 = 4
+SEQ = MAX_SENTENCE_LEN - 1  # tokens per sentence as the demos feed them
+
+
+def param_shapes(cfg: GPTConfig = GPTConfig()) -> dict[str, tuple[int, ...]]:
+    return {n: tuple(p.shape) for n, p in GPT(cfg).named_parameters()}
+
+
+def tp_local_numel(name: str, shape: tuple[int, ...], n: int) -> int:
+    """Elements of a parameter on one tensor-parallel rank (tp.BLOCK_PLAN, tp.HEAD_PLAN)."""
+    numel = math.prod(shape)
+    layer = name.rsplit(".", 1)[0].split(".", 2)[-1]  # blocks.0.attn.q_proj.weight -> attn.q_proj
+    columns = layer in ("attn.q_proj", "attn.k_proj", "attn.v_proj", "mlp.fc") or name.startswith(
+        "lm_head"
+    )
+    rows = layer in ("attn.out_proj", "mlp.proj") and name.endswith(
+        "weight"
+    )  # a row-parallel bias is whole
+    return numel // n if columns or rows else numel
+
+
+def stage_bytes(shapes: dict, rank: int, p: int, cfg: GPTConfig = GPTConfig()) -> int:
+    """Parameter bytes of pipeline rank `rank` of p (one stage each): its blocks, plus embeddings or head."""
+    lo, hi = rank * cfg.n_layer // p, (rank + 1) * cfg.n_layer // p
+    blocks = {f"blocks.{i}." for i in range(lo, hi)}
+    ends = ("tok_emb", "pos_emb") if rank == 0 else ()
+    ends += ("ln_f", "lm_head") if rank == p - 1 else ()
+    mine = [
+        s
+        for name, s in shapes.items()
+        if name.startswith(tuple(blocks)) or name.split(".")[0] in ends
+    ]
+    return FP32 * sum(math.prod(s) for s in mine)
+
+
+def reference(n: int, cfg: GPTConfig = GPTConfig()) -> dict:
+    """The instructor's predictions at N = n: {"n": n, strategy: {field: value}}; None for a strategy that
+    cannot use n ranks."""
+    shapes = param_shapes(cfg)
+    params = FP32 * sum(math.prod(s) for s in shapes.values())
+    talks = n > 1
+    activation = (
+        FP32 * ROWS * SEQ * cfg.d_model
+    )  # one (ROWS, T, C) tensor: a TP all-reduce, a PP send
+    per_token = FP32 * ROWS * SEQ  # loss_parallel's all-reduces: one number per token
+    units = cfg.n_layer + 1  # FSDP: a unit per block, one for the rest (the root)
+    padded = (
+        sum(-(-s[0] // n) * math.prod(s[1:]) for s in shapes.values()) * FP32
+    )  # rank 0's shards
+    root = FP32 * sum(math.prod(s) for name, s in shapes.items() if not name.startswith("blocks."))
+    masks = cfg.n_layer * cfg.block_size**2  # DDP broadcasts the causal masks (bool) from rank 0
+    m = pp.microbatches(n)
+    return {
+        "n": n,
+        "ddp": {"held_bytes": 3 * params, "collectives": 2, "comm_bytes": params + masks},
+        "fsdp": {
+            "held_bytes": 3 * padded,
+            "collectives": (3 * units - 1)
+            if talks
+            else 0,  # gather fwd, gather bwd but the root, scatter
+            "comm_bytes": (3 * n * padded - root) if talks else 0,
+        },
+        "tp": None
+        if tp.usable(n, cfg)
+        else {
+            "held_bytes": 3 * FP32 * sum(tp_local_numel(k, s, n) for k, s in shapes.items()),
+            "collectives": 6 * cfg.n_layer + 4
+            if talks
+            else 3,  # fwd 2 per block + 3 for the loss; bwd 4 + 1
+            "comm_bytes": (6 * cfg.n_layer + 1) * activation + 3 * per_token
+            if talks
+            else 3 * per_token,
+        },
+        "pp": None
+        if pp.usable(n, cfg)
+        else {
+            "held_bytes": 3 * max(stage_bytes(shapes, r, n, cfg) for r in range(n)),
+            "collectives": 2 * m
+            if talks
+            else 0,  # rank 0 sends m activations, receives m gradients
+            "comm_bytes": 2 * m * activation if talks else 0,
+        },
+    }
+
+
+def measured(figure: Figure) -> dict[str, float]:
+    return {
+        "held_bytes": figure.state_bytes_per_rank,
+        "collectives": figure.calls,
+        "comm_bytes": figure.comm_bytes,
+    }
+
+
+def off_by(predicted: float, actual: float) -> float:
+    """|predicted / actual - 1|; a prediction of 0 for 0 is exact, anything else for 0 infinitely off."""
+    if actual == 0:
+        return 0.0 if predicted == 0 else math.inf
+    return abs(predicted / actual - 1)
+
+
+def grade(ctx: LabContext, predictions, figures: list[Figure]) -> None:
+    """Grade the learner's PREDICTIONS (or the reference's formula) against this run's figures."""
+    n = ctx.n_procs
+    predictions = (
+        predictions(n) if callable(predictions) else predictions
+    )  # the reference: the formula
+    if not isinstance(predictions, dict):
+        raise TypeError(
+            _("PREDICTIONS must be a dict, not {kind}").format(kind=type(predictions).__name__)
+        )
+    guesses = [
+        v
+        for s in STRATEGY_RUN
+        if isinstance(predictions.get(s), dict)
+        for v in predictions[s].values()
+    ]
+    if guesses and all(v is Ellipsis for v in guesses):
+        raise NotImplementedError  # the template, untouched: not started
+    ctx.check_equal(
+        _("predictions: made for this run's N (PREDICTIONS['n'])"),
+        predictions.get("n"),
+        n,
+        message=_("this run has N={n}: predict for it, or run with --n {theirs}").format(
+            n=n, theirs=predictions.get("n")
+        ),
+    )
+    by_run = {(f.strategy, f.run): f for f in figures}
+    for strategy, run in STRATEGY_RUN.items():
+        figure = by_run.get((strategy, run))
+        if figure is None:  # the strategy did not run at this N (its own failed check says why)
+            continue
+        guess = predictions.get(strategy) or {}
+        for name, actual in measured(figure).items():
+            value = guess.get(name)
+            ok = isinstance(value, int | float) and not isinstance(value, bool)
+            ctx.check_max(
+                _("predictions: {strategy} {name}, relative error against the run").format(
+                    strategy=strategy, name=name
+                ),
+                off_by(value, actual) if ok else math.inf,
+                TOLERANCE,
+                message=diagnosis(strategy, name, value, figure)
+                if ok
+                else _("give PREDICTIONS['{strategy}']['{name}'] as a number: {what}").format(
+                    strategy=strategy, name=name, what=_(FIELDS[name])
+                ),
+            )
+
+
+def diagnosis(strategy: str, name: str, value: float, figure: Figure) -> str:
+    """What a wrong prediction most likely missed, from how it relates to the measured figure."""
+    actual = measured(figure)[name]
+    if name == "held_bytes":
+        return held_diagnosis(strategy, value, actual, figure.n)
+    issued = describe(figure)
+    if left_out := missing_rows(name, value, figure):
+        return _("{strategy}: you left out {rows}; rank 0 issued {issued}").format(
+            strategy=strategy, rows=left_out, issued=issued
+        )
+    if name == "comm_bytes" and actual and abs(value * FP32 / actual - 1) <= TOLERANCE:
+        return _("{strategy}: that is elements, not bytes (fp32: 4 bytes each)").format(
+            strategy=strategy
+        )
+    if name == "comm_bytes" and figure.sent_bytes and off_by(value, figure.sent_bytes) <= TOLERANCE:
+        return _(
+            "{strategy}: that is what rank 0 sends on the wire ({sent:,.0f} B); give the buffers' bytes"
+        ).format(strategy=strategy, sent=figure.sent_bytes)
+    return _(
+        "{strategy}: measured {actual:,.0f}; count every call, a send and a receive alike: {issued}"
+    ).format(strategy=strategy, actual=actual, issued=issued)
+
+
+def missing_rows(name: str, value: float, figure: Figure) -> str:
+    """The logged rows whose leaving out explains the prediction ('' if none, or if several explain it
+    equally: then only the full list helps)."""
+    rows = figure.collectives_rank0
+    sizes = [r.count if name == "collectives" else r.bytes for r in rows]
+    actual = sum(sizes)
+    for size in range(1, len(rows)):
+        matches = [
+            left_out
+            for left_out in itertools.combinations(range(len(rows)), size)
+            if off_by(value, actual - sum(sizes[i] for i in left_out)) <= TOLERANCE / 2
+        ]
+        if matches:
+            if len(matches) > 1:
+                return ""
+            return ", ".join(f"{rows[i].phase} {rows[i].op} x{rows[i].count}" for i in matches[0])
+    return ""
+
+
+def held_diagnosis(strategy: str, value: float, actual: float, n: int) -> str:
+    whole = reference(1)["ddp"]["held_bytes"]  # params, grads and momentum of the whole model
+    hints = [
+        (
+            actual / 3,
+            _(
+                "you counted the parameters only: a rank also holds their gradients and SGD's momentum"
+            ),
+        ),
+        (
+            actual * 2 / 3,
+            _("a rank holds three copies, parameters, gradients and momentum; you counted two"),
+        ),
+        (actual / FP32, _("that is elements, not bytes (fp32: 4 bytes each)")),
+    ]
+    if n > 1 and strategy == "ddp":
+        hints.append(
+            (whole / n, _("DDP splits nothing: every rank holds the whole model and its state"))
+        )
+    if n > 1 and strategy != "ddp":
+        hints.append(
+            (whole, _("that is the whole model's state; this strategy gives a rank only its part"))
+        )
+    for expected, hint in hints:
+        if off_by(value, expected) <= TOLERANCE / 2:
+            return _("{strategy}: {hint} (measured {actual:,.0f} B)").format(
+                strategy=strategy, hint=hint, actual=actual
+            )
+    return _("{strategy}: measured {actual:,.0f} B, yours is {ratio:.2f}x that").format(
+        strategy=strategy, actual=actual, ratio=value / actual
+    )
+
+
+def describe(figure: Figure) -> str:
+    return ", ".join(f"{r.phase} {r.op} x{r.count}" for r in figure.collectives_rank0) or _(
+        "nothing"
+    )
