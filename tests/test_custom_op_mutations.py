@@ -68,7 +68,7 @@ MUTATIONS = [
     ),
     Mutation(
         "Triton launches replaced by torch.softmax / _softmax_backward_data, graded as an exercise",
-        "exercises",
+        "forward_kernel exercise",
         "softmax_fwd_kernel: launched once a call, on the plan's grid (launch record)",
         launches_replaced_by_torch,
     ),
@@ -117,7 +117,7 @@ MUTATIONS = [
 ]
 
 SECTIONS = {
-    "exercises": lambda ctx: lab.grade_pieces(ctx),
+    "forward_kernel exercise": lambda ctx: lab.grade_pieces(ctx, ("forward_kernel",)),
     "correctness": lambda ctx: lab.check_correctness(ctx, cx.shapes("cpu")),
     "autograd": lambda ctx: lab.check_autograd(ctx, cx.shapes("cpu")),
     "minigpt": lambda ctx: lab.check_minigpt(ctx),

@@ -7,11 +7,12 @@ Each piece is graded in an operator of its own, made of the learner's piece and 
 """
 
 from workshop.exercise import Exercise
+from workshop.i18n import N_
 
 LAB = "custom_op"
 HANDOUT = "README.md#exercises"
 
-WORKSPACE_HEADER = '''"""Your custom_op lab: the softmax's one-pass Triton kernels, its fake and its autograd functions.
+WORKSPACE_HEADER = N_('''"""Your custom_op lab: the softmax's Triton kernels, its fake and its autograd functions.
 
 Replace each `raise NotImplementedError(...)` below with your code, then grade this file with
 `python -m workshop check custom_op` (add `--device cuda` on a GPU). Each piece you write is registered into an
@@ -28,9 +29,9 @@ import triton.language as tl
 
 # _acc(x): x in the accumulation type, float64 for float64 inputs and float32 for the others (a @triton.jit helper)
 from workshop.ops.softmax_kernels import _acc
-'''
+''')
 
-FORWARD_KERNEL_STUB = '''
+FORWARD_KERNEL_STUB = N_('''
 @triton.jit
 def softmax_fwd_kernel(
     x_ptr,
@@ -51,9 +52,9 @@ def softmax_fwd_kernel(
     ALIGN (a power of two dividing n_cols and both strides) is optional: see _fwd_one_pass.
     """
     raise NotImplementedError("custom_op.forward_kernel: write the one-pass forward kernel (README.md, Exercises)")
-'''
+''')
 
-BACKWARD_KERNEL_STUB = '''
+BACKWARD_KERNEL_STUB = N_('''
 @triton.jit
 def softmax_bwd_kernel(
     y_ptr,
@@ -73,9 +74,9 @@ def softmax_bwd_kernel(
     The same rows, columns and masks as softmax_fwd_kernel; masked lanes load 0 (they add nothing to the sum).
     """
     raise NotImplementedError("custom_op.backward_kernel: write the one-pass backward kernel (README.md, Exercises)")
-'''
+''')
 
-ANSWERS_STUB = """
+ANSWERS_STUB = N_("""
 # The handout's checked questions (README.md, "Questions" 8-12): replace each None with your answer, read from this
 # run's summary.md, result.json and inductor_custom_op.txt.
 ANSWERS = {
@@ -90,14 +91,14 @@ ANSWERS = {
     # Q12. How many calls of the opaque op (forward and backward) are in inductor_custom_op.txt? (int)
     "extern_calls": None,
 }
-"""
+""")
 
 EXERCISES = [
     Exercise(
         lab=LAB,
         name="forward_kernel",
-        title="the one-pass Triton forward kernel: y = softmax(x) over rows",
-        statement=(
+        title=N_("the one-pass Triton forward kernel: y = softmax(x) over rows"),
+        statement=N_(
             "Write the Triton kernel softmax_fwd_kernel: y = softmax(x) along each row of a (n_rows, n_cols) "
             "matrix, ROWS whole rows per program. Mask the rows past n_rows and the columns past n_cols "
             "(load -inf there, so that they add nothing), subtract each row's max before exp, divide by the "
@@ -106,7 +107,7 @@ EXERCISES = [
             "record), every element of y written and nothing outside it; then gradcheck, opcheck and "
             "torch.compile(fullgraph=True) of an operator that launches your kernel."
         ),
-        hint=(
+        hint=N_(
             "rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)[:, None], as int64 (row * stride may pass "
             "2**31); cols = tl.arange(0, BLOCK_N)[None, :]; mask = (rows < n_rows) & (cols < n_cols). "
             "tl.max and tl.sum with axis=1 reduce each row; [:, None] keeps them 2-D. Accumulate with _acc. "
@@ -115,7 +116,7 @@ EXERCISES = [
         handout=HANDOUT,
         reference="workshop.ops.softmax_kernels:_fwd_one_pass",
         attribute="softmax_fwd_kernel",
-        interface=(
+        interface=N_(
             "x_ptr, y_ptr: (n_rows, n_cols) tensors of one float dtype, unit stride along a row, row strides "
             "x_row_stride and y_row_stride (in elements). ROWS, BLOCK_N (a power of two >= n_cols), ALIGN: "
             "tl.constexpr. Grid: cdiv(n_rows, ROWS) programs."
@@ -125,15 +126,15 @@ EXERCISES = [
     Exercise(
         lab=LAB,
         name="backward_kernel",
-        title="the one-pass Triton backward kernel: dx = y * (dy - sum(dy * y))",
-        statement=(
+        title=N_("the one-pass Triton backward kernel: dx = y * (dy - sum(dy * y))"),
+        statement=N_(
             "Write the Triton kernel softmax_bwd_kernel: dx = y * (dy - sum(dy * y)) along each row, from the "
             "forward's output y and the incoming gradient dy. The same rows, columns and masks as the forward; "
             "masked lanes load 0. Graded like the forward kernel against a float64 backward, then gradcheck, "
             "gradgradcheck, opcheck and torch.compile(fullgraph=True) of an operator whose backward launches "
             "your kernel."
         ),
-        hint=(
+        hint=N_(
             "Load y and dy (other=0.0) in the accumulation type, s = tl.sum(dy * y, axis=1)[:, None], then "
             "dx = y * (dy - s). The sum term is what makes the rows of dx sum to 0: softmax's outputs always "
             "sum to 1. The handout's section 2 derives the formula."
@@ -141,7 +142,7 @@ EXERCISES = [
         handout=HANDOUT,
         reference="workshop.ops.softmax_kernels:_bwd_one_pass",
         attribute="softmax_bwd_kernel",
-        interface=(
+        interface=N_(
             "y_ptr, dy_ptr, dx_ptr: (n_rows, n_cols) tensors of one float dtype, unit stride along a row, "
             "row strides y_row_stride, dy_row_stride, dx_row_stride. ROWS, BLOCK_N, ALIGN: as in the "
             "forward. Grid: cdiv(n_rows, ROWS) programs."
@@ -151,8 +152,8 @@ EXERCISES = [
     Exercise(
         lab=LAB,
         name="fake",
-        title="the fake implementation: the output's shape, dtype and strides, without data",
-        statement=(
+        title=N_("the fake implementation: the output's shape, dtype and strides, without data"),
+        statement=N_(
             "Write softmax_fake(x, dim), the op's fake implementation: the output's shape, dtype, device and "
             "strides, without data. Given a fake x and dim (checked, in [0, x.dim())), return an empty tensor "
             "exactly like the one the real kernel returns: "
@@ -162,7 +163,7 @@ EXERCISES = [
             "opcheck (its fake-tensor test compares them too) and torch.compile(fullgraph=True) of a softmax "
             "over dim 0, whose generated code asserts the strides your fake announced."
         ),
-        hint=(
+        hint=N_(
             "Allocate with dim moved last, torch.empty(x.movedim(dim, -1).shape, dtype=x.dtype, "
             "device=x.device), then move it back: .movedim(-1, dim) is a view with the right strides. "
             "torch.empty_like(x) copies x's strides, which are wrong for dim 0 or a transposed x."
@@ -170,7 +171,7 @@ EXERCISES = [
         handout=HANDOUT,
         reference="workshop.ops.softmax_op:empty_output",
         attribute="softmax_fake",
-        interface=(
+        interface=N_(
             "x: a FakeTensor, any shape (0-d included), a float dtype; dim: int in [0, max(x.dim(), 1)). "
             "Returns a new empty tensor; nothing may read x's data."
         ),
@@ -178,52 +179,56 @@ EXERCISES = [
     Exercise(
         lab=LAB,
         name="setup_context",
-        title="autograd: what the forward saves for the backward",
-        statement=(
+        title=N_("autograd: what the forward saves for the backward"),
+        statement=N_(
             "Write setup_context(ctx, inputs, output), which saves on ctx what the op's backward needs: "
             "torch.library.register_autograd calls it after the forward. The backward computes "
             "dx = y * (dy - sum(dy * y, dim)): save y, the output (not the input x), with "
             "ctx.save_for_backward, and dim as ctx.dim. Graded with the reference backward, which reads "
             "ctx.saved_tensors and ctx.dim: what you saved, then gradcheck, opcheck and torch.compile."
         ),
-        hint=(
+        hint=N_(
             "inputs is (x, dim), output is y. Tensors go through ctx.save_for_backward (autograd then checks "
             "they were not modified in place before the backward); plain values such as dim are attributes."
         ),
         handout=HANDOUT,
         reference="workshop.ops.softmax_op:setup_context",
         attribute="setup_context",
-        interface="inputs: (x, dim); output: y, x's shape. Returns None.",
+        interface=N_("inputs: (x, dim); output: y, x's shape. Returns None."),
     ),
     Exercise(
         lab=LAB,
         name="backward",
-        title="autograd: the op's gradients, one per input",
-        statement=(
+        title=N_("autograd: the op's gradients, one per input"),
+        statement=N_(
             "Write backward(ctx, dy), which returns the op's gradients, one per input: (dx, None) for "
             "(x, dim). torch.library.register_autograd calls it in the backward pass. ctx holds what "
             "setup_context saved (ctx.saved_tensors == (y,), ctx.dim) and ctx.ops.backward, the op's backward "
             "operator: ctx.ops.backward(y, dy, dim) runs the backward kernel. Graded with the reference "
             "setup_context: what you return, then gradcheck and gradgradcheck, opcheck and torch.compile."
         ),
-        hint=(
+        hint=N_(
             "(y,) = ctx.saved_tensors; return ctx.ops.backward(y, dy, ctx.dim), None. dim is an int: it has "
             "no gradient, but its place in the tuple must be there."
         ),
         handout=HANDOUT,
         reference="workshop.ops.softmax_op:gradients",
         attribute="backward",
-        interface="dy: y's shape and dtype. Returns a tuple (dx, None), dx of x's shape and dtype.",
+        interface=N_(
+            "dy: y's shape and dtype. Returns a tuple (dx, None), dx of x's shape and dtype."
+        ),
     ),
     Exercise(
         lab=LAB,
         name="answers",
-        title="the handout's checked questions, answered from this run",
-        statement=(
+        title=N_("the handout's checked questions, answered from this run"),
+        statement=N_(
             "Answer the handout's checked questions (8 to 12) in ANSWERS, from this run's summary.md, "
             "result.json and inductor_custom_op.txt."
         ),
-        hint="Each failed answer says where this run shows it; README.md, Questions, says what is asked.",
+        hint=N_(
+            "Each failed answer says where this run shows it; README.md, Questions, says what is asked."
+        ),
         handout="README.md#questions",
         reference="workshop.labs.custom_op.launch_facts:ANSWERS",
         attribute="ANSWERS",

@@ -38,10 +38,10 @@ def extern_softmax():
     return softmax_op.define("workshop_lab::softmax", "custom_op").forward
 
 
-def grade_pieces(ctx: LabContext) -> None:
+def grade_pieces(ctx: LabContext, pieces: tuple[str, ...] = PIECES) -> None:
     """The exercises that write a piece of the op: each graded in its own twin (exercise_grading.py), with every
     interpreted load and store bounds-checked."""
-    for name in PIECES:
+    for name in pieces:
         with ctx.grading(name) as impl, bounds_checked():
             getattr(graders, f"grade_{name}")(ctx, impl)
 
@@ -61,33 +61,33 @@ def check_correctness(ctx: LabContext, shapes: dict) -> dict:
         ["_fwd_one_pass"] * 4,
     )
     for dtype, e in found["dtype_errors"].items():
-        name = (
-            f"{dtype} {shapes['lm_head']}: max |ours - float64 softmax| (<= 1.25 x torch's + slack)"
-        )
+        name = _(
+            "{dtype} {shape}: max |ours - float64 softmax| (<= 1.25 x torch's + slack)"
+        ).format(dtype=dtype, shape=shapes["lm_head"])
         ctx.check_max(name, e.ours, e.tolerance)
     found["long_rows"] = check_long_rows(ctx, shapes["long"])
     found["layouts"] = cx.layouts(ctx.device, ctx.seed)
     ctx.check_max(
-        "non-contiguous inputs (6 layouts): max |ours - torch.softmax|",
+        _("non-contiguous inputs (6 layouts): max |ours - torch.softmax|"),
         max(found["layouts"].values()),
         1e-6,
     )
     found["special_values"] = cx.special_value_mismatches(ctx.device, shapes["long"][1] // 4)
     ctx.check_equal(
-        "rows with -inf/inf/NaN/all -inf that differ from torch.softmax",
+        _("rows with -inf/inf/NaN/all -inf that differ from torch.softmax"),
         sum(found["special_values"].values()),
         0,
     )
     found["empty"] = cx.empty_results(ctx.device)
     ctx.check_equal(
-        "empty tensors / 0-size dims give torch's empty result",
+        _("empty tensors / 0-size dims give torch's empty result"),
         sum(found["empty"].values()),
         len(found["empty"]),
     )
     found["bad_inputs"] = cx.bad_inputs(ctx.device)
     clear = sum(cx.EXPECTED_WORDS[k] in msg for k, msg in found["bad_inputs"].items())
     ctx.check_equal(
-        "bad inputs rejected with an error naming the problem", clear, len(found["bad_inputs"])
+        _("bad inputs rejected with an error naming the problem"), clear, len(found["bad_inputs"])
     )
     return found
 
@@ -109,7 +109,9 @@ def check_long_rows(ctx: LabContext, shape: tuple[int, int]) -> dict:
         long_row_kernels(shape, ctx.device),
     )
     ctx.check_max(
-        f"float32 long rows {shape} (long-row kernels): max error", long.ours, long.tolerance
+        _("float32 long rows {shape} (long-row kernels): max error").format(shape=shape),
+        long.ours,
+        long.tolerance,
     )
     return {"error": asdict(long), "kernels": kernels_ran(launches)}
 
@@ -117,14 +119,14 @@ def check_long_rows(ctx: LabContext, shape: tuple[int, int]) -> dict:
 def check_autograd(ctx: LabContext, shapes: dict) -> dict:
     found = {"gradcheck": cx.gradchecks(softmax, ctx.device, shapes["gradcheck_long"])}
     ctx.check_equal(
-        "gradcheck/gradgradcheck float64 cases passed",
+        _("gradcheck/gradgradcheck float64 cases passed"),
         sum(r == cx.PASSED for r in found["gradcheck"].values()),
         len(found["gradcheck"]),
     )
     found["opcheck"] = cx.opchecks(softmax_op.OPS, ctx.device)
     ok = sum(v == "SUCCESS" for r in found["opcheck"].values() for v in r.values())
     ctx.check_equal(
-        "opcheck tests passed (3 inputs x schema/autograd/fake/aot)",
+        _("opcheck tests passed (3 inputs x schema/autograd/fake/aot)"),
         ok,
         sum(len(r) for r in found["opcheck"].values()),
     )
@@ -137,7 +139,9 @@ def compile_kind(ctx: LabContext, kind: str, op, namespace: str, data) -> induct
     with recording() as launches:
         (y, dx), sources = inductor_code.compile_and_capture(op, x, dy)
     err = max((y - eager_y).abs().max().item(), (dx - eager_dx).abs().max().item())
-    ctx.check_max(f"compiled ({kind}) vs eager: max |difference| of y and dx", err, 1e-5)
+    ctx.check_max(
+        _("compiled ({kind}) vs eager: max |difference| of y and dx").format(kind=kind), err, 1e-5
+    )
     if (
         kind == "custom_op"
     ):  # Inductor calls the op, which runs our kernels eagerly: the record shows them
@@ -158,7 +162,7 @@ def check_compile(ctx: LabContext) -> dict:
     x = torch.randn(8, 600, generator=gen).to(ctx.device)
     dy = torch.randn(8, 600, generator=gen).to(ctx.device)
     explained = torch._dynamo.explain(lambda t: softmax(t * 2.0, -1) * 3.0)(x)
-    ctx.check_equal("torch.compile: graph breaks", explained.graph_break_count, 0)
+    ctx.check_equal(_("torch.compile: graph breaks"), explained.graph_break_count, 0)
     x_ = x.clone().requires_grad_()
     eager_y = softmax(x_ * 2.0, -1) * 3.0
     (eager_dx,) = torch.autograd.grad(eager_y, x_, dy)
@@ -170,17 +174,17 @@ def check_compile(ctx: LabContext) -> dict:
         kinds["custom_op"] = (extern_softmax(), "workshop_lab")
     found = {kind: compile_kind(ctx, kind, op, ns, data) for kind, (op, ns) in kinds.items()}
     ctx.check_min(
-        "custom_op: Inductor calls the op as an opaque extern kernel (calls)",
+        _("custom_op: Inductor calls the op as an opaque extern kernel (calls)"),
         found["custom_op"].extern_calls,
         2,
     )
     if "triton_op" in found:
         ctx.check_min(
-            "triton_op: our kernels' source inlined into Inductor's code (defs)",
+            _("triton_op: our kernels' source inlined into Inductor's code (defs)"),
             found["triton_op"].inlined_kernel_defs,
             2,
         )
-        ctx.check_equal("triton_op: extern calls left", found["triton_op"].extern_calls, 0)
+        ctx.check_equal(_("triton_op: extern calls left"), found["triton_op"].extern_calls, 0)
     else:
         ctx.write_text(
             "inductor_triton_op.txt",
@@ -221,10 +225,10 @@ def check_minigpt(ctx: LabContext) -> dict:
         [layers, layers],
     )
     ctx.check_max(
-        "MiniGPT with our softmax: max |logits - logits with F.softmax|", found["logits"], 1e-5
+        _("MiniGPT with our softmax: max |logits - logits with F.softmax|"), found["logits"], 1e-5
     )
     ctx.check_max(
-        "MiniGPT with our softmax: max |grad - grad with F.softmax|", found["grads"], 1e-5
+        _("MiniGPT with our softmax: max |grad - grad with F.softmax|"), found["grads"], 1e-5
     )
     return found
 

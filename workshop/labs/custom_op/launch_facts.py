@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from workshop.i18n import _
+from workshop.i18n import N_, _
 from workshop.lab import LabContext
 from workshop.labs.custom_op.eager_cost import STEP
 from workshop.ops import softmax_launch
@@ -36,11 +36,11 @@ def _plan_answers() -> dict:
 ANSWERS = _plan_answers()
 
 WHERE = {  # where the learner finds each fact, said when an answer is wrong
-    "fwd_programs": _("summary.md: the kernels the step launched, by the launch record"),
-    "rows_per_program": _("summary.md: ROWS in the forward kernel's launch"),
-    "block_n": _("summary.md: BLOCK_N in the forward kernel's launch"),
-    "align": _("summary.md: ALIGN in the forward kernel's launch"),
-    "extern_calls": _(
+    "fwd_programs": N_("summary.md: the kernels the step launched, by the launch record"),
+    "rows_per_program": N_("summary.md: ROWS in the forward kernel's launch"),
+    "block_n": N_("summary.md: BLOCK_N in the forward kernel's launch"),
+    "align": N_("summary.md: ALIGN in the forward kernel's launch"),
+    "extern_calls": N_(
         "inductor_custom_op.txt: count the calls of the op's .default( in both call()s"
     ),
 }
@@ -73,6 +73,6 @@ def grade_answers(ctx: LabContext, answers, facts: LaunchFacts, not_started: str
             type(given) is int and given == fact,
             True,
             message=_("your answer {given!r} is not what this run shows: {where}").format(
-                given=given, where=WHERE[key]
+                given=given, where=_(WHERE[key])
             ),
         )

@@ -9,7 +9,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from workshop import workspace
-from workshop.i18n import _
+from workshop.i18n import N_, _
 from workshop.lab import LabContext
 from workshop.labs.custom_op.learner_op import GradientCount
 from workshop.ops.softmax_op import SoftmaxOps
@@ -125,18 +125,19 @@ def saved_names(saved: tuple, x: torch.Tensor, y: torch.Tensor) -> list[str]:
     return [name(t) for t in saved]
 
 
-SAVED_MESSAGES = {
-    (
-        "x",
-    ): "setup_context saved x, the input. The backward's formula dx = y * (dy - sum(dy * y)) needs y, the "
-    "output (from x it would have to compute the softmax again): ctx.save_for_backward(output)",
-    (): "setup_context saved no tensor with ctx.save_for_backward (a tensor kept as a ctx attribute escapes "
-    "autograd's saved-tensor checks): ctx.save_for_backward(output)",
-    (
-        "x",
-        "y",
-    ): "setup_context saved x and y: the backward needs y only, and saving x keeps it in memory "
-    "until the backward for nothing",
+SAVED_MESSAGES = {  # what setup_context saved (names of saved_names) -> what is wrong with it
+    ("x",): N_(
+        "setup_context saved x, the input. The backward's formula dx = y * (dy - sum(dy * y)) needs y, the "
+        "output (from x it would have to compute the softmax again): ctx.save_for_backward(output)"
+    ),
+    (): N_(
+        "setup_context saved no tensor with ctx.save_for_backward (a tensor kept as a ctx attribute escapes "
+        "autograd's saved-tensor checks): ctx.save_for_backward(output)"
+    ),
+    ("x", "y"): N_(
+        "setup_context saved x and y: the backward needs y only, and saving x keeps it in memory "
+        "until the backward for nothing"
+    ),
 }
 
 
@@ -147,7 +148,7 @@ def grade_saved(ctx: LabContext, ops: SoftmaxOps) -> bool:
     node = y.grad_fn
     saved = saved_names(node.saved_tensors, x.detach(), y.detach())
     message = SAVED_MESSAGES.get(
-        tuple(sorted(saved)), "setup_context must save y (the output) only"
+        tuple(sorted(saved)), N_("setup_context must save y (the output) only")
     )
     ok = ctx.check_equal(
         _("setup_context saved y (the output) for the backward"), saved, ["y"], message=_(message)
