@@ -94,14 +94,24 @@ def alignment(*ints: int) -> int:
 
 
 def forward(
-    x, y, n_rows: int, n_cols: int, x_row_stride: int, y_row_stride: int, wrap=None
+    x,
+    y,
+    n_rows: int,
+    n_cols: int,
+    x_row_stride: int,
+    y_row_stride: int,
+    wrap=None,
+    one_pass=None,
 ) -> None:
     """y = softmax(x) along rows of n_cols elements, unit stride along a row; x and y any tensors with that layout
-    (a contiguous (..., N) tensor needs no view). `wrap`: torch.library.wrap_triton when traced in a triton_op."""
+    (a contiguous (..., N) tensor needs no view). `wrap`: torch.library.wrap_triton when traced in a triton_op.
+    `one_pass`: the one-pass kernel to launch, with _fwd_one_pass's parameters (None: _fwd_one_pass; the
+    custom_op lab passes the learner's)."""
     ints = (n_cols, x_row_stride, y_row_stride)
     if n_cols <= one_pass_max(1, x.element_size()):
         grid, constexprs = one_pass_plan(n_rows, n_cols, alignment(*ints), x.element_size())
-        launch(k._fwd_one_pass, grid, (x, y), (n_rows, *ints), constexprs, wrap)
+        kernel = k._fwd_one_pass if one_pass is None else one_pass
+        launch(kernel, grid, (x, y), (n_rows, *ints), constexprs, wrap)
         return
     strategy, n_chunks, constexprs = long_row_plan(
         n_cols, n_rows * n_cols * x.element_size(), x.device
@@ -120,12 +130,16 @@ def forward(
     launch(k._fwd_finish, grid, (x, y, m, s), (*ints, n_chunks), constexprs, wrap)
 
 
-def backward(y, dy, dx, n_rows: int, n_cols: int, strides: tuple[int, int, int], wrap=None) -> None:
-    """dx = y * (dy - sum(dy * y)) along rows; strides: the row strides of y, dy and dx."""
+def backward(
+    y, dy, dx, n_rows: int, n_cols: int, strides: tuple[int, int, int], wrap=None, one_pass=None
+) -> None:
+    """dx = y * (dy - sum(dy * y)) along rows; strides: the row strides of y, dy and dx. `one_pass`: as in
+    forward, for _bwd_one_pass."""
     ints = (n_cols, *strides)
     if n_cols <= one_pass_max(2, y.element_size()):
         grid, constexprs = one_pass_plan(n_rows, n_cols, alignment(*ints), y.element_size())
-        launch(k._bwd_one_pass, grid, (y, dy, dx), (n_rows, *ints), constexprs, wrap)
+        kernel = k._bwd_one_pass if one_pass is None else one_pass
+        launch(kernel, grid, (y, dy, dx), (n_rows, *ints), constexprs, wrap)
         return
     bytes_read = 2 * n_rows * n_cols * y.element_size()  # y and dy
     strategy, n_chunks, constexprs = long_row_plan(n_cols, bytes_read, y.device)

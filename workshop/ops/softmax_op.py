@@ -21,6 +21,11 @@ autograd.Function per call): on an H200's host the layers above the implementati
 times torch.softmax's whole call; registered here, 6 us (benchmarks/custom_op/README.md). The custom_op lab
 measures what each layer of a call costs (workshop/labs/custom_op/eager_cost.py).
 
+The kernels, the fake and the two autograd functions are the op's `Pieces`: `define` registers an op from a
+set of them. torch.ops.workshop.softmax has the reference pieces (`REFERENCE`: this module's and
+softmax_kernels.py's own, found at each call); the custom_op lab registers twins under names of its own with one
+of the learner's pieces in place of the reference's, to grade it (workshop/labs/custom_op/learner_op.py).
+
 ONE public op; `KIND` is chosen once per process: "triton_op" when Triton compiles for a GPU, "custom_op" under
 Triton's interpreter (CPU), where tracing into a kernel would hand fake tensors to the interpreted kernel. The
 name, schema and behaviour of `torch.ops.workshop.softmax` are the same either way; only what Inductor sees
@@ -28,6 +33,7 @@ differs. The lab also registers an opaque twin, `workshop_lab::softmax`, to comp
 """
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -43,6 +49,25 @@ KINDS = ("triton_op", "custom_op")
 # How torch.ops.workshop.softmax is registered here.
 KIND = "custom_op" if INTERPRETED else "triton_op"
 AFTER_AUTOGRAD = torch._C._after_autograd_keyset  # the dispatch keys below autograd
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """What an op registered by `define` is made of, beyond its schema and the launch plans: the parts the custom_op
+    lab has the learner write. A field left None is the reference, looked up in its module at each call."""
+
+    # @triton.jit, _fwd_one_pass's parameters: y = softmax(x) over rows that fit one program
+    forward_kernel: object = None
+    backward_kernel: object = (
+        None  # @triton.jit, _bwd_one_pass's parameters: dx = y * (dy - sum(dy * y))
+    )
+    fake: Callable | None = None  # (x, dim in [0, ndim)) -> the output, empty: `empty_output`
+    # (ctx, inputs (x, dim), output y) -> None: saves what backward needs: `setup_context`
+    setup_context: Callable | None = None
+    backward: Callable | None = None  # (ctx, dy) -> (dx, None), one gradient per input: `gradients`
+
+
+REFERENCE = Pieces()
 
 
 def check_input(x: torch.Tensor, dim: int, name: str = "x") -> int:
@@ -113,13 +138,16 @@ def _rows_and_cols(t: torch.Tensor) -> tuple[int, int]:
     return int(t.numel()) // n_cols, n_cols
 
 
-def forward_kernel(x: torch.Tensor, dim: int = -1, wrap=None) -> torch.Tensor:
+def forward_kernel(
+    x: torch.Tensor, dim: int = -1, wrap=None, pieces: Pieces = REFERENCE
+) -> torch.Tensor:
     """The op's implementation: y = softmax(x, dim) by the Triton kernels."""
     dim = check_input(x, dim)
+    kernel = pieces.forward_kernel
     if _along_last_dim(x, dim):
         y = torch.empty_like(x, memory_format=torch.contiguous_format)
         n_rows, n_cols = _rows_and_cols(x)
-        softmax_launch.forward(x, y, n_rows, n_cols, n_cols, n_cols, wrap)
+        softmax_launch.forward(x, y, n_rows, n_cols, n_cols, n_cols, wrap, kernel)
         return y
     y, y_rows = _empty_result(x, dim)
     if (
@@ -127,9 +155,8 @@ def forward_kernel(x: torch.Tensor, dim: int = -1, wrap=None) -> torch.Tensor:
     ):  # empty tensors and 0-size dims: the empty result is the answer, no kernel to launch
         x_rows = _as_rows(x, dim)
         n_rows, n_cols = _rows_and_cols(x_rows)
-        softmax_launch.forward(
-            x_rows, y_rows, n_rows, n_cols, int(x_rows.stride(0)), int(y_rows.stride(0)), wrap
-        )
+        strides = int(x_rows.stride(0)), int(y_rows.stride(0))
+        softmax_launch.forward(x_rows, y_rows, n_rows, n_cols, *strides, wrap, kernel)
     return y
 
 
@@ -157,56 +184,81 @@ def _check_backward(y: torch.Tensor, dy: torch.Tensor, dim: int) -> int:
     return dim
 
 
-def backward_kernel(y: torch.Tensor, dy: torch.Tensor, dim: int, wrap=None) -> torch.Tensor:
+def backward_kernel(
+    y: torch.Tensor, dy: torch.Tensor, dim: int, wrap=None, pieces: Pieces = REFERENCE
+) -> torch.Tensor:
     """The backward op's implementation: dx = y * (dy - sum(dy * y, dim)) by the Triton kernels."""
     dim = _check_backward(y, dy, dim)
+    kernel = pieces.backward_kernel
     if _along_last_dim(y, dim) and dy.is_contiguous():
         dx = torch.empty_like(y, memory_format=torch.contiguous_format)
         n_rows, n_cols = _rows_and_cols(y)
-        softmax_launch.backward(y, dy, dx, n_rows, n_cols, (n_cols, n_cols, n_cols), wrap)
+        softmax_launch.backward(y, dy, dx, n_rows, n_cols, (n_cols,) * 3, wrap, kernel)
         return dx
     dx, dx_rows = _empty_result(y, dim)
     if y.numel():
         y_rows, dy_rows = _as_rows(y, dim), _as_rows(dy, dim)
         n_rows, n_cols = _rows_and_cols(y_rows)
         strides = tuple(int(t.stride(0)) for t in (y_rows, dy_rows, dx_rows))
-        softmax_launch.backward(y_rows, dy_rows, dx_rows, n_rows, n_cols, strides, wrap)
+        softmax_launch.backward(y_rows, dy_rows, dx_rows, n_rows, n_cols, strides, wrap, kernel)
     return dx
 
 
-def forward_fake(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    return _empty_result(x, check_input(x, dim))[0]
+def empty_output(x: torch.Tensor, dim: int) -> torch.Tensor:
+    """The op's output for x, uninitialized: what the real kernel allocates (`_empty_result`), so that the fake
+    says exactly what the kernel returns: x's shape and dtype, laid out with dim innermost."""
+    return _empty_result(x, dim)[0]
 
 
-def backward_fake(y: torch.Tensor, dy: torch.Tensor, dim: int) -> torch.Tensor:
-    return _empty_result(y, _check_backward(y, dy, dim))[0]
+def forward_fake(x: torch.Tensor, dim: int = -1, pieces: Pieces = REFERENCE) -> torch.Tensor:
+    return (pieces.fake or empty_output)(x, check_input(x, dim))
+
+
+def backward_fake(
+    y: torch.Tensor, dy: torch.Tensor, dim: int, pieces: Pieces = REFERENCE
+) -> torch.Tensor:
+    # dx has y's layout: the same rule as the forward's output
+    return (pieces.fake or empty_output)(y, _check_backward(y, dy, dim))
 
 
 @dataclass(frozen=True)
 class SoftmaxOps:
-    """One registration's two operators (OpOverloads), e.g. torch.ops.workshop.softmax{,_backward}.default."""
+    """One registration's two operators (OpOverloads), e.g. torch.ops.workshop.softmax{,_backward}.default,
+    and the pieces they were registered from."""
 
     forward: torch._ops.OpOverload
     backward: torch._ops.OpOverload
+    pieces: Pieces = REFERENCE
+
+
+def setup_context(ctx, inputs: tuple, output: torch.Tensor) -> None:
+    """After the forward, what the backward will need (torch.library.register_autograd's setup_context):
+    dx = y * (dy - sum(dy * y)) needs y, the output, not x; and dim."""
+    ctx.dim = inputs[1]
+    ctx.save_for_backward(output)
+
+
+def gradients(ctx, dy: torch.Tensor) -> tuple:
+    """One gradient per input of the op (x, dim): dx by the backward operator (its kernel), None for dim."""
+    (y,) = ctx.saved_tensors
+    return ctx.ops.backward(y, dy, ctx.dim), None
 
 
 class SoftmaxFunction(torch.autograd.Function):
-    """The autograd node of y = softmax(x): saves y (the backward needs y, not x) and calls the backward op."""
+    """The autograd node of y = softmax(x): its pieces' setup_context and backward (setup_context, gradients)."""
 
     @staticmethod
     def forward(ctx, x, dim, ops: SoftmaxOps):
-        with (
-            torch._C._AutoDispatchBelowAutograd()
-        ):  # straight to the kernels: autograd is this function
+        # straight to the kernels: autograd is this function
+        with torch._C._AutoDispatchBelowAutograd():
             y = ops.forward(x, dim)
-        ctx.dim, ctx.ops = dim, ops
-        ctx.save_for_backward(y)
+        ctx.ops = ops  # the backward calls ctx.ops.backward
+        (ops.pieces.setup_context or setup_context)(ctx, (x, dim), y)
         return y
 
     @staticmethod
     def backward(ctx, dy):
-        (y,) = ctx.saved_tensors
-        return ctx.ops.backward(y, dy, ctx.dim), None, None
+        return *(ctx.ops.pieces.backward or gradients)(ctx, dy), None  # None: for `ops`
 
 
 class SoftmaxBackwardFunction(torch.autograd.Function):
@@ -258,8 +310,9 @@ def traced(kernel, mode, func, types, args, kwargs):
 _libraries = []  # a torch.library.Library unregisters its operators when it is garbage-collected
 
 
-def define(qualname: str, kind: str) -> SoftmaxOps:
-    """Registers `qualname` (softmax) and `qualname + "_backward"` as a "triton_op" or a "custom_op"."""
+def define(qualname: str, kind: str, pieces: Pieces = REFERENCE) -> SoftmaxOps:
+    """Registers `qualname` (softmax) and `qualname + "_backward"` as a "triton_op" or a "custom_op", made of
+    `pieces`."""
     if kind not in KINDS:
         raise ValueError(f"kind must be 'triton_op' or 'custom_op', got {kind!r}")
     namespace, name = qualname.split("::")
@@ -270,25 +323,40 @@ def define(qualname: str, kind: str) -> SoftmaxOps:
     lib.define(f"{name}_backward(Tensor y, Tensor dy, SymInt dim) -> Tensor", tags=tags)
     ops_namespace = getattr(torch.ops, namespace)
     ops = SoftmaxOps(
-        getattr(ops_namespace, name).default, getattr(ops_namespace, f"{name}_backward").default
+        getattr(ops_namespace, name).default,
+        getattr(ops_namespace, f"{name}_backward").default,
+        pieces,
     )
-
-    lib.impl(name, forward_kernel, "CompositeExplicitAutograd")
-    lib.impl(f"{name}_backward", backward_kernel, "CompositeExplicitAutograd")
-    torch.library.register_fake(qualname, forward_fake, lib=lib)
-    torch.library.register_fake(f"{qualname}_backward", backward_fake, lib=lib)
+    kernels = (
+        functools.partial(forward_kernel, pieces=pieces),
+        functools.partial(backward_kernel, pieces=pieces),
+    )
+    lib.impl(name, kernels[0], "CompositeExplicitAutograd")
+    lib.impl(f"{name}_backward", kernels[1], "CompositeExplicitAutograd")
+    fakes = (
+        functools.partial(forward_fake, pieces=pieces),
+        functools.partial(backward_fake, pieces=pieces),
+    )
+    torch.library.register_fake(qualname, fakes[0], lib=lib)
+    torch.library.register_fake(f"{qualname}_backward", fakes[1], lib=lib)
     lib.impl(name, functools.partial(forward_autograd, ops), "Autograd", with_keyset=True)
     lib.impl(
         f"{name}_backward", functools.partial(backward_autograd, ops), "Autograd", with_keyset=True
     )
     if kind == "triton_op":
-        for op_name, kernel in (
-            (qualname, forward_kernel),
-            (f"{qualname}_backward", backward_kernel),
-        ):
+        for op_name, kernel in zip((qualname, f"{qualname}_backward"), kernels, strict=True):
             rule = functools.partial(traced, kernel)
             torch.library.register_torch_dispatch(op_name, FunctionalTensorMode, rule, lib=lib)
     return ops
+
+
+def undefine(ops: SoftmaxOps) -> None:
+    """Removes a registration made by `define` (the custom_op lab's graded twins), so that its name can be
+    registered again."""
+    namespace = ops.forward.namespace
+    for lib in [lib for lib in _libraries if lib.ns == namespace]:
+        lib._destroy()
+        _libraries.remove(lib)
 
 
 OPS = define("workshop::softmax", KIND)

@@ -21,7 +21,7 @@ a module global per launch.
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import triton
 
@@ -39,6 +39,9 @@ class Launch:
     kernel: str
     grid: tuple[int]
     constexprs: dict
+    function: object = field(
+        default=None, compare=False, repr=False
+    )  # the @triton.jit function itself
 
 
 # The list `recording()` collects into; None: not recording.
@@ -64,7 +67,7 @@ def launch(kernel, grid: tuple[int], tensors: tuple, ints, constexprs: dict, wra
     """kernel[grid](*tensors, *ints, **constexprs), for a kernel whose parameters are its tensors, then its ints,
     then its constexprs (`num_warps` may be among `constexprs`: a launch option, not a parameter)."""
     if _recorded is not None and wrap is None:
-        _recorded.append(Launch(kernel.__name__, grid, constexprs))
+        _recorded.append(Launch(kernel.__name__, grid, constexprs, kernel))
     if wrap is not None or INTERPRETED:
         (wrap(kernel) if wrap is not None else kernel)[grid](*tensors, *ints, **constexprs)
         return

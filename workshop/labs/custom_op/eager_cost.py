@@ -61,7 +61,7 @@ def per_call_us(fns: dict, device: str) -> dict[str, float]:
     return {name: t * 1e6 for name, t in best.items()}
 
 
-def _calls(device: str, shape=TINY) -> dict:
+def ladder(device: str, shape=TINY) -> dict:
     """The rungs of the ladder, innermost first: each calls one more layer than the one before."""
     x = torch.randn(shape, device=device)
     x_grad = x.clone().requires_grad_()
@@ -88,7 +88,7 @@ def _dry_launch(*args, **kwargs) -> None:
 def measure(device: str) -> dict:
     """Host us per call: each layer's own cost, the whole op (with and without grad), torch.softmax's call, the
     same launch through Triton's own kernel[grid], and a forward + backward step, ours and torch's."""
-    calls = _calls(device)
+    calls = ladder(device)
     layers = ["plan", "checks, output", "dispatcher, Autograd kernel", "autograd node"]
     with mock.patch.object(softmax_launch, "launch", _dry_launch):
         dry = per_call_us({name: calls[name] for name in layers}, device)

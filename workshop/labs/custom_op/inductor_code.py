@@ -8,31 +8,45 @@ where the launches happen, plus the first lines of our kernel where Inductor cop
 """
 
 import re
+from dataclasses import dataclass
 
 import torch
+import torch._functorch.config as functorch_config
 import torch._inductor.config as inductor_config
 from torch._inductor.utils import run_and_get_code
 
 KERNEL_NAMES = ("_fwd_one_pass", "_bwd_one_pass")  # our kernels, as softmax_kernels.py names them
 
 
-def compile_and_capture(op, x: torch.Tensor, dy: torch.Tensor):
-    """Compiles y = op(2x) * 3 with fullgraph=True, runs forward + backward; returns ((y, dx), generated sources)."""
+def compiled_step(op, dim: int = -1):
+    """y = op(2x, dim) * 3 compiled with fullgraph=True; the returned step(x, dy) runs it forward and backward and
+    returns (y, dx)."""
 
     def f(x):
-        return op(x * 2.0, -1) * 3.0
+        return op(x * 2.0, dim) * 3.0
 
     compiled = torch.compile(f, fullgraph=True)
 
-    def step():
+    def step(x: torch.Tensor, dy: torch.Tensor):
         x_ = x.detach().requires_grad_()
         y = compiled(x_)
         (dx,) = torch.autograd.grad(y, x_, dy)
         return y.detach(), dx
 
-    # Fresh code generation: a cache hit would skip it and leave nothing to show.
-    with inductor_config.patch(force_disable_caches=True):
-        result, sources = run_and_get_code(step)
+    return step
+
+
+def compile_and_capture(op, x: torch.Tensor, dy: torch.Tensor, dim: int = -1):
+    """compiled_step(op, dim) run once on (x, dy), its code generated afresh; returns ((y, dx), generated
+    sources)."""
+    step = compiled_step(op, dim)
+    # Fresh code generation: a hit in the FX graph or AOTAutograd cache would skip it and leave nothing to show.
+    # The caches of compiled kernels (C++, Triton binaries) stay on: they hold binaries, not the code shown.
+    with (
+        inductor_config.patch(fx_graph_cache=False),
+        functorch_config.patch(enable_autograd_cache=False),
+    ):
+        result, sources = run_and_get_code(step, x, dy)
     return result, sources
 
 
@@ -61,19 +75,26 @@ def inlined_kernels(source: str, n_lines: int = 12) -> list[str]:
     return found
 
 
-def census(sources: list[str], namespace: str) -> dict:
+@dataclass(frozen=True)
+class Census:
+    """What the generated modules hold of the op: calls of it, and definitions of its kernels copied in."""
+
+    extern_calls: int
+    inlined_kernel_defs: int
+    modules: int
+
+
+def kernel_defs(text: str, name: str) -> int:
+    """Definitions of the kernel `name` in generated code: Inductor may append _<n> to a copied kernel's name
+    (config.triton.unique_user_kernel_names)."""
+    return len(re.findall(rf"def {name}(?:_\d+)?\(", text))
+
+
+def census(sources: list[str], namespace: str, kernel_names=KERNEL_NAMES) -> Census:
     """Counts, over all generated modules, what the comparison is about."""
     text = "\n".join(sources)
-    return {
-        "extern_calls": len(
-            re.findall(rf"torch\.ops\.{namespace}\.softmax(?:_backward)?\.default\(", text)
-        ),
-        # Inductor may append _<n> to a copied kernel's name (config.triton.unique_user_kernel_names)
-        "inlined_kernel_defs": sum(
-            len(re.findall(rf"def {name}(?:_\d+)?\(", text)) for name in KERNEL_NAMES
-        ),
-        "modules": len(sources),
-    }
+    calls = re.findall(rf"torch\.ops\.{namespace}\.softmax(?:_backward)?\.default\(", text)
+    return Census(len(calls), sum(kernel_defs(text, name) for name in kernel_names), len(sources))
 
 
 def excerpt(title: str, sources: list[str]) -> str:

@@ -1,0 +1,189 @@
+"""The custom_op lab's exercises, graded in-process: the reference and a learner's correct pieces pass, each
+typical mistake fails its exercise with a message that names it, out-of-bounds accesses are stopped at the
+learner's line, and a learner's workspace is graded through the runner (correct pieces pass, stubs are "not
+started", the lab's other checks pass). On a GPU the same grading runs on CUDA."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import subprocess
+import sys
+
+import custom_op_wrong_solutions as w
+import pytest
+import torch
+
+from workshop import exercise, workspace
+from workshop.lab import LabContext
+from workshop.labs.custom_op import exercise_grading, launch_facts
+from workshop.labs.custom_op.exercises import EXERCISES, WORKSPACE_HEADER
+from workshop.labs.custom_op.launch_facts import ANSWERS, LaunchFacts
+from workshop.labs.custom_op.memory_bounds import bounds_checked
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+PIECES = ("forward_kernel", "backward_kernel", "fake", "setup_context", "backward")
+
+
+def grade(tmp_path, name: str, impl) -> LabContext:
+    """Grade `impl` as the learner's solution of exercise `name`, as lab.grade_pieces does."""
+    ctx = LabContext("custom_op", tmp_path, DEVICE, 1, 0, work=tmp_path)
+    with contextlib.redirect_stdout(io.StringIO()), ctx.grading(name) as _impl, bounds_checked():
+        getattr(exercise_grading, f"grade_{name}")(ctx, impl)
+    return ctx
+
+
+def first_failure(ctx: LabContext):
+    return next((c for c in ctx.checks if not c.passed), None)
+
+
+@pytest.mark.parametrize("name, impl", zip(PIECES, w.CORRECT, strict=True), ids=PIECES)
+def test_a_learners_correct_piece_passes_gradcheck_opcheck_and_compile(tmp_path, name, impl):
+    ctx = grade(tmp_path, name, impl)
+    assert first_failure(ctx) is None, first_failure(ctx)
+    names = " ".join(c.name for c in ctx.checks)
+    assert "gradcheck" in names and "opcheck" in names and "torch.compile(fullgraph=True)" in names
+    evidence = (
+        "inlined into Inductor's code" if DEVICE == "cuda" else "ran inside the compiled step"
+    )
+    assert evidence in names
+
+
+def test_the_compiled_step_ran_the_learners_kernel_not_the_reference(tmp_path):
+    """The launch record names the very function: a learner's kernel is told from the reference's."""
+    ctx = grade(tmp_path, "forward_kernel", w.softmax_fwd_kernel)
+    check = next(c for c in ctx.checks if "launched once a call" in c.name)
+    assert check.passed and check.value == 4
+    if DEVICE == "cpu":
+        compiled = next(c for c in ctx.checks if "ran inside the compiled step" in c.name)
+        assert compiled.value == ["_bwd_one_pass", "softmax_fwd_kernel"]
+
+
+FWD, BWD = "forward_kernel", "backward_kernel"
+WRONG = [
+    (FWD, w.fwd_calls_torch_softmax, "only triton.language runs: `tl.store(y_ptr + rows"),
+    (FWD, w.fwd_python_fallback, "is a function, not a Triton kernel"),
+    (FWD, w.fwd_mask_drops_last_column, "never wrote column 599, the last"),
+    (FWD, w.fwd_no_max_subtracted, "exp(1000) overflows"),
+    (FWD, w.fwd_masked_lanes_load_zero, "masked lanes load 0, not -inf"),
+    (FWD, w.fwd_one_row_per_program, "wrote only the first row of each program's"),
+    (FWD, w.fwd_float32_always, "float32's accuracy: compute in float64"),
+    (FWD, w.fwd_rows_without_constexpr, "ROWS must be annotated `: tl.constexpr`"),
+    (BWD, w.bwd_no_sum_term, "returns y * dy: the sum term is missing"),
+    (BWD, w.bwd_sign_flipped, "has the sign flipped"),
+    (BWD, w.bwd_mask_drops_last_column, "never wrote column 599, the last"),
+    (BWD, w.bwd_masked_lanes_load_inf, "masked lanes must load 0 for y and dy"),
+    (BWD, w.bwd_writes_into_dy, "wrote nothing into its output"),
+    ("fake", w.fake_empty_like, "your fake says strides (6, 1); the kernel's output has (1, 4)"),
+    ("fake", w.fake_rows_shape, "your fake says shape (6, 4); the op returns (4, 6)"),
+    ("fake", w.fake_default_dtype, "dtype torch.float32; the op returns torch.float64"),
+    ("fake", w.fake_reads_data, "A fake implementation gets fake tensors"),
+    ("fake", w.fake_returns_x, "returned x itself"),
+    ("setup_context", w.setup_saves_x, "setup_context saved x, the input"),
+    ("setup_context", w.setup_keeps_y_as_attribute, "saved no tensor with ctx.save_for_backward"),
+    ("setup_context", w.setup_forgets_dim, "the backward reads ctx.dim"),
+    ("setup_context", w.setup_saves_x_and_y, "saved x and y"),
+    (
+        "backward",
+        w.backward_dx_only,
+        "returned a single Tensor: autograd needs one entry per input",
+    ),
+    ("backward", w.backward_three_gradients, "returned a tuple of 3"),
+    ("backward", w.backward_none_first, "a pair whose dx is NoneType"),
+    ("backward", w.backward_arguments_swapped, "passed y and dy the wrong way round"),
+    ("backward", w.backward_without_sum_term, "the sum term is missing"),
+]
+
+
+@pytest.mark.parametrize(
+    "name, wrong, expected", WRONG, ids=[f"{n}-{f.__name__}" for n, f, _e in WRONG]
+)
+def test_a_typical_mistake_fails_with_a_pointed_message(tmp_path, name, wrong, expected):
+    failed = first_failure(grade(tmp_path, name, wrong))
+    assert failed is not None, "the wrong solution passed"
+    assert expected in failed.message, failed
+
+
+@pytest.mark.skipif(DEVICE == "cuda", reason="the interpreter's bounds check: CPU only")
+@pytest.mark.parametrize(
+    "wrong, place",
+    [
+        (w.fwd_mask_one_column_past, "x[0, 600] (x is 37 x 600: past the end of row 0"),
+        (w.fwd_no_row_mask, "x[37, 0] (x is 37 x 600: past the last row, 36)"),
+    ],
+    ids=["one column past", "no row mask"],
+)
+def test_out_of_bounds_is_stopped_at_the_learners_line(tmp_path, wrong, place):
+    failed = first_failure(grade(tmp_path, FWD, wrong))
+    line = w.line_of(wrong, "tl.load(")
+    assert (
+        failed.name
+        == "softmax_fwd_kernel: loads and stores inside its tensors (the interpreter's bounds check)"
+    )
+    assert failed.value.startswith(f"tests/custom_op_wrong_solutions.py:{line}: a load outside")
+    assert place in failed.value and "Mask it: rows < n_rows" in failed.message
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "wrong", [w.fwd_mask_one_column_past, w.fwd_no_row_mask], ids=["cols", "rows"]
+)
+def test_on_a_gpu_stray_stores_show_in_the_guards(tmp_path, wrong):
+    failed = first_failure(grade(tmp_path, FWD, wrong))
+    assert failed is not None and "guard cells changed" in failed.name
+    assert (
+        "wrote past the end of a row" in failed.message
+        or "wrote rows past the last" in failed.message
+    )
+
+
+def test_stubs_are_not_started(tmp_path):
+    stubs = "\n\n".join(ex.stub_code() for ex in EXERCISES)
+    (tmp_path / "custom_op.py").write_text(WORKSPACE_HEADER + "\n\n" + stubs)
+    module = workspace.load_lab_module(tmp_path, "custom_op")
+    for ex in EXERCISES[: len(PIECES)]:
+        failed = first_failure(grade(tmp_path, ex.name, getattr(module, ex.attribute)))
+        assert failed.value == exercise.NOT_STARTED, (ex.name, failed)
+
+
+def test_wrong_answers_say_where_this_run_shows_them(tmp_path):
+    ctx = LabContext("custom_op", tmp_path, DEVICE, 1, 0, work=tmp_path)
+    facts = LaunchFacts(**ANSWERS)
+    given = {**ANSWERS, "block_n": 600, "extern_calls": "2"}
+    with contextlib.redirect_stdout(io.StringIO()), ctx.grading("answers"):
+        launch_facts.grade_answers(ctx, given, facts, "not started")
+    failed = [c.name for c in ctx.checks if not c.passed]
+    assert failed == [
+        "ANSWERS['block_n'] matches this run",
+        "ANSWERS['extern_calls'] matches this run",
+    ]
+    assert "BLOCK_N in the forward kernel's launch" in ctx.checks[2].message
+
+
+@pytest.mark.slow
+def test_a_learners_workspace_through_the_runner(tmp_path):
+    """Correct kernels and fake, the rest left as stubs: those pass, these are not started, and every other
+    check of the lab passes."""
+    stubs = [
+        ex.stub_code() for ex in EXERCISES if ex.name in ("setup_context", "backward", "answers")
+    ]
+    filled = [w.source_of(w.softmax_fwd_kernel, w.softmax_bwd_kernel, w.softmax_fake), *stubs]
+    (tmp_path / "custom_op.py").write_text(WORKSPACE_HEADER + "\n\n" + "\n\n".join(filled))
+    out = tmp_path / "run"
+    out.mkdir()
+    cmd = [sys.executable, "-m", "workshop.runner", "custom_op", "--out-dir", str(out)]
+    proc = subprocess.run(
+        [*cmd, "--device", DEVICE, "--work", str(tmp_path)], capture_output=True, text=True
+    )
+    result = json.loads((out / "result.json").read_text())
+    statuses = {ex_id.split(".")[1]: r["status"] for ex_id, r in result["exercises"].items()}
+    passing = {"forward_kernel", "backward_kernel", "fake"}
+    assert statuses == {
+        name: exercise.PASSING if name in passing else exercise.NOT_STARTED for name in statuses
+    }, proc.stdout[-3000:]
+    assert [c["name"] for c in result["checks"] if not c["passed"] and not c.get("exercise")] == []
+    assert (
+        "Your pieces were each graded in an operator of their own"
+        in (out / "summary.md").read_text()
+    )

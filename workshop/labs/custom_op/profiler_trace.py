@@ -1,0 +1,98 @@
+"""A torch.profiler trace of the op's eager call, layer by layer, for Perfetto or chrome://tracing.
+
+It shows what eager_cost.py measures: the ladder of calls, each rung one more layer than the one before
+("kernel launch", "plan", "checks, output", "dispatcher, Autograd kernel", "autograd node"), each in a range
+named after its layer; inside every call, ranges around the layers it passes through (the input checks, the
+plan and launch, the launch itself), placed for the trace only by wrapping those functions while it records; and
+the profiler's own events: the dispatcher's `workshop::softmax`, the output's allocation, the autograd node, and
+on a GPU the CUDA kernels. Then a forward + backward step of the training shape. One call each: the trace shows
+where time goes within a call, the eager-cost table what each layer costs.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from unittest import mock
+
+import torch
+from torch.profiler import ProfilerActivity, profile, record_function
+
+from workshop.labs.custom_op import eager_cost
+from workshop.ops import softmax, softmax_launch, softmax_op
+
+TRACE = "eager_call_trace.json"
+RUNGS = ("kernel launch", "plan", "checks, output", "dispatcher, Autograd kernel", "autograd node")
+STEP_RANGE = "forward + backward step"
+# Inner layers, by the function that is each one's entry, and the name its range gets in the trace.
+INNER = {
+    (softmax_op, "check_input"): "layer: input checks",
+    (softmax_launch, "forward"): "layer: plan + kernel launch",
+    (softmax_launch, "launch"): "layer: kernel launch",
+}
+RANGES = (
+    *(f"rung {i}: {name}" for i, name in enumerate(RUNGS, start=1)),
+    *INNER.values(),
+    STEP_RANGE,
+)
+
+
+@dataclass(frozen=True)
+class TraceFacts:
+    """What the exported trace holds: its ranges and the op's event, and the GPU kernels, by name."""
+
+    file: str
+    events: int
+    ranges: list[str]  # the ranges the lab placed (rungs, inner layers, the step), each name once
+    op_events: int  # the dispatcher's workshop::softmax events
+    gpu_kernels: list[str]  # names of the CUDA kernels in it (none on the CPU)
+
+
+def _ranged(name: str, function):
+    @functools.wraps(function)
+    def inside(*args, **kwargs):
+        with record_function(name):
+            return function(*args, **kwargs)
+
+    return inside
+
+
+def record(path: Path, device: str) -> TraceFacts:
+    """Profile the ladder and a step into `path` (Chrome trace JSON); what it holds."""
+    rungs = eager_cost.ladder(device)
+    x = torch.randn(eager_cost.STEP, device=device, requires_grad=True)
+    for name in RUNGS:
+        rungs[name]()  # warm: the trace shows calls, not first-call compilation
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    patches = [
+        mock.patch.object(owner, attr, _ranged(name, getattr(owner, attr)))
+        for (owner, attr), name in INNER.items()
+    ]
+    with profile(activities=activities, record_shapes=True) as prof:
+        for patch in patches:
+            patch.start()
+        try:
+            for rung, name in zip(RANGES, RUNGS, strict=False):
+                with record_function(rung):
+                    rungs[name]()
+            with record_function(STEP_RANGE):
+                softmax(x).backward(torch.ones_like(x))
+            if device == "cuda":
+                torch.cuda.synchronize()
+        finally:
+            for patch in patches:
+                patch.stop()
+    prof.export_chrome_trace(str(path))
+    return read(path)
+
+
+def read(path: Path) -> TraceFacts:
+    events = json.loads(Path(path).read_text())["traceEvents"]
+    names = [e.get("name", "") for e in events]
+    ranges = [r for r in RANGES if r in names]
+    kernels = sorted({e["name"] for e in events if e.get("cat") == "kernel"})
+    return TraceFacts(
+        Path(path).name, len(events), ranges, names.count("workshop::softmax"), kernels
+    )
