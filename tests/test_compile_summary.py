@@ -72,7 +72,7 @@ def test_the_lane_fold_is_mentioned_only_when_the_code_has_it(folds):
     assert "again: the row is not kept in registers" not in text  # one loop: nothing is read twice
 
 
-def summary(shown, graded, tlparse, eager_step_ms) -> str:
+def summary(shown, graded, tlparse, eager_step_ms, lang="en") -> str:
     timing = TimingReport(
         at_batch=[
             Timing("forward", 8, 2.0, 1.0, 9),
@@ -107,7 +107,7 @@ def summary(shown, graded, tlparse, eager_step_ms) -> str:
         "tlparse": tlparse,
         "trace_dir": "torch_trace",
     }
-    return templates.render(FOLDER, "en", values)
+    return templates.render(FOLDER, lang, values)
 
 
 MADE = TraceReport(Path("tlparse/index.html"), "", 4)

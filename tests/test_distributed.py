@@ -65,6 +65,45 @@ def test_a_hung_rank_is_named_by_the_flight_recorder(lab_dir):
 
 @pytest.mark.distributed
 @pytest.mark.slow
+def test_the_lab_runs_in_spanish_and_so_do_its_ranks(tmp_path, monkeypatch):
+    """`--lang es` with DDP and the hung rank only: the same checks pass, named in Spanish; the summary is the
+    Spanish template's; what a rank prints is Spanish (the lab passes WORKSHOP_LANG on to torchrun's ranks); the
+    model answer graded is the Spanish one."""
+    from spanish_run import run_in_spanish
+
+    monkeypatch.setattr(lab, "DEMOS", ("ddp", "hang"))
+    out = tmp_path / "distributed"
+    result = run_in_spanish("distributed", out)
+    assert result["lang"] == "es" and result["passed"], [
+        c for c in result["checks"] if not c["passed"]
+    ]
+    names = checks_by_name(result)
+    assert (
+        "ddp: los parámetros finales, iguales que en la referencia (máxima diferencia absoluta)"
+        in names
+    )
+    missing = (
+        "hang: ranks que, según los volcados, faltan en la colectiva en la que esperaron los demás"
+    )
+    assert names[missing]["value"] == [1]
+    assert (
+        "survey: palabras de prosa en la respuesta modelo" in names
+    )  # survey/README.es.md, graded
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    for sentence in (
+        "**2 procesos** (gloo, procesos de CPU)",
+        "## Lo que guarda cada rank y lo que comunica un paso",
+        "| demo | colectiva | llamadas | buffers | enviado por rank (anillo) |",
+        "## Un rank que se cuelga",
+        "El rank 1 nunca entró en la colectiva",
+    ):
+        assert sentence in summary, sentence
+    log = (out / "hang" / "log.txt").read_text(encoding="utf-8")
+    assert "rank 1: bloqueo provocado en el paso 1 (--fail-rank 1)" in log
+
+
+@pytest.mark.distributed
+@pytest.mark.slow
 def test_fsdp_holds_half_of_ddp_per_rank(lab_dir):
     out = lab_dir("distributed", n=2)
     ddp, fsdp = (Measurements.read(out / s).runs[s].per_rank[0].held for s in ("ddp", "fsdp"))

@@ -10,7 +10,14 @@ import pytest
 
 from workshop import exercise
 from workshop.lab import LabContext
-from workshop.labs.distributed import answers, figures, predictions, survey
+from workshop.labs.distributed import (
+    answers,
+    figures,
+    predictions,
+    survey,
+    survey_figures,
+    survey_text,
+)
 from workshop.labs.distributed.exercises import EXERCISES
 
 RUN = figures.read(survey.COMMITTED_RUNS[0])  # CPU, N=2
@@ -199,14 +206,14 @@ def grade_survey(ctx, tmp_path, text: str, run=RUN) -> dict[str, str]:
 
 
 def test_a_good_survey_passes(ctx, tmp_path):
-    assert survey.words(good_survey()) >= survey.WORDS[0]
+    assert survey_text.words(good_survey()) >= survey.WORDS["en"][0]
     assert grade_survey(ctx, tmp_path, good_survey()) == {}
 
 
 def test_the_model_answer_quotes_each_committed_run_as_generated():
     text = survey.MODEL_ANSWER.read_text()
     for path in survey.COMMITTED_RUNS:
-        assert survey.tables(figures.read(path)) in text, (
+        assert survey.tables(figures.read(path), "en") in text, (
             f"survey/README.md: regenerate {path}'s tables"
         )
 
@@ -297,7 +304,10 @@ def test_the_template_waits_for_a_run_is_filled_from_it_and_never_replaces_the_l
     assert (
         survey.figures_for(tmp_path / "survey.md", [])[0] == RUN
     )  # traced against the run it came from
-    assert survey.untraced(filled, RUN) == [] and survey.words(filled) < survey.WORDS[0]
+    assert (
+        survey_figures.untraced(filled, RUN) == []
+        and survey_text.words(filled) < survey.WORDS["en"][0]
+    )
     (tmp_path / "survey.md").write_text(filled + "\nMy words.\n")
     assert workspace_init.write_waiting_document(tmp_path, SURVEY, lab_dir) is None
     assert (tmp_path / "survey.md").read_text().endswith("My words.\n")

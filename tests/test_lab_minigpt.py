@@ -51,3 +51,28 @@ def test_report_collects_the_run(lab_dir):
         subprocess.run([sys.executable, "-m", "workshop", "report", str(run_dir)], check=True)
     report = (run_dir / "REPORT.md").read_text()
     assert "minigpt/loss_curve.png" in report and "Lab `minigpt`" in report
+
+
+def test_minigpt_runs_in_spanish(tmp_path, monkeypatch):
+    """`--lang es`: the same checks pass, named in Spanish, and the summary is the Spanish template's."""
+    from spanish_run import run_in_spanish
+
+    from workshop.labs.minigpt import lab
+
+    # what is under test is the language, not the lengths: fewer replayed steps and sampled sentences
+    monkeypatch.setattr(lab, "REPLAY_STEPS", 2)
+    sample = lab.sample_sentences
+    monkeypatch.setattr(lab, "sample_sentences", lambda model, n, *args: sample(model, 16, *args))
+    result = run_in_spanish("minigpt", tmp_path / "minigpt")
+    assert result["lang"] == "es" and result["passed"], result["checks"]
+    names = [c["name"] for c in result["checks"]]
+    assert "tamaño del vocabulario" in names
+    assert "precisión de predicción de prompts (top-1 gramatical)" in names
+    summary = (tmp_path / "minigpt" / "summary.md").read_text(encoding="utf-8")
+    for sentence in (
+        "La MiniGPT de la gramática",
+        "Precisión de predicción de prompts en 1000 prompts reservados",
+        "Frases muestreadas a temperatura 1 que son gramaticales de principio a fin",
+        "![curva de pérdida](loss_curve.png)",
+    ):
+        assert sentence in summary, sentence

@@ -2,7 +2,9 @@
 Spanish (accents intact under LANG=C); `exercises init` in Spanish writes the Spanish statements; the grading
 messages come out in Spanish; every exercise's handout link resolves in both languages.
 
-One Spanish run per lab and session (the runner's child, as `python -m workshop run --lang es` starts it).
+One Spanish run per lab and session (the runner's child, as `python -m workshop run --lang es` starts it); the
+compile lab, whose run takes minutes on a CPU, is checked in-process instead: its summary and kernel explanation
+rendered in both languages from the same made-up figures, its grading messages on saved generated code.
 """
 
 from __future__ import annotations
@@ -15,13 +17,17 @@ import sys
 from pathlib import Path
 
 import pytest
+import test_compile_summary as compile_summary
 import torch
 from conftest import TEST_DEVICE, read_result
 from doc_structure import anchors
 from test_autograd_lab import SUMMARY_KEYS
 
 from workshop import exercise, i18n, labs, templates, workspace_init
+from workshop.lab import LabContext
 from workshop.labs.autograd.gradient_diagnosis import Evidence, diagnose
+from workshop.labs.compile import kernel_answer, kernel_explanation
+from workshop.labs.compile.generated_kernels import parse_kernels
 from workshop.labs.dispatcher import decisions, trace_facts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -186,3 +192,79 @@ def test_every_exercises_handout_link_resolves(lab, lang):
             assert not anchor or anchor in anchors(path.read_text(encoding="utf-8")), ex.handout
     finally:
         i18n.set_language("en")
+
+
+# The compile lab in Spanish, in-process (its run takes minutes on a CPU): the summary and the kernel explanation
+# rendered from made-up figures (test_compile_summary's), its grading messages on saved generated code.
+NUMBER = re.compile(r"\d[\d.,]*\d|\d")
+
+
+def numbers(text: str) -> list[str]:
+    return sorted(NUMBER.findall(text))
+
+
+@pytest.mark.parametrize("graded", [False, True], ids=["plain", "graded"])
+def test_the_spanish_compile_summary_shows_the_same_values(graded):
+    shown = [] if graded else [compile_summary.explanation(compile_summary.CPP_SUM, 4096)]
+    english, spanish = (
+        compile_summary.summary(shown, graded, compile_summary.MADE, 10.0, lang)
+        for lang in ("en", "es")
+    )
+    assert numbers(spanish) == numbers(english)
+    assert "## Graph breaks y recompilaciones (`breaks.json`)" in spanish
+    assert "el tiempo de su primera\nllamada se recupera al cabo de unos 8,000 pasos." in spanish
+    assert (
+        "| paso de entrenamiento (batch 8) | 10.00 | 5.00 | 2.00x |" in spanish
+    )  # a prose value, via _()
+    if graded:
+        assert "se escriben cuando pasa tu KERNEL_EXPLAINED (ejercicio compile.kernel)" in spanish
+    else:
+        assert "(nido de bucles de C++, train/forward, llamado 1 vez/veces" in spanish
+
+
+def test_the_spanish_kernel_explanation_shows_the_same_values():
+    ex = [compile_summary.explanation(compile_summary.CPP_SUM, 4096)]
+    english, spanish = (
+        kernel_explanation.render(compile_summary.FOLDER, lang, ex) for lang in ("en", "es")
+    )
+    assert numbers(spanish) == numbers(english)
+    assert "Operaciones de aten (según el nombre del kernel): `sum`." in spanish
+    assert "fusionar estas\noperaciones compensa en ese factor de tráfico de memoria." in spanish
+    assert "Cada acumulador vectorial se reduce a un solo número (`vec_reduce_all`)" in spanish
+
+
+def test_the_kernel_exercises_grading_messages_come_out_in_spanish(spanish, tmp_path):
+    fixture = ROOT / "tests/test_compile_fixtures/cpp_train_forward.txt"
+    kernels = parse_kernels(fixture.read_text(), "train/forward")
+    ctx = LabContext("compile", tmp_path, "cpu", 1, 0)
+    gelu = {  # test_compile_exercises' GELU_ANSWER, with another kernel's grid
+        "kernel": "cpp_fused_gelu_view_6",
+        "fused_ops": ["gelu", "view"],
+        "bytes_read": 180224,
+        "bytes_written": 180224,
+        "reduction": "none",
+        "grid": [8],
+    }
+    with ctx.grading("kernel"):
+        kernel_answer.grade_kernel(ctx, gelu, kernels)
+    failed = [c for c in ctx.checks if not c.passed]
+    assert [(c.name, c.message) for c in failed] == [
+        (
+            "KERNEL_EXPLAINED['grid'] coincide con el código del kernel",
+            "ese es el grid de `cpp_fused_clone_transpose_view_2`, no el de este kernel",
+        )
+    ]
+
+
+def test_init_in_spanish_writes_the_compile_statements(tmp_path, spanish):
+    workspace_init.init(tmp_path / "work", ["compile"], tmp_path / "results")
+    source = (tmp_path / "work" / "compile.py").read_text(encoding="utf-8")
+    prose = " ".join(line.lstrip("# ") for line in source.splitlines())
+    assert "Elige un kernel definido en el code/train_forward.py de tu ejecución" in prose
+    assert "Rellena ANSWERS con cinco cuentas leídas de los ficheros de tu ejecución" in prose
+    assert "workshop/labs/compile/README.es.md#ejercicio-1-explica-un-kernel" in source
+    assert "# int: graph breaks de la variante con .item()" in source  # the stub's comments
+    namespace = {}
+    exec(compile(source, "compile.py", "exec"), namespace)  # still Python: two dicts of `...`
+    assert set(namespace["KERNEL_EXPLAINED"].values()) == {...}
+    assert set(namespace["ANSWERS"].values()) == {...}

@@ -57,7 +57,7 @@ def english_afterwards():
 def test_spanish_is_asked_for_by_option_locale_or_variable(args, settings):
     listing = workshop("list", *args, **settings)
     assert listing.returncode == 0, text(listing)
-    assert "(benchmark: python -m workshop bench custom_op)" in text(listing)
+    assert "el MiniGPT de la gramática: carga el checkpoint" in text(listing)  # the labs' titles
     helped = workshop("run", "--help", *args, **settings)
     assert "carpeta raíz de los resultados (por defecto ./results)" in text(helped)
 
@@ -75,6 +75,18 @@ def test_spanish_is_asked_for_by_option_locale_or_variable(args, settings):
 def test_english_by_default(settings):
     out = workshop("run", "--help", **settings)
     assert "results root (default ./results)" in text(out)
+
+
+@pytest.mark.parametrize("first", [["--lang", "es"], ["--lang=es"]], ids=["--lang es", "--lang=es"])
+def test_the_language_may_come_before_the_command(first):
+    listing = workshop(*first, "list", LANG="C.UTF-8")
+    assert listing.returncode == 0 and "el MiniGPT de la gramática" in text(listing), text(listing)
+    assert cli.language_after_the_command([*first, "run", "--", "minigpt"]) == [
+        "run",
+        *first,
+        "--",
+        "minigpt",
+    ]
 
 
 def test_an_unknown_language_is_one_line():

@@ -70,6 +70,19 @@ def language_asked(argv: list[str]) -> str | None:
     return early.parse_known_args(argv)[0].lang
 
 
+def language_after_the_command(argv: list[str]) -> list[str]:
+    """`--lang es run ...` read as `run ... --lang es`: --lang is every command's option, and a learner may well
+    put it first. Before a `--` (whatever follows it is a lab name)."""
+    if argv[:1] == ["--lang"]:
+        option, rest = argv[:2], argv[2:]
+    elif argv[:1] and argv[0].startswith("--lang="):
+        option, rest = argv[:1], argv[1:]
+    else:
+        return argv
+    end = rest.index("--") if "--" in rest else len(rest)
+    return rest[:end] + option + rest[end:]
+
+
 def add_results_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out", default=str(results.DEFAULT_ROOT), help=_("results root (default ./results)")
@@ -466,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
     # An ASCII-only terminal gets '?' for what it cannot show, never a UnicodeEncodeError.
     for stream in (sys.stdout, sys.stderr):
         stream.reconfigure(errors="replace")
-    argv = sys.argv[1:] if argv is None else argv
+    argv = language_after_the_command(sys.argv[1:] if argv is None else argv)
     i18n.set_language(language_asked(argv))  # before the parser: its help is in that language too
     args = build_parser().parse_args(argv)
     return args.fn(args)

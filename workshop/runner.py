@@ -361,8 +361,8 @@ def exercises_md(exercises: dict[str, dict]) -> str:
     return "## " + _("Exercises") + "\n\n" + header + "\n".join(rows) + "\n\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The child process: run one lab into an existing, empty folder."""
+def parser() -> argparse.ArgumentParser:
+    """The child process's command line (what LabRun.command writes)."""
     p = argparse.ArgumentParser(prog="python -m workshop.runner")
     p.add_argument("lab")
     p.add_argument("--out-dir", type=Path, required=True)
@@ -384,12 +384,16 @@ def main(argv: list[str] | None = None) -> int:
         metavar="ID=NOTE",
         help="an exercise that killed an earlier attempt: failed with NOTE, its code not run",
     )
-    a = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The child process: run one lab into an existing, empty folder."""
+    a = parser().parse_args(argv)
     faulthandler.enable()  # a fatal signal prints the Python stack: log.txt then shows where it died
     i18n.set_language(a.lang)
-    os.environ["WORKSHOP_LANG"] = (
-        a.lang
-    )  # the processes the lab starts (torchrun's ranks) speak it too
+    # the processes the lab starts (torchrun's ranks) speak it too
+    os.environ["WORKSHOP_LANG"] = a.lang
     export_checkpoint(a.checkpoint)
     skip = dict(item.split("=", 1) for item in a.skip)
     ctx = LabContext(
@@ -403,11 +407,30 @@ def main(argv: list[str] | None = None) -> int:
         checkpoint=a.checkpoint,
         skip=skip,
     )
-    spec = labs.get(a.lab)
     start = time.monotonic()
-    stopped = None
+    stopped = run_lab_code(ctx, a.time_limit)
+    write_result(
+        ctx.out_dir,
+        ctx.name,
+        ctx.device,
+        ctx.checks,
+        time.monotonic() - start,
+        ctx.summary,
+        {**ctx.extra, **graded_extra(ctx)},
+    )
+    if stopped:
+        with contextlib.suppress(OSError):  # the parent, and so our stdout, may be gone
+            print(f"[{a.lab}] {stopped.why}", file=sys.stderr, flush=True)
+        return stopped.exit_code
+    return 0 if ctx.passed else 1
+
+
+def run_lab_code(ctx: LabContext, time_limit: float | None) -> interrupt.Stopped | None:
+    """Run the lab's code on `ctx`. An exception becomes a failed check (the checks so far are kept); a signal or
+    the time limit stops it and is returned."""
+    spec = labs.get(ctx.name)
     try:
-        with interrupt.raising_on_signals(), interrupt.time_limit(a.time_limit):
+        with interrupt.raising_on_signals(), interrupt.time_limit(time_limit):
             if missing := spec.missing():
                 cannot_run_here(ctx, missing)
             else:
@@ -426,22 +449,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         ctx.summary += "\n\n## " + _("Error") + f"\n\n```\n{error}```\n"
     except interrupt.Stopped as e:  # a signal or its time limit: keep its checks so far, and why
-        stopped = e
         ctx.checks.append(stopped_check(e.why))
-    write_result(
-        ctx.out_dir,
-        ctx.name,
-        ctx.device,
-        ctx.checks,
-        time.monotonic() - start,
-        ctx.summary,
-        {**ctx.extra, **graded_extra(ctx)},
-    )
-    if stopped:
-        with contextlib.suppress(OSError):  # the parent, and so our stdout, may be gone
-            print(f"[{a.lab}] {stopped.why}", file=sys.stderr, flush=True)
-        return stopped.exit_code
-    return 0 if ctx.passed else 1
+        return e
+    return None
 
 
 def cannot_run_here(ctx: LabContext, missing: list[str]) -> None:

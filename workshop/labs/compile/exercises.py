@@ -6,8 +6,9 @@ CLI imports this registry.
 """
 
 from workshop.exercise import Exercise
+from workshop.i18n import N_
 
-WORKSPACE_HEADER = '''
+WORKSPACE_HEADER = N_('''
 """Your answers to the compile lab: python -m workshop check compile
 
 Run `python -m workshop check compile` once: it writes the run's generated code (code/train_forward.py, ...)
@@ -16,33 +17,33 @@ Each answer is compared with what the lab reads from the code of that second run
 a torch version and a device, so both runs generate the same kernels). explanation.md and kernels.json, the
 lab's own reading of the code, are written once KERNEL_EXPLAINED passes.
 """
-'''
+''')
 
 KERNEL = Exercise(
     lab="compile",
     name="kernel",
-    title="Explain one Inductor kernel of the MiniGPT's training forward",
-    statement=(
+    title=N_("Explain one Inductor kernel of the MiniGPT's training forward"),
+    statement=N_(
         "Pick one kernel defined in your run's code/train_forward.py and fill in KERNEL_EXPLAINED: its name, "
         "the aten ops it fuses, the bytes it reads and writes per call, its kind of reduction and its launch "
         "grid. Bytes are whole buffers: for each pointer argument of its first call in call(), numel x "
         "element size, from the buffer's empty_strided or assert_size_stride line (follow `# reuse` lines); "
         "read = in_ptr and in_out_ptr arguments, written = out_ptr and in_out_ptr arguments, each buffer once."
     ),
-    hint=(
+    hint=N_(
         "Read the kernel's parameter list for the roles (in_ptr, out_ptr, in_out_ptr) and its call in call() "
         "for the buffers; the reduction is in the loops that keep an accumulator (C++ `tmp_acc`) or in "
         "`R0_BLOCK` / `for r0_offset` (Triton); the grid is the bound of each `#pragma omp for` loop (C++) "
         "or xnumel (Triton)."
     ),
-    handout="README.md#exercise-1-explain-one-kernel",
+    handout=N_("README.md#exercise-1-explain-one-kernel"),
     reference="workshop.labs.compile.kernel_answer:reference_answer",
     attribute="KERNEL_EXPLAINED",
-    interface=(
+    interface=N_(
         "dict: kernel str; fused_ops list[str]; bytes_read int; bytes_written int; "
         'reduction "none" | "persistent" | "looped"; grid list[int]'
     ),
-    stub="""
+    stub=N_("""
     KERNEL_EXPLAINED = {
         "kernel": ...,  # str: a kernel defined in code/train_forward.py, e.g. "cpp_fused_gelu_view_6"
         "fused_ops": ...,  # list[str]: the aten ops it fuses (shape-only ops such as view may be left out)
@@ -51,31 +52,31 @@ KERNEL = Exercise(
         "reduction": ...,  # "none", "persistent" or "looped" (a C++ reduction loop counts as "looped")
         "grid": ...,  # list[int]: the bound N of each `#pragma omp for` loop (CPU), or [xnumel] (GPU)
     }
-    """,
+    """),
 )
 
 ANSWERS = Exercise(
     lab="compile",
     name="answers",
-    title="Facts of your run: calls, matmuls, optimizer kernels, compiles, graph breaks",
-    statement=(
+    title=N_("Facts of your run: calls, matmuls, optimizer kernels, compiles, graph breaks"),
+    statement=N_(
         "Fill in ANSWERS with five counts read from your run's files: how many times call() in "
         "code/train_forward.py calls the attention softmax kernel; how many matmuls it hands to "
         "extern_kernels; how many kernels code/optimizer_inference.py defines; how many times Dynamo "
         "compiled the default (no dynamic= given) over the four sequence lengths; how many graph breaks the "
         ".item() variant has."
     ),
-    hint=(
+    hint=N_(
         "Count in the files: the kernel's calls and the `extern_kernels.` lines in call(), the "
         "`async_compile` definitions of the optimizer's code; the compiles and breaks are in breaks.json."
     ),
-    handout="README.md#exercise-2-facts-of-your-run",
+    handout=N_("README.md#exercise-2-facts-of-your-run"),
     reference="workshop.labs.compile.run_facts:reference_answers",
     attribute="ANSWERS",
-    interface=(
+    interface=N_(
         "dict of ints: softmax_calls, extern_matmuls, optimizer_kernels, default_compiles, item_graph_breaks"
     ),
-    stub="""
+    stub=N_("""
     ANSWERS = {
         "softmax_calls": ...,  # int: calls of the attention softmax kernel in call() of code/train_forward.py
         "extern_matmuls": ...,  # int: extern_kernels matmul calls (mm, addmm, bmm) in that call()
@@ -83,7 +84,7 @@ ANSWERS = Exercise(
         "default_compiles": ...,  # int: compiles over the four sequence lengths with the default settings
         "item_graph_breaks": ...,  # int: graph breaks of the .item() variant
     }
-    """,
+    """),
 )
 
 EXERCISES = [KERNEL, ANSWERS]

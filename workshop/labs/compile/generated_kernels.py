@@ -22,17 +22,24 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
+from workshop.i18n import N_
+
 DEFINITION = re.compile(r"^(?P<name>\w+) = async_compile\.(?P<how>\w+)\(", re.MULTILINE)
 SOURCE_NODES = re.compile(
     r"Source Nodes: \[(?P<nodes>[^\]]*)\](?:, Original ATen: \[(?P<aten>[^\]]*)\])?"
 )
-KINDS = {
-    "triton_poi": "pointwise",
-    "triton_per": "persistent reduction",
-    "triton_red": "looped reduction",
-    "triton_tem": "template (e.g. matmul)",
-    "cpp": "C++ loop nest",
+KINDS = {  # prose, shown translated (the summaries' `_(kind)`); kernels.json keeps the English
+    "triton_poi": N_("pointwise"),
+    "triton_per": N_("persistent reduction"),
+    "triton_red": N_("looped reduction"),
+    "triton_tem": N_("template (e.g. matmul)"),
+    "cpp": N_("C++ loop nest"),
 }
+OTHER_KIND = N_("other")
+FROM_COMMENT, FROM_NAME = (
+    N_("Original ATen comment"),
+    N_("kernel name"),
+)  # where fused_ops came from
 ALLOC = re.compile(
     r"^\s*(\w+) = empty_strided\w*\(\((?P<shape>[^)]*)\), \([^)]*\), (?P<dtype>torch\.\w+)"
 )
@@ -112,7 +119,7 @@ def parse_kernels(code: str, graph: str) -> list[GeneratedKernel]:
                 graph=graph,
                 kind=kernel_kind(name),
                 fused_ops=aten or ops_from_name(name),
-                ops_from="Original ATen comment" if aten else "kernel name",
+                ops_from=FROM_COMMENT if aten else FROM_NAME,
                 source_nodes=[n.strip() for n in comments["nodes"].split(",") if n.strip()]
                 if comments
                 else [],
@@ -125,7 +132,7 @@ def parse_kernels(code: str, graph: str) -> list[GeneratedKernel]:
 
 
 def kernel_kind(name: str) -> str:
-    return next((kind for prefix, kind in KINDS.items() if name.startswith(prefix)), "other")
+    return next((kind for prefix, kind in KINDS.items() if name.startswith(prefix)), OTHER_KIND)
 
 
 def kernel_source(code: str, start: int) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from workshop import templates
-from workshop.i18n import _
+from workshop.i18n import N_, _
 from workshop.lab import LabContext
 from workshop.labs.compile.generated_kernels import GeneratedKernel
 from workshop.labs.compile.loops import KernelStructure, kernel_structure
@@ -24,6 +24,13 @@ from workshop.tensor_bytes import tensor_bytes
 
 PREFERRED = ("_softmax", "native_layer_norm")  # the attention softmax, else a LayerNorm
 TEMPLATE = "explanation.md.j2"
+# check names, one literal each so that a translation may word "read" and "written" its own way
+READ_RATIO = N_(
+    "explained kernel: bytes read per call (from the code) / softmax result bytes (AOT graph)"
+)
+WRITTEN_RATIO = N_(
+    "explained kernel: bytes written per call (from the code) / softmax result bytes (AOT graph)"
+)
 
 
 def pick_kernel(kernels: list[GeneratedKernel]) -> GeneratedKernel | None:
@@ -173,13 +180,10 @@ def check_explanation(ctx: LabContext, ex: KernelExplanation) -> None:
         "_softmax" in ex.kernel.fused_ops,
         True,
     )
-    for what, measured in (("read", ex.bytes_read), ("written", ex.bytes_written)):
-        name = _(
-            "explained kernel: bytes {what} per call (from the code) / softmax result bytes (AOT graph)"
-        )
+    for name, measured in ((READ_RATIO, ex.bytes_read), (WRITTEN_RATIO, ex.bytes_written)):
         value = ratio(measured, softmax)
-        ctx.check_min(name.format(what=what) + _(", at least"), value, 1.0)
-        ctx.check_max(name.format(what=what) + _(", at most"), value, 1.25)
+        ctx.check_min(_(name) + _(", at least"), value, 1.0)
+        ctx.check_max(_(name) + _(", at most"), value, 1.25)
     ctx.check_min(
         _("explained kernel: unfused / fused bytes per call"),
         ratio(ex.unfused_bytes, ex.fused_bytes),

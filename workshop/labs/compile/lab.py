@@ -36,7 +36,14 @@ from workshop.labs.compile.kernel_explanation import (
     pick_kernel,
 )
 from workshop.labs.compile.provenance import attach_source_lines
-from workshop.labs.compile.timing import Timing, TimingReport, compare, plot
+from workshop.labs.compile.timing import (
+    FORWARD,
+    TRAINING_STEP,
+    Timing,
+    TimingReport,
+    compare,
+    plot,
+)
 from workshop.minigpt import checkpoint
 from workshop.minigpt.data import sample_corpus, to_tensors
 from workshop.minigpt.model import lm_loss
@@ -318,14 +325,14 @@ def eager_vs_compiled(ctx: LabContext, model, opt_e, compiled: Compiled, x, xb, 
     def forward_at(batch: int) -> Timing:
         xs = x[:batch]
         return compare(
-            "forward", batch, lambda: model(xs), lambda: compiled.forward(xs), ctx.device, reps
+            FORWARD, batch, lambda: model(xs), lambda: compiled.forward(xs), ctx.device, reps
         )
 
     with torch.no_grad():
         at_batch = [forward_at(BATCH)]
         sweep = [forward_at(b) for b in SWEEP[ctx.device]]
     at_batch.append(
-        compare("training step", BATCH, eager_step, compiled.train_step, ctx.device, reps)
+        compare(TRAINING_STEP, BATCH, eager_step, compiled.train_step, ctx.device, reps)
     )
     ctx.check_equal(
         _("Dynamo graphs per compiled function after timing (a recompile would add one)"),
@@ -334,12 +341,12 @@ def eager_vs_compiled(ctx: LabContext, model, opt_e, compiled: Compiled, x, xb, 
     )
     caps = compiled.captures
     compile_s = {
-        "forward": caps["forward"].compile_s,
-        "training step": caps["train"].compile_s + caps["optimizer"].compile_s,
+        FORWARD: caps["forward"].compile_s,
+        TRAINING_STEP: caps["train"].compile_s + caps["optimizer"].compile_s,
     }
     ctx.check_max(
         _("compile time of the training step, fwd+bwd+optimizer (s)"),
-        compile_s["training step"],
+        compile_s[TRAINING_STEP],
         300,
     )
     cpu_threads = torch.get_num_threads() if ctx.device == "cpu" else None

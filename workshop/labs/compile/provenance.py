@@ -16,6 +16,7 @@ import re
 
 import torch
 
+from workshop.i18n import N_
 from workshop.labs.compile.generated_kernels import GeneratedKernel
 
 FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in \w+\n\s*(?P<code>[^\n]*)')
@@ -36,6 +37,10 @@ SHAPE_ONLY = {
     "detach",
     "arange",
 }
+BY_SOURCE_NODES, BY_OP_MATCH = (
+    N_("source nodes"),
+    N_("op match"),
+)  # kernel.lines_from, shown translated
 MODEL_DIR = "workshop/minigpt/"  # the code whose lines we want; frames in torch itself are skipped
 
 
@@ -78,11 +83,11 @@ def attach_source_lines(
     for k in kernels:
         if k.source_nodes:
             lines = {by_name.get(n) for n in k.source_nodes} - {None}
-            k.lines_from = "source nodes"
+            k.lines_from = BY_SOURCE_NODES
         else:
             ops = [op for op in k.fused_ops if op not in SHAPE_ONLY] or k.fused_ops
             lines = set().union(*(by_op.get(op, set()) for op in ops))
-            k.lines_from = "op match"
+            k.lines_from = BY_OP_MATCH
         k.source_lines = sorted(lines, key=line_number)
 
 

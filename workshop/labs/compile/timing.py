@@ -16,10 +16,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import torch
 
+from workshop.i18n import N_, _
+
+FORWARD, TRAINING_STEP = N_("forward"), N_("training step")
+
 
 @dataclass
 class Timing:
-    what: str  # "forward" or "training step"
+    what: str  # FORWARD or TRAINING_STEP (English in timing.json, translated where shown)
     batch: int
     eager_ms: float  # median
     compiled_ms: float  # median
@@ -39,7 +43,7 @@ class TimingReport:
     sweep: list[Timing]  # forward over batch sizes
     compile_s: dict[
         str, float
-    ]  # "forward" / "training step" -> first-call seconds (trace + compile + run)
+    ]  # FORWARD / TRAINING_STEP -> first-call seconds (trace + compile + run)
     cpu_threads: int | None
 
     @property
@@ -53,14 +57,14 @@ class TimingReport:
     @property
     def saved_ms_per_step(self) -> float:
         """Eager minus compiled median time of one training step (negative when compiled is slower)."""
-        step = next(t for t in self.at_batch if t.what == "training step")
+        step = next(t for t in self.at_batch if t.what == TRAINING_STEP)
         return step.eager_ms - step.compiled_ms
 
     @property
     def payback_steps(self) -> float | None:
         """Training steps the compile time takes to earn back, None when the compiled step is not faster."""
         saved = self.saved_ms_per_step
-        return self.compile_s["training step"] * 1e3 / saved if saved > 0 else None
+        return self.compile_s[TRAINING_STEP] * 1e3 / saved if saved > 0 else None
 
     def as_json(self) -> dict:
         return {
@@ -87,10 +91,10 @@ def compare(
     what: str, batch: int, eager, compiled, device: str, repeats: int, warmup: int = 2
 ) -> Timing:
     """Median milliseconds of eager() and compiled(), interleaved."""
-    for _ in range(warmup):
+    for _warm in range(warmup):
         eager(), compiled()
     e, c = [], []
-    for _ in range(repeats):
+    for _rep in range(repeats):
         e.append(timed(eager, device))
         c.append(timed(compiled, device))
     return Timing(what, batch, 1e3 * statistics.median(e), 1e3 * statistics.median(c), repeats)
@@ -108,22 +112,30 @@ def plot(report: TimingReport, device: str):
 def bars_at_batch(ax, report: TimingReport, device: str) -> None:
     rows = report.at_batch
     x = range(len(rows))
-    ax.bar([i - 0.2 for i in x], [t.eager_ms for t in rows], 0.4, label="eager")
-    ax.bar([i + 0.2 for i in x], [t.compiled_ms for t in rows], 0.4, label="compiled (Inductor)")
+    ax.bar([i - 0.2 for i in x], [t.eager_ms for t in rows], 0.4, label=_("eager"))
+    ax.bar([i + 0.2 for i in x], [t.compiled_ms for t in rows], 0.4, label=_("compiled (Inductor)"))
     for i, t in enumerate(rows):
         top = max(t.eager_ms, t.compiled_ms)
         ax.text(i, top, f"{t.speedup:.2f}x", ha="center", va="bottom")
-    labels = [f"{t.what}\n(compile {report.compile_s[t.what]:.0f} s)" for t in rows]
+    labels = [
+        _("{what}\n(compile {seconds:.0f} s)").format(
+            what=_(t.what), seconds=report.compile_s[t.what]
+        )
+        for t in rows
+    ]
     ax.set_xticks(list(x), labels)
-    ax.set(ylabel="median ms per call", title=f"MiniGPT on {device}, batch {rows[0].batch}")
+    ax.set(
+        ylabel=_("median ms per call"),
+        title=_("MiniGPT on {device}, batch {batch}").format(device=device, batch=rows[0].batch),
+    )
     ax.legend()
 
 
 def sweep_lines(ax, sweep: list[Timing]) -> None:
     batches = [t.batch for t in sweep]
-    ax.plot(batches, [t.eager_ms for t in sweep], "o-", label="eager")
-    ax.plot(batches, [t.compiled_ms for t in sweep], "s-", label="compiled")
-    ax.set(xscale="log", yscale="log", xlabel="batch size", ylabel="median ms per forward")
-    ax.set_title("forward (no grad) against batch size")
+    ax.plot(batches, [t.eager_ms for t in sweep], "o-", label=_("eager"))
+    ax.plot(batches, [t.compiled_ms for t in sweep], "s-", label=_("compiled"))
+    ax.set(xscale="log", yscale="log", xlabel=_("batch size"), ylabel=_("median ms per forward"))
+    ax.set_title(_("forward (no grad) against batch size"))
     ax.set_xticks(batches, [str(b) for b in batches])
     ax.legend()

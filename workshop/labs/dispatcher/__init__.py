@@ -1,8 +1,11 @@
+from workshop.i18n import N_
 from workshop.lab import LabSpec
 
 LAB = LabSpec(
     name="dispatcher",
     order=1,
-    title="trace F.linear(x, W, b) and torch.matmul through the dispatcher: keys, kernels, GEMM op and kernel",
+    title=N_(
+        "trace F.linear(x, W, b) and torch.matmul through the dispatcher: keys, kernels, GEMM op and kernel"
+    ),
     entry="workshop.labs.dispatcher.lab:run",
 )

@@ -1,8 +1,11 @@
+from workshop.i18n import N_
 from workshop.lab import LabSpec
 
 LAB = LabSpec(
     name="distributed",
     order=5,
-    title="DDP, FSDP2, tensor and pipeline parallel under torchrun: each proven equal to one process, and measured",
+    title=N_(
+        "DDP, FSDP2, tensor and pipeline parallel under torchrun: each proven equal to one process, and measured"
+    ),
     entry="workshop.labs.distributed.lab:run",
 )

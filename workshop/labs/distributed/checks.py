@@ -50,17 +50,17 @@ def state_bytes(record: RankRecord) -> int:
 
 def check_run(ctx: LabContext, label: str, run: Run, tolerance: float) -> None:
     ctx.check_max(
-        f"{label}: losses equal the 1-process reference (max relative diff)",
+        _("{label}: losses equal the 1-process reference (max relative diff)").format(label=label),
         run.max_loss_error,
         tolerance,
     )
     ctx.check_max(
-        f"{label}: final parameters equal the reference (max abs diff)",
+        _("{label}: final parameters equal the reference (max abs diff)").format(label=label),
         run.max_param_error,
         tolerance,
     )
     slowest = max(r.step_time_s for r in run.per_rank)
-    ctx.check_max(f"{label}: median step time (s)", slowest, MAX_STEP_S)
+    ctx.check_max(_("{label}: median step time (s)").format(label=label), slowest, MAX_STEP_S)
 
 
 def check_strategy(
@@ -102,7 +102,7 @@ def _check_ddp(ctx: LabContext, data: Measurements) -> None:
     if n > 1:  # one rank communicates nothing worth checking
         reduced = collectives.total(ranks[0].collectives, "allreduce", "backward")[1]
         ctx.check_max(
-            "ddp: gradient all-reduce bytes per step vs parameter bytes (|ratio - 1|)",
+            _("ddp: gradient all-reduce bytes per step vs parameter bytes (|ratio - 1|)"),
             abs(reduced / full - 1),
             0.01,
         )
@@ -120,7 +120,7 @@ def _check_fsdp(ctx: LabContext, data: Measurements, ddp: Measurements | None) -
         gathered = collectives.total(ranks[0].collectives, "allgather")[1]
         # up to a few % more: a dim 0 that N does not divide is padded to N equal shards (N=3: +1.7%)
         ctx.check_max(
-            "fsdp: gradient reduce-scatter bytes per step vs parameter bytes (|ratio - 1|)",
+            _("fsdp: gradient reduce-scatter bytes per step vs parameter bytes (|ratio - 1|)"),
             abs(scattered / full - 1),
             0.05,
         )
@@ -137,7 +137,9 @@ def _check_fsdp(ctx: LabContext, data: Measurements, ddp: Measurements | None) -
     if ddp:
         ratio = max(state_bytes(r) for r in ranks) * n / state_bytes(ddp.runs["ddp"].per_rank[0])
         ctx.check_max(
-            f"fsdp: per-rank params+grads+optimizer bytes x N / DDP's (|ratio - 1|, N={n})",
+            _(
+                "fsdp: per-rank params+grads+optimizer bytes x N / DDP's (|ratio - 1|, N={n})"
+            ).format(n=n),
             abs(ratio - 1),
             0.1,
         )
@@ -145,23 +147,23 @@ def _check_fsdp(ctx: LabContext, data: Measurements, ddp: Measurements | None) -
         if (
             all(peaks) and n > 1
         ):  # on GPUs: the allocator's high-water mark, activations and buffers included
-            ctx.check_max("fsdp: CUDA peak memory per rank / DDP's", peaks[0] / peaks[1], 1.0)
+            ctx.check_max(_("fsdp: CUDA peak memory per rank / DDP's"), peaks[0] / peaks[1], 1.0)
 
 
 def _check_tp(ctx: LabContext, data: Measurements) -> None:
     n, rank0 = data.world_size, data.runs["tp"].per_rank[0]
     ctx.check_equal(
-        "tp: lm_head weight rows on each rank (600 / N)", data.lm_head_local_shape[0], 600 // n
+        _("tp: lm_head weight rows on each rank (600 / N)"), data.lm_head_local_shape[0], 600 // n
     )
     count = collectives.total(rank0.collectives, "allreduce", "forward")[0]
     if n > 1:
         ctx.check_min(
-            "tp: forward all-reduces per step (2 row-parallel outputs per block, + loss)",
+            _("tp: forward all-reduces per step (2 row-parallel outputs per block, + loss)"),
             count,
             2 * GPTConfig().n_layer,
         )
     ctx.check_max(
-        "tp: per-rank parameter bytes / model's",
+        _("tp: per-rank parameter bytes / model's"),
         rank0.held["params"] / checkpoint_param_bytes(),
         1 - (1 - 1 / n) / 2,
     )
@@ -177,13 +179,21 @@ def _check_pipeline(ctx: LabContext, name: str, run: Run, n: int, device: str, i
         if (count := sum(iv[0] == kind for iv in ivs)) != m * v
     ]
     ctx.check_equal(
-        f"pp/{name}: (rank, step) with other than m={m} forwards/backwards per stage", wrong, []
+        _("pp/{name}: (rank, step) with other than m={m} forwards/backwards per stage").format(
+            name=name, m=m
+        ),
+        wrong,
+        [],
     )
     sends = sum(collectives.total(r.collectives, "send")[0] for r in run.per_rank)
     expected = (
         2 * m * (n * v - 1) if n > 1 else 0
     )  # looped placement: neighbouring stages on other ranks
-    ctx.check_equal(f"pp/{name}: sends per step, all ranks (2 m (stages - 1))", sends, expected)
+    ctx.check_equal(
+        _("pp/{name}: sends per step, all ranks (2 m (stages - 1))").format(name=name),
+        sends,
+        expected,
+    )
     ctx.check_min(
         _("pp/{name}: measured idle >= theory - timer margin (theory {theory:.3f})").format(
             name=name, theory=idle.theory
@@ -211,7 +221,9 @@ def _check_pipeline(ctx: LabContext, name: str, run: Run, n: int, device: str, i
     )
     biggest = max(r.held["params"] for r in run.per_rank)
     ctx.check_max(
-        f"pp/{name}: largest per-rank parameter bytes / model's (1/N + embeddings or head)",
+        _(
+            "pp/{name}: largest per-rank parameter bytes / model's (1/N + embeddings or head)"
+        ).format(name=name),
         biggest / checkpoint_param_bytes(),
         1 / n + 0.2,
     )

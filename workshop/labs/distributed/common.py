@@ -29,6 +29,8 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from workshop import i18n
+from workshop.i18n import N_, _
 from workshop.labs.distributed import flight_recorder, traces
 from workshop.labs.distributed.comms import CollectiveLog
 from workshop.labs.distributed.records import Measurements, RankRecord, Run, timed_steps
@@ -46,33 +48,41 @@ TOLERANCE = {"cpu": 1e-6, "cuda": 1e-5}
 
 # Every demo's options: (flags, argparse keywords).
 OPTIONS = [
-    (("--out",), {"type": Path, "required": True, "help": "folder for measurements.json (rank 0)"}),
+    (
+        ("--out",),
+        {"type": Path, "required": True, "help": N_("folder for measurements.json (rank 0)")},
+    ),
     (
         ("--device",),
-        {"choices": ("cpu", "cuda"), "default": "cpu", "help": "cpu: gloo; cuda: NCCL"},
+        {"choices": ("cpu", "cuda"), "default": "cpu", "help": N_("cpu: gloo; cuda: NCCL")},
     ),
     (("--steps",), {"type": int, "default": STEPS}),
     (
         ("--fail-rank",),
-        {"type": int, "default": None, "help": "inject a failure on this rank at step 1"},
+        {"type": int, "default": None, "help": N_("inject a failure on this rank at step 1")},
     ),
     (
         ("--fail-mode",),
         {
             "choices": ("raise", "hang"),
             "default": "raise",
-            "help": "hang: peers wait for --pg-timeout",
+            "help": N_("hang: peers wait for --pg-timeout"),
         },
     ),
-    (("--pg-timeout",), {"type": float, "default": 30.0, "help": "seconds a collective may wait"}),
+    (
+        ("--pg-timeout",),
+        {"type": float, "default": 30.0, "help": N_("seconds a collective may wait")},
+    ),
 ]
 
 
 def parse_args(description: str, extra=()) -> argparse.Namespace:
-    """The demos' options, plus `extra` ((flags, keywords) pairs) for one demo's own."""
-    p = argparse.ArgumentParser(description=description)
+    """The demos' options, plus `extra` ((flags, keywords) pairs) for one demo's own. A rank speaks the lab's
+    language (WORKSHOP_LANG in its environment: launch.environment); its texts are marked N_() until now."""
+    i18n.set_language(None)
+    p = argparse.ArgumentParser(description=_(description))
     for flags, keywords in (*OPTIONS, *extra):
-        p.add_argument(*flags, **keywords)
+        p.add_argument(*flags, **{k: _(v) if k == "help" else v for k, v in keywords.items()})
     return p.parse_args()
 
 
@@ -88,14 +98,18 @@ def setup(args: argparse.Namespace) -> Rank:
     """Join the process group that torchrun's rendezvous describes (RANK, WORLD_SIZE, MASTER_ADDR ... in env)."""
     if "RANK" not in os.environ:
         raise SystemExit(
-            "run this under torchrun: python -m torch.distributed.run --nproc-per-node N -m <demo> ..."
+            _(
+                "run this under torchrun: python -m torch.distributed.run --nproc-per-node N -m <demo> ..."
+            )
         )
     local_rank = int(os.environ["LOCAL_RANK"])
     if args.device == "cuda":
         if local_rank >= torch.cuda.device_count():
             raise SystemExit(
-                f"local rank {local_rank} has no GPU ({torch.cuda.device_count()} visible); "
-                "use fewer processes per node or --device cpu"
+                _(
+                    "local rank {rank} has no GPU ({visible} visible); use fewer processes per node or "
+                    "--device cpu"
+                ).format(rank=local_rank, visible=torch.cuda.device_count())
             )
         device, backend = torch.device("cuda", local_rank), "nccl"
         torch.cuda.set_device(device)
@@ -229,12 +243,16 @@ def maybe_fail(args, rank: Rank, step: int) -> None:
     if args.fail_rank == rank.rank and step == 1:
         if args.fail_mode == "hang":
             print(
-                f"rank {rank.rank}: injected hang at step {step} (--fail-rank {rank.rank})",
+                _("rank {rank}: injected hang at step {step} (--fail-rank {rank})").format(
+                    rank=rank.rank, step=step
+                ),
                 flush=True,
             )
             time.sleep(3600)
         raise RuntimeError(
-            f"injected failure on rank {rank.rank} at step {step} (--fail-rank {rank.rank})"
+            _("injected failure on rank {rank} at step {step} (--fail-rank {rank})").format(
+                rank=rank.rank, step=step
+            )
         )
 
 

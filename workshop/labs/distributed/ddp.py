@@ -10,12 +10,13 @@ from __future__ import annotations
 from torch.distributed.elastic.multiprocessing.errors import record
 from torch.nn.parallel import DistributedDataParallel
 
+from workshop.i18n import N_
 from workshop.labs.distributed import common
 
 
 @record  # a rank's traceback goes into torchrun's failure summary
 def main() -> None:
-    args = common.parse_args("DDP demo of the MiniGPT (run under torchrun)")
+    args = common.parse_args(N_("DDP demo of the MiniGPT (run under torchrun)"))
     rank = common.setup(args)
     model = common.load_model(rank.device)
     ids = [rank.device.index] if rank.device.type == "cuda" else None

@@ -36,7 +36,7 @@ EXERCISES = [
             "tensor parallel plan are in the handout's sections 1-4. Count from the code, then compare with "
             "the run's figures.json."
         ),
-        handout="README.md#predict-before-you-run",
+        handout=N_("README.md#predict-before-you-run"),
         reference="workshop.labs.distributed.predictions:reference",
         attribute="PREDICTIONS",
         interface=N_(
@@ -68,7 +68,7 @@ EXERCISES = [
         hint=N_(
             "Each answer's question in the handout says where to look; figures.json has the run's figures."
         ),
-        handout="README.md#questions",
+        handout=N_("README.md#questions"),
         reference="workshop.labs.distributed.answers:reference",
         attribute="ANSWERS",
         interface=N_(
@@ -98,7 +98,7 @@ EXERCISES = [
             "slice, a stage) and the collective it uses; quote bytes, times and idle fractions exactly as "
             "your tables show them."
         ),
-        handout="README.md#the-survey",
+        handout=N_("README.md#the-survey"),
         reference="workshop.labs.distributed.survey:MODEL_ANSWER",
         document="survey.md",
         template="workshop.labs.distributed.survey:template",

@@ -13,6 +13,7 @@ from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.elastic.multiprocessing.errors import record
 from torch.distributed.fsdp import fully_shard
 
+from workshop.i18n import N_
 from workshop.labs.distributed import common
 
 # The root returns the logits as a view; FSDP warns that an in-place op on it would skip a hook. We do none.
@@ -21,7 +22,7 @@ warnings.filterwarnings("ignore", message="FSDP2-wrapped module .* returned a vi
 
 @record
 def main() -> None:
-    args = common.parse_args("FSDP2 (fully_shard) demo of the MiniGPT (run under torchrun)")
+    args = common.parse_args(N_("FSDP2 (fully_shard) demo of the MiniGPT (run under torchrun)"))
     rank = common.setup(args)
     mesh = init_device_mesh(rank.device.type, (rank.world,), mesh_dim_names=("dp",))
     model = common.load_model(rank.device)

@@ -3,6 +3,7 @@ chunk of one timed step (the last one not instrumented), from the run's own time
 
 from __future__ import annotations
 
+from workshop.i18n import _
 from workshop.labs.distributed.idle import Idle
 from workshop.labs.distributed.records import Run, timed_steps
 
@@ -33,15 +34,19 @@ def draw(runs: dict[str, Run], idle: dict[str, Idle]):
                 )
                 middle = (t0 + t1 - 2 * start) / 2 * 1e3
                 ax.text(middle, rank, f"{kind}{mb}", ha="center", va="center", fontsize=6)
-        ax.set_yticks(range(len(ranks)), [f"rank {r}" for r in range(len(ranks))])
+        ax.set_yticks(
+            range(len(ranks)), [_("rank {rank}").format(rank=r) for r in range(len(ranks))]
+        )
         ax.invert_yaxis()
+        title = _("{name}: idle {measured:.0%} measured, {theory:.0%} in theory (step {step})")
         ax.set_title(
-            f"{name}: idle {idle[name].measured:.0%} measured, {idle[name].theory:.0%} in theory "
-            f"(step {step})",
+            title.format(
+                name=name, measured=idle[name].measured, theory=idle[name].theory, step=step
+            ),
             fontsize=9,
         )
     axes[-1, 0].set_xlabel(
-        "ms since the step began (F = forward, B = backward, number = micro-batch)"
+        _("ms since the step began (F = forward, B = backward, number = micro-batch)")
     )
     fig.tight_layout()
     return fig

@@ -78,13 +78,28 @@ def launch_demo(
 ) -> Measurements | None:
     n, out = ctx.n_procs, ctx.out_dir / strategy
     if why := launch.strategy_problem(strategy, n):
-        ctx.check_equal(f"{strategy}: N={n} is usable (not started)", why, "usable")
+        ctx.check_equal(
+            _("{strategy}: N={n} is usable (not started)").format(strategy=strategy, n=n),
+            why,
+            "usable",
+        )
         return None
     agents = launch.agents()
     cmd = agents.command(strategy, n, ctx.device, out, demo_args=args)
     rc, wall[strategy] = launch.run(cmd, out / "log.txt", TIMEOUT_S)
-    print(f"[{ctx.name}] {strategy}: torchrun exited {rc} after {wall[strategy]:.1f} s", flush=True)
-    ctx.check_equal(f"{strategy}: torchrun --nproc-per-node {n // agents.count} exit code", rc, 0)
+    print(
+        _("[{lab}] {strategy}: torchrun exited {rc} after {seconds:.1f} s").format(
+            lab=ctx.name, strategy=strategy, rc=rc, seconds=wall[strategy]
+        ),
+        flush=True,
+    )
+    ctx.check_equal(
+        _("{strategy}: torchrun --nproc-per-node {n} exit code").format(
+            strategy=strategy, n=n // agents.count
+        ),
+        rc,
+        0,
+    )
     if rc != 0:
         failures[strategy] = "\n".join(
             (out / "log.txt").read_text(errors="replace").splitlines()[-25:]
@@ -138,6 +153,8 @@ def grade_exercises(
     with ctx.grading("answers") as impl:
         answers.grade(ctx, impl, answers.facts(rows, data.get("tp")))
     with ctx.grading("survey") as document:
+        if not ctx.graded:  # the reference: the model answer in the run's language
+            document = survey.model_answer(ctx.lang)
         survey.grade(ctx, document, *survey.figures_for(document if ctx.graded else None, rows))
 
 

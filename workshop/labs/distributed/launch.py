@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from workshop import proctree
+from workshop import i18n, proctree
 from workshop.i18n import _
 
 STRATEGIES = ("ddp", "fsdp", "tp", "pp")
@@ -43,10 +43,10 @@ def capacity_problem(n_per_node: int, device: str) -> str | None:
 
         visible = torch.cuda.device_count()
         if n_per_node > visible:
-            return (
-                f"--n {n_per_node} asks for {n_per_node} processes, one GPU each, but {visible} GPU(s) are "
-                "visible; use --n <= the GPU count, or --device cpu to run them as CPU processes (gloo)"
-            )
+            return _(
+                "--n {n} asks for {n} processes, one GPU each, but {visible} GPU(s) are visible; use --n <= "
+                "the GPU count, or --device cpu to run them as CPU processes (gloo)"
+            ).format(n=n_per_node, visible=visible)
         return None
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     memory = available_memory()
@@ -55,13 +55,14 @@ def capacity_problem(n_per_node: int, device: str) -> str | None:
         limit = max(1, min(limit, int(memory // RANK_BYTES)))
     if n_per_node <= limit:
         return None
-    held = f"{RANKS_PER_CORE} per core on {cores} core(s)"
+    held = _("{per_core} per core on {cores} core(s)").format(per_core=RANKS_PER_CORE, cores=cores)
     if memory is not None:
-        held += f", {memory / 1e9:.1f} GB of free memory at {RANK_BYTES / 1e9:.1f} GB per rank"
-    return (
-        f"--n {n_per_node} asks for {n_per_node} CPU processes, but this machine holds {limit} ({held}); "
-        f"use --n {limit} or less"
-    )
+        held += _(", {free:.1f} GB of free memory at {per_rank:.1f} GB per rank").format(
+            free=memory / 1e9, per_rank=RANK_BYTES / 1e9
+        )
+    return _(
+        "--n {n} asks for {n} CPU processes, but this machine holds {limit} ({held}); use --n {limit} or less"
+    ).format(n=n_per_node, limit=limit, held=held)
 
 
 def available_memory() -> float | None:
@@ -91,7 +92,9 @@ def available_memory() -> float | None:
 def strategy_problem(strategy: str, world: int) -> str | None:
     """Why `world` ranks cannot run this strategy on the MiniGPT (None if they can). Checked before starting."""
     if strategy not in STRATEGIES:
-        return f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}"
+        return _("unknown strategy {strategy!r}; choose one of {choices}").format(
+            strategy=strategy, choices=", ".join(STRATEGIES)
+        )
     if strategy == "tp":
         from workshop.labs.distributed.tp import usable
     elif strategy == "pp":
@@ -190,8 +193,8 @@ def agents(environ: dict[str, str] | None = None) -> Agents:
 
 
 def environment() -> dict[str, str]:
-    # The caller's environment, passed through (on the GPU machine it carries NCCL settings that must stay),
-    # plus one CPU thread per rank: N ranks share the cores.
+    # The caller's environment, passed through (on the GPU machine it carries NCCL settings that must stay; the
+    # runner's WORKSHOP_LANG, the language the ranks speak), plus one CPU thread per rank: N ranks share the cores.
     return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
 
 
@@ -213,7 +216,7 @@ def run(cmd: list[str], log: Path, timeout_s: float = 300.0) -> tuple[int, float
         except subprocess.TimeoutExpired:
             proctree.stop_tree(proc.pid, STOP_GRACE_S)
             rc = proc.wait()
-            f.write(f"\nkilled after {timeout_s:.0f} s\n")
+            f.write(_("\nkilled after {seconds:.0f} s\n").format(seconds=timeout_s))
         finally:  # a signal (interrupt.Stopped) or an error: no rank outlives the lab
             if proc.poll() is None:
                 proctree.stop_tree(proc.pid, STOP_GRACE_S)
@@ -222,17 +225,21 @@ def run(cmd: list[str], log: Path, timeout_s: float = 300.0) -> tuple[int, float
 
 
 def main(argv: list[str] | None = None) -> int:
+    i18n.set_language(None)  # WORKSHOP_LANG, else the locale
     p = argparse.ArgumentParser(
-        prog="python -m workshop.labs.distributed.launch", description=__doc__.split("\n")[0]
+        prog="python -m workshop.labs.distributed.launch",
+        description=_(
+            "Build and run the torchrun command of a demo, after checking that N can work at all."
+        ),
     )
     p.add_argument("strategy", choices=STRATEGIES)
-    p.add_argument("--n", type=int, default=2, help="processes per node")
+    p.add_argument("--n", type=int, default=2, help=_("processes per node"))
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--nnodes", type=int, default=1)
     p.add_argument("--node-rank", type=int, default=None)
     p.add_argument(
-        "--rdzv-endpoint", default=None, help="host:port of the rendezvous (several nodes)"
+        "--rdzv-endpoint", default=None, help=_("host:port of the rendezvous (several nodes)")
     )
     p.add_argument("--rdzv-id", default="workshop")
     argv = sys.argv[1:] if argv is None else argv
@@ -241,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     )  # after --: the demo's own options, e.g. --fail-rank 1
     a, demo_args = p.parse_args(argv[:cut]), argv[cut + 1 :]
     if a.nnodes > 1 and not a.rdzv_endpoint:
-        p.error("--nnodes > 1 needs --rdzv-endpoint host:port (the same on every node)")
+        p.error(_("--nnodes > 1 needs --rdzv-endpoint host:port (the same on every node)"))
     why = capacity_problem(a.n, a.device) or strategy_problem(a.strategy, a.n * a.nnodes)
     if why:
         p.error(why)

@@ -14,6 +14,7 @@ import torch.nn as nn
 from torch.distributed import pipelining
 from torch.distributed.elastic.multiprocessing.errors import record
 
+from workshop.i18n import N_, _
 from workshop.labs.distributed import common
 from workshop.labs.distributed.records import RankRecord
 from workshop.labs.distributed.timeline import Timeline
@@ -33,15 +34,19 @@ def microbatches(p: int) -> int:
 
 def usable(n: int, cfg: GPTConfig = GPTConfig()) -> str | None:
     if n > cfg.n_layer:
-        return f"pipeline parallel needs at most one stage per block: N={n} ranks > {cfg.n_layer} blocks"
+        return _(
+            "pipeline parallel needs at most one stage per block: N={n} ranks > {blocks} blocks"
+        ).format(n=n, blocks=cfg.n_layer)
     return None
 
 
 def schedules_for(n: int, cfg: GPTConfig = GPTConfig()) -> dict[str, str | None]:
     """Schedule -> None if it runs with n ranks, else why not (interleaving needs 2 stages per rank)."""
     return {
-        name: None if n * v <= cfg.n_layer else f"{n * v} stages > {cfg.n_layer} blocks"
-        for name, (_, v) in SCHEDULES.items()
+        name: None
+        if n * v <= cfg.n_layer
+        else _("{stages} stages > {blocks} blocks").format(stages=n * v, blocks=cfg.n_layer)
+        for name, (_schedule, v) in SCHEDULES.items()
     }
 
 
@@ -116,7 +121,7 @@ SCHEDULE_OPTION = (
         "nargs": "+",
         "choices": tuple(SCHEDULES),
         "default": tuple(SCHEDULES),
-        "help": "which to run",
+        "help": N_("which to run"),
     },
 )
 
@@ -124,7 +129,7 @@ SCHEDULE_OPTION = (
 @record
 def main() -> None:
     args = common.parse_args(
-        "Pipeline-parallel demo of the MiniGPT (run under torchrun)", [SCHEDULE_OPTION]
+        N_("Pipeline-parallel demo of the MiniGPT (run under torchrun)"), [SCHEDULE_OPTION]
     )
     rank = common.setup(args)
     if why := usable(rank.world):
@@ -134,7 +139,7 @@ def main() -> None:
     runs, skipped = {}, {}
     for name, why_not in schedules_for(p).items():
         if why_not or name not in args.schedules:
-            skipped[name] = why_not or "not asked for (--schedules)"
+            skipped[name] = why_not or _("not asked for (--schedules)")
             continue
         records = common.gather(run_schedule(args, rank, name, reference))
         v = SCHEDULES[name][1]

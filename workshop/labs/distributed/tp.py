@@ -20,6 +20,7 @@ from torch.distributed.tensor.parallel import (
     parallelize_module,
 )
 
+from workshop.i18n import N_, _
 from workshop.labs.distributed import common
 from workshop.minigpt.model import GPTConfig, lm_loss
 
@@ -38,18 +39,20 @@ HEAD_PLAN = {"lm_head": ColwiseParallel(use_local_output=False)}
 def usable(n: int, cfg: GPTConfig = GPTConfig()) -> str | None:
     """Why n ranks cannot split this model (None if they can)."""
     for what, size in (
-        ("attention heads", cfg.n_head),
-        ("MLP width", cfg.d_mlp),
-        ("vocabulary", cfg.vocab_size),
+        (N_("attention heads"), cfg.n_head),
+        (N_("MLP width"), cfg.d_mlp),
+        (N_("vocabulary"), cfg.vocab_size),
     ):
         if size % n:
-            return f"tensor parallel needs N to divide the {what} ({size}); N={n} does not (use 1, 2 or 4)"
+            return _(
+                "tensor parallel needs N to divide the {what} ({size}); N={n} does not (use 1, 2 or 4)"
+            ).format(what=_(what), size=size, n=n)
     return None
 
 
 @record
 def main() -> None:
-    args = common.parse_args("Tensor-parallel demo of the MiniGPT (run under torchrun)")
+    args = common.parse_args(N_("Tensor-parallel demo of the MiniGPT (run under torchrun)"))
     rank = common.setup(args)
     if why := usable(rank.world):
         raise SystemExit(why)

@@ -1,8 +1,11 @@
+from workshop.i18n import N_
 from workshop.lab import LabSpec
 
 LAB = LabSpec(
     name="minigpt",
     order=0,
-    title="the grammar MiniGPT: load the checkpoint, measure prompt accuracy, draw the loss curve",
+    title=N_(
+        "the grammar MiniGPT: load the checkpoint, measure prompt accuracy, draw the loss curve"
+    ),
     entry="workshop.labs.minigpt.lab:run",
 )

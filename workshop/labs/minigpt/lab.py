@@ -52,9 +52,9 @@ def is_grammatical(ids: list[int]) -> bool:
 
 def check_model(ctx: LabContext, model) -> None:
     head = model.lm_head
-    ctx.check_equal("vocabulary size", len(VOCAB), 600)
+    ctx.check_equal(_("vocabulary size"), len(VOCAB), 600)
     ctx.check_equal(
-        "lm_head is nn.Linear(64, 600) with bias",
+        _("lm_head is nn.Linear(64, 600) with bias"),
         [type(head).__name__, head.in_features, head.out_features, head.bias is not None],
         ["Linear", 64, 600, True],
     )
@@ -63,7 +63,7 @@ def check_model(ctx: LabContext, model) -> None:
 def check_accuracy(ctx: LabContext, model, prompts: list[list[int]]) -> dict:
     """The model's top-1 accuracy on the prompts, and a uniform guess's under the same oracle."""
     acc = prompt_accuracy(model, prompts)
-    ctx.check_min("prompt prediction accuracy (top-1 grammatical)", acc["accuracy"], 0.98)
+    ctx.check_min(_("prompt prediction accuracy (top-1 grammatical)"), acc["accuracy"], 0.98)
     guess = statistics.mean(len(grammar.grammatical_next_tokens(p)) / len(VOCAB) for p in prompts)
     ctx.check_max(
         _("accuracy of a uniformly random next token (the oracle tells a guess from a model)"),
@@ -74,12 +74,16 @@ def check_accuracy(ctx: LabContext, model, prompts: list[list[int]]) -> dict:
     return {**acc, "guess_accuracy": guess}
 
 
-def check_replay(ctx: LabContext, raw: dict, steps: int = REPLAY_STEPS) -> tuple[dict, float]:
+def check_replay(ctx: LabContext, raw: dict, steps: int) -> tuple[dict, float]:
     """The shipped curve must be what its command makes: replay the first steps from the seed on the CPU."""
     stored = raw["history"]["loss"][:steps]
-    _, replay = train(TrainArgs(**raw["train_args"]), device="cpu", stop_after=steps)
+    _model, replay = train(TrainArgs(**raw["train_args"]), device="cpu", stop_after=steps)
     drift = max(abs(a - b) for a, b in zip(stored, replay["loss"], strict=True))
-    ctx.check_max(f"replayed first {steps} training losses match the checkpoint's", drift, 1e-4)
+    ctx.check_max(
+        _("replayed first {steps} training losses match the checkpoint's").format(steps=steps),
+        drift,
+        1e-4,
+    )
     return replay, drift
 
 
@@ -89,7 +93,7 @@ def run(ctx: LabContext) -> None:
     check_model(ctx, model)
     prompts = held_out_prompts()
     acc = check_accuracy(ctx, model, prompts)
-    replay, drift = check_replay(ctx, raw)
+    replay, drift = check_replay(ctx, raw, REPLAY_STEPS)
     samples = sample_sentences(model, 200, ctx.seed, ctx.device)
     grammatical = sum(map(is_grammatical, samples)) / len(samples)
     _plot_loss(ctx, raw["history"], replay)
@@ -131,10 +135,13 @@ def run(ctx: LabContext) -> None:
 
 def _plot_loss(ctx: LabContext, history: dict, replay: dict) -> None:
     fig, ax = plt.subplots(figsize=(7, 3.5))
-    ax.plot(history["step"], history["loss"], lw=0.8, label="shipped checkpoint's training")
-    ax.plot(replay["step"], replay["loss"], "o", ms=3, label="replayed from the seed (this run)")
+    ax.plot(history["step"], history["loss"], lw=0.8, label=_("shipped checkpoint's training"))
+    ax.plot(replay["step"], replay["loss"], "o", ms=3, label=_("replayed from the seed (this run)"))
     ax.set(
-        xlabel="step", ylabel="cross-entropy (nats)", title="MiniGPT training loss", yscale="log"
+        xlabel=_("step"),
+        ylabel=_("cross-entropy (nats)"),
+        title=_("MiniGPT training loss"),
+        yscale="log",
     )
     ax.legend()
     ctx.save_figure("loss_curve.png", fig)
@@ -148,8 +155,8 @@ def _plot_accuracy(ctx: LabContext, by_position: dict) -> None:
         ax.text(1.0, i, f" {c}/{t}", va="center", fontsize=8)
     ax.set(
         xlim=(0, 1.12),
-        xlabel="top-1 next token grammatical",
-        title="Prompt accuracy by where the prompt stops",
+        xlabel=_("top-1 next token grammatical"),
+        title=_("Prompt accuracy by where the prompt stops"),
     )
     ax.invert_yaxis()
     ctx.save_figure("accuracy_by_position.png", fig)
