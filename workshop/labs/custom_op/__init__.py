@@ -1,9 +1,12 @@
+from workshop.i18n import N_
 from workshop.lab import LabSpec
 
 LAB = LabSpec(
     name="custom_op",
     order=3,
-    title="a Triton softmax registered as torch.ops.workshop.softmax: autograd, fake tensors, compile, speed",
+    title=N_(
+        "a Triton softmax registered as torch.ops.workshop.softmax: autograd, fake tensors, compile, speed"
+    ),
     entry="workshop.labs.custom_op.lab:run",
     bench="workshop.labs.custom_op.bench:main",
     needs=("triton",),

@@ -12,6 +12,7 @@ from unittest import mock
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
+from workshop.i18n import N_
 from workshop.ops import softmax, softmax_launch
 
 # Slack on top of torch.softmax's own error (vs a float64 reference), per dtype: about one rounding of a
@@ -127,9 +128,11 @@ def bad_inputs(device: str) -> dict[str, str]:
     other = "meta" if device == "cpu" else "cpu"
     y = torch.rand(4, 6, device=device)
     cases = {
-        "integer dtype": lambda: softmax(torch.arange(6, device=device)),
-        "dim out of range": lambda: softmax(y, 2),
-        "mixed devices (backward)": lambda: torch.ops.workshop.softmax_backward(y, y.to(other), -1),
+        N_("integer dtype"): lambda: softmax(torch.arange(6, device=device)),
+        N_("dim out of range"): lambda: softmax(y, 2),
+        N_("mixed devices (backward)"): lambda: torch.ops.workshop.softmax_backward(
+            y, y.to(other), -1
+        ),
     }
     out = {}
     for name, call in cases.items():

@@ -10,7 +10,7 @@ from workshop.exercise import Exercise
 from workshop.i18n import N_
 
 LAB = "custom_op"
-HANDOUT = "README.md#exercises"
+HANDOUT = N_("README.md#exercises")
 
 WORKSPACE_HEADER = N_('''"""Your custom_op lab: the softmax's Triton kernels, its fake and its autograd functions.
 
@@ -229,7 +229,7 @@ EXERCISES = [
         hint=N_(
             "Each failed answer says where this run shows it; README.md, Questions, says what is asked."
         ),
-        handout="README.md#questions",
+        handout=N_("README.md#questions"),
         reference="workshop.labs.custom_op.launch_facts:ANSWERS",
         attribute="ANSWERS",
         stub=ANSWERS_STUB,
