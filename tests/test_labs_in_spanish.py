@@ -28,6 +28,7 @@ from workshop.lab import LabContext
 from workshop.labs.autograd.gradient_diagnosis import Evidence, diagnose
 from workshop.labs.compile import kernel_answer, kernel_explanation
 from workshop.labs.compile.generated_kernels import parse_kernels
+from workshop.labs.custom_op import correctness as custom_op_correctness
 from workshop.labs.custom_op import exercise_grading as custom_op_grading
 from workshop.labs.dispatcher import decisions, trace_facts
 
@@ -345,7 +346,7 @@ def test_the_spanish_custom_op_summary_shows_the_same_values(launch_share, grade
 
 def test_a_custom_op_grading_message_comes_out_in_spanish(spanish, tmp_path):
     """A fake that copies x's strides (torch.empty_like), graded as lab.grade_pieces grades it."""
-    ctx = LabContext("custom_op", tmp_path, "cpu", 1, 0, work=tmp_path)
+    ctx = LabContext("custom_op", tmp_path, TEST_DEVICE, 1, 0, work=tmp_path)
     with ctx.grading("fake"):
         custom_op_grading.grade_fake(ctx, lambda x, dim: torch.empty_like(x))
     failed = [c for c in ctx.checks if not c.passed]
@@ -381,3 +382,12 @@ def test_init_in_spanish_writes_the_custom_op_statements(tmp_path, spanish):
     assert set(namespace["ANSWERS"].values()) == {None}
     with pytest.raises(NotImplementedError, match="custom_op.fake: Escribe softmax_fake"):
         namespace["softmax_fake"](None, 0)
+
+
+def test_the_custom_op_bad_input_check_reads_the_spanish_errors(spanish):
+    """The op's errors come out in Spanish, so the check that each names its problem looks for Spanish words."""
+    found = custom_op_correctness.bad_inputs(TEST_DEVICE)
+    assert "x debe ser un tensor de coma flotante" in found["integer dtype"]
+    assert all(custom_op_correctness.names_the_problem(case, msg) for case, msg in found.items())
+    english = "TypeError: workshop.softmax: x must be a floating-point tensor"
+    assert not custom_op_correctness.names_the_problem("integer dtype", english)

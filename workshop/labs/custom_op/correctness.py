@@ -12,7 +12,7 @@ from unittest import mock
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
-from workshop.i18n import N_
+from workshop.i18n import N_, _
 from workshop.ops import softmax, softmax_launch
 
 # Slack on top of torch.softmax's own error (vs a float64 reference), per dtype: about one rounding of a
@@ -144,11 +144,18 @@ def bad_inputs(device: str) -> dict[str, str]:
     return out
 
 
+# The words each bad input's error must contain. The op's errors come in the learner's language, so the words
+# are looked up in it too (a Spanish run's errors say "coma flotante", not "floating-point").
 EXPECTED_WORDS = {
-    "integer dtype": "floating-point",
-    "dim out of range": "out of range",
-    "mixed devices (backward)": "same device",
+    "integer dtype": N_("floating-point"),
+    "dim out of range": N_("out of range"),
+    "mixed devices (backward)": N_("same device"),
 }
+
+
+def names_the_problem(case: str, message: str) -> bool:
+    """Whether the error of bad input `case` names its problem, in the language it was raised in."""
+    return _(EXPECTED_WORDS[case]) in message
 
 
 PASSED = "passed"
