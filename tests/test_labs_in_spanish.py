@@ -28,6 +28,8 @@ from workshop.lab import LabContext
 from workshop.labs.autograd.gradient_diagnosis import Evidence, diagnose
 from workshop.labs.compile import kernel_answer, kernel_explanation
 from workshop.labs.compile.generated_kernels import parse_kernels
+from workshop.labs.custom_op import correctness as custom_op_correctness
+from workshop.labs.custom_op import exercise_grading as custom_op_grading
 from workshop.labs.dispatcher import decisions, trace_facts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -268,3 +270,124 @@ def test_init_in_spanish_writes_the_compile_statements(tmp_path, spanish):
     exec(compile(source, "compile.py", "exec"), namespace)  # still Python: two dicts of `...`
     assert set(namespace["KERNEL_EXPLAINED"].values()) == {...}
     assert set(namespace["ANSWERS"].values()) == {...}
+
+
+# The custom_op lab in Spanish, in-process (its run takes minutes on a CPU): the summary rendered in both languages
+# from made-up figures (lab.summary_values' keys), a fake's grading message, and init's Spanish workspace.
+def error(ours: float, torch_: float) -> dict:
+    return {"ours": ours, "torch": torch_, "tolerance": 1.25 * torch_}
+
+
+LAUNCH = {"grid": [2], "constexprs": {"ROWS": 32, "BLOCK_N": 1024, "ALIGN": 8}}
+CUSTOM_OP_SUMMARY = {
+    "device": "cpu",
+    "registration": "custom_op",
+    "shapes": {"lm_head": [64, 600], "long": [4, 65536]},
+    "dtype_errors": {"float64": error(8.9e-16, 4.4e-16), "float32": error(2.8e-07, 3.5e-07)},
+    "long_rows": {"error": error(7.7e-08, 3.3e-07), "kernels": ["_fwd_partials", "_fwd_finish"]},
+    "bad_inputs": {
+        "integer dtype": "TypeError: workshop.softmax: x must be a floating-point tensor",
+        "dim out of range": "IndexError: workshop.softmax: dim 2 is out of range",
+        "mixed devices (backward)": "RuntimeError: both must be on the same device",
+    },
+    "census": {"custom_op": {"extern_calls": 2, "inlined_kernel_defs": 0, "modules": 2}},
+    "minigpt": {
+        "logits": 3.3e-06,
+        "grads": 1.2e-08,
+        "launches": ["_fwd_one_pass", "_bwd_one_pass"] * 2,
+    },
+    "eager": {
+        "shape": [1, 600],
+        "layer_us": {
+            "kernel launch": 4321.0,
+            "plan": 1.1,
+            "checks, output": 3.7,
+            "dispatcher, Autograd kernel": 6.1,
+            "autograd node": 8.0,
+        },
+        "python_us": 18.9,
+        "op_us": 4340.2,
+        "op_grad_us": 4351.7,
+        "torch_us": 6.7,
+        "triton_jit_launch_us": 4402.5,
+        "step_shape": [64, 600],
+        "step_us": {"torch.softmax": 83.0, "workshop.ops.softmax": 9123.0},
+        "step_launches": [
+            {"kernel": "_fwd_one_pass", **LAUNCH},
+            {"kernel": "_bwd_one_pass", **LAUNCH},
+        ],
+    },
+    "trace": {"file": "eager_trace.json", "events": 812, "op_events": 24, "gpu_kernels": []},
+}
+
+
+@pytest.mark.parametrize(
+    "launch_share, graded", [(0.996, False), (0.3, True)], ids=["interpreter", "gpu-graded"]
+)
+def test_the_spanish_custom_op_summary_shows_the_same_values(launch_share, graded):
+    values = CUSTOM_OP_SUMMARY | {"launch_share": launch_share, "graded": graded}
+    english, spanish = (
+        templates.render(labs.folder("custom_op"), lang, values) for lang in ("en", "es")
+    )
+    assert numbers(spanish) == numbers(english)
+    assert "## Lo que cuesta una llamada eager (`eager_cost.png`)" in spanish
+    assert (
+        "- dtype entero: `TypeError: workshop.softmax: x must be a floating-point tensor`"
+        in spanish
+    )
+    assert "| lanzamiento del kernel | 4321.0 |" in spanish  # a layer's name, via _()
+    assert "`_fwd_partials` y luego `_fwd_finish` (el registro de lanzamientos)" in spanish
+    if graded:
+        assert "Cada una de tus piezas se ha corregido en un operador propio" in spanish
+        assert "La llamada de la op tarda 4340.2 us, 647.8 veces" in spanish
+    else:
+        assert "Aquí el lanzamiento del kernel es el intérprete de Triton" in spanish
+
+
+def test_a_custom_op_grading_message_comes_out_in_spanish(spanish, tmp_path):
+    """A fake that copies x's strides (torch.empty_like), graded as lab.grade_pieces grades it."""
+    ctx = LabContext("custom_op", tmp_path, TEST_DEVICE, 1, 0, work=tmp_path)
+    with ctx.grading("fake"):
+        custom_op_grading.grade_fake(ctx, lambda x, dim: torch.empty_like(x))
+    failed = [c for c in ctx.checks if not c.passed]
+    assert [c.name for c in failed] == [
+        "softmax_fake: salidas como las de la op real (forma, dtype, dispositivo, strides)"
+    ]
+    assert failed[0].message.startswith(
+        "para x (4, 6) float64, dim=0, tu implementación fake da los strides (6, 1); la salida del "
+        "kernel tiene (1, 4) (los de x son (6, 1)). Los kernels escriben filas a lo largo de dim"
+    )
+
+
+def test_init_in_spanish_writes_the_custom_op_statements(tmp_path, spanish):
+    workspace_init.init(tmp_path / "work", ["custom_op"], tmp_path / "results")
+    source = (tmp_path / "work" / "custom_op.py").read_text(encoding="utf-8")
+    prose = " ".join(line.lstrip("# ") for line in source.splitlines())
+    assert (
+        "Escribe el kernel de Triton softmax_fwd_kernel: y = softmax(x) a lo largo de cada fila"
+        in prose
+    )
+    assert (
+        "Escribe setup_context(ctx, inputs, output), que guarda en ctx lo que necesita el backward"
+        in prose
+    )
+    assert "workshop/labs/custom_op/README.es.md#ejercicios" in source
+    assert (
+        "# P8. ¿Sobre cuántos programas se ejecutó el kernel del forward" in source
+    )  # the stub's comments
+    namespace = {}
+    exec(
+        compile(source, "custom_op.py", "exec"), namespace
+    )  # still Python: kernels, stubs and ANSWERS
+    assert set(namespace["ANSWERS"].values()) == {None}
+    with pytest.raises(NotImplementedError, match="custom_op.fake: Escribe softmax_fake"):
+        namespace["softmax_fake"](None, 0)
+
+
+def test_the_custom_op_bad_input_check_reads_the_spanish_errors(spanish):
+    """The op's errors come out in Spanish, so the check that each names its problem looks for Spanish words."""
+    found = custom_op_correctness.bad_inputs(TEST_DEVICE)
+    assert "x debe ser un tensor de coma flotante" in found["integer dtype"]
+    assert all(custom_op_correctness.names_the_problem(case, msg) for case, msg in found.items())
+    english = "TypeError: workshop.softmax: x must be a floating-point tensor"
+    assert not custom_op_correctness.names_the_problem("integer dtype", english)

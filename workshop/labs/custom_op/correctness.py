@@ -12,6 +12,7 @@ from unittest import mock
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
+from workshop.i18n import N_, _
 from workshop.ops import softmax, softmax_launch
 
 # Slack on top of torch.softmax's own error (vs a float64 reference), per dtype: about one rounding of a
@@ -127,9 +128,11 @@ def bad_inputs(device: str) -> dict[str, str]:
     other = "meta" if device == "cpu" else "cpu"
     y = torch.rand(4, 6, device=device)
     cases = {
-        "integer dtype": lambda: softmax(torch.arange(6, device=device)),
-        "dim out of range": lambda: softmax(y, 2),
-        "mixed devices (backward)": lambda: torch.ops.workshop.softmax_backward(y, y.to(other), -1),
+        N_("integer dtype"): lambda: softmax(torch.arange(6, device=device)),
+        N_("dim out of range"): lambda: softmax(y, 2),
+        N_("mixed devices (backward)"): lambda: torch.ops.workshop.softmax_backward(
+            y, y.to(other), -1
+        ),
     }
     out = {}
     for name, call in cases.items():
@@ -141,11 +144,18 @@ def bad_inputs(device: str) -> dict[str, str]:
     return out
 
 
+# The words each bad input's error must contain. The op's errors come in the learner's language, so the words
+# are looked up in it too (a Spanish run's errors say "coma flotante", not "floating-point").
 EXPECTED_WORDS = {
-    "integer dtype": "floating-point",
-    "dim out of range": "out of range",
-    "mixed devices (backward)": "same device",
+    "integer dtype": N_("floating-point"),
+    "dim out of range": N_("out of range"),
+    "mixed devices (backward)": N_("same device"),
 }
+
+
+def names_the_problem(case: str, message: str) -> bool:
+    """Whether the error of bad input `case` names its problem, in the language it was raised in."""
+    return _(EXPECTED_WORDS[case]) in message
 
 
 PASSED = "passed"

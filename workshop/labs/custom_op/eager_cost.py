@@ -24,6 +24,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
+from workshop.i18n import N_, _  # noqa: E402
 from workshop.ops import softmax, softmax_launch, softmax_op  # noqa: E402
 from workshop.ops import softmax_kernels as kernels  # noqa: E402
 from workshop.ops.triton_launch import launch  # noqa: E402
@@ -51,10 +52,10 @@ def per_call_us(fns: dict, device: str) -> dict[str, float]:
             1, min(MAX_CALLS, int(BLOCK_SECONDS / max(time.perf_counter() - start, 1e-9)))
         )
     best = dict.fromkeys(fns, float("inf"))
-    for _ in range(BLOCKS):
+    for _block in range(BLOCKS):
         for name, fn in fns.items():
             start = time.perf_counter()
-            for _ in range(calls[name]):
+            for _call in range(calls[name]):
                 fn()
             sync()
             best[name] = min(best[name], (time.perf_counter() - start) / calls[name])
@@ -71,11 +72,11 @@ def ladder(device: str, shape=TINY) -> dict:
     grid, constexprs = softmax_launch.one_pass_plan(n_rows, n_cols, align, x.element_size())
     ints = (n_rows, n_cols, n_cols, n_cols)
     return {
-        "kernel launch": lambda: launch(kernels._fwd_one_pass, grid, (x, y), ints, constexprs),
-        "plan": lambda: softmax_launch.forward(x, y, *ints),
-        "checks, output": lambda: softmax_op.forward_kernel(x, -1),
-        "dispatcher, Autograd kernel": lambda: softmax(x),
-        "autograd node": lambda: softmax(x_grad),
+        N_("kernel launch"): lambda: launch(kernels._fwd_one_pass, grid, (x, y), ints, constexprs),
+        N_("plan"): lambda: softmax_launch.forward(x, y, *ints),
+        N_("checks, output"): lambda: softmax_op.forward_kernel(x, -1),
+        N_("dispatcher, Autograd kernel"): lambda: softmax(x),
+        N_("autograd node"): lambda: softmax(x_grad),
         "torch.softmax": lambda: torch.softmax(x, -1),
         "Triton's kernel[grid]": lambda: kernels._fwd_one_pass[grid](x, y, *ints, **constexprs),
     }
@@ -135,7 +136,7 @@ def figure(found: dict, device: str):
     """Each layer's cost per call, and torch.softmax's whole call for scale (log axis: on the CPU the
     interpreter's milliseconds and the layers' microseconds share it)."""
     layers = found["layer_us"]
-    names = [*layers, "torch.softmax (whole call)"]
+    names = [*map(_, layers), _("torch.softmax (whole call)")]
     values = [*layers.values(), found["torch_us"]]
     fig, ax = plt.subplots(figsize=(8, 3.6))
     colors = ["tab:blue"] * len(layers) + ["tab:gray"]
@@ -146,10 +147,11 @@ def figure(found: dict, device: str):
         )
     ax.set_xscale("log")
     ax.set_xlim(right=max(values) * 5)  # room for the labels
-    ax.set_xlabel("host time per call (us, log scale)")
+    ax.set_xlabel(_("host time per call (us, log scale)"))
     ax.set_title(
-        f"one call of workshop.ops.softmax at {tuple(found['shape'])} on {device}: "
-        f"{found['op_us']:.1f} us in all"
+        _("one call of workshop.ops.softmax at {shape} on {device}: {us:.1f} us in all").format(
+            shape=tuple(found["shape"]), device=device, us=found["op_us"]
+        )
     )
     fig.tight_layout()
     return fig

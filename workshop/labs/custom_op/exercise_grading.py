@@ -130,9 +130,10 @@ def _launched_as_planned(run, kernel) -> bool:
 
 
 def _launches_message(run, attribute: str) -> str:
-    ran = [f"{launch.kernel} on {launch.grid[0]} programs" for launch in run.launches] or [
-        _("nothing")
-    ]
+    ran = [
+        _("{kernel} on {n} programs").format(kernel=launch.kernel, n=launch.grid[0])
+        for launch in run.launches
+    ] or [_("nothing")]
     return _(
         "{label}: the launch record shows {ran}, not one launch of {name} on {n} programs"
     ).format(label=run.case.label, ran=", ".join(ran), name=attribute, n=run.plan[0][0])

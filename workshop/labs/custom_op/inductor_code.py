@@ -15,6 +15,8 @@ import torch._functorch.config as functorch_config
 import torch._inductor.config as inductor_config
 from torch._inductor.utils import run_and_get_code
 
+from workshop.i18n import _
+
 KERNEL_NAMES = ("_fwd_one_pass", "_bwd_one_pass")  # our kernels, as softmax_kernels.py names them
 
 
@@ -102,12 +104,14 @@ def excerpt(title: str, sources: list[str]) -> str:
     for n, source in enumerate(sources):
         which = "forward" if n == 0 else "backward"
         kernels = inlined_kernels(source)
+        copied = (
+            _("{which}: our kernels as Inductor copied them in")
+            if kernels
+            else _("{which}: our kernels as Inductor copied them in: none")
+        )
+        parts += [f"\n## {copied.format(which=which)}", *kernels]
         parts += [
-            f"\n## {which}: our kernels as Inductor copied them in" + ("" if kernels else ": none"),
-            *kernels,
-        ]
-        parts += [
-            f"\n## {which}: the generated call()",
-            call_function(source) or "(no call() found)",
+            "\n## " + _("{which}: the generated call()").format(which=which),
+            call_function(source) or _("(no call() found)"),
         ]
     return "\n".join(parts) + "\n"

@@ -148,7 +148,11 @@ def _precision(run: KernelRun, attribute: str) -> str | None:
 
 def _sample(run: KernelRun, row: int) -> str:
     values = run.out[row]
-    return "NaN" if torch.isnan(values).any() else f"{values.max().item():.3g} at most"
+    return (
+        "NaN"
+        if torch.isnan(values).any()
+        else _("{value:.3g} at most").format(value=values.max().item())
+    )
 
 
 def _worst(run: KernelRun, attribute: str) -> str:
