@@ -208,9 +208,8 @@ def _no_slow_mode_on_failure():
     that part of the message is left out (`_run_slow_mode_and_get_error`, private to torch.autograd.gradcheck
     since torch 1.9, the same in 2.11 and 2.13)."""
     module = importlib.import_module("torch.autograd.gradcheck")
-    if not hasattr(
-        module, "_run_slow_mode_and_get_error"
-    ):  # a torch that renamed it: the full message, slowly
+    # A torch that renamed it gets the full message, slowly.
+    if not hasattr(module, "_run_slow_mode_and_get_error"):
         yield
         return
     with mock.patch.object(module, "_run_slow_mode_and_get_error", lambda *args, **kwargs: ""):
