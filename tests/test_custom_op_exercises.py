@@ -105,6 +105,18 @@ def test_a_typical_mistake_fails_with_a_pointed_message(tmp_path, name, wrong, e
     assert expected in failed.message, failed
 
 
+def test_a_python_call_refused_before_a_gpu_compile_is_found_at_its_line():
+    """On a GPU, Triton refuses a kernel that calls torch.softmax while hashing what it references, before any
+    line is compiled: its error names the function only (this is what compiling fwd_calls_torch_softmax for an
+    sm_90 target raises). The grader finds the line that calls it."""
+    refused = RuntimeError(
+        "Unsupported function referenced: <built-in method softmax of type object at 0x7f22c82cea40>"
+    )
+    where, text = exercise_grading.kernel_line(refused, w.fwd_calls_torch_softmax)
+    line = w.line_of(w.fwd_calls_torch_softmax, "torch.softmax")
+    assert where == f"tests/custom_op_wrong_solutions.py:{line}" and "torch.softmax(x, 1)" in text
+
+
 @pytest.mark.skipif(DEVICE == "cuda", reason="the interpreter's bounds check: CPU only")
 @pytest.mark.parametrize(
     "wrong, place",

@@ -5,6 +5,7 @@ named; then, once those pass, gradcheck, opcheck and torch.compile of a twin mad
 from __future__ import annotations
 
 import inspect
+import re
 import traceback
 from pathlib import Path
 
@@ -170,21 +171,31 @@ def _check_values(ctx: LabContext, runs: list, direction: Direction, attribute: 
     )
 
 
+# Before compiling a kernel for a GPU, Triton hashes the functions it references and refuses a Python one
+# (torch.softmax, say) with this error, which names the function but no line.
+REFERENCED = re.compile(r"Unsupported function referenced: <(?:built-in method|function) (\w+)")
+
+
 def kernel_line(error: BaseException, kernel) -> tuple[str, str]:
     """('my-work/custom_op.py:42', 'the source line') where the kernel failed: the innermost frame in the
-    kernel's file (the interpreter runs its Python), or the line a GPU compile error names (its line numbers
-    count from the kernel's `def`)."""
+    kernel's file (the interpreter runs its Python), the line a GPU compile error names (its line numbers
+    count from the kernel's `def`), or the first line that calls the Python function Triton refused."""
     path = Path(inspect.getsourcefile(kernel.fn))
     for frame in reversed(traceback.extract_tb(error.__traceback__)):
         if Path(frame.filename).resolve() == path.resolve():
             return f"{workspace.display(path)}:{frame.lineno}", frame.line or ""
+    lines, first = inspect.getsourcelines(kernel.fn)
     node = getattr(error, "node", None)
     if isinstance(error, triton.CompilationError) and hasattr(node, "lineno"):
-        lines, first = inspect.getsourcelines(kernel.fn)
         at_def = next(i for i, line in enumerate(lines) if line.lstrip().startswith("def "))
         index = at_def + node.lineno - 1
         text = lines[index].strip() if index < len(lines) else ""
         return f"{workspace.display(path)}:{first + index}", text
+    if referenced := REFERENCED.search(str(error)):
+        calls = re.compile(rf"\b{referenced[1]}\(")
+        for index, line in enumerate(lines):
+            if calls.search(line):
+                return f"{workspace.display(path)}:{first + index}", line.strip()
     return workspace.display(path), ""
 
 
