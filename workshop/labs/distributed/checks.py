@@ -21,12 +21,13 @@ from workshop.minigpt.model import GPT, GPTConfig
 MAX_STEP_S = 5.0  # a sanity bound: a step of this model takes milliseconds
 # The pipeline's busy time (all ranks' chunks) against the same forward and backward timed by rank 0 alone: the
 # same ops on the same data, plus pipelining's per-chunk bookkeeping. CPU runs measured 0.66-1.10 with a core per
-# rank, up to 2.7 with 4 ranks on 2 cores (a chunk's wall time stretches while ranks take turns on a core), and
-# 0.44-2.18 with 2 ranks on 2 cores shared with other work (a loaded machine stretches either side). The bounds
-# leave that room and still grade: a 10x-short interval gives ~0.1 (caught, tests/test_distributed_mutations.py);
-# intervals that also count the waits are caught above 3x and, in any case, by the idle check (measured idle
-# below the ideal pipeline's), since waits counted as busy leave no idle time.
-MIN_BUSY_RATIO, MAX_BUSY_RATIO = 0.3, 3.0
+# rank, up to 2.7 with 4 ranks on 2 cores (a chunk's wall time stretches while ranks take turns on a core: the
+# bound is scaled by ranks per core), and 0.44-2.18 with 2 ranks on 2 cores shared with other work. Planted bugs
+# (tests/test_distributed_mutations.py): intervals 10x short give ~0.1. Intervals that also count each wait since
+# the rank's previous chunk gave 1.2-2.8 in three runs (GPipe, 2 ranks), their idle within 0.001 of the ideal
+# pipeline's: this bound catches them only above 2.5, and it cannot come lower without failing honest runs on a
+# loaded machine (a known gap: timing alone cannot always tell a wait from work here).
+MIN_BUSY_RATIO, MAX_BUSY_RATIO = 0.3, 2.5
 
 
 def checkpoint_param_bytes() -> int:
