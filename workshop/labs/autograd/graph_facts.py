@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import torch
 
-from workshop.i18n import N_, _
+from workshop import answers as answers_exercise
+from workshop.i18n import N_
 from workshop.lab import LabContext
 from workshop.labs.autograd.graph_walk import saved_values, walk
 from workshop.labs.autograd.replay_grading import DECAY, HEAD, GraphCase
@@ -101,19 +102,4 @@ def matches(given, fact) -> bool:
 
 
 def grade_answers(ctx: LabContext, answers, facts: GraphFacts, not_started: str) -> None:
-    if not isinstance(answers, dict):
-        raise TypeError(
-            _("ANSWERS is a {kind}; it must be a dict").format(kind=type(answers).__name__)
-        )
-    if all(answers.get(key) is None for key in ANSWERS):
-        raise NotImplementedError(not_started)
-    for key, fact in vars(facts).items():
-        given = answers.get(key)
-        ctx.check_equal(
-            _("ANSWERS[{key!r}] matches this run").format(key=key),
-            matches(given, fact),
-            True,
-            message=_("your answer {given!r} is not what this run shows: {where}").format(
-                given=given, where=_(WHERE[key])
-            ),
-        )
+    answers_exercise.grade(ctx, answers, vars(facts), WHERE, not_started, matches)
