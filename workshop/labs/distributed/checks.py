@@ -189,14 +189,29 @@ def _check_pipeline(ctx: LabContext, name: str, run: Run, n: int, device: str, i
         [],
     )
     sends = sum(collectives.total(r.collectives, "send")[0] for r in run.per_rank)
-    expected = (
-        2 * m * (n * v - 1) if n > 1 else 0
-    )  # looped placement: neighbouring stages on other ranks
+    # looped placement: neighbouring stages on other ranks
+    expected = 2 * m * (n * v - 1) if n > 1 else 0
     ctx.check_equal(
         _("pp/{name}: sends per step, all ranks (2 m (stages - 1))").format(name=name),
         sends,
         expected,
     )
+    check_pipeline_timing(ctx, name, run, n, device, idle)
+    biggest = max(r.held["params"] for r in run.per_rank)
+    ctx.check_max(
+        _(
+            "pp/{name}: largest per-rank parameter bytes / model's (1/N + embeddings or head)"
+        ).format(name=name),
+        biggest / checkpoint_param_bytes(),
+        1 / n + 0.2,
+    )
+
+
+def check_pipeline_timing(
+    ctx: LabContext, name: str, run: Run, n: int, device: str, idle: Idle
+) -> None:
+    """The pipeline's recorded intervals against the ideal pipeline's idle and against the same work timed by
+    one process (MIN_BUSY_RATIO, MAX_BUSY_RATIO)."""
     ctx.check_min(
         _("pp/{name}: measured idle >= theory - timer margin (theory {theory:.3f})").format(
             name=name, theory=idle.theory
@@ -221,14 +236,6 @@ def _check_pipeline(ctx: LabContext, name: str, run: Run, n: int, device: str, i
         ratio,
         MAX_BUSY_RATIO * shared,
         message=_("the intervals count more than the work"),
-    )
-    biggest = max(r.held["params"] for r in run.per_rank)
-    ctx.check_max(
-        _(
-            "pp/{name}: largest per-rank parameter bytes / model's (1/N + embeddings or head)"
-        ).format(name=name),
-        biggest / checkpoint_param_bytes(),
-        1 / n + 0.2,
     )
 
 
