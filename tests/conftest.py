@@ -25,7 +25,7 @@ import pytest
 import torch
 
 from workshop import i18n
-from workshop.device import use_triton_interpreter
+from workshop.harness.device import use_triton_interpreter
 
 os.environ["WORKSHOP_LANG"] = "en"
 i18n.set_language("en")
