@@ -101,7 +101,11 @@ def pytest_report_header(config):
         return (
             f"{given} is not in English: the tests run the labs they check themselves, in English"
         )
-    why = "WORKSHOP_TEST_DEVICE" if os.environ.get("WORKSHOP_TEST_DEVICE") else "this machine's default"
+    why = (
+        "WORKSHOP_TEST_DEVICE"
+        if os.environ.get("WORKSHOP_TEST_DEVICE")
+        else "this machine's default"
+    )
     return f"labs the tests run themselves run on: {TEST_DEVICE} ({why})"
 
 
