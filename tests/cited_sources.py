@@ -16,9 +16,8 @@ from pathlib import Path
 
 import torch
 import torchgen
-from markdown_it import MarkdownIt
+from doc_structure import section_items
 
-PARSER = MarkdownIt("commonmark")
 SOURCES_HEADINGS = (
     "Where this is in PyTorch's source",
     "Dónde está esto en el código fuente de PyTorch",
@@ -50,19 +49,8 @@ def installed(path: str) -> Path | None:
 
 def source_items(doc: Path) -> list[list[str]]:
     """The code spans of each list item of the text's sources section, in order."""
-    tokens = PARSER.parse(doc.read_text(encoding="utf-8"))
-    items, inside, depth = [], False, 0
-    for i, tok in enumerate(tokens):
-        if tok.type == "heading_open":
-            inside = tokens[i + 1].content in SOURCES_HEADINGS
-        elif inside and tok.type == "list_item_open":
-            depth += 1
-            items.append([])
-        elif inside and tok.type == "list_item_close":
-            depth -= 1
-        elif inside and depth and tok.type == "inline":
-            items[-1] += [c.content for c in tok.children or [] if c.type == "code_inline"]
-    return items
+    items = section_items(doc.read_text(encoding="utf-8"), SOURCES_HEADINGS)
+    return [[c.content for c in item if c.type == "code_inline"] for item in items]
 
 
 def _resolve(spans: list[str]) -> tuple[list[str], list[Path], list[str]]:

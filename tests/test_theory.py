@@ -11,6 +11,7 @@ import pytest
 import torch
 from cited_figures import citations, stale, translation_drift, uncited
 from cited_sources import source_problems
+from doc_structure import section_items
 from theory_statements import (
     CORRECTIONS,
     DDP_ALL_GRADS,
@@ -361,4 +362,102 @@ def test_a_planted_wrong_source_citation_is_named(tmp_path, item, problem):
     doc = tmp_path / "text.md"
     doc.write_text("## Where this is in PyTorch's source\n\n" + item + "\n", encoding="utf-8")
     [found] = source_problems(doc)
+    assert problem in found, found
+
+
+# The chapter's "Lecturas recomendadas": an annotated reading list at the end of each text, in both languages.
+READING_HEADINGS = {"en": "Recommended reading", "es": "Lecturas recomendadas"}
+# What the chapter asks the lists to hold (issue 25), by a piece of each address.
+REQUIRED_READINGS = {
+    "the dispatcher": "devlogs/dispatcher",
+    "autograd mechanics": "notes/autograd.html",
+    "custom ops": "custom_ops_landing_page",
+    "torch.compile": "torch.compiler_dynamo_deepdive",
+    "Edward Yang's internals": "2019/05/pytorch-internals",
+    "Edward Yang's dispatcher": "lets-talk-about-the-pytorch-dispatcher",
+    "Triton's fused softmax": "02-fused-softmax",
+    "the distributed overview": "dist_overview",
+    "FSDP2": "fsdp.fully_shard",
+    "the Ultra-Scale Playbook": "ultrascale-playbook",
+    "minitorch": "minitorch.github.io",
+}
+MIN_ANNOTATION_WORDS = 12
+
+
+def reading_list(text: str, lang: str) -> list[tuple[list[str], str]]:
+    """(the item's addresses, its words) for each item of the text's reading list."""
+    return [
+        (
+            [c.attrs["href"] for c in item if c.type == "link_open"],
+            " ".join(c.content for c in item if c.type in ("text", "code_inline")),
+        )
+        for item in section_items(text, (READING_HEADINGS[lang],))
+    ]
+
+
+def reading_problems(text: str, lang: str) -> list[str]:
+    items = reading_list(text, lang)
+    if not items:
+        return [f"no '{READING_HEADINGS[lang]}' list"]
+    out = []
+    for urls, words in items:
+        if not urls or not all(u.startswith(("https://", "http://")) for u in urls):
+            out.append(f"an item that links no published reading: {words[:60]!r}")
+        elif len(words.split(":", 1)[-1].split()) < MIN_ANNOTATION_WORDS:
+            out.append(f"an item without its note (what it gives, for which part): {urls[0]}")
+    return out
+
+
+@pytest.mark.parametrize("doc", ALL_TEXTS, ids=ALL_IDS)
+def test_every_text_ends_with_an_annotated_reading_list(doc):
+    lang = "es" if doc.name.endswith(".es.md") else "en"
+    assert reading_problems(doc.read_text(encoding="utf-8"), lang) == []
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_the_reading_lists_hold_what_the_chapter_asks_for(lang):
+    texts = TEXTS if lang == "en" else SPANISH
+    urls = [
+        u
+        for doc in texts
+        for us, _ in reading_list(doc.read_text(encoding="utf-8"), lang)
+        for u in us
+    ]
+    assert [
+        what for what, piece in REQUIRED_READINGS.items() if not any(piece in u for u in urls)
+    ] == []
+
+
+GOOD_READINGS = (
+    "## Recommended reading\n\nOptional.\n\n- [PyTorch internals](http://blog.ezyang.com/2019/05/pytorch-internals/),"
+    " Edward Z. Yang (2019): the map of the codebase: tensors, strides, dispatch, autograd, and which folders hold"
+    " what.\n\nNext: [01](01-dispatcher-and-aten.md).\n"
+)
+
+
+@pytest.mark.parametrize(
+    "planted, problem",
+    [
+        (
+            GOOD_READINGS.replace("Recommended reading", "Further reading"),
+            "no 'Recommended reading' list",
+        ),
+        (
+            GOOD_READINGS.replace(
+                ": the map of the codebase: tensors, strides, dispatch, autograd, and which", "."
+            ),
+            "without its note",
+        ),
+        (
+            GOOD_READINGS.replace(
+                "http://blog.ezyang.com/2019/05/pytorch-internals/", "internals.md"
+            ),
+            "links no published",
+        ),
+    ],
+    ids=["no list", "an item without its note", "a local file instead of a reading"],
+)
+def test_a_planted_bad_reading_list_is_named(planted, problem):
+    assert reading_problems(GOOD_READINGS, "en") == []
+    [found] = reading_problems(planted, "en")
     assert problem in found, found
