@@ -39,7 +39,9 @@ def fake_workshop(run_out: Path, failing_lab: str | None) -> str:
         f"labs = {labs!r}\n"
         "for lab, entry in labs.items():\n"
         "    (run / lab).mkdir(parents=True)\n"
-        "    (run / lab / 'summary.md').write_text('# ' + lab)\n"
+        "    (run / lab / 'summary.md').write_text('# ' + lab + ' [trace](linked/trace.json) [web](https://x.org/a)')\n"
+        "    (run / lab / 'linked').mkdir()\n"
+        "    (run / lab / 'linked' / 'trace.json').write_text('{}')\n"
         "    (run / lab / 'trace.json').write_text('{}')\n"
         "(run / 'manifest.json').write_text(json.dumps({'labs': labs}))\n"
         "os.symlink('r1', run.parent / 'latest')\n"
@@ -88,10 +90,10 @@ def test_a_passing_run_is_recorded_with_what_ran_and_how_long(tmp_path, monkeypa
     assert (record["tests"]["passed"], record["tests"]["skipped"]) == (2, 1)
     readme = (tmp_path / "rec" / "README.md").read_text()
     assert readme.startswith("# GPU record: passed") and "1 x Stand-in GPU" in readme
-    kept = tmp_path / "rec" / "run"
-    assert (kept / "minigpt" / "summary.md").is_file() and not (
-        kept / "minigpt" / "trace.json"
-    ).exists()
+    kept = tmp_path / "rec"
+    assert (kept / "minigpt" / "summary.md").is_file() and (kept / "manifest.json").is_file()
+    assert (kept / "compile" / "linked" / "trace.json").is_file()  # the summary links it
+    assert not (kept / "minigpt" / "trace.json").exists()
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,10 @@ developers"); it needs only what the GPU hosts have (torch, triton, pytest, jinj
 
 The record (record.json, and README.md from record.md.j2): the command, the machine (GPUs, torch, triton, CUDA,
 Python, the code's git revision), each step's command, exit status and time, each lab's pass or fail, each test's
-outcome; beside it the run's manifest, REPORT.md and each lab's summary, result, pictures and log (`run/`), not
-its traces or generated code (their size). Exit status: 0 when every lab and every test passed, 1 when one
-failed, 2 when it could not start, 130/143 when interrupted (what ran so far is recorded, marked so).
+outcome; beside them, in the run's own layout, the run's manifest and REPORT.md, each lab's summary, result,
+pictures and log, and the files those pages link; not the rest of its traces or generated code (their size).
+Exit status: 0 when every lab and every test passed, 1 when one failed, 2 when it could not start, 130/143 when
+interrupted (what ran so far is recorded, marked so).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -37,6 +39,8 @@ from workshop.results import (
 
 HERE = Path(__file__).resolve().parent
 KEPT = ("summary.md", "result.json", "log.txt", "*.png")  # of each lab's folder
+LINK = re.compile(r"\]\(([^)#\s]+)")  # a Markdown link's or picture's target, without its anchor
+SCHEME = re.compile(r"[a-z]+:")
 SUITES = {"gpu": ["-m", "gpu"], "all": []}
 
 
@@ -143,18 +147,28 @@ def pytest_outcomes(junit: Path) -> dict:
     return {**counts, "outcomes": outcomes}
 
 
+def linked_files(page: Path) -> list[Path]:
+    """The files a Markdown page links by a relative path (pictures, traces), where they exist."""
+    targets = LINK.findall(page.read_text(encoding="utf-8", errors="replace"))
+    files = (page.parent / t for t in targets if not SCHEME.match(t))
+    return [f for f in files if f.is_file()]
+
+
 def keep(run_dir: Path, out: Path) -> None:
-    """The run's manifest, REPORT.md, and each lab's summary, result, pictures and log, into out/run/."""
-    kept = out / "run"
-    for name in ("manifest.json", "REPORT.md"):
-        if (run_dir / name).is_file():
-            kept.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(run_dir / name, kept / name)
+    """Into out, in the run's own layout (so texts can cite it): the manifest and REPORT.md, each lab's summary,
+    result, pictures and log, and every file those pages link."""
+    pages = [run_dir / "REPORT.md"] + [
+        run_dir / lab / "summary.md" for lab in lab_outcomes(run_dir)
+    ]
+    kept = [run_dir / "manifest.json"] + [p for p in pages if p.is_file()]
     for lab in lab_outcomes(run_dir):
-        for pattern in KEPT:
-            for file in (run_dir / lab).glob(pattern):
-                (kept / lab).mkdir(parents=True, exist_ok=True)
-                shutil.copy2(file, kept / lab / file.name)
+        kept += [f for pattern in KEPT for f in (run_dir / lab).glob(pattern)]
+    kept += [f for page in pages if page.is_file() for f in linked_files(page)]
+    for file in kept:
+        if file.is_file() and run_dir.resolve() in file.resolve().parents:
+            target = out / file.resolve().relative_to(run_dir.resolve())
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(file, target)
 
 
 def write(record: Record, out: Path) -> None:
