@@ -14,7 +14,7 @@ The layers, lowest first; a module may import modules of its own layer and of th
  8. labs         workshop.labs.<lab>...: the labs themselves
  9. harness      the rest of workshop.harness: runner, child, post-mortem, a lab's result, REPORT.md
 10. commands     the rest of workshop.grading: check's report, init, progress, the gradebook
-11. cli          workshop.cli.*, workshop.__main__
+11. cli          workshop.cli.*, workshop.__main__; workshop.devtools.* (the developers' commands)
 The core (cli, harness, grading, i18n, workshop.lab) finds a lab only through the registry, by its name: it
 imports no `workshop.labs.<lab>` module (imports under `if TYPE_CHECKING:` never run and are not counted).
 """
@@ -50,7 +50,7 @@ LAYERS = (
     ("labs", ("workshop.labs.*",)),
     ("harness", ("workshop.harness.*",)),
     ("commands", ("workshop.grading.*",)),
-    ("cli", ("workshop.cli.*", "workshop.__main__")),
+    ("cli", ("workshop.cli.*", "workshop.__main__", "workshop.devtools.*")),
 )
 CORE = ("workshop.cli", "workshop.harness", "workshop.grading", "workshop.i18n", "workshop.lab")
 
