@@ -9,7 +9,8 @@ import itertools
 import autograd_wrong_solutions as w
 import pytest
 
-from workshop import exercise
+from workshop.grading import checks
+from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
 from workshop.labs.autograd import graph_facts, hand_grads, replay
 from workshop.labs.autograd.batch import load_batch
@@ -35,7 +36,7 @@ def cases(batch):
 
 @pytest.fixture
 def ctx(tmp_path):
-    return LabContext("autograd", tmp_path, "cpu", 1, 0)
+    return LabContext("autograd", tmp_path, RunOptions("cpu", 1, 0))
 
 
 def failures(ctx: LabContext) -> list:
@@ -185,11 +186,11 @@ def test_a_learners_correct_hand_gradients_pass_and_the_rest_is_not_started(ctx,
         ex.stub_code() for ex in EXERCISES if ex.name not in ("cross_entropy_grad", "linear_grads")
     ]
     (tmp_path / "autograd.py").write_text(WORKSPACE_HEADER + LEARNER_HAND + "\n\n".join(stubs))
-    ctx.work = tmp_path
+    ctx.options.work = tmp_path
     grade_hand(ctx, batch)
     results = ctx.exercise_results()
-    assert results["autograd.cross_entropy_grad"]["status"] == exercise.PASSING, messages(ctx)
-    assert results["autograd.linear_grads"]["status"] == exercise.PASSING, messages(ctx)
+    assert results["autograd.cross_entropy_grad"]["status"] == checks.PASSING, messages(ctx)
+    assert results["autograd.linear_grads"]["status"] == checks.PASSING, messages(ctx)
 
 
 def test_kahn_with_a_heap_is_what_the_hint_describes(ctx, cases):

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
+import lab_process
 import pytest
 from conftest import assert_result_shape, read_result
 
-from workshop import exercise, labs, templates
+from workshop import labs
+from workshop.grading import checks
+from workshop.i18n import templates
 from workshop.labs.autograd.exercises import EXERCISES, WORKSPACE_HEADER
 
 SUMMARY_KEYS = [  # result.json keys that are also summary.md.j2's values
@@ -38,7 +40,7 @@ def test_lab_passes_with_the_promised_outputs(lab_dir):
     assert result["passed"], [c for c in result["checks"] if not c["passed"]]
     for name in ("graph.json", "graph.png", "summary.md", "backward_trace.json"):
         assert (out / name).is_file(), name
-    assert {r["status"] for r in result["exercises"].values()} == {exercise.PASSING}
+    assert {r["status"] for r in result["exercises"].values()} == {checks.PASSING}
 
 
 def test_hand_gradients_are_judged_at_each_dtypes_scale(lab_dir):
@@ -161,14 +163,12 @@ def test_fresh_stubs_fail_exactly_the_exercise_checks(tmp_path):
     stubs = "\n\n".join(ex.stub_code() for ex in EXERCISES)
     (tmp_path / "work" / "autograd.py").write_text(WORKSPACE_HEADER + "\n\n" + stubs)
     (tmp_path / "out").mkdir()
-    cmd = [sys.executable, "-m", "workshop.runner", "autograd", "--out-dir", str(tmp_path / "out")]
-    proc = subprocess.run(
-        [*cmd, "--device", "cpu", "--work", str(tmp_path / "work")], capture_output=True, text=True
-    )
+    cmd = lab_process.command("autograd", tmp_path / "out", work=tmp_path / "work")
+    proc = subprocess.run(cmd, capture_output=True, text=True)
     result = read_result(tmp_path / "out")
     assert proc.returncode == 1 and result["implementation"]["kind"] == "workspace"
     failed = [c for c in result["checks"] if not c["passed"]]
     assert [c["name"] for c in failed] == [f"{ex.id}: implemented" for ex in EXERCISES]
     for ex, check in zip(EXERCISES, failed, strict=True):
         assert check["message"].startswith(f"{ex.id}: {ex.statement.split('. ')[0]}")
-    assert {r["status"] for r in result["exercises"].values()} == {exercise.NOT_STARTED}
+    assert {r["status"] for r in result["exercises"].values()} == {checks.NOT_STARTED}

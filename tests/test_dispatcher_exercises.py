@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
+import lab_process
 import pytest
 
-from workshop import exercise
+from workshop.grading import checks
+from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
 from workshop.labs.dispatcher import decisions, reference_answers, reimpl, trace_facts
 from workshop.labs.dispatcher.exercises import EXERCISES, WORKSPACE_HEADER
@@ -30,7 +31,7 @@ def results():
 
 @pytest.fixture
 def ctx(tmp_path):
-    return LabContext("dispatcher", tmp_path, "cpu", 1, 0)
+    return LabContext("dispatcher", tmp_path, RunOptions("cpu", 1, 0))
 
 
 def failed(ctx: LabContext) -> list:
@@ -238,11 +239,11 @@ def test_fresh_stubs_fail_exactly_the_exercise_checks(tmp_path):
     work.mkdir()
     out.mkdir()
     (work / "dispatcher.py").write_text(stub_source())
-    cmd = [sys.executable, "-m", "workshop.runner", "dispatcher", "--out-dir", str(out)]
-    subprocess.run([*cmd, "--device", "cpu", "--work", str(work)], capture_output=True, check=False)
+    cmd = lab_process.command("dispatcher", out, work=work)
+    subprocess.run(cmd, capture_output=True, check=False)
     result = json.loads((out / "result.json").read_text())
     assert result["implementation"]["kind"] == "workspace"
     statuses = {ex_id: r["status"] for ex_id, r in result["exercises"].items()}
-    assert statuses == {ex.id: exercise.NOT_STARTED for ex in EXERCISES}
+    assert statuses == {ex.id: checks.NOT_STARTED for ex in EXERCISES}
     others = [c for c in result["checks"] if "exercise" not in c]
     assert others and all(c["passed"] for c in others), [c for c in others if not c["passed"]]
