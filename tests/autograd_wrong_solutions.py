@@ -6,6 +6,8 @@ the reference (each must fail one of the lab's own checks).
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 
 import torch
@@ -243,3 +245,49 @@ def bp_no_fit(order, grad_output):
 
 def bp_keyed_by_id(order, grad_output):
     return {id(leaf): g for leaf, g in replay.backpropagate(order, grad_output).items()}
+
+
+# ---- cheats: each breaks exactly one rule of no_autograd.FORBIDDEN, on a small problem of its own ----
+Z = torch.randn(12, 7, dtype=torch.float64)  # (M, V) logits
+T = torch.tensor([1, 2, 3, 4, 5, 6, 1, 2, 3, PAD_ID, PAD_ID, PAD_ID])
+
+
+def on_a_thread(work):
+    found = []
+    worker = threading.Thread(target=lambda: found.append(work()))
+    worker.start()
+    worker.join()
+    return found[0]
+
+
+def z_grad_by_autograd():
+    z = Z.clone().requires_grad_()
+    return torch.autograd.grad(lm_loss(z[None], T[None]), z)[0]
+
+
+def grad_fn_called():
+    z = Z.clone().requires_grad_()
+    loss = lm_loss(z[None], T[None])
+    return loss.grad_fn(torch.ones((), dtype=Z.dtype))
+
+
+CHEATS = {
+    "engine": lambda: on_a_thread(z_grad_by_autograd),  # no graph recorded on the calling thread
+    "grad_fn": lambda: on_a_thread(grad_fn_called),
+    "derivative_op": lambda: torch.ops.aten._log_softmax_backward_data(
+        torch.ones_like(Z), torch.log_softmax(Z, 1), 1, Z.dtype
+    ),
+    "forward_ad": lambda: torch.func.jvp(torch.sin, (Z,), (torch.ones_like(Z),)),
+    "requires_grad": lambda: (Z.clone().requires_grad_() * 2).detach(),
+    "process": lambda: subprocess.run([sys.executable, "-c", "pass"], check=True),
+}
+
+
+def ce_cheating(rule):
+    """The reference cross_entropy_grad, after a cheat that breaks `rule` only."""
+
+    def cross_entropy_grad(logits, targets):
+        CHEATS[rule]()
+        return hand_grads.cross_entropy_grad(logits, targets)
+
+    return cross_entropy_grad

@@ -16,6 +16,7 @@ from workshop.labs.autograd.batch import load_batch
 from workshop.labs.autograd.exercises import EXERCISES, WORKSPACE_HEADER
 from workshop.labs.autograd.hand_grading import cross_entropy_cases, grade, linear_cases
 from workshop.labs.autograd.lab import grade_hand
+from workshop.labs.autograd.no_autograd import FORBIDDEN, HAND_RULES
 from workshop.labs.autograd.replay_grading import grade_backpropagate, grade_order, graph_cases
 
 
@@ -100,6 +101,14 @@ def test_the_first_failure_names_the_mistake(ctx, cases, wrong, mistake, why):
     assert first.name == "cross_entropy_grad: the mistake its results show"
     assert first.value == mistake and why in first.message, (first.value, first.message)
     assert "the wrong scale" not in messages(ctx)
+
+
+@pytest.mark.parametrize("rule", HAND_RULES)
+def test_each_thing_no_autograd_forbids_fails_its_own_check(ctx, cases, rule):
+    grade(ctx, CE, w.ce_cheating(rule), cases[CE])
+    assert [c.name for c in failures(ctx)] == [
+        f"cross_entropy_grad, no autograd: {FORBIDDEN[rule]}"
+    ]
 
 
 def test_float64_off_by_5e7_fails_at_float64_only(ctx, cases):
