@@ -159,9 +159,10 @@ REGRADE = """
 import sys, time
 from pathlib import Path
 start = time.perf_counter()
+from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
 from workshop.labs.compile import run_grading
-ctx = LabContext("compile", Path(sys.argv[1]), "cpu", 1, 0, work=Path(sys.argv[2]))
+ctx = LabContext("compile", Path(sys.argv[1]), RunOptions("cpu", 1, 0, work=Path(sys.argv[2])))
 run_grading.regrade(ctx, Path(sys.argv[3]))
 print(ctx.exercise_results()["compile.answers"]["status"], time.perf_counter() - start)
 """

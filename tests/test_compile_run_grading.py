@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from test_compile_exercises import SOFTMAX_ANSWER
 
+from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
 from workshop.labs.compile import run_facts, run_grading
 from workshop.labs.compile.exercises import ANSWERS, KERNEL, WORKSPACE_HEADER
@@ -39,7 +40,7 @@ BREAKS = {
 
 def lab_context(out: Path, work: Path | None = None) -> LabContext:
     out.mkdir(parents=True, exist_ok=True)
-    return LabContext("compile", out, "cpu", 1, 0, work=work)
+    return LabContext("compile", out, RunOptions("cpu", 1, 0, work=work))
 
 
 @pytest.fixture

@@ -24,8 +24,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from workshop import templates
-from workshop.i18n import _
+from workshop.i18n import _, templates
 from workshop.lab import LabContext
 from workshop.labs.compile import kernel_answer, run_facts
 from workshop.labs.compile.generated_kernels import (
