@@ -197,6 +197,7 @@ def summary_values(**changes) -> dict:
         "skipped": {},
         "figures": [],
         "fsdp_vs_ddp": None,
+        "ddp_overlap": None,
         "reduce_scatter_as_all_reduce": False,
         "traces": [],
         "pipeline": [],
@@ -214,6 +215,22 @@ def pipeline_idle(measured, theory, share):
     from workshop.labs.distributed.idle import Idle
 
     return Idle(measured, [measured], theory, 1e-4, 0.1, 0.1, 1.0, 8, 0.5, share)
+
+
+def ddp_overlap(shown: bool) -> dict:
+    """The DDP runs' section as lab.ddp_overlap gives it: the committed N=2 run's counts."""
+    default = dict(
+        demo="ddp", trace="ddp/a.json.gz", issued=1, early=0, after=0, ops=309, share=0.0
+    )
+    small = dict(demo="ddp/small_buckets", trace="ddp/b.json.gz", issued=4, early=3, after=284)
+    runs = [default, small | dict(ops=309, share=284 / 309)]
+    return {"cap_mb": 0.25, "runs": runs, "shown": shown}
+
+
+def test_the_ddp_runs_are_tabulated_and_contrasted_only_when_the_run_shows_it():
+    text = templates.render(FOLDER, "en", summary_values(ddp_overlap=ddp_overlap(shown=False)))
+    assert "| ddp/small_buckets | 4 | 3 | 284 of 309 (92%) |" in text
+    assert "With small buckets" not in text
 
 
 SENTENCES = [  # (what the run shows, a phrase the summary prints only then)
@@ -252,8 +269,9 @@ SENTENCES = [  # (what the run shows, a phrase the summary prints only then)
                 "fsdp_sent": 1.52e6,
             }
         },
-        "an all-reduce sends each byte of its buffer twice over",
+        "each rank sends 2(N-1)/N with an all-reduce",
     ),
+    ({"ddp_overlap": ddp_overlap(shown=True)}, "With small buckets 3 of 4 all-reduces were issued"),
 ]
 
 

@@ -12,6 +12,7 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from workshop.labs.distributed import traces
 from workshop.labs.distributed.collectives import CollectiveRow, bus_factor, total
 from workshop.labs.distributed.idle import Idle
 from workshop.labs.distributed.records import Measurements, Run
@@ -24,12 +25,10 @@ class Communication:
     kind: str
     calls: int
     buffer_bytes: int
-    sent_bytes: (
-        float  # this rank's share on the wire, ring algorithms (collectives.sent_per_buffer_byte)
-    )
-    seconds: (
-        float | None
-    )  # from the profiler trace; None where it has none of this kind, or a send/recv
+    # this rank's share on the wire, ring algorithms (collectives.sent_per_buffer_byte)
+    sent_bytes: float
+    # from the profiler trace; None where it has none of this kind, or a send/recv
+    seconds: float | None
     busbw_gbps: float | None  # buffer / time x nccl-tests' factor, GB/s (1e9 bytes/s)
 
 
@@ -53,6 +52,9 @@ class Figure:
     overhead_ms: float | None = None
     overhead_share: float | None = None
     chunks_per_rank: int | None = None
+    backward_ops: int = 0  # rank 0's traced backward: its autograd ops
+    # the collectives issued during it, in order: (kind, backward's ops that started after it)
+    issued_in_backward: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def demo(self) -> str:
@@ -69,6 +71,15 @@ class Figure:
     @property
     def sent_bytes(self) -> float:
         return sum(r.sent_bytes(self.n) for r in self.collectives_rank0)
+
+    def overlap(self, op_kind: str = "allreduce") -> float | None:
+        """traces.overlap of rank 0's traced backward."""
+        return traces.overlap(self.backward_ops, self.issued_in_backward, op_kind)
+
+    def issued_early(self, op_kind: str = "allreduce") -> tuple[int, int]:
+        """(collectives of this kind issued while backward still had ops to run, all those issued in it)."""
+        after = [n for k, n in self.issued_in_backward if k == op_kind]
+        return sum(n > 0 for n in after), len(after)
 
     def communication(self) -> list[Communication]:
         """Per kind of collective. Sends and receives get no time: a posted send's span lasts until its
@@ -105,9 +116,9 @@ class Figure:
     def from_json(cls, d: dict) -> Figure:
         known = {f.name for f in fields(cls)}
         row = {k: v for k, v in d.items() if k in known}
-        return cls(
-            **{**row, "collectives_rank0": [CollectiveRow(**c) for c in d["collectives_rank0"]]}
-        )
+        rows = [CollectiveRow(**c) for c in d["collectives_rank0"]]
+        issued = [tuple(c) for c in d.get("issued_in_backward", [])]
+        return cls(**{**row, "collectives_rank0": rows, "issued_in_backward": issued})
 
 
 def from_run(data: Measurements, name: str, run: Run, idle: Idle | None) -> Figure:
@@ -125,6 +136,8 @@ def from_run(data: Measurements, name: str, run: Run, idle: Idle | None) -> Figu
         max_loss_error=run.max_loss_error,
         max_param_error=run.max_param_error,
         comm_seconds_rank0=r0.collective_seconds,
+        backward_ops=r0.backward_ops,
+        issued_in_backward=r0.issued_in_backward,
     )
     if idle is not None:
         figure.bubble, figure.bubble_theory = idle.measured, idle.theory

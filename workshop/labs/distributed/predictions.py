@@ -14,8 +14,8 @@ import math
 from workshop.i18n import N_, _
 from workshop.lab import LabContext
 from workshop.labs.distributed import pp, tp
-from workshop.labs.distributed.common import ROWS
 from workshop.labs.distributed.figures import Figure
+from workshop.labs.distributed.training import ROWS
 from workshop.minigpt.grammar import MAX_SENTENCE_LEN
 from workshop.minigpt.model import GPT, GPTConfig
 
