@@ -11,7 +11,7 @@ from conftest import assert_result_shape, read_result
 
 from workshop import templates
 from workshop.lab import LabContext
-from workshop.labs.distributed import checks, figures, lab
+from workshop.labs.distributed import checks, collectives, figures, lab
 from workshop.labs.distributed.records import Measurements
 
 FOLDER = Path(lab.__file__).parent
@@ -117,6 +117,7 @@ def test_figures_are_written_with_their_wire_bytes(lab_dir):
     rows = figures.read(lab_dir("distributed", n=2) / "figures.json")
     assert {(r.strategy, r.run) for r in rows} == {
         ("ddp", "ddp"),
+        ("ddp", "small_buckets"),
         ("fsdp", "fsdp"),
         ("tp", "tp"),
         ("pp", "gpipe"),
@@ -127,6 +128,22 @@ def test_figures_are_written_with_their_wire_bytes(lab_dir):
     assert ddp.sent_bytes == pytest.approx(
         ddp.comm_bytes - 4096 / 2
     )  # N=2: all-reduce 1x, broadcast 1/2
+
+
+@pytest.mark.distributed
+@pytest.mark.slow
+def test_ddp_overlaps_backward_only_with_small_buckets(lab_dir):
+    """The default run's one bucket is all-reduced when backward has ended; small buckets' all but the last while
+    backward still runs. Both all-reduce the parameters' bytes."""
+    rows = {r.run: r for r in figures.read(lab_dir("distributed", n=2) / "figures.json")}
+    default, small = rows["ddp"], rows["small_buckets"]
+    assert default.overlap() == 0 and small.overlap() >= checks.MIN_SMALL_BUCKET_OVERLAP
+    assert default.issued_early() == (0, 1) and small.issued_early() == (3, 4)
+    for row, calls in ((default, 1), (small, 4)):
+        assert collectives.total(row.collectives_rank0, "allreduce", "backward") == (
+            calls,
+            1_118_048,
+        )
 
 
 @pytest.mark.distributed
