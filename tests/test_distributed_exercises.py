@@ -255,6 +255,42 @@ WRONG_SURVEYS = [
         "all-gather",
     ),
     (
+        "tensor parallel described as pipeline parallel",
+        lambda t: t.replace(
+            "Tensor parallel splits each big matrix by columns or rows, so a rank holds",
+            "Tensor parallel splits the blocks into consecutive stages, one per rank, so a rank holds",
+        ).replace(
+            "Every block waits for an all-reduce of its activations, forward and backward.",
+            "Each stage sends its activations to the next one, and an all-reduce averages the loss.",
+        ),
+        "tensor parallel named",
+        "a stage of layers is pipeline parallel",
+    ),
+    (
+        "FSDP's collectives swapped",
+        lambda t: t.replace(
+            "It must all-gather\nthe parameters before each unit runs and reduce-scatter the gradients",
+            "It must reduce-scatter\nthe parameters before each unit runs and all-gather the gradients",
+        ),
+        "FSDP named",
+        "says all-gather of gradients",
+    ),
+    (
+        "DDP said to all-reduce activations",
+        lambda t: t.replace("one all-reduce of the gradients", "one all-reduce of the activations"),
+        "DDP named",
+        "what the all-reduce carries (gradients)",
+    ),
+    (
+        "pipeline parallel said to all-reduce",
+        lambda t: t.replace(
+            "Activations travel by send and recv between\nneighbours",
+            "The gradients are all-reduced across the stages",
+        ),
+        "pipeline parallel named",
+        "says all-reduce of gradients",
+    ),
+    (
         "a figure from the H200 run",
         lambda t: t + "\nDDP's step took 14.0 ms on the H200s.\n",
         "traces to the run's figures",
@@ -270,6 +306,13 @@ def test_wrong_surveys_fail_with_a_pointed_message(ctx, tmp_path, mistake, chang
     wrong = grade_survey(ctx, tmp_path, change(good_survey()))
     hits = {name: message for name, message in wrong.items() if check in name}
     assert hits and any(words in m for m in hits.values()), wrong
+
+
+def test_a_negated_collective_claims_nothing(ctx, tmp_path):
+    text = good_survey().replace(
+        "It must all-gather", "FSDP does not all-reduce the gradients. It must all-gather"
+    )
+    assert grade_survey(ctx, tmp_path, text) == {}
 
 
 def test_figures_of_another_run_are_refused(ctx, tmp_path):

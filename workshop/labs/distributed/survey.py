@@ -5,7 +5,8 @@ workspace), started from a template filled with their run's figures (`template`,
 - length: one page of prose, WORDS words in the survey's language (tables, headings, code and comments do not
   count);
 - the four strategies (survey_strategies.py): each named in sentences of prose about it alone that say what each
-  rank holds and what is communicated (the collective's name); the tables do not count, the lab fills them in;
+  rank holds and what each collective carries, checked against that strategy's own facts; the tables do not
+  count, the lab fills them in;
 - figures (survey_figures.py): every byte count, time, percentage and bandwidth in the text traces to the run's
   figures within the precision it is written with, and at least MIN_CITED of them are quoted in the prose.
 
