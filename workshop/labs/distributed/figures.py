@@ -12,7 +12,7 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from workshop.labs.distributed import traces
+from workshop.labs.distributed import idle, traces
 from workshop.labs.distributed.collectives import CollectiveRow, bus_factor, total
 from workshop.labs.distributed.idle import Idle
 from workshop.labs.distributed.records import Measurements, Run
@@ -144,6 +144,31 @@ def from_run(data: Measurements, name: str, run: Run, idle: Idle | None) -> Figu
         figure.chunk_ms, figure.overhead_ms = idle.chunk_ms, idle.overhead_ms
         figure.overhead_share, figure.chunks_per_rank = idle.overhead_share, idle.chunks_per_rank
     return figure
+
+
+def pipeline_idle(data: dict[str, Measurements]) -> dict[str, Idle]:
+    """The pipeline's idle analysis per schedule ({} where the pipeline did not run)."""
+    pp = data.get("pp")
+    return {name: idle.analyse(r, pp.world_size) for name, r in pp.runs.items()} if pp else {}
+
+
+def rows(data: dict[str, Measurements], pipeline: dict[str, Idle]) -> list[Figure]:
+    """One row per training run of the demos that ran (data: strategy -> its measurements)."""
+    return [
+        from_run(m, name, r, pipeline.get(name) if m.strategy == "pp" else None)
+        for m in data.values()
+        for name, r in m.runs.items()
+    ]
+
+
+def rebuilt(lab_dir: Path) -> list[Figure]:
+    """The rows a lab run's folder gives from its demos' measurements.json ([] where it has none)."""
+    data = {
+        folder.name: Measurements.read(folder)
+        for folder in sorted(Path(lab_dir).iterdir())
+        if (folder / "measurements.json").is_file()
+    }
+    return rows(data, pipeline_idle(data))
 
 
 def read(path: Path) -> list[Figure]:

@@ -49,18 +49,10 @@ def run(
             ctx, strategy, (demo_args or {}).get(strategy, ()), wall, failures
         ):
             data[strategy] = measured
-    pipeline = (
-        {name: idle.analyse(r, ctx.n_procs) for name, r in data["pp"].runs.items()}
-        if "pp" in data
-        else {}
-    )
+    pipeline = figures.pipeline_idle(data)
     for measured in data.values():
         checks.check_strategy(ctx, measured, data.get("ddp"), pipeline)
-    rows = [
-        figures.from_run(m, name, r, pipeline.get(name) if m.strategy == "pp" else None)
-        for m in data.values()
-        for name, r in m.runs.items()
-    ]
+    rows = figures.rows(data, pipeline)
     ctx.write_json("figures.json", [f.as_json() for f in rows])
     if pipeline:
         ctx.save_figure("pp/gantt.png", pipeline_gantt.draw(data["pp"].runs, pipeline))
