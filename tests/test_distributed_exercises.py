@@ -64,9 +64,9 @@ WRONG_PREDICTIONS = [  # (what the learner did, the changes, the check that fail
         "the DDP broadcast forgotten",
         {"ddp__collectives": 1},
         "ddp collectives",
-        "forward broadcast x1",
+        "forward broadcast",
     ),
-    ("FSDP as if replicated", {"fsdp__held_bytes": 3 * P}, "fsdp held_bytes", "only its part"),
+    ("FSDP as if replicated", {"fsdp__held_bytes": 3 * P}, "fsdp held_bytes", "DDP's figure"),
     (
         "elements, not bytes",
         {"tp__comm_bytes": 1_128_512 // 4},
@@ -74,7 +74,12 @@ WRONG_PREDICTIONS = [  # (what the learner did, the changes, the check that fail
         "elements, not bytes",
     ),
     ("wire bytes for buffers", {"fsdp__comm_bytes": 1_517_920}, "fsdp comm_bytes", "on the wire"),
-    ("pipeline sends only", {"pp__collectives": 4}, "pp collectives", "a send and a receive alike"),
+    (
+        "pipeline sends only",
+        {"pp__collectives": 4},
+        "pp collectives",
+        "schedule send or schedule recv",
+    ),
     (
         "FSDP's backward gathers forgotten",
         {"fsdp__comm_bytes": 2_236_096},
@@ -83,6 +88,49 @@ WRONG_PREDICTIONS = [  # (what the learner did, the changes, the check that fail
     ),
     ("predicted for another N", {"n": 4}, "made for this run's N", "this run has N=2"),
 ]
+
+
+def test_fsdp_predicted_with_ddps_figures_is_named_first(ctx):
+    ddp = predictions.reference(N)["ddp"]
+    grade_predictions(ctx, edited(fsdp=dict(ddp)))
+    first = next(c for c in ctx.checks if not c.passed)
+    assert first.name.startswith("predictions: fsdp")
+    assert first.message.startswith("fsdp: that is DDP's figure"), first.message
+
+
+def written_forms(n: float) -> set[str]:
+    """How a message could write a measured figure: 1118048, 1,118,048, 1 118 048, 1.118.048, 1.12 MB ..."""
+    whole = round(n)
+    grouped = f"{whole:,}"
+    forms = {str(whole), grouped, grouped.replace(",", " "), grouped.replace(",", ".")}
+    forms |= {f"{n / 1e6:.2f}", f"{n / 1e3:.0f} kB", f"{n / 1e6:.1f} MB"} if n >= 1e4 else set()
+    return forms
+
+
+def test_no_failing_prediction_message_gives_the_measured_value(ctx):
+    """Every field of every strategy off by a factor, and the planted mistakes: no message of a failed check
+    writes the run's figure, in any of the forms a number is written."""
+    messages = []
+    for scale in (0.0, 0.3, 0.5, 1.3, 2.0, 7.0):
+        changed = copy.deepcopy(predictions.reference(N))
+        for strategy in predictions.STRATEGY_RUN:
+            changed[strategy] = {k: round(v * scale) for k, v in changed[strategy].items()}
+        ctx.checks.clear()
+        messages += grade_predictions(ctx, changed).values()
+    for _mistake, changes, _check, _words in WRONG_PREDICTIONS:
+        ctx.checks.clear()
+        messages += grade_predictions(ctx, edited(**changes)).values()
+    figures_of_run = {v for f in RUN for v in predictions.measured(f).values() if v > 9} | {
+        f.sent_bytes for f in RUN if f.sent_bytes
+    }
+    leaked = [
+        (m, form)
+        for m in messages
+        for v in figures_of_run
+        for form in written_forms(v)
+        if form in m
+    ]
+    assert messages and leaked == []
 
 
 @pytest.mark.parametrize(
