@@ -28,7 +28,7 @@ from workshop.minigpt.model import lm_loss
 BUCKET_CAP_MB = {"ddp": None, "small_buckets": 0.25}
 
 
-def train(args, rank: process_group.Rank, run: str, ref: reference.Reference) -> Run:
+def train(args, rank: process_group.Rank, run: str) -> Run:
     model = training.load_model(rank.device)
     ids = [rank.device.index] if rank.device.type == "cuda" else None
     ddp = DistributedDataParallel(model, device_ids=ids, bucket_cap_mb=BUCKET_CAP_MB[run])
@@ -45,6 +45,7 @@ def train(args, rank: process_group.Rank, run: str, ref: reference.Reference) ->
             # every replica takes the same step: its gradients are now the average of all ranks'
             opt.step()
             measure.loss(loss.item())
+    ref = reference.shared(args.steps, rank.world, rank.device)
     return results.whole_model_run(measure.record(), model, opt, ref, chunks=rank.world)
 
 
@@ -52,8 +53,7 @@ def train(args, rank: process_group.Rank, run: str, ref: reference.Reference) ->
 def main() -> None:
     args = process_group.parse_args(N_("DDP demo of the MiniGPT (run under torchrun)"))
     rank = process_group.join(args)
-    ref = reference.shared(args.steps, rank.world, rank.device)  # the same for both runs
-    runs = {run: train(args, rank, run, ref) for run in BUCKET_CAP_MB}
+    runs = {run: train(args, rank, run) for run in BUCKET_CAP_MB}
     results.write(args, rank, "ddp", runs)
     process_group.leave()
 

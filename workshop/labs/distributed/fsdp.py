@@ -24,7 +24,7 @@ from workshop.minigpt.model import lm_loss
 warnings.filterwarnings("ignore", message="FSDP2-wrapped module .* returned a view tensor")
 
 
-def train(args, rank: process_group.Rank, ref: reference.Reference) -> Run:
+def train(args, rank: process_group.Rank) -> Run:
     mesh = init_device_mesh(rank.device.type, (rank.world,), mesh_dim_names=("dp",))
     model = training.load_model(rank.device)
     for block in model.blocks:  # one all-gather / reduce-scatter unit per block ...
@@ -45,6 +45,7 @@ def train(args, rank: process_group.Rank, ref: reference.Reference) -> Run:
             loss.backward()
             opt.step()  # each rank steps its own shards: parameters, gradients and momentum are 1/N each
             measure.loss(loss.item())
+    ref = reference.shared(args.steps, rank.world, rank.device)
     return results.whole_model_run(measure.record(), model, opt, ref, chunks=rank.world)
 
 
@@ -54,8 +55,7 @@ def main() -> None:
         N_("FSDP2 (fully_shard) demo of the MiniGPT (run under torchrun)")
     )
     rank = process_group.join(args)
-    ref = reference.shared(args.steps, rank.world, rank.device)
-    results.write(args, rank, "fsdp", {"fsdp": train(args, rank, ref)})
+    results.write(args, rank, "fsdp", {"fsdp": train(args, rank)})
     process_group.leave()
 
 

@@ -78,9 +78,8 @@ class Instruments:
         """Step numbers 0 .. args.steps-1, each begun after a barrier and timed; the last one logged and profiled.
         A step that raises stops its trace and log when the `with` block ends."""
         steps = self._steps()
-        self._stack.callback(
-            steps.close
-        )  # runs before the Flight Recorder's dump: last in, first out
+        # runs before the Flight Recorder's dump: last in, first out
+        self._stack.callback(steps.close)
         return steps
 
     def _steps(self):

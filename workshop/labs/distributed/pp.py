@@ -84,7 +84,7 @@ def build(gpt: GPT, rank: process_group.Rank, name: str) -> list[pipelining.Pipe
     ]
 
 
-def train(args, rank: process_group.Rank, name: str, ref: reference.Reference) -> list[RankRecord]:
+def train(args, rank: process_group.Rank, name: str) -> list[RankRecord]:
     """Train with one schedule; every rank's records of the run (each with its timeline)."""
     cls, v = SCHEDULES[name]
     m = microbatches(rank.world)
@@ -95,9 +95,8 @@ def train(args, rank: process_group.Rank, name: str, ref: reference.Reference) -
     schedule = cls(stages[0] if v == 1 else stages, m, loss_fn=lm_loss)
     params = [q for stage in stages for q in stage.submod.parameters()]
     opt = training.optimizer(params)
-    x, y = training.batches(
-        args.steps, m, rank.device
-    )  # (steps, m, ROWS, T): the schedule splits dim 0
+    # (steps, m, ROWS, T): the schedule splits dim 0 into micro-batches
+    x, y = training.batches(args.steps, m, rank.device)
     first, last = rank.rank == 0, rank.rank == rank.world - 1
     with Instruments(args, rank, name, opt) as measure:
         for s in measure.steps():
@@ -115,6 +114,7 @@ def train(args, rank: process_group.Rank, name: str, ref: reference.Reference) -
     rank_record = measure.record()
     rank_record.intervals, rank_record.timer_resolution_s = timeline.steps, timeline.resolution()
     named = {n: q.detach() for stage in stages for n, q in stage.submod.named_parameters()}
+    ref = reference.shared(args.steps, microbatches(rank.world), rank.device)
     return results.gather(results.complete(rank_record, params, named, opt, ref))
 
 
@@ -138,13 +138,12 @@ def main() -> None:
     if why := usable(rank.world):
         raise SystemExit(why)
     p, m = rank.world, microbatches(rank.world)
-    ref = reference.shared(args.steps, m, rank.device)  # the same for every schedule
     runs, skipped = {}, {}
     for name, why_not in schedules_for(p).items():
         if why_not or name not in args.schedules:
             skipped[name] = why_not or _("not asked for (--schedules)")
             continue
-        records = train(args, rank, name, ref)
+        records = train(args, rank, name)
         losses = records[p - 1].losses  # the last stage computes the loss
         runs[name] = results.summary(
             records, losses, m, stages_per_rank=SCHEDULES[name][1], microbatches=m

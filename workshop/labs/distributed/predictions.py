@@ -43,9 +43,8 @@ def tp_local_numel(name: str, shape: tuple[int, ...], n: int) -> int:
     columns = layer in ("attn.q_proj", "attn.k_proj", "attn.v_proj", "mlp.fc") or name.startswith(
         "lm_head"
     )
-    rows = layer in ("attn.out_proj", "mlp.proj") and name.endswith(
-        "weight"
-    )  # a row-parallel bias is whole
+    # a row-parallel bias is whole
+    rows = layer in ("attn.out_proj", "mlp.proj") and name.endswith("weight")
     return numel // n if columns or rows else numel
 
 
@@ -69,14 +68,12 @@ def reference(n: int, cfg: GPTConfig = GPTConfig()) -> dict:
     shapes = param_shapes(cfg)
     params = FP32 * sum(math.prod(s) for s in shapes.values())
     talks = n > 1
-    activation = (
-        FP32 * ROWS * SEQ * cfg.d_model
-    )  # one (ROWS, T, C) tensor: a TP all-reduce, a PP send
+    # one (ROWS, T, C) tensor: a TP all-reduce, a PP send
+    activation = FP32 * ROWS * SEQ * cfg.d_model
     per_token = FP32 * ROWS * SEQ  # loss_parallel's all-reduces: one number per token
     units = cfg.n_layer + 1  # FSDP: a unit per block, one for the rest (the root)
-    padded = (
-        sum(-(-s[0] // n) * math.prod(s[1:]) for s in shapes.values()) * FP32
-    )  # rank 0's shards
+    # rank 0's shards
+    padded = sum(-(-s[0] // n) * math.prod(s[1:]) for s in shapes.values()) * FP32
     root = FP32 * sum(math.prod(s) for name, s in shapes.items() if not name.startswith("blocks."))
     masks = cfg.n_layer * cfg.block_size**2  # DDP broadcasts the causal masks (bool) from rank 0
     m = pp.microbatches(n)

@@ -5,6 +5,7 @@ final parameters with it: they must agree within TOLERANCE.
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 from dataclasses import dataclass
@@ -50,9 +51,12 @@ def run_alone(steps: int, chunks: int, device) -> Reference:
     return Reference(losses, {n: p.detach() for n, p in model.named_parameters()}, compute)
 
 
+@functools.cache  # one per process: a demo's runs (DDP's two, the pipeline's schedules) share it
 def shared(steps: int, chunks: int, device: torch.device) -> Reference:
     """The reference, run by rank 0 alone (its compute time is one process's, not N processes' sharing the
-    cores) and sent to every rank."""
+    cores) and sent to every rank. Every rank calls it at the same point, after its first run's training: the
+    others wait for rank 0 in a collective, and a demo that hangs a rank on purpose (--pg-timeout 5) must
+    hang in its training, not here."""
     box = [None]
     if dist.get_rank() == 0:
         ref = run_alone(steps, chunks, device)

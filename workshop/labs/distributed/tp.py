@@ -61,11 +61,10 @@ def parallelize(model: GPT, mesh) -> GPT:
     return parallelize_module(model, mesh, HEAD_PLAN)
 
 
-def train(args, rank: process_group.Rank, model: GPT, ref: reference.Reference) -> Run:
+def train(args, rank: process_group.Rank, model: GPT) -> Run:
     opt = training.optimizer(model.parameters())
-    x, y = training.batches(
-        args.steps, 1, rank.device
-    )  # one chunk: every rank the same whole batch
+    # one chunk: every rank the same whole batch
+    x, y = training.batches(args.steps, 1, rank.device)
     with Instruments(args, rank, "tp", opt) as measure:
         for s in measure.steps():
             opt.zero_grad()
@@ -80,6 +79,7 @@ def train(args, rank: process_group.Rank, model: GPT, ref: reference.Reference) 
                 loss.backward()
             opt.step()  # each rank steps its own slices, and its copy of the replicated parameters
             measure.loss(full(loss).item())
+    ref = reference.shared(args.steps, 1, rank.device)
     return results.whole_model_run(measure.record(), model, opt, ref, chunks=1)
 
 
@@ -91,7 +91,7 @@ def main() -> None:
         raise SystemExit(why)
     mesh = init_device_mesh(rank.device.type, (rank.world,), mesh_dim_names=("tp",))
     model = parallelize(training.load_model(rank.device), mesh)
-    run = train(args, rank, model, reference.shared(args.steps, 1, rank.device))
+    run = train(args, rank, model)
     head_rows = list(local(model.lm_head.weight).shape)
     results.write(args, rank, "tp", {"tp": run}, lm_head_local_shape=head_rows)
     process_group.leave()
