@@ -51,9 +51,12 @@ def train(args, rank: process_group.Rank, run: str) -> Run:
 
 @record  # a rank's traceback goes into torchrun's failure summary
 def main() -> None:
-    args = process_group.parse_args(N_("DDP demo of the MiniGPT (run under torchrun)"))
+    args = process_group.parse_args(
+        N_("DDP demo of the MiniGPT (run under torchrun)"),
+        [process_group.runs_option("--runs", BUCKET_CAP_MB)],
+    )
     rank = process_group.join(args)
-    runs = {run: train(args, rank, run) for run in BUCKET_CAP_MB}
+    runs = {run: train(args, rank, run) for run in args.runs}
     results.write(args, rank, "ddp", runs)
     process_group.leave()
 

@@ -108,7 +108,9 @@ def hang_demo(ctx: LabContext) -> dict | None:
     if n < 2:
         return None
     hung = n - 1
-    options = f"--fail-rank {hung} --fail-mode hang --pg-timeout {HANG_TIMEOUT_S} --steps 2".split()
+    # the default DDP run only: the hung rank stops it at step 1
+    options = ["--fail-rank", str(hung), "--fail-mode", "hang", "--pg-timeout", str(HANG_TIMEOUT_S)]
+    options += ["--steps", "2", "--runs", "ddp"]
     rc, seconds = launch.run(
         launch.agents().command("ddp", n, ctx.device, out, demo_args=options),
         out / "log.txt",

@@ -118,21 +118,11 @@ def train(args, rank: process_group.Rank, name: str) -> list[RankRecord]:
     return results.gather(results.complete(rank_record, params, named, opt, ref))
 
 
-SCHEDULE_OPTION = (
-    ("--schedules",),
-    {
-        "nargs": "+",
-        "choices": tuple(SCHEDULES),
-        "default": tuple(SCHEDULES),
-        "help": N_("which to run"),
-    },
-)
-
-
 @record
 def main() -> None:
     args = process_group.parse_args(
-        N_("Pipeline-parallel demo of the MiniGPT (run under torchrun)"), [SCHEDULE_OPTION]
+        N_("Pipeline-parallel demo of the MiniGPT (run under torchrun)"),
+        [process_group.runs_option("--schedules", SCHEDULES)],
     )
     rank = process_group.join(args)
     if why := usable(rank.world):

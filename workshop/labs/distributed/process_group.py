@@ -51,6 +51,17 @@ OPTIONS = [
 ]
 
 
+def runs_option(flag: str, runs) -> tuple:
+    """A demo's option that picks some of its training runs (`runs`: their names), all by default."""
+    choices = tuple(runs)
+    return (flag,), {
+        "nargs": "+",
+        "choices": choices,
+        "default": choices,
+        "help": N_("which to run"),
+    }
+
+
 def parse_args(description: str, extra=()) -> argparse.Namespace:
     """The demos' options, plus `extra` ((flags, keywords) pairs) for one demo's own. A rank speaks the lab's
     language (WORKSHOP_LANG in its environment: launch.environment); its texts are marked N_() until now."""
