@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from test_distributed_exercises import failed, good_survey
 
-from workshop import workspace
+from workshop.grading import workspace
+from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
 from workshop.labs.distributed import figures, survey
 from workshop.labs.distributed.collectives import CollectiveRow
@@ -26,8 +27,8 @@ def ctx(tmp_path):
     (work / workspace.RECORD).write_text(json.dumps({"id": "mine"}))
     out = tmp_path / "results" / "this-run" / "distributed"
     out.mkdir(parents=True)
-    ctx = LabContext("distributed", out, "cpu", 2, 0)
-    ctx.work = work
+    ctx = LabContext("distributed", out, RunOptions("cpu", 2, 0))
+    ctx.options.work = work
     return ctx
 
 

@@ -282,11 +282,12 @@ def test_small_buckets_issue_all_reduces_with_backward_still_to_run(tmp_path):
 def test_the_overlap_check_tells_one_bucket_from_small_ones(
     default_buckets, after, passed, tmp_path
 ):
+    from workshop.harness.options import RunOptions
     from workshop.lab import LabContext
     from workshop.labs.distributed import checks
 
     rank0 = RankRecord(0, [], 0.0, [], {}, "", backward_ops=10)
     rank0.issued_in_backward = [("allreduce", n) for n in after]
-    ctx = LabContext("distributed", tmp_path, "cpu", 2, 0)
+    ctx = LabContext("distributed", tmp_path, RunOptions("cpu", 2, 0))
     checks.check_overlap(ctx, "ddp", default_buckets, rank0)
     assert [c.passed for c in ctx.checks] == [passed]

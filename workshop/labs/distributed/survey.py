@@ -26,8 +26,9 @@ import os
 import re
 from pathlib import Path
 
-from workshop import i18n, templates, workspace
-from workshop.i18n import _
+from workshop import i18n
+from workshop.grading import workspace
+from workshop.i18n import _, templates
 from workshop.lab import LabContext
 from workshop.labs.distributed.figures import Figure, read, rebuilt
 from workshop.labs.distributed.survey_figures import cited, untraced
