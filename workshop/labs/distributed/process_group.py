@@ -15,12 +15,16 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
+from torch.distributed import distributed_c10d
 
 from workshop import i18n
 from workshop.i18n import N_, _
 from workshop.labs.distributed import flight_recorder
 from workshop.labs.distributed.training import STEPS
 
+# How long joining the process group may wait for every rank: on a 2-core machine under load (a load average of
+# 12 was seen) a rank's imports took over 5 s, and the hung-rank demo's --pg-timeout 5 failed the join itself.
+JOIN_TIMEOUT_S = 120.0
 # Every demo's options: (flags, argparse keywords).
 OPTIONS = [
     (
@@ -105,13 +109,15 @@ def join(args: argparse.Namespace) -> Rank:
     else:
         device, backend = torch.device("cpu"), "gloo"
     flight_recorder.enable(args.out)  # read when the process group is made
-    # The timeout bounds every collective: a rank that stops answering fails its peers after it, not after
-    # the default (10 min for NCCL, 30 min for gloo).
+    # Joining waits for every rank (JOIN_TIMEOUT_S); then --pg-timeout bounds every collective: a rank that stops
+    # answering fails its peers after it, not after the default (10 min for NCCL, 30 min for gloo). torch sets a
+    # made group's timeout only through a private function (distributed_c10d._set_pg_timeout, in 2.11 and 2.13).
     dist.init_process_group(
         backend,
-        timeout=timedelta(seconds=args.pg_timeout),
+        timeout=timedelta(seconds=max(args.pg_timeout, JOIN_TIMEOUT_S)),
         device_id=device if device.type == "cuda" else None,
     )
+    distributed_c10d._set_pg_timeout(timedelta(seconds=args.pg_timeout))
     return Rank(dist.get_rank(), dist.get_world_size(), device, backend)
 
 
