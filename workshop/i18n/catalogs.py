@@ -45,14 +45,6 @@ class Area:
         False  # keeps messages the code no longer has (argparse: other Pythons' messages)
     )
 
-    def sources(self) -> list[Path]:
-        if self.code.is_file():
-            return [self.code, *self.extra]
-        found = sorted(self.code.rglob("*.py"))
-        return [p for p in found if p.relative_to(self.code).parts[0] not in self.skip] + [
-            *self.extra
-        ]
-
     def po(self, lang: str) -> Path:
         return self.locale / lang / "LC_MESSAGES" / f"{self.name}.po"
 
@@ -67,18 +59,32 @@ def areas() -> list[Area]:
     return [core, parser] + [Area(lab.name, lab, lab / "locale") for lab in labs]
 
 
+def sources(area: Area) -> list[tuple[Path, str, dict]]:
+    """(file, Babel's extraction method, its options) for every file of the area that holds messages: its
+    Python code (the one file, argparse.py) and its extra files (tasks.py)."""
+    if area.code.is_file():
+        return [(area.code, "python", {})]
+    found = [(path, "python", {}) for path in sorted(area.code.rglob("*.py"))]
+    found = [s for s in found if s[0].relative_to(area.code).parts[0] not in area.skip]
+    return found + [(path, "python", {}) for path in area.extra]
+
+
 def extracted(area: Area) -> Catalog:
     """Every message the area's code marks, with where it is (file:line)."""
     template = Catalog(domain=area.name, project="workshop")
-    for path in area.sources():
-        shown = (
-            path.relative_to(PACKAGE.parent) if path.is_relative_to(PACKAGE.parent) else path.name
-        )
+    for path, method, options in sources(area):
         with path.open("rb") as f:
-            for lineno, message, comments, context in extract.extract("python", f):
-                where = (str(shown), lineno)
+            for lineno, message, comments, context in extract.extract(method, f, options=options):
+                where = (_shown(path), lineno)
                 template.add(message, locations=[where], auto_comments=comments, context=context)
     return template
+
+
+def _shown(path: Path) -> str:
+    """A file as a catalog names it: relative to the repository, or by its name (argparse.py)."""
+    return str(
+        path.relative_to(PACKAGE.parent) if path.is_relative_to(PACKAGE.parent) else path.name
+    )
 
 
 def read_po(path: Path, lang: str, domain: str) -> Catalog:
