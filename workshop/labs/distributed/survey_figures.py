@@ -2,11 +2,13 @@
 text must match one of the run's figures within the precision it is written with.
 
 Numbers are read as either language writes them: a decimal point or a decimal comma (1.68 MB, 1,68 MB), and
-thousands grouped by commas or points (1,118,048 B, 1.118.048 B) or not at all (1118048 B); with both marks, the
-last one is the decimal mark (1,517,920.5 / 1.517.920,5). One mark with exactly three digits after it (1,118 or
-1.118 kB) can be read either way: it takes the decimal mark the survey's other quantities show (most of those
-that show one), else its language's (survey_text.language: a point in English, a comma in Spanish). A space does
-not group digits: it separates two numbers. The handout (README.md and README.es.md, "The survey") says so.
+thousands grouped by commas or points (1,118,048 B, 1.118.048 B), by spaces as the Spanish edition's style guide
+writes them (1 118 048 B: a space, a no-break space or a narrow one; theory/style.es.md) or not at all (1118048 B);
+with both marks, the last one is the decimal mark (1,517,920.5 / 1.517.920,5). One mark with exactly three digits
+after it (1,118 or 1.118 kB) can be read either way: it takes the decimal mark the survey's other quantities show
+(most of those that show one), else its language's (survey_text.language: a point in English, a comma in
+Spanish). A space groups digits only between groups of exactly three (x11 363 kB is 11, then 363 kB). The handout
+(README.md and README.es.md, "The survey") says so.
 """
 
 from __future__ import annotations
@@ -18,7 +20,13 @@ from workshop.i18n import N_, _
 from workshop.labs.distributed.figures import Figure
 from workshop.labs.distributed.survey_text import language, prose, strip
 
-NUMBER = r"\d{1,3}(?:[.,]\d{3})+(?!\d)(?:[.,]\d+)?|\d+(?:[.,]\d+)?"
+SPACES = (
+    " \u00a0\u202f"  # a space, a no-break space, a narrow no-break space: digit groups (1 118 048)
+)
+NUMBER = (
+    rf"\d{{1,3}}(?:[.,]\d{{3}})+(?!\d)(?:[.,]\d+)?|\d{{1,3}}(?:[{SPACES}]\d{{3}})+(?!\d)(?:[.,]\d+)?"
+    r"|\d+(?:[.,]\d+)?"
+)
 UNITS = {  # written unit -> (dimension, scale to the figures' unit)
     "GB/s": ("GB/s", 1.0),
     "B": ("bytes", 1.0),
@@ -79,7 +87,7 @@ def parse(written: str, decimal: str) -> tuple[float, int]:
     mark = shown_decimal_mark(written)
     mark = decimal if mark is None else mark
     integer, fraction = written.rsplit(mark, 1) if mark and mark in written else (written, "")
-    return float(re.sub(r"[.,]", "", integer) + "." + (fraction or "0")), len(fraction)
+    return float(re.sub(rf"[.,{SPACES}]", "", integer) + "." + (fraction or "0")), len(fraction)
 
 
 @dataclass(frozen=True)
