@@ -119,8 +119,8 @@ def kernel_figures() -> set[int]:
 
 
 def numbers_in(text: str) -> set[int]:
-    """Whole numbers as written in either language: 62,976 and 62 976 are 62976."""
-    plain = re.sub(r"(?<=\d)[, ](?=\d{3}\b)", "", text)
+    """Whole numbers as written in either language: 62,976 and 62 976 (a no-break space) are 62976."""
+    plain = re.sub(r"(?<=\d)[, \u00a0](?=\d{3}\b)", "", text)
     return {int(n) for n in re.findall(r"(?<![\w.])\d+(?![\w.]\d)", plain)}
 
 
@@ -142,7 +142,7 @@ def test_the_sentences_the_handout_had_are_caught(key, leak):
 def test_a_forward_kernels_figures_are_caught():
     """The GELU figures of the old worked example answered the forward's gelu kernel; the softmax's as well."""
     assert numbers_in(
-        "read = 180,224 B; written = 180 224 B; grid [32, 704]"
+        "read = 180,224 B; written = 180\u00a0224 B; grid [32, 704]"
     ) & kernel_figures() == {
         180224,
         704,
