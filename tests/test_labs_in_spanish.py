@@ -223,7 +223,10 @@ def test_the_spanish_compile_summary_shows_the_same_values(graded):
         "| paso de entrenamiento (batch 8) | 10.00 | 5.00 | 2.00x |" in spanish
     )  # a prose value, via _()
     if graded:
-        assert "se escriben cuando pasa tu KERNEL_EXPLAINED (ejercicio compile.kernel)" in spanish
+        assert (
+            "Cuando pase tu KERNEL_EXPLAINED, `explanation.md` explicará también tu kernel"
+            in spanish
+        )
     else:
         assert "(nido de bucles de C++, train/forward, llamado 1 vez/veces" in spanish
 
