@@ -60,7 +60,7 @@ SPANISH = {
         "trace.md": [
             "## La tabla comparativa",
             "(observada cuando la función trazada entró en C++)",
-            "| llega a la key Python | coincide con el dispatcher |",
+            "| llega a la key Python | explicada |",
         ],
     },
 }
@@ -173,9 +173,10 @@ def test_init_in_spanish_writes_the_spanish_statements(lab, statement, handout, 
 def test_grading_messages_come_out_in_spanish(spanish):
     want = torch.arange(15.0, dtype=torch.float64).reshape(3, 5)  # dW (V, C)
     wrong = diagnose(Evidence("dW", want.T.clone(), want, torch.zeros(1, 2, dtype=torch.long)))
-    assert wrong == (
-        "dW tiene forma (5, 3), se esperaba (3, 5): traspuesto: dW = G^T X tiene la forma de W (V, C); "
-        "X^T G es su traspuesta"
+    assert (wrong.mistake, wrong.message) == (
+        "a transposed gradient",  # the name's N_() key: shown through _()
+        "dW tiene forma (5, 3), se esperaba (3, 5): traspuesto: dW tiene la forma de W, (V, C), no la de "
+        "su traspuesta",
     )
     hint = trace_facts.prediction_hint("gemm_op", "aten::linear", "aten::addmm")
     assert (
