@@ -26,7 +26,7 @@ import pytest
 import torch
 
 from workshop import i18n
-from workshop.device import resolve, use_triton_interpreter
+from workshop.harness.device import resolve, use_triton_interpreter
 
 os.environ["WORKSHOP_LANG"] = "en"
 i18n.set_language("en")

@@ -32,8 +32,8 @@ from pathlib import Path
 
 import jinja2
 
-from workshop.interrupt import Stopped, raising_on_signals
-from workshop.results import (
+from workshop.harness.interrupt import Stopped, raising_on_signals
+from workshop.harness.results import (
     git_revision,
 )  # WORKSHOP_GIT_REVISION names a copy without .git (a GPU host)
 

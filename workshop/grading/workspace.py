@@ -17,6 +17,7 @@ import traceback
 from pathlib import Path
 from types import ModuleType
 
+from workshop import labs
 from workshop.i18n import _
 
 DEFAULT_DIR = Path("my-work")  # in the repository root; .gitignore keeps it out of git
@@ -46,9 +47,7 @@ def file_sha256(path: Path) -> str:
 
 def lab_files(lab: str) -> list[str]:
     """The workspace files a lab grades: <lab>.py when it has code exercises, and its documents."""
-    from workshop.exercise import lab_exercises
-
-    exercises = lab_exercises(lab)
+    exercises = labs.exercises(lab)
     code = [f"{lab}.py"] if any(ex.attribute for ex in exercises) else []
     return code + [ex.document for ex in exercises if ex.document]
 
@@ -67,18 +66,20 @@ def learner_name(work_dir: Path) -> str:
     return read_record(work_dir).get("learner") or Path(work_dir).resolve().name
 
 
-def implementation(work_dir: Path, labs: list[str]) -> dict:
-    """What a run records of the workspace it graded: where, whose, and each of its files' hash (None: missing)."""
+def implementation(work_dir: Path | None, lab_names: list[str]) -> dict:
+    """What a run records of the code it ran: the reference ({"kind": "reference"}, work_dir None), or the
+    workspace it graded: where, whose, and each of its files' hash (None: missing)."""
+    if work_dir is None:
+        return {"kind": "reference"}
     work_dir = Path(work_dir)
-    names = [name for lab in labs for name in lab_files(lab)]
+    names = [name for lab in lab_names for name in lab_files(lab)]
     files = {name: work_dir / name for name in names}
     return {
         "kind": "workspace",
         "work": str(work_dir.resolve()),
         "workspace_id": read_record(work_dir).get("id"),
-        "learner": read_record(work_dir).get(
-            "learner"
-        ),  # None unless the workspace names its learner
+        # None unless the workspace names its learner
+        "learner": read_record(work_dir).get("learner"),
         "sha256": {n: file_sha256(p) if p.is_file() else None for n, p in files.items()},
     }
 

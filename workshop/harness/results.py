@@ -1,7 +1,8 @@
 """The run folder: results/<run-id>/ with manifest.json, one sub-folder per lab, and results/latest.
 
 A run id is a UTC timestamp plus random hex, and its folder is created with mkdir (never exist_ok), so a new
-run can never write into an old one. Every file goes through workshop.atomic.
+run can never write into an old one. Every file goes through harness.atomic. The run's options are in its
+options.json (harness.options), which `run --resume` reads.
 
 The manifest says where the run stands ("status"): "running" (with the pid and host of the process that runs
 it), then "finished" or "interrupted". It is rewritten after every lab, so the labs that finished stay recorded
@@ -26,14 +27,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from workshop import atomic, i18n, proctree
+from workshop import i18n
+from workshop.harness import atomic, proctree
 from workshop.i18n import _
 
 DEFAULT_ROOT = Path("results")
 RESERVE = ".space-reserve"
-RESERVE_BYTES = (
-    1 << 20
-)  # room for the run's records (manifest, result.json, summary.md) on a full disk
+# room for the run's records (manifest, result.json, summary.md) on a full disk
+RESERVE_BYTES = 1 << 20
 # A run refuses to start with less free space: a full CPU run writes about 6 MB (the compile lab's code dumps
 # and every lab's pictures); 50 MB leaves room for larger traces.
 MIN_FREE_BYTES = 50 << 20

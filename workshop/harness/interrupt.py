@@ -1,6 +1,7 @@
 """Signals that stop a run: SIGINT (Ctrl-C), SIGTERM, SIGHUP (the terminal closed) and, in a lab's process, its
-time limit (SIGALRM). Each raises `Stopped` in the main thread, so that every `finally` runs: the lab's
-process tree is stopped, its temporary folders removed, and the run's manifest says what happened.
+time limit (SIGALRM: time_limit.lab_limit). Each raises `Stopped` in the main thread, so that every `finally`
+runs: the lab's process tree is stopped, its temporary folders removed, and the run's manifest says what
+happened.
 
 `Stopped` is a BaseException, like KeyboardInterrupt: a lab's `except Exception` does not swallow it.
 """
@@ -39,7 +40,7 @@ def _raise(signum, _frame):
 
 
 @contextlib.contextmanager
-def _handling(handlers: dict):
+def handling(handlers: dict):
     """Within: these signal handlers; the previous ones afterwards."""
     previous = {s: signal.signal(s, handler) for s, handler in handlers.items()}
     try:
@@ -52,32 +53,10 @@ def _handling(handlers: dict):
 def raising_on_signals():
     """Within: a stop signal raises Stopped. A SIGINT ignored by whoever started us stays ignored (the shell
     does that for a background job, which Ctrl-C must not reach)."""
-    return _handling({s: _raise for s in STOP_SIGNALS if signal.getsignal(s) is not signal.SIG_IGN})
+    return handling({s: _raise for s in STOP_SIGNALS if signal.getsignal(s) is not signal.SIG_IGN})
 
 
 def ignoring_signals():
     """Within: stop signals are ignored, so that a second Ctrl-C cannot cut short the clean-up of the first.
     The clean-up is bounded (proctree.stop_tree's grace period), so nothing waits for long."""
-    return _handling(dict.fromkeys(STOP_SIGNALS, signal.SIG_IGN))
-
-
-@contextlib.contextmanager
-def time_limit(seconds: float | None):
-    """Within: after `seconds`, raise Stopped(SIGALRM) saying that the time limit ran out."""
-
-    def expire(signum, _frame):
-        raise Stopped(signum, ran_out_of_time(seconds))
-
-    if not seconds:
-        yield
-        return
-    with _handling({signal.SIGALRM: expire}):
-        signal.setitimer(signal.ITIMER_REAL, seconds)
-        try:
-            yield
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-
-
-def ran_out_of_time(seconds: float) -> str:
-    return _("ran out of time (limit {seconds:g} s)").format(seconds=seconds)
+    return handling(dict.fromkeys(STOP_SIGNALS, signal.SIG_IGN))

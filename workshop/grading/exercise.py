@@ -1,9 +1,10 @@
 """What an exercise is: a piece of a lab the learner writes, graded by that lab's own checks.
 
-A lab declares its exercises in `workshop/labs/<lab>/exercises.py` as `EXERCISES = [Exercise(...), ...]` (cheap to
-import: no torch). Each names the instructor's solution (`reference`, "module:attribute") and what the learner's
-file defines instead (`attribute`: a function, or a constant holding answers), or, for a document such as the
-survey, the workspace file (`document`). The lab grades it inside `with ctx.grading("name") as impl:` (lab.py):
+A lab declares its exercises in `workshop/labs/<lab>/exercises.py` as `EXERCISES = [Exercise(...), ...]` (cheap
+to import: no torch); the registry (workshop.labs.exercises) finds them by the lab's name. Each names the
+instructor's solution (`reference`, "module:attribute") and what the learner's file defines instead
+(`attribute`: a function, or a constant holding answers), or, for a document such as the survey, the workspace
+file (`document`). The lab grades it inside `with ctx.grading("name") as impl:` (lab.py):
 `impl` is the learner's version when `--work DIR` was given, else the reference, and every check recorded in
 the block counts for that exercise.
 
@@ -15,20 +16,15 @@ write, or None when it needs a run of the lab first (then `check LAB` writes the
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import inspect
 import pkgutil
 import textwrap
 from pathlib import Path
 
-from workshop.i18n import N_, _
+from workshop.grading.checks import PASSING, Check
+from workshop.i18n import _
 
-LABS = Path(__file__).resolve().parent / "labs"  # each lab's folder: its handouts
-
-# How an exercise stands after a graded run (result.json "exercises" -> status). Stored in English, as keys;
-# translated where shown: _(status).
-PASSING, FAILING = N_("passing"), N_("failing")
-NOT_STARTED, NOT_GRADED = N_("not started"), N_("not graded")
+LABS = Path(__file__).resolve().parents[1] / "labs"  # each lab's folder: its handouts
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,7 +59,7 @@ class Exercise:
 
     def localized(self) -> Exercise:
         """This exercise with its learner-facing text in the language in use. The declarations mark that
-        text with N_() (English, the source); the catalogs of workshop/i18n.py translate it here. A handout
+        text with N_() (English, the source); the catalogs of workshop.i18n translate it here. A handout
         marked N_() points at the handout's translation (README.es.md#its-translated-heading) where this lab
         has that file: the labs' catalogs are one chain, so another lab's "README.md#questions" may translate."""
         texts = ("title", "statement", "hint", "interface", "stub")
@@ -91,14 +87,14 @@ class Exercise:
             return pkgutil.resolve_name(self.template)(lab_dir)
         return f"# {self.title}\n\n<!-- {self.statement.strip()} -->\n\n"
 
-    def result(self, status: str, checks: list[str], failed_check: dict | None) -> dict:
+    def result(self, status: str, checks: list[str], failed_check: Check | None) -> dict:
         """This exercise's entry in result.json's "exercises": its status, its checks and the first failed one."""
         return {
             "title": self.title,
             "status": status,
             "passed": status == PASSING,
             "checks": checks,
-            "failed_check": failed_check,
+            "failed_check": failed_check.as_dict() if failed_check else None,
             "hint": self.hint if failed_check else None,
             "handout": self.handout_path(),
         }
@@ -145,41 +141,3 @@ def signature(function) -> inspect.Signature:
 
     params = [p.replace(annotation=written(p.annotation)) for p in sig.parameters.values()]
     return sig.replace(parameters=params, return_annotation=written(sig.return_annotation))
-
-
-def lab_exercises(lab: str) -> list[Exercise]:
-    """The exercises a lab declares (an empty list for a lab without exercises.py)."""
-    try:
-        module = importlib.import_module(f"workshop.labs.{lab}.exercises")
-    except ModuleNotFoundError as e:
-        missing = f"workshop.labs.{lab}.exercises"
-        if e.name not in (
-            missing,
-            missing.rpartition(".")[0],
-        ):  # a lab made in a test has no package
-            raise
-        return []
-    exercises = list(module.EXERCISES)
-    for ex in exercises:
-        if ex.lab != lab:
-            raise ValueError(f"{ex.id} is declared in lab {lab}'s exercises.py")
-    return [ex.localized() for ex in exercises]
-
-
-def lab_header(lab: str) -> str:
-    """The top of the learner's <lab>.py: the lab's WORKSPACE_HEADER (what the file is, the imports)."""
-    module = importlib.import_module(f"workshop.labs.{lab}.exercises")
-    default = '"""{}"""\n'.format(
-        _("Your solutions to the {lab} lab's exercises: {command}.").format(
-            lab=lab, command=f"python -m workshop check {lab}"
-        )
-    )
-    return textwrap.dedent(_(getattr(module, "WORKSPACE_HEADER", default))).strip() + "\n"
-
-
-def all_exercises() -> dict[str, list[Exercise]]:
-    """Lab name -> its exercises, in run order, for every lab that has any."""
-    from workshop import labs
-
-    found = {name: lab_exercises(name) for name in labs.all_labs()}
-    return {name: exercises for name, exercises in found.items() if exercises}

@@ -4,9 +4,11 @@ Messages in Python go through `_()`, GNU gettext's convention, with `str.format`
 translation may move them: `_("{lab} passed").format(lab=name)`, never an f-string inside `_()`. A message
 defined where the language is not known yet (a module constant, an exercise's statement) is marked with
 `N_()` and translated with `_()` where it is shown. The catalogs sit beside the code they translate
-(workshop/catalogs.py keeps them): workshop/locale/<lang>/LC_MESSAGES/workshop.mo for the package, and
+(workshop/i18n/catalogs.py keeps them): workshop/i18n/locale/<lang>/LC_MESSAGES/workshop.mo for the package, and
 workshop/labs/<lab>/locale/<lang>/LC_MESSAGES/<lab>.mo for each lab; a message with no translation stays
 English. Documents (handouts, theory, summary templates) are translated as whole files beside their source.
+
+This module imports nothing of the workshop (tasks.py imports it on a host without the workshop's packages).
 
 The language: --lang, else WORKSHOP_LANG, else the locale (LC_ALL, LC_MESSAGES, LANG), else English.
 """
@@ -21,6 +23,7 @@ from pathlib import Path
 LANGUAGES = ("en", "es")
 DEFAULT = "en"
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
+LABS_DIR = Path(__file__).resolve().parents[1] / "labs"  # each lab's catalogs: <lab>/locale/
 DOMAIN = "workshop"
 
 _translation: gettext.NullTranslations = gettext.NullTranslations()
@@ -53,7 +56,7 @@ def translation(lang: str) -> gettext.NullTranslations:
     if lang not in LANGUAGES:
         raise ValueError(f"unknown language {lang!r}; choose one of {', '.join(LANGUAGES)}")
     found = gettext.translation(DOMAIN, LOCALE_DIR, languages=[lang], fallback=True)
-    for lab_locale in sorted(LOCALE_DIR.parent.glob("labs/*/locale")):
+    for lab_locale in sorted(LABS_DIR.glob("*/locale")):
         domain = lab_locale.parent.name
         found.add_fallback(gettext.translation(domain, lab_locale, languages=[lang], fallback=True))
     return found

@@ -1,8 +1,8 @@
 """`check LAB`: grade the learner's workspace with the lab's own checks, and say per exercise where they stand.
 
-The lab runs in its own process, as `run` does, with `--work` (runner.run_labs): the usual run folder, whose
-manifest and result.json record the workspace and its files' hashes. Then, per exercise: passed or not, the
-failing check's value against its threshold, the pointed message, the hint and the handout section.
+The lab runs in its own process, as `run` does, with the workspace (harness.runner.run_labs): the usual run
+folder, whose manifest and result.json record the workspace and its files' hashes. Then, per exercise: passed
+or not, the failing check's value against its threshold, the pointed message, the hint and the handout section.
 """
 
 from __future__ import annotations
@@ -10,14 +10,16 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from workshop import exercise, results, workspace, workspace_init
+from workshop import labs
+from workshop.grading import checks, workspace, workspace_init
+from workshop.harness import results
 from workshop.i18n import N_, _
 
 MARKS = {  # status -> (style, the mark printed before the exercise's id)
-    exercise.PASSING: ("green", N_("PASS")),
-    exercise.FAILING: ("red", N_("FAIL")),
-    exercise.NOT_STARTED: ("yellow", N_("TODO")),
-    exercise.NOT_GRADED: ("red", "----"),
+    checks.PASSING: ("green", N_("PASS")),
+    checks.FAILING: ("red", N_("FAIL")),
+    checks.NOT_STARTED: ("yellow", N_("TODO")),
+    checks.NOT_GRADED: ("red", "----"),
 }
 
 
@@ -32,11 +34,11 @@ class CheckRefused(Exception):
     """The check cannot start (one line: what is wrong and the fix)."""
 
 
-def refuse_early(labs: list[str], work: Path) -> None:
+def refuse_early(lab_names: list[str], work: Path) -> None:
     """Stop before any lab runs when the workspace or a lab's file is not there: say how to make it."""
-    without = [lab for lab in labs if not exercise.lab_exercises(lab)]
+    without = [lab for lab in lab_names if not labs.exercises(lab)]
     if without:
-        having = ", ".join(exercise.all_exercises()) or _("none yet")
+        having = ", ".join(labs.all_exercises()) or _("none yet")
         raise CheckRefused(
             _("lab(s) {labs} have no exercises; the labs with exercises: {having}").format(
                 labs=", ".join(without), having=having
@@ -49,7 +51,7 @@ def refuse_early(labs: list[str], work: Path) -> None:
                 command=f"python -m workshop exercises init {workspace.display(work)}",
             )
         )
-    for lab in labs:
+    for lab in lab_names:
         names = [n for n in workspace.lab_files(lab) if n.endswith(".py")]
         missing = [Path(work) / n for n in names if not (Path(work) / n).is_file()]
         if missing:
@@ -61,11 +63,11 @@ def refuse_early(labs: list[str], work: Path) -> None:
             )
 
 
-def write_waiting_documents(labs: list[str], work: Path, run_dir: Path) -> list[Path]:
+def write_waiting_documents(lab_names: list[str], work: Path, run_dir: Path) -> list[Path]:
     """Documents whose template needed a run: written now from this run, where still missing."""
     written = []
-    for lab in labs:
-        for ex in (ex for ex in exercise.lab_exercises(lab) if ex.document):
+    for lab in lab_names:
+        for ex in (ex for ex in labs.exercises(lab) if ex.document):
             path = workspace_init.write_waiting_document(work, ex, run_dir / lab)
             written += [path] if path else []
     return written
@@ -80,7 +82,7 @@ def exercise_lines(ex_id: str, entry: dict, statement: str) -> list[str]:
     status = entry["status"]
     lines = [f"  {mark(status)}  [bold]{ex_id}[/bold]  {entry['title']}"]
     failed = entry.get("failed_check")
-    if status == exercise.NOT_STARTED:
+    if status == checks.NOT_STARTED:
         lines += wrapped(_("to do"), statement)
     elif failed:
         got = _("{name}: {value} (threshold {threshold})").format(
@@ -92,9 +94,9 @@ def exercise_lines(ex_id: str, entry: dict, statement: str) -> list[str]:
         message, hint = failed.get("message") or "", entry.get("hint") or ""
         lines += wrapped(_("why"), message)
         lines += wrapped(_("hint"), hint if hint != message else "")
-    elif status == exercise.NOT_GRADED:
+    elif status == checks.NOT_GRADED:
         lines += wrapped(_("why"), _("the lab ended before grading it: see its log.txt"))
-    if status != exercise.PASSING:
+    if status != checks.PASSING:
         lines += wrapped(_("read"), entry["handout"])
     return lines
 
@@ -117,7 +119,7 @@ def wrapped(label: str, text: str) -> list[str]:
 def lab_report(lab: str, lab_dir: Path) -> tuple[list[str], bool]:
     """The report of one lab's graded run, and whether every exercise (and the lab's own checks) passed."""
     result = results.read_json(lab_dir / "result.json")
-    statements = {ex.id: ex.statement for ex in exercise.lab_exercises(lab)}
+    statements = {ex.id: ex.statement for ex in labs.exercises(lab)}
     entries = result.get("exercises", {})
     lines = [f"[bold]{lab}[/bold]  ({workspace.display(lab_dir)})"]
     for ex_id, entry in entries.items():
@@ -130,7 +132,7 @@ def lab_report(lab: str, lab_dir: Path) -> tuple[list[str], bool]:
                 name=c["name"], value=value_text(c["value"]), threshold=value_text(c["threshold"])
             ),
         )
-    passed = sum(e["status"] == exercise.PASSING for e in entries.values())
+    passed = sum(e["status"] == checks.PASSING for e in entries.values())
     lines.append(
         _("  {passed} of {total} exercise(s) passing").format(passed=passed, total=len(entries))
     )

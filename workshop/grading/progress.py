@@ -11,11 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from workshop import exercise, i18n, results, workspace
-from workshop.exercise import Exercise
+from workshop import i18n, labs
+from workshop.grading import checks, workspace
+from workshop.grading.exercise import Exercise
+from workshop.harness import results
 from workshop.i18n import N_
 
-# Where a learner stands besides the graded statuses (exercise.PASSING, ...); translated where shown.
+# Where a learner stands besides the graded statuses (checks.PASSING, ...); translated where shown.
 CHANGED = N_("changed since last check")
 NOT_CHECKED = N_("not checked yet")
 
@@ -63,18 +65,18 @@ def stubs(ex: Exercise) -> set[str]:
     found = set()
     for lang in i18n.LANGUAGES:
         with i18n.using(lang):
-            found |= {e.stub_code() for e in exercise.lab_exercises(ex.lab) if e.id == ex.id}
+            found |= {e.stub_code() for e in labs.exercises(ex.lab) if e.id == ex.id}
     return found
 
 
 def standing(ex: Exercise, work: Path, last: tuple[Path, dict] | None) -> Standing:
     if untouched(ex, work):
-        return Standing(ex, exercise.NOT_STARTED)
+        return Standing(ex, checks.NOT_STARTED)
     if last is None:
         return Standing(ex, NOT_CHECKED)
     run_dir, result = last
     name = ex.document or f"{ex.lab}.py"
-    graded = result.get("exercises", {}).get(ex.id, {}).get("status", exercise.NOT_GRADED)
+    graded = result.get("exercises", {}).get(ex.id, {}).get("status", checks.NOT_GRADED)
     recorded = result["implementation"].get("sha256", {}).get(name)
     if recorded != workspace.file_sha256(work / name):
         return Standing(ex, CHANGED, graded, run_dir)
@@ -84,7 +86,7 @@ def standing(ex: Exercise, work: Path, last: tuple[Path, dict] | None) -> Standi
 def workspace_progress(work: Path, results_root: Path) -> list[Standing]:
     """Every exercise of every lab, with where the learner stands on it."""
     out = []
-    for lab, exercises in exercise.all_exercises().items():
+    for lab, exercises in labs.all_exercises().items():
         last = next(iter(graded_runs(results_root, lab, work)), None)
         out += [standing(ex, work, last) for ex in exercises]
     return out

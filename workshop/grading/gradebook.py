@@ -16,8 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workshop import atomic, exercise, results, workspace
-from workshop.check import value_text
+from workshop import labs
+from workshop.grading import checks, workspace
+from workshop.grading.check_report import value_text
+from workshop.harness import atomic, results
 from workshop.i18n import _
 
 FACTS = ("git_revision", "tree_modified", "torch", "triton", "python", "device", "device_name")
@@ -30,9 +32,8 @@ class Row:
     learner: str
     source: str  # the PATH as given
     statuses: dict[str, str] = field(default_factory=dict)  # exercise id -> status
-    facts: dict[str, set[str]] = field(
-        default_factory=dict
-    )  # manifest fact -> the values its runs had
+    # manifest fact -> the values its runs had
+    facts: dict[str, set[str]] = field(default_factory=dict)
     runs: list[str] = field(default_factory=list)  # run ids, newest first
     notes: list[str] = field(default_factory=list)
 
@@ -44,7 +45,7 @@ def is_workspace(path: Path) -> bool:
     """A folder with a workspace record, or with any lab's workspace file."""
     if (path / workspace.RECORD).is_file():
         return True
-    names = {n for lab in exercise.all_exercises() for n in workspace.lab_files(lab)}
+    names = {n for lab in labs.all_exercises() for n in workspace.lab_files(lab)}
     return any((path / n).is_file() for n in names)
 
 
@@ -128,13 +129,13 @@ def add_lab_result(row: Row, run_dir: Path, lab: str) -> None:
             continue  # a newer run graded it already
         row.statuses[ex_id] = entry["status"]
         failed = entry.get("failed_check")
-        if failed and entry["status"] != exercise.NOT_STARTED:
+        if failed and entry["status"] != checks.NOT_STARTED:
             row.notes.append(f"{ex_id}: {failed['name']}: {value_text(failed['value'])}")
 
 
 def columns(rows: list[Row]) -> list[str]:
     """Every exercise the workshop declares, in lab order, then any other a run graded."""
-    known = [ex.id for exercises in exercise.all_exercises().values() for ex in exercises]
+    known = [ex.id for exercises in labs.all_exercises().values() for ex in exercises]
     seen = [ex_id for row in rows for ex_id in row.statuses if ex_id not in known]
     return known + list(dict.fromkeys(seen))
 
@@ -146,8 +147,8 @@ def table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
     header = [_("learner"), _("passing"), *exercise_ids, *FACTS, _("runs"), _("source"), _("notes")]
     lines = []
     for row in rows:
-        passing = sum(row.statuses.get(e) == exercise.PASSING for e in exercise_ids)
-        statuses = [_(row.statuses.get(e, exercise.NOT_GRADED)) for e in exercise_ids]
+        passing = sum(row.statuses.get(e) == checks.PASSING for e in exercise_ids)
+        statuses = [_(row.statuses.get(e, checks.NOT_GRADED)) for e in exercise_ids]
         facts = [row.fact(name) for name in FACTS]
         runs = " ".join(row.runs)
         notes = " | ".join(row.notes)

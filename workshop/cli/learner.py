@@ -1,46 +1,47 @@
 """The learner's and the instructor's commands: exercises init | list, check LAB, grade PATH...
 
-Registered on `python -m workshop` by cli.build_parser (add_commands). The work is done in workspace_init,
-progress, check and gradebook; this module reads the arguments and prints.
+Registered on `python -m workshop` by cli.main.build_parser (add_commands). The work is done in
+grading.workspace_init, progress, check_report and gradebook; this module reads the arguments and prints.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from workshop import (
-    check,
-    exercise,
-    gradebook,
-    interrupt,
-    progress,
-    results,
-    workspace,
-    workspace_init,
+from workshop import labs
+from workshop.cli import runs
+from workshop.cli.options import (
+    add_language_option,
+    add_results_option,
+    add_run_options,
+    fail,
+    run_options,
 )
+from workshop.grading import check_report, checks, gradebook, progress, workspace, workspace_init
+from workshop.harness import interrupt, results
+from workshop.harness.runner import run_labs
 from workshop.i18n import _
 
 console = Console(highlight=False)
 
 STATUS_STYLE = {
-    exercise.PASSING: "green",
-    exercise.FAILING: "red",
-    exercise.NOT_STARTED: "yellow",
+    checks.PASSING: "green",
+    checks.FAILING: "red",
+    checks.NOT_STARTED: "yellow",
     progress.CHANGED: "cyan",
 }
 
 
 def exercise_labs(names: list[str] | None) -> list[str]:
     """The labs named (default: every lab with exercises); a name without exercises stops with the list."""
-    having = list(exercise.all_exercises())
+    having = list(labs.all_exercises())
     unknown = [n for n in names or [] if n not in having]
     if unknown:
-        raise _fail(
+        raise fail(
             _("no exercises in lab(s) {labs}; the labs with exercises: {having}").format(
                 labs=", ".join(unknown), having=", ".join(having) or _("none yet")
             )
@@ -48,38 +49,29 @@ def exercise_labs(names: list[str] | None) -> list[str]:
     return names or having
 
 
-def _fail(message: str) -> SystemExit:
-    from workshop.cli import fail  # cli imports this module: at call time, not at import
-
-    return fail(message)
-
-
-def graded_run(labs: list[str], args, work: Path, on_line=None) -> Path:
-    """Run the labs on the workspace `work` with `run`'s options (cli.run_options); returns the run folder.
-    A stop (Ctrl-C) or an unusable results folder ends the command with run's own messages."""
-    from workshop import cli
-    from workshop.runner import run_labs
-
-    options = dataclasses.replace(cli.run_options(args, labs), work=work)
-    run_dir = cli._new_run(Path(args.out), labs, options)
+def graded_run(lab_names: list[str], args, work: Path, on_line=None) -> Path:
+    """Run the labs on the workspace `work` with `run`'s options (cli.options.run_options); returns the run
+    folder. A stop (Ctrl-C) or an unusable results folder ends the command with run's own messages."""
+    options = run_options(args, lab_names, work=work)
+    run_dir = runs.new_run(Path(args.out), lab_names, options)
     try:
-        run_labs(run_dir, labs, options, on_line)
+        run_labs(run_dir, lab_names, options, on_line)
     except interrupt.Stopped as e:
-        console.print(cli._incomplete_line(run_dir), soft_wrap=True)
+        console.print(runs.incomplete_line(run_dir), soft_wrap=True)
         raise SystemExit(e.exit_code) from None
     except results.RunFolderError as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
     return run_dir
 
 
 # ---- exercises init ----
 def cmd_init(args) -> int:
     work = Path(args.dir)
-    labs = exercise_labs(args.labs)
+    lab_names = exercise_labs(args.labs)
     try:
-        outcome = workspace_init.init(work, labs, Path(args.out), args.force, args.learner)
+        outcome = workspace_init.init(work, lab_names, Path(args.out), args.force, args.learner)
     except workspace_init.WorkspaceExists as e:
-        raise _fail(
+        raise fail(
             _(
                 "{files} already exist(s), and init never overwrites your work. Keep it and "
                 "init other labs with --lab LAB, or start again from fresh files with --force (yours are "
@@ -110,7 +102,7 @@ def cmd_init(args) -> int:
 def cmd_list(args) -> int:
     work = Path(args.work)
     if not work.is_dir():
-        raise _fail(
+        raise fail(
             _("{work} is not a folder: make it with `python -m workshop exercises init`").format(
                 work=workspace.display(work)
             )
@@ -129,15 +121,15 @@ def cmd_list(args) -> int:
 
 # ---- check ----
 def cmd_check(args) -> int:
-    labs = exercise_labs(args.labs)
+    lab_names = exercise_labs(args.labs)
     work = Path(args.work)
     try:
-        check.refuse_early(labs, work)
-    except check.CheckRefused as e:
-        raise _fail(str(e)) from None
+        check_report.refuse_early(lab_names, work)
+    except check_report.CheckRefused as e:
+        raise fail(str(e)) from None
     console.print(
         _("grading {work} with the checks of {labs}").format(
-            work=workspace.display(work), labs=", ".join(labs)
+            work=workspace.display(work), labs=", ".join(lab_names)
         )
     )
 
@@ -145,15 +137,15 @@ def cmd_check(args) -> int:
         if line.startswith(f"[{lab}]"):
             console.print(line, markup=False, style="dim", soft_wrap=True)
 
-    run_dir = graded_run(labs, args, work, on_line)
+    run_dir = graded_run(lab_names, args, work, on_line)
     all_passed = True
-    for lab in labs:
-        lines, passed = check.lab_report(lab, run_dir / lab)
+    for lab in lab_names:
+        lines, passed = check_report.lab_report(lab, run_dir / lab)
         all_passed &= passed
         console.print("")
         for line in lines:
             console.print(line, soft_wrap=True)
-    for path in check.write_waiting_documents(labs, work, run_dir):
+    for path in check_report.write_waiting_documents(lab_names, work, run_dir):
         console.print(
             _("wrote {file} from this run's figures: fill it in, then check again").format(
                 file=workspace.display(path)
@@ -165,15 +157,15 @@ def cmd_check(args) -> int:
 
 # ---- grade ----
 def cmd_grade(args) -> int:
-    labs = exercise_labs(args.labs)
+    lab_names = exercise_labs(args.labs)
     root = Path(args.out)
     out_dir = (
         Path(args.to) if args.to else root / time.strftime("grades-%Y%m%d-%H%M%S", time.gmtime())
     )
 
     def check_workspace(work: Path) -> Path:
-        console.print(_("  running the checks of {labs}").format(labs=", ".join(labs)))
-        return graded_run(labs, args, work)
+        console.print(_("  running the checks of {labs}").format(labs=", ".join(lab_names)))
+        return graded_run(lab_names, args, work)
 
     rows = []
     for path in map(Path, args.paths):
@@ -182,7 +174,7 @@ def cmd_grade(args) -> int:
     try:
         csv_path, md_path = gradebook.write(rows, out_dir)
     except (OSError, FileExistsError) as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
     console.print(md_path.read_text(encoding="utf-8"), markup=False)
     console.print(_("wrote {csv} and {md}").format(csv=csv_path, md=md_path))
     return 0
@@ -191,8 +183,6 @@ def cmd_grade(args) -> int:
 # ---- the parsers ----
 def add_commands(sub) -> None:
     """Add exercises, check and grade to `python -m workshop`'s subcommands."""
-    from workshop.cli import add_language_option, add_results_option, add_run_options
-
     default_work = str(workspace.DEFAULT_DIR)
     ex = sub.add_parser(
         "exercises", help=_("your workspace: write the exercises' files, see where you stand")

@@ -16,8 +16,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workshop import atomic, exercise, results, workspace
-from workshop.exercise import Exercise
+from workshop import labs
+from workshop.grading import workspace
+from workshop.grading.exercise import Exercise
+from workshop.harness import atomic, results
 from workshop.i18n import _
 
 WIDTH = 100  # the project's line length
@@ -34,9 +36,8 @@ class WorkspaceExists(Exception):
 @dataclass
 class InitOutcome:
     written: list[Path] = field(default_factory=list)
-    waiting: list[Exercise] = field(
-        default_factory=list
-    )  # documents whose template needs a run first
+    # documents whose template needs a run first
+    waiting: list[Exercise] = field(default_factory=list)
     backup: Path | None = None  # where the files init replaced were copied
 
 
@@ -61,17 +62,17 @@ def comment_block(ex: Exercise) -> str:
 
 def lab_source(lab: str) -> str:
     """The learner's <lab>.py as init writes it."""
-    blocks = [
-        comment_block(ex) + ex.stub_code() for ex in exercise.lab_exercises(lab) if ex.attribute
-    ]
-    return "\n\n".join([exercise.lab_header(lab), *blocks])
+    blocks = [comment_block(ex) + ex.stub_code() for ex in labs.exercises(lab) if ex.attribute]
+    return "\n\n".join([labs.workspace_header(lab), *blocks])
 
 
-def planned_files(labs: list[str], results_root: Path) -> tuple[dict[str, str], list[Exercise]]:
+def planned_files(
+    lab_names: list[str], results_root: Path
+) -> tuple[dict[str, str], list[Exercise]]:
     """File name -> text for the labs' workspace files, and the documents that must wait for a run."""
     files, waiting = {}, []
-    for lab in labs:
-        exercises = exercise.lab_exercises(lab)
+    for lab in lab_names:
+        exercises = labs.exercises(lab)
         if any(ex.attribute for ex in exercises):
             files[f"{lab}.py"] = lab_source(lab)
         for ex in (ex for ex in exercises if ex.document):
@@ -84,11 +85,15 @@ def planned_files(labs: list[str], results_root: Path) -> tuple[dict[str, str], 
 
 
 def init(
-    work: Path, labs: list[str], results_root: Path, force: bool = False, learner: str | None = None
+    work: Path,
+    lab_names: list[str],
+    results_root: Path,
+    force: bool = False,
+    learner: str | None = None,
 ) -> InitOutcome:
     """Write the labs' starting files into `work`; WorkspaceExists if one is there and not `force`."""
     work = Path(work)
-    files, waiting = planned_files(labs, results_root)
+    files, waiting = planned_files(lab_names, results_root)
     existing = [work / name for name in files if (work / name).exists()]
     if existing and not force:
         raise WorkspaceExists(existing)

@@ -1,11 +1,11 @@
 """The message catalogs: extract what the code marks for translation, keep each language's .po in step, compile.
 
-    python -m workshop.catalogs update      # after changing messages: refresh every .po, compile every .mo
-    python -m workshop.catalogs check       # what CI runs (tests/test_messages.py): exit 1 on any problem
+    python -m workshop.i18n.catalogs update      # after changing messages: refresh every .po, compile every .mo
+    python -m workshop.i18n.catalogs check       # what CI runs (tests/test_messages.py): exit 1 on any problem
 
 One catalog per area, kept beside the code it translates, in gettext's layout: the core package's in
-workshop/locale/<lang>/LC_MESSAGES/workshop.po, each lab's in workshop/labs/<lab>/locale/<lang>/LC_MESSAGES/
-<lab>.po. Messages are what `_()` and `N_()` mark (workshop/i18n.py); Babel extracts them and writes the files;
+workshop/i18n/locale/<lang>/LC_MESSAGES/workshop.po, each lab's in workshop/labs/<lab>/locale/<lang>/LC_MESSAGES/
+<lab>.po. Messages are what `_()` and `N_()` mark (workshop/i18n/__init__.py); Babel extracts them and writes the files;
 the runtime reads the compiled .mo with Python's own gettext.
 """
 
@@ -22,7 +22,7 @@ from babel.messages import Catalog, extract, mofile, pofile
 
 from workshop import i18n
 
-PACKAGE = Path(__file__).resolve().parent
+PACKAGE = Path(__file__).resolve().parents[1]  # workshop/
 TRANSLATED = [lang for lang in i18n.LANGUAGES if lang != i18n.DEFAULT]
 # A str.format field, {name}, {0}, {key!r}, {rel:.2g}: not the braces of a code stub's dict (`ANSWERS = {...}`)
 PLACEHOLDER = re.compile(r"{[\w.\[\]]*(?:![rsa])?(?::[^{}]*)?}")
@@ -101,7 +101,7 @@ def problems(area: Area, lang: str) -> list[str]:
     where = area.po(lang).relative_to(PACKAGE.parent)
     if not area.po(lang).is_file():
         return [
-            f"{where}: missing ({len(template)} messages to translate; run python -m workshop.catalogs update)"
+            f"{where}: missing ({len(template)} messages to translate; run python -m workshop.i18n.catalogs update)"
         ]
     catalog = read_po(area.po(lang), lang, area.name)
     out = []
@@ -132,7 +132,7 @@ def problems(area: Area, lang: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m workshop.catalogs", description=__doc__.splitlines()[0]
+        prog="python -m workshop.i18n.catalogs", description=__doc__.splitlines()[0]
     )
     parser.add_argument("action", choices=("update", "check"))
     args = parser.parse_args(argv)

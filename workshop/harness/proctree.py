@@ -22,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+GRACE_S = 5.0  # a stopped process's time to finish (a lab: write its result) before it is killed
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 PROC = Path("/proc")
