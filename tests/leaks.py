@@ -30,7 +30,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from workshop import exercise, i18n
+from workshop import i18n, labs
 
 ROOT = Path(__file__).resolve().parents[1]
 LABS = ROOT / "workshop" / "labs"
@@ -251,7 +251,7 @@ def model_answer_secrets(lab: str) -> list[Secret]:
 def secrets() -> list[Secret]:
     """Every checked answer, model answer and solution body of every lab."""
     out = []
-    for lab, exercises in exercise.all_exercises().items():
+    for lab, exercises in labs.all_exercises().items():
         for ex in exercises:
             if is_answer(ex):
                 found = reference_answers(ex) or recorded_answers(ex)
@@ -273,7 +273,7 @@ def exercise_texts() -> dict[str, list[str]]:
     for lang in ("en", "es"):
         i18n.set_language(lang)
         try:
-            for lab, exercises in exercise.all_exercises().items():
+            for lab, exercises in labs.all_exercises().items():
                 for ex in exercises:
                     units = []
                     for f in dataclasses.fields(ex):
