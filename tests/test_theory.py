@@ -495,6 +495,9 @@ def test_theory_02s_walk_runs_in_the_order_it_says():
     )
 
 
+@pytest.mark.skipif(
+    not torch.__version__.startswith("2.13."), reason="the text prints torch 2.13's ops"
+)
 def test_theory_01s_matmul_example_prints_what_the_text_says():
     from torch.profiler import profile
 
