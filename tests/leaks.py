@@ -398,3 +398,42 @@ def leaks_in(name: str, units: list[str], found: list[Secret]) -> list[Leak]:
             if hit is not None:
                 out.append(Leak(name, secret, " ".join(hit.split())))
     return out
+
+
+# ---- a run's files: data to read, never an answer key --------------------------------------------------------
+
+
+def question_keys() -> dict[str, set[str]]:
+    """Lab -> the keys of its answers dicts (ANSWERS, PREDICTIONS, KERNEL_EXPLAINED), as the references hold them."""
+    out: dict[str, set[str]] = {}
+    for lab, exercises in labs.all_exercises().items():
+        for ex in (ex for ex in exercises if is_answer(ex)):
+            for answers in reference_answers(ex) or recorded_answers(ex):
+                out.setdefault(lab, set()).update(
+                    p[-1] for p, _ in flatten(answers) if p and p[-1] != "n"
+                )
+    return out
+
+
+def _keyed_by(data, keys: set[str]) -> bool:
+    """A mapping (anywhere in the JSON) whose keys are two or more of the questions' keys."""
+    if isinstance(data, dict):
+        return len(keys & set(data)) >= 2 or any(_keyed_by(v, keys) for v in data.values())
+    if isinstance(data, list):
+        return any(_keyed_by(v, keys) for v in data)
+    return False
+
+
+def answer_keys_in_run(lab_dir: Path, keys: set[str]) -> list[str]:
+    """The files of a lab's run folder that map question keys to values: an answer key, not data to read."""
+    out = []
+    for file in sorted(
+        p for p in lab_dir.rglob("*.json") if p.is_file() and p.stat().st_size < 20_000_000
+    ):
+        try:
+            data = json.loads(file.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if _keyed_by(data, keys):
+            out.append(str(file.relative_to(lab_dir)))
+    return out

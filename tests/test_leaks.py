@@ -4,6 +4,7 @@ file; then planted leaks, which must be caught, and sentences that must not be."
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -11,10 +12,12 @@ from leaks import (
     LABS,
     ROOT,
     Secret,
+    answer_keys_in_run,
     document_texts,
     exercise_texts,
     leaks_in,
     markdown_units,
+    question_keys,
     secrets,
     workspace_texts,
 )
@@ -42,10 +45,16 @@ KNOWN = {
     ),
     "exercises of custom_op",
     "workspace custom_op.py",
+    # result.json maps the questions' keys to this run's facts (autograd's graph_facts, custom_op's facts,
+    # compile's explained kernel): an answer key in the learner's run folder (the lead's decision, 22:11)
+    "run of autograd",
+    "run of compile",
+    "run of custom_op",
 }
 
 
 def known(name: str, lab: str):
+    """The test's parameter, marked as a known leak (not strict: a clean text passes and shows as XPASS)."""
     if name in KNOWN:
         reason = f"a leak on main that {OWNERS[lab]} is removing (issue 28 item 1)"
         return pytest.param(name, marks=pytest.mark.xfail(reason=reason, strict=False))
@@ -166,3 +175,30 @@ def test_a_planted_solution_line_and_model_answer_passage_are_caught(found):
     assert passage in [leak.secret for leak in leaks_in("text", markdown_units(prose), found)]
     spaced = hint.replace("(", " ( ").replace("=", " = ")  # reformatted, still the same code
     assert code in [leak.secret for leak in leaks_in("hint", [spaced], found)]
+
+
+# ---- a run's files (issue 28, the lead's decision of 22:11): data to read, never a file keyed by question -----
+
+
+@pytest.mark.parametrize("lab", [known(f"run of {lab}", lab) for lab in LAB_NAMES])
+def test_a_labs_run_writes_no_answer_key(lab, lab_dir):
+    lab = lab.removeprefix("run of ")
+    keys = question_keys().get(lab, set())
+    if not keys:
+        pytest.skip(f"{lab} checks no answers dict")
+    assert answer_keys_in_run(lab_dir(lab), keys) == []
+
+
+def test_a_planted_answer_key_file_is_named_and_data_is_not(tmp_path):
+    keys = question_keys()["autograd"]
+    (tmp_path / "answers.truths.json").write_text(
+        json.dumps({"graph_nodes": 10, "first_leaf": "b"})
+    )
+    (tmp_path / "deep").mkdir()
+    (tmp_path / "deep" / "facts.json").write_text(
+        json.dumps([{"facts": {"w_fan_in": 2, "db_sum": 0.0}}])
+    )
+    (tmp_path / "graph.json").write_text(
+        json.dumps({"nodes": [{"name": "AddmmBackward0"}], "edges": []})
+    )
+    assert answer_keys_in_run(tmp_path, keys) == ["answers.truths.json", "deep/facts.json"]
