@@ -20,7 +20,7 @@ from workshop import labs
 from workshop.grading import checks, workspace
 from workshop.grading.check_report import value_text
 from workshop.harness import atomic, results
-from workshop.i18n import _
+from workshop.i18n import _, ngettext
 
 FACTS = ("git_revision", "tree_modified", "torch", "triton", "python", "device", "device_name")
 
@@ -195,9 +195,11 @@ def write(rows: list[Row], out_dir: Path) -> tuple[Path, Path]:
     existing = [p for p in (csv_path, md_path) if p.exists()]
     if existing:
         raise FileExistsError(
-            _("{files} already exist(s): choose another --to folder").format(
-                files=", ".join(str(p) for p in existing)
-            )
+            ngettext(
+                "{files} already exists: choose another --to folder",
+                "{files} already exist: choose another --to folder",
+                len(existing),
+            ).format(files=", ".join(str(p) for p in existing))
         )
     header, lines = table(rows)
     atomic.write_text(csv_path, to_csv(header, lines))
