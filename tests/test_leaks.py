@@ -40,7 +40,7 @@ OWNERS = {
 KNOWN = {
     *(
         f"workshop/labs/{lab}/README{lang}.md"
-        for lab in ("compile", "custom_op")
+        for lab in ("compile", "custom_op", "distributed")
         for lang in ("", ".es")
     ),
     "exercises of custom_op",
