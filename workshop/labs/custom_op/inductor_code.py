@@ -7,17 +7,28 @@ output code, launching it like one of its own kernels). The excerpt is each gene
 where the launches happen, plus the first lines of our kernel where Inductor copied it in.
 """
 
+import html
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 import torch._functorch.config as functorch_config
 import torch._inductor.config as inductor_config
 from torch._inductor.utils import run_and_get_code
 
-from workshop.i18n import _
+from workshop.i18n import N_, _
 
 KERNEL_NAMES = ("_fwd_one_pass", "_bwd_one_pass")  # our kernels, as softmax_kernels.py names them
+# What a CPU run shows for the triton_op instead: the excerpt of an H200 run, committed.
+COMMITTED_TRITON_OP = (
+    Path(__file__).resolve().parents[3] / "benchmarks/custom_op/inductor_triton_op.txt"
+)
+NOT_ON_THE_CPU = N_(
+    "Not produced on the CPU: under Triton's interpreter a triton_op cannot be compiled (see the handout).\n"
+    "The H200 excerpt is committed in benchmarks/custom_op/inductor_triton_op.txt.\n"
+)
+SIDE_BY_SIDE = "inductor_side_by_side.md"
 
 
 def compiled_step(op, dim: int = -1):
@@ -52,19 +63,27 @@ def compile_and_capture(op, x: torch.Tensor, dy: torch.Tensor, dim: int = -1):
     return result, sources
 
 
+def call_functions(text: str) -> list[str]:
+    """Every `def call(...)` of a generated module (or of an excerpt of several), in order: the sequence of kernel
+    launches and extern calls, each with its body."""
+    lines = text.splitlines()
+    found = []
+    for start, line in enumerate(lines):
+        if not re.match(r"\s*def call\(", line):
+            continue
+        indent = len(line) - len(line.lstrip())
+        end = start + 1
+        while end < len(lines) and (
+            not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip()) > indent
+        ):
+            end += 1
+        found.append("\n".join(lines[start:end]).rstrip())
+    return found
+
+
 def call_function(source: str) -> str:
-    """The generated module's `def call(...)` body: the sequence of kernel launches and extern calls."""
-    lines = source.splitlines()
-    start = next((i for i, line in enumerate(lines) if re.match(r"\s*def call\(", line)), None)
-    if start is None:
-        return ""
-    indent = len(lines[start]) - len(lines[start].lstrip())
-    end = start + 1
-    while end < len(lines) and (
-        not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip()) > indent
-    ):
-        end += 1
-    return "\n".join(lines[start:end]).rstrip()
+    """The generated module's `def call(...)` body ("" when it has none)."""
+    return next(iter(call_functions(source)), "")
 
 
 def inlined_kernels(source: str, n_lines: int = 12) -> list[str]:
@@ -115,3 +134,21 @@ def excerpt(title: str, sources: list[str]) -> str:
             call_function(source) or _("(no call() found)"),
         ]
     return "\n".join(parts) + "\n"
+
+
+def side_by_side(excerpts: dict[str, str]) -> str:
+    """Markdown: the generated call()s of each excerpt in a column of its own (an HTML table, which Markdown
+    viewers render; without blank lines, which would end its HTML block), forward and backward one row each."""
+    columns = {
+        title: ["\n".join(filter(str.strip, call.splitlines())) for call in call_functions(text)]
+        for title, text in excerpts.items()
+    }
+    head = "".join(f"<th>{html.escape(title)}</th>" for title in columns)
+    lines = [f"# {_('The generated call()s side by side')}", ""]
+    for n, which in enumerate((_("forward"), _("backward"))):
+        cells = "".join(
+            f"<td><pre>{html.escape(calls[n] if n < len(calls) else '')}</pre></td>"
+            for calls in columns.values()
+        )
+        lines += [f"## {which}", "", f"<table><tr>{head}</tr><tr>{cells}</tr></table>", ""]
+    return "\n".join(lines)

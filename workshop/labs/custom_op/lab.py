@@ -10,7 +10,6 @@ code). The benchmark is separate: `python -m workshop bench custom_op` (GPU).
 
 from __future__ import annotations
 
-import functools
 import time
 from dataclasses import asdict
 
@@ -30,12 +29,6 @@ from workshop.ops import softmax, softmax_launch, softmax_op
 from workshop.ops.triton_launch import recording
 
 PIECES = ("forward_kernel", "backward_kernel", "fake", "setup_context", "backward")
-
-
-@functools.cache
-def extern_softmax():
-    """The same kernels registered as an opaque custom_op, under the lab's own namespace (for the comparison)."""
-    return softmax_op.define("workshop_lab::softmax", "custom_op").forward
 
 
 def grade_pieces(ctx: LabContext, pieces: tuple[str, ...] = PIECES) -> None:
@@ -133,18 +126,18 @@ def check_autograd(ctx: LabContext, shapes: dict) -> dict:
     return found
 
 
-def compile_kind(ctx: LabContext, kind: str, op, namespace: str, data) -> inductor_code.Census:
+def compile_kind(ctx: LabContext, ops: softmax_op.SoftmaxOps, data) -> inductor_code.Census:
     """One registration compiled: compiled vs eager, its Inductor excerpt, and what the excerpt holds."""
     x, dy, eager_y, eager_dx = data
+    kind = ops.kind
     with recording() as launches:
-        (y, dx), sources = inductor_code.compile_and_capture(op, x, dy)
+        (y, dx), sources = inductor_code.compile_and_capture(ops.forward, x, dy)
     err = max((y - eager_y).abs().max().item(), (dx - eager_dx).abs().max().item())
     ctx.check_max(
         _("compiled ({kind}) vs eager: max |difference| of y and dx").format(kind=kind), err, 1e-5
     )
-    if (
-        kind == "custom_op"
-    ):  # Inductor calls the op, which runs our kernels eagerly: the record shows them
+    # Inductor calls a custom_op, which runs our kernels eagerly: the launch record shows them.
+    if kind == "custom_op":
         ctx.check_equal(
             _("launch record: the compiled step (custom_op) ran our kernels through the op"),
             sorted(set(kernels_ran(launches))),
@@ -154,11 +147,12 @@ def compile_kind(ctx: LabContext, kind: str, op, namespace: str, data) -> induct
         f"inductor_{kind}.txt",
         inductor_code.excerpt(_("Inductor's code around a {kind}").format(kind=kind), sources),
     )
-    return inductor_code.census(sources, namespace)
+    return inductor_code.census(sources, ops.forward.namespace)
 
 
 def check_compile(ctx: LabContext) -> dict:
-    """torch.compile(fullgraph=True) vs eager, graph breaks, and the generated code for both registrations."""
+    """torch.compile(fullgraph=True) vs eager, graph breaks, and the generated code for both registrations (on
+    the CPU the custom_op only: a triton_op cannot be compiled under Triton's interpreter), side by side."""
     gen = torch.Generator().manual_seed(ctx.seed)
     x = torch.randn(8, 600, generator=gen).to(ctx.device)
     dy = torch.randn(8, 600, generator=gen).to(ctx.device)
@@ -168,12 +162,8 @@ def check_compile(ctx: LabContext) -> dict:
     eager_y = softmax(x_ * 2.0, -1) * 3.0
     (eager_dx,) = torch.autograd.grad(eager_y, x_, dy)
     data = (x, dy, eager_y.detach(), eager_dx)
-    kinds = {softmax_op.KIND: (torch.ops.workshop.softmax, "workshop")}
-    if (
-        ctx.device == "cuda"
-    ):  # the opaque flavor for comparison; under the interpreter only it works at all
-        kinds["custom_op"] = (extern_softmax(), "workshop_lab")
-    found = {kind: compile_kind(ctx, kind, op, ns, data) for kind, (op, ns) in kinds.items()}
+    kinds = ("custom_op", "triton_op") if ctx.device == "cuda" else ("custom_op",)
+    found = {kind: compile_kind(ctx, softmax_op.registered_as(kind), data) for kind in kinds}
     ctx.check_min(
         _("custom_op: Inductor calls the op as an opaque extern kernel (calls)"),
         found["custom_op"].extern_calls,
@@ -186,15 +176,15 @@ def check_compile(ctx: LabContext) -> dict:
             2,
         )
         ctx.check_equal(_("triton_op: extern calls left"), found["triton_op"].extern_calls, 0)
+        triton_op = ctx.path("inductor_triton_op.txt").read_text()
+        label = _("triton_op (this run)")
     else:
-        ctx.write_text(
-            "inductor_triton_op.txt",
-            _(
-                "Not produced on the CPU: under Triton's interpreter a triton_op "
-                "cannot be compiled (see the handout).\nThe H200 excerpt is committed in "
-                "benchmarks/custom_op/inductor_triton_op.txt.\n"
-            ),
-        )
+        ctx.write_text("inductor_triton_op.txt", _(inductor_code.NOT_ON_THE_CPU))
+        triton_op = inductor_code.COMMITTED_TRITON_OP.read_text()
+        label = _("triton_op (the committed H200 run)")
+    custom_op = ctx.path("inductor_custom_op.txt").read_text()
+    columns = {_("custom_op (this run)"): custom_op, label: triton_op}
+    ctx.write_text(inductor_code.SIDE_BY_SIDE, inductor_code.side_by_side(columns))
     return found
 
 
@@ -314,6 +304,8 @@ def summary_values(found: dict) -> dict:
         "minigpt": found["minigpt"],
         "eager": found["eager"],
         "launch_share": eager_cost.launch_share(found["eager"]),
+        "by_hand_saves": eager_cost.by_hand_saves(found["eager"]),
+        "side_by_side": inductor_code.SIDE_BY_SIDE,
         "trace": found["eager"]["trace"],
     }
 

@@ -4,8 +4,9 @@ exercise and the reference pieces for the rest.
 
 Why a twin per exercise: each piece is graded alone (a wrong forward kernel cannot fail the grading of the fake),
 torch.ops.workshop.softmax is never touched (the lab's other checks, and every other user of the op, keep the
-reference), and the registration is the real one: the dispatcher, autograd, fake tensors, opcheck and
-torch.compile see the learner's piece exactly where the reference's sits. A plain run grades the reference pieces
+reference), and the registration is the real one, made by the same public calls (torch.library.custom_op or
+triton_op, register_fake, register_autograd): the dispatcher, autograd, fake tensors, opcheck and torch.compile
+see the learner's piece exactly where the reference's sits. A plain run grades the reference pieces
 through the same twins.
 
 Before a piece goes in, it is checked for what would otherwise fail far from the learner's code: a kernel that is
@@ -15,9 +16,7 @@ and a backward that returns the wrong number of gradients.
 
 from __future__ import annotations
 
-import contextlib
 import inspect
-from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -32,14 +31,12 @@ from workshop.ops.softmax_op import Pieces, SoftmaxOps
 CONSTEXPRS = ("ROWS", "BLOCK_N", "ALIGN")
 
 
-@contextlib.contextmanager
-def registered(exercise: str, pieces: Pieces) -> Iterator[SoftmaxOps]:
-    """torch.ops.graded_<exercise>.softmax{,_backward}, made of `pieces`, for the duration of the block."""
-    ops = softmax_op.define(f"graded_{exercise}::softmax", softmax_op.KIND, pieces)
-    try:
-        yield ops
-    finally:
-        softmax_op.undefine(ops)
+def twin(exercise: str, pieces: Pieces) -> SoftmaxOps:
+    """torch.ops.graded_<exercise>.softmax{,_backward}, made of `pieces` (registered again at each grading: a new
+    registration of a name replaces the old). A fake is graded in a custom_op, the registration that uses it (a
+    triton_op's fake is its body); the other pieces in the op's own KIND."""
+    kind = "custom_op" if pieces.fake is not None else softmax_op.KIND
+    return softmax_op.define(f"graded_{exercise}::softmax", kind, pieces)
 
 
 def loaded(impl):

@@ -2,10 +2,10 @@
 gradgradcheck), opcheck, and torch.compile(fullgraph=True) of y = op(2x, dim) * 3 forward and backward, with the
 proof that the twin's kernels ran inside the compiled step.
 
-That proof differs by device. On the CPU the op is a custom_op: Inductor calls it, the call runs its kernels
-eagerly, and the launch record shows them (the very function objects). On a GPU the op is a triton_op: Inductor
-copies the kernels' source into its own code and launches them itself, so the launch record stays empty and the
-generated code is the evidence: a definition of each kernel, and no call of the op left.
+That proof differs by registration. A custom_op (the CPU's, and a fake's twin everywhere): Inductor calls it, the
+call runs its kernels eagerly, and the launch record shows them (the very function objects). A triton_op (a GPU's):
+Inductor copies the kernels' source into its own code and launches them itself, so the launch record stays empty
+and the generated code is the evidence: a definition of each kernel, and no call of the op left.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def grade_compiled(ctx: LabContext, ops: SoftmaxOps, dim: int) -> None:
     dy = torch.randn(8, 600, generator=gen).to(ctx.device)
     torch._dynamo.reset()  # each twin compiled afresh: no recompilation limit across many graded pieces
     with recording() as launches:
-        if ctx.device == "cuda":
+        if ops.kind == "triton_op":
             (y, dx), sources = inductor_code.compile_and_capture(ops.forward, x, dy, dim)
         else:
             y, dx = inductor_code.compiled_step(ops.forward, dim)(x, dy)
@@ -85,7 +85,7 @@ def grade_compiled(ctx: LabContext, ops: SoftmaxOps, dim: int) -> None:
         COMPILE_ATOL,
     )
     names = [kernel.__name__ for kernel in kernels_of(ops)]
-    if ctx.device == "cuda":
+    if ops.kind == "triton_op":
         check_inlined(ctx, ops, sources, names)
         return
     ran = [launch.kernel for launch in launches if launch.function in kernels_of(ops)]
@@ -100,7 +100,7 @@ def grade_compiled(ctx: LabContext, ops: SoftmaxOps, dim: int) -> None:
 
 
 def check_inlined(ctx: LabContext, ops: SoftmaxOps, sources: list[str], names: list[str]) -> None:
-    """On a GPU: Inductor's code defines each of the twin's kernels and calls the op no more."""
+    """A triton_op: Inductor's code defines each of the twin's kernels and calls the op no more."""
     text = "\n".join(sources)
     inlined = [name for name in names if inductor_code.kernel_defs(text, name)]
     ctx.check_equal(
