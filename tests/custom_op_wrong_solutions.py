@@ -524,6 +524,12 @@ def backward_without_sum_term(ctx, dy):
     return y * dy, None
 
 
+def backward_gradient_for_dim(ctx, dy):
+    (y,) = ctx.saved_tensors
+    dx = ctx.ops.backward(y, dy, ctx.dim)
+    return dx, torch.zeros((), dtype=dx.dtype, device=dx.device)
+
+
 def backward_none_first(ctx, dy):
     (y,) = ctx.saved_tensors
     return None, ctx.ops.backward(y, dy, ctx.dim)

@@ -38,7 +38,7 @@ def first_failure(ctx: LabContext):
     return next((c for c in ctx.checks if not c.passed), None)
 
 
-@pytest.mark.parametrize("name, impl", zip(PIECES, w.CORRECT, strict=True), ids=PIECES)
+@pytest.mark.parametrize("name, impl", list(zip(PIECES, w.CORRECT, strict=True)), ids=PIECES)
 def test_a_learners_correct_piece_passes_gradcheck_opcheck_and_compile(tmp_path, name, impl):
     ctx = grade(tmp_path, name, impl)
     assert first_failure(ctx) is None, first_failure(ctx)
@@ -99,6 +99,7 @@ WRONG = [
     ),
     ("backward", w.backward_three_gradients, "returned a tuple of 3"),
     ("backward", w.backward_none_first, "a pair whose dx is NoneType"),
+    ("backward", w.backward_gradient_for_dim, "the gradient for dim (an int), is a Tensor"),
     ("backward", w.backward_arguments_swapped, "passed y and dy the wrong way round"),
     ("backward", w.backward_without_sum_term, "the sum term is missing"),
 ]

@@ -116,7 +116,7 @@ class GradientCount(Exception):
 def counted(backward):
     """The learner's backward, made to raise GradientCount saying what it returned when that is not (dx, None)
     with dx of dy's shape and dtype, instead of autograd's 'returned an incorrect number of gradients (expected 3,
-    got 5)' (a returned tensor unpacks by rows)."""
+    got 5)' (a returned tensor unpacks by rows) or its error for a gradient of a non-tensor input."""
     where = defined_at(backward)
 
     def checked(ctx, dy):
@@ -136,6 +136,11 @@ def counted(backward):
             what = _("a pair whose dx is {got}, where x is {shape} {dtype}").format(
                 got=got, shape=tuple(dy.shape), dtype=dy.dtype
             )
+            raise GradientCount(what, where)
+        if grads[1] is not None:
+            what = _(
+                "a pair whose second entry, the gradient for dim (an int), is a {kind}"
+            ).format(kind=type(grads[1]).__name__)
             raise GradientCount(what, where)
         return grads
 
