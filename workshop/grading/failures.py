@@ -1,0 +1,76 @@
+"""What went wrong in a learner's exercise, as the failed check that says so: a file that will not load, a stub
+not started yet, an endless loop, an exception, sys.exit(), a lab stopped while grading it, or a lab process that
+died in it on an earlier attempt. LabContext.grading (workshop/lab.py) records these; harness.post_mortem uses
+died_check for an exercise that killed the lab's process.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from workshop.grading import checks, workspace
+from workshop.grading.checks import Check
+from workshop.grading.exercise import Exercise
+from workshop.grading.workspace import LearnerError
+from workshop.harness.time_limit import TimeLimitExceeded
+from workshop.i18n import _
+
+
+class ProcessDied(Exception):
+    """An exercise that killed an earlier attempt of the lab: it is failed, its code not run again."""
+
+
+# What the learner's solution may raise before its grading block even starts (LabContext.solution).
+UNAVAILABLE = (LearnerError, ProcessDied, NotImplementedError)
+
+
+def died_check(exercise_id: str, note: str) -> Check:
+    """The failed check of an exercise whose grading killed the lab's process."""
+    return Check(
+        _("{id}: the lab's process survives it").format(id=exercise_id),
+        False,
+        note,
+        _("exit code 0"),
+        message=_(
+            "The lab's process died while grading this exercise: a crash in native code (a kernel writing "
+            "out of bounds, say) or the lab's time limit. The log named shows the last lines it printed."
+        ),
+    )
+
+
+def learner_failure(ex: Exercise, e: BaseException, graded: bool, path: Path) -> Check | None:
+    """The failed check that records `e`, raised in ex's grading block by the learner's work (in `path`); None
+    when it is not theirs to answer for (the reference's own error, an interrupt): then it propagates."""
+    if isinstance(e, LearnerError):
+        name = _("{id}: your code loads").format(id=ex.id)
+        return Check(name, False, str(e), _("no error"), message=ex.hint)
+    if isinstance(e, ProcessDied):
+        return died_check(ex.id, str(e))
+    if not graded:
+        return None
+    where = workspace.where(e, path)
+    if isinstance(e, NotImplementedError):
+        name, value = _("{id}: implemented").format(id=ex.id), _(checks.NOT_STARTED)
+        message = str(e) or ex.not_started_message()
+        return Check(name, False, value, _("implemented"), message=message)
+    if isinstance(e, TimeLimitExceeded):
+        message = _("An endless loop, or far more work than the exercise needs: see where it was.")
+        value, limit = f"{where}: {e}", _("{seconds:g} s of CPU time").format(seconds=e.seconds)
+        name = _("{id}: finishes in time").format(id=ex.id)
+        return Check(name, False, value, limit, message=message)
+    if isinstance(e, Exception | SystemExit):  # sys.exit() in the learner's code ends only this
+        value = f"{where}: {workspace.describe(e)}"
+        name = _("{id}: runs without an error").format(id=ex.id)
+        return Check(name, False, value, _("no error"), message=ex.hint)
+    return None
+
+
+def cut_short(ex: Exercise, e: BaseException, path: Path) -> Check:
+    """The failed check of an exercise whose grading was stopped from outside (the lab's time limit, a
+    signal): where the learner's code was when it happened."""
+    value = f"{workspace.where(e, path)}: {workspace.describe(e)}"
+    message = _(
+        "The lab was stopped while grading this exercise: an endless loop? See where it was."
+    )
+    name = _("{id}: graded to the end").format(id=ex.id)
+    return Check(name, False, value, _("not stopped"), message=message)
