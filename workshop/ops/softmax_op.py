@@ -1,6 +1,7 @@
 """The operator `torch.ops.workshop.softmax(x, dim=-1)` and its backward, made with torch.library's public API.
 
-What PyTorch needs from an operator, and the public call that gives it (`define`, below):
+What PyTorch needs from an operator, and the public call that gives it (`define_custom_op` and `define_triton_op`,
+below; `define` registers an op from its pieces with one of them):
 - a schema and an implementation: `torch.library.custom_op(name, fn, mutates_args=())` reads the schema from fn's
   annotations, `softmax(Tensor x, SymInt dim=-1) -> Tensor` (an int becomes a SymInt: under torch.compile with
   dynamic shapes, dim may be symbolic), and registers fn for every device: `forward_kernel`, which launches the
@@ -240,16 +241,40 @@ def gradients_of_backward_op(ctx, g: torch.Tensor) -> tuple:
     return grad_y, ctx.ops.backward(y, g, ctx.dim), None
 
 
-def _implementations(pieces: Pieces, wrap) -> tuple[Callable, Callable]:
-    """The two ops' bodies, with the annotations their schemas are read from."""
+def define_custom_op(
+    qualname: str,
+    implementation: Callable,
+    fake: Callable,
+    setup_context: Callable,
+    backward: Callable,
+):
+    """`qualname` (e.g. "workshop::softmax") made an operator with torch.library.custom_op: softmax(x, dim=-1) by
+    `implementation(x, dim)`, its fake by `fake(x, dim)`, its autograd by `backward(ctx, dy)` after
+    `setup_context(ctx, inputs, output)`. Returns the op (torch.library's CustomOpDef)."""
 
+    # The schema is read from the annotations: softmax(Tensor x, SymInt dim=-1) -> Tensor.
+    @torch.library.custom_op(qualname, mutates_args=())
     def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
-        return forward_kernel(x, dim, pieces.forward_kernel, wrap)
+        return implementation(x, dim)
 
-    def softmax_backward(y: torch.Tensor, dy: torch.Tensor, dim: int) -> torch.Tensor:
-        return backward_kernel(y, dy, dim, pieces.backward_kernel, wrap)
+    softmax.register_fake(fake)
+    softmax.register_autograd(backward, setup_context=setup_context)
+    return softmax
 
-    return softmax, softmax_backward
+
+def define_triton_op(
+    qualname: str, implementation: Callable, setup_context: Callable, backward: Callable
+):
+    """The same operator with torch.library.triton_op: under torch.compile its body runs instead of a call of the
+    op, and `implementation(x, dim, wrap=wrap_triton)` launches each kernel through wrap_triton, so that Inductor
+    sees it. No fake to register: the body, run on fake tensors, is the fake. Returns the op."""
+
+    @torch.library.triton_op(qualname, mutates_args=())
+    def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+        return implementation(x, dim, wrap=wrap_triton)
+
+    softmax.register_autograd(backward, setup_context=setup_context)
+    return softmax
 
 
 def fakes(pieces: Pieces) -> tuple[Callable, Callable]:
@@ -264,21 +289,30 @@ def fakes(pieces: Pieces) -> tuple[Callable, Callable]:
     return softmax_fake, softmax_backward_fake
 
 
+def _define_backward_op(qualname: str, kind: str, pieces: Pieces, setup: Callable):
+    """The backward operator, `qualname` (softmax_backward), registered as `kind` the same way, with an autograd
+    formula of its own (double backward)."""
+    register = torch.library.triton_op if kind == "triton_op" else torch.library.custom_op
+    wrap = wrap_triton if kind == "triton_op" else None
+
+    @register(qualname, mutates_args=())
+    def softmax_backward(y: torch.Tensor, dy: torch.Tensor, dim: int) -> torch.Tensor:
+        return backward_kernel(y, dy, dim, pieces.backward_kernel, wrap)
+
+    if kind == "custom_op":
+        softmax_backward.register_fake(fakes(pieces)[1])
+    softmax_backward.register_autograd(gradients_of_backward_op, setup_context=setup)
+    return softmax_backward
+
+
 def define(qualname: str, kind: str, pieces: Pieces = REFERENCE) -> SoftmaxOps:
     """Registers `qualname` (softmax) and `qualname + "_backward"` as a "triton_op" or a "custom_op", made of
     `pieces`. Registering a name again replaces the earlier registration (torch.library.custom_op allows it)."""
     if kind not in KINDS:
         raise ValueError(f"kind must be 'triton_op' or 'custom_op', got {kind!r}")
-    register = functools.partial(torch.library.custom_op, mutates_args=())
-    if kind == "triton_op":
-        register = functools.partial(torch.library.triton_op, mutates_args=())
-    bodies = _implementations(pieces, wrap_triton if kind == "triton_op" else None)
-    names = (qualname, f"{qualname}_backward")
-    forward, backward = (register(name, body) for name, body in zip(names, bodies, strict=True))
-    if kind == "custom_op":
-        for op, fake in zip((forward, backward), fakes(pieces), strict=True):
-            op.register_fake(fake)
-    ops = SoftmaxOps(forward._opoverload, backward._opoverload, kind, pieces)
+
+    def implementation(x, dim, wrap=None):
+        return forward_kernel(x, dim, pieces.forward_kernel, wrap)
 
     def setup_forward(ctx, inputs, output):
         ctx.ops = ops  # the backward calls ctx.ops.backward: this registration's backward operator
@@ -291,8 +325,15 @@ def define(qualname: str, kind: str, pieces: Pieces = REFERENCE) -> SoftmaxOps:
         ctx.ops = ops
         _setup_backward_op(ctx, inputs, output)
 
-    forward.register_autograd(backward_of_forward, setup_context=setup_forward)
-    backward.register_autograd(gradients_of_backward_op, setup_context=setup_backward)
+    backward = _define_backward_op(f"{qualname}_backward", kind, pieces, setup_backward)
+    if kind == "custom_op":
+        fake = fakes(pieces)[0]
+        forward = define_custom_op(
+            qualname, implementation, fake, setup_forward, backward_of_forward
+        )
+    else:
+        forward = define_triton_op(qualname, implementation, setup_forward, backward_of_forward)
+    ops = SoftmaxOps(forward._opoverload, backward._opoverload, kind, pieces)
     return ops
 
 
