@@ -70,6 +70,25 @@ def backward(ctx, dy):
     return ctx.ops.backward(y, dy, ctx.dim), None
 
 
+def define_custom_op(qualname, implementation, fake, setup_context, backward):
+    @torch.library.custom_op(qualname, mutates_args=())
+    def op(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+        return implementation(x, dim)
+
+    op.register_fake(fake)
+    op.register_autograd(backward, setup_context=setup_context)
+    return op
+
+
+def define_triton_op(qualname, implementation, setup_context, backward):
+    @torch.library.triton_op(qualname, mutates_args=())
+    def op(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+        return implementation(x, dim, wrap=torch.library.wrap_triton)
+
+    op.register_autograd(backward, setup_context=setup_context)
+    return op
+
+
 CORRECT = (softmax_fwd_kernel, softmax_bwd_kernel, softmax_fake, setup_context, backward)
 
 
@@ -533,3 +552,67 @@ def backward_gradient_for_dim(ctx, dy):
 def backward_none_first(ctx, dy):
     (y,) = ctx.saved_tensors
     return None, ctx.ops.backward(y, dy, ctx.dim)
+
+
+# ---- the registration's mistakes ----
+
+
+def define_custom_op_under_its_own_name(qualname, implementation, fake, setup_context, backward):
+    return define_custom_op("mine::softmax", implementation, fake, setup_context, backward)
+
+
+def define_custom_op_without_dims_default(qualname, implementation, fake, setup_context, backward):
+    @torch.library.custom_op(qualname, mutates_args=())
+    def op(x: torch.Tensor, dim: int) -> torch.Tensor:
+        return implementation(x, dim)
+
+    op.register_fake(fake)
+    op.register_autograd(backward, setup_context=setup_context)
+    return op
+
+
+def define_custom_op_without_fake(qualname, implementation, fake, setup_context, backward):
+    @torch.library.custom_op(qualname, mutates_args=())
+    def op(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+        return implementation(x, dim)
+
+    op.register_autograd(backward, setup_context=setup_context)
+    return op
+
+
+def define_custom_op_without_setup_context(qualname, implementation, fake, setup_context, backward):
+    @torch.library.custom_op(qualname, mutates_args=())
+    def op(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+        return implementation(x, dim)
+
+    op.register_fake(fake)
+    op.register_autograd(backward)
+    return op
+
+
+def define_custom_op_without_backward(qualname, implementation, fake, setup_context, backward):
+    @torch.library.custom_op(qualname, mutates_args=())
+    def op(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+        return implementation(x, dim)
+
+    op.register_fake(fake)
+    return op
+
+
+def define_triton_op_as_a_custom_op(qualname, implementation, setup_context, backward):
+    @torch.library.custom_op(qualname, mutates_args=())
+    def op(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+        return implementation(x, dim)
+
+    op.register_fake(lambda x, dim=-1: torch.empty_like(x))
+    op.register_autograd(backward, setup_context=setup_context)
+    return op
+
+
+def define_triton_op_without_wrap_triton(qualname, implementation, setup_context, backward):
+    @torch.library.triton_op(qualname, mutates_args=())
+    def op(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+        return implementation(x, dim)
+
+    op.register_autograd(backward, setup_context=setup_context)
+    return op

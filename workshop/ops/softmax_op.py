@@ -305,9 +305,13 @@ def _define_backward_op(qualname: str, kind: str, pieces: Pieces, setup: Callabl
     return softmax_backward
 
 
-def define(qualname: str, kind: str, pieces: Pieces = REFERENCE) -> SoftmaxOps:
+def define(
+    qualname: str, kind: str, pieces: Pieces = REFERENCE, registration: Callable | None = None
+) -> SoftmaxOps:
     """Registers `qualname` (softmax) and `qualname + "_backward"` as a "triton_op" or a "custom_op", made of
-    `pieces`. Registering a name again replaces the earlier registration (torch.library.custom_op allows it)."""
+    `pieces`. Registering a name again replaces the earlier registration (torch.library.custom_op allows it).
+    `registration`: what registers the forward op in place of define_custom_op or define_triton_op (the custom_op
+    lab grades a learner's), called with the same arguments."""
     if kind not in KINDS:
         raise ValueError(f"kind must be 'triton_op' or 'custom_op', got {kind!r}")
 
@@ -327,14 +331,26 @@ def define(qualname: str, kind: str, pieces: Pieces = REFERENCE) -> SoftmaxOps:
 
     backward = _define_backward_op(f"{qualname}_backward", kind, pieces, setup_backward)
     if kind == "custom_op":
-        fake = fakes(pieces)[0]
-        forward = define_custom_op(
-            qualname, implementation, fake, setup_forward, backward_of_forward
-        )
+        register = registration or define_custom_op
+        register(qualname, implementation, fakes(pieces)[0], setup_forward, backward_of_forward)
     else:
-        forward = define_triton_op(qualname, implementation, setup_forward, backward_of_forward)
-    ops = SoftmaxOps(forward._opoverload, backward._opoverload, kind, pieces)
+        register = registration or define_triton_op
+        register(qualname, implementation, setup_forward, backward_of_forward)
+    ops = SoftmaxOps(registered(qualname), backward._opoverload, kind, pieces)
     return ops
+
+
+def registered(qualname: str) -> torch._ops.OpOverload:
+    """The operator registered as `qualname` ("namespace::name"): its default overload; LookupError if none."""
+    namespace, name = qualname.split("::")
+    packet = (
+        getattr(getattr(torch.ops, namespace), name, None)
+        if hasattr(torch.ops, namespace)
+        else None
+    )
+    if packet is None:
+        raise LookupError(f"no operator {qualname} is registered")
+    return packet.default
 
 
 OPS = define("workshop::softmax", KIND)
