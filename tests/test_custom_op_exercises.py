@@ -45,9 +45,9 @@ def test_a_learners_correct_piece_passes_gradcheck_opcheck_and_compile(tmp_path,
     assert first_failure(ctx) is None, first_failure(ctx)
     names = " ".join(c.name for c in ctx.checks)
     assert "gradcheck" in names and "opcheck" in names and "torch.compile(fullgraph=True)" in names
-    evidence = (
-        "inlined into Inductor's code" if DEVICE == "cuda" else "ran inside the compiled step"
-    )
+    # A triton_op (a GPU's twin) is seen inlined; a custom_op (the CPU's, and a fake's twin everywhere) runs.
+    inlined = DEVICE == "cuda" and name != "fake"
+    evidence = "inlined into Inductor's code" if inlined else "ran inside the compiled step"
     assert evidence in names
 
 
