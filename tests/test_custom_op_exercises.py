@@ -45,10 +45,12 @@ def test_a_learners_correct_piece_passes_gradcheck_opcheck_and_compile(tmp_path,
     assert first_failure(ctx) is None, first_failure(ctx)
     names = " ".join(c.name for c in ctx.checks)
     assert "gradcheck" in names and "opcheck" in names and "torch.compile(fullgraph=True)" in names
-    # A triton_op (a GPU's twin) is seen inlined; a custom_op (the CPU's, and a fake's twin everywhere) runs.
-    inlined = DEVICE == "cuda" and name != "fake"
-    evidence = "inlined into Inductor's code" if inlined else "ran inside the compiled step"
-    assert evidence in names
+    # A kernel's twin shows the kernel in the compiled step: inlined in a triton_op (a GPU's), launched by a
+    # custom_op (the CPU's). The other pieces' twins launch no Triton kernel (their implementation is PyTorch's).
+    if name.endswith("_kernel"):
+        inlined = DEVICE == "cuda"
+        evidence = "inlined into Inductor's code" if inlined else "ran inside the compiled step"
+        assert evidence in names
 
 
 def test_the_compiled_step_ran_the_learners_kernel_not_the_reference(tmp_path):
@@ -58,7 +60,7 @@ def test_the_compiled_step_ran_the_learners_kernel_not_the_reference(tmp_path):
     assert check.passed and check.value == 4
     if DEVICE == "cpu":
         compiled = next(c for c in ctx.checks if "ran inside the compiled step" in c.name)
-        assert compiled.value == ["_bwd_one_pass", "softmax_fwd_kernel"]
+        assert compiled.value == ["softmax_fwd_kernel"]  # the twin's backward is PyTorch's
 
 
 FWD, BWD = "forward_kernel", "backward_kernel"

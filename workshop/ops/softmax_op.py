@@ -27,8 +27,8 @@ The name, schema and behaviour are the same either way; only what Inductor sees 
 gives the op registered the other way too, under a namespace of its own, for the custom_op lab's comparisons.
 
 The kernels, the fake and the two autograd functions are the op's `Pieces`: `define` registers an op from a set of
-them. torch.ops.workshop.softmax has the reference pieces (`REFERENCE`); the custom_op lab registers twins with one
-of the learner's pieces in place of the reference's, to grade it (workshop/labs/custom_op/learner_op.py).
+them. torch.ops.workshop.softmax has the reference pieces (`REFERENCE`); the custom_op lab registers a learner's
+own op from the learner's pieces the same way.
 """
 
 import functools
@@ -40,6 +40,7 @@ from torch.library import wrap_triton
 
 from workshop.i18n import _
 from workshop.ops import INTERPRETED, softmax_launch
+from workshop.ops import softmax_kernels as k
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 KINDS = ("triton_op", "custom_op")
@@ -204,13 +205,13 @@ def empty_output(x: torch.Tensor, dim: int) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class SoftmaxOps:
-    """One registration's two operators (OpOverloads), e.g. torch.ops.workshop.softmax{,_backward}.default, how
-    they were registered, and the pieces they were registered from."""
+    """One registration's two operators (OpOverloads), e.g. torch.ops.workshop.softmax{,_backward}.default (no
+    backward operator: None), how they were registered, and the @triton.jit kernels they launch."""
 
     forward: torch._ops.OpOverload
-    backward: torch._ops.OpOverload
+    backward: torch._ops.OpOverload | None
     kind: str
-    pieces: Pieces = REFERENCE
+    kernels: tuple = ()
 
 
 def setup_context(ctx, inputs: tuple, output: torch.Tensor) -> None:
@@ -336,7 +337,8 @@ def define(
     else:
         register = registration or define_triton_op
         register(qualname, implementation, setup_forward, backward_of_forward)
-    ops = SoftmaxOps(registered(qualname), backward._opoverload, kind, pieces)
+    kernels = (pieces.forward_kernel or k._fwd_one_pass, pieces.backward_kernel or k._bwd_one_pass)
+    ops = SoftmaxOps(registered(qualname), backward._opoverload, kind, kernels)
     return ops
 
 

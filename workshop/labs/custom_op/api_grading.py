@@ -1,11 +1,12 @@
 """The exercises that register the op with torch.library's public API: `define_custom_op` (custom_op, register_fake,
 register_autograd) and `define_triton_op` (triton_op, wrap_triton, register_autograd).
 
-The learner's function registers graded_<exercise>::softmax from the reference pieces (softmax_op.define with it as
-the `registration`). What it registered is read as facts (`registration_facts`: by what torch.library holds for the
-name, and by what the op does: on a fake tensor, through a backward); each fact is judged here with a message for
-the mistake it shows (a custom_op where a triton_op was asked, a schema without dim's default, no fake, no
-setup_context, launches not through wrap_triton); then the op goes through gradcheck, opcheck and torch.compile
+The learner's function registers graded_<exercise>::softmax from the grader's stand-in pieces (stand_ins.py:
+PyTorch's softmax and its backward), with no backward operator of its own. What it registered is read as facts
+(`registration_facts`: by what torch.library holds for the name, and by what the op does: on a fake tensor,
+through a backward); each fact is judged here with a message for the mistake it shows (a custom_op where a
+triton_op was asked, a schema without dim's default, no fake, no setup_context, launches not through
+wrap_triton); then the op goes through gradcheck, opcheck and torch.compile
 (op_grading). Under Triton's interpreter a triton_op can be neither compiled nor opchecked (softmax_op.py says
 why): there the triton_op is graded by its registration, its launches and gradcheck, and on a GPU by Inductor's
 code too.
@@ -23,8 +24,10 @@ from torch._subclasses.functional_tensor import FunctionalTensorMode
 from workshop.i18n import N_, _
 from workshop.lab import LabContext
 from workshop.labs.custom_op import correctness as cx
+from workshop.labs.custom_op import stand_ins
 from workshop.labs.custom_op.op_grading import grade_op
 from workshop.ops import INTERPRETED, softmax_op
+from workshop.ops.softmax_op import SoftmaxOps
 
 SCHEMA = "(Tensor x, SymInt dim=-1) -> Tensor"
 NO_FORMULA = (
@@ -70,28 +73,41 @@ def _outcome(call) -> str:
     return "ok"
 
 
-def registration_facts(define, exercise: str, device: str) -> tuple[RegistrationFacts, object]:
-    """Registers graded_<exercise>::softmax with the learner's `define` and the reference pieces; returns the
-    facts and the registration (softmax_op.SoftmaxOps, None when nothing was registered)."""
+def registration_facts(
+    define, exercise: str, device: str
+) -> tuple[RegistrationFacts, SoftmaxOps | None]:
+    """Registers graded_<exercise>::softmax with the learner's `define` and the grader's stand-in pieces
+    (stand_ins.py); returns the facts and the registration (None when nothing was registered)."""
     kind, qualname = ASKED[exercise], f"graded_{exercise}::softmax"
     _forget(qualname)
     wraps, setups = [], []
-    pieces = softmax_op.Pieces(setup_context=_counting(setups))
+
+    def implementation(x, dim, wrap=None):
+        wraps.append(wrap is torch.library.wrap_triton)
+        return stand_ins.forward(x, dim, wrap)
+
+    def setup_context(ctx, inputs, output):
+        setups.append(1)
+        stand_ins.setup_context(ctx, inputs, output)
+
+    fake = (
+        [softmax_op.fakes(softmax_op.Pieces(fake=stand_ins.fake))[0]] if kind == "custom_op" else []
+    )
+    define(qualname, implementation, *fake, setup_context, stand_ins.gradients_by_torch)
     try:
-        ops = softmax_op.define(qualname, kind, pieces, registration=_watching(define, wraps))
+        ops = SoftmaxOps(softmax_op.registered(qualname), None, kind)
     except LookupError:
         return RegistrationFacts(False, None, None, "", 0, "", wraps), None
     x = torch.randn(4, 7, dtype=torch.float64, device=device)
-    fake = "ok"
-    if (
-        kind == "custom_op"
-    ):  # a triton_op's fake is its body, which the interpreter cannot run on fake tensors
+    fake_outcome = "ok"
+    if kind == "custom_op":  # a triton_op's fake is its body
         with FakeTensorMode() as mode:
-            fake = _outcome(lambda: ops.forward(mode.from_tensor(x), 0))
-    x.requires_grad_()
-    backward = _outcome(lambda: ops.forward(x, -1).sum().backward())
-    schema = str(ops.forward._schema).removeprefix(f"{qualname}")
-    facts = RegistrationFacts(True, _kind(qualname), schema, fake, len(setups), backward, wraps)
+            fake_outcome = _outcome(lambda: ops.forward(mode.from_tensor(x), 0))
+    backward = _outcome(lambda: ops.forward(x.requires_grad_(), -1).sum().backward())
+    schema = str(ops.forward._schema).removeprefix(qualname)
+    facts = RegistrationFacts(
+        True, _kind(qualname), schema, fake_outcome, len(setups), backward, wraps
+    )
     return facts, ops
 
 
@@ -101,27 +117,6 @@ def _forget(qualname: str) -> None:
     library = getattr(custom_ops, "OPDEF_TO_LIB", {}).pop(qualname, None)
     if library is not None:
         library._destroy()
-
-
-def _counting(calls: list):
-    def setup_context(ctx, inputs, output):
-        calls.append(1)
-        softmax_op.setup_context(ctx, inputs, output)
-
-    return setup_context
-
-
-def _watching(define, wraps: list):
-    """The learner's define, given an implementation that notes the `wrap` it is called with."""
-
-    def registration(qualname, implementation, *rest):
-        def noted(x, dim, wrap=None):
-            wraps.append(wrap is torch.library.wrap_triton)
-            return implementation(x, dim, wrap)
-
-        return define(qualname, noted, *rest)
-
-    return registration
 
 
 def grade_registration(ctx: LabContext, define, exercise: str) -> None:

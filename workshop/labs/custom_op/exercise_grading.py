@@ -23,24 +23,23 @@ from workshop.labs.custom_op.learner_op import KernelMismatch, loaded, twin
 from workshop.labs.custom_op.memory_bounds import OutOfBounds
 from workshop.labs.custom_op.op_grading import grade_op
 from workshop.ops import INTERPRETED, softmax_op
-from workshop.ops.softmax_op import Pieces
 
 
 def grade_forward_kernel(ctx: LabContext, impl) -> None:
     kernel = _kernel(ctx, "forward_kernel", impl)
     if kernel is not None and record_kernel_checks(ctx, kernel, FORWARD, "softmax_fwd_kernel"):
-        grade_op(ctx, twin("forward_kernel", Pieces(forward_kernel=kernel)))
+        grade_op(ctx, twin("forward_kernel", softmax_op.KIND, forward_kernel=kernel))
 
 
 def grade_backward_kernel(ctx: LabContext, impl) -> None:
     kernel = _kernel(ctx, "backward_kernel", impl)
     if kernel is not None and record_kernel_checks(ctx, kernel, BACKWARD, "softmax_bwd_kernel"):
-        grade_op(ctx, twin("backward_kernel", Pieces(backward_kernel=kernel)))
+        grade_op(ctx, twin("backward_kernel", softmax_op.KIND, backward_kernel=kernel))
 
 
 def grade_fake(ctx: LabContext, impl) -> None:
     fake = _function(ctx, "fake", impl)
-    ops = twin("fake", Pieces(fake=fake))
+    ops = twin("fake", "custom_op", fake=fake)  # a fake is a custom_op's: a triton_op's is its body
     # Compiled over dim 0, where the output's strides are not x's: the fake must say so.
     if rg.grade_fake_outputs(ctx, ops, fake, learner_op.source_file(ctx, softmax_op)):
         grade_op(ctx, ops, dim=0)
@@ -48,14 +47,14 @@ def grade_fake(ctx: LabContext, impl) -> None:
 
 def grade_setup_context(ctx: LabContext, impl) -> None:
     setup_context = _function(ctx, "setup_context", impl)
-    ops = twin("setup_context", Pieces(setup_context=setup_context))
+    ops = twin("setup_context", softmax_op.KIND, setup_context=setup_context)
     if rg.grade_saved(ctx, ops):
         grade_op(ctx, ops)
 
 
 def grade_backward(ctx: LabContext, impl) -> None:
     backward = learner_op.counted(_function(ctx, "backward", impl))
-    ops = twin("backward", Pieces(backward=backward))
+    ops = twin("backward", softmax_op.KIND, backward=backward)
     if rg.grade_gradients(ctx, ops):
         grade_op(ctx, ops)
 

@@ -7,6 +7,7 @@ output code, launching it like one of its own kernels). The excerpt is each gene
 where the launches happen, plus the first lines of our kernel where Inductor copied it in.
 """
 
+import contextlib
 import html
 import re
 from dataclasses import dataclass
@@ -49,18 +50,24 @@ def compiled_step(op, dim: int = -1):
     return step
 
 
-def compile_and_capture(op, x: torch.Tensor, dy: torch.Tensor, dim: int = -1):
-    """compiled_step(op, dim) run once on (x, dy), its code generated afresh; returns ((y, dx), generated
-    sources)."""
-    step = compiled_step(op, dim)
-    # Fresh code generation: a hit in the FX graph or AOTAutograd cache would skip it and leave nothing to show.
-    # The caches of compiled kernels (C++, Triton binaries) stay on: they hold binaries, not the code shown.
+@contextlib.contextmanager
+def fresh_code():
+    """Code generated afresh inside: a hit in the FX graph or AOTAutograd cache would skip it, leaving nothing to
+    show, and would replay the code of an earlier op of the same name and graph, whose autograd formula may have
+    been another (a cache key holds the graph, not a custom op's Python). The caches of compiled kernels (C++,
+    Triton binaries) stay on: they hold binaries, keyed by their source."""
     with (
         inductor_config.patch(fx_graph_cache=False),
         functorch_config.patch(enable_autograd_cache=False),
     ):
-        result, sources = run_and_get_code(step, x, dy)
-    return result, sources
+        yield
+
+
+def compile_and_capture(op, x: torch.Tensor, dy: torch.Tensor, dim: int = -1):
+    """compiled_step(op, dim) run once on (x, dy), its code generated afresh; returns ((y, dx), generated
+    sources)."""
+    with fresh_code():
+        return run_and_get_code(compiled_step(op, dim), x, dy)
 
 
 def call_functions(text: str) -> list[str]:

@@ -1,13 +1,11 @@
-"""The operator a learner's piece is graded in: a twin of torch.ops.workshop.softmax, registered by the same
-`softmax_op.define` under a name of its own (`graded_<exercise>::softmax`), made of the learner's piece for that
-exercise and the reference pieces for the rest.
+"""The operator a learner's piece is graded in, `graded_<exercise>::softmax`: the learner's piece for that exercise
+and the grader's own stand-ins for the rest (stand_ins.py: PyTorch's softmax and its backward, in the op's layout),
+registered by hand (by_hand.py) as a custom_op or a triton_op.
 
 Why a twin per exercise: each piece is graded alone (a wrong forward kernel cannot fail the grading of the fake),
-torch.ops.workshop.softmax is never touched (the lab's other checks, and every other user of the op, keep the
-reference), and the registration is the real one, made by the same public calls (torch.library.custom_op or
-triton_op, register_fake, register_autograd): the dispatcher, autograd, fake tensors, opcheck and torch.compile
-see the learner's piece exactly where the reference's sits. A plain run grades the reference pieces
-through the same twins.
+torch.ops.workshop.softmax is never touched, and no check takes its truth from a reference (in the learner edition
+the references are stubs). The dispatcher, autograd, fake tensors, opcheck and torch.compile see the learner's
+piece where the op's own would sit. A plain run grades the reference pieces through the same twins.
 
 Before a piece goes in, it is checked for what would otherwise fail far from the learner's code: a kernel that is
 not a @triton.jit function (a Python fallback would launch nothing) or whose parameters differ from the launch's,
@@ -16,6 +14,8 @@ and a backward that returns the wrong number of gradients.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import inspect
 from pathlib import Path
 
@@ -25,18 +25,48 @@ import triton
 from workshop.grading import workspace
 from workshop.i18n import _
 from workshop.lab import LabContext, Unavailable
+from workshop.labs.custom_op import by_hand, stand_ins
 from workshop.ops import softmax_op
-from workshop.ops.softmax_op import Pieces, SoftmaxOps
+from workshop.ops.softmax_op import SoftmaxOps
 
 CONSTEXPRS = ("ROWS", "BLOCK_N", "ALIGN")
 
 
-def twin(exercise: str, pieces: Pieces) -> SoftmaxOps:
-    """torch.ops.graded_<exercise>.softmax{,_backward}, made of `pieces` (registered again at each grading: a new
-    registration of a name replaces the old). A fake is graded in a custom_op, the registration that uses it (a
-    triton_op's fake is its body); the other pieces in the op's own KIND."""
-    kind = "custom_op" if pieces.fake is not None else softmax_op.KIND
-    return softmax_op.define(f"graded_{exercise}::softmax", kind, pieces)
+def twin(exercise: str, kind: str, **piece) -> SoftmaxOps:
+    """torch.ops.graded_<exercise>.softmax{,_backward}: the learner's piece, one of forward_kernel, backward_kernel,
+    fake, setup_context or backward, and the grader's stand-ins (PyTorch's) for the rest, registered by hand as
+    `kind` (registered again at each grading: the namespace's earlier operators go)."""
+    bodies = stand_in_bodies()
+    ((name, value),) = piece.items()
+    if name == "forward_kernel":
+        forward = functools.partial(_launching, value)
+        bodies = dataclasses.replace(bodies, forward=forward, kernels=(value,))
+    elif name == "backward_kernel":
+        backward = functools.partial(_launching_backward, value)
+        bodies = dataclasses.replace(bodies, backward=backward, kernels=(value,))
+    else:
+        bodies = dataclasses.replace(bodies, **{{"backward": "gradients"}.get(name, name): value})
+    return by_hand.define(f"graded_{exercise}::softmax", kind, bodies)
+
+
+def stand_in_bodies() -> by_hand.Bodies:
+    return by_hand.Bodies(
+        stand_ins.forward,
+        stand_ins.backward,
+        stand_ins.fake,
+        stand_ins.setup_context,
+        stand_ins.gradients,
+    )
+
+
+def _launching(kernel, x, dim=-1, wrap=None):
+    """The op's implementation with the learner's one-pass forward kernel."""
+    return softmax_op.forward_kernel(x, dim, kernel, wrap)
+
+
+def _launching_backward(kernel, y, dy, dim, wrap=None):
+    """The backward operator's implementation with the learner's one-pass backward kernel."""
+    return softmax_op.backward_kernel(y, dy, dim, kernel, wrap)
 
 
 def loaded(impl):
