@@ -43,8 +43,8 @@ def test_the_graded_pieces_sentence_only_when_a_workspace_was_graded(lab):
 
 def test_lab_writes_both_inductor_excerpts(lab):
     on_cuda = read_result(lab)["device"] == "cuda"
-    # On CUDA torch.ops.workshop.softmax is the triton_op, so the lab compiles a custom_op twin for the comparison.
-    namespace = "workshop_custom_op" if on_cuda else "workshop"
+    # The op the lab checks is made of the run's pieces, registered as own_<kind>::softmax, both kinds on CUDA.
+    namespace = "own_custom_op"
     custom = (lab / "inductor_custom_op.txt").read_text()
     assert "def call(" in custom and f"torch.ops.{namespace}.softmax.default(" in custom
     assert (
@@ -54,7 +54,7 @@ def test_lab_writes_both_inductor_excerpts(lab):
     if on_cuda:
         assert (
             "def _fwd_one_pass" in triton_op
-            and "torch.ops.workshop.softmax.default(" not in triton_op
+            and "torch.ops.own_triton_op.softmax.default(" not in triton_op
         )
     else:
         assert "benchmarks/custom_op/inductor_triton_op.txt" in triton_op
@@ -76,7 +76,7 @@ def test_lab_measures_the_eager_call(lab):
     public = eager["registrations"][eager["registration"]]
     assert eager["op_us"] == public["op_us"] > 0 and eager["torch_us"] > 0
     assert set(eager["step_us"]) == {"torch.softmax", "custom_op", "triton_op", "by hand"}
-    assert [launch["kernel"] for launch in eager["step_launches"]] == [
+    assert [launch["kernel"] for launch in result["step_launches"]] == [
         "_fwd_one_pass",
         "_bwd_one_pass",
     ]
@@ -254,3 +254,34 @@ def test_bench_covers_the_shapes_the_issue_names():
     )
     assert [n for b, n in bench.SHAPES if b == 4096 and n != 600] == [2**k for k in range(8, 16)]
     assert Path(bench.__file__).with_name("README.md").is_file()
+
+
+def test_an_op_whose_pieces_are_not_written_waits_in_one_check(tmp_path):
+    """A workspace of stubs: the checks of the op made of its pieces wait on those exercises, in one failed check
+    that names them, and the summary says so in one sentence (and, where the shipped pieces are stubs too, as in
+    the learner edition, that the eager cost is not measured)."""
+    from workshop import labs
+    from workshop.harness.options import RunOptions
+    from workshop.i18n import templates
+    from workshop.lab import LabContext
+    from workshop.labs.custom_op import correctness as cx
+    from workshop.labs.custom_op import lab, probes
+    from workshop.labs.custom_op.exercises import EXERCISES, WORKSPACE_HEADER
+
+    stubs = "\n\n".join(ex.stub_code() for ex in EXERCISES)
+    (tmp_path / "custom_op.py").write_text(WORKSPACE_HEADER + "\n\n" + stubs)
+    ctx = LabContext("custom_op", tmp_path, RunOptions("cpu", 1, 0, work=tmp_path))
+    found = lab.check_own_op(ctx, cx.shapes("cpu"))
+    assert found["own"]["waiting"] == list(probes.PIECES)
+    assert [(c.name, c.passed) for c in ctx.checks] == [
+        ("the op's checks: every piece of the op written", False)
+    ]
+    assert "forward_kernel, backward_kernel, fake" in ctx.checks[0].message
+    values = {"registration": "custom_op", "shapes": {}, "own": found["own"], "eager": None}
+    values |= {"side_by_side": "x.md", "graded": True, "device": "cpu"}
+    summary = templates.render(labs.folder("custom_op"), "en", values)
+    assert (
+        "The op's checks (values, gradcheck, opcheck, torch.compile, the MiniGPT) wait on"
+        in summary
+    )
+    assert "Not measured here: the appendix measures the shipped op" in summary

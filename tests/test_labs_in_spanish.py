@@ -9,6 +9,7 @@ rendered in both languages from the same made-up figures, its grading messages o
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import re
@@ -33,6 +34,8 @@ from workshop.labs.compile import kernel_answer, kernel_explanation
 from workshop.labs.compile.generated_kernels import parse_kernels
 from workshop.labs.custom_op import correctness as custom_op_correctness
 from workshop.labs.custom_op import exercise_grading as custom_op_grading
+from workshop.labs.custom_op import probes as custom_op_probes
+from workshop.labs.custom_op.own_op import shipped_pieces
 from workshop.labs.dispatcher import decisions, trace_facts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -298,7 +301,11 @@ CUSTOM_OP_SUMMARY = {
         "logits": 3.3e-06,
         "grads": 1.2e-08,
         "launches": ["_fwd_one_pass", "_bwd_one_pass"] * 2,
+        "launch_counts": {"_fwd_one_pass": 2, "_bwd_one_pass": 2},
     },
+    "own": {"graded": False, "waiting": []},
+    "step_shape": [64, 600],
+    "step_launches": [{"kernel": "_fwd_one_pass", **LAUNCH}, {"kernel": "_bwd_one_pass", **LAUNCH}],
     "eager": {
         "shape": [1, 600],
         "registration": "custom_op",
@@ -325,10 +332,6 @@ CUSTOM_OP_SUMMARY = {
             "triton_op": 9100.0,
             "by hand": 9050.0,
         },
-        "step_launches": [
-            {"kernel": "_fwd_one_pass", **LAUNCH},
-            {"kernel": "_bwd_one_pass", **LAUNCH},
-        ],
     },
     "trace": {"file": "eager_trace.json", "events": 812, "op_events": 24, "gpu_kernels": []},
 }
@@ -404,7 +407,8 @@ def test_init_in_spanish_writes_the_custom_op_statements(tmp_path, spanish):
 
 def test_the_custom_op_bad_input_check_reads_the_spanish_errors(spanish):
     """The op's errors come out in Spanish, so the check that each names its problem looks for Spanish words."""
-    found = custom_op_correctness.bad_inputs(TEST_DEVICE)
+    run = functools.partial(custom_op_probes.apply, shipped_pieces())
+    found = custom_op_correctness.bad_inputs(run, TEST_DEVICE)
     assert "x debe ser un tensor de coma flotante" in found["integer dtype"]
     assert all(custom_op_correctness.names_the_problem(case, msg) for case, msg in found.items())
     english = "TypeError: workshop.softmax: x must be a floating-point tensor"

@@ -93,12 +93,12 @@ def call_function(source: str) -> str:
     return next(iter(call_functions(source)), "")
 
 
-def inlined_kernels(source: str, n_lines: int = 12) -> list[str]:
+def inlined_kernels(source: str, kernel_names=KERNEL_NAMES, n_lines: int = 12) -> list[str]:
     """The first lines of each of our kernels that Inductor copied into its output code."""
     lines = source.splitlines()
     found = []
     for i, line in enumerate(lines):
-        if any(re.match(rf"\s*def {name}(?:_\d+)?\(", line) for name in KERNEL_NAMES):
+        if any(re.match(rf"\s*def {name}(?:_\d+)?\(", line) for name in kernel_names):
             found.append("\n".join(lines[max(0, i - 2) : i + n_lines]))
     return found
 
@@ -125,11 +125,11 @@ def census(sources: list[str], namespace: str, kernel_names=KERNEL_NAMES) -> Cen
     return Census(len(calls), sum(kernel_defs(text, name) for name in kernel_names), len(sources))
 
 
-def excerpt(title: str, sources: list[str]) -> str:
+def excerpt(title: str, sources: list[str], kernel_names=KERNEL_NAMES) -> str:
     parts = [f"# {title}"]
     for n, source in enumerate(sources):
         which = "forward" if n == 0 else "backward"
-        kernels = inlined_kernels(source)
+        kernels = inlined_kernels(source, kernel_names)
         copied = (
             _("{which}: our kernels as Inductor copied them in")
             if kernels
