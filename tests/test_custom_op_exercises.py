@@ -187,8 +187,9 @@ def test_wrong_answers_say_where_this_run_shows_them(tmp_path):
 
 @pytest.mark.slow
 def test_a_learners_workspace_through_the_runner(tmp_path):
-    """Correct kernels and fake, the rest left as stubs: those pass, these are not started, and every other
-    check of the lab passes."""
+    """Correct kernels and fake, the rest left as stubs: those pass, these are not started, the op made of the
+    learner's pieces waits on them (one failed check naming them), and the answers, about that op, are not graded
+    yet."""
     stubs = [
         ex.stub_code() for ex in EXERCISES if ex.name in ("setup_context", "backward", "answers")
     ]
@@ -201,10 +202,13 @@ def test_a_learners_workspace_through_the_runner(tmp_path):
     result = json.loads((out / "result.json").read_text())
     statuses = {ex_id.split(".")[1]: r["status"] for ex_id, r in result["exercises"].items()}
     passing = {"forward_kernel", "backward_kernel", "fake"}
-    assert statuses == {
+    expected = {
         name: checks.PASSING if name in passing else checks.NOT_STARTED for name in statuses
-    }, proc.stdout[-3000:]
-    assert [c["name"] for c in result["checks"] if not c["passed"] and not c.get("exercise")] == []
+    }
+    assert statuses == expected | {"answers": checks.NOT_GRADED}, proc.stdout[-3000:]
+    failed = [c for c in result["checks"] if not c["passed"] and not c.get("exercise")]
+    assert [c["name"] for c in failed] == ["the op's checks: every piece of the op written"]
+    assert failed[0]["value"] == ["setup_context", "backward"]
     assert (
         "Your pieces were each graded in an operator of their own"
         in (out / "summary.md").read_text()
