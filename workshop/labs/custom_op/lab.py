@@ -269,7 +269,6 @@ def grade_answers(ctx: LabContext, found: dict) -> None:
     with ctx.grading("answers") as answers:
         ex = ctx.exercise("answers")
         launch_facts.grade_answers(ctx, loaded(answers), facts, ex.not_started_message())
-    found["facts"] = facts
 
 
 def check_own_op(ctx: LabContext, shapes: dict) -> dict:
@@ -364,6 +363,5 @@ def json_values(found: dict, seconds: dict) -> dict:
         correctness["dtype_errors"] = {k: asdict(v) for k, v in errors.items()}
         out["correctness"] = correctness
         out["compile"] = {k: asdict(v) for k, v in found["compile"].items()}
-    if "facts" in found:
-        out["facts"] = asdict(found["facts"])
+    # No facts keyed by the questions' keys: that would be an answer key in the learner's run folder.
     return {**out, "seconds": seconds}
