@@ -213,3 +213,22 @@ def test_a_learners_workspace_through_the_runner(tmp_path):
         "Your pieces were each graded in an operator of their own"
         in (out / "summary.md").read_text()
     )
+
+
+@pytest.mark.slow
+def test_a_correct_workspace_passes_every_exercise_and_check(tmp_path):
+    """A learner's file with every piece written and the answers this device's run gives: every exercise passes,
+    and every check of the lab, run on the op made of the learner's pieces (on CUDA too, where DEVICE is)."""
+    answers = f"ANSWERS = {launch_facts.ANSWERS!r}\n"
+    pieces = w.source_of(*w.CORRECT)
+    (tmp_path / "custom_op.py").write_text(WORKSPACE_HEADER + "\n\n" + pieces + "\n\n" + answers)
+    out = tmp_path / "run"
+    out.mkdir()
+    proc = subprocess.run(
+        lab_process.command("custom_op", out, DEVICE, work=tmp_path), capture_output=True, text=True
+    )
+    result = json.loads((out / "result.json").read_text())
+    statuses = {ex_id: r["status"] for ex_id, r in result["exercises"].items()}
+    assert set(statuses.values()) == {checks.PASSING}, (statuses, proc.stdout[-3000:])
+    assert [c["name"] for c in result["checks"] if not c["passed"]] == []
+    assert "ran on the op made of all your pieces" in (out / "summary.md").read_text()
