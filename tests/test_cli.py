@@ -62,3 +62,26 @@ def test_a_lab_that_raises_still_writes_a_failed_result(tmp_path, monkeypatch):
     assert [c["passed"] for c in result["checks"]] == [True, False]
     assert "the lab broke here" in result["checks"][1]["value"]
     assert "the lab broke here" in (tmp_path / "summary.md").read_text()
+
+
+def test_the_run_options_are_declared_once_and_reach_the_lab_through_its_file(tmp_path):
+    """run's and check's options are RunOptions' fields (harness/options.py); the lab's process reads them from
+    <lab>/options.json, and --resume from the run's options.json."""
+    import argparse
+    import dataclasses
+
+    from workshop.cli.main import build_parser
+    from workshop.harness.options import LabOrder, RunOptions, command_line_fields
+
+    flagged = {f.name for f in command_line_fields()}
+    assert flagged == {"device", "n_procs", "seed", "checkpoint", "time_limit_s"}
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for command in ("run", "check", "grade"):
+        dests = {a.dest for a in sub.choices[command]._actions}
+        assert flagged <= dests, command
+    options = RunOptions("cpu", 3, 7, tmp_path / "mine.pt", 9.0, tmp_path, "es", ("toy.double",))
+    LabOrder("toy", options, {"toy.x": "killed"}).write(tmp_path)
+    assert LabOrder.read(tmp_path) == LabOrder("toy", options, {"toy.x": "killed"})
+    options.write(tmp_path)
+    assert RunOptions.read(tmp_path) == options
+    assert dataclasses.fields(RunOptions)[0].name == "device"

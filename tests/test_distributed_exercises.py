@@ -43,7 +43,7 @@ def grade_predictions(ctx, value):
 
 def test_the_reference_predictions_pass(ctx):
     assert grade_predictions(ctx, predictions.reference) == {}
-    assert len(ctx.checks) == 1 + 4 * 3
+    assert len(ctx.checks) == 2 + 4 * 3  # the keys, "n", and each strategy's three figures
 
 
 def edited(**changes) -> dict:
@@ -60,29 +60,46 @@ def edited(**changes) -> dict:
 
 P = 1_118_048  # the model's fp32 parameter bytes
 WRONG_PREDICTIONS = [  # (what the learner did, the changes, the check that fails, words its message must have)
-    ("parameters only", {"ddp__held_bytes": P}, "ddp held_bytes", "parameters only"),
+    ("parameters only", {"ddp__held_bytes": P}, "['ddp']['held_bytes']", "parameters only"),
     (
         "the DDP broadcast forgotten",
         {"ddp__collectives": 1},
-        "ddp collectives",
-        "forward broadcast x1",
+        "['ddp']['collectives']",
+        # leaving out either of DDP's two calls gives 1: no row names the mistake, and the calls rank 0
+        # issued would give the answer away: the message says what to count
+        "sends and receives included",
     ),
-    ("FSDP as if replicated", {"fsdp__held_bytes": 3 * P}, "fsdp held_bytes", "only its part"),
+    (
+        "FSDP as if replicated",
+        {"fsdp__held_bytes": 3 * P},
+        "['fsdp']['held_bytes']",
+        "only its part",
+    ),
     (
         "elements, not bytes",
         {"tp__comm_bytes": 1_128_512 // 4},
-        "tp comm_bytes",
+        "['tp']['comm_bytes']",
         "elements, not bytes",
     ),
-    ("wire bytes for buffers", {"fsdp__comm_bytes": 1_517_920}, "fsdp comm_bytes", "on the wire"),
-    ("pipeline sends only", {"pp__collectives": 4}, "pp collectives", "a send and a receive alike"),
+    (
+        "wire bytes for buffers",
+        {"fsdp__comm_bytes": 1_517_920},
+        "['fsdp']['comm_bytes']",
+        "on the wire",
+    ),
+    (
+        "pipeline sends only",
+        {"pp__collectives": 4},
+        "['pp']['collectives']",
+        "sends and receives included",
+    ),
     (
         "FSDP's backward gathers forgotten",
         {"fsdp__comm_bytes": 2_236_096},
-        "fsdp comm_bytes",
+        "['fsdp']['comm_bytes']",
         "left out backward allgather_base",
     ),
-    ("predicted for another N", {"n": 4}, "made for this run's N", "this run has N=2"),
+    ("predicted for another N", {"n": 4}, "PREDICTIONS['n']", "predict for this run's N"),
 ]
 
 
@@ -136,7 +153,7 @@ def test_the_reference_answers_pass_and_match_the_run(ctx):
     assert answers.facts(RUN, None)["fsdp_backward_allgathers"] == FACTS["fsdp_backward_allgathers"]
     with ctx.grading("answers") as impl:
         answers.grade(ctx, impl, FACTS)
-    assert failed(ctx) == {} and len(ctx.checks) == 4
+    assert failed(ctx) == {} and len(ctx.checks) == 1 + 4  # the keys, then each question
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 
 from workshop import i18n, labs
-from workshop.grading import workspace
+from workshop.grading import questions, workspace
 from workshop.harness import interrupt, proctree
 from workshop.harness.lab_result import stopped_check, write_result
 from workshop.harness.options import LabOrder, RunOptions
@@ -70,6 +70,8 @@ def run_lab_code(ctx: LabContext, time_limit: float | None) -> interrupt.Stopped
         with interrupt.raising_on_signals(), lab_limit(time_limit):
             if missing := spec.missing():
                 cannot_run_here(ctx, missing)
+            elif against := ctx.options.against.get(ctx.name):
+                regrade(ctx, Path(against))
             else:
                 spec.load()(ctx)
     except Exception:  # the lab failed: keep its checks so far, record the error as a failed check
@@ -89,6 +91,24 @@ def run_lab_code(ctx: LabContext, time_limit: float | None) -> interrupt.Stopped
         ctx.checks.append(stopped_check(e.why))
         return e
     return None
+
+
+def regrade(ctx: LabContext, lab_dir: Path) -> None:
+    """Grade the exercises this run wants against an earlier run of the lab (its folder `lab_dir`), without
+    running the lab: each answers dict against the truths that run kept (grading.questions), the rest by the
+    lab's own LabSpec.regrade."""
+    spec = labs.get(ctx.name)
+    for ex in labs.exercises(ctx.name):
+        if ctx.wants(ex.name) and questions.truths_file(lab_dir, ex).is_file():
+            with ctx.grading(ex) as answers:
+                questions.regrade_answers(ctx, answers, lab_dir)
+    if spec.regrade:
+        spec.load("regrade")(ctx, lab_dir)
+    run = workspace.display(lab_dir.parent)
+    ctx.extra["graded_against"] = run
+    ctx.summary = _(
+        "Re-graded against your run {run}, without running the lab again: its figures, your new answers."
+    ).format(run=run)
 
 
 def cannot_run_here(ctx: LabContext, missing: list[str]) -> None:

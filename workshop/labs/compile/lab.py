@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from workshop.grading.questions import grade_answers
 from workshop.i18n import _
 from workshop.lab import LabContext
 from workshop.labs.compile import kernel_answer, kernel_explanation, run_facts, trace_report
@@ -301,7 +302,8 @@ def grade_exercises(
         answer = impl if ctx.graded else impl(kernels)
         learners = kernel_answer.grade_kernel(ctx, answer, kernels)
     with ctx.grading("answers") as impl:
-        run_facts.grade_answers(ctx, impl if ctx.graded else impl(facts), facts)
+        answers = impl if ctx.graded else impl(facts)
+        grade_answers(ctx, answers, asdict(facts), explain=run_facts.explain, facts=asdict(facts))
     if not ctx.graded:
         return [explained]
     if not ctx.exercise_results()["compile.kernel"]["passed"]:
