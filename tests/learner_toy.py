@@ -34,7 +34,7 @@ def double(x: int) -> int:
 ANSWERS = {"factor": 2, "double_12345": 24690}
 
 
-def essay_template(lab_dir: Path | None) -> str | None:
+def essay_template(lab_dir: Path | None, work: Path) -> str | None:
     """The essay starts from the lab's run (needs one): its run id in the heading."""
     if lab_dir is None:
         return None

@@ -20,6 +20,7 @@ from workshop.labs.autograd.batch import load_batch
 from workshop.labs.autograd.exercises import EXERCISES
 from workshop.labs.autograd.hand_grading import cross_entropy_cases, grade, linear_cases
 from workshop.labs.autograd.lab import grade_hand
+from workshop.labs.autograd.no_autograd import FORBIDDEN, HAND_RULES
 from workshop.labs.autograd.replay_grading import grade_backpropagate, grade_order, graph_cases
 
 
@@ -63,15 +64,18 @@ CE, LIN = "cross_entropy_grad", "linear_grads"
         (CE, w.ce_no_max_shift, "subtract each row's max before exp()"),
         (CE, w.ce_sign_flipped, "the sign is flipped"),
         (CE, w.ce_float32_always, "is torch.float32, the inputs are torch.float64"),
-        (CE, w.ce_by_autograd, "cross_entropy_grad used autograd: "),
-        (CE, w.ce_by_torch_func, "ops run by autograd's backward engine"),
+        (CE, w.ce_by_autograd, "cross_entropy_grad used autograd's engine"),
+        (CE, w.ce_by_torch_func, "cross_entropy_grad used autograd's engine"),
+        (CE, w.ce_on_another_thread, "cross_entropy_grad used autograd's engine"),
+        (CE, w.ce_by_derivative_op, "aten::nll_loss_backward, aten::_log_softmax_backward_data"),
+        (CE, w.ce_float32_softmax, "that is float32's precision (about 7 digits)"),
         (LIN, w.lin_transposed_dW, "dW has shape (64, 600), expected (600, 64): transposed"),
         (LIN, w.lin_db_over_classes, "db has one entry per class"),
         (LIN, w.lin_db_over_batch_only, "db has shape (22, 600), expected (600,)"),
         (LIN, w.lin_dx_not_reshaped, "dx has shape (176, 64), expected (8, 22, 64): the right"),
         (LIN, w.lin_mean_again, "divided by N twice"),
-        (LIN, w.lin_by_vjp, "linear_grads used autograd"),
-        (LIN, w.lin_float64_off_by_5e7, "dW is 1.0000005 times autograd's"),
+        (LIN, w.lin_by_vjp, "linear_grads used autograd's engine"),
+        (LIN, w.lin_float64_off_by_5e7, "every entry is off by the same factor, 1.0000005"),
     ],
     ids=lambda v: v.__name__ if callable(v) else "",
 )
@@ -79,6 +83,36 @@ def test_hand_wrong_solutions_fail_with_a_pointed_message(ctx, cases, function, 
     grade(ctx, function, wrong, cases[function])
     assert failures(ctx), "the wrong solution passed"
     assert expected in messages(ctx), messages(ctx)
+
+
+@pytest.mark.parametrize(
+    "wrong, mistake, why",
+    [
+        (w.ce_mask_dropped, "<pad> positions counted", "the mean over all 176 positions"),
+        (w.ce_no_max_shift, "no max shift before exp()", "subtract each row's max"),
+        (w.ce_float32_step, "a float32 step in a float64 computation", "1/N = 1/82 rounded"),
+        (w.ce_epsilon_in_the_mean, "an epsilon in a denominator", "were N + 1e-06"),
+        (w.ce_sign_flipped, "the sign flipped", "P - Y"),
+    ],
+    ids=lambda v: v.__name__ if callable(v) else "",
+)
+def test_the_first_failure_names_the_mistake(ctx, cases, wrong, mistake, why):
+    """Issue 27: the first failed check the learner reads is the diagnosis, not a raw comparison (a loss
+    averaged over <pad> used to lead with "2.42 times autograd's: the wrong scale", a 1e-6 epsilon and a
+    float32 step with "0.99999999 times autograd's: the wrong scale")."""
+    grade(ctx, CE, wrong, cases[CE])
+    first = failures(ctx)[0]
+    assert first.name == "cross_entropy_grad: the mistake its results show"
+    assert first.value == mistake and why in first.message, (first.value, first.message)
+    assert "the wrong scale" not in messages(ctx)
+
+
+@pytest.mark.parametrize("rule", HAND_RULES)
+def test_each_thing_no_autograd_forbids_fails_its_own_check(ctx, cases, rule):
+    grade(ctx, CE, w.ce_cheating(rule), cases[CE])
+    assert [c.name for c in failures(ctx)] == [
+        f"cross_entropy_grad, no autograd: {FORBIDDEN[rule]}"
+    ]
 
 
 def test_float64_off_by_5e7_fails_at_float64_only(ctx, cases):
@@ -124,10 +158,21 @@ def test_backpropagate_wrong_solutions(ctx, cases, wrong, expected):
     assert failures(ctx) and expected in messages(ctx), messages(ctx)
 
 
+def test_overwrite_at_fan_in_is_the_first_failure(ctx, cases):
+    grade_backpropagate(ctx, w.bp_overwrite, cases["graphs"])
+    first = failures(ctx)[0]
+    assert (first.name, first.value) == (
+        "backpropagate: the mistake its results show",
+        "overwrite at fan-in",
+    )
+    assert "do not overwrite it" in first.message
+
+
 def test_overwriting_passes_the_graph_without_fan_in(ctx, cases):
     """Why the weight-decay graph is in the grading: on the LM head alone, overwriting is not wrong."""
     grade_backpropagate(ctx, w.bp_overwrite, cases["graphs"])
-    assert failures(ctx) and all("(LM head + weight decay, " in c.name for c in failures(ctx))
+    compared = [c for c in failures(ctx) if "max abs difference" in c.name]
+    assert compared and all("(LM head + weight decay, " in c.name for c in compared)
 
 
 # ---- answers ----

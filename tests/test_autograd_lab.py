@@ -76,6 +76,23 @@ def test_the_replay_and_the_profiler_agree_with_the_engine(lab_dir):
     assert len(ranges) == len(trace["order"])
 
 
+def test_question_10s_premise_holds_in_this_run(lab_dir):
+    """Question 10 and its model answer (issue 25): in float32, dL/dW's max abs error is 10-100x dL/dx's because
+    its largest entry is ~30x larger; relative to the largest entry, the two errors are of the same order."""
+    hand = next(
+        r
+        for r in read_result(lab_dir("autograd"))["precision"]
+        if (r["path"], r["tf32"]) == ("hand", False)
+    )
+    relative, largest = hand["relative_error"], hand["reference_largest"]
+    absolute = {name: relative[name] * largest[name] for name in ("dW", "dx")}
+    assert 20 < largest["dW"] / largest["dx"] < 40, largest
+    assert 10 < absolute["dW"] / absolute["dx"] < 100, absolute
+    assert 1 / 3 < relative["dW"] / relative["dx"] < 3, relative
+    summary = (lab_dir("autograd") / "summary.md").read_text()
+    assert f"dL/dW {largest['dW']:.1e}" in summary and f"dL/dx {largest['dx']:.1e}" in summary
+
+
 def test_graph_json_describes_the_lm_head(lab_dir):
     graph = json.loads((lab_dir("autograd") / "graph.json").read_text())
     nodes = graph["nodes"]

@@ -107,7 +107,7 @@ MUTATIONS = [
     Mutation(
         "the hand path built on torch.autograd.grad",
         "hand",
-        "cross_entropy_grad used no autograd",
+        "cross_entropy_grad, no autograd: autograd's engine",
         {f"{HAND}.cross_entropy_grad": w.ce_by_autograd},
     ),
     Mutation(

@@ -311,7 +311,8 @@ def test_the_template_waits_for_a_run_is_filled_from_it_and_never_replaces_the_l
 
     lab_dir = survey.COMMITTED_RUNS[0].parent
     assert (
-        SURVEY.document_text(None) is None and SURVEY.document_text(tmp_path) is None
+        SURVEY.document_text(None, tmp_path) is None
+        and SURVEY.document_text(tmp_path, tmp_path) is None
     )  # no run yet
     assert (
         workspace_init.write_waiting_document(tmp_path, SURVEY, lab_dir) == tmp_path / "survey.md"

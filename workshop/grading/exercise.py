@@ -17,9 +17,10 @@ Only prose is translated (N_() in the declaration); code is derived, never a mes
 WIDTH. The hints (`hints`: a direction, then the formula, then a skeleton without the key lines) are not in
 the file: `check` shows the first when the exercise fails, and `check LAB EXERCISE --hint` the next one.
 
-A document's starting text comes from its `template`, "module:function" called as `function(lab_dir)` with the
-newest run folder of the lab (results/<run-id>/<lab>/, or None when there is none): it returns the Markdown to
-write, or None when it needs a run of the lab first (then `check LAB` writes the file after its run).
+A document's starting text comes from its `template`, "module:function" called as `function(lab_dir, work)` with
+the newest run folder of the lab (results/<run-id>/<lab>/, or None when there is none) and the workspace the
+document is written to: it returns the Markdown to write, or None when it needs a run of the lab first (then
+`check LAB` writes the file after its run).
 
 An exercise graded from a run's artifacts (answers read off the run's files, a document quoting its figures)
 declares `from_run=True`: `check LAB EXERCISE` then grades a changed answer against the learner's latest run of
@@ -109,11 +110,12 @@ class Exercise:
             id=self.id, first=first, handout=self.handout_path()
         )
 
-    def document_text(self, lab_dir: Path | None) -> str | None:
-        """A document's starting text (its template's, from the lab's run in `lab_dir`), or None when the
-        template needs a run of the lab first. Without a template: the title and the statement to answer."""
+    def document_text(self, lab_dir: Path | None, work: Path) -> str | None:
+        """A document's starting text (its template's, from the lab's run in `lab_dir`, for the workspace
+        `work`), or None when the template needs a run of the lab first. Without a template: the title and the
+        statement to answer."""
         if self.template:
-            return pkgutil.resolve_name(self.template)(lab_dir)
+            return pkgutil.resolve_name(self.template)(lab_dir, work)
         return f"# {self.title}\n\n<!-- {self.statement.strip()} -->\n\n"
 
     def result(

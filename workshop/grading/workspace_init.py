@@ -44,16 +44,16 @@ def lab_source(lab: str) -> str:
 
 
 def planned_files(
-    lab_names: list[str], results_root: Path
+    lab_names: list[str], results_root: Path, work: Path
 ) -> tuple[dict[str, str], list[Exercise]]:
-    """File name -> text for the labs' workspace files, and the documents that must wait for a run."""
+    """File name -> text for the labs' workspace files in `work`, and the documents that must wait for a run."""
     files, waiting = {}, []
     for lab in lab_names:
         exercises = labs.exercises(lab)
         if any(ex.attribute for ex in exercises):
             files[f"{lab}.py"] = lab_source(lab)
         for ex in (ex for ex in exercises if ex.document):
-            text = ex.document_text(results.newest_lab_dir(results_root, lab))
+            text = ex.document_text(results.newest_lab_dir(results_root, lab), work)
             if text is None:
                 waiting.append(ex)
             else:
@@ -70,7 +70,7 @@ def init(
 ) -> InitOutcome:
     """Write the labs' starting files into `work`; WorkspaceExists if one is there and not `force`."""
     work = Path(work)
-    files, waiting = planned_files(lab_names, results_root)
+    files, waiting = planned_files(lab_names, results_root, work)
     existing = [work / name for name in files if (work / name).exists()]
     if existing and not force:
         raise WorkspaceExists(existing)
@@ -111,7 +111,7 @@ def write_waiting_document(work: Path, ex: Exercise, lab_dir: Path) -> Path | No
     path = Path(work) / ex.document
     if path.exists():
         return None
-    text = ex.document_text(lab_dir)
+    text = ex.document_text(lab_dir, work)
     if text is None:
         return None
     atomic.write_text(path, text)

@@ -1,9 +1,11 @@
 """Grading the hand gradients (exercises cross_entropy_grad and linear_grads) against autograd's.
 
 Each exercise is run on the lab's real batch in float32 and float64 (and the cross-entropy once more on logits
-shifted by +1000, where a softmax without its max shift overflows), on inputs that do not require grad, under an
-AutogradSpy. Every result must be within precision.error_bound of autograd's; a failure comes with a diagnosis
-computed from the learner's output (gradient_diagnosis.py).
+shifted by +1000, where a softmax without its max shift overflows), on inputs that do not require grad, watched
+for autograd (no_autograd.py). Every result must be within precision.error_bound of autograd's. The checks of
+an exercise come in this order: the mistake its outputs show, when a diagnosis recognises one
+(gradient_diagnosis.py), so that it is the failure the learner reads first; then each output against
+autograd's, its message the diagnosis of that output; then one check per thing "no autograd" forbids.
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ import torch.nn.functional as F
 from workshop.i18n import _
 from workshop.lab import LabContext
 from workshop.labs.autograd.batch import HeadBatch, leaves
-from workshop.labs.autograd.gradient_diagnosis import Evidence, diagnose
+from workshop.labs.autograd.gradient_diagnosis import Diagnosis, Evidence, diagnose
 from workshop.labs.autograd.hand_grads import autograd_forward_backward
-from workshop.labs.autograd.no_autograd import AutogradSpy
+from workshop.labs.autograd.no_autograd import FORBIDDEN, HAND_RULES, add_seen, watched_call
 from workshop.labs.autograd.precision import CHAPTER_ATOL, error_bound, max_abs_error
 from workshop.minigpt.model import lm_loss
 
@@ -98,26 +100,60 @@ def linear_cases(batch: HeadBatch) -> list[Case]:
 
 
 def grade(ctx: LabContext, function: str, impl, cases: list[Case]) -> list[Comparison]:
-    """Run impl on every case under an AutogradSpy; check each output against autograd's."""
-    spy, found = AutogradSpy(), []
+    """Run impl on every case, watched for autograd; record the checks in the module docstring's order."""
+    measured, seen = [], {}
     for case in cases:
         args = tuple(a.clone() for a in case.args)  # the learner's in-place edits stay theirs
-        with spy:
-            result = impl(*args)
+        result, watched = watched_call(impl, HAND_RULES, *args)
+        add_seen(seen, watched)
         outputs = unpack(function, result, tuple(case.expected))
         for name, got in zip(case.expected, outputs, strict=True):
-            found.append(compare(ctx, function, case, name, got))
-    ctx.check_max(
-        _("{function} used no autograd: ops run by its engine or recorded for it").format(
-            function=function
-        ),
-        spy.count,
-        0,
-        message=_(
-            "{function} used autograd: {evidence}. Write the formulas with plain tensor ops."
-        ).format(function=function, evidence=spy.evidence()),
+            measured.append(measure(function, case, name, got))
+    check_mistake(ctx, function, [diagnosis for _, diagnosis in measured])
+    for comparison, diagnosis in measured:
+        ctx.check_max(
+            _("{function}: {symbol} = autograd's ({label}): max abs error").format(
+                function=function, symbol=SYMBOL[comparison.output], label=comparison.label
+            ),
+            comparison.max_abs_error,
+            comparison.bound,
+            message=diagnosis.message if diagnosis else None,
+        )
+    check_no_autograd(ctx, function, seen, HAND_RULES)
+    return [comparison for comparison, _ in measured]
+
+
+def check_mistake(ctx: LabContext, function: str, diagnoses: list[Diagnosis | None]) -> None:
+    """The first mistake a diagnosis named, as a check of its own: the line that tells the learner what to fix.
+    It passes when no failed output showed a mistake a rule recognises (a wrong output may still fail)."""
+    named = next((d for d in diagnoses if d is not None and d.mistake), None)
+    ctx.check_equal(
+        _("{function}: the mistake its results show").format(function=function),
+        _(named.mistake) if named else None,
+        None,  # no mistake recognised; not a word, so that a run's thresholds read the same in any language
+        message=named.message if named else None,
     )
-    return found
+
+
+def check_no_autograd(ctx: LabContext, function: str, seen: dict, rules: tuple[str, ...]) -> None:
+    """One check per thing "no autograd" forbids (no_autograd.FORBIDDEN), from what the watch saw."""
+    for rule in rules:
+        found = seen.get(rule, {"count": 0, "examples": []})
+        ctx.check_max(
+            _("{function}, no autograd: {forbidden}").format(
+                function=function, forbidden=_(FORBIDDEN[rule])
+            ),
+            found["count"],
+            0,
+            message=_(
+                "{function} used {forbidden}: {examples}. README.md, Exercises, lists what the "
+                "exercises may not use"
+            ).format(
+                function=function,
+                forbidden=_(FORBIDDEN[rule]),
+                examples=", ".join(found["examples"]),
+            ),
+        )
 
 
 def unpack(function: str, result, names: tuple[str, ...]) -> tuple:
@@ -130,20 +166,13 @@ def unpack(function: str, result, names: tuple[str, ...]) -> tuple:
     return tuple(result)
 
 
-def compare(ctx: LabContext, function: str, case: Case, name: str, got) -> Comparison:
+def measure(function: str, case: Case, name: str, got) -> tuple[Comparison, Diagnosis | None]:
+    """One output against autograd's; a failed one comes with its diagnosis."""
     want = case.expected[name]
     error = max_abs_error(got, want)
     bound = error_bound(want, atol=math.inf if name == "loss" else CHAPTER_ATOL)
     found = Comparison(function, case.label, name, error, bound, float(want.abs().max()))
-    message = None
-    if not found.passed:
-        message = diagnose(Evidence(name, got, want, case.targets, case.largest_logit))
-    ctx.check_max(
-        _("{function}: {symbol} = autograd's ({label}): max abs error").format(
-            function=function, symbol=SYMBOL[name], label=case.label
-        ),
-        error,
-        bound,
-        message=message,
-    )
-    return found
+    if found.passed:
+        return found, None
+    logits = case.args[0] if name == "loss" else None
+    return found, diagnose(Evidence(name, got, want, case.targets, case.largest_logit, logits))

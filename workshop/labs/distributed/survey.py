@@ -68,7 +68,7 @@ def starter(figures: list[Figure], source: str = "", lang: str = i18n.DEFAULT) -
     )
 
 
-def template(lab_dir: Path | None) -> str | None:
+def template(lab_dir: Path | None, work: Path | None = None) -> str | None:
     """The workspace's hook (Exercise.template): survey.md's starting text from the lab's newest run folder, in the
     language in use (`exercises init` or `check` writing it), or None when there is no run yet (`check
     distributed` writes it after its run)."""
