@@ -8,6 +8,7 @@ monkeypatch.setattr, in a lab's child process through `sitecustomize_source()` o
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from workshop import labs
@@ -17,13 +18,14 @@ from workshop.lab import LabSpec
 
 HERE = Path(__file__).resolve().parent
 
-LAB = LabSpec(name="toy", order=1, title="a toy lab", entry=f"{__name__}:run")
+LAB = LabSpec(
+    name="toy", order=1, title="a toy lab", entry=f"{__name__}:run", regrade=f"{__name__}:regrade"
+)
 WORKSPACE_HEADER = '"""Your solutions to the toy lab: python -m workshop check toy."""\n'
 QUESTIONS = (
     Question("factor", "Q1. What does double multiply by? (int)", "double's statement"),
     Question("double_12345", "Q2. What is double(12345)? (int)", "double's statement"),
 )
-TRUTHS = {"factor": 2, "double_12345": 24690}  # 24690: a value no other line of a toy run shows
 
 
 def double(x: int) -> int:
@@ -85,12 +87,26 @@ def run(ctx) -> None:
     with ctx.grading("double") as impl:
         got = impl(21)
         ctx.check_equal("double(21)", got, 42, message=f"double(21) gave {got!r}: multiply by 2")
+    doubled = {str(x): double(x) for x in (1, 12345)}  # the toy's measurement, as its run writes it
+    ctx.write_json("doubled.json", doubled)
     with ctx.grading("answers") as answers:
-        grade_answers(ctx, answers, TRUTHS)
+        grade_answers(ctx, answers, truths(doubled))
     with ctx.grading("essay") as path:
         words = len(Path(path).read_text().split())
         ctx.check_min("essay: words", words, 10, message=f"{words} words; write at least 10")
     ctx.summary = "The toy lab ran.\n"
+
+
+def truths(doubled: dict) -> dict:
+    """The answers, measured: the factor, and double(12345) (24690: a value no other line of a toy run shows)."""
+    return {"factor": doubled["1"], "double_12345": doubled["12345"]}
+
+
+def regrade(ctx, lab_dir: Path) -> None:
+    """LabSpec.regrade: the answers graded again from an earlier run's doubled.json, without running."""
+    doubled = json.loads((lab_dir / "doubled.json").read_text())
+    with ctx.grading("answers") as answers:
+        grade_answers(ctx, answers, truths(doubled))
 
 
 def install(setattr) -> None:

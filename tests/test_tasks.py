@@ -108,7 +108,7 @@ def test_gpus_with_the_nvidia_runtime_use_the_gpu_service(fake_bin):
     fake_bin("docker", FAKE_DOCKER)
     fake_bin("nvidia-smi", FAKE_NVIDIA_SMI)
     out = invoke(fake_bin, "lab", "--dry-run", FAKE_DOCKER_RUNTIMES='{"nvidia":{},"runc":{}}')
-    assert "2 NVIDIA GPU(s)" in out.stderr
+    assert "2 NVIDIA GPUs" in out.stderr
     assert commands(out) == ["docker compose run --rm -e WORKSHOP_N=2 workshop workshop-session"]
 
 

@@ -33,15 +33,16 @@ CHAPTER_ORDER = [
     "03-compile-and-distributed.md",
 ]
 GLOSSARY = "glossary.md"  # the terms of the texts, and how the Spanish texts say them
+STYLE = "style.md"  # how the Spanish edition writes (theory/style.es.md; its lint: workshop/i18n/style_lint.py)
 TEXTS = [ROOT / "theory" / name for name in CHAPTER_ORDER]
 IDS = [p.name for p in TEXTS]
 SPANISH = [p.with_suffix(".es.md") for p in TEXTS]
 ALL_TEXTS, ALL_IDS = TEXTS + SPANISH, IDS + [p.name for p in SPANISH]
 
 
-def test_the_theory_folder_holds_the_chapters_texts_and_the_glossary_in_both_languages():
+def test_the_theory_folder_holds_the_chapters_texts_the_glossary_and_the_style_guide_in_both_languages():
     english = sorted(p.name for p in (ROOT / "theory").glob("*.md") if ".es." not in p.name)
-    assert english == sorted(CHAPTER_ORDER + [GLOSSARY])
+    assert english == sorted(CHAPTER_ORDER + [GLOSSARY, STYLE])
     spanish = sorted(p.name for p in (ROOT / "theory").glob("*.es.md"))
     assert spanish == sorted(name.replace(".md", ".es.md") for name in english)
 

@@ -22,15 +22,16 @@ says whether this run grades an exercise, and the grading block of one it does n
             grade_answers(ctx, answers, asdict(facts))
 
 Re-grading from a run (an Exercise declared `from_run=True`): when every exercise `check LAB EXERCISE` names
-is graded from a run's artifacts, the learner's latest run of the lab is graded again instead of running the
-lab (harness.child.regrade; the output names the run). An answers dict needs nothing from the lab: the one
-grader keeps its truths in that run's folder (grading.questions). Any other from_run exercise (a document, an
-explanation of generated code) needs the lab's `regrade`, "module:function" called as function(ctx, lab_dir)
-with the earlier run's lab folder, which grades it from the files there:
+is graded from a run's artifacts and the lab declares `regrade`, the learner's latest run of the lab is graded
+again instead of running the lab (harness.child.regrade; the output names the run). `regrade` is
+"module:function", called as function(ctx, lab_dir) with the earlier run's lab folder: it measures the truths
+from the files that run wrote for the learner to read (never from a file keyed by question: that would be an
+answer key) and grades the wanted exercises as the lab does:
 
     def regrade(ctx: LabContext, lab_dir: Path) -> None:
-        with ctx.grading("survey") as document:
-            grade(ctx, document, *figures_for(document, read(lab_dir / "figures.json")))
+        facts = facts_from(lab_dir / "graph.json")          # the run's own artifact
+        with ctx.grading("answers") as answers:
+            grade_answers(ctx, answers, asdict(facts))
 """
 
 from __future__ import annotations
@@ -73,8 +74,8 @@ class LabSpec:
     needs: tuple[str, ...] = ()
     # "module:function": function(n_procs, device) -> why this machine cannot run the lab, or None (see above)
     precondition: str | None = None
-    # "module:function": function(ctx, lab_dir) grades the from_run exercises that are not answers dicts (a
-    # document, an explanation) against an earlier run's lab folder (see above)
+    # "module:function": function(ctx, lab_dir) grades the from_run exercises against an earlier run's lab
+    # folder, from its files (see above)
     regrade: str | None = None
 
     def load(self, what: str = "entry"):

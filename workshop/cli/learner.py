@@ -24,7 +24,7 @@ from workshop.cli.options import (
 from workshop.grading import check_report, checks, gradebook, progress, workspace, workspace_init
 from workshop.harness import interrupt, results
 from workshop.harness.runner import run_labs
-from workshop.i18n import _
+from workshop.i18n import _, ngettext
 
 console = Console(highlight=False, soft_wrap=True)  # soft_wrap: paths stay copyable
 
@@ -42,9 +42,11 @@ def exercise_labs(names: list[str] | None) -> list[str]:
     unknown = [n for n in names or [] if n not in having]
     if unknown:
         raise fail(
-            _("no exercises in lab(s) {labs}; the labs with exercises: {having}").format(
-                labs=", ".join(unknown), having=", ".join(having) or _("none yet")
-            )
+            ngettext(
+                "no exercises in lab {labs}; the labs with exercises: {having}",
+                "no exercises in labs {labs}; the labs with exercises: {having}",
+                len(unknown),
+            ).format(labs=", ".join(unknown), having=", ".join(having) or _("none yet"))
         )
     return names or having
 
@@ -100,10 +102,14 @@ def cmd_init(args) -> int:
         outcome = workspace_init.init(work, lab_names, Path(args.out), args.force, args.learner)
     except workspace_init.WorkspaceExists as e:
         raise fail(
-            _(
-                "{files} already exist(s), and init never overwrites your work. Keep it and "
+            ngettext(
+                "{files} already exists, and init never overwrites your work. Keep it and "
                 "init other labs with --lab LAB, or start again from fresh files with --force (yours are "
-                "copied to {work}/.backup-<time>/ first)."
+                "copied to {work}/.backup-<time>/ first).",
+                "{files} already exist, and init never overwrites your work. Keep them and "
+                "init other labs with --lab LAB, or start again from fresh files with --force (yours are "
+                "copied to {work}/.backup-<time>/ first).",
+                len(e.files),
             ).format(files=e, work=workspace.display(work))
         ) from None
     if outcome.backup:

@@ -11,10 +11,10 @@ import textwrap
 from pathlib import Path
 
 from workshop import labs
-from workshop.grading import checks, progress, questions, workspace, workspace_init
+from workshop.grading import checks, progress, workspace, workspace_init
 from workshop.grading.exercise import Exercise
 from workshop.harness import results
-from workshop.i18n import N_, _
+from workshop.i18n import N_, _, ngettext
 
 MARKS = {  # status -> (style, the mark printed before the exercise's id)
     checks.PASSING: ("green", N_("PASS")),
@@ -41,9 +41,11 @@ def refuse_early(lab_names: list[str], work: Path) -> None:
     if without:
         having = ", ".join(labs.all_exercises()) or _("none yet")
         raise CheckRefused(
-            _("lab(s) {labs} have no exercises; the labs with exercises: {having}").format(
-                labs=", ".join(without), having=having
-            )
+            ngettext(
+                "lab {labs} has no exercises; the labs with exercises: {having}",
+                "labs {labs} have no exercises; the labs with exercises: {having}",
+                len(without),
+            ).format(labs=", ".join(without), having=having)
         )
     if not Path(work).is_dir():
         raise CheckRefused(
@@ -76,9 +78,8 @@ def write_waiting_documents(lab_names: list[str], work: Path, run_dir: Path) -> 
 
 def regrade_sources(results_root: Path, work: Path, ids: tuple[str, ...]) -> dict[str, str]:
     """Lab -> the lab folder of the learner's latest run of it (a run of the lab, not a re-grading), for each
-    lab whose exercises named in `ids` are all graded from a run's artifacts (Exercise.from_run) and can be
-    graded from that run: an answers dict from the truths it kept, anything else by the lab's
-    LabSpec.regrade. Those labs are not run again."""
+    lab whose exercises named in `ids` are all graded from a run's artifacts (Exercise.from_run) and that can
+    grade them from that run's files (LabSpec.regrade). Those labs are not run again."""
     sources = {}
     for lab in dict.fromkeys(ex_id.split(".")[0] for ex_id in ids):
         wanted = [ex for ex in labs.exercises(lab) if ex.id in ids]
@@ -89,10 +90,8 @@ def regrade_sources(results_root: Path, work: Path, ids: tuple[str, ...]) -> dic
         ]
         if not runs or not all(ex.from_run for ex in wanted):
             continue
-        lab_dir = runs[0] / lab
-        regrade = labs.get(lab).regrade
-        if all(regrade or questions.truths_file(lab_dir, ex).is_file() for ex in wanted):
-            sources[lab] = str(lab_dir.resolve())
+        if labs.get(lab).regrade:
+            sources[lab] = str((runs[0] / lab).resolve())
     return sources
 
 
@@ -180,6 +179,10 @@ def lab_report(lab: str, lab_dir: Path, only: tuple[str, ...] = ()) -> tuple[lis
         )
     passed = sum(e["status"] == checks.PASSING for e in entries.values())
     lines.append(
-        _("  {passed} of {total} exercise(s) passing").format(passed=passed, total=len(entries))
+        ngettext(
+            "  {passed} of {total} exercise passing",
+            "  {passed} of {total} exercises passing",
+            len(entries),
+        ).format(passed=passed, total=len(entries))
     )
     return lines, passed == len(entries) and not own

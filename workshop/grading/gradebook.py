@@ -208,9 +208,11 @@ def write(rows: list[Row], out_dir: Path) -> tuple[Path, Path]:
     existing = [p for p in (csv_path, md_path) if p.exists()]
     if existing:
         raise FileExistsError(
-            _("{files} already exist(s): choose another --to folder").format(
-                files=", ".join(str(p) for p in existing)
-            )
+            ngettext(
+                "{files} already exists: choose another --to folder",
+                "{files} already exist: choose another --to folder",
+                len(existing),
+            ).format(files=", ".join(str(p) for p in existing))
         )
     header, lines = table(rows)
     atomic.write_text(csv_path, to_csv(header, lines))

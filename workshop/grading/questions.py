@@ -9,27 +9,24 @@ against the truths it measured:
         grade_answers(ctx, answers, truths)                 # truths: {key: value}; None = not measured here
         grade_answers(ctx, answers, truths, explain=why, facts=facts)  # with the lab's own per-question messages
 
-`explain(question, given, truth, facts)` is a module-level function of the lab: the message that names a wrong
-answer's mistake (it outranks the generic one), or None. `facts` (JSON) is whatever more it needs. Every question
-is a secret check: while it fails, what is shown is the direction and size of the miss, never this run's value
-(LabContext.record). The grader writes the truths, the facts and explain's name to `<exercise>.truths.json` in
-the lab's folder: `regrade_answers` grades a new answer against them without running the lab again.
+`explain(question, given, truth, facts)` is the lab's function that names a wrong answer's mistake (the message
+then outranks the generic one), or returns None; `facts` is whatever more it needs. Every question is a secret
+check: while it fails, what is shown is the direction and size of the miss, never this run's value
+(LabContext.record). Nothing keyed by question is written to the run folder (it would be an answer key): a lab
+that re-grades an answer without running again (LabSpec.regrade) measures the truths from its run's own files.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import pkgutil
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workshop.grading.checks import Check
 from workshop.grading.stand_ins import real
-from workshop.harness import atomic
 from workshop.i18n import N_, _
 
 if TYPE_CHECKING:  # annotations only: labs import this module, and workshop.lab is above it
@@ -235,7 +232,6 @@ def grade_answers(
     if not any(_filled_at(answers, q) for q in asked):
         raise NotImplementedError(ex.not_started_message())
     truths = {q.key: _truth(q, truth_of(truths, q)) for q in questions}
-    _keep_for_regrading(ctx, ex, truths, explain, facts)
     unknown = unknown_keys(answers, questions)
     ctx.check_equal(
         _("{name} has only the questions' keys").format(name=ex.attribute),
@@ -272,32 +268,3 @@ def _truth(question: Question, truth):
     if truth is None:
         return None
     return as_kind(truth, question.kind) if question.kind in ("names", "list") else truth
-
-
-# ---- re-grading against an earlier run (check LAB EXERCISE for a from_run exercise) ----
-def truths_file(lab_dir: Path, ex: Exercise) -> Path:
-    return Path(lab_dir) / f"{ex.name}.truths.json"
-
-
-def _keep_for_regrading(ctx, ex: Exercise, truths: dict, explain, facts) -> None:
-    if explain is not None and "<locals>" in explain.__qualname__:
-        raise ValueError(
-            f"{ex.id}: explain must be a module-level function (regrading finds it by name)"
-        )
-    kept = {k: sorted(v) if isinstance(v, frozenset) else v for k, v in truths.items()}
-    record = {"truths": kept, "facts": facts, "explain": _name(explain)}
-    atomic.write_json(truths_file(ctx.out_dir, ex), record)
-
-
-def _name(function) -> str | None:
-    return f"{function.__module__}:{function.__qualname__}" if function else None
-
-
-def regrade_answers(ctx: LabContext, answers, lab_dir: Path) -> None:
-    """Grade the learner's dict against the truths an earlier run of the lab kept (its lab folder)."""
-    from workshop.harness.results import read_json
-
-    ex = ctx.current_exercise
-    kept = read_json(truths_file(lab_dir, ex))
-    explain = pkgutil.resolve_name(kept["explain"]) if kept["explain"] else None
-    grade_answers(ctx, answers, kept["truths"], explain, kept["facts"])

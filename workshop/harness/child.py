@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 
 from workshop import i18n, labs
-from workshop.grading import questions, workspace
+from workshop.grading import workspace
 from workshop.harness import interrupt, proctree
 from workshop.harness.lab_result import stopped_check, write_result
 from workshop.harness.options import LabOrder, RunOptions
@@ -95,18 +95,11 @@ def run_lab_code(ctx: LabContext, time_limit: float | None) -> interrupt.Stopped
 
 def regrade(ctx: LabContext, lab_dir: Path) -> None:
     """Grade the exercises this run wants against an earlier run of the lab (its folder `lab_dir`), without
-    running the lab: each answers dict against the truths that run kept (grading.questions), the rest by the
-    lab's own LabSpec.regrade."""
-    spec = labs.get(ctx.name)
-    for ex in labs.exercises(ctx.name):
-        if ctx.wants(ex.name) and questions.truths_file(lab_dir, ex).is_file():
-            with ctx.grading(ex) as answers:
-                questions.regrade_answers(ctx, answers, lab_dir)
-    if spec.regrade:
-        spec.load("regrade")(ctx, lab_dir)
+    running the lab: the lab's LabSpec.regrade measures the truths from that run's files."""
+    labs.get(ctx.name).load("regrade")(ctx, lab_dir)
     run = workspace.display(lab_dir.parent)
     ctx.extra["graded_against"] = run
-    ctx.summary = _(
+    ctx.summary = ctx.summary or _(
         "Re-graded against your run {run}, without running the lab again: its figures, your new answers."
     ).format(run=run)
 

@@ -8,4 +8,6 @@ LAB = LabSpec(
         "torch.compile on the MiniGPT: Dynamo -> AOTAutograd -> Inductor, graph breaks, a generated kernel explained"
     ),
     entry="workshop.labs.compile.lab:run",
+    # check compile kernel|answers: graded against the learner's latest run's files, without compiling
+    regrade="workshop.labs.compile.run_grading:regrade",
 )
