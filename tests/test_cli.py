@@ -85,3 +85,26 @@ def test_the_run_options_are_declared_once_and_reach_the_lab_through_its_file(tm
     options.write(tmp_path)
     assert RunOptions.read(tmp_path) == options
     assert dataclasses.fields(RunOptions)[0].name == "device"
+
+
+def test_only_a_lab_that_keeps_its_builds_gets_the_kept_inductor_cache(tmp_path):
+    """LabSpec.build_cache (the compile lab's): Inductor's cache under results/.cache/torch-<version>/, shared
+    by its runs; every other lab compiles into a fresh folder of its own, removed when it ends."""
+    from workshop.harness import runner
+    from workshop.labs import get
+
+    kept = runner.build_cache(tmp_path / "results")
+    assert kept.relative_to(tmp_path / "results").parts[:1] == (".cache",)
+    assert (
+        kept.parent.name == f"torch-{torch.__version__.split('+')[0]}"
+        or "torch-" in kept.parent.name
+    )
+    (tmp_path / "fresh").mkdir()
+    assert runner.lab_environment("cpu", tmp_path / "fresh")["TORCHINDUCTOR_CACHE_DIR"] == str(
+        tmp_path / "fresh" / "inductor"
+    )
+    (tmp_path / "again").mkdir()
+    env = runner.lab_environment("cpu", tmp_path / "again", kept)
+    assert env["TORCHINDUCTOR_CACHE_DIR"] == str(kept)
+    assert [name for name, spec in all_labs().items() if spec.build_cache] == ["compile"]
+    assert get("compile").regrade

@@ -105,7 +105,7 @@ def test_fsdp_predicted_with_ddps_figures_is_named_first(ctx):
     ddp = predictions.reference(N)["ddp"]
     grade_predictions(ctx, edited(fsdp=dict(ddp)))
     first = next(c for c in ctx.checks if not c.passed)
-    assert first.name.startswith("predictions: fsdp")
+    assert first.name.startswith("PREDICTIONS['fsdp']")
     assert first.message.startswith("fsdp: that is DDP's figure"), first.message
 
 

@@ -77,6 +77,9 @@ class LabSpec:
     # "module:function": function(ctx, lab_dir) grades the from_run exercises against an earlier run's lab
     # folder, from its files (see above)
     regrade: str | None = None
+    # Inductor's cache kept between runs (harness.runner.build_cache): the C++ build products of the lab's own,
+    # trusted compiles (a lab that wants fresh generated code turns Inductor's FX-graph and AOT caches off)
+    build_cache: bool = False
 
     def load(self, what: str = "entry"):
         return pkgutil.resolve_name(getattr(self, what))
