@@ -85,7 +85,8 @@ def test_a_plain_run_grades_the_reference_and_reveals_nothing_of_the_forward(run
     ctx = lab_context(tmp_path / "plain")
     revealed = run_grading.regrade(ctx, run_folder)
     assert ctx.passed and not revealed.kernel and not revealed.answers
-    assert [e["kernel"] for e in ctx.extra["explained"]] == [WORKED]
+    assert ctx.extra["explained"] == [] and ctx.extra["worked_example"] == WORKED
+    assert WORKED in (ctx.out_dir / "explanation.md").read_text()
     forward = [k for k in read_kernels(ctx) if k["graph"] == "train/forward"]
     assert forward and all("arguments" not in k for k in forward)
 
@@ -100,7 +101,9 @@ def test_a_learners_kernel_is_explained_only_once_their_answer_passes(run_folder
     ctx = lab_context(tmp_path / "out", workspace(tmp_path, kernel, reference_answers(run_folder)))
     revealed = run_grading.regrade(ctx, run_folder)
     explained = [e["kernel"] for e in ctx.extra["explained"]]
-    assert explained == ([SOFTMAX_ANSWER["kernel"], WORKED] if right else [WORKED])
+    assert explained == ([SOFTMAX_ANSWER["kernel"]] if right else [])
+    text = (ctx.out_dir / "explanation.md").read_text()
+    assert (SOFTMAX_ANSWER["kernel"] in text) is right and WORKED in text
     assert revealed.answers and revealed.kernel is right
     forward = [k for k in read_kernels(ctx) if k["graph"] == "train/forward"]
     assert all(("arguments" in k) is right for k in forward)
