@@ -1,5 +1,7 @@
 """The custom_op lab's outputs (result.json, Inductor excerpts) and the benchmark's report and CLI plumbing."""
 
+import contextlib
+import io
 from pathlib import Path
 
 import pytest
@@ -256,27 +258,27 @@ def test_bench_covers_the_shapes_the_issue_names():
     assert Path(bench.__file__).with_name("README.md").is_file()
 
 
-def test_an_op_whose_pieces_are_not_written_waits_in_one_check(tmp_path):
-    """A workspace of stubs: the checks of the op made of its pieces wait on those exercises, in one failed check
-    that names them, and the summary says so in one sentence (and, where the shipped pieces are stubs too, as in
-    the learner edition, that the eager cost is not measured)."""
+def test_an_op_whose_pieces_are_not_written_waits_in_one_line(tmp_path):
+    """A workspace of stubs: the checks of the op made of its pieces wait on those exercises, in one line that
+    names them and no check (the stubs' exercises fail on their own), and the summary says so in one sentence
+    (and, where the shipped pieces are stubs too, as in the learner edition, that the eager cost is not
+    measured)."""
     from workshop import labs
     from workshop.harness.options import RunOptions
     from workshop.i18n import templates
     from workshop.lab import LabContext
     from workshop.labs.custom_op import correctness as cx
-    from workshop.labs.custom_op import lab, probes
-    from workshop.labs.custom_op.exercises import EXERCISES, WORKSPACE_HEADER
+    from workshop.labs.custom_op import lab
+    from workshop.labs.custom_op.exercises import EXERCISES
+    from workshop.labs.custom_op.own_op import needed
 
     stubs = "\n\n".join(ex.stub_code() for ex in EXERCISES)
-    (tmp_path / "custom_op.py").write_text(WORKSPACE_HEADER + "\n\n" + stubs)
+    (tmp_path / "custom_op.py").write_text(labs.workspace_header("custom_op") + "\n\n" + stubs)
     ctx = LabContext("custom_op", tmp_path, RunOptions("cpu", 1, 0, work=tmp_path))
-    found = lab.check_own_op(ctx, cx.shapes("cpu"))
-    assert found["own"]["waiting"] == list(probes.PIECES)
-    assert [(c.name, c.passed) for c in ctx.checks] == [
-        ("the op's checks: every piece of the op written", False)
-    ]
-    assert "forward_kernel, backward_kernel, fake" in ctx.checks[0].message
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        found = lab.check_own_op(ctx, cx.shapes("cpu"))
+    assert found["own"]["waiting"] == list(needed("cpu")) and ctx.checks == []
+    assert "wait on the exercises forward_kernel, backward_kernel, fake" in printed.getvalue()
     values = {"registration": "custom_op", "shapes": {}, "own": found["own"], "eager": None}
     values |= {"side_by_side": "x.md", "graded": True, "device": "cpu"}
     summary = templates.render(labs.folder("custom_op"), "en", values)

@@ -405,8 +405,8 @@ def test_init_in_spanish_writes_the_custom_op_statements(tmp_path, spanish):
     exec(
         compile(source, "custom_op.py", "exec"), namespace
     )  # still Python: kernels, stubs and ANSWERS
-    assert set(namespace["ANSWERS"].values()) == {None}
-    with pytest.raises(NotImplementedError, match="custom_op.fake: Escribe softmax_fake"):
+    assert set(namespace["ANSWERS"].values()) == {...}
+    with pytest.raises(NotImplementedError, match="custom_op.fake"):
         namespace["softmax_fake"](None, 0)
 
 

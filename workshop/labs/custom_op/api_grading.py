@@ -255,11 +255,3 @@ def _wrap_check(exercise: str, facts: RegistrationFacts) -> tuple:
             "torch.compile, tracing the body, hands fake tensors to a kernel"
         ).format(got=_("something else") if facts.wraps else _("nothing (it was not called)")),
     )
-
-
-def grade_define_custom_op(ctx: LabContext, define) -> None:
-    grade_registration(ctx, define, "define_custom_op")
-
-
-def grade_define_triton_op(ctx: LabContext, define) -> None:
-    grade_registration(ctx, define, "define_triton_op")

@@ -32,7 +32,7 @@ from workshop.minigpt.model import lm_loss
 from workshop.ops import softmax_launch, softmax_op
 
 
-def grade_pieces(ctx: LabContext, pieces: tuple[str, ...] = probes.PIECES) -> None:
+def grade_pieces(ctx: LabContext, pieces: tuple[str, ...] = probes.EXERCISES) -> None:
     """The exercises that write a piece of the op: each graded in its own twin (exercise_grading.py), with every
     interpreted load and store bounds-checked."""
     for name in pieces:
@@ -273,18 +273,17 @@ def grade_answers(ctx: LabContext, found: dict) -> None:
 
 def check_own_op(ctx: LabContext, shapes: dict) -> dict:
     """The op made of this run's pieces (own_op.py), checked section by section; or, while a piece is missing,
-    one failed check naming the exercises the op waits on."""
+    one line naming the exercises the op waits on."""
     own = own_op(ctx)
     found = {"own": {"graded": own.graded, "waiting": own.waiting}}
     if own.waiting:
-        ctx.check_equal(
-            _("the op's checks: every piece of the op written"),
-            own.waiting,
-            [],
-            message=_(
+        # One line, no check: the exercises not written fail on their own, and nothing here ran to pass or fail.
+        print(
+            _(
                 "The checks of the op made of your pieces wait on the exercises {names}: they run once "
                 "each piece is written"
             ).format(names=", ".join(own.waiting)),
+            flush=True,
         )
         return found
     sections = {

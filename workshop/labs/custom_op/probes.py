@@ -20,6 +20,7 @@ from workshop.ops.triton_launch import recording
 
 PIECES = ("forward_kernel", "backward_kernel", "fake", "setup_context", "backward")
 REGISTRATIONS = {"custom_op": "define_custom_op", "triton_op": "define_triton_op"}
+EXERCISES = (*PIECES, *REGISTRATIONS.values())  # every exercise that writes a part of the op
 
 
 def build(pieces: dict, kind: str = softmax_op.KIND) -> softmax_op.SoftmaxOps:
