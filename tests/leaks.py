@@ -290,13 +290,16 @@ def exercise_texts() -> dict[str, list[str]]:
 
 
 def strings(values) -> list[str]:
-    """The text among values: strings, and the strings of tuples (an exercise's hints, step by step)."""
+    """The text among values: strings, the strings of tuples (an exercise's hints, step by step), and what a
+    declared question says (its text, where to look), translated."""
     out = []
     for value in values:
         if isinstance(value, str):
             out.append(value)
         elif isinstance(value, (tuple, list)):
-            out += [v for v in value if isinstance(v, str)]
+            out += strings(value)
+        elif hasattr(value, "text") and hasattr(value, "look"):  # a grading Question
+            out += [i18n._(s) for s in (value.text, value.look) if s]
     return out
 
 
