@@ -236,3 +236,20 @@ def test_a_correct_workspace_passes_every_exercise_and_check(tmp_path):
     assert set(statuses.values()) == {checks.PASSING}, (statuses, proc.stdout[-3000:])
     assert [c["name"] for c in result["checks"] if not c["passed"]] == []
     assert "ran on the op made of all your pieces" in (out / "summary.md").read_text()
+
+
+@pytest.mark.slow
+def test_check_one_exercise_grades_it_alone(tmp_path):
+    """`check custom_op forward_kernel`: that exercise graded, the others not, and none of the op's checks run."""
+    header = labs.workspace_header("custom_op")
+    (tmp_path / "custom_op.py").write_text(header + "\n\n" + w.source_of(w.softmax_fwd_kernel))
+    out = tmp_path / "run"
+    only = ("custom_op.forward_kernel",)
+    cmd = lab_process.command("custom_op", out, DEVICE, work=tmp_path, only=only)
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    result = json.loads((out / "result.json").read_text())
+    statuses = {ex_id: r["status"] for ex_id, r in result["exercises"].items()}
+    assert statuses.pop("custom_op.forward_kernel") == checks.PASSING, proc.stdout[-3000:]
+    assert set(statuses.values()) == {checks.NOT_GRADED}
+    assert [c for c in result["checks"] if not c.get("exercise")] == []
+    assert "Only the exercises asked for were graded" in (out / "summary.md").read_text()

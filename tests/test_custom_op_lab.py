@@ -280,6 +280,7 @@ def test_an_op_whose_pieces_are_not_written_waits_in_one_line(tmp_path):
     assert found["own"]["waiting"] == list(needed("cpu")) and ctx.checks == []
     assert "wait on the exercises forward_kernel, backward_kernel, fake" in printed.getvalue()
     values = {"registration": "custom_op", "shapes": {}, "own": found["own"], "eager": None}
+    values["eager_waits"] = True
     values |= {"side_by_side": "x.md", "graded": True, "device": "cpu"}
     summary = templates.render(labs.folder("custom_op"), "en", values)
     assert (
@@ -287,3 +288,28 @@ def test_an_op_whose_pieces_are_not_written_waits_in_one_line(tmp_path):
         in summary
     )
     assert "Not measured here: the appendix measures the shipped op" in summary
+
+
+def test_the_answers_are_regraded_from_a_runs_own_files(lab, tmp_path):
+    """`check custom_op answers` after a run: graded against that run's launch record (result.json) and
+    inductor_custom_op.txt, no kernel run; a folder that is no complete run is one clear error."""
+    from workshop import labs
+    from workshop.harness.options import RunOptions
+    from workshop.harness.results import RunFolderError
+    from workshop.lab import LabContext
+    from workshop.labs.custom_op import lab as custom_op_lab
+    from workshop.labs.custom_op.launch_facts import ANSWERS
+
+    answers = {**ANSWERS, "extern_calls": ANSWERS["extern_calls"] + 1}
+    (tmp_path / "custom_op.py").write_text(
+        labs.workspace_header("custom_op") + f"\nANSWERS = {answers!r}\n"
+    )
+    options = RunOptions("cpu", 1, 0, work=tmp_path, only=("custom_op.answers",))
+    ctx = LabContext("custom_op", tmp_path / "out", options)
+    with contextlib.redirect_stdout(io.StringIO()):
+        custom_op_lab.regrade(ctx, lab)
+    failed = [c.name for c in ctx.checks if not c.passed]
+    assert failed == ["ANSWERS['extern_calls'] matches this run"], failed
+    assert str(lab) in ctx.summary
+    with pytest.raises(RunFolderError, match="is not a complete custom_op run"):
+        custom_op_lab.regrade(ctx, tmp_path)

@@ -347,7 +347,11 @@ CUSTOM_OP_SUMMARY = {
 )
 def test_the_spanish_custom_op_summary_shows_the_same_values(launch_share, graded):
     values = CUSTOM_OP_SUMMARY | {"launch_share": launch_share, "graded": graded}
-    values |= {"by_hand_saves": 8.0, "side_by_side": "inductor_side_by_side.md"}
+    values |= {
+        "by_hand_saves": 8.0,
+        "side_by_side": "inductor_side_by_side.md",
+        "eager_waits": False,
+    }
     english, spanish = (
         templates.render(labs.folder("custom_op"), lang, values) for lang in ("en", "es")
     )

@@ -9,5 +9,6 @@ LAB = LabSpec(
     ),
     entry="workshop.labs.custom_op.lab:run",
     bench="workshop.labs.custom_op.bench:main",
+    regrade="workshop.labs.custom_op.lab:regrade",
     needs=("triton",),
 )

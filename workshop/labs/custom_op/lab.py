@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import collections
 import functools
+import json
 import time
 from dataclasses import asdict
+from pathlib import Path
 
 import torch
 
 from workshop.grading import questions
+from workshop.harness.results import RunFolderError
 from workshop.i18n import _
 from workshop.lab import LabContext
 from workshop.labs.custom_op import correctness as cx
@@ -313,23 +316,51 @@ def run(ctx: LabContext) -> None:
     shapes = cx.shapes(ctx.device)
     found = {"registration": softmax_op.KIND, "shapes": {k: list(v) for k, v in shapes.items()}}
     seconds = {}
-    found |= timed({"exercises": lambda: grade_pieces(ctx)}, seconds)
-    found |= check_own_op(ctx, shapes)
-    seconds |= found.pop("seconds", {})
-    if shipped_ready():
+    # `check custom_op EXERCISE` grades that exercise alone: the op's checks only serve a whole run and the answers.
+    whole = not ctx.options.only
+    wanted = tuple(name for name in probes.EXERCISES if ctx.wants(name))
+    found |= timed({"exercises": lambda: grade_pieces(ctx, wanted)}, seconds)
+    if whole or ctx.wants("answers"):
+        found |= check_own_op(ctx, shapes)
+        seconds |= found.pop("seconds", {})
+    if whole and shipped_ready():
         found |= timed({"eager": lambda: measure_eager(ctx)}, seconds)
-    if "compile" in found:
+    if ctx.wants("answers") and "compile" in found:
         grade_answers(ctx, found)
     ctx.render_summary(graded=ctx.graded, **summary_values(found))
     ctx.extra.update(json_values(found, seconds))
+
+
+def regrade(ctx: LabContext, lab_dir: Path) -> None:
+    """`check custom_op answers` after a run: the answers graded against the learner's latest run (lab_dir), from
+    what it wrote for them to read, its launch record (result.json) and Inductor's code (inductor_custom_op.txt).
+    No kernel runs: seconds."""
+    try:
+        result = json.loads((lab_dir / "result.json").read_text(encoding="utf-8"))
+        code = (lab_dir / "inductor_custom_op.txt").read_text(encoding="utf-8")
+        census = inductor_code.census([code], probes.namespace("custom_op"))
+        facts = launch_facts.measure_facts(result["step_launches"], census.extern_calls)
+    except (OSError, KeyError, IndexError, TypeError, ValueError) as e:
+        raise RunFolderError(
+            _("{folder} is not a complete custom_op run ({error}): run the lab again").format(
+                folder=lab_dir, error=f"{type(e).__name__}: {e}"
+            )
+        ) from e
+    with ctx.grading("answers") as answers:
+        questions.grade_answers(ctx, loaded(answers), asdict(facts))
+    ctx.summary = _(
+        "Your answers graded against the run in {folder}: its launch record and inductor_custom_op.txt. No "
+        "kernel ran."
+    ).format(folder=lab_dir)
 
 
 def summary_values(found: dict) -> dict:
     values = {
         "registration": found["registration"],
         "shapes": found["shapes"],
-        "own": found["own"],
+        "own": found.get("own"),
         "eager": found.get("eager"),
+        "eager_waits": not shipped_ready(),
         "side_by_side": inductor_code.SIDE_BY_SIDE,
     }
     if "compile" in found:
