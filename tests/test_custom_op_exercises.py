@@ -21,10 +21,10 @@ from workshop.grading import checks, workspace
 from workshop.grading.questions import grade_answers
 from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
-from workshop.labs.custom_op import exercise_grading, own_op
-from workshop.labs.custom_op.exercises import EXERCISES
-from workshop.labs.custom_op.launch_facts import ANSWERS, LaunchFacts
-from workshop.labs.custom_op.memory_bounds import bounds_checked
+from workshop.labs.custom_op.grading import exercise_grading, own_op
+from workshop.labs.custom_op.grading.exercises import EXERCISES
+from workshop.labs.custom_op.grading.launch_facts import ANSWERS, LaunchFacts
+from workshop.labs.custom_op.grading.memory_bounds import bounds_checked
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 PIECES = ("forward_kernel", "backward_kernel", "fake", "setup_context", "backward")

@@ -8,7 +8,9 @@ import pytest
 import torch
 from conftest import assert_result_shape, read_result
 
-from workshop.labs.custom_op import bench, bench_report, inductor_code
+from workshop.labs.custom_op import inductor_code
+from workshop.labs.custom_op.bench import benchmark as bench
+from workshop.labs.custom_op.bench import report as bench_report
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +98,7 @@ def test_lab_measures_the_eager_call(lab):
 
 
 def test_sweep_settings_are_patched_and_restored():
-    from workshop.labs.custom_op import sweep
+    from workshop.labs.custom_op.bench import sweep
     from workshop.ops import softmax_launch
 
     before = (softmax_launch.CHUNK, softmax_launch.multiprocessors, softmax_launch.l2_bytes)
@@ -255,7 +257,7 @@ def test_bench_covers_the_shapes_the_issue_names():
         bench.SHAPES
     )
     assert [n for b, n in bench.SHAPES if b == 4096 and n != 600] == [2**k for k in range(8, 16)]
-    assert Path(bench.__file__).with_name("README.md").is_file()
+    assert (Path(bench.__file__).parents[1] / "README.md").is_file()
 
 
 def test_an_op_whose_pieces_are_not_written_waits_in_one_line(tmp_path):
@@ -267,10 +269,10 @@ def test_an_op_whose_pieces_are_not_written_waits_in_one_line(tmp_path):
     from workshop.harness.options import RunOptions
     from workshop.i18n import templates
     from workshop.lab import LabContext
-    from workshop.labs.custom_op import correctness as cx
     from workshop.labs.custom_op import lab
-    from workshop.labs.custom_op.exercises import EXERCISES
-    from workshop.labs.custom_op.own_op import needed
+    from workshop.labs.custom_op.grading import correctness as cx
+    from workshop.labs.custom_op.grading.exercises import EXERCISES
+    from workshop.labs.custom_op.grading.own_op import needed
 
     stubs = "\n\n".join(ex.stub_code() for ex in EXERCISES)
     (tmp_path / "custom_op.py").write_text(labs.workspace_header("custom_op") + "\n\n" + stubs)
@@ -282,7 +284,7 @@ def test_an_op_whose_pieces_are_not_written_waits_in_one_line(tmp_path):
     values = {"registration": "custom_op", "shapes": {}, "own": found["own"], "eager": None}
     values["eager_waits"] = True
     values |= {"side_by_side": "x.md", "graded": True, "device": "cpu"}
-    summary = templates.render(labs.folder("custom_op"), "en", values)
+    summary = templates.render(labs.folder("custom_op") / "templates", "en", values)
     assert (
         "The op's checks (values, gradcheck, opcheck, torch.compile, the MiniGPT) wait on"
         in summary
@@ -298,7 +300,7 @@ def test_the_answers_are_regraded_from_a_runs_own_files(lab, tmp_path):
     from workshop.harness.results import RunFolderError
     from workshop.lab import LabContext
     from workshop.labs.custom_op import lab as custom_op_lab
-    from workshop.labs.custom_op.launch_facts import ANSWERS
+    from workshop.labs.custom_op.grading.launch_facts import ANSWERS
 
     answers = {**ANSWERS, "extern_calls": ANSWERS["extern_calls"] + 1}
     (tmp_path / "custom_op.py").write_text(

@@ -32,10 +32,10 @@ from workshop.lab import LabContext
 from workshop.labs.autograd.gradient_diagnosis import Evidence, diagnose
 from workshop.labs.compile import kernel_answer, kernel_explanation
 from workshop.labs.compile.generated_kernels import parse_kernels
-from workshop.labs.custom_op import correctness as custom_op_correctness
-from workshop.labs.custom_op import exercise_grading as custom_op_grading
-from workshop.labs.custom_op import probes as custom_op_probes
-from workshop.labs.custom_op.own_op import shipped_pieces
+from workshop.labs.custom_op.grading import correctness as custom_op_correctness
+from workshop.labs.custom_op.grading import exercise_grading as custom_op_grading
+from workshop.labs.custom_op.grading import probes as custom_op_probes
+from workshop.labs.custom_op.grading.own_op import shipped_pieces
 from workshop.labs.dispatcher import decisions, trace_facts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -353,7 +353,8 @@ def test_the_spanish_custom_op_summary_shows_the_same_values(launch_share, grade
         "eager_waits": False,
     }
     english, spanish = (
-        templates.render(labs.folder("custom_op"), lang, values) for lang in ("en", "es")
+        templates.render(labs.folder("custom_op") / "templates", lang, values)
+        for lang in ("en", "es")
     )
     assert numbers(spanish) == numbers(english)
     assert "## Lo que cuesta una llamada eager, con tres registros (`eager_cost.png`)" in spanish

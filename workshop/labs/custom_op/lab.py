@@ -1,11 +1,11 @@
 """Lab custom_op: a Triton softmax made into a PyTorch operator, then checked the ways PyTorch checks its own.
 
-First the learner's pieces (exercises.py), each graded in an operator of its own (learner_op.py); then the
-reference op, torch.ops.workshop.softmax: correctness against torch.softmax (dtypes, layouts, -inf/inf/NaN, empty
-tensors, bad input), gradcheck and opcheck, torch.compile with zero graph breaks, the op inside the MiniGPT's
-attention, what Inductor generates around an opaque custom_op vs a triton_op, and what one eager call costs, with
-a profiler trace of it. Which kernels ran is read from the launch record (or, compiled on a GPU, from Inductor's
-code). The benchmark is separate: `python -m workshop bench custom_op` (GPU).
+First the learner's pieces (grading/exercises.py), each graded in an operator of its own (grading/learner_op.py);
+then the reference op, torch.ops.workshop.softmax: correctness against torch.softmax (dtypes, layouts,
+-inf/inf/NaN, empty tensors, bad input), gradcheck and opcheck, torch.compile with zero graph breaks, the op
+inside the MiniGPT's attention, what Inductor generates around an opaque custom_op vs a triton_op, and what one
+eager call costs, with a profiler trace of it. Which kernels ran is read from the launch record (or, compiled on a
+GPU, from Inductor's code). The benchmark is separate: `python -m workshop bench custom_op` (GPU).
 """
 
 from __future__ import annotations
@@ -23,12 +23,13 @@ from workshop.grading import questions
 from workshop.harness.results import RunFolderError
 from workshop.i18n import _
 from workshop.lab import LabContext
-from workshop.labs.custom_op import correctness as cx
-from workshop.labs.custom_op import eager_cost, inductor_code, launch_facts, probes, profiler_trace
-from workshop.labs.custom_op import exercise_grading as graders
-from workshop.labs.custom_op.learner_op import loaded
-from workshop.labs.custom_op.memory_bounds import bounds_checked
-from workshop.labs.custom_op.own_op import OwnOp, own_op, shipped_ready
+from workshop.labs.custom_op import eager_cost, inductor_code, profiler_trace
+from workshop.labs.custom_op.grading import correctness as cx
+from workshop.labs.custom_op.grading import exercise_grading as graders
+from workshop.labs.custom_op.grading import launch_facts, probes
+from workshop.labs.custom_op.grading.learner_op import loaded
+from workshop.labs.custom_op.grading.memory_bounds import bounds_checked
+from workshop.labs.custom_op.grading.own_op import OwnOp, own_op, shipped_ready
 from workshop.minigpt import checkpoint
 from workshop.minigpt.data import train_tensors
 from workshop.minigpt.model import lm_loss

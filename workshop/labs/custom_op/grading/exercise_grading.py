@@ -15,13 +15,19 @@ import triton
 from workshop.grading import workspace
 from workshop.i18n import _
 from workshop.lab import LabContext
-from workshop.labs.custom_op import api_grading, learner_op
-from workshop.labs.custom_op import kernel_diagnosis as diagnose
-from workshop.labs.custom_op import registration_grading as rg
-from workshop.labs.custom_op.kernel_grading import BACKWARD, CASES, FORWARD, Direction, run_case
-from workshop.labs.custom_op.learner_op import KernelMismatch, loaded, twin
-from workshop.labs.custom_op.memory_bounds import OutOfBounds
-from workshop.labs.custom_op.op_grading import grade_op
+from workshop.labs.custom_op.grading import api_grading, learner_op
+from workshop.labs.custom_op.grading import kernel_diagnosis as diagnose
+from workshop.labs.custom_op.grading import registration_grading as rg
+from workshop.labs.custom_op.grading.kernel_grading import (
+    BACKWARD,
+    CASES,
+    FORWARD,
+    Direction,
+    run_case,
+)
+from workshop.labs.custom_op.grading.learner_op import KernelMismatch, loaded, twin
+from workshop.labs.custom_op.grading.memory_bounds import OutOfBounds
+from workshop.labs.custom_op.grading.op_grading import grade_op
 from workshop.ops import INTERPRETED, softmax_op
 
 

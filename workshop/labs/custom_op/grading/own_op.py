@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from workshop import labs
 from workshop.grading import workspace
 from workshop.lab import LabContext
-from workshop.labs.custom_op import probes
-from workshop.labs.custom_op.learner_op import is_stub
+from workshop.labs.custom_op.grading import probes
+from workshop.labs.custom_op.grading.learner_op import is_stub
 
 
 @dataclass

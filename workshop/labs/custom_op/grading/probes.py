@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import torch
 
-from workshop.labs.custom_op import correctness as cx
 from workshop.labs.custom_op import inductor_code
+from workshop.labs.custom_op.grading import correctness as cx
 from workshop.minigpt.model import GPT, GPTConfig, lm_loss
 from workshop.ops import softmax_op
 from workshop.ops.triton_launch import recording

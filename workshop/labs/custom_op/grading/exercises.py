@@ -346,7 +346,7 @@ EXERCISES = [
             ),
         ),
         handout=N_("README.md#questions"),
-        reference="workshop.labs.custom_op.launch_facts:ANSWERS",
+        reference="workshop.labs.custom_op.grading.launch_facts:ANSWERS",
         attribute="ANSWERS",
         questions=QUESTIONS,
         from_run=True,
