@@ -1,0 +1,211 @@
+"""The learner's code as the lab's process sees it: a handle on something that lives in the worker.
+
+Inside `with ctx.grading(name) as impl:` a lab uses
+    impl(*args)                          call the learner's function there; args and result are wire values
+    impl.value                           a constant's value (ANSWERS, predictions), as wire data
+    impl.probe("module:function", *args) run a trusted probe of the workshop package there, called as
+                                         function(learner_attribute, *args); it returns wire values only
+    impl.seen                            what the worker's watcher saw during the calls (forgeable evidence)
+and every verdict is the lab's, made here from the values that came back. An error of the learner's code comes
+back as LearnerCodeFailed (kind, the error, file:line), which LabContext.grading turns into the exercise's
+failed check; the worker's death or silence past the wall limit likewise, after which a fresh worker answers
+the next exercise.
+
+One Worker per lab process: started at the first use, it loads the learner's file once (the text, checked here
+first: source_check.py) and is started again after it died or was stopped.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from workshop.grading import source_check, wire
+
+READY_S = 300.0  # seconds a fresh worker may take to start (a container, then `import torch`, on a busy host)
+MAX_SOURCE = 2**20  # bytes of the learner's file read
+# faulthandler's frame lines: `  File "my-work/custom_op.py", line 12 in function` (most recent call first)
+FRAME = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+) in ')
+
+
+def wall_limit(cpu_s: float | None) -> float | None:
+    """The wall-clock seconds the lab's process waits for one call: the worker's own CPU-time limit ends an
+    honest endless loop first; this one ends a sleep, a disabled timer, a stuck native call."""
+    return None if cpu_s is None else 2 * cpu_s + 15
+
+
+class LearnerCodeFailed(Exception):
+    """The learner's code failed in the worker. kind: load (the file does not load), missing (it defines no such
+    name), refused (the name is not the learner's own code, or the file breaks source_check's rules),
+    not_started (a stub), error (an exception; or a value that cannot cross the wire), time, died."""
+
+    def __init__(self, kind: str, error: str, where: str | None = None):
+        super().__init__(f"{where}: {error}" if where else error)
+        self.kind, self.error, self.where = kind, error, where
+
+
+@dataclass
+class LearnerFile:
+    """The learner's <lab>.py as the lab's process read it: its text, the name it is shown by, its header."""
+
+    source: str
+    filename: str  # as the learner knows it: my-work/autograd.py
+    header: str  # the imports it may make: the header `exercises init` wrote
+
+    @classmethod
+    def read(cls, path: Path, shown_as: str, header: str) -> LearnerFile:
+        with open(path, "rb") as f:
+            data = f.read(MAX_SOURCE + 1)
+        if len(data) > MAX_SOURCE:
+            raise LearnerCodeFailed("load", f"the file is over {MAX_SOURCE} bytes")
+        return cls(data.decode("utf-8", "replace"), shown_as, header)
+
+    def refusals(self) -> list[source_check.Finding]:
+        """What in the text keeps it from running (source_check.file_findings); SyntaxError is a failure."""
+        try:
+            return source_check.file_findings(self.source, self.header)
+        except SyntaxError as e:
+            raise LearnerCodeFailed(
+                "load", f"SyntaxError: {e.msg}", f"{self.filename}:{e.lineno}"
+            ) from None
+
+
+class Worker:
+    """The lab process's side of the worker: `ask` one request, get one reply; restarts a dead worker."""
+
+    def __init__(self, launcher, device: str, learner: LearnerFile | None):
+        self.launcher, self.device, self.learner = launcher, device, learner
+        self.channel: wire.Channel | None = None
+        self.load_failure: LearnerCodeFailed | None = None
+
+    def _start(self) -> None:
+        read_fd, write_fd = self.launcher.start()
+        self.channel = wire.Channel(read_fd, write_fd)
+        self.channel.map_location = self.device
+        self._receive(time.monotonic() + READY_S)
+        self.load_failure = None
+        if self.learner is not None:
+            self.load_failure = self._load()
+
+    def _load(self) -> LearnerCodeFailed | None:
+        refusals = self.learner.refusals()
+        if refusals:
+            first = refusals[0]
+            return LearnerCodeFailed("refused", first.what, f"{self.learner.filename}:{first.line}")
+        allowed = sorted(source_check.allowed_imports(self.learner.header), key=str)
+        request = {
+            "op": "load",
+            "source": self.learner.source,
+            "filename": self.learner.filename,
+            "allowed": [list(pair) for pair in allowed],
+            "device": self.device,
+            "limit_s": 120.0,
+        }
+        reply = self._exchange(request, wall_limit(120.0))
+        if not reply["ok"]:
+            return LearnerCodeFailed(reply["kind"], reply["error"], reply.get("where"))
+        return None
+
+    def ask(self, request: dict, limit_s: float | None) -> dict:
+        """One request's reply ({"ok": True, ...}); LearnerCodeFailed for any failure of the learner's code."""
+        if self.channel is None:
+            self._start()
+        if self.load_failure and "attribute" in request.get("target", {}):
+            failed = self.load_failure
+            raise LearnerCodeFailed(failed.kind, failed.error, failed.where)
+        reply = self._exchange(request, wall_limit(limit_s))
+        if not reply.get("ok"):
+            raise LearnerCodeFailed(
+                str(reply.get("kind")), str(reply.get("error")), reply.get("where")
+            )
+        return reply
+
+    def _exchange(self, request: dict, wall_s: float | None) -> dict:
+        deadline = None if wall_s is None else time.monotonic() + wall_s
+        try:
+            self.channel.send(request, deadline)
+            return self._receive(deadline)
+        except wire.ChannelTimeout:
+            self.stop()
+            raise LearnerCodeFailed("time", f"no answer after {wall_s:g} s (wall clock)") from None
+        except wire.WireError as e:
+            how = self.launcher.ended()
+            self.stop()
+            if how is None:
+                raise LearnerCodeFailed("error", f"the worker broke the protocol: {e}") from None
+            raise LearnerCodeFailed("died", how, self.died_where()) from None
+
+    def died_where(self) -> str | None:
+        """file:line in the learner's file of the last stack the dead worker printed (faulthandler)."""
+        if self.learner is None:
+            return None
+        found = None
+        for line in self.launcher.tail():
+            if line.startswith(("Fatal Python error", "Current thread", "Thread ")):
+                found = None  # a new dump: only the last one counts
+            match = FRAME.match(line)
+            if match and found is None and match["file"] == self.learner.filename:
+                found = f"{match['file']}:{match['line']}"
+        return found
+
+    def _receive(self, deadline: float | None) -> dict:
+        reply = self.channel.receive(deadline)
+        if not isinstance(reply, dict):
+            raise wire.WireError("a reply that is not a dict")
+        return reply
+
+    def stop(self) -> None:
+        self.launcher.stop()
+        self.channel = None
+
+
+@dataclass
+class Solution:
+    """One exercise's implementation, in the worker: the learner's attribute, or the reference."""
+
+    worker: Worker
+    target: dict  # {"attribute": NAME} or {"reference": "module:attr"}
+    limit_s: float | None = None  # CPU seconds per call (the exercise's)
+    watch: str | None = None  # None, "autograd" (no autograd) or "engine" (a hand-made engine)
+    seen: list[str] = field(default_factory=list)  # what the worker's watcher saw (forgeable there)
+    seen_count: int = 0
+    scanned: list[source_check.Finding] = field(
+        default_factory=list
+    )  # autograd named in the source (here)
+
+    def _ask(self, op: str, args: tuple, probe: str | None = None):
+        request = {"op": op, "target": self.target, "args": list(args), "limit_s": self.limit_s}
+        request |= {"watch": self.watch, "probe": probe}
+        reply = self.worker.ask(request, self.limit_s)
+        self.seen += [s for s in reply.get("seen", []) if s not in self.seen]
+        self.seen_count += int(reply.get("seen_count", 0))
+        return reply.get("value")
+
+    def __call__(self, *args):
+        return self._ask("call", args)
+
+    @property
+    def value(self):
+        return self._ask("value", ())
+
+    def probe(self, function: str, *args):
+        return self._ask("probe", args, function)
+
+
+def solution_for(worker: Worker, exercise, graded: bool, watch: str | None = None) -> Solution:
+    """The Solution a grading block yields: the learner's attribute when a workspace is graded (refused here when
+    the file binds it by an import: the workshop's own code), else the reference."""
+    if not graded:
+        return Solution(worker, {"reference": exercise.reference}, None, watch)
+    learner = worker.learner
+    if learner is not None:
+        statement = source_check.imported_as(learner.source, exercise.attribute)
+        if statement is not None:
+            where = f"{learner.filename}:{statement.lineno}"
+            raise LearnerCodeFailed("refused", f"{exercise.attribute} is imported", where)
+    found = Solution(worker, {"attribute": exercise.attribute}, exercise.time_limit_s, watch)
+    if watch == "autograd" and learner is not None:
+        found.scanned = source_check.autograd_uses(learner.source, exercise.attribute)
+    return found
