@@ -1,17 +1,22 @@
 """The autograd lab's exercises: the reference passes, and a learner's typical wrong solutions fail each
-exercise's checks with a message that points at the mistake. Graded in-process, on the lab's real batch."""
+exercise's checks with a message that points at the mistake. Graded on the lab's real batch; the hand-gradient
+exercises as a learner's code is (contract 6): the wrong solutions' file loaded in a worker process."""
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import itertools
+from pathlib import Path
 
 import autograd_wrong_solutions as w
 import pytest
 
 from workshop import exercise
+from workshop.grading.solution import LearnerFile, LocalWorker, Worker, solution_for
+from workshop.harness.worker_process import NativeWorker
 from workshop.lab import LabContext
-from workshop.labs.autograd import graph_facts, hand_grads, replay
+from workshop.labs.autograd import graph_facts, replay
 from workshop.labs.autograd.batch import load_batch
 from workshop.labs.autograd.exercises import EXERCISES, WORKSPACE_HEADER
 from workshop.labs.autograd.hand_grading import cross_entropy_cases, grade, linear_cases
@@ -31,6 +36,27 @@ def cases(batch):
         "linear_grads": linear_cases(batch),
         "graphs": graph_cases(batch),
     }
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    """A worker that holds autograd_wrong_solutions.py as a learner's file (its own imports its header)."""
+    source = Path(w.__file__).read_text(encoding="utf-8")
+    learner = LearnerFile(source, "tests/autograd_wrong_solutions.py", source)
+    worker = Worker(NativeWorker("cpu", tmp_path_factory.mktemp("worker") / "log"), "cpu", learner)
+    yield worker
+    worker.stop()
+
+
+def as_learners(worker: Worker, function: str, wrong) -> object:
+    """The Solution the lab's grading block would yield if the learner's `function` were `wrong`."""
+    ex = next(ex for ex in EXERCISES if ex.name == function)
+    return solution_for(worker, dataclasses.replace(ex, attribute=wrong.__name__), True, "autograd")
+
+
+def reference(function: str):
+    ex = next(ex for ex in EXERCISES if ex.name == function)
+    return solution_for(LocalWorker("cpu"), ex, False, "autograd")
 
 
 @pytest.fixture
@@ -60,7 +86,7 @@ CE, LIN = "cross_entropy_grad", "linear_grads"
         (CE, w.ce_sign_flipped, "the sign is flipped"),
         (CE, w.ce_float32_always, "is torch.float32, the inputs are torch.float64"),
         (CE, w.ce_by_autograd, "cross_entropy_grad used autograd: "),
-        (CE, w.ce_by_torch_func, "ops run by autograd's backward engine"),
+        (CE, w.ce_by_torch_func, "used autograd: engine: run_backward"),
         (LIN, w.lin_transposed_dW, "dW has shape (64, 600), expected (600, 64): transposed"),
         (LIN, w.lin_db_over_classes, "db has one entry per class"),
         (LIN, w.lin_db_over_batch_only, "db has shape (22, 600), expected (600,)"),
@@ -71,15 +97,18 @@ CE, LIN = "cross_entropy_grad", "linear_grads"
     ],
     ids=lambda v: v.__name__ if callable(v) else "",
 )
-def test_hand_wrong_solutions_fail_with_a_pointed_message(ctx, cases, function, wrong, expected):
-    grade(ctx, function, wrong, cases[function])
+def test_hand_wrong_solutions_fail_with_a_pointed_message(
+    ctx, cases, planted, function, wrong, expected
+):
+    grade(ctx, function, as_learners(planted, function, wrong), cases[function])
     assert failures(ctx), "the wrong solution passed"
     assert expected in messages(ctx), messages(ctx)
 
 
-def test_float64_off_by_5e7_fails_at_float64_only(ctx, cases):
+def test_float64_off_by_5e7_fails_at_float64_only(ctx, cases, planted):
     """The issue's row: 1e-7 absolute let it through; float64 is now judged at its own scale."""
-    grade(ctx, "linear_grads", w.lin_float64_off_by_5e7, cases["linear_grads"])
+    wrong = as_learners(planted, "linear_grads", w.lin_float64_off_by_5e7)
+    grade(ctx, "linear_grads", wrong, cases["linear_grads"])
     assert [c.name for c in failures(ctx)] == [
         "linear_grads: dL/dW = autograd's (float64): max abs error"
     ]
@@ -151,8 +180,8 @@ def test_unanswered_is_not_started(ctx, cases):
 
 # ---- the references pass; a learner's own correct code passes through the workspace ----
 def test_the_references_pass_every_exercise(ctx, cases):
-    grade(ctx, "cross_entropy_grad", hand_grads.cross_entropy_grad, cases["cross_entropy_grad"])
-    grade(ctx, "linear_grads", hand_grads.linear_grads, cases["linear_grads"])
+    grade(ctx, "cross_entropy_grad", reference("cross_entropy_grad"), cases["cross_entropy_grad"])
+    grade(ctx, "linear_grads", reference("linear_grads"), cases["linear_grads"])
     grade_order(ctx, replay.engine_order, cases["graphs"])
     grade_backpropagate(ctx, replay.backpropagate, cases["graphs"])
     facts = graph_facts.measure_facts(cases["graphs"])

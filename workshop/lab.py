@@ -19,6 +19,7 @@ from types import ModuleType
 
 from workshop import atomic, exercise, grading_markers, templates, workspace
 from workshop.exercise import Exercise
+from workshop.grading.solution import LearnerCodeFailed
 from workshop.grading_markers import ProcessDied
 from workshop.i18n import N_, _
 from workshop.time_limit import TimeLimitExceeded, time_limit
@@ -129,6 +130,7 @@ class LabContext:
     _learner: ModuleType | workspace.LearnerError | None = (
         None  # the loaded <lab>.py, or why it would not load
     )
+    _worker: object | None = None  # the process the learner's code runs in (grading/sandbox.py)
 
     # ---- checks: each compares a measured value with a threshold, so each one can fail ----
     def check_max(
@@ -177,8 +179,15 @@ class LabContext:
         """True when the learner's workspace is being graded (not the reference)."""
         return self.work is not None
 
-    def solution(self, ex: Exercise):
-        """The learner's version of the exercise when grading a workspace, else the reference."""
+    def solution(self, ex: Exercise, worker: bool = False, watch: str | None = None):
+        """The learner's version of the exercise when grading a workspace, else the reference. With worker=True
+        a handle on it in the worker process (grading/solution.py), which runs the reference too."""
+        if worker:
+            if ex.id in self.skip:
+                raise grading_markers.ProcessDied(self.skip[ex.id])
+            from workshop.grading import sandbox  # torch, and the worker: only where a lab runs
+
+            return sandbox.solution(self, ex, watch)
         if not self.graded:
             return ex.load_reference()
         if ex.id in self.skip:
@@ -218,8 +227,14 @@ class LabContext:
         return path
 
     @contextlib.contextmanager
-    def grading(self, exercise_or_name: Exercise | str):
+    def grading(
+        self, exercise_or_name: Exercise | str, worker: bool = False, watch: str | None = None
+    ):
         """Grade one exercise: yields its implementation; every check recorded inside counts for it.
+
+        worker=True (the lab's grading speaks contract 6: wire values, probes): the implementation lives in the
+        worker process (grading/solution.py), watched there for autograd when watch says so ("autograd": none
+        at all; "engine": no engine run, grad_fn nodes called by hand allowed).
 
         With the learner's code, an exception ends only this exercise, recorded as a failed check that names
         the file and line (a stub's NotImplementedError: "not started"; an endless loop: the exercise's time
@@ -239,10 +254,11 @@ class LabContext:
         self._grading = ex
         print(grading_markers.started(self.name, ex.id), flush=True)
         try:
-            with time_limit(ex.time_limit_s if self.graded else None):
+            # in the worker the learner's code has its own limits; here it would time the lab's own work
+            with time_limit(ex.time_limit_s if self.graded and not worker else None):
                 try:
-                    impl = self.solution(ex)
-                except (LearnerError, ProcessDied, NotImplementedError) as e:
+                    impl = self.solution(ex, worker, watch)
+                except (LearnerError, LearnerCodeFailed, ProcessDied, NotImplementedError) as e:
                     impl = Unavailable(e)  # the block runs; its first use of impl ends the exercise
                 yield impl
         except BaseException as e:
@@ -260,6 +276,10 @@ class LabContext:
     def _learner_failure(self, ex: Exercise, e: BaseException) -> Check | None:
         """The failed check that records `e`, raised in ex's grading block by the learner's work; None when it
         is not theirs to answer for (the reference's own error, an interrupt): then it propagates."""
+        if isinstance(e, LearnerCodeFailed) and self.graded:
+            from workshop.grading import sandbox
+
+            return sandbox.failure_check(ex, e)
         if isinstance(e, LearnerError):
             name = _("{id}: your code loads").format(id=ex.id)
             return Check(name, False, str(e), _("no error"), message=ex.hint)

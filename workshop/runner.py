@@ -30,6 +30,7 @@ from pathlib import Path
 
 from workshop import atomic, grading_markers, i18n, interrupt, labs, proctree, results, workspace
 from workshop.device import use_triton_interpreter
+from workshop.grading import sandbox
 from workshop.i18n import _
 from workshop.lab import WHY_MISSING, Check, LabContext, all_passed
 
@@ -408,7 +409,10 @@ def main(argv: list[str] | None = None) -> int:
         skip=skip,
     )
     start = time.monotonic()
-    stopped = run_lab_code(ctx, a.time_limit)
+    try:
+        stopped = run_lab_code(ctx, a.time_limit)
+    finally:
+        sandbox.stop(ctx)  # the worker, and whatever the learner's code left running
     write_result(
         ctx.out_dir,
         ctx.name,

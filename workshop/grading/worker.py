@@ -7,7 +7,7 @@
 No path reaches it: the learner's file comes over the channel as text, compiled under the name the learner
 knows it by (my-work/autograd.py), so tracebacks name it, and nothing else of the workspace is here. Its
 stdout and stderr go to a capped log that nobody parses. Requests, each answered by one reply:
-  {"op": "load", "source", "filename", "allowed": [[module, name or None], ...], "device"}
+  {"op": "load", "device", "source" (None: no learner file), "filename", "allowed": [[module, name], ...]}
   {"op": "call" | "probe" | "value", "target": {"attribute": NAME} | {"reference": "module:attr"},
    "args": [...], "probe": "module:function", "limit_s": CPU seconds, "watch": None | "autograd" | "engine"}
 A reply is {"ok": True, "value": ..., "seen": [...], "seen_count": N} or {"ok": False, "kind", "error",
@@ -103,8 +103,11 @@ class ImportGuard:
 class Session:
     """The worker's state: the learner's module once loaded, the watcher once needed."""
 
-    def __init__(self, channel: wire.Channel):
-        self.channel = channel
+    def __init__(self, reraise: bool = False):
+        self.device = "cpu"  # the lab's, from the load request: where received tensors go
+        self.reraise = (
+            reraise  # in the lab's own process (the reference): its errors are the lab's bugs
+        )
         self.module: types.ModuleType | None = None
         self.filename: str | None = None
         self.watcher = None
@@ -127,8 +130,11 @@ class Session:
         return self.run(request, target, function)
 
     def load(self, request: dict) -> dict:
+        """The first request: the lab's device, and the learner's file (none for a reference run)."""
+        self.device = request.get("device", "cpu")
+        if request.get("source") is None:
+            return {"ok": True}
         self.filename = request["filename"]
-        self.channel.map_location = request.get("device", "cpu")
         allowed = {(m, n) for m, n in request["allowed"]}
         source = request["source"]
         linecache.cache[self.filename] = (len(source), None, source.splitlines(True), self.filename)
@@ -177,13 +183,18 @@ class Session:
         try:
             with time_limit(request.get("limit_s")), self.watching(watch) as events:
                 value = probe(target, *args) if probe else target(*args)
-        except NotImplementedError as e:
-            return failure("not_started", e, self.filename)
-        except TimeLimitExceeded as e:
-            return failure("time", e, self.filename)
-        except BaseException as e:  # noqa: BLE001 - SystemExit included: the learner's exception ends one call
-            return failure("error", e, self.filename)
+        except BaseException as e:  # noqa: BLE001 - the learner's SystemExit ends one call, not the worker
+            if self.reraise:
+                raise
+            return self.failed(e)
         return self.reply(value, events)
+
+    def failed(self, e: BaseException) -> dict:
+        if isinstance(e, NotImplementedError):
+            return failure("not_started", e, self.filename)
+        if isinstance(e, TimeLimitExceeded):
+            return failure("time", e, self.filename)
+        return failure("error", e, self.filename)  # SystemExit included: it ends one call
 
     def watching(self, watch: str | None):
         from contextlib import nullcontext
@@ -256,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     die_with_parent()
     faulthandler.enable()  # a crash in native code prints the stack to the log: where it died
     channel = channel_from(args)
-    session = Session(channel)
+    session = Session()
     channel.send({"ok": True, "ready": True})
     while True:
         try:

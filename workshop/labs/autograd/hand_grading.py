@@ -1,9 +1,11 @@
 """Grading the hand gradients (exercises cross_entropy_grad and linear_grads) against autograd's.
 
 Each exercise is run on the lab's real batch in float32 and float64 (and the cross-entropy once more on logits
-shifted by +1000, where a softmax without its max shift overflows), on inputs that do not require grad, under an
-AutogradSpy. Every result must be within precision.error_bound of autograd's; a failure comes with a diagnosis
-computed from the learner's output (gradient_diagnosis.py).
+shifted by +1000, where a softmax without its max shift overflows), on inputs that do not require grad, in the
+worker (`impl` is a grading.solution.Solution: the arguments and the result cross the wire as copies), watched
+there for autograd on every thread; the learner's source is read here for it too (grading/no_autograd.py).
+Every result must be within precision.error_bound of autograd's; a failure comes with a diagnosis computed from
+the learner's output (gradient_diagnosis.py).
 """
 
 from __future__ import annotations
@@ -14,12 +16,12 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from workshop.grading.no_autograd import check_no_autograd
 from workshop.i18n import _
 from workshop.lab import LabContext
 from workshop.labs.autograd.batch import HeadBatch, leaves
 from workshop.labs.autograd.gradient_diagnosis import Evidence, diagnose
 from workshop.labs.autograd.hand_grads import autograd_forward_backward
-from workshop.labs.autograd.no_autograd import AutogradSpy
 from workshop.labs.autograd.precision import CHAPTER_ATOL, error_bound, max_abs_error
 from workshop.minigpt.model import lm_loss
 
@@ -98,25 +100,15 @@ def linear_cases(batch: HeadBatch) -> list[Case]:
 
 
 def grade(ctx: LabContext, function: str, impl, cases: list[Case]) -> list[Comparison]:
-    """Run impl on every case under an AutogradSpy; check each output against autograd's."""
-    spy, found = AutogradSpy(), []
+    """Run impl (in the worker, watched for autograd) on every case; check each output against autograd's,
+    then that no autograd was named or used."""
+    found = []
     for case in cases:
-        args = tuple(a.clone() for a in case.args)  # the learner's in-place edits stay theirs
-        with spy:
-            result = impl(*args)
+        result = impl(*case.args)  # the worker gets copies: its in-place edits stay there
         outputs = unpack(function, result, tuple(case.expected))
         for name, got in zip(case.expected, outputs, strict=True):
             found.append(compare(ctx, function, case, name, got))
-    ctx.check_max(
-        _("{function} used no autograd: ops run by its engine or recorded for it").format(
-            function=function
-        ),
-        spy.count,
-        0,
-        message=_(
-            "{function} used autograd: {evidence}. Write the formulas with plain tensor ops."
-        ).format(function=function, evidence=spy.evidence()),
-    )
+    check_no_autograd(ctx, function, impl)
     return found
 
 
