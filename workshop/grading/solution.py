@@ -27,6 +27,7 @@ from workshop.grading import source_check
 READY_S = 300.0  # seconds a fresh worker may take to start (a container, then `import torch`, on a busy host)
 MAX_SOURCE = 2**20  # bytes of the learner's file read
 KEPT = 20  # events of the worker's watcher kept
+LOAD_S = 120.0  # CPU seconds the learner's file may take to import
 # faulthandler's frame lines: `  File "my-work/custom_op.py", line 12 in function` (most recent call first)
 FRAME = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+) in ')
 
@@ -52,6 +53,14 @@ class LearnerCodeFailed(Exception):
     def __init__(self, kind: str, error: str, where: str | None = None):
         super().__init__(f"{where}: {error}" if where else error)
         self.kind, self.error, self.where = kind, error, where
+
+
+def failed(reply: dict) -> LearnerCodeFailed:
+    """The failure a worker's reply reports, its texts made safe to show (said)."""
+    where = reply.get("where")
+    return LearnerCodeFailed(
+        said(reply.get("kind"), 20), said(reply.get("error")), said(where, 300) if where else None
+    )
 
 
 @dataclass
@@ -81,12 +90,25 @@ class LearnerFile:
 
 
 class Worker:
-    """The lab process's side of the worker: `ask` one request, get one reply; restarts a dead worker."""
+    """The lab process's side of the worker: `ask` one request, get one reply; restarts a dead worker. A file
+    the lab's reading refuses (source_check) never reaches a worker: none is started for it."""
 
     def __init__(self, launcher, device: str, learner: LearnerFile | None):
         self.launcher, self.device, self.learner = launcher, device, learner
         self.channel = None  # a wire.Channel while the worker runs
-        self.load_failure: LearnerCodeFailed | None = None
+        self.refused = self._refused()
+
+    def _refused(self) -> LearnerCodeFailed | None:
+        if self.learner is None:
+            return None
+        try:
+            refusals = self.learner.refusals()
+        except LearnerCodeFailed as e:  # a SyntaxError, with its line
+            return e
+        if not refusals:
+            return None
+        first = refusals[0]
+        return LearnerCodeFailed("refused", first.what, f"{self.learner.filename}:{first.line}")
 
     def _start(self) -> None:
         from workshop.grading import (
@@ -100,39 +122,29 @@ class Worker:
         self.load_failure = self._load()
 
     def _load(self) -> LearnerCodeFailed | None:
-        """Tell the worker the device and give it the learner's file, once read here and found runnable."""
-        request = {"op": "load", "device": self.device, "source": None, "limit_s": 120.0}
+        """Tell the worker the device and give it the learner's file (read here and found runnable)."""
+        request = {"op": "load", "device": self.device, "source": None, "limit_s": LOAD_S}
         if self.learner is not None:
-            refusals = self.learner.refusals()
-            if refusals:
-                first = refusals[0]
-                return LearnerCodeFailed(
-                    "refused", first.what, f"{self.learner.filename}:{first.line}"
-                )
             allowed = sorted(source_check.allowed_imports(self.learner.header), key=str)
             request |= {"source": self.learner.source, "filename": self.learner.filename}
             request["allowed"] = [list(pair) for pair in allowed]
-        reply = self._exchange(request, wall_limit(120.0))
-        if not reply.get("ok"):
-            where = reply.get("where")
-            kind = said(reply.get("kind"), 20)
-            return LearnerCodeFailed(
-                kind, said(reply.get("error")), said(where, 300) if where else None
-            )
-        return None
+        reply = self._exchange(request, wall_limit(LOAD_S))
+        return None if reply.get("ok") else failed(reply)
 
     def ask(self, request: dict, limit_s: float | None) -> dict:
         """One request's reply ({"ok": True, ...}); LearnerCodeFailed for any failure of the learner's code."""
+        learners = "attribute" in request.get("target", {})
+        if self.refused and learners:
+            raise LearnerCodeFailed(self.refused.kind, self.refused.error, self.refused.where)
         if self.channel is None:
             self._start()
-        if self.load_failure and "attribute" in request.get("target", {}):
-            failed = self.load_failure
-            raise LearnerCodeFailed(failed.kind, failed.error, failed.where)
+        if self.load_failure and learners:
+            raise LearnerCodeFailed(
+                self.load_failure.kind, self.load_failure.error, self.load_failure.where
+            )
         reply = self._exchange(request, wall_limit(limit_s))
         if not reply.get("ok"):
-            raise LearnerCodeFailed(
-                str(reply.get("kind")), str(reply.get("error")), reply.get("where")
-            )
+            raise failed(reply)
         return reply
 
     def _exchange(self, request: dict, wall_s: float | None) -> dict:
@@ -203,7 +215,7 @@ class LocalWorker:
         if not reply[
             "ok"
         ]:  # the reference's own failure: the lab's bug, said as the learner's would be
-            raise LearnerCodeFailed(reply["kind"], reply["error"], reply.get("where"))
+            raise failed(reply)
         return reply
 
     def stop(self) -> None:

@@ -34,7 +34,8 @@ from workshop.grading import wire
 from workshop.time_limit import TimeLimitExceeded, time_limit
 
 MODULE = "workshop_work"  # the learner's file, as a module of the worker
-PR_SET_PDEATHSIG = 1
+PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
+CAPABILITY_VERSION_3 = 0x20080522
 IMPORT_NAME = dis.opmap["IMPORT_NAME"]
 
 
@@ -248,6 +249,29 @@ def die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
+class CapabilityData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+def drop_root() -> None:
+    """As root (a native worker that could not take a uid of its own), give up every capability before the
+    learner's code runs: no ptrace of the lab's process, no reading past file permissions, no mounts, no
+    setuid programs (no-new-privs). Root's own files stay root's: the native sandbox says so."""
+    if sys.platform != "linux" or os.geteuid() != 0:
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    for capability in range(64):  # the bounding set: no exec can give them back
+        libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)
+    header = (ctypes.c_uint32 * 2)(CAPABILITY_VERSION_3, 0)
+    if libc.capset(header, (CapabilityData * 2)()) != 0:
+        raise OSError(ctypes.get_errno(), "capset: could not give up root's capabilities")
+
+
 def channel_from(args) -> wire.Channel:
     if args.fd is not None:
         return wire.Channel(args.fd, args.fd)
@@ -265,6 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stdio", action="store_true", help="the channel is stdin/stdout")
     args = p.parse_args(argv)
     die_with_parent()
+    drop_root()
     faulthandler.enable()  # a crash in native code prints the stack to the log: where it died
     channel = channel_from(args)
     session = Session()
