@@ -31,7 +31,7 @@ from workshop.i18n import (
 ROOT = Path(__file__).resolve().parent
 SESSION = "docker/session.sh"  # labs, report, then the tests on that run: the same script in and out of Docker
 DEFAULT_ARCHIVE = "pytorch-internals-workshop-image.tar.gz"
-DEFAULT_WORK = "my-work"  # the learner's workspace (workshop/workspace.py: DEFAULT_DIR)
+DEFAULT_WORK = "my-work"  # the learner's workspace (workshop/grading/workspace.py: DEFAULT_DIR)
 INSTALL_DOCKER = "https://docs.docker.com/engine/install/"
 INSTALL_TOOLKIT = (
     "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"

@@ -22,7 +22,7 @@ if [ "$(id -u)" = 0 ]; then
 fi
 
 # One folder per uid on the /cache volume: HOME (matplotlib's config) and the Inductor/Triton caches that
-# interactive work reuses (each lab run still compiles into fresh folders of its own: see workshop/runner.py).
+# interactive work reuses (each lab run still compiles into fresh folders of its own: see workshop/harness/runner.py).
 uid=$(id -u)
 export HOME="/cache/$uid/home" USER="${USER:-workshop}" LOGNAME="${LOGNAME:-workshop}"
 export TORCHINDUCTOR_CACHE_DIR="/cache/$uid/inductor" TRITON_CACHE_DIR="/cache/$uid/triton"

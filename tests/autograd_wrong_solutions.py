@@ -6,6 +6,10 @@ the reference (each must fail one of the lab's own checks).
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import threading
+
 import torch
 import torch.nn.functional as F
 
@@ -67,6 +71,38 @@ def ce_float32_always(logits, targets):
     return loss, G
 
 
+def ce_float32_step(logits, targets):
+    """Right in float32; in float64 the mask and N are float32 (.float()), so 1/N is rounded to float32."""
+    Z, t = rows(logits, targets)
+    mask = (t != PAD_ID).float()
+    weight = mask / mask.sum()  # (M,) float32, whatever the logits' dtype
+    P = torch.softmax(Z, dim=1)
+    G = (P - F.one_hot(t, Z.shape[1]).to(Z.dtype)) * weight[:, None]
+    loss = -(torch.log_softmax(Z, 1).gather(1, t[:, None])[:, 0] * weight).sum()
+    return loss.to(Z.dtype), G.reshape(logits.shape)
+
+
+def ce_float32_softmax(logits, targets):
+    """The softmax taken in float32 and cast back: every entry carries float32's rounding."""
+    loss, G = hand_grads.cross_entropy_grad(logits, targets)
+    Z, t = rows(logits, targets)
+    mask = (t != PAD_ID).to(Z.dtype)
+    P = torch.softmax(Z.float(), dim=1).to(Z.dtype)
+    G = (P - F.one_hot(t, Z.shape[1]).to(Z.dtype)) * (mask / mask.sum())[:, None]
+    return loss, G.reshape(logits.shape)
+
+
+def ce_epsilon_in_the_mean(logits, targets):
+    """A "safe" division: N + 1e-6."""
+    Z, t = rows(logits, targets)
+    mask = (t != PAD_ID).to(Z.dtype)
+    n = mask.sum() + 1e-6
+    P = torch.softmax(Z, dim=1)
+    G = (P - F.one_hot(t, Z.shape[1]).to(Z.dtype)) * (mask / n)[:, None]
+    loss = -(torch.log_softmax(Z, 1).gather(1, t[:, None])[:, 0] * mask).sum() / n
+    return loss, G.reshape(logits.shape)
+
+
 def ce_by_autograd(logits, targets):
     z = logits.detach().clone().requires_grad_()
     loss = lm_loss(z, targets)
@@ -77,6 +113,34 @@ def ce_by_autograd(logits, targets):
 def ce_by_torch_func(logits, targets):
     loss = lm_loss(logits, targets)
     return loss, torch.func.grad(lambda z: lm_loss(z, targets))(logits)
+
+
+def ce_on_another_thread(logits, targets):
+    """autograd.grad run on a thread of its own, out of sight of a watcher of one thread."""
+    found = []
+    worker = threading.Thread(target=lambda: found.append(ce_by_autograd(logits, targets)))
+    worker.start()
+    worker.join()
+    return found[0]
+
+
+def ce_by_derivative_op(logits, targets):
+    """aten's own backward formulas, called directly: no engine, no graph."""
+    Z, t = rows(logits, targets)
+    log_p = torch.log_softmax(Z, dim=1)
+    n = int((t != PAD_ID).sum())
+    loss = F.nll_loss(log_p, t, ignore_index=PAD_ID)
+    d_log_p = torch.ops.aten.nll_loss_backward(
+        torch.ones((), dtype=Z.dtype),
+        log_p,
+        t,
+        None,
+        1,
+        PAD_ID,
+        torch.tensor(float(n), dtype=Z.dtype),
+    )
+    G = torch.ops.aten._log_softmax_backward_data(d_log_p, log_p, 1, Z.dtype)
+    return loss, G.reshape(logits.shape)
 
 
 # ---- linear_grads ----
@@ -181,3 +245,49 @@ def bp_no_fit(order, grad_output):
 
 def bp_keyed_by_id(order, grad_output):
     return {id(leaf): g for leaf, g in replay.backpropagate(order, grad_output).items()}
+
+
+# ---- cheats: each breaks exactly one rule of no_autograd.FORBIDDEN, on a small problem of its own ----
+Z = torch.randn(12, 7, dtype=torch.float64)  # (M, V) logits
+T = torch.tensor([1, 2, 3, 4, 5, 6, 1, 2, 3, PAD_ID, PAD_ID, PAD_ID])
+
+
+def on_a_thread(work):
+    found = []
+    worker = threading.Thread(target=lambda: found.append(work()))
+    worker.start()
+    worker.join()
+    return found[0]
+
+
+def z_grad_by_autograd():
+    z = Z.clone().requires_grad_()
+    return torch.autograd.grad(lm_loss(z[None], T[None]), z)[0]
+
+
+def grad_fn_called():
+    z = Z.clone().requires_grad_()
+    loss = lm_loss(z[None], T[None])
+    return loss.grad_fn(torch.ones((), dtype=Z.dtype))
+
+
+CHEATS = {
+    "engine": lambda: on_a_thread(z_grad_by_autograd),  # no graph recorded on the calling thread
+    "grad_fn": lambda: on_a_thread(grad_fn_called),
+    "derivative_op": lambda: torch.ops.aten._log_softmax_backward_data(
+        torch.ones_like(Z), torch.log_softmax(Z, 1), 1, Z.dtype
+    ),
+    "forward_ad": lambda: torch.func.jvp(torch.sin, (Z,), (torch.ones_like(Z),)),
+    "requires_grad": lambda: (Z.clone().requires_grad_() * 2).detach(),
+    "process": lambda: subprocess.run([sys.executable, "-c", "pass"], check=True),
+}
+
+
+def ce_cheating(rule):
+    """The reference cross_entropy_grad, after a cheat that breaks `rule` only."""
+
+    def cross_entropy_grad(logits, targets):
+        CHEATS[rule]()
+        return hand_grads.cross_entropy_grad(logits, targets)
+
+    return cross_entropy_grad

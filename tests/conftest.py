@@ -5,8 +5,9 @@ Two modes:
   a lab missing from it is a failure, not a skip. A test that asks for another --n than that run's (say a
   4-process run of the distributed demos) gets a run of its own, as in the other mode; so does every test when
   that run is not in English (a learner's Spanish session): the tests read English check names and summaries.
-- otherwise: run `python -m workshop run LAB --device $WORKSHOP_TEST_DEVICE (default cpu)` into a temporary
-  results root, once per lab and session.
+- otherwise: run `python -m workshop run LAB --device $WORKSHOP_TEST_DEVICE` into a temporary results root, once
+  per lab and session. Its default is the machine's: cuda where torch sees a GPU (so `python -m pytest` on a GPU
+  host runs the `gpu` tests' labs on the GPU, as those tests need), cpu elsewhere.
 
 The suite runs in English whatever the developer's locale (WORKSHOP_LANG=en, inherited by every command a test
 starts); a test that wants Spanish asks for it (--lang es, or its own environment).
@@ -25,11 +26,11 @@ import pytest
 import torch
 
 from workshop import i18n
-from workshop.device import use_triton_interpreter
+from workshop.harness.device import resolve, use_triton_interpreter
 
 os.environ["WORKSHOP_LANG"] = "en"
 i18n.set_language("en")
-TEST_DEVICE = os.environ.get("WORKSHOP_TEST_DEVICE", "cpu")
+TEST_DEVICE = os.environ.get("WORKSHOP_TEST_DEVICE") or resolve("auto")
 # Without CUDA, Triton kernels run in its interpreter, which must be on before ANY test module imports triton.
 use_triton_interpreter()
 
@@ -100,7 +101,12 @@ def pytest_report_header(config):
         return (
             f"{given} is not in English: the tests run the labs they check themselves, in English"
         )
-    return None
+    why = (
+        "WORKSHOP_TEST_DEVICE"
+        if os.environ.get("WORKSHOP_TEST_DEVICE")
+        else "this machine's default"
+    )
+    return f"labs the tests run themselves run on: {TEST_DEVICE} ({why})"
 
 
 @pytest.fixture(scope="session")

@@ -191,3 +191,20 @@ def broken_links(path: Path) -> list[str]:
         ):
             out.append(f"{href}: no heading with that anchor in {file.name}")
     return out
+
+
+def section_items(text: str, headings: tuple[str, ...]) -> list[list]:
+    """The inline tokens (links, text, code spans) of each list item under a heading whose text is one of
+    `headings`, up to the next heading."""
+    tokens, items, inside, depth = PARSER.parse(text), [], False, 0
+    for i, tok in enumerate(tokens):
+        if tok.type == "heading_open":
+            inside = tokens[i + 1].content in headings
+        elif inside and tok.type == "list_item_open":
+            depth += 1
+            items.append([])
+        elif inside and tok.type == "list_item_close":
+            depth -= 1
+        elif inside and depth and tok.type == "inline":
+            items[-1] += tok.children or []
+    return items

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workshop import exercise, labs
-from workshop.exercise import Exercise
+from workshop import labs
+from workshop.grading.exercise import Exercise
 from workshop.lab import LabSpec
 
 HERE = Path(__file__).resolve().parent
@@ -94,8 +94,8 @@ def install(setattr) -> None:
     """The toy lab in place of the real ones, with setattr(module, name, value)."""
     setattr(labs, "all_labs", lambda: {"toy": LAB})
     setattr(labs, "get", lambda name: LAB)
-    setattr(exercise, "lab_exercises", lambda lab: EXERCISES if lab == "toy" else [])
-    setattr(exercise, "lab_header", lambda lab: WORKSPACE_HEADER.strip() + "\n")
+    setattr(labs, "exercises", lambda lab: EXERCISES if lab == "toy" else [])
+    setattr(labs, "workspace_header", lambda lab: WORKSPACE_HEADER.strip() + "\n")
 
 
 def sitecustomize_source() -> str:

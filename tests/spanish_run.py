@@ -1,5 +1,5 @@
-"""Run a lab in Spanish through the runner's own entry point, `python -m workshop.runner LAB --lang es` (what
-`python -m workshop run LAB --lang es` starts for each lab), in this process, so that a test may first make the
+"""Run a lab in Spanish through its process's own entry point (harness.child, what `python -m workshop run LAB
+--lang es` starts for each lab), in this process, so that a test may first make the
 lab cheaper (fewer demos, fewer replayed steps) with monkeypatch. The language in use is given back after, and
 WORKSHOP_LANG, which the runner sets for the processes a lab starts: the later tests' runs stay English."""
 
@@ -9,15 +9,17 @@ import json
 import os
 from pathlib import Path
 
-from workshop import i18n, runner
+import lab_process
+
+from workshop import i18n
 
 
-def run_in_spanish(lab: str, out: Path, *options: str) -> dict:
+def run_in_spanish(lab: str, out: Path) -> dict:
     """The lab's result.json after a Spanish run into `out` (created)."""
     out.mkdir(parents=True, exist_ok=True)
     before, environment = i18n.language(), os.environ.get("WORKSHOP_LANG")
     try:
-        runner.main([lab, "--out-dir", str(out), "--device", "cpu", "--lang", "es", *options])
+        lab_process.run_here(lab, out, lang="es")
     finally:
         i18n.set_language(before)
         if environment is None:

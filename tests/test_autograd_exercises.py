@@ -12,8 +12,9 @@ from pathlib import Path
 import autograd_wrong_solutions as w
 import pytest
 
-from workshop import exercise
-from workshop.grading.solution import LearnerFile, LocalWorker, Worker, solution_for
+from workshop.grading import checks
+from workshop.grading.solution import LearnerFile, LocalWorker, Solution, Worker, solution_for
+from workshop.harness.options import RunOptions
 from workshop.harness.worker_process import NativeWorker
 from workshop.lab import LabContext
 from workshop.labs.autograd import graph_facts, replay
@@ -21,6 +22,7 @@ from workshop.labs.autograd.batch import load_batch
 from workshop.labs.autograd.exercises import EXERCISES, WORKSPACE_HEADER
 from workshop.labs.autograd.hand_grading import cross_entropy_cases, grade, linear_cases
 from workshop.labs.autograd.lab import grade_hand
+from workshop.labs.autograd.no_autograd import FORBIDDEN, HAND_RULES
 from workshop.labs.autograd.replay_grading import grade_backpropagate, grade_order, graph_cases
 
 
@@ -40,28 +42,32 @@ def cases(batch):
 
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory):
-    """A worker that holds autograd_wrong_solutions.py as a learner's file (its own imports its header)."""
+    """A worker that holds autograd_wrong_solutions.py as a learner's file (its imports its header), each cheat
+    of CHEATS bound to a name of its own (ce_cheating_<rule>)."""
     source = Path(w.__file__).read_text(encoding="utf-8")
+    source += "".join(f"\nce_cheating_{rule} = ce_cheating({rule!r})\n" for rule in w.CHEATS)
     learner = LearnerFile(source, "tests/autograd_wrong_solutions.py", source)
     worker = Worker(NativeWorker("cpu", tmp_path_factory.mktemp("worker") / "log"), "cpu", learner)
     yield worker
     worker.stop()
 
 
-def as_learners(worker: Worker, function: str, wrong) -> object:
-    """The Solution the lab's grading block would yield if the learner's `function` were `wrong`."""
+def as_learners(worker: Worker, function: str, wrong) -> Solution:
+    """The Solution the lab's grading block yields when the learner's `function` is `wrong` (a function of
+    autograd_wrong_solutions, or the name of one in the planted file)."""
     ex = next(ex for ex in EXERCISES if ex.name == function)
-    return solution_for(worker, dataclasses.replace(ex, attribute=wrong.__name__), True, "autograd")
+    name = wrong if isinstance(wrong, str) else wrong.__name__
+    return solution_for(worker, dataclasses.replace(ex, attribute=name), True)
 
 
-def reference(function: str):
+def reference(function: str) -> Solution:
     ex = next(ex for ex in EXERCISES if ex.name == function)
-    return solution_for(LocalWorker("cpu"), ex, False, "autograd")
+    return solution_for(LocalWorker("cpu"), ex, False)
 
 
 @pytest.fixture
 def ctx(tmp_path):
-    return LabContext("autograd", tmp_path, "cpu", 1, 0)
+    return LabContext("autograd", tmp_path, RunOptions("cpu", 1, 0))
 
 
 def failures(ctx: LabContext) -> list:
@@ -85,15 +91,18 @@ CE, LIN = "cross_entropy_grad", "linear_grads"
         (CE, w.ce_no_max_shift, "subtract each row's max before exp()"),
         (CE, w.ce_sign_flipped, "the sign is flipped"),
         (CE, w.ce_float32_always, "is torch.float32, the inputs are torch.float64"),
-        (CE, w.ce_by_autograd, "cross_entropy_grad used autograd: "),
-        (CE, w.ce_by_torch_func, "used autograd: engine: run_backward"),
+        (CE, w.ce_by_autograd, "cross_entropy_grad used autograd's engine"),
+        (CE, w.ce_by_torch_func, "cross_entropy_grad used autograd's engine"),
+        (CE, w.ce_on_another_thread, "cross_entropy_grad used autograd's engine"),
+        (CE, w.ce_by_derivative_op, "aten::nll_loss_backward, aten::_log_softmax_backward_data"),
+        (CE, w.ce_float32_softmax, "that is float32's precision (about 7 digits)"),
         (LIN, w.lin_transposed_dW, "dW has shape (64, 600), expected (600, 64): transposed"),
         (LIN, w.lin_db_over_classes, "db has one entry per class"),
         (LIN, w.lin_db_over_batch_only, "db has shape (22, 600), expected (600,)"),
         (LIN, w.lin_dx_not_reshaped, "dx has shape (176, 64), expected (8, 22, 64): the right"),
         (LIN, w.lin_mean_again, "divided by N twice"),
-        (LIN, w.lin_by_vjp, "linear_grads used autograd"),
-        (LIN, w.lin_float64_off_by_5e7, "dW is 1.0000005 times autograd's"),
+        (LIN, w.lin_by_vjp, "linear_grads used autograd's engine"),
+        (LIN, w.lin_float64_off_by_5e7, "every entry is off by the same factor, 1.0000005"),
     ],
     ids=lambda v: v.__name__ if callable(v) else "",
 )
@@ -103,6 +112,49 @@ def test_hand_wrong_solutions_fail_with_a_pointed_message(
     grade(ctx, function, as_learners(planted, function, wrong), cases[function])
     assert failures(ctx), "the wrong solution passed"
     assert expected in messages(ctx), messages(ctx)
+
+
+@pytest.mark.parametrize(
+    "wrong, mistake, why",
+    [
+        (w.ce_mask_dropped, "<pad> positions counted", "the mean over all 176 positions"),
+        (w.ce_no_max_shift, "no max shift before exp()", "subtract each row's max"),
+        (w.ce_float32_step, "a float32 step in a float64 computation", "1/N = 1/82 rounded"),
+        (w.ce_epsilon_in_the_mean, "an epsilon in a denominator", "were N + 1e-06"),
+        (w.ce_sign_flipped, "the sign flipped", "P - Y"),
+    ],
+    ids=lambda v: v.__name__ if callable(v) else "",
+)
+def test_the_first_failure_names_the_mistake(ctx, cases, planted, wrong, mistake, why):
+    """Issue 27: the first failed check the learner reads is the diagnosis, not a raw comparison (a loss
+    averaged over <pad> used to lead with "2.42 times autograd's: the wrong scale", a 1e-6 epsilon and a
+    float32 step with "0.99999999 times autograd's: the wrong scale")."""
+    grade(ctx, CE, as_learners(planted, CE, wrong), cases[CE])
+    first = failures(ctx)[0]
+    assert first.name == "cross_entropy_grad: the mistake its results show"
+    assert first.value == mistake and why in first.message, (first.value, first.message)
+    assert "the wrong scale" not in messages(ctx)
+
+
+NAMED = "cross_entropy_grad, no autograd: named in its code (the grader's reading of your file)"
+
+
+@pytest.mark.parametrize("rule", HAND_RULES)
+def test_each_thing_no_autograd_forbids_fails_its_own_check(ctx, cases, planted, rule):
+    """Seen where it ran, on whichever thread or process; and named in the source, read by the lab (the cheats
+    share one table of lambdas, so each one's source names them all)."""
+    grade(ctx, CE, as_learners(planted, CE, f"ce_cheating_{rule}"), cases[CE])
+    assert [c.name for c in failures(ctx)] == [
+        f"cross_entropy_grad, no autograd: {FORBIDDEN[rule]}",
+        NAMED,
+    ]
+
+
+def test_autograd_named_in_the_source_fails_even_when_the_watch_sees_none(ctx, cases, planted):
+    """A learner who switches the watch off in the worker is still read here: ce_by_autograd's source."""
+    grade(ctx, CE, as_learners(planted, CE, w.ce_by_autograd), cases[CE])
+    named = next(c for c in failures(ctx) if c.name == NAMED)
+    assert "requires_grad_ (line" in named.message and "autograd (line" in named.message
 
 
 def test_float64_off_by_5e7_fails_at_float64_only(ctx, cases, planted):
@@ -149,10 +201,21 @@ def test_backpropagate_wrong_solutions(ctx, cases, wrong, expected):
     assert failures(ctx) and expected in messages(ctx), messages(ctx)
 
 
+def test_overwrite_at_fan_in_is_the_first_failure(ctx, cases):
+    grade_backpropagate(ctx, w.bp_overwrite, cases["graphs"])
+    first = failures(ctx)[0]
+    assert (first.name, first.value) == (
+        "backpropagate: the mistake its results show",
+        "overwrite at fan-in",
+    )
+    assert "do not overwrite it" in first.message
+
+
 def test_overwriting_passes_the_graph_without_fan_in(ctx, cases):
     """Why the weight-decay graph is in the grading: on the LM head alone, overwriting is not wrong."""
     grade_backpropagate(ctx, w.bp_overwrite, cases["graphs"])
-    assert failures(ctx) and all("(LM head + weight decay, " in c.name for c in failures(ctx))
+    compared = [c for c in failures(ctx) if "max abs difference" in c.name]
+    assert compared and all("(LM head + weight decay, " in c.name for c in compared)
 
 
 # ---- answers ----
@@ -214,11 +277,11 @@ def test_a_learners_correct_hand_gradients_pass_and_the_rest_is_not_started(ctx,
         ex.stub_code() for ex in EXERCISES if ex.name not in ("cross_entropy_grad", "linear_grads")
     ]
     (tmp_path / "autograd.py").write_text(WORKSPACE_HEADER + LEARNER_HAND + "\n\n".join(stubs))
-    ctx.work = tmp_path
+    ctx.options.work = tmp_path
     grade_hand(ctx, batch)
     results = ctx.exercise_results()
-    assert results["autograd.cross_entropy_grad"]["status"] == exercise.PASSING, messages(ctx)
-    assert results["autograd.linear_grads"]["status"] == exercise.PASSING, messages(ctx)
+    assert results["autograd.cross_entropy_grad"]["status"] == checks.PASSING, messages(ctx)
+    assert results["autograd.linear_grads"]["status"] == checks.PASSING, messages(ctx)
 
 
 def test_kahn_with_a_heap_is_what_the_hint_describes(ctx, cases):

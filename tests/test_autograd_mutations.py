@@ -14,6 +14,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
 from workshop.labs.autograd import lab
 from workshop.labs.autograd.finite_diff import HandHeadLoss
@@ -104,7 +105,7 @@ MUTATIONS = [
     Mutation(
         "the hand path built on torch.autograd.grad",
         "hand",
-        "cross_entropy_grad used no autograd",
+        "cross_entropy_grad, no autograd: autograd's engine",
         {f"{HAND}.cross_entropy_grad": w.ce_by_autograd},
     ),
     Mutation(
@@ -204,14 +205,14 @@ def test_the_lab_catches_the_planted_bug(mutation, batch, tmp_path, monkeypatch)
     patches = mutation.patches() if callable(mutation.patches) else mutation.patches
     for target, replacement in patches.items():
         monkeypatch.setattr(target, replacement)
-    ctx = LabContext("autograd", tmp_path, "cpu", 1, 0)
+    ctx = LabContext("autograd", tmp_path, RunOptions("cpu", 1, 0))
     sections(ctx, batch, mutation.section)
     failed = [c.name for c in ctx.checks if not c.passed]
     assert any(name.startswith(mutation.caught_by) for name in failed), failed
 
 
 def test_without_a_bug_every_section_passes(batch, tmp_path):
-    ctx = LabContext("autograd", tmp_path, "cpu", 1, 0)
+    ctx = LabContext("autograd", tmp_path, RunOptions("cpu", 1, 0))
     for section in sorted({m.section for m in MUTATIONS}):
         sections(ctx, batch, section)
     assert ctx.checks and all(c.passed for c in ctx.checks), [c for c in ctx.checks if not c.passed]
@@ -224,7 +225,7 @@ def test_tf32_flags_not_set_are_caught(tmp_path, monkeypatch):
     monkeypatch.setattr(
         "workshop.labs.autograd.precision.tf32", lambda enabled: contextlib.nullcontext()
     )
-    ctx = LabContext("autograd", tmp_path, "cuda", 1, 0)
+    ctx = LabContext("autograd", tmp_path, RunOptions("cuda", 1, 0))
     lab.check_precision(ctx, lab.load_batch("cuda"))
     assert [c.name for c in ctx.checks if not c.passed] == [
         "TF32 on multiplies autograd's dL/dW error against float64 (TF32 took effect)"

@@ -1,10 +1,10 @@
 import subprocess
 import sys
 
+import lab_process
 import pytest
 import torch
 
-from workshop import runner
 from workshop.lab import LabSpec
 from workshop.labs import all_labs
 
@@ -55,7 +55,7 @@ def test_a_lab_that_raises_still_writes_a_failed_result(tmp_path, monkeypatch):
 
     # The minigpt lab's name (it declares no exercises, which result.json would list) with a broken entry.
     monkeypatch.setattr(LabSpec, "load", lambda self, what="entry": broken)
-    code = runner.main(["minigpt", "--out-dir", str(tmp_path), "--device", "cpu"])
+    code = lab_process.run_here("minigpt", tmp_path)
     assert code == 1
     result = __import__("json").loads((tmp_path / "result.json").read_text())
     assert result["passed"] is False

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from workshop import exercise
+from workshop.grading import checks
+from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
 from workshop.labs.compile import kernel_answer, run_facts
 from workshop.labs.compile.exercises import ANSWERS, KERNEL, WORKSPACE_HEADER
@@ -57,7 +58,7 @@ def triton_kernels():
 @pytest.fixture
 def ctx(tmp_path):
     (tmp_path / "out").mkdir()
-    return LabContext("compile", tmp_path / "out", "cpu", 1, 0)
+    return LabContext("compile", tmp_path / "out", RunOptions("cpu", 1, 0))
 
 
 def grade_kernel(ctx, answer, kernels) -> dict[str, str | None]:
@@ -196,7 +197,7 @@ TRITON_ANSWER = {
 )
 def test_triton_answers(tmp_path, triton_kernels, change, field, words):
     (tmp_path / "out").mkdir()
-    ctx = LabContext("compile", tmp_path / "out", "cuda", 1, 0)
+    ctx = LabContext("compile", tmp_path / "out", RunOptions("cuda", 1, 0))
     results = failing(grade_kernel(ctx, {**TRITON_ANSWER, **change}, triton_kernels))
     assert list(results) == ([field] if field else [])
     assert field is None or words in results[field]
@@ -212,15 +213,15 @@ def learner_file(tmp_path, body: str) -> Path:
 def test_fresh_stubs_are_not_started_and_a_half_filled_answer_says_what_is_missing(
     ctx, tmp_path, cpp_kernels
 ):
-    ctx.work = learner_file(tmp_path, KERNEL.stub_code() + "\n" + ANSWERS.stub_code())
+    ctx.options.work = learner_file(tmp_path, KERNEL.stub_code() + "\n" + ANSWERS.stub_code())
     with ctx.grading("kernel") as impl:
         kernel_answer.grade_kernel(ctx, impl, cpp_kernels)
     with ctx.grading("answers") as impl:
         run_facts.grade_answers(ctx, impl, FACTS)
     statuses = {ex_id: r["status"] for ex_id, r in ctx.exercise_results().items()}
     assert statuses == {
-        "compile.kernel": exercise.NOT_STARTED,
-        "compile.answers": exercise.NOT_STARTED,
+        "compile.kernel": checks.NOT_STARTED,
+        "compile.answers": checks.NOT_STARTED,
     }
     ctx.checks.clear()
     half = {**{k: ... for k in kernel_answer.FIELDS}, "kernel": SOFTMAX, "bytes_read": 62976}
@@ -231,7 +232,7 @@ def test_fresh_stubs_are_not_started_and_a_half_filled_answer_says_what_is_missi
 
 
 def test_a_kernel_answer_that_is_not_a_dict_is_one_clear_line(ctx, tmp_path, cpp_kernels):
-    ctx.work = learner_file(tmp_path, 'KERNEL_EXPLAINED = "cpp_fused_gelu_view_6"\n')
+    ctx.options.work = learner_file(tmp_path, 'KERNEL_EXPLAINED = "cpp_fused_gelu_view_6"\n')
     with ctx.grading("kernel") as impl:
         kernel_answer.grade_kernel(ctx, impl, cpp_kernels)
     failed = ctx.exercise_results()["compile.kernel"]["failed_check"]

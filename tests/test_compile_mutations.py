@@ -17,6 +17,7 @@ import re
 import pytest
 import torch
 
+from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
 from workshop.labs.compile import (
     generated_kernels,
@@ -46,7 +47,7 @@ class TrainingRun:
 @pytest.fixture(scope="module")
 def run(tmp_path_factory) -> TrainingRun:
     """The lab's training step compiled once, on the lab's inputs, its own checks passing."""
-    ctx = LabContext("compile", tmp_path_factory.mktemp("compile-train"), "cpu", 1, 0)
+    ctx = LabContext("compile", tmp_path_factory.mktemp("compile-train"), RunOptions("cpu", 1, 0))
     torch.manual_seed(ctx.seed)
     model = checkpoint.load()
     x, y = to_tensors(sample_corpus(max(lab.SWEEP["cpu"]), ctx.seed))
@@ -69,7 +70,7 @@ def snapshot(cap):
 
 @pytest.fixture
 def fresh_ctx(tmp_path) -> LabContext:
-    return LabContext("compile", tmp_path, "cpu", 1, 0)
+    return LabContext("compile", tmp_path, RunOptions("cpu", 1, 0))
 
 
 def failed(ctx: LabContext) -> list[str]:
@@ -250,7 +251,7 @@ def graded_ctx(tmp_path, kernel_answer_source: str) -> LabContext:
     body = f"KERNEL_EXPLAINED = {kernel_answer_source}\n\n{ANSWERS.stub_code()}"
     (work / "compile.py").write_text(WORKSPACE_HEADER + "\n" + body)
     (tmp_path / "out").mkdir()
-    return LabContext("compile", tmp_path / "out", "cpu", 1, 0, work=work)
+    return LabContext("compile", tmp_path / "out", RunOptions("cpu", 1, 0, work=work))
 
 
 @pytest.mark.parametrize("right", [True, False], ids=["passing answer", "failing answer"])

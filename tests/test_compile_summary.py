@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from workshop import templates
+from workshop.i18n import templates
 from workshop.labs.compile.breaks import BreakReason, BreakReport, CompileCount
 from workshop.labs.compile.generated_kernels import Argument, GeneratedKernel
 from workshop.labs.compile.kernel_explanation import EagerResult, KernelExplanation, render

@@ -9,13 +9,14 @@ import contextlib
 import io
 import json
 import subprocess
-import sys
 
 import custom_op_wrong_solutions as w
+import lab_process
 import pytest
 import torch
 
-from workshop import exercise, workspace
+from workshop.grading import checks, workspace
+from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
 from workshop.labs.custom_op import exercise_grading, launch_facts
 from workshop.labs.custom_op.exercises import EXERCISES, WORKSPACE_HEADER
@@ -28,7 +29,7 @@ PIECES = ("forward_kernel", "backward_kernel", "fake", "setup_context", "backwar
 
 def grade(tmp_path, name: str, impl) -> LabContext:
     """Grade `impl` as the learner's solution of exercise `name`, as lab.grade_pieces does."""
-    ctx = LabContext("custom_op", tmp_path, DEVICE, 1, 0, work=tmp_path)
+    ctx = LabContext("custom_op", tmp_path, RunOptions(DEVICE, 1, 0, work=tmp_path))
     with contextlib.redirect_stdout(io.StringIO()), ctx.grading(name) as _impl, bounds_checked():
         getattr(exercise_grading, f"grade_{name}")(ctx, impl)
     return ctx
@@ -156,11 +157,11 @@ def test_stubs_are_not_started(tmp_path):
     module = workspace.load_lab_module(tmp_path, "custom_op")
     for ex in EXERCISES[: len(PIECES)]:
         failed = first_failure(grade(tmp_path, ex.name, getattr(module, ex.attribute)))
-        assert failed.value == exercise.NOT_STARTED, (ex.name, failed)
+        assert failed.value == checks.NOT_STARTED, (ex.name, failed)
 
 
 def test_wrong_answers_say_where_this_run_shows_them(tmp_path):
-    ctx = LabContext("custom_op", tmp_path, DEVICE, 1, 0, work=tmp_path)
+    ctx = LabContext("custom_op", tmp_path, RunOptions(DEVICE, 1, 0, work=tmp_path))
     facts = LaunchFacts(**ANSWERS)
     given = {**ANSWERS, "block_n": 600, "extern_calls": "2"}
     with contextlib.redirect_stdout(io.StringIO()), ctx.grading("answers"):
@@ -184,15 +185,13 @@ def test_a_learners_workspace_through_the_runner(tmp_path):
     (tmp_path / "custom_op.py").write_text(WORKSPACE_HEADER + "\n\n" + "\n\n".join(filled))
     out = tmp_path / "run"
     out.mkdir()
-    cmd = [sys.executable, "-m", "workshop.runner", "custom_op", "--out-dir", str(out)]
-    proc = subprocess.run(
-        [*cmd, "--device", DEVICE, "--work", str(tmp_path)], capture_output=True, text=True
-    )
+    cmd = lab_process.command("custom_op", out, DEVICE, work=tmp_path)
+    proc = subprocess.run(cmd, capture_output=True, text=True)
     result = json.loads((out / "result.json").read_text())
     statuses = {ex_id.split(".")[1]: r["status"] for ex_id, r in result["exercises"].items()}
     passing = {"forward_kernel", "backward_kernel", "fake"}
     assert statuses == {
-        name: exercise.PASSING if name in passing else exercise.NOT_STARTED for name in statuses
+        name: checks.PASSING if name in passing else checks.NOT_STARTED for name in statuses
     }, proc.stdout[-3000:]
     assert [c["name"] for c in result["checks"] if not c["passed"] and not c.get("exercise")] == []
     assert (

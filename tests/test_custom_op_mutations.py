@@ -17,6 +17,7 @@ import torch
 import triton
 import triton.language as tl
 
+from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
 from workshop.labs.custom_op import correctness as cx
 from workshop.labs.custom_op import lab
@@ -126,7 +127,7 @@ SECTIONS = {
 
 
 def run_section(tmp_path, section: str) -> LabContext:
-    ctx = LabContext("custom_op", tmp_path, "cpu", 1, 0)
+    ctx = LabContext("custom_op", tmp_path, RunOptions("cpu", 1, 0))
     with contextlib.redirect_stdout(io.StringIO()):
         SECTIONS[section](ctx)
     return ctx

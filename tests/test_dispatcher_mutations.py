@@ -11,6 +11,7 @@ import contextlib
 
 import pytest
 
+from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
 from workshop.labs.dispatcher import keys, lab, reimpl, tracing
 from workshop.labs.dispatcher.keys import TableEntry
@@ -22,7 +23,7 @@ PYTHON_KEY = "calls seen at the Python key where the chain says otherwise (or vi
 
 
 def run_sections(tmp_path) -> LabContext:
-    ctx = LabContext("dispatcher", tmp_path, "cpu", 1, 0)
+    ctx = LabContext("dispatcher", tmp_path, RunOptions("cpu", 1, 0))
     results, _ = lab.trace_all(ctx)
     lab.check_trace(ctx, results)
     lab.check_observations(ctx, results)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from workshop.labs.dispatcher import keys, reimpl
 from workshop.labs.dispatcher.crosscheck import (
@@ -138,3 +139,42 @@ def test_the_real_chain_is_followed_to_its_own_end():
     assert all(s.agrees for s in compare_chains(["AutogradCPU", "CPU"], entry, real))
     assert not all(s.agrees for s in compare_chains(["AutogradCPU"], entry, real))
     assert not all(s.agrees for s in compare_chains(["AutogradCPU", "CPU", "Meta"], entry, real))
+
+
+class SeenOps(TorchDispatchMode):
+    """The aten ops that reach the Python key."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append(str(func.overloadpacket))
+        return func(*args, **(kwargs or {}))
+
+
+def test_the_handouts_worked_examples_hold_on_this_torch():
+    """The handout teaches on ops the lab does not trace (issue 28: the graded cases stay the learner's to find);
+    what it says of them is pinned here, on whichever torch runs the tests."""
+    narrow = keys.computed_table("aten::narrow")
+    assert (narrow["AutogradCPU"].tag, narrow["AutogradNestedTensor"].tag) == (
+        "math kernel",
+        "autograd kernel",
+    )
+    assert narrow["NestedTensorCPU"].tag == "kernel"
+    layer_norm = keys.computed_table("aten::layer_norm")
+    assert layer_norm["CPU"].tag == layer_norm["AutogradCPU"].tag == "math kernel"
+    assert keys.computed_table("aten::mul.Tensor")["ADInplaceOrView"].fallthrough
+    x, w = torch.randn(2, 5, 64), torch.randn(64, requires_grad=True)
+    with SeenOps() as grad_mode:
+        torch.nn.functional.layer_norm(x, (64,), w)
+    with torch.inference_mode(), SeenOps() as inference:
+        torch.nn.functional.layer_norm(x, (64,), w)
+    assert "aten.native_layer_norm" in grad_mode.ops and "aten.layer_norm" not in grad_mode.ops
+    assert inference.ops[0] == "aten.layer_norm"
+    v, A = torch.randn(8), torch.randn(3, 8)
+    with SeenOps() as dot:
+        torch.matmul(v, v)
+    with SeenOps() as mv:
+        torch.matmul(A, v)
+    assert (dot.ops, mv.ops) == (["aten.dot"], ["aten.mv"])

@@ -6,7 +6,8 @@ import dataclasses
 
 import pytest
 
-from workshop import templates
+from workshop.harness.options import RunOptions
+from workshop.i18n import templates
 from workshop.lab import LabContext
 from workshop.labs.dispatcher import lab
 from workshop.labs.dispatcher.scenario_list import all_scenarios
@@ -29,7 +30,7 @@ def results():
 
 
 def summary(tmp_path, results) -> str:
-    ctx = LabContext("dispatcher", tmp_path, "cpu", 1, 0)
+    ctx = LabContext("dispatcher", tmp_path, RunOptions("cpu", 1, 0))
     values = lab.summary_values(ctx, results, ["profiler/cpu-grad-3d.json"])
     return templates.render(ctx.lab_folder, "en", {"device": "cpu", **values})
 

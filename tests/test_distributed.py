@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import assert_result_shape, read_result
 
-from workshop import templates
+from workshop.harness.options import RunOptions
+from workshop.i18n import templates
 from workshop.lab import LabContext
 from workshop.labs.distributed import checks, figures, lab
 from workshop.labs.distributed.records import Measurements
@@ -150,7 +151,7 @@ def test_gpu_peak_memory_is_compared_when_present(lab_dir, tmp_path):
     for data, peak in ((ddp, 8_000_000), (fsdp, 5_000_000)):  # as a GPU run would record them
         for r in data.runs[data.strategy].per_rank:
             r.cuda_peak_bytes = peak
-    ctx = LabContext("distributed", tmp_path, "cuda", 2, 0)
+    ctx = LabContext("distributed", tmp_path, RunOptions("cuda", 2, 0))
     checks.check_strategy(ctx, fsdp, ddp, {})
     peak = [c for c in ctx.checks if "CUDA peak" in c.name]
     assert len(peak) == 1 and peak[0].passed and peak[0].value == pytest.approx(5 / 8)

@@ -8,7 +8,8 @@ import copy
 
 import pytest
 
-from workshop import exercise
+from workshop.grading import checks
+from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
 from workshop.labs.distributed import (
     answers,
@@ -26,7 +27,7 @@ N = RUN[0].n
 
 @pytest.fixture
 def ctx(tmp_path):
-    return LabContext("distributed", tmp_path, "cpu", N, 0)
+    return LabContext("distributed", tmp_path, RunOptions("cpu", N, 0))
 
 
 def failed(ctx: LabContext) -> dict[str, str]:
@@ -101,7 +102,7 @@ def test_fresh_templates_are_not_started(ctx, tmp_path):
     (work / "distributed.py").write_text(
         "\n\n".join(ex.stub_code() for ex in EXERCISES if ex.attribute)
     )
-    ctx.work = work
+    ctx.options.work = work
     grade_predictions(ctx, ctx.solution(ctx.exercise("predictions")))
     with ctx.grading("answers") as impl:
         answers.grade(ctx, impl, answers.facts(RUN, None))
@@ -109,8 +110,8 @@ def test_fresh_templates_are_not_started(ctx, tmp_path):
         k: v["status"] for k, v in ctx.exercise_results().items() if k != "distributed.survey"
     }
     assert statuses == {
-        "distributed.predictions": exercise.NOT_STARTED,
-        "distributed.answers": exercise.NOT_STARTED,
+        "distributed.predictions": checks.NOT_STARTED,
+        "distributed.answers": checks.NOT_STARTED,
     }
 
 
@@ -199,7 +200,7 @@ def grade_survey(ctx, tmp_path, text: str, run=RUN) -> dict[str, str]:
     work.mkdir(exist_ok=True)
     source = f"<!-- figures: {survey.COMMITTED_RUNS[0]} -->"
     (work / "survey.md").write_text(text + "\n" + source + "\n")
-    ctx.work = work
+    ctx.options.work = work
     with ctx.grading("survey") as document:
         survey.grade(ctx, document, *survey.figures_for(document, run))
     return failed(ctx)
@@ -289,7 +290,7 @@ SURVEY = next(ex for ex in EXERCISES if ex.document)
 def test_the_template_waits_for_a_run_is_filled_from_it_and_never_replaces_the_learners(tmp_path):
     """Through the workspace's own hook (Exercise.template): init writes it when a run exists, check after its
     run when init could not; neither replaces a survey.md that is there."""
-    from workshop import workspace_init
+    from workshop.grading import workspace_init
 
     lab_dir = survey.COMMITTED_RUNS[0].parent
     assert (

@@ -141,11 +141,12 @@ def fake_launches(monkeypatch) -> list[list[str]]:
 
 
 def test_lab_skips_a_strategy_that_cannot_use_n_with_a_failed_check(monkeypatch, tmp_path):
+    from workshop.harness.options import RunOptions
     from workshop.lab import LabContext
     from workshop.labs.distributed import lab
 
     started = fake_launches(monkeypatch)
-    ctx = LabContext("distributed", tmp_path, "cpu", 3, 0)
+    ctx = LabContext("distributed", tmp_path, RunOptions("cpu", 3, 0))
     lab.run(ctx)
     demos = [cmd[cmd.index("-m", 2) + 1].rsplit(".", 1)[1] for cmd in started]
     assert demos == ["ddp", "fsdp", "pp", "ddp"]  # tp never started; the last is the hung-rank demo
@@ -160,11 +161,12 @@ def test_lab_skips_a_strategy_that_cannot_use_n_with_a_failed_check(monkeypatch,
 def test_lab_refuses_more_processes_than_gpus_before_starting(monkeypatch, tmp_path):
     import torch
 
+    from workshop.harness.options import RunOptions
     from workshop.lab import LabContext
     from workshop.labs.distributed import lab
 
     started = fake_launches(monkeypatch)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     with pytest.raises(ValueError, match="--device cpu"):
-        lab.run(LabContext("distributed", tmp_path, "cuda", 2, 0))
+        lab.run(LabContext("distributed", tmp_path, RunOptions("cuda", 2, 0)))
     assert started == []

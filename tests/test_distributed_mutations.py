@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
 from workshop.labs.distributed import figures, lab, survey
 
@@ -140,7 +141,7 @@ def test_planted_bug_is_caught_by_a_lab_check(mutation, tmp_path, monkeypatch):
         "PYTHONPATH", os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH")) if p)
     )
     (tmp_path / "out").mkdir()
-    ctx = LabContext("distributed", tmp_path / "out", "cpu", 2, 0)
+    ctx = LabContext("distributed", tmp_path / "out", RunOptions("cpu", 2, 0))
     lab.run(ctx, demos=(mutation.demo,), demo_args={mutation.demo: mutation.args})
     failed = [c.name for c in ctx.checks if not c.passed]
     assert any(name.startswith(mutation.check) for name in failed), (
@@ -159,7 +160,7 @@ def test_a_figure_copied_wrong_into_the_model_answer_is_caught(tmp_path, monkeyp
     typo = tmp_path / "README.md"
     typo.write_text(text.replace(right, f"{held / 1e6 + 0.18:.2f} MB", 1))
     monkeypatch.setattr(survey, "MODEL_ANSWER", typo)
-    ctx = LabContext("distributed", tmp_path, "cpu", 2, 0)
+    ctx = LabContext("distributed", tmp_path, RunOptions("cpu", 2, 0))
     with ctx.grading("survey") as document:
         survey.grade(ctx, document, *survey.figures_for(None, []))
     failed = [c.name for c in ctx.checks if not c.passed]

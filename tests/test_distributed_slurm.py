@@ -54,13 +54,14 @@ def test_a_rendezvous_endpoint_outside_a_slurm_job_says_so():
 def test_the_lab_launches_every_demo_through_srun_in_a_slurm_job(monkeypatch, tmp_path):
     from test_distributed_launch import fake_launches
 
+    from workshop.harness.options import RunOptions
     from workshop.lab import LabContext
     from workshop.labs.distributed import lab
 
     for name, value in SLURM_JOB.items():
         monkeypatch.setenv(name, value)
     started = fake_launches(monkeypatch)
-    ctx = LabContext("distributed", tmp_path, "cpu", 2, 0)
+    ctx = LabContext("distributed", tmp_path, RunOptions("cpu", 2, 0))
     lab.run(ctx)
     # the four demos, then the hung-rank demo (DDP with one rank hanging)
     assert [cmd[0] for cmd in started] == ["srun"] * 5
@@ -75,6 +76,7 @@ def test_the_lab_launches_every_demo_through_srun_in_a_slurm_job(monkeypatch, tm
 def test_the_lab_refuses_a_world_size_the_tasks_cannot_share(monkeypatch, tmp_path):
     from test_distributed_launch import fake_launches
 
+    from workshop.harness.options import RunOptions
     from workshop.lab import LabContext
     from workshop.labs.distributed import lab
 
@@ -82,5 +84,5 @@ def test_the_lab_refuses_a_world_size_the_tasks_cannot_share(monkeypatch, tmp_pa
         monkeypatch.setenv(name, value)
     started = fake_launches(monkeypatch)
     with pytest.raises(ValueError, match="multiple of 2"):
-        lab.run(LabContext("distributed", tmp_path, "cpu", 3, 0))
+        lab.run(LabContext("distributed", tmp_path, RunOptions("cpu", 3, 0)))
     assert started == []

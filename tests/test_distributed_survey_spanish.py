@@ -11,13 +11,14 @@ from test_distributed_exercises import RUN, by, failed, grade_survey
 from test_distributed_exercises import WRONG_SURVEYS as ENGLISH_WRONG_SURVEYS
 
 from workshop import i18n
+from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
 from workshop.labs.distributed import figures, survey, survey_figures, survey_text
 
 
 @pytest.fixture
 def ctx(tmp_path):
-    return LabContext("distributed", tmp_path, "cpu", RUN[0].n, 0)
+    return LabContext("distributed", tmp_path, RunOptions("cpu", RUN[0].n, 0))
 
 
 @pytest.fixture
@@ -171,7 +172,7 @@ def test_a_survey_grades_the_same_whatever_language_the_run_speaks(tmp_path):
             for key, text in texts.items():
                 (tmp_path / lang / key).mkdir(parents=True)
                 ctx = LabContext(
-                    "distributed", tmp_path / lang / key, "cpu", RUN[0].n, 0, lang=lang
+                    "distributed", tmp_path / lang / key, RunOptions("cpu", RUN[0].n, 0, lang=lang)
                 )
                 grade_survey(ctx, tmp_path / lang / key, text)
                 graded[lang, key] = ctx.checks

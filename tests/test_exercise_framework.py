@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from workshop import exercise, i18n, templates
-from workshop.exercise import Exercise
+from workshop import i18n, labs
+from workshop.grading import checks
+from workshop.grading.exercise import Exercise
+from workshop.harness.options import RunOptions
+from workshop.i18n import templates
 from workshop.lab import LabContext
 
 
@@ -43,10 +46,10 @@ EX_TRIPLE = Exercise(
 @pytest.fixture
 def toy(monkeypatch, tmp_path):
     """A LabContext for a lab 'toy' whose exercises are the two above; work=None (the reference)."""
-    monkeypatch.setattr(exercise, "lab_exercises", lambda lab: [EX_DOUBLE, EX_TRIPLE])
+    monkeypatch.setattr(labs, "exercises", lambda lab: [EX_DOUBLE, EX_TRIPLE])
     monkeypatch.chdir(tmp_path)
     (tmp_path / "out").mkdir()
-    return LabContext("toy", tmp_path / "out", "cpu", 1, 0)
+    return LabContext("toy", tmp_path / "out", RunOptions("cpu", 1, 0))
 
 
 def grade_both(ctx: LabContext) -> dict:
@@ -65,25 +68,25 @@ def workspace(tmp_path, source: str):
 def test_the_reference_passes_and_its_checks_are_tagged(toy):
     results = grade_both(toy)
     assert [c.exercise for c in toy.checks] == ["toy.double", "toy.triple"]
-    assert {r["status"] for r in results.values()} == {exercise.PASSING}
+    assert {r["status"] for r in results.values()} == {checks.PASSING}
 
 
 def test_a_wrong_answer_fails_its_exercise_only_with_the_message(toy, tmp_path):
-    toy.work = workspace(
+    toy.options.work = workspace(
         tmp_path, "def double(x):\n    return x + x + 1\ndef triple(x):\n    return 3 * x\n"
     )
     results = grade_both(toy)
-    assert results["toy.double"]["status"] == exercise.FAILING
+    assert results["toy.double"]["status"] == checks.FAILING
     assert results["toy.double"]["failed_check"]["message"] == "check the factor"
     assert results["toy.double"]["hint"] == EX_DOUBLE.hint
-    assert results["toy.triple"]["status"] == exercise.PASSING
+    assert results["toy.triple"]["status"] == checks.PASSING
 
 
 def test_fresh_stubs_are_not_started_and_say_what_to_do(toy, tmp_path):
     stubs = EX_DOUBLE.stub_code() + "\n\n" + EX_TRIPLE.stub_code()
-    toy.work = workspace(tmp_path, stubs)
+    toy.options.work = workspace(tmp_path, stubs)
     results = grade_both(toy)
-    assert {r["status"] for r in results.values()} == {exercise.NOT_STARTED}
+    assert {r["status"] for r in results.values()} == {checks.NOT_STARTED}
     message = results["toy.double"]["failed_check"]["message"]
     assert (
         message.startswith("toy.double: Return twice x")
@@ -92,13 +95,13 @@ def test_fresh_stubs_are_not_started_and_say_what_to_do(toy, tmp_path):
 
 
 def test_an_exception_names_the_file_and_line_and_the_next_exercise_is_graded(toy, tmp_path):
-    toy.work = workspace(
+    toy.options.work = workspace(
         tmp_path, "def double(x):\n    return x / 0\ndef triple(x):\n    return 3 * x\n"
     )
     results = grade_both(toy)
     failed = results["toy.double"]["failed_check"]
     assert failed["value"] == "my-work/toy.py:2: ZeroDivisionError: division by zero"
-    assert results["toy.triple"]["status"] == exercise.PASSING
+    assert results["toy.triple"]["status"] == checks.PASSING
 
 
 @pytest.mark.parametrize(
@@ -113,14 +116,14 @@ def test_an_exception_names_the_file_and_line_and_the_next_exercise_is_graded(to
     ],
 )
 def test_a_broken_file_is_one_clear_line(toy, tmp_path, source, expected):
-    toy.work = workspace(tmp_path, source)
+    toy.options.work = workspace(tmp_path, source)
     results = grade_both(toy)
     assert results["toy.double"]["failed_check"]["value"].startswith(expected)
-    assert results["toy.double"]["status"] == exercise.FAILING
+    assert results["toy.double"]["status"] == checks.FAILING
 
 
 def test_a_missing_file_says_how_to_make_it(toy, tmp_path):
-    toy.work = tmp_path / "my-work"
+    toy.options.work = tmp_path / "my-work"
     results = grade_both(toy)
     value = results["toy.double"]["failed_check"]["value"]
     assert "my-work/toy.py does not exist" in value and "exercises init" in value
@@ -129,7 +132,7 @@ def test_a_missing_file_says_how_to_make_it(toy, tmp_path):
 def test_an_exercise_never_graded_is_reported_so(toy):
     with toy.grading(EX_DOUBLE) as impl:
         toy.check_equal("double(1)", impl(1), 2)
-    assert toy.exercise_results()["toy.triple"]["status"] == exercise.NOT_GRADED
+    assert toy.exercise_results()["toy.triple"]["status"] == checks.NOT_GRADED
 
 
 def test_the_references_own_errors_propagate(toy, monkeypatch):

@@ -13,9 +13,11 @@ import sys
 import pytest
 from conftest import TEST_DEVICE, read_result
 
-from workshop import exercise, results, workspace_init
+from workshop import labs
+from workshop.grading import checks, workspace_init
+from workshop.harness import results
 
-LABS = list(exercise.all_exercises())
+LABS = list(labs.all_exercises())
 
 
 @pytest.mark.parametrize("lab", LABS)
@@ -23,7 +25,7 @@ def test_the_reference_passes_every_exercise(lab, lab_dir):
     result = read_result(lab_dir(lab))
     assert result["implementation"]["kind"] == "reference"
     statuses = {ex_id: r["status"] for ex_id, r in result["exercises"].items()}
-    assert statuses == {ex.id: exercise.PASSING for ex in exercise.lab_exercises(lab)}
+    assert statuses == {ex.id: checks.PASSING for ex in labs.exercises(lab)}
 
 
 @pytest.mark.slow

@@ -20,9 +20,13 @@ import threading
 import time
 from pathlib import Path
 
+import lab_process
 import pytest
 
-from workshop import cli, interrupt, proctree, results, runner
+from workshop.cli import runs
+from workshop.cli.main import main
+from workshop.harness import interrupt, lab_result, proctree, results, runner
+from workshop.harness.options import LabOrder, RunOptions
 from workshop.lab import Check
 
 # ---------------------------------------------------------------- helpers
@@ -31,7 +35,7 @@ from workshop.lab import Check
 def refusal(*args: str) -> str:
     """The one-line message with which `python -m workshop ARGS` refuses (in-process)."""
     with pytest.raises(SystemExit) as e:
-        cli.main(list(args))
+        main(list(args))
     message = str(e.value.code)
     assert message.startswith("error: ") and "\n" not in message, message
     return message
@@ -125,7 +129,7 @@ def test_ctrl_c_during_a_lab_stops_it_keeps_its_checks_and_marks_the_run_incompl
     assert not (run_dir / "autograd").exists()
     assert not (tmp_path / "results" / "latest").exists(), "latest moves only to a finished run"
     assert_nothing_left(tmp_path)
-    assert cli.main(["report", str(run_dir)]) == 1
+    assert main(["report", str(run_dir)]) == 1
     assert "incomplete" in (run_dir / "REPORT.md").read_text().splitlines()[2]
 
 
@@ -163,7 +167,7 @@ def test_sigkill_of_the_run_takes_its_lab_down_and_the_next_commands_say_so(tmp_
     state = results.run_state(results.read_manifest(run_dir))
     assert state.status == "abandoned" and "is gone" in state.detail
     assert results.incomplete_runs(tmp_path / "results") == [(run_dir, state)]
-    assert cli.main(["report", str(run_dir)]) == 1
+    assert main(["report", str(run_dir)]) == 1
     # The killed run could not remove its cache folder: the next run does.
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     assert len(runner.sweep_stale_caches()) == 1
@@ -193,7 +197,7 @@ def test_a_lab_stuck_outside_python_is_killed_at_its_time_limit(tmp_path, monkey
     """The lab's own alarm cannot act in a process that does not run (stopped, or stuck in C): the parent's
     backstop kills its tree and writes its result."""
     monkeypatch.setattr(runner, "BACKSTOP_S", 0.5)
-    monkeypatch.setattr(runner, "GRACE_S", 1.0)
+    monkeypatch.setattr(proctree, "GRACE_S", 1.0)
     run_dir = results.new_run(tmp_path / "results", [], "cpu", {})
 
     def freeze_the_lab():
@@ -203,7 +207,7 @@ def test_a_lab_stuck_outside_python_is_killed_at_its_time_limit(tmp_path, monkey
                 os.kill(pid, signal.SIGSTOP)
 
     threading.Thread(target=freeze_the_lab, daemon=True).start()
-    options = runner.RunOptions("cpu", time_limit_s=2.0)
+    options = RunOptions("cpu", time_limit_s=2.0)
     start = time.monotonic()
     status = runner.run_lab(run_dir, "minigpt", options)
     assert time.monotonic() - start < 10 and status["passed"] is False
@@ -339,14 +343,16 @@ def finished_run(tmp_path) -> Path:
         tmp_path, ["python"], "cpu", {"workshop": 0}, labs_planned=["minigpt"]
     )
     (run_dir / "minigpt").mkdir()
-    runner.write_result(run_dir / "minigpt", "minigpt", "cpu", [Check("c", True, 1, 1)], 1.0, "ok")
+    lab_result.write_result(
+        run_dir / "minigpt", "minigpt", "cpu", [Check("c", True, 1, 1)], 1.0, "ok"
+    )
     results.record_lab(run_dir, "minigpt", {"passed": True, "duration_s": 1.0})
     results.finish_run(run_dir)
     return run_dir
 
 
 def test_report_on_a_sound_run_exits_0(finished_run):
-    assert cli.main(["report", str(finished_run)]) == 0
+    assert main(["report", str(finished_run)]) == 0
 
 
 @pytest.mark.parametrize(
@@ -366,7 +372,7 @@ def test_report_on_a_sound_run_exits_0(finished_run):
 )
 def test_report_names_a_damaged_lab_file_and_exits_nonzero(finished_run, capsys, damage, words):
     damage(finished_run)
-    assert cli.main(["report", str(finished_run)]) == 1
+    assert main(["report", str(finished_run)]) == 1
     out = capsys.readouterr().out
     assert words in out and "minigpt" in out
 
@@ -396,6 +402,7 @@ def test_resume_runs_what_did_not_finish_and_keeps_the_stopped_lab_aside(tmp_pat
         n_procs=2,
         labs_planned=["minigpt", "autograd"],
     )
+    RunOptions("cpu", n_procs=2, seed=3).write(run_dir)  # what --resume runs with
     results.record_lab(run_dir, "minigpt", {"passed": True, "duration_s": 1.0})
     (run_dir / "autograd").mkdir()
     (run_dir / "autograd" / "log.txt").write_text("half a lab")
@@ -406,13 +413,13 @@ def test_resume_runs_what_did_not_finish_and_keeps_the_stopped_lab_aside(tmp_pat
     def fake_lab(run_dir, name, options, on_line=None):
         ran.append((name, options.seed))
         (run_dir / name).mkdir()
-        runner.write_result(run_dir / name, name, "cpu", [Check("c", True, 1, 1)], 1.0, "")
+        lab_result.write_result(run_dir / name, name, "cpu", [Check("c", True, 1, 1)], 1.0, "")
         results.record_lab(run_dir, name, {"passed": True, "duration_s": 1.0})
         return {"passed": True}
 
     monkeypatch.setattr(runner, "run_lab", fake_lab)
-    monkeypatch.setattr(cli, "_print_checks", lambda run_dir, names: None)
-    assert cli.main(["run", "--resume", run_dir.name, "--out", str(tmp_path)]) == 0
+    monkeypatch.setattr(runs, "checks_table", lambda run_dir, names: "")
+    assert main(["run", "--resume", run_dir.name, "--out", str(tmp_path)]) == 0
     assert ran == [("autograd", 3)], "only the unfinished lab, with the run's own options"
     assert (run_dir / "autograd.stopped-1" / "log.txt").read_text() == "half a lab"
     manifest = results.read_manifest(run_dir)
@@ -464,9 +471,9 @@ def test_the_checks_table_fits_80_columns(finished_run):
     long = Check(
         "a check whose name is longer than any column could hold " * 2, False, "v" * 200, 1e-7
     )
-    runner.write_result(finished_run / "minigpt", "minigpt", "cpu", [long], 1.0, "")
+    lab_result.write_result(finished_run / "minigpt", "minigpt", "cpu", [long], 1.0, "")
     console = Console(width=80, record=True, file=io.StringIO())
-    console.print(cli.checks_table(finished_run, ["minigpt"]))
+    console.print(runs.checks_table(finished_run, ["minigpt"]))
     assert max(len(line) for line in console.export_text().splitlines()) <= 80
     assert (
         json.loads((finished_run / "minigpt" / "result.json").read_text())["checks"][0]["value"]
@@ -493,18 +500,17 @@ def test_checkpoint_reaches_the_lab_its_processes_and_the_manifest(tmp_path, mon
 
     monkeypatch.setenv(checkpoint.ENVIRONMENT, "")  # restored after the test: main sets it
     monkeypatch.setattr(LabSpec, "load", lambda self, what="entry": lab)
-    args = ["minigpt", "--out-dir", str(tmp_path), "--device", "cpu", "--checkpoint", str(mine)]
-    assert runner.main(args) == 0
+    assert lab_process.run_here("minigpt", tmp_path, checkpoint=mine) == 0
     assert seen == {"ctx": mine, "env": mine.resolve()}  # env: torchrun's ranks read it there
 
-    options = runner.RunOptions("cpu", checkpoint=mine, time_limit_s=5.0)
-    cmd = options.child_command("minigpt", tmp_path, 5.0)
-    assert cmd[cmd.index("--checkpoint") + 1] == str(mine) and "--time-limit" in cmd
+    options = RunOptions("cpu", checkpoint=mine, time_limit_s=5.0)
+    LabOrder("minigpt", options).write(tmp_path)
+    assert LabOrder.read(tmp_path).options == options  # the lab's process reads them there
 
     monkeypatch.setattr(runner, "run_lab", lambda *a, **k: {"passed": True})
-    monkeypatch.setattr(cli, "_print_checks", lambda run_dir, names: None)
+    monkeypatch.setattr(runs, "checks_table", lambda run_dir, names: "")
     root = tmp_path / "results"
-    cli.main(["run", "minigpt", "--device", "cpu", "--checkpoint", str(mine), "--out", str(root)])
+    main(["run", "minigpt", "--device", "cpu", "--checkpoint", str(mine), "--out", str(root)])
     recorded = results.read_manifest(the_run(root))["checkpoint"]
     assert recorded["path"].endswith("mine.pt")
     assert recorded["sha256"] == hashlib.sha256(mine.read_bytes()).hexdigest()

@@ -9,6 +9,8 @@ import os
 import subprocess
 import sys
 
+import lab_process
+
 from workshop import labs
 
 NO_TRITON = (
@@ -32,9 +34,8 @@ def test_a_lab_without_triton_fails_with_one_line_pointing_to_docker(tmp_path):
     path = os.pathsep.join([str(tmp_path / "site"), os.environ.get("PYTHONPATH", "")])
     out = tmp_path / "custom_op"
     out.mkdir()
-    cmd = [sys.executable, "-m", "workshop.runner", "custom_op", "--out-dir", str(out)]
     proc = subprocess.run(
-        [*cmd, "--device", "cpu"],
+        lab_process.command("custom_op", out),
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": path},

@@ -13,9 +13,9 @@ import inspect
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
+import lab_process
 import pytest
 import test_compile_summary as compile_summary
 import torch
@@ -23,7 +23,10 @@ from conftest import TEST_DEVICE, read_result
 from doc_structure import anchors
 from test_autograd_lab import SUMMARY_KEYS
 
-from workshop import exercise, i18n, labs, templates, workspace_init
+from workshop import i18n, labs
+from workshop.grading import workspace_init
+from workshop.harness.options import RunOptions
+from workshop.i18n import templates
 from workshop.lab import LabContext
 from workshop.labs.autograd.gradient_diagnosis import Evidence, diagnose
 from workshop.labs.compile import kernel_answer, kernel_explanation
@@ -71,10 +74,10 @@ def spanish_run(tmp_path_factory):
     def run(lab: str) -> Path:
         if lab not in done:
             out = tmp_path_factory.mktemp(f"{lab}-es")
-            cmd = [sys.executable, "-m", "workshop.runner", lab, "--out-dir", str(out)]
+            cmd = lab_process.command(lab, out, TEST_DEVICE, lang="es")
             env = {**os.environ, "LANG": "C", "LC_ALL": "C"}
             proc = subprocess.run(
-                [*cmd, "--device", TEST_DEVICE, "--lang", "es"],
+                cmd,
                 capture_output=True,
                 text=True,
                 env=env,
@@ -160,7 +163,7 @@ def test_init_in_spanish_writes_the_spanish_statements(lab, statement, handout, 
     assert f"workshop/labs/{lab}/{handout}" in source
     namespace = {}
     exec(compile(source, f"{lab}.py", "exec"), namespace)  # still Python, stubs and all
-    stub = namespace[exercise.lab_exercises(lab)[0].attribute]
+    stub = namespace[labs.exercises(lab)[0].attribute]
     with pytest.raises(
         NotImplementedError, match=re.escape(statement[:40])
     ):  # not started, in Spanish
@@ -183,11 +186,11 @@ def test_grading_messages_come_out_in_spanish(spanish):
 
 
 @pytest.mark.parametrize("lang", i18n.LANGUAGES)
-@pytest.mark.parametrize("lab", list(exercise.all_exercises()))
+@pytest.mark.parametrize("lab", list(labs.all_exercises()))
 def test_every_exercises_handout_link_resolves(lab, lang):
     i18n.set_language(lang)
     try:
-        for ex in exercise.lab_exercises(lab):
+        for ex in labs.exercises(lab):
             document, _, anchor = ex.handout_path().partition("#")
             path = ROOT / document
             assert path.is_file(), f"{ex.id}: {document}"
@@ -238,7 +241,7 @@ def test_the_spanish_kernel_explanation_shows_the_same_values():
 def test_the_kernel_exercises_grading_messages_come_out_in_spanish(spanish, tmp_path):
     fixture = ROOT / "tests/test_compile_fixtures/cpp_train_forward.txt"
     kernels = parse_kernels(fixture.read_text(), "train/forward")
-    ctx = LabContext("compile", tmp_path, "cpu", 1, 0)
+    ctx = LabContext("compile", tmp_path, RunOptions("cpu", 1, 0))
     gelu = {  # test_compile_exercises' GELU_ANSWER, with another kernel's grid
         "kernel": "cpp_fused_gelu_view_6",
         "fused_ops": ["gelu", "view"],
@@ -346,7 +349,7 @@ def test_the_spanish_custom_op_summary_shows_the_same_values(launch_share, grade
 
 def test_a_custom_op_grading_message_comes_out_in_spanish(spanish, tmp_path):
     """A fake that copies x's strides (torch.empty_like), graded as lab.grade_pieces grades it."""
-    ctx = LabContext("custom_op", tmp_path, TEST_DEVICE, 1, 0, work=tmp_path)
+    ctx = LabContext("custom_op", tmp_path, RunOptions(TEST_DEVICE, 1, 0, work=tmp_path))
     with ctx.grading("fake"):
         custom_op_grading.grade_fake(ctx, lambda x, dim: torch.empty_like(x))
     failed = [c for c in ctx.checks if not c.passed]

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from workshop import cli, i18n
+from workshop import i18n
+from workshop.cli import options, runs
 
 ROOT = Path(__file__).resolve().parents[1]
 # The environment of a shell whose only language setting is `settings` (no WORKSHOP_LANG, LC_ALL, ...).
@@ -40,7 +41,7 @@ def text(out: subprocess.CompletedProcess) -> str:
 
 @pytest.fixture(autouse=True)
 def english_afterwards():
-    """cli.main(["--lang", "es", ...]) leaves Spanish in use in this process: the next test gets English."""
+    """main(["--lang", "es", ...]) leaves Spanish in use in this process: the next test gets English."""
     yield
     i18n.set_language("en")
 
@@ -81,7 +82,7 @@ def test_english_by_default(settings):
 def test_the_language_may_come_before_the_command(first):
     listing = workshop(*first, "list", LANG="C.UTF-8")
     assert listing.returncode == 0 and "el MiniGPT de la gramática" in text(listing), text(listing)
-    assert cli.language_after_the_command([*first, "run", "--", "minigpt"]) == [
+    assert options.language_after_the_command([*first, "run", "--", "minigpt"]) == [
         "run",
         *first,
         "--",
@@ -143,7 +144,7 @@ def test_the_summary_frame_and_the_checks_table_in_spanish(tmp_path):
     """The frame the runner writes around a lab's summary, with a failed check and an exercise."""
     from rich.console import Console
 
-    from workshop import runner
+    from workshop.harness import lab_result
     from workshop.lab import Check
 
     checks = [Check("a", True, 1.0, 2.0), Check("b", False, 3.0, 2.0)]
@@ -154,15 +155,15 @@ def test_the_summary_frame_and_the_checks_table_in_spanish(tmp_path):
             "hint": "h",
         }
     }
-    # A UTF-8 terminal, and one that shows only ASCII (cli.main makes its streams replace what they cannot show).
+    # A UTF-8 terminal, and one that shows only ASCII (cli.main.main makes its streams replace what they cannot show).
     utf8 = Console(width=100, file=io.StringIO())
     ascii_only = io.TextIOWrapper(io.BytesIO(), encoding="ascii", errors="replace")
     with i18n.using("es"):
-        frame = runner.summary_frame("toy", False, "S.", checks, exercises)
+        frame = lab_result.summary_frame("toy", False, "S.", checks, exercises)
         (tmp_path / "toy").mkdir()
-        runner.write_result(tmp_path / "toy", "toy", "cpu", checks, 1.0, "S.")
-        utf8.print(cli.checks_table(tmp_path, ["toy"]))
-        Console(width=100, file=ascii_only).print(cli.checks_table(tmp_path, ["toy"]))
+        lab_result.write_result(tmp_path / "toy", "toy", "cpu", checks, 1.0, "S.")
+        utf8.print(runs.checks_table(tmp_path, ["toy"]))
+        Console(width=100, file=ascii_only).print(runs.checks_table(tmp_path, ["toy"]))
     assert frame.startswith("# Laboratorio `toy`: NO SUPERADO\n\nS.\n\n## Ejercicios\n\n")
     assert "| toy.double | sin empezar | b: 3.0 (umbral 2.0) | h |" in frame
     assert "| **FALLO** | b | 3.0 | 2.0 |" in frame

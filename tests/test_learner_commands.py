@@ -17,7 +17,10 @@ from pathlib import Path
 import learner_toy
 import pytest
 
-from workshop import cli, exercise, progress, results
+from workshop.cli.main import main
+from workshop.grading import checks, progress
+from workshop.harness import results
+from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
 
 DOUBLE = "def double(x: int) -> int:\n    return 2 * x\n"
@@ -63,7 +66,7 @@ def statuses(work: Path) -> dict[str, str]:
 
 # ---- exercises init ----
 def test_init_writes_each_stub_under_its_statement_hint_and_handout(toy):
-    assert cli.main(["exercises", "init", "--learner", "Ada"]) == 0
+    assert main(["exercises", "init", "--learner", "Ada"]) == 0
     text = (toy / "my-work" / "toy.py").read_text()
     assert text.startswith('"""Your solutions to the toy lab')
     block = text[text.index("# Exercise toy.double") : text.index("def double")]
@@ -81,14 +84,14 @@ def test_init_writes_each_stub_under_its_statement_hint_and_handout(toy):
 
 def test_init_refuses_to_overwrite_and_force_backs_up_first(toy, capsys):
     work = toy / "my-work"
-    cli.main(["exercises", "init"])
+    main(["exercises", "init"])
     (work / "toy.py").write_text("# my work\n")
     with pytest.raises(SystemExit, match=r"my-work/toy.py already exist.*--force"):
-        cli.main(["exercises", "init"])
+        main(["exercises", "init"])
     assert (work / "toy.py").read_text() == "# my work\n"
 
     capsys.readouterr()
-    assert cli.main(["exercises", "init", "--force"]) == 0
+    assert main(["exercises", "init", "--force"]) == 0
     [backup] = work.glob(".backup-*")
     assert (backup / "toy.py").read_text() == "# my work\n"
     assert f"backed up your files to my-work/{backup.name}/" in capsys.readouterr().out
@@ -99,14 +102,14 @@ def test_init_of_a_lab_without_exercises_is_refused(toy):
     with pytest.raises(
         SystemExit, match="no exercises in lab.*minigpt.*the labs with exercises: toy"
     ):
-        cli.main(["exercises", "init", "--lab", "minigpt"])
+        main(["exercises", "init", "--lab", "minigpt"])
 
 
 def test_init_and_check_in_spanish_then_list_in_english(toy, capsys):
     """The core's words in Spanish (the toy's own texts have no translation); a workspace made in Spanish
     is still "not started" when listed in English: its stubs are recognised in every language."""
     work = toy / "my-work"
-    assert cli.main(["exercises", "init", "--lang", "es"]) == 0
+    assert main(["exercises", "init", "--lang", "es"]) == 0
     written = (work / "toy.py").read_text(encoding="utf-8")
     for part in (
         "# Ejercicio toy.double: double a number",
@@ -126,17 +129,17 @@ def test_init_and_check_in_spanish_then_list_in_english(toy, capsys):
     assert "## Ejercicios" in summary and "| toy.double | sin empezar |" in summary
 
     capsys.readouterr()
-    assert cli.main(["exercises", "list", "--lang", "es"]) == 0
+    assert main(["exercises", "list", "--lang", "es"]) == 0
     listed = capsys.readouterr().out
     assert "ejercicio" in listed and "estado" in listed and "sin empezar" in listed
-    assert cli.main(["exercises", "list"]) == 0
+    assert main(["exercises", "list"]) == 0
     assert capsys.readouterr().out.count("not started") == 3
 
 
 # ---- check, then list: the learner's loop ----
 def test_check_fails_fresh_stubs_with_the_statement_then_passes_when_solved(toy):
     work = toy / "my-work"
-    cli.main(["exercises", "init"])
+    main(["exercises", "init"])
     first = workshop("check", "toy", "--device", "cpu")
     assert first.returncode == 1, first.text
     assert "TODO  toy.double" in first.text and "to do  Return twice x. Nothing else." in first.text
@@ -148,25 +151,25 @@ def test_check_fails_fresh_stubs_with_the_statement_then_passes_when_solved(toy)
     assert set(manifest["implementation"]["sha256"]) == {"toy.py", "essay.md"}
     result = results.read_json(run_dir / "toy" / "result.json")
     assert [c["name"] for c in result["checks"] if c["passed"]] == ["the toy lab's own check"]
-    assert set(statuses(work).values()) == {exercise.NOT_STARTED}
+    assert set(statuses(work).values()) == {checks.NOT_STARTED}
 
     replace_stub(work / "toy.py", "double", DOUBLE)
     replace_stub(work / "toy.py", "answers", ANSWERS)
-    assert set(statuses(work).values()) == {progress.CHANGED, exercise.NOT_STARTED}
+    assert set(statuses(work).values()) == {progress.CHANGED, checks.NOT_STARTED}
     (work / "essay.md").write_text(ESSAY)
     second = workshop("check", "toy", "--device", "cpu")
     assert second.returncode == 0, second.text
     assert "3 of 3 exercise(s) passing" in second.text
-    assert set(statuses(work).values()) == {exercise.PASSING}
+    assert set(statuses(work).values()) == {checks.PASSING}
     assert (run_dir / "toy" / "result.json").read_text() == json.dumps(result, indent=2) + "\n"
 
     (work / "toy.py").write_text((work / "toy.py").read_text() + "\n# an edit\n")
     listed = statuses(work)
-    assert listed["toy.double"] == progress.CHANGED and listed["toy.essay"] == exercise.PASSING
+    assert listed["toy.double"] == progress.CHANGED and listed["toy.essay"] == checks.PASSING
 
 
 def test_a_wrong_answer_prints_the_value_threshold_message_and_hint(toy):
-    cli.main(["exercises", "init"])
+    main(["exercises", "init"])
     replace_stub(toy / "my-work" / "toy.py", "double", "def double(x):\n    return x + x + 1\n")
     out = workshop("check", "toy", "--device", "cpu")
     assert out.returncode == 1
@@ -189,7 +192,7 @@ def test_a_wrong_answer_prints_the_value_threshold_message_and_hint(toy):
 )
 def test_bad_input_names_the_exercise_and_line_and_the_others_are_graded(toy, double, expected):
     work = toy / "my-work"
-    cli.main(["exercises", "init"])
+    main(["exercises", "init"])
     replace_stub(work / "toy.py", "answers", ANSWERS)
     replace_stub(work / "toy.py", "double", double)
     line = (work / "toy.py").read_text().splitlines().index(double.splitlines()[-1]) + 1
@@ -202,7 +205,7 @@ def test_bad_input_names_the_exercise_and_line_and_the_others_are_graded(toy, do
 
 
 def test_a_crash_in_native_code_is_named_and_the_other_exercises_graded_again(toy):
-    cli.main(["exercises", "init"])
+    main(["exercises", "init"])
     work = toy / "my-work"
     crash = "def double(x):\n    import ctypes\n    return ctypes.string_at(0)\n"
     replace_stub(work / "toy.py", "double", crash)
@@ -232,7 +235,7 @@ def test_a_crash_in_native_code_is_named_and_the_other_exercises_graded_again(to
 )
 def test_refusals_are_one_line_and_run_nothing(toy, args, message):
     with pytest.raises(SystemExit, match=message.replace("(", r"\(").replace(")", r"\)")):
-        cli.main(args)
+        main(args)
     assert not Path("results").exists()
 
 
@@ -241,7 +244,7 @@ def test_a_missing_lab_file_is_refused_with_the_init_command(toy):
     with pytest.raises(
         SystemExit, match=r"my-work/toy.py does not exist.*exercises init my-work --lab toy"
     ):
-        cli.main(["check", "toy"])
+        main(["check", "toy"])
 
 
 # ---- grade ----
@@ -253,7 +256,7 @@ def make_workspace(
     root: Path, name: str, double: str | None, answers: str | None, essay: str | None
 ):
     work = root / name
-    assert cli.main(["exercises", "init", str(work)]) == 0
+    assert main(["exercises", "init", str(work)]) == 0
     if double:
         replace_stub(work / "toy.py", "double", double)
     if answers:
@@ -269,7 +272,7 @@ def test_grade_tables_complete_partial_and_broken_workspaces_and_reports_what_it
     make_workspace(class_dir, "bob", DOUBLE, None, None)
     broken = make_workspace(class_dir, "eve", None, None, None)
     (broken / "toy.py").write_text("def double(x):\n    return (\n")
-    cli.main(["run", "toy", "--device", "cpu"])  # a reference run: says nothing of a learner
+    main(["run", "toy", "--device", "cpu"])  # a reference run: says nothing of a learner
     reference_run = Path("results/latest").resolve()
     paths = [
         class_dir / "ada",
@@ -279,7 +282,7 @@ def test_grade_tables_complete_partial_and_broken_workspaces_and_reports_what_it
         toy / "nowhere",
     ]
 
-    assert cli.main(["grade", *map(str, paths), "--device", "cpu", "--to", "grades"]) == 0
+    assert main(["grade", *map(str, paths), "--device", "cpu", "--to", "grades"]) == 0
     rows = {row["learner"]: row for row in read_csv("grades/grades.csv")}
     assert rows["ada"]["passing"] == "3/3"
     assert [rows["bob"][e] for e in ("toy.double", "toy.answers", "toy.essay")] == [
@@ -295,15 +298,15 @@ def test_grade_tables_complete_partial_and_broken_workspaces_and_reports_what_it
     markdown = Path("grades/grades.md").read_text()
     assert "| ada | 3/3 | passing | passing | passing |" in markdown
     with pytest.raises(SystemExit, match="grades/grades.csv.*already exist"):
-        cli.main(["grade", str(class_dir / "ada"), "--to", "grades"])
+        main(["grade", str(class_dir / "ada"), "--to", "grades"])
 
 
 def test_grade_reads_a_learners_handed_in_runs_and_their_declared_name(toy):
     work = make_workspace(toy, "my-work", DOUBLE, None, None)
-    cli.main(["exercises", "init", str(work), "--lab", "toy", "--force", "--learner", "Ada L."])
+    main(["exercises", "init", str(work), "--lab", "toy", "--force", "--learner", "Ada L."])
     replace_stub(work / "toy.py", "double", DOUBLE)
     assert workshop("check", "toy", "--device", "cpu").returncode == 1
-    assert cli.main(["grade", "results", "--to", "grades"]) == 0
+    assert main(["grade", "results", "--to", "grades"]) == 0
     [row] = read_csv("grades/grades.csv")
     assert (row["learner"], row["toy.double"], row["toy.answers"]) == (
         "Ada L.",
@@ -318,7 +321,7 @@ def graded_context(work: Path, double: str) -> LabContext:
     (work / "toy.py").write_text(double + ANSWERS)
     (work / "essay.md").write_text(ESSAY)
     (work.parent / "out").mkdir()
-    return LabContext("toy", work.parent / "out", "cpu", 1, 0, work=work)
+    return LabContext("toy", work.parent / "out", RunOptions("cpu", 1, 0, work=work))
 
 
 def test_sys_exit_in_the_learners_code_fails_only_its_exercise(toy):
@@ -326,7 +329,7 @@ def test_sys_exit_in_the_learners_code_fails_only_its_exercise(toy):
     learner_toy.run(ctx)
     graded = ctx.exercise_results()
     assert graded["toy.double"]["failed_check"]["value"] == "my-work/toy.py:3: SystemExit: 3"
-    assert graded["toy.answers"]["status"] == exercise.PASSING
+    assert graded["toy.answers"]["status"] == checks.PASSING
 
 
 def test_a_stop_from_outside_is_recorded_where_the_learners_code_was_and_propagates(toy):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import pytest
 import torch
 
+from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
 from workshop.labs.minigpt import lab
 from workshop.minigpt import checkpoint, evaluate, grammar, train
@@ -123,7 +124,7 @@ MUTATIONS = [
 def test_planted_bug_is_caught_by_a_lab_check(mutation, monkeypatch, tmp_path, prompts):
     for target, name, value in mutation.patches:
         monkeypatch.setattr(target, name, value)
-    ctx = LabContext("minigpt", tmp_path, "cpu", 1, 0)
+    ctx = LabContext("minigpt", tmp_path, RunOptions("cpu", 1, 0))
     mutation.section(ctx, prompts)
     failed = [c.name for c in ctx.checks if not c.passed]
     assert mutation.check in failed, f"no lab check caught '{mutation.bug}': {ctx.checks}"

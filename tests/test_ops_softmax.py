@@ -193,10 +193,10 @@ def test_gpu_long_rows_compiled_inline_the_cooperative_kernels(monkeypatch):
 
 
 def test_the_interpreter_is_chosen_in_one_place(monkeypatch, tmp_path):
-    """workshop.device.use_triton_interpreter: the CPU gets Triton's interpreter, CUDA does not; a lab's
+    """workshop.harness.device.use_triton_interpreter: the CPU gets Triton's interpreter, CUDA does not; a lab's
     environment (runner.lab_environment) is decided by it too."""
-    from workshop.device import use_triton_interpreter
-    from workshop.runner import lab_environment
+    from workshop.harness.device import use_triton_interpreter
+    from workshop.harness.runner import lab_environment
 
     cpu_env, cuda_env = {}, {}
     assert use_triton_interpreter(cpu_env, "cpu") and cpu_env == {"TRITON_INTERPRET": "1"}

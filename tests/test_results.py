@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from workshop import atomic, results
+from workshop.harness import atomic, results
 
 
 def test_new_run_writes_a_manifest_and_latest_moves_only_when_it_finishes(tmp_path):

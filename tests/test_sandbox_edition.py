@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from workshop.exercise import all_exercises
 from workshop.grading import edition
+from workshop.labs import all_exercises
 
 LEARNER_HAND = """
 def cross_entropy_grad(logits, targets):

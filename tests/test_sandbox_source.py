@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
-from workshop.exercise import lab_header
 from workshop.grading import source_check
+from workshop.labs import workspace_header as lab_header
 
 HEADER = lab_header("autograd")
 

@@ -20,7 +20,6 @@ from workshop.grading.solution import LearnerCodeFailed, LearnerFile, Solution, 
 from workshop.harness.worker_process import LOG_CAP, NativeWorker
 
 LEARNER = """
-import threading
 import torch
 
 def double(x):
@@ -37,29 +36,6 @@ def stub(x):
 
 def leaves_an_exit(x):
     raise SystemExit(3)
-
-def by_autograd(x):
-    z = x.clone().requires_grad_()
-    (z * z).sum().backward()
-    return z.grad
-
-def on_a_thread(x):
-    out = {}
-    def work():
-        z = x.clone().requires_grad_()
-        (z * z).sum().backward()
-        out["g"] = z.grad
-    t = threading.Thread(target=work)
-    t.start()
-    t.join()
-    return out["g"]
-
-def derivative_op(x):
-    y = torch.log_softmax(x, 0)
-    return torch.ops.aten._log_softmax_backward_data(torch.ones_like(x), y, 0, x.dtype)
-
-def returns_grad(x):
-    return x.clone().requires_grad_()
 
 def a_set(x):
     return {1, 2}
@@ -124,8 +100,8 @@ def worker(tmp_path_factory):
     found.stop()
 
 
-def call(worker, name, *args, limit=20.0, watch=None):
-    return Solution(worker, {"attribute": name}, limit, watch)(*args)
+def call(worker, name, *args, limit=20.0):
+    return Solution(worker, {"attribute": name}, limit)(*args)
 
 
 def failure(worker, name, *args, limit=20.0) -> LearnerCodeFailed:
@@ -169,27 +145,6 @@ def test_the_learners_errors_come_back_with_their_file_and_line(worker):
 def test_what_cannot_cross_the_wire_is_an_error_of_the_learners(worker):
     e = failure(worker, "a_set", torch.ones(1))
     assert e.kind == "wire" and "set" in e.error
-
-
-@pytest.mark.parametrize(
-    "name, seen",
-    [
-        ("by_autograd", "engine: run_backward on thread MainThread"),
-        ("on_a_thread", "engine: run_backward on thread Thread-"),
-        ("derivative_op", "derivative op: aten._log_softmax_backward_data.default"),
-        ("returns_grad", "returned a tensor that requires grad"),
-    ],
-)
-def test_the_watcher_sees_autograd_on_every_thread(worker, name, seen):
-    impl = Solution(worker, {"attribute": name}, 20, watch="autograd")
-    impl(torch.ones(3))
-    assert impl.seen_count > 0 and any(s.startswith(seen) for s in impl.seen), impl.seen
-
-
-def test_the_watcher_sees_nothing_in_honest_code(worker):
-    impl = Solution(worker, {"attribute": "double"}, 20, watch="autograd")
-    impl(torch.ones(3))
-    assert (impl.seen, impl.seen_count) == ([], 0)
 
 
 def test_an_endless_loop_ends_at_its_cpu_limit_with_the_line(worker):

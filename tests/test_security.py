@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from workshop import exercise
+from workshop.grading import checks as exercise
 from workshop.grading.solution import LearnerCodeFailed, LearnerFile, Solution, Worker
+from workshop.harness.options import RunOptions
 from workshop.harness.worker_container import LABEL, ContainerWorker, docker_problem, sweep_stale
 from workshop.harness.worker_process import NativeWorker
 from workshop.lab import LabContext
@@ -57,7 +58,7 @@ def graded(tmp_path: Path, batch, attack: str, unread: bool = False) -> tuple[di
     source = WORKSPACE_HEADER + attack + "\n\n" + STUBS
     (work / "autograd.py").write_text(source)
     (tmp_path / "out").mkdir(exist_ok=True)
-    ctx = LabContext("autograd", tmp_path / "out", "cpu", 1, 0, work=work)
+    ctx = LabContext("autograd", tmp_path / "out", RunOptions("cpu", 1, 0, work=work))
     if unread:
         learner = Unread(source, "work/autograd.py", source)
         ctx._worker = Worker(NativeWorker("cpu", tmp_path / "out" / "worker.log"), "cpu", learner)
@@ -283,7 +284,7 @@ def test_a_container_whose_lab_process_died_is_swept(tmp_path):
     """A lab's process killed outright (SIGKILL) cannot kill its worker's container: the next start sweeps it."""
     script = (
         "import time, torch\n"
-        "from workshop.grading.solution import LearnerFile, Solution, Worker\n"
+        "from workshop.grading.solution import Worker\n"
         "from workshop.harness.worker_container import ContainerWorker\n"
         "w = Worker(ContainerWorker('cpu', None), 'cpu', None)\n"
         "w._start()\nprint('started', flush=True)\ntime.sleep(600)\n"

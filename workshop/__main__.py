@@ -1,5 +1,5 @@
 import sys
 
-from workshop.cli import main
+from workshop.cli.main import main
 
 sys.exit(main())

@@ -4,26 +4,34 @@ A lab is one package under workshop/labs/ whose __init__.py defines `LAB = LabSp
 import (no torch); `entry` names the function that does the work, imported only in the lab's own process.
 That function takes a LabContext, records checks with ctx.check_*(), grades the learner's exercises inside
 `with ctx.grading(name) as impl:`, writes artifacts with ctx.write_*(), and renders its summary from the
-template beside its code with ctx.render_summary(...); the runner turns that into result.json and summary.md.
+template beside its code with ctx.render_summary(...); the lab's process (harness.child) turns that into
+result.json and summary.md. The run's options (device, --n, seed, workspace, ...) are ctx.options
+(harness.options.RunOptions); ctx.device, ctx.n_procs, ... read them.
+
+A lab that cannot run on some machines says why before anything starts: `precondition`, "module:function"
+called as function(n_procs, device) by the command that starts a run, returns one line (the problem and the
+fix) or None.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
-import math
 import pkgutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-from workshop import atomic, exercise, grading_markers, templates, workspace
-from workshop.exercise import Exercise
-from workshop.grading.solution import LearnerCodeFailed, learner_edition
-from workshop.grading_markers import ProcessDied
-from workshop.i18n import N_, _
-from workshop.time_limit import TimeLimitExceeded, time_limit
-from workshop.workspace import LearnerError
+from workshop import labs
+from workshop.grading import failures, sandbox, workspace
+from workshop.grading.checks import Check, all_passed, exercise_status
+from workshop.grading.exercise import Exercise
+from workshop.harness import atomic, lab_log
+from workshop.harness.options import RunOptions
+from workshop.harness.time_limit import exercise_limit
+from workshop.i18n import N_, _, templates
+
+__all__ = ["Check", "LabContext", "LabSpec", "Unavailable"]
 
 # Why a module that a lab needs can be missing, said when it is (LabSpec.needs).
 WHY_MISSING = {"triton": N_("Triton has builds for Linux only, none for macOS or native Windows")}
@@ -36,13 +44,14 @@ class LabSpec:
     title: str  # one line for `python -m workshop list`
     entry: str  # "module:function", called with a LabContext
     bench: str | None = None  # optional "module:function" for `python -m workshop bench NAME`
-    time_limit_s: float = (
-        900.0  # the runner stops a lab that runs longer (an endless loop in learner code)
-    )
+    # the runner stops a lab that runs longer (an endless loop in learner code)
+    time_limit_s: float = 900.0
 
     # Modules the lab cannot run without that a platform may lack (keys of WHY_MISSING): where one is missing,
     # the runner fails the lab with one line that says so and points to Docker, instead of a traceback.
     needs: tuple[str, ...] = ()
+    # "module:function": function(n_procs, device) -> why this machine cannot run the lab, or None (see above)
+    precondition: str | None = None
 
     def load(self, what: str = "entry"):
         return pkgutil.resolve_name(getattr(self, what))
@@ -51,47 +60,17 @@ class LabSpec:
         """The modules of `needs` that this Python cannot import (looked up, not imported)."""
         return [module for module in self.needs if importlib.util.find_spec(module) is None]
 
+    def problem(self, options: RunOptions) -> str | None:
+        """Why this machine cannot run the lab with these options (its precondition), or None."""
+        return (
+            self.load("precondition")(options.n_procs, options.device)
+            if self.precondition
+            else None
+        )
 
-@dataclass
-class Check:
-    name: str
-    passed: bool
-    value: object
-    threshold: object
-    exercise: str | None = None  # the id of the exercise this check grades
-    message: str | None = None  # on failure: what the value says about the mistake, and what to do
-
-    def as_dict(self) -> dict:
-        value = self.value
-        if isinstance(value, float) and not math.isfinite(value):
-            value = str(value)  # JSON has no NaN/inf
-        out = {
-            "name": self.name,
-            "passed": bool(self.passed),
-            "value": value,
-            "threshold": self.threshold,
-        }
-        if self.exercise:
-            out["exercise"] = self.exercise
-        if self.message and not self.passed:
-            out["message"] = self.message
-        return out
-
-
-def all_passed(checks: list[Check]) -> bool:
-    """A lab (or an exercise) passes when it recorded checks and every one passed."""
-    return bool(checks) and all(c.passed for c in checks)
-
-
-def exercise_status(checks: list[Check]) -> str:
-    """How an exercise stands after its checks: not graded, passing, not started (a stub), or failing."""
-    failed = next((c for c in checks if not c.passed), None)
-    if not checks:
-        return exercise.NOT_GRADED
-    if failed is None:
-        return exercise.PASSING
-    # A stub's check records "not started" as its value, in the run's language.
-    return exercise.NOT_STARTED if failed.value == _(exercise.NOT_STARTED) else exercise.FAILING
+    def limit_s(self, options: RunOptions) -> float:
+        """The lab's time limit in this run: --time-limit, else the lab's own."""
+        return options.time_limit_s or self.time_limit_s
 
 
 class Unavailable:
@@ -110,27 +89,47 @@ class Unavailable:
 class LabContext:
     name: str
     out_dir: Path  # results/<run-id>/<lab>/, already created and empty
-    device: str  # "cpu" or "cuda"
-    n_procs: int  # --n: processes for the distributed demos
-    seed: int
-    work: Path | None = (
-        None  # the learner's workspace: its <lab>.py is graded; None runs the reference
-    )
-    lang: str = "en"  # the language of the summary and messages
-    checkpoint: Path | None = (
-        None  # --checkpoint: the learner's MiniGPT; None: the shipped minigpt.pt
-    )
-    skip: dict[str, str] = field(
-        default_factory=dict
-    )  # exercise id -> how it killed an earlier attempt (runner.run_lab): failed, not run again
+    options: RunOptions
+    # exercise id -> how it killed an earlier attempt (harness.runner.run_lab): failed, not run again
+    skip: dict[str, str] = field(default_factory=dict)
     checks: list[Check] = field(default_factory=list)
     summary: str = ""  # Markdown: what this run found; the runner appends the checks table
     extra: dict = field(default_factory=dict)  # merged into result.json
     _grading: Exercise | None = None  # the exercise whose checks are being recorded
-    _learner: ModuleType | workspace.LearnerError | None = (
-        None  # the loaded <lab>.py, or why it would not load
-    )
-    _worker: object | None = None  # the process the learner's code runs in (grading/sandbox.py)
+    # the loaded <lab>.py, or why it would not load
+    _learner: ModuleType | workspace.LearnerError | None = None
+    # the process the learner's code runs in (grading/sandbox.py), or the lab's own for the reference
+    _worker: object | None = None
+
+    # ---- the run's options (harness.options.RunOptions) ----
+    @property
+    def device(self) -> str:
+        """ "cpu" or "cuda"."""
+        return self.options.device
+
+    @property
+    def n_procs(self) -> int:
+        """--n: processes for the distributed demos."""
+        return self.options.n_procs
+
+    @property
+    def seed(self) -> int:
+        return self.options.seed
+
+    @property
+    def work(self) -> Path | None:
+        """The learner's workspace, whose <lab>.py is graded; None runs the reference."""
+        return self.options.work
+
+    @property
+    def lang(self) -> str:
+        """The language of the summary and the messages."""
+        return self.options.lang
+
+    @property
+    def checkpoint(self) -> Path | None:
+        """--checkpoint: the learner's MiniGPT; None: the shipped minigpt.pt."""
+        return self.options.checkpoint
 
     # ---- checks: each compares a measured value with a threshold, so each one can fail ----
     def check_max(
@@ -169,7 +168,7 @@ class LabContext:
 
     # ---- exercises: the learner's code (or the reference) graded by the checks recorded in a block ----
     def exercise(self, name: str) -> Exercise:
-        for ex in exercise.lab_exercises(self.name):
+        for ex in labs.exercises(self.name):
             if ex.name == name:
                 return ex
         raise KeyError(f"lab {self.name} declares no exercise {name!r} (see its exercises.py)")
@@ -179,19 +178,17 @@ class LabContext:
         """True when the learner's workspace is being graded (not the reference)."""
         return self.work is not None
 
-    def solution(self, ex: Exercise, worker: bool = False, watch: str | None = None):
-        """The learner's version of the exercise when grading a workspace, else the reference. With worker=True
-        a handle on it in the worker process (grading/solution.py), which runs the reference too."""
-        if worker:
+    def solution(self, ex: Exercise, worker: bool = False):
+        """The learner's version of the exercise when grading a workspace, else the reference. worker=True: a
+        handle on it in the worker (grading/solution.py; contract 6), which runs the reference too."""
+        if worker and not ex.document:
             if ex.id in self.skip:
-                raise grading_markers.ProcessDied(self.skip[ex.id])
-            from workshop.grading import sandbox  # torch, and the worker: only where a lab runs
-
-            return sandbox.solution(self, ex, watch)
+                raise failures.ProcessDied(self.skip[ex.id])
+            return sandbox.solution(self, ex)
         if not self.graded:
             return ex.load_reference()
         if ex.id in self.skip:
-            raise grading_markers.ProcessDied(self.skip[ex.id])
+            raise failures.ProcessDied(self.skip[ex.id])
         if ex.document:
             return self.document(ex)
         if self._learner is None:
@@ -227,19 +224,17 @@ class LabContext:
         return path
 
     @contextlib.contextmanager
-    def grading(
-        self, exercise_or_name: Exercise | str, worker: bool = False, watch: str | None = None
-    ):
+    def grading(self, exercise_or_name: Exercise | str, worker: bool = False):
         """Grade one exercise: yields its implementation; every check recorded inside counts for it.
 
-        worker=True (the lab's grading speaks contract 6: wire values, probes): the implementation lives in the
-        worker process (grading/solution.py), watched there for autograd when watch says so ("autograd": none
-        at all; "engine": no engine run, grad_fn nodes called by hand allowed).
+        worker=True, for a lab whose grading speaks contract 6 (wire values, probes): the implementation is a
+        handle on the learner's code in the worker process (grading/solution.py, grading/sandbox.py). Until
+        every lab speaks it, the others get the learner's code in this process (worker=False).
 
         With the learner's code, an exception ends only this exercise, recorded as a failed check that names
         the file and line (a stub's NotImplementedError: "not started"; an endless loop: the exercise's time
         limit); the lab goes on with the next one. With the reference, an exception is the lab's own bug and
-        propagates. The block's start and end are printed (grading_markers), so that the runner can name the
+        propagates. The block's start and end are printed (harness.lab_log), so that the runner can name the
         exercise if the process dies inside it.
         """
         ex = (
@@ -252,92 +247,46 @@ class LabContext:
                 f"grading {ex.id} inside {self._grading.id}: grade one exercise at a time"
             )
         self._grading = ex
-        print(grading_markers.started(self.name, ex.id), flush=True)
+        print(lab_log.started(self.name, ex.id), flush=True)
         try:
-            # in the worker the learner's code has its own limits; here it would time the lab's own work
-            with time_limit(ex.time_limit_s if self.graded and not worker else None):
+            # in the worker the learner's code has limits of its own; here this would time the lab's own work
+            with exercise_limit(ex.time_limit_s if self.graded and not worker else None):
                 try:
-                    impl = self.solution(ex, worker, watch)
-                except (LearnerError, LearnerCodeFailed, ProcessDied, NotImplementedError) as e:
+                    impl = self.solution(ex, worker)
+                except failures.UNAVAILABLE as e:
                     impl = Unavailable(e)  # the block runs; its first use of impl ends the exercise
                 yield impl
         except BaseException as e:
-            failed = self._learner_failure(ex, e)
+            failed = failures.learner_failure(ex, e, self.graded, self._learner_path(ex))
             if failed is None:
                 if self.graded and not isinstance(e, GeneratorExit):
-                    self._add(self._cut_short(ex, e))  # the lab's time limit, an interrupt
+                    # the lab's time limit, an interrupt
+                    self._add(failures.cut_short(ex, e, self._learner_path(ex)))
                 raise
             self._add(failed)
         finally:
             self._grading = None
             status = exercise_status([c for c in self.checks if c.exercise == ex.id])
-            print(grading_markers.ended(self.name, ex.id, status), flush=True)
+            print(lab_log.ended(self.name, ex.id, status), flush=True)
 
-    def _learner_failure(self, ex: Exercise, e: BaseException) -> Check | None:
-        """The failed check that records `e`, raised in ex's grading block by the learner's work; None when it
-        is not theirs to answer for (the reference's own error, an interrupt): then it propagates."""
-        if isinstance(e, LearnerCodeFailed) and self.graded:
-            from workshop.grading import sandbox
-
-            return sandbox.failure_check(ex, e)
-        if isinstance(e, LearnerError):
-            name = _("{id}: your code loads").format(id=ex.id)
-            return Check(name, False, str(e), _("no error"), message=ex.hint)
-        if isinstance(e, ProcessDied):
-            died = grading_markers.died_check(ex.id, str(e))
-            return Check(
-                died["name"], False, died["value"], died["threshold"], message=died["message"]
-            )
-        if not self.graded and not (learner_edition() and isinstance(e, NotImplementedError)):
+    def _learner_path(self, ex: Exercise) -> Path | None:
+        """The workspace file the learner writes this exercise in (None for the reference)."""
+        if not self.graded:
             return None
-        where = workspace.where(e, self._learner_path(ex)) if self.graded else ""
-        if isinstance(e, NotImplementedError):
-            name, value = _("{id}: implemented").format(id=ex.id), _(exercise.NOT_STARTED)
-            message = str(e) or ex.not_started_message()
-            return Check(name, False, value, _("implemented"), message=message)
-        if isinstance(e, TimeLimitExceeded):
-            message = _(
-                "An endless loop, or far more work than the exercise needs: see where it was."
-            )
-            value, limit = f"{where}: {e}", _("{seconds:g} s of CPU time").format(seconds=e.seconds)
-            name = _("{id}: finishes in time").format(id=ex.id)
-            return Check(name, False, value, limit, message=message)
-        if isinstance(e, Exception | SystemExit):  # sys.exit() in the learner's code ends only this
-            value = f"{where}: {workspace.describe(e)}"
-            name = _("{id}: runs without an error").format(id=ex.id)
-            return Check(name, False, value, _("no error"), message=ex.hint)
-        return None
-
-    def _cut_short(self, ex: Exercise, e: BaseException) -> Check:
-        """The failed check of an exercise whose grading was stopped from outside (the lab's time limit, a
-        signal): where the learner's code was when it happened."""
-        value = f"{workspace.where(e, self._learner_path(ex))}: {workspace.describe(e)}"
-        message = _(
-            "The lab was stopped while grading this exercise: an endless loop? See where it was."
-        )
-        name = _("{id}: graded to the end").format(id=ex.id)
-        return Check(name, False, value, _("not stopped"), message=message)
-
-    def _learner_path(self, ex: Exercise) -> Path:
-        """The workspace file the learner writes this exercise in."""
         return workspace.lab_file(self.work, self.name) if ex.attribute else self.work / ex.document
 
     def exercise_results(self) -> dict[str, dict]:
         """Exercise id -> its entry in result.json (Exercise.result), for every exercise of the lab."""
         out = {}
-        for ex in exercise.lab_exercises(self.name):
+        for ex in labs.exercises(self.name):
             mine = [c for c in self.checks if c.exercise == ex.id]
             failed = next((c for c in mine if not c.passed), None)
-            out[ex.id] = ex.result(
-                exercise_status(mine), [c.name for c in mine], failed.as_dict() if failed else None
-            )
+            out[ex.id] = ex.result(exercise_status(mine), [c.name for c in mine], failed)
         return out
 
     # ---- the summary: the lab's template filled with this run's values ----
     @property
     def lab_folder(self) -> Path:
-        from workshop import labs
-
         return labs.folder(self.name)
 
     def render_summary(self, **values) -> str:

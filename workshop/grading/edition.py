@@ -206,7 +206,7 @@ def find_leftovers(
 
 
 def build_learner(out: Path) -> EditionReport:
-    from workshop.exercise import all_exercises
+    from workshop.labs import all_exercises
 
     report = EditionReport("learner")
     copy_tree(out)

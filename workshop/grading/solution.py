@@ -5,7 +5,10 @@ Inside `with ctx.grading(name) as impl:` a lab uses
     impl.value                           a constant's value (ANSWERS, predictions), as wire data
     impl.probe("module:function", *args) run a trusted probe of the workshop package there, called as
                                          function(learner_attribute, *args); it returns wire values only
-    impl.seen                            what the worker's watcher saw during the calls (forgeable evidence)
+                                         (what a probe reports is said where the learner's code runs: a
+                                         hostile learner can forge it; back verdicts by what the lab can
+                                         recompute)
+    impl.autograd_named()                autograd as the learner's source spells it (read here)
 and every verdict is the lab's, made here from the values that came back. An error of the learner's code comes
 back as LearnerCodeFailed (kind, the error, file:line), which LabContext.grading turns into the exercise's
 failed check; the worker's death or silence past the wall limit likewise, after which a fresh worker answers
@@ -19,14 +22,13 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from workshop.grading import source_check
 
 READY_S = 300.0  # seconds a fresh worker may take to start (a container, then `import torch`, on a busy host)
 MAX_SOURCE = 2**20  # bytes of the learner's file read
-KEPT = 20  # events of the worker's watcher kept
 LOAD_S = 120.0  # CPU seconds the learner's file may take to import
 # faulthandler's frame lines: `  File "my-work/custom_op.py", line 12 in function` (most recent call first)
 FRAME = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+) in ')
@@ -235,24 +237,10 @@ class Solution:
     worker: Worker | LocalWorker
     target: dict  # {"attribute": NAME} or {"reference": "module:attr"}
     limit_s: float | None = None  # CPU seconds per call (the exercise's)
-    watch: str | None = None  # None, "autograd" (no autograd) or "engine" (a hand-made engine)
-    seen: list[str] = field(default_factory=list)  # what the worker's watcher saw (forgeable there)
-    seen_count: int = 0
-    scanned: list[source_check.Finding] = field(
-        default_factory=list
-    )  # autograd named in the source (here)
 
     def _ask(self, op: str, args: tuple, probe: str | None = None):
         request = {"op": op, "target": self.target, "args": list(args), "limit_s": self.limit_s}
-        request |= {"watch": self.watch, "probe": probe}
-        reply = self.worker.ask(request, self.limit_s)
-        seen = reply.get("seen")
-        for event in (seen if isinstance(seen, list) else [])[:KEPT]:
-            if said(event, 200) not in self.seen and len(self.seen) < KEPT:
-                self.seen.append(said(event, 200))
-        count = reply.get("seen_count")
-        self.seen_count += count if type(count) is int and count >= 0 else len(self.seen)
-        return reply.get("value")
+        return self.worker.ask(request | {"probe": probe}, self.limit_s).get("value")
 
     def __call__(self, *args):
         return self._ask("call", args)
@@ -264,21 +252,24 @@ class Solution:
     def probe(self, function: str, *args):
         return self._ask("probe", args, function)
 
+    def autograd_named(self) -> list[source_check.Finding]:
+        """Autograd as the learner's source spells it in this function and what it uses (read here, in the
+        lab's process: source_check.autograd_uses); nothing for the reference."""
+        learner = getattr(self.worker, "learner", None)
+        if learner is None or "attribute" not in self.target:
+            return []
+        return source_check.autograd_uses(learner.source, self.target["attribute"])
 
-def solution_for(
-    worker: Worker | LocalWorker, exercise, graded: bool, watch: str | None = None
-) -> Solution:
+
+def solution_for(worker: Worker | LocalWorker, exercise, graded: bool) -> Solution:
     """The Solution a grading block yields: the learner's attribute when a workspace is graded (refused here when
     the file binds it by an import: the workshop's own code), else the reference."""
     if not graded:
-        return Solution(worker, {"reference": exercise.reference}, None, watch)
+        return Solution(worker, {"reference": exercise.reference})
     learner = worker.learner
-    if learner is not None:
+    if learner is not None and worker.refused is None:
         statement = source_check.imported_as(learner.source, exercise.attribute)
         if statement is not None:
             where = f"{learner.filename}:{statement.lineno}"
             raise LearnerCodeFailed("refused", f"{exercise.attribute} is imported", where)
-    found = Solution(worker, {"attribute": exercise.attribute}, exercise.time_limit_s, watch)
-    if watch == "autograd" and learner is not None:
-        found.scanned = source_check.autograd_uses(learner.source, exercise.attribute)
-    return found
+    return Solution(worker, {"attribute": exercise.attribute}, exercise.time_limit_s)

@@ -66,6 +66,19 @@ def check_value(value, depth: int = 0, count: list[int] | None = None) -> None:
     raise WireError(f"a value of type {type(value).__name__}")
 
 
+def plain(value):
+    """`value` with tensor subclasses (nn.Parameter, say) as plain tensors, detached: what a learner's function
+    returns, made a wire value where it can be (a result requiring grad is autograd's business: the lab's
+    watcher sees the graph recorded)."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().as_subclass(torch.Tensor)
+    if type(value) in (list, tuple):
+        return type(value)(plain(item) for item in value)
+    if type(value) is dict:
+        return {key: plain(item) for key, item in value.items()}
+    return value
+
+
 def dumps(value) -> bytes:
     check_value(value)
     buffer = io.BytesIO()

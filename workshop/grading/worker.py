@@ -9,9 +9,9 @@ knows it by (my-work/autograd.py), so tracebacks name it, and nothing else of th
 stdout and stderr go to a capped log that nobody parses. Requests, each answered by one reply:
   {"op": "load", "device", "source" (None: no learner file), "filename", "allowed": [[module, name], ...]}
   {"op": "call" | "probe" | "value", "target": {"attribute": NAME} | {"reference": "module:attr"},
-   "args": [...], "probe": "module:function", "limit_s": CPU seconds, "watch": None | "autograd" | "engine"}
-A reply is {"ok": True, "value": ..., "seen": [...], "seen_count": N} or {"ok": False, "kind", "error",
-"where"}, kind one of load, refused, not_started, error, time, wire.
+   "args": [...], "probe": "module:function", "limit_s": CPU seconds}
+A reply is {"ok": True, "value": ...} or {"ok": False, "kind", "error", "where"}, kind one of load, missing,
+refused, not_started, error, time, wire, worker.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import traceback
 import types
 
 from workshop.grading import wire
-from workshop.time_limit import TimeLimitExceeded, time_limit
+from workshop.harness.time_limit import TimeLimitExceeded, exercise_limit
 
 MODULE = "workshop_work"  # the learner's file, as a module of the worker
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
@@ -102,7 +102,7 @@ class ImportGuard:
 
 
 class Session:
-    """The worker's state: the learner's module once loaded, the watcher once needed."""
+    """The worker's state: the learner's module once loaded."""
 
     def __init__(self, reraise: bool = False):
         self.device = "cpu"  # the lab's, from the load request: where received tensors go
@@ -111,7 +111,6 @@ class Session:
         )
         self.module: types.ModuleType | None = None
         self.filename: str | None = None
-        self.watcher = None
 
     def handle(self, request: dict) -> dict:
         op = request.get("op")
@@ -126,7 +125,7 @@ class Session:
         except (LookupError, ImportError, ValueError) as e:
             return failure("load", e)
         if op == "value":
-            return self.reply(target, None)
+            return self.reply(target)
         function = pkgutil.resolve_name(request["probe"]) if op == "probe" else None
         return self.run(request, target, function)
 
@@ -145,7 +144,7 @@ class Session:
         ImportGuard(self.filename, allowed)
         try:
             code = compile(source, self.filename, "exec")
-            with time_limit(request.get("limit_s")):
+            with exercise_limit(request.get("limit_s")):
                 exec(code, module.__dict__)
         except SyntaxError as e:
             return {
@@ -180,15 +179,14 @@ class Session:
 
     def run(self, request: dict, target, probe) -> dict:
         args = request.get("args") or []
-        watch = request.get("watch")
         try:
-            with time_limit(request.get("limit_s")), self.watching(watch) as events:
+            with exercise_limit(request.get("limit_s")):
                 value = probe(target, *args) if probe else target(*args)
         except BaseException as e:  # noqa: BLE001 - the learner's SystemExit ends one call, not the worker
             if self.reraise:
                 raise
             return self.failed(e)
-        return self.reply(value, events)
+        return self.reply(value)
 
     def failed(self, e: BaseException) -> dict:
         if isinstance(e, NotImplementedError):
@@ -197,50 +195,13 @@ class Session:
             return failure("time", e, self.filename)
         return failure("error", e, self.filename)  # SystemExit included: it ends one call
 
-    def watching(self, watch: str | None):
-        from contextlib import nullcontext
-
-        if watch is None:
-            return nullcontext(None)
-        if self.watcher is None:
-            from workshop.grading.autograd_watch import Watcher
-
-            self.watcher = Watcher()
-        return self.watcher.watching(calls_nodes=watch == "engine")
-
-    def reply(self, value, events) -> dict:
-        seen = list(events.seen) if events is not None else []
-        count = events.count if events is not None else 0
-        value, detached = plain(value)
-        if detached:
-            seen.append("returned a tensor that requires grad")
-            count += 1
+    def reply(self, value) -> dict:
         try:
+            value = wire.plain(value)
             wire.check_value(value)
-        except wire.WireError as e:
+        except (wire.WireError, RecursionError) as e:
             return failure("wire", str(e))
-        return {"ok": True, "value": value, "seen": seen, "seen_count": count}
-
-
-def plain(value):
-    """`value` with tensor subclasses (nn.Parameter) as plain tensors and tensors detached; whether any
-    required grad."""
-    import torch
-
-    detached = False
-
-    def convert(v):
-        nonlocal detached
-        if isinstance(v, torch.Tensor):
-            detached |= v.requires_grad
-            return v.detach().as_subclass(torch.Tensor)
-        if type(v) in (list, tuple):
-            return type(v)(convert(x) for x in v)
-        if type(v) is dict:
-            return {k: convert(x) for k, x in v.items()}
-        return v
-
-    return convert(value), detached
+        return {"ok": True, "value": value}
 
 
 def die_with_parent() -> None:

@@ -166,7 +166,7 @@ def sweep_stale() -> list[str]:
         )
     except (subprocess.TimeoutExpired, OSError):
         return []
-    from workshop import proctree
+    from workshop.harness import proctree
 
     stale = []
     for line in listing.stdout.splitlines():

@@ -30,8 +30,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from workshop import proctree
-from workshop.device import use_triton_interpreter
+from workshop.harness import proctree
+from workshop.harness.device import use_triton_interpreter
 
 # As root, each worker runs as a uid no other process has (no account needed): its processes are then exactly
 # that uid's, limited and stopped as one, and it can read or write only what is open to everyone.

@@ -1,12 +1,23 @@
-"""The lab registry: every sub-package of workshop.labs that defines LAB is a lab. Adding a lab = adding one."""
+"""The lab registry: every sub-package of workshop.labs that defines LAB is a lab. Adding a lab = adding one.
+
+The core finds a lab only through here, by its name: its spec (`LAB`, workshop/lab.py's LabSpec), its folder,
+and its exercises (`EXERCISES` in its exercises.py). Nothing here imports a lab until it is asked for, and this
+module imports no lab by itself (workshop.lab imports it for a lab's exercises).
+"""
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+import textwrap
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from workshop.lab import LabSpec
+from workshop.i18n import _
+
+if TYPE_CHECKING:  # annotations only: workshop.lab imports this module
+    from workshop.grading.exercise import Exercise
+    from workshop.lab import LabSpec
 
 
 def all_labs() -> dict[str, LabSpec]:
@@ -15,7 +26,7 @@ def all_labs() -> dict[str, LabSpec]:
     for info in pkgutil.iter_modules(__path__):
         if info.ispkg:
             spec = getattr(importlib.import_module(f"{__name__}.{info.name}"), "LAB", None)
-            if isinstance(spec, LabSpec):
+            if spec is not None:
                 specs.append(spec)
     return {s.name: s for s in sorted(specs, key=lambda s: s.order)}
 
@@ -30,3 +41,41 @@ def get(name: str) -> LabSpec:
     if name not in labs:
         raise KeyError(f"unknown lab {name!r}; the labs are: {', '.join(labs)}")
     return labs[name]
+
+
+def _exercises_module(lab: str):
+    """The lab's exercises.py, or None for a lab without one."""
+    name = f"{__name__}.{lab}.exercises"
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        if e.name not in (name, name.rpartition(".")[0]):  # a lab made in a test has no package
+            raise
+        return None
+
+
+def exercises(lab: str) -> list[Exercise]:
+    """The exercises a lab declares, in the language in use (an empty list for a lab without exercises.py)."""
+    module = _exercises_module(lab)
+    found = list(module.EXERCISES) if module else []
+    for ex in found:
+        if ex.lab != lab:
+            raise ValueError(f"{ex.id} is declared in lab {lab}'s exercises.py")
+    return [ex.localized() for ex in found]
+
+
+def workspace_header(lab: str) -> str:
+    """The top of the learner's <lab>.py: the lab's WORKSPACE_HEADER (what the file is, the imports)."""
+    default = '"""{}"""\n'.format(
+        _("Your solutions to the {lab} lab's exercises: {command}.").format(
+            lab=lab, command=f"python -m workshop check {lab}"
+        )
+    )
+    header = getattr(_exercises_module(lab), "WORKSPACE_HEADER", default)
+    return textwrap.dedent(_(header)).strip() + "\n"
+
+
+def all_exercises() -> dict[str, list[Exercise]]:
+    """Lab name -> its exercises, in run order, for every lab that has any."""
+    found = {name: exercises(name) for name in all_labs()}
+    return {name: declared for name, declared in found.items() if declared}

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from workshop import atomic
+from workshop.harness import atomic
 from workshop.i18n import _
 from workshop.minigpt.grammar import VOCAB
 from workshop.minigpt.model import GPT, GPTConfig

@@ -4,7 +4,7 @@ the two halves of a backward engine (its order, and the sums at fan-in), and the
 Each is graded by the lab's own checks (lab.py): `python -m workshop check autograd`.
 """
 
-from workshop.exercise import Exercise
+from workshop.grading.exercise import Exercise
 from workshop.i18n import N_
 
 LAB = "autograd"

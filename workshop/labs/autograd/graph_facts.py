@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from workshop import answers as answers_exercise
+from workshop.grading import answers as answers_exercise
 from workshop.i18n import N_
 from workshop.lab import LabContext
 from workshop.labs.autograd.graph_walk import saved_values, walk

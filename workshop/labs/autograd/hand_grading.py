@@ -2,10 +2,13 @@
 
 Each exercise is run on the lab's real batch in float32 and float64 (and the cross-entropy once more on logits
 shifted by +1000, where a softmax without its max shift overflows), on inputs that do not require grad, in the
-worker (`impl` is a grading.solution.Solution: the arguments and the result cross the wire as copies), watched
-there for autograd on every thread; the learner's source is read here for it too (grading/no_autograd.py).
-Every result must be within precision.error_bound of autograd's; a failure comes with a diagnosis computed from
-the learner's output (gradient_diagnosis.py).
+worker process (contract 6: the arguments and results cross the wire as copies), watched there for autograd
+(no_autograd.py, as a probe). Every result must be within precision.error_bound of autograd's. The checks of
+an exercise come in this order: the mistake its outputs show, when a diagnosis recognises one
+(gradient_diagnosis.py), so that it is the failure the learner reads first; then each output against
+autograd's, its message the diagnosis of that output; then one check per thing "no autograd" forbids, and one
+for autograd named in the learner's source (read here, in the lab's process, where the learner cannot hide it
+by switching the watch off).
 """
 
 from __future__ import annotations
@@ -16,18 +19,21 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from workshop.grading.no_autograd import check_no_autograd
 from workshop.i18n import _
 from workshop.lab import LabContext
 from workshop.labs.autograd.batch import HeadBatch, leaves
-from workshop.labs.autograd.gradient_diagnosis import Evidence, diagnose
+from workshop.labs.autograd.gradient_diagnosis import Diagnosis, Evidence, diagnose
 from workshop.labs.autograd.hand_grads import autograd_forward_backward
+from workshop.labs.autograd.no_autograd import EXAMPLES, FORBIDDEN, HAND_RULES, add_seen
 from workshop.labs.autograd.precision import CHAPTER_ATOL, error_bound, max_abs_error
 from workshop.minigpt.model import lm_loss
 
 DTYPES = (torch.float32, torch.float64)
 LOGIT_SHIFT = (
     1000.0  # past exp's overflow in float32 (88.7) and float64 (709.8); softmax ignores it
+)
+WATCHED_CALL = (
+    "workshop.labs.autograd.no_autograd:watched_call"  # the watch, as a probe of the worker
 )
 SYMBOL = {"loss": "L", "dlogits": "dL/dlogits", "dW": "dL/dW", "db": "dL/db", "dx": "dL/dx"}
 
@@ -100,16 +106,79 @@ def linear_cases(batch: HeadBatch) -> list[Case]:
 
 
 def grade(ctx: LabContext, function: str, impl, cases: list[Case]) -> list[Comparison]:
-    """Run impl (in the worker, watched for autograd) on every case; check each output against autograd's,
-    then that no autograd was named or used."""
-    found = []
-    for case in cases:
-        result = impl(*case.args)  # the worker gets copies: its in-place edits stay there
+    """Run impl (a grading.solution.Solution) on every case, watched for autograd where it runs (the watch is a
+    probe: no_autograd.watched_call); record the checks in the module docstring's order."""
+    measured, seen = [], {}
+    for case in cases:  # the worker gets copies: the learner's in-place edits stay there
+        result, watched = impl.probe(WATCHED_CALL, list(HAND_RULES), *case.args)
+        add_seen(seen, watched)
         outputs = unpack(function, result, tuple(case.expected))
         for name, got in zip(case.expected, outputs, strict=True):
-            found.append(compare(ctx, function, case, name, got))
-    check_no_autograd(ctx, function, impl)
-    return found
+            measured.append(measure(function, case, name, got))
+    check_mistake(ctx, function, [diagnosis for _, diagnosis in measured])
+    for comparison, diagnosis in measured:
+        ctx.check_max(
+            _("{function}: {symbol} = autograd's ({label}): max abs error").format(
+                function=function, symbol=SYMBOL[comparison.output], label=comparison.label
+            ),
+            comparison.max_abs_error,
+            comparison.bound,
+            message=diagnosis.message if diagnosis else None,
+        )
+    check_no_autograd(ctx, function, seen, HAND_RULES)
+    check_autograd_not_named(ctx, function, impl)
+    return [comparison for comparison, _ in measured]
+
+
+def check_mistake(ctx: LabContext, function: str, diagnoses: list[Diagnosis | None]) -> None:
+    """The first mistake a diagnosis named, as a check of its own: the line that tells the learner what to fix.
+    It passes when no failed output showed a mistake a rule recognises (a wrong output may still fail)."""
+    named = next((d for d in diagnoses if d is not None and d.mistake), None)
+    ctx.check_equal(
+        _("{function}: the mistake its results show").format(function=function),
+        _(named.mistake) if named else None,
+        None,  # no mistake recognised; not a word, so that a run's thresholds read the same in any language
+        message=named.message if named else None,
+    )
+
+
+def check_no_autograd(ctx: LabContext, function: str, seen: dict, rules: tuple[str, ...]) -> None:
+    """One check per thing "no autograd" forbids (no_autograd.FORBIDDEN), from what the watch saw."""
+    for rule in rules:
+        found = seen.get(rule, {"count": 0, "examples": []})
+        ctx.check_max(
+            _("{function}, no autograd: {forbidden}").format(
+                function=function, forbidden=_(FORBIDDEN[rule])
+            ),
+            found["count"],
+            0,
+            message=_(
+                "{function} used {forbidden}: {examples}. README.md, Exercises, lists what the "
+                "exercises may not use"
+            ).format(
+                function=function,
+                forbidden=_(FORBIDDEN[rule]),
+                examples=", ".join(found["examples"]),
+            ),
+        )
+
+
+def check_autograd_not_named(ctx: LabContext, function: str, impl) -> None:
+    """What the watch saw was seen where the learner's code runs, and a hostile learner can hide from it there:
+    this check is made here, from the learner's source as the lab's process reads it (a name built at run
+    time escapes it; grading/source_check.py)."""
+    named = [f"{found.what} (line {found.line})" for found in impl.autograd_named()]
+    ctx.check_max(
+        _("{function}, no autograd: named in its code (the grader's reading of your file)").format(
+            function=function
+        ),
+        len(named),
+        0,
+        message=_(
+            "{function} names autograd in your file: {examples}. README.md, Exercises, lists what the "
+            "exercises may not use"
+        ).format(function=function, examples=", ".join(named[:EXAMPLES])),
+    )
 
 
 def unpack(function: str, result, names: tuple[str, ...]) -> tuple:
@@ -122,20 +191,13 @@ def unpack(function: str, result, names: tuple[str, ...]) -> tuple:
     return tuple(result)
 
 
-def compare(ctx: LabContext, function: str, case: Case, name: str, got) -> Comparison:
+def measure(function: str, case: Case, name: str, got) -> tuple[Comparison, Diagnosis | None]:
+    """One output against autograd's; a failed one comes with its diagnosis."""
     want = case.expected[name]
     error = max_abs_error(got, want)
     bound = error_bound(want, atol=math.inf if name == "loss" else CHAPTER_ATOL)
     found = Comparison(function, case.label, name, error, bound, float(want.abs().max()))
-    message = None
-    if not found.passed:
-        message = diagnose(Evidence(name, got, want, case.targets, case.largest_logit))
-    ctx.check_max(
-        _("{function}: {symbol} = autograd's ({label}): max abs error").format(
-            function=function, symbol=SYMBOL[name], label=case.label
-        ),
-        error,
-        bound,
-        message=message,
-    )
-    return found
+    if found.passed:
+        return found, None
+    logits = case.args[0] if name == "loss" else None
+    return found, diagnose(Evidence(name, got, want, case.targets, case.largest_logit, logits))

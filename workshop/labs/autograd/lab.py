@@ -59,7 +59,7 @@ def grade_hand(ctx: LabContext, batch: HeadBatch) -> list[Comparison]:
         ("cross_entropy_grad", cross_entropy_cases(batch)),
         ("linear_grads", linear_cases(batch)),
     ):
-        with ctx.grading(name, worker=True, watch="autograd") as impl:
+        with ctx.grading(name, worker=True) as impl:
             found += grade(ctx, name, impl, cases)
     return found
 

@@ -1,28 +1,108 @@
-"""Proof that code computed its gradients without autograd: watch every aten op it runs, below autograd.
+"""What "no autograd" forbids in the hand-gradient exercises, and the watcher that sees each forbidden thing.
 
-Autograd can hand out a gradient in two ways, and each leaves a trace at the dispatcher:
-- its engine ran a backward (`.backward()`, `torch.autograd.grad`, `torch.func.grad`, `autograd.functional`):
-  the ops the engine calls run while `torch._C._current_graph_task_id()` is not -1;
-- the forward recorded a graph to differentiate: an op ran with grad mode on and an argument that requires
-  grad. The grader passes tensors that do not, so this happens only when the code asked for it
-  (`requires_grad_()`), for instance to call a grad_fn node by hand.
-A TorchDispatchMode sees every aten op on this thread and on the engine's threads (the engine carries the mode
-along with the rest of the thread-local state), so neither can hide.
+The exercises ask for gradients computed with plain tensor operations. Forbidden, each with what betrays it:
+- "engine": autograd's engine, on any thread: .backward(), torch.autograd.grad, torch.autograd.functional,
+  and torch.func's grad, vjp, jacrev and hessian, which call it. The engine runs every node inside a profiler
+  range named "autograd::engine::evaluate_function: <Node>".
+- "grad_fn": a grad_fn node called by hand, out of a graph recorded for the purpose. A node's call is a profiler
+  range named after its class, "<Op>Backward0".
+- "derivative_op": aten's own derivative ops, called directly: any op whose name marks it as a backward or a
+  derivative (`aten::_log_softmax_backward_data`, `aten::nll_loss_backward`, `aten::_standard_gamma_grad`,
+  `aten::glu_jvp`): the formulas autograd's nodes run.
+- "forward_ad": forward-mode AD (torch.func.jvp, jacfwd, torch.autograd.forward_ad): its dual tensors are made
+  and read by `aten::_make_dual`, `aten::_unpack_dual`, `aten::_fw_primal`.
+- "requires_grad": tensors that require grad: an op run with grad mode on and an argument that requires grad
+  records a graph.
+- "process": another process: what it runs is out of sight, so starting one at all (fork, spawn, subprocess,
+  exec, system) is forbidden.
+torch.func.vmap and functional_call differentiate nothing: they are allowed.
+
+How each is watched. The first four on every thread of the process: the profiler's all-threads mode puts one
+callback on every op and range, whichever thread runs it (a thread the code starts included). "requires_grad" on
+the calling thread, by a dispatch mode (grad mode and requires_grad are per thread; a graph recorded on another
+thread is of no use without the engine or a node call, which the profiler sees). "process" by Python's audit
+hooks (fork, posix_spawn, subprocess, exec, system), the new entries in the process's children list (Linux's
+/proc) and the CPU time of children it waited for (multiprocessing's spawn raises no audit event).
+
+What a watch saw is plain data ({rule: {"count": n, "examples": [names]}}), so that it can cross a process
+boundary: the verdict is made by whoever reads it. Code that runs in the watched process can hide from it on
+purpose; the harness backs the watcher with a static scan of the learner's source.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import re
+import sys
+from pathlib import Path
+
 import torch
+from torch._C._profiler import _ExperimentalConfig
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from workshop.i18n import _
+from workshop.i18n import N_
 
-EXAMPLES = 3  # op names kept for the message
+# Rule -> what breaking it means, as the learner reads it (the module's docstring says how each is seen).
+FORBIDDEN = {
+    "engine": N_(
+        "autograd's engine, on any thread (.backward(), torch.autograd.grad, torch.func.grad)"
+    ),
+    "grad_fn": N_("a grad_fn node called by hand"),
+    "derivative_op": N_("aten's derivative ops (an op named *_backward*, *_grad, *_jvp)"),
+    "forward_ad": N_("forward-mode AD (dual tensors: torch.func.jvp, jacfwd)"),
+    "requires_grad": N_("tensors that require grad (an op that recorded an autograd graph)"),
+    "process": N_("another process started (fork, spawn, subprocess)"),
+}
+HAND_RULES = tuple(FORBIDDEN)  # the hand gradients: nothing of autograd at all
+# The engine exercises call grad_fn nodes by design (their formulas run derivative ops); the engine itself,
+# on any thread or in another process, stays forbidden.
+ENGINE_RULES = ("engine", "process")
+EXAMPLES = 3  # names kept per rule, for the message
+
+ENGINE_RANGE = "autograd::engine::"
+NODE_RANGE = re.compile(r"\w+Backward\d*|torch::autograd::\w+")  # a node's call, by its class name
+DUAL_OPS = {"_make_dual", "_make_dual_copy", "_unpack_dual", "_fw_primal", "_fw_primal_copy"}
+PROCESS_EVENTS = {
+    "os.fork",
+    "os.forkpty",
+    "os.posix_spawn",
+    "os.spawn",
+    "os.exec",
+    "os.system",
+    "subprocess.Popen",
+}
+CHILDREN = Path("/proc/self/task")  # <tid>/children: this process's children, per thread (Linux)
 
 
-class AutogradSpy(TorchDispatchMode):
-    """Counts the aten ops run by autograd's engine and the ops that recorded a graph while it was on."""
+def rule_of(name: str) -> str | None:
+    """The forbidden thing a profiler event's name shows, or None for an ordinary op."""
+    if name.startswith(ENGINE_RANGE):
+        return "engine"
+    if name.startswith("aten::"):
+        op = name.removeprefix("aten::")
+        if op in DUAL_OPS:
+            return "forward_ad"
+        if "backward" in op or op.endswith(("_grad", "_jvp")):
+            return "derivative_op"
+        return None
+    return "grad_fn" if NODE_RANGE.fullmatch(name) else None
+
+
+def counted_rule(event) -> str | None:
+    """The rule an event breaks, counted at the outermost event that shows one: the ops a node runs for the
+    engine are the engine's, not derivative ops of their own."""
+    rule, parent = rule_of(event.name), event.cpu_parent
+    while rule is not None and parent is not None:
+        if rule_of(parent.name) is not None:
+            return None
+        parent = parent.cpu_parent
+    return rule
+
+
+class RecordingMode(TorchDispatchMode):
+    """Counts the ops that recorded an autograd graph: grad mode on and an argument that requires grad."""
 
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
@@ -30,41 +110,112 @@ class AutogradSpy(TorchDispatchMode):
         # __torch_dispatch__ is wrapped in torch._disable_dynamo, whose first call imports torch._dynamo: 3.5 s.
         return False
 
-    def __init__(self, watch_recording: bool = True):
+    def __init__(self, watch: Watch):
         super().__init__()
-        self.watch_recording = watch_recording  # False where the caller itself runs grad_fn nodes
-        self.engine_ops: list[str] = []
-        self.recording_ops: list[str] = []
+        self.watch = watch
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if torch._C._current_graph_task_id() != -1:
-            self.engine_ops.append(str(func))
-        elif self.watch_recording and torch.is_grad_enabled() and requires_grad(args, kwargs):
-            self.recording_ops.append(str(func))
+        if torch.is_grad_enabled() and requires_grad(args, kwargs):
+            self.watch.saw("requires_grad", str(func))
         return func(*args, **kwargs)
-
-    @property
-    def count(self) -> int:
-        return len(self.engine_ops) + len(self.recording_ops)
-
-    def evidence(self) -> str:
-        """What was seen, in one line: how many ops of each kind, and the first few names."""
-        parts = []
-        if self.engine_ops:
-            parts.append(
-                _("{n} ops run by autograd's backward engine ({names})").format(
-                    n=len(self.engine_ops), names=", ".join(self.engine_ops[:EXAMPLES])
-                )
-            )
-        if self.recording_ops:
-            parts.append(
-                _("{n} ops that recorded an autograd graph ({names})").format(
-                    n=len(self.recording_ops), names=", ".join(self.recording_ops[:EXAMPLES])
-                )
-            )
-        return "; ".join(parts) or _("none")
 
 
 def requires_grad(args, kwargs) -> bool:
     return any(isinstance(a, torch.Tensor) and a.requires_grad for a in tree_leaves((args, kwargs)))
+
+
+_watching: list[Watch] = []  # the watches open now, told of process events by the audit hook
+_audit_hook_added = False
+
+
+def _on_audit(event: str, args) -> None:
+    if event in PROCESS_EVENTS:
+        for watch in _watching:
+            watch.saw("process", event)
+
+
+def children() -> set[int]:
+    """This process's children, alive or not yet waited for; empty where /proc has no children lists."""
+    found = set()
+    for listing in CHILDREN.glob("*/children"):
+        with contextlib.suppress(OSError):
+            found.update(int(pid) for pid in listing.read_text().split())
+    return found
+
+
+def children_cpu_s() -> float:
+    """CPU time of the children this process waited for (a spawned Python is seconds of it)."""
+    times = os.times()
+    return times.children_user + times.children_system
+
+
+class Watch:
+    """`with Watch(rules) as watch:` run code; watch.seen then says which of `rules` it broke, with examples.
+
+    A Watch may be entered several times (one exercise run on several inputs): what it sees adds up."""
+
+    def __init__(self, rules=HAND_RULES):
+        unknown = set(rules) - set(FORBIDDEN)
+        if unknown:
+            raise ValueError(f"unknown rules {sorted(unknown)}; see FORBIDDEN")
+        self.rules = tuple(rules)
+        self.seen: dict[str, dict] = {}  # rule -> {"count": n, "examples": [up to EXAMPLES names]}
+        self._stack: contextlib.ExitStack | None = None
+
+    def saw(self, rule: str, name: str) -> None:
+        if rule in self.rules:
+            add_seen(self.seen, {rule: {"count": 1, "examples": [name]}})
+
+    def __enter__(self) -> Watch:
+        global _audit_hook_added
+        if (
+            not _audit_hook_added
+        ):  # an audit hook stays for the process's life: one, shared by all watches
+            sys.addaudithook(_on_audit)
+            _audit_hook_added = True
+        self._before = children(), children_cpu_s()
+        with contextlib.ExitStack() as stack:
+            stack.callback(_watching.remove, self)
+            _watching.append(self)
+            config = _ExperimentalConfig(profile_all_threads=True)
+            self._profile = stack.enter_context(
+                torch.autograd.profiler.profile(use_cpu=True, experimental_config=config)
+            )
+            if "requires_grad" in self.rules:
+                stack.enter_context(RecordingMode(self))
+            self._stack = stack.pop_all()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stack.close()
+        for event in self._profile.function_events:
+            rule = counted_rule(event)
+            if rule is not None:
+                self.saw(rule, event.name)
+        before, cpu_before = self._before
+        for pid in sorted(children() - before):
+            self.saw("process", f"pid {pid}")
+        if children_cpu_s() > cpu_before:
+            self.saw("process", "os.times(): children's CPU time")
+
+
+def watched_call(function, rules, *args):
+    """function(*args) under a Watch of `rules`: (its result, what the watch saw, as plain data).
+
+    Shaped as a probe of the learner's worker (called as probe(learner_function, rules, *args)), so that the
+    watch runs where the learner's code runs and only wire values come back."""
+    with Watch(rules) as watch:
+        result = function(*args)
+    return result, watch.seen
+
+
+def add_seen(total: dict, seen: dict) -> dict:
+    """Add one watch's plain-data sightings to `total` (several calls of one exercise): counts add up, the first
+    EXAMPLES names stay."""
+    for rule, found in seen.items():
+        entry = total.setdefault(rule, {"count": 0, "examples": []})
+        entry["count"] += found["count"]
+        new = [name for name in found["examples"] if name not in entry["examples"]]
+        entry["examples"] = (entry["examples"] + new)[:EXAMPLES]
+    return total

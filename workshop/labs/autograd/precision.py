@@ -66,6 +66,9 @@ class PrecisionRow:
     path: str  # HAND, AUTOGRAD, or HAND_VS_AUTOGRAD (the two float32 results against each other)
     tf32: bool
     relative_error: dict[str, float]  # gradient name -> max |g - reference| / max |reference|
+    reference_largest: dict[
+        str, float
+    ]  # gradient name -> max |reference|: relative_error's denominator
 
 
 def float32_against_float64(batch: HeadBatch, device: str) -> list[PrecisionRow]:
@@ -79,18 +82,25 @@ def float32_against_float64(batch: HeadBatch, device: str) -> list[PrecisionRow]
             hand = hand_forward_backward(t32["x"], t32["W"], t32["b"], batch.targets)
             auto = autograd_forward_backward(t32["x"], t32["W"], t32["b"], batch.targets)
         rows += [
-            PrecisionRow(HAND, enabled, errors(hand, reference)),
-            PrecisionRow(AUTOGRAD, enabled, errors(auto, reference)),
-            PrecisionRow(HAND_VS_AUTOGRAD, enabled, errors(hand, auto)),
+            PrecisionRow(HAND, enabled, errors(hand, reference), largest(reference)),
+            PrecisionRow(AUTOGRAD, enabled, errors(auto, reference), largest(reference)),
+            PrecisionRow(HAND_VS_AUTOGRAD, enabled, errors(hand, auto), largest(auto)),
         ]
     return rows
+
+
+OUTPUTS = ("loss", *GRADIENTS)
 
 
 def errors(got: HeadGrads, reference: HeadGrads) -> dict[str, float]:
     return {
         name: relative_error(got.tensor(name), reference.tensor(name).to(torch.float64))
-        for name in ("loss", *GRADIENTS)
+        for name in OUTPUTS
     }
+
+
+def largest(reference: HeadGrads) -> dict[str, float]:
+    return {name: float(reference.tensor(name).abs().max()) for name in OUTPUTS}
 
 
 @dataclass

@@ -17,9 +17,15 @@ from torch.autograd.graph import Node
 from workshop.i18n import N_, _
 from workshop.lab import LabContext
 from workshop.labs.autograd.batch import HeadBatch, leaves
+from workshop.labs.autograd.gradient_diagnosis import Diagnosis
 from workshop.labs.autograd.graph_walk import walk
-from workshop.labs.autograd.hand_grading import DTYPES, dtype_name
-from workshop.labs.autograd.no_autograd import AutogradSpy
+from workshop.labs.autograd.hand_grading import (
+    DTYPES,
+    check_mistake,
+    check_no_autograd,
+    dtype_name,
+)
+from workshop.labs.autograd.no_autograd import ENGINE_RULES, add_seen, watched_call
 from workshop.labs.autograd.precision import error_bound, max_abs_error
 from workshop.labs.autograd.replay import engine_order, is_topological, record_engine_order
 from workshop.minigpt.model import lm_loss
@@ -113,10 +119,11 @@ def check_graphs(ctx: LabContext, cases: list[GraphCase]) -> None:
 
 def grade_order(ctx: LabContext, impl, cases: list[GraphCase]) -> None:
     """The learner's engine_order(root) on each graph: topological, and exactly the real engine's order."""
-    spy = AutogradSpy(watch_recording=False)
+    seen = {}
     for case in (c for c in cases if c.dtype == torch.float32):
-        with spy:
-            order = list(impl(case.root))
+        order, watched = watched_call(impl, ENGINE_RULES, case.root)
+        add_seen(seen, watched)
+        order = list(order)
         ctx.check_equal(
             _(
                 "engine_order: each node once, after every node that sends it a gradient ({graph})"
@@ -134,18 +141,7 @@ def grade_order(ctx: LabContext, impl, cases: list[GraphCase]) -> None:
             [ids[n] for n in case.real_order],
             message=first_divergence(case, order),
         )
-    check_no_engine(ctx, "engine_order", spy)
-
-
-def check_no_engine(ctx: LabContext, function: str, spy: AutogradSpy) -> None:
-    ctx.check_max(
-        _("{function} did not call autograd's engine: ops it ran").format(function=function),
-        spy.count,
-        0,
-        message=_("{function} called the real engine: {evidence}").format(
-            function=function, evidence=spy.evidence()
-        ),
-    )
+    check_no_autograd(ctx, "engine_order", seen, ENGINE_RULES)
 
 
 def order_violation(case: GraphCase, order: list) -> str:
@@ -214,63 +210,84 @@ class ReplayResult:
 
 
 def grade_backpropagate(ctx: LabContext, impl, cases: list[GraphCase]) -> list[ReplayResult]:
-    """The learner's backpropagate(order, grad_output) given the real engine's order, on every graph."""
-    spy, results = AutogradSpy(watch_recording=False), []
+    """The learner's backpropagate(order, grad_output) given the real engine's order, on every graph: the
+    mistake its results show first (hand_grading's order of checks), then each leaf against .backward()."""
+    seen, measured = {}, []
     for case in cases:
-        with spy, torch.no_grad():
-            grads = impl(engine_order(case.root), torch.ones_like(case.loss))
+        order, grad_output = engine_order(case.root), torch.ones_like(case.loss)
+        with torch.no_grad():
+            grads, watched = watched_call(impl, ENGINE_RULES, order, grad_output)
+        add_seen(seen, watched)
         if not isinstance(grads, dict):
             raise TypeError(
                 _("backpropagate returned {what}; return a dict leaf tensor -> gradient").format(
                     what=type(grads).__name__
                 )
             )
-        results.append(compare_leaves(ctx, case, grads))
-    check_no_engine(ctx, "backpropagate", spy)
+        measured.append((case, measure_leaves(case, grads)))
+    check_mistake(ctx, "backpropagate", [row[-1] for _, rows in measured for row in rows])
+    results = [record_leaves(ctx, case, rows) for case, rows in measured]
+    check_no_autograd(ctx, "backpropagate", seen, ENGINE_RULES)
     return results
 
 
-def compare_leaves(ctx: LabContext, case: GraphCase, grads: dict) -> ReplayResult:
-    diffs, identical = {}, {}
+# One leaf's gradient against .backward()'s: (leaf name, got, max abs difference, bound, diagnosis or None)
+LeafRow = tuple[str, object, float, float, Diagnosis | None]
+
+
+def measure_leaves(case: GraphCase, grads: dict) -> list[LeafRow]:
+    rows = []
     for name, leaf in case.leaves.items():
-        got = next(
-            (g for key, g in grads.items() if key is leaf), None
-        )  # by identity: keys may be anything
+        # by identity: the keys may be anything, and a tensor's == is elementwise
+        got = next((g for key, g in grads.items() if key is leaf), None)
         want = case.expected[name]
-        diffs[name], bound = max_abs_error(got, want), error_bound(want)
-        identical[name] = isinstance(got, torch.Tensor) and torch.equal(got, want)
+        difference, bound = max_abs_error(got, want), error_bound(want)
+        diagnosis = None if difference <= bound else leaf_diagnosis(case, name, got, bound)
+        rows.append((name, got, difference, bound, diagnosis))
+    return rows
+
+
+def record_leaves(ctx: LabContext, case: GraphCase, rows: list[LeafRow]) -> ReplayResult:
+    diffs, identical = {}, {}
+    for name, got, difference, bound, diagnosis in rows:
+        diffs[name] = difference
+        identical[name] = isinstance(got, torch.Tensor) and torch.equal(got, case.expected[name])
         ctx.check_max(
             _("backpropagate: dL/d{leaf} = .backward()'s ({label}): max abs difference").format(
                 leaf=name, label=case.shown
             ),
-            diffs[name],
+            difference,
             bound,
-            message=None if diffs[name] <= bound else leaf_diagnosis(case, name, got, bound),
+            message=diagnosis.message if diagnosis else None,
         )
     return ReplayResult(case.label, case.graph, dtype_name(case.dtype), diffs, identical)
 
 
-def leaf_diagnosis(case: GraphCase, name: str, got, bound: float) -> str:
+def leaf_diagnosis(case: GraphCase, name: str, got, bound: float) -> Diagnosis:
     want = case.expected[name]
     if got is None:
-        return _(
+        message = _(
             "no gradient reached {leaf}: when an AccumulateGrad node runs, store its summed "
             "gradient under its leaf, node.variable (the dict's key is the leaf tensor itself)"
         ).format(leaf=name)
+        return Diagnosis(N_("a leaf's gradient not stored under the leaf"), message)
     if not isinstance(got, torch.Tensor) or got.shape != want.shape:
         shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
-        return _(
+        message = _(
             "{leaf}'s gradient has shape {got}, the leaf has {want}: pass every gradient through "
             "fit_to_input(grad, next_node, input_nr) before it reaches the next node (the forward "
             "broadcast b over the rows; the engine sums the gradient back)"
         ).format(leaf=name, got=shape, want=tuple(want.shape))
+        return Diagnosis(N_("a gradient not summed back to its input's shape"), message)
     parts = case.parts.get(name, {})
     for source, part in parts.items():
         if max_abs_error(got, part) <= max(bound, error_bound(part)):
-            return _(
+            message = _(
                 "{leaf} received {n} gradients (fan-in): {sources}; yours equals only {source}: add a "
                 "gradient that arrives at a slot already holding one; do not overwrite it"
             ).format(leaf=name, n=len(parts), sources=", ".join(map(_, parts)), source=_(source))
-    return _(
+            return Diagnosis(N_("overwrite at fan-in"), message)
+    message = _(
         "dL/d{leaf} differs from .backward()'s by up to {rel:.2g} of its largest entry"
     ).format(leaf=name, rel=max_abs_error(got, want) / float(want.abs().max()))
+    return Diagnosis(None, message)

@@ -5,7 +5,7 @@ Both answers are constants in the learner's compile.py, read from the code and f
 CLI imports this registry.
 """
 
-from workshop.exercise import Exercise
+from workshop.grading.exercise import Exercise
 from workshop.i18n import N_
 
 WORKSPACE_HEADER = N_('''

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import torch
 
-from workshop import templates
-from workshop.i18n import N_, _
+from workshop.i18n import N_, _, templates
 from workshop.lab import LabContext
 from workshop.labs.compile.generated_kernels import GeneratedKernel
 from workshop.labs.compile.loops import KernelStructure, kernel_structure

@@ -15,7 +15,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from workshop import atomic  # noqa: E402
+from workshop.harness import atomic  # noqa: E402
 
 VS_COPY, EAGER_VS_TORCH, HOST_VS_TORCH, MIN_MIB = 0.90, 0.90, 2.0, 32.0
 NAMES = ("ours", "torch", "inductor", "ours_eager", "torch_eager")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import triton
 
-from workshop import workspace
+from workshop.grading import workspace
 from workshop.i18n import _
 from workshop.lab import LabContext
 from workshop.labs.custom_op import kernel_diagnosis as diagnose

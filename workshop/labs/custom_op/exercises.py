@@ -6,7 +6,7 @@ Each piece is graded in an operator of its own, made of the learner's piece and 
 (learner_op.py), by the lab's checks: `python -m workshop check custom_op`.
 """
 
-from workshop.exercise import Exercise
+from workshop.grading.exercise import Exercise
 from workshop.i18n import N_
 
 LAB = "custom_op"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from workshop import answers as answers_exercise
+from workshop.grading import answers as answers_exercise
 from workshop.i18n import N_
 from workshop.lab import LabContext
 from workshop.labs.custom_op.eager_cost import STEP

@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 import triton
 
-from workshop import workspace
+from workshop.grading import workspace
 from workshop.i18n import _
 from workshop.lab import LabContext, Unavailable
 from workshop.ops import softmax_op

@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from workshop import workspace
+from workshop.grading import workspace
 from workshop.i18n import N_, _
 from workshop.lab import LabContext
 from workshop.labs.custom_op.learner_op import GradientCount

@@ -14,7 +14,7 @@ from unittest import mock
 
 import torch
 
-from workshop import atomic
+from workshop.harness import atomic
 from workshop.labs.custom_op import bench
 from workshop.ops import softmax, softmax_launch
 

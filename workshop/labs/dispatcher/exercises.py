@@ -4,7 +4,7 @@ decisions the run records (decisions.py, trace_facts.py). No torch import here: 
 
 from __future__ import annotations
 
-from workshop.exercise import Exercise
+from workshop.grading.exercise import Exercise
 from workshop.i18n import N_
 from workshop.labs.dispatcher.scenario_list import all_scenarios
 

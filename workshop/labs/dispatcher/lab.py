@@ -14,8 +14,8 @@ from dataclasses import asdict
 
 import torch
 
-from workshop import atomic, templates
-from workshop.i18n import _
+from workshop.harness import atomic
+from workshop.i18n import _, templates
 from workshop.lab import LabContext
 from workshop.labs.dispatcher import decisions, keys, trace_facts, trace_text
 from workshop.labs.dispatcher.crosscheck import flat, priority_disagreements

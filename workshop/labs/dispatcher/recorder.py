@@ -54,6 +54,12 @@ def describe(out) -> str:
 
 
 class DispatchRecorder(TorchDispatchMode):
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # Nothing here runs under torch.compile. Left True (torch 2.13's default), __torch_dispatch__ is wrapped in
+        # torch._disable_dynamo, whose first call imports torch._dynamo: 2-6 s of the lab's start.
+        return False
+
     def __init__(self):
         super().__init__()
         self.calls: list[Call] = []  # calls that arrived from above the Python key, in order
@@ -149,17 +155,18 @@ class Recording:
 
 
 def record(fn, device: str) -> Recording:
-    """Run fn() under all three observers (profiler outermost, so it also sees the recorders' work)."""
-    activities = [torch.profiler.ProfilerActivity.CPU]
-    if device == "cuda":
-        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    """Run fn() under all three observers (profiler outermost, so it also sees the recorders' work).
+
+    torch.autograd.profiler is the profiler torch.profiler.profile wraps (same Kineto trace and events), without
+    the 2-4 s torch.profiler spends importing Inductor on its first use."""
     python, dispatch = PythonLayer(), DispatchRecorder()
-    with torch.profiler.profile(activities=activities) as prof:
+    use_device = "cuda" if device == "cuda" else None
+    with torch.autograd.profiler.profile(use_device=use_device) as prof:
         with dispatch, python:
             out = fn()
         if device == "cuda":
             torch.cuda.synchronize()
-    events = sorted(prof.events(), key=lambda e: (e.time_range.start, -e.time_range.end))
+    events = sorted(prof.function_events, key=lambda e: (e.time_range.start, -e.time_range.end))
     ops = [e for e in events if e.name.startswith("aten::") and str(e.device_type).endswith("CPU")]
     kernels, notes = _device_kernels(events, ops, device)
     return Recording(

@@ -77,23 +77,27 @@ def _not_started(ctx: LabContext, name: str, given) -> None:
 
 
 def prediction_hint(field: str, predicted, actual) -> str:
-    """Why a prediction is off, from the pair (predicted, actual)."""
+    """Why a prediction is off, from the pair (predicted, actual): the rule to apply again, never the answer
+    (a prediction must stay one until it is right)."""
     if field == "gemm_op":
         if predicted in ("aten::linear", "aten::matmul"):
             return _("That op is decomposed: it calls other ops and runs no GEMM itself.")
         if (predicted, actual) == ("aten::mm", "aten::addmm"):
-            return _("With a bias, linear's decomposition adds it inside the GEMM: beta*b + x W^T.")
+            return _("Where does the bias go? A GEMM op can add it itself: beta*b + alpha*x W^T.")
         if (predicted, actual) == ("aten::bmm", "aten::mm"):
-            return _("matmul folds (B, T, 64) @ (64, 600) into one (B*T, 64) @ (64, 600) product.")
+            return _(
+                "The weight is 2-D, the same for every batch entry: does the product need a batch?"
+            )
         return _("Follow the calls in trace.md down to the op whose kernel calls BLAS.")
     if predicted in RECORDER_KEYS:
         return _(
             "{key} only hands the call on (the lab's recorder); the chain goes on below it."
         ).format(key=predicted)
-    if str(actual).startswith("Autocast"):
-        return _("Autocast outranks autograd: its kernel casts the inputs and calls the op again.")
-    if str(actual).startswith("Autograd"):
-        return _("Autograd keys outrank the backend, and this key's slot holds the decomposition.")
+    if str(actual).startswith(("Autocast", "Autograd")):
+        return _(
+            "List the keys in play for this scenario (tensor keys, TLS include and exclude, fallthroughs), "
+            "rank them, and read the winner's slot for the root op (handout, sections 2 and 5)."
+        )
     if str(predicted).startswith("Autograd"):
         return _("This scenario's TLS exclude set removes every autograd key (inference_mode).")
     return _("Walk the three steps of the handout for this scenario's keys and TLS sets.")
@@ -111,14 +115,12 @@ def grade_predictions(ctx: LabContext, impl: dict, facts: dict[str, dict]) -> No
     if wrong:
         name, field, predicted, actual = wrong[0]
         message = _(
-            "{n} prediction(s) wrong. First: {scenario} {field}: you predicted {predicted!r}, the trace "
-            "shows {actual!r}. {hint}"
+            "{n} prediction(s) wrong. First: {scenario} {field}: you predicted {predicted!r}. {hint}"
         ).format(
             n=len(wrong),
             scenario=name,
             field=field,
             predicted=predicted,
-            actual=actual,
             hint=prediction_hint(field, predicted, actual),
         )
     ctx.check_max(

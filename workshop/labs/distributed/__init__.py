@@ -8,4 +8,6 @@ LAB = LabSpec(
         "DDP, FSDP2, tensor and pipeline parallel under torchrun: each proven equal to one process, and measured"
     ),
     entry="workshop.labs.distributed.lab:run",
+    # more ranks than this machine holds is refused before a run starts (one line: the limit and the fix)
+    precondition="workshop.labs.distributed.launch:capacity_problem",
 )

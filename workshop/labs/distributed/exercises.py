@@ -4,7 +4,7 @@ strategy costs, answer the handout's questions with this run's facts, then write
 Graded inside the lab (lab.grade_exercises) by predictions.grade, answers.grade and survey.grade.
 """
 
-from workshop.exercise import Exercise
+from workshop.grading.exercise import Exercise
 from workshop.i18n import N_
 
 LAB = "distributed"

@@ -21,7 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from workshop import i18n, proctree
+from workshop import i18n
+from workshop.harness import proctree
 from workshop.i18n import _
 
 STRATEGIES = ("ddp", "fsdp", "tp", "pp")

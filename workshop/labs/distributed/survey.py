@@ -23,8 +23,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from workshop import i18n, templates
-from workshop.i18n import _
+from workshop import i18n
+from workshop.i18n import _, templates
 from workshop.lab import LabContext
 from workshop.labs.distributed.figures import Figure, read
 from workshop.labs.distributed.survey_figures import cited, untraced

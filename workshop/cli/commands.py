@@ -1,0 +1,213 @@
+"""The workshop's own commands: list, run (and --resume), report, train, bench."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from workshop import i18n, labs
+from workshop.cli import runs
+from workshop.cli.options import (
+    add_language_option,
+    add_results_option,
+    add_run_options,
+    check_lab_names,
+    fail,
+    run_options,
+)
+from workshop.cli.runs import console
+from workshop.grading.workspace import display
+from workshop.harness import device, results
+from workshop.harness.options import RunOptions
+from workshop.i18n import _
+
+
+def cmd_list(_args) -> int:
+    for spec in labs.all_labs().values():
+        bench = (
+            "  " + _("(bench: {command})").format(command=f"python -m workshop bench {spec.name}")
+            if spec.bench
+            else ""
+        )
+        console.print(f"[bold]{spec.name:<12}[/bold] {_(spec.title)}{bench}", soft_wrap=True)
+    return 0
+
+
+def cmd_run(args) -> int:
+    if args.resume:
+        if args.labs:
+            raise fail(_("--resume runs the labs its run did not finish; name no labs"))
+        return resume(args)
+    names = check_lab_names(args.labs)
+    options = run_options(args, names)
+    root = Path(args.out)
+    runs.note_incomplete_runs(root)
+    run_dir = runs.new_run(root, names, options)
+    return runs.execute(run_dir, names, options, args.device == "auto")
+
+
+def resume(args) -> int:
+    """Finish an interrupted run in its own folder, with its own options (its options.json)."""
+    try:
+        run_dir = results.resolve_run(args.resume, Path(args.out))
+        manifest = results.read_manifest(run_dir)
+        options = RunOptions.read(run_dir)
+    except (FileNotFoundError, results.CorruptFile) as e:
+        raise fail(str(e)) from None
+    except (OSError, ValueError, TypeError, KeyError) as e:
+        raise fail(
+            _("{file} cannot be read ({error}): run its labs again").format(
+                file=display(run_dir / "options.json"), error=e
+            )
+        ) from None
+    try:
+        device.resolve(options.device)  # a CUDA run resumed where there is no GPU stops here
+    except device.DeviceError as e:
+        raise fail(str(e)) from None
+    state = results.run_state(manifest)
+    if state.status in ("finished", "running"):
+        raise fail(
+            _("run {run} is {state}: nothing to resume").format(
+                run=display(run_dir), state=state.detail
+            )
+        )
+    names = results.resume_run(run_dir)
+    console.print(_("resuming {run}: {labs}").format(run=display(run_dir), labs=", ".join(names)))
+    return runs.execute(run_dir, names, options, False)
+
+
+def cmd_report(args) -> int:
+    from workshop.harness.run_report import write_report
+
+    root = Path(args.out)
+    if not args.run:
+        runs.note_incomplete_runs(root)
+    try:
+        run_dir = results.resolve_run(args.run, root)
+        # REPORT.md in the run's language (its summaries are), unless --lang asks for another.
+        lang = args.lang or results.run_language(results.read_manifest(run_dir))
+        with i18n.using(lang):
+            report, problems = write_report(run_dir)
+    except (FileNotFoundError, results.CorruptFile) as e:
+        raise fail(str(e)) from None
+    console.print(_("wrote {file}").format(file=display(report)))
+    for problem in problems:
+        console.print(_("error: {message}").format(message=problem), soft_wrap=True)
+    return 1 if problems else 0
+
+
+def cmd_train(args) -> int:
+    from workshop.minigpt import checkpoint
+    from workshop.minigpt.train import TrainArgs, train, train_args_dict
+
+    out = train_output(Path(args.out), args.force)
+    if args.steps < 1:
+        raise fail(_("--steps must be at least 1 (got {steps})").format(steps=args.steps))
+    train_args = TrainArgs(steps=args.steps, seed=args.seed)
+    with Progress(
+        SpinnerColumn(),
+        TextColumn(_("training")),
+        BarColumn(),
+        TextColumn(_("step {task.completed}/{task.total}")),
+        TextColumn(_("loss {task.fields[loss]:.4f}")),
+        TimeElapsedColumn(),
+        console=console,
+    ) as progress:
+        task = progress.add_task("train", total=train_args.steps, loss=float("nan"))
+        model, history = train(
+            train_args,
+            on_step=lambda step, loss: progress.update(task, completed=step + 1, loss=loss),
+        )
+    checkpoint.save(out, model, history, train_args_dict(train_args))
+    console.print(
+        _("saved {file} (final loss {loss:.4f})").format(
+            file=display(out), loss=history["loss"][-1]
+        )
+    )
+    return 0
+
+
+def train_output(out: Path, force: bool) -> Path:
+    """`train --out`, checked before a minute of training: a file path we may write (and replace with --force)."""
+    if out.is_dir():
+        raise fail(
+            _("{out} is a folder; pass --out with a file path, e.g. {out}/minigpt.pt").format(
+                out=out
+            )
+        )
+    if out.exists() and not force:
+        raise fail(_("{out} exists; pass --force to replace it").format(out=out))
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out.parent):
+            pass
+    except OSError as e:
+        raise fail(
+            _("cannot write {out}: {reason}; pass --out with a path you can write").format(
+                out=out, reason=e.strerror or e
+            )
+        ) from None
+    return out
+
+
+def cmd_bench(args) -> int:
+    spec = labs.get(args.lab) if args.lab in labs.all_labs() else None
+    if spec is None or not spec.bench:
+        with_bench = [s.name for s in labs.all_labs().values() if s.bench]
+        raise fail(
+            _("no benchmark for {lab!r}; labs with one: {labs}").format(
+                lab=args.lab, labs=", ".join(with_bench) or _("none")
+            )
+        )
+    return spec.load("bench")(Path(args.out)) or 0
+
+
+def add_commands(sub) -> None:
+    """Add list, run, report, train and bench to `python -m workshop`'s subcommands."""
+    listing = sub.add_parser("list", help=_("the labs, one line each"))
+    add_language_option(listing)
+    listing.set_defaults(fn=cmd_list)
+
+    run = sub.add_parser("run", help=_("run labs (all by default) into results/<run-id>/"))
+    run.add_argument(
+        "labs", nargs="*", metavar="LAB", help=_("labs to run, in order (default: all)")
+    )
+    add_run_options(run)
+    run.add_argument(
+        "--resume",
+        metavar="RUN",
+        help=_(
+            "finish an interrupted run (its folder or id): its labs that did not finish, its options"
+        ),
+    )
+    run.set_defaults(fn=cmd_run)
+
+    report = sub.add_parser(
+        "report", help=_("collect a run's summaries and pictures into REPORT.md")
+    )
+    report.add_argument("run", nargs="?", help=_("run folder or id (default: results/latest)"))
+    add_results_option(report)
+    add_language_option(report)
+    report.set_defaults(fn=cmd_report)
+
+    train = sub.add_parser(
+        "train", help=_("train the MiniGPT from its seed (reproduces the shipped checkpoint)")
+    )
+    train.add_argument("--out", required=True, help=_("where to write the checkpoint"))
+    train.add_argument("--steps", type=int, default=1500)
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--force", action="store_true", help=_("replace an existing file"))
+    add_language_option(train)
+    train.set_defaults(fn=cmd_train)
+
+    bench = sub.add_parser("bench", help=_("run a lab's benchmark (GPU)"))
+    bench.add_argument("lab")
+    bench.add_argument(
+        "--out",
+        default="benchmarks",
+        help=_("folder for the JSON and chart (default ./benchmarks)"),
+    )
+    add_language_option(bench)
+    bench.set_defaults(fn=cmd_bench)

@@ -1,0 +1,240 @@
+"""The learner's and the instructor's commands: exercises init | list, check LAB, grade PATH...
+
+Registered on `python -m workshop` by cli.main.build_parser (add_commands). The work is done in
+grading.workspace_init, progress, check_report and gradebook; this module reads the arguments and prints.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from workshop import labs
+from workshop.cli import runs
+from workshop.cli.options import (
+    add_language_option,
+    add_results_option,
+    add_run_options,
+    fail,
+    run_options,
+)
+from workshop.grading import check_report, checks, gradebook, progress, workspace, workspace_init
+from workshop.harness import interrupt, results
+from workshop.harness.runner import run_labs
+from workshop.i18n import _
+
+console = Console(highlight=False)
+
+STATUS_STYLE = {
+    checks.PASSING: "green",
+    checks.FAILING: "red",
+    checks.NOT_STARTED: "yellow",
+    progress.CHANGED: "cyan",
+}
+
+
+def exercise_labs(names: list[str] | None) -> list[str]:
+    """The labs named (default: every lab with exercises); a name without exercises stops with the list."""
+    having = list(labs.all_exercises())
+    unknown = [n for n in names or [] if n not in having]
+    if unknown:
+        raise fail(
+            _("no exercises in lab(s) {labs}; the labs with exercises: {having}").format(
+                labs=", ".join(unknown), having=", ".join(having) or _("none yet")
+            )
+        )
+    return names or having
+
+
+def graded_run(lab_names: list[str], args, work: Path, on_line=None) -> Path:
+    """Run the labs on the workspace `work` with `run`'s options (cli.options.run_options); returns the run
+    folder. A stop (Ctrl-C) or an unusable results folder ends the command with run's own messages."""
+    options = run_options(args, lab_names, work=work)
+    run_dir = runs.new_run(Path(args.out), lab_names, options)
+    try:
+        run_labs(run_dir, lab_names, options, on_line)
+    except interrupt.Stopped as e:
+        console.print(runs.incomplete_line(run_dir), soft_wrap=True)
+        raise SystemExit(e.exit_code) from None
+    except results.RunFolderError as e:
+        raise fail(str(e)) from None
+    return run_dir
+
+
+# ---- exercises init ----
+def cmd_init(args) -> int:
+    work = Path(args.dir)
+    lab_names = exercise_labs(args.labs)
+    try:
+        outcome = workspace_init.init(work, lab_names, Path(args.out), args.force, args.learner)
+    except workspace_init.WorkspaceExists as e:
+        raise fail(
+            _(
+                "{files} already exist(s), and init never overwrites your work. Keep it and "
+                "init other labs with --lab LAB, or start again from fresh files with --force (yours are "
+                "copied to {work}/.backup-<time>/ first)."
+            ).format(files=e, work=workspace.display(work))
+        ) from None
+    if outcome.backup:
+        console.print(
+            _("backed up your files to {folder}/").format(folder=workspace.display(outcome.backup))
+        )
+    for path in outcome.written:
+        console.print(_("wrote {file}").format(file=workspace.display(path)))
+    for ex in outcome.waiting:
+        console.print(
+            _(
+                "{file} is written from your run's figures by `python -m workshop check {lab}`"
+            ).format(file=workspace.display(work / ex.document), lab=ex.lab)
+        )
+    console.print(
+        _("next: write your solutions in {work}/, then `python -m workshop check LAB`").format(
+            work=workspace.display(work)
+        )
+    )
+    return 0
+
+
+# ---- exercises list ----
+def cmd_list(args) -> int:
+    work = Path(args.work)
+    if not work.is_dir():
+        raise fail(
+            _("{work} is not a folder: make it with `python -m workshop exercises init`").format(
+                work=workspace.display(work)
+            )
+        )
+    table = Table(title=_("exercises in {work}").format(work=workspace.display(work)))
+    for column in (_("exercise"), _("status"), _("title")):
+        table.add_column(column)
+    for s in progress.workspace_progress(work, Path(args.out)):
+        status = f"[{STATUS_STYLE.get(s.status, 'white')}]{_(s.status)}[/]"
+        if s.last_status:
+            status += _(" (was {status})").format(status=_(s.last_status))
+        table.add_row(s.exercise.id, status, s.exercise.title)
+    console.print(table)
+    return 0
+
+
+# ---- check ----
+def cmd_check(args) -> int:
+    lab_names = exercise_labs(args.labs)
+    work = Path(args.work)
+    try:
+        check_report.refuse_early(lab_names, work)
+    except check_report.CheckRefused as e:
+        raise fail(str(e)) from None
+    console.print(
+        _("grading {work} with the checks of {labs}").format(
+            work=workspace.display(work), labs=", ".join(lab_names)
+        )
+    )
+
+    def on_line(lab: str, line: str) -> None:
+        if line.startswith(f"[{lab}]"):
+            console.print(line, markup=False, style="dim", soft_wrap=True)
+
+    run_dir = graded_run(lab_names, args, work, on_line)
+    all_passed = True
+    for lab in lab_names:
+        lines, passed = check_report.lab_report(lab, run_dir / lab)
+        all_passed &= passed
+        console.print("")
+        for line in lines:
+            console.print(line, soft_wrap=True)
+    for path in check_report.write_waiting_documents(lab_names, work, run_dir):
+        console.print(
+            _("wrote {file} from this run's figures: fill it in, then check again").format(
+                file=workspace.display(path)
+            )
+        )
+    console.print(_("run folder: {run}").format(run=workspace.display(run_dir)))
+    return 0 if all_passed else 1
+
+
+# ---- grade ----
+def cmd_grade(args) -> int:
+    lab_names = exercise_labs(args.labs)
+    root = Path(args.out)
+    out_dir = (
+        Path(args.to) if args.to else root / time.strftime("grades-%Y%m%d-%H%M%S", time.gmtime())
+    )
+
+    def check_workspace(work: Path) -> Path:
+        console.print(_("  running the checks of {labs}").format(labs=", ".join(lab_names)))
+        return graded_run(lab_names, args, work)
+
+    rows = []
+    for path in map(Path, args.paths):
+        console.print(_("grading {path}").format(path=path))
+        rows.append(gradebook.grade_path(path, check_workspace))
+    try:
+        csv_path, md_path = gradebook.write(rows, out_dir)
+    except (OSError, FileExistsError) as e:
+        raise fail(str(e)) from None
+    console.print(md_path.read_text(encoding="utf-8"), markup=False)
+    console.print(_("wrote {csv} and {md}").format(csv=csv_path, md=md_path))
+    return 0
+
+
+# ---- the parsers ----
+def add_commands(sub) -> None:
+    """Add exercises, check and grade to `python -m workshop`'s subcommands."""
+    default_work = str(workspace.DEFAULT_DIR)
+    ex = sub.add_parser(
+        "exercises", help=_("your workspace: write the exercises' files, see where you stand")
+    )
+    actions = ex.add_subparsers(dest="action", required=True)
+    init = actions.add_parser(
+        "init", help=_("write one file per lab with exercises (never over yours)")
+    )
+    init.add_argument(
+        "dir", nargs="?", default=default_work, help=_("default {work}/").format(work=default_work)
+    )
+    init.add_argument("--lab", action="append", dest="labs", metavar="LAB", help=_("only this lab"))
+    init.add_argument("--force", action="store_true", help=_("replace your files, backed up first"))
+    init.add_argument(
+        "--learner", metavar="NAME", help=_("your name, as the instructor's table shows it")
+    )
+    add_results_option(init)
+    add_language_option(init)
+    init.set_defaults(fn=cmd_init)
+    listing = actions.add_parser("list", help=_("every exercise and where you stand on it"))
+    add_work_option(listing, default_work)
+    add_results_option(listing)
+    add_language_option(listing)
+    listing.set_defaults(fn=cmd_list)
+
+    chk = sub.add_parser("check", help=_("grade your workspace with the labs' own checks"))
+    chk.add_argument(
+        "labs", nargs="*", metavar="LAB", help=_("labs to check (default: all with exercises)")
+    )
+    add_work_option(chk, default_work)
+    add_run_options(chk)
+    chk.set_defaults(fn=cmd_check)
+
+    grade = sub.add_parser(
+        "grade", help=_("instructors: a table of learners x exercises (CSV, Markdown)")
+    )
+    grade.add_argument(
+        "paths", nargs="+", metavar="PATH", help=_("run folders, folders of runs, workspaces")
+    )
+    grade.add_argument(
+        "--lab", action="append", dest="labs", metavar="LAB", help=_("labs to check")
+    )
+    grade.add_argument(
+        "--to", help=_("folder for grades.csv and grades.md (default results/grades-<time>)")
+    )
+    add_run_options(grade)
+    grade.set_defaults(fn=cmd_grade)
+
+
+def add_work_option(parser, default_work: str) -> None:
+    parser.add_argument(
+        "--work",
+        default=default_work,
+        help=_("your workspace (default {work})").format(work=default_work),
+    )

@@ -1,0 +1,104 @@
+"""The options the commands share: --lang (every command), --out, and the run options (run, check, grade),
+derived from harness.options.RunOptions and checked here before anything starts: one line on a bad value."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from workshop import i18n, labs
+from workshop.harness import device, options, results
+from workshop.harness.options import RunOptions
+from workshop.i18n import _
+
+
+def fail(message: str) -> SystemExit:
+    """The one line a command stops with: 'error: MESSAGE' (translated), exit status 1."""
+    return SystemExit(_("error: {message}").format(message=message))
+
+
+def add_language_option(parser: argparse.ArgumentParser) -> None:
+    """--lang, on every command that prints or writes what the learner reads."""
+    parser.add_argument(
+        "--lang",
+        choices=i18n.LANGUAGES,
+        default=None,
+        help=_(
+            "the language of messages, summaries and reports: es (Spanish) or en (English); "
+            "default: WORKSHOP_LANG, else the locale (LANG=es_ES.UTF-8 gives Spanish), else English"
+        ),
+    )
+
+
+def language_asked(argv: list[str]) -> str | None:
+    """The --lang of a command line, read before its parser is built so that its help is in that language."""
+    early = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    add_language_option(early)
+    return early.parse_known_args(argv)[0].lang
+
+
+def language_after_the_command(argv: list[str]) -> list[str]:
+    """`--lang es run ...` read as `run ... --lang es`: --lang is every command's option, and a learner may well
+    put it first. Before a `--` (whatever follows it is a lab name)."""
+    if argv[:1] == ["--lang"]:
+        option, rest = argv[:2], argv[2:]
+    elif argv[:1] and argv[0].startswith("--lang="):
+        option, rest = argv[:1], argv[1:]
+    else:
+        return argv
+    end = rest.index("--") if "--" in rest else len(rest)
+    return rest[:end] + option + rest[end:]
+
+
+def add_results_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--out", default=str(results.DEFAULT_ROOT), help=_("results root (default ./results)")
+    )
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """The options of every command that runs labs (run, check, grade): RunOptions', --out and --lang."""
+    options.add_arguments(parser)
+    add_results_option(parser)
+    add_language_option(parser)
+
+
+def check_lab_names(names: list[str]) -> list[str]:
+    """The labs named (default: all); an unknown name stops with the list of labs."""
+    known = labs.all_labs()
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise fail(
+            _("unknown lab(s) {labs}; the labs are: {known}").format(
+                labs=", ".join(unknown), known=", ".join(known)
+            )
+        )
+    return names or list(known)
+
+
+def run_options(args, names: list[str], **others) -> RunOptions:
+    """RunOptions from the command line (plus `others`), each checked before anything starts, the device
+    resolved (--device auto), and each lab's own precondition asked (LabSpec.precondition)."""
+    from workshop.minigpt import checkpoint  # torch: only for the commands that run labs
+
+    asked = options.from_arguments(args, **others)
+    if asked.n_procs < 1:
+        raise fail(_("--n must be at least 1 (got {n})").format(n=asked.n_procs))
+    if asked.time_limit_s is not None and not asked.time_limit_s > 0:
+        raise fail(
+            _("--time-limit must be a positive number of seconds (got {value})").format(
+                value=asked.time_limit_s
+            )
+        )
+    try:
+        checked = dataclasses.replace(asked, device=device.resolve(asked.device))
+    except device.DeviceError as e:
+        raise fail(str(e)) from None
+    for name in names:
+        if why := labs.get(name).problem(checked):
+            raise fail(why)
+    try:
+        checkpoint.load(checked.checkpoint)
+    except checkpoint.CheckpointError as e:
+        raise fail(str(e)) from None
+    return checked

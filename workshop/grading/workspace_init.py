@@ -1,0 +1,142 @@
+"""`exercises init`: the learner's starting files, written from the labs' exercise declarations.
+
+One `<lab>.py` per lab with code exercises: the lab's WORKSPACE_HEADER, then for each exercise a comment block
+(id and title, the statement, the interface, the hint, the handout section) above its stub. One file per
+document exercise, from its template (which may need a run of the lab first: then `check` writes it).
+A learner's file is never overwritten: init refuses, naming the files; with force it first copies them to
+`<workspace>/.backup-<time>/`.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import textwrap
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from workshop import labs
+from workshop.grading import workspace
+from workshop.grading.exercise import Exercise
+from workshop.harness import atomic, results
+from workshop.i18n import _
+
+WIDTH = 100  # the project's line length
+
+
+class WorkspaceExists(Exception):
+    """Init would overwrite the learner's files (listed)."""
+
+    def __init__(self, files: list[Path]):
+        super().__init__(", ".join(workspace.display(f) for f in files))
+        self.files = files
+
+
+@dataclass
+class InitOutcome:
+    written: list[Path] = field(default_factory=list)
+    # documents whose template needs a run first
+    waiting: list[Exercise] = field(default_factory=list)
+    backup: Path | None = None  # where the files init replaced were copied
+
+
+def comment_block(ex: Exercise) -> str:
+    """The comment above an exercise's stub: what to write, its interface, a hint, where to read."""
+    parts = [
+        _("Exercise {id}: {title}").format(id=ex.id, title=ex.title),
+        ex.statement.strip(),
+        *([_("Interface: {text}").format(text=ex.interface.strip())] if ex.interface else []),
+        _("Hint: {text}").format(text=ex.hint.strip()),
+        _("Read: {path}").format(path=ex.handout_path()),
+        _("Graded by: python -m workshop check {lab}").format(lab=ex.lab),
+    ]
+    lines = []
+    for part in parts:
+        for paragraph in part.splitlines() or [""]:
+            lines += textwrap.wrap(paragraph, WIDTH - 2) or [""]
+        lines.append("")
+    rule = "# " + "-" * (WIDTH - 2)
+    return "\n".join([rule, *[f"# {line}".rstrip() for line in lines[:-1]], rule]) + "\n"
+
+
+def lab_source(lab: str) -> str:
+    """The learner's <lab>.py as init writes it."""
+    blocks = [comment_block(ex) + ex.stub_code() for ex in labs.exercises(lab) if ex.attribute]
+    return "\n\n".join([labs.workspace_header(lab), *blocks])
+
+
+def planned_files(
+    lab_names: list[str], results_root: Path
+) -> tuple[dict[str, str], list[Exercise]]:
+    """File name -> text for the labs' workspace files, and the documents that must wait for a run."""
+    files, waiting = {}, []
+    for lab in lab_names:
+        exercises = labs.exercises(lab)
+        if any(ex.attribute for ex in exercises):
+            files[f"{lab}.py"] = lab_source(lab)
+        for ex in (ex for ex in exercises if ex.document):
+            text = ex.document_text(results.newest_lab_dir(results_root, lab))
+            if text is None:
+                waiting.append(ex)
+            else:
+                files[ex.document] = text
+    return files, waiting
+
+
+def init(
+    work: Path,
+    lab_names: list[str],
+    results_root: Path,
+    force: bool = False,
+    learner: str | None = None,
+) -> InitOutcome:
+    """Write the labs' starting files into `work`; WorkspaceExists if one is there and not `force`."""
+    work = Path(work)
+    files, waiting = planned_files(lab_names, results_root)
+    existing = [work / name for name in files if (work / name).exists()]
+    if existing and not force:
+        raise WorkspaceExists(existing)
+    outcome = InitOutcome(waiting=waiting)
+    if existing:
+        outcome.backup = back_up(work, existing)
+    for name, text in files.items():
+        outcome.written.append(atomic.write_text(work / name, text))
+    record(work, {name: workspace.file_sha256(work / name) for name in files}, learner)
+    return outcome
+
+
+def back_up(work: Path, files: list[Path]) -> Path:
+    """Copy `files` into a new <work>/.backup-<UTC time>-<hex>/ folder; returns it."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    backup = work / f".backup-{stamp}-{secrets.token_hex(2)}"
+    backup.mkdir()  # never an existing folder
+    for f in files:
+        shutil.copy2(f, backup / f.name)
+    return backup
+
+
+def record(work: Path, written: dict[str, str], learner: str | None) -> None:
+    """Update the workspace's record: its id (kept), the learner's name (kept unless given), files as written."""
+    old = workspace.read_record(work)
+    atomic.write_json(
+        work / workspace.RECORD,
+        {
+            "id": old.get("id") or secrets.token_hex(8),
+            "learner": learner or old.get("learner"),
+            "files": {**old.get("files", {}), **written},
+        },
+    )
+
+
+def write_waiting_document(work: Path, ex: Exercise, lab_dir: Path) -> Path | None:
+    """After a run of the lab: write a document that init left for later, if it is still missing."""
+    path = Path(work) / ex.document
+    if path.exists():
+        return None
+    text = ex.document_text(lab_dir)
+    if text is None:
+        return None
+    atomic.write_text(path, text)
+    record(work, {ex.document: workspace.file_sha256(path)}, None)
+    return path

@@ -1,0 +1,135 @@
+"""A lab's own process: `python -m workshop.harness.child LAB_DIR`, started by harness.runner.
+
+It reads LAB_DIR/options.json (harness.options.LabOrder: the lab, the run's options, the exercises to skip),
+builds a LabContext, calls the lab's entry, and writes result.json and summary.md (also when the lab raised, was
+stopped, or ran out of time). It dies with its parent and leaves no process of its own behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import faulthandler
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from workshop import i18n, labs
+from workshop.grading import sandbox, workspace
+from workshop.harness import interrupt, proctree
+from workshop.harness.lab_result import stopped_check, write_result
+from workshop.harness.options import LabOrder, RunOptions
+from workshop.harness.time_limit import lab_limit
+from workshop.i18n import _
+from workshop.lab import WHY_MISSING, Check, LabContext
+
+
+def main(lab_dir: Path) -> int:
+    """Run the lab LAB_DIR/options.json names into LAB_DIR, an existing folder without results."""
+    order = LabOrder.read(lab_dir)
+    faulthandler.enable()  # a fatal signal prints the Python stack: log.txt then shows where it died
+    i18n.set_language(order.options.lang)
+    export_environment(order.options)
+    ctx = LabContext(order.lab, Path(lab_dir), order.options, skip=order.skip)
+    start = time.monotonic()
+    try:
+        stopped = run_lab_code(ctx, labs.get(ctx.name).limit_s(ctx.options))
+    finally:
+        sandbox.stop(ctx)  # the worker, and whatever the learner's code left running
+    write_result(
+        ctx.out_dir,
+        ctx.name,
+        ctx.device,
+        ctx.checks,
+        time.monotonic() - start,
+        ctx.summary,
+        {**ctx.extra, **graded_extra(ctx)},
+    )
+    if stopped:
+        with contextlib.suppress(OSError):  # the parent, and so our stdout, may be gone
+            print(f"[{ctx.name}] {stopped.why}", file=sys.stderr, flush=True)
+        return stopped.exit_code
+    return 0 if ctx.passed else 1
+
+
+def export_environment(options: RunOptions) -> None:
+    """Hand the processes the lab starts (torchrun's ranks) what they need of the options, through their
+    environment: the language they speak, and --checkpoint."""
+    from workshop.minigpt import checkpoint  # torch: not before the lab needs it
+
+    os.environ["WORKSHOP_LANG"] = options.lang
+    if options.checkpoint:
+        os.environ[checkpoint.ENVIRONMENT] = str(options.checkpoint.resolve())
+    else:
+        os.environ.pop(checkpoint.ENVIRONMENT, None)
+
+
+def run_lab_code(ctx: LabContext, time_limit: float | None) -> interrupt.Stopped | None:
+    """Run the lab's code on `ctx`. An exception becomes a failed check (the checks so far are kept); a signal or
+    the time limit stops it and is returned."""
+    spec = labs.get(ctx.name)
+    try:
+        with interrupt.raising_on_signals(), lab_limit(time_limit):
+            if missing := spec.missing():
+                cannot_run_here(ctx, missing)
+            else:
+                spec.load()(ctx)
+    except Exception:  # the lab failed: keep its checks so far, record the error as a failed check
+        error = traceback.format_exc()
+        with contextlib.suppress(OSError):  # the parent, and so our stdout, may be gone
+            print(error, file=sys.stderr, flush=True)
+        ctx.checks.append(
+            Check(
+                _("lab ran to completion"),
+                False,
+                error.strip().splitlines()[-1],
+                _("no exception"),
+            )
+        )
+        ctx.summary += "\n\n## " + _("Error") + f"\n\n```\n{error}```\n"
+    except interrupt.Stopped as e:  # a signal or its time limit: keep its checks so far, and why
+        ctx.checks.append(stopped_check(e.why))
+        return e
+    return None
+
+
+def cannot_run_here(ctx: LabContext, missing: list[str]) -> None:
+    """A lab that needs a module this platform lacks (Triton on macOS): one failed check whose message is the one
+    line that says why and where the lab does run."""
+    modules = ", ".join(missing)
+    why = "; ".join(
+        _(WHY_MISSING[m]) if m in WHY_MISSING else _("{module} is not installed").format(module=m)
+        for m in missing
+    )
+    line = _(
+        "{lab} cannot run here: it needs {modules} ({why}). Run it in Docker: "
+        "docker compose run --rm workshop-cpu workshop-session {lab}"
+    ).format(lab=ctx.name, modules=modules, why=why)
+    name = _("{modules} installed").format(modules=modules)
+    ctx.check_equal(name, _("missing"), _("installed"), line)
+    ctx.summary = line
+
+
+def graded_extra(ctx: LabContext) -> dict:
+    """What result.json says of the implementation that ran, and of each exercise it graded."""
+    out = {"lang": ctx.lang, "implementation": workspace.implementation(ctx.work, [ctx.name])}
+    exercises = ctx.exercise_results()
+    if exercises:
+        out["exercises"] = exercises
+    return out
+
+
+def as_lab_process(lab_dir: Path) -> int:
+    """`main` as the parent's child: it dies with the parent, and leaves no process of its own behind."""
+    proctree.die_with_parent(os.getppid())
+    proctree.become_subreaper()  # a process whose parent died comes to us, so the sweep below finds it
+    proctree.keep_private()  # the learner's worker cannot read this process's memory or files
+    try:
+        return main(lab_dir)
+    finally:
+        proctree.stop_tree(os.getpid(), proctree.GRACE_S, include_root=False)
+
+
+if __name__ == "__main__":
+    sys.exit(as_lab_process(Path(sys.argv[1])))

@@ -1,0 +1,76 @@
+"""The lab log protocol: the lines a lab's process prints as it grades each exercise, and how they are read back.
+
+The child prints `[lab] grading <id> ...` when a grading block starts and `[lab] graded <id>: <status>` when it
+ends (LabContext.grading). Python's faulthandler (on in the child: harness.child) prints the stack of a fatal
+signal to the same log.txt. harness.post_mortem reads them back when the process died: how the finished
+exercises ended, which one was running, and where in the learner's file it was.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+from pathlib import Path
+
+from workshop.i18n import _
+
+_MARKER = re.compile(
+    r"^\[(?P<lab>[\w-]+)\] (?:grading (?P<started>\S+) \.\.\.|graded (?P<ended>\S+): (?P<status>.+))$"
+)
+# faulthandler's frame lines: `  File "/abs/path.py", line 12 in function` (most recent call first)
+_FRAME = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+) in ')
+
+
+def started(lab: str, exercise_id: str) -> str:
+    return f"[{lab}] grading {exercise_id} ..."
+
+
+def ended(lab: str, exercise_id: str, status: str) -> str:
+    return f"[{lab}] graded {exercise_id}: {status}"
+
+
+def read(lines: list[str]) -> tuple[dict[str, str], str | None]:
+    """The status of each exercise whose grading ended, and the one whose grading started but never ended."""
+    finished, running = {}, None
+    for line in lines:
+        m = _MARKER.match(line.rstrip("\n"))
+        if not m:
+            continue
+        if m["started"]:
+            running = m["started"]
+        else:
+            finished[m["ended"]] = m["status"]
+            running = None
+    return finished, running
+
+
+def log_lines(lab_dir: Path) -> list[str]:
+    try:
+        return (
+            (Path(lab_dir) / "log.txt").read_text(encoding="utf-8", errors="replace").splitlines()
+        )
+    except OSError:
+        return []
+
+
+def learner_frame(lines: list[str], work: Path) -> tuple[Path, int] | None:
+    """(file, line) of the innermost frame in the learner's workspace in the last stack faulthandler printed."""
+    root = Path(work).resolve()
+    found = None
+    for line in lines:
+        if line.startswith(("Fatal Python error", "Current thread", "Thread ")):
+            found = None  # a new dump: only the last one counts
+        m = _FRAME.match(line)
+        if m and found is None and Path(m["file"]).resolve().is_relative_to(root):
+            found = (Path(m["file"]), int(m["line"]))
+    return found
+
+
+def how_it_ended(returncode: int) -> str:
+    """'exit code 3', or 'killed by SIGSEGV' for a signal."""
+    if returncode < 0:
+        try:
+            return _("killed by {signal}").format(signal=signal.Signals(-returncode).name)
+        except ValueError:
+            pass
+    return _("exit code {code}").format(code=returncode)

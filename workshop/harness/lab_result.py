@@ -1,0 +1,80 @@
+"""A lab's record of one run: result.json (every check, each exercise's entry) and summary.md (the verdict, the
+lab's own summary, the exercises and the checks table). Written by the lab's process (harness.child), or by the
+parent when that process died before it could (harness.runner.settle).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from workshop.grading.checks import Check, all_passed
+from workshop.harness import atomic
+from workshop.i18n import _
+
+
+def write_result(
+    out_dir: Path,
+    name: str,
+    device: str,
+    checks: list[Check],
+    duration: float,
+    summary: str,
+    extra: dict | None = None,
+) -> None:
+    passed = all_passed(checks)
+    atomic.write_text(
+        out_dir / "summary.md",
+        summary_frame(name, passed, summary, checks, (extra or {}).get("exercises", {})),
+    )
+    atomic.write_json(
+        out_dir / "result.json",
+        {
+            "lab": name,
+            "passed": passed,
+            "device": device,
+            "duration_s": round(duration, 2),
+            "checks": [c.as_dict() for c in checks],
+            **(extra or {}),
+        },
+    )
+
+
+def summary_frame(
+    name: str, passed: bool, summary: str, checks: list[Check], exercises: dict[str, dict]
+) -> str:
+    """summary.md: the verdict, the lab's own summary (its template's), the exercises, the checks table."""
+    verdict = _("Lab `{lab}`: passed") if passed else _("Lab `{lab}`: FAILED")
+    # (Babel extracts no call in an f-string)
+    marks = {True: _("pass"), False: "**" + _("FAIL") + "**"}
+    rows = "\n".join(
+        f"| {marks[bool(c.passed)]} | {c.name} | {c.as_dict()['value']} | {c.threshold} |"
+        for c in checks
+    )
+    header = "| | {} | {} | {} |\n|---|---|---|---|\n".format(
+        _("check"), _("value"), _("threshold")
+    )
+    checks_heading = _("Checks")
+    return (
+        f"# {verdict.format(lab=name)}\n\n{summary.strip()}\n\n{exercises_md(exercises)}"
+        f"## {checks_heading}\n\n{header}{rows}\n"
+    )
+
+
+def exercises_md(exercises: dict[str, dict]) -> str:
+    """The exercises' section of summary.md: one row each, with the failed check and the hint."""
+    if not exercises:
+        return ""
+    rows = []
+    for ex_id, r in exercises.items():
+        failed = r["failed_check"]
+        why = _("{name}: {value} (threshold {threshold})").format(**failed) if failed else ""
+        rows.append(f"| {ex_id} | {_(r['status'])} | {why} | {r['hint'] or ''} |")
+    header = "| {} | {} | {} | {} |\n|---|---|---|---|\n".format(
+        _("exercise"), _("status"), _("failed check"), _("hint")
+    )
+    return "## " + _("Exercises") + "\n\n" + header + "\n".join(rows) + "\n\n"
+
+
+def stopped_check(why: str) -> Check:
+    """The failed check of a lab that was stopped (a signal, its time limit) or whose process died."""
+    return Check(_("lab ran to completion"), False, why, _("not stopped"))

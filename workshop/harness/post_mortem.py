@@ -1,0 +1,52 @@
+"""A dead lab's post-mortem: what the parent makes of a lab process that died before writing its result.json
+(a crash in native code, a kernel writing out of bounds, a kill at the lab's time limit).
+
+From the lab's log.txt (harness.lab_log) it knows how the finished exercises ended, which exercise was being
+graded when the process died, and where in the learner's file it was. The runner then fails that exercise
+(grading.failures.died_check) and runs the lab again without it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from workshop import labs
+from workshop.grading import checks, failures, workspace
+from workshop.harness import lab_log
+from workshop.i18n import _
+
+
+def died_in(lab_dir: Path, work: Path | None, skip: dict[str, str]) -> str | None:
+    """The learner's exercise whose grading the lab's process died in (it wrote no result.json), unless it
+    is one the process was told to skip; None when it finished, or died elsewhere."""
+    if work is None or (Path(lab_dir) / "result.json").is_file():
+        return None
+    running = lab_log.read(lab_log.log_lines(lab_dir))[1]
+    return running if running not in skip else None
+
+
+def how_it_died(lab_dir: Path, returncode: int, work: Path | None) -> str:
+    """'killed by SIGSEGV at my-work/custom_op.py:41': how the process ended, and where in the learner's file."""
+    frame = lab_log.learner_frame(lab_log.log_lines(lab_dir), work) if work else None
+    where = f"{workspace.display(frame[0])}:{frame[1]}" if frame else None
+    return lab_log.how_it_ended(returncode) + (
+        _(" at {where}").format(where=where) if where else ""
+    )
+
+
+def dead_process_exercises(
+    lab: str, lab_dir: Path, returncode: int, work: Path | None
+) -> dict[str, dict]:
+    """result.json's "exercises" for a lab whose process died: the finished ones as they ended, the one being
+    graded failing with how the process ended and where, the rest not graded."""
+    finished, running = lab_log.read(lab_log.log_lines(lab_dir))
+    out = {}
+    for ex in labs.exercises(lab):
+        status = finished.get(ex.id, checks.NOT_GRADED)
+        failed = None
+        if ex.id == running:
+            status = checks.FAILING
+            note = how_it_died(lab_dir, returncode, work) + _(" (log.txt)")
+            failed = failures.died_check(ex.id, note)
+        out[ex.id] = ex.result(status, [failed.name] if failed else [], failed)
+    return out

@@ -1,0 +1,133 @@
+"""A process and everything it started, found and stopped together (on Linux through /proc).
+
+Why not a process group: torchrun starts each rank in a session of its own, so `killpg` on the lab's group
+misses the ranks. `stop_tree` takes a snapshot of the whole tree before it signals anything (a rank whose
+parent dies first is still in the snapshot), sends SIGTERM, and SIGKILLs whatever is left after a grace period.
+
+Two Linux settings tie a lab's process to the workshop's (`prctl(2)`, through ctypes):
+- PR_SET_PDEATHSIG: the lab's process gets SIGTERM when the `python -m workshop run` that started it dies,
+  even by SIGKILL, so it stops its own tree and never runs on as an orphan;
+- PR_SET_CHILD_SUBREAPER: a process whose parent died is re-parented to the lab's process (not to init),
+  so the lab can still find it and stop it before it exits.
+- PR_SET_DUMPABLE 0 (keep_private): no other process of the same uid can read the lab's memory or open files.
+Elsewhere (macOS) all three are skipped and `stop_tree` falls back to the process group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+GRACE_S = 5.0  # a stopped process's time to finish (a lab: write its result) before it is killed
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_DUMPABLE = 4
+PROC = Path("/proc")
+
+
+def _prctl(option: int, value: int) -> None:
+    if sys.platform == "linux":
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """SIGTERM this process when its parent dies (now, if the parent is already gone)."""
+    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if sys.platform == "linux" and os.getppid() != parent_pid:
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def become_subreaper() -> None:
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def keep_private() -> None:
+    """Make this process's /proc entries (memory, environment, open files) readable by no other process without
+    root's ptrace capability: the learner's worker, as this uid without capabilities, included."""
+    _prctl(PR_SET_DUMPABLE, 0)
+
+
+def _parents() -> dict[int, int]:
+    """{pid: parent pid} of every live (not zombie) process."""
+    parents = {}
+    for entry in PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text(encoding="utf-8", errors="replace")
+        except OSError:  # it exited while we looked
+            continue
+        state, ppid = stat.rsplit(")", 1)[1].split()[:2]  # the name, in (), may hold spaces
+        if state not in "ZX":
+            parents[int(entry.name)] = int(ppid)
+    return parents
+
+
+def _tree(roots: set[int]) -> set[int]:
+    """The live processes among `roots` and below them (children, their children, ...)."""
+    parents = _parents()
+    children: dict[int, list[int]] = {}
+    for child, parent in parents.items():
+        children.setdefault(parent, []).append(child)
+    found = {r for r in roots if r in parents}
+    todo = list(roots)
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process below `pid`; empty where there is no /proc."""
+    return _tree({pid}) - {pid} if PROC.is_dir() else set()
+
+
+def alive(pid: int) -> bool:
+    """Whether a process with this pid exists (ours or anyone's)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, and belongs to someone else
+        return True
+    return True
+
+
+def _signal(pids: set[int], signum: int) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signum)
+
+
+def stop_tree(pid: int, grace_s: float, include_root: bool = True) -> None:
+    """SIGTERM `pid` (unless include_root is False) and all its descendants; SIGKILL any left after grace_s.
+
+    The root, when it is our child, stays a zombie for its Popen to reap (its exit code must not be lost).
+    """
+    if not PROC.is_dir():  # no /proc: the root's process group is the best we can do
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(os.getpgid(pid), signal.SIGTERM)
+        return
+    tree = _tree({pid}) - (set() if include_root else {pid})
+    signalled: set[int] = set()
+    deadline = time.monotonic() + grace_s
+    while tree:
+        _signal(tree - signalled, signal.SIGTERM)
+        signalled |= tree
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+        # The snapshot keeps a process whose parent died first; re-reading it adds any child started since.
+        tree = _tree(tree)
+    _signal(tree, signal.SIGKILL)
+    for _ in range(40):  # SIGKILL cannot be caught, but takes a moment to act
+        if not _tree(tree):
+            break
+        time.sleep(0.05)

@@ -1,0 +1,249 @@
+"""Runs labs, each in its own Python process, and records what they found (the parent side of a run).
+
+Why a process per lab: some settings only act before an import (TRITON_INTERPRET=1 must be set before triton
+is imported), and compile caches live in a process and on disk; a fresh process with its own cache folders
+means no lab sees another's state.
+
+`run_labs` writes each lab's orders to <lab>/options.json (harness.options.LabOrder) and starts
+`python -m workshop.harness.child <lab folder>` in a session of its own (so a Ctrl-C in the terminal reaches
+only the parent, which then stops the lab's whole process tree: see proctree.py), streams its output to the
+screen and to <lab>/log.txt, enforces the lab's time limit, and records each lab in the manifest as soon as it
+ends. The child (harness.child) runs the lab and writes its result.json and summary.md.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from workshop import labs
+from workshop.grading import workspace
+from workshop.harness import interrupt, post_mortem, proctree, results
+from workshop.harness.device import use_triton_interpreter
+from workshop.harness.lab_result import stopped_check, write_result
+from workshop.harness.options import LabOrder, RunOptions
+from workshop.harness.time_limit import ran_out_of_time
+from workshop.i18n import _
+
+# A lab stops itself at its time limit (an alarm in its own process); the parent kills it BACKSTOP_S later if it
+# could not (stuck in C code, or stopped). Generous: the lab's clock starts after Python's start-up.
+BACKSTOP_S = 30.0
+CACHE_PREFIX = "workshop-cache-"  # + the parent's pid + the lab: see sweep_stale_caches
+
+
+def lab_environment(device: str, cache_dir: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONIOENCODING"] = (
+        "utf-8"  # the parent reads the lab's output as UTF-8, whatever the locale
+    )
+    # Each lab compiles into its own, initially empty, cache folders, and keeps every temporary file (torchrun's
+    # torchelastic_* logs included) under the same folder, which is removed when the lab ends.
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_dir / "inductor")
+    env["TRITON_CACHE_DIR"] = str(cache_dir / "triton")
+    env["TMPDIR"] = str(cache_dir / "tmp")
+    (cache_dir / "tmp").mkdir()
+    use_triton_interpreter(env, device)  # on the CPU, Triton kernels run in its interpreter
+    return env
+
+
+def run_labs(run_dir: Path, names: list[str], options: RunOptions, on_line=None) -> dict:
+    """Run the labs in order into run_dir; returns {lab: {"passed", "duration_s", "returncode"}}.
+
+    A stop signal (interrupt.raising_on_signals) stops the current lab, marks the run interrupted and
+    propagates; a full disk marks it interrupted and raises results.RunFolderError. Otherwise the run is
+    marked finished and results/latest points at it."""
+    status = {}
+    name = None
+    try:
+        with interrupt.raising_on_signals():  # Ctrl-C and SIGTERM become Stopped, caught below
+            for name in names:
+                status[name] = run_lab(run_dir, name, options, on_line)
+                stop_if_disk_full(run_dir, name, status[name])
+    except interrupt.Stopped as e:
+        with interrupt.ignoring_signals():
+            results.stop_run(run_dir, e.why, name)
+        raise
+    results.finish_run(run_dir)
+    return status
+
+
+def stop_if_disk_full(run_dir: Path, name: str, lab_status: dict) -> None:
+    """After a lab: on a full disk, mark the lab stopped (it most likely failed for it: --resume runs it again)
+    and the run interrupted, and raise results.RunFolderError."""
+    if not results.disk_full(run_dir):
+        return
+    why = _("the disk under {root} is full").format(root=workspace.display(run_dir.parent))
+    results.record_lab(run_dir, name, {**lab_status, "stopped": why})
+    results.stop_run(run_dir, why, name)
+    raise results.RunFolderError(results.disk_full_message(run_dir.parent))
+
+
+def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> dict:
+    """Run one lab in its own process; returns its status, also recorded in the manifest. When the process
+    dies while grading a learner's exercise (a crash in native code, a kill at the time limit), that attempt's
+    folder is kept as <lab>.attempt-K/ and the lab runs again skipping the exercises that killed it, so that
+    the others are graded."""
+    lab_dir = run_dir / name
+    limit = labs.get(name).limit_s(options)
+    start = time.monotonic()
+    skip: dict[str, str] = {}  # exercise id -> how the process died in it
+    while True:
+        lab_dir.mkdir()
+        LabOrder(name, options, dict(skip)).write(lab_dir)
+        with LabProcess(name, lab_dir, options.device, on_line) as child:
+            why = None
+            try:
+                child.wait(limit + BACKSTOP_S if limit else None)
+            except subprocess.TimeoutExpired:  # it could not stop itself (stuck outside Python)
+                child.stop()
+                why = ran_out_of_time(limit)
+            except interrupt.Stopped as e:
+                with interrupt.ignoring_signals():
+                    child.stop()
+                    settle(run_dir, name, options, child, time.monotonic() - start, e.why, True)
+                raise
+        died_in = post_mortem.died_in(lab_dir, options.work, skip)
+        if died_in is None:
+            return settle(run_dir, name, options, child, time.monotonic() - start, why)
+        attempt = run_dir / f"{name}.attempt-{len(skip) + 1}"
+        note = post_mortem.how_it_died(lab_dir, child.returncode, options.work)
+        skip[died_in] = f"{why or note} ({workspace.display(attempt / 'log.txt')})"
+        lab_dir.rename(attempt)
+
+
+def settle(run_dir, name, options, child, duration, why, stopped=False) -> dict:
+    """Make sure the lab has a result.json (the parent writes one if the lab could not), and record it."""
+    lab_dir = run_dir / name
+    try:
+        passed = results.read_result(lab_dir)["passed"]
+    except results.CorruptFile:  # the process died before writing its result, or was killed
+        why = why or _("its process exited with code {code} before writing its result").format(
+            code=child.returncode
+        )
+        if results.disk_full(run_dir):
+            why += _(" (the disk is full)")
+        tail = "\n".join(child.tail)
+        summary = _(
+            "The lab did not finish: {why}. The end of its output (all of it: log.txt):"
+        ).format(why=why)
+        results.write_record(
+            run_dir,
+            lambda: write_result(
+                lab_dir,
+                name,
+                options.device,
+                [stopped_check(why)],
+                duration,
+                f"{summary}\n\n```\n{tail}\n```",
+                {
+                    "implementation": workspace.implementation(options.work, [name]),
+                    "exercises": post_mortem.dead_process_exercises(
+                        name, lab_dir, child.returncode, options.work
+                    ),
+                },
+            ),
+        )
+        passed = False
+    status = {"passed": passed, "duration_s": round(duration, 1), "returncode": child.returncode}
+    if stopped:
+        status["stopped"] = why
+    results.record_lab(run_dir, name, status)
+    return status
+
+
+class LabProcess:
+    """A lab's process: started in a session of its own with a fresh cache folder; its output goes to
+    log.txt and to on_line(lab, line) (a thread reads it, so that the main thread can wait with a time limit
+    and take signals). Leaving the `with` stops whatever is left of its process tree and removes the cache."""
+
+    def __init__(self, name: str, lab_dir: Path, device: str, on_line):
+        self.name, self.lab_dir, self.device, self.on_line = name, lab_dir, device, on_line
+        self.cmd = [sys.executable, "-m", "workshop.harness.child", str(lab_dir)]
+        self.tail = collections.deque(maxlen=20)  # the last lines, for the summary if it dies
+
+    def __enter__(self) -> LabProcess:
+        prefix = f"{CACHE_PREFIX}{os.getpid()}-{self.name}-"
+        self._cache = tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True)
+        self.proc = subprocess.Popen(
+            self.cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=lab_environment(self.device, Path(self._cache.name)),
+            encoding="utf-8",
+            errors="replace",
+            start_new_session=True,  # the terminal's Ctrl-C reaches the parent only, which stops this tree
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        return self
+
+    def _read(self) -> None:
+        log = _open_log(self.lab_dir / "log.txt")
+        for line in self.proc.stdout:
+            self.tail.append(line.rstrip("\n"))
+            log = _log(log, line)
+            if self.on_line:
+                self.on_line(self.name, line.rstrip("\n"))
+        if log:
+            log.close()
+
+    def wait(self, timeout: float | None) -> int:
+        return self.proc.wait(timeout)
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.returncode
+
+    def stop(self) -> None:
+        proctree.stop_tree(self.proc.pid, proctree.GRACE_S)
+        self.proc.wait()
+
+    def __exit__(self, *exc) -> None:
+        with interrupt.ignoring_signals():
+            if self.proc.poll() is None:
+                self.stop()
+            self._reader.join(
+                timeout=proctree.GRACE_S
+            )  # EOF, unless a stray process still holds the pipe
+            self._cache.cleanup()
+
+
+def _open_log(path: Path):
+    try:
+        return open(path, "w", encoding="utf-8")
+    except OSError:  # a full disk: the output still reaches the screen
+        return None
+
+
+def _log(log, line: str):
+    """Write one line to the log; on a full disk stop logging (the lines still reach the screen)."""
+    if log is None:
+        return None
+    try:
+        log.write(line)
+        log.flush()
+        return log
+    except OSError:
+        with contextlib.suppress(OSError):
+            log.close()
+        return None
+
+
+def sweep_stale_caches() -> list[Path]:
+    """Remove the cache folders of runs whose process is gone (killed before it could remove them)."""
+    removed = []
+    for folder in Path(tempfile.gettempdir()).glob(f"{CACHE_PREFIX}*"):
+        pid = folder.name[len(CACHE_PREFIX) :].split("-", 1)[0]
+        if pid.isdigit() and not proctree.alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed

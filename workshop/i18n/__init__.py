@@ -1,0 +1,91 @@
+"""The learner's language: English (the source) or Spanish, chosen by --lang or by the locale.
+
+Messages in Python go through `_()`, GNU gettext's convention, with `str.format` placeholders so that a
+translation may move them: `_("{lab} passed").format(lab=name)`, never an f-string inside `_()`. A message
+defined where the language is not known yet (a module constant, an exercise's statement) is marked with
+`N_()` and translated with `_()` where it is shown. The catalogs sit beside the code they translate
+(workshop/i18n/catalogs.py keeps them): workshop/i18n/locale/<lang>/LC_MESSAGES/workshop.mo for the package, and
+workshop/labs/<lab>/locale/<lang>/LC_MESSAGES/<lab>.mo for each lab; a message with no translation stays
+English. Documents (handouts, theory, summary templates) are translated as whole files beside their source.
+
+This module imports nothing of the workshop (tasks.py imports it on a host without the workshop's packages).
+
+The language: --lang, else WORKSHOP_LANG, else the locale (LC_ALL, LC_MESSAGES, LANG), else English.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gettext
+import os
+from pathlib import Path
+
+LANGUAGES = ("en", "es")
+DEFAULT = "en"
+LOCALE_DIR = Path(__file__).resolve().parent / "locale"
+LABS_DIR = Path(__file__).resolve().parents[1] / "labs"  # each lab's catalogs: <lab>/locale/
+DOMAIN = "workshop"
+
+_translation: gettext.NullTranslations = gettext.NullTranslations()
+_language = DEFAULT
+
+
+def detect(environ: dict[str, str] | None = None) -> str:
+    """The language asked for: the first of WORKSHOP_LANG, LC_ALL, LC_MESSAGES, LANG that is set (POSIX's
+    order, with the workshop's own variable first): Spanish when it starts with 'es' (es, es_ES.UTF-8, es_MX),
+    else English. WORKSHOP_LANG takes a locale name too: compose passes the host's LANG through it."""
+    environ = os.environ if environ is None else environ
+    for name in ("WORKSHOP_LANG", "LC_ALL", "LC_MESSAGES", "LANG"):
+        value = environ.get(name, "")
+        if value:
+            return "es" if value.lower().startswith("es") else DEFAULT
+    return DEFAULT
+
+
+def set_language(lang: str | None) -> str:
+    """Use `lang` (None: the locale's) for every later `_()`; returns the language in use."""
+    global _translation, _language
+    lang = lang or detect()
+    _translation = translation(lang)
+    _language = lang
+    return lang
+
+
+def translation(lang: str) -> gettext.NullTranslations:
+    """The catalogs of `lang`: the package's, then each lab's (a message none translates stays English)."""
+    if lang not in LANGUAGES:
+        raise ValueError(f"unknown language {lang!r}; choose one of {', '.join(LANGUAGES)}")
+    found = gettext.translation(DOMAIN, LOCALE_DIR, languages=[lang], fallback=True)
+    for lab_locale in sorted(LABS_DIR.glob("*/locale")):
+        domain = lab_locale.parent.name
+        found.add_fallback(gettext.translation(domain, lab_locale, languages=[lang], fallback=True))
+    return found
+
+
+def language() -> str:
+    return _language
+
+
+@contextlib.contextmanager
+def using(lang: str):
+    """Within: messages in `lang` (a report in its run's language); the language in use before, afterwards."""
+    before = _language
+    set_language(lang)
+    try:
+        yield lang
+    finally:
+        set_language(before)
+
+
+def _(message: str) -> str:
+    """The message in the language in use (itself where the catalog has no translation)."""
+    return _translation.gettext(message)
+
+
+def N_(message: str) -> str:
+    """Marks a message for translation where it is defined; `_()` translates it where it is shown."""
+    return message
+
+
+def ngettext(singular: str, plural: str, n: int) -> str:
+    return _translation.ngettext(singular, plural, n)

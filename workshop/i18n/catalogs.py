@@ -1,0 +1,158 @@
+"""The message catalogs: extract what the code marks for translation, keep each language's .po in step, compile.
+
+    python -m workshop.i18n.catalogs update      # after changing messages: refresh every .po, compile every .mo
+    python -m workshop.i18n.catalogs check       # what CI runs (tests/test_messages.py): exit 1 on any problem
+
+One catalog per area, kept beside the code it translates, in gettext's layout: the core package's in
+workshop/i18n/locale/<lang>/LC_MESSAGES/workshop.po, each lab's in workshop/labs/<lab>/locale/<lang>/LC_MESSAGES/
+<lab>.po. Messages are what `_()` and `N_()` mark (workshop/i18n/__init__.py); Babel extracts them and writes the files;
+the runtime reads the compiled .mo with Python's own gettext.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from babel.messages import Catalog, extract, mofile, pofile
+
+from workshop import i18n
+
+PACKAGE = Path(__file__).resolve().parents[1]  # workshop/
+TRANSLATED = [lang for lang in i18n.LANGUAGES if lang != i18n.DEFAULT]
+# A str.format field, {name}, {0}, {key!r}, {rel:.2g}: not the braces of a code stub's dict (`ANSWERS = {...}`)
+PLACEHOLDER = re.compile(r"{[\w.\[\]]*(?:![rsa])?(?::[^{}]*)?}")
+
+
+@dataclass(frozen=True)
+class Area:
+    name: str  # the gettext domain: "workshop" or a lab's name
+    code: Path  # the folder whose .py files it extracts
+    locale: Path  # its <lang>/LC_MESSAGES/<name>.po folder root
+    skip: tuple[str, ...] = ()  # sub-folders of `code` that are areas of their own
+
+    def po(self, lang: str) -> Path:
+        return self.locale / lang / "LC_MESSAGES" / f"{self.name}.po"
+
+    def mo(self, lang: str) -> Path:
+        return self.po(lang).with_suffix(".mo")
+
+
+def areas() -> list[Area]:
+    labs = sorted(p for p in (PACKAGE / "labs").iterdir() if (p / "__init__.py").is_file())
+    core = Area("workshop", PACKAGE, i18n.LOCALE_DIR, skip=("labs",))
+    return [core] + [Area(lab.name, lab, lab / "locale") for lab in labs]
+
+
+def extracted(area: Area) -> Catalog:
+    """Every message the area's code marks, with where it is (file:line)."""
+    template = Catalog(domain=area.name, project="workshop")
+    for path in sorted(area.code.rglob("*.py")):
+        relative = path.relative_to(area.code)
+        if relative.parts[0] in area.skip:
+            continue
+        with path.open("rb") as f:
+            for lineno, message, comments, context in extract.extract("python", f):
+                where = (str(path.relative_to(PACKAGE.parent)), lineno)
+                template.add(message, locations=[where], auto_comments=comments, context=context)
+    return template
+
+
+def read_po(path: Path, lang: str, domain: str) -> Catalog:
+    if not path.is_file():
+        return Catalog(locale=lang, domain=domain, project="workshop")
+    with path.open("rb") as f:
+        return pofile.read_po(f, locale=lang, domain=domain)
+
+
+def compiled(catalog: Catalog) -> bytes:
+    buf = io.BytesIO()
+    mofile.write_mo(buf, catalog)
+    return buf.getvalue()
+
+
+def update(area: Area, lang: str) -> Catalog:
+    """Bring the area's .po up to the code (new messages empty, gone ones dropped) and compile its .mo."""
+    template = extracted(area)
+    catalog = read_po(area.po(lang), lang, area.name)
+    catalog.update(template, no_fuzzy_matching=True, update_creation_date=False)
+    catalog.obsolete.clear()
+    area.po(lang).parent.mkdir(parents=True, exist_ok=True)
+    buf = io.BytesIO()
+    pofile.write_po(buf, catalog, width=100, sort_by_file=True, ignore_obsolete=True)
+    area.po(lang).write_bytes(buf.getvalue())
+    area.mo(lang).write_bytes(compiled(catalog))
+    return catalog
+
+
+def _string(message) -> str:
+    return message.string if isinstance(message.string, str) else "".join(message.string or ())
+
+
+def problems(area: Area, lang: str) -> list[str]:
+    """Everything wrong with the area's catalog for `lang`, one line each (empty when all is well)."""
+    template = extracted(area)
+    if not len(template):
+        return []
+    where = area.po(lang).relative_to(PACKAGE.parent)
+    if not area.po(lang).is_file():
+        return [
+            f"{where}: missing ({len(template)} messages to translate; run python -m workshop.i18n.catalogs update)"
+        ]
+    catalog = read_po(area.po(lang), lang, area.name)
+    out = []
+    for message in template:
+        if not message.id:
+            continue
+        found = catalog.get(message.id, context=message.context)
+        first = message.locations[0]
+        label = f"{first[0]}:{first[1]}: {str(message.id)[:60]!r}"
+        if found is None:
+            out.append(f"{label}: not in {where}")
+        elif not _string(found).strip() or found.fuzzy:
+            out.append(f"{label}: no {lang} translation in {where}")
+        elif set(PLACEHOLDER.findall(str(message.id))) != set(PLACEHOLDER.findall(_string(found))):
+            out.append(f"{label}: the translation's {{placeholders}} differ from the source's")
+    ids = {(m.id, m.context) for m in template}
+    out += [
+        f"{where}: {str(m.id)[:60]!r} is no longer in the code"
+        for m in catalog
+        if m.id and (m.id, m.context) not in ids
+    ]
+    if not area.mo(lang).is_file() or area.mo(lang).read_bytes() != compiled(catalog):
+        out.append(
+            f"{area.mo(lang).relative_to(PACKAGE.parent)}: not compiled from its .po (run update)"
+        )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m workshop.i18n.catalogs", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("action", choices=("update", "check"))
+    args = parser.parse_args(argv)
+    found = []
+    for area in areas():
+        for lang in TRANSLATED:
+            if args.action == "update" and len(extracted(area)):
+                catalog = update(area, lang)
+                print(f"{area.po(lang).relative_to(PACKAGE.parent)}: {len(catalog)} messages")
+            found += problems(area, lang)
+    for line in found:
+        print(line, file=sys.stderr)
+    if args.action == "check":
+        print(
+            f"{len(found)} problem(s) in the message catalogs"
+            if found
+            else "message catalogs: complete"
+        )
+    return 1 if args.action == "check" and found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
