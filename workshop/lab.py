@@ -187,6 +187,8 @@ class LabContext:
             return sandbox.solution(self, ex)
         if not self.graded:
             return ex.load_reference()
+        if self.options.worker_image and not ex.document:
+            raise failures.NotIsolated(ex.id)
         if ex.id in self.skip:
             raise failures.ProcessDied(self.skip[ex.id])
         if ex.document:
@@ -256,6 +258,8 @@ class LabContext:
                 except failures.UNAVAILABLE as e:
                     impl = Unavailable(e)  # the block runs; its first use of impl ends the exercise
                 yield impl
+        except failures.NotIsolated:
+            self.extra.setdefault("not_isolated", []).append(ex.id)
         except BaseException as e:
             failed = failures.learner_failure(ex, e, self.graded, self._learner_path(ex))
             if failed is None:

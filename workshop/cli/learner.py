@@ -6,6 +6,7 @@ grading.workspace_init, progress, check_report and gradebook; this module reads 
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -22,12 +23,13 @@ from workshop.cli.options import (
     run_options,
 )
 from workshop.grading import check_report, checks, gradebook, progress, workspace, workspace_init
-from workshop.harness import interrupt, results
+from workshop.harness import interrupt, results, worker_container
 from workshop.harness.runner import run_labs
 from workshop.i18n import _
 
 console = Console(highlight=False)
 
+BUILD = "docker compose build learner-edition"  # the learner edition's image: grade's sandbox
 STATUS_STYLE = {
     checks.PASSING: "green",
     checks.FAILING: "red",
@@ -49,10 +51,11 @@ def exercise_labs(names: list[str] | None) -> list[str]:
     return names or having
 
 
-def graded_run(lab_names: list[str], args, work: Path, on_line=None) -> Path:
-    """Run the labs on the workspace `work` with `run`'s options (cli.options.run_options); returns the run
-    folder. A stop (Ctrl-C) or an unusable results folder ends the command with run's own messages."""
-    options = run_options(args, lab_names, work=work)
+def graded_run(lab_names: list[str], args, work: Path, on_line=None, worker_image=None) -> Path:
+    """Run the labs on the workspace `work` with `run`'s options (cli.options.run_options), the learner's code
+    in `worker_image`'s containers if given; returns the run folder. A stop (Ctrl-C) or an unusable results
+    folder ends the command with run's own messages."""
+    options = run_options(args, lab_names, work=work, worker_image=worker_image)
     run_dir = runs.new_run(Path(args.out), lab_names, options)
     try:
         run_labs(run_dir, lab_names, options, on_line)
@@ -162,22 +165,72 @@ def cmd_grade(args) -> int:
     out_dir = (
         Path(args.to) if args.to else root / time.strftime("grades-%Y%m%d-%H%M%S", time.gmtime())
     )
+    paths = [Path(p) for p in args.paths]
+    try:
+        files = gradebook.TableFiles(out_dir, len(paths))
+    except FileExistsError as e:
+        raise fail(str(e)) from None
+    image = grade_sandbox(args.sandbox)
+    os.environ["PYTHONDONTWRITEBYTECODE"] = (
+        "1"  # a .pyc that appears in the code is then a hand-in's doing
+    )
 
     def check_workspace(work: Path) -> Path:
         console.print(_("  running the checks of {labs}").format(labs=", ".join(lab_names)))
-        return graded_run(lab_names, args, work)
+        return graded_run(lab_names, args, work, worker_image=image)
 
-    rows = []
-    for path in map(Path, args.paths):
+    def say(path: Path) -> None:
         console.print(_("grading {path}").format(path=path))
-        rows.append(gradebook.grade_path(path, check_workspace))
+
     try:
-        csv_path, md_path = gradebook.write(rows, out_dir)
-    except (OSError, FileExistsError) as e:
+        rows = gradebook.grade_all(paths, check_workspace, files, say, root)
+        csv_path, md_path = files.finish(rows)
+    except OSError as e:
         raise fail(str(e)) from None
+    except SystemExit:  # stopped (Ctrl-C): what was graded is in the partial table
+        if files.partial[0].exists():
+            console.print(
+                _("partial table: {csv} and {md}").format(csv=files.partial[0], md=files.partial[1])
+            )
+        raise
     console.print(md_path.read_text(encoding="utf-8"), markup=False)
     console.print(_("wrote {csv} and {md}").format(csv=csv_path, md=md_path))
     return 0
+
+
+def grade_sandbox(choice: str) -> str | None:
+    """The image each hand-in's code runs in (one container per hand-in's lab), or None for a worker process
+    of this machine, said plainly."""
+    problem = worker_container.docker_problem()
+    if choice == "docker" and problem:
+        raise fail(
+            _("--sandbox docker: {problem}; build it with `{command}`").format(
+                problem=problem, command=BUILD
+            )
+        )
+    if choice == "native" or problem:
+        if problem:
+            console.print(
+                _("no Docker sandbox here ({problem}; `{command}` builds it)").format(
+                    problem=problem, command=BUILD
+                )
+            )
+        console.print(
+            _(
+                "hand-ins run UNISOLATED: each hand-in's code runs as a process of this machine, with process "
+                "limits only; it can read and change other hand-ins, the results and your files. Grade "
+                "untrusted hand-ins with Docker."
+            )
+        )
+        return None
+    worker_container.sweep_stale()
+    console.print(
+        _(
+            "sandbox: each hand-in's code runs in a container of its own ({image}: no network, read-only, "
+            "no capabilities, memory, process and CPU limits), which sees no other hand-in"
+        ).format(image=worker_container.LEARNER_IMAGE)
+    )
+    return worker_container.LEARNER_IMAGE
 
 
 # ---- the parsers ----
@@ -227,6 +280,15 @@ def add_commands(sub) -> None:
     )
     grade.add_argument(
         "--to", help=_("folder for grades.csv and grades.md (default results/grades-<time>)")
+    )
+    grade.add_argument(
+        "--sandbox",
+        choices=("auto", "docker", "native"),
+        default="auto",
+        help=_(
+            "where each hand-in's code runs: a container of its own (docker; auto: where Docker and the "
+            "learner edition's image are there) or, unisolated, a process of this machine (native)"
+        ),
     )
     add_run_options(grade)
     grade.set_defaults(fn=cmd_grade)

@@ -71,10 +71,8 @@ def worker_environment(scratch: Path, device: str, root: Path) -> dict[str, str]
         "USER": "workshop-worker",
         "PYTHONPATH": str(root),
         "PYTHONNOUSERSITE": "1",
+        # writes no .pyc beside the code (a pycache prefix of its own would recompile torch: 7 s a start)
         "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONPYCACHEPREFIX": str(
-            scratch / "pycache"
-        ),  # never reads a .pyc planted beside the code
         "PYTHONUNBUFFERED": "1",
         "MPLBACKEND": "Agg",
         "TRITON_CACHE_DIR": str(scratch / "triton"),
