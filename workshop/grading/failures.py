@@ -99,8 +99,8 @@ def worker_failure(ex: Exercise, e: LearnerCodeFailed) -> Check:
 def refusal(ex: Exercise, e: LearnerCodeFailed) -> str:
     """Why the learner's code was not run, in one line that names the file and line."""
     if e.kind == "missing":
-        return _("your file defines no `{name}` (exercise {id})").format(
-            name=ex.attribute, id=ex.id
+        return _("{file} defines no `{name}` (exercise {id})").format(
+            file=e.where, name=ex.attribute, id=ex.id
         )
     if e.kind == "refused" and e.error.endswith(" is imported"):
         return _(

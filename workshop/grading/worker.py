@@ -119,7 +119,7 @@ class Session:
         try:
             target = self.target(request["target"])
         except Refused as e:
-            return {"ok": False, "kind": e.kind, "error": e.what, "where": None}
+            return {"ok": False, "kind": e.kind, "error": e.what, "where": self.filename}
         except NotImplementedError as e:
             return failure("not_started", e)
         except (LookupError, ImportError, ValueError) as e:
