@@ -32,6 +32,10 @@ ROOT = Path(__file__).resolve().parent
 SESSION = "docker/session.sh"  # labs, report, then the tests on that run: the same script in and out of Docker
 DEFAULT_ARCHIVE = "pytorch-internals-workshop-image.tar.gz"
 DEFAULT_WORK = "my-work"  # the learner's workspace (workshop/grading/workspace.py: DEFAULT_DIR)
+EDITIONS = {
+    "instructor": "workshop-cpu",
+    "learner": "learner-edition",
+}  # compose's service that builds each
 INSTALL_DOCKER = "https://docs.docker.com/engine/install/"
 INSTALL_TOOLKIT = (
     "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
@@ -197,16 +201,20 @@ def workshop_task(**options):
 @workshop_task(
     help={
         "torch-index": "take torch from this wheel index instead of PyPI (GPUs whose driver predates CUDA 13), "
-        "e.g. https://download.pytorch.org/whl/cu126"
+        "e.g. https://download.pytorch.org/whl/cu126",
+        "edition": "instructor (default: the workshop as it is) or learner (no reference solutions, no model "
+        "answers: the image grade runs hand-ins in)",
     }
 )
-def build(c, torch_index=""):
-    """Build the image (docker/Dockerfile): the pinned torch, a compiler, the workshop."""
+def build(c, torch_index="", edition="instructor"):
+    """Build the image (docker/Dockerfile): the pinned torch, a compiler, the workshop (or its learner edition)."""
+    if edition not in EDITIONS:
+        raise Exit(f"invoke: --edition takes {' or '.join(EDITIONS)}, not {edition!r}", code=1)
     _need_docker(c)
     env = {"WORKSHOP_GIT_REVISION": _git_revision()}
     if torch_index:
         env["TORCH_INDEX_URL"] = torch_index
-    _run(c, "docker", "compose", "build", "workshop-cpu", env=env)
+    _run(c, "docker", "compose", "build", EDITIONS[edition], env=env)
 
 
 @workshop_task(
@@ -330,6 +338,23 @@ def exercises(c, action, work=DEFAULT_WORK, learner="", native=False, lang=""):
     else:
         words = ["exercises", "list", "--work", inside]
     _learner(c, words + _language(lang), work, native)
+
+
+@workshop_task(
+    iterable=["path"],
+    help={
+        "path": "a hand-in: a workspace, a folder holding my-work/, or run folders (repeatable)",
+        "sandbox": "auto (default: a container of the learner edition's image per hand-in's lab, where "
+        "Docker and that image are here), docker, or native (unisolated)",
+        "lang": LANG_HELP,
+    },
+)
+def grade(c, path=None, sandbox="auto", lang=""):
+    """Grade hand-ins into a table of learners x exercises, each hand-in's code in a container of its own."""
+    if not path:
+        raise Exit("invoke: grade needs --path HAND-IN (repeatable)", code=1)
+    words = ["grade", *_language(lang), "--sandbox", sandbox, "--", *path]
+    _run(c, _native_python(), "-m", "workshop", *words)
 
 
 @workshop_task(help={"cpu": "a CPU container even where there are GPUs"})

@@ -233,6 +233,34 @@ def grade_sandbox(choice: str) -> str | None:
     return worker_container.LEARNER_IMAGE
 
 
+# ---- edition ----
+def cmd_edition(args) -> int:
+    from workshop.grading import edition  # reads every lab's references: only for this command
+
+    try:
+        report = edition.build_learner(Path(args.out))
+    except FileExistsError as e:
+        raise fail(str(e)) from None
+    console.print(
+        _(
+            "the learner edition in {out}: {stubbed} references replaced by their stubs, {deleted} files of "
+            "model answers deleted, {helpers} helpers only a reference used removed (its EDITION.json lists them)"
+        ).format(
+            out=args.out,
+            stubbed=len(report.stubbed),
+            deleted=len(report.deleted),
+            helpers=len(report.helpers_removed),
+        )
+    )
+    for reference in report.left_bodies:
+        console.print(
+            _("a reference's code is still in the edition: {reference}").format(reference=reference)
+        )
+    for quoted in report.quoted_in:
+        console.print(_("a handout quotes a reference's lines: {where}").format(where=quoted))
+    return 1 if report.left_bodies else 0
+
+
 # ---- the parsers ----
 def add_commands(sub) -> None:
     """Add exercises, check and grade to `python -m workshop`'s subcommands."""
@@ -292,6 +320,19 @@ def add_commands(sub) -> None:
     )
     add_run_options(grade)
     grade.set_defaults(fn=cmd_grade)
+
+    edition = sub.add_parser(
+        "edition",
+        help=_(
+            "instructors: the workshop as learners get it, without the answers, in a new folder"
+        ),
+    )
+    edition.add_argument(
+        "kind", choices=("learner",), help=_("learner: every exercised reference a stub")
+    )
+    edition.add_argument("--out", required=True, help=_("a new (or empty) folder"))
+    add_language_option(edition)
+    edition.set_defaults(fn=cmd_edition)
 
 
 def add_work_option(parser, default_work: str) -> None:

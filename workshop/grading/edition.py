@@ -1,6 +1,6 @@
 """The learner edition: the workshop as learners get it, without the answers.
 
-    python -m workshop.grading.edition learner --out DIR      (the image's learner stage runs this)
+    python -m workshop edition learner --out DIR      (the image's EDITION=learner build runs this)
 
 It copies the repository's workshop (not its tests, CI or run folders) to DIR, then:
 - replaces every exercised reference (each Exercise's `reference`) with its stub: a function keeps its name,
@@ -19,14 +19,12 @@ edition's report names it.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import importlib.util
 import json
 import pprint
 import re
 import shutil
-import sys
 import textwrap
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -231,30 +229,3 @@ def build_learner(out: Path) -> EditionReport:
     find_leftovers(out, bodies, sources, report)
     (out / "workshop" / "EDITION.json").write_text(json.dumps(asdict(report), indent=2) + "\n")
     return report
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m workshop.grading.edition")
-    p.add_argument("edition", choices=["learner"])
-    p.add_argument("--out", type=Path, required=True, help="a new (or empty) folder")
-    args = p.parse_args(argv)
-    try:
-        report = build_learner(args.out)
-    except FileExistsError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    print(
-        f"learner edition in {args.out}: {len(report.stubbed)} references stubbed, {len(report.deleted)} files "
-        f"deleted, {len(report.helpers_removed)} helpers removed"
-    )
-    for what, items in (
-        ("reference body still in the code", report.left_bodies),
-        ("quoted in a handout", report.quoted_in),
-    ):
-        for item in items:
-            print(f"  {what}: {item}")
-    return 1 if report.left_bodies else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

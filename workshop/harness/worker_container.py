@@ -23,7 +23,10 @@ from pathlib import Path
 
 from workshop.harness.worker_process import DEFAULT_LIMITS, GRACE_S, Limits, OutputLog, how_it_ended
 
-LEARNER_IMAGE = "pytorch-internals-workshop-learner:latest"  # compose.yaml's learner-edition image
+# compose.yaml's learner-edition service builds it (WORKSHOP_LEARNER_IMAGE names another, there and here)
+LEARNER_IMAGE = os.environ.get(
+    "WORKSHOP_LEARNER_IMAGE", "pytorch-internals-workshop-learner:latest"
+)
 LABEL = "workshop.worker.owner"  # "<host>:<pid>" of the lab's process
 UID = "65534:65534"  # owns nothing in the image
 DOCKER_TIMEOUT_S = 60
