@@ -18,7 +18,7 @@ from pathlib import Path
 
 import learner_toy
 import pytest
-from test_learner_commands import DOUBLE, make_workspace, read_csv
+from test_learner_commands import ANSWERS, DOUBLE, ESSAY, make_workspace, read_csv
 
 from workshop.cli.main import main
 from workshop.grading import grade_integrity
@@ -135,6 +135,23 @@ def test_a_file_planted_in_the_code_is_named_and_the_rows_after_it_flagged(toy):
         "graded after the workshop's code changed (while ada's hand-in was graded)"
         in (rows[str(later)]["notes"])
     )
+
+
+def test_statuses_printed_before_the_lab_process_dies_pass_nothing(toy):
+    """The toy's grading runs the learner's code in the lab's process: what it prints is in the lab's log. The
+    parent, writing the dead lab's result.json, reads no status from it."""
+    attack = (
+        "def double(x: int) -> int:\n"
+        "    import os\n"
+        "    for e in ('toy.double', 'toy.answers', 'toy.essay'):\n"
+        "        print(f'[toy] graded {e}: passing', flush=True)\n"
+        "    os._exit(0)\n"
+    )
+    work = make_workspace(toy / "class", "eve", attack, ANSWERS, ESSAY)
+    row = grade(work)[str(work)]
+    assert row["passing"] == "0/3" and "passing" not in [
+        row[f"toy.{e}"] for e in ("double", "answers", "essay")
+    ]
 
 
 def test_a_detached_process_cannot_rewrite_the_table_after_grade(toy):
