@@ -13,7 +13,14 @@ import autograd_wrong_solutions as w
 import pytest
 
 from workshop.grading import checks
-from workshop.grading.solution import LearnerFile, LocalWorker, Solution, Worker, solution_for
+from workshop.grading.solution import (
+    LearnerCodeFailed,
+    LearnerFile,
+    LocalWorker,
+    Solution,
+    Worker,
+    solution_for,
+)
 from workshop.harness.options import RunOptions
 from workshop.harness.worker_process import NativeWorker
 from workshop.lab import LabContext
@@ -282,6 +289,25 @@ def test_a_learners_correct_hand_gradients_pass_and_the_rest_is_not_started(ctx,
     results = ctx.exercise_results()
     assert results["autograd.cross_entropy_grad"]["status"] == checks.PASSING, messages(ctx)
     assert results["autograd.linear_grads"]["status"] == checks.PASSING, messages(ctx)
+
+
+def test_a_probe_over_several_pieces_gets_the_learners_or_the_references(ctx, tmp_path):
+    """LabContext.probe (contract 6, several pieces at once): the references on a reference run, the learner's
+    functions in the worker when a workspace is graded, every missing one named."""
+    names = ("cross_entropy_grad", "linear_grads")
+    assert ctx.probe("builtins:sorted", attributes=names) == list(names)
+    (tmp_path / "autograd.py").write_text(
+        WORKSPACE_HEADER + LEARNER_HAND.split("def linear_grads")[0]
+    )
+    ctx.options = dataclasses.replace(ctx.options, work=tmp_path)
+    ctx._worker = None
+    try:
+        with pytest.raises(LearnerCodeFailed) as e:
+            ctx.probe("builtins:sorted", attributes=(*names, "engine_order"))
+        assert (e.value.kind, e.value.error) == ("missing", "linear_grads, engine_order")
+        assert ctx.probe("builtins:len", attributes=names[:1]) == 1
+    finally:
+        ctx._worker.stop()
 
 
 def test_kahn_with_a_heap_is_what_the_hint_describes(ctx, cases):

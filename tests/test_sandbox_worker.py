@@ -128,6 +128,14 @@ def test_a_probe_runs_in_the_worker_on_the_learners_function(worker):
     assert impl.probe("builtins:getattr", "__name__") == "double"
 
 
+def test_a_probe_over_several_pieces_gets_them_by_name_and_hears_of_every_missing_one(worker):
+    both = Solution(worker, {"attributes": ["double", "pair"]}, 20)
+    assert both.probe("builtins:sorted") == ["double", "pair"]
+    with pytest.raises(LearnerCodeFailed) as e:
+        Solution(worker, {"attributes": ["double", "nope", "none"]}, 20).probe("builtins:len")
+    assert (e.value.kind, e.value.error) == ("missing", "nope, none")
+
+
 def test_the_learners_errors_come_back_with_their_file_and_line(worker):
     e = failure(worker, "boom", torch.ones(2, 3))
     assert (e.kind, e.where) == (

@@ -273,6 +273,13 @@ class LabContext:
             status = exercise_status([c for c in self.checks if c.exercise == ex.id])
             print(lab_log.ended(self.name, ex.id, status), flush=True)
 
+    def probe(self, function: str, *args, attributes: tuple[str, ...]):
+        """Contract 6 over several pieces at once, outside any one exercise's block: the trusted probe
+        "module:function" runs in the worker as function({attribute: piece}, *args), the pieces the learner's
+        (the references' when no workspace is graded), and returns wire values. Raises LearnerCodeFailed:
+        kind "missing" names every missing piece ("a, b"), "not_started" a stub, the rest as a block's."""
+        return sandbox.probe(self, function, args, attributes)
+
     def _learner_path(self, ex: Exercise) -> Path | None:
         """The workspace file the learner writes this exercise in (None for the reference)."""
         if not self.graded:

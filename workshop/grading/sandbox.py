@@ -9,9 +9,10 @@ process (solution.LocalWorker). One per lab process, stopped when the lab ends.
 from __future__ import annotations
 
 from workshop import labs
-from workshop.grading import workspace
+from workshop.grading import source_check, workspace
 from workshop.grading.exercise import Exercise
 from workshop.grading.solution import (
+    LearnerCodeFailed,
     LearnerFile,
     LocalWorker,
     Solution,
@@ -66,6 +67,33 @@ def solution(ctx, ex: Exercise) -> Solution:
             )
         )
     return solution_for(worker(ctx), ex, ctx.graded)
+
+
+def begin(ctx) -> None:
+    """Start the learner's worker as the lab starts, when it grades a workspace with code exercises: it loads
+    while the lab prepares its cases."""
+    code = ctx.graded and any(ex.attribute for ex in labs.exercises(ctx.name))
+    if code and workspace.lab_file(ctx.work, ctx.name).is_file():
+        worker(ctx).begin()
+
+
+def probe(ctx, function: str, args: tuple, attributes: tuple[str, ...]):
+    """function({attribute: piece}, *args) in the worker, over several of the lab's exercises' pieces at once
+    (the learner's when a workspace is graded, else the references): LabContext.probe."""
+    exercises = [ex for ex in labs.exercises(ctx.name) if ex.attribute in attributes]
+    if not ctx.graded:
+        target = {"references": {ex.attribute: ex.reference for ex in exercises}}
+        return Solution(worker(ctx), target).probe(function, *args)
+    path = workspace.lab_file(ctx.work, ctx.name)
+    found = worker(ctx)
+    if found.learner is None:
+        raise LearnerCodeFailed("missing", ", ".join(attributes), workspace.display(path))
+    for name in attributes:
+        if (statement := source_check.imported_as(found.learner.source, name)) is not None:
+            where = f"{found.learner.filename}:{statement.lineno}"
+            raise LearnerCodeFailed("refused", f"{name} is imported", where)
+    limit = max((ex.time_limit_s for ex in exercises), default=None)
+    return Solution(found, {"attributes": list(attributes)}, limit).probe(function, *args)
 
 
 def stop(ctx) -> None:

@@ -104,6 +104,7 @@ class Worker:
     def __init__(self, launcher, device: str, learner: LearnerFile | None):
         self.launcher, self.device, self.learner = launcher, device, learner
         self.channel = None  # a wire.Channel while the worker runs
+        self.loaded = False  # it said it was ready and has the learner's file
         self.refused = self._refused()
 
     def _refused(self) -> LearnerCodeFailed | None:
@@ -118,16 +119,24 @@ class Worker:
         first = refusals[0]
         return LearnerCodeFailed("refused", first.what, f"{self.learner.filename}:{first.line}")
 
-    def _start(self) -> None:
+    def begin(self) -> None:
+        """Start the worker without waiting for it: its interpreter and torch load while the lab prepares (a
+        container's start and `import torch` take seconds)."""
         from workshop.grading import (
             wire,
         )  # torch: imported where a lab runs, never by `workshop list`
 
-        read_fd, write_fd = self.launcher.start()
-        self.channel = wire.Channel(read_fd, write_fd)
-        self.channel.map_location = self.device
+        if self.channel is None and self.refused is None:
+            read_fd, write_fd = self.launcher.start()
+            self.channel = wire.Channel(read_fd, write_fd)
+            self.channel.map_location = self.device
+            self.loaded = False
+
+    def _start(self) -> None:
+        self.begin()
         self._receive(time.monotonic() + READY_S)
         self.load_failure = self._load()
+        self.loaded = True
 
     def _load(self) -> LearnerCodeFailed | None:
         """Tell the worker the device and give it the learner's file (read here and found runnable)."""
@@ -141,10 +150,10 @@ class Worker:
 
     def ask(self, request: dict, limit_s: float | None) -> dict:
         """One request's reply ({"ok": True, ...}); LearnerCodeFailed for any failure of the learner's code."""
-        learners = "attribute" in request.get("target", {})
+        learners = bool({"attribute", "attributes"} & set(request.get("target", {})))
         if self.refused and learners:
             raise LearnerCodeFailed(self.refused.kind, self.refused.error, self.refused.where)
-        if self.channel is None:
+        if not self.loaded:
             self._start()
         if self.load_failure and learners:
             raise LearnerCodeFailed(
@@ -195,7 +204,7 @@ class Worker:
 
     def stop(self) -> None:
         self.launcher.stop()
-        self.channel = None
+        self.channel, self.loaded = None, False
 
 
 class LocalWorker:
@@ -216,7 +225,7 @@ class LocalWorker:
     def ask(self, request: dict, limit_s: float | None) -> dict:
         from workshop.grading import wire
 
-        if "attribute" in request.get("target", {}):
+        if {"attribute", "attributes"} & set(request.get("target", {})):
             raise ValueError("the learner's code runs in a worker process, never in the lab's")
         reply = self.session.handle(wire.loads(wire.dumps(request), self.device))
         reply = wire.loads(wire.dumps(reply), self.device)

@@ -8,7 +8,8 @@ No path reaches it: the learner's file comes over the channel as text, compiled 
 knows it by (my-work/autograd.py), so tracebacks name it, and nothing else of the workspace is here. Its
 stdout and stderr go to a capped log that nobody parses. Requests, each answered by one reply:
   {"op": "load", "device", "source" (None: no learner file), "filename", "allowed": [[module, name], ...]}
-  {"op": "call" | "probe" | "value", "target": {"attribute": NAME} | {"reference": "module:attr"},
+  {"op": "call" | "probe" | "value", "target": {"attribute": NAME} | {"reference": "module:attr"} |
+   {"attributes": [NAME, ...]} | {"references": {NAME: "module:attr"}} (a probe over several pieces),
    "args": [...], "probe": "module:function", "limit_s": CPU seconds}
 A reply is {"ok": True, "value": ...} or {"ok": False, "kind", "error", "where"}, kind one of load, missing,
 refused, not_started, error, time, wire, worker.
@@ -161,12 +162,20 @@ class Session:
         return {"ok": True}
 
     def target(self, spec: dict):
-        """The learner's attribute (refused when its code is not the learner's own) or the reference."""
+        """What a request names: the reference ("module:attr"), the references of several pieces, the learner's
+        attribute (refused when its code is not the learner's own), or several of the learner's attributes
+        ({name: piece}, for a probe that builds one thing from them: a custom op from its kernels)."""
         if "reference" in spec:
             return pkgutil.resolve_name(spec["reference"])
+        if "references" in spec:
+            return {name: pkgutil.resolve_name(ref) for name, ref in spec["references"].items()}
+        if "attributes" in spec:
+            return self.pieces(spec["attributes"])
+        return self.attribute(spec["attribute"])
+
+    def attribute(self, name: str):
         if self.module is None:
             raise LookupError("the learner's file is not loaded")
-        name = spec["attribute"]
         if not hasattr(self.module, name):
             raise Refused("missing", name)
         value = getattr(self.module, name)
@@ -176,6 +185,13 @@ class Session:
         if code is not None and code.co_filename != self.filename:
             raise Refused("refused", f"{name} is defined in {code.co_filename}")
         return value
+
+    def pieces(self, names: list[str]) -> dict:
+        """{name: the learner's attribute}; every missing name said at once (Refused "missing": "a, b")."""
+        missing = [name for name in names if self.module is None or not hasattr(self.module, name)]
+        if missing:
+            raise Refused("missing", ", ".join(missing))
+        return {name: self.attribute(name) for name in names}
 
     def run(self, request: dict, target, probe) -> dict:
         args = request.get("args") or []

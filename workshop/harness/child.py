@@ -33,6 +33,7 @@ def main(lab_dir: Path) -> int:
     export_environment(order.options)
     ctx = LabContext(order.lab, Path(lab_dir), order.options, skip=order.skip)
     start = time.monotonic()
+    sandbox.begin(ctx)  # the learner's worker loads while the lab prepares
     try:
         stopped = run_lab_code(ctx, labs.get(ctx.name).limit_s(ctx.options))
     finally:
