@@ -9,9 +9,11 @@ and runs them).
 
 from __future__ import annotations
 
+import csv
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -298,3 +300,71 @@ def test_a_container_whose_lab_process_died_is_swept(tmp_path):
     assert subprocess.run(listing, capture_output=True, text=True).stdout.strip()
     assert sweep_stale()
     assert not subprocess.run(listing, capture_output=True, text=True).stdout.strip()
+
+
+@needs_docker
+@pytest.mark.docker
+@pytest.mark.slow
+def test_grade_in_the_container_verifies_a_workspace_and_names_what_it_could_not_sandbox(tmp_path):
+    """grade --sandbox docker end to end, on the autograd lab: the hand gradients (graded through the worker)
+    pass in the container; the exercises whose grading still runs learner code in the lab's process are not
+    graded there, and the notes say so."""
+    work = tmp_path / "ada"
+    subprocess.run(
+        [sys.executable, "-m", "workshop", "exercises", "init", str(work), "--lab", "autograd"],
+        check=True,
+    )
+    source = (work / "autograd.py").read_text()
+    for name in ("cross_entropy_grad", "linear_grads"):
+        start = source.index(f"def {name}(")
+        source = (
+            source[:start]
+            + source[source.index("\n", source.index("raise NotImplementedError", start)) + 1 :]
+        )
+    (work / "autograd.py").write_text(source + CORRECT_HAND)
+    grade = [
+        sys.executable,
+        "-m",
+        "workshop",
+        "grade",
+        str(work),
+        "--lab",
+        "autograd",
+        "--device",
+        "cpu",
+    ]
+    grade += [
+        "--sandbox",
+        "docker",
+        "--out",
+        str(tmp_path / "results"),
+        "--to",
+        str(tmp_path / "grades"),
+    ]
+    out = subprocess.run(grade, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "sandbox: each hand-in's code runs in a container of its own" in out.stdout
+    [row] = csv.DictReader((tmp_path / "grades" / "grades.csv").read_text().splitlines())
+    assert (row["autograd.cross_entropy_grad"], row["autograd.linear_grads"]) == (
+        "passing",
+        "passing",
+    )
+    assert "autograd.engine_order: not graded in the sandbox" in row["notes"]
+
+
+CORRECT_HAND = """
+def cross_entropy_grad(logits, targets):
+    V = logits.shape[-1]
+    z, t = logits.reshape(-1, V), targets.reshape(-1)
+    real = (t != PAD_ID).to(z.dtype)
+    n = real.sum()
+    loss = -(torch.log_softmax(z, dim=-1)[torch.arange(len(t)), t] * real).sum() / n
+    g = torch.softmax(z, dim=-1)
+    g[torch.arange(len(t)), t] -= 1
+    return loss, (g * real[:, None] / n).reshape(logits.shape)
+
+
+def linear_grads(dlogits, x, W):
+    G = dlogits.flatten(0, -2)
+    return G.t().mm(x.flatten(0, -2)), G.sum(0), G.mm(W).view_as(x)
+"""

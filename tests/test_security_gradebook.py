@@ -22,7 +22,9 @@ from test_learner_commands import ANSWERS, DOUBLE, ESSAY, make_workspace, read_c
 
 from workshop.cli.main import main
 from workshop.grading import grade_integrity
+from workshop.harness.options import RunOptions
 from workshop.harness.results import runs
+from workshop.lab import LabContext
 
 NATIVE = ["--device", "cpu", "--sandbox", "native"]
 
@@ -152,6 +154,25 @@ def test_statuses_printed_before_the_lab_process_dies_pass_nothing(toy):
     assert row["passing"] == "0/3" and "passing" not in [
         row[f"toy.{e}"] for e in ("double", "answers", "essay")
     ]
+
+
+def test_in_the_sandbox_a_lab_that_runs_learner_code_in_its_own_process_runs_none(toy):
+    """The toy's grading does not go through the worker: with grade's containers asked for, its learner code is
+    not run in the lab's process at all; the exercise is not graded and result.json says why."""
+    marker = toy / "ran"
+    attack = (
+        f"def double(x: int) -> int:\n    open({str(marker)!r}, 'w').write('x')\n    return 2 * x\n"
+    )
+    work = make_workspace(toy / "class", "eve", attack, ANSWERS, ESSAY)
+    (toy / "out").mkdir()
+    options = RunOptions("cpu", 1, 0, work=work, worker_image="any-image")
+    ctx = LabContext("toy", toy / "out", options)
+    learner_toy.run(ctx)
+    results = ctx.exercise_results()
+    assert not marker.exists()
+    assert ctx.extra["not_isolated"] == ["toy.double", "toy.answers"]
+    assert [results[f"toy.{e}"]["status"] for e in ("double", "answers")] == ["not graded"] * 2
+    assert results["toy.essay"]["status"] == "passing"  # a document is read as text, in any sandbox
 
 
 def test_a_detached_process_cannot_rewrite_the_table_after_grade(toy):
