@@ -8,6 +8,8 @@
 Docker is the default path: the image (docker/Dockerfile) holds the exact pin set, compose.yaml the services.
 `--native` runs the same commands with the Python that runs invoke (the README's native venv). All behaviour
 lives in the package (`python -m workshop`) and in docker/session.sh; this file only picks and spells commands.
+Its messages and its tasks' help are translated like the package's (workshop/i18n: their Spanish is in the core's
+catalog): help in the language of the environment (WORKSHOP_LANG, the locale), a task's messages in its --lang's.
 """
 
 from __future__ import annotations
@@ -24,26 +26,30 @@ from pathlib import Path
 from invoke import Collection, Exit, task
 from invoke.parser import ParserContext
 
-from workshop.i18n import (
-    LANGUAGES,
-)  # standard library only: importable without the workshop's packages
+# standard library only: importable without the workshop's packages
+from workshop import i18n
+from workshop.i18n import LANGUAGES, N_, _, ngettext
 
 ROOT = Path(__file__).resolve().parent
 SESSION = "docker/session.sh"  # labs, report, then the tests on that run: the same script in and out of Docker
 DEFAULT_ARCHIVE = "pytorch-internals-workshop-image.tar.gz"
 DEFAULT_WORK = "my-work"  # the learner's workspace (workshop/grading/workspace.py: DEFAULT_DIR)
-EDITIONS = {
-    "instructor": "workshop-cpu",
-    "learner": "learner-edition",
-}  # compose's service that builds each
+# compose's service that builds each edition's image
+EDITIONS = {"instructor": "workshop-cpu", "learner": "learner-edition"}
 INSTALL_DOCKER = "https://docs.docker.com/engine/install/"
 INSTALL_TOOLKIT = (
     "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
 )
-LANG_HELP = (
+LANG_HELP = N_(
     "es or en: the language of messages, summaries and reports (default: WORKSHOP_LANG, else the locale, "
     "LANG=es_ES.UTF-8 gives Spanish; compose passes both into the container)"
 )
+NATIVE_HELP = N_("run here, without Docker, with the Python that runs invoke")
+CPU_HELP = N_("use the CPU even where there are GPUs")
+WORK_HELP = N_("your workspace (default {work})")
+i18n.set_language(
+    None
+)  # the help invoke shows: in the environment's language (a task's --lang comes later)
 
 
 def _probe(*cmd: str) -> subprocess.CompletedProcess | None:
@@ -54,7 +60,7 @@ def _probe(*cmd: str) -> subprocess.CompletedProcess | None:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     except subprocess.TimeoutExpired:
         return subprocess.CompletedProcess(
-            cmd, 1, "", f"{' '.join(cmd)} did not answer within 60 s"
+            cmd, 1, "", _("{command} did not answer within 60 s").format(command=" ".join(cmd))
         )
 
 
@@ -62,26 +68,26 @@ def _docker_problem() -> str | None:
     """Why Docker cannot be used here, with the fix; None when it can."""
     info = _probe("docker", "info", "--format", "{{.ServerVersion}}")
     if info is None:
-        return (
-            f"Docker is not installed. Install Docker Engine with its Compose plugin ({INSTALL_DOCKER}), "
+        return _(
+            "Docker is not installed. Install Docker Engine with its Compose plugin ({url}), "
             "or run without Docker: add --native (after the README's native setup)."
-        )
+        ).format(url=INSTALL_DOCKER)
     if info.returncode != 0:
-        error = (info.stderr.strip().splitlines() or ["(no message)"])[-1]
+        error = (info.stderr.strip().splitlines() or [_("(no message)")])[-1]
         if "permission denied" in error.lower():
-            return (
-                f"You may not use the Docker daemon ({error}). Add yourself to the docker group: "
+            return _(
+                "You may not use the Docker daemon ({error}). Add yourself to the docker group: "
                 "`sudo usermod -aG docker $USER`, then log in again."
-            )
-        return (
-            f"The Docker daemon is not running ({error}). Start it: `sudo systemctl start docker` "
+            ).format(error=error)
+        return _(
+            "The Docker daemon is not running ({error}). Start it: `sudo systemctl start docker` "
             "(Docker Desktop: start the app)."
-        )
+        ).format(error=error)
     if _probe("docker", "compose", "version").returncode != 0:
-        return (
+        return _(
             "Docker Compose v2 is missing (`docker compose version` failed). Install the plugin: "
-            f"`sudo apt-get install docker-compose-plugin` or see {INSTALL_DOCKER}."
-        )
+            "`sudo apt-get install docker-compose-plugin` or see {url}."
+        ).format(url=INSTALL_DOCKER)
     return None
 
 
@@ -94,21 +100,27 @@ def _gpu_service() -> tuple[str, str]:
         if line.startswith("GPU ")
     ]
     if not gpus:
-        return "workshop-cpu", "no NVIDIA GPU found (nvidia-smi): running on the CPU"
+        return "workshop-cpu", _("no NVIDIA GPU found (nvidia-smi): running on the CPU")
     runtimes = _probe("docker", "info", "--format", "{{json .Runtimes}}")
     if "nvidia" in (runtimes.stdout if runtimes else "") or shutil.which(
         "nvidia-container-runtime-hook"
     ):
-        return (
-            "workshop",
-            f"{len(gpus)} NVIDIA GPU(s) and the NVIDIA container runtime found: running on the GPUs",
-        )
-    return "workshop-cpu", (
-        f"{len(gpus)} NVIDIA GPU(s) found, but Docker has no NVIDIA runtime, so containers cannot use them "
+        return "workshop", ngettext(
+            "{n} NVIDIA GPU and the NVIDIA container runtime found: running on the GPU",
+            "{n} NVIDIA GPUs and the NVIDIA container runtime found: running on the GPUs",
+            len(gpus),
+        ).format(n=len(gpus))
+    return "workshop-cpu", ngettext(
+        "{n} NVIDIA GPU found, but Docker has no NVIDIA runtime, so containers cannot use it "
         '(`docker compose up workshop` stops with: could not select device driver "nvidia"): '
-        f"running on the CPU. To use the GPUs, install the NVIDIA Container Toolkit ({INSTALL_TOOLKIT}), then "
-        "`sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker`."
-    )
+        "running on the CPU. To use the GPU, install the NVIDIA Container Toolkit ({url}), then "
+        "`sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker`.",
+        "{n} NVIDIA GPUs found, but Docker has no NVIDIA runtime, so containers cannot use them "
+        '(`docker compose up workshop` stops with: could not select device driver "nvidia"): '
+        "running on the CPU. To use the GPUs, install the NVIDIA Container Toolkit ({url}), then "
+        "`sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker`.",
+        len(gpus),
+    ).format(n=len(gpus), url=INSTALL_TOOLKIT)
 
 
 def _say(message: str) -> None:
@@ -119,7 +131,7 @@ def _need_docker(c) -> None:
     """Stop with the fix when Docker is unusable; under --dry-run only say so and go on printing."""
     problem = _docker_problem()
     if problem and c.config.run.dry:
-        _say(f"note: {problem}")
+        _say(_("note: {line}").format(line=problem))
     elif problem:
         raise Exit(f"invoke: {problem}", code=1)
     (ROOT / "results").mkdir(
@@ -129,7 +141,7 @@ def _need_docker(c) -> None:
 
 def _service(c, cpu: bool) -> str:
     if cpu:
-        _say("--cpu: running on the CPU")
+        _say(_("--cpu: running on the CPU"))
         return "workshop-cpu"
     service, why = _gpu_service()
     _say(why)
@@ -143,8 +155,11 @@ def _native_python() -> str:
     ]
     if missing:
         raise Exit(
-            f"invoke: --native needs {', '.join(missing)} in {sys.executable}: activate the venv of the "
-            "README's native setup (`. .venv/bin/activate`) and run invoke from there.",
+            "invoke: "
+            + _(
+                "--native needs {missing} in {python}: activate the venv of the README's native setup "
+                "(`. .venv/bin/activate`) and run invoke from there."
+            ).format(missing=", ".join(missing), python=sys.executable),
             code=1,
         )
     return sys.executable
@@ -168,14 +183,24 @@ def _git_revision() -> str:
 
 
 def _language(lang: str) -> list[str]:
-    """`--lang LANG` for a workshop command ([] when not asked: the command follows the locale)."""
+    """`--lang LANG` for a workshop command ([] when not asked: the command follows the locale); this task's own
+    messages follow it too."""
     if lang and lang not in LANGUAGES:
-        raise Exit(f"invoke: --lang takes {' or '.join(LANGUAGES)}, not {lang!r}", code=1)
+        raise Exit(
+            "invoke: "
+            + _("--lang takes {choices}, not {lang!r}").format(
+                choices=_(" or ").join(LANGUAGES), lang=lang
+            ),
+            code=1,
+        )
+    if lang:
+        i18n.set_language(lang)
     return ["--lang", lang] if lang else []
 
 
-def workshop_task(**options):
-    """@task, plus a --dry-run option that prints the commands instead of running them (invoke's own --dry)."""
+def workshop_task(doc: str, **options):
+    """@task, plus a --dry-run option that prints the commands instead of running them (invoke's own --dry).
+    `doc` is what `invoke --list` and `invoke --help TASK` show (the task's docstring), translated with its help."""
 
     def decorate(fn):
         @functools.wraps(fn)
@@ -184,6 +209,8 @@ def workshop_task(**options):
                 c.config.run.dry = True
             return fn(c, *args, **kwargs)
 
+        body.__doc__ = doc
+
         signature = inspect.signature(fn)
         dry_run = inspect.Parameter(
             "dry_run", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=False
@@ -191,7 +218,7 @@ def workshop_task(**options):
         body.__signature__ = signature.replace(parameters=[*signature.parameters.values(), dry_run])
         options["help"] = {
             **options.get("help", {}),
-            "dry-run": "print the commands instead of running them",
+            "dry-run": _("print the commands instead of running them"),
         }
         return task(**options)(body)
 
@@ -199,17 +226,30 @@ def workshop_task(**options):
 
 
 @workshop_task(
+    doc=_(
+        "Build the image (docker/Dockerfile): the pinned torch, a compiler, the workshop (or its learner "
+        "edition)."
+    ),
     help={
-        "torch-index": "take torch from this wheel index instead of PyPI (GPUs whose driver predates CUDA 13), "
-        "e.g. https://download.pytorch.org/whl/cu126",
-        "edition": "instructor (default: the workshop as it is) or learner (no reference solutions, no model "
-        "answers: the image grade runs hand-ins in)",
-    }
+        "torch-index": _(
+            "take torch from this wheel index instead of PyPI (GPUs whose driver predates CUDA 13), "
+            "e.g. https://download.pytorch.org/whl/cu126"
+        ),
+        "edition": _(
+            "instructor (default: the workshop as it is) or learner (no reference solutions, no model "
+            "answers: the image grade runs hand-ins in)"
+        ),
+    },
 )
 def build(c, torch_index="", edition="instructor"):
-    """Build the image (docker/Dockerfile): the pinned torch, a compiler, the workshop (or its learner edition)."""
     if edition not in EDITIONS:
-        raise Exit(f"invoke: --edition takes {' or '.join(EDITIONS)}, not {edition!r}", code=1)
+        raise Exit(
+            "invoke: "
+            + _("--edition takes {editions}, not {edition!r}").format(
+                editions=" | ".join(EDITIONS), edition=edition
+            ),
+            code=1,
+        )
     _need_docker(c)
     env = {"WORKSHOP_GIT_REVISION": _git_revision()}
     if torch_index:
@@ -218,23 +258,29 @@ def build(c, torch_index="", edition="instructor"):
 
 
 @workshop_task(
+    doc=_(
+        "Run every lab (or --only some), then the tests on that run; results in ./results/<run-id>/."
+    ),
     iterable=["only"],
     help={
-        "n": "processes for the distributed demos (default 2)",
-        "only": "run just this lab (repeatable); the tests then do not run. Labs: python -m workshop list",
-        "cpu": "use the CPU even where there are GPUs",
-        "native": "run here, without Docker, with the Python that runs invoke",
-        "lang": LANG_HELP,
+        "n": _("processes for the distributed demos (default 2)"),
+        "only": _(
+            "run just this lab (repeatable); the tests then do not run. Labs: python -m workshop list"
+        ),
+        "cpu": _(CPU_HELP),
+        "native": _(NATIVE_HELP),
+        "lang": _(LANG_HELP),
     },
 )
 def lab(c, n="2", only=None, cpu=False, native=False, lang=""):
-    """Run every lab (or --only some), then the tests on that run; results in ./results/<run-id>/."""
+    _language(lang)
     # n is taken as text (invoke would turn a bad number into a traceback) and checked here.
     if not n.isdigit() or int(n) < 1:
         raise Exit(
-            f"invoke: --n must be a whole number of processes, at least 1 (got {n!r})", code=1
+            "invoke: "
+            + _("--n must be a whole number of processes, at least 1 (got {n!r})").format(n=n),
+            code=1,
         )
-    _language(lang)
     # The session's run, and so its report, takes the language from WORKSHOP_LANG.
     env = {"WORKSHOP_N": n, **({"WORKSHOP_LANG": lang} if lang else {})}
     if native:
@@ -258,9 +304,11 @@ def lab(c, n="2", only=None, cpu=False, native=False, lang=""):
     )
 
 
-@workshop_task(help={"native": "run here, without Docker, with the Python that runs invoke"})
+@workshop_task(
+    doc=_("Run the test suite (it runs the labs it checks on the CPU)."),
+    help={"native": _(NATIVE_HELP)},
+)
 def test(c, native=False):
-    """Run the test suite (it runs the labs it checks on the CPU)."""
     if native:
         _run(c, _native_python(), "-m", "pytest")
         return
@@ -269,14 +317,14 @@ def test(c, native=False):
 
 
 @workshop_task(
+    doc=_("Collect a run's summaries and pictures into its REPORT.md."),
     help={
-        "run": "run folder or id (default: results/latest)",
-        "native": "run here, without Docker",
-        "lang": "es or en: REPORT.md's language (default: the run's)",
-    }
+        "run": _("run folder or id (default: results/latest)"),
+        "native": _("run here, without Docker"),
+        "lang": _("es or en: REPORT.md's language (default: the run's)"),
+    },
 )
 def report(c, run="", native=False, lang=""):
-    """Collect a run's summaries and pictures into its REPORT.md."""
     # a run is never an option: it comes after `--`
     args = ["-m", "workshop", "report", *_language(lang), *(["--", run] if run else [])]
     if native:
@@ -303,72 +351,94 @@ def _learner(c, words: list[str], work: str, native: bool, gpu: str | None = Non
 
 
 @workshop_task(
+    doc=_(
+        "Grade your workspace with a lab's own checks (in the image, your workspace mounted from here)."
+    ),
     positional=["lab"],
     help={
-        "lab": "the lab to grade (labs with exercises: python -m workshop exercises list)",
-        "work": f"your workspace (default {DEFAULT_WORK})",
-        "cpu": "use the CPU even where there are GPUs",
-        "native": "run here, without Docker, with the Python that runs invoke",
-        "lang": LANG_HELP,
+        "lab": _("the lab to grade (labs with exercises: python -m workshop exercises list)"),
+        "work": _(WORK_HELP).format(work=DEFAULT_WORK),
+        "cpu": _(CPU_HELP),
+        "native": _(NATIVE_HELP),
+        "lang": _(LANG_HELP),
     },
 )
 def check(c, lab, work=DEFAULT_WORK, cpu=False, native=False, lang=""):
-    """Grade your workspace with a lab's own checks (in the image, your workspace mounted from here)."""
     words = ["check", "--work", work if native else DEFAULT_WORK, *_language(lang), "--", lab]
     _learner(c, words, work, native, None if native else _service(c, cpu))
 
 
 @workshop_task(
+    doc=_(
+        "Your workspace: `invoke exercises init` writes it, `invoke exercises list` shows where you stand."
+    ),
     positional=["action"],
     help={
-        "action": "init (write the exercises' files, never over yours) or list (where you stand)",
-        "work": f"your workspace (default {DEFAULT_WORK})",
-        "learner": "init: your name, as the instructor's table shows it",
-        "native": "run here, without Docker, with the Python that runs invoke",
-        "lang": LANG_HELP,
+        "action": _(
+            "init (write the exercises' files, never over yours) or list (where you stand)"
+        ),
+        "work": _(WORK_HELP).format(work=DEFAULT_WORK),
+        "learner": _("init: your name, as the instructor's table shows it"),
+        "native": _(NATIVE_HELP),
+        "lang": _(LANG_HELP),
     },
 )
 def exercises(c, action, work=DEFAULT_WORK, learner="", native=False, lang=""):
-    """Your workspace: `invoke exercises init` writes it, `invoke exercises list` shows where you stand."""
+    language = _language(lang)
     if action not in ("init", "list"):
-        raise Exit(f"invoke: exercises takes init or list, not {action!r}", code=1)
+        raise Exit(
+            "invoke: " + _("exercises takes init or list, not {action!r}").format(action=action),
+            code=1,
+        )
     inside = work if native else DEFAULT_WORK
     if action == "init":
         words = ["exercises", "init", inside, *(["--learner", learner] if learner else [])]
     else:
         words = ["exercises", "list", "--work", inside]
-    _learner(c, words + _language(lang), work, native)
+    _learner(c, words + language, work, native)
 
 
 @workshop_task(
+    doc=_(
+        "Grade hand-ins into a table of learners x exercises, each hand-in's code in a container of its own."
+    ),
     iterable=["path"],
     help={
-        "path": "a hand-in: a workspace, a folder holding my-work/, or run folders (repeatable)",
-        "sandbox": "auto (default: a container of the learner edition's image per hand-in's lab, where "
-        "Docker and that image are here), docker, or native (unisolated)",
-        "lang": LANG_HELP,
+        "path": _("a hand-in: a workspace, a folder holding my-work/, or run folders (repeatable)"),
+        "sandbox": _(
+            "auto (default: a container of the learner edition's image per hand-in's lab, where Docker "
+            "and that image are here), docker, or native (unisolated)"
+        ),
+        "lang": _(LANG_HELP),
     },
 )
 def grade(c, path=None, sandbox="auto", lang=""):
-    """Grade hand-ins into a table of learners x exercises, each hand-in's code in a container of its own."""
+    language = _language(lang)
     if not path:
-        raise Exit("invoke: grade needs --path HAND-IN (repeatable)", code=1)
-    words = ["grade", *_language(lang), "--sandbox", sandbox, "--", *path]
+        raise Exit("invoke: " + _("grade needs --path HAND-IN (repeatable)"), code=1)
+    words = ["grade", *language, "--sandbox", sandbox, "--", *path]
     _run(c, _native_python(), "-m", "workshop", *words)
 
 
-@workshop_task(help={"cpu": "a CPU container even where there are GPUs"})
+@workshop_task(
+    doc=_("Open a shell in the image (GPUs attached when usable), ./results mounted."),
+    help={"cpu": _("a CPU container even where there are GPUs")},
+)
 def shell(c, cpu=False):
-    """Open a shell in the image (GPUs attached when usable), ./results mounted."""
     _need_docker(c)
     _run(c, "docker", "compose", "run", "--rm", _service(c, cpu), "bash", interactive=True)
 
 
 @workshop_task(
-    help={"results": "also delete every run under ./results", "image": "also remove the image"}
+    doc=_(
+        "Remove the containers and the compile-cache volume (and, if asked, the runs and the image)."
+    ),
+    help={
+        "results": _("also delete every run under ./results"),
+        "image": _("also remove the image"),
+    },
 )
 def clean(c, results=False, image=False):
-    """Remove the containers and the compile-cache volume (and, if asked, the runs and the image)."""
     _need_docker(c)
     _run(
         c,
@@ -388,9 +458,11 @@ def clean(c, results=False, image=False):
         _run(c, "rm", "-rf", "--", *sorted(str(p.relative_to(ROOT)) for p in runs))
 
 
-@workshop_task(help={"out": f"the archive to write (default {DEFAULT_ARCHIVE})"})
+@workshop_task(
+    doc=_("Save the image as one compressed file, to install it offline (invoke import)."),
+    help={"out": _("the archive to write (default {archive})").format(archive=DEFAULT_ARCHIVE)},
+)
 def export(c, out=DEFAULT_ARCHIVE):
-    """Save the image as one compressed file, to install it offline (invoke import)."""
     _need_docker(c)
     with c.cd(str(ROOT)):
         c.run(
@@ -399,10 +471,14 @@ def export(c, out=DEFAULT_ARCHIVE):
 
 
 @workshop_task(
-    name="import", positional=["archive"], help={"archive": "the file `invoke export` wrote"}
+    doc=_(
+        "Load the image from an `invoke export` file (invoke import FILE): no network needed afterwards."
+    ),
+    name="import",
+    positional=["archive"],
+    help={"archive": _("the file `invoke export` wrote")},
 )
 def import_(c, archive):
-    """Load the image from an `invoke export` file (invoke import FILE): no network needed afterwards."""
     _need_docker(c)
     _run(c, "docker", "load", "--input", archive)
 

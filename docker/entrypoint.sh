@@ -18,7 +18,7 @@ if [ "$(id -u)" = 0 ]; then
     fi
     exec setpriv --reuid="${owner%:*}" --regid="${owner#*:}" --clear-groups -- "$0" "$@"
   fi
-  echo "workshop: ./results is owned by root, so the workshop runs as root" >&2
+  python -m workshop.i18n.say entrypoint-root >&2 || true # the text: workshop/i18n/say.py
 fi
 
 # One folder per uid on the /cache volume: HOME (matplotlib's config) and the Inductor/Triton caches that

@@ -15,6 +15,8 @@
 set -u
 python=${PYTHON:-python}
 step=
+# A message in the workshop's language (WORKSHOP_LANG, the locale): the text is the package's (workshop/i18n/say.py)
+say() { $python -m workshop.i18n.say "$@"; }
 trap '[ -n "$step" ] && kill -TERM "$step" 2>/dev/null' INT TERM
 
 # Run "$@" as the current step; its exit status, even when a signal interrupted the shell's wait.
@@ -38,22 +40,22 @@ before=$(readlink results/latest 2>/dev/null || true)
 run_step $python -m workshop run --n "${WORKSHOP_N:-2}" --device "${WORKSHOP_DEVICE:-auto}" -- "$@"
 labs_status=$?
 if stopped $labs_status; then
-  echo "workshop-session: interrupted; nothing more runs" >&2
+  say session-interrupted >&2
   exit $labs_status
 fi
 latest=$(readlink results/latest 2>/dev/null || true)
 if [ -z "$latest" ] || [ "$latest" = "$before" ]; then
-  echo "workshop-session: the run wrote no run folder (see above)" >&2
+  say session-no-run >&2
   exit $(( labs_status ? labs_status : 2 ))
 fi
 run_dir="results/$latest" # relative: the same path in the container (/workshop) and on the host
 run_step $python -m workshop report -- "$run_dir" || labs_status=1
 
 if [ $# -gt 0 ]; then
-  echo "workshop-session: ran only $*; the tests check a run of every lab, so they were not run"
+  say session-some-labs "labs=$*"
   exit $labs_status
 fi
-echo "workshop-session: testing the run in $run_dir"
+say session-testing "run=$run_dir"
 # The slow mutation suites plant bugs in labs of their own, never read this run: `docker compose run --rm test`
 # (the whole suite) runs them.
 run_step env WORKSHOP_RUN_DIR="$run_dir" $python -m pytest -m "not slow" --durations=10

@@ -26,12 +26,14 @@ from pathlib import Path
 from markdown_it import MarkdownIt
 
 PARSER = MarkdownIt("commonmark").enable("table")
-# 1,118 / 3.7e-8 / 49 / 122.0; not the digits inside a word (sm90, x1, fp32)
-NUMBER = re.compile(r"(?<![\w.])(\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][-+]?\d+)?)(?:x\b|(?!\w))")
+# 1,118 / 279 512 (Spanish groups with a no-break space) / 3.7e-8 / 49 / 122.0; not the digits inside a word
+# (sm90, x1, fp32)
+NUMBER = re.compile(r"(?<![\w.])(\d+(?:[,\u00a0]\d{3})*(?:\.\d+)?(?:[eE][-+]?\d+)?)(?:x\b|(?!\w))")
+GROUPS = re.compile(r"[,\u00a0]")  # thousands separators: 279,512 and 279 512 are one figure
 UNIT = r"(?:kB|MB|GB|KiB|MiB|GiB|B|ms|us|µs|s|min)\b"
 # what looks measured: a decimal number, a percentage, a multiplier, a size or a time
 MEASURED = re.compile(
-    r"(?<![\w.])(?:\d+\.\d+(?:[eE][-+]?\d+)?|\d+(?:\.\d+)?\s?%|\d+(?:\.\d+)?x\b|\d[\d,]*(?:\.\d+)?\s?"
+    r"(?<![\w.])(?:\d+\.\d+(?:[eE][-+]?\d+)?|\d+(?:\.\d+)?\s?%|\d+(?:\.\d+)?x\b|\d[\d,\u00a0]*(?:\.\d+)?\s?"
     + UNIT
     + ")"
 )
@@ -48,7 +50,7 @@ class Citation:
     context: str  # the paragraph, list item or table cell around it, to name the stale sentence
 
     def numbers(self) -> list[str]:
-        return NUMBER.findall(_without_code(self.text))
+        return [GROUPS.sub("", n) for n in NUMBER.findall(_without_code(self.text))]
 
     def code_spans(self) -> list[str]:
         return re.findall(r"`([^`]+)`", self.text)
@@ -103,7 +105,7 @@ def _matches(quoted: str, found: Decimal) -> bool:
 
 
 def _file_numbers(text: str) -> list[Decimal]:
-    return [Decimal(n.replace(",", "")) for n in NUMBER.findall(text)]
+    return [Decimal(GROUPS.sub("", n)) for n in NUMBER.findall(text)]
 
 
 def stale(citation: Citation) -> list[str]:

@@ -4,6 +4,7 @@ exit status are checked in milliseconds; CI runs the real thing in the image."""
 
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -11,8 +12,10 @@ import pytest
 
 SESSION = Path(__file__).resolve().parents[1] / "docker" / "session.sh"
 
-# Answers `$PYTHON -m workshop run|report ...` and `$PYTHON -m pytest`; `run` makes a new run folder.
+# Answers `$PYTHON -m workshop run|report ...` and `$PYTHON -m pytest`; `run` makes a new run folder. The
+# session's messages (`$PYTHON -m workshop.i18n.say ...`) come from the real package, and are not calls.
 FAKE_PYTHON = """#!/bin/sh
+[ "$2" = workshop.i18n.say ] && exec "$REAL_PYTHON" "$@"
 echo "$* | N=$WORKSHOP_N DEVICE=$WORKSHOP_DEVICE RUN_DIR=${WORKSHOP_RUN_DIR:-}" >> calls.log
 case "$2 $3" in
   "workshop run") [ -n "${FAKE_NO_RUN:-}" ] && exit 2
@@ -38,6 +41,8 @@ def session(tmp_path, *labs, signal_after_start=None, **env):
     env = {
         "PATH": "/usr/bin:/bin",
         "PYTHON": str(python),
+        "REAL_PYTHON": sys.executable,
+        "PYTHONPATH": str(SESSION.parents[1]),
         "WORKSHOP_N": "3",
         "WORKSHOP_DEVICE": "cpu",
         **env,
@@ -91,6 +96,14 @@ def test_a_refused_run_never_tests_or_reports_an_older_run(tmp_path):
     proc, calls = session(tmp_path, "nosuchlab", FAKE_NO_RUN="1")
     assert proc.returncode == 2
     assert len(calls) == 1 and "wrote no run folder" in proc.stderr_text
+
+
+def test_the_sessions_messages_are_in_the_workshops_language(tmp_path):
+    proc, _ = session(tmp_path, "minigpt", WORKSHOP_LANG="es")
+    assert "solo se han ejecutado minigpt" in proc.stdout_text
+    (tmp_path / "again").mkdir()
+    proc, _ = session(tmp_path / "again", "nosuchlab", FAKE_NO_RUN="1", WORKSHOP_LANG="es")
+    assert "no escribió ninguna carpeta de ejecución" in proc.stderr_text
 
 
 def test_a_lab_name_that_looks_like_an_option_stays_a_lab_name(tmp_path):

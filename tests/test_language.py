@@ -110,7 +110,7 @@ def test_a_run_in_spanish_under_the_c_locale(tmp_path):
     summary = (run_dir / "minigpt" / "summary.md").read_bytes().decode("utf-8")
     assert summary.startswith("# Laboratorio `minigpt`: superado\n")
     assert "## Comprobaciones\n\n| | comprobación | valor | umbral |\n" in summary
-    assert re.search(r"^\| superada \| ", summary, re.M)
+    assert re.search(r"^\| superado \| ", summary, re.M)
 
     # REPORT.md in the run's language, whatever the language of the command that writes it.
     report = workshop("report", str(run_dir), LANG="C.UTF-8")
@@ -164,17 +164,19 @@ def test_the_summary_frame_and_the_checks_table_in_spanish(tmp_path):
         lab_result.write_result(tmp_path / "toy", "toy", "cpu", checks, 1.0, "S.")
         utf8.print(runs.checks_table(tmp_path, ["toy"]))
         Console(width=100, file=ascii_only).print(runs.checks_table(tmp_path, ["toy"]))
-    assert frame.startswith("# Laboratorio `toy`: NO SUPERADO\n\nS.\n\n## Ejercicios\n\n")
+    assert frame.startswith("# Laboratorio `toy`: **no superado**\n\nS.\n\n## Ejercicios\n\n")
     assert "| toy.double | sin empezar | b: 3.0 (umbral 2.0) | h |" in frame
-    assert "| **FALLO** | b | 3.0 | 2.0 |" in frame
+    assert "| **no superado** | b | 3.0 | 2.0 |" in frame
     assert (
         (tmp_path / "toy" / "summary.md")
         .read_bytes()
         .decode("utf-8")
-        .startswith("# Laboratorio `toy`: NO SUPERADO")
+        .startswith("# Laboratorio `toy`: **no superado**")
     )
     table = utf8.file.getvalue()
-    assert all(word in table for word in ("comprobación", "valor", "umbral", "superada", "FALLO"))
+    assert all(
+        word in table for word in ("comprobación", "valor", "umbral", "superado", "no superado")
+    )
     ascii_only.flush()
     assert b"comprobaci?n" in ascii_only.buffer.getvalue()
 

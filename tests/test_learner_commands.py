@@ -116,7 +116,7 @@ def test_init_and_check_in_spanish_then_list_in_english(toy, capsys):
     out = workshop("check", "toy", "--device", "cpu", "--lang", "es")
     assert out.returncode == 1, out.text
     assert "corrigiendo my-work con las comprobaciones de toy" in out.text
-    assert "PENDIENTE  toy.double" in out.text and "qué hacer" in out.text
+    assert "sin empezar  toy.double" in out.text and "qué hacer" in out.text
     assert "ejercicios superados: 0 de 3" in out.text
     summary = Path("results/latest/toy/summary.md").read_text(encoding="utf-8")
     assert "## Ejercicios" in summary and "| toy.double | sin empezar |" in summary
@@ -152,7 +152,7 @@ def test_check_fails_fresh_stubs_with_the_statement_then_passes_when_solved(toy)
     (work / "essay.md").write_text(ESSAY)
     second = workshop("check", "toy", "--device", "cpu")
     assert second.returncode == 0, second.text
-    assert "3 of 3 exercise(s) passing" in second.text
+    assert "3 of 3 exercises passing" in second.text
     assert set(statuses(work).values()) == {checks.PASSING}
     assert (run_dir / "toy" / "result.json").read_text() == json.dumps(result, indent=2) + "\n"
 
@@ -218,7 +218,7 @@ def test_a_crash_in_native_code_is_named_and_the_other_exercises_graded_again(to
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["check", "nosuchlab"], "no exercises in lab(s) nosuchlab; the labs with exercises: toy"),
+        (["check", "nosuchlab"], "no exercises in lab nosuchlab; the labs with exercises: toy"),
         (
             ["check", "toy", "--work", "nowhere"],
             "nowhere is not a folder: make your workspace with",

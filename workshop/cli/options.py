@@ -9,7 +9,7 @@ import dataclasses
 from workshop import i18n, labs
 from workshop.harness import device, options, results
 from workshop.harness.options import RunOptions
-from workshop.i18n import _
+from workshop.i18n import _, ngettext
 
 
 def fail(message: str) -> SystemExit:
@@ -69,9 +69,11 @@ def check_lab_names(names: list[str]) -> list[str]:
     unknown = [n for n in names if n not in known]
     if unknown:
         raise fail(
-            _("unknown lab(s) {labs}; the labs are: {known}").format(
-                labs=", ".join(unknown), known=", ".join(known)
-            )
+            ngettext(
+                "unknown lab {labs}; the labs are: {known}",
+                "unknown labs {labs}; the labs are: {known}",
+                len(unknown),
+            ).format(labs=", ".join(unknown), known=", ".join(known))
         )
     return names or list(known)
 

@@ -18,7 +18,7 @@ from workshop.grading.workspace import display
 from workshop.harness import device, interrupt, results
 from workshop.harness.options import RunOptions
 from workshop.harness.runner import run_labs, sweep_stale_caches
-from workshop.i18n import _
+from workshop.i18n import _, ngettext
 
 console = Console()
 
@@ -82,7 +82,8 @@ def execute(run_dir: Path, names: list[str], options: RunOptions, auto: bool) ->
             + _("(see each lab's summary.md and log.txt)")
         )
         return 1
-    console.print("[green]" + _("all {n} lab(s) passed").format(n=len(names)) + "[/green]")
+    passed = ngettext("the lab passed", "all {n} labs passed", len(names)).format(n=len(names))
+    console.print("[green]" + passed + "[/green]")
     return 0
 
 

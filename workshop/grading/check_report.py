@@ -13,7 +13,7 @@ from pathlib import Path
 from workshop import labs
 from workshop.grading import checks, workspace, workspace_init
 from workshop.harness import results
-from workshop.i18n import N_, _
+from workshop.i18n import N_, _, ngettext
 
 MARKS = {  # status -> (style, the mark printed before the exercise's id)
     checks.PASSING: ("green", N_("PASS")),
@@ -40,9 +40,11 @@ def refuse_early(lab_names: list[str], work: Path) -> None:
     if without:
         having = ", ".join(labs.all_exercises()) or _("none yet")
         raise CheckRefused(
-            _("lab(s) {labs} have no exercises; the labs with exercises: {having}").format(
-                labs=", ".join(without), having=having
-            )
+            ngettext(
+                "lab {labs} has no exercises; the labs with exercises: {having}",
+                "labs {labs} have no exercises; the labs with exercises: {having}",
+                len(without),
+            ).format(labs=", ".join(without), having=having)
         )
     if not Path(work).is_dir():
         raise CheckRefused(
@@ -134,6 +136,10 @@ def lab_report(lab: str, lab_dir: Path) -> tuple[list[str], bool]:
         )
     passed = sum(e["status"] == checks.PASSING for e in entries.values())
     lines.append(
-        _("  {passed} of {total} exercise(s) passing").format(passed=passed, total=len(entries))
+        ngettext(
+            "  {passed} of {total} exercise passing",
+            "  {passed} of {total} exercises passing",
+            len(entries),
+        ).format(passed=passed, total=len(entries))
     )
     return lines, passed == len(entries) and not own

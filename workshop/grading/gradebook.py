@@ -24,7 +24,7 @@ from workshop import labs
 from workshop.grading import checks, grade_integrity, workspace
 from workshop.grading.check_report import value_text
 from workshop.harness import atomic, results
-from workshop.i18n import _
+from workshop.i18n import _, ngettext
 
 FACTS = ("git_revision", "tree_modified", "torch", "triton", "python", "device", "device_name")
 
@@ -349,9 +349,11 @@ class TableFiles:
         existing = [p for p in self.final if p.exists()]
         if existing:
             raise FileExistsError(
-                _("{files} already exist(s): choose another --to folder").format(
-                    files=", ".join(str(p) for p in existing)
-                )
+                ngettext(
+                    "{files} already exists: choose another --to folder",
+                    "{files} already exist: choose another --to folder",
+                    len(existing),
+                ).format(files=", ".join(str(p) for p in existing))
             )
 
     def _write(self, rows: list[Row], paths: tuple[Path, Path], title: str) -> tuple[Path, Path]:

@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import MutableMapping
 
-from workshop.i18n import _
+from workshop.i18n import _, ngettext
 
 CHOICES = ("auto", "cpu", "cuda")
 
@@ -39,8 +39,9 @@ def describe(device: str) -> str:
     import torch
 
     if device == "cuda":
-        return _("cuda ({name}, {n} visible)").format(
-            name=torch.cuda.get_device_name(0), n=torch.cuda.device_count()
+        n = torch.cuda.device_count()
+        return ngettext("cuda ({name}, {n} visible)", "cuda ({name}, {n} visible)", n).format(
+            name=torch.cuda.get_device_name(0), n=n
         )
     return "cpu"
 

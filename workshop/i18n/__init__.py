@@ -7,6 +7,10 @@ defined where the language is not known yet (a module constant, an exercise's st
 (workshop/i18n/catalogs.py keeps them): workshop/i18n/locale/<lang>/LC_MESSAGES/workshop.mo for the package, and
 workshop/labs/<lab>/locale/<lang>/LC_MESSAGES/<lab>.mo for each lab; a message with no translation stays
 English. Documents (handouts, theory, summary templates) are translated as whole files beside their source.
+A message that counts goes through `ngettext(singular, plural, n)` (the catalogs declare Spanish's two plural
+forms), never "exercise(s)"; a number for people to read through `grouped()` (theory/style.es.md: 1024,
+38 400). Python's argparse looks its own text up with gettext too: its catalog (argparse.po, beside the
+package's) is installed with the language, so usage lines, option lists and argparse's errors follow it.
 
 This module imports nothing of the workshop (tasks.py imports it on a host without the workshop's packages).
 
@@ -15,6 +19,7 @@ The language: --lang, else WORKSHOP_LANG, else the locale (LC_ALL, LC_MESSAGES, 
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import gettext
 import os
@@ -25,6 +30,11 @@ DEFAULT = "en"
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 LABS_DIR = Path(__file__).resolve().parents[1] / "labs"  # each lab's catalogs: <lab>/locale/
 DOMAIN = "workshop"
+ARGPARSE_DOMAIN = "argparse"  # Python's argparse's own messages, in the package's locale folder
+# Spanish groups the digits of numbers of five or more digits in threes, with a space that never breaks a line
+# (RAE, Ortografía 2010; ISO 80000-1): 38 400, 1 118 048; not 1024.
+GROUP_SEPARATOR = {"en": ",", "es": "\u00a0"}
+UNGROUPED_DIGITS = {"en": 3, "es": 4}  # the longest integer part written without grouping
 
 _translation: gettext.NullTranslations = gettext.NullTranslations()
 _language = DEFAULT
@@ -48,6 +58,10 @@ def set_language(lang: str | None) -> str:
     lang = lang or detect()
     _translation = translation(lang)
     _language = lang
+    # argparse calls gettext's module-level functions, bound when it was imported, in gettext's global domain
+    # and with the environment's language: the workshop's language is --lang's, so argparse gets its lookups.
+    argparse._ = _translation.gettext
+    argparse.ngettext = _translation.ngettext
     return lang
 
 
@@ -56,6 +70,9 @@ def translation(lang: str) -> gettext.NullTranslations:
     if lang not in LANGUAGES:
         raise ValueError(f"unknown language {lang!r}; choose one of {', '.join(LANGUAGES)}")
     found = gettext.translation(DOMAIN, LOCALE_DIR, languages=[lang], fallback=True)
+    found.add_fallback(
+        gettext.translation(ARGPARSE_DOMAIN, LOCALE_DIR, languages=[lang], fallback=True)
+    )
     for lab_locale in sorted(LABS_DIR.glob("*/locale")):
         domain = lab_locale.parent.name
         found.add_fallback(gettext.translation(domain, lab_locale, languages=[lang], fallback=True))
@@ -88,4 +105,18 @@ def N_(message: str) -> str:
 
 
 def ngettext(singular: str, plural: str, n: int) -> str:
+    """The singular or the plural message for `n`, in the language in use: ngettext("{n} exercise passing",
+    "{n} exercises passing", n).format(n=n)."""
     return _translation.ngettext(singular, plural, n)
+
+
+def grouped(number: float, decimals: int = 0, lang: str | None = None) -> str:
+    """`number` for people to read, with `decimals` decimals and its thousands grouped as `lang` (default: the
+    language in use) writes them: 1,118,048 and 1,024 in English; 1 118 048 and 1024 in Spanish (the space a
+    no-break space). The decimal mark is a point in both editions, as Python and PyTorch print it."""
+    lang = lang or _language
+    text = f"{number:,.{decimals}f}"
+    digits = len(text.split(".")[0].lstrip("-").replace(",", ""))
+    separator = GROUP_SEPARATOR[lang] if digits > UNGROUPED_DIGITS[lang] else ""
+    integer, dot, fraction = text.partition(".")
+    return integer.replace(",", separator) + dot + fraction

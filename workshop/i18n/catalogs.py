@@ -5,8 +5,10 @@
 
 One catalog per area, kept beside the code it translates, in gettext's layout: the core package's in
 workshop/i18n/locale/<lang>/LC_MESSAGES/workshop.po, each lab's in workshop/labs/<lab>/locale/<lang>/LC_MESSAGES/
-<lab>.po. Messages are what `_()` and `N_()` mark (workshop/i18n/__init__.py); Babel extracts them and writes the files;
-the runtime reads the compiled .mo with Python's own gettext.
+<lab>.po. Messages are what `_()`, `N_()` and `ngettext()` mark (workshop/i18n/__init__.py); Babel extracts them and
+writes the files; the runtime reads the compiled .mo with Python's own gettext. The core's catalog also holds the
+messages of tasks.py (invoke's tasks, on the host). Python's argparse has a catalog of its own, argparse.po beside
+the core's, extracted from the running Python's argparse.py: it keeps the messages of other Python versions too.
 """
 
 from __future__ import annotations
@@ -23,17 +25,25 @@ from babel.messages import Catalog, extract, mofile, pofile
 from workshop import i18n
 
 PACKAGE = Path(__file__).resolve().parents[1]  # workshop/
+TASKS = PACKAGE.parent / "tasks.py"  # invoke's tasks: their messages are the core's
 TRANSLATED = [lang for lang in i18n.LANGUAGES if lang != i18n.DEFAULT]
 # A str.format field, {name}, {0}, {key!r}, {rel:.2g}: not the braces of a code stub's dict (`ANSWERS = {...}`)
 PLACEHOLDER = re.compile(r"{[\w.\[\]]*(?:![rsa])?(?::[^{}]*)?}")
+# Each language's plural forms, as GNU gettext declares them (Babel's CLDR default for Spanish has a third form,
+# for exact millions, that a number written in digits never needs)
+PLURAL_FORMS = {"es": "nplurals=2; plural=(n != 1);"}
 
 
 @dataclass(frozen=True)
 class Area:
-    name: str  # the gettext domain: "workshop" or a lab's name
-    code: Path  # the folder whose .py files it extracts
+    name: str  # the gettext domain: "workshop", "argparse" or a lab's name
+    code: Path  # the folder whose .py files it extracts, or the one file
     locale: Path  # its <lang>/LC_MESSAGES/<name>.po folder root
     skip: tuple[str, ...] = ()  # sub-folders of `code` that are areas of their own
+    extra: tuple[Path, ...] = ()  # files outside `code` whose messages are this area's
+    keeps_older: bool = (
+        False  # keeps messages the code no longer has (argparse: other Pythons' messages)
+    )
 
     def po(self, lang: str) -> Path:
         return self.locale / lang / "LC_MESSAGES" / f"{self.name}.po"
@@ -44,29 +54,48 @@ class Area:
 
 def areas() -> list[Area]:
     labs = sorted(p for p in (PACKAGE / "labs").iterdir() if (p / "__init__.py").is_file())
-    core = Area("workshop", PACKAGE, i18n.LOCALE_DIR, skip=("labs",))
-    return [core] + [Area(lab.name, lab, lab / "locale") for lab in labs]
+    core = Area("workshop", PACKAGE, i18n.LOCALE_DIR, skip=("labs",), extra=(TASKS,))
+    parser = Area(i18n.ARGPARSE_DOMAIN, Path(argparse.__file__), i18n.LOCALE_DIR, keeps_older=True)
+    return [core, parser] + [Area(lab.name, lab, lab / "locale") for lab in labs]
+
+
+def sources(area: Area) -> list[tuple[Path, str, dict]]:
+    """(file, Babel's extraction method, its options) for every file of the area that holds messages: its
+    Python code (the one file, argparse.py) and its extra files (tasks.py)."""
+    if area.code.is_file():
+        return [(area.code, "python", {})]
+    found = [(path, "python", {}) for path in sorted(area.code.rglob("*.py"))]
+    found = [s for s in found if s[0].relative_to(area.code).parts[0] not in area.skip]
+    return found + [(path, "python", {}) for path in area.extra]
 
 
 def extracted(area: Area) -> Catalog:
     """Every message the area's code marks, with where it is (file:line)."""
     template = Catalog(domain=area.name, project="workshop")
-    for path in sorted(area.code.rglob("*.py")):
-        relative = path.relative_to(area.code)
-        if relative.parts[0] in area.skip:
-            continue
+    for path, method, options in sources(area):
         with path.open("rb") as f:
-            for lineno, message, comments, context in extract.extract("python", f):
-                where = (str(path.relative_to(PACKAGE.parent)), lineno)
+            for lineno, message, comments, context in extract.extract(method, f, options=options):
+                where = (_shown(path), lineno)
                 template.add(message, locations=[where], auto_comments=comments, context=context)
     return template
 
 
+def _shown(path: Path) -> str:
+    """A file as a catalog names it: relative to the repository, or by its name (argparse.py)."""
+    return str(
+        path.relative_to(PACKAGE.parent) if path.is_relative_to(PACKAGE.parent) else path.name
+    )
+
+
 def read_po(path: Path, lang: str, domain: str) -> Catalog:
-    if not path.is_file():
-        return Catalog(locale=lang, domain=domain, project="workshop")
-    with path.open("rb") as f:
-        return pofile.read_po(f, locale=lang, domain=domain)
+    if path.is_file():
+        with path.open("rb") as f:
+            catalog = pofile.read_po(f, locale=lang, domain=domain)
+    else:
+        catalog = Catalog(locale=lang, domain=domain, project="workshop")
+    if lang in PLURAL_FORMS:
+        catalog.mime_headers = [("Plural-Forms", PLURAL_FORMS[lang])]
+    return catalog
 
 
 def compiled(catalog: Catalog) -> bytes:
@@ -79,6 +108,10 @@ def update(area: Area, lang: str) -> Catalog:
     """Bring the area's .po up to the code (new messages empty, gone ones dropped) and compile its .mo."""
     template = extracted(area)
     catalog = read_po(area.po(lang), lang, area.name)
+    if area.keeps_older:
+        for message in catalog:
+            if message.id and message.id not in template:
+                template.add(message.id, locations=message.locations, context=message.context)
     catalog.update(template, no_fuzzy_matching=True, update_creation_date=False)
     catalog.obsolete.clear()
     area.po(lang).parent.mkdir(parents=True, exist_ok=True)
@@ -91,6 +124,12 @@ def update(area: Area, lang: str) -> Catalog:
 
 def _string(message) -> str:
     return message.string if isinstance(message.string, str) else "".join(message.string or ())
+
+
+def _untranslated(message) -> bool:
+    """No translation, or a plural message with one of its forms left empty."""
+    forms = [message.string] if isinstance(message.string, str) else list(message.string or ())
+    return message.fuzzy or not forms or not all(form.strip() for form in forms)
 
 
 def problems(area: Area, lang: str) -> list[str]:
@@ -113,7 +152,7 @@ def problems(area: Area, lang: str) -> list[str]:
         label = f"{first[0]}:{first[1]}: {str(message.id)[:60]!r}"
         if found is None:
             out.append(f"{label}: not in {where}")
-        elif not _string(found).strip() or found.fuzzy:
+        elif _untranslated(found):
             out.append(f"{label}: no {lang} translation in {where}")
         elif set(PLACEHOLDER.findall(str(message.id))) != set(PLACEHOLDER.findall(_string(found))):
             out.append(f"{label}: the translation's {{placeholders}} differ from the source's")
@@ -121,7 +160,7 @@ def problems(area: Area, lang: str) -> list[str]:
     out += [
         f"{where}: {str(m.id)[:60]!r} is no longer in the code"
         for m in catalog
-        if m.id and (m.id, m.context) not in ids
+        if m.id and (m.id, m.context) not in ids and not area.keeps_older
     ]
     if not area.mo(lang).is_file() or area.mo(lang).read_bytes() != compiled(catalog):
         out.append(

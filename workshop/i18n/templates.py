@@ -45,8 +45,9 @@ def human_bytes(n: float) -> str:
     raise AssertionError("unreachable")
 
 
-def percent(fraction: float, digits: int = 0) -> str:
-    return f"{100 * fraction:.{digits}f}%"
+def percent(fraction: float, digits: int = 0, lang: str = i18n.DEFAULT) -> str:
+    """63% in English; 63 % in Spanish, a no-break space before the sign (theory/style.es.md)."""
+    return f"{100 * fraction:.{digits}f}" + ("\u00a0%" if lang == "es" else "%")
 
 
 class TranslatedLoader(jinja2.FileSystemLoader):
@@ -69,7 +70,10 @@ def environment(folder: Path, lang: str = i18n.DEFAULT) -> jinja2.Environment:
         keep_trailing_newline=True,
         autoescape=False,  # Markdown, not HTML
     )
-    env.filters.update(sci=sci, num=num, bytes=human_bytes, percent=percent)
+    env.filters.update(sci=sci, num=num, bytes=human_bytes)
+    # {{ n | grouped }}: thousands grouped as `lang` writes them (1,118,048 / 1 118 048), never "{:,}"
+    env.filters["grouped"] = lambda value, decimals=0: i18n.grouped(value, decimals, lang)
+    env.filters["percent"] = lambda fraction, digits=0: percent(fraction, digits, lang)
     env.globals["_"] = i18n.translation(lang).gettext
     return env
 

@@ -2,11 +2,13 @@
 text must match one of the run's figures within the precision it is written with.
 
 Numbers are read as either language writes them: a decimal point or a decimal comma (1.68 MB, 1,68 MB), and
-thousands grouped by commas or points (1,118,048 B, 1.118.048 B) or not at all (1118048 B); with both marks, the
-last one is the decimal mark (1,517,920.5 / 1.517.920,5). One mark with exactly three digits after it (1,118 or
-1.118 kB) can be read either way: it takes the decimal mark the survey's other quantities show (most of those
-that show one), else its language's (survey_text.language: a point in English, a comma in Spanish). A space does
-not group digits: it separates two numbers. The handout (README.md and README.es.md, "The survey") says so.
+thousands grouped by commas or points (1,118,048 B, 1.118.048 B), by spaces as the Spanish edition's style guide
+writes them (1 118 048 B: a space, a no-break space or a narrow one; theory/style.es.md) or not at all (1118048 B);
+with both marks, the last one is the decimal mark (1,517,920.5 / 1.517.920,5). One mark with exactly three digits
+after it (1,118 or 1.118 kB) can be read either way: it takes the decimal mark the survey's other quantities show
+(most of those that show one), else its language's (survey_text.language: a point in English, a comma in
+Spanish). A space groups digits only between groups of exactly three (x11 363 kB is 11, then 363 kB). The handout
+(README.md and README.es.md, "The survey") says so.
 """
 
 from __future__ import annotations
@@ -18,7 +20,13 @@ from workshop.i18n import N_, _
 from workshop.labs.distributed.figures import Figure
 from workshop.labs.distributed.survey_text import language, prose, strip
 
-NUMBER = r"\d{1,3}(?:[.,]\d{3})+(?!\d)(?:[.,]\d+)?|\d+(?:[.,]\d+)?"
+SPACES = (
+    " \u00a0\u202f"  # a space, a no-break space, a narrow no-break space: digit groups (1 118 048)
+)
+NUMBER = (
+    rf"\d{{1,3}}(?:[.,]\d{{3}})+(?!\d)(?:[.,]\d+)?|\d{{1,3}}(?:[{SPACES}]\d{{3}})+(?!\d)(?:[.,]\d+)?"
+    r"|\d+(?:[.,]\d+)?"
+)
 UNITS = {  # written unit -> (dimension, scale to the figures' unit)
     "GB/s": ("GB/s", 1.0),
     "B": ("bytes", 1.0),
@@ -35,9 +43,8 @@ UNITS = {  # written unit -> (dimension, scale to the figures' unit)
     "ms": ("ms", 1.0),
     "%": ("fraction", 0.01),
 }
-DIMENSION_NAMES = {
-    "fraction": N_("fraction")
-}  # as a message names a dimension (the others: as written)
+# as a message names a dimension (the others: as written)
+DIMENSION_NAMES = {"fraction": N_("fraction")}
 UNIT = "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True))
 # One number, or a range or list of them (1.68-0.84 MB, 1,68 a 0,84 MB), then its unit. Not inside a word or
 # another number (x4 180 kB is 180 kB).
@@ -57,9 +64,8 @@ def shown_decimal_mark(written: str) -> str | None:
     if len(marks) > 1:  # repeated: thousands, so the decimal mark is the other one
         return "," if marks[0] == "." else "."
     head, tail = written.split(marks[0])
-    thousands = (
-        len(tail) == 3 and head != "0" and len(head) <= 3
-    )  # a group can follow 1-3 digits, not 0
+    # a group can follow 1-3 digits, not 0
+    thousands = len(tail) == 3 and head != "0" and len(head) <= 3
     return None if thousands else marks[0]
 
 
@@ -81,7 +87,7 @@ def parse(written: str, decimal: str) -> tuple[float, int]:
     mark = shown_decimal_mark(written)
     mark = decimal if mark is None else mark
     integer, fraction = written.rsplit(mark, 1) if mark and mark in written else (written, "")
-    return float(re.sub(r"[.,]", "", integer) + "." + (fraction or "0")), len(fraction)
+    return float(re.sub(rf"[.,{SPACES}]", "", integer) + "." + (fraction or "0")), len(fraction)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,147 @@
+"""The Spanish edition's machinery (theory/style.es.md): numbers grouped as Spanish groups them in what the programs
+print and in the summaries, plurals through the catalogs' plural forms, argparse's own text in Spanish, the shell
+scripts' messages from the package, and the survey's grader reading the numbers the guide prescribes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from workshop import i18n
+from workshop.i18n import say, templates
+from workshop.labs.distributed import survey_figures
+
+ROOT = Path(__file__).resolve().parents[1]
+NBSP = "\u00a0"
+
+
+@pytest.fixture
+def spanish():
+    before = i18n.language()
+    i18n.set_language("es")
+    yield
+    i18n.set_language(before)
+
+
+@pytest.mark.parametrize(
+    "number, decimals, english, spanish",
+    [
+        (600, 0, "600", "600"),
+        (1024, 0, "1,024", "1024"),
+        (38400, 0, "38,400", f"38{NBSP}400"),
+        (279512, 0, "279,512", f"279{NBSP}512"),
+        (1118048, 0, "1,118,048", f"1{NBSP}118{NBSP}048"),
+        (-1118048.25, 1, "-1,118,048.2", f"-1{NBSP}118{NBSP}048.2"),
+        (0.98, 2, "0.98", "0.98"),
+    ],
+)
+def test_grouped_writes_thousands_as_each_language_does(number, decimals, english, spanish):
+    assert i18n.grouped(number, decimals, lang="en") == english
+    assert i18n.grouped(number, decimals, lang="es") == spanish
+
+
+def test_grouped_follows_the_language_in_use(spanish):
+    assert i18n.grouped(279512) == f"279{NBSP}512"
+
+
+def test_templates_group_numbers_and_space_percent_signs_in_the_templates_language(tmp_path):
+    (tmp_path / "summary.md.j2").write_text(
+        "{{ n | grouped }} parameters, {{ f | percent }} idle\n"
+    )
+    (tmp_path / "summary.es.md.j2").write_text(
+        "{{ n | grouped }} parámetros, {{ f | percent }} ociosa\n"
+    )
+    values = {"n": 279512, "f": 0.63}
+    assert templates.render(tmp_path, "en", values) == "279,512 parameters, 63% idle\n"
+    assert (
+        templates.render(tmp_path, "es", values) == f"279{NBSP}512 parámetros, 63{NBSP}% ociosa\n"
+    )
+
+
+def test_a_count_takes_spanishs_singular_or_plural_from_the_catalog(spanish):
+    forms = (
+        "{files} already exists: choose another --to folder",
+        "{files} already exist: choose another --to folder",
+    )
+    one = i18n.ngettext(*forms, 1).format(files="grades.csv")
+    two = i18n.ngettext(*forms, 2).format(files="grades.csv, grades.md")
+    assert one == "grades.csv ya existe: elige otra carpeta con --to"
+    assert two == "grades.csv, grades.md ya existen: elige otra carpeta con --to"
+
+
+def test_the_catalogs_declare_spanishs_two_plural_forms():
+    for po in ROOT.glob("workshop/**/locale/es/LC_MESSAGES/*.po"):
+        assert '"Plural-Forms: nplurals=2; plural=(n != 1);\\n"' in po.read_text(
+            encoding="utf-8"
+        ), po
+
+
+def run_workshop(*args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "workshop", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), **env},
+        timeout=120,
+    )
+
+
+def test_argparses_own_text_is_spanish_with_lang_es():
+    help_text = run_workshop("check", "--help", "--lang", "es").stdout
+    assert help_text.startswith("uso: python -m workshop check")
+    assert "argumentos posicionales:" in help_text and "opciones:" in help_text
+    assert "muestra esta ayuda y termina" in help_text
+    for english in ("usage:", "positional arguments", "show this help message"):
+        assert english not in help_text
+    error = run_workshop("run", "--device", "gpu", "--lang", "es").stderr
+    assert "error: argumento --device: opción no válida: 'gpu' (elige entre" in error
+
+
+def test_argparses_own_text_stays_english_by_default():
+    assert run_workshop("check", "--help").stdout.startswith("usage: python -m workshop check")
+
+
+def test_the_scripts_messages_come_from_the_catalog():
+    i18n_env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "workshop.i18n.say", "session-testing", "run=results/x"]
+    english = subprocess.run(command, capture_output=True, text=True, env=i18n_env).stdout
+    spanish = subprocess.run(
+        command, capture_output=True, text=True, env={**i18n_env, "WORKSHOP_LANG": "es"}
+    ).stdout
+    assert english == "workshop-session: testing the run in results/x\n"
+    assert spanish == "workshop-session: se comprueba con los tests la ejecución de results/x\n"
+    assert set(say.MESSAGES) >= {"session-interrupted", "entrypoint-root", "slurm-job"}
+
+
+def test_every_script_message_is_used_by_a_script():
+    scripts = "".join(
+        (ROOT / name).read_text()
+        for name in ("docker/session.sh", "docker/entrypoint.sh", "slurm/distributed.sbatch")
+    )
+    assert 'echo "' not in scripts.replace('echo "$* |', ""), "a script prints text of its own"
+    for key in say.MESSAGES:
+        assert key in scripts, f"{key} is declared in workshop/i18n/say.py but no script says it"
+
+
+@pytest.mark.parametrize(
+    "written, value",
+    [
+        ("1 118 048 B", 1118048),  # the style guide's groups, with a no-break space
+        ("1 118 048 B", 1118048),  # with plain spaces, as a learner types them
+        ("1118048 B", 1118048),
+        ("1,118,048 B", 1118048),  # the English edition's
+        ("279 512.5 B", 279512.5),
+    ],
+)
+def test_the_surveys_grader_reads_the_numbers_the_guide_prescribes(written, value):
+    (quoted,) = survey_figures.quoted(f"Cada rank guarda {written} en total.")
+    assert quoted.values == (value,)
+
+
+def test_a_count_before_a_quantity_is_not_a_digit_group():
+    found = [q.values for q in survey_figures.quoted("forward all_reduce x11 363 kB y x4 180 kB")]
+    assert found == [(363000.0,), (180000.0,)]
