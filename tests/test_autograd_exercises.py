@@ -11,6 +11,7 @@ from pathlib import Path
 
 import autograd_wrong_solutions as w
 import pytest
+from autograd_hand_solutions import LEARNER_HAND
 
 from workshop.grading import checks
 from workshop.grading.solution import (
@@ -257,26 +258,6 @@ def test_the_references_pass_every_exercise(ctx, cases):
     facts = graph_facts.measure_facts(cases["graphs"])
     graph_facts.grade_answers(ctx, graph_facts.ANSWERS, facts, "")
     assert ctx.checks and not failures(ctx), messages(ctx)
-
-
-LEARNER_HAND = """
-def cross_entropy_grad(logits, targets):
-    V = logits.shape[-1]
-    z = logits.reshape(-1, V)
-    t = targets.reshape(-1)
-    real = (t != PAD_ID).to(z.dtype)
-    n = real.sum()
-    p = torch.softmax(z, dim=-1)  # torch's softmax shifts by the row max itself
-    loss = -(torch.log_softmax(z, dim=-1)[torch.arange(len(t)), t] * real).sum() / n
-    g = p.clone()
-    g[torch.arange(len(t)), t] -= 1
-    return loss, (g * real[:, None] / n).reshape(logits.shape)
-
-
-def linear_grads(dlogits, x, W):
-    G = dlogits.flatten(0, -2)
-    return G.t().mm(x.flatten(0, -2)), G.sum(0), G.mm(W).view_as(x)
-"""
 
 
 def test_a_learners_correct_hand_gradients_pass_and_the_rest_is_not_started(ctx, batch, tmp_path):

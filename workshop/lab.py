@@ -184,7 +184,7 @@ class LabContext:
         if worker and not ex.document:
             if ex.id in self.skip:
                 raise failures.ProcessDied(self.skip[ex.id])
-            return sandbox.solution(self, ex)
+            return sandbox.implementation(self, ex)
         if not self.graded:
             return ex.load_reference()
         if self.options.worker_image and not ex.document:

@@ -9,16 +9,8 @@ process (solution.LocalWorker). One per lab process, stopped when the lab ends.
 from __future__ import annotations
 
 from workshop import labs
-from workshop.grading import source_check, workspace
+from workshop.grading import solution, source_check, workspace
 from workshop.grading.exercise import Exercise
-from workshop.grading.solution import (
-    LearnerCodeFailed,
-    LearnerFile,
-    LocalWorker,
-    Solution,
-    Worker,
-    solution_for,
-)
 from workshop.harness.worker_container import ContainerWorker
 from workshop.harness.worker_process import NativeWorker
 from workshop.i18n import _
@@ -33,7 +25,7 @@ def launcher(ctx) -> ContainerWorker | NativeWorker:
     return NativeWorker(ctx.device, log)
 
 
-def learner_file(ctx) -> LearnerFile | None:
+def learner_file(ctx) -> solution.LearnerFile | None:
     """The learner's <lab>.py as text (None when a reference run, or when the lab grades documents only)."""
     if not ctx.graded:
         return None
@@ -41,22 +33,22 @@ def learner_file(ctx) -> LearnerFile | None:
     header = labs.workspace_header(ctx.name)
     if not path.is_file():
         return None  # its absence is said when an exercise asks for it (solution)
-    return LearnerFile.read(path, workspace.display(path), header)
+    return solution.LearnerFile.read(path, workspace.display(path), header)
 
 
-def worker(ctx) -> Worker | LocalWorker:
+def worker(ctx) -> solution.Worker | solution.LocalWorker:
     """The lab's worker: a process for the learner's code, the lab's own process for the reference."""
     if ctx._worker is None:
         graded = ctx.graded
         ctx._worker = (
-            Worker(launcher(ctx), ctx.device, learner_file(ctx))
+            solution.Worker(launcher(ctx), ctx.device, learner_file(ctx))
             if graded
-            else LocalWorker(ctx.device)
+            else solution.LocalWorker(ctx.device)
         )
     return ctx._worker
 
 
-def solution(ctx, ex: Exercise) -> Solution:
+def implementation(ctx, ex: Exercise) -> solution.Solution:
     """What `with ctx.grading(name, worker=True) as impl:` yields (see solution.py)."""
     path = workspace.lab_file(ctx.work, ctx.name) if ctx.graded else None
     if path is not None and not path.is_file():
@@ -66,7 +58,7 @@ def solution(ctx, ex: Exercise) -> Solution:
                 command=f"python -m workshop exercises init {workspace.display(ctx.work)}",
             )
         )
-    return solution_for(worker(ctx), ex, ctx.graded)
+    return solution.solution_for(worker(ctx), ex, ctx.graded)
 
 
 def begin(ctx) -> None:
@@ -83,17 +75,17 @@ def probe(ctx, function: str, args: tuple, attributes: tuple[str, ...]):
     exercises = [ex for ex in labs.exercises(ctx.name) if ex.attribute in attributes]
     if not ctx.graded:
         target = {"references": {ex.attribute: ex.reference for ex in exercises}}
-        return Solution(worker(ctx), target).probe(function, *args)
+        return solution.Solution(worker(ctx), target).probe(function, *args)
     path = workspace.lab_file(ctx.work, ctx.name)
     found = worker(ctx)
     if found.learner is None:
-        raise LearnerCodeFailed("missing", ", ".join(attributes), workspace.display(path))
+        raise solution.LearnerCodeFailed("missing", ", ".join(attributes), workspace.display(path))
     for name in attributes:
         if (statement := source_check.imported_as(found.learner.source, name)) is not None:
             where = f"{found.learner.filename}:{statement.lineno}"
-            raise LearnerCodeFailed("refused", f"{name} is imported", where)
+            raise solution.LearnerCodeFailed("refused", f"{name} is imported", where)
     limit = max((ex.time_limit_s for ex in exercises), default=None)
-    return Solution(found, {"attributes": list(attributes)}, limit).probe(function, *args)
+    return solution.Solution(found, {"attributes": list(attributes)}, limit).probe(function, *args)
 
 
 def stop(ctx) -> None:

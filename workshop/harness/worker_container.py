@@ -21,7 +21,7 @@ import subprocess
 import uuid
 from pathlib import Path
 
-from workshop.harness.worker_process import DEFAULT_LIMITS, GRACE_S, Limits, OutputLog, how_it_ended
+from workshop.harness.worker_process import DEFAULT_LIMITS, GRACE_S, Launched, Limits, OutputLog
 
 # compose.yaml's learner-edition service builds it (WORKSHOP_LEARNER_IMAGE names another, there and here)
 LEARNER_IMAGE = os.environ.get(
@@ -88,7 +88,7 @@ def container_command(name: str, image: str, device: str, limits: Limits) -> lis
     return cmd + ["--entrypoint", "python", image, "-m", "workshop.grading.worker", "--stdio"]
 
 
-class ContainerWorker:
+class ContainerWorker(Launched):
     """The worker in a throwaway container (see the module's docstring); the same interface as NativeWorker."""
 
     isolated = True
@@ -112,19 +112,9 @@ class ContainerWorker:
         self.log = OutputLog(self.proc.stderr, self.log_path)
         return self.proc.stdout.fileno(), self.proc.stdin.fileno()
 
-    def tail(self) -> list[str]:
-        self.log.join()
-        return list(self.log.tail)
-
-    def ended(self, wait_s: float = 1.0) -> str | None:
-        if self.proc is None:
-            return None
-        try:
-            code = self.proc.wait(wait_s)
-        except subprocess.TimeoutExpired:
-            return None
+    def returncode(self, code: int) -> int:
         # docker run exits 128 + N when the worker died of signal N (137: SIGKILL, the memory limit or a kill)
-        return how_it_ended(128 - code if code > 128 else code)
+        return 128 - code if code > 128 else code
 
     def stop(self) -> None:
         if self.proc is None:

@@ -127,7 +127,31 @@ def how_it_ended(returncode: int | None) -> str:
     return f"exit code {returncode}"
 
 
-class NativeWorker:
+class Launched:
+    """What a started worker's launcher tells of it: the end of its log, and how it ended."""
+
+    proc: subprocess.Popen | None
+    log: OutputLog
+
+    def tail(self) -> list[str]:
+        """The last lines it printed (its log's end)."""
+        self.log.join()
+        return list(self.log.tail)
+
+    def ended(self, wait_s: float = 1.0) -> str | None:
+        """How it ended ('killed by SIGSEGV'), or None while it runs (after waiting wait_s for it to end)."""
+        if self.proc is None:
+            return None
+        try:
+            return how_it_ended(self.returncode(self.proc.wait(wait_s)))
+        except subprocess.TimeoutExpired:
+            return None
+
+    def returncode(self, code: int) -> int:
+        return code
+
+
+class NativeWorker(Launched):
     """The worker as a process of this machine (see the module's docstring)."""
 
     isolated = False
@@ -180,20 +204,6 @@ class NativeWorker:
             limits[resource.RLIMIT_AS] = (self.limits.address_space,) * 2
         for which, value in limits.items():
             resource.prlimit(pid, which, value)
-
-    def tail(self) -> list[str]:
-        """The last lines it printed (its log's end)."""
-        self.log.join()
-        return list(self.log.tail)
-
-    def ended(self, wait_s: float = 1.0) -> str | None:
-        """How it ended ('killed by SIGSEGV'), or None while it runs (after waiting wait_s for it to end)."""
-        if self.proc is None:
-            return None
-        try:
-            return how_it_ended(self.proc.wait(wait_s))
-        except subprocess.TimeoutExpired:
-            return None
 
     def stop(self) -> None:
         if self.proc is None:
