@@ -8,10 +8,12 @@ The layers, lowest first; a module may import modules of its own layer and of th
                  harness.{worker_process, worker_container}, tensor_bytes: files, processes, signals, the
                  run folder, the run's options, the worker's process or container
  3. model        workshop.minigpt, workshop.ops: the MiniGPT and the custom op
- 4. declarations grading.{checks, exercise, answers}: what a check, an exercise, an answer is
+ 4. declarations grading.{checks, exercise, questions, stand_ins}: what a check, an exercise, a question is
+                 (and the one grader of answers), what stands for a missing implementation
  5. registry     workshop.labs (the package module only): labs found by name, none imported by it
- 6. learner      grading.{workspace, failures, wire, source_check, solution, worker, sandbox}: the learner's
-                 files, the worker that runs their code (contract 6), and what went wrong in them
+ 6. learner      grading.{workspace, failures, solutions, wire, source_check, solution, worker, sandbox}: the
+                 learner's files, where an exercise's implementation comes from, the worker that runs their
+                 code (contract 6), and what went wrong in them
  7. lab          workshop.lab: LabSpec, LabContext (what a lab imports to be one)
  8. labs         workshop.labs.<lab>...: the labs themselves
  9. harness      the rest of workshop.harness: runner, child, post-mortem, a lab's result, REPORT.md
@@ -46,13 +48,16 @@ LAYERS = (
         ),
     ),
     ("model", ("workshop.minigpt.*", "workshop.ops.*")),
-    ("declarations", tuple(f"workshop.grading.{m}" for m in ("checks", "exercise", "answers"))),
+    (
+        "declarations",
+        tuple(f"workshop.grading.{m}" for m in ("checks", "exercise", "questions", "stand_ins")),
+    ),
     ("registry", ("workshop.labs",)),
     (
         "learner",
         (
-            *(f"workshop.grading.{m}" for m in ("workspace", "failures", "wire", "source_check")),
-            *(f"workshop.grading.{m}" for m in ("solution", "worker", "sandbox")),
+            *(f"workshop.grading.{m}" for m in ("workspace", "failures", "solutions", "wire")),
+            *(f"workshop.grading.{m}" for m in ("source_check", "solution", "worker", "sandbox")),
         ),
     ),
     ("lab", ("workshop.lab",)),

@@ -26,8 +26,9 @@ from workshop.harness.options import RunOptions
 from workshop.harness.worker_container import LABEL, ContainerWorker, docker_problem, sweep_stale
 from workshop.harness.worker_process import NativeWorker
 from workshop.lab import LabContext
+from workshop.labs import workspace_header
 from workshop.labs.autograd.batch import load_batch
-from workshop.labs.autograd.exercises import EXERCISES, WORKSPACE_HEADER
+from workshop.labs.autograd.exercises import EXERCISES
 from workshop.labs.autograd.lab import grade_hand
 
 HAND = ("autograd.cross_entropy_grad", "autograd.linear_grads")
@@ -58,7 +59,7 @@ def graded(tmp_path: Path, batch, attack: str, unread: bool = False) -> tuple[di
     unread: as if it had slipped past the lab's reading of its text (Unread)."""
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
-    source = WORKSPACE_HEADER + attack + "\n\n" + STUBS
+    source = workspace_header("autograd") + attack + "\n\n" + STUBS
     (work / "autograd.py").write_text(source)
     (tmp_path / "out").mkdir(exist_ok=True)
     ctx = LabContext("autograd", tmp_path / "out", RunOptions("cpu", 1, 0, work=work))

@@ -25,9 +25,10 @@ import json
 import pprint
 import re
 import shutil
-import textwrap
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from workshop.grading.exercise import wrapped
 
 ROOT = Path(__file__).resolve().parents[2]
 KEPT = ("workshop", "theory", "survey", "docker", "slurm", "benchmarks")
@@ -102,19 +103,14 @@ def stub_function(node: ast.FunctionDef, ex) -> str:
         type_params=[],
     )
     signature = ast.unparse(ast.fix_missing_locations(bare)).rsplit("\n", 1)[0]
-    paragraphs = [p.strip() for p in (ex.statement, ex.interface) if p.strip()]
-    doc = "\n\n".join(
-        textwrap.fill(p, 96, initial_indent="    ", subsequent_indent="    ") for p in paragraphs
-    )
-    return f'{signature}\n    """{doc.strip()}\n    """\n    raise NotImplementedError({ex.not_started_message()!r})\n'
+    doc = "\n".join(f"    {line}".rstrip() for line in wrapped(ex.paragraphs(), 96, reserve=3))
+    return f'{signature}\n    """{doc.strip()}\n    """\n    raise NotImplementedError({ex.id!r})\n'
 
 
 def stub_value(ex):
     """The constant the exercise's stub defines (its answers all None)."""
     namespace: dict = {}
-    exec(
-        compile(textwrap.dedent(ex.stub), f"<stub of {ex.id}>", "exec"), namespace
-    )  # the workshop's own
+    exec(compile(ex.stub_code(), f"<stub of {ex.id}>", "exec"), namespace)  # the workshop's own
     return namespace[ex.attribute]
 
 
@@ -147,7 +143,7 @@ def stub_reference(ex, out: Path, report: EditionReport, bodies: dict[str, str])
         text = stub_function(node, ex)
         bodies[ex.reference] = ast.dump(ast.Module(body_without_docstring(node), []))
     elif name == ex.attribute:
-        text = textwrap.dedent(ex.stub).strip()  # the learner's stub: the questions as comments
+        text = ex.stub_code().strip()  # the learner's stub: the questions as comments
     else:
         text = f"{name} = {pprint.pformat(stub_value(ex), width=100, sort_dicts=False)}"
     replace_definition(path, name, text)

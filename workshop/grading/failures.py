@@ -53,7 +53,7 @@ def learner_failure(ex: Exercise, e: BaseException, graded: bool, path: Path) ->
         return worker_failure(ex, e) if graded else None
     if isinstance(e, LearnerError):
         name = _("{id}: your code loads").format(id=ex.id)
-        return Check(name, False, str(e), _("no error"), message=ex.hint)
+        return Check(name, False, str(e), _("no error"), message=ex.hint())
     if isinstance(e, ProcessDied):
         return died_check(ex.id, str(e))
     if not graded and not (learner_edition() and isinstance(e, NotImplementedError)):
@@ -61,7 +61,8 @@ def learner_failure(ex: Exercise, e: BaseException, graded: bool, path: Path) ->
     where = workspace.where(e, path) if graded else ""
     if isinstance(e, NotImplementedError):
         name, value = _("{id}: implemented").format(id=ex.id), _(checks.NOT_STARTED)
-        message = str(e) or ex.not_started_message()
+        # a stub raises its exercise's id: say what to write instead
+        message = ex.not_started_message() if str(e) in ("", ex.id) else str(e)
         return Check(name, False, value, _("implemented"), message=message)
     if isinstance(e, TimeLimitExceeded):
         message = _("An endless loop, or far more work than the exercise needs: see where it was.")
@@ -71,7 +72,7 @@ def learner_failure(ex: Exercise, e: BaseException, graded: bool, path: Path) ->
     if isinstance(e, Exception | SystemExit):  # sys.exit() in the learner's code ends only this
         value = f"{where}: {workspace.describe(e)}"
         name = _("{id}: runs without an error").format(id=ex.id)
-        return Check(name, False, value, _("no error"), message=ex.hint)
+        return Check(name, False, value, _("no error"), message=ex.hint())
     return None
 
 
@@ -80,11 +81,11 @@ def worker_failure(ex: Exercise, e: LearnerCodeFailed) -> Check:
     value = f"{e.where}: {e.error}" if e.where else e.error
     if e.kind == "not_started":
         name = _("{id}: implemented").format(id=ex.id)
-        message = e.error or ex.not_started_message()
+        message = ex.not_started_message() if e.error in ("", ex.id) else e.error
         return Check(name, False, _(checks.NOT_STARTED), _("implemented"), message=message)
     if e.kind in ("load", "missing", "refused"):
         name = _("{id}: your code loads").format(id=ex.id)
-        return Check(name, False, refusal(ex, e), _("no error"), message=ex.hint)
+        return Check(name, False, refusal(ex, e), _("no error"), message=ex.hint())
     if e.kind == "time":
         name = _("{id}: finishes in time").format(id=ex.id)
         message = _("An endless loop, or far more work than the exercise needs: see where it was.")
@@ -93,7 +94,7 @@ def worker_failure(ex: Exercise, e: LearnerCodeFailed) -> Check:
     if e.kind == "died":
         return died_check(ex.id, value)
     name = _("{id}: runs without an error").format(id=ex.id)
-    return Check(name, False, value, _("no error"), message=ex.hint)
+    return Check(name, False, value, _("no error"), message=ex.hint())
 
 
 def refusal(ex: Exercise, e: LearnerCodeFailed) -> str:

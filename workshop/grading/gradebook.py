@@ -36,6 +36,9 @@ class Row:
     learner: str
     source: str  # the PATH as given
     statuses: dict[str, str] = field(default_factory=dict)  # exercise id -> status
+    hints: dict[str, int] = field(
+        default_factory=dict
+    )  # exercise id -> hints taken beyond the first
     # manifest fact -> the values its runs had
     facts: dict[str, set[str]] = field(default_factory=dict)
     runs: list[str] = field(default_factory=list)  # run ids, newest first
@@ -190,9 +193,11 @@ def add_lab_result(row: Row, run_dir: Path, lab: str) -> None:
                 )
             )
             continue
-        if ex_id in row.statuses:
-            continue  # a newer run graded it already
+        if row.statuses.get(ex_id, checks.NOT_GRADED) != checks.NOT_GRADED:
+            continue  # a newer run graded it already (a run of some exercises leaves the others ungraded)
         row.statuses[ex_id] = str(entry.get("status"))
+        taken = entry.get("hints_taken", 0)  # a handed-in result.json says anything
+        row.hints[ex_id] = taken if type(taken) is int and taken >= 0 else 0
         failed = entry.get("failed_check")
         if failed and entry["status"] != checks.NOT_STARTED:
             row.notes.append(f"{ex_id}: {failed['name']}: {value_text(failed['value'])}")
@@ -213,7 +218,7 @@ def table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
         passing = (
             sum(row.statuses.get(e) == checks.PASSING for e in exercise_ids) if row.verified else 0
         )
-        statuses = [status_cell(row, e) for e in exercise_ids]
+        statuses = [cell(row, e) for e in exercise_ids]
         facts = [row.fact(name) for name in FACTS]
         runs = " ".join(row.runs)
         notes = " | ".join(row.notes)
@@ -231,11 +236,17 @@ def table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
     return header, lines
 
 
-def status_cell(row: Row, exercise_id: str) -> str:
+def cell(row: Row, exercise_id: str) -> str:
+    """An exercise's cell: its status, marked self-reported unless this grade ran it, and the hints the learner
+    took on it ('passing (2 hints)')."""
     status = row.statuses.get(exercise_id, checks.NOT_GRADED)
-    if row.verified or status == checks.NOT_GRADED:
-        return _(status)
-    return _("{status} (self-reported)").format(status=_(status))
+    shown = _(status)
+    if not row.verified and status != checks.NOT_GRADED:
+        shown = _("{status} (self-reported)").format(status=shown)
+    taken = row.hints.get(exercise_id, 0)
+    return shown + (
+        " " + ngettext("({n} hint)", "({n} hints)", taken).format(n=taken) if taken else ""
+    )
 
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet reads as a formula
