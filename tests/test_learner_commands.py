@@ -182,6 +182,24 @@ def test_check_fails_fresh_stubs_with_the_statement_then_passes_when_solved(toy)
     assert listed["toy.double"] == progress.CHANGED and listed["toy.essay"] == checks.PASSING
 
 
+def test_check_leaves_torch_to_the_labs_processes(toy):
+    """The learner's loop: the parent of `check` (and `run`) never imports torch, whose import costs about 2 s of
+    CPU per check on a small machine; the labs' processes import it. The manifest still names torch's version
+    and CUDA's, read from the installed package."""
+    import torch
+
+    main(["exercises", "init"])
+    parent = (
+        "import sys; from workshop.cli.main import main; main(['check', 'toy', 'double']); "
+        "print('imported:', sorted({'torch', 'triton', 'numpy'} & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", parent], capture_output=True, text=True)
+    assert "imported: []" in out.stdout, out.stdout + out.stderr
+    manifest = results.read_json(Path("results/latest/manifest.json"))
+    assert (manifest["torch"], manifest["cuda"]) == (torch.__version__, torch.version.cuda)
+    assert manifest["device"] in ("cpu", "cuda")
+
+
 def test_a_wrong_answer_prints_the_value_threshold_message_and_hint(toy):
     main(["exercises", "init"])
     replace_stub(toy / "my-work" / "toy.py", "double", "def double(x):\n    return x + x + 1\n")
