@@ -371,6 +371,24 @@ def test_a_from_run_exercise_is_regraded_against_the_latest_run_without_running_
     assert result["exercises"]["toy.answers"]["status"] == checks.PASSING
 
 
+def test_a_regrade_that_failed_is_never_taken_for_a_run_of_the_lab(toy):
+    """A re-grade that raised (here: the run's file it reads is gone) leaves a run folder of its own, which
+    says what it was graded against; the next check re-grades against the lab's run still, not that folder."""
+    work = toy / "my-work"
+    main(["exercises", "init"])
+    replace_stub(work / "toy.py", "answers", ANSWERS)
+    workshop("check", "toy", "--device", "cpu")
+    ran = Path("results/latest").resolve()
+    (ran / "toy" / "doubled.json").rename(toy / "doubled.json")
+    failed = workshop("check", "toy", "answers", "--device", "cpu")
+    assert failed.returncode == 1 and "doubled.json" in failed.text
+    failed_result = results.read_json(Path("results/latest/toy/result.json"))
+    assert failed_result["graded_against"] == f"results/{ran.name}"
+    (toy / "doubled.json").rename(ran / "toy" / "doubled.json")
+    again = workshop("check", "toy", "answers", "--device", "cpu")
+    assert again.returncode == 0 and f"re-graded against your run results/{ran.name}" in again.text
+
+
 def test_the_run_folder_path_is_never_wrapped_at_80_columns(toy):
     main(["exercises", "init"])
     out_dir = "results/" + "a-rather-long-folder-name-for-the-runs" * 2

@@ -95,9 +95,11 @@ def run_lab_code(ctx: LabContext, time_limit: float | None) -> interrupt.Stopped
 def regrade(ctx: LabContext, lab_dir: Path) -> None:
     """Grade the exercises this run wants against an earlier run of the lab (its folder `lab_dir`), without
     running the lab: the lab's LabSpec.regrade measures the truths from that run's files."""
-    labs.get(ctx.name).load("regrade")(ctx, lab_dir)
     run = workspace.display(lab_dir.parent)
-    ctx.extra["graded_against"] = run
+    ctx.extra["graded_against"] = (
+        run  # first: a re-grade that raises says what it was graded against too
+    )
+    labs.get(ctx.name).load("regrade")(ctx, lab_dir)
     ctx.summary = ctx.summary or _(
         "Re-graded against your run {run}, without running the lab again: its figures, your new answers."
     ).format(run=run)
