@@ -31,14 +31,7 @@ ESSAY = "Doubling a number adds the number to itself, once, and that is all.\n"
 @pytest.fixture
 def toy(monkeypatch, tmp_path):
     """The toy lab in place of the real ones, here and in every process started from here; cwd: tmp_path."""
-    learner_toy.install(monkeypatch.setattr)
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(learner_toy.sitecustomize_source())
-    path = [str(site), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(path))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+    return learner_toy.use_in(monkeypatch, tmp_path)
 
 
 def workshop(*args: str, columns: int = 200) -> subprocess.CompletedProcess:
@@ -182,6 +175,24 @@ def test_check_fails_fresh_stubs_with_the_statement_then_passes_when_solved(toy)
     assert listed["toy.double"] == progress.CHANGED and listed["toy.essay"] == checks.PASSING
 
 
+def test_check_leaves_torch_to_the_labs_processes(toy):
+    """The learner's loop: the parent of `check` (and `run`) never imports torch, whose import costs about 2 s of
+    CPU per check on a small machine; the labs' processes import it. The manifest still names torch's version
+    and CUDA's, read from the installed package."""
+    import torch
+
+    main(["exercises", "init"])
+    parent = (
+        "import sys; from workshop.cli.main import main; main(['check', 'toy', 'double']); "
+        "print('imported:', sorted({'torch', 'triton', 'numpy'} & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", parent], capture_output=True, text=True)
+    assert "imported: []" in out.stdout, out.stdout + out.stderr
+    manifest = results.read_json(Path("results/latest/manifest.json"))
+    assert (manifest["torch"], manifest["cuda"]) == (torch.__version__, torch.version.cuda)
+    assert manifest["device"] in ("cpu", "cuda")
+
+
 def test_a_wrong_answer_prints_the_value_threshold_message_and_hint(toy):
     main(["exercises", "init"])
     replace_stub(toy / "my-work" / "toy.py", "double", "def double(x):\n    return x + x + 1\n")
@@ -308,7 +319,7 @@ def test_hints_come_one_level_at_a_time_and_the_table_counts_them(toy):
     assert json.loads((work / ".workspace.json").read_text())["hints"] == {"toy.double": 2}
     graded = results.read_json(Path("results/latest/toy/result.json"))["exercises"]
     assert graded["toy.double"]["hints_taken"] == 2
-    assert main(["grade", "results", "--to", "grades"]) == 0
+    assert main(["grade", str(work), "--to", "grades", "--sandbox", "native"]) == 0
     [row] = read_csv("grades/grades.csv")
     assert row["toy.double"] == "failing (2 hints)"
 
@@ -351,6 +362,24 @@ def test_a_from_run_exercise_is_regraded_against_the_latest_run_without_running_
         "the lab did not run"
     )
     assert result["exercises"]["toy.answers"]["status"] == checks.PASSING
+
+
+def test_a_regrade_that_failed_is_never_taken_for_a_run_of_the_lab(toy):
+    """A re-grade that raised (here: the run's file it reads is gone) leaves a run folder of its own, which
+    says what it was graded against; the next check re-grades against the lab's run still, not that folder."""
+    work = toy / "my-work"
+    main(["exercises", "init"])
+    replace_stub(work / "toy.py", "answers", ANSWERS)
+    workshop("check", "toy", "--device", "cpu")
+    ran = Path("results/latest").resolve()
+    (ran / "toy" / "doubled.json").rename(toy / "doubled.json")
+    failed = workshop("check", "toy", "answers", "--device", "cpu")
+    assert failed.returncode == 1 and "doubled.json" in failed.text
+    failed_result = results.read_json(Path("results/latest/toy/result.json"))
+    assert failed_result["graded_against"] == f"results/{ran.name}"
+    (toy / "doubled.json").rename(ran / "toy" / "doubled.json")
+    again = workshop("check", "toy", "answers", "--device", "cpu")
+    assert again.returncode == 0 and f"re-graded against your run results/{ran.name}" in again.text
 
 
 def test_the_run_folder_path_is_never_wrapped_at_80_columns(toy):
@@ -396,7 +425,8 @@ def test_grade_tables_complete_partial_and_broken_workspaces_and_reports_what_it
         toy / "nowhere",
     ]
 
-    assert main(["grade", *map(str, paths), "--device", "cpu", "--to", "grades"]) == 0
+    grade = ["grade", *map(str, paths), "--device", "cpu", "--to", "grades", "--sandbox", "native"]
+    assert main(grade) == 0
     rows = {row["learner"]: row for row in read_csv("grades/grades.csv")}
     assert rows["ada"]["passing"] == "3/3"
     assert [rows["bob"][e] for e in ("toy.double", "toy.answers", "toy.essay")] == [
@@ -415,18 +445,22 @@ def test_grade_tables_complete_partial_and_broken_workspaces_and_reports_what_it
         main(["grade", str(class_dir / "ada"), "--to", "grades"])
 
 
-def test_grade_reads_a_learners_handed_in_runs_and_their_declared_name(toy):
+def test_grade_shows_handed_in_runs_as_self_reported_and_counts_none(toy):
+    """A results folder without its workspace: its statuses are the learner's word (a result.json is a file
+    anyone can edit), shown so, with their declared name, and not counted as passing."""
     work = make_workspace(toy, "my-work", DOUBLE, None, None)
     main(["exercises", "init", str(work), "--lab", "toy", "--force", "--learner", "Ada L."])
     replace_stub(work / "toy.py", "double", DOUBLE)
     assert workshop("check", "toy", "--device", "cpu").returncode == 1
-    assert main(["grade", "results", "--to", "grades"]) == 0
+    assert main(["grade", "results", "--to", "grades", "--sandbox", "native"]) == 0
     [row] = read_csv("grades/grades.csv")
-    assert (row["learner"], row["toy.double"], row["toy.answers"]) == (
+    assert (row["learner"], row["toy.double"], row["toy.answers"], row["passing"]) == (
         "Ada L.",
-        "passing",
-        "not started",
+        "passing (self-reported)",
+        "not started (self-reported)",
+        "0/3",
     )
+    assert "self-reported, unverified" in row["notes"]
 
 
 # ---- the grading block, in-process ----
