@@ -23,7 +23,7 @@ import numpy as np
 import torch
 import triton
 
-from workshop.i18n import _
+from workshop.i18n import _, ngettext
 from workshop.ops import INTERPRETED
 
 POISON = 1e4  # in the input's padding and guards: a row that reads it has its max there, and softmax ~0 elsewhere
@@ -90,9 +90,12 @@ def _describe(regions: list[Region], addresses: np.ndarray) -> str:
         why = _("past the last row, {last}").format(last=nearest.rows - 1)
     else:
         why = _("before the tensor's first element")
-    return _("{name}[{row}, {col}] ({name} is {shape}: {why}), {n} address(es) in all").format(
-        name=nearest.name, row=row, col=col, shape=shape, why=why, n=len(addresses)
+    text = ngettext(
+        "{name}[{row}, {col}] ({name} is {shape}: {why}), {n} address in all",
+        "{name}[{row}, {col}] ({name} is {shape}: {why}), {n} addresses in all",
+        len(addresses),
     )
+    return text.format(name=nearest.name, row=row, col=col, shape=shape, why=why, n=len(addresses))
 
 
 def _check(access: str, ptrs, mask) -> None:

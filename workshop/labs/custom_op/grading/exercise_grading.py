@@ -15,13 +15,19 @@ import triton
 from workshop.grading import workspace
 from workshop.i18n import _
 from workshop.lab import LabContext
-from workshop.labs.custom_op import kernel_diagnosis as diagnose
-from workshop.labs.custom_op import learner_op
-from workshop.labs.custom_op import registration_grading as rg
-from workshop.labs.custom_op.kernel_grading import BACKWARD, CASES, FORWARD, Direction, run_case
-from workshop.labs.custom_op.learner_op import KernelMismatch, loaded, twin
-from workshop.labs.custom_op.memory_bounds import OutOfBounds
-from workshop.labs.custom_op.op_grading import grade_op
+from workshop.labs.custom_op.grading import api_grading, learner_op
+from workshop.labs.custom_op.grading import kernel_diagnosis as diagnose
+from workshop.labs.custom_op.grading import registration_grading as rg
+from workshop.labs.custom_op.grading.kernel_grading import (
+    BACKWARD,
+    CASES,
+    FORWARD,
+    Direction,
+    run_case,
+)
+from workshop.labs.custom_op.grading.learner_op import KernelMismatch, loaded, twin
+from workshop.labs.custom_op.grading.memory_bounds import OutOfBounds
+from workshop.labs.custom_op.grading.op_grading import grade_op
 from workshop.ops import INTERPRETED, softmax_op
 
 
@@ -57,6 +63,18 @@ def grade_backward(ctx: LabContext, impl) -> None:
     ops = twin("backward", softmax_op.KIND, backward=backward)
     if rg.grade_gradients(ctx, ops):
         grade_op(ctx, ops)
+
+
+def grade_define_custom_op(ctx: LabContext, impl) -> None:
+    api_grading.grade_registration(
+        ctx, _function(ctx, "define_custom_op", impl), "define_custom_op"
+    )
+
+
+def grade_define_triton_op(ctx: LabContext, impl) -> None:
+    api_grading.grade_registration(
+        ctx, _function(ctx, "define_triton_op", impl), "define_triton_op"
+    )
 
 
 def _function(ctx: LabContext, name: str, impl):

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import torch
 import triton
 
-from workshop.labs.custom_op import precision
-from workshop.labs.custom_op.correctness import SLACK
-from workshop.labs.custom_op.memory_bounds import POISON, SENTINEL, Guarded
+from workshop.labs.custom_op.grading import precision
+from workshop.labs.custom_op.grading.correctness import SLACK
+from workshop.labs.custom_op.grading.memory_bounds import POISON, SENTINEL, Guarded
 from workshop.ops import softmax_launch
 from workshop.ops.triton_launch import Launch, recording
 

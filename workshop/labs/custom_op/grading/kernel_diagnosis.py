@@ -10,7 +10,7 @@ import math
 import torch
 
 from workshop.i18n import _
-from workshop.labs.custom_op.kernel_grading import (
+from workshop.labs.custom_op.grading.kernel_grading import (
     CASES,
     LARGE_ROWS,
     NEGATIVE_ROW,

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from workshop import labs
 from workshop.grading import workspace
 from workshop.lab import LabContext
-from workshop.labs.custom_op import probes
-from workshop.labs.custom_op.learner_op import is_stub
+from workshop.labs.custom_op.grading import probes
+from workshop.labs.custom_op.grading.learner_op import is_stub
 
 
 @dataclass
@@ -35,7 +35,7 @@ class OwnOp:
 def own_op(ctx: LabContext) -> OwnOp:
     """The pieces of the op this run checks, or the exercises it waits on."""
     own = OwnOp(graded=ctx.graded)
-    for name in probes.PIECES:
+    for name in needed(ctx.device):
         ex = ctx.exercise(name)
         try:
             piece = ctx.solution(ex)
@@ -51,12 +51,19 @@ def own_op(ctx: LabContext) -> OwnOp:
     return own
 
 
+def needed(device: str) -> tuple[str, ...]:
+    """The exercises whose parts make the op: the pieces and the registrations the lab compiles (on a GPU the
+    custom_op for the comparison and the triton_op; under the interpreter the custom_op)."""
+    kinds = ("custom_op", "triton_op") if device == "cuda" else ("custom_op",)
+    return (*probes.PIECES, *(probes.REGISTRATIONS[kind] for kind in kinds))
+
+
 def shipped_pieces() -> dict:
     """torch.ops.workshop.softmax's own pieces, by exercise (the references: stubs in the learner edition)."""
     return {
         ex.name: pkgutil.resolve_name(ex.reference)
         for ex in labs.exercises("custom_op")
-        if ex.name in probes.PIECES
+        if ex.name in probes.EXERCISES
     }
 
 

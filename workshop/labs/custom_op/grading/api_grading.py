@@ -23,9 +23,9 @@ from torch._subclasses.functional_tensor import FunctionalTensorMode
 
 from workshop.i18n import N_, _
 from workshop.lab import LabContext
-from workshop.labs.custom_op import correctness as cx
-from workshop.labs.custom_op import stand_ins
-from workshop.labs.custom_op.op_grading import grade_op
+from workshop.labs.custom_op.grading import correctness as cx
+from workshop.labs.custom_op.grading import stand_ins
+from workshop.labs.custom_op.grading.op_grading import grade_op
 from workshop.ops import INTERPRETED, softmax_op
 from workshop.ops.softmax_op import SoftmaxOps
 
@@ -255,11 +255,3 @@ def _wrap_check(exercise: str, facts: RegistrationFacts) -> tuple:
             "torch.compile, tracing the body, hands fake tensors to a kernel"
         ).format(got=_("something else") if facts.wraps else _("nothing (it was not called)")),
     )
-
-
-def grade_define_custom_op(ctx: LabContext, define) -> None:
-    grade_registration(ctx, define, "define_custom_op")
-
-
-def grade_define_triton_op(ctx: LabContext, define) -> None:
-    grade_registration(ctx, define, "define_triton_op")

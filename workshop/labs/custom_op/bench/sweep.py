@@ -1,7 +1,7 @@
-"""`python -m workshop.labs.custom_op.sweep --out DIR` (GPU): the measurements behind softmax_launch's constants.
+"""`python -m workshop.labs.custom_op.bench.sweep --out DIR` (GPU): the measurements behind softmax_launch's constants.
 
 For each group of judged shapes, our kernels under each candidate setting of softmax_launch's constants, device
-time as in bench.py (CUDA graph, inputs rotating past L2), as a fraction of a copy of the same bytes. Writes
+time as in benchmark.py (CUDA graph, inputs rotating past L2), as a fraction of a copy of the same bytes. Writes
 sweep.json after every measurement and prints one line each.
 """
 
@@ -15,7 +15,7 @@ from unittest import mock
 import torch
 
 from workshop.harness import atomic
-from workshop.labs.custom_op import bench
+from workshop.labs.custom_op.bench import benchmark as bench
 from workshop.ops import softmax, softmax_launch
 
 GROUPS = {
@@ -95,7 +95,7 @@ def measure(shape, dtype, settings: list[dict], log) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m workshop.labs.custom_op.sweep")
+    p = argparse.ArgumentParser(prog="python -m workshop.labs.custom_op.bench.sweep")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--groups", nargs="*", default=list(GROUPS))
     a = p.parse_args(argv)

@@ -1,4 +1,4 @@
-"""The benchmark's verdicts, summary and chart, from the measured rows of bench.py (no GPU needed here).
+"""The benchmark's verdicts, summary and chart, from the measured rows of benchmark.py (no GPU needed here).
 
 Targets (H200), on every shape with >= 32 MiB of input (smaller ones are listed too, as information: there launch
 latency, not bandwidth, sets the time):

@@ -12,21 +12,27 @@ from __future__ import annotations
 
 import torch
 
-from workshop.labs.custom_op import correctness as cx
 from workshop.labs.custom_op import inductor_code
+from workshop.labs.custom_op.grading import correctness as cx
 from workshop.minigpt.model import GPT, GPTConfig, lm_loss
 from workshop.ops import softmax_op
 from workshop.ops.triton_launch import recording
 
 PIECES = ("forward_kernel", "backward_kernel", "fake", "setup_context", "backward")
 REGISTRATIONS = {"custom_op": "define_custom_op", "triton_op": "define_triton_op"}
+EXERCISES = (*PIECES, *REGISTRATIONS.values())  # every exercise that writes a part of the op
+
+
+def namespace(kind: str) -> str:
+    """Where the op made of a run's pieces is registered as `kind`: torch.ops.own_<kind>.softmax."""
+    return f"own_{kind}"
 
 
 def build(pieces: dict, kind: str = softmax_op.KIND) -> softmax_op.SoftmaxOps:
-    """The op made of `pieces`, registered as `kind` (own_<kind>::softmax)."""
+    """The op made of `pieces`, registered as `kind` (namespace(kind)::softmax)."""
     parts = softmax_op.Pieces(**{name: pieces[name] for name in PIECES if name in pieces})
     registration = pieces.get(REGISTRATIONS[kind])
-    return softmax_op.define(f"own_{kind}::softmax", kind, parts, registration)
+    return softmax_op.define(f"{namespace(kind)}::softmax", kind, parts, registration)
 
 
 def _described(error: BaseException) -> str:

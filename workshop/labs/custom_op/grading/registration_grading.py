@@ -11,7 +11,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from workshop.grading import workspace
 from workshop.i18n import N_, _
 from workshop.lab import LabContext
-from workshop.labs.custom_op.learner_op import GradientCount
+from workshop.labs.custom_op.grading.learner_op import GradientCount
 from workshop.ops.softmax_op import SoftmaxOps
 
 

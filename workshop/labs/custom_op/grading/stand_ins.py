@@ -2,8 +2,9 @@
 write, in the operator that exercise is graded in (learner_op.py).
 
 Not the reference's pieces: in the learner edition those are stubs (the reference of every exercise is), and a
-piece graded next to them could not be graded at all. These are PyTorch's softmax and its backward, laid out as the
-op lays its output out (dim innermost: softmax_op._empty_result), and the autograd pieces that go with them. Each
+piece graded next to them could not be graded at all; nor copies of them (the edition checks that no reference's
+body is left in its code). These are PyTorch's softmax and its backward, laid out as the op lays its output out
+(softmax_op._empty_result), and the autograd pieces that go with them. Each
 body takes `wrap` like the op's own (torch.library.wrap_triton in a triton_op's body) and ignores it: PyTorch's ops
 need no wrapping to be traced.
 """
@@ -28,20 +29,23 @@ def backward(y: torch.Tensor, dy: torch.Tensor, dim: int, wrap=None) -> torch.Te
 
 
 def fake(x: torch.Tensor, dim: int) -> torch.Tensor:
-    """The op's output for x, empty: its shape and dtype, dim innermost."""
-    return softmax_op._empty_result(x, dim)[0]
+    """The op's output for x, empty, as its implementation allocates it (softmax_op._empty_result)."""
+    output, _rows = softmax_op._empty_result(x, dim)
+    return output
 
 
 def setup_context(ctx, inputs: tuple, output: torch.Tensor) -> None:
-    """Saves what `gradients` needs: y and dim."""
-    ctx.dim = inputs[1]
+    """Leaves on ctx what the backward exercise's statement says a backward finds there: y saved (the output,
+    which stays differentiable for a second backward) and dim."""
+    _x, dim = inputs
     ctx.save_for_backward(output)
+    ctx.dim = dim
 
 
 def gradients(ctx, dy: torch.Tensor) -> tuple:
-    """(dx, None) by the twin's backward operator (ctx.ops.backward): its kernel, a learner's or `backward`."""
-    (y,) = ctx.saved_tensors
-    return ctx.ops.backward(y, dy, ctx.dim), None
+    """(dx, None), dx by the twin's backward operator (ctx.ops.backward: its kernel, a learner's or `backward`)."""
+    dx = ctx.ops.backward(*ctx.saved_tensors, dy, ctx.dim)
+    return dx, None
 
 
 def gradients_by_torch(ctx, dy: torch.Tensor) -> tuple:
