@@ -310,9 +310,9 @@ ANSWER_MISTAKES = [
         1,
         "their number depends on the device",
     ),
-    ("default taken as dynamic", "default_compiles", 1, "automatic dynamic"),
-    ("default taken as static", "default_compiles", 4, "that is dynamic=False"),
-    ("graphs instead of breaks", "item_graph_breaks", 2, "that is the number of graphs"),
+    ("default taken as dynamic", "default_compiles", 1, "the default does not start dynamic"),
+    ("default taken as static", "default_compiles", 4, "that is what dynamic=False does"),
+    ("graphs instead of breaks", "item_graph_breaks", 2, "that counts graphs, not breaks"),
     ("a string", "softmax_calls", "4", "give a whole number"),
 ]
 
@@ -323,3 +323,29 @@ ANSWER_MISTAKES = [
 def test_a_wrong_answer_fails_its_key_with_a_pointed_message(ctx, key, value, words):
     results = grade_answers(ctx, {**run_facts.reference_answers(FACTS), key: value})
     assert list(failing(results)) == [key] and words in results[key]
+    own = results[key].replace(repr(value), "")  # the learner's own value may be quoted back
+    assert not states(own, getattr(FACTS, key)), results[key]
+
+
+def states(message: str, truth: int) -> bool:
+    """Whether a message says the count it grades: as a number, or in words (once, twice, ...)."""
+    words = {1: r"one|once|a single", 2: r"two|twice|once more|recompiles once", 4: r"four"}
+    words = words.get(truth, r"(?!)")
+    return bool(re.search(rf"(?<![\w.]){truth}(?![\w.])|\b(?:{words})\b", message))
+
+
+def test_states_catches_the_messages_that_gave_the_count():
+    """The two messages this exercise used to give that said how often the default compiles, or how many
+    breaks there are."""
+    assert states("the default recompiles once, then the length is symbolic", 2)
+    assert states("that is the number of graphs: a break splits one graph into two", 1)
+
+
+def test_the_reported_mistake_is_the_one_a_message_names(ctx, cpp_kernels):
+    """bytes_read off by no known mistake (where to look) and the grid in the other order (a diagnosis): the
+    exercise reports the grid, whose message names what went wrong, though bytes_read comes first."""
+    answer = {**SOFTMAX_ANSWER, "bytes_read": 12345, "grid": [704, 32]}
+    failed = failing(grade_kernel(ctx, answer, cpp_kernels))
+    assert list(failed) == ["bytes_read", "grid"]
+    reported = ctx.exercise_results()["compile.kernel"]["failed_check"]
+    assert "'grid'" in reported["name"] and "order" in reported["message"]

@@ -49,17 +49,28 @@ def op_key(op: str) -> str:
     return op.split(".")[-1].lstrip("_") if "." in op else op.lstrip("_")
 
 
+class WhereToLook(str):
+    """A message that says where to look, not which mistake was made: a field whose message names the mistake
+    (a diagnosis) is reported before it."""
+
+
+def names_mistake(message: str) -> bool:
+    return bool(message) and not isinstance(message, WhereToLook)
+
+
 def grade_kernel(ctx: LabContext, answer, kernels: list[GeneratedKernel]) -> GeneratedKernel | None:
     """Check each field of the learner's KERNEL_EXPLAINED; returns the kernel it explains when that kernel is
     in this run's training forward (None otherwise, and the other fields are not graded)."""
     answer = filled_fields(answer)
     forward = [k for k in kernels if k.graph == GRAPH]
     kernel = next((k for k in forward if k.name == answer["kernel"]), None)
+    message = "" if kernel else kernel_message(answer["kernel"], kernels)
     ctx.check_equal(
         _("KERNEL_EXPLAINED['kernel'] is in this run's code/train_forward.py"),
         kernel is not None,
         True,
-        message=None if kernel else kernel_message(answer["kernel"], kernels),
+        message=message or None,
+        diagnosis=names_mistake(message),
     )
     if kernel is None:
         return None
@@ -78,6 +89,7 @@ def grade_kernel(ctx: LabContext, answer, kernels: list[GeneratedKernel]) -> Gen
             message == "",
             True,
             message=message or None,
+            diagnosis=names_mistake(message),
         )
     return kernel
 
@@ -92,7 +104,7 @@ def filled_fields(answer) -> dict:
 
 
 def unfilled(value) -> str:
-    return _("not filled in: replace the `...`") if value is ... else ""
+    return WhereToLook(_("not filled in: replace the `...`")) if value is ... else ""
 
 
 def kernel_message(name, kernels: list[GeneratedKernel]) -> str:
@@ -111,10 +123,11 @@ def kernel_message(name, kernels: list[GeneratedKernel]) -> str:
             "this run on {device} generated `{prefix}...` kernels: names depend on the device and the torch "
             "version, so copy one from your own run's code/train_forward.py"
         ).format(device=device, prefix=language)
-    return _(
+    where = _(
         "no kernel `{name}` in this run's code/train_forward.py: copy a name from a line "
         "`<name> = async_compile...` there"
-    ).format(name=name)
+    )
+    return WhereToLook(where.format(name=name))
 
 
 def fused_ops_message(given, kernel: GeneratedKernel, others: list[GeneratedKernel]) -> str:
@@ -224,10 +237,11 @@ def factor_message(given: int, truth: int, access: str) -> str:
                 "buffer once"
             )
             return (low if given < truth else high).format(roles=roles)
-    return _(
+    where = _(
         "not this kernel's bytes: for each {roles} argument of its call in call(), find its shape and dtype "
         "(empty_strided / assert_size_stride, following `# reuse`), then sum numel x element size"
-    ).format(roles=roles)
+    )
+    return WhereToLook(where.format(roles=roles))
 
 
 def reduction_message(given, kernel: GeneratedKernel, s: KernelStructure) -> str:
@@ -266,7 +280,7 @@ def grid_message(
         return message
     given = [given] if isinstance(given, int) else given
     if not isinstance(given, (list, tuple)) or not all(isinstance(g, int) for g in given):
-        return _("grid must be a list of ints, e.g. [704]")
+        return _("grid must be a list of ints, e.g. [5760, 96]")
     if list(given) == s.grid:
         return ""
     if len(given) > 1 and sorted(given) == sorted(g for g in s.grid if g is not None):
@@ -284,9 +298,11 @@ def grid_message(
             "this kernel has {n} `#pragma omp for` loop(s): give one extent each, in the order the loops "
             "appear in its code"
         ).format(n=len(s.grid))
-    return _(
-        "give the extent of each loop right under a `#pragma omp for` (`x0 < N`, indices, not iterations of a "
-        "SIMD step), in the order the loops appear in the kernel's code"
+    return WhereToLook(
+        _(
+            "give the extent of each loop right under a `#pragma omp for` (`x0 < N`, indices, not iterations "
+            "of a SIMD step), in the order the loops appear in the kernel's code"
+        )
     )
 
 

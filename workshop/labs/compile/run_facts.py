@@ -71,21 +71,25 @@ def optimizer_kernels(given: int, f: RunFacts) -> str | None:
 
 
 def default_compiles(given: int, f: RunFacts) -> str | None:
+    # Each message names the mistake and where to look; none says how often the default compiles.
     if given == f.static_compiles:
         return _(
-            "that is dynamic=False (a compile per length): the default recompiles once, then the length is symbolic"
+            "that is what dynamic=False does (a compile per length); the default does not stay static when "
+            "the length changes: read its row in breaks.json"
         )
     if given == 1:
         return _(
-            "the default does not start dynamic: it compiles for the first length, then recompiles once with "
-            "the length symbolic (automatic dynamic); see breaks.json"
+            "the default does not start dynamic: its first compile is for the first length's static shapes; "
+            "read what the next lengths did in its row of breaks.json"
         )
     return None
 
 
 def item_graph_breaks(given: int, f: RunFacts) -> str | None:
     if given == f.item_graph_breaks + 1:
-        return _("that is the number of graphs: a break splits one graph into two")
+        return _(
+            "that counts graphs, not breaks: a break is where a graph ends and the next begins"
+        )
     if given == 0:
         return _(
             "`.item()` needs a tensor's value while tracing: Dynamo ends the graph there; see breaks.json"
