@@ -162,7 +162,7 @@ KERNEL_MISTAKES = [
     ),
     ("no reduction", {"reduction": "none"}, "reduction", "this kernel reduces (max, sum)"),
     ("grid of another kernel", {"grid": [45056]}, "grid", "the grid of `cpp_fused_gelu_view_6`"),
-    ("one loop only", {"grid": [704]}, "grid", "2 `#pragma omp for` loop(s)"),
+    ("one loop only", {"grid": [704]}, "grid", "this kernel has 2 `#pragma omp for` loops"),
     (
         "extents in the other order",
         {"grid": [704, 32]},

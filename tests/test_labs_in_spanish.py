@@ -222,7 +222,7 @@ def test_the_spanish_compile_summary_shows_the_same_values(graded):
     )
     assert numbers(spanish) == numbers(english)
     assert "## Graph breaks y recompilaciones (`breaks.json`)" in spanish
-    assert "el tiempo de su primera\nllamada se recupera al cabo de unos 8000 pasos." in spanish
+    assert "el tiempo de su primera llamada se recupera al cabo de unos 8000 pasos." in spanish
     assert (
         "| paso de entrenamiento (batch 8) | 10.00 | 5.00 | 2.00x |" in spanish
     )  # a prose value, via _()
@@ -232,7 +232,7 @@ def test_the_spanish_compile_summary_shows_the_same_values(graded):
             in spanish
         )
     else:
-        assert "(nido de bucles de C++, train/forward, llamado 1 vez/veces" in spanish
+        assert "(nido de bucles de C++, train/forward, llamado una vez por ejecución)" in spanish
 
 
 def test_the_spanish_kernel_explanation_shows_the_same_values():
@@ -242,7 +242,7 @@ def test_the_spanish_kernel_explanation_shows_the_same_values():
     )
     assert numbers(spanish) == numbers(english)
     assert "Operaciones de aten (según el nombre del kernel): `sum`." in spanish
-    assert "fusionar estas\noperaciones compensa en ese factor de tráfico de memoria." in spanish
+    assert "fusionar estas operaciones compensa en ese factor de tráfico de memoria." in spanish
     assert "Cada acumulador vectorial se reduce a un solo número (`vec_reduce_all`)" in spanish
 
 

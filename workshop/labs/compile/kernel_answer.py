@@ -294,9 +294,11 @@ def grid_message(
             "programs: XBLOCK is chosen at run time"
         )
     if len(given) != len(s.grid):
-        return _(
-            "this kernel has {n} `#pragma omp for` loop(s): give one extent each, in the order the loops "
-            "appear in its code"
+        return ngettext(
+            "this kernel has {n} `#pragma omp for` loop: give its extent",
+            "this kernel has {n} `#pragma omp for` loops: give one extent each, in the order the loops "
+            "appear in its code",
+            len(s.grid),
         ).format(n=len(s.grid))
     return WhereToLook(
         _(
