@@ -161,3 +161,16 @@ def test_a_folder_that_cannot_be_graded_is_one_line_naming_why(run_folder, fault
 def test_a_folder_that_is_not_a_run_is_one_line(tmp_path):
     with pytest.raises(run_grading.RunFolderError, match="not a finished run of the compile lab"):
         run_grading.read_run(tmp_path)
+
+
+@pytest.mark.parametrize("only", ["kernel", "answers"])
+def test_check_compile_exercise_regrades_that_exercise_only(run_folder, tmp_path, only):
+    """`check compile kernel` (or `answers`): the other exercise is not graded, and nothing fails for it."""
+    work = workspace(tmp_path, SOFTMAX_ANSWER, reference_answers(run_folder))
+    ctx = LabContext(
+        "compile",
+        lab_context(tmp_path / "out").out_dir,
+        RunOptions("cpu", 1, 0, work=work, only=(f"compile.{only}",)),
+    )
+    run_grading.regrade(ctx, run_folder)
+    assert ctx.passed and {c.exercise for c in ctx.checks} == {f"compile.{only}"}
