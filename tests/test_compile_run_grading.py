@@ -9,9 +9,11 @@ import pytest
 from test_compile_exercises import SOFTMAX_ANSWER
 
 from workshop import labs
+from workshop.grading import workspace_init
 from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
 from workshop.labs.compile import run_facts, run_grading
+from workshop.labs.compile.bench import loop
 from workshop.labs.compile.exercises import ANSWERS, KERNEL
 from workshop.labs.compile.generated_kernels import parse_kernels
 
@@ -174,3 +176,17 @@ def test_check_compile_exercise_regrades_that_exercise_only(run_folder, tmp_path
     )
     run_grading.regrade(ctx, run_folder)
     assert ctx.passed and {c.exercise for c in ctx.checks} == {f"compile.{only}"}
+
+
+def test_the_loop_benchmark_fills_in_answers_that_pass(run_folder, tmp_path):
+    """bench/loop.py's workspace: the stub file exercises init writes, its ANSWERS filled in from the run."""
+    work = tmp_path / "my-work"
+    workspace_init.init(work, ["compile"], tmp_path / "results")
+    loop.fill_in(work, run_folder)
+    ctx = LabContext(
+        "compile",
+        lab_context(tmp_path / "out").out_dir,
+        RunOptions("cpu", 1, 0, work=work, only=("compile.answers",)),
+    )
+    run_grading.regrade(ctx, run_folder)
+    assert ctx.passed and ctx.exercise_results()["compile.answers"]["passed"]
