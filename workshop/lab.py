@@ -294,10 +294,16 @@ class LabContext:
     def lab_folder(self) -> Path:
         return labs.folder(self.name)
 
+    @property
+    def templates_folder(self) -> Path:
+        """The lab's templates/ (the lab's own folder in a lab not yet laid out so)."""
+        folder = self.lab_folder / "templates"
+        return folder if folder.is_dir() else self.lab_folder
+
     def render_summary(self, **values) -> str:
-        """Render summary.md.j2 (or its translation) beside the lab's code with `values`; sets ctx.summary."""
+        """Render the lab's summary.md.j2 (or its translation) with `values`; sets ctx.summary."""
         values.setdefault("device", self.device)
-        self.summary = templates.render(self.lab_folder, self.lang, values)
+        self.summary = templates.render(self.templates_folder, self.lang, values)
         return self.summary
 
     # ---- artifacts, all written atomically under out_dir ----
