@@ -11,9 +11,9 @@ from workshop import labs
 from workshop.grading import checks, questions
 from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
-from workshop.labs.compile import kernel_answer, run_facts
-from workshop.labs.compile.exercises import ANSWERS, KERNEL
 from workshop.labs.compile.generated_kernels import parse_kernels
+from workshop.labs.compile.grading import kernel_answer, run_facts
+from workshop.labs.compile.grading.exercises import ANSWERS, KERNEL
 
 FIXTURES = Path(__file__).with_name("test_compile_fixtures")
 SOFTMAX = "cpp_fused__softmax_bitwise_not_masked_fill_mul_slice_view_3"

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from workshop import i18n, labs
-from workshop.labs.compile import kernel_answer
-from workshop.labs.compile.exercises import ANSWERS, KERNEL
 from workshop.labs.compile.generated_kernels import parse_kernels
+from workshop.labs.compile.grading import kernel_answer
+from workshop.labs.compile.grading.exercises import ANSWERS, KERNEL
 
 LAB = Path(__file__).resolve().parents[1] / "workshop/labs/compile"
 FIXTURES = Path(__file__).with_name("test_compile_fixtures")

@@ -12,10 +12,10 @@ from workshop import labs
 from workshop.grading import workspace_init
 from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
-from workshop.labs.compile import run_facts, run_grading
 from workshop.labs.compile.bench import loop
-from workshop.labs.compile.exercises import ANSWERS, KERNEL
 from workshop.labs.compile.generated_kernels import parse_kernels
+from workshop.labs.compile.grading import run_facts, run_grading
+from workshop.labs.compile.grading.exercises import ANSWERS, KERNEL
 
 FIXTURES = Path(__file__).with_name("test_compile_fixtures")
 WORKED = (

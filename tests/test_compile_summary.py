@@ -8,13 +8,13 @@ import pytest
 from workshop.i18n import templates
 from workshop.labs.compile.breaks import BreakReason, BreakReport, CompileCount
 from workshop.labs.compile.generated_kernels import Argument, GeneratedKernel
+from workshop.labs.compile.grading.run_grading import Revealed
 from workshop.labs.compile.kernel_explanation import EagerResult, KernelExplanation, render
 from workshop.labs.compile.loops import kernel_structure
-from workshop.labs.compile.run_grading import Revealed
 from workshop.labs.compile.timing import Timing, TimingReport
 from workshop.labs.compile.trace_report import TraceReport
 
-FOLDER = Path(__file__).resolve().parents[1] / "workshop/labs/compile"
+FOLDER = Path(__file__).resolve().parents[1] / "workshop/labs/compile/templates"
 FIXTURES = Path(__file__).with_name("test_compile_fixtures")
 FOLD = "folded into one number (`vec_reduce_all`)"
 PAYS = "fusing these ops pays"

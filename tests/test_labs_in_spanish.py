@@ -30,8 +30,9 @@ from workshop.harness.options import RunOptions
 from workshop.i18n import templates
 from workshop.lab import LabContext
 from workshop.labs.autograd.gradient_diagnosis import Evidence, diagnose
-from workshop.labs.compile import kernel_answer, kernel_explanation
+from workshop.labs.compile import kernel_explanation
 from workshop.labs.compile.generated_kernels import parse_kernels
+from workshop.labs.compile.grading import kernel_answer
 from workshop.labs.custom_op import correctness as custom_op_correctness
 from workshop.labs.custom_op import exercise_grading as custom_op_grading
 from workshop.labs.custom_op import probes as custom_op_probes

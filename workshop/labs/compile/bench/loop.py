@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 from workshop.harness import atomic
-from workshop.labs.compile import run_facts, run_grading
-from workshop.labs.compile.exercises import KERNEL
+from workshop.labs.compile.grading import run_facts, run_grading
+from workshop.labs.compile.grading.exercises import KERNEL
 
 REPEATS = 3
 TARGET_S = 10.0  # issue 27: a re-graded compile explanation or answers in 10 s or less

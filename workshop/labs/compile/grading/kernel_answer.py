@@ -15,8 +15,8 @@ from workshop.grading.questions import require_dict
 from workshop.grading.stand_ins import real
 from workshop.i18n import _, ngettext
 from workshop.lab import LabContext
-from workshop.labs.compile.exercises import KERNEL_FIELDS
 from workshop.labs.compile.generated_kernels import GeneratedKernel
+from workshop.labs.compile.grading.exercises import KERNEL_FIELDS
 from workshop.labs.compile.kernel_explanation import pick_kernel
 from workshop.labs.compile.loops import REDUCTION_KINDS, KernelStructure, kernel_structure
 from workshop.labs.compile.provenance import SHAPE_ONLY

@@ -27,12 +27,12 @@ from pathlib import Path
 from workshop.grading.questions import grade_answers
 from workshop.i18n import _, templates
 from workshop.lab import LabContext
-from workshop.labs.compile import kernel_answer, run_facts
 from workshop.labs.compile.generated_kernels import (
     GeneratedKernel,
     extern_matmul_calls,
     parse_kernels,
 )
+from workshop.labs.compile.grading import kernel_answer, run_facts
 from workshop.labs.compile.kernel_explanation import (
     EagerResult,
     KernelExplanation,
@@ -229,7 +229,7 @@ def write_revealed(ctx: LabContext, run: RunFiles, revealed: Revealed) -> list[K
     )
     worked = worked_example(run)
     shown = revealed.explanations + [worked]
-    ctx.write_text("explanation.md", render_explanations(ctx.lab_folder, ctx.lang, shown))
+    ctx.write_text("explanation.md", render_explanations(ctx.templates_folder, ctx.lang, shown))
     ctx.extra["explained"] = [ex.facts() for ex in revealed.explanations]
     ctx.extra["worked_example"] = worked.kernel.name
     return shown
@@ -242,7 +242,7 @@ def regrade(ctx: LabContext, source: Path) -> Revealed:
     revealed = grade(ctx, run)
     shown = write_revealed(ctx, run, revealed)
     ctx.summary = templates.render(
-        ctx.lab_folder,
+        ctx.templates_folder,
         ctx.lang,
         {"source": source, "shown": shown, "revealed": revealed, "graded": ctx.graded},
         source=REGRADE_TEMPLATE,

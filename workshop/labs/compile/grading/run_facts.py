@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 
 from workshop.grading.questions import Question
 from workshop.i18n import _
-from workshop.labs.compile.exercises import ANSWER_QUESTIONS
+from workshop.labs.compile.grading.exercises import ANSWER_QUESTIONS
 
 
 @dataclass(frozen=True)
