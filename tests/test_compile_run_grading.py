@@ -14,7 +14,7 @@ from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
 from workshop.labs.compile.bench import loop
 from workshop.labs.compile.generated_kernels import parse_kernels
-from workshop.labs.compile.grading import run_facts, run_grading
+from workshop.labs.compile.grading import references, run_grading
 from workshop.labs.compile.grading.exercises import ANSWERS, KERNEL
 
 FIXTURES = Path(__file__).with_name("test_compile_fixtures")
@@ -74,7 +74,7 @@ def workspace(tmp_path, kernel: dict, answers: dict) -> Path:
 
 
 def reference_answers(run_folder: Path) -> dict:
-    return run_facts.reference_answers(run_grading.read_run(run_folder).facts)
+    return references.answers(str(run_folder))
 
 
 def test_the_counts_are_read_from_the_code_and_breaks_json(run_folder):

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from workshop.harness import atomic
-from workshop.labs.compile.grading import run_facts, run_grading
+from workshop.labs.compile.grading import references
 from workshop.labs.compile.grading.exercises import KERNEL
 
 REPEATS = 3
@@ -41,7 +41,7 @@ def timed_check(work: Path, results: Path, *exercise: str) -> float:
 
 def fill_in(work: Path, run_dir: Path) -> None:
     """ANSWERS right, from the run's files; KERNEL_EXPLAINED left a stub (it is graded all the same)."""
-    answers = run_facts.reference_answers(run_grading.read_run(run_dir).facts)
+    answers = references.answers(str(run_dir))
     path = work / "compile.py"
     text = path.read_text(encoding="utf-8")
     start = text.index("ANSWERS = {")

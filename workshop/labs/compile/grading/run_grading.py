@@ -196,11 +196,11 @@ def grade(ctx: LabContext, run: RunFiles) -> Revealed:
     """Grade compile.kernel and compile.answers against `run`; what may be revealed afterwards."""
     learners = None
     with ctx.grading("kernel") as impl:
-        answer = impl if ctx.graded else impl(run.kernels)
+        answer = impl if ctx.graded else impl(str(run.folder))
         learners = kernel_answer.grade_kernel(ctx, answer, run.kernels)
     with ctx.grading("answers") as impl:
         facts = asdict(run.facts)
-        answers = impl if ctx.graded else impl(run.facts)
+        answers = impl if ctx.graded else impl(str(run.folder))
         grade_answers(ctx, answers, facts, explain=run_facts.explain, facts=facts)
     results = ctx.exercise_results()
     if not ctx.graded:
