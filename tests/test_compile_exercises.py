@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from workshop import labs
-from workshop.grading import checks, questions
+from workshop.grading import checks, questions, sandbox
 from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
 from workshop.labs.compile.generated_kernels import parse_kernels
@@ -62,7 +62,9 @@ def triton_kernels():
 @pytest.fixture
 def ctx(tmp_path):
     (tmp_path / "out").mkdir()
-    return LabContext("compile", tmp_path / "out", RunOptions("cpu", 1, 0))
+    ctx = LabContext("compile", tmp_path / "out", RunOptions("cpu", 1, 0))
+    yield ctx
+    sandbox.stop(ctx)  # the learner's worker, where a test graded a workspace
 
 
 def grade_kernel(ctx, answer, kernels) -> dict[str, str | None]:
@@ -259,27 +261,25 @@ def test_fresh_stubs_are_not_started_and_a_half_filled_answer_says_what_is_missi
     ctx, tmp_path, cpp_kernels
 ):
     ctx.options.work = learner_file(tmp_path, KERNEL.stub_code() + "\n" + ANSWERS.stub_code())
-    with ctx.grading("kernel") as impl:
-        kernel_answer.grade_kernel(ctx, impl, cpp_kernels)
-    with ctx.grading("answers") as impl:
-        grade_run_facts(ctx, impl)
+    with ctx.grading("kernel", worker=True) as impl:
+        kernel_answer.grade_kernel(ctx, impl.value, cpp_kernels)
+    with ctx.grading("answers", worker=True) as impl:
+        grade_run_facts(ctx, impl.value)
     statuses = {ex_id: r["status"] for ex_id, r in ctx.exercise_results().items()}
     assert statuses == {
         "compile.kernel": checks.NOT_STARTED,
         "compile.answers": checks.NOT_STARTED,
     }
     ctx.checks.clear()
-    half = {**{k: ... for k in kernel_answer.FIELDS}, "kernel": SOFTMAX, "bytes_read": 62976}
+    half = {**{k: None for k in kernel_answer.FIELDS}, "kernel": SOFTMAX, "bytes_read": 62976}
     results = grade_kernel(ctx, half, cpp_kernels)
-    assert (
-        failing(results)["reduction"].startswith("not filled in") and results["bytes_read"] is None
-    )
+    assert "replace the `None`" in failing(results)["reduction"] and results["bytes_read"] is None
 
 
 def test_a_kernel_answer_that_is_not_a_dict_is_one_clear_line(ctx, tmp_path, cpp_kernels):
     ctx.options.work = learner_file(tmp_path, 'KERNEL_EXPLAINED = "cpp_fused_gelu_view_6"\n')
-    with ctx.grading("kernel") as impl:
-        kernel_answer.grade_kernel(ctx, impl, cpp_kernels)
+    with ctx.grading("kernel", worker=True) as impl:
+        kernel_answer.grade_kernel(ctx, impl.value, cpp_kernels)
     failed = ctx.exercise_results()["compile.kernel"]["failed_check"]
     assert "compile.py" in failed["value"] and "must be a dict" in failed["value"]
 

@@ -9,7 +9,7 @@ import pytest
 from test_compile_exercises import SOFTMAX_ANSWER
 
 from workshop import labs
-from workshop.grading import workspace_init
+from workshop.grading import sandbox, workspace_init
 from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
 from workshop.labs.compile.bench import loop
@@ -41,9 +41,20 @@ BREAKS = {
 }
 
 
-def lab_context(out: Path, work: Path | None = None) -> LabContext:
+CONTEXTS: list[LabContext] = []  # the tests' contexts, whose learner's workers stop with each test
+
+
+def lab_context(out: Path, work: Path | None = None, **options) -> LabContext:
     out.mkdir(parents=True, exist_ok=True)
-    return LabContext("compile", out, RunOptions("cpu", 1, 0, work=work))
+    CONTEXTS.append(LabContext("compile", out, RunOptions("cpu", 1, 0, work=work, **options)))
+    return CONTEXTS[-1]
+
+
+@pytest.fixture(autouse=True)
+def stop_workers():
+    yield
+    while CONTEXTS:
+        sandbox.stop(CONTEXTS.pop())
 
 
 @pytest.fixture
@@ -131,6 +142,30 @@ def test_fresh_stubs_are_not_started(run_folder, tmp_path):
     assert {r["status"] for r in ctx.exercise_results().values()} == {"not started"}
 
 
+def test_the_learners_file_runs_in_the_worker_never_in_the_lab(run_folder, tmp_path, capsys):
+    """Contract 6: the learner's constants are read in a worker process as wire data. Planted: a file whose
+    top level prints; its line reaches the worker's log, never the lab's output."""
+    work = workspace(tmp_path, SOFTMAX_ANSWER, reference_answers(run_folder))
+    with (work / "compile.py").open("a") as f:
+        f.write('print("the learner\'s top level ran here")\n')
+    ctx = lab_context(tmp_path / "out", work)
+    run_grading.regrade(ctx, run_folder)
+    assert ctx.passed and "the learner's top level ran" not in capsys.readouterr().out
+    sandbox.stop(ctx)
+    assert "the learner's top level ran" in (ctx.out_dir / sandbox.WORKER_LOG).read_text()
+
+
+def test_an_answer_that_cannot_cross_the_wire_is_one_clear_failure(run_folder, tmp_path):
+    """Planted: an ANSWERS value of a type the wire refuses (a set): the exercise fails naming it, and the
+    other exercise is graded as usual."""
+    answers = {**reference_answers(run_folder), "softmax_calls": {4}}
+    ctx = lab_context(tmp_path / "out", workspace(tmp_path, SOFTMAX_ANSWER, answers))
+    run_grading.regrade(ctx, run_folder)
+    results = ctx.exercise_results()
+    assert results["compile.kernel"]["passed"] and not results["compile.answers"]["passed"]
+    assert "set" in results["compile.answers"]["failed_check"]["value"]
+
+
 def change(path: Path) -> None:
     path.write_text(path.read_text() + "\n# my note: this kernel is the softmax\n")
 
@@ -169,11 +204,7 @@ def test_a_folder_that_is_not_a_run_is_one_line(tmp_path):
 def test_check_compile_exercise_regrades_that_exercise_only(run_folder, tmp_path, only):
     """`check compile kernel` (or `answers`): the other exercise is not graded, and nothing fails for it."""
     work = workspace(tmp_path, SOFTMAX_ANSWER, reference_answers(run_folder))
-    ctx = LabContext(
-        "compile",
-        lab_context(tmp_path / "out").out_dir,
-        RunOptions("cpu", 1, 0, work=work, only=(f"compile.{only}",)),
-    )
+    ctx = lab_context(tmp_path / "out", work, only=(f"compile.{only}",))
     run_grading.regrade(ctx, run_folder)
     assert ctx.passed and {c.exercise for c in ctx.checks} == {f"compile.{only}"}
 
@@ -183,10 +214,6 @@ def test_the_loop_benchmark_fills_in_answers_that_pass(run_folder, tmp_path):
     work = tmp_path / "my-work"
     workspace_init.init(work, ["compile"], tmp_path / "results")
     loop.fill_in(work, run_folder)
-    ctx = LabContext(
-        "compile",
-        lab_context(tmp_path / "out").out_dir,
-        RunOptions("cpu", 1, 0, work=work, only=("compile.answers",)),
-    )
+    ctx = lab_context(tmp_path / "out", work, only=("compile.answers",))
     run_grading.regrade(ctx, run_folder)
     assert ctx.passed and ctx.exercise_results()["compile.answers"]["passed"]

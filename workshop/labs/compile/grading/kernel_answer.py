@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from workshop.grading.questions import require_dict
+from workshop.grading.questions import filled, require_dict
 from workshop.grading.stand_ins import real
 from workshop.i18n import _, ngettext
 from workshop.lab import LabContext
@@ -93,18 +93,23 @@ def grade_kernel(ctx: LabContext, answer, kernels: list[GeneratedKernel]) -> Gen
 
 
 def filled_fields(answer) -> dict:
-    """The answer's fields, `...` where not filled in; NotImplementedError when none is (a fresh stub). A
-    stand-in (an exercise this run does not grade, a file that would not load) raises what it stands for."""
+    """The answer's fields, None where not filled in (the stub's placeholder, questions.UNFILLED);
+    NotImplementedError when none is (a fresh stub). A stand-in (an exercise this run does not grade, a file
+    that would not load) raises what it stands for."""
     answer = real(answer)
     require_dict("KERNEL_EXPLAINED", answer, FIELDS)
-    fields = {f: answer.get(f, ...) for f in FIELDS}
-    if all(v is ... for v in fields.values()):
+    fields = {f: answer.get(f) for f in FIELDS}
+    if not any(filled(v) for v in fields.values()):
         raise NotImplementedError
     return fields
 
 
 def unfilled(value) -> str:
-    return WhereToLook(_("not filled in: replace the `...`")) if value is ... else ""
+    return (
+        ""
+        if filled(value)
+        else WhereToLook(_("not filled in: replace the `None` with your answer"))
+    )
 
 
 def kernel_message(name, kernels: list[GeneratedKernel]) -> str:

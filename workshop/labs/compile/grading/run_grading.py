@@ -192,16 +192,20 @@ def count_facts(code: dict[str, str], kernels, breaks: dict, parameters: int) ->
     )
 
 
+def given(ctx: LabContext, impl, run: RunFiles):
+    """The answer being graded, as wire data (contract 6): the learner's constant as their worker reads it, or
+    the reference's answer for this run (a function of the run's folder: names and counts differ by device)."""
+    return impl.value if ctx.graded else impl(str(run.folder))
+
+
 def grade(ctx: LabContext, run: RunFiles) -> Revealed:
     """Grade compile.kernel and compile.answers against `run`; what may be revealed afterwards."""
     learners = None
-    with ctx.grading("kernel") as impl:
-        answer = impl if ctx.graded else impl(str(run.folder))
-        learners = kernel_answer.grade_kernel(ctx, answer, run.kernels)
-    with ctx.grading("answers") as impl:
+    with ctx.grading("kernel", worker=True) as impl:
+        learners = kernel_answer.grade_kernel(ctx, given(ctx, impl, run), run.kernels)
+    with ctx.grading("answers", worker=True) as impl:
         facts = asdict(run.facts)
-        answers = impl if ctx.graded else impl(str(run.folder))
-        grade_answers(ctx, answers, facts, explain=run_facts.explain, facts=facts)
+        grade_answers(ctx, given(ctx, impl, run), facts, explain=run_facts.explain, facts=facts)
     results = ctx.exercise_results()
     if not ctx.graded:
         return Revealed([], False)
