@@ -267,14 +267,13 @@ EXERCISES = [
                 "are the schema (x: torch.Tensor, dim: int = -1, returning a torch.Tensor); what it returns "
                 "has register_fake(fake) and register_autograd(backward, setup_context=setup_context)."
             ),
-            N_(
-                "@torch.library.custom_op(...)\n"
-                "def softmax(x: ..., dim: ...) -> ...:\n"
-                "    return ...\n"
-                "softmax.register_fake(...)\n"
-                "softmax.register_autograd(...)\n"
-                "return softmax  # the op"
-            ),
+            # code, not prose: not a message to translate
+            "@torch.library.custom_op(...)\n"
+            "def softmax(x: ..., dim: ...) -> ...:\n"
+            "    return ...\n"
+            "softmax.register_fake(...)\n"
+            "softmax.register_autograd(...)\n"
+            "return softmax  # the op",
         ),
         handout=N_("README.md#2-the-operator-custom_op-register_fake-register_autograd"),
         reference="workshop.ops.softmax_op:define_custom_op",
@@ -308,13 +307,12 @@ EXERCISES = [
                 "wrap=torch.library.wrap_triton to implementation. A triton_op's fake is its body run on fake "
                 "tensors: register none."
             ),
-            N_(
-                "@torch.library.triton_op(...)\n"
-                "def softmax(x: ..., dim: ...) -> ...:\n"
-                "    return implementation(x, dim, wrap=...)\n"
-                "softmax.register_autograd(...)\n"
-                "return softmax  # the op"
-            ),
+            # code, not prose: not a message to translate
+            "@torch.library.triton_op(...)\n"
+            "def softmax(x: ..., dim: ...) -> ...:\n"
+            "    return implementation(x, dim, wrap=...)\n"
+            "softmax.register_autograd(...)\n"
+            "return softmax  # the op",
         ),
         handout=N_("README.md#4-the-op-inductor-can-see-into-triton_op"),
         reference="workshop.ops.softmax_op:define_triton_op",

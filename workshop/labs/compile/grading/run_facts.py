@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 
 from workshop.grading.questions import Question
 from workshop.i18n import _
-from workshop.labs.compile.exercises import ANSWER_QUESTIONS
+from workshop.labs.compile.grading.exercises import ANSWER_QUESTIONS
 
 
 @dataclass(frozen=True)
@@ -31,9 +31,9 @@ class RunFacts:
     item_graph_breaks: int  # graph breaks of the MiniGPT with .item() in its forward
 
 
-def reference_answers(facts: RunFacts) -> dict:
-    """The instructor's solution: the run's own facts (they differ by device: 2 optimizer kernels on the CPU
-    with torch 2.13, 5 on an H200 with torch 2.11)."""
+def asked(facts: RunFacts) -> dict:
+    """The run's facts that ANSWERS asks for, by question (they differ by device: 2 optimizer kernels on the
+    CPU with torch 2.13, 5 on an H200 with torch 2.11)."""
     asked = {q.key for q in ANSWER_QUESTIONS}
     return {key: value for key, value in asdict(facts).items() if key in asked}
 
@@ -71,21 +71,25 @@ def optimizer_kernels(given: int, f: RunFacts) -> str | None:
 
 
 def default_compiles(given: int, f: RunFacts) -> str | None:
+    # Each message names the mistake and where to look; none says how often the default compiles.
     if given == f.static_compiles:
         return _(
-            "that is dynamic=False (a compile per length): the default recompiles once, then the length is symbolic"
+            "that is what dynamic=False does (a compile per length); the default does not stay static when "
+            "the length changes: read its row in breaks.json"
         )
     if given == 1:
         return _(
-            "the default does not start dynamic: it compiles for the first length, then recompiles once with "
-            "the length symbolic (automatic dynamic); see breaks.json"
+            "the default does not start dynamic: its first compile is for the first length's static shapes; "
+            "read what the next lengths did in its row of breaks.json"
         )
     return None
 
 
 def item_graph_breaks(given: int, f: RunFacts) -> str | None:
     if given == f.item_graph_breaks + 1:
-        return _("that is the number of graphs: a break splits one graph into two")
+        return _(
+            "that counts graphs, not breaks: a break is where a graph ends and the next begins"
+        )
     if given == 0:
         return _(
             "`.item()` needs a tensor's value while tracing: Dynamo ends the graph there; see breaks.json"

@@ -27,12 +27,12 @@ from pathlib import Path
 from workshop.grading.questions import grade_answers
 from workshop.i18n import _, templates
 from workshop.lab import LabContext
-from workshop.labs.compile import kernel_answer, run_facts
 from workshop.labs.compile.generated_kernels import (
     GeneratedKernel,
     extern_matmul_calls,
     parse_kernels,
 )
+from workshop.labs.compile.grading import kernel_answer, run_facts
 from workshop.labs.compile.kernel_explanation import (
     EagerResult,
     KernelExplanation,
@@ -192,16 +192,20 @@ def count_facts(code: dict[str, str], kernels, breaks: dict, parameters: int) ->
     )
 
 
+def given(ctx: LabContext, impl, run: RunFiles):
+    """The answer being graded, as wire data (contract 6): the learner's constant as their worker reads it, or
+    the reference's answer for this run (a function of the run's folder: names and counts differ by device)."""
+    return impl.value if ctx.graded else impl(str(run.folder))
+
+
 def grade(ctx: LabContext, run: RunFiles) -> Revealed:
     """Grade compile.kernel and compile.answers against `run`; what may be revealed afterwards."""
     learners = None
-    with ctx.grading("kernel") as impl:
-        answer = impl if ctx.graded else impl(run.kernels)
-        learners = kernel_answer.grade_kernel(ctx, answer, run.kernels)
-    with ctx.grading("answers") as impl:
+    with ctx.grading("kernel", worker=True) as impl:
+        learners = kernel_answer.grade_kernel(ctx, given(ctx, impl, run), run.kernels)
+    with ctx.grading("answers", worker=True) as impl:
         facts = asdict(run.facts)
-        answers = impl if ctx.graded else impl(run.facts)
-        grade_answers(ctx, answers, facts, explain=run_facts.explain, facts=facts)
+        grade_answers(ctx, given(ctx, impl, run), facts, explain=run_facts.explain, facts=facts)
     results = ctx.exercise_results()
     if not ctx.graded:
         return Revealed([], False)
@@ -229,7 +233,7 @@ def write_revealed(ctx: LabContext, run: RunFiles, revealed: Revealed) -> list[K
     )
     worked = worked_example(run)
     shown = revealed.explanations + [worked]
-    ctx.write_text("explanation.md", render_explanations(ctx.lab_folder, ctx.lang, shown))
+    ctx.write_text("explanation.md", render_explanations(ctx.templates_folder, ctx.lang, shown))
     ctx.extra["explained"] = [ex.facts() for ex in revealed.explanations]
     ctx.extra["worked_example"] = worked.kernel.name
     return shown
@@ -242,7 +246,7 @@ def regrade(ctx: LabContext, source: Path) -> Revealed:
     revealed = grade(ctx, run)
     shown = write_revealed(ctx, run, revealed)
     ctx.summary = templates.render(
-        ctx.lab_folder,
+        ctx.templates_folder,
         ctx.lang,
         {"source": source, "shown": shown, "revealed": revealed, "graded": ctx.graded},
         source=REGRADE_TEMPLATE,

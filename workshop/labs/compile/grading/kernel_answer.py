@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import math
 
-from workshop.grading.questions import require_dict
+from workshop.grading.questions import filled, require_dict
+from workshop.grading.stand_ins import real
 from workshop.i18n import _, ngettext
 from workshop.lab import LabContext
-from workshop.labs.compile.exercises import KERNEL_FIELDS
 from workshop.labs.compile.generated_kernels import GeneratedKernel
-from workshop.labs.compile.kernel_explanation import pick_kernel
+from workshop.labs.compile.grading.exercises import KERNEL_FIELDS
 from workshop.labs.compile.loops import REDUCTION_KINDS, KernelStructure, kernel_structure
 from workshop.labs.compile.provenance import SHAPE_ONLY
 
@@ -28,10 +28,8 @@ REDUCTION_OPS = {  # aten ops that reduce (compared without leading underscores)
 }
 
 
-def reference_answer(kernels: list[GeneratedKernel]) -> dict:
-    """The instructor's solution: the attention softmax kernel of this run's training forward, read off its
-    code as the handout describes (the reference cannot be a constant: names differ by device and version)."""
-    k = pick_kernel([k for k in kernels if k.graph == GRAPH])
+def fields_of(k: GeneratedKernel) -> dict:
+    """KERNEL_EXPLAINED's fields for kernel `k`, read off its code as the handout describes."""
     s = kernel_structure(k.source, k.language)
     return {
         "kernel": k.name,
@@ -49,17 +47,28 @@ def op_key(op: str) -> str:
     return op.split(".")[-1].lstrip("_") if "." in op else op.lstrip("_")
 
 
+class WhereToLook(str):
+    """A message that says where to look, not which mistake was made: a field whose message names the mistake
+    (a diagnosis) is reported before it."""
+
+
+def names_mistake(message: str) -> bool:
+    return bool(message) and not isinstance(message, WhereToLook)
+
+
 def grade_kernel(ctx: LabContext, answer, kernels: list[GeneratedKernel]) -> GeneratedKernel | None:
     """Check each field of the learner's KERNEL_EXPLAINED; returns the kernel it explains when that kernel is
     in this run's training forward (None otherwise, and the other fields are not graded)."""
     answer = filled_fields(answer)
     forward = [k for k in kernels if k.graph == GRAPH]
     kernel = next((k for k in forward if k.name == answer["kernel"]), None)
+    message = "" if kernel else kernel_message(answer["kernel"], kernels)
     ctx.check_equal(
         _("KERNEL_EXPLAINED['kernel'] is in this run's code/train_forward.py"),
         kernel is not None,
         True,
-        message=None if kernel else kernel_message(answer["kernel"], kernels),
+        message=message or None,
+        diagnosis=names_mistake(message),
     )
     if kernel is None:
         return None
@@ -78,21 +87,29 @@ def grade_kernel(ctx: LabContext, answer, kernels: list[GeneratedKernel]) -> Gen
             message == "",
             True,
             message=message or None,
+            diagnosis=names_mistake(message),
         )
     return kernel
 
 
 def filled_fields(answer) -> dict:
-    """The answer's fields, `...` where not filled in; NotImplementedError when none is (a fresh stub)."""
+    """The answer's fields, None where not filled in (the stub's placeholder, questions.UNFILLED);
+    NotImplementedError when none is (a fresh stub). A stand-in (an exercise this run does not grade, a file
+    that would not load) raises what it stands for."""
+    answer = real(answer)
     require_dict("KERNEL_EXPLAINED", answer, FIELDS)
-    fields = {f: answer.get(f, ...) for f in FIELDS}
-    if all(v is ... for v in fields.values()):
+    fields = {f: answer.get(f) for f in FIELDS}
+    if not any(filled(v) for v in fields.values()):
         raise NotImplementedError
     return fields
 
 
 def unfilled(value) -> str:
-    return _("not filled in: replace the `...`") if value is ... else ""
+    return (
+        ""
+        if filled(value)
+        else WhereToLook(_("not filled in: replace the `None` with your answer"))
+    )
 
 
 def kernel_message(name, kernels: list[GeneratedKernel]) -> str:
@@ -111,10 +128,11 @@ def kernel_message(name, kernels: list[GeneratedKernel]) -> str:
             "this run on {device} generated `{prefix}...` kernels: names depend on the device and the torch "
             "version, so copy one from your own run's code/train_forward.py"
         ).format(device=device, prefix=language)
-    return _(
+    where = _(
         "no kernel `{name}` in this run's code/train_forward.py: copy a name from a line "
         "`<name> = async_compile...` there"
-    ).format(name=name)
+    )
+    return WhereToLook(where.format(name=name))
 
 
 def fused_ops_message(given, kernel: GeneratedKernel, others: list[GeneratedKernel]) -> str:
@@ -224,10 +242,11 @@ def factor_message(given: int, truth: int, access: str) -> str:
                 "buffer once"
             )
             return (low if given < truth else high).format(roles=roles)
-    return _(
+    where = _(
         "not this kernel's bytes: for each {roles} argument of its call in call(), find its shape and dtype "
         "(empty_strided / assert_size_stride, following `# reuse`), then sum numel x element size"
-    ).format(roles=roles)
+    )
+    return WhereToLook(where.format(roles=roles))
 
 
 def reduction_message(given, kernel: GeneratedKernel, s: KernelStructure) -> str:
@@ -266,7 +285,7 @@ def grid_message(
         return message
     given = [given] if isinstance(given, int) else given
     if not isinstance(given, (list, tuple)) or not all(isinstance(g, int) for g in given):
-        return _("grid must be a list of ints, e.g. [704]")
+        return _("grid must be a list of ints, e.g. [5760, 96]")
     if list(given) == s.grid:
         return ""
     if len(given) > 1 and sorted(given) == sorted(g for g in s.grid if g is not None):
@@ -280,13 +299,17 @@ def grid_message(
             "programs: XBLOCK is chosen at run time"
         )
     if len(given) != len(s.grid):
-        return _(
-            "this kernel has {n} `#pragma omp for` loop(s): give one extent each, in the order the loops "
-            "appear in its code"
+        return ngettext(
+            "this kernel has {n} `#pragma omp for` loop: give its extent",
+            "this kernel has {n} `#pragma omp for` loops: give one extent each, in the order the loops "
+            "appear in its code",
+            len(s.grid),
         ).format(n=len(s.grid))
-    return _(
-        "give the extent of each loop right under a `#pragma omp for` (`x0 < N`, indices, not iterations of a "
-        "SIMD step), in the order the loops appear in the kernel's code"
+    return WhereToLook(
+        _(
+            "give the extent of each loop right under a `#pragma omp for` (`x0 < N`, indices, not iterations "
+            "of a SIMD step), in the order the loops appear in the kernel's code"
+        )
     )
 
 

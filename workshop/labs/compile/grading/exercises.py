@@ -12,16 +12,18 @@ from workshop.i18n import N_
 WORKSPACE_DOC = N_("""Your answers to the compile lab: python -m workshop check compile
 
 Run `python -m workshop check compile` once: it writes the run's generated code (code/train_forward.py, ...)
-under results/<run>/compile/ even before you answer. Read it, fill in the two dicts below, run check again.
-Each answer is compared with what the lab reads from the code of that second run (kernel names are fixed for
-a torch version and a device, so both runs generate the same kernels). explanation.md and kernels.json, the
-lab's own reading of the code, are written once KERNEL_EXPLAINED passes.""")
+and breaks.json under results/<run>/compile/ even before you answer. Read them and fill in the two dicts
+below. Then `python -m workshop check compile kernel` (or `answers`) grades a dict against the files of your
+latest run, in seconds, without compiling again. explanation.md explains a kernel of the backward; the lab
+adds your kernel, and kernels.json the training forward's arguments, once KERNEL_EXPLAINED passes.""")
 
 # The fields of KERNEL_EXPLAINED (graded by kernel_answer.grade_kernel against the kernel's code).
 KERNEL_FIELDS = (
     Question(
         "kernel",
-        N_('str: a kernel defined in code/train_forward.py, e.g. "cpp_fused_gelu_view_6"'),
+        N_(
+            "str: the name of a kernel defined in code/train_forward.py (its `<name> = async_compile` line)"
+        ),
         kind="str",
     ),
     Question(
@@ -44,7 +46,10 @@ KERNEL_FIELDS = (
     ),
     Question(
         "grid",
-        N_("list[int]: the bound N of each `#pragma omp for` loop (CPU), or [xnumel] (GPU)"),
+        N_(
+            "list[int]: the bound N of each loop right under a `#pragma omp for`, in the order of the code "
+            "(CPU); [xnumel] or [xnumel, ynumel] (GPU)"
+        ),
         kind="list",
     ),
 )
@@ -92,18 +97,37 @@ KERNEL = Exercise(
         "the aten ops it fuses, the bytes it reads and writes per call, its kind of reduction and its launch "
         "grid. Bytes are whole buffers: for each pointer argument of its first call in call(), numel x "
         "element size, from the buffer's empty_strided or assert_size_stride line (follow `# reuse` lines); "
-        "read = in_ptr and in_out_ptr arguments, written = out_ptr and in_out_ptr arguments, each buffer once."
+        "read = in_ptr and in_out_ptr arguments, written = out_ptr and in_out_ptr arguments, each buffer once. "
+        "The grid is a list whose order is the code's: one extent per loop right under a `#pragma omp for`, "
+        "the first loop first."
     ),
     hints=(
+        # a direction
         N_(
-            "Read the kernel's parameter list for the roles (in_ptr, out_ptr, in_out_ptr) and its call in call() "
-            "for the buffers; the reduction is in the loops that keep an accumulator (C++ `tmp_acc`) or in "
-            "`R0_BLOCK` / `for r0_offset` (Triton); the grid is the bound of each `#pragma omp for` loop (C++) "
-            "or xnumel (Triton)."
+            "Start from the kernel's call in call(): its arguments, in order, are the kernel's parameters, and "
+            "the parameters' names say what each buffer is for (in_ptr: read, out_ptr: written, in_out_ptr: "
+            "both). Section 3 of the handout reads a kernel of another model this way, field by field."
+        ),
+        # the formula
+        N_(
+            "A buffer's bytes are its numel times its element size (float32 4, bool 1, int64 8), its shape "
+            "from its empty_strided_cpu or assert_size_stride line. bytes_read adds the in_ptr and in_out_ptr "
+            "buffers, bytes_written the out_ptr and in_out_ptr ones, each buffer once. reduction: looped when a "
+            "loop keeps an accumulator (C++ `tmp_acc`, Triton `for r0_offset`), persistent when R0_BLOCK "
+            "covers the row without such a loop, none otherwise. grid: the N of each `x0 < N` right under a "
+            "`#pragma omp for`, top to bottom (CPU); xnumel (GPU)."
+        ),
+        # a skeleton without the key lines
+        N_(
+            "Fill the dict in this order, one line of the code for each field: kernel = the name before "
+            "`= async_compile`; fused_ops = the ops its name joins with `_`; then, for each argument of its "
+            "call, write down role, shape and dtype, and add up bytes_read and bytes_written from that table; "
+            "reduction = what its loops do with `tmp_acc` (or `r0_offset`); grid = the bounds under each "
+            "`#pragma omp for`, as a list in the order you met them."
         ),
     ),
     handout=N_("README.md#exercise-1-explain-one-kernel"),
-    reference="workshop.labs.compile.kernel_answer:reference_answer",
+    reference="workshop.labs.compile.grading.references:kernel_explained",
     attribute="KERNEL_EXPLAINED",
     interface=N_(
         "dict: kernel str; fused_ops list[str]; bytes_read int; bytes_written int; "
@@ -125,13 +149,31 @@ ANSWERS = Exercise(
         ".item() variant has."
     ),
     hints=(
+        # a direction
         N_(
-            "Count in the files: the kernel's calls and the `extern_kernels.` lines in call(), the "
-            "`async_compile` definitions of the optimizer's code; the compiles and breaks are in breaks.json."
+            "Each count is in this run's files: code/train_forward.py (the softmax kernel's calls and the "
+            "extern matmuls, both in call()), code/optimizer_inference.py (its kernels) and breaks.json (the "
+            "compiles and the graph breaks)."
+        ),
+        # the formula
+        N_(
+            "softmax_calls: the lines of call() that call the kernel whose name holds `_softmax`; "
+            "extern_matmuls: the lines of call() that call extern_kernels.mm, .addmm or .bmm; "
+            "optimizer_kernels: the `<name> = async_compile` lines of the optimizer's module; "
+            "default_compiles: `compiles` in breaks.json's recompiles entry whose `how` is default; "
+            "item_graph_breaks: `graph_breaks` of item_in_forward in breaks.json's explain."
+        ),
+        # a skeleton without the key lines
+        N_(
+            "Count with the shell or Python, one line per answer, e.g. `grep -c 'PATTERN' "
+            "code/train_forward.py` with the kernel's name followed by `(` for softmax_calls and "
+            "`extern_kernels\\.(mm|addmm|bmm)\\(` with grep -cE for extern_matmuls; "
+            "`json.load(open('breaks.json'))` for the two Dynamo counts: find the entries named in the "
+            "previous hint."
         ),
     ),
     handout=N_("README.md#exercise-2-facts-of-your-run"),
-    reference="workshop.labs.compile.run_facts:reference_answers",
+    reference="workshop.labs.compile.grading.references:answers",
     attribute="ANSWERS",
     interface=N_(
         "dict of ints: softmax_calls, extern_matmuls, optimizer_kernels, default_compiles, item_graph_breaks"
