@@ -38,11 +38,7 @@ OWNERS = {
     "distributed": "helper distributed",
 }
 KNOWN = {
-    *(
-        f"workshop/labs/{lab}/README{lang}.md"
-        for lab in ("custom_op", "distributed")
-        for lang in ("", ".es")
-    ),
+    *(f"workshop/labs/{lab}/README{lang}.md" for lab in ("custom_op",) for lang in ("", ".es")),
     "exercises of custom_op",
     "workspace custom_op.py",
     # result.json maps the questions' keys to this run's facts (autograd's graph_facts, custom_op's facts):
