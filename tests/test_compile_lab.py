@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from conftest import assert_result_shape, read_result
 
+from workshop import labs
 from workshop.labs.compile import run_facts, run_grading
-from workshop.labs.compile.exercises import KERNEL, WORKSPACE_HEADER
+from workshop.labs.compile.exercises import KERNEL
 
 
 def test_compile_lab_passes_with_its_checks(lab_dir):
@@ -154,7 +155,7 @@ def test_the_summary_states_no_count_that_answers_asks_for(lab_dir):
 def learner_workspace(tmp_path: Path, answers: str) -> Path:
     work = tmp_path / "my-work"
     work.mkdir()
-    (work / "compile.py").write_text(f"{WORKSPACE_HEADER}\n{answers}")
+    (work / "compile.py").write_text(f"{labs.workspace_header('compile')}\n{answers}")
     return work
 
 

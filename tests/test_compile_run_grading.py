@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 from test_compile_exercises import SOFTMAX_ANSWER
 
+from workshop import labs
 from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
 from workshop.labs.compile import run_facts, run_grading
-from workshop.labs.compile.exercises import ANSWERS, KERNEL, WORKSPACE_HEADER
+from workshop.labs.compile.exercises import ANSWERS, KERNEL
 from workshop.labs.compile.generated_kernels import parse_kernels
 
 FIXTURES = Path(__file__).with_name("test_compile_fixtures")
@@ -66,7 +67,7 @@ def workspace(tmp_path, kernel: dict, answers: dict) -> Path:
     work = tmp_path / "my-work"
     work.mkdir()
     body = f"KERNEL_EXPLAINED = {kernel!r}\n\nANSWERS = {answers!r}\n"
-    (work / "compile.py").write_text(WORKSPACE_HEADER + "\n" + body)
+    (work / "compile.py").write_text(labs.workspace_header("compile") + "\n" + body)
     return work
 
 
@@ -121,7 +122,7 @@ def test_fresh_stubs_are_not_started(run_folder, tmp_path):
     work = tmp_path / "my-work"
     work.mkdir()
     (work / "compile.py").write_text(
-        f"{WORKSPACE_HEADER}\n{KERNEL.stub_code()}\n{ANSWERS.stub_code()}"
+        f"{labs.workspace_header('compile')}\n{KERNEL.stub_code()}\n{ANSWERS.stub_code()}"
     )
     ctx = lab_context(tmp_path / "out", work)
     run_grading.regrade(ctx, run_folder)

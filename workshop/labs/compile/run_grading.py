@@ -24,6 +24,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from workshop.grading.questions import grade_answers
 from workshop.i18n import _, templates
 from workshop.lab import LabContext
 from workshop.labs.compile import kernel_answer, run_facts
@@ -198,7 +199,9 @@ def grade(ctx: LabContext, run: RunFiles) -> Revealed:
         answer = impl if ctx.graded else impl(run.kernels)
         learners = kernel_answer.grade_kernel(ctx, answer, run.kernels)
     with ctx.grading("answers") as impl:
-        run_facts.grade_answers(ctx, impl if ctx.graded else impl(run.facts), run.facts)
+        facts = asdict(run.facts)
+        answers = impl if ctx.graded else impl(run.facts)
+        grade_answers(ctx, answers, facts, explain=run_facts.explain, facts=facts)
     results = ctx.exercise_results()
     if not ctx.graded:
         return Revealed([], False)
