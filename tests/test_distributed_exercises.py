@@ -5,6 +5,7 @@ that points at the mistake. A fresh workspace graded end to end, through `check`
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 
@@ -118,30 +119,48 @@ def written_forms(n: float) -> set[str]:
     return forms
 
 
-def test_no_failing_prediction_message_gives_the_measured_value(ctx):
-    """Every field of every strategy off by a factor, and the planted mistakes: no message of a failed check
-    writes the run's figure, in any of the forms a number is written."""
-    messages = []
-    for scale in (0.0, 0.3, 0.5, 1.3, 2.0, 7.0):
-        changed = copy.deepcopy(predictions.reference(N))
+def leaked_figures(ctx) -> tuple[int, list]:
+    """Every field of every strategy off by a factor, and the planted mistakes, graded: (failed checks, those
+    whose value, threshold or message writes the figure they were graded against in any of the forms a number
+    is written; the learner's own number may appear: it is theirs)."""
+    predicted = [copy.deepcopy(predictions.reference(N)) for _ in range(6)]
+    for scale, changed in zip((0.0, 0.3, 0.5, 1.3, 2.0, 7.0), predicted, strict=True):
         for strategy in predictions.STRATEGY_RUN:
             changed[strategy] = {k: round(v * scale) for k, v in changed[strategy].items()}
-        ctx.checks.clear()
-        messages += grade_predictions(ctx, changed).values()
-    for _mistake, changes, _check, _words in WRONG_PREDICTIONS:
-        ctx.checks.clear()
-        messages += grade_predictions(ctx, edited(**changes)).values()
-    figures_of_run = {v for f in RUN for v in predictions.measured(f).values() if v > 9} | {
-        f.sent_bytes for f in RUN if f.sent_bytes
+    predicted += [edited(**changes) for _mistake, changes, _check, _words in WRONG_PREDICTIONS]
+    truths = {
+        (s, name): v
+        for f in RUN
+        if (s := next((k for k, r in predictions.STRATEGY_RUN.items() if r == f.run), None))
+        for name, v in predictions.measured(f).items()
     }
-    leaked = [
-        (m, form)
-        for m in messages
-        for v in figures_of_run
-        for form in written_forms(v)
-        if form in m
-    ]
-    assert messages and leaked == []
+    leaked, failed_checks = [], 0
+    for value in predicted:
+        ctx.checks.clear()
+        grade_predictions(ctx, value)
+        for check in (c for c in ctx.checks if not c.passed):
+            key = re.findall(r"\['(\w+)'\]", check.name)
+            if len(key) != 2 or truths[tuple(key)] < 10:  # its "n"; a digit any text has (2x)
+                continue
+            failed_checks += 1
+            shown = f"{check.value} {check.threshold} {check.message}"
+            mine = value[key[0]][key[1]]
+            leaked += [
+                (check.name, shown, form)
+                for form in written_forms(truths[tuple(key)]) - written_forms(mine)
+                if re.search(rf"(?<![\d.,]){re.escape(form)}(?![\d])", shown)
+            ]
+    return failed_checks, leaked
+
+
+def test_no_failing_prediction_message_gives_the_measured_value(ctx):
+    failed_checks, leaked = leaked_figures(ctx)
+    assert failed_checks > 50 and leaked == []
+
+
+def test_a_message_that_gives_the_measured_value_is_caught(ctx, monkeypatch):
+    monkeypatch.setattr(predictions, "diagnosis", lambda s, n, v, f: f"measured {f.comm_bytes:,}")
+    assert leaked_figures(ctx)[1]
 
 
 @pytest.mark.parametrize(

@@ -14,12 +14,10 @@ import functools
 import itertools
 import math
 
-from workshop.grading.checks import miss
 from workshop.grading.questions import Question, grade_answers
 from workshop.i18n import N_, _
 from workshop.lab import LabContext
 from workshop.labs.distributed import pp, tp
-from workshop.labs.distributed.checks import checkpoint_param_bytes
 from workshop.labs.distributed.exercises import PREDICTION_TOLERANCE as TOLERANCE
 from workshop.labs.distributed.figures import Figure
 from workshop.labs.distributed.training import ROWS
@@ -139,35 +137,17 @@ def grade(ctx: LabContext, predictions, figures: list[Figure]) -> None:
 
 
 def explain(question: Question, value: float, actual: float, facts: dict) -> str | None:
-    """What a wrong prediction most likely missed (grade_answers' explain), without the measured figure."""
+    """What a wrong prediction most likely missed (grade_answers' explain), without the measured figure (the
+    grader shows the miss: "about 2x too low"). facts: this run's figures of every strategy that ran."""
     if question.key == "n":
         return _(
             "these predictions are for N={theirs}: predict for this run's N, or run with --n {theirs}"
         ).format(theirs=value)
     strategy, name = question.path
-    return diagnosis(strategy, name, value, Figure.from_json(facts[strategy]))
-
-
-def diagnosis(strategy: str, name: str, value: float, figure: Figure) -> str:
-    """What a wrong prediction most likely missed, from how it relates to the measured figure; never the measured
-    value itself (predictions stay predictions): where nothing explains it, how far off it is."""
-    actual = measured(figure)[name]
-    if name == "held_bytes":
-        return held_diagnosis(strategy, value, actual, figure.n)
-    if left_out := missing_rows(name, value, figure):
-        return _("{strategy}: you left out {rows}").format(strategy=strategy, rows=left_out)
-    if name == "comm_bytes" and actual and abs(value * FP32 / actual - 1) <= TOLERANCE:
-        return _("{strategy}: that is elements, not bytes (fp32: 4 bytes each)").format(
-            strategy=strategy
-        )
-    if name == "comm_bytes" and figure.sent_bytes and off_by(value, figure.sent_bytes) <= TOLERANCE:
-        return _(
-            "{strategy}: that is what rank 0 sends on the wire; give the buffers' bytes"
-        ).format(strategy=strategy)
-    return _(
-        "{strategy}: {miss}; count every call of forward, backward and the optimizer step, a send and a "
-        "receive alike"
-    ).format(strategy=strategy, miss=miss(value, actual))
+    figures = {s: Figure.from_json(row) for s, row in facts.items()}
+    return mixed_up(strategy, name, value, figures) or diagnosis(
+        strategy, name, value, figures[strategy]
+    )
 
 
 # A strategy other than DDP predicted with DDP's figures: what it does instead
@@ -183,6 +163,37 @@ NOT_DDP = {
         "pipeline parallel keeps a stage of blocks, and sends activations instead of all-reducing"
     ),
 }
+
+
+def mixed_up(strategy: str, name: str, value: float, figures: dict[str, Figure]) -> str | None:
+    """Names a strategy predicted with DDP's figure for this field (this run's DDP row), else None."""
+    ddp = figures.get("ddp")
+    if strategy == "ddp" or ddp is None or ddp.n == 1:
+        return None
+    if off_by(value, measured(ddp)[name]) > TOLERANCE / 2:
+        return None
+    return _("{strategy}: that is DDP's figure ({name}): {why}").format(
+        strategy=strategy, name=name, why=_(NOT_DDP[strategy])
+    )
+
+
+def diagnosis(strategy: str, name: str, value: float, figure: Figure) -> str | None:
+    """What a wrong prediction most likely missed, from how it relates to the measured figure; None where
+    nothing explains it (the grader then says where to look)."""
+    actual = measured(figure)[name]
+    if name == "held_bytes":
+        return held_diagnosis(strategy, value, actual, figure.n)
+    if left_out := missing_rows(name, value, figure):
+        return _("{strategy}: you left out {rows}").format(strategy=strategy, rows=left_out)
+    if name == "comm_bytes" and actual and abs(value * FP32 / actual - 1) <= TOLERANCE:
+        return _("{strategy}: that is elements, not bytes (fp32: 4 bytes each)").format(
+            strategy=strategy
+        )
+    if name == "comm_bytes" and figure.sent_bytes and off_by(value, figure.sent_bytes) <= TOLERANCE:
+        return _(
+            "{strategy}: that is what rank 0 sends on the wire; give the buffers' bytes"
+        ).format(strategy=strategy)
+    return None
 
 
 def missing_rows(name: str, value: float, figure: Figure) -> str:
@@ -205,14 +216,8 @@ def missing_rows(name: str, value: float, figure: Figure) -> str:
     return ""
 
 
-def held_diagnosis(strategy: str, value: float, actual: float, n: int) -> str:
-    """What a wrong held_bytes most likely counted. DDP's figure, the whole model's state on every rank, comes
-    from the checkpoint the demos load (not from the reference: the learner edition has none)."""
-    whole = 3 * checkpoint_param_bytes()  # parameters, gradients and momentum of the whole model
-    if strategy != "ddp" and n > 1 and off_by(value, whole) <= TOLERANCE / 2:
-        return _("{strategy}: that is DDP's figure ({name}): {why}").format(
-            strategy=strategy, name="held_bytes", why=_(NOT_DDP[strategy])
-        )
+def held_diagnosis(strategy: str, value: float, actual: float, n: int) -> str | None:
+    """What a wrong held_bytes most likely counted, from the measured figure (None: nothing explains it)."""
     hints = [
         (
             actual / 3,
@@ -228,11 +233,13 @@ def held_diagnosis(strategy: str, value: float, actual: float, n: int) -> str:
     ]
     if n > 1 and strategy == "ddp":
         hints.append(
-            (whole / n, _("DDP splits nothing: every rank holds the whole model and its state"))
+            (actual / n, _("DDP splits nothing: every rank holds the whole model and its state"))
         )
-    for expected, hint in hints:
-        if off_by(value, expected) <= TOLERANCE / 2:
-            return _("{strategy}: {hint}").format(strategy=strategy, hint=hint)
-    return _(
-        "{strategy}: {miss}; count parameters, gradients and momentum on the rank that holds most"
-    ).format(strategy=strategy, miss=miss(value, actual))
+    return next(
+        (
+            _("{strategy}: {hint}").format(strategy=strategy, hint=hint)
+            for expected, hint in hints
+            if off_by(value, expected) <= TOLERANCE / 2
+        ),
+        None,
+    )
