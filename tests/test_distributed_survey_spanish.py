@@ -264,7 +264,7 @@ def test_the_language_is_read_from_the_text():
 
 def test_the_template_is_written_in_the_language_in_use(spanish):
     """`exercises init` or `check` in Spanish writes the Spanish template, its tables in Spanish."""
-    text = survey.template(survey.COMMITTED_RUNS[0].parent)
+    text = survey.template(survey.COMMITTED_RUNS[0].parent, survey.REPO)
     assert text.startswith("# Mi survey") and "## Paralelismo de tensores" in text
     for table in survey.tables(RUN, "es").split("\n\n"):
         assert table.strip() in text

@@ -72,15 +72,15 @@ def starter(figures: list[Figure], source: str = "", lang: str = i18n.DEFAULT) -
     )
 
 
-def template(lab_dir: Path | None, work: Path | None = None) -> str | None:
+def template(lab_dir: Path | None, work: Path) -> str | None:
     """The workspace's hook (Exercise.template): survey.md's starting text from the lab's newest run folder, in the
     language in use (`exercises init` or `check` writing it), or None when there is no run yet (`check
     distributed` writes it after its run). It names the run's figures.json relative to `work`, the workspace
-    survey.md is written to (else the current folder)."""
+    survey.md is written to."""
     path = Path(lab_dir) / "figures.json" if lab_dir else None
     if path is None or not path.is_file():
         return None
-    return starter(read(path), relative(path, work or Path.cwd()), i18n.language())
+    return starter(read(path), relative(path, work), i18n.language())
 
 
 def relative(path: Path, folder: Path) -> str:
@@ -202,13 +202,9 @@ def source(text: str) -> str:
 
 def figures_file(document: Path) -> Path | None:
     """The figures.json survey.md names (None: it names none), resolved against survey.md's folder, the
-    workspace; a path the template wrote relative to the current folder, before templates knew the workspace,
-    is found there."""
+    workspace (an absolute path stays as it is)."""
     name = source(Path(document).read_text())
-    if not name:
-        return None
-    path = Path(document).parent / name
-    return path if path.exists() or not Path(name).exists() else Path(name)
+    return Path(document).parent / name if name else None
 
 
 def readable(path: Path) -> list[Figure] | None:
