@@ -12,7 +12,7 @@ from conftest import assert_result_shape, read_result
 from workshop.harness.options import RunOptions
 from workshop.i18n import templates
 from workshop.lab import LabContext
-from workshop.labs.distributed import checks, collectives, figures, lab
+from workshop.labs.distributed import answers, checks, collectives, figures, lab
 from workshop.labs.distributed.records import Measurements
 
 FOLDER = Path(lab.__file__).parent
@@ -145,6 +145,9 @@ def test_ddp_overlaps_backward_only_with_small_buckets(lab_dir):
             calls,
             1_118_048,
         )
+    # the answers exercise's question 6: the reference counts the buckets from the model's shapes
+    assert answers.facts(list(rows.values()), None)["ddp_early_allreduces"] == 3
+    assert answers.reference(2)["ddp_early_allreduces"] == 3
 
 
 @pytest.mark.distributed

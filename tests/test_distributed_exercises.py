@@ -197,6 +197,7 @@ FACTS = {
     "logits_gather_bytes": 422_400,
     "gpipe_idle_theory": 0.2,
     "interleaved_sends_rank0": 12,
+    "ddp_early_allreduces": 3,  # the small-bucket run's: 4 buckets, the last issued as backward ends
 }
 WRONG_ANSWERS = [
     ("the root counted", "fsdp_backward_allgathers", 5, "not resharded after forward"),
@@ -206,6 +207,8 @@ WRONG_ANSWERS = [
     ("a percent", "gpipe_idle_theory", 20, "a fraction"),
     ("interleaving's theory", "gpipe_idle_theory", 1 / 9, "interleaved schedule's"),
     ("GPipe's sends", "interleaved_sends_rank0", 4, "GPipe's count"),
+    ("every bucket counted", "ddp_early_allreduces", 4, "backward's last gradient"),
+    ("the default buckets' count", "ddp_early_allreduces", 0, "default buckets' count"),
 ]
 
 
@@ -213,7 +216,7 @@ def test_the_reference_answers_pass_and_match_the_run(ctx):
     assert answers.facts(RUN, None)["fsdp_backward_allgathers"] == FACTS["fsdp_backward_allgathers"]
     with ctx.grading("answers") as impl:
         answers.grade(ctx, impl, FACTS)
-    assert failed(ctx) == {} and len(ctx.checks) == 1 + 4  # the keys, then each question
+    assert failed(ctx) == {} and len(ctx.checks) == 1 + 5  # the keys, then each question
 
 
 @pytest.mark.parametrize(

@@ -69,6 +69,18 @@ ANSWER_QUESTIONS = (
         N_("count rank 0's sends of interleaved_1f1b in pp/measurements.json"),
         "number",
     ),
+    Question(
+        "ddp_early_allreduces",
+        N_(
+            "question 6: with bucket_cap_mb=0.25, the all-reduces DDP issues while backward still has ops "
+            "to run (a count; with the default buckets there are none)"
+        ),
+        N_(
+            "the summary's table of DDP's all-reduces against backward (the small_buckets row), or count "
+            "the buckets: a bucket closes with the gradient that takes it past 262,144 bytes"
+        ),
+        "number",
+    ),
 )
 
 EXERCISES = [
@@ -104,13 +116,15 @@ EXERCISES = [
     Exercise(
         lab=LAB,
         name="answers",
-        title=N_("answer the handout's questions 1, 3, 4 and 5 with your run's facts"),
+        title=N_("answer the handout's questions 1, 3, 4, 5 and 6 with your run's facts"),
         statement=N_(
             "Answer from the code and the handout, then check against your run: fsdp_backward_allgathers, "
             "the all-gathers FSDP issues in one backward (question 1); logits_gather_bytes, the bytes of the "
             "(rows, tokens, 600) fp32 logits that gathering them for the loss would build per step (question "
             "3); gpipe_idle_theory, GPipe's idle fraction in theory at your N (question 4); "
-            "interleaved_sends_rank0, the sends rank 0 makes in one interleaved-1F1B step (question 5)."
+            "interleaved_sends_rank0, the sends rank 0 makes in one interleaved-1F1B step (question 5); "
+            "ddp_early_allreduces, the all-reduces DDP issues with small buckets while backward still has "
+            "ops to run (question 6)."
         ),
         hints=(
             N_(
