@@ -38,7 +38,7 @@ def failed(ctx: LabContext) -> dict[str, str]:
 
 def grade_predictions(ctx, value):
     with ctx.grading("predictions"):
-        predictions.grade(ctx, value, RUN)
+        predictions.grade(ctx, value, RUN, N)
     return failed(ctx)
 
 
@@ -182,7 +182,7 @@ def test_fresh_templates_are_not_started(ctx, tmp_path):
     ctx.options.work = work
     grade_predictions(ctx, ctx.solution(ctx.exercise("predictions")))
     with ctx.grading("answers") as impl:
-        answers.grade(ctx, impl, answers.facts(RUN, None))
+        answers.grade(ctx, impl, answers.facts(RUN, None), N)
     statuses = {
         k: v["status"] for k, v in ctx.exercise_results().items() if k != "distributed.survey"
     }
@@ -215,7 +215,7 @@ WRONG_ANSWERS = [
 def test_the_reference_answers_pass_and_match_the_run(ctx):
     assert answers.facts(RUN, None)["fsdp_backward_allgathers"] == FACTS["fsdp_backward_allgathers"]
     with ctx.grading("answers") as impl:
-        answers.grade(ctx, impl, FACTS)
+        answers.grade(ctx, impl, FACTS, N)
     assert failed(ctx) == {} and len(ctx.checks) == 1 + 5  # the keys, then each question
 
 
@@ -224,7 +224,7 @@ def test_the_reference_answers_pass_and_match_the_run(ctx):
 )
 def test_wrong_answers_fail_with_a_pointed_message(ctx, mistake, key, value, words):
     with ctx.grading("answers"):
-        answers.grade(ctx, {**answers.reference(N), key: value}, FACTS)
+        answers.grade(ctx, {**answers.reference(N), key: value}, FACTS, N)
     wrong = failed(ctx)
     assert len(wrong) == 1, wrong
     ((name, message),) = wrong.items()

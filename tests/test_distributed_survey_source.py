@@ -68,7 +68,7 @@ def test_the_template_names_the_run_relative_to_the_workspace(ctx, tmp_path):
     assert survey.source(text) == "../results/earlier/distributed/figures.json"
     (ctx.work / "survey.md").write_text(text)
     assert survey.figures_file(ctx.work / "survey.md").resolve() == lab_dir / "figures.json"
-    assert survey.figures_problem(ctx, ctx.work / "survey.md") is None
+    assert survey.figures_problem(ctx, ctx.work / "survey.md", ctx.out_dir) is None
 
 
 def test_a_missing_figures_file_is_one_line_naming_it_and_the_fix(ctx):

@@ -15,6 +15,7 @@ from workshop.labs.distributed import (
     collectives,
     flight_recorder,
     idle,
+    launch,
     rank_memory,
     reference,
     traces,
@@ -291,3 +292,63 @@ def test_the_overlap_check_tells_one_bucket_from_small_ones(
     ctx = LabContext("distributed", tmp_path, RunOptions("cpu", 2, 0))
     checks.check_overlap(ctx, "ddp", default_buckets, rank0)
     assert [c.passed for c in ctx.checks] == [passed]
+
+
+@pytest.mark.parametrize(
+    "only, demos, ddp_args",
+    [
+        ((), (*launch.STRATEGIES, "hang"), None),  # run, check distributed: everything
+        (("distributed.predictions",), launch.STRATEGIES, ["--runs", "ddp", "--steps", "3"]),
+        (("distributed.answers",), launch.STRATEGIES, None),
+        (("distributed.predictions", "distributed.survey"), launch.STRATEGIES, None),
+    ],
+)
+def test_a_run_starts_only_the_demos_its_exercises_need(only, demos, ddp_args, tmp_path):
+    from workshop.harness.options import RunOptions
+    from workshop.lab import LabContext
+    from workshop.labs.distributed import lab
+
+    ctx = LabContext("distributed", tmp_path, RunOptions("cpu", 2, 0, only=only))
+    planned, args = lab.plan(ctx)
+    assert planned == demos and args.get("ddp") == ddp_args
+
+
+def measurements(runs: dict[str, list[str]], n: int = 2) -> dict:
+    """Strategy -> Measurements with the named runs (empty ones: missing_runs reads only which ran)."""
+    from workshop.labs.distributed.records import Measurements
+
+    run = Run(1, [], [], 0.0, 0.0, [])
+    return {
+        s: Measurements(
+            s, n, "cpu", "gloo", 3, 8, 22, 0.02, 1e-6, "", 30.0, {}, dict.fromkeys(names, run)
+        )
+        for s, names in runs.items()
+    }
+
+
+def test_a_run_for_the_predictions_alone_lacks_what_the_answers_are_graded_on():
+    from workshop.labs.distributed import lab
+
+    minimal = measurements({"ddp": ["ddp"], "fsdp": ["fsdp"], "tp": ["tp"], "pp": ["gpipe"]})
+    assert lab.missing_runs(minimal, "predictions") == []
+    assert lab.missing_runs(minimal, "answers") == [
+        "ddp/small_buckets",
+        "pp/1f1b",
+        "pp/interleaved_1f1b",
+    ]
+    full = measurements(
+        {
+            "ddp": ["ddp", "small_buckets"],
+            "fsdp": ["fsdp"],
+            "tp": ["tp"],
+            "pp": list(schedules_for(2)),
+        }
+    )
+    assert lab.missing_runs(full, "survey") == []
+    # at N=4 interleaving cannot run (8 stages > 4 blocks): a full run lacks nothing
+    four = measurements(
+        {"ddp": ["ddp", "small_buckets"], "fsdp": ["fsdp"], "tp": ["tp"], "pp": ["gpipe", "1f1b"]},
+        4,
+    )
+    assert lab.missing_runs(four, "answers") == []
+    assert lab.missing_runs({}, "predictions") == list(launch.STRATEGIES)

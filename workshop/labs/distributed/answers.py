@@ -68,9 +68,10 @@ def facts(figures: list[Figure], tp: Measurements | None) -> dict:
     }
 
 
-def grade(ctx: LabContext, answers, run_facts: dict) -> None:
-    answers = answers(ctx.n_procs) if callable(answers) else answers  # the reference derives them
-    grade_answers(ctx, answers, run_facts, explain=explain, facts={"n": ctx.n_procs})
+def grade(ctx: LabContext, answers, run_facts: dict, n: int) -> None:
+    """Grade the learner's ANSWERS (or the reference's) against the facts of a run at N = n."""
+    answers = answers(n) if callable(answers) else answers  # the reference derives them
+    grade_answers(ctx, answers, run_facts, explain=explain, facts={"n": n})
 
 
 def explain(question: Question, value: float, actual: float, facts: dict) -> str | None:

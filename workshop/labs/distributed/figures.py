@@ -161,13 +161,18 @@ def rows(data: dict[str, Measurements], pipeline: dict[str, Idle]) -> list[Figur
     ]
 
 
-def rebuilt(lab_dir: Path) -> list[Figure]:
-    """The rows a lab run's folder gives from its demos' measurements.json ([] where it has none)."""
-    data = {
+def measurements_in(lab_dir: Path) -> dict[str, Measurements]:
+    """Strategy -> the measurements its demo wrote in a lab run's folder (the demos that wrote some)."""
+    return {
         folder.name: Measurements.read(folder)
         for folder in sorted(Path(lab_dir).iterdir())
         if (folder / "measurements.json").is_file()
     }
+
+
+def rebuilt(lab_dir: Path) -> list[Figure]:
+    """The rows a lab run's folder gives from its demos' measurements.json ([] where it has none)."""
+    data = measurements_in(lab_dir)
     return rows(data, pipeline_idle(data))
 
 

@@ -11,6 +11,7 @@ N larger than the visible GPUs stops the lab before anything starts.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from workshop.i18n import _
 from workshop.lab import LabContext
@@ -23,6 +24,7 @@ from workshop.labs.distributed import (
     idle,
     launch,
     pipeline_gantt,
+    pp,
     predictions,
     survey,
 )
@@ -31,13 +33,37 @@ from workshop.labs.distributed.records import Measurements
 TIMEOUT_S = 300
 HANG_TIMEOUT_S = 5.0  # the hung-rank demo's --pg-timeout: how long its peers wait
 DEMOS = (*launch.STRATEGIES, "hang")
+EXERCISES = ("predictions", "answers", "survey")
+
+
+# `check distributed predictions`: every strategy's figures at N, the logged step after DDP rebuilt its buckets (at
+# step 1), without DDP's small buckets, the other pipeline schedules or the hung rank
+PREDICTIONS_ONLY = {
+    "ddp": ["--runs", "ddp", "--steps", "3"],
+    "fsdp": ["--steps", "3"],
+    "tp": ["--steps", "3"],
+    "pp": ["--schedules", "gpipe", "--steps", "3"],
+}
+
+
+def plan(ctx: LabContext) -> tuple[tuple[str, ...], dict]:
+    """The demos this run needs, and their options: all of them when it grades every exercise (`run`, `check
+    distributed`); the four strategies' when it grades some (no hung rank); for the predictions alone, only the
+    runs they are graded on (PREDICTIONS_ONLY)."""
+    if all(ctx.wants(name) for name in EXERCISES):
+        return DEMOS, {}
+    if any(ctx.wants(name) for name in EXERCISES if name != "predictions"):
+        return launch.STRATEGIES, {}
+    return launch.STRATEGIES, PREDICTIONS_ONLY
 
 
 def run(
     ctx: LabContext, demos: tuple[str, ...] | None = None, demo_args: dict | None = None
 ) -> None:
-    """All DEMOS, or `demos` (a subset, for the tests); demo_args: strategy -> extra options of its demo."""
-    demos = DEMOS if demos is None else demos
+    """The demos this run needs (plan), or `demos` (a subset, for the tests); demo_args: strategy -> extra
+    options of its demo."""
+    if demos is None:
+        demos, demo_args = plan(ctx)
     agents = launch.agents()  # one standalone torchrun, or one agent per task of a Slurm job
     if why := agents.problem(ctx.n_procs) or launch.capacity_problem(
         ctx.n_procs // agents.count, ctx.device
@@ -57,7 +83,7 @@ def run(
     if pipeline:
         ctx.save_figure("pp/gantt.png", pipeline_gantt.draw(data["pp"].runs, pipeline))
     hang = hang_demo(ctx) if "hang" in demos else None
-    grade_exercises(ctx, rows, data)
+    grade_exercises(ctx, rows, data, ctx.out_dir)
     ctx.extra.update(
         n_procs=ctx.n_procs,
         wall_s=wall,
@@ -141,16 +167,74 @@ def hang_demo(ctx: LabContext) -> dict | None:
 
 
 def grade_exercises(
-    ctx: LabContext, rows: list[figures.Figure], data: dict[str, Measurements]
+    ctx: LabContext,
+    rows: list[figures.Figure],
+    data: dict[str, Measurements],
+    lab_dir: Path,
+    graded: tuple[str, ...] = EXERCISES,
 ) -> None:
-    with ctx.grading("predictions") as impl:
-        predictions.grade(ctx, impl, rows)
-    with ctx.grading("answers") as impl:
-        answers.grade(ctx, impl, answers.facts(rows, data.get("tp")))
-    with ctx.grading("survey") as document:
-        if not ctx.graded:  # the reference: the model answer in the run's language
-            document = survey.model_answer(ctx.lang)
-        survey.grade(ctx, document, *survey.figures_for(document if ctx.graded else None, rows))
+    """Grade the exercises `graded` against a run's figures (`rows`, `data`: its demos' measurements), whose lab
+    folder is `lab_dir`: this run's, or an earlier one's (regrade)."""
+    n = next(iter(data.values())).world_size if data else ctx.n_procs
+    if "predictions" in graded:
+        with ctx.grading("predictions") as impl:
+            predictions.grade(ctx, impl, rows, n)
+    if "answers" in graded:
+        with ctx.grading("answers") as impl:
+            answers.grade(ctx, impl, answers.facts(rows, data.get("tp")), n)
+    if "survey" in graded:
+        with ctx.grading("survey") as document:
+            if not ctx.graded:  # the reference: the model answer in the run's language
+                document = survey.model_answer(ctx.lang)
+            quoted, run = survey.figures_for(document if ctx.graded else None, rows)
+            survey.grade(ctx, document, quoted, run, lab_dir)
+
+
+def regrade(ctx: LabContext, lab_dir: Path) -> None:
+    """LabSpec.regrade: grade the wanted exercises against an earlier run of the lab, from the measurements its
+    demos wrote there, as the lab grades its own run (the output names that run). An exercise graded on runs
+    that run lacks (one made for the predictions alone has no DDP small buckets, no interleaving) says so in
+    one line instead."""
+    data = figures.measurements_in(lab_dir)
+    graded = []
+    for name in (name for name in EXERCISES if ctx.wants(name)):
+        if lacking := missing_runs(data, name):
+            with ctx.grading(name):
+                ctx.check_equal(
+                    _(
+                        "{name}: the run graded against ran every run it is graded on (missing)"
+                    ).format(name=name),
+                    lacking,
+                    [],
+                    message=_(
+                        "your latest run ({run}) did not run all that {name} is graded on: run the lab again "
+                        "with `python -m workshop check distributed {name} --rerun`"
+                    ).format(run=lab_dir.parent.name, name=name),
+                )
+        else:
+            graded.append(name)
+    rows = figures.rows(data, figures.pipeline_idle(data))
+    grade_exercises(ctx, rows, data, lab_dir, tuple(graded))
+
+
+def missing_runs(data: dict[str, Measurements], exercise: str) -> list[str]:
+    """The training runs ("ddp/small_buckets") that `exercise` is graded on at the run's N and the run lacks: the
+    predictions, each strategy's first run; the others, every run a full run of the lab makes."""
+    if not data:  # no demo wrote its measurements
+        return list(launch.STRATEGIES)
+    n = next(iter(data.values())).world_size
+    if exercise == "predictions":
+        expected = {strategy: [run] for strategy, run in predictions.STRATEGY_RUN.items()}
+    else:
+        expected = {"ddp": list(ddp.BUCKET_CAP_MB), "fsdp": ["fsdp"], "tp": ["tp"]}
+        expected["pp"] = [name for name, why in pp.schedules_for(n).items() if why is None]
+    return [
+        strategy if name == strategy else f"{strategy}/{name}"
+        for strategy, names in expected.items()
+        if launch.strategy_problem(strategy, n) is None
+        for name in names
+        if strategy not in data or name not in data[strategy].runs
+    ]
 
 
 def interleaving_idled_more(g: idle.Idle | None, i: idle.Idle | None) -> bool:

@@ -122,13 +122,11 @@ def off_by(predicted: float, actual: float) -> float:
     return abs(predicted / actual - 1)
 
 
-def grade(ctx: LabContext, predictions, figures: list[Figure]) -> None:
-    """Grade the learner's PREDICTIONS (or the reference's formula) against this run's figures; a strategy
-    that did not run at this N is not graded (its own failed check says why)."""
-    n = ctx.n_procs
-    predictions = (
-        predictions(n) if callable(predictions) else predictions
-    )  # the reference: the formula
+def grade(ctx: LabContext, predictions, figures: list[Figure], n: int) -> None:
+    """Grade the learner's PREDICTIONS (or the reference's formula) against the figures of a run at N = n; a
+    strategy that did not run at this N is not graded (its own failed check says why)."""
+    # the reference: the formula
+    predictions = predictions(n) if callable(predictions) else predictions
     by_run = {(f.strategy, f.run): f for f in figures}
     ran = {s: by_run[(s, run)] for s, run in STRATEGY_RUN.items() if (s, run) in by_run}
     truths = {"n": n, **{strategy: measured(figure) for strategy, figure in ran.items()}}

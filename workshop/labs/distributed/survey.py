@@ -102,10 +102,15 @@ def mismatches(quoted: list[Figure], run: list[Figure]) -> list[str]:
 
 
 def grade(
-    ctx: LabContext, document: Path, figures: list[Figure], run: list[Figure] | None = None
+    ctx: LabContext,
+    document: Path,
+    figures: list[Figure],
+    run: list[Figure] | None = None,
+    run_dir: Path | None = None,
 ) -> None:
-    """Grade a survey against `figures`: for the learner those it was started from, checked against `run`
-    (this run's); for the model answer (run None) the committed runs'."""
+    """Grade a survey against `figures`: for the learner those it was started from, checked against `run` (the
+    figures of the run graded against, whose lab folder is `run_dir`: this run's by default); for the model
+    answer (run None) the committed runs'."""
     if not Path(document).is_file():
         raise NotImplementedError(  # `check` writes the template after its run (Exercise.template)
             _("{name} does not exist yet: `python -m workshop check distributed` writes it").format(
@@ -114,7 +119,7 @@ def grade(
         )
     text = Path(document).read_text()
     name = "survey.md" if run is not None else _("the model answer")
-    problem = figures_problem(ctx, document) if run is not None else None
+    problem = figures_problem(ctx, document, run_dir or ctx.out_dir) if run is not None else None
     if run is not None:
         ctx.check_equal(
             _("survey: the figures file it names is there and one of this workspace's runs"),
@@ -227,7 +232,7 @@ def figures_for(
     return (path and readable(path)) or run, run
 
 
-def figures_problem(ctx: LabContext, document: Path) -> str | None:
+def figures_problem(ctx: LabContext, document: Path, run_dir: Path) -> str | None:
     """What is wrong with the figures file survey.md names, in one line with the fix; None when nothing is (or
     it names none: it is traced against this run). Wrong: missing, not a figures.json of this lab, from
     another workspace's run (its result.json says which workspace it graded), or unlike the measurements of
@@ -235,7 +240,7 @@ def figures_problem(ctx: LabContext, document: Path) -> str | None:
     path = figures_file(document)
     if path is None:
         return None
-    this_run = f"<!-- figures: {relative(ctx.out_dir / 'figures.json', Path(document).parent)} -->"
+    this_run = f"<!-- figures: {relative(run_dir / 'figures.json', Path(document).parent)} -->"
     named = {"path": source(Path(document).read_text()), "this_run": this_run}
     if not path.is_file():
         return _(
