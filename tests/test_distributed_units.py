@@ -295,22 +295,23 @@ def test_the_overlap_check_tells_one_bucket_from_small_ones(
 
 
 @pytest.mark.parametrize(
-    "only, demos, ddp_args",
+    "only, demos, together",
     [
-        ((), (*launch.STRATEGIES, "hang"), None),  # run, check distributed: everything
-        (("distributed.predictions",), launch.STRATEGIES, ["--runs", "ddp", "--steps", "3"]),
-        (("distributed.answers",), launch.STRATEGIES, None),
-        (("distributed.predictions", "distributed.survey"), launch.STRATEGIES, None),
+        ((), (*launch.STRATEGIES, "hang"), False),  # run, check distributed: everything
+        (("distributed.predictions",), launch.STRATEGIES, True),  # one launch, fewer runs
+        (("distributed.answers",), launch.STRATEGIES, False),
+        (("distributed.predictions", "distributed.survey"), launch.STRATEGIES, False),
     ],
 )
-def test_a_run_starts_only_the_demos_its_exercises_need(only, demos, ddp_args, tmp_path):
+def test_a_run_starts_only_the_demos_its_exercises_need(only, demos, together, tmp_path):
     from workshop.harness.options import RunOptions
     from workshop.lab import LabContext
     from workshop.labs.distributed import lab
 
     ctx = LabContext("distributed", tmp_path, RunOptions("cpu", 2, 0, only=only))
-    planned, args = lab.plan(ctx)
-    assert planned == demos and args.get("ddp") == ddp_args
+    planned, args, in_one_launch = lab.plan(ctx)
+    assert (planned, in_one_launch) == (demos, together)
+    assert ("--runs" in args.get("together", ())) == together
 
 
 def measurements(runs: dict[str, list[str]], n: int = 2) -> dict:

@@ -49,14 +49,16 @@ def train(args, rank: process_group.Rank) -> Run:
     return results.whole_model_run(measure.record(), model, opt, ref, chunks=rank.world)
 
 
+def run(args, rank: process_group.Rank) -> tuple[dict[str, Run], dict]:
+    return {"fsdp": train(args, rank)}, {}
+
+
 @record
 def main() -> None:
     args = process_group.parse_args(
         N_("FSDP2 (fully_shard) demo of the MiniGPT (run under torchrun)")
     )
-    rank = process_group.join(args)
-    results.write(args, rank, "fsdp", {"fsdp": train(args, rank)})
-    process_group.leave()
+    results.run_demos(args, {"fsdp": run})
 
 
 if __name__ == "__main__":

@@ -36,25 +36,20 @@ DEMOS = (*launch.STRATEGIES, "hang")
 EXERCISES = ("predictions", "answers", "survey")
 
 
-# `check distributed predictions`: every strategy's figures at N, the logged step after DDP rebuilt its buckets (at
-# step 1), without DDP's small buckets, the other pipeline schedules or the hung rank
-PREDICTIONS_ONLY = {
-    "ddp": ["--runs", "ddp", "--steps", "3"],
-    "fsdp": ["--steps", "3"],
-    "tp": ["--steps", "3"],
-    "pp": ["--schedules", "gpipe", "--steps", "3"],
-}
+# `check distributed predictions`: every strategy's figures at N, in one launch (together.py), the logged step
+# after DDP rebuilt its buckets (at step 1), without DDP's small buckets, the other schedules or the hung rank
+PREDICTIONS_ONLY = ["--runs", "ddp", "--schedules", "gpipe", "--steps", "3"]
 
 
-def plan(ctx: LabContext) -> tuple[tuple[str, ...], dict]:
-    """The demos this run needs, and their options: all of them when it grades every exercise (`run`, `check
-    distributed`); the four strategies' when it grades some (no hung rank); for the predictions alone, only the
-    runs they are graded on (PREDICTIONS_ONLY)."""
+def plan(ctx: LabContext) -> tuple[tuple[str, ...], dict, bool]:
+    """The demos this run needs, their options, and whether they run in one launch: all of them when it grades
+    every exercise (`run`, `check distributed`); the four strategies' when it grades some (no hung rank); for
+    the predictions alone, only the runs they are graded on, in one launch (PREDICTIONS_ONLY)."""
     if all(ctx.wants(name) for name in EXERCISES):
-        return DEMOS, {}
+        return DEMOS, {}, False
     if any(ctx.wants(name) for name in EXERCISES if name != "predictions"):
-        return launch.STRATEGIES, {}
-    return launch.STRATEGIES, PREDICTIONS_ONLY
+        return launch.STRATEGIES, {}, False
+    return launch.STRATEGIES, {"together": PREDICTIONS_ONLY}, True
 
 
 def run(
@@ -62,19 +57,24 @@ def run(
 ) -> None:
     """The demos this run needs (plan), or `demos` (a subset, for the tests); demo_args: strategy -> extra
     options of its demo."""
+    together = False
     if demos is None:
-        demos, demo_args = plan(ctx)
+        demos, demo_args, together = plan(ctx)
+    demo_args = demo_args or {}
     agents = launch.agents()  # one standalone torchrun, or one agent per task of a Slurm job
     if why := agents.problem(ctx.n_procs) or launch.capacity_problem(
         ctx.n_procs // agents.count, ctx.device
     ):
         raise ValueError(why)
     wall, failures, data = {}, {}, {}
-    for strategy in (s for s in launch.STRATEGIES if s in demos):
-        if measured := launch_demo(
-            ctx, strategy, (demo_args or {}).get(strategy, ()), wall, failures
-        ):
-            data[strategy] = measured
+    usable = [s for s in launch.STRATEGIES if s in demos and usable_here(ctx, s)]
+    if together:  # one launch: together.py runs them one after another
+        args = ["--strategies", *usable, *demo_args["together"]]
+        data = launch_demos(ctx, "together", usable, args, wall, failures)
+    else:
+        for strategy in usable:
+            args = demo_args.get(strategy, ())
+            data |= launch_demos(ctx, strategy, [strategy], args, wall, failures)
     pipeline = figures.pipeline_idle(data)
     for measured in data.values():
         checks.check_strategy(ctx, measured, data.get("ddp"), pipeline)
@@ -92,39 +92,44 @@ def run(
     ctx.render_summary(**summary_values(ctx, rows, data, pipeline, hang, wall, failures))
 
 
-def launch_demo(
-    ctx: LabContext, strategy: str, args, wall: dict, failures: dict
-) -> Measurements | None:
-    n, out = ctx.n_procs, ctx.out_dir / strategy
-    if why := launch.strategy_problem(strategy, n):
+def usable_here(ctx: LabContext, strategy: str) -> bool:
+    """Whether the strategy can split the model N ways; if not, a failed check says why (it is not started)."""
+    why = launch.strategy_problem(strategy, ctx.n_procs)
+    if why:
         ctx.check_equal(
-            _("{strategy}: N={n} is usable (not started)").format(strategy=strategy, n=n),
+            _("{strategy}: N={n} is usable (not started)").format(strategy=strategy, n=ctx.n_procs),
             why,
             "usable",
         )
-        return None
+    return why is None
+
+
+def launch_demos(
+    ctx: LabContext, module: str, strategies: list[str], args, wall: dict, failures: dict
+) -> dict[str, Measurements]:
+    """One torchrun launch of a demo module (a strategy's, or together.py for several): the measurements each
+    of `strategies` wrote in its folder ({} when the launch failed: its log's end goes in the summary)."""
+    n, log = ctx.n_procs, ctx.out_dir / module / "log.txt"
     agents = launch.agents()
-    cmd = agents.command(strategy, n, ctx.device, out, demo_args=args)
-    rc, wall[strategy] = launch.run(cmd, out / "log.txt", TIMEOUT_S)
+    out = ctx.out_dir if module == "together" else ctx.out_dir / module
+    rc, wall[module] = launch.run(agents.command(module, n, ctx.device, out, args), log, TIMEOUT_S)
     print(
         _("[{lab}] {strategy}: torchrun exited {rc} after {seconds:.1f} s").format(
-            lab=ctx.name, strategy=strategy, rc=rc, seconds=wall[strategy]
+            lab=ctx.name, strategy=module, rc=rc, seconds=wall[module]
         ),
         flush=True,
     )
     ctx.check_equal(
         _("{strategy}: torchrun --nproc-per-node {n} exit code").format(
-            strategy=strategy, n=n // agents.count
+            strategy="+".join(strategies), n=n // agents.count
         ),
         rc,
         0,
     )
     if rc != 0:
-        failures[strategy] = "\n".join(
-            (out / "log.txt").read_text(errors="replace").splitlines()[-25:]
-        )
-        return None
-    return Measurements.read(out)
+        failures[module] = "\n".join(log.read_text(errors="replace").splitlines()[-25:])
+        return {}
+    return {s: Measurements.read(ctx.out_dir / s) for s in strategies}
 
 
 def hang_demo(ctx: LabContext) -> dict | None:

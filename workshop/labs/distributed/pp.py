@@ -18,7 +18,7 @@ from workshop.i18n import N_, _
 from workshop.labs.distributed import process_group, reference, results, training
 from workshop.labs.distributed.instruments import Instruments
 from workshop.labs.distributed.pipeline_timeline import PipelineTimeline
-from workshop.labs.distributed.records import RankRecord
+from workshop.labs.distributed.records import RankRecord, Run
 from workshop.minigpt.model import GPT, GPTConfig, lm_loss
 
 # name -> (schedule class, stages per rank)
@@ -118,13 +118,9 @@ def train(args, rank: process_group.Rank, name: str) -> list[RankRecord]:
     return results.gather(results.complete(rank_record, params, named, opt, ref))
 
 
-@record
-def main() -> None:
-    args = process_group.parse_args(
-        N_("Pipeline-parallel demo of the MiniGPT (run under torchrun)"),
-        [process_group.runs_option("--schedules", SCHEDULES)],
-    )
-    rank = process_group.join(args)
+def run(args, rank: process_group.Rank) -> tuple[dict[str, Run], dict]:
+    """One run per schedule that N allows and --schedules asks for; the others, with why, for its
+    measurements.json."""
     if why := usable(rank.world):
         raise SystemExit(why)
     p, m = rank.world, microbatches(rank.world)
@@ -138,8 +134,18 @@ def main() -> None:
         runs[name] = results.summary(
             records, losses, m, stages_per_rank=SCHEDULES[name][1], microbatches=m
         )
-    results.write(args, rank, "pp", runs, skipped_schedules=skipped)
-    process_group.leave()
+    return runs, {"skipped_schedules": skipped}
+
+
+OPTIONS = [process_group.runs_option("--schedules", SCHEDULES)]
+
+
+@record
+def main() -> None:
+    args = process_group.parse_args(
+        N_("Pipeline-parallel demo of the MiniGPT (run under torchrun)"), OPTIONS
+    )
+    results.run_demos(args, {"pp": run})
 
 
 if __name__ == "__main__":

@@ -83,18 +83,20 @@ def train(args, rank: process_group.Rank, model: GPT) -> Run:
     return results.whole_model_run(measure.record(), model, opt, ref, chunks=1)
 
 
-@record
-def main() -> None:
-    args = process_group.parse_args(N_("Tensor-parallel demo of the MiniGPT (run under torchrun)"))
-    rank = process_group.join(args)
+def run(args, rank: process_group.Rank) -> tuple[dict[str, Run], dict]:
+    """The demo's one run, and the LM head's rows on each rank for its measurements.json."""
     if why := usable(rank.world):
         raise SystemExit(why)
     mesh = init_device_mesh(rank.device.type, (rank.world,), mesh_dim_names=("tp",))
     model = parallelize(training.load_model(rank.device), mesh)
-    run = train(args, rank, model)
-    head_rows = list(local(model.lm_head.weight).shape)
-    results.write(args, rank, "tp", {"tp": run}, lm_head_local_shape=head_rows)
-    process_group.leave()
+    runs = {"tp": train(args, rank, model)}
+    return runs, {"lm_head_local_shape": list(local(model.lm_head.weight).shape)}
+
+
+@record
+def main() -> None:
+    args = process_group.parse_args(N_("Tensor-parallel demo of the MiniGPT (run under torchrun)"))
+    results.run_demos(args, {"tp": run})
 
 
 if __name__ == "__main__":
