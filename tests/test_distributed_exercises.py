@@ -12,17 +12,17 @@ import pytest
 from workshop.grading import checks
 from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
-from workshop.labs.distributed import (
+from workshop.labs.distributed import figure_rows
+from workshop.labs.distributed.grading import (
     answers,
-    figures,
     predictions,
     survey,
     survey_figures,
     survey_text,
 )
-from workshop.labs.distributed.exercises import EXERCISES
+from workshop.labs.distributed.grading.exercises import EXERCISES
 
-RUN = figures.read(survey.COMMITTED_RUNS[0])  # CPU, N=2
+RUN = figure_rows.read(survey.COMMITTED_RUNS[0])  # CPU, N=2
 N = RUN[0].n
 
 
@@ -238,7 +238,7 @@ def mb(x: float) -> str:
     return f"{x / 1e6:.2f} MB"
 
 
-def by(run: str) -> figures.Figure:
+def by(run: str) -> figure_rows.FigureRow:
     return next(f for f in RUN if f.run == run)
 
 
@@ -294,7 +294,7 @@ def test_a_good_survey_passes(ctx, tmp_path):
 def test_the_model_answer_quotes_each_committed_run_as_generated():
     text = survey.MODEL_ANSWER.read_text()
     for path in survey.COMMITTED_RUNS:
-        assert survey.tables(figures.read(path), "en") in text, (
+        assert survey.tables(figure_rows.read(path), "en") in text, (
             f"survey/README.md: regenerate {path}'s tables"
         )
 

@@ -13,9 +13,10 @@ from test_distributed_exercises import failed, good_survey
 from workshop.grading import workspace
 from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
-from workshop.labs.distributed import figures, survey
+from workshop.labs.distributed import figure_rows
 from workshop.labs.distributed.collectives import CollectiveRow
-from workshop.labs.distributed.records import Measurements, RankRecord, Run
+from workshop.labs.distributed.grading import survey
+from workshop.labs.distributed.measurements import Measurements, RankRecord, Run
 
 FILE_CHECK = "survey: the figures file it names is there and one of this workspace's runs"
 
@@ -45,7 +46,7 @@ def a_run(lab_dir: Path, workspace_id: str | None = None) -> Path:
     )
     data.write(lab_dir / "ddp")
     path = lab_dir / "figures.json"
-    path.write_text(json.dumps([f.as_json() for f in figures.rebuilt(lab_dir)]))
+    path.write_text(json.dumps([f.as_json() for f in figure_rows.rebuilt(lab_dir)]))
     implementation = {"kind": "workspace", "workspace_id": workspace_id} if workspace_id else {}
     (lab_dir / "result.json").write_text(json.dumps({"implementation": implementation}))
     return path
@@ -56,7 +57,9 @@ def grade(ctx: LabContext, source: str) -> dict[str, str]:
     document = ctx.work / "survey.md"
     document.write_text(good_survey() + f"\n<!-- figures: {source} -->\n")
     with ctx.grading("survey"):
-        survey.grade(ctx, document, *survey.figures_for(document, figures.read(a_run(ctx.out_dir))))
+        survey.grade(
+            ctx, document, *survey.figures_for(document, figure_rows.read(a_run(ctx.out_dir)))
+        )
     return failed(ctx)
 
 

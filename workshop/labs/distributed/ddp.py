@@ -21,7 +21,7 @@ from torch.nn.parallel import DistributedDataParallel
 from workshop.i18n import N_
 from workshop.labs.distributed import process_group, reference, results, training
 from workshop.labs.distributed.instruments import Instruments
-from workshop.labs.distributed.records import Run
+from workshop.labs.distributed.measurements import Run
 from workshop.minigpt.model import lm_loss
 
 # run -> DDP's bucket_cap_mb (MiB); None: DDP's default (a first bucket of 1 MiB, then 25 MiB)

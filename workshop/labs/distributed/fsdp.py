@@ -17,7 +17,7 @@ from torch.distributed.fsdp import fully_shard
 from workshop.i18n import N_
 from workshop.labs.distributed import process_group, reference, results, training
 from workshop.labs.distributed.instruments import Instruments
-from workshop.labs.distributed.records import Run
+from workshop.labs.distributed.measurements import Run
 from workshop.minigpt.model import lm_loss
 
 # The root returns the logits as a view; FSDP warns that an in-place op on it would skip a hook. We do none.

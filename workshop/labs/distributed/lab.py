@@ -16,19 +16,17 @@ from pathlib import Path
 from workshop.i18n import _
 from workshop.lab import LabContext
 from workshop.labs.distributed import (
-    answers,
-    checks,
     ddp,
-    figures,
+    demo_checks,
+    figure_rows,
     flight_recorder,
-    idle,
     launch,
     pipeline_gantt,
+    pipeline_idle,
     pp,
-    predictions,
-    survey,
 )
-from workshop.labs.distributed.records import Measurements
+from workshop.labs.distributed.grading import answers, predictions, survey
+from workshop.labs.distributed.measurements import Measurements
 
 TIMEOUT_S = 300
 HANG_TIMEOUT_S = 5.0  # the hung-rank demo's --pg-timeout: how long its peers wait
@@ -75,10 +73,10 @@ def run(
         for strategy in usable:
             args = demo_args.get(strategy, ())
             data |= launch_demos(ctx, strategy, [strategy], args, wall, failures)
-    pipeline = figures.pipeline_idle(data)
+    pipeline = figure_rows.idle_by_schedule(data)
     for measured in data.values():
-        checks.check_strategy(ctx, measured, data.get("ddp"), pipeline)
-    rows = figures.rows(data, pipeline)
+        demo_checks.check_strategy(ctx, measured, data.get("ddp"), pipeline)
+    rows = figure_rows.rows(data, pipeline)
     ctx.write_json("figures.json", [f.as_json() for f in rows])
     if pipeline:
         ctx.save_figure("pp/gantt.png", pipeline_gantt.draw(data["pp"].runs, pipeline))
@@ -155,7 +153,7 @@ def hang_demo(ctx: LabContext) -> dict | None:
     )
     backend = "nccl" if ctx.device == "cuda" else "gloo"
     supported = flight_recorder.dump_function(backend) is not None
-    states = checks.check_hang(ctx, rc, seconds, HANG_TIMEOUT_S, hung, out, supported)
+    states = demo_checks.check_hang(ctx, rc, seconds, HANG_TIMEOUT_S, hung, out, supported)
     return {
         "rank": hung,
         "rc": rc,
@@ -173,7 +171,7 @@ def hang_demo(ctx: LabContext) -> dict | None:
 
 def grade_exercises(
     ctx: LabContext,
-    rows: list[figures.Figure],
+    rows: list[figure_rows.FigureRow],
     data: dict[str, Measurements],
     lab_dir: Path,
     graded: tuple[str, ...] = EXERCISES,
@@ -200,7 +198,7 @@ def regrade(ctx: LabContext, lab_dir: Path) -> None:
     demos wrote there, as the lab grades its own run (the output names that run). An exercise graded on runs
     that run lacks (one made for the predictions alone has no DDP small buckets, no interleaving) says so in
     one line instead."""
-    data = figures.measurements_in(lab_dir)
+    data = figure_rows.measurements_in(lab_dir)
     graded = []
     for name in (name for name in EXERCISES if ctx.wants(name)):
         if lacking := missing_runs(data, name):
@@ -218,7 +216,7 @@ def regrade(ctx: LabContext, lab_dir: Path) -> None:
                 )
         else:
             graded.append(name)
-    rows = figures.rows(data, figures.pipeline_idle(data))
+    rows = figure_rows.rows(data, figure_rows.idle_by_schedule(data))
     grade_exercises(ctx, rows, data, lab_dir, tuple(graded))
 
 
@@ -242,7 +240,7 @@ def missing_runs(data: dict[str, Measurements], exercise: str) -> list[str]:
     ]
 
 
-def interleaving_idled_more(g: idle.Idle | None, i: idle.Idle | None) -> bool:
+def interleaving_idled_more(g: pipeline_idle.Idle | None, i: pipeline_idle.Idle | None) -> bool:
     """What the summary explains only when the run shows it: interleaving idled more than GPipe though its
     theory is lower, and its per-chunk waits took more of its step."""
     if g is None or i is None:
@@ -250,7 +248,7 @@ def interleaving_idled_more(g: idle.Idle | None, i: idle.Idle | None) -> bool:
     return i.theory < g.theory and i.measured > g.measured and i.overhead_share > g.overhead_share
 
 
-def ddp_overlap(rows: list[figures.Figure], data: dict[str, Measurements]) -> dict | None:
+def ddp_overlap(rows: list[figure_rows.FigureRow], data: dict[str, Measurements]) -> dict | None:
     """The DDP runs' all-reduces against their backward, for the summary (None where DDP did not run both or a
     trace shows no all-reduce in backward); `shown`: the run shows the contrast the summary's sentence states."""
     runs = [f for f in rows if f.strategy == "ddp"]
@@ -292,7 +290,7 @@ def summary_values(ctx, rows, data, pipeline, hang, wall, failures) -> dict:
     seconds = fsdp.comm_seconds_rank0 if fsdp else {}
     gloo_scatter = fsdp and "reducescatter" not in seconds and "allreduce" in seconds
     return {
-        "param_bytes": checks.checkpoint_param_bytes(),
+        "param_bytes": demo_checks.checkpoint_param_bytes(),
         "steps": next(iter(data.values())).steps if data else 0,
         "n": ctx.n_procs,
         "wall_s": wall,

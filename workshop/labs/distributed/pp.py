@@ -17,8 +17,8 @@ from torch.distributed.elastic.multiprocessing.errors import record
 from workshop.i18n import N_, _
 from workshop.labs.distributed import process_group, reference, results, training
 from workshop.labs.distributed.instruments import Instruments
+from workshop.labs.distributed.measurements import RankRecord, Run
 from workshop.labs.distributed.pipeline_timeline import PipelineTimeline
-from workshop.labs.distributed.records import RankRecord, Run
 from workshop.minigpt.model import GPT, GPTConfig, lm_loss
 
 # name -> (schedule class, stages per rank)

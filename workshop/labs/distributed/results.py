@@ -10,9 +10,9 @@ import torch
 import torch.distributed as dist
 
 from workshop.labs.distributed import process_group
+from workshop.labs.distributed.measurements import Measurements, RankRecord, Run
 from workshop.labs.distributed.process_group import Rank
 from workshop.labs.distributed.rank_memory import full, held
-from workshop.labs.distributed.records import Measurements, RankRecord, Run
 from workshop.labs.distributed.reference import TOLERANCE, Reference, compare
 from workshop.labs.distributed.training import LR, ROWS
 from workshop.minigpt.grammar import MAX_SENTENCE_LEN

@@ -24,8 +24,8 @@ from torch.distributed.tensor.parallel import (
 from workshop.i18n import N_, _
 from workshop.labs.distributed import process_group, reference, results, training
 from workshop.labs.distributed.instruments import Instruments
+from workshop.labs.distributed.measurements import Run
 from workshop.labs.distributed.rank_memory import full, local
-from workshop.labs.distributed.records import Run
 from workshop.minigpt.model import GPT, GPTConfig, lm_loss
 
 BLOCK_PLAN = {

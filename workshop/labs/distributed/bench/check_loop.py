@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from workshop.harness import atomic
-from workshop.labs.distributed import predictions
+from workshop.labs.distributed.grading import predictions
 
 TARGET_S = 60.0
 N = 2

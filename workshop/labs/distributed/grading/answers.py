@@ -11,10 +11,10 @@ import math
 from workshop.grading.questions import Question, grade_answers
 from workshop.i18n import _
 from workshop.lab import LabContext
-from workshop.labs.distributed import collectives, idle, pp
+from workshop.labs.distributed import collectives, pipeline_idle, pp
 from workshop.labs.distributed.ddp import BUCKET_CAP_MB
-from workshop.labs.distributed.figures import Figure
-from workshop.labs.distributed.records import Measurements
+from workshop.labs.distributed.figure_rows import FigureRow
+from workshop.labs.distributed.measurements import Measurements
 from workshop.labs.distributed.training import ROWS
 from workshop.minigpt.grammar import MAX_SENTENCE_LEN
 from workshop.minigpt.model import GPT, GPTConfig
@@ -27,7 +27,7 @@ def reference(n: int, cfg: GPTConfig = GPTConfig()) -> dict:
         # every block again; the root stays gathered
         "fsdp_backward_allgathers": cfg.n_layer if n > 1 else 0,
         "logits_gather_bytes": ROWS * (MAX_SENTENCE_LEN - 1) * cfg.vocab_size * 4,  # (B, T, V) fp32
-        "gpipe_idle_theory": idle.theory(n, m),
+        "gpipe_idle_theory": pipeline_idle.theory(n, m),
         # rank 0 holds stages 0 and N: m activations forward from each, m gradients back from stage N
         "interleaved_sends_rank0": (3 * m if n > 1 else 0) if interleaves else None,
         # every bucket but the last: that one is closed by backward's last gradient
@@ -46,7 +46,7 @@ def buckets(cap_bytes: int, cfg: GPTConfig = GPTConfig()) -> int:
     return count + (filled > 0)
 
 
-def facts(figures: list[Figure], tp: Measurements | None) -> dict:
+def facts(figures: list[FigureRow], tp: Measurements | None) -> dict:
     """This run's answers, from its figures (None where the run did not measure it)."""
     by_run = {f.run: f for f in figures}
     fsdp, gpipe, interleaved, small = (
@@ -100,7 +100,7 @@ def explain(question: Question, value: float, actual: float, facts: dict) -> str
         "gpipe_idle_theory": [
             (actual * 100, _("give a fraction between 0 and 1, not a percent")),
             (
-                idle.theory(n, pp.microbatches(n), 2),
+                pipeline_idle.theory(n, pp.microbatches(n), 2),
                 _("that is the interleaved schedule's (v=2); GPipe has v=1"),
             ),
         ],

@@ -30,12 +30,13 @@ from workshop import i18n
 from workshop.grading import workspace
 from workshop.i18n import _, templates
 from workshop.lab import LabContext
-from workshop.labs.distributed.figures import Figure, read, rebuilt
-from workshop.labs.distributed.survey_figures import cited, untraced
-from workshop.labs.distributed.survey_strategies import strategy_problems
-from workshop.labs.distributed.survey_text import language, words
+from workshop.labs.distributed.figure_rows import FigureRow, read, rebuilt
+from workshop.labs.distributed.grading.survey_figures import cited, untraced
+from workshop.labs.distributed.grading.survey_strategies import strategy_problems
+from workshop.labs.distributed.grading.survey_text import language, words
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
+TEMPLATES = Path(__file__).resolve().parents[1] / "templates"  # the lab's
 MODEL_ANSWER = REPO / "survey" / "README.md"  # the reference of the exercise
 COMMITTED_RUNS = [  # the runs the model answer quotes, each a figures.json
     REPO / "benchmarks" / "cpu-run" / "distributed-n2" / "figures.json",
@@ -55,21 +56,20 @@ def model_answer(lang: str) -> Path:
     return translated if lang != i18n.DEFAULT and translated.is_file() else MODEL_ANSWER
 
 
-def tables(figures: list[Figure], lang: str) -> str:
+def tables(figures: list[FigureRow], lang: str) -> str:
     """A run's two tables in `lang`, as the summary and the starter show them (the model answer quotes them so)."""
-    folder = Path(__file__).parent
     parts = ("figures_table.md.j2", "communication_table.md.j2")
-    return "\n".join(templates.render(folder, lang, {"figures": figures}, part) for part in parts)
+    return "\n".join(
+        templates.render(TEMPLATES, lang, {"figures": figures}, part) for part in parts
+    )
 
 
-def starter(figures: list[Figure], source: str = "", lang: str = i18n.DEFAULT) -> str:
+def starter(figures: list[FigureRow], source: str = "", lang: str = i18n.DEFAULT) -> str:
     """The survey's template in `lang`, its tables filled with these figures, read from `source` (a figures.json,
     named in the text so that grading finds them again); no figures: placeholders."""
     first = figures[0] if figures else None
     values = {"figures": figures, "source": source, "n": first.n if first else None}
-    return templates.render(
-        Path(__file__).parent, lang, {**values, "device": first and first.device}, STARTER
-    )
+    return templates.render(TEMPLATES, lang, {**values, "device": first and first.device}, STARTER)
 
 
 def template(lab_dir: Path | None, work: Path) -> str | None:
@@ -89,13 +89,13 @@ def relative(path: Path, folder: Path) -> str:
     return os.path.relpath(Path(path).resolve(), Path(folder).resolve())
 
 
-def fixed(figure: Figure) -> tuple:
+def fixed(figure: FigureRow) -> tuple:
     """What does not change between runs at one N: the figures a survey's figures must share with the run."""
     rows = tuple((r.phase, r.op, r.count, r.bytes) for r in figure.collectives_rank0)
     return figure.demo, figure.n, figure.state_bytes_per_rank, rows
 
 
-def mismatches(quoted: list[Figure], run: list[Figure]) -> list[str]:
+def mismatches(quoted: list[FigureRow], run: list[FigureRow]) -> list[str]:
     """Demos whose fixed figures differ between the figures a survey quotes and this run's."""
     theirs, ours = ({fixed(f)[0]: fixed(f) for f in fs} for fs in (quoted, run))
     return [d for d in sorted(set(theirs) | set(ours)) if theirs.get(d) != ours.get(d)]
@@ -104,8 +104,8 @@ def mismatches(quoted: list[Figure], run: list[Figure]) -> list[str]:
 def grade(
     ctx: LabContext,
     document: Path,
-    figures: list[Figure],
-    run: list[Figure] | None = None,
+    figures: list[FigureRow],
+    run: list[FigureRow] | None = None,
     run_dir: Path | None = None,
 ) -> None:
     """Grade a survey against `figures`: for the learner those it was started from, checked against `run` (the
@@ -154,7 +154,7 @@ def check_strategies(ctx: LabContext, text: str) -> None:
         )
 
 
-def check_figures(ctx: LabContext, text: str, figures: list[Figure]) -> None:
+def check_figures(ctx: LabContext, text: str, figures: list[FigureRow]) -> None:
     """Every quantity traces to the figures, and enough of them are quoted in the prose."""
     wrong = untraced(text, figures)
     ctx.check_equal(
@@ -212,7 +212,7 @@ def figures_file(document: Path) -> Path | None:
     return Path(document).parent / name if name else None
 
 
-def readable(path: Path) -> list[Figure] | None:
+def readable(path: Path) -> list[FigureRow] | None:
     """The rows of a figures.json, or None when it is not one (missing, not JSON, not this lab's rows)."""
     try:
         return read(path)
@@ -221,8 +221,8 @@ def readable(path: Path) -> list[Figure] | None:
 
 
 def figures_for(
-    document: Path | None, run: list[Figure]
-) -> tuple[list[Figure], list[Figure] | None]:
+    document: Path | None, run: list[FigureRow]
+) -> tuple[list[FigureRow], list[FigureRow] | None]:
     """The figures a survey is traced against, and this run's to check them with (None for the model answer,
     traced against the committed runs). A learner's: the run it was started from, when survey.md names one
     that can be read (figures_problem says what is wrong otherwise), else this run's."""
@@ -272,7 +272,7 @@ def unlike_its_run(path: Path) -> bool:
     (one written by older code has fewer); False where the folder has no measurements to tell."""
     measured = {f.demo: json.loads(json.dumps(f.as_json())) for f in rebuilt(path.parent)}
     for row in json.loads(path.read_text()):
-        ours = measured.get(Figure.from_json(row).demo)
+        ours = measured.get(FigureRow.from_json(row).demo)
         if ours is not None and any(ours[k] != v for k, v in row.items() if k in ours):
             return True
     return False

@@ -123,7 +123,7 @@ EXERCISES = [
             ),
         ),
         handout=N_("README.md#predict-before-you-run"),
-        reference="workshop.labs.distributed.predictions:reference",
+        reference="workshop.labs.distributed.grading.predictions:reference",
         attribute="PREDICTIONS",
         interface=N_(
             'A dict: "n", the N you predict for, then for each strategy (ddp, fsdp, tp, pp) a dict of its '
@@ -165,7 +165,7 @@ EXERCISES = [
             ),
         ),
         handout=N_("README.md#questions"),
-        reference="workshop.labs.distributed.answers:reference",
+        reference="workshop.labs.distributed.grading.answers:reference",
         attribute="ANSWERS",
         interface=N_(
             "A dict of numbers: counts and bytes as ints, the idle fraction as a float in [0, 1]."
@@ -203,9 +203,9 @@ EXERCISES = [
             ),
         ),
         handout=N_("README.md#the-survey"),
-        reference="workshop.labs.distributed.survey:MODEL_ANSWER",
+        reference="workshop.labs.distributed.grading.survey:MODEL_ANSWER",
         document="survey.md",
-        template="workshop.labs.distributed.survey:template",
+        template="workshop.labs.distributed.grading.survey:template",
         from_run=True,
     ),
 ]

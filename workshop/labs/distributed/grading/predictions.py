@@ -18,8 +18,8 @@ from workshop.grading.questions import Question, grade_answers
 from workshop.i18n import N_, _
 from workshop.lab import LabContext
 from workshop.labs.distributed import pp, tp
-from workshop.labs.distributed.exercises import PREDICTION_TOLERANCE as TOLERANCE
-from workshop.labs.distributed.figures import Figure
+from workshop.labs.distributed.figure_rows import FigureRow
+from workshop.labs.distributed.grading.exercises import PREDICTION_TOLERANCE as TOLERANCE
 from workshop.labs.distributed.training import ROWS
 from workshop.minigpt.grammar import MAX_SENTENCE_LEN
 from workshop.minigpt.model import GPT, GPTConfig
@@ -107,7 +107,7 @@ def reference(n: int, cfg: GPTConfig = GPTConfig()) -> dict:
     }
 
 
-def measured(figure: Figure) -> dict[str, float]:
+def measured(figure: FigureRow) -> dict[str, float]:
     return {
         "held_bytes": figure.state_bytes_per_rank,
         "collectives": figure.calls,
@@ -122,7 +122,7 @@ def off_by(predicted: float, actual: float) -> float:
     return abs(predicted / actual - 1)
 
 
-def grade(ctx: LabContext, predictions, figures: list[Figure], n: int) -> None:
+def grade(ctx: LabContext, predictions, figures: list[FigureRow], n: int) -> None:
     """Grade the learner's PREDICTIONS (or the reference's formula) against the figures of a run at N = n; a
     strategy that did not run at this N is not graded (its own failed check says why)."""
     # the reference: the formula
@@ -142,7 +142,7 @@ def explain(question: Question, value: float, actual: float, facts: dict) -> str
             "these predictions are for N={theirs}: predict for this run's N, or run with --n {theirs}"
         ).format(theirs=value)
     strategy, name = question.path
-    figures = {s: Figure.from_json(row) for s, row in facts.items()}
+    figures = {s: FigureRow.from_json(row) for s, row in facts.items()}
     return mixed_up(strategy, name, value, figures) or diagnosis(
         strategy, name, value, figures[strategy]
     )
@@ -163,7 +163,7 @@ NOT_DDP = {
 }
 
 
-def mixed_up(strategy: str, name: str, value: float, figures: dict[str, Figure]) -> str | None:
+def mixed_up(strategy: str, name: str, value: float, figures: dict[str, FigureRow]) -> str | None:
     """Names a strategy predicted with DDP's figure for this field (this run's DDP row), else None."""
     ddp = figures.get("ddp")
     if strategy == "ddp" or ddp is None or ddp.n == 1:
@@ -175,7 +175,7 @@ def mixed_up(strategy: str, name: str, value: float, figures: dict[str, Figure])
     )
 
 
-def diagnosis(strategy: str, name: str, value: float, figure: Figure) -> str | None:
+def diagnosis(strategy: str, name: str, value: float, figure: FigureRow) -> str | None:
     """What a wrong prediction most likely missed, from how it relates to the measured figure; None where
     nothing explains it (the grader then says where to look)."""
     actual = measured(figure)[name]
@@ -194,7 +194,7 @@ def diagnosis(strategy: str, name: str, value: float, figure: Figure) -> str | N
     return None
 
 
-def missing_rows(name: str, value: float, figure: Figure) -> str:
+def missing_rows(name: str, value: float, figure: FigureRow) -> str:
     """The logged rows ("backward allgather_base") whose leaving out explains the prediction, the fewest that do
     ('' if none; "a or b" where several explain it equally)."""
     rows = figure.collectives_rank0
