@@ -25,9 +25,15 @@ def listed(handout: str) -> set[str]:
     return {t for t in targets if "/" not in t}
 
 
+def edition(name: str) -> str:
+    """A text and its translation count as one entry: each handout links its own language's."""
+    return name.replace(".es.md", ".md")
+
+
 def differences(folder: Path, names: set[str]) -> tuple[set[str], set[str]]:
     """(at the top level but not listed, listed but not there)."""
-    present = {p.name for p in folder.iterdir()} - UNLISTED
+    present = {edition(p.name) for p in folder.iterdir()} - UNLISTED
+    names = {edition(n) for n in names}
     return present - names, names - present
 
 
