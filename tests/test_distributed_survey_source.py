@@ -124,3 +124,17 @@ def test_a_file_of_older_code_is_compared_in_the_fields_it_has(ctx, tmp_path):
         del row["backward_ops"], row["issued_in_backward"]
     path.write_text(json.dumps(rows))
     assert survey.unlike_its_run(path) is False
+
+
+def test_a_survey_too_big_to_be_a_page_is_not_read(ctx):
+    document = ctx.work / "survey.md"
+    document.write_text("word " * (survey.SURVEY_BYTES // 4))
+    with ctx.grading("survey"):
+        survey.grade(ctx, document, [], [])
+    assert list(failed(ctx)) == ["survey: bytes of survey.md (a page of prose is a few kB)"]
+
+
+@pytest.mark.parametrize("named", ["/dev/zero", "/proc/self/fd/0", "."])
+def test_a_device_a_pipe_or_a_folder_named_as_figures_is_not_read(ctx, named):
+    wrong = grade(ctx, named)
+    assert list(wrong) == [FILE_CHECK] and named in wrong[FILE_CHECK]

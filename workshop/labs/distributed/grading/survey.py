@@ -48,6 +48,9 @@ STARTER = "survey_starter.md.j2"
 # answer has 759 words in Spanish against 649 in English (1.17x), and the range scales by as much.
 WORDS = {"en": (250, 700), "es": (290, 820)}
 MIN_CITED = 4
+# The most the lab's process reads of what a learner names: survey.md (a page of prose is ~5 kB) and the
+# figures.json it quotes (a run's is ~30 kB)
+SURVEY_BYTES, FIGURES_BYTES = 256 * 1024, 16 * 2**20
 
 
 def model_answer(lang: str) -> Path:
@@ -117,7 +120,14 @@ def grade(
                 name=Path(document).name
             )
         )
-    text = Path(document).read_text()
+    text = text_of(document, SURVEY_BYTES)
+    if text is None:  # a learner's file, read by the lab's process: never more than a page could be
+        ctx.check_max(
+            _("survey: bytes of survey.md (a page of prose is a few kB)"),
+            Path(document).stat().st_size,
+            SURVEY_BYTES,
+        )
+        return
     name = "survey.md" if run is not None else _("the model answer")
     problem = figures_problem(ctx, document, run_dir or ctx.out_dir) if run is not None else None
     if run is not None:
@@ -205,18 +215,29 @@ def source(text: str) -> str:
     return match.group(1).strip() if match else ""
 
 
+def text_of(path: Path, limit: int) -> str | None:
+    """A file the learner names, as text: None unless it is a regular file of at most `limit` bytes (not a
+    device, a pipe or a folder that reading would never finish)."""
+    path = Path(path)
+    if not path.is_file() or path.stat().st_size > limit:
+        return None
+    return path.read_text(errors="replace")
+
+
 def figures_file(document: Path) -> Path | None:
     """The figures.json survey.md names (None: it names none), resolved against survey.md's folder, the
     workspace (an absolute path stays as it is)."""
-    name = source(Path(document).read_text())
+    name = source(text_of(document, SURVEY_BYTES) or "")
     return Path(document).parent / name if name else None
 
 
 def readable(path: Path) -> list[FigureRow] | None:
-    """The rows of a figures.json, or None when it is not one (missing, not JSON, not this lab's rows)."""
+    """The rows of a figures.json, or None when it is not one (missing, too big, not JSON, not this lab's
+    rows)."""
+    text = text_of(path, FIGURES_BYTES)
     try:
-        return read(path)
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return [FigureRow.from_json(d) for d in json.loads(text)] if text is not None else None
+    except (ValueError, TypeError, KeyError, AttributeError):
         return None
 
 
@@ -241,7 +262,7 @@ def figures_problem(ctx: LabContext, document: Path, run_dir: Path) -> str | Non
     if path is None:
         return None
     this_run = f"<!-- figures: {relative(run_dir / 'figures.json', Path(document).parent)} -->"
-    named = {"path": source(Path(document).read_text()), "this_run": this_run}
+    named = {"path": source(text_of(document, SURVEY_BYTES) or ""), "this_run": this_run}
     if not path.is_file():
         return _(
             "survey.md names {path} as its figures, and it does not exist: name this run's instead "
@@ -281,7 +302,7 @@ def unlike_its_run(path: Path) -> bool:
 def graded_workspace(lab_dir: Path) -> str | None:
     """The id of the workspace a lab's run folder graded (its result.json), None for a run of the reference."""
     try:
-        result = json.loads((Path(lab_dir) / "result.json").read_text())
+        result = json.loads(text_of(Path(lab_dir) / "result.json", FIGURES_BYTES) or "{}")
         return (result.get("implementation") or {}).get("workspace_id")
-    except (OSError, ValueError, AttributeError):
+    except (ValueError, AttributeError):
         return None
