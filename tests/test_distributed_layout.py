@@ -12,7 +12,7 @@ import pytest
 from workshop.labs.distributed import lab
 
 FOLDER = Path(lab.__file__).parent
-HEADINGS = {"README.md": "Read in this order:", "README.es.md": "Léelo en este orden:"}
+HEADINGS = {"README.md": "Read in this order:", "README.es.md": "Lee en este orden:"}
 # the handouts themselves, the package's marker and Python's cache: not part of what a learner reads
 UNLISTED = {"README.md", "README.es.md", "__init__.py", "__pycache__"}
 

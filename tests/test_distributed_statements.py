@@ -21,8 +21,8 @@ TEXTS = [
     *HANDOUT.values(),
     REPO / "survey" / "README.md",
     REPO / "survey" / "README.es.md",
-    FOLDER / "model_answers.md",
-    FOLDER / "model_answers.es.md",
+    FOLDER / "grading" / "model_answers.md",
+    FOLDER / "grading" / "model_answers.es.md",
     FOLDER / "ddp.py",
 ]
 RUN = figure_rows.read(survey.COMMITTED_RUNS[0])  # CPU, N=2

@@ -1,6 +1,6 @@
 """The answers exercise: the handout's questions whose answer is a fact of the run, answered in the learner's
 ANSWERS dict and graded by the one grader (grading.questions.grade_answers; the questions are declared in
-exercises.py) against this run. (The open questions have model answers for instructors in model_answers.md.)
+exercises.py) against this run. (The open questions have model answers for instructors in grading/model_answers.md.)
 The reference derives each answer from the model's shapes and the demos' settings.
 """
 
