@@ -7,7 +7,7 @@ It copies the repository's workshop (not its tests, CI or run folders) to DIR, t
   decorators and signature and gets the exercise's statement as its docstring and `raise NotImplementedError`
   as its body; a constant (ANSWERS, PREDICTIONS) gets the exercise's stub value (None for every answer);
   a document's reference (the survey's model answer) is deleted, translations included;
-- deletes the model answers (workshop/labs/<lab>/**/model_answers*.md, wherever they sit in the lab);
+- deletes the model answers (workshop/labs/<lab>/model_answers*.md);
 - deletes the private helpers that only a reference used (a `_name` no other code of the edition mentions);
 - checks the result: no reference's body is left anywhere in the edition's code, and the handouts quoting
   lines of a reference are listed (prose is the lab owner's to change);
@@ -218,7 +218,9 @@ def build_learner(out: Path) -> EditionReport:
                 )
                 edited.add(path)
             stub_reference(ex, out, report, bodies)
-    for path in sorted(out.glob(f"workshop/labs/*/**/{MODEL_ANSWERS}")):
+    for path in sorted(
+        out.glob(f"workshop/labs/*/**/{MODEL_ANSWERS}")
+    ):  # in a lab folder or its grading/
         path.unlink()
         report.deleted.append(str(path.relative_to(out)))
     remove_orphans(out, edited, report)
