@@ -15,7 +15,7 @@ WORKSPACE_DOC = N_("""My distributed lab: predictions and answers, checked again
 `python -m workshop check distributed` runs the four demos with N = --n processes (default 2), measures them,
 and grades PREDICTIONS (each number within 10% of the run's) and ANSWERS (the run's facts) below, and my
 survey.md beside this file. Write numbers, not expressions you have not checked: `3 * 1_118_048` is fine.
-Fill each `...`; an exercise whose values are all `...` counts as not started.""")
+Replace each `None` with an answer; an exercise whose values are all `None` counts as not started.""")
 
 # a prediction passes within 10% of the run's figure: |predicted / measured - 1| <= 0.10
 PREDICTION_TOLERANCE = 0.10
