@@ -9,10 +9,10 @@ import re
 
 import pytest
 
-from workshop.grading import checks
+from workshop.grading import checks, questions, workspace_init
 from workshop.harness.options import RunOptions
-from workshop.lab import LabContext
-from workshop.labs.distributed import figure_rows
+from workshop.lab import Check, LabContext
+from workshop.labs.distributed import figure_rows, lab
 from workshop.labs.distributed.grading import (
     answers,
     predictions,
@@ -43,7 +43,11 @@ def grade_predictions(ctx, value):
 
 
 def test_the_reference_predictions_pass(ctx):
-    assert grade_predictions(ctx, predictions.reference) == {}
+    with ctx.grading(
+        "predictions", worker=True
+    ) as impl:  # through the reference's worker, as the lab does
+        predictions.grade(ctx, lab.given(ctx, impl, N), RUN, N)
+    assert failed(ctx) == {}
     assert len(ctx.checks) == 2 + 4 * 3  # the keys, "n", and each strategy's three figures
 
 
@@ -163,6 +167,22 @@ def test_a_message_that_gives_the_measured_value_is_caught(ctx, monkeypatch):
     assert leaked_figures(ctx)[1]
 
 
+def test_a_missed_prediction_shows_its_direction_and_size_never_the_value(ctx):
+    """Contract 3 (secret checks): DDP's held bytes predicted as the parameters alone, a third of the run's."""
+    grade_predictions(ctx, edited(ddp__held_bytes=P))
+    (check,) = [
+        c for c in ctx.checks if c.name == "PREDICTIONS['ddp']['held_bytes'] matches this run"
+    ]
+    assert not check.passed and check.value == "about 3x too low"
+    assert str(3 * P) not in f"{check.value} {check.threshold} {check.message}"
+
+
+def test_a_check_that_is_not_kept_secret_is_caught(ctx, monkeypatch):
+    shown = lambda *args, **marks: Check(*args, **{**marks, "secret": False})  # noqa: E731
+    monkeypatch.setattr(questions, "Check", shown)
+    assert leaked_figures(ctx)[1]
+
+
 @pytest.mark.parametrize(
     "mistake, changes, check, words", WRONG_PREDICTIONS, ids=[w[0] for w in WRONG_PREDICTIONS]
 )
@@ -173,23 +193,39 @@ def test_wrong_predictions_fail_with_a_pointed_message(ctx, mistake, changes, ch
     assert check in name and words in message, (name, message)
 
 
-def test_fresh_templates_are_not_started(ctx, tmp_path):
-    work = tmp_path / "my-work"
-    work.mkdir()
-    (work / "distributed.py").write_text(
-        "\n\n".join(ex.stub_code() for ex in EXERCISES if ex.attribute)
-    )
+def graded_in_the_worker(ctx, work) -> dict[str, str]:
+    """Grade the workspace's PREDICTIONS and ANSWERS as the lab does (their values from the learner's worker):
+    {exercise id: status}."""
     ctx.options.work = work
-    grade_predictions(ctx, ctx.solution(ctx.exercise("predictions")))
-    with ctx.grading("answers") as impl:
-        answers.grade(ctx, impl, answers.facts(RUN, None), N)
-    statuses = {
-        k: v["status"] for k, v in ctx.exercise_results().items() if k != "distributed.survey"
-    }
-    assert statuses == {
+    with ctx.grading("predictions", worker=True) as impl:
+        predictions.grade(ctx, lab.given(ctx, impl, N), RUN, N)
+    with ctx.grading("answers", worker=True) as impl:
+        answers.grade(ctx, lab.given(ctx, impl, N), answers.facts(RUN, None), N)
+    results = ctx.exercise_results()
+    return {k: v["status"] for k, v in results.items() if k != "distributed.survey"}
+
+
+def test_a_fresh_workspace_is_not_started_not_an_error(ctx, tmp_path):
+    """The stubs' None crosses the wire: a fresh dict reads as not started, not as a failing exercise."""
+    workspace_init.init(tmp_path / "work", ["distributed"], tmp_path / "results")
+    assert graded_in_the_worker(ctx, tmp_path / "work") == {
         "distributed.predictions": checks.NOT_STARTED,
         "distributed.answers": checks.NOT_STARTED,
     }
+
+
+def test_a_half_filled_prediction_is_graded_and_its_blanks_are_unanswered(ctx, tmp_path):
+    work = tmp_path / "work"
+    workspace_init.init(work, ["distributed"], tmp_path / "results")
+    path = work / "distributed.py"
+    source = path.read_text()
+    assert source.count('"held_bytes": None') == 4
+    path.write_text(source.replace('"held_bytes": None', f'"held_bytes": {3 * P}', 1))
+    assert graded_in_the_worker(ctx, work)["distributed.predictions"] == checks.FAILING
+    wrong = failed(ctx)
+    passed = {c.name for c in ctx.checks if c.passed}
+    assert "PREDICTIONS['ddp']['held_bytes'] matches this run" in passed  # DDP's is right: 3 x P
+    assert "`None`" in wrong["PREDICTIONS['fsdp']['held_bytes'] matches this run"]
 
 
 FACTS = {
@@ -214,8 +250,8 @@ WRONG_ANSWERS = [
 
 def test_the_reference_answers_pass_and_match_the_run(ctx):
     assert answers.facts(RUN, None)["fsdp_backward_allgathers"] == FACTS["fsdp_backward_allgathers"]
-    with ctx.grading("answers") as impl:
-        answers.grade(ctx, impl, FACTS, N)
+    with ctx.grading("answers", worker=True) as impl:
+        answers.grade(ctx, lab.given(ctx, impl, N), FACTS, N)
     assert failed(ctx) == {} and len(ctx.checks) == 1 + 5  # the keys, then each question
 
 

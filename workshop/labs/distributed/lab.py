@@ -180,17 +180,23 @@ def grade_exercises(
     folder is `lab_dir`: this run's, or an earlier one's (regrade)."""
     n = next(iter(data.values())).world_size if data else ctx.n_procs
     if "predictions" in graded:
-        with ctx.grading("predictions") as impl:
-            predictions.grade(ctx, impl, rows, n)
+        with ctx.grading("predictions", worker=True) as impl:
+            predictions.grade(ctx, given(ctx, impl, n), rows, n)
     if "answers" in graded:
-        with ctx.grading("answers") as impl:
-            answers.grade(ctx, impl, answers.facts(rows, data.get("tp")), n)
+        with ctx.grading("answers", worker=True) as impl:
+            answers.grade(ctx, given(ctx, impl, n), answers.facts(rows, data.get("tp")), n)
     if "survey" in graded:
         with ctx.grading("survey") as document:
             if not ctx.graded:  # the reference: the model answer in the run's language
                 document = survey.model_answer(ctx.lang)
             quoted, run = survey.figures_for(document if ctx.graded else None, rows)
             survey.grade(ctx, document, quoted, run, lab_dir)
+
+
+def given(ctx: LabContext, impl, n: int):
+    """The dict a questions exercise grades, as wire data from the worker (contract 6): the learner's constant
+    (PREDICTIONS, ANSWERS), or the reference's, which derives it for N = n."""
+    return impl.value if ctx.graded else impl(n)
 
 
 def regrade(ctx: LabContext, lab_dir: Path) -> None:

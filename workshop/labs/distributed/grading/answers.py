@@ -69,8 +69,7 @@ def facts(figures: list[FigureRow], tp: Measurements | None) -> dict:
 
 
 def grade(ctx: LabContext, answers, run_facts: dict, n: int) -> None:
-    """Grade the learner's ANSWERS (or the reference's) against the facts of a run at N = n."""
-    answers = answers(n) if callable(answers) else answers  # the reference derives them
+    """Grade the learner's ANSWERS (or the reference's, reference(n)) against the facts of a run at N = n."""
     grade_answers(ctx, answers, run_facts, explain=explain, facts={"n": n})
 
 

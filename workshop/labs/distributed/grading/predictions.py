@@ -123,10 +123,8 @@ def off_by(predicted: float, actual: float) -> float:
 
 
 def grade(ctx: LabContext, predictions, figures: list[FigureRow], n: int) -> None:
-    """Grade the learner's PREDICTIONS (or the reference's formula) against the figures of a run at N = n; a
-    strategy that did not run at this N is not graded (its own failed check says why)."""
-    # the reference: the formula
-    predictions = predictions(n) if callable(predictions) else predictions
+    """Grade the learner's PREDICTIONS (or the reference's, reference(n)) against the figures of a run at N = n;
+    a strategy that did not run at this N is not graded (its own failed check says why)."""
     by_run = {(f.strategy, f.run): f for f in figures}
     ran = {s: by_run[(s, run)] for s, run in STRATEGY_RUN.items() if (s, run) in by_run}
     truths = {"n": n, **{strategy: measured(figure) for strategy, figure in ran.items()}}
