@@ -23,7 +23,8 @@ from workshop.labs.distributed import (
     training,
 )
 from workshop.labs.distributed.measurements import RankRecord, Run
-from workshop.labs.distributed.pp import Stage, schedules_for
+from workshop.labs.distributed.plans import schedules_for
+from workshop.labs.distributed.pp import Stage
 from workshop.minigpt.model import GPT, GPTConfig
 
 

@@ -22,10 +22,8 @@ from workshop.i18n import N_
 from workshop.labs.distributed import process_group, reference, results, training
 from workshop.labs.distributed.instruments import Instruments
 from workshop.labs.distributed.measurements import Run
+from workshop.labs.distributed.plans import BUCKET_CAP_MB
 from workshop.minigpt.model import lm_loss
-
-# run -> DDP's bucket_cap_mb (MiB); None: DDP's default (a first bucket of 1 MiB, then 25 MiB)
-BUCKET_CAP_MB = {"ddp": None, "small_buckets": 0.25}
 
 
 def train(args, rank: process_group.Rank, run: str) -> Run:

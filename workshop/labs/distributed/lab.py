@@ -16,14 +16,13 @@ from pathlib import Path
 from workshop.i18n import _
 from workshop.lab import LabContext
 from workshop.labs.distributed import (
-    ddp,
     demo_checks,
     figure_rows,
     flight_recorder,
     launch,
     pipeline_gantt,
     pipeline_idle,
-    pp,
+    plans,
 )
 from workshop.labs.distributed.grading import answers, predictions, survey
 from workshop.labs.distributed.measurements import Measurements
@@ -235,8 +234,8 @@ def missing_runs(data: dict[str, Measurements], exercise: str) -> list[str]:
     if exercise == "predictions":
         expected = {strategy: [run] for strategy, run in predictions.STRATEGY_RUN.items()}
     else:
-        expected = {"ddp": list(ddp.BUCKET_CAP_MB), "fsdp": ["fsdp"], "tp": ["tp"]}
-        expected["pp"] = [name for name, why in pp.schedules_for(n).items() if why is None]
+        expected = {"ddp": list(plans.BUCKET_CAP_MB), "fsdp": ["fsdp"], "tp": ["tp"]}
+        expected["pp"] = [name for name, why in plans.schedules_for(n).items() if why is None]
     return [
         strategy if name == strategy else f"{strategy}/{name}"
         for strategy, names in expected.items()
@@ -258,7 +257,7 @@ def ddp_overlap(rows: list[figure_rows.FigureRow], data: dict[str, Measurements]
     """The DDP runs' all-reduces against their backward, for the summary (None where DDP did not run both or a
     trace shows no all-reduce in backward); `shown`: the run shows the contrast the summary's sentence states."""
     runs = [f for f in rows if f.strategy == "ddp"]
-    if [f.run for f in runs] != list(ddp.BUCKET_CAP_MB) or any(f.overlap() is None for f in runs):
+    if [f.run for f in runs] != list(plans.BUCKET_CAP_MB) or any(f.overlap() is None for f in runs):
         return None
     table = []
     for f in runs:
@@ -269,7 +268,7 @@ def ddp_overlap(rows: list[figure_rows.FigureRow], data: dict[str, Measurements]
         table.append(row | dict(ops=f.backward_ops, share=f.overlap()))
     default, small = table
     shown = default["after"] == 0 and small["early"] > 0
-    return {"cap_mb": ddp.BUCKET_CAP_MB["small_buckets"], "runs": table, "shown": shown}
+    return {"cap_mb": plans.BUCKET_CAP_MB["small_buckets"], "runs": table, "shown": shown}
 
 
 def summary_values(ctx, rows, data, pipeline, hang, wall, failures) -> dict:

@@ -11,8 +11,7 @@ import math
 from workshop.grading.questions import Question, grade_answers
 from workshop.i18n import _
 from workshop.lab import LabContext
-from workshop.labs.distributed import collectives, pipeline_idle, pp
-from workshop.labs.distributed.ddp import BUCKET_CAP_MB
+from workshop.labs.distributed import collectives, pipeline_idle, plans
 from workshop.labs.distributed.figure_rows import FigureRow
 from workshop.labs.distributed.measurements import Measurements
 from workshop.labs.distributed.training import ROWS
@@ -21,8 +20,8 @@ from workshop.minigpt.model import GPT, GPTConfig
 
 
 def reference(n: int, cfg: GPTConfig = GPTConfig()) -> dict:
-    m = pp.microbatches(n)
-    interleaves = pp.schedules_for(n, cfg)["interleaved_1f1b"] is None
+    m = plans.microbatches(n)
+    interleaves = plans.schedules_for(n, cfg)["interleaved_1f1b"] is None
     return {
         # every block again; the root stays gathered
         "fsdp_backward_allgathers": cfg.n_layer if n > 1 else 0,
@@ -31,7 +30,7 @@ def reference(n: int, cfg: GPTConfig = GPTConfig()) -> dict:
         # rank 0 holds stages 0 and N: m activations forward from each, m gradients back from stage N
         "interleaved_sends_rank0": (3 * m if n > 1 else 0) if interleaves else None,
         # every bucket but the last: that one is closed by backward's last gradient
-        "ddp_early_allreduces": buckets(int(BUCKET_CAP_MB["small_buckets"] * 2**20), cfg) - 1,
+        "ddp_early_allreduces": buckets(int(plans.BUCKET_CAP_MB["small_buckets"] * 2**20), cfg) - 1,
     }
 
 
@@ -99,7 +98,7 @@ def explain(question: Question, value: float, actual: float, facts: dict) -> str
         "gpipe_idle_theory": [
             (actual * 100, _("give a fraction between 0 and 1, not a percent")),
             (
-                pipeline_idle.theory(n, pp.microbatches(n), 2),
+                pipeline_idle.theory(n, plans.microbatches(n), 2),
                 _("that is the interleaved schedule's (v=2); GPipe has v=1"),
             ),
         ],

@@ -17,7 +17,7 @@ import math
 from workshop.grading.questions import Question, grade_answers
 from workshop.i18n import N_, _
 from workshop.lab import LabContext
-from workshop.labs.distributed import pp, tp
+from workshop.labs.distributed import plans
 from workshop.labs.distributed.figure_rows import FigureRow
 from workshop.labs.distributed.grading.exercises import PREDICTION_TOLERANCE as TOLERANCE
 from workshop.labs.distributed.training import ROWS
@@ -73,7 +73,7 @@ def reference(n: int, cfg: GPTConfig = GPTConfig()) -> dict:
     padded = sum(-(-s[0] // n) * math.prod(s[1:]) for s in shapes.values()) * FP32
     root = FP32 * sum(math.prod(s) for name, s in shapes.items() if not name.startswith("blocks."))
     masks = cfg.n_layer * cfg.block_size**2  # DDP broadcasts the causal masks (bool) from rank 0
-    m = pp.microbatches(n)
+    m = plans.microbatches(n)
     return {
         "n": n,
         "ddp": {"held_bytes": 3 * params, "collectives": 2, "comm_bytes": params + masks},
@@ -85,7 +85,7 @@ def reference(n: int, cfg: GPTConfig = GPTConfig()) -> dict:
             "comm_bytes": (3 * n * padded - root) if talks else 0,
         },
         "tp": None
-        if tp.usable(n, cfg)
+        if plans.tp_usable(n, cfg)
         else {
             "held_bytes": 3 * FP32 * sum(tp_local_numel(k, s, n) for k, s in shapes.items()),
             "collectives": 6 * cfg.n_layer + 4
@@ -96,7 +96,7 @@ def reference(n: int, cfg: GPTConfig = GPTConfig()) -> dict:
             else 3 * per_token,
         },
         "pp": None
-        if pp.usable(n, cfg)
+        if plans.pp_usable(n, cfg)
         else {
             "held_bytes": 3 * max(stage_bytes(shapes, r, n, cfg) for r in range(n)),
             "collectives": 2 * m
