@@ -47,7 +47,6 @@ KNOWN = {
     "workspace custom_op.py",
     # result.json maps the questions' keys to this run's facts (autograd's graph_facts, custom_op's facts,
     # compile's explained kernel): an answer key in the learner's run folder (the lead's decision, 22:11)
-    "run of autograd",
     "run of compile",
     "run of custom_op",
 }
