@@ -14,8 +14,9 @@ from workshop import labs
 from workshop.grading import checks
 from workshop.grading.questions import grade_answers
 from workshop.harness.options import RunOptions
+from workshop.i18n import using
 from workshop.lab import LabContext
-from workshop.labs.autograd import graph_facts, hand_grads, replay
+from workshop.labs.autograd import graph_facts, hand_grads, lab, replay
 from workshop.labs.autograd.batch import load_batch
 from workshop.labs.autograd.exercises import EXERCISES
 from workshop.labs.autograd.hand_grading import cross_entropy_cases, grade, linear_cases
@@ -101,8 +102,10 @@ def test_the_first_failure_names_the_mistake(ctx, cases, wrong, mistake, why):
     averaged over <pad> used to lead with "2.42 times autograd's: the wrong scale", a 1e-6 epsilon and a
     float32 step with "0.99999999 times autograd's: the wrong scale")."""
     grade(ctx, CE, wrong, cases[CE])
-    first = failures(ctx)[0]
-    assert first.name == "cross_entropy_grad: the mistake its results show"
+    first = checks.reported(
+        ctx.checks
+    )  # what check, summary.md and result.json show for the exercise
+    assert first.name == "cross_entropy_grad: the mistake its results show" and first.diagnosis
     assert first.value == mistake and why in first.message, (first.value, first.message)
     assert "the wrong scale" not in messages(ctx)
 
@@ -160,7 +163,7 @@ def test_backpropagate_wrong_solutions(ctx, cases, wrong, expected):
 
 def test_overwrite_at_fan_in_is_the_first_failure(ctx, cases):
     grade_backpropagate(ctx, w.bp_overwrite, cases["graphs"])
-    first = failures(ctx)[0]
+    first = checks.reported(ctx.checks)
     assert (first.name, first.value) == (
         "backpropagate: the mistake its results show",
         "overwrite at fan-in",
@@ -270,3 +273,24 @@ def test_kahn_with_a_heap_is_what_the_hint_describes(ctx, cases):
 
     grade_order(ctx, engine_order, cases["graphs"])
     assert ctx.checks and not failures(ctx), messages(ctx)
+
+
+@pytest.mark.parametrize("lab_name", ["autograd", "dispatcher"])
+def test_every_code_exercise_has_three_hint_levels_in_both_languages(lab_name):
+    """A direction, then the formula, then a skeleton without the key lines (issue 28 item 2), each translated."""
+    code = [ex for ex in labs.exercises(lab_name) if callable(ex.load_reference())]
+    assert code
+    for ex in code:
+        assert len(ex.hints) == 3, ex.id
+        with using("es"):
+            spanish = ex.localized().hints
+        assert all(es != en for es, en in zip(spanish, ex.hints, strict=True)), ex.id
+
+
+@pytest.mark.parametrize("name", [ex.name for ex in EXERCISES])
+def test_a_check_of_one_exercise_runs_only_what_it_needs(tmp_path, name):
+    """`check autograd EXERCISE` (issue 27): that exercise's checks, none of the lab's own, no figure."""
+    ctx = LabContext("autograd", tmp_path, RunOptions("cpu", 1, 0, only=(f"autograd.{name}",)))
+    lab.run(ctx)
+    assert ctx.checks and {c.exercise for c in ctx.checks} == {f"autograd.{name}"}
+    assert not (tmp_path / "graph.png").exists() and "Graded only" in ctx.summary

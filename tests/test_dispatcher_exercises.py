@@ -15,7 +15,7 @@ from workshop.grading import checks
 from workshop.grading.questions import grade_answers
 from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
-from workshop.labs.dispatcher import decisions, reference_answers, reimpl, trace_facts
+from workshop.labs.dispatcher import decisions, lab, reference_answers, reimpl, trace_facts
 from workshop.labs.dispatcher.exercises import EXERCISES
 from workshop.labs.dispatcher.keys import TableEntry, split_runtime_key
 from workshop.labs.dispatcher.reimpl import functionality, rank
@@ -272,3 +272,12 @@ def test_fresh_stubs_fail_exactly_the_exercise_checks(tmp_path):
     assert statuses == {ex.id: checks.NOT_STARTED for ex in EXERCISES}
     others = [c for c in result["checks"] if "exercise" not in c]
     assert others and all(c["passed"] for c in others), [c for c in others if not c["passed"]]
+
+
+@pytest.mark.parametrize("name", ["table_entry", "walk", "predictions", "answers"])
+def test_a_check_of_one_exercise_runs_only_what_it_needs(tmp_path, name):
+    """`check dispatcher EXERCISE` (issue 27): that exercise's checks, none of the lab's own, no outputs."""
+    ctx = LabContext("dispatcher", tmp_path, RunOptions("cpu", 1, 0, only=(f"dispatcher.{name}",)))
+    lab.run(ctx)
+    assert ctx.checks and {c.exercise for c in ctx.checks} == {f"dispatcher.{name}"}
+    assert not (tmp_path / "trace.md").exists() and "Graded only" in ctx.summary

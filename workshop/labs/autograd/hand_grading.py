@@ -3,9 +3,9 @@
 Each exercise is run on the lab's real batch in float32 and float64 (and the cross-entropy once more on logits
 shifted by +1000, where a softmax without its max shift overflows), on inputs that do not require grad, watched
 for autograd (no_autograd.py). Every result must be within precision.error_bound of autograd's. The checks of
-an exercise come in this order: the mistake its outputs show, when a diagnosis recognises one
-(gradient_diagnosis.py), so that it is the failure the learner reads first; then each output against
-autograd's, its message the diagnosis of that output; then one check per thing "no autograd" forbids.
+an exercise: the mistake its outputs show, when a diagnosis recognises one (gradient_diagnosis.py), a diagnosis
+check, so that it is the failure the learner reads first; each output against autograd's, its message the
+diagnosis of that output; one diagnosis check per thing "no autograd" forbids.
 """
 
 from __future__ import annotations
@@ -144,6 +144,7 @@ def check_mistake(ctx: LabContext, function: str, diagnoses: list[Diagnosis | No
         _(named.mistake) if named else None,
         None,  # no mistake recognised; not a word, so that a run's thresholds read the same in any language
         message=named.message if named else None,
+        diagnosis=True,
     )
 
 
@@ -157,6 +158,7 @@ def check_no_autograd(ctx: LabContext, function: str, seen: dict, rules: tuple[s
             ),
             found["count"],
             0,
+            diagnosis=True,
             message=_(
                 "{function} used {forbidden}: {examples}. README.md, Exercises, lists what the "
                 "exercises may not use"

@@ -27,7 +27,6 @@ from workshop.labs.autograd.finite_diff import (
     gradcheck_linear,
     head_slice,
 )
-from workshop.labs.autograd.graph_draw import draw
 from workshop.labs.autograd.graph_facts import GraphFacts, measure_facts
 from workshop.labs.autograd.graph_walk import chain_text, graph_json, walk
 from workshop.labs.autograd.hand_grading import (
@@ -85,14 +84,14 @@ def grade_hand(ctx: LabContext, batch: HeadBatch) -> HandResults:
         head.logits.shape, generator=torch.Generator().manual_seed(ctx.seed), dtype=torch.float64
     )
     found, results = HandResults([], {}, []), {False: {}, True: {}}
-    for name, cases, witness in (
-        (
-            "cross_entropy_grad",
-            cross_entropy_cases(batch),
-            lambda f: gradcheck_cross_entropy(f, head),
-        ),
-        ("linear_grads", linear_cases(batch), lambda f: gradcheck_linear(f, head, G)),
-    ):
+    witnesses = {
+        "cross_entropy_grad": (cross_entropy_cases, lambda f: gradcheck_cross_entropy(f, head)),
+        "linear_grads": (linear_cases, lambda f: gradcheck_linear(f, head, G)),
+    }
+    for name, (make_cases, witness) in witnesses.items():
+        if not ctx.wants(name):
+            continue
+        cases = make_cases(batch)
         with ctx.grading(name) as impl:
             graded = grade(ctx, name, impl, cases)
             found.comparisons += graded.comparisons
@@ -132,12 +131,14 @@ def check_precision(
 
 
 def grade_engine(ctx: LabContext, cases: list[GraphCase]) -> list[ReplayResult]:
-    """Exercises engine_order and backpropagate, on both graphs."""
+    """Exercises engine_order and backpropagate, on both graphs (each when this run grades it)."""
     replays = []
-    with ctx.grading("engine_order") as impl:
-        grade_order(ctx, impl, cases)
-    with ctx.grading("backpropagate") as impl:
-        replays = grade_backpropagate(ctx, impl, cases)
+    if ctx.wants("engine_order"):
+        with ctx.grading("engine_order") as impl:
+            grade_order(ctx, impl, cases)
+    if ctx.wants("backpropagate"):
+        with ctx.grading("backpropagate") as impl:
+            replays = grade_backpropagate(ctx, impl, cases)
     return replays
 
 
@@ -173,6 +174,9 @@ def draw_graph(ctx: LabContext, case: GraphCase) -> dict:
         graph["nodes"][ids[node]]["step"] = step
     check_graph(ctx, graph, rows=case.leaves["x"].shape[:-1].numel())
     ctx.write_json("graph.json", graph)
+    # matplotlib costs ~1 s to import: only a whole run draws, not a check of named exercises
+    from workshop.labs.autograd.graph_draw import draw
+
     title = _(
         "lm_loss(lm_head(x)).grad_fn: the backward graph ({device}, [k] = k-th node the engine ran)"
     ).format(device=ctx.device)
@@ -243,20 +247,30 @@ class Findings:
     gradchecks: list[GradcheckRecord]
 
 
+GRAPH_EXERCISES = ("engine_order", "backpropagate", "answers")  # graded on graph_cases' graphs
+
+
 def run(ctx: LabContext) -> None:
+    """The whole lab; a check of named exercises (`check autograd EXERCISE`) runs only what they need."""
     batch = load_batch(ctx.device)
     # every comparison at 1e-7 runs without TF32 (the precision report turns it on itself)
     with tf32(False):
         hand = grade_hand(ctx, batch)
-        precision = check_precision(ctx, batch, hand.hand)
-        cases = graph_cases(batch)
-        check_graphs(ctx, cases)
+        cases = graph_cases(batch) if any(map(ctx.wants, GRAPH_EXERCISES)) else []
         replays = grade_engine(ctx, cases)
+        facts = measure_facts(cases) if ctx.wants("answers") else None
+        if facts is not None:
+            with ctx.grading("answers") as answers:
+                grade_answers(ctx, answers, asdict(facts))
+        if ctx.options.only:  # the demonstrations, the lab's own checks, the summary: a whole run's
+            ctx.summary = _(
+                "Graded only {exercises}; the whole lab runs with `python -m workshop check {lab}`."
+            ).format(exercises=", ".join(ctx.options.only), lab=ctx.name)
+            return
+        precision = check_precision(ctx, batch, hand.hand)
+        check_graphs(ctx, cases)
         head = next(c for c in cases if c.graph == HEAD)
         graph = draw_graph(ctx, head)
-        facts = measure_facts(cases)
-        with ctx.grading("answers") as answers:
-            grade_answers(ctx, answers, asdict(facts))
         trace = check_trace(ctx, batch, next(c for c in cases if c.graph == DECAY))
         chains = linear_chains(batch)
     gradchecks = hand.gradchecks + check_finite_differences(ctx, batch)
