@@ -3,7 +3,7 @@
 Each exercise is run on the lab's real batch in float32 and float64 (and the cross-entropy once more on logits
 shifted by +1000, where a softmax without its max shift overflows), on inputs that do not require grad, in the
 worker process (contract 6: the arguments and results cross the wire as copies), watched there for autograd
-(no_autograd.py, as a probe). Every result must be within precision.error_bound of autograd's. The checks of
+(no_autograd.py, through probes.py). Every result must be within precision.error_bound of autograd's. The checks of
 an exercise: the mistake its outputs show, when a diagnosis recognises one (gradient_diagnosis.py), a
 diagnosis check, so that it is the failure the learner reads first; each output against autograd's, its
 message the diagnosis of that output; one diagnosis check per thing "no autograd" forbids, and one for autograd
@@ -33,9 +33,8 @@ FLOAT32 = "float32"  # the label of each exercise's float32 case (dtype_name)
 LOGIT_SHIFT = (
     1000.0  # past exp's overflow in float32 (88.7) and float64 (709.8); softmax ignores it
 )
-WATCHED_CALL = (
-    "workshop.labs.autograd.no_autograd:watched_call"  # the watch, as a probe of the worker
-)
+# the watch (no_autograd.watched_call), as a probe of the worker
+WATCHED_CALL = "workshop.labs.autograd.probes:watched_call"
 SYMBOL = {"loss": "L", "dlogits": "dL/dlogits", "dW": "dL/dW", "db": "dL/db", "dx": "dL/dx"}
 
 
@@ -118,7 +117,7 @@ class Graded:
 
 def grade(ctx: LabContext, function: str, impl, cases: list[Case]) -> Graded:
     """Run impl (a grading.solution.Solution) on every case, watched for autograd where it runs (the watch is a
-    probe: no_autograd.watched_call); record the checks in the module docstring's order."""
+    probe: probes.watched_call); record the checks in the module docstring's order."""
     measured, seen, returned = [], {}, {}
     for case in cases:  # the worker gets copies: the learner's in-place edits stay there
         result, watched = impl.probe(WATCHED_CALL, list(HAND_RULES), *case.args)

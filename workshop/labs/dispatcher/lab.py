@@ -191,10 +191,10 @@ def check_observations(ctx: LabContext, results: list[ScenarioResult]) -> None:
 def grade_exercises(ctx: LabContext, results: list[ScenarioResult]) -> None:
     # the slots and walks are computed for their exercise alone: not when `check` grades only others
     if ctx.wants("table_entry"):
-        with ctx.grading("table_entry") as impl:
+        with ctx.grading("table_entry", worker=True) as impl:
             decisions.grade_table_entry(ctx, impl, decisions.slots(results))
     if ctx.wants("walk"):
-        with ctx.grading("walk") as impl:
+        with ctx.grading("walk", worker=True) as impl:
             decisions.grade_walk(ctx, impl, decisions.walks(results))
     with ctx.grading("predictions") as impl:
         predicted = trace_facts.predictions(results)
