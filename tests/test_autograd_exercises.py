@@ -27,13 +27,18 @@ from workshop.harness.options import RunOptions
 from workshop.harness.worker_process import NativeWorker
 from workshop.i18n import using
 from workshop.lab import LabContext
-from workshop.labs.autograd import graph_facts, lab
+from workshop.labs.autograd import lab
 from workshop.labs.autograd.batch import load_batch
-from workshop.labs.autograd.exercises import EXERCISES
-from workshop.labs.autograd.hand_grading import cross_entropy_cases, grade, linear_cases
+from workshop.labs.autograd.grading import graph_facts
+from workshop.labs.autograd.grading.exercises import EXERCISES
+from workshop.labs.autograd.grading.hand_grading import cross_entropy_cases, grade, linear_cases
+from workshop.labs.autograd.grading.no_autograd import FORBIDDEN, HAND_RULES
+from workshop.labs.autograd.grading.replay_grading import (
+    grade_backpropagate,
+    grade_order,
+    graph_cases,
+)
 from workshop.labs.autograd.lab import grade_hand
-from workshop.labs.autograd.no_autograd import FORBIDDEN, HAND_RULES
-from workshop.labs.autograd.replay_grading import grade_backpropagate, grade_order, graph_cases
 
 
 @pytest.fixture(scope="module")

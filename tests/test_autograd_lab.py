@@ -13,7 +13,7 @@ from conftest import assert_result_shape, read_result
 from workshop import labs
 from workshop.grading import checks
 from workshop.i18n import templates
-from workshop.labs.autograd.exercises import EXERCISES
+from workshop.labs.autograd.grading.exercises import EXERCISES
 
 SUMMARY_KEYS = [  # result.json keys that are also summary.md.j2's values
     "batch",

@@ -16,8 +16,9 @@ from workshop.grading import checks, sandbox
 from workshop.grading.questions import grade_answers
 from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
-from workshop.labs.dispatcher import decisions, lab, reference_answers, reimpl, trace_facts
-from workshop.labs.dispatcher.exercises import EXERCISES
+from workshop.labs.dispatcher import lab, reimpl
+from workshop.labs.dispatcher.grading import decisions, reference_answers, trace_facts
+from workshop.labs.dispatcher.grading.exercises import EXERCISES
 from workshop.labs.dispatcher.keys import TableEntry, split_runtime_key
 from workshop.labs.dispatcher.reimpl import functionality, rank
 from workshop.labs.dispatcher.scenario_list import all_scenarios

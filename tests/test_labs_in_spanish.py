@@ -29,14 +29,14 @@ from workshop.grading import workspace_init
 from workshop.harness.options import RunOptions
 from workshop.i18n import templates
 from workshop.lab import LabContext
-from workshop.labs.autograd.gradient_diagnosis import Evidence, diagnose
+from workshop.labs.autograd.grading.gradient_diagnosis import Evidence, diagnose
 from workshop.labs.compile import kernel_answer, kernel_explanation
 from workshop.labs.compile.generated_kernels import parse_kernels
 from workshop.labs.custom_op import correctness as custom_op_correctness
 from workshop.labs.custom_op import exercise_grading as custom_op_grading
 from workshop.labs.custom_op import probes as custom_op_probes
 from workshop.labs.custom_op.own_op import shipped_pieces
-from workshop.labs.dispatcher import decisions, trace_facts
+from workshop.labs.dispatcher.grading import decisions, trace_facts
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,7 +1,7 @@
 """Lab autograd: the LM head's backward three ways (by hand, by autograd, by finite differences), and the
 grad_fn graph autograd builds for it, walked, drawn, profiled and replayed node by node by a hand-made engine.
 
-Five exercises are graded here (exercises.py): the two hand-gradient functions, the engine's order and its
+Five exercises are graded here (grading/exercises.py): the two hand-gradient functions, the engine's order and its
 sums at fan-in, and the handout's checked questions. Everything else runs the reference.
 """
 
@@ -27,9 +27,8 @@ from workshop.labs.autograd.finite_diff import (
     gradcheck_linear,
     head_slice,
 )
-from workshop.labs.autograd.graph_facts import GraphFacts, measure_facts
-from workshop.labs.autograd.graph_walk import chain_text, graph_json, walk
-from workshop.labs.autograd.hand_grading import (
+from workshop.labs.autograd.grading.graph_facts import GraphFacts, measure_facts
+from workshop.labs.autograd.grading.hand_grading import (
     FLOAT32,
     Case,
     Comparison,
@@ -38,17 +37,7 @@ from workshop.labs.autograd.hand_grading import (
     linear_cases,
     unpack,
 )
-from workshop.labs.autograd.hand_grads import HeadGrads, tf32
-from workshop.labs.autograd.precision import (
-    CHAPTER_ATOL,
-    EPS_FACTOR,
-    TF32_MIN_GROWTH,
-    PrecisionRow,
-    TF32Effect,
-    float32_against_float64,
-    tf32_effect,
-)
-from workshop.labs.autograd.replay_grading import (
+from workshop.labs.autograd.grading.replay_grading import (
     DECAY,
     HEAD,
     WEIGHT_DECAY,
@@ -60,9 +49,20 @@ from workshop.labs.autograd.replay_grading import (
     graph_cases,
     head_loss,
 )
+from workshop.labs.autograd.graph_walk import chain_text, graph_json, walk
+from workshop.labs.autograd.hand_grads import HeadGrads, tf32
+from workshop.labs.autograd.precision import (
+    CHAPTER_ATOL,
+    EPS_FACTOR,
+    TF32_MIN_GROWTH,
+    PrecisionRow,
+    TF32Effect,
+    float32_against_float64,
+    tf32_effect,
+)
 
 TRACE = "backward_trace.json"
-TF32_CALL = "workshop.labs.autograd.probes:tf32_call"
+TF32_CALL = "workshop.labs.autograd.grading.probes:tf32_call"
 
 
 @dataclass
@@ -282,7 +282,7 @@ def run(ctx: LabContext) -> None:
 
 
 def report(ctx: LabContext, batch: HeadBatch, found: Findings) -> None:
-    """result.json's extra keys (asdict of the typed records) and summary.md from summary.md.j2."""
+    """result.json's extra keys (asdict of the typed records) and summary.md from templates/summary.md.j2."""
     effect: TF32Effect | None = tf32_effect(found.precision)
     hooks = [type(n).__name__ for n in found.head.real_order]
     values = {

@@ -4,7 +4,7 @@ through every dispatch decision down to the op (and, on CUDA, the cuBLAS kernel)
 Each scenario is recorded (recorder.py), explained key by key with the real dispatcher's own answers (keys.py,
 crosscheck.py: never with the re-implementation the learner writes), and written to trace.json / trace.md /
 dispatch_path.png / profiler/*.json. The learner's table_entry and walk (reimpl.py's in a plain run), predictions
-and answers are graded on the run's decisions (decisions.py, trace_facts.py).
+and answers are graded on the run's decisions (grading/decisions.py, grading/trace_facts.py).
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from workshop.grading.questions import grade_answers
 from workshop.harness import atomic
 from workshop.i18n import _, templates
 from workshop.lab import LabContext
-from workshop.labs.dispatcher import decisions, keys, trace_facts, trace_text
+from workshop.labs.dispatcher import keys, trace_text
 from workshop.labs.dispatcher.crosscheck import flat, priority_disagreements
+from workshop.labs.dispatcher.grading import decisions, trace_facts
 from workshop.labs.dispatcher.scenario_list import CALLS, all_scenarios
 from workshop.labs.dispatcher.tracing import ScenarioResult, lm_head_input, run_scenario
 from workshop.minigpt import checkpoint
@@ -93,7 +94,9 @@ def write_outputs(ctx: LabContext, results: list[ScenarioResult], profiles: dict
         "max_shown": trace_text.MAX_SHOWN,
         "t": trace_text,
     }
-    ctx.write_text("trace.md", templates.render(ctx.lab_folder, ctx.lang, values, "trace.md.j2"))
+    ctx.write_text(
+        "trace.md", templates.render(ctx.templates_folder, ctx.lang, values, "trace.md.j2")
+    )
     by_name = {r.name: r for r in results}
     panels = [by_name[f"{ctx.device}/grad/3d"], by_name[f"{ctx.device}/inference_mode/3d"]]
     # matplotlib costs ~1 s to import: only a whole run draws, not a check of named exercises

@@ -150,8 +150,8 @@ def precedence_rule(key: str, mine, real: TableEntry | None) -> str:
     return _rule_for(real_tag)
 
 
-TABLE_ENTRY_PROBE = "workshop.labs.dispatcher.probes:table_entries"
-WALK_PROBE = "workshop.labs.dispatcher.probes:walks"
+TABLE_ENTRY_PROBE = "workshop.labs.dispatcher.grading.probes:table_entries"
+WALK_PROBE = "workshop.labs.dispatcher.grading.probes:walks"
 
 
 def grade_table_entry(ctx: LabContext, impl, decisions: list[Slot]) -> None:

@@ -22,9 +22,9 @@ import torch.nn.functional as F
 from workshop.i18n import _
 from workshop.lab import LabContext
 from workshop.labs.autograd.batch import HeadBatch, leaves
-from workshop.labs.autograd.gradient_diagnosis import Diagnosis, Evidence, diagnose
+from workshop.labs.autograd.grading.gradient_diagnosis import Diagnosis, Evidence, diagnose
+from workshop.labs.autograd.grading.no_autograd import EXAMPLES, FORBIDDEN, HAND_RULES, add_seen
 from workshop.labs.autograd.hand_grads import autograd_forward_backward
-from workshop.labs.autograd.no_autograd import EXAMPLES, FORBIDDEN, HAND_RULES, add_seen
 from workshop.labs.autograd.precision import CHAPTER_ATOL, error_bound, max_abs_error
 from workshop.minigpt.model import lm_loss
 
@@ -34,7 +34,7 @@ LOGIT_SHIFT = (
     1000.0  # past exp's overflow in float32 (88.7) and float64 (709.8); softmax ignores it
 )
 # the watch (no_autograd.watched_call), as a probe of the worker
-WATCHED_CALL = "workshop.labs.autograd.probes:watched_call"
+WATCHED_CALL = "workshop.labs.autograd.grading.probes:watched_call"
 SYMBOL = {"loss": "L", "dlogits": "dL/dlogits", "dW": "dL/dW", "db": "dL/db", "dx": "dL/dx"}
 
 

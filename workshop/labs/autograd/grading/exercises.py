@@ -266,7 +266,7 @@ EXERCISES = [
             ),
         ),
         handout=N_("README.md#questions"),
-        reference="workshop.labs.autograd.graph_facts:ANSWERS",
+        reference="workshop.labs.autograd.grading.graph_facts:ANSWERS",
         attribute="ANSWERS",
         questions=QUESTIONS,
         from_run=True,

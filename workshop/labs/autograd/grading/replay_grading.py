@@ -17,15 +17,15 @@ from torch.autograd.graph import Node
 from workshop.i18n import N_, _
 from workshop.lab import LabContext
 from workshop.labs.autograd.batch import HeadBatch, leaf_tensors
-from workshop.labs.autograd.gradient_diagnosis import Diagnosis
-from workshop.labs.autograd.graph_walk import walk
-from workshop.labs.autograd.hand_grading import (
+from workshop.labs.autograd.grading.gradient_diagnosis import Diagnosis
+from workshop.labs.autograd.grading.hand_grading import (
     DTYPES,
     check_mistake,
     check_no_autograd,
     dtype_name,
 )
-from workshop.labs.autograd.no_autograd import ENGINE_RULES, add_seen
+from workshop.labs.autograd.grading.no_autograd import ENGINE_RULES, add_seen
+from workshop.labs.autograd.graph_walk import walk
 from workshop.labs.autograd.precision import error_bound, max_abs_error
 from workshop.labs.autograd.replay import is_topological, record_engine_order
 from workshop.minigpt.model import lm_loss
@@ -130,8 +130,8 @@ def check_graphs(ctx: LabContext, cases: list[GraphCase]) -> None:
     )
 
 
-ORDER_PROBE = "workshop.labs.autograd.probes:engine_order_indices"
-BACKPROPAGATE_PROBE = "workshop.labs.autograd.probes:backpropagate_leaf_grads"
+ORDER_PROBE = "workshop.labs.autograd.grading.probes:engine_order_indices"
+BACKPROPAGATE_PROBE = "workshop.labs.autograd.grading.probes:backpropagate_leaf_grads"
 
 
 def grade_order(ctx: LabContext, impl, cases: list[GraphCase]) -> None:

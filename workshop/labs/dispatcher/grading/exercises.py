@@ -208,7 +208,7 @@ PREDICTIONS = Exercise(
         ),
     ),
     handout=N_("README.md#exercises"),
-    reference="workshop.labs.dispatcher.reference_answers:PREDICTIONS",
+    reference="workshop.labs.dispatcher.grading.reference_answers:PREDICTIONS",
     attribute="PREDICTIONS",
     interface=N_(
         "{scenario name: {'handled_at': key name, 'gemm_op': 'aten::...'}}, e.g. "
@@ -228,7 +228,7 @@ ANSWERS = Exercise(
     ),
     hints=(N_("Each question names the rows of trace.md that answer it."),),
     handout=N_("README.md#questions"),
-    reference="workshop.labs.dispatcher.reference_answers:ANSWERS",
+    reference="workshop.labs.dispatcher.grading.reference_answers:ANSWERS",
     attribute="ANSWERS",
     interface=N_(
         "A dict of key names, kernel tags, booleans and lists of key names, as the comments say."

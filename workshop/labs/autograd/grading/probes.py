@@ -9,10 +9,10 @@ from __future__ import annotations
 import torch
 from torch.autograd.graph import Node
 
+from workshop.labs.autograd.grading.no_autograd import ENGINE_RULES, watched_call
+from workshop.labs.autograd.grading.replay_grading import build_graph
 from workshop.labs.autograd.graph_walk import walk
 from workshop.labs.autograd.hand_grads import tf32
-from workshop.labs.autograd.no_autograd import ENGINE_RULES, watched_call
-from workshop.labs.autograd.replay_grading import build_graph
 
 
 def tf32_call(function, on: bool, *args):
