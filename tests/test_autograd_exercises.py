@@ -259,7 +259,7 @@ def test_wrong_answers_fail_and_say_where_to_look(ctx, cases, change, expected, 
 
 def test_unanswered_is_not_started(ctx, cases):
     facts = asdict(graph_facts.measure_facts(cases["graphs"]))
-    unanswered = dict.fromkeys(graph_facts.ANSWERS, ...)
+    unanswered = dict.fromkeys(graph_facts.ANSWERS)  # every answer the stub's None
     with (
         pytest.raises(NotImplementedError, match="autograd.answers: Answer"),
         ctx.grading("answers"),

@@ -135,7 +135,7 @@ def render(lab_dir, **changes) -> str:
         "graded": False,
         "tf32": None,
     }
-    return templates.render(labs.folder("autograd"), "en", values | changes)
+    return templates.render(labs.folder("autograd") / "templates", "en", values | changes)
 
 
 TF32_SEEN = {"gradient": "dW", "autograd_off": 5e-7, "autograd_on": 2.5e-5, "growth": 50.0}

@@ -128,7 +128,7 @@ def test_the_spanish_summary_says_what_tf32_did_on_cuda(spanish_run):
         "graded": True,
         "tf32": tf32 | {"hand_vs_autograd_on": 7e-7},
     }
-    text = templates.render(labs.folder("autograd"), "es", values)
+    text = templates.render(labs.folder("autograd") / "templates", "es", values)
     assert "TF32 multiplicó por 50 el error de dL/dW de autograd frente a float64" in text
     assert "compararlos entre sí esconde el error de TF32" in text
     assert "Tus funciones (las de tu espacio de trabajo)" in text and "no tiene TF32" not in text

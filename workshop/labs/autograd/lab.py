@@ -261,8 +261,8 @@ def run(ctx: LabContext) -> None:
         replays = grade_engine(ctx, cases)
         facts = measure_facts(cases) if ctx.wants("answers") else None
         if facts is not None:
-            with ctx.grading("answers") as answers:
-                grade_answers(ctx, answers, asdict(facts))
+            with ctx.grading("answers", worker=True) as answers:
+                grade_answers(ctx, answers.value, asdict(facts))
         if ctx.options.only:  # the demonstrations, the lab's own checks, the summary: a whole run's
             ctx.summary = _(
                 "Graded only {exercises}; the whole lab runs with `python -m workshop check {lab}`."

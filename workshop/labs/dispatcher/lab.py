@@ -199,11 +199,11 @@ def grade_exercises(ctx: LabContext, results: list[ScenarioResult]) -> None:
     if ctx.wants("walk"):
         with ctx.grading("walk", worker=True) as impl:
             decisions.grade_walk(ctx, impl, decisions.walks(results))
-    with ctx.grading("predictions") as impl:
+    with ctx.grading("predictions", worker=True) as impl:
         predicted = trace_facts.predictions(results)
-        grade_answers(ctx, impl, predicted, explain=trace_facts.explain_prediction)
-    with ctx.grading("answers") as impl:
-        grade_answers(ctx, impl, trace_facts.answers(results))
+        grade_answers(ctx, impl.value, predicted, explain=trace_facts.explain_prediction)
+    with ctx.grading("answers", worker=True) as impl:
+        grade_answers(ctx, impl.value, trace_facts.answers(results))
 
 
 def matmul_record(r: ScenarioResult) -> dict:
