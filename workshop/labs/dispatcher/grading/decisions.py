@@ -11,7 +11,6 @@ the rule it breaks.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import astuple, dataclass
 
 from workshop.i18n import _
@@ -94,7 +93,7 @@ def walks(results: list[ScenarioResult]) -> list[Walk]:
 
 
 def _same(mine, real: TableEntry | None) -> bool:
-    if mine is None or real is None:
+    if not isinstance(mine, TableEntry) or real is None:
         return mine is real
     return (mine.source, mine.tag, bool(mine.fallthrough)) == astuple(real)
 
@@ -102,6 +101,8 @@ def _same(mine, real: TableEntry | None) -> bool:
 def _show(entry) -> str:
     if entry is None:
         return _("an empty slot")
+    if isinstance(entry, str):  # not a TableEntry: its type's name, as the worker sent it back
+        return entry
     fall = _(", fallthrough") if entry.fallthrough else ""
     return f"{entry.tag} ({entry.source}{fall})"
 
@@ -133,8 +134,8 @@ def _rule_for(real_tag: str | None) -> str:
 
 def precedence_rule(key: str, mine, real: TableEntry | None) -> str:
     """The rule a wrong slot breaks, from what the learner put there and what the dispatcher has."""
-    my_tag, real_tag = (mine.tag if mine else None), (real.tag if real else None)
-    if mine is not None and real is not None and my_tag == real_tag:
+    my_tag, real_tag = getattr(mine, "tag", None), (real.tag if real else None)
+    if isinstance(mine, TableEntry) and real is not None and my_tag == real_tag:
         if bool(mine.fallthrough) != real.fallthrough:
             return _(
                 "Return the fallthrough flag with the kernel: the walk skips fallthrough slots."
@@ -149,11 +150,16 @@ def precedence_rule(key: str, mine, real: TableEntry | None) -> str:
     return _rule_for(real_tag)
 
 
-def grade_table_entry(ctx: LabContext, impl: Callable, decisions: list[Slot]) -> None:
-    fallbacks = keys.backend_fallbacks()
+TABLE_ENTRY_PROBE = "workshop.labs.dispatcher.grading.probes:table_entries"
+WALK_PROBE = "workshop.labs.dispatcher.grading.probes:walks"
+
+
+def grade_table_entry(ctx: LabContext, impl, decisions: list[Slot]) -> None:
+    """The learner's table_entry on every slot, called in the worker (probes.table_entries); judged here."""
+    returned = impl.probe(TABLE_ENTRY_PROBE, [[d.op, d.key] for d in decisions])
     wrong = {True: [], False: []}  # recorded -> [(slot, yours)]
-    for d in decisions:
-        mine = impl(dict(keys.registrations(d.op)), dict(fallbacks), d.key)
+    for d, value in zip(decisions, returned, strict=True):
+        mine = TableEntry(*value) if isinstance(value, list) else value
         if not _same(mine, d.real):
             wrong[d.recorded].append((d, mine))
     recorded = _("table_entry: recorded decisions whose kernel differs from the dispatcher's table")
@@ -178,18 +184,13 @@ def _slot_message(wrong: list[tuple[Slot, object]]) -> str | None:
     )
 
 
-def real_entry(op: str) -> Callable[[str], TableEntry | None]:
-    """key -> the kernel in that slot of op's real computed table (what the learner's walk is given)."""
-    table = keys.computed_table(op)
-    return table.get
-
-
-def grade_walk(ctx: LabContext, impl: Callable, decisions: list[Walk]) -> None:
+def grade_walk(ctx: LabContext, impl, decisions: list[Walk]) -> None:
+    """The learner's walk on every call, in the worker (probes.walks), given each op's real table; judged here."""
+    calls = [[d.op, list(d.tensor_keys), list(d.include), list(d.exclude)] for d in decisions]
     wrong = []
-    for d in decisions:
-        mine = list(impl(real_entry(d.op), set(d.tensor_keys), set(d.include), set(d.exclude)))
+    for d, mine in zip(decisions, impl.probe(WALK_PROBE, calls), strict=True):
         if mine != list(d.real):
-            wrong.append((d, mine))
+            wrong.append((d, mine if isinstance(mine, list) else [str(mine)]))
     ctx.check_max(
         _("walk: recorded calls whose chain differs from the real dispatcher's (whole chains)"),
         len(wrong),

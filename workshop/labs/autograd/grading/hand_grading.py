@@ -3,12 +3,12 @@
 Each exercise is run on the lab's real batch in float32 and float64 (and the cross-entropy once more on logits
 shifted by +1000, where a softmax without its max shift overflows), on inputs that do not require grad, in the
 worker process (contract 6: the arguments and results cross the wire as copies), watched there for autograd
-(no_autograd.py, as a probe). Every result must be within precision.error_bound of autograd's. The checks of
-an exercise come in this order: the mistake its outputs show, when a diagnosis recognises one
-(gradient_diagnosis.py), so that it is the failure the learner reads first; then each output against
-autograd's, its message the diagnosis of that output; then one check per thing "no autograd" forbids, and one
-for autograd named in the learner's source (read here, in the lab's process, where the learner cannot hide it
-by switching the watch off).
+(no_autograd.py, through probes.py). Every result must be within precision.error_bound of autograd's. The checks of
+an exercise: the mistake its outputs show, when a diagnosis recognises one (gradient_diagnosis.py), a
+diagnosis check, so that it is the failure the learner reads first; each output against autograd's, its
+message the diagnosis of that output; one diagnosis check per thing "no autograd" forbids, and one for autograd
+named in the learner's source (read here, in the lab's process, where the learner cannot hide it by switching
+the watch off).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ import torch.nn.functional as F
 from workshop.i18n import _
 from workshop.lab import LabContext
 from workshop.labs.autograd.batch import HeadBatch, leaves
-from workshop.labs.autograd.gradient_diagnosis import Diagnosis, Evidence, diagnose
+from workshop.labs.autograd.grading.gradient_diagnosis import Diagnosis, Evidence, diagnose
+from workshop.labs.autograd.grading.no_autograd import EXAMPLES, FORBIDDEN, HAND_RULES, add_seen
 from workshop.labs.autograd.hand_grads import autograd_forward_backward
-from workshop.labs.autograd.no_autograd import EXAMPLES, FORBIDDEN, HAND_RULES, add_seen
 from workshop.labs.autograd.precision import CHAPTER_ATOL, error_bound, max_abs_error
 from workshop.minigpt.model import lm_loss
 
@@ -33,9 +33,8 @@ FLOAT32 = "float32"  # the label of each exercise's float32 case (dtype_name)
 LOGIT_SHIFT = (
     1000.0  # past exp's overflow in float32 (88.7) and float64 (709.8); softmax ignores it
 )
-WATCHED_CALL = (
-    "workshop.labs.autograd.no_autograd:watched_call"  # the watch, as a probe of the worker
-)
+# the watch (no_autograd.watched_call), as a probe of the worker
+WATCHED_CALL = "workshop.labs.autograd.grading.probes:watched_call"
 SYMBOL = {"loss": "L", "dlogits": "dL/dlogits", "dW": "dL/dW", "db": "dL/db", "dx": "dL/dx"}
 
 
@@ -118,7 +117,7 @@ class Graded:
 
 def grade(ctx: LabContext, function: str, impl, cases: list[Case]) -> Graded:
     """Run impl (a grading.solution.Solution) on every case, watched for autograd where it runs (the watch is a
-    probe: no_autograd.watched_call); record the checks in the module docstring's order."""
+    probe: probes.watched_call); record the checks in the module docstring's order."""
     measured, seen, returned = [], {}, {}
     for case in cases:  # the worker gets copies: the learner's in-place edits stay there
         result, watched = impl.probe(WATCHED_CALL, list(HAND_RULES), *case.args)
@@ -151,6 +150,7 @@ def check_mistake(ctx: LabContext, function: str, diagnoses: list[Diagnosis | No
         _(named.mistake) if named else None,
         None,  # no mistake recognised; not a word, so that a run's thresholds read the same in any language
         message=named.message if named else None,
+        diagnosis=True,
     )
 
 
@@ -164,6 +164,7 @@ def check_no_autograd(ctx: LabContext, function: str, seen: dict, rules: tuple[s
             ),
             found["count"],
             0,
+            diagnosis=True,
             message=_(
                 "{function} used {forbidden}: {examples}. README.md, Exercises, lists what the "
                 "exercises may not use"
@@ -186,6 +187,7 @@ def check_autograd_not_named(ctx: LabContext, function: str, impl) -> None:
         ),
         len(named),
         0,
+        diagnosis=True,
         message=_(
             "{function} names autograd in your file: {examples}. README.md, Exercises, lists what the "
             "exercises may not use"

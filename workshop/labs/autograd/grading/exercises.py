@@ -111,6 +111,19 @@ EXERCISES = [
                 "that subtracts each row's max first, a one-hot of the targets, and a mask of the real rows "
                 "with their count N. Section 1 of the handout derives how they combine."
             ),
+            N_(
+                "With m_i = max_k z_ik and s_i = sum_k exp(z_ik - m_i): log p_ik = z_ik - m_i - log s_i. "
+                "L = -(1/N) sum over the real rows i of log p_(i, t_i), and dL/dz_ik = mask_i (p_ik - "
+                "[k = t_i]) / N, where mask_i is 1 where t_i is not PAD_ID and 0 where it is, and N is the "
+                "mask's sum."
+            ),
+            N_(
+                "`Z, t = logits.reshape(-1, V), targets.reshape(-1)`; `mask = ...` (M,), 1 on the "
+                "real rows, in Z's dtype; `n = mask.sum()`; `shifted = ...` each row minus its max; "
+                "`log_p = ...` each row's log-softmax, from shifted; `loss = ...` minus the masked "
+                "sum of log_p at each row's target, over n; `G = ...` softmax minus one-hot, times "
+                "the mask, over n; return the loss, and G in the logits' shape."
+            ),
         ),
         handout=N_("README.md#1-the-cross-entropys-gradient"),
         reference="workshop.labs.autograd.hand_grads:cross_entropy_grad",
@@ -135,7 +148,17 @@ EXERCISES = [
             N_(
                 "Flatten G to (M, V) and x to (M, C). Each gradient has the shape of what it differentiates: "
                 "W (V, C), b (V,), x (B, T, C); b was added to every row. Section 2 of the handout derives "
-                "the three formulas."
+                "the three sums."
+            ),
+            N_(
+                "dL/dW_kc = sum_i G_ik x_ic, dL/db_k = sum_i G_ik, dL/dx_ic = sum_k G_ik W_kc. A sum over "
+                "the index two factors share is one matrix product; a sum over one factor's own index is a "
+                "sum over that axis."
+            ),
+            N_(
+                "`G = dlogits.reshape(-1, V)`; `X = x.reshape(-1, C)`; `dW = ...` (V, C): G and X "
+                "multiplied, M summed; `db = ...` (V,): G summed over its rows; `dx = ...` (M, C): G "
+                "and W multiplied, V summed; `return dW, db, dx.reshape(x.shape)`."
             ),
         ),
         handout=N_("README.md#2-the-linear-layers-gradients"),
@@ -154,14 +177,28 @@ EXERCISES = [
             "Return the nodes of the graph below root in the order autograd's engine runs them. A node "
             "may run only once every node that sends it a gradient has run; among the "
             "nodes ready to run, the engine picks the one with the highest node._sequence_nr(). Graded on "
-            "the LM head's graph and on the same graph with weight decay (where W's AccumulateGrad "
-            "receives two gradients): your order must be topological and equal the order .backward() ran."
+            "the LM head's graph and on the same graph with weight decay (where W's AccumulateGrad has "
+            "fan-in): your order must be topological and equal the order .backward() ran."
         ),
         hints=(
             N_(
-                "Kahn's algorithm: count each node's incoming edges (next_functions entries that are not "
-                "None), start from the root, and among the nodes whose count reached 0 always take the one "
-                "with the highest _sequence_nr() (heapq with a negated key; a counter breaks ties)."
+                "A node may run only once every node that sends it a gradient has run: count each node's "
+                "incoming edges and keep ready the nodes whose count reached 0. Among the ready nodes, the "
+                "engine runs the one with the highest node._sequence_nr()."
+            ),
+            N_(
+                "Kahn's algorithm with a priority: waiting[n] = how many next_functions entries (not None) "
+                "point at n, over walk(root). Start with root ready. Repeatedly take the ready node with the "
+                "highest _sequence_nr(), append it, and lower by one the count of each node it points at; a "
+                "count that reaches 0 makes that node ready. AccumulateGrad nodes share the highest number: "
+                "among them, the first to become ready runs first."
+            ),
+            N_(
+                "`waiting = ...` a Counter over walk(root); `tie = itertools.count()`; `ready`: a "
+                "heap of (-sequence_nr, next(tie), node) entries, the root's first, so that the "
+                "highest sequence_nr pops first; `order = []`; `while ready:` `node = ...` pop it; "
+                "`order.append(node)`; for each edge (nxt, _) of node.next_functions: ... skip None, "
+                "one edge fewer for nxt, push it when its count reaches 0; `return order`."
             ),
         ),
         handout=N_("README.md#4-the-engine-order-and-fan-in"),
@@ -186,10 +223,24 @@ EXERCISES = [
         ),
         hints=(
             N_(
-                "Keep a list of num_inputs(node) gradient slots per node. An AccumulateGrad node (it has "
-                ".variable) hands its gradient to that leaf; any other node is called with its slots, and "
-                "each output goes, through fit_to_input, to the slot input_nr of the node next_functions "
-                "names for it."
+                "Keep, per node, one gradient slot per input (num_inputs(node)). Run the nodes in the order "
+                "given: an AccumulateGrad node (it has .variable) hands its gradient to that leaf; any other "
+                "node is called with its slots, and each of its outputs goes to the node next_functions names "
+                "for it."
+            ),
+            N_(
+                "Output j of a node goes along node.next_functions[j] = (nxt, input_nr): skip it "
+                "where nxt or the gradient is None; otherwise the gradient passes through "
+                "fit_to_input(g, nxt, input_nr), and nxt's slot input_nr becomes it when it is empty,"
+                " the sum of the two when a gradient already waits there (fan-in)."
+            ),
+            N_(
+                "`buffers = {order[0]: [grad_output]}`, node -> its input slots; `leaf_grads = {}`; "
+                "`for node in order:` take the node's slots out of buffers; a node with `.variable` "
+                "(AccumulateGrad): ... the leaf's gradient, then `continue`; `outs = node(*grads)`, "
+                "as a tuple; `for (nxt, input_nr), g in zip(node.next_functions, outs):` ... skip "
+                "None, pass g through fit_to_input, into nxt's slot input_nr, added to what waits "
+                "there; `return leaf_grads`."
             ),
         ),
         handout=N_("README.md#4-the-engine-order-and-fan-in"),
@@ -215,7 +266,7 @@ EXERCISES = [
             ),
         ),
         handout=N_("README.md#questions"),
-        reference="workshop.labs.autograd.graph_facts:ANSWERS",
+        reference="workshop.labs.autograd.grading.graph_facts:ANSWERS",
         attribute="ANSWERS",
         questions=QUESTIONS,
         from_run=True,

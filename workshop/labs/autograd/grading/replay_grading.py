@@ -16,22 +16,24 @@ from torch.autograd.graph import Node
 
 from workshop.i18n import N_, _
 from workshop.lab import LabContext
-from workshop.labs.autograd.batch import HeadBatch, leaves
-from workshop.labs.autograd.gradient_diagnosis import Diagnosis
-from workshop.labs.autograd.graph_walk import walk
-from workshop.labs.autograd.hand_grading import (
+from workshop.labs.autograd.batch import HeadBatch, leaf_tensors
+from workshop.labs.autograd.grading.gradient_diagnosis import Diagnosis
+from workshop.labs.autograd.grading.hand_grading import (
     DTYPES,
     check_mistake,
     check_no_autograd,
     dtype_name,
 )
-from workshop.labs.autograd.no_autograd import ENGINE_RULES, add_seen, watched_call
+from workshop.labs.autograd.grading.no_autograd import ENGINE_RULES, add_seen
+from workshop.labs.autograd.graph_walk import walk
 from workshop.labs.autograd.precision import error_bound, max_abs_error
 from workshop.labs.autograd.replay import is_topological, record_engine_order
 from workshop.minigpt.model import lm_loss
 
 # The penalty's gradient lambda * W peaks at 0.038 against dL/dW's 0.108: either half alone is far off the sum.
 WEIGHT_DECAY = 0.1
+# Stands in the learner's order for an entry that is no node of the graph (probes.engine_order_indices: -1).
+NOT_A_NODE = "<not a node of this graph>"
 # The graphs' names: identifiers in result.json, translated where the learner reads them.
 HEAD, DECAY = N_("LM head"), N_("LM head + weight decay")
 
@@ -44,6 +46,9 @@ class GraphCase:
     leaves: dict[str, torch.Tensor]  # "x", "W", "b"
     real_order: list[Node]  # the nodes in the order .backward() ran them
     expected: dict[str, torch.Tensor]  # .backward()'s leaf gradients
+    # what a worker rebuilds the same graph from (probes.py): (hidden, targets, W, b), the weight decay
+    inputs: tuple[torch.Tensor, ...]
+    weight_decay: float
     parts: dict[str, dict[str, torch.Tensor]] = field(
         default_factory=dict
     )  # leaf -> {source: its gradient}
@@ -79,17 +84,25 @@ def head_loss(
     return loss + (weight_decay / 2) * t["W"].pow(2).sum() if weight_decay else loss
 
 
+def build_graph(inputs: tuple, dtype: torch.dtype, weight_decay: float):
+    """The loss (its graph recorded) and its leaves x, W, b, from (hidden, targets, W, b): the same graph
+    wherever it is built, node for node in walk() order (the lab's process, or a worker's probe)."""
+    hidden, targets, W, b = inputs
+    t = leaf_tensors(hidden, W, b, dtype)
+    return head_loss(t, targets, weight_decay), t
+
+
 def graph_cases(batch: HeadBatch) -> list[GraphCase]:
+    inputs = (batch.hidden, batch.targets, batch.head.weight.detach(), batch.head.bias.detach())
     cases = []
     for dtype in DTYPES:
         for graph, decay in ((HEAD, 0.0), (DECAY, WEIGHT_DECAY)):
-            t = leaves(batch, dtype)
-            loss = head_loss(t, batch.targets, decay)
+            loss, t = build_graph(inputs, dtype, decay)
             real = record_engine_order(loss, retain_graph=True)
             expected = {name: leaf.grad for name, leaf in t.items()}
             for leaf in t.values():
                 leaf.grad = None
-            cases.append(GraphCase(graph, dtype, loss, t, real, expected))
+            cases.append(GraphCase(graph, dtype, loss, t, real, expected, inputs, decay))
         head, decayed = cases[-2:]
         decayed.parts["W"] = {
             N_("the LM head's (through TBackward0)"): head.expected["W"],
@@ -117,13 +130,23 @@ def check_graphs(ctx: LabContext, cases: list[GraphCase]) -> None:
     )
 
 
+ORDER_PROBE = "workshop.labs.autograd.grading.probes:engine_order_indices"
+BACKPROPAGATE_PROBE = "workshop.labs.autograd.grading.probes:backpropagate_leaf_grads"
+
+
 def grade_order(ctx: LabContext, impl, cases: list[GraphCase]) -> None:
-    """The learner's engine_order(root) on each graph: topological, and exactly the real engine's order."""
+    """The learner's engine_order(root) on each graph: topological, and exactly the real engine's order.
+
+    Nodes cannot cross to the worker: it rebuilds the same graph (probes.engine_order_indices) and sends back
+    the learner's order as positions in walk(root); the verdicts are made here, on the lab's own graph."""
     seen = {}
     for case in (c for c in cases if c.dtype == torch.float32):
-        order, watched = watched_call(impl, ENGINE_RULES, case.root)
+        nodes = walk(case.root)
+        indices, watched = impl.probe(
+            ORDER_PROBE, *case.inputs, dtype_name(case.dtype), case.weight_decay
+        )
         add_seen(seen, watched)
-        order = list(order)
+        order = [nodes[i] if 0 <= i < len(nodes) else NOT_A_NODE for i in indices]
         ctx.check_equal(
             _(
                 "engine_order: each node once, after every node that sends it a gradient ({graph})"
@@ -132,12 +155,12 @@ def grade_order(ctx: LabContext, impl, cases: list[GraphCase]) -> None:
             True,
             message=order_violation(case, order),
         )
-        ids = {node: i for i, node in enumerate(walk(case.root))}
+        ids = {node: i for i, node in enumerate(nodes)}
         ctx.check_equal(
             _("engine_order = the order .backward() ran the nodes in ({graph})").format(
                 graph=_(case.graph)
             ),
-            [ids.get(n, -1) if isinstance(n, Node) else -1 for n in order],
+            list(indices),
             [ids[n] for n in case.real_order],
             message=first_divergence(case, order),
         )
@@ -211,18 +234,23 @@ class ReplayResult:
 
 def grade_backpropagate(ctx: LabContext, impl, cases: list[GraphCase]) -> list[ReplayResult]:
     """The learner's backpropagate(order, grad_output) given the real engine's order, on every graph: the
-    mistake its results show first (hand_grading's order of checks), then each leaf against .backward()."""
+    mistake its results show first (a diagnosis), then each leaf against .backward().
+
+    In the worker, probes.backpropagate_leaf_grads rebuilds the graph and hands the learner the order .backward()
+    ran here (positions in walk(root)); it sends back each leaf's gradient by the leaf's name."""
     seen, measured = {}, []
     for case in cases:
-        # the order .backward() ran (pre-hooks): from torch, not from the engine_order exercise
-        order, grad_output = case.real_order, torch.ones_like(case.loss)
-        with torch.no_grad():
-            grads, watched = watched_call(impl, ENGINE_RULES, order, grad_output)
+        ids = {node: i for i, node in enumerate(walk(case.root))}
+        # .backward()'s order (pre-hooks): torch's, not a reference
+        order = [ids[n] for n in case.real_order]
+        grads, watched = impl.probe(
+            BACKPROPAGATE_PROBE, *case.inputs, dtype_name(case.dtype), case.weight_decay, order
+        )
         add_seen(seen, watched)
-        if not isinstance(grads, dict):
+        if isinstance(grads, str):
             raise TypeError(
                 _("backpropagate returned {what}; return a dict leaf tensor -> gradient").format(
-                    what=type(grads).__name__
+                    what=grads
                 )
             )
         measured.append((case, measure_leaves(case, grads)))
@@ -237,10 +265,10 @@ LeafRow = tuple[str, object, float, float, Diagnosis | None]
 
 
 def measure_leaves(case: GraphCase, grads: dict) -> list[LeafRow]:
+    """grads: leaf name -> what the learner's dict held for that very leaf (None: nothing)."""
     rows = []
-    for name, leaf in case.leaves.items():
-        # by identity: the keys may be anything, and a tensor's == is elementwise
-        got = next((g for key, g in grads.items() if key is leaf), None)
+    for name in case.leaves:
+        got = grads.get(name)
         want = case.expected[name]
         difference, bound = max_abs_error(got, want), error_bound(want)
         diagnosis = None if difference <= bound else leaf_diagnosis(case, name, got, bound)
@@ -273,7 +301,8 @@ def leaf_diagnosis(case: GraphCase, name: str, got, bound: float) -> Diagnosis:
         ).format(leaf=name)
         return Diagnosis(N_("a leaf's gradient not stored under the leaf"), message)
     if not isinstance(got, torch.Tensor) or got.shape != want.shape:
-        shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
+        # a non-tensor comes back from the worker as its type's name (probes.wire_value)
+        shape = tuple(got.shape) if isinstance(got, torch.Tensor) else got
         message = _(
             "{leaf}'s gradient has shape {got}, the leaf has {want}: pass every gradient through "
             "fit_to_input(grad, next_node, input_nr) before it reaches the next node (the forward "

@@ -40,9 +40,27 @@ TABLE_ENTRY = Exercise(
     ),
     hints=(
         N_(
-            "Read the failing slot in the message: which kernel you chose, which the dispatcher chose, and the "
-            "rule between them. `python -c \"import torch; print(torch._C._dispatch_dump('aten::linear'))\"` "
-            "shows an op's registrations, `_dispatch_dump_table` its computed table."
+            "The message names the first slot you got wrong, what you put there, and the rule that decides "
+            "it. Go through section 2's rules in order for that key, and return at the first that applies. "
+            "`python -c \"import torch; print(torch._C._dispatch_dump('aten::linear'))\"` shows an op's "
+            "registrations, `_dispatch_dump_table` its computed table."
+        ),
+        N_(
+            "In order: regs[key] (tag 'kernel'); at a Dense key, the CompositeExplicitAutogradNonFunctional "
+            "registration, else the CompositeExplicitAutograd one ('default backend kernel'); the "
+            "CompositeImplicitAutograd one ('math kernel') at a Dense or NestedTensor key, or at an autograd "
+            "key whose backend has no kernel of its own nor a CompositeExplicitAutograd one "
+            "(AutogradNestedTensor: no NestedTensor<backend> kernel); at an autograd key, the Autograd[alias] "
+            "one ('autograd kernel'); fallbacks.get(key); else None. Only the first rule keeps the "
+            "registration's fallthrough flag."
+        ),
+        N_(
+            "`f`, the key's functionality; `if key in regs: return ...` tag 'kernel', the "
+            'registration\'s fallthrough; `if f == "Dense":` ... the first '
+            "CompositeExplicitAutograd(NonFunctional)[alias] registration, 'default backend kernel'; "
+            "`backend_has_kernel = ...` at an autograd key: the wrapped backend's own kernel, or a "
+            "CompositeExplicitAutograd one; `if ...: return ...` 'math kernel'; `if ...: return ...` "
+            "'autograd kernel'; else the key's fallback, or None."
         ),
     ),
     handout=N_("README.md#2-the-table-one-slot-per-key"),
@@ -77,7 +95,20 @@ WALK = Exercise(
     hints=(
         N_(
             "The message names the first call whose chain differs and what the difference says: an excluded "
-            "key, a fallthrough not dropped, a chain that stops too early or goes on too far."
+            "key, a fallthrough not dropped, a chain that stops too early or goes on too far. Section 3's "
+            "three steps, in order, are the whole walk."
+        ),
+        N_(
+            "Keys in play = (tensor_keys | include), less every key whose functionality(k) is that of a key "
+            "in exclude, less the keys whose entry(k) is a fallthrough. Then repeat: the key of highest "
+            "rank(k) joins the chain; if passes_on(key, entry(key)), keep only the keys ranked below it and "
+            "go on, else stop."
+        ),
+        N_(
+            "`gone = ...` the functionalities of the excluded keys; `in_play = ...` (tensor_keys | "
+            "include), less gone, less the fallthrough slots; `chain = []`; `while in_play:` `key = "
+            "...` the highest rank; `chain.append(key)`; `if ...: break`, where its kernel does the "
+            "work; `in_play = ...` the keys ranked below key; `return chain`."
         ),
     ),
     handout=N_("README.md#3-the-walk-down-the-key-set"),
@@ -171,12 +202,13 @@ PREDICTIONS = Exercise(
     ),
     hints=(
         N_(
-            "Scenarios are described in the handout's 'Run it' section. Autograd keys outrank the backend; "
-            "inference_mode excludes them; autocast outranks both. A composite op runs no GEMM itself."
+            "Scenarios are described in the handout's 'Run it' section. Section 5 works the same question for "
+            "F.layer_norm: apply its steps to each scenario's tensor keys and TLS sets. A composite op runs no "
+            "GEMM itself."
         ),
     ),
     handout=N_("README.md#exercises"),
-    reference="workshop.labs.dispatcher.reference_answers:PREDICTIONS",
+    reference="workshop.labs.dispatcher.grading.reference_answers:PREDICTIONS",
     attribute="PREDICTIONS",
     interface=N_(
         "{scenario name: {'handled_at': key name, 'gemm_op': 'aten::...'}}, e.g. "
@@ -196,7 +228,7 @@ ANSWERS = Exercise(
     ),
     hints=(N_("Each question names the rows of trace.md that answer it."),),
     handout=N_("README.md#questions"),
-    reference="workshop.labs.dispatcher.reference_answers:ANSWERS",
+    reference="workshop.labs.dispatcher.grading.reference_answers:ANSWERS",
     attribute="ANSWERS",
     interface=N_(
         "A dict of key names, kernel tags, booleans and lists of key names, as the comments say."

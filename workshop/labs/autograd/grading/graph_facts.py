@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import torch
 
+from workshop.labs.autograd.grading.replay_grading import DECAY, HEAD, GraphCase
 from workshop.labs.autograd.graph_walk import saved_values, walk
-from workshop.labs.autograd.replay_grading import DECAY, HEAD, GraphCase
 
 
 @dataclass
