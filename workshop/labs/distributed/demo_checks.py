@@ -14,8 +14,8 @@ import os
 from workshop.i18n import _
 from workshop.lab import LabContext
 from workshop.labs.distributed import collectives, flight_recorder, traces
-from workshop.labs.distributed.idle import Idle
-from workshop.labs.distributed.records import Measurements, RankRecord, Run
+from workshop.labs.distributed.measurements import Measurements, RankRecord, Run
+from workshop.labs.distributed.pipeline_idle import Idle
 from workshop.minigpt import checkpoint
 from workshop.minigpt.model import GPT, GPTConfig
 

@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass
 
 from workshop.i18n import N_, _
-from workshop.labs.distributed.figures import Figure
-from workshop.labs.distributed.survey_text import language, prose, strip
+from workshop.labs.distributed.figure_rows import FigureRow
+from workshop.labs.distributed.grading.survey_text import language, prose, strip
 
 SPACES = (
     " \u00a0\u202f"  # a space, a no-break space, a narrow no-break space: digit groups (1 118 048)
@@ -115,7 +115,7 @@ def quoted(text: str) -> list[Quoted]:
     return out
 
 
-def figure_quantities(figures: list[Figure]) -> dict[str, list[tuple[float, str]]]:
+def figure_quantities(figures: list[FigureRow]) -> dict[str, list[tuple[float, str]]]:
     """Dimension -> [(value, what it is)] over every figure: what a survey may quote."""
     out: dict[str, list[tuple[float, str]]] = {"bytes": [], "ms": [], "fraction": [], "GB/s": []}
     for f in figures:
@@ -159,7 +159,7 @@ def figure_quantities(figures: list[Figure]) -> dict[str, list[tuple[float, str]
     return out
 
 
-def untraced(text: str, figures: list[Figure]) -> list[str]:
+def untraced(text: str, figures: list[FigureRow]) -> list[str]:
     """Each quantity of the text that matches no figure: 'line N: text (nearest: value, what)'."""
     known = figure_quantities(figures)
     out = []
@@ -181,7 +181,7 @@ def untraced(text: str, figures: list[Figure]) -> list[str]:
     return out
 
 
-def cited(text: str, figures: list[Figure]) -> int:
+def cited(text: str, figures: list[FigureRow]) -> int:
     """How many quantities in the prose trace to the figures."""
     body = prose(text)
     return len(quoted(body)) - len(untraced(body, figures))

@@ -1,6 +1,6 @@
 """The answers exercise: the handout's questions whose answer is a fact of the run, answered in the learner's
 ANSWERS dict and graded by the one grader (grading.questions.grade_answers; the questions are declared in
-exercises.py) against this run. (The open questions have model answers for instructors in model_answers.md.)
+exercises.py) against this run. (The open questions have model answers for instructors in grading/model_answers.md.)
 The reference derives each answer from the model's shapes and the demos' settings.
 """
 
@@ -11,32 +11,46 @@ import math
 from workshop.grading.questions import Question, grade_answers
 from workshop.i18n import _
 from workshop.lab import LabContext
-from workshop.labs.distributed import collectives, idle, pp
-from workshop.labs.distributed.figures import Figure
-from workshop.labs.distributed.records import Measurements
+from workshop.labs.distributed import collectives, pipeline_idle, plans
+from workshop.labs.distributed.figure_rows import FigureRow
+from workshop.labs.distributed.measurements import Measurements
 from workshop.labs.distributed.training import ROWS
 from workshop.minigpt.grammar import MAX_SENTENCE_LEN
-from workshop.minigpt.model import GPTConfig
+from workshop.minigpt.model import GPT, GPTConfig
 
 
 def reference(n: int, cfg: GPTConfig = GPTConfig()) -> dict:
-    m = pp.microbatches(n)
-    interleaves = pp.schedules_for(n, cfg)["interleaved_1f1b"] is None
+    m = plans.microbatches(n)
+    interleaves = plans.schedules_for(n, cfg)["interleaved_1f1b"] is None
     return {
-        "fsdp_backward_allgathers": cfg.n_layer
-        if n > 1
-        else 0,  # every block again; the root stays gathered
+        # every block again; the root stays gathered
+        "fsdp_backward_allgathers": cfg.n_layer if n > 1 else 0,
         "logits_gather_bytes": ROWS * (MAX_SENTENCE_LEN - 1) * cfg.vocab_size * 4,  # (B, T, V) fp32
-        "gpipe_idle_theory": idle.theory(n, m),
+        "gpipe_idle_theory": pipeline_idle.theory(n, m),
         # rank 0 holds stages 0 and N: m activations forward from each, m gradients back from stage N
         "interleaved_sends_rank0": (3 * m if n > 1 else 0) if interleaves else None,
+        # every bucket but the last: that one is closed by backward's last gradient
+        "ddp_early_allreduces": buckets(int(plans.BUCKET_CAP_MB["small_buckets"] * 2**20), cfg) - 1,
     }
 
 
-def facts(figures: list[Figure], tp: Measurements | None) -> dict:
+def buckets(cap_bytes: int, cfg: GPTConfig = GPTConfig()) -> int:
+    """DDP's buckets for this model: gradients in the order backward produces them (the parameters' reverse
+    order, here), each bucket closed by the gradient that takes it to its cap."""
+    count, filled = 0, 0
+    for p in reversed(list(GPT(cfg).parameters())):
+        filled += p.numel() * p.element_size()
+        if filled >= cap_bytes:
+            count, filled = count + 1, 0
+    return count + (filled > 0)
+
+
+def facts(figures: list[FigureRow], tp: Measurements | None) -> dict:
     """This run's answers, from its figures (None where the run did not measure it)."""
     by_run = {f.run: f for f in figures}
-    fsdp, gpipe, interleaved = (by_run.get(k) for k in ("fsdp", "gpipe", "interleaved_1f1b"))
+    fsdp, gpipe, interleaved, small = (
+        by_run.get(k) for k in ("fsdp", "gpipe", "interleaved_1f1b", "small_buckets")
+    )
     vocab = tp.lm_head_local_shape[0] * tp.world_size if tp else None
     return {
         "fsdp_backward_allgathers": collectives.total(
@@ -49,12 +63,13 @@ def facts(figures: list[Figure], tp: Measurements | None) -> dict:
         "interleaved_sends_rank0": collectives.total(interleaved.collectives_rank0, "send")[0]
         if interleaved
         else None,
+        "ddp_early_allreduces": small.issued_early()[0] if small else None,
     }
 
 
-def grade(ctx: LabContext, answers, run_facts: dict) -> None:
-    answers = answers(ctx.n_procs) if callable(answers) else answers  # the reference derives them
-    grade_answers(ctx, answers, run_facts, explain=explain, facts={"n": ctx.n_procs})
+def grade(ctx: LabContext, answers, run_facts: dict, n: int) -> None:
+    """Grade the learner's ANSWERS (or the reference's, reference(n)) against the facts of a run at N = n."""
+    grade_answers(ctx, answers, run_facts, explain=explain, facts={"n": n})
 
 
 def explain(question: Question, value: float, actual: float, facts: dict) -> str | None:
@@ -83,7 +98,7 @@ def explain(question: Question, value: float, actual: float, facts: dict) -> str
         "gpipe_idle_theory": [
             (actual * 100, _("give a fraction between 0 and 1, not a percent")),
             (
-                idle.theory(n, pp.microbatches(n), 2),
+                pipeline_idle.theory(n, plans.microbatches(n), 2),
                 _("that is the interleaved schedule's (v=2); GPipe has v=1"),
             ),
         ],
@@ -92,6 +107,22 @@ def explain(question: Question, value: float, actual: float, facts: dict) -> str
                 actual / 3,
                 _(
                     "that is GPipe's count: interleaved, rank 0 holds two stages and sends from both"
+                ),
+            ),
+        ],
+        "ddp_early_allreduces": [
+            (
+                actual + 1,
+                _(
+                    "the last bucket's all-reduce is issued by backward's last gradient, when backward has "
+                    "no op left to run"
+                ),
+            ),
+            (
+                0,
+                _(
+                    "that is the default buckets' count: small buckets fill, and are all-reduced, while "
+                    "backward still runs"
                 ),
             ),
         ],

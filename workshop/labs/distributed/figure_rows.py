@@ -12,10 +12,10 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from workshop.labs.distributed import idle, traces
+from workshop.labs.distributed import pipeline_idle, traces
 from workshop.labs.distributed.collectives import CollectiveRow, bus_factor, total
-from workshop.labs.distributed.idle import Idle
-from workshop.labs.distributed.records import Measurements, Run
+from workshop.labs.distributed.measurements import Measurements, Run
+from workshop.labs.distributed.pipeline_idle import Idle
 
 
 @dataclass
@@ -33,7 +33,7 @@ class Communication:
 
 
 @dataclass
-class Figure:
+class FigureRow:
     strategy: str
     run: str
     n: int
@@ -113,7 +113,7 @@ class Figure:
         }
 
     @classmethod
-    def from_json(cls, d: dict) -> Figure:
+    def from_json(cls, d: dict) -> FigureRow:
         known = {f.name for f in fields(cls)}
         row = {k: v for k, v in d.items() if k in known}
         rows = [CollectiveRow(**c) for c in d["collectives_rank0"]]
@@ -121,9 +121,9 @@ class Figure:
         return cls(**{**row, "collectives_rank0": rows, "issued_in_backward": issued})
 
 
-def from_run(data: Measurements, name: str, run: Run, idle: Idle | None) -> Figure:
+def from_run(data: Measurements, name: str, run: Run, idle: Idle | None) -> FigureRow:
     r0 = run.per_rank[0]
-    figure = Figure(
+    figure = FigureRow(
         strategy=data.strategy,
         run=name,
         n=data.world_size,
@@ -146,13 +146,15 @@ def from_run(data: Measurements, name: str, run: Run, idle: Idle | None) -> Figu
     return figure
 
 
-def pipeline_idle(data: dict[str, Measurements]) -> dict[str, Idle]:
+def idle_by_schedule(data: dict[str, Measurements]) -> dict[str, Idle]:
     """The pipeline's idle analysis per schedule ({} where the pipeline did not run)."""
     pp = data.get("pp")
-    return {name: idle.analyse(r, pp.world_size) for name, r in pp.runs.items()} if pp else {}
+    return (
+        {name: pipeline_idle.analyse(r, pp.world_size) for name, r in pp.runs.items()} if pp else {}
+    )
 
 
-def rows(data: dict[str, Measurements], pipeline: dict[str, Idle]) -> list[Figure]:
+def rows(data: dict[str, Measurements], pipeline: dict[str, Idle]) -> list[FigureRow]:
     """One row per training run of the demos that ran (data: strategy -> its measurements)."""
     return [
         from_run(m, name, r, pipeline.get(name) if m.strategy == "pp" else None)
@@ -161,15 +163,20 @@ def rows(data: dict[str, Measurements], pipeline: dict[str, Idle]) -> list[Figur
     ]
 
 
-def rebuilt(lab_dir: Path) -> list[Figure]:
-    """The rows a lab run's folder gives from its demos' measurements.json ([] where it has none)."""
-    data = {
+def measurements_in(lab_dir: Path) -> dict[str, Measurements]:
+    """Strategy -> the measurements its demo wrote in a lab run's folder (the demos that wrote some)."""
+    return {
         folder.name: Measurements.read(folder)
         for folder in sorted(Path(lab_dir).iterdir())
         if (folder / "measurements.json").is_file()
     }
-    return rows(data, pipeline_idle(data))
 
 
-def read(path: Path) -> list[Figure]:
-    return [Figure.from_json(d) for d in json.loads(Path(path).read_text())]
+def rebuilt(lab_dir: Path) -> list[FigureRow]:
+    """The rows a lab run's folder gives from its demos' measurements.json ([] where it has none)."""
+    data = measurements_in(lab_dir)
+    return rows(data, idle_by_schedule(data))
+
+
+def read(path: Path) -> list[FigureRow]:
+    return [FigureRow.from_json(d) for d in json.loads(Path(path).read_text())]

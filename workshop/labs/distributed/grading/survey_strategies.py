@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 
 from workshop.i18n import N_, _
-from workshop.labs.distributed.survey_text import sentences
+from workshop.labs.distributed.grading.survey_text import sentences
 
 # What a collective can carry, by the words that name it
 OBJECTS = {

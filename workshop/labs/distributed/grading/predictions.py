@@ -14,14 +14,12 @@ import functools
 import itertools
 import math
 
-from workshop.grading.checks import miss
 from workshop.grading.questions import Question, grade_answers
 from workshop.i18n import N_, _
 from workshop.lab import LabContext
-from workshop.labs.distributed import pp, tp
-from workshop.labs.distributed.checks import checkpoint_param_bytes
-from workshop.labs.distributed.exercises import PREDICTION_TOLERANCE as TOLERANCE
-from workshop.labs.distributed.figures import Figure
+from workshop.labs.distributed import plans
+from workshop.labs.distributed.figure_rows import FigureRow
+from workshop.labs.distributed.grading.exercises import PREDICTION_TOLERANCE as TOLERANCE
 from workshop.labs.distributed.training import ROWS
 from workshop.minigpt.grammar import MAX_SENTENCE_LEN
 from workshop.minigpt.model import GPT, GPTConfig
@@ -75,7 +73,7 @@ def reference(n: int, cfg: GPTConfig = GPTConfig()) -> dict:
     padded = sum(-(-s[0] // n) * math.prod(s[1:]) for s in shapes.values()) * FP32
     root = FP32 * sum(math.prod(s) for name, s in shapes.items() if not name.startswith("blocks."))
     masks = cfg.n_layer * cfg.block_size**2  # DDP broadcasts the causal masks (bool) from rank 0
-    m = pp.microbatches(n)
+    m = plans.microbatches(n)
     return {
         "n": n,
         "ddp": {"held_bytes": 3 * params, "collectives": 2, "comm_bytes": params + masks},
@@ -87,7 +85,7 @@ def reference(n: int, cfg: GPTConfig = GPTConfig()) -> dict:
             "comm_bytes": (3 * n * padded - root) if talks else 0,
         },
         "tp": None
-        if tp.usable(n, cfg)
+        if plans.tp_usable(n, cfg)
         else {
             "held_bytes": 3 * FP32 * sum(tp_local_numel(k, s, n) for k, s in shapes.items()),
             "collectives": 6 * cfg.n_layer + 4
@@ -98,7 +96,7 @@ def reference(n: int, cfg: GPTConfig = GPTConfig()) -> dict:
             else 3 * per_token,
         },
         "pp": None
-        if pp.usable(n, cfg)
+        if plans.pp_usable(n, cfg)
         else {
             "held_bytes": 3 * max(stage_bytes(shapes, r, n, cfg) for r in range(n)),
             "collectives": 2 * m
@@ -109,7 +107,7 @@ def reference(n: int, cfg: GPTConfig = GPTConfig()) -> dict:
     }
 
 
-def measured(figure: Figure) -> dict[str, float]:
+def measured(figure: FigureRow) -> dict[str, float]:
     return {
         "held_bytes": figure.state_bytes_per_rank,
         "collectives": figure.calls,
@@ -124,13 +122,9 @@ def off_by(predicted: float, actual: float) -> float:
     return abs(predicted / actual - 1)
 
 
-def grade(ctx: LabContext, predictions, figures: list[Figure]) -> None:
-    """Grade the learner's PREDICTIONS (or the reference's formula) against this run's figures; a strategy
-    that did not run at this N is not graded (its own failed check says why)."""
-    n = ctx.n_procs
-    predictions = (
-        predictions(n) if callable(predictions) else predictions
-    )  # the reference: the formula
+def grade(ctx: LabContext, predictions, figures: list[FigureRow], n: int) -> None:
+    """Grade the learner's PREDICTIONS (or the reference's, reference(n)) against the figures of a run at N = n;
+    a strategy that did not run at this N is not graded (its own failed check says why)."""
     by_run = {(f.strategy, f.run): f for f in figures}
     ran = {s: by_run[(s, run)] for s, run in STRATEGY_RUN.items() if (s, run) in by_run}
     truths = {"n": n, **{strategy: measured(figure) for strategy, figure in ran.items()}}
@@ -139,35 +133,17 @@ def grade(ctx: LabContext, predictions, figures: list[Figure]) -> None:
 
 
 def explain(question: Question, value: float, actual: float, facts: dict) -> str | None:
-    """What a wrong prediction most likely missed (grade_answers' explain), without the measured figure."""
+    """What a wrong prediction most likely missed (grade_answers' explain), without the measured figure (the
+    grader shows the miss: "about 2x too low"). facts: this run's figures of every strategy that ran."""
     if question.key == "n":
         return _(
             "these predictions are for N={theirs}: predict for this run's N, or run with --n {theirs}"
         ).format(theirs=value)
     strategy, name = question.path
-    return diagnosis(strategy, name, value, Figure.from_json(facts[strategy]))
-
-
-def diagnosis(strategy: str, name: str, value: float, figure: Figure) -> str:
-    """What a wrong prediction most likely missed, from how it relates to the measured figure; never the measured
-    value itself (predictions stay predictions): where nothing explains it, how far off it is."""
-    actual = measured(figure)[name]
-    if name == "held_bytes":
-        return held_diagnosis(strategy, value, actual, figure.n)
-    if left_out := missing_rows(name, value, figure):
-        return _("{strategy}: you left out {rows}").format(strategy=strategy, rows=left_out)
-    if name == "comm_bytes" and actual and abs(value * FP32 / actual - 1) <= TOLERANCE:
-        return _("{strategy}: that is elements, not bytes (fp32: 4 bytes each)").format(
-            strategy=strategy
-        )
-    if name == "comm_bytes" and figure.sent_bytes and off_by(value, figure.sent_bytes) <= TOLERANCE:
-        return _(
-            "{strategy}: that is what rank 0 sends on the wire; give the buffers' bytes"
-        ).format(strategy=strategy)
-    return _(
-        "{strategy}: {miss}; count every call of forward, backward and the optimizer step, a send and a "
-        "receive alike"
-    ).format(strategy=strategy, miss=miss(value, actual))
+    figures = {s: FigureRow.from_json(row) for s, row in facts.items()}
+    return mixed_up(strategy, name, value, figures) or diagnosis(
+        strategy, name, value, figures[strategy]
+    )
 
 
 # A strategy other than DDP predicted with DDP's figures: what it does instead
@@ -185,7 +161,38 @@ NOT_DDP = {
 }
 
 
-def missing_rows(name: str, value: float, figure: Figure) -> str:
+def mixed_up(strategy: str, name: str, value: float, figures: dict[str, FigureRow]) -> str | None:
+    """Names a strategy predicted with DDP's figure for this field (this run's DDP row), else None."""
+    ddp = figures.get("ddp")
+    if strategy == "ddp" or ddp is None or ddp.n == 1:
+        return None
+    if off_by(value, measured(ddp)[name]) > TOLERANCE / 2:
+        return None
+    return _("{strategy}: that is DDP's figure ({name}): {why}").format(
+        strategy=strategy, name=name, why=_(NOT_DDP[strategy])
+    )
+
+
+def diagnosis(strategy: str, name: str, value: float, figure: FigureRow) -> str | None:
+    """What a wrong prediction most likely missed, from how it relates to the measured figure; None where
+    nothing explains it (the grader then says where to look)."""
+    actual = measured(figure)[name]
+    if name == "held_bytes":
+        return held_diagnosis(strategy, value, actual, figure.n)
+    if left_out := missing_rows(name, value, figure):
+        return _("{strategy}: you left out {rows}").format(strategy=strategy, rows=left_out)
+    if name == "comm_bytes" and actual and abs(value * FP32 / actual - 1) <= TOLERANCE:
+        return _("{strategy}: that is elements, not bytes (fp32: 4 bytes each)").format(
+            strategy=strategy
+        )
+    if name == "comm_bytes" and figure.sent_bytes and off_by(value, figure.sent_bytes) <= TOLERANCE:
+        return _(
+            "{strategy}: that is what rank 0 sends on the wire; give the buffers' bytes"
+        ).format(strategy=strategy)
+    return None
+
+
+def missing_rows(name: str, value: float, figure: FigureRow) -> str:
     """The logged rows ("backward allgather_base") whose leaving out explains the prediction, the fewest that do
     ('' if none; "a or b" where several explain it equally)."""
     rows = figure.collectives_rank0
@@ -205,14 +212,8 @@ def missing_rows(name: str, value: float, figure: Figure) -> str:
     return ""
 
 
-def held_diagnosis(strategy: str, value: float, actual: float, n: int) -> str:
-    """What a wrong held_bytes most likely counted. DDP's figure, the whole model's state on every rank, comes
-    from the checkpoint the demos load (not from the reference: the learner edition has none)."""
-    whole = 3 * checkpoint_param_bytes()  # parameters, gradients and momentum of the whole model
-    if strategy != "ddp" and n > 1 and off_by(value, whole) <= TOLERANCE / 2:
-        return _("{strategy}: that is DDP's figure ({name}): {why}").format(
-            strategy=strategy, name="held_bytes", why=_(NOT_DDP[strategy])
-        )
+def held_diagnosis(strategy: str, value: float, actual: float, n: int) -> str | None:
+    """What a wrong held_bytes most likely counted, from the measured figure (None: nothing explains it)."""
     hints = [
         (
             actual / 3,
@@ -228,11 +229,13 @@ def held_diagnosis(strategy: str, value: float, actual: float, n: int) -> str:
     ]
     if n > 1 and strategy == "ddp":
         hints.append(
-            (whole / n, _("DDP splits nothing: every rank holds the whole model and its state"))
+            (actual / n, _("DDP splits nothing: every rank holds the whole model and its state"))
         )
-    for expected, hint in hints:
-        if off_by(value, expected) <= TOLERANCE / 2:
-            return _("{strategy}: {hint}").format(strategy=strategy, hint=hint)
-    return _(
-        "{strategy}: {miss}; count parameters, gradients and momentum on the rank that holds most"
-    ).format(strategy=strategy, miss=miss(value, actual))
+    return next(
+        (
+            _("{strategy}: {hint}").format(strategy=strategy, hint=hint)
+            for expected, hint in hints
+            if off_by(value, expected) <= TOLERANCE / 2
+        ),
+        None,
+    )

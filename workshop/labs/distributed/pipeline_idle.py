@@ -19,7 +19,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from workshop.labs.distributed.records import Interval, Run, timed_steps
+from workshop.labs.distributed.measurements import Interval, Run, timed_steps
 
 
 def theory(p: int, m: int, v: int = 1) -> float:
