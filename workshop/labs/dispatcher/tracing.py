@@ -53,9 +53,8 @@ class ScenarioResult:
     gemm_ops: list[str]  # the GEMM ops the trace holds, in call order (one expected)
     gemm_kernels: list[str]  # the device kernels the GEMM op launched (CUDA)
     output: str
-    output_keys: list[
-        str
-    ]  # the result's own key set: one made inside inference_mode lacks autograd's keys
+    # the result's own key set: one made inside inference_mode lacks autograd's keys
+    output_keys: list[str]
     output_equals_plain_call: bool  # bitwise equal to the same call made with nobody watching
     notes: list[str]
 
