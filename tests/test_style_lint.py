@@ -33,6 +33,7 @@ PLANTED = [
     ("perfilar", "El laboratorio perfila el kernel."),
     ("informar de", "El profiler informa del tiempo de cada kernel."),
     ("se cae", "Si el proceso se cae, el laboratorio falla."),
+    ("soportar", "Una llamada a una extensión de C no soportada."),
     ("a plural faked with (s)", "3 dirección(es) en total."),
     ("a plural faked with (s)", "Ejecuta el forward una vez/veces."),
     ("gerund as an adjective", "Escribe un fichero conteniendo el grafo."),
@@ -46,6 +47,7 @@ PLANTED = [
     ("the workshop's name", "El taller de las tripas de PyTorch."),
     ("English status word", "autograd: 3 PASS, 1 FAIL"),
     ("English status word", "el ejercicio está ok"),
+    ("English status word", "[autograd] graded autograd.linear_grads: not started"),
     ("status word outside the vocabulary", "OK / FALLO / PENDIENTE por ejercicio"),
     ("English sentence", "Cada rank guarda el modelo: the job inherits this environment."),
 ]

@@ -116,6 +116,11 @@ WORD_RULES = [
     ),
     Rule("se cae", _words(r"se\s+ca(?:e|en|yó|yeron|iga|igan|erá)"), "falla, termina con un error"),
     Rule(
+        "soportar",
+        _words(r"soport(?:a|an|ar|ado|ada|ados|adas|e|en)"),
+        "admitir, funcionar con (soportar is to bear: a calque of to support)",
+    ),
+    Rule(
         "a plural faked with (s)",
         # a word of two or more small letters, alumno(a) (not HTTP(S), not exp(a) in a formula)
         re.compile(r"[a-záéíóúüñ]{2}\((?:s|es|as|os)\)|o\(a\)|\bvez/veces\b"),
@@ -150,7 +155,10 @@ TERM_RULES = [
 STATUS_RULES = [
     Rule(
         "English status word",
-        re.compile(r"\b(?:PASS(?:ED)?|FAIL(?:ED|ING)?|TODO|passed|failed|passing|failing|ok|OK)\b"),
+        re.compile(
+            r"\b(?:PASS(?:ED)?|FAIL(?:ED|ING)?|TODO|passed|failed|passing|failing|ok|OK)\b"
+            r"|\bnot (?:started|graded|checked yet)\b"
+        ),
         "superado / no superado / sin empezar / sin corregir",
     ),
     Rule(
