@@ -12,7 +12,7 @@ from conftest import assert_result_shape, read_result
 from workshop.harness.options import RunOptions
 from workshop.i18n import templates
 from workshop.lab import LabContext
-from workshop.labs.distributed import checks, figures, lab
+from workshop.labs.distributed import checks, collectives, figures, lab
 from workshop.labs.distributed.records import Measurements
 
 FOLDER = Path(lab.__file__).parent
@@ -118,6 +118,7 @@ def test_figures_are_written_with_their_wire_bytes(lab_dir):
     rows = figures.read(lab_dir("distributed", n=2) / "figures.json")
     assert {(r.strategy, r.run) for r in rows} == {
         ("ddp", "ddp"),
+        ("ddp", "small_buckets"),
         ("fsdp", "fsdp"),
         ("tp", "tp"),
         ("pp", "gpipe"),
@@ -128,6 +129,22 @@ def test_figures_are_written_with_their_wire_bytes(lab_dir):
     assert ddp.sent_bytes == pytest.approx(
         ddp.comm_bytes - 4096 / 2
     )  # N=2: all-reduce 1x, broadcast 1/2
+
+
+@pytest.mark.distributed
+@pytest.mark.slow
+def test_ddp_overlaps_backward_only_with_small_buckets(lab_dir):
+    """The default run's one bucket is all-reduced when backward has ended; small buckets' all but the last while
+    backward still runs. Both all-reduce the parameters' bytes."""
+    rows = {r.run: r for r in figures.read(lab_dir("distributed", n=2) / "figures.json")}
+    default, small = rows["ddp"], rows["small_buckets"]
+    assert default.overlap() == 0 and small.overlap() >= checks.MIN_SMALL_BUCKET_OVERLAP
+    assert default.issued_early() == (0, 1) and small.issued_early() == (3, 4)
+    for row, calls in ((default, 1), (small, 4)):
+        assert collectives.total(row.collectives_rank0, "allreduce", "backward") == (
+            calls,
+            1_118_048,
+        )
 
 
 @pytest.mark.distributed
@@ -198,6 +215,7 @@ def summary_values(**changes) -> dict:
         "skipped": {},
         "figures": [],
         "fsdp_vs_ddp": None,
+        "ddp_overlap": None,
         "reduce_scatter_as_all_reduce": False,
         "traces": [],
         "pipeline": [],
@@ -215,6 +233,22 @@ def pipeline_idle(measured, theory, share):
     from workshop.labs.distributed.idle import Idle
 
     return Idle(measured, [measured], theory, 1e-4, 0.1, 0.1, 1.0, 8, 0.5, share)
+
+
+def ddp_overlap(shown: bool) -> dict:
+    """The DDP runs' section as lab.ddp_overlap gives it: the committed N=2 run's counts."""
+    default = dict(
+        demo="ddp", trace="ddp/a.json.gz", issued=1, early=0, after=0, ops=309, share=0.0
+    )
+    small = dict(demo="ddp/small_buckets", trace="ddp/b.json.gz", issued=4, early=3, after=284)
+    runs = [default, small | dict(ops=309, share=284 / 309)]
+    return {"cap_mb": 0.25, "runs": runs, "shown": shown}
+
+
+def test_the_ddp_runs_are_tabulated_and_contrasted_only_when_the_run_shows_it():
+    text = templates.render(FOLDER, "en", summary_values(ddp_overlap=ddp_overlap(shown=False)))
+    assert "| ddp/small_buckets | 4 | 3 | 284 of 309 (92%) |" in text
+    assert "With small buckets" not in text
 
 
 SENTENCES = [  # (what the run shows, a phrase the summary prints only then)
@@ -253,8 +287,9 @@ SENTENCES = [  # (what the run shows, a phrase the summary prints only then)
                 "fsdp_sent": 1.52e6,
             }
         },
-        "an all-reduce sends each byte of its buffer twice over",
+        "each rank sends 2(N-1)/N with an all-reduce",
     ),
+    ({"ddp_overlap": ddp_overlap(shown=True)}, "With small buckets 3 of 4 all-reduces were issued"),
 ]
 
 

@@ -65,9 +65,9 @@ WRONG_PREDICTIONS = [  # (what the learner did, the changes, the check that fail
         "the DDP broadcast forgotten",
         {"ddp__collectives": 1},
         "ddp collectives",
-        "forward broadcast x1",
+        "forward broadcast",
     ),
-    ("FSDP as if replicated", {"fsdp__held_bytes": 3 * P}, "fsdp held_bytes", "only its part"),
+    ("FSDP as if replicated", {"fsdp__held_bytes": 3 * P}, "fsdp held_bytes", "DDP's figure"),
     (
         "elements, not bytes",
         {"tp__comm_bytes": 1_128_512 // 4},
@@ -75,7 +75,12 @@ WRONG_PREDICTIONS = [  # (what the learner did, the changes, the check that fail
         "elements, not bytes",
     ),
     ("wire bytes for buffers", {"fsdp__comm_bytes": 1_517_920}, "fsdp comm_bytes", "on the wire"),
-    ("pipeline sends only", {"pp__collectives": 4}, "pp collectives", "a send and a receive alike"),
+    (
+        "pipeline sends only",
+        {"pp__collectives": 4},
+        "pp collectives",
+        "schedule send or schedule recv",
+    ),
     (
         "FSDP's backward gathers forgotten",
         {"fsdp__comm_bytes": 2_236_096},
@@ -84,6 +89,49 @@ WRONG_PREDICTIONS = [  # (what the learner did, the changes, the check that fail
     ),
     ("predicted for another N", {"n": 4}, "made for this run's N", "this run has N=2"),
 ]
+
+
+def test_fsdp_predicted_with_ddps_figures_is_named_first(ctx):
+    ddp = predictions.reference(N)["ddp"]
+    grade_predictions(ctx, edited(fsdp=dict(ddp)))
+    first = next(c for c in ctx.checks if not c.passed)
+    assert first.name.startswith("predictions: fsdp")
+    assert first.message.startswith("fsdp: that is DDP's figure"), first.message
+
+
+def written_forms(n: float) -> set[str]:
+    """How a message could write a measured figure: 1118048, 1,118,048, 1 118 048, 1.118.048, 1.12 MB ..."""
+    whole = round(n)
+    grouped = f"{whole:,}"
+    forms = {str(whole), grouped, grouped.replace(",", " "), grouped.replace(",", ".")}
+    forms |= {f"{n / 1e6:.2f}", f"{n / 1e3:.0f} kB", f"{n / 1e6:.1f} MB"} if n >= 1e4 else set()
+    return forms
+
+
+def test_no_failing_prediction_message_gives_the_measured_value(ctx):
+    """Every field of every strategy off by a factor, and the planted mistakes: no message of a failed check
+    writes the run's figure, in any of the forms a number is written."""
+    messages = []
+    for scale in (0.0, 0.3, 0.5, 1.3, 2.0, 7.0):
+        changed = copy.deepcopy(predictions.reference(N))
+        for strategy in predictions.STRATEGY_RUN:
+            changed[strategy] = {k: round(v * scale) for k, v in changed[strategy].items()}
+        ctx.checks.clear()
+        messages += grade_predictions(ctx, changed).values()
+    for _mistake, changes, _check, _words in WRONG_PREDICTIONS:
+        ctx.checks.clear()
+        messages += grade_predictions(ctx, edited(**changes)).values()
+    figures_of_run = {v for f in RUN for v in predictions.measured(f).values() if v > 9} | {
+        f.sent_bytes for f in RUN if f.sent_bytes
+    }
+    leaked = [
+        (m, form)
+        for m in messages
+        for v in figures_of_run
+        for form in written_forms(v)
+        if form in m
+    ]
+    assert messages and leaked == []
 
 
 @pytest.mark.parametrize(
@@ -256,6 +304,42 @@ WRONG_SURVEYS = [
         "all-gather",
     ),
     (
+        "tensor parallel described as pipeline parallel",
+        lambda t: t.replace(
+            "Tensor parallel splits each big matrix by columns or rows, so a rank holds",
+            "Tensor parallel splits the blocks into consecutive stages, one per rank, so a rank holds",
+        ).replace(
+            "Every block waits for an all-reduce of its activations, forward and backward.",
+            "Each stage sends its activations to the next one, and an all-reduce averages the loss.",
+        ),
+        "tensor parallel named",
+        "a stage of layers is pipeline parallel",
+    ),
+    (
+        "FSDP's collectives swapped",
+        lambda t: t.replace(
+            "It must all-gather\nthe parameters before each unit runs and reduce-scatter the gradients",
+            "It must reduce-scatter\nthe parameters before each unit runs and all-gather the gradients",
+        ),
+        "FSDP named",
+        "says all-gather of gradients",
+    ),
+    (
+        "DDP said to all-reduce activations",
+        lambda t: t.replace("one all-reduce of the gradients", "one all-reduce of the activations"),
+        "DDP named",
+        "what the all-reduce carries (gradients)",
+    ),
+    (
+        "pipeline parallel said to all-reduce",
+        lambda t: t.replace(
+            "Activations travel by send and recv between\nneighbours",
+            "The gradients are all-reduced across the stages",
+        ),
+        "pipeline parallel named",
+        "says all-reduce of gradients",
+    ),
+    (
         "a figure from the H200 run",
         lambda t: t + "\nDDP's step took 14.0 ms on the H200s.\n",
         "traces to the run's figures",
@@ -271,6 +355,13 @@ def test_wrong_surveys_fail_with_a_pointed_message(ctx, tmp_path, mistake, chang
     wrong = grade_survey(ctx, tmp_path, change(good_survey()))
     hits = {name: message for name, message in wrong.items() if check in name}
     assert hits and any(words in m for m in hits.values()), wrong
+
+
+def test_a_negated_collective_claims_nothing(ctx, tmp_path):
+    text = good_survey().replace(
+        "It must all-gather", "FSDP does not all-reduce the gradients. It must all-gather"
+    )
+    assert grade_survey(ctx, tmp_path, text) == {}
 
 
 def test_figures_of_another_run_are_refused(ctx, tmp_path):

@@ -40,7 +40,7 @@ class Mutation:
 
 
 PP_BUSY_TENTH = """
-import workshop.labs.distributed.timeline as timeline
+import workshop.labs.distributed.pipeline_timeline as timeline
 
 def watch(self, stage):
     for kind, method in (("F", "forward_one_chunk"), ("B", "backward_one_chunk")):
@@ -54,14 +54,14 @@ def watch(self, stage):
 
         setattr(stage, method, timed)
 
-timeline.Timeline.watch = watch
+timeline.PipelineTimeline.watch = watch
 """
 
 DDP_SHARDS = """
 import torch.nn.parallel
 from torch.distributed.fsdp import fully_shard
 
-torch.nn.parallel.DistributedDataParallel = lambda model, device_ids=None: fully_shard(model)
+torch.nn.parallel.DistributedDataParallel = lambda model, device_ids=None, **kw: fully_shard(model)
 """
 
 DDP_SUMS = """
@@ -79,6 +79,22 @@ class Summing(torch.nn.parallel.DistributedDataParallel):
         self.register_comm_hook(None, hook)
 
 torch.nn.parallel.DistributedDataParallel = Summing
+"""
+
+DDP_CAP_IGNORED = """
+import torch.nn.parallel
+
+_DDP = torch.nn.parallel.DistributedDataParallel
+torch.nn.parallel.DistributedDataParallel = lambda *a, bucket_cap_mb=None, **kw: _DDP(*a, **kw)
+"""
+
+DDP_ALWAYS_SMALL = """
+import torch.nn.parallel
+
+_DDP = torch.nn.parallel.DistributedDataParallel
+torch.nn.parallel.DistributedDataParallel = lambda *a, bucket_cap_mb=None, **kw: _DDP(
+    *a, bucket_cap_mb=0.25, **kw
+)
 """
 
 FSDP_ROOT_ONLY = """
@@ -115,6 +131,18 @@ MUTATIONS = [
         "ddp: final parameters equal the reference",
         "ddp",
         DDP_SUMS,
+    ),
+    Mutation(
+        "DDP's small-bucket run leaves bucket_cap_mb out: one bucket, issued at backward's end",
+        "ddp/small_buckets: share of backward's ops run after its first all-reduce was issued",
+        "ddp",
+        DDP_CAP_IGNORED,
+    ),
+    Mutation(
+        "DDP's default run given small buckets: its all-reduces start during backward",
+        "ddp: share of backward's ops run after its first all-reduce was issued",
+        "ddp",
+        DDP_ALWAYS_SMALL,
     ),
     Mutation(
         "FSDP wraps only the root: one unit, nothing freed between blocks",

@@ -113,6 +113,33 @@ SPANISH_MISTAKES = {  # each English wrong survey (test_distributed_exercises.py
         ),
         "all-gather",
     ),
+    "tensor parallel described as pipeline parallel": (
+        lambda t: t.replace(
+            "parte cada matriz grande por columnas o por filas",
+            "parte los bloques en etapas consecutivas, una por rank,",
+        ).replace(
+            "Cada bloque espera a un all-reduce de sus activaciones, en el forward y en el backward.",
+            "Cada etapa envía sus activaciones a la siguiente, y un all-reduce promedia la pérdida.",
+        ),
+        "a stage of layers is pipeline parallel",
+    ),
+    "FSDP's collectives swapped": (
+        lambda t: t.replace(
+            "un\nall-gather de los parámetros", "un\nreduce-scatter de los parámetros"
+        ).replace("y un reduce-scatter de los gradientes", "y un all-gather de los gradientes"),
+        "says all-gather of gradients",
+    ),
+    "DDP said to all-reduce activations": (
+        lambda t: t.replace("un all-reduce de los gradientes", "un all-reduce de las activaciones"),
+        "what the all-reduce carries (gradients)",
+    ),
+    "pipeline parallel said to all-reduce": (
+        lambda t: t.replace(
+            "Las activaciones viajan con send y recv entre\nvecinos",
+            "Los gradientes se reducen con un all-reduce entre las etapas",
+        ),
+        "says all-reduce of gradients",
+    ),
     "a figure from the H200 run": (
         lambda t: t + "\nEl paso de DDP tardó 14,0 ms en las H200.\n",
         "14,0 ms",
@@ -136,7 +163,7 @@ def test_wrong_spanish_surveys_fail_with_a_pointed_message(
 
 
 def test_the_page_is_measured_in_the_surveys_language(ctx, tmp_path):
-    """The Spanish model answer's 759 words are one page in Spanish (over English's 700); a Spanish survey past
+    """The Spanish model answer's 806 words are one page in Spanish (over English's 700); a Spanish survey past
     820 words is cut."""
     assert (
         survey.WORDS["en"][1]

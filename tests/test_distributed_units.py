@@ -10,7 +10,16 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from workshop.labs.distributed import collectives, common, comms, flight_recorder, idle, traces
+from workshop.labs.distributed import (
+    collective_log,
+    collectives,
+    flight_recorder,
+    idle,
+    rank_memory,
+    reference,
+    traces,
+    training,
+)
 from workshop.labs.distributed.pp import Stage, schedules_for
 from workshop.labs.distributed.records import RankRecord, Run
 from workshop.minigpt.model import GPT, GPTConfig
@@ -24,7 +33,7 @@ def one_rank_group():
 
 
 def test_collective_log_records_ops_phases_and_bytes(one_rank_group):
-    log = comms.CollectiveLog()
+    log = collective_log.CollectiveLog()
     with log:
         with log.in_phase("backward"):
             dist.all_reduce(torch.ones(10))  # 40 bytes
@@ -123,32 +132,32 @@ def test_interleaving_needs_two_stages_per_rank():
 
 
 def test_reference_run_is_deterministic_and_chunking_only_regroups():
-    a, b = common.reference_run(2, 2, "cpu"), common.reference_run(2, 2, "cpu")
+    a, b = reference.run_alone(2, 2, "cpu"), reference.run_alone(2, 2, "cpu")
     assert a.losses == b.losses and a.compute_s > 0
     assert all(torch.equal(a.params[n], b.params[n]) for n in a.params)
-    x1, _ = common.batches(2, 1, "cpu")
-    x4, _ = common.batches(2, 4, "cpu")
-    assert x1.shape[:3] == (2, 1, common.ROWS) and x4.shape[:3] == (2, 4, common.ROWS)
+    x1, _ = training.batches(2, 1, "cpu")
+    x4, _ = training.batches(2, 4, "cpu")
+    assert x1.shape[:3] == (2, 1, training.ROWS) and x4.shape[:3] == (2, 4, training.ROWS)
 
 
 def test_held_bytes_count_params_grads_and_momentum_once_each():
     model = torch.nn.Linear(4, 3)  # 15 fp32 parameters = 60 bytes
-    opt = common.optimizer(model.parameters())
+    opt = training.optimizer(model.parameters())
     model(torch.ones(2, 4)).sum().backward()
     opt.step()
-    assert common.held(list(model.parameters()), opt) == {
+    assert rank_memory.held(list(model.parameters()), opt) == {
         "params": 60,
         "grads": 60,
         "optimizer": 60,
     }
     shared = torch.zeros(100)  # two views of one storage hold its 400 bytes once
-    assert common.storage_bytes([shared[:10], shared[50:]]) == 400
+    assert rank_memory.storage_bytes([shared[:10], shared[50:]]) == 400
 
 
 def test_digests_tell_replicas_apart():
     a = {"w": torch.ones(3)}
-    assert common.digest(a) == common.digest({"w": torch.ones(3)})
-    assert common.digest(a) != common.digest({"w": torch.tensor([1.0, 1.0, 1.0 + 1e-7])})
+    assert rank_memory.digest(a) == rank_memory.digest({"w": torch.ones(3)})
+    assert rank_memory.digest(a) != rank_memory.digest({"w": torch.tensor([1.0, 1.0, 1.0 + 1e-7])})
 
 
 def test_flight_recorder_dumps_name_the_collective_a_rank_never_entered(tmp_path):
@@ -201,3 +210,84 @@ def test_collective_seconds_read_from_gloo_spans_and_nccl_kernels(tmp_path):
     assert traces.collective_seconds(path) == pytest.approx(
         {"allreduce": 1.5e-3, "allgather": 2.5e-4}
     )
+
+
+def test_collectives_are_logged_in_the_phase_the_step_is_in(one_rank_group):
+    """Forward unless autograd runs a backward (its hooks included) or the optimizer steps; a named phase wins."""
+    w = torch.ones(3, requires_grad=True)
+    opt = torch.optim.SGD([w], lr=0.1)
+    w.register_post_accumulate_grad_hook(lambda p: dist.all_reduce(p.grad))  # as DDP's reducer does
+    opt.register_step_post_hook(lambda *_: dist.broadcast(w.detach(), src=0))
+    log = collective_log.CollectiveLog()
+    handles = log.watch(opt)
+    with log:
+        dist.broadcast(torch.ones(2), src=0)
+        (w * 2).sum().backward()
+        opt.step()
+        with log.in_phase("schedule"):
+            (w * 3).sum().backward()
+    for handle in handles:
+        handle.remove()
+    assert [(phase, op) for phase, op, _ in log.events] == [
+        ("forward", "broadcast"),
+        ("backward", "allreduce"),
+        ("optimizer", "broadcast"),
+        ("schedule", "allreduce"),
+    ]
+
+
+def op(name: str, ts: float, dur: float = 1.0) -> dict:
+    return {"ph": "X", "name": name, "ts": ts, "dur": dur, "cat": "cpu_op"}
+
+
+def trace_file(tmp_path, events: list[dict]):
+    path = tmp_path / "trace.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump({"traceEvents": events}, f)
+    return path
+
+
+BACKWARD = [op(f"{traces.AUTOGRAD_OP}AddmmBackward0", float(t), 1.0) for t in range(10, 20)]
+
+
+def test_an_all_reduce_issued_by_backwards_last_gradient_overlaps_nothing(tmp_path):
+    """DDP's default run: one bucket, issued inside the last autograd op (its AccumulateGrad's hook); the
+    collective log's dispatch mode dispatches it twice, nested: one collective."""
+    issued = [op("c10d::allreduce_", 19.2, 0.5), op("c10d::allreduce_", 19.3, 0.3)]
+    ops, during = traces.backward_overlap(trace_file(tmp_path, BACKWARD + issued))
+    assert (ops, during) == (10, [("allreduce", 0)])
+    assert traces.overlap(ops, during, "allreduce") == 0.0
+
+
+def test_small_buckets_issue_all_reduces_with_backward_still_to_run(tmp_path):
+    issued = [op("c10d::allreduce_", t, 0.2) for t in (12.5, 16.5, 19.5)]
+    others = [op("c10d::broadcast_", 2.0), op("gloo:all_reduce", 12.6, 5.0)]  # forward; the work
+    ops, during = traces.backward_overlap(trace_file(tmp_path, BACKWARD + issued + others))
+    assert during == [("allreduce", 7), ("allreduce", 3), ("allreduce", 0)]
+    assert traces.overlap(ops, during, "allreduce") == pytest.approx(0.7)
+    assert traces.overlap(ops, during, "reducescatter") is None
+    assert traces.backward_overlap(trace_file(tmp_path, issued)) == (0, [])  # no backward traced
+
+
+@pytest.mark.parametrize(
+    "default_buckets, after, passed",
+    [
+        (True, [0], True),
+        (True, [7, 0], False),  # a second bucket: an all-reduce before backward's last gradient
+        (False, [7, 3, 0], True),
+        (False, [0], False),  # the small buckets not used: one all-reduce at the end
+        (False, [], False),  # no all-reduce in backward's trace at all
+    ],
+)
+def test_the_overlap_check_tells_one_bucket_from_small_ones(
+    default_buckets, after, passed, tmp_path
+):
+    from workshop.harness.options import RunOptions
+    from workshop.lab import LabContext
+    from workshop.labs.distributed import checks
+
+    rank0 = RankRecord(0, [], 0.0, [], {}, "", backward_ops=10)
+    rank0.issued_in_backward = [("allreduce", n) for n in after]
+    ctx = LabContext("distributed", tmp_path, RunOptions("cpu", 2, 0))
+    checks.check_overlap(ctx, "ddp", default_buckets, rank0)
+    assert [c.passed for c in ctx.checks] == [passed]

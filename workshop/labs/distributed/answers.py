@@ -10,9 +10,9 @@ import math
 from workshop.i18n import N_, _
 from workshop.lab import LabContext
 from workshop.labs.distributed import collectives, idle, pp
-from workshop.labs.distributed.common import ROWS
 from workshop.labs.distributed.figures import Figure
 from workshop.labs.distributed.records import Measurements
+from workshop.labs.distributed.training import ROWS
 from workshop.minigpt.grammar import MAX_SENTENCE_LEN
 from workshop.minigpt.model import GPTConfig
 

@@ -2,6 +2,14 @@
 (averages) the gradients during backward, bucket by bucket, so all replicas take the same step. In forward
 DDP also broadcasts the module's buffers from rank 0 (broadcast_buffers=True).
 
+Two runs, from the same checkpoint, that differ only in DDP's buckets (BUCKET_CAP_MB). A bucket is all-reduced
+once its last gradient has arrived. By default the first bucket is capped at 1 MiB and the others at 25 MiB;
+the model's 1,118,048 B of gradients all fall in that first bucket, because the gradient that takes it past
+1 MiB (1,048,576 B) is the last to arrive, tok_emb's (153,600 B): its one all-reduce is issued when backward has
+nothing left to compute, and overlaps none of it. With small buckets (0.25 MiB) the all-reduces of the first
+buckets are issued while backward is still computing the earlier layers' gradients: communication overlaps
+computation, which is what buckets are for.
+
     python -m torch.distributed.run --nproc-per-node 2 -m workshop.labs.distributed.ddp --out /tmp/ddp
 """
 
@@ -11,18 +19,46 @@ from torch.distributed.elastic.multiprocessing.errors import record
 from torch.nn.parallel import DistributedDataParallel
 
 from workshop.i18n import N_
-from workshop.labs.distributed import common
+from workshop.labs.distributed import process_group, reference, results, training
+from workshop.labs.distributed.instruments import Instruments
+from workshop.labs.distributed.records import Run
+from workshop.minigpt.model import lm_loss
+
+# run -> DDP's bucket_cap_mb (MiB); None: DDP's default (a first bucket of 1 MiB, then 25 MiB)
+BUCKET_CAP_MB = {"ddp": None, "small_buckets": 0.25}
+
+
+def train(args, rank: process_group.Rank, run: str) -> Run:
+    model = training.load_model(rank.device)
+    ids = [rank.device.index] if rank.device.type == "cuda" else None
+    ddp = DistributedDataParallel(model, device_ids=ids, bucket_cap_mb=BUCKET_CAP_MB[run])
+    opt = training.optimizer(ddp.parameters())
+    x, y = training.batches(args.steps, rank.world, rank.device)  # (steps, N, ROWS, T)
+    mine = rank.rank  # the chunk of each step's batch this rank trains on
+    with Instruments(args, rank, run, opt) as measure:
+        for s in measure.steps():
+            opt.zero_grad()
+            # forward: DDP first broadcasts rank 0's buffers (the causal masks) to every replica
+            loss = lm_loss(ddp(x[s, mine]), y[s, mine])
+            # backward: as each bucket's last gradient arrives, DDP all-reduces (averages) the bucket
+            loss.backward()
+            # every replica takes the same step: its gradients are now the average of all ranks'
+            opt.step()
+            measure.loss(loss.item())
+    ref = reference.shared(args.steps, rank.world, rank.device)
+    return results.whole_model_run(measure.record(), model, opt, ref, chunks=rank.world)
 
 
 @record  # a rank's traceback goes into torchrun's failure summary
 def main() -> None:
-    args = common.parse_args(N_("DDP demo of the MiniGPT (run under torchrun)"))
-    rank = common.setup(args)
-    model = common.load_model(rank.device)
-    ids = [rank.device.index] if rank.device.type == "cuda" else None
-    # the all-reduce runs while backward goes on: one bucket (25 MB cap) holds this model's 1.1 MB
-    ddp = DistributedDataParallel(model, device_ids=ids)
-    common.train_data_parallel(args, rank, "ddp", model, ddp)
+    args = process_group.parse_args(
+        N_("DDP demo of the MiniGPT (run under torchrun)"),
+        [process_group.runs_option("--runs", BUCKET_CAP_MB)],
+    )
+    rank = process_group.join(args)
+    runs = {run: train(args, rank, run) for run in args.runs}
+    results.write(args, rank, "ddp", runs)
+    process_group.leave()
 
 
 if __name__ == "__main__":

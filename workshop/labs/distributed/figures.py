@@ -12,6 +12,7 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from workshop.labs.distributed import idle, traces
 from workshop.labs.distributed.collectives import CollectiveRow, bus_factor, total
 from workshop.labs.distributed.idle import Idle
 from workshop.labs.distributed.records import Measurements, Run
@@ -24,12 +25,10 @@ class Communication:
     kind: str
     calls: int
     buffer_bytes: int
-    sent_bytes: (
-        float  # this rank's share on the wire, ring algorithms (collectives.sent_per_buffer_byte)
-    )
-    seconds: (
-        float | None
-    )  # from the profiler trace; None where it has none of this kind, or a send/recv
+    # this rank's share on the wire, ring algorithms (collectives.sent_per_buffer_byte)
+    sent_bytes: float
+    # from the profiler trace; None where it has none of this kind, or a send/recv
+    seconds: float | None
     busbw_gbps: float | None  # buffer / time x nccl-tests' factor, GB/s (1e9 bytes/s)
 
 
@@ -53,6 +52,9 @@ class Figure:
     overhead_ms: float | None = None
     overhead_share: float | None = None
     chunks_per_rank: int | None = None
+    backward_ops: int = 0  # rank 0's traced backward: its autograd ops
+    # the collectives issued during it, in order: (kind, backward's ops that started after it)
+    issued_in_backward: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def demo(self) -> str:
@@ -69,6 +71,15 @@ class Figure:
     @property
     def sent_bytes(self) -> float:
         return sum(r.sent_bytes(self.n) for r in self.collectives_rank0)
+
+    def overlap(self, op_kind: str = "allreduce") -> float | None:
+        """traces.overlap of rank 0's traced backward."""
+        return traces.overlap(self.backward_ops, self.issued_in_backward, op_kind)
+
+    def issued_early(self, op_kind: str = "allreduce") -> tuple[int, int]:
+        """(collectives of this kind issued while backward still had ops to run, all those issued in it)."""
+        after = [n for k, n in self.issued_in_backward if k == op_kind]
+        return sum(n > 0 for n in after), len(after)
 
     def communication(self) -> list[Communication]:
         """Per kind of collective. Sends and receives get no time: a posted send's span lasts until its
@@ -105,9 +116,9 @@ class Figure:
     def from_json(cls, d: dict) -> Figure:
         known = {f.name for f in fields(cls)}
         row = {k: v for k, v in d.items() if k in known}
-        return cls(
-            **{**row, "collectives_rank0": [CollectiveRow(**c) for c in d["collectives_rank0"]]}
-        )
+        rows = [CollectiveRow(**c) for c in d["collectives_rank0"]]
+        issued = [tuple(c) for c in d.get("issued_in_backward", [])]
+        return cls(**{**row, "collectives_rank0": rows, "issued_in_backward": issued})
 
 
 def from_run(data: Measurements, name: str, run: Run, idle: Idle | None) -> Figure:
@@ -125,12 +136,39 @@ def from_run(data: Measurements, name: str, run: Run, idle: Idle | None) -> Figu
         max_loss_error=run.max_loss_error,
         max_param_error=run.max_param_error,
         comm_seconds_rank0=r0.collective_seconds,
+        backward_ops=r0.backward_ops,
+        issued_in_backward=r0.issued_in_backward,
     )
     if idle is not None:
         figure.bubble, figure.bubble_theory = idle.measured, idle.theory
         figure.chunk_ms, figure.overhead_ms = idle.chunk_ms, idle.overhead_ms
         figure.overhead_share, figure.chunks_per_rank = idle.overhead_share, idle.chunks_per_rank
     return figure
+
+
+def pipeline_idle(data: dict[str, Measurements]) -> dict[str, Idle]:
+    """The pipeline's idle analysis per schedule ({} where the pipeline did not run)."""
+    pp = data.get("pp")
+    return {name: idle.analyse(r, pp.world_size) for name, r in pp.runs.items()} if pp else {}
+
+
+def rows(data: dict[str, Measurements], pipeline: dict[str, Idle]) -> list[Figure]:
+    """One row per training run of the demos that ran (data: strategy -> its measurements)."""
+    return [
+        from_run(m, name, r, pipeline.get(name) if m.strategy == "pp" else None)
+        for m in data.values()
+        for name, r in m.runs.items()
+    ]
+
+
+def rebuilt(lab_dir: Path) -> list[Figure]:
+    """The rows a lab run's folder gives from its demos' measurements.json ([] where it has none)."""
+    data = {
+        folder.name: Measurements.read(folder)
+        for folder in sorted(Path(lab_dir).iterdir())
+        if (folder / "measurements.json").is_file()
+    }
+    return rows(data, pipeline_idle(data))
 
 
 def read(path: Path) -> list[Figure]:

@@ -48,6 +48,7 @@ def dump_function(backend: str):
 
 def dump(out: Path, rank: int, backend: str) -> None:
     if fn := dump_function(backend):
+        Path(out).mkdir(parents=True, exist_ok=True)  # a rank may fail before anything wrote there
         (Path(out) / f"{PREFIX}{rank}.json").write_bytes(fn(True, False))
 
 
@@ -84,9 +85,8 @@ def read(folder: Path) -> list[RankState]:
         dumps[int(path.stem.removeprefix(PREFIX))] = json.loads(path.read_bytes())
     for path in sorted(Path(folder).glob(f"{WATCHDOG_PREFIX}*")):
         rank = int(path.name.removeprefix(WATCHDOG_PREFIX))
-        dumps.setdefault(
-            rank, pickle.loads(path.read_bytes())
-        )  # our job's own file, plain containers
+        # our job's own file, plain containers
+        dumps.setdefault(rank, pickle.loads(path.read_bytes()))
     states = []
     for rank, data in sorted(dumps.items()):
         entries = [e for e in data.get("entries", []) if "default_pg" in e.get("process_group", ())]

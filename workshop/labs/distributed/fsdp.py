@@ -1,6 +1,7 @@
 """FSDP2: each rank keeps only a 1/N shard (dim 0) of every parameter, gradient and optimizer state. Before a
-block runs it all-gathers the block's parameters, afterwards frees them; in backward it gathers them again and
-reduce-scatters the gradients, so each rank ends with the averaged gradient of its own shard.
+unit runs it all-gathers the unit's parameters, afterwards frees them; in backward it gathers them again and
+reduce-scatters the gradients, so each rank ends with the averaged gradient of its own shard. The training step
+is the plain one: fully_shard changed what the model's forward and backward communicate, not the loop.
 
     python -m torch.distributed.run --nproc-per-node 2 -m workshop.labs.distributed.fsdp --out /tmp/fsdp
 """
@@ -14,24 +15,48 @@ from torch.distributed.elastic.multiprocessing.errors import record
 from torch.distributed.fsdp import fully_shard
 
 from workshop.i18n import N_
-from workshop.labs.distributed import common
+from workshop.labs.distributed import process_group, reference, results, training
+from workshop.labs.distributed.instruments import Instruments
+from workshop.labs.distributed.records import Run
+from workshop.minigpt.model import lm_loss
 
 # The root returns the logits as a view; FSDP warns that an in-place op on it would skip a hook. We do none.
 warnings.filterwarnings("ignore", message="FSDP2-wrapped module .* returned a view tensor")
 
 
-@record
-def main() -> None:
-    args = common.parse_args(N_("FSDP2 (fully_shard) demo of the MiniGPT (run under torchrun)"))
-    rank = common.setup(args)
+def train(args, rank: process_group.Rank) -> Run:
     mesh = init_device_mesh(rank.device.type, (rank.world,), mesh_dim_names=("dp",))
-    model = common.load_model(rank.device)
+    model = training.load_model(rank.device)
     for block in model.blocks:  # one all-gather / reduce-scatter unit per block ...
         fully_shard(block, mesh=mesh)
     # ... and one for the rest (embeddings, ln_f, lm_head), the root: its parameters become DTensors, and the
     # optimizer, built after this, holds sharded state too
     fully_shard(model, mesh=mesh)
-    common.train_data_parallel(args, rank, "fsdp", model, model)
+    opt = training.optimizer(model.parameters())
+    x, y = training.batches(args.steps, rank.world, rank.device)  # (steps, N, ROWS, T)
+    with Instruments(args, rank, "fsdp", opt) as measure:
+        for s in measure.steps():
+            opt.zero_grad()
+            # forward: before each unit runs, all-gather its parameters; after it, free the gathered copy (the
+            # root's stays: backward needs it first)
+            loss = lm_loss(model(x[s, rank.rank]), y[s, rank.rank])
+            # backward: all-gather each block's parameters again, then reduce-scatter its gradients: each rank
+            # receives the average of its own shard
+            loss.backward()
+            opt.step()  # each rank steps its own shards: parameters, gradients and momentum are 1/N each
+            measure.loss(loss.item())
+    ref = reference.shared(args.steps, rank.world, rank.device)
+    return results.whole_model_run(measure.record(), model, opt, ref, chunks=rank.world)
+
+
+@record
+def main() -> None:
+    args = process_group.parse_args(
+        N_("FSDP2 (fully_shard) demo of the MiniGPT (run under torchrun)")
+    )
+    rank = process_group.join(args)
+    results.write(args, rank, "fsdp", {"fsdp": train(args, rank)})
+    process_group.leave()
 
 
 if __name__ == "__main__":

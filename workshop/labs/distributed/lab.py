@@ -17,11 +17,12 @@ from workshop.lab import LabContext
 from workshop.labs.distributed import (
     answers,
     checks,
+    ddp,
     figures,
     flight_recorder,
-    gantt,
     idle,
     launch,
+    pipeline_gantt,
     predictions,
     survey,
 )
@@ -48,21 +49,13 @@ def run(
             ctx, strategy, (demo_args or {}).get(strategy, ()), wall, failures
         ):
             data[strategy] = measured
-    pipeline = (
-        {name: idle.analyse(r, ctx.n_procs) for name, r in data["pp"].runs.items()}
-        if "pp" in data
-        else {}
-    )
+    pipeline = figures.pipeline_idle(data)
     for measured in data.values():
         checks.check_strategy(ctx, measured, data.get("ddp"), pipeline)
-    rows = [
-        figures.from_run(m, name, r, pipeline.get(name) if m.strategy == "pp" else None)
-        for m in data.values()
-        for name, r in m.runs.items()
-    ]
+    rows = figures.rows(data, pipeline)
     ctx.write_json("figures.json", [f.as_json() for f in rows])
     if pipeline:
-        ctx.save_figure("pp/gantt.png", gantt.draw(data["pp"].runs, pipeline))
+        ctx.save_figure("pp/gantt.png", pipeline_gantt.draw(data["pp"].runs, pipeline))
     hang = hang_demo(ctx) if "hang" in demos else None
     grade_exercises(ctx, rows, data)
     ctx.extra.update(
@@ -115,7 +108,9 @@ def hang_demo(ctx: LabContext) -> dict | None:
     if n < 2:
         return None
     hung = n - 1
-    options = f"--fail-rank {hung} --fail-mode hang --pg-timeout {HANG_TIMEOUT_S} --steps 2".split()
+    # the default DDP run only: the hung rank stops it at step 1
+    options = ["--fail-rank", str(hung), "--fail-mode", "hang", "--pg-timeout", str(HANG_TIMEOUT_S)]
+    options += ["--steps", "2", "--runs", "ddp"]
     rc, seconds = launch.run(
         launch.agents().command("ddp", n, ctx.device, out, demo_args=options),
         out / "log.txt",
@@ -166,6 +161,24 @@ def interleaving_idled_more(g: idle.Idle | None, i: idle.Idle | None) -> bool:
     return i.theory < g.theory and i.measured > g.measured and i.overhead_share > g.overhead_share
 
 
+def ddp_overlap(rows: list[figures.Figure], data: dict[str, Measurements]) -> dict | None:
+    """The DDP runs' all-reduces against their backward, for the summary (None where DDP did not run both or a
+    trace shows no all-reduce in backward); `shown`: the run shows the contrast the summary's sentence states."""
+    runs = [f for f in rows if f.strategy == "ddp"]
+    if [f.run for f in runs] != list(ddp.BUCKET_CAP_MB) or any(f.overlap() is None for f in runs):
+        return None
+    table = []
+    for f in runs:
+        early, issued = f.issued_early()
+        trace = data["ddp"].runs[f.run].per_rank[0].trace
+        after = next(n for k, n in f.issued_in_backward if k == "allreduce")
+        row = dict(demo=f.demo, trace=f"ddp/{trace}", issued=issued, early=early, after=after)
+        table.append(row | dict(ops=f.backward_ops, share=f.overlap()))
+    default, small = table
+    shown = default["after"] == 0 and small["early"] > 0
+    return {"cap_mb": ddp.BUCKET_CAP_MB["small_buckets"], "runs": table, "shown": shown}
+
+
 def summary_values(ctx, rows, data, pipeline, hang, wall, failures) -> dict:
     by_run = {f.run: f for f in rows}
     pipe = [
@@ -197,6 +210,7 @@ def summary_values(ctx, rows, data, pipeline, hang, wall, failures) -> dict:
         "skipped": data["pp"].skipped_schedules if "pp" in data else {},
         "figures": rows,
         "fsdp_vs_ddp": traffic,
+        "ddp_overlap": ddp_overlap(rows, data),
         "reduce_scatter_as_all_reduce": bool(gloo_scatter),
         "traces": [
             f"{m.strategy}/{r.trace}"

@@ -244,9 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--rdzv-id", default="workshop")
     argv = sys.argv[1:] if argv is None else argv
-    cut = (
-        argv.index("--") if "--" in argv else len(argv)
-    )  # after --: the demo's own options, e.g. --fail-rank 1
+    # after --: the demo's own options, e.g. --fail-rank 1
+    cut = argv.index("--") if "--" in argv else len(argv)
     a, demo_args = p.parse_args(argv[:cut]), argv[cut + 1 :]
     if a.nnodes > 1 and not a.rdzv_endpoint:
         p.error(_("--nnodes > 1 needs --rdzv-endpoint host:port (the same on every node)"))

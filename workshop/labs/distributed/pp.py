@@ -15,9 +15,10 @@ from torch.distributed import pipelining
 from torch.distributed.elastic.multiprocessing.errors import record
 
 from workshop.i18n import N_, _
-from workshop.labs.distributed import common
+from workshop.labs.distributed import process_group, reference, results, training
+from workshop.labs.distributed.instruments import Instruments
+from workshop.labs.distributed.pipeline_timeline import PipelineTimeline
 from workshop.labs.distributed.records import RankRecord
-from workshop.labs.distributed.timeline import Timeline
 from workshop.minigpt.model import GPT, GPTConfig, lm_loss
 
 # name -> (schedule class, stages per rank)
@@ -71,82 +72,74 @@ class Stage(nn.Module):
         return x
 
 
-def run_schedule(args, rank: common.Rank, name: str, reference: common.Reference) -> RankRecord:
-    """Train with one schedule; returns this rank's record (with its timeline)."""
-    cls, v = SCHEDULES[name]
-    p, m = rank.world, microbatches(rank.world)
-    n_stages, n_layer = p * v, GPTConfig().n_layer
-    gpt = common.load_model(rank.device)
-    ids = [rank.rank + k * p for k in range(v)]  # looped placement: rank r holds stages r, r+p, ...
+def build(gpt: GPT, rank: process_group.Rank, name: str) -> list[pipelining.PipelineStage]:
+    """This rank's stages of the schedule `name`: looped placement, rank r holds stages r, r+p, ..."""
+    v, p = SCHEDULES[name][1], rank.world
+    n_stages, n_layer = p * v, gpt.cfg.n_layer
+    ids = [rank.rank + k * p for k in range(v)]
     modules = [Stage(gpt, i * n_layer // n_stages, (i + 1) * n_layer // n_stages) for i in ids]
-    stages = [
+    return [
         pipelining.PipelineStage(mod, i, n_stages, rank.device)
         for mod, i in zip(modules, ids, strict=True)
     ]
-    timeline = Timeline(rank.device)
+
+
+def train(args, rank: process_group.Rank, name: str) -> list[RankRecord]:
+    """Train with one schedule; every rank's records of the run (each with its timeline)."""
+    cls, v = SCHEDULES[name]
+    m = microbatches(rank.world)
+    stages = build(training.load_model(rank.device), rank, name)
+    timeline = PipelineTimeline(rank.device)
     for stage in stages:
         timeline.watch(stage)
-    schedule = cls(stages[0], m, loss_fn=lm_loss) if v == 1 else cls(stages, m, loss_fn=lm_loss)
-    params = [q for mod in modules for q in mod.parameters()]
-    opt = common.optimizer(params)
-    x, y = common.batches(
-        args.steps, m, rank.device
-    )  # (steps, m, ROWS, T): the schedule splits dim 0
-    first, last = rank.rank == 0, rank.rank == p - 1
-
-    def step(s, log):
-        timeline.begin_step()
-        losses = []
-        with log.in_phase(
-            "schedule"
-        ):  # forwards and backwards of all micro-batches, their sends/recvs
+    schedule = cls(stages[0] if v == 1 else stages, m, loss_fn=lm_loss)
+    params = [q for stage in stages for q in stage.submod.parameters()]
+    opt = training.optimizer(params)
+    # (steps, m, ROWS, T): the schedule splits dim 0 into micro-batches
+    x, y = training.batches(args.steps, m, rank.device)
+    first, last = rank.rank == 0, rank.rank == rank.world - 1
+    with Instruments(args, rank, name, opt) as measure:
+        for s in measure.steps():
+            timeline.begin_step()
+            opt.zero_grad()
+            losses = []  # the last stage's, one per micro-batch
             inputs = (x[s].flatten(0, 1),) if first else ()
             targets = {"target": y[s].flatten(0, 1), "losses": losses} if last else {}
-            schedule.step(*inputs, **targets)
-        # the schedule averages the micro-batches' gradients as the reference averages its chunks' losses
-        return torch.stack(losses).mean().item() if last else None
-
-    rank_record = common.train(args, rank, step, opt, name)
-    rank_record.held = common.held(params, opt)
-    rank_record.intervals = timeline.steps
-    rank_record.timer_resolution_s = timeline.resolution()
-    named = {n: q.detach() for mod in modules for n, q in mod.named_parameters()}
-    common.compare(rank_record, named, reference)
-    return rank_record
-
-
-SCHEDULE_OPTION = (
-    ("--schedules",),
-    {
-        "nargs": "+",
-        "choices": tuple(SCHEDULES),
-        "default": tuple(SCHEDULES),
-        "help": N_("which to run"),
-    },
-)
+            # every micro-batch's forward and backward on this rank's stages, in the schedule's order; an
+            # activation is sent to the next stage after its forward, its gradient back after its backward
+            with measure.phase("schedule"):
+                schedule.step(*inputs, **targets)
+            opt.step()  # the schedule averaged the micro-batches' gradients, as the reference its chunks' loss
+            measure.loss(torch.stack(losses).mean().item() if last else None)
+    rank_record = measure.record()
+    rank_record.intervals, rank_record.timer_resolution_s = timeline.steps, timeline.resolution()
+    named = {n: q.detach() for stage in stages for n, q in stage.submod.named_parameters()}
+    ref = reference.shared(args.steps, microbatches(rank.world), rank.device)
+    return results.gather(results.complete(rank_record, params, named, opt, ref))
 
 
 @record
 def main() -> None:
-    args = common.parse_args(
-        N_("Pipeline-parallel demo of the MiniGPT (run under torchrun)"), [SCHEDULE_OPTION]
+    args = process_group.parse_args(
+        N_("Pipeline-parallel demo of the MiniGPT (run under torchrun)"),
+        [process_group.runs_option("--schedules", SCHEDULES)],
     )
-    rank = common.setup(args)
+    rank = process_group.join(args)
     if why := usable(rank.world):
         raise SystemExit(why)
     p, m = rank.world, microbatches(rank.world)
-    reference = common.shared_reference(args.steps, m, rank)  # the same for every schedule
     runs, skipped = {}, {}
     for name, why_not in schedules_for(p).items():
         if why_not or name not in args.schedules:
             skipped[name] = why_not or _("not asked for (--schedules)")
             continue
-        records = common.gather(run_schedule(args, rank, name, reference))
-        v = SCHEDULES[name][1]
+        records = train(args, rank, name)
         losses = records[p - 1].losses  # the last stage computes the loss
-        runs[name] = common.run_summary(records, losses, m, stages_per_rank=v, microbatches=m)
-    common.write(args, rank, "pp", runs, skipped_schedules=skipped)
-    common.finish()
+        runs[name] = results.summary(
+            records, losses, m, stages_per_rank=SCHEDULES[name][1], microbatches=m
+        )
+    results.write(args, rank, "pp", runs, skipped_schedules=skipped)
+    process_group.leave()
 
 
 if __name__ == "__main__":

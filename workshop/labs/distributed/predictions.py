@@ -8,14 +8,16 @@ PREDICTIONS = reference(n). Pipeline figures are GPipe's (1F1B has the same); th
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
 from workshop.i18n import N_, _
 from workshop.lab import LabContext
 from workshop.labs.distributed import pp, tp
-from workshop.labs.distributed.common import ROWS
+from workshop.labs.distributed.checks import checkpoint_param_bytes
 from workshop.labs.distributed.figures import Figure
+from workshop.labs.distributed.training import ROWS
 from workshop.minigpt.grammar import MAX_SENTENCE_LEN
 from workshop.minigpt.model import GPT, GPTConfig
 
@@ -41,9 +43,8 @@ def tp_local_numel(name: str, shape: tuple[int, ...], n: int) -> int:
     columns = layer in ("attn.q_proj", "attn.k_proj", "attn.v_proj", "mlp.fc") or name.startswith(
         "lm_head"
     )
-    rows = layer in ("attn.out_proj", "mlp.proj") and name.endswith(
-        "weight"
-    )  # a row-parallel bias is whole
+    # a row-parallel bias is whole
+    rows = layer in ("attn.out_proj", "mlp.proj") and name.endswith("weight")
     return numel // n if columns or rows else numel
 
 
@@ -67,14 +68,12 @@ def reference(n: int, cfg: GPTConfig = GPTConfig()) -> dict:
     shapes = param_shapes(cfg)
     params = FP32 * sum(math.prod(s) for s in shapes.values())
     talks = n > 1
-    activation = (
-        FP32 * ROWS * SEQ * cfg.d_model
-    )  # one (ROWS, T, C) tensor: a TP all-reduce, a PP send
+    # one (ROWS, T, C) tensor: a TP all-reduce, a PP send
+    activation = FP32 * ROWS * SEQ * cfg.d_model
     per_token = FP32 * ROWS * SEQ  # loss_parallel's all-reduces: one number per token
     units = cfg.n_layer + 1  # FSDP: a unit per block, one for the rest (the root)
-    padded = (
-        sum(-(-s[0] // n) * math.prod(s[1:]) for s in shapes.values()) * FP32
-    )  # rank 0's shards
+    # rank 0's shards
+    padded = sum(-(-s[0] // n) * math.prod(s[1:]) for s in shapes.values()) * FP32
     root = FP32 * sum(math.prod(s) for name, s in shapes.items() if not name.startswith("blocks."))
     masks = cfg.n_layer * cfg.block_size**2  # DDP broadcasts the causal masks (bool) from rank 0
     m = pp.microbatches(n)
@@ -176,31 +175,60 @@ def grade(ctx: LabContext, predictions, figures: list[Figure]) -> None:
 
 
 def diagnosis(strategy: str, name: str, value: float, figure: Figure) -> str:
-    """What a wrong prediction most likely missed, from how it relates to the measured figure."""
+    """What a wrong prediction most likely missed, from how it relates to the measured figure; never the measured
+    value itself (predictions stay predictions): where nothing explains it, how far off it is."""
     actual = measured(figure)[name]
     if name == "held_bytes":
         return held_diagnosis(strategy, value, actual, figure.n)
-    issued = describe(figure)
     if left_out := missing_rows(name, value, figure):
-        return _("{strategy}: you left out {rows}; rank 0 issued {issued}").format(
-            strategy=strategy, rows=left_out, issued=issued
-        )
+        return _("{strategy}: you left out {rows}").format(strategy=strategy, rows=left_out)
     if name == "comm_bytes" and actual and abs(value * FP32 / actual - 1) <= TOLERANCE:
         return _("{strategy}: that is elements, not bytes (fp32: 4 bytes each)").format(
             strategy=strategy
         )
     if name == "comm_bytes" and figure.sent_bytes and off_by(value, figure.sent_bytes) <= TOLERANCE:
         return _(
-            "{strategy}: that is what rank 0 sends on the wire ({sent:,.0f} B); give the buffers' bytes"
-        ).format(strategy=strategy, sent=figure.sent_bytes)
+            "{strategy}: that is what rank 0 sends on the wire; give the buffers' bytes"
+        ).format(strategy=strategy)
     return _(
-        "{strategy}: measured {actual:,.0f}; count every call, a send and a receive alike: {issued}"
-    ).format(strategy=strategy, actual=actual, issued=issued)
+        "{strategy}: {miss}; count every call of forward, backward and the optimizer step, a send and a "
+        "receive alike"
+    ).format(strategy=strategy, miss=miss(value, actual))
+
+
+# A strategy other than DDP predicted with DDP's figures: what it does instead
+NOT_DDP = {
+    "fsdp": N_(
+        "FSDP keeps 1/N of what DDP replicates, and all-gathers parameters and reduce-scatters gradients where "
+        "DDP all-reduces them"
+    ),
+    "tp": N_(
+        "tensor parallel keeps a slice of each matrix, and all-reduces activations, not gradients"
+    ),
+    "pp": N_(
+        "pipeline parallel keeps a stage of blocks, and sends activations instead of all-reducing"
+    ),
+}
+
+
+def miss(value: float, actual: float) -> str:
+    """How far off a prediction is, coarsely enough not to give the measured value: 'about 2x too low',
+    'about 30% too high'."""
+    ratio = value / actual if actual else math.inf
+    factor = max(ratio, 1 / ratio) if 0 < ratio < math.inf else math.inf
+    low = ratio < 1
+    if factor == math.inf:
+        return _("far too low") if low else _("far too high")
+    if factor >= 1.5:
+        text = _("about {factor:.0f}x too low") if low else _("about {factor:.0f}x too high")
+        return text.format(factor=factor)
+    text = _("about {share:.0%} too low") if low else _("about {share:.0%} too high")
+    return text.format(share=round(abs(ratio - 1), 1))
 
 
 def missing_rows(name: str, value: float, figure: Figure) -> str:
-    """The logged rows whose leaving out explains the prediction ('' if none, or if several explain it
-    equally: then only the full list helps)."""
+    """The logged rows ("backward allgather_base") whose leaving out explains the prediction, the fewest that do
+    ('' if none; "a or b" where several explain it equally)."""
     rows = figure.collectives_rank0
     sizes = [r.count if name == "collectives" else r.bytes for r in rows]
     actual = sum(sizes)
@@ -211,14 +239,21 @@ def missing_rows(name: str, value: float, figure: Figure) -> str:
             if off_by(value, actual - sum(sizes[i] for i in left_out)) <= TOLERANCE / 2
         ]
         if matches:
-            if len(matches) > 1:
-                return ""
-            return ", ".join(f"{rows[i].phase} {rows[i].op} x{rows[i].count}" for i in matches[0])
+            either = [", ".join(f"{rows[i].phase} {rows[i].op}" for i in m) for m in matches]
+            return functools.reduce(
+                lambda a, b: _("{one} or {other}").format(one=a, other=b), either
+            )
     return ""
 
 
 def held_diagnosis(strategy: str, value: float, actual: float, n: int) -> str:
-    whole = reference(1)["ddp"]["held_bytes"]  # params, grads and momentum of the whole model
+    """What a wrong held_bytes most likely counted. DDP's figure, the whole model's state on every rank, comes
+    from the checkpoint the demos load (not from the reference: the learner edition has none)."""
+    whole = 3 * checkpoint_param_bytes()  # parameters, gradients and momentum of the whole model
+    if strategy != "ddp" and n > 1 and off_by(value, whole) <= TOLERANCE / 2:
+        return _("{strategy}: that is DDP's figure ({name}): {why}").format(
+            strategy=strategy, name="held_bytes", why=_(NOT_DDP[strategy])
+        )
     hints = [
         (
             actual / 3,
@@ -236,21 +271,9 @@ def held_diagnosis(strategy: str, value: float, actual: float, n: int) -> str:
         hints.append(
             (whole / n, _("DDP splits nothing: every rank holds the whole model and its state"))
         )
-    if n > 1 and strategy != "ddp":
-        hints.append(
-            (whole, _("that is the whole model's state; this strategy gives a rank only its part"))
-        )
     for expected, hint in hints:
         if off_by(value, expected) <= TOLERANCE / 2:
-            return _("{strategy}: {hint} (measured {actual:,.0f} B)").format(
-                strategy=strategy, hint=hint, actual=actual
-            )
-    return _("{strategy}: measured {actual:,.0f} B, yours is {ratio:.2f}x that").format(
-        strategy=strategy, actual=actual, ratio=value / actual
-    )
-
-
-def describe(figure: Figure) -> str:
-    return ", ".join(f"{r.phase} {r.op} x{r.count}" for r in figure.collectives_rank0) or _(
-        "nothing"
-    )
+            return _("{strategy}: {hint}").format(strategy=strategy, hint=hint)
+    return _(
+        "{strategy}: {miss}; count parameters, gradients and momentum on the rank that holds most"
+    ).format(strategy=strategy, miss=miss(value, actual))

@@ -1,6 +1,6 @@
 """What a demo measures and writes to measurements.json, as typed records: one per rank, one per training run,
-one per demo. The demo's processes fill them (common.py), rank 0 writes them (asdict, only there), and the lab
-reads them back (Measurements.read) to check and tabulate them.
+one per demo. The demo's processes fill them (instruments.py, results.py), rank 0 writes them (asdict, only
+there), and the lab reads them back (Measurements.read) to check and tabulate them.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from workshop.labs.distributed.collectives import CollectiveRow
 # A pipeline rank's forward or backward of one micro-batch: (kind "F"/"B", stage, micro-batch, start_s, end_s),
 # seconds since that rank's step began.
 Interval = tuple[str, int, int, float, float]
+# A collective issued during a traced backward: (its kind, how many of backward's ops started after it)
+IssuedInBackward = tuple[str, int]
 
 
 def timed_steps(values: list) -> list:
@@ -26,20 +28,21 @@ def timed_steps(values: list) -> list:
 @dataclass
 class RankRecord:
     rank: int
-    losses: list[
-        float | None
-    ]  # per step; None where this rank computes no loss (a pipeline's first stage)
+    # per step; None where this rank computes no loss (a pipeline's first stage)
+    losses: list[float | None]
     step_time_s: float  # median over the timed steps, barrier to end of the optimizer step
     collectives: list[CollectiveRow]  # the last step's, summed per (phase, op)
     held: dict[str, int]  # bytes of the storages behind params, grads, optimizer state on this rank
     params_digest: str  # a hash of the full parameters after training: replicas must agree
     collective_seconds: dict[str, float] = field(default_factory=dict)  # per kind, from the trace
     trace: str = ""  # the profiler trace of the last step, relative to the demo's folder
+    backward_ops: int = 0  # the autograd ops of the last step's backward, in the trace
+    # each collective issued during that backward, in order: (kind, backward's ops started after it)
+    issued_in_backward: list[IssuedInBackward] = field(default_factory=list)
     cuda_peak_bytes: int = 0
     reference_losses: list[float] = field(default_factory=list)
-    reference_compute_s: float = (
-        0.0  # one process: forward + backward of one step's chunks (median)
-    )
+    # one process: forward + backward of one step's chunks (median)
+    reference_compute_s: float = 0.0
     max_param_error: float = 0.0
     worst_param: str = ""
     params_compared: int = 0
@@ -50,7 +53,10 @@ class RankRecord:
     def from_json(cls, d: dict) -> RankRecord:
         rows = [CollectiveRow(**r) for r in d["collectives"]]
         intervals = [[tuple(iv) for iv in step] for step in d.get("intervals", [])]
-        return cls(**{**d, "collectives": rows, "intervals": intervals})
+        issued = [tuple(c) for c in d.get("issued_in_backward", [])]
+        return cls(
+            **{**d, "collectives": rows, "intervals": intervals, "issued_in_backward": issued}
+        )
 
 
 @dataclass
@@ -84,9 +90,8 @@ class Measurements:
     tolerance: float
     torch: str
     timeout_s: float  # the process group's timeout in this demo (--pg-timeout)
-    default_timeouts_s: dict[
-        str, float | None
-    ]  # the installed torch's defaults: {"gloo": .., "nccl": ..}
+    # the installed torch's defaults: {"gloo": .., "nccl": ..}
+    default_timeouts_s: dict[str, float | None]
     runs: dict[str, Run]
     lm_head_local_shape: list[int] = field(default_factory=list)  # tensor parallel
     skipped_schedules: dict[str, str] = field(default_factory=dict)  # pipeline: name -> why not

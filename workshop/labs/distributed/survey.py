@@ -5,7 +5,8 @@ workspace), started from a template filled with their run's figures (`template`,
 - length: one page of prose, WORDS words in the survey's language (tables, headings, code and comments do not
   count);
 - the four strategies (survey_strategies.py): each named in sentences of prose about it alone that say what each
-  rank holds and what is communicated (the collective's name); the tables do not count, the lab fills them in;
+  rank holds and what each collective carries, checked against that strategy's own facts; the tables do not
+  count, the lab fills them in;
 - figures (survey_figures.py): every byte count, time, percentage and bandwidth in the text traces to the run's
   figures within the precision it is written with, and at least MIN_CITED of them are quoted in the prose.
 
@@ -20,13 +21,16 @@ committed runs' figures.json.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from pathlib import Path
 
 from workshop import i18n
+from workshop.grading import workspace
 from workshop.i18n import _, templates
 from workshop.lab import LabContext
-from workshop.labs.distributed.figures import Figure, read
+from workshop.labs.distributed.figures import Figure, read, rebuilt
 from workshop.labs.distributed.survey_figures import cited, untraced
 from workshop.labs.distributed.survey_strategies import strategy_problems
 from workshop.labs.distributed.survey_text import language, words
@@ -68,20 +72,21 @@ def starter(figures: list[Figure], source: str = "", lang: str = i18n.DEFAULT) -
     )
 
 
-def template(lab_dir: Path | None) -> str | None:
+def template(lab_dir: Path | None, work: Path | None = None) -> str | None:
     """The workspace's hook (Exercise.template): survey.md's starting text from the lab's newest run folder, in the
     language in use (`exercises init` or `check` writing it), or None when there is no run yet (`check
-    distributed` writes it after its run)."""
+    distributed` writes it after its run). It names the run's figures.json relative to `work`, the workspace
+    survey.md is written to (else the current folder)."""
     path = Path(lab_dir) / "figures.json" if lab_dir else None
     if path is None or not path.is_file():
         return None
-    return starter(read(path), display(path), i18n.language())
+    return starter(read(path), relative(path, work or Path.cwd()), i18n.language())
 
 
-def display(path: Path) -> str:
-    """A path as the text names it: relative to the current folder (the repository) when under it."""
-    path = Path(path).resolve()
-    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
+def relative(path: Path, folder: Path) -> str:
+    """`path` as seen from `folder` (../results/<run>/distributed/figures.json): it still names the file when
+    the workspace and its results move together."""
+    return os.path.relpath(Path(path).resolve(), Path(folder).resolve())
 
 
 def fixed(figure: Figure) -> tuple:
@@ -109,7 +114,15 @@ def grade(
         )
     text = Path(document).read_text()
     name = "survey.md" if run is not None else _("the model answer")
+    problem = figures_problem(ctx, document) if run is not None else None
     if run is not None:
+        ctx.check_equal(
+            _("survey: the figures file it names is there and one of this workspace's runs"),
+            problem or "",
+            "",
+            message=problem,
+        )
+    if run is not None and not problem:
         ctx.check_equal(
             _("survey: its figures share this run's N, bytes and collectives (demos that differ)"),
             mismatches(figures, run),
@@ -119,6 +132,12 @@ def grade(
             ).format(source=source(text) or "?"),
         )
     check_length(ctx, text, name)
+    check_strategies(ctx, text)
+    if not problem:
+        check_figures(ctx, text, figures)
+
+
+def check_strategies(ctx: LabContext, text: str) -> None:
     for strategy, missing in strategy_problems(text).items():
         ctx.check_equal(
             _(
@@ -128,6 +147,10 @@ def grade(
             [],
             message=f"{_(strategy)}: {'; '.join(missing)}",
         )
+
+
+def check_figures(ctx: LabContext, text: str, figures: list[Figure]) -> None:
+    """Every quantity traces to the figures, and enough of them are quoted in the prose."""
     wrong = untraced(text, figures)
     ctx.check_equal(
         _("survey: every byte count, time, percentage and bandwidth traces to the run's figures"),
@@ -177,12 +200,87 @@ def source(text: str) -> str:
     return match.group(1).strip() if match else ""
 
 
+def figures_file(document: Path) -> Path | None:
+    """The figures.json survey.md names (None: it names none), resolved against survey.md's folder, the
+    workspace; a path the template wrote relative to the current folder, before templates knew the workspace,
+    is found there."""
+    name = source(Path(document).read_text())
+    if not name:
+        return None
+    path = Path(document).parent / name
+    return path if path.exists() or not Path(name).exists() else Path(name)
+
+
+def readable(path: Path) -> list[Figure] | None:
+    """The rows of a figures.json, or None when it is not one (missing, not JSON, not this lab's rows)."""
+    try:
+        return read(path)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+
+
 def figures_for(
     document: Path | None, run: list[Figure]
 ) -> tuple[list[Figure], list[Figure] | None]:
     """The figures a survey is traced against, and this run's to check them with (None for the model answer,
-    traced against the committed runs). A learner's: the run it was started from, while its folder exists."""
+    traced against the committed runs). A learner's: the run it was started from, when survey.md names one
+    that can be read (figures_problem says what is wrong otherwise), else this run's."""
     if document is None:
         return [f for path in COMMITTED_RUNS for f in read(path)], None
-    named = Path(source(Path(document).read_text())) if Path(document).is_file() else None
-    return (read(named) if named and named.is_file() else run), run
+    path = figures_file(document) if Path(document).is_file() else None
+    return (path and readable(path)) or run, run
+
+
+def figures_problem(ctx: LabContext, document: Path) -> str | None:
+    """What is wrong with the figures file survey.md names, in one line with the fix; None when nothing is (or
+    it names none: it is traced against this run). Wrong: missing, not a figures.json of this lab, from
+    another workspace's run (its result.json says which workspace it graded), or unlike the measurements of
+    its own run (edited, or copied over)."""
+    path = figures_file(document)
+    if path is None:
+        return None
+    this_run = f"<!-- figures: {relative(ctx.out_dir / 'figures.json', Path(document).parent)} -->"
+    named = {"path": source(Path(document).read_text()), "this_run": this_run}
+    if not path.is_file():
+        return _(
+            "survey.md names {path} as its figures, and it does not exist: name this run's instead "
+            "({this_run}) and quote its figures"
+        ).format(**named)
+    rows = readable(path)
+    if rows is None:
+        return _(
+            "{path}, named in survey.md, is not a figures.json of this lab: name this run's instead "
+            "({this_run})"
+        ).format(**named)
+    theirs, mine = graded_workspace(path.parent), workspace.read_record(ctx.work).get("id")
+    if theirs and mine and theirs != mine:
+        return _(
+            "{path}, named in survey.md, is another workspace's run: quote one of your own runs (this run: "
+            "{this_run})"
+        ).format(**named)
+    if unlike_its_run(path):
+        return _(
+            "{path}, named in survey.md, differs from its own run's measurements (edited, or copied from "
+            "another run): quote one of your own runs (this run: {this_run})"
+        ).format(**named)
+    return None
+
+
+def unlike_its_run(path: Path) -> bool:
+    """Whether a figures.json's rows differ from those its run folder's measurements give, in the fields it has
+    (one written by older code has fewer); False where the folder has no measurements to tell."""
+    measured = {f.demo: json.loads(json.dumps(f.as_json())) for f in rebuilt(path.parent)}
+    for row in json.loads(path.read_text()):
+        ours = measured.get(Figure.from_json(row).demo)
+        if ours is not None and any(ours[k] != v for k, v in row.items() if k in ours):
+            return True
+    return False
+
+
+def graded_workspace(lab_dir: Path) -> str | None:
+    """The id of the workspace a lab's run folder graded (its result.json), None for a run of the reference."""
+    try:
+        result = json.loads((Path(lab_dir) / "result.json").read_text())
+        return (result.get("implementation") or {}).get("workspace_id")
+    except (OSError, ValueError, AttributeError):
+        return None

@@ -43,9 +43,8 @@ UNITS = {  # written unit -> (dimension, scale to the figures' unit)
     "ms": ("ms", 1.0),
     "%": ("fraction", 0.01),
 }
-DIMENSION_NAMES = {
-    "fraction": N_("fraction")
-}  # as a message names a dimension (the others: as written)
+# as a message names a dimension (the others: as written)
+DIMENSION_NAMES = {"fraction": N_("fraction")}
 UNIT = "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True))
 # One number, or a range or list of them (1.68-0.84 MB, 1,68 a 0,84 MB), then its unit. Not inside a word or
 # another number (x4 180 kB is 180 kB).
@@ -65,9 +64,8 @@ def shown_decimal_mark(written: str) -> str | None:
     if len(marks) > 1:  # repeated: thousands, so the decimal mark is the other one
         return "," if marks[0] == "." else "."
     head, tail = written.split(marks[0])
-    thousands = (
-        len(tail) == 3 and head != "0" and len(head) <= 3
-    )  # a group can follow 1-3 digits, not 0
+    # a group can follow 1-3 digits, not 0
+    thousands = len(tail) == 3 and head != "0" and len(head) <= 3
     return None if thousands else marks[0]
 
 

@@ -3,7 +3,8 @@
 In each block, q/k/v and the MLP's fc are split column-wise (each rank computes some heads / some hidden
 units, no communication), out_proj and proj row-wise (partial sums, all-reduced). The LM head Linear(64, 600)
 is split over the vocabulary: each rank computes 600/N logits, and the loss is computed on the sharded logits
-(loss_parallel: a max and a sum all-reduced across ranks) instead of gathering (B, T, 600) logits.
+(loss_parallel: three all-reduces of one number per token, the max logit, the sum of exponentials and the
+target's logit) instead of gathering (B, T, 600) logits.
 Embeddings and LayerNorms stay replicated. The attention infers its local head count from the shapes.
 
     python -m torch.distributed.run --nproc-per-node 2 -m workshop.labs.distributed.tp --out /tmp/tp
@@ -21,8 +22,11 @@ from torch.distributed.tensor.parallel import (
 )
 
 from workshop.i18n import N_, _
-from workshop.labs.distributed import common
-from workshop.minigpt.model import GPTConfig, lm_loss
+from workshop.labs.distributed import process_group, reference, results, training
+from workshop.labs.distributed.instruments import Instruments
+from workshop.labs.distributed.rank_memory import full, local
+from workshop.labs.distributed.records import Run
+from workshop.minigpt.model import GPT, GPTConfig, lm_loss
 
 BLOCK_PLAN = {
     "attn.q_proj": ColwiseParallel(),  # (B, T, 64) -> (B, T, 64/N): heads split over ranks
@@ -50,31 +54,47 @@ def usable(n: int, cfg: GPTConfig = GPTConfig()) -> str | None:
     return None
 
 
+def parallelize(model: GPT, mesh) -> GPT:
+    """Split the model's matrices over the mesh's ranks (BLOCK_PLAN, HEAD_PLAN); the rest stays replicated."""
+    for block in model.blocks:
+        parallelize_module(block, mesh, BLOCK_PLAN)
+    return parallelize_module(model, mesh, HEAD_PLAN)
+
+
+def train(args, rank: process_group.Rank, model: GPT) -> Run:
+    opt = training.optimizer(model.parameters())
+    # one chunk: every rank the same whole batch
+    x, y = training.batches(args.steps, 1, rank.device)
+    with Instruments(args, rank, "tp", opt) as measure:
+        for s in measure.steps():
+            opt.zero_grad()
+            with (
+                loss_parallel()
+            ):  # cross-entropy on vocabulary-sharded logits, forward and backward
+                # forward: each block all-reduces its two row-parallel outputs; the loss all-reduces a max and
+                # two sums over the vocabulary (one number per token each)
+                loss = lm_loss(model(x[s, 0]), y[s, 0])
+                # backward: the column-parallel layers' input gradients are all-reduced (q, k, v and fc in
+                # every block, and the LM head's)
+                loss.backward()
+            opt.step()  # each rank steps its own slices, and its copy of the replicated parameters
+            measure.loss(full(loss).item())
+    ref = reference.shared(args.steps, 1, rank.device)
+    return results.whole_model_run(measure.record(), model, opt, ref, chunks=1)
+
+
 @record
 def main() -> None:
-    args = common.parse_args(N_("Tensor-parallel demo of the MiniGPT (run under torchrun)"))
-    rank = common.setup(args)
+    args = process_group.parse_args(N_("Tensor-parallel demo of the MiniGPT (run under torchrun)"))
+    rank = process_group.join(args)
     if why := usable(rank.world):
         raise SystemExit(why)
     mesh = init_device_mesh(rank.device.type, (rank.world,), mesh_dim_names=("tp",))
-    model = common.load_model(rank.device)
-    for block in model.blocks:
-        parallelize_module(block, mesh, BLOCK_PLAN)
-    parallelize_module(model, mesh, HEAD_PLAN)
-    opt = common.optimizer(model.parameters())
-    x, y = common.batches(args.steps, 1, rank.device)  # one chunk: every rank the same whole batch
-
-    def step(s, log):
-        with loss_parallel():  # cross-entropy on vocabulary-sharded logits, forward and backward
-            with log.in_phase("forward"):
-                loss = lm_loss(model(x[s, 0]), y[s, 0])
-            with log.in_phase("backward"):  # column-parallel inputs' gradients are all-reduced
-                loss.backward()
-        return common.full(loss).item()
-
-    rank_record = common.train(args, rank, step, opt, "tp")
-    head_rows = list(common.local(model.lm_head.weight).shape)
-    common.finish_demo(args, rank, "tp", model, opt, rank_record, 1, lm_head_local_shape=head_rows)
+    model = parallelize(training.load_model(rank.device), mesh)
+    run = train(args, rank, model)
+    head_rows = list(local(model.lm_head.weight).shape)
+    results.write(args, rank, "tp", {"tp": run}, lm_head_local_shape=head_rows)
+    process_group.leave()
 
 
 if __name__ == "__main__":

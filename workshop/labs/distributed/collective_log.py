@@ -13,35 +13,54 @@ from __future__ import annotations
 
 import contextlib
 
+import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from workshop.labs.distributed.collectives import CollectiveRow
 from workshop.tensor_bytes import tensor_bytes
 
 NAMESPACES = {"c10d", "_c10d_functional", "c10d_functional"}
-NOT_COMMUNICATION = {
-    "wait_tensor",
-    "wrap_tensor_autograd",
-    "barrier",
-    "monitored_barrier",
-}  # "_" stripped
+# Ops of those namespaces that move no data (names with "_" stripped)
+NOT_COMMUNICATION = {"wait_tensor", "wrap_tensor_autograd", "barrier", "monitored_barrier"}
 
 
 class CollectiveLog(TorchDispatchMode):
-    """Records (phase, op, bytes) for each collective dispatched while active. `phase` is set by the demo."""
+    """Records (phase, op, bytes) for each collective dispatched while active. The phase is the one the demo
+    names (`in_phase`: the pipeline's "schedule", whose forwards and backwards interleave), else what the step
+    is doing: "backward" while autograd runs a backward (its hooks included: DDP's all-reduces, FSDP's
+    reduce-scatters), "optimizer" during `opt.step()` (`watch`), "forward" otherwise."""
 
     def __init__(self):
         super().__init__()
-        self.phase = "step"
+        self.named_phase: str | None = None
+        self.in_optimizer = False
         self.events: list[tuple[str, str, int]] = []
 
     @contextlib.contextmanager
     def in_phase(self, phase: str):
-        before, self.phase = self.phase, phase
+        before, self.named_phase = self.named_phase, phase
         try:
             yield
         finally:
-            self.phase = before
+            self.named_phase = before
+
+    def watch(self, opt: torch.optim.Optimizer) -> list:
+        """Tell the optimizer's steps apart; returns the hooks' handles (remove them when done)."""
+
+        def entering(*_args):
+            self.in_optimizer = True
+
+        def leaving(*_args):
+            self.in_optimizer = False
+
+        return [opt.register_step_pre_hook(entering), opt.register_step_post_hook(leaving)]
+
+    def phase(self) -> str:
+        if self.named_phase:
+            return self.named_phase
+        if torch._C._current_graph_task_id() != -1:  # this thread is running a backward
+            return "backward"
+        return "optimizer" if self.in_optimizer else "forward"
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         from torch.distributed.tensor import DTensor
@@ -52,7 +71,7 @@ class CollectiveLog(TorchDispatchMode):
         namespace, name = getattr(func, "namespace", ""), func.__name__.split(".")[0].strip("_")
         if namespace in NAMESPACES and name not in NOT_COMMUNICATION:
             size = max([tensor_bytes(a) for a in args] + [tensor_bytes(out)])
-            self.events.append((self.phase, name, size))
+            self.events.append((self.phase(), name, size))
         return out
 
     def summary(self) -> list[CollectiveRow]:

@@ -1,8 +1,8 @@
 """What each pipeline rank did when: its forward and backward chunks, timed.
 
 A pipeline schedule runs a stage's work through `stage.forward_one_chunk(i, ...)` and
-`stage.backward_one_chunk(i, ...)`, one call per micro-batch i. Timeline.watch wraps those two methods of a
-stage so each call is recorded as (kind, stage, micro-batch, start, end), in seconds since this rank's step
+`stage.backward_one_chunk(i, ...)`, one call per micro-batch i. PipelineTimeline.watch wraps those two methods
+of a stage so each call is recorded as (kind, stage, micro-batch, start, end), in seconds since this rank's step
 began. Steps begin right after a barrier, so the ranks' clocks line up to well under a millisecond.
 On a GPU every timestamp synchronizes first (the work, not its launch, is timed); what one timestamp costs
 is the timer's resolution, measured here and used by the lab as the margin of its idle-time check.
@@ -18,7 +18,7 @@ import torch
 from workshop.labs.distributed.records import Interval
 
 
-class Timeline:
+class PipelineTimeline:
     def __init__(self, device: torch.device):
         self.device = device
         self.steps: list[list[Interval]] = []
@@ -48,6 +48,5 @@ class Timeline:
                 self.steps[-1].append((_kind, _stage, chunk, start, self._now()))
                 return out
 
-            setattr(
-                stage, method, timed
-            )  # the schedule calls stage.<method>: the instance attribute wins
+            # the schedule calls stage.<method>: the instance attribute wins
+            setattr(stage, method, timed)

@@ -1,0 +1,131 @@
+"""What a demo's training loop runs inside, so that the loop itself shows only the training:
+
+    with Instruments(args, rank, "ddp", opt) as measure:
+        for s in measure.steps():
+            ...  # one training step
+            measure.loss(loss.item())
+    record = measure.record()
+
+- barriers: every step starts when every rank is there, so a step's time is the slowest rank's;
+- timing: each step from that barrier to the end of its work (the device synchronized), the median of the steps
+  between the first (it also sets up) and the last (instrumented);
+- the last step's collectives, logged with their sizes and phases (collective_log.py), and profiled into a trace
+  (traces.py), from which their times and their overlap with backward are read;
+- PyTorch's Flight Recorder, dumped when a step raises or torchrun stops the rank (flight_recorder.py);
+- an injected failure on --fail-rank at step 1 (--fail-mode raise or hang), to see what a job does then.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import time
+
+import torch
+import torch.distributed as dist
+
+from workshop.i18n import _
+from workshop.labs.distributed import flight_recorder, traces
+from workshop.labs.distributed.collective_log import CollectiveLog
+from workshop.labs.distributed.process_group import Rank
+from workshop.labs.distributed.records import RankRecord, timed_steps
+from workshop.labs.distributed.training import sync
+
+
+def inject_failure(args, rank: Rank, step: int) -> None:
+    """--fail-rank R: rank R raises at step 1, or hangs there (--fail-mode hang) until torchrun stops it."""
+    if args.fail_rank != rank.rank or step != 1:
+        return
+    if args.fail_mode == "hang":
+        print(
+            _("rank {rank}: injected hang at step {step} (--fail-rank {rank})").format(
+                rank=rank.rank, step=step
+            ),
+            flush=True,
+        )
+        time.sleep(3600)
+    raise RuntimeError(
+        _("injected failure on rank {rank} at step {step} (--fail-rank {rank})").format(
+            rank=rank.rank, step=step
+        )
+    )
+
+
+class Instruments:
+    """The measurements, barriers, trace, Flight Recorder and fault injection of one training run (`run`: its
+    name, e.g. "ddp", "gpipe") of args.steps steps with optimizer `opt`."""
+
+    def __init__(self, args, rank: Rank, run: str, opt: torch.optim.Optimizer):
+        self.args, self.rank, self.opt = args, rank, opt
+        self.trace = f"trace_{run}_rank{rank.rank}.json.gz"
+        self.log = CollectiveLog()
+        self.losses: list[float | None] = []
+        self.times: list[float] = []
+        self._stack = contextlib.ExitStack()
+
+    def __enter__(self) -> Instruments:
+        if self.rank.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(self.rank.device)
+        self._stack.enter_context(
+            flight_recorder.dump_on_failure(self.args.out, self.rank.rank, self.rank.backend)
+        )
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        return self._stack.__exit__(*exc)
+
+    def steps(self):
+        """Step numbers 0 .. args.steps-1, each begun after a barrier and timed; the last one logged and profiled.
+        A step that raises stops its trace and log when the `with` block ends."""
+        steps = self._steps()
+        # runs before the Flight Recorder's dump: last in, first out
+        self._stack.callback(steps.close)
+        return steps
+
+    def _steps(self):
+        last = self.args.steps - 1
+        for s in range(self.args.steps):
+            inject_failure(self.args, self.rank, s)
+            dist.barrier()
+            with self._instrumented() if s == last else contextlib.nullcontext():
+                start = time.perf_counter()
+                yield s
+                sync(self.rank.device)
+                self.times.append(time.perf_counter() - start)
+
+    @contextlib.contextmanager
+    def _instrumented(self):
+        handles = self.log.watch(self.opt)
+        try:
+            with traces.profiled(self.args.out / self.trace, self.rank.device), self.log:
+                yield
+        finally:
+            for handle in handles:
+                handle.remove()
+
+    def loss(self, value: float | None) -> None:
+        """This step's loss on this rank (None where the rank computes none: a pipeline's first stage)."""
+        self.losses.append(value)
+
+    def phase(self, name: str):
+        """Name the phase of the collectives issued inside (for a pipeline schedule's interleaved work)."""
+        return self.log.in_phase(name)
+
+    def record(self) -> RankRecord:
+        """This rank's record of the run, to be completed by results.py."""
+        path = self.args.out / self.trace
+        device = self.rank.device
+        backward_ops, issued_in_backward = traces.backward_overlap(path)
+        return RankRecord(
+            rank=self.rank.rank,
+            losses=self.losses,
+            step_time_s=statistics.median(timed_steps(self.times)),
+            collectives=self.log.summary(),
+            held={},
+            params_digest="",
+            collective_seconds=traces.collective_seconds(path),
+            backward_ops=backward_ops,
+            issued_in_backward=issued_in_backward,
+            trace=self.trace,
+            cuda_peak_bytes=torch.cuda.max_memory_allocated(device) if device.type == "cuda" else 0,
+        )

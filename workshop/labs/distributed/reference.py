@@ -1,0 +1,80 @@
+"""The one-process reference every demo is compared with: the same steps of the same training (training.py) in
+one process, without any process group. Rank 0 runs it, every rank receives it and compares its own losses and
+final parameters with it: they must agree within TOLERANCE.
+"""
+
+from __future__ import annotations
+
+import functools
+import statistics
+import time
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+from workshop.labs.distributed.rank_memory import digest
+from workshop.labs.distributed.records import RankRecord, timed_steps
+from workshop.labs.distributed.training import batches, load_model, optimizer, sync
+from workshop.minigpt.model import lm_loss
+
+# Largest allowed |demo - reference| of a parameter, and relative difference of a loss. fp32 sums taken in
+# another order (an all-reduce, a sharded matmul) differ by a few ulps: ~1e-7 relative.
+TOLERANCE = {"cpu": 1e-6, "cuda": 1e-5}
+
+
+@dataclass
+class Reference:
+    """The same steps in one process, no process group."""
+
+    losses: list[float]
+    params: dict[str, torch.Tensor]  # final, by name
+    compute_s: float  # forward + backward of one step's chunks, median of the timed steps
+
+
+def run_alone(steps: int, chunks: int, device) -> Reference:
+    """`steps` SGD steps of `chunks` chunks each, in this process."""
+    model = load_model(device)
+    opt = optimizer(model.parameters())
+    x, y = batches(steps, chunks, device)
+    losses, times = [], []
+    for s in range(steps):
+        opt.zero_grad()
+        start = time.perf_counter()
+        loss = sum(lm_loss(model(x[s, c]), y[s, c]) for c in range(chunks)) / chunks
+        loss.backward()
+        sync(torch.device(device))
+        times.append(time.perf_counter() - start)
+        opt.step()
+        losses.append(loss.item())
+    compute = statistics.median(timed_steps(times))
+    return Reference(losses, {n: p.detach() for n, p in model.named_parameters()}, compute)
+
+
+@functools.cache  # one per process: a demo's runs (DDP's two, the pipeline's schedules) share it
+def shared(steps: int, chunks: int, device: torch.device) -> Reference:
+    """The reference, run by rank 0 alone (its compute time is one process's, not N processes' sharing the
+    cores) and sent to every rank. Every rank calls it at the same point, after its first run's training: the
+    others wait for rank 0 in a collective, and a demo that hangs a rank on purpose (--pg-timeout 5) must
+    hang in its training, not here."""
+    box = [None]
+    if dist.get_rank() == 0:
+        ref = run_alone(steps, chunks, device)
+        box = [Reference(ref.losses, {n: p.cpu() for n, p in ref.params.items()}, ref.compute_s)]
+    # pickled CPU tensors: each rank puts them on its own device
+    dist.broadcast_object_list(box, src=0)
+    ref = box[0]
+    return Reference(ref.losses, {n: p.to(device) for n, p in ref.params.items()}, ref.compute_s)
+
+
+def compare(record: RankRecord, params: dict[str, torch.Tensor], reference: Reference) -> None:
+    """Complete this rank's record with its parameters' largest error against the reference (params: name ->
+    the full tensor, on this rank) and their digest."""
+    errors = {n: (params[n] - reference.params[n]).abs().max().item() for n in params}
+    worst = max(errors, key=errors.get)
+    record.reference_losses = reference.losses
+    record.reference_compute_s = reference.compute_s
+    record.max_param_error = errors[worst]
+    record.worst_param = worst
+    record.params_compared = len(params)
+    record.params_digest = digest(params)
