@@ -70,6 +70,25 @@ def backward(ctx, dy):
     return ctx.ops.backward(y, dy, ctx.dim), None
 
 
+def define_custom_op(qualname, implementation, fake, setup_context, backward):
+    @torch.library.custom_op(qualname, mutates_args=())
+    def op(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+        return implementation(x, dim)
+
+    op.register_fake(fake)
+    op.register_autograd(backward, setup_context=setup_context)
+    return op
+
+
+def define_triton_op(qualname, implementation, setup_context, backward):
+    @torch.library.triton_op(qualname, mutates_args=())
+    def op(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+        return implementation(x, dim, wrap=torch.library.wrap_triton)
+
+    op.register_autograd(backward, setup_context=setup_context)
+    return op
+
+
 CORRECT = (softmax_fwd_kernel, softmax_bwd_kernel, softmax_fake, setup_context, backward)
 
 
@@ -254,6 +273,47 @@ def fwd_float32_always(
 
 
 @triton.jit
+def fwd_ignores_row_stride(
+    x_ptr,
+    y_ptr,
+    n_rows,
+    n_cols,
+    x_row_stride,
+    y_row_stride,
+    ROWS: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    ALIGN: tl.constexpr,
+):
+    rows = (tl.program_id(0) * ROWS + tl.arange(0, ROWS)[:, None]).to(tl.int64)
+    cols = tl.arange(0, BLOCK_N)[None, :]
+    mask = (rows < n_rows) & (cols < n_cols)
+    x = _acc(tl.load(x_ptr + rows * n_cols + cols, mask=mask, other=-float("inf")))
+    e = tl.exp(x - tl.max(x, axis=1)[:, None])
+    tl.store(y_ptr + rows * n_cols + cols, e / tl.sum(e, axis=1)[:, None], mask=mask)
+
+
+@triton.jit
+def fwd_sums_in_output_dtype(
+    x_ptr,
+    y_ptr,
+    n_rows,
+    n_cols,
+    x_row_stride,
+    y_row_stride,
+    ROWS: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    ALIGN: tl.constexpr,
+):
+    """Converts to the output's dtype too early: the sum and the division run in bfloat16 for bfloat16 input."""
+    rows = (tl.program_id(0) * ROWS + tl.arange(0, ROWS)[:, None]).to(tl.int64)
+    cols = tl.arange(0, BLOCK_N)[None, :]
+    mask = (rows < n_rows) & (cols < n_cols)
+    x = _acc(tl.load(x_ptr + rows * x_row_stride + cols, mask=mask, other=-float("inf")))
+    e = tl.exp(x - tl.max(x, axis=1)[:, None]).to(y_ptr.dtype.element_ty)
+    tl.store(y_ptr + rows * y_row_stride + cols, e / tl.sum(e, axis=1)[:, None], mask=mask)
+
+
+@triton.jit
 def fwd_rows_without_constexpr(
     x_ptr,
     y_ptr,
@@ -385,11 +445,39 @@ def bwd_writes_into_dy(
     tl.store(dy_ptr + rows * dy_row_stride + cols, dx, mask=mask)
 
 
+@triton.jit
+def bwd_skips_accumulation_dtype(
+    y_ptr,
+    dy_ptr,
+    dx_ptr,
+    n_rows,
+    n_cols,
+    y_row_stride,
+    dy_row_stride,
+    dx_row_stride,
+    ROWS: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    ALIGN: tl.constexpr,
+):
+    """Computes in the input's dtype: right for float32 and float64, bfloat16 arithmetic for bfloat16."""
+    rows = (tl.program_id(0) * ROWS + tl.arange(0, ROWS)[:, None]).to(tl.int64)
+    cols = tl.arange(0, BLOCK_N)[None, :]
+    mask = (rows < n_rows) & (cols < n_cols)
+    y = tl.load(y_ptr + rows * y_row_stride + cols, mask=mask, other=0.0)
+    dy = tl.load(dy_ptr + rows * dy_row_stride + cols, mask=mask, other=0.0)
+    dx = y * (dy - tl.sum(dy * y, axis=1)[:, None])
+    tl.store(dx_ptr + rows * dx_row_stride + cols, dx, mask=mask)
+
+
 # ---- the fake's mistakes ----
 
 
 def fake_empty_like(x, dim):
     return torch.empty_like(x)
+
+
+def fake_empty_shape(x, dim):
+    return torch.empty(x.shape, dtype=x.dtype, device=x.device)
 
 
 def fake_rows_shape(x, dim):
@@ -455,6 +543,76 @@ def backward_without_sum_term(ctx, dy):
     return y * dy, None
 
 
+def backward_gradient_for_dim(ctx, dy):
+    (y,) = ctx.saved_tensors
+    dx = ctx.ops.backward(y, dy, ctx.dim)
+    return dx, torch.zeros((), dtype=dx.dtype, device=dx.device)
+
+
 def backward_none_first(ctx, dy):
     (y,) = ctx.saved_tensors
     return None, ctx.ops.backward(y, dy, ctx.dim)
+
+
+# ---- the registration's mistakes ----
+
+
+def define_custom_op_under_its_own_name(qualname, implementation, fake, setup_context, backward):
+    return define_custom_op("mine::softmax", implementation, fake, setup_context, backward)
+
+
+def define_custom_op_without_dims_default(qualname, implementation, fake, setup_context, backward):
+    @torch.library.custom_op(qualname, mutates_args=())
+    def op(x: torch.Tensor, dim: int) -> torch.Tensor:
+        return implementation(x, dim)
+
+    op.register_fake(fake)
+    op.register_autograd(backward, setup_context=setup_context)
+    return op
+
+
+def define_custom_op_without_fake(qualname, implementation, fake, setup_context, backward):
+    @torch.library.custom_op(qualname, mutates_args=())
+    def op(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+        return implementation(x, dim)
+
+    op.register_autograd(backward, setup_context=setup_context)
+    return op
+
+
+def define_custom_op_without_setup_context(qualname, implementation, fake, setup_context, backward):
+    @torch.library.custom_op(qualname, mutates_args=())
+    def op(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+        return implementation(x, dim)
+
+    op.register_fake(fake)
+    op.register_autograd(backward)
+    return op
+
+
+def define_custom_op_without_backward(qualname, implementation, fake, setup_context, backward):
+    @torch.library.custom_op(qualname, mutates_args=())
+    def op(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+        return implementation(x, dim)
+
+    op.register_fake(fake)
+    return op
+
+
+def define_triton_op_as_a_custom_op(qualname, implementation, setup_context, backward):
+    @torch.library.custom_op(qualname, mutates_args=())
+    def op(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+        return implementation(x, dim)
+
+    op.register_fake(lambda x, dim=-1: torch.empty_like(x))
+    op.register_autograd(backward, setup_context=setup_context)
+    return op
+
+
+def define_triton_op_without_wrap_triton(qualname, implementation, setup_context, backward):
+    @torch.library.triton_op(qualname, mutates_args=())
+    def op(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+        return implementation(x, dim)
+
+    op.register_autograd(backward, setup_context=setup_context)
+    return op

@@ -25,7 +25,7 @@ SUMMARY_KEYS = [  # result.json keys that are also summary.md.j2's values
     "engine_order",
     "graph_nodes",
     "graph_edges",
-    "graph_facts",
+    "w_accumulate_grad_inputs",
     "linear_grad_fn_chain",
     "engine_trace",
     "gradcheck",
@@ -118,9 +118,14 @@ def test_the_linear_grad_fn_chain_is_stated_for_the_theory_text(lab_dir):
 def test_gradchecks_probe_what_they_claim(lab_dir):
     records = read_result(lab_dir("autograd"))["gradcheck"]
     assert all(g["passed"] for g in records)
-    full = [g for g in records if not g["fast_mode"]]
-    assert {g["gradient"] for g in full} == {"hand", "autograd"}
-    assert all(g["n_probed"] == 8 * 64 + 600 for g in full)  # every entry of 8 rows of x, and of b
+    full = {g["gradient"]: g["n_probed"] for g in records if not g["fast_mode"]}
+    # every entry of 8 rows of x, and of b; every logit of one real and one <pad> row
+    assert full == {
+        "autograd": 8 * 64 + 600,
+        "linear_grads": 8 * 64 + 600,
+        "cross_entropy_grad": 2 * 600,
+    }
+    assert {g["gradient"] for g in records if g["fast_mode"]} == set(full)
 
 
 def render(lab_dir, **changes) -> str:
@@ -150,7 +155,7 @@ TF32_SEEN = {"gradient": "dW", "autograd_off": 5e-7, "autograd_on": 2.5e-5, "gro
             ["TF32 multiplied"],
             ["hides TF32's error"],
         ),
-        ({"graph_facts": {"w_fan_in": 1}}, [], ["received 1 gradients"]),
+        ({"w_accumulate_grad_inputs": 1}, [], ["received 1 gradients"]),
         (
             {"engine_trace": {"file": "t", "graph": "g", "order": [], "matches_hooks": False}},
             [],

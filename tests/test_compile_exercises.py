@@ -1,6 +1,7 @@
 """The compile lab's exercises graded in-process on saved generated code (no compile): the right answers pass,
 a learner's typical mistakes fail with a message that names the mistake, fresh stubs are "not started"."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -112,7 +113,13 @@ KERNEL_MISTAKES = [
         "fused ops miss the reduction",
         {"fused_ops": ["mul", "bitwise_not", "masked_fill"]},
         "fused_ops",
-        "misses `_softmax`: the reduction",
+        "misses the reduction this kernel fuses",
+    ),
+    (
+        "fused ops miss a pointwise op",
+        {"fused_ops": ["mul", "masked_fill", "_softmax"]},
+        "fused_ops",
+        "misses 1 op: read every op in the kernel's name",
     ),
     (
         "fused ops from another kernel",
@@ -154,6 +161,19 @@ KERNEL_MISTAKES = [
     ("no reduction", {"reduction": "none"}, "reduction", "this kernel reduces (max, sum)"),
     ("grid of another kernel", {"grid": [45056]}, "grid", "the grid of `cpp_fused_gelu_view_6`"),
     ("one loop only", {"grid": [704]}, "grid", "2 `#pragma omp for` loop(s)"),
+    (
+        "extents in the other order",
+        {"grid": [704, 32]},
+        "grid",
+        "the extents are right but their order is not",
+    ),
+    ("grid of unknown extents", {"grid": [31, 704]}, "grid", "in the order the loops appear"),
+    (
+        "half the bytes read",
+        {"bytes_read": (61952 + 1024) // 2},
+        "bytes_read",
+        "too low by a whole factor",
+    ),
 ]
 
 
@@ -166,6 +186,28 @@ def test_a_kernel_mistake_fails_its_field_with_a_pointed_message(
     results = grade_kernel(ctx, {**SOFTMAX_ANSWER, **change}, cpp_kernels)
     assert list(failing(results)) == [field]
     assert words in results[field]
+    assert not answer_in(results[field].replace(str(change[field]), "")), results[field]
+
+
+def answer_in(message: str) -> list[str]:
+    """The figures and ops of SOFTMAX_ANSWER that a message names besides the learner's own value (a message
+    names the mistake, never the answer)."""
+    numbers = [
+        SOFTMAX_ANSWER["bytes_read"],
+        SOFTMAX_ANSWER["bytes_written"],
+        *SOFTMAX_ANSWER["grid"],
+    ]
+    plain = re.sub(r"(?<=\d),(?=\d{3})", "", message)  # 62,976 -> 62976
+    named = [str(n) for n in numbers if re.search(rf"(?<![\w.]){n}(?![\w])", plain)]
+    return named + [op for op in ("softmax", "bitwise_not") if op in message]
+
+
+def test_a_planted_leak_is_seen_by_answer_in():
+    """answer_in catches the messages this lab used to give: the missing op named, the factor that gives the
+    bytes."""
+    assert answer_in("your list misses `_softmax`: the reduction is fused into this kernel too")
+    assert answer_in("read every op: you miss `bitwise_not`")
+    assert answer_in("that is not 62,976")
 
 
 def test_a_wrong_grid_of_a_pointwise_kernel_names_the_owner(ctx, cpp_kernels):

@@ -25,9 +25,10 @@ from workshop.labs.compile import (
     lab,
     loops,
     provenance,
-    run_facts,
+    run_grading,
     trace_report,
 )
+from workshop.labs.compile.breaks import BreakReport, CompileCount
 from workshop.labs.compile.exercises import ANSWERS, WORKSPACE_HEADER
 from workshop.minigpt import checkpoint
 from workshop.minigpt.data import sample_corpus, to_tensors
@@ -200,25 +201,34 @@ MUTATIONS = [
     ),
     (
         unsized_stores,
-        "explained kernel: bytes written per call (from the code) / softmax result bytes (AOT graph), at least",
+        "forward softmax kernel: bytes written per call (from the code) / softmax result bytes (AOT graph), at least",
     ),
-    (log_softmax_explained, "explained kernel fuses the attention's _softmax"),
-    (no_intermediates, "explained kernel: unfused / fused bytes per call"),
+    (
+        log_softmax_explained,
+        "forward softmax kernel: the picked kernel fuses the attention's _softmax",
+    ),
+    (no_intermediates, "forward softmax kernel: unfused / fused bytes per call"),
     (recompiles_counted, "compiles for 4 sequence lengths, dynamic"),
     # more plausible bugs
-    (default_marked_dynamic, "compiles for 4 sequence lengths, default"),
-    (item_captured, "graph breaks in the .item() variant (one .item())"),
+    (
+        default_marked_dynamic,
+        "compiles for 4 sequence lengths, default: as automatic dynamic predicts",
+    ),
+    (
+        item_captured,
+        "graph breaks in the .item() variant: where `.item()` is called, and nowhere else",
+    ),
     (
         reuse_not_followed,
-        "explained kernel: bytes read per call (from the code) / softmax result bytes (AOT graph), at least",
+        "forward softmax kernel: bytes read per call (from the code) / softmax result bytes (AOT graph), at least",
     ),
     (
         omp_for_missed,
-        "explained kernel: largest launch-grid extent = softmax rows B*H*T (AOT graph)",
+        "forward softmax kernel: its launch grid spreads over the softmax's rows (AOT graph)",
     ),
     (
         max_not_recognised,
-        "explained kernel: reductions in its code (softmax: a max and a sum per row)",
+        "forward softmax kernel: reductions in its code (a max and a sum per row)",
     ),
     (wrong_model_package, "fraction of training-forward kernels traced to a MiniGPT source line"),
     (
@@ -245,6 +255,20 @@ def test_reading_the_snapshot_again_passes_without_a_bug(run, fresh_ctx):
     assert fresh_ctx.checks and failed(fresh_ctx) == []
 
 
+def run_folder(run: TrainingRun, tmp_path) -> LabContext:
+    """A run folder of the compiled training step, as the lab writes it for grading (no optimizer module)."""
+    ctx = LabContext("compile", tmp_path / "run", RunOptions("cpu", 1, 0))
+    ctx.out_dir.mkdir()
+    for kind, code in run.captures["train"].code.items():
+        ctx.write_text(f"code/train_{kind}.py", code)
+    kernels = lab.generated_kernels(run.captures)
+    breaks = {"minigpt": BreakReport(1, 0), "item_in_forward": BreakReport(2, 1)}
+    lab.write_breaks(ctx, breaks, [CompileCount(h, [8], 1, []) for h in ("static", "default")])
+    unfused = lab.unfused_results(kernels, run.captures)
+    run_grading.write_facts(ctx, kernels, unfused, len(list(run.model.parameters())))
+    return ctx
+
+
 def graded_ctx(tmp_path, kernel_answer_source: str) -> LabContext:
     work = tmp_path / "my-work"
     work.mkdir()
@@ -257,8 +281,9 @@ def graded_ctx(tmp_path, kernel_answer_source: str) -> LabContext:
 @pytest.mark.parametrize("right", [True, False], ids=["passing answer", "failing answer"])
 def test_the_explanation_is_revealed_only_once_the_answer_passes(run, tmp_path, right):
     """A graded run reveals the learner's kernel explained (and the lab's softmax) once KERNEL_EXPLAINED
-    passes, nothing before."""
-    kernels = lab.generated_kernels(run.captures)
+    passes; before, only the worked example of the backward, whose unfused estimate comes from the graphs."""
+    folder = run_folder(run, tmp_path).out_dir
+    kernels = run_grading.read_run(folder).kernels
     gelu = next(k for k in kernels if k.graph == "train/forward" and "gelu" in k.fused_ops)
     grid = loops.kernel_structure(gelu.source, gelu.language).grid
     answer = {
@@ -270,8 +295,12 @@ def test_the_explanation_is_revealed_only_once_the_answer_passes(run, tmp_path, 
         "grid": grid,
     }
     ctx = graded_ctx(tmp_path, repr(answer))
+    run_grading.regrade(ctx, folder)
     softmax = kernel_explanation.pick_kernel([k for k in kernels if k.graph == "train/forward"])
-    explained = kernel_explanation.explain(softmax, run.captures["train"].aot["forward"], "cpu")
-    facts = run_facts.RunFacts(*[0] * len(dataclasses.fields(run_facts.RunFacts)))
-    shown = lab.grade_exercises(ctx, kernels, facts, explained, run.captures)
-    assert [ex.kernel.name for ex in shown] == ([gelu.name, softmax.name] if right else [])
+    explained = [e["kernel"] for e in ctx.extra["explained"]]
+    worked = kernel_explanation.pick_worked_example(
+        [k for k in kernels if k.graph == "train/backward"]
+    )
+    assert explained == ([gelu.name, softmax.name, worked.name] if right else [worked.name])
+    assert "_softmax_backward_data" in worked.fused_ops
+    assert ctx.extra["explained"][-1]["unfused_bytes_estimate"] > 0, "the graphs' sizes were kept"

@@ -10,6 +10,7 @@ from workshop.labs.compile.breaks import BreakReason, BreakReport, CompileCount
 from workshop.labs.compile.generated_kernels import Argument, GeneratedKernel
 from workshop.labs.compile.kernel_explanation import EagerResult, KernelExplanation, render
 from workshop.labs.compile.loops import kernel_structure
+from workshop.labs.compile.run_grading import Revealed
 from workshop.labs.compile.timing import Timing, TimingReport
 from workshop.labs.compile.trace_report import TraceReport
 
@@ -72,7 +73,9 @@ def test_the_lane_fold_is_mentioned_only_when_the_code_has_it(folds):
     assert "again: the row is not kept in registers" not in text  # one loop: nothing is read twice
 
 
-def summary(shown, graded, tlparse, eager_step_ms, lang="en") -> str:
+def summary(shown, graded, tlparse, eager_step_ms, lang="en", revealed=None) -> str:
+    """The summary of a run whose explanations `shown` are written; `revealed`: what the learner's passing answers
+    reveal (nothing by default, as in a plain run)."""
     timing = TimingReport(
         at_batch=[
             Timing("forward", 8, 2.0, 1.0, 9),
@@ -92,16 +95,28 @@ def summary(shown, graded, tlparse, eager_step_ms, lang="en") -> str:
                 "code": ["code/train_forward.py"],
                 "kernels": 1,
                 "compile_s": 30.0,
-            }
+            },
+            {
+                "name": "optimizer",
+                "dynamo": 1,
+                "aot": {"inference": 1},
+                "code": ["code/optimizer_inference.py"],
+                "kernels": 7 if revealed and revealed.answers else None,
+                "compile_s": 9.0,
+            },
         ],
-        "kernel_count": 1,
+        "kernel_count": 8,
         "shown": shown,
+        "revealed": revealed or Revealed([], False),
         "graded": graded,
         "breaks": {
             "minigpt": BreakReport(1, 0),
-            "item_in_forward": BreakReport(2, 1, [BreakReason("item()", "breaks.py:31")]),
+            "item_in_forward": BreakReport(5, 3, [BreakReason("item()", "breaks.py:31")]),
         },
-        "recompiles": [CompileCount("default", [8, 12], 2, ["size mismatch"])],
+        "recompiles": [
+            CompileCount("static", [8, 12], 6, ["size mismatch"]),
+            CompileCount("default", [8, 12], 3, ["size mismatch"]),
+        ],
         "lengths": [8, 12],
         "timing": timing,
         "tlparse": tlparse,
@@ -128,8 +143,33 @@ def test_payback_is_claimed_only_when_the_compiled_step_is_faster():
     assert "never earned back" in slower and "earned back after" not in slower
 
 
-def test_a_graded_run_hides_the_explanation_until_the_answer_passes():
-    hidden = summary([], True, MADE, 10.0)
-    assert "written once your KERNEL_EXPLAINED passes" in hidden and "kernels.json`" in hidden
-    shown = summary([explanation(CPP_SUM, 4096)], True, MADE, 10.0)
-    assert "See `explanation.md`" in shown and "KERNEL_EXPLAINED" not in shown
+def test_the_forward_kernels_are_explained_once_the_learners_answer_passed():
+    worked = [explanation(CPP_SUM, 4096)]
+    hidden = summary(worked, True, MADE, 10.0)
+    assert "the lab's example is a kernel of the backward" in hidden
+    assert "Once your KERNEL_EXPLAINED passes" in hidden and "See `explanation.md`" in hidden
+    plain = summary(worked, False, MADE, 10.0)
+    assert (
+        "the lab's example is a kernel of the backward" in plain and "KERNEL_EXPLAINED" not in plain
+    )
+    shown = summary(worked * 2, True, MADE, 10.0, revealed=Revealed(worked, True))
+    assert "kernel of the backward" not in shown and "KERNEL_EXPLAINED" not in shown
+
+
+ANSWERED = {  # what summary() was given for each ANSWERS question, and a sentence that would state it
+    "optimizer_kernels": "optimizer_inference.py` | 7 |",
+    "item_graph_breaks": "5 graph(s),\n  3 break(s)",
+    "default_compiles": "| default | 3 |",
+}
+
+
+@pytest.mark.parametrize("graded", [False, True], ids=["plain", "graded"])
+def test_the_counts_answers_asks_for_show_only_once_the_answers_passed(graded):
+    worked = [explanation(CPP_SUM, 4096)]
+    hidden = summary(worked, graded, MADE, 10.0)
+    assert [key for key, text in ANSWERED.items() if text in hidden] == []
+    assert "| static | 6 |" in hidden, "the counts no question asks for still show"
+    assert "a question of exercise compile.answers" in hidden
+    shown = summary(worked, graded, MADE, 10.0, revealed=Revealed([], True))
+    assert [key for key, text in ANSWERED.items() if text not in shown] == []
+    assert "a question of exercise compile.answers" not in shown

@@ -43,8 +43,8 @@ def test_the_graded_pieces_sentence_only_when_a_workspace_was_graded(lab):
 
 def test_lab_writes_both_inductor_excerpts(lab):
     on_cuda = read_result(lab)["device"] == "cuda"
-    # On CUDA torch.ops.workshop.softmax is the triton_op, so the lab compiles an opaque twin, workshop_lab::softmax.
-    namespace = "workshop_lab" if on_cuda else "workshop"
+    # The op the lab checks is made of the run's pieces, registered as own_<kind>::softmax, both kinds on CUDA.
+    namespace = "own_custom_op"
     custom = (lab / "inductor_custom_op.txt").read_text()
     assert "def call(" in custom and f"torch.ops.{namespace}.softmax.default(" in custom
     assert (
@@ -54,10 +54,16 @@ def test_lab_writes_both_inductor_excerpts(lab):
     if on_cuda:
         assert (
             "def _fwd_one_pass" in triton_op
-            and "torch.ops.workshop.softmax.default(" not in triton_op
+            and "torch.ops.own_triton_op.softmax.default(" not in triton_op
         )
     else:
         assert "benchmarks/custom_op/inductor_triton_op.txt" in triton_op
+    side_by_side = (lab / "inductor_side_by_side.md").read_text()
+    assert side_by_side.count("<table>") == 2 and side_by_side.count("def call(") == 4
+    assert (
+        f"torch.ops.{namespace}.softmax.default(" in side_by_side
+        and "_fwd_one_pass" in side_by_side
+    )
 
 
 def test_lab_measures_the_eager_call(lab):
@@ -65,21 +71,22 @@ def test_lab_measures_the_eager_call(lab):
 
     result = read_result(lab)
     eager = result["eager"]
-    layers = [
-        "kernel launch",
-        "plan",
-        "checks, output",
-        "dispatcher, Autograd kernel",
-        "autograd node",
-    ]
-    assert list(eager["layer_us"]) == layers and eager["op_us"] > 0 and eager["torch_us"] > 0
-    assert [launch["kernel"] for launch in eager["step_launches"]] == [
+    assert list(eager["layer_us"]) == ["kernel launch", "plan", "checks, output"]
+    assert list(eager["registrations"]) == ["custom_op", "triton_op", "by hand"]
+    public = eager["registrations"][eager["registration"]]
+    assert eager["op_us"] == public["op_us"] > 0 and eager["torch_us"] > 0
+    assert set(eager["step_us"]) == {"torch.softmax", "custom_op", "triton_op", "by hand"}
+    assert [launch["kernel"] for launch in result["step_launches"]] == [
         "_fwd_one_pass",
         "_bwd_one_pass",
     ]
     assert (lab / "eager_cost.png").stat().st_size > 10_000
     summary = (lab / "summary.md").read_text()
-    assert "What one eager call costs" in summary and "`_bwd_one_pass` on" in summary
+    assert "What one eager call costs, registered three ways" in summary
+    assert "`_bwd_one_pass` on" in summary and "| by hand |" in summary
+    # the registrations' sentence is printed when the run shows the hand registration cheaper, and only then
+    shown = "Registered by hand, the op's Python layers took" in summary
+    assert shown == (eager_cost.by_hand_saves(eager) > 0)
     # the interpreter's sentence is printed when the run shows the launch dominating, and only then
     dominated = eager_cost.launch_share(eager) > 0.9
     assert ("kernel launch is Triton's interpreter" in summary) == dominated
@@ -130,6 +137,19 @@ def test_call_function_and_census_on_a_made_up_module():
     assert "def _fwd_one_pass" in inductor_code.inlined_kernels(source)[0]
 
 
+def test_side_by_side_puts_each_call_in_a_column_without_blank_lines():
+    def module(name):
+        return f"class Runner:\n    def call(self, args):\n        a = {name}(x)\n\n        return (a, )\n"
+
+    text = inductor_code.side_by_side({"left <1>": module("f") + module("g"), "right": module("h")})
+    assert "<th>left &lt;1&gt;</th><th>right</th>" in text
+    forward, backward = text.split("<table>")[1:]
+    assert "a = f(x)" in forward and "a = h(x)" in forward and "a = g(x)" in backward
+    assert (
+        "\n\n" not in forward.split("</table>")[0]
+    )  # a blank line would end Markdown's HTML block
+
+
 def _row(dtype, shape, ours, copy, torch_, inductor, eager=(1.0, 1.0)):
     """A measured row; the backward gets the same numbers as the forward."""
     mib = shape[0] * shape[1] * (4 if dtype == "float32" else 2) / 2**20
@@ -146,15 +166,26 @@ def _row(dtype, shape, ours, copy, torch_, inductor, eager=(1.0, 1.0)):
 
 
 def _doc(rows):
+    own = {"registration_us": 9.0, "autograd_node_us": 15.0, "python_us": 9.0}
     host = {
         "shape": [1, 600],
+        "registration": "triton_op",
         "op_us": 15.0,
         "torch_us": 7.0,
         "op_grad_us": 30.0,
         "triton_jit_launch_us": 15.0,
         "layer_us": {"kernel launch": 6.0, "plan": 1.0},
+        "registrations": {
+            kind: {**own, "op_us": 15.0, "op_grad_us": 30.0}
+            for kind in ("custom_op", "triton_op", "by hand")
+        },
         "step_shape": [64, 600],
-        "step_us": {"torch.softmax": 100.0, "workshop.ops.softmax": 210.0},
+        "step_us": {
+            "torch.softmax": 100.0,
+            "custom_op": 230.0,
+            "triton_op": 210.0,
+            "by hand": 190.0,
+        },
     }
     doc = {
         "device": "test GPU",
@@ -200,6 +231,8 @@ def test_targets_are_judged_on_big_shapes_only():
     assert text.count("**miss**") == 4 and "64x262144" in text and "4096x256" in text
     assert "- bfloat16 64x262144: fwd >= max(torch, Inductor) (0.97)" in text
     assert "at commit abc" in text and text.count("**missed**") == 2
+    assert "| by hand | 9.0 | 15.0 | 15.0 | 30.0 | 190.0 |" in text
+    assert "| torch.softmax |  |  | 7.0 |  | 100.0 |" in text
 
 
 def test_chart_is_written(tmp_path):
@@ -221,3 +254,34 @@ def test_bench_covers_the_shapes_the_issue_names():
     )
     assert [n for b, n in bench.SHAPES if b == 4096 and n != 600] == [2**k for k in range(8, 16)]
     assert Path(bench.__file__).with_name("README.md").is_file()
+
+
+def test_an_op_whose_pieces_are_not_written_waits_in_one_check(tmp_path):
+    """A workspace of stubs: the checks of the op made of its pieces wait on those exercises, in one failed check
+    that names them, and the summary says so in one sentence (and, where the shipped pieces are stubs too, as in
+    the learner edition, that the eager cost is not measured)."""
+    from workshop import labs
+    from workshop.harness.options import RunOptions
+    from workshop.i18n import templates
+    from workshop.lab import LabContext
+    from workshop.labs.custom_op import correctness as cx
+    from workshop.labs.custom_op import lab, probes
+    from workshop.labs.custom_op.exercises import EXERCISES, WORKSPACE_HEADER
+
+    stubs = "\n\n".join(ex.stub_code() for ex in EXERCISES)
+    (tmp_path / "custom_op.py").write_text(WORKSPACE_HEADER + "\n\n" + stubs)
+    ctx = LabContext("custom_op", tmp_path, RunOptions("cpu", 1, 0, work=tmp_path))
+    found = lab.check_own_op(ctx, cx.shapes("cpu"))
+    assert found["own"]["waiting"] == list(probes.PIECES)
+    assert [(c.name, c.passed) for c in ctx.checks] == [
+        ("the op's checks: every piece of the op written", False)
+    ]
+    assert "forward_kernel, backward_kernel, fake" in ctx.checks[0].message
+    values = {"registration": "custom_op", "shapes": {}, "own": found["own"], "eager": None}
+    values |= {"side_by_side": "x.md", "graded": True, "device": "cpu"}
+    summary = templates.render(labs.folder("custom_op"), "en", values)
+    assert (
+        "The op's checks (values, gradcheck, opcheck, torch.compile, the MiniGPT) wait on"
+        in summary
+    )
+    assert "Not measured here: the appendix measures the shipped op" in summary

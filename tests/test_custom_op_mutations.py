@@ -21,6 +21,7 @@ from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
 from workshop.labs.custom_op import correctness as cx
 from workshop.labs.custom_op import lab
+from workshop.labs.custom_op.own_op import own_op
 
 pytestmark = pytest.mark.slow
 
@@ -119,9 +120,9 @@ MUTATIONS = [
 
 SECTIONS = {
     "forward_kernel exercise": lambda ctx: lab.grade_pieces(ctx, ("forward_kernel",)),
-    "correctness": lambda ctx: lab.check_correctness(ctx, cx.shapes("cpu")),
-    "autograd": lambda ctx: lab.check_autograd(ctx, cx.shapes("cpu")),
-    "minigpt": lambda ctx: lab.check_minigpt(ctx),
+    "correctness": lambda ctx: lab.check_correctness(ctx, own_op(ctx), cx.shapes("cpu")),
+    "autograd": lambda ctx: lab.check_autograd(ctx, own_op(ctx), cx.shapes("cpu")),
+    "minigpt": lambda ctx: lab.check_minigpt(ctx, own_op(ctx)),
     "trace": lambda ctx: lab.check_trace(ctx),
 }
 

@@ -116,13 +116,13 @@ def test_matmul_goes_to_mm_folded_or_not_and_to_bmm_for_two_batched_operands(out
         assert matmul[name]["gemm_op"] == gemm and matmul[name]["ops"] == _first_ops(sc)
 
 
-def test_every_call_is_explained_and_agrees(trace):
+def test_every_call_is_explained(trace):
     for sc in trace.values():
         assert sc["output_equals_plain_call"] and sc["profiler"]["ok"], sc["name"]
         stack = [sc["tree"]]
         while stack:
             node = stack.pop()
-            assert node["explained"] and node["agrees"] and node["python_key_consistent"], (
+            assert node["explained"] and node["python_key_consistent"], (
                 sc["name"],
                 node["op"],
             )

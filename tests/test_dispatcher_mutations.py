@@ -1,8 +1,8 @@
 """Planted bugs in the dispatcher lab, each applied by monkeypatching and each caught by one of the lab's OWN
 checks (not a unit test). The parameter ids read "bug -> check that caught it".
 
-The lab's sections run in-process on the CPU (tracing, the re-implementation's checks, the observers' checks,
-the exercises graded with the reference), without writing the outputs.
+The lab's sections run in-process on the CPU (tracing, the trace's checks, the observers' checks, the exercises
+graded with the reference), without writing the outputs.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ from workshop.labs.dispatcher.keys import TableEntry
 
 pytestmark = pytest.mark.slow
 
-WHOLE_CHAINS = "decisions where the re-implementation disagrees with the dispatcher (whole chains)"
+# The re-implementation (the reference in a plain run) is graded by the exercises' checks.
+WHOLE_CHAINS = "walk: recorded calls whose chain differs from the real dispatcher's (whole chains)"
+SLOTS = "table_entry: recorded decisions whose kernel differs from the dispatcher's table"
 PYTHON_KEY = "calls seen at the Python key where the chain says otherwise (or vice versa)"
 
 
@@ -135,7 +137,7 @@ def inference_mode_not_entered(mp):
 
 
 MUTATIONS = [
-    (fallbacks_first, WHOLE_CHAINS),
+    (fallbacks_first, SLOTS),
     (fallbacks_from_the_ops_table, "backend fallbacks (read off an op with no kernels)"),
     (walk_stops_at_first_key, WHOLE_CHAINS),
     (walk_goes_on_past_the_working_kernel, WHOLE_CHAINS),
@@ -144,7 +146,7 @@ MUTATIONS = [
         "table_entry: other graded slots of the run's ops that differ",
     ),
     (exclude_by_name, WHOLE_CHAINS),
-    (fallthrough_not_skipped, WHOLE_CHAINS),
+    (fallthrough_not_skipped, "table_entry: other graded slots of the run's ops that differ"),
     (python_key_does_not_pass_on, PYTHON_KEY),
     (python_above_autograd, "reimpl.PRIORITY pairs ordered unlike"),
     (autocast_guard_forgotten, PYTHON_KEY),

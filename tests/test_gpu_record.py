@@ -144,6 +144,19 @@ sys.exit(gpu_record.main(t.args(__import__("pathlib").Path({out!r}))))
 """
 
 
+def children_of(pid: int) -> list[int]:
+    """The processes whose parent is pid, from /proc (no pgrep needed)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # it ended meanwhile
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
 def test_sigterm_stops_the_step_records_what_ran_and_leaves_no_process(tmp_path):
     script = STOPPABLE.format(tests=str(ROOT / "tests"), out=str(tmp_path / "rec"))
     proc = subprocess.Popen(
@@ -152,9 +165,7 @@ def test_sigterm_stops_the_step_records_what_ran_and_leaves_no_process(tmp_path)
     while not proc.stdout.readline().startswith(("gpu-record: tests:", "gpu-record: passed")):
         pass  # the steps before the tests (a few seconds)
     time.sleep(1)  # the tests step has started
-    children = subprocess.run(
-        ["pgrep", "-P", str(proc.pid)], capture_output=True, text=True
-    ).stdout.split()
+    children = children_of(proc.pid)
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 143, out
@@ -165,7 +176,7 @@ def test_sigterm_stops_the_step_records_what_ran_and_leaves_no_process(tmp_path)
         record["steps"][-1]["name"] == "tests"
         and record["steps"][-1]["exit_code"] == -signal.SIGTERM
     )
-    assert all(not Path(f"/proc/{pid}").exists() for pid in children)
+    assert children and all(not Path(f"/proc/{pid}").exists() for pid in children)
 
 
 def test_the_suites_labs_run_on_the_gpu_where_there_is_one_and_on_the_cpu_elsewhere():

@@ -9,6 +9,7 @@ rendered in both languages from the same made-up figures, its grading messages o
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import re
@@ -33,6 +34,8 @@ from workshop.labs.compile import kernel_answer, kernel_explanation
 from workshop.labs.compile.generated_kernels import parse_kernels
 from workshop.labs.custom_op import correctness as custom_op_correctness
 from workshop.labs.custom_op import exercise_grading as custom_op_grading
+from workshop.labs.custom_op import probes as custom_op_probes
+from workshop.labs.custom_op.own_op import shipped_pieces
 from workshop.labs.dispatcher import decisions, trace_facts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,7 +63,7 @@ SPANISH = {
         "trace.md": [
             "## La tabla comparativa",
             "(observada cuando la función trazada entró en C++)",
-            "| llega a la key Python | coincide con el dispatcher |",
+            "| llega a la key Python | explicada |",
         ],
     },
 }
@@ -173,9 +176,10 @@ def test_init_in_spanish_writes_the_spanish_statements(lab, statement, handout, 
 def test_grading_messages_come_out_in_spanish(spanish):
     want = torch.arange(15.0, dtype=torch.float64).reshape(3, 5)  # dW (V, C)
     wrong = diagnose(Evidence("dW", want.T.clone(), want, torch.zeros(1, 2, dtype=torch.long)))
-    assert wrong == (
-        "dW tiene forma (5, 3), se esperaba (3, 5): traspuesto: dW = G^T X tiene la forma de W (V, C); "
-        "X^T G es su traspuesta"
+    assert (wrong.mistake, wrong.message) == (
+        "a transposed gradient",  # the name's N_() key: shown through _()
+        "dW tiene forma (5, 3), se esperaba (3, 5): traspuesto: dW tiene la forma de W, (V, C), no la de "
+        "su traspuesta",
     )
     hint = trace_facts.prediction_hint("gemm_op", "aten::linear", "aten::addmm")
     assert (
@@ -223,7 +227,10 @@ def test_the_spanish_compile_summary_shows_the_same_values(graded):
         "| paso de entrenamiento (batch 8) | 10.00 | 5.00 | 2.00x |" in spanish
     )  # a prose value, via _()
     if graded:
-        assert "se escriben cuando pasa tu KERNEL_EXPLAINED (ejercicio compile.kernel)" in spanish
+        assert (
+            "Cuando pase tu KERNEL_EXPLAINED, `explanation.md` explicará también tu kernel"
+            in spanish
+        )
     else:
         assert "(nido de bucles de C++, train/forward, llamado 1 vez/veces" in spanish
 
@@ -299,27 +306,37 @@ CUSTOM_OP_SUMMARY = {
         "logits": 3.3e-06,
         "grads": 1.2e-08,
         "launches": ["_fwd_one_pass", "_bwd_one_pass"] * 2,
+        "launch_counts": {"_fwd_one_pass": 2, "_bwd_one_pass": 2},
     },
+    "own": {"graded": False, "waiting": []},
+    "step_shape": [64, 600],
+    "step_launches": [{"kernel": "_fwd_one_pass", **LAUNCH}, {"kernel": "_bwd_one_pass", **LAUNCH}],
     "eager": {
         "shape": [1, 600],
-        "layer_us": {
-            "kernel launch": 4321.0,
-            "plan": 1.1,
-            "checks, output": 3.7,
-            "dispatcher, Autograd kernel": 6.1,
-            "autograd node": 8.0,
+        "registration": "custom_op",
+        "layer_us": {"kernel launch": 4321.0, "plan": 1.1, "checks, output": 3.7},
+        "registrations": {
+            kind: {
+                "registration_us": own,
+                "autograd_node_us": 8.0,
+                "python_us": 4.8 + own,
+                "op_us": 4326.0 + own,
+                "op_grad_us": 4334.0 + own,
+            }
+            for kind, own in (("custom_op", 14.1), ("triton_op", 13.2), ("by hand", 6.1))
         },
         "python_us": 18.9,
-        "op_us": 4340.2,
-        "op_grad_us": 4351.7,
+        "op_us": 4340.1,
+        "op_grad_us": 4348.1,
         "torch_us": 6.7,
         "triton_jit_launch_us": 4402.5,
         "step_shape": [64, 600],
-        "step_us": {"torch.softmax": 83.0, "workshop.ops.softmax": 9123.0},
-        "step_launches": [
-            {"kernel": "_fwd_one_pass", **LAUNCH},
-            {"kernel": "_bwd_one_pass", **LAUNCH},
-        ],
+        "step_us": {
+            "torch.softmax": 83.0,
+            "custom_op": 9123.0,
+            "triton_op": 9100.0,
+            "by hand": 9050.0,
+        },
     },
     "trace": {"file": "eager_trace.json", "events": 812, "op_events": 24, "gpu_kernels": []},
 }
@@ -330,11 +347,15 @@ CUSTOM_OP_SUMMARY = {
 )
 def test_the_spanish_custom_op_summary_shows_the_same_values(launch_share, graded):
     values = CUSTOM_OP_SUMMARY | {"launch_share": launch_share, "graded": graded}
+    values |= {"by_hand_saves": 8.0, "side_by_side": "inductor_side_by_side.md"}
     english, spanish = (
         templates.render(labs.folder("custom_op"), lang, values) for lang in ("en", "es")
     )
     assert numbers(spanish) == numbers(english)
-    assert "## Lo que cuesta una llamada eager (`eager_cost.png`)" in spanish
+    assert "## Lo que cuesta una llamada eager, con tres registros (`eager_cost.png`)" in spanish
+    assert (
+        "| a mano | 6.1 | 8.0 | 4332.1 | 4340.1 | 9050 |" in spanish
+    )  # a registration's name, via _()
     assert (
         "- dtype entero: `TypeError: workshop.softmax: x must be a floating-point tensor`"
         in spanish
@@ -343,7 +364,7 @@ def test_the_spanish_custom_op_summary_shows_the_same_values(launch_share, grade
     assert "`_fwd_partials` y luego `_fwd_finish` (el registro de lanzamientos)" in spanish
     if graded:
         assert "Cada una de tus piezas se ha corregido en un operador propio" in spanish
-        assert "La llamada de la op tarda 4340.2 us, 647.8 veces" in spanish
+        assert "La llamada de la op tarda 4340.1 us, 647.8 veces" in spanish
     else:
         assert "Aquí el lanzamiento del kernel es el intérprete de Triton" in spanish
 
@@ -359,7 +380,8 @@ def test_a_custom_op_grading_message_comes_out_in_spanish(spanish, tmp_path):
     ]
     assert failed[0].message.startswith(
         "para x (4, 6) float64, dim=0, tu implementación fake da los strides (6, 1); la salida del "
-        "kernel tiene (1, 4) (los de x son (6, 1)). Los kernels escriben filas a lo largo de dim"
+        "kernel tiene (1, 4) (los de x son (6, 1)): todas las salidas de tu implementación fake tienen "
+        "los strides de x, como los da torch.empty_like(x). Los kernels escriben filas a lo largo de dim"
     )
 
 
@@ -390,7 +412,8 @@ def test_init_in_spanish_writes_the_custom_op_statements(tmp_path, spanish):
 
 def test_the_custom_op_bad_input_check_reads_the_spanish_errors(spanish):
     """The op's errors come out in Spanish, so the check that each names its problem looks for Spanish words."""
-    found = custom_op_correctness.bad_inputs(TEST_DEVICE)
+    run = functools.partial(custom_op_probes.apply, shipped_pieces())
+    found = custom_op_correctness.bad_inputs(run, TEST_DEVICE)
     assert "x debe ser un tensor de coma flotante" in found["integer dtype"]
     assert all(custom_op_correctness.names_the_problem(case, msg) for case, msg in found.items())
     english = "TypeError: workshop.softmax: x must be a floating-point tensor"

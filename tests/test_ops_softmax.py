@@ -9,11 +9,26 @@ from workshop.ops import softmax, softmax_launch, softmax_op, triton_launch
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def test_registered_once_under_the_workshop_namespace():
+def test_registered_once_under_the_workshop_namespace_with_the_public_api():
     schema = torch.ops.workshop.softmax.default._schema
     assert str(schema) == "workshop::softmax(Tensor x, SymInt dim=-1) -> Tensor"
     assert torch.Tag.pt2_compliant_tag in torch.ops.workshop.softmax.default.tags
     assert ("custom_op" if softmax_op.INTERPRETED else "triton_op") == softmax_op.KIND
+    # torch.library.custom_op (triton_op makes one too) knows it: its CustomOpDef holds the registrations
+    opdef = torch._library.custom_ops._maybe_get_opdef("workshop::softmax")
+    assert opdef._setup_context_fn is not None and opdef._backward_fn is not None
+    assert (opdef._abstract_fn is not None) == (softmax_op.KIND == "custom_op")
+
+
+def test_the_other_registration_is_a_twin_under_its_own_namespace():
+    other = "triton_op" if softmax_op.KIND == "custom_op" else "custom_op"
+    twin = softmax_op.registered_as(other)
+    assert twin.kind == other and twin.forward.namespace == f"workshop_{other}"
+    assert softmax_op.registered_as(softmax_op.KIND) is softmax_op.OPS
+    x = torch.randn(5, 40, device=DEVICE, requires_grad=True)
+    torch.testing.assert_close(twin.forward(x, -1), softmax(x))
+    (dx,) = torch.autograd.grad(twin.forward(x, -1).sum(), x)
+    torch.testing.assert_close(dx, torch.zeros_like(dx), atol=1e-6, rtol=0)
 
 
 @pytest.mark.parametrize(
@@ -153,7 +168,7 @@ def test_gpu_triton_op_is_inlined_by_inductor():
     x, dy = torch.randn(64, 600, device="cuda"), torch.randn(64, 600, device="cuda")
     (y, _), sources = inductor_code.compile_and_capture(torch.ops.workshop.softmax, x, dy)
     found = inductor_code.census(sources, "workshop")
-    assert found["extern_calls"] == 0 and found["inlined_kernel_defs"] >= 2, found
+    assert found.extern_calls == 0 and found.inlined_kernel_defs >= 2, found
     torch.testing.assert_close(y, torch.softmax(2 * x, -1) * 3)
 
 

@@ -462,3 +462,49 @@ def test_a_planted_bad_reading_list_is_named(planted, problem):
     assert reading_problems(GOOD_READINGS, "en") == []
     [found] = reading_problems(planted, "en")
     assert problem in found, found
+
+
+# The worked examples the texts give instead of the labs' own cases (issue 28), as torch runs them.
+def test_theory_02s_walk_runs_in_the_order_it_says():
+    """loss = (tanh(a) * c).sum(): Sum, Mul, then AccumulateGrad(c) before TanhBackward0, AccumulateGrad(a) last."""
+    a, c = torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
+    loss = (torch.tanh(a) * c).sum()
+    order, stack, seen = [], [loss.grad_fn], set()
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        name = type(node).__name__ + {id(a): "(a)", id(c): "(c)"}.get(
+            id(getattr(node, "variable", None)), ""
+        )
+        node.register_prehook(lambda grads, name=name: order.append(name))
+        stack += [n for n, _ in node.next_functions]
+    loss.backward()
+    walk = [
+        "SumBackward0",
+        "MulBackward0",
+        "AccumulateGrad(c)",
+        "TanhBackward0",
+        "AccumulateGrad(a)",
+    ]
+    assert order == walk
+    text = normalized((ROOT / "theory" / "02-autograd-engine.md").read_text(encoding="utf-8"))
+    assert (
+        "`TanhBackward0` and `AccumulateGrad(c)`: the `AccumulateGrad` has the largest number"
+        in text
+    )
+
+
+@pytest.mark.skipif(
+    not torch.__version__.startswith("2.13."), reason="the text prints torch 2.13's ops"
+)
+def test_theory_01s_matmul_example_prints_what_the_text_says():
+    from torch.profiler import profile
+
+    x, v = torch.randn(6, 64), torch.randn(64)
+    with profile() as prof:
+        torch.matmul(x, v)
+    printed = [e.name for e in prof.events()]
+    for doc in (TEXTS[1], SPANISH[1]):
+        assert f"# torch 2.13, CPU: {printed}" in doc.read_text(encoding="utf-8")

@@ -46,7 +46,7 @@ def _fwd_one_pass(
     BLOCK_N: tl.constexpr,  # N rounded up to a power of two (tl.arange needs one)
     ALIGN: tl.constexpr,  # a power of two that divides n_cols and both row strides
 ):
-    # Saying that n_cols and the strides are multiples of ALIGN lets the compiler use vector loads (N = 600: 8).
+    # Saying that n_cols and the strides are multiples of ALIGN lets the compiler use vector loads.
     n_cols = n_cols // ALIGN * ALIGN
     x_row_stride, y_row_stride = x_row_stride // ALIGN * ALIGN, y_row_stride // ALIGN * ALIGN
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)[:, None]  # (ROWS, 1)

@@ -104,7 +104,7 @@ def forward(
     one_pass=None,
 ) -> None:
     """y = softmax(x) along rows of n_cols elements, unit stride along a row; x and y any tensors with that layout
-    (a contiguous (..., N) tensor needs no view). `wrap`: torch.library.wrap_triton when traced in a triton_op.
+    (a contiguous (..., N) tensor needs no view). `wrap`: torch.library.wrap_triton in a triton_op's body.
     `one_pass`: the one-pass kernel to launch, with _fwd_one_pass's parameters (None: _fwd_one_pass; the
     custom_op lab passes the learner's)."""
     ints = (n_cols, x_row_stride, y_row_stride)

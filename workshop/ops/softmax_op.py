@@ -1,35 +1,34 @@
-"""The operator `torch.ops.workshop.softmax(x, dim=-1)` and its backward, registered with torch.library.
+"""The operator `torch.ops.workshop.softmax(x, dim=-1)` and its backward, made with torch.library's public API.
 
-What PyTorch needs from an operator, each registered by one line of `define`:
-- a schema, `softmax(Tensor x, SymInt dim=-1) -> Tensor`: what the dispatcher, FX graphs and torch.export know
-  of the op (SymInt: under torch.compile with dynamic shapes, dim may be a symbolic int);
-- a backend kernel (CompositeExplicitAutograd: any device): `forward_kernel`, which launches the Triton kernels
-  (softmax_launch.py);
-- a fake kernel: the output's shape, dtype and strides without running anything, so that torch.compile and
-  fake tensors can trace through the op: `forward_fake`, from the same `_empty_result` the real kernel uses, so
-  the two cannot disagree;
-- an autograd kernel (the Autograd key): `forward_autograd`. With a gradient to track it runs `SoftmaxFunction`,
-  whose backward is the operator `workshop::softmax_backward` (itself differentiable: double backward works);
-  without, it passes the call on to the kernels below autograd;
-- for a "triton_op" only: a rule for torch.compile's functionalization (`traced`) that runs the kernel's body
-  with torch.library.wrap_triton around each launch, so the tracer sees the Triton kernels and Inductor puts
-  them into its own generated code. Without that rule ("custom_op") the op stays opaque: Inductor calls it.
+What PyTorch needs from an operator, and the public call that gives it (`define_custom_op` and `define_triton_op`,
+below; `define` registers an op from its pieces with one of them):
+- a schema and an implementation: `torch.library.custom_op(name, fn, mutates_args=())` reads the schema from fn's
+  annotations, `softmax(Tensor x, SymInt dim=-1) -> Tensor` (an int becomes a SymInt: under torch.compile with
+  dynamic shapes, dim may be symbolic), and registers fn for every device: `forward_kernel`, which launches the
+  Triton kernels (softmax_launch.py);
+- a fake implementation, `register_fake`: the output's shape, dtype and strides without running anything, so that
+  torch.compile and fake tensors can trace through the op: `empty_output`, built by the same `_empty_result` the
+  real kernel allocates with, so the two cannot disagree;
+- autograd, `register_autograd(backward, setup_context=...)`: after the forward, `setup_context` saves y (the
+  backward's formula needs the output, not x) and dim; `gradients` returns one gradient per input, dx by the
+  operator workshop::softmax_backward, None for dim. That operator is registered the same way, with an autograd
+  formula of its own: double backward works.
 
-That is what torch.library.triton_op and custom_op register too. They are written by hand here because those
-wrap every call in general-purpose Python (argument binding, an alias check of the result, a context manager, an
-autograd.Function per call): on an H200's host the layers above the implementation took 33 us a call, five
-times torch.softmax's whole call; registered here, 6 us (benchmarks/custom_op/README.md). The custom_op lab
-measures what each layer of a call costs (workshop/labs/custom_op/eager_cost.py).
+`torch.library.triton_op` registers all of that from the same function, and one thing more: under torch.compile it
+runs the function's body instead of calling the op, each launch wrapped by `torch.library.wrap_triton`, so Inductor
+sees the Triton kernels and copies them into its own generated code. A custom_op stays opaque: Inductor calls it,
+an extern kernel between its own. A triton_op needs no register_fake: its body, run on fake tensors, is its fake
+(a wrapped launch does nothing there).
 
-The kernels, the fake and the two autograd functions are the op's `Pieces`: `define` registers an op from a
-set of them. torch.ops.workshop.softmax has the reference pieces (`REFERENCE`: this module's and
-softmax_kernels.py's own, found at each call); the custom_op lab registers twins under names of its own with one
-of the learner's pieces in place of the reference's, to grade it (workshop/labs/custom_op/learner_op.py).
+`KIND`, how torch.ops.workshop.softmax is registered, is chosen once per process: a triton_op where Triton compiles
+for a GPU; a custom_op under Triton's interpreter (CPU), where torch.compile cannot trace into a kernel (tracing
+hands fake tensors to the interpreted kernel, which needs data, and Inductor generates no Triton code for a CPU).
+The name, schema and behaviour are the same either way; only what Inductor sees differs. `registered_as(kind)`
+gives the op registered the other way too, under a namespace of its own, for the custom_op lab's comparisons.
 
-ONE public op; `KIND` is chosen once per process: "triton_op" when Triton compiles for a GPU, "custom_op" under
-Triton's interpreter (CPU), where tracing into a kernel would hand fake tensors to the interpreted kernel. The
-name, schema and behaviour of `torch.ops.workshop.softmax` are the same either way; only what Inductor sees
-differs. The lab also registers an opaque twin, `workshop_lab::softmax`, to compare the two.
+The kernels, the fake and the two autograd functions are the op's `Pieces`: `define` registers an op from a set of
+them. torch.ops.workshop.softmax has the reference pieces (`REFERENCE`); the custom_op lab registers a learner's
+own op from the learner's pieces the same way.
 """
 
 import functools
@@ -37,18 +36,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
-from torch._subclasses.fake_tensor import FakeTensor
-from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode
 from torch.library import wrap_triton
 
 from workshop.i18n import _
 from workshop.ops import INTERPRETED, softmax_launch
+from workshop.ops import softmax_kernels as k
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 KINDS = ("triton_op", "custom_op")
 # How torch.ops.workshop.softmax is registered here.
 KIND = "custom_op" if INTERPRETED else "triton_op"
-AFTER_AUTOGRAD = torch._C._after_autograd_keyset  # the dispatch keys below autograd
 
 
 @dataclass(frozen=True)
@@ -58,13 +55,14 @@ class Pieces:
 
     # @triton.jit, _fwd_one_pass's parameters: y = softmax(x) over rows that fit one program
     forward_kernel: object = None
-    backward_kernel: object = (
-        None  # @triton.jit, _bwd_one_pass's parameters: dx = y * (dy - sum(dy * y))
-    )
-    fake: Callable | None = None  # (x, dim in [0, ndim)) -> the output, empty: `empty_output`
+    # @triton.jit, _bwd_one_pass's parameters: dx = y * (dy - sum(dy * y))
+    backward_kernel: object = None
+    # (x, dim in [0, ndim)) -> the output, empty: `empty_output`. A custom_op's only: a triton_op's fake is its body.
+    fake: Callable | None = None
     # (ctx, inputs (x, dim), output y) -> None: saves what backward needs: `setup_context`
     setup_context: Callable | None = None
-    backward: Callable | None = None  # (ctx, dy) -> (dx, None), one gradient per input: `gradients`
+    # (ctx, dy) -> (dx, None), one gradient per input: `gradients`
+    backward: Callable | None = None
 
 
 REFERENCE = Pieces()
@@ -138,21 +136,18 @@ def _rows_and_cols(t: torch.Tensor) -> tuple[int, int]:
     return int(t.numel()) // n_cols, n_cols
 
 
-def forward_kernel(
-    x: torch.Tensor, dim: int = -1, wrap=None, pieces: Pieces = REFERENCE
-) -> torch.Tensor:
-    """The op's implementation: y = softmax(x, dim) by the Triton kernels."""
+def forward_kernel(x: torch.Tensor, dim: int = -1, kernel=None, wrap=None) -> torch.Tensor:
+    """The op's implementation: y = softmax(x, dim) by the Triton kernels. `kernel`: the one-pass kernel (None:
+    the reference's); `wrap`: torch.library.wrap_triton in a triton_op's body."""
     dim = check_input(x, dim)
-    kernel = pieces.forward_kernel
     if _along_last_dim(x, dim):
         y = torch.empty_like(x, memory_format=torch.contiguous_format)
         n_rows, n_cols = _rows_and_cols(x)
         softmax_launch.forward(x, y, n_rows, n_cols, n_cols, n_cols, wrap, kernel)
         return y
     y, y_rows = _empty_result(x, dim)
-    if (
-        x.numel()
-    ):  # empty tensors and 0-size dims: the empty result is the answer, no kernel to launch
+    # Empty tensors and 0-size dims: the empty result is the answer, no kernel to launch.
+    if x.numel():
         x_rows = _as_rows(x, dim)
         n_rows, n_cols = _rows_and_cols(x_rows)
         strides = int(x_rows.stride(0)), int(y_rows.stride(0))
@@ -161,9 +156,8 @@ def forward_kernel(
 
 
 def _check_backward(y: torch.Tensor, dy: torch.Tensor, dim: int) -> int:
-    if (
-        y.device != dy.device
-    ):  # first: a mixed pair's real problem is the mix, not either device alone
+    # First the devices: a mixed pair's real problem is the mix, not either device alone.
+    if y.device != dy.device:
         raise RuntimeError(
             _(
                 "workshop.softmax_backward: y is on {y_device} but dy is on {dy_device}; "
@@ -185,11 +179,10 @@ def _check_backward(y: torch.Tensor, dy: torch.Tensor, dim: int) -> int:
 
 
 def backward_kernel(
-    y: torch.Tensor, dy: torch.Tensor, dim: int, wrap=None, pieces: Pieces = REFERENCE
+    y: torch.Tensor, dy: torch.Tensor, dim: int, kernel=None, wrap=None
 ) -> torch.Tensor:
     """The backward op's implementation: dx = y * (dy - sum(dy * y, dim)) by the Triton kernels."""
     dim = _check_backward(y, dy, dim)
-    kernel = pieces.backward_kernel
     if _along_last_dim(y, dim) and dy.is_contiguous():
         dx = torch.empty_like(y, memory_format=torch.contiguous_format)
         n_rows, n_cols = _rows_and_cols(y)
@@ -210,29 +203,19 @@ def empty_output(x: torch.Tensor, dim: int) -> torch.Tensor:
     return _empty_result(x, dim)[0]
 
 
-def forward_fake(x: torch.Tensor, dim: int = -1, pieces: Pieces = REFERENCE) -> torch.Tensor:
-    return (pieces.fake or empty_output)(x, check_input(x, dim))
-
-
-def backward_fake(
-    y: torch.Tensor, dy: torch.Tensor, dim: int, pieces: Pieces = REFERENCE
-) -> torch.Tensor:
-    # dx has y's layout: the same rule as the forward's output
-    return (pieces.fake or empty_output)(y, _check_backward(y, dy, dim))
-
-
 @dataclass(frozen=True)
 class SoftmaxOps:
-    """One registration's two operators (OpOverloads), e.g. torch.ops.workshop.softmax{,_backward}.default,
-    and the pieces they were registered from."""
+    """One registration's two operators (OpOverloads), e.g. torch.ops.workshop.softmax{,_backward}.default (no
+    backward operator: None), how they were registered, and the @triton.jit kernels they launch."""
 
     forward: torch._ops.OpOverload
-    backward: torch._ops.OpOverload
-    pieces: Pieces = REFERENCE
+    backward: torch._ops.OpOverload | None
+    kind: str
+    kernels: tuple = ()
 
 
 def setup_context(ctx, inputs: tuple, output: torch.Tensor) -> None:
-    """After the forward, what the backward will need (torch.library.register_autograd's setup_context):
+    """After the forward, what the backward will need (register_autograd's setup_context):
     dx = y * (dy - sum(dy * y)) needs y, the output, not x; and dim."""
     ctx.dim = inputs[1]
     ctx.save_for_backward(output)
@@ -244,121 +227,141 @@ def gradients(ctx, dy: torch.Tensor) -> tuple:
     return ctx.ops.backward(y, dy, ctx.dim), None
 
 
-class SoftmaxFunction(torch.autograd.Function):
-    """The autograd node of y = softmax(x): its pieces' setup_context and backward (setup_context, gradients)."""
-
-    @staticmethod
-    def forward(ctx, x, dim, ops: SoftmaxOps):
-        # straight to the kernels: autograd is this function
-        with torch._C._AutoDispatchBelowAutograd():
-            y = ops.forward(x, dim)
-        ctx.ops = ops  # the backward calls ctx.ops.backward
-        (ops.pieces.setup_context or setup_context)(ctx, (x, dim), y)
-        return y
-
-    @staticmethod
-    def backward(ctx, dy):
-        return *(ctx.ops.pieces.backward or gradients)(ctx, dy), None  # None: for `ops`
+def _setup_backward_op(ctx, inputs: tuple, output: torch.Tensor) -> None:
+    y, dy, dim = inputs
+    ctx.dim = dim
+    ctx.save_for_backward(y, dy)
 
 
-class SoftmaxBackwardFunction(torch.autograd.Function):
-    """The autograd node of dx = softmax_backward(y, dy), for double backward."""
-
-    @staticmethod
-    def forward(ctx, y, dy, dim, ops: SoftmaxOps):
-        with torch._C._AutoDispatchBelowAutograd():
-            dx = ops.backward(y, dy, dim)
-        ctx.dim, ctx.ops = dim, ops
-        ctx.save_for_backward(y, dy)
-        return dx
-
-    @staticmethod
-    def backward(ctx, g):
-        # dx = y * (dy - sum(dy * y)); with d = sum(g * y): d/d(dy) = y * (g - d) (the same op again) and
-        # d/dy = g * (dy - sum(dy * y)) - dy * d.
-        y, dy = ctx.saved_tensors
-        d = (g * y).sum(ctx.dim, keepdim=True)
-        grad_y = g * (dy - (dy * y).sum(ctx.dim, keepdim=True)) - dy * d
-        return grad_y, ctx.ops.backward(y, g, ctx.dim), None, None
+def gradients_of_backward_op(ctx, g: torch.Tensor) -> tuple:
+    """dx = y * (dy - sum(dy * y)); with d = sum(g * y): d/d(dy) = y * (g - d), the backward op again, and
+    d/dy = g * (dy - sum(dy * y)) - dy * d."""
+    y, dy = ctx.saved_tensors
+    d = (g * y).sum(ctx.dim, keepdim=True)
+    grad_y = g * (dy - (dy * y).sum(ctx.dim, keepdim=True)) - dy * d
+    return grad_y, ctx.ops.backward(y, g, ctx.dim), None
 
 
-def forward_autograd(ops: SoftmaxOps, keyset, x: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    if torch.is_grad_enabled() and x.requires_grad:
-        return SoftmaxFunction.apply(x, dim, ops)
-    return ops.forward.redispatch(keyset & AFTER_AUTOGRAD, x, dim)
+def define_custom_op(
+    qualname: str,
+    implementation: Callable,
+    fake: Callable,
+    setup_context: Callable,
+    backward: Callable,
+):
+    """`qualname` (e.g. "workshop::softmax") made an operator with torch.library.custom_op: softmax(x, dim=-1) by
+    `implementation(x, dim)`, its fake by `fake(x, dim)`, its autograd by `backward(ctx, dy)` after
+    `setup_context(ctx, inputs, output)`. Returns the op (torch.library's CustomOpDef)."""
+
+    # The schema is read from the annotations: softmax(Tensor x, SymInt dim=-1) -> Tensor.
+    @torch.library.custom_op(qualname, mutates_args=())
+    def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+        return implementation(x, dim)
+
+    softmax.register_fake(fake)
+    softmax.register_autograd(backward, setup_context=setup_context)
+    return softmax
 
 
-def backward_autograd(
-    ops: SoftmaxOps, keyset, y: torch.Tensor, dy: torch.Tensor, dim: int
-) -> torch.Tensor:
-    if torch.is_grad_enabled() and (y.requires_grad or dy.requires_grad):
-        return SoftmaxBackwardFunction.apply(y, dy, dim, ops)
-    return ops.backward.redispatch(keyset & AFTER_AUTOGRAD, y, dy, dim)
+def define_triton_op(
+    qualname: str, implementation: Callable, setup_context: Callable, backward: Callable
+):
+    """The same operator with torch.library.triton_op: under torch.compile its body runs instead of a call of the
+    op, and `implementation(x, dim, wrap=wrap_triton)` launches each kernel through wrap_triton, so that Inductor
+    sees it. No fake to register: the body, run on fake tensors, is the fake. Returns the op."""
+
+    @torch.library.triton_op(qualname, mutates_args=())
+    def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+        return implementation(x, dim, wrap=wrap_triton)
+
+    softmax.register_autograd(backward, setup_context=setup_context)
+    return softmax
 
 
-def traced(kernel, mode, func, types, args, kwargs):
-    """Under torch.compile's functionalization (FunctionalTensorMode): run `kernel`'s body, its Triton launches
-    wrapped by wrap_triton, so that the graph holds the kernels instead of a call of the op."""
-    if any(
-        t not in (torch.Tensor, FunctionalTensor) and not issubclass(t, FakeTensor) for t in types
-    ):
-        return NotImplemented  # another tensor subclass: let it handle the op
-    with mode:
-        return kernel(*args, **kwargs, wrap=wrap_triton)
+def fakes(pieces: Pieces) -> tuple[Callable, Callable]:
+    # The reference pieces are looked up at each call (`or` below), so that a test can replace one in this module.
+    def softmax_fake(x, dim=-1):
+        return (pieces.fake or empty_output)(x, check_input(x, dim))
+
+    def softmax_backward_fake(y, dy, dim):
+        # dx has y's layout: the forward's rule
+        return (pieces.fake or empty_output)(y, _check_backward(y, dy, dim))
+
+    return softmax_fake, softmax_backward_fake
 
 
-_libraries = []  # a torch.library.Library unregisters its operators when it is garbage-collected
+def _define_backward_op(qualname: str, kind: str, pieces: Pieces, setup: Callable):
+    """The backward operator, `qualname` (softmax_backward), registered as `kind` the same way, with an autograd
+    formula of its own (double backward)."""
+    register = torch.library.triton_op if kind == "triton_op" else torch.library.custom_op
+    wrap = wrap_triton if kind == "triton_op" else None
+
+    @register(qualname, mutates_args=())
+    def softmax_backward(y: torch.Tensor, dy: torch.Tensor, dim: int) -> torch.Tensor:
+        return backward_kernel(y, dy, dim, pieces.backward_kernel, wrap)
+
+    if kind == "custom_op":
+        softmax_backward.register_fake(fakes(pieces)[1])
+    softmax_backward.register_autograd(gradients_of_backward_op, setup_context=setup)
+    return softmax_backward
 
 
-def define(qualname: str, kind: str, pieces: Pieces = REFERENCE) -> SoftmaxOps:
+def define(
+    qualname: str, kind: str, pieces: Pieces = REFERENCE, registration: Callable | None = None
+) -> SoftmaxOps:
     """Registers `qualname` (softmax) and `qualname + "_backward"` as a "triton_op" or a "custom_op", made of
-    `pieces`."""
+    `pieces`. Registering a name again replaces the earlier registration (torch.library.custom_op allows it).
+    `registration`: what registers the forward op in place of define_custom_op or define_triton_op (the custom_op
+    lab grades a learner's), called with the same arguments."""
     if kind not in KINDS:
         raise ValueError(f"kind must be 'triton_op' or 'custom_op', got {kind!r}")
-    namespace, name = qualname.split("::")
-    lib = torch.library.Library(namespace, "FRAGMENT")
-    _libraries.append(lib)
-    tags = (torch.Tag.pt2_compliant_tag,)
-    lib.define(f"{name}(Tensor x, SymInt dim=-1) -> Tensor", tags=tags)
-    lib.define(f"{name}_backward(Tensor y, Tensor dy, SymInt dim) -> Tensor", tags=tags)
-    ops_namespace = getattr(torch.ops, namespace)
-    ops = SoftmaxOps(
-        getattr(ops_namespace, name).default,
-        getattr(ops_namespace, f"{name}_backward").default,
-        pieces,
-    )
-    kernels = (
-        functools.partial(forward_kernel, pieces=pieces),
-        functools.partial(backward_kernel, pieces=pieces),
-    )
-    lib.impl(name, kernels[0], "CompositeExplicitAutograd")
-    lib.impl(f"{name}_backward", kernels[1], "CompositeExplicitAutograd")
-    fakes = (
-        functools.partial(forward_fake, pieces=pieces),
-        functools.partial(backward_fake, pieces=pieces),
-    )
-    torch.library.register_fake(qualname, fakes[0], lib=lib)
-    torch.library.register_fake(f"{qualname}_backward", fakes[1], lib=lib)
-    lib.impl(name, functools.partial(forward_autograd, ops), "Autograd", with_keyset=True)
-    lib.impl(
-        f"{name}_backward", functools.partial(backward_autograd, ops), "Autograd", with_keyset=True
-    )
-    if kind == "triton_op":
-        for op_name, kernel in zip((qualname, f"{qualname}_backward"), kernels, strict=True):
-            rule = functools.partial(traced, kernel)
-            torch.library.register_torch_dispatch(op_name, FunctionalTensorMode, rule, lib=lib)
+
+    def implementation(x, dim, wrap=None):
+        return forward_kernel(x, dim, pieces.forward_kernel, wrap)
+
+    def setup_forward(ctx, inputs, output):
+        ctx.ops = ops  # the backward calls ctx.ops.backward: this registration's backward operator
+        (pieces.setup_context or setup_context)(ctx, inputs, output)
+
+    def backward_of_forward(ctx, dy):
+        return (pieces.backward or gradients)(ctx, dy)
+
+    def setup_backward(ctx, inputs, output):
+        ctx.ops = ops
+        _setup_backward_op(ctx, inputs, output)
+
+    backward = _define_backward_op(f"{qualname}_backward", kind, pieces, setup_backward)
+    if kind == "custom_op":
+        register = registration or define_custom_op
+        register(qualname, implementation, fakes(pieces)[0], setup_forward, backward_of_forward)
+    else:
+        register = registration or define_triton_op
+        register(qualname, implementation, setup_forward, backward_of_forward)
+    kernels = (pieces.forward_kernel or k._fwd_one_pass, pieces.backward_kernel or k._bwd_one_pass)
+    ops = SoftmaxOps(registered(qualname), backward._opoverload, kind, kernels)
     return ops
 
 
-def undefine(ops: SoftmaxOps) -> None:
-    """Removes a registration made by `define` (the custom_op lab's graded twins), so that its name can be
-    registered again."""
-    namespace = ops.forward.namespace
-    for lib in [lib for lib in _libraries if lib.ns == namespace]:
-        lib._destroy()
-        _libraries.remove(lib)
+def registered(qualname: str) -> torch._ops.OpOverload:
+    """The operator registered as `qualname` ("namespace::name"): its default overload; LookupError if none."""
+    namespace, name = qualname.split("::")
+    packet = (
+        getattr(getattr(torch.ops, namespace), name, None)
+        if hasattr(torch.ops, namespace)
+        else None
+    )
+    if packet is None:
+        raise LookupError(f"no operator {qualname} is registered")
+    return packet.default
 
 
 OPS = define("workshop::softmax", KIND)
 # softmax(x, dim=-1) along dim, by the Triton kernels, with autograd: the op itself, with no Python in front of it.
 softmax = OPS.forward
+
+
+@functools.cache
+def registered_as(kind: str) -> SoftmaxOps:
+    """The op registered as `kind`: torch.ops.workshop.softmax when that is its KIND, else a twin with the same
+    pieces under a namespace of its own, torch.ops.workshop_<kind>.softmax."""
+    return OPS if kind == KIND else define(f"workshop_{kind}::softmax", kind)

@@ -9,8 +9,10 @@ argument's value, the tensors' dtype, device and 16-byte alignment), and on a hi
 with the arguments JITFunction.run would pass it. A miss (a new shape) is one ordinary `kernel[grid](...)`.
 
 Three paths, one call:
-- `wrap` given (the body of a triton_op traced by torch.compile): `wrap(kernel)[grid](...)` puts the launch into
-  the traced graph; nothing runs now, and nothing is recorded: Inductor's generated code is the evidence;
+- `wrap` given (torch.library.wrap_triton, in a triton_op's body) and the body traced by torch.compile:
+  `wrap(kernel)[grid](...)` puts the launch into the traced graph; nothing runs now, and nothing is recorded:
+  Inductor's generated code is the evidence. When the triton_op runs eagerly, wrap_triton returns the kernel
+  itself, and the launch takes one of the two paths below;
 - Triton's interpreter (CPU): `kernel[grid](...)` runs the kernel in numpy, one program after another;
 - CUDA: the cached launch.
 
@@ -34,14 +36,15 @@ CACHE_LIMIT = 4096
 @dataclass(frozen=True)
 class Launch:
     """One launch: the @triton.jit function's name (e.g. "_fwd_one_pass"), its grid (programs, 1-D) and its
-    compile-time parameters and launch options (e.g. {"ROWS": 2, "BLOCK_N": 1024, ..., "num_warps": 4})."""
+    compile-time parameters and launch options (e.g. {"ROWS": 4, "BLOCK_N": 64, ..., "num_warps": 4})."""
 
     kernel: str
     grid: tuple[int]
     constexprs: dict
-    function: object = field(
-        default=None, compare=False, repr=False
-    )  # the @triton.jit function itself
+    # the @triton.jit function itself
+    function: object = field(default=None, compare=False, repr=False)
+    # on a GPU, the triton CompiledKernel that ran (its .asm holds the kernel's IR); None under the interpreter
+    compiled: object = field(default=None, compare=False, repr=False)
 
 
 # The list `recording()` collects into; None: not recording.
@@ -66,10 +69,15 @@ def recording() -> Iterator[list[Launch]]:
 def launch(kernel, grid: tuple[int], tensors: tuple, ints, constexprs: dict, wrap=None) -> None:
     """kernel[grid](*tensors, *ints, **constexprs), for a kernel whose parameters are its tensors, then its ints,
     then its constexprs (`num_warps` may be among `constexprs`: a launch option, not a parameter)."""
-    if _recorded is not None and wrap is None:
-        _recorded.append(Launch(kernel.__name__, grid, constexprs, kernel))
-    if wrap is not None or INTERPRETED:
-        (wrap(kernel) if wrap is not None else kernel)[grid](*tensors, *ints, **constexprs)
+    # In a triton_op's body, wrap_triton hands back the kernel itself when the op runs eagerly; when torch.compile
+    # traces the body, a wrapper whose launch puts the kernel into the graph (nothing runs, nothing is recorded).
+    traced = wrap(kernel) if wrap is not None else kernel
+    if traced is not kernel:
+        traced[grid](*tensors, *ints, **constexprs)
+        return
+    if INTERPRETED:
+        _record(kernel, grid, constexprs)
+        kernel[grid](*tensors, *ints, **constexprs)
         return
     first = tensors[0]
     device = first.get_device()
@@ -85,9 +93,12 @@ def launch(kernel, grid: tuple[int], tensors: tuple, ints, constexprs: dict, wra
     )
     entry = _compiled.get(key)
     if entry is None:
-        _compiled_launch(key, kernel, grid, tensors, ints, constexprs)
+        _record(
+            kernel, grid, constexprs, _compiled_launch(key, kernel, grid, tensors, ints, constexprs)
+        )
         return
     compiled, constexpr_values, current_stream = entry
+    _record(kernel, grid, constexprs, compiled)
     stream = current_stream(device)
     hooks = triton.knobs.runtime
     enter, leave = _hook(hooks.launch_enter_hook), _hook(hooks.launch_exit_hook)
@@ -114,14 +125,20 @@ def launch(kernel, grid: tuple[int], tensors: tuple, ints, constexprs: dict, wra
     )
 
 
+def _record(kernel, grid: tuple[int], constexprs: dict, compiled=None) -> None:
+    if _recorded is not None:
+        _recorded.append(Launch(kernel.__name__, grid, constexprs, kernel, compiled))
+
+
 def _hook(hook):
     """A launch hook, or None where it would do nothing: triton 3.6 keeps an empty HookChain rather than None,
     and the launcher calls whatever it is given (a Python call per launch)."""
     return None if hook is None or getattr(hook, "calls", True) == [] else hook
 
 
-def _compiled_launch(key: tuple, kernel, grid, tensors, ints, constexprs) -> None:
-    """The first launch of a kind: Triton's own path, which compiles (or finds) the kernel; then keep it."""
+def _compiled_launch(key: tuple, kernel, grid, tensors, ints, constexprs):
+    """The first launch of a kind: Triton's own path, which compiles (or finds) the kernel; then keep it. Returns
+    the compiled kernel."""
     n_args = len(tensors) + len(ints)
     names = kernel.arg_names[n_args:]  # the constexpr parameters, in signature order
     if (
@@ -137,3 +154,4 @@ def _compiled_launch(key: tuple, kernel, grid, tensors, ints, constexprs) -> Non
         _compiled.clear()
     current_stream = triton.runtime.driver.active.get_current_stream
     _compiled[key] = (compiled, tuple(constexprs[name] for name in names), current_stream)
+    return compiled

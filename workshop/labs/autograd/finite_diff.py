@@ -1,9 +1,14 @@
 """The third witness: finite differences. torch.autograd.gradcheck nudges every input entry by +-eps (float64)
 and compares (L(v + eps) - L(v - eps)) / 2eps with the analytical gradient.
 
-Two analytical gradients are put on trial: autograd's, and the hand formulas (wrapped in an autograd.Function
-whose backward *is* hand_forward_backward). The LM head has 38,400 + 600 parameters; probing each one costs two
-forward passes, so the full Jacobian is checked only for the rows of x and for b (ROWS x 64 + 600 probes).
+Three analytical gradients are put on trial, each against finite differences of a loss torch computes (never of
+the reference: in the learner's edition it is a stub): autograd's, of the LM head's loss; cross_entropy_grad's
+dL/dlogits, of lm_loss; linear_grads' dL/dx, dL/dW and dL/db, of sum(G * (x W^T + b)) for a fixed G. Each
+exercise's function (the learner's, or the reference in a plain run) is the backward of an autograd.Function,
+and gradcheck calls it only for the analytical side: a few calls, wherever the function runs.
+
+The LM head has 38,400 + 600 parameters and each probe costs two forward passes, so the full Jacobian is checked
+on a slice of rows: x's rows and b (ROWS x 64 + 600 probes), the logits of one real and one <pad> row (2 x 600).
 W and everything together are checked in fast mode: gradcheck compares one random directional derivative
 u . J . v, numerically and analytically, in two forward passes instead of 2 x 39,000.
 """
@@ -12,35 +17,58 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
 from workshop.i18n import N_
-from workshop.labs.autograd.hand_grads import hand_forward_backward
 from workshop.minigpt.model import PAD_ID, lm_loss
 
-ROWS_REAL, ROWS_PAD = (
-    6,
-    2,
-)  # a slice of the batch: 6 rows with real targets, 2 <pad> rows (zero gradient)
+# a slice of the batch: 6 rows with real targets, 2 <pad> rows (zero gradient)
+ROWS_REAL, ROWS_PAD = 6, 2
 TOLERANCE = {"eps": 1e-6, "atol": 1e-5, "rtol": 1e-3}  # gradcheck's defaults, stated in result.json
+# Who is on trial: a record's "gradient" (translated where shown).
+AUTOGRAD, CROSS_ENTROPY, LINEAR = N_("autograd"), "cross_entropy_grad", "linear_grads"
 
 
-class HandHeadLoss(torch.autograd.Function):
-    """Loss of the LM head whose backward is the hand-derived formulas, not autograd."""
+class CrossEntropyByHand(torch.autograd.Function):
+    """lm_loss of logit rows z (R, V) as one sentence, whose backward is cross_entropy_grad's dL/dlogits."""
 
     @staticmethod
-    def forward(ctx, x, W, b, targets):
-        out = hand_forward_backward(x, W, b, targets)
-        ctx.save_for_backward(out.dx, out.dW, out.db)
-        return out.loss
+    def forward(ctx, z, targets, cross_entropy_grad):
+        ctx.save_for_backward(z)
+        ctx.targets, ctx.cross_entropy_grad = targets, cross_entropy_grad
+        return lm_loss(z[None], targets[None])
 
     @staticmethod
     def backward(ctx, grad_loss):
-        dx, dW, db = ctx.saved_tensors
-        return grad_loss * dx, grad_loss * dW, grad_loss * db, None  # None: the integer targets
+        (z,) = ctx.saved_tensors
+        with (
+            torch.enable_grad()
+        ):  # as the function is called anywhere else (a backward turns grad mode off)
+            _loss, dlogits = ctx.cross_entropy_grad(
+                z.detach()[None], ctx.targets[None]
+            )  # (1, R, V)
+        return grad_loss * dlogits[0], None, None
+
+
+class LinearByHand(torch.autograd.Function):
+    """sum(G * (x W^T + b)) for a fixed G (R, V), whose backward is linear_grads(G, x, W)."""
+
+    @staticmethod
+    def forward(ctx, x, W, b, G, linear_grads):
+        ctx.save_for_backward(x, W, G)
+        ctx.linear_grads = linear_grads
+        return (F.linear(x, W, b) * G).sum()
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, W, G = ctx.saved_tensors
+        with torch.enable_grad():
+            dW, db, dx = ctx.linear_grads(G[None], x[None], W)  # dlogits (1, R, V), x (1, R, C)
+        return grad * dx[0], grad * dW, grad * db, None, None
 
 
 def autograd_head_loss(x, W, b, targets):
@@ -64,7 +92,7 @@ def one_thread():
 
 @dataclass
 class GradcheckRecord:
-    gradient: str  # "hand" or "autograd" (N_, shown translated): whose gradient was on trial
+    gradient: str  # AUTOGRAD, CROSS_ENTROPY or LINEAR: whose gradient was on trial
     probes: str  # what was nudged (N_, shown translated)
     fast_mode: bool
     passed: bool
@@ -84,40 +112,108 @@ def pick_rows(targets: torch.Tensor) -> torch.Tensor:
     return torch.cat([real[:ROWS_REAL], pad[:ROWS_PAD]])
 
 
-def run_gradchecks(
-    hidden: torch.Tensor, targets: torch.Tensor, W: torch.Tensor, b: torch.Tensor
-) -> list[GradcheckRecord]:
-    """gradcheck both analytical gradients, on a float64 slice of rows. Returns one record per gradcheck."""
+@dataclass
+class HeadSlice:
+    """The rows gradcheck probes, in float64: x's rows (R, 64), their targets (R,), W (600, 64), b (600,)."""
+
+    x: torch.Tensor
+    targets: torch.Tensor
+    W: torch.Tensor
+    b: torch.Tensor
+
+    @property
+    def logits(self) -> torch.Tensor:
+        return F.linear(self.x, self.W, self.b).detach()  # (R, 600)
+
+
+def head_slice(hidden: torch.Tensor, targets: torch.Tensor, W: torch.Tensor, b: torch.Tensor):
     rows = pick_rows(targets)
-    x0 = hidden.reshape(-1, hidden.shape[-1])[rows].detach().double()  # (8, 64)
-    t = targets.reshape(-1)[rows]  # (8,)
-    W0, b0 = W.detach().double(), b.detach().double()  # (600, 64), (600,)
-    records = []
+    x = hidden.reshape(-1, hidden.shape[-1])[rows].detach().double()  # (8, 64)
+    return HeadSlice(x, targets.reshape(-1)[rows], W.detach().double(), b.detach().double())
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One gradcheck: what it probes (N_, shown translated), the loss, its inputs, which it differentiates."""
+
+    what: str
+    loss: Callable[..., torch.Tensor]  # loss(**inputs) -> a 0-dim tensor
+    inputs: dict[str, torch.Tensor]
+    wrt: tuple[str, ...]
+    fast: bool
+
+
+def gradcheck_autograd(head: HeadSlice) -> list[GradcheckRecord]:
+    """autograd's gradient of the LM head's loss."""
+
+    def loss(x, W, b):
+        return autograd_head_loss(x, W, b, head.targets)
+
+    return gradchecks(AUTOGRAD, head_plans(loss, head))
+
+
+def gradcheck_linear(linear_grads, head: HeadSlice, G: torch.Tensor) -> list[GradcheckRecord]:
+    """linear_grads' dL/dx, dL/dW, dL/db against finite differences of sum(G * (x W^T + b)); G (R, 600)."""
+
+    def loss(x, W, b):
+        return LinearByHand.apply(x, W, b, G, linear_grads)
+
+    return gradchecks(LINEAR, head_plans(loss, head))
+
+
+def head_plans(loss, head: HeadSlice) -> list[Plan]:
+    """Full mode on x's rows and b, fast mode on x, W and b together."""
+    inputs = {"x": head.x, "W": head.W, "b": head.b}
+    return [
+        Plan(N_("x rows and b, every entry"), loss, inputs, ("x", "b"), False),
+        Plan(N_("x rows, W and b, one random direction"), loss, inputs, ("x", "W", "b"), True),
+    ]
+
+
+def gradcheck_cross_entropy(cross_entropy_grad, head: HeadSlice) -> list[GradcheckRecord]:
+    """cross_entropy_grad's dL/dlogits against finite differences of lm_loss: every entry of one real and one
+    <pad> row (1200 probes; all 8 rows would take ~7 s here), and all the rows in one random direction."""
+    pair = torch.tensor([0, ROWS_REAL])  # pick_rows puts the real rows first
+    logits = head.logits
+
+    def loss_of(targets):
+        return lambda z: CrossEntropyByHand.apply(z, targets, cross_entropy_grad)
+
+    plans = [
+        Plan(
+            N_("logits of a real and a <pad> row, every entry"),
+            loss_of(head.targets[pair]),
+            {"z": logits[pair]},
+            ("z",),
+            False,
+        ),
+        Plan(
+            N_("logit rows, one random direction"),
+            loss_of(head.targets),
+            {"z": logits},
+            ("z",),
+            True,
+        ),
+    ]
+    return gradchecks(CROSS_ENTROPY, plans)
+
+
+def gradchecks(who: str, plans: list[Plan]) -> list[GradcheckRecord]:
     with one_thread():
-        for who, fn in ((N_("hand"), HandHeadLoss.apply), (N_("autograd"), autograd_head_loss)):
-            records += gradcheck_both_ways(who, fn, x0, W0, b0, t)
-    return records
+        return [gradcheck(who, plan) for plan in plans]
 
 
-def gradcheck_both_ways(who: str, fn, x0, W0, b0, t) -> list[GradcheckRecord]:
-    """Full mode on x's rows and b, fast mode on x, W and b, for one analytical gradient."""
-    records = []
-    for what, wrt, fast in (
-        (N_("x rows and b, every entry"), ("x", "b"), False),
-        (N_("x rows, W and b, one random direction"), ("x", "W", "b"), True),
-    ):
-        inputs = {"x": x0.clone(), "W": W0.clone(), "b": b0.clone()}
-        for name in wrt:
-            inputs[name].requires_grad_()
-        start = time.perf_counter()
-        ok = torch.autograd.gradcheck(
-            lambda x, W, b, fn=fn: fn(x, W, b, t),
-            (inputs["x"], inputs["W"], inputs["b"]),
-            fast_mode=fast,
-            raise_exception=False,
-            **TOLERANCE,
-        )
-        n_probed = sum(inputs[n].numel() for n in wrt)
-        seconds = round(time.perf_counter() - start, 3)
-        records.append(GradcheckRecord(who, what, fast, bool(ok), n_probed, seconds))
-    return records
+def gradcheck(who: str, plan: Plan) -> GradcheckRecord:
+    names = list(plan.inputs)
+    args = tuple(plan.inputs[n].clone().requires_grad_(n in plan.wrt) for n in names)
+
+    def loss(*values):
+        return plan.loss(**dict(zip(names, values, strict=True)))
+
+    start = time.perf_counter()
+    ok = torch.autograd.gradcheck(
+        loss, args, fast_mode=plan.fast, raise_exception=False, **TOLERANCE
+    )
+    n_probed = sum(plan.inputs[n].numel() for n in plan.wrt)
+    seconds = round(time.perf_counter() - start, 3)
+    return GradcheckRecord(who, plan.what, plan.fast, bool(ok), n_probed, seconds)

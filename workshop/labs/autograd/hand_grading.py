@@ -26,6 +26,7 @@ from workshop.labs.autograd.precision import CHAPTER_ATOL, error_bound, max_abs_
 from workshop.minigpt.model import lm_loss
 
 DTYPES = (torch.float32, torch.float64)
+FLOAT32 = "float32"  # the label of each exercise's float32 case (dtype_name)
 LOGIT_SHIFT = (
     1000.0  # past exp's overflow in float32 (88.7) and float64 (709.8); softmax ignores it
 )
@@ -99,15 +100,26 @@ def linear_cases(batch: HeadBatch) -> list[Case]:
     return cases
 
 
-def grade(ctx: LabContext, function: str, impl, cases: list[Case]) -> list[Comparison]:
+@dataclass
+class Graded:
+    """What grading one exercise measured: each output against autograd's, and what the function returned."""
+
+    comparisons: list[Comparison]
+    returned: dict[
+        str, dict[str, torch.Tensor]
+    ]  # case label -> output name -> the function's tensor
+
+
+def grade(ctx: LabContext, function: str, impl, cases: list[Case]) -> Graded:
     """Run impl on every case, watched for autograd; record the checks in the module docstring's order."""
-    measured, seen = [], {}
+    measured, seen, returned = [], {}, {}
     for case in cases:
         args = tuple(a.clone() for a in case.args)  # the learner's in-place edits stay theirs
         result, watched = watched_call(impl, HAND_RULES, *args)
         add_seen(seen, watched)
         outputs = unpack(function, result, tuple(case.expected))
-        for name, got in zip(case.expected, outputs, strict=True):
+        returned[case.label] = dict(zip(case.expected, outputs, strict=True))
+        for name, got in returned[case.label].items():
             measured.append(measure(function, case, name, got))
     check_mistake(ctx, function, [diagnosis for _, diagnosis in measured])
     for comparison, diagnosis in measured:
@@ -120,7 +132,7 @@ def grade(ctx: LabContext, function: str, impl, cases: list[Case]) -> list[Compa
             message=diagnosis.message if diagnosis else None,
         )
     check_no_autograd(ctx, function, seen, HAND_RULES)
-    return [comparison for comparison, _ in measured]
+    return Graded([comparison for comparison, _ in measured], returned)
 
 
 def check_mistake(ctx: LabContext, function: str, diagnoses: list[Diagnosis | None]) -> None:

@@ -16,7 +16,6 @@ Backward (README.md derives it):
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -73,40 +72,6 @@ def linear_grads(
     G = dlogits.reshape(-1, dlogits.shape[-1])  # (M, V)
     X = x.reshape(-1, x.shape[-1])  # (M, C)
     return G.T @ X, G.sum(dim=0), (G @ W).reshape(x.shape)  # (V, C), (V,), (B, T, C)
-
-
-CrossEntropyGrad = Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
-LinearGrads = Callable[
-    [torch.Tensor, torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor, torch.Tensor]
-]
-
-
-def hand_forward_backward(
-    x: torch.Tensor,
-    W: torch.Tensor,
-    b: torch.Tensor,
-    targets: torch.Tensor,
-    cross_entropy: CrossEntropyGrad = cross_entropy_grad,
-    linear: LinearGrads = linear_grads,
-) -> HeadGrads:
-    """Loss and gradients of the mean cross-entropy of x @ W^T + b, with no autograd at all.
-
-    x (..., C), W (V, C), b (V,), targets (...) with PAD_ID where nothing is predicted.
-    """
-    if x.shape[:-1] != targets.shape:
-        raise ValueError(
-            f"x {tuple(x.shape)} and targets {tuple(targets.shape)} disagree on the leading dims"
-        )
-    if W.shape != (b.shape[0], x.shape[-1]):
-        raise ValueError(
-            f"W {tuple(W.shape)} must be (V, C) = ({b.shape[0]}, {x.shape[-1]}) for b and x"
-        )
-    if bool((targets == PAD_ID).all()):
-        raise ValueError("every target is <pad>: the mean cross-entropy is undefined")
-    with torch.no_grad():
-        loss, dlogits = cross_entropy(x @ W.T + b, targets)  # (), (..., V)
-        dW, db, dx = linear(dlogits, x, W)
-    return HeadGrads(loss, dlogits, dW, db, dx)
 
 
 def autograd_forward_backward(

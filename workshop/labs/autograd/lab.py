@@ -7,7 +7,9 @@ sums at fan-in, and the handout's checked questions. Everything else runs the re
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
+from dataclasses import fields as fields_of
 
 import torch
 import torch.nn.functional as F
@@ -16,17 +18,27 @@ from workshop.i18n import _
 from workshop.lab import LabContext
 from workshop.labs.autograd.batch import HeadBatch, leaves, load_batch
 from workshop.labs.autograd.engine_trace import profile_backward
-from workshop.labs.autograd.finite_diff import TOLERANCE, GradcheckRecord, run_gradchecks
+from workshop.labs.autograd.finite_diff import (
+    TOLERANCE,
+    GradcheckRecord,
+    gradcheck_autograd,
+    gradcheck_cross_entropy,
+    gradcheck_linear,
+    head_slice,
+)
 from workshop.labs.autograd.graph_draw import draw
 from workshop.labs.autograd.graph_facts import GraphFacts, grade_answers, measure_facts
 from workshop.labs.autograd.graph_walk import chain_text, graph_json, walk
 from workshop.labs.autograd.hand_grading import (
+    FLOAT32,
+    Case,
     Comparison,
     cross_entropy_cases,
     grade,
     linear_cases,
+    unpack,
 )
-from workshop.labs.autograd.hand_grads import tf32
+from workshop.labs.autograd.hand_grads import HeadGrads, tf32
 from workshop.labs.autograd.precision import (
     CHAPTER_ATOL,
     EPS_FACTOR,
@@ -52,21 +64,61 @@ from workshop.labs.autograd.replay_grading import (
 TRACE = "backward_trace.json"
 
 
-def grade_hand(ctx: LabContext, batch: HeadBatch) -> list[Comparison]:
-    """Exercises cross_entropy_grad and linear_grads: the learner's functions (or the reference) vs autograd."""
-    found = []
-    for name, cases in (
-        ("cross_entropy_grad", cross_entropy_cases(batch)),
-        ("linear_grads", linear_cases(batch)),
+@dataclass
+class HandResults:
+    """What grading the two hand-gradient exercises measured."""
+
+    comparisons: list[Comparison]
+    hand: dict[
+        bool, HeadGrads
+    ]  # TF32 on? -> the graded functions' float32 results, where both gave them
+    gradchecks: list[GradcheckRecord]  # finite differences against each passing function
+
+
+def grade_hand(ctx: LabContext, batch: HeadBatch) -> HandResults:
+    """Exercises cross_entropy_grad and linear_grads: the learner's functions (or the reference) vs autograd,
+    then against finite differences. Their float32 results (TF32 off, and on CUDA on)
+    are kept for the precision section, which shows autograd alone where an exercise gave none."""
+    head = head_slice(batch.hidden, batch.targets, batch.head.weight, batch.head.bias)
+    G = torch.randn(
+        head.logits.shape, generator=torch.Generator().manual_seed(ctx.seed), dtype=torch.float64
+    )
+    found, results = HandResults([], {}, []), {False: {}, True: {}}
+    for name, cases, witness in (
+        (
+            "cross_entropy_grad",
+            cross_entropy_cases(batch),
+            lambda f: gradcheck_cross_entropy(f, head),
+        ),
+        ("linear_grads", linear_cases(batch), lambda f: gradcheck_linear(f, head, G)),
     ):
         with ctx.grading(name) as impl:
-            found += grade(ctx, name, impl, cases)
+            graded = grade(ctx, name, impl, cases)
+            found.comparisons += graded.comparisons
+            results[False].update(graded.returned[FLOAT32])
+            if ctx.device == "cuda":
+                results[True].update(under_tf32(name, impl, cases))
+            # finite differences put the function on trial too, wherever its outputs have the right shapes
+            if all(c.max_abs_error != math.inf for c in graded.comparisons):
+                found.gradchecks += check_gradchecks(ctx, witness(impl))
+    fields = {f.name for f in fields_of(HeadGrads)}
+    found.hand = {on: HeadGrads(**r) for on, r in results.items() if set(r) == fields}
     return found
 
 
-def check_precision(ctx: LabContext, batch: HeadBatch) -> list[PrecisionRow]:
+def under_tf32(function: str, impl, cases: list[Case]) -> dict[str, torch.Tensor]:
+    """impl's float32 results with TF32 on, ungraded: what the precision section shows TF32 costs."""
+    case = next(c for c in cases if c.label == FLOAT32)
+    with tf32(True):
+        result = impl(*(a.clone() for a in case.args))
+    return dict(zip(case.expected, unpack(function, result, tuple(case.expected)), strict=True))
+
+
+def check_precision(
+    ctx: LabContext, batch: HeadBatch, hand: dict[bool, HeadGrads]
+) -> list[PrecisionRow]:
     """float32 (and on CUDA, TF32) against float64; on CUDA, a check that TF32 really changed the matmuls."""
-    rows = float32_against_float64(batch, ctx.device)
+    rows = float32_against_float64(batch, ctx.device, hand)
     effect = tf32_effect(rows)
     if effect is not None:
         ctx.check_min(
@@ -157,11 +209,15 @@ def check_trace(ctx: LabContext, batch: HeadBatch, decayed: GraphCase) -> dict:
 
 
 def check_finite_differences(ctx: LabContext, batch: HeadBatch) -> list[GradcheckRecord]:
-    records = run_gradchecks(batch.hidden, batch.targets, batch.head.weight, batch.head.bias)
+    head = head_slice(batch.hidden, batch.targets, batch.head.weight, batch.head.bias)
+    return check_gradchecks(ctx, gradcheck_autograd(head))
+
+
+def check_gradchecks(ctx: LabContext, records: list[GradcheckRecord]) -> list[GradcheckRecord]:
     for g in records:
         ctx.check_equal(
             _("gradcheck float64, {gradient} gradient, {probes} ({n} inputs)").format(
-                gradient=g.gradient, probes=g.probes, n=g.n_probed
+                gradient=_(g.gradient), probes=_(g.probes), n=g.n_probed
             ),
             g.passed,
             True,
@@ -188,11 +244,10 @@ class Findings:
 
 def run(ctx: LabContext) -> None:
     batch = load_batch(ctx.device)
-    with tf32(
-        False
-    ):  # every comparison at 1e-7 runs without TF32 (the precision report turns it on itself)
-        comparisons = grade_hand(ctx, batch)
-        precision = check_precision(ctx, batch)
+    # every comparison at 1e-7 runs without TF32 (the precision report turns it on itself)
+    with tf32(False):
+        hand = grade_hand(ctx, batch)
+        precision = check_precision(ctx, batch, hand.hand)
         cases = graph_cases(batch)
         check_graphs(ctx, cases)
         replays = grade_engine(ctx, cases)
@@ -203,8 +258,10 @@ def run(ctx: LabContext) -> None:
             grade_answers(ctx, answers, facts, ctx.exercise("answers").not_started_message())
         trace = check_trace(ctx, batch, next(c for c in cases if c.graph == DECAY))
         chains = linear_chains(batch)
-    gradchecks = check_finite_differences(ctx, batch)
-    found = Findings(comparisons, precision, replays, head, graph, facts, trace, chains, gradchecks)
+    gradchecks = hand.gradchecks + check_finite_differences(ctx, batch)
+    found = Findings(
+        hand.comparisons, precision, replays, head, graph, facts, trace, chains, gradchecks
+    )
     report(ctx, batch, found)
 
 
@@ -230,7 +287,8 @@ def report(ctx: LabContext, batch: HeadBatch, found: Findings) -> None:
         "engine_order": hooks,
         "graph_nodes": len(found.graph["nodes"]),
         "graph_edges": len(found.graph["edges"]),
-        "graph_facts": asdict(found.facts),
+        # gradients summed into W's AccumulateGrad with weight decay (not the graded facts: no answer key)
+        "w_accumulate_grad_inputs": found.facts.w_fan_in,
         "linear_grad_fn_chain": found.chains,
         "engine_trace": found.trace,
         "gradcheck": [asdict(g) for g in found.gradchecks],

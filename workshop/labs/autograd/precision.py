@@ -22,7 +22,6 @@ from workshop.labs.autograd.hand_grads import (
     GRADIENTS,
     HeadGrads,
     autograd_forward_backward,
-    hand_forward_backward,
     tf32,
 )
 
@@ -66,26 +65,32 @@ class PrecisionRow:
     path: str  # HAND, AUTOGRAD, or HAND_VS_AUTOGRAD (the two float32 results against each other)
     tf32: bool
     relative_error: dict[str, float]  # gradient name -> max |g - reference| / max |reference|
-    reference_largest: dict[
-        str, float
-    ]  # gradient name -> max |reference|: relative_error's denominator
+    # gradient name -> max |reference|: relative_error's denominator
+    reference_largest: dict[str, float]
 
 
-def float32_against_float64(batch: HeadBatch, device: str) -> list[PrecisionRow]:
-    """float32 hand and autograd gradients (TF32 off, and on where CUDA has it) against float64 autograd."""
+def float32_against_float64(
+    batch: HeadBatch, device: str, hand: dict[bool, HeadGrads]
+) -> list[PrecisionRow]:
+    """float32 autograd gradients (TF32 off, and on where CUDA has it) against float64 autograd, and the hand
+    ones beside them where `hand` has them: TF32 on/off -> the graded functions' float32 results (the
+    learner's, or the reference's in a plain run; absent where an exercise gave none)."""
     t64 = leaves(batch, torch.float64)
     reference = autograd_forward_backward(t64["x"], t64["W"], t64["b"], batch.targets)
     t32 = leaves(batch, torch.float32)
     rows = []
     for enabled in (False, True) if device == "cuda" else (False,):
         with tf32(enabled):
-            hand = hand_forward_backward(t32["x"], t32["W"], t32["b"], batch.targets)
             auto = autograd_forward_backward(t32["x"], t32["W"], t32["b"], batch.targets)
-        rows += [
-            PrecisionRow(HAND, enabled, errors(hand, reference), largest(reference)),
-            PrecisionRow(AUTOGRAD, enabled, errors(auto, reference), largest(reference)),
-            PrecisionRow(HAND_VS_AUTOGRAD, enabled, errors(hand, auto), largest(auto)),
-        ]
+        if enabled in hand:
+            rows.append(
+                PrecisionRow(HAND, enabled, errors(hand[enabled], reference), largest(reference))
+            )
+        rows.append(PrecisionRow(AUTOGRAD, enabled, errors(auto, reference), largest(reference)))
+        if enabled in hand:
+            rows.append(
+                PrecisionRow(HAND_VS_AUTOGRAD, enabled, errors(hand[enabled], auto), largest(auto))
+            )
     return rows
 
 
@@ -110,9 +115,8 @@ class TF32Effect:
     gradient: str
     autograd_off: float  # float32 autograd, TF32 off
     autograd_on: float  # float32 autograd, TF32 on
-    hand_vs_autograd_on: (
-        float  # hand against autograd, both under TF32: what comparing the two can show
-    )
+    # hand against autograd, both under TF32: what comparing the two can show (None: no hand results)
+    hand_vs_autograd_on: float | None
 
     @property
     def growth(self) -> float:
@@ -125,5 +129,8 @@ def tf32_effect(rows: list[PrecisionRow], gradient: str = "dW") -> TF32Effect | 
     if (AUTOGRAD, True) not in error:
         return None
     return TF32Effect(
-        gradient, error[AUTOGRAD, False], error[AUTOGRAD, True], error[HAND_VS_AUTOGRAD, True]
+        gradient,
+        error[AUTOGRAD, False],
+        error[AUTOGRAD, True],
+        error.get((HAND_VS_AUTOGRAD, True)),
     )

@@ -27,7 +27,7 @@ from workshop.labs.autograd.hand_grading import (
 )
 from workshop.labs.autograd.no_autograd import ENGINE_RULES, add_seen, watched_call
 from workshop.labs.autograd.precision import error_bound, max_abs_error
-from workshop.labs.autograd.replay import engine_order, is_topological, record_engine_order
+from workshop.labs.autograd.replay import is_topological, record_engine_order
 from workshop.minigpt.model import lm_loss
 
 # The penalty's gradient lambda * W peaks at 0.038 against dL/dW's 0.108: either half alone is far off the sum.
@@ -214,7 +214,8 @@ def grade_backpropagate(ctx: LabContext, impl, cases: list[GraphCase]) -> list[R
     mistake its results show first (hand_grading's order of checks), then each leaf against .backward()."""
     seen, measured = {}, []
     for case in cases:
-        order, grad_output = engine_order(case.root), torch.ones_like(case.loss)
+        # the order .backward() ran (pre-hooks): from torch, not from the engine_order exercise
+        order, grad_output = case.real_order, torch.ones_like(case.loss)
         with torch.no_grad():
             grads, watched = watched_call(impl, ENGINE_RULES, order, grad_output)
         add_seen(seen, watched)

@@ -91,9 +91,12 @@ class GeneratedKernel:
         sizes = [a.nbytes for a in self.buffers(access)]
         return None if None in sizes else sum(sizes)
 
-    def as_json(self) -> dict:
+    def as_json(self, arguments: bool = True) -> dict:
+        """kernels.json's entry; without `arguments` (their shapes give the bytes an exercise asks for)."""
         d = asdict(self)
         d.pop("source")
+        if not arguments:
+            d.pop("arguments")
         return d
 
 

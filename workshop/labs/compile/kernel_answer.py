@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from workshop.i18n import _
+from workshop.i18n import _, ngettext
 from workshop.lab import LabContext
 from workshop.labs.compile.generated_kernels import GeneratedKernel
 from workshop.labs.compile.kernel_explanation import pick_kernel
@@ -57,7 +57,7 @@ def grade_kernel(ctx: LabContext, answer, kernels: list[GeneratedKernel]) -> Gen
         _("KERNEL_EXPLAINED['kernel'] is in this run's code/train_forward.py"),
         kernel is not None,
         True,
-        message=None if kernel else kernel_message(answer["kernel"], kernels, ctx.device),
+        message=None if kernel else kernel_message(answer["kernel"], kernels),
     )
     if kernel is None:
         return None
@@ -98,7 +98,7 @@ def unfilled(value) -> str:
     return _("not filled in: replace the `...`") if value is ... else ""
 
 
-def kernel_message(name, kernels: list[GeneratedKernel], device: str) -> str:
+def kernel_message(name, kernels: list[GeneratedKernel]) -> str:
     if message := unfilled(name):
         return message
     elsewhere = next((k.graph for k in kernels if k.name == name), None)
@@ -106,7 +106,9 @@ def kernel_message(name, kernels: list[GeneratedKernel], device: str) -> str:
         return _(
             "`{name}` is a kernel of code/{file}.py; explain one of code/train_forward.py (the training forward)"
         ).format(name=name, file=elsewhere.replace("/", "_"))
-    language = "cpp_fused_" if device == "cpu" else "triton_"
+    # the run's device, from its code (a re-grade reads a run made earlier, perhaps on another device)
+    on_cpu = any(k.language == "cpp" for k in kernels)
+    device, language = ("cpu", "cpp_fused_") if on_cpu else ("cuda", "triton_")
     if isinstance(name, str) and not name.startswith(language):
         return _(
             "this run on {device} generated `{prefix}...` kernels: names depend on the device and the torch "
@@ -128,16 +130,20 @@ def fused_ops_message(given, kernel: GeneratedKernel, others: list[GeneratedKern
     required = {key for key, op in named.items() if op not in SHAPE_ONLY}
     missing = [named[key] for key in sorted(required - given_keys)]
     extra = sorted(given_keys - set(named))
-    if reductions := [op for op in missing if op_key(op) in REDUCTION_OPS]:
+    # The missing ops are counted, never named: naming them would hand the answer over.
+    if any(op_key(op) in REDUCTION_OPS for op in missing):
         return _(
-            "your list misses `{op}`: the reduction is fused into this kernel too (its accumulating loop is "
-            "in the kernel's code)"
-        ).format(op=reductions[0])
+            "your list misses the reduction this kernel fuses: its accumulating loop is in the kernel's code, "
+            "and its aten op is in the kernel's name"
+        )
     if missing:
-        return _(
-            "your list misses {ops}: read every op in the kernel's name (ops joined by `_`) or in its "
-            "`Original ATen` comment"
-        ).format(ops=", ".join(f"`{op}`" for op in missing))
+        return ngettext(
+            "your list misses {n} op: read every op in the kernel's name (ops joined by `_`) or in its "
+            "`Original ATen` comment",
+            "your list misses {n} ops: read every op in the kernel's name (ops joined by `_`) or in its "
+            "`Original ATen` comment",
+            len(missing),
+        ).format(n=len(missing))
     if extra:
         owner = next((k.name for k in others if extra[0] in map(op_key, k.fused_ops)), None)
         where = _(" (it is fused in `{owner}`)").format(owner=owner) if owner else ""
@@ -208,12 +214,19 @@ def alias_note(kernel: GeneratedKernel) -> str:
 
 
 def factor_message(given: int, truth: int, access: str) -> str:
+    """A whole factor off says which way, never by how much: the factor times the answer given is the answer."""
     roles = "in_ptr*, in_out_ptr*" if access == "load" else "out_ptr*, in_out_ptr*"
     for factor in (2, 3, 4, 8):
         if given * factor == truth or given == truth * factor:
-            return _(
-                "off by a factor of {factor}: sum numel x element size over the {roles} arguments"
-            ).format(factor=factor, roles=roles)
+            low = _(
+                "too low by a whole factor: sum numel x element size over the {roles} arguments, each "
+                "buffer once"
+            )
+            high = _(
+                "too high by a whole factor: sum numel x element size over the {roles} arguments, each "
+                "buffer once"
+            )
+            return (low if given < truth else high).format(roles=roles)
     return _(
         "not this kernel's bytes: for each {roles} argument of its call in call(), find its shape and dtype "
         "(empty_strided / assert_size_stride, following `# reuse`), then sum numel x element size"
@@ -259,6 +272,8 @@ def grid_message(
         return _("grid must be a list of ints, e.g. [704]")
     if list(given) == s.grid:
         return ""
+    if len(given) > 1 and sorted(given) == sorted(g for g in s.grid if g is not None):
+        return order_message(kernel)
     for other in others:
         if list(given) == kernel_structure(other.source, other.language).grid:
             return _("that is the grid of `{other}`, not of this kernel").format(other=other.name)
@@ -269,9 +284,20 @@ def grid_message(
         )
     if len(given) != len(s.grid):
         return _(
-            "this kernel has {n} `#pragma omp for` loop(s): give one extent each, in source order"
+            "this kernel has {n} `#pragma omp for` loop(s): give one extent each, in the order the loops "
+            "appear in its code"
         ).format(n=len(s.grid))
     return _(
         "give the extent of each loop right under a `#pragma omp for` (`x0 < N`, indices, not iterations of a "
-        "SIMD step)"
+        "SIMD step), in the order the loops appear in the kernel's code"
+    )
+
+
+def order_message(kernel: GeneratedKernel) -> str:
+    """The right extents in another order: the grid is a list, and its order is the code's."""
+    if kernel.language == "triton":
+        return _("the extents are right but their order is not: xnumel first, then ynumel")
+    return _(
+        "the extents are right but their order is not: the grid lists the `#pragma omp for` loops in the "
+        "order they appear in the kernel's code, top to bottom"
     )

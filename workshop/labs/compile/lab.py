@@ -1,6 +1,7 @@
 """Lab compile: torch.compile on the MiniGPT. Capture each stage's output, explain one generated kernel, grade
-the learner's explanation of one, provoke a graph break and recompiles, time eager against compiled, and turn
-the run's structured trace into tlparse's report.
+the learner's explanation of one and their counts from the files the run wrote (run_grading.py: a re-grade
+reads the same files), provoke a graph break and recompiles, time eager against compiled, and turn the run's
+structured trace into tlparse's report.
 
 Order matters: the graph-break and recompile experiments reset Dynamo, so they run before the Inductor
 compiles whose compiled functions are timed afterwards.
@@ -15,7 +16,7 @@ import torch
 
 from workshop.i18n import _
 from workshop.lab import LabContext
-from workshop.labs.compile import kernel_answer, kernel_explanation, run_facts, trace_report
+from workshop.labs.compile import run_grading, trace_report
 from workshop.labs.compile.breaks import (
     BreakReport,
     CompileCount,
@@ -24,14 +25,12 @@ from workshop.labs.compile.breaks import (
     explain_breaks,
 )
 from workshop.labs.compile.capture import Capture, compile_and_capture
-from workshop.labs.compile.generated_kernels import (
-    GeneratedKernel,
-    extern_matmul_calls,
-    parse_kernels,
-)
+from workshop.labs.compile.generated_kernels import GeneratedKernel, parse_kernels
+from workshop.labs.compile.hidden_values import check_holds
 from workshop.labs.compile.kernel_explanation import (
-    KernelExplanation,
+    EagerResult,
     check_explanation,
+    eager_results,
     explain,
     pick_kernel,
 )
@@ -86,16 +85,19 @@ def run(ctx: LabContext) -> None:
     recompiles = check_recompiles(ctx, model)
     opt_e = torch.optim.AdamW(model.parameters(), lr=LR)
     compiled = compile_everything(ctx, model, opt_e, xb, yb)
-    kernels, explained = check_generated_code(ctx, compiled.captures)
-    facts = facts_of_run(compiled, kernels, breaks, recompiles, model)
-    shown = grade_exercises(ctx, kernels, facts, explained, compiled.captures)
+    kernels = check_generated_code(ctx, compiled.captures)
+    write_breaks(ctx, breaks, recompiles)
+    parameters = len(list(model.parameters()))
+    run_grading.write_facts(ctx, kernels, unfused_results(kernels, compiled.captures), parameters)
+    graded_run = run_grading.read_run(ctx.out_dir)  # what a re-grade reads: the files just written
+    revealed = run_grading.grade(ctx, graded_run)
+    shown = run_grading.write_revealed(ctx, graded_run, revealed)
     timing = eager_vs_compiled(ctx, model, opt_e, compiled, x, xb, yb)
     report = tlparse_report(ctx, traced, compiled.captures)
-    write_outputs(ctx, compiled.captures, kernels if shown else None, timing, breaks, recompiles)
-    if shown:
-        ctx.write_text("explanation.md", kernel_explanation.render(ctx.lab_folder, ctx.lang, shown))
-        ctx.extra["explained"] = explained.facts()
-    render_summary(ctx, compiled.captures, kernels, shown, breaks, recompiles, timing, report)
+    write_outputs(ctx, compiled.captures, timing)
+    render_summary(
+        ctx, compiled.captures, kernels, shown, revealed, breaks, recompiles, timing, report
+    )
 
 
 def check_graph_breaks(ctx: LabContext, model, xb, yb) -> dict[str, BreakReport]:
@@ -109,8 +111,10 @@ def check_graph_breaks(ctx: LabContext, model, xb, yb) -> dict[str, BreakReport]
         breaks["minigpt"].graph_breaks,
         0,
     )
-    ctx.check_equal(
-        _("graph breaks in the .item() variant (one .item())"),
+    # ANSWERS asks for this count: the check shows whether it held, not the count
+    check_holds(
+        ctx,
+        _("graph breaks in the .item() variant: where `.item()` is called, and nowhere else"),
         breaks["item_in_forward"].graph_breaks,
         1,
     )
@@ -118,22 +122,35 @@ def check_graph_breaks(ctx: LabContext, model, xb, yb) -> dict[str, BreakReport]
 
 
 def check_recompiles(ctx: LabContext, model) -> list[CompileCount]:
-    """Dynamo's compiles over LENGTHS, four ways. Its rules, each seen in this run: a compile per length when
-    static; the default compiles the first length, then once more with the length symbolic (automatic
-    dynamic); symbolic from the start compiles once. 0 would mean nothing ran."""
+    """Dynamo's compiles over LENGTHS, four ways, on a one-block copy of the model. Its rules, each seen in this
+    run: a compile per length when static; the default compiles the first length, then once more with the
+    length symbolic (automatic dynamic); symbolic from the start compiles once. 0 would mean nothing ran."""
+    shallow = one_block(model)
     recompiles = [
-        count_compiles(model, LENGTHS, 2, how)
+        count_compiles(shallow, LENGTHS, 2, how)
         for how in ("static", "default", "dynamic", "mark_dynamic")
     ]
     torch._dynamo.reset()
     expected = {"static": len(LENGTHS), "default": 2, "dynamic": 1, "mark_dynamic": 1}
     for r in recompiles:
-        ctx.check_equal(
-            _("compiles for {n} sequence lengths, {how}").format(n=len(LENGTHS), how=r.how),
-            r.compiles,
-            expected[r.how],
-        )
+        name = _("compiles for {n} sequence lengths, {how}").format(n=len(LENGTHS), how=r.how)
+        # ANSWERS asks for the default's count: its check shows whether it held, not the count
+        if r.how == "default":
+            check_holds(
+                ctx, name + _(": as automatic dynamic predicts"), r.compiles, expected[r.how]
+            )
+        else:
+            ctx.check_equal(name, r.compiles, expected[r.how])
     return recompiles
+
+
+def one_block(model: torch.nn.Module) -> torch.nn.Module:
+    """A copy of the model with its first block only. Dynamo guards on the input's shapes, which the blocks do
+    not change, so it compiles as often at any depth; the experiment took 18-30 s with four blocks and 6 s with
+    one in lab runs on the shared 2-core machine."""
+    shallow = copy.deepcopy(model)
+    shallow.blocks = shallow.blocks[:1]
+    return shallow
 
 
 @dataclass
@@ -230,12 +247,10 @@ def check_training_step(ctx: LabContext, loss_c, loss_e, twin, model) -> None:
     )
 
 
-def check_generated_code(
-    ctx: LabContext, captures: dict[str, Capture]
-) -> tuple[list[GeneratedKernel], KernelExplanation]:
-    """Read every kernel back from the generated code, explain the training forward's softmax kernel, and check
-    what was read: every module has kernels, the forward's trace to the model's lines, the explanation's
-    figures agree with the model's shapes (kernel_explanation.check_explanation)."""
+def check_generated_code(ctx: LabContext, captures: dict[str, Capture]) -> list[GeneratedKernel]:
+    """Read every kernel back from the generated code and check what was read: every module has kernels, the
+    forward's trace to the model's lines, and the training forward's softmax kernel, explained, agrees with
+    the model's shapes (kernel_explanation.check_explanation)."""
     kernels = generated_kernels(captures)
     ctx.check_equal(
         _("generated modules with kernels parsed from them"),
@@ -250,7 +265,7 @@ def check_generated_code(
         sum(bool(k.source_lines) for k in train_forward) / max(len(train_forward), 1),
         0.75,  # every one is, on the CPU and on an H200
     )
-    return kernels, explained
+    return kernels
 
 
 def generated_kernels(captures: dict[str, Capture]) -> list[GeneratedKernel]:
@@ -264,51 +279,17 @@ def generated_kernels(captures: dict[str, Capture]) -> list[GeneratedKernel]:
     return kernels
 
 
-def facts_of_run(
-    compiled: Compiled,
-    kernels: list[GeneratedKernel],
-    breaks: dict,
-    recompiles: list[CompileCount],
-    model,
-) -> run_facts.RunFacts:
-    """The counts the handout's checked questions ask for, from this run's code and experiments."""
-    forward_code = compiled.captures["train"].code["forward"]
-    softmax = pick_kernel([k for k in kernels if k.graph == "train/forward"])
-    compiles = {r.how: r.compiles for r in recompiles}
-    return run_facts.RunFacts(
-        softmax_calls=softmax.calls,
-        extern_matmuls=extern_matmul_calls(forward_code),
-        addmm_calls=forward_code.count("extern_kernels.addmm("),
-        optimizer_kernels=sum(k.graph.startswith("optimizer/") for k in kernels),
-        parameter_tensors=len(list(model.parameters())),
-        default_compiles=compiles["default"],
-        static_compiles=compiles["static"],
-        item_graph_breaks=breaks["item_in_forward"].graph_breaks,
-    )
-
-
-def grade_exercises(
-    ctx: LabContext,
-    kernels: list[GeneratedKernel],
-    facts: run_facts.RunFacts,
-    explained: KernelExplanation,
-    captures: dict[str, Capture],
-) -> list[KernelExplanation]:
-    """Grade compile.kernel and compile.answers; returns the explanations to reveal: none while the learner's
-    KERNEL_EXPLAINED fails, else theirs (when it is another kernel) and the lab's."""
-    learners = None
-    with ctx.grading("kernel") as impl:
-        answer = impl if ctx.graded else impl(kernels)
-        learners = kernel_answer.grade_kernel(ctx, answer, kernels)
-    with ctx.grading("answers") as impl:
-        run_facts.grade_answers(ctx, impl if ctx.graded else impl(facts), facts)
-    if not ctx.graded:
-        return [explained]
-    if not ctx.exercise_results()["compile.kernel"]["passed"]:
-        return []
-    if learners is None or learners.name == explained.kernel.name:
-        return [explained]
-    return [explain(learners, captures["train"].aot["forward"], ctx.device), explained]
+def unfused_results(
+    kernels: list[GeneratedKernel], captures: dict[str, Capture]
+) -> dict[str, list[EagerResult]]:
+    """The eager results each training kernel replaces, by "graph/kernel", sized by AOTAutograd's graph: kept
+    in grading_facts.json, since an explanation written from the run's files needs them and the graphs are gone."""
+    aot = captures["train"].aot
+    return {
+        f"{k.graph}/{k.name}": eager_results(k, aot.get(k.graph.split("/")[1], []))
+        for k in kernels
+        if k.graph in run_grading.EXPLAINED
+    }
 
 
 def eager_vs_compiled(ctx: LabContext, model, opt_e, compiled: Compiled, x, xb, yb) -> TimingReport:
@@ -340,15 +321,11 @@ def eager_vs_compiled(ctx: LabContext, model, opt_e, compiled: Compiled, x, xb, 
         graphs_before,
     )
     caps = compiled.captures
+    # Reported, not bounded: a slow machine is no wrong implementation (a recompile is caught above).
     compile_s = {
         FORWARD: caps["forward"].compile_s,
         TRAINING_STEP: caps["train"].compile_s + caps["optimizer"].compile_s,
     }
-    ctx.check_max(
-        _("compile time of the training step, fwd+bwd+optimizer (s)"),
-        compile_s[TRAINING_STEP],
-        300,
-    )
     cpu_threads = torch.get_num_threads() if ctx.device == "cpu" else None
     report = TimingReport(at_batch, sweep, compile_s, cpu_threads)
     ctx.save_figure("timing.png", plot(report, ctx.device))
@@ -376,34 +353,40 @@ def tlparse_report(
     return report
 
 
-def write_outputs(ctx, captures, kernels, timing: TimingReport, breaks: dict, recompiles) -> None:
-    """Graphs, timings, breaks; kernels.json only when given (a graded run reveals it once the answer passes)."""
+def write_breaks(ctx: LabContext, breaks: dict, recompiles: list[CompileCount]) -> None:
+    """breaks.json, before grading reads it."""
+    breaks_json = {name: asdict(b) for name, b in breaks.items()}
+    recompiles_json = [asdict(r) for r in recompiles]
+    ctx.write_json(run_grading.BREAKS_FILE, {"explain": breaks_json, "recompiles": recompiles_json})
+    ctx.extra.update(breaks=breaks_json, recompiles=recompiles_json)
+
+
+def write_outputs(ctx, captures, timing: TimingReport) -> None:
+    """Graphs and timings."""
     for stage, cap in captures.items():
         for name, text in cap.graph_texts().items():
             ctx.write_text(f"graphs/{stage}/{name}", text)
-    if kernels is not None:
-        ctx.write_json("kernels.json", [k.as_json() for k in kernels])
     ctx.write_json("timing.json", timing.as_json())
-    breaks_json = {name: asdict(b) for name, b in breaks.items()}
-    recompiles_json = [asdict(r) for r in recompiles]
-    ctx.write_json("breaks.json", {"explain": breaks_json, "recompiles": recompiles_json})
     ctx.extra.update(
         torch=torch.__version__,
-        breaks=breaks_json,
-        recompiles=recompiles_json,
         timing=timing.as_json(),
         dynamo_graphs={s: len(c.dynamo) for s, c in captures.items()},
     )
 
 
-def render_summary(ctx, captures, kernels, shown, breaks, recompiles, timing, report) -> None:
+def render_summary(
+    ctx, captures, kernels, shown, revealed, breaks, recompiles, timing, report
+) -> None:
     stages = [
         {
             "name": stage,
             "dynamo": len(cap.dynamo),
             "aot": {kind: len(gms) for kind, gms in cap.aot.items()},
             "code": [f"code/{stage}_{kind}.py" for kind in cap.code],
-            "kernels": sum(k.graph.startswith(stage + "/") for k in kernels),
+            # the optimizer's count answers a question of ANSWERS: shown once the learner's passed
+            "kernels": sum(k.graph.startswith(stage + "/") for k in kernels)
+            if revealed.answers or stage != "optimizer"
+            else None,
             "compile_s": cap.compile_s,
         }
         for stage, cap in captures.items()
@@ -415,6 +398,7 @@ def render_summary(ctx, captures, kernels, shown, breaks, recompiles, timing, re
         stages=stages,
         kernel_count=len(kernels),
         shown=shown,
+        revealed=revealed,
         graded=ctx.graded,
         breaks=breaks,
         recompiles=recompiles,

@@ -1,4 +1,6 @@
-"""Measurements of the op against torch.softmax: each returns numbers that the lab compares with thresholds.
+"""Measurements of the op against torch.softmax: each sends the op its inputs (`run`: requests answered by
+probes.apply, where the op's pieces may run) and returns the numbers that the lab compares with thresholds, computed
+here from the answers and PyTorch's own results.
 
 Shapes depend on the device: under Triton's interpreter (CPU) every program costs about 1.3 ms, so the CPU
 shapes are small; the long-row cases still cross into the long-row kernels (N > ONE_PASS_MAX).
@@ -13,7 +15,7 @@ import torch
 from torch.autograd.gradcheck import GradcheckError
 
 from workshop.i18n import N_, _
-from workshop.ops import softmax, softmax_launch
+from workshop.ops import softmax_launch
 
 # Slack on top of torch.softmax's own error (vs a float64 reference), per dtype: about one rounding of a
 # probability in [0, 1].
@@ -44,25 +46,42 @@ class Accuracy:
     tolerance: float  # 1.25 x torch's + SLACK
 
 
+class OpFailed(Exception):
+    """The op raised where it had to answer (its error's text)."""
+
+
+def forward(x: torch.Tensor, dim: int = -1, dy: torch.Tensor | None = None) -> dict:
+    """A request for the op (probes.apply): y = op(x, dim), and with dy the gradient dx too."""
+    return {"op": "forward", "args": [x, dim], "dy": dy}
+
+
+def answered(answer: dict, key: str = "y") -> torch.Tensor:
+    if "error" in answer:
+        raise OpFailed(answer["error"])
+    return answer[key]
+
+
 def dtype_errors(
-    op, device: str, shape: tuple[int, ...], seed: int, dtypes=tuple(SLACK)
-) -> dict[str, Accuracy]:
-    """Per dtype, `op`'s error and torch.softmax's against a float64 softmax of the same rounded input."""
+    run, device: str, shape: tuple[int, ...], seed: int, dtypes=tuple(SLACK)
+) -> tuple[dict[str, Accuracy], list[str]]:
+    """Per dtype, the op's error and torch.softmax's against a float64 softmax of the same rounded input; and the
+    kernels the op launched. `run`: requests -> probes.apply's result."""
     gen = torch.Generator().manual_seed(seed)
     x64 = (torch.randn(shape, generator=gen, dtype=torch.float64) * 4).to(device)
+    xs = [x64.to(dtype) for dtype in dtypes]
+    result = run([forward(x) for x in xs])
     out = {}
-    for dtype in dtypes:
-        x = x64.to(dtype)
+    for dtype, x, answer in zip(dtypes, xs, result["answers"], strict=True):
         ref = torch.softmax(x.double(), -1)  # exact up to float64: the error left is the op's own
         theirs = (torch.softmax(x, -1).double() - ref).abs().max().item()
-        ours = (op(x).double() - ref).abs().max().item()
+        ours = (answered(answer).double() - ref).abs().max().item()
         out[str(dtype).removeprefix("torch.")] = Accuracy(
             ours, theirs, 1.25 * theirs + SLACK[dtype]
         )
-    return out
+    return out, result["launches"]
 
 
-def layouts(device: str, seed: int) -> dict[str, float]:
+def layouts(run, device: str, seed: int) -> dict[str, float]:
     """Non-contiguous inputs: max |ours - torch.softmax| for each layout."""
     gen = torch.Generator().manual_seed(seed)
     x = torch.randn(48, 80, generator=gen).to(device)
@@ -75,9 +94,10 @@ def layouts(device: str, seed: int) -> dict[str, float]:
         "expanded row (row stride 0, no copy)": (x[:1].expand(32, 80), -1),
         "3-d, dim=1 of a permuted view": (cube.permute(2, 0, 1), 1),
     }
+    answers = run([forward(t, d) for t, d in cases.values()])["answers"]
     return {
-        name: (softmax(t, d) - torch.softmax(t, d)).abs().max().item()
-        for name, (t, d) in cases.items()
+        name: (answered(answer) - torch.softmax(t, d)).abs().max().item()
+        for (name, (t, d)), answer in zip(cases.items(), answers, strict=True)
     }
 
 
@@ -93,19 +113,23 @@ def special_rows(n_cols: int, device: str) -> torch.Tensor:
     return x.to(device)
 
 
-def special_value_mismatches(device: str, long_cols: int) -> dict[str, int]:
+def special_value_mismatches(run, device: str, long_cols: int) -> dict[str, int]:
     """Rows whose result differs from torch.softmax (NaN == NaN), for a short row and a long row."""
+    cases = {
+        "one-pass rows": special_rows(600, device),
+        "long rows": special_rows(long_cols, device),
+    }
+    answers = run([forward(x) for x in cases.values()])["answers"]
     out = {}
-    for label, n_cols in (("one-pass rows", 600), ("long rows", long_cols)):
-        x = special_rows(n_cols, device)
+    for (label, x), answer in zip(cases.items(), answers, strict=True):
         same = torch.isclose(
-            softmax(x), torch.softmax(x, -1), rtol=1e-5, atol=1e-7, equal_nan=True
+            answered(answer), torch.softmax(x, -1), rtol=1e-5, atol=1e-7, equal_nan=True
         ).all(-1)
         out[label] = int((~same).sum())
     return out
 
 
-def empty_results(device: str) -> dict[str, bool]:
+def empty_results(run, device: str) -> dict[str, bool]:
     """Empty tensors and 0-size dims give torch.softmax's (empty) result, forward and backward."""
     cases = {
         "(0, 5)": ((0, 5), -1),
@@ -113,35 +137,33 @@ def empty_results(device: str) -> dict[str, bool]:
         "(2, 0, 3) dim=1": ((2, 0, 3), 1),
         "0-d": ((), 0),
     }
+    xs = [torch.randn(shape, device=device) for shape, _dim in cases.values()]
+    requests = [
+        forward(x, dim, torch.ones_like(x)) for x, (_s, dim) in zip(xs, cases.values(), strict=True)
+    ]
     out = {}
-    for name, (shape, dim) in cases.items():
-        x = torch.randn(shape, device=device, requires_grad=True)
-        y = softmax(x, dim)
-        (dx,) = torch.autograd.grad(y.sum(), x)
-        ref = torch.softmax(x.detach(), dim)
+    for (name, (_shape, dim)), x, answer in zip(
+        cases.items(), xs, run(requests)["answers"], strict=True
+    ):
+        y, dx = answered(answer), answered(answer, "dx")
+        ref = torch.softmax(x, dim)
         out[name] = y.shape == ref.shape and dx.shape == x.shape and torch.allclose(y, ref)
     return out
 
 
-def bad_inputs(device: str) -> dict[str, str]:
+def bad_inputs(run, device: str) -> dict[str, str]:
     """Each bad input's error: 'TypeName: message' (or 'NO ERROR'), which must name the problem."""
     other = "meta" if device == "cpu" else "cpu"
     y = torch.rand(4, 6, device=device)
     cases = {
-        N_("integer dtype"): lambda: softmax(torch.arange(6, device=device)),
-        N_("dim out of range"): lambda: softmax(y, 2),
-        N_("mixed devices (backward)"): lambda: torch.ops.workshop.softmax_backward(
-            y, y.to(other), -1
-        ),
+        N_("integer dtype"): forward(torch.arange(6, device=device)),
+        N_("dim out of range"): forward(y, 2),
+        N_("mixed devices (backward)"): {"op": "backward", "args": [y, y.to(other), -1]},
     }
-    out = {}
-    for name, call in cases.items():
-        try:
-            call()
-            out[name] = "NO ERROR"
-        except (TypeError, IndexError, RuntimeError, ValueError) as e:
-            out[name] = f"{type(e).__name__}: {e}"
-    return out
+    answers = run(list(cases.values()))["answers"]
+    return {
+        name: answer.get("error", "NO ERROR") for name, answer in zip(cases, answers, strict=True)
+    }
 
 
 # The words each bad input's error must contain. The op's errors come in the learner's language, so the words
@@ -217,16 +239,18 @@ def _no_slow_mode_on_failure():
 
 
 def opchecks(ops, device: str) -> dict[str, dict[str, str]]:
-    """torch.library.opcheck of a registration's two operators (softmax_op.SoftmaxOps): schema, autograd
-    registration, fake tensor, AOT dispatch. Case -> test -> "SUCCESS", or the error's first line."""
+    """torch.library.opcheck of a registration's operators (softmax_op.SoftmaxOps; its backward operator where it
+    has one): schema, autograd registration, fake tensor, AOT dispatch. Case -> test -> "SUCCESS", or the error's
+    first line."""
     gen = torch.Generator().manual_seed(3)
     x = torch.randn(6, 40, generator=gen).to(device)
     y = torch.softmax(x, -1)
     cases = {
         "softmax contiguous": (ops.forward, (x.requires_grad_(), -1)),
         "softmax strided, dim=0": (ops.forward, (x.detach()[:, ::2].requires_grad_(), 0)),
-        "softmax_backward": (ops.backward, (y, torch.randn_like(y), -1)),
     }
+    if ops.backward is not None:
+        cases["softmax_backward"] = (ops.backward, (y, torch.randn_like(y), -1))
     out = {}
     for name, (op, args) in cases.items():
         tests = torch.library.opcheck(op, args, raise_exception=False)

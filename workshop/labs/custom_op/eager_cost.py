@@ -1,20 +1,24 @@
-"""What one eager call of the op costs on the host, layer by layer, measured side by side with torch.softmax.
+"""What one eager call of the op costs on the host, layer by layer, for the op registered three ways (custom_op,
+triton_op, by hand), measured side by side with torch.softmax in one run: the handout's optional appendix.
 
-`softmax(x)` = `torch.ops.workshop.softmax(x)` passes through these layers, outermost first:
-- the dispatcher, which finds the op's Autograd kernel (Python: softmax_op.forward_autograd). With a gradient to
-  track, that builds the autograd node (SoftmaxFunction); without, it hands the call back to the dispatcher,
-  which finds the backend kernel (Python again: forward_kernel);
-- forward_kernel: checks the input, allocates the output;
-- softmax_launch.forward: the plan (which kernel, which parameters) for this shape;
-- triton_launch.launch: the compiled kernel's launcher and the GPU driver; on the CPU, Triton's interpreter,
-  which runs the kernel's programs one after another in numpy.
+A call `op(x)` passes through these layers, outermost first:
+- the registration: the dispatcher finds the op's Autograd kernel (Python), which without a gradient to track hands
+  the call back to the dispatcher, which finds the implementation (Python again); custom_op and triton_op put
+  general-purpose wrappers around both (by_hand.py says which), the registration by hand does not;
+- the autograd node, when x requires grad: an autograd.Function's node and the saved y;
+- the implementation, the same function in all three (softmax_op.forward_kernel): checks the input, allocates the
+  output;
+- the plan (softmax_launch.forward): which kernel, which parameters, for this shape;
+- the kernel launch (triton_launch.launch): the compiled kernel's launcher and the GPU driver; on the CPU, Triton's
+  interpreter, which runs the kernel's programs one after another in numpy.
 
 The Python layers cost microseconds while the interpreter's launch costs milliseconds, whose noise would swamp
-them; so the layers are timed with the launch replaced by a function that returns at once (a "dry" call), the
-launch is timed alone, and the whole call is timed too. Host time per call: the best of BLOCKS blocks of calls,
-each block ending in a synchronize.
+them; so the layers are timed with the launch replaced by a function that returns at once (a "dry" call), each
+layer as the difference of two rungs, one calling one more layer than the other; the launch is timed alone, and
+the whole call too. Host time per call: the best of BLOCKS blocks of calls, each block ending in a synchronize.
 """
 
+import functools
 import time
 from unittest import mock
 
@@ -25,8 +29,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
 from workshop.i18n import N_, _  # noqa: E402
-from workshop.ops import softmax, softmax_launch, softmax_op  # noqa: E402
+from workshop.labs.custom_op import by_hand  # noqa: E402
 from workshop.ops import softmax_kernels as kernels  # noqa: E402
+from workshop.ops import softmax_launch, softmax_op  # noqa: E402
+from workshop.ops.softmax_op import SoftmaxOps  # noqa: E402
 from workshop.ops.triton_launch import launch  # noqa: E402
 
 BLOCKS = 5
@@ -35,6 +41,20 @@ MAX_CALLS = 2000
 # A shape whose kernel takes less time than its call: the host's cost is all that shows.
 TINY = (1, 600)
 STEP = (64, 600)  # forward + backward: a training step's use of the op
+REGISTRATIONS = ("custom_op", "triton_op", by_hand.KIND)
+COMMON_LAYERS = (N_("kernel launch"), N_("plan"), N_("checks, output"))
+OWN_LAYERS = (N_("registration"), N_("autograd node"))  # each registration's own
+
+
+@functools.cache
+def registrations() -> dict[str, SoftmaxOps]:
+    """The op registered three ways: torch.ops.workshop.softmax is the custom_op or the triton_op (its KIND), a
+    twin the other, and the registration by hand (by_hand.py)."""
+    return {
+        "custom_op": softmax_op.registered_as("custom_op"),
+        "triton_op": softmax_op.registered_as("triton_op"),
+        by_hand.KIND: by_hand.define("workshop_by_hand::softmax"),
+    }
 
 
 def per_call_us(fns: dict, device: str) -> dict[str, float]:
@@ -63,7 +83,8 @@ def per_call_us(fns: dict, device: str) -> dict[str, float]:
 
 
 def ladder(device: str, shape=TINY) -> dict:
-    """The rungs of the ladder, innermost first: each calls one more layer than the one before."""
+    """The rungs of the ladder, innermost first: each calls one more layer than the one before. The common rungs
+    once, then each registration's two (`"<kind>: registration"`, `"<kind>: autograd node"`)."""
     x = torch.randn(shape, device=device)
     x_grad = x.clone().requires_grad_()
     y = torch.empty_like(x)
@@ -71,77 +92,107 @@ def ladder(device: str, shape=TINY) -> dict:
     align = softmax_launch.alignment(n_cols)
     grid, constexprs = softmax_launch.one_pass_plan(n_rows, n_cols, align, x.element_size())
     ints = (n_rows, n_cols, n_cols, n_cols)
-    return {
-        N_("kernel launch"): lambda: launch(kernels._fwd_one_pass, grid, (x, y), ints, constexprs),
-        N_("plan"): lambda: softmax_launch.forward(x, y, *ints),
-        N_("checks, output"): lambda: softmax_op.forward_kernel(x, -1),
-        N_("dispatcher, Autograd kernel"): lambda: softmax(x),
-        N_("autograd node"): lambda: softmax(x_grad),
-        "torch.softmax": lambda: torch.softmax(x, -1),
-        "Triton's kernel[grid]": lambda: kernels._fwd_one_pass[grid](x, y, *ints, **constexprs),
+    rungs = {
+        "kernel launch": lambda: launch(kernels._fwd_one_pass, grid, (x, y), ints, constexprs),
+        "plan": lambda: softmax_launch.forward(x, y, *ints),
+        "checks, output": lambda: softmax_op.forward_kernel(x, -1),
     }
+    for kind, ops in registrations().items():
+        rungs[f"{kind}: registration"] = functools.partial(ops.forward, x)
+        rungs[f"{kind}: autograd node"] = functools.partial(ops.forward, x_grad)
+    rungs["torch.softmax"] = lambda: torch.softmax(x, -1)
+    rungs["Triton's kernel[grid]"] = lambda: kernels._fwd_one_pass[grid](x, y, *ints, **constexprs)
+    return rungs
 
 
 def _dry_launch(*args, **kwargs) -> None:
     """Stands in for triton_launch.launch: returns at once, so that only the Python layers are timed."""
 
 
+def _step(op, x: torch.Tensor, dy: torch.Tensor):
+    return lambda: op(x).backward(dy)
+
+
 def measure(device: str) -> dict:
-    """Host us per call: each layer's own cost, the whole op (with and without grad), torch.softmax's call, the
-    same launch through Triton's own kernel[grid], and a forward + backward step, ours and torch's."""
-    calls = ladder(device)
-    layers = ["plan", "checks, output", "dispatcher, Autograd kernel", "autograd node"]
+    """Host us per call: the common layers' own costs, each registration's own layers and whole call (with and
+    without grad) and forward + backward step, torch.softmax's call and step, and the launch through Triton's
+    own kernel[grid]. `op_us`, `op_grad_us` and `python_us` are torch.ops.workshop.softmax's (its KIND)."""
+    rungs = ladder(device)
     with mock.patch.object(softmax_launch, "launch", _dry_launch):
-        dry = per_call_us({name: calls[name] for name in layers}, device)
+        dry = per_call_us({k: f for k, f in rungs.items() if k not in ("kernel launch",)}, device)
     x = torch.randn(STEP, device=device, requires_grad=True)
     dy = torch.randn(STEP, device=device)
-    whole = per_call_us(
-        {
-            "kernel launch": calls["kernel launch"],
-            "op": calls["dispatcher, Autograd kernel"],
-            "op with grad": calls["autograd node"],
-            "torch.softmax": calls["torch.softmax"],
-            "Triton's kernel[grid]": calls["Triton's kernel[grid]"],
-            "step torch.softmax": lambda: torch.softmax(x, -1).backward(dy),
-            "step workshop.ops.softmax": lambda: softmax(x).backward(dy),
-        },
-        device,
-    )
-    own = {name: dry[name] - (dry[layers[i - 1]] if i else 0.0) for i, name in enumerate(layers)}
-    return {
+    whole_calls = {"kernel launch": rungs["kernel launch"], "torch.softmax": rungs["torch.softmax"]}
+    whole_calls["Triton's kernel[grid]"] = rungs["Triton's kernel[grid]"]
+    whole_calls["step torch.softmax"] = _step(lambda t: torch.softmax(t, -1), x, dy)
+    for kind, ops in registrations().items():
+        whole_calls[f"{kind}: op"] = rungs[f"{kind}: registration"]
+        whole_calls[f"{kind}: op with grad"] = rungs[f"{kind}: autograd node"]
+        whole_calls[f"step {kind}"] = _step(ops.forward, x, dy)
+    whole = per_call_us(whole_calls, device)
+    common = ("plan", "checks, output")
+    layer_us = {"kernel launch": whole["kernel launch"], "plan": dry["plan"]}
+    layer_us["checks, output"] = dry["checks, output"] - dry["plan"]
+    found = {
         "shape": list(TINY),
-        "layer_us": {"kernel launch": whole["kernel launch"], **own},
-        # the op without autograd, from its parts: the launch, and the Python layers timed without it
-        "python_us": dry["dispatcher, Autograd kernel"],
-        "op_us": whole["op"],
-        "op_grad_us": whole["op with grad"],
+        "registration": softmax_op.KIND,
+        "layer_us": layer_us,
+        "registrations": {
+            kind: _registration_costs(kind, dry, whole, dry[common[-1]]) for kind in registrations()
+        },
         "torch_us": whole["torch.softmax"],
         "triton_jit_launch_us": whole["Triton's kernel[grid]"],
         "step_shape": list(STEP),
-        "step_us": {
-            "torch.softmax": whole["step torch.softmax"],
-            "workshop.ops.softmax": whole["step workshop.ops.softmax"],
-        },
+        "step_us": {"torch.softmax": whole["step torch.softmax"]}
+        | {kind: whole[f"step {kind}"] for kind in registrations()},
+    }
+    public = found["registrations"][softmax_op.KIND]
+    found.update(op_us=public["op_us"], op_grad_us=public["op_grad_us"])
+    found["python_us"] = public["python_us"]
+    return found
+
+
+def _registration_costs(kind: str, dry: dict, whole: dict, implementation_us: float) -> dict:
+    """One registration's own layers (dry), its Python layers in all (dry, without grad) and its whole calls."""
+    registration = dry[f"{kind}: registration"]
+    return {
+        "registration_us": registration - implementation_us,
+        "autograd_node_us": dry[f"{kind}: autograd node"] - registration,
+        "python_us": registration,
+        "op_us": whole[f"{kind}: op"],
+        "op_grad_us": whole[f"{kind}: op with grad"],
     }
 
 
 def launch_share(found: dict) -> float:
-    """The kernel launch's share of the op's call without autograd, from its parts: the launch and the Python
-    layers, each timed alone (a difference of two noisy totals could say anything when the launch is slow)."""
-    launch = found["layer_us"]["kernel launch"]
-    return launch / (launch + found["python_us"])
+    """The kernel launch's share of the public op's call without autograd, from its parts: the launch and the
+    Python layers, each timed alone (a difference of two noisy totals could say anything when the launch is
+    slow)."""
+    launch_us = found["layer_us"]["kernel launch"]
+    return launch_us / (launch_us + found["python_us"])
+
+
+def by_hand_saves(found: dict) -> float:
+    """How much less a call's Python layers took registered by hand than as torch.ops.workshop.softmax is."""
+    costs = found["registrations"]
+    return costs[found["registration"]]["python_us"] - costs[by_hand.KIND]["python_us"]
 
 
 def figure(found: dict, device: str):
-    """Each layer's cost per call, and torch.softmax's whole call for scale (log axis: on the CPU the
-    interpreter's milliseconds and the layers' microseconds share it)."""
-    layers = found["layer_us"]
-    names = [*map(_, layers), _("torch.softmax (whole call)")]
-    values = [*layers.values(), found["torch_us"]]
-    fig, ax = plt.subplots(figsize=(8, 3.6))
-    colors = ["tab:blue"] * len(layers) + ["tab:gray"]
-    ax.barh(names[::-1], [max(v, 1e-3) for v in values[::-1]], color=colors[::-1])
-    for i, v in enumerate(values[::-1]):
+    """Each layer's cost per call: the common layers once, each registration's own layers and whole call, and
+    torch.softmax's whole call for scale (log axis: on the CPU the interpreter's milliseconds and the layers'
+    microseconds share it)."""
+    colors = dict(zip(REGISTRATIONS, ("tab:blue", "tab:orange", "tab:green"), strict=True))
+    bars = [(_(name), us, "tab:gray") for name, us in found["layer_us"].items()]
+    own = {"registration_us": _("registration"), "autograd_node_us": _("autograd node")}
+    own["op_us"] = _("the op, whole call")
+    for kind, costs in found["registrations"].items():
+        bars += [(f"{_(kind)}: {label}", costs[key], colors[kind]) for key, label in own.items()]
+    bars.append((_("torch.softmax (whole call)"), found["torch_us"], "black"))
+    names, values, bar_colors = zip(*bars[::-1], strict=True)
+    fig, ax = plt.subplots(figsize=(8, 5))
+    ax.barh(names, [max(v, 1e-3) for v in values], color=bar_colors)
+    for i, v in enumerate(values):
         ax.annotate(
             f"{v:.1f} us", (max(v, 1e-3), i), xytext=(3, 0), textcoords="offset points", va="center"
         )
@@ -149,8 +200,8 @@ def figure(found: dict, device: str):
     ax.set_xlim(right=max(values) * 5)  # room for the labels
     ax.set_xlabel(_("host time per call (us, log scale)"))
     ax.set_title(
-        _("one call of workshop.ops.softmax at {shape} on {device}: {us:.1f} us in all").format(
-            shape=tuple(found["shape"]), device=device, us=found["op_us"]
+        _("one eager call at {shape} on {device}, registered three ways").format(
+            shape=tuple(found["shape"]), device=device
         )
     )
     fig.tight_layout()

@@ -4,6 +4,7 @@ named; then, once those pass, gradcheck, opcheck and torch.compile of a twin mad
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 import traceback
@@ -18,48 +19,44 @@ from workshop.labs.custom_op import kernel_diagnosis as diagnose
 from workshop.labs.custom_op import learner_op
 from workshop.labs.custom_op import registration_grading as rg
 from workshop.labs.custom_op.kernel_grading import BACKWARD, CASES, FORWARD, Direction, run_case
-from workshop.labs.custom_op.learner_op import KernelMismatch, loaded, registered
+from workshop.labs.custom_op.learner_op import KernelMismatch, loaded, twin
 from workshop.labs.custom_op.memory_bounds import OutOfBounds
 from workshop.labs.custom_op.op_grading import grade_op
 from workshop.ops import INTERPRETED, softmax_op
-from workshop.ops.softmax_op import Pieces
 
 
 def grade_forward_kernel(ctx: LabContext, impl) -> None:
     kernel = _kernel(ctx, "forward_kernel", impl)
     if kernel is not None and record_kernel_checks(ctx, kernel, FORWARD, "softmax_fwd_kernel"):
-        with registered("forward_kernel", Pieces(forward_kernel=kernel)) as ops:
-            grade_op(ctx, ops)
+        grade_op(ctx, twin("forward_kernel", softmax_op.KIND, forward_kernel=kernel))
 
 
 def grade_backward_kernel(ctx: LabContext, impl) -> None:
     kernel = _kernel(ctx, "backward_kernel", impl)
     if kernel is not None and record_kernel_checks(ctx, kernel, BACKWARD, "softmax_bwd_kernel"):
-        with registered("backward_kernel", Pieces(backward_kernel=kernel)) as ops:
-            grade_op(ctx, ops)
+        grade_op(ctx, twin("backward_kernel", softmax_op.KIND, backward_kernel=kernel))
 
 
 def grade_fake(ctx: LabContext, impl) -> None:
     fake = _function(ctx, "fake", impl)
-    with registered("fake", Pieces(fake=fake)) as ops:
-        if rg.grade_fake_outputs(ctx, ops, fake, learner_op.source_file(ctx, softmax_op)):
-            grade_op(
-                ctx, ops, dim=0
-            )  # over dim 0 the output's strides are not x's: the fake must say so
+    ops = twin("fake", "custom_op", fake=fake)  # a fake is a custom_op's: a triton_op's is its body
+    # Compiled over dim 0, where the output's strides are not x's: the fake must say so.
+    if rg.grade_fake_outputs(ctx, ops, fake, learner_op.source_file(ctx, softmax_op)):
+        grade_op(ctx, ops, dim=0)
 
 
 def grade_setup_context(ctx: LabContext, impl) -> None:
     setup_context = _function(ctx, "setup_context", impl)
-    with registered("setup_context", Pieces(setup_context=setup_context)) as ops:
-        if rg.grade_saved(ctx, ops):
-            grade_op(ctx, ops)
+    ops = twin("setup_context", softmax_op.KIND, setup_context=setup_context)
+    if rg.grade_saved(ctx, ops):
+        grade_op(ctx, ops)
 
 
 def grade_backward(ctx: LabContext, impl) -> None:
     backward = learner_op.counted(_function(ctx, "backward", impl))
-    with registered("backward", Pieces(backward=backward)) as ops:
-        if rg.grade_gradients(ctx, ops):
-            grade_op(ctx, ops)
+    ops = twin("backward", softmax_op.KIND, backward=backward)
+    if rg.grade_gradients(ctx, ops):
+        grade_op(ctx, ops)
 
 
 def _function(ctx: LabContext, name: str, impl):
@@ -91,12 +88,17 @@ def _kernel(ctx: LabContext, name: str, impl):
 
 def record_kernel_checks(ctx: LabContext, kernel, direction: Direction, attribute: str) -> bool:
     """The kernel-level checks over the four cases (kernel_grading.py); True when all passed."""
+
+    @functools.cache
+    def stride_ignored(case) -> bool:  # asked only when a check fails: it runs the kernel once more
+        return diagnose.ignores_row_stride(kernel, case, direction, ctx.device, ctx.seed)
+
     runs = []
     for case in CASES:
         try:
             runs.append(run_case(kernel, case, direction, ctx.device, ctx.seed))
         except OutOfBounds as e:
-            return _out_of_bounds(ctx, e, kernel, attribute)
+            return _out_of_bounds(ctx, e, kernel, case, direction, attribute)
         except (NotImplementedError, workspace.LearnerError):
             raise
         except Exception as e:
@@ -120,8 +122,9 @@ def record_kernel_checks(ctx: LabContext, kernel, direction: Direction, attribut
             len(runs),
             message=missed and _launches_message(missed, attribute),
         ),
-        _check_writes(ctx, runs, attribute),
-        _check_values(ctx, runs, direction, attribute),
+        _check_precision(ctx, runs, attribute),
+        _check_writes(ctx, runs, direction, attribute, stride_ignored),
+        _check_values(ctx, runs, direction, attribute, stride_ignored),
     ]
     return all(c.passed for c in results)
 
@@ -140,34 +143,73 @@ def _launches_message(run, attribute: str) -> str:
     ).format(label=run.case.label, ran=", ".join(ran), name=attribute, n=run.plan[0][0])
 
 
-def _check_writes(ctx: LabContext, runs: list, attribute: str):
-    """Every element of the output written, nothing around it: the guards' count."""
+def _check_precision(ctx: LabContext, runs: list, attribute: str):
+    """What the kernel computes in for half-precision input, from what it did (precision.py), not its values."""
+    half = next((run for run in runs if run.half_ops), None)
+    observed = half and "; ".join(
+        f"{dtype}: {', '.join(map(_, ops))}" for dtype, ops in half.half_ops.items()
+    )
+    return ctx.check_equal(
+        _("{name}: arithmetic in float32 for half-precision input (what it computes in)").format(
+            name=attribute
+        ),
+        observed or _("none in half precision"),
+        _("none in half precision"),
+        message=half and diagnose.half_precision(half, attribute),
+    )
+
+
+def _check_writes(ctx: LabContext, runs: list, direction, attribute: str, stride_ignored):
+    """Every element of the output written, nothing around it: the guards' count. A run whose values say
+    nothing (precision.py) is left out of the count of elements not written."""
     outside = next((run for run in runs if any(run.outside.values())), None)
-    unwritten = next((run for run in runs if run.unwritten.any()), None)
+    unwritten = next((run for run in runs if run.values_tell and run.unwritten.any()), None)
     if outside is None and unwritten is not None:
         return ctx.check_equal(
             _("{name}: every element of its output written").format(name=attribute),
-            sum(int(run.unwritten.sum()) for run in runs),
+            sum(int(run.unwritten.sum()) for run in runs if run.values_tell),
             0,
-            message=diagnose.unwritten(unwritten, attribute),
+            message=diagnose.row_stride(unwritten.case, direction, attribute)
+            if stride_ignored(unwritten.case)
+            else diagnose.unwritten(unwritten, attribute),
+        )
+    message = None
+    if outside is not None:
+        message = (
+            diagnose.row_stride(outside.case, direction, attribute)
+            if stride_ignored(outside.case)
+            else diagnose.outside(outside, attribute)
         )
     return ctx.check_equal(
         _("{name}: writes only inside its output (guard cells changed)").format(name=attribute),
         sum(sum(run.outside.values()) for run in runs),
         0,
-        message=outside and diagnose.outside(outside, attribute),
+        message=message,
     )
 
 
-def _check_values(ctx: LabContext, runs: list, direction: Direction, attribute: str):
-    worst = max(runs, key=lambda run: run.error / run.tolerance)
+def _check_values(
+    ctx: LabContext, runs: list, direction: Direction, attribute: str, stride_ignored
+):
+    """The largest error against float64 over the cases whose values say what the kernel computes."""
+    told = [run for run in runs if run.values_tell]
+    worst = max(told, key=lambda run: run.error / run.tolerance)
+    # The mistake is read from the first case (in CASES' order, the richest first) whose error is too large.
+    failed = next((run for run in told if run.error > run.tolerance), None)
+    message = None
+    if failed is not None:
+        message = (
+            diagnose.row_stride(failed.case, direction, attribute)
+            if stride_ignored(failed.case)
+            else diagnose.values(failed, direction, attribute)
+        )
     return ctx.check_max(
         _("{name}: largest error / tolerance against float64 ({n} cases)").format(
-            name=attribute, n=len(runs)
+            name=attribute, n=len(told)
         ),
         worst.error / worst.tolerance,
         1.0,  # the tolerance: 1.25 x torch's own error plus a rounding (kernel_grading.tolerance)
-        message=diagnose.values(runs, direction, attribute),
+        message=message,
     )
 
 
@@ -199,18 +241,32 @@ def kernel_line(error: BaseException, kernel) -> tuple[str, str]:
     return workspace.display(path), ""
 
 
-def _out_of_bounds(ctx: LabContext, error: OutOfBounds, kernel, attribute: str) -> bool:
+def _out_of_bounds(
+    ctx: LabContext, error: OutOfBounds, kernel, case, direction, attribute: str
+) -> bool:
+    """An access out of bounds, stopped at the learner's line; the mask named, or the row stride where the
+    kernel is right on the same rows unpadded."""
     where, text = kernel_line(error, kernel)
+    if diagnose.ignores_row_stride(kernel, case, direction, ctx.device, ctx.seed):
+        message = _("Out of bounds at {where} (`{line}`): {access} reached {place}. {why}").format(
+            where=where,
+            line=text,
+            access=error.access,
+            place=error.where,
+            why=diagnose.row_stride(case, direction, attribute),
+        )
+    else:
+        message = _(
+            "Out of bounds at {where} (`{line}`): {access} reached {place}. Mask it: rows < n_rows for the "
+            "rows, cols < n_cols for the columns (each row is padded here, so one column too many shows)"
+        ).format(where=where, line=text, access=error.access, place=error.where)
     ctx.check_equal(
         _("{name}: loads and stores inside its tensors (the interpreter's bounds check)").format(
             name=attribute
         ),
         f"{where}: {error}",
         _("none outside"),
-        message=_(
-            "Out of bounds at {where} (`{line}`): {access} reached {place}. Mask it: rows < n_rows for the "
-            "rows, cols < n_cols for the columns (each row is padded here, so one column too many shows)"
-        ).format(where=where, line=text, access=error.access, place=error.where),
+        message=message,
     )
     return False
 

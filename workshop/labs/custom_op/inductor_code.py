@@ -7,17 +7,29 @@ output code, launching it like one of its own kernels). The excerpt is each gene
 where the launches happen, plus the first lines of our kernel where Inductor copied it in.
 """
 
+import contextlib
+import html
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 import torch._functorch.config as functorch_config
 import torch._inductor.config as inductor_config
 from torch._inductor.utils import run_and_get_code
 
-from workshop.i18n import _
+from workshop.i18n import N_, _
 
 KERNEL_NAMES = ("_fwd_one_pass", "_bwd_one_pass")  # our kernels, as softmax_kernels.py names them
+# What a CPU run shows for the triton_op instead: the excerpt of an H200 run, committed.
+COMMITTED_TRITON_OP = (
+    Path(__file__).resolve().parents[3] / "benchmarks/custom_op/inductor_triton_op.txt"
+)
+NOT_ON_THE_CPU = N_(
+    "Not produced on the CPU: under Triton's interpreter a triton_op cannot be compiled (see the handout).\n"
+    "The H200 excerpt is committed in benchmarks/custom_op/inductor_triton_op.txt.\n"
+)
+SIDE_BY_SIDE = "inductor_side_by_side.md"
 
 
 def compiled_step(op, dim: int = -1):
@@ -38,41 +50,55 @@ def compiled_step(op, dim: int = -1):
     return step
 
 
-def compile_and_capture(op, x: torch.Tensor, dy: torch.Tensor, dim: int = -1):
-    """compiled_step(op, dim) run once on (x, dy), its code generated afresh; returns ((y, dx), generated
-    sources)."""
-    step = compiled_step(op, dim)
-    # Fresh code generation: a hit in the FX graph or AOTAutograd cache would skip it and leave nothing to show.
-    # The caches of compiled kernels (C++, Triton binaries) stay on: they hold binaries, not the code shown.
+@contextlib.contextmanager
+def fresh_code():
+    """Code generated afresh inside: a hit in the FX graph or AOTAutograd cache would skip it, leaving nothing to
+    show, and would replay the code of an earlier op of the same name and graph, whose autograd formula may have
+    been another (a cache key holds the graph, not a custom op's Python). The caches of compiled kernels (C++,
+    Triton binaries) stay on: they hold binaries, keyed by their source."""
     with (
         inductor_config.patch(fx_graph_cache=False),
         functorch_config.patch(enable_autograd_cache=False),
     ):
-        result, sources = run_and_get_code(step, x, dy)
-    return result, sources
+        yield
+
+
+def compile_and_capture(op, x: torch.Tensor, dy: torch.Tensor, dim: int = -1):
+    """compiled_step(op, dim) run once on (x, dy), its code generated afresh; returns ((y, dx), generated
+    sources)."""
+    with fresh_code():
+        return run_and_get_code(compiled_step(op, dim), x, dy)
+
+
+def call_functions(text: str) -> list[str]:
+    """Every `def call(...)` of a generated module (or of an excerpt of several), in order: the sequence of kernel
+    launches and extern calls, each with its body."""
+    lines = text.splitlines()
+    found = []
+    for start, line in enumerate(lines):
+        if not re.match(r"\s*def call\(", line):
+            continue
+        indent = len(line) - len(line.lstrip())
+        end = start + 1
+        while end < len(lines) and (
+            not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip()) > indent
+        ):
+            end += 1
+        found.append("\n".join(lines[start:end]).rstrip())
+    return found
 
 
 def call_function(source: str) -> str:
-    """The generated module's `def call(...)` body: the sequence of kernel launches and extern calls."""
-    lines = source.splitlines()
-    start = next((i for i, line in enumerate(lines) if re.match(r"\s*def call\(", line)), None)
-    if start is None:
-        return ""
-    indent = len(lines[start]) - len(lines[start].lstrip())
-    end = start + 1
-    while end < len(lines) and (
-        not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip()) > indent
-    ):
-        end += 1
-    return "\n".join(lines[start:end]).rstrip()
+    """The generated module's `def call(...)` body ("" when it has none)."""
+    return next(iter(call_functions(source)), "")
 
 
-def inlined_kernels(source: str, n_lines: int = 12) -> list[str]:
+def inlined_kernels(source: str, kernel_names=KERNEL_NAMES, n_lines: int = 12) -> list[str]:
     """The first lines of each of our kernels that Inductor copied into its output code."""
     lines = source.splitlines()
     found = []
     for i, line in enumerate(lines):
-        if any(re.match(rf"\s*def {name}(?:_\d+)?\(", line) for name in KERNEL_NAMES):
+        if any(re.match(rf"\s*def {name}(?:_\d+)?\(", line) for name in kernel_names):
             found.append("\n".join(lines[max(0, i - 2) : i + n_lines]))
     return found
 
@@ -99,11 +125,11 @@ def census(sources: list[str], namespace: str, kernel_names=KERNEL_NAMES) -> Cen
     return Census(len(calls), sum(kernel_defs(text, name) for name in kernel_names), len(sources))
 
 
-def excerpt(title: str, sources: list[str]) -> str:
+def excerpt(title: str, sources: list[str], kernel_names=KERNEL_NAMES) -> str:
     parts = [f"# {title}"]
     for n, source in enumerate(sources):
         which = "forward" if n == 0 else "backward"
-        kernels = inlined_kernels(source)
+        kernels = inlined_kernels(source, kernel_names)
         copied = (
             _("{which}: our kernels as Inductor copied them in")
             if kernels
@@ -115,3 +141,21 @@ def excerpt(title: str, sources: list[str]) -> str:
             call_function(source) or _("(no call() found)"),
         ]
     return "\n".join(parts) + "\n"
+
+
+def side_by_side(excerpts: dict[str, str]) -> str:
+    """Markdown: the generated call()s of each excerpt in a column of its own (an HTML table, which Markdown
+    viewers render; without blank lines, which would end its HTML block), forward and backward one row each."""
+    columns = {
+        title: ["\n".join(filter(str.strip, call.splitlines())) for call in call_functions(text)]
+        for title, text in excerpts.items()
+    }
+    head = "".join(f"<th>{html.escape(title)}</th>" for title in columns)
+    lines = [f"# {_('The generated call()s side by side')}", ""]
+    for n, which in enumerate((_("forward"), _("backward"))):
+        cells = "".join(
+            f"<td><pre>{html.escape(calls[n] if n < len(calls) else '')}</pre></td>"
+            for calls in columns.values()
+        )
+        lines += [f"## {which}", "", f"<table><tr>{head}</tr><tr>{cells}</tr></table>", ""]
+    return "\n".join(lines)

@@ -4,6 +4,9 @@ the mistake whose prediction it matches."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import torch
 
 from workshop.i18n import _
@@ -12,8 +15,66 @@ from workshop.labs.custom_op.kernel_grading import (
     LARGE_ROWS,
     NEGATIVE_ROW,
     Direction,
+    KernelCase,
     KernelRun,
+    run_case,
 )
+
+
+def ignores_row_stride(
+    kernel, case: KernelCase, direction: Direction, device: str, seed: int
+) -> bool:
+    """Whether a kernel that failed on a case's padded rows is right on the same rows one after another (row
+    stride = n_cols): then it mixes up n_cols and the row stride (in its addresses or its mask)."""
+    try:
+        run = run_case(kernel, dataclasses.replace(case, pad=0), direction, device, seed)
+    except (
+        Exception
+    ):  # an access out of bounds, or any error: whatever it is, not this mistake alone
+        return False
+    return not any(run.outside.values()) and not run.unwritten.any() and run.error <= run.tolerance
+
+
+def row_stride(case: KernelCase, direction: Direction, attribute: str) -> str:
+    """The message for a kernel that ignores_row_stride on `case`."""
+    strides = ", ".join(f"{name}_row_stride" for name in direction.tensors)
+    return _(
+        "{name} is right when each row follows the previous one directly (row stride = n_cols) and wrong "
+        "when the rows are padded, as here ({label}: {cols} columns, rows {stride} elements apart): it takes "
+        "n_cols for the distance between rows. Row r of a tensor starts at its pointer + r * its row stride "
+        "({strides}); its columns run up to n_cols"
+    ).format(
+        name=attribute,
+        label=case.label,
+        cols=case.cols,
+        stride=case.cols + case.pad,
+        strides=strides,
+    )
+
+
+def half_precision(run: KernelRun, attribute: str) -> str:
+    """The message for a kernel that adds or multiplies in half precision (precision.py)."""
+    dtype, ops = next(iter(run.half_ops.items()))
+    digits = int(-math.log10(torch.finfo(getattr(torch, dtype)).eps))
+    message = _(
+        "{name} computes in {dtype} when its input is {dtype} (in the {label} case its arithmetic in "
+        "{dtype}: {ops}). A {dtype} number carries about {digits} significant decimal digits, so a sum of "
+        "hundreds of them loses the small terms, where torch.softmax accumulates in float32. Accumulate in "
+        "float32: convert what you load (_acc does: float64 stays float64, the rest goes to float32), and "
+        "only the stored result to the output's dtype."
+    ).format(
+        name=attribute,
+        dtype=dtype,
+        ops=", ".join(map(_, ops)),
+        label=run.case.label,
+        digits=digits,
+    )
+    if not run.values_tell:
+        message += " " + _(
+            "(Triton's interpreter on this machine computes bfloat16 arithmetic wrongly, so this case's "
+            "values were not graded here; what a kernel computes in is graded the same way on a GPU.)"
+        )
+    return message
 
 
 def outside(run: KernelRun, attribute: str) -> str:
@@ -174,7 +235,6 @@ def _worst(run: KernelRun, attribute: str) -> str:
     )
 
 
-def values(runs: list[KernelRun], direction: Direction, attribute: str) -> str:
-    """The mistake, read from the first case (in CASES' order, the richest first) whose error is too large."""
-    run = next((run for run in runs if run.error > run.tolerance), runs[0])
+def values(run: KernelRun, direction: Direction, attribute: str) -> str:
+    """The mistake, read from a case whose error is too large."""
     return (forward_values if direction.name == "forward" else backward_values)(run, attribute)

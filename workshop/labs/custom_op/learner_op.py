@@ -1,12 +1,11 @@
-"""The operator a learner's piece is graded in: a twin of torch.ops.workshop.softmax, registered by the same
-`softmax_op.define` under a name of its own (`graded_<exercise>::softmax`), made of the learner's piece for that
-exercise and the reference pieces for the rest.
+"""The operator a learner's piece is graded in, `graded_<exercise>::softmax`: the learner's piece for that exercise
+and the grader's own stand-ins for the rest (stand_ins.py: PyTorch's softmax and its backward, in the op's layout),
+registered by hand (by_hand.py) as a custom_op or a triton_op.
 
 Why a twin per exercise: each piece is graded alone (a wrong forward kernel cannot fail the grading of the fake),
-torch.ops.workshop.softmax is never touched (the lab's other checks, and every other user of the op, keep the
-reference), and the registration is the real one: the dispatcher, autograd, fake tensors, opcheck and
-torch.compile see the learner's piece exactly where the reference's sits. A plain run grades the reference pieces
-through the same twins.
+torch.ops.workshop.softmax is never touched, and no check takes its truth from a reference (in the learner edition
+the references are stubs). The dispatcher, autograd, fake tensors, opcheck and torch.compile see the learner's
+piece where the op's own would sit. A plain run grades the reference pieces through the same twins.
 
 Before a piece goes in, it is checked for what would otherwise fail far from the learner's code: a kernel that is
 not a @triton.jit function (a Python fallback would launch nothing) or whose parameters differ from the launch's,
@@ -15,9 +14,9 @@ and a backward that returns the wrong number of gradients.
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
+import functools
 import inspect
-from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -26,20 +25,48 @@ import triton
 from workshop.grading import workspace
 from workshop.i18n import _
 from workshop.lab import LabContext, Unavailable
+from workshop.labs.custom_op import by_hand, stand_ins
 from workshop.ops import softmax_op
-from workshop.ops.softmax_op import Pieces, SoftmaxOps
+from workshop.ops.softmax_op import SoftmaxOps
 
 CONSTEXPRS = ("ROWS", "BLOCK_N", "ALIGN")
 
 
-@contextlib.contextmanager
-def registered(exercise: str, pieces: Pieces) -> Iterator[SoftmaxOps]:
-    """torch.ops.graded_<exercise>.softmax{,_backward}, made of `pieces`, for the duration of the block."""
-    ops = softmax_op.define(f"graded_{exercise}::softmax", softmax_op.KIND, pieces)
-    try:
-        yield ops
-    finally:
-        softmax_op.undefine(ops)
+def twin(exercise: str, kind: str, **piece) -> SoftmaxOps:
+    """torch.ops.graded_<exercise>.softmax{,_backward}: the learner's piece, one of forward_kernel, backward_kernel,
+    fake, setup_context or backward, and the grader's stand-ins (PyTorch's) for the rest, registered by hand as
+    `kind` (registered again at each grading: the namespace's earlier operators go)."""
+    bodies = stand_in_bodies()
+    ((name, value),) = piece.items()
+    if name == "forward_kernel":
+        forward = functools.partial(_launching, value)
+        bodies = dataclasses.replace(bodies, forward=forward, kernels=(value,))
+    elif name == "backward_kernel":
+        backward = functools.partial(_launching_backward, value)
+        bodies = dataclasses.replace(bodies, backward=backward, kernels=(value,))
+    else:
+        bodies = dataclasses.replace(bodies, **{{"backward": "gradients"}.get(name, name): value})
+    return by_hand.define(f"graded_{exercise}::softmax", kind, bodies)
+
+
+def stand_in_bodies() -> by_hand.Bodies:
+    return by_hand.Bodies(
+        stand_ins.forward,
+        stand_ins.backward,
+        stand_ins.fake,
+        stand_ins.setup_context,
+        stand_ins.gradients,
+    )
+
+
+def _launching(kernel, x, dim=-1, wrap=None):
+    """The op's implementation with the learner's one-pass forward kernel."""
+    return softmax_op.forward_kernel(x, dim, kernel, wrap)
+
+
+def _launching_backward(kernel, y, dy, dim, wrap=None):
+    """The backward operator's implementation with the learner's one-pass backward kernel."""
+    return softmax_op.backward_kernel(y, dy, dim, kernel, wrap)
 
 
 def loaded(impl):
@@ -119,7 +146,7 @@ class GradientCount(Exception):
 def counted(backward):
     """The learner's backward, made to raise GradientCount saying what it returned when that is not (dx, None)
     with dx of dy's shape and dtype, instead of autograd's 'returned an incorrect number of gradients (expected 3,
-    got 5)' (a returned tensor unpacks by rows)."""
+    got 5)' (a returned tensor unpacks by rows) or its error for a gradient of a non-tensor input."""
     where = defined_at(backward)
 
     def checked(ctx, dy):
@@ -139,6 +166,11 @@ def counted(backward):
             what = _("a pair whose dx is {got}, where x is {shape} {dtype}").format(
                 got=got, shape=tuple(dy.shape), dtype=dy.dtype
             )
+            raise GradientCount(what, where)
+        if grads[1] is not None:
+            what = _(
+                "a pair whose second entry, the gradient for dim (an int), is a {kind}"
+            ).format(kind=type(grads[1]).__name__)
             raise GradientCount(what, where)
         return grads
 

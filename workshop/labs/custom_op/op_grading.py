@@ -2,10 +2,10 @@
 gradgradcheck), opcheck, and torch.compile(fullgraph=True) of y = op(2x, dim) * 3 forward and backward, with the
 proof that the twin's kernels ran inside the compiled step.
 
-That proof differs by device. On the CPU the op is a custom_op: Inductor calls it, the call runs its kernels
-eagerly, and the launch record shows them (the very function objects). On a GPU the op is a triton_op: Inductor
-copies the kernels' source into its own code and launches them itself, so the launch record stays empty and the
-generated code is the evidence: a definition of each kernel, and no call of the op left.
+That proof differs by registration. A custom_op (the CPU's, and a fake's twin everywhere): Inductor calls it, the
+call runs its kernels eagerly, and the launch record shows them (the very function objects). A triton_op (a GPU's):
+Inductor copies the kernels' source into its own code and launches them itself, so the launch record stays empty
+and the generated code is the evidence: a definition of each kernel, and no call of the op left.
 """
 
 from __future__ import annotations
@@ -17,18 +17,10 @@ from workshop.i18n import _
 from workshop.lab import LabContext
 from workshop.labs.custom_op import correctness as cx
 from workshop.labs.custom_op import inductor_code
-from workshop.ops import softmax_kernels
 from workshop.ops.softmax_op import SoftmaxOps
 from workshop.ops.triton_launch import recording
 
 COMPILE_ATOL = 1e-5  # compiled vs torch.softmax, y in [0, 3] and dx: float32 rounding is ~1e-7
-
-
-def kernels_of(ops: SoftmaxOps) -> tuple:
-    """The one-pass kernels the twin launches: its pieces', or the reference's."""
-    pieces = ops.pieces
-    forward = pieces.forward_kernel or softmax_kernels._fwd_one_pass
-    return forward, pieces.backward_kernel or softmax_kernels._bwd_one_pass
 
 
 def grade_op(ctx: LabContext, ops: SoftmaxOps, dim: int = -1) -> None:
@@ -68,8 +60,8 @@ def grade_compiled(ctx: LabContext, ops: SoftmaxOps, dim: int) -> None:
     x = torch.randn(8, 600, generator=gen).to(ctx.device)
     dy = torch.randn(8, 600, generator=gen).to(ctx.device)
     torch._dynamo.reset()  # each twin compiled afresh: no recompilation limit across many graded pieces
-    with recording() as launches:
-        if ctx.device == "cuda":
+    with recording() as launches, inductor_code.fresh_code():
+        if ops.kind == "triton_op":
             (y, dx), sources = inductor_code.compile_and_capture(ops.forward, x, dy, dim)
         else:
             y, dx = inductor_code.compiled_step(ops.forward, dim)(x, dy)
@@ -84,11 +76,14 @@ def grade_compiled(ctx: LabContext, ops: SoftmaxOps, dim: int) -> None:
         err,
         COMPILE_ATOL,
     )
-    names = [kernel.__name__ for kernel in kernels_of(ops)]
-    if ctx.device == "cuda":
+    # The op's Triton kernels (a twin whose pieces are all the grader's, PyTorch's, has none to show).
+    names = [kernel.__name__ for kernel in ops.kernels]
+    if ops.kind == "triton_op":
         check_inlined(ctx, ops, sources, names)
         return
-    ran = [launch.kernel for launch in launches if launch.function in kernels_of(ops)]
+    if not names:
+        return
+    ran = [launch.kernel for launch in launches if launch.function in ops.kernels]
     ctx.check_equal(
         _("torch.compile: the op's kernels ran inside the compiled step (launch record)"),
         sorted(set(ran)),
@@ -100,14 +95,15 @@ def grade_compiled(ctx: LabContext, ops: SoftmaxOps, dim: int) -> None:
 
 
 def check_inlined(ctx: LabContext, ops: SoftmaxOps, sources: list[str], names: list[str]) -> None:
-    """On a GPU: Inductor's code defines each of the twin's kernels and calls the op no more."""
+    """A triton_op: Inductor's code defines each of the twin's kernels and calls the op no more."""
     text = "\n".join(sources)
     inlined = [name for name in names if inductor_code.kernel_defs(text, name)]
-    ctx.check_equal(
-        _("torch.compile: the op's kernels inlined into Inductor's code"),
-        sorted(inlined),
-        sorted(names),
-    )
+    if names:
+        ctx.check_equal(
+            _("torch.compile: the op's kernels inlined into Inductor's code"),
+            sorted(inlined),
+            sorted(names),
+        )
     census = inductor_code.census(sources, ops.forward.namespace)
     ctx.check_equal(
         _("torch.compile: calls of the op left in Inductor's code"), census.extern_calls, 0

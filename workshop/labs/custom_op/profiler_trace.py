@@ -1,12 +1,12 @@
 """A torch.profiler trace of the op's eager call, layer by layer, for Perfetto or chrome://tracing.
 
-It shows what eager_cost.py measures: the ladder of calls, each rung one more layer than the one before
-("kernel launch", "plan", "checks, output", "dispatcher, Autograd kernel", "autograd node"), each in a range
-named after its layer; inside every call, ranges around the layers it passes through (the input checks, the
-plan and launch, the launch itself), placed for the trace only by wrapping those functions while it records; and
-the profiler's own events: the dispatcher's `workshop::softmax`, the output's allocation, the autograd node, and
-on a GPU the CUDA kernels. Then a forward + backward step of the training shape. One call each: the trace shows
-where time goes within a call, the eager-cost table what each layer costs.
+It shows what eager_cost.py measures, for torch.ops.workshop.softmax: the ladder of calls, each rung one more
+layer than the one before ("kernel launch", "plan", "checks, output", then the op's registration and its autograd
+node), each in a range named after its layer; inside every call, ranges around the layers it passes through (the
+input checks, the plan and launch, the launch itself), placed for the trace only by wrapping those functions while
+it records; and the profiler's own events: the dispatcher's `workshop::softmax`, the output's allocation, the
+autograd node, and on a GPU the CUDA kernels. Then a forward + backward step of the training shape. One call each:
+the trace shows where time goes within a call, the eager-cost table what each layer costs.
 """
 
 from __future__ import annotations
@@ -24,7 +24,11 @@ from workshop.labs.custom_op import eager_cost
 from workshop.ops import softmax, softmax_launch, softmax_op
 
 TRACE = "eager_call_trace.json"
-RUNGS = ("kernel launch", "plan", "checks, output", "dispatcher, Autograd kernel", "autograd node")
+# The public op's rungs (eager_cost.ladder): the layers inside it, then its registration and its autograd node.
+RUNGS = (
+    *eager_cost.COMMON_LAYERS,
+    *(f"{softmax_op.KIND}: {layer}" for layer in eager_cost.OWN_LAYERS),
+)
 STEP_RANGE = "forward + backward step"
 # Inner layers, by the function that is each one's entry, and the name its range gets in the trace.
 INNER = {

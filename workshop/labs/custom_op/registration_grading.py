@@ -40,8 +40,48 @@ def significant_strides(t: torch.Tensor) -> tuple:
     return tuple(s if n > 1 else None for n, s in zip(t.shape, t.stride(), strict=True))
 
 
-def fake_mismatch(case: str, x: torch.Tensor, dim: int, fake, real: torch.Tensor) -> str | None:
-    """What the fake's output gets wrong against the real one's, said for this input; None when it is right."""
+COPIES_X, ROW_MAJOR = (
+    "copies x's strides",
+    "row-major",
+)  # how a fake may lay out every output (fake_layout)
+
+
+def fake_layout(outputs: list[tuple[torch.Tensor, torch.Tensor]]) -> str | None:
+    """How the fake laid out its outputs, (x, fake output) over every input: with x's strides each time (as
+    torch.empty_like(x)), or row-major each time (as torch.empty(x.shape)); None when neither (the transposed
+    input tells the two apart)."""
+    if all(significant_strides(out) == significant_strides(x) for x, out in outputs):
+        return COPIES_X
+    if all(out.is_contiguous() for _x, out in outputs):
+        return ROW_MAJOR
+    return None
+
+
+def _strides_message(said: str, x, fake, real, layout: str | None) -> str:
+    why = {
+        COPIES_X: _("your fake's outputs all have x's strides, as torch.empty_like(x) gives"),
+        ROW_MAJOR: _(
+            "your fake's outputs are all row-major (the last dim innermost), as torch.empty(x.shape) gives"
+        ),
+    }
+    return _(
+        "{said} strides {got}; the kernel's output has {want} (x's are {xs}): {why}. The kernels write rows "
+        "along dim, so dim is the innermost dimension (stride 1) whatever x's layout. Inductor trusts the "
+        "fake: its code would read the output with the wrong strides."
+    ).format(
+        said=said,
+        got=fake.stride(),
+        want=real.stride(),
+        xs=x.stride(),
+        why=why.get(layout, _("their layout does not follow dim")),
+    )
+
+
+def fake_mismatch(
+    case: str, x: torch.Tensor, fake, real: torch.Tensor, layout: str | None = None
+) -> str | None:
+    """What the fake's output gets wrong against the real one's, said for this input; None when it is right.
+    `layout`: how the fake laid out all its outputs (fake_layout)."""
     if not isinstance(fake, torch.Tensor):
         return _("for x {case}, softmax_fake returned a {kind}, not a tensor").format(
             case=case, kind=type(fake).__name__
@@ -60,19 +100,14 @@ def fake_mismatch(case: str, x: torch.Tensor, dim: int, fake, real: torch.Tensor
             said=said, got=fake.device, want=real.device
         )
     if significant_strides(fake) != significant_strides(real):
-        return _(
-            "{said} strides {got}; the kernel's output has {want} (x's are {xs}). The kernels write rows "
-            "along dim, so dim is the innermost dimension (stride 1) whatever x's layout; "
-            "torch.empty_like(x) copies x's strides. Inductor trusts the fake: its code would read the "
-            "output with the wrong strides."
-        ).format(said=said, got=fake.stride(), want=real.stride(), xs=x.stride())
+        return _strides_message(said, x, fake, real, layout)
     return None
 
 
 def grade_fake_outputs(ctx: LabContext, ops: SoftmaxOps, fake, learner_file: Path) -> bool:
     """The learner's fake, called on fake tensors, against the op's real outputs; True when all match."""
     cases = fake_cases(ctx.device)
-    wrong = []
+    wrong, outputs = [], {}
     for case, (x, dim) in cases.items():
         real = ops.forward(x, dim)
         with FakeTensorMode() as mode:
@@ -88,7 +123,12 @@ def grade_fake_outputs(ctx: LabContext, ops: SoftmaxOps, fake, learner_file: Pat
                 ).format(case=case)
             )
             continue
-        wrong += [m for m in [fake_mismatch(case, x, dim, out, real)] if m]
+        outputs[case] = (x, out, real)
+    layout = fake_layout(
+        [(x, out) for x, out, _real in outputs.values() if isinstance(out, torch.Tensor)]
+    )
+    for case, (x, out, real) in outputs.items():
+        wrong += [m for m in [fake_mismatch(case, x, out, real, layout)] if m]
     ctx.check_equal(
         _("softmax_fake: outputs like the real op's (shape, dtype, device, strides)"),
         len(cases) - len(wrong),

@@ -1,11 +1,12 @@
-"""The re-implementation beside the real dispatcher, call by call: for every operator call of a recording, the
-chain of (key, kernel) that reimpl.py computes, each step set beside the real dispatcher's answer, and the
-cross-checks against what the observers saw.
+"""The real dispatcher's decisions, call by call: for every operator call of a recording, the chain of keys the
+real dispatcher walks and the kernel in each key's slot, cross-checked against what the observers saw.
 
-The real chain is followed independently, to its own end: the real key set (keys.real_keys_in_play), the real
-pick (DispatchKeySet.highestPriorityTypeId), the real slot (the computed table and
+The chain is followed to its own end: the real key set (keys.real_keys_in_play), the real pick
+(DispatchKeySet.highestPriorityTypeId), the real slot (the computed table and
 _dispatch_get_computed_kernel_for_dispatch_key), then the keys below that one (_dispatch_keyset_full_after).
-Whole chains are compared, so a re-implementation that stops early or walks on too far disagrees.
+Every fact here comes from torch itself, never from the re-implementation the learner writes (reimpl.py's
+table_entry and walk): those are graded against these chains and slots (decisions.py), and the lab's
+demonstrations run the same whether they are written or not.
 
 The TLS sets a call starts from are observed where possible: the root's when the traced function enters C++,
 a nested call's while its parent's kernel ran below the Python key. Calls made by kernels above the Python key
@@ -15,7 +16,6 @@ root's plus the guards of the kernels the root passed (reimpl.guards), marked "p
 
 from __future__ import annotations
 
-import functools
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -34,25 +34,14 @@ PREDICTED = N_("predicted from the root's chain")
 
 
 @dataclass(frozen=True)
-class RealStep:
-    """The real dispatcher's pick at one step of a chain, and the kernel in that key's slot."""
+class ChainStep:
+    """One key of a call's chain as the real dispatcher walked it, and the kernel in that key's slot."""
 
     key: str
+    kernel: TableEntry | None  # the computed table's entry: source file, tag, fallthrough
+    passes_on: bool  # the kernel hands the call on to the next lower key
     source: str | None  # from _dispatch_get_computed_kernel_for_dispatch_key (else the table dump)
-    tag: str | None  # from the computed table dump
     found_with: str
-
-
-@dataclass(frozen=True)
-class ChainStep:
-    """One position of a chain: the re-implementation's key and kernel beside the real dispatcher's.
-    key or real is None where that chain had already ended."""
-
-    key: str | None
-    kernel: TableEntry | None
-    passes_on: bool
-    real: RealStep | None
-    agrees: bool
 
 
 @dataclass
@@ -70,10 +59,9 @@ class CallNode:
     arrived_at_python: bool  # the recorder saw it at the Python key
     below_python_key: str | None  # the key the recorder's redispatch ran
     chain: list[ChainStep]
-    kernel: TableEntry | None  # the re-implementation's kernel that does the work
-    # the re-implementation found a key and kernel for every step, ending at a kernel that does the work
+    kernel: TableEntry | None  # the kernel that does the work
+    # every step has a key and a kernel whose source torch names, ending at a kernel that does the work
     explained: bool
-    agrees: bool  # every step agrees with the real dispatcher, and both chains have the same length
     # the recorder saw it at the Python key exactly when the chain passes there
     python_key_consistent: bool
     child_exclude: list[str]  # the TLS exclude set the calls made by its last kernel start from
@@ -81,55 +69,28 @@ class CallNode:
 
     @property
     def real_keys(self) -> list[str]:
-        return [s.real.key for s in self.chain if s.real]
-
-    @property
-    def walked(self) -> list[str]:
-        return [s.key for s in self.chain if s.key]
+        return [s.key for s in self.chain]
 
 
-def real_chain(op: str, tensor_ks, include, exclude) -> list[RealStep]:
+def real_chain(op: str, tensor_ks, include, exclude) -> list[ChainStep]:
     """The keys the real dispatcher walks for one call, to the kernel that does the work."""
     ks = keys.real_keys_in_play(op, tensor_ks, include, exclude)
     table, out = keys.computed_table(op), []
     while (key := ks.highestPriorityTypeId().name) != "Undefined":
         entry = table.get(key)
         source, how = keys.computed_kernel_source(op, key)
-        out.append(RealStep(key, source, entry.tag if entry else None, how))
-        if not reimpl.passes_on(key, entry):
+        passes_on = reimpl.passes_on(key, entry)
+        out.append(ChainStep(key, entry, passes_on, source, how))
+        if not passes_on:
             break
         ks = ks & keys.keys_below(key)
     return out
 
 
-def entry_function(op: str):
-    """reimpl.table_entry for op: key -> the re-implementation's kernel in that slot."""
-    return functools.partial(reimpl.table_entry, keys.registrations(op), keys.backend_fallbacks())
-
-
-def compare_chains(walked: list[str], entry, real: list[RealStep]) -> list[ChainStep]:
-    steps = []
-    for key, r in itertools.zip_longest(walked, real):
-        kernel = entry(key) if key else None
-        agrees = (
-            key is not None
-            and r is not None
-            and key == r.key
-            and kernel is not None
-            and (kernel.source, kernel.tag) == (r.source, r.tag)
-        )
-        steps.append(ChainStep(key, kernel, bool(key) and reimpl.passes_on(key, kernel), r, agrees))
-    return steps
-
-
 def explain_call(call: Call, include, exclude, tls_from: str) -> CallNode:
     op = call.qualified
-    entry = entry_function(op)
-    walked = reimpl.walk(
-        entry, keys.names(call.tensor_keys), keys.names(include), keys.names(exclude)
-    )
-    chain = compare_chains(walked, entry, real_chain(op, call.tensor_keys, include, exclude))
-    mine = [s for s in chain if s.key]
+    chain = real_chain(op, call.tensor_keys, include, exclude)
+    walked = [s.key for s in chain]
     return CallNode(
         op=call.op,
         overload=call.overload,
@@ -142,14 +103,15 @@ def explain_call(call: Call, include, exclude, tls_from: str) -> CallNode:
         arrived_at_python=call.arrived_at_python,
         below_python_key=call.below_python_key,
         chain=chain,
-        kernel=mine[-1].kernel if mine else None,
-        explained=bool(mine)
-        and all(s.kernel and s.real and s.real.source for s in mine)
-        and not mine[-1].passes_on,
-        agrees=bool(chain) and all(s.agrees for s in chain),
+        kernel=chain[-1].kernel if chain else None,
+        explained=bool(chain)
+        and all(s.kernel and s.source for s in chain)
+        and not chain[-1].passes_on,
         python_key_consistent=call.arrived_at_python == ("Python" in walked)
         and (not call.arrived_at_python or walked[-1] == call.below_python_key),
-        child_exclude=sorted(set(keys.names(exclude)) | reimpl.guards(walked, entry)),
+        child_exclude=sorted(
+            set(keys.names(exclude)) | reimpl.guards(walked, keys.computed_table(op).get)
+        ),
     )
 
 

@@ -1,0 +1,72 @@
+"""The exercises that register the op with torch.library's public API (workshop/labs/custom_op/api_grading.py): a
+learner's correct define_custom_op and define_triton_op pass, and each typical mistake fails with a message that
+names it (a custom_op where a triton_op was asked among them)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+
+import custom_op_wrong_solutions as w
+import pytest
+import torch
+
+from workshop.harness.options import RunOptions
+from workshop.lab import LabContext
+from workshop.labs.custom_op import api_grading
+from workshop.ops import INTERPRETED
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def grade(tmp_path, exercise: str, define) -> LabContext:
+    ctx = LabContext("custom_op", tmp_path, RunOptions(DEVICE, 1, 0))
+    with contextlib.redirect_stdout(io.StringIO()):
+        api_grading.grade_registration(ctx, define, exercise)
+    return ctx
+
+
+def failures(ctx: LabContext) -> list:
+    return [c for c in ctx.checks if not c.passed]
+
+
+@pytest.mark.parametrize(
+    "exercise, define",
+    [("define_custom_op", w.define_custom_op), ("define_triton_op", w.define_triton_op)],
+    ids=["custom_op", "triton_op"],
+)
+def test_a_learners_correct_registration_passes(tmp_path, exercise, define):
+    ctx = grade(tmp_path, exercise, define)
+    assert not failures(ctx), failures(ctx)
+    names = " ".join(c.name for c in ctx.checks)
+    assert "gradcheck" in names and "a backward through the op" in names
+    compiled = exercise == "define_custom_op" or not INTERPRETED
+    assert ("torch.compile(fullgraph=True)" in names) == compiled
+
+
+WRONG = [
+    (
+        "define_custom_op",
+        w.define_custom_op_under_its_own_name,
+        "registered no operator under the name",
+    ),
+    ("define_custom_op", w.define_custom_op_without_dims_default, "dim -1 when it is not given"),
+    ("define_custom_op", w.define_custom_op_without_fake, "no fake implementation is registered"),
+    ("define_custom_op", w.define_custom_op_without_setup_context, "setup_context never ran"),
+    ("define_custom_op", w.define_custom_op_without_backward, "no backward is registered"),
+    (
+        "define_triton_op",
+        w.define_triton_op_as_a_custom_op,
+        "registered a custom_op, which torch.compile",
+    ),
+    ("define_triton_op", w.define_triton_op_without_wrap_triton, "must launch its kernels through"),
+]
+
+
+@pytest.mark.parametrize(
+    "exercise, define, expected", WRONG, ids=[f.__name__ for _e, f, _m in WRONG]
+)
+def test_a_registration_mistake_fails_with_a_pointed_message(tmp_path, exercise, define, expected):
+    failed = failures(grade(tmp_path, exercise, define))
+    assert failed, "the wrong registration passed"
+    assert expected in failed[0].message, failed[0]
