@@ -37,6 +37,11 @@ PLANTED = [
     ("a plural faked with (s)", "3 dirección(es) en total."),
     ("a plural faked with (s)", "Ejecuta el forward una vez/veces."),
     ("gerund as an adjective", "Escribe un fichero conteniendo el grafo."),
+    ("gender of a kept term", "Inductor calcula la GEMM del gradiente."),
+    ("gender of a kept term", "Entrena la MiniGPT de la gramática."),
+    ("gender of a kept term", "Llama a un BLAS de CPU con un N pequeña."),
+    ("gender of a kept term", "Registra el custom op en los ops de aten."),
+    ("'la mano' as a noun", "Comparar mano contra autograd."),
     ("loss", "La loss baja en cada paso."),
     ("accuracy", "La accuracy sobre los prompts es 1.0."),
     ("Definition of Done", "Como dice la Definition of Done del currículo."),
@@ -93,6 +98,7 @@ CLEAN = [
     "{{ n | grouped }} parámetros ({% if passed %}superado{% else %}no superado{% endif %})",
     "Tu `lm_head` y `torch.compile` y aten::addmm y --lang es: identificadores.",
     "3 de 5 comprobaciones superadas; el ejercicio está sin empezar.",
+    "El GEMM del MiniGPT, una biblioteca BLAS, la GPU, las keys, una custom op y un N pequeño: a mano.",
 ]
 
 

@@ -137,6 +137,29 @@ WORD_RULES = [
     ),
 ]
 
+# The guide's genders: el MiniGPT, el GEMM, el kernel, ...; la GPU, la key, la op; BLAS goes with "biblioteca"
+MASCULINE_TERMS = (
+    "MiniGPT|GEMM|kernel|survey|batch|rank|softmax|checkpoint|buffer|bucket|pipeline|profiler|grid|"
+    "forward|backward|shard|wrapper|stub|dispatcher|LM head|all-reduce|graph break"
+)
+FEMININE_TERMS = "GPU|CPU|key|dispatch key|custom op|op|IR"
+GENDER_RULES = [
+    Rule(
+        "gender of a kept term",
+        re.compile(
+            rf"\b(?:la|una|las|unas|esta|esa)\s+(?:{MASCULINE_TERMS})s?\b"
+            rf"|\b(?:el|un|los|unos|este|ese)\s+(?:{FEMININE_TERMS})s?\b"
+            r"|\b(?:el|un|una|la)\s+BLAS\b|\bN\s+pequeña\b",
+        ),
+        "el MiniGPT, el GEMM, el kernel; la GPU, la key, la op; una biblioteca BLAS; un N pequeño",
+    ),
+    Rule(
+        "'la mano' as a noun",
+        re.compile(r"\bmano\s+contra\b|\bla\s+mano\s+y\b|\bentre\s+la\s+mano\b", re.IGNORECASE),
+        "los gradientes a mano frente a autograd",
+    ),
+]
+
 TERM_RULES = [
     Rule("loss", _words(r"loss(?:es)?"), "pérdida"),
     Rule("accuracy", _words(r"accuracy"), "tasa de acierto"),
@@ -168,7 +191,7 @@ STATUS_RULES = [
     ),
 ]
 
-RULES = NUMBER_RULES + WORD_RULES + TERM_RULES + STATUS_RULES
+RULES = NUMBER_RULES + WORD_RULES + GENDER_RULES + TERM_RULES + STATUS_RULES
 
 # English words that are never Spanish nor a term the glossary keeps: two of them in one line of Spanish
 # prose make an English sentence. ("a", "no", "has", "in", "per", "via" are Spanish too, or start a kept term.)
