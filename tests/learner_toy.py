@@ -8,18 +8,24 @@ monkeypatch.setattr, in a lab's child process through `sitecustomize_source()` o
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from workshop import labs
 from workshop.grading.exercise import Exercise
+from workshop.grading.questions import Question, grade_answers
 from workshop.lab import LabSpec
 
 HERE = Path(__file__).resolve().parent
 
-LAB = LabSpec(name="toy", order=1, title="a toy lab", entry=f"{__name__}:run")
-WORKSPACE_HEADER = '''
-"""Your solutions to the toy lab: python -m workshop check toy."""
-'''
+LAB = LabSpec(
+    name="toy", order=1, title="a toy lab", entry=f"{__name__}:run", regrade=f"{__name__}:regrade"
+)
+WORKSPACE_HEADER = '"""Your solutions to the toy lab: python -m workshop check toy."""\n'
+QUESTIONS = (
+    Question("factor", "Q1. What does double multiply by? (int)", "double's statement"),
+    Question("double_12345", "Q2. What is double(12345)? (int)", "double's statement"),
+)
 
 
 def double(x: int) -> int:
@@ -27,10 +33,10 @@ def double(x: int) -> int:
     return 2 * x
 
 
-ANSWERS = {"factor": 2}
+ANSWERS = {"factor": 2, "double_12345": 24690}
 
 
-def essay_template(lab_dir: Path | None) -> str | None:
+def essay_template(lab_dir: Path | None, work: Path) -> str | None:
     """The essay starts from the lab's run (needs one): its run id in the heading."""
     if lab_dir is None:
         return None
@@ -43,7 +49,7 @@ EXERCISES = [
         name="double",
         title="double a number",
         statement="Return twice x. Nothing else.",
-        hint="Multiply by two.",
+        hints=("Multiply by two.", "x + x is twice x.", "return <a number> * x"),
         handout="README.md#double",
         reference=f"{__name__}:double",
         attribute="double",
@@ -55,18 +61,19 @@ EXERCISES = [
         name="answers",
         title="the factor",
         statement="Fill in ANSWERS: the factor `double` multiplies by.",
-        hint="Read double's statement.",
+        hints=("Read double's statement.",),
         handout="README.md#answers",
         reference=f"{__name__}:ANSWERS",
         attribute="ANSWERS",
-        stub='ANSWERS = {"factor": None}',
+        questions=QUESTIONS,
+        from_run=True,
     ),
     Exercise(
         lab="toy",
         name="essay",
         title="an essay",
         statement="Write at least ten words about doubling.",
-        hint="Ten words.",
+        hints=("Ten words.",),
         handout="README.md#essay",
         reference=f"{__name__}:HERE",
         document="essay.md",
@@ -80,14 +87,26 @@ def run(ctx) -> None:
     with ctx.grading("double") as impl:
         got = impl(21)
         ctx.check_equal("double(21)", got, 42, message=f"double(21) gave {got!r}: multiply by 2")
+    doubled = {str(x): double(x) for x in (1, 12345)}  # the toy's measurement, as its run writes it
+    ctx.write_json("doubled.json", doubled)
     with ctx.grading("answers") as answers:
-        if answers["factor"] is None:
-            raise NotImplementedError("toy.answers: fill in ANSWERS")
-        ctx.check_equal("ANSWERS['factor']", answers["factor"], 2)
+        grade_answers(ctx, answers, truths(doubled))
     with ctx.grading("essay") as path:
         words = len(Path(path).read_text().split())
         ctx.check_min("essay: words", words, 10, message=f"{words} words; write at least 10")
     ctx.summary = "The toy lab ran.\n"
+
+
+def truths(doubled: dict) -> dict:
+    """The answers, measured: the factor, and double(12345) (24690: a value no other line of a toy run shows)."""
+    return {"factor": doubled["1"], "double_12345": doubled["12345"]}
+
+
+def regrade(ctx, lab_dir: Path) -> None:
+    """LabSpec.regrade: the answers graded again from an earlier run's doubled.json, without running."""
+    doubled = json.loads((lab_dir / "doubled.json").read_text())
+    with ctx.grading("answers") as answers:
+        grade_answers(ctx, answers, truths(doubled))
 
 
 def install(setattr) -> None:
@@ -95,7 +114,7 @@ def install(setattr) -> None:
     setattr(labs, "all_labs", lambda: {"toy": LAB})
     setattr(labs, "get", lambda name: LAB)
     setattr(labs, "exercises", lambda lab: EXERCISES if lab == "toy" else [])
-    setattr(labs, "workspace_header", lambda lab: WORKSPACE_HEADER.strip() + "\n")
+    setattr(labs, "workspace_header", lambda lab: WORKSPACE_HEADER)
 
 
 def sitecustomize_source() -> str:

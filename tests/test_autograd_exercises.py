@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from dataclasses import asdict
 
 import autograd_wrong_solutions as w
 import pytest
 
+from workshop import labs
 from workshop.grading import checks
+from workshop.grading.questions import grade_answers
 from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
 from workshop.labs.autograd import graph_facts, hand_grads, replay
 from workshop.labs.autograd.batch import load_batch
-from workshop.labs.autograd.exercises import EXERCISES, WORKSPACE_HEADER
+from workshop.labs.autograd.exercises import EXERCISES
 from workshop.labs.autograd.hand_grading import cross_entropy_cases, grade, linear_cases
 from workshop.labs.autograd.lab import grade_hand
 from workshop.labs.autograd.no_autograd import FORBIDDEN, HAND_RULES
@@ -174,25 +177,35 @@ def test_overwriting_passes_the_graph_without_fan_in(ctx, cases):
 
 # ---- answers ----
 @pytest.mark.parametrize(
-    "change, expected",
+    "change, expected, message",
     [
-        ({"graph_nodes": 9}, "ANSWERS['graph_nodes']"),
-        ({"addmm_bias_grad_shape": "(176, 600)"}, "ANSWERS['addmm_bias_grad_shape']"),
-        ({"first_leaf": "x"}, "ANSWERS['first_leaf']"),
-        ({"db_sum": 1e-3}, "ANSWERS['db_sum']"),
+        ({"graph_nodes": 9}, "ANSWERS['graph_nodes']", "is not what this run shows: "),
+        (
+            {"addmm_bias_grad_shape": "(176, 600)"},
+            "ANSWERS['addmm_bias_grad_shape']",
+            "give a list",
+        ),
+        ({"first_leaf": "x"}, "ANSWERS['first_leaf']", "is not what this run shows: "),
+        ({"db_sum": 1e-3}, "ANSWERS['db_sum']", "is not what this run shows: "),
     ],
 )
-def test_wrong_answers_fail_and_say_where_to_look(ctx, cases, change, expected):
-    facts = graph_facts.measure_facts(cases["graphs"])
-    graph_facts.grade_answers(ctx, graph_facts.ANSWERS | change, facts, "not started")
+def test_wrong_answers_fail_and_say_where_to_look(ctx, cases, change, expected, message):
+    facts = asdict(graph_facts.measure_facts(cases["graphs"]))
+    with ctx.grading("answers"):
+        grade_answers(ctx, graph_facts.ANSWERS | change, facts)
     assert [c.name for c in failures(ctx)] == [f"{expected} matches this run"]
-    assert "is not what this run shows: " in failures(ctx)[0].message
+    # wording unified by the one grader: a wrong kind of value says what kind to give
+    assert message in failures(ctx)[0].message
 
 
 def test_unanswered_is_not_started(ctx, cases):
-    facts = graph_facts.measure_facts(cases["graphs"])
-    with pytest.raises(NotImplementedError, match="the statement"):
-        graph_facts.grade_answers(ctx, dict.fromkeys(graph_facts.ANSWERS), facts, "the statement")
+    facts = asdict(graph_facts.measure_facts(cases["graphs"]))
+    unanswered = dict.fromkeys(graph_facts.ANSWERS, ...)
+    with (
+        pytest.raises(NotImplementedError, match="autograd.answers: Answer"),
+        ctx.grading("answers"),
+    ):
+        grade_answers(ctx, unanswered, facts)
 
 
 # ---- the references pass; a learner's own correct code passes through the workspace ----
@@ -201,8 +214,8 @@ def test_the_references_pass_every_exercise(ctx, cases):
     grade(ctx, "linear_grads", hand_grads.linear_grads, cases["linear_grads"])
     grade_order(ctx, replay.engine_order, cases["graphs"])
     grade_backpropagate(ctx, replay.backpropagate, cases["graphs"])
-    facts = graph_facts.measure_facts(cases["graphs"])
-    graph_facts.grade_answers(ctx, graph_facts.ANSWERS, facts, "")
+    with ctx.grading("answers"):
+        grade_answers(ctx, graph_facts.ANSWERS, asdict(graph_facts.measure_facts(cases["graphs"])))
     assert ctx.checks and not failures(ctx), messages(ctx)
 
 
@@ -230,7 +243,8 @@ def test_a_learners_correct_hand_gradients_pass_and_the_rest_is_not_started(ctx,
     stubs = [
         ex.stub_code() for ex in EXERCISES if ex.name not in ("cross_entropy_grad", "linear_grads")
     ]
-    (tmp_path / "autograd.py").write_text(WORKSPACE_HEADER + LEARNER_HAND + "\n\n".join(stubs))
+    header = labs.workspace_header("autograd")
+    (tmp_path / "autograd.py").write_text(header + LEARNER_HAND + "\n\n".join(stubs))
     ctx.options.work = tmp_path
     grade_hand(ctx, batch)
     results = ctx.exercise_results()

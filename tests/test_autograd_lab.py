@@ -13,7 +13,7 @@ from conftest import assert_result_shape, read_result
 from workshop import labs
 from workshop.grading import checks
 from workshop.i18n import templates
-from workshop.labs.autograd.exercises import EXERCISES, WORKSPACE_HEADER
+from workshop.labs.autograd.exercises import EXERCISES
 
 SUMMARY_KEYS = [  # result.json keys that are also summary.md.j2's values
     "batch",
@@ -183,7 +183,8 @@ def test_fresh_stubs_fail_exactly_the_exercise_checks(tmp_path):
     every other check passes."""
     (tmp_path / "work").mkdir()
     stubs = "\n\n".join(ex.stub_code() for ex in EXERCISES)
-    (tmp_path / "work" / "autograd.py").write_text(WORKSPACE_HEADER + "\n\n" + stubs)
+    header = labs.workspace_header("autograd")
+    (tmp_path / "work" / "autograd.py").write_text(header + "\n\n" + stubs)
     (tmp_path / "out").mkdir()
     cmd = lab_process.command("autograd", tmp_path / "out", work=tmp_path / "work")
     proc = subprocess.run(cmd, capture_output=True, text=True)

@@ -7,17 +7,18 @@ The lab's sections run in-process on the real batch with the reference (no works
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import autograd_wrong_solutions as w
 import pytest
 import torch
 import torch.nn.functional as F
 
+from workshop.grading.questions import grade_answers
 from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
 from workshop.labs.autograd import lab
-from workshop.labs.autograd.graph_facts import ANSWERS, grade_answers, measure_facts
+from workshop.labs.autograd.graph_facts import ANSWERS, measure_facts
 from workshop.labs.autograd.graph_walk import walk
 from workshop.labs.autograd.hand_grads import cross_entropy_grad, linear_grads
 from workshop.minigpt.model import lm_loss
@@ -43,7 +44,8 @@ def sections(ctx: LabContext, batch, which: str) -> None:
     elif which == "graph":
         lab.draw_graph(ctx, cases[0])
     elif which == "answers":
-        grade_answers(ctx, ANSWERS, measure_facts(cases), "")
+        with ctx.grading("answers"):
+            grade_answers(ctx, ANSWERS, asdict(measure_facts(cases)))
     elif which == "trace":
         lab.check_trace(ctx, batch, cases[1])
 

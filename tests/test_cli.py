@@ -62,3 +62,49 @@ def test_a_lab_that_raises_still_writes_a_failed_result(tmp_path, monkeypatch):
     assert [c["passed"] for c in result["checks"]] == [True, False]
     assert "the lab broke here" in result["checks"][1]["value"]
     assert "the lab broke here" in (tmp_path / "summary.md").read_text()
+
+
+def test_the_run_options_are_declared_once_and_reach_the_lab_through_its_file(tmp_path):
+    """run's and check's options are RunOptions' fields (harness/options.py); the lab's process reads them from
+    <lab>/options.json, and --resume from the run's options.json."""
+    import argparse
+    import dataclasses
+
+    from workshop.cli.main import build_parser
+    from workshop.harness.options import LabOrder, RunOptions, command_line_fields
+
+    flagged = {f.name for f in command_line_fields()}
+    assert flagged == {"device", "n_procs", "seed", "checkpoint", "time_limit_s"}
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for command in ("run", "check", "grade"):
+        dests = {a.dest for a in sub.choices[command]._actions}
+        assert flagged <= dests, command
+    options = RunOptions("cpu", 3, 7, tmp_path / "mine.pt", 9.0, tmp_path, "es", ("toy.double",))
+    LabOrder("toy", options, {"toy.x": "killed"}).write(tmp_path)
+    assert LabOrder.read(tmp_path) == LabOrder("toy", options, {"toy.x": "killed"})
+    options.write(tmp_path)
+    assert RunOptions.read(tmp_path) == options
+    assert dataclasses.fields(RunOptions)[0].name == "device"
+
+
+def test_only_a_lab_that_keeps_its_builds_gets_the_kept_inductor_cache(tmp_path):
+    """LabSpec.build_cache (the compile lab's): Inductor's cache under results/.cache/torch-<version>/, shared
+    by its runs; every other lab compiles into a fresh folder of its own, removed when it ends."""
+    from workshop.harness import runner
+    from workshop.labs import get
+
+    kept = runner.build_cache(tmp_path / "results")
+    assert kept.relative_to(tmp_path / "results").parts[:1] == (".cache",)
+    assert (
+        kept.parent.name == f"torch-{torch.__version__.split('+')[0]}"
+        or "torch-" in kept.parent.name
+    )
+    (tmp_path / "fresh").mkdir()
+    assert runner.lab_environment("cpu", tmp_path / "fresh")["TORCHINDUCTOR_CACHE_DIR"] == str(
+        tmp_path / "fresh" / "inductor"
+    )
+    (tmp_path / "again").mkdir()
+    env = runner.lab_environment("cpu", tmp_path / "again", kept)
+    assert env["TORCHINDUCTOR_CACHE_DIR"] == str(kept)
+    assert [name for name, spec in all_labs().items() if spec.build_cache] == ["compile"]
+    assert get("compile").regrade

@@ -1,16 +1,18 @@
 """The compile lab's exercises graded in-process on saved generated code (no compile): the right answers pass,
 a learner's typical mistakes fail with a message that names the mistake, fresh stubs are "not started"."""
 
+import dataclasses
 import re
 from pathlib import Path
 
 import pytest
 
-from workshop.grading import checks
+from workshop import labs
+from workshop.grading import checks, questions
 from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
 from workshop.labs.compile import kernel_answer, run_facts
-from workshop.labs.compile.exercises import ANSWERS, KERNEL, WORKSPACE_HEADER
+from workshop.labs.compile.exercises import ANSWERS, KERNEL
 from workshop.labs.compile.generated_kernels import parse_kernels
 
 FIXTURES = Path(__file__).with_name("test_compile_fixtures")
@@ -248,7 +250,7 @@ def test_triton_answers(tmp_path, triton_kernels, change, field, words):
 def learner_file(tmp_path, body: str) -> Path:
     work = tmp_path / "my-work"
     work.mkdir()
-    (work / "compile.py").write_text(WORKSPACE_HEADER + "\n" + body)
+    (work / "compile.py").write_text(labs.workspace_header("compile") + "\n" + body)
     return work
 
 
@@ -259,7 +261,7 @@ def test_fresh_stubs_are_not_started_and_a_half_filled_answer_says_what_is_missi
     with ctx.grading("kernel") as impl:
         kernel_answer.grade_kernel(ctx, impl, cpp_kernels)
     with ctx.grading("answers") as impl:
-        run_facts.grade_answers(ctx, impl, FACTS)
+        grade_run_facts(ctx, impl)
     statuses = {ex_id: r["status"] for ex_id, r in ctx.exercise_results().items()}
     assert statuses == {
         "compile.kernel": checks.NOT_STARTED,
@@ -281,9 +283,15 @@ def test_a_kernel_answer_that_is_not_a_dict_is_one_clear_line(ctx, tmp_path, cpp
     assert "compile.py" in failed["value"] and "must be a dict" in failed["value"]
 
 
+def grade_run_facts(ctx, answers) -> None:
+    """What the lab does with the learner's ANSWERS: the one grader, with the lab's explanations."""
+    facts = dataclasses.asdict(FACTS)
+    questions.grade_answers(ctx, answers, facts, explain=run_facts.explain, facts=facts)
+
+
 def grade_answers(ctx, answers) -> dict[str, str | None]:
     with ctx.grading("answers"):
-        run_facts.grade_answers(ctx, answers, FACTS)
+        grade_run_facts(ctx, answers)
     return {c.name.split("'")[1]: None if c.passed else c.message for c in ctx.checks}
 
 

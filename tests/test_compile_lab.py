@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from conftest import assert_result_shape, read_result
 
+from workshop import labs
 from workshop.labs.compile import run_facts, run_grading
-from workshop.labs.compile.exercises import KERNEL, WORKSPACE_HEADER
+from workshop.labs.compile.exercises import KERNEL
 
 
 def test_compile_lab_passes_with_its_checks(lab_dir):
@@ -88,7 +89,9 @@ def test_kernels_json_lists_fused_kernels_with_ops_and_source_lines(lab_dir):
 
 def test_a_plain_run_explains_a_backward_kernel_and_no_forward_one(lab_dir):
     out = lab_dir("compile")
-    (facts,) = read_result(out)["explained"]
+    assert read_result(out)["explained"] == [], "a plain run reveals no forward kernel"
+    facts = run_grading.worked_example(run_grading.read_run(out)).facts()
+    assert read_result(out)["worked_example"] == facts["kernel"]
     text = (out / "explanation.md").read_text()
     assert facts["graph"] == "train/backward" and "_softmax_backward_data" in facts["fused_ops"]
     assert (
@@ -117,17 +120,18 @@ def test_breaks_recompiles_and_timing_are_recorded(lab_dir):
 
 @pytest.mark.gpu
 def test_cuda_run_explains_a_triton_kernel(lab_dir):
+    """The worked example on a GPU: the softmax's backward, a Triton reduction over rows of 22."""
     out = lab_dir("compile")
     if read_result(out)["device"] != "cuda":
         pytest.skip("the lab ran on the CPU; set WORKSHOP_TEST_DEVICE=cuda")
-    facts = read_result(out)["explained"]
+    facts = run_grading.worked_example(run_grading.read_run(out)).facts()
     assert facts["kernel"].startswith(("triton_per_", "triton_red_")), facts["kernel"]
     assert facts["grid"] == [704] and facts["reduction"] == "persistent"  # (8, 4, 22) rows of 22
     text = (out / "explanation.md").read_text()
     assert "XBLOCK" in text and "**persistent**" in text
     kernels = json.loads((out / "kernels.json").read_text())
-    softmax = next(k for k in kernels if k["name"] == facts["kernel"])
-    assert softmax["ops_from"] == "Original ATen comment" and softmax["source_nodes"], (
+    worked = next(k for k in kernels if k["name"] == facts["kernel"])
+    assert worked["ops_from"] == "Original ATen comment" and worked["source_nodes"], (
         "Triton kernels carry their nodes"
     )
 
@@ -151,7 +155,7 @@ def test_the_summary_states_no_count_that_answers_asks_for(lab_dir):
 def learner_workspace(tmp_path: Path, answers: str) -> Path:
     work = tmp_path / "my-work"
     work.mkdir()
-    (work / "compile.py").write_text(f"{WORKSPACE_HEADER}\n{answers}")
+    (work / "compile.py").write_text(f"{labs.workspace_header('compile')}\n{answers}")
     return work
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from workshop import i18n
+from workshop import i18n, labs
 from workshop.labs.compile import kernel_answer
-from workshop.labs.compile.exercises import ANSWERS, KERNEL, WORKSPACE_HEADER
+from workshop.labs.compile.exercises import ANSWERS, KERNEL
 from workshop.labs.compile.generated_kernels import parse_kernels
 
 LAB = Path(__file__).resolve().parents[1] / "workshop/labs/compile"
@@ -82,12 +82,13 @@ PLANTED_ANSWER_LEAKS = [  # the sentences the handout had, which issue 28 quoted
 def learner_texts() -> dict[str, str]:
     """Name -> text of everything the learner reads before answering, in both languages."""
     texts = {path.name: path.read_text(encoding="utf-8") for path in HANDOUTS}
-    pieces = [WORKSPACE_HEADER]
-    for ex in (KERNEL, ANSWERS):
-        pieces += [ex.statement, ex.hint, ex.stub, ex.interface]
     for lang in i18n.LANGUAGES:
         with i18n.using(lang):
-            texts[f"exercise texts ({lang})"] = "\n\n".join(i18n._(p) for p in pieces)
+            # the workspace file (statements, interfaces, the questions' stub) and every hint level
+            pieces = [labs.workspace_header("compile")]
+            for ex in (KERNEL.localized(), ANSWERS.localized()):
+                pieces += [ex.stub_code(), *ex.hints]
+            texts[f"exercise texts ({lang})"] = "\n\n".join(pieces)
     return texts
 
 

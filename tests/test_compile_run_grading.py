@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 from test_compile_exercises import SOFTMAX_ANSWER
 
+from workshop import labs
 from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
 from workshop.labs.compile import run_facts, run_grading
-from workshop.labs.compile.exercises import ANSWERS, KERNEL, WORKSPACE_HEADER
+from workshop.labs.compile.exercises import ANSWERS, KERNEL
 from workshop.labs.compile.generated_kernels import parse_kernels
 
 FIXTURES = Path(__file__).with_name("test_compile_fixtures")
@@ -66,7 +67,7 @@ def workspace(tmp_path, kernel: dict, answers: dict) -> Path:
     work = tmp_path / "my-work"
     work.mkdir()
     body = f"KERNEL_EXPLAINED = {kernel!r}\n\nANSWERS = {answers!r}\n"
-    (work / "compile.py").write_text(WORKSPACE_HEADER + "\n" + body)
+    (work / "compile.py").write_text(labs.workspace_header("compile") + "\n" + body)
     return work
 
 
@@ -84,7 +85,8 @@ def test_a_plain_run_grades_the_reference_and_reveals_nothing_of_the_forward(run
     ctx = lab_context(tmp_path / "plain")
     revealed = run_grading.regrade(ctx, run_folder)
     assert ctx.passed and not revealed.kernel and not revealed.answers
-    assert [e["kernel"] for e in ctx.extra["explained"]] == [WORKED]
+    assert ctx.extra["explained"] == [] and ctx.extra["worked_example"] == WORKED
+    assert WORKED in (ctx.out_dir / "explanation.md").read_text()
     forward = [k for k in read_kernels(ctx) if k["graph"] == "train/forward"]
     assert forward and all("arguments" not in k for k in forward)
 
@@ -99,7 +101,9 @@ def test_a_learners_kernel_is_explained_only_once_their_answer_passes(run_folder
     ctx = lab_context(tmp_path / "out", workspace(tmp_path, kernel, reference_answers(run_folder)))
     revealed = run_grading.regrade(ctx, run_folder)
     explained = [e["kernel"] for e in ctx.extra["explained"]]
-    assert explained == ([SOFTMAX_ANSWER["kernel"], WORKED] if right else [WORKED])
+    assert explained == ([SOFTMAX_ANSWER["kernel"]] if right else [])
+    text = (ctx.out_dir / "explanation.md").read_text()
+    assert (SOFTMAX_ANSWER["kernel"] in text) is right and WORKED in text
     assert revealed.answers and revealed.kernel is right
     forward = [k for k in read_kernels(ctx) if k["graph"] == "train/forward"]
     assert all(("arguments" in k) is right for k in forward)
@@ -118,7 +122,7 @@ def test_fresh_stubs_are_not_started(run_folder, tmp_path):
     work = tmp_path / "my-work"
     work.mkdir()
     (work / "compile.py").write_text(
-        f"{WORKSPACE_HEADER}\n{KERNEL.stub_code()}\n{ANSWERS.stub_code()}"
+        f"{labs.workspace_header('compile')}\n{KERNEL.stub_code()}\n{ANSWERS.stub_code()}"
     )
     ctx = lab_context(tmp_path / "out", work)
     run_grading.regrade(ctx, run_folder)

@@ -9,17 +9,20 @@ import contextlib
 import io
 import json
 import subprocess
+from dataclasses import asdict
 
 import custom_op_wrong_solutions as w
 import lab_process
 import pytest
 import torch
 
+from workshop import labs
 from workshop.grading import checks, workspace
+from workshop.grading.questions import grade_answers
 from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
-from workshop.labs.custom_op import exercise_grading, launch_facts
-from workshop.labs.custom_op.exercises import EXERCISES, WORKSPACE_HEADER
+from workshop.labs.custom_op import exercise_grading
+from workshop.labs.custom_op.exercises import EXERCISES
 from workshop.labs.custom_op.launch_facts import ANSWERS, LaunchFacts
 from workshop.labs.custom_op.memory_bounds import bounds_checked
 
@@ -164,7 +167,7 @@ def test_on_a_gpu_stray_stores_show_in_the_guards(tmp_path, wrong):
 
 def test_stubs_are_not_started(tmp_path):
     stubs = "\n\n".join(ex.stub_code() for ex in EXERCISES)
-    (tmp_path / "custom_op.py").write_text(WORKSPACE_HEADER + "\n\n" + stubs)
+    (tmp_path / "custom_op.py").write_text(labs.workspace_header("custom_op") + "\n\n" + stubs)
     module = workspace.load_lab_module(tmp_path, "custom_op")
     for ex in EXERCISES[: len(PIECES)]:
         failed = first_failure(grade(tmp_path, ex.name, getattr(module, ex.attribute)))
@@ -173,16 +176,16 @@ def test_stubs_are_not_started(tmp_path):
 
 def test_wrong_answers_say_where_this_run_shows_them(tmp_path):
     ctx = LabContext("custom_op", tmp_path, RunOptions(DEVICE, 1, 0, work=tmp_path))
-    facts = LaunchFacts(**ANSWERS)
+    facts = asdict(LaunchFacts(**ANSWERS))
     given = {**ANSWERS, "block_n": 600, "extern_calls": "2"}
     with contextlib.redirect_stdout(io.StringIO()), ctx.grading("answers"):
-        launch_facts.grade_answers(ctx, given, facts, "not started")
-    failed = [c.name for c in ctx.checks if not c.passed]
-    assert failed == [
+        grade_answers(ctx, given, facts)
+    failed = {c.name: c.message for c in ctx.checks if not c.passed}
+    assert list(failed) == [
         "ANSWERS['block_n'] matches this run",
         "ANSWERS['extern_calls'] matches this run",
     ]
-    assert "BLOCK_N in the forward kernel's launch" in ctx.checks[2].message
+    assert "BLOCK_N in the forward kernel's launch" in failed["ANSWERS['block_n'] matches this run"]
 
 
 @pytest.mark.slow
@@ -194,7 +197,8 @@ def test_a_learners_workspace_through_the_runner(tmp_path):
         ex.stub_code() for ex in EXERCISES if ex.name in ("setup_context", "backward", "answers")
     ]
     filled = [w.source_of(w.softmax_fwd_kernel, w.softmax_bwd_kernel, w.softmax_fake), *stubs]
-    (tmp_path / "custom_op.py").write_text(WORKSPACE_HEADER + "\n\n" + "\n\n".join(filled))
+    header = labs.workspace_header("custom_op")
+    (tmp_path / "custom_op.py").write_text(header + "\n\n" + "\n\n".join(filled))
     out = tmp_path / "run"
     out.mkdir()
     cmd = lab_process.command("custom_op", out, DEVICE, work=tmp_path)
@@ -219,9 +223,10 @@ def test_a_learners_workspace_through_the_runner(tmp_path):
 def test_a_correct_workspace_passes_every_exercise_and_check(tmp_path):
     """A learner's file with every piece written and the answers this device's run gives: every exercise passes,
     and every check of the lab, run on the op made of the learner's pieces (on CUDA too, where DEVICE is)."""
-    answers = f"ANSWERS = {launch_facts.ANSWERS!r}\n"
+    answers = f"ANSWERS = {ANSWERS!r}\n"
     pieces = w.source_of(*w.CORRECT)
-    (tmp_path / "custom_op.py").write_text(WORKSPACE_HEADER + "\n\n" + pieces + "\n\n" + answers)
+    header = labs.workspace_header("custom_op")
+    (tmp_path / "custom_op.py").write_text(header + "\n\n" + pieces + "\n\n" + answers)
     out = tmp_path / "run"
     out.mkdir()
     proc = subprocess.run(

@@ -10,11 +10,13 @@ import subprocess
 import lab_process
 import pytest
 
+from workshop import labs
 from workshop.grading import checks
+from workshop.grading.questions import grade_answers
 from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
 from workshop.labs.dispatcher import decisions, reference_answers, reimpl, trace_facts
-from workshop.labs.dispatcher.exercises import EXERCISES, WORKSPACE_HEADER
+from workshop.labs.dispatcher.exercises import EXERCISES
 from workshop.labs.dispatcher.keys import TableEntry, split_runtime_key
 from workshop.labs.dispatcher.reimpl import functionality, rank
 from workshop.labs.dispatcher.scenario_list import all_scenarios
@@ -161,12 +163,22 @@ def _predictions(**changes):
     return out
 
 
+def grade_predictions(ctx, predicted, results) -> None:
+    """What the lab does with PREDICTIONS: the one grader, with the lab's explanations."""
+    with ctx.grading("predictions"):
+        explain = trace_facts.explain_prediction
+        grade_answers(ctx, predicted, trace_facts.predictions(results), explain=explain)
+
+
+def grade_dispatcher_answers(ctx, answers, results) -> None:
+    with ctx.grading("answers"):
+        grade_answers(ctx, answers, trace_facts.answers(results))
+
+
 def test_the_reference_predictions_and_answers_match_the_run(ctx, results):
-    trace_facts.grade_predictions(
-        ctx, reference_answers.PREDICTIONS, trace_facts.predictions(results)
-    )
-    trace_facts.grade_answers(ctx, reference_answers.ANSWERS, trace_facts.answers(results))
-    assert len(ctx.checks) == 2 and not failed(ctx)
+    grade_predictions(ctx, reference_answers.PREDICTIONS, results)
+    grade_dispatcher_answers(ctx, reference_answers.ANSWERS, results)
+    assert ctx.checks and not failed(ctx)
     assert set(reference_answers.PREDICTIONS) == {sc.name for sc in all_scenarios(["cpu"])}
 
 
@@ -185,7 +197,7 @@ def test_the_reference_predictions_and_answers_match_the_run(ctx, results):
 def test_a_wrong_prediction_fails_with_a_pointed_message(ctx, results, predicted, says):
     """The message says what to reconsider, and never the fact the prediction missed (issue 27: a
     prediction must stay one until it is right)."""
-    trace_facts.grade_predictions(ctx, predicted, trace_facts.predictions(results))
+    grade_predictions(ctx, predicted, results)
     assert failed(ctx) and says in failed(ctx)[0].message, failed(ctx)[0].message
     facts = trace_facts.predictions(results)
     (name, field, actual), *_ = (
@@ -200,8 +212,9 @@ def test_a_wrong_prediction_fails_with_a_pointed_message(ctx, results, predicted
 def test_a_missing_scenario_is_a_wrong_prediction(ctx, results):
     predicted = dict(reference_answers.PREDICTIONS)
     del predicted["cpu/matmul_batched/3d"]
-    trace_facts.grade_predictions(ctx, predicted, trace_facts.predictions(results))
-    assert failed(ctx)[0].value == 2  # both facts of the scenario
+    grade_predictions(ctx, predicted, results)
+    # both facts of the scenario, each a check of its own (the one grader's)
+    assert [c.value for c in failed(ctx)] == ["missing", "missing"]
 
 
 @pytest.mark.parametrize(
@@ -216,21 +229,23 @@ def test_a_missing_scenario_is_a_wrong_prediction(ctx, results):
 )
 def test_a_wrong_answer_names_its_question_without_giving_the_answer(ctx, results, key, wrong):
     answers = {**reference_answers.ANSWERS, key: wrong}
-    trace_facts.grade_answers(ctx, answers, trace_facts.answers(results))
-    message = failed(ctx)[0].message
-    assert f"{key} (question {trace_facts.QUESTION[key]})" in message
-    assert repr(reference_answers.ANSWERS[key]) not in message
+    grade_dispatcher_answers(ctx, answers, results)
+    [wrong_check] = failed(ctx)
+    # the one grader names the key in the check, the handout's question in the stub's comment
+    assert wrong_check.name == f"ANSWERS[{key!r}] matches this run"
+    assert "that question's section of the handout" in wrong_check.message
+    assert repr(reference_answers.ANSWERS[key]) not in wrong_check.message
 
 
 def test_a_set_of_keys_may_be_given_as_one_name_or_a_collection(ctx, results):
     answers = {**reference_answers.ANSWERS, "inference_mode_excludes": {"AutogradFunctionality"}}
-    trace_facts.grade_answers(ctx, answers, trace_facts.answers(results))
+    grade_dispatcher_answers(ctx, answers, results)
     assert not failed(ctx)
 
 
 # ---- the workspace file, end to end ----
 def stub_source() -> str:
-    return "\n\n".join([WORKSPACE_HEADER.strip() + "\n", *(ex.stub_code() for ex in EXERCISES)])
+    return "\n\n".join([labs.workspace_header("dispatcher"), *(ex.stub_code() for ex in EXERCISES)])
 
 
 def test_the_stubs_name_every_answer_and_scenario_and_compile(results):
@@ -239,7 +254,7 @@ def test_the_stubs_name_every_answer_and_scenario_and_compile(results):
     assert set(namespace["ANSWERS"]) == set(trace_facts.answers(results))
     assert set(namespace["PREDICTIONS"]) == set(trace_facts.predictions(results))
     assert split_runtime_key("AutogradCPU") == ("AutogradFunctionality", "CPU")  # a header import
-    with pytest.raises(NotImplementedError, match="dispatcher.walk: Write walk"):
+    with pytest.raises(NotImplementedError, match="^dispatcher.walk$"):
         namespace["walk"](None, set(), set(), set())
 
 

@@ -43,7 +43,7 @@ def grade_predictions(ctx, value):
 
 def test_the_reference_predictions_pass(ctx):
     assert grade_predictions(ctx, predictions.reference) == {}
-    assert len(ctx.checks) == 1 + 4 * 3
+    assert len(ctx.checks) == 2 + 4 * 3  # the keys, "n", and each strategy's three figures
 
 
 def edited(**changes) -> dict:
@@ -60,34 +60,44 @@ def edited(**changes) -> dict:
 
 P = 1_118_048  # the model's fp32 parameter bytes
 WRONG_PREDICTIONS = [  # (what the learner did, the changes, the check that fails, words its message must have)
-    ("parameters only", {"ddp__held_bytes": P}, "ddp held_bytes", "parameters only"),
+    ("parameters only", {"ddp__held_bytes": P}, "['ddp']['held_bytes']", "parameters only"),
     (
         "the DDP broadcast forgotten",
         {"ddp__collectives": 1},
-        "ddp collectives",
+        "['ddp']['collectives']",
         "forward broadcast",
     ),
-    ("FSDP as if replicated", {"fsdp__held_bytes": 3 * P}, "fsdp held_bytes", "DDP's figure"),
+    (
+        "FSDP as if replicated",
+        {"fsdp__held_bytes": 3 * P},
+        "['fsdp']['held_bytes']",
+        "DDP's figure",
+    ),
     (
         "elements, not bytes",
         {"tp__comm_bytes": 1_128_512 // 4},
-        "tp comm_bytes",
+        "['tp']['comm_bytes']",
         "elements, not bytes",
     ),
-    ("wire bytes for buffers", {"fsdp__comm_bytes": 1_517_920}, "fsdp comm_bytes", "on the wire"),
+    (
+        "wire bytes for buffers",
+        {"fsdp__comm_bytes": 1_517_920},
+        "['fsdp']['comm_bytes']",
+        "on the wire",
+    ),
     (
         "pipeline sends only",
         {"pp__collectives": 4},
-        "pp collectives",
+        "['pp']['collectives']",
         "schedule send or schedule recv",
     ),
     (
         "FSDP's backward gathers forgotten",
         {"fsdp__comm_bytes": 2_236_096},
-        "fsdp comm_bytes",
+        "['fsdp']['comm_bytes']",
         "left out backward allgather_base",
     ),
-    ("predicted for another N", {"n": 4}, "made for this run's N", "this run has N=2"),
+    ("predicted for another N", {"n": 4}, "PREDICTIONS['n']", "predict for this run's N"),
 ]
 
 
@@ -95,7 +105,7 @@ def test_fsdp_predicted_with_ddps_figures_is_named_first(ctx):
     ddp = predictions.reference(N)["ddp"]
     grade_predictions(ctx, edited(fsdp=dict(ddp)))
     first = next(c for c in ctx.checks if not c.passed)
-    assert first.name.startswith("predictions: fsdp")
+    assert first.name.startswith("PREDICTIONS['fsdp']")
     assert first.message.startswith("fsdp: that is DDP's figure"), first.message
 
 
@@ -184,7 +194,7 @@ def test_the_reference_answers_pass_and_match_the_run(ctx):
     assert answers.facts(RUN, None)["fsdp_backward_allgathers"] == FACTS["fsdp_backward_allgathers"]
     with ctx.grading("answers") as impl:
         answers.grade(ctx, impl, FACTS)
-    assert failed(ctx) == {} and len(ctx.checks) == 4
+    assert failed(ctx) == {} and len(ctx.checks) == 1 + 4  # the keys, then each question
 
 
 @pytest.mark.parametrize(
@@ -385,7 +395,8 @@ def test_the_template_waits_for_a_run_is_filled_from_it_and_never_replaces_the_l
 
     lab_dir = survey.COMMITTED_RUNS[0].parent
     assert (
-        SURVEY.document_text(None) is None and SURVEY.document_text(tmp_path) is None
+        SURVEY.document_text(None, tmp_path) is None
+        and SURVEY.document_text(tmp_path, tmp_path) is None
     )  # no run yet
     assert (
         workspace_init.write_waiting_document(tmp_path, SURVEY, lab_dir) == tmp_path / "survey.md"

@@ -26,7 +26,7 @@ EX_DOUBLE = Exercise(
     name="double",
     title="double a number",
     statement="Return twice x. Nothing else.",
-    hint="Multiply by two.",
+    hints=("Multiply by two.",),
     handout="README.md#double",
     reference=f"{__name__}:double",
     attribute="double",
@@ -36,7 +36,7 @@ EX_TRIPLE = Exercise(
     name="triple",
     title="triple a number",
     statement="Return three times x.",
-    hint="Multiply by three.",
+    hints=("Multiply by three.",),
     handout="README.md#triple",
     reference=f"{__name__}:triple",
     attribute="triple",
@@ -78,7 +78,7 @@ def test_a_wrong_answer_fails_its_exercise_only_with_the_message(toy, tmp_path):
     results = grade_both(toy)
     assert results["toy.double"]["status"] == checks.FAILING
     assert results["toy.double"]["failed_check"]["message"] == "check the factor"
-    assert results["toy.double"]["hint"] == EX_DOUBLE.hint
+    assert results["toy.double"]["hint"] == EX_DOUBLE.hint()
     assert results["toy.triple"]["status"] == checks.PASSING
 
 
@@ -141,12 +141,19 @@ def test_the_references_own_errors_propagate(toy, monkeypatch):
         impl(1)
 
 
-def test_stub_code_has_the_references_signature_and_raises(tmp_path):
+def test_stub_code_has_the_references_signature_and_raises_its_id(tmp_path):
     namespace = {}
     exec(EX_DOUBLE.stub_code(), namespace)
-    with pytest.raises(NotImplementedError, match="toy.double: Return twice x"):
+    with pytest.raises(NotImplementedError, match="^toy.double$"):
         namespace["double"](3)
     assert "def double(x: int) -> int:" in EX_DOUBLE.stub_code()
+
+
+def test_a_stubs_raise_is_reported_with_the_first_sentence_of_its_statement(toy, tmp_path):
+    toy.options.work = workspace(tmp_path, EX_DOUBLE.stub_code() + EX_TRIPLE.stub_code())
+    grade_both(toy)
+    message = toy.exercise_results()["toy.double"]["failed_check"]["message"]
+    assert message == "toy.double: Return twice x. See workshop/labs/toy/README.md#double."
 
 
 def test_summary_templates_refuse_undefined_values_and_prefer_the_translation(tmp_path):
@@ -196,3 +203,95 @@ def test_a_translated_template_includes_translations_and_translates_prose_values
 )
 def test_the_language_follows_the_locale_as_posix_reads_it(environ, lang):
     assert i18n.detect(environ) == lang
+
+
+# ---- ranked and secret checks ----
+def test_a_failing_diagnosis_is_reported_before_a_raw_comparison(toy):
+    with toy.grading(EX_DOUBLE):
+        toy.check_equal("double(21)", 43, 42)
+        toy.check_equal("pad rows have a gradient", True, False, "the mistake", diagnosis=True)
+    failed = toy.exercise_results()["toy.double"]["failed_check"]
+    assert (failed["name"], failed["message"], failed["diagnosis"]) == (
+        "pad rows have a gradient",
+        "the mistake",
+        True,
+    )
+
+
+@pytest.mark.parametrize(
+    "value, truth, said",
+    [
+        (1118048, 3354144, "about 3x too low"),
+        (2.2, 2.0, "about 10% too high"),
+        (5, 4, "off by one, too high"),
+        ("aten::mm", "aten::addmm", "wrong choice"),
+    ],
+)
+def test_a_failing_secret_check_shows_the_miss_never_the_truth(toy, capsys, value, truth, said):
+    with toy.grading(EX_DOUBLE):
+        toy.check_equal("the prediction", value, truth, secret=True)
+    [check] = toy.checks
+    assert (check.value, check.threshold) == (said, "hidden until it passes (check --show)")
+    results = toy.exercise_results()
+    assert str(truth) not in capsys.readouterr().out + str(results)
+
+
+def test_a_passing_secret_check_or_show_keeps_the_value(toy):
+    with toy.grading(EX_DOUBLE):
+        toy.check_equal("right", 4, 4, secret=True)
+    toy.options.show = True
+    with toy.grading(EX_TRIPLE):
+        toy.check_equal("shown", 5, 4, secret=True)
+    assert [(c.value, c.threshold) for c in toy.checks] == [(4, 4), (5, 4)]
+
+
+# ---- check LAB EXERCISE: the other exercises' blocks record nothing ----
+def test_an_exercise_not_wanted_is_skipped_at_its_first_use_or_check(toy):
+    toy.options.only = ("toy.triple",)
+    assert not toy.wants("double") and toy.wants("triple")
+    with toy.grading(EX_DOUBLE) as impl:
+        impl(21)
+        raise AssertionError("not reached: the skipped block ends at its first use")
+    with toy.grading(EX_DOUBLE):
+        toy.check_equal("a check of a skipped exercise", 1, 2)
+        raise AssertionError("not reached")
+    grade_both(toy)
+    results = toy.exercise_results()
+    assert results["toy.double"]["status"] == checks.NOT_GRADED
+    assert results["toy.triple"]["status"] == checks.PASSING
+
+
+# ---- one template for every language ----
+MINIGPT_VALUES = {
+    "parameters": 312856,
+    "config": {"d_model": 64},
+    "device": "cpu",
+    "prompts": 1000,
+    "accuracy": 0.9912,
+    "wrong": 9,
+    "example": "the cat",
+    "guess_accuracy": 0.1,
+    "grammatical": 0.95,
+    "n_samples": 64,
+    "train_steps": 1500,
+    "final_loss": 1.2345,
+    "replay_steps": 20,
+    "drift": 1.5e-7,
+    "samples": [(True, "a b"), (False, "c d")],
+}
+
+
+def test_one_template_renders_each_language_with_the_same_structure():
+    """minigpt's summary.md.j2 has no Spanish twin: its {% trans %} blocks come from the lab's catalog, and both
+    languages lay out the same lines with the same figures."""
+    folder = labs.folder("minigpt")
+    assert not (folder / "summary.es.md.j2").exists()
+    english = templates.render(folder, "en", MINIGPT_VALUES).splitlines()
+    spanish = templates.render(folder, "es", MINIGPT_VALUES).splitlines()
+    assert spanish[0].startswith("El MiniGPT de la gramática (312") and "parámetros" in spanish[0]
+    assert "- MAL `c d`" in spanish and "- BAD `c d`" in english
+
+    def shape(lines):  # where the list items, pictures, blank lines and code spans are
+        return [(line[:2] in ("- ", "!["), bool(line), line.count("`")) for line in lines]
+
+    assert shape(english) == shape(spanish)

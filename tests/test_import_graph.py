@@ -7,9 +7,11 @@ The layers, lowest first; a module may import modules of its own layer and of th
  2. foundations  harness.{atomic, proctree, interrupt, time_limit, device, lab_log, results, options},
                  tensor_bytes: files, processes, signals, the run folder, the run's options
  3. model        workshop.minigpt, workshop.ops: the MiniGPT and the custom op
- 4. declarations grading.{checks, exercise, answers}: what a check, an exercise, an answer is
+ 4. declarations grading.{checks, exercise, questions, stand_ins}: what a check, an exercise, a question is
+                 (and the one grader of answers), what stands for a missing implementation
  5. registry     workshop.labs (the package module only): labs found by name, none imported by it
- 6. learner      grading.{workspace, failures}: the learner's files, and what went wrong in them
+ 6. learner      grading.{workspace, failures, solutions}: the learner's files, what went wrong in them,
+                 where an exercise's implementation comes from
  7. lab          workshop.lab: LabSpec, LabContext (what a lab imports to be one)
  8. labs         workshop.labs.<lab>...: the labs themselves
  9. harness      the rest of workshop.harness: runner, child, post-mortem, a lab's result, REPORT.md
@@ -43,9 +45,12 @@ LAYERS = (
         ),
     ),
     ("model", ("workshop.minigpt.*", "workshop.ops.*")),
-    ("declarations", tuple(f"workshop.grading.{m}" for m in ("checks", "exercise", "answers"))),
+    (
+        "declarations",
+        tuple(f"workshop.grading.{m}" for m in ("checks", "exercise", "questions", "stand_ins")),
+    ),
     ("registry", ("workshop.labs",)),
-    ("learner", ("workshop.grading.workspace", "workshop.grading.failures")),
+    ("learner", tuple(f"workshop.grading.{m}" for m in ("workspace", "failures", "solutions"))),
     ("lab", ("workshop.lab",)),
     ("labs", ("workshop.labs.*",)),
     ("harness", ("workshop.harness.*",)),

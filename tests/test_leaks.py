@@ -38,18 +38,9 @@ OWNERS = {
     "distributed": "helper distributed",
 }
 KNOWN = {
-    *(
-        f"workshop/labs/{lab}/README{lang}.md"
-        for lab in ("compile", "custom_op", "distributed")
-        for lang in ("", ".es")
-    ),
+    *(f"workshop/labs/{lab}/README{lang}.md" for lab in ("distributed",) for lang in ("", ".es")),
     "exercises of custom_op",
     "workspace custom_op.py",
-    # result.json maps the questions' keys to this run's facts (autograd's graph_facts, custom_op's facts,
-    # compile's explained kernel): an answer key in the learner's run folder (the lead's decision, 22:11)
-    "run of autograd",
-    "run of compile",
-    "run of custom_op",
 }
 
 

@@ -24,7 +24,7 @@ from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
 
 DOUBLE = "def double(x: int) -> int:\n    return 2 * x\n"
-ANSWERS = 'ANSWERS = {"factor": 2}\n'
+ANSWERS = 'ANSWERS = {"factor": 2, "double_12345": 24690}\n'
 ESSAY = "Doubling a number adds the number to itself, once, and that is all.\n"
 
 
@@ -41,12 +41,12 @@ def toy(monkeypatch, tmp_path):
     return tmp_path
 
 
-def workshop(*args: str) -> subprocess.CompletedProcess:
+def workshop(*args: str, columns: int = 200) -> subprocess.CompletedProcess:
     out = subprocess.run(
         [sys.executable, "-m", "workshop", *args],
         capture_output=True,
         text=True,
-        env={**os.environ, "COLUMNS": "200"},
+        env={**os.environ, "COLUMNS": str(columns)},
     )
     out.text = out.stdout + out.stderr
     return out
@@ -65,21 +65,38 @@ def statuses(work: Path) -> dict[str, str]:
 
 
 # ---- exercises init ----
-def test_init_writes_each_stub_under_its_statement_hint_and_handout(toy):
+def test_init_writes_each_stub_with_its_statement_once_and_no_hint(toy):
     assert main(["exercises", "init", "--learner", "Ada"]) == 0
     text = (toy / "my-work" / "toy.py").read_text()
     assert text.startswith('"""Your solutions to the toy lab')
-    block = text[text.index("# Exercise toy.double") : text.index("def double")]
+    block = text[text.index("def double") : text.index("# Exercise toy.answers")]
     for part in (
+        "Exercise toy.double: double a number.",
         "Return twice x.",
-        "Interface: x: int -> int",
-        "Hint: Multiply by two.",
-        "README.md#double",
+        "x: int -> int",
+        "Read: workshop/labs/toy/README.md#double",
+        "Check: python -m workshop check toy double",
+        'raise NotImplementedError("toy.double")',
     ):
         assert part in block
-    assert 'ANSWERS = {"factor": None}' in text
+    assert text.count("Return twice x.") == 1 and "Multiply by two." not in text
+    assert (
+        'ANSWERS = {\n    # Q1. What does double multiply by? (int)\n    "factor": ...,\n' in text
+    )
     assert not (toy / "my-work" / "essay.md").exists(), "its template needs a run of the lab first"
     assert json.loads((toy / "my-work" / ".workspace.json").read_text())["learner"] == "Ada"
+
+
+@pytest.mark.parametrize(
+    "args, command",
+    [
+        ([], "python -m workshop check toy"),
+        (["elsewhere"], "python -m workshop check toy --work elsewhere"),
+    ],
+)
+def test_init_ends_with_the_exact_next_command(toy, capsys, args, command):
+    assert main(["exercises", "init", *args]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1].endswith(f"then `{command}`")
 
 
 def test_init_refuses_to_overwrite_and_force_backs_up_first(toy, capsys):
@@ -112,12 +129,9 @@ def test_init_and_check_in_spanish_then_list_in_english(toy, capsys):
     assert main(["exercises", "init", "--lang", "es"]) == 0
     written = (work / "toy.py").read_text(encoding="utf-8")
     for part in (
-        "# Ejercicio toy.double: double a number",
-        "# Interfaz: x: int -> int",
-        "# Pista: Multiply by two.",
-        "# Lee: workshop/labs/toy/README.md#double",
-        "# Lo corrige: python -m workshop check toy",
-        "Mira workshop/labs/toy/README.md#double.",
+        "Ejercicio toy.double: double a number.",
+        "Lee: workshop/labs/toy/README.md#double",
+        "Compruébalo: python -m workshop check toy double",
     ):
         assert part in written
     out = workshop("check", "toy", "--device", "cpu", "--lang", "es")
@@ -245,6 +259,106 @@ def test_a_missing_lab_file_is_refused_with_the_init_command(toy):
         SystemExit, match=r"my-work/toy.py does not exist.*exercises init my-work --lab toy"
     ):
         main(["check", "toy"])
+
+
+# ---- check LAB EXERCISE, --hint, secrets, re-grading ----
+def test_check_one_exercise_grades_it_alone_and_list_keeps_the_others(toy):
+    work = toy / "my-work"
+    main(["exercises", "init"])
+    replace_stub(work / "toy.py", "answers", ANSWERS)
+    assert workshop("check", "toy", "--device", "cpu").returncode == 1  # double not started
+    replace_stub(work / "toy.py", "double", DOUBLE)
+    out = workshop("check", "toy", "double", "--device", "cpu")
+    assert out.returncode == 0, out.text
+    assert (
+        "PASS  toy.double" in out.text and "toy.answers" not in out.text.split("grading my-work")[1]
+    )
+    assert "1 of 1 exercise passing" in out.text
+    graded = results.read_json(Path("results/latest/toy/result.json"))["exercises"]
+    assert graded["toy.answers"]["status"] == checks.NOT_GRADED
+    # the file changed since the run that graded answers (double's edit): that run still gives its status
+    [answers] = [
+        s
+        for s in progress.workspace_progress(work, Path("results"))
+        if s.exercise.name == "answers"
+    ]
+    assert (answers.status, answers.last_status) == (progress.CHANGED, checks.PASSING)
+
+
+def test_an_unknown_exercise_is_refused_with_the_labs_exercises(toy):
+    (toy / "my-work").mkdir()
+    with pytest.raises(SystemExit, match="lab toy has no exercise 'nope'; its exercises: double"):
+        main(["check", "toy", "nope"])
+
+
+def test_hints_come_one_level_at_a_time_and_the_table_counts_them(toy):
+    work = toy / "my-work"
+    main(["exercises", "init"])
+    replace_stub(work / "toy.py", "double", "def double(x):\n    return x + x + 1\n")
+    first = workshop("check", "toy", "double", "--device", "cpu")
+    assert (
+        "hint   Multiply by two. (hint 1 of 3; `python -m workshop check toy double" in first.text
+    )
+    second = workshop("check", "toy", "double", "--hint", "--device", "cpu")
+    assert "hint 2 of 3 for toy.double: x + x is twice x." in second.text
+    assert "x + x is twice x. (hint 2 of 3;" in " ".join(second.text.split())
+    workshop("check", "toy", "double", "--hint", "--device", "cpu")
+    last = workshop("check", "toy", "double", "--hint", "--device", "cpu")
+    assert "hint 3 of 3 for toy.double: return <a number> * x (the last one)" in last.text
+    assert json.loads((work / ".workspace.json").read_text())["hints"] == {"toy.double": 2}
+    graded = results.read_json(Path("results/latest/toy/result.json"))["exercises"]
+    assert graded["toy.double"]["hints_taken"] == 2
+    assert main(["grade", "results", "--to", "grades"]) == 0
+    [row] = read_csv("grades/grades.csv")
+    assert row["toy.double"] == "failing (2 hints)"
+
+
+def test_a_secret_value_shows_nowhere_until_asked_for(toy):
+    """A wrong answer's miss is said ("about 2x too low"), the run's value (24690) nowhere: not on the
+    terminal, in summary.md, result.json or the grade table; `--show` shows it."""
+    work = toy / "my-work"
+    main(["exercises", "init"])
+    replace_stub(work / "toy.py", "answers", 'ANSWERS = {"factor": 2, "double_12345": 12345}\n')
+    out = workshop("check", "toy", "answers", "--device", "cpu")
+    assert out.returncode == 1 and "about 2x too low" in out.text
+    lab_dir = Path("results/latest/toy").resolve()
+    main(["grade", "results", "--to", "grades"])
+    seen = [
+        out.text,
+        *((lab_dir / f).read_text() for f in ("summary.md", "result.json", "log.txt")),
+    ]
+    seen += [Path("grades/grades.csv").read_text(), Path("grades/grades.md").read_text()]
+    assert [text for text in seen if "24690" in text] == []
+    shown = workshop("check", "toy", "answers", "--show", "--rerun", "--device", "cpu")
+    assert "24690" in shown.text
+
+
+def test_a_from_run_exercise_is_regraded_against_the_latest_run_without_running_the_lab(toy):
+    work = toy / "my-work"
+    main(["exercises", "init"])
+    replace_stub(work / "toy.py", "answers", 'ANSWERS = {"factor": 3, "double_12345": 24690}\n')
+    workshop("check", "toy", "--device", "cpu")
+    ran = Path("results/latest").resolve().name
+    (work / "toy.py").write_text(
+        (work / "toy.py").read_text().replace('"factor": 3', '"factor": 2')
+    )
+    out = workshop("check", "toy", "answers", "--device", "cpu")
+    assert out.returncode == 0, out.text
+    assert f"re-graded against your run results/{ran}" in out.text
+    result = results.read_json(Path("results/latest/toy/result.json"))
+    assert result["graded_against"] == f"results/{ran}"
+    assert "the toy lab's own check" not in [c["name"] for c in result["checks"]], (
+        "the lab did not run"
+    )
+    assert result["exercises"]["toy.answers"]["status"] == checks.PASSING
+
+
+def test_the_run_folder_path_is_never_wrapped_at_80_columns(toy):
+    main(["exercises", "init"])
+    out_dir = "results/" + "a-rather-long-folder-name-for-the-runs" * 2
+    out = workshop("check", "toy", "--device", "cpu", "--out", out_dir, columns=80)
+    [line] = [line for line in out.stdout.splitlines() if line.startswith("run folder: ")]
+    assert line.startswith(f"run folder: {out_dir}/") and len(line) > 80
 
 
 # ---- grade ----

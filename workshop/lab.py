@@ -11,6 +11,27 @@ result.json and summary.md. The run's options (device, --n, seed, workspace, ...
 A lab that cannot run on some machines says why before anything starts: `precondition`, "module:function"
 called as function(n_procs, device) by the command that starts a run, returns one line (the problem and the
 fix) or None.
+
+Grading only some exercises (`check LAB EXERCISE`, `--only`): the run's options name them, ctx.wants(name)
+says whether this run grades an exercise, and the grading block of one it does not grade records nothing
+(its first use of the implementation ends it). A lab skips the work that serves only unwanted exercises:
+
+    if ctx.wants("answers"):
+        facts = measure_facts(cases)            # needed by the answers alone
+        with ctx.grading("answers") as answers:
+            grade_answers(ctx, answers, asdict(facts))
+
+Re-grading from a run (an Exercise declared `from_run=True`): when every exercise `check LAB EXERCISE` names
+is graded from a run's artifacts and the lab declares `regrade`, the learner's latest run of the lab is graded
+again instead of running the lab (harness.child.regrade; the output names the run). `regrade` is
+"module:function", called as function(ctx, lab_dir) with the earlier run's lab folder: it measures the truths
+from the files that run wrote for the learner to read (never from a file keyed by question: that would be an
+answer key) and grades the wanted exercises as the lab does:
+
+    def regrade(ctx: LabContext, lab_dir: Path) -> None:
+        facts = facts_from(lab_dir / "graph.json")          # the run's own artifact
+        with ctx.grading("answers") as answers:
+            grade_answers(ctx, answers, asdict(facts))
 """
 
 from __future__ import annotations
@@ -20,18 +41,19 @@ import importlib.util
 import pkgutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 
 from workshop import labs
 from workshop.grading import failures, workspace
-from workshop.grading.checks import Check, all_passed, exercise_status
+from workshop.grading.checks import Check, all_passed, exercise_status, masked, reported
 from workshop.grading.exercise import Exercise
+from workshop.grading.solutions import Solutions
+from workshop.grading.stand_ins import SkipGrading, Skipped, Unavailable
 from workshop.harness import atomic, lab_log
 from workshop.harness.options import RunOptions
 from workshop.harness.time_limit import exercise_limit
 from workshop.i18n import N_, _, templates
 
-__all__ = ["Check", "LabContext", "LabSpec", "Unavailable"]
+__all__ = ["Check", "LabContext", "LabSpec", "Skipped", "Unavailable"]
 
 # Why a module that a lab needs can be missing, said when it is (LabSpec.needs).
 WHY_MISSING = {"triton": N_("Triton has builds for Linux only, none for macOS or native Windows")}
@@ -52,6 +74,12 @@ class LabSpec:
     needs: tuple[str, ...] = ()
     # "module:function": function(n_procs, device) -> why this machine cannot run the lab, or None (see above)
     precondition: str | None = None
+    # "module:function": function(ctx, lab_dir) grades the from_run exercises against an earlier run's lab
+    # folder, from its files (see above)
+    regrade: str | None = None
+    # Inductor's cache kept between runs (harness.runner.build_cache): the C++ build products of the lab's own,
+    # trusted compiles (a lab that wants fresh generated code turns Inductor's FX-graph and AOT caches off)
+    build_cache: bool = False
 
     def load(self, what: str = "entry"):
         return pkgutil.resolve_name(getattr(self, what))
@@ -73,18 +101,6 @@ class LabSpec:
         return options.time_limit_s or self.time_limit_s
 
 
-class Unavailable:
-    """Stands for a learner's solution that could not be loaded: any use raises the reason."""
-
-    def __init__(self, error: Exception):
-        self.error = error
-
-    def _raise(self, *args, **kwargs):
-        raise self.error
-
-    __call__ = __getitem__ = __iter__ = __len__ = __fspath__ = __getattr__ = _raise
-
-
 @dataclass
 class LabContext:
     name: str
@@ -96,8 +112,7 @@ class LabContext:
     summary: str = ""  # Markdown: what this run found; the runner appends the checks table
     extra: dict = field(default_factory=dict)  # merged into result.json
     _grading: Exercise | None = None  # the exercise whose checks are being recorded
-    # the loaded <lab>.py, or why it would not load
-    _learner: ModuleType | workspace.LearnerError | None = None
+    _solutions: Solutions | None = None  # where each exercise's implementation comes from
 
     # ---- the run's options (harness.options.RunOptions) ----
     @property
@@ -130,24 +145,32 @@ class LabContext:
         return self.options.checkpoint
 
     # ---- checks: each compares a measured value with a threshold, so each one can fail ----
-    def check_max(
-        self, name: str, value: float, threshold: float, message: str | None = None
-    ) -> Check:
-        """Passes when value <= threshold (errors, times). NaN fails."""
+    def check_max(self, name: str, value: float, threshold: float, message=None, **marks) -> Check:
+        """Passes when value <= threshold (errors, times). NaN fails. marks: diagnosis=, secret= (Check)."""
         value = float(value)
-        return self._add(Check(name, value <= threshold, value, threshold, message=message))
+        return self.record(
+            Check(name, value <= threshold, value, threshold, message=message, **marks)
+        )
 
-    def check_min(
-        self, name: str, value: float, threshold: float, message: str | None = None
-    ) -> Check:
+    def check_min(self, name: str, value: float, threshold: float, message=None, **marks) -> Check:
         """Passes when value >= threshold (accuracies, bandwidths). NaN fails."""
         value = float(value)
-        return self._add(Check(name, value >= threshold, value, threshold, message=message))
+        return self.record(
+            Check(name, value >= threshold, value, threshold, message=message, **marks)
+        )
 
-    def check_equal(self, name: str, value, expected, message: str | None = None) -> Check:
-        return self._add(Check(name, value == expected, value, expected, message=message))
+    def check_equal(self, name: str, value, expected, message=None, **marks) -> Check:
+        return self.record(
+            Check(name, value == expected, value, expected, message=message, **marks)
+        )
 
-    def _add(self, check: Check) -> Check:
+    def record(self, check: Check) -> Check:
+        """Record a check made elsewhere (grading.questions), for the exercise being graded; print its line. A
+        failing secret check is recorded as its miss (grading.checks.masked) unless the run shows secrets."""
+        if self._grading is not None and not self.wants(self._grading.name):
+            raise SkipGrading
+        if not self.options.show:
+            check = masked(check)
         check.exercise = self._grading.id if self._grading else None
         self.checks.append(check)
         width = max(len(_("ok")), len(_("FAIL")))
@@ -172,49 +195,33 @@ class LabContext:
         raise KeyError(f"lab {self.name} declares no exercise {name!r} (see its exercises.py)")
 
     @property
+    def current_exercise(self) -> Exercise:
+        """The exercise whose grading block is running."""
+        if self._grading is None:
+            raise RuntimeError(
+                "no exercise is being graded: call this inside `with ctx.grading(name):`"
+            )
+        return self._grading
+
+    @property
     def graded(self) -> bool:
         """True when the learner's workspace is being graded (not the reference)."""
         return self.work is not None
 
+    def wants(self, name: str) -> bool:
+        """Whether this run grades exercise `name` (`check LAB EXERCISE`, --only: the others are skipped). A lab
+        may skip work that serves only exercises it does not want: `if ctx.wants("answers"): ...`."""
+        return not self.options.only or f"{self.name}.{name}" in self.options.only
+
+    @property
+    def solutions(self) -> Solutions:
+        if self._solutions is None:
+            self._solutions = Solutions(self.name, self.work, self.skip)
+        return self._solutions
+
     def solution(self, ex: Exercise):
         """The learner's version of the exercise when grading a workspace, else the reference."""
-        if not self.graded:
-            return ex.load_reference()
-        if ex.id in self.skip:
-            raise failures.ProcessDied(self.skip[ex.id])
-        if ex.document:
-            return self.document(ex)
-        if self._learner is None:
-            try:
-                self._learner = workspace.load_lab_module(self.work, self.name)
-            except workspace.LearnerError as e:
-                self._learner = e
-        if isinstance(self._learner, workspace.LearnerError):
-            raise self._learner
-        if not hasattr(self._learner, ex.attribute):
-            path = workspace.display(workspace.lab_file(self.work, self.name))
-            raise workspace.LearnerError(
-                _("{file} defines no `{name}` (exercise {id})").format(
-                    file=path, name=ex.attribute, id=ex.id
-                )
-            )
-        return getattr(self._learner, ex.attribute)
-
-    def document(self, ex: Exercise) -> Path:
-        """The learner's document; NotImplementedError ("not started") while it is not written."""
-        path = self.work / ex.document
-        if not path.is_file():
-            how = (
-                _("`python -m workshop check {lab}` writes its start from this run")
-                if ex.template
-                else _("`python -m workshop exercises init --lab {lab}` writes its start")
-            )
-            raise NotImplementedError(
-                _("{id}: {file} is not written yet: {how}").format(
-                    id=ex.id, file=workspace.display(path), how=how.format(lab=self.name)
-                )
-            )
-        return path
+        return self.solutions.get(ex)
 
     @contextlib.contextmanager
     def grading(self, exercise_or_name: Exercise | str):
@@ -224,19 +231,30 @@ class LabContext:
         the file and line (a stub's NotImplementedError: "not started"; an endless loop: the exercise's time
         limit); the lab goes on with the next one. With the reference, an exception is the lab's own bug and
         propagates. The block's start and end are printed (harness.lab_log), so that the runner can name the
-        exercise if the process dies inside it.
+        exercise if the process dies inside it. An exercise this run does not grade (wants) yields Skipped:
+        the block ends at its first use, and nothing is recorded.
         """
-        ex = (
-            exercise_or_name
-            if isinstance(exercise_or_name, Exercise)
-            else self.exercise(exercise_or_name)
-        )
+        ex = exercise_or_name if isinstance(exercise_or_name, Exercise) else None
+        ex = ex or self.exercise(exercise_or_name)
         if self._grading is not None:
             raise RuntimeError(
                 f"grading {ex.id} inside {self._grading.id}: grade one exercise at a time"
             )
         self._grading = ex
+        try:
+            if self.wants(ex.name):
+                with self._graded_block(ex) as impl:
+                    yield impl
+            else:
+                with contextlib.suppress(SkipGrading):
+                    yield Skipped()
+        finally:
+            self._grading = None
+
+    @contextlib.contextmanager
+    def _graded_block(self, ex: Exercise):
         print(lab_log.started(self.name, ex.id), flush=True)
+        path = self.solutions.path(ex)
         try:
             with exercise_limit(ex.time_limit_s if self.graded else None):
                 try:
@@ -245,31 +263,30 @@ class LabContext:
                     impl = Unavailable(e)  # the block runs; its first use of impl ends the exercise
                 yield impl
         except BaseException as e:
-            failed = failures.learner_failure(ex, e, self.graded, self._learner_path(ex))
+            failed = failures.learner_failure(ex, e, self.graded, path)
             if failed is None:
                 if self.graded and not isinstance(e, GeneratorExit):
-                    # the lab's time limit, an interrupt
-                    self._add(failures.cut_short(ex, e, self._learner_path(ex)))
+                    self.record(
+                        failures.cut_short(ex, e, path)
+                    )  # the lab's time limit, an interrupt
                 raise
-            self._add(failed)
+            self.record(failed)
         finally:
-            self._grading = None
             status = exercise_status([c for c in self.checks if c.exercise == ex.id])
             print(lab_log.ended(self.name, ex.id, status), flush=True)
 
-    def _learner_path(self, ex: Exercise) -> Path | None:
-        """The workspace file the learner writes this exercise in (None for the reference)."""
-        if not self.graded:
-            return None
-        return workspace.lab_file(self.work, self.name) if ex.attribute else self.work / ex.document
-
     def exercise_results(self) -> dict[str, dict]:
-        """Exercise id -> its entry in result.json (Exercise.result), for every exercise of the lab."""
+        """Exercise id -> its entry in result.json (Exercise.result), for every exercise of the lab: its status,
+        its checks, the check it reports (checks.reported: a diagnosis first), and the hints the learner took
+        (`check LAB EXERCISE --hint`, counted in the workspace's record)."""
+        taken = workspace.hints_taken(self.work) if self.graded else {}
         out = {}
         for ex in labs.exercises(self.name):
             mine = [c for c in self.checks if c.exercise == ex.id]
-            failed = next((c for c in mine if not c.passed), None)
-            out[ex.id] = ex.result(exercise_status(mine), [c.name for c in mine], failed)
+            status = exercise_status(mine)
+            out[ex.id] = ex.result(
+                status, [c.name for c in mine], reported(mine), taken.get(ex.id, 0)
+            )
         return out
 
     # ---- the summary: the lab's template filled with this run's values ----

@@ -31,7 +31,7 @@ def cmd_list(_args) -> int:
             if spec.bench
             else ""
         )
-        console.print(f"[bold]{spec.name:<12}[/bold] {_(spec.title)}{bench}", soft_wrap=True)
+        console.print(f"[bold]{spec.name:<12}[/bold] {_(spec.title)}{bench}")
     return 0
 
 
@@ -94,7 +94,7 @@ def cmd_report(args) -> int:
         raise fail(str(e)) from None
     console.print(_("wrote {file}").format(file=display(report)))
     for problem in problems:
-        console.print(_("error: {message}").format(message=problem), soft_wrap=True)
+        console.print(_("error: {message}").format(message=problem))
     return 1 if problems else 0
 
 

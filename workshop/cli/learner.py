@@ -26,7 +26,7 @@ from workshop.harness import interrupt, results
 from workshop.harness.runner import run_labs
 from workshop.i18n import _, ngettext
 
-console = Console(highlight=False)
+console = Console(highlight=False, soft_wrap=True)  # soft_wrap: paths stay copyable
 
 STATUS_STYLE = {
     checks.PASSING: "green",
@@ -51,15 +51,43 @@ def exercise_labs(names: list[str] | None) -> list[str]:
     return names or having
 
 
-def graded_run(lab_names: list[str], args, work: Path, on_line=None) -> Path:
-    """Run the labs on the workspace `work` with `run`'s options (cli.options.run_options); returns the run
-    folder. A stop (Ctrl-C) or an unusable results folder ends the command with run's own messages."""
-    options = run_options(args, lab_names, work=work)
+def check_targets(words: list[str], only: list[str] | None) -> tuple[list[str], tuple[str, ...]]:
+    """`check LAB [EXERCISE...] [LAB ...]` and --only: the labs to run and the exercise ids to grade (none
+    named: every exercise). An EXERCISE is a name of the lab before it, or LAB.NAME anywhere."""
+    having = labs.all_exercises()
+    lab_names, ids = [], []
+    for word in [*words, *(only or [])]:
+        if word in having:
+            lab_names += [word] if word not in lab_names else []
+            continue
+        if word in labs.all_labs():
+            exercise_labs([word])  # stops: a lab without exercises
+        lab, _dot, name = word.rpartition(".") if "." in word else (None, "", word)
+        lab = lab or (lab_names[-1] if lab_names else None)
+        if lab not in having:
+            lab_names = exercise_labs([lab or word])  # stops: no such lab
+        known = [ex.name for ex in having[lab]]
+        if name not in known:
+            raise fail(
+                _("lab {lab} has no exercise {name!r}; its exercises: {known}").format(
+                    lab=lab, name=name, known=", ".join(known)
+                )
+            )
+        lab_names += [lab] if lab not in lab_names else []
+        ids.append(f"{lab}.{name}")
+    return lab_names or list(having), tuple(dict.fromkeys(ids))
+
+
+def graded_run(lab_names: list[str], args, work: Path, on_line=None, **others) -> Path:
+    """Run the labs on the workspace `work` with `run`'s options (cli.options.run_options) and `others`
+    (RunOptions fields); returns the run folder. A stop (Ctrl-C) or an unusable results folder ends the
+    command with run's own messages."""
+    options = run_options(args, lab_names, work=work, **others)
     run_dir = runs.new_run(Path(args.out), lab_names, options)
     try:
         run_labs(run_dir, lab_names, options, on_line)
     except interrupt.Stopped as e:
-        console.print(runs.incomplete_line(run_dir), soft_wrap=True)
+        console.print(runs.incomplete_line(run_dir))
         raise SystemExit(e.exit_code) from None
     except results.RunFolderError as e:
         raise fail(str(e)) from None
@@ -96,10 +124,13 @@ def cmd_init(args) -> int:
                 "{file} is written from your run's figures by `python -m workshop check {lab}`"
             ).format(file=workspace.display(work / ex.document), lab=ex.lab)
         )
+    command = f"python -m workshop check {lab_names[0]}"
+    if work.resolve() != workspace.DEFAULT_DIR.resolve():
+        command += f" --work {workspace.display(work)}"
     console.print(
-        _("next: write your solutions in {work}/, then `python -m workshop check LAB`").format(
-            work=workspace.display(work)
-        )
+        _("next: write your solutions in {work}/, then `{command}`").format(
+            work=workspace.display(work), command=command
+        ),
     )
     return 0
 
@@ -127,38 +158,58 @@ def cmd_list(args) -> int:
 
 # ---- check ----
 def cmd_check(args) -> int:
-    lab_names = exercise_labs(args.labs)
+    lab_names, only = check_targets(args.labs, args.only)
     work = Path(args.work)
     try:
         check_report.refuse_early(lab_names, work)
     except check_report.CheckRefused as e:
         raise fail(str(e)) from None
+    if args.hint:
+        reveal_hints(work, only)
+    against = {} if args.rerun else check_report.regrade_sources(Path(args.out), work, only)
     console.print(
         _("grading {work} with the checks of {labs}").format(
             work=workspace.display(work), labs=", ".join(lab_names)
-        )
+        ),
     )
 
     def on_line(lab: str, line: str) -> None:
         if line.startswith(f"[{lab}]"):
-            console.print(line, markup=False, style="dim", soft_wrap=True)
+            console.print(line, markup=False, style="dim")
 
-    run_dir = graded_run(lab_names, args, work, on_line)
+    options = {"only": only, "show": args.show, "against": against}
+    run_dir = graded_run(lab_names, args, work, on_line, **options)
     all_passed = True
     for lab in lab_names:
-        lines, passed = check_report.lab_report(lab, run_dir / lab)
+        lines, passed = check_report.lab_report(lab, run_dir / lab, only)
         all_passed &= passed
         console.print("")
         for line in lines:
-            console.print(line, soft_wrap=True)
+            console.print(line)
     for path in check_report.write_waiting_documents(lab_names, work, run_dir):
         console.print(
             _("wrote {file} from this run's figures: fill it in, then check again").format(
                 file=workspace.display(path)
-            )
+            ),
         )
     console.print(_("run folder: {run}").format(run=workspace.display(run_dir)))
     return 0 if all_passed else 1
+
+
+def reveal_hints(work: Path, ids: tuple[str, ...]) -> None:
+    """`check LAB EXERCISE --hint`: take the next hint of each exercise named, and show it."""
+    if not ids:
+        raise fail(_("--hint needs the exercise: python -m workshop check LAB EXERCISE --hint"))
+    declared = {ex.id: ex for lab in labs.all_exercises().values() for ex in lab}
+    for ex_id in ids:
+        ex = declared[ex_id]
+        taken = workspace.take_hint(work, ex_id, len(ex.hints))
+        shown = _("hint {k} of {n} for {id}: {text}").format(
+            k=taken + 1, n=len(ex.hints), id=ex_id, text=ex.hint(taken)
+        )
+        if taken + 1 == len(ex.hints):
+            shown += " " + _("(the last one)")
+        console.print(shown)
 
 
 # ---- grade ----
@@ -216,7 +267,31 @@ def add_commands(sub) -> None:
 
     chk = sub.add_parser("check", help=_("grade your workspace with the labs' own checks"))
     chk.add_argument(
-        "labs", nargs="*", metavar="LAB", help=_("labs to check (default: all with exercises)")
+        "labs",
+        nargs="*",
+        metavar="LAB [EXERCISE]",
+        help=_(
+            "labs to check (default: all with exercises), each optionally with exercises of its own"
+        ),
+    )
+    chk.add_argument(
+        "--only",
+        action="append",
+        metavar="EXERCISE",
+        help=_("grade only this exercise (LAB.NAME; repeatable)"),
+    )
+    chk.add_argument(
+        "--hint", action="store_true", help=_("show the next hint of the exercise named")
+    )
+    chk.add_argument(
+        "--show",
+        action="store_true",
+        help=_("show the values that failing predictions and answers keep hidden"),
+    )
+    chk.add_argument(
+        "--rerun",
+        action="store_true",
+        help=_("run the lab even where your latest run could grade the exercise again"),
     )
     add_work_option(chk, default_work)
     add_run_options(chk)

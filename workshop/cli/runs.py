@@ -20,7 +20,8 @@ from workshop.harness.options import RunOptions
 from workshop.harness.runner import run_labs, sweep_stale_caches
 from workshop.i18n import _, ngettext
 
-console = Console()
+# soft_wrap: a line longer than the terminal is not broken by us: a path in it stays copyable
+console = Console(soft_wrap=True)
 
 
 def new_run(root: Path, names: list[str], options: RunOptions) -> Path:
@@ -65,11 +66,11 @@ def execute(run_dir: Path, names: list[str], options: RunOptions, auto: bool) ->
         with progress(names) as on_line:
             status = run_labs(run_dir, names, options, on_line)
     except interrupt.Stopped as e:
-        console.print(incomplete_line(run_dir), soft_wrap=True)
+        console.print(incomplete_line(run_dir))
         return e.exit_code
     except results.RunFolderError as e:
-        console.print(_("error: {message}").format(message=e), soft_wrap=True)
-        console.print(incomplete_line(run_dir), soft_wrap=True)
+        console.print(_("error: {message}").format(message=e))
+        console.print(incomplete_line(run_dir))
         return 1
     console.print(checks_table(run_dir, names))
     failed = [n for n, s in status.items() if not s["passed"]]
@@ -97,9 +98,7 @@ def incomplete_line(run_dir: Path, state: results.RunState | None = None) -> str
 def note_incomplete_runs(root: Path) -> None:
     """Say which earlier runs never finished (interrupted, or killed with their process)."""
     for run_dir, state in results.incomplete_runs(root):
-        console.print(
-            _("note: {line}").format(line=incomplete_line(run_dir, state)), soft_wrap=True
-        )
+        console.print(_("note: {line}").format(line=incomplete_line(run_dir, state)))
 
 
 @contextlib.contextmanager

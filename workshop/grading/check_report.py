@@ -11,7 +11,8 @@ import textwrap
 from pathlib import Path
 
 from workshop import labs
-from workshop.grading import checks, workspace, workspace_init
+from workshop.grading import checks, progress, workspace, workspace_init
+from workshop.grading.exercise import Exercise
 from workshop.harness import results
 from workshop.i18n import N_, _, ngettext
 
@@ -75,13 +76,34 @@ def write_waiting_documents(lab_names: list[str], work: Path, run_dir: Path) -> 
     return written
 
 
+def regrade_sources(results_root: Path, work: Path, ids: tuple[str, ...]) -> dict[str, str]:
+    """Lab -> the lab folder of the learner's latest run of it (a run of the lab, not a re-grading), for each
+    lab whose exercises named in `ids` are all graded from a run's artifacts (Exercise.from_run) and that can
+    grade them from that run's files (LabSpec.regrade). Those labs are not run again."""
+    sources = {}
+    for lab in dict.fromkeys(ex_id.split(".")[0] for ex_id in ids):
+        wanted = [ex for ex in labs.exercises(lab) if ex.id in ids]
+        runs = [
+            r
+            for r, result in progress.graded_runs(results_root, lab, work)
+            if "graded_against" not in result
+        ]
+        if not runs or not all(ex.from_run for ex in wanted):
+            continue
+        if labs.get(lab).regrade:
+            sources[lab] = str((runs[0] / lab).resolve())
+    return sources
+
+
 def value_text(value) -> str:
     return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
-def exercise_lines(ex_id: str, entry: dict, statement: str) -> list[str]:
-    """One exercise of the report: its mark and title, then why it failed and what to read (rich markup)."""
+def exercise_lines(ex_id: str, entry: dict, ex: Exercise | None) -> list[str]:
+    """One exercise of the report: its mark and title, then why it failed, the hint the learner is at, and
+    what to read (rich markup)."""
     status = entry["status"]
+    statement = ex.statement if ex else ""
     lines = [f"  {mark(status)}  [bold]{ex_id}[/bold]  {entry['title']}"]
     failed = entry.get("failed_check")
     if status == checks.NOT_STARTED:
@@ -95,12 +117,27 @@ def exercise_lines(ex_id: str, entry: dict, statement: str) -> list[str]:
         lines += wrapped(_("check"), got)
         message, hint = failed.get("message") or "", entry.get("hint") or ""
         lines += wrapped(_("why"), message)
-        lines += wrapped(_("hint"), hint if hint != message else "")
+        lines += wrapped(
+            _("hint"), hint_text(hint, entry.get("hints_taken", 0), ex) if hint != message else ""
+        )
     elif status == checks.NOT_GRADED:
         lines += wrapped(_("why"), _("the lab ended before grading it: see its log.txt"))
     if status != checks.PASSING:
         lines += wrapped(_("read"), entry["handout"])
     return lines
+
+
+def hint_text(hint: str, taken: int, ex: Exercise | None) -> str:
+    """The hint, and where it stands among the exercise's: 'hint 2 of 3; --hint shows the next'."""
+    levels = len(ex.hints) if ex else 1
+    if levels == 1:
+        return hint
+    where = _("hint {k} of {n}").format(k=min(taken, levels - 1) + 1, n=levels)
+    if taken + 1 < levels:
+        where += _("; `python -m workshop check {lab} {name} --hint` shows the next").format(
+            lab=ex.lab, name=ex.name
+        )
+    return f"{hint} ({where})"
 
 
 LABELS = (N_("to do"), N_("check"), N_("why"), N_("hint"), N_("read"), N_("lab"))  # wrapped()'s
@@ -113,19 +150,25 @@ def wrapped(label: str, text: str) -> list[str]:
         return []
     width = 1 + max(len(_(name)) for name in LABELS)  # one column for every label, in any language
     indent = " " * (8 + width + 1)
-    body = textwrap.wrap(" ".join(text.split()), 100 - len(indent))
+    # a path or a command is never broken across lines: it stays copyable
+    body = textwrap.wrap(
+        " ".join(text.split()), 100 - len(indent), break_long_words=False, break_on_hyphens=False
+    )
     first = f"        [dim]{label:<{width}}[/dim] {body[0]}"
     return [first, *[indent + line for line in body[1:]]]
 
 
-def lab_report(lab: str, lab_dir: Path) -> tuple[list[str], bool]:
-    """The report of one lab's graded run, and whether every exercise (and the lab's own checks) passed."""
+def lab_report(lab: str, lab_dir: Path, only: tuple[str, ...] = ()) -> tuple[list[str], bool]:
+    """The report of one lab's graded run (of the exercises in `only`, when given), and whether every
+    exercise reported (and the lab's own checks) passed."""
     result = results.read_json(lab_dir / "result.json")
-    statements = {ex.id: ex.statement for ex in labs.exercises(lab)}
-    entries = result.get("exercises", {})
+    declared = {ex.id: ex for ex in labs.exercises(lab)}
+    entries = {k: e for k, e in result.get("exercises", {}).items() if not only or k in only}
     lines = [f"[bold]{lab}[/bold]  ({workspace.display(lab_dir)})"]
+    if against := result.get("graded_against"):
+        lines.append("  " + _("re-graded against your run {run}").format(run=against))
     for ex_id, entry in entries.items():
-        lines += exercise_lines(ex_id, entry, statements.get(ex_id, ""))
+        lines += exercise_lines(ex_id, entry, declared.get(ex_id))
     own = [c for c in result["checks"] if not c.get("exercise") and not c["passed"]]
     for c in own:
         lines += wrapped(

@@ -1,11 +1,19 @@
 """A check (one measured value against its threshold) and the verdicts made of checks: a lab passes when it
 recorded checks and every one passed; an exercise is passing, failing, not started or not graded.
 
-Labs make checks through LabContext.check_* (workshop/lab.py, which also exports Check).
+Labs make checks through LabContext.check_* and LabContext.record (workshop/lab.py, which also exports Check).
+Two marks change how a failing check is reported:
+- `diagnosis`: the check names the mistake (the pad rows have a gradient, the grid's extents are swapped). An
+  exercise reports its highest-ranked failing check (`reported`): a failing diagnosis before any raw comparison.
+- `secret`: the threshold is a truth the learner predicts or answers. While the check fails, what is recorded,
+  printed and written (result.json, summary.md, the grade table) is the direction and size of the miss
+  (`miss`: "about 2x too low", "off by one, too high", "wrong choice") and never the value, until it passes or
+  the learner asks to see it (`check --show`); `masked` makes that copy.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -25,11 +33,17 @@ class Check:
     threshold: object
     exercise: str | None = None  # the id of the exercise this check grades
     message: str | None = None  # on failure: what the value says about the mistake, and what to do
+    diagnosis: bool = (
+        False  # it names the mistake: reported before raw comparisons (see the docstring)
+    )
+    secret: bool = False  # its threshold is an answer: shown only as the miss while it fails
 
     def as_dict(self) -> dict:
         value = self.value
         if isinstance(value, float) and not math.isfinite(value):
             value = str(value)  # JSON has no NaN/inf
+        if isinstance(value, set | frozenset):
+            value = sorted(value)
         out = {
             "name": self.name,
             "passed": bool(self.passed),
@@ -40,7 +54,53 @@ class Check:
             out["exercise"] = self.exercise
         if self.message and not self.passed:
             out["message"] = self.message
+        if self.diagnosis:
+            out["diagnosis"] = True
         return out
+
+
+HIDDEN = N_("hidden until it passes (check --show)")
+
+
+def masked(check: Check) -> Check:
+    """A failing secret check as it may be shown: its value the miss, its threshold hidden."""
+    if not check.secret or check.passed:
+        return check
+    return dataclasses.replace(check, value=miss(check.value, check.threshold), threshold=_(HIDDEN))
+
+
+def miss(value, truth) -> str:
+    """How far `value` is from `truth`, without saying `truth`: the direction and the size of the miss."""
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (value, truth))
+    if not numbers:
+        return _("wrong choice")
+    if not math.isfinite(value):
+        return _("not a finite number")
+    high = value > truth
+    if isinstance(value, int) and isinstance(truth, int) and abs(value - truth) == 1:
+        return _("off by one, too high") if high else _("off by one, too low")
+    if truth == 0:
+        return _("too high") if high else _("too low")
+    ratio = value / truth
+    if ratio <= 0:
+        return _("the wrong sign")
+    factor = max(ratio, 1 / ratio)
+    if factor >= 1.5:
+        size = _("about {factor}x too high") if high else _("about {factor}x too low")
+        return size.format(factor=_rounded(factor))
+    size = _("about {percent}% too high") if high else _("about {percent}% too low")
+    return size.format(percent=_rounded(100 * abs(ratio - 1)))
+
+
+def _rounded(x: float) -> str:
+    """Two significant digits below 10, whole numbers above: 2.5, 0.31, 12, 1000."""
+    return f"{x:.2g}" if x < 10 else f"{x:.0f}"
+
+
+def reported(checks: list[Check]) -> Check | None:
+    """The failing check an exercise reports: the first failing diagnosis, else the first failing check."""
+    failing = [c for c in checks if not c.passed]
+    return next((c for c in failing if c.diagnosis), failing[0] if failing else None)
 
 
 def all_passed(checks: list[Check]) -> bool:

@@ -43,7 +43,7 @@ def learner_failure(ex: Exercise, e: BaseException, graded: bool, path: Path) ->
     when it is not theirs to answer for (the reference's own error, an interrupt): then it propagates."""
     if isinstance(e, LearnerError):
         name = _("{id}: your code loads").format(id=ex.id)
-        return Check(name, False, str(e), _("no error"), message=ex.hint)
+        return Check(name, False, str(e), _("no error"), message=ex.hint())
     if isinstance(e, ProcessDied):
         return died_check(ex.id, str(e))
     if not graded:
@@ -51,7 +51,8 @@ def learner_failure(ex: Exercise, e: BaseException, graded: bool, path: Path) ->
     where = workspace.where(e, path)
     if isinstance(e, NotImplementedError):
         name, value = _("{id}: implemented").format(id=ex.id), _(checks.NOT_STARTED)
-        message = str(e) or ex.not_started_message()
+        # a stub raises its exercise's id: say what to write instead
+        message = ex.not_started_message() if str(e) in ("", ex.id) else str(e)
         return Check(name, False, value, _("implemented"), message=message)
     if isinstance(e, TimeLimitExceeded):
         message = _("An endless loop, or far more work than the exercise needs: see where it was.")
@@ -61,7 +62,7 @@ def learner_failure(ex: Exercise, e: BaseException, graded: bool, path: Path) ->
     if isinstance(e, Exception | SystemExit):  # sys.exit() in the learner's code ends only this
         value = f"{where}: {workspace.describe(e)}"
         name = _("{id}: runs without an error").format(id=ex.id)
-        return Check(name, False, value, _("no error"), message=ex.hint)
+        return Check(name, False, value, _("no error"), message=ex.hint())
     return None
 
 

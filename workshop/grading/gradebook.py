@@ -32,6 +32,9 @@ class Row:
     learner: str
     source: str  # the PATH as given
     statuses: dict[str, str] = field(default_factory=dict)  # exercise id -> status
+    hints: dict[str, int] = field(
+        default_factory=dict
+    )  # exercise id -> hints taken beyond the first
     # manifest fact -> the values its runs had
     facts: dict[str, set[str]] = field(default_factory=dict)
     runs: list[str] = field(default_factory=list)  # run ids, newest first
@@ -125,9 +128,10 @@ def add_lab_result(row: Row, run_dir: Path, lab: str) -> None:
         )
         return
     for ex_id, entry in (result.get("exercises") or {}).items():
-        if ex_id in row.statuses:
-            continue  # a newer run graded it already
+        if row.statuses.get(ex_id, checks.NOT_GRADED) != checks.NOT_GRADED:
+            continue  # a newer run graded it already (a run of some exercises leaves the others ungraded)
         row.statuses[ex_id] = entry["status"]
+        row.hints[ex_id] = entry.get("hints_taken", 0)
         failed = entry.get("failed_check")
         if failed and entry["status"] != checks.NOT_STARTED:
             row.notes.append(f"{ex_id}: {failed['name']}: {value_text(failed['value'])}")
@@ -148,7 +152,7 @@ def table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
     lines = []
     for row in rows:
         passing = sum(row.statuses.get(e) == checks.PASSING for e in exercise_ids)
-        statuses = [_(row.statuses.get(e, checks.NOT_GRADED)) for e in exercise_ids]
+        statuses = [cell(row, e) for e in exercise_ids]
         facts = [row.fact(name) for name in FACTS]
         runs = " ".join(row.runs)
         notes = " | ".join(row.notes)
@@ -164,6 +168,15 @@ def table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
             ]
         )
     return header, lines
+
+
+def cell(row: Row, exercise_id: str) -> str:
+    """An exercise's cell: its status, and the hints the learner took on it ('passing (2 hints)')."""
+    status = _(row.statuses.get(exercise_id, checks.NOT_GRADED))
+    taken = row.hints.get(exercise_id, 0)
+    return status + (
+        " " + ngettext("({n} hint)", "({n} hints)", taken).format(n=taken) if taken else ""
+    )
 
 
 def to_csv(header: list[str], lines: list[list[str]]) -> str:

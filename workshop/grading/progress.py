@@ -87,6 +87,14 @@ def workspace_progress(work: Path, results_root: Path) -> list[Standing]:
     """Every exercise of every lab, with where the learner stands on it."""
     out = []
     for lab, exercises in labs.all_exercises().items():
-        last = next(iter(graded_runs(results_root, lab, work)), None)
-        out += [standing(ex, work, last) for ex in exercises]
+        runs = graded_runs(results_root, lab, work)
+        out += [standing(ex, work, last_graded(runs, ex)) for ex in exercises]
     return out
+
+
+def last_graded(runs: list[tuple[Path, dict]], ex: Exercise) -> tuple[Path, dict] | None:
+    """The newest of the runs that graded `ex` (a run of other exercises of the lab left it ungraded), else
+    the newest run of the lab."""
+    status = lambda result: result.get("exercises", {}).get(ex.id, {}).get("status")  # noqa: E731
+    graded = (r for r in runs if status(r[1]) not in (None, checks.NOT_GRADED))
+    return next(graded, runs[0] if runs else None)

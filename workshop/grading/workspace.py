@@ -3,7 +3,8 @@
 This module finds and loads those files for grading, and says precisely where a learner's code went wrong
 (file:line), so that one broken exercise never hides the others. `exercises init` also leaves a record,
 `.workspace.json`: the workspace's id (runs name it, so that a run is found again even when the folder is
-mounted elsewhere, as in the container), the learner's name, and each file's hash as written.
+mounted elsewhere, as in the container), the learner's name, each file's hash as written, and how many hints
+the learner took per exercise (`check LAB EXERCISE --hint`).
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from pathlib import Path
 from types import ModuleType
 
 from workshop import labs
+from workshop.harness import atomic
 from workshop.i18n import _
 
 DEFAULT_DIR = Path("my-work")  # in the repository root; .gitignore keeps it out of git
-RECORD = ".workspace.json"  # {"id", "learner", "files": {name: sha256 as written by init}}
+# {"id", "learner", "files": {name: sha256 as written by init}, "hints": {exercise id: hints taken}}
+RECORD = ".workspace.json"
 
 
 class LearnerError(Exception):
@@ -59,6 +62,21 @@ def read_record(work_dir: Path) -> dict:
     except (OSError, ValueError):
         return {}
     return record if isinstance(record, dict) else {}
+
+
+def hints_taken(work_dir: Path) -> dict[str, int]:
+    """Exercise id -> the hints the learner asked for beyond the first (`check LAB EXERCISE --hint`)."""
+    taken = read_record(work_dir).get("hints")
+    return {k: v for k, v in taken.items() if type(v) is int} if isinstance(taken, dict) else {}
+
+
+def take_hint(work_dir: Path, exercise_id: str, levels: int) -> int:
+    """Record one more hint taken for the exercise, up to its `levels` - 1 (the first is free); the count."""
+    record = read_record(work_dir)
+    taken = hints_taken(work_dir)
+    taken[exercise_id] = min(taken.get(exercise_id, 0) + 1, levels - 1)
+    atomic.write_json(Path(work_dir) / RECORD, {**record, "hints": taken})
+    return taken[exercise_id]
 
 
 def learner_name(work_dir: Path) -> str:

@@ -1,7 +1,7 @@
 """`exercises init`: the learner's starting files, written from the labs' exercise declarations.
 
-One `<lab>.py` per lab with code exercises: the lab's WORKSPACE_HEADER, then for each exercise a comment block
-(id and title, the statement, the interface, the hint, the handout section) above its stub. One file per
+One `<lab>.py` per lab with code exercises: the lab's header (workshop.labs.workspace_header), then each
+exercise's stub (Exercise.stub_code: its statement, interface and handout section once, in its docstring). One file per
 document exercise, from its template (which may need a run of the lab first: then `check` writes it).
 A learner's file is never overwritten: init refuses, naming the files; with force it first copies them to
 `<workspace>/.backup-<time>/`.
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import secrets
 import shutil
-import textwrap
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,9 +19,6 @@ from workshop import labs
 from workshop.grading import workspace
 from workshop.grading.exercise import Exercise
 from workshop.harness import atomic, results
-from workshop.i18n import _
-
-WIDTH = 100  # the project's line length
 
 
 class WorkspaceExists(Exception):
@@ -41,42 +37,23 @@ class InitOutcome:
     backup: Path | None = None  # where the files init replaced were copied
 
 
-def comment_block(ex: Exercise) -> str:
-    """The comment above an exercise's stub: what to write, its interface, a hint, where to read."""
-    parts = [
-        _("Exercise {id}: {title}").format(id=ex.id, title=ex.title),
-        ex.statement.strip(),
-        *([_("Interface: {text}").format(text=ex.interface.strip())] if ex.interface else []),
-        _("Hint: {text}").format(text=ex.hint.strip()),
-        _("Read: {path}").format(path=ex.handout_path()),
-        _("Graded by: python -m workshop check {lab}").format(lab=ex.lab),
-    ]
-    lines = []
-    for part in parts:
-        for paragraph in part.splitlines() or [""]:
-            lines += textwrap.wrap(paragraph, WIDTH - 2) or [""]
-        lines.append("")
-    rule = "# " + "-" * (WIDTH - 2)
-    return "\n".join([rule, *[f"# {line}".rstrip() for line in lines[:-1]], rule]) + "\n"
-
-
 def lab_source(lab: str) -> str:
     """The learner's <lab>.py as init writes it."""
-    blocks = [comment_block(ex) + ex.stub_code() for ex in labs.exercises(lab) if ex.attribute]
+    blocks = [ex.stub_code() for ex in labs.exercises(lab) if ex.attribute]
     return "\n\n".join([labs.workspace_header(lab), *blocks])
 
 
 def planned_files(
-    lab_names: list[str], results_root: Path
+    lab_names: list[str], results_root: Path, work: Path
 ) -> tuple[dict[str, str], list[Exercise]]:
-    """File name -> text for the labs' workspace files, and the documents that must wait for a run."""
+    """File name -> text for the labs' workspace files in `work`, and the documents that must wait for a run."""
     files, waiting = {}, []
     for lab in lab_names:
         exercises = labs.exercises(lab)
         if any(ex.attribute for ex in exercises):
             files[f"{lab}.py"] = lab_source(lab)
         for ex in (ex for ex in exercises if ex.document):
-            text = ex.document_text(results.newest_lab_dir(results_root, lab))
+            text = ex.document_text(results.newest_lab_dir(results_root, lab), work)
             if text is None:
                 waiting.append(ex)
             else:
@@ -93,7 +70,7 @@ def init(
 ) -> InitOutcome:
     """Write the labs' starting files into `work`; WorkspaceExists if one is there and not `force`."""
     work = Path(work)
-    files, waiting = planned_files(lab_names, results_root)
+    files, waiting = planned_files(lab_names, results_root, work)
     existing = [work / name for name in files if (work / name).exists()]
     if existing and not force:
         raise WorkspaceExists(existing)
@@ -134,7 +111,7 @@ def write_waiting_document(work: Path, ex: Exercise, lab_dir: Path) -> Path | No
     path = Path(work) / ex.document
     if path.exists():
         return None
-    text = ex.document_text(lab_dir)
+    text = ex.document_text(lab_dir, work)
     if text is None:
         return None
     atomic.write_text(path, text)

@@ -70,6 +70,8 @@ def run_lab_code(ctx: LabContext, time_limit: float | None) -> interrupt.Stopped
         with interrupt.raising_on_signals(), lab_limit(time_limit):
             if missing := spec.missing():
                 cannot_run_here(ctx, missing)
+            elif against := ctx.options.against.get(ctx.name):
+                regrade(ctx, Path(against))
             else:
                 spec.load()(ctx)
     except Exception:  # the lab failed: keep its checks so far, record the error as a failed check
@@ -89,6 +91,17 @@ def run_lab_code(ctx: LabContext, time_limit: float | None) -> interrupt.Stopped
         ctx.checks.append(stopped_check(e.why))
         return e
     return None
+
+
+def regrade(ctx: LabContext, lab_dir: Path) -> None:
+    """Grade the exercises this run wants against an earlier run of the lab (its folder `lab_dir`), without
+    running the lab: the lab's LabSpec.regrade measures the truths from that run's files."""
+    labs.get(ctx.name).load("regrade")(ctx, lab_dir)
+    run = workspace.display(lab_dir.parent)
+    ctx.extra["graded_against"] = run
+    ctx.summary = ctx.summary or _(
+        "Re-graded against your run {run}, without running the lab again: its figures, your new answers."
+    ).format(run=run)
 
 
 def cannot_run_here(ctx: LabContext, missing: list[str]) -> None:

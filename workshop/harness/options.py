@@ -63,6 +63,13 @@ class RunOptions:
     work: Path | None = None
     # the language of the labs' summaries and messages (--lang, every command's option: cli.options)
     lang: str = field(default_factory=i18n.language)
+    # the exercises to grade ("lab.name": check LAB EXERCISE, --only); empty: all (LabContext.wants)
+    only: tuple[str, ...] = ()
+    # show the values of failing secret checks (check --show); else only how far off they are
+    show: bool = False
+    # lab -> the lab folder of an earlier run to re-grade its from_run exercises against, without running the
+    # lab (check LAB EXERCISE: harness.child.regrade)
+    against: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {
@@ -73,7 +80,8 @@ class RunOptions:
     def from_json(cls, data: dict) -> RunOptions:
         paths = ("checkpoint", "work")
         known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: Path(v) if k in paths and v else v for k, v in data.items() if k in known})
+        values = {k: Path(v) if k in paths and v else v for k, v in data.items() if k in known}
+        return cls(**{**values, "only": tuple(values.get("only", ()))})  # JSON has lists
 
     def write(self, run_dir: Path) -> Path:
         """results/<run-id>/options.json: what `run --resume` reads back."""

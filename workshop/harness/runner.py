@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import importlib.metadata
 import os
 import shutil
 import subprocess
@@ -39,7 +40,17 @@ BACKSTOP_S = 30.0
 CACHE_PREFIX = "workshop-cache-"  # + the parent's pid + the lab: see sweep_stale_caches
 
 
-def lab_environment(device: str, cache_dir: Path) -> dict[str, str]:
+def build_cache(results_root: Path) -> Path:
+    """The Inductor cache a lab with LabSpec.build_cache keeps between its runs: under the results root (the
+    learner's own folder, never passed to a learner's worker), one per torch version, whose builds it holds."""
+    return (
+        Path(results_root) / ".cache" / f"torch-{importlib.metadata.version('torch')}" / "inductor"
+    )
+
+
+def lab_environment(device: str, cache_dir: Path, kept: Path | None = None) -> dict[str, str]:
+    """The lab process's environment: fresh cache and temporary folders under cache_dir, Inductor's in `kept`
+    where the lab keeps its builds (build_cache)."""
     env = dict(os.environ)
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONIOENCODING"] = (
@@ -47,7 +58,7 @@ def lab_environment(device: str, cache_dir: Path) -> dict[str, str]:
     )
     # Each lab compiles into its own, initially empty, cache folders, and keeps every temporary file (torchrun's
     # torchelastic_* logs included) under the same folder, which is removed when the lab ends.
-    env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_dir / "inductor")
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(kept or cache_dir / "inductor")
     env["TRITON_CACHE_DIR"] = str(cache_dir / "triton")
     env["TMPDIR"] = str(cache_dir / "tmp")
     (cache_dir / "tmp").mkdir()
@@ -99,7 +110,8 @@ def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> dict
     while True:
         lab_dir.mkdir()
         LabOrder(name, options, dict(skip)).write(lab_dir)
-        with LabProcess(name, lab_dir, options.device, on_line) as child:
+        kept = build_cache(run_dir.parent) if labs.get(name).build_cache else None
+        with LabProcess(name, lab_dir, options.device, on_line, kept) as child:
             why = None
             try:
                 child.wait(limit + BACKSTOP_S if limit else None)
@@ -165,8 +177,9 @@ class LabProcess:
     log.txt and to on_line(lab, line) (a thread reads it, so that the main thread can wait with a time limit
     and take signals). Leaving the `with` stops whatever is left of its process tree and removes the cache."""
 
-    def __init__(self, name: str, lab_dir: Path, device: str, on_line):
+    def __init__(self, name: str, lab_dir: Path, device: str, on_line, kept: Path | None = None):
         self.name, self.lab_dir, self.device, self.on_line = name, lab_dir, device, on_line
+        self.kept = kept  # Inductor's cache kept between runs (build_cache), or None: a fresh one
         self.cmd = [sys.executable, "-m", "workshop.harness.child", str(lab_dir)]
         self.tail = collections.deque(maxlen=20)  # the last lines, for the summary if it dies
 
@@ -177,7 +190,7 @@ class LabProcess:
             self.cmd,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            env=lab_environment(self.device, Path(self._cache.name)),
+            env=lab_environment(self.device, Path(self._cache.name), self.kept),
             encoding="utf-8",
             errors="replace",
             start_new_session=True,  # the terminal's Ctrl-C reaches the parent only, which stops this tree

@@ -27,8 +27,13 @@ from workshop import i18n
 PACKAGE = Path(__file__).resolve().parents[1]  # workshop/
 TASKS = PACKAGE.parent / "tasks.py"  # invoke's tasks: their messages are the core's
 TRANSLATED = [lang for lang in i18n.LANGUAGES if lang != i18n.DEFAULT]
-# A str.format field, {name}, {0}, {key!r}, {rel:.2g}: not the braces of a code stub's dict (`ANSWERS = {...}`)
-PLACEHOLDER = re.compile(r"{[\w.\[\]]*(?:![rsa])?(?::[^{}]*)?}")
+# A str.format field, {name}, {0}, {key!r}, {rel:.2g} (not the braces of a dict in a code example), or a
+# template's trans-block value, %(name)s
+PLACEHOLDER = re.compile(r"{[\w.\[\]]*(?:![rsa])?(?::[^{}]*)?}|%\(\w+\)s")
+# Summary templates (*.md.j2, not their translated twins *.<lang>.md.j2): their {% trans %} blocks, trimmed as
+# workshop.i18n.templates renders them
+TEMPLATE_METHOD = "jinja2.ext:babel_extract"
+TEMPLATE_OPTIONS = {"extensions": "jinja2.ext.i18n", "trimmed": "true"}
 # Each language's plural forms, as GNU gettext declares them (Babel's CLDR default for Spanish has a third form,
 # for exact millions, that a number written in digits never needs)
 PLURAL_FORMS = {"es": "nplurals=2; plural=(n != 1);"}
@@ -61,16 +66,20 @@ def areas() -> list[Area]:
 
 def sources(area: Area) -> list[tuple[Path, str, dict]]:
     """(file, Babel's extraction method, its options) for every file of the area that holds messages: its
-    Python code (the one file, argparse.py) and its extra files (tasks.py)."""
+    Python code (the one file, argparse.py), its summary templates (a translated twin, name.<lang>.md.j2, holds
+    none) and its extra files (tasks.py)."""
     if area.code.is_file():
         return [(area.code, "python", {})]
     found = [(path, "python", {}) for path in sorted(area.code.rglob("*.py"))]
+    twins = tuple(f".{lang}.md.j2" for lang in i18n.LANGUAGES)
+    templates = [p for p in sorted(area.code.rglob("*.md.j2")) if not p.name.endswith(twins)]
+    found += [(path, TEMPLATE_METHOD, TEMPLATE_OPTIONS) for path in templates]
     found = [s for s in found if s[0].relative_to(area.code).parts[0] not in area.skip]
     return found + [(path, "python", {}) for path in area.extra]
 
 
 def extracted(area: Area) -> Catalog:
-    """Every message the area's code marks, with where it is (file:line)."""
+    """Every message the area's code and templates mark, with where it is (file:line)."""
     template = Catalog(domain=area.name, project="workshop")
     for path, method, options in sources(area):
         with path.open("rb") as f:

@@ -1,11 +1,21 @@
 """A lab's summary.md from a Jinja2 template beside its code: the prose is the template's, every number the run's.
 
-`summary.md.j2` is the English source; `summary.<lang>.md.j2` (e.g. summary.es.md.j2) its translation, used when
-it exists, also where a template includes another (`{% include "side_by_side.md.j2" %}`), so that a translation
-keeps its source's tags exactly. Prose sits between tags, never in them: a choice of words is an `{% if %}`, and a
-prose value the code marks with N_() is shown as `{{ _(value) }}`, translated by the catalogs of `lang`.
+One template for every language: its prose sits in `{% trans %}` blocks (jinja2.ext.i18n), which the message
+catalogs translate like any `_()` in Python (python -m workshop.i18n.catalogs extracts them into the lab's
+catalog), so a translation shares the template's structure instead of repeating every tag. A block names the
+values it shows, formatted where it opens:
+
+    {% trans n=prompts, accuracy=accuracy | percent(2) %}Prompt accuracy on {{ n }} prompts: **{{ accuracy }}**.
+    {% endtrans %}
+
+Blocks are trimmed (their line breaks and indentation become single spaces), so a message is one line whatever
+the template's wrapping. A short word whose translation depends on where it stands takes a context:
+`{% trans "sample" %}ok{% endtrans %}`. A prose value the code marks with N_() is shown as `{{ _(value) }}`.
 Undefined values are errors (StrictUndefined), so a template cannot print a blank where a figure belongs. A
 sentence that explains a mechanism sits inside `{% if %}` on the measured condition that shows it.
+
+Templates not migrated yet keep a translated twin, `summary.<lang>.md.j2` (e.g. summary.es.md.j2), used where it
+exists, also where a template includes another (`{% include "side_by_side.md.j2" %}`).
 """
 
 from __future__ import annotations
@@ -69,12 +79,14 @@ def environment(folder: Path, lang: str = i18n.DEFAULT) -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
         autoescape=False,  # Markdown, not HTML
+        extensions=["jinja2.ext.i18n"],
     )
+    env.policies["ext.i18n.trimmed"] = True  # as catalogs.py extracts them: TEMPLATE_OPTIONS
     env.filters.update(sci=sci, num=num, bytes=human_bytes)
     # {{ n | grouped }}: thousands grouped as `lang` writes them (1,118,048 / 1 118 048), never "{:,}"
     env.filters["grouped"] = lambda value, decimals=0: i18n.grouped(value, decimals, lang)
     env.filters["percent"] = lambda fraction, digits=0: percent(fraction, digits, lang)
-    env.globals["_"] = i18n.translation(lang).gettext
+    env.install_gettext_translations(i18n.translation(lang), newstyle=False)  # also _()
     return env
 
 

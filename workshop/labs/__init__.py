@@ -13,6 +13,8 @@ import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from workshop.grading.exercise import wrapped
+from workshop.grading.questions import WIDTH
 from workshop.i18n import _
 
 if TYPE_CHECKING:  # annotations only: workshop.lab imports this module
@@ -65,14 +67,19 @@ def exercises(lab: str) -> list[Exercise]:
 
 
 def workspace_header(lab: str) -> str:
-    """The top of the learner's <lab>.py: the lab's WORKSPACE_HEADER (what the file is, the imports)."""
-    default = '"""{}"""\n'.format(
-        _("Your solutions to the {lab} lab's exercises: {command}.").format(
-            lab=lab, command=f"python -m workshop check {lab}"
-        )
+    """The top of the learner's <lab>.py: a docstring from the lab's WORKSPACE_DOC (prose, marked N_(): what the
+    file is and how it is graded), then its WORKSPACE_IMPORTS (code, never translated)."""
+    module = _exercises_module(lab)
+    default = _("Your solutions to the {lab} lab's exercises: {command}.").format(
+        lab=lab, command=f"python -m workshop check {lab}"
     )
-    header = getattr(_exercises_module(lab), "WORKSPACE_HEADER", default)
-    return textwrap.dedent(_(header)).strip() + "\n"
+    doc = getattr(module, "WORKSPACE_DOC", None)
+    # each paragraph refilled: a translation's lines need not match the source's
+    paragraphs = [" ".join(p.split()) for p in _(doc).strip().split("\n\n")] if doc else [default]
+    lines = wrapped(paragraphs, WIDTH, reserve=3)
+    docstring = '"""' + "\n".join(lines) + ("\n" if len(lines) > 1 else "") + '"""\n'
+    imports = textwrap.dedent(getattr(module, "WORKSPACE_IMPORTS", "")).strip()
+    return docstring + (f"\n{imports}\n" if imports else "")
 
 
 def all_exercises() -> dict[str, list[Exercise]]:

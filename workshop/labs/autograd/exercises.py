@@ -5,19 +5,20 @@ Each is graded by the lab's own checks (lab.py): `python -m workshop check autog
 """
 
 from workshop.grading.exercise import Exercise
+from workshop.grading.questions import Question
 from workshop.i18n import N_
 
 LAB = "autograd"
 
-WORKSPACE_HEADER = N_('''"""Your autograd lab: the LM head's gradients by hand, and a backward engine of your own.
+WORKSPACE_DOC = N_("""Your autograd lab: the LM head's gradients by hand, and a backward engine of your own.
 
 Replace each `raise NotImplementedError(...)` below with your code, then grade this file with
 `python -m workshop check autograd`: the lab runs the real thing (lm_loss(...).backward()) on the same tensors
 and compares, function by function. The handout, workshop/labs/autograd/README.md, derives what to write.
 Your functions may use any tensor operation, but not autograd (no .backward(), torch.autograd.grad,
-torch.func, requires_grad_()): the grader watches for it.
-"""
+torch.func, requires_grad_()): the grader watches for it.""")
 
+WORKSPACE_IMPORTS = """
 from __future__ import annotations
 
 import heapq
@@ -30,28 +31,65 @@ from torch.autograd.graph import Node
 from workshop.labs.autograd.graph_walk import num_inputs, walk
 from workshop.labs.autograd.replay import fit_to_input
 from workshop.minigpt.model import PAD_ID
-''')
+"""
 
-ANSWERS_STUB = N_("""
-# The handout's checked questions (README.md, "Questions"): replace each None with your answer, read from
-# this run's outputs (graph.json, graph.png, summary.md) or by exploring the graph in Python.
-ANSWERS = {
-    # Q1. How many nodes does the LM head's backward graph have, AccumulateGrad nodes included? (int)
-    "graph_nodes": None,
-    # Q2. Which node saved its own output (a saved value named 'result')? (its class name, str)
-    "saves_result": None,
-    # Q3. How many tensors does TBackward0 save? (int)
-    "t_saved_tensors": None,
-    # Q4. What shape does AddmmBackward0 return for b's gradient, before the engine sums it? (list of ints)
-    "addmm_bias_grad_shape": None,
-    # Q5. Which leaf's gradient is complete first: the engine runs its AccumulateGrad first? ("x", "W" or "b")
-    "first_leaf": None,
-    # Q6. With weight decay, how many gradients are summed into W's AccumulateGrad? (int)
-    "w_fan_in": None,
-    # Q7. What is the sum of dL/db over the 600 classes? (a number; to 1e-6)
-    "db_sum": None,
-}
-""")
+# The handout's checked questions (README.md, "Questions"), answered in ANSWERS from this run's outputs.
+QUESTIONS = (
+    Question(
+        "graph_nodes",
+        N_(
+            "Q1. How many nodes does the LM head's backward graph have, AccumulateGrad nodes included? (int)"
+        ),
+        N_("count the nodes in graph.json"),
+    ),
+    Question(
+        "saves_result",
+        N_(
+            "Q2. Which node saved its own output (a saved value named 'result')? (its class name, str)"
+        ),
+        N_("read each node's 'saved' in graph.json; one saved a value named 'result'"),
+        kind="str",
+    ),
+    Question(
+        "t_saved_tensors",
+        N_("Q3. How many tensors does TBackward0 save? (int)"),
+        N_("read TBackward0's 'saved' in graph.json"),
+    ),
+    Question(
+        "addmm_bias_grad_shape",
+        N_(
+            "Q4. What shape does AddmmBackward0 return for b's gradient, before the engine sums it? "
+            "(list of ints)"
+        ),
+        N_(
+            "call the AddmmBackward0 node on a gradient of its input's shape (node._input_metadata) and "
+            "look at its first output"
+        ),
+        kind="list",
+    ),
+    Question(
+        "first_leaf",
+        N_(
+            "Q5. Which leaf's gradient is complete first: the engine runs its AccumulateGrad first? "
+            '("x", "W" or "b")'
+        ),
+        N_("read the order the real engine ran the nodes in summary.md"),
+        kind="str",
+    ),
+    Question(
+        "w_fan_in",
+        N_("Q6. With weight decay, how many gradients are summed into W's AccumulateGrad? (int)"),
+        N_("build the weight-decay loss and count the edges into W's AccumulateGrad"),
+    ),
+    Question(
+        "db_sum",
+        N_("Q7. What is the sum of dL/db over the 600 classes? (a number; to 1e-6)"),
+        N_("sum dL/db over the classes, knowing that each real row of dL/dlogits sums to 0"),
+        kind="number",
+        # 0 up to rounding: 1e-9 in float32, 1e-18 in float64
+        tolerance=1e-6,
+    ),
+)
 
 EXERCISES = [
     Exercise(
@@ -67,10 +105,12 @@ EXERCISES = [
             "float32, in float64 and on logits shifted by +1000 (where an unshifted exp() overflows), "
             "each within the chapter's 1e-7 and within 64 units of rounding of the gradient's size."
         ),
-        hint=N_(
-            "Work on rows: logits as (M, V), targets as (M,). Three pieces make the gradient: a softmax "
-            "that subtracts each row's max first, a one-hot of the targets, and a mask of the real rows "
-            "with their count N. Section 1 of the handout derives how they combine."
+        hints=(
+            N_(
+                "Work on rows: logits as (M, V), targets as (M,). Three pieces make the gradient: a softmax "
+                "that subtracts each row's max first, a one-hot of the targets, and a mask of the real rows "
+                "with their count N. Section 1 of the handout derives how they combine."
+            ),
         ),
         handout=N_("README.md#1-the-cross-entropys-gradient"),
         reference="workshop.labs.autograd.hand_grads:cross_entropy_grad",
@@ -91,10 +131,12 @@ EXERCISES = [
             "(so it stands apart from cross_entropy_grad) against .backward() in float32 and float64, "
             "within the chapter's 1e-7 and 64 units of rounding of each gradient."
         ),
-        hint=N_(
-            "Flatten G to (M, V) and x to (M, C). Each gradient has the shape of what it differentiates: "
-            "W (V, C), b (V,), x (B, T, C); b was added to every row. Section 2 of the handout derives "
-            "the three formulas."
+        hints=(
+            N_(
+                "Flatten G to (M, V) and x to (M, C). Each gradient has the shape of what it differentiates: "
+                "W (V, C), b (V,), x (B, T, C); b was added to every row. Section 2 of the handout derives "
+                "the three formulas."
+            ),
         ),
         handout=N_("README.md#2-the-linear-layers-gradients"),
         reference="workshop.labs.autograd.hand_grads:linear_grads",
@@ -115,10 +157,12 @@ EXERCISES = [
             "the LM head's graph and on the same graph with weight decay (where W's AccumulateGrad "
             "receives two gradients): your order must be topological and equal the order .backward() ran."
         ),
-        hint=N_(
-            "Kahn's algorithm: count each node's incoming edges (next_functions entries that are not "
-            "None), start from the root, and among the nodes whose count reached 0 always take the one "
-            "with the highest _sequence_nr() (heapq with a negated key; a counter breaks ties)."
+        hints=(
+            N_(
+                "Kahn's algorithm: count each node's incoming edges (next_functions entries that are not "
+                "None), start from the root, and among the nodes whose count reached 0 always take the one "
+                "with the highest _sequence_nr() (heapq with a negated key; a counter breaks ties)."
+            ),
         ),
         handout=N_("README.md#4-the-engine-order-and-fan-in"),
         reference="workshop.labs.autograd.replay:engine_order",
@@ -140,11 +184,13 @@ EXERCISES = [
             "engine's order, on the LM head's graph and on the weight-decay graph, in float32 and "
             "float64, against .backward()."
         ),
-        hint=N_(
-            "Keep a list of num_inputs(node) gradient slots per node. An AccumulateGrad node (it has "
-            ".variable) hands its gradient to that leaf; any other node is called with its slots, and "
-            "each output goes, through fit_to_input, to the slot input_nr of the node next_functions "
-            "names for it."
+        hints=(
+            N_(
+                "Keep a list of num_inputs(node) gradient slots per node. An AccumulateGrad node (it has "
+                ".variable) hands its gradient to that leaf; any other node is called with its slots, and "
+                "each output goes, through fit_to_input, to the slot input_nr of the node next_functions "
+                "names for it."
+            ),
         ),
         handout=N_("README.md#4-the-engine-order-and-fan-in"),
         reference="workshop.labs.autograd.replay:backpropagate",
@@ -163,12 +209,15 @@ EXERCISES = [
             "Answer the handout's checked questions (1 to 7) in ANSWERS, from this run's outputs "
             "(graph.json, graph.png, summary.md) or by exploring the graph yourself."
         ),
-        hint=N_(
-            "Each failed answer names the output that shows it; README.md, Questions, says what is asked."
+        hints=(
+            N_(
+                "Each failed answer names the output that shows it; README.md, Questions, says what is asked."
+            ),
         ),
         handout=N_("README.md#questions"),
         reference="workshop.labs.autograd.graph_facts:ANSWERS",
         attribute="ANSWERS",
-        stub=ANSWERS_STUB,
+        questions=QUESTIONS,
+        from_run=True,
     ),
 ]

@@ -1,4 +1,5 @@
-"""Facts of this run's graphs that the handout asks about, and the grading of the learner's ANSWERS against them.
+"""Facts of this run's graphs that the handout asks about: the truths the learner's ANSWERS are graded against
+(grading.questions.grade_answers; the questions are declared in exercises.py).
 
 Each fact is measured from the graphs the lab built (not copied from the handout): a count of nodes, which node
 saved its own output, the shape a node's backward really returns, the order leaves got their gradients.
@@ -6,18 +7,12 @@ saved its own output, the shape a node's backward really returns, the order leav
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
 
-from workshop.grading import answers as answers_exercise
-from workshop.i18n import N_
-from workshop.lab import LabContext
 from workshop.labs.autograd.graph_walk import saved_values, walk
 from workshop.labs.autograd.replay_grading import DECAY, HEAD, GraphCase
-
-DB_SUM_ATOL = 1e-6  # the sum of dL/db over the classes is 0 up to rounding (1e-9 in float32, 1e-18 in float64)
 
 
 @dataclass
@@ -40,19 +35,6 @@ ANSWERS = {
     "first_leaf": "b",
     "w_fan_in": 2,
     "db_sum": 0.0,
-}
-
-WHERE = {  # where the learner finds each fact, said when an answer is wrong
-    "graph_nodes": N_("count the nodes in graph.json"),
-    "saves_result": N_("read each node's 'saved' in graph.json; one saved a value named 'result'"),
-    "t_saved_tensors": N_("read TBackward0's 'saved' in graph.json"),
-    "addmm_bias_grad_shape": N_(
-        "call the AddmmBackward0 node on a gradient of its input's shape (node._input_metadata) and "
-        "look at its first output"
-    ),
-    "first_leaf": N_("read the order the real engine ran the nodes in summary.md"),
-    "w_fan_in": N_("build the weight-decay loss and count the edges into W's AccumulateGrad"),
-    "db_sum": N_("sum dL/db over the classes, knowing that each real row of dL/dlogits sums to 0"),
 }
 
 
@@ -85,21 +67,3 @@ def measure_facts(cases: list[GraphCase]) -> GraphFacts:
         w_fan_in=len(fan_in),
         db_sum=float(head64.expected["b"].sum()),
     )
-
-
-def matches(given, fact) -> bool:
-    if isinstance(fact, float):
-        return (
-            isinstance(given, int | float)
-            and math.isfinite(given)
-            and abs(given - fact) <= DB_SUM_ATOL
-        )
-    if isinstance(fact, list):
-        return isinstance(given, list | tuple) and [*given] == fact
-    if isinstance(fact, str):
-        return isinstance(given, str) and given.strip() == fact
-    return type(given) is int and given == fact
-
-
-def grade_answers(ctx: LabContext, answers, facts: GraphFacts, not_started: str) -> None:
-    answers_exercise.grade(ctx, answers, vars(facts), WHERE, not_started, matches)

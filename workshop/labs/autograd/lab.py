@@ -14,6 +14,7 @@ from dataclasses import fields as fields_of
 import torch
 import torch.nn.functional as F
 
+from workshop.grading.questions import grade_answers
 from workshop.i18n import _
 from workshop.lab import LabContext
 from workshop.labs.autograd.batch import HeadBatch, leaves, load_batch
@@ -27,7 +28,7 @@ from workshop.labs.autograd.finite_diff import (
     head_slice,
 )
 from workshop.labs.autograd.graph_draw import draw
-from workshop.labs.autograd.graph_facts import GraphFacts, grade_answers, measure_facts
+from workshop.labs.autograd.graph_facts import GraphFacts, measure_facts
 from workshop.labs.autograd.graph_walk import chain_text, graph_json, walk
 from workshop.labs.autograd.hand_grading import (
     FLOAT32,
@@ -255,7 +256,7 @@ def run(ctx: LabContext) -> None:
         graph = draw_graph(ctx, head)
         facts = measure_facts(cases)
         with ctx.grading("answers") as answers:
-            grade_answers(ctx, answers, facts, ctx.exercise("answers").not_started_message())
+            grade_answers(ctx, answers, asdict(facts))
         trace = check_trace(ctx, batch, next(c for c in cases if c.graph == DECAY))
         chains = linear_chains(batch)
     gradchecks = hand.gradchecks + check_finite_differences(ctx, batch)

@@ -6,18 +6,82 @@ CLI imports this registry.
 """
 
 from workshop.grading.exercise import Exercise
+from workshop.grading.questions import Question
 from workshop.i18n import N_
 
-WORKSPACE_HEADER = N_('''
-"""Your answers to the compile lab: python -m workshop check compile
+WORKSPACE_DOC = N_("""Your answers to the compile lab: python -m workshop check compile
 
 Run `python -m workshop check compile` once: it writes the run's generated code (code/train_forward.py, ...)
 under results/<run>/compile/ even before you answer. Read it, fill in the two dicts below, run check again.
 Each answer is compared with what the lab reads from the code of that second run (kernel names are fixed for
 a torch version and a device, so both runs generate the same kernels). explanation.md and kernels.json, the
-lab's own reading of the code, are written once KERNEL_EXPLAINED passes.
-"""
-''')
+lab's own reading of the code, are written once KERNEL_EXPLAINED passes.""")
+
+# The fields of KERNEL_EXPLAINED (graded by kernel_answer.grade_kernel against the kernel's code).
+KERNEL_FIELDS = (
+    Question(
+        "kernel",
+        N_('str: a kernel defined in code/train_forward.py, e.g. "cpp_fused_gelu_view_6"'),
+        kind="str",
+    ),
+    Question(
+        "fused_ops",
+        N_("list[str]: the aten ops it fuses (shape-only ops such as view may be left out)"),
+        kind="list",
+    ),
+    Question(
+        "bytes_read",
+        N_("int: bytes of the buffers it reads per call (in_ptr*, in_out_ptr*), each once"),
+    ),
+    Question(
+        "bytes_written",
+        N_("int: bytes of the buffers it writes per call (out_ptr*, in_out_ptr*), each once"),
+    ),
+    Question(
+        "reduction",
+        N_('"none", "persistent" or "looped" (a C++ reduction loop counts as "looped")'),
+        kind="str",
+    ),
+    Question(
+        "grid",
+        N_("list[int]: the bound N of each `#pragma omp for` loop (CPU), or [xnumel] (GPU)"),
+        kind="list",
+    ),
+)
+
+# The handout's questions whose answer is a count in this run's files (graded by the one grader).
+ANSWER_QUESTIONS = (
+    Question(
+        "softmax_calls",
+        N_("int: calls of the attention softmax kernel in call() of code/train_forward.py"),
+        N_("count the lines of call() in code/train_forward.py that call the `_softmax` kernel"),
+    ),
+    Question(
+        "extern_matmuls",
+        N_("int: extern_kernels matmul calls (mm, addmm, bmm) in that call()"),
+        N_(
+            "count the `extern_kernels.` matmul calls (mm, addmm, bmm) in call() of code/train_forward.py"
+        ),
+    ),
+    Question(
+        "optimizer_kernels",
+        N_("int: kernels defined in code/optimizer_inference.py"),
+        N_(
+            "count the kernel definitions (`<name> = async_compile...`) in code/optimizer_inference.py of "
+            "this run: their number depends on the device"
+        ),
+    ),
+    Question(
+        "default_compiles",
+        N_("int: compiles over the four sequence lengths with the default settings"),
+        N_("read the default row of breaks.json's recompiles"),
+    ),
+    Question(
+        "item_graph_breaks",
+        N_("int: graph breaks of the .item() variant"),
+        N_("read the .item() variant's graph_breaks in breaks.json"),
+    ),
+)
 
 KERNEL = Exercise(
     lab="compile",
@@ -30,11 +94,13 @@ KERNEL = Exercise(
         "element size, from the buffer's empty_strided or assert_size_stride line (follow `# reuse` lines); "
         "read = in_ptr and in_out_ptr arguments, written = out_ptr and in_out_ptr arguments, each buffer once."
     ),
-    hint=N_(
-        "Read the kernel's parameter list for the roles (in_ptr, out_ptr, in_out_ptr) and its call in call() "
-        "for the buffers; the reduction is in the loops that keep an accumulator (C++ `tmp_acc`) or in "
-        "`R0_BLOCK` / `for r0_offset` (Triton); the grid is the bound of each `#pragma omp for` loop (C++) "
-        "or xnumel (Triton)."
+    hints=(
+        N_(
+            "Read the kernel's parameter list for the roles (in_ptr, out_ptr, in_out_ptr) and its call in call() "
+            "for the buffers; the reduction is in the loops that keep an accumulator (C++ `tmp_acc`) or in "
+            "`R0_BLOCK` / `for r0_offset` (Triton); the grid is the bound of each `#pragma omp for` loop (C++) "
+            "or xnumel (Triton)."
+        ),
     ),
     handout=N_("README.md#exercise-1-explain-one-kernel"),
     reference="workshop.labs.compile.kernel_answer:reference_answer",
@@ -43,16 +109,8 @@ KERNEL = Exercise(
         "dict: kernel str; fused_ops list[str]; bytes_read int; bytes_written int; "
         'reduction "none" | "persistent" | "looped"; grid list[int]'
     ),
-    stub=N_("""
-    KERNEL_EXPLAINED = {
-        "kernel": ...,  # str: a kernel defined in code/train_forward.py, e.g. "cpp_fused_gelu_view_6"
-        "fused_ops": ...,  # list[str]: the aten ops it fuses (shape-only ops such as view may be left out)
-        "bytes_read": ...,  # int: bytes of the buffers it reads per call (in_ptr*, in_out_ptr*), each once
-        "bytes_written": ...,  # int: bytes of the buffers it writes per call (out_ptr*, in_out_ptr*), each once
-        "reduction": ...,  # "none", "persistent" or "looped" (a C++ reduction loop counts as "looped")
-        "grid": ...,  # list[int]: the bound N of each `#pragma omp for` loop (CPU), or [xnumel] (GPU)
-    }
-    """),
+    questions=KERNEL_FIELDS,
+    from_run=True,
 )
 
 ANSWERS = Exercise(
@@ -66,9 +124,11 @@ ANSWERS = Exercise(
         "compiled the default (no dynamic= given) over the four sequence lengths; how many graph breaks the "
         ".item() variant has."
     ),
-    hint=N_(
-        "Count in the files: the kernel's calls and the `extern_kernels.` lines in call(), the "
-        "`async_compile` definitions of the optimizer's code; the compiles and breaks are in breaks.json."
+    hints=(
+        N_(
+            "Count in the files: the kernel's calls and the `extern_kernels.` lines in call(), the "
+            "`async_compile` definitions of the optimizer's code; the compiles and breaks are in breaks.json."
+        ),
     ),
     handout=N_("README.md#exercise-2-facts-of-your-run"),
     reference="workshop.labs.compile.run_facts:reference_answers",
@@ -76,15 +136,8 @@ ANSWERS = Exercise(
     interface=N_(
         "dict of ints: softmax_calls, extern_matmuls, optimizer_kernels, default_compiles, item_graph_breaks"
     ),
-    stub=N_("""
-    ANSWERS = {
-        "softmax_calls": ...,  # int: calls of the attention softmax kernel in call() of code/train_forward.py
-        "extern_matmuls": ...,  # int: extern_kernels matmul calls (mm, addmm, bmm) in that call()
-        "optimizer_kernels": ...,  # int: kernels defined in code/optimizer_inference.py
-        "default_compiles": ...,  # int: compiles over the four sequence lengths with the default settings
-        "item_graph_breaks": ...,  # int: graph breaks of the .item() variant
-    }
-    """),
+    questions=ANSWER_QUESTIONS,
+    from_run=True,
 )
 
 EXERCISES = [KERNEL, ANSWERS]

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import math
 
+from workshop.grading.questions import require_dict
 from workshop.i18n import _, ngettext
 from workshop.lab import LabContext
+from workshop.labs.compile.exercises import KERNEL_FIELDS
 from workshop.labs.compile.generated_kernels import GeneratedKernel
 from workshop.labs.compile.kernel_explanation import pick_kernel
 from workshop.labs.compile.loops import REDUCTION_KINDS, KernelStructure, kernel_structure
 from workshop.labs.compile.provenance import SHAPE_ONLY
 
-FIELDS = ("kernel", "fused_ops", "bytes_read", "bytes_written", "reduction", "grid")
+FIELDS = tuple(q.key for q in KERNEL_FIELDS)  # as exercises.py declares them
 GRAPH = "train/forward"  # static shapes: every buffer has a size in the code
 REDUCTION_OPS = {  # aten ops that reduce (compared without leading underscores)
     *("softmax", "log_softmax", "native_layer_norm", "layer_norm", "sum", "mean", "amax", "amin"),
@@ -82,12 +84,7 @@ def grade_kernel(ctx: LabContext, answer, kernels: list[GeneratedKernel]) -> Gen
 
 def filled_fields(answer) -> dict:
     """The answer's fields, `...` where not filled in; NotImplementedError when none is (a fresh stub)."""
-    if not isinstance(answer, dict):
-        raise TypeError(
-            _("KERNEL_EXPLAINED must be a dict with the keys {keys}, not a {type}").format(
-                keys=", ".join(FIELDS), type=type(answer).__name__
-            )
-        )
+    require_dict("KERNEL_EXPLAINED", answer, FIELDS)
     fields = {f: answer.get(f, ...) for f in FIELDS}
     if all(v is ... for v in fields.values()):
         raise NotImplementedError

@@ -24,6 +24,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from workshop.grading.questions import grade_answers
 from workshop.i18n import _, templates
 from workshop.lab import LabContext
 from workshop.labs.compile import kernel_answer, run_facts
@@ -198,7 +199,9 @@ def grade(ctx: LabContext, run: RunFiles) -> Revealed:
         answer = impl if ctx.graded else impl(run.kernels)
         learners = kernel_answer.grade_kernel(ctx, answer, run.kernels)
     with ctx.grading("answers") as impl:
-        run_facts.grade_answers(ctx, impl if ctx.graded else impl(run.facts), run.facts)
+        facts = asdict(run.facts)
+        answers = impl if ctx.graded else impl(run.facts)
+        grade_answers(ctx, answers, facts, explain=run_facts.explain, facts=facts)
     results = ctx.exercise_results()
     if not ctx.graded:
         return Revealed([], False)
@@ -217,14 +220,18 @@ def worked_example(run: RunFiles) -> KernelExplanation:
 
 def write_revealed(ctx: LabContext, run: RunFiles, revealed: Revealed) -> list[KernelExplanation]:
     """kernels.json (the training forward's arguments only once compile.kernel passed) and explanation.md
-    (the revealed kernels, then the worked example); returns the explanations written."""
+    (the revealed kernels, then the worked example); returns the explanations written. result.json records the
+    revealed explanations' figures, and the worked example by name only: a record keyed like KERNEL_EXPLAINED
+    would read as an answer key."""
     hidden = set() if revealed.kernel else {"train/forward"}
     ctx.write_json(
         "kernels.json", [k.as_json(arguments=k.graph not in hidden) for k in run.kernels]
     )
-    shown = revealed.explanations + [worked_example(run)]
+    worked = worked_example(run)
+    shown = revealed.explanations + [worked]
     ctx.write_text("explanation.md", render_explanations(ctx.lab_folder, ctx.lang, shown))
-    ctx.extra["explained"] = [ex.facts() for ex in shown]
+    ctx.extra["explained"] = [ex.facts() for ex in revealed.explanations]
+    ctx.extra["worked_example"] = worked.kernel.name
     return shown
 
 

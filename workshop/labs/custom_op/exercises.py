@@ -7,12 +7,13 @@ Each piece is graded in an operator of its own, made of the learner's piece and 
 """
 
 from workshop.grading.exercise import Exercise
+from workshop.grading.questions import Question
 from workshop.i18n import N_
 
 LAB = "custom_op"
 HANDOUT = N_("README.md#exercises")
 
-WORKSPACE_HEADER = N_('''"""Your custom_op lab: the softmax's Triton kernels, its fake and its autograd functions.
+WORKSPACE_DOC = N_("""Your custom_op lab: the softmax's Triton kernels, its fake and its autograd functions.
 
 Replace each `raise NotImplementedError(...)` below with your code, then grade this file with
 `python -m workshop check custom_op` (add `--device cuda` on a GPU). Each piece you write is registered into an
@@ -21,77 +22,54 @@ the lab's checks: the kernels against a float64 softmax, then gradcheck, opcheck
 operator. torch.ops.workshop.softmax itself never changes. On the CPU your kernels run in Triton's interpreter:
 every load and store is bounds-checked, and print() works inside a kernel. The handout:
 workshop/labs/custom_op/README.md, section "Exercises".
-"""
 
+_acc(x), imported below, is x in the accumulation type: float64 for float64 inputs and float32 for the others
+(a @triton.jit helper).""")
+
+WORKSPACE_IMPORTS = """
 import torch
 import triton
 import triton.language as tl
 
-# _acc(x): x in the accumulation type, float64 for float64 inputs and float32 for the others (a @triton.jit helper)
 from workshop.ops.softmax_kernels import _acc
-''')
+"""
 
-FORWARD_KERNEL_STUB = N_('''
-@triton.jit
-def softmax_fwd_kernel(
-    x_ptr,
-    y_ptr,
-    n_rows,
-    n_cols,
-    x_row_stride,
-    y_row_stride,
-    ROWS: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    ALIGN: tl.constexpr,
-):
-    """y = softmax(x) along each row of a (n_rows, n_cols) matrix, ROWS whole rows per program.
-
-    Program p covers rows p * ROWS ... p * ROWS + ROWS - 1 and columns 0 ... BLOCK_N - 1 (BLOCK_N: n_cols rounded up
-    to a power of two). Element (r, c) of x is at x_ptr + r * x_row_stride + c. Mask the rows past n_rows and the
-    columns past n_cols, loading -inf there; subtract each row's max before exp; store y in y's dtype.
-    ALIGN (a power of two dividing n_cols and both strides) is optional: see _fwd_one_pass.
-    """
-    raise NotImplementedError("custom_op.forward_kernel: write the one-pass forward kernel (README.md, Exercises)")
-''')
-
-BACKWARD_KERNEL_STUB = N_('''
-@triton.jit
-def softmax_bwd_kernel(
-    y_ptr,
-    dy_ptr,
-    dx_ptr,
-    n_rows,
-    n_cols,
-    y_row_stride,
-    dy_row_stride,
-    dx_row_stride,
-    ROWS: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    ALIGN: tl.constexpr,
-):
-    """dx = y * (dy - sum(dy * y)) along each row, y the forward's output and dy the incoming gradient.
-
-    The same rows, columns and masks as softmax_fwd_kernel; masked lanes load 0 (they add nothing to the sum).
-    """
-    raise NotImplementedError("custom_op.backward_kernel: write the one-pass backward kernel (README.md, Exercises)")
-''')
-
-ANSWERS_STUB = N_("""
-# The handout's checked questions (README.md, "Questions" 8-12): replace each None with your answer, read from this
-# run's summary.md, result.json and inductor_custom_op.txt.
-ANSWERS = {
-    # Q8. How many programs did the forward kernel of the (64, 600) training step run on? (int)
-    "fwd_programs": None,
-    # Q9. How many rows of 600 did each of those programs take (the constexpr ROWS)? (int)
-    "rows_per_program": None,
-    # Q10. What BLOCK_N did the launch use for N = 600? (int)
-    "block_n": None,
-    # Q11. What ALIGN did it use (the largest power of two up to 16 dividing N and the row strides)? (int)
-    "align": None,
-    # Q12. How many calls of the opaque op (forward and backward) are in inductor_custom_op.txt? (int)
-    "extern_calls": None,
-}
-""")
+# The handout's checked questions (README.md, "Questions" 8-12), answered in ANSWERS from this run's summary.md,
+# result.json and inductor_custom_op.txt.
+QUESTIONS = (
+    Question(
+        "fwd_programs",
+        N_(
+            "Q8. How many programs did the forward kernel of the (64, 600) training step run on? (int)"
+        ),
+        N_("summary.md: the kernels the step launched, by the launch record"),
+    ),
+    Question(
+        "rows_per_program",
+        N_("Q9. How many rows of 600 did each of those programs take (the constexpr ROWS)? (int)"),
+        N_("summary.md: ROWS in the forward kernel's launch"),
+    ),
+    Question(
+        "block_n",
+        N_("Q10. What BLOCK_N did the launch use for N = 600? (int)"),
+        N_("summary.md: BLOCK_N in the forward kernel's launch"),
+    ),
+    Question(
+        "align",
+        N_(
+            "Q11. What ALIGN did it use (the largest power of two up to 16 dividing N and the row strides)? "
+            "(int)"
+        ),
+        N_("summary.md: ALIGN in the forward kernel's launch"),
+    ),
+    Question(
+        "extern_calls",
+        N_(
+            "Q12. How many calls of the opaque op (forward and backward) are in inductor_custom_op.txt? (int)"
+        ),
+        N_("inductor_custom_op.txt: count the calls of the op's .default( in both call()s"),
+    ),
+)
 
 EXERCISES = [
     Exercise(
@@ -107,11 +85,13 @@ EXERCISES = [
             "record), every element of y written and nothing outside it; then gradcheck, opcheck and "
             "torch.compile(fullgraph=True) of an operator that launches your kernel."
         ),
-        hint=N_(
-            "rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)[:, None], as int64 (row * stride may pass "
-            "2**31); cols = tl.arange(0, BLOCK_N)[None, :]; mask = (rows < n_rows) & (cols < n_cols). "
-            "tl.max and tl.sum with axis=1 reduce each row; [:, None] keeps them 2-D. Accumulate with _acc. "
-            "The handout's section 2 reads _fwd_one_pass line by line."
+        hints=(
+            N_(
+                "rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)[:, None], as int64 (row * stride may pass "
+                "2**31); cols = tl.arange(0, BLOCK_N)[None, :]; mask = (rows < n_rows) & (cols < n_cols). "
+                "tl.max and tl.sum with axis=1 reduce each row; [:, None] keeps them 2-D. Accumulate with _acc. "
+                "The handout's section 2 reads _fwd_one_pass line by line."
+            ),
         ),
         handout=HANDOUT,
         reference="workshop.ops.softmax_kernels:_fwd_one_pass",
@@ -119,9 +99,10 @@ EXERCISES = [
         interface=N_(
             "x_ptr, y_ptr: (n_rows, n_cols) tensors of one float dtype, unit stride along a row, row strides "
             "x_row_stride and y_row_stride (in elements). ROWS, BLOCK_N (a power of two >= n_cols), ALIGN: "
-            "tl.constexpr. Grid: cdiv(n_rows, ROWS) programs."
+            "tl.constexpr. Grid: cdiv(n_rows, ROWS) programs. Program p covers rows p * ROWS ... p * ROWS + "
+            "ROWS - 1 and columns 0 ... BLOCK_N - 1; element (r, c) of x is at x_ptr + r * x_row_stride + c. "
+            "ALIGN (a power of two dividing n_cols and both strides) is optional: see _fwd_one_pass."
         ),
-        stub=FORWARD_KERNEL_STUB,
     ),
     Exercise(
         lab=LAB,
@@ -134,10 +115,12 @@ EXERCISES = [
             "gradgradcheck, opcheck and torch.compile(fullgraph=True) of an operator whose backward launches "
             "your kernel."
         ),
-        hint=N_(
-            "Load y and dy (other=0.0) in the accumulation type, s = tl.sum(dy * y, axis=1)[:, None], then "
-            "dx = y * (dy - s). The sum term is what makes the rows of dx sum to 0: softmax's outputs always "
-            "sum to 1. The handout's section 2 derives the formula."
+        hints=(
+            N_(
+                "Load y and dy (other=0.0) in the accumulation type, s = tl.sum(dy * y, axis=1)[:, None], then "
+                "dx = y * (dy - s). The sum term is what makes the rows of dx sum to 0: softmax's outputs always "
+                "sum to 1. The handout's section 2 derives the formula."
+            ),
         ),
         handout=HANDOUT,
         reference="workshop.ops.softmax_kernels:_bwd_one_pass",
@@ -145,9 +128,9 @@ EXERCISES = [
         interface=N_(
             "y_ptr, dy_ptr, dx_ptr: (n_rows, n_cols) tensors of one float dtype, unit stride along a row, "
             "row strides y_row_stride, dy_row_stride, dx_row_stride. ROWS, BLOCK_N, ALIGN: as in the "
-            "forward. Grid: cdiv(n_rows, ROWS) programs."
+            "forward. Grid: cdiv(n_rows, ROWS) programs. The same rows, columns and masks as "
+            "softmax_fwd_kernel; masked lanes load 0 (they add nothing to the sum)."
         ),
-        stub=BACKWARD_KERNEL_STUB,
     ),
     Exercise(
         lab=LAB,
@@ -163,10 +146,12 @@ EXERCISES = [
             "opcheck (its fake-tensor test compares them too) and torch.compile(fullgraph=True) of a softmax "
             "over dim 0, whose generated code asserts the strides your fake announced."
         ),
-        hint=N_(
-            "Allocate with dim moved last, torch.empty(x.movedim(dim, -1).shape, dtype=x.dtype, "
-            "device=x.device), then move it back: .movedim(-1, dim) is a view with the right strides. "
-            "torch.empty_like(x) copies x's strides, which are wrong for dim 0 or a transposed x."
+        hints=(
+            N_(
+                "Allocate with dim moved last, torch.empty(x.movedim(dim, -1).shape, dtype=x.dtype, "
+                "device=x.device), then move it back: .movedim(-1, dim) is a view with the right strides. "
+                "torch.empty_like(x) copies x's strides, which are wrong for dim 0 or a transposed x."
+            ),
         ),
         handout=HANDOUT,
         reference="workshop.ops.softmax_op:empty_output",
@@ -187,9 +172,11 @@ EXERCISES = [
             "ctx.save_for_backward, and dim as ctx.dim. Graded with the reference backward, which reads "
             "ctx.saved_tensors and ctx.dim: what you saved, then gradcheck, opcheck and torch.compile."
         ),
-        hint=N_(
-            "inputs is (x, dim), output is y. Tensors go through ctx.save_for_backward (autograd then checks "
-            "they were not modified in place before the backward); plain values such as dim are attributes."
+        hints=(
+            N_(
+                "inputs is (x, dim), output is y. Tensors go through ctx.save_for_backward (autograd then checks "
+                "they were not modified in place before the backward); plain values such as dim are attributes."
+            ),
         ),
         handout=HANDOUT,
         reference="workshop.ops.softmax_op:setup_context",
@@ -207,9 +194,11 @@ EXERCISES = [
             "operator: ctx.ops.backward(y, dy, dim) runs the backward kernel. Graded with the reference "
             "setup_context: what you return, then gradcheck and gradgradcheck, opcheck and torch.compile."
         ),
-        hint=N_(
-            "(y,) = ctx.saved_tensors; return ctx.ops.backward(y, dy, ctx.dim), None. dim is an int: it has "
-            "no gradient, but its place in the tuple must be there."
+        hints=(
+            N_(
+                "(y,) = ctx.saved_tensors; return ctx.ops.backward(y, dy, ctx.dim), None. dim is an int: it has "
+                "no gradient, but its place in the tuple must be there."
+            ),
         ),
         handout=HANDOUT,
         reference="workshop.ops.softmax_op:gradients",
@@ -226,12 +215,15 @@ EXERCISES = [
             "Answer the handout's checked questions (8 to 12) in ANSWERS, from this run's summary.md, "
             "result.json and inductor_custom_op.txt."
         ),
-        hint=N_(
-            "Each failed answer says where this run shows it; README.md, Questions, says what is asked."
+        hints=(
+            N_(
+                "Each failed answer says where this run shows it; README.md, Questions, says what is asked."
+            ),
         ),
         handout=N_("README.md#questions"),
         reference="workshop.labs.custom_op.launch_facts:ANSWERS",
         attribute="ANSWERS",
-        stub=ANSWERS_STUB,
+        questions=QUESTIONS,
+        from_run=True,
     ),
 ]

@@ -17,6 +17,7 @@ from dataclasses import asdict
 
 import torch
 
+from workshop.grading import questions
 from workshop.i18n import _
 from workshop.lab import LabContext
 from workshop.labs.custom_op import correctness as cx
@@ -267,8 +268,7 @@ def grade_answers(ctx: LabContext, found: dict) -> None:
         found["step_launches"], found["compile"]["custom_op"].extern_calls
     )
     with ctx.grading("answers") as answers:
-        ex = ctx.exercise("answers")
-        launch_facts.grade_answers(ctx, loaded(answers), facts, ex.not_started_message())
+        questions.grade_answers(ctx, loaded(answers), asdict(facts))
 
 
 def check_own_op(ctx: LabContext, shapes: dict) -> dict:

@@ -1,4 +1,5 @@
-"""Facts of this run that the handout's checked questions ask about, and the grading of the learner's ANSWERS.
+"""Facts of this run that the handout's checked questions ask about: the truths the learner's ANSWERS are graded
+against (grading.questions.grade_answers; the questions are declared in exercises.py).
 
 Each fact is measured: the launch parameters come from the launch record of the lab's forward + backward step,
 the extern calls from the code Inductor generated in this run. The instructor's answers are what the launch plan
@@ -9,9 +10,6 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from workshop.grading import answers as answers_exercise
-from workshop.i18n import N_
-from workshop.lab import LabContext
 from workshop.labs.custom_op.eager_cost import STEP
 from workshop.ops import softmax_launch
 
@@ -36,16 +34,6 @@ def _plan_answers() -> dict:
 
 ANSWERS = _plan_answers()
 
-WHERE = {  # where the learner finds each fact, said when an answer is wrong
-    "fwd_programs": N_("summary.md: the kernels the step launched, by the launch record"),
-    "rows_per_program": N_("summary.md: ROWS in the forward kernel's launch"),
-    "block_n": N_("summary.md: BLOCK_N in the forward kernel's launch"),
-    "align": N_("summary.md: ALIGN in the forward kernel's launch"),
-    "extern_calls": N_(
-        "inductor_custom_op.txt: count the calls of the op's .default( in both call()s"
-    ),
-}
-
 
 def measure_facts(step_launches: list[dict], extern_calls: int) -> LaunchFacts:
     """From the step's launch record (forward first) and the opaque op's Inductor census."""
@@ -57,16 +45,4 @@ def measure_facts(step_launches: list[dict], extern_calls: int) -> LaunchFacts:
         constexprs["BLOCK_N"],
         constexprs["ALIGN"],
         extern_calls,
-    )
-
-
-def grade_answers(ctx: LabContext, answers, facts: LaunchFacts, not_started: str) -> None:
-    """Every fact of the launch plan is a count: an answer is right when it is that int."""
-    answers_exercise.grade(
-        ctx,
-        answers,
-        asdict(facts),
-        WHERE,
-        not_started,
-        lambda given, fact: type(given) is int and given == fact,
     )

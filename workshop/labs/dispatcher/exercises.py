@@ -5,25 +5,25 @@ decisions the run records (decisions.py, trace_facts.py). No torch import here: 
 from __future__ import annotations
 
 from workshop.grading.exercise import Exercise
+from workshop.grading.questions import Question
 from workshop.i18n import N_
 from workshop.labs.dispatcher.scenario_list import all_scenarios
 
-WORKSPACE_HEADER = N_('''
-"""Your dispatcher lab: the kernel in one slot of a dispatch table, the walk down the key set, your predictions
-and your answers to the handout's questions.
+WORKSPACE_DOC = N_("""Your dispatcher lab: the kernel in one slot of a dispatch table, the walk down the key
+set, your predictions and your answers to the handout's questions.
 
 `python -m workshop check dispatcher` runs the lab with what you write here and compares it with the real
 dispatcher on every decision the run records (workshop/labs/dispatcher/README.md#exercises). Write PREDICTIONS
-before your first run.
-"""
+before your first run.""")
 
+WORKSPACE_IMPORTS = """
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
 from workshop.labs.dispatcher.keys import TableEntry, split_runtime_key
 from workshop.labs.dispatcher.reimpl import functionality, passes_on, rank
-''')
+"""
 
 TABLE_ENTRY = Exercise(
     lab="dispatcher",
@@ -38,10 +38,12 @@ TABLE_ENTRY = Exercise(
         "kernel of its own); the Autograd kernel at an autograd key; the key's backend fallback; else None. "
         "Graded on every slot the run's calls walked through and on GRADED_KEYS of every op they called."
     ),
-    hint=N_(
-        "Read the failing slot in the message: which kernel you chose, which the dispatcher chose, and the "
-        "rule between them. `python -c \"import torch; print(torch._C._dispatch_dump('aten::linear'))\"` "
-        "shows an op's registrations, `_dispatch_dump_table` its computed table."
+    hints=(
+        N_(
+            "Read the failing slot in the message: which kernel you chose, which the dispatcher chose, and the "
+            "rule between them. `python -c \"import torch; print(torch._C._dispatch_dump('aten::linear'))\"` "
+            "shows an op's registrations, `_dispatch_dump_table` its computed table."
+        ),
     ),
     handout=N_("README.md#2-the-table-one-slot-per-key"),
     reference="workshop.labs.dispatcher.reimpl:table_entry",
@@ -72,9 +74,11 @@ WALK = Exercise(
         "continues with the keys in play below it, else it ends there. Graded on every call of the run, "
         "whole chains compared with the real dispatcher's."
     ),
-    hint=N_(
-        "The message names the first call whose chain differs and what the difference says: an excluded "
-        "key, a fallthrough not dropped, a chain that stops too early or goes on too far."
+    hints=(
+        N_(
+            "The message names the first call whose chain differs and what the difference says: an excluded "
+            "key, a fallthrough not dropped, a chain that stops too early or goes on too far."
+        ),
     ),
     handout=N_("README.md#3-the-walk-down-the-key-set"),
     reference="workshop.labs.dispatcher.reimpl:walk",
@@ -89,12 +93,70 @@ WALK = Exercise(
 )
 
 
-def _predictions_stub() -> str:
-    rows = "".join(
-        f'    "{sc.name}": {{"handled_at": ..., "gemm_op": ...}},\n'
-        for sc in all_scenarios(["cpu"])
-    )
-    return f"PREDICTIONS = {{\n{rows}}}\n"
+# Per CPU scenario: the key whose kernel first does real work, and the aten op that does the GEMM (trace.md).
+PREDICTION_LOOK = {
+    "handled_at": N_("trace.md: the end of the traced call's chain, past the recorder's keys"),
+    "gemm_op": N_("trace.md: the op down the calls whose kernel calls BLAS"),
+}
+PREDICTION_QUESTIONS = tuple(
+    Question(f"{sc.name}.{field}", "", look, kind="str")
+    for sc in all_scenarios(["cpu"])
+    for field, look in PREDICTION_LOOK.items()
+)
+
+ANSWER_LOOK = N_("that question's section of the handout, and the rows of trace.md it names")
+ANSWER_QUESTIONS = (
+    Question(
+        "addmm_ADInplaceOrView_kernel",
+        N_(
+            "question 1: how aten::addmm's ADInplaceOrView slot is tagged in its table "
+            '(a tag, e.g. "kernel")'
+        ),
+        ANSWER_LOOK,
+        kind="str",
+    ),
+    Question(
+        "addmm_ADInplaceOrView_fallthrough",
+        N_("question 1: is that slot a fallthrough? (True or False)"),
+        ANSWER_LOOK,
+        kind="bool",
+    ),
+    Question(
+        "inference_mode_excludes",
+        N_(
+            "question 2: the key in inference_mode's TLS exclude set that removes AutogradCPU (a key name)"
+        ),
+        ANSWER_LOOK,
+        kind="names",
+    ),
+    Question(
+        "addmm_chain_without_recorder",
+        N_(
+            "question 3: the keys aten::addmm (cpu/grad/3d) would walk without the lab's recorder, in order "
+            "(a list of key names)"
+        ),
+        ANSWER_LOOK,
+        kind="list",
+    ),
+    Question(
+        "autocast_key_excluded_for_addmm",
+        N_(
+            "question 4: the key in aten::addmm's TLS exclude set that keeps autocast away "
+            "(cpu/autocast_bf16/3d; a key name)"
+        ),
+        ANSWER_LOOK,
+        kind="names",
+    ),
+    Question(
+        "matmul_3d_last_op",
+        N_(
+            "question 6: the op that gives torch.matmul's 3-D result its (B, T, 600) shape back "
+            '(cpu/matmul/3d; "aten::...")'
+        ),
+        ANSWER_LOOK,
+        kind="str",
+    ),
+)
 
 
 PREDICTIONS = Exercise(
@@ -107,9 +169,11 @@ PREDICTIONS = Exercise(
         "and Python only hand the call on to the lab's recorder), and the aten op that finally does the "
         "GEMM. Write them in PREDICTIONS; they are graded against your run's trace."
     ),
-    hint=N_(
-        "Scenarios are described in the handout's 'Run it' section. Autograd keys outrank the backend; "
-        "inference_mode excludes them; autocast outranks both. A composite op runs no GEMM itself."
+    hints=(
+        N_(
+            "Scenarios are described in the handout's 'Run it' section. Autograd keys outrank the backend; "
+            "inference_mode excludes them; autocast outranks both. A composite op runs no GEMM itself."
+        ),
     ),
     handout=N_("README.md#exercises"),
     reference="workshop.labs.dispatcher.reference_answers:PREDICTIONS",
@@ -118,7 +182,8 @@ PREDICTIONS = Exercise(
         "{scenario name: {'handled_at': key name, 'gemm_op': 'aten::...'}}, e.g. "
         "'cpu/grad/3d': {'handled_at': 'SomeKeyName', 'gemm_op': 'aten::some_op'}."
     ),
-    stub=_predictions_stub(),
+    questions=PREDICTION_QUESTIONS,
+    from_run=True,
 )
 
 ANSWERS = Exercise(
@@ -129,28 +194,15 @@ ANSWERS = Exercise(
         "Answer the handout's checked questions (README.md, Questions) in ANSWERS: each key names its "
         "question. They are graded against this run's trace."
     ),
-    hint=N_("Each question names the rows of trace.md that answer it."),
+    hints=(N_("Each question names the rows of trace.md that answer it."),),
     handout=N_("README.md#questions"),
     reference="workshop.labs.dispatcher.reference_answers:ANSWERS",
     attribute="ANSWERS",
     interface=N_(
         "A dict of key names, kernel tags, booleans and lists of key names, as the comments say."
     ),
-    stub=N_("""
-        ANSWERS = {
-            # question 1: how aten::addmm's ADInplaceOrView slot is tagged in its table, and is it a fallthrough?
-            "addmm_ADInplaceOrView_kernel": ...,  # a tag, e.g. "kernel"
-            "addmm_ADInplaceOrView_fallthrough": ...,  # True or False
-            # question 2: the key in inference_mode's TLS exclude set that removes AutogradCPU
-            "inference_mode_excludes": ...,  # a key name
-            # question 3: the keys aten::addmm (cpu/grad/3d) would walk without the lab's recorder, in order
-            "addmm_chain_without_recorder": ...,  # a list of key names
-            # question 4: the key in aten::addmm's TLS exclude set that keeps autocast away (cpu/autocast_bf16/3d)
-            "autocast_key_excluded_for_addmm": ...,  # a key name
-            # question 6: the op that gives torch.matmul's 3-D result its (B, T, 600) shape back (cpu/matmul/3d)
-            "matmul_3d_last_op": ...,  # "aten::..."
-        }
-    """),
+    questions=ANSWER_QUESTIONS,
+    from_run=True,
 )
 
 EXERCISES = [TABLE_ENTRY, WALK, PREDICTIONS, ANSWERS]

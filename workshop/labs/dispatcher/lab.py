@@ -14,6 +14,7 @@ from dataclasses import asdict
 
 import torch
 
+from workshop.grading.questions import grade_answers
 from workshop.harness import atomic
 from workshop.i18n import _, templates
 from workshop.lab import LabContext
@@ -181,14 +182,18 @@ def check_observations(ctx: LabContext, results: list[ScenarioResult]) -> None:
 
 
 def grade_exercises(ctx: LabContext, results: list[ScenarioResult]) -> None:
-    with ctx.grading("table_entry") as impl:
-        decisions.grade_table_entry(ctx, impl, decisions.slots(results))
-    with ctx.grading("walk") as impl:
-        decisions.grade_walk(ctx, impl, decisions.walks(results))
+    # the slots and walks are computed for their exercise alone: not when `check` grades only others
+    if ctx.wants("table_entry"):
+        with ctx.grading("table_entry") as impl:
+            decisions.grade_table_entry(ctx, impl, decisions.slots(results))
+    if ctx.wants("walk"):
+        with ctx.grading("walk") as impl:
+            decisions.grade_walk(ctx, impl, decisions.walks(results))
     with ctx.grading("predictions") as impl:
-        trace_facts.grade_predictions(ctx, impl, trace_facts.predictions(results))
+        predicted = trace_facts.predictions(results)
+        grade_answers(ctx, impl, predicted, explain=trace_facts.explain_prediction)
     with ctx.grading("answers") as impl:
-        trace_facts.grade_answers(ctx, impl, trace_facts.answers(results))
+        grade_answers(ctx, impl, trace_facts.answers(results))
 
 
 def matmul_record(r: ScenarioResult) -> dict:

@@ -1,4 +1,5 @@
-"""The facts of this run that the learner's predictions and handout answers are graded against.
+"""The facts of this run that the learner's predictions and handout answers are graded against (the one grader,
+grading.questions.grade_answers; the questions are declared in exercises.py), and why a prediction is off.
 
 Predictions, one per CPU scenario (every run traces those; a CUDA run adds cuda/* ones that differ only in the
 backend's name): the key whose kernel first does real work on the traced call's root op (the end of its real
@@ -8,8 +9,8 @@ Answers: the handout's questions whose answer is a fact of the run.
 
 from __future__ import annotations
 
+from workshop.grading.questions import Question
 from workshop.i18n import _
-from workshop.lab import LabContext
 from workshop.labs.dispatcher import keys
 from workshop.labs.dispatcher.crosscheck import CallNode
 from workshop.labs.dispatcher.reimpl import functionality
@@ -17,15 +18,6 @@ from workshop.labs.dispatcher.tracing import ScenarioResult
 
 # the lab's recording mode puts these in every chain
 RECORDER_KEYS = ("PythonTLSSnapshot", "Python")
-# The handout question (README.md, Questions) each checked answer belongs to.
-QUESTION = {
-    "addmm_ADInplaceOrView_kernel": 1,
-    "addmm_ADInplaceOrView_fallthrough": 1,
-    "inference_mode_excludes": 2,
-    "addmm_chain_without_recorder": 3,
-    "autocast_key_excluded_for_addmm": 4,
-    "matmul_3d_last_op": 6,
-}
 
 
 def predictions(results: list[ScenarioResult]) -> dict[str, dict[str, str | None]]:
@@ -69,13 +61,6 @@ def answers(results: list[ScenarioResult]) -> dict[str, object]:
     }
 
 
-def _not_started(ctx: LabContext, name: str, given) -> None:
-    """A constant still holding the stub's `...` everywhere has not been started."""
-    values = [v for d in given.values() for v in (d.values() if isinstance(d, dict) else [d])]
-    if values and all(v is Ellipsis for v in values):
-        raise NotImplementedError(ctx.exercise(name).not_started_message())
-
-
 def prediction_hint(field: str, predicted, actual) -> str:
     """Why a prediction is off, from the pair (predicted, actual): the rule to apply again, never the answer
     (a prediction must stay one until it is right)."""
@@ -103,59 +88,6 @@ def prediction_hint(field: str, predicted, actual) -> str:
     return _("Walk the three steps of the handout for this scenario's keys and TLS sets.")
 
 
-def grade_predictions(ctx: LabContext, impl: dict, facts: dict[str, dict]) -> None:
-    _not_started(ctx, "predictions", impl)
-    wrong = [
-        (name, field, (impl.get(name) or {}).get(field), fact[field])
-        for name, fact in facts.items()
-        for field in fact
-        if (impl.get(name) or {}).get(field) != fact[field]
-    ]
-    message = None
-    if wrong:
-        name, field, predicted, actual = wrong[0]
-        message = _(
-            "{n} prediction(s) wrong. First: {scenario} {field}: you predicted {predicted!r}. {hint}"
-        ).format(
-            n=len(wrong),
-            scenario=name,
-            field=field,
-            predicted=predicted,
-            hint=prediction_hint(field, predicted, actual),
-        )
-    ctx.check_max(
-        _("predictions: facts predicted wrong (key that handles the call, GEMM op; CPU scenarios)"),
-        len(wrong),
-        0,
-        message=message,
-    )
-
-
-def grade_answers(ctx: LabContext, impl: dict, facts: dict[str, object]) -> None:
-    _not_started(ctx, "answers", impl)
-    wrong = [k for k, fact in facts.items() if _as_fact(impl.get(k, Ellipsis), fact) != fact]
-    message = None
-    if wrong:  # the facts are in trace.md; the message names the questions, not the answers
-        message = _(
-            "{n} answer(s) differ from this run: {keys}. First: {key} (question {question}) = {given!r}; "
-            "read that question's section of the handout and the rows of trace.md it names."
-        ).format(
-            n=len(wrong),
-            keys=", ".join(wrong),
-            key=wrong[0],
-            question=QUESTION[wrong[0]],
-            given=impl.get(wrong[0], "-"),
-        )
-    ctx.check_max(
-        _("answers: handout answers that differ from this run's facts"),
-        len(wrong),
-        0,
-        message=message,
-    )
-
-
-def _as_fact(given, fact):
-    """A set of keys may be given as one name, a list, a tuple or a set; a chain is a list, in order."""
-    if isinstance(fact, frozenset) and not isinstance(given, type(Ellipsis)):
-        return frozenset([given] if isinstance(given, str) else given)
-    return given
+def explain_prediction(question: Question, predicted, actual, _facts) -> str:
+    """grade_answers' explain for PREDICTIONS: why the prediction of question's field is off."""
+    return prediction_hint(question.path[-1], predicted, actual)

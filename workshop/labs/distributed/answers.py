@@ -1,13 +1,15 @@
 """The answers exercise: the handout's questions whose answer is a fact of the run, answered in the learner's
-ANSWERS dict and checked against this run. (The open questions have model answers for instructors in
-model_answers.md.) The reference derives each answer from the model's shapes and the demos' settings.
+ANSWERS dict and graded by the one grader (grading.questions.grade_answers; the questions are declared in
+exercises.py) against this run. (The open questions have model answers for instructors in model_answers.md.)
+The reference derives each answer from the model's shapes and the demos' settings.
 """
 
 from __future__ import annotations
 
 import math
 
-from workshop.i18n import N_, _
+from workshop.grading.questions import Question, grade_answers
+from workshop.i18n import _
 from workshop.lab import LabContext
 from workshop.labs.distributed import collectives, idle, pp
 from workshop.labs.distributed.figures import Figure
@@ -15,13 +17,6 @@ from workshop.labs.distributed.records import Measurements
 from workshop.labs.distributed.training import ROWS
 from workshop.minigpt.grammar import MAX_SENTENCE_LEN
 from workshop.minigpt.model import GPTConfig
-
-QUESTIONS = {  # key -> (handout question, how exact the answer must be: relative for sizes, absolute else)
-    "fsdp_backward_allgathers": ("1", 0.0),
-    "logits_gather_bytes": ("3", 0.01),
-    "gpipe_idle_theory": ("4", 0.005),
-    "interleaved_sends_rank0": ("5", 0.0),
-}
 
 
 def reference(n: int, cfg: GPTConfig = GPTConfig()) -> dict:
@@ -57,48 +52,14 @@ def facts(figures: list[Figure], tp: Measurements | None) -> dict:
     }
 
 
-WHERE = {  # where the run shows each answer
-    "fsdp_backward_allgathers": N_(
-        "count FSDP's backward all-gathers in fsdp/measurements.json (rank 0)"
-    ),
-    "logits_gather_bytes": N_("rows x tokens x 600 words x 4 bytes: the (8, 22, 600) fp32 logits"),
-    "gpipe_idle_theory": N_("(p - 1) / (m + p - 1), with p = N ranks and m = 2N micro-batches"),
-    "interleaved_sends_rank0": N_(
-        "count rank 0's sends of interleaved_1f1b in pp/measurements.json"
-    ),
-}
-
-
 def grade(ctx: LabContext, answers, run_facts: dict) -> None:
     answers = answers(ctx.n_procs) if callable(answers) else answers  # the reference derives them
-    if not isinstance(answers, dict):
-        raise TypeError(_("ANSWERS must be a dict, not {kind}").format(kind=type(answers).__name__))
-    if answers and all(v is Ellipsis for v in answers.values()):
-        raise NotImplementedError  # the template, untouched: not started
-    for key, (question, tolerance) in QUESTIONS.items():
-        actual, value = run_facts[key], answers.get(key)
-        if actual is None:  # not measured at this N (e.g. no interleaving with 4 ranks)
-            continue
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-        error = (
-            (abs(value / actual - 1) if tolerance and actual else abs(value - actual))
-            if ok
-            else math.inf
-        )
-        ctx.check_max(
-            _("answers: {key} (question {question}) matches the run").format(
-                key=key, question=question
-            ),
-            error,
-            tolerance,
-            message=hint(key, value, actual, ctx.n_procs)
-            if ok
-            else _("give ANSWERS['{key}'] as a number").format(key=key),
-        )
+    grade_answers(ctx, answers, run_facts, explain=explain, facts={"n": ctx.n_procs})
 
 
-def hint(key: str, value: float, actual: float, n: int) -> str:
-    """Why a wrong answer is wrong, where its relation to the right one says so; else where to look."""
+def explain(question: Question, value: float, actual: float, facts: dict) -> str | None:
+    """Why a wrong answer is wrong, where its relation to the right one says so (grade_answers' explain)."""
+    key, n = question.key, facts["n"]
     near = lambda x: math.isclose(value, x, rel_tol=0.01)  # noqa: E731
     known = {
         "fsdp_backward_allgathers": [
@@ -135,5 +96,4 @@ def hint(key: str, value: float, actual: float, n: int) -> str:
             ),
         ],
     }
-    why = next((why for expected, why in known[key] if near(expected)), _(WHERE[key]))
-    return f"{key}: {why}"
+    return next((f"{key}: {why}" for expected, why in known[key] if near(expected)), None)

@@ -1,6 +1,8 @@
 """The predictions exercise: before running, the learner predicts, for each strategy at their N, the bytes a
-rank holds, the collectives rank 0 issues in one training step, and those collectives' buffer bytes. The run
-grades each number within 10% of what it measured, and says what a wrong one most likely left out.
+rank holds, the collectives rank 0 issues in one training step, and those collectives' buffer bytes. The one
+grader (grading.questions.grade_answers; the questions are declared in exercises.py) grades each number within
+10% of what the run measured, says what a wrong one most likely left out (`explain`), and never the measured
+figure itself: a prediction stays a prediction.
 
 The reference (the instructor's solution) derives every number from the model's shapes, as the learner would:
 PREDICTIONS = reference(n). Pipeline figures are GPipe's (1F1B has the same); the learner's constant gives N.
@@ -12,21 +14,18 @@ import functools
 import itertools
 import math
 
+from workshop.grading.checks import miss
+from workshop.grading.questions import Question, grade_answers
 from workshop.i18n import N_, _
 from workshop.lab import LabContext
 from workshop.labs.distributed import pp, tp
 from workshop.labs.distributed.checks import checkpoint_param_bytes
+from workshop.labs.distributed.exercises import PREDICTION_TOLERANCE as TOLERANCE
 from workshop.labs.distributed.figures import Figure
 from workshop.labs.distributed.training import ROWS
 from workshop.minigpt.grammar import MAX_SENTENCE_LEN
 from workshop.minigpt.model import GPT, GPTConfig
 
-FIELDS = {
-    "held_bytes": N_("bytes of params + grads + optimizer state on the rank that holds most"),
-    "collectives": N_("collective calls rank 0 makes in one step (sends and receives included)"),
-    "comm_bytes": N_("the buffer bytes of those calls, summed"),
-}
-TOLERANCE = 0.10  # the exercise's bound: |predicted / measured - 1| <= 10%
 STRATEGY_RUN = {"ddp": "ddp", "fsdp": "fsdp", "tp": "tp", "pp": "gpipe"}
 FP32 = 4
 SEQ = MAX_SENTENCE_LEN - 1  # tokens per sentence as the demos feed them
@@ -126,52 +125,27 @@ def off_by(predicted: float, actual: float) -> float:
 
 
 def grade(ctx: LabContext, predictions, figures: list[Figure]) -> None:
-    """Grade the learner's PREDICTIONS (or the reference's formula) against this run's figures."""
+    """Grade the learner's PREDICTIONS (or the reference's formula) against this run's figures; a strategy
+    that did not run at this N is not graded (its own failed check says why)."""
     n = ctx.n_procs
     predictions = (
         predictions(n) if callable(predictions) else predictions
     )  # the reference: the formula
-    if not isinstance(predictions, dict):
-        raise TypeError(
-            _("PREDICTIONS must be a dict, not {kind}").format(kind=type(predictions).__name__)
-        )
-    guesses = [
-        v
-        for s in STRATEGY_RUN
-        if isinstance(predictions.get(s), dict)
-        for v in predictions[s].values()
-    ]
-    if guesses and all(v is Ellipsis for v in guesses):
-        raise NotImplementedError  # the template, untouched: not started
-    ctx.check_equal(
-        _("predictions: made for this run's N (PREDICTIONS['n'])"),
-        predictions.get("n"),
-        n,
-        message=_("this run has N={n}: predict for it, or run with --n {theirs}").format(
-            n=n, theirs=predictions.get("n")
-        ),
-    )
     by_run = {(f.strategy, f.run): f for f in figures}
-    for strategy, run in STRATEGY_RUN.items():
-        figure = by_run.get((strategy, run))
-        if figure is None:  # the strategy did not run at this N (its own failed check says why)
-            continue
-        guess = predictions.get(strategy) or {}
-        for name, actual in measured(figure).items():
-            value = guess.get(name)
-            ok = isinstance(value, int | float) and not isinstance(value, bool)
-            ctx.check_max(
-                _("predictions: {strategy} {name}, relative error against the run").format(
-                    strategy=strategy, name=name
-                ),
-                off_by(value, actual) if ok else math.inf,
-                TOLERANCE,
-                message=diagnosis(strategy, name, value, figure)
-                if ok
-                else _("give PREDICTIONS['{strategy}']['{name}'] as a number: {what}").format(
-                    strategy=strategy, name=name, what=_(FIELDS[name])
-                ),
-            )
+    ran = {s: by_run[(s, run)] for s, run in STRATEGY_RUN.items() if (s, run) in by_run}
+    truths = {"n": n, **{strategy: measured(figure) for strategy, figure in ran.items()}}
+    facts = {strategy: figure.as_json() for strategy, figure in ran.items()}
+    grade_answers(ctx, predictions, truths, explain=explain, facts=facts)
+
+
+def explain(question: Question, value: float, actual: float, facts: dict) -> str | None:
+    """What a wrong prediction most likely missed (grade_answers' explain), without the measured figure."""
+    if question.key == "n":
+        return _(
+            "these predictions are for N={theirs}: predict for this run's N, or run with --n {theirs}"
+        ).format(theirs=value)
+    strategy, name = question.path
+    return diagnosis(strategy, name, value, Figure.from_json(facts[strategy]))
 
 
 def diagnosis(strategy: str, name: str, value: float, figure: Figure) -> str:
@@ -209,21 +183,6 @@ NOT_DDP = {
         "pipeline parallel keeps a stage of blocks, and sends activations instead of all-reducing"
     ),
 }
-
-
-def miss(value: float, actual: float) -> str:
-    """How far off a prediction is, coarsely enough not to give the measured value: 'about 2x too low',
-    'about 30% too high'."""
-    ratio = value / actual if actual else math.inf
-    factor = max(ratio, 1 / ratio) if 0 < ratio < math.inf else math.inf
-    low = ratio < 1
-    if factor == math.inf:
-        return _("far too low") if low else _("far too high")
-    if factor >= 1.5:
-        text = _("about {factor:.0f}x too low") if low else _("about {factor:.0f}x too high")
-        return text.format(factor=factor)
-    text = _("about {share:.0%} too low") if low else _("about {share:.0%} too high")
-    return text.format(share=round(abs(ratio - 1), 1))
 
 
 def missing_rows(name: str, value: float, figure: Figure) -> str:
