@@ -188,7 +188,7 @@ def test_a_wrong_answer_prints_the_value_threshold_message_and_hint(toy):
     out = workshop("check", "toy", "--device", "cpu")
     assert out.returncode == 1
     assert "FAIL  toy.double" in out.text
-    assert "check  double(21): 43 (threshold 42)" in out.text
+    assert "check  double(21): 43 (expected 42)" in out.text
     assert "why    double(21) gave 43: multiply by 2" in out.text
     assert "hint   Multiply by two." in out.text
 
@@ -398,7 +398,7 @@ def test_grade_tables_complete_partial_and_broken_workspaces_and_reports_what_it
 
     assert main(["grade", *map(str, paths), "--device", "cpu", "--to", "grades"]) == 0
     rows = {row["learner"]: row for row in read_csv("grades/grades.csv")}
-    assert rows["ada"]["passing"] == "3/3"
+    assert rows["ada"]["exercises passing"] == "3/3"
     assert [rows["bob"][e] for e in ("toy.double", "toy.answers", "toy.essay")] == [
         "passing",
         "not started",
@@ -408,7 +408,7 @@ def test_grade_tables_complete_partial_and_broken_workspaces_and_reports_what_it
     assert "your code loads: class/eve/toy.py:2: SyntaxError" in rows["eve"]["notes"]
     assert "ran the reference, not the learner's code" in rows[reference_run.name]["notes"]
     assert rows["nowhere"]["notes"] == "not a run folder, a folder of runs, or a workspace"
-    assert rows["ada"]["tree_modified"] in ("yes", "no") and rows["ada"]["torch"] != "?"
+    assert rows["ada"]["tree modified"] in ("yes", "no") and rows["ada"]["torch"] != "?"
     markdown = Path("grades/grades.md").read_text()
     assert "| ada | 3/3 | passing | passing | passing |" in markdown
     with pytest.raises(SystemExit, match="grades/grades.csv.*already exist"):
