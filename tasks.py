@@ -34,6 +34,8 @@ ROOT = Path(__file__).resolve().parent
 SESSION = "docker/session.sh"  # labs, report, then the tests on that run: the same script in and out of Docker
 DEFAULT_ARCHIVE = "pytorch-internals-workshop-image.tar.gz"
 DEFAULT_WORK = "my-work"  # the learner's workspace (workshop/grading/workspace.py: DEFAULT_DIR)
+# compose's service that builds each edition's image
+EDITIONS = {"instructor": "workshop-cpu", "learner": "learner-edition"}
 INSTALL_DOCKER = "https://docs.docker.com/engine/install/"
 INSTALL_TOOLKIT = (
     "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
@@ -224,20 +226,35 @@ def workshop_task(doc: str, **options):
 
 
 @workshop_task(
-    doc=_("Build the image (docker/Dockerfile): the pinned torch, a compiler, the workshop."),
+    doc=_(
+        "Build the image (docker/Dockerfile): the pinned torch, a compiler, the workshop (or its learner "
+        "edition)."
+    ),
     help={
         "torch-index": _(
             "take torch from this wheel index instead of PyPI (GPUs whose driver predates CUDA 13), "
             "e.g. https://download.pytorch.org/whl/cu126"
-        )
+        ),
+        "edition": _(
+            "instructor (default: the workshop as it is) or learner (no reference solutions, no model "
+            "answers: the image grade runs hand-ins in)"
+        ),
     },
 )
-def build(c, torch_index=""):
+def build(c, torch_index="", edition="instructor"):
+    if edition not in EDITIONS:
+        raise Exit(
+            "invoke: "
+            + _("--edition takes {editions}, not {edition!r}").format(
+                editions=" | ".join(EDITIONS), edition=edition
+            ),
+            code=1,
+        )
     _need_docker(c)
     env = {"WORKSHOP_GIT_REVISION": _git_revision()}
     if torch_index:
         env["TORCH_INDEX_URL"] = torch_index
-    _run(c, "docker", "compose", "build", "workshop-cpu", env=env)
+    _run(c, "docker", "compose", "build", EDITIONS[edition], env=env)
 
 
 @workshop_task(
@@ -379,6 +396,28 @@ def exercises(c, action, work=DEFAULT_WORK, learner="", native=False, lang=""):
     else:
         words = ["exercises", "list", "--work", inside]
     _learner(c, words + language, work, native)
+
+
+@workshop_task(
+    doc=_(
+        "Grade hand-ins into a table of learners x exercises, each hand-in's code in a container of its own."
+    ),
+    iterable=["path"],
+    help={
+        "path": _("a hand-in: a workspace, a folder holding my-work/, or run folders (repeatable)"),
+        "sandbox": _(
+            "auto (default: a container of the learner edition's image per hand-in's lab, where Docker "
+            "and that image are here), docker, or native (unisolated)"
+        ),
+        "lang": _(LANG_HELP),
+    },
+)
+def grade(c, path=None, sandbox="auto", lang=""):
+    language = _language(lang)
+    if not path:
+        raise Exit("invoke: " + _("grade needs --path HAND-IN (repeatable)"), code=1)
+    words = ["grade", *language, "--sandbox", sandbox, "--", *path]
+    _run(c, _native_python(), "-m", "workshop", *words)
 
 
 @workshop_task(

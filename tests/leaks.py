@@ -27,6 +27,7 @@ import json
 import re
 import subprocess
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -290,13 +291,16 @@ def exercise_texts() -> dict[str, list[str]]:
 
 
 def strings(values) -> list[str]:
-    """The text among values: strings, and the strings of tuples (an exercise's hints, step by step)."""
+    """The text among values: strings, the strings of tuples (an exercise's hints, step by step), and what a
+    declared question says (its text, where to look), translated."""
     out = []
     for value in values:
         if isinstance(value, str):
             out.append(value)
         elif isinstance(value, (tuple, list)):
-            out += [v for v in value if isinstance(v, str)]
+            out += strings(value)
+        elif hasattr(value, "text") and hasattr(value, "look"):  # a grading Question
+            out += [i18n._(s) for s in (value.text, value.look) if s]
     return out
 
 
@@ -381,9 +385,13 @@ def _answer_in(before: str, sentence: str, secret: Secret) -> bool:
     return sum(_names(window, w) for w in words) >= need
 
 
-def leaks_in(name: str, units: list[str], found: list[Secret]) -> list[Leak]:
+def leaks_in(
+    name: str, units: list[str], found: list[Secret], skeleton: bool = False
+) -> list[Leak]:
     """The secrets a text's units (sentences, lines) give away: a solution line anywhere in it, spaces and
-    backticks ignored; a model answer's passage anywhere, words only; an answer in one sentence."""
+    backticks ignored; a model answer's passage anywhere, words only; an answer in one sentence. A hint may give
+    a skeleton of the solution without its key lines (`skeleton`): there a solution leaks when half its lines or
+    more are given."""
     texts = {
         "code": re.sub(r"[\s`]+", "", "".join(units)),
         "passage": " " + " ".join(re.findall(r"\w+", " ".join(units).lower())) + " ",
@@ -397,6 +405,18 @@ def leaks_in(name: str, units: list[str], found: list[Secret]) -> list[Leak]:
             hit = next((s for b, s in windows if _answer_in(b, s, secret)), None)
             if hit is not None:
                 out.append(Leak(name, secret, " ".join(hit.split())))
+    if skeleton:
+        lines = Counter((s.owner, s.what) for s in found if s.kind == "code")
+        given = Counter(
+            (leak.secret.owner, leak.secret.what) for leak in out if leak.secret.kind == "code"
+        )
+        out = [
+            leak
+            for leak in out
+            if leak.secret.kind != "code"
+            or 2 * given[leak.secret.owner, leak.secret.what]
+            >= lines[leak.secret.owner, leak.secret.what]
+        ]
     return out
 
 

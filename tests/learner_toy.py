@@ -9,6 +9,7 @@ monkeypatch.setattr, in a lab's child process through `sitecustomize_source()` o
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from workshop import labs
@@ -115,6 +116,19 @@ def install(setattr) -> None:
     setattr(labs, "get", lambda name: LAB)
     setattr(labs, "exercises", lambda lab: EXERCISES if lab == "toy" else [])
     setattr(labs, "workspace_header", lambda lab: WORKSPACE_HEADER)
+
+
+def use_in(monkeypatch, folder: Path) -> Path:
+    """The toy lab in place of the real ones, here and in every process started from here (a sitecustomize.py
+    on PYTHONPATH); cwd: `folder`."""
+    install(monkeypatch.setattr)
+    site = folder / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(sitecustomize_source())
+    path = [str(site), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(path))
+    monkeypatch.chdir(folder)
+    return folder
 
 
 def sitecustomize_source() -> str:

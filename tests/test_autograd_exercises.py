@@ -1,21 +1,34 @@
 """The autograd lab's exercises: the reference passes, and a learner's typical wrong solutions fail each
-exercise's checks with a message that points at the mistake. Graded in-process, on the lab's real batch."""
+exercise's checks with a message that points at the mistake. Graded on the lab's real batch; the hand-gradient
+exercises as a learner's code is (contract 6): the wrong solutions' file loaded in a worker process."""
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import itertools
 from dataclasses import asdict
+from pathlib import Path
 
 import autograd_wrong_solutions as w
 import pytest
+from autograd_hand_solutions import LEARNER_HAND
 
 from workshop import labs
 from workshop.grading import checks
 from workshop.grading.questions import grade_answers
+from workshop.grading.solution import (
+    LearnerCodeFailed,
+    LearnerFile,
+    LocalWorker,
+    Solution,
+    Worker,
+    solution_for,
+)
 from workshop.harness.options import RunOptions
+from workshop.harness.worker_process import NativeWorker
 from workshop.lab import LabContext
-from workshop.labs.autograd import graph_facts, hand_grads, replay
+from workshop.labs.autograd import graph_facts, replay
 from workshop.labs.autograd.batch import load_batch
 from workshop.labs.autograd.exercises import EXERCISES
 from workshop.labs.autograd.hand_grading import cross_entropy_cases, grade, linear_cases
@@ -36,6 +49,31 @@ def cases(batch):
         "linear_grads": linear_cases(batch),
         "graphs": graph_cases(batch),
     }
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    """A worker that holds autograd_wrong_solutions.py as a learner's file (its imports its header), each cheat
+    of CHEATS bound to a name of its own (ce_cheating_<rule>)."""
+    source = Path(w.__file__).read_text(encoding="utf-8")
+    source += "".join(f"\nce_cheating_{rule} = ce_cheating({rule!r})\n" for rule in w.CHEATS)
+    learner = LearnerFile(source, "tests/autograd_wrong_solutions.py", source)
+    worker = Worker(NativeWorker("cpu", tmp_path_factory.mktemp("worker") / "log"), "cpu", learner)
+    yield worker
+    worker.stop()
+
+
+def as_learners(worker: Worker, function: str, wrong) -> Solution:
+    """The Solution the lab's grading block yields when the learner's `function` is `wrong` (a function of
+    autograd_wrong_solutions, or the name of one in the planted file)."""
+    ex = next(ex for ex in EXERCISES if ex.name == function)
+    name = wrong if isinstance(wrong, str) else wrong.__name__
+    return solution_for(worker, dataclasses.replace(ex, attribute=name), True)
+
+
+def reference(function: str) -> Solution:
+    ex = next(ex for ex in EXERCISES if ex.name == function)
+    return solution_for(LocalWorker("cpu"), ex, False)
 
 
 @pytest.fixture
@@ -79,8 +117,10 @@ CE, LIN = "cross_entropy_grad", "linear_grads"
     ],
     ids=lambda v: v.__name__ if callable(v) else "",
 )
-def test_hand_wrong_solutions_fail_with_a_pointed_message(ctx, cases, function, wrong, expected):
-    grade(ctx, function, wrong, cases[function])
+def test_hand_wrong_solutions_fail_with_a_pointed_message(
+    ctx, cases, planted, function, wrong, expected
+):
+    grade(ctx, function, as_learners(planted, function, wrong), cases[function])
     assert failures(ctx), "the wrong solution passed"
     assert expected in messages(ctx), messages(ctx)
 
@@ -96,28 +136,42 @@ def test_hand_wrong_solutions_fail_with_a_pointed_message(ctx, cases, function, 
     ],
     ids=lambda v: v.__name__ if callable(v) else "",
 )
-def test_the_first_failure_names_the_mistake(ctx, cases, wrong, mistake, why):
+def test_the_first_failure_names_the_mistake(ctx, cases, planted, wrong, mistake, why):
     """Issue 27: the first failed check the learner reads is the diagnosis, not a raw comparison (a loss
     averaged over <pad> used to lead with "2.42 times autograd's: the wrong scale", a 1e-6 epsilon and a
     float32 step with "0.99999999 times autograd's: the wrong scale")."""
-    grade(ctx, CE, wrong, cases[CE])
+    grade(ctx, CE, as_learners(planted, CE, wrong), cases[CE])
     first = failures(ctx)[0]
     assert first.name == "cross_entropy_grad: the mistake its results show"
     assert first.value == mistake and why in first.message, (first.value, first.message)
     assert "the wrong scale" not in messages(ctx)
 
 
+NAMED = "cross_entropy_grad, no autograd: named in its code (the grader's reading of your file)"
+
+
 @pytest.mark.parametrize("rule", HAND_RULES)
-def test_each_thing_no_autograd_forbids_fails_its_own_check(ctx, cases, rule):
-    grade(ctx, CE, w.ce_cheating(rule), cases[CE])
+def test_each_thing_no_autograd_forbids_fails_its_own_check(ctx, cases, planted, rule):
+    """Seen where it ran, on whichever thread or process; and named in the source, read by the lab (the cheats
+    share one table of lambdas, so each one's source names them all)."""
+    grade(ctx, CE, as_learners(planted, CE, f"ce_cheating_{rule}"), cases[CE])
     assert [c.name for c in failures(ctx)] == [
-        f"cross_entropy_grad, no autograd: {FORBIDDEN[rule]}"
+        f"cross_entropy_grad, no autograd: {FORBIDDEN[rule]}",
+        NAMED,
     ]
 
 
-def test_float64_off_by_5e7_fails_at_float64_only(ctx, cases):
+def test_autograd_named_in_the_source_fails_even_when_the_watch_sees_none(ctx, cases, planted):
+    """A learner who switches the watch off in the worker is still read here: ce_by_autograd's source."""
+    grade(ctx, CE, as_learners(planted, CE, w.ce_by_autograd), cases[CE])
+    named = next(c for c in failures(ctx) if c.name == NAMED)
+    assert "requires_grad_ (line" in named.message and "autograd (line" in named.message
+
+
+def test_float64_off_by_5e7_fails_at_float64_only(ctx, cases, planted):
     """The issue's row: 1e-7 absolute let it through; float64 is now judged at its own scale."""
-    grade(ctx, "linear_grads", w.lin_float64_off_by_5e7, cases["linear_grads"])
+    wrong = as_learners(planted, "linear_grads", w.lin_float64_off_by_5e7)
+    grade(ctx, "linear_grads", wrong, cases["linear_grads"])
     assert [c.name for c in failures(ctx)] == [
         "linear_grads: dL/dW = autograd's (float64): max abs error"
     ]
@@ -210,33 +264,13 @@ def test_unanswered_is_not_started(ctx, cases):
 
 # ---- the references pass; a learner's own correct code passes through the workspace ----
 def test_the_references_pass_every_exercise(ctx, cases):
-    grade(ctx, "cross_entropy_grad", hand_grads.cross_entropy_grad, cases["cross_entropy_grad"])
-    grade(ctx, "linear_grads", hand_grads.linear_grads, cases["linear_grads"])
+    grade(ctx, "cross_entropy_grad", reference("cross_entropy_grad"), cases["cross_entropy_grad"])
+    grade(ctx, "linear_grads", reference("linear_grads"), cases["linear_grads"])
     grade_order(ctx, replay.engine_order, cases["graphs"])
     grade_backpropagate(ctx, replay.backpropagate, cases["graphs"])
     with ctx.grading("answers"):
         grade_answers(ctx, graph_facts.ANSWERS, asdict(graph_facts.measure_facts(cases["graphs"])))
     assert ctx.checks and not failures(ctx), messages(ctx)
-
-
-LEARNER_HAND = """
-def cross_entropy_grad(logits, targets):
-    V = logits.shape[-1]
-    z = logits.reshape(-1, V)
-    t = targets.reshape(-1)
-    real = (t != PAD_ID).to(z.dtype)
-    n = real.sum()
-    p = torch.softmax(z, dim=-1)  # torch's softmax shifts by the row max itself
-    loss = -(torch.log_softmax(z, dim=-1)[torch.arange(len(t)), t] * real).sum() / n
-    g = p.clone()
-    g[torch.arange(len(t)), t] -= 1
-    return loss, (g * real[:, None] / n).reshape(logits.shape)
-
-
-def linear_grads(dlogits, x, W):
-    G = dlogits.flatten(0, -2)
-    return G.t().mm(x.flatten(0, -2)), G.sum(0), G.mm(W).view_as(x)
-"""
 
 
 def test_a_learners_correct_hand_gradients_pass_and_the_rest_is_not_started(ctx, batch, tmp_path):
@@ -250,6 +284,25 @@ def test_a_learners_correct_hand_gradients_pass_and_the_rest_is_not_started(ctx,
     results = ctx.exercise_results()
     assert results["autograd.cross_entropy_grad"]["status"] == checks.PASSING, messages(ctx)
     assert results["autograd.linear_grads"]["status"] == checks.PASSING, messages(ctx)
+
+
+def test_a_probe_over_several_pieces_gets_the_learners_or_the_references(ctx, tmp_path):
+    """LabContext.probe (contract 6, several pieces at once): the references on a reference run, the learner's
+    functions in the worker when a workspace is graded, every missing one named."""
+    names = ("cross_entropy_grad", "linear_grads")
+    assert ctx.probe("builtins:sorted", attributes=names) == list(names)
+    (tmp_path / "autograd.py").write_text(
+        labs.workspace_header("autograd") + LEARNER_HAND.split("def linear_grads")[0]
+    )
+    ctx.options = dataclasses.replace(ctx.options, work=tmp_path)
+    ctx._worker = None
+    try:
+        with pytest.raises(LearnerCodeFailed) as e:
+            ctx.probe("builtins:sorted", attributes=(*names, "engine_order"))
+        assert (e.value.kind, e.value.error) == ("missing", "linear_grads, engine_order")
+        assert ctx.probe("builtins:len", attributes=names[:1]) == 1
+    finally:
+        ctx._worker.stop()
 
 
 def test_kahn_with_a_heap_is_what_the_hint_describes(ctx, cases):

@@ -5,13 +5,15 @@ The layers, lowest first; a module may import modules of its own layer and of th
  1. bare         workshop, workshop.i18n (and its catalogs, templates), the docstring-only packages
                  workshop.cli, workshop.grading, workshop.harness: they import nothing of the workshop above
  2. foundations  harness.{atomic, proctree, interrupt, time_limit, device, lab_log, results, options},
-                 tensor_bytes: files, processes, signals, the run folder, the run's options
+                 harness.{worker_process, worker_container}, tensor_bytes: files, processes, signals, the
+                 run folder, the run's options, the worker's process or container
  3. model        workshop.minigpt, workshop.ops: the MiniGPT and the custom op
  4. declarations grading.{checks, exercise, questions, stand_ins}: what a check, an exercise, a question is
                  (and the one grader of answers), what stands for a missing implementation
  5. registry     workshop.labs (the package module only): labs found by name, none imported by it
- 6. learner      grading.{workspace, failures, solutions}: the learner's files, what went wrong in them,
-                 where an exercise's implementation comes from
+ 6. learner      grading.{workspace, failures, solutions, wire, source_check, solution, worker, sandbox}: the
+                 learner's files, where an exercise's implementation comes from, the worker that runs their
+                 code (contract 6), and what went wrong in them
  7. lab          workshop.lab: LabSpec, LabContext (what a lab imports to be one)
  8. labs         workshop.labs.<lab>...: the labs themselves
  9. harness      the rest of workshop.harness: runner, child, post-mortem, a lab's result, REPORT.md
@@ -41,6 +43,7 @@ LAYERS = (
         (
             *(f"workshop.harness.{m}" for m in ("atomic", "proctree", "interrupt", "time_limit")),
             *(f"workshop.harness.{m}" for m in ("device", "lab_log", "results", "options")),
+            *(f"workshop.harness.{m}" for m in ("worker_process", "worker_container")),
             "workshop.tensor_bytes",
         ),
     ),
@@ -50,7 +53,13 @@ LAYERS = (
         tuple(f"workshop.grading.{m}" for m in ("checks", "exercise", "questions", "stand_ins")),
     ),
     ("registry", ("workshop.labs",)),
-    ("learner", tuple(f"workshop.grading.{m}" for m in ("workspace", "failures", "solutions"))),
+    (
+        "learner",
+        (
+            *(f"workshop.grading.{m}" for m in ("workspace", "failures", "solutions", "wire")),
+            *(f"workshop.grading.{m}" for m in ("source_check", "solution", "worker", "sandbox")),
+        ),
+    ),
     ("lab", ("workshop.lab",)),
     ("labs", ("workshop.labs.*",)),
     ("harness", ("workshop.harness.*",)),

@@ -31,14 +31,7 @@ ESSAY = "Doubling a number adds the number to itself, once, and that is all.\n"
 @pytest.fixture
 def toy(monkeypatch, tmp_path):
     """The toy lab in place of the real ones, here and in every process started from here; cwd: tmp_path."""
-    learner_toy.install(monkeypatch.setattr)
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(learner_toy.sitecustomize_source())
-    path = [str(site), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(path))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+    return learner_toy.use_in(monkeypatch, tmp_path)
 
 
 def workshop(*args: str, columns: int = 200) -> subprocess.CompletedProcess:
@@ -308,7 +301,7 @@ def test_hints_come_one_level_at_a_time_and_the_table_counts_them(toy):
     assert json.loads((work / ".workspace.json").read_text())["hints"] == {"toy.double": 2}
     graded = results.read_json(Path("results/latest/toy/result.json"))["exercises"]
     assert graded["toy.double"]["hints_taken"] == 2
-    assert main(["grade", "results", "--to", "grades"]) == 0
+    assert main(["grade", str(work), "--to", "grades", "--sandbox", "native"]) == 0
     [row] = read_csv("grades/grades.csv")
     assert row["toy.double"] == "failing (2 hints)"
 
@@ -396,7 +389,8 @@ def test_grade_tables_complete_partial_and_broken_workspaces_and_reports_what_it
         toy / "nowhere",
     ]
 
-    assert main(["grade", *map(str, paths), "--device", "cpu", "--to", "grades"]) == 0
+    grade = ["grade", *map(str, paths), "--device", "cpu", "--to", "grades", "--sandbox", "native"]
+    assert main(grade) == 0
     rows = {row["learner"]: row for row in read_csv("grades/grades.csv")}
     assert rows["ada"]["exercises passing"] == "3/3"
     assert [rows["bob"][e] for e in ("toy.double", "toy.answers", "toy.essay")] == [
@@ -415,18 +409,22 @@ def test_grade_tables_complete_partial_and_broken_workspaces_and_reports_what_it
         main(["grade", str(class_dir / "ada"), "--to", "grades"])
 
 
-def test_grade_reads_a_learners_handed_in_runs_and_their_declared_name(toy):
+def test_grade_shows_handed_in_runs_as_self_reported_and_counts_none(toy):
+    """A results folder without its workspace: its statuses are the learner's word (a result.json is a file
+    anyone can edit), shown so, with their declared name, and not counted as passing."""
     work = make_workspace(toy, "my-work", DOUBLE, None, None)
     main(["exercises", "init", str(work), "--lab", "toy", "--force", "--learner", "Ada L."])
     replace_stub(work / "toy.py", "double", DOUBLE)
     assert workshop("check", "toy", "--device", "cpu").returncode == 1
-    assert main(["grade", "results", "--to", "grades"]) == 0
+    assert main(["grade", "results", "--to", "grades", "--sandbox", "native"]) == 0
     [row] = read_csv("grades/grades.csv")
-    assert (row["learner"], row["toy.double"], row["toy.answers"]) == (
+    assert (row["learner"], row["toy.double"], row["toy.answers"], row["passing"]) == (
         "Ada L.",
-        "passing",
-        "not started",
+        "passing (self-reported)",
+        "not started (self-reported)",
+        "0/3",
     )
+    assert "self-reported, unverified" in row["notes"]
 
 
 # ---- the grading block, in-process ----

@@ -81,6 +81,7 @@ def test_list_shows_every_task_with_its_help(fake_bin):
         "clean",
         "export",
         "import",
+        "grade",
     }
     assert all(t["help"] and len(t["help"].split()) > 3 for t in listed), (
         "every task needs a help line"
@@ -192,6 +193,22 @@ def test_build_export_and_import_commands(fake_bin):
     assert commands(invoke(fake_bin, "import", "img.tar.gz", "--dry-run")) == [
         "docker load --input img.tar.gz"
     ]
+
+
+def test_grade_runs_here_with_its_sandbox_and_the_learner_edition_has_its_build(fake_bin):
+    """grade's lab processes run here (the verdicts), each hand-in's code in a container of the learner
+    edition's image, which `build --edition learner` makes; a hand-in path is never an option of grade."""
+    fake_bin("docker", FAKE_DOCKER)
+    grade = invoke(fake_bin, "grade", "--path", "handin/ada", "--path=--help", "--dry-run")
+    assert commands(grade) == [
+        f"{sys.executable} -m workshop grade --sandbox auto -- handin/ada --help"
+    ]
+    build = commands(invoke(fake_bin, "build", "--edition", "learner", "--dry-run"))
+    assert build[0].endswith("docker compose build learner-edition")
+    assert (
+        "--edition takes instructor | learner, not 'x'"
+        in invoke(fake_bin, "build", "--edition", "x").stderr
+    )
 
 
 def test_check_grades_the_mounted_workspace_in_the_learner_service(fake_bin):

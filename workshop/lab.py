@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workshop import labs
-from workshop.grading import failures, workspace
+from workshop.grading import failures, sandbox, workspace
 from workshop.grading.checks import Check, all_passed, exercise_status, masked, outcome, reported
 from workshop.grading.exercise import Exercise
 from workshop.grading.solutions import Solutions
@@ -113,6 +113,8 @@ class LabContext:
     extra: dict = field(default_factory=dict)  # merged into result.json
     _grading: Exercise | None = None  # the exercise whose checks are being recorded
     _solutions: Solutions | None = None  # where each exercise's implementation comes from
+    # the process the learner's code runs in (grading/sandbox.py), or the lab's own for the reference
+    _worker: object | None = None
 
     # ---- the run's options (harness.options.RunOptions) ----
     @property
@@ -220,13 +222,25 @@ class LabContext:
             self._solutions = Solutions(self.name, self.work, self.skip)
         return self._solutions
 
-    def solution(self, ex: Exercise):
-        """The learner's version of the exercise when grading a workspace, else the reference."""
+    def solution(self, ex: Exercise, worker: bool = False):
+        """The learner's version of the exercise when grading a workspace, else the reference. worker=True: a
+        handle on it in the worker (grading/solution.py; contract 6), which runs the reference too. A run whose
+        learner code must stay in a sandbox (grade's containers) runs none in this process (NotIsolated)."""
+        if worker and not ex.document:
+            if ex.id in self.skip:
+                raise failures.ProcessDied(self.skip[ex.id])
+            return sandbox.implementation(self, ex)
+        if self.graded and self.options.worker_image and not ex.document:
+            raise failures.NotIsolated(ex.id)
         return self.solutions.get(ex)
 
     @contextlib.contextmanager
-    def grading(self, exercise_or_name: Exercise | str):
+    def grading(self, exercise_or_name: Exercise | str, worker: bool = False):
         """Grade one exercise: yields its implementation; every check recorded inside counts for it.
+
+        worker=True, for a lab whose grading speaks contract 6 (wire values, probes): the implementation is a
+        handle on the learner's code in the worker process (grading/solution.py, grading/sandbox.py). Until
+        every lab speaks it, the others get the learner's code in this process (worker=False).
 
         With the learner's code, an exception ends only this exercise, recorded as a failed check that names
         the file and line (a stub's NotImplementedError: "not started"; an endless loop: the exercise's time
@@ -244,7 +258,7 @@ class LabContext:
         self._grading = ex
         try:
             if self.wants(ex.name):
-                with self._graded_block(ex) as impl:
+                with self._graded_block(ex, worker) as impl:
                     yield impl
             else:
                 with contextlib.suppress(SkipGrading):
@@ -253,16 +267,19 @@ class LabContext:
             self._grading = None
 
     @contextlib.contextmanager
-    def _graded_block(self, ex: Exercise):
+    def _graded_block(self, ex: Exercise, worker: bool):
         print(lab_log.started(self.name, ex.id), flush=True)
         path = self.solutions.path(ex)
         try:
-            with exercise_limit(ex.time_limit_s if self.graded else None):
+            # in the worker the learner's code has limits of its own; here this would time the lab's own work
+            with exercise_limit(ex.time_limit_s if self.graded and not worker else None):
                 try:
-                    impl = self.solution(ex)
+                    impl = self.solution(ex, worker)
                 except failures.UNAVAILABLE as e:
                     impl = Unavailable(e)  # the block runs; its first use of impl ends the exercise
                 yield impl
+        except failures.NotIsolated:
+            self.extra.setdefault("not_isolated", []).append(ex.id)
         except BaseException as e:
             failed = failures.learner_failure(ex, e, self.graded, path)
             if failed is None:
@@ -275,6 +292,13 @@ class LabContext:
         finally:
             status = exercise_status([c for c in self.checks if c.exercise == ex.id])
             print(lab_log.ended(self.name, ex.id, status), flush=True)
+
+    def probe(self, function: str, *args, attributes: tuple[str, ...]):
+        """Contract 6 over several pieces at once, outside any one exercise's block: the trusted probe
+        "module:function" runs in the worker as function({attribute: piece}, *args), the pieces the learner's
+        (the references' when no workspace is graded), and returns wire values. Raises LearnerCodeFailed:
+        kind "missing" names every missing piece ("a, b"), "not_started" a stub, the rest as a block's."""
+        return sandbox.probe(self, function, args, attributes)
 
     def exercise_results(self) -> dict[str, dict]:
         """Exercise id -> its entry in result.json (Exercise.result), for every exercise of the lab: its status,
@@ -295,10 +319,16 @@ class LabContext:
     def lab_folder(self) -> Path:
         return labs.folder(self.name)
 
+    @property
+    def templates_folder(self) -> Path:
+        """The lab's templates/ (the lab's own folder in a lab not yet laid out so)."""
+        folder = self.lab_folder / "templates"
+        return folder if folder.is_dir() else self.lab_folder
+
     def render_summary(self, **values) -> str:
-        """Render summary.md.j2 (or its translation) beside the lab's code with `values`; sets ctx.summary."""
+        """Render the lab's summary.md.j2 (or its translation) with `values`; sets ctx.summary."""
         values.setdefault("device", self.device)
-        self.summary = templates.render(self.lab_folder, self.lang, values)
+        self.summary = templates.render(self.templates_folder, self.lang, values)
         return self.summary
 
     # ---- artifacts, all written atomically under out_dir ----

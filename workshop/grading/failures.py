@@ -11,6 +11,7 @@ from pathlib import Path
 from workshop.grading import checks, workspace
 from workshop.grading.checks import Check
 from workshop.grading.exercise import Exercise
+from workshop.grading.solution import LearnerCodeFailed, learner_edition
 from workshop.grading.workspace import LearnerError
 from workshop.harness.time_limit import TimeLimitExceeded
 from workshop.i18n import _
@@ -20,8 +21,14 @@ class ProcessDied(Exception):
     """An exercise that killed an earlier attempt of the lab: it is failed, its code not run again."""
 
 
+class NotIsolated(Exception):
+    """An exercise whose lab's grading still runs the learner's code in the lab's own process (not yet through
+    the worker: contract 6), in a run whose learner code must stay in a sandbox (grade's containers): its code
+    is not run, and the exercise is not graded (result.json's "not_isolated" names it)."""
+
+
 # What the learner's solution may raise before its grading block even starts (LabContext.solution).
-UNAVAILABLE = (LearnerError, ProcessDied, NotImplementedError)
+UNAVAILABLE = (LearnerError, LearnerCodeFailed, ProcessDied, NotImplementedError, NotIsolated)
 
 
 def died_check(exercise_id: str, note: str) -> Check:
@@ -40,15 +47,18 @@ def died_check(exercise_id: str, note: str) -> Check:
 
 def learner_failure(ex: Exercise, e: BaseException, graded: bool, path: Path) -> Check | None:
     """The failed check that records `e`, raised in ex's grading block by the learner's work (in `path`); None
-    when it is not theirs to answer for (the reference's own error, an interrupt): then it propagates."""
+    when it is not theirs to answer for (the reference's own error, an interrupt): then it propagates. In the
+    learner edition the reference is a stub: its NotImplementedError is "not started", not the lab's bug."""
+    if isinstance(e, LearnerCodeFailed):
+        return worker_failure(ex, e) if graded else None
     if isinstance(e, LearnerError):
         name = _("{id}: your code loads").format(id=ex.id)
         return Check(name, False, str(e), _("no error"), message=ex.hint())
     if isinstance(e, ProcessDied):
         return died_check(ex.id, str(e))
-    if not graded:
+    if not graded and not (learner_edition() and isinstance(e, NotImplementedError)):
         return None
-    where = workspace.where(e, path)
+    where = workspace.where(e, path) if graded else ""
     if isinstance(e, NotImplementedError):
         name, value = _("{id}: implemented").format(id=ex.id), _(checks.NOT_STARTED)
         # a stub raises its exercise's id: say what to write instead
@@ -64,6 +74,49 @@ def learner_failure(ex: Exercise, e: BaseException, graded: bool, path: Path) ->
         name = _("{id}: runs without an error").format(id=ex.id)
         return Check(name, False, value, _("no error"), message=ex.hint())
     return None
+
+
+def worker_failure(ex: Exercise, e: LearnerCodeFailed) -> Check:
+    """The failed check that records how the learner's code failed in the worker (grading/solution.py)."""
+    value = f"{e.where}: {e.error}" if e.where else e.error
+    if e.kind == "not_started":
+        name = _("{id}: implemented").format(id=ex.id)
+        message = ex.not_started_message() if e.error in ("", ex.id) else e.error
+        return Check(name, False, _(checks.NOT_STARTED), _("implemented"), message=message)
+    if e.kind in ("load", "missing", "refused"):
+        name = _("{id}: your code loads").format(id=ex.id)
+        return Check(name, False, refusal(ex, e), _("no error"), message=ex.hint())
+    if e.kind == "time":
+        name = _("{id}: finishes in time").format(id=ex.id)
+        message = _("An endless loop, or far more work than the exercise needs: see where it was.")
+        limit = _("{seconds:g} s of CPU time").format(seconds=ex.time_limit_s)
+        return Check(name, False, value, limit, message=message)
+    if e.kind == "died":
+        return died_check(ex.id, value)
+    name = _("{id}: runs without an error").format(id=ex.id)
+    return Check(name, False, value, _("no error"), message=ex.hint())
+
+
+def refusal(ex: Exercise, e: LearnerCodeFailed) -> str:
+    """Why the learner's code was not run, in one line that names the file and line."""
+    if e.kind == "missing":
+        return _("{file} defines no `{name}` (exercise {id})").format(
+            file=e.where, name=ex.attribute, id=ex.id
+        )
+    if e.kind == "refused" and e.error.endswith(" is imported"):
+        return _(
+            "{where}: `{name}` is imported, not written in your file: the workshop's own code is not an answer"
+        ).format(where=e.where, name=ex.attribute)
+    if e.kind == "refused" and " is defined in " in e.error:
+        return _(
+            "`{name}` is not your own code ({what}): the workshop's own code is not an answer"
+        ).format(name=ex.attribute, what=e.error)
+    if e.kind == "refused":
+        return _(
+            "{where}: {what} is not allowed in your file: it may import only what its header imports, "
+            "and nothing that reaches past the exercise (eval, getattr, __globals__, sys, ...)"
+        ).format(where=e.where, what=e.error)
+    return f"{e.where}: {e.error}" if e.where else e.error
 
 
 def cut_short(ex: Exercise, e: BaseException, path: Path) -> Check:

@@ -1,23 +1,27 @@
-"""`grade PATH...`: the instructor's table of learners x exercises, from learners' runs or workspaces.
+"""`grade PATH...`: the instructor's table of learners x exercises, from learners' workspaces (or runs).
 
-Each PATH is one learner: a run folder, a folder of run folders (a learner's results/), or a workspace (then
-its checks run here first, into the results root). Only runs that graded a workspace count: a reference run
-says nothing of the learner's work. For each exercise the newest run that graded it gives its status. Each row
-also carries its runs' manifest facts (git revision, whether the tree was modified, versions, device), and notes:
-what failed and why, and anything that could not be read. A PATH that cannot be graded becomes a row that says
-why, never a crash. The learner's name: the one their workspace gives (.workspace.json), else the PATH's name.
+Each PATH is one learner's hand-in: a workspace (or a folder holding one as my-work/), whose checks run here,
+into the results root: those statuses are verified. Run folders handed in beside it are not graded again: the
+workspace files their manifests name are compared with the handed-in ones. A PATH of run folders alone (a
+learner's results/) is self-reported: its statuses are shown, marked so, and never counted as passing (a
+result.json is a file anyone can edit). Only the exercises the workshop declares are columns; only runs that
+graded a workspace count. Each row also carries its runs' manifest facts (git revision, whether the tree was
+modified, versions, device), and notes: what failed and why, what could not be read, and what grade_integrity
+found. A PATH that cannot be graded becomes a row that says why, never a crash. The learner's name: the one
+their workspace gives (.workspace.json), else the PATH's name. Learner-supplied text is escaped in both tables.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from workshop import labs
-from workshop.grading import checks, workspace
+from workshop.grading import checks, grade_integrity, workspace
 from workshop.harness import atomic, results
 from workshop.i18n import N_, _, ngettext
 
@@ -45,6 +49,9 @@ class Row:
     facts: dict[str, set[str]] = field(default_factory=dict)
     runs: list[str] = field(default_factory=list)  # run ids, newest first
     notes: list[str] = field(default_factory=list)
+    verified: bool = False  # its statuses come from this grade's own run of the workspace
+    # ("run" | "manifest" | "file", value): what grade_integrity.handed_twice looks for in other rows
+    fingerprints: list[tuple[str, str]] = field(default_factory=list)
 
     def fact(self, name: str) -> str:
         return " / ".join(sorted(self.facts.get(name, set()))) or "?"
@@ -58,25 +65,64 @@ def is_workspace(path: Path) -> bool:
     return any((path / n).is_file() for n in names)
 
 
+def handed_in(path: Path) -> tuple[Path | None, list[Path]]:
+    """A hand-in's workspace (the PATH itself, or its my-work/) and its run folders (the PATH, the runs in it,
+    or in its results/)."""
+    work = next(
+        (p for p in (path, path / workspace.DEFAULT_DIR) if p.is_dir() and is_workspace(p)), None
+    )
+    if (path / "manifest.json").is_file():
+        return work, [path]
+    return work, results.runs(path) or results.runs(path / results.DEFAULT_ROOT.name)
+
+
 def grade_path(path: Path, check_workspace: Callable[[Path], Path]) -> Row:
     """The row for one PATH; `check_workspace(work)` runs a workspace's checks and returns the run folder."""
     row = Row(learner=path.resolve().name, source=str(path))
     try:
-        if (path / "manifest.json").is_file():
-            run_dirs = [path]
-        elif results.runs(path):
-            run_dirs = results.runs(path)
-        elif path.is_dir() and is_workspace(path):
-            row.learner = workspace.learner_name(path)
-            run_dirs = [check_workspace(path)]
+        work, run_dirs = handed_in(path)
+        if work is not None:
+            row.learner, row.verified = workspace.learner_name(work), True
+            row.fingerprints += grade_integrity.workspace_files(work)
+            add_run(row, check_workspace(work))
+            for run_dir in run_dirs:
+                compare_hashes(row, run_dir, work)
+        elif run_dirs:
+            row.notes.append(self_reported_note())
+            for run_dir in run_dirs:
+                add_run(row, run_dir)
         else:
             row.notes.append(_("not a run folder, a folder of runs, or a workspace"))
-            return row
-        for run_dir in run_dirs:
-            add_run(row, run_dir)
     except Exception as e:  # one learner's broken folder must not stop the class's table
         row.notes.append(_("could not be graded: {error}").format(error=workspace.describe(e)))
     return row
+
+
+def self_reported_note() -> str:
+    return _(
+        "self-reported, unverified: run folders without their workspace; their statuses are shown, "
+        "not counted (hand in the workspace to be graded)"
+    )
+
+
+def compare_hashes(row: Row, run_dir: Path, work: Path) -> None:
+    """Note a handed-in run whose manifest names other workspace files than the ones handed in."""
+    try:
+        manifest = results.read_json(run_dir / "manifest.json")
+    except (OSError, ValueError):
+        return
+    recorded = (manifest.get("implementation") or {}).get("sha256") or {}
+    differ = [
+        name
+        for name, digest in recorded.items()
+        if (work / name).is_file() and digest != workspace.file_sha256(work / name)
+    ]
+    if differ:
+        row.notes.append(
+            _("{run} graded other files than the ones handed in: {files}").format(
+                run=run_dir.name, files=", ".join(differ)
+            )
+        )
 
 
 def add_run(row: Row, run_dir: Path) -> None:
@@ -98,9 +144,13 @@ def add_run(row: Row, run_dir: Path) -> None:
             )
         )
         return
-    if impl.get("learner"):
+    if impl.get("learner") and not row.verified:
         row.learner = impl["learner"]
     row.runs.append(run_dir.name)
+    if not row.verified:  # a run this grade made is new; a handed-in one may be a copy of another's
+        row.fingerprints.append(("run", str(manifest.get("run_id") or run_dir.name)))
+        digest = hashlib.sha256((run_dir / "manifest.json").read_bytes()).hexdigest()
+        row.fingerprints.append(("manifest", digest))
     revision = str(manifest.get("git_revision", "unknown"))
     facts = {name: manifest.get(name) for name in FACTS}
     facts |= {
@@ -133,33 +183,49 @@ def add_lab_result(row: Row, run_dir: Path, lab: str) -> None:
             )
         )
         return
+    known = declared()
+    for ex_id in result.get("not_isolated") or []:
+        row.notes.append(
+            _(
+                "{id}: not graded in the sandbox: its lab's grading still runs the learner's code in its own "
+                "process (grade it with --sandbox native, unisolated)"
+            ).format(id=ex_id)
+        )
     for ex_id, entry in (result.get("exercises") or {}).items():
+        if ex_id not in known:
+            row.notes.append(
+                _("{run}: exercise {id} is not one the workshop declares: ignored").format(
+                    run=run_dir.name, id=ex_id
+                )
+            )
+            continue
         if row.statuses.get(ex_id, checks.NOT_GRADED) != checks.NOT_GRADED:
             continue  # a newer run graded it already (a run of some exercises leaves the others ungraded)
-        row.statuses[ex_id] = entry["status"]
-        row.hints[ex_id] = entry.get("hints_taken", 0)
+        row.statuses[ex_id] = str(entry.get("status"))
+        taken = entry.get("hints_taken", 0)  # a handed-in result.json says anything
+        row.hints[ex_id] = taken if type(taken) is int and taken >= 0 else 0
         failed = entry.get("failed_check")
         if failed and entry["status"] != checks.NOT_STARTED:
             row.notes.append(f"{ex_id}: {failed['name']}: {checks.value_text(failed['value'])}")
 
 
-def columns(rows: list[Row]) -> list[str]:
-    """Every exercise the workshop declares, in lab order, then any other a run graded."""
-    known = [ex.id for exercises in labs.all_exercises().values() for ex in exercises]
-    seen = [ex_id for row in rows for ex_id in row.statuses if ex_id not in known]
-    return known + list(dict.fromkeys(seen))
+def declared() -> list[str]:
+    """Every exercise the workshop declares, in lab order: the table's columns, and the only ids counted."""
+    return [ex.id for exercises in labs.all_exercises().values() for ex in exercises]
 
 
 def table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
     """The header and one line per learner: name, passing count, each exercise, the facts, runs, notes.
     Headings and statuses in the language in use; exercise ids, torch, triton and python as they are."""
-    exercise_ids = columns(rows)
+    exercise_ids = declared()
     facts = [_(FACT_HEADINGS.get(name, name)) for name in FACTS]
     header = [_("learner"), _("exercises passing"), *exercise_ids, *facts]
     header += [_("runs"), _("source"), _("notes")]
     lines = []
     for row in rows:
-        passing = sum(row.statuses.get(e) == checks.PASSING for e in exercise_ids)
+        passing = (
+            sum(row.statuses.get(e) == checks.PASSING for e in exercise_ids) if row.verified else 0
+        )
         statuses = [cell(row, e) for e in exercise_ids]
         facts = [row.fact(name) for name in FACTS]
         runs = " ".join(row.runs)
@@ -179,50 +245,150 @@ def table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
 
 
 def cell(row: Row, exercise_id: str) -> str:
-    """An exercise's cell: its status, and the hints the learner took on it ('passing (2 hints)')."""
-    status = _(row.statuses.get(exercise_id, checks.NOT_GRADED))
+    """An exercise's cell: its status, marked self-reported unless this grade ran it, and the hints the learner
+    took on it ('passing (2 hints)')."""
+    status = row.statuses.get(exercise_id, checks.NOT_GRADED)
+    shown = _(status)
+    if not row.verified and status != checks.NOT_GRADED:
+        shown = _("{status} (self-reported)").format(status=shown)
     taken = row.hints.get(exercise_id, 0)
-    return status + (
+    return shown + (
         " " + ngettext("({n} hint)", "({n} hints)", taken).format(n=taken) if taken else ""
     )
+
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet reads as a formula
+
+
+def csv_cell(value) -> str:
+    """A cell a spreadsheet shows as text: one that would start a formula gets a leading apostrophe."""
+    text = str(value)
+    return "'" + text if text.startswith(FORMULA_START) else text
 
 
 def to_csv(header: list[str], lines: list[list[str]]) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerows([header, *lines])
+    writer.writerows([[csv_cell(v) for v in line] for line in [header, *lines]])
     return buf.getvalue()
 
 
-def to_markdown(header: list[str], lines: list[list[str]]) -> str:
+MARKDOWN_ESCAPES = {"|": "\\|", "<": "&lt;", ">": "&gt;"}
+
+
+def md_cell(value) -> str:
+    """Text that stays inside its Markdown table cell or list item: one line, no pipe, no HTML."""
+    return "".join(MARKDOWN_ESCAPES.get(c, c) for c in " ".join(str(value).split()))
+
+
+def to_markdown(header: list[str], lines: list[list[str]], title: str) -> str:
     """The table without the notes column, then each learner's notes as a list below it."""
 
     def cells(values):
-        return "| " + " | ".join(str(v).replace("|", "\\|") for v in values) + " |"
+        return "| " + " | ".join(md_cell(v) for v in values) + " |"
 
     body = [
         cells(header[:-1]),
         "|" + "---|" * (len(header) - 1),
         *(cells(line[:-1]) for line in lines),
     ]
-    notes = [f"- **{line[0]}**: {line[-1]}" for line in lines if line[-1]]
-    text = "# " + _("Grades") + "\n\n" + "\n".join(body) + "\n"
+    notes = [f"- **{md_cell(line[0])}**: {md_cell(line[-1])}" for line in lines if line[-1]]
+    text = f"# {title}\n\n" + "\n".join(body) + "\n"
     return text + ("\n## " + _("Notes") + "\n\n" + "\n".join(notes) + "\n" if notes else "")
 
 
-def write(rows: list[Row], out_dir: Path) -> tuple[Path, Path]:
-    """grades.csv and grades.md in out_dir (a new folder, or one without them: nothing is overwritten)."""
-    csv_path, md_path = out_dir / "grades.csv", out_dir / "grades.md"
-    existing = [p for p in (csv_path, md_path) if p.exists()]
-    if existing:
-        raise FileExistsError(
-            ngettext(
-                "{files} already exists: choose another --to folder",
-                "{files} already exist: choose another --to folder",
-                len(existing),
-            ).format(files=", ".join(str(p) for p in existing))
+def grade_all(
+    paths: list[Path], check_workspace, files: TableFiles, say, results_root: Path
+) -> list[Row]:
+    """One row per PATH, the table files rewritten after each (`say(path)` before it is graded), with what
+    grade_integrity saw changing around each hand-in and what was handed in twice noted on the rows."""
+    watch = grade_integrity.Watch(paths, results_root)
+    rows: list[Row] = []
+    done: dict[Path, Row] = {}
+    pending: dict[Path, list[str]] = {}  # notes for hand-ins not graded yet
+    changed_code_during = None  # the learner whose grading changed the workshop's code
+    for path in paths:
+        say(path)
+        row = grade_path(path, check_workspace)
+        row.notes += pending.pop(path, [])
+        if changed_code_during:
+            row.notes.append(
+                _(
+                    "graded after the workshop's code changed (while {learner}'s hand-in was graded)"
+                ).format(learner=changed_code_during)
+            )
+        touched, code_files = watch.after(path)
+        for other, names in touched.items():
+            note_change(row, other == path, other, names, done.get(other), pending)
+        if code_files:
+            row.notes.append(
+                _("the workshop's code changed while this hand-in was graded: {files}").format(
+                    files=grade_integrity.shown(code_files)
+                )
+            )
+            changed_code_during = row.learner
+        rows.append(row)
+        done[path] = row
+        files.update(rows)
+    grade_integrity.handed_twice(rows)
+    return rows
+
+
+def note_change(
+    row: Row, own: bool, other: Path, names: list[str], other_row, pending: dict
+) -> None:
+    """Note a hand-in folder that changed while `row`'s hand-in was graded: on `row`, and on the other's row."""
+    files = grade_integrity.shown(names)
+    if own:
+        row.notes.append(_("its hand-in changed while it was graded: {files}").format(files=files))
+        return
+    row.notes.append(
+        _("another hand-in changed while this one was graded: {other} ({files})").format(
+            other=other, files=files
         )
-    header, lines = table(rows)
-    atomic.write_text(csv_path, to_csv(header, lines))
-    atomic.write_text(md_path, to_markdown(header, lines))
-    return csv_path, md_path
+    )
+    note = _("changed while {learner}'s hand-in was graded: {files}").format(
+        learner=row.learner, files=files
+    )
+    if other_row is not None:
+        other_row.notes.append(note)
+    else:
+        pending.setdefault(other, []).append(note)
+
+
+class TableFiles:
+    """grades.csv and grades.md in a folder that has none (nothing is overwritten), written as rows come:
+    grades.partial.csv/.md after each hand-in (titled partial, k of n: what survives a Ctrl-C), then
+    grades.csv/.md once every hand-in is graded, the partial ones removed."""
+
+    def __init__(self, out_dir: Path, total: int):
+        self.out_dir, self.total = Path(out_dir), total
+        self.final = (self.out_dir / "grades.csv", self.out_dir / "grades.md")
+        self.partial = (self.out_dir / "grades.partial.csv", self.out_dir / "grades.partial.md")
+        existing = [p for p in self.final if p.exists()]
+        if existing:
+            raise FileExistsError(
+                ngettext(
+                    "{files} already exists: choose another --to folder",
+                    "{files} already exist: choose another --to folder",
+                    len(existing),
+                ).format(files=", ".join(str(p) for p in existing))
+            )
+
+    def _write(self, rows: list[Row], paths: tuple[Path, Path], title: str) -> tuple[Path, Path]:
+        header, lines = table(rows)
+        atomic.write_text(paths[0], to_csv(header, lines))
+        atomic.write_text(paths[1], to_markdown(header, lines, title))
+        return paths
+
+    def update(self, rows: list[Row]) -> tuple[Path, Path]:
+        title = _("Grades (partial: {done} of {total} hand-ins graded)").format(
+            done=len(rows), total=self.total
+        )
+        return self._write(rows, self.partial, title)
+
+    def finish(self, rows: list[Row]) -> tuple[Path, Path]:
+        written = self._write(rows, self.final, _("Grades"))
+        for path in self.partial:
+            path.unlink(missing_ok=True)
+        return written

@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 
 from workshop import i18n, labs
-from workshop.grading import workspace
+from workshop.grading import sandbox, workspace
 from workshop.harness import interrupt, proctree
 from workshop.harness.lab_result import stopped_check, write_result
 from workshop.harness.options import LabOrder, RunOptions
@@ -33,7 +33,11 @@ def main(lab_dir: Path) -> int:
     export_environment(order.options)
     ctx = LabContext(order.lab, Path(lab_dir), order.options, skip=order.skip)
     start = time.monotonic()
-    stopped = run_lab_code(ctx, labs.get(ctx.name).limit_s(ctx.options))
+    sandbox.begin(ctx)  # the learner's worker loads while the lab prepares
+    try:
+        stopped = run_lab_code(ctx, labs.get(ctx.name).limit_s(ctx.options))
+    finally:
+        sandbox.stop(ctx)  # the worker, and whatever the learner's code left running
     write_result(
         ctx.out_dir,
         ctx.name,
@@ -134,6 +138,7 @@ def as_lab_process(lab_dir: Path) -> int:
     """`main` as the parent's child: it dies with the parent, and leaves no process of its own behind."""
     proctree.die_with_parent(os.getppid())
     proctree.become_subreaper()  # a process whose parent died comes to us, so the sweep below finds it
+    proctree.keep_private()  # the learner's worker cannot read this process's memory or files
     try:
         return main(lab_dir)
     finally:

@@ -2,8 +2,9 @@
 
 The child prints `[lab] grading <id> ...` when a grading block starts and `[lab] graded <id>: <status>` when it
 ends (LabContext.grading). Python's faulthandler (on in the child: harness.child) prints the stack of a fatal
-signal to the same log.txt. harness.post_mortem reads them back when the process died: how the finished
-exercises ended, which one was running, and where in the learner's file it was.
+signal to the same log.txt. harness.post_mortem reads them back when the process died: which exercise was
+running, and where in the learner's file it was; never a status (learner code that runs in the lab's process
+prints into the same log).
 """
 
 from __future__ import annotations
@@ -35,19 +36,14 @@ def is_marker(line: str) -> bool:
     return _MARKER.match(line.rstrip("\n")) is not None
 
 
-def read(lines: list[str]) -> tuple[dict[str, str], str | None]:
-    """The status of each exercise whose grading ended, and the one whose grading started but never ended."""
-    finished, running = {}, None
+def running(lines: list[str]) -> str | None:
+    """The exercise whose grading started but never ended."""
+    found = None
     for line in lines:
         m = _MARKER.match(line.rstrip("\n"))
-        if not m:
-            continue
-        if m["started"]:
-            running = m["started"]
-        else:
-            finished[m["ended"]] = m["status"]
-            running = None
-    return finished, running
+        if m:
+            found = m["started"]  # None for an end marker
+    return found
 
 
 def log_lines(lab_dir: Path) -> list[str]:

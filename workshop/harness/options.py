@@ -66,6 +66,9 @@ class RunOptions:
     )
     # the learner's workspace to grade (check's --work, grade's PATH); None runs the reference
     work: Path | None = None
+    # the image of the container the learner's code runs in (grade's sandbox: harness/worker_container.py);
+    # None: a worker process of this machine (harness/worker_process.py)
+    worker_image: str | None = None
     # the language of the labs' summaries and messages (--lang, every command's option: cli.options)
     lang: str = field(default_factory=i18n.language)
     # the exercises to grade ("lab.name": check LAB EXERCISE, --only); empty: all (LabContext.wants)

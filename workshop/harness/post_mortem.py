@@ -1,9 +1,10 @@
 """A dead lab's post-mortem: what the parent makes of a lab process that died before writing its result.json
 (a crash in native code, a kernel writing out of bounds, a kill at the lab's time limit).
 
-From the lab's log.txt (harness.lab_log) it knows how the finished exercises ended, which exercise was being
-graded when the process died, and where in the learner's file it was. The runner then fails that exercise
-(grading.failures.died_check) and runs the lab again without it.
+From the lab's log.txt (harness.lab_log) it knows which exercise was being graded when the process died, and
+where in the learner's file it was. The runner then fails that exercise (grading.failures.died_check) and runs
+the lab again without it. It never takes a status from the log: a lab whose grading still runs the learner's
+code in its own process shares its output with that code, which can print any line it likes (issue 22).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ def died_in(lab_dir: Path, work: Path | None, skip: dict[str, str]) -> str | Non
     is one the process was told to skip; None when it finished, or died elsewhere."""
     if work is None or (Path(lab_dir) / "result.json").is_file():
         return None
-    running = lab_log.read(lab_log.log_lines(lab_dir))[1]
+    running = lab_log.running(lab_log.log_lines(lab_dir))
     return running if running not in skip else None
 
 
@@ -37,13 +38,12 @@ def how_it_died(lab_dir: Path, returncode: int, work: Path | None) -> str:
 def dead_process_exercises(
     lab: str, lab_dir: Path, returncode: int, work: Path | None
 ) -> dict[str, dict]:
-    """result.json's "exercises" for a lab whose process died: the finished ones as they ended, the one being
-    graded failing with how the process ended and where, the rest not graded."""
-    finished, running = lab_log.read(lab_log.log_lines(lab_dir))
+    """result.json's "exercises" for a lab whose process died: the one being graded failing with how the process
+    ended and where, the others not graded (what they printed on their way is no verdict)."""
+    running = lab_log.running(lab_log.log_lines(lab_dir))
     out = {}
     for ex in labs.exercises(lab):
-        status = finished.get(ex.id, checks.NOT_GRADED)
-        failed = None
+        status, failed = checks.NOT_GRADED, None
         if ex.id == running:
             status = checks.FAILING
             note = how_it_died(lab_dir, returncode, work) + _(" (log.txt)")

@@ -9,7 +9,8 @@ Two Linux settings tie a lab's process to the workshop's (`prctl(2)`, through ct
   even by SIGKILL, so it stops its own tree and never runs on as an orphan;
 - PR_SET_CHILD_SUBREAPER: a process whose parent died is re-parented to the lab's process (not to init),
   so the lab can still find it and stop it before it exits.
-Elsewhere (macOS) both are skipped and `stop_tree` falls back to the process group.
+- PR_SET_DUMPABLE 0 (keep_private): no other process of the same uid can read the lab's memory or open files.
+Elsewhere (macOS) all three are skipped and `stop_tree` falls back to the process group.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 GRACE_S = 5.0  # a stopped process's time to finish (a lab: write its result) before it is killed
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_DUMPABLE = 4
 PROC = Path("/proc")
 
 
@@ -42,6 +44,12 @@ def die_with_parent(parent_pid: int) -> None:
 
 def become_subreaper() -> None:
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def keep_private() -> None:
+    """Make this process's /proc entries (memory, environment, open files) readable by no other process without
+    root's ptrace capability: the learner's worker, as this uid without capabilities, included."""
+    _prctl(PR_SET_DUMPABLE, 0)
 
 
 def _parents() -> dict[int, int]:

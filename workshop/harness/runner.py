@@ -27,7 +27,7 @@ from pathlib import Path
 
 from workshop import labs
 from workshop.grading import workspace
-from workshop.harness import interrupt, post_mortem, proctree, results
+from workshop.harness import interrupt, post_mortem, proctree, results, worker_container
 from workshop.harness.device import use_triton_interpreter
 from workshop.harness.lab_result import stopped_check, write_result
 from workshop.harness.options import LabOrder, RunOptions
@@ -123,6 +123,11 @@ def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> dict
                     child.stop()
                     settle(run_dir, name, options, child, time.monotonic() - start, e.why, True)
                 raise
+            finally:
+                if (
+                    options.worker_image
+                ):  # a lab process killed outright cannot kill its worker's container
+                    worker_container.sweep_stale()
         died_in = post_mortem.died_in(lab_dir, options.work, skip)
         if died_in is None:
             return settle(run_dir, name, options, child, time.monotonic() - start, why)

@@ -46,14 +46,15 @@ def get(name: str) -> LabSpec:
 
 
 def _exercises_module(lab: str):
-    """The lab's exercises.py, or None for a lab without one."""
-    name = f"{__name__}.{lab}.exercises"
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as e:
-        if e.name not in (name, name.rpartition(".")[0]):  # a lab made in a test has no package
-            raise
-        return None
+    """The lab's grading/exercises.py (exercises.py in a lab not yet laid out so), or None for a lab without."""
+    for name in (f"{__name__}.{lab}.grading.exercises", f"{__name__}.{lab}.exercises"):
+        try:
+            return importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            # a lab without that module (or, made in a test, without a package): look further
+            if e.name not in (name, name.rpartition(".")[0], name.rsplit(".", 2)[0]):
+                raise
+    return None
 
 
 def exercises(lab: str) -> list[Exercise]:

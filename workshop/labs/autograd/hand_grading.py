@@ -1,11 +1,14 @@
 """Grading the hand gradients (exercises cross_entropy_grad and linear_grads) against autograd's.
 
 Each exercise is run on the lab's real batch in float32 and float64 (and the cross-entropy once more on logits
-shifted by +1000, where a softmax without its max shift overflows), on inputs that do not require grad, watched
-for autograd (no_autograd.py). Every result must be within precision.error_bound of autograd's. The checks of
+shifted by +1000, where a softmax without its max shift overflows), on inputs that do not require grad, in the
+worker process (contract 6: the arguments and results cross the wire as copies), watched there for autograd
+(no_autograd.py, as a probe). Every result must be within precision.error_bound of autograd's. The checks of
 an exercise come in this order: the mistake its outputs show, when a diagnosis recognises one
 (gradient_diagnosis.py), so that it is the failure the learner reads first; then each output against
-autograd's, its message the diagnosis of that output; then one check per thing "no autograd" forbids.
+autograd's, its message the diagnosis of that output; then one check per thing "no autograd" forbids, and one
+for autograd named in the learner's source (read here, in the lab's process, where the learner cannot hide it
+by switching the watch off).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from workshop.lab import LabContext
 from workshop.labs.autograd.batch import HeadBatch, leaves
 from workshop.labs.autograd.gradient_diagnosis import Diagnosis, Evidence, diagnose
 from workshop.labs.autograd.hand_grads import autograd_forward_backward
-from workshop.labs.autograd.no_autograd import FORBIDDEN, HAND_RULES, add_seen, watched_call
+from workshop.labs.autograd.no_autograd import EXAMPLES, FORBIDDEN, HAND_RULES, add_seen
 from workshop.labs.autograd.precision import CHAPTER_ATOL, error_bound, max_abs_error
 from workshop.minigpt.model import lm_loss
 
@@ -29,6 +32,9 @@ DTYPES = (torch.float32, torch.float64)
 FLOAT32 = "float32"  # the label of each exercise's float32 case (dtype_name)
 LOGIT_SHIFT = (
     1000.0  # past exp's overflow in float32 (88.7) and float64 (709.8); softmax ignores it
+)
+WATCHED_CALL = (
+    "workshop.labs.autograd.no_autograd:watched_call"  # the watch, as a probe of the worker
 )
 SYMBOL = {"loss": "L", "dlogits": "dL/dlogits", "dW": "dL/dW", "db": "dL/db", "dx": "dL/dx"}
 
@@ -111,11 +117,11 @@ class Graded:
 
 
 def grade(ctx: LabContext, function: str, impl, cases: list[Case]) -> Graded:
-    """Run impl on every case, watched for autograd; record the checks in the module docstring's order."""
+    """Run impl (a grading.solution.Solution) on every case, watched for autograd where it runs (the watch is a
+    probe: no_autograd.watched_call); record the checks in the module docstring's order."""
     measured, seen, returned = [], {}, {}
-    for case in cases:
-        args = tuple(a.clone() for a in case.args)  # the learner's in-place edits stay theirs
-        result, watched = watched_call(impl, HAND_RULES, *args)
+    for case in cases:  # the worker gets copies: the learner's in-place edits stay there
+        result, watched = impl.probe(WATCHED_CALL, list(HAND_RULES), *case.args)
         add_seen(seen, watched)
         outputs = unpack(function, result, tuple(case.expected))
         returned[case.label] = dict(zip(case.expected, outputs, strict=True))
@@ -132,6 +138,7 @@ def grade(ctx: LabContext, function: str, impl, cases: list[Case]) -> Graded:
             message=diagnosis.message if diagnosis else None,
         )
     check_no_autograd(ctx, function, seen, HAND_RULES)
+    check_autograd_not_named(ctx, function, impl)
     return Graded([comparison for comparison, _ in measured], returned)
 
 
@@ -166,6 +173,24 @@ def check_no_autograd(ctx: LabContext, function: str, seen: dict, rules: tuple[s
                 examples=", ".join(found["examples"]),
             ),
         )
+
+
+def check_autograd_not_named(ctx: LabContext, function: str, impl) -> None:
+    """What the watch saw was seen where the learner's code runs, and a hostile learner can hide from it there:
+    this check is made here, from the learner's source as the lab's process reads it (a name built at run
+    time escapes it; grading/source_check.py)."""
+    named = [f"{found.what} (line {found.line})" for found in impl.autograd_named()]
+    ctx.check_max(
+        _("{function}, no autograd: named in its code (the grader's reading of your file)").format(
+            function=function
+        ),
+        len(named),
+        0,
+        message=_(
+            "{function} names autograd in your file: {examples}. README.md, Exercises, lists what the "
+            "exercises may not use"
+        ).format(function=function, examples=", ".join(named[:EXAMPLES])),
+    )
 
 
 def unpack(function: str, result, names: tuple[str, ...]) -> tuple:

@@ -63,6 +63,7 @@ from workshop.labs.autograd.replay_grading import (
 )
 
 TRACE = "backward_trace.json"
+TF32_CALL = "workshop.labs.autograd.probes:tf32_call"
 
 
 @dataclass
@@ -93,7 +94,7 @@ def grade_hand(ctx: LabContext, batch: HeadBatch) -> HandResults:
         ),
         ("linear_grads", linear_cases(batch), lambda f: gradcheck_linear(f, head, G)),
     ):
-        with ctx.grading(name) as impl:
+        with ctx.grading(name, worker=True) as impl:
             graded = grade(ctx, name, impl, cases)
             found.comparisons += graded.comparisons
             results[False].update(graded.returned[FLOAT32])
@@ -108,10 +109,10 @@ def grade_hand(ctx: LabContext, batch: HeadBatch) -> HandResults:
 
 
 def under_tf32(function: str, impl, cases: list[Case]) -> dict[str, torch.Tensor]:
-    """impl's float32 results with TF32 on, ungraded: what the precision section shows TF32 costs."""
+    """impl's float32 results with TF32 on, ungraded: what the precision section shows TF32 costs. TF32 is a
+    setting of the process that runs the function: the worker's (probes.tf32_call)."""
     case = next(c for c in cases if c.label == FLOAT32)
-    with tf32(True):
-        result = impl(*(a.clone() for a in case.args))
+    result = impl.probe(TF32_CALL, True, *case.args)
     return dict(zip(case.expected, unpack(function, result, tuple(case.expected)), strict=True))
 
 

@@ -1,0 +1,227 @@
+"""The learner edition: the workshop as learners get it, without the answers.
+
+    python -m workshop edition learner --out DIR      (the image's EDITION=learner build runs this)
+
+It copies the repository's workshop (not its tests, CI or run folders) to DIR, then:
+- replaces every exercised reference (each Exercise's `reference`) with its stub: a function keeps its name,
+  decorators and signature and gets the exercise's statement as its docstring and `raise NotImplementedError`
+  as its body; a constant (ANSWERS, PREDICTIONS) gets the exercise's stub value (None for every answer);
+  a document's reference (the survey's model answer) is deleted, translations included;
+- deletes the model answers (workshop/labs/<lab>/model_answers*.md);
+- deletes the private helpers that only a reference used (a `_name` no other code of the edition mentions);
+- checks the result: no reference's body is left anywhere in the edition's code, and the handouts quoting
+  lines of a reference are listed (prose is the lab owner's to change);
+- writes DIR/workshop/EDITION.json: what it changed and what it found.
+Every check still grades there, because no check takes its truth from a reference (the labs measure it); where
+a lab's demonstration uses a reference (a kernel that is also an exercise), that lab fails there, and the
+edition's report names it.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import pprint
+import re
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from workshop.grading.exercise import wrapped
+
+ROOT = Path(__file__).resolve().parents[2]
+KEPT = ("workshop", "theory", "survey", "docker", "slurm", "benchmarks")
+KEPT_FILES = (
+    "README.md",
+    "README.es.md",
+    "pyproject.toml",
+    "requirements-pinned.txt",
+    "compose.yaml",
+    "tasks.py",
+    ".dockerignore",
+    ".gitignore",
+)
+SKIPPED = ("__pycache__", ".pytest_cache", "*.pyc", "*.egg-info")
+MODEL_ANSWERS = "model_answers*.md"
+QUOTE_MIN = 30  # characters: a reference's line this long, found in a handout, is quoted there
+
+
+@dataclass
+class EditionReport:
+    edition: str
+    stubbed: list[str] = field(default_factory=list)  # exercise id -> its reference, now a stub
+    deleted: list[str] = field(default_factory=list)  # files
+    helpers_removed: list[str] = field(default_factory=list)  # module:name
+    left_bodies: list[str] = field(
+        default_factory=list
+    )  # references whose body is still in the code
+    quoted_in: list[str] = field(
+        default_factory=list
+    )  # "handout: reference" where a handout quotes one
+
+
+def copy_tree(out: Path) -> None:
+    if out.exists() and any(out.iterdir()):
+        raise FileExistsError(f"{out} exists and is not empty")
+    out.mkdir(parents=True, exist_ok=True)
+    for name in KEPT:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, out / name, ignore=shutil.ignore_patterns(*SKIPPED))
+    for name in KEPT_FILES:
+        if (ROOT / name).is_file():
+            shutil.copy2(ROOT / name, out / name)
+    (out / "results").mkdir(exist_ok=True)
+
+
+def module_file(module: str, out: Path) -> Path:
+    """The edition's copy of `module`'s source file."""
+    origin = Path(importlib.util.find_spec(module).origin).resolve()
+    return out / origin.relative_to(ROOT)
+
+
+def definition(tree: ast.Module, name: str) -> ast.stmt:
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
+            return node
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if isinstance(node, ast.Assign | ast.AnnAssign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in targets
+        ):
+            return node
+    raise LookupError(f"no module-level definition of {name}")
+
+
+def stub_function(node: ast.FunctionDef, ex) -> str:
+    """The reference's decorators and signature, the exercise's statement, and a body that raises."""
+    bare = ast.FunctionDef(
+        name=node.name,
+        args=node.args,
+        body=[ast.Pass()],
+        decorator_list=node.decorator_list,
+        returns=node.returns,
+        type_params=[],
+    )
+    signature = ast.unparse(ast.fix_missing_locations(bare)).rsplit("\n", 1)[0]
+    doc = "\n".join(f"    {line}".rstrip() for line in wrapped(ex.paragraphs(), 96, reserve=3))
+    return f'{signature}\n    """{doc.strip()}\n    """\n    raise NotImplementedError({ex.id!r})\n'
+
+
+def stub_value(ex):
+    """The constant the exercise's stub defines (its answers all None)."""
+    namespace: dict = {}
+    exec(compile(ex.stub_code(), f"<stub of {ex.id}>", "exec"), namespace)  # the workshop's own
+    return namespace[ex.attribute]
+
+
+def replace_definition(path: Path, name: str, text: str) -> str:
+    """Replace the module-level definition of `name` in `path` with `text`; returns the old source."""
+    source = path.read_text(encoding="utf-8")
+    node = definition(ast.parse(source), name)
+    lines = source.splitlines(keepends=True)
+    start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])]) - 1
+    old = "".join(lines[start : node.end_lineno])
+    path.write_text(
+        "".join(lines[:start]) + text.rstrip("\n") + "\n" + "".join(lines[node.end_lineno :])
+    )
+    return old
+
+
+def stub_reference(ex, out: Path, report: EditionReport, bodies: dict[str, str]) -> None:
+    module, _, name = ex.reference.partition(":")
+    if ex.document:
+        model = Path(ex.load_reference()).resolve()
+        for path in model.parent.glob(f"{model.stem}*{model.suffix}"):
+            copy = out / path.relative_to(ROOT)
+            if copy.is_file():
+                copy.unlink()
+                report.deleted.append(str(path.relative_to(ROOT)))
+        return
+    path = module_file(module, out)
+    node = definition(ast.parse(path.read_text(encoding="utf-8")), name)
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        text = stub_function(node, ex)
+        bodies[ex.reference] = ast.dump(ast.Module(body_without_docstring(node), []))
+    elif name == ex.attribute:
+        text = ex.stub_code().strip()  # the learner's stub: the questions as comments
+    else:
+        text = f"{name} = {pprint.pformat(stub_value(ex), width=100, sort_dicts=False)}"
+    replace_definition(path, name, text)
+    report.stubbed.append(f"{ex.id}: {ex.reference}")
+
+
+def body_without_docstring(node: ast.FunctionDef) -> list[ast.stmt]:
+    first = node.body[0]
+    is_doc = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+    return node.body[1:] if is_doc and len(node.body) > 1 else node.body
+
+
+def python_files(out: Path) -> list[Path]:
+    return sorted(p for p in out.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def remove_orphans(out: Path, edited: set[Path], report: EditionReport) -> None:
+    """Delete the private module-level functions of the edited modules that nothing mentions any more."""
+    while True:
+        text = "\n".join(p.read_text(encoding="utf-8") for p in python_files(out))
+        removed = False
+        for path in sorted(edited):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in tree.body:
+                private = isinstance(node, ast.FunctionDef) and node.name.startswith("_")
+                if private and len(re.findall(rf"\b{re.escape(node.name)}\b", text)) == 1:
+                    replace_definition(path, node.name, "")
+                    report.helpers_removed.append(f"{path.relative_to(out)}:{node.name}")
+                    removed = True
+                    break
+        if not removed:
+            return
+
+
+def find_leftovers(
+    out: Path, bodies: dict[str, str], sources: dict[str, str], report: EditionReport
+) -> None:
+    """References whose body is still in the edition's code; handouts that quote a reference's lines."""
+    found = set()
+    for path in python_files(out):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                found.add(ast.dump(ast.Module(body_without_docstring(node), [])))
+    report.left_bodies = sorted(ref for ref, body in bodies.items() if body in found)
+    handouts = sorted(out.glob("workshop/labs/*/README*.md"))
+    for reference, source in sources.items():
+        lines = {line.strip() for line in source.splitlines() if len(line.strip()) >= QUOTE_MIN}
+        lines -= {line for line in lines if line.startswith(("def ", "@", '"""', "#"))}
+        for handout in handouts:
+            text = handout.read_text(encoding="utf-8")
+            quoted = sum(line in text for line in lines)
+            if quoted:
+                report.quoted_in.append(f"{handout.relative_to(out)}: {reference} ({quoted} lines)")
+
+
+def build_learner(out: Path) -> EditionReport:
+    from workshop.labs import all_exercises
+
+    report = EditionReport("learner")
+    copy_tree(out)
+    bodies: dict[str, str] = {}
+    sources: dict[str, str] = {}
+    edited: set[Path] = set()
+    for exercises in all_exercises().values():
+        for ex in exercises:
+            if not ex.document:
+                module, _, name = ex.reference.partition(":")
+                path = module_file(module, out)
+                node = definition(ast.parse(path.read_text(encoding="utf-8")), name)
+                sources[ex.reference] = ast.get_source_segment(
+                    path.read_text(encoding="utf-8"), node
+                )
+                edited.add(path)
+            stub_reference(ex, out, report, bodies)
+    for path in sorted(out.glob(f"workshop/labs/*/{MODEL_ANSWERS}")):
+        path.unlink()
+        report.deleted.append(str(path.relative_to(out)))
+    remove_orphans(out, edited, report)
+    find_leftovers(out, bodies, sources, report)
+    (out / "workshop" / "EDITION.json").write_text(json.dumps(asdict(report), indent=2) + "\n")
+    return report
