@@ -43,6 +43,20 @@ def test_cuda_without_a_gpu_is_a_clear_error(tmp_path):
     assert out.returncode != 0 and "no CUDA GPU" in out.stderr and "--device cpu" in out.stderr
 
 
+def test_no_gpu_device_file_means_no_cuda_without_asking_torch(monkeypatch, tmp_path):
+    """--device auto on Linux: with none of the files a GPU is reached through, the answer is the CPU without
+    torch's import; with one, torch answers."""
+    from workshop.harness import device
+
+    monkeypatch.setattr(device.sys, "platform", "linux")
+    monkeypatch.setattr(device, "GPU_DEVICE_FILES", (str(tmp_path / "nvidia*"),))
+    assert not device.cuda_available() and device.resolve("auto") == "cpu"
+    with pytest.raises(device.DeviceError, match="torch sees no CUDA GPU here; use --device cpu"):
+        device.resolve("cuda")
+    (tmp_path / "nvidiactl").touch()
+    assert device.cuda_available() == torch.cuda.is_available()
+
+
 def test_report_without_a_run_is_a_clear_error(tmp_path):
     out = workshop("report", "--out", str(tmp_path))
     assert out.returncode != 0 and "no run found" in out.stderr

@@ -175,6 +175,24 @@ def test_check_fails_fresh_stubs_with_the_statement_then_passes_when_solved(toy)
     assert listed["toy.double"] == progress.CHANGED and listed["toy.essay"] == checks.PASSING
 
 
+def test_check_leaves_torch_to_the_labs_processes(toy):
+    """The learner's loop: the parent of `check` (and `run`) never imports torch, whose import costs about 2 s of
+    CPU per check on a small machine; the labs' processes import it. The manifest still names torch's version
+    and CUDA's, read from the installed package."""
+    import torch
+
+    main(["exercises", "init"])
+    parent = (
+        "import sys; from workshop.cli.main import main; main(['check', 'toy', 'double']); "
+        "print('imported:', sorted({'torch', 'triton', 'numpy'} & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", parent], capture_output=True, text=True)
+    assert "imported: []" in out.stdout, out.stdout + out.stderr
+    manifest = results.read_json(Path("results/latest/manifest.json"))
+    assert (manifest["torch"], manifest["cuda"]) == (torch.__version__, torch.version.cuda)
+    assert manifest["device"] in ("cpu", "cuda")
+
+
 def test_a_wrong_answer_prints_the_value_threshold_message_and_hint(toy):
     main(["exercises", "init"])
     replace_stub(toy / "my-work" / "toy.py", "double", "def double(x):\n    return x + x + 1\n")
@@ -344,6 +362,24 @@ def test_a_from_run_exercise_is_regraded_against_the_latest_run_without_running_
         "the lab did not run"
     )
     assert result["exercises"]["toy.answers"]["status"] == checks.PASSING
+
+
+def test_a_regrade_that_failed_is_never_taken_for_a_run_of_the_lab(toy):
+    """A re-grade that raised (here: the run's file it reads is gone) leaves a run folder of its own, which
+    says what it was graded against; the next check re-grades against the lab's run still, not that folder."""
+    work = toy / "my-work"
+    main(["exercises", "init"])
+    replace_stub(work / "toy.py", "answers", ANSWERS)
+    workshop("check", "toy", "--device", "cpu")
+    ran = Path("results/latest").resolve()
+    (ran / "toy" / "doubled.json").rename(toy / "doubled.json")
+    failed = workshop("check", "toy", "answers", "--device", "cpu")
+    assert failed.returncode == 1 and "doubled.json" in failed.text
+    failed_result = results.read_json(Path("results/latest/toy/result.json"))
+    assert failed_result["graded_against"] == f"results/{ran.name}"
+    (toy / "doubled.json").rename(ran / "toy" / "doubled.json")
+    again = workshop("check", "toy", "answers", "--device", "cpu")
+    assert again.returncode == 0 and f"re-graded against your run results/{ran.name}" in again.text
 
 
 def test_the_run_folder_path_is_never_wrapped_at_80_columns(toy):

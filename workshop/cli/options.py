@@ -84,8 +84,6 @@ def check_lab_names(names: list[str]) -> list[str]:
 def run_options(args, names: list[str], **others) -> RunOptions:
     """RunOptions from the command line (plus `others`), each checked before anything starts, the device
     resolved (--device auto), and each lab's own precondition asked (LabSpec.precondition)."""
-    from workshop.minigpt import checkpoint  # torch: only for the commands that run labs
-
     asked = options.from_arguments(args, **others)
     if asked.n_procs < 1:
         raise fail(_("--n must be at least 1 (got {n})").format(n=asked.n_procs))
@@ -102,8 +100,17 @@ def run_options(args, names: list[str], **others) -> RunOptions:
     for name in names:
         if why := labs.get(name).problem(checked):
             raise fail(why)
+    if checked.checkpoint is not None:
+        check_checkpoint(checked.checkpoint)
+    return checked
+
+
+def check_checkpoint(path) -> None:
+    """--checkpoint: the learner's MiniGPT loads, or the command stops before anything starts. It costs torch's
+    import, so only when given: the shipped one is loaded (and any fault in it said) by the labs that use it."""
+    from workshop.minigpt import checkpoint
+
     try:
-        checkpoint.load(checked.checkpoint)
+        checkpoint.load(path)
     except checkpoint.CheckpointError as e:
         raise fail(str(e)) from None
-    return checked

@@ -19,6 +19,7 @@ from workshop.harness import device, interrupt, lab_log, results
 from workshop.harness.options import RunOptions
 from workshop.harness.runner import run_labs, sweep_stale_caches
 from workshop.i18n import _, ngettext
+from workshop.minigpt import SHIPPED_CHECKPOINT
 
 # soft_wrap: a line longer than the terminal is not broken by us: a path in it stays copyable
 console = Console(soft_wrap=True)
@@ -26,10 +27,8 @@ console = Console(soft_wrap=True)
 
 def new_run(root: Path, names: list[str], options: RunOptions) -> Path:
     """A new run folder under root for the labs `names`, its manifest and options.json written."""
-    from workshop.minigpt import checkpoint
-
     sweep_stale_caches()
-    model = options.checkpoint or checkpoint.SHIPPED
+    model = options.checkpoint or SHIPPED_CHECKPOINT
     try:
         run_dir = results.new_run(
             root,

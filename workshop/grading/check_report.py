@@ -14,6 +14,7 @@ from workshop import labs
 from workshop.grading import checks, progress, workspace, workspace_init
 from workshop.grading.exercise import Exercise
 from workshop.harness import results
+from workshop.harness.options import LabOrder
 from workshop.i18n import N_, _, ngettext
 
 MARKS = {  # status -> (style, the mark printed before the exercise's id)
@@ -83,16 +84,26 @@ def regrade_sources(results_root: Path, work: Path, ids: tuple[str, ...]) -> dic
     sources = {}
     for lab in dict.fromkeys(ex_id.split(".")[0] for ex_id in ids):
         wanted = [ex for ex in labs.exercises(lab) if ex.id in ids]
-        runs = [
-            r
-            for r, result in progress.graded_runs(results_root, lab, work)
-            if "graded_against" not in result
-        ]
+        runs = [r for r, _result in progress.graded_runs(results_root, lab, work) if ran(r / lab)]
         if not runs or not all(ex.from_run for ex in wanted):
             continue
         if labs.get(lab).regrade:
             sources[lab] = str((runs[0] / lab).resolve())
     return sources
+
+
+def ran(lab_dir: Path) -> bool:
+    """Whether the lab folder holds a run of its lab, not a re-grading against an earlier run: told by the order
+    its process was given (<lab>/options.json), which a re-grade that raised or was stopped has too."""
+    try:
+        return not LabOrder.read(lab_dir).options.against
+    except (
+        OSError,
+        ValueError,
+        KeyError,
+        TypeError,
+    ):  # no order, or a damaged one: not a run to trust
+        return False
 
 
 def exercise_lines(ex_id: str, entry: dict, ex: Exercise | None) -> list[str]:

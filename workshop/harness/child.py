@@ -23,6 +23,7 @@ from workshop.harness.options import LabOrder, RunOptions
 from workshop.harness.time_limit import lab_limit
 from workshop.i18n import _
 from workshop.lab import WHY_MISSING, Check, LabContext
+from workshop.minigpt import CHECKPOINT_ENVIRONMENT
 
 
 def main(lab_dir: Path) -> int:
@@ -57,13 +58,11 @@ def main(lab_dir: Path) -> int:
 def export_environment(options: RunOptions) -> None:
     """Hand the processes the lab starts (torchrun's ranks) what they need of the options, through their
     environment: the language they speak, and --checkpoint."""
-    from workshop.minigpt import checkpoint  # torch: not before the lab needs it
-
     os.environ["WORKSHOP_LANG"] = options.lang
     if options.checkpoint:
-        os.environ[checkpoint.ENVIRONMENT] = str(options.checkpoint.resolve())
+        os.environ[CHECKPOINT_ENVIRONMENT] = str(options.checkpoint.resolve())
     else:
-        os.environ.pop(checkpoint.ENVIRONMENT, None)
+        os.environ.pop(CHECKPOINT_ENVIRONMENT, None)
 
 
 def run_lab_code(ctx: LabContext, time_limit: float | None) -> interrupt.Stopped | None:
@@ -100,9 +99,11 @@ def run_lab_code(ctx: LabContext, time_limit: float | None) -> interrupt.Stopped
 def regrade(ctx: LabContext, lab_dir: Path) -> None:
     """Grade the exercises this run wants against an earlier run of the lab (its folder `lab_dir`), without
     running the lab: the lab's LabSpec.regrade measures the truths from that run's files."""
-    labs.get(ctx.name).load("regrade")(ctx, lab_dir)
     run = workspace.display(lab_dir.parent)
-    ctx.extra["graded_against"] = run
+    ctx.extra["graded_against"] = (
+        run  # first: a re-grade that raises says what it was graded against too
+    )
+    labs.get(ctx.name).load("regrade")(ctx, lab_dir)
     ctx.summary = ctx.summary or _(
         "Re-graded against your run {run}, without running the lab again: its figures, your new answers."
     ).format(run=run)

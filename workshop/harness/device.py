@@ -3,6 +3,7 @@ kernels run in Triton's interpreter (on the CPU) or compiled (on CUDA)."""
 
 from __future__ import annotations
 
+import glob
 import os
 import sys
 from collections.abc import MutableMapping
@@ -10,22 +11,37 @@ from collections.abc import MutableMapping
 from workshop.i18n import _, ngettext
 
 CHOICES = ("auto", "cpu", "cuda")
+# The device files a GPU torch.cuda can use is reached through on Linux: NVIDIA's driver (/dev/nvidiactl,
+# /dev/nvidia0, ...), WSL2's GPU (/dev/dxg), ROCm's (/dev/kfd: torch.cuda on AMD). Without one, no CUDA runtime
+# can open a GPU, so torch sees none.
+GPU_DEVICE_FILES = ("/dev/nvidia*", "/dev/dxg", "/dev/kfd")
 
 
 class DeviceError(RuntimeError):
     pass
 
 
-def resolve(requested: str) -> str:
+def cuda_available() -> bool:
+    """Whether torch sees a CUDA GPU. Asking torch costs its import (about 2 s of CPU on a small machine, in
+    every command that runs a lab), so where no GPU device file exists (or on macOS, where torch has no CUDA)
+    the answer is no without asking; elsewhere torch answers."""
+    if sys.platform == "darwin":
+        return False
+    if sys.platform.startswith("linux") and not any(glob.glob(p) for p in GPU_DEVICE_FILES):
+        return False
     import torch
 
+    return torch.cuda.is_available()
+
+
+def resolve(requested: str) -> str:
     if requested not in CHOICES:
         raise DeviceError(
             _("unknown device {device!r}; choose one of {choices}").format(
                 device=requested, choices=", ".join(CHOICES)
             )
         )
-    has_cuda = torch.cuda.is_available()
+    has_cuda = cuda_available()
     if requested == "cuda" and not has_cuda:
         raise DeviceError(
             _("--device cuda was asked for, but torch sees no CUDA GPU here; use --device cpu")
@@ -57,9 +73,7 @@ def use_triton_interpreter(
     of triton: in a lab's environment (runner), in the test session (conftest) and in workshop.ops.
     """
     if device == "auto":
-        import torch
-
-        device = "cuda" if torch.cuda.is_available() else "cpu"
+        device = "cuda" if cuda_available() else "cpu"
     if device == "cpu" and env.get("TRITON_INTERPRET") != "1":
         if env is os.environ and "triton" in sys.modules:
             raise ImportError(

@@ -16,8 +16,11 @@ result.json) finds the disk full: those records are written even then, and the r
 from __future__ import annotations
 
 import errno
+import importlib.metadata
+import importlib.util
 import os
 import platform
+import runpy
 import secrets
 import shutil
 import socket
@@ -70,25 +73,35 @@ def git_revision() -> str:
         return os.environ.get("WORKSHOP_GIT_REVISION", "unknown")
 
 
-def environment(device: str) -> dict:
-    import torch
-
+def installed_versions() -> dict:
+    """torch's, its CUDA's and triton's versions, read without importing them (torch's import costs seconds of
+    CPU in every command that runs a lab): torch/version.py is the file torch.__version__ and
+    torch.version.cuda come from; triton's version is its installed package's."""
+    torch_version = runpy.run_path(
+        str(Path(importlib.util.find_spec("torch").origin).with_name("version.py"))
+    )
     try:
-        import triton
-
-        triton_version = triton.__version__
-    except ImportError:
+        triton_version = importlib.metadata.version("triton")
+    except importlib.metadata.PackageNotFoundError:
         triton_version = None
     return {
-        "python": platform.python_version(),
-        "torch": torch.__version__,
+        "torch": torch_version["__version__"],
         "triton": triton_version,
-        "cuda": torch.version.cuda,
+        "cuda": torch_version["cuda"],
+    }
+
+
+def environment(device: str) -> dict:
+    gpu = {"device_name": platform.processor() or "cpu", "gpu_count": 0}
+    if device == "cuda":
+        import torch
+
+        gpu = {"device_name": torch.cuda.get_device_name(0), "gpu_count": torch.cuda.device_count()}
+    return {
+        "python": platform.python_version(),
+        **installed_versions(),
         "device": device,
-        "device_name": torch.cuda.get_device_name(0)
-        if device == "cuda"
-        else platform.processor() or "cpu",
-        "gpu_count": torch.cuda.device_count() if device == "cuda" else 0,
+        **gpu,
         "cpu_count": os.cpu_count(),
         "platform": platform.platform(),
     }

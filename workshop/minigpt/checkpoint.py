@@ -18,13 +18,12 @@ import torch
 
 from workshop.harness import atomic
 from workshop.i18n import _
+from workshop.minigpt import CHECKPOINT_ENVIRONMENT as ENVIRONMENT
+from workshop.minigpt import SHIPPED_CHECKPOINT as SHIPPED
 from workshop.minigpt.grammar import VOCAB
 from workshop.minigpt.model import GPT, GPTConfig
 
 FORMAT = "workshop-minigpt/1"
-SHIPPED = Path(__file__).with_name("minigpt.pt")
-# How --checkpoint reaches the processes a lab starts (torchrun's ranks): the lab's process sets it.
-ENVIRONMENT = "WORKSHOP_CHECKPOINT"
 WRAPPER_PREFIXES = ("module.", "_orig_mod.")  # DDP's and torch.compile's names around a model's own
 
 
