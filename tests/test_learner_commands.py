@@ -454,7 +454,7 @@ def test_grade_shows_handed_in_runs_as_self_reported_and_counts_none(toy):
     assert workshop("check", "toy", "--device", "cpu").returncode == 1
     assert main(["grade", "results", "--to", "grades", "--sandbox", "native"]) == 0
     [row] = read_csv("grades/grades.csv")
-    assert (row["learner"], row["toy.double"], row["toy.answers"], row["passing"]) == (
+    assert (row["learner"], row["toy.double"], row["toy.answers"], row["exercises passing"]) == (
         "Ada L.",
         "passing (self-reported)",
         "not started (self-reported)",
