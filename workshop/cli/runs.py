@@ -15,7 +15,7 @@ from rich.table import Table
 from workshop.cli.options import fail
 from workshop.grading import checks, workspace
 from workshop.grading.workspace import display
-from workshop.harness import device, interrupt, lab_log, results
+from workshop.harness import device, interrupt, results
 from workshop.harness.options import RunOptions
 from workshop.harness.runner import run_labs, sweep_stale_caches
 from workshop.i18n import _, ngettext
@@ -132,9 +132,7 @@ class LabProgress:
         if lab != self.lab:
             self.bar.advance(self.task)
             self.lab = lab
-        if line.startswith(f"[{lab}]") and not lab_log.is_marker(
-            line
-        ):  # a check: print it above the bar
+        if line.startswith(f"[{lab}]"):  # a check: print it above the bar
             self.bar.console.print(line, markup=False, highlight=False)
         self.bar.update(self.task, lab=lab, line=line[:80])
 
@@ -162,4 +160,4 @@ def checks_table(run_dir: Path, names: list[str]) -> Table:
 
 
 def _cell(value) -> str:
-    return escape(f"{value:.3g}" if isinstance(value, float) else str(value))
+    return escape(checks.value_text(value))
