@@ -106,9 +106,15 @@ def _rounded(x: float) -> str:
     return f"{x:.2g}" if x < 10 else f"{x:.0f}"
 
 
+def written(value) -> str:
+    """A check's value or threshold written whole: as text, None (no mistake named, nothing expected) as a word
+    of the language in use, never Python's "None"."""
+    return _("none") if value is None else str(value)
+
+
 def value_text(value) -> str:
-    """A check's value or threshold as a line shows it: floats to 3 significant digits, the rest as text."""
-    return f"{value:.3g}" if isinstance(value, float) else str(value)
+    """A check's value or threshold as a line shows it: floats to 3 significant digits, the rest written whole."""
+    return f"{value:.3g}" if isinstance(value, float) else written(value)
 
 
 def expectation(check: dict) -> str:

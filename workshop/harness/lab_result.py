@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workshop.grading.checks import Check, all_passed, bound, outcome
+from workshop.grading.checks import Check, all_passed, bound, outcome, written
 from workshop.harness import atomic
 from workshop.i18n import _
 
@@ -47,7 +47,7 @@ def summary_frame(
     # (Babel extracts no call in an f-string)
     marks = {True: _("pass"), False: "**" + _("FAIL") + "**"}
     rows = "\n".join(
-        f"| {marks[bool(c.passed)]} | {c.name} | {c.as_dict()['value']} | {bound(c.as_dict(), str)} |"
+        f"| {marks[bool(c.passed)]} | {c.name} | {written(c.as_dict()['value'])} | {bound(c.as_dict(), written)} |"
         for c in checks
     )
     header = "| | {} | {} | {} |\n|---|---|---|---|\n".format(_("check"), _("value"), _("expected"))
