@@ -1,6 +1,6 @@
 #!/bin/sh
-# One workshop session: run the labs, write the report, then run the test suite (less its slow mutation suites)
-# on that very run.
+# One workshop session: run the labs, write the report, then run the tests that read a run (marked lab_run by
+# tests/conftest.py, less the slow ones) on that very run.
 #
 #   workshop-session [LAB ...]      (in the image; natively: sh docker/session.sh [LAB ...])
 # Environment: WORKSHOP_N (processes for the distributed demos, default 2), WORKSHOP_DEVICE (auto|cpu|cuda,
@@ -56,9 +56,9 @@ if [ $# -gt 0 ]; then
   exit $labs_status
 fi
 say session-testing "run=$run_dir"
-# The slow mutation suites plant bugs in labs of their own, never read this run: `docker compose run --rm test`
-# (the whole suite) runs them.
-run_step env WORKSHOP_RUN_DIR="$run_dir" $python -m pytest -m "not slow" --durations=10
+# Only the tests that read a run: the rest never look at it (`docker compose run --rm test`, the whole suite,
+# runs them all); the slow ones are the mutation suites and runs with other process counts.
+run_step env WORKSHOP_RUN_DIR="$run_dir" $python -m pytest -m "lab_run and not slow" --durations=10
 tests_status=$?
 stopped $tests_status && exit $tests_status
 [ $labs_status -eq 0 ] && [ $tests_status -eq 0 ]

@@ -90,8 +90,10 @@ def run(ctx) -> None:
         ctx.check_equal("double(21)", got, 42, message=f"double(21) gave {got!r}: multiply by 2")
     doubled = {str(x): double(x) for x in (1, 12345)}  # the toy's measurement, as its run writes it
     ctx.write_json("doubled.json", doubled)
-    with ctx.grading("answers") as answers:
-        grade_answers(ctx, answers, truths(doubled))
+    with ctx.grading(
+        "answers", worker=True
+    ) as impl:  # the learner's dict crosses the wire as written
+        grade_answers(ctx, impl.value, truths(doubled))
     with ctx.grading("essay") as path:
         words = len(Path(path).read_text().split())
         ctx.check_min("essay: words", words, 10, message=f"{words} words; write at least 10")
@@ -106,8 +108,10 @@ def truths(doubled: dict) -> dict:
 def regrade(ctx, lab_dir: Path) -> None:
     """LabSpec.regrade: the answers graded again from an earlier run's doubled.json, without running."""
     doubled = json.loads((lab_dir / "doubled.json").read_text())
-    with ctx.grading("answers") as answers:
-        grade_answers(ctx, answers, truths(doubled))
+    with ctx.grading(
+        "answers", worker=True
+    ) as impl:  # the learner's dict crosses the wire as written
+        grade_answers(ctx, impl.value, truths(doubled))
 
 
 def install(setattr) -> None:

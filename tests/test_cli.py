@@ -93,7 +93,16 @@ def test_the_run_options_are_declared_once_and_reach_the_lab_through_its_file(tm
     for command in ("run", "check", "grade"):
         dests = {a.dest for a in sub.choices[command]._actions}
         assert flagged <= dests, command
-    options = RunOptions("cpu", 3, 7, tmp_path / "mine.pt", 9.0, tmp_path, "es", ("toy.double",))
+    options = RunOptions(
+        device="cpu",
+        n_procs=3,
+        seed=7,
+        checkpoint=tmp_path / "mine.pt",
+        time_limit_s=9.0,
+        work=tmp_path,
+        lang="es",
+        only=("toy.double",),
+    )
     LabOrder("toy", options, {"toy.x": "killed"}).write(tmp_path)
     assert LabOrder.read(tmp_path) == LabOrder("toy", options, {"toy.x": "killed"})
     options.write(tmp_path)

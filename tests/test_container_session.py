@@ -71,7 +71,7 @@ def test_runs_labs_then_report_then_pytest_on_that_run(tmp_path):
     assert calls == [
         "-m workshop run --n 3 --device cpu -- | N=3 DEVICE=cpu RUN_DIR=",
         "-m workshop report -- results/run2 | N=3 DEVICE=cpu RUN_DIR=",
-        "-m pytest -m not slow --durations=10 | N=3 DEVICE=cpu RUN_DIR=results/run2",
+        "-m pytest -m lab_run and not slow --durations=10 | N=3 DEVICE=cpu RUN_DIR=results/run2",
     ]
 
 

@@ -74,7 +74,7 @@ def test_init_writes_each_stub_with_its_statement_once_and_no_hint(toy):
         assert part in block
     assert text.count("Return twice x.") == 1 and "Multiply by two." not in text
     assert (
-        'ANSWERS = {\n    # Q1. What does double multiply by? (int)\n    "factor": ...,\n' in text
+        'ANSWERS = {\n    # Q1. What does double multiply by? (int)\n    "factor": None,\n' in text
     )
     assert not (toy / "my-work" / "essay.md").exists(), "its template needs a run of the lab first"
     assert json.loads((toy / "my-work" / ".workspace.json").read_text())["learner"] == "Ada"
@@ -239,7 +239,8 @@ def test_a_crash_in_native_code_is_named_and_the_other_exercises_graded_again(to
     out = workshop("check", "toy", "--device", "cpu")
     where = f"killed by SIGSEGV at my-work/toy.py:{line}"
     assert f"survives it: {where}" in " ".join(out.text.split())
-    assert "PASS  toy.answers" in out.text, "the other exercises are still graded"
+    # graded again, in its worker, which refuses the file's import of ctypes
+    assert "FAIL  toy.answers" in out.text and "import ctypes is not allowed" in out.text
     run_dir = Path("results/latest").resolve()
     dead = (run_dir / "toy.attempt-1" / "log.txt").read_text()
     assert "[toy] grading toy.double ..." in dead and "Segmentation fault" in dead
@@ -473,10 +474,10 @@ def graded_context(work: Path, double: str) -> LabContext:
 
 
 def test_sys_exit_in_the_learners_code_fails_only_its_exercise(toy):
-    ctx = graded_context(toy / "my-work", "import sys\ndef double(x):\n    sys.exit(3)\n")
+    ctx = graded_context(toy / "my-work", "def double(x):\n    raise SystemExit(3)\n")
     learner_toy.run(ctx)
     graded = ctx.exercise_results()
-    assert graded["toy.double"]["failed_check"]["value"] == "my-work/toy.py:3: SystemExit: 3"
+    assert graded["toy.double"]["failed_check"]["value"] == "my-work/toy.py:2: SystemExit: 3"
     assert graded["toy.answers"]["status"] == checks.PASSING
 
 
@@ -489,3 +490,21 @@ def test_a_stop_from_outside_is_recorded_where_the_learners_code_was_and_propaga
         "toy.double: graded to the end",
         "my-work/toy.py:2: KeyboardInterrupt",
     )
+
+
+def test_a_fresh_or_half_filled_answers_dict_crosses_the_wire_as_written(toy):
+    """The stub's placeholder is None, a wire value: a fresh ANSWERS read in the learner's worker is "not
+    started", a half-filled one names the answer left to fill in, not an error of the wire."""
+    work = toy / "my-work"
+    main(["exercises", "init"])
+    assert (
+        "None"
+        in (work / "toy.py").read_text(encoding="utf-8").split("ANSWERS = {")[1].split("}")[0]
+    )
+    fresh = workshop("check", "toy", "answers", "--device", "cpu")
+    assert "TODO  toy.answers" in fresh.text and "graded toy.answers: not started" in fresh.text, (
+        fresh.text
+    )
+    replace_stub(work / "toy.py", "answers", 'ANSWERS = {"factor": 2, "double_12345": None}\n')
+    half = workshop("check", "toy", "answers", "--device", "cpu")
+    assert "FAIL  toy.answers" in half.text and "replace the `None`" in half.text, half.text

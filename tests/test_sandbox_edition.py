@@ -59,7 +59,7 @@ LEFT_KNOWN = {
 
 def test_no_model_answers_and_the_report_says_what_changed(built):
     out, report = built
-    assert not list(out.glob("workshop/labs/*/model_answers*.md"))
+    assert not list(out.glob("workshop/labs/*/**/model_answers*.md"))
     assert not (out / "survey" / "README.md").exists() and not (out / "tests").exists()
     written = json.loads((out / "workshop" / "EDITION.json").read_text())
     assert written["edition"] == "learner" and len(written["stubbed"]) == sum(

@@ -12,7 +12,6 @@ import pytest
 from workshop import i18n, labs
 from workshop.grading import workspace_init
 from workshop.grading.questions import WIDTH
-from workshop.i18n import catalogs
 
 LABS = list(labs.all_exercises())
 
@@ -38,6 +37,9 @@ CODE = re.compile(
 
 
 def test_no_catalog_holds_code():
+    pytest.importorskip("babel", reason="Babel (the catalog tool's library) is not installed here")
+    from workshop.i18n import catalogs  # Babel's: the GPU hosts lack it
+
     found = [
         f"{area.name}: {str(m.id)[:60]!r}"
         for area in catalogs.areas()

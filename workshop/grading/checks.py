@@ -36,9 +36,8 @@ class Check:
     threshold: object
     exercise: str | None = None  # the id of the exercise this check grades
     message: str | None = None  # on failure: what the value says about the mistake, and what to do
-    diagnosis: bool = (
-        False  # it names the mistake: reported before raw comparisons (see the docstring)
-    )
+    # it names the mistake: reported before raw comparisons (see the docstring)
+    diagnosis: bool = False
     secret: bool = False  # its threshold is an answer: shown only as the miss while it fails
     # how the value meets the threshold: "<=" (at most), ">=" (at least), "==", "" (hidden: a secret's)
     relation: str = "=="

@@ -218,7 +218,9 @@ def build_learner(out: Path) -> EditionReport:
                 )
                 edited.add(path)
             stub_reference(ex, out, report, bodies)
-    for path in sorted(out.glob(f"workshop/labs/*/{MODEL_ANSWERS}")):
+    for path in sorted(
+        out.glob(f"workshop/labs/*/**/{MODEL_ANSWERS}")
+    ):  # in a lab folder or its grading/
         path.unlink()
         report.deleted.append(str(path.relative_to(out)))
     remove_orphans(out, edited, report)

@@ -20,9 +20,8 @@ from workshop.grading import workspace, workspace_init
 from workshop.i18n import _
 
 CODE = Path(__file__).resolve().parents[1]  # the workshop package: the code every lab's checks are
-MAX_FILES = (
-    20_000  # files fingerprinted in one folder (a hand-in is a handful; the package a few hundred)
-)
+# files fingerprinted in one folder (a hand-in is a handful; the package a few hundred)
+MAX_FILES = 20_000
 
 
 def fingerprint(folder: Path, skip: Path | None = None) -> dict[str, str]:

@@ -34,7 +34,9 @@ if TYPE_CHECKING:  # annotations only: labs import this module, and workshop.lab
     from workshop.lab import LabContext
 
 WIDTH = 100  # the project's line length: no stub line is longer
-UNFILLED = "..."  # a stub's placeholder: the learner replaces it
+# A stub's placeholder, which the learner replaces: None, a wire value (grading/wire.py), so that a fresh or half
+# filled dict crosses from the learner's worker as it is written; no question's answer can be None.
+UNFILLED = "None"
 KINDS = {
     "int": N_("a whole number (an int)"),
     "number": N_("a number"),
@@ -52,12 +54,10 @@ class Question:
     look: str = ""  # N_(): where this run shows the answer, said when an answer is wrong
     kind: str = "int"  # one of KINDS: how an answer is read and compared
     tolerance: float = 0.0  # numbers: how far from the truth a right answer may be
-    relative: bool = (
-        False  # the tolerance is a fraction of the truth (sizes), not an absolute amount
-    )
-    start: str = (
-        UNFILLED  # the stub's starting value, as code: a placeholder, or a value given ("2")
-    )
+    # the tolerance is a fraction of the truth (sizes), not an absolute amount
+    relative: bool = False
+    # the stub's starting value, as code: the placeholder, or a value given ("2")
+    start: str = UNFILLED
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -137,7 +137,7 @@ def lookup(answers: dict, question: Question):
 
 
 def filled(value) -> bool:
-    return value is not Ellipsis
+    return value is not None
 
 
 def unknown_keys(answers: dict, questions: tuple[Question, ...], depth: int = 0) -> list[str]:
@@ -191,7 +191,13 @@ def judge(ex: Exercise, question: Question, answers: dict, truth, explain, facts
         why = _("{answer} is missing: add its key").format(answer=question.label(ex.attribute))
         return Check(name, False, _("missing"), hidden, message=why)
     if not filled(given):
-        return Check(name, False, _("not filled in"), hidden, message=_("replace the `...`"))
+        return Check(
+            name,
+            False,
+            _("not filled in"),
+            hidden,
+            message=_("replace the `None` with your answer"),
+        )
     try:
         given = as_kind(given, question.kind)
     except ValueError:

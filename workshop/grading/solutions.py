@@ -22,9 +22,8 @@ class Solutions:
 
     def __init__(self, lab: str, work: Path | None, skip: dict[str, str]):
         self.lab, self.work, self.skip = lab, work, skip
-        self._module: ModuleType | LearnerError | None = (
-            None  # the loaded <lab>.py, or why it would not load
-        )
+        # the loaded <lab>.py, or why it would not load
+        self._module: ModuleType | LearnerError | None = None
 
     def get(self, ex: Exercise):
         """The learner's version of `ex` (or the reference's). LearnerError: the file will not load or lacks it;

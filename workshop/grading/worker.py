@@ -107,9 +107,8 @@ class Session:
 
     def __init__(self, reraise: bool = False):
         self.device = "cpu"  # the lab's, from the load request: where received tensors go
-        self.reraise = (
-            reraise  # in the lab's own process (the reference): its errors are the lab's bugs
-        )
+        # in the lab's own process (the reference): its errors are the lab's bugs
+        self.reraise = reraise
         self.module: types.ModuleType | None = None
         self.filename: str | None = None
 

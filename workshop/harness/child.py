@@ -100,9 +100,8 @@ def regrade(ctx: LabContext, lab_dir: Path) -> None:
     """Grade the exercises this run wants against an earlier run of the lab (its folder `lab_dir`), without
     running the lab: the lab's LabSpec.regrade measures the truths from that run's files."""
     run = workspace.display(lab_dir.parent)
-    ctx.extra["graded_against"] = (
-        run  # first: a re-grade that raises says what it was graded against too
-    )
+    # first: a re-grade that raises says what it was graded against too
+    ctx.extra["graded_against"] = run
     labs.get(ctx.name).load("regrade")(ctx, lab_dir)
     ctx.summary = ctx.summary or _(
         "Re-graded against your run {run}, without running the lab again: its figures, your new answers."

@@ -53,9 +53,8 @@ def lab_environment(device: str, cache_dir: Path, kept: Path | None = None) -> d
     where the lab keeps its builds (build_cache)."""
     env = dict(os.environ)
     env["PYTHONUNBUFFERED"] = "1"
-    env["PYTHONIOENCODING"] = (
-        "utf-8"  # the parent reads the lab's output as UTF-8, whatever the locale
-    )
+    # the parent reads the lab's output as UTF-8, whatever the locale
+    env["PYTHONIOENCODING"] = "utf-8"
     # Each lab compiles into its own, initially empty, cache folders, and keeps every temporary file (torchrun's
     # torchelastic_* logs included) under the same folder, which is removed when the lab ends.
     env["TORCHINDUCTOR_CACHE_DIR"] = str(kept or cache_dir / "inductor")

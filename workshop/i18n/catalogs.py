@@ -46,9 +46,8 @@ class Area:
     locale: Path  # its <lang>/LC_MESSAGES/<name>.po folder root
     skip: tuple[str, ...] = ()  # sub-folders of `code` that are areas of their own
     extra: tuple[Path, ...] = ()  # files outside `code` whose messages are this area's
-    keeps_older: bool = (
-        False  # keeps messages the code no longer has (argparse: other Pythons' messages)
-    )
+    # keeps messages the code no longer has (argparse: other Pythons' messages)
+    keeps_older: bool = False
 
     def po(self, lang: str) -> Path:
         return self.locale / lang / "LC_MESSAGES" / f"{self.name}.po"
