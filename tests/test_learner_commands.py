@@ -502,7 +502,8 @@ def test_a_fresh_or_half_filled_answers_dict_crosses_the_wire_as_written(toy):
         in (work / "toy.py").read_text(encoding="utf-8").split("ANSWERS = {")[1].split("}")[0]
     )
     fresh = workshop("check", "toy", "answers", "--device", "cpu")
-    assert "TODO  toy.answers" in fresh.text and "graded toy.answers: not started" in fresh.text, (
+    log = Path("results/latest/toy/log.txt").read_text(encoding="utf-8")
+    assert "TODO  toy.answers" in fresh.text and "graded toy.answers: not started" in log, (
         fresh.text
     )
     replace_stub(work / "toy.py", "answers", 'ANSWERS = {"factor": 2, "double_12345": None}\n')
