@@ -8,12 +8,13 @@ from pathlib import Path
 import pytest
 
 from workshop import labs
-from workshop.grading import checks, questions
+from workshop.grading import checks, questions, sandbox
 from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
-from workshop.labs.compile import kernel_answer, run_facts
-from workshop.labs.compile.exercises import ANSWERS, KERNEL
 from workshop.labs.compile.generated_kernels import parse_kernels
+from workshop.labs.compile.grading import kernel_answer, run_facts
+from workshop.labs.compile.grading.exercises import ANSWERS, KERNEL
+from workshop.labs.compile.kernel_explanation import pick_kernel
 
 FIXTURES = Path(__file__).with_name("test_compile_fixtures")
 SOFTMAX = "cpp_fused__softmax_bitwise_not_masked_fill_mul_slice_view_3"
@@ -61,7 +62,9 @@ def triton_kernels():
 @pytest.fixture
 def ctx(tmp_path):
     (tmp_path / "out").mkdir()
-    return LabContext("compile", tmp_path / "out", RunOptions("cpu", 1, 0))
+    ctx = LabContext("compile", tmp_path / "out", RunOptions("cpu", 1, 0))
+    yield ctx
+    sandbox.stop(ctx)  # the learner's worker, where a test graded a workspace
 
 
 def grade_kernel(ctx, answer, kernels) -> dict[str, str | None]:
@@ -81,7 +84,7 @@ def test_a_right_kernel_answer_passes(ctx, cpp_kernels, answer):
 
 
 def test_the_reference_answer_is_the_softmax_read_by_hand(cpp_kernels):
-    reference = kernel_answer.reference_answer(cpp_kernels)
+    reference = kernel_answer.fields_of(pick_kernel(cpp_kernels))
     assert {**reference, "fused_ops": sorted(reference["fused_ops"])} == {
         **SOFTMAX_ANSWER,
         "fused_ops": ["_softmax", "bitwise_not", "masked_fill", "mul", "slice", "view"],
@@ -162,7 +165,7 @@ KERNEL_MISTAKES = [
     ),
     ("no reduction", {"reduction": "none"}, "reduction", "this kernel reduces (max, sum)"),
     ("grid of another kernel", {"grid": [45056]}, "grid", "the grid of `cpp_fused_gelu_view_6`"),
-    ("one loop only", {"grid": [704]}, "grid", "2 `#pragma omp for` loop(s)"),
+    ("one loop only", {"grid": [704]}, "grid", "this kernel has 2 `#pragma omp for` loops"),
     (
         "extents in the other order",
         {"grid": [704, 32]},
@@ -258,27 +261,25 @@ def test_fresh_stubs_are_not_started_and_a_half_filled_answer_says_what_is_missi
     ctx, tmp_path, cpp_kernels
 ):
     ctx.options.work = learner_file(tmp_path, KERNEL.stub_code() + "\n" + ANSWERS.stub_code())
-    with ctx.grading("kernel") as impl:
-        kernel_answer.grade_kernel(ctx, impl, cpp_kernels)
-    with ctx.grading("answers") as impl:
-        grade_run_facts(ctx, impl)
+    with ctx.grading("kernel", worker=True) as impl:
+        kernel_answer.grade_kernel(ctx, impl.value, cpp_kernels)
+    with ctx.grading("answers", worker=True) as impl:
+        grade_run_facts(ctx, impl.value)
     statuses = {ex_id: r["status"] for ex_id, r in ctx.exercise_results().items()}
     assert statuses == {
         "compile.kernel": checks.NOT_STARTED,
         "compile.answers": checks.NOT_STARTED,
     }
     ctx.checks.clear()
-    half = {**{k: ... for k in kernel_answer.FIELDS}, "kernel": SOFTMAX, "bytes_read": 62976}
+    half = {**{k: None for k in kernel_answer.FIELDS}, "kernel": SOFTMAX, "bytes_read": 62976}
     results = grade_kernel(ctx, half, cpp_kernels)
-    assert (
-        failing(results)["reduction"].startswith("not filled in") and results["bytes_read"] is None
-    )
+    assert "replace the `None`" in failing(results)["reduction"] and results["bytes_read"] is None
 
 
 def test_a_kernel_answer_that_is_not_a_dict_is_one_clear_line(ctx, tmp_path, cpp_kernels):
     ctx.options.work = learner_file(tmp_path, 'KERNEL_EXPLAINED = "cpp_fused_gelu_view_6"\n')
-    with ctx.grading("kernel") as impl:
-        kernel_answer.grade_kernel(ctx, impl, cpp_kernels)
+    with ctx.grading("kernel", worker=True) as impl:
+        kernel_answer.grade_kernel(ctx, impl.value, cpp_kernels)
     failed = ctx.exercise_results()["compile.kernel"]["failed_check"]
     assert "compile.py" in failed["value"] and "must be a dict" in failed["value"]
 
@@ -296,7 +297,7 @@ def grade_answers(ctx, answers) -> dict[str, str | None]:
 
 
 def test_the_reference_answers_pass(ctx):
-    assert failing(grade_answers(ctx, run_facts.reference_answers(FACTS))) == {}
+    assert failing(grade_answers(ctx, run_facts.asked(FACTS))) == {}
 
 
 ANSWER_MISTAKES = [
@@ -310,9 +311,9 @@ ANSWER_MISTAKES = [
         1,
         "their number depends on the device",
     ),
-    ("default taken as dynamic", "default_compiles", 1, "automatic dynamic"),
-    ("default taken as static", "default_compiles", 4, "that is dynamic=False"),
-    ("graphs instead of breaks", "item_graph_breaks", 2, "that is the number of graphs"),
+    ("default taken as dynamic", "default_compiles", 1, "the default does not start dynamic"),
+    ("default taken as static", "default_compiles", 4, "that is what dynamic=False does"),
+    ("graphs instead of breaks", "item_graph_breaks", 2, "that counts graphs, not breaks"),
     ("a string", "softmax_calls", "4", "give a whole number"),
 ]
 
@@ -321,5 +322,31 @@ ANSWER_MISTAKES = [
     "key, value, words", [m[1:] for m in ANSWER_MISTAKES], ids=[m[0] for m in ANSWER_MISTAKES]
 )
 def test_a_wrong_answer_fails_its_key_with_a_pointed_message(ctx, key, value, words):
-    results = grade_answers(ctx, {**run_facts.reference_answers(FACTS), key: value})
+    results = grade_answers(ctx, {**run_facts.asked(FACTS), key: value})
     assert list(failing(results)) == [key] and words in results[key]
+    own = results[key].replace(repr(value), "")  # the learner's own value may be quoted back
+    assert not states(own, getattr(FACTS, key)), results[key]
+
+
+def states(message: str, truth: int) -> bool:
+    """Whether a message says the count it grades: as a number, or in words (once, twice, ...)."""
+    words = {1: r"one|once|a single", 2: r"two|twice|once more|recompiles once", 4: r"four"}
+    words = words.get(truth, r"(?!)")
+    return bool(re.search(rf"(?<![\w.]){truth}(?![\w.])|\b(?:{words})\b", message))
+
+
+def test_states_catches_the_messages_that_gave_the_count():
+    """The two messages this exercise used to give that said how often the default compiles, or how many
+    breaks there are."""
+    assert states("the default recompiles once, then the length is symbolic", 2)
+    assert states("that is the number of graphs: a break splits one graph into two", 1)
+
+
+def test_the_reported_mistake_is_the_one_a_message_names(ctx, cpp_kernels):
+    """bytes_read off by no known mistake (where to look) and the grid in the other order (a diagnosis): the
+    exercise reports the grid, whose message names what went wrong, though bytes_read comes first."""
+    answer = {**SOFTMAX_ANSWER, "bytes_read": 12345, "grid": [704, 32]}
+    failed = failing(grade_kernel(ctx, answer, cpp_kernels))
+    assert list(failed) == ["bytes_read", "grid"]
+    reported = ctx.exercise_results()["compile.kernel"]["failed_check"]
+    assert "'grid'" in reported["name"] and "order" in reported["message"]

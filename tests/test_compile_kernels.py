@@ -106,7 +106,7 @@ def test_triton_layout_tells_persistent_from_looped(triton):
     assert red.looped and red.rnumel == "600" and red.rblock is None
 
 
-LAB_FOLDER = Path(__file__).resolve().parents[1] / "workshop/labs/compile"
+TEMPLATES = Path(__file__).resolve().parents[1] / "workshop/labs/compile/templates"
 
 
 @pytest.mark.parametrize("fixture", ["cpp", "triton"])
@@ -117,7 +117,7 @@ def test_explanation_is_built_from_the_code(fixture, request):
     ex = explain(kernel, [], "cpu" if fixture == "cpp" else "cuda")
     assert ex.bytes_read == 61952 + 1024
     assert ex.bytes_written == (61952 + 2 * 2816 if fixture == "cpp" else 61952)
-    text = render(LAB_FOLDER, "en", [ex])
+    text = render(TEMPLATES, "en", [ex])
     assert kernel.name in text and kernel.source.strip()[:40] in text
     expected = (
         [

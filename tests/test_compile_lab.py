@@ -13,8 +13,8 @@ import pytest
 from conftest import assert_result_shape, read_result
 
 from workshop import labs
-from workshop.labs.compile import run_facts, run_grading
-from workshop.labs.compile.exercises import KERNEL
+from workshop.labs.compile.grading import references, run_grading
+from workshop.labs.compile.grading.exercises import KERNEL
 
 
 def test_compile_lab_passes_with_its_checks(lab_dir):
@@ -165,7 +165,7 @@ from pathlib import Path
 start = time.perf_counter()
 from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
-from workshop.labs.compile import run_grading
+from workshop.labs.compile.grading import run_grading
 ctx = LabContext("compile", Path(sys.argv[1]), RunOptions("cpu", 1, 0, work=Path(sys.argv[2])))
 run_grading.regrade(ctx, Path(sys.argv[3]))
 print(ctx.exercise_results()["compile.answers"]["status"], time.perf_counter() - start)
@@ -176,7 +176,7 @@ def test_answers_are_regraded_against_the_run_in_seconds(lab_dir, tmp_path):
     """What a learner waits for when only ANSWERS changed: a fresh Python that imports torch and grades
     against the run's folder (issue 27's target: 10 s on 2 cores; about 4 s here on a quiet machine)."""
     out = lab_dir("compile")
-    answers = run_facts.reference_answers(run_grading.read_run(out).facts)
+    answers = references.answers(str(out))
     work = learner_workspace(tmp_path, f"{KERNEL.stub_code()}\nANSWERS = {answers!r}\n")
     (tmp_path / "out").mkdir()
     start = time.perf_counter()

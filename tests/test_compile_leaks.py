@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from workshop import i18n, labs
-from workshop.labs.compile import kernel_answer
-from workshop.labs.compile.exercises import ANSWERS, KERNEL
 from workshop.labs.compile.generated_kernels import parse_kernels
+from workshop.labs.compile.grading import kernel_answer
+from workshop.labs.compile.grading.exercises import ANSWERS, KERNEL
 
 LAB = Path(__file__).resolve().parents[1] / "workshop/labs/compile"
 FIXTURES = Path(__file__).with_name("test_compile_fixtures")
@@ -114,7 +114,7 @@ def kernel_figures() -> set[int]:
     for fixture in ("cpp_train_forward.txt", "triton_softmax.txt"):
         kernels = parse_kernels((FIXTURES / fixture).read_text(), "train/forward")
         for k in kernels:
-            answer = kernel_answer.reference_answer([k])
+            answer = kernel_answer.fields_of(k)
             figures |= {answer["bytes_read"], answer["bytes_written"], *answer["grid"]}
     return {f for f in figures if isinstance(f, int) and f >= 100}
 

@@ -26,11 +26,11 @@ from workshop.labs.compile import (
     lab,
     loops,
     provenance,
-    run_grading,
     trace_report,
 )
 from workshop.labs.compile.breaks import BreakReport, CompileCount
-from workshop.labs.compile.exercises import ANSWERS
+from workshop.labs.compile.grading import run_grading
+from workshop.labs.compile.grading.exercises import ANSWERS
 from workshop.minigpt import checkpoint
 from workshop.minigpt.data import sample_corpus, to_tensors
 

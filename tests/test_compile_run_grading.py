@@ -9,11 +9,13 @@ import pytest
 from test_compile_exercises import SOFTMAX_ANSWER
 
 from workshop import labs
+from workshop.grading import sandbox, workspace_init
 from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
-from workshop.labs.compile import run_facts, run_grading
-from workshop.labs.compile.exercises import ANSWERS, KERNEL
+from workshop.labs.compile.bench import loop
 from workshop.labs.compile.generated_kernels import parse_kernels
+from workshop.labs.compile.grading import references, run_grading
+from workshop.labs.compile.grading.exercises import ANSWERS, KERNEL
 
 FIXTURES = Path(__file__).with_name("test_compile_fixtures")
 WORKED = (
@@ -39,9 +41,20 @@ BREAKS = {
 }
 
 
-def lab_context(out: Path, work: Path | None = None) -> LabContext:
+CONTEXTS: list[LabContext] = []  # the tests' contexts, whose learner's workers stop with each test
+
+
+def lab_context(out: Path, work: Path | None = None, **options) -> LabContext:
     out.mkdir(parents=True, exist_ok=True)
-    return LabContext("compile", out, RunOptions("cpu", 1, 0, work=work))
+    CONTEXTS.append(LabContext("compile", out, RunOptions("cpu", 1, 0, work=work, **options)))
+    return CONTEXTS[-1]
+
+
+@pytest.fixture(autouse=True)
+def stop_workers():
+    yield
+    while CONTEXTS:
+        sandbox.stop(CONTEXTS.pop())
 
 
 @pytest.fixture
@@ -72,7 +85,7 @@ def workspace(tmp_path, kernel: dict, answers: dict) -> Path:
 
 
 def reference_answers(run_folder: Path) -> dict:
-    return run_facts.reference_answers(run_grading.read_run(run_folder).facts)
+    return references.answers(str(run_folder))
 
 
 def test_the_counts_are_read_from_the_code_and_breaks_json(run_folder):
@@ -129,6 +142,30 @@ def test_fresh_stubs_are_not_started(run_folder, tmp_path):
     assert {r["status"] for r in ctx.exercise_results().values()} == {"not started"}
 
 
+def test_the_learners_file_runs_in_the_worker_never_in_the_lab(run_folder, tmp_path, capsys):
+    """Contract 6: the learner's constants are read in a worker process as wire data. Planted: a file whose
+    top level prints; its line reaches the worker's log, never the lab's output."""
+    work = workspace(tmp_path, SOFTMAX_ANSWER, reference_answers(run_folder))
+    with (work / "compile.py").open("a") as f:
+        f.write('print("the learner\'s top level ran here")\n')
+    ctx = lab_context(tmp_path / "out", work)
+    run_grading.regrade(ctx, run_folder)
+    assert ctx.passed and "the learner's top level ran" not in capsys.readouterr().out
+    sandbox.stop(ctx)
+    assert "the learner's top level ran" in (ctx.out_dir / sandbox.WORKER_LOG).read_text()
+
+
+def test_an_answer_that_cannot_cross_the_wire_is_one_clear_failure(run_folder, tmp_path):
+    """Planted: an ANSWERS value of a type the wire refuses (a set): the exercise fails naming it, and the
+    other exercise is graded as usual."""
+    answers = {**reference_answers(run_folder), "softmax_calls": {4}}
+    ctx = lab_context(tmp_path / "out", workspace(tmp_path, SOFTMAX_ANSWER, answers))
+    run_grading.regrade(ctx, run_folder)
+    results = ctx.exercise_results()
+    assert results["compile.kernel"]["passed"] and not results["compile.answers"]["passed"]
+    assert "set" in results["compile.answers"]["failed_check"]["value"]
+
+
 def change(path: Path) -> None:
     path.write_text(path.read_text() + "\n# my note: this kernel is the softmax\n")
 
@@ -161,3 +198,22 @@ def test_a_folder_that_cannot_be_graded_is_one_line_naming_why(run_folder, fault
 def test_a_folder_that_is_not_a_run_is_one_line(tmp_path):
     with pytest.raises(run_grading.RunFolderError, match="not a finished run of the compile lab"):
         run_grading.read_run(tmp_path)
+
+
+@pytest.mark.parametrize("only", ["kernel", "answers"])
+def test_check_compile_exercise_regrades_that_exercise_only(run_folder, tmp_path, only):
+    """`check compile kernel` (or `answers`): the other exercise is not graded, and nothing fails for it."""
+    work = workspace(tmp_path, SOFTMAX_ANSWER, reference_answers(run_folder))
+    ctx = lab_context(tmp_path / "out", work, only=(f"compile.{only}",))
+    run_grading.regrade(ctx, run_folder)
+    assert ctx.passed and {c.exercise for c in ctx.checks} == {f"compile.{only}"}
+
+
+def test_the_loop_benchmark_fills_in_answers_that_pass(run_folder, tmp_path):
+    """bench/loop.py's workspace: the stub file exercises init writes, its ANSWERS filled in from the run."""
+    work = tmp_path / "my-work"
+    workspace_init.init(work, ["compile"], tmp_path / "results")
+    loop.fill_in(work, run_folder)
+    ctx = lab_context(tmp_path / "out", work, only=("compile.answers",))
+    run_grading.regrade(ctx, run_folder)
+    assert ctx.passed and ctx.exercise_results()["compile.answers"]["passed"]

@@ -8,13 +8,13 @@ import pytest
 from workshop.i18n import templates
 from workshop.labs.compile.breaks import BreakReason, BreakReport, CompileCount
 from workshop.labs.compile.generated_kernels import Argument, GeneratedKernel
+from workshop.labs.compile.grading.run_grading import Revealed
 from workshop.labs.compile.kernel_explanation import EagerResult, KernelExplanation, render
 from workshop.labs.compile.loops import kernel_structure
-from workshop.labs.compile.run_grading import Revealed
 from workshop.labs.compile.timing import Timing, TimingReport
 from workshop.labs.compile.trace_report import TraceReport
 
-FOLDER = Path(__file__).resolve().parents[1] / "workshop/labs/compile"
+FOLDER = Path(__file__).resolve().parents[1] / "workshop/labs/compile/templates"
 FIXTURES = Path(__file__).with_name("test_compile_fixtures")
 FOLD = "folded into one number (`vec_reduce_all`)"
 PAYS = "fusing these ops pays"
@@ -158,7 +158,7 @@ def test_the_forward_kernels_are_explained_once_the_learners_answer_passed():
 
 ANSWERED = {  # what summary() was given for each ANSWERS question, and a sentence that would state it
     "optimizer_kernels": "optimizer_inference.py` | 7 |",
-    "item_graph_breaks": "5 graph(s),\n  3 break(s)",
+    "item_graph_breaks": "graphs 5, graph breaks 3",
     "default_compiles": "| default | 3 |",
 }
 
@@ -173,3 +173,31 @@ def test_the_counts_answers_asks_for_show_only_once_the_answers_passed(graded):
     shown = summary(worked, graded, MADE, 10.0, revealed=Revealed([], True))
     assert [key for key, text in ANSWERED.items() if text not in shown] == []
     assert "a question of exercise compile.answers" not in shown
+
+
+def skeleton(text: str) -> list[str]:
+    """What a translation must keep: each line's Markdown kind (heading, table row, list item, code, image)."""
+    kinds = (
+        ("#", "heading"),
+        ("|", "table"),
+        ("- ", "item"),
+        ("  - ", "item"),
+        ("```", "code"),
+        ("!", "image"),
+    )
+    return [
+        next((kind for mark, kind in kinds if line.startswith(mark)), "text")
+        for line in text.splitlines()
+    ]
+
+
+@pytest.mark.parametrize("graded", [False, True], ids=["plain", "graded"])
+def test_one_template_per_language_lays_out_the_same_lines(graded):
+    """The compile lab's templates have no Spanish twins: their {% trans %} blocks come from the catalog, and
+    both languages lay out the same Markdown, line for line."""
+    assert not list(FOLDER.glob("*.es.md.j2"))
+    shown = [explanation(CPP_SUM, 4096)]
+    english, spanish = (summary(shown, graded, MADE, 10.0, lang) for lang in ("en", "es"))
+    assert skeleton(spanish) == skeleton(english) and spanish != english
+    english, spanish = (render(FOLDER, lang, shown) for lang in ("en", "es"))
+    assert skeleton(spanish) == skeleton(english) and "explicado" in spanish

@@ -1,6 +1,6 @@
-"""The exercises that register the op with torch.library's public API (workshop/labs/custom_op/api_grading.py): a
-learner's correct define_custom_op and define_triton_op pass, and each typical mistake fails with a message that
-names it (a custom_op where a triton_op was asked among them)."""
+"""The exercises that register the op with torch.library's public API
+(workshop/labs/custom_op/grading/api_grading.py): a learner's correct define_custom_op and define_triton_op pass,
+and each typical mistake fails with a message that names it (a custom_op where a triton_op was asked among them)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import torch
 
 from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
-from workshop.labs.custom_op import api_grading
+from workshop.labs.custom_op.grading import api_grading
 from workshop.ops import INTERPRETED
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"

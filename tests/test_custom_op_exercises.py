@@ -21,10 +21,10 @@ from workshop.grading import checks, workspace
 from workshop.grading.questions import grade_answers
 from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
-from workshop.labs.custom_op import exercise_grading
-from workshop.labs.custom_op.exercises import EXERCISES
-from workshop.labs.custom_op.launch_facts import ANSWERS, LaunchFacts
-from workshop.labs.custom_op.memory_bounds import bounds_checked
+from workshop.labs.custom_op.grading import exercise_grading, own_op
+from workshop.labs.custom_op.grading.exercises import EXERCISES
+from workshop.labs.custom_op.grading.launch_facts import ANSWERS, LaunchFacts
+from workshop.labs.custom_op.grading.memory_bounds import bounds_checked
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 PIECES = ("forward_kernel", "backward_kernel", "fake", "setup_context", "backward")
@@ -169,7 +169,7 @@ def test_stubs_are_not_started(tmp_path):
     stubs = "\n\n".join(ex.stub_code() for ex in EXERCISES)
     (tmp_path / "custom_op.py").write_text(labs.workspace_header("custom_op") + "\n\n" + stubs)
     module = workspace.load_lab_module(tmp_path, "custom_op")
-    for ex in EXERCISES[: len(PIECES)]:
+    for ex in (ex for ex in EXERCISES if ex.name in own_op.probes.EXERCISES):
         failed = first_failure(grade(tmp_path, ex.name, getattr(module, ex.attribute)))
         assert failed.value == checks.NOT_STARTED, (ex.name, failed)
 
@@ -191,11 +191,9 @@ def test_wrong_answers_say_where_this_run_shows_them(tmp_path):
 @pytest.mark.slow
 def test_a_learners_workspace_through_the_runner(tmp_path):
     """Correct kernels and fake, the rest left as stubs: those pass, these are not started, the op made of the
-    learner's pieces waits on them (one failed check naming them), and the answers, about that op, are not graded
-    yet."""
-    stubs = [
-        ex.stub_code() for ex in EXERCISES if ex.name in ("setup_context", "backward", "answers")
-    ]
+    learner's pieces waits on them (in one line, no check), and the answers, about that op, are not graded yet."""
+    left = ("setup_context", "backward", "define_custom_op", "define_triton_op", "answers")
+    stubs = [ex.stub_code() for ex in EXERCISES if ex.name in left]
     filled = [w.source_of(w.softmax_fwd_kernel, w.softmax_bwd_kernel, w.softmax_fake), *stubs]
     header = labs.workspace_header("custom_op")
     (tmp_path / "custom_op.py").write_text(header + "\n\n" + "\n\n".join(filled))
@@ -210,9 +208,10 @@ def test_a_learners_workspace_through_the_runner(tmp_path):
         name: checks.PASSING if name in passing else checks.NOT_STARTED for name in statuses
     }
     assert statuses == expected | {"answers": checks.NOT_GRADED}, proc.stdout[-3000:]
-    failed = [c for c in result["checks"] if not c["passed"] and not c.get("exercise")]
-    assert [c["name"] for c in failed] == ["the op's checks: every piece of the op written"]
-    assert failed[0]["value"] == ["setup_context", "backward"]
+    assert [c["name"] for c in result["checks"] if not c["passed"] and not c.get("exercise")] == []
+    waiting = [name for name in own_op.needed(DEVICE) if name in left]
+    assert result["own"]["waiting"] == waiting
+    assert "wait on the exercises" in (out / "summary.md").read_text()
     assert (
         "Your pieces were each graded in an operator of their own"
         in (out / "summary.md").read_text()
@@ -224,7 +223,7 @@ def test_a_correct_workspace_passes_every_exercise_and_check(tmp_path):
     """A learner's file with every piece written and the answers this device's run gives: every exercise passes,
     and every check of the lab, run on the op made of the learner's pieces (on CUDA too, where DEVICE is)."""
     answers = f"ANSWERS = {ANSWERS!r}\n"
-    pieces = w.source_of(*w.CORRECT)
+    pieces = w.source_of(*w.CORRECT, w.define_custom_op, w.define_triton_op)
     header = labs.workspace_header("custom_op")
     (tmp_path / "custom_op.py").write_text(header + "\n\n" + pieces + "\n\n" + answers)
     out = tmp_path / "run"
@@ -237,3 +236,20 @@ def test_a_correct_workspace_passes_every_exercise_and_check(tmp_path):
     assert set(statuses.values()) == {checks.PASSING}, (statuses, proc.stdout[-3000:])
     assert [c["name"] for c in result["checks"] if not c["passed"]] == []
     assert "ran on the op made of all your pieces" in (out / "summary.md").read_text()
+
+
+@pytest.mark.slow
+def test_check_one_exercise_grades_it_alone(tmp_path):
+    """`check custom_op forward_kernel`: that exercise graded, the others not, and none of the op's checks run."""
+    header = labs.workspace_header("custom_op")
+    (tmp_path / "custom_op.py").write_text(header + "\n\n" + w.source_of(w.softmax_fwd_kernel))
+    out = tmp_path / "run"
+    only = ("custom_op.forward_kernel",)
+    cmd = lab_process.command("custom_op", out, DEVICE, work=tmp_path, only=only)
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    result = json.loads((out / "result.json").read_text())
+    statuses = {ex_id: r["status"] for ex_id, r in result["exercises"].items()}
+    assert statuses.pop("custom_op.forward_kernel") == checks.PASSING, proc.stdout[-3000:]
+    assert set(statuses.values()) == {checks.NOT_GRADED}
+    assert [c for c in result["checks"] if not c.get("exercise")] == []
+    assert "Only the exercises asked for were graded" in (out / "summary.md").read_text()

@@ -1,12 +1,16 @@
 """The custom_op lab's outputs (result.json, Inductor excerpts) and the benchmark's report and CLI plumbing."""
 
+import contextlib
+import io
 from pathlib import Path
 
 import pytest
 import torch
 from conftest import assert_result_shape, read_result
 
-from workshop.labs.custom_op import bench, bench_report, inductor_code
+from workshop.labs.custom_op import inductor_code
+from workshop.labs.custom_op.bench import benchmark as bench
+from workshop.labs.custom_op.bench import report as bench_report
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +98,7 @@ def test_lab_measures_the_eager_call(lab):
 
 
 def test_sweep_settings_are_patched_and_restored():
-    from workshop.labs.custom_op import sweep
+    from workshop.labs.custom_op.bench import sweep
     from workshop.ops import softmax_launch
 
     before = (softmax_launch.CHUNK, softmax_launch.multiprocessors, softmax_launch.l2_bytes)
@@ -253,35 +257,61 @@ def test_bench_covers_the_shapes_the_issue_names():
         bench.SHAPES
     )
     assert [n for b, n in bench.SHAPES if b == 4096 and n != 600] == [2**k for k in range(8, 16)]
-    assert Path(bench.__file__).with_name("README.md").is_file()
+    assert (Path(bench.__file__).parents[1] / "README.md").is_file()
 
 
-def test_an_op_whose_pieces_are_not_written_waits_in_one_check(tmp_path):
-    """A workspace of stubs: the checks of the op made of its pieces wait on those exercises, in one failed check
-    that names them, and the summary says so in one sentence (and, where the shipped pieces are stubs too, as in
-    the learner edition, that the eager cost is not measured)."""
+def test_an_op_whose_pieces_are_not_written_waits_in_one_line(tmp_path):
+    """A workspace of stubs: the checks of the op made of its pieces wait on those exercises, in one line that
+    names them and no check (the stubs' exercises fail on their own), and the summary says so in one sentence
+    (and, where the shipped pieces are stubs too, as in the learner edition, that the eager cost is not
+    measured)."""
     from workshop import labs
     from workshop.harness.options import RunOptions
     from workshop.i18n import templates
     from workshop.lab import LabContext
-    from workshop.labs.custom_op import correctness as cx
-    from workshop.labs.custom_op import lab, probes
-    from workshop.labs.custom_op.exercises import EXERCISES, WORKSPACE_HEADER
+    from workshop.labs.custom_op import lab
+    from workshop.labs.custom_op.grading import correctness as cx
+    from workshop.labs.custom_op.grading.exercises import EXERCISES
+    from workshop.labs.custom_op.grading.own_op import needed
 
     stubs = "\n\n".join(ex.stub_code() for ex in EXERCISES)
-    (tmp_path / "custom_op.py").write_text(WORKSPACE_HEADER + "\n\n" + stubs)
+    (tmp_path / "custom_op.py").write_text(labs.workspace_header("custom_op") + "\n\n" + stubs)
     ctx = LabContext("custom_op", tmp_path, RunOptions("cpu", 1, 0, work=tmp_path))
-    found = lab.check_own_op(ctx, cx.shapes("cpu"))
-    assert found["own"]["waiting"] == list(probes.PIECES)
-    assert [(c.name, c.passed) for c in ctx.checks] == [
-        ("the op's checks: every piece of the op written", False)
-    ]
-    assert "forward_kernel, backward_kernel, fake" in ctx.checks[0].message
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        found = lab.check_own_op(ctx, cx.shapes("cpu"))
+    assert found["own"]["waiting"] == list(needed("cpu")) and ctx.checks == []
+    assert "wait on the exercises forward_kernel, backward_kernel, fake" in printed.getvalue()
     values = {"registration": "custom_op", "shapes": {}, "own": found["own"], "eager": None}
+    values["eager_waits"] = True
     values |= {"side_by_side": "x.md", "graded": True, "device": "cpu"}
-    summary = templates.render(labs.folder("custom_op"), "en", values)
+    summary = templates.render(labs.folder("custom_op") / "templates", "en", values)
     assert (
         "The op's checks (values, gradcheck, opcheck, torch.compile, the MiniGPT) wait on"
         in summary
     )
     assert "Not measured here: the appendix measures the shipped op" in summary
+
+
+def test_the_answers_are_regraded_from_a_runs_own_files(lab, tmp_path):
+    """`check custom_op answers` after a run: graded against that run's launch record (result.json) and
+    inductor_custom_op.txt, no kernel run; a folder that is no complete run is one clear error."""
+    from workshop import labs
+    from workshop.harness.options import RunOptions
+    from workshop.harness.results import RunFolderError
+    from workshop.lab import LabContext
+    from workshop.labs.custom_op import lab as custom_op_lab
+    from workshop.labs.custom_op.grading.launch_facts import ANSWERS
+
+    answers = {**ANSWERS, "extern_calls": ANSWERS["extern_calls"] + 1}
+    (tmp_path / "custom_op.py").write_text(
+        labs.workspace_header("custom_op") + f"\nANSWERS = {answers!r}\n"
+    )
+    options = RunOptions("cpu", 1, 0, work=tmp_path, only=("custom_op.answers",))
+    ctx = LabContext("custom_op", tmp_path / "out", options)
+    with contextlib.redirect_stdout(io.StringIO()):
+        custom_op_lab.regrade(ctx, lab)
+    failed = [c.name for c in ctx.checks if not c.passed]
+    assert failed == ["ANSWERS['extern_calls'] matches this run"], failed
+    assert str(lab) in ctx.summary
+    with pytest.raises(RunFolderError, match="is not a complete custom_op run"):
+        custom_op_lab.regrade(ctx, tmp_path)

@@ -19,9 +19,9 @@ import triton.language as tl
 
 from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
-from workshop.labs.custom_op import correctness as cx
 from workshop.labs.custom_op import lab
-from workshop.labs.custom_op.own_op import own_op
+from workshop.labs.custom_op.grading import correctness as cx
+from workshop.labs.custom_op.grading.own_op import own_op
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""What a kernel computes in for half-precision input (workshop/labs/custom_op/precision.py): on the CPU the
+"""What a kernel computes in for half-precision input (workshop/labs/custom_op/grading/precision.py): on the CPU the
 interpreter's arithmetic, watched; on a GPU the compiled kernel's Triton IR. Both read here from the same two
 kernels, one summing in its input's dtype and one in float32; the IR also from kernels compiled for an sm_90 target
 in a process without the interpreter (no GPU needed), so the CPU's tests read the IR a GPU would."""
@@ -13,7 +13,7 @@ import torch
 import triton
 import triton.language as tl
 
-from workshop.labs.custom_op import precision
+from workshop.labs.custom_op.grading import precision
 from workshop.ops import INTERPRETED
 from workshop.ops.triton_launch import launch, recording
 

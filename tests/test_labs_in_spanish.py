@@ -9,6 +9,7 @@ rendered in both languages from the same made-up figures, its grading messages o
 
 from __future__ import annotations
 
+import ast
 import functools
 import inspect
 import os
@@ -25,17 +26,18 @@ from doc_structure import anchors
 from test_autograd_lab import SUMMARY_KEYS
 
 from workshop import i18n, labs
-from workshop.grading import workspace_init
+from workshop.grading import questions, workspace_init
 from workshop.harness.options import RunOptions
 from workshop.i18n import templates
 from workshop.lab import LabContext
 from workshop.labs.autograd.gradient_diagnosis import Evidence, diagnose
-from workshop.labs.compile import kernel_answer, kernel_explanation
+from workshop.labs.compile import kernel_explanation
 from workshop.labs.compile.generated_kernels import parse_kernels
-from workshop.labs.custom_op import correctness as custom_op_correctness
-from workshop.labs.custom_op import exercise_grading as custom_op_grading
-from workshop.labs.custom_op import probes as custom_op_probes
-from workshop.labs.custom_op.own_op import shipped_pieces
+from workshop.labs.compile.grading import kernel_answer
+from workshop.labs.custom_op.grading import correctness as custom_op_correctness
+from workshop.labs.custom_op.grading import exercise_grading as custom_op_grading
+from workshop.labs.custom_op.grading import probes as custom_op_probes
+from workshop.labs.custom_op.grading.own_op import shipped_pieces
 from workshop.labs.dispatcher import decisions, trace_facts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -222,7 +224,7 @@ def test_the_spanish_compile_summary_shows_the_same_values(graded):
     )
     assert numbers(spanish) == numbers(english)
     assert "## Graph breaks y recompilaciones (`breaks.json`)" in spanish
-    assert "el tiempo de su primera\nllamada se recupera al cabo de unos 8000 pasos." in spanish
+    assert "el tiempo de su primera llamada se recupera al cabo de unos 8000 pasos." in spanish
     assert (
         "| paso de entrenamiento (batch 8) | 10.00 | 5.00 | 2.00x |" in spanish
     )  # a prose value, via _()
@@ -232,7 +234,7 @@ def test_the_spanish_compile_summary_shows_the_same_values(graded):
             in spanish
         )
     else:
-        assert "(nido de bucles de C++, train/forward, llamado 1 vez/veces" in spanish
+        assert "(nido de bucles de C++, train/forward, llamado una vez por ejecución)" in spanish
 
 
 def test_the_spanish_kernel_explanation_shows_the_same_values():
@@ -242,7 +244,7 @@ def test_the_spanish_kernel_explanation_shows_the_same_values():
     )
     assert numbers(spanish) == numbers(english)
     assert "Operaciones de aten (según el nombre del kernel): `sum`." in spanish
-    assert "fusionar estas\noperaciones compensa en ese factor de tráfico de memoria." in spanish
+    assert "fusionar estas operaciones compensa en ese factor de tráfico de memoria." in spanish
     assert "Cada acumulador vectorial se reduce a un solo número (`vec_reduce_all`)" in spanish
 
 
@@ -278,9 +280,9 @@ def test_init_in_spanish_writes_the_compile_statements(tmp_path, spanish):
     assert "workshop/labs/compile/README.es.md#ejercicio-1-explica-un-kernel" in source
     assert "# int: graph breaks de la variante con .item()" in source  # the stub's comments
     namespace = {}
-    exec(compile(source, "compile.py", "exec"), namespace)  # still Python: two dicts of `...`
-    assert set(namespace["KERNEL_EXPLAINED"].values()) == {...}
-    assert set(namespace["ANSWERS"].values()) == {...}
+    exec(compile(source, "compile.py", "exec"), namespace)  # still Python: two dicts of `None`
+    assert set(namespace["KERNEL_EXPLAINED"].values()) == {None}
+    assert set(namespace["ANSWERS"].values()) == {None}
 
 
 # The custom_op lab in Spanish, in-process (its run takes minutes on a CPU): the summary rendered in both languages
@@ -347,9 +349,14 @@ CUSTOM_OP_SUMMARY = {
 )
 def test_the_spanish_custom_op_summary_shows_the_same_values(launch_share, graded):
     values = CUSTOM_OP_SUMMARY | {"launch_share": launch_share, "graded": graded}
-    values |= {"by_hand_saves": 8.0, "side_by_side": "inductor_side_by_side.md"}
+    values |= {
+        "by_hand_saves": 8.0,
+        "side_by_side": "inductor_side_by_side.md",
+        "eager_waits": False,
+    }
     english, spanish = (
-        templates.render(labs.folder("custom_op"), lang, values) for lang in ("en", "es")
+        templates.render(labs.folder("custom_op") / "templates", lang, values)
+        for lang in ("en", "es")
     )
     assert numbers(spanish) == numbers(english)
     assert "## Lo que cuesta una llamada eager, con tres registros (`eager_cost.png`)" in spanish
@@ -405,8 +412,8 @@ def test_init_in_spanish_writes_the_custom_op_statements(tmp_path, spanish):
     exec(
         compile(source, "custom_op.py", "exec"), namespace
     )  # still Python: kernels, stubs and ANSWERS
-    assert set(namespace["ANSWERS"].values()) == {None}
-    with pytest.raises(NotImplementedError, match="custom_op.fake: Escribe softmax_fake"):
+    assert set(namespace["ANSWERS"].values()) == {ast.literal_eval(questions.UNFILLED)}
+    with pytest.raises(NotImplementedError, match="custom_op.fake"):
         namespace["softmax_fake"](None, 0)
 
 

@@ -39,7 +39,6 @@ OWNERS = {
 }
 KNOWN = {
     *(f"workshop/labs/{lab}/README{lang}.md" for lab in ("distributed",) for lang in ("", ".es")),
-    "exercises of custom_op",
 }
 
 

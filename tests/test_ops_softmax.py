@@ -58,7 +58,7 @@ def test_non_contiguous_inputs():
 
 @pytest.mark.parametrize("n_cols", [37, 600])
 def test_special_values_like_torch(n_cols):
-    from workshop.labs.custom_op.correctness import special_rows
+    from workshop.labs.custom_op.grading.correctness import special_rows
 
     x = special_rows(n_cols, DEVICE)
     torch.testing.assert_close(softmax(x), torch.softmax(x, -1), equal_nan=True)
@@ -76,7 +76,7 @@ def tiny_pieces(monkeypatch):
 def test_long_row_kernels_match_torch_with_special_values(tiny_pieces):
     """Split kernels under the interpreter, cooperative ones on CUDA (which wait for each other: programs that run
     one after another, as in the interpreter, cannot)."""
-    from workshop.labs.custom_op.correctness import special_rows
+    from workshop.labs.custom_op.grading.correctness import special_rows
 
     x = special_rows(50, DEVICE)
     with triton_launch.recording() as launches:

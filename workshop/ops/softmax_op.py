@@ -242,13 +242,7 @@ def gradients_of_backward_op(ctx, g: torch.Tensor) -> tuple:
     return grad_y, ctx.ops.backward(y, g, ctx.dim), None
 
 
-def define_custom_op(
-    qualname: str,
-    implementation: Callable,
-    fake: Callable,
-    setup_context: Callable,
-    backward: Callable,
-):
+def define_custom_op(qualname: str, implementation, fake, setup_context, backward):
     """`qualname` (e.g. "workshop::softmax") made an operator with torch.library.custom_op: softmax(x, dim=-1) by
     `implementation(x, dim)`, its fake by `fake(x, dim)`, its autograd by `backward(ctx, dy)` after
     `setup_context(ctx, inputs, output)`. Returns the op (torch.library's CustomOpDef)."""
@@ -263,9 +257,7 @@ def define_custom_op(
     return softmax
 
 
-def define_triton_op(
-    qualname: str, implementation: Callable, setup_context: Callable, backward: Callable
-):
+def define_triton_op(qualname: str, implementation, setup_context, backward):
     """The same operator with torch.library.triton_op: under torch.compile its body runs instead of a call of the
     op, and `implementation(x, dim, wrap=wrap_triton)` launches each kernel through wrap_triton, so that Inductor
     sees it. No fake to register: the body, run on fake tensors, is the fake. Returns the op."""

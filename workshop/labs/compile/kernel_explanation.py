@@ -17,7 +17,7 @@ import torch
 from workshop.i18n import N_, _, templates
 from workshop.lab import LabContext
 from workshop.labs.compile.generated_kernels import GeneratedKernel
-from workshop.labs.compile.hidden_values import ceil2, check_holds, floor2
+from workshop.labs.compile.grading.hidden_values import ceil2, check_holds, floor2
 from workshop.labs.compile.loops import KernelStructure, kernel_structure
 from workshop.labs.compile.provenance import SHAPE_ONLY, op_name, source_line
 from workshop.tensor_bytes import tensor_bytes

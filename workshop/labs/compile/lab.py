@@ -16,7 +16,7 @@ import torch
 
 from workshop.i18n import _
 from workshop.lab import LabContext
-from workshop.labs.compile import run_grading, trace_report
+from workshop.labs.compile import trace_report
 from workshop.labs.compile.breaks import (
     BreakReport,
     CompileCount,
@@ -26,7 +26,8 @@ from workshop.labs.compile.breaks import (
 )
 from workshop.labs.compile.capture import Capture, compile_and_capture
 from workshop.labs.compile.generated_kernels import GeneratedKernel, parse_kernels
-from workshop.labs.compile.hidden_values import check_holds
+from workshop.labs.compile.grading import run_grading
+from workshop.labs.compile.grading.hidden_values import check_holds
 from workshop.labs.compile.kernel_explanation import (
     EagerResult,
     check_explanation,

@@ -8,6 +8,7 @@ LAB = LabSpec(
         "a Triton softmax registered as torch.ops.workshop.softmax: autograd, fake tensors, compile, speed"
     ),
     entry="workshop.labs.custom_op.lab:run",
-    bench="workshop.labs.custom_op.bench:main",
+    bench="workshop.labs.custom_op.bench.benchmark:main",
+    regrade="workshop.labs.custom_op.lab:regrade",
     needs=("triton",),
 )

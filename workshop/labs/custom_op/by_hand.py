@@ -2,7 +2,7 @@
 and `triton_op` do for you, without the general-purpose Python they put around each call. Two uses: the appendix's
 third registration, of the shipped pieces, which the eager-cost ladder compares custom_op and triton_op with
 (eager_cost.py); and the operators the exercises grade a learner's piece in, made of that piece and the grader's own
-(learner_op.py).
+(grading/learner_op.py).
 
 What custom_op registers, and what it adds (torch/_library/custom_ops.py and autograd.py):
 - the schema, `lib.define("softmax(Tensor x, SymInt dim=-1) -> Tensor")`: custom_op reads it from the annotations;

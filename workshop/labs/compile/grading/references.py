@@ -1,0 +1,23 @@
+"""The instructor's solutions of compile's two exercises: what the lab itself reads from a run's files. They
+cannot be constants: kernel names and counts differ by device and torch version. A run without a workspace grades
+them as its learner would be graded, through the same worker requests: so they take the run folder's path (a
+wire value), not its parsed kernels.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from workshop.labs.compile.grading import kernel_answer, run_facts, run_grading
+from workshop.labs.compile.kernel_explanation import pick_kernel
+
+
+def kernel_explained(run_dir: str) -> dict:
+    """KERNEL_EXPLAINED for the attention softmax kernel of the run's training forward."""
+    run = run_grading.read_run(Path(run_dir))
+    return kernel_answer.fields_of(pick_kernel(run.graph(kernel_answer.GRAPH)))
+
+
+def answers(run_dir: str) -> dict:
+    """ANSWERS: the run's own counts."""
+    return run_facts.asked(run_grading.read_run(Path(run_dir)).facts)

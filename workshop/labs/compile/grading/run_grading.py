@@ -1,0 +1,254 @@
+"""Grade compile.kernel and compile.answers from a run folder's files alone, so that grading needs no compile.
+
+Both exercises ask about what one run of the lab generated. The lab grades them through `read_run` and `grade`
+right after writing these files, and a re-grade (only the learner's answers changed) runs the very same two
+functions on the learner's latest run folder: seconds instead of minutes of compiling. What grading reads:
+- code/<stage>_<kind>.py: Inductor's generated modules; every kernel is parsed again from them;
+- breaks.json: the graph-break and recompile experiments (default_compiles, item_graph_breaks);
+- grading_facts.json (FACTS_FILE): what the code does not say: the device, the model's parameter count, each
+  kernel's MiniGPT source lines, the unfused results each training kernel replaces (from AOTAutograd's graphs,
+  which are not kept as objects), and a digest of every file above.
+A file changed since its run wrote it (notes typed into code/train_forward.py, say) is one clear line, never a
+verdict on other code: the digests tell. The folder belongs to the learner, so a re-grade is the learner's
+quick loop; an instructor's grade runs the lab, which writes and grades a fresh folder.
+
+What a run reveals follows one rule: a figure that answers an exercise is written only once the learner's own
+answer to it has passed (`Revealed`). The lab's worked example, a kernel of the training backward (which no
+exercise asks about), is always explained.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from workshop.grading.questions import grade_answers
+from workshop.i18n import _, templates
+from workshop.lab import LabContext
+from workshop.labs.compile.generated_kernels import (
+    GeneratedKernel,
+    extern_matmul_calls,
+    parse_kernels,
+)
+from workshop.labs.compile.grading import kernel_answer, run_facts
+from workshop.labs.compile.kernel_explanation import (
+    EagerResult,
+    KernelExplanation,
+    pick_kernel,
+    pick_worked_example,
+)
+from workshop.labs.compile.kernel_explanation import render as render_explanations
+from workshop.labs.compile.loops import kernel_structure
+
+FACTS_FILE = "grading_facts.json"
+BREAKS_FILE = "breaks.json"
+CODE_DIR = "code"
+EXPLAINED = ("train/forward", "train/backward")  # the graphs whose kernels may be explained
+REGRADE_TEMPLATE = "regrade.md.j2"
+
+
+class RunFolderError(Exception):
+    """A run folder grading cannot read: missing, incomplete, corrupt or changed. Its message is one line."""
+
+
+@dataclass
+class RunFiles:
+    """What grading knows of one run, read from its folder."""
+
+    folder: Path
+    device: str
+    kernels: list[GeneratedKernel]  # every kernel of code/*.py, with its MiniGPT source lines
+    facts: run_facts.RunFacts
+    eager: dict[str, list[EagerResult]]  # "graph/kernel" -> the unfused results it replaces
+
+    def graph(self, name: str) -> list[GeneratedKernel]:
+        return [k for k in self.kernels if k.graph == name]
+
+    def explain(self, kernel: GeneratedKernel) -> KernelExplanation:
+        structure = kernel_structure(kernel.source, kernel.language)
+        return KernelExplanation(
+            kernel, self.device, structure, self.eager.get(f"{kernel.graph}/{kernel.name}", [])
+        )
+
+
+@dataclass
+class Revealed:
+    """What this run may write of the exercises' answers: explanations, and whether the counts may show."""
+
+    explanations: list[
+        KernelExplanation
+    ]  # the learner's kernel and the lab's, once compile.kernel passed
+    answers: bool  # compile.answers passed with the learner's own ANSWERS
+
+    @property
+    def kernel(self) -> bool:
+        return bool(self.explanations)
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def graded_files(folder: Path) -> list[Path]:
+    return sorted((folder / CODE_DIR).glob("*.py")) + [folder / BREAKS_FILE]
+
+
+def write_facts(ctx: LabContext, kernels: list[GeneratedKernel], eager: dict, parameters: int):
+    """grading_facts.json, once code/ and breaks.json are written: what a later grading reads besides them."""
+    folder = ctx.out_dir
+    ctx.write_json(
+        FACTS_FILE,
+        {
+            "device": ctx.device,
+            "parameter_tensors": parameters,
+            "source_lines": {
+                f"{k.graph}/{k.name}": {"lines": k.source_lines, "from": k.lines_from}
+                for k in kernels
+            },
+            "eager_results": {key: [asdict(r) for r in rs] for key, rs in eager.items()},
+            "digests": {str(p.relative_to(folder)): digest(p) for p in graded_files(folder)},
+        },
+    )
+
+
+def read_run(folder: Path) -> RunFiles:
+    """The run folder's kernels and facts; RunFolderError (one line) when it cannot be graded."""
+    facts = read_json(folder / FACTS_FILE, folder)
+    try:
+        check_digests(folder, facts["digests"])
+        code = {
+            p.stem: p.read_text(encoding="utf-8") for p in sorted((folder / CODE_DIR).glob("*.py"))
+        }
+        kernels = [k for stem, text in code.items() for k in parse_kernels(text, graph_of(stem))]
+        for k in kernels:
+            where = facts["source_lines"].get(f"{k.graph}/{k.name}", {})
+            k.source_lines, k.lines_from = where.get("lines", []), where.get("from", "")
+        eager = {
+            key: [EagerResult(r["op"], tuple(r["shape"]), r["nbytes"]) for r in results]
+            for key, results in facts["eager_results"].items()
+        }
+        breaks = read_json(folder / BREAKS_FILE, folder)
+        counted = count_facts(code, kernels, breaks, facts["parameter_tensors"])
+        return RunFiles(folder, facts["device"], kernels, counted, eager)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise RunFolderError(
+            _("{folder} is not a complete compile run ({error}): run the lab again").format(
+                folder=folder, error=f"{type(e).__name__}: {e}"
+            )
+        ) from e
+
+
+def read_json(path: Path, folder: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RunFolderError(
+            _("{folder} has no {file}: it is not a finished run of the compile lab").format(
+                folder=folder, file=path.name
+            )
+        ) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise RunFolderError(
+            _("{file} cannot be read ({error}): run the lab again").format(file=path, error=e)
+        ) from None
+
+
+def check_digests(folder: Path, digests: dict[str, str]) -> None:
+    """Every file the run wrote for grading is there, unchanged; no code module was added."""
+    written = {str(p.relative_to(folder)) for p in graded_files(folder) if p.is_file()}
+    for name in sorted(set(digests) | written):
+        path = folder / name
+        if name not in digests or not path.is_file() or digest(path) != digests[name]:
+            raise RunFolderError(
+                _(
+                    "{file} is not as the run wrote it: grading reads the run's own files (copy a file "
+                    "before writing notes in it); run the lab again for a fresh folder"
+                ).format(file=path)
+            )
+
+
+def graph_of(stem: str) -> str:
+    """'train_forward' -> 'train/forward'; 'train_forward_1' (after a graph break) -> 'train/forward_1'."""
+    stage, _sep, kind = stem.partition("_")
+    return f"{stage}/{kind}"
+
+
+def count_facts(code: dict[str, str], kernels, breaks: dict, parameters: int) -> run_facts.RunFacts:
+    """The counts the handout's checked questions ask for, from the run's code and breaks.json."""
+    forward_code = code["train_forward"]
+    softmax = pick_kernel([k for k in kernels if k.graph == "train/forward"])
+    compiles = {r["how"]: r["compiles"] for r in breaks["recompiles"]}
+    return run_facts.RunFacts(
+        softmax_calls=softmax.calls,
+        extern_matmuls=extern_matmul_calls(forward_code),
+        addmm_calls=forward_code.count("extern_kernels.addmm("),
+        optimizer_kernels=sum(k.graph.startswith("optimizer/") for k in kernels),
+        parameter_tensors=parameters,
+        default_compiles=compiles["default"],
+        static_compiles=compiles["static"],
+        item_graph_breaks=breaks["explain"]["item_in_forward"]["graph_breaks"],
+    )
+
+
+def given(ctx: LabContext, impl, run: RunFiles):
+    """The answer being graded, as wire data (contract 6): the learner's constant as their worker reads it, or
+    the reference's answer for this run (a function of the run's folder: names and counts differ by device)."""
+    return impl.value if ctx.graded else impl(str(run.folder))
+
+
+def grade(ctx: LabContext, run: RunFiles) -> Revealed:
+    """Grade compile.kernel and compile.answers against `run`; what may be revealed afterwards."""
+    learners = None
+    with ctx.grading("kernel", worker=True) as impl:
+        learners = kernel_answer.grade_kernel(ctx, given(ctx, impl, run), run.kernels)
+    with ctx.grading("answers", worker=True) as impl:
+        facts = asdict(run.facts)
+        grade_answers(ctx, given(ctx, impl, run), facts, explain=run_facts.explain, facts=facts)
+    results = ctx.exercise_results()
+    if not ctx.graded:
+        return Revealed([], False)
+    answers = results["compile.answers"]["passed"]
+    if not results["compile.kernel"]["passed"]:
+        return Revealed([], answers)
+    lab = pick_kernel(run.graph("train/forward"))
+    picked = [lab] if learners is None or learners.name == lab.name else [learners, lab]
+    return Revealed([run.explain(k) for k in picked], answers)
+
+
+def worked_example(run: RunFiles) -> KernelExplanation:
+    """The lab's own example, a kernel of the training backward: no exercise asks about it."""
+    return run.explain(pick_worked_example(run.graph("train/backward")))
+
+
+def write_revealed(ctx: LabContext, run: RunFiles, revealed: Revealed) -> list[KernelExplanation]:
+    """kernels.json (the training forward's arguments only once compile.kernel passed) and explanation.md
+    (the revealed kernels, then the worked example); returns the explanations written. result.json records the
+    revealed explanations' figures, and the worked example by name only: a record keyed like KERNEL_EXPLAINED
+    would read as an answer key."""
+    hidden = set() if revealed.kernel else {"train/forward"}
+    ctx.write_json(
+        "kernels.json", [k.as_json(arguments=k.graph not in hidden) for k in run.kernels]
+    )
+    worked = worked_example(run)
+    shown = revealed.explanations + [worked]
+    ctx.write_text("explanation.md", render_explanations(ctx.templates_folder, ctx.lang, shown))
+    ctx.extra["explained"] = [ex.facts() for ex in revealed.explanations]
+    ctx.extra["worked_example"] = worked.kernel.name
+    return shown
+
+
+def regrade(ctx: LabContext, source: Path) -> Revealed:
+    """Grade the learner's answers against the run in `source` (their latest), writing into ctx's folder what
+    the answers reveal and a summary that names the run graded against. No compile: seconds."""
+    run = read_run(source)
+    revealed = grade(ctx, run)
+    shown = write_revealed(ctx, run, revealed)
+    ctx.summary = templates.render(
+        ctx.templates_folder,
+        ctx.lang,
+        {"source": source, "shown": shown, "revealed": revealed, "graded": ctx.graded},
+        source=REGRADE_TEMPLATE,
+    )
+    return revealed

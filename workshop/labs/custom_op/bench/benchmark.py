@@ -1,0 +1,237 @@
+"""`python -m workshop bench custom_op [--out DIR]`: our softmax on a GPU, device time and eager time, judged.
+
+Device time (GB/s): ours against torch.softmax (and aten._softmax_backward_data), the same under torch.compile
+(Inductor's kernels), and a copy of the same number of bytes: the practical bandwidth ceiling, taken as the faster
+of a memcpy (`copy_`) and an elementwise kernel (`neg`), since either alone is slow at some sizes (the memcpy of
+512 MiB of float32 ran at 2.7 TB/s where the elementwise kernel ran at 4.1). A softmax reads and writes each
+element once (2 x numel x itemsize bytes); its backward reads y and dy and writes dx (3 x numel x itemsize).
+Each is timed by replaying a CUDA graph of back-to-back calls, each on its own inputs, rotating through at least
+ROTATE_BYTES so that no input is still in the L2 when its turn comes (HBM bandwidth, not L2); a graph leaves out
+the CPU's cost of launching, and every contender is timed the same way.
+
+Eager time (GB/s): ours and torch's, called from Python, timed by triton.testing.do_bench (which empties L2
+before each call): what a program that calls the op gets, host costs included. And the host's time per call at a
+tiny shape, layer by layer (eager_cost.py). Under torch.compile the op's kernel is launched from Inductor's code,
+without the op's Python layers.
+
+Writes custom_op_bench.json (after every shape), custom_op_bench.png and custom_op_bench.md (every target, met or
+missed, shape by shape) into DIR.
+"""
+
+import math
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+from workshop.harness import atomic
+
+SHAPES = (
+    [(bt, 600) for bt in (4096, 32768, 262144)]  # the LM head's logits, (B*T, V)
+    + [(4096, 2**k) for k in range(8, 16)]  # (4096, N), N = 256 ... 32768
+    + [(256, 131072), (64, 262144)]  # long rows: big vocabularies
+)
+DTYPES = (torch.float32, torch.bfloat16)
+ROTATE_BYTES = 256 * 2**20  # > 5 x the L2
+REPLAYS = 15
+JSON_NAME = "custom_op_bench.json"
+
+
+def gbps(n_bytes: int, ms: float) -> float:
+    return n_bytes / (ms * 1e-3) / 1e9
+
+
+def graph_ms(calls: list) -> float:
+    """Median device time of one call: a CUDA graph of all `calls` back to back, replayed REPLAYS times."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(
+        side
+    ):  # warm up (compile, allocate) outside the capture, as CUDA graphs require
+        for call in calls:
+            call()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for call in calls:
+            call()
+    times = []
+    for _ in range(REPLAYS):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / len(calls))
+    del graph
+    return statistics.median(times)
+
+
+def eager_ms(fn) -> float:
+    import triton.testing
+
+    return triton.testing.do_bench(fn, warmup=10, rep=30, return_mode="median")
+
+
+def rotating_inputs(shape: tuple[int, int], dtype: torch.dtype) -> dict:
+    """Enough input sets to rotate through ROTATE_BYTES: x, y = softmax(x), dy, and (src, dst) pairs for copies
+    of the forward's and the backward's bytes."""
+    numel = shape[0] * shape[1]
+    # Input sets to rotate through.
+    n = max(1, math.ceil(ROTATE_BYTES / (2 * numel * dtype.itemsize)))
+
+    def randn(*s):
+        return torch.randn(*s, device="cuda", dtype=dtype)
+
+    xs = [randn(shape) for _ in range(n)]
+    n3 = (3 * numel + 1) // 2  # a copy of n3 elements moves the backward's 3 x numel elements
+    return {
+        "n": n,
+        "x": xs,
+        "y": [torch.softmax(x, -1) for x in xs],
+        "dy": [randn(shape) for _ in range(n)],
+        "copy": {
+            d: [(randn(k), randn(k)) for _ in range(n)] for d, k in (("fwd", numel), ("bwd", n3))
+        },
+    }
+
+
+def copy_ms(inputs: dict, direction: str) -> dict[str, float]:
+    """Device ms of moving the direction's bytes by a memcpy and by an elementwise kernel."""
+    pairs, n = inputs["copy"][direction], inputs["n"]
+    return {
+        "memcpy": graph_ms([lambda i=i: pairs[i][1].copy_(pairs[i][0]) for i in range(n)]),
+        "elementwise": graph_ms(
+            [lambda i=i: torch.neg(pairs[i][0], out=pairs[i][1]) for i in range(n)]
+        ),
+    }
+
+
+def contenders(inputs: dict, dtype: torch.dtype) -> dict:
+    """{direction: {name: fn(i)}}, each a call on input set i."""
+    from workshop.ops import softmax
+
+    xs, ys, dys = inputs["x"], inputs["y"], inputs["dy"]
+    torch.compiler.reset()  # one compiled function per shape, without piling up recompilations
+    inductor_fwd = torch.compile(lambda t: torch.softmax(t, -1), dynamic=False)
+    inductor_bwd = torch.compile(
+        lambda y, dy: torch.ops.aten._softmax_backward_data(dy, y, -1, dtype), dynamic=False
+    )
+    ours_bwd, torch_bwd = torch.ops.workshop.softmax_backward, torch.ops.aten._softmax_backward_data
+    return {
+        "fwd": {
+            "ours": lambda i: softmax(xs[i]),
+            "torch": lambda i: torch.softmax(xs[i], -1),
+            "inductor": lambda i: inductor_fwd(xs[i]),
+        },
+        "bwd": {
+            "ours": lambda i: ours_bwd(ys[i], dys[i], -1),
+            "torch": lambda i: torch_bwd(dys[i], ys[i], -1, dtype),
+            "inductor": lambda i: inductor_bwd(ys[i], dys[i]),
+        },
+    }
+
+
+def measure_shape(shape: tuple[int, int], dtype: torch.dtype) -> dict:
+    """GB/s of each contender for one shape and dtype, device and eager time:
+    {"fwd": {name: GB/s}, "bwd": {...}, "copy_gbps": {direction: {memcpy, elementwise}}, "errors": {...}}."""
+    from workshop.ops import softmax
+
+    numel = shape[0] * shape[1]
+    moved = {"fwd": 2 * numel * dtype.itemsize, "bwd": 3 * numel * dtype.itemsize}
+    inputs = rotating_inputs(shape, dtype)
+    out = {"fwd": {}, "bwd": {}, "copy_gbps": {}, "errors": {}, "input_sets": inputs["n"]}
+    for direction, fns in contenders(inputs, dtype).items():
+        copies = copy_ms(inputs, direction)
+        out["copy_gbps"][direction] = {k: gbps(moved[direction], ms) for k, ms in copies.items()}
+        out[direction]["copy"] = gbps(moved[direction], min(copies.values()))
+        timed = {name: (fn, False) for name, fn in fns.items()}
+        timed.update({f"{name}_eager": (fns[name], True) for name in ("ours", "torch")})
+        for name, (fn, eager) in timed.items():
+            try:
+                if eager:
+                    ms = eager_ms(lambda f=fn: f(0))
+                else:
+                    ms = graph_ms([lambda i=i, f=fn: f(i) for i in range(inputs["n"])])
+                out[direction][name] = gbps(moved[direction], ms)
+            except Exception as e:  # one failing contender must not hide the other numbers
+                out[direction][name] = None
+                out["errors"][f"{direction}/{name}"] = f"{type(e).__name__}: {str(e)[:300]}"
+    x, y = inputs["x"][0], inputs["y"][0]
+    out["max_error_vs_torch"] = (softmax(x).float() - y.float()).abs().max().item()
+    return out  # the inputs die with this frame; the caller empties the cache
+
+
+def run_benchmark(out_dir: Path, shapes=SHAPES, dtypes=DTYPES, log=print) -> dict:
+    """Measures every (dtype, shape), writing the JSON after each one, then the chart and the summary."""
+    import triton
+
+    from workshop.harness import results
+    from workshop.labs.custom_op import eager_cost
+    from workshop.labs.custom_op.bench import report as bench_report
+    from workshop.ops import softmax_op
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    doc = {
+        "command": "python -m workshop bench custom_op --out " + str(out_dir),
+        "commit": results.git_revision(),
+        "device": torch.cuda.get_device_name(0),
+        "versions": {
+            "torch": torch.__version__,
+            "triton": triton.__version__,
+            "python": platform.python_version(),
+        },
+        "registration": softmax_op.KIND,
+        "timing": f"device time: median of {REPLAYS} replays of a CUDA graph of back-to-back calls on inputs "
+        f"rotating through >= {ROTATE_BYTES >> 20} MiB (cold L2); *_eager: called from Python, "
+        "triton.testing.do_bench median (L2 emptied each call)",
+        "bytes": "fwd: 2 x numel x itemsize; bwd: 3 x numel x itemsize; copy: the same bytes, read + write, "
+        "the faster of a memcpy and an elementwise kernel",
+        "results": [],
+    }
+    doc["host"] = eager_cost.measure("cuda")
+    log(
+        f"host us per call: op {doc['host']['op_us']:.1f}, torch.softmax {doc['host']['torch_us']:.1f}"
+    )
+    start = time.time()
+    for dtype in dtypes:
+        for shape in shapes:
+            mib = shape[0] * shape[1] * dtype.itemsize / 2**20
+            row = {
+                "dtype": str(dtype).removeprefix("torch."),
+                "shape": list(shape),
+                "input_mib": mib,
+                **measure_shape(shape, dtype),
+            }
+            torch.cuda.empty_cache()  # the shape's inputs are gone: give their memory back
+            doc["results"].append(row)
+            cells = {
+                d: "  ".join(f"{k} {v:7.1f}" if v else f"{k} -" for k, v in row[d].items())
+                for d in ("fwd", "bwd")
+            }
+            log(
+                f"{row['dtype']:>8} {str(shape):>16}  fwd {cells['fwd']}   bwd {cells['bwd']}"
+                f"  ({time.time() - start:.0f} s)"
+            )
+            atomic.write_json(out_dir / JSON_NAME, doc)
+    doc["targets"] = bench_report.evaluate(doc["results"])
+    doc["host_targets"] = bench_report.evaluate_host(doc["host"])
+    atomic.write_json(out_dir / JSON_NAME, doc)
+    bench_report.write_chart(doc, out_dir / "custom_op_bench.png")
+    atomic.write_text(out_dir / "custom_op_bench.md", bench_report.summary(doc))
+    return doc
+
+
+def main(out: Path) -> int:
+    if not torch.cuda.is_available():
+        raise SystemExit(
+            "error: the custom_op benchmark needs a CUDA GPU (Triton's interpreter on the CPU says "
+            "nothing about speed); run it on a GPU machine, or run the lab: "
+            "python -m workshop run custom_op --device cpu"
+        )
+    run_benchmark(Path(out))
+    print((Path(out) / "custom_op_bench.md").read_text())
+    return 0  # a missed target is a finding, written in the summary, not a failed command

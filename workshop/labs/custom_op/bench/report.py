@@ -1,0 +1,236 @@
+"""The benchmark's verdicts, summary and chart, from the measured rows of benchmark.py (no GPU needed here).
+
+Targets (H200), on every shape with >= 32 MiB of input (smaller ones are listed too, as information: there launch
+latency, not bandwidth, sets the time):
+- device time: forward and backward >= 0.90 x the copy bandwidth of their bytes, and >= the faster of torch and
+  Inductor;
+- eager time: ours called from Python >= 0.90 x torch's, forward and backward.
+And on the host, at a tiny shape: one forward call <= 2 x torch.softmax's; a forward + backward step <= 2 x torch's.
+"""
+
+import functools
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from workshop.harness import atomic  # noqa: E402
+
+VS_COPY, EAGER_VS_TORCH, HOST_VS_TORCH, MIN_MIB = 0.90, 0.90, 2.0, 32.0
+NAMES = ("ours", "torch", "inductor", "ours_eager", "torch_eager")
+TARGETS = {  # a row's verdict key: (what it says, the ratio it judges)
+    "fwd_copy_met": (f"fwd >= {VS_COPY} x copy", "fwd_vs_copy"),
+    "fwd_best_met": ("fwd >= max(torch, Inductor)", "fwd_vs_best_other"),
+    "bwd_copy_met": (f"bwd >= {VS_COPY} x copy", "bwd_vs_copy"),
+    "bwd_best_met": ("bwd >= max(torch, Inductor)", "bwd_vs_best_other"),
+    "fwd_eager_met": (f"fwd eager >= {EAGER_VS_TORCH} x torch eager", "fwd_eager_vs_torch"),
+    "bwd_eager_met": (f"bwd eager >= {EAGER_VS_TORCH} x torch eager", "bwd_eager_vs_torch"),
+}
+
+
+def _ratio(a, b):
+    return a / b if a and b else None
+
+
+def verdicts(r: dict) -> dict:
+    """One row's ratios (ours over the reference) and whether each target is met."""
+    v = {"dtype": r["dtype"], "shape": r["shape"], "judged": r["input_mib"] >= MIN_MIB}
+    for d in ("fwd", "bwd"):
+        best = max((r[d][k] or 0.0) for k in ("torch", "inductor"))
+        v[f"{d}_vs_copy"] = _ratio(r[d]["ours"], r[d]["copy"])
+        v[f"{d}_vs_best_other"] = _ratio(r[d]["ours"], best)
+        v[f"{d}_eager_vs_torch"] = _ratio(r[d].get("ours_eager"), r[d].get("torch_eager"))
+        v[f"{d}_copy_met"] = (v[f"{d}_vs_copy"] or 0) >= VS_COPY
+        v[f"{d}_best_met"] = (v[f"{d}_vs_best_other"] or 0) >= 1.0
+        v[f"{d}_eager_met"] = (v[f"{d}_eager_vs_torch"] or 0) >= EAGER_VS_TORCH
+    return v
+
+
+def evaluate(results: list[dict]) -> dict:
+    """Per row: the ratios and whether each target is met; overall: every judged row meets every target."""
+    rows = [verdicts(r) for r in results]
+    judged = [v for v in rows if v["judged"]]
+    met = {k: sum(v[k] for v in judged) for k in TARGETS}
+    return {
+        "rows": rows,
+        "judged_shapes": len(judged),
+        "met": met,
+        "all_met": bool(judged) and all(n == len(judged) for n in met.values()),
+    }
+
+
+def evaluate_host(host: dict) -> dict:
+    """The host-time targets, from eager_cost.measure: a call and a training step against torch's."""
+    call, step = host["op_us"] / host["torch_us"], host["step_us"]
+    step_ratio = step[host["registration"]] / step["torch.softmax"]
+    return {
+        "call_vs_torch": call,
+        "call_met": call <= HOST_VS_TORCH,
+        "step_vs_torch": step_ratio,
+        "step_met": step_ratio <= HOST_VS_TORCH,
+    }
+
+
+def _label(shape) -> str:
+    return f"{shape[0]}x{shape[1]}"
+
+
+def _gbps_cell(row: dict, direction: str, name: str) -> str:
+    return f"{row[direction][name]:.0f}" if row[direction].get(name) else "-"
+
+
+def _ratio_cell(ratio: float | None, met: bool, judged: bool) -> str:
+    return "-" if ratio is None else f"{ratio:.2f}" + ("" if met or not judged else " **miss**")
+
+
+def _table(doc: dict, columns: dict) -> list[str]:
+    """A Markdown table, a row per measured shape: dtype, shape, MiB, then for fwd and for bwd one cell per
+    column; `columns`: {title: cell(direction, gbps_cell, ratio_cell, verdicts)}."""
+    head = ["dtype", "shape", "MiB"] + [f"{d} {title}" for d in ("fwd", "bwd") for title in columns]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r, v in zip(doc["results"], doc["targets"]["rows"], strict=True):
+        g = functools.partial(_gbps_cell, r)
+        mark = functools.partial(_ratio_cell, judged=v["judged"])
+        cells = [r["dtype"], _label(r["shape"]), f"{r['input_mib']:.0f}"]
+        cells += [cell(d, g, mark, v) for d in ("fwd", "bwd") for cell in columns.values()]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+DEVICE_COLUMNS = {
+    "ours": lambda d, g, mark, v: g(d, "ours"),
+    "torch": lambda d, g, mark, v: g(d, "torch"),
+    "inductor": lambda d, g, mark, v: g(d, "inductor"),
+    "copy": lambda d, g, mark, v: g(d, "copy"),
+    "ours/copy": lambda d, g, mark, v: mark(v[f"{d}_vs_copy"], v[f"{d}_copy_met"]),
+    "ours/best": lambda d, g, mark, v: mark(v[f"{d}_vs_best_other"], v[f"{d}_best_met"]),
+}
+EAGER_COLUMNS = {
+    "ours eager": lambda d, g, mark, v: g(d, "ours_eager"),
+    "torch eager": lambda d, g, mark, v: g(d, "torch_eager"),
+    "ours/torch": lambda d, g, mark, v: mark(v[f"{d}_eager_vs_torch"], v[f"{d}_eager_met"]),
+}
+
+
+def _host_rows(doc: dict) -> list[str]:
+    host, t = doc["host"], doc["host_targets"]
+    verdict = {True: "met", False: "**missed**"}
+    step, kind = host["step_us"], host["registration"]
+    lines = [
+        f"Host time per call at {_label(host['shape'])} (float32), best of blocks of calls, all measured in one "
+        f"run: torch.ops.workshop.softmax (a {kind}) {host['op_us']:.1f} us, torch.softmax "
+        f"{host['torch_us']:.1f} us: {t['call_vs_torch']:.2f}x (target <= {HOST_VS_TORCH}x: "
+        f"{verdict[t['call_met']]}). Forward + backward at {_label(host['step_shape'])}: ours "
+        f"{step[kind]:.1f} us, torch {step['torch.softmax']:.1f} us: {t['step_vs_torch']:.2f}x (target <= "
+        f"{HOST_VS_TORCH}x: {verdict[t['step_met']]}). The same launch through Triton's own "
+        f"`kernel[grid](...)` takes {host['triton_jit_launch_us']:.1f} us.",
+        "",
+        "| layer inside the op (the same in every registration) | us |",
+        "|---|---|",
+        *(f"| {name} | {us:.1f} |" for name, us in host["layer_us"].items()),
+        "",
+        "| registration | its own layers | autograd node | the op, whole | with grad | fwd + bwd step |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, r in host["registrations"].items():
+        cells = [
+            r["registration_us"],
+            r["autograd_node_us"],
+            r["op_us"],
+            r["op_grad_us"],
+            step[name],
+        ]
+        lines.append(f"| {name} | " + " | ".join(f"{us:.1f}" for us in cells) + " |")
+    cells = ["", "", f"{host['torch_us']:.1f}", "", f"{step['torch.softmax']:.1f}"]
+    lines.append("| torch.softmax | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _misses(doc: dict) -> list[str]:
+    """Each judged shape's missed targets, with the ratio measured."""
+    out = []
+    for v in (v for v in doc["targets"]["rows"] if v["judged"]):
+        missed = [f"{text} ({_fmt(v[ratio])})" for k, (text, ratio) in TARGETS.items() if not v[k]]
+        if missed:
+            out.append(f"- {v['dtype']} {_label(v['shape'])}: " + "; ".join(missed))
+    return out
+
+
+def _fmt(ratio: float | None) -> str:
+    return "not measured" if ratio is None else f"{ratio:.2f}"
+
+
+def summary(doc: dict) -> str:
+    t = doc["targets"]
+    met = ", ".join(f"{TARGETS[k][0]} on {n}" for k, n in t["met"].items())
+    lines = [
+        f"# custom_op benchmark on {doc['device']}",
+        "",
+        f"`{doc['command']}` at commit {doc['commit']}; torch {doc['versions']['torch']}, triton "
+        f"{doc['versions']['triton']}; op registered as a {doc['registration']}. {doc['timing']}. "
+        f"Bytes: {doc['bytes']}.",
+        "",
+        f"Targets met on the {t['judged_shapes']} shapes with >= {MIN_MIB:.0f} MiB of input: {met}. "
+        f"**All met: {t['all_met']}**.",
+        "",
+        "## Device time (GB/s)",
+        "",
+        *_table(doc, DEVICE_COLUMNS),
+        "",
+        "## Eager time (GB/s, called from Python)",
+        "",
+        *_table(doc, EAGER_COLUMNS),
+        "",
+        "## Host time of one call",
+        "",
+        *_host_rows(doc),
+        "",
+        "Shapes under 32 MiB are listed but not judged: misses are marked on judged shapes only.",
+    ]
+    misses = _misses(doc)
+    if misses:
+        lines += ["", "## Missed, by how much (why: benchmarks/custom_op/README.md)", "", *misses]
+    errors = {
+        f"{r['dtype']} {_label(r['shape'])} {k}": e
+        for r in doc["results"]
+        for k, e in r["errors"].items()
+    }
+    if errors:
+        lines += ["", "Errors:"] + [f"- {k}: `{e}`" for k, e in errors.items()]
+    return "\n".join(lines) + "\n"
+
+
+def write_chart(doc: dict, path) -> None:
+    dtypes = list(dict.fromkeys(r["dtype"] for r in doc["results"]))
+    fig, axes = plt.subplots(
+        2, len(dtypes), figsize=(7 * len(dtypes), 8), squeeze=False, sharey=True
+    )
+    for col, dtype in enumerate(dtypes):
+        rows = [r for r in doc["results"] if r["dtype"] == dtype]
+        xs = range(len(rows))
+        for row_i, direction in enumerate(("fwd", "bwd")):
+            ax = axes[row_i][col]
+            copy = [r[direction]["copy"] or float("nan") for r in rows]
+            ax.plot(xs, copy, "k--", lw=1.5, label="device copy (ceiling)")
+            ax.plot(
+                xs, [c * VS_COPY for c in copy], ":", color="gray", label=f"target {VS_COPY} x copy"
+            )
+            for name, style in zip(NAMES, ("o-", "s-", "^-", "x:", "+:"), strict=True):
+                ax.plot(
+                    xs,
+                    [r[direction].get(name) or float("nan") for r in rows],
+                    style,
+                    ms=4,
+                    label=name,
+                )
+            for i, r in enumerate(rows):
+                if r["input_mib"] < MIN_MIB:
+                    ax.axvspan(i - 0.5, i + 0.5, color="0.93", lw=0)  # not judged: under 32 MiB
+            ax.set_xticks(list(xs), [_label(r["shape"]) for r in rows], rotation=60, fontsize=7)
+            ax.set(title=f"{direction} {dtype}", ylabel="GB/s")
+            ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=7, loc="lower right")
+    fig.suptitle(f"softmax GB/s on {doc['device']} (grey: < {MIN_MIB:.0f} MiB input, not judged)")
+    fig.tight_layout()
+    atomic.save_figure(path, fig)

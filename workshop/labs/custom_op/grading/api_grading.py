@@ -1,0 +1,257 @@
+"""The exercises that register the op with torch.library's public API: `define_custom_op` (custom_op, register_fake,
+register_autograd) and `define_triton_op` (triton_op, wrap_triton, register_autograd).
+
+The learner's function registers graded_<exercise>::softmax from the grader's stand-in pieces (stand_ins.py:
+PyTorch's softmax and its backward), with no backward operator of its own. What it registered is read as facts
+(`registration_facts`: by what torch.library holds for the name, and by what the op does: on a fake tensor,
+through a backward); each fact is judged here with a message for the mistake it shows (a custom_op where a
+triton_op was asked, a schema without dim's default, no fake, no setup_context, launches not through
+wrap_triton); then the op goes through gradcheck, opcheck and torch.compile
+(op_grading). Under Triton's interpreter a triton_op can be neither compiled nor opchecked (softmax_op.py says
+why): there the triton_op is graded by its registration, its launches and gradcheck, and on a GPU by Inductor's
+code too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch._library import custom_ops
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch._subclasses.functional_tensor import FunctionalTensorMode
+
+from workshop.i18n import N_, _
+from workshop.lab import LabContext
+from workshop.labs.custom_op.grading import correctness as cx
+from workshop.labs.custom_op.grading import stand_ins
+from workshop.labs.custom_op.grading.op_grading import grade_op
+from workshop.ops import INTERPRETED, softmax_op
+from workshop.ops.softmax_op import SoftmaxOps
+
+SCHEMA = "(Tensor x, SymInt dim=-1) -> Tensor"
+NO_FORMULA = (
+    "no autograd formula was registered"  # torch.library's error for a backward through such an op
+)
+ASKED = {
+    "define_custom_op": "custom_op",
+    "define_triton_op": "triton_op",
+}  # exercise -> the kind it asks for
+
+
+@dataclass(frozen=True)
+class RegistrationFacts:
+    """What a learner's define_custom_op or define_triton_op registered, as plain values."""
+
+    registered: bool  # an operator under the qualname it was given
+    kind: (
+        str | None
+    )  # "custom_op" or "triton_op" (torch.library made it), BY_HAND, None (nothing registered)
+    schema: str | None  # its schema after the name: "(Tensor x, SymInt dim=-1) -> Tensor"
+    fake: str  # "ok", or the error of the op called on a fake tensor
+    setup_calls: int  # times setup_context ran in a forward with a gradient to track
+    backward: str  # "ok", or the error of a backward through the op
+    wraps: list[bool]  # per call of the implementation: was `wrap` torch.library.wrap_triton
+
+
+BY_HAND = N_("an operator registered by hand")
+
+
+def _kind(qualname: str) -> str:
+    opdef = custom_ops._maybe_get_opdef(qualname)
+    if opdef is None:
+        return BY_HAND
+    # triton_op is a custom_op plus a FunctionalTensorMode rule that runs its body under torch.compile
+    return "triton_op" if FunctionalTensorMode in opdef._torch_dispatch_fns else "custom_op"
+
+
+def _outcome(call) -> str:
+    try:
+        call()
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
+    return "ok"
+
+
+def registration_facts(
+    define, exercise: str, device: str
+) -> tuple[RegistrationFacts, SoftmaxOps | None]:
+    """Registers graded_<exercise>::softmax with the learner's `define` and the grader's stand-in pieces
+    (stand_ins.py); returns the facts and the registration (None when nothing was registered)."""
+    kind, qualname = ASKED[exercise], f"graded_{exercise}::softmax"
+    _forget(qualname)
+    wraps, setups = [], []
+
+    def implementation(x, dim, wrap=None):
+        wraps.append(wrap is torch.library.wrap_triton)
+        return stand_ins.forward(x, dim, wrap)
+
+    def setup_context(ctx, inputs, output):
+        setups.append(1)
+        stand_ins.setup_context(ctx, inputs, output)
+
+    fake = (
+        [softmax_op.fakes(softmax_op.Pieces(fake=stand_ins.fake))[0]] if kind == "custom_op" else []
+    )
+    define(qualname, implementation, *fake, setup_context, stand_ins.gradients_by_torch)
+    try:
+        ops = SoftmaxOps(softmax_op.registered(qualname), None, kind)
+    except LookupError:
+        return RegistrationFacts(False, None, None, "", 0, "", wraps), None
+    x = torch.randn(4, 7, dtype=torch.float64, device=device)
+    fake_outcome = "ok"
+    if kind == "custom_op":  # a triton_op's fake is its body
+        with FakeTensorMode() as mode:
+            fake_outcome = _outcome(lambda: ops.forward(mode.from_tensor(x), 0))
+    backward = _outcome(lambda: ops.forward(x.requires_grad_(), -1).sum().backward())
+    schema = str(ops.forward._schema).removeprefix(qualname)
+    facts = RegistrationFacts(
+        True, _kind(qualname), schema, fake_outcome, len(setups), backward, wraps
+    )
+    return facts, ops
+
+
+def _forget(qualname: str) -> None:
+    """Unregisters an earlier grading's operator of this name (a custom_op's registrations live in a Library that
+    torch.library keeps by name), so that a learner's define that registers nothing is seen to."""
+    library = getattr(custom_ops, "OPDEF_TO_LIB", {}).pop(qualname, None)
+    if library is not None:
+        library._destroy()
+
+
+def grade_registration(ctx: LabContext, define, exercise: str) -> None:
+    """The learner's define_custom_op or define_triton_op: its facts judged, then the op's checks."""
+    facts, ops = registration_facts(define, exercise, ctx.device)
+    if not _check_facts(ctx, facts, exercise):
+        return
+    if ops.kind == "triton_op" and INTERPRETED:
+        # The triton_op cannot be traced here: its values and gradients, eagerly, then gradcheck.
+        found = cx.gradchecks(ops.forward, ctx.device)
+        failed = {case: r for case, r in found.items() if r != cx.PASSED}
+        ctx.check_equal(
+            _("gradcheck and gradgradcheck (float64) of {op}: cases passed").format(
+                op=ops.forward.name()
+            ),
+            len(found) - len(failed),
+            len(found),
+            message="; ".join(f"{case} ({why})" for case, why in failed.items()) or None,
+        )
+        _check_eager_values(ctx, ops)
+        return
+    grade_op(ctx, ops)
+
+
+def _check_eager_values(ctx: LabContext, ops) -> None:
+    x = torch.randn(8, 600, device=ctx.device)
+    err = (ops.forward(x, -1) - torch.softmax(x, -1)).abs().max().item()
+    ctx.check_max(
+        _("{op}: max |y - torch.softmax|, called eagerly").format(op=ops.forward.name()), err, 1e-6
+    )
+
+
+def _check_facts(ctx: LabContext, facts: RegistrationFacts, exercise: str) -> bool:
+    """Each fact a check, in the order a registration is built; False at the first that fails."""
+    asked = ASKED[exercise]
+    checks = [
+        (
+            _("{name}: an operator registered under the name it is given").format(name=exercise),
+            facts.registered,
+            True,
+            _(
+                "{name} registered no operator under the name it was given (graded_{name}::softmax here): "
+                "pass its qualname argument to torch.library.{kind}"
+            ).format(name=exercise, kind=asked),
+        ),
+        (
+            _("{name}: made by torch.library.{kind}").format(name=exercise, kind=asked),
+            facts.kind,
+            asked,
+            _kind_message(exercise, _(BY_HAND) if facts.kind == BY_HAND else str(facts.kind)),
+        ),
+        (
+            _("{name}: the op's schema").format(name=exercise),
+            facts.schema,
+            SCHEMA,
+            _(
+                "the schema is {got}, read from your function's annotations; the op takes x and dim, dim "
+                "-1 when it is not given: x: torch.Tensor, dim: int = -1, returning a torch.Tensor"
+            ).format(got=facts.schema),
+        ),
+    ]
+    if asked == "custom_op":
+        checks.append(_fake_check(exercise, facts))
+    else:
+        checks.append(_wrap_check(exercise, facts))
+    checks += [
+        (
+            _("{name}: an autograd formula registered").format(name=exercise),
+            NO_FORMULA not in facts.backward,
+            True,
+            _(
+                "no backward is registered: register_autograd(backward, setup_context=setup_context) with the "
+                "functions you are given"
+            ),
+        ),
+        (
+            _("{name}: setup_context registered (it ran in the forward)").format(name=exercise),
+            facts.setup_calls > 0,
+            True,
+            _(
+                "setup_context never ran: register_autograd(backward, setup_context=setup_context), or the "
+                "backward finds nothing saved"
+            ),
+        ),
+        (
+            _("{name}: a backward through the op").format(name=exercise),
+            facts.backward,
+            "ok",
+            _("the backward through the op failed: {error}").format(error=facts.backward),
+        ),
+    ]
+    for name, value, expected, message in checks:
+        if not ctx.check_equal(name, value, expected, message=message).passed:
+            return False
+    return True
+
+
+def _kind_message(exercise: str, kind: str | None) -> str:
+    if exercise == "define_triton_op":
+        return _(
+            "define_triton_op registered a {kind}, which torch.compile cannot see into: Inductor calls it as "
+            "an extern kernel. torch.library.triton_op registers the op and the rule that runs its body under "
+            "torch.compile, where wrap_triton shows Inductor each kernel"
+        ).format(kind=kind)
+    return _(
+        "define_custom_op registered a {kind}; this exercise is the opaque operator of section 2, made with "
+        "torch.library.custom_op (the triton_op is define_triton_op)"
+    ).format(kind=kind)
+
+
+def _fake_check(exercise: str, facts: RegistrationFacts) -> tuple:
+    missing = "no fake impl" in facts.fake
+    return (
+        _("{name}: a fake implementation registered (the op runs on a fake tensor)").format(
+            name=exercise
+        ),
+        facts.fake,
+        "ok",
+        _(
+            "no fake implementation is registered: torch.compile and opcheck trace with fake tensors, which "
+            "the kernels cannot run on. Register the fake you are given with register_fake"
+        )
+        if missing
+        else _("the op failed on a fake tensor: {error}").format(error=facts.fake),
+    )
+
+
+def _wrap_check(exercise: str, facts: RegistrationFacts) -> tuple:
+    return (
+        _("{name}: the launches go through torch.library.wrap_triton").format(name=exercise),
+        all(facts.wraps) and bool(facts.wraps),
+        True,
+        _(
+            "the implementation was called with wrap={got}: a triton_op's body must launch its kernels through "
+            "torch.library.wrap_triton (implementation(x, dim, wrap=torch.library.wrap_triton)), or "
+            "torch.compile, tracing the body, hands fake tensors to a kernel"
+        ).format(got=_("something else") if facts.wraps else _("nothing (it was not called)")),
+    )

@@ -1,0 +1,198 @@
+"""A learner's one-pass kernel graded on its own: launched by the op's own launch code (softmax_launch) on
+padded, guarded inputs, compared with float64, its launches read from the launch record, and its mistakes named.
+
+Four cases, each a (rows, N) matrix whose rows are padded past N (the row stride is N + pad, so a mask that lets
+column N through reads padding, not the next row): float32 (37, 600), whose rows do not fill the last program and
+whose rows 3 and 20 are shifted by +1000 (exp overflows there unless the row's max is subtracted first), row 11 by
+-60 (where masked lanes loading 0 instead of -inf would dominate the sum) and row 7 half -inf (a causal attention
+row); float32 (5, 37), whose N is odd (ALIGN 1); float64 (6, 100), which needs float64 arithmetic; bfloat16
+(6, 600), which needs float32 arithmetic. Under the interpreter every load and store is bounds-checked
+(memory_bounds.py); on a GPU the guards around each tensor show stray writes afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import triton
+
+from workshop.labs.custom_op.grading import precision
+from workshop.labs.custom_op.grading.correctness import SLACK
+from workshop.labs.custom_op.grading.memory_bounds import POISON, SENTINEL, Guarded
+from workshop.ops import softmax_launch
+from workshop.ops.triton_launch import Launch, recording
+
+
+@dataclass(frozen=True)
+class KernelCase:
+    label: str
+    dtype: torch.dtype
+    rows: int
+    cols: int
+    pad: int  # columns of padding after each row: the row stride is cols + pad
+
+
+CASES = (
+    KernelCase("float32 (37, 600)", torch.float32, 37, 600, 8),
+    KernelCase("float32 (5, 37)", torch.float32, 5, 37, 3),
+    KernelCase("float64 (6, 100)", torch.float64, 6, 100, 4),
+    KernelCase("bfloat16 (6, 600)", torch.bfloat16, 6, 600, 8),
+)
+LARGE_ROWS = (3, 20)  # of the first case: logits + 1000
+NEGATIVE_ROW = 11  # of the first case: logits - 60
+MASKED_ROW = 7  # of the first case: its first half -inf
+
+
+def logits(case: KernelCase, seed: int) -> torch.Tensor:
+    """(rows, cols) float64 on the CPU: N(0, 16), with the first case's special rows."""
+    x = torch.randn(case.rows, case.cols, generator=torch.Generator().manual_seed(seed)) * 4
+    x = x.double()
+    if case.label == CASES[0].label:  # padded or not (kernel_diagnosis.ignores_row_stride)
+        x[list(LARGE_ROWS)] += 1000.0
+        x[NEGATIVE_ROW] -= 60.0
+        x[MASKED_ROW, : case.cols // 2] = float("-inf")
+    return x
+
+
+@dataclass(frozen=True)
+class Direction:
+    """The forward or the backward kernel: its tensors, its launch, and what it must compute."""
+
+    name: str
+    tensors: tuple[str, ...]  # the kernel's tensor arguments, the output last
+    inputs: Callable  # (case, seed) -> {name: float64 (rows, cols)}: the inputs before rounding to the dtype
+    expected: Callable  # {name: float64} -> the exact output, float64
+    by_torch: Callable  # {name: tensor in the dtype} -> torch's own result
+    launch: Callable  # (kernel, [views], rows, cols) -> None: the op's launch code with `kernel` as one pass
+
+
+def _forward_inputs(case, seed):
+    return {"x": logits(case, seed)}
+
+
+def _backward_inputs(case, seed):
+    dy = torch.randn(case.rows, case.cols, generator=torch.Generator().manual_seed(seed + 1))
+    return {"y": torch.softmax(logits(case, seed), -1), "dy": dy.double()}
+
+
+def _backward_exact(t):
+    y, dy = t["y"], t["dy"]
+    return y * (dy - (dy * y).sum(-1, keepdim=True))
+
+
+def _launch_forward(kernel, views, rows, cols):
+    x, y = views
+    softmax_launch.forward(x, y, rows, cols, x.stride(0), y.stride(0), one_pass=kernel)
+
+
+def _launch_backward(kernel, views, rows, cols):
+    strides = tuple(int(v.stride(0)) for v in views)
+    softmax_launch.backward(*views, rows, cols, strides, one_pass=kernel)
+
+
+FORWARD = Direction(
+    "forward",
+    ("x", "y"),
+    _forward_inputs,
+    lambda t: torch.softmax(t["x"], -1),
+    lambda t: torch.softmax(t["x"], -1),
+    _launch_forward,
+)
+BACKWARD = Direction(
+    "backward",
+    ("y", "dy", "dx"),
+    _backward_inputs,
+    _backward_exact,
+    lambda t: torch.ops.aten._softmax_backward_data(t["dy"], t["y"], -1, t["y"].dtype),
+    _launch_backward,
+)
+
+
+@dataclass
+class KernelRun:
+    """One case's launch of the learner's kernel, and what it left."""
+
+    case: KernelCase
+    inputs: dict[str, torch.Tensor]  # as the kernel read them, float64 copies
+    out: torch.Tensor  # what the kernel wrote into its output view, float64
+    expected: torch.Tensor  # float64
+    tolerance: float
+    # region -> cells changed outside the output view (Guarded.outside_changed)
+    outside: dict[str, int]
+    launches: list[Launch]
+    plan: tuple[tuple[int], dict]  # (grid, constexprs) that the launch plan gives for this case
+    # the arithmetic the kernel did in half precision, {dtype: [op, ...]} (precision.half_arithmetic)
+    half_ops: dict[str, list[str]]
+
+    @property
+    def values_tell(self) -> bool:
+        """Whether the output says what the kernel computes: not where Triton's interpreter ran the kernel's
+        bfloat16 arithmetic, which it gets wrong (precision.py)."""
+        return not ("bfloat16" in self.half_ops and precision.interpreter_breaks_bfloat16())
+
+    @property
+    def unwritten(self) -> torch.Tensor:
+        """(rows, cols) bool: cells still holding the sentinel."""
+        return self.out == SENTINEL
+
+    @property
+    def errors(self) -> torch.Tensor:
+        """(rows, cols) |out - expected|, inf where out is NaN (or inf) and expected is not."""
+        err = (self.out - self.expected).abs()
+        return torch.where(
+            torch.isfinite(err) | torch.isnan(self.expected), err.nan_to_num(0.0), torch.inf
+        )
+
+    @property
+    def error(self) -> float:
+        return float(self.errors.max())
+
+
+# Beyond 1.25 x torch's own error, in units of the result's scale: 8 roundings in float32 and float64, where a
+# row's sum taken in another order than torch's moves the last bits (the reference kernel's worst: 5 units at
+# float32 (37, 600)); in bfloat16 the result's own rounding (correctness.SLACK). The mistakes graded here are
+# orders of magnitude above: NaN, a factor e^60, the sum term (O(1)), float32's 1e-8 in float64.
+ROUNDING = {
+    torch.float64: 8 * torch.finfo(torch.float64).eps,
+    torch.float32: 8 * torch.finfo(torch.float32).eps,
+    torch.bfloat16: SLACK[torch.bfloat16],
+}
+
+
+def tolerance(direction: Direction, rounded: dict, expected: torch.Tensor, dtype) -> float:
+    """1.25 x torch's own error against float64, plus ROUNDING of the result's scale."""
+    theirs = (direction.by_torch(rounded).double() - expected).abs().nan_to_num(0.0).max()
+    return 1.25 * float(theirs) + ROUNDING[dtype] * float(expected.abs().nan_to_num(0.0).max())
+
+
+def run_case(kernel, case: KernelCase, direction: Direction, device: str, seed: int) -> KernelRun:
+    """Launch `kernel` through the op's launch code on one case, inputs and output guarded."""
+    exact = direction.inputs(case, seed)
+    rounded = {name: t.to(case.dtype) for name, t in exact.items()}
+    expected = direction.expected({name: t.double() for name, t in rounded.items()})
+    plan = softmax_launch.one_pass_plan(
+        case.rows,
+        case.cols,
+        softmax_launch.alignment(case.cols, case.cols + case.pad),
+        torch.empty(0, dtype=case.dtype).element_size(),
+    )
+    block_n, rows_per_program = plan[1]["BLOCK_N"], plan[1]["ROWS"]
+    guard = rows_per_program + triton.cdiv(block_n, case.cols + case.pad) + 1
+    buffers = [Guarded.around(t.to(device), case.pad, guard, POISON) for t in rounded.values()]
+    out = torch.full_like(rounded[next(iter(rounded))], SENTINEL).to(device)
+    buffers.append(Guarded.around(out, case.pad, guard, SENTINEL))
+    with recording() as launches, precision.watched() as half_ops:
+        direction.launch(kernel, [b.view for b in buffers], case.rows, case.cols)
+    return KernelRun(
+        case,
+        {name: t.double() for name, t in rounded.items()},
+        buffers[-1].view.double().cpu(),
+        expected,
+        tolerance(direction, rounded, expected, case.dtype),
+        buffers[-1].outside_changed(),
+        launches,
+        plan,
+        precision.half_arithmetic(half_ops, launches),
+    )

@@ -1,0 +1,194 @@
+"""Out-of-bounds loads and stores of a learner's kernel: stopped where they happen under Triton's interpreter,
+found afterwards on a GPU.
+
+Under the interpreter (CPU) a kernel's `tl.load`/`tl.store` read and write process memory through raw addresses,
+with no bounds check: a mask that lets one column too many through reads garbage or crashes the process.
+`bounds_checked()` checks every address a load or store touches (its mask's true lanes) against the tensors that
+launch was given, element by element (a row view's padding is outside it), and raises OutOfBounds before the
+access, inside the learner's kernel: its traceback ends at the offending line of their file.
+
+On a GPU nothing can stop a stray store as it happens, so the graded tensors sit in `Guarded` buffers: rows
+padded with extra columns and guard rows before and after, all holding a sentinel. After the kernel, any sentinel
+that changed is a write out of bounds, and where it is (the padding after a row, the rows after the last)
+says which mask is wrong. Reads are caught through the values: the input's padding holds POISON, a value that
+wrecks any row that reads it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import triton
+
+from workshop.i18n import _, ngettext
+from workshop.ops import INTERPRETED
+
+POISON = 1e4  # in the input's padding and guards: a row that reads it has its max there, and softmax ~0 elsewhere
+SENTINEL = (
+    -1024.0
+)  # in the output's padding, guards and body: exact in every float dtype; no softmax (or its
+# gradient, here) is -1024
+
+
+class OutOfBounds(Exception):
+    """A load or store outside the tensors of the launch (interpreter only)."""
+
+    def __init__(self, access: str, where: str):
+        super().__init__(
+            _("{access} outside the kernel's tensors: {where}").format(access=access, where=where)
+        )
+        self.access, self.where = access, where
+
+
+@dataclass(frozen=True)
+class Region:
+    """The elements of one tensor argument, by address: a 1-D or 2-D view with unit stride along its last dim."""
+
+    name: str
+    base: int
+    itemsize: int
+    rows: int
+    cols: int
+    row_stride: int  # elements; 0 for rows that all alias one (an expanded row)
+
+    @classmethod
+    def of(cls, name: str, t: torch.Tensor) -> Region:
+        t2 = t.reshape(1, -1) if t.dim() == 1 else t  # the kernels' arguments are 1-D or (rows, N)
+        return cls(name, t.data_ptr(), t.element_size(), *t2.shape, int(t2.stride(0)))
+
+    def index(self, addresses: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(inside, row, col) of each address: inside when it is one of the view's elements."""
+        offset = addresses.astype(np.int64) - self.base
+        aligned = offset % self.itemsize == 0
+        offset //= self.itemsize
+        stride = max(self.row_stride, 1)
+        row, col = offset // stride, offset % stride
+        if self.row_stride == 0:
+            row, col = np.zeros_like(offset), offset
+        inside = aligned & (offset >= 0) & (row < self.rows) & (col < self.cols)
+        return inside, row, col
+
+
+_regions: list[Region] | None = None  # the current launch's tensors, while bounds_checked() is on
+
+
+def _describe(regions: list[Region], addresses: np.ndarray) -> str:
+    """Where the first stray address falls, relative to the nearest tensor: 'y[36, 600] (y is 37 x 600: past the
+    end of a row)'."""
+    nearest = min(regions, key=lambda r: abs(int(addresses[0]) - r.base))
+    _inside, row, col = nearest.index(addresses[:1])
+    row, col = int(row[0]), int(col[0])
+    shape = f"{nearest.rows} x {nearest.cols}"
+    if 0 <= row < nearest.rows and col >= nearest.cols:
+        why = _("past the end of row {row}: columns go up to {last}").format(
+            row=row, last=nearest.cols - 1
+        )
+    elif row >= nearest.rows:
+        why = _("past the last row, {last}").format(last=nearest.rows - 1)
+    else:
+        why = _("before the tensor's first element")
+    text = ngettext(
+        "{name}[{row}, {col}] ({name} is {shape}: {why}), {n} address in all",
+        "{name}[{row}, {col}] ({name} is {shape}: {why}), {n} addresses in all",
+        len(addresses),
+    )
+    return text.format(name=nearest.name, row=row, col=col, shape=shape, why=why, n=len(addresses))
+
+
+def _check(access: str, ptrs, mask) -> None:
+    addresses = np.asarray(ptrs.data).ravel()
+    on = np.broadcast_to(np.asarray(mask.data, dtype=bool), np.shape(ptrs.data)).ravel()
+    addresses = addresses[on]
+    if _regions is None or addresses.size == 0:
+        return
+    inside = np.zeros(addresses.shape, dtype=bool)
+    for region in _regions:
+        inside |= region.index(addresses)[0]
+    if not inside.all():
+        raise OutOfBounds(access, _describe(_regions, addresses[~inside]))
+
+
+@contextlib.contextmanager
+def bounds_checked():
+    """Every interpreted launch inside: each load and store checked against that launch's tensor arguments
+    (named after their parameters), and the kernel's own exceptions raised as they are (not wrapped in an
+    InterpreterError), so that their traceback reaches the learner's line. Nothing on a GPU."""
+    if not INTERPRETED:
+        yield
+        return
+    from triton.runtime import interpreter
+
+    builder, executor = interpreter.interpreter_builder, interpreter.GridExecutor
+    load, store, init_args = (
+        builder.create_masked_load,
+        builder.create_masked_store,
+        executor._init_args_hst,
+    )
+
+    def checked_load(ptrs, mask, *args):
+        _check(_("a load"), ptrs, mask)
+        return load(ptrs, mask, *args)
+
+    def checked_store(ptrs, value, mask, *args):
+        _check(_("a store"), ptrs, mask)
+        return store(ptrs, value, mask, *args)
+
+    def recording_args(self, args, kwargs):
+        global _regions
+        host_args, host_kwargs = init_args(self, args, kwargs)
+        named = zip(
+            self.arg_names, host_args, strict=False
+        )  # a tensor is named by its parameter: x_ptr -> x
+        _regions = [
+            Region.of(name.removesuffix("_ptr"), t)
+            for name, t in named
+            if isinstance(t, torch.Tensor)
+        ]
+        return host_args, host_kwargs
+
+    global _regions
+    knobs = triton.knobs.compilation
+    saved = _regions, knobs.front_end_debugging
+    builder.create_masked_load, builder.create_masked_store = checked_load, checked_store
+    executor._init_args_hst, knobs.front_end_debugging = recording_args, True
+    try:
+        yield
+    finally:
+        builder.create_masked_load, builder.create_masked_store = load, store
+        executor._init_args_hst = init_args
+        _regions, knobs.front_end_debugging = saved
+
+
+@dataclass
+class Guarded:
+    """A (rows, cols) tensor inside a buffer with `pad` extra columns after each row and `guard` rows before and
+    after, all filled with `fill`: `view` is what the kernel gets (row stride cols + pad)."""
+
+    buffer: torch.Tensor  # (guard + rows + guard, cols + pad)
+    view: torch.Tensor  # (rows, cols)
+    guard: int
+    fill: float
+
+    @classmethod
+    def around(cls, values: torch.Tensor, pad: int, guard: int, fill: float) -> Guarded:
+        rows, cols = values.shape
+        buffer = torch.full(
+            (guard + rows + guard, cols + pad), fill, dtype=values.dtype, device=values.device
+        )
+        view = buffer[guard : guard + rows, :cols]
+        view.copy_(values)
+        return cls(buffer, view, guard, fill)
+
+    def outside_changed(self) -> dict[str, int]:
+        """Cells outside the view that no longer hold `fill`: {'row padding': n, 'rows after': n, 'rows before': n}."""
+        changed = self.buffer != self.fill
+        rows = self.view.shape[0]
+        body = changed[self.guard : self.guard + rows]
+        return {
+            "rows before": int(changed[: self.guard].sum()),
+            "row padding": int(body[:, self.view.shape[1] :].sum()),
+            "rows after": int(changed[self.guard + rows :].sum()),
+        }

@@ -1,0 +1,111 @@
+"""The three tools PyTorch checks an operator with, run on a graded twin (learner_op.py): gradcheck (and
+gradgradcheck), opcheck, and torch.compile(fullgraph=True) of y = op(x, dim) forward and backward, with the proof
+that the twin's kernels ran inside the compiled step.
+
+That proof differs by registration. A custom_op (the CPU's, and a fake's twin everywhere): Inductor calls it, the
+call runs its kernels eagerly, and the launch record shows them (the very function objects). A triton_op (a GPU's):
+Inductor copies the kernels' source into its own code and launches them itself, so the launch record stays empty
+and the generated code is the evidence: a definition of each kernel, and no call of the op left.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch._dynamo
+
+from workshop.i18n import _
+from workshop.lab import LabContext
+from workshop.labs.custom_op import inductor_code
+from workshop.labs.custom_op.grading import correctness as cx
+from workshop.ops.softmax_op import SoftmaxOps
+from workshop.ops.triton_launch import recording
+
+COMPILE_ATOL = 1e-5  # compiled vs torch.softmax, y in [0, 1] and dx: float32 rounding is ~1e-7
+
+
+def grade_op(ctx: LabContext, ops: SoftmaxOps, dim: int = -1) -> None:
+    """gradcheck, opcheck and torch.compile of the twin `ops`, each a check of the exercise being graded."""
+    name = ops.forward.name()
+    found = cx.gradchecks(ops.forward, ctx.device)
+    failed = {case: r for case, r in found.items() if r != cx.PASSED}
+    ctx.check_equal(
+        _("gradcheck and gradgradcheck (float64) of {op}: cases passed").format(op=name),
+        len(found) - len(failed),
+        len(found),
+        message=_failures(_("gradcheck"), failed),
+    )
+    tests = cx.opchecks(ops, ctx.device)
+    failed = {
+        f"{case}: {t}": r for case, rs in tests.items() for t, r in rs.items() if r != "SUCCESS"
+    }
+    total = sum(len(rs) for rs in tests.values())
+    ctx.check_equal(
+        _("opcheck of {op}: tests passed").format(op=name),
+        total - len(failed),
+        total,
+        message=_failures(_("opcheck"), failed),
+    )
+    grade_compiled(ctx, ops, dim)
+
+
+def _failures(tool: str, failed: dict[str, str]) -> str:
+    return _("{tool} failed on {cases}").format(
+        tool=tool, cases="; ".join(f"{case} ({why})" for case, why in failed.items())
+    )
+
+
+def grade_compiled(ctx: LabContext, ops: SoftmaxOps, dim: int) -> None:
+    """torch.compile(fullgraph=True): the result against torch.softmax's, and the twin's kernels in it."""
+    gen = torch.Generator().manual_seed(ctx.seed)
+    x = torch.randn(8, 600, generator=gen).to(ctx.device)
+    dy = torch.randn(8, 600, generator=gen).to(ctx.device)
+    torch._dynamo.reset()  # each twin compiled afresh: no recompilation limit across many graded pieces
+    with recording() as launches, inductor_code.fresh_code():
+        # The op alone (around=False): what is graded is the op, and Inductor has no code of its own to compile.
+        if ops.kind == "triton_op":
+            (y, dx), sources = inductor_code.compile_and_capture(ops.forward, x, dy, dim, False)
+        else:
+            y, dx = inductor_code.compiled_step(ops.forward, dim, around=False)(x, dy)
+    x_ = x.clone().requires_grad_()
+    expected = torch.softmax(x_, dim)
+    (expected_dx,) = torch.autograd.grad(expected, x_, dy)
+    err = max((y - expected).abs().max().item(), (dx - expected_dx).abs().max().item())
+    ctx.check_max(
+        _("torch.compile(fullgraph=True) of {op}, dim={dim}: max |y, dx - torch's|").format(
+            op=ops.forward.name(), dim=dim
+        ),
+        err,
+        COMPILE_ATOL,
+    )
+    # The op's Triton kernels (a twin whose pieces are all the grader's, PyTorch's, has none to show).
+    names = [kernel.__name__ for kernel in ops.kernels]
+    if ops.kind == "triton_op":
+        check_inlined(ctx, ops, sources, names)
+        return
+    if not names:
+        return
+    ran = [launch.kernel for launch in launches if launch.function in ops.kernels]
+    ctx.check_equal(
+        _("torch.compile: the op's kernels ran inside the compiled step (launch record)"),
+        sorted(set(ran)),
+        sorted(names),
+        message=_("launched inside the compiled step: {ran}").format(
+            ran=[launch.kernel for launch in launches]
+        ),
+    )
+
+
+def check_inlined(ctx: LabContext, ops: SoftmaxOps, sources: list[str], names: list[str]) -> None:
+    """A triton_op: Inductor's code defines each of the twin's kernels and calls the op no more."""
+    text = "\n".join(sources)
+    inlined = [name for name in names if inductor_code.kernel_defs(text, name)]
+    if names:
+        ctx.check_equal(
+            _("torch.compile: the op's kernels inlined into Inductor's code"),
+            sorted(inlined),
+            sorted(names),
+        )
+    census = inductor_code.census(sources, ops.forward.namespace)
+    ctx.check_equal(
+        _("torch.compile: calls of the op left in Inductor's code"), census.extern_calls, 0
+    )

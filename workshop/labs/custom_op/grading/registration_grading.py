@@ -1,0 +1,251 @@
+"""The checks of the registration's pieces, each on its twin (learner_op.py), before the op-level tools: the fake
+against the real kernel's outputs, what setup_context saved, what backward returned and computed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+from workshop.grading import workspace
+from workshop.i18n import N_, _
+from workshop.lab import LabContext
+from workshop.labs.custom_op.grading.learner_op import GradientCount
+from workshop.ops.softmax_op import SoftmaxOps
+
+
+def fake_cases(device: str) -> dict[str, tuple[torch.Tensor, int]]:
+    """Inputs whose outputs differ in layout: last dim, dim 0, a middle dim, a transposed x, 0-d, empty."""
+    gen = torch.Generator().manual_seed(4)
+
+    def randn(*shape, dtype=torch.float32):
+        return torch.randn(shape, generator=gen).to(device=device, dtype=dtype)
+
+    return {
+        "(4, 6) float32, dim=1": (randn(4, 6), 1),
+        "(4, 6) float64, dim=0": (randn(4, 6, dtype=torch.float64), 0),
+        "(3, 4, 5) float32, dim=1": (randn(3, 4, 5), 1),
+        "(6, 4).t() float32, dim=1": (randn(6, 4).t(), 1),
+        "0-d float32, dim=0": (randn(), 0),
+        "(2, 0, 3) float32, dim=1": (randn(2, 0, 3), 1),
+        "(4, 6) bfloat16, dim=0": (randn(4, 6, dtype=torch.bfloat16), 0),
+    }
+
+
+def significant_strides(t: torch.Tensor) -> tuple:
+    """The strides that decide where elements are: those of dims longer than 1 (none for an empty tensor)."""
+    if t.numel() == 0:
+        return ()
+    return tuple(s if n > 1 else None for n, s in zip(t.shape, t.stride(), strict=True))
+
+
+COPIES_X, ROW_MAJOR = (
+    "copies x's strides",
+    "row-major",
+)  # how a fake may lay out every output (fake_layout)
+
+
+def fake_layout(outputs: list[tuple[torch.Tensor, torch.Tensor]]) -> str | None:
+    """How the fake laid out its outputs, (x, fake output) over every input: with x's strides each time (as
+    torch.empty_like(x)), or row-major each time (as torch.empty(x.shape)); None when neither (the transposed
+    input tells the two apart)."""
+    if all(significant_strides(out) == significant_strides(x) for x, out in outputs):
+        return COPIES_X
+    if all(out.is_contiguous() for _x, out in outputs):
+        return ROW_MAJOR
+    return None
+
+
+def _strides_message(said: str, x, fake, real, layout: str | None) -> str:
+    why = {
+        COPIES_X: _("your fake's outputs all have x's strides, as torch.empty_like(x) gives"),
+        ROW_MAJOR: _(
+            "your fake's outputs are all row-major (the last dim innermost), as torch.empty(x.shape) gives"
+        ),
+    }
+    return _(
+        "{said} strides {got}; the kernel's output has {want} (x's are {xs}): {why}. The kernels write rows "
+        "along dim, so dim is the innermost dimension (stride 1) whatever x's layout. Inductor trusts the "
+        "fake: its code would read the output with the wrong strides."
+    ).format(
+        said=said,
+        got=fake.stride(),
+        want=real.stride(),
+        xs=x.stride(),
+        why=why.get(layout, _("their layout does not follow dim")),
+    )
+
+
+def fake_mismatch(
+    case: str, x: torch.Tensor, fake, real: torch.Tensor, layout: str | None = None
+) -> str | None:
+    """What the fake's output gets wrong against the real one's, said for this input; None when it is right.
+    `layout`: how the fake laid out all its outputs (fake_layout)."""
+    if not isinstance(fake, torch.Tensor):
+        return _("for x {case}, softmax_fake returned a {kind}, not a tensor").format(
+            case=case, kind=type(fake).__name__
+        )
+    said = _("for x {case}, your fake says").format(case=case)
+    if fake.shape != real.shape:
+        return _("{said} shape {got}; the op returns {want}: softmax keeps x's shape").format(
+            said=said, got=tuple(fake.shape), want=tuple(real.shape)
+        )
+    if fake.dtype != real.dtype:
+        return _("{said} dtype {got}; the op returns {want}, x's dtype").format(
+            said=said, got=fake.dtype, want=real.dtype
+        )
+    if fake.device != real.device:
+        return _("{said} device {got}; the op's output is on {want}: allocate on x.device").format(
+            said=said, got=fake.device, want=real.device
+        )
+    if significant_strides(fake) != significant_strides(real):
+        return _strides_message(said, x, fake, real, layout)
+    return None
+
+
+def grade_fake_outputs(ctx: LabContext, ops: SoftmaxOps, fake, learner_file: Path) -> bool:
+    """The learner's fake, called on fake tensors, against the op's real outputs; True when all match."""
+    cases = fake_cases(ctx.device)
+    wrong, outputs = [], {}
+    for case, (x, dim) in cases.items():
+        real = ops.forward(x, dim)
+        with FakeTensorMode() as mode:
+            fake_x = mode.from_tensor(x)
+            try:
+                out = fake(fake_x, dim)
+            except Exception as e:
+                return _fake_raised(ctx, e, learner_file)
+        if out is fake_x:
+            wrong.append(
+                _(
+                    "for x {case}, softmax_fake returned x itself: the op returns a new tensor"
+                ).format(case=case)
+            )
+            continue
+        outputs[case] = (x, out, real)
+    layout = fake_layout(
+        [(x, out) for x, out, _real in outputs.values() if isinstance(out, torch.Tensor)]
+    )
+    for case, (x, out, real) in outputs.items():
+        wrong += [m for m in [fake_mismatch(case, x, out, real, layout)] if m]
+    ctx.check_equal(
+        _("softmax_fake: outputs like the real op's (shape, dtype, device, strides)"),
+        len(cases) - len(wrong),
+        len(cases),
+        message=wrong[0] if wrong else None,
+    )
+    return not wrong
+
+
+def _fake_raised(ctx: LabContext, error: Exception, learner_file: Path) -> bool:
+    ctx.check_equal(
+        _("softmax_fake runs on fake tensors"),
+        f"{workspace.where(error, learner_file)}: {workspace.describe(error)}",
+        _("no error"),
+        message=_(
+            "A fake implementation gets fake tensors: shapes, dtypes, strides and a device, but no data. "
+            "Reading values (.item(), .tolist(), a tensor in an `if`) or launching a kernel fails there: "
+            "compute only the output's metadata, and allocate it with torch.empty"
+        ),
+    )
+    return False
+
+
+def saved_names(saved: tuple, x: torch.Tensor, y: torch.Tensor) -> list[str]:
+    """Each saved tensor named 'x', 'y' or 'another tensor', by its values."""
+
+    def name(t):
+        if t.shape == x.shape and torch.equal(t, x):
+            return "x"
+        if t.shape == y.shape and torch.equal(t, y):
+            return "y"
+        return "another tensor"
+
+    return [name(t) for t in saved]
+
+
+SAVED_MESSAGES = {  # what setup_context saved (names of saved_names) -> what is wrong with it
+    ("x",): N_(
+        "setup_context saved x, the input. The backward's formula dx = y * (dy - sum(dy * y)) needs y, the "
+        "output (from x it would have to compute the softmax again): ctx.save_for_backward(output)"
+    ),
+    (): N_(
+        "setup_context saved no tensor with ctx.save_for_backward (a tensor kept as a ctx attribute escapes "
+        "autograd's saved-tensor checks): ctx.save_for_backward(output)"
+    ),
+    ("x", "y"): N_(
+        "setup_context saved x and y: the backward needs y only, and saving x keeps it in memory "
+        "until the backward for nothing"
+    ),
+}
+
+
+def grade_saved(ctx: LabContext, ops: SoftmaxOps) -> bool:
+    """What the learner's setup_context left on the autograd node: y saved, dim as ctx.dim."""
+    x = torch.randn(4, 7, dtype=torch.float64, device=ctx.device, requires_grad=True)
+    y = ops.forward(x, -1)
+    node = y.grad_fn
+    saved = saved_names(node.saved_tensors, x.detach(), y.detach())
+    message = SAVED_MESSAGES.get(
+        tuple(sorted(saved)), N_("setup_context must save y (the output) only")
+    )
+    ok = ctx.check_equal(
+        _("setup_context saved y (the output) for the backward"), saved, ["y"], message=_(message)
+    ).passed
+    stored = getattr(node, "dim", _("nothing"))
+    return (
+        ctx.check_equal(
+            _("setup_context stored dim as ctx.dim"),
+            stored,
+            -1,
+            message=_(
+                "ctx.dim is {got!r} after a call with dim=-1: the backward reads ctx.dim; set it to "
+                "inputs[1]"
+            ).format(got=stored),
+        ).passed
+        and ok
+    )
+
+
+def grade_gradients(ctx: LabContext, ops: SoftmaxOps) -> bool:
+    """The learner's backward (wrapped by learner_op.counted) on one float64 case: one gradient per input,
+    then dx against the exact formula."""
+    gen = torch.Generator().manual_seed(5)
+    x = torch.randn(4, 7, generator=gen, dtype=torch.float64).to(ctx.device).requires_grad_()
+    dy = torch.randn(4, 7, generator=gen, dtype=torch.float64).to(ctx.device)
+    try:
+        (dx,) = torch.autograd.grad(ops.forward(x, -1), x, dy)
+    except GradientCount as e:
+        ctx.check_equal(
+            _("backward returns one gradient per input of the op (x, dim)"),
+            e.what,
+            _("a pair (dx, None)"),
+            message=_(
+                "backward (defined at {where}) returned {what}: autograd needs one entry per input of the "
+                "op, x and dim, so (dx, None), dx shaped like x, None where there is no gradient"
+            ).format(what=e.what, where=e.where),
+        )
+        return False
+    y = torch.softmax(x.detach(), -1)
+    exact = y * (dy - (dy * y).sum(-1, keepdim=True))
+    err = (dx - exact).abs().max().item()
+    return ctx.check_max(
+        _("backward: dx against the exact gradient (float64, relative to its largest entry)"),
+        err / exact.abs().max().item(),
+        1e-12,  # float64 rounding of a 7-term sum: ~1e-16 relative
+        message=gradient_mistake(dx, y, dy, exact),
+    ).passed
+
+
+def gradient_mistake(dx: torch.Tensor, y, dy, exact) -> str:
+    def close(prediction):
+        return torch.allclose(dx, prediction, rtol=1e-9, atol=1e-12)
+
+    if close(dy * (y - (dy * y).sum(-1, keepdim=True))):
+        return _("backward passed y and dy the wrong way round: ctx.ops.backward(y, dy, ctx.dim)")
+    if close(y * dy):
+        return _("backward returns y * dy: the sum term is missing (dx = y * (dy - sum(dy * y)))")
+    if close(-exact):
+        return _("backward's dx has the wrong sign")
+    return _("backward's dx is not y * (dy - sum(dy * y)): use ctx.ops.backward(y, dy, ctx.dim)")
