@@ -1,6 +1,6 @@
-"""A learner's correct hand gradients (the autograd lab's exercises cross_entropy_grad and linear_grads), as they
-write them in their workspace's autograd.py: what the grading, the learner edition and the sandbox tests grade
-as an honest learner's work."""
+"""A learner's correct hand gradients (the autograd lab's exercises cross_entropy_grad and linear_grads) and
+engine order, as they write them in their workspace's autograd.py: what the grading, the learner edition and
+the sandbox tests grade as an honest learner's work."""
 
 from __future__ import annotations
 
@@ -23,6 +23,27 @@ def cross_entropy_grad(logits, targets):
 def linear_grads(dlogits, x, W):
     G = dlogits.flatten(0, -2)
     return G.t().mm(x.flatten(0, -2)), G.sum(0), G.mm(W).view_as(x)
+"""
+
+
+# The engine_order hints' recipe (Kahn's algorithm with a heap), as a learner writes it from them.
+LEARNER_ENGINE_ORDER = """
+def engine_order(root):
+    waiting = {}
+    for node in walk(root):
+        for nxt, _ in node.next_functions:
+            if nxt is not None:
+                waiting[nxt] = waiting.get(nxt, 0) + 1
+    tie, ready, order = itertools.count(), [(-root._sequence_nr(), 0, root)], []
+    while ready:
+        node = heapq.heappop(ready)[2]
+        order.append(node)
+        for nxt, _ in node.next_functions:
+            if nxt is not None:
+                waiting[nxt] -= 1
+                if waiting[nxt] == 0:
+                    heapq.heappush(ready, (-nxt._sequence_nr(), next(tie), nxt))
+    return order
 """
 
 

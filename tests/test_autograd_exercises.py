@@ -5,17 +5,15 @@ exercises as a learner's code is (contract 6): the wrong solutions' file loaded 
 from __future__ import annotations
 
 import dataclasses
-import heapq
-import itertools
 from dataclasses import asdict
 from pathlib import Path
 
 import autograd_wrong_solutions as w
 import pytest
-from autograd_hand_solutions import LEARNER_HAND
+from autograd_hand_solutions import LEARNER_ENGINE_ORDER, LEARNER_HAND
 
 from workshop import labs
-from workshop.grading import checks
+from workshop.grading import checks, sandbox
 from workshop.grading.questions import grade_answers
 from workshop.grading.solution import (
     LearnerCodeFailed,
@@ -27,14 +25,20 @@ from workshop.grading.solution import (
 )
 from workshop.harness.options import RunOptions
 from workshop.harness.worker_process import NativeWorker
+from workshop.i18n import using
 from workshop.lab import LabContext
-from workshop.labs.autograd import graph_facts, replay
+from workshop.labs.autograd import lab
 from workshop.labs.autograd.batch import load_batch
-from workshop.labs.autograd.exercises import EXERCISES
-from workshop.labs.autograd.hand_grading import cross_entropy_cases, grade, linear_cases
+from workshop.labs.autograd.grading import graph_facts
+from workshop.labs.autograd.grading.exercises import EXERCISES
+from workshop.labs.autograd.grading.hand_grading import cross_entropy_cases, grade, linear_cases
+from workshop.labs.autograd.grading.no_autograd import FORBIDDEN, HAND_RULES
+from workshop.labs.autograd.grading.replay_grading import (
+    grade_backpropagate,
+    grade_order,
+    graph_cases,
+)
 from workshop.labs.autograd.lab import grade_hand
-from workshop.labs.autograd.no_autograd import FORBIDDEN, HAND_RULES
-from workshop.labs.autograd.replay_grading import grade_backpropagate, grade_order, graph_cases
 
 
 @pytest.fixture(scope="module")
@@ -141,8 +145,9 @@ def test_the_first_failure_names_the_mistake(ctx, cases, planted, wrong, mistake
     averaged over <pad> used to lead with "2.42 times autograd's: the wrong scale", a 1e-6 epsilon and a
     float32 step with "0.99999999 times autograd's: the wrong scale")."""
     grade(ctx, CE, as_learners(planted, CE, wrong), cases[CE])
-    first = failures(ctx)[0]
-    assert first.name == "cross_entropy_grad: the mistake its results show"
+    # what check, summary.md and result.json show for the exercise
+    first = checks.reported(ctx.checks)
+    assert first.name == "cross_entropy_grad: the mistake its results show" and first.diagnosis
     assert first.value == mistake and why in first.message, (first.value, first.message)
     assert "the wrong scale" not in messages(ctx)
 
@@ -189,8 +194,8 @@ def test_float64_off_by_5e7_fails_at_float64_only(ctx, cases, planted):
     ],
     ids=["bfs-order", "bfs-not-topological", "fifo", "sequence-nr-only", "no-leaves"],
 )
-def test_engine_order_wrong_solutions(ctx, cases, wrong, expected):
-    grade_order(ctx, wrong, cases["graphs"])
+def test_engine_order_wrong_solutions(ctx, cases, planted, wrong, expected):
+    grade_order(ctx, as_learners(planted, "engine_order", wrong), cases["graphs"])
     assert failures(ctx) and expected in messages(ctx), messages(ctx)
 
 
@@ -207,14 +212,14 @@ def test_engine_order_wrong_solutions(ctx, cases, wrong, expected):
     ],
     ids=["overwrite-at-fan-in", "no-fit-to-input", "keyed-by-id"],
 )
-def test_backpropagate_wrong_solutions(ctx, cases, wrong, expected):
-    grade_backpropagate(ctx, wrong, cases["graphs"])
+def test_backpropagate_wrong_solutions(ctx, cases, planted, wrong, expected):
+    grade_backpropagate(ctx, as_learners(planted, "backpropagate", wrong), cases["graphs"])
     assert failures(ctx) and expected in messages(ctx), messages(ctx)
 
 
-def test_overwrite_at_fan_in_is_the_first_failure(ctx, cases):
-    grade_backpropagate(ctx, w.bp_overwrite, cases["graphs"])
-    first = failures(ctx)[0]
+def test_overwrite_at_fan_in_is_the_first_failure(ctx, cases, planted):
+    grade_backpropagate(ctx, as_learners(planted, "backpropagate", w.bp_overwrite), cases["graphs"])
+    first = checks.reported(ctx.checks)
     assert (first.name, first.value) == (
         "backpropagate: the mistake its results show",
         "overwrite at fan-in",
@@ -222,9 +227,9 @@ def test_overwrite_at_fan_in_is_the_first_failure(ctx, cases):
     assert "do not overwrite it" in first.message
 
 
-def test_overwriting_passes_the_graph_without_fan_in(ctx, cases):
+def test_overwriting_passes_the_graph_without_fan_in(ctx, cases, planted):
     """Why the weight-decay graph is in the grading: on the LM head alone, overwriting is not wrong."""
-    grade_backpropagate(ctx, w.bp_overwrite, cases["graphs"])
+    grade_backpropagate(ctx, as_learners(planted, "backpropagate", w.bp_overwrite), cases["graphs"])
     compared = [c for c in failures(ctx) if "max abs difference" in c.name]
     assert compared and all("(LM head + weight decay, " in c.name for c in compared)
 
@@ -254,7 +259,7 @@ def test_wrong_answers_fail_and_say_where_to_look(ctx, cases, change, expected, 
 
 def test_unanswered_is_not_started(ctx, cases):
     facts = asdict(graph_facts.measure_facts(cases["graphs"]))
-    unanswered = dict.fromkeys(graph_facts.ANSWERS, ...)
+    unanswered = dict.fromkeys(graph_facts.ANSWERS)  # every answer the stub's None
     with (
         pytest.raises(NotImplementedError, match="autograd.answers: Answer"),
         ctx.grading("answers"),
@@ -266,8 +271,8 @@ def test_unanswered_is_not_started(ctx, cases):
 def test_the_references_pass_every_exercise(ctx, cases):
     grade(ctx, "cross_entropy_grad", reference("cross_entropy_grad"), cases["cross_entropy_grad"])
     grade(ctx, "linear_grads", reference("linear_grads"), cases["linear_grads"])
-    grade_order(ctx, replay.engine_order, cases["graphs"])
-    grade_backpropagate(ctx, replay.backpropagate, cases["graphs"])
+    grade_order(ctx, reference("engine_order"), cases["graphs"])
+    grade_backpropagate(ctx, reference("backpropagate"), cases["graphs"])
     with ctx.grading("answers"):
         grade_answers(ctx, graph_facts.ANSWERS, asdict(graph_facts.measure_facts(cases["graphs"])))
     assert ctx.checks and not failures(ctx), messages(ctx)
@@ -305,21 +310,37 @@ def test_a_probe_over_several_pieces_gets_the_learners_or_the_references(ctx, tm
         ctx._worker.stop()
 
 
-def test_kahn_with_a_heap_is_what_the_hint_describes(ctx, cases):
-    """The hint's recipe, written as a learner would, passes: the grader asks for nothing more."""
-
-    def engine_order(root):
-        deps = replay.dependencies(root)
-        tie, ready, order = itertools.count(), [(-root._sequence_nr(), 0, root)], []
-        while ready:
-            node = heapq.heappop(ready)[2]
-            order.append(node)
-            for nxt, _ in node.next_functions:
-                if nxt is not None:
-                    deps[nxt] -= 1
-                    if deps[nxt] == 0:
-                        heapq.heappush(ready, (-nxt._sequence_nr(), next(tie), nxt))
-        return order
-
-    grade_order(ctx, engine_order, cases["graphs"])
+def test_kahn_with_a_heap_is_what_the_hint_describes(tmp_path, cases):
+    """The hints' recipe, written as a learner would, passes in a worker: the grader asks for nothing more."""
+    stubs = [ex.stub_code() for ex in EXERCISES if ex.name != "engine_order"]
+    header = labs.workspace_header("autograd")
+    (tmp_path / "autograd.py").write_text(header + LEARNER_ENGINE_ORDER + "\n\n".join(stubs))
+    options = RunOptions("cpu", 1, 0, work=tmp_path, only=("autograd.engine_order",))
+    (tmp_path / "out").mkdir()
+    ctx = LabContext("autograd", tmp_path / "out", options)
+    try:
+        lab.grade_engine(ctx, cases["graphs"])
+    finally:
+        sandbox.stop(ctx)
     assert ctx.checks and not failures(ctx), messages(ctx)
+
+
+@pytest.mark.parametrize("lab_name", ["autograd", "dispatcher"])
+def test_every_code_exercise_has_three_hint_levels_in_both_languages(lab_name):
+    """A direction, then the formula, then a skeleton without the key lines (issue 28 item 2), each translated."""
+    code = [ex for ex in labs.exercises(lab_name) if callable(ex.load_reference())]
+    assert code
+    for ex in code:
+        assert len(ex.hints) == 3, ex.id
+        with using("es"):
+            spanish = ex.localized().hints
+        assert all(es != en for es, en in zip(spanish, ex.hints, strict=True)), ex.id
+
+
+@pytest.mark.parametrize("name", [ex.name for ex in EXERCISES])
+def test_a_check_of_one_exercise_runs_only_what_it_needs(tmp_path, name):
+    """`check autograd EXERCISE` (issue 27): that exercise's checks, none of the lab's own, no figure."""
+    ctx = LabContext("autograd", tmp_path, RunOptions("cpu", 1, 0, only=(f"autograd.{name}",)))
+    lab.run(ctx)
+    assert ctx.checks and {c.exercise for c in ctx.checks} == {f"autograd.{name}"}
+    assert not (tmp_path / "graph.png").exists() and "Graded only" in ctx.summary

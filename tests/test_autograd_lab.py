@@ -13,7 +13,7 @@ from conftest import assert_result_shape, read_result
 from workshop import labs
 from workshop.grading import checks
 from workshop.i18n import templates
-from workshop.labs.autograd.exercises import EXERCISES
+from workshop.labs.autograd.grading.exercises import EXERCISES
 
 SUMMARY_KEYS = [  # result.json keys that are also summary.md.j2's values
     "batch",
@@ -135,7 +135,7 @@ def render(lab_dir, **changes) -> str:
         "graded": False,
         "tf32": None,
     }
-    return templates.render(labs.folder("autograd"), "en", values | changes)
+    return templates.render(labs.folder("autograd") / "templates", "en", values | changes)
 
 
 TF32_SEEN = {"gradient": "dW", "autograd_off": 5e-7, "autograd_on": 2.5e-5, "growth": 50.0}

@@ -18,7 +18,7 @@ from workshop.grading.questions import grade_answers
 from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
 from workshop.labs.autograd import lab
-from workshop.labs.autograd.graph_facts import ANSWERS, measure_facts
+from workshop.labs.autograd.grading.graph_facts import ANSWERS, measure_facts
 from workshop.labs.autograd.graph_walk import walk
 from workshop.labs.autograd.hand_grads import cross_entropy_grad, linear_grads
 from workshop.minigpt.model import lm_loss
@@ -170,15 +170,17 @@ MUTATIONS = [
         "the engine's order read from the graph, not from hooks",
         "engine",
         "the real engine ran the nodes in a topological order (LM head + weight decay, float32)",
-        {"workshop.labs.autograd.replay_grading.record_engine_order": hooks_replaced_by_walk},
+        {
+            "workshop.labs.autograd.grading.replay_grading.record_engine_order": hooks_replaced_by_walk
+        },
     ),
     Mutation(
         "the weight-decay graph built without its penalty",
         "engine",
         "weight decay adds fan-in: edges into AccumulateGrad(W)",
         {
-            "workshop.labs.autograd.replay_grading.head_loss": lambda t, targets, decay: lm_loss(
-                F.linear(t["x"], t["W"], t["b"]), targets
+            "workshop.labs.autograd.grading.replay_grading.head_loss": lambda t, targets, decay: (
+                lm_loss(F.linear(t["x"], t["W"], t["b"]), targets)
             )
         },
     ),
@@ -192,7 +194,7 @@ MUTATIONS = [
         "the facts read no saved values",
         "answers",
         "ANSWERS['saves_result'] matches this run",
-        {"workshop.labs.autograd.graph_facts.saved_values": lambda node: {}},
+        {"workshop.labs.autograd.grading.graph_facts.saved_values": lambda node: {}},
     ),
     Mutation(
         "the profiler's node names keep their C++ namespace",

@@ -13,8 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from workshop.labs.autograd.hand_grads import cross_entropy_grad
-from workshop.labs.autograd.no_autograd import (
+from workshop.labs.autograd.grading.no_autograd import (
     ENGINE_RULES,
     FORBIDDEN,
     HAND_RULES,
@@ -22,6 +21,7 @@ from workshop.labs.autograd.no_autograd import (
     rule_of,
     watched_call,
 )
+from workshop.labs.autograd.hand_grads import cross_entropy_grad
 
 
 def by_backward():

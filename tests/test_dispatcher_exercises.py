@@ -5,18 +5,20 @@ fresh stubs through the runner: every exercise check fails, every other check pa
 from __future__ import annotations
 
 import json
+import pkgutil
 import subprocess
 
 import lab_process
 import pytest
 
 from workshop import labs
-from workshop.grading import checks
+from workshop.grading import checks, sandbox
 from workshop.grading.questions import grade_answers
 from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
-from workshop.labs.dispatcher import decisions, reference_answers, reimpl, trace_facts
-from workshop.labs.dispatcher.exercises import EXERCISES
+from workshop.labs.dispatcher import lab, reimpl
+from workshop.labs.dispatcher.grading import decisions, reference_answers, trace_facts
+from workshop.labs.dispatcher.grading.exercises import EXERCISES
 from workshop.labs.dispatcher.keys import TableEntry, split_runtime_key
 from workshop.labs.dispatcher.reimpl import functionality, rank
 from workshop.labs.dispatcher.scenario_list import all_scenarios
@@ -38,6 +40,17 @@ def ctx(tmp_path):
 
 def failed(ctx: LabContext) -> list:
     return [c for c in ctx.checks if not c.passed]
+
+
+class Graded:
+    """A function graded as the lab grades the learner's, through its probe (contract 6), in this process: what
+    the worker does, without the worker (test_a_wrong_walk_in_the_worker... runs one there)."""
+
+    def __init__(self, function):
+        self.function = function
+
+    def probe(self, probe: str, *args):
+        return pkgutil.resolve_name(probe)(self.function, *args)
 
 
 # ---- table_entry: the reference, and five wrong precedences ----
@@ -79,7 +92,7 @@ def fallthrough_dropped(regs, fallbacks, key):
 def test_the_reference_table_entry_agrees_on_every_slot(ctx, results):
     slots = decisions.slots(results)
     assert sum(s.recorded for s in slots) >= 20 and sum(not s.recorded for s in slots) >= 100
-    decisions.grade_table_entry(ctx, reimpl.table_entry, slots)
+    decisions.grade_table_entry(ctx, Graded(reimpl.table_entry), slots)
     assert len(ctx.checks) == 2 and not failed(ctx)
 
 
@@ -95,7 +108,7 @@ def test_the_reference_table_entry_agrees_on_every_slot(ctx, results):
     ],
 )
 def test_a_wrong_precedence_fails_table_entry_with_the_rule_it_breaks(ctx, results, wrong, says):
-    decisions.grade_table_entry(ctx, wrong, decisions.slots(results))
+    decisions.grade_table_entry(ctx, Graded(wrong), decisions.slots(results))
     messages = " ".join(c.message for c in failed(ctx))
     assert failed(ctx) and says in messages, messages
 
@@ -135,7 +148,7 @@ def bottom_up(entry, tensor_keys, include, exclude):
 
 
 def test_the_reference_walk_agrees_on_every_call(ctx, results):
-    decisions.grade_walk(ctx, reimpl.walk, decisions.walks(results))
+    decisions.grade_walk(ctx, Graded(reimpl.walk), decisions.walks(results))
     assert len(ctx.checks) == 1 and not failed(ctx)
 
 
@@ -151,7 +164,7 @@ def test_the_reference_walk_agrees_on_every_call(ctx, results):
     ],
 )
 def test_a_wrong_walk_fails_with_what_its_chain_shows(ctx, results, wrong, says):
-    decisions.grade_walk(ctx, wrong, decisions.walks(results))
+    decisions.grade_walk(ctx, Graded(wrong), decisions.walks(results))
     assert failed(ctx) and says in failed(ctx)[0].message, failed(ctx)[0].message
 
 
@@ -272,3 +285,39 @@ def test_fresh_stubs_fail_exactly_the_exercise_checks(tmp_path):
     assert statuses == {ex.id: checks.NOT_STARTED for ex in EXERCISES}
     others = [c for c in result["checks"] if "exercise" not in c]
     assert others and all(c["passed"] for c in others), [c for c in others if not c["passed"]]
+
+
+@pytest.mark.parametrize("name", ["table_entry", "walk", "predictions", "answers"])
+def test_a_check_of_one_exercise_runs_only_what_it_needs(tmp_path, name):
+    """`check dispatcher EXERCISE` (issue 27): that exercise's checks, none of the lab's own, no outputs."""
+    ctx = LabContext("dispatcher", tmp_path, RunOptions("cpu", 1, 0, only=(f"dispatcher.{name}",)))
+    lab.run(ctx)
+    assert ctx.checks and {c.exercise for c in ctx.checks} == {f"dispatcher.{name}"}
+    assert not (tmp_path / "trace.md").exists() and "Graded only" in ctx.summary
+
+
+WRONG_WALK = """
+def walk(entry, tensor_keys, include, exclude):
+    in_play = {k for k in set(tensor_keys) | set(include) if not ((e := entry(k)) and e.fallthrough)}
+    return [max(in_play, key=rank)]  # the winning key alone: no redispatch
+"""
+
+
+def test_a_wrong_walk_in_the_worker_fails_with_what_its_chain_shows(tmp_path):
+    """The learner's walk runs in the worker (contract 6): the probe gives it the real tables there, and the
+    verdict is made here, from the chains it sent back."""
+    stubs = [ex.stub_code() for ex in EXERCISES if ex.name != "walk" and ex.attribute != "ANSWERS"]
+    (tmp_path / "dispatcher.py").write_text(
+        labs.workspace_header("dispatcher") + WRONG_WALK + "\n\n".join(stubs)
+    )
+    (tmp_path / "out").mkdir()
+    options = RunOptions("cpu", 1, 0, work=tmp_path, only=("dispatcher.walk",))
+    ctx = LabContext("dispatcher", tmp_path / "out", options)
+    try:
+        lab.run(ctx)
+    finally:
+        sandbox.stop(ctx)
+    assert [c.name for c in failed(ctx)] == [
+        "walk: recorded calls whose chain differs from the real dispatcher's (whole chains)"
+    ]
+    assert "passes the call on" in failed(ctx)[0].message

@@ -32,7 +32,7 @@ def results():
 def summary(tmp_path, results) -> str:
     ctx = LabContext("dispatcher", tmp_path, RunOptions("cpu", 1, 0))
     values = lab.summary_values(ctx, results, ["profiler/cpu-grad-3d.json"])
-    return templates.render(ctx.lab_folder, "en", {"device": "cpu", **values})
+    return templates.render(ctx.templates_folder, "en", {"device": "cpu", **values})
 
 
 def standing_in(results, name: str, stand_in: str):

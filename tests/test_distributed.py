@@ -12,10 +12,11 @@ from conftest import assert_result_shape, read_result
 from workshop.harness.options import RunOptions
 from workshop.i18n import templates
 from workshop.lab import LabContext
-from workshop.labs.distributed import checks, collectives, figures, lab
-from workshop.labs.distributed.records import Measurements
+from workshop.labs.distributed import collectives, demo_checks, figure_rows, lab
+from workshop.labs.distributed.grading import answers
+from workshop.labs.distributed.measurements import Measurements
 
-FOLDER = Path(lab.__file__).parent
+FOLDER = Path(lab.__file__).parent / "templates"
 STRATEGIES = ("ddp", "fsdp", "tp", "pp")
 
 
@@ -115,7 +116,7 @@ def test_fsdp_holds_half_of_ddp_per_rank(lab_dir):
 @pytest.mark.distributed
 @pytest.mark.slow
 def test_figures_are_written_with_their_wire_bytes(lab_dir):
-    rows = figures.read(lab_dir("distributed", n=2) / "figures.json")
+    rows = figure_rows.read(lab_dir("distributed", n=2) / "figures.json")
     assert {(r.strategy, r.run) for r in rows} == {
         ("ddp", "ddp"),
         ("ddp", "small_buckets"),
@@ -136,15 +137,18 @@ def test_figures_are_written_with_their_wire_bytes(lab_dir):
 def test_ddp_overlaps_backward_only_with_small_buckets(lab_dir):
     """The default run's one bucket is all-reduced when backward has ended; small buckets' all but the last while
     backward still runs. Both all-reduce the parameters' bytes."""
-    rows = {r.run: r for r in figures.read(lab_dir("distributed", n=2) / "figures.json")}
+    rows = {r.run: r for r in figure_rows.read(lab_dir("distributed", n=2) / "figures.json")}
     default, small = rows["ddp"], rows["small_buckets"]
-    assert default.overlap() == 0 and small.overlap() >= checks.MIN_SMALL_BUCKET_OVERLAP
+    assert default.overlap() == 0 and small.overlap() >= demo_checks.MIN_SMALL_BUCKET_OVERLAP
     assert default.issued_early() == (0, 1) and small.issued_early() == (3, 4)
     for row, calls in ((default, 1), (small, 4)):
         assert collectives.total(row.collectives_rank0, "allreduce", "backward") == (
             calls,
             1_118_048,
         )
+    # the answers exercise's question 6: the reference counts the buckets from the model's shapes
+    assert answers.facts(list(rows.values()), None)["ddp_early_allreduces"] == 3
+    assert answers.reference(2)["ddp_early_allreduces"] == 3
 
 
 @pytest.mark.distributed
@@ -169,7 +173,7 @@ def test_gpu_peak_memory_is_compared_when_present(lab_dir, tmp_path):
         for r in data.runs[data.strategy].per_rank:
             r.cuda_peak_bytes = peak
     ctx = LabContext("distributed", tmp_path, RunOptions("cuda", 2, 0))
-    checks.check_strategy(ctx, fsdp, ddp, {})
+    demo_checks.check_strategy(ctx, fsdp, ddp, {})
     peak = [c for c in ctx.checks if "CUDA peak" in c.name]
     assert len(peak) == 1 and peak[0].passed and peak[0].value == pytest.approx(5 / 8)
 
@@ -187,7 +191,7 @@ def test_a_gpu_run_traces_cuda_kernels_and_records_the_peak(lab_dir):
     out = lab_dir("distributed", n=n)
     result = read_result(out)
     assert result["passed"], [c for c in result["checks"] if not c["passed"]]
-    rows = figures.read(out / "figures.json")
+    rows = figure_rows.read(out / "figures.json")
     assert all(r.device == "cuda" and r.cuda_peak_bytes > 0 for r in rows)
     ddp = Measurements.read(out / "ddp").runs["ddp"].per_rank[0]
     with gzip.open(out / "ddp" / ddp.trace, "rt") as f:
@@ -230,7 +234,7 @@ def summary_values(**changes) -> dict:
 
 
 def pipeline_idle(measured, theory, share):
-    from workshop.labs.distributed.idle import Idle
+    from workshop.labs.distributed.pipeline_idle import Idle
 
     return Idle(measured, [measured], theory, 1e-4, 0.1, 0.1, 1.0, 8, 0.5, share)
 
@@ -319,8 +323,9 @@ def test_the_summary_speaks_of_the_device_the_run_used():
 
 def test_measurements_round_trip_through_json(tmp_path):
     committed = json.loads(
-        (FOLDER / "../../../benchmarks/cpu-run/distributed-n2/figures.json").read_text()
+        (FOLDER / "../../../../benchmarks/cpu-run/distributed-n2/figures.json").read_text()
     )
     assert (
-        figures.Figure.from_json(committed[0]).as_json()["comm_bytes"] == committed[0]["comm_bytes"]
+        figure_rows.FigureRow.from_json(committed[0]).as_json()["comm_bytes"]
+        == committed[0]["comm_bytes"]
     )

@@ -5,23 +5,24 @@ that points at the mistake. A fresh workspace graded end to end, through `check`
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 
-from workshop.grading import checks
+from workshop.grading import checks, questions, workspace_init
 from workshop.harness.options import RunOptions
-from workshop.lab import LabContext
-from workshop.labs.distributed import (
+from workshop.lab import Check, LabContext
+from workshop.labs.distributed import figure_rows, lab
+from workshop.labs.distributed.grading import (
     answers,
-    figures,
     predictions,
     survey,
     survey_figures,
     survey_text,
 )
-from workshop.labs.distributed.exercises import EXERCISES
+from workshop.labs.distributed.grading.exercises import EXERCISES
 
-RUN = figures.read(survey.COMMITTED_RUNS[0])  # CPU, N=2
+RUN = figure_rows.read(survey.COMMITTED_RUNS[0])  # CPU, N=2
 N = RUN[0].n
 
 
@@ -37,12 +38,16 @@ def failed(ctx: LabContext) -> dict[str, str]:
 
 def grade_predictions(ctx, value):
     with ctx.grading("predictions"):
-        predictions.grade(ctx, value, RUN)
+        predictions.grade(ctx, value, RUN, N)
     return failed(ctx)
 
 
 def test_the_reference_predictions_pass(ctx):
-    assert grade_predictions(ctx, predictions.reference) == {}
+    with ctx.grading(
+        "predictions", worker=True
+    ) as impl:  # through the reference's worker, as the lab does
+        predictions.grade(ctx, lab.given(ctx, impl, N), RUN, N)
+    assert failed(ctx) == {}
     assert len(ctx.checks) == 2 + 4 * 3  # the keys, "n", and each strategy's three figures
 
 
@@ -118,30 +123,64 @@ def written_forms(n: float) -> set[str]:
     return forms
 
 
-def test_no_failing_prediction_message_gives_the_measured_value(ctx):
-    """Every field of every strategy off by a factor, and the planted mistakes: no message of a failed check
-    writes the run's figure, in any of the forms a number is written."""
-    messages = []
-    for scale in (0.0, 0.3, 0.5, 1.3, 2.0, 7.0):
-        changed = copy.deepcopy(predictions.reference(N))
+def leaked_figures(ctx) -> tuple[int, list]:
+    """Every field of every strategy off by a factor, and the planted mistakes, graded: (failed checks, those
+    whose value, threshold or message writes the figure they were graded against in any of the forms a number
+    is written; the learner's own number may appear: it is theirs)."""
+    predicted = [copy.deepcopy(predictions.reference(N)) for _ in range(6)]
+    for scale, changed in zip((0.0, 0.3, 0.5, 1.3, 2.0, 7.0), predicted, strict=True):
         for strategy in predictions.STRATEGY_RUN:
             changed[strategy] = {k: round(v * scale) for k, v in changed[strategy].items()}
-        ctx.checks.clear()
-        messages += grade_predictions(ctx, changed).values()
-    for _mistake, changes, _check, _words in WRONG_PREDICTIONS:
-        ctx.checks.clear()
-        messages += grade_predictions(ctx, edited(**changes)).values()
-    figures_of_run = {v for f in RUN for v in predictions.measured(f).values() if v > 9} | {
-        f.sent_bytes for f in RUN if f.sent_bytes
+    predicted += [edited(**changes) for _mistake, changes, _check, _words in WRONG_PREDICTIONS]
+    truths = {
+        (s, name): v
+        for f in RUN
+        if (s := next((k for k, r in predictions.STRATEGY_RUN.items() if r == f.run), None))
+        for name, v in predictions.measured(f).items()
     }
-    leaked = [
-        (m, form)
-        for m in messages
-        for v in figures_of_run
-        for form in written_forms(v)
-        if form in m
+    leaked, failed_checks = [], 0
+    for value in predicted:
+        ctx.checks.clear()
+        grade_predictions(ctx, value)
+        for check in (c for c in ctx.checks if not c.passed):
+            key = re.findall(r"\['(\w+)'\]", check.name)
+            if len(key) != 2 or truths[tuple(key)] < 10:  # its "n"; a digit any text has (2x)
+                continue
+            failed_checks += 1
+            shown = f"{check.value} {check.threshold} {check.message}"
+            mine = value[key[0]][key[1]]
+            leaked += [
+                (check.name, shown, form)
+                for form in written_forms(truths[tuple(key)]) - written_forms(mine)
+                if re.search(rf"(?<![\d.,]){re.escape(form)}(?![\d])", shown)
+            ]
+    return failed_checks, leaked
+
+
+def test_no_failing_prediction_message_gives_the_measured_value(ctx):
+    failed_checks, leaked = leaked_figures(ctx)
+    assert failed_checks > 50 and leaked == []
+
+
+def test_a_message_that_gives_the_measured_value_is_caught(ctx, monkeypatch):
+    monkeypatch.setattr(predictions, "diagnosis", lambda s, n, v, f: f"measured {f.comm_bytes:,}")
+    assert leaked_figures(ctx)[1]
+
+
+def test_a_missed_prediction_shows_its_direction_and_size_never_the_value(ctx):
+    """Contract 3 (secret checks): DDP's held bytes predicted as the parameters alone, a third of the run's."""
+    grade_predictions(ctx, edited(ddp__held_bytes=P))
+    (check,) = [
+        c for c in ctx.checks if c.name == "PREDICTIONS['ddp']['held_bytes'] matches this run"
     ]
-    assert messages and leaked == []
+    assert not check.passed and check.value == "about 3x too low"
+    assert str(3 * P) not in f"{check.value} {check.threshold} {check.message}"
+
+
+def test_a_check_that_is_not_kept_secret_is_caught(ctx, monkeypatch):
+    shown = lambda *args, **marks: Check(*args, **{**marks, "secret": False})  # noqa: E731
+    monkeypatch.setattr(questions, "Check", shown)
+    assert leaked_figures(ctx)[1]
 
 
 @pytest.mark.parametrize(
@@ -154,23 +193,39 @@ def test_wrong_predictions_fail_with_a_pointed_message(ctx, mistake, changes, ch
     assert check in name and words in message, (name, message)
 
 
-def test_fresh_templates_are_not_started(ctx, tmp_path):
-    work = tmp_path / "my-work"
-    work.mkdir()
-    (work / "distributed.py").write_text(
-        "\n\n".join(ex.stub_code() for ex in EXERCISES if ex.attribute)
-    )
+def graded_in_the_worker(ctx, work) -> dict[str, str]:
+    """Grade the workspace's PREDICTIONS and ANSWERS as the lab does (their values from the learner's worker):
+    {exercise id: status}."""
     ctx.options.work = work
-    grade_predictions(ctx, ctx.solution(ctx.exercise("predictions")))
-    with ctx.grading("answers") as impl:
-        answers.grade(ctx, impl, answers.facts(RUN, None))
-    statuses = {
-        k: v["status"] for k, v in ctx.exercise_results().items() if k != "distributed.survey"
-    }
-    assert statuses == {
+    with ctx.grading("predictions", worker=True) as impl:
+        predictions.grade(ctx, lab.given(ctx, impl, N), RUN, N)
+    with ctx.grading("answers", worker=True) as impl:
+        answers.grade(ctx, lab.given(ctx, impl, N), answers.facts(RUN, None), N)
+    results = ctx.exercise_results()
+    return {k: v["status"] for k, v in results.items() if k != "distributed.survey"}
+
+
+def test_a_fresh_workspace_is_not_started_not_an_error(ctx, tmp_path):
+    """The stubs' None crosses the wire: a fresh dict reads as not started, not as a failing exercise."""
+    workspace_init.init(tmp_path / "work", ["distributed"], tmp_path / "results")
+    assert graded_in_the_worker(ctx, tmp_path / "work") == {
         "distributed.predictions": checks.NOT_STARTED,
         "distributed.answers": checks.NOT_STARTED,
     }
+
+
+def test_a_half_filled_prediction_is_graded_and_its_blanks_are_unanswered(ctx, tmp_path):
+    work = tmp_path / "work"
+    workspace_init.init(work, ["distributed"], tmp_path / "results")
+    path = work / "distributed.py"
+    source = path.read_text()
+    assert source.count('"held_bytes": None') == 4
+    path.write_text(source.replace('"held_bytes": None', f'"held_bytes": {3 * P}', 1))
+    assert graded_in_the_worker(ctx, work)["distributed.predictions"] == checks.FAILING
+    wrong = failed(ctx)
+    passed = {c.name for c in ctx.checks if c.passed}
+    assert "PREDICTIONS['ddp']['held_bytes'] matches this run" in passed  # DDP's is right: 3 x P
+    assert "`None`" in wrong["PREDICTIONS['fsdp']['held_bytes'] matches this run"]
 
 
 FACTS = {
@@ -178,6 +233,7 @@ FACTS = {
     "logits_gather_bytes": 422_400,
     "gpipe_idle_theory": 0.2,
     "interleaved_sends_rank0": 12,
+    "ddp_early_allreduces": 3,  # the small-bucket run's: 4 buckets, the last issued as backward ends
 }
 WRONG_ANSWERS = [
     ("the root counted", "fsdp_backward_allgathers", 5, "not resharded after forward"),
@@ -187,14 +243,16 @@ WRONG_ANSWERS = [
     ("a percent", "gpipe_idle_theory", 20, "a fraction"),
     ("interleaving's theory", "gpipe_idle_theory", 1 / 9, "interleaved schedule's"),
     ("GPipe's sends", "interleaved_sends_rank0", 4, "GPipe's count"),
+    ("every bucket counted", "ddp_early_allreduces", 4, "backward's last gradient"),
+    ("the default buckets' count", "ddp_early_allreduces", 0, "default buckets' count"),
 ]
 
 
 def test_the_reference_answers_pass_and_match_the_run(ctx):
     assert answers.facts(RUN, None)["fsdp_backward_allgathers"] == FACTS["fsdp_backward_allgathers"]
-    with ctx.grading("answers") as impl:
-        answers.grade(ctx, impl, FACTS)
-    assert failed(ctx) == {} and len(ctx.checks) == 1 + 4  # the keys, then each question
+    with ctx.grading("answers", worker=True) as impl:
+        answers.grade(ctx, lab.given(ctx, impl, N), FACTS, N)
+    assert failed(ctx) == {} and len(ctx.checks) == 1 + 5  # the keys, then each question
 
 
 @pytest.mark.parametrize(
@@ -202,7 +260,7 @@ def test_the_reference_answers_pass_and_match_the_run(ctx):
 )
 def test_wrong_answers_fail_with_a_pointed_message(ctx, mistake, key, value, words):
     with ctx.grading("answers"):
-        answers.grade(ctx, {**answers.reference(N), key: value}, FACTS)
+        answers.grade(ctx, {**answers.reference(N), key: value}, FACTS, N)
     wrong = failed(ctx)
     assert len(wrong) == 1, wrong
     ((name, message),) = wrong.items()
@@ -216,7 +274,7 @@ def mb(x: float) -> str:
     return f"{x / 1e6:.2f} MB"
 
 
-def by(run: str) -> figures.Figure:
+def by(run: str) -> figure_rows.FigureRow:
     return next(f for f in RUN if f.run == run)
 
 
@@ -272,7 +330,7 @@ def test_a_good_survey_passes(ctx, tmp_path):
 def test_the_model_answer_quotes_each_committed_run_as_generated():
     text = survey.MODEL_ANSWER.read_text()
     for path in survey.COMMITTED_RUNS:
-        assert survey.tables(figures.read(path), "en") in text, (
+        assert survey.tables(figure_rows.read(path), "en") in text, (
             f"survey/README.md: regenerate {path}'s tables"
         )
 

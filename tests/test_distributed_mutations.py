@@ -18,7 +18,8 @@ import pytest
 
 from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
-from workshop.labs.distributed import figures, lab, survey
+from workshop.labs.distributed import figure_rows, lab
+from workshop.labs.distributed.grading import survey
 
 pytestmark = [pytest.mark.distributed, pytest.mark.slow]
 
@@ -180,7 +181,7 @@ def test_planted_bug_is_caught_by_a_lab_check(mutation, tmp_path, monkeypatch):
 def test_a_figure_copied_wrong_into_the_model_answer_is_caught(tmp_path, monkeypatch):
     """Issue 13's survey row: the model answer's figures were hand-copied; now each traces to a committed run."""
     text = survey.MODEL_ANSWER.read_text()
-    held = figures.read(survey.COMMITTED_RUNS[0])[
+    held = figure_rows.read(survey.COMMITTED_RUNS[0])[
         0
     ].state_bytes_per_rank  # DDP's bytes per rank, N=2
     right = f"{held / 1e6:.2f} MB"

@@ -10,21 +10,22 @@ from pathlib import Path
 import pytest
 import torch.distributed as dist
 
-from workshop.labs.distributed import collectives, figures, survey
+from workshop.labs.distributed import collectives, figure_rows
+from workshop.labs.distributed.grading import survey
 from workshop.minigpt.model import GPT, GPTConfig
 
-FOLDER = Path(survey.__file__).parent
+FOLDER = Path(survey.__file__).parents[1]  # the lab's
 REPO = FOLDER.parents[2]
 HANDOUT = {"en": FOLDER / "README.md", "es": FOLDER / "README.es.md"}
 TEXTS = [
     *HANDOUT.values(),
     REPO / "survey" / "README.md",
     REPO / "survey" / "README.es.md",
-    FOLDER / "model_answers.md",
-    FOLDER / "model_answers.es.md",
+    FOLDER / "grading" / "model_answers.md",
+    FOLDER / "grading" / "model_answers.es.md",
     FOLDER / "ddp.py",
 ]
-RUN = figures.read(survey.COMMITTED_RUNS[0])  # CPU, N=2
+RUN = figure_rows.read(survey.COMMITTED_RUNS[0])  # CPU, N=2
 
 
 def written(n: int, lang: str) -> str:

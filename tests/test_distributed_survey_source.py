@@ -13,9 +13,10 @@ from test_distributed_exercises import failed, good_survey
 from workshop.grading import workspace
 from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
-from workshop.labs.distributed import figures, survey
+from workshop.labs.distributed import figure_rows
 from workshop.labs.distributed.collectives import CollectiveRow
-from workshop.labs.distributed.records import Measurements, RankRecord, Run
+from workshop.labs.distributed.grading import survey
+from workshop.labs.distributed.measurements import Measurements, RankRecord, Run
 
 FILE_CHECK = "survey: the figures file it names is there and one of this workspace's runs"
 
@@ -45,7 +46,7 @@ def a_run(lab_dir: Path, workspace_id: str | None = None) -> Path:
     )
     data.write(lab_dir / "ddp")
     path = lab_dir / "figures.json"
-    path.write_text(json.dumps([f.as_json() for f in figures.rebuilt(lab_dir)]))
+    path.write_text(json.dumps([f.as_json() for f in figure_rows.rebuilt(lab_dir)]))
     implementation = {"kind": "workspace", "workspace_id": workspace_id} if workspace_id else {}
     (lab_dir / "result.json").write_text(json.dumps({"implementation": implementation}))
     return path
@@ -56,7 +57,9 @@ def grade(ctx: LabContext, source: str) -> dict[str, str]:
     document = ctx.work / "survey.md"
     document.write_text(good_survey() + f"\n<!-- figures: {source} -->\n")
     with ctx.grading("survey"):
-        survey.grade(ctx, document, *survey.figures_for(document, figures.read(a_run(ctx.out_dir))))
+        survey.grade(
+            ctx, document, *survey.figures_for(document, figure_rows.read(a_run(ctx.out_dir)))
+        )
     return failed(ctx)
 
 
@@ -68,7 +71,7 @@ def test_the_template_names_the_run_relative_to_the_workspace(ctx, tmp_path):
     assert survey.source(text) == "../results/earlier/distributed/figures.json"
     (ctx.work / "survey.md").write_text(text)
     assert survey.figures_file(ctx.work / "survey.md").resolve() == lab_dir / "figures.json"
-    assert survey.figures_problem(ctx, ctx.work / "survey.md") is None
+    assert survey.figures_problem(ctx, ctx.work / "survey.md", ctx.out_dir) is None
 
 
 def test_a_missing_figures_file_is_one_line_naming_it_and_the_fix(ctx):
@@ -121,3 +124,17 @@ def test_a_file_of_older_code_is_compared_in_the_fields_it_has(ctx, tmp_path):
         del row["backward_ops"], row["issued_in_backward"]
     path.write_text(json.dumps(rows))
     assert survey.unlike_its_run(path) is False
+
+
+def test_a_survey_too_big_to_be_a_page_is_not_read(ctx):
+    document = ctx.work / "survey.md"
+    document.write_text("word " * (survey.SURVEY_BYTES // 4))
+    with ctx.grading("survey"):
+        survey.grade(ctx, document, [], [])
+    assert list(failed(ctx)) == ["survey: bytes of survey.md (a page of prose is a few kB)"]
+
+
+@pytest.mark.parametrize("named", ["/dev/zero", "/proc/self/fd/0", "."])
+def test_a_device_a_pipe_or_a_folder_named_as_figures_is_not_read(ctx, named):
+    wrong = grade(ctx, named)
+    assert list(wrong) == [FILE_CHECK] and named in wrong[FILE_CHECK]

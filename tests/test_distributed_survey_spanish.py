@@ -13,7 +13,8 @@ from test_distributed_exercises import WRONG_SURVEYS as ENGLISH_WRONG_SURVEYS
 from workshop import i18n
 from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
-from workshop.labs.distributed import figures, survey, survey_figures, survey_text
+from workshop.labs.distributed import figure_rows
+from workshop.labs.distributed.grading import survey, survey_figures, survey_text
 
 
 @pytest.fixture
@@ -87,7 +88,7 @@ def test_the_spanish_model_answer_passes_against_the_committed_runs(ctx):
     assert document.name == "README.es.md" and survey.model_answer("en") == survey.MODEL_ANSWER
     text = document.read_text()
     for path in survey.COMMITTED_RUNS:  # the tables as the Spanish templates render them
-        assert survey.tables(figures.read(path), "es") in text, (
+        assert survey.tables(figure_rows.read(path), "es") in text, (
             f"{document}: regenerate {path}'s tables"
         )
     with ctx.grading("survey"):
@@ -264,7 +265,7 @@ def test_the_language_is_read_from_the_text():
 
 def test_the_template_is_written_in_the_language_in_use(spanish):
     """`exercises init` or `check` in Spanish writes the Spanish template, its tables in Spanish."""
-    text = survey.template(survey.COMMITTED_RUNS[0].parent)
+    text = survey.template(survey.COMMITTED_RUNS[0].parent, survey.REPO)
     assert text.startswith("# Mi survey") and "## Paralelismo de tensores" in text
     for table in survey.tables(RUN, "es").split("\n\n"):
         assert table.strip() in text

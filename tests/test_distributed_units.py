@@ -13,15 +13,18 @@ import torch.distributed as dist
 from workshop.labs.distributed import (
     collective_log,
     collectives,
+    demo_checks,
     flight_recorder,
-    idle,
+    launch,
+    pipeline_idle,
     rank_memory,
     reference,
     traces,
     training,
 )
-from workshop.labs.distributed.pp import Stage, schedules_for
-from workshop.labs.distributed.records import RankRecord, Run
+from workshop.labs.distributed.measurements import RankRecord, Run
+from workshop.labs.distributed.plans import schedules_for
+from workshop.labs.distributed.pp import Stage
 from workshop.minigpt.model import GPT, GPTConfig
 
 
@@ -106,10 +109,10 @@ def pipeline_run(per_rank_steps, m=1, v=1) -> Run:
 
 
 def test_idle_theory_measurement_and_waits():
-    assert idle.theory(2, 4) == pytest.approx(1 / 5) and idle.theory(2, 4, v=2) == pytest.approx(
-        1 / 9
-    )
-    assert idle.theory(1, 8) == 0
+    assert pipeline_idle.theory(2, 4) == pytest.approx(1 / 5) and pipeline_idle.theory(
+        2, 4, v=2
+    ) == pytest.approx(1 / 9)
+    assert pipeline_idle.theory(1, 8) == 0
     # two ranks, one stage each, one micro-batch; step 1 is timed (step 0 sets up, step 2 is instrumented).
     # rank 0: F 0-1, B 4-5; rank 1: F 1.5-2.5 (0.5 s after it could start), B 2.5-3.5 -> span 5, busy 2 each
     step = [
@@ -117,10 +120,10 @@ def test_idle_theory_measurement_and_waits():
         [("F", 1, 0, 1.5, 2.5), ("B", 1, 0, 2.5, 3.5)],
     ]
     run = pipeline_run([[step[0]] * 3, [step[1]] * 3])
-    a = idle.analyse(run, 2)
+    a = pipeline_idle.analyse(run, 2)
     assert a.measured == pytest.approx(1 - 2 / 5) and a.busy_s == pytest.approx(4.0)
     # waits: rank 0's B waits from 3.5 (rank 1's B ended) to 4.0; rank 1's F from 1.0 to 1.5
-    assert sorted(idle.waits(step, 2)) == pytest.approx([0.0, 0.0, 0.5, 0.5])
+    assert sorted(pipeline_idle.waits(step, 2)) == pytest.approx([0.0, 0.0, 0.5, 0.5])
     assert a.timer_margin == pytest.approx((2 * 2 + 2) * 1e-6 / 5)
 
 
@@ -284,10 +287,70 @@ def test_the_overlap_check_tells_one_bucket_from_small_ones(
 ):
     from workshop.harness.options import RunOptions
     from workshop.lab import LabContext
-    from workshop.labs.distributed import checks
 
     rank0 = RankRecord(0, [], 0.0, [], {}, "", backward_ops=10)
     rank0.issued_in_backward = [("allreduce", n) for n in after]
     ctx = LabContext("distributed", tmp_path, RunOptions("cpu", 2, 0))
-    checks.check_overlap(ctx, "ddp", default_buckets, rank0)
+    demo_checks.check_overlap(ctx, "ddp", default_buckets, rank0)
     assert [c.passed for c in ctx.checks] == [passed]
+
+
+@pytest.mark.parametrize(
+    "only, demos, together",
+    [
+        ((), (*launch.STRATEGIES, "hang"), False),  # run, check distributed: everything
+        (("distributed.predictions",), launch.STRATEGIES, True),  # one launch, fewer runs
+        (("distributed.answers",), launch.STRATEGIES, False),
+        (("distributed.predictions", "distributed.survey"), launch.STRATEGIES, False),
+    ],
+)
+def test_a_run_starts_only_the_demos_its_exercises_need(only, demos, together, tmp_path):
+    from workshop.harness.options import RunOptions
+    from workshop.lab import LabContext
+    from workshop.labs.distributed import lab
+
+    ctx = LabContext("distributed", tmp_path, RunOptions("cpu", 2, 0, only=only))
+    planned, args, in_one_launch = lab.plan(ctx)
+    assert (planned, in_one_launch) == (demos, together)
+    assert ("--runs" in args.get("together", ())) == together
+
+
+def measurements(runs: dict[str, list[str]], n: int = 2) -> dict:
+    """Strategy -> Measurements with the named runs (empty ones: missing_runs reads only which ran)."""
+    from workshop.labs.distributed.measurements import Measurements
+
+    run = Run(1, [], [], 0.0, 0.0, [])
+    return {
+        s: Measurements(
+            s, n, "cpu", "gloo", 3, 8, 22, 0.02, 1e-6, "", 30.0, {}, dict.fromkeys(names, run)
+        )
+        for s, names in runs.items()
+    }
+
+
+def test_a_run_for_the_predictions_alone_lacks_what_the_answers_are_graded_on():
+    from workshop.labs.distributed import lab
+
+    minimal = measurements({"ddp": ["ddp"], "fsdp": ["fsdp"], "tp": ["tp"], "pp": ["gpipe"]})
+    assert lab.missing_runs(minimal, "predictions") == []
+    assert lab.missing_runs(minimal, "answers") == [
+        "ddp/small_buckets",
+        "pp/1f1b",
+        "pp/interleaved_1f1b",
+    ]
+    full = measurements(
+        {
+            "ddp": ["ddp", "small_buckets"],
+            "fsdp": ["fsdp"],
+            "tp": ["tp"],
+            "pp": list(schedules_for(2)),
+        }
+    )
+    assert lab.missing_runs(full, "survey") == []
+    # at N=4 interleaving cannot run (8 stages > 4 blocks): a full run lacks nothing
+    four = measurements(
+        {"ddp": ["ddp", "small_buckets"], "fsdp": ["fsdp"], "tp": ["tp"], "pp": ["gpipe", "1f1b"]},
+        4,
+    )
+    assert lab.missing_runs(four, "answers") == []
+    assert lab.missing_runs({}, "predictions") == list(launch.STRATEGIES)

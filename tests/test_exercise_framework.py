@@ -284,7 +284,7 @@ MINIGPT_VALUES = {
 def test_one_template_renders_each_language_with_the_same_structure():
     """minigpt's summary.md.j2 has no Spanish twin: its {% trans %} blocks come from the lab's catalog, and both
     languages lay out the same lines with the same figures."""
-    folder = labs.folder("minigpt")
+    folder = labs.folder("minigpt") / "templates"
     assert not (folder / "summary.es.md.j2").exists()
     english = templates.render(folder, "en", MINIGPT_VALUES).splitlines()
     spanish = templates.render(folder, "es", MINIGPT_VALUES).splitlines()

@@ -30,7 +30,7 @@ from workshop.grading import questions, workspace_init
 from workshop.harness.options import RunOptions
 from workshop.i18n import templates
 from workshop.lab import LabContext
-from workshop.labs.autograd.gradient_diagnosis import Evidence, diagnose
+from workshop.labs.autograd.grading.gradient_diagnosis import Evidence, diagnose
 from workshop.labs.compile import kernel_explanation
 from workshop.labs.compile.generated_kernels import parse_kernels
 from workshop.labs.compile.grading import kernel_answer
@@ -38,7 +38,7 @@ from workshop.labs.custom_op.grading import correctness as custom_op_correctness
 from workshop.labs.custom_op.grading import exercise_grading as custom_op_grading
 from workshop.labs.custom_op.grading import probes as custom_op_probes
 from workshop.labs.custom_op.grading.own_op import shipped_pieces
-from workshop.labs.dispatcher import decisions, trace_facts
+from workshop.labs.dispatcher.grading import decisions, trace_facts
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -130,7 +130,7 @@ def test_the_spanish_summary_says_what_tf32_did_on_cuda(spanish_run):
         "graded": True,
         "tf32": tf32 | {"hand_vs_autograd_on": 7e-7},
     }
-    text = templates.render(labs.folder("autograd"), "es", values)
+    text = templates.render(labs.folder("autograd") / "templates", "es", values)
     assert "TF32 multiplicó por 50 el error de dL/dW de autograd frente a float64" in text
     assert "compararlos entre sí esconde el error de TF32" in text
     assert "Tus funciones (las de tu espacio de trabajo)" in text and "no tiene TF32" not in text

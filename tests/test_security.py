@@ -28,7 +28,7 @@ from workshop.harness.worker_process import NativeWorker
 from workshop.lab import LabContext
 from workshop.labs import workspace_header
 from workshop.labs.autograd.batch import load_batch
-from workshop.labs.autograd.exercises import EXERCISES
+from workshop.labs.autograd.grading.exercises import EXERCISES
 from workshop.labs.autograd.lab import grade_hand
 
 HAND = ("autograd.cross_entropy_grad", "autograd.linear_grads")

@@ -13,7 +13,7 @@ import pytest
 
 from workshop import i18n
 from workshop.i18n import say, templates
-from workshop.labs.distributed import survey_figures
+from workshop.labs.distributed.grading import survey_figures
 
 ROOT = Path(__file__).resolve().parents[1]
 NBSP = "\u00a0"

@@ -321,9 +321,8 @@ class LabContext:
 
     @property
     def templates_folder(self) -> Path:
-        """The lab's templates/ (the lab's own folder in a lab not yet laid out so)."""
-        folder = self.lab_folder / "templates"
-        return folder if folder.is_dir() else self.lab_folder
+        """The lab's templates/: its summary and any other page it renders."""
+        return self.lab_folder / "templates"
 
     def render_summary(self, **values) -> str:
         """Render the lab's summary.md.j2 (or its translation) with `values`; sets ctx.summary."""

@@ -1,11 +1,12 @@
-"""python -m workshop.devtools gpu-record [--out DIR] [--suite gpu|all] [--n N]"""
+"""python -m workshop.devtools gpu-record [--out DIR] [--suite gpu|all] [--n N]
+python -m workshop.devtools check-loop [LAB ...] [--repeat K] [--out DIR]"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from workshop.devtools import gpu_record
+from workshop.devtools import check_loop, gpu_record
 
 
 def parser() -> argparse.ArgumentParser:
@@ -31,6 +32,16 @@ def parser() -> argparse.ArgumentParser:
         help="processes for the distributed demos (default: the GPUs here, at most 2)",
     )
     record.set_defaults(fn=gpu_record.main)
+    loop = sub.add_parser(
+        "check-loop",
+        help="time `check LAB EXERCISE` for each exercise, beside the learner's-loop targets (issue 27)",
+    )
+    loop.add_argument("labs", nargs="*", metavar="LAB", help="default: every lab with a target")
+    loop.add_argument("--repeat", type=int, default=3, help="checks per exercise (default 3)")
+    loop.add_argument(
+        "--out", help="the record's folder (default: benchmarks/check-loop/<UTC time>)"
+    )
+    loop.set_defaults(fn=check_loop.main)
     return top
 
 

@@ -46,19 +46,19 @@ def get(name: str) -> LabSpec:
 
 
 def _exercises_module(lab: str):
-    """The lab's grading/exercises.py (exercises.py in a lab not yet laid out so), or None for a lab without."""
-    for name in (f"{__name__}.{lab}.grading.exercises", f"{__name__}.{lab}.exercises"):
-        try:
-            return importlib.import_module(name)
-        except ModuleNotFoundError as e:
-            # a lab without that module (or, made in a test, without a package): look further
-            if e.name not in (name, name.rpartition(".")[0], name.rsplit(".", 2)[0]):
-                raise
+    """The lab's grading/exercises.py, or None for a lab without."""
+    name = f"{__name__}.{lab}.grading.exercises"
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        # a lab without that module (or, made in a test, without a package): none; an error inside it: raised
+        if e.name not in (name, name.rpartition(".")[0], name.rsplit(".", 2)[0]):
+            raise
     return None
 
 
 def exercises(lab: str) -> list[Exercise]:
-    """The exercises a lab declares, in the language in use (an empty list for a lab without exercises.py)."""
+    """The exercises a lab declares, in the language in use (an empty list for a lab without grading/exercises.py)."""
     module = _exercises_module(lab)
     found = list(module.EXERCISES) if module else []
     for ex in found:

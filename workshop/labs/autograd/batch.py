@@ -39,8 +39,14 @@ def load_batch(device: str, n_sentences: int = N_SENTENCES) -> HeadBatch:
 
 def leaves(batch: HeadBatch, dtype: torch.dtype) -> dict[str, torch.Tensor]:
     """Fresh leaf tensors x, W, b in `dtype` that require grad: every run gets its own graph and .grad."""
+    return leaf_tensors(batch.hidden, batch.head.weight, batch.head.bias, dtype)
+
+
+def leaf_tensors(
+    hidden: torch.Tensor, W: torch.Tensor, b: torch.Tensor, dtype: torch.dtype
+) -> dict[str, torch.Tensor]:
     return {
-        "x": batch.hidden.to(dtype).clone().requires_grad_(),  # (B, T, 64)
-        "W": batch.head.weight.detach().to(dtype).clone().requires_grad_(),  # (600, 64)
-        "b": batch.head.bias.detach().to(dtype).clone().requires_grad_(),  # (600,)
+        "x": hidden.detach().to(dtype).clone().requires_grad_(),  # (B, T, 64)
+        "W": W.detach().to(dtype).clone().requires_grad_(),  # (600, 64)
+        "b": b.detach().to(dtype).clone().requires_grad_(),  # (600,)
     }

@@ -1,7 +1,7 @@
 """Lab autograd: the LM head's backward three ways (by hand, by autograd, by finite differences), and the
 grad_fn graph autograd builds for it, walked, drawn, profiled and replayed node by node by a hand-made engine.
 
-Five exercises are graded here (exercises.py): the two hand-gradient functions, the engine's order and its
+Five exercises are graded here (grading/exercises.py): the two hand-gradient functions, the engine's order and its
 sums at fan-in, and the handout's checked questions. Everything else runs the reference.
 """
 
@@ -27,10 +27,8 @@ from workshop.labs.autograd.finite_diff import (
     gradcheck_linear,
     head_slice,
 )
-from workshop.labs.autograd.graph_draw import draw
-from workshop.labs.autograd.graph_facts import GraphFacts, measure_facts
-from workshop.labs.autograd.graph_walk import chain_text, graph_json, walk
-from workshop.labs.autograd.hand_grading import (
+from workshop.labs.autograd.grading.graph_facts import GraphFacts, measure_facts
+from workshop.labs.autograd.grading.hand_grading import (
     FLOAT32,
     Case,
     Comparison,
@@ -39,17 +37,7 @@ from workshop.labs.autograd.hand_grading import (
     linear_cases,
     unpack,
 )
-from workshop.labs.autograd.hand_grads import HeadGrads, tf32
-from workshop.labs.autograd.precision import (
-    CHAPTER_ATOL,
-    EPS_FACTOR,
-    TF32_MIN_GROWTH,
-    PrecisionRow,
-    TF32Effect,
-    float32_against_float64,
-    tf32_effect,
-)
-from workshop.labs.autograd.replay_grading import (
+from workshop.labs.autograd.grading.replay_grading import (
     DECAY,
     HEAD,
     WEIGHT_DECAY,
@@ -61,9 +49,20 @@ from workshop.labs.autograd.replay_grading import (
     graph_cases,
     head_loss,
 )
+from workshop.labs.autograd.graph_walk import chain_text, graph_json, walk
+from workshop.labs.autograd.hand_grads import HeadGrads, tf32
+from workshop.labs.autograd.precision import (
+    CHAPTER_ATOL,
+    EPS_FACTOR,
+    TF32_MIN_GROWTH,
+    PrecisionRow,
+    TF32Effect,
+    float32_against_float64,
+    tf32_effect,
+)
 
 TRACE = "backward_trace.json"
-TF32_CALL = "workshop.labs.autograd.probes:tf32_call"
+TF32_CALL = "workshop.labs.autograd.grading.probes:tf32_call"
 
 
 @dataclass
@@ -86,14 +85,14 @@ def grade_hand(ctx: LabContext, batch: HeadBatch) -> HandResults:
         head.logits.shape, generator=torch.Generator().manual_seed(ctx.seed), dtype=torch.float64
     )
     found, results = HandResults([], {}, []), {False: {}, True: {}}
-    for name, cases, witness in (
-        (
-            "cross_entropy_grad",
-            cross_entropy_cases(batch),
-            lambda f: gradcheck_cross_entropy(f, head),
-        ),
-        ("linear_grads", linear_cases(batch), lambda f: gradcheck_linear(f, head, G)),
-    ):
+    witnesses = {
+        "cross_entropy_grad": (cross_entropy_cases, lambda f: gradcheck_cross_entropy(f, head)),
+        "linear_grads": (linear_cases, lambda f: gradcheck_linear(f, head, G)),
+    }
+    for name, (make_cases, witness) in witnesses.items():
+        if not ctx.wants(name):
+            continue
+        cases = make_cases(batch)
         with ctx.grading(name, worker=True) as impl:
             graded = grade(ctx, name, impl, cases)
             found.comparisons += graded.comparisons
@@ -133,12 +132,14 @@ def check_precision(
 
 
 def grade_engine(ctx: LabContext, cases: list[GraphCase]) -> list[ReplayResult]:
-    """Exercises engine_order and backpropagate, on both graphs."""
+    """Exercises engine_order and backpropagate, on both graphs (each when this run grades it)."""
     replays = []
-    with ctx.grading("engine_order") as impl:
-        grade_order(ctx, impl, cases)
-    with ctx.grading("backpropagate") as impl:
-        replays = grade_backpropagate(ctx, impl, cases)
+    if ctx.wants("engine_order"):
+        with ctx.grading("engine_order", worker=True) as impl:
+            grade_order(ctx, impl, cases)
+    if ctx.wants("backpropagate"):
+        with ctx.grading("backpropagate", worker=True) as impl:
+            replays = grade_backpropagate(ctx, impl, cases)
     return replays
 
 
@@ -174,6 +175,9 @@ def draw_graph(ctx: LabContext, case: GraphCase) -> dict:
         graph["nodes"][ids[node]]["step"] = step
     check_graph(ctx, graph, rows=case.leaves["x"].shape[:-1].numel())
     ctx.write_json("graph.json", graph)
+    # matplotlib costs ~1 s to import: only a whole run draws, not a check of named exercises
+    from workshop.labs.autograd.graph_draw import draw
+
     title = _(
         "lm_loss(lm_head(x)).grad_fn: the backward graph ({device}, [k] = k-th node the engine ran)"
     ).format(device=ctx.device)
@@ -244,20 +248,30 @@ class Findings:
     gradchecks: list[GradcheckRecord]
 
 
+GRAPH_EXERCISES = ("engine_order", "backpropagate", "answers")  # graded on graph_cases' graphs
+
+
 def run(ctx: LabContext) -> None:
+    """The whole lab; a check of named exercises (`check autograd EXERCISE`) runs only what they need."""
     batch = load_batch(ctx.device)
     # every comparison at 1e-7 runs without TF32 (the precision report turns it on itself)
     with tf32(False):
         hand = grade_hand(ctx, batch)
-        precision = check_precision(ctx, batch, hand.hand)
-        cases = graph_cases(batch)
-        check_graphs(ctx, cases)
+        cases = graph_cases(batch) if any(map(ctx.wants, GRAPH_EXERCISES)) else []
         replays = grade_engine(ctx, cases)
+        facts = measure_facts(cases) if ctx.wants("answers") else None
+        if facts is not None:
+            with ctx.grading("answers", worker=True) as answers:
+                grade_answers(ctx, answers.value, asdict(facts))
+        if ctx.options.only:  # the demonstrations, the lab's own checks, the summary: a whole run's
+            ctx.summary = _(
+                "Graded only {exercises}; the whole lab runs with `python -m workshop check {lab}`."
+            ).format(exercises=", ".join(ctx.options.only), lab=ctx.name)
+            return
+        precision = check_precision(ctx, batch, hand.hand)
+        check_graphs(ctx, cases)
         head = next(c for c in cases if c.graph == HEAD)
         graph = draw_graph(ctx, head)
-        facts = measure_facts(cases)
-        with ctx.grading("answers") as answers:
-            grade_answers(ctx, answers, asdict(facts))
         trace = check_trace(ctx, batch, next(c for c in cases if c.graph == DECAY))
         chains = linear_chains(batch)
     gradchecks = hand.gradchecks + check_finite_differences(ctx, batch)
@@ -268,7 +282,7 @@ def run(ctx: LabContext) -> None:
 
 
 def report(ctx: LabContext, batch: HeadBatch, found: Findings) -> None:
-    """result.json's extra keys (asdict of the typed records) and summary.md from summary.md.j2."""
+    """result.json's extra keys (asdict of the typed records) and summary.md from templates/summary.md.j2."""
     effect: TF32Effect | None = tf32_effect(found.precision)
     hooks = [type(n).__name__ for n in found.head.real_order]
     values = {

@@ -5,7 +5,7 @@ The chain is followed to its own end: the real key set (keys.real_keys_in_play),
 (DispatchKeySet.highestPriorityTypeId), the real slot (the computed table and
 _dispatch_get_computed_kernel_for_dispatch_key), then the keys below that one (_dispatch_keyset_full_after).
 Every fact here comes from torch itself, never from the re-implementation the learner writes (reimpl.py's
-table_entry and walk): those are graded against these chains and slots (decisions.py), and the lab's
+table_entry and walk): those are graded against these chains and slots (grading/decisions.py), and the lab's
 demonstrations run the same whether they are written or not.
 
 The TLS sets a call starts from are observed where possible: the root's when the traced function enters C++,

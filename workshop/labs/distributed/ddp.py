@@ -21,11 +21,9 @@ from torch.nn.parallel import DistributedDataParallel
 from workshop.i18n import N_
 from workshop.labs.distributed import process_group, reference, results, training
 from workshop.labs.distributed.instruments import Instruments
-from workshop.labs.distributed.records import Run
+from workshop.labs.distributed.measurements import Run
+from workshop.labs.distributed.plans import BUCKET_CAP_MB
 from workshop.minigpt.model import lm_loss
-
-# run -> DDP's bucket_cap_mb (MiB); None: DDP's default (a first bucket of 1 MiB, then 25 MiB)
-BUCKET_CAP_MB = {"ddp": None, "small_buckets": 0.25}
 
 
 def train(args, rank: process_group.Rank, run: str) -> Run:
@@ -49,16 +47,18 @@ def train(args, rank: process_group.Rank, run: str) -> Run:
     return results.whole_model_run(measure.record(), model, opt, ref, chunks=rank.world)
 
 
+def run(args, rank: process_group.Rank) -> tuple[dict[str, Run], dict]:
+    """The demo's training runs (--runs), and what else its measurements.json says (nothing)."""
+    return {run: train(args, rank, run) for run in args.runs}, {}
+
+
+OPTIONS = [process_group.runs_option("--runs", BUCKET_CAP_MB)]
+
+
 @record  # a rank's traceback goes into torchrun's failure summary
 def main() -> None:
-    args = process_group.parse_args(
-        N_("DDP demo of the MiniGPT (run under torchrun)"),
-        [process_group.runs_option("--runs", BUCKET_CAP_MB)],
-    )
-    rank = process_group.join(args)
-    runs = {run: train(args, rank, run) for run in args.runs}
-    results.write(args, rank, "ddp", runs)
-    process_group.leave()
+    args = process_group.parse_args(N_("DDP demo of the MiniGPT (run under torchrun)"), OPTIONS)
+    results.run_demos(args, {"ddp": run})
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from torch.distributed.fsdp import fully_shard
 from workshop.i18n import N_
 from workshop.labs.distributed import process_group, reference, results, training
 from workshop.labs.distributed.instruments import Instruments
-from workshop.labs.distributed.records import Run
+from workshop.labs.distributed.measurements import Run
 from workshop.minigpt.model import lm_loss
 
 # The root returns the logits as a view; FSDP warns that an in-place op on it would skip a hook. We do none.
@@ -49,14 +49,16 @@ def train(args, rank: process_group.Rank) -> Run:
     return results.whole_model_run(measure.record(), model, opt, ref, chunks=rank.world)
 
 
+def run(args, rank: process_group.Rank) -> tuple[dict[str, Run], dict]:
+    return {"fsdp": train(args, rank)}, {}
+
+
 @record
 def main() -> None:
     args = process_group.parse_args(
         N_("FSDP2 (fully_shard) demo of the MiniGPT (run under torchrun)")
     )
-    rank = process_group.join(args)
-    results.write(args, rank, "fsdp", {"fsdp": train(args, rank)})
-    process_group.leave()
+    results.run_demos(args, {"fsdp": run})
 
 
 if __name__ == "__main__":

@@ -27,8 +27,8 @@ import torch.distributed as dist
 from workshop.i18n import _
 from workshop.labs.distributed import flight_recorder, traces
 from workshop.labs.distributed.collective_log import CollectiveLog
+from workshop.labs.distributed.measurements import RankRecord, timed_steps
 from workshop.labs.distributed.process_group import Rank
-from workshop.labs.distributed.records import RankRecord, timed_steps
 from workshop.labs.distributed.training import sync
 
 

@@ -11,53 +11,76 @@ N larger than the visible GPUs stops the lab before anything starts.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from workshop.i18n import _
 from workshop.lab import LabContext
 from workshop.labs.distributed import (
-    answers,
-    checks,
-    ddp,
-    figures,
+    demo_checks,
+    figure_rows,
     flight_recorder,
-    idle,
     launch,
     pipeline_gantt,
-    predictions,
-    survey,
+    pipeline_idle,
+    plans,
 )
-from workshop.labs.distributed.records import Measurements
+from workshop.labs.distributed.grading import answers, predictions, survey
+from workshop.labs.distributed.measurements import Measurements
 
 TIMEOUT_S = 300
 HANG_TIMEOUT_S = 5.0  # the hung-rank demo's --pg-timeout: how long its peers wait
 DEMOS = (*launch.STRATEGIES, "hang")
+EXERCISES = ("predictions", "answers", "survey")
+
+
+# `check distributed predictions`: every strategy's figures at N, in one launch (together.py), the logged step
+# after DDP rebuilt its buckets (at step 1), without DDP's small buckets, the other schedules or the hung rank
+PREDICTIONS_ONLY = ["--runs", "ddp", "--schedules", "gpipe", "--steps", "3"]
+
+
+def plan(ctx: LabContext) -> tuple[tuple[str, ...], dict, bool]:
+    """The demos this run needs, their options, and whether they run in one launch: all of them when it grades
+    every exercise (`run`, `check distributed`); the four strategies' when it grades some (no hung rank); for
+    the predictions alone, only the runs they are graded on, in one launch (PREDICTIONS_ONLY)."""
+    if all(ctx.wants(name) for name in EXERCISES):
+        return DEMOS, {}, False
+    if any(ctx.wants(name) for name in EXERCISES if name != "predictions"):
+        return launch.STRATEGIES, {}, False
+    return launch.STRATEGIES, {"together": PREDICTIONS_ONLY}, True
 
 
 def run(
     ctx: LabContext, demos: tuple[str, ...] | None = None, demo_args: dict | None = None
 ) -> None:
-    """All DEMOS, or `demos` (a subset, for the tests); demo_args: strategy -> extra options of its demo."""
-    demos = DEMOS if demos is None else demos
+    """The demos this run needs (plan), or `demos` (a subset, for the tests); demo_args: strategy -> extra
+    options of its demo."""
+    together = False
+    if demos is None:
+        demos, demo_args, together = plan(ctx)
+    demo_args = demo_args or {}
     agents = launch.agents()  # one standalone torchrun, or one agent per task of a Slurm job
     if why := agents.problem(ctx.n_procs) or launch.capacity_problem(
         ctx.n_procs // agents.count, ctx.device
     ):
         raise ValueError(why)
     wall, failures, data = {}, {}, {}
-    for strategy in (s for s in launch.STRATEGIES if s in demos):
-        if measured := launch_demo(
-            ctx, strategy, (demo_args or {}).get(strategy, ()), wall, failures
-        ):
-            data[strategy] = measured
-    pipeline = figures.pipeline_idle(data)
+    usable = [s for s in launch.STRATEGIES if s in demos and usable_here(ctx, s)]
+    if together:  # one launch: together.py runs them one after another
+        args = ["--strategies", *usable, *demo_args["together"]]
+        data = launch_demos(ctx, "together", usable, args, wall, failures)
+    else:
+        for strategy in usable:
+            args = demo_args.get(strategy, ())
+            data |= launch_demos(ctx, strategy, [strategy], args, wall, failures)
+    pipeline = figure_rows.idle_by_schedule(data)
     for measured in data.values():
-        checks.check_strategy(ctx, measured, data.get("ddp"), pipeline)
-    rows = figures.rows(data, pipeline)
+        demo_checks.check_strategy(ctx, measured, data.get("ddp"), pipeline)
+    rows = figure_rows.rows(data, pipeline)
     ctx.write_json("figures.json", [f.as_json() for f in rows])
     if pipeline:
         ctx.save_figure("pp/gantt.png", pipeline_gantt.draw(data["pp"].runs, pipeline))
     hang = hang_demo(ctx) if "hang" in demos else None
-    grade_exercises(ctx, rows, data)
+    grade_exercises(ctx, rows, data, ctx.out_dir)
     ctx.extra.update(
         n_procs=ctx.n_procs,
         wall_s=wall,
@@ -66,39 +89,44 @@ def run(
     ctx.render_summary(**summary_values(ctx, rows, data, pipeline, hang, wall, failures))
 
 
-def launch_demo(
-    ctx: LabContext, strategy: str, args, wall: dict, failures: dict
-) -> Measurements | None:
-    n, out = ctx.n_procs, ctx.out_dir / strategy
-    if why := launch.strategy_problem(strategy, n):
+def usable_here(ctx: LabContext, strategy: str) -> bool:
+    """Whether the strategy can split the model N ways; if not, a failed check says why (it is not started)."""
+    why = launch.strategy_problem(strategy, ctx.n_procs)
+    if why:
         ctx.check_equal(
-            _("{strategy}: N={n} is usable (not started)").format(strategy=strategy, n=n),
+            _("{strategy}: N={n} is usable (not started)").format(strategy=strategy, n=ctx.n_procs),
             why,
             "usable",
         )
-        return None
+    return why is None
+
+
+def launch_demos(
+    ctx: LabContext, module: str, strategies: list[str], args, wall: dict, failures: dict
+) -> dict[str, Measurements]:
+    """One torchrun launch of a demo module (a strategy's, or together.py for several): the measurements each
+    of `strategies` wrote in its folder ({} when the launch failed: its log's end goes in the summary)."""
+    n, log = ctx.n_procs, ctx.out_dir / module / "log.txt"
     agents = launch.agents()
-    cmd = agents.command(strategy, n, ctx.device, out, demo_args=args)
-    rc, wall[strategy] = launch.run(cmd, out / "log.txt", TIMEOUT_S)
+    out = ctx.out_dir if module == "together" else ctx.out_dir / module
+    rc, wall[module] = launch.run(agents.command(module, n, ctx.device, out, args), log, TIMEOUT_S)
     print(
         _("[{lab}] {strategy}: torchrun exited {rc} after {seconds:.1f} s").format(
-            lab=ctx.name, strategy=strategy, rc=rc, seconds=wall[strategy]
+            lab=ctx.name, strategy=module, rc=rc, seconds=wall[module]
         ),
         flush=True,
     )
     ctx.check_equal(
         _("{strategy}: torchrun --nproc-per-node {n} exit code").format(
-            strategy=strategy, n=n // agents.count
+            strategy="+".join(strategies), n=n // agents.count
         ),
         rc,
         0,
     )
     if rc != 0:
-        failures[strategy] = "\n".join(
-            (out / "log.txt").read_text(errors="replace").splitlines()[-25:]
-        )
-        return None
-    return Measurements.read(out)
+        failures[module] = "\n".join(log.read_text(errors="replace").splitlines()[-25:])
+        return {}
+    return {s: Measurements.read(ctx.out_dir / s) for s in strategies}
 
 
 def hang_demo(ctx: LabContext) -> dict | None:
@@ -124,7 +152,7 @@ def hang_demo(ctx: LabContext) -> dict | None:
     )
     backend = "nccl" if ctx.device == "cuda" else "gloo"
     supported = flight_recorder.dump_function(backend) is not None
-    states = checks.check_hang(ctx, rc, seconds, HANG_TIMEOUT_S, hung, out, supported)
+    states = demo_checks.check_hang(ctx, rc, seconds, HANG_TIMEOUT_S, hung, out, supported)
     return {
         "rank": hung,
         "rc": rc,
@@ -141,19 +169,83 @@ def hang_demo(ctx: LabContext) -> dict | None:
 
 
 def grade_exercises(
-    ctx: LabContext, rows: list[figures.Figure], data: dict[str, Measurements]
+    ctx: LabContext,
+    rows: list[figure_rows.FigureRow],
+    data: dict[str, Measurements],
+    lab_dir: Path,
+    graded: tuple[str, ...] = EXERCISES,
 ) -> None:
-    with ctx.grading("predictions") as impl:
-        predictions.grade(ctx, impl, rows)
-    with ctx.grading("answers") as impl:
-        answers.grade(ctx, impl, answers.facts(rows, data.get("tp")))
-    with ctx.grading("survey") as document:
-        if not ctx.graded:  # the reference: the model answer in the run's language
-            document = survey.model_answer(ctx.lang)
-        survey.grade(ctx, document, *survey.figures_for(document if ctx.graded else None, rows))
+    """Grade the exercises `graded` against a run's figures (`rows`, `data`: its demos' measurements), whose lab
+    folder is `lab_dir`: this run's, or an earlier one's (regrade)."""
+    n = next(iter(data.values())).world_size if data else ctx.n_procs
+    if "predictions" in graded:
+        with ctx.grading("predictions", worker=True) as impl:
+            predictions.grade(ctx, given(ctx, impl, n), rows, n)
+    if "answers" in graded:
+        with ctx.grading("answers", worker=True) as impl:
+            answers.grade(ctx, given(ctx, impl, n), answers.facts(rows, data.get("tp")), n)
+    if "survey" in graded:
+        with ctx.grading("survey") as document:
+            if not ctx.graded:  # the reference: the model answer in the run's language
+                document = survey.model_answer(ctx.lang)
+            quoted, run = survey.figures_for(document if ctx.graded else None, rows)
+            survey.grade(ctx, document, quoted, run, lab_dir)
 
 
-def interleaving_idled_more(g: idle.Idle | None, i: idle.Idle | None) -> bool:
+def given(ctx: LabContext, impl, n: int):
+    """The dict a questions exercise grades, as wire data from the worker (contract 6): the learner's constant
+    (PREDICTIONS, ANSWERS), or the reference's, which derives it for N = n."""
+    return impl.value if ctx.graded else impl(n)
+
+
+def regrade(ctx: LabContext, lab_dir: Path) -> None:
+    """LabSpec.regrade: grade the wanted exercises against an earlier run of the lab, from the measurements its
+    demos wrote there, as the lab grades its own run (the output names that run). An exercise graded on runs
+    that run lacks (one made for the predictions alone has no DDP small buckets, no interleaving) says so in
+    one line instead."""
+    data = figure_rows.measurements_in(lab_dir)
+    graded = []
+    for name in (name for name in EXERCISES if ctx.wants(name)):
+        if lacking := missing_runs(data, name):
+            with ctx.grading(name):
+                ctx.check_equal(
+                    _(
+                        "{name}: the run graded against ran every run it is graded on (missing)"
+                    ).format(name=name),
+                    lacking,
+                    [],
+                    message=_(
+                        "your latest run ({run}) did not run all that {name} is graded on: run the lab again "
+                        "with `python -m workshop check distributed {name} --rerun`"
+                    ).format(run=lab_dir.parent.name, name=name),
+                )
+        else:
+            graded.append(name)
+    rows = figure_rows.rows(data, figure_rows.idle_by_schedule(data))
+    grade_exercises(ctx, rows, data, lab_dir, tuple(graded))
+
+
+def missing_runs(data: dict[str, Measurements], exercise: str) -> list[str]:
+    """The training runs ("ddp/small_buckets") that `exercise` is graded on at the run's N and the run lacks: the
+    predictions, each strategy's first run; the others, every run a full run of the lab makes."""
+    if not data:  # no demo wrote its measurements
+        return list(launch.STRATEGIES)
+    n = next(iter(data.values())).world_size
+    if exercise == "predictions":
+        expected = {strategy: [run] for strategy, run in predictions.STRATEGY_RUN.items()}
+    else:
+        expected = {"ddp": list(plans.BUCKET_CAP_MB), "fsdp": ["fsdp"], "tp": ["tp"]}
+        expected["pp"] = [name for name, why in plans.schedules_for(n).items() if why is None]
+    return [
+        strategy if name == strategy else f"{strategy}/{name}"
+        for strategy, names in expected.items()
+        if launch.strategy_problem(strategy, n) is None
+        for name in names
+        if strategy not in data or name not in data[strategy].runs
+    ]
+
+
+def interleaving_idled_more(g: pipeline_idle.Idle | None, i: pipeline_idle.Idle | None) -> bool:
     """What the summary explains only when the run shows it: interleaving idled more than GPipe though its
     theory is lower, and its per-chunk waits took more of its step."""
     if g is None or i is None:
@@ -161,11 +253,11 @@ def interleaving_idled_more(g: idle.Idle | None, i: idle.Idle | None) -> bool:
     return i.theory < g.theory and i.measured > g.measured and i.overhead_share > g.overhead_share
 
 
-def ddp_overlap(rows: list[figures.Figure], data: dict[str, Measurements]) -> dict | None:
+def ddp_overlap(rows: list[figure_rows.FigureRow], data: dict[str, Measurements]) -> dict | None:
     """The DDP runs' all-reduces against their backward, for the summary (None where DDP did not run both or a
     trace shows no all-reduce in backward); `shown`: the run shows the contrast the summary's sentence states."""
     runs = [f for f in rows if f.strategy == "ddp"]
-    if [f.run for f in runs] != list(ddp.BUCKET_CAP_MB) or any(f.overlap() is None for f in runs):
+    if [f.run for f in runs] != list(plans.BUCKET_CAP_MB) or any(f.overlap() is None for f in runs):
         return None
     table = []
     for f in runs:
@@ -176,7 +268,7 @@ def ddp_overlap(rows: list[figures.Figure], data: dict[str, Measurements]) -> di
         table.append(row | dict(ops=f.backward_ops, share=f.overlap()))
     default, small = table
     shown = default["after"] == 0 and small["early"] > 0
-    return {"cap_mb": ddp.BUCKET_CAP_MB["small_buckets"], "runs": table, "shown": shown}
+    return {"cap_mb": plans.BUCKET_CAP_MB["small_buckets"], "runs": table, "shown": shown}
 
 
 def summary_values(ctx, rows, data, pipeline, hang, wall, failures) -> dict:
@@ -203,7 +295,7 @@ def summary_values(ctx, rows, data, pipeline, hang, wall, failures) -> dict:
     seconds = fsdp.comm_seconds_rank0 if fsdp else {}
     gloo_scatter = fsdp and "reducescatter" not in seconds and "allreduce" in seconds
     return {
-        "param_bytes": checks.checkpoint_param_bytes(),
+        "param_bytes": demo_checks.checkpoint_param_bytes(),
         "steps": next(iter(data.values())).steps if data else 0,
         "n": ctx.n_procs,
         "wall_s": wall,

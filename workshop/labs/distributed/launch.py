@@ -96,13 +96,12 @@ def strategy_problem(strategy: str, world: int) -> str | None:
         return _("unknown strategy {strategy!r}; choose one of {choices}").format(
             strategy=strategy, choices=", ".join(STRATEGIES)
         )
-    if strategy == "tp":
-        from workshop.labs.distributed.tp import usable
-    elif strategy == "pp":
-        from workshop.labs.distributed.pp import usable
-    else:
-        return None
-    return usable(world)
+    from workshop.labs.distributed import (
+        plans,
+    )  # the model's config imports torch: not at the CLI's start
+
+    usable = {"tp": plans.tp_usable, "pp": plans.pp_usable}.get(strategy)
+    return usable(world) if usable else None
 
 
 def command(

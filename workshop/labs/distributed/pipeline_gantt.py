@@ -4,8 +4,8 @@ chunk of one timed step (the last one not instrumented), from the run's own time
 from __future__ import annotations
 
 from workshop.i18n import _
-from workshop.labs.distributed.idle import Idle
-from workshop.labs.distributed.records import Run, timed_steps
+from workshop.labs.distributed.measurements import Run, timed_steps
+from workshop.labs.distributed.pipeline_idle import Idle
 
 
 def draw(runs: dict[str, Run], idle: dict[str, Idle]):

@@ -15,7 +15,7 @@ import time
 
 import torch
 
-from workshop.labs.distributed.records import Interval
+from workshop.labs.distributed.measurements import Interval
 
 
 class PipelineTimeline:

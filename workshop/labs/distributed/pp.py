@@ -17,38 +17,17 @@ from torch.distributed.elastic.multiprocessing.errors import record
 from workshop.i18n import N_, _
 from workshop.labs.distributed import process_group, reference, results, training
 from workshop.labs.distributed.instruments import Instruments
+from workshop.labs.distributed.measurements import RankRecord, Run
 from workshop.labs.distributed.pipeline_timeline import PipelineTimeline
-from workshop.labs.distributed.records import RankRecord
-from workshop.minigpt.model import GPT, GPTConfig, lm_loss
+from workshop.labs.distributed.plans import STAGES_PER_RANK, microbatches, pp_usable, schedules_for
+from workshop.minigpt.model import GPT, lm_loss
 
-# name -> (schedule class, stages per rank)
-SCHEDULES = {
-    "gpipe": (pipelining.ScheduleGPipe, 1),
-    "1f1b": (pipelining.Schedule1F1B, 1),
-    "interleaved_1f1b": (pipelining.ScheduleInterleaved1F1B, 2),
+# schedule -> its class (plans.STAGES_PER_RANK: how many stages each rank holds)
+SCHEDULE_CLASSES = {
+    "gpipe": pipelining.ScheduleGPipe,
+    "1f1b": pipelining.Schedule1F1B,
+    "interleaved_1f1b": pipelining.ScheduleInterleaved1F1B,
 }
-
-
-def microbatches(p: int) -> int:
-    return 2 * p  # m = 2p: enough for every schedule here (1F1B and interleaved need m >= p)
-
-
-def usable(n: int, cfg: GPTConfig = GPTConfig()) -> str | None:
-    if n > cfg.n_layer:
-        return _(
-            "pipeline parallel needs at most one stage per block: N={n} ranks > {blocks} blocks"
-        ).format(n=n, blocks=cfg.n_layer)
-    return None
-
-
-def schedules_for(n: int, cfg: GPTConfig = GPTConfig()) -> dict[str, str | None]:
-    """Schedule -> None if it runs with n ranks, else why not (interleaving needs 2 stages per rank)."""
-    return {
-        name: None
-        if n * v <= cfg.n_layer
-        else _("{stages} stages > {blocks} blocks").format(stages=n * v, blocks=cfg.n_layer)
-        for name, (_schedule, v) in SCHEDULES.items()
-    }
 
 
 class Stage(nn.Module):
@@ -74,7 +53,7 @@ class Stage(nn.Module):
 
 def build(gpt: GPT, rank: process_group.Rank, name: str) -> list[pipelining.PipelineStage]:
     """This rank's stages of the schedule `name`: looped placement, rank r holds stages r, r+p, ..."""
-    v, p = SCHEDULES[name][1], rank.world
+    v, p = STAGES_PER_RANK[name], rank.world
     n_stages, n_layer = p * v, gpt.cfg.n_layer
     ids = [rank.rank + k * p for k in range(v)]
     modules = [Stage(gpt, i * n_layer // n_stages, (i + 1) * n_layer // n_stages) for i in ids]
@@ -86,7 +65,7 @@ def build(gpt: GPT, rank: process_group.Rank, name: str) -> list[pipelining.Pipe
 
 def train(args, rank: process_group.Rank, name: str) -> list[RankRecord]:
     """Train with one schedule; every rank's records of the run (each with its timeline)."""
-    cls, v = SCHEDULES[name]
+    cls, v = SCHEDULE_CLASSES[name], STAGES_PER_RANK[name]
     m = microbatches(rank.world)
     stages = build(training.load_model(rank.device), rank, name)
     timeline = PipelineTimeline(rank.device)
@@ -118,14 +97,10 @@ def train(args, rank: process_group.Rank, name: str) -> list[RankRecord]:
     return results.gather(results.complete(rank_record, params, named, opt, ref))
 
 
-@record
-def main() -> None:
-    args = process_group.parse_args(
-        N_("Pipeline-parallel demo of the MiniGPT (run under torchrun)"),
-        [process_group.runs_option("--schedules", SCHEDULES)],
-    )
-    rank = process_group.join(args)
-    if why := usable(rank.world):
+def run(args, rank: process_group.Rank) -> tuple[dict[str, Run], dict]:
+    """One run per schedule that N allows and --schedules asks for; the others, with why, for its
+    measurements.json."""
+    if why := pp_usable(rank.world):
         raise SystemExit(why)
     p, m = rank.world, microbatches(rank.world)
     runs, skipped = {}, {}
@@ -136,10 +111,20 @@ def main() -> None:
         records = train(args, rank, name)
         losses = records[p - 1].losses  # the last stage computes the loss
         runs[name] = results.summary(
-            records, losses, m, stages_per_rank=SCHEDULES[name][1], microbatches=m
+            records, losses, m, stages_per_rank=STAGES_PER_RANK[name], microbatches=m
         )
-    results.write(args, rank, "pp", runs, skipped_schedules=skipped)
-    process_group.leave()
+    return runs, {"skipped_schedules": skipped}
+
+
+OPTIONS = [process_group.runs_option("--schedules", SCHEDULE_CLASSES)]
+
+
+@record
+def main() -> None:
+    args = process_group.parse_args(
+        N_("Pipeline-parallel demo of the MiniGPT (run under torchrun)"), OPTIONS
+    )
+    results.run_demos(args, {"pp": run})
 
 
 if __name__ == "__main__":

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
+from workshop.labs.distributed.measurements import RankRecord, timed_steps
 from workshop.labs.distributed.rank_memory import digest
-from workshop.labs.distributed.records import RankRecord, timed_steps
 from workshop.labs.distributed.training import batches, load_model, optimizer, sync
 from workshop.minigpt.model import lm_loss
 

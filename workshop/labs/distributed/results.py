@@ -4,12 +4,15 @@ the lab reads back and checks."""
 
 from __future__ import annotations
 
+import argparse
+
 import torch
 import torch.distributed as dist
 
+from workshop.labs.distributed import process_group
+from workshop.labs.distributed.measurements import Measurements, RankRecord, Run
 from workshop.labs.distributed.process_group import Rank
 from workshop.labs.distributed.rank_memory import full, held
-from workshop.labs.distributed.records import Measurements, RankRecord, Run
 from workshop.labs.distributed.reference import TOLERANCE, Reference, compare
 from workshop.labs.distributed.training import LR, ROWS
 from workshop.minigpt.grammar import MAX_SENTENCE_LEN
@@ -83,3 +86,16 @@ def write(args, rank: Rank, strategy: str, runs: dict[str, Run], **extra) -> Non
         runs=runs,
         **extra,
     ).write(args.out)
+
+
+def run_demos(args, demos: dict, own_folders: bool = False) -> None:
+    """A demos' process: join the process group, run each demo (strategy -> its `run(args, rank)`, returning
+    its runs and the rest of its measurements); rank 0 writes each one's measurements.json in args.out, or in
+    args.out/<strategy> (`own_folders`: several demos in one launch); then leave."""
+    rank = process_group.join(args)
+    for strategy, run in demos.items():
+        out = args.out / strategy if own_folders else args.out
+        own = argparse.Namespace(**{**vars(args), "out": out})  # its traces and dumps go there too
+        runs, extra = run(own, rank)
+        write(own, rank, strategy, runs, **extra)
+    process_group.leave()

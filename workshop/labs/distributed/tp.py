@@ -21,12 +21,13 @@ from torch.distributed.tensor.parallel import (
     parallelize_module,
 )
 
-from workshop.i18n import N_, _
+from workshop.i18n import N_
 from workshop.labs.distributed import process_group, reference, results, training
 from workshop.labs.distributed.instruments import Instruments
+from workshop.labs.distributed.measurements import Run
+from workshop.labs.distributed.plans import tp_usable
 from workshop.labs.distributed.rank_memory import full, local
-from workshop.labs.distributed.records import Run
-from workshop.minigpt.model import GPT, GPTConfig, lm_loss
+from workshop.minigpt.model import GPT, lm_loss
 
 BLOCK_PLAN = {
     "attn.q_proj": ColwiseParallel(),  # (B, T, 64) -> (B, T, 64/N): heads split over ranks
@@ -38,20 +39,6 @@ BLOCK_PLAN = {
 }
 # Logits stay a DTensor sharded over the vocabulary, (B, T, 600/N) per rank, for loss_parallel.
 HEAD_PLAN = {"lm_head": ColwiseParallel(use_local_output=False)}
-
-
-def usable(n: int, cfg: GPTConfig = GPTConfig()) -> str | None:
-    """Why n ranks cannot split this model (None if they can)."""
-    for what, size in (
-        (N_("attention heads"), cfg.n_head),
-        (N_("MLP width"), cfg.d_mlp),
-        (N_("vocabulary"), cfg.vocab_size),
-    ):
-        if size % n:
-            return _(
-                "tensor parallel needs N to divide the {what} ({size}); N={n} does not (use 1, 2 or 4)"
-            ).format(what=_(what), size=size, n=n)
-    return None
 
 
 def parallelize(model: GPT, mesh) -> GPT:
@@ -83,18 +70,20 @@ def train(args, rank: process_group.Rank, model: GPT) -> Run:
     return results.whole_model_run(measure.record(), model, opt, ref, chunks=1)
 
 
-@record
-def main() -> None:
-    args = process_group.parse_args(N_("Tensor-parallel demo of the MiniGPT (run under torchrun)"))
-    rank = process_group.join(args)
-    if why := usable(rank.world):
+def run(args, rank: process_group.Rank) -> tuple[dict[str, Run], dict]:
+    """The demo's one run, and the LM head's rows on each rank for its measurements.json."""
+    if why := tp_usable(rank.world):
         raise SystemExit(why)
     mesh = init_device_mesh(rank.device.type, (rank.world,), mesh_dim_names=("tp",))
     model = parallelize(training.load_model(rank.device), mesh)
-    run = train(args, rank, model)
-    head_rows = list(local(model.lm_head.weight).shape)
-    results.write(args, rank, "tp", {"tp": run}, lm_head_local_shape=head_rows)
-    process_group.leave()
+    runs = {"tp": train(args, rank, model)}
+    return runs, {"lm_head_local_shape": list(local(model.lm_head.weight).shape)}
+
+
+@record
+def main() -> None:
+    args = process_group.parse_args(N_("Tensor-parallel demo of the MiniGPT (run under torchrun)"))
+    results.run_demos(args, {"tp": run})
 
 
 if __name__ == "__main__":

@@ -9,8 +9,10 @@ functions on the learner's latest run folder: seconds instead of minutes of comp
   kernel's MiniGPT source lines, the unfused results each training kernel replaces (from AOTAutograd's graphs,
   which are not kept as objects), and a digest of every file above.
 A file changed since its run wrote it (notes typed into code/train_forward.py, say) is one clear line, never a
-verdict on other code: the digests tell. The folder belongs to the learner, so a re-grade is the learner's
-quick loop; an instructor's grade runs the lab, which writes and grades a fresh folder.
+verdict on other code: the digests tell. The learner's two dicts are read in their worker process as data
+(contract 6: no learner code runs in the lab's process); every truth they are graded against is read here, from
+the files. The folder belongs to the learner, so a re-grade is the learner's quick loop; an instructor's grade runs
+the lab, which writes and grades a fresh folder.
 
 What a run reveals follows one rule: a figure that answers an exercise is written only once the learner's own
 answer to it has passed (`Revealed`). The lab's worked example, a kernel of the training backward (which no

@@ -1,0 +1,323 @@
+"""The graphs the hand-made engine is checked on, and the grading of its two halves (engine_order, backpropagate).
+
+Two graphs, in float32 and float64: the LM head under lm_loss, and the same plus weight decay (lambda/2)||W||^2.
+The second has fan-in: W is used twice in the forward, so two gradients reach W's AccumulateGrad and must be
+summed; an engine that overwrites instead passes the first graph and fails this one. Each graph is run once by
+the real engine (.backward(), pre-hooks recording its order, the graph retained) before any replay.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch.autograd.graph import Node
+
+from workshop.i18n import N_, _
+from workshop.lab import LabContext
+from workshop.labs.autograd.batch import HeadBatch, leaf_tensors
+from workshop.labs.autograd.grading.gradient_diagnosis import Diagnosis
+from workshop.labs.autograd.grading.hand_grading import (
+    DTYPES,
+    check_mistake,
+    check_no_autograd,
+    dtype_name,
+)
+from workshop.labs.autograd.grading.no_autograd import ENGINE_RULES, add_seen
+from workshop.labs.autograd.graph_walk import walk
+from workshop.labs.autograd.precision import error_bound, max_abs_error
+from workshop.labs.autograd.replay import is_topological, record_engine_order
+from workshop.minigpt.model import lm_loss
+
+# The penalty's gradient lambda * W peaks at 0.038 against dL/dW's 0.108: either half alone is far off the sum.
+WEIGHT_DECAY = 0.1
+# Stands in the learner's order for an entry that is no node of the graph (probes.engine_order_indices: -1).
+NOT_A_NODE = "<not a node of this graph>"
+# The graphs' names: identifiers in result.json, translated where the learner reads them.
+HEAD, DECAY = N_("LM head"), N_("LM head + weight decay")
+
+
+@dataclass
+class GraphCase:
+    graph: str  # HEAD or DECAY
+    dtype: torch.dtype
+    loss: torch.Tensor  # () its graph retained, ready to be replayed
+    leaves: dict[str, torch.Tensor]  # "x", "W", "b"
+    real_order: list[Node]  # the nodes in the order .backward() ran them
+    expected: dict[str, torch.Tensor]  # .backward()'s leaf gradients
+    # what a worker rebuilds the same graph from (probes.py): (hidden, targets, W, b), the weight decay
+    inputs: tuple[torch.Tensor, ...]
+    weight_decay: float
+    parts: dict[str, dict[str, torch.Tensor]] = field(
+        default_factory=dict
+    )  # leaf -> {source: its gradient}
+
+    @property
+    def label(self) -> str:
+        """'LM head, float32': the case in result.json."""
+        return f"{self.graph}, {dtype_name(self.dtype)}"
+
+    @property
+    def shown(self) -> str:
+        """The label in the learner's language."""
+        return f"{_(self.graph)}, {dtype_name(self.dtype)}"
+
+    @property
+    def root(self) -> Node:
+        return self.loss.grad_fn
+
+    def node_name(self, node) -> str:
+        """A node as the learner sees it: its class, and for an AccumulateGrad the leaf it feeds."""
+        if not isinstance(node, Node):
+            return repr(node)[:40]
+        if hasattr(node, "variable"):
+            leaf = next((n for n, t in self.leaves.items() if t is node.variable), "?")
+            return f"AccumulateGrad({leaf})"
+        return type(node).__name__
+
+
+def head_loss(
+    t: dict[str, torch.Tensor], targets: torch.Tensor, weight_decay: float
+) -> torch.Tensor:
+    loss = lm_loss(F.linear(t["x"], t["W"], t["b"]), targets)
+    return loss + (weight_decay / 2) * t["W"].pow(2).sum() if weight_decay else loss
+
+
+def build_graph(inputs: tuple, dtype: torch.dtype, weight_decay: float):
+    """The loss (its graph recorded) and its leaves x, W, b, from (hidden, targets, W, b): the same graph
+    wherever it is built, node for node in walk() order (the lab's process, or a worker's probe)."""
+    hidden, targets, W, b = inputs
+    t = leaf_tensors(hidden, W, b, dtype)
+    return head_loss(t, targets, weight_decay), t
+
+
+def graph_cases(batch: HeadBatch) -> list[GraphCase]:
+    inputs = (batch.hidden, batch.targets, batch.head.weight.detach(), batch.head.bias.detach())
+    cases = []
+    for dtype in DTYPES:
+        for graph, decay in ((HEAD, 0.0), (DECAY, WEIGHT_DECAY)):
+            loss, t = build_graph(inputs, dtype, decay)
+            real = record_engine_order(loss, retain_graph=True)
+            expected = {name: leaf.grad for name, leaf in t.items()}
+            for leaf in t.values():
+                leaf.grad = None
+            cases.append(GraphCase(graph, dtype, loss, t, real, expected, inputs, decay))
+        head, decayed = cases[-2:]
+        decayed.parts["W"] = {
+            N_("the LM head's (through TBackward0)"): head.expected["W"],
+            N_("the weight decay's (through PowBackward0)"): WEIGHT_DECAY
+            * decayed.leaves["W"].detach(),
+        }
+    return cases
+
+
+def check_graphs(ctx: LabContext, cases: list[GraphCase]) -> None:
+    """What the lab claims of the real engine: its order is topological, and W's fan-in in the second graph."""
+    for case in cases:
+        ctx.check_equal(
+            _("the real engine ran the nodes in a topological order ({label})").format(
+                label=case.shown
+            ),
+            is_topological(case.real_order, case.root),
+            True,
+        )
+    decayed = next(c for c in cases if c.graph == DECAY)
+    edges = [n for node in walk(decayed.root) for n, _nr in node.next_functions if n is not None]
+    accumulate_w = next(n for n in edges if decayed.node_name(n) == "AccumulateGrad(W)")
+    ctx.check_equal(
+        _("weight decay adds fan-in: edges into AccumulateGrad(W)"), edges.count(accumulate_w), 2
+    )
+
+
+ORDER_PROBE = "workshop.labs.autograd.grading.probes:engine_order_indices"
+BACKPROPAGATE_PROBE = "workshop.labs.autograd.grading.probes:backpropagate_leaf_grads"
+
+
+def grade_order(ctx: LabContext, impl, cases: list[GraphCase]) -> None:
+    """The learner's engine_order(root) on each graph: topological, and exactly the real engine's order.
+
+    Nodes cannot cross to the worker: it rebuilds the same graph (probes.engine_order_indices) and sends back
+    the learner's order as positions in walk(root); the verdicts are made here, on the lab's own graph."""
+    seen = {}
+    for case in (c for c in cases if c.dtype == torch.float32):
+        nodes = walk(case.root)
+        indices, watched = impl.probe(
+            ORDER_PROBE, *case.inputs, dtype_name(case.dtype), case.weight_decay
+        )
+        add_seen(seen, watched)
+        order = [nodes[i] if 0 <= i < len(nodes) else NOT_A_NODE for i in indices]
+        ctx.check_equal(
+            _(
+                "engine_order: each node once, after every node that sends it a gradient ({graph})"
+            ).format(graph=_(case.graph)),
+            is_topological(order, case.root),
+            True,
+            message=order_violation(case, order),
+        )
+        ids = {node: i for i, node in enumerate(nodes)}
+        ctx.check_equal(
+            _("engine_order = the order .backward() ran the nodes in ({graph})").format(
+                graph=_(case.graph)
+            ),
+            list(indices),
+            [ids[n] for n in case.real_order],
+            message=first_divergence(case, order),
+        )
+    check_no_autograd(ctx, "engine_order", seen, ENGINE_RULES)
+
+
+def order_violation(case: GraphCase, order: list) -> str:
+    nodes = walk(case.root)
+    missing = [case.node_name(n) for n in nodes if n not in order]
+    if missing:
+        return _(
+            "your order misses {k} of the graph's {n} nodes ({names}): follow next_functions from "
+            "the root to every node"
+        ).format(k=len(missing), n=len(nodes), names=", ".join(missing[:3]))
+    if len(order) != len(nodes):
+        return _("your order has {k} entries for {n} nodes: run each node exactly once").format(
+            k=len(order), n=len(nodes)
+        )
+    position = {node: i for i, node in enumerate(order)}
+    for node in order:
+        for nxt, _nr in node.next_functions:
+            if nxt is not None and position[nxt] < position[node]:
+                return _(
+                    "step {i}: {late} ran before {early} (step {j}), which sends it a gradient: "
+                    "a node may run only once every node that feeds it has run (count its incoming "
+                    "edges, and wait for all of them)"
+                ).format(
+                    i=position[nxt] + 1,
+                    late=case.node_name(nxt),
+                    early=case.node_name(node),
+                    j=position[node] + 1,
+                )
+    return ""
+
+
+def first_divergence(case: GraphCase, order: list) -> str:
+    for step, (mine, real) in enumerate(zip(order, case.real_order, strict=False), start=1):
+        if mine is not real:
+            return _(
+                "step {step}: .backward() ran {real} (sequence_nr {real_nr}), yours ran {mine} "
+                "({mine_nr}): among the nodes ready to run, the engine picks the highest "
+                "sequence_nr, the op made last in the forward"
+            ).format(
+                step=step,
+                real=case.node_name(real),
+                real_nr=sequence_nr(real),
+                mine=case.node_name(mine),
+                mine_nr=sequence_nr(mine),
+            )
+    return _("your order has {k} nodes, the engine ran {n}").format(
+        k=len(order), n=len(case.real_order)
+    )
+
+
+def sequence_nr(node) -> str:
+    if not isinstance(node, Node):
+        return "?"
+    return "max" if hasattr(node, "variable") else str(node._sequence_nr())
+
+
+@dataclass
+class ReplayResult:
+    """The learner's (or the reference's) backpropagate on one graph, against .backward()."""
+
+    label: str  # GraphCase.label
+    graph: str  # HEAD or DECAY
+    dtype: str  # "float32", "float64"
+    max_abs_difference: dict[str, float]
+    bit_identical: dict[str, bool]
+
+
+def grade_backpropagate(ctx: LabContext, impl, cases: list[GraphCase]) -> list[ReplayResult]:
+    """The learner's backpropagate(order, grad_output) given the real engine's order, on every graph: the
+    mistake its results show first (a diagnosis), then each leaf against .backward().
+
+    In the worker, probes.backpropagate_leaf_grads rebuilds the graph and hands the learner the order .backward()
+    ran here (positions in walk(root)); it sends back each leaf's gradient by the leaf's name."""
+    seen, measured = {}, []
+    for case in cases:
+        ids = {node: i for i, node in enumerate(walk(case.root))}
+        # .backward()'s order (pre-hooks): torch's, not a reference
+        order = [ids[n] for n in case.real_order]
+        grads, watched = impl.probe(
+            BACKPROPAGATE_PROBE, *case.inputs, dtype_name(case.dtype), case.weight_decay, order
+        )
+        add_seen(seen, watched)
+        if isinstance(grads, str):
+            raise TypeError(
+                _("backpropagate returned {what}; return a dict leaf tensor -> gradient").format(
+                    what=grads
+                )
+            )
+        measured.append((case, measure_leaves(case, grads)))
+    check_mistake(ctx, "backpropagate", [row[-1] for _, rows in measured for row in rows])
+    results = [record_leaves(ctx, case, rows) for case, rows in measured]
+    check_no_autograd(ctx, "backpropagate", seen, ENGINE_RULES)
+    return results
+
+
+# One leaf's gradient against .backward()'s: (leaf name, got, max abs difference, bound, diagnosis or None)
+LeafRow = tuple[str, object, float, float, Diagnosis | None]
+
+
+def measure_leaves(case: GraphCase, grads: dict) -> list[LeafRow]:
+    """grads: leaf name -> what the learner's dict held for that very leaf (None: nothing)."""
+    rows = []
+    for name in case.leaves:
+        got = grads.get(name)
+        want = case.expected[name]
+        difference, bound = max_abs_error(got, want), error_bound(want)
+        diagnosis = None if difference <= bound else leaf_diagnosis(case, name, got, bound)
+        rows.append((name, got, difference, bound, diagnosis))
+    return rows
+
+
+def record_leaves(ctx: LabContext, case: GraphCase, rows: list[LeafRow]) -> ReplayResult:
+    diffs, identical = {}, {}
+    for name, got, difference, bound, diagnosis in rows:
+        diffs[name] = difference
+        identical[name] = isinstance(got, torch.Tensor) and torch.equal(got, case.expected[name])
+        ctx.check_max(
+            _("backpropagate: dL/d{leaf} = .backward()'s ({label}): max abs difference").format(
+                leaf=name, label=case.shown
+            ),
+            difference,
+            bound,
+            message=diagnosis.message if diagnosis else None,
+        )
+    return ReplayResult(case.label, case.graph, dtype_name(case.dtype), diffs, identical)
+
+
+def leaf_diagnosis(case: GraphCase, name: str, got, bound: float) -> Diagnosis:
+    want = case.expected[name]
+    if got is None:
+        message = _(
+            "no gradient reached {leaf}: when an AccumulateGrad node runs, store its summed "
+            "gradient under its leaf, node.variable (the dict's key is the leaf tensor itself)"
+        ).format(leaf=name)
+        return Diagnosis(N_("a leaf's gradient not stored under the leaf"), message)
+    if not isinstance(got, torch.Tensor) or got.shape != want.shape:
+        # a non-tensor comes back from the worker as its type's name (probes.wire_value)
+        shape = tuple(got.shape) if isinstance(got, torch.Tensor) else got
+        message = _(
+            "{leaf}'s gradient has shape {got}, the leaf has {want}: pass every gradient through "
+            "fit_to_input(grad, next_node, input_nr) before it reaches the next node (the forward "
+            "broadcast b over the rows; the engine sums the gradient back)"
+        ).format(leaf=name, got=shape, want=tuple(want.shape))
+        return Diagnosis(N_("a gradient not summed back to its input's shape"), message)
+    parts = case.parts.get(name, {})
+    for source, part in parts.items():
+        if max_abs_error(got, part) <= max(bound, error_bound(part)):
+            message = _(
+                "{leaf} received {n} gradients (fan-in): {sources}; yours equals only {source}: add a "
+                "gradient that arrives at a slot already holding one; do not overwrite it"
+            ).format(leaf=name, n=len(parts), sources=", ".join(map(_, parts)), source=_(source))
+            return Diagnosis(N_("overwrite at fan-in"), message)
+    message = _(
+        "dL/d{leaf} differs from .backward()'s by up to {rel:.2g} of its largest entry"
+    ).format(leaf=name, rel=max_abs_error(got, want) / float(want.abs().max()))
+    return Diagnosis(None, message)

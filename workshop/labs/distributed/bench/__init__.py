@@ -1,0 +1,1 @@
+"""The distributed lab's benchmarks (`python -m workshop bench distributed`)."""

@@ -1,0 +1,308 @@
+"""Turn a demo's measurements into checks.
+
+Every check compares a measured value with a threshold: equality with the one-process reference (losses and
+parameters within the demo's stated tolerance), the bytes each rank really holds, the collectives of one step,
+and, for the pipeline, its idle time against the theory from below and its busy time against the same work
+timed in one process.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+from workshop.i18n import _
+from workshop.lab import LabContext
+from workshop.labs.distributed import collectives, flight_recorder, traces
+from workshop.labs.distributed.measurements import Measurements, RankRecord, Run
+from workshop.labs.distributed.pipeline_idle import Idle
+from workshop.minigpt import checkpoint
+from workshop.minigpt.model import GPT, GPTConfig
+
+MAX_STEP_S = 5.0  # a sanity bound: a step of this model takes milliseconds
+# The pipeline's busy time (all ranks' chunks) against the same forward and backward timed by rank 0 alone: the
+# same ops on the same data, plus pipelining's per-chunk bookkeeping. CPU runs measured 0.66-1.10 with a core per
+# rank, up to 2.7 with 4 ranks on 2 cores (a chunk's wall time stretches while ranks take turns on a core: the
+# bound is scaled by ranks per core), and 0.44-2.18 with 2 ranks on 2 cores shared with other work. Planted bugs
+# (tests/test_distributed_mutations.py): intervals 10x short give ~0.1. Intervals that also count each wait since
+# the rank's previous chunk gave 1.2-2.8 in three runs (GPipe, 2 ranks), their idle within 0.001 of the ideal
+# pipeline's: this bound catches them only above 2.5, and it cannot come lower without failing honest runs on a
+# loaded machine (a known gap: timing alone cannot always tell a wait from work here).
+MIN_BUSY_RATIO, MAX_BUSY_RATIO = 0.3, 2.5
+# DDP with small buckets: the share of backward's ops run after its first all-reduce was issued. Its first bucket
+# (0.25 MiB) fills with the head's, ln_f's and the last block's MLP's gradients: 284 of 309 ops (0.92) were still
+# to run at N=2 on the CPU. With one bucket it is 0; a bucket cap that is not applied gives 0.
+MIN_SMALL_BUCKET_OVERLAP = 0.5
+
+
+def checkpoint_param_bytes() -> int:
+    """The demos' checkpoint's parameter bytes (--checkpoint, else the shipped one), read from the file, not from
+    a model built here."""
+    state = checkpoint.load_raw(checkpoint.from_environment())["state_dict"]
+    return sum(t.numel() * t.element_size() for t in state.values())
+
+
+def root_unit_bytes(cfg: GPTConfig = GPTConfig()) -> int:
+    """Bytes of the parameters outside the blocks: FSDP's root unit (embeddings, ln_f, lm_head)."""
+    model = GPT(cfg)
+    return sum(
+        p.numel() * p.element_size()
+        for n, p in model.named_parameters()
+        if not n.startswith("blocks.")
+    )
+
+
+def state_bytes(record: RankRecord) -> int:
+    return sum(record.held.values())
+
+
+def check_run(ctx: LabContext, label: str, run: Run, tolerance: float) -> None:
+    ctx.check_max(
+        _("{label}: losses equal the 1-process reference (max relative diff)").format(label=label),
+        run.max_loss_error,
+        tolerance,
+    )
+    ctx.check_max(
+        _("{label}: final parameters equal the reference (max abs diff)").format(label=label),
+        run.max_param_error,
+        tolerance,
+    )
+    slowest = max(r.step_time_s for r in run.per_rank)
+    ctx.check_max(_("{label}: median step time (s)").format(label=label), slowest, MAX_STEP_S)
+
+
+def check_strategy(
+    ctx: LabContext, data: Measurements, ddp: Measurements | None, idle: dict[str, Idle]
+):
+    """All checks of one demo. ddp: the DDP demo's data, for FSDP's memory ratio (None if DDP did not run);
+    idle: the pipeline's analysis per schedule."""
+    for name, run in data.runs.items():
+        check_run(
+            ctx,
+            data.strategy if name == data.strategy else f"{data.strategy}/{name}",
+            run,
+            data.tolerance,
+        )
+    if data.strategy == "ddp":
+        _check_ddp(ctx, data)
+    elif data.strategy == "fsdp":
+        _check_fsdp(ctx, data, ddp)
+    elif data.strategy == "tp":
+        _check_tp(ctx, data)
+    else:
+        for name, run in data.runs.items():
+            _check_pipeline(ctx, name, run, data.world_size, data.device, idle[name])
+
+
+def _check_ddp(ctx: LabContext, data: Measurements) -> None:
+    n, full = data.world_size, checkpoint_param_bytes()
+    for name, run in data.runs.items():
+        label, ranks = "ddp" if name == "ddp" else f"ddp/{name}", run.per_rank
+        worst = max(abs(r.held["params"] / full - 1) for r in ranks)
+        ctx.check_max(
+            _(
+                "{label}: every rank's parameter storage vs the checkpoint's bytes (|ratio - 1|, worst)"
+            ).format(label=label),
+            worst,
+            0.001,
+        )
+        ctx.check_equal(
+            _("{label}: distinct parameter replicas across ranks (digests)").format(label=label),
+            len({r.params_digest for r in ranks}),
+            1,
+        )
+        if n > 1:  # one rank communicates nothing worth checking
+            reduced = collectives.total(ranks[0].collectives, "allreduce", "backward")[1]
+            ctx.check_max(
+                _(
+                    "{label}: gradient all-reduce bytes per step vs parameter bytes (|ratio - 1|)"
+                ).format(label=label),
+                abs(reduced / full - 1),
+                0.01,
+            )
+            ctx.check_min(
+                _("{label}: seconds of all-reduce in the profiler trace").format(label=label),
+                ranks[0].collective_seconds.get("allreduce", 0),
+                1e-6,
+            )
+        check_overlap(ctx, label, name == "ddp", ranks[0])
+
+
+def check_overlap(ctx: LabContext, label: str, default_buckets: bool, rank0: RankRecord) -> None:
+    """DDP's all-reduces against backward, in rank 0's trace (traces.overlap): with the default buckets the one
+    all-reduce is issued by backward's last gradient, so no backward op runs after it; with small buckets the
+    first is issued when backward has most of its ops still to run (MIN_SMALL_BUCKET_OVERLAP)."""
+    share = traces.overlap(rank0.backward_ops, rank0.issued_in_backward, "allreduce")
+    name = _("{label}: share of backward's ops run after its first all-reduce was issued").format(
+        label=label
+    )
+    value = math.nan if share is None else share
+    if default_buckets:
+        ctx.check_max(
+            _("{name} (one bucket: none)").format(name=name),
+            value,
+            0.0,
+            message=_(
+                "an all-reduce was issued before backward's last gradient: more than one bucket"
+            ),
+        )
+    else:
+        ctx.check_min(
+            _("{name} (small buckets: most)").format(name=name),
+            value,
+            MIN_SMALL_BUCKET_OVERLAP,
+            message=_("the all-reduces waited for backward's end: the small buckets were not used"),
+        )
+
+
+def _check_fsdp(ctx: LabContext, data: Measurements, ddp: Measurements | None) -> None:
+    ranks, n, full = data.runs["fsdp"].per_rank, data.world_size, checkpoint_param_bytes()
+    if n > 1:
+        scattered = collectives.total(ranks[0].collectives, "reducescatter", "backward")[1]
+        gathered = collectives.total(ranks[0].collectives, "allgather")[1]
+        # up to a few % more: a dim 0 that N does not divide is padded to N equal shards (N=3: +1.7%)
+        ctx.check_max(
+            _("fsdp: gradient reduce-scatter bytes per step vs parameter bytes (|ratio - 1|)"),
+            abs(scattered / full - 1),
+            0.05,
+        )
+        # forward gathers every unit, backward every unit but the root, which stays gathered after forward
+        expected = (2 * full - root_unit_bytes()) / full
+        ctx.check_max(
+            _(
+                "fsdp: all-gather bytes per step / parameter bytes vs {expected:.3f} (every unit twice, the root "
+                "once)"
+            ).format(expected=expected),
+            abs(gathered / full - expected),
+            0.05,
+        )
+    if ddp:
+        ratio = max(state_bytes(r) for r in ranks) * n / state_bytes(ddp.runs["ddp"].per_rank[0])
+        ctx.check_max(
+            _(
+                "fsdp: per-rank params+grads+optimizer bytes x N / DDP's (|ratio - 1|, N={n})"
+            ).format(n=n),
+            abs(ratio - 1),
+            0.1,
+        )
+        peaks = [max(r.cuda_peak_bytes for r in d.runs[d.strategy].per_rank) for d in (data, ddp)]
+        if (
+            all(peaks) and n > 1
+        ):  # on GPUs: the allocator's high-water mark, activations and buffers included
+            ctx.check_max(_("fsdp: CUDA peak memory per rank / DDP's"), peaks[0] / peaks[1], 1.0)
+
+
+def _check_tp(ctx: LabContext, data: Measurements) -> None:
+    n, rank0 = data.world_size, data.runs["tp"].per_rank[0]
+    ctx.check_equal(
+        _("tp: lm_head weight rows on each rank (600 / N)"), data.lm_head_local_shape[0], 600 // n
+    )
+    count = collectives.total(rank0.collectives, "allreduce", "forward")[0]
+    if n > 1:
+        ctx.check_min(
+            _("tp: forward all-reduces per step (2 row-parallel outputs per block, + loss)"),
+            count,
+            2 * GPTConfig().n_layer,
+        )
+    ctx.check_max(
+        _("tp: per-rank parameter bytes / model's"),
+        rank0.held["params"] / checkpoint_param_bytes(),
+        1 - (1 - 1 / n) / 2,
+    )
+
+
+def _check_pipeline(ctx: LabContext, name: str, run: Run, n: int, device: str, idle: Idle) -> None:
+    m, v = run.microbatches, run.stages_per_rank
+    wrong = [
+        (rank.rank, step, kind, count)
+        for rank in run.per_rank
+        for step, ivs in enumerate(rank.intervals)
+        for kind in "FB"
+        if (count := sum(iv[0] == kind for iv in ivs)) != m * v
+    ]
+    ctx.check_equal(
+        _("pp/{name}: (rank, step) with other than m={m} forwards/backwards per stage").format(
+            name=name, m=m
+        ),
+        wrong,
+        [],
+    )
+    sends = sum(collectives.total(r.collectives, "send")[0] for r in run.per_rank)
+    # looped placement: neighbouring stages on other ranks
+    expected = 2 * m * (n * v - 1) if n > 1 else 0
+    ctx.check_equal(
+        _("pp/{name}: sends per step, all ranks (2 m (stages - 1))").format(name=name),
+        sends,
+        expected,
+    )
+    check_pipeline_timing(ctx, name, run, n, device, idle)
+    biggest = max(r.held["params"] for r in run.per_rank)
+    ctx.check_max(
+        _(
+            "pp/{name}: largest per-rank parameter bytes / model's (1/N + embeddings or head)"
+        ).format(name=name),
+        biggest / checkpoint_param_bytes(),
+        1 / n + 0.2,
+    )
+
+
+def check_pipeline_timing(
+    ctx: LabContext, name: str, run: Run, n: int, device: str, idle: Idle
+) -> None:
+    """The pipeline's recorded intervals against the ideal pipeline's idle and against the same work timed by
+    one process (MIN_BUSY_RATIO, MAX_BUSY_RATIO)."""
+    ctx.check_min(
+        _("pp/{name}: measured idle >= theory - timer margin (theory {theory:.3f})").format(
+            name=name, theory=idle.theory
+        ),
+        idle.measured,
+        round(idle.theory - idle.timer_margin, 4),
+        message=_("idle below the ideal pipeline's: the intervals count time as busy that was not"),
+    )
+    ratio = idle.busy_s / run.per_rank[0].reference_compute_s
+    label = _(
+        "pp/{name}: busy time, all ranks / one process's forward+backward of the step"
+    ).format(name=name)
+    ctx.check_min(
+        _("{label} (at least)").format(label=label),
+        ratio,
+        MIN_BUSY_RATIO,
+        message=_("the intervals miss the chunks' work"),
+    )
+    shared = max(1.0, n / (os.cpu_count() or 1)) if device == "cpu" else 1.0  # ranks per core
+    ctx.check_max(
+        _("{label} (at most)").format(label=label),
+        ratio,
+        MAX_BUSY_RATIO * shared,
+        message=_("the intervals count more than the work"),
+    )
+
+
+def check_hang(
+    ctx: LabContext, rc: int, seconds: float, timeout_s: float, hung: int, folder, dumps: bool
+):
+    """The hung-rank demo: the job fails, soon after the process-group timeout, and (where this torch can dump
+    its Flight Recorder for the backend: `dumps`) the dumps name a collective the hung rank never entered.
+    Returns the ranks' states from the dumps."""
+    ctx.check_equal(_("hang: torchrun exits non-zero when a rank stops answering"), rc != 0, True)
+    # start-up and teardown take ~10-30 s on a busy 2-core machine; the default timeout would be 10-30 min
+    ctx.check_max(
+        _("hang: seconds until the job ended (--pg-timeout {timeout:.0f} s + start-up)").format(
+            timeout=timeout_s
+        ),
+        seconds,
+        timeout_s + 90,
+    )
+    if not dumps:
+        return []
+    states = flight_recorder.read(folder)
+    ctx.check_equal(
+        _("hang: Flight Recorder dumps with entries, one per rank"), len(states), ctx.n_procs
+    )
+    found = flight_recorder.stuck(states)
+    ctx.check_equal(
+        _("hang: ranks the dumps show missing from the collective the others waited in"),
+        found[2] if found else [],
+        [hung],
+    )
+    return states

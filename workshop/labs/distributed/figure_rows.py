@@ -1,0 +1,182 @@
+"""The figures a run reports, one row per training run (a demo's, or a pipeline schedule's): the summary's
+tables, figures.json, the predictions the learner is graded on, and the numbers a survey may quote.
+
+figures.json keeps the keys of the committed H200 run (benchmarks/h200-run/distributed/figures.json, written
+before the communication times and the pipeline's idle analysis were measured): rows from it load with those
+figures absent.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+from workshop.labs.distributed import pipeline_idle, traces
+from workshop.labs.distributed.collectives import CollectiveRow, bus_factor, total
+from workshop.labs.distributed.measurements import Measurements, Run
+from workshop.labs.distributed.pipeline_idle import Idle
+
+
+@dataclass
+class Communication:
+    """One kind of collective in a run's logged step, rank 0: buffers, bytes on the wire, time if traced."""
+
+    kind: str
+    calls: int
+    buffer_bytes: int
+    # this rank's share on the wire, ring algorithms (collectives.sent_per_buffer_byte)
+    sent_bytes: float
+    # from the profiler trace; None where it has none of this kind, or a send/recv
+    seconds: float | None
+    busbw_gbps: float | None  # buffer / time x nccl-tests' factor, GB/s (1e9 bytes/s)
+
+
+@dataclass
+class FigureRow:
+    strategy: str
+    run: str
+    n: int
+    device: str
+    state_bytes_per_rank: int  # params + grads + optimizer state, the rank that holds most
+    bytes_rank0: dict[str, int]
+    cuda_peak_bytes: int  # 0 on CPU
+    collectives_rank0: list[CollectiveRow]
+    step_ms: float
+    max_loss_error: float
+    max_param_error: float
+    comm_seconds_rank0: dict[str, float] = field(default_factory=dict)
+    bubble: float | None = None  # pipeline: measured idle fraction
+    bubble_theory: float | None = None
+    chunk_ms: float | None = None
+    overhead_ms: float | None = None
+    overhead_share: float | None = None
+    chunks_per_rank: int | None = None
+    backward_ops: int = 0  # rank 0's traced backward: its autograd ops
+    # the collectives issued during it, in order: (kind, backward's ops that started after it)
+    issued_in_backward: list[tuple[str, int]] = field(default_factory=list)
+
+    @property
+    def demo(self) -> str:
+        return self.strategy if self.run == self.strategy else f"{self.strategy}/{self.run}"
+
+    @property
+    def calls(self) -> int:
+        return total(self.collectives_rank0)[0]
+
+    @property
+    def comm_bytes(self) -> int:
+        return total(self.collectives_rank0)[1]
+
+    @property
+    def sent_bytes(self) -> float:
+        return sum(r.sent_bytes(self.n) for r in self.collectives_rank0)
+
+    def overlap(self, op_kind: str = "allreduce") -> float | None:
+        """traces.overlap of rank 0's traced backward."""
+        return traces.overlap(self.backward_ops, self.issued_in_backward, op_kind)
+
+    def issued_early(self, op_kind: str = "allreduce") -> tuple[int, int]:
+        """(collectives of this kind issued while backward still had ops to run, all those issued in it)."""
+        after = [n for k, n in self.issued_in_backward if k == op_kind]
+        return sum(n > 0 for n in after), len(after)
+
+    def communication(self) -> list[Communication]:
+        """Per kind of collective. Sends and receives get no time: a posted send's span lasts until its
+        receive is posted, so their spans measure waiting, not moving."""
+        out = []
+        for k in dict.fromkeys(r.kind for r in self.collectives_rank0):
+            rows = [r for r in self.collectives_rank0 if r.kind == k]
+            calls, buffer = total(rows)
+            seconds = self.comm_seconds_rank0.get(k) if k not in ("send", "recv") else None
+            busbw = (
+                buffer / seconds * bus_factor(k, self.n) / 1e9 if seconds and self.n > 1 else None
+            )
+            out.append(
+                Communication(
+                    k, calls, buffer, sum(r.sent_bytes(self.n) for r in rows), seconds, busbw
+                )
+            )
+        return out
+
+    def as_json(self) -> dict:
+        """The row as figures.json has it: the measured fields and the derived ones, for the reader's sake."""
+        derived = {
+            "calls": self.calls,
+            "comm_bytes": self.comm_bytes,
+            "sent_bytes": self.sent_bytes,
+        }
+        return {
+            **asdict(self),
+            **derived,
+            "communication": [asdict(c) for c in self.communication()],
+        }
+
+    @classmethod
+    def from_json(cls, d: dict) -> FigureRow:
+        known = {f.name for f in fields(cls)}
+        row = {k: v for k, v in d.items() if k in known}
+        rows = [CollectiveRow(**c) for c in d["collectives_rank0"]]
+        issued = [tuple(c) for c in d.get("issued_in_backward", [])]
+        return cls(**{**row, "collectives_rank0": rows, "issued_in_backward": issued})
+
+
+def from_run(data: Measurements, name: str, run: Run, idle: Idle | None) -> FigureRow:
+    r0 = run.per_rank[0]
+    figure = FigureRow(
+        strategy=data.strategy,
+        run=name,
+        n=data.world_size,
+        device=data.device,
+        state_bytes_per_rank=max(sum(r.held.values()) for r in run.per_rank),
+        bytes_rank0=r0.held,
+        cuda_peak_bytes=max(r.cuda_peak_bytes for r in run.per_rank),
+        collectives_rank0=r0.collectives,
+        step_ms=1e3 * max(r.step_time_s for r in run.per_rank),
+        max_loss_error=run.max_loss_error,
+        max_param_error=run.max_param_error,
+        comm_seconds_rank0=r0.collective_seconds,
+        backward_ops=r0.backward_ops,
+        issued_in_backward=r0.issued_in_backward,
+    )
+    if idle is not None:
+        figure.bubble, figure.bubble_theory = idle.measured, idle.theory
+        figure.chunk_ms, figure.overhead_ms = idle.chunk_ms, idle.overhead_ms
+        figure.overhead_share, figure.chunks_per_rank = idle.overhead_share, idle.chunks_per_rank
+    return figure
+
+
+def idle_by_schedule(data: dict[str, Measurements]) -> dict[str, Idle]:
+    """The pipeline's idle analysis per schedule ({} where the pipeline did not run)."""
+    pp = data.get("pp")
+    return (
+        {name: pipeline_idle.analyse(r, pp.world_size) for name, r in pp.runs.items()} if pp else {}
+    )
+
+
+def rows(data: dict[str, Measurements], pipeline: dict[str, Idle]) -> list[FigureRow]:
+    """One row per training run of the demos that ran (data: strategy -> its measurements)."""
+    return [
+        from_run(m, name, r, pipeline.get(name) if m.strategy == "pp" else None)
+        for m in data.values()
+        for name, r in m.runs.items()
+    ]
+
+
+def measurements_in(lab_dir: Path) -> dict[str, Measurements]:
+    """Strategy -> the measurements its demo wrote in a lab run's folder (the demos that wrote some)."""
+    return {
+        folder.name: Measurements.read(folder)
+        for folder in sorted(Path(lab_dir).iterdir())
+        if (folder / "measurements.json").is_file()
+    }
+
+
+def rebuilt(lab_dir: Path) -> list[FigureRow]:
+    """The rows a lab run's folder gives from its demos' measurements.json ([] where it has none)."""
+    data = measurements_in(lab_dir)
+    return rows(data, idle_by_schedule(data))
+
+
+def read(path: Path) -> list[FigureRow]:
+    return [FigureRow.from_json(d) for d in json.loads(Path(path).read_text())]

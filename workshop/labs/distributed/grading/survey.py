@@ -1,0 +1,308 @@
+"""The survey exercise: the learner's one page on DDP, FSDP, tensor and pipeline parallel (`survey.md` in their
+workspace), started from a template filled with their run's figures (`template`, the workspace's hook: written by
+`exercises init` after a run, or by `check` after its run), and graded for:
+
+- length: one page of prose, WORDS words in the survey's language (tables, headings, code and comments do not
+  count);
+- the four strategies (survey_strategies.py): each named in sentences of prose about it alone that say what each
+  rank holds and what each collective carries, checked against that strategy's own facts; the tables do not
+  count, the lab fills them in;
+- figures (survey_figures.py): every byte count, time, percentage and bandwidth in the text traces to the run's
+  figures within the precision it is written with, and at least MIN_CITED of them are quoted in the prose.
+
+A survey may be written in English or in Spanish, whatever language the run speaks: the grader reads the
+language from the text (survey_text.language), and the strategies' words and the numbers' formats of both.
+The figures a survey is traced against are those of the run it was started from (its template names that run's
+figures.json), themselves checked against the run that grades it: byte counts and collectives do not change
+from run to run at one N; times and idle fractions do, so they are quoted from that run, not re-measured.
+The model answer, survey/README.md (survey/README.es.md in Spanish), is graded the same way against the
+committed runs' figures.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+from workshop import i18n
+from workshop.grading import workspace
+from workshop.i18n import _, templates
+from workshop.lab import LabContext
+from workshop.labs.distributed.figure_rows import FigureRow, read, rebuilt
+from workshop.labs.distributed.grading.survey_figures import cited, untraced
+from workshop.labs.distributed.grading.survey_strategies import strategy_problems
+from workshop.labs.distributed.grading.survey_text import language, words
+
+REPO = Path(__file__).resolve().parents[4]
+TEMPLATES = Path(__file__).resolve().parents[1] / "templates"  # the lab's
+MODEL_ANSWER = REPO / "survey" / "README.md"  # the reference of the exercise
+COMMITTED_RUNS = [  # the runs the model answer quotes, each a figures.json
+    REPO / "benchmarks" / "cpu-run" / "distributed-n2" / "figures.json",
+    REPO / "benchmarks" / "cpu-run" / "distributed-n4" / "figures.json",
+    REPO / "benchmarks" / "h200-run" / "distributed" / "figures.json",
+]
+STARTER = "survey_starter.md.j2"
+# One page of prose, in the survey's language. Spanish says the same in more words (articles, "de"): the model
+# answer has 759 words in Spanish against 649 in English (1.17x), and the range scales by as much.
+WORDS = {"en": (250, 700), "es": (290, 820)}
+MIN_CITED = 4
+# The most the lab's process reads of what a learner names: survey.md (a page of prose is ~5 kB) and the
+# figures.json it quotes (a run's is ~30 kB)
+SURVEY_BYTES, FIGURES_BYTES = 256 * 1024, 16 * 2**20
+
+
+def model_answer(lang: str) -> Path:
+    """The model answer in `lang` (survey/README.es.md), or the English source where it has no translation."""
+    translated = MODEL_ANSWER.with_name(f"README.{lang}.md")
+    return translated if lang != i18n.DEFAULT and translated.is_file() else MODEL_ANSWER
+
+
+def tables(figures: list[FigureRow], lang: str) -> str:
+    """A run's two tables in `lang`, as the summary and the starter show them (the model answer quotes them so)."""
+    parts = ("figures_table.md.j2", "communication_table.md.j2")
+    return "\n".join(
+        templates.render(TEMPLATES, lang, {"figures": figures}, part) for part in parts
+    )
+
+
+def starter(figures: list[FigureRow], source: str = "", lang: str = i18n.DEFAULT) -> str:
+    """The survey's template in `lang`, its tables filled with these figures, read from `source` (a figures.json,
+    named in the text so that grading finds them again); no figures: placeholders."""
+    first = figures[0] if figures else None
+    values = {"figures": figures, "source": source, "n": first.n if first else None}
+    return templates.render(TEMPLATES, lang, {**values, "device": first and first.device}, STARTER)
+
+
+def template(lab_dir: Path | None, work: Path) -> str | None:
+    """The workspace's hook (Exercise.template): survey.md's starting text from the lab's newest run folder, in the
+    language in use (`exercises init` or `check` writing it), or None when there is no run yet (`check
+    distributed` writes it after its run). It names the run's figures.json relative to `work`, the workspace
+    survey.md is written to."""
+    path = Path(lab_dir) / "figures.json" if lab_dir else None
+    if path is None or not path.is_file():
+        return None
+    return starter(read(path), relative(path, work), i18n.language())
+
+
+def relative(path: Path, folder: Path) -> str:
+    """`path` as seen from `folder` (../results/<run>/distributed/figures.json): it still names the file when
+    the workspace and its results move together."""
+    return os.path.relpath(Path(path).resolve(), Path(folder).resolve())
+
+
+def fixed(figure: FigureRow) -> tuple:
+    """What does not change between runs at one N: the figures a survey's figures must share with the run."""
+    rows = tuple((r.phase, r.op, r.count, r.bytes) for r in figure.collectives_rank0)
+    return figure.demo, figure.n, figure.state_bytes_per_rank, rows
+
+
+def mismatches(quoted: list[FigureRow], run: list[FigureRow]) -> list[str]:
+    """Demos whose fixed figures differ between the figures a survey quotes and this run's."""
+    theirs, ours = ({fixed(f)[0]: fixed(f) for f in fs} for fs in (quoted, run))
+    return [d for d in sorted(set(theirs) | set(ours)) if theirs.get(d) != ours.get(d)]
+
+
+def grade(
+    ctx: LabContext,
+    document: Path,
+    figures: list[FigureRow],
+    run: list[FigureRow] | None = None,
+    run_dir: Path | None = None,
+) -> None:
+    """Grade a survey against `figures`: for the learner those it was started from, checked against `run` (the
+    figures of the run graded against, whose lab folder is `run_dir`: this run's by default); for the model
+    answer (run None) the committed runs'."""
+    if not Path(document).is_file():
+        raise NotImplementedError(  # `check` writes the template after its run (Exercise.template)
+            _("{name} does not exist yet: `python -m workshop check distributed` writes it").format(
+                name=Path(document).name
+            )
+        )
+    text = text_of(document, SURVEY_BYTES)
+    if text is None:  # a learner's file, read by the lab's process: never more than a page could be
+        ctx.check_max(
+            _("survey: bytes of survey.md (a page of prose is a few kB)"),
+            Path(document).stat().st_size,
+            SURVEY_BYTES,
+        )
+        return
+    name = "survey.md" if run is not None else _("the model answer")
+    problem = figures_problem(ctx, document, run_dir or ctx.out_dir) if run is not None else None
+    if run is not None:
+        ctx.check_equal(
+            _("survey: the figures file it names is there and one of this workspace's runs"),
+            problem or "",
+            "",
+            message=problem,
+        )
+    if run is not None and not problem:
+        ctx.check_equal(
+            _("survey: its figures share this run's N, bytes and collectives (demos that differ)"),
+            mismatches(figures, run),
+            [],
+            message=_(
+                "{source} is not from a run like this one (other N or code): delete survey.md to start again"
+            ).format(source=source(text) or "?"),
+        )
+    check_length(ctx, text, name)
+    check_strategies(ctx, text)
+    if not problem:
+        check_figures(ctx, text, figures)
+
+
+def check_strategies(ctx: LabContext, text: str) -> None:
+    for strategy, missing in strategy_problems(text).items():
+        ctx.check_equal(
+            _(
+                "survey: {strategy} named, with what each rank holds and what is communicated"
+            ).format(strategy=_(strategy)),
+            missing,
+            [],
+            message=f"{_(strategy)}: {'; '.join(missing)}",
+        )
+
+
+def check_figures(ctx: LabContext, text: str, figures: list[FigureRow]) -> None:
+    """Every quantity traces to the figures, and enough of them are quoted in the prose."""
+    wrong = untraced(text, figures)
+    ctx.check_equal(
+        _("survey: every byte count, time, percentage and bandwidth traces to the run's figures"),
+        wrong,
+        [],
+        message=_("quote your run's figures (the tables): {wrong}").format(
+            wrong="; ".join(wrong[:3])
+        ),
+    )
+    ctx.check_min(
+        _("survey: figures of the run quoted in the prose"),
+        cited(text, figures),
+        MIN_CITED,
+        message=_("quote at least {n} of your run's figures in your own sentences").format(
+            n=MIN_CITED
+        ),
+    )
+
+
+def check_length(ctx: LabContext, text: str, name: str) -> None:
+    """One page of prose, counted in the survey's own language (WORDS)."""
+    low, high = WORDS[language(text)]
+    count = words(text)
+    page = _("{count:.0f} words of prose; one page is {low}-{high}").format(
+        count=count, low=low, high=high
+    )
+    ctx.check_min(
+        _("survey: words of prose in {name}").format(name=name),
+        count,
+        low,
+        message=_("{page}: write more").format(page=page),
+    )
+    ctx.check_max(
+        _("survey: words of prose in {name} (one page)").format(name=name),
+        count,
+        high,
+        message=_("{page}: cut").format(page=page),
+    )
+
+
+SOURCE = re.compile(r"<!-- figures: (.+?) -->")
+
+
+def source(text: str) -> str:
+    """The figures.json a survey was started from, as its text names it ('' if it names none)."""
+    match = SOURCE.search(text)
+    return match.group(1).strip() if match else ""
+
+
+def text_of(path: Path, limit: int) -> str | None:
+    """A file the learner names, as text: None unless it is a regular file of at most `limit` bytes (not a
+    device, a pipe or a folder that reading would never finish)."""
+    path = Path(path)
+    if not path.is_file() or path.stat().st_size > limit:
+        return None
+    return path.read_text(errors="replace")
+
+
+def figures_file(document: Path) -> Path | None:
+    """The figures.json survey.md names (None: it names none), resolved against survey.md's folder, the
+    workspace (an absolute path stays as it is)."""
+    name = source(text_of(document, SURVEY_BYTES) or "")
+    return Path(document).parent / name if name else None
+
+
+def readable(path: Path) -> list[FigureRow] | None:
+    """The rows of a figures.json, or None when it is not one (missing, too big, not JSON, not this lab's
+    rows)."""
+    text = text_of(path, FIGURES_BYTES)
+    try:
+        return [FigureRow.from_json(d) for d in json.loads(text)] if text is not None else None
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None
+
+
+def figures_for(
+    document: Path | None, run: list[FigureRow]
+) -> tuple[list[FigureRow], list[FigureRow] | None]:
+    """The figures a survey is traced against, and this run's to check them with (None for the model answer,
+    traced against the committed runs). A learner's: the run it was started from, when survey.md names one
+    that can be read (figures_problem says what is wrong otherwise), else this run's."""
+    if document is None:
+        return [f for path in COMMITTED_RUNS for f in read(path)], None
+    path = figures_file(document) if Path(document).is_file() else None
+    return (path and readable(path)) or run, run
+
+
+def figures_problem(ctx: LabContext, document: Path, run_dir: Path) -> str | None:
+    """What is wrong with the figures file survey.md names, in one line with the fix; None when nothing is (or
+    it names none: it is traced against this run). Wrong: missing, not a figures.json of this lab, from
+    another workspace's run (its result.json says which workspace it graded), or unlike the measurements of
+    its own run (edited, or copied over)."""
+    path = figures_file(document)
+    if path is None:
+        return None
+    this_run = f"<!-- figures: {relative(run_dir / 'figures.json', Path(document).parent)} -->"
+    named = {"path": source(text_of(document, SURVEY_BYTES) or ""), "this_run": this_run}
+    if not path.is_file():
+        return _(
+            "survey.md names {path} as its figures, and it does not exist: name this run's instead "
+            "({this_run}) and quote its figures"
+        ).format(**named)
+    rows = readable(path)
+    if rows is None:
+        return _(
+            "{path}, named in survey.md, is not a figures.json of this lab: name this run's instead "
+            "({this_run})"
+        ).format(**named)
+    theirs, mine = graded_workspace(path.parent), workspace.read_record(ctx.work).get("id")
+    if theirs and mine and theirs != mine:
+        return _(
+            "{path}, named in survey.md, is another workspace's run: quote one of your own runs (this run: "
+            "{this_run})"
+        ).format(**named)
+    if unlike_its_run(path):
+        return _(
+            "{path}, named in survey.md, differs from its own run's measurements (edited, or copied from "
+            "another run): quote one of your own runs (this run: {this_run})"
+        ).format(**named)
+    return None
+
+
+def unlike_its_run(path: Path) -> bool:
+    """Whether a figures.json's rows differ from those its run folder's measurements give, in the fields it has
+    (one written by older code has fewer); False where the folder has no measurements to tell."""
+    measured = {f.demo: json.loads(json.dumps(f.as_json())) for f in rebuilt(path.parent)}
+    for row in json.loads(path.read_text()):
+        ours = measured.get(FigureRow.from_json(row).demo)
+        if ours is not None and any(ours[k] != v for k, v in row.items() if k in ours):
+            return True
+    return False
+
+
+def graded_workspace(lab_dir: Path) -> str | None:
+    """The id of the workspace a lab's run folder graded (its result.json), None for a run of the reference."""
+    try:
+        result = json.loads(text_of(Path(lab_dir) / "result.json", FIGURES_BYTES) or "{}")
+        return (result.get("implementation") or {}).get("workspace_id")
+    except (ValueError, AttributeError):
+        return None

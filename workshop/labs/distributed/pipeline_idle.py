@@ -1,0 +1,99 @@
+"""A pipeline run's idle time: the theory, what the run measured, how far its timer can be trusted, and where
+the idle went.
+
+Measured idle: per step, each rank's busy time (its forward and backward chunks) over the step's span (first
+start to last end on any rank), averaged over the ranks; the median over the timed steps.
+
+Theory: with equal stage times and free communication, p ranks with v stages each and m micro-batches idle
+(p-1)/(v*m + p-1) of the span. Unequal stages or any cost between chunks only add idle, so a correct
+measurement sits at or above it, by no less than what the timer's resolution can hide (`timer_margin`).
+
+Where the rest went: each chunk can start once the rank's previous chunk ended and the chunk it depends on
+(the previous stage's forward of the micro-batch, or the next stage's backward) ended on its rank. The time
+from that moment to the chunk's start is a fixed cost paid per chunk (the receive, the schedule's own Python):
+`overhead_ms` is its median, `overhead_share` what it adds up to over a rank's chunks, as a share of the span.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from workshop.labs.distributed.measurements import Interval, Run, timed_steps
+
+
+def theory(p: int, m: int, v: int = 1) -> float:
+    """(p-1)/(v*m + p-1): (p-1)/(m+p-1) for GPipe and 1F1B."""
+    return (p - 1) / (v * m + p - 1)
+
+
+@dataclass
+class Idle:
+    measured: float
+    per_step: list[float]
+    theory: float
+    timer_margin: (
+        float  # the most the timestamps' cost can move `measured`, as a fraction of the span
+    )
+    span_s: float  # median over the timed steps
+    busy_s: float  # all ranks' chunks, summed: the step's compute as the pipeline ran it (median)
+    chunk_ms: float  # median duration of one forward or backward chunk
+    chunks_per_rank: int  # 2 m v
+    overhead_ms: float  # median wait from "could start" to "started", per chunk
+    overhead_share: float  # chunks_per_rank x overhead / span
+
+
+def span(ranks: list[list[Interval]]) -> tuple[float, float]:
+    """(start, length) of a step: first start to last end on any rank."""
+    start = min(iv[3] for r in ranks for iv in r)
+    return start, max(iv[4] for r in ranks for iv in r) - start
+
+
+def waits(ranks: list[list[Interval]], p: int) -> list[float]:
+    """For every chunk of a step: seconds between the moment it could start and its start (>= 0)."""
+    ends = {(iv[0], iv[1], iv[2]): iv[4] for r in ranks for iv in r}  # (kind, stage, mb) -> end
+    last_stage = max(iv[1] for r in ranks for iv in r)
+    out = []
+    for intervals in ranks:
+        previous_end = 0.0
+        for kind, stage, mb, start, end in sorted(intervals, key=lambda iv: iv[3]):
+            if kind == "F":
+                needs = ("F", stage - 1, mb) if stage > 0 else None
+            else:
+                needs = ("B", stage + 1, mb) if stage < last_stage else ("F", stage, mb)
+            ready = max(previous_end, ends.get(needs, 0.0))
+            out.append(max(0.0, start - ready))
+            previous_end = end
+    return out
+
+
+def analyse(run: Run, p: int) -> Idle:
+    per_rank_steps = [r.intervals for r in run.per_rank]  # [rank][step] -> intervals
+    steps = timed_steps(list(range(len(per_rank_steps[0]))))
+    fractions, spans, busy, durations, delays = [], [], [], [], []
+    for s in steps:
+        ranks = [r[s] for r in per_rank_steps]
+        _, length = span(ranks)
+        busy_per_rank = [sum(iv[4] - iv[3] for iv in r) for r in ranks]
+        fractions.append(statistics.mean(1 - b / length for b in busy_per_rank))
+        spans.append(length)
+        busy.append(sum(busy_per_rank))
+        durations += [iv[4] - iv[3] for r in ranks for iv in r]
+        delays += waits(ranks, p)
+    m, v = run.microbatches, run.stages_per_rank
+    length = statistics.median(spans)
+    resolution = max(r.timer_resolution_s for r in run.per_rank)
+    overhead = statistics.median(delays)
+    return Idle(
+        measured=statistics.median(fractions),
+        per_step=fractions,
+        theory=theory(p, m, v),
+        # busy: 2mv intervals of two timestamps each; span: two more. Each timestamp is late by <= resolution.
+        timer_margin=(2 * (2 * m * v) + 2) * resolution / length,
+        span_s=length,
+        busy_s=statistics.median(busy),
+        chunk_ms=1e3 * statistics.median(durations),
+        chunks_per_rank=2 * m * v,
+        overhead_ms=1e3 * overhead,
+        overhead_share=2 * m * v * overhead / length,
+    )
