@@ -206,7 +206,9 @@ def add_lab_result(row: Row, run_dir: Path, lab: str) -> None:
         row.hints[ex_id] = taken if type(taken) is int and taken >= 0 else 0
         failed = entry.get("failed_check")
         if failed and entry["status"] != checks.NOT_STARTED:
-            row.notes.append(f"{ex_id}: {failed['name']}: {checks.value_text(failed['value'])}")
+            name = str(failed["name"])  # the core's own checks name their exercise already
+            named = name if name.startswith(f"{ex_id}:") else f"{ex_id}: {name}"
+            row.notes.append(f"{named}: {checks.value_text(failed['value'])}")
 
 
 def declared() -> list[str]:
