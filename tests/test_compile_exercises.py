@@ -274,6 +274,9 @@ def test_fresh_stubs_are_not_started_and_a_half_filled_answer_says_what_is_missi
     half = {**{k: None for k in kernel_answer.FIELDS}, "kernel": SOFTMAX, "bytes_read": 62976}
     results = grade_kernel(ctx, half, cpp_kernels)
     assert "replace the `None`" in failing(results)["reduction"] and results["bytes_read"] is None
+    ctx.checks.clear()
+    without_grid = {k: v for k, v in SOFTMAX_ANSWER.items() if k != "grid"}
+    assert "add its key" in failing(grade_kernel(ctx, without_grid, cpp_kernels))["grid"]
 
 
 def test_a_kernel_answer_that_is_not_a_dict_is_one_clear_line(ctx, tmp_path, cpp_kernels):

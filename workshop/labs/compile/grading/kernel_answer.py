@@ -22,6 +22,9 @@ from workshop.labs.compile.provenance import SHAPE_ONLY
 
 FIELDS = tuple(q.key for q in KERNEL_FIELDS)  # as exercises.py declares them
 GRAPH = "train/forward"  # static shapes: every buffer has a size in the code
+MISSING = (
+    object()
+)  # a field whose key the learner's dict lacks (None is the stub's "not filled in")
 REDUCTION_OPS = {  # aten ops that reduce (compared without leading underscores)
     *("softmax", "log_softmax", "native_layer_norm", "layer_norm", "sum", "mean", "amax", "amin"),
     *("max", "min", "var_mean", "nll_loss_forward", "prepare_softmax_online", "logsumexp"),
@@ -93,23 +96,24 @@ def grade_kernel(ctx: LabContext, answer, kernels: list[GeneratedKernel]) -> Gen
 
 
 def filled_fields(answer) -> dict:
-    """The answer's fields, None where not filled in (the stub's placeholder, questions.UNFILLED);
-    NotImplementedError when none is (a fresh stub). A stand-in (an exercise this run does not grade, a file
-    that would not load) raises what it stands for."""
+    """The answer's fields, None where not filled in (the stub's placeholder, questions.UNFILLED), MISSING
+    where the key is gone; NotImplementedError when none is filled in (a fresh stub). A stand-in (an exercise
+    this run does not grade, a file that would not load) raises what it stands for."""
     answer = real(answer)
     require_dict("KERNEL_EXPLAINED", answer, FIELDS)
-    fields = {f: answer.get(f) for f in FIELDS}
-    if not any(filled(v) for v in fields.values()):
+    fields = {f: answer.get(f, MISSING) for f in FIELDS}
+    if not any(filled(v) and v is not MISSING for v in fields.values()):
         raise NotImplementedError
     return fields
 
 
 def unfilled(value) -> str:
-    return (
-        ""
-        if filled(value)
-        else WhereToLook(_("not filled in: replace the `None` with your answer"))
-    )
+    """Why a field cannot be graded yet (a WhereToLook), or "" when it has a value."""
+    if value is MISSING:
+        return WhereToLook(_("missing: add its key back (the stub has every field)"))
+    if not filled(value):
+        return WhereToLook(_("not filled in: replace the `None` with your answer"))
+    return ""
 
 
 def kernel_message(name, kernels: list[GeneratedKernel]) -> str:
