@@ -80,9 +80,10 @@ def grade_hand(ctx: LabContext, batch: HeadBatch) -> HandResults:
     then against finite differences. Their float32 results (TF32 off, and on CUDA on)
     are kept for the precision section, which shows autograd alone where an exercise gave none."""
     head = head_slice(batch.hidden, batch.targets, batch.head.weight, batch.head.bias)
+    # drawn on the CPU (the same G on every device), used where the head's rows are
     G = torch.randn(
         head.logits.shape, generator=torch.Generator().manual_seed(ctx.seed), dtype=torch.float64
-    )
+    ).to(head.x.device)
     found, results = HandResults([], {}, []), {False: {}, True: {}}
     witnesses = {
         "cross_entropy_grad": (cross_entropy_cases, lambda f: gradcheck_cross_entropy(f, head)),
