@@ -400,6 +400,29 @@ def bwd_mask_drops_last_column(
 
 
 @triton.jit
+def bwd_reads_dy_with_y_stride(
+    y_ptr,
+    dy_ptr,
+    dx_ptr,
+    n_rows,
+    n_cols,
+    y_row_stride,
+    dy_row_stride,
+    dx_row_stride,
+    ROWS: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    ALIGN: tl.constexpr,
+):
+    rows = (tl.program_id(0) * ROWS + tl.arange(0, ROWS)[:, None]).to(tl.int64)
+    cols = tl.arange(0, BLOCK_N)[None, :]
+    mask = (rows < n_rows) & (cols < n_cols)
+    y = _acc(tl.load(y_ptr + rows * y_row_stride + cols, mask=mask, other=0.0))
+    dy = _acc(tl.load(dy_ptr + rows * y_row_stride + cols, mask=mask, other=0.0))
+    dx = y * (dy - tl.sum(dy * y, axis=1)[:, None])
+    tl.store(dx_ptr + rows * dx_row_stride + cols, dx, mask=mask)
+
+
+@triton.jit
 def bwd_masked_lanes_load_inf(
     y_ptr,
     dy_ptr,

@@ -85,6 +85,7 @@ WRONG = [
     (BWD, w.bwd_no_sum_term, "returns y * dy: the sum term is missing"),
     (BWD, w.bwd_sign_flipped, "has the sign flipped"),
     (BWD, w.bwd_mask_drops_last_column, "never wrote column 599, the last"),
+    (BWD, w.bwd_reads_dy_with_y_stride, "addresses one tensor with another's row stride"),
     (BWD, w.bwd_masked_lanes_load_inf, "masked lanes must load 0 for y and dy"),
     (BWD, w.bwd_writes_into_dy, "wrote nothing into its output"),
     (BWD, w.bwd_skips_accumulation_dtype, "its arithmetic in bfloat16: add, multiply"),

@@ -266,6 +266,7 @@ def test_an_op_whose_pieces_are_not_written_waits_in_one_line(tmp_path):
     (and, where the shipped pieces are stubs too, as in the learner edition, that the eager cost is not
     measured)."""
     from workshop import labs
+    from workshop.grading import sandbox
     from workshop.harness.options import RunOptions
     from workshop.i18n import templates
     from workshop.lab import LabContext
@@ -277,8 +278,11 @@ def test_an_op_whose_pieces_are_not_written_waits_in_one_line(tmp_path):
     stubs = "\n\n".join(ex.stub_code() for ex in EXERCISES)
     (tmp_path / "custom_op.py").write_text(labs.workspace_header("custom_op") + "\n\n" + stubs)
     ctx = LabContext("custom_op", tmp_path, RunOptions("cpu", 1, 0, work=tmp_path))
-    with contextlib.redirect_stdout(io.StringIO()) as printed:
-        found = lab.check_own_op(ctx, cx.shapes("cpu"))
+    try:
+        with contextlib.redirect_stdout(io.StringIO()) as printed:
+            found = lab.check_own_op(ctx, cx.shapes("cpu"))
+    finally:
+        sandbox.stop(ctx)  # the worker that read the pieces
     assert found["own"]["waiting"] == list(needed("cpu")) and ctx.checks == []
     assert "wait on the exercises forward_kernel, backward_kernel, fake" in printed.getvalue()
     values = {"registration": "custom_op", "shapes": {}, "own": found["own"], "eager": None}
@@ -290,6 +294,88 @@ def test_an_op_whose_pieces_are_not_written_waits_in_one_line(tmp_path):
         in summary
     )
     assert "Not measured here: the appendix measures the shipped op" in summary
+
+
+def test_the_learner_editions_plain_run_says_in_one_line_that_the_op_waits(tmp_path, monkeypatch):
+    """`run custom_op` in the learner edition, no workspace: the shipped pieces are stubs there, so the op's
+    checks wait on every exercise that writes a piece, in one printed line and no check."""
+    import importlib.util
+
+    from workshop import labs
+    from workshop.harness.options import RunOptions
+    from workshop.lab import LabContext
+    from workshop.labs.custom_op import lab
+    from workshop.labs.custom_op.grading import correctness as cx
+    from workshop.labs.custom_op.grading import own_op
+    from workshop.labs.custom_op.grading.exercises import EXERCISES
+
+    wanted = own_op.needed("cpu")
+    stubs = [ex.stub_code() for ex in EXERCISES if ex.name in wanted]
+    (tmp_path / "stubs.py").write_text(
+        labs.workspace_header("custom_op") + "\n\n" + "\n\n".join(stubs)
+    )
+    spec = importlib.util.spec_from_file_location("custom_op_edition_stubs", tmp_path / "stubs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    edition = {ex.name: getattr(module, ex.attribute) for ex in EXERCISES if ex.name in wanted}
+    monkeypatch.setattr(own_op, "shipped_pieces", lambda: edition)
+    ctx = LabContext("custom_op", tmp_path / "run", RunOptions("cpu", 1, 0))
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        found = lab.check_own_op(ctx, cx.shapes("cpu"))
+    assert found["own"] == {"graded": False, "waiting": list(wanted), "failed": []}
+    assert ctx.checks == [] and printed.getvalue().count("wait on the exercises") == 1
+
+
+def test_the_learners_op_runs_in_the_worker_and_its_failure_is_a_failed_check(tmp_path):
+    """In a graded run the op's checks run on the op made of the learner's pieces inside the worker (contract 6):
+    a backward that ends its process there (SystemExit) is one failed check naming the section and the learner's
+    line, and the lab goes on; nothing of the learner's file is imported into the lab's process."""
+    import sys
+
+    import custom_op_wrong_solutions as w
+
+    from workshop import labs
+    from workshop.grading import sandbox
+    from workshop.harness.options import RunOptions
+    from workshop.lab import LabContext
+    from workshop.labs.custom_op import lab
+    from workshop.labs.custom_op.grading import correctness as cx
+    from workshop.labs.custom_op.grading.own_op import own_op
+
+    pieces = w.source_of(*w.CORRECT, w.define_custom_op, w.define_triton_op)
+    ends = "def backward(ctx, dy):\n    raise SystemExit(3)\n"
+    source = labs.workspace_header("custom_op") + "\n\n" + pieces + "\n\n" + ends
+    (tmp_path / "custom_op.py").write_text(source)
+    ctx = LabContext("custom_op", tmp_path, RunOptions("cpu", 1, 0, work=tmp_path))
+    try:
+        own = own_op(ctx)
+        assert own.graded and own.waiting == []
+        section = lab.in_section(
+            ctx, "correctness", lambda: lab.check_correctness(ctx, own, cx.shapes("cpu"))
+        )
+        assert section() is None
+    finally:
+        sandbox.stop(ctx)
+    failed = [c for c in ctx.checks if not c.passed]
+    assert [c.name for c in failed] == ["the op made of your pieces runs its correctness checks"]
+    line = source.splitlines().index("    raise SystemExit(3)") + 1
+    error = failed[0].value
+    assert "SystemExit" in error and f"custom_op.py:{line}" in error, failed[0]
+    assert not any(
+        getattr(m, "__file__", None) == str(tmp_path / "custom_op.py") for m in sys.modules.values()
+    )
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_the_summary_says_which_sections_of_the_op_failed(lang):
+    from workshop import labs
+    from workshop.i18n import templates
+
+    own = {"graded": True, "waiting": [], "failed": ["correctness", "minigpt"]}
+    values = {"registration": "custom_op", "shapes": {}, "own": own, "eager": None}
+    values |= {"eager_waits": False, "side_by_side": "x.md", "graded": True, "device": "cpu"}
+    summary = templates.render(labs.folder("custom_op") / "templates", lang, values)
+    assert "`correctness`, `minigpt`" in summary and "float64 softmax" not in summary
 
 
 def test_the_answers_are_regraded_from_a_runs_own_files(lab, tmp_path):

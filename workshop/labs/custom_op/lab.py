@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 
 from workshop.grading import questions
+from workshop.grading.solution import LearnerCodeFailed
 from workshop.harness.results import RunFolderError
 from workshop.i18n import _
 from workshop.lab import LabContext
@@ -279,7 +280,7 @@ def check_own_op(ctx: LabContext, shapes: dict) -> dict:
     """The op made of this run's pieces (own_op.py), checked section by section; or, while a piece is missing,
     one line naming the exercises the op waits on."""
     own = own_op(ctx)
-    found = {"own": {"graded": own.graded, "waiting": own.waiting}}
+    found = {"own": {"graded": own.graded, "waiting": own.waiting, "failed": []}}
     if own.waiting:
         # One line, no check: the exercises not written fail on their own, and nothing here ran to pass or fail.
         print(
@@ -297,8 +298,36 @@ def check_own_op(ctx: LabContext, shapes: dict) -> dict:
         "minigpt": lambda: check_minigpt(ctx, own),
         "step_launches": lambda: own.probe("step_launches", list(eager_cost.STEP), ctx.device),
     }
+    sections = {name: in_section(ctx, name, section) for name, section in sections.items()}
     found |= timed(sections, found.setdefault("seconds", {}))
+    found["own"]["failed"] = [name for name in OP_SECTIONS if not found.get(name)]
     return found
+
+
+def in_section(ctx: LabContext, name: str, section):
+    """section, or where the learner's code failed inside the worker (an exception, its time limit), a failed
+    check naming the section and the error at the learner's line; the section's result is then None."""
+
+    def run():
+        try:
+            return section()
+        except LearnerCodeFailed as e:
+            ctx.check_equal(
+                _("the op made of your pieces runs its {section} checks").format(section=name),
+                str(e),
+                _("an answer"),
+            )
+            return None
+
+    return run
+
+
+def op_checked(found: dict) -> bool:
+    """Whether every section of the op's checks ran to its end (for the summary, the answers, result.json)."""
+    return "own" in found and not found["own"]["waiting"] and not found["own"]["failed"]
+
+
+OP_SECTIONS = ("correctness", "autograd", "compile", "minigpt", "step_launches")
 
 
 def timed(sections: dict, seconds: dict) -> dict:
@@ -326,7 +355,7 @@ def run(ctx: LabContext) -> None:
         seconds |= found.pop("seconds", {})
     if whole and shipped_ready():
         found |= timed({"eager": lambda: measure_eager(ctx)}, seconds)
-    if ctx.wants("answers") and "compile" in found:
+    if ctx.wants("answers") and op_checked(found):
         grade_answers(ctx, found)
     ctx.render_summary(graded=ctx.graded, **summary_values(found))
     ctx.extra.update(json_values(found, seconds))
@@ -364,7 +393,7 @@ def summary_values(found: dict) -> dict:
         "eager_waits": not shipped_ready(),
         "side_by_side": inductor_code.SIDE_BY_SIDE,
     }
-    if "compile" in found:
+    if op_checked(found):
         values |= {
             "dtype_errors": found["correctness"]["dtype_errors"],
             "long_rows": found["correctness"]["long_rows"],
@@ -388,7 +417,7 @@ def json_values(found: dict, seconds: dict) -> dict:
     out = {
         k: v for k, v in found.items() if k not in ("exercises", "facts", "compile", "correctness")
     }
-    if "compile" in found:
+    if op_checked(found):
         correctness = dict(found["correctness"])
         errors = correctness["dtype_errors"]
         correctness["dtype_errors"] = {k: asdict(v) for k, v in errors.items()}

@@ -158,7 +158,8 @@ def bad_inputs(run, device: str) -> dict[str, str]:
     cases = {
         N_("integer dtype"): forward(torch.arange(6, device=device)),
         N_("dim out of range"): forward(y, 2),
-        N_("mixed devices (backward)"): {"op": "backward", "args": [y, y.to(other), -1]},
+        # dy moved to the other device where the op runs: a meta tensor does not cross the wire (probes._answer)
+        N_("mixed devices (backward)"): {"op": "backward", "args": [y, y, -1], "to": {1: other}},
     }
     answers = run(list(cases.values()))["answers"]
     return {

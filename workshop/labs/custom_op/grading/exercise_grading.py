@@ -15,7 +15,7 @@ import triton
 from workshop.grading import workspace
 from workshop.i18n import _
 from workshop.lab import LabContext
-from workshop.labs.custom_op.grading import api_grading, learner_op
+from workshop.labs.custom_op.grading import api_grading, learner_op, probes
 from workshop.labs.custom_op.grading import kernel_diagnosis as diagnose
 from workshop.labs.custom_op.grading import registration_grading as rg
 from workshop.labs.custom_op.grading.kernel_grading import (
@@ -80,7 +80,7 @@ def grade_define_triton_op(ctx: LabContext, impl) -> None:
 def _function(ctx: LabContext, name: str, impl):
     """The learner's function, unless it is a stub (NotImplementedError: "not started")."""
     function = loaded(impl)
-    if learner_op.is_stub(function):
+    if probes.is_stub(function):
         raise NotImplementedError(ctx.exercise(name).not_started_message())
     return function
 
@@ -108,8 +108,10 @@ def record_kernel_checks(ctx: LabContext, kernel, direction: Direction, attribut
     """The kernel-level checks over the four cases (kernel_grading.py); True when all passed."""
 
     @functools.cache
-    def stride_ignored(case) -> bool:  # asked only when a check fails: it runs the kernel once more
-        return diagnose.ignores_row_stride(kernel, case, direction, ctx.device, ctx.seed)
+    def stride_mistake(
+        case,
+    ) -> str | None:  # asked only when a check fails: it runs the kernel again
+        return diagnose.stride_mistake(kernel, case, direction, attribute, ctx.device, ctx.seed)
 
     runs = []
     for case in CASES:
@@ -141,8 +143,8 @@ def record_kernel_checks(ctx: LabContext, kernel, direction: Direction, attribut
             message=missed and _launches_message(missed, attribute),
         ),
         _check_precision(ctx, runs, attribute),
-        _check_writes(ctx, runs, direction, attribute, stride_ignored),
-        _check_values(ctx, runs, direction, attribute, stride_ignored),
+        _check_writes(ctx, runs, direction, attribute, stride_mistake),
+        _check_values(ctx, runs, direction, attribute, stride_mistake),
     ]
     return all(c.passed for c in results)
 
@@ -177,7 +179,7 @@ def _check_precision(ctx: LabContext, runs: list, attribute: str):
     )
 
 
-def _check_writes(ctx: LabContext, runs: list, direction, attribute: str, stride_ignored):
+def _check_writes(ctx: LabContext, runs: list, direction, attribute: str, stride_mistake):
     """Every element of the output written, nothing around it: the guards' count. A run whose values say
     nothing (precision.py) is left out of the count of elements not written."""
     outside = next((run for run in runs if any(run.outside.values())), None)
@@ -187,17 +189,11 @@ def _check_writes(ctx: LabContext, runs: list, direction, attribute: str, stride
             _("{name}: every element of its output written").format(name=attribute),
             sum(int(run.unwritten.sum()) for run in runs if run.values_tell),
             0,
-            message=diagnose.row_stride(unwritten.case, direction, attribute)
-            if stride_ignored(unwritten.case)
-            else diagnose.unwritten(unwritten, attribute),
+            message=stride_mistake(unwritten.case) or diagnose.unwritten(unwritten, attribute),
         )
     message = None
     if outside is not None:
-        message = (
-            diagnose.row_stride(outside.case, direction, attribute)
-            if stride_ignored(outside.case)
-            else diagnose.outside(outside, attribute)
-        )
+        message = stride_mistake(outside.case) or diagnose.outside(outside, attribute)
     return ctx.check_equal(
         _("{name}: writes only inside its output (guard cells changed)").format(name=attribute),
         sum(sum(run.outside.values()) for run in runs),
@@ -207,7 +203,7 @@ def _check_writes(ctx: LabContext, runs: list, direction, attribute: str, stride
 
 
 def _check_values(
-    ctx: LabContext, runs: list, direction: Direction, attribute: str, stride_ignored
+    ctx: LabContext, runs: list, direction: Direction, attribute: str, stride_mistake
 ):
     """The largest error against float64 over the cases whose values say what the kernel computes."""
     told = [run for run in runs if run.values_tell]
@@ -216,11 +212,7 @@ def _check_values(
     failed = next((run for run in told if run.error > run.tolerance), None)
     message = None
     if failed is not None:
-        message = (
-            diagnose.row_stride(failed.case, direction, attribute)
-            if stride_ignored(failed.case)
-            else diagnose.values(failed, direction, attribute)
-        )
+        message = stride_mistake(failed.case) or diagnose.values(failed, direction, attribute)
     return ctx.check_max(
         _("{name}: largest error / tolerance against float64 ({n} cases)").format(
             name=attribute, n=len(told)
@@ -263,15 +255,12 @@ def _out_of_bounds(
     ctx: LabContext, error: OutOfBounds, kernel, case, direction, attribute: str
 ) -> bool:
     """An access out of bounds, stopped at the learner's line; the mask named, or the row stride where the
-    kernel is right on the same rows unpadded."""
+    kernel is right with its tensors' rows laid out another way (kernel_diagnosis.stride_mistake)."""
     where, text = kernel_line(error, kernel)
-    if diagnose.ignores_row_stride(kernel, case, direction, ctx.device, ctx.seed):
+    why = diagnose.stride_mistake(kernel, case, direction, attribute, ctx.device, ctx.seed)
+    if why:
         message = _("Out of bounds at {where} (`{line}`): {access} reached {place}. {why}").format(
-            where=where,
-            line=text,
-            access=error.access,
-            place=error.where,
-            why=diagnose.row_stride(case, direction, attribute),
+            where=where, line=text, access=error.access, place=error.where, why=why
         )
     else:
         message = _(

@@ -17,26 +17,35 @@ from workshop.labs.custom_op.grading.kernel_grading import (
     Direction,
     KernelCase,
     KernelRun,
+    row_strides,
     run_case,
 )
 
 
-def ignores_row_stride(
-    kernel, case: KernelCase, direction: Direction, device: str, seed: int
-) -> bool:
-    """Whether a kernel that failed on a case's padded rows is right on the same rows one after another (row
-    stride = n_cols): then it mixes up n_cols and the row stride (in its addresses or its mask)."""
+def stride_mistake(
+    kernel, case: KernelCase, direction: Direction, attribute: str, device: str, seed: int
+) -> str | None:
+    """The message for a kernel that failed on `case` because of its row strides, or None. Right when every tensor
+    has the first one's row stride: it uses one tensor's stride for another's. Else right on the same rows one
+    after another (row stride = n_cols): it mixes up n_cols and the row stride."""
+    shared = dataclasses.replace(case, own_strides=False)
+    if _passes(kernel, shared, direction, device, seed):
+        return shared_stride(case, direction, attribute)
+    if _passes(kernel, dataclasses.replace(shared, pad=0), direction, device, seed):
+        return row_stride(case, direction, attribute)
+    return None
+
+
+def _passes(kernel, case: KernelCase, direction: Direction, device: str, seed: int) -> bool:
     try:
-        run = run_case(kernel, dataclasses.replace(case, pad=0), direction, device, seed)
-    except (
-        Exception
-    ):  # an access out of bounds, or any error: whatever it is, not this mistake alone
+        run = run_case(kernel, case, direction, device, seed)
+    except Exception:  # noqa: BLE001 - an access out of bounds, or any error: not this mistake alone
         return False
     return not any(run.outside.values()) and not run.unwritten.any() and run.error <= run.tolerance
 
 
 def row_stride(case: KernelCase, direction: Direction, attribute: str) -> str:
-    """The message for a kernel that ignores_row_stride on `case`."""
+    """The message for a kernel that takes n_cols for the row stride."""
     strides = ", ".join(f"{name}_row_stride" for name in direction.tensors)
     return _(
         "{name} is right when each row follows the previous one directly (row stride = n_cols) and wrong "
@@ -49,6 +58,20 @@ def row_stride(case: KernelCase, direction: Direction, attribute: str) -> str:
         cols=case.cols,
         stride=case.cols + case.pad,
         strides=strides,
+    )
+
+
+def shared_stride(case: KernelCase, direction: Direction, attribute: str) -> str:
+    """The message for a kernel that reads or writes a tensor with another tensor's row stride."""
+    strides = zip(direction.tensors, row_strides(case, len(direction.tensors)), strict=True)
+    return _(
+        "{name} is right when its tensors' rows are all the same distance apart and wrong when each tensor "
+        "has its own row stride, as here ({label}: {strides}): it addresses one tensor with another's row "
+        "stride. Row r of each tensor starts at its own pointer + r * its own row stride"
+    ).format(
+        name=attribute,
+        label=case.label,
+        strides=", ".join(f"{name}_row_stride = {stride}" for name, stride in strides),
     )
 
 

@@ -2,7 +2,8 @@
 padded, guarded inputs, compared with float64, its launches read from the launch record, and its mistakes named.
 
 Four cases, each a (rows, N) matrix whose rows are padded past N (the row stride is N + pad, so a mask that lets
-column N through reads padding, not the next row): float32 (37, 600), whose rows do not fill the last program and
+column N through reads padding, not the next row), each tensor with a row stride of its own (a kernel that reads
+dy with y's stride reads the wrong rows): float32 (37, 600), whose rows do not fill the last program and
 whose rows 3 and 20 are shifted by +1000 (exp overflows there unless the row's max is subtracted first), row 11 by
 -60 (where masked lanes loading 0 instead of -inf would dominate the sum) and row 7 half -inf (a causal attention
 row); float32 (5, 37), whose N is odd (ALIGN 1); float64 (6, 100), which needs float64 arithmetic; bfloat16
@@ -31,7 +32,8 @@ class KernelCase:
     dtype: torch.dtype
     rows: int
     cols: int
-    pad: int  # columns of padding after each row: the row stride is cols + pad
+    pad: int  # columns of padding after each row of the first tensor: its row stride is cols + pad
+    own_strides: bool = True  # each next tensor's rows 2 x ALIGN further apart (row_strides)
 
 
 CASES = (
@@ -45,11 +47,19 @@ NEGATIVE_ROW = 11  # of the first case: logits - 60
 MASKED_ROW = 7  # of the first case: its first half -inf
 
 
+def row_strides(case: KernelCase, n_tensors: int) -> list[int]:
+    """Each tensor's row stride: cols + pad, then 2 x ALIGN more for each next tensor (own_strides), which keeps
+    ALIGN, the largest power of two up to 16 dividing cols and every stride, the same."""
+    align = softmax_launch.alignment(case.cols, case.cols + case.pad)
+    step = 2 * align if case.own_strides else 0
+    return [case.cols + case.pad + i * step for i in range(n_tensors)]
+
+
 def logits(case: KernelCase, seed: int) -> torch.Tensor:
     """(rows, cols) float64 on the CPU: N(0, 16), with the first case's special rows."""
     x = torch.randn(case.rows, case.cols, generator=torch.Generator().manual_seed(seed)) * 4
     x = x.double()
-    if case.label == CASES[0].label:  # padded or not (kernel_diagnosis.ignores_row_stride)
+    if case.label == CASES[0].label:  # padded or not (kernel_diagnosis.stride_mistake)
         x[list(LARGE_ROWS)] += 1000.0
         x[NEGATIVE_ROW] -= 60.0
         x[MASKED_ROW, : case.cols // 2] = float("-inf")
@@ -180,9 +190,13 @@ def run_case(kernel, case: KernelCase, direction: Direction, device: str, seed: 
     )
     block_n, rows_per_program = plan[1]["BLOCK_N"], plan[1]["ROWS"]
     guard = rows_per_program + triton.cdiv(block_n, case.cols + case.pad) + 1
-    buffers = [Guarded.around(t.to(device), case.pad, guard, POISON) for t in rounded.values()]
+    pads = [stride - case.cols for stride in row_strides(case, len(direction.tensors))]
+    buffers = [
+        Guarded.around(t.to(device), pad, guard, POISON)
+        for t, pad in zip(rounded.values(), pads[:-1], strict=True)
+    ]
     out = torch.full_like(rounded[next(iter(rounded))], SENTINEL).to(device)
-    buffers.append(Guarded.around(out, case.pad, guard, SENTINEL))
+    buffers.append(Guarded.around(out, pads[-1], guard, SENTINEL))
     with recording() as launches, precision.watched() as half_ops:
         direction.launch(kernel, [b.view for b in buffers], case.rows, case.cols)
     return KernelRun(

@@ -77,15 +77,6 @@ def loaded(impl):
     return impl
 
 
-def is_stub(function) -> bool:
-    """A stub still raising NotImplementedError (a @triton.jit stub would fail to compile on a GPU instead)."""
-    try:
-        source = inspect.getsource(getattr(function, "fn", function))
-    except (OSError, TypeError):
-        return False
-    return "raise NotImplementedError" in source
-
-
 class KernelMismatch(Exception):
     """The learner's kernel cannot be launched as the op launches its reference: what it is (`value`) against
     what the launch needs (`expected`), and why, in the message."""

@@ -1,6 +1,7 @@
 """The op the lab's checks run on: in a graded run the learner's own, made of their pieces (their kernels, fake,
-autograd functions); in a plain run the shipped pieces, torch.ops.workshop.softmax's. Its probes (probes.py) run the
-pieces and return plain values; every verdict is the lab's, from those values and PyTorch's own results.
+autograd functions) inside the worker (contract 6: the learner's code never runs in the lab's process); in a plain
+run the shipped pieces, torch.ops.workshop.softmax's, here. Its probes (probes.py) run the pieces and return plain
+values; every verdict is the lab's, from those values and PyTorch's own results.
 
 An op whose pieces are not all there (a stub, a missing function: the learner edition's references are stubs too)
 cannot be built: its checks wait on those exercises, which the lab says in one line instead of running them.
@@ -12,43 +13,74 @@ import pkgutil
 from dataclasses import dataclass, field
 
 from workshop import labs
-from workshop.grading import workspace
+from workshop.grading.solution import LearnerCodeFailed
 from workshop.lab import LabContext
 from workshop.labs.custom_op.grading import probes
-from workshop.labs.custom_op.grading.learner_op import is_stub
+
+IN_WORKER = "workshop.labs.custom_op.grading.probes:in_worker"
 
 
 @dataclass
 class OwnOp:
-    pieces: dict = field(default_factory=dict)  # exercise name -> the piece
-    kernel_names: dict = field(
-        default_factory=dict
-    )  # "forward_kernel", "backward_kernel" -> its name
+    pieces: dict = field(default_factory=dict)  # a plain run: exercise name -> the shipped piece
+    # "forward_kernel", "backward_kernel" -> its name
+    kernel_names: dict = field(default_factory=dict)
     waiting: list[str] = field(default_factory=list)  # the exercises whose piece is not there yet
-    graded: bool = False  # the learner's pieces (else the shipped ones)
+    ctx: LabContext | None = None  # a graded run: the pieces are the learner's, in ctx's worker
+    # a graded run: the learner's attribute -> its exercise
+    exercise_of: dict = field(default_factory=dict)
+
+    @property
+    def graded(self) -> bool:
+        return self.ctx is not None
 
     def probe(self, name: str, *args):
-        """probes.<name>(pieces, *args): where the learner's code may run."""
-        return getattr(probes, name)(self.pieces, *args)
+        """probes.<name>(pieces, *args): in a graded run inside the worker, where the learner's code may run (an
+        error of theirs raises LearnerCodeFailed); in a plain run here, on the shipped pieces."""
+        if self.ctx is None:
+            return getattr(probes, name)(self.pieces, *args)
+        return self.ctx.probe(
+            IN_WORKER, self.exercise_of, name, *args, attributes=tuple(self.exercise_of)
+        )
 
 
 def own_op(ctx: LabContext) -> OwnOp:
     """The pieces of the op this run checks, or the exercises it waits on."""
-    own = OwnOp(graded=ctx.graded)
-    for name in needed(ctx.device):
-        ex = ctx.exercise(name)
-        try:
-            piece = ctx.solution(ex)
-        except (NotImplementedError, workspace.LearnerError):
-            own.waiting.append(name)
-            continue
-        if is_stub(piece):
-            own.waiting.append(name)
-            continue
-        own.pieces[name] = piece
-        if name.endswith("_kernel"):
-            own.kernel_names[name] = ex.attribute if ctx.graded else ex.reference.partition(":")[2]
+    names = needed(ctx.device)
+    if not ctx.graded:
+        pieces = {name: piece for name, piece in shipped_pieces().items() if name in names}
+        kernels = {
+            name: ctx.exercise(name).reference.partition(":")[2]
+            for name in names
+            if name.endswith("_kernel")
+        }
+        waiting = [name for name in names if probes.is_stub(pieces[name])]
+        return OwnOp(pieces=pieces, kernel_names=kernels, waiting=waiting)
+    exercises = {name: ctx.exercise(name) for name in names}
+    own = OwnOp(
+        kernel_names={
+            name: ex.attribute for name, ex in exercises.items() if name.endswith("_kernel")
+        },
+        ctx=ctx,
+        exercise_of={ex.attribute: name for name, ex in exercises.items()},
+    )
+    own.waiting = waiting_on(own)
     return own
+
+
+def waiting_on(own: OwnOp) -> list[str]:
+    """The exercises whose piece the learner's file lacks or leaves a stub: asked of the worker, which only reads
+    the pieces' source (a learner who lies here gets the op's checks run, and failed, on what is there)."""
+    try:
+        stubs = own.probe("stubs")
+    except LearnerCodeFailed as e:
+        if e.kind != "missing":
+            # a file that does not load, or is refused: each exercise fails with it too
+            print(e, flush=True)
+            return list(own.exercise_of.values())
+        missing = e.error.split(", ")
+        return [name for attribute, name in own.exercise_of.items() if attribute in missing]
+    return [name for name in own.exercise_of.values() if name in stubs]
 
 
 def needed(device: str) -> tuple[str, ...]:
@@ -70,4 +102,4 @@ def shipped_pieces() -> dict:
 def shipped_ready() -> bool:
     """Whether the shipped pieces are all there: in the instructor edition; in the learner edition they are stubs,
     and the appendix's eager cost, which measures the shipped op, says it waits."""
-    return not any(is_stub(piece) for piece in shipped_pieces().values())
+    return not any(probes.is_stub(piece) for piece in shipped_pieces().values())

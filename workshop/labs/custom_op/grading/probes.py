@@ -10,6 +10,8 @@ own_<kind>::softmax, a custom_op or a triton_op (softmax_op.define with the lear
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 
 from workshop.labs.custom_op import inductor_code
@@ -28,6 +30,20 @@ def namespace(kind: str) -> str:
     return f"own_{kind}"
 
 
+def is_stub(function) -> bool:
+    """A stub still raising NotImplementedError (a @triton.jit stub would fail to compile on a GPU instead)."""
+    try:
+        source = inspect.getsource(getattr(function, "fn", function))
+    except (OSError, TypeError):
+        return False
+    return "raise NotImplementedError" in source
+
+
+def stubs(pieces: dict) -> list[str]:
+    """The exercises whose piece still raises NotImplementedError (its source read, nothing run)."""
+    return [name for name, piece in pieces.items() if is_stub(piece)]
+
+
 def build(pieces: dict, kind: str = softmax_op.KIND) -> softmax_op.SoftmaxOps:
     """The op made of `pieces`, registered as `kind` (namespace(kind)::softmax)."""
     parts = softmax_op.Pieces(**{name: pieces[name] for name in PIECES if name in pieces})
@@ -40,10 +56,13 @@ def _described(error: BaseException) -> str:
 
 
 def _answer(ops, request: dict) -> dict:
-    """One request: {"op": "forward" or "backward", "args": [...], "dy": tensor or None} -> {"y": ..., "dx": ...}
-    or {"error": text}."""
+    """One request: {"op": "forward" or "backward", "args": [...], "dy": tensor or None, "to": {index: device}}
+    -> {"y": ..., "dx": ...} or {"error": text}. "to" moves an argument to another device here (meta, which
+    cannot cross the wire)."""
     op = ops.forward if request["op"] == "forward" else ops.backward
     args = list(request["args"])
+    for index, device in request.get("to", {}).items():
+        args[index] = args[index].to(device)
     try:
         if request.get("dy") is None:
             return {"y": op(*args)}
@@ -124,3 +143,16 @@ def minigpt(
         "grads": [p.grad for p in model.parameters()],
         "launches": [launch.kernel for launch in launches],
     }
+
+
+IN_WORKER = {
+    probe.__name__: probe
+    for probe in (stubs, apply, step_launches, checks, compiled, graph_breaks, minigpt)
+}
+
+
+def in_worker(by_attribute: dict, exercise_of: dict, probe: str, *args):
+    """The worker's entry (LabContext.probe, own_op.py): IN_WORKER[probe] on the learner's pieces, which the worker
+    gives by their names in the learner's file, `exercise_of` maps them to their exercises."""
+    pieces = {exercise_of[attribute]: piece for attribute, piece in by_attribute.items()}
+    return IN_WORKER[probe](pieces, *args)
