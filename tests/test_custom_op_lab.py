@@ -382,6 +382,7 @@ def test_the_answers_are_regraded_from_a_runs_own_files(lab, tmp_path):
     """`check custom_op answers` after a run: graded against that run's launch record (result.json) and
     inductor_custom_op.txt, no kernel run; a folder that is no complete run is one clear error."""
     from workshop import labs
+    from workshop.grading import sandbox
     from workshop.harness.options import RunOptions
     from workshop.harness.results import RunFolderError
     from workshop.lab import LabContext
@@ -394,8 +395,11 @@ def test_the_answers_are_regraded_from_a_runs_own_files(lab, tmp_path):
     )
     options = RunOptions("cpu", 1, 0, work=tmp_path, only=("custom_op.answers",))
     ctx = LabContext("custom_op", tmp_path / "out", options)
-    with contextlib.redirect_stdout(io.StringIO()):
-        custom_op_lab.regrade(ctx, lab)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            custom_op_lab.regrade(ctx, lab)  # ANSWERS read in the worker
+    finally:
+        sandbox.stop(ctx)
     failed = [c.name for c in ctx.checks if not c.passed]
     assert failed == ["ANSWERS['extern_calls'] matches this run"], failed
     assert str(lab) in ctx.summary
