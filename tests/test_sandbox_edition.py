@@ -107,3 +107,15 @@ def test_a_learners_hand_gradients_are_graded_there_against_pytorch(built, tmp_p
     result = subprocess.run(check, cwd=out, env=env, capture_output=True, text=True)
     assert "PASS  autograd.cross_entropy_grad" in result.stdout, result.stdout[-3000:]
     assert "PASS  autograd.linear_grads" in result.stdout, result.stdout[-3000:]
+
+
+def test_the_custom_op_lab_loads_there_though_its_shipped_op_is_an_exercise(built):
+    """workshop.ops builds torch.ops.workshop.softmax at import with define_custom_op, an exercise whose reference
+    is a stub in the edition: the package still imports (the op left unbuilt), so the lab can check a learner."""
+    out, _ = built
+    env = {**os.environ, "PYTHONPATH": str(out), "TRITON_INTERPRET": "1"}
+    code = "import workshop.labs.custom_op.lab; from workshop.ops import softmax_op; print(softmax_op.OPS)"
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=out, env=env, capture_output=True, text=True
+    )
+    assert result.stdout.strip() == "None", result.stderr[-3000:]
