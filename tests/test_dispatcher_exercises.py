@@ -235,7 +235,8 @@ def test_a_missing_scenario_is_a_wrong_prediction(ctx, results):
     [
         ("addmm_chain_without_recorder", ["PythonTLSSnapshot", "AutogradCPU", "Python", "CPU"]),
         ("addmm_chain_without_recorder", ["CPU", "AutogradCPU"]),  # a chain is in order
-        ("inference_mode_excludes", "AutogradCPU"),
+        # the weight's keys: what a tensor made outside inference_mode carries
+        ("inference_result_keys", ["ADInplaceOrView", "AutocastCPU", "AutogradCPU", "CPU"]),
         ("addmm_ADInplaceOrView_fallthrough", False),
         ("matmul_3d_last_op", "aten::view"),
     ],
@@ -251,7 +252,7 @@ def test_a_wrong_answer_names_its_question_without_giving_the_answer(ctx, result
 
 
 def test_a_set_of_keys_may_be_given_as_one_name_or_a_collection(ctx, results):
-    answers = {**reference_answers.ANSWERS, "inference_mode_excludes": {"AutogradFunctionality"}}
+    answers = {**reference_answers.ANSWERS, "inference_result_keys": {"CPU", "AutocastCPU"}}
     grade_dispatcher_answers(ctx, answers, results)
     assert not failed(ctx)
 

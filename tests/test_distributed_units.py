@@ -354,3 +354,17 @@ def test_a_run_for_the_predictions_alone_lacks_what_the_answers_are_graded_on():
     )
     assert lab.missing_runs(four, "answers") == []
     assert lab.missing_runs({}, "predictions") == list(launch.STRATEGIES)
+
+
+def test_the_check_loop_record_gives_cpu_and_load_and_misses_a_slow_prediction():
+    from workshop.labs.distributed.bench.check_loop import TARGET_S, Step, report
+
+    steps = [
+        Step("fresh", "check distributed predictions", 41.0, 25.7, 8.4, 0, True),
+        Step("changed", "check distributed predictions", 12.4, 4.2, 9.0, 1, True),
+        Step("whole", "check distributed", 211.0, 90.0, 8.0, 1, True),
+    ]
+    text = report(steps)
+    assert "| 41.0 | 25.7 | 8.4 | 0 | yes |" in text and "MISSED" not in text
+    slow = [steps[0]._replace(wall_s=TARGET_S + 1), *steps[1:]]
+    assert "MISSED" in report(slow)

@@ -102,14 +102,14 @@ def test_a_run_in_spanish_under_the_c_locale(tmp_path):
     )
     shown = text(run)
     assert run.returncode == 0, shown
-    assert "comprobaciones de " in shown and "comprobación" in shown and "umbral" in shown
+    assert "comprobaciones de " in shown and "comprobación" in shown and "esperado" in shown
     assert "laboratorios superados: 1 de 1" in shown
     run_dir = (tmp_path / "latest").resolve()
     assert json.loads((run_dir / "manifest.json").read_text())["lang"] == "es"
     assert json.loads((run_dir / "minigpt" / "result.json").read_text())["lang"] == "es"
     summary = (run_dir / "minigpt" / "summary.md").read_bytes().decode("utf-8")
     assert summary.startswith("# Laboratorio `minigpt`: superado\n")
-    assert "## Comprobaciones\n\n| | comprobación | valor | umbral |\n" in summary
+    assert "## Comprobaciones\n\n| | comprobación | valor | esperado |\n" in summary
     assert re.search(r"^\| superado \| ", summary, re.M)
 
     # REPORT.md in the run's language, whatever the language of the command that writes it.
@@ -151,7 +151,7 @@ def test_the_summary_frame_and_the_checks_table_in_spanish(tmp_path):
     exercises = {
         "toy.double": {
             "status": "not started",
-            "failed_check": {"name": "b", "value": 3.0, "threshold": 2.0},
+            "failed_check": {"name": "b", "value": 3.0, "threshold": 2.0, "relation": "<="},
             "hint": "h",
         }
     }
@@ -165,7 +165,7 @@ def test_the_summary_frame_and_the_checks_table_in_spanish(tmp_path):
         utf8.print(runs.checks_table(tmp_path, ["toy"]))
         Console(width=100, file=ascii_only).print(runs.checks_table(tmp_path, ["toy"]))
     assert frame.startswith("# Laboratorio `toy`: **no superado**\n\nS.\n\n## Ejercicios\n\n")
-    assert "| toy.double | sin empezar | b: 3.0 (umbral 2.0) | h |" in frame
+    assert "| toy.double | sin empezar | b: 3 (como mucho 2) | h |" in frame
     assert "| **no superado** | b | 3.0 | 2.0 |" in frame
     assert (
         (tmp_path / "toy" / "summary.md")
@@ -175,7 +175,7 @@ def test_the_summary_frame_and_the_checks_table_in_spanish(tmp_path):
     )
     table = utf8.file.getvalue()
     assert all(
-        word in table for word in ("comprobación", "valor", "umbral", "superado", "no superado")
+        word in table for word in ("comprobación", "valor", "esperado", "superado", "no superado")
     )
     ascii_only.flush()
     assert b"comprobaci?n" in ascii_only.buffer.getvalue()
@@ -184,8 +184,8 @@ def test_the_summary_frame_and_the_checks_table_in_spanish(tmp_path):
 def test_i18n_using_restores_the_language_in_use():
     i18n.set_language("en")
     with i18n.using("es"):
-        assert i18n._("threshold") == "umbral"
-    assert i18n._("threshold") == "threshold"
+        assert i18n._("expected") == "esperado"
+    assert i18n._("expected") == "expected"
 
 
 def test_compose_passes_the_language_into_every_service():

@@ -199,7 +199,7 @@ def test_a_wrong_answer_prints_the_value_threshold_message_and_hint(toy):
     out = workshop("check", "toy", "--device", "cpu")
     assert out.returncode == 1
     assert "FAIL  toy.double" in out.text
-    assert "check  double(21): 43 (threshold 42)" in out.text
+    assert "check  double(21): 43 (expected 42)" in out.text
     assert "why    double(21) gave 43: multiply by 2" in out.text
     assert "hint   Multiply by two." in out.text
 
@@ -429,17 +429,18 @@ def test_grade_tables_complete_partial_and_broken_workspaces_and_reports_what_it
     grade = ["grade", *map(str, paths), "--device", "cpu", "--to", "grades", "--sandbox", "native"]
     assert main(grade) == 0
     rows = {row["learner"]: row for row in read_csv("grades/grades.csv")}
-    assert rows["ada"]["passing"] == "3/3"
+    assert rows["ada"]["exercises passing"] == "3/3"
     assert [rows["bob"][e] for e in ("toy.double", "toy.answers", "toy.essay")] == [
         "passing",
         "not started",
         "not started",
     ]
     assert rows["eve"]["toy.double"] == "failing"
-    assert "your code loads: class/eve/toy.py:2: SyntaxError" in rows["eve"]["notes"]
+    assert "toy.double: your code loads: class/eve/toy.py:2: SyntaxError" in rows["eve"]["notes"]
+    assert "toy.double: toy.double" not in rows["eve"]["notes"], "the exercise named once"
     assert "ran the reference, not the learner's code" in rows[reference_run.name]["notes"]
     assert rows["nowhere"]["notes"] == "not a run folder, a folder of runs, or a workspace"
-    assert rows["ada"]["tree_modified"] in ("yes", "no") and rows["ada"]["torch"] != "?"
+    assert rows["ada"]["tree modified"] in ("yes", "no") and rows["ada"]["torch"] != "?"
     markdown = Path("grades/grades.md").read_text()
     assert "| ada | 3/3 | passing | passing | passing |" in markdown
     with pytest.raises(SystemExit, match="grades/grades.csv.*already exist"):
@@ -455,7 +456,7 @@ def test_grade_shows_handed_in_runs_as_self_reported_and_counts_none(toy):
     assert workshop("check", "toy", "--device", "cpu").returncode == 1
     assert main(["grade", "results", "--to", "grades", "--sandbox", "native"]) == 0
     [row] = read_csv("grades/grades.csv")
-    assert (row["learner"], row["toy.double"], row["toy.answers"], row["passing"]) == (
+    assert (row["learner"], row["toy.double"], row["toy.answers"], row["exercises passing"]) == (
         "Ada L.",
         "passing (self-reported)",
         "not started (self-reported)",
@@ -502,7 +503,8 @@ def test_a_fresh_or_half_filled_answers_dict_crosses_the_wire_as_written(toy):
         in (work / "toy.py").read_text(encoding="utf-8").split("ANSWERS = {")[1].split("}")[0]
     )
     fresh = workshop("check", "toy", "answers", "--device", "cpu")
-    assert "TODO  toy.answers" in fresh.text and "graded toy.answers: not started" in fresh.text, (
+    log = Path("results/latest/toy/log.txt").read_text(encoding="utf-8")
+    assert "TODO  toy.answers" in fresh.text and "graded toy.answers: not started" in log, (
         fresh.text
     )
     replace_stub(work / "toy.py", "answers", 'ANSWERS = {"factor": 2, "double_12345": None}\n')

@@ -38,7 +38,10 @@ def leaves_an_exit(x):
     raise SystemExit(3)
 
 def a_set(x):
-    return {1, 2}
+    return {"b", "a"}
+
+def a_range(x):
+    return range(3)
 
 def spin(x):
     while True:
@@ -151,8 +154,13 @@ def test_the_learners_errors_come_back_with_their_file_and_line(worker):
 
 
 def test_what_cannot_cross_the_wire_is_an_error_of_the_learners(worker):
-    e = failure(worker, "a_set", torch.ones(1))
-    assert e.kind == "wire" and "set" in e.error
+    e = failure(worker, "a_range", torch.ones(1))
+    assert e.kind == "wire" and "range" in e.error
+
+
+def test_a_set_crosses_as_a_sorted_list(worker):
+    """A set of names is a natural answer (a 'names' question compares them as a set): it crosses as a list."""
+    assert call(worker, "a_set", torch.ones(1)) == ["a", "b"]
 
 
 def test_an_endless_loop_ends_at_its_cpu_limit_with_the_line(worker):

@@ -4,6 +4,7 @@ scripts' messages from the package, and the survey's grader reading the numbers 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -145,3 +146,78 @@ def test_the_surveys_grader_reads_the_numbers_the_guide_prescribes(written, valu
 def test_a_count_before_a_quantity_is_not_a_digit_group():
     found = [q.values for q in survey_figures.quoted("forward all_reduce x11 363 kB y x4 180 kB")]
     assert found == [(363000.0,), (180000.0,)]
+
+
+def check_line(ctx_method: str, value, threshold, lang: str) -> str:
+    """The line a check prints, in `lang`: made through LabContext's check method, read back as result.json has it."""
+    from workshop.grading import checks
+    from workshop.grading.checks import Check
+
+    relation = {"check_max": "<=", "check_min": ">=", "check_equal": "=="}[ctx_method]
+    check = Check("c", True, value, threshold, relation=relation)
+    with i18n.using(lang):
+        return checks.outcome(check.as_dict())
+
+
+@pytest.mark.parametrize(
+    "method, value, threshold, english, spanish",
+    [
+        (
+            "check_max",
+            0.0003,
+            0.0001,
+            "c: 0.0003 (at most 0.0001)",
+            "c: 0.0003 (como mucho 0.0001)",
+        ),
+        ("check_min", 1.0, 0.98, "c: 1 (at least 0.98)", "c: 1 (al menos 0.98)"),
+        ("check_equal", True, True, "c: True (expected True)", "c: True (esperado: True)"),
+    ],
+)
+def test_a_check_says_what_it_expects_never_a_threshold_for_an_exact_value(
+    method, value, threshold, english, spanish
+):
+    assert check_line(method, value, threshold, "en") == english
+    assert check_line(method, value, threshold, "es") == spanish
+
+
+def test_the_check_methods_record_their_relation(tmp_path):
+    from workshop.harness.options import RunOptions
+    from workshop.lab import LabContext
+
+    ctx = LabContext("toy", tmp_path, RunOptions(device="cpu"))
+    made = [ctx.check_max("a", 1.0, 2.0), ctx.check_min("b", 1.0, 2.0), ctx.check_equal("c", 1, 1)]
+    assert [c.as_dict()["relation"] for c in made] == ["<=", ">=", "=="]
+
+
+def test_a_hidden_secret_and_an_old_result_read_as_what_they_are():
+    from workshop.grading import checks
+    from workshop.grading.checks import Check
+
+    hidden = checks.masked(Check("prediction", False, 10, 20, secret=True, relation="=="))
+    with i18n.using("es"):
+        line = checks.outcome(hidden.as_dict())
+        old = checks.outcome({"name": "c", "value": 3.0, "threshold": 2.0})  # no relation recorded
+    assert "esperado" not in line and line.startswith("prediction: ")
+    assert old == "c: 3 (umbral: 2)"
+    assert checks.bound({"threshold": 0.98, "relation": ">="}) == ">= 0.98"
+
+
+COMMANDS = [[], ["list"], ["run"], ["report"], ["train"], ["bench"], ["exercises", "init"]]
+COMMANDS += [["exercises", "list"], ["check"], ["grade"]]
+ENGLISH_VALUE_NAMES = re.compile(
+    r"\b(?:WORK|OUT|N_PROCS|CHECKPOINT|SECONDS|RUN|FILE|FOLDER|NAME|PATH|EXERCISE|SEED|STEPS)\b"
+)
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "workshop")
+def test_every_commands_help_is_spanish_with_lang_es(command):
+    from workshop.i18n import style_lint
+
+    shown = run_workshop(*command, "--help", "--lang", "es").stdout
+    assert shown.startswith("uso: "), shown
+    found = [
+        f
+        for f in style_lint.findings_in(shown, "help", markdown=False)
+        if f.rule == "English sentence"
+    ]
+    assert found == [] and not ENGLISH_VALUE_NAMES.search(shown), (found, shown)

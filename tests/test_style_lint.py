@@ -33,9 +33,15 @@ PLANTED = [
     ("perfilar", "El laboratorio perfila el kernel."),
     ("informar de", "El profiler informa del tiempo de cada kernel."),
     ("se cae", "Si el proceso se cae, el laboratorio falla."),
+    ("soportar", "Una llamada a una extensión de C no soportada."),
     ("a plural faked with (s)", "3 dirección(es) en total."),
     ("a plural faked with (s)", "Ejecuta el forward una vez/veces."),
     ("gerund as an adjective", "Escribe un fichero conteniendo el grafo."),
+    ("gender of a kept term", "Inductor calcula la GEMM del gradiente."),
+    ("gender of a kept term", "Entrena la MiniGPT de la gramática."),
+    ("gender of a kept term", "Llama a un BLAS de CPU con un N pequeña."),
+    ("gender of a kept term", "Registra el custom op en los ops de aten."),
+    ("'la mano' as a noun", "Comparar mano contra autograd."),
     ("loss", "La loss baja en cada paso."),
     ("accuracy", "La accuracy sobre los prompts es 1.0."),
     ("Definition of Done", "Como dice la Definition of Done del currículo."),
@@ -46,6 +52,7 @@ PLANTED = [
     ("the workshop's name", "El taller de las tripas de PyTorch."),
     ("English status word", "autograd: 3 PASS, 1 FAIL"),
     ("English status word", "el ejercicio está ok"),
+    ("English status word", "[autograd] graded autograd.linear_grads: not started"),
     ("status word outside the vocabulary", "OK / FALLO / PENDIENTE por ejercicio"),
     ("English sentence", "Cada rank guarda el modelo: the job inherits this environment."),
 ]
@@ -91,6 +98,7 @@ CLEAN = [
     "{{ n | grouped }} parámetros ({% if passed %}superado{% else %}no superado{% endif %})",
     "Tu `lm_head` y `torch.compile` y aten::addmm y --lang es: identificadores.",
     "3 de 5 comprobaciones superadas; el ejercicio está sin empezar.",
+    "El GEMM del MiniGPT, una biblioteca BLAS, la GPU, las keys, una custom op y un N pequeño: a mano.",
 ]
 
 

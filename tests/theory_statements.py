@@ -122,7 +122,7 @@ CORRECTIONS = [
                 "`loss_parallel` adds three of one float per token each",
             ),
             "es": (
-                "el all-reduce de un gradiente de entrada en el backward puede correr mientras se calcula la GEMM",
+                "el all-reduce de un gradiente de entrada en el backward puede ejecutarse mientras se calcula el GEMM",
                 "`loss_parallel` añade tres de un float por token cada uno",
             ),
         },

@@ -44,7 +44,7 @@ from pathlib import Path
 
 from workshop import labs
 from workshop.grading import failures, sandbox, workspace
-from workshop.grading.checks import Check, all_passed, exercise_status, masked, reported
+from workshop.grading.checks import Check, all_passed, exercise_status, masked, outcome, reported
 from workshop.grading.exercise import Exercise
 from workshop.grading.solutions import Solutions
 from workshop.grading.stand_ins import SkipGrading, Skipped, Unavailable
@@ -151,14 +151,18 @@ class LabContext:
         """Passes when value <= threshold (errors, times). NaN fails. marks: diagnosis=, secret= (Check)."""
         value = float(value)
         return self.record(
-            Check(name, value <= threshold, value, threshold, message=message, **marks)
+            Check(
+                name, value <= threshold, value, threshold, message=message, relation="<=", **marks
+            )
         )
 
     def check_min(self, name: str, value: float, threshold: float, message=None, **marks) -> Check:
         """Passes when value >= threshold (accuracies, bandwidths). NaN fails."""
         value = float(value)
         return self.record(
-            Check(name, value >= threshold, value, threshold, message=message, **marks)
+            Check(
+                name, value >= threshold, value, threshold, message=message, relation=">=", **marks
+            )
         )
 
     def check_equal(self, name: str, value, expected, message=None, **marks) -> Check:
@@ -177,10 +181,7 @@ class LabContext:
         self.checks.append(check)
         width = max(len(_("ok")), len(_("FAIL")))
         mark = (_("ok") if check.passed else _("FAIL")).ljust(width)
-        line = _("{name}: {value} (threshold {threshold})").format(
-            name=check.name, value=repr(check.value), threshold=repr(check.threshold)
-        )
-        print(f"[{self.name}] {mark} {line}", flush=True)
+        print(f"[{self.name}] {mark} {outcome(check.as_dict())}", flush=True)
         if check.message and not check.passed:
             print(f"[{self.name}]      {check.message}", flush=True)
         return check

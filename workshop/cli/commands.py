@@ -177,7 +177,7 @@ def add_commands(sub) -> None:
     add_run_options(run)
     run.add_argument(
         "--resume",
-        metavar="RUN",
+        metavar=_("RUN"),
         help=_(
             "finish an interrupted run (its folder or id): its labs that did not finish, its options"
         ),
@@ -187,7 +187,9 @@ def add_commands(sub) -> None:
     report = sub.add_parser(
         "report", help=_("collect a run's summaries and pictures into REPORT.md")
     )
-    report.add_argument("run", nargs="?", help=_("run folder or id (default: results/latest)"))
+    report.add_argument(
+        "run", nargs="?", metavar=_("RUN"), help=_("run folder or id (default: results/latest)")
+    )
     add_results_option(report)
     add_language_option(report)
     report.set_defaults(fn=cmd_report)
@@ -195,18 +197,29 @@ def add_commands(sub) -> None:
     train = sub.add_parser(
         "train", help=_("train the MiniGPT from its seed (reproduces the shipped checkpoint)")
     )
-    train.add_argument("--out", required=True, help=_("where to write the checkpoint"))
-    train.add_argument("--steps", type=int, default=1500)
-    train.add_argument("--seed", type=int, default=0)
+    train.add_argument(
+        "--out", required=True, metavar=_("FILE"), help=_("where to write the checkpoint")
+    )
+    train.add_argument(
+        "--steps",
+        type=int,
+        default=1500,
+        metavar=_("STEPS"),
+        help=_("training steps (default 1500)"),
+    )
+    train.add_argument(
+        "--seed", type=int, default=0, metavar=_("SEED"), help=_("the training's seed (default 0)")
+    )
     train.add_argument("--force", action="store_true", help=_("replace an existing file"))
     add_language_option(train)
     train.set_defaults(fn=cmd_train)
 
     bench = sub.add_parser("bench", help=_("run a lab's benchmark (GPU)"))
-    bench.add_argument("lab")
+    bench.add_argument("lab", metavar="LAB")
     bench.add_argument(
         "--out",
         default="benchmarks",
+        metavar=_("FOLDER"),
         help=_("folder for the JSON and chart (default ./benchmarks)"),
     )
     add_language_option(bench)

@@ -333,12 +333,16 @@ def add_commands(sub) -> None:
         "init", help=_("write one file per lab with exercises (never over yours)")
     )
     init.add_argument(
-        "dir", nargs="?", default=default_work, help=_("default {work}/").format(work=default_work)
+        "dir",
+        nargs="?",
+        default=default_work,
+        metavar=_("FOLDER"),
+        help=_("default {work}/").format(work=default_work),
     )
     init.add_argument("--lab", action="append", dest="labs", metavar="LAB", help=_("only this lab"))
     init.add_argument("--force", action="store_true", help=_("replace your files, backed up first"))
     init.add_argument(
-        "--learner", metavar="NAME", help=_("your name, as the instructor's table shows it")
+        "--learner", metavar=_("NAME"), help=_("your name, as the instructor's table shows it")
     )
     add_results_option(init)
     add_language_option(init)
@@ -353,7 +357,7 @@ def add_commands(sub) -> None:
     chk.add_argument(
         "labs",
         nargs="*",
-        metavar="LAB [EXERCISE]",
+        metavar=_("LAB [EXERCISE]"),
         help=_(
             "labs to check (default: all with exercises), each optionally with exercises of its own"
         ),
@@ -361,7 +365,7 @@ def add_commands(sub) -> None:
     chk.add_argument(
         "--only",
         action="append",
-        metavar="EXERCISE",
+        metavar=_("EXERCISE"),
         help=_("grade only this exercise (LAB.NAME; repeatable)"),
     )
     chk.add_argument(
@@ -385,13 +389,15 @@ def add_commands(sub) -> None:
         "grade", help=_("instructors: a table of learners x exercises (CSV, Markdown)")
     )
     grade.add_argument(
-        "paths", nargs="+", metavar="PATH", help=_("run folders, folders of runs, workspaces")
+        "paths", nargs="+", metavar=_("PATH"), help=_("run folders, folders of runs, workspaces")
     )
     grade.add_argument(
         "--lab", action="append", dest="labs", metavar="LAB", help=_("labs to check")
     )
     grade.add_argument(
-        "--to", help=_("folder for grades.csv and grades.md (default results/grades-<time>)")
+        "--to",
+        metavar=_("FOLDER"),
+        help=_("folder for grades.csv and grades.md (default results/grades-<time>)"),
     )
     grade.add_argument(
         "--sandbox",
@@ -423,5 +429,6 @@ def add_work_option(parser, default_work: str) -> None:
     parser.add_argument(
         "--work",
         default=default_work,
+        metavar=_("FOLDER"),
         help=_("your workspace (default {work})").format(work=default_work),
     )

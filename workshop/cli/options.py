@@ -52,7 +52,10 @@ def language_after_the_command(argv: list[str]) -> list[str]:
 
 def add_results_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--out", default=str(results.DEFAULT_ROOT), help=_("results root (default ./results)")
+        "--out",
+        default=str(results.DEFAULT_ROOT),
+        metavar=_("FOLDER"),
+        help=_("results root (default ./results)"),
     )
 
 

@@ -13,7 +13,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from rich.table import Table
 
 from workshop.cli.options import fail
-from workshop.grading import workspace
+from workshop.grading import checks, workspace
 from workshop.grading.workspace import display
 from workshop.harness import device, interrupt, results
 from workshop.harness.options import RunOptions
@@ -146,7 +146,7 @@ def checks_table(run_dir: Path, names: list[str]) -> Table:
     table.add_column("", no_wrap=True)
     table.add_column(_("check"), overflow="fold", ratio=1)
     table.add_column(_("value"), no_wrap=True, overflow="ellipsis", max_width=28)
-    table.add_column(_("threshold"), no_wrap=True, overflow="ellipsis", max_width=12)
+    table.add_column(_("expected"), no_wrap=True, overflow="ellipsis", max_width=12)
     # (messages are marked outside f-strings: Babel extracts only plain calls)
     passed = "[green]" + escape(_("pass")) + "[/green]"
     failed = "[red]" + escape(_("FAIL")) + "[/red]"
@@ -154,10 +154,10 @@ def checks_table(run_dir: Path, names: list[str]) -> Table:
         table.add_row("", f"[bold]{escape(name)}[/bold]")
         for c in results.read_result(run_dir / name)["checks"]:
             mark = passed if c["passed"] else failed
-            table.add_row(mark, escape(c["name"]), _cell(c["value"]), _cell(c["threshold"]))
+            table.add_row(mark, escape(c["name"]), _cell(c["value"]), escape(checks.bound(c)))
         table.add_section()
     return table
 
 
 def _cell(value) -> str:
-    return escape(f"{value:.3g}" if isinstance(value, float) else str(value))
+    return escape(checks.value_text(value))

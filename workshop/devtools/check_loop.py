@@ -2,14 +2,18 @@
 each a few times, wall and CPU seconds side by side with the exercise's target, written to a folder under
 benchmarks/ (record.json and README.md).
 
-Each lab gets a fresh workspace (`exercises init`) whose file binds every exercise's name to the lab's reference
-(`from <module> import <reference> as <name>`, appended after the stubs), so every check passes and grades the
-whole of its exercise, as a learner's finished code does. The machine's load average is recorded before each
-lab: on a shared machine the wall time is the load's as much as the loop's (CPU seconds say what the loop cost).
+Each lab gets a fresh workspace (`exercises init`) to whose file every exercise's reference is appended as a
+learner writes it: its own source, with the definitions of its module that it uses (the workspace's header
+imports the rest). An import of the reference would be refused (the worker runs no workshop code as the
+learner's), so every check passes and grades the whole of its exercise, as a learner's finished code does. The
+machine's load average is recorded before each lab: on a shared machine the wall time is the load's as much as
+the loop's (CPU seconds say what the loop cost).
 """
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import json
 import os
 import resource
@@ -53,18 +57,54 @@ class Timing:
         return statistics.median(self.cpu_s)
 
 
+def bound_names(tree: ast.Module) -> dict[str, ast.stmt]:
+    """A module's top-level definitions (def, class, assignment) by the name they bind."""
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            found[node.name] = node
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found.update({t.id: node for t in targets if isinstance(t, ast.Name)})
+    return found
+
+
+def reference_source(reference: str, attribute: str, header: str) -> str:
+    """The reference's source bound to `attribute`, after the definitions of its module it uses (transitively),
+    less the names the workspace's header imports."""
+    module, _, name = reference.partition(":")
+    text = Path(importlib.util.find_spec(module).origin).read_text(encoding="utf-8")
+    defined = bound_names(ast.parse(text))
+    imported = {
+        a.asname or a.name
+        for n in ast.walk(ast.parse(header))
+        if isinstance(n, ast.ImportFrom | ast.Import)
+        for a in n.names
+    }
+    wanted, todo = {name}, [defined[name]]
+    while todo:
+        used = {n.id for n in ast.walk(todo.pop()) if isinstance(n, ast.Name)}
+        for helper in sorted(used & defined.keys() - wanted - imported):
+            wanted.add(helper)
+            todo.append(defined[helper])
+    nodes = dict.fromkeys(defined[n] for n in wanted)
+    parts = [ast.get_source_segment(text, node) for node in sorted(nodes, key=lambda n: n.lineno)]
+    return "\n\n".join(parts) + (f"\n\n{attribute} = {name}" if attribute != name else "") + "\n"
+
+
 def reference_workspace(lab: str, root: Path) -> Path:
-    """A workspace for `lab` whose exercises are the lab's references, under their learner names."""
+    """A workspace for `lab` whose exercises are the lab's references, written in it as a learner's code."""
     work = root / "work"
     init = [sys.executable, "-m", "workshop", "exercises", "init", str(work), "--lab", lab]
     subprocess.run([*init, "--out", str(root / "results")], check=True, capture_output=True)
-    lines = []
-    for ex in labs.exercises(lab):
-        if ex.attribute:
-            module, _, name = ex.reference.partition(":")
-            lines.append(f"from {module} import {name} as {ex.attribute}  # noqa: E402, F811")
+    header = labs.workspace_header(lab)
+    sources = [
+        reference_source(ex.reference, ex.attribute, header)
+        for ex in labs.exercises(lab)
+        if ex.attribute
+    ]
     with (work / f"{lab}.py").open("a", encoding="utf-8") as f:
-        f.write("\n" + "\n".join(lines) + "\n")
+        f.write("\n\n" + "\n\n".join(sources))
     return work
 
 

@@ -106,10 +106,6 @@ def ran(lab_dir: Path) -> bool:
         return False
 
 
-def value_text(value) -> str:
-    return f"{value:.3g}" if isinstance(value, float) else str(value)
-
-
 def exercise_lines(ex_id: str, entry: dict, ex: Exercise | None) -> list[str]:
     """One exercise of the report: its mark and title, then why it failed, the hint the learner is at, and
     what to read (rich markup)."""
@@ -120,12 +116,7 @@ def exercise_lines(ex_id: str, entry: dict, ex: Exercise | None) -> list[str]:
     if status == checks.NOT_STARTED:
         lines += wrapped(_("to do"), statement)
     elif failed:
-        got = _("{name}: {value} (threshold {threshold})").format(
-            name=failed["name"],
-            value=value_text(failed["value"]),
-            threshold=value_text(failed["threshold"]),
-        )
-        lines += wrapped(_("check"), got)
+        lines += wrapped(_("check"), checks.outcome(failed))
         message, hint = failed.get("message") or "", entry.get("hint") or ""
         lines += wrapped(_("why"), message)
         lines += wrapped(
@@ -184,9 +175,7 @@ def lab_report(lab: str, lab_dir: Path, only: tuple[str, ...] = ()) -> tuple[lis
     for c in own:
         lines += wrapped(
             _("lab"),
-            _("the lab's own check failed: {name}: {value} (threshold {threshold})").format(
-                name=c["name"], value=value_text(c["value"]), threshold=value_text(c["threshold"])
-            ),
+            _("the lab's own check failed: {check}").format(check=checks.outcome(c)),
         )
     passed = sum(e["status"] == checks.PASSING for e in entries.values())
     lines.append(

@@ -1,6 +1,9 @@
 """A check (one measured value against its threshold) and the verdicts made of checks: a lab passes when it
 recorded checks and every one passed; an exercise is passing, failing, not started or not graded.
 
+A check knows how its value meets its threshold (`relation`): at most (<=), at least (>=) or exactly (==), so
+that it reads as what it is: "0.0003 (at most 0.0001)", "True (expected True)", never a "threshold" of True.
+
 Labs make checks through LabContext.check_* and LabContext.record (workshop/lab.py, which also exports Check).
 Two marks change how a failing check is reported:
 - `diagnosis`: the check names the mistake (the pad rows have a gradient, the grid's extents are swapped). An
@@ -36,6 +39,8 @@ class Check:
     # it names the mistake: reported before raw comparisons (see the docstring)
     diagnosis: bool = False
     secret: bool = False  # its threshold is an answer: shown only as the miss while it fails
+    # how the value meets the threshold: "<=" (at most), ">=" (at least), "==", "" (hidden: a secret's)
+    relation: str = "=="
 
     def as_dict(self) -> dict:
         value = self.value
@@ -48,6 +53,7 @@ class Check:
             "passed": bool(self.passed),
             "value": value,
             "threshold": self.threshold,
+            "relation": self.relation,
         }
         if self.exercise:
             out["exercise"] = self.exercise
@@ -65,7 +71,10 @@ def masked(check: Check) -> Check:
     """A failing secret check as it may be shown: its value the miss, its threshold hidden."""
     if not check.secret or check.passed:
         return check
-    return dataclasses.replace(check, value=miss(check.value, check.threshold), threshold=_(HIDDEN))
+    hidden = _(HIDDEN)
+    return dataclasses.replace(
+        check, value=miss(check.value, check.threshold), threshold=hidden, relation=""
+    )
 
 
 def miss(value, truth) -> str:
@@ -94,6 +103,45 @@ def miss(value, truth) -> str:
 def _rounded(x: float) -> str:
     """Two significant digits below 10, whole numbers above: 2.5, 0.31, 12, 1000."""
     return f"{x:.2g}" if x < 10 else f"{x:.0f}"
+
+
+def written(value) -> str:
+    """A check's value or threshold written whole: as text, None (no mistake named, nothing expected) as a word
+    of the language in use, never Python's "None"."""
+    return _("none") if value is None else str(value)
+
+
+def value_text(value) -> str:
+    """A check's value or threshold as a line shows it: floats to 3 significant digits, the rest written whole."""
+    return f"{value:.3g}" if isinstance(value, float) else written(value)
+
+
+def expectation(check: dict) -> str:
+    """What a check (as result.json has it) expects, in the language in use: "at most 0.0001", "at least 0.98",
+    "expected True"; a check recorded before checks had a relation: "threshold 2.0"."""
+    threshold = value_text(check["threshold"])
+    if check.get("relation") == "":  # a secret check's, hidden: the threshold says so itself
+        return threshold
+    wording = {
+        "<=": N_("at most {threshold}"),
+        ">=": N_("at least {threshold}"),
+        "==": N_("expected {threshold}"),
+    }.get(check.get("relation"), N_("threshold {threshold}"))
+    return _(wording).format(threshold=threshold)
+
+
+def outcome(check: dict) -> str:
+    """A check in one line: "name: value (what it expects)"."""
+    return _("{name}: {value} ({expected})").format(
+        name=check["name"], value=value_text(check["value"]), expected=expectation(check)
+    )
+
+
+def bound(check: dict, text=value_text) -> str:
+    """A check's threshold in a table cell: "<= 0.0001", ">= 0.98", or the expected value itself (`text`
+    writes the threshold: value_text's 3 digits, or str where the value beside it is written whole)."""
+    sign = {"<=": "<= ", ">=": ">= "}.get(check.get("relation"), "")
+    return sign + text(check["threshold"])
 
 
 def reported(checks: list[Check]) -> Check | None:

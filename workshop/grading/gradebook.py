@@ -22,11 +22,17 @@ from pathlib import Path
 
 from workshop import labs
 from workshop.grading import checks, grade_integrity, workspace
-from workshop.grading.check_report import value_text
 from workshop.harness import atomic, results
-from workshop.i18n import _, ngettext
+from workshop.i18n import N_, _, ngettext
 
 FACTS = ("git_revision", "tree_modified", "torch", "triton", "python", "device", "device_name")
+# The facts' column headings (torch, triton, python are names, the same in every language)
+FACT_HEADINGS = {
+    "git_revision": N_("git revision"),
+    "tree_modified": N_("tree modified"),
+    "device": N_("device"),
+    "device_name": N_("device name"),
+}
 
 
 @dataclass
@@ -200,7 +206,9 @@ def add_lab_result(row: Row, run_dir: Path, lab: str) -> None:
         row.hints[ex_id] = taken if type(taken) is int and taken >= 0 else 0
         failed = entry.get("failed_check")
         if failed and entry["status"] != checks.NOT_STARTED:
-            row.notes.append(f"{ex_id}: {failed['name']}: {value_text(failed['value'])}")
+            name = str(failed["name"])  # the core's own checks name their exercise already
+            named = name if name.startswith(f"{ex_id}:") else f"{ex_id}: {name}"
+            row.notes.append(f"{named}: {checks.value_text(failed['value'])}")
 
 
 def declared() -> list[str]:
@@ -210,9 +218,11 @@ def declared() -> list[str]:
 
 def table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
     """The header and one line per learner: name, passing count, each exercise, the facts, runs, notes.
-    Headings and statuses in the language in use; exercise ids and the manifest's fact names as they are."""
+    Headings and statuses in the language in use; exercise ids, torch, triton and python as they are."""
     exercise_ids = declared()
-    header = [_("learner"), _("passing"), *exercise_ids, *FACTS, _("runs"), _("source"), _("notes")]
+    facts = [_(FACT_HEADINGS.get(name, name)) for name in FACTS]
+    header = [_("learner"), _("exercises passing"), *exercise_ids, *facts]
+    header += [_("runs"), _("source"), _("notes")]
     lines = []
     for row in rows:
         passing = (

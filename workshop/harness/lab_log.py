@@ -30,6 +30,12 @@ def ended(lab: str, exercise_id: str, status: str) -> str:
     return f"[{lab}] graded {exercise_id}: {status}"
 
 
+def is_marker(line: str) -> bool:
+    """A protocol line (grading started or ended): for the post-mortem in log.txt, not for the learner's screen,
+    where each check's line and the report say the same in the learner's language."""
+    return _MARKER.match(line.rstrip("\n")) is not None
+
+
 def running(lines: list[str]) -> str | None:
     """The exercise whose grading started but never ended."""
     found = None

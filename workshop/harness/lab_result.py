@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workshop.grading.checks import Check, all_passed
+from workshop.grading.checks import Check, all_passed, bound, outcome, written
 from workshop.harness import atomic
 from workshop.i18n import _
 
@@ -47,12 +47,10 @@ def summary_frame(
     # (Babel extracts no call in an f-string)
     marks = {True: _("pass"), False: "**" + _("FAIL") + "**"}
     rows = "\n".join(
-        f"| {marks[bool(c.passed)]} | {c.name} | {c.as_dict()['value']} | {c.threshold} |"
+        f"| {marks[bool(c.passed)]} | {c.name} | {written(c.as_dict()['value'])} | {bound(c.as_dict(), written)} |"
         for c in checks
     )
-    header = "| | {} | {} | {} |\n|---|---|---|---|\n".format(
-        _("check"), _("value"), _("threshold")
-    )
+    header = "| | {} | {} | {} |\n|---|---|---|---|\n".format(_("check"), _("value"), _("expected"))
     checks_heading = _("Checks")
     return (
         f"# {verdict.format(lab=name)}\n\n{summary.strip()}\n\n{exercises_md(exercises)}"
@@ -67,7 +65,7 @@ def exercises_md(exercises: dict[str, dict]) -> str:
     rows = []
     for ex_id, r in exercises.items():
         failed = r["failed_check"]
-        why = _("{name}: {value} (threshold {threshold})").format(**failed) if failed else ""
+        why = outcome(failed) if failed else ""
         rows.append(f"| {ex_id} | {_(r['status'])} | {why} | {r['hint'] or ''} |")
     header = "| {} | {} | {} | {} |\n|---|---|---|---|\n".format(
         _("exercise"), _("status"), _("failed check"), _("hint")

@@ -42,14 +42,19 @@ class RunOptions:
         cli_default="auto",
         choices=device.CHOICES,
     )
-    n_procs: int = option("--n", N_("processes for the distributed demos (default 2)"), 2, type=int)
-    seed: int = option("--seed", N_("seed for the labs' random inputs"), 0, type=int)
+    n_procs: int = option(
+        "--n", N_("processes for the distributed demos (default 2)"), 2, type=int, metavar="N"
+    )
+    seed: int = option(
+        "--seed", N_("seed for the labs' random inputs"), 0, type=int, metavar=N_("SEED")
+    )
     # None: the shipped workshop/minigpt/minigpt.pt
     checkpoint: Path | None = option(
         "--checkpoint",
         N_("your MiniGPT (a state dict: vocabulary 600, d_model 64); default: the shipped one"),
         None,
         type=Path,
+        metavar=N_("FILE"),
     )
     # None: each lab's own LabSpec.time_limit_s
     time_limit_s: float | None = option(
@@ -57,7 +62,7 @@ class RunOptions:
         N_("stop a lab after this long (default: each lab's own limit)"),
         None,
         type=float,
-        metavar="SECONDS",
+        metavar=N_("SECONDS"),
     )
     # the learner's workspace to grade (check's --work, grade's PATH); None runs the reference
     work: Path | None = None
@@ -100,9 +105,11 @@ def command_line_fields() -> list[dataclasses.Field]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """RunOptions' command-line options on `parser` (help in the language in use)."""
+    """RunOptions' command-line options on `parser` (help and value names in the language in use)."""
     for f in command_line_fields():
         kwargs = {k: v for k, v in f.metadata.items() if k not in ("flag", "help")}
+        if "metavar" in kwargs:
+            kwargs["metavar"] = _(kwargs["metavar"])
         parser.add_argument(f.metadata["flag"], dest=f.name, help=_(f.metadata["help"]), **kwargs)
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from workshop import labs
 from workshop.grading import workspace
-from workshop.harness import interrupt, post_mortem, proctree, results, worker_container
+from workshop.harness import interrupt, lab_log, post_mortem, proctree, results, worker_container
 from workshop.harness.device import use_triton_interpreter
 from workshop.harness.lab_result import stopped_check, write_result
 from workshop.harness.options import LabOrder, RunOptions
@@ -178,8 +178,9 @@ def settle(run_dir, name, options, child, duration, why, stopped=False) -> dict:
 
 class LabProcess:
     """A lab's process: started in a session of its own with a fresh cache folder; its output goes to
-    log.txt and to on_line(lab, line) (a thread reads it, so that the main thread can wait with a time limit
-    and take signals). Leaving the `with` stops whatever is left of its process tree and removes the cache."""
+    log.txt and, but for the protocol lines (lab_log: the post-mortem's, in English), to on_line(lab, line) (a
+    thread reads it, so that the main thread can wait with a time limit and take signals). Leaving the `with`
+    stops whatever is left of its process tree and removes the cache."""
 
     def __init__(self, name: str, lab_dir: Path, device: str, on_line, kept: Path | None = None):
         self.name, self.lab_dir, self.device, self.on_line = name, lab_dir, device, on_line
@@ -208,7 +209,7 @@ class LabProcess:
         for line in self.proc.stdout:
             self.tail.append(line.rstrip("\n"))
             log = _log(log, line)
-            if self.on_line:
+            if self.on_line and not lab_log.is_marker(line):
                 self.on_line(self.name, line.rstrip("\n"))
         if log:
             log.close()

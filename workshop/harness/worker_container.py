@@ -22,6 +22,7 @@ import uuid
 from pathlib import Path
 
 from workshop.harness.worker_process import DEFAULT_LIMITS, GRACE_S, Launched, Limits, OutputLog
+from workshop.i18n import _
 
 # compose.yaml's learner-edition service builds it (WORKSHOP_LEARNER_IMAGE names another, there and here)
 LEARNER_IMAGE = os.environ.get(
@@ -35,7 +36,7 @@ DOCKER_TIMEOUT_S = 60
 def docker_problem(image: str = LEARNER_IMAGE) -> str | None:
     """Why a worker container cannot be started here (no docker, no daemon, no image); None when it can."""
     if shutil.which("docker") is None:
-        return "docker is not installed"
+        return _("docker is not installed")
     try:
         probe = subprocess.run(
             ["docker", "image", "inspect", "--format", "{{.Id}}", image],
@@ -44,10 +45,12 @@ def docker_problem(image: str = LEARNER_IMAGE) -> str | None:
             timeout=DOCKER_TIMEOUT_S,
         )
     except subprocess.TimeoutExpired:
-        return "the Docker daemon did not answer"
+        return _("the Docker daemon did not answer")
     if probe.returncode != 0:
-        error = (probe.stderr.strip().splitlines() or ["no message"])[-1]
-        return f"the image {image} is not usable ({error})"
+        error = (probe.stderr.strip().splitlines() or [""])[-1]
+        return _('the image `{image}` is not usable (Docker says: "{error}")').format(
+            image=image, error=error
+        )
     return None
 
 

@@ -116,6 +116,11 @@ WORD_RULES = [
     ),
     Rule("se cae", _words(r"se\s+ca(?:e|en|yó|yeron|iga|igan|erá)"), "falla, termina con un error"),
     Rule(
+        "soportar",
+        _words(r"soport(?:a|an|ar|ado|ada|ados|adas|e|en)"),
+        "admitir, funcionar con (soportar is to bear: a calque of to support)",
+    ),
+    Rule(
         "a plural faked with (s)",
         # a word of two or more small letters, alumno(a) (not HTTP(S), not exp(a) in a formula)
         re.compile(r"[a-záéíóúüñ]{2}\((?:s|es|as|os)\)|o\(a\)|\bvez/veces\b"),
@@ -129,6 +134,29 @@ WORD_RULES = [
             re.IGNORECASE,
         ),
         "a relative clause: 'un fichero que contiene', not 'un fichero conteniendo'",
+    ),
+]
+
+# The guide's genders: el MiniGPT, el GEMM, el kernel, ...; la GPU, la key, la op; BLAS goes with "biblioteca"
+MASCULINE_TERMS = (
+    "MiniGPT|GEMM|kernel|survey|batch|rank|softmax|checkpoint|buffer|bucket|pipeline|profiler|grid|"
+    "forward|backward|shard|wrapper|stub|dispatcher|LM head|all-reduce|graph break"
+)
+FEMININE_TERMS = "GPU|CPU|key|dispatch key|custom op|op|IR"
+GENDER_RULES = [
+    Rule(
+        "gender of a kept term",
+        re.compile(
+            rf"\b(?:la|una|las|unas|esta|esa)\s+(?:{MASCULINE_TERMS})s?\b"
+            rf"|\b(?:el|un|los|unos|este|ese)\s+(?:{FEMININE_TERMS})s?\b"
+            r"|\b(?:el|un|una|la)\s+BLAS\b|\bN\s+pequeña\b",
+        ),
+        "el MiniGPT, el GEMM, el kernel; la GPU, la key, la op; una biblioteca BLAS; un N pequeño",
+    ),
+    Rule(
+        "'la mano' as a noun",
+        re.compile(r"\bmano\s+contra\b|\bla\s+mano\s+y\b|\bentre\s+la\s+mano\b", re.IGNORECASE),
+        "los gradientes a mano frente a autograd",
     ),
 ]
 
@@ -150,7 +178,10 @@ TERM_RULES = [
 STATUS_RULES = [
     Rule(
         "English status word",
-        re.compile(r"\b(?:PASS(?:ED)?|FAIL(?:ED|ING)?|TODO|passed|failed|passing|failing|ok|OK)\b"),
+        re.compile(
+            r"\b(?:PASS(?:ED)?|FAIL(?:ED|ING)?|TODO|passed|failed|passing|failing|ok|OK)\b"
+            r"|\bnot (?:started|graded|checked yet)\b"
+        ),
         "superado / no superado / sin empezar / sin corregir",
     ),
     Rule(
@@ -160,7 +191,7 @@ STATUS_RULES = [
     ),
 ]
 
-RULES = NUMBER_RULES + WORD_RULES + TERM_RULES + STATUS_RULES
+RULES = NUMBER_RULES + WORD_RULES + GENDER_RULES + TERM_RULES + STATUS_RULES
 
 # English words that are never Spanish nor a term the glossary keeps: two of them in one line of Spanish
 # prose make an English sentence. ("a", "no", "has", "in", "per", "via" are Spanish too, or start a kept term.)

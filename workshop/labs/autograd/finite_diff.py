@@ -48,9 +48,8 @@ class CrossEntropyByHand(torch.autograd.Function):
         with (
             torch.enable_grad()
         ):  # as the function is called anywhere else (a backward turns grad mode off)
-            _loss, dlogits = ctx.cross_entropy_grad(
-                z.detach()[None], ctx.targets[None]
-            )  # (1, R, V)
+            # (1, R, V)
+            _loss, dlogits = ctx.cross_entropy_grad(z.detach()[None], ctx.targets[None])
         return grad_loss * dlogits[0], None, None
 
 
@@ -72,9 +71,8 @@ class LinearByHand(torch.autograd.Function):
 
 
 def autograd_head_loss(x, W, b, targets):
-    return lm_loss(
-        F.linear(x, W, b)[None], targets[None]
-    )  # lm_loss wants (B, T, ...): one row "sentence"
+    # lm_loss wants (B, T, ...): one row "sentence"
+    return lm_loss(F.linear(x, W, b)[None], targets[None])
 
 
 @contextlib.contextmanager

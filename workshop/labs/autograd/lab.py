@@ -70,9 +70,8 @@ class HandResults:
     """What grading the two hand-gradient exercises measured."""
 
     comparisons: list[Comparison]
-    hand: dict[
-        bool, HeadGrads
-    ]  # TF32 on? -> the graded functions' float32 results, where both gave them
+    # TF32 on? -> the graded functions' float32 results, where both gave them
+    hand: dict[bool, HeadGrads]
     gradchecks: list[GradcheckRecord]  # finite differences against each passing function
 
 
@@ -81,9 +80,10 @@ def grade_hand(ctx: LabContext, batch: HeadBatch) -> HandResults:
     then against finite differences. Their float32 results (TF32 off, and on CUDA on)
     are kept for the precision section, which shows autograd alone where an exercise gave none."""
     head = head_slice(batch.hidden, batch.targets, batch.head.weight, batch.head.bias)
+    # drawn on the CPU (the same G on every device), used where the head's rows are
     G = torch.randn(
         head.logits.shape, generator=torch.Generator().manual_seed(ctx.seed), dtype=torch.float64
-    )
+    ).to(head.x.device)
     found, results = HandResults([], {}, []), {False: {}, True: {}}
     witnesses = {
         "cross_entropy_grad": (cross_entropy_cases, lambda f: gradcheck_cross_entropy(f, head)),
@@ -188,9 +188,8 @@ def draw_graph(ctx: LabContext, case: GraphCase) -> dict:
 def linear_chains(batch: HeadBatch) -> dict[str, str]:
     """The grad_fn chain of F.linear(x, W, b) alone, for the lab's 3-D x and for its rows as a 2-D x."""
     t = leaves(batch, torch.float32)
-    rows = (
-        t["x"].detach().reshape(-1, t["x"].shape[-1]).requires_grad_()
-    )  # (M, C), a leaf of its own
+    # (M, C), a leaf of its own
+    rows = t["x"].detach().reshape(-1, t["x"].shape[-1]).requires_grad_()
     chains = {}
     for x in (t["x"], rows):
         chains[f"x {tuple(x.shape)}"] = chain_text(
@@ -241,9 +240,8 @@ class Findings:
     head: GraphCase  # the LM head's float32 graph
     graph: dict  # graph.json
     facts: GraphFacts
-    trace: (
-        dict  # backward_trace.json: which graph, the nodes in the order the profiler saw them run
-    )
+    # backward_trace.json: which graph, the nodes in the order the profiler saw them run
+    trace: dict
     chains: dict[str, str]  # x's shape -> the grad_fn chain of F.linear(x, W, b)
     gradchecks: list[GradcheckRecord]
 

@@ -32,9 +32,8 @@ CHAPTER_ATOL = 1e-7  # the chapter's Definition of Done: hand gradients equal .b
 EPS_FACTOR = 64
 # Who computed a precision row (result.json's "path"; the summary shows it translated).
 HAND, AUTOGRAD, HAND_VS_AUTOGRAD = N_("hand"), N_("autograd"), N_("hand vs autograd")
-TF32_MIN_GROWTH = (
-    10  # TF32 keeps 10 mantissa bits of 23: its errors are ~2^13 x float32's; 10x proves it ran
-)
+# TF32 keeps 10 mantissa bits of 23: its errors are ~2^13 x float32's; 10x proves it ran
+TF32_MIN_GROWTH = 10
 
 
 def error_bound(reference: torch.Tensor, atol: float = CHAPTER_ATOL) -> float:

@@ -33,9 +33,8 @@ def dependencies(root: Node) -> Counter:
 def engine_order(root: Node) -> list[Node]:
     """Kahn's algorithm; among the ready nodes the highest sequence number first, as the real engine does."""
     waiting = dependencies(root)
-    tie = (
-        itertools.count()
-    )  # equal sequence numbers (AccumulateGrads) run in the order they became ready
+    # equal sequence numbers (AccumulateGrads) run in the order they became ready
+    tie = itertools.count()
     ready = [(-root._sequence_nr(), next(tie), root)]
     order = []
     while ready:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from workshop.labs.dispatcher import keys
 from workshop.labs.dispatcher.crosscheck import (
     CallNode,
     ProfilerConsistency,
@@ -52,6 +53,8 @@ class ScenarioResult:
     gemm_ops: list[str]  # the GEMM ops the trace holds, in call order (one expected)
     gemm_kernels: list[str]  # the device kernels the GEMM op launched (CUDA)
     output: str
+    # the result's own key set: one made inside inference_mode lacks autograd's keys
+    output_keys: list[str]
     output_equals_plain_call: bool  # bitwise equal to the same call made with nobody watching
     notes: list[str]
 
@@ -135,6 +138,7 @@ def run_scenario(
         gemm_ops=gemm_ops,
         gemm_kernels=sorted(set(launched or unlinked)),
         output=describe(rec.output),
+        output_keys=keys.names(keys.tensor_keys([rec.output])),
         output_equals_plain_call=bool(torch.equal(rec.output, expected)),
         notes=rec.notes,
     )

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections import Counter
 
 import torch
 import torch.nn.functional as F

@@ -22,9 +22,8 @@ from workshop.minigpt.model import PAD_ID
 SCALE_RTOL = 1e-3  # got = r * want to this relative residual counts as "a constant factor off"
 # Agreement to at least this relative error is read as precision (digits), not as a factor or a formula.
 PRECISION_RTOL = 1e-3
-FLOAT32_REACH = (
-    64 * torch.finfo(torch.float32).eps
-)  # float32 rounding, accumulated: 7.6e-6 relative
+# float32 rounding, accumulated: 7.6e-6 relative
+FLOAT32_REACH = 64 * torch.finfo(torch.float32).eps
 
 
 @dataclass
@@ -49,9 +48,8 @@ class Evidence:
 class Diagnosis:
     """What a wrong output shows: the mistake's short name when a rule recognised one, and the message."""
 
-    mistake: (
-        str | None
-    )  # N_() name of the mistake; None: the message describes the error, names no mistake
+    # N_() name of the mistake; None: the message describes the error, names no mistake
+    mistake: str | None
     message: str
 
 

@@ -45,9 +45,8 @@ def measure_facts(cases: list[GraphCase]) -> GraphFacts:
     nodes = walk(head.root)
     by_name = {type(n).__name__: n for n in nodes}
     addmm = by_name["AddmmBackward0"]
-    meta = addmm._input_metadata[
-        0
-    ]  # the gradient AddmmBackward0 takes: its output's shape and dtype
+    # the gradient AddmmBackward0 takes: its output's shape and dtype
+    meta = addmm._input_metadata[0]
     bias_grad = addmm(torch.ones(meta.shape, dtype=meta.dtype, device=head.loss.device))[0]
     leaves_first = [head.node_name(n) for n in head.real_order if hasattr(n, "variable")]
     fan_in = [

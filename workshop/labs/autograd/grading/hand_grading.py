@@ -30,9 +30,8 @@ from workshop.minigpt.model import lm_loss
 
 DTYPES = (torch.float32, torch.float64)
 FLOAT32 = "float32"  # the label of each exercise's float32 case (dtype_name)
-LOGIT_SHIFT = (
-    1000.0  # past exp's overflow in float32 (88.7) and float64 (709.8); softmax ignores it
-)
+# past exp's overflow in float32 (88.7) and float64 (709.8); softmax ignores it
+LOGIT_SHIFT = 1000.0
 # the watch (no_autograd.watched_call), as a probe of the worker
 WATCHED_CALL = "workshop.labs.autograd.grading.probes:watched_call"
 SYMBOL = {"loss": "L", "dlogits": "dL/dlogits", "dW": "dL/dW", "db": "dL/db", "dx": "dL/dx"}
@@ -110,9 +109,8 @@ class Graded:
     """What grading one exercise measured: each output against autograd's, and what the function returned."""
 
     comparisons: list[Comparison]
-    returned: dict[
-        str, dict[str, torch.Tensor]
-    ]  # case label -> output name -> the function's tensor
+    # case label -> output name -> the function's tensor
+    returned: dict[str, dict[str, torch.Tensor]]
 
 
 def grade(ctx: LabContext, function: str, impl, cases: list[Case]) -> Graded:

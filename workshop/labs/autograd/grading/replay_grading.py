@@ -49,9 +49,8 @@ class GraphCase:
     # what a worker rebuilds the same graph from (probes.py): (hidden, targets, W, b), the weight decay
     inputs: tuple[torch.Tensor, ...]
     weight_decay: float
-    parts: dict[str, dict[str, torch.Tensor]] = field(
-        default_factory=dict
-    )  # leaf -> {source: its gradient}
+    # leaf -> {source: its gradient}
+    parts: dict[str, dict[str, torch.Tensor]] = field(default_factory=dict)
 
     @property
     def label(self) -> str:

@@ -153,9 +153,10 @@ ANSWER_QUESTIONS = (
         kind="bool",
     ),
     Question(
-        "inference_mode_excludes",
+        "inference_result_keys",
         N_(
-            "question 2: the key in inference_mode's TLS exclude set that removes AutogradCPU (a key name)"
+            "question 2: the key set of cpu/inference_mode/3d's result, a tensor made inside "
+            "inference_mode (a list of key names)"
         ),
         ANSWER_LOOK,
         kind="names",

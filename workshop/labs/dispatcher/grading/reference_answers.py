@@ -18,7 +18,7 @@ PREDICTIONS = {
 ANSWERS = {
     "addmm_ADInplaceOrView_kernel": "backend fallback",
     "addmm_ADInplaceOrView_fallthrough": True,
-    "inference_mode_excludes": "AutogradFunctionality",
+    "inference_result_keys": ["AutocastCPU", "CPU"],
     "addmm_chain_without_recorder": ["AutogradCPU", "CPU"],
     "autocast_key_excluded_for_addmm": "AutocastCPU",
     "matmul_3d_last_op": "aten::_unsafe_view",

@@ -13,7 +13,6 @@ from workshop.grading.questions import Question
 from workshop.i18n import _
 from workshop.labs.dispatcher import keys
 from workshop.labs.dispatcher.crosscheck import CallNode
-from workshop.labs.dispatcher.reimpl import functionality
 from workshop.labs.dispatcher.tracing import ScenarioResult
 
 # the lab's recording mode puts these in every chain
@@ -36,18 +35,15 @@ def _child(node: CallNode, op: str) -> CallNode:
 def answers(results: list[ScenarioResult]) -> dict[str, object]:
     """The handout's checked answers (README.md, Questions), read off this run's CPU scenarios."""
     by_name = {r.name: r.tree for r in results}
+    outputs = {r.name: r.output_keys for r in results}
     grad = by_name["cpu/grad/3d"]
     addmm_autocast = _child(by_name["cpu/autocast_bf16/3d"], "aten::addmm")
     inplace = keys.computed_table("aten::addmm").get("ADInplaceOrView")
     return {
         "addmm_ADInplaceOrView_kernel": inplace.tag if inplace else None,
         "addmm_ADInplaceOrView_fallthrough": bool(inplace and inplace.fallthrough),
-        # the exclude-set entry whose functionality is AutogradCPU's (the others remove other autograd keys)
-        "inference_mode_excludes": frozenset(
-            k
-            for k in by_name["cpu/inference_mode/3d"].tls_exclude
-            if functionality(k) == functionality("AutogradCPU")
-        ),
+        # the keys of a tensor made inside inference_mode: its result's own key set
+        "inference_result_keys": frozenset(outputs["cpu/inference_mode/3d"]),
         "addmm_chain_without_recorder": [
             k for k in _child(grad, "aten::addmm").real_keys if k not in RECORDER_KEYS
         ],
