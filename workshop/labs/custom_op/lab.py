@@ -390,6 +390,7 @@ def summary_values(found: dict) -> dict:
         "own": found.get("own"),
         "eager": found.get("eager"),
         "eager_waits": not shipped_ready(),
+        "shipped_built": softmax_op.OPS is not None,
         "side_by_side": inductor_code.SIDE_BY_SIDE,
     }
     if op_checked(found):
