@@ -286,7 +286,7 @@ def test_an_op_whose_pieces_are_not_written_waits_in_one_line(tmp_path):
     assert found["own"]["waiting"] == list(needed("cpu")) and ctx.checks == []
     assert "wait on the exercises forward_kernel, backward_kernel, fake" in printed.getvalue()
     values = {"registration": "custom_op", "shapes": {}, "own": found["own"], "eager": None}
-    values["eager_waits"] = True
+    values |= {"eager_waits": True, "shipped_built": True}
     values |= {"side_by_side": "x.md", "graded": True, "device": "cpu"}
     summary = templates.render(labs.folder("custom_op") / "templates", "en", values)
     assert (
@@ -374,14 +374,33 @@ def test_the_summary_says_which_sections_of_the_op_failed(lang):
     own = {"graded": True, "waiting": [], "failed": ["correctness", "minigpt"]}
     values = {"registration": "custom_op", "shapes": {}, "own": own, "eager": None}
     values |= {"eager_waits": False, "side_by_side": "x.md", "graded": True, "device": "cpu"}
+    values["shipped_built"] = True
     summary = templates.render(labs.folder("custom_op") / "templates", lang, values)
     assert "`correctness`, `minigpt`" in summary and "float64 softmax" not in summary
+
+
+@pytest.mark.parametrize(
+    "lang, says",
+    [("en", "is not built in this edition"), ("es", "no está construido en esta edición")],
+)
+def test_the_learner_editions_summary_does_not_say_the_shipped_op_is_registered(lang, says):
+    from workshop import labs
+    from workshop.i18n import templates
+
+    own = {"graded": False, "waiting": ["forward_kernel"], "failed": []}
+    values = {"registration": "custom_op", "shapes": {}, "own": own, "eager": None}
+    values |= {"eager_waits": True, "side_by_side": "x.md", "graded": False, "device": "cpu"}
+    summary = templates.render(
+        labs.folder("custom_op") / "templates", lang, values | {"shipped_built": False}
+    )
+    assert says in summary and "**custom_op**" not in summary
 
 
 def test_the_answers_are_regraded_from_a_runs_own_files(lab, tmp_path):
     """`check custom_op answers` after a run: graded against that run's launch record (result.json) and
     inductor_custom_op.txt, no kernel run; a folder that is no complete run is one clear error."""
     from workshop import labs
+    from workshop.grading import sandbox
     from workshop.harness.options import RunOptions
     from workshop.harness.results import RunFolderError
     from workshop.lab import LabContext
@@ -394,8 +413,11 @@ def test_the_answers_are_regraded_from_a_runs_own_files(lab, tmp_path):
     )
     options = RunOptions("cpu", 1, 0, work=tmp_path, only=("custom_op.answers",))
     ctx = LabContext("custom_op", tmp_path / "out", options)
-    with contextlib.redirect_stdout(io.StringIO()):
-        custom_op_lab.regrade(ctx, lab)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            custom_op_lab.regrade(ctx, lab)  # ANSWERS read in the worker
+    finally:
+        sandbox.stop(ctx)
     failed = [c.name for c in ctx.checks if not c.passed]
     assert failed == ["ANSWERS['extern_calls'] matches this run"], failed
     assert str(lab) in ctx.summary

@@ -353,6 +353,7 @@ def test_the_spanish_custom_op_summary_shows_the_same_values(launch_share, grade
         "by_hand_saves": 8.0,
         "side_by_side": "inductor_side_by_side.md",
         "eager_waits": False,
+        "shipped_built": True,
     }
     english, spanish = (
         templates.render(labs.folder("custom_op") / "templates", lang, values)

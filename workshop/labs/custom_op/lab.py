@@ -28,7 +28,6 @@ from workshop.labs.custom_op import eager_cost, inductor_code, profiler_trace
 from workshop.labs.custom_op.grading import correctness as cx
 from workshop.labs.custom_op.grading import exercise_grading as graders
 from workshop.labs.custom_op.grading import launch_facts, probes
-from workshop.labs.custom_op.grading.learner_op import loaded
 from workshop.labs.custom_op.grading.memory_bounds import bounds_checked
 from workshop.labs.custom_op.grading.own_op import OwnOp, own_op, shipped_ready
 from workshop.minigpt import checkpoint
@@ -268,12 +267,10 @@ def check_trace(ctx: LabContext) -> profiler_trace.TraceFacts:
     return trace
 
 
-def grade_answers(ctx: LabContext, found: dict) -> None:
-    facts = launch_facts.measure_facts(
-        found["step_launches"], found["compile"]["custom_op"].extern_calls
-    )
-    with ctx.grading("answers") as answers:
-        questions.grade_answers(ctx, loaded(answers), asdict(facts))
+def grade_answers(ctx: LabContext, facts: launch_facts.LaunchFacts) -> None:
+    """ANSWERS against the facts of a run: the learner's dict read in the worker (contract 6), graded here."""
+    with ctx.grading("answers", worker=True) as answers:
+        questions.grade_answers(ctx, answers.value, asdict(facts))
 
 
 def check_own_op(ctx: LabContext, shapes: dict) -> dict:
@@ -356,7 +353,10 @@ def run(ctx: LabContext) -> None:
     if whole and shipped_ready():
         found |= timed({"eager": lambda: measure_eager(ctx)}, seconds)
     if ctx.wants("answers") and op_checked(found):
-        grade_answers(ctx, found)
+        custom_op = found["compile"]["custom_op"]
+        grade_answers(
+            ctx, launch_facts.measure_facts(found["step_launches"], custom_op.extern_calls)
+        )
     ctx.render_summary(graded=ctx.graded, **summary_values(found))
     ctx.extra.update(json_values(found, seconds))
 
@@ -376,8 +376,7 @@ def regrade(ctx: LabContext, lab_dir: Path) -> None:
                 folder=lab_dir, error=f"{type(e).__name__}: {e}"
             )
         ) from e
-    with ctx.grading("answers") as answers:
-        questions.grade_answers(ctx, loaded(answers), asdict(facts))
+    grade_answers(ctx, facts)
     ctx.summary = _(
         "Your answers graded against the run in {folder}: its launch record and inductor_custom_op.txt. No "
         "kernel ran."
@@ -391,6 +390,7 @@ def summary_values(found: dict) -> dict:
         "own": found.get("own"),
         "eager": found.get("eager"),
         "eager_waits": not shipped_ready(),
+        "shipped_built": softmax_op.OPS is not None,
         "side_by_side": inductor_code.SIDE_BY_SIDE,
     }
     if op_checked(found):
