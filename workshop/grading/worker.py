@@ -23,9 +23,11 @@ import ctypes
 import dis
 import faulthandler
 import importlib
+import json
 import linecache
 import os
 import pkgutil
+import resource
 import signal
 import sys
 import traceback
@@ -259,11 +261,22 @@ def channel_from(args) -> wire.Channel:
     return wire.Channel(read_fd, write_fd)
 
 
+def limit_resources(limits: dict[str, list[int]]) -> None:
+    """Lower this process's resource limits, before it reads a request (so before any learner code): a process
+    may always lower its own, where another process may need CAP_SYS_RESOURCE to (harness/worker_process.py)."""
+    for name, (soft, hard) in limits.items():
+        resource.setrlimit(getattr(resource, name), (soft, hard))
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m workshop.grading.worker")
     p.add_argument("--fd", type=int, default=None, help="the channel's file descriptor")
     p.add_argument("--stdio", action="store_true", help="the channel is stdin/stdout")
+    p.add_argument(
+        "--rlimits", default="{}", help='its resource limits, {"RLIMIT_CPU": [soft, hard], ...}'
+    )
     args = p.parse_args(argv)
+    limit_resources(json.loads(args.rlimits))
     die_with_parent()
     drop_root()
     faulthandler.enable()  # a crash in native code prints the stack to the log: where it died

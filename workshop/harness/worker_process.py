@@ -6,8 +6,10 @@ Natively (NativeWorker), the lab's process starts it:
 - with its argv free of paths (`--fd 3`: its end of a socket pair is the channel);
 - as another user where the platform allows (when the lab's process runs as root: a uid of its own, which can
   neither write the run folder nor read this process's /proc entries);
-- in a session of its own, with limits set from outside before any of the learner's code runs (prlimit):
-  CPU seconds, address space (CPU runs: CUDA maps far more than it uses), processes, file size, no core dumps;
+- in a session of its own, with limits it sets on itself (`--rlimits`, setrlimit) before it reads a request, so
+  before any of the learner's code runs: CPU seconds, address space (CPU runs: CUDA maps far more than it uses),
+  processes, file size, no core dumps. Not prlimit from here: a root without CAP_SYS_RESOURCE (the GPU hosts'
+  containers) may not limit a process of another uid;
 - with its stdout and stderr in a log capped at LOG_CAP bytes, which nothing parses.
 Stopping it stops its whole process tree (proctree), and with a uid of its own every process of that uid.
 With Docker, ContainerWorker (worker_container.py) runs the same worker in a container of its own instead.
@@ -17,8 +19,8 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import json
 import os
-import resource
 import shutil
 import signal
 import socket
@@ -170,8 +172,17 @@ class NativeWorker(Launched):
         mine, theirs = socket.socketpair()
         if self.uid is not None:
             os.chown(self.scratch, self.uid, self.uid)
+        limits = json.dumps(rlimits(self.limits, self.device))
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "workshop.grading.worker", "--fd", str(theirs.fileno())],
+            [
+                sys.executable,
+                "-m",
+                "workshop.grading.worker",
+                "--fd",
+                str(theirs.fileno()),
+                "--rlimits",
+                limits,
+            ],
             cwd=self.scratch,
             env=worker_environment(self.scratch, self.device, self.root),
             stdin=subprocess.DEVNULL,
@@ -184,26 +195,9 @@ class NativeWorker(Launched):
             extra_groups=[] if self.uid is not None else None,
         )
         theirs.close()
-        self._limit(self.proc.pid)
         self.log = OutputLog(self.proc.stdout, self.log_path)
         self._socket = mine
         return mine.fileno(), mine.fileno()
-
-    def _limit(self, pid: int) -> None:
-        cpu = self.limits.cpu_s
-        limits = {
-            resource.RLIMIT_CPU: (
-                cpu,
-                cpu + 5,
-            ),  # SIGXCPU at the soft limit, SIGKILL at the hard one
-            resource.RLIMIT_FSIZE: (self.limits.file_size,) * 2,
-            resource.RLIMIT_CORE: (0, 0),
-            resource.RLIMIT_NPROC: (self.limits.processes,) * 2,
-        }
-        if self.device == "cpu":
-            limits[resource.RLIMIT_AS] = (self.limits.address_space,) * 2
-        for which, value in limits.items():
-            resource.prlimit(pid, which, value)
 
     def stop(self) -> None:
         if self.proc is None:
@@ -218,6 +212,22 @@ class NativeWorker(Launched):
         self.log.join()
         shutil.rmtree(self.scratch, ignore_errors=True)
         self.proc = None
+
+
+def rlimits(limits: Limits, device: str) -> dict[str, tuple[int, int]]:
+    """The worker's resource limits by name (resource.RLIMIT_*): (soft, hard)."""
+    found = {
+        "RLIMIT_CPU": (
+            limits.cpu_s,
+            limits.cpu_s + 5,
+        ),  # SIGXCPU at the soft limit, SIGKILL at the hard one
+        "RLIMIT_FSIZE": (limits.file_size,) * 2,
+        "RLIMIT_CORE": (0, 0),
+        "RLIMIT_NPROC": (limits.processes,) * 2,
+    }
+    if device == "cpu":
+        found["RLIMIT_AS"] = (limits.address_space,) * 2
+    return found
 
 
 def open_to_others(path: Path) -> bool:
