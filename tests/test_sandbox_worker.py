@@ -60,6 +60,9 @@ def environment():
     import os
     return dict(os.environ)
 
+def device_of(x):
+    return str(x.device)
+
 def where_am_i():
     import os
     return [os.getcwd(), os.getuid(), open("/proc/self/limits").read()]
@@ -237,3 +240,14 @@ def test_frames_past_the_cap_and_cut_frames_are_refused():
         channel.receive(time.monotonic() + 0.5)
     os.close(read)
     os.close(write)
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_learners_function_gets_its_tensors_on_the_gpu(tmp_path):
+    """A tensor the lab sends arrives on the lab's device (the load request names it): the learner's code computes
+    where the lab does, not on the CPU behind its back (and a Triton kernel finds its tensor on the GPU)."""
+    worker = Worker(NativeWorker("cuda", tmp_path / "log"), "cuda", learner())
+    try:
+        assert call(worker, "device_of", torch.ones(2, device="cuda")) == "cuda:0"
+    finally:
+        worker.stop()

@@ -290,6 +290,9 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         try:
             reply = session.handle(request)
+            channel.map_location = (
+                session.device
+            )  # received tensors go to the lab's device, once it is named
         except (
             Exception
         ) as e:  # the worker's own bug (or a request it cannot read): said, not hidden
