@@ -156,14 +156,14 @@ def test_the_learners_file_runs_in_the_worker_never_in_the_lab(run_folder, tmp_p
 
 
 def test_an_answer_that_cannot_cross_the_wire_is_one_clear_failure(run_folder, tmp_path):
-    """Planted: an ANSWERS value of a type the wire refuses (a set): the exercise fails naming it, and the
-    other exercise is graded as usual."""
-    answers = {**reference_answers(run_folder), "softmax_calls": {4}}
+    """Planted: an ANSWERS value of a type the wire refuses (a complex number; a set crosses as a list): the
+    exercise fails naming it, and the other exercise is graded as usual."""
+    answers = {**reference_answers(run_folder), "softmax_calls": 4j}
     ctx = lab_context(tmp_path / "out", workspace(tmp_path, SOFTMAX_ANSWER, answers))
     run_grading.regrade(ctx, run_folder)
     results = ctx.exercise_results()
     assert results["compile.kernel"]["passed"] and not results["compile.answers"]["passed"]
-    assert "set" in results["compile.answers"]["failed_check"]["value"]
+    assert "complex" in results["compile.answers"]["failed_check"]["value"]
 
 
 def change(path: Path) -> None:
