@@ -295,3 +295,16 @@ def test_one_template_renders_each_language_with_the_same_structure():
         return [(line[:2] in ("- ", "!["), bool(line), line.count("`")) for line in lines]
 
     assert shape(english) == shape(spanish)
+
+
+def test_a_set_is_written_sorted_as_value_and_as_threshold():
+    """A 'names' answer's truth is a set: result.json holds it sorted, the same in every process (a set's printed
+    order follows the process's hash seed: a Spanish and an English run once differed there)."""
+    from workshop.grading.checks import Check
+
+    check = Check(
+        "keys", True, frozenset({"CPU", "AutocastCPU"}), frozenset({"AutocastCPU", "CPU"})
+    )
+    written = check.as_dict()
+    assert written["value"] == written["threshold"] == ["AutocastCPU", "CPU"]
+    assert Check("nan", False, float("nan"), 1.0).as_dict()["value"] == "nan"

@@ -43,16 +43,11 @@ class Check:
     relation: str = "=="
 
     def as_dict(self) -> dict:
-        value = self.value
-        if isinstance(value, float) and not math.isfinite(value):
-            value = str(value)  # JSON has no NaN/inf
-        if isinstance(value, set | frozenset):
-            value = sorted(value)
         out = {
             "name": self.name,
             "passed": bool(self.passed),
-            "value": value,
-            "threshold": self.threshold,
+            "value": as_json(self.value),
+            "threshold": as_json(self.threshold),
             "relation": self.relation,
         }
         if self.exercise:
@@ -62,6 +57,16 @@ class Check:
         if self.diagnosis:
             out["diagnosis"] = True
         return out
+
+
+def as_json(value):
+    """A check's value or threshold as result.json holds it: a set sorted (its printed order changes from one
+    process to the next), NaN and infinities as text (JSON has none)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, set | frozenset):
+        return sorted(value)
+    return value
 
 
 HIDDEN = N_("hidden until it passes (check --show)")
