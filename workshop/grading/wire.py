@@ -76,10 +76,8 @@ def plain(value):
         return type(value)(plain(item) for item in value)
     if type(value) is dict:
         return {key: plain(item) for key, item in value.items()}
-    if type(value) in (
-        set,
-        frozenset,
-    ):  # names given as a set: a list, in an order that does not vary
+    # names given as a set: a list, in an order that does not vary
+    if type(value) in (set, frozenset):
         return sorted((plain(item) for item in value), key=repr)
     return value
 

@@ -290,12 +290,10 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         try:
             reply = session.handle(request)
-            channel.map_location = (
-                session.device
-            )  # received tensors go to the lab's device, once it is named
-        except (
-            Exception
-        ) as e:  # the worker's own bug (or a request it cannot read): said, not hidden
+            # received tensors go to the lab's device, once the load request has named it
+            channel.map_location = session.device
+        # the worker's own bug (or a request it cannot read): said, not hidden
+        except Exception as e:
             reply = failure("worker", e)
         try:
             channel.send(reply)

@@ -217,10 +217,8 @@ class NativeWorker(Launched):
 def rlimits(limits: Limits, device: str) -> dict[str, tuple[int, int]]:
     """The worker's resource limits by name (resource.RLIMIT_*): (soft, hard)."""
     found = {
-        "RLIMIT_CPU": (
-            limits.cpu_s,
-            limits.cpu_s + 5,
-        ),  # SIGXCPU at the soft limit, SIGKILL at the hard one
+        # SIGXCPU at the soft limit, SIGKILL at the hard one
+        "RLIMIT_CPU": (limits.cpu_s, limits.cpu_s + 5),
         "RLIMIT_FSIZE": (limits.file_size,) * 2,
         "RLIMIT_CORE": (0, 0),
         "RLIMIT_NPROC": (limits.processes,) * 2,
