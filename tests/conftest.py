@@ -6,8 +6,10 @@ Two modes:
   4-process run of the distributed demos) gets a run of its own, as in the other mode; so does every test when
   that run is not in English (a learner's Spanish session): the tests read English check names and summaries.
 - otherwise: run `python -m workshop run LAB --device $WORKSHOP_TEST_DEVICE` into a temporary results root, once
-  per lab and session. Its default is the machine's: cuda where torch sees a GPU (so `python -m pytest` on a GPU
-  host runs the `gpu` tests' labs on the GPU, as those tests need), cpu elsewhere.
+  per lab and session: pytest-xdist's workers share that root, and a file lock per lab makes the first worker
+  that needs a lab runs it while the others wait (`-n auto` in pyproject.toml). WORKSHOP_TEST_DEVICE's default
+  is the machine's: cuda where torch sees a GPU (so `python -m pytest` on a GPU host runs the `gpu` tests' labs
+  on the GPU, as those tests need), cpu elsewhere.
 
 The suite runs in English whatever the developer's locale (WORKSHOP_LANG=en, inherited by every command a test
 starts); a test that wants Spanish asks for it (--lang es, or its own environment).
@@ -24,6 +26,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from filelock import FileLock
 
 from workshop import i18n
 from workshop.harness.device import resolve, use_triton_interpreter
@@ -69,27 +72,23 @@ class LabRuns:
             )
             return lab_dir
         if (lab, n) not in self.done:
-            out = self.root / f"{lab}-n{n}"
-            cmd = [
-                sys.executable,
-                "-m",
-                "workshop",
-                "run",
-                lab,
-                "--device",
-                TEST_DEVICE,
-                "--n",
-                str(n),
-                "--out",
-                str(out),
-            ]
-            proc = subprocess.run(cmd, capture_output=True, text=True)
-            run_dir = (out / "latest").resolve()
-            assert (run_dir / lab / "result.json").is_file(), (
-                f"lab {lab} wrote no result:\n{proc.stdout}\n{proc.stderr}"
-            )
-            self.done[(lab, n)] = run_dir / lab
+            with FileLock(self.root / f"{lab}-n{n}.lock"):
+                self.done[(lab, n)] = self.run(lab, n)
         return self.done[(lab, n)]
+
+    def run(self, lab: str, n: int) -> Path:
+        """The lab's folder in the run another worker made, else in a run made now."""
+        out = self.root / f"{lab}-n{n}"
+        lab_dir = (out / "latest").resolve() / lab
+        if (lab_dir / "result.json").is_file():
+            return lab_dir
+        cmd = [sys.executable, "-m", "workshop", "run", lab, "--device", TEST_DEVICE, "--n", str(n)]
+        proc = subprocess.run([*cmd, "--out", str(out)], capture_output=True, text=True)
+        lab_dir = (out / "latest").resolve() / lab
+        assert (lab_dir / "result.json").is_file(), (
+            f"lab {lab} wrote no result:\n{proc.stdout}\n{proc.stderr}"
+        )
+        return lab_dir
 
 
 def read_manifest(run_dir: Path) -> dict:
@@ -113,7 +112,11 @@ def pytest_report_header(config):
 
 @pytest.fixture(scope="session")
 def lab_dir(tmp_path_factory):
-    return LabRuns(tmp_path_factory.mktemp("lab-runs"))
+    # under xdist each worker has its own base temp folder, their parent is the session's
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    (root / "lab-runs").mkdir(exist_ok=True)
+    return LabRuns(root / "lab-runs")
 
 
 def read_result(lab_dir: Path) -> dict:
