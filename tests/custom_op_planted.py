@@ -17,9 +17,8 @@ from workshop.harness.worker_process import NativeWorker
 from workshop.lab import LabContext
 from workshop.labs.custom_op.grading import exercise_grading
 
-SHOWN_AS = (
-    "tests/custom_op_wrong_solutions.py"  # the name the worker compiles it under: messages name it
-)
+# the name the worker compiles it under: messages name it
+SHOWN_AS = "tests/custom_op_wrong_solutions.py"
 
 
 def planted_worker(device: str, log: Path) -> Worker:

@@ -105,17 +105,15 @@ def record_kernel_checks(ctx: LabContext, ask, direction: Direction, attribute: 
         specs = [case.spec for case in cases]
         return ask("kernel_cases", direction.name, specs, ctx.device, ctx.seed)
 
+    # the kernel on another layout of a case: None where it raised or went out of bounds
     @functools.cache
-    def rerun(
-        case,
-    ):  # the kernel on another layout of a case: None where it raised or went out of bounds
+    def rerun(case):
         (found,) = launched([case])
         return judged(case, direction, ctx.seed, found) if "out" in found else None
 
+    # asked only when a check fails: it runs the kernel again
     @functools.cache
-    def stride_mistake(
-        case,
-    ) -> str | None:  # asked only when a check fails: it runs the kernel again
+    def stride_mistake(case) -> str | None:
         return diagnose.stride_mistake(rerun, case, direction, attribute)
 
     runs = []
