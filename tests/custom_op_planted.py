@@ -10,6 +10,8 @@ import io
 from pathlib import Path
 
 import custom_op_wrong_solutions as w
+import pytest
+import torch
 
 from workshop.grading.solution import LearnerFile, Worker, solution_for
 from workshop.harness.options import RunOptions
@@ -19,6 +21,7 @@ from workshop.labs.custom_op.grading import exercise_grading
 
 # the name the worker compiles it under: messages name it
 SHOWN_AS = "tests/custom_op_wrong_solutions.py"
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def planted_worker(device: str, log: Path) -> Worker:
@@ -36,3 +39,17 @@ def graded(tmp_path, worker: Worker, name: str, piece, device: str) -> LabContex
     with contextlib.redirect_stdout(io.StringIO()), ctx.grading(name, worker=True):
         getattr(exercise_grading, f"grade_{name}")(ctx, impl)
     return ctx
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    """One worker for a test module, holding the planted file."""
+    worker = planted_worker(DEVICE, tmp_path_factory.mktemp("worker") / "log")
+    yield worker
+    worker.stop()
+
+
+@pytest.fixture
+def grade(tmp_path, planted):
+    """grade(name, piece): exercise `name` graded with the planted file's `piece` as the learner's."""
+    return lambda name, piece: graded(tmp_path, planted, name, piece, DEVICE)

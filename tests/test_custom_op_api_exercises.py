@@ -8,27 +8,13 @@ from __future__ import annotations
 import custom_op_planted
 import custom_op_wrong_solutions as w
 import pytest
-import torch
 
 from workshop.lab import LabContext
 from workshop.ops import INTERPRETED
 
-DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
-
-
-@pytest.fixture(scope="module")
-def planted(tmp_path_factory):
-    worker = custom_op_planted.planted_worker(DEVICE, tmp_path_factory.mktemp("worker") / "log")
-    yield worker
-    worker.stop()
-
-
-@pytest.fixture
-def grade(tmp_path, planted):
-    """grade(exercise, define): the exercise graded with the planted file's `define` as the learner's."""
-    return lambda exercise, define: custom_op_planted.graded(
-        tmp_path, planted, exercise, define, DEVICE
-    )
+DEVICE = custom_op_planted.DEVICE
+# the planted file in a worker, and grade(name, piece) with it (fixtures)
+planted, grade = custom_op_planted.planted, custom_op_planted.grade
 
 
 def failures(ctx: LabContext) -> list:

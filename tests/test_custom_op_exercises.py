@@ -15,7 +15,6 @@ import custom_op_planted
 import custom_op_wrong_solutions as w
 import lab_process
 import pytest
-import torch
 
 from workshop import labs
 from workshop.grading import checks
@@ -28,21 +27,10 @@ from workshop.labs.custom_op.grading import own_op, piece_probes
 from workshop.labs.custom_op.grading.exercises import EXERCISES
 from workshop.labs.custom_op.grading.launch_facts import ANSWERS, LaunchFacts
 
-DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+DEVICE = custom_op_planted.DEVICE
+# the planted file in a worker, and grade(name, piece) with it (fixtures)
+planted, grade = custom_op_planted.planted, custom_op_planted.grade
 PIECES = ("forward_kernel", "backward_kernel", "fake", "setup_context", "backward")
-
-
-@pytest.fixture(scope="module")
-def planted(tmp_path_factory):
-    worker = custom_op_planted.planted_worker(DEVICE, tmp_path_factory.mktemp("worker") / "log")
-    yield worker
-    worker.stop()
-
-
-@pytest.fixture
-def grade(tmp_path, planted):
-    """grade(name, piece): exercise `name` graded with the planted file's `piece` as the learner's."""
-    return lambda name, piece: custom_op_planted.graded(tmp_path, planted, name, piece, DEVICE)
 
 
 def first_failure(ctx: LabContext):
