@@ -9,6 +9,7 @@ import custom_op_planted
 import custom_op_wrong_solutions as w
 import pytest
 
+from workshop import i18n
 from workshop.lab import LabContext
 from workshop.ops import INTERPRETED
 
@@ -61,3 +62,11 @@ def test_a_registration_mistake_fails_with_a_pointed_message(grade, exercise, de
     failed = failures(grade(exercise, define))
     assert failed, "the wrong registration passed"
     assert expected in failed[0].message, failed[0]
+
+
+def test_a_registrations_outcomes_are_said_in_the_learners_language(grade):
+    """The op on a fake tensor and a backward through it: 'no error' in the learner's language, not 'ok'."""
+    with i18n.using("es"):
+        ctx = grade("define_custom_op", w.define_custom_op)
+    outcomes = [c.value for c in ctx.checks if c.threshold == "sin error"]
+    assert outcomes == ["sin error", "sin error"], [(c.name, c.value) for c in ctx.checks]

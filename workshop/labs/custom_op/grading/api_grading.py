@@ -152,6 +152,11 @@ def grade_registration(ctx: LabContext, ask, exercise: str) -> None:
     grade_op(ctx, found)
 
 
+def said(outcome: str) -> str:
+    """An outcome of registration_facts as a check shows it: "ok" in the learner's words, or the error."""
+    return _("no error") if outcome == "ok" else outcome
+
+
 def _check_facts(ctx: LabContext, facts: RegistrationFacts, exercise: str) -> bool:
     """Each fact a check, in the order a registration is built; False at the first that fails."""
     asked = ASKED[exercise]
@@ -206,8 +211,8 @@ def _check_facts(ctx: LabContext, facts: RegistrationFacts, exercise: str) -> bo
         ),
         (
             _("{name}: a backward through the op").format(name=exercise),
-            facts.backward,
-            "ok",
+            said(facts.backward),
+            _("no error"),
             _("the backward through the op failed: {error}").format(error=facts.backward),
         ),
     ]
@@ -236,8 +241,8 @@ def _fake_check(exercise: str, facts: RegistrationFacts) -> tuple:
         _("{name}: a fake implementation registered (the op runs on a fake tensor)").format(
             name=exercise
         ),
-        facts.fake,
-        "ok",
+        said(facts.fake),
+        _("no error"),
         _(
             "no fake implementation is registered: torch.compile and opcheck trace with fake tensors, which "
             "the kernels cannot run on. Register the fake you are given with register_fake"
