@@ -163,7 +163,8 @@ def check_line(ctx_method: str, value, threshold, lang: str) -> str:
             "c: 0.0003 (como mucho 0.0001)",
         ),
         ("check_min", 1.0, 0.98, "c: 1 (at least 0.98)", "c: 1 (al menos 0.98)"),
-        ("check_equal", True, True, "c: True (expected True)", "c: True (esperado: True)"),
+        ("check_equal", True, True, "c: True (expected True)", "c: sí (esperado: sí)"),
+        ("check_equal", False, True, "c: False (expected True)", "c: no (esperado: sí)"),
     ],
 )
 def test_a_check_says_what_it_expects_never_a_threshold_for_an_exact_value(

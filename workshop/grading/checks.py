@@ -111,9 +111,14 @@ def _rounded(x: float) -> str:
 
 
 def written(value) -> str:
-    """A check's value or threshold written whole: as text, None (no mistake named, nothing expected) as a word
-    of the language in use, never Python's "None"."""
-    return _("none") if value is None else str(value)
+    """A check's value or threshold written whole: as text; None (no mistake named, nothing expected), True and
+    False as words of the language in use, never Python's "None", "True", "False" in a Spanish line."""
+    if value is None:
+        return _("none")
+    if isinstance(value, bool):
+        # i18n: a check's value or threshold that is a yes/no fact, e.g. "registered: True (expected True)"
+        return _("True") if value else _("False")
+    return str(value)
 
 
 def value_text(value) -> str:
