@@ -140,7 +140,10 @@ STAYS = {"conftest.py", "__init__.py"}
 AREAS = {new.split("/")[0] for new in MOVES.values()} | {"core"}  # core: tests of workshop/*.py
 SELF = "tools/regroup_tests.py"  # its table names the old paths: never rewritten
 # Mentions that name several moved files at once (a shell glob in a handout).
-GLOBS = {"tests/test_autograd*.py": "tests/autograd/", "tests/test_distributed*.py": "tests/distributed/"}
+GLOBS = {
+    "tests/test_autograd*.py": "tests/autograd/",
+    "tests/test_distributed*.py": "tests/distributed/",
+}
 
 
 def git(repo: Path, *args: str) -> str:
@@ -165,10 +168,15 @@ def import_rewrites() -> list[tuple[re.Pattern, str]]:
         package = "tests." + str(Path(new).parent).replace("/", ".")
         alias = "" if name == stem else f" as {stem}"
         if stem == "conftest":
-            rules.append((re.compile(r"^(\s*)from conftest import", re.M), r"\1from tests.conftest import"))
+            rules.append(
+                (re.compile(r"^(\s*)from conftest import", re.M), r"\1from tests.conftest import")
+            )
             continue
         rules += [
-            (re.compile(rf"^(\s*)import {stem} as (\w+)$", re.M), rf"\1from {package} import {name} as \2"),
+            (
+                re.compile(rf"^(\s*)import {stem} as (\w+)$", re.M),
+                rf"\1from {package} import {name} as \2",
+            ),
             (re.compile(rf"^(\s*)import {stem}$", re.M), rf"\1from {package} import {name}{alias}"),
             (re.compile(rf"^(\s*)from {stem} import", re.M), rf"\1from {package}.{name} import"),
         ]
@@ -180,7 +188,9 @@ def path_rewrites() -> list[tuple[re.Pattern, str]]:
     the path under tests/."""
     rules = [(re.compile(re.escape(glob)), new) for glob, new in GLOBS.items()]
     rules.append((re.compile(r'with_name\("test_compile_fixtures"\)'), 'with_name("fixtures")'))
-    olds = sorted(MOVES, key=len, reverse=True)  # test_distributed_units.py before test_distributed.py
+    olds = sorted(
+        MOVES, key=len, reverse=True
+    )  # test_distributed_units.py before test_distributed.py
     either = "|".join(re.escape(o) for o in olds)
     moved = re.compile(rf"(?<![\w/.])(tests/)?({either})(?![\w])")
     rules.append((moved, lambda m: (m.group(1) or "") + MOVES[m.group(2)]))
@@ -210,8 +220,13 @@ def main(repo: Path) -> int:
             + ", ".join(stray)
         )
     todo = {old: new for old, new in MOVES.items() if (tests / old).exists()}
-    if missing := [old for old, new in MOVES.items() if old not in todo and not (tests / new).exists()]:
-        sys.exit("MOVES names files that are neither in tests/ nor at their new place: " + ", ".join(missing))
+    if missing := [
+        old for old, new in MOVES.items() if old not in todo and not (tests / new).exists()
+    ]:
+        sys.exit(
+            "MOVES names files that are neither in tests/ nor at their new place: "
+            + ", ".join(missing)
+        )
     if not todo:
         print("tests/ is already grouped: nothing to do")
         return 0

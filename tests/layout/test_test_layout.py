@@ -1,0 +1,117 @@
+"""The tests' own layout: every core module (workshop/**/*.py outside workshop/labs/, __init__ and __main__
+aside) has a test module of its name, workshop/<package>/<module>.py -> tests/<package>/test_<module>.py and
+workshop/<module>.py -> tests/core/test_<module>.py; and no test names a tracker entry (an issue's number says
+nothing to a reader of the test: what it checks does)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Core modules still without a test of their name; each leaves this list with the test that names it (a module
+# listed here that has one fails, so the list only shrinks).
+UNTESTED = {
+    "cli/commands.py",
+    "cli/options.py",
+    "cli/runs.py",
+    "grading/check_report.py",
+    "grading/checks.py",
+    "grading/failures.py",
+    "grading/grade_integrity.py",
+    "grading/progress.py",
+    "grading/questions.py",
+    "grading/sandbox.py",
+    "grading/solution.py",
+    "grading/solutions.py",
+    "grading/stand_ins.py",
+    "grading/wire.py",
+    "grading/workspace.py",
+    "harness/child.py",
+    "harness/device.py",
+    "harness/interrupt.py",
+    "harness/lab_log.py",
+    "harness/lab_result.py",
+    "harness/options.py",
+    "harness/post_mortem.py",
+    "harness/proctree.py",
+    "harness/run_report.py",
+    "harness/worker_container.py",
+    "harness/worker_process.py",
+    "i18n/say.py",
+    "i18n/style_rules.py",
+    "i18n/templates.py",
+    "minigpt/data.py",
+    "minigpt/evaluate.py",
+    "minigpt/tokenizer.py",
+    "minigpt/train.py",
+    "minigpt/words.py",
+    "ops/softmax_kernels.py",
+    "ops/softmax_launch.py",
+    "ops/triton_launch.py",
+}
+TRACKER = re.compile(r"\b[Ii]ssues? #?\d+|(?<![\w&])#\d+(?![\w-])")
+
+
+def core_modules(package: Path) -> list[str]:
+    """The core's modules, relative to the package folder."""
+    return sorted(
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if path.name not in ("__init__.py", "__main__.py")
+        and "labs" not in path.relative_to(package).parts
+    )
+
+
+def expected_test(module: str) -> str:
+    """Where the test named for a core module lives, relative to tests/."""
+    folder, _, name = module.rpartition("/")
+    return f"{folder or 'core'}/test_{name}"
+
+
+def without_tests(package: Path, tests: Path) -> list[str]:
+    return [m for m in core_modules(package) if not (tests / expected_test(m)).is_file()]
+
+
+def tracker_mentions(tests: Path) -> list[str]:
+    return [
+        f"{path.relative_to(tests)}:{n}: {line.strip()}"
+        for path in sorted(tests.rglob("*.py"))
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if TRACKER.search(line)
+    ]
+
+
+def test_every_core_module_has_a_test_module_of_its_name():
+    missing = without_tests(ROOT / "workshop", ROOT / "tests")
+    assert set(missing) - UNTESTED == set(), "core modules without tests/<package>/test_<module>.py"
+    assert UNTESTED - set(missing) == set(), "these have their test now: take them out of UNTESTED"
+
+
+def test_no_test_names_a_tracker_entry():
+    assert tracker_mentions(ROOT / "tests") == []
+
+
+def test_a_module_without_its_test_and_a_tracker_number_are_found(tmp_path):
+    package, tests = tmp_path / "workshop", tmp_path / "tests"
+    for path in [
+        "lab.py",
+        "harness/runner.py",
+        "harness/__init__.py",
+        "labs/toy/lab.py",
+        "__main__.py",
+    ]:
+        (package / path).parent.mkdir(parents=True, exist_ok=True)
+        (package / path).write_text("")
+    (tests / "harness").mkdir(parents=True)
+    (tests / "harness" / "test_runner.py").write_text('"""The runner (issue 23)."""\n')
+    (tests / "harness" / "test_lab.py").write_text("# a lab's test, in the wrong folder; see #12\n")
+    assert without_tests(package, tests) == ["lab.py"]
+    (tests / "core").mkdir()
+    (tests / "core" / "test_lab.py").write_text("COLOR = '&#39;'  # an entity, not a number\n")
+    assert without_tests(package, tests) == []
+    assert [m.split(":")[0] for m in tracker_mentions(tests)] == [
+        "harness/test_lab.py",
+        "harness/test_runner.py",
+    ]
