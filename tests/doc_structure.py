@@ -3,8 +3,8 @@
 Markdown is parsed with markdown-it-py (CommonMark, the parser rich uses). A document's structure is what a
 translation must keep: its headings (levels, in order), the numbered items under each heading (the questions),
 its code blocks (language and code; comments may be translated), its tables' shapes, its images, and its links'
-targets. A Jinja2 template's structure is the sequence of its tags ({{ ... }}, {% ... %}) plus the Markdown
-structure of its text. Prose is free; everything a learner acts on is not.
+targets. Prose is free; everything a learner acts on is not. (A summary template has no translated twin: its
+prose is translated through the lab's catalog, so there is no structure to compare.)
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from urllib.parse import unquote
 from markdown_it import MarkdownIt
 
 PARSER = MarkdownIt("commonmark").enable("table")
-JINJA_TAG = re.compile(r"{{.*?}}|{%.*?%}", re.S)
-TRANSLATED = re.compile(r"\.[a-z]{2}(\.md(?:\.j2)?)$")  # README.es.md -> README.md
+TRANSLATED = re.compile(r"\.[a-z]{2}(\.md)$")  # README.es.md -> README.md
 COMMENT = re.compile(r"(^|\s)#(?!!).*$")  # a shell or Python comment (not a #! line)
 
 
@@ -37,12 +36,11 @@ class Structure:
     links: list[str] = field(
         default_factory=list
     )  # link targets, anchors excluded (they follow headings)
-    jinja: list[str] = field(default_factory=list)  # template tags, whitespace-normalized
 
     def differences(self, other: Structure) -> list[str]:
         """What differs from `other` (the source), one line each; empty when the structures agree."""
         out = []
-        for name in ("headings", "numbered", "code", "tables", "images", "links", "jinja"):
+        for name in ("headings", "numbered", "code", "tables", "images", "links"):
             mine, theirs = getattr(self, name), getattr(other, name)
             if mine != theirs:
                 out.append(f"{name}: {_first_difference(mine, theirs)}")
@@ -108,20 +106,13 @@ def _table_shape(tokens, start: int) -> tuple[int, int]:
     return rows, cols
 
 
-def template_structure(text: str) -> Structure:
-    """A Jinja2 template: its tags, in order, and the Markdown structure of the text with tags blanked."""
-    s = markdown_structure(JINJA_TAG.sub("X", text))
-    s.jinja = [" ".join(tag.split()) for tag in JINJA_TAG.findall(text)]
-    return s
-
-
 def structure(path: Path) -> Structure:
     text = Path(path).read_text(encoding="utf-8")
-    return template_structure(text) if path.name.endswith(".j2") else markdown_structure(text)
+    return markdown_structure(text)
 
 
 def source_of(translation: Path, lang: str) -> Path:
-    """README.es.md -> README.md; summary.es.md.j2 -> summary.md.j2."""
+    """README.es.md -> README.md."""
     return translation.with_name(translation.name.replace(f".{lang}.", ".", 1))
 
 

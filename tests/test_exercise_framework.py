@@ -156,32 +156,24 @@ def test_a_stubs_raise_is_reported_with_the_first_sentence_of_its_statement(toy,
     assert message == "toy.double: Return twice x. See workshop/labs/toy/README.md#double."
 
 
-def test_summary_templates_refuse_undefined_values_and_prefer_the_translation(tmp_path):
+def test_summary_templates_refuse_undefined_values(tmp_path):
     (tmp_path / "summary.md.j2").write_text(
         "error {{ err | sci }}{% if fused %}, fused{% endif %}.\n"
     )
     assert templates.render(tmp_path, "en", {"err": 1.25e-7, "fused": False}) == "error 1.2e-07.\n"
     with pytest.raises(Exception, match="fused"):
         templates.render(tmp_path, "en", {"err": 1.0})
-    (tmp_path / "summary.es.md.j2").write_text("error {{ err | sci }}\n")
-    assert templates.template_name(tmp_path, "es") == "summary.es.md.j2"
-    assert templates.template_name(tmp_path, "en") == "summary.md.j2"
 
 
-def test_a_translated_template_includes_translations_and_translates_prose_values(tmp_path):
+def test_one_template_and_its_includes_translate_their_blocks_and_prose_values(tmp_path):
+    # "Files" is in the dispatcher lab's catalog, "hand" (a value marked N_()) in the autograd lab's
     (tmp_path / "summary.md.j2").write_text('{% include "part.md.j2" %} ({{ _(who) }})\n')
-    (tmp_path / "summary.es.md.j2").write_text('{% include "part.md.j2" %} ({{ _(who) }})\n')
-    (tmp_path / "part.md.j2").write_text("computed")
-    (tmp_path / "part.es.md.j2").write_text("calculado")
-    values = {
-        "who": "autograd"
-    }  # a message without a catalog entry: the template shows it as it is
-    assert templates.render(tmp_path, "en", values) == "computed (autograd)\n"
-    assert templates.render(tmp_path, "es", values) == "calculado (autograd)\n"
-    hand = templates.render(
-        tmp_path, "es", {"who": "hand"}
-    )  # the autograd lab's catalog translates it
-    assert hand == "calculado (a mano)\n"
+    (tmp_path / "part.md.j2").write_text("{% trans %}Files{% endtrans %}")
+    # a message without a catalog entry: the template shows it as it is
+    values = {"who": "autograd"}
+    assert templates.render(tmp_path, "en", values) == "Files (autograd)\n"
+    assert templates.render(tmp_path, "es", values) == "Ficheros (autograd)\n"
+    assert templates.render(tmp_path, "es", {"who": "hand"}) == "Ficheros (a mano)\n"
 
 
 @pytest.mark.parametrize(

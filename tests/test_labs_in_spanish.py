@@ -49,7 +49,7 @@ SPANISH = {
             "## 1. Gradientes a mano frente a autograd",
             "| a mano frente a autograd |",
             "filas de x y b, cada elemento",
-            "a su\nAccumulateGrad le llegaron 2 gradientes, que el motor sumó antes de ejecutarlo.",
+            "a su AccumulateGrad le llegaron 2 gradientes, que el motor sumó antes de ejecutarlo.",
             "en el orden que registraron los pre-hooks",
             "el grafo termina en un AccumulateGrad por hoja",  # a check's name, in the checks table
         ],

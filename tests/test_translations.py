@@ -1,12 +1,14 @@
 """Translations keep their source's structure, and every link in the documents resolves.
 
-English is the source. A translation sits beside it with the language before the suffix (README.es.md,
-summary.es.md.j2) and must keep what a learner acts on: headings, numbered questions, code, tables, images,
-link targets, template tags (tests/doc_structure.py). Prose is free.
+English is the source. A document's translation sits beside it with the language before the suffix
+(README.es.md) and must keep what a learner acts on: headings, numbered questions, code, tables, images, link
+targets (tests/doc_structure.py). Prose is free. A summary template has no translation beside it: one template
+serves every language, its prose translated through the lab's catalog (workshop/i18n/templates.py).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -20,7 +22,7 @@ def documents(pattern: str) -> list[Path]:
     return sorted(p for p in ROOT.glob(pattern) if not SKIP & set(p.relative_to(ROOT).parts))
 
 
-TRANSLATIONS = documents("**/*.es.md") + documents("**/*.es.md.j2")
+TRANSLATIONS = documents("**/*.es.md")
 
 
 @pytest.mark.parametrize("translation", TRANSLATIONS, ids=lambda p: str(p.relative_to(ROOT)))
@@ -97,17 +99,24 @@ def test_a_planted_drift_is_caught(tmp_path, drift, expected):
     assert any(d.startswith(expected) for d in differences), differences
 
 
-def test_a_template_translation_must_keep_every_tag(tmp_path):
-    (tmp_path / "summary.md.j2").write_text(
-        "# Run\n\n{% if fused %}Fused: {{ bytes | bytes }}.{% endif %}\n"
+def translated_twins(root: Path) -> list[str]:
+    """The templates under `root` that repeat another template in one language (summary.es.md.j2 beside
+    summary.md.j2) instead of sharing it through the catalogs."""
+    found = root.glob("**/*.md.j2")
+    return sorted(
+        str(p.relative_to(root)) for p in found if re.search(r"\.[a-z]{2}\.md\.j2$", p.name)
     )
-    (tmp_path / "summary.es.md.j2").write_text(
-        "# Ejecución\n\n{% if fused %}Fusionado.{% endif %}\n"
-    )
-    differences = structure(tmp_path / "summary.es.md.j2").differences(
-        structure(tmp_path / "summary.md.j2")
-    )
-    assert any(d.startswith("jinja") for d in differences)
+
+
+def test_no_template_has_a_translated_twin():
+    assert translated_twins(ROOT / "workshop") == []
+
+
+def test_a_planted_translated_twin_is_named(tmp_path):
+    (tmp_path / "templates").mkdir()
+    for name in ("summary.md.j2", "summary.es.md.j2", "trace.md.j2"):
+        (tmp_path / "templates" / name).write_text("{% trans %}Run{% endtrans %}\n")
+    assert translated_twins(tmp_path) == ["templates/summary.es.md.j2"]
 
 
 def test_a_faithful_translation_passes(tmp_path):

@@ -6,7 +6,8 @@ defined where the language is not known yet (a module constant, an exercise's st
 `N_()` and translated with `_()` where it is shown. The catalogs sit beside the code they translate
 (workshop/i18n/catalogs.py keeps them): workshop/i18n/locale/<lang>/LC_MESSAGES/workshop.mo for the package, and
 workshop/labs/<lab>/locale/<lang>/LC_MESSAGES/<lab>.mo for each lab; a message with no translation stays
-English. Documents (handouts, theory, summary templates) are translated as whole files beside their source.
+English. Documents (handouts, theory) are translated as whole files beside their source; a summary template's
+{% trans %} blocks go through the lab's catalog (workshop/i18n/templates.py).
 A message that counts goes through `ngettext(singular, plural, n)` (the catalogs declare Spanish's two plural
 forms), never "exercise(s)"; a number for people to read through `grouped()` (theory/style.es.md: 1024,
 38 400). Python's argparse looks its own text up with gettext too: its catalog (argparse.po, beside the

@@ -30,8 +30,8 @@ TRANSLATED = [lang for lang in i18n.LANGUAGES if lang != i18n.DEFAULT]
 # A str.format field, {name}, {0}, {key!r}, {rel:.2g} (not the braces of a dict in a code example), or a
 # template's trans-block value, %(name)s
 PLACEHOLDER = re.compile(r"{[\w.\[\]]*(?:![rsa])?(?::[^{}]*)?}|%\(\w+\)s")
-# Summary templates (*.md.j2, not their translated twins *.<lang>.md.j2): their {% trans %} blocks, trimmed as
-# workshop.i18n.templates renders them
+# Summary templates (*.md.j2): their {% trans %} blocks and _() calls, trimmed as workshop.i18n.templates renders
+# them
 TEMPLATE_METHOD = "jinja2.ext:babel_extract"
 TEMPLATE_OPTIONS = {"extensions": "jinja2.ext.i18n", "trimmed": "true"}
 # Each language's plural forms, as GNU gettext declares them (Babel's CLDR default for Spanish has a third form,
@@ -65,13 +65,11 @@ def areas() -> list[Area]:
 
 def sources(area: Area) -> list[tuple[Path, str, dict]]:
     """(file, Babel's extraction method, its options) for every file of the area that holds messages: its
-    Python code (the one file, argparse.py), its summary templates (a translated twin, name.<lang>.md.j2, holds
-    none) and its extra files (tasks.py)."""
+    Python code (the one file, argparse.py), its summary templates and its extra files (tasks.py)."""
     if area.code.is_file():
         return [(area.code, "python", {})]
     found = [(path, "python", {}) for path in sorted(area.code.rglob("*.py"))]
-    twins = tuple(f".{lang}.md.j2" for lang in i18n.LANGUAGES)
-    templates = [p for p in sorted(area.code.rglob("*.md.j2")) if not p.name.endswith(twins)]
+    templates = sorted(area.code.rglob("*.md.j2"))
     found += [(path, TEMPLATE_METHOD, TEMPLATE_OPTIONS) for path in templates]
     found = [s for s in found if s[0].relative_to(area.code).parts[0] not in area.skip]
     return found + [(path, "python", {}) for path in area.extra]

@@ -2,16 +2,16 @@
 
     python -m workshop.i18n.style_lint            # what CI runs: one line per finding, exit 1 if any
     python -m workshop.i18n.style_lint --fix      # rewrites what has one right answer (numbers, %), then checks
-    python -m workshop.i18n.style_lint FILE ...   # only these files (.es.md, .es.md.j2, a Spanish .po)
+    python -m workshop.i18n.style_lint FILE ...   # only these files (.es.md, a Spanish .po)
 
-The Spanish texts: every *.es.md and *.es.md.j2 of the repository (tests/ aside: its planted texts are wrong on
-purpose) and the Spanish msgstr of every message catalog. A document's paragraph that links a page with no Spanish
-twin (the runs kept in benchmarks/) must say the page is in English. Only prose is read: code blocks and spans, template
-tags, {placeholders}, identifiers (lm_head, torch.compile, --lang), URLs and link targets, HTML tags, a table
-column headed "inglés", and a passage marked <span lang="en"> are blanked out first, keeping every offset, so a
-finding names its line and a fix lands where it belongs. For the English-sentence rule, quoted text ("...", the
-way a PyTorch error is cited) and the titles of links to other sites are blanked too. The rules:
-workshop/i18n/style_rules.py.
+The Spanish texts: every *.es.md of the repository (tests/ aside: its planted texts are wrong on purpose) and the
+Spanish msgstr of every message catalog (which holds the summary templates' Spanish too). A document's paragraph
+that links a page with no Spanish twin (the runs kept in benchmarks/) must say the page is in English. Only prose
+is read: code blocks and spans, template tags, {placeholders}, identifiers (lm_head, torch.compile, --lang), URLs
+and link targets, HTML tags, a table column headed "inglés", and a passage marked <span lang="en"> are blanked out
+first, keeping every offset, so a finding names its line and a fix lands where it belongs. For the
+English-sentence rule, quoted text ("...", the way a PyTorch error is cited) and the titles of links to other
+sites are blanked too. The rules: workshop/i18n/style_rules.py.
 """
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ def spanish_texts(root: Path = ROOT) -> list[Path]:
     """Every Spanish document and template, and every Spanish catalog, under `root` (SKIP aside)."""
     found = [
         p
-        for pattern in ("**/*.es.md", "**/*.es.md.j2", "**/locale/es/LC_MESSAGES/*.po")
+        for pattern in ("**/*.es.md", "**/locale/es/LC_MESSAGES/*.po")
         for p in root.glob(pattern)
         if not SKIP & set(p.relative_to(root).parts)
     ]

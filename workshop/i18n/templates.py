@@ -8,14 +8,16 @@ values it shows, formatted where it opens:
     {% trans n=prompts, accuracy=accuracy | percent(2) %}Prompt accuracy on {{ n }} prompts: **{{ accuracy }}**.
     {% endtrans %}
 
-Blocks are trimmed (their line breaks and indentation become single spaces), so a message is one line whatever
-the template's wrapping. A short word whose translation depends on where it stands takes a context:
-`{% trans "sample" %}ok{% endtrans %}`. A prose value the code marks with N_() is shown as `{{ _(value) }}`.
-Undefined values are errors (StrictUndefined), so a template cannot print a blank where a figure belongs. A
-sentence that explains a mechanism sits inside `{% if %}` on the measured condition that shows it.
+Blocks are trimmed (their line breaks and indentation become single spaces), so a message is one line whatever the
+template's wrapping; a closing `{% endtrans +%}` keeps the line break after it (trim_blocks would take it), an
+opening `{%+ trans %}` the indentation before it (a list item's second line). A short word whose translation
+depends on where it stands takes a context: `{% trans "sample" %}ok{% endtrans %}`, `pgettext("sample", "ok")`. A
+prose value the code marks with N_() is shown as `{{ _(value) }}`. Undefined values are errors (StrictUndefined),
+so a template cannot print a blank where a figure belongs. A sentence that explains a mechanism sits inside `{% if
+%}` on the measured condition that shows it.
 
-Templates not migrated yet keep a translated twin, `summary.<lang>.md.j2` (e.g. summary.es.md.j2), used where it
-exists, also where a template includes another (`{% include "side_by_side.md.j2" %}`).
+A template has no translated twin (tests/test_translations.py fails on a `summary.es.md.j2`): a part shared by
+two pages is a template of its own (`{% include "side_by_side.md.j2" %}`), translated the same way.
 """
 
 from __future__ import annotations
@@ -27,13 +29,6 @@ import jinja2
 from workshop import i18n
 
 SOURCE = "summary.md.j2"
-
-
-def template_name(folder: Path, lang: str, source: str = SOURCE) -> str:
-    """The translated template when there is one, else the English source."""
-    stem = source.removesuffix(".md.j2")
-    translated = f"{stem}.{lang}.md.j2"
-    return translated if lang != "en" and (folder / translated).is_file() else source
 
 
 def sci(value: float, digits: int = 1) -> str:
@@ -60,20 +55,9 @@ def percent(fraction: float, digits: int = 0, lang: str = i18n.DEFAULT) -> str:
     return f"{100 * fraction:.{digits}f}" + ("\u00a0%" if lang == "es" else "%")
 
 
-class TranslatedLoader(jinja2.FileSystemLoader):
-    """Loads a template's translation for `lang` where one exists, the English source otherwise."""
-
-    def __init__(self, folder: Path, lang: str):
-        super().__init__(folder)
-        self.folder, self.lang = Path(folder), lang
-
-    def get_source(self, environment, template):
-        return super().get_source(environment, template_name(self.folder, self.lang, template))
-
-
 def environment(folder: Path, lang: str = i18n.DEFAULT) -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=TranslatedLoader(folder, lang),
+        loader=jinja2.FileSystemLoader(folder),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -91,5 +75,5 @@ def environment(folder: Path, lang: str = i18n.DEFAULT) -> jinja2.Environment:
 
 
 def render(folder: Path, lang: str, values: dict, source: str = SOURCE) -> str:
-    """Render `source` (or its translation for `lang`) from `folder` with `values`."""
+    """Render `source` from `folder` with `values`, its prose in `lang`."""
     return environment(folder, lang).get_template(source).render(**values)
