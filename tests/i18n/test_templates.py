@@ -1,6 +1,6 @@
 """i18n.templates: a summary's prose is its template's and every figure the run's: an undefined value is an error,
-never a blank where a figure belongs; a translated twin is used where one exists; numbers are written as each
-language writes them (63% / 63 %, with a no-break space)."""
+never a blank where a figure belongs; numbers are written as each language writes them (10,000 and 63% /
+10 000 and 63 %, with no-break spaces)."""
 
 from __future__ import annotations
 
@@ -19,13 +19,19 @@ def folder(tmp_path):
     return tmp_path
 
 
-def test_every_figure_comes_from_the_run_formatted_for_its_language(folder):
-    values = {"prompts": 1000, "accuracy": 0.6342, "max_err": 2e-3}
+def english_percent(fraction: float, digits: int = 0, lang: str = "en") -> str:
+    """Planted: writes a percentage the English way in every language."""
+    return f"{100 * fraction:.{digits}f}%"
+
+
+def test_every_figure_comes_from_the_run_formatted_for_its_language(folder, monkeypatch):
+    values = {"prompts": 10000, "accuracy": 0.6342, "max_err": 2e-3}
     assert templates.render(folder, "en", values) == (
-        "Accuracy on 1,000 prompts: 63.4%.\nThe error is large: 2.0e-03.\n"
+        "Accuracy on 10,000 prompts: 63.4%.\nThe error is large: 2.0e-03.\n"
     )
-    spanish = templates.render(folder, "es", values)
-    assert "63.4\u00a0%" in spanish or "63,4\u00a0%" in spanish
+    assert "10\u00a0000 prompts: 63.4\u00a0%." in templates.render(folder, "es", values)
+    monkeypatch.setattr(templates, "percent", english_percent)
+    assert "63.4\u00a0%" not in templates.render(folder, "es", values)  # the check catches it
 
 
 def test_a_sentence_under_its_condition_appears_only_when_the_run_shows_it(folder):
@@ -36,14 +42,6 @@ def test_a_sentence_under_its_condition_appears_only_when_the_run_shows_it(folde
 def test_a_missing_figure_is_an_error_not_a_blank(folder):
     with pytest.raises(jinja2.UndefinedError, match="max_err"):
         templates.render(folder, "en", {"prompts": 10, "accuracy": 1.0})
-
-
-def test_a_translated_twin_is_used_where_it_exists(folder):
-    assert templates.template_name(folder, "es") == "summary.md.j2"
-    (folder / "summary.es.md.j2").write_text("Precisión: {{ accuracy | percent }}\n")
-    assert templates.template_name(folder, "es") == "summary.es.md.j2"
-    assert templates.render(folder, "es", {"accuracy": 0.5}) == "Precisión: 50\u00a0%\n"
-    assert templates.template_name(folder, "en") == "summary.md.j2"
 
 
 @pytest.mark.parametrize(
