@@ -1,7 +1,8 @@
 """The tests' own layout: every core module (workshop/**/*.py outside workshop/labs/, __init__ and __main__
 aside) has a test module of its name, workshop/<package>/<module>.py -> tests/<package>/test_<module>.py and
-workshop/<module>.py -> tests/core/test_<module>.py; and no test names a tracker entry (an issue's number says
-nothing to a reader of the test: what it checks does)."""
+workshop/<module>.py -> tests/core/test_<module>.py; every test module sits in an area folder (tests/README.md);
+and no test names a tracker entry (an issue's number says nothing to a reader of the test: what it checks
+does)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,13 @@ def without_tests(package: Path, tests: Path) -> list[str]:
     return [m for m in core_modules(package) if not (tests / expected_test(m)).is_file()]
 
 
+def outside_an_area(tests: Path) -> list[str]:
+    """Python files at tests/'s top level besides the root conftest and the package's __init__."""
+    return sorted(
+        p.name for p in tests.glob("*.py") if p.name not in ("conftest.py", "__init__.py")
+    )
+
+
 def tracker_mentions(tests: Path) -> list[str]:
     return [
         f"{path.relative_to(tests)}:{n}: {line.strip()}"
@@ -44,6 +52,10 @@ def tracker_mentions(tests: Path) -> list[str]:
 
 def test_every_core_module_has_a_test_module_of_its_name():
     assert without_tests(ROOT / "workshop", ROOT / "tests") == []
+
+
+def test_every_test_module_sits_in_an_area():
+    assert outside_an_area(ROOT / "tests") == [], "move it into tests/<area>/ (tests/README.md)"
 
 
 def test_no_test_names_a_tracker_entry():
@@ -71,6 +83,9 @@ def test_a_module_without_its_test_and_a_tracker_number_are_found(tmp_path):
     (tests / "core").mkdir()
     (tests / "core" / "test_lab.py").write_text("COLOR = '&#39;'  # an entity, not a number\n")
     assert without_tests(package, tests) == []
+    assert outside_an_area(tests) == []
+    (tests / "test_flat.py").write_text("")
+    assert outside_an_area(tests) == ["test_flat.py"]
     assert [m.split(":")[0] for m in tracker_mentions(tests)] == [
         "harness/test_lab.py",
         "harness/test_runner.py",
