@@ -5,8 +5,8 @@ The layers, lowest first; a module may import modules of its own layer and of th
  1. bare         workshop, workshop.i18n (and its catalogs, templates), the docstring-only packages
                  workshop.cli, workshop.grading, workshop.harness: they import nothing of the workshop above
  2. foundations  harness.{atomic, proctree, interrupt, time_limit, device, lab_log, results, options},
-                 harness.{worker_process, worker_container}, tensor_bytes: files, processes, signals, the
-                 run folder, the run's options, the worker's process or container
+                 harness.{worker_process, worker_container, torch_import}, tensor_bytes: files, processes,
+                 signals, the run folder, the run's options, the worker's process or container, torch's import
  3. model        workshop.minigpt, workshop.ops: the MiniGPT and the custom op
  4. declarations grading.{checks, exercise, questions, stand_ins}: what a check, an exercise, a question is
                  (and the one grader of answers), what stands for a missing implementation
@@ -43,7 +43,10 @@ LAYERS = (
         (
             *(f"workshop.harness.{m}" for m in ("atomic", "proctree", "interrupt", "time_limit")),
             *(f"workshop.harness.{m}" for m in ("device", "lab_log", "results", "options")),
-            *(f"workshop.harness.{m}" for m in ("worker_process", "worker_container")),
+            *(
+                f"workshop.harness.{m}"
+                for m in ("worker_process", "worker_container", "torch_import")
+            ),
             "workshop.tensor_bytes",
         ),
     ),

@@ -121,13 +121,13 @@ class Worker:
 
     def begin(self) -> None:
         """Start the worker without waiting for it: its interpreter and torch load while the lab prepares (a
-        container's start and `import torch` take seconds)."""
-        from workshop.grading import (
-            wire,
-        )  # torch: imported where a lab runs, never by `workshop list`
-
+        container's start and `import torch` take seconds). The launcher starts it before this process imports
+        torch (wire does): the two imports then run at once, on two cores."""
         if self.channel is None and self.refused is None:
             read_fd, write_fd = self.launcher.start()
+            # torch: imported where a lab runs, never by `workshop list`
+            from workshop.grading import wire
+
             self.channel = wire.Channel(read_fd, write_fd)
             self.channel.map_location = self.device
             self.loaded = False

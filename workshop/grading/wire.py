@@ -18,7 +18,9 @@ import select
 import struct
 import time
 
-import torch
+from workshop.harness.torch_import import import_torch
+
+torch = import_torch()
 
 MAX_FRAME = (
     512 * 2**20

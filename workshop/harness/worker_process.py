@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import importlib.util
 import json
 import os
 import shutil
@@ -239,10 +240,10 @@ def open_to_others(path: Path) -> bool:
 
 def others_can_run(root: Path) -> bool:
     """Whether another uid can run this Python with its packages and the workshop's code (pyenv's Python
-    under /root, say, it cannot: then the worker keeps this process's uid)."""
-    import torch
-
-    needed = [Path(sys.executable), Path(os.__file__), Path(torch.__file__), root / "workshop"]
+    under /root, say, it cannot: then the worker keeps this process's uid). torch is looked up, not imported:
+    the worker starts before the lab's process imports it, so that the two imports overlap."""
+    torch = Path(importlib.util.find_spec("torch").origin)
+    needed = [Path(sys.executable), Path(os.__file__), torch, root / "workshop"]
     return all(open_to_others(p) for p in needed)
 
 
