@@ -102,6 +102,7 @@ MOVES = {
     "test_results.py": "harness/test_results.py",
     "test_faults.py": "harness/test_faults.py",
     "test_lab_needs.py": "harness/test_lab_needs.py",
+    "test_worker_early_start.py": "harness/test_torch_import.py",  # the check's two torch imports
     # grading
     "test_exercise_framework.py": "grading/test_exercise.py",
     "test_exercises_every_lab.py": "grading/test_every_lab.py",
