@@ -105,7 +105,7 @@ def test_more_cpu_processes_than_the_machine_holds_are_refused(monkeypatch):
     monkeypatch.setattr(launch.os, "sched_getaffinity", lambda pid: {0, 1})
     monkeypatch.setattr(launch, "available_memory", lambda: 100e9)
     assert launch.capacity_problem(8, "cpu") is None
-    assert "holds 8 (4 per core on 2 core(s)" in launch.capacity_problem(9, "cpu")
+    assert "holds 8 (4 per core on 2 cores" in launch.capacity_problem(9, "cpu")
     monkeypatch.setattr(launch, "available_memory", lambda: 2.5e9)  # 4 ranks of 0.6 GB
     assert "use --n 4 or less" in launch.capacity_problem(5, "cpu")
 

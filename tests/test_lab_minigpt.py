@@ -67,11 +67,11 @@ def test_minigpt_runs_in_spanish(tmp_path, monkeypatch):
     assert result["lang"] == "es" and result["passed"], result["checks"]
     names = [c["name"] for c in result["checks"]]
     assert "tamaño del vocabulario" in names
-    assert "precisión de predicción de prompts (top-1 gramatical)" in names
+    assert "tasa de acierto en los prompts (top-1 gramatical)" in names
     summary = (tmp_path / "minigpt" / "summary.md").read_text(encoding="utf-8")
     for sentence in (
         "El MiniGPT de la gramática",
-        "Precisión de predicción de prompts en 1000 prompts reservados",
+        "Tasa de acierto en 1000 prompts reservados",
         "Frases muestreadas a temperatura 1 que son gramaticales de principio a fin",
         "![curva de pérdida](loss_curve.png)",
     ):

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from workshop.grading.questions import grade_answers
-from workshop.i18n import _
+from workshop.i18n import _, grouped
 from workshop.lab import LabContext
 from workshop.labs.autograd.batch import HeadBatch, leaves, load_batch
 from workshop.labs.autograd.engine_trace import profile_backward
@@ -222,7 +222,7 @@ def check_gradchecks(ctx: LabContext, records: list[GradcheckRecord]) -> list[Gr
     for g in records:
         ctx.check_equal(
             _("gradcheck float64, {gradient} gradient, {probes} ({n} inputs)").format(
-                gradient=_(g.gradient), probes=_(g.probes), n=g.n_probed
+                gradient=_(g.gradient), probes=_(g.probes), n=grouped(g.n_probed)
             ),
             g.passed,
             True,

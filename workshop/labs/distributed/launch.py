@@ -23,7 +23,7 @@ from pathlib import Path
 
 from workshop import i18n
 from workshop.harness import proctree
-from workshop.i18n import _
+from workshop.i18n import _, ngettext
 
 STRATEGIES = ("ddp", "fsdp", "tp", "pp")
 STOP_GRACE_S = 3.0  # torchrun's and the ranks' time to exit on SIGTERM before they are killed
@@ -44,9 +44,12 @@ def capacity_problem(n_per_node: int, device: str) -> str | None:
 
         visible = torch.cuda.device_count()
         if n_per_node > visible:
-            return _(
-                "--n {n} asks for {n} processes, one GPU each, but {visible} GPU(s) are visible; use --n <= "
-                "the GPU count, or --device cpu to run them as CPU processes (gloo)"
+            return ngettext(
+                "--n {n} asks for {n} processes, one GPU each, but {visible} GPU is visible; use --n <= "
+                "the GPU count, or --device cpu to run them as CPU processes (gloo)",
+                "--n {n} asks for {n} processes, one GPU each, but {visible} GPUs are visible; use --n <= "
+                "the GPU count, or --device cpu to run them as CPU processes (gloo)",
+                visible,
             ).format(n=n_per_node, visible=visible)
         return None
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
@@ -56,7 +59,9 @@ def capacity_problem(n_per_node: int, device: str) -> str | None:
         limit = max(1, min(limit, int(memory // RANK_BYTES)))
     if n_per_node <= limit:
         return None
-    held = _("{per_core} per core on {cores} core(s)").format(per_core=RANKS_PER_CORE, cores=cores)
+    held = ngettext(
+        "{per_core} per core on {cores} core", "{per_core} per core on {cores} cores", cores
+    ).format(per_core=RANKS_PER_CORE, cores=cores)
     if memory is not None:
         held += _(", {free:.1f} GB of free memory at {per_rank:.1f} GB per rank").format(
             free=memory / 1e9, per_rank=RANK_BYTES / 1e9

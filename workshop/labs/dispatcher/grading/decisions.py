@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import astuple, dataclass
 
-from workshop.i18n import _
+from workshop.i18n import _, ngettext
 from workshop.lab import LabContext
 from workshop.labs.dispatcher import keys
 from workshop.labs.dispatcher.crosscheck import flat
@@ -172,8 +172,10 @@ def _slot_message(wrong: list[tuple[Slot, object]]) -> str | None:
     if not wrong:
         return None
     d, mine = wrong[0]
-    return _(
-        "{n} slot(s) differ. First: {op} at {key}: yours is {mine}, the dispatcher's is {real}. {rule}"
+    return ngettext(
+        "{n} slot differs: {op} at {key}: yours is {mine}, the dispatcher's is {real}. {rule}",
+        "{n} slots differ. First: {op} at {key}: yours is {mine}, the dispatcher's is {real}. {rule}",
+        len(wrong),
     ).format(
         n=len(wrong),
         op=d.op,
@@ -237,9 +239,11 @@ def _walk_message(wrong: list[tuple[Walk, list[str]]]) -> str | None:
     if not wrong:
         return None
     d, mine = wrong[0]
-    return _(
-        "{n} call(s) differ. First: {op} in {scenario}: yours walks {mine}, the dispatcher walked {real}. "
-        "{rule}"
+    return ngettext(
+        "{n} call differs: {op} in {scenario}: yours walks {mine}, the dispatcher walked {real}. {rule}",
+        "{n} calls differ. First: {op} in {scenario}: yours walks {mine}, the dispatcher walked {real}. "
+        "{rule}",
+        len(wrong),
     ).format(
         n=len(wrong),
         op=d.op,
