@@ -1,5 +1,6 @@
 """A learner's solutions to the custom_op lab's exercises: one correct set, written as a learner would (not the
-reference), and the typical mistakes, each a small change of it. The tests grade them (test_custom_op_exercises.py);
+reference), and the typical mistakes, each a small change of it. The tests grade them as a learner's file, in a
+worker process (custom_op_planted.py: this file must pass the worker's reading of a learner's file);
 the end-to-end test writes correct ones into a workspace file (source_of)."""
 
 import inspect
@@ -92,14 +93,19 @@ def define_triton_op(qualname, implementation, setup_context, backward):
 CORRECT = (softmax_fwd_kernel, softmax_bwd_kernel, softmax_fake, setup_context, backward)
 
 
+def _function(function):
+    """A kernel's Python function (a @triton.jit kernel keeps it in .fn), or the function itself."""
+    return function.fn if isinstance(function, triton.runtime.KernelInterface) else function
+
+
 def source_of(*functions) -> str:
     """The functions' source, as a learner's file would hold it (kernels with their @triton.jit)."""
-    return "\n\n".join(inspect.getsource(getattr(f, "fn", f)) for f in functions)
+    return "\n\n".join(inspect.getsource(_function(f)) for f in functions)
 
 
 def line_of(function, text: str) -> int:
     """The line number, in this file, of the first line of `function` that contains `text`."""
-    lines, first = inspect.getsourcelines(getattr(function, "fn", function))
+    lines, first = inspect.getsourcelines(_function(function))
     return first + next(i for i, line in enumerate(lines) if text in line)
 
 

@@ -57,7 +57,8 @@ def test_custom_ops_references_keep_their_decorators_and_reach_torch_library_by_
     kernel = reference_source(
         "workshop.ops.softmax_kernels:_fwd_one_pass", "softmax_fwd_kernel", header
     )
-    assert kernel.startswith("@triton.jit\ndef _fwd_one_pass(")
+    # under the exercise's name: the lab counts launches of softmax_fwd_kernel by the kernel's name
+    assert kernel.startswith("@triton.jit\ndef softmax_fwd_kernel(")
     op = reference_source("workshop.ops.softmax_op:define_triton_op", "define_triton_op", header)
     assert op.startswith("wrap_triton = torch.library.wrap_triton\n")
     # its nested `def softmax` is its own: the module's `softmax = OPS.forward ...` is not pulled in

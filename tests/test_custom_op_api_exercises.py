@@ -1,29 +1,21 @@
 """The exercises that register the op with torch.library's public API
-(workshop/labs/custom_op/grading/api_grading.py): a learner's correct define_custom_op and define_triton_op pass,
-and each typical mistake fails with a message that names it (a custom_op where a triton_op was asked among them)."""
+(workshop/labs/custom_op/grading/api_grading.py), each run as a learner's code is, in a worker process: a learner's
+correct define_custom_op and define_triton_op pass, and each typical mistake fails with a message that names it (a
+custom_op where a triton_op was asked among them)."""
 
 from __future__ import annotations
 
-import contextlib
-import io
-
+import custom_op_planted
 import custom_op_wrong_solutions as w
 import pytest
-import torch
 
-from workshop.harness.options import RunOptions
+from workshop import i18n
 from workshop.lab import LabContext
-from workshop.labs.custom_op.grading import api_grading
 from workshop.ops import INTERPRETED
 
-DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def grade(tmp_path, exercise: str, define) -> LabContext:
-    ctx = LabContext("custom_op", tmp_path, RunOptions(DEVICE, 1, 0))
-    with contextlib.redirect_stdout(io.StringIO()):
-        api_grading.grade_registration(ctx, define, exercise)
-    return ctx
+DEVICE = custom_op_planted.DEVICE
+# the planted file in a worker, and grade(name, piece) with it (fixtures)
+planted, grade = custom_op_planted.planted, custom_op_planted.grade
 
 
 def failures(ctx: LabContext) -> list:
@@ -35,8 +27,8 @@ def failures(ctx: LabContext) -> list:
     [("define_custom_op", w.define_custom_op), ("define_triton_op", w.define_triton_op)],
     ids=["custom_op", "triton_op"],
 )
-def test_a_learners_correct_registration_passes(tmp_path, exercise, define):
-    ctx = grade(tmp_path, exercise, define)
+def test_a_learners_correct_registration_passes(grade, exercise, define):
+    ctx = grade(exercise, define)
     assert not failures(ctx), failures(ctx)
     names = " ".join(c.name for c in ctx.checks)
     assert "gradcheck" in names and "a backward through the op" in names
@@ -66,7 +58,18 @@ WRONG = [
 @pytest.mark.parametrize(
     "exercise, define, expected", WRONG, ids=[f.__name__ for _e, f, _m in WRONG]
 )
-def test_a_registration_mistake_fails_with_a_pointed_message(tmp_path, exercise, define, expected):
-    failed = failures(grade(tmp_path, exercise, define))
+def test_a_registration_mistake_fails_with_a_pointed_message(grade, exercise, define, expected):
+    failed = failures(grade(exercise, define))
     assert failed, "the wrong registration passed"
     assert expected in failed[0].message, failed[0]
+
+
+def test_a_registrations_outcomes_are_said_in_the_learners_language(grade):
+    """The op on a fake tensor and a backward through it: 'no error' in the learner's language, not 'ok'."""
+    with i18n.using("es"):
+        ctx = grade("define_custom_op", w.define_custom_op)
+        no_error = i18n._("no error")
+    outcomes = [c.value for c in ctx.checks if c.threshold == no_error]
+    assert no_error != "no error" and outcomes == [no_error, no_error], [
+        (c.name, c.value) for c in ctx.checks
+    ]

@@ -1,7 +1,7 @@
-"""The custom_op lab's exercises, graded in-process: the reference and a learner's correct pieces pass, each
-typical mistake fails its exercise with a message that names it, out-of-bounds accesses are stopped at the
-learner's line, and a learner's workspace is graded through the runner (correct pieces pass, stubs are "not
-started", the lab's other checks pass). On a GPU the same grading runs on CUDA."""
+"""The custom_op lab's exercises, each piece graded as a learner's code is, in a worker process (contract 6): a
+learner's correct pieces pass, each typical mistake fails its exercise with a message that names it, out-of-bounds
+accesses are stopped at the learner's line, and a learner's workspace is graded through the runner (correct
+pieces pass, stubs are "not started", the lab's other checks pass). On a GPU the same grading runs on CUDA."""
 
 from __future__ import annotations
 
@@ -11,31 +11,26 @@ import json
 import subprocess
 from dataclasses import asdict
 
+import custom_op_planted
 import custom_op_wrong_solutions as w
 import lab_process
 import pytest
-import torch
 
 from workshop import labs
-from workshop.grading import checks, workspace
+from workshop.grading import checks
 from workshop.grading.questions import grade_answers
+from workshop.grading.solution import LearnerFile, Worker
 from workshop.harness.options import RunOptions
+from workshop.harness.worker_process import NativeWorker
 from workshop.lab import LabContext
-from workshop.labs.custom_op.grading import exercise_grading, own_op
+from workshop.labs.custom_op.grading import own_op, piece_probes
 from workshop.labs.custom_op.grading.exercises import EXERCISES
 from workshop.labs.custom_op.grading.launch_facts import ANSWERS, LaunchFacts
-from workshop.labs.custom_op.grading.memory_bounds import bounds_checked
 
-DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+DEVICE = custom_op_planted.DEVICE
+# the planted file in a worker, and grade(name, piece) with it (fixtures)
+planted, grade = custom_op_planted.planted, custom_op_planted.grade
 PIECES = ("forward_kernel", "backward_kernel", "fake", "setup_context", "backward")
-
-
-def grade(tmp_path, name: str, impl) -> LabContext:
-    """Grade `impl` as the learner's solution of exercise `name`, as lab.grade_pieces does."""
-    ctx = LabContext("custom_op", tmp_path, RunOptions(DEVICE, 1, 0, work=tmp_path))
-    with contextlib.redirect_stdout(io.StringIO()), ctx.grading(name) as _impl, bounds_checked():
-        getattr(exercise_grading, f"grade_{name}")(ctx, impl)
-    return ctx
 
 
 def first_failure(ctx: LabContext):
@@ -43,8 +38,8 @@ def first_failure(ctx: LabContext):
 
 
 @pytest.mark.parametrize("name, impl", list(zip(PIECES, w.CORRECT, strict=True)), ids=PIECES)
-def test_a_learners_correct_piece_passes_gradcheck_opcheck_and_compile(tmp_path, name, impl):
-    ctx = grade(tmp_path, name, impl)
+def test_a_learners_correct_piece_passes_gradcheck_opcheck_and_compile(grade, name, impl):
+    ctx = grade(name, impl)
     assert first_failure(ctx) is None, first_failure(ctx)
     names = " ".join(c.name for c in ctx.checks)
     assert "gradcheck" in names and "opcheck" in names and "torch.compile(fullgraph=True)" in names
@@ -56,9 +51,9 @@ def test_a_learners_correct_piece_passes_gradcheck_opcheck_and_compile(tmp_path,
         assert evidence in names
 
 
-def test_the_compiled_step_ran_the_learners_kernel_not_the_reference(tmp_path):
+def test_the_compiled_step_ran_the_learners_kernel_not_the_reference(grade):
     """The launch record names the very function: a learner's kernel is told from the reference's."""
-    ctx = grade(tmp_path, "forward_kernel", w.softmax_fwd_kernel)
+    ctx = grade("forward_kernel", w.softmax_fwd_kernel)
     check = next(c for c in ctx.checks if "launched once a call" in c.name)
     assert check.passed and check.value == 4
     if DEVICE == "cpu":
@@ -115,8 +110,8 @@ WRONG = [
 @pytest.mark.parametrize(
     "name, wrong, expected", WRONG, ids=[f"{n}-{f.__name__}" for n, f, _e in WRONG]
 )
-def test_a_typical_mistake_fails_with_a_pointed_message(tmp_path, name, wrong, expected):
-    failed = first_failure(grade(tmp_path, name, wrong))
+def test_a_typical_mistake_fails_with_a_pointed_message(grade, name, wrong, expected):
+    failed = first_failure(grade(name, wrong))
     assert failed is not None, "the wrong solution passed"
     assert expected in failed.message, failed
 
@@ -128,7 +123,7 @@ def test_a_python_call_refused_before_a_gpu_compile_is_found_at_its_line():
     refused = RuntimeError(
         "Unsupported function referenced: <built-in method softmax of type object at 0x7f22c82cea40>"
     )
-    where, text = exercise_grading.kernel_line(refused, w.fwd_calls_torch_softmax)
+    where, text = piece_probes.kernel_line(refused, w.fwd_calls_torch_softmax)
     line = w.line_of(w.fwd_calls_torch_softmax, "torch.softmax")
     assert where == f"tests/custom_op_wrong_solutions.py:{line}" and "torch.softmax(x, 1)" in text
 
@@ -142,8 +137,8 @@ def test_a_python_call_refused_before_a_gpu_compile_is_found_at_its_line():
     ],
     ids=["one column past", "no row mask"],
 )
-def test_out_of_bounds_is_stopped_at_the_learners_line(tmp_path, wrong, place):
-    failed = first_failure(grade(tmp_path, FWD, wrong))
+def test_out_of_bounds_is_stopped_at_the_learners_line(grade, wrong, place):
+    failed = first_failure(grade(FWD, wrong))
     line = w.line_of(wrong, "tl.load(")
     assert (
         failed.name
@@ -157,8 +152,8 @@ def test_out_of_bounds_is_stopped_at_the_learners_line(tmp_path, wrong, place):
 @pytest.mark.parametrize(
     "wrong", [w.fwd_mask_one_column_past, w.fwd_no_row_mask], ids=["cols", "rows"]
 )
-def test_on_a_gpu_stray_stores_show_in_the_guards(tmp_path, wrong):
-    failed = first_failure(grade(tmp_path, FWD, wrong))
+def test_on_a_gpu_stray_stores_show_in_the_guards(grade, wrong):
+    failed = first_failure(grade(FWD, wrong))
     assert failed is not None and "guard cells changed" in failed.name
     assert (
         "wrote past the end of a row" in failed.message
@@ -167,12 +162,17 @@ def test_on_a_gpu_stray_stores_show_in_the_guards(tmp_path, wrong):
 
 
 def test_stubs_are_not_started(tmp_path):
-    stubs = "\n\n".join(ex.stub_code() for ex in EXERCISES)
-    (tmp_path / "custom_op.py").write_text(labs.workspace_header("custom_op") + "\n\n" + stubs)
-    module = workspace.load_lab_module(tmp_path, "custom_op")
-    for ex in (ex for ex in EXERCISES if ex.name in own_op.probes.EXERCISES):
-        failed = first_failure(grade(tmp_path, ex.name, getattr(module, ex.attribute)))
-        assert failed.value == checks.NOT_STARTED, (ex.name, failed)
+    header = labs.workspace_header("custom_op")
+    stubs = header + "\n\n" + "\n\n".join(ex.stub_code() for ex in EXERCISES)
+    learner = LearnerFile(stubs, "my-work/custom_op.py", header)
+    worker = Worker(NativeWorker(DEVICE, tmp_path / "worker.log"), DEVICE, learner)
+    try:
+        for ex in (ex for ex in EXERCISES if ex.name in own_op.probes.EXERCISES):
+            ctx = custom_op_planted.graded(tmp_path, worker, ex.name, ex.attribute, DEVICE)
+            failed = first_failure(ctx)
+            assert failed.value == checks.NOT_STARTED, (ex.name, failed)
+    finally:
+        worker.stop()
 
 
 def test_wrong_answers_say_where_this_run_shows_them(tmp_path):

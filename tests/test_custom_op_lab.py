@@ -366,6 +366,34 @@ def test_the_learners_op_runs_in_the_worker_and_its_failure_is_a_failed_check(tm
     )
 
 
+def test_the_learners_op_says_its_errors_in_the_labs_language(tmp_path):
+    """The op made of the learner's pieces runs in the worker, which has no language of its own: a Spanish run
+    gets the op's errors for bad input in Spanish, which the check that they name the problem reads (English
+    errors failed it, and the op's checks, in a Spanish run only)."""
+    import functools
+
+    import custom_op_wrong_solutions as w
+
+    from workshop import i18n, labs
+    from workshop.grading import sandbox
+    from workshop.harness.options import RunOptions
+    from workshop.lab import LabContext
+    from workshop.labs.custom_op.grading import correctness as cx
+    from workshop.labs.custom_op.grading.own_op import own_op
+
+    pieces = w.source_of(*w.CORRECT, w.define_custom_op, w.define_triton_op)
+    (tmp_path / "custom_op.py").write_text(labs.workspace_header("custom_op") + "\n\n" + pieces)
+    ctx = LabContext("custom_op", tmp_path, RunOptions("cpu", 1, 0, work=tmp_path, lang="es"))
+    try:
+        with i18n.using("es"):
+            errors = cx.bad_inputs(functools.partial(own_op(ctx).probe, "apply"), "cpu")
+            named = {case: cx.names_the_problem(case, error) for case, error in errors.items()}
+    finally:
+        sandbox.stop(ctx)
+    assert named == dict.fromkeys(errors, True), errors
+    assert "coma flotante" in errors["integer dtype"]
+
+
 @pytest.mark.parametrize("lang", ["en", "es"])
 def test_the_summary_says_which_sections_of_the_op_failed(lang):
     from workshop import labs

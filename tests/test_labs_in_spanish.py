@@ -27,6 +27,7 @@ from test_autograd_lab import SUMMARY_KEYS
 
 from workshop import i18n, labs
 from workshop.grading import questions, workspace_init
+from workshop.grading.solution import LocalWorker, Solution
 from workshop.harness.options import RunOptions
 from workshop.i18n import templates
 from workshop.lab import LabContext
@@ -378,10 +379,14 @@ def test_the_spanish_custom_op_summary_shows_the_same_values(launch_share, grade
 
 
 def test_a_custom_op_grading_message_comes_out_in_spanish(spanish, tmp_path):
-    """A fake that copies x's strides (torch.empty_like), graded as lab.grade_pieces grades it."""
+    """A fake that copies x's strides (torch.empty_like), graded as lab.grade_pieces grades it: the worker's
+    facts, said in the lab's language (the worker's own code answers here in-process, as for a reference)."""
     ctx = LabContext("custom_op", tmp_path, RunOptions(TEST_DEVICE, 1, 0, work=tmp_path))
-    with ctx.grading("fake"):
-        custom_op_grading.grade_fake(ctx, lambda x, dim: torch.empty_like(x))
+    fake = Solution(
+        LocalWorker(TEST_DEVICE), {"reference": "custom_op_wrong_solutions:fake_empty_like"}
+    )
+    with ctx.grading("fake", worker=True):
+        custom_op_grading.grade_fake(ctx, fake)
     failed = [c for c in ctx.checks if not c.passed]
     assert [c.name for c in failed] == [
         "softmax_fake: salidas como las de la op real (forma, dtype, dispositivo, strides)"

@@ -2,14 +2,15 @@
 to raise a grade, to read or change another hand-in, or to outlive the grade.
 
 The grading attacks run the autograd lab's hand-gradient grading (contract 6: the learner's code in a worker)
-on a workspace whose file is the attack. The sandbox attacks run in the worker natively (process limits) and,
-marked `docker`, in its container (skipped where Docker or the learner image is missing; CI builds the image
-and runs them).
+on a workspace whose file is the attack, and the custom_op lab's kernel exercise through its lab process. The
+sandbox attacks run in the worker natively (process limits) and, marked `docker`, in its container (skipped
+where Docker or the learner image is missing; CI builds the image and runs them).
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import os
 import signal
 import subprocess
@@ -17,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+import lab_process
 import pytest
 from autograd_hand_solutions import solved
 
@@ -164,6 +166,63 @@ def test_a_worker_that_switches_off_its_timer_is_stopped_by_the_wall_clock(tmp_p
     with pytest.raises(LearnerCodeFailed) as e:
         run_unread(tmp_path, source, "f", limit=1.0)
     assert e.value.kind == "time" and time.monotonic() - start < 60
+
+
+# A kernel with the forward's parameters that copies x: wrong on every case.
+COPYING_KERNEL = """
+@triton.jit
+def softmax_fwd_kernel(
+    x_ptr, y_ptr, n_rows, n_cols, x_row_stride, y_row_stride,
+    ROWS: tl.constexpr, BLOCK_N: tl.constexpr, ALIGN: tl.constexpr,
+):
+    rows = (tl.program_id(0) * ROWS + tl.arange(0, ROWS)[:, None]).to(tl.int64)
+    cols = tl.arange(0, BLOCK_N)[None, :]
+    mask = (rows < n_rows) & (cols < n_cols)
+    x = tl.load(x_ptr + rows * x_row_stride + cols, mask=mask)
+    tl.store(y_ptr + rows * y_row_stride + cols, x, mask=mask)
+"""
+FORGED = {"forged": True, "exercises": {"custom_op.forward_kernel": {"status": "passing"}}}
+# Each through `__import__`, which the worker's import guard leaves to the lab's reading of the text: unread,
+# only the worker's process boundary and its look at each piece's code stand in the way.
+CUSTOM_OP_ATTACKS = {
+    "import the reference kernel": (
+        "from workshop.ops.softmax_kernels import _fwd_one_pass as softmax_fwd_kernel\n"
+    ),
+    "reach the reference kernel": (
+        "softmax_fwd_kernel = __import__(\n"
+        "    'workshop.ops.softmax_kernels', fromlist=['_fwd_one_pass']\n)._fwd_one_pass\n"
+    ),
+    "patch LabContext at import": (
+        "_lab = __import__('workshop.lab', fromlist=['LabContext'])\n"
+        "_lab.LabContext.check_max = lambda self, name, value, threshold, **k: None\n"
+        "_lab.LabContext.check_equal = lambda self, name, value, expected, **k: None\n"
+        "_lab.LabContext.record = lambda self, check: check\n" + COPYING_KERNEL
+    ),
+    "forge result.json and exit": (
+        "open(RESULT, 'w').write(FORGED)\n__import__('os')._exit(0)\n" + COPYING_KERNEL
+    ),
+}
+
+
+@pytest.mark.parametrize("unread", [False, True], ids=["read", "unread"])
+@pytest.mark.parametrize("attack", CUSTOM_OP_ATTACKS.values(), ids=CUSTOM_OP_ATTACKS.keys())
+def test_a_hostile_custom_op_piece_raises_no_grade(tmp_path, monkeypatch, attack, unread):
+    """`check custom_op forward_kernel` natively, through the lab's process as the runner starts it (which
+    writes result.json), on a learner's kernel that is an attack; unread: as if it had slipped past the lab's
+    reading of its text. The run folder's result.json is the path a learner's code finds in the parent's
+    command line: here it is handed to it."""
+    out, work = tmp_path / "out", tmp_path / "work"
+    work.mkdir()
+    constants = f"RESULT = {str(out / 'result.json')!r}\nFORGED = {json.dumps(FORGED)!r}\n"
+    (work / "custom_op.py").write_text(workspace_header("custom_op") + constants + attack)
+    if unread:
+        monkeypatch.setattr(LearnerFile, "refusals", lambda self: [])
+    only = ("custom_op.forward_kernel",)
+    lab_process.run_here("custom_op", out, work=work, only=only)
+    result = json.loads((out / "result.json").read_text())
+    assert "forged" not in result
+    status = result["exercises"]["custom_op.forward_kernel"]["status"]
+    assert status == exercise.FAILING, result["exercises"]["custom_op.forward_kernel"]
 
 
 # ---- the instructor's machine: limits, what the worker sees, what it leaves ----

@@ -6,6 +6,7 @@ others, so that what grade notes can be seen. What the container prevents outrig
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -20,6 +21,7 @@ import learner_toy
 import pytest
 from test_learner_commands import ANSWERS, DOUBLE, ESSAY, make_workspace, read_csv
 
+from workshop import labs
 from workshop.cli.main import main
 from workshop.grading import grade_integrity
 from workshop.harness.options import RunOptions
@@ -156,9 +158,21 @@ def test_statuses_printed_before_the_lab_process_dies_pass_nothing(toy):
     ]
 
 
+def graded_in_the_labs_process(ctx: LabContext) -> None:
+    """The toy's exercises graded as a lab that has not gone through the worker would grade them: `double` with
+    worker=False (the learner's function called in the lab's own process; no lab of the workshop does this any
+    more), the answers in the worker, the essay as text."""
+    with ctx.grading("double", worker=False) as impl:
+        ctx.check_equal("double(21)", impl(21), 42)
+    with ctx.grading("answers", worker=True) as impl:
+        ctx.check_equal("answers", impl.value, learner_toy.ANSWERS)
+    with ctx.grading("essay") as path:
+        ctx.check_min("essay: words", len(Path(path).read_text().split()), 10)
+
+
 def test_in_the_sandbox_a_lab_that_runs_learner_code_in_its_own_process_runs_none(toy):
-    """The toy's grading does not go through the worker: with grade's containers asked for, its learner code is
-    not run in the lab's process at all; the exercise is not graded and result.json says why."""
+    """An exercise graded with worker=False: with grade's containers asked for, its learner code is not run in
+    the lab's process at all; the exercise is not graded and result.json says why."""
     marker = toy / "ran"
     attack = (
         f"def double(x: int) -> int:\n    open({str(marker)!r}, 'w').write('x')\n    return 2 * x\n"
@@ -167,16 +181,36 @@ def test_in_the_sandbox_a_lab_that_runs_learner_code_in_its_own_process_runs_non
     (toy / "out").mkdir()
     options = RunOptions("cpu", 1, 0, work=work, worker_image="any-image")
     ctx = LabContext("toy", toy / "out", options)
-    learner_toy.run(ctx)
+    graded_in_the_labs_process(ctx)
     results = ctx.exercise_results()
     assert not marker.exists()
-    assert ctx.extra["not_isolated"] == [
-        "toy.double"
-    ]  # toy.answers is read in its worker (a container)
+    assert ctx.extra["not_isolated"] == ["toy.double"]
     assert results["toy.double"]["status"] == "not graded"
     # toy.answers is read in its worker, which refuses the file: its `open` reaches past the exercise
     assert "open is not allowed" in results["toy.answers"]["failed_check"]["value"]
     assert results["toy.essay"]["status"] == "passing"  # a document is read as text, in any sandbox
+
+
+def test_no_lab_of_the_workshop_grades_learner_code_in_its_own_process():
+    """Every grading block of the workshop's labs takes its implementation from the worker (worker=True), but a
+    document's, read as text: in grade's containers no exercise is left out as not isolated."""
+    in_process = []
+    for path in sorted((Path(labs.__file__).parent).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "grading"):
+                continue
+            worker = any(
+                k.arg == "worker" and getattr(k.value, "value", None) is True for k in node.keywords
+            )
+            name = getattr(node.args[0], "value", None) if node.args else None
+            documents = {
+                ex.name for lab in labs.all_labs() for ex in labs.exercises(lab) if ex.document
+            }
+            if not worker and name not in documents:
+                in_process.append(
+                    f"{path.relative_to(Path(labs.__file__).parents[1])}:{node.lineno}"
+                )
+    assert in_process == []
 
 
 def test_a_detached_process_cannot_rewrite_the_table_after_grade(toy):

@@ -1,6 +1,7 @@
 """Lab custom_op: a Triton softmax made into a PyTorch operator, then checked the ways PyTorch checks its own.
 
-First the learner's pieces (grading/exercises.py), each graded in an operator of its own (grading/learner_op.py);
+First the learner's pieces (grading/exercises.py), each graded in an operator of its own (grading/learner_op.py),
+in the worker (grading/piece_probes.py);
 then the reference op, torch.ops.workshop.softmax: correctness against torch.softmax (dtypes, layouts,
 -inf/inf/NaN, empty tensors, bad input), gradcheck and opcheck, torch.compile with zero graph breaks, the op
 inside the MiniGPT's attention, what Inductor generates around an opaque custom_op vs a triton_op, and what one
@@ -28,7 +29,6 @@ from workshop.labs.custom_op import eager_cost, inductor_code, profiler_trace
 from workshop.labs.custom_op.grading import correctness as cx
 from workshop.labs.custom_op.grading import exercise_grading as graders
 from workshop.labs.custom_op.grading import launch_facts, probes
-from workshop.labs.custom_op.grading.memory_bounds import bounds_checked
 from workshop.labs.custom_op.grading.own_op import OwnOp, own_op, shipped_ready
 from workshop.minigpt import checkpoint
 from workshop.minigpt.data import train_tensors
@@ -37,10 +37,10 @@ from workshop.ops import softmax_launch, softmax_op
 
 
 def grade_pieces(ctx: LabContext, pieces: tuple[str, ...] = probes.EXERCISES) -> None:
-    """The exercises that write a piece of the op: each graded in its own twin (exercise_grading.py), with every
-    interpreted load and store bounds-checked."""
+    """The exercises that write a piece of the op: each graded in its own twin (exercise_grading.py), the piece
+    run in the worker (contract 6), every interpreted load and store of a kernel bounds-checked there."""
     for name in pieces:
-        with ctx.grading(name) as impl, bounds_checked():
+        with ctx.grading(name, worker=True) as impl:
             getattr(graders, f"grade_{name}")(ctx, impl)
 
 

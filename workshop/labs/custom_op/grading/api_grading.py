@@ -9,7 +9,8 @@ triton_op was asked, a schema without dim's default, no fake, no setup_context, 
 wrap_triton); then the op goes through gradcheck, opcheck and torch.compile
 (op_grading). Under Triton's interpreter a triton_op can be neither compiled nor opchecked (softmax_op.py says
 why): there the triton_op is graded by its registration, its launches and gradcheck, and on a GPU by Inductor's
-code too.
+code too. The learner's function registers and runs in the worker (piece_probes.registration,
+registration_checks, with `registration_facts`); the facts are judged here, in the lab's process.
 """
 
 from __future__ import annotations
@@ -119,34 +120,41 @@ def _forget(qualname: str) -> None:
         library._destroy()
 
 
-def grade_registration(ctx: LabContext, define, exercise: str) -> None:
-    """The learner's define_custom_op or define_triton_op: its facts judged, then the op's checks."""
-    facts, ops = registration_facts(define, exercise, ctx.device)
+def eager_input(device: str, seed: int) -> torch.Tensor:
+    """x of the eager call that a triton_op is checked with under the interpreter: (8, 600) float32."""
+    return torch.randn(8, 600, generator=torch.Generator().manual_seed(seed)).to(device)
+
+
+def grade_registration(ctx: LabContext, ask, exercise: str) -> None:
+    """The learner's define_custom_op or define_triton_op, in the worker (`ask(probe, *args)`: a probe of
+    piece_probes.py on it): its facts judged, then the op's checks."""
+    facts = RegistrationFacts(**ask("registration", exercise, ctx.device))
     if not _check_facts(ctx, facts, exercise):
         return
-    if ops.kind == "triton_op" and INTERPRETED:
+    found = ask("registration_checks", exercise, ctx.device, ctx.seed)
+    if ASKED[exercise] == "triton_op" and INTERPRETED:
         # The triton_op cannot be traced here: its values and gradients, eagerly, then gradcheck.
-        found = cx.gradchecks(ops.forward, ctx.device)
-        failed = {case: r for case, r in found.items() if r != cx.PASSED}
+        failed = {case: r for case, r in found["gradcheck"].items() if r != cx.PASSED}
         ctx.check_equal(
             _("gradcheck and gradgradcheck (float64) of {op}: cases passed").format(
-                op=ops.forward.name()
+                op=found["name"]
             ),
-            len(found) - len(failed),
-            len(found),
+            len(found["gradcheck"]) - len(failed),
+            len(found["gradcheck"]),
             message="; ".join(f"{case} ({why})" for case, why in failed.items()) or None,
         )
-        _check_eager_values(ctx, ops)
+        x = eager_input(ctx.device, ctx.seed)
+        err = (found["eager"] - torch.softmax(x, -1)).abs().max().item()
+        ctx.check_max(
+            _("{op}: max |y - torch.softmax|, called eagerly").format(op=found["name"]), err, 1e-6
+        )
         return
-    grade_op(ctx, ops)
+    grade_op(ctx, found)
 
 
-def _check_eager_values(ctx: LabContext, ops) -> None:
-    x = torch.randn(8, 600, device=ctx.device)
-    err = (ops.forward(x, -1) - torch.softmax(x, -1)).abs().max().item()
-    ctx.check_max(
-        _("{op}: max |y - torch.softmax|, called eagerly").format(op=ops.forward.name()), err, 1e-6
-    )
+def said(outcome: str) -> str:
+    """An outcome of registration_facts as a check shows it: "ok" in the learner's words, or the error."""
+    return _("no error") if outcome == "ok" else outcome
 
 
 def _check_facts(ctx: LabContext, facts: RegistrationFacts, exercise: str) -> bool:
@@ -203,8 +211,8 @@ def _check_facts(ctx: LabContext, facts: RegistrationFacts, exercise: str) -> bo
         ),
         (
             _("{name}: a backward through the op").format(name=exercise),
-            facts.backward,
-            "ok",
+            said(facts.backward),
+            _("no error"),
             _("the backward through the op failed: {error}").format(error=facts.backward),
         ),
     ]
@@ -233,8 +241,8 @@ def _fake_check(exercise: str, facts: RegistrationFacts) -> tuple:
         _("{name}: a fake implementation registered (the op runs on a fake tensor)").format(
             name=exercise
         ),
-        facts.fake,
-        "ok",
+        said(facts.fake),
+        _("no error"),
         _(
             "no fake implementation is registered: torch.compile and opcheck trace with fake tensors, which "
             "the kernels cannot run on. Register the fake you are given with register_fake"

@@ -1,21 +1,16 @@
-"""One function per exercise, `grade_<name>(ctx, impl)`, called inside `ctx.grading(name)` with the learner's piece
-(or the reference's): its own checks first (kernel_grading, registration_grading), each failure with the mistake
-named; then, once those pass, gradcheck, opcheck and torch.compile of a twin made with the piece (op_grading)."""
+"""One function per exercise, `grade_<name>(ctx, impl)`, called inside `ctx.grading(name, worker=True)` with the
+learner's piece (or the reference's) in the worker: its own checks first (kernel_grading, registration_grading),
+each failure with the mistake named; then, once those pass, gradcheck, opcheck and torch.compile of a twin made
+with the piece (op_grading). The piece runs only in the worker, through the probes of piece_probes.py; every
+verdict here is made from the values they send back (contract 6)."""
 
 from __future__ import annotations
 
 import functools
-import inspect
-import re
-import traceback
-from pathlib import Path
 
-import triton
-
-from workshop.grading import workspace
 from workshop.i18n import _
 from workshop.lab import LabContext
-from workshop.labs.custom_op.grading import api_grading, learner_op, probes
+from workshop.labs.custom_op.grading import api_grading
 from workshop.labs.custom_op.grading import kernel_diagnosis as diagnose
 from workshop.labs.custom_op.grading import registration_grading as rg
 from workshop.labs.custom_op.grading.kernel_grading import (
@@ -23,74 +18,72 @@ from workshop.labs.custom_op.grading.kernel_grading import (
     CASES,
     FORWARD,
     Direction,
-    run_case,
+    judged,
 )
-from workshop.labs.custom_op.grading.learner_op import KernelMismatch, loaded, twin
-from workshop.labs.custom_op.grading.memory_bounds import OutOfBounds
+from workshop.labs.custom_op.grading.learner_op import KernelMismatch, check_kernel
+from workshop.labs.custom_op.grading.memory_bounds import ACCESSES, place_said, said
 from workshop.labs.custom_op.grading.op_grading import grade_op
-from workshop.ops import INTERPRETED, softmax_op
+from workshop.ops import INTERPRETED
+
+PIECE_PROBES = "workshop.labs.custom_op.grading.piece_probes"
+
+
+def asking(impl):
+    """ask(probe, *args): piece_probes.<probe>(the piece, *args), run where the piece runs (the worker)."""
+    return lambda probe, *args: impl.probe(f"{PIECE_PROBES}:{probe}", *args)
 
 
 def grade_forward_kernel(ctx: LabContext, impl) -> None:
-    kernel = _kernel(ctx, "forward_kernel", impl)
-    if kernel is not None and record_kernel_checks(ctx, kernel, FORWARD, "softmax_fwd_kernel"):
-        grade_op(ctx, twin("forward_kernel", softmax_op.KIND, forward_kernel=kernel))
+    grade_kernel(ctx, asking(impl), "forward_kernel", FORWARD)
 
 
 def grade_backward_kernel(ctx: LabContext, impl) -> None:
-    kernel = _kernel(ctx, "backward_kernel", impl)
-    if kernel is not None and record_kernel_checks(ctx, kernel, BACKWARD, "softmax_bwd_kernel"):
-        grade_op(ctx, twin("backward_kernel", softmax_op.KIND, backward_kernel=kernel))
+    grade_kernel(ctx, asking(impl), "backward_kernel", BACKWARD)
+
+
+def grade_kernel(ctx: LabContext, ask, name: str, direction: Direction) -> None:
+    """A kernel exercise: launchable as the op launches the reference's, then its checks over the four cases,
+    then its twin's."""
+    ex = ctx.exercise(name)
+    if not _launchable(ctx, ex, ask("kernel_signature")):
+        return
+    if record_kernel_checks(ctx, ask, direction, ex.attribute):
+        grade_op(ctx, ask("twin_checks", name, ctx.device, ctx.seed))
 
 
 def grade_fake(ctx: LabContext, impl) -> None:
-    fake = _function(ctx, "fake", impl)
-    ops = twin("fake", "custom_op", fake=fake)  # a fake is a custom_op's: a triton_op's is its body
-    # Compiled over dim 0, where the output's strides are not x's: the fake must say so.
-    if rg.grade_fake_outputs(ctx, ops, fake, learner_op.source_file(ctx, softmax_op)):
-        grade_op(ctx, ops, dim=0)
+    ask = asking(impl)
+    if rg.grade_fake_outputs(ctx, ask("fake_outputs", ctx.device)):
+        # Compiled over dim 0, where the output's strides are not x's: the fake must say so.
+        grade_op(ctx, ask("twin_checks", "fake", ctx.device, ctx.seed, 0), dim=0)
 
 
 def grade_setup_context(ctx: LabContext, impl) -> None:
-    setup_context = _function(ctx, "setup_context", impl)
-    ops = twin("setup_context", softmax_op.KIND, setup_context=setup_context)
-    if rg.grade_saved(ctx, ops):
-        grade_op(ctx, ops)
+    ask = asking(impl)
+    x = rg.saved_input(ctx.device)
+    if rg.grade_saved(ctx, x, ask("saved", x)):
+        grade_op(ctx, ask("twin_checks", "setup_context", ctx.device, ctx.seed))
 
 
 def grade_backward(ctx: LabContext, impl) -> None:
-    backward = learner_op.counted(_function(ctx, "backward", impl))
-    ops = twin("backward", softmax_op.KIND, backward=backward)
-    if rg.grade_gradients(ctx, ops):
-        grade_op(ctx, ops)
+    ask = asking(impl)
+    x, dy = rg.gradient_inputs(ctx.device)
+    if rg.grade_gradients(ctx, x, dy, ask("gradient", x, dy)):
+        grade_op(ctx, ask("twin_checks", "backward", ctx.device, ctx.seed))
 
 
 def grade_define_custom_op(ctx: LabContext, impl) -> None:
-    api_grading.grade_registration(
-        ctx, _function(ctx, "define_custom_op", impl), "define_custom_op"
-    )
+    api_grading.grade_registration(ctx, asking(impl), "define_custom_op")
 
 
 def grade_define_triton_op(ctx: LabContext, impl) -> None:
-    api_grading.grade_registration(
-        ctx, _function(ctx, "define_triton_op", impl), "define_triton_op"
-    )
+    api_grading.grade_registration(ctx, asking(impl), "define_triton_op")
 
 
-def _function(ctx: LabContext, name: str, impl):
-    """The learner's function, unless it is a stub (NotImplementedError: "not started")."""
-    function = loaded(impl)
-    if probes.is_stub(function):
-        raise NotImplementedError(ctx.exercise(name).not_started_message())
-    return function
-
-
-def _kernel(ctx: LabContext, name: str, impl):
-    """The learner's kernel if it can be launched as the op launches the reference's; else None, recorded."""
-    ex = ctx.exercise(name)
-    kernel = _function(ctx, name, impl)
+def _launchable(ctx: LabContext, ex, signature: dict) -> bool:
+    """Whether the learner's kernel can be launched as the op launches the reference's; else False, recorded."""
     try:
-        learner_op.check_kernel(kernel, ex.load_reference(), ex.attribute)
+        check_kernel(signature, ex.load_reference(), ex.attribute)
     except KernelMismatch as e:
         ctx.check_equal(
             _("{name} is a @triton.jit kernel with the launch's parameters").format(
@@ -100,29 +93,38 @@ def _kernel(ctx: LabContext, name: str, impl):
             e.expected,
             message=str(e),
         )
-        return None
-    return kernel
+        return False
+    return True
 
 
-def record_kernel_checks(ctx: LabContext, kernel, direction: Direction, attribute: str) -> bool:
-    """The kernel-level checks over the four cases (kernel_grading.py); True when all passed."""
+def record_kernel_checks(ctx: LabContext, ask, direction: Direction, attribute: str) -> bool:
+    """The kernel-level checks over the four cases (kernel_grading.py), launched in the worker and judged here;
+    True when all passed."""
 
+    def launched(cases) -> list[dict]:
+        specs = [case.spec for case in cases]
+        return ask("kernel_cases", direction.name, specs, ctx.device, ctx.seed)
+
+    # the kernel on another layout of a case: None where it raised or went out of bounds
     @functools.cache
-    def stride_mistake(
-        case,
-    ) -> str | None:  # asked only when a check fails: it runs the kernel again
-        return diagnose.stride_mistake(kernel, case, direction, attribute, ctx.device, ctx.seed)
+    def rerun(case):
+        (found,) = launched([case])
+        return judged(case, direction, ctx.seed, found) if "out" in found else None
+
+    # asked only when a check fails: it runs the kernel again
+    @functools.cache
+    def stride_mistake(case) -> str | None:
+        return diagnose.stride_mistake(rerun, case, direction, attribute)
 
     runs = []
-    for case in CASES:
-        try:
-            runs.append(run_case(kernel, case, direction, ctx.device, ctx.seed))
-        except OutOfBounds as e:
-            return _out_of_bounds(ctx, e, kernel, case, direction, attribute)
-        except (NotImplementedError, workspace.LearnerError):
-            raise
-        except Exception as e:
-            return _kernel_raised(ctx, e, kernel, attribute)
+    for case, found in zip(CASES, launched(CASES), strict=False):
+        if "out_of_bounds" in found:
+            return _out_of_bounds(ctx, found["out_of_bounds"], stride_mistake(case), attribute)
+        if "raised" in found:
+            return _kernel_raised(ctx, found["raised"], attribute)
+        runs.append(judged(case, direction, ctx.seed, found))
+    if len(runs) != len(CASES):
+        raise ValueError(f"the worker sent {len(runs)} of the {len(CASES)} cases")
     if INTERPRETED:
         ctx.check_equal(
             _(
@@ -131,7 +133,7 @@ def record_kernel_checks(ctx: LabContext, kernel, direction: Direction, attribut
             _("none outside"),
             _("none outside"),
         )
-    planned = [_launched_as_planned(run, kernel) for run in runs]
+    planned = [_launched_as_planned(run) for run in runs]
     missed = next((run for run, ok in zip(runs, planned, strict=True) if not ok), None)
     results = [
         ctx.check_equal(
@@ -149,13 +151,15 @@ def record_kernel_checks(ctx: LabContext, kernel, direction: Direction, attribut
     return all(c.passed for c in results)
 
 
-def _launched_as_planned(run, kernel) -> bool:
-    return [(launch.function, launch.grid) for launch in run.launches] == [(kernel, run.plan[0])]
+def _launched_as_planned(run) -> bool:
+    """One launch, of the learner's kernel, on the plan's grid."""
+    ran = [(launch["learners"], tuple(launch["grid"])) for launch in run.launches]
+    return ran == [(True, tuple(run.plan[0]))]
 
 
 def _launches_message(run, attribute: str) -> str:
     ran = [
-        _("{kernel} on {n} programs").format(kernel=launch.kernel, n=launch.grid[0])
+        _("{kernel} on {n} programs").format(kernel=launch["kernel"], n=launch["grid"][0])
         for launch in run.launches
     ] or [_("nothing")]
     return _(
@@ -223,63 +227,33 @@ def _check_values(
     )
 
 
-# Before compiling a kernel for a GPU, Triton hashes the functions it references and refuses a Python one
-# (torch.softmax, say) with this error, which names the function but no line.
-REFERENCED = re.compile(r"Unsupported function referenced: <(?:built-in method|function) (\w+)")
-
-
-def kernel_line(error: BaseException, kernel) -> tuple[str, str]:
-    """('my-work/custom_op.py:42', 'the source line') where the kernel failed: the innermost frame in the
-    kernel's file (the interpreter runs its Python), the line a GPU compile error names (its line numbers
-    count from the kernel's `def`), or the first line that calls the Python function Triton refused."""
-    path = Path(inspect.getsourcefile(kernel.fn))
-    for frame in reversed(traceback.extract_tb(error.__traceback__)):
-        if Path(frame.filename).resolve() == path.resolve():
-            return f"{workspace.display(path)}:{frame.lineno}", frame.line or ""
-    lines, first = inspect.getsourcelines(kernel.fn)
-    node = getattr(error, "node", None)
-    if isinstance(error, triton.CompilationError) and hasattr(node, "lineno"):
-        at_def = next(i for i, line in enumerate(lines) if line.lstrip().startswith("def "))
-        index = at_def + node.lineno - 1
-        text = lines[index].strip() if index < len(lines) else ""
-        return f"{workspace.display(path)}:{first + index}", text
-    if referenced := REFERENCED.search(str(error)):
-        calls = re.compile(rf"\b{referenced[1]}\(")
-        for index, line in enumerate(lines):
-            if calls.search(line):
-                return f"{workspace.display(path)}:{first + index}", line.strip()
-    return workspace.display(path), ""
-
-
-def _out_of_bounds(
-    ctx: LabContext, error: OutOfBounds, kernel, case, direction, attribute: str
-) -> bool:
+def _out_of_bounds(ctx: LabContext, found: dict, why: str | None, attribute: str) -> bool:
     """An access out of bounds, stopped at the learner's line; the mask named, or the row stride where the
-    kernel is right with its tensors' rows laid out another way (kernel_diagnosis.stride_mistake)."""
-    where, text = kernel_line(error, kernel)
-    why = diagnose.stride_mistake(kernel, case, direction, attribute, ctx.device, ctx.seed)
+    kernel is right with its tensors' rows laid out another way (`why`: kernel_diagnosis.stride_mistake)."""
+    where, text = found["at"], found["line"]
+    access, place = _(ACCESSES[found["access"]]), place_said(found["place"])
     if why:
         message = _("Out of bounds at {where} (`{line}`): {access} reached {place}. {why}").format(
-            where=where, line=text, access=error.access, place=error.where, why=why
+            where=where, line=text, access=access, place=place, why=why
         )
     else:
         message = _(
             "Out of bounds at {where} (`{line}`): {access} reached {place}. Mask it: rows < n_rows for the "
             "rows, cols < n_cols for the columns (each row is padded here, so one column too many shows)"
-        ).format(where=where, line=text, access=error.access, place=error.where)
+        ).format(where=where, line=text, access=access, place=place)
     ctx.check_equal(
         _("{name}: loads and stores inside its tensors (the interpreter's bounds check)").format(
             name=attribute
         ),
-        f"{where}: {error}",
+        f"{where}: {said(found['access'], found['place'])}",
         _("none outside"),
         message=message,
     )
     return False
 
 
-def _kernel_raised(ctx: LabContext, error: Exception, kernel, attribute: str) -> bool:
-    where, text = kernel_line(error, kernel)
+def _kernel_raised(ctx: LabContext, found: dict, attribute: str) -> bool:
+    where, text = found["at"], found["line"]
     if "torch." in text:
         message = _(
             "Inside a @triton.jit kernel only triton.language runs: `{line}` hands a Triton block to PyTorch. "
@@ -292,7 +266,7 @@ def _kernel_raised(ctx: LabContext, error: Exception, kernel, attribute: str) ->
         ).format(name=attribute, where=where, line=text)
     ctx.check_equal(
         _("{name} runs").format(name=attribute),
-        f"{where}: {workspace.describe(error)}",
+        f"{where}: {found['error']}",
         _("no error"),
         message=message,
     )

@@ -9,10 +9,15 @@ whose rows 3 and 20 are shifted by +1000 (exp overflows there unless the row's m
 row); float32 (5, 37), whose N is odd (ALIGN 1); float64 (6, 100), which needs float64 arithmetic; bfloat16
 (6, 600), which needs float32 arithmetic. Under the interpreter every load and store is bounds-checked
 (memory_bounds.py); on a GPU the guards around each tensor show stray writes afterwards.
+
+Where each half runs (contract 6): `launch_case` launches the learner's kernel in the worker and sends back what it
+left (the output's whole guarded buffer, the launch record, the half-precision arithmetic it did); `judged`, in the
+lab's process, makes the same inputs from the seed and reads that buffer against float64.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -23,7 +28,7 @@ from workshop.labs.custom_op.grading import precision
 from workshop.labs.custom_op.grading.correctness import SLACK
 from workshop.labs.custom_op.grading.memory_bounds import POISON, SENTINEL, Guarded
 from workshop.ops import softmax_launch
-from workshop.ops.triton_launch import Launch, recording
+from workshop.ops.triton_launch import recording
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,17 @@ class KernelCase:
     cols: int
     pad: int  # columns of padding after each row of the first tensor: its row stride is cols + pad
     own_strides: bool = True  # each next tensor's rows 2 x ALIGN further apart (row_strides)
+
+    @property
+    def spec(self) -> dict:
+        """The case as wire values, for the worker (case_of)."""
+        return {"label": self.label, "pad": self.pad, "own_strides": self.own_strides}
+
+
+def case_of(spec: dict) -> KernelCase:
+    """One of CASES, laid out as `spec` says (KernelCase.spec: kernel_diagnosis asks for variants)."""
+    case = next(case for case in CASES if case.label == spec["label"])
+    return dataclasses.replace(case, pad=int(spec["pad"]), own_strides=bool(spec["own_strides"]))
 
 
 CASES = (
@@ -118,6 +134,7 @@ BACKWARD = Direction(
     lambda t: torch.ops.aten._softmax_backward_data(t["dy"], t["y"], -1, t["y"].dtype),
     _launch_backward,
 )
+DIRECTIONS = {direction.name: direction for direction in (FORWARD, BACKWARD)}
 
 
 @dataclass
@@ -131,7 +148,8 @@ class KernelRun:
     tolerance: float
     # region -> cells changed outside the output view (Guarded.outside_changed)
     outside: dict[str, int]
-    launches: list[Launch]
+    # the launch record: {"kernel": name, "grid": [programs], "learners": the learner's kernel or another}
+    launches: list[dict]
     plan: tuple[tuple[int], dict]  # (grid, constexprs) that the launch plan gives for this case
     # the arithmetic the kernel did in half precision, {dtype: [op, ...]} (precision.half_arithmetic)
     half_ops: dict[str, list[str]]
@@ -177,19 +195,31 @@ def tolerance(direction: Direction, rounded: dict, expected: torch.Tensor, dtype
     return 1.25 * float(theirs) + ROUNDING[dtype] * float(expected.abs().nan_to_num(0.0).max())
 
 
-def run_case(kernel, case: KernelCase, direction: Direction, device: str, seed: int) -> KernelRun:
-    """Launch `kernel` through the op's launch code on one case, inputs and output guarded."""
-    exact = direction.inputs(case, seed)
-    rounded = {name: t.to(case.dtype) for name, t in exact.items()}
-    expected = direction.expected({name: t.double() for name, t in rounded.items()})
-    plan = softmax_launch.one_pass_plan(
+def _plan(case: KernelCase) -> tuple[tuple[int], dict]:
+    """(grid, constexprs) of the op's launch plan for this case."""
+    return softmax_launch.one_pass_plan(
         case.rows,
         case.cols,
         softmax_launch.alignment(case.cols, case.cols + case.pad),
         torch.empty(0, dtype=case.dtype).element_size(),
     )
-    block_n, rows_per_program = plan[1]["BLOCK_N"], plan[1]["ROWS"]
-    guard = rows_per_program + triton.cdiv(block_n, case.cols + case.pad) + 1
+
+
+def _guard_rows(case: KernelCase, plan) -> int:
+    """Guard rows around each tensor: more than a program's rows and a block's reach past the last row."""
+    return plan[1]["ROWS"] + triton.cdiv(plan[1]["BLOCK_N"], case.cols + case.pad) + 1
+
+
+def _rounded(case: KernelCase, direction: Direction, seed: int) -> dict[str, torch.Tensor]:
+    return {name: t.to(case.dtype) for name, t in direction.inputs(case, seed).items()}
+
+
+def launch_case(kernel, case: KernelCase, direction: Direction, device: str, seed: int) -> dict:
+    """In the worker: `kernel` launched through the op's launch code on one case, inputs and output guarded;
+    what it left, as wire values: {"out": the output's whole buffer, "launches", "half_ops"}."""
+    rounded = _rounded(case, direction, seed)
+    plan = _plan(case)
+    guard = _guard_rows(case, plan)
     pads = [stride - case.cols for stride in row_strides(case, len(direction.tensors))]
     buffers = [
         Guarded.around(t.to(device), pad, guard, POISON)
@@ -199,14 +229,34 @@ def run_case(kernel, case: KernelCase, direction: Direction, device: str, seed: 
     buffers.append(Guarded.around(out, pads[-1], guard, SENTINEL))
     with recording() as launches, precision.watched() as half_ops:
         direction.launch(kernel, [b.view for b in buffers], case.rows, case.cols)
+    return {
+        "out": buffers[-1].buffer,
+        "launches": [
+            {
+                "kernel": launch.kernel,
+                "grid": list(launch.grid),
+                "learners": launch.function is kernel,
+            }
+            for launch in launches
+        ],
+        "half_ops": precision.half_arithmetic(half_ops, launches),
+    }
+
+
+def judged(case: KernelCase, direction: Direction, seed: int, launched: dict) -> KernelRun:
+    """In the lab's process: what `launch_case` sent back, read against float64 from the same inputs."""
+    rounded = _rounded(case, direction, seed)
+    expected = direction.expected({name: t.double() for name, t in rounded.items()})
+    plan = _plan(case)
+    out = Guarded.of(launched["out"], case.rows, case.cols, _guard_rows(case, plan), SENTINEL)
     return KernelRun(
         case,
         {name: t.double() for name, t in rounded.items()},
-        buffers[-1].view.double().cpu(),
+        out.view.double().cpu(),
         expected,
         tolerance(direction, rounded, expected, case.dtype),
-        buffers[-1].outside_changed(),
-        launches,
+        out.outside_changed(),
+        list(launched["launches"]),
         plan,
-        precision.half_arithmetic(half_ops, launches),
+        dict(launched["half_ops"]),
     )

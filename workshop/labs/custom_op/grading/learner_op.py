@@ -10,6 +10,10 @@ piece where the op's own would sit. A plain run grades the reference pieces thro
 Before a piece goes in, it is checked for what would otherwise fail far from the learner's code: a kernel that is
 not a @triton.jit function (a Python fallback would launch nothing) or whose parameters differ from the launch's,
 and a backward that returns the wrong number of gradients.
+
+The twins are built and run in the worker, where the learner's code runs (piece_probes.py); what they report is
+plain values (kernel_signature, pair_problem), which the lab's process judges (check_kernel, and
+registration_grading for the backward's).
 """
 
 from __future__ import annotations
@@ -24,7 +28,6 @@ import triton
 
 from workshop.grading import workspace
 from workshop.i18n import _
-from workshop.lab import LabContext, Unavailable
 from workshop.labs.custom_op import by_hand
 from workshop.labs.custom_op.grading import stand_ins
 from workshop.ops import softmax_op
@@ -70,13 +73,6 @@ def _launching_backward(kernel, y, dy, dim, wrap=None):
     return softmax_op.backward_kernel(y, dy, dim, kernel, wrap)
 
 
-def loaded(impl):
-    """impl itself, or the reason the learner's file could not give it, raised (LabContext records it)."""
-    if isinstance(impl, Unavailable):
-        raise impl.error
-    return impl
-
-
 class KernelMismatch(Exception):
     """The learner's kernel cannot be launched as the op launches its reference: what it is (`value`) against
     what the launch needs (`expected`), and why, in the message."""
@@ -86,21 +82,36 @@ class KernelMismatch(Exception):
         self.value, self.expected = value, expected
 
 
-def check_kernel(kernel, reference, attribute: str) -> None:
-    """A @triton.jit function with the reference's parameters, ROWS, BLOCK_N and ALIGN constexpr."""
+def kernel_signature(kernel) -> dict:
+    """In the worker: what the learner's kernel is, as plain values: its type's name, whether it is a @triton.jit
+    kernel, its parameters, and which of them are annotated constexpr."""
     if not isinstance(kernel, triton.runtime.KernelInterface):
+        return {"kind": type(kernel).__name__, "jit": False, "params": [], "constexpr": []}
+    params = inspect.signature(kernel.fn).parameters
+    constexpr = [name for name, p in params.items() if "constexpr" in str(p.annotation)]
+    return {
+        "kind": type(kernel).__name__,
+        "jit": True,
+        "params": list(params),
+        "constexpr": constexpr,
+    }
+
+
+def check_kernel(signature: dict, reference, attribute: str) -> None:
+    """In the lab's process, from kernel_signature's facts: a @triton.jit function with the reference's
+    parameters, ROWS, BLOCK_N and ALIGN constexpr."""
+    if not signature["jit"]:
         raise KernelMismatch(
-            type(kernel).__name__,
+            signature["kind"],
             _("a @triton.jit kernel"),
             _(
                 "{name} is a {kind}, not a Triton kernel: the op launches it as kernel[grid](...), so a Python "
                 "function (a fallback to torch.softmax, say) would run nothing on the device. Decorate it with "
                 "@triton.jit and compute with tl.load, tl.max, tl.exp, tl.sum and tl.store."
-            ).format(name=attribute, kind=type(kernel).__name__),
+            ).format(name=attribute, kind=signature["kind"]),
         )
-    params = inspect.signature(kernel.fn).parameters
-    expected = inspect.signature(reference.fn).parameters
-    if list(params) != list(expected):
+    params, expected = signature["params"], list(inspect.signature(reference.fn).parameters)
+    if params != expected:
         got, want = ", ".join(params), ", ".join(expected)
         raise KernelMismatch(
             f"({got})",
@@ -109,7 +120,7 @@ def check_kernel(kernel, reference, attribute: str) -> None:
                 name=attribute, got=got, want=want
             ),
         )
-    plain = [n for n in CONSTEXPRS if "constexpr" not in str(params[n].annotation)]
+    plain = [n for n in CONSTEXPRS if n not in signature["constexpr"]]
     if plain:
         raise KernelMismatch(
             _("{names} not constexpr").format(names=", ".join(plain)),
@@ -122,12 +133,12 @@ def check_kernel(kernel, reference, attribute: str) -> None:
 
 
 class GradientCount(Exception):
-    """The learner's backward did not return (dx, None), dx shaped like dy: what it returned instead (`what`),
-    and where that backward is defined (`where`)."""
+    """The learner's backward did not return (dx, None), dx shaped like dy: what it returned instead (`problem`,
+    pair_problem's plain values), and where that backward is defined (`where`)."""
 
     # Kept in args: autograd's engine re-raises an error from a backward as a new one made from its args.
     @property
-    def what(self) -> str:
+    def problem(self) -> dict:
         return self.args[0]
 
     @property
@@ -143,30 +154,28 @@ def counted(backward):
 
     def checked(ctx, dy):
         grads = backward(ctx, dy)
-        if not isinstance(grads, tuple | list):
-            raise GradientCount(_("a single {kind}").format(kind=type(grads).__name__), where)
-        if len(grads) != 2:
-            what = _("a {kind} of {n}").format(kind=type(grads).__name__, n=len(grads))
-            raise GradientCount(what, where)
-        dx = grads[0]
-        if not isinstance(dx, torch.Tensor) or dx.shape != dy.shape or dx.dtype != dy.dtype:
-            got = (
-                f"{tuple(dx.shape)} {dx.dtype}"
-                if isinstance(dx, torch.Tensor)
-                else type(dx).__name__
-            )
-            what = _("a pair whose dx is {got}, where x is {shape} {dtype}").format(
-                got=got, shape=tuple(dy.shape), dtype=dy.dtype
-            )
-            raise GradientCount(what, where)
-        if grads[1] is not None:
-            what = _(
-                "a pair whose second entry, the gradient for dim (an int), is a {kind}"
-            ).format(kind=type(grads[1]).__name__)
-            raise GradientCount(what, where)
+        problem = pair_problem(grads, dy)
+        if problem is not None:
+            raise GradientCount(problem, where)
         return grads
 
     return checked
+
+
+def pair_problem(grads, dy: torch.Tensor) -> dict | None:
+    """What is wrong with a backward's `grads` as (dx, None), as plain values (registration_grading.returned
+    says it); None when nothing is."""
+    if not isinstance(grads, tuple | list):
+        return {"single": type(grads).__name__}
+    if len(grads) != 2:
+        return {"kind": type(grads).__name__, "n": len(grads)}
+    dx = grads[0]
+    if not isinstance(dx, torch.Tensor) or dx.shape != dy.shape or dx.dtype != dy.dtype:
+        got = f"{tuple(dx.shape)} {dx.dtype}" if isinstance(dx, torch.Tensor) else type(dx).__name__
+        return {"dx": got, "shape": str(tuple(dy.shape)), "dtype": str(dy.dtype)}
+    if grads[1] is not None:
+        return {"second": type(grads[1]).__name__}
+    return None
 
 
 def defined_at(function) -> str:
@@ -176,10 +185,3 @@ def defined_at(function) -> str:
         return f"{workspace.display(Path(inspect.getsourcefile(function)))}:{first}"
     except (OSError, TypeError):
         return getattr(function, "__module__", "?")
-
-
-def source_file(ctx: LabContext, reference_module) -> Path:
-    """Where the graded code lives: the learner's custom_op.py, or the reference's module in a plain run."""
-    if ctx.graded:
-        return workspace.lab_file(ctx.work, ctx.name)
-    return Path(inspect.getsourcefile(reference_module))

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 import triton
 
-from workshop.i18n import _, ngettext
+from workshop.i18n import N_, _, ngettext
 from workshop.ops import INTERPRETED
 
 POISON = 1e4  # in the input's padding and guards: a row that reads it has its max there, and softmax ~0 elsewhere
@@ -33,14 +33,45 @@ SENTINEL = (
 # gradient, here) is -1024
 
 
-class OutOfBounds(Exception):
-    """A load or store outside the tensors of the launch (interpreter only)."""
+ACCESSES = {"load": N_("a load"), "store": N_("a store")}
 
-    def __init__(self, access: str, where: str):
-        super().__init__(
-            _("{access} outside the kernel's tensors: {where}").format(access=access, where=where)
-        )
-        self.access, self.where = access, where
+
+class OutOfBounds(Exception):
+    """A load or store outside the tensors of the launch (interpreter only): `access`, "load" or "store", and
+    `place`, where its first stray address falls ({name, row, col, rows, cols, n}: plain values, which cross
+    the worker's channel and are said in the lab's language by `said`)."""
+
+    def __init__(self, access: str, place: dict):
+        super().__init__(said(access, place))
+        self.access, self.place = access, place
+
+
+def said(access: str, place: dict) -> str:
+    """'a load outside the kernel's tensors: x[0, 600] (x is 37 x 600: past the end of row 0), 4 addresses in
+    all'."""
+    return _("{access} outside the kernel's tensors: {where}").format(
+        access=_(ACCESSES[access]), where=place_said(place)
+    )
+
+
+def place_said(place: dict) -> str:
+    """Where a stray address falls, relative to the nearest tensor: 'y[36, 600] (y is 37 x 600: past the end
+    of a row), 4 addresses in all'."""
+    row, col, rows, cols = place["row"], place["col"], place["rows"], place["cols"]
+    if 0 <= row < rows and col >= cols:
+        why = _("past the end of row {row}: columns go up to {last}").format(row=row, last=cols - 1)
+    elif row >= rows:
+        why = _("past the last row, {last}").format(last=rows - 1)
+    else:
+        why = _("before the tensor's first element")
+    text = ngettext(
+        "{name}[{row}, {col}] ({name} is {shape}: {why}), {n} address in all",
+        "{name}[{row}, {col}] ({name} is {shape}: {why}), {n} addresses in all",
+        place["n"],
+    )
+    return text.format(
+        name=place["name"], row=row, col=col, shape=f"{rows} x {cols}", why=why, n=place["n"]
+    )
 
 
 @dataclass(frozen=True)
@@ -75,27 +106,18 @@ class Region:
 _regions: list[Region] | None = None  # the current launch's tensors, while bounds_checked() is on
 
 
-def _describe(regions: list[Region], addresses: np.ndarray) -> str:
-    """Where the first stray address falls, relative to the nearest tensor: 'y[36, 600] (y is 37 x 600: past the
-    end of a row)'."""
+def _place(regions: list[Region], addresses: np.ndarray) -> dict:
+    """Where the first stray address falls, relative to the nearest tensor (place_said says it)."""
     nearest = min(regions, key=lambda r: abs(int(addresses[0]) - r.base))
     _inside, row, col = nearest.index(addresses[:1])
-    row, col = int(row[0]), int(col[0])
-    shape = f"{nearest.rows} x {nearest.cols}"
-    if 0 <= row < nearest.rows and col >= nearest.cols:
-        why = _("past the end of row {row}: columns go up to {last}").format(
-            row=row, last=nearest.cols - 1
-        )
-    elif row >= nearest.rows:
-        why = _("past the last row, {last}").format(last=nearest.rows - 1)
-    else:
-        why = _("before the tensor's first element")
-    text = ngettext(
-        "{name}[{row}, {col}] ({name} is {shape}: {why}), {n} address in all",
-        "{name}[{row}, {col}] ({name} is {shape}: {why}), {n} addresses in all",
-        len(addresses),
-    )
-    return text.format(name=nearest.name, row=row, col=col, shape=shape, why=why, n=len(addresses))
+    return {
+        "name": nearest.name,
+        "row": int(row[0]),
+        "col": int(col[0]),
+        "rows": nearest.rows,
+        "cols": nearest.cols,
+        "n": len(addresses),
+    }
 
 
 def _check(access: str, ptrs, mask) -> None:
@@ -108,7 +130,7 @@ def _check(access: str, ptrs, mask) -> None:
     for region in _regions:
         inside |= region.index(addresses)[0]
     if not inside.all():
-        raise OutOfBounds(access, _describe(_regions, addresses[~inside]))
+        raise OutOfBounds(access, _place(_regions, addresses[~inside]))
 
 
 @contextlib.contextmanager
@@ -129,11 +151,11 @@ def bounds_checked():
     )
 
     def checked_load(ptrs, mask, *args):
-        _check(_("a load"), ptrs, mask)
+        _check("load", ptrs, mask)
         return load(ptrs, mask, *args)
 
     def checked_store(ptrs, value, mask, *args):
-        _check(_("a store"), ptrs, mask)
+        _check("store", ptrs, mask)
         return store(ptrs, value, mask, *args)
 
     def recording_args(self, args, kwargs):
@@ -181,6 +203,14 @@ class Guarded:
         view = buffer[guard : guard + rows, :cols]
         view.copy_(values)
         return cls(buffer, view, guard, fill)
+
+    @classmethod
+    def of(cls, buffer: torch.Tensor, rows: int, cols: int, guard: int, fill: float) -> Guarded:
+        """A buffer made by `around` (rows, cols and guard as there) that came back from the worker."""
+        expected = (guard + rows + guard, cols)
+        if buffer.dim() != 2 or buffer.shape[0] != expected[0] or buffer.shape[1] < cols:
+            raise ValueError(f"a buffer of shape {tuple(buffer.shape)}, not {expected} and padding")
+        return cls(buffer, buffer[guard : guard + rows, :cols], guard, fill)
 
     def outside_changed(self) -> dict[str, int]:
         """Cells outside the view that no longer hold `fill`: {'row padding': n, 'rows after': n, 'rows before': n}."""

@@ -23,18 +23,56 @@ from workshop.ops.triton_launch import recording
 COMPILE_ATOL = 1e-5  # compiled vs torch.softmax, y in [0, 1] and dx: float32 rounding is ~1e-7
 
 
-def grade_op(ctx: LabContext, ops: SoftmaxOps, dim: int = -1) -> None:
-    """gradcheck, opcheck and torch.compile of the twin `ops`, each a check of the exercise being graded."""
-    name = ops.forward.name()
-    found = cx.gradchecks(ops.forward, ctx.device)
-    failed = {case: r for case, r in found.items() if r != cx.PASSED}
+def compile_inputs(device: str, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """x and dy, (8, 600) float32, of the compiled step: made alike in the worker and in the lab's process."""
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randn(8, 600, generator=gen).to(device), torch.randn(8, 600, generator=gen).to(
+        device
+    )
+
+
+def op_facts(ops: SoftmaxOps, dim: int, device: str, seed: int) -> dict:
+    """In the worker: gradcheck, opcheck and torch.compile(fullgraph=True) of the twin `ops`, as wire values."""
+    found = {
+        "name": ops.forward.name(),
+        "kind": ops.kind,
+        "namespace": ops.forward.namespace,
+        "kernels": [kernel.__name__ for kernel in ops.kernels],
+        "gradcheck": cx.gradchecks(ops.forward, device),
+        "opcheck": cx.opchecks(ops, device),
+        "sources": [],
+    }
+    x, dy = compile_inputs(device, seed)
+    torch._dynamo.reset()  # each twin compiled afresh: no recompilation limit across many graded pieces
+    with recording() as launches, inductor_code.fresh_code():
+        # The op alone (around=False): what is graded is the op, and Inductor has no code of its own to compile.
+        if ops.kind == "triton_op":
+            (y, dx), found["sources"] = inductor_code.compile_and_capture(
+                ops.forward, x, dy, dim, False
+            )
+        else:
+            y, dx = inductor_code.compiled_step(ops.forward, dim, around=False)(x, dy)
+    found |= {
+        "y": y,
+        "dx": dx,
+        "ran": [launch.kernel for launch in launches if launch.function in ops.kernels],
+        "launched": [launch.kernel for launch in launches],
+    }
+    return found
+
+
+def grade_op(ctx: LabContext, found: dict, dim: int = -1) -> None:
+    """gradcheck, opcheck and torch.compile of a twin, from op_facts' values, each a check of the exercise being
+    graded."""
+    name = found["name"]
+    failed = {case: r for case, r in found["gradcheck"].items() if r != cx.PASSED}
     ctx.check_equal(
         _("gradcheck and gradgradcheck (float64) of {op}: cases passed").format(op=name),
-        len(found) - len(failed),
-        len(found),
+        len(found["gradcheck"]) - len(failed),
+        len(found["gradcheck"]),
         message=_failures(_("gradcheck"), failed),
     )
-    tests = cx.opchecks(ops, ctx.device)
+    tests = found["opcheck"]
     failed = {
         f"{case}: {t}": r for case, rs in tests.items() for t, r in rs.items() if r != "SUCCESS"
     }
@@ -45,7 +83,7 @@ def grade_op(ctx: LabContext, ops: SoftmaxOps, dim: int = -1) -> None:
         total,
         message=_failures(_("opcheck"), failed),
     )
-    grade_compiled(ctx, ops, dim)
+    grade_compiled(ctx, found, dim)
 
 
 def _failures(tool: str, failed: dict[str, str]) -> str:
@@ -54,50 +92,40 @@ def _failures(tool: str, failed: dict[str, str]) -> str:
     )
 
 
-def grade_compiled(ctx: LabContext, ops: SoftmaxOps, dim: int) -> None:
+def grade_compiled(ctx: LabContext, found: dict, dim: int) -> None:
     """torch.compile(fullgraph=True): the result against torch.softmax's, and the twin's kernels in it."""
-    gen = torch.Generator().manual_seed(ctx.seed)
-    x = torch.randn(8, 600, generator=gen).to(ctx.device)
-    dy = torch.randn(8, 600, generator=gen).to(ctx.device)
-    torch._dynamo.reset()  # each twin compiled afresh: no recompilation limit across many graded pieces
-    with recording() as launches, inductor_code.fresh_code():
-        # The op alone (around=False): what is graded is the op, and Inductor has no code of its own to compile.
-        if ops.kind == "triton_op":
-            (y, dx), sources = inductor_code.compile_and_capture(ops.forward, x, dy, dim, False)
-        else:
-            y, dx = inductor_code.compiled_step(ops.forward, dim, around=False)(x, dy)
+    x, dy = compile_inputs(ctx.device, ctx.seed)
     x_ = x.clone().requires_grad_()
     expected = torch.softmax(x_, dim)
     (expected_dx,) = torch.autograd.grad(expected, x_, dy)
-    err = max((y - expected).abs().max().item(), (dx - expected_dx).abs().max().item())
+    err = max(
+        (found["y"] - expected).abs().max().item(), (found["dx"] - expected_dx).abs().max().item()
+    )
     ctx.check_max(
         _("torch.compile(fullgraph=True) of {op}, dim={dim}: max |y, dx - torch's|").format(
-            op=ops.forward.name(), dim=dim
+            op=found["name"], dim=dim
         ),
         err,
         COMPILE_ATOL,
     )
     # The op's Triton kernels (a twin whose pieces are all the grader's, PyTorch's, has none to show).
-    names = [kernel.__name__ for kernel in ops.kernels]
-    if ops.kind == "triton_op":
-        check_inlined(ctx, ops, sources, names)
+    names = found["kernels"]
+    if found["kind"] == "triton_op":
+        check_inlined(ctx, found, names)
         return
     if not names:
         return
-    ran = [launch.kernel for launch in launches if launch.function in ops.kernels]
     ctx.check_equal(
         _("torch.compile: the op's kernels ran inside the compiled step (launch record)"),
-        sorted(set(ran)),
+        sorted(set(found["ran"])),
         sorted(names),
-        message=_("launched inside the compiled step: {ran}").format(
-            ran=[launch.kernel for launch in launches]
-        ),
+        message=_("launched inside the compiled step: {ran}").format(ran=found["launched"]),
     )
 
 
-def check_inlined(ctx: LabContext, ops: SoftmaxOps, sources: list[str], names: list[str]) -> None:
+def check_inlined(ctx: LabContext, found: dict, names: list[str]) -> None:
     """A triton_op: Inductor's code defines each of the twin's kernels and calls the op no more."""
-    text = "\n".join(sources)
+    text = "\n".join(found["sources"])
     inlined = [name for name in names if inductor_code.kernel_defs(text, name)]
     if names:
         ctx.check_equal(
@@ -105,7 +133,7 @@ def check_inlined(ctx: LabContext, ops: SoftmaxOps, sources: list[str], names: l
             sorted(inlined),
             sorted(names),
         )
-    census = inductor_code.census(sources, ops.forward.namespace)
+    census = inductor_code.census(found["sources"], found["namespace"])
     ctx.check_equal(
         _("torch.compile: calls of the op left in Inductor's code"), census.extern_calls, 0
     )

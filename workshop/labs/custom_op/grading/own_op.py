@@ -40,7 +40,12 @@ class OwnOp:
         if self.ctx is None:
             return getattr(probes, name)(self.pieces, *args)
         return self.ctx.probe(
-            IN_WORKER, self.exercise_of, name, *args, attributes=tuple(self.exercise_of)
+            IN_WORKER,
+            self.exercise_of,
+            self.ctx.lang,
+            name,
+            *args,
+            attributes=tuple(self.exercise_of),
         )
 
 

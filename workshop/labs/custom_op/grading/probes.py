@@ -14,6 +14,7 @@ import inspect
 
 import torch
 
+from workshop import i18n
 from workshop.labs.custom_op import inductor_code
 from workshop.labs.custom_op.grading import correctness as cx
 from workshop.minigpt.model import GPT, GPTConfig, lm_loss
@@ -151,8 +152,10 @@ IN_WORKER = {
 }
 
 
-def in_worker(by_attribute: dict, exercise_of: dict, probe: str, *args):
+def in_worker(by_attribute: dict, exercise_of: dict, lang: str, probe: str, *args):
     """The worker's entry (LabContext.probe, own_op.py): IN_WORKER[probe] on the learner's pieces, which the worker
-    gives by their names in the learner's file, `exercise_of` maps them to their exercises."""
+    gives by their names in the learner's file, `exercise_of` maps them to their exercises. The op's errors are
+    said in the lab's language `lang` (the worker's own is none: correctness.names_the_problem reads them)."""
+    i18n.set_language(lang)
     pieces = {exercise_of[attribute]: piece for attribute, piece in by_attribute.items()}
     return IN_WORKER[probe](pieces, *args)

@@ -1,18 +1,17 @@
 """The checks of the registration's pieces, each on its twin (learner_op.py), before the op-level tools: the fake
-against the real kernel's outputs, what setup_context saved, what backward returned and computed."""
+against the real kernel's outputs, what setup_context saved, what backward returned and computed. The pieces ran
+in the worker (piece_probes.py); these judge what came back, in the lab's process."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import math
+from dataclasses import dataclass
 
 import torch
-from torch._subclasses.fake_tensor import FakeTensorMode
 
-from workshop.grading import workspace
 from workshop.i18n import N_, _
 from workshop.lab import LabContext
-from workshop.labs.custom_op.grading.learner_op import GradientCount
-from workshop.ops.softmax_op import SoftmaxOps
+from workshop.labs.custom_op.grading import stand_ins
 
 
 def fake_cases(device: str) -> dict[str, tuple[torch.Tensor, int]]:
@@ -33,11 +32,45 @@ def fake_cases(device: str) -> dict[str, tuple[torch.Tensor, int]]:
     }
 
 
-def significant_strides(t: torch.Tensor) -> tuple:
+@dataclass(frozen=True)
+class Layout:
+    """A tensor's metadata, as plain values: what a fake says about its output (sent back by the worker)."""
+
+    shape: tuple
+    dtype: str  # "torch.float32"
+    device: str  # "cpu", "cuda:0"
+    strides: tuple
+
+    @classmethod
+    def of(cls, t: torch.Tensor) -> Layout:
+        return cls(tuple(t.shape), str(t.dtype), str(t.device), tuple(t.stride()))
+
+    @classmethod
+    def sent(cls, found: dict) -> Layout:
+        """A Layout from the worker's dict of one (its lists made tuples)."""
+        return cls(tuple(found["shape"]), found["dtype"], found["device"], tuple(found["strides"]))
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    def is_contiguous(self) -> bool:
+        """Row-major, as torch's is_contiguous: dims of size 1 and empty tensors aside."""
+        if self.numel == 0:
+            return True
+        expected = 1
+        for n, stride in reversed(list(zip(self.shape, self.strides, strict=True))):
+            if n != 1 and stride != expected:
+                return False
+            expected *= n
+        return True
+
+
+def significant_strides(t: Layout) -> tuple:
     """The strides that decide where elements are: those of dims longer than 1 (none for an empty tensor)."""
-    if t.numel() == 0:
+    if t.numel == 0:
         return ()
-    return tuple(s if n > 1 else None for n, s in zip(t.shape, t.stride(), strict=True))
+    return tuple(s if n > 1 else None for n, s in zip(t.shape, t.strides, strict=True))
 
 
 COPIES_X, ROW_MAJOR = (
@@ -46,7 +79,7 @@ COPIES_X, ROW_MAJOR = (
 )  # how a fake may lay out every output (fake_layout)
 
 
-def fake_layout(outputs: list[tuple[torch.Tensor, torch.Tensor]]) -> str | None:
+def fake_layout(outputs: list[tuple[Layout, Layout]]) -> str | None:
     """How the fake laid out its outputs, (x, fake output) over every input: with x's strides each time (as
     torch.empty_like(x)), or row-major each time (as torch.empty(x.shape)); None when neither (the transposed
     input tells the two apart)."""
@@ -70,26 +103,27 @@ def _strides_message(said: str, x, fake, real, layout: str | None) -> str:
         "fake: its code would read the output with the wrong strides."
     ).format(
         said=said,
-        got=fake.stride(),
-        want=real.stride(),
-        xs=x.stride(),
+        got=fake.strides,
+        want=real.strides,
+        xs=x.strides,
         why=why.get(layout, _("their layout does not follow dim")),
     )
 
 
 def fake_mismatch(
-    case: str, x: torch.Tensor, fake, real: torch.Tensor, layout: str | None = None
+    case: str, x: Layout, fake: dict, real: Layout, layout: str | None = None
 ) -> str | None:
-    """What the fake's output gets wrong against the real one's, said for this input; None when it is right.
-    `layout`: how the fake laid out all its outputs (fake_layout)."""
-    if not isinstance(fake, torch.Tensor):
+    """What the fake's output (the worker's description of it) gets wrong against the real one's, said for this
+    input; None when it is right. `layout`: how the fake laid out all its outputs (fake_layout)."""
+    if "kind" in fake:
         return _("for x {case}, softmax_fake returned a {kind}, not a tensor").format(
-            case=case, kind=type(fake).__name__
+            case=case, kind=fake["kind"]
         )
+    fake = Layout.sent(fake)
     said = _("for x {case}, your fake says").format(case=case)
     if fake.shape != real.shape:
         return _("{said} shape {got}; the op returns {want}: softmax keeps x's shape").format(
-            said=said, got=tuple(fake.shape), want=tuple(real.shape)
+            said=said, got=fake.shape, want=real.shape
         )
     if fake.dtype != real.dtype:
         return _("{said} dtype {got}; the op returns {want}, x's dtype").format(
@@ -104,28 +138,25 @@ def fake_mismatch(
     return None
 
 
-def grade_fake_outputs(ctx: LabContext, ops: SoftmaxOps, fake, learner_file: Path) -> bool:
-    """The learner's fake, called on fake tensors, against the op's real outputs; True when all match."""
+def grade_fake_outputs(ctx: LabContext, found: dict) -> bool:
+    """The learner's fake, called on fake tensors in the worker (piece_probes.fake_outputs), against the op's
+    real outputs, made here; True when all match."""
     cases = fake_cases(ctx.device)
+    if "raised" in found:
+        return _fake_raised(ctx, found["raised"])
     wrong, outputs = [], {}
     for case, (x, dim) in cases.items():
-        real = ops.forward(x, dim)
-        with FakeTensorMode() as mode:
-            fake_x = mode.from_tensor(x)
-            try:
-                out = fake(fake_x, dim)
-            except Exception as e:
-                return _fake_raised(ctx, e, learner_file)
-        if out is fake_x:
+        out = found["outputs"][case]
+        if out.get("is_x"):
             wrong.append(
                 _(
                     "for x {case}, softmax_fake returned x itself: the op returns a new tensor"
                 ).format(case=case)
             )
             continue
-        outputs[case] = (x, out, real)
+        outputs[case] = (Layout.of(x), out, Layout.of(stand_ins.forward(x, dim)))
     layout = fake_layout(
-        [(x, out) for x, out, _real in outputs.values() if isinstance(out, torch.Tensor)]
+        [(x, Layout.sent(out)) for x, out, _real in outputs.values() if "kind" not in out]
     )
     for case, (x, out, real) in outputs.items():
         wrong += [m for m in [fake_mismatch(case, x, out, real, layout)] if m]
@@ -138,10 +169,10 @@ def grade_fake_outputs(ctx: LabContext, ops: SoftmaxOps, fake, learner_file: Pat
     return not wrong
 
 
-def _fake_raised(ctx: LabContext, error: Exception, learner_file: Path) -> bool:
+def _fake_raised(ctx: LabContext, raised: str) -> bool:
     ctx.check_equal(
         _("softmax_fake runs on fake tensors"),
-        f"{workspace.where(error, learner_file)}: {workspace.describe(error)}",
+        raised,
         _("no error"),
         message=_(
             "A fake implementation gets fake tensors: shapes, dtypes, strides and a device, but no data. "
@@ -181,19 +212,24 @@ SAVED_MESSAGES = {  # what setup_context saved (names of saved_names) -> what is
 }
 
 
-def grade_saved(ctx: LabContext, ops: SoftmaxOps) -> bool:
-    """What the learner's setup_context left on the autograd node: y saved, dim as ctx.dim."""
-    x = torch.randn(4, 7, dtype=torch.float64, device=ctx.device, requires_grad=True)
-    y = ops.forward(x, -1)
-    node = y.grad_fn
-    saved = saved_names(node.saved_tensors, x.detach(), y.detach())
+def saved_input(device: str) -> torch.Tensor:
+    """x of the setup_context exercise's call y = op(x, -1): (4, 7) float64."""
+    return torch.randn(4, 7, generator=torch.Generator().manual_seed(6), dtype=torch.float64).to(
+        device
+    )
+
+
+def grade_saved(ctx: LabContext, x: torch.Tensor, found: dict) -> bool:
+    """What the learner's setup_context left on the autograd node of y = op(x, -1) (piece_probes.saved): y
+    saved, dim as ctx.dim."""
+    saved = saved_names(found["saved"], x, found["y"])
     message = SAVED_MESSAGES.get(
         tuple(sorted(saved)), N_("setup_context must save y (the output) only")
     )
     ok = ctx.check_equal(
         _("setup_context saved y (the output) for the backward"), saved, ["y"], message=_(message)
     ).passed
-    stored = getattr(node, "dim", _("nothing"))
+    stored = found["dim"] if found["has_dim"] else _("nothing")
     return (
         ctx.check_equal(
             _("setup_context stored dim as ctx.dim"),
@@ -208,26 +244,45 @@ def grade_saved(ctx: LabContext, ops: SoftmaxOps) -> bool:
     )
 
 
-def grade_gradients(ctx: LabContext, ops: SoftmaxOps) -> bool:
-    """The learner's backward (wrapped by learner_op.counted) on one float64 case: one gradient per input,
-    then dx against the exact formula."""
+def gradient_inputs(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """x and dy, (4, 7) float64, of the backward exercise's one case."""
     gen = torch.Generator().manual_seed(5)
-    x = torch.randn(4, 7, generator=gen, dtype=torch.float64).to(ctx.device).requires_grad_()
-    dy = torch.randn(4, 7, generator=gen, dtype=torch.float64).to(ctx.device)
-    try:
-        (dx,) = torch.autograd.grad(ops.forward(x, -1), x, dy)
-    except GradientCount as e:
+    x = torch.randn(4, 7, generator=gen, dtype=torch.float64).to(device)
+    return x, torch.randn(4, 7, generator=gen, dtype=torch.float64).to(device)
+
+
+def returned(problem: dict) -> str:
+    """What a backward returned instead of (dx, None), from learner_op.pair_problem's values."""
+    if "single" in problem:
+        return _("a single {kind}").format(kind=problem["single"])
+    if "n" in problem:
+        return _("a {kind} of {n}").format(kind=problem["kind"], n=problem["n"])
+    if "dx" in problem:
+        return _("a pair whose dx is {got}, where x is {shape} {dtype}").format(
+            got=problem["dx"], shape=problem["shape"], dtype=problem["dtype"]
+        )
+    return _("a pair whose second entry, the gradient for dim (an int), is a {kind}").format(
+        kind=problem["second"]
+    )
+
+
+def grade_gradients(ctx: LabContext, x: torch.Tensor, dy: torch.Tensor, found: dict) -> bool:
+    """The learner's backward on one float64 case (piece_probes.gradient): one gradient per input, then dx
+    against the exact formula."""
+    if "count" in found:
+        what = returned(found["count"])
         ctx.check_equal(
             _("backward returns one gradient per input of the op (x, dim)"),
-            e.what,
+            what,
             _("a pair (dx, None)"),
             message=_(
                 "backward (defined at {where}) returned {what}: autograd needs one entry per input of the "
                 "op, x and dim, so (dx, None), dx shaped like x, None where there is no gradient"
-            ).format(what=e.what, where=e.where),
+            ).format(what=what, where=found["where"]),
         )
         return False
-    y = torch.softmax(x.detach(), -1)
+    dx = found["dx"]
+    y = torch.softmax(x, -1)
     exact = y * (dy - (dy * y).sum(-1, keepdim=True))
     err = (dx - exact).abs().max().item()
     return ctx.check_max(
