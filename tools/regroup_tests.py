@@ -64,6 +64,7 @@ MOVES = {
     "test_autograd_replay.py": "autograd/test_replay.py",
     # custom_op
     "custom_op_wrong_solutions.py": "custom_op/wrong_solutions.py",
+    "custom_op_planted.py": "custom_op/planted.py",
     "test_custom_op_api_exercises.py": "custom_op/test_api_exercises.py",
     "test_custom_op_exercises.py": "custom_op/test_exercises.py",
     "test_custom_op_lab.py": "custom_op/test_lab.py",
