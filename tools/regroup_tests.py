@@ -8,7 +8,8 @@ What it does, in one pass, on a clean checkout (it refuses a dirty one):
    tests.dispatcher.test_lab do not clash; pytest's default prepend import mode then puts the repository root on
    sys.path, and tests/conftest.py stays the root conftest, imported as tests.conftest).
 2. Rewrites the imports of moved modules (`import lab_process`, `from conftest import ...`,
-   `from test_compile_exercises import ...`) as imports from their package, and `parents[1]` (the repository
+   `from test_compile_exercises import ...`) and references by name ("custom_op_wrong_solutions:fake") as
+   imports and names from their package, and `parents[1]` (the repository
    root seen from tests/) as `parents[2]` in the moved files.
 3. Rewrites every mention of a moved path in the repository's tracked text files (.ci/run, docker/, README*,
    handouts, benchmarks' notes, docstrings), then sorts the imports and formats tests/ with ruff.
@@ -181,6 +182,8 @@ def import_rewrites() -> list[tuple[re.Pattern, str]]:
             ),
             (re.compile(rf"^(\s*)import {stem}$", re.M), rf"\1from {package} import {name}{alias}"),
             (re.compile(rf"^(\s*)from {stem} import", re.M), rf"\1from {package}.{name} import"),
+            # a reference by name ("module:function"), resolved by pkgutil.resolve_name
+            (re.compile(rf"(?<=[\"']){stem}(?=:\w)"), f"{package}.{name}"),
         ]
     return rules
 
