@@ -1,4 +1,4 @@
-"""Checked answers and solution code that the learner's texts must not give away (issue 28, item 1).
+"""Checked answers and solution code that the learner's texts must not give away.
 
 What the labs check, the *secrets*:
 - every checked answer: the reference's ANSWERS / PREDICTIONS / KERNEL_EXPLAINED (an exercise whose attribute is a
@@ -242,7 +242,7 @@ def code_secrets(owner: str, ex) -> list[Secret]:
 
 def model_answer_secrets(lab: str) -> list[Secret]:
     out = []
-    for path in sorted((LABS / lab).rglob("model_answers*.md")):  # grading/ holds them (issue 23)
+    for path in sorted((LABS / lab).rglob("model_answers*.md")):  # grading/ holds them
         words = re.findall(r"\w+", path.read_text(encoding="utf-8").lower())
         passages = {" ".join(words[i : i + PASSAGE]) for i in range(len(words) - PASSAGE + 1)}
         out += [Secret(lab, path.name, "passage", (f" {p} ",)) for p in sorted(passages)]

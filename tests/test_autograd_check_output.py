@@ -1,4 +1,4 @@
-"""What a learner reads first: for each mistake issue 27 names, the first line `check autograd EXERCISE` prints
+"""What a learner reads first: for each typical mistake, the first line `check autograd EXERCISE` prints
 under the failing exercise names that mistake. Through the real CLI, the mistake written in a workspace made by
 `exercises init` (the learner's code in its worker, the verdict in the lab, the line from check's report)."""
 

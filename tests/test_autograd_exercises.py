@@ -141,7 +141,7 @@ def test_hand_wrong_solutions_fail_with_a_pointed_message(
     ids=lambda v: v.__name__ if callable(v) else "",
 )
 def test_the_first_failure_names_the_mistake(ctx, cases, planted, wrong, mistake, why):
-    """Issue 27: the first failed check the learner reads is the diagnosis, not a raw comparison (a loss
+    """The first failed check the learner reads is the diagnosis, not a raw comparison (a loss
     averaged over <pad> used to lead with "2.42 times autograd's: the wrong scale", a 1e-6 epsilon and a
     float32 step with "0.99999999 times autograd's: the wrong scale")."""
     grade(ctx, CE, as_learners(planted, CE, wrong), cases[CE])
@@ -327,7 +327,7 @@ def test_kahn_with_a_heap_is_what_the_hint_describes(tmp_path, cases):
 
 @pytest.mark.parametrize("lab_name", ["autograd", "dispatcher"])
 def test_every_code_exercise_has_three_hint_levels_in_both_languages(lab_name):
-    """A direction, then the formula, then a skeleton without the key lines (issue 28 item 2), each translated."""
+    """A direction, then the formula, then a skeleton without the key lines, each translated."""
     code = [ex for ex in labs.exercises(lab_name) if callable(ex.load_reference())]
     assert code
     for ex in code:
@@ -339,7 +339,7 @@ def test_every_code_exercise_has_three_hint_levels_in_both_languages(lab_name):
 
 @pytest.mark.parametrize("name", [ex.name for ex in EXERCISES])
 def test_a_check_of_one_exercise_runs_only_what_it_needs(tmp_path, name):
-    """`check autograd EXERCISE` (issue 27): that exercise's checks, none of the lab's own, no figure."""
+    """`check autograd EXERCISE`: that exercise's checks, none of the lab's own, no figure."""
     ctx = LabContext("autograd", tmp_path, RunOptions("cpu", 1, 0, only=(f"autograd.{name}",)))
     lab.run(ctx)
     assert ctx.checks and {c.exercise for c in ctx.checks} == {f"autograd.{name}"}

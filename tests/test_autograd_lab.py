@@ -77,7 +77,7 @@ def test_the_replay_and_the_profiler_agree_with_the_engine(lab_dir):
 
 
 def test_question_10s_premise_holds_in_this_run(lab_dir):
-    """Question 10 and its model answer (issue 25): in float32, dL/dW's max abs error is 10-100x dL/dx's because
+    """Question 10 and its model answer: in float32, dL/dW's max abs error is 10-100x dL/dx's because
     its largest entry is ~30x larger; relative to the largest entry, the two errors are of the same order."""
     hand = next(
         r

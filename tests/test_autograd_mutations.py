@@ -98,7 +98,7 @@ class Mutation:
 
 
 MUTATIONS = [
-    # issue 13's rows
+    # the rows the mutation table asks for
     Mutation(
         "every float64 hand gradient scaled by (1 + 5e-7)",
         "hand",

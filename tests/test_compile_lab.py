@@ -174,7 +174,7 @@ print(ctx.exercise_results()["compile.answers"]["status"], time.perf_counter() -
 
 def test_answers_are_regraded_against_the_run_in_seconds(lab_dir, tmp_path):
     """What a learner waits for when only ANSWERS changed: a fresh Python that imports torch and grades
-    against the run's folder (issue 27's target: 10 s on 2 cores; about 4 s here on a quiet machine)."""
+    against the run's folder (the target: 10 s on 2 cores; about 4 s here on a quiet machine)."""
     out = lab_dir("compile")
     answers = references.answers(str(out))
     work = learner_workspace(tmp_path, f"{KERNEL.stub_code()}\nANSWERS = {answers!r}\n")

@@ -60,7 +60,7 @@ TOPICS = {
         ],
     ),
 }
-PLANTED_ANSWER_LEAKS = [  # the sentences the handout had, which issue 28 quoted
+PLANTED_ANSWER_LEAKS = [  # the sentences the handout had
     (
         "optimizer_kernels",
         "3. How many kernels does Inductor generate for the AdamW step? The H200 run made 5, the CPU run 2.",

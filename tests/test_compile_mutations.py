@@ -195,7 +195,7 @@ def test_the_gradient_comparison_passes_without_a_bug(run, fresh_ctx):
 
 
 MUTATIONS = [
-    # issue 13's rows (the gradient one first, before the recompile experiments reset Dynamo)
+    # the mutation table's rows (the gradient one first, before the recompile experiments reset Dynamo)
     (
         scaled_gradients,
         "compiled gradients equal eager (worst parameter: max abs difference / its max abs gradient)",

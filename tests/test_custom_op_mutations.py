@@ -1,7 +1,7 @@
 """Planted bugs in the custom_op lab's op, each applied by monkeypatching and each caught by one of the lab's own
 checks (run in-process, section by section). The ids read "bug -> the check that caught it".
 
-Issue 13's row: with the Triton launches replaced by torch.softmax and _softmax_backward_data every value check
+The subtle row: with the Triton launches replaced by torch.softmax and _softmax_backward_data every value check
 still passes; only the launch record tells, and it does (see test_only_the_launch_record_sees_no_kernel_ran).
 """
 
@@ -63,7 +63,7 @@ class Mutation:
 
 MUTATIONS = [
     Mutation(
-        "Triton launches replaced by torch.softmax / _softmax_backward_data (issue 13)",
+        "Triton launches replaced by torch.softmax / _softmax_backward_data",
         "correctness",
         "launch record: softmax of (64, 600) in 4 dtypes ran one forward kernel each",
         launches_replaced_by_torch,
@@ -150,7 +150,7 @@ def test_the_lab_catches_the_planted_bug(mutation, tmp_path, monkeypatch):
 
 
 def test_only_the_launch_record_sees_no_kernel_ran(tmp_path, monkeypatch):
-    """Issue 13's row: the values are torch's own, so every value check passes; the launch record does not."""
+    """The subtle row: the values are torch's own, so every value check passes; the launch record does not."""
     for target, replacement in launches_replaced_by_torch().items():
         monkeypatch.setattr(target, replacement)
     names = failed(run_section(tmp_path, "correctness"))

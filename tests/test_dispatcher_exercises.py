@@ -208,7 +208,7 @@ def test_the_reference_predictions_and_answers_match_the_run(ctx, results):
     ],
 )
 def test_a_wrong_prediction_fails_with_a_pointed_message(ctx, results, predicted, says):
-    """The message says what to reconsider, and never the fact the prediction missed (issue 27: a
+    """The message says what to reconsider, and never the fact the prediction missed (a
     prediction must stay one until it is right)."""
     grade_predictions(ctx, predicted, results)
     assert failed(ctx) and says in failed(ctx)[0].message, failed(ctx)[0].message
@@ -290,7 +290,7 @@ def test_fresh_stubs_fail_exactly_the_exercise_checks(tmp_path):
 
 @pytest.mark.parametrize("name", ["table_entry", "walk", "predictions", "answers"])
 def test_a_check_of_one_exercise_runs_only_what_it_needs(tmp_path, name):
-    """`check dispatcher EXERCISE` (issue 27): that exercise's checks, none of the lab's own, no outputs."""
+    """`check dispatcher EXERCISE`: that exercise's checks, none of the lab's own, no outputs."""
     ctx = LabContext("dispatcher", tmp_path, RunOptions("cpu", 1, 0, only=(f"dispatcher.{name}",)))
     lab.run(ctx)
     assert ctx.checks and {c.exercise for c in ctx.checks} == {f"dispatcher.{name}"}

@@ -35,7 +35,7 @@ def run_sections(tmp_path) -> LabContext:
 
 def fallbacks_first(mp):
     """table_entry consults the backend fallbacks before the op's own registrations. This passed while the
-    fallbacks were read from the traced op's own table (issue 13: 112 of 235 decisions compared with
+    fallbacks were read from the traced op's own table (112 of 235 decisions compared with
     themselves), since that table never shows a fallback where a kernel was registered."""
     original = reimpl.table_entry
     mp.setattr(reimpl, "table_entry", lambda r, f, k: f.get(k) or original(r, {}, k))
@@ -50,7 +50,7 @@ def fallbacks_from_the_ops_table(mp):
 
 def walk_stops_at_first_key(mp):
     """No redispatch: a chain of one key. Passed while the real chain was followed only as many steps as
-    the re-implementation's (issue 13)."""
+    the re-implementation's."""
     original = reimpl.walk
     mp.setattr(reimpl, "walk", lambda *args: original(*args)[:1])
 

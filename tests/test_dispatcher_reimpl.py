@@ -162,7 +162,7 @@ class SeenOps(TorchDispatchMode):
 
 
 def test_the_handouts_worked_examples_hold_on_this_torch():
-    """The handout teaches on ops the lab does not trace (issue 28: the graded cases stay the learner's to find);
+    """The handout teaches on ops the lab does not trace (the graded cases stay the learner's to find);
     what it says of them is pinned here, on whichever torch runs the tests."""
     narrow = keys.computed_table("aten::narrow")
     assert (narrow["AutogradCPU"].tag, narrow["AutogradNestedTensor"].tag) == (

@@ -1,4 +1,4 @@
-"""`check distributed EXERCISE` as a learner runs it (issue 27): the predictions alone run only what they are
+"""`check distributed EXERCISE` as a learner runs it: the predictions alone run only what they are
 graded on, in one torchrun launch; a changed prediction is graded against that run without running the lab; an
 exercise that run cannot grade says so in one line. `python -m workshop bench distributed` times the same loop."""
 

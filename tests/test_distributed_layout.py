@@ -1,4 +1,4 @@
-"""The distributed lab's machinery has folders of their own (issue 23): grading, templates and benchmarks live in
+"""The distributed lab's machinery has folders of their own: grading, templates and benchmarks live in
 grading/, templates/ and bench/; that the handouts' reading lists name every top-level file is
 tests/test_lab_layout.py's."""
 

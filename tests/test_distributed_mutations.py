@@ -1,4 +1,4 @@
-"""Planted bugs in the distributed demos, each caught by one of the lab's own checks (issue 13).
+"""Planted bugs in the distributed demos, each caught by one of the lab's own checks.
 
 The demos run under torchrun in processes of their own, so a bug is planted there without touching the product:
 a sitecustomize.py on PYTHONPATH, which Python imports at every interpreter's start, patches the module before
@@ -179,7 +179,7 @@ def test_planted_bug_is_caught_by_a_lab_check(mutation, tmp_path, monkeypatch):
 
 
 def test_a_figure_copied_wrong_into_the_model_answer_is_caught(tmp_path, monkeypatch):
-    """Issue 13's survey row: the model answer's figures were hand-copied; now each traces to a committed run."""
+    """The survey's row: the model answer's figures were hand-copied; now each traces to a committed run."""
     text = survey.MODEL_ANSWER.read_text()
     held = figure_rows.read(survey.COMMITTED_RUNS[0])[
         0

@@ -1,7 +1,7 @@
 """Every lab with exercises: the reference passes every exercise, and a fresh workspace (exactly what
 `exercises init` writes) fails exactly the exercise checks, every other check of the lab still passing.
 
-The one place that runs this for all labs (issue 12's CI item), parametrized by lab. The reference side reuses
+The one place that runs this for all labs (what CI runs of it), parametrized by lab. The reference side reuses
 the session's lab run (conftest's lab_dir); the stub side is one graded run per lab, through `check`.
 """
 

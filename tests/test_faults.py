@@ -1,4 +1,4 @@
-"""The fault suite: a clumsy user's interrupts, bad paths, broken files and bad arguments (issue 16).
+"""The fault suite: a clumsy user's interrupts, bad paths, broken files and bad arguments.
 
 In-process where nothing needs a lab (refusals, corrupt files, resume); a real `python -m workshop run` of the
 quickest labs where a signal, a time limit or a full disk must meet a running lab (marked slow). Each run uses

@@ -1,4 +1,4 @@
-"""A lab folder a learner can read (issue 23): its top level holds only what its handout names in the "Read in
+"""A lab folder a learner can read: its top level holds only what its handout names in the "Read in
 this order" list; the machinery sits in grading/, bench/ and templates/ (and locale/), which the list need not
 name. Both handouts, English and Spanish, name the same files, and every file they name exists."""
 

@@ -207,7 +207,7 @@ def test_every_exercises_handout_link_resolves(lab, lang):
 
 
 # The compile lab in Spanish, in-process (its run takes minutes on a CPU): the summary and the kernel explanation
-# rendered from made-up figures (test_compile_summary's), its grading messages on saved generated code.
+# rendered from made-up figures (test_compile_summary.py's), its grading messages on saved generated code.
 NUMBER = re.compile(r"\d[\d.,\u00a0]*\d|\d")
 
 
@@ -253,7 +253,7 @@ def test_the_kernel_exercises_grading_messages_come_out_in_spanish(spanish, tmp_
     fixture = ROOT / "tests/test_compile_fixtures/cpp_train_forward.txt"
     kernels = parse_kernels(fixture.read_text(), "train/forward")
     ctx = LabContext("compile", tmp_path, RunOptions("cpu", 1, 0))
-    gelu = {  # test_compile_exercises' GELU_ANSWER, with another kernel's grid
+    gelu = {  # test_compile_exercises.py's GELU_ANSWER, with another kernel's grid
         "kernel": "cpp_fused_gelu_view_6",
         "fused_ops": ["gelu", "view"],
         "bytes_read": 180224,

@@ -1,4 +1,4 @@
-"""No checked answer, model answer or solution code in the learner's texts (issue 28, item 1; tests/leaks.py says
+"""No checked answer, model answer or solution code in the learner's texts (tests/leaks.py says
 what counts). One test per text: a handout, a theory text, a lab's declared exercise texts, a lab's workspace
 file; then planted leaks, which must be caught, and sentences that must not be."""
 
@@ -29,7 +29,7 @@ DOCUMENTS = sorted(
 )
 LAB_NAMES = sorted(labs.all_exercises())
 
-# Leaks on main that their owners are removing (issue 28); each goes when its text is clean.
+# Leaks on main that their owners are removing; each goes when its text is clean.
 OWNERS = {
     "autograd": "helper labs-ad",
     "dispatcher": "helper labs-ad",
@@ -43,7 +43,7 @@ KNOWN: set[str] = set()
 def known(name: str, lab: str):
     """The test's parameter, marked as a known leak (not strict: a clean text passes and shows as XPASS)."""
     if name in KNOWN:
-        reason = f"a leak on main that {OWNERS[lab]} is removing (issue 28 item 1)"
+        reason = f"a leak on main that {OWNERS[lab]} is removing"
         return pytest.param(name, marks=pytest.mark.xfail(reason=reason, strict=False))
     return name
 
@@ -178,7 +178,7 @@ def test_a_planted_solution_line_and_model_answer_passage_are_caught(found):
     assert code in [leak.secret for leak in leaks_in("hint", [spaced], found)]
 
 
-# ---- a run's files (issue 28, the lead's decision of 22:11): data to read, never a file keyed by question -----
+# ---- a run's files: data to read, never a file keyed by question -----
 
 
 @pytest.mark.parametrize("lab", [known(f"run of {lab}", lab) for lab in LAB_NAMES])

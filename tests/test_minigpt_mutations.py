@@ -1,4 +1,4 @@
-"""Planted bugs in what the minigpt lab checks, each caught by one of the lab's own checks (issue 13).
+"""Planted bugs in what the minigpt lab checks, each caught by one of the lab's own checks.
 
 Each bug is monkeypatched into the package, one at a time, and only the lab section that checks it runs, in
 this process (the sections are the lab's own functions; the held-out prompts are drawn once per module).

@@ -1,5 +1,5 @@
 """The README's Layout (and the Spanish README's, the same block) matches the tree: every module and folder of
-the package's core is named there, and every core module it names exists (issue 23)."""
+the package's core is named there, and every core module it names exists."""
 
 import re
 from pathlib import Path

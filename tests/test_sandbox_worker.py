@@ -1,4 +1,4 @@
-"""The worker (issue 22): the learner's code runs in a process of its own, and only wire values come back.
+"""The worker: the learner's code runs in a process of its own, and only wire values come back.
 
 One native worker serves most tests here (started once: `import torch` takes seconds); each test that breaks
 it (a crash, a hang) checks that the next request gets a fresh one.

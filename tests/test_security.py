@@ -1,4 +1,4 @@
-"""The security suite of issue 22: every attack a hostile (or careless) hand-in tried, re-tried. Each must fail
+"""The security suite: every attack a hostile (or careless) hand-in tried, re-tried. Each must fail
 to raise a grade, to read or change another hand-in, or to outlive the grade.
 
 The grading attacks run the autograd lab's hand-gradient grading (contract 6: the learner's code in a worker)

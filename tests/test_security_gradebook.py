@@ -1,4 +1,4 @@
-"""The security suite of issue 22, `grade`'s half: forged hand-ins, hand-ins that reach the others or the code,
+"""The security suite, `grade`'s half: forged hand-ins, hand-ins that reach the others or the code,
 and a table that survives Ctrl-C. On the toy lab (tests/learner_toy.py), whose grading runs the learner's code
 in the lab's own process (not yet through the worker): `--sandbox native`, the case where a hand-in can reach the
 others, so that what grade notes can be seen. What the container prevents outright: tests/test_security.py.

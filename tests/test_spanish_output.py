@@ -1,4 +1,4 @@
-"""What a learner and an instructor see in Spanish (issue 26's Done when): `check autograd`, `run minigpt`, `grade`
+"""What a learner and an instructor see in Spanish: `check autograd`, `run minigpt`, `grade`
 and `invoke lab --dry-run` with --lang es print no English sentence and one word per status.
 
 Each command runs once, as a learner types it (for `check`, a fresh workspace with one exercise written wrong, so

@@ -223,7 +223,7 @@ def test_a_planted_translation_drift_is_named(tmp_path, translation):
     assert len(translation_drift(spanish, source, tmp_path)) == 1
 
 
-# The statements issue 25 found wrong, as corrected (tests/theory_statements.py), and the figures they quote.
+# The statements a careful read found wrong, as corrected (tests/theory_statements.py), and the figures they quote.
 STATEMENT_TEXTS = ALL_TEXTS + [ROOT / "theory" / GLOSSARY, ROOT / "theory" / "glossary.es.md"]
 H200 = ROOT / "benchmarks" / "h200-run"
 
@@ -368,7 +368,7 @@ def test_a_planted_wrong_source_citation_is_named(tmp_path, item, problem):
 
 # The chapter's "Lecturas recomendadas": an annotated reading list at the end of each text, in both languages.
 READING_HEADINGS = {"en": "Recommended reading", "es": "Lecturas recomendadas"}
-# What the chapter asks the lists to hold (issue 25), by a piece of each address.
+# What the chapter asks the lists to hold, by a piece of each address.
 REQUIRED_READINGS = {
     "the dispatcher": "devlogs/dispatcher",
     "autograd mechanics": "notes/autograd.html",
@@ -464,7 +464,7 @@ def test_a_planted_bad_reading_list_is_named(planted, problem):
     assert problem in found, found
 
 
-# The worked examples the texts give instead of the labs' own cases (issue 28), as torch runs them.
+# The worked examples the texts give instead of the labs' own cases, as torch runs them.
 def test_theory_02s_walk_runs_in_the_order_it_says():
     """loss = (tanh(a) * c).sum(): Sum, Mul, then AccumulateGrad(c) before TanhBackward0, AccumulateGrad(a) last."""
     a, c = torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)

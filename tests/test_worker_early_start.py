@@ -1,5 +1,5 @@
-"""A check's two `import torch` at once (issue 27's loop): the lab's process starts the learner's worker before it
-imports torch itself, and that worker is the same sandbox as one started later (issue 22): its own uid where the
+"""A check's two `import torch` at once (the learner's wait): the lab's process starts the learner's worker before it
+imports torch itself, and that worker is the same sandbox as one started later: its own uid where the
 lab's process is root, an environment made from nothing, its resource limits. torch is imported with the
 collector off and its objects frozen (harness/torch_import.py)."""
 

@@ -1,9 +1,9 @@
-"""Statements of the theory texts that a careful read against torch 2.13.0 found wrong (issue 25), as corrected.
+"""Statements of the theory texts that a careful read against torch 2.13.0 found wrong, as corrected.
 
 Each correction names the text, the old sentence (which must not come back, in either language) and the
 phrases the corrected one says; test_theory.py pins what each says to the committed run or to the installed
 torch. Whitespace is normalized first: a reflowed paragraph is the same sentence. The texts state mechanisms,
-not the figures the labs ask the learner to predict or read off a run (issue 28): the figures below are the
+not the figures the labs ask the learner to predict or read off a run: the figures below are the
 tests'.
 """
 

@@ -1,0 +1,80 @@
+"""workshop/lab.py: a lab's declaration (LabSpec: what it loads, the modules it needs, its preconditions, its
+time limit) and the context a lab records its checks in (LabContext: each check compares a value with a
+threshold, NaN fails, a failing secret check shows only its miss, the lab passes when every check does)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from workshop.harness.options import RunOptions
+from workshop.lab import LabContext, LabSpec
+
+
+def more_than_two(n_procs: int, device: str) -> str | None:
+    """A lab's precondition: why this machine cannot run it, or None."""
+    return f"{n_procs} processes on {device}: at most 2" if n_procs > 2 else None
+
+
+SPEC = LabSpec("toy", 9, "a toy", "json:dumps", precondition=f"{__name__}:more_than_two")
+
+
+def context(tmp_path, **options) -> LabContext:
+    return LabContext("toy", tmp_path, RunOptions("cpu", **options))
+
+
+def test_a_spec_loads_its_functions_and_names_the_modules_this_python_lacks():
+    import json
+
+    assert SPEC.load() is json.dumps
+    assert LabSpec("t", 1, "t", "json:dumps", needs=("json", "no_such_module_here")).missing() == [
+        "no_such_module_here"
+    ]
+
+
+def test_a_spec_asks_its_precondition_and_the_run_may_shorten_its_limit():
+    assert SPEC.problem(RunOptions("cpu", n_procs=3)) == "3 processes on cpu: at most 2"
+    assert SPEC.problem(RunOptions("cpu", n_procs=2)) is None
+    assert LabSpec("t", 1, "t", "json:dumps").problem(RunOptions("cpu")) is None
+    assert SPEC.limit_s(RunOptions("cpu")) == 900.0
+    assert SPEC.limit_s(RunOptions("cpu", time_limit_s=5)) == 5
+
+
+@pytest.mark.parametrize(
+    "check, value, threshold, passed",
+    [
+        ("check_max", 0.5, 1.0, True),
+        ("check_max", 1.5, 1.0, False),
+        ("check_max", math.nan, 1.0, False),
+        ("check_min", 2.0, 1.0, True),
+        ("check_min", 0.5, 1.0, False),
+        ("check_min", math.nan, 1.0, False),
+        ("check_equal", ["a"], ["a"], True),
+        ("check_equal", ["a"], ["b"], False),
+    ],
+)
+def test_each_check_compares_its_value_with_its_threshold(
+    tmp_path, capsys, check, value, threshold, passed
+):
+    ctx = context(tmp_path)
+    recorded = getattr(ctx, check)("the value", value, threshold, message="why it failed")
+    assert recorded.passed is passed and ctx.checks == [recorded] and ctx.passed is passed
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"[toy] {'ok' if passed else 'FAIL'}") and "the value" in printed
+    assert ("why it failed" in printed) is not passed  # the message only under a failure
+
+
+def test_a_failing_secret_check_shows_its_miss_not_its_threshold(tmp_path, capsys):
+    hidden = context(tmp_path).check_equal("prediction", 10, 12, secret=True)
+    assert hidden.threshold != 12 and "12" not in capsys.readouterr().out
+    shown = context(tmp_path, show=True).check_equal("prediction", 10, 12, secret=True)
+    assert shown.threshold == 12  # --show: the instructor's view
+
+
+def test_a_lab_passes_only_when_every_check_does(tmp_path):
+    ctx = context(tmp_path)
+    ctx.check_max("a", 0, 1)
+    assert ctx.passed
+    ctx.check_min("b", 0, 1)
+    assert not ctx.passed

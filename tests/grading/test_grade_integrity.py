@@ -1,0 +1,55 @@
+"""grading.grade_integrity: what `grade` checks beyond each row: a file that grading one hand-in added, removed
+or changed in another hand-in (or in the workshop's code) is named, the results root aside; a run or a solution
+that appears in two hand-ins is flagged on both, but a workspace file as `exercises init` wrote it is no copy.
+(Hostile hand-ins through the real `grade`: tests/security/test_gradebook.py.)"""
+
+from __future__ import annotations
+
+from workshop.grading import grade_integrity, workspace_init
+from workshop.grading.gradebook import Row
+
+
+def test_a_change_to_another_hand_in_is_named_and_the_results_root_is_not(tmp_path):
+    ana, ben, results = tmp_path / "ana", tmp_path / "ben", tmp_path / "ana" / "results"
+    for folder in (ana, ben, results):
+        folder.mkdir(parents=True, exist_ok=True)
+    (ben / "autograd.py").write_text("mine\n")
+    watch = grade_integrity.Watch([ana, ben], results)
+    (results / "run.json").write_text("{}")  # grading writes here: not a change
+    (ben / "autograd.py").write_text("changed by ana's code\n")
+    (ben / "new.txt").write_text("")
+    touched, code = watch.after(ana)
+    assert touched == {ben: ["autograd.py", "new.txt"]} and code == []
+    assert watch.after(ana) == ({}, [])  # the next hand-in starts from what is there now
+
+
+def test_a_fingerprint_that_ignores_contents_misses_a_change(tmp_path):
+    (tmp_path / "a.py").write_text("1")
+    before = grade_integrity.fingerprint(tmp_path)
+    (tmp_path / "a.py").write_text("2")
+    assert grade_integrity.changed(before, grade_integrity.fingerprint(tmp_path)) == ["a.py"]
+    names_only = {name: "?" for name in before}  # planted: names without hashes
+    assert grade_integrity.changed(names_only, names_only) == []
+
+
+def row(name: str, *prints) -> Row:
+    return Row(learner=name, source=name, fingerprints=list(prints))
+
+
+def test_the_same_run_or_solution_in_two_hand_ins_is_flagged_on_both_but_not_a_fresh_stub():
+    stub = grade_integrity.hashlib.sha256(
+        workspace_init.lab_source("autograd").encode()
+    ).hexdigest()
+    rows = [
+        row("ana", ("run", "20261202-0400"), ("file", f"autograd.py {stub}")),
+        row("ben", ("run", "20261202-0400"), ("file", f"autograd.py {stub}")),
+        row("eva", ("run", "20261202-0500")),
+    ]
+    grade_integrity.handed_twice(rows)
+    assert rows[0].notes == ["handed in twice: run 20261202-0400 is also in ben's hand-in"]
+    assert rows[1].notes == ["handed in twice: run 20261202-0400 is also in ana's hand-in"]
+    assert rows[2].notes == []
+
+
+def test_a_long_list_of_files_is_shortened():
+    assert grade_integrity.shown([f"f{i}" for i in range(7)]) == "f0, f1, f2, f3, f4 and 2 more"

@@ -1,0 +1,79 @@
+"""harness.child, a lab's own process: the lab's error becomes a failed check with the checks so far kept; its
+time limit stops it with a check saying why; a lab whose module this platform lacks is one line saying where it
+runs; result.json is written whatever happened, and the exit status says which (0, 1, 128 + signal)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from workshop import labs
+from workshop.harness import child
+from workshop.harness.options import LabOrder, RunOptions
+from workshop.lab import LabContext, LabSpec
+
+
+def measures_then_fails(ctx):
+    ctx.check_max("error", 1e-7, 1e-5)
+    raise ZeroDivisionError("the lab's own bug")
+
+
+def passes(ctx):
+    ctx.check_equal("value", 2, 2)
+
+
+def sleeps(ctx):
+    ctx.check_equal("value", 2, 2)
+    time.sleep(5)
+
+
+@pytest.fixture
+def toy(monkeypatch):
+    """The toy lab with entry `name` (a function of this module), needing `needs`."""
+
+    def use(name: str, needs: tuple[str, ...] = ()):
+        spec = LabSpec("toy", 1, "a toy", f"{__name__}:{name}", needs=needs, time_limit_s=0.3)
+        monkeypatch.setattr(labs, "get", lambda lab: spec)
+        monkeypatch.setattr(labs, "exercises", lambda lab: [])
+        return spec
+
+    return use
+
+
+def ran(tmp_path) -> tuple[int, dict]:
+    LabOrder("toy", RunOptions("cpu", lang="en")).write(tmp_path)
+    code = child.main(tmp_path)
+    return code, json.loads((tmp_path / "result.json").read_text())
+
+
+def test_a_lab_that_passes_exits_0(tmp_path, toy):
+    toy("passes")
+    code, result = ran(tmp_path)
+    assert code == 0 and result["passed"] and result["implementation"] == {"kind": "reference"}
+
+
+def test_the_labs_error_is_a_failed_check_after_the_checks_so_far(tmp_path, toy, capfd):
+    toy("measures_then_fails")
+    code, result = ran(tmp_path)
+    names = [(c["name"], c["passed"]) for c in result["checks"]]
+    assert code == 1 and names == [("error", True), ("lab ran to completion", False)]
+    assert result["checks"][1]["value"] == "ZeroDivisionError: the lab's own bug"
+    assert "Traceback" in capfd.readouterr().err
+
+
+def test_the_time_limit_stops_the_lab_and_says_so(tmp_path, toy):
+    toy("sleeps")
+    start = time.monotonic()
+    code, result = ran(tmp_path)
+    assert time.monotonic() - start < 4 and code == 128 + 14  # SIGALRM
+    assert result["checks"][-1]["value"] == "ran out of time (limit 0.3 s)" and not result["passed"]
+
+
+def test_a_missing_module_is_one_line_pointing_to_docker(tmp_path, toy):
+    toy("passes", needs=("no_such_module_here",))
+    ctx = LabContext("toy", tmp_path, RunOptions("cpu"))
+    assert child.run_lab_code(ctx, None) is None
+    assert ctx.summary.startswith("toy cannot run here: it needs no_such_module_here")
+    assert "docker compose run --rm workshop-cpu" in ctx.summary and not ctx.passed

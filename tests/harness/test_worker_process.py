@@ -1,0 +1,65 @@
+"""harness.worker_process, what a native worker is started with: an environment of its own (nothing inherited
+from the lab's process but the device's settings: no secret in an environment variable reaches the learner's
+code), resource limits (CPU, file size, processes, no core file; address space on the CPU), and how it ended in
+words. (The worker at work: tests/grading/test_worker.py.)"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from workshop.harness import worker_process
+from workshop.harness.worker_process import Limits
+
+
+def inherits_nothing(environment, tmp_path, monkeypatch) -> bool:
+    monkeypatch.setenv("WORKSHOP_GRADER_TOKEN", "secret")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    env = environment(tmp_path, "cpu", tmp_path / "code")
+    return "WORKSHOP_GRADER_TOKEN" not in env and env.get("CUDA_VISIBLE_DEVICES") == "1"
+
+
+def copies_the_parents(scratch, device, root):
+    """Planted: the lab's environment, with the worker's settings on top."""
+    import os
+
+    return {**os.environ, **worker_process.worker_environment(scratch, device, root)}
+
+
+def test_the_worker_inherits_only_the_devices_settings(tmp_path, monkeypatch):
+    assert inherits_nothing(worker_process.worker_environment, tmp_path, monkeypatch)
+    env = worker_process.worker_environment(tmp_path, "cpu", tmp_path / "code")
+    assert env["HOME"] == env["TMPDIR"] == str(tmp_path) and env["TRITON_INTERPRET"] == "1"
+    assert env["PYTHONPATH"] == str(tmp_path / "code") and env["PYTHONNOUSERSITE"] == "1"
+
+
+def test_the_check_catches_an_inherited_environment(tmp_path, monkeypatch):
+    assert not inherits_nothing(copies_the_parents, tmp_path, monkeypatch)
+
+
+def test_resource_limits_by_device():
+    limits = Limits(cpu_s=60, file_size=2**20, processes=64, address_space=2**33)
+    cpu = worker_process.rlimits(limits, "cpu")
+    assert cpu["RLIMIT_CPU"] == (60, 65) and cpu["RLIMIT_CORE"] == (0, 0)
+    assert cpu["RLIMIT_FSIZE"] == (2**20, 2**20) and cpu["RLIMIT_NPROC"] == (64, 64)
+    assert cpu["RLIMIT_AS"] == (2**33, 2**33)
+    assert "RLIMIT_AS" not in worker_process.rlimits(
+        limits, "cuda"
+    )  # CUDA maps far more than it uses
+
+
+def test_how_a_worker_ended_in_words():
+    assert worker_process.how_it_ended(None) == "still running"
+    assert worker_process.how_it_ended(-9) == "killed by SIGKILL"
+    assert worker_process.how_it_ended(1) == "exit code 1"
+
+
+def test_an_output_log_keeps_the_tail_and_caps_the_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(worker_process, "LOG_CAP", 100)
+    code = "for i in range(100): print('line', i)"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    log = worker_process.OutputLog(proc.stdout, tmp_path / "worker.log")
+    proc.wait()
+    log.join()
+    assert list(log.tail)[-1].strip() == "line 99" and len(log.tail) == worker_process.TAIL_LINES
+    assert (tmp_path / "worker.log").stat().st_size <= 200  # capped (a last line may finish)

@@ -1,0 +1,64 @@
+"""ops.softmax_launch: the plans behind each launch. A one-pass grid covers every row with whole rows per program;
+rows too long for one pass are cut into pieces that cover the row (split kernels under the interpreter, whose
+programs run one after another and so cannot wait for each other); ALIGN divides every int argument."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from workshop.ops import INTERPRETED, softmax_launch
+
+
+def covers(plan, n_rows: int, n_cols: int) -> bool:
+    (programs,), constexprs = plan(n_rows, n_cols, 8, 4)
+    return programs * constexprs["ROWS"] >= n_rows and constexprs["BLOCK_N"] >= n_cols
+
+
+def one_row_short(n_rows, n_cols, align, itemsize):
+    """Planted: a grid one program short."""
+    (programs,), constexprs = softmax_launch.one_pass_plan(n_rows, n_cols, align, itemsize)
+    return (max(0, programs - 1),), constexprs
+
+
+@pytest.mark.parametrize("n_rows, n_cols", [(1, 1), (33, 600), (64, 600), (1000, 3), (7, 4096)])
+def test_a_one_pass_grid_covers_every_row(n_rows, n_cols):
+    assert covers(softmax_launch.one_pass_plan, n_rows, n_cols)
+    (_,), constexprs = softmax_launch.one_pass_plan(n_rows, n_cols, 8, 4)
+    block = constexprs["BLOCK_N"]
+    assert block & (block - 1) == 0 and 4 <= constexprs["num_warps"] <= 32
+
+
+def test_the_check_catches_a_grid_one_program_short():
+    assert not covers(one_row_short, 33, 600)
+
+
+def test_alignment_divides_every_int_up_to_16():
+    assert softmax_launch.alignment(600, 600, 1200) == 8
+    assert softmax_launch.alignment(64, 128) == 16 and softmax_launch.alignment(601, 600) == 1
+
+
+def test_a_long_row_is_cut_into_pieces_that_cover_it():
+    n_cols = 3 * softmax_launch.ONE_PASS_MAX + 1
+    strategy, pieces, constexprs = softmax_launch.long_row_plan(n_cols, 10**9, torch.device("cpu"))
+    assert pieces * constexprs["CHUNK"] >= n_cols > (pieces - 1) * constexprs["CHUNK"]
+    if INTERPRETED:
+        assert strategy == "split"
+    assert softmax_launch.one_pass_max(2, 4) <= softmax_launch.one_pass_max(
+        1, 4
+    )  # backward reads two
+
+
+@pytest.mark.skipif(not INTERPRETED, reason="the CPU path: Triton's interpreter")
+def test_forward_and_backward_on_padded_rows(monkeypatch):
+    x = torch.randn(5, 64)[:, :50]  # row stride 64, 50 columns
+    y = torch.empty(5, 50)
+    softmax_launch.forward(x, y, 5, 50, 64, 50)
+    torch.testing.assert_close(y, torch.softmax(x, -1))
+    monkeypatch.setattr(softmax_launch, "ONE_PASS_MAX", 8)  # the long-row kernels, on the same rows
+    y_split = torch.empty(5, 50)
+    softmax_launch.forward(x, y_split, 5, 50, 64, 50)
+    torch.testing.assert_close(y_split, y)
+    dy, dx = torch.randn(5, 50), torch.empty(5, 50)
+    softmax_launch.backward(y, dy, dx, 5, 50, (50, 50, 50))
+    torch.testing.assert_close(dx, torch.ops.aten._softmax_backward_data(dy, y, -1, torch.float32))
