@@ -1,7 +1,7 @@
 """The message catalogs: extract what the code marks for translation, keep each language's .po in step, compile.
 
     python -m workshop.i18n.catalogs update      # after changing messages: refresh every .po, compile every .mo
-    python -m workshop.i18n.catalogs check       # what CI runs (tests/test_messages.py): exit 1 on any problem
+    python -m workshop.i18n.catalogs check       # what CI runs (tests/i18n/test_catalogs.py): exit 1 on any problem
 
 One catalog per area, kept beside the code it translates, in gettext's layout: the core package's in
 workshop/i18n/locale/<lang>/LC_MESSAGES/workshop.po, each lab's in workshop/labs/<lab>/locale/<lang>/LC_MESSAGES/

@@ -16,7 +16,7 @@ prose value the code marks with N_() is shown as `{{ _(value) }}`. Undefined val
 so a template cannot print a blank where a figure belongs. A sentence that explains a mechanism sits inside `{% if
 %}` on the measured condition that shows it.
 
-A template has no translated twin (tests/test_translations.py fails on a `summary.es.md.j2`): a part shared by
+A template has no translated twin (tests/docs/test_translations.py fails on a `summary.es.md.j2`): a part shared by
 two pages is a template of its own (`{% include "side_by_side.md.j2" %}`), translated the same way.
 """
 

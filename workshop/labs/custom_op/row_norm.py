@@ -1,7 +1,7 @@
 """The handout's worked example, another op than the softmax the exercises ask for: each row scaled to unit length,
 y = x / ||x||, over the last dim of a 2-D tensor. The chapter's four steps on it: (a) a one-pass Triton kernel;
 (b) an operator, `torch.library.custom_op` with `register_fake` and `register_autograd`; (c) checked by opcheck,
-gradcheck and torch.compile (tests/test_custom_op_row_norm.py); (d) the same op as a `torch.library.triton_op`,
+gradcheck and torch.compile (tests/custom_op/test_row_norm.py); (d) the same op as a `torch.library.triton_op`,
 whose launches go through `wrap_triton` so that Inductor can see the kernel.
 """
 

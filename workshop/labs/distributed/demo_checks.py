@@ -24,7 +24,7 @@ MAX_STEP_S = 5.0  # a sanity bound: a step of this model takes milliseconds
 # same ops on the same data, plus pipelining's per-chunk bookkeeping. CPU runs measured 0.66-1.10 with a core per
 # rank, up to 2.7 with 4 ranks on 2 cores (a chunk's wall time stretches while ranks take turns on a core: the
 # bound is scaled by ranks per core), and 0.44-2.18 with 2 ranks on 2 cores shared with other work. Planted bugs
-# (tests/test_distributed_mutations.py): intervals 10x short give ~0.1. Intervals that also count each wait since
+# (tests/distributed/test_mutations.py): intervals 10x short give ~0.1. Intervals that also count each wait since
 # the rank's previous chunk gave 1.2-2.8 in three runs (GPipe, 2 ranks), their idle within 0.001 of the ideal
 # pipeline's: this bound catches them only above 2.5, and it cannot come lower without failing honest runs on a
 # loaded machine (a known gap: timing alone cannot always tell a wait from work here).

@@ -1,0 +1,163 @@
+"""Planted bugs in the custom_op lab's op, each applied by monkeypatching and each caught by one of the lab's own
+checks (run in-process, section by section). The ids read "bug -> the check that caught it".
+
+The subtle row: with the Triton launches replaced by torch.softmax and _softmax_backward_data every value check
+still passes; only the launch record tells, and it does (see test_only_the_launch_record_sees_no_kernel_ran).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from dataclasses import dataclass
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from tests.custom_op import wrong_solutions as w
+from workshop.harness.options import RunOptions
+from workshop.lab import LabContext
+from workshop.labs.custom_op import lab
+from workshop.labs.custom_op.grading import correctness as cx
+from workshop.labs.custom_op.grading.own_op import own_op
+
+pytestmark = pytest.mark.slow
+
+
+def launches_replaced_by_torch() -> dict:
+    def forward(x, y, n_rows, n_cols, x_row_stride, y_row_stride, wrap=None, one_pass=None):
+        y.copy_(torch.softmax(x, -1))
+
+    def backward(y, dy, dx, n_rows, n_cols, strides, wrap=None, one_pass=None):
+        dx.copy_(torch.ops.aten._softmax_backward_data(dy, y, -1, y.dtype))
+
+    return {
+        "workshop.ops.softmax_launch.forward": forward,
+        "workshop.ops.softmax_launch.backward": backward,
+    }
+
+
+@triton.jit
+def row_stats_unscaled(m_ptr, s_ptr, row, n_chunks, CHUNKS_P2: tl.constexpr):
+    """_row_stats adding up the pieces' sums without rescaling each by exp(m_i - m)."""
+    pieces = tl.arange(0, CHUNKS_P2)
+    in_row = pieces < n_chunks
+    m_i = tl.load(m_ptr + row * n_chunks + pieces, mask=in_row, other=-float("inf"))
+    s_i = tl.load(s_ptr + row * n_chunks + pieces, mask=in_row, other=0.0)
+    return tl.max(m_i, axis=0), tl.sum(s_i, axis=0)
+
+
+def fake_like_the_input(x, dim):
+    return torch.empty_like(x)
+
+
+@dataclass(frozen=True)
+class Mutation:
+    bug: str
+    section: str  # which of the lab's sections runs (SECTIONS)
+    caught_by: str  # the start of the name of the lab check that fails
+    patches: object  # {"module.attribute": replacement}, or a function returning one
+
+
+MUTATIONS = [
+    Mutation(
+        "Triton launches replaced by torch.softmax / _softmax_backward_data",
+        "correctness",
+        "launch record: softmax of (64, 600) in 4 dtypes ran one forward kernel each",
+        launches_replaced_by_torch,
+    ),
+    Mutation(
+        "Triton launches replaced by torch.softmax / _softmax_backward_data, graded as an exercise",
+        "forward_kernel exercise",
+        "softmax_fwd_kernel: launched once a call, on the plan's grid (launch record)",
+        launches_replaced_by_torch,
+    ),
+    Mutation(
+        "the fake implementation lies about strides (empty_like)",
+        "autograd",
+        "opcheck tests passed",
+        {"workshop.ops.softmax_op.empty_output": fake_like_the_input},
+    ),
+    Mutation(
+        "setup_context saves the input x instead of y",
+        "autograd",
+        "gradcheck/gradgradcheck float64 cases passed",
+        {"workshop.ops.softmax_op.setup_context": w.setup_saves_x},
+    ),
+    Mutation(
+        "the backward kernel drops the sum term",
+        "autograd",
+        "gradcheck/gradgradcheck float64 cases passed",
+        {"workshop.ops.softmax_kernels._bwd_one_pass": w.bwd_no_sum_term},
+    ),
+    Mutation(
+        "the forward kernel's mask drops the last column",
+        "correctness",
+        "float32 (64, 600): max |ours - float64 softmax|",
+        {"workshop.ops.softmax_kernels._fwd_one_pass": w.fwd_mask_drops_last_column},
+    ),
+    Mutation(
+        "the long-row split path adds the pieces' sums without rescaling them",
+        "correctness",
+        "float32 long rows (2, 262144) (long-row kernels): max error",
+        {"workshop.ops.softmax_kernels._row_stats": row_stats_unscaled},
+    ),
+    Mutation(
+        "the MiniGPT's use_softmax leaves F.softmax in place",
+        "minigpt",
+        "launch record: the MiniGPT step ran our forward and backward kernel once per attention layer",
+        {"workshop.minigpt.model.GPT.use_softmax": lambda self, softmax: None},
+    ),
+    Mutation(
+        "the profiler trace's layer ranges are never placed",
+        "trace",
+        "profiler trace: the ladder's rungs, the inner layers and the step, each a range",
+        {"workshop.labs.custom_op.profiler_trace._ranged": lambda name, function: function},
+    ),
+]
+
+SECTIONS = {
+    "forward_kernel exercise": lambda ctx: lab.grade_pieces(ctx, ("forward_kernel",)),
+    "correctness": lambda ctx: lab.check_correctness(ctx, own_op(ctx), cx.shapes("cpu")),
+    "autograd": lambda ctx: lab.check_autograd(ctx, own_op(ctx), cx.shapes("cpu")),
+    "minigpt": lambda ctx: lab.check_minigpt(ctx, own_op(ctx)),
+    "trace": lambda ctx: lab.check_trace(ctx),
+}
+
+
+def run_section(tmp_path, section: str) -> LabContext:
+    ctx = LabContext("custom_op", tmp_path, RunOptions("cpu", 1, 0))
+    with contextlib.redirect_stdout(io.StringIO()):
+        SECTIONS[section](ctx)
+    return ctx
+
+
+def failed(ctx: LabContext) -> list[str]:
+    return [c.name for c in ctx.checks if not c.passed]
+
+
+@pytest.mark.parametrize(
+    "mutation", MUTATIONS, ids=[f"{m.bug} -> {m.caught_by}" for m in MUTATIONS]
+)
+def test_the_lab_catches_the_planted_bug(mutation, tmp_path, monkeypatch):
+    patches = mutation.patches() if callable(mutation.patches) else mutation.patches
+    for target, replacement in patches.items():
+        monkeypatch.setattr(target, replacement)
+    names = failed(run_section(tmp_path, mutation.section))
+    assert any(name.startswith(mutation.caught_by) for name in names), names
+
+
+def test_only_the_launch_record_sees_no_kernel_ran(tmp_path, monkeypatch):
+    """The subtle row: the values are torch's own, so every value check passes; the launch record does not."""
+    for target, replacement in launches_replaced_by_torch().items():
+        monkeypatch.setattr(target, replacement)
+    names = failed(run_section(tmp_path, "correctness"))
+    assert names and all(name.startswith("launch record:") for name in names), names
+
+
+@pytest.mark.parametrize("section", ["correctness", "autograd", "trace"])
+def test_without_a_bug_the_sections_pass(section, tmp_path):
+    ctx = run_section(tmp_path, section)
+    assert ctx.checks and not failed(ctx), failed(ctx)

@@ -1,0 +1,46 @@
+"""Every lab with exercises: the reference passes every exercise, and a fresh workspace (exactly what
+`exercises init` writes) fails exactly the exercise checks, every other check of the lab still passing.
+
+The one place that runs this for all labs (what CI runs of it), parametrized by lab. The reference side reuses
+the session's lab run (conftest's lab_dir); the stub side is one graded run per lab, through `check`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import TEST_DEVICE, read_result
+from workshop import labs
+from workshop.grading import checks, workspace_init
+from workshop.harness import results
+
+LABS = list(labs.all_exercises())
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_the_reference_passes_every_exercise(lab, lab_dir):
+    result = read_result(lab_dir(lab))
+    assert result["implementation"]["kind"] == "reference"
+    statuses = {ex_id: r["status"] for ex_id, r in result["exercises"].items()}
+    assert statuses == {ex.id: checks.PASSING for ex in labs.exercises(lab)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lab", LABS)
+def test_fresh_stubs_fail_exactly_the_exercise_checks(lab, tmp_path):
+    work, root = tmp_path / "my-work", tmp_path / "results"
+    workspace_init.init(work, [lab], root)
+    cmd = [sys.executable, "-m", "workshop", "check", lab, "--work", str(work)]
+    out = subprocess.run(
+        [*cmd, "--device", TEST_DEVICE, "--out", str(root)], capture_output=True, text=True
+    )
+    assert out.returncode == 1, out.stdout + out.stderr
+    result = results.read_json((root / "latest").resolve() / lab / "result.json")
+    assert result["implementation"]["kind"] == "workspace"
+    passing = [ex_id for ex_id, r in result["exercises"].items() if r["passed"]]
+    assert passing == [], f"fresh stubs pass {passing}"
+    broken = [c["name"] for c in result["checks"] if not c.get("exercise") and not c["passed"]]
+    assert broken == [], f"the lab's own checks fail with fresh stubs: {broken}"
