@@ -7,7 +7,9 @@ import torch
 import triton
 import triton.language as tl
 
-from workshop.ops import triton_launch
+from workshop.ops import INTERPRETED, triton_launch
+
+DEVICE = "cpu" if INTERPRETED else "cuda"
 
 
 @triton.jit
@@ -18,7 +20,7 @@ def add_one(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
 
 
 def run(n: int = 40):
-    x = torch.arange(n, dtype=torch.float32)
+    x = torch.arange(n, dtype=torch.float32, device=DEVICE)
     y = torch.empty_like(x)
     triton_launch.launch(add_one, (triton.cdiv(n, 16),), (x, y), (n,), {"BLOCK": 16})
     return x, y
