@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -117,9 +118,22 @@ def test_a_hand_in_that_changes_another_is_named_on_both_rows(toy):
     assert "changed while ada's hand-in was graded: toy.py" in rows[str(victim)]["notes"]
 
 
-def test_a_file_planted_in_the_code_is_named_and_the_rows_after_it_flagged(toy):
-    # beside the code, where a stale lab.cpython-311.pyc would be loaded (here no __pycache__ may exist)
-    planted = grade_integrity.CODE / f"planted_by_a_test_{uuid.uuid4().hex}.pyc"
+@pytest.fixture
+def code(monkeypatch):
+    """A folder that stands for the workshop's code: a file planted in the real package would change the code
+    under every test that grades at the same time (pytest-xdist's other workers). In /tmp and open to all, so
+    that the learner's worker, of another uid, can write into it as it could into an unprotected install."""
+    with tempfile.TemporaryDirectory(prefix="workshop-code-") as folder:
+        code = Path(folder)
+        (code / "lab.py").write_text("# the code every lab's checks are\n")
+        code.chmod(0o777)
+        monkeypatch.setattr(grade_integrity, "CODE", code)
+        yield code
+
+
+def test_a_file_planted_in_the_code_is_named_and_the_rows_after_it_flagged(toy, code):
+    # beside the code, where a stale lab.cpython-311.pyc would be loaded
+    planted = code / f"planted_by_a_test_{uuid.uuid4().hex}.pyc"
     attack = (
         "def double(x: int) -> int:\n"
         f"    open({str(planted)!r}, 'wb').write(b'not python')\n"
