@@ -5,6 +5,7 @@ words. (The worker at work: tests/grading/test_worker.py.)"""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -35,6 +36,31 @@ def test_the_worker_inherits_only_the_devices_settings(tmp_path, monkeypatch):
 
 def test_the_check_catches_an_inherited_environment(tmp_path, monkeypatch):
     assert not inherits_nothing(copies_the_parents, tmp_path, monkeypatch)
+
+
+def torch_threads_in_a_worker_environment(env: dict[str, str]) -> int:
+    """How many intra-op threads torch starts with this environment (a fresh interpreter, as the worker is)."""
+    code = "import torch; print(torch.get_num_threads())"
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    return int(out.stdout)
+
+
+def test_the_workers_torch_starts_no_more_threads_than_its_share(tmp_path, monkeypatch):
+    """One OpenMP thread per core by default: on a host of many cores they passed the worker's processes limit
+    (libgomp could not start them, and the worker died of SIGSEGV); the lab's own OMP_NUM_THREADS wins."""
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(worker_process.os, "cpu_count", lambda: 224)
+    env = worker_process.worker_environment(tmp_path, "cpu", tmp_path / "code")
+    assert env["OMP_NUM_THREADS"] == str(worker_process.WORKER_THREADS)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    env = worker_process.worker_environment(tmp_path, "cpu", tmp_path / "code")
+    assert env["OMP_NUM_THREADS"] == "1"
+    # what the setting does; planted: the environment without it, where torch takes a thread per core it sees
+    assert torch_threads_in_a_worker_environment(env) == 1
+    del env["OMP_NUM_THREADS"]
+    assert torch_threads_in_a_worker_environment(env) == len(os.sched_getaffinity(0)) > 1
 
 
 def test_resource_limits_by_device():

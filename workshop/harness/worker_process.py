@@ -64,6 +64,12 @@ def code_root() -> Path:
     return Path(__file__).resolve().parents[2]
 
 
+# OpenMP threads of the worker's torch (its intra-op pool), one per core by default: on the H200 host, which shows
+# more cores than the processes limit allows threads, libgomp could not start them ("Thread creation failed") and
+# the worker died of SIGSEGV in the learner's first multi-threaded op.
+WORKER_THREADS = 16
+
+
 def worker_environment(scratch: Path, device: str, root: Path) -> dict[str, str]:
     """The worker's whole environment: nothing inherited but the device's settings."""
     env = {
@@ -84,6 +90,7 @@ def worker_environment(scratch: Path, device: str, root: Path) -> dict[str, str]
     for name in ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"):
         if name in os.environ:
             env[name] = os.environ[name]
+    env.setdefault("OMP_NUM_THREADS", str(min(WORKER_THREADS, os.cpu_count() or 1)))
     use_triton_interpreter(env, device)
     return env
 
