@@ -89,3 +89,16 @@ def test_an_output_log_keeps_the_tail_and_caps_the_file(tmp_path, monkeypatch):
     log.join()
     assert list(log.tail)[-1].strip() == "line 99" and len(log.tail) == worker_process.TAIL_LINES
     assert (tmp_path / "worker.log").stat().st_size <= 200  # capped (a last line may finish)
+
+
+def test_the_workers_log_is_kept_when_its_folder_does_not_exist_yet(tmp_path):
+    """A check whose run folder is made later (a re-grade's) still keeps what the worker printed; before, the
+    copying thread died on the missing folder and the log was lost."""
+    read, write = os.pipe()
+    path = tmp_path / "not-yet" / "worker.log"
+    log = worker_process.OutputLog(os.fdopen(read, "rb"), path)
+    os.write(write, b"the learner printed this\n")
+    os.close(write)
+    log.join()
+    assert path.read_bytes() == b"the learner printed this\n"
+    assert list(log.tail) == ["the learner printed this"]

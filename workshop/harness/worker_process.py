@@ -107,6 +107,9 @@ class OutputLog:
 
     def _copy(self) -> None:
         kept = 0
+        if self.path:
+            # a check run before its run folder exists (a re-grade's out/, say) would lose the worker's log
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.path, "ab") if self.path else None  # noqa: SIM115 - closed below
         try:
             for line in self.stream:
