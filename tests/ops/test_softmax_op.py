@@ -17,7 +17,9 @@ def test_registered_once_under_the_workshop_namespace_with_the_public_api():
     # torch.library.custom_op (triton_op makes one too) knows it: its CustomOpDef holds the registrations
     opdef = torch._library.custom_ops._maybe_get_opdef("workshop::softmax")
     assert opdef._setup_context_fn is not None and opdef._backward_fn is not None
-    assert (opdef._abstract_fn is not None) == (softmax_op.KIND == "custom_op")
+    if softmax_op.KIND == "custom_op":
+        # its fake is ours (register_fake); triton_op derives one itself, as torch 2.11 on the H200 does
+        assert opdef._abstract_fn is not None
 
 
 def test_the_other_registration_is_a_twin_under_its_own_namespace():
