@@ -83,8 +83,9 @@ class LabRuns:
         if (lab_dir / "result.json").is_file():
             return lab_dir
         # the distributed demos take one GPU per process: a host with fewer GPUs runs them on the CPU (gloo)
-        gpus = torch.cuda.device_count() if TEST_DEVICE == "cuda" else 0
-        device = "cpu" if TEST_DEVICE == "cuda" and n > gpus else TEST_DEVICE
+        device = TEST_DEVICE
+        if device == "cuda" and n > torch.cuda.device_count():
+            device = "cpu"
         cmd = [sys.executable, "-m", "workshop", "run", lab, "--device", device, "--n", str(n)]
         proc = subprocess.run([*cmd, "--out", str(out)], capture_output=True, text=True)
         lab_dir = (out / "latest").resolve() / lab
