@@ -53,6 +53,9 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.lab_run)
         if "gpu" in item.keywords and not torch.cuda.is_available():
             item.add_marker(skip)
+    # The slow tests first (a stable sort): pytest-xdist hands tests out in this order, and a long one handed out
+    # last would keep one core busy alone at the end of the run.
+    items.sort(key=lambda item: "slow" not in item.keywords)
 
 
 class LabRuns:
@@ -82,9 +85,10 @@ class LabRuns:
         lab_dir = (out / "latest").resolve() / lab
         if (lab_dir / "result.json").is_file():
             return lab_dir
-        # the distributed demos take one GPU per process: a host with fewer GPUs runs them on the CPU (gloo)
+        # the distributed demos take one GPU per process: a host with fewer GPUs runs them on the CPU (gloo); the
+        # other labs run one process whatever --n says, on the GPU
         device = TEST_DEVICE
-        if device == "cuda" and n > torch.cuda.device_count():
+        if lab == "distributed" and device == "cuda" and n > torch.cuda.device_count():
             device = "cpu"
         cmd = [sys.executable, "-m", "workshop", "run", lab, "--device", device, "--n", str(n)]
         proc = subprocess.run([*cmd, "--out", str(out)], capture_output=True, text=True)

@@ -23,6 +23,7 @@ from workshop.grading.solution import (
     Worker,
     solution_for,
 )
+from workshop.harness import worker_process
 from workshop.harness.options import RunOptions
 from workshop.harness.worker_process import NativeWorker
 from workshop.i18n import using
@@ -344,3 +345,48 @@ def test_a_check_of_one_exercise_runs_only_what_it_needs(tmp_path, name):
     lab.run(ctx)
     assert ctx.checks and {c.exercise for c in ctx.checks} == {f"autograd.{name}"}
     assert not (tmp_path / "graph.png").exists() and "Graded only" in ctx.summary
+
+
+# ---- the watch in a worker of a CUDA build of torch ----
+@pytest.mark.gpu
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+@pytest.mark.parametrize(
+    "address_space_limited", [False, True], ids=["limits", "planted-RLIMIT_AS"]
+)
+def test_the_watched_worker_lives_on_a_cuda_build(
+    tmp_path, monkeypatch, device, address_space_limited
+):
+    """On the H200 host every hand exercise's worker died of SIGSEGV ("libgomp: Thread creation failed") while
+    its limit was on the address space, which a CUDA build of torch reserves by the tens of GiB; the worker's
+    limit is now on the memory it writes. Planted: the old 16 GiB address-space limit, which must still kill it
+    (else this test proves nothing on this machine)."""
+    if address_space_limited:
+        with_data = worker_process.rlimits
+        monkeypatch.setattr(
+            worker_process,
+            "rlimits",
+            lambda limits: {**with_data(limits), "RLIMIT_AS": (16 * 2**30, 16 * 2**30)},
+        )
+    source = Path(w.__file__).read_text(encoding="utf-8")
+    learner = LearnerFile(source, "tests/autograd/wrong_solutions.py", source)
+    worker = Worker(NativeWorker(device, tmp_path / "log"), device, learner)
+    ctx = LabContext("autograd", tmp_path / "run", RunOptions(device, 1, 0))
+    try:
+        if address_space_limited:
+            with pytest.raises(LearnerCodeFailed, match="SIGSEGV|SIGABRT|died"):
+                grade(
+                    ctx,
+                    LIN,
+                    as_learners(worker, LIN, w.lin_transposed_dW),
+                    linear_cases(load_batch(device)),
+                )
+            return
+        grade(
+            ctx,
+            LIN,
+            as_learners(worker, LIN, w.lin_transposed_dW),
+            linear_cases(load_batch(device)),
+        )
+    finally:
+        worker.stop()
+    assert "dL/dW = autograd's (float32)" in messages(ctx) and "transposed" in messages(ctx)

@@ -8,6 +8,7 @@ lab's own process by a sitecustomize.py on PYTHONPATH. A toy lab run takes about
 from __future__ import annotations
 
 import csv
+import glob
 import json
 import os
 import subprocess
@@ -19,6 +20,7 @@ import pytest
 from tests.support import learner_toy
 from workshop.cli.main import main
 from workshop.grading import checks, progress
+from workshop.harness import device as device_files
 from workshop.harness import results
 from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
@@ -175,16 +177,30 @@ def test_check_fails_fresh_stubs_with_the_statement_then_passes_when_solved(toy)
     assert listed["toy.double"] == progress.CHANGED and listed["toy.essay"] == checks.PASSING
 
 
-def test_check_leaves_torch_to_the_labs_processes(toy):
+@pytest.mark.parametrize(
+    "device",
+    [
+        "cpu",
+        pytest.param(
+            "auto",
+            marks=pytest.mark.skipif(
+                any(glob.glob(p) for p in device_files.GPU_DEVICE_FILES),
+                reason="a GPU host: --device auto asks torch whether it sees the GPU",
+            ),
+        ),
+    ],
+)
+def test_check_leaves_torch_to_the_labs_processes(toy, device):
     """The learner's loop: the parent of `check` (and `run`) never imports torch, whose import costs about 2 s of
     CPU per check on a small machine; the labs' processes import it. The manifest still names torch's version
-    and CUDA's, read from the installed package."""
+    and CUDA's, read from the installed package. Where a GPU's device file exists, --device auto must ask torch
+    (harness/device.cuda_available); --device cpu never does."""
     import torch
 
     main(["exercises", "init"])
     parent = (
-        "import sys; from workshop.cli.main import main; main(['check', 'toy', 'double']); "
-        "print('imported:', sorted({'torch', 'triton', 'numpy'} & set(sys.modules)))"
+        f"import sys; from workshop.cli.main import main; main(['check', 'toy', 'double', '--device', "
+        f"'{device}']); print('imported:', sorted({{'torch', 'triton', 'numpy'}} & set(sys.modules)))"
     )
     out = subprocess.run([sys.executable, "-c", parent], capture_output=True, text=True)
     assert "imported: []" in out.stdout, out.stdout + out.stderr

@@ -1,10 +1,12 @@
 """Unit tests of the generated-code reader on saved snippets: a real C++ excerpt and a Triton one in
 Inductor's format. They check structure (kinds, ops, roles, byte counts), not exact text."""
 
+import re
 from pathlib import Path
 
 import pytest
 
+from workshop.labs.compile import loops
 from workshop.labs.compile.generated_kernels import (
     extern_matmul_calls,
     literal_shape,
@@ -147,6 +149,18 @@ def test_structure_of_each_kind_of_kernel(cpp, triton):
     per, red = (kernel_structure(k.source, "triton") for k in triton)
     assert (per.reduction_kind, per.grid) == ("persistent", [704])
     assert (red.reduction_kind, red.grid) == ("looped", [176])
+
+
+def test_a_cascade_sum_is_a_sum(cpp, monkeypatch):
+    """Inductor sums floats in cascade where a row is long (torch 2.11's CPU softmax on the H200 host): the
+    accumulator's update then names a helper, not `+`. Planted: the parser without that combiner."""
+    (softmax,) = cpp
+    update = re.compile(r"(tmp_acc\d+(?:_vec)?) = \1 \+ (tmp\d+);")
+    cascade = update.sub(r"\1 = cascade_sum_combine(\2, &\1_helper);", softmax.source)
+    assert cascade != softmax.source
+    assert kernel_structure(cascade, "cpp").reductions == ["max", "sum"]
+    monkeypatch.delitem(loops.REDUCE_CPP, "cascade_sum_combine")
+    assert "reduce" in kernel_structure(cascade, "cpp").reductions
 
 
 def test_a_collapsed_omp_loop_spans_the_loops_it_collapses():

@@ -1,5 +1,6 @@
 """Planted bugs in the custom_op lab's op, each applied by monkeypatching and each caught by one of the lab's own
-checks (run in-process, section by section). The ids read "bug -> the check that caught it".
+checks (run in-process, section by section, on the suite's device: a GPU host's test process has Triton's
+interpreter off). The ids read "bug -> the check that caught it".
 
 The subtle row: with the Triton launches replaced by torch.softmax and _softmax_backward_data every value check
 still passes; only the launch record tells, and it does (see test_only_the_launch_record_sees_no_kernel_ran).
@@ -16,6 +17,7 @@ import torch
 import triton
 import triton.language as tl
 
+from tests.conftest import TEST_DEVICE
 from tests.custom_op import wrong_solutions as w
 from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
@@ -120,15 +122,15 @@ MUTATIONS = [
 
 SECTIONS = {
     "forward_kernel exercise": lambda ctx: lab.grade_pieces(ctx, ("forward_kernel",)),
-    "correctness": lambda ctx: lab.check_correctness(ctx, own_op(ctx), cx.shapes("cpu")),
-    "autograd": lambda ctx: lab.check_autograd(ctx, own_op(ctx), cx.shapes("cpu")),
+    "correctness": lambda ctx: lab.check_correctness(ctx, own_op(ctx), cx.shapes(TEST_DEVICE)),
+    "autograd": lambda ctx: lab.check_autograd(ctx, own_op(ctx), cx.shapes(TEST_DEVICE)),
     "minigpt": lambda ctx: lab.check_minigpt(ctx, own_op(ctx)),
     "trace": lambda ctx: lab.check_trace(ctx),
 }
 
 
 def run_section(tmp_path, section: str) -> LabContext:
-    ctx = LabContext("custom_op", tmp_path, RunOptions("cpu", 1, 0))
+    ctx = LabContext("custom_op", tmp_path, RunOptions(TEST_DEVICE, 1, 0))
     with contextlib.redirect_stdout(io.StringIO()):
         SECTIONS[section](ctx)
     return ctx

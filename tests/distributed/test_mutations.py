@@ -58,11 +58,18 @@ def watch(self, stage):
 timeline.PipelineTimeline.watch = watch
 """
 
+# The mesh on the model's device: fully_shard's default mesh is CUDA's wherever torch sees a GPU, even in a CPU run
 DDP_SHARDS = """
+import torch.distributed as dist
 import torch.nn.parallel
+from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
 
-torch.nn.parallel.DistributedDataParallel = lambda model, device_ids=None, **kw: fully_shard(model)
+def shard(model, device_ids=None, **kw):
+    device = next(model.parameters()).device.type
+    return fully_shard(model, mesh=init_device_mesh(device, (dist.get_world_size(),)))
+
+torch.nn.parallel.DistributedDataParallel = shard
 """
 
 DDP_SUMS = """

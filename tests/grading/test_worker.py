@@ -191,7 +191,7 @@ def test_the_worker_knows_no_path_of_the_run_and_no_secret(worker):
     assert rows["Max cpu time"] == ["900", "905"]
     assert rows["Max processes"] == ["512", "512"] and rows["Max core file size"] == ["0", "0"]
     assert rows["Max file size"] == [str(256 * 2**20)] * 2
-    assert rows["Max address space"] == [str(16 * 2**30)] * 2  # a CPU worker's
+    assert rows["Max data size"] == [str(4 * 2**30)] * 2
 
 
 def test_a_process_the_learner_left_behind_is_killed_with_the_worker(tmp_path):

@@ -72,7 +72,7 @@ def test_the_worker_starts_before_the_lab_imports_torch_and_is_the_same_sandbox(
     assert found["env"]["HOME"] == found["env"]["TMPDIR"]
     rows = {line[:26].strip(): line[26:].split()[:2] for line in found["limits"].splitlines()[1:]}
     assert rows["Max cpu time"] == ["900", "905"] and rows["Max processes"] == ["512", "512"]
-    assert rows["Max address space"] == [str(16 * 2**30)] * 2
+    assert rows["Max data size"] == [str(4 * 2**30)] * 2
 
 
 def test_finding_whether_another_uid_can_run_the_worker_imports_no_torch():

@@ -415,9 +415,8 @@ def test_init_in_spanish_writes_the_custom_op_statements(tmp_path, spanish):
         "# P8. ¿Sobre cuántos programas se ejecutó el kernel del forward" in source
     )  # the stub's comments
     namespace = {}
-    exec(
-        compile(source, "custom_op.py", "exec"), namespace
-    )  # still Python: kernels, stubs and ANSWERS
+    # still Python: kernels, stubs and ANSWERS (compiled from its file: Triton's compiler reads a kernel's source)
+    exec(compile(source, str(tmp_path / "work" / "custom_op.py"), "exec"), namespace)
     assert set(namespace["ANSWERS"].values()) == {ast.literal_eval(questions.UNFILLED)}
     with pytest.raises(NotImplementedError, match="custom_op.fake"):
         namespace["softmax_fake"](None, 0)

@@ -41,14 +41,14 @@ def resolve(requested: str) -> str:
                 device=requested, choices=", ".join(CHOICES)
             )
         )
+    if requested == "cpu":  # no question for torch: a CPU run's parent never imports it
+        return requested
     has_cuda = cuda_available()
     if requested == "cuda" and not has_cuda:
         raise DeviceError(
             _("--device cuda was asked for, but torch sees no CUDA GPU here; use --device cpu")
         )
-    if requested == "auto":
-        return "cuda" if has_cuda else "cpu"
-    return requested
+    return "cuda" if has_cuda else "cpu"
 
 
 def describe(device: str) -> str:

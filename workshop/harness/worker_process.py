@@ -7,8 +7,8 @@ Natively (NativeWorker), the lab's process starts it:
 - as another user where the platform allows (when the lab's process runs as root: a uid of its own, which can
   neither write the run folder nor read this process's /proc entries);
 - in a session of its own, with limits it sets on itself (`--rlimits`, setrlimit) before it reads a request, so
-  before any of the learner's code runs: CPU seconds, address space (CPU runs: CUDA maps far more than it uses),
-  processes, file size, no core dumps. Not prlimit from here: a root without CAP_SYS_RESOURCE (the GPU hosts'
+  before any of the learner's code runs: CPU seconds, memory written (RLIMIT_DATA), processes, file size, no core
+  dumps. Not prlimit from here: a root without CAP_SYS_RESOURCE (the GPU hosts'
   containers) may not limit a process of another uid;
 - with its stdout and stderr in a log capped at LOG_CAP bytes, which nothing parses.
 Stopping it stops its whole process tree (proctree), and with a uid of its own every process of that uid.
@@ -46,13 +46,16 @@ GRACE_S = 2.0
 
 @dataclass(frozen=True)
 class Limits:
-    """What one worker may use. cpu_s: CPU seconds over its whole life (its exercises' own limits are shorter)."""
+    """What one worker may use. cpu_s: CPU seconds over its whole life (its exercises' own limits are shorter).
+    memory: bytes it may write, in a container its cgroup's limit (no swap); natively RLIMIT_DATA, which counts
+    the memory it writes and not what it only reserves: a CUDA build of torch reserves tens of GiB of address
+    space, so a limit on the address space (RLIMIT_AS) left no room for the profiler's threads' stacks, and on the
+    H200 host every worker watched for autograd died of SIGSEGV ("libgomp: Thread creation failed")."""
 
     cpu_s: int = 900
-    address_space: int = 16 * 2**30  # bytes; CPU runs only
     processes: int = 512  # processes and threads of its user (torch starts a thread per core)
     file_size: int = 256 * 2**20  # bytes of any one file it writes
-    memory: int = 4 * 2**30  # bytes, containers only (a cgroup limit, no swap)
+    memory: int = 4 * 2**30
     cpus: float = 2.0  # containers only
 
 
@@ -183,7 +186,7 @@ class NativeWorker(Launched):
         mine, theirs = socket.socketpair()
         if self.uid is not None:
             os.chown(self.scratch, self.uid, self.uid)
-        limits = json.dumps(rlimits(self.limits, self.device))
+        limits = json.dumps(rlimits(self.limits))
         self.proc = subprocess.Popen(
             [
                 sys.executable,
@@ -225,18 +228,16 @@ class NativeWorker(Launched):
         self.proc = None
 
 
-def rlimits(limits: Limits, device: str) -> dict[str, tuple[int, int]]:
+def rlimits(limits: Limits) -> dict[str, tuple[int, int]]:
     """The worker's resource limits by name (resource.RLIMIT_*): (soft, hard)."""
-    found = {
+    return {
         # SIGXCPU at the soft limit, SIGKILL at the hard one
         "RLIMIT_CPU": (limits.cpu_s, limits.cpu_s + 5),
+        "RLIMIT_DATA": (limits.memory,) * 2,
         "RLIMIT_FSIZE": (limits.file_size,) * 2,
         "RLIMIT_CORE": (0, 0),
         "RLIMIT_NPROC": (limits.processes,) * 2,
     }
-    if device == "cpu":
-        found["RLIMIT_AS"] = (limits.address_space,) * 2
-    return found
 
 
 def open_to_others(path: Path) -> bool:

@@ -71,7 +71,8 @@ def launch(kernel, grid: tuple[int], tensors: tuple, ints, constexprs: dict, wra
     then its constexprs (`num_warps` may be among `constexprs`: a launch option, not a parameter)."""
     # In a triton_op's body, wrap_triton hands back the kernel itself when the op runs eagerly; when torch.compile
     # traces the body, a wrapper whose launch puts the kernel into the graph (nothing runs, nothing is recorded).
-    traced = wrap(kernel) if wrap is not None else kernel
+    # An interpreted kernel has nothing to trace, and torch 2.11's wrap_triton refuses one (2.13 hands it back).
+    traced = wrap(kernel) if wrap is not None and not INTERPRETED else kernel
     if traced is not kernel:
         traced[grid](*tensors, *ints, **constexprs)
         return

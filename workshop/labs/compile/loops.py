@@ -27,6 +27,8 @@ REDUCE_CPP = {
     "min_propagate_nan": "min",
     "welford_combine": "Welford mean+variance",
     "sum_masked_reduce": "sum",
+    # a float sum in cascade (a helper keeps partial sums for precision): torch 2.11's CPU softmax on the H200 host
+    "cascade_sum_combine": "sum",
     "+": "sum",
 }
 REDUCE_TRITON = {
