@@ -85,18 +85,32 @@ class LabRuns:
         lab_dir = (out / "latest").resolve() / lab
         if (lab_dir / "result.json").is_file():
             return lab_dir
-        # the distributed demos take one GPU per process: a host with fewer GPUs runs them on the CPU (gloo); the
-        # other labs run one process whatever --n says, on the GPU
-        device = TEST_DEVICE
-        if lab == "distributed" and device == "cuda" and n > torch.cuda.device_count():
-            device = "cpu"
-        cmd = [sys.executable, "-m", "workshop", "run", lab, "--device", device, "--n", str(n)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "workshop",
+            "run",
+            lab,
+            "--device",
+            lab_device(lab, n),
+            "--n",
+            str(n),
+        ]
         proc = subprocess.run([*cmd, "--out", str(out)], capture_output=True, text=True)
         lab_dir = (out / "latest").resolve() / lab
         assert (lab_dir / "result.json").is_file(), (
             f"lab {lab} wrote no result:\n{proc.stdout}\n{proc.stderr}"
         )
         return lab_dir
+
+
+def lab_device(lab: str, n: int = 2) -> str:
+    """The device a test runs `lab` on with --n n: TEST_DEVICE, except that the distributed demos take one GPU
+    per process, so a host with fewer GPUs runs them on the CPU (gloo); the other labs run one process whatever
+    --n says."""
+    if lab == "distributed" and TEST_DEVICE == "cuda" and n > torch.cuda.device_count():
+        return "cpu"
+    return TEST_DEVICE
 
 
 def read_manifest(run_dir: Path) -> dict:

@@ -349,17 +349,18 @@ def test_a_check_of_one_exercise_runs_only_what_it_needs(tmp_path, name):
 
 # ---- the watch in a worker of a CUDA build of torch ----
 @pytest.mark.gpu
-@pytest.mark.parametrize("device", ["cpu", "cuda"])
 @pytest.mark.parametrize(
-    "address_space_limited", [False, True], ids=["limits", "planted-RLIMIT_AS"]
+    "device, address_space_limited",
+    [("cpu", False), ("cuda", False), ("cpu", True)],
+    ids=["cpu", "cuda", "planted-RLIMIT_AS-cpu"],
 )
 def test_the_watched_worker_lives_on_a_cuda_build(
     tmp_path, monkeypatch, device, address_space_limited
 ):
     """On the H200 host every hand exercise's worker died of SIGSEGV ("libgomp: Thread creation failed") while
     its limit was on the address space, which a CUDA build of torch reserves by the tens of GiB; the worker's
-    limit is now on the memory it writes. Planted: the old 16 GiB address-space limit, which must still kill it
-    (else this test proves nothing on this machine)."""
+    limit is now on the memory it writes. Planted: the old 16 GiB address-space limit of a CPU worker (a CUDA
+    worker never had one), which must still kill it (else this test proves nothing on this machine)."""
     if address_space_limited:
         with_data = worker_process.rlimits
         monkeypatch.setattr(

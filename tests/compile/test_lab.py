@@ -84,7 +84,8 @@ def test_kernels_json_lists_fused_kernels_with_ops_and_source_lines(lab_dir):
         "a plain run gives no forward kernel's buffers (exercise 1's)"
     )
     backward = [k for k in kernels if k["graph"] == "train/backward"]
-    assert all(any(a["role"] == "store" for a in k["arguments"]) for k in backward)
+    # each writes something: a buffer of its own, or one it reads and writes in place (Triton's in_out_ptr)
+    assert all(any("store" in a["role"] for a in k["arguments"]) for k in backward)
 
 
 def test_a_plain_run_explains_a_backward_kernel_and_no_forward_one(lab_dir):

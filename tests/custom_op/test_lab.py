@@ -332,6 +332,7 @@ def test_the_learners_op_runs_in_the_worker_and_its_failure_is_a_failed_check(tm
     line, and the lab goes on; nothing of the learner's file is imported into the lab's process."""
     import sys
 
+    from tests.conftest import TEST_DEVICE
     from tests.custom_op import wrong_solutions as w
     from workshop import labs
     from workshop.grading import sandbox
@@ -345,12 +346,12 @@ def test_the_learners_op_runs_in_the_worker_and_its_failure_is_a_failed_check(tm
     ends = "def backward(ctx, dy):\n    raise SystemExit(3)\n"
     source = labs.workspace_header("custom_op") + "\n\n" + pieces + "\n\n" + ends
     (tmp_path / "custom_op.py").write_text(source)
-    ctx = LabContext("custom_op", tmp_path, RunOptions("cpu", 1, 0, work=tmp_path))
+    ctx = LabContext("custom_op", tmp_path, RunOptions(TEST_DEVICE, 1, 0, work=tmp_path))
     try:
         own = own_op(ctx)
         assert own.graded and own.waiting == []
         section = lab.in_section(
-            ctx, "correctness", lambda: lab.check_correctness(ctx, own, cx.shapes("cpu"))
+            ctx, "correctness", lambda: lab.check_correctness(ctx, own, cx.shapes(TEST_DEVICE))
         )
         assert section() is None
     finally:

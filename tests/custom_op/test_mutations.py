@@ -1,6 +1,10 @@
 """Planted bugs in the custom_op lab's op, each applied by monkeypatching and each caught by one of the lab's own
-checks (run in-process, section by section, on the suite's device: a GPU host's test process has Triton's
-interpreter off). The ids read "bug -> the check that caught it".
+checks (run section by section, on the CPU, through Triton's interpreter). The ids read "bug -> the check that
+caught it".
+
+Where Triton compiles instead (a GPU host's test process), each case runs in a child process with the
+interpreter on: a bug planted by patching Python reaches an interpreted kernel at its next call, while a compiled
+kernel is cached by Triton (a patched helper is never compiled in).
 
 The subtle row: with the Triton launches replaced by torch.softmax and _softmax_backward_data every value check
 still passes; only the launch record tells, and it does (see test_only_the_launch_record_sees_no_kernel_ran).
@@ -10,22 +14,28 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import torch
 import triton
 import triton.language as tl
 
-from tests.conftest import TEST_DEVICE
 from tests.custom_op import wrong_solutions as w
 from workshop.harness.options import RunOptions
 from workshop.lab import LabContext
 from workshop.labs.custom_op import lab
 from workshop.labs.custom_op.grading import correctness as cx
 from workshop.labs.custom_op.grading.own_op import own_op
+from workshop.ops.triton_launch import INTERPRETED
 
 pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def launches_replaced_by_torch() -> dict:
@@ -122,15 +132,15 @@ MUTATIONS = [
 
 SECTIONS = {
     "forward_kernel exercise": lambda ctx: lab.grade_pieces(ctx, ("forward_kernel",)),
-    "correctness": lambda ctx: lab.check_correctness(ctx, own_op(ctx), cx.shapes(TEST_DEVICE)),
-    "autograd": lambda ctx: lab.check_autograd(ctx, own_op(ctx), cx.shapes(TEST_DEVICE)),
+    "correctness": lambda ctx: lab.check_correctness(ctx, own_op(ctx), cx.shapes("cpu")),
+    "autograd": lambda ctx: lab.check_autograd(ctx, own_op(ctx), cx.shapes("cpu")),
     "minigpt": lambda ctx: lab.check_minigpt(ctx, own_op(ctx)),
     "trace": lambda ctx: lab.check_trace(ctx),
 }
 
 
 def run_section(tmp_path, section: str) -> LabContext:
-    ctx = LabContext("custom_op", tmp_path, RunOptions(TEST_DEVICE, 1, 0))
+    ctx = LabContext("custom_op", tmp_path, RunOptions("cpu", 1, 0))
     with contextlib.redirect_stdout(io.StringIO()):
         SECTIONS[section](ctx)
     return ctx
@@ -140,26 +150,77 @@ def failed(ctx: LabContext) -> list[str]:
     return [c.name for c in ctx.checks if not c.passed]
 
 
+def failed_here(tmp_path: Path, section: str, patches: dict) -> list[str]:
+    """The lab checks that fail when `section` runs in this process with `patches` applied."""
+    with pytest.MonkeyPatch.context() as mp:
+        for target, replacement in patches.items():
+            mp.setattr(target, replacement)
+        return failed(run_section(tmp_path, section))
+
+
+def failed_in_the_interpreter(tmp_path: Path, section: str, mutation: int | None) -> list[str]:
+    """failed_here in a child process with Triton's interpreter on (MUTATIONS[mutation]'s patches, or none)."""
+    code = (
+        "import json, sys\nfrom pathlib import Path\nfrom tests.custom_op import test_mutations as m\n"
+        "i = int(sys.argv[3])\npatches = m.patches_of(m.MUTATIONS[i]) if i >= 0 else {}\n"
+        "print(json.dumps(m.failed_here(Path(sys.argv[1]), sys.argv[2], patches)))"
+    )
+    index = -1 if mutation is None else mutation
+    env = os.environ | {
+        "TRITON_INTERPRET": "1",
+        "CUDA_VISIBLE_DEVICES": "",
+        "PYTHONPATH": str(ROOT),
+    }
+    child = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path), section, str(index)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=600,
+    )
+    assert child.returncode == 0, child.stdout + child.stderr
+    return json.loads(child.stdout.splitlines()[-1])
+
+
+def patches_of(mutation: Mutation) -> dict:
+    return mutation.patches() if callable(mutation.patches) else mutation.patches
+
+
+def failed_checks(tmp_path: Path, section: str, mutation: int | None = None) -> list[str]:
+    """The checks that fail in `section` with MUTATIONS[mutation] planted, where Triton interprets the kernels."""
+    if INTERPRETED:
+        return failed_here(
+            tmp_path, section, patches_of(MUTATIONS[mutation]) if mutation is not None else {}
+        )
+    return failed_in_the_interpreter(tmp_path, section, mutation)
+
+
 @pytest.mark.parametrize(
-    "mutation", MUTATIONS, ids=[f"{m.bug} -> {m.caught_by}" for m in MUTATIONS]
+    "mutation", range(len(MUTATIONS)), ids=[f"{m.bug} -> {m.caught_by}" for m in MUTATIONS]
 )
-def test_the_lab_catches_the_planted_bug(mutation, tmp_path, monkeypatch):
-    patches = mutation.patches() if callable(mutation.patches) else mutation.patches
-    for target, replacement in patches.items():
-        monkeypatch.setattr(target, replacement)
-    names = failed(run_section(tmp_path, mutation.section))
-    assert any(name.startswith(mutation.caught_by) for name in names), names
+def test_the_lab_catches_the_planted_bug(mutation, tmp_path):
+    names = failed_checks(tmp_path, MUTATIONS[mutation].section, mutation)
+    assert any(name.startswith(MUTATIONS[mutation].caught_by) for name in names), names
 
 
-def test_only_the_launch_record_sees_no_kernel_ran(tmp_path, monkeypatch):
+def test_only_the_launch_record_sees_no_kernel_ran(tmp_path):
     """The subtle row: the values are torch's own, so every value check passes; the launch record does not."""
-    for target, replacement in launches_replaced_by_torch().items():
-        monkeypatch.setattr(target, replacement)
-    names = failed(run_section(tmp_path, "correctness"))
+    names = failed_checks(
+        tmp_path, "correctness", 0
+    )  # MUTATIONS[0]: the launches replaced by torch's
     assert names and all(name.startswith("launch record:") for name in names), names
 
 
 @pytest.mark.parametrize("section", ["correctness", "autograd", "trace"])
 def test_without_a_bug_the_sections_pass(section, tmp_path):
-    ctx = run_section(tmp_path, section)
-    assert ctx.checks and not failed(ctx), failed(ctx)
+    names = failed_checks(tmp_path, section)
+    assert names == [], names
+
+
+def test_the_child_process_catches_a_planted_bug_as_this_one_does(tmp_path):
+    """The GPU hosts' way (failed_in_the_interpreter), run here too so that a CPU machine tests it: the planted
+    mask bug fails the same check in the child."""
+    mutation = next(i for i, m in enumerate(MUTATIONS) if "mask drops the last column" in m.bug)
+    names = failed_in_the_interpreter(tmp_path, MUTATIONS[mutation].section, mutation)
+    assert any(name.startswith(MUTATIONS[mutation].caught_by) for name in names), names

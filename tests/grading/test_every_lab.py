@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from tests.conftest import TEST_DEVICE, read_result
+from tests.conftest import lab_device, read_result
 from workshop import labs
 from workshop.grading import checks, workspace_init
 from workshop.harness import results
@@ -35,7 +35,7 @@ def test_fresh_stubs_fail_exactly_the_exercise_checks(lab, tmp_path):
     workspace_init.init(work, [lab], root)
     cmd = [sys.executable, "-m", "workshop", "check", lab, "--work", str(work)]
     out = subprocess.run(
-        [*cmd, "--device", TEST_DEVICE, "--out", str(root)], capture_output=True, text=True
+        [*cmd, "--device", lab_device(lab), "--out", str(root)], capture_output=True, text=True
     )
     assert out.returncode == 1, out.stdout + out.stderr
     result = results.read_json((root / "latest").resolve() / lab / "result.json")

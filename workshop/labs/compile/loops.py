@@ -23,12 +23,14 @@ POINTER = r"(?:in_out_ptr|in_ptr|out_ptr)\d+"
 REDUCE_CPP = {
     "maximum": "max",
     "max_propagate_nan": "max",
+    "max_masked_reduce": "max",  # over a row's last, partial vector
     "minimum": "min",
     "min_propagate_nan": "min",
+    "min_masked_reduce": "min",
     "welford_combine": "Welford mean+variance",
     "sum_masked_reduce": "sum",
-    # a float sum in cascade (a helper keeps partial sums for precision): torch 2.11's CPU softmax on the H200 host
-    "cascade_sum_combine": "sum",
+    "cascade_sum_combine": "sum",  # a float sum over more than 4096 values, in cascade for precision
+    "cascade_sum_final": "sum",
     "+": "sum",
 }
 REDUCE_TRITON = {
