@@ -53,9 +53,6 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.lab_run)
         if "gpu" in item.keywords and not torch.cuda.is_available():
             item.add_marker(skip)
-    # The slow tests first (a stable sort): pytest-xdist hands tests out in this order, and a long one handed out
-    # last would keep one core busy alone at the end of the run.
-    items.sort(key=lambda item: "slow" not in item.keywords)
 
 
 class LabRuns:

@@ -8,8 +8,8 @@ Natively (NativeWorker), the lab's process starts it:
   neither write the run folder nor read this process's /proc entries);
 - in a session of its own, with limits it sets on itself (`--rlimits`, setrlimit) before it reads a request, so
   before any of the learner's code runs: CPU seconds, memory written (RLIMIT_DATA), processes, file size, no core
-  dumps. Not prlimit from here: a root without CAP_SYS_RESOURCE (the GPU hosts'
-  containers) may not limit a process of another uid;
+  dumps. Not prlimit from here: a root without CAP_SYS_RESOURCE (the GPU hosts' containers) may not limit a
+  process of another uid;
 - with its stdout and stderr in a log capped at LOG_CAP bytes, which nothing parses.
 Stopping it stops its whole process tree (proctree), and with a uid of its own every process of that uid.
 With Docker, ContainerWorker (worker_container.py) runs the same worker in a container of its own instead.
