@@ -1,5 +1,6 @@
-"""What a learner and an instructor see in Spanish: `check autograd`, `run minigpt`, `grade`
-and `invoke lab --dry-run` with --lang es print no English sentence and one word per status.
+"""What a learner and an instructor see in Spanish: `check autograd`, `grade` and `invoke lab --dry-run` with
+--lang es print no English sentence and one word per status (`run minigpt`'s screen is checked with these
+detectors on the run i18n/test_language.py makes under the C locale).
 
 Each command runs once, as a learner types it (for `check`, a fresh workspace with one exercise written wrong, so
 that not-started, failing and passing lines all print), and English is found two ways in all it prints: the
@@ -124,13 +125,6 @@ def test_grade_in_spanish_prints_and_writes_no_english(learner):
     header = (home / "grades" / "grades.csv").read_text(encoding="utf-8").splitlines()[0].split(",")
     assert header[:2] == ["alumno", "ejercicios superados"]  # a count, never under a status word
     assert {"revisión de git", "árbol modificado", "dispositivo", "observaciones"} <= set(header)
-
-
-def test_run_minigpt_in_spanish_prints_no_english(tmp_path):
-    printed = workshop("run", "minigpt", "--device", "cpu", "--out", str(tmp_path), cwd=tmp_path)
-    assert "laboratorios superados: 1 de 1" in printed, printed
-    assert english_in(printed) == []
-    assert re.search(r"\bsuperado\b", printed) and "superada" not in printed
 
 
 def test_invoke_lab_dry_run_in_spanish_prints_no_english(tmp_path):
