@@ -27,10 +27,8 @@ MAX_STEP_S = 5.0  # a sanity bound: a step of this model takes milliseconds
 # (tests/distributed/test_mutations.py): intervals 10x short give ~0.1. Intervals that also count each wait since
 # the rank's previous chunk gave 1.2-2.8 in three runs (GPipe, 2 ranks), their idle within 0.001 of the ideal
 # pipeline's: this bound catches them only above 2.5, and it cannot come lower without failing honest runs on a
-# loaded machine (a known gap: timing alone cannot always tell a wait from work here). On an H200 (1 process):
-# 0.83 quiet, 0.29 with 15 test processes sharing its host's 16 cores (the launches wait for a core); the planted
-# tenth-long intervals stay under 0.11 wherever an honest run measured 0.44 or more.
-MIN_BUSY_RATIO, MAX_BUSY_RATIO = 0.15, 2.5
+# loaded machine (a known gap: timing alone cannot always tell a wait from work here).
+MIN_BUSY_RATIO, MAX_BUSY_RATIO = 0.3, 2.5
 # DDP with small buckets: the share of backward's ops run after its first all-reduce was issued. Its first bucket
 # (0.25 MiB) fills with the head's, ln_f's and the last block's MLP's gradients: 284 of 309 ops (0.92) were still
 # to run at N=2 on the CPU. With one bucket it is 0; a bucket cap that is not applied gives 0.
