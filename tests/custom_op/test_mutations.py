@@ -150,8 +150,9 @@ def failed(ctx: LabContext) -> list[str]:
     return [c.name for c in ctx.checks if not c.passed]
 
 
-def failed_here(tmp_path: Path, section: str, patches: dict) -> list[str]:
-    """The lab checks that fail when `section` runs in this process with `patches` applied."""
+def failed_here(tmp_path: Path, section: str, mutation: int | None) -> list[str]:
+    """The lab checks that fail when `section` runs in this process with MUTATIONS[mutation] planted (or none)."""
+    patches = {} if mutation is None else patches_of(MUTATIONS[mutation])
     with pytest.MonkeyPatch.context() as mp:
         for target, replacement in patches.items():
             mp.setattr(target, replacement)
@@ -162,17 +163,16 @@ def failed_in_the_interpreter(tmp_path: Path, section: str, mutation: int | None
     """failed_here in a child process with Triton's interpreter on (MUTATIONS[mutation]'s patches, or none)."""
     code = (
         "import json, sys\nfrom pathlib import Path\nfrom tests.custom_op import test_mutations as m\n"
-        "i = int(sys.argv[3])\npatches = m.patches_of(m.MUTATIONS[i]) if i >= 0 else {}\n"
-        "print(json.dumps(m.failed_here(Path(sys.argv[1]), sys.argv[2], patches)))"
+        "mutation = json.loads(sys.argv[3])\n"
+        "print(json.dumps(m.failed_here(Path(sys.argv[1]), sys.argv[2], mutation)))"
     )
-    index = -1 if mutation is None else mutation
     env = os.environ | {
         "TRITON_INTERPRET": "1",
         "CUDA_VISIBLE_DEVICES": "",
         "PYTHONPATH": str(ROOT),
     }
     child = subprocess.run(
-        [sys.executable, "-c", code, str(tmp_path), section, str(index)],
+        [sys.executable, "-c", code, str(tmp_path), section, json.dumps(mutation)],
         capture_output=True,
         text=True,
         env=env,
@@ -190,9 +190,7 @@ def patches_of(mutation: Mutation) -> dict:
 def failed_checks(tmp_path: Path, section: str, mutation: int | None = None) -> list[str]:
     """The checks that fail in `section` with MUTATIONS[mutation] planted, where Triton interprets the kernels."""
     if INTERPRETED:
-        return failed_here(
-            tmp_path, section, patches_of(MUTATIONS[mutation]) if mutation is not None else {}
-        )
+        return failed_here(tmp_path, section, mutation)
     return failed_in_the_interpreter(tmp_path, section, mutation)
 
 
