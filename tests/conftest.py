@@ -28,6 +28,7 @@ import pytest
 import torch
 from filelock import FileLock
 
+from tests.support import installed
 from workshop import i18n
 from workshop.harness.device import resolve, use_triton_interpreter
 
@@ -42,6 +43,14 @@ use_triton_interpreter()
 # across fork and exec; a handled one is reset to the default at exec. So handle it here: its children get SIGINT.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def pytest_sessionstart(session):
+    """The tests start `python -m workshop` from folders of their own (a learner's workspace, a class of
+    hand-ins, a planted sitecustomize.py): without the README's install, each of those fails on its own, far from
+    the cause. So say it once, before any test (the controller only, not each xdist worker)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER") and not installed.importable_elsewhere():
+        pytest.exit(installed.NOT_INSTALLED, returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 def pytest_xdist_auto_num_workers(config):

@@ -4,7 +4,7 @@ import sys
 import pytest
 import torch
 
-from tests.support import lab_process
+from tests.support import installed, lab_process
 from workshop.lab import LabSpec
 from workshop.labs import all_labs
 
@@ -131,3 +131,10 @@ def test_only_a_lab_that_keeps_its_builds_gets_the_kept_inductor_cache(tmp_path)
     assert env["TORCHINDUCTOR_CACHE_DIR"] == str(kept)
     assert [name for name, spec in all_labs().items() if spec.build_cache] == ["compile"]
     assert get("compile").regrade
+
+
+def test_the_suite_stops_in_one_line_where_the_package_is_not_installed():
+    """tests/conftest.py's first check: `python -S` (no site-packages, so no editable install) cannot import the
+    package from an empty folder; this Python, installed as the README says, can."""
+    assert installed.importable_elsewhere()
+    assert not installed.importable_elsewhere((sys.executable, "-S"))
