@@ -222,3 +222,22 @@ def test_the_child_process_catches_a_planted_bug_as_this_one_does(tmp_path):
     mutation = next(i for i, m in enumerate(MUTATIONS) if "mask drops the last column" in m.bug)
     names = failed_in_the_interpreter(tmp_path, MUTATIONS[mutation].section, mutation)
     assert any(name.startswith(MUTATIONS[mutation].caught_by) for name in names), names
+
+
+@torch.library.custom_op("workshop_tests::column_major_copy", mutates_args=())
+def column_major_copy(x: torch.Tensor) -> torch.Tensor:
+    """x's values in column-major order: (rows, cols) with strides (1, rows)."""
+    return x.t().contiguous().t()
+
+
+def test_the_fakes_strides_are_compared_on_every_torch():
+    """correctness.fake_strides, the check opcheck's fake test leaves out on torch 2.11 (there the planted
+    empty_like fake above passed opcheck): a fake that copies x's strides is named, a truthful one passes."""
+    from workshop.labs.custom_op.grading import correctness
+
+    x = torch.randn(3, 5)
+    column_major_copy.register_fake(lambda x: torch.empty_like(x))  # (5, 1): not the kernel's
+    lying = correctness.fake_strides(column_major_copy, (x,))
+    assert "Stride mismatch" in str(lying), lying
+    column_major_copy.register_fake(lambda x: x.new_empty_strided(x.shape, (1, x.shape[0])))
+    assert correctness.fake_strides(column_major_copy, (x,)) == "SUCCESS"
