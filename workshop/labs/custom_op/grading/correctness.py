@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from unittest import mock
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.autograd.gradcheck import GradcheckError
 
 from workshop.i18n import N_, _
@@ -261,20 +262,20 @@ def opchecks(ops, device: str) -> dict[str, dict[str, str]]:
     return out
 
 
-def is_builtin(op) -> bool:
-    """The ops whose fakes are torch's own, not compared (opcheck's rule)."""
-    return op.namespace in ("aten", "prims", "prim")
-
-
 def fake_strides(op, args) -> str | BaseException:
-    """opcheck's fake-tensor test (the op run on real and on fake tensors, their outputs compared) with the
-    strides always compared: on torch 2.11, opcheck passed a fake that copied x's strides (empty_like) where the
-    kernel's output has others (x[:, ::2], dim=0: (20, 1) against (1, 6)); torch 2.13's caught it."""
+    """The op's output on fake tensors (its fake, or a triton_op's body) against its output on real ones: their
+    sizes and strides must agree. opcheck's fake-tensor test compares them on torch 2.13, but torch 2.11's passed
+    a fake that copied x's strides (empty_like) where the kernel's output has others (x[:, ::2], dim=0: (20, 1)
+    against (1, 6))."""
+    real = op(*args)
     try:
-        with torch._subclasses.CrossRefFakeMode(ignore_op_fn=is_builtin, check_strides=True):
-            op(*args)
-    except (
-        Exception
-    ) as error:  # a mismatch, or an error the fake raised: the test's failure, as opcheck's
+        with FakeTensorMode() as mode:
+            fake = op(*(mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args))
+    except Exception as error:  # the fake cannot run: the test's failure, as in opcheck's own
         return error
+    if (fake.shape, fake.stride()) != (real.shape, real.stride()):
+        return AssertionError(
+            f"Stride mismatch: the fake gives {tuple(fake.shape)} with strides {fake.stride()}, "
+            f"the kernel {tuple(real.shape)} with strides {real.stride()}"
+        )
     return "SUCCESS"
