@@ -35,6 +35,14 @@ from workshop.harness.device import resolve, use_triton_interpreter
 os.environ["WORKSHOP_LANG"] = "en"
 i18n.set_language("en")
 TEST_DEVICE = os.environ.get("WORKSHOP_TEST_DEVICE") or resolve("auto")
+# Threads per process: pytest-xdist's workers and the labs they start share the cores, and left to itself each
+# torch process takes all of them. On one H200's 16 cores, 12 workers so oversubscribed made the minigpt lab take
+# 273 s instead of 17 s. A worker and what it starts (labs, learners' workers: they inherit OMP_NUM_THREADS) get
+# their share, at least 2; on a 2-core machine that is torch's own default, unchanged.
+WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if WORKERS > 1 and "OMP_NUM_THREADS" not in os.environ:
+    os.environ["OMP_NUM_THREADS"] = str(max(2, len(os.sched_getaffinity(0)) // WORKERS))
+    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 # Without CUDA, Triton kernels run in its interpreter, which must be on before ANY test module imports triton.
 use_triton_interpreter()
 

@@ -79,3 +79,13 @@ def test_interrupted_byte_write_keeps_the_old_file(tmp_path, monkeypatch):
 def test_resolve_run_explains_a_missing_run(tmp_path):
     with pytest.raises(FileNotFoundError, match="no run found"):
         results.resolve_run(None, tmp_path)
+
+
+def test_the_given_revision_names_a_copy_whatever_its_git_says(monkeypatch):
+    """A GPU host's copy of the tree carried an older commit's .git: WORKSHOP_GIT_REVISION, where set, wins."""
+    monkeypatch.setenv("WORKSHOP_GIT_REVISION", "85dab05")
+    assert results.git_revision() == "85dab05"
+    monkeypatch.delenv("WORKSHOP_GIT_REVISION")
+    own = results.git_revision()  # this checkout's, from git
+    monkeypatch.setenv("WORKSHOP_GIT_REVISION", "unknown")  # compose's default: not a revision
+    assert results.git_revision() == own

@@ -35,7 +35,7 @@ import jinja2
 from workshop.harness.interrupt import Stopped, raising_on_signals
 from workshop.harness.results import (
     git_revision,
-)  # WORKSHOP_GIT_REVISION names a copy without .git (a GPU host)
+)  # WORKSHOP_GIT_REVISION names the code of a copy (a GPU host)
 
 HERE = Path(__file__).resolve().parent
 KEPT = ("summary.md", "result.json", "log.txt", "*.png")  # of each lab's folder

@@ -57,20 +57,25 @@ def _now() -> str:
 
 
 def git_revision() -> str:
-    """HEAD's hash, '+dirty' when the tree has changes, 'unknown' outside a git checkout."""
+    """WORKSHOP_GIT_REVISION where it is set (a copy of the code whose `.git`, if it has one, need not be the
+    copied tree's: the GPU hosts' copy carried an older commit's), else HEAD's hash, '+dirty' when the tree has
+    changes, 'unknown' outside a git checkout."""
+    given = os.environ.get("WORKSHOP_GIT_REVISION", "unknown")
+    if given != "unknown":
+        return given
     here = Path(__file__).resolve().parent
     try:
         rev = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10
         )
         if rev.returncode != 0:
-            return os.environ.get("WORKSHOP_GIT_REVISION", "unknown")
+            return "unknown"
         dirty = subprocess.run(
             ["git", "status", "--porcelain"], cwd=here, capture_output=True, text=True, timeout=10
         )
         return rev.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
-        return os.environ.get("WORKSHOP_GIT_REVISION", "unknown")
+        return "unknown"
 
 
 def installed_versions() -> dict:
