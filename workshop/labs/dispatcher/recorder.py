@@ -161,7 +161,11 @@ def record(fn, device: str) -> Recording:
     the 2-4 s torch.profiler spends importing Inductor on its first use."""
     python, dispatch = PythonLayer(), DispatchRecorder()
     use_device = "cuda" if device == "cuda" else None
-    with torch.autograd.profiler.profile(use_device=use_device) as prof:
+    # use_kineto on CUDA: without it this profiler falls back to timing each op with CUDA events, and an op's
+    # "kernel" is the op itself (aten::addmm), not the cuBLAS kernel it launched (torch 2.11 on the H200)
+    with torch.autograd.profiler.profile(
+        use_device=use_device, use_kineto=use_device is not None
+    ) as prof:
         with dispatch, python:
             out = fn()
         if device == "cuda":

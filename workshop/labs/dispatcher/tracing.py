@@ -109,6 +109,15 @@ def autograd_nodes(out: torch.Tensor) -> list[str]:
     return names
 
 
+def gemm_kernels(kernels: list[DeviceKernel], gemm_op: str | None) -> list[str]:
+    """The device GEMM kernels `gemm_op` launched (cuBLAS / cuBLASLt names), else those the profiler linked to
+    no op. A name that is not a GEMM kernel's (the op's own name, from a profiler that timed the op instead of
+    seeing its kernels) is none."""
+    launched = [k.kernel for k in kernels if gemm_op and k.op == gemm_op]
+    unlinked = [k.kernel for k in kernels if k.op is None]
+    return sorted({name for name in launched or unlinked if GEMM_KERNEL.search(name)})
+
+
 def run_scenario(
     sc: Scenario, head: torch.nn.Linear, x3: torch.Tensor
 ) -> tuple[ScenarioResult, bytes]:
@@ -119,10 +128,6 @@ def run_scenario(
         expected = plain()
     tree = explain(rec, sc.root_op)
     gemm_ops = [n.op for n in flat(tree) if n.op in GEMM_OPS]
-    launched = [k.kernel for k in rec.device_kernels if gemm_ops and k.op == gemm_ops[-1]]
-    unlinked = [
-        k.kernel for k in rec.device_kernels if k.op is None and GEMM_KERNEL.search(k.kernel)
-    ]
     result = ScenarioResult(
         name=sc.name,
         device=sc.device,
@@ -136,7 +141,7 @@ def run_scenario(
         autograd_nodes=autograd_nodes(rec.output) if rec.output.grad_fn is not None else [],
         device_kernels=rec.device_kernels,
         gemm_ops=gemm_ops,
-        gemm_kernels=sorted(set(launched or unlinked)),
+        gemm_kernels=gemm_kernels(rec.device_kernels, gemm_ops[-1] if gemm_ops else None),
         output=describe(rec.output),
         output_keys=keys.names(keys.tensor_keys([rec.output])),
         output_equals_plain_call=bool(torch.equal(rec.output, expected)),
