@@ -39,10 +39,12 @@ TEST_DEVICE = os.environ.get("WORKSHOP_TEST_DEVICE") or resolve("auto")
 # torch process takes all of them. On one H200's 16 cores, 12 workers so oversubscribed made the minigpt lab take
 # 273 s instead of 17 s. A worker and what it starts (labs, learners' workers: they inherit OMP_NUM_THREADS) get
 # their share, at least 2; on a 2-core machine that is torch's own default, unchanged.
+CORES = len(os.sched_getaffinity(0))
 WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 if WORKERS > 1 and "OMP_NUM_THREADS" not in os.environ:
-    os.environ["OMP_NUM_THREADS"] = str(max(2, len(os.sched_getaffinity(0)) // WORKERS))
-    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    threads = max(2, CORES // WORKERS)
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    torch.set_num_threads(threads)
 # Without CUDA, Triton kernels run in its interpreter, which must be on before ANY test module imports triton.
 use_triton_interpreter()
 
@@ -65,8 +67,7 @@ def pytest_xdist_auto_num_workers(config):
     """How many workers `-n auto` (pyproject.toml) starts: one per core up to 4 cores, three in four cores above.
     The labs and learner workers the tests start need cores of their own: on one H200's 16 cores, 15 test workers
     kept every core busy for the whole suite (127 CPU-minutes in 8m51s)."""
-    cores = len(os.sched_getaffinity(0))
-    return cores if cores <= 4 else cores * 3 // 4
+    return CORES if CORES <= 4 else CORES * 3 // 4
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` selects: `-m lab_run` sees the markers added here
