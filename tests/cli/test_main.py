@@ -134,7 +134,7 @@ def test_only_a_lab_that_keeps_its_builds_gets_the_kept_inductor_cache(tmp_path)
 
 
 def test_the_suite_stops_in_one_line_where_the_package_is_not_installed():
-    """tests/conftest.py's first check: `python -S` (no site-packages, so no editable install) cannot import the
-    package from an empty folder; this Python, installed as the README says, can."""
+    """tests/conftest.py's first check: `python -I -S` (no site-packages, so no editable install, and no
+    PYTHONPATH) cannot import the package from an empty folder; this Python, installed as the README says, can."""
     assert installed.importable_elsewhere()
-    assert not installed.importable_elsewhere((sys.executable, "-S"))
+    assert not installed.importable_elsewhere((sys.executable, "-I", "-S"))
