@@ -360,7 +360,10 @@ def test_the_watched_worker_lives_on_a_cuda_build(
     """On the H200 host every hand exercise's worker died of SIGSEGV ("libgomp: Thread creation failed") while
     its limit was on the address space, which a CUDA build of torch reserves by the tens of GiB; the worker's
     limit is now on the memory it writes. Planted: the old 16 GiB address-space limit of a CPU worker (a CUDA
-    worker never had one), which must still kill it (else this test proves nothing on this machine)."""
+    worker never had one), which must still kill it (else this test proves nothing on this machine). The worker
+    keeps its own thread count, as under `check`: with tests/conftest.py's share of 2 threads the planted limit
+    left room enough and the worker lived."""
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     if address_space_limited:
         with_data = worker_process.rlimits
         monkeypatch.setattr(

@@ -35,16 +35,22 @@ def drawn(seen_first: bool) -> list[int]:
 
 def test_a_prompt_is_never_cut_from_a_training_sentence(monkeypatch):
     first = sample_sentence(random.Random(data.PROMPT_SEED))
-    monkeypatch.setattr(
-        data, "sample_corpus", lambda n, seed: [first]
-    )  # training holds that sentence
+    monkeypatch.setattr(data, "training_corpus", lambda: (tuple(first),))  # training holds it
     assert data.held_out_prompts(1) == [drawn(seen_first=True)] != [drawn(seen_first=False)]
-    monkeypatch.setattr(data, "sample_corpus", lambda n, seed: [])
+    monkeypatch.setattr(data, "training_corpus", lambda: ())
     assert data.held_out_prompts(1) == [drawn(seen_first=False)]
 
 
 def test_prompts_start_with_bos_and_stop_before_the_sentence_ends(monkeypatch):
-    monkeypatch.setattr(data, "sample_corpus", lambda n, seed: [])
+    monkeypatch.setattr(data, "training_corpus", lambda: ())
     prompts = data.held_out_prompts(200)
     assert all(p[0] == VOCAB.index["<bos>"] and VOCAB.index["<eos>"] not in p for p in prompts)
     assert prompts == data.held_out_prompts(200)  # the same prompts in every run
+
+
+def test_a_few_training_sentences_are_the_corpus_first_ones():
+    """train_tensors(n) samples n sentences instead of the whole corpus: the same rows, since a seed draws the
+    same sentences whatever their number."""
+    few, whole = data.train_tensors(16), data.train_tensors()
+    assert all(torch.equal(part, full[:16]) for part, full in zip(few, whole, strict=True))
+    assert data.training_corpus() is data.training_corpus()  # sampled once a process

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import random
+from collections.abc import Sequence
 
 import torch
 
@@ -21,7 +23,7 @@ def sample_corpus(n_sentences: int, seed: int) -> list[list[int]]:
 
 
 def to_tensors(
-    sentences: list[list[int]], length: int = MAX_SENTENCE_LEN - 1
+    sentences: Sequence[Sequence[int]], length: int = MAX_SENTENCE_LEN - 1
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Sentences -> inputs x and next-token targets y, both (N, length), right-padded with <pad>.
 
@@ -36,8 +38,19 @@ def to_tensors(
     return x, y
 
 
-def train_tensors(n_sentences: int = N_TRAIN_SENTENCES, seed: int = TRAIN_SEED):
-    return to_tensors(sample_corpus(n_sentences, seed))
+@functools.cache
+def training_corpus() -> tuple[tuple[int, ...], ...]:
+    """The N_TRAIN_SENTENCES training sentences, sampled once a process (6 s on one core): training reads them,
+    and held_out_prompts keeps its prompts out of them."""
+    return tuple(tuple(ids) for ids in sample_corpus(N_TRAIN_SENTENCES, TRAIN_SEED))
+
+
+def train_tensors(n_sentences: int = N_TRAIN_SENTENCES) -> tuple[torch.Tensor, torch.Tensor]:
+    """The first n_sentences training sentences as inputs and targets, (n_sentences, 22) each. A seed draws the
+    same sentences whatever their number, so a few are sampled without the whole corpus."""
+    if n_sentences == N_TRAIN_SENTENCES:
+        return to_tensors(training_corpus())
+    return to_tensors(sample_corpus(n_sentences, TRAIN_SEED))
 
 
 def held_out_prompts(n: int = N_PROMPTS, seed: int = PROMPT_SEED) -> list[list[int]]:
@@ -45,7 +58,7 @@ def held_out_prompts(n: int = N_PROMPTS, seed: int = PROMPT_SEED) -> list[list[i
 
     A prompt is ids[:k] with 1 <= k < len(ids): it starts with <bos> and its next token may be <eos>.
     """
-    seen = {tuple(s) for s in sample_corpus(N_TRAIN_SENTENCES, TRAIN_SEED)}
+    seen = set(training_corpus())
     rng = random.Random(seed)
     prompts = []
     while len(prompts) < n:

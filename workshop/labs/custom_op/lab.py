@@ -210,7 +210,7 @@ def check_minigpt(ctx: LabContext, own: OwnOp) -> dict:
     """The op in every attention block: logits and gradients against the model with F.softmax."""
     torch.backends.cuda.matmul.allow_tf32 = False  # TF32 would blur a 1e-5 comparison on the GPU
     model = checkpoint.load(ctx.checkpoint, device=ctx.device)
-    x, y = (t[:16].to(ctx.device) for t in train_tensors())  # (16, T) tokens and targets
+    x, y = (t.to(ctx.device) for t in train_tensors(16))  # (16, T) tokens and targets
     logits = model(x)  # (16, T, 600)
     lm_loss(logits, y).backward()
     state = {k: v.detach() for k, v in model.state_dict().items()}
