@@ -167,11 +167,9 @@ def reference_answers(ex) -> list:
 
 def _compile_answers(result: dict) -> dict:
     """The compile lab's answers as its result.json records them: the kernel it explains, and the counts."""
-    # explained: the kernels a run revealed, a list since a kernel is explained only once the learner's answer
-    # passes (a plain run reveals none); one dict in records made before
-    explained, kernels = result.get("explained", {}), result.get("kernels", {})
-    if isinstance(explained, list):
-        explained = explained[0] if explained else {}
+    # explained: the kernels a run revealed (one is explained only once the learner's answer passes; a plain run
+    # reveals none): the first one's fields
+    explained, kernels = next(iter(result.get("explained", [])), {}), result.get("kernels", {})
     counts = {r.get("how"): r.get("compiles") for r in result.get("recompiles", [])}
     return {
         **{
