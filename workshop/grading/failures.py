@@ -14,7 +14,7 @@ from workshop.grading.exercise import Exercise
 from workshop.grading.solution import LearnerCodeFailed, learner_edition
 from workshop.grading.workspace import LearnerError
 from workshop.harness.time_limit import TimeLimitExceeded
-from workshop.i18n import _
+from workshop.i18n import N_, _
 
 
 class ProcessDied(Exception):
@@ -29,6 +29,13 @@ class NotIsolated(Exception):
 
 # What the learner's solution may raise before its grading block even starts (LabContext.solution).
 UNAVAILABLE = (LearnerError, LearnerCodeFailed, ProcessDied, NotImplementedError, NotIsolated)
+
+
+WORKSHOP_FAULT = N_(
+    "Not your code: the workshop could not start or prepare the process that runs it, so none of your code "
+    "ran. What to do: the README's Troubleshooting says (as root, that process runs as a uid of its own and "
+    "needs a temporary folder every user can enter); then check again."
+)
 
 
 def died_check(exercise_id: str, note: str) -> Check:
@@ -93,6 +100,9 @@ def worker_failure(ex: Exercise, e: LearnerCodeFailed) -> Check:
         return Check(name, False, value, limit, message=message)
     if e.kind == "died":
         return died_check(ex.id, value)
+    if e.kind == "workshop":
+        name = _("{id}: the workshop starts the process that runs your code").format(id=ex.id)
+        return Check(name, False, value, _("a worker that starts"), message=_(WORKSHOP_FAULT))
     name = _("{id}: runs without an error").format(id=ex.id)
     return Check(name, False, value, _("no error"), message=ex.hint())
 

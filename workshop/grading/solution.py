@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workshop.grading import source_check
+from workshop.harness.worker_process import WorkerFault
 
 READY_S = 300.0  # seconds a fresh worker may take to start (a container, then `import torch`, on a busy host)
 MAX_SOURCE = 2**20  # bytes of the learner's file read
@@ -56,7 +57,9 @@ def wall_limit(cpu_s: float | None) -> float | None:
 class LearnerCodeFailed(Exception):
     """The learner's code failed in the worker. kind: load (the file does not load), missing (it defines no such
     name), refused (the name is not the learner's own code, or the file breaks source_check's rules),
-    not_started (a stub), error (an exception; or a value that cannot cross the wire), time, died."""
+    not_started (a stub), error (an exception; or a value that cannot cross the wire), time, died; and workshop:
+    the worker could not start or prepare (WorkerFault), before any of the learner's code ran: the workshop's own
+    failure, which the exercise's check says is not theirs (failures.py)."""
 
     def __init__(self, kind: str, error: str, where: str | None = None):
         super().__init__(f"{where}: {error}" if where else error)
@@ -105,6 +108,8 @@ class Worker:
         self.launcher, self.device, self.learner = launcher, device, learner
         self.channel = None  # a wire.Channel while the worker runs
         self.loaded = False  # it said it was ready and has the learner's file
+        # why the worker could not start: the workshop's failure, said for every exercise
+        self.fault: WorkerFault | None = None
         self.refused = self._refused()
 
     def _refused(self) -> LearnerCodeFailed | None:
@@ -123,8 +128,12 @@ class Worker:
         """Start the worker without waiting for it: its interpreter and torch load while the lab prepares (a
         container's start and `import torch` take seconds). The launcher starts it before this process imports
         torch (wire does): the two imports then run at once, on two cores."""
-        if self.channel is None and self.refused is None:
-            read_fd, write_fd = self.launcher.start()
+        if self.channel is None and self.refused is None and self.fault is None:
+            try:
+                read_fd, write_fd = self.launcher.start()
+            except WorkerFault as e:
+                self.fault = e
+                return
             # torch: imported where a lab runs, never by `workshop list`
             from workshop.grading import wire
 
@@ -134,9 +143,30 @@ class Worker:
 
     def _start(self) -> None:
         self.begin()
-        self._receive(time.monotonic() + READY_S)
+        try:
+            if self.fault is not None:
+                raise self.fault
+            self._ready()
+        except WorkerFault as e:
+            raise LearnerCodeFailed("workshop", f"the worker: {e}") from None
         self.load_failure = self._load()
         self.loaded = True
+
+    def _ready(self) -> None:
+        """Wait for the worker's first word: ready, or why it cannot work (its folders: worker.scratch_problem).
+        A worker that fails here has run none of the learner's code: the fault is the workshop's (WorkerFault)."""
+        from workshop.grading import wire
+
+        try:
+            hello = self._receive(time.monotonic() + READY_S)
+        except wire.WireError as e:
+            how = self.launcher.ended() or str(e)
+            tail = " | ".join(said(line, 300) for line in self.launcher.tail()[-3:])
+            self.stop()
+            raise WorkerFault(f"it ended before it was ready ({how}): {tail}") from None
+        if not hello.get("ok"):
+            self.stop()
+            raise WorkerFault(said(hello.get("error")))
 
     def _load(self) -> LearnerCodeFailed | None:
         """Tell the worker the device and give it the learner's file (read here and found runnable)."""

@@ -30,6 +30,7 @@ import pkgutil
 import resource
 import signal
 import sys
+import tempfile
 import traceback
 import types
 
@@ -250,6 +251,27 @@ def drop_root() -> None:
         raise OSError(ctypes.get_errno(), "capset: could not give up root's capabilities")
 
 
+# The folders the worker's environment names for its scratch and caches (harness/worker_process.py,
+# worker_container.py). One it cannot write is the workshop's failure: found here, before the learner's code
+# meets it (Triton writes its cache while the learner's file imports a kernel, and that looked like their error).
+SCRATCH_VARIABLES = ("HOME", "TMPDIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
+
+
+def scratch_problem() -> str | None:
+    """Why this worker cannot write one of its folders, or None."""
+    for name in SCRATCH_VARIABLES:
+        folder = os.environ.get(name)
+        if not folder:
+            continue
+        try:
+            os.makedirs(folder, exist_ok=True)
+            with tempfile.TemporaryFile(dir=folder):
+                pass
+        except OSError as e:
+            return f"it cannot write {name}={folder} as uid {os.getuid()}: {e.strerror or e}"
+    return None
+
+
 def channel_from(args) -> wire.Channel:
     if args.fd is not None:
         return wire.Channel(args.fd, args.fd)
@@ -282,6 +304,10 @@ def main(argv: list[str] | None = None) -> int:
     faulthandler.enable()  # a crash in native code prints the stack to the log: where it died
     channel = channel_from(args)
     session = Session()
+    problem = scratch_problem()
+    if problem is not None:
+        channel.send(failure("worker", problem))
+        return 1
     channel.send({"ok": True, "ready": True})
     while True:
         try:

@@ -2,7 +2,10 @@
 
 Natively (NativeWorker), the lab's process starts it:
 - in a fresh temporary folder as its cwd, HOME and TMPDIR, with an environment made from nothing (no path of
-  the run or the workspace, no secret of the instructor's: only what Python, torch and Triton need);
+  the run or the workspace, no secret of the instructor's: only what Python, torch and Triton need); with a uid
+  of its own, that folder lies where every uid can enter (scratch_root): the lab's own TMPDIR is a 0700 folder of
+  the lab's user (harness/runner.py), where the worker could write nothing (issue 36: on a GPU host as root,
+  Triton's cache there failed every exercise of a correct workspace);
 - with its argv free of paths (`--fd 3`: its end of a socket pair is the channel);
 - as another user where the platform allows (when the lab's process runs as root: a uid of its own, which can
   neither write the run folder nor read this process's /proc entries);
@@ -181,34 +184,45 @@ class NativeWorker(Launched):
         self.uid = free_uid() if os.geteuid() == 0 and others_can_run(self.root) else None
 
     def start(self) -> tuple[int, int]:
-        """Start it; returns the channel's (read fd, write fd) on this side."""
-        self.scratch = Path(tempfile.mkdtemp(prefix="workshop-worker-"))
+        """Start it; returns the channel's (read fd, write fd) on this side. WorkerFault where it cannot start
+        (the workshop's failure, never the learner's)."""
+        try:
+            where = None if self.uid is None else scratch_root()
+            self.scratch = Path(tempfile.mkdtemp(prefix="workshop-worker-", dir=where))
+            if self.uid is not None:
+                os.chown(self.scratch, self.uid, self.uid)
+        except OSError as e:
+            raise WorkerFault(f"its scratch folder: {e}") from None
         mine, theirs = socket.socketpair()
-        if self.uid is not None:
-            os.chown(self.scratch, self.uid, self.uid)
         limits = json.dumps(rlimits(self.limits))
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "workshop.grading.worker",
-                "--fd",
-                str(theirs.fileno()),
-                "--rlimits",
-                limits,
-            ],
-            cwd=self.scratch,
-            env=worker_environment(self.scratch, self.device, self.root),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            pass_fds=(theirs.fileno(),),
-            start_new_session=True,
-            user=self.uid,
-            group=self.uid,
-            extra_groups=[] if self.uid is not None else None,
-        )
-        theirs.close()
+        try:
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "workshop.grading.worker",
+                    "--fd",
+                    str(theirs.fileno()),
+                    "--rlimits",
+                    limits,
+                ],
+                cwd=self.scratch,
+                env=worker_environment(self.scratch, self.device, self.root),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                pass_fds=(theirs.fileno(),),
+                start_new_session=True,
+                user=self.uid,
+                group=self.uid,
+                extra_groups=[] if self.uid is not None else None,
+            )
+        except OSError as e:  # no Python to start, a uid the system refuses
+            mine.close()
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            raise WorkerFault(f"{sys.executable}: {e}") from None
+        finally:
+            theirs.close()
         self.log = OutputLog(self.proc.stdout, self.log_path)
         self._socket = mine
         return mine.fileno(), mine.fileno()
@@ -243,10 +257,7 @@ def rlimits(limits: Limits) -> dict[str, tuple[int, int]]:
 def open_to_others(path: Path) -> bool:
     """Whether a user with no claim on `path` can read it: every folder above it searchable by others."""
     path = Path(os.path.realpath(path))
-    for folder in path.parents:
-        if not folder.stat().st_mode & stat.S_IXOTH:
-            return False
-    return bool(path.stat().st_mode & stat.S_IROTH)
+    return searchable_by_others(path.parent) and bool(path.stat().st_mode & stat.S_IROTH)
 
 
 def others_can_run(root: Path) -> bool:
@@ -256,6 +267,30 @@ def others_can_run(root: Path) -> bool:
     torch = Path(importlib.util.find_spec("torch").origin)
     needed = [Path(sys.executable), Path(os.__file__), torch, root / "workshop"]
     return all(open_to_others(p) for p in needed)
+
+
+class WorkerFault(Exception):
+    """The workshop could not start or prepare the worker: its own failure, said as such (grading/failures.py),
+    never as the learner's code failing to load."""
+
+
+def searchable_by_others(folder: Path) -> bool:
+    """Whether another uid can enter `folder`: it and every folder above it searchable by others."""
+    folder = Path(os.path.realpath(folder))
+    return all(f.stat().st_mode & stat.S_IXOTH for f in (folder, *folder.parents))
+
+
+def scratch_root() -> Path:
+    """Where a worker of its own uid gets its scratch folder: the first temporary folder every uid can enter. The
+    lab's TMPDIR is not one (a 0700 folder of the lab's user); the system's /tmp usually is."""
+    for folder in (tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"):
+        with contextlib.suppress(OSError):
+            if searchable_by_others(Path(folder)):
+                return Path(folder)
+    raise WorkerFault(
+        "no temporary folder that every user can enter (tried TMPDIR, /tmp, /var/tmp, /dev/shm), for the "
+        "scratch folder of a worker of its own uid"
+    )
 
 
 def uids_in_use() -> set[int]:
