@@ -13,7 +13,7 @@ against the truths it measured:
 then outranks the generic one), or returns None; `facts` is whatever more it needs. Every question is a secret
 check: while it fails, what is shown is the direction and size of the miss, never this run's value
 (LabContext.record). A plain run grades the reference's answers, and its folder becomes a committed record that
-every learner clones: there a passing answer is shown as right, not as its value (`check --show` shows it).
+every learner clones: there a passing answer is shown as True, not as its value (`check --show` shows it).
 Nothing keyed by question is written to the run folder (it would be an answer key): a lab
 that re-grades an answer without running again (LabSpec.regrade) measures the truths from its run's own files.
 """
@@ -258,10 +258,9 @@ def grade_answers(
 
 
 def unrevealed(check: Check) -> Check:
-    """A reference's passing answer as its run records it: right, against this run's answer, neither written."""
-    return dataclasses.replace(
-        check, value=_("right"), threshold=_("this run's answer"), relation=""
-    )
+    """A reference's passing answer as its run records it: that it matches, True against True, in every language
+    (a check's values are not translated), never the answer itself."""
+    return dataclasses.replace(check, value=True, threshold=True, relation="==")
 
 
 def truth_of(truths: dict, question: Question):
