@@ -408,6 +408,17 @@ WRONG_SURVEYS = [
         "says all-reduce of gradients",
     ),
     (
+        "a paragraph copied from the model answer",
+        lambda t: (
+            t
+            + "\n"
+            + survey.MODEL_ANSWER.read_text().split("## DDP\n\n")[1].split("\n\n")[0]
+            + "\n"
+        ),
+        "copied from the model answer",
+        "ddp keeps a full replica of the model",
+    ),
+    (
         "a figure from the H200 run",
         lambda t: t + "\nDDP's step took 14.0 ms on the H200s.\n",
         "traces to the run's figures",

@@ -70,7 +70,7 @@ El paralelismo de tensores parte cada matriz grande por columnas o por filas, as
 
 ## Paralelismo de pipeline
 
-El paralelismo de pipeline le da a cada rank una etapa de bloques. Las activaciones viajan con send y recv entre
+Con el paralelismo de pipeline, cada rank recibe una etapa de bloques. Las activaciones viajan con send y recv entre
 vecinos; mi ejecución estuvo ociosa un {100 * gpipe.bubble:.0f} % del paso con GPipe.
 """
 
@@ -140,6 +140,15 @@ SPANISH_MISTAKES = {  # each English wrong survey (distributed/test_exercises.py
             "Los gradientes se reducen con un all-reduce entre las etapas",
         ),
         "says all-reduce of gradients",
+    ),
+    "a paragraph copied from the model answer": (
+        lambda t: (
+            t
+            + "\n"
+            + survey.model_answer("es").read_text().split("## DDP\n\n")[1].split("\n\n")[0]
+            + "\n"
+        ),
+        "ddp guarda en cada rank una réplica completa",
     ),
     "a figure from the H200 run": (
         lambda t: t + "\nEl paso de DDP tardó 14,0 ms en las H200.\n",

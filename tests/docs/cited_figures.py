@@ -1,8 +1,10 @@
 """Figures a text quotes from a committed run, and whether that run's file still holds them.
 
-A theory text quotes a measured figure inside the text of a link to the file it comes from:
-`[1.65x faster at batch 8](../benchmarks/h200-run/compile/summary.md)`. Such a link is a *citation*: every number
-and every `code` span in its text must appear in the linked file. A number matches a number of the file when the
+A text (a theory text, a lab's handout, the survey, the README) quotes a measured figure inside the text of a link
+to the file it comes from: `[1.65x faster at batch 8](../benchmarks/h200-run/compile/summary.md)`. Such a link is a
+*citation*: every number and every `code` span in its text must appear in the linked file (a `code` span that is
+the file's own path, `[`benchmarks/custom_op/README.md`](...)`, names the file and quotes nothing).
+A number matches a number of the file when the
 file's value, rounded to the quoted precision, is the quoted value (3.7e-8 matches 3.725290298461914e-08;
 an integer must match exactly). A re-recorded run that changes a figure makes the citation stale, and the test
 names the sentence.
@@ -53,7 +55,9 @@ class Citation:
         return [GROUPS.sub("", n) for n in NUMBER.findall(_without_code(self.text))]
 
     def code_spans(self) -> list[str]:
-        return re.findall(r"`([^`]+)`", self.text)
+        """The quoted code spans, less one that is the cited file's own path."""
+        spans = re.findall(r"`([^`]+)`", self.text)
+        return [s for s in spans if not self.target.as_posix().endswith("/" + s.lstrip("./"))]
 
 
 def _without_code(text: str) -> str:

@@ -382,6 +382,13 @@ REQUIRED_READINGS = {
     "FSDP2": "fsdp.fully_shard",
     "the Ultra-Scale Playbook": "ultrascale-playbook",
     "minitorch": "minitorch.github.io",
+    # the primary sources of the survey's and theory 03's formulas
+    "the PyTorch 2 paper (Ansel et al., ASPLOS 2024)": "10.1145/3620665.3640366",
+    "PyTorch Distributed / DDP (Li et al., VLDB 2020)": "arxiv.org/abs/2006.15704",
+    "PyTorch FSDP (Zhao et al., VLDB 2023)": "arxiv.org/abs/2304.11277",
+    "Megatron-LM (Shoeybi et al. 2019)": "arxiv.org/abs/1909.08053",
+    "interleaved 1F1B (Narayanan et al. 2021)": "arxiv.org/abs/2104.04473",
+    "TorchTitan (2024)": "arxiv.org/abs/2410.06511",
 }
 MIN_ANNOTATION_WORDS = 12
 

@@ -152,6 +152,63 @@ CORRECTIONS = [
             ),
         },
     ),
+    # issue 39: a reader checked the texts against torch 2.13 (snippets in its report)
+    Correction(
+        "03-compile-and-distributed.md",
+        {
+            "en": "in-place updates and views are rewritten as pure operations",
+            "es": "las actualizaciones in-place y las vistas se reescriben como operaciones puras",
+        },
+        {
+            "en": ("views stay in the graph as view ops (`aten.view.default`)",),
+            "es": (
+                "las vistas siguen en el grafo como operaciones de vista (`aten.view.default`)",
+            ),
+        },
+    ),
+    Correction(
+        "03-compile-and-distributed.md",
+        {"en": "its kernels are inlined", "es": "sus kernels quedan integrados"},
+        {
+            "en": ("launched from its `call()` like Inductor's own (never fused with them)",),
+            "es": ("se lanza desde su `call()` como los de Inductor (nunca fusionado con ellos)",),
+        },
+    ),
+    Correction(
+        "03-compile-and-distributed.md",
+        {
+            "en": "each rank receives the summed gradient of its own shard",
+            "es": "cada rank recibe el gradiente sumado de su propio shard",
+        },
+        {
+            "en": ("its own shard's gradient, averaged over the ranks",),
+            "es": ("el gradiente de su propio shard, promediado entre los ranks",),
+        },
+    ),
+    Correction(
+        "00-motivation.md",
+        {
+            "en": "is every lab run once on 2 NVIDIA H200 GPUs",
+            "es": "es cada laboratorio ejecutado una vez en 2 GPU NVIDIA H200",
+        },
+        {
+            "en": ("the distributed lab on two, the other labs on one",),
+            "es": ("el de distributed en dos, los demás en una",),
+        },
+    ),
+    Correction(
+        "02-autograd-engine.md",
+        {
+            "en": "for `addmm`, `mat1` and `mat2` (derivatives.yaml: `mat1: mm_mat1_backward(grad, mat2, ...)`, "
+            "`mat2: mm_mat2_backward(grad, mat1, ...)`), plus scalars",
+            "es": "para `addmm`, `mat1` y `mat2` (derivatives.yaml: `mat1: mm_mat1_backward(grad, mat2, ...)`, "
+            "`mat2: mm_mat2_backward(grad, mat1, ...)`), más escalares",
+        },
+        {
+            "en": ("each only when the other needs a gradient",),
+            "es": ("cada uno solo cuando el otro necesita gradiente",),
+        },
+    ),
 ]
 
 

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import pytest
 
+from workshop import labs
 from workshop.grading import questions
+from workshop.grading.exercise import Exercise
 from workshop.grading.questions import Question
+from workshop.harness.options import RunOptions
+from workshop.lab import LabContext
 
 QUESTIONS = (
     Question("graph_nodes", "Q1. How many nodes has the backward graph? " * 4, "graph.json", "int"),
@@ -73,3 +77,49 @@ def test_not_a_dict_says_what_it_must_be():
 def test_a_kind_outside_the_list_is_refused_where_it_is_declared():
     with pytest.raises(ValueError, match="kind must be one of"):
         Question("x", "Q", kind="float")
+
+
+# ---- a plain run grades the reference's answers, and its folder may become a committed record ----
+ANSWERS = {"graph_nodes": 10, "ddp": {"held_bytes": 3354144}, "keys": ["CPU", "AutogradCPU"]}
+TRUTHS = {"graph_nodes": 10, "ddp.held_bytes": 3354144, "keys": frozenset({"CPU", "AutogradCPU"})}
+EX_ANSWERS = Exercise(
+    lab="toy",
+    name="answers",
+    title="the questions",
+    statement="Answer them.",
+    hints=("Read the run.",),
+    handout="README.md#questions",
+    reference=f"{__name__}:ANSWERS",
+    attribute="ANSWERS",
+    questions=QUESTIONS,
+    from_run=True,
+)
+
+
+@pytest.fixture
+def toy(monkeypatch, tmp_path):
+    monkeypatch.setattr(labs, "exercises", lambda lab: [EX_ANSWERS])
+    (tmp_path / "out").mkdir()
+    return LabContext("toy", tmp_path / "out", RunOptions("cpu", 1, 0))
+
+
+def graded_answers(ctx: LabContext) -> list:
+    with ctx.grading(EX_ANSWERS) as answers:
+        questions.grade_answers(ctx, answers, TRUTHS)
+    return [c for c in ctx.checks if c.name.endswith("matches this run")]
+
+
+def test_a_reference_runs_right_answers_are_recorded_as_true_never_as_their_values(toy, capsys):
+    recorded = graded_answers(toy)
+    assert [(c.passed, c.value, c.threshold) for c in recorded] == [(True, True, True)] * 3
+    written = (
+        capsys.readouterr().out
+        + str(toy.exercise_results())
+        + str([c.as_dict() for c in toy.checks])
+    )
+    assert "3354144" not in written and "AutogradCPU" not in written
+
+
+def test_with_show_the_reference_answers_are_written_as_they_are(toy):
+    toy.options.show = True  # planted: the masking must not hide what --show asks to see
+    assert [c.value for c in graded_answers(toy)][:2] == [10, 3354144]

@@ -51,7 +51,7 @@ SPANISH = {
             "| a mano frente a autograd |",
             "filas de x y b, cada elemento",
             "a su AccumulateGrad le llegaron 2 gradientes, que el motor sumó antes de ejecutarlo.",
-            "en el orden que registraron los pre-hooks",
+            "en el orden que anotaron los pre-hooks",
             "el grafo termina en un AccumulateGrad por hoja",  # a check's name, in the checks table
         ],
     },

@@ -12,12 +12,15 @@ against the truths it measured:
 `explain(question, given, truth, facts)` is the lab's function that names a wrong answer's mistake (the message
 then outranks the generic one), or returns None; `facts` is whatever more it needs. Every question is a secret
 check: while it fails, what is shown is the direction and size of the miss, never this run's value
-(LabContext.record). Nothing keyed by question is written to the run folder (it would be an answer key): a lab
+(LabContext.record). A plain run grades the reference's answers, and its folder becomes a committed record that
+every learner clones: there a passing answer is shown as True, not as its value (`check --show` shows it).
+Nothing keyed by question is written to the run folder (it would be an answer key): a lab
 that re-grades an answer without running again (LabSpec.regrade) measures the truths from its run's own files.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import textwrap
@@ -249,7 +252,15 @@ def grade_answers(
     )
     for q in questions:
         if truths[q.key] is not None:
-            ctx.record(judge(ex, q, answers, truths[q.key], explain, facts))
+            check = judge(ex, q, answers, truths[q.key], explain, facts)
+            hide = check.passed and not (ctx.graded or ctx.options.show)
+            ctx.record(unrevealed(check) if hide else check)
+
+
+def unrevealed(check: Check) -> Check:
+    """A reference's passing answer as its run records it: that it matches, True against True, in every language
+    (a check's values are not translated), never the answer itself."""
+    return dataclasses.replace(check, value=True, threshold=True, relation="==")
 
 
 def truth_of(truths: dict, question: Question):

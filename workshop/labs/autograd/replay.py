@@ -33,7 +33,8 @@ def dependencies(root: Node) -> Counter:
 def engine_order(root: Node) -> list[Node]:
     """Kahn's algorithm; among the ready nodes the highest sequence number first, as the real engine does."""
     waiting = dependencies(root)
-    # equal sequence numbers (AccumulateGrads) run in the order they became ready
+    # the heap's tie-break among equal sequence numbers (AccumulateGrads): the real engine's priority queue keeps
+    # no arrival order there; the graded graphs never hold two AccumulateGrads ready at once
     tie = itertools.count()
     ready = [(-root._sequence_nr(), next(tie), root)]
     order = []

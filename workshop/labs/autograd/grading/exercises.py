@@ -100,23 +100,24 @@ EXERCISES = [
         statement=N_(
             "Compute the LM head's loss and its gradient dL/dlogits by hand. Use plain tensor operations "
             "and no autograd. The loss is lm_loss's: the mean cross-entropy over the positions whose "
-            "target is not <pad>. Take the softmax of each row after subtracting the row's max; then "
-            "dL/dz = (P - Y) / N on the real rows and 0 on the "
-            "<pad> rows, N being the number of real targets. Graded against lm_loss(...).backward() in "
+            "target is not <pad>, and its gradient is yours to derive (the handout's section 1 works the "
+            "method on another loss). Graded against lm_loss(...).backward() in "
             "float32, in float64 and on logits shifted by +1000 (where an unshifted exp() overflows), "
             "each within the chapter's 1e-7 and within 64 units of rounding of the gradient's size."
         ),
         hints=(
             N_(
-                "Work on rows: logits as (M, V), targets as (M,). Three pieces make the gradient: a softmax "
-                "that subtracts each row's max first, a one-hot of the targets, and a mask of the real rows "
-                "with their count N. Section 1 of the handout derives how they combine."
+                "Work on rows: logits as (M, V), targets as (M,). Differentiate one real row's L_i with "
+                "respect to one logit z_ik, one term at a time, as the handout's section 1 does for the "
+                "logistic loss; then average over the N real rows. Compute the softmax after subtracting each "
+                "row's max."
             ),
             N_(
-                "With m_i = max_k z_ik and s_i = sum_k exp(z_ik - m_i): log p_ik = z_ik - m_i - log s_i. "
-                "L = -(1/N) sum over the real rows i of log p_(i, t_i), and dL/dz_ik = mask_i (p_ik - "
-                "[k = t_i]) / N, where mask_i is 1 where t_i is not PAD_ID and 0 where it is, and N is the "
-                "mask's sum."
+                "d/dz_ik of log sum_j exp z_ij is exp z_ik / sum_j exp z_ij = p_ik, and d/dz_ik of z_(i, t_i) "
+                "is [k = t_i]: so dL_i/dz_ik = p_ik - [k = t_i]. With m_i = max_k z_ik and s_i = sum_k "
+                "exp(z_ik - m_i): log p_ik = z_ik - m_i - log s_i. L = -(1/N) sum over the real rows i of "
+                "log p_(i, t_i), and dL/dz_ik = mask_i (p_ik - [k = t_i]) / N, where mask_i is 1 where t_i is "
+                "not PAD_ID and 0 where it is, and N is the mask's sum."
             ),
             N_(
                 "`Z, t = logits.reshape(-1, V), targets.reshape(-1)`; `mask = ...` (M,), 1 on the "
@@ -148,8 +149,9 @@ EXERCISES = [
         hints=(
             N_(
                 "Flatten G to (M, V) and x to (M, C). Each gradient has the shape of what it differentiates: "
-                "W (V, C), b (V,), x (B, T, C); b was added to every row. Section 2 of the handout derives "
-                "the three sums."
+                "W (V, C), b (V,), x (B, T, C); b was added to every row. Write each one entry at a time, as "
+                "the handout's section 2 does for another layer, then read each sum as a product or an axis "
+                "sum."
             ),
             N_(
                 "dL/dW_kc = sum_i G_ik x_ic, dL/db_k = sum_i G_ik, dL/dx_ic = sum_k G_ik W_kc. A sum over "
@@ -191,8 +193,9 @@ EXERCISES = [
                 "Kahn's algorithm with a priority: waiting[n] = how many next_functions entries (not None) "
                 "point at n, over walk(root). Start with root ready. Repeatedly take the ready node with the "
                 "highest _sequence_nr(), append it, and lower by one the count of each node it points at; a "
-                "count that reaches 0 makes that node ready. AccumulateGrad nodes share the highest number: "
-                "among them, the first to become ready runs first."
+                "count that reaches 0 makes that node ready. AccumulateGrad nodes share the highest number "
+                "(UINT64_MAX), and the engine's ready queue is a priority queue: among tied nodes the order "
+                "is not their arrival order. The graphs graded here never hold two ready at once."
             ),
             N_(
                 "`waiting = ...` a Counter over walk(root); `tie = itertools.count()`; `ready`: a "

@@ -121,20 +121,25 @@ EXERCISES = [
     Exercise(
         lab=LAB,
         name="backward_kernel",
-        title=N_("the one-pass Triton backward kernel: dx = y * (dy - sum(dy * y))"),
+        title=N_("the one-pass Triton backward kernel: the softmax's gradient, row by row"),
         statement=N_(
-            "Write the Triton kernel softmax_bwd_kernel: dx = y * (dy - sum(dy * y)) along each row, from the "
-            "forward's output y and the incoming gradient dy, computed in the accumulation type. Graded like "
+            "Write the Triton kernel softmax_bwd_kernel: dx, the gradient of the loss with respect to the "
+            "softmax's input, along each row, from the forward's output y and the incoming gradient dy, "
+            "computed in the accumulation type. The formula is yours to derive (the handout's section 1 "
+            "works the method on row_norm). Graded like "
             "the forward kernel against a float64 backward, then gradcheck, gradgradcheck, opcheck and "
             "torch.compile(fullgraph=True) of an operator whose backward launches your kernel."
         ),
         hints=(
             N_(
-                "The same rows, columns and mask as the forward. The handout's section 1 derives the formula: "
-                "one reduction per row, then an elementwise product."
+                "The same rows, columns and mask as the forward. Derive dx as the handout's section 1 does "
+                "for row_norm: the Jacobian dy_j/dx_i of one row, then its contraction with dy; look for one "
+                "reduction per row."
             ),
             N_(
-                "s = sum over the row of dy * y, kept 2-D with [:, None]; dx = y * (dy - s). Masked lanes load "
+                "dy_j/dx_i = y_j (delta_ij - y_i), so dx_i = sum_j dy_j y_j (delta_ij - y_i) = y_i (dy_i - "
+                "sum_j dy_j y_j). In the kernel: s = sum over the row of dy * y, kept 2-D with [:, None]; "
+                "dx = y * (dy - s). Masked lanes load "
                 "0 for y and dy: they add nothing to s. The rows of a right dx sum to 0."
             ),
             N_(
@@ -194,8 +199,8 @@ EXERCISES = [
         title=N_("autograd: what the forward saves for the backward"),
         statement=N_(
             "Write setup_context(ctx, inputs, output), which saves on ctx what the op's backward needs: "
-            "torch.library.register_autograd calls it after the forward. The backward computes "
-            "dx = y * (dy - sum(dy * y, dim)) and reads ctx.saved_tensors, one tensor, and ctx.dim. Graded "
+            "torch.library.register_autograd calls it after the forward. The backward reads "
+            "ctx.saved_tensors, one tensor, and ctx.dim. Graded "
             "with the grader's backward: what you saved, then gradcheck, opcheck and torch.compile."
         ),
         hints=(

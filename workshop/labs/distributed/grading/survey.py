@@ -33,7 +33,7 @@ from workshop.lab import LabContext
 from workshop.labs.distributed.figure_rows import FigureRow, read, rebuilt
 from workshop.labs.distributed.grading.survey_figures import cited, untraced
 from workshop.labs.distributed.grading.survey_strategies import strategy_problems
-from workshop.labs.distributed.grading.survey_text import language, words
+from workshop.labs.distributed.grading.survey_text import language, shared_passages, words
 
 REPO = Path(__file__).resolve().parents[4]
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"  # the lab's
@@ -48,6 +48,9 @@ STARTER = "survey_starter.md.j2"
 # answer has 759 words in Spanish against 649 in English (1.17x), and the range scales by as much.
 WORDS = {"en": (250, 700), "es": (290, 820)}
 MIN_CITED = 4
+# The model answer is in the repository every learner clones, and its byte counts are the same on every run at one
+# N: a survey may share no run of this many words with it, in either language (its own words, not a copy).
+COPIED_WORDS = 12
 # The most the lab's process reads of what a learner names: survey.md (a page of prose is ~5 kB) and the
 # figures.json it quotes (a run's is ~30 kB)
 SURVEY_BYTES, FIGURES_BYTES = 256 * 1024, 16 * 2**20
@@ -146,10 +149,26 @@ def grade(
                 "{source} is not from a run like this one (other N or code): delete survey.md to start again"
             ).format(source=source(text) or "?"),
         )
+    if run is not None:
+        check_own_words(ctx, text)
     check_length(ctx, text, name)
     check_strategies(ctx, text)
     if not problem:
         check_figures(ctx, text, figures)
+
+
+def check_own_words(ctx: LabContext, text: str) -> None:
+    """The learner's survey against the model answer: no passage of COPIED_WORDS words in a row copied from it."""
+    model = "\n".join(model_answer(lang).read_text(encoding="utf-8") for lang in ("en", "es"))
+    copied = shared_passages(text, model, COPIED_WORDS)
+    ctx.check_equal(
+        _("survey: passages copied from the model answer"),
+        len(copied),
+        0,
+        message=_(
+            'write it in your own words: survey.md copies the model answer\'s "{passage}"'
+        ).format(passage=copied[0] if copied else ""),
+    )
 
 
 def check_strategies(ctx: LabContext, text: str) -> None:

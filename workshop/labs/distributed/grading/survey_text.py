@@ -1,6 +1,6 @@
 """A survey's text as the grader reads it: its prose (no comments, code, tables or headings), its words, its
-sentences under their headings, and the language it is written in (English or Spanish, from its own words, so
-that a survey is graded the same whatever language the run speaks).
+sentences under their headings, the language it is written in (English or Spanish, from its own words, so
+that a survey is graded the same whatever language the run speaks), and the passages it shares with another text.
 """
 
 from __future__ import annotations
@@ -37,6 +37,18 @@ def prose(text: str) -> str:
 
 def words(text: str) -> int:
     return len(WORD.findall(prose(text)))
+
+
+def shared_passages(text: str, other: str, length: int) -> list[str]:
+    """Runs of `length` words in a row that both texts' prose hold (case aside), each as its words, in the order
+    `text` has them."""
+
+    def runs(t: str) -> list[str]:
+        found = [w.lower() for w in WORD.findall(prose(t))]
+        return [" ".join(found[i : i + length]) for i in range(len(found) - length + 1)]
+
+    theirs = set(runs(other))
+    return [run for run in dict.fromkeys(runs(text)) if run in theirs]
 
 
 def language(text: str) -> str:
