@@ -140,6 +140,15 @@ def test_wrapping_keeps_a_path_whole_and_lines_within_100_columns():
     assert all(len(line) <= 100 for line in plain if path not in line)
 
 
+def test_wrapping_keeps_a_quoted_command_on_one_line():
+    command = "`python -m workshop check autograd cross_entropy_grad --hint`"
+    for lead in range(60, 100, 3):
+        lines = check_report.wrapped(
+            "hint", "x" * lead + f" (hint 1 of 3; {command} shows the next)"
+        )
+        assert any(command in line for line in lines), lines
+
+
 def test_a_regrade_is_not_taken_for_a_run(tmp_path):
     LabOrder("compile", RunOptions("cpu")).write(tmp_path / "run")
     LabOrder("compile", RunOptions("cpu", against={"compile": "x"})).write(tmp_path / "regrade")

@@ -7,6 +7,7 @@ or not, the failing check's value against its threshold, the pointed message, th
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -150,6 +151,10 @@ def hint_text(ex: Exercise, taken: int, asked: bool) -> str:
 LABELS = (N_("to do"), N_("check"), N_("why"), N_("hint"), N_("read"), N_("lab"))  # wrapped()'s
 
 
+QUOTED = re.compile(r"`[^`]+`")  # a command as the messages quote it
+NO_BREAK = "\u00a0"
+
+
 def wrapped(label: str, text: str) -> list[str]:
     """'        label  text' (label: one of LABELS, translated), wrapped at 100 columns, continuation lines
     aligned with the text, the text escaped for rich's markup (a hint's [k = t_i] is text); [] for no text."""
@@ -157,12 +162,12 @@ def wrapped(label: str, text: str) -> list[str]:
         return []
     width = 1 + max(len(_(name)) for name in LABELS)  # one column for every label, in any language
     indent = " " * (8 + width + 1)
-    # a path or a command is never broken across lines: it stays copyable
-    body = textwrap.wrap(
-        " ".join(text.split()), 100 - len(indent), break_long_words=False, break_on_hyphens=False
-    )
-    first = f"        [dim]{label:<{width}}[/dim] {escape(body[0])}"
-    return [first, *[indent + escape(line) for line in body[1:]]]
+    # a path or a `command` is never broken across lines: it stays copyable (a no-break space holds a
+    # command's words together while wrapping)
+    joined = QUOTED.sub(lambda m: m[0].replace(" ", NO_BREAK), " ".join(text.split()))
+    body = textwrap.wrap(joined, 100 - len(indent), break_long_words=False, break_on_hyphens=False)
+    body = [escape(line.replace(NO_BREAK, " ")) for line in body]
+    return [f"        [dim]{label:<{width}}[/dim] {body[0]}", *[indent + line for line in body[1:]]]
 
 
 def lab_report(
