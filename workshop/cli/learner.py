@@ -184,6 +184,8 @@ def cmd_check(args) -> int:
         check_report.refuse_early(lab_names, work)
     except check_report.CheckRefused as e:
         raise fail(str(e)) from None
+    if args.hint and not only:
+        raise fail(_("--hint needs the exercise: python -m workshop check LAB EXERCISE --hint"))
     # a lab whose file does not compile is not run: its report is that one box
     broken = {lab: lines for lab in lab_names if (lines := check_report.not_compiling(lab, work))}
     graded = [lab for lab in lab_names if lab not in broken]
@@ -195,9 +197,11 @@ def cmd_check(args) -> int:
     for lab in lab_names:
         if lab in broken:
             lines = broken[lab]
-        else:
+        elif lab in graded:
             lines, passed = check_report.lab_report(lab, run_dir / lab, kept, asked)
             all_passed &= passed
+        else:  # only exercises of a lab that does not compile were named
+            continue
         console.print("")
         for line in lines:
             console.print(line, markup=True)
@@ -233,8 +237,6 @@ def graded_lab_run(lab_names: list[str], args, work: Path, only: tuple[str, ...]
 def reveal_hints(work: Path, ids: tuple[str, ...]) -> tuple[str, ...]:
     """`check LAB EXERCISE --hint`: take the next hint of each exercise named (the report shows it, with its
     level); the ids."""
-    if not ids:
-        raise fail(_("--hint needs the exercise: python -m workshop check LAB EXERCISE --hint"))
     declared = {ex.id: ex for lab in labs.all_exercises().values() for ex in lab}
     for ex_id in ids:
         workspace.take_hint(work, ex_id, len(declared[ex_id].hints))
