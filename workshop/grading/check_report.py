@@ -148,7 +148,7 @@ def hint_text(ex: Exercise, taken: int, asked: bool) -> str:
     return f"{ex.hint(k)} ({where})"
 
 
-LABELS = (N_("to do"), N_("check"), N_("why"), N_("hint"), N_("read"), N_("lab"))  # wrapped()'s
+LABELS = (N_("to do"), N_("check"), N_("why"), N_("hint"), N_("read"))  # wrapped()'s
 
 
 QUOTED = re.compile(r"`[^`]+`")  # a command as the messages quote it
@@ -187,9 +187,8 @@ def lab_report(
         lines += exercise_lines(ex_id, entry, declared.get(ex_id), ex_id in asked)
     own = [c for c in result["checks"] if not c.get("exercise") and not c["passed"]]
     if own:
-        itself = escape(
-            _("the lab itself")
-        )  # (marked outside the f-string: Babel extracts plain calls)
+        # (marked outside the f-string: Babel extracts plain calls)
+        itself = escape(_("the lab itself"))
         lines.append(
             f"  {mark(checks.FAILING)}  [bold]{itself}[/bold]  "
             + escape(_("checks of no one exercise: the lab ran your code as a whole"))
