@@ -70,6 +70,19 @@ def test_a_failed_exercise_says_why_how_to_get_a_hint_and_where_to_read():
     assert entry["handout"] in text  # whole, on one line: copyable
     assert f"`python -m workshop check autograd {ex.name} --hint` shows hint 1 of" in text
     assert " ".join(ex.hints[0].split()) not in text, "a hint is shown only when asked for"
+    with i18n.using("es"):
+        ex = labs.exercises("autograd")[1]
+        text = printed(
+            check_report.exercise_lines(ex.id, ex.result(checks.FAILING, [], failed), ex)
+        )
+        asked = printed(
+            check_report.exercise_lines(
+                ex.id, ex.result(checks.FAILING, [], failed, 1), ex, asked=True
+            )
+        )
+    assert f"`python -m workshop check autograd {ex.name} --hint` muestra la pista 1 de" in text
+    assert " ".join(ex.hints[0].split()) not in text
+    assert " ".join(ex.hints[0].split()) + " (pista 1 de" in asked
 
 
 BRACKETS = "[k = t_i] [bold]x[/bold] [/]"  # text that rich's markup would eat or choke on
@@ -118,6 +131,10 @@ def test_a_failing_check_of_the_lab_itself_is_named_with_why(tmp_path):
     assert "the op made of your pieces runs its [autograd] checks: RuntimeError: x" in text
     assert "why the lab's log.txt shows what it printed" in text
     assert "1 of 1 exercise passing; 1 check of the lab itself failing" in text
+    with i18n.using("es"):
+        text = printed(check_report.lab_report("autograd", tmp_path)[0])
+    assert "el propio laboratorio comprobaciones de ningún ejercicio en concreto" in text
+    assert "; 1 comprobación del propio laboratorio no superada" in text
 
 
 def test_a_file_that_does_not_compile_is_one_box_with_its_line(work):
