@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 work, lab, uid = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-run_dir = Path("results/latest").resolve()
+run_dir = Path("results/latest-check").resolve()  # check moves its own pointer, not run's latest
 files = [work / f"{lab}.py", run_dir / "manifest.json", run_dir / lab / "result.json"]
 owners = {str(f): f.stat().st_uid for f in files}
 assert set(owners.values()) == {uid}, f"written as another user than {uid}: {owners}"

@@ -153,6 +153,36 @@ def test_the_first_failure_names_the_mistake(ctx, cases, planted, wrong, mistake
     assert "the wrong scale" not in messages(ctx)
 
 
+@pytest.mark.parametrize(
+    "function, wrong, why, por_que",
+    [
+        (CE, w.ce_sign_flipped, "dL/dz = P - Y (softmax minus one-hot)", "dL/dz = P - Y"),
+        (LIN, w.lin_dW_sign_flipped, "the sign of dW is flipped: dW = G^T X", "el signo de dW"),
+        (
+            LIN,
+            w.lin_db_sign_flipped,
+            "the sign of db is flipped: db = the sum of G",
+            "el signo de db",
+        ),
+        (LIN, w.lin_dx_sign_flipped, "the sign of dx is flipped: dx = G W", "el signo de dx"),
+    ],
+    ids=lambda v: v.__name__ if callable(v) else "",
+)
+def test_a_flipped_sign_is_named_in_the_gradient_that_has_it(
+    ctx, cases, planted, function, wrong, why, por_que
+):
+    """The issue's case: linear_grads with db's sign alone flipped was told "dL/dz = P - Y ... not Y - P", but
+    linear_grads is given dL/dz. The diagnosis names the output whose sign flipped, with its own formula."""
+    grade(ctx, function, as_learners(planted, function, wrong), cases[function])
+    first = checks.reported(ctx.checks)
+    assert first.value == "the sign flipped" and why in first.message, first.message
+    assert function == CE or "P - Y" not in messages(ctx)
+    with using("es"):
+        spanish = LabContext("autograd", ctx.out_dir, RunOptions("cpu", 1, 0, lang="es"))
+        grade(spanish, function, as_learners(planted, function, wrong), cases[function])
+        assert por_que in checks.reported(spanish.checks).message
+
+
 NAMED = "cross_entropy_grad, no autograd: named in its code (the grader's reading of your file)"
 
 

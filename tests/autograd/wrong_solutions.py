@@ -174,6 +174,21 @@ def lin_mean_again(dlogits, x, W):
     return G.T @ X / n, G.sum(0) / n, (G @ W).reshape(x.shape) / n
 
 
+def lin_db_sign_flipped(dlogits, x, W):
+    G, X = flat(dlogits, x)
+    return G.T @ X, -G.sum(0), (G @ W).reshape(x.shape)
+
+
+def lin_dW_sign_flipped(dlogits, x, W):
+    G, X = flat(dlogits, x)
+    return -G.T @ X, G.sum(0), (G @ W).reshape(x.shape)
+
+
+def lin_dx_sign_flipped(dlogits, x, W):
+    G, X = flat(dlogits, x)
+    return G.T @ X, G.sum(0), -(G @ W).reshape(x.shape)
+
+
 def lin_by_vjp(dlogits, x, W):
     b = torch.zeros(W.shape[0], dtype=W.dtype)
     _, vjp = torch.func.vjp(lambda x, W, b: F.linear(x, W, b), x, W, b)

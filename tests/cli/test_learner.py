@@ -8,6 +8,7 @@ lab's own process by a sitecustomize.py on PYTHONPATH. A toy lab run takes about
 from __future__ import annotations
 
 import csv
+import dataclasses
 import glob
 import json
 import os
@@ -110,11 +111,12 @@ def test_init_refuses_to_overwrite_and_force_backs_up_first(toy, capsys):
     assert "def double" in (work / "toy.py").read_text()
 
 
-def test_init_of_a_lab_without_exercises_is_refused(toy):
-    with pytest.raises(
-        SystemExit, match="no exercises in lab.*minigpt.*the labs with exercises: toy"
-    ):
-        main(["exercises", "init", "--lab", "minigpt"])
+def test_init_of_a_lab_that_is_not_there_is_refused(toy, capsys):
+    assert (
+        main(["exercises", "init", "--lab", "minigpt"]) == 2
+    )  # the toy's world has no lab minigpt
+    assert "error: no lab named minigpt; the labs are: toy" in capsys.readouterr().err
+    assert not (toy / "my-work").exists()
 
 
 def test_init_and_check_in_spanish_then_list_in_english(toy, capsys):
@@ -134,7 +136,7 @@ def test_init_and_check_in_spanish_then_list_in_english(toy, capsys):
     assert "corrigiendo my-work con las comprobaciones de toy" in out.text
     assert "sin empezar  toy.double" in out.text and "qué hacer" in out.text
     assert "ejercicios superados: 0 de 3" in out.text
-    summary = Path("results/latest/toy/summary.md").read_text(encoding="utf-8")
+    summary = Path("results/latest-check/toy/summary.md").read_text(encoding="utf-8")
     assert "## Ejercicios" in summary and "| toy.double | sin empezar |" in summary
 
     capsys.readouterr()
@@ -153,7 +155,8 @@ def test_check_fails_fresh_stubs_with_the_statement_then_passes_when_solved(toy)
     assert first.returncode == 1, first.text
     assert "TODO  toy.double" in first.text and "to do  Return twice x. Nothing else." in first.text
     assert "wrote my-work/essay.md from this run's figures" in first.text
-    run_dir = Path("results/latest").resolve()
+    run_dir = Path("results/latest-check").resolve()
+    assert not Path("results/latest").exists(), "check never moves the latest of `run`"
     manifest = results.read_json(run_dir / "manifest.json")
     assert manifest["implementation"]["kind"] == "workspace"
     assert manifest["implementation"]["work"] == str(work.resolve())
@@ -204,12 +207,12 @@ def test_check_leaves_torch_to_the_labs_processes(toy, device):
     )
     out = subprocess.run([sys.executable, "-c", parent], capture_output=True, text=True)
     assert "imported: []" in out.stdout, out.stdout + out.stderr
-    manifest = results.read_json(Path("results/latest/manifest.json"))
+    manifest = results.read_json(Path("results/latest-check/manifest.json"))
     assert (manifest["torch"], manifest["cuda"]) == (torch.__version__, torch.version.cuda)
     assert manifest["device"] in ("cpu", "cuda")
 
 
-def test_a_wrong_answer_prints_the_value_threshold_message_and_hint(toy):
+def test_a_wrong_answer_prints_the_value_threshold_message_and_how_to_get_a_hint(toy):
     main(["exercises", "init"])
     replace_stub(toy / "my-work" / "toy.py", "double", "def double(x):\n    return x + x + 1\n")
     out = workshop("check", "toy", "--device", "cpu")
@@ -217,32 +220,52 @@ def test_a_wrong_answer_prints_the_value_threshold_message_and_hint(toy):
     assert "FAIL  toy.double" in out.text
     assert "check  double(21): 43 (expected 42)" in out.text
     assert "why    double(21) gave 43: multiply by 2" in out.text
-    assert "hint   Multiply by two." in out.text
+    assert "hint   `python -m workshop check toy double --hint` shows hint 1 of 3" in out.text
+    assert "Multiply by two." not in out.text, "a hint is shown only when asked for"
 
 
-@pytest.mark.parametrize(
-    "double, expected",
-    [
-        ("def double(x):\n    return (\n", "your code loads: my-work/toy.py:{line}: SyntaxError"),
-        (
-            "def double(x):\n    while True: x += 1\n",
-            "finishes in time: my-work/toy.py:{line}: still running after 3 s of CPU time",
-        ),
-    ],
-    ids=["syntax error", "endless loop"],
-)
-def test_bad_input_names_the_exercise_and_line_and_the_others_are_graded(toy, double, expected):
+def test_an_endless_loop_names_the_exercise_and_line_and_the_others_are_graded(toy):
     work = toy / "my-work"
     main(["exercises", "init"])
     replace_stub(work / "toy.py", "answers", ANSWERS)
-    replace_stub(work / "toy.py", "double", double)
-    line = (work / "toy.py").read_text().splitlines().index(double.splitlines()[-1]) + 1
+    replace_stub(work / "toy.py", "double", "def double(x):\n    while True: x += 1\n")
+    line = (work / "toy.py").read_text().splitlines().index("    while True: x += 1") + 1
     out = workshop("check", "toy", "--device", "cpu")
     assert out.returncode == 1
     report = out.text[out.text.index("FAIL  toy.double") :]
-    assert expected.format(line=line) in " ".join(report.split())
-    answers = "FAIL  toy.answers" if "SyntaxError" in expected else "PASS  toy.answers"
-    assert answers in out.text, "the other exercises are still graded"
+    expected = f"finishes in time: my-work/toy.py:{line}: still running after 3 s of CPU time"
+    assert expected in " ".join(report.split())
+    assert "PASS  toy.answers" in out.text, "the other exercises are still graded"
+
+
+@pytest.mark.parametrize(
+    "lang, box",
+    [
+        (
+            "en",
+            "FAIL  your file does not compile: my-work/toy.py line {line}; no exercise of it was graded",
+        ),
+        (
+            "es",
+            "no superado  tu archivo no compila: my-work/toy.py, línea {line}; no se ha corregido "
+            "ninguno de sus ejercicios",
+        ),
+    ],
+)
+def test_a_file_that_does_not_compile_gets_one_box_and_no_lab_runs(toy, lang, box):
+    """The issue's case: a syntax error failed every exercise, those passing before included, each with the
+    hint as its why. Now one box says so, with the line, and the lab does not run."""
+    work = toy / "my-work"
+    main(["exercises", "init"])
+    replace_stub(work / "toy.py", "answers", ANSWERS)
+    replace_stub(work / "toy.py", "double", "def double(x):\n    return (\n")
+    line = (work / "toy.py").read_text().splitlines().index("    return (") + 1
+    out = workshop("check", "toy", "--device", "cpu", "--lang", lang)
+    assert out.returncode == 1, out.text
+    assert box.format(line=line) in out.text, out.text
+    assert f"my-work/toy.py:{line}: SyntaxError" in out.text
+    assert "toy.double" not in out.text and "toy.answers" not in out.text
+    assert not Path("results").exists(), "no lab ran"
 
 
 def test_a_crash_in_native_code_is_named_and_the_other_exercises_graded_again(toy):
@@ -257,7 +280,7 @@ def test_a_crash_in_native_code_is_named_and_the_other_exercises_graded_again(to
     assert f"survives it: {where}" in " ".join(out.text.split())
     # graded again, in its worker, which refuses the file's import of ctypes
     assert "FAIL  toy.answers" in out.text and "import ctypes is not allowed" in out.text
-    run_dir = Path("results/latest").resolve()
+    run_dir = Path("results/latest-check").resolve()
     dead = (run_dir / "toy.attempt-1" / "log.txt").read_text()
     assert "[toy] grading toy.double ..." in dead and "Segmentation fault" in dead
     graded = results.read_json(run_dir / "toy" / "result.json")["exercises"]
@@ -267,7 +290,6 @@ def test_a_crash_in_native_code_is_named_and_the_other_exercises_graded_again(to
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["check", "nosuchlab"], "no exercises in lab nosuchlab; the labs with exercises: toy"),
         (
             ["check", "toy", "--work", "nowhere"],
             "nowhere is not a folder: make your workspace with",
@@ -279,6 +301,36 @@ def test_refusals_are_one_line_and_run_nothing(toy, args, message):
     with pytest.raises(SystemExit, match=message.replace("(", r"\(").replace(")", r"\)")):
         main(args)
     assert not Path("results").exists()
+
+
+@pytest.mark.parametrize(
+    "lang, message",
+    [
+        ("en", "error: no lab named nosuchlab; the labs are: toy"),
+        ("es", "error: no hay ningún laboratorio llamado nosuchlab; los laboratorios son: toy"),
+    ],
+)
+def test_an_unknown_lab_is_no_lab_and_the_labs_are_named(toy, capsys, lang, message):
+    """Not "no exercises in lab nosuchlab", as if it existed: exit status 2, as argparse's own errors."""
+    assert main(["check", "nosuchlab", "--lang", lang]) == 2
+    assert capsys.readouterr().err.strip() == message
+    assert not Path("results").exists()
+
+
+def test_exercises_list_keeps_whole_words_in_a_pipe(toy, capsys, monkeypatch):
+    """Not a terminal (a pipe, a file): the table is as wide as its rows, not cut at 80 columns."""
+    title = "a title long enough to be cut at eighty columns, " * 3
+    monkeypatch.setattr(
+        learner_toy,
+        "EXERCISES",
+        [dataclasses.replace(ex, title=title.strip()) for ex in learner_toy.EXERCISES],
+    )
+    monkeypatch.setenv("COLUMNS", "80")
+    main(["exercises", "init"])
+    capsys.readouterr()
+    assert main(["exercises", "list"]) == 0
+    listed = capsys.readouterr().out
+    assert listed.count(title.strip()) == 3 and "…" not in listed, listed
 
 
 def test_a_missing_lab_file_is_refused_with_the_init_command(toy):
@@ -302,7 +354,7 @@ def test_check_one_exercise_grades_it_alone_and_list_keeps_the_others(toy):
         "PASS  toy.double" in out.text and "toy.answers" not in out.text.split("grading my-work")[1]
     )
     assert "1 of 1 exercise passing" in out.text
-    graded = results.read_json(Path("results/latest/toy/result.json"))["exercises"]
+    graded = results.read_json(Path("results/latest-check/toy/result.json"))["exercises"]
     assert graded["toy.answers"]["status"] == checks.NOT_GRADED
     # the file changed since the run that graded answers (double's edit): that run still gives its status
     [answers] = [
@@ -319,26 +371,30 @@ def test_an_unknown_exercise_is_refused_with_the_labs_exercises(toy):
         main(["check", "toy", "nope"])
 
 
-def test_hints_come_one_level_at_a_time_and_the_table_counts_them(toy):
+def test_hints_come_when_asked_one_level_at_a_time_and_the_table_counts_them(toy):
     work = toy / "my-work"
     main(["exercises", "init"])
     replace_stub(work / "toy.py", "double", "def double(x):\n    return x + x + 1\n")
     first = workshop("check", "toy", "double", "--device", "cpu")
+    assert "`python -m workshop check toy double --hint` shows hint 1 of 3" in first.text
+    assert "Multiply by two." not in first.text
+    asked = " ".join(workshop("check", "toy", "double", "--hint", "--device", "cpu").text.split())
     assert (
-        "hint   Multiply by two. (hint 1 of 3; `python -m workshop check toy double" in first.text
+        "hint Multiply by two. (hint 1 of 3; `python -m workshop check toy double --hint` shows the next)"
+        in asked
     )
-    second = workshop("check", "toy", "double", "--hint", "--device", "cpu")
-    assert "hint 2 of 3 for toy.double: x + x is twice x." in second.text
-    assert "x + x is twice x. (hint 2 of 3;" in " ".join(second.text.split())
+    # the level is remembered, and shown only when asked again
+    again = workshop("check", "toy", "double", "--device", "cpu")
+    assert "shows hint 2 of 3" in again.text and "Multiply by two." not in again.text
     workshop("check", "toy", "double", "--hint", "--device", "cpu")
     last = workshop("check", "toy", "double", "--hint", "--device", "cpu")
-    assert "hint 3 of 3 for toy.double: return <a number> * x (the last one)" in last.text
-    assert json.loads((work / ".workspace.json").read_text())["hints"] == {"toy.double": 2}
-    graded = results.read_json(Path("results/latest/toy/result.json"))["exercises"]
-    assert graded["toy.double"]["hints_taken"] == 2
+    assert "return <a number> * x (hint 3 of 3; the last one)" in " ".join(last.text.split())
+    assert json.loads((work / ".workspace.json").read_text())["hints"] == {"toy.double": 3}
+    graded = results.read_json(Path("results/latest-check/toy/result.json"))["exercises"]
+    assert graded["toy.double"]["hints_taken"] == 3
     assert main(["grade", str(work), "--to", "grades", "--sandbox", "native"]) == 0
     [row] = read_csv("grades/grades.csv")
-    assert row["toy.double"] == "failing (2 hints)"
+    assert row["toy.double"] == "failing (3 hints)"
 
 
 def test_a_secret_value_shows_nowhere_until_asked_for(toy):
@@ -349,7 +405,7 @@ def test_a_secret_value_shows_nowhere_until_asked_for(toy):
     replace_stub(work / "toy.py", "answers", 'ANSWERS = {"factor": 2, "double_12345": 12345}\n')
     out = workshop("check", "toy", "answers", "--device", "cpu")
     assert out.returncode == 1 and "about 2x too low" in out.text
-    lab_dir = Path("results/latest/toy").resolve()
+    lab_dir = Path("results/latest-check/toy").resolve()
     main(["grade", "results", "--to", "grades"])
     seen = [
         out.text,
@@ -366,14 +422,14 @@ def test_a_from_run_exercise_is_regraded_against_the_latest_run_without_running_
     main(["exercises", "init"])
     replace_stub(work / "toy.py", "answers", 'ANSWERS = {"factor": 3, "double_12345": 24690}\n')
     workshop("check", "toy", "--device", "cpu")
-    ran = Path("results/latest").resolve().name
+    ran = Path("results/latest-check").resolve().name
     (work / "toy.py").write_text(
         (work / "toy.py").read_text().replace('"factor": 3', '"factor": 2')
     )
     out = workshop("check", "toy", "answers", "--device", "cpu")
     assert out.returncode == 0, out.text
     assert f"re-graded against your run results/{ran}" in out.text
-    result = results.read_json(Path("results/latest/toy/result.json"))
+    result = results.read_json(Path("results/latest-check/toy/result.json"))
     assert result["graded_against"] == f"results/{ran}"
     assert "the toy lab's own check" not in [c["name"] for c in result["checks"]], (
         "the lab did not run"
@@ -388,11 +444,11 @@ def test_a_regrade_that_failed_is_never_taken_for_a_run_of_the_lab(toy):
     main(["exercises", "init"])
     replace_stub(work / "toy.py", "answers", ANSWERS)
     workshop("check", "toy", "--device", "cpu")
-    ran = Path("results/latest").resolve()
+    ran = Path("results/latest-check").resolve()
     (ran / "toy" / "doubled.json").rename(toy / "doubled.json")
     failed = workshop("check", "toy", "answers", "--device", "cpu")
     assert failed.returncode == 1 and "doubled.json" in failed.text
-    failed_result = results.read_json(Path("results/latest/toy/result.json"))
+    failed_result = results.read_json(Path("results/latest-check/toy/result.json"))
     assert failed_result["graded_against"] == f"results/{ran.name}"
     (toy / "doubled.json").rename(ran / "toy" / "doubled.json")
     again = workshop("check", "toy", "answers", "--device", "cpu")
@@ -519,7 +575,7 @@ def test_a_fresh_or_half_filled_answers_dict_crosses_the_wire_as_written(toy):
         in (work / "toy.py").read_text(encoding="utf-8").split("ANSWERS = {")[1].split("}")[0]
     )
     fresh = workshop("check", "toy", "answers", "--device", "cpu")
-    log = Path("results/latest/toy/log.txt").read_text(encoding="utf-8")
+    log = Path("results/latest-check/toy/log.txt").read_text(encoding="utf-8")
     assert "TODO  toy.answers" in fresh.text and "graded toy.answers: not started" in log, (
         fresh.text
     )

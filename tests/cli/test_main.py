@@ -25,8 +25,8 @@ def test_list_names_every_lab_in_order():
 
 def test_unknown_lab_is_a_clear_error(tmp_path):
     out = workshop("run", "nosuchlab", "--out", str(tmp_path))
-    assert out.returncode != 0
-    assert "unknown lab nosuchlab; the labs are: minigpt" in out.stderr
+    assert out.returncode == 2
+    assert "error: no lab named nosuchlab; the labs are: minigpt" in out.stderr
     assert not any(tmp_path.iterdir()), "a refused run must not create a run folder"
 
 

@@ -43,7 +43,7 @@ def test_good_options_come_back_with_the_device_resolved(monkeypatch):
 
 def test_an_unknown_lab_is_named_with_the_labs_there_are():
     assert options.check_lab_names([]) == list(all_labs())
-    with pytest.raises(SystemExit, match="unknown lab autgrad; the labs are: minigpt, "):
+    with pytest.raises(SystemExit, match="no lab named autgrad; the labs are: minigpt, "):
         options.check_lab_names(["autgrad"])
 
 

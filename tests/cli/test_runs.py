@@ -1,5 +1,6 @@
 """cli.runs: a new run folder records its options (what `--resume` reads back) and what ran; an incomplete run is
-one line that says how to resume it; the checks table fits an 80-column terminal, a learner's text in it shown
+one line that says how to resume it, noted once (until it is stopped again) with how to dismiss it too; the
+checks table fits an 80-column terminal, a learner's text in it shown
 as text (rich markup escaped), a long value cut short; in a log every line of a lab is prefixed with its name."""
 
 from __future__ import annotations
@@ -30,6 +31,25 @@ def test_an_incomplete_run_says_how_to_resume_it(tmp_path):
     results.stop_run(run, "interrupted (SIGINT, Ctrl-C)", "minigpt")
     line = runs.incomplete_line(run)
     assert f"resume it: python -m workshop run --resume {run.name}" in line and "\n" not in line
+
+
+def test_an_incomplete_run_is_noted_once_with_how_to_resume_or_dismiss_it(tmp_path, monkeypatch):
+    """The issue's case: after one interrupted run every later command opened with its note, and no way to
+    dismiss it was shown."""
+    screen = Console(file=io.StringIO(), width=400, force_terminal=False)
+    monkeypatch.setattr(runs, "console", screen)
+    run = runs.new_run(tmp_path, ["minigpt"], RunOptions("cpu", lang="en"))
+    results.stop_run(run, "interrupted (SIGINT, Ctrl-C)", "minigpt")
+    runs.note_incomplete_runs(tmp_path)
+    first = screen.file.getvalue()
+    assert f"resume it: python -m workshop run --resume {run.name}" in first
+    assert f"or dismiss it: python -m workshop clean {run.name}" in first
+    runs.note_incomplete_runs(tmp_path)
+    assert screen.file.getvalue() == first, "noted once"
+    results.resume_run(run)
+    results.stop_run(run, "interrupted (SIGINT, Ctrl-C)", "minigpt")
+    runs.note_incomplete_runs(tmp_path)
+    assert screen.file.getvalue().count("note: ") == 2, "stopped again: noted again"
 
 
 def rendered(table) -> str:

@@ -38,7 +38,7 @@ def test_fresh_stubs_fail_exactly_the_exercise_checks(lab, tmp_path):
         [*cmd, "--device", lab_device(lab), "--out", str(root)], capture_output=True, text=True
     )
     assert out.returncode == 1, out.stdout + out.stderr
-    result = results.read_json((root / "latest").resolve() / lab / "result.json")
+    result = results.read_json((root / results.LATEST_CHECK).resolve() / lab / "result.json")
     assert result["implementation"]["kind"] == "workspace"
     passing = [ex_id for ex_id, r in result["exercises"].items() if r["passed"]]
     assert passing == [], f"fresh stubs pass {passing}"

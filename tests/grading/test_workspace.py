@@ -45,8 +45,8 @@ def test_a_missing_file_says_how_to_make_it(work):
 
 
 def test_hints_count_up_to_the_last_level_only(work):
-    assert [workspace.take_hint(work, "autograd.hand", levels=3) for _ in range(4)] == [1, 2, 2, 2]
-    assert workspace.hints_taken(work) == {"autograd.hand": 2}
+    assert [workspace.take_hint(work, "autograd.hand", levels=3) for _ in range(4)] == [1, 2, 3, 3]
+    assert workspace.hints_taken(work) == {"autograd.hand": 3}
 
 
 def test_a_broken_record_reads_as_none(work):

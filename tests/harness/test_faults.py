@@ -119,13 +119,17 @@ def test_ctrl_c_during_a_lab_stops_it_keeps_its_checks_and_marks_the_run_incompl
     assert "Traceback" not in output
     run_dir = the_run(tmp_path / "results")
     assert "is incomplete: interrupted (SIGINT, Ctrl-C) during lab minigpt" in output
+    # the parent passes the user's signal on: the lab says SIGINT too, never the SIGTERM it once got
+    assert "SIGTERM" not in output, output
     assert f"--resume {run_dir.name}" in output
     manifest = results.read_manifest(run_dir)
     assert manifest["status"] == "interrupted" and manifest["stopped"]["lab"] == "minigpt"
     assert manifest["labs"]["minigpt"]["stopped"].startswith("interrupted (SIGINT")
     checks = results.read_result(run_dir / "minigpt")["checks"]
     assert checks[0]["passed"], "the checks that ran before the interrupt are kept"
-    assert stopped_checks(run_dir / "minigpt")
+    assert [c["value"] for c in stopped_checks(run_dir / "minigpt")] == [
+        "interrupted (SIGINT, Ctrl-C)"
+    ]
     assert not (run_dir / "autograd").exists()
     assert not (tmp_path / "results" / "latest").exists(), "latest moves only to a finished run"
     assert_nothing_left(tmp_path)

@@ -1,11 +1,14 @@
 """harness.interrupt: a stop signal raises Stopped (a BaseException: a lab's `except Exception` cannot swallow
 it), with the shell's exit code and one line saying what stopped the run; the previous handlers come back
-after the block; a SIGINT ignored by whoever started us stays ignored; clean-up ignores a second signal."""
+after the block; a SIGINT ignored by whoever started us stays ignored; clean-up ignores a second signal; a
+Ctrl-C passed on to a lab's process before its code runs ends it quietly."""
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -62,3 +65,19 @@ def test_the_previous_handlers_come_back_and_an_ignored_sigint_stays_ignored():
 def test_clean_up_ignores_a_second_signal():
     with interrupt.raising_on_signals(), interrupt.ignoring_signals():
         os.kill(os.getpid(), signal.SIGTERM)  # nothing raised: the clean-up goes on
+
+
+@pytest.mark.parametrize("quiet", [True, False], ids=["quiet", "planted-without"])
+def test_a_passed_on_ctrl_c_before_the_labs_code_ends_the_process_quietly(quiet):
+    """The run passes a Ctrl-C on to the lab's process: before its code runs, it ends that process as SIGTERM
+    would, not with a KeyboardInterrupt's traceback on the learner's screen (planted: without it)."""
+    code = (
+        "import os, signal, time\n"
+        "from workshop.harness import interrupt\n"
+        f"{'interrupt.quiet_until_handled()' if quiet else 'pass'}\n"
+        "os.kill(os.getpid(), signal.SIGINT)\n"
+        "time.sleep(5)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == -signal.SIGINT
+    assert ("KeyboardInterrupt" in out.stderr) is not quiet, out.stderr

@@ -1,10 +1,11 @@
-"""The workshop's own commands: list, run (and --resume), report, train, bench."""
+"""The workshop's own commands: list, run (and --resume), report, train, bench, clean."""
 
 from __future__ import annotations
 
 import tempfile
 from pathlib import Path
 
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from workshop import i18n, labs
@@ -19,9 +20,9 @@ from workshop.cli.options import (
 )
 from workshop.cli.runs import console
 from workshop.grading.workspace import display
-from workshop.harness import device, results
+from workshop.harness import device, results, retention
 from workshop.harness.options import RunOptions
-from workshop.i18n import _
+from workshop.i18n import _, ngettext
 
 
 def cmd_list(_args) -> int:
@@ -31,7 +32,7 @@ def cmd_list(_args) -> int:
             if spec.bench
             else ""
         )
-        console.print(f"[bold]{spec.name:<12}[/bold] {_(spec.title)}{bench}")
+        console.print(f"[bold]{spec.name:<12}[/bold] {escape(_(spec.title) + bench)}")
     return 0
 
 
@@ -74,7 +75,10 @@ def resume(args) -> int:
             )
         )
     names = results.resume_run(run_dir)
-    console.print(_("resuming {run}: {labs}").format(run=display(run_dir), labs=", ".join(names)))
+    console.print(
+        _("resuming {run}: {labs}").format(run=display(run_dir), labs=", ".join(names)),
+        markup=False,
+    )
     return runs.execute(run_dir, names, options, False)
 
 
@@ -92,9 +96,9 @@ def cmd_report(args) -> int:
             report, problems = write_report(run_dir)
     except (FileNotFoundError, results.CorruptFile) as e:
         raise fail(str(e)) from None
-    console.print(_("wrote {file}").format(file=display(report)))
+    console.print(_("wrote {file}").format(file=display(report)), markup=False)
     for problem in problems:
-        console.print(_("error: {message}").format(message=problem))
+        console.print(_("error: {message}").format(message=problem), markup=False)
     return 1 if problems else 0
 
 
@@ -124,7 +128,8 @@ def cmd_train(args) -> int:
     console.print(
         _("saved {file} (final loss {loss:.4f})").format(
             file=display(out), loss=history["loss"][-1]
-        )
+        ),
+        markup=False,
     )
     return 0
 
@@ -164,8 +169,35 @@ def cmd_bench(args) -> int:
     return spec.load("bench")(Path(args.out)) or 0
 
 
+def cmd_clean(args) -> int:
+    """Remove the run folders named, or those the retention rule (harness.retention) does not keep."""
+    root = Path(args.out)
+    if args.keep < 0:
+        raise fail(_("--keep must be at least 0 (got {keep})").format(keep=args.keep))
+    try:
+        named = [results.resolve_run(run, root) for run in args.runs]
+        running = [
+            r for r in named if results.run_state(results.read_manifest(r)).status == "running"
+        ]
+    except (FileNotFoundError, results.CorruptFile) as e:
+        raise fail(str(e)) from None
+    if running:
+        raise fail(_("run {run} is still running: stop it first").format(run=display(running[0])))
+    gone = named or retention.removable(root, args.keep)
+    freed = retention.remove(root, gone)
+    console.print(
+        ngettext(
+            "removed {n} run folder ({mb:.1f} MB) under {root}",
+            "removed {n} run folders ({mb:.1f} MB) under {root}",
+            len(gone),
+        ).format(n=len(gone), mb=freed / 1e6, root=display(root)),
+        markup=False,
+    )
+    return 0
+
+
 def add_commands(sub) -> None:
-    """Add list, run, report, train and bench to `python -m workshop`'s subcommands."""
+    """Add list, run, report, train, bench and clean to `python -m workshop`'s subcommands."""
     listing = sub.add_parser("list", help=_("the labs, one line each"))
     add_language_option(listing)
     listing.set_defaults(fn=cmd_list)
@@ -224,3 +256,24 @@ def add_commands(sub) -> None:
     )
     add_language_option(bench)
     bench.set_defaults(fn=cmd_bench)
+
+    clean = sub.add_parser(
+        "clean",
+        help=_(
+            "delete old run folders: all but the newest {keep} of run and of check, those latest and "
+            "latest-check point at, each exercise's last grading, and running ones"
+        ).format(keep=retention.KEEP),
+    )
+    clean.add_argument(
+        "runs", nargs="*", metavar=_("RUN"), help=_("delete only these runs (folder or id)")
+    )
+    clean.add_argument(
+        "--keep",
+        type=int,
+        default=retention.KEEP,
+        metavar="N",
+        help=_("runs of each kind kept (default {keep})").format(keep=retention.KEEP),
+    )
+    add_results_option(clean)
+    add_language_option(clean)
+    clean.set_defaults(fn=cmd_clean)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from workshop import labs
 from workshop.cli import runs
@@ -19,6 +20,7 @@ from workshop.cli.options import (
     add_language_option,
     add_results_option,
     add_run_options,
+    check_lab_names,
     fail,
     run_options,
 )
@@ -28,7 +30,9 @@ from workshop.harness.device import use_triton_interpreter
 from workshop.harness.runner import run_labs
 from workshop.i18n import _, ngettext
 
-console = Console(highlight=False, soft_wrap=True)  # soft_wrap: paths stay copyable
+# soft_wrap: paths stay copyable. markup off: what the learner wrote or reads (a path, a hint's [k = t_i]) is
+# text; the check report's lines, whose markup escapes every text in them, are printed with markup on.
+console = Console(highlight=False, soft_wrap=True, markup=False)
 
 BUILD = "docker compose build learner-edition"  # the learner edition's image: grade's sandbox
 STATUS_STYLE = {
@@ -40,14 +44,16 @@ STATUS_STYLE = {
 
 
 def exercise_labs(names: list[str] | None) -> list[str]:
-    """The labs named (default: every lab with exercises); a name without exercises stops with the list."""
+    """The labs named (default: every lab with exercises); a name that is no lab, or a lab without exercises,
+    stops with the list."""
+    check_lab_names(names or [])
     having = list(labs.all_exercises())
     unknown = [n for n in names or [] if n not in having]
     if unknown:
         raise fail(
             ngettext(
-                "no exercises in lab {labs}; the labs with exercises: {having}",
-                "no exercises in labs {labs}; the labs with exercises: {having}",
+                "lab {labs} has no exercises; the labs with exercises: {having}",
+                "labs {labs} have no exercises; the labs with exercises: {having}",
                 len(unknown),
             ).format(labs=", ".join(unknown), having=", ".join(having) or _("none yet"))
         )
@@ -148,15 +154,26 @@ def cmd_list(args) -> int:
             )
         )
     table = Table(title=_("exercises in {work}").format(work=workspace.display(work)))
-    for column in (_("exercise"), _("status"), _("title")):
-        table.add_column(column)
+    table.add_column(_("exercise"), no_wrap=True)  # an id stays whole: it is what `check` takes
+    table.add_column(_("status"), no_wrap=True)
+    table.add_column(_("title"))
     for s in progress.workspace_progress(work, Path(args.out)):
-        status = f"[{STATUS_STYLE.get(s.status, 'white')}]{_(s.status)}[/]"
+        status = Text(_(s.status), style=STATUS_STYLE.get(s.status, "white"))
         if s.last_status:
-            status += _(" (was {status})").format(status=_(s.last_status))
+            status.append(_(" (was {status})").format(status=_(s.last_status)))
         table.add_row(s.exercise.id, status, s.exercise.title)
-    console.print(table)
+    whole_lines(table)
     return 0
+
+
+def whole_lines(table: Table) -> None:
+    """Print the table: on a terminal, its width; into a file or a pipe, as wide as its longest row, so that
+    no word is cut at an 80-column guess."""
+    if console.is_terminal:
+        console.print(table)
+        return
+    wide = console.measure(table, options=console.options.update(width=10_000)).maximum
+    Console(highlight=False, markup=False, width=max(console.width, wide)).print(table)
 
 
 # ---- check ----
@@ -167,29 +184,30 @@ def cmd_check(args) -> int:
         check_report.refuse_early(lab_names, work)
     except check_report.CheckRefused as e:
         raise fail(str(e)) from None
-    if args.hint:
-        reveal_hints(work, only)
-    against = {} if args.rerun else check_report.regrade_sources(Path(args.out), work, only)
-    console.print(
-        _("grading {work} with the checks of {labs}").format(
-            work=workspace.display(work), labs=", ".join(lab_names)
-        ),
-    )
-
-    def on_line(lab: str, line: str) -> None:
-        if line.startswith(f"[{lab}]"):
-            console.print(line, markup=False, style="dim")
-
-    options = {"only": only, "show": args.show, "against": against}
-    run_dir = graded_run(lab_names, args, work, on_line, **options)
-    all_passed = True
+    if args.hint and not only:
+        raise fail(_("--hint needs the exercise: python -m workshop check LAB EXERCISE --hint"))
+    # a lab whose file does not compile is not run: its report is that one box
+    broken = {lab: lines for lab in lab_names if (lines := check_report.not_compiling(lab, work))}
+    graded = [lab for lab in lab_names if lab not in broken]
+    kept = tuple(ex_id for ex_id in only if ex_id.split(".")[0] in graded)
+    graded = [] if only and not kept else graded
+    asked = reveal_hints(work, kept) if args.hint else ()
+    run_dir = graded_lab_run(graded, args, work, kept) if graded else None
+    all_passed = not broken
     for lab in lab_names:
-        lines, passed = check_report.lab_report(lab, run_dir / lab, only)
-        all_passed &= passed
+        if lab in broken:
+            lines = broken[lab]
+        elif lab in graded:
+            lines, passed = check_report.lab_report(lab, run_dir / lab, kept, asked)
+            all_passed &= passed
+        else:  # only exercises of a lab that does not compile were named
+            continue
         console.print("")
         for line in lines:
-            console.print(line)
-    for path in check_report.write_waiting_documents(lab_names, work, run_dir):
+            console.print(line, markup=True)
+    if run_dir is None:
+        return 1
+    for path in check_report.write_waiting_documents(graded, work, run_dir):
         console.print(
             _("wrote {file} from this run's figures: fill it in, then check again").format(
                 file=workspace.display(path)
@@ -199,20 +217,30 @@ def cmd_check(args) -> int:
     return 0 if all_passed else 1
 
 
-def reveal_hints(work: Path, ids: tuple[str, ...]) -> None:
-    """`check LAB EXERCISE --hint`: take the next hint of each exercise named, and show it."""
-    if not ids:
-        raise fail(_("--hint needs the exercise: python -m workshop check LAB EXERCISE --hint"))
+def graded_lab_run(lab_names: list[str], args, work: Path, only: tuple[str, ...]) -> Path:
+    """check's run of its labs on the workspace (re-grading against the latest run where it can)."""
+    against = {} if args.rerun else check_report.regrade_sources(Path(args.out), work, only)
+    console.print(
+        _("grading {work} with the checks of {labs}").format(
+            work=workspace.display(work), labs=", ".join(lab_names)
+        ),
+    )
+
+    def on_line(lab: str, line: str) -> None:
+        if line.startswith(f"[{lab}]"):
+            console.print(line, style="dim")
+
+    options = {"only": only, "show": args.show, "against": against}
+    return graded_run(lab_names, args, work, on_line, **options)
+
+
+def reveal_hints(work: Path, ids: tuple[str, ...]) -> tuple[str, ...]:
+    """`check LAB EXERCISE --hint`: take the next hint of each exercise named (the report shows it, with its
+    level); the ids."""
     declared = {ex.id: ex for lab in labs.all_exercises().values() for ex in lab}
     for ex_id in ids:
-        ex = declared[ex_id]
-        taken = workspace.take_hint(work, ex_id, len(ex.hints))
-        shown = _("hint {k} of {n} for {id}: {text}").format(
-            k=taken + 1, n=len(ex.hints), id=ex_id, text=ex.hint(taken)
-        )
-        if taken + 1 == len(ex.hints):
-            shown += " " + _("(the last one)")
-        console.print(shown)
+        workspace.take_hint(work, ex_id, len(declared[ex_id].hints))
+    return ids
 
 
 # ---- grade ----
@@ -252,7 +280,7 @@ def cmd_grade(args) -> int:
                 _("partial table: {csv} and {md}").format(csv=files.partial[0], md=files.partial[1])
             )
         raise
-    console.print(md_path.read_text(encoding="utf-8"), markup=False)
+    console.print(md_path.read_text(encoding="utf-8"))
     console.print(_("wrote {csv} and {md}").format(csv=csv_path, md=md_path))
     return 0
 

@@ -1,4 +1,5 @@
-"""python -m workshop: list | run | report | train | bench (commands.py); exercises | check | grade (learner.py)."""
+"""python -m workshop: list | run | report | train | bench | clean (commands.py); exercises | check | grade
+(learner.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import sys
 
 from workshop import i18n
 from workshop.cli import commands, learner
-from workshop.cli.options import language_after_the_command, language_asked
+from workshop.cli.options import UsageError, language_after_the_command, language_asked
 from workshop.i18n import _
 
 
@@ -28,7 +29,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = language_after_the_command(sys.argv[1:] if argv is None else argv)
     i18n.set_language(language_asked(argv))  # before the parser: its help is in that language too
     args = build_parser().parse_args(argv)
-    return args.fn(args)
+    try:
+        return args.fn(args)
+    except UsageError as e:
+        print(e, file=sys.stderr)
+        return e.code
 
 
 if __name__ == "__main__":

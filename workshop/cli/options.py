@@ -17,6 +17,18 @@ def fail(message: str) -> SystemExit:
     return SystemExit(_("error: {message}").format(message=message))
 
 
+class UsageError(SystemExit):
+    """A command line that names what is not there (an unknown lab): 'error: MESSAGE' (main prints it), exit
+    status 2, as argparse's own errors."""
+
+    def __init__(self, message: str):
+        super().__init__(2)
+        self.message = _("error: {message}").format(message=message)
+
+    def __str__(self) -> str:
+        return self.message
+
+
 def add_language_option(parser: argparse.ArgumentParser) -> None:
     """--lang, on every command that prints or writes what the learner reads."""
     parser.add_argument(
@@ -67,14 +79,14 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
 
 
 def check_lab_names(names: list[str]) -> list[str]:
-    """The labs named (default: all); an unknown name stops with the list of labs."""
+    """The labs named (default: all); an unknown name stops with the list of labs (UsageError)."""
     known = labs.all_labs()
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise fail(
+        raise UsageError(
             ngettext(
-                "unknown lab {labs}; the labs are: {known}",
-                "unknown labs {labs}; the labs are: {known}",
+                "no lab named {labs}; the labs are: {known}",
+                "no labs named {labs}; the labs are: {known}",
                 len(unknown),
             ).format(labs=", ".join(unknown), known=", ".join(known))
         )

@@ -95,9 +95,18 @@ def incomplete_line(run_dir: Path, state: results.RunState | None = None) -> str
 
 
 def note_incomplete_runs(root: Path) -> None:
-    """Say which earlier runs never finished (interrupted, or killed with their process)."""
-    for run_dir, state in results.incomplete_runs(root):
-        console.print(_("note: {line}").format(line=incomplete_line(run_dir, state)))
+    """Say which earlier runs never finished (interrupted, or killed with their process): once each, with how to
+    resume or dismiss it."""
+    for run_dir, state in results.incomplete_runs(root, unnoted=True):
+        note = _(
+            "note: {line}; or dismiss it: python -m workshop clean {id} (deletes it; this note is not "
+            "shown again)"
+        ).format(line=incomplete_line(run_dir, state), id=run_dir.name)
+        console.print(note, markup=False)
+        with contextlib.suppress(
+            OSError
+        ):  # a results folder we may not write: the note comes again
+            results.mark_noted(run_dir)
 
 
 @contextlib.contextmanager

@@ -7,8 +7,12 @@ or not, the failing check's value against its threshold, the pointed message, th
 
 from __future__ import annotations
 
+import re
 import textwrap
+import warnings
 from pathlib import Path
+
+from rich.markup import escape
 
 from workshop import labs
 from workshop.grading import checks, progress, workspace, workspace_init
@@ -106,77 +110,93 @@ def ran(lab_dir: Path) -> bool:
         return False
 
 
-def exercise_lines(ex_id: str, entry: dict, ex: Exercise | None) -> list[str]:
-    """One exercise of the report: its mark and title, then why it failed, the hint the learner is at, and
-    what to read (rich markup)."""
+def exercise_lines(ex_id: str, entry: dict, ex: Exercise | None, asked: bool = False) -> list[str]:
+    """One exercise of the report: its mark and title, then why it failed, its hint (the text only when the
+    learner asked for it with --hint: `asked`; else the command that shows it), and what to read (rich markup,
+    every text the learner reads escaped)."""
     status = entry["status"]
-    statement = ex.statement if ex else ""
-    lines = [f"  {mark(status)}  [bold]{ex_id}[/bold]  {entry['title']}"]
+    lines = [f"  {mark(status)}  [bold]{escape(ex_id)}[/bold]  {escape(entry['title'])}"]
     failed = entry.get("failed_check")
     if status == checks.NOT_STARTED:
-        lines += wrapped(_("to do"), statement)
+        lines += wrapped(_("to do"), ex.statement if ex else "")
     elif failed:
         lines += wrapped(_("check"), checks.outcome(failed))
-        message, hint = failed.get("message") or "", entry.get("hint") or ""
-        lines += wrapped(_("why"), message)
-        lines += wrapped(
-            _("hint"), hint_text(hint, entry.get("hints_taken", 0), ex) if hint != message else ""
-        )
+        lines += wrapped(_("why"), failed.get("message") or "")
     elif status == checks.NOT_GRADED:
         lines += wrapped(_("why"), _("the lab ended before grading it: see its log.txt"))
+    if ex and (asked or (failed and status != checks.PASSING)):
+        lines += wrapped(_("hint"), hint_text(ex, entry.get("hints_taken", 0), asked))
     if status != checks.PASSING:
         lines += wrapped(_("read"), entry["handout"])
     return lines
 
 
-def hint_text(hint: str, taken: int, ex: Exercise | None) -> str:
-    """The hint, and where it stands among the exercise's: 'hint 2 of 3; --hint shows the next'."""
-    levels = len(ex.hints) if ex else 1
-    if levels == 1:
-        return hint
-    where = _("hint {k} of {n}").format(k=min(taken, levels - 1) + 1, n=levels)
-    if taken + 1 < levels:
-        where += _("; `python -m workshop check {lab} {name} --hint` shows the next").format(
-            lab=ex.lab, name=ex.name
+def hint_text(ex: Exercise, taken: int, asked: bool) -> str:
+    """The hint the learner asked for and its level ('... (hint 2 of 3; `...` shows the next)'), or, not asked,
+    the command that shows the next one. `taken`: the hints asked for so far, this one included."""
+    levels = len(ex.hints)
+    command = f"python -m workshop check {ex.lab} {ex.name} --hint"
+    if not asked:
+        return _("`{command}` shows hint {k} of {n}").format(
+            command=command, k=min(taken + 1, levels), n=levels
         )
-    return f"{hint} ({where})"
+    k = min(max(taken, 1), levels)
+    where = _("hint {k} of {n}").format(k=k, n=levels)
+    if k < levels:
+        where += _("; `{command}` shows the next").format(command=command)
+    else:
+        where += _("; the last one")
+    return f"{ex.hint(k)} ({where})"
 
 
-LABELS = (N_("to do"), N_("check"), N_("why"), N_("hint"), N_("read"), N_("lab"))  # wrapped()'s
+LABELS = (N_("to do"), N_("check"), N_("why"), N_("hint"), N_("read"))  # wrapped()'s
+
+
+QUOTED = re.compile(r"`[^`]+`")  # a command as the messages quote it
+NO_BREAK = "\u00a0"
 
 
 def wrapped(label: str, text: str) -> list[str]:
     """'        label  text' (label: one of LABELS, translated), wrapped at 100 columns, continuation lines
-    aligned with the text; [] for no text."""
+    aligned with the text, the text escaped for rich's markup (a hint's [k = t_i] is text); [] for no text."""
     if not text.strip():
         return []
     width = 1 + max(len(_(name)) for name in LABELS)  # one column for every label, in any language
     indent = " " * (8 + width + 1)
-    # a path or a command is never broken across lines: it stays copyable
-    body = textwrap.wrap(
-        " ".join(text.split()), 100 - len(indent), break_long_words=False, break_on_hyphens=False
-    )
-    first = f"        [dim]{label:<{width}}[/dim] {body[0]}"
-    return [first, *[indent + line for line in body[1:]]]
+    # a path or a `command` is never broken across lines: it stays copyable (a no-break space holds a
+    # command's words together while wrapping)
+    joined = QUOTED.sub(lambda m: m[0].replace(" ", NO_BREAK), " ".join(text.split()))
+    body = textwrap.wrap(joined, 100 - len(indent), break_long_words=False, break_on_hyphens=False)
+    body = [escape(line.replace(NO_BREAK, " ")) for line in body]
+    return [f"        [dim]{label:<{width}}[/dim] {body[0]}", *[indent + line for line in body[1:]]]
 
 
-def lab_report(lab: str, lab_dir: Path, only: tuple[str, ...] = ()) -> tuple[list[str], bool]:
-    """The report of one lab's graded run (of the exercises in `only`, when given), and whether every
-    exercise reported (and the lab's own checks) passed."""
+def lab_report(
+    lab: str, lab_dir: Path, only: tuple[str, ...] = (), asked: tuple[str, ...] = ()
+) -> tuple[list[str], bool]:
+    """The report of one lab's graded run (of the exercises in `only`, when given; `asked`: those whose hint
+    the learner asked for), and whether every exercise reported and the lab's own checks passed. A failing
+    check of the lab's own (it belongs to no exercise: the lab ran your code as a whole) is named on its own,
+    with why, so that every exercise passing never hides a failing lab."""
     result = results.read_json(lab_dir / "result.json")
     declared = {ex.id: ex for ex in labs.exercises(lab)}
     entries = {k: e for k, e in result.get("exercises", {}).items() if not only or k in only}
-    lines = [f"[bold]{lab}[/bold]  ({workspace.display(lab_dir)})"]
+    lines = [f"[bold]{lab}[/bold]  ({escape(workspace.display(lab_dir))})"]
     if against := result.get("graded_against"):
-        lines.append("  " + _("re-graded against your run {run}").format(run=against))
+        lines.append("  " + escape(_("re-graded against your run {run}").format(run=against)))
     for ex_id, entry in entries.items():
-        lines += exercise_lines(ex_id, entry, declared.get(ex_id))
+        lines += exercise_lines(ex_id, entry, declared.get(ex_id), ex_id in asked)
     own = [c for c in result["checks"] if not c.get("exercise") and not c["passed"]]
-    for c in own:
-        lines += wrapped(
-            _("lab"),
-            _("the lab's own check failed: {check}").format(check=checks.outcome(c)),
+    if own:
+        # (marked outside the f-string: Babel extracts plain calls)
+        itself = escape(_("the lab itself"))
+        lines.append(
+            f"  {mark(checks.FAILING)}  [bold]{itself}[/bold]  "
+            + escape(_("checks of no one exercise: the lab ran your code as a whole"))
         )
+    for c in own:
+        lines += wrapped(_("check"), checks.outcome(c))
+        lines += wrapped(_("why"), c.get("message") or _("the lab's log.txt shows what it printed"))
     passed = sum(e["status"] == checks.PASSING for e in entries.values())
     lines.append(
         ngettext(
@@ -184,5 +204,43 @@ def lab_report(lab: str, lab_dir: Path, only: tuple[str, ...] = ()) -> tuple[lis
             "  {passed} of {total} exercises passing",
             len(entries),
         ).format(passed=passed, total=len(entries))
+        + (
+            ngettext(
+                "; {k} check of the lab itself failing",
+                "; {k} checks of the lab itself failing",
+                len(own),
+            ).format(k=len(own))
+            if own
+            else ""
+        )
     )
     return lines, passed == len(entries) and not own
+
+
+def not_compiling(lab: str, work: Path) -> list[str]:
+    """The report of a lab whose workspace file does not compile, or [] when every file of it does. Such a lab
+    is not run: a file that does not compile has no exercise to grade (the learner's code is compiled, not
+    run, here)."""
+    for name in (n for n in workspace.lab_files(lab) if n.endswith(".py")):
+        path = Path(work) / name
+        try:
+            with (
+                warnings.catch_warnings()
+            ):  # a SyntaxWarning is the worker's to report, in its exercise
+                warnings.simplefilter("ignore")
+                compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as e:  # ValueError: a null byte (Python 3.11)
+            line = getattr(e, "lineno", None) or "?"
+            shown = workspace.display(path)
+            error = f"{type(e).__name__}: {getattr(e, 'msg', None) or e}"
+            return [
+                f"[bold]{lab}[/bold]  ({escape(shown)})",
+                f"  {mark(checks.FAILING)}  "
+                + escape(
+                    _(
+                        "your file does not compile: {file} line {line}; no exercise of it was graded"
+                    ).format(file=shown, line=line)
+                ),
+                *wrapped(_("why"), f"{shown}:{line}: {error}"),
+            ]
+    return []

@@ -15,7 +15,7 @@ Everything the learner's file says of an exercise is derived from the declaratio
   (grading.questions.stub).
 Only prose is translated (N_() in the declaration); code is derived, never a message. No line is longer than
 WIDTH. The hints (`hints`: a direction, then the formula, then a skeleton without the key lines) are not in
-the file: `check` shows the first when the exercise fails, and `check LAB EXERCISE --hint` the next one.
+the file: `check LAB EXERCISE --hint` shows them, one more each time the learner asks.
 
 A document's starting text comes from its `template`, "module:function" called as `function(lab_dir, work)` with
 the newest run folder of the lab (results/<run-id>/<lab>/, or None when there is none) and the workspace the
@@ -99,9 +99,9 @@ class Exercise:
     def load_reference(self):
         return pkgutil.resolve_name(self.reference)
 
-    def hint(self, taken: int = 0) -> str:
-        """The hint shown after `taken` requests for another (check --hint): the first, then the next ones."""
-        return self.hints[min(taken, len(self.hints) - 1)]
+    def hint(self, level: int) -> str:
+        """The hint of `level` (1: the first), shown when the learner asks for it (check --hint)."""
+        return self.hints[min(max(level, 1), len(self.hints)) - 1]
 
     def not_started_message(self) -> str:
         """Why a stub fails: the exercise's id and the first sentence of its statement."""
@@ -122,14 +122,14 @@ class Exercise:
         self, status: str, checks: list[str], failed_check: Check | None, hints_taken: int = 0
     ) -> dict:
         """This exercise's entry in result.json's "exercises": its status, its checks, the failed check it
-        reports, the hint to show, and how many more hints the learner asked for."""
+        reports, the hint the learner is at (none before they ask: check --hint), and how many they asked for."""
         return {
             "title": self.title,
             "status": status,
             "passed": status == PASSING,
             "checks": checks,
             "failed_check": failed_check.as_dict() if failed_check else None,
-            "hint": self.hint(hints_taken) if failed_check else None,
+            "hint": self.hint(hints_taken) if failed_check and hints_taken else None,
             "hints_taken": hints_taken,
             "handout": self.handout_path(),
         }

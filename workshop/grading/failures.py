@@ -60,7 +60,7 @@ def learner_failure(ex: Exercise, e: BaseException, graded: bool, path: Path) ->
         return worker_failure(ex, e) if graded else None
     if isinstance(e, LearnerError):
         name = _("{id}: your code loads").format(id=ex.id)
-        return Check(name, False, str(e), _("no error"), message=ex.hint())
+        return Check(name, False, str(e), _("no error"))
     if isinstance(e, ProcessDied):
         return died_check(ex.id, str(e))
     if not graded and not (learner_edition() and isinstance(e, NotImplementedError)):
@@ -79,7 +79,7 @@ def learner_failure(ex: Exercise, e: BaseException, graded: bool, path: Path) ->
     if isinstance(e, Exception | SystemExit):  # sys.exit() in the learner's code ends only this
         value = f"{where}: {workspace.describe(e)}"
         name = _("{id}: runs without an error").format(id=ex.id)
-        return Check(name, False, value, _("no error"), message=ex.hint())
+        return Check(name, False, value, _("no error"))
     return None
 
 
@@ -92,7 +92,7 @@ def worker_failure(ex: Exercise, e: LearnerCodeFailed) -> Check:
         return Check(name, False, _(checks.NOT_STARTED), _("implemented"), message=message)
     if e.kind in ("load", "missing", "refused"):
         name = _("{id}: your code loads").format(id=ex.id)
-        return Check(name, False, refusal(ex, e), _("no error"), message=ex.hint())
+        return Check(name, False, refusal(ex, e), _("no error"))
     if e.kind == "time":
         name = _("{id}: finishes in time").format(id=ex.id)
         message = _("An endless loop, or far more work than the exercise needs: see where it was.")
@@ -104,7 +104,7 @@ def worker_failure(ex: Exercise, e: LearnerCodeFailed) -> Check:
         name = _("{id}: the workshop starts the process that runs your code").format(id=ex.id)
         return Check(name, False, value, _("a worker that starts"), message=_(WORKSHOP_FAULT))
     name = _("{id}: runs without an error").format(id=ex.id)
-    return Check(name, False, value, _("no error"), message=ex.hint())
+    return Check(name, False, value, _("no error"))
 
 
 def refusal(ex: Exercise, e: LearnerCodeFailed) -> str:

@@ -65,16 +65,16 @@ def read_record(work_dir: Path) -> dict:
 
 
 def hints_taken(work_dir: Path) -> dict[str, int]:
-    """Exercise id -> the hints the learner asked for beyond the first (`check LAB EXERCISE --hint`)."""
+    """Exercise id -> the hints the learner asked for (`check LAB EXERCISE --hint`): the level they are at."""
     taken = read_record(work_dir).get("hints")
     return {k: v for k, v in taken.items() if type(v) is int} if isinstance(taken, dict) else {}
 
 
 def take_hint(work_dir: Path, exercise_id: str, levels: int) -> int:
-    """Record one more hint taken for the exercise, up to its `levels` - 1 (the first is free); the count."""
+    """Record one more hint taken for the exercise, up to its `levels`; the count."""
     record = read_record(work_dir)
     taken = hints_taken(work_dir)
-    taken[exercise_id] = min(taken.get(exercise_id, 0) + 1, levels - 1)
+    taken[exercise_id] = min(taken.get(exercise_id, 0) + 1, levels)
     atomic.write_json(Path(work_dir) / RECORD, {**record, "hints": taken})
     return taken[exercise_id]
 

@@ -137,6 +137,7 @@ def graded_extra(ctx: LabContext) -> dict:
 
 def as_lab_process(lab_dir: Path) -> int:
     """`main` as the parent's child: it dies with the parent, and leaves no process of its own behind."""
+    interrupt.quiet_until_handled()
     proctree.die_with_parent(os.getppid())
     proctree.become_subreaper()  # a process whose parent died comes to us, so the sweep below finds it
     proctree.keep_private()  # the learner's worker cannot read this process's memory or files

@@ -56,6 +56,14 @@ def raising_on_signals():
     return handling({s: _raise for s in STOP_SIGNALS if signal.getsignal(s) is not signal.SIG_IGN})
 
 
+def quiet_until_handled() -> None:
+    """A lab's process, from its start: a Ctrl-C that the run passes on (runner.LabProcess.stop) before the lab's
+    code runs, or after, ends it quietly as SIGTERM would, not with a KeyboardInterrupt's traceback; within
+    raising_on_signals it raises Stopped."""
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def ignoring_signals():
     """Within: stop signals are ignored, so that a second Ctrl-C cannot cut short the clean-up of the first.
     The clean-up is bounded (proctree.stop_tree's grace period), so nothing waits for long."""

@@ -106,20 +106,24 @@ def _signal(pids: set[int], signum: int) -> None:
             os.kill(pid, signum)
 
 
-def stop_tree(pid: int, grace_s: float, include_root: bool = True) -> None:
-    """SIGTERM `pid` (unless include_root is False) and all its descendants; SIGKILL any left after grace_s.
+def stop_tree(
+    pid: int, grace_s: float, include_root: bool = True, root_signal: int = signal.SIGTERM
+) -> None:
+    """SIGTERM `pid` (unless include_root is False; `root_signal` instead: a user's Ctrl-C passed on, which the
+    lab records as its own) and all its descendants; SIGKILL any left after grace_s.
 
     The root, when it is our child, stays a zombie for its Popen to reap (its exit code must not be lost).
     """
     if not PROC.is_dir():  # no /proc: the root's process group is the best we can do
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(os.getpgid(pid), signal.SIGTERM)
+            os.killpg(os.getpgid(pid), root_signal)
         return
     tree = _tree({pid}) - (set() if include_root else {pid})
     signalled: set[int] = set()
     deadline = time.monotonic() + grace_s
     while tree:
-        _signal(tree - signalled, signal.SIGTERM)
+        _signal((tree - signalled) & {pid}, root_signal)
+        _signal(tree - signalled - {pid}, signal.SIGTERM)
         signalled |= tree
         if time.monotonic() > deadline:
             break

@@ -6,8 +6,10 @@ options.json (harness.options), which `run --resume` reads.
 
 The manifest says where the run stands ("status"): "running" (with the pid and host of the process that runs
 it), then "finished" or "interrupted". It is rewritten after every lab, so the labs that finished stay recorded
-whatever happens next. results/latest moves to a run only when it finishes. A run still "running" whose
-process is gone was killed (SIGKILL, a power cut): `run_state` calls it "abandoned".
+whatever happens next. results/latest moves to a run of the reference only when it finishes; a finished run of a
+learner's workspace (`check`, `grade`) moves results/latest-check instead. A run still "running" whose process is
+gone was killed (SIGKILL, a power cut): `run_state` calls it "abandoned". An incomplete run is noted once (its
+manifest's "noted"), until it is stopped again.
 
 A run folder holds a small reserve file, deleted when a write of the run's own records (the manifest, a
 result.json) finds the disk full: those records are written even then, and the run stops with a clear message.
@@ -35,6 +37,8 @@ from workshop.harness import atomic, proctree
 from workshop.i18n import _
 
 DEFAULT_ROOT = Path("results")
+LATEST = "latest"  # the newest finished run of the reference (`run`)
+LATEST_CHECK = "latest-check"  # the newest finished run of a learner's workspace (`check`, `grade`)
 RESERVE = ".space-reserve"
 # room for the run's records (manifest, result.json, summary.md) on a full disk
 RESERVE_BYTES = 1 << 20
@@ -244,16 +248,26 @@ def record_lab(run_dir: Path, name: str, lab_status: dict) -> None:
 
 
 def finish_run(run_dir: Path) -> None:
-    """Mark the run finished and point results/latest at it."""
-    _update_manifest(run_dir, status="finished", end_time=_now())
+    """Mark the run finished and point results/latest (a workspace's run: results/latest-check) at it."""
+    manifest = _update_manifest(run_dir, status="finished", end_time=_now())
     (run_dir / RESERVE).unlink(missing_ok=True)
-    point_latest(run_dir.parent, run_dir.name)
+    point_latest(run_dir.parent, run_dir.name, latest_name(manifest))
+
+
+def latest_name(manifest: dict) -> str:
+    """The pointer a finished run moves: a learner's workspace's runs never move the reference's latest."""
+    implementation = manifest.get("implementation") or {}
+    return LATEST_CHECK if implementation.get("kind") == "workspace" else LATEST
 
 
 def stop_run(run_dir: Path, why: str, lab: str | None) -> None:
     """Mark the run interrupted: why (a signal, a full disk) and during which lab. results/latest stays."""
     _update_manifest(
-        run_dir, status="interrupted", end_time=_now(), stopped={"why": why, "lab": lab}
+        run_dir,
+        status="interrupted",
+        end_time=_now(),
+        stopped={"why": why, "lab": lab},
+        noted=False,
     )
     (run_dir / RESERVE).unlink(missing_ok=True)
 
@@ -282,15 +296,21 @@ def resume_run(run_dir: Path) -> list[str]:
         end_time=None,
         stopped=None,
         resumed=resumed,
+        noted=False,
     )
     write_record(run_dir, lambda: atomic.write_bytes(run_dir / RESERVE, bytes(RESERVE_BYTES)))
     return todo
 
 
-def point_latest(root: Path, run_id: str) -> None:
-    tmp = root / f".latest.{secrets.token_hex(4)}"
+def point_latest(root: Path, run_id: str, name: str = LATEST) -> None:
+    tmp = root / f".{name}.{secrets.token_hex(4)}"
     os.symlink(run_id, tmp)
-    os.replace(tmp, root / "latest")
+    os.replace(tmp, root / name)
+
+
+def mark_noted(run_dir: Path) -> None:
+    """The learner was told that this incomplete run is incomplete: the next commands need not say it again."""
+    _update_manifest(run_dir, noted=True)
 
 
 def read_json(path: Path):
@@ -342,15 +362,17 @@ def _owner_alive(manifest: dict) -> bool:
     return proctree.alive(manifest["pid"])
 
 
-def incomplete_runs(root: Path) -> list[tuple[Path, RunState]]:
-    """The runs under root that neither finished nor are still running, newest first (corrupt ones skipped)."""
+def incomplete_runs(root: Path, unnoted: bool = False) -> list[tuple[Path, RunState]]:
+    """The runs under root that neither finished nor are still running, newest first (corrupt ones skipped);
+    `unnoted`: only those not noted yet (mark_noted)."""
     found = []
     for manifest_path in sorted(Path(root).glob("*/manifest.json"), reverse=True):
         try:
-            state = run_state(read_manifest(manifest_path.parent))
+            manifest = read_manifest(manifest_path.parent)
         except CorruptFile:
             continue
-        if state.status in ("interrupted", "abandoned"):
+        state = run_state(manifest)
+        if state.status in ("interrupted", "abandoned") and not (unnoted and manifest.get("noted")):
             found.append((manifest_path.parent, state))
     return found
 

@@ -18,6 +18,7 @@ import contextlib
 import importlib.metadata
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -119,7 +120,9 @@ def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> dict
                 why = ran_out_of_time(limit)
             except interrupt.Stopped as e:
                 with interrupt.ignoring_signals():
-                    child.stop()
+                    child.stop(
+                        e.signum
+                    )  # the user's signal: the lab records SIGINT, not our SIGTERM
                     settle(run_dir, name, options, child, time.monotonic() - start, e.why, True)
                 raise
             finally:
@@ -221,8 +224,8 @@ class LabProcess:
     def returncode(self) -> int | None:
         return self.proc.returncode
 
-    def stop(self) -> None:
-        proctree.stop_tree(self.proc.pid, proctree.GRACE_S)
+    def stop(self, signum: int = signal.SIGTERM) -> None:
+        proctree.stop_tree(self.proc.pid, proctree.GRACE_S, root_signal=signum)
         self.proc.wait()
 
     def __exit__(self, *exc) -> None:

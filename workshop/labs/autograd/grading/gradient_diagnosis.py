@@ -263,6 +263,19 @@ def factor_near_one(e: Evidence, r: float) -> Diagnosis | None:
     return None
 
 
+# Where a sign flipped, by the output that shows it: each names its own formula. linear_grads is given dL/dz,
+# so its outputs' sign says nothing of P - Y: the minus is in that output's own line.
+SIGN_FLIPPED = {
+    "loss": N_("the sign is flipped: the loss is the mean of -log P[i, t_i], a positive number"),
+    "dlogits": N_("the sign is flipped: dL/dz = P - Y (softmax minus one-hot), not Y - P"),
+    "dW": N_("the sign of dW is flipped: dW = G^T X with G = dL/dz as given, no minus"),
+    "db": N_(
+        "the sign of db is flipped: db = the sum of G = dL/dz (as given) over the rows, no minus"
+    ),
+    "dx": N_("the sign of dx is flipped: dx = G W with G = dL/dz as given, no minus"),
+}
+
+
 def scaled(e: Evidence) -> Diagnosis | None:
     """got = r * want: the right direction with a wrong factor, named when it is a typical one."""
     got, want = e.got.to(e.want.dtype), e.want
@@ -283,10 +296,7 @@ def scaled(e: Evidence) -> Diagnosis | None:
             N_("<pad> positions counted"),
             N_("divided by all {m} positions, <pad> included: divide by the N = {n} real targets"),
         ),
-        -1.0: (
-            N_("the sign flipped"),
-            N_("the sign is flipped: dL/dz = P - Y (softmax minus one-hot), not Y - P"),
-        ),
+        -1.0: (N_("the sign flipped"), SIGN_FLIPPED[e.name]),
     }
     head = _("{name} is {r:.8g} times autograd's").format(name=e.name, r=r)
     for factor, (mistake, why) in known.items():
