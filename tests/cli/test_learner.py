@@ -338,7 +338,7 @@ def test_hints_come_one_level_at_a_time_and_the_table_counts_them(toy):
     assert graded["toy.double"]["hints_taken"] == 2
     assert main(["grade", str(work), "--to", "grades", "--sandbox", "native"]) == 0
     [row] = read_csv("grades/grades.csv")
-    assert row["toy.double"] == "failing (2 hints)"
+    assert row["toy.double"] == "failing (2 hints; self-reported)"
 
 
 def test_a_secret_value_shows_nowhere_until_asked_for(toy):
@@ -472,7 +472,12 @@ def test_grade_shows_handed_in_runs_as_self_reported_and_counts_none(toy):
     assert workshop("check", "toy", "--device", "cpu").returncode == 1
     assert main(["grade", "results", "--to", "grades", "--sandbox", "native"]) == 0
     [row] = read_csv("grades/grades.csv")
-    assert (row["learner"], row["toy.double"], row["toy.answers"], row["exercises passing"]) == (
+    assert (
+        row["name it gives"],
+        row["toy.double"],
+        row["toy.answers"],
+        row["exercises passing"],
+    ) == (
         "Ada L.",
         "passing (self-reported)",
         "not started (self-reported)",

@@ -169,6 +169,9 @@ def cmd_check(args) -> int:
         raise fail(str(e)) from None
     if args.hint:
         reveal_hints(work, only)
+    if args.show:  # counted, as hints are: the instructor's table shows it
+        for ex_id in only or [ex.id for lab in lab_names for ex in labs.exercises(lab)]:
+            workspace.count_use(work, "shown", ex_id)
     against = {} if args.rerun else check_report.regrade_sources(Path(args.out), work, only)
     console.print(
         _("grading {work} with the checks of {labs}").format(
@@ -227,6 +230,10 @@ def cmd_grade(args) -> int:
         files = gradebook.TableFiles(out_dir, len(paths))
     except FileExistsError as e:
         raise fail(str(e)) from None
+    try:
+        roster = gradebook.read_roster(Path(args.roster)) if args.roster else None
+    except (OSError, ValueError) as e:
+        raise fail(str(e)) from None
     image = grade_sandbox(args.sandbox)
     # a .pyc that appears in the code is then a hand-in's doing
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -242,7 +249,7 @@ def cmd_grade(args) -> int:
         console.print(_("grading {path}").format(path=path))
 
     try:
-        rows = gradebook.grade_all(paths, check_workspace, files, say, root)
+        rows = gradebook.grade_all(paths, check_workspace, files, say, root, roster)
         csv_path, md_path = files.finish(rows)
     except OSError as e:
         raise fail(str(e)) from None
@@ -406,6 +413,14 @@ def add_commands(sub) -> None:
         help=_(
             "where each hand-in's code runs: a container of its own (docker; auto: where Docker and the "
             "learner edition's image are there) or, unisolated, a process of this machine (native)"
+        ),
+    )
+    grade.add_argument(
+        "--roster",
+        metavar=_("FILE"),
+        help=_(
+            "a CSV of `folder,name` lines: each hand-in's learner by its folder's name (default: the "
+            "folder's name is the learner's)"
         ),
     )
     add_run_options(grade)

@@ -1,17 +1,22 @@
-"""What `grade` checks beyond each hand-in's own row: that grading one hand-in changed nothing it should not, and
-that nothing was handed in twice.
+"""What `grade` checks beyond each hand-in's own row: that grading one hand-in changed nothing it should not, that
+nothing was handed in twice, and which of a hand-in's files it must not read.
 
+- A hand-in's files are untrusted: every one is looked at (lstat, links not followed) before any is read, and
+  one that leads out of the hand-in, is not a regular file (a FIFO, a device, a socket) or is over
+  workspace.FILE_MAX is a note on its row, never read; a workspace whose record or lab files are among them is
+  not graded.
 - Before and after each hand-in is graded, every hand-in folder and the workshop's own code (the package,
-  its __pycache__ included; `grade` writes no .pyc of its own) are fingerprinted (each file's sha256): a
+  its __pycache__ included; `grade` writes no .pyc of its own) are fingerprinted (each entry's lstat): a
   change is a note on the row that was being graded and on the row it touched. In Docker's sandbox the
   learner's code can reach none of them; natively it can, and this is how the instructor hears of it.
 - A run id, a manifest, or a workspace file that appears in two rows is flagged on both (a copied run folder
-  renamed, a solution shared); a workspace file still as `exercises init` wrote it is everyone's, not a copy.
-"""
+  renamed, a solution shared); a workspace file still as `exercises init` wrote it is everyone's, not a copy."""
 
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from collections import defaultdict
 from pathlib import Path
 
@@ -24,21 +29,66 @@ CODE = Path(__file__).resolve().parents[1]  # the workshop package: the code eve
 MAX_FILES = 20_000
 
 
-def fingerprint(folder: Path, skip: Path | None = None) -> dict[str, str]:
-    """Relative path -> sha256 of every file under `folder` (symlinks not followed), but those under `skip`
-    (the results root, which grading writes); {} when it is no folder."""
-    found = {}
-    if not folder.is_dir():
-        return found
+def entries(folder: Path, skip: Path | None = None):
+    """(relative path, path, lstat) of every entry under `folder` but folders, links not followed, none under
+    `skip` (the results root, which grading writes), at most MAX_FILES."""
     skip = skip.resolve() if skip else None
-    for path in sorted(folder.rglob("*"))[:MAX_FILES]:
-        if skip and path.resolve().is_relative_to(skip):
-            continue
-        if path.is_file() and not path.is_symlink():
-            try:
-                found[str(path.relative_to(folder))] = hashlib.sha256(path.read_bytes()).hexdigest()
-            except OSError:
-                found[str(path.relative_to(folder))] = "unreadable"
+    count = 0
+    for top, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not (skip and Path(top, d).resolve() == skip))
+        for name in sorted(dirs + files):
+            path = Path(top, name)
+            found = os.lstat(path)
+            if stat.S_ISDIR(found.st_mode):
+                continue
+            yield str(path.relative_to(folder)), path, found
+            count += 1
+            if count >= MAX_FILES:
+                return
+
+
+def fingerprint(folder: Path, skip: Path | None = None) -> dict[str, str]:
+    """Relative path -> what it is, from its lstat alone: a regular file's size, inode and times (ctime: a
+    process cannot set it back), a link's target, another kind's mode. Nothing is read: a hand-in's file may be
+    40 GB of nothing, or a FIFO. {} when it is no folder."""
+    if not folder.is_dir():
+        return {}
+    found = {}
+    for name, path, st in entries(folder, skip):
+        if stat.S_ISLNK(st.st_mode):
+            found[name] = "-> " + os.readlink(path)
+        else:
+            found[name] = (
+                f"{stat.filemode(st.st_mode)} {st.st_size} {st.st_ino} {st.st_mtime_ns} {st.st_ctime_ns}"
+            )
+    return found
+
+
+def not_read(path: Path, root: Path) -> str | None:
+    """Why grade must not read the hand-in file `path` (None: it may): a link out of the hand-in `root`, not a
+    regular file, or over workspace.FILE_MAX."""
+    shown = path.relative_to(root)
+    real = Path(os.path.realpath(path))
+    if not real.is_relative_to(root.resolve()):
+        return _("{file} leads out of the hand-in (to {target}): not followed").format(
+            file=shown, target=real
+        )
+    try:
+        return workspace.unsafe_reason(shown, os.stat(real))
+    except OSError:
+        return None  # missing (a dangling link): what reads it says so
+
+
+def unsafe_files(root: Path) -> list[str]:
+    """One note for each file of the hand-in `root` that grade does not read."""
+    if not root.is_dir():
+        return []
+    found = []
+    for _name, path, st in entries(root):
+        if stat.S_ISREG(st.st_mode) and st.st_size <= workspace.FILE_MAX:
+            continue  # a regular file, in the hand-in since no link leads to it
+        if reason := not_read(path, root):
+            found.append(reason)
     return found
 
 
@@ -110,6 +160,39 @@ def handed_twice(rows) -> None:
             rows[index].notes.append(
                 _("handed in twice: {what} is also in {others}'s hand-in").format(
                     what=described(kind, value), others=others
+                )
+            )
+
+
+def name_key(name: str) -> str:
+    """A name as compared: letters and digits, case folded ("Ada L." and "ada l" are one)."""
+    return "".join(c for c in name.casefold() if c.isalnum())
+
+
+def same_names(rows) -> None:
+    """Flag a name on two rows (the instructor's or one a hand-in gives), and a hand-in that gives a name that is
+    not its row's: neither contains the other ("ada" and "Ada L." agree; a folder's name is often short)."""
+    holders: dict[str, set[int]] = defaultdict(set)
+    shown: dict[str, str] = {}  # key -> the name as first given
+    for index, row in enumerate(rows):
+        for name in {row.learner, *row.claimed}:
+            holders[name_key(name)].add(index)
+            shown.setdefault(name_key(name), name)
+        own = name_key(row.learner)
+        for claimed in sorted(row.claimed):
+            theirs = name_key(claimed)
+            if not (own and theirs and (own in theirs or theirs in own)):
+                row.notes.append(
+                    _("its hand-in gives the name {claimed}, not {learner}").format(
+                        claimed=claimed, learner=row.learner
+                    )
+                )
+    for key, indices in holders.items():
+        for index in sorted(indices) if len(indices) > 1 else []:
+            others = ", ".join(rows[i].source for i in sorted(indices) if i != index)
+            rows[index].notes.append(
+                _("a name twice: this row and {others} are both named {name}").format(
+                    others=others, name=shown[key]
                 )
             )
 

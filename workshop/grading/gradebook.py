@@ -7,8 +7,11 @@ learner's results/) is self-reported: its statuses are shown, marked so, and nev
 result.json is a file anyone can edit). Only the exercises the workshop declares are columns; only runs that
 graded a workspace count. Each row also carries its runs' manifest facts (git revision, whether the tree was
 modified, versions, device), and notes: what failed and why, what could not be read, and what grade_integrity
-found. A PATH that cannot be graded becomes a row that says why, never a crash. The learner's name: the one
-their workspace gives (.workspace.json), else the PATH's name. Learner-supplied text is escaped in both tables.
+found. A PATH that cannot be graded becomes a row that says why, never a crash. The learner's name is the
+instructor's: the roster's for the hand-in's folder, else the folder's name; the names the hand-in gives (its
+.workspace.json, its runs) are shown beside it, and grade_integrity flags a mismatch or a name twice. Hints and
+`check --show` runs are the hand-in record's counts: self-reported. Learner-supplied text is escaped in both
+tables.
 """
 
 from __future__ import annotations
@@ -16,6 +19,9 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import json
+import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,12 +45,15 @@ FACT_HEADINGS = {
 class Row:
     """One learner's line of the table."""
 
-    learner: str
+    learner: str  # the instructor's name for it: the roster's, else its folder's
     source: str  # the PATH as given
+    claimed: set[str] = field(
+        default_factory=set
+    )  # the names the hand-in gives (its record, its runs)
     statuses: dict[str, str] = field(default_factory=dict)  # exercise id -> status
-    hints: dict[str, int] = field(
-        default_factory=dict
-    )  # exercise id -> hints taken beyond the first
+    # exercise id -> hints taken beyond the first; `check --show` runs (self-reported: the hand-in's record)
+    hints: dict[str, int] = field(default_factory=dict)
+    shown: dict[str, int] = field(default_factory=dict)
     # manifest fact -> the values its runs had
     facts: dict[str, set[str]] = field(default_factory=dict)
     runs: list[str] = field(default_factory=list)  # run ids, newest first
@@ -76,13 +85,37 @@ def handed_in(path: Path) -> tuple[Path | None, list[Path]]:
     return work, results.runs(path) or results.runs(path / results.DEFAULT_ROOT.name)
 
 
-def grade_path(path: Path, check_workspace: Callable[[Path], Path]) -> Row:
-    """The row for one PATH; `check_workspace(work)` runs a workspace's checks and returns the run folder."""
-    row = Row(learner=path.resolve().name, source=str(path))
+def folder_name(path: Path) -> str:
+    """The hand-in's folder's name: the PATH's, or the one holding it when it is a my-work/."""
+    path = path.resolve()
+    return path.parent.name if path.name == workspace.DEFAULT_DIR.name else path.name
+
+
+def read_roster(path: Path) -> dict[str, str]:
+    """A roster: a CSV of `folder,name` lines (the hand-in's folder's name, the learner's name)."""
+    lines = csv.reader(workspace.read_capped(path).decode("utf-8").splitlines())
+    return {line[0].strip(): line[1].strip() for line in lines if len(line) >= 2}
+
+
+def grade_path(
+    path: Path, check_workspace: Callable[[Path], Path], roster: dict[str, str] | None = None
+) -> Row:
+    """The row for one PATH; `check_workspace(work)` runs a workspace's checks and returns the run folder. Its
+    name is the instructor's (the roster's, else the folder's), never the hand-in's own."""
+    folder = folder_name(path)
+    row = Row(learner=(roster or {}).get(folder, folder), source=str(path))
+    if roster is not None and folder not in roster:
+        row.notes.append(_("{folder} is not on the roster").format(folder=folder))
     try:
+        row.notes += grade_integrity.unsafe_files(path)
         work, run_dirs = handed_in(path)
-        if work is not None:
-            row.learner, row.verified = workspace.learner_name(work), True
+        if work is not None and (refused := unreadable_workspace(path, work)):
+            row.notes.append(
+                _("its workspace is not graded: grade does not read {files}").format(files=refused)
+            )
+        elif work is not None:
+            row.verified = True
+            add_record(row, work)
             row.fingerprints += grade_integrity.workspace_files(work)
             add_run(row, check_workspace(work))
             for run_dir in run_dirs:
@@ -98,6 +131,40 @@ def grade_path(path: Path, check_workspace: Callable[[Path], Path]) -> Row:
     return row
 
 
+def add_record(row: Row, work: Path) -> None:
+    """What the workspace's record says of its learner: the name it gives, its `check --show` runs (its hints
+    come with its statuses, from the run), and whether it lost its counts."""
+    record = workspace.read_record(work)
+    if isinstance(record.get("learner"), str) and record["learner"]:
+        row.claimed.add(record["learner"])
+    row.shown = workspace.uses(work, "shown") or {}
+    if workspace.uses(work, "hints") is None or workspace.uses(work, "shown") is None:
+        row.notes.append(
+            _(
+                "its workspace record keeps no count of hints or of `check --show` runs (lost, or older "
+                "than the counts): none are shown"
+            )
+        )
+
+
+def unreadable_workspace(path: Path, work: Path) -> str:
+    """The files of the workspace that grading reads (its record, each lab's files) that grade_integrity.not_read
+    refuses, by name ("" when none): a run of its checks would read them."""
+    names = [
+        workspace.RECORD,
+        *(n for lab in labs.all_exercises() for n in workspace.lab_files(lab)),
+    ]
+    refused = [
+        n for n in names if os.path.lexists(work / n) and grade_integrity.not_read(work / n, path)
+    ]
+    return ", ".join(refused)
+
+
+def read_json(path: Path):
+    """A handed-in JSON file, read no further than workspace.FILE_MAX, never from a FIFO or a device."""
+    return json.loads(workspace.read_capped(path).decode("utf-8"))
+
+
 def self_reported_note() -> str:
     return _(
         "self-reported, unverified: run folders without their workspace; their statuses are shown, "
@@ -108,7 +175,7 @@ def self_reported_note() -> str:
 def compare_hashes(row: Row, run_dir: Path, work: Path) -> None:
     """Note a handed-in run whose manifest names other workspace files than the ones handed in."""
     try:
-        manifest = results.read_json(run_dir / "manifest.json")
+        manifest = read_json(run_dir / "manifest.json")
     except (OSError, ValueError):
         return
     recorded = (manifest.get("implementation") or {}).get("sha256") or {}
@@ -128,7 +195,8 @@ def compare_hashes(row: Row, run_dir: Path, work: Path) -> None:
 def add_run(row: Row, run_dir: Path) -> None:
     """Fold one run folder into the row: statuses it is the newest for, its manifest facts, its problems."""
     try:
-        manifest = results.read_json(run_dir / "manifest.json")
+        manifest_bytes = workspace.read_capped(run_dir / "manifest.json")
+        manifest = json.loads(manifest_bytes.decode("utf-8"))
     except (OSError, ValueError) as e:
         row.notes.append(
             _("{file} cannot be read: {error}").format(
@@ -144,12 +212,12 @@ def add_run(row: Row, run_dir: Path) -> None:
             )
         )
         return
-    if impl.get("learner") and not row.verified:
-        row.learner = impl["learner"]
+    if isinstance(impl.get("learner"), str) and impl["learner"]:
+        row.claimed.add(impl["learner"])
     row.runs.append(run_dir.name)
     if not row.verified:  # a run this grade made is new; a handed-in one may be a copy of another's
         row.fingerprints.append(("run", str(manifest.get("run_id") or run_dir.name)))
-        digest = hashlib.sha256((run_dir / "manifest.json").read_bytes()).hexdigest()
+        digest = hashlib.sha256(manifest_bytes).hexdigest()
         row.fingerprints.append(("manifest", digest))
     revision = str(manifest.get("git_revision", "unknown"))
     facts = {name: manifest.get(name) for name in FACTS}
@@ -175,7 +243,7 @@ def tree_modified(revision: str) -> str:
 
 def add_lab_result(row: Row, run_dir: Path, lab: str) -> None:
     try:
-        result = results.read_json(run_dir / lab / "result.json")
+        result = read_json(run_dir / lab / "result.json")
     except (OSError, ValueError) as e:
         row.notes.append(
             _("{file} cannot be read: {error}").format(
@@ -217,12 +285,13 @@ def declared() -> list[str]:
 
 
 def table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
-    """The header and one line per learner: name, passing count, each exercise, the facts, runs, notes.
+    """The header and one line per learner: name, passing count, each exercise, the facts, runs, the names the
+    hand-in gives, its source, notes.
     Headings and statuses in the language in use; exercise ids, torch, triton and python as they are."""
     exercise_ids = declared()
     facts = [_(FACT_HEADINGS.get(name, name)) for name in FACTS]
     header = [_("learner"), _("exercises passing"), *exercise_ids, *facts]
-    header += [_("runs"), _("source"), _("notes")]
+    header += [_("runs"), _("name it gives"), _("source"), _("notes")]
     lines = []
     for row in rows:
         passing = (
@@ -239,6 +308,7 @@ def table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
                 *statuses,
                 *facts,
                 runs,
+                " / ".join(sorted(row.claimed)),
                 row.source,
                 notes,
             ]
@@ -248,15 +318,18 @@ def table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
 
 def cell(row: Row, exercise_id: str) -> str:
     """An exercise's cell: its status, marked self-reported unless this grade ran it, and the hints the learner
-    took on it ('passing (2 hints)')."""
+    took on it and the `check --show` runs that graded it, as the hand-in counts them ('passing (2 hints,
+    --show 1; self-reported)')."""
     status = row.statuses.get(exercise_id, checks.NOT_GRADED)
-    shown = _(status)
+    text = _(status)
     if not row.verified and status != checks.NOT_GRADED:
-        shown = _("{status} (self-reported)").format(status=shown)
-    taken = row.hints.get(exercise_id, 0)
-    return shown + (
-        " " + ngettext("({n} hint)", "({n} hints)", taken).format(n=taken) if taken else ""
-    )
+        text = _("{status} (self-reported)").format(status=text)
+    taken, shown = row.hints.get(exercise_id, 0), row.shown.get(exercise_id, 0)
+    helps = [ngettext("{n} hint", "{n} hints", taken).format(n=taken)] if taken else []
+    helps += [f"--show {shown}"] if shown else []
+    if not helps:
+        return text
+    return text + " " + _("({helps}; self-reported)").format(helps=", ".join(helps))
 
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet reads as a formula
@@ -275,12 +348,17 @@ def to_csv(header: list[str], lines: list[list[str]]) -> str:
     return buf.getvalue()
 
 
-MARKDOWN_ESCAPES = {"|": "\\|", "<": "&lt;", ">": "&gt;"}
+# What would make learner text live: a table cell's pipe, HTML, a link's or an image's brackets and the escape
+# itself (CommonMark's backslash escapes), and the two forms GitHub links bare ("http://", "www.")
+MARKDOWN_ESCAPES = {"|": "\\|", "<": "&lt;", ">": "&gt;"} | {c: "\\" + c for c in "\\[]"}
+BARE_LINK = re.compile(r"(?<=:)//|(?<=www)\.", re.IGNORECASE)
 
 
 def md_cell(value) -> str:
-    """Text that stays inside its Markdown table cell or list item: one line, no pipe, no HTML."""
-    return "".join(MARKDOWN_ESCAPES.get(c, c) for c in " ".join(str(value).split()))
+    """Text that stays inside its Markdown table cell or list item, inert: one line, no pipe, no HTML, no link,
+    no image."""
+    text = "".join(MARKDOWN_ESCAPES.get(c, c) for c in " ".join(str(value).split()))
+    return BARE_LINK.sub(lambda m: "".join("\\" + c for c in m.group()), text)
 
 
 def to_markdown(header: list[str], lines: list[list[str]], title: str) -> str:
@@ -300,7 +378,12 @@ def to_markdown(header: list[str], lines: list[list[str]], title: str) -> str:
 
 
 def grade_all(
-    paths: list[Path], check_workspace, files: TableFiles, say, results_root: Path
+    paths: list[Path],
+    check_workspace,
+    files: TableFiles,
+    say,
+    results_root: Path,
+    roster: dict[str, str] | None = None,
 ) -> list[Row]:
     """One row per PATH, the table files rewritten after each (`say(path)` before it is graded), with what
     grade_integrity saw changing around each hand-in and what was handed in twice noted on the rows."""
@@ -311,7 +394,7 @@ def grade_all(
     changed_code_during = None  # the learner whose grading changed the workshop's code
     for path in paths:
         say(path)
-        row = grade_path(path, check_workspace)
+        row = grade_path(path, check_workspace, roster)
         row.notes += pending.pop(path, [])
         if changed_code_during:
             row.notes.append(
@@ -333,6 +416,7 @@ def grade_all(
         done[path] = row
         files.update(rows)
     grade_integrity.handed_twice(rows)
+    grade_integrity.same_names(rows)
     return rows
 
 
