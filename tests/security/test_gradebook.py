@@ -269,13 +269,65 @@ def test_a_file_planted_in_the_code_is_named_and_the_rows_after_it_flagged(toy, 
     finally:
         planted.unlink(missing_ok=True)
     assert (
-        "the workshop's code changed while this hand-in was graded: planted_by_a_test_"
-        in (rows[str(attacker)]["notes"])
+        "the workshop's code or its Python environment changed while this hand-in was graded: "
+        "planted_by_a_test_" in (rows[str(attacker)]["notes"])
     )
     assert (
-        "graded after the workshop's code changed (while ada's hand-in was graded)"
+        "graded after the workshop's code or its Python environment changed (while ada's hand-in was graded)"
         in (rows[str(later)]["notes"])
     )
+
+
+@pytest.fixture
+def site_packages(monkeypatch):
+    """A folder that stands for the venv's site-packages (a .pth planted in the real one would run in every
+    Python started from it, other developers' included), open to all as an unprotected venv is."""
+    with tempfile.TemporaryDirectory(prefix="workshop-site-") as folder:
+        site = Path(folder)
+        (site / "torch.pth").write_text("# what is there before\n")
+        site.chmod(0o777)
+        monkeypatch.setattr(grade_integrity, "environment", lambda: ([site], []))
+        yield site
+
+
+def test_a_pth_planted_between_fingerprints_is_noticed(site_packages, monkeypatch):
+    def planted_between(name: str) -> list[str]:
+        watch = grade_integrity.Watch([], Path("results"))
+        (site_packages / name).write_text(
+            "import os\n"
+        )  # run by every Python that starts from here
+        return watch.after(Path("graded"))[1]
+
+    assert planted_between("planted.pth") == [f"{site_packages}/planted.pth"]
+    # planted: a watch of the code alone (before the environment was in it) misses it
+    code_alone = lambda: grade_integrity.fingerprint(grade_integrity.CODE)  # noqa: E731
+    monkeypatch.setattr(grade_integrity, "code_and_environment", code_alone)
+    assert planted_between("again.pth") == []
+
+
+def test_natively_a_planted_pth_is_named_and_the_table_titled_not_isolated(toy, site_packages):
+    """--sandbox native: the table and every row say it is a rehearsal, not a grade; a .pth the learner's code
+    plants in the environment is named on its row and the rows after it."""
+    attack = (
+        "def double(x: int) -> int:\n"
+        f"    open({str(site_packages / 'planted.pth')!r}, 'w').write('import os\\n')\n"
+        "    return 2 * x\n"
+    )
+    attacker = make_workspace(toy / "class", "ada", attack, None, None)
+    later = make_workspace(toy / "class", "bob", DOUBLE, None, None)
+    rows = grade(attacker, later)
+    assert (
+        Path("grades/grades.md")
+        .read_text()
+        .startswith("# Not isolated: a rehearsal, not a grade\n")
+    )
+    for row in rows.values():
+        assert row["notes"].startswith("not isolated: a rehearsal, not a grade | ")
+    assert (
+        f"changed while this hand-in was graded: {site_packages}/planted.pth"
+        in rows[str(attacker)]["notes"]
+    )
+    assert "changed (while ada's hand-in was graded)" in rows[str(later)]["notes"]
 
 
 def test_statuses_printed_before_the_lab_process_dies_pass_nothing(toy):
@@ -397,7 +449,8 @@ def test_ctrl_c_leaves_a_partial_table_named_so(toy):
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130, out
     assert "partial table: grades/grades.partial.csv" in out
-    assert partial.read_text().startswith("# Grades (partial: 1 of 2 hand-ins graded)")
+    title = "# Not isolated: a rehearsal, not a grade (partial: 1 of 2 hand-ins graded)"
+    assert partial.read_text().startswith(title)
     assert [row["learner"] for row in read_csv("grades/grades.partial.csv")] == ["ada"]
     assert not Path("grades/grades.csv").exists()
 

@@ -227,14 +227,14 @@ def cmd_grade(args) -> int:
     )
     paths = [Path(p) for p in args.paths]
     try:
-        files = gradebook.TableFiles(out_dir, len(paths))
-    except FileExistsError as e:
-        raise fail(str(e)) from None
-    try:
         roster = gradebook.read_roster(Path(args.roster)) if args.roster else None
     except (OSError, ValueError) as e:
         raise fail(str(e)) from None
     image = grade_sandbox(args.sandbox)
+    try:
+        files = gradebook.TableFiles(out_dir, len(paths), isolated=image is not None)
+    except FileExistsError as e:
+        raise fail(str(e)) from None
     # a .pyc that appears in the code is then a hand-in's doing
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
     # grade_integrity makes every lab's stub here (workshop.ops among the references), after torch.load has
@@ -284,8 +284,8 @@ def grade_sandbox(choice: str) -> str | None:
         console.print(
             _(
                 "hand-ins run UNISOLATED: each hand-in's code runs as a process of this machine, with process "
-                "limits only; it can read and change other hand-ins, the results and your files. Grade "
-                "untrusted hand-ins with Docker."
+                "limits only; it can read and change other hand-ins, the results and your files. The table is "
+                "titled not isolated: a rehearsal, not a grade. Grade with Docker."
             )
         )
         return None

@@ -86,9 +86,10 @@ def handed_in(path: Path) -> tuple[Path | None, list[Path]]:
 
 
 def folder_name(path: Path) -> str:
-    """The hand-in's folder's name: the PATH's, or the one holding it when it is a my-work/."""
+    """The hand-in's folder's name: the PATH's, or the one holding it when it is a my-work/ or a results/."""
     path = path.resolve()
-    return path.parent.name if path.name == workspace.DEFAULT_DIR.name else path.name
+    held = (workspace.DEFAULT_DIR.name, results.DEFAULT_ROOT.name)
+    return path.parent.name if path.name in held else path.name
 
 
 def read_roster(path: Path) -> dict[str, str]:
@@ -332,6 +333,11 @@ def cell(row: Row, exercise_id: str) -> str:
     return text + " " + _("({helps}; self-reported)").format(helps=", ".join(helps))
 
 
+# The title of a table, and the first note of each of its rows, where the hand-ins' code ran as processes of the
+# grading machine (--sandbox native): it could change what grade reads and writes, so its statuses are evidence of
+# nothing but a rehearsal
+NOT_ISOLATED = N_("not isolated: a rehearsal, not a grade")
+
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet reads as a formula
 
 
@@ -395,11 +401,14 @@ def grade_all(
     for path in paths:
         say(path)
         row = grade_path(path, check_workspace, roster)
+        if not files.isolated:
+            row.notes.insert(0, _(NOT_ISOLATED))
         row.notes += pending.pop(path, [])
         if changed_code_during:
             row.notes.append(
                 _(
-                    "graded after the workshop's code changed (while {learner}'s hand-in was graded)"
+                    "graded after the workshop's code or its Python environment changed (while {learner}'s "
+                    "hand-in was graded)"
                 ).format(learner=changed_code_during)
             )
         touched, code_files = watch.after(path)
@@ -407,9 +416,10 @@ def grade_all(
             note_change(row, other == path, other, names, done.get(other), pending)
         if code_files:
             row.notes.append(
-                _("the workshop's code changed while this hand-in was graded: {files}").format(
-                    files=grade_integrity.shown(code_files)
-                )
+                _(
+                    "the workshop's code or its Python environment changed while this hand-in was graded: "
+                    "{files}"
+                ).format(files=grade_integrity.shown(code_files))
             )
             changed_code_during = row.learner
         rows.append(row)
@@ -443,12 +453,15 @@ def note_change(
 
 
 class TableFiles:
-    """grades.csv and grades.md in a folder that has none (nothing is overwritten), written as rows come:
+    """grades.csv and grades.md in a folder that has none (nothing is overwritten), titled not isolated where the
+    hand-ins' code ran unisolated (NOT_ISOLATED), written as rows come:
     grades.partial.csv/.md after each hand-in (titled partial, k of n: what survives a Ctrl-C), then
     grades.csv/.md once every hand-in is graded, the partial ones removed."""
 
-    def __init__(self, out_dir: Path, total: int):
+    def __init__(self, out_dir: Path, total: int, isolated: bool = True):
         self.out_dir, self.total = Path(out_dir), total
+        self.isolated = isolated
+        self.title = _("Grades") if isolated else _(NOT_ISOLATED).capitalize()
         self.final = (self.out_dir / "grades.csv", self.out_dir / "grades.md")
         self.partial = (self.out_dir / "grades.partial.csv", self.out_dir / "grades.partial.md")
         existing = [p for p in self.final if p.exists()]
@@ -468,13 +481,13 @@ class TableFiles:
         return paths
 
     def update(self, rows: list[Row]) -> tuple[Path, Path]:
-        title = _("Grades (partial: {done} of {total} hand-ins graded)").format(
-            done=len(rows), total=self.total
+        title = _("{title} (partial: {done} of {total} hand-ins graded)").format(
+            title=self.title, done=len(rows), total=self.total
         )
         return self._write(rows, self.partial, title)
 
     def finish(self, rows: list[Row]) -> tuple[Path, Path]:
-        written = self._write(rows, self.final, _("Grades"))
+        written = self._write(rows, self.final, self.title)
         for path in self.partial:
             path.unlink(missing_ok=True)
         return written
