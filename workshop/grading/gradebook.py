@@ -94,7 +94,7 @@ def folder_name(path: Path) -> str:
 
 def read_roster(path: Path) -> dict[str, str]:
     """A roster: a CSV of `folder,name` lines (the hand-in's folder's name, the learner's name)."""
-    lines = csv.reader(workspace.read_capped(path).decode("utf-8").splitlines())
+    lines = csv.reader(workspace.read_capped(path).decode("utf-8-sig").splitlines())  # a BOM: Excel
     return {line[0].strip(): line[1].strip() for line in lines if len(line) >= 2}
 
 
