@@ -225,6 +225,29 @@ def test_the_name_is_the_instructors_and_what_a_hand_in_claims_is_flagged(toy):
     assert "eve is not on the roster" in rows[str(eve)]["notes"]
 
 
+def test_a_record_that_lost_the_counts_its_runs_still_have_is_flagged(toy):
+    """A hint and a `check --show` run, in the record and in the runs handed in beside it: nothing to say; the
+    record's counts deleted (the runs keep theirs): flagged."""
+    hand_in = toy / "class" / "ada"
+    work = make_workspace(hand_in, "my-work", DOUBLE, None, None)
+    check = [
+        "check",
+        "toy",
+        "double",
+        "--work",
+        str(work),
+        *NATIVE[:2],
+        "--out",
+        str(hand_in / "results"),
+    ]
+    assert main([*check, "--hint"]) == 0 and main([*check, "--show"]) == 0
+    lost = "its handed-in runs count more hints or `check --show` runs than its workspace record: toy.double"
+    assert lost not in grade(hand_in)[str(hand_in)]["notes"]
+    record = json.loads((work / ".workspace.json").read_text())
+    (work / ".workspace.json").write_text(json.dumps({**record, "hints": {}, "shown": {}}))
+    assert lost in grade(hand_in, to="grades-2")[str(hand_in)]["notes"]
+
+
 def test_a_hand_in_that_changes_another_is_named_on_both_rows(toy):
     victim = make_workspace(toy / "class", "bob", DOUBLE, None, None)
     attack = (

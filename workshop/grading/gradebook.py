@@ -16,6 +16,7 @@ tables.
 
 from __future__ import annotations
 
+import collections
 import csv
 import hashlib
 import io
@@ -121,6 +122,7 @@ def grade_path(
             add_run(row, check_workspace(work))
             for run_dir in run_dirs:
                 compare_hashes(row, run_dir, work)
+            compare_counts(row, run_dirs, work)
         elif run_dirs:
             row.notes.append(self_reported_note())
             for run_dir in run_dirs:
@@ -190,6 +192,33 @@ def compare_hashes(row: Row, run_dir: Path, work: Path) -> None:
             _("{run} graded other files than the ones handed in: {files}").format(
                 run=run_dir.name, files=", ".join(differ)
             )
+        )
+
+
+def compare_counts(row: Row, run_dirs: list[Path], work: Path) -> None:
+    """Note the exercises whose handed-in runs count more hints, or more `check --show` runs, than the workspace's
+    record does now: a record that lost some (each run's result.json has the hints taken by then, its
+    options.json whether it showed)."""
+    hints, shown = workspace.uses(work, "hints") or {}, workspace.uses(work, "shown") or {}
+    more_hints, show_runs = set(), collections.Counter()
+    for run_dir in run_dirs:
+        try:
+            showed = read_json(run_dir / "options.json").get("show") is True
+            results_of = [read_json(run_dir / lab / "result.json") for lab in labs_in(run_dir)]
+        except (OSError, ValueError, AttributeError):
+            continue  # what cannot be read is said where the run is read
+        for result in results_of:
+            for ex_id, entry in (result.get("exercises") or {}).items():
+                taken = entry.get("hints_taken")
+                if type(taken) is int and taken > hints.get(ex_id, 0):
+                    more_hints.add(ex_id)
+                show_runs[ex_id] += showed and entry.get("status") != checks.NOT_GRADED
+    lost = more_hints | {ex_id for ex_id, n in show_runs.items() if n > shown.get(ex_id, 0)}
+    if lost:
+        row.notes.append(
+            _(
+                "its handed-in runs count more hints or `check --show` runs than its workspace record: {ids}"
+            ).format(ids=", ".join(sorted(lost)))
         )
 
 
