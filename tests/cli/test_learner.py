@@ -394,7 +394,7 @@ def test_hints_come_when_asked_one_level_at_a_time_and_the_table_counts_them(toy
     assert graded["toy.double"]["hints_taken"] == 3
     assert main(["grade", str(work), "--to", "grades", "--sandbox", "native"]) == 0
     [row] = read_csv("grades/grades.csv")
-    assert row["toy.double"] == "failing (3 hints)"
+    assert row["toy.double"] == "failing (3 hints; self-reported)"
 
 
 def test_a_secret_value_shows_nowhere_until_asked_for(toy):
@@ -511,7 +511,9 @@ def test_grade_tables_complete_partial_and_broken_workspaces_and_reports_what_it
     assert "toy.double: your code loads: class/eve/toy.py:2: SyntaxError" in rows["eve"]["notes"]
     assert "toy.double: toy.double" not in rows["eve"]["notes"], "the exercise named once"
     assert "ran the reference, not the learner's code" in rows[reference_run.name]["notes"]
-    assert rows["nowhere"]["notes"] == "not a run folder, a folder of runs, or a workspace"
+    assert rows["nowhere"]["notes"].endswith(
+        " | not a run folder, a folder of runs, or a workspace"
+    )
     assert rows["ada"]["tree modified"] in ("yes", "no") and rows["ada"]["torch"] != "?"
     markdown = Path("grades/grades.md").read_text()
     assert "| ada | 3/3 | passing | passing | passing |" in markdown
@@ -528,7 +530,12 @@ def test_grade_shows_handed_in_runs_as_self_reported_and_counts_none(toy):
     assert workshop("check", "toy", "--device", "cpu").returncode == 1
     assert main(["grade", "results", "--to", "grades", "--sandbox", "native"]) == 0
     [row] = read_csv("grades/grades.csv")
-    assert (row["learner"], row["toy.double"], row["toy.answers"], row["exercises passing"]) == (
+    assert (
+        row["name it gives"],
+        row["toy.double"],
+        row["toy.answers"],
+        row["exercises passing"],
+    ) == (
         "Ada L.",
         "passing (self-reported)",
         "not started (self-reported)",

@@ -51,9 +51,9 @@ def test_hints_count_up_to_the_last_level_only(work):
 
 def test_a_broken_record_reads_as_none(work):
     (work / workspace.RECORD).write_text("{not json")
-    assert workspace.read_record(work) == {} and workspace.learner_name(work) == "my-work"
+    assert workspace.read_record(work) == {} and workspace.uses(work, "hints") is None
     (work / workspace.RECORD).write_text(json.dumps({"learner": "ana", "hints": {"x": "9"}}))
-    assert workspace.learner_name(work) == "ana" and workspace.hints_taken(work) == {}
+    assert workspace.uses(work, "hints") == {} and workspace.uses(work, "shown") is None
 
 
 def test_a_run_records_each_graded_files_hash(work):

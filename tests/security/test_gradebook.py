@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -19,12 +20,13 @@ import uuid
 from pathlib import Path
 
 import pytest
+from markdown_it import MarkdownIt
 
-from tests.cli.test_learner import ANSWERS, DOUBLE, ESSAY, make_workspace, read_csv
+from tests.cli.test_learner import ANSWERS, DOUBLE, ESSAY, make_workspace, read_csv, replace_stub
 from tests.support import learner_toy
 from workshop import labs
 from workshop.cli.main import main
-from workshop.grading import grade_integrity
+from workshop.grading import grade_integrity, gradebook
 from workshop.harness.options import RunOptions
 from workshop.harness.results import runs
 from workshop.lab import LabContext
@@ -96,10 +98,154 @@ def test_learner_supplied_text_is_escaped_in_csv_and_markdown(toy):
     (work / ".workspace.json").write_text(json.dumps(record))
     assert main(["grade", str(work), *NATIVE, "--to", "grades"]) == 0
     [row] = read_csv("grades/grades.csv")
-    assert row["learner"].startswith("'=HYPERLINK")
+    assert row["name it gives"].startswith("'=HYPERLINK")
     markdown = Path("grades/grades.md").read_text()
     line = next(line for line in markdown.splitlines() if "HYPERLINK" in line)
     assert "\\| &lt;b&gt;owned&lt;/b&gt; \\|" in line and line.count(" | ") > 5
+
+
+LIVE_TEXT = "![img](http://evil.example/x.png) [x](javascript:alert(1)) \\[y](http://e) <http://e> www.evil.example"
+
+
+def live_markup(markdown: str) -> list[str]:
+    """The links and images `markdown` renders to (CommonMark with tables, markdown-it-py), and the bare
+    addresses GitHub would link (http://..., www....)."""
+    html = MarkdownIt("commonmark").enable("table").render(markdown)
+    return re.findall(r"<a |<img ", html) + re.findall(r"://|www\.", markdown)
+
+
+def test_links_and_images_in_learner_text_are_inert_in_grades_md(toy, monkeypatch):
+    header = ["learner", "exercises passing", "notes"]
+    lines = [[LIVE_TEXT, "0/3", f"toy.double: {LIVE_TEXT}"]]
+    markdown = gradebook.to_markdown(header, lines, "Grades")
+    assert live_markup(markdown) == [], markdown
+    assert "[x](javascript:alert(1))" in MarkdownIt("commonmark").enable("table").render(markdown)
+    # planted: the escapes before links were: a pipe and HTML only
+    monkeypatch.setattr(gradebook, "MARKDOWN_ESCAPES", {"|": "\\|", "<": "&lt;", ">": "&gt;"})
+    monkeypatch.setattr(gradebook, "BARE_LINK", re.compile("(?!)"))
+    assert live_markup(gradebook.to_markdown(header, lines, "Grades"))
+
+
+def sparse(path: Path) -> None:
+    """40 GB that cost no disk: a hand-in's file read whole would stop grade (MemoryError)."""
+    with open(path, "wb") as f:
+        f.truncate(40 * 2**30)
+
+
+def record_in(work: Path) -> Path:
+    (work / ".workspace.json").unlink()
+    return work / ".workspace.json"
+
+
+# attack: (what it does to the workspace, whether its checks still run, what the row's notes say)
+HOSTILE_FILES = {
+    "a 40 GB sparse file beside": (
+        lambda work: sparse(work / "big.bin"),
+        True,
+        "big.bin has 42949672960 bytes, over the 67108864 read of one file: not read",
+    ),
+    "its code a 40 GB sparse file": (
+        lambda work: sparse(work / "toy.py"),
+        False,
+        "toy.py has 42949672960 bytes",
+    ),
+    "its record a FIFO": (
+        lambda work: os.mkfifo(record_in(work)),
+        False,
+        ".workspace.json is a FIFO: not read",
+    ),
+    "its record a link to /dev/zero": (
+        lambda work: record_in(work).symlink_to("/dev/zero"),
+        False,
+        ".workspace.json leads out of the hand-in (to /dev/zero): not followed",
+    ),
+    "its code a link out of the hand-in": (
+        lambda work: (
+            (work / "toy.py").unlink()
+            or (work / "toy.py").symlink_to(work.parent / "bob" / "toy.py")
+        ),
+        False,
+        "toy.py leads out of the hand-in",
+    ),
+}
+
+
+@pytest.mark.parametrize("attack, graded, note", HOSTILE_FILES.values(), ids=HOSTILE_FILES.keys())
+def test_a_hostile_file_in_a_hand_in_is_a_note_and_the_next_hand_in_is_graded(
+    toy, attack, graded, note
+):
+    """grade reads a hand-in's files lstat first, regular ones only, sizes capped: no file stops or hangs it."""
+    hostile = make_workspace(toy / "class", "eve", DOUBLE, None, None)
+    honest = make_workspace(toy / "class", "bob", DOUBLE, None, None)
+    attack(hostile)
+    start = time.monotonic()
+    rows = grade(hostile, honest)
+    assert time.monotonic() - start < 240
+    assert rows[str(honest)]["toy.double"] == "passing", rows[str(honest)]["notes"]
+    assert note in rows[str(hostile)]["notes"]
+    assert (rows[str(hostile)]["toy.double"] == "passing") == graded
+    if not graded:
+        assert "its workspace is not graded: grade does not read" in rows[str(hostile)]["notes"]
+
+
+def test_the_name_is_the_instructors_and_what_a_hand_in_claims_is_flagged(toy):
+    """The name comes from the hand-in's folder (or the roster); the one its record gives is shown beside it;
+    eve's claiming ada's name, a name on two rows, and a record that lost its counts are flagged. Hints and
+    `check --show` runs are counted and marked self-reported."""
+    ada = make_workspace(toy / "class", "ada", DOUBLE, None, None)
+    eve = make_workspace(toy / "class", "eve", DOUBLE, None, None)
+    main(["exercises", "init", str(ada), "--force", "--learner", "Ada L."])
+    replace_stub(ada / "toy.py", "double", DOUBLE)
+    assert main(["check", "toy", "double", "--show", "--work", str(ada), *NATIVE[:2]]) == 0
+    record = json.loads((ada / ".workspace.json").read_text())
+    assert record["shown"] == {"toy.double": 1}
+    (ada / ".workspace.json").write_text(json.dumps({**record, "hints": {"toy.double": 2}}))
+    record = json.loads((eve / ".workspace.json").read_text())
+    del record["hints"]  # no hints taken, it says
+    (eve / ".workspace.json").write_text(json.dumps({**record, "learner": "Ada L."}))
+    rows = grade(ada, eve)
+    assert (rows[str(ada)]["learner"], rows[str(ada)]["name it gives"]) == ("ada", "Ada L.")
+    assert rows[str(ada)]["toy.double"] == "passing (2 hints, --show 1; self-reported)"
+    assert (rows[str(eve)]["learner"], rows[str(eve)]["name it gives"]) == ("eve", "Ada L.")
+    assert "its hand-in gives the name Ada L., not eve" in rows[str(eve)]["notes"]
+    assert "its hand-in gives the name" not in rows[str(ada)]["notes"]
+    for row, other in ((rows[str(ada)], eve), (rows[str(eve)], ada)):
+        assert f"a name twice: this row and {other} are both named Ada L." in row["notes"]
+    assert "keeps no count of hints" in rows[str(eve)]["notes"]
+    assert "keeps no count of hints" not in rows[str(ada)]["notes"]
+    roster = toy / "roster.csv"
+    roster.write_text("ada,Ada Lovelace\nbob,Bob\n")
+    assert (
+        main(["grade", str(ada), str(eve), *NATIVE, "--roster", str(roster), "--to", "roster"]) == 0
+    )
+    rows = {row["source"]: row for row in read_csv("roster/grades.csv")}
+    assert (
+        rows[str(ada)]["learner"] == "Ada Lovelace" and "Ada L., not" not in rows[str(ada)]["notes"]
+    )
+    assert "eve is not on the roster" in rows[str(eve)]["notes"]
+
+
+def test_a_record_that_lost_the_counts_its_runs_still_have_is_flagged(toy):
+    """A hint and a `check --show` run, in the record and in the runs handed in beside it: nothing to say; the
+    record's counts deleted (the runs keep theirs): flagged."""
+    hand_in = toy / "class" / "ada"
+    work = make_workspace(hand_in, "my-work", DOUBLE, None, None)
+    check = [
+        "check",
+        "toy",
+        "double",
+        "--work",
+        str(work),
+        *NATIVE[:2],
+        "--out",
+        str(hand_in / "results"),
+    ]
+    assert main([*check, "--hint"]) == 0 and main([*check, "--show"]) == 0
+    lost = "its handed-in runs count more hints or `check --show` runs than its workspace record: toy.double"
+    assert lost not in grade(hand_in)[str(hand_in)]["notes"]
+    record = json.loads((work / ".workspace.json").read_text())
+    (work / ".workspace.json").write_text(json.dumps({**record, "hints": {}, "shown": {}}))
+    assert lost in grade(hand_in, to="grades-2")[str(hand_in)]["notes"]
 
 
 def test_a_hand_in_that_changes_another_is_named_on_both_rows(toy):
@@ -146,13 +292,65 @@ def test_a_file_planted_in_the_code_is_named_and_the_rows_after_it_flagged(toy, 
     finally:
         planted.unlink(missing_ok=True)
     assert (
-        "the workshop's code changed while this hand-in was graded: planted_by_a_test_"
-        in (rows[str(attacker)]["notes"])
+        "the workshop's code or its Python environment changed while this hand-in was graded: "
+        "planted_by_a_test_" in (rows[str(attacker)]["notes"])
     )
     assert (
-        "graded after the workshop's code changed (while ada's hand-in was graded)"
+        "graded after the workshop's code or its Python environment changed (while ada's hand-in was graded)"
         in (rows[str(later)]["notes"])
     )
+
+
+@pytest.fixture
+def site_packages(monkeypatch):
+    """A folder that stands for the venv's site-packages (a .pth planted in the real one would run in every
+    Python started from it, other developers' included), open to all as an unprotected venv is."""
+    with tempfile.TemporaryDirectory(prefix="workshop-site-") as folder:
+        site = Path(folder)
+        (site / "torch.pth").write_text("# what is there before\n")
+        site.chmod(0o777)
+        monkeypatch.setattr(grade_integrity, "environment", lambda: ([site], []))
+        yield site
+
+
+def test_a_pth_planted_between_fingerprints_is_noticed(site_packages, monkeypatch):
+    def planted_between(name: str) -> list[str]:
+        watch = grade_integrity.Watch([], Path("results"))
+        (site_packages / name).write_text(
+            "import os\n"
+        )  # run by every Python that starts from here
+        return watch.after(Path("graded"))[1]
+
+    assert planted_between("planted.pth") == [f"{site_packages}/planted.pth"]
+    # planted: a watch of the code alone (before the environment was in it) misses it
+    code_alone = lambda: grade_integrity.fingerprint(grade_integrity.CODE)  # noqa: E731
+    monkeypatch.setattr(grade_integrity, "code_and_environment", code_alone)
+    assert planted_between("again.pth") == []
+
+
+def test_natively_a_planted_pth_is_named_and_the_table_titled_not_isolated(toy, site_packages):
+    """--sandbox native: the table and every row say it is a rehearsal, not a grade; a .pth the learner's code
+    plants in the environment is named on its row and the rows after it."""
+    attack = (
+        "def double(x: int) -> int:\n"
+        f"    open({str(site_packages / 'planted.pth')!r}, 'w').write('import os\\n')\n"
+        "    return 2 * x\n"
+    )
+    attacker = make_workspace(toy / "class", "ada", attack, None, None)
+    later = make_workspace(toy / "class", "bob", DOUBLE, None, None)
+    rows = grade(attacker, later)
+    assert (
+        Path("grades/grades.md")
+        .read_text()
+        .startswith("# Not isolated: a rehearsal, not a grade\n")
+    )
+    for row in rows.values():
+        assert row["notes"].startswith("not isolated: a rehearsal, not a grade | ")
+    assert (
+        f"changed while this hand-in was graded: {site_packages}/planted.pth"
+        in rows[str(attacker)]["notes"]
+    )
+    assert "changed (while ada's hand-in was graded)" in rows[str(later)]["notes"]
 
 
 def test_statuses_printed_before_the_lab_process_dies_pass_nothing(toy):
@@ -274,7 +472,8 @@ def test_ctrl_c_leaves_a_partial_table_named_so(toy):
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130, out
     assert "partial table: grades/grades.partial.csv" in out
-    assert partial.read_text().startswith("# Grades (partial: 1 of 2 hand-ins graded)")
+    title = "# Not isolated: a rehearsal, not a grade (partial: 1 of 2 hand-ins graded)"
+    assert partial.read_text().startswith(title)
     assert [row["learner"] for row in read_csv("grades/grades.partial.csv")] == ["ada"]
     assert not Path("grades/grades.csv").exists()
 

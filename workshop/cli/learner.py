@@ -192,6 +192,9 @@ def cmd_check(args) -> int:
     kept = tuple(ex_id for ex_id in only if ex_id.split(".")[0] in graded)
     graded = [] if only and not kept else graded
     asked = reveal_hints(work, kept) if args.hint else ()
+    if args.show:  # counted, as hints are: the instructor's table shows it
+        for ex_id in kept or [ex.id for lab in graded for ex in labs.exercises(lab)]:
+            workspace.count_use(work, "shown", ex_id)
     run_dir = graded_lab_run(graded, args, work, kept) if graded else None
     all_passed = not broken
     for lab in lab_names:
@@ -252,10 +255,14 @@ def cmd_grade(args) -> int:
     )
     paths = [Path(p) for p in args.paths]
     try:
-        files = gradebook.TableFiles(out_dir, len(paths))
-    except FileExistsError as e:
+        roster = gradebook.read_roster(Path(args.roster)) if args.roster else None
+    except (OSError, ValueError) as e:
         raise fail(str(e)) from None
     image = grade_sandbox(args.sandbox)
+    try:
+        files = gradebook.TableFiles(out_dir, len(paths), isolated=image is not None)
+    except FileExistsError as e:
+        raise fail(str(e)) from None
     # a .pyc that appears in the code is then a hand-in's doing
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
     # grade_integrity makes every lab's stub here (workshop.ops among the references), after torch.load has
@@ -270,7 +277,7 @@ def cmd_grade(args) -> int:
         console.print(_("grading {path}").format(path=path))
 
     try:
-        rows = gradebook.grade_all(paths, check_workspace, files, say, root)
+        rows = gradebook.grade_all(paths, check_workspace, files, say, root, roster)
         csv_path, md_path = files.finish(rows)
     except OSError as e:
         raise fail(str(e)) from None
@@ -305,8 +312,8 @@ def grade_sandbox(choice: str) -> str | None:
         console.print(
             _(
                 "hand-ins run UNISOLATED: each hand-in's code runs as a process of this machine, with process "
-                "limits only; it can read and change other hand-ins, the results and your files. Grade "
-                "untrusted hand-ins with Docker."
+                "limits only; it can read and change other hand-ins, the results and your files. The table is "
+                "titled not isolated: a rehearsal, not a grade. Grade with Docker."
             )
         )
         return None
@@ -434,6 +441,14 @@ def add_commands(sub) -> None:
         help=_(
             "where each hand-in's code runs: a container of its own (docker; auto: where Docker and the "
             "learner edition's image are there) or, unisolated, a process of this machine (native)"
+        ),
+    )
+    grade.add_argument(
+        "--roster",
+        metavar=_("FILE"),
+        help=_(
+            "a CSV of `folder,name` lines: each hand-in's learner by its folder's name (default: the "
+            "folder's name is the learner's)"
         ),
     )
     add_run_options(grade)

@@ -1,17 +1,25 @@
-"""What `grade` checks beyond each hand-in's own row: that grading one hand-in changed nothing it should not, and
-that nothing was handed in twice.
+"""What `grade` checks beyond each hand-in's own row: that grading one hand-in changed nothing it should not, that
+nothing was handed in twice, and which of a hand-in's files it must not read.
 
-- Before and after each hand-in is graded, every hand-in folder and the workshop's own code (the package,
-  its __pycache__ included; `grade` writes no .pyc of its own) are fingerprinted (each file's sha256): a
-  change is a note on the row that was being graded and on the row it touched. In Docker's sandbox the
-  learner's code can reach none of them; natively it can, and this is how the instructor hears of it.
+- A hand-in's files are untrusted: every one is looked at (lstat, links not followed) before any is read, and
+  one that leads out of the hand-in, is not a regular file (a FIFO, a device, a socket) or is over
+  workspace.FILE_MAX is a note on its row, never read; a workspace whose record or lab files are among them is
+  not graded.
+- Before and after each hand-in is graded, every hand-in folder, the workshop's own code (the package, its
+  __pycache__ included; `grade` writes no .pyc of its own) and its Python environment (the venv, site-packages,
+  the top of each folder on sys.path) are fingerprinted (each entry's lstat): a change is a note on the row
+  that was being graded and on the row it touched. In Docker's sandbox the learner's code can reach none of
+  them; natively it can, and this is how the instructor hears of it.
 - A run id, a manifest, or a workspace file that appears in two rows is flagged on both (a copied run folder
-  renamed, a solution shared); a workspace file still as `exercises init` wrote it is everyone's, not a copy.
-"""
+  renamed, a solution shared); a workspace file still as `exercises init` wrote it is everyone's, not a copy."""
 
 from __future__ import annotations
 
 import hashlib
+import os
+import site
+import stat
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -20,25 +28,76 @@ from workshop.grading import workspace, workspace_init
 from workshop.i18n import _
 
 CODE = Path(__file__).resolve().parents[1]  # the workshop package: the code every lab's checks are
-# files fingerprinted in one folder (a hand-in is a handful; the package a few hundred)
-MAX_FILES = 20_000
+# files fingerprinted in one folder (a hand-in is a handful; the package a few hundred; a venv with torch about
+# 30,000: ENVIRONMENT_FILES)
+MAX_FILES, ENVIRONMENT_FILES = 20_000, 200_000
 
 
-def fingerprint(folder: Path, skip: Path | None = None) -> dict[str, str]:
-    """Relative path -> sha256 of every file under `folder` (symlinks not followed), but those under `skip`
-    (the results root, which grading writes); {} when it is no folder."""
-    found = {}
-    if not folder.is_dir():
-        return found
-    skip = skip.resolve() if skip else None
-    for path in sorted(folder.rglob("*"))[:MAX_FILES]:
-        if skip and path.resolve().is_relative_to(skip):
-            continue
-        if path.is_file() and not path.is_symlink():
+def entries(folder: Path, skip: Path | None = None, most: int = MAX_FILES, whole: bool = True):
+    """(relative path, path, lstat) of every entry under `folder` (only those in it: not `whole`) but folders,
+    links not followed, none under `skip` (the results root, which grading writes), at most `most`. Strings, not
+    Paths: a venv's 30,000 files are walked after every hand-in."""
+    skip_at = str(skip.resolve()) if skip else ""
+    start = len(str(folder)) + 1
+    count = 0
+    for top, dirs, files in os.walk(folder):
+        names = dirs + files
+        dirs[:] = [
+            d
+            for d in dirs
+            if whole and not (skip_at and os.path.realpath(os.path.join(top, d)) == skip_at)
+        ]
+        for name in names:
+            path = os.path.join(top, name)
             try:
-                found[str(path.relative_to(folder))] = hashlib.sha256(path.read_bytes()).hexdigest()
+                found = os.lstat(path)
             except OSError:
-                found[str(path.relative_to(folder))] = "unreadable"
+                continue  # gone since it was listed
+            if stat.S_ISDIR(found.st_mode):
+                continue
+            yield path[start:], path, found
+            count += 1
+            if count >= most:
+                return
+
+
+def fingerprint(folder: Path, skip: Path | None = None, **walk) -> dict[str, str]:
+    """Relative path -> what it is, from its lstat alone (a link's own, not its target's): its type, size, inode
+    and times (ctime: a process cannot set it back). Nothing is read: a hand-in's file may be 40 GB of nothing,
+    or a FIFO. {} when it is no folder. `walk`: entries'."""
+    if not folder.is_dir():
+        return {}
+    return {
+        name: f"{st.st_mode:o} {st.st_size} {st.st_ino} {st.st_mtime_ns} {st.st_ctime_ns}"
+        for name, _path, st in entries(folder, skip, **walk)
+    }
+
+
+def not_read(path: Path, root: Path) -> str | None:
+    """Why grade must not read the hand-in file `path` (None: it may): a link out of the hand-in `root`, not a
+    regular file, or over workspace.FILE_MAX."""
+    shown = path.relative_to(root)
+    real = Path(os.path.realpath(path))
+    if not real.is_relative_to(root.resolve()):
+        return _("{file} leads out of the hand-in (to {target}): not followed").format(
+            file=shown, target=real
+        )
+    try:
+        return workspace.unsafe_reason(shown, os.stat(real))
+    except OSError:
+        return None  # missing (a dangling link): what reads it says so
+
+
+def unsafe_files(root: Path) -> list[str]:
+    """One note for each file of the hand-in `root` that grade does not read."""
+    if not root.is_dir():
+        return []
+    found = []
+    for _name, path, st in entries(root):
+        if stat.S_ISREG(st.st_mode) and st.st_size <= workspace.FILE_MAX:
+            continue  # a regular file, in the hand-in since no link leads to it
+        if reason := not_read(Path(path), root):
+            found.append(reason)
     return found
 
 
@@ -54,23 +113,59 @@ def shown(names: list[str], limit: int = 5) -> str:
     return ", ".join(names[:limit]) + (_(" and {n} more").format(n=more) if more > 0 else "")
 
 
+def environment() -> tuple[list[Path], list[Path]]:
+    """Where Python takes code from, in grade and in every process it starts: (folders fingerprinted whole, the
+    venv, sys.prefix, or where there is none each site-packages, where a planted .pth runs at every start; folders
+    fingerprinted at their top level, the other folders of sys.path, where a sitecustomize.py would run), the
+    current folder left out (grading writes there)."""
+    venv = sys.prefix != sys.base_prefix
+    whole = [Path(sys.prefix)] if venv else [Path(p) for p in site.getsitepackages()]
+    here = Path.cwd().resolve()
+    top = [
+        Path(p)
+        for p in dict.fromkeys(sys.path)
+        if p
+        and Path(p).is_dir()
+        and Path(p).resolve() != here
+        and not any(Path(p).resolve().is_relative_to(w.resolve()) for w in whole)
+    ]
+    return whole, top
+
+
+def code_and_environment() -> dict[str, str]:
+    """The fingerprint of the workshop's code (names relative to it) and of its Python environment (absolute)."""
+    found = fingerprint(CODE)
+    whole, top = environment()
+    for folder in whole:
+        found |= prefixed(folder, fingerprint(folder, most=ENVIRONMENT_FILES))
+    for folder in top:
+        found |= prefixed(folder, fingerprint(folder, whole=False))
+    return found
+
+
+def prefixed(folder: Path, prints: dict[str, str]) -> dict[str, str]:
+    return {f"{folder}/{name}": value for name, value in prints.items()}
+
+
 class Watch:
-    """The fingerprints of every hand-in and of the code, taken again after each hand-in is graded."""
+    """The fingerprints of every hand-in and of the code and its environment, taken again after each hand-in is
+    graded."""
 
     def __init__(self, paths: list[Path], results_root: Path):
         self.paths, self.skip = paths, results_root
         self.prints = {path: fingerprint(path, results_root) for path in paths}
-        self.code = fingerprint(CODE)
+        self.code = code_and_environment()
 
     def after(self, graded: Path) -> tuple[dict[Path, list[str]], list[str]]:
-        """What changed while `graded` was graded: {hand-in: files} (its own included) and the code's files."""
+        """What changed while `graded` was graded: {hand-in: files} (its own included) and the files of the code
+        and its environment."""
         touched = {}
         for path in self.paths:
             now = fingerprint(path, self.skip)
             if files := changed(self.prints[path], now):
                 touched[path] = files
             self.prints[path] = now
-        code_now = fingerprint(CODE)
+        code_now = code_and_environment()
         code_files = changed(self.code, code_now)
         self.code = code_now
         return touched, code_files
@@ -110,6 +205,39 @@ def handed_twice(rows) -> None:
             rows[index].notes.append(
                 _("handed in twice: {what} is also in {others}'s hand-in").format(
                     what=described(kind, value), others=others
+                )
+            )
+
+
+def name_key(name: str) -> str:
+    """A name as compared: letters and digits, case folded ("Ada L." and "ada l" are one)."""
+    return "".join(c for c in name.casefold() if c.isalnum())
+
+
+def same_names(rows) -> None:
+    """Flag a name on two rows (the instructor's or one a hand-in gives), and a hand-in that gives a name that is
+    not its row's: neither contains the other ("ada" and "Ada L." agree; a folder's name is often short)."""
+    holders: dict[str, set[int]] = defaultdict(set)
+    shown: dict[str, str] = {}  # key -> the name as first given
+    for index, row in enumerate(rows):
+        for name in {row.learner, *row.claimed}:
+            holders[name_key(name)].add(index)
+            shown.setdefault(name_key(name), name)
+        own = name_key(row.learner)
+        for claimed in sorted(row.claimed):
+            theirs = name_key(claimed)
+            if not (own and theirs and (own in theirs or theirs in own)):
+                row.notes.append(
+                    _("its hand-in gives the name {claimed}, not {learner}").format(
+                        claimed=claimed, learner=row.learner
+                    )
+                )
+    for key, indices in holders.items():
+        for index in sorted(indices) if len(indices) > 1 else []:
+            others = ", ".join(rows[i].source for i in sorted(indices) if i != index)
+            rows[index].notes.append(
+                _("a name twice: this row and {others} are both named {name}").format(
+                    others=others, name=shown[key]
                 )
             )
 

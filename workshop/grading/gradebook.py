@@ -7,15 +7,22 @@ learner's results/) is self-reported: its statuses are shown, marked so, and nev
 result.json is a file anyone can edit). Only the exercises the workshop declares are columns; only runs that
 graded a workspace count. Each row also carries its runs' manifest facts (git revision, whether the tree was
 modified, versions, device), and notes: what failed and why, what could not be read, and what grade_integrity
-found. A PATH that cannot be graded becomes a row that says why, never a crash. The learner's name: the one
-their workspace gives (.workspace.json), else the PATH's name. Learner-supplied text is escaped in both tables.
+found. A PATH that cannot be graded becomes a row that says why, never a crash. The learner's name is the
+instructor's: the roster's for the hand-in's folder, else the folder's name; the names the hand-in gives (its
+.workspace.json, its runs) are shown beside it, and grade_integrity flags a mismatch or a name twice. Hints and
+`check --show` runs are the hand-in record's counts: self-reported. Learner-supplied text is escaped in both
+tables.
 """
 
 from __future__ import annotations
 
+import collections
 import csv
 import hashlib
 import io
+import json
+import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,12 +46,15 @@ FACT_HEADINGS = {
 class Row:
     """One learner's line of the table."""
 
-    learner: str
+    learner: str  # the instructor's name for it: the roster's, else its folder's
     source: str  # the PATH as given
+    claimed: set[str] = field(
+        default_factory=set
+    )  # the names the hand-in gives (its record, its runs)
     statuses: dict[str, str] = field(default_factory=dict)  # exercise id -> status
-    hints: dict[str, int] = field(
-        default_factory=dict
-    )  # exercise id -> hints taken beyond the first
+    # exercise id -> hints taken beyond the first; `check --show` runs (self-reported: the hand-in's record)
+    hints: dict[str, int] = field(default_factory=dict)
+    shown: dict[str, int] = field(default_factory=dict)
     # manifest fact -> the values its runs had
     facts: dict[str, set[str]] = field(default_factory=dict)
     runs: list[str] = field(default_factory=list)  # run ids, newest first
@@ -76,17 +86,43 @@ def handed_in(path: Path) -> tuple[Path | None, list[Path]]:
     return work, results.runs(path) or results.runs(path / results.DEFAULT_ROOT.name)
 
 
-def grade_path(path: Path, check_workspace: Callable[[Path], Path]) -> Row:
-    """The row for one PATH; `check_workspace(work)` runs a workspace's checks and returns the run folder."""
-    row = Row(learner=path.resolve().name, source=str(path))
+def folder_name(path: Path) -> str:
+    """The hand-in's folder's name: the PATH's, or the one holding it when it is a my-work/ or a results/."""
+    path = path.resolve()
+    held = (workspace.DEFAULT_DIR.name, results.DEFAULT_ROOT.name)
+    return path.parent.name if path.name in held else path.name
+
+
+def read_roster(path: Path) -> dict[str, str]:
+    """A roster: a CSV of `folder,name` lines (the hand-in's folder's name, the learner's name)."""
+    lines = csv.reader(workspace.read_capped(path).decode("utf-8-sig").splitlines())  # a BOM: Excel
+    return {line[0].strip(): line[1].strip() for line in lines if len(line) >= 2}
+
+
+def grade_path(
+    path: Path, check_workspace: Callable[[Path], Path], roster: dict[str, str] | None = None
+) -> Row:
+    """The row for one PATH; `check_workspace(work)` runs a workspace's checks and returns the run folder. Its
+    name is the instructor's (the roster's, else the folder's), never the hand-in's own."""
+    folder = folder_name(path)
+    row = Row(learner=(roster or {}).get(folder, folder), source=str(path))
+    if roster is not None and folder not in roster:
+        row.notes.append(_("{folder} is not on the roster").format(folder=folder))
     try:
+        row.notes += grade_integrity.unsafe_files(path)
         work, run_dirs = handed_in(path)
-        if work is not None:
-            row.learner, row.verified = workspace.learner_name(work), True
+        if work is not None and (refused := unreadable_workspace(path, work)):
+            row.notes.append(
+                _("its workspace is not graded: grade does not read {files}").format(files=refused)
+            )
+        elif work is not None:
+            row.verified = True
+            add_record(row, work)
             row.fingerprints += grade_integrity.workspace_files(work)
             add_run(row, check_workspace(work))
             for run_dir in run_dirs:
                 compare_hashes(row, run_dir, work)
+            compare_counts(row, run_dirs, work)
         elif run_dirs:
             row.notes.append(self_reported_note())
             for run_dir in run_dirs:
@@ -96,6 +132,40 @@ def grade_path(path: Path, check_workspace: Callable[[Path], Path]) -> Row:
     except Exception as e:  # one learner's broken folder must not stop the class's table
         row.notes.append(_("could not be graded: {error}").format(error=workspace.describe(e)))
     return row
+
+
+def add_record(row: Row, work: Path) -> None:
+    """What the workspace's record says of its learner: the name it gives, its `check --show` runs (its hints
+    come with its statuses, from the run), and whether it lost its counts."""
+    record = workspace.read_record(work)
+    if isinstance(record.get("learner"), str) and record["learner"]:
+        row.claimed.add(record["learner"])
+    row.shown = workspace.uses(work, "shown") or {}
+    if workspace.uses(work, "hints") is None or workspace.uses(work, "shown") is None:
+        row.notes.append(
+            _(
+                "its workspace record keeps no count of hints or of `check --show` runs (lost, or older "
+                "than the counts): none are shown"
+            )
+        )
+
+
+def unreadable_workspace(path: Path, work: Path) -> str:
+    """The files of the workspace that grading reads (its record, each lab's files) that grade_integrity.not_read
+    refuses, by name ("" when none): a run of its checks would read them."""
+    names = [
+        workspace.RECORD,
+        *(n for lab in labs.all_exercises() for n in workspace.lab_files(lab)),
+    ]
+    refused = [
+        n for n in names if os.path.lexists(work / n) and grade_integrity.not_read(work / n, path)
+    ]
+    return ", ".join(refused)
+
+
+def read_json(path: Path):
+    """A handed-in JSON file, read no further than workspace.FILE_MAX, never from a FIFO or a device."""
+    return json.loads(workspace.read_capped(path).decode("utf-8"))
 
 
 def self_reported_note() -> str:
@@ -108,7 +178,7 @@ def self_reported_note() -> str:
 def compare_hashes(row: Row, run_dir: Path, work: Path) -> None:
     """Note a handed-in run whose manifest names other workspace files than the ones handed in."""
     try:
-        manifest = results.read_json(run_dir / "manifest.json")
+        manifest = read_json(run_dir / "manifest.json")
     except (OSError, ValueError):
         return
     recorded = (manifest.get("implementation") or {}).get("sha256") or {}
@@ -125,10 +195,38 @@ def compare_hashes(row: Row, run_dir: Path, work: Path) -> None:
         )
 
 
+def compare_counts(row: Row, run_dirs: list[Path], work: Path) -> None:
+    """Note the exercises whose handed-in runs count more hints, or more `check --show` runs, than the workspace's
+    record does now: a record that lost some (each run's result.json has the hints taken by then, its
+    options.json whether it showed)."""
+    hints, shown = workspace.uses(work, "hints") or {}, workspace.uses(work, "shown") or {}
+    more_hints, show_runs = set(), collections.Counter()
+    for run_dir in run_dirs:
+        try:
+            showed = read_json(run_dir / "options.json").get("show") is True
+            results_of = [read_json(run_dir / lab / "result.json") for lab in labs_in(run_dir)]
+        except (OSError, ValueError, AttributeError):
+            continue  # what cannot be read is said where the run is read
+        for result in results_of:
+            for ex_id, entry in (result.get("exercises") or {}).items():
+                taken = entry.get("hints_taken")
+                if type(taken) is int and taken > hints.get(ex_id, 0):
+                    more_hints.add(ex_id)
+                show_runs[ex_id] += showed and entry.get("status") != checks.NOT_GRADED
+    lost = more_hints | {ex_id for ex_id, n in show_runs.items() if n > shown.get(ex_id, 0)}
+    if lost:
+        row.notes.append(
+            _(
+                "its handed-in runs count more hints or `check --show` runs than its workspace record: {ids}"
+            ).format(ids=", ".join(sorted(lost)))
+        )
+
+
 def add_run(row: Row, run_dir: Path) -> None:
     """Fold one run folder into the row: statuses it is the newest for, its manifest facts, its problems."""
     try:
-        manifest = results.read_json(run_dir / "manifest.json")
+        manifest_bytes = workspace.read_capped(run_dir / "manifest.json")
+        manifest = json.loads(manifest_bytes.decode("utf-8"))
     except (OSError, ValueError) as e:
         row.notes.append(
             _("{file} cannot be read: {error}").format(
@@ -144,12 +242,12 @@ def add_run(row: Row, run_dir: Path) -> None:
             )
         )
         return
-    if impl.get("learner") and not row.verified:
-        row.learner = impl["learner"]
+    if isinstance(impl.get("learner"), str) and impl["learner"]:
+        row.claimed.add(impl["learner"])
     row.runs.append(run_dir.name)
     if not row.verified:  # a run this grade made is new; a handed-in one may be a copy of another's
         row.fingerprints.append(("run", str(manifest.get("run_id") or run_dir.name)))
-        digest = hashlib.sha256((run_dir / "manifest.json").read_bytes()).hexdigest()
+        digest = hashlib.sha256(manifest_bytes).hexdigest()
         row.fingerprints.append(("manifest", digest))
     revision = str(manifest.get("git_revision", "unknown"))
     facts = {name: manifest.get(name) for name in FACTS}
@@ -175,7 +273,7 @@ def tree_modified(revision: str) -> str:
 
 def add_lab_result(row: Row, run_dir: Path, lab: str) -> None:
     try:
-        result = results.read_json(run_dir / lab / "result.json")
+        result = read_json(run_dir / lab / "result.json")
     except (OSError, ValueError) as e:
         row.notes.append(
             _("{file} cannot be read: {error}").format(
@@ -217,12 +315,13 @@ def declared() -> list[str]:
 
 
 def table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
-    """The header and one line per learner: name, passing count, each exercise, the facts, runs, notes.
+    """The header and one line per learner: name, passing count, each exercise, the facts, runs, the names the
+    hand-in gives, its source, notes.
     Headings and statuses in the language in use; exercise ids, torch, triton and python as they are."""
     exercise_ids = declared()
     facts = [_(FACT_HEADINGS.get(name, name)) for name in FACTS]
     header = [_("learner"), _("exercises passing"), *exercise_ids, *facts]
-    header += [_("runs"), _("source"), _("notes")]
+    header += [_("runs"), _("name it gives"), _("source"), _("notes")]
     lines = []
     for row in rows:
         passing = (
@@ -239,6 +338,7 @@ def table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
                 *statuses,
                 *facts,
                 runs,
+                " / ".join(sorted(row.claimed)),
                 row.source,
                 notes,
             ]
@@ -248,16 +348,24 @@ def table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
 
 def cell(row: Row, exercise_id: str) -> str:
     """An exercise's cell: its status, marked self-reported unless this grade ran it, and the hints the learner
-    took on it ('passing (2 hints)')."""
+    took on it and the `check --show` runs that graded it, as the hand-in counts them ('passing (2 hints,
+    --show 1; self-reported)')."""
     status = row.statuses.get(exercise_id, checks.NOT_GRADED)
-    shown = _(status)
+    text = _(status)
     if not row.verified and status != checks.NOT_GRADED:
-        shown = _("{status} (self-reported)").format(status=shown)
-    taken = row.hints.get(exercise_id, 0)
-    return shown + (
-        " " + ngettext("({n} hint)", "({n} hints)", taken).format(n=taken) if taken else ""
-    )
+        text = _("{status} (self-reported)").format(status=text)
+    taken, shown = row.hints.get(exercise_id, 0), row.shown.get(exercise_id, 0)
+    helps = [ngettext("{n} hint", "{n} hints", taken).format(n=taken)] if taken else []
+    helps += [f"--show {shown}"] if shown else []
+    if not helps:
+        return text
+    return text + " " + _("({helps}; self-reported)").format(helps=", ".join(helps))
 
+
+# The title of a table, and the first note of each of its rows, where the hand-ins' code ran as processes of the
+# grading machine (--sandbox native): it could change what grade reads and writes, so its statuses are evidence of
+# nothing but a rehearsal
+NOT_ISOLATED = N_("not isolated: a rehearsal, not a grade")
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet reads as a formula
 
@@ -275,12 +383,17 @@ def to_csv(header: list[str], lines: list[list[str]]) -> str:
     return buf.getvalue()
 
 
-MARKDOWN_ESCAPES = {"|": "\\|", "<": "&lt;", ">": "&gt;"}
+# What would make learner text live: a table cell's pipe, HTML, a link's or an image's brackets and the escape
+# itself (CommonMark's backslash escapes), and the two forms GitHub links bare ("http://", "www.")
+MARKDOWN_ESCAPES = {"|": "\\|", "<": "&lt;", ">": "&gt;"} | {c: "\\" + c for c in "\\[]"}
+BARE_LINK = re.compile(r"(?<=:)//|(?<=www)\.", re.IGNORECASE)
 
 
 def md_cell(value) -> str:
-    """Text that stays inside its Markdown table cell or list item: one line, no pipe, no HTML."""
-    return "".join(MARKDOWN_ESCAPES.get(c, c) for c in " ".join(str(value).split()))
+    """Text that stays inside its Markdown table cell or list item, inert: one line, no pipe, no HTML, no link,
+    no image."""
+    text = "".join(MARKDOWN_ESCAPES.get(c, c) for c in " ".join(str(value).split()))
+    return BARE_LINK.sub(lambda m: "".join("\\" + c for c in m.group()), text)
 
 
 def to_markdown(header: list[str], lines: list[list[str]], title: str) -> str:
@@ -300,7 +413,12 @@ def to_markdown(header: list[str], lines: list[list[str]], title: str) -> str:
 
 
 def grade_all(
-    paths: list[Path], check_workspace, files: TableFiles, say, results_root: Path
+    paths: list[Path],
+    check_workspace,
+    files: TableFiles,
+    say,
+    results_root: Path,
+    roster: dict[str, str] | None = None,
 ) -> list[Row]:
     """One row per PATH, the table files rewritten after each (`say(path)` before it is graded), with what
     grade_integrity saw changing around each hand-in and what was handed in twice noted on the rows."""
@@ -311,12 +429,15 @@ def grade_all(
     changed_code_during = None  # the learner whose grading changed the workshop's code
     for path in paths:
         say(path)
-        row = grade_path(path, check_workspace)
+        row = grade_path(path, check_workspace, roster)
+        if not files.isolated:
+            row.notes.insert(0, _(NOT_ISOLATED))
         row.notes += pending.pop(path, [])
         if changed_code_during:
             row.notes.append(
                 _(
-                    "graded after the workshop's code changed (while {learner}'s hand-in was graded)"
+                    "graded after the workshop's code or its Python environment changed (while {learner}'s "
+                    "hand-in was graded)"
                 ).format(learner=changed_code_during)
             )
         touched, code_files = watch.after(path)
@@ -324,15 +445,17 @@ def grade_all(
             note_change(row, other == path, other, names, done.get(other), pending)
         if code_files:
             row.notes.append(
-                _("the workshop's code changed while this hand-in was graded: {files}").format(
-                    files=grade_integrity.shown(code_files)
-                )
+                _(
+                    "the workshop's code or its Python environment changed while this hand-in was graded: "
+                    "{files}"
+                ).format(files=grade_integrity.shown(code_files))
             )
             changed_code_during = row.learner
         rows.append(row)
         done[path] = row
         files.update(rows)
     grade_integrity.handed_twice(rows)
+    grade_integrity.same_names(rows)
     return rows
 
 
@@ -359,12 +482,15 @@ def note_change(
 
 
 class TableFiles:
-    """grades.csv and grades.md in a folder that has none (nothing is overwritten), written as rows come:
+    """grades.csv and grades.md in a folder that has none (nothing is overwritten), titled not isolated where the
+    hand-ins' code ran unisolated (NOT_ISOLATED), written as rows come:
     grades.partial.csv/.md after each hand-in (titled partial, k of n: what survives a Ctrl-C), then
     grades.csv/.md once every hand-in is graded, the partial ones removed."""
 
-    def __init__(self, out_dir: Path, total: int):
+    def __init__(self, out_dir: Path, total: int, isolated: bool = True):
         self.out_dir, self.total = Path(out_dir), total
+        self.isolated = isolated
+        self.title = _("Grades") if isolated else _(NOT_ISOLATED).capitalize()
         self.final = (self.out_dir / "grades.csv", self.out_dir / "grades.md")
         self.partial = (self.out_dir / "grades.partial.csv", self.out_dir / "grades.partial.md")
         existing = [p for p in self.final if p.exists()]
@@ -384,13 +510,13 @@ class TableFiles:
         return paths
 
     def update(self, rows: list[Row]) -> tuple[Path, Path]:
-        title = _("Grades (partial: {done} of {total} hand-ins graded)").format(
-            done=len(rows), total=self.total
+        title = _("{title} (partial: {done} of {total} hand-ins graded)").format(
+            title=self.title, done=len(rows), total=self.total
         )
         return self._write(rows, self.partial, title)
 
     def finish(self, rows: list[Row]) -> tuple[Path, Path]:
-        written = self._write(rows, self.final, _("Grades"))
+        written = self._write(rows, self.final, self.title)
         for path in self.partial:
             path.unlink(missing_ok=True)
         return written

@@ -13,6 +13,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import stat
 import sys
 import traceback
 from pathlib import Path
@@ -20,11 +21,19 @@ from types import ModuleType
 
 from workshop import labs
 from workshop.harness import atomic
-from workshop.i18n import _
+from workshop.i18n import N_, _
 
 DEFAULT_DIR = Path("my-work")  # in the repository root; .gitignore keeps it out of git
-# {"id", "learner", "files": {name: sha256 as written by init}, "hints": {exercise id: hints taken}}
+# {"id", "learner", "files": {name: sha256 as written by init}, "hints": {exercise id: hints taken},
+#  "shown": {exercise id: `check --show` runs}}
 RECORD = ".workspace.json"
+# bytes: the most of one file that is read or hashed (a workspace file, a run's record), far above any honest
+# one; a hand-in's file is untrusted: a 40 GB sparse file costs it nothing
+FILE_MAX = 64 * 2**20
+
+
+class UnsafeFile(OSError):
+    """A file that is not read: not a regular file (a FIFO, a device, a socket), or over FILE_MAX."""
 
 
 class LearnerError(Exception):
@@ -44,8 +53,56 @@ def display(path: Path) -> str:
         return str(path)
 
 
+def open_regular(path: Path):
+    """`path` opened for reading when it is a regular file of at most FILE_MAX bytes, else UnsafeFile. Looked at
+    before it is opened (opening a device can do something), opened without blocking (a FIFO's open waits for a
+    writer), then looked at again: what is open is what is read."""
+    if reason := unsafe_reason(Path(path), os.stat(path)):
+        raise UnsafeFile(reason)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    if reason := unsafe_reason(Path(path), os.fstat(fd)):
+        os.close(fd)
+        raise UnsafeFile(reason)
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+# what a file that is not a regular one is, by its type (stat.S_IFMT)
+NOT_REGULAR = {
+    stat.S_IFIFO: N_("a FIFO"),
+    stat.S_IFCHR: N_("a device"),
+    stat.S_IFBLK: N_("a device"),
+    stat.S_IFSOCK: N_("a socket"),
+    stat.S_IFDIR: N_("a folder"),
+}
+ANOTHER_KIND = N_("not a regular file")
+
+
+def unsafe_reason(path: Path, found: os.stat_result) -> str | None:
+    """Why a file of this stat is not read (None: it may be)."""
+    if not stat.S_ISREG(found.st_mode):
+        kind = _(NOT_REGULAR.get(stat.S_IFMT(found.st_mode), ANOTHER_KIND))
+        return _("{file} is {kind}: not read").format(file=path, kind=kind)
+    if found.st_size > FILE_MAX:
+        return _("{file} has {size} bytes, over the {max} read of one file: not read").format(
+            file=path, size=found.st_size, max=FILE_MAX
+        )
+    return None
+
+
+def read_capped(path: Path) -> bytes:
+    with open_regular(path) as f:
+        return f.read(FILE_MAX)  # a file that grows while it is read stops at the cap
+
+
 def file_sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    """In chunks, and no further than FILE_MAX (a file that grows while it is hashed)."""
+    digest, left = hashlib.sha256(), FILE_MAX
+    with open_regular(path) as f:
+        while left > 0 and (chunk := f.read(min(2**20, left))):
+            digest.update(chunk)
+            left -= len(chunk)
+    return digest.hexdigest()
 
 
 def lab_files(lab: str) -> list[str]:
@@ -58,30 +115,39 @@ def lab_files(lab: str) -> list[str]:
 def read_record(work_dir: Path) -> dict:
     """The workspace's record ({} when it has none, or it is not readable JSON)."""
     try:
-        record = json.loads((Path(work_dir) / RECORD).read_text(encoding="utf-8"))
+        record = json.loads(read_capped(Path(work_dir) / RECORD).decode("utf-8"))
     except (OSError, ValueError):
         return {}
     return record if isinstance(record, dict) else {}
 
 
+def uses(work_dir: Path, kind: str) -> dict[str, int] | None:
+    """Exercise id -> how often the learner used a help on it, as the record counts: "hints" (hints asked for,
+    `check LAB EXERCISE --hint`: the level the learner is at) or "shown" (`check --show` runs that graded it).
+    None when the record keeps no such count (init writes both: a record without one lost it, or is older than
+    the count)."""
+    counted = read_record(work_dir).get(kind)
+    if not isinstance(counted, dict):
+        return None
+    return {k: v for k, v in counted.items() if type(v) is int and v >= 0}
+
+
 def hints_taken(work_dir: Path) -> dict[str, int]:
-    """Exercise id -> the hints the learner asked for (`check LAB EXERCISE --hint`): the level they are at."""
-    taken = read_record(work_dir).get("hints")
-    return {k: v for k, v in taken.items() if type(v) is int} if isinstance(taken, dict) else {}
+    return uses(work_dir, "hints") or {}
+
+
+def count_use(work_dir: Path, kind: str, exercise_id: str, most: int | None = None) -> int:
+    """Count one more use of `kind` (see uses) on the exercise, up to `most`; the count."""
+    counted = uses(work_dir, kind) or {}
+    used = counted.get(exercise_id, 0) + 1
+    counted[exercise_id] = used if most is None else min(used, most)
+    atomic.write_json(Path(work_dir) / RECORD, {**read_record(work_dir), kind: counted})
+    return counted[exercise_id]
 
 
 def take_hint(work_dir: Path, exercise_id: str, levels: int) -> int:
-    """Record one more hint taken for the exercise, up to its `levels`; the count."""
-    record = read_record(work_dir)
-    taken = hints_taken(work_dir)
-    taken[exercise_id] = min(taken.get(exercise_id, 0) + 1, levels)
-    atomic.write_json(Path(work_dir) / RECORD, {**record, "hints": taken})
-    return taken[exercise_id]
-
-
-def learner_name(work_dir: Path) -> str:
-    """The name the workspace gives (its record's "learner"), else the folder's name."""
-    return read_record(work_dir).get("learner") or Path(work_dir).resolve().name
+    """Record one more hint taken for the exercise, up to its `levels`: the level the learner is at."""
+    return count_use(work_dir, "hints", exercise_id, levels)
 
 
 def implementation(work_dir: Path | None, lab_names: list[str]) -> dict:

@@ -94,7 +94,8 @@ def back_up(work: Path, files: list[Path]) -> Path:
 
 
 def record(work: Path, written: dict[str, str], learner: str | None) -> None:
-    """Update the workspace's record: its id (kept), the learner's name (kept unless given), files as written."""
+    """Update the workspace's record: its id (kept), the learner's name (kept unless given), files as written, the
+    counts of hints and `check --show` runs (kept; none at first: a record without them lost them)."""
     old = workspace.read_record(work)
     atomic.write_json(
         work / workspace.RECORD,
@@ -102,6 +103,8 @@ def record(work: Path, written: dict[str, str], learner: str | None) -> None:
             "id": old.get("id") or secrets.token_hex(8),
             "learner": learner or old.get("learner"),
             "files": {**old.get("files", {}), **written},
+            "hints": old.get("hints", {}),
+            "shown": old.get("shown", {}),
         },
     )
 
