@@ -247,6 +247,18 @@ def test_chart_is_written(tmp_path):
     assert (tmp_path / "c.png").stat().st_size > 10_000
 
 
+def test_a_stopped_runs_report_is_made_from_its_json(tmp_path):
+    doc = _doc([_row("float32", (32768, 600), 3900, 4200, 3400, 3600)])
+    del doc["targets"], doc["host_targets"]  # as the JSON is after each shape, before the last
+    bench.write_report(doc, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "custom_op_bench.json",
+        "custom_op_bench.md",
+        "custom_op_bench.png",
+    ]
+    assert "**All met: True**" in (tmp_path / "custom_op_bench.md").read_text()
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only error")
 def test_bench_on_cpu_is_a_clear_error(tmp_path):
     with pytest.raises(SystemExit, match="needs a CUDA GPU"):
