@@ -169,7 +169,7 @@ def _row(dtype, shape, ours, copy, torch_, inductor, eager=(1.0, 1.0)):
     }
 
 
-def _doc(rows):
+def _doc(rows, peers=("torch", "inductor"), skipped_peers=None):
     own = {"registration_us": 9.0, "autograd_node_us": 15.0, "python_us": 9.0}
     host = {
         "shape": [1, 600],
@@ -199,6 +199,8 @@ def _doc(rows):
         "versions": {"torch": "x", "triton": "y"},
         "timing": "t",
         "bytes": "b",
+        "peers": list(peers),
+        "skipped_peers": skipped_peers or {},
         "results": rows,
         "host": host,
     }
@@ -233,7 +235,7 @@ def test_targets_are_judged_on_big_shapes_only():
     assert not doc["host_targets"]["step_met"]  # 2.1 x torch's step
     text = bench_report.summary(doc)
     assert text.count("**miss**") == 4 and "64x262144" in text and "4096x256" in text
-    assert "- bfloat16 64x262144: fwd >= max(torch, Inductor) (0.97)" in text
+    assert "- bfloat16 64x262144: fwd >= every peer (0.97)" in text
     assert "at commit abc" in text and text.count("**missed**") == 2
     assert "| by hand | 9.0 | 15.0 | 15.0 | 30.0 | 190.0 |" in text
     assert "| torch.softmax |  |  | 7.0 |  | 100.0 |" in text
@@ -243,6 +245,18 @@ def test_chart_is_written(tmp_path):
     doc = _doc([_row("float32", (32768, 600), 3900, 4200, 3400, None)])
     bench_report.write_chart(doc, tmp_path / "c.png")
     assert (tmp_path / "c.png").stat().st_size > 10_000
+
+
+def test_a_stopped_runs_report_is_made_from_its_json(tmp_path):
+    doc = _doc([_row("float32", (32768, 600), 3900, 4200, 3400, 3600)])
+    del doc["targets"], doc["host_targets"]  # as the JSON is after each shape, before the last
+    bench.write_report(doc, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "custom_op_bench.json",
+        "custom_op_bench.md",
+        "custom_op_bench.png",
+    ]
+    assert "**All met: True**" in (tmp_path / "custom_op_bench.md").read_text()
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only error")

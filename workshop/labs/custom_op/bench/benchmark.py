@@ -1,9 +1,10 @@
 """`python -m workshop bench custom_op [--out DIR]`: our softmax on a GPU, device time and eager time, judged.
 
-Device time (GB/s): ours against torch.softmax (and aten._softmax_backward_data), the same under torch.compile
-(Inductor's kernels), and a copy of the same number of bytes: the practical bandwidth ceiling, taken as the faster
-of a memcpy (`copy_`) and an elementwise kernel (`neg`), since either alone is slow at some sizes (the memcpy of
-512 MiB of float32 ran at 2.7 TB/s where the elementwise kernel ran at 4.1). A softmax reads and writes each
+Device time (GB/s): ours against the peers of PEERS (torch.softmax and aten._softmax_backward_data, the same
+under torch.compile (Inductor's kernels), Liger-Kernel's Triton softmax where `liger-kernel` is installed: it is no
+requirement of the workshop's), and a copy of the same number of bytes: the practical bandwidth ceiling, taken as
+the faster of a memcpy (`copy_`) and an elementwise kernel (`neg`), since either alone is slow at some sizes (the
+memcpy of 512 MiB of float32 ran at 2.7 TB/s where the elementwise kernel ran at 4.1). A softmax reads and writes each
 element once (2 x numel x itemsize bytes); its backward reads y and dy and writes dx (3 x numel x itemsize).
 Each is timed by replaying a CUDA graph of back-to-back calls, each on its own inputs, rotating through at least
 ROTATE_BYTES so that no input is still in the L2 when its turn comes (HBM bandwidth, not L2); a graph leaves out
@@ -76,7 +77,7 @@ def eager_ms(fn) -> float:
     return triton.testing.do_bench(fn, warmup=10, rep=30, return_mode="median")
 
 
-def rotating_inputs(shape: tuple[int, int], dtype: torch.dtype) -> dict:
+def rotating_inputs(shape: tuple[int, int], dtype: torch.dtype, device: str = "cuda") -> dict:
     """Enough input sets to rotate through ROTATE_BYTES: x, y = softmax(x), dy, and (src, dst) pairs for copies
     of the forward's and the backward's bytes."""
     numel = shape[0] * shape[1]
@@ -84,7 +85,7 @@ def rotating_inputs(shape: tuple[int, int], dtype: torch.dtype) -> dict:
     n = max(1, math.ceil(ROTATE_BYTES / (2 * numel * dtype.itemsize)))
 
     def randn(*s):
-        return torch.randn(*s, device="cuda", dtype=dtype)
+        return torch.randn(*s, device=device, dtype=dtype)
 
     xs = [randn(shape) for _ in range(n)]
     n3 = (3 * numel + 1) // 2  # a copy of n3 elements moves the backward's 3 x numel elements
@@ -110,46 +111,86 @@ def copy_ms(inputs: dict, direction: str) -> dict[str, float]:
     }
 
 
-def contenders(inputs: dict, dtype: torch.dtype) -> dict:
-    """{direction: {name: fn(i)}}, each a call on input set i."""
+def _torch(dtype: torch.dtype):
+    def bwd(y, dy):
+        return torch.ops.aten._softmax_backward_data(dy, y, -1, dtype)
+
+    return lambda x: torch.softmax(x, -1), bwd
+
+
+def _inductor(dtype: torch.dtype):
+    torch.compiler.reset()  # one compiled function per shape, without piling up recompilations
+    fwd, bwd = _torch(dtype)
+    return torch.compile(fwd, dynamic=False), torch.compile(bwd, dynamic=False)
+
+
+def _liger(dtype: torch.dtype):
+    # Liger's own Triton kernels (not its dispatcher, which may pick another backend). Its autograd Function's
+    # backward launches _softmax_backward with the settings its forward chose: calculate_settings(row length),
+    # and the single-block kernel, the only one its forward launches (it refuses rows over one block, 65536).
+    from liger_kernel.ops import softmax as liger
+
+    def bwd(y, dy):
+        return liger._softmax_backward(dy, y, *liger.calculate_settings(y.shape[-1]), False)
+
+    return liger.LigerSoftmaxFunction.apply, bwd
+
+
+PEERS = {  # name: (the module it needs, its (fwd(x), bwd(y, dy)) for a dtype), each over the last dim
+    "torch": ("torch", _torch),
+    "inductor": ("torch", _inductor),
+    "liger": ("liger_kernel.ops.softmax", _liger),
+}
+
+
+def installed_peers(log=print) -> dict[str, str]:
+    """{name: why it is skipped} for each peer whose module does not import, each said in one line."""
+    import importlib
+
+    skipped = {}
+    for name, (module, _) in PEERS.items():
+        try:
+            importlib.import_module(module)
+        except ImportError as e:
+            skipped[name] = f"not installed ({type(e).__name__}: {e})"
+            log(f"peer {name}: skipped, {skipped[name]}")
+    return skipped
+
+
+def contenders(inputs: dict, dtype: torch.dtype, peers) -> dict:
+    """{direction: {name: fn(i)}}, each a call on input set i: ours and each of `peers` (names in PEERS)."""
     from workshop.ops import softmax
 
     xs, ys, dys = inputs["x"], inputs["y"], inputs["dy"]
-    torch.compiler.reset()  # one compiled function per shape, without piling up recompilations
-    inductor_fwd = torch.compile(lambda t: torch.softmax(t, -1), dynamic=False)
-    inductor_bwd = torch.compile(
-        lambda y, dy: torch.ops.aten._softmax_backward_data(dy, y, -1, dtype), dynamic=False
-    )
-    ours_bwd, torch_bwd = torch.ops.workshop.softmax_backward, torch.ops.aten._softmax_backward_data
-    return {
-        "fwd": {
-            "ours": lambda i: softmax(xs[i]),
-            "torch": lambda i: torch.softmax(xs[i], -1),
-            "inductor": lambda i: inductor_fwd(xs[i]),
-        },
-        "bwd": {
-            "ours": lambda i: ours_bwd(ys[i], dys[i], -1),
-            "torch": lambda i: torch_bwd(dys[i], ys[i], -1, dtype),
-            "inductor": lambda i: inductor_bwd(ys[i], dys[i]),
-        },
+    out = {
+        "fwd": {"ours": lambda i: softmax(xs[i])},
+        "bwd": {"ours": lambda i: torch.ops.workshop.softmax_backward(ys[i], dys[i], -1)},
     }
+    for name in peers:
+        fwd, bwd = PEERS[name][1](dtype)
+        out["fwd"][name] = lambda i, f=fwd: f(xs[i])
+        out["bwd"][name] = lambda i, f=bwd: f(ys[i], dys[i])
+    return out
 
 
-def measure_shape(shape: tuple[int, int], dtype: torch.dtype) -> dict:
+def measure_shape(
+    shape: tuple[int, int], dtype: torch.dtype, peers=tuple(PEERS), device: str = "cuda"
+) -> dict:
     """GB/s of each contender for one shape and dtype, device and eager time:
-    {"fwd": {name: GB/s}, "bwd": {...}, "copy_gbps": {direction: {memcpy, elementwise}}, "errors": {...}}."""
+    {"fwd": {name: GB/s}, "bwd": {...}, "copy_gbps": {direction: {memcpy, elementwise}}, "errors": {...}}; a
+    contender that raises (a peer that refuses the shape) is None, its error in one line."""
     from workshop.ops import softmax
 
     numel = shape[0] * shape[1]
     moved = {"fwd": 2 * numel * dtype.itemsize, "bwd": 3 * numel * dtype.itemsize}
-    inputs = rotating_inputs(shape, dtype)
+    inputs = rotating_inputs(shape, dtype, device)
     out = {"fwd": {}, "bwd": {}, "copy_gbps": {}, "errors": {}, "input_sets": inputs["n"]}
-    for direction, fns in contenders(inputs, dtype).items():
+    for direction, fns in contenders(inputs, dtype, peers).items():
         copies = copy_ms(inputs, direction)
         out["copy_gbps"][direction] = {k: gbps(moved[direction], ms) for k, ms in copies.items()}
         out[direction]["copy"] = gbps(moved[direction], min(copies.values()))
         timed = {name: (fn, False) for name, fn in fns.items()}
-        timed.update({f"{name}_eager": (fns[name], True) for name in ("ours", "torch")})
+        timed.update({f"{n}_eager": (fns[n], True) for n in ("ours", "torch") if n in fns})
         for name, (fn, eager) in timed.items():
             try:
                 if eager:
@@ -159,7 +200,8 @@ def measure_shape(shape: tuple[int, int], dtype: torch.dtype) -> dict:
                 out[direction][name] = gbps(moved[direction], ms)
             except Exception as e:  # one failing contender must not hide the other numbers
                 out[direction][name] = None
-                out["errors"][f"{direction}/{name}"] = f"{type(e).__name__}: {str(e)[:300]}"
+                first_line = (str(e).strip().splitlines() or [""])[0][:300]
+                out["errors"][f"{direction}/{name}"] = f"{type(e).__name__}: {first_line}"
     x, y = inputs["x"][0], inputs["y"][0]
     out["max_error_vs_torch"] = (softmax(x).float() - y.float()).abs().max().item()
     return out  # the inputs die with this frame; the caller empties the cache
@@ -171,7 +213,6 @@ def run_benchmark(out_dir: Path, shapes=SHAPES, dtypes=DTYPES, log=print) -> dic
 
     from workshop.harness import results
     from workshop.labs.custom_op import eager_cost
-    from workshop.labs.custom_op.bench import report as bench_report
     from workshop.ops import softmax_op
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -190,6 +231,8 @@ def run_benchmark(out_dir: Path, shapes=SHAPES, dtypes=DTYPES, log=print) -> dic
         "triton.testing.do_bench median (L2 emptied each call)",
         "bytes": "fwd: 2 x numel x itemsize; bwd: 3 x numel x itemsize; copy: the same bytes, read + write, "
         "the faster of a memcpy and an elementwise kernel",
+        "peers": list(PEERS),
+        "skipped_peers": installed_peers(log),
         "results": [],
     }
     doc["host"] = eager_cost.measure("cuda")
@@ -204,7 +247,7 @@ def run_benchmark(out_dir: Path, shapes=SHAPES, dtypes=DTYPES, log=print) -> dic
                 "dtype": str(dtype).removeprefix("torch."),
                 "shape": list(shape),
                 "input_mib": mib,
-                **measure_shape(shape, dtype),
+                **measure_shape(shape, dtype, [p for p in PEERS if p not in doc["skipped_peers"]]),
             }
             torch.cuda.empty_cache()  # the shape's inputs are gone: give their memory back
             doc["results"].append(row)
@@ -216,7 +259,17 @@ def run_benchmark(out_dir: Path, shapes=SHAPES, dtypes=DTYPES, log=print) -> dic
                 f"{row['dtype']:>8} {str(shape):>16}  fwd {cells['fwd']}   bwd {cells['bwd']}"
                 f"  ({time.time() - start:.0f} s)"
             )
+            for name, error in row["errors"].items():
+                log(f"{row['dtype']:>8} {str(shape):>16}  {name} skipped: {error}")
             atomic.write_json(out_dir / JSON_NAME, doc)
+    return write_report(doc, out_dir)
+
+
+def write_report(doc: dict, out_dir: Path) -> dict:
+    """The verdicts into the JSON, then the chart and the summary: after the last shape, or from the JSON of a run
+    stopped before it (the shapes it measured)."""
+    from workshop.labs.custom_op.bench import report as bench_report
+
     doc["targets"] = bench_report.evaluate(doc["results"])
     doc["host_targets"] = bench_report.evaluate_host(doc["host"])
     atomic.write_json(out_dir / JSON_NAME, doc)

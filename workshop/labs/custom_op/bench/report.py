@@ -2,28 +2,33 @@
 
 Targets (H200), on every shape with >= 32 MiB of input (smaller ones are listed too, as information: there launch
 latency, not bandwidth, sets the time):
-- device time: forward and backward >= 0.90 x the copy bandwidth of their bytes, and >= the faster of torch and
-  Inductor;
+- device time: forward and backward >= 0.90 x the copy bandwidth of their bytes, and >= every peer (torch,
+  Inductor, Liger: the run's doc["peers"]);
 - eager time: ours called from Python >= 0.90 x torch's, forward and backward.
 And on the host, at a tiny shape: one forward call <= 2 x torch.softmax's; a forward + backward step <= 2 x torch's.
 """
 
 import functools
+import statistics
+from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from workshop import i18n  # noqa: E402
 from workshop.harness import atomic  # noqa: E402
+from workshop.i18n import templates  # noqa: E402
 
 VS_COPY, EAGER_VS_TORCH, HOST_VS_TORCH, MIN_MIB = 0.90, 0.90, 2.0, 32.0
-NAMES = ("ours", "torch", "inductor", "ours_eager", "torch_eager")
+NOT_PEERS = ("ours", "copy", "ours_eager", "torch_eager")  # a row's other cells are its peers'
+TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 TARGETS = {  # a row's verdict key: (what it says, the ratio it judges)
     "fwd_copy_met": (f"fwd >= {VS_COPY} x copy", "fwd_vs_copy"),
-    "fwd_best_met": ("fwd >= max(torch, Inductor)", "fwd_vs_best_other"),
+    "fwd_best_met": ("fwd >= every peer", "fwd_vs_best_other"),
     "bwd_copy_met": (f"bwd >= {VS_COPY} x copy", "bwd_vs_copy"),
-    "bwd_best_met": ("bwd >= max(torch, Inductor)", "bwd_vs_best_other"),
+    "bwd_best_met": ("bwd >= every peer", "bwd_vs_best_other"),
     "fwd_eager_met": (f"fwd eager >= {EAGER_VS_TORCH} x torch eager", "fwd_eager_vs_torch"),
     "bwd_eager_met": (f"bwd eager >= {EAGER_VS_TORCH} x torch eager", "bwd_eager_vs_torch"),
 }
@@ -37,7 +42,7 @@ def verdicts(r: dict) -> dict:
     """One row's ratios (ours over the reference) and whether each target is met."""
     v = {"dtype": r["dtype"], "shape": r["shape"], "judged": r["input_mib"] >= MIN_MIB}
     for d in ("fwd", "bwd"):
-        best = max((r[d][k] or 0.0) for k in ("torch", "inductor"))
+        best = max((gbps or 0.0) for k, gbps in r[d].items() if k not in NOT_PEERS)
         v[f"{d}_vs_copy"] = _ratio(r[d]["ours"], r[d]["copy"])
         v[f"{d}_vs_best_other"] = _ratio(r[d]["ours"], best)
         v[f"{d}_eager_vs_torch"] = _ratio(r[d].get("ours_eager"), r[d].get("torch_eager"))
@@ -98,19 +103,37 @@ def _table(doc: dict, columns: dict) -> list[str]:
     return lines
 
 
-DEVICE_COLUMNS = {
-    "ours": lambda d, g, mark, v: g(d, "ours"),
-    "torch": lambda d, g, mark, v: g(d, "torch"),
-    "inductor": lambda d, g, mark, v: g(d, "inductor"),
-    "copy": lambda d, g, mark, v: g(d, "copy"),
-    "ours/copy": lambda d, g, mark, v: mark(v[f"{d}_vs_copy"], v[f"{d}_copy_met"]),
-    "ours/best": lambda d, g, mark, v: mark(v[f"{d}_vs_best_other"], v[f"{d}_best_met"]),
-}
+def _device_columns(peers: list[str]) -> dict:
+    """ours, each peer, copy, and ours' ratios: the device-time table's columns."""
+    gbps = {name: lambda d, g, mark, v, name=name: g(d, name) for name in ("ours", *peers, "copy")}
+    return gbps | {
+        "ours/copy": lambda d, g, mark, v: mark(v[f"{d}_vs_copy"], v[f"{d}_copy_met"]),
+        "ours/best": lambda d, g, mark, v: mark(v[f"{d}_vs_best_other"], v[f"{d}_best_met"]),
+    }
+
+
 EAGER_COLUMNS = {
     "ours eager": lambda d, g, mark, v: g(d, "ours_eager"),
     "torch eager": lambda d, g, mark, v: g(d, "torch_eager"),
     "ours/torch": lambda d, g, mark, v: mark(v[f"{d}_eager_vs_torch"], v[f"{d}_eager_met"]),
 }
+
+
+def peers_beaten(doc: dict) -> dict:
+    """The template's values: each peer that ours beats in device time on every judged shape the peer ran, forward
+    and backward, with ours' GB/s over its: the least and the median ratio. A peer that beats ours once is left out."""
+    beaten = []
+    for peer in doc["peers"]:
+        ratios = [
+            _ratio(r[d]["ours"], r[d].get(peer))
+            for r, v in zip(doc["results"], doc["targets"]["rows"], strict=True)
+            if v["judged"]
+            for d in ("fwd", "bwd")
+        ]
+        ratios = [x for x in ratios if x is not None]
+        if ratios and min(ratios) >= 1.0:
+            beaten.append({"peer": peer, "least": min(ratios), "median": statistics.median(ratios)})
+    return {"device": doc["device"], "beaten": beaten}
 
 
 def _host_rows(doc: dict) -> list[str]:
@@ -176,8 +199,10 @@ def summary(doc: dict) -> str:
         "",
         "## Device time (GB/s)",
         "",
-        *_table(doc, DEVICE_COLUMNS),
+        *_table(doc, _device_columns(doc["peers"])),
+        *(f"- {name}: {why}" for name, why in doc["skipped_peers"].items()),
         "",
+        templates.render(TEMPLATES, i18n.language(), peers_beaten(doc), "bench_peers.md.j2"),
         "## Eager time (GB/s, called from Python)",
         "",
         *_table(doc, EAGER_COLUMNS),
@@ -197,7 +222,8 @@ def summary(doc: dict) -> str:
         for k, e in r["errors"].items()
     }
     if errors:
-        lines += ["", "Errors:"] + [f"- {k}: `{e}`" for k, e in errors.items()]
+        lines += ["", "Not measured (it raised: a peer that refuses the shape, or an error):"]
+        lines += [f"- {k}: `{e}`" for k, e in errors.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -216,11 +242,12 @@ def write_chart(doc: dict, path) -> None:
             ax.plot(
                 xs, [c * VS_COPY for c in copy], ":", color="gray", label=f"target {VS_COPY} x copy"
             )
-            for name, style in zip(NAMES, ("o-", "s-", "^-", "x:", "+:"), strict=True):
+            names = ["ours", *doc["peers"], "ours_eager", "torch_eager"]
+            for name, marker in zip(names, "os^vDx+*", strict=False):
                 ax.plot(
                     xs,
                     [r[direction].get(name) or float("nan") for r in rows],
-                    style,
+                    marker + (":" if name.endswith("_eager") else "-"),
                     ms=4,
                     label=name,
                 )

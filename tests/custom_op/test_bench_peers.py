@@ -1,0 +1,105 @@
+"""The custom_op benchmark's peers (bench/benchmark.py PEERS): one not installed or refusing a shape is skipped, in
+one line, and the other rows still come; the summary names only a peer that the figures show ours beats. On the CPU
+(Triton's interpreter): the timers are planted, each call runs once for real."""
+
+import sys
+
+import pytest
+import torch
+
+from tests.custom_op.test_lab import _doc, _row
+from workshop.i18n import using
+from workshop.labs.custom_op.bench import benchmark as bench
+from workshop.labs.custom_op.bench import report as bench_report
+
+SHAPE = (4, 8)
+
+
+@pytest.fixture
+def cpu_timers(monkeypatch):
+    """Each timed call runs once on the CPU and takes 1 ms; one input set."""
+
+    def once(calls):
+        for call in calls:
+            call()
+        return 1.0
+
+    monkeypatch.setattr(bench, "graph_ms", once)
+    monkeypatch.setattr(bench, "eager_ms", lambda fn: once([fn]))
+    monkeypatch.setattr(bench, "ROTATE_BYTES", 1)
+
+
+def test_a_peer_not_installed_is_said_in_one_line_and_the_rest_is_measured(monkeypatch, cpu_timers):
+    monkeypatch.setitem(sys.modules, "liger_kernel", None)  # as where liger-kernel is not installed
+    lines = []
+    skipped = bench.installed_peers(log=lines.append)
+    assert list(skipped) == ["liger"] and "not installed" in skipped["liger"]
+    assert len(lines) == 1 and "liger" in lines[0] and "not installed" in lines[0]
+    peers = [
+        p for p in bench.PEERS if p not in skipped and p != "inductor"
+    ]  # Inductor: minutes on a CPU
+    row = bench.measure_shape(SHAPE, torch.float32, peers, device="cpu")
+    assert not row["errors"], row["errors"]
+    for d in ("fwd", "bwd"):
+        assert set(row[d]) == {"ours", "torch", "copy", "ours_eager", "torch_eager"}
+        assert all(row[d].values())
+
+
+def test_a_peer_that_refuses_a_shape_is_skipped_with_its_reason(monkeypatch, cpu_timers):
+    def refuses_long_rows(dtype):
+        def fwd(x):
+            if x.shape[-1] > 4:
+                raise RuntimeError("rows over 4 refused\n  a second line, left out")
+            return torch.softmax(x, -1)
+
+        return fwd, lambda y, dy: fwd(y)
+
+    monkeypatch.setitem(bench.PEERS, "planted", ("torch", refuses_long_rows))
+    row = bench.measure_shape(SHAPE, torch.float32, ["torch", "planted"], device="cpu")
+    assert row["errors"] == {
+        "fwd/planted": "RuntimeError: rows over 4 refused",
+        "bwd/planted": "RuntimeError: rows over 4 refused",
+    }
+    assert row["fwd"]["planted"] is None and row["fwd"]["torch"] and row["bwd"]["ours"]
+    short = bench.measure_shape((4, 4), torch.float32, ["planted"], device="cpu")
+    assert not short["errors"] and short["fwd"]["planted"]
+
+
+def _beaten_sentences(text: str) -> list[str]:
+    return [line for line in text.splitlines() if "ours beats" in line or "supera" in line]
+
+
+def test_the_summary_names_only_the_peers_that_ours_beats():
+    # GB/s per row: ours, copy, torch, inductor; liger is slower on the first shape but faster on the second
+    rows = [
+        _row("float32", (32768, 600), 3900, 4200, 3400, 3600),
+        _row("bfloat16", (65536, 600), 3800, 4200, 3000, 3700),
+        _row(
+            "float32", (4096, 256), 100, 1000, 900, 900
+        ),  # not judged: ours' loss here is not counted
+    ]
+    for r, liger in zip(rows, (3000, 3850, 950), strict=True):
+        r["fwd"]["liger"] = r["bwd"]["liger"] = liger
+    doc = _doc(rows, peers=["torch", "inductor", "liger"])
+    beaten = bench_report.peers_beaten(doc)["beaten"]
+    assert [p["peer"] for p in beaten] == ["torch", "inductor"]
+    assert beaten[0]["least"] == pytest.approx(3900 / 3400)
+    assert beaten[1]["median"] == pytest.approx((3900 / 3600 + 3800 / 3700) / 2)
+    text = bench_report.summary(doc)
+    sentences = _beaten_sentences(text)
+    assert len(sentences) == 2 and "On test GPU, ours beats torch" in sentences[0]
+    assert "1.15x" in sentences[0] and "liger" not in " ".join(sentences)
+    assert "| ours | torch | inductor | liger | copy |" in text.replace("fwd ", "").replace(
+        "bwd ", ""
+    )
+    with using("es"):
+        spanish = _beaten_sentences(bench_report.summary(doc))
+    assert len(spanish) == 2 and "torch" in spanish[0] and "ours beats" not in spanish[0]
+
+
+def test_no_win_no_sentence_and_a_missing_peer_is_said_in_the_summary():
+    rows = [_row("float32", (32768, 600), 3000, 4200, 3400, 3600)]  # ours loses to both
+    doc = _doc(rows, skipped_peers={"liger": "not installed (ModuleNotFoundError)"})
+    text = bench_report.summary(doc)
+    assert not _beaten_sentences(text)
+    assert "- liger: not installed (ModuleNotFoundError)" in text
