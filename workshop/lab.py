@@ -171,8 +171,9 @@ class LabContext:
         )
 
     def record(self, check: Check) -> Check:
-        """Record a check made elsewhere (grading.questions), for the exercise being graded; print its line. A
-        failing secret check is recorded as its miss (grading.checks.masked) unless the run shows secrets."""
+        """Record a check made elsewhere (grading.questions), for the exercise being graded; print its line (to
+        log.txt: the screen of a run shows the failing ones from result.json, cli.runs). A failing secret check is
+        recorded as its miss (grading.checks.masked) unless the run shows secrets."""
         if self._grading is not None and not self.wants(self._grading.name):
             raise SkipGrading
         if not self.options.show:
@@ -185,6 +186,11 @@ class LabContext:
         if check.message and not check.passed:
             print(f"[{self.name}]      {check.message}", flush=True)
         return check
+
+    def step(self, what: str, done: int, total: int) -> None:
+        """Say how far a long part of the lab is (`done` of `total` of `what`): the screen of a run shows it as a
+        live line (harness.lab_log)."""
+        print(lab_log.step(self.name, what, done, total), flush=True)
 
     @property
     def passed(self) -> bool:
