@@ -80,6 +80,10 @@ class LabSpec:
     # Inductor's cache kept between runs (harness.runner.build_cache): the C++ build products of the lab's own,
     # trusted compiles (a lab that wants fresh generated code turns Inductor's FX-graph and AOT caches off)
     build_cache: bool = False
+    # torch's CPU threads in the lab's process and its learner's worker (OMP_NUM_THREADS), or None: torch's own
+    # count, one per core. 1 for a lab whose tensors are tiny: a second thread buys nothing there, and on a small
+    # shared machine its hand-offs cost more than the work (harness.runner.lab_environment)
+    cpu_threads: int | None = None
 
     def load(self, what: str = "entry"):
         return pkgutil.resolve_name(getattr(self, what))

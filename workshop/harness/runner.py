@@ -49,10 +49,14 @@ def build_cache(results_root: Path) -> Path:
     )
 
 
-def lab_environment(device: str, cache_dir: Path, kept: Path | None = None) -> dict[str, str]:
+def lab_environment(
+    device: str, cache_dir: Path, kept: Path | None = None, threads: int | None = None
+) -> dict[str, str]:
     """The lab process's environment: fresh cache and temporary folders under cache_dir, Inductor's in `kept`
-    where the lab keeps its builds (build_cache)."""
+    where the lab keeps its builds (build_cache), `threads` CPU threads where the lab asks (cpu_threads)."""
     env = dict(os.environ)
+    if threads:  # the learner's worker inherits it (harness.worker_process)
+        env["OMP_NUM_THREADS"] = str(threads)
     env["PYTHONUNBUFFERED"] = "1"
     # the parent reads the lab's output as UTF-8, whatever the locale
     env["PYTHONIOENCODING"] = "utf-8"
@@ -204,7 +208,9 @@ class LabProcess:
             self.cmd,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            env=lab_environment(self.device, Path(self._cache.name), self.kept),
+            env=lab_environment(
+                self.device, Path(self._cache.name), self.kept, labs.get(self.name).cpu_threads
+            ),
             encoding="utf-8",
             errors="replace",
             start_new_session=True,  # the terminal's Ctrl-C reaches the parent only, which stops this tree

@@ -94,10 +94,6 @@ def check_replay(ctx: LabContext, raw: dict, steps: int) -> tuple[dict, float]:
 
 
 def run(ctx: LabContext) -> None:
-    # The model is tiny (64 wide, sentences of 22 tokens): a second CPU thread buys nothing, and on a shared 2-core
-    # machine its hand-offs cost several times over (measured at a load of 4-8: the replay 94 s and the sampling
-    # 39 s with 2 threads, 15.5 s and 2.2 s with one; the whole lab 146 s against 64 s).
-    torch.set_num_threads(1)
     raw = checkpoint.load_raw()
     model = checkpoint.load(ctx.checkpoint, device=ctx.device)
     check_model(ctx, model)
