@@ -279,6 +279,12 @@ class LabContext:
     @contextlib.contextmanager
     def _graded_block(self, ex: Exercise, worker: bool):
         print(lab_log.started(self.name, ex.id), flush=True)
+        # the screen's live line: which exercise, of how many
+        ids = [e.id for e in labs.exercises(self.name)]
+        if ex.id in ids:
+            self.step(
+                _("grading {exercise}").format(exercise=ex.id), ids.index(ex.id) + 1, len(ids)
+            )
         path = self.solutions.path(ex)
         try:
             # in the worker the learner's code has limits of its own; here this would time the lab's own work
