@@ -88,9 +88,9 @@ def run_labs(
                 if on_lab:
                     on_lab(name, None)
                 status[name] = run_lab(run_dir, name, options, on_line)
-                if on_lab:
-                    on_lab(name, status[name])
                 stop_if_disk_full(run_dir, name, status[name])
+                if on_lab:  # (its result.json is written: the disk was not full)
+                    on_lab(name, status[name])
     except interrupt.Stopped as e:
         with interrupt.ignoring_signals():
             results.stop_run(run_dir, e.why, name)
