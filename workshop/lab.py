@@ -80,6 +80,10 @@ class LabSpec:
     # Inductor's cache kept between runs (harness.runner.build_cache): the C++ build products of the lab's own,
     # trusted compiles (a lab that wants fresh generated code turns Inductor's FX-graph and AOT caches off)
     build_cache: bool = False
+    # torch's CPU threads in the lab's process and its learner's worker (OMP_NUM_THREADS), or None: torch's own
+    # count, one per core. 1 for a lab whose tensors are tiny: a second thread buys nothing there, and on a small
+    # shared machine its hand-offs cost more than the work (harness.runner.lab_environment)
+    cpu_threads: int | None = None
 
     def load(self, what: str = "entry"):
         return pkgutil.resolve_name(getattr(self, what))
@@ -171,8 +175,9 @@ class LabContext:
         )
 
     def record(self, check: Check) -> Check:
-        """Record a check made elsewhere (grading.questions), for the exercise being graded; print its line. A
-        failing secret check is recorded as its miss (grading.checks.masked) unless the run shows secrets."""
+        """Record a check made elsewhere (grading.questions), for the exercise being graded; print its line (to
+        log.txt: the screen of a run shows the failing ones from result.json, cli.runs). A failing secret check is
+        recorded as its miss (grading.checks.masked) unless the run shows secrets."""
         if self._grading is not None and not self.wants(self._grading.name):
             raise SkipGrading
         if not self.options.show:
@@ -185,6 +190,11 @@ class LabContext:
         if check.message and not check.passed:
             print(f"[{self.name}]      {check.message}", flush=True)
         return check
+
+    def step(self, what: str, done: int, total: int) -> None:
+        """Say how far a long part of the lab is (`done` of `total` of `what`): the screen of a run shows it as a
+        live line (harness.lab_log)."""
+        print(lab_log.step(self.name, what, done, total), flush=True)
 
     @property
     def passed(self) -> bool:
@@ -269,6 +279,12 @@ class LabContext:
     @contextlib.contextmanager
     def _graded_block(self, ex: Exercise, worker: bool):
         print(lab_log.started(self.name, ex.id), flush=True)
+        # the screen's live line: which exercise, of how many
+        ids = [e.id for e in labs.exercises(self.name)]
+        if ex.id in ids:
+            self.step(
+                _("grading {exercise}").format(exercise=ex.id), ids.index(ex.id) + 1, len(ids)
+            )
         path = self.solutions.path(ex)
         try:
             # in the worker the learner's code has limits of its own; here this would time the lab's own work

@@ -78,3 +78,14 @@ def test_a_lab_passes_only_when_every_check_does(tmp_path):
     assert ctx.passed
     ctx.check_min("b", 0, 1)
     assert not ctx.passed
+
+
+def test_a_graded_exercise_says_which_it_is_of_how_many_as_a_step(tmp_path, capsys):
+    """The screen of a run shows it as its live line (cli.runs.LabScreen); log.txt keeps it."""
+    from workshop.harness import lab_log
+
+    ctx = LabContext("dispatcher", tmp_path, RunOptions("cpu"))
+    with ctx.grading("answers"):
+        ctx.check_equal("c", 1, 1)
+    steps = [lab_log.read_step(line) for line in capsys.readouterr().out.splitlines()]
+    assert [s for s in steps if s] == [("grading dispatcher.answers", 4, 4)]

@@ -140,7 +140,8 @@ def fake_launches(monkeypatch) -> list[list[str]]:
     return started
 
 
-def test_lab_skips_a_strategy_that_cannot_use_n_with_a_failed_check(monkeypatch, tmp_path):
+def test_lab_skips_a_strategy_that_cannot_use_n_with_a_failed_check(monkeypatch, tmp_path, capsys):
+    from workshop.harness import lab_log
     from workshop.harness.options import RunOptions
     from workshop.lab import LabContext
     from workshop.labs.distributed import lab
@@ -151,6 +152,13 @@ def test_lab_skips_a_strategy_that_cannot_use_n_with_a_failed_check(monkeypatch,
     demos = [cmd[cmd.index("-m", 2) + 1].rsplit(".", 1)[1] for cmd in started]
     assert demos == ["ddp", "fsdp", "pp", "ddp"]  # tp never started; the last is the hung-rank demo
     assert "hang" in started[-1]
+    steps = [lab_log.read_step(line) for line in capsys.readouterr().out.splitlines()]
+    assert [s[:2] for s in steps if s and "torchrun" in s[0]] == [
+        ("the ddp demo under torchrun", 1),
+        ("the fsdp demo under torchrun", 2),
+        ("the pp demo under torchrun", 3),
+        ("the hang demo under torchrun", 4),
+    ], "each launch a step on the run's screen, tp (never started) not among them"
     assert (
         "## ddp failed" in ctx.summary and "not started: a test" in ctx.summary
     )  # the log's end is shown

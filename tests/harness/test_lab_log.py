@@ -45,3 +45,10 @@ def test_how_the_process_ended():
 
 def test_a_missing_log_reads_as_no_lines(tmp_path):
     assert lab_log.log_lines(tmp_path) == []
+
+
+def test_a_step_line_reads_back_and_is_no_exercise_marker():
+    line = lab_log.step("minigpt", "replaying [the first] steps", 3, 30)
+    assert lab_log.read_step(line + "\n") == ("replaying [the first] steps", 3, 30)
+    assert not lab_log.is_marker(line) and lab_log.running([line]) is None
+    assert lab_log.read_step("[minigpt] ok   loss: 1 (expected 1)") is None

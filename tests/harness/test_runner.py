@@ -1,6 +1,6 @@
 """harness.runner's pieces around a lab's process (the whole run through it: tests/harness/test_faults.py,
 tests/cli/test_main.py): each lab's own cache and temporary folders, Inductor's kept builds per torch version,
-and the sweep that removes the folders of runs whose process is gone, and only those."""
+the CPU threads a lab asks for, and the sweep that removes the folders of runs whose process is gone, and only those."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from workshop.harness import runner
+from workshop.harness import runner, worker_process
 
 
 def test_each_lab_gets_its_own_folders_and_reads_its_output_as_utf8(tmp_path):
@@ -34,6 +34,21 @@ def test_a_lab_that_keeps_its_builds_compiles_into_the_kept_cache(tmp_path):
     (tmp_path / "cache").mkdir()
     env = runner.lab_environment("cpu", tmp_path / "cache", kept=kept)
     assert env["TORCHINDUCTOR_CACHE_DIR"] == str(kept)
+
+
+def test_a_lab_on_one_cpu_thread_runs_torch_on_one_and_its_worker_too(tmp_path, monkeypatch):
+    (tmp_path / "cache").mkdir()
+    env = runner.lab_environment("cpu", tmp_path / "cache", threads=1)
+    threads = subprocess.run(
+        [sys.executable, "-c", "import torch; print(torch.get_num_threads())"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert threads.stdout.strip() == "1", threads.stderr
+    monkeypatch.setenv("OMP_NUM_THREADS", env["OMP_NUM_THREADS"])  # as the lab's process has it
+    worker = worker_process.worker_environment(tmp_path, "cpu", worker_process.code_root())
+    assert worker["OMP_NUM_THREADS"] == "1"
 
 
 def sweep_by_name():

@@ -20,6 +20,7 @@ import pytest
 
 from workshop import i18n
 from workshop.cli import options, runs
+from workshop.harness import results
 
 ROOT = Path(__file__).resolve().parents[2]
 # The environment of a shell whose only language setting is `settings` (no WORKSHOP_LANG, LC_ALL, ...).
@@ -104,7 +105,8 @@ def test_a_run_in_spanish_under_the_c_locale(tmp_path):
     )
     shown = text(run)
     assert run.returncode == 0, shown
-    assert "comprobaciones de " in shown and "comprobación" in shown and "esperado" in shown
+    assert "minigpt: empieza (laboratorio 1 de 1)\n" in shown
+    assert re.search(r"^minigpt: superado, \d+ comprobaciones, [\d.]+ s$", shown, re.M), shown
     assert "laboratorios superados: 1 de 1" in shown
     # One word per status, and no English sentence (i18n/test_spanish_output.py's detectors, which read the catalogs
     # with Babel: where it is installed), on this run rather than on a second run of the lab.
@@ -114,6 +116,7 @@ def test_a_run_in_spanish_under_the_c_locale(tmp_path):
 
         assert english_in(shown) == []
     run_dir = (tmp_path / "latest").resolve()
+    assert run.stdout.decode("utf-8").endswith(f"informe: {run_dir / 'REPORT.md'}\n"), shown
     assert json.loads((run_dir / "manifest.json").read_text())["lang"] == "es"
     assert json.loads((run_dir / "minigpt" / "result.json").read_text())["lang"] == "es"
     summary = (run_dir / "minigpt" / "summary.md").read_bytes().decode("utf-8")
@@ -149,7 +152,7 @@ def test_a_run_records_english_by_default(lab_dir):
     assert manifest["lang"] == "en"
 
 
-def test_the_summary_frame_and_the_checks_table_in_spanish(tmp_path):
+def test_the_summary_frame_and_the_failing_checks_in_spanish(tmp_path):
     """The frame the runner writes around a lab's summary, with a failed check and an exercise."""
     from rich.console import Console
 
@@ -171,8 +174,9 @@ def test_the_summary_frame_and_the_checks_table_in_spanish(tmp_path):
         frame = lab_result.summary_frame("toy", False, "S.", checks, exercises)
         (tmp_path / "toy").mkdir()
         lab_result.write_result(tmp_path / "toy", "toy", "cpu", checks, 1.0, "S.")
-        utf8.print(runs.checks_table(tmp_path, ["toy"]))
-        Console(width=100, file=ascii_only).print(runs.checks_table(tmp_path, ["toy"]))
+        failing = [c for c in results.read_result(tmp_path / "toy")["checks"] if not c["passed"]]
+        utf8.print(runs.failing_checks(failing))
+        Console(width=100, file=ascii_only).print(runs.failing_checks(failing))
     assert frame.startswith("# Laboratorio `toy`: **no superado**\n\nS.\n\n## Ejercicios\n\n")
     assert "| toy.double | sin empezar | b: 3 (como mucho 2) | h |" in frame
     assert "| **no superado** | b | 3.0 | 2.0 |" in frame

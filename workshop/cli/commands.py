@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from workshop import i18n, labs
+from workshop import labs
 from workshop.cli import runs
 from workshop.cli.options import (
     add_language_option,
@@ -83,17 +83,12 @@ def resume(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from workshop.harness.run_report import write_report
-
     root = Path(args.out)
     if not args.run:
         runs.note_incomplete_runs(root)
     try:
         run_dir = results.resolve_run(args.run, root)
-        # REPORT.md in the run's language (its summaries are), unless --lang asks for another.
-        lang = args.lang or results.run_language(results.read_manifest(run_dir))
-        with i18n.using(lang):
-            report, problems = write_report(run_dir)
+        report, problems = runs.write_run_report(run_dir, args.lang)
     except (FileNotFoundError, results.CorruptFile) as e:
         raise fail(str(e)) from None
     console.print(_("wrote {file}").format(file=display(report)), markup=False)

@@ -1,5 +1,6 @@
-"""A run on the screen: its folder made, its labs run with a progress bar (or every line, in a log), the checks
-table, and the one line an incomplete run ends with. Used by run (commands.py), check and grade (learner.py)."""
+"""A run on the screen: its folder made, its labs run with a line as each starts and ends (LabScreen), REPORT.md
+written at the end, and the one line an incomplete run ends with. Used by run (commands.py), check and grade
+(learner.py)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from workshop import i18n, labs
 from workshop.cli.options import fail
 from workshop.grading import checks, workspace
 from workshop.grading.workspace import display
-from workshop.harness import device, interrupt, results
+from workshop.harness import device, interrupt, lab_log, results, run_report
 from workshop.harness.options import RunOptions
 from workshop.harness.runner import run_labs, sweep_stale_caches
 from workshop.i18n import _, ngettext
@@ -49,7 +51,8 @@ def new_run(root: Path, names: list[str], options: RunOptions) -> Path:
 
 
 def execute(run_dir: Path, names: list[str], options: RunOptions, auto: bool) -> int:
-    """Run the labs into run_dir, showing progress; the exit code (130/143 when a signal stopped it)."""
+    """Run the labs into run_dir, showing progress; write REPORT.md; the exit code (130/143 when a signal stopped
+    it)."""
     shown = f"[bold]{device.describe(options.device)}[/bold]"
     console.print(
         _("device: {device} (picked by --device auto)").format(device=shown)
@@ -62,8 +65,8 @@ def execute(run_dir: Path, names: list[str], options: RunOptions, auto: bool) ->
         )
     )
     try:
-        with progress(names) as on_line:
-            status = run_labs(run_dir, names, options, on_line)
+        with screen(run_dir, names) as labs_shown:
+            status = run_labs(run_dir, names, options, labs_shown.line, labs_shown.lab)
     except interrupt.Stopped as e:
         console.print(incomplete_line(run_dir))
         return e.exit_code
@@ -71,7 +74,6 @@ def execute(run_dir: Path, names: list[str], options: RunOptions, auto: bool) ->
         console.print(_("error: {message}").format(message=e))
         console.print(incomplete_line(run_dir))
         return 1
-    console.print(checks_table(run_dir, names))
     failed = [n for n, s in status.items() if not s["passed"]]
     console.print(_("run folder: {run}").format(run=display(run_dir)))
     if failed:
@@ -81,10 +83,29 @@ def execute(run_dir: Path, names: list[str], options: RunOptions, auto: bool) ->
             + "[/red] "
             + _("(see each lab's summary.md and log.txt)")
         )
-        return 1
-    passed = ngettext("the lab passed", "all {n} labs passed", len(names)).format(n=len(names))
-    console.print("[green]" + passed + "[/green]")
-    return 0
+    else:
+        passed = ngettext("the lab passed", "all {n} labs passed", len(names)).format(n=len(names))
+        console.print("[green]" + passed + "[/green]")
+        with_exercises = [n for n in [*names, *labs.all_exercises()] if labs.exercises(n)]
+        console.print(
+            _("next: `{init}` (your exercises), then `{check}`").format(
+                init="python -m workshop exercises init",
+                check=f"python -m workshop check {with_exercises[0]}",
+            ),
+            markup=False,
+        )
+    report, problems = write_run_report(run_dir)  # a problem is a damaged file: the report names it
+    for problem in problems:
+        console.print(_("error: {message}").format(message=problem), markup=False)
+    console.print(_("report: {file}").format(file=display(report)), markup=False)
+    return 1 if failed else 0
+
+
+def write_run_report(run_dir: Path, lang: str | None = None) -> tuple[Path, list[str]]:
+    """REPORT.md of the run (harness.run_report), in `lang`, else in the run's language (its summaries are)."""
+    lang = lang or results.run_language(results.read_manifest(run_dir))
+    with i18n.using(lang):
+        return run_report.write_report(run_dir)
 
 
 def incomplete_line(run_dir: Path, state: results.RunState | None = None) -> str:
@@ -109,64 +130,128 @@ def note_incomplete_runs(root: Path) -> None:
             results.mark_noted(run_dir)
 
 
+# A lab's failing checks shown on the screen at most; the others are in its summary.md (and result.json)
+SHOWN_FAILURES = 10
+
+
 @contextlib.contextmanager
-def progress(names: list[str]):
-    """Yields on_line(lab, line): on a terminal a progress bar with each check printed above it; in a log
-    (CI, a container) every line, prefixed by its lab."""
+def screen(run_dir: Path, names: list[str]):
+    """Yields the run's LabScreen; on a terminal with a live line of the running lab's progress."""
     if not console.is_terminal:
-        yield lambda lab, line: print(f"{lab:>12} | {line}", flush=True)
+        yield LabScreen(run_dir, names)
         return
     with Progress(
         SpinnerColumn(),
         TextColumn("[bold]{task.fields[lab]}"),
-        BarColumn(),
-        TextColumn(_("{task.completed}/{task.total} labs")),
+        TextColumn("{task.description}", markup=False),
+        BarColumn(bar_width=20),
+        TextColumn("{task.fields[count]}"),
         TimeElapsedColumn(),
-        TextColumn("[dim]{task.fields[line]}"),
         console=console,
         transient=True,
-    ) as bar:
-        yield LabProgress(bar, names)
+    ) as live:
+        yield LabScreen(run_dir, names, live)
 
 
-class LabProgress:
-    """on_line for the progress bar: it advances when a new lab starts; a lab's checks print above it."""
+class LabScreen:
+    """What a run shows of its labs: a line as each one starts, and as it ends its verdict, time and failing
+    checks (from its result.json), and, when libraries wrote to its log (Dynamo's graph breaks, the profiler,
+    Triton's warnings), one line that says where. On a terminal a live line shows the lab's last step
+    (LabContext.step). Every line of the lab's output goes to its log.txt (harness.runner), its passing checks
+    too; none of it reaches the screen."""
 
-    def __init__(self, bar: Progress, names: list[str]):
-        self.bar = bar
-        self.lab = names[0]
-        self.task = bar.add_task("labs", total=len(names), lab=self.lab, line="")
+    def __init__(self, run_dir: Path, names: list[str], live: Progress | None = None):
+        self.run_dir, self.names, self.live = run_dir, names, live
+        self.task = None
+        # lines of the running lab's output that are not its own: libraries' logs, warnings
+        self.others = 0
 
-    def __call__(self, lab: str, line: str) -> None:
-        if lab != self.lab:
-            self.bar.advance(self.task)
-            self.lab = lab
-        if line.startswith(f"[{lab}]"):  # a check: print it above the bar
-            self.bar.console.print(line, markup=False, highlight=False)
-        self.bar.update(self.task, lab=lab, line=line[:80])
+    def lab(self, lab: str, status: dict | None) -> None:
+        """runner.run_labs's on_lab: a lab starts (status None) or ends."""
+        if status is None:
+            self.started(lab)
+        else:
+            self.ended(lab, status)
+
+    def started(self, lab: str) -> None:
+        self.others = 0
+        console.print(
+            _("{lab}: started (lab {k} of {n})").format(
+                lab=lab, k=self.names.index(lab) + 1, n=len(self.names)
+            ),
+            markup=False,
+        )
+        if self.live:
+            self.task = self.live.add_task("", total=None, lab=lab, count="")
+
+    def ended(self, lab: str, status: dict) -> None:
+        if self.live:
+            self.live.remove_task(self.task)
+        checks = results.read_result(self.run_dir / lab)["checks"]
+        failing = [c for c in checks if not c["passed"]]
+        if status["passed"]:
+            line = ngettext(
+                "{lab}: passed, {n} check, {seconds} s",
+                "{lab}: passed, {n} checks, {seconds} s",
+                len(checks),
+            )
+        else:
+            line = ngettext(
+                "{lab}: FAILED, {failed} of {n} check failing, {seconds} s",
+                "{lab}: FAILED, {failed} of {n} checks failing, {seconds} s",
+                len(checks),
+            )
+        console.print(
+            line.format(lab=lab, n=len(checks), failed=len(failing), seconds=status["duration_s"]),
+            style="green" if status["passed"] else "red",
+            markup=False,
+        )
+        if failing:
+            console.print(failing_checks(failing[:SHOWN_FAILURES]))
+        if len(failing) > SHOWN_FAILURES:
+            summary = display(self.run_dir / lab / "summary.md")
+            more = _("and {n} more failing checks: {summary}")
+            console.print(
+                "  " + more.format(n=len(failing) - SHOWN_FAILURES, summary=summary), markup=False
+            )
+        if self.others:
+            console.print(
+                "  "
+                + ngettext(
+                    "{n} line of library output (logs, warnings) in {log}",
+                    "{n} lines of library output (logs, warnings) in {log}",
+                    self.others,
+                ).format(n=self.others, log=display(self.run_dir / lab / "log.txt")),
+                markup=False,
+            )
+
+    def line(self, lab: str, line: str) -> None:
+        """runner.run_labs's on_line: a step moves the live line; a line not of the lab's own is counted."""
+        step = lab_log.read_step(line)
+        if step:
+            what, done, total = step
+            if self.live:
+                count = f"{done}/{total}"
+                self.live.update(
+                    self.task, description=what, completed=done, total=total, count=count
+                )
+        elif not line.startswith(f"[{lab}]"):
+            self.others += 1
 
 
-def checks_table(run_dir: Path, names: list[str]) -> Table:
-    """Every check of the run, sized for an 80-column terminal: each lab a section, check names wrap, long
-    values and thresholds are cut short with an ellipsis (result.json has them whole)."""
-    table = Table(
-        title=_("checks of {run}").format(run=run_dir.name), box=box.SIMPLE_HEAD, pad_edge=False
-    )
+def failing_checks(failing: list[dict]) -> Table:
+    """Failing checks (as result.json has them), sized for an 80-column terminal: check names and messages wrap,
+    long values and thresholds are cut short with an ellipsis (result.json has them whole)."""
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("", no_wrap=True)
     table.add_column(_("check"), overflow="fold", ratio=1)
     table.add_column(_("value"), no_wrap=True, overflow="ellipsis", max_width=28)
     table.add_column(_("expected"), no_wrap=True, overflow="ellipsis", max_width=12)
     # (messages are marked outside f-strings: Babel extracts only plain calls)
-    passed = "[green]" + escape(_("pass")) + "[/green]"
-    failed = "[red]" + escape(_("FAIL")) + "[/red]"
-    for name in names:
-        table.add_row("", f"[bold]{escape(name)}[/bold]")
-        for c in results.read_result(run_dir / name)["checks"]:
-            mark = passed if c["passed"] else failed
-            table.add_row(mark, escape(c["name"]), _cell(c["value"]), escape(checks.bound(c)))
-        table.add_section()
+    mark = "[red]" + escape(_("FAIL")) + "[/red]"
+    for c in failing:
+        name = escape(c["name"]) + (
+            f"\n[dim]{escape(c['message'])}[/dim]" if c.get("message") else ""
+        )
+        table.add_row(mark, name, escape(checks.value_text(c["value"])), escape(checks.bound(c)))
     return table
-
-
-def _cell(value) -> str:
-    return escape(checks.value_text(value))

@@ -5,6 +5,9 @@ ends (LabContext.grading). Python's faulthandler (on in the child: harness.child
 signal to the same log.txt. harness.post_mortem reads them back when the process died: which exercise was
 running, and where in the learner's file it was; never a status (learner code that runs in the lab's process
 prints into the same log).
+
+A long part of a lab prints `[lab:step] <done>/<total> <what>` as it goes (LabContext.step): the screen of a run
+(cli.runs) shows the last one as a live line, log.txt keeps them all.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from workshop.i18n import _
 _MARKER = re.compile(
     r"^\[(?P<lab>[\w-]+)\] (?:grading (?P<started>\S+) \.\.\.|graded (?P<ended>\S+): (?P<status>.+))$"
 )
+_STEP = re.compile(r"^\[(?P<lab>[\w-]+):step\] (?P<done>\d+)/(?P<total>\d+) (?P<what>.*)$")
 # faulthandler's frame lines: `  File "/abs/path.py", line 12 in function` (most recent call first)
 _FRAME = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+) in ')
 
@@ -28,6 +32,16 @@ def started(lab: str, exercise_id: str) -> str:
 
 def ended(lab: str, exercise_id: str, status: str) -> str:
     return f"[{lab}] graded {exercise_id}: {status}"
+
+
+def step(lab: str, what: str, done: int, total: int) -> str:
+    return f"[{lab}:step] {done}/{total} {what}"
+
+
+def read_step(line: str) -> tuple[str, int, int] | None:
+    """(what, done, total) of a step line, else None."""
+    m = _STEP.match(line.rstrip("\n"))
+    return (m["what"], int(m["done"]), int(m["total"])) if m else None
 
 
 def is_marker(line: str) -> bool:

@@ -6,9 +6,10 @@ means no lab sees another's state.
 
 `run_labs` writes each lab's orders to <lab>/options.json (harness.options.LabOrder) and starts
 `python -m workshop.harness.child <lab folder>` in a session of its own (so a Ctrl-C in the terminal reaches
-only the parent, which then stops the lab's whole process tree: see proctree.py), streams its output to the
-screen and to <lab>/log.txt, enforces the lab's time limit, and records each lab in the manifest as soon as it
-ends. The child (harness.child) runs the lab and writes its result.json and summary.md.
+only the parent, which then stops the lab's whole process tree: see proctree.py), streams its output to
+<lab>/log.txt and to the caller (which picks what the screen shows: cli.runs), enforces the lab's time limit,
+and records each lab in the manifest as soon as it ends. The child (harness.child) runs the lab and writes its
+result.json and summary.md.
 """
 
 from __future__ import annotations
@@ -49,10 +50,14 @@ def build_cache(results_root: Path) -> Path:
     )
 
 
-def lab_environment(device: str, cache_dir: Path, kept: Path | None = None) -> dict[str, str]:
+def lab_environment(
+    device: str, cache_dir: Path, kept: Path | None = None, threads: int | None = None
+) -> dict[str, str]:
     """The lab process's environment: fresh cache and temporary folders under cache_dir, Inductor's in `kept`
-    where the lab keeps its builds (build_cache)."""
+    where the lab keeps its builds (build_cache), `threads` CPU threads where the lab asks (cpu_threads)."""
     env = dict(os.environ)
+    if threads:  # the learner's worker inherits it (harness.worker_process)
+        env["OMP_NUM_THREADS"] = str(threads)
     env["PYTHONUNBUFFERED"] = "1"
     # the parent reads the lab's output as UTF-8, whatever the locale
     env["PYTHONIOENCODING"] = "utf-8"
@@ -66,8 +71,12 @@ def lab_environment(device: str, cache_dir: Path, kept: Path | None = None) -> d
     return env
 
 
-def run_labs(run_dir: Path, names: list[str], options: RunOptions, on_line=None) -> dict:
-    """Run the labs in order into run_dir; returns {lab: {"passed", "duration_s", "returncode"}}.
+def run_labs(
+    run_dir: Path, names: list[str], options: RunOptions, on_line=None, on_lab=None
+) -> dict:
+    """Run the labs in order into run_dir; returns {lab: {"passed", "duration_s", "returncode"}}. on_line(lab,
+    line) gets the lines of the labs' output (LabProcess); on_lab(lab, status) is called as each lab starts
+    (status None) and when it ends (its status).
 
     A stop signal (interrupt.raising_on_signals) stops the current lab, marks the run interrupted and
     propagates; a full disk marks it interrupted and raises results.RunFolderError. Otherwise the run is
@@ -77,8 +86,12 @@ def run_labs(run_dir: Path, names: list[str], options: RunOptions, on_line=None)
     try:
         with interrupt.raising_on_signals():  # Ctrl-C and SIGTERM become Stopped, caught below
             for name in names:
+                if on_lab:
+                    on_lab(name, None)
                 status[name] = run_lab(run_dir, name, options, on_line)
                 stop_if_disk_full(run_dir, name, status[name])
+                if on_lab:  # (its result.json is written: the disk was not full)
+                    on_lab(name, status[name])
     except interrupt.Stopped as e:
         with interrupt.ignoring_signals():
             results.stop_run(run_dir, e.why, name)
@@ -198,7 +211,9 @@ class LabProcess:
             self.cmd,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            env=lab_environment(self.device, Path(self._cache.name), self.kept),
+            env=lab_environment(
+                self.device, Path(self._cache.name), self.kept, labs.get(self.name).cpu_threads
+            ),
             encoding="utf-8",
             errors="replace",
             start_new_session=True,  # the terminal's Ctrl-C reaches the parent only, which stops this tree
@@ -241,12 +256,12 @@ class LabProcess:
 def _open_log(path: Path):
     try:
         return open(path, "w", encoding="utf-8")
-    except OSError:  # a full disk: the output still reaches the screen
+    except OSError:  # a full disk: the output still reaches on_line
         return None
 
 
 def _log(log, line: str):
-    """Write one line to the log; on a full disk stop logging (the lines still reach the screen)."""
+    """Write one line to the log; on a full disk stop logging (the lines still reach on_line)."""
     if log is None:
         return None
     try:

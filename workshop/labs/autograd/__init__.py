@@ -8,4 +8,8 @@ LAB = LabSpec(
         "the LM head's gradients by hand, its grad_fn graph walked, drawn and replayed by a hand-made engine"
     ),
     entry="workshop.labs.autograd.lab:run",
+    # Its tensors are (8, 64) rows, its learner's worker's too (gradcheck's own thread count is set where it runs:
+    # finite_diff.one_thread). Measured on a shared 2-core machine at a load of 8: the lab 28.2 s with 2 threads,
+    # 15.6 s with one.
+    cpu_threads=1,
 )

@@ -53,6 +53,7 @@ SWEEP = {"cpu": [2, 8, 32, 128], "cuda": [8, 64, 512, 4096]}  # forward batch si
 REPEATS = {"cpu": 9, "cuda": 50}
 LENGTHS = [8, 12, 16, 20]  # sequence lengths of the recompile experiment
 LR = 1e-3
+PARTS = 6  # the lab's long parts, each a step on the screen of a run (LabContext.step)
 # Compiled against eager, in float32 (TF32 off): Inductor reorders sums (its own loops and reductions instead of
 # MKL's or cuBLAS's), so results differ by rounding. Measured on the CPU: loss 6e-8 relative (0 on an H200),
 # logits 9e-7 of their largest magnitude, gradients 1.4e-6 of their parameter's scale (check_training_step;
@@ -82,10 +83,14 @@ def run(ctx: LabContext) -> None:
     x, y = (t.to(ctx.device) for t in to_tensors(sample_corpus(max(SWEEP[ctx.device]), ctx.seed)))
     xb, yb = x[:BATCH], y[:BATCH]  # (BATCH, 22)
 
+    ctx.step(_("graph breaks (torch._dynamo.explain)"), 1, PARTS)
     breaks = check_graph_breaks(ctx, model, xb, yb)
+    ctx.step(_("recompiles over 4 sequence lengths"), 2, PARTS)
     recompiles = check_recompiles(ctx, model)
     opt_e = torch.optim.AdamW(model.parameters(), lr=LR)
+    ctx.step(_("compiling the training step and the forward"), 3, PARTS)
     compiled = compile_everything(ctx, model, opt_e, xb, yb)
+    ctx.step(_("reading the generated code"), 4, PARTS)
     kernels = check_generated_code(ctx, compiled.captures)
     write_breaks(ctx, breaks, recompiles)
     parameters = len(list(model.parameters()))
@@ -93,7 +98,9 @@ def run(ctx: LabContext) -> None:
     graded_run = run_grading.read_run(ctx.out_dir)  # what a re-grade reads: the files just written
     revealed = run_grading.grade(ctx, graded_run)
     shown = run_grading.write_revealed(ctx, graded_run, revealed)
+    ctx.step(_("timing eager against compiled"), 5, PARTS)
     timing = eager_vs_compiled(ctx, model, opt_e, compiled, x, xb, yb)
+    ctx.step(_("the compile trace's report (tlparse)"), 6, PARTS)
     report = tlparse_report(ctx, traced, compiled.captures)
     write_outputs(ctx, compiled.captures, timing)
     render_summary(

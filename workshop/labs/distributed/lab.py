@@ -65,12 +65,16 @@ def run(
         raise ValueError(why)
     wall, failures, data = {}, {}, {}
     usable = [s for s in launch.STRATEGIES if s in demos and usable_here(ctx, s)]
+    # each launch a step on the screen of a run (LabContext.step)
+    launches = (["together"] if together else usable) + (["hang"] if "hang" in demos else [])
     if together:  # one launch: together.py runs them one after another
         args = ["--strategies", *usable, *demo_args["together"]]
+        launch_step(ctx, "together", launches)
         data = launch_demos(ctx, "together", usable, args, wall, failures)
     else:
         for strategy in usable:
             args = demo_args.get(strategy, ())
+            launch_step(ctx, strategy, launches)
             data |= launch_demos(ctx, strategy, [strategy], args, wall, failures)
     pipeline = figure_rows.idle_by_schedule(data)
     for measured in data.values():
@@ -79,6 +83,8 @@ def run(
     ctx.write_json("figures.json", [f.as_json() for f in rows])
     if pipeline:
         ctx.save_figure("pp/gantt.png", pipeline_gantt.draw(data["pp"].runs, pipeline))
+    if "hang" in demos:
+        launch_step(ctx, "hang", launches)
     hang = hang_demo(ctx) if "hang" in demos else None
     grade_exercises(ctx, rows, data, ctx.out_dir)
     ctx.extra.update(
@@ -87,6 +93,14 @@ def run(
         skipped_schedules=data["pp"].skipped_schedules if "pp" in data else {},
     )
     ctx.render_summary(**summary_values(ctx, rows, data, pipeline, hang, wall, failures))
+
+
+def launch_step(ctx: LabContext, demo: str, launches: list[str]) -> None:
+    ctx.step(
+        _("the {demo} demo under torchrun").format(demo=demo),
+        launches.index(demo) + 1,
+        len(launches),
+    )
 
 
 def usable_here(ctx: LabContext, strategy: str) -> bool:

@@ -77,7 +77,13 @@ def check_accuracy(ctx: LabContext, model, prompts: list[list[int]]) -> dict:
 def check_replay(ctx: LabContext, raw: dict, steps: int) -> tuple[dict, float]:
     """The shipped curve must be what its command makes: replay the first steps from the seed on the CPU."""
     stored = raw["history"]["loss"][:steps]
-    _model, replay = train(TrainArgs(**raw["train_args"]), device="cpu", stop_after=steps)
+    what = _("replaying the first training steps")
+    _model, replay = train(
+        TrainArgs(**raw["train_args"]),
+        device="cpu",
+        stop_after=steps,
+        on_step=lambda step, _loss: ctx.step(what, step + 1, steps),
+    )
     drift = max(abs(a - b) for a, b in zip(stored, replay["loss"], strict=True))
     ctx.check_max(
         _("replayed first {steps} training losses match the checkpoint's").format(steps=steps),
