@@ -224,7 +224,7 @@ class LabContext:
 
     def solution(self, ex: Exercise, worker: bool = False):
         """The learner's version of the exercise when grading a workspace, else the reference. worker=True: a
-        handle on it in the worker (grading/solution.py; contract 6), which runs the reference too. A run whose
+        handle on it in the worker (grading/solution.py; the worker protocol), which runs the reference too. A run whose
         learner code must stay in a sandbox (grade's containers) runs none in this process (NotIsolated)."""
         if worker and not ex.document:
             if ex.id in self.skip:
@@ -238,7 +238,7 @@ class LabContext:
     def grading(self, exercise_or_name: Exercise | str, worker: bool = False):
         """Grade one exercise: yields its implementation; every check recorded inside counts for it.
 
-        worker=True, for a lab whose grading speaks contract 6 (wire values, probes): the implementation is a
+        worker=True, for a lab whose grading speaks the worker protocol (wire values, probes): the implementation is a
         handle on the learner's code in the worker process (grading/solution.py, grading/sandbox.py). Until
         every lab speaks it, the others get the learner's code in this process (worker=False).
 
@@ -294,7 +294,7 @@ class LabContext:
             print(lab_log.ended(self.name, ex.id, status), flush=True)
 
     def probe(self, function: str, *args, attributes: tuple[str, ...]):
-        """Contract 6 over several pieces at once, outside any one exercise's block: the trusted probe
+        """The worker protocol over several pieces at once, outside any one exercise's block: the trusted probe
         "module:function" runs in the worker as function({attribute: piece}, *args), the pieces the learner's
         (the references' when no workspace is graded), and returns wire values. Raises LearnerCodeFailed:
         kind "missing" names every missing piece ("a, b"), "not_started" a stub, the rest as a block's."""

@@ -1,6 +1,6 @@
 """The autograd lab's exercises: the reference passes, and a learner's typical wrong solutions fail each
 exercise's checks with a message that points at the mistake. Graded on the lab's real batch; the hand-gradient
-exercises as a learner's code is (contract 6): the wrong solutions' file loaded in a worker process."""
+exercises as a learner's code is (the worker protocol): the wrong solutions' file loaded in a worker process."""
 
 from __future__ import annotations
 
@@ -293,7 +293,7 @@ def test_a_learners_correct_hand_gradients_pass_and_the_rest_is_not_started(ctx,
 
 
 def test_a_probe_over_several_pieces_gets_the_learners_or_the_references(ctx, tmp_path):
-    """LabContext.probe (contract 6, several pieces at once): the references on a reference run, the learner's
+    """LabContext.probe (the worker protocol, several pieces at once): the references on a reference run, the learner's
     functions in the worker when a workspace is graded, every missing one named."""
     names = ("cross_entropy_grad", "linear_grads")
     assert ctx.probe("builtins:sorted", attributes=names) == list(names)

@@ -327,9 +327,9 @@ def test_the_learner_editions_plain_run_says_in_one_line_that_the_op_waits(tmp_p
 
 
 def test_the_learners_op_runs_in_the_worker_and_its_failure_is_a_failed_check(tmp_path):
-    """In a graded run the op's checks run on the op made of the learner's pieces inside the worker (contract 6):
-    a backward that ends its process there (SystemExit) is one failed check naming the section and the learner's
-    line, and the lab goes on; nothing of the learner's file is imported into the lab's process."""
+    """In a graded run the op's checks run on the op made of the learner's pieces inside the worker (the worker
+    protocol): a backward that ends its process there (SystemExit) is one failed check naming the section and the
+    learner's line, and the lab goes on; nothing of the learner's file is imported into the lab's process."""
     import sys
 
     from tests.conftest import TEST_DEVICE

@@ -13,7 +13,7 @@ The layers, lowest first; a module may import modules of its own layer and of th
  5. registry     workshop.labs (the package module only): labs found by name, none imported by it
  6. learner      grading.{workspace, failures, solutions, wire, source_check, solution, worker, sandbox}: the
                  learner's files, where an exercise's implementation comes from, the worker that runs their
-                 code (contract 6), and what went wrong in them
+                 code (the worker protocol), and what went wrong in them
  7. lab          workshop.lab: LabSpec, LabContext (what a lab imports to be one)
  8. labs         workshop.labs.<lab>...: the labs themselves
  9. harness      the rest of workshop.harness: runner, child, post-mortem, a lab's result, REPORT.md

@@ -38,7 +38,7 @@ from workshop.ops import softmax_launch, softmax_op
 
 def grade_pieces(ctx: LabContext, pieces: tuple[str, ...] = probes.EXERCISES) -> None:
     """The exercises that write a piece of the op: each graded in its own twin (exercise_grading.py), the piece
-    run in the worker (contract 6), every interpreted load and store of a kernel bounds-checked there."""
+    run in the worker (the worker protocol), every interpreted load and store of a kernel bounds-checked there."""
     for name in pieces:
         with ctx.grading(name, worker=True) as impl:
             getattr(graders, f"grade_{name}")(ctx, impl)
@@ -268,7 +268,7 @@ def check_trace(ctx: LabContext) -> profiler_trace.TraceFacts:
 
 
 def grade_answers(ctx: LabContext, facts: launch_facts.LaunchFacts) -> None:
-    """ANSWERS against the facts of a run: the learner's dict read in the worker (contract 6), graded here."""
+    """ANSWERS against the facts of a run: the learner's dict read in the worker (the worker protocol), graded here."""
     with ctx.grading("answers", worker=True) as answers:
         questions.grade_answers(ctx, answers.value, asdict(facts))
 

@@ -2,7 +2,7 @@
 
 Each exercise is run on the lab's real batch in float32 and float64 (and the cross-entropy once more on logits
 shifted by +1000, where a softmax without its max shift overflows), on inputs that do not require grad, in the
-worker process (contract 6: the arguments and results cross the wire as copies), watched there for autograd
+worker process (the worker protocol: the arguments and results cross the wire as copies), watched there for autograd
 (no_autograd.py, through probes.py). Every result must be within precision.error_bound of autograd's. The checks of
 an exercise: the mistake its outputs show, when a diagnosis recognises one (gradient_diagnosis.py), a
 diagnosis check, so that it is the failure the learner reads first; each output against autograd's, its

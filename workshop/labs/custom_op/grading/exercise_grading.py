@@ -2,7 +2,7 @@
 learner's piece (or the reference's) in the worker: its own checks first (kernel_grading, registration_grading),
 each failure with the mistake named; then, once those pass, gradcheck, opcheck and torch.compile of a twin made
 with the piece (op_grading). The piece runs only in the worker, through the probes of piece_probes.py; every
-verdict here is made from the values they send back (contract 6)."""
+verdict here is made from the values they send back (the worker protocol)."""
 
 from __future__ import annotations
 

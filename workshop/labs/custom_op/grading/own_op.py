@@ -1,6 +1,6 @@
 """The op the lab's checks run on: in a graded run the learner's own, made of their pieces (their kernels, fake,
-autograd functions) inside the worker (contract 6: the learner's code never runs in the lab's process); in a plain
-run the shipped pieces, torch.ops.workshop.softmax's, here. Its probes (probes.py) run the pieces and return plain
+autograd functions) inside the worker (the worker protocol: the learner's code never runs in the lab's process); in a
+plain run the shipped pieces, torch.ops.workshop.softmax's, here. Its probes (probes.py) run the pieces and return plain
 values; every verdict is the lab's, from those values and PyTorch's own results.
 
 An op whose pieces are not all there (a stub, a missing function: the learner edition's references are stubs too)
