@@ -296,7 +296,7 @@ def test_a_probe_over_several_pieces_gets_the_learners_or_the_references(ctx, tm
     """LabContext.probe (the worker protocol, several pieces at once): the references on a reference run, the learner's
     functions in the worker when a workspace is graded, every missing one named."""
     names = ("cross_entropy_grad", "linear_grads")
-    assert ctx.probe("builtins:sorted", attributes=names) == list(names)
+    assert ctx.probe(sorted, attributes=names) == list(names)
     (tmp_path / "autograd.py").write_text(
         labs.workspace_header("autograd") + LEARNER_HAND.split("def linear_grads")[0]
     )
@@ -304,9 +304,9 @@ def test_a_probe_over_several_pieces_gets_the_learners_or_the_references(ctx, tm
     ctx._worker = None
     try:
         with pytest.raises(LearnerCodeFailed) as e:
-            ctx.probe("builtins:sorted", attributes=(*names, "engine_order"))
+            ctx.probe(sorted, attributes=(*names, "engine_order"))
         assert (e.value.kind, e.value.error) == ("missing", "linear_grads, engine_order")
-        assert ctx.probe("builtins:len", attributes=names[:1]) == 1
+        assert ctx.probe(len, attributes=names[:1]) == 1
     finally:
         ctx._worker.stop()
 

@@ -37,7 +37,7 @@ def graded(tmp_path, worker: Worker, name: str, piece, device: str) -> LabContex
     attribute = piece if isinstance(piece, str) else piece.__name__
     impl = solution_for(worker, dataclasses.replace(ctx.exercise(name), attribute=attribute), True)
     with contextlib.redirect_stdout(io.StringIO()), ctx.grading(name, worker=True):
-        getattr(exercise_grading, f"grade_{name}")(ctx, impl)
+        exercise_grading.GRADERS[name](ctx, impl)
     return ctx
 
 

@@ -378,6 +378,7 @@ def test_the_learners_op_says_its_errors_in_the_labs_language(tmp_path):
     from workshop.harness.options import RunOptions
     from workshop.lab import LabContext
     from workshop.labs.custom_op.grading import correctness as cx
+    from workshop.labs.custom_op.grading import probes
     from workshop.labs.custom_op.grading.own_op import own_op
 
     pieces = w.source_of(*w.CORRECT, w.define_custom_op, w.define_triton_op)
@@ -385,7 +386,7 @@ def test_the_learners_op_says_its_errors_in_the_labs_language(tmp_path):
     ctx = LabContext("custom_op", tmp_path, RunOptions("cpu", 1, 0, work=tmp_path, lang="es"))
     try:
         with i18n.using("es"):
-            errors = cx.bad_inputs(functools.partial(own_op(ctx).probe, "apply"), "cpu")
+            errors = cx.bad_inputs(functools.partial(own_op(ctx).probe, probes.apply), "cpu")
             named = {case: cx.names_the_problem(case, error) for case, error in errors.items()}
     finally:
         sandbox.stop(ctx)

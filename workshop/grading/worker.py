@@ -15,7 +15,7 @@ stdout and stderr go to a capped log that nobody parses. Requests, each answered
   {"op": "load", "device", "source" (None: no learner file), "filename", "allowed": [[module, name], ...]}
   {"op": "call" | "probe" | "value", "target": {"attribute": NAME} | {"reference": "module:attr"} |
    {"attributes": [NAME, ...]} | {"references": {NAME: "module:attr"}} (a probe over several pieces),
-   "args": [...], "probe": "module:function", "limit_s": CPU seconds}
+   "args": [...], "probe": "module:qualname" (Solution.probe sends the function so), "limit_s": CPU seconds}
 A reply is {"ok": True, "value": ...} or {"ok": False, "kind", "error", "where"}, kind one of load, missing,
 refused, not_started, error, time, wire, worker.
 """
