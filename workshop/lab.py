@@ -1,15 +1,16 @@
 """What a lab is (LabSpec), and what it gets when it runs (LabContext): checks, exercises, artifacts, summary.
 
 A lab is one package under workshop/labs/ whose __init__.py defines `LAB = LabSpec(...)`. The spec is cheap to
-import (no torch); `entry` names the function that does the work, imported only in the lab's own process.
-That function takes a LabContext, records checks with ctx.check_*(), grades the learner's exercises inside
+import (no torch); `entry` is the function that does the work: a small function of the lab's __init__.py that
+imports the lab's module inside it, so that the module (and torch) is imported only in the lab's own process.
+It takes a LabContext, records checks with ctx.check_*(), grades the learner's exercises inside
 `with ctx.grading(name) as impl:`, writes artifacts with ctx.write_*(), and renders its summary from the
 template beside its code with ctx.render_summary(...); the lab's process (harness.child) turns that into
 result.json and summary.md. The run's options (device, --n, seed, workspace, ...) are ctx.options
 (harness.options.RunOptions); ctx.device, ctx.n_procs, ... read them.
 
-A lab that cannot run on some machines says why before anything starts: `precondition`, "module:function"
-called as function(n_procs, device) by the command that starts a run, returns one line (the problem and the
+A lab that cannot run on some machines says why before anything starts: `precondition`, a function called as
+function(n_procs, device) by the command that starts a run, returns one line (the problem and the
 fix) or None.
 
 Grading only some exercises (`check LAB EXERCISE`, `--only`): the run's options name them, ctx.wants(name)
@@ -23,8 +24,8 @@ says whether this run grades an exercise, and the grading block of one it does n
 
 Re-grading from a run (an Exercise declared `from_run=True`): when every exercise `check LAB EXERCISE` names
 is graded from a run's artifacts and the lab declares `regrade`, the learner's latest run of the lab is graded
-again instead of running the lab (harness.child.regrade; the output names the run). `regrade` is
-"module:function", called as function(ctx, lab_dir) with the earlier run's lab folder: it measures the truths
+again instead of running the lab (harness.child.regrade; the output names the run). `regrade` is a function,
+called as function(ctx, lab_dir) with the earlier run's lab folder: it measures the truths
 from the files that run wrote for the learner to read (never from a file keyed by question: that would be an
 answer key) and grades the wanted exercises as the lab does:
 
@@ -38,7 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import pkgutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,19 +65,20 @@ class LabSpec:
     name: str
     order: int  # position in a full run
     title: str  # one line for `python -m workshop list`
-    entry: str  # "module:function", called with a LabContext
-    bench: str | None = None  # optional "module:function" for `python -m workshop bench NAME`
+    entry: Callable[[LabContext], None]  # imports the lab's module inside it (see above)
+    # optional, for `python -m workshop bench NAME`: bench(out_dir) -> exit status or None
+    bench: Callable[[Path], int | None] | None = None
     # the runner stops a lab that runs longer (an endless loop in learner code)
     time_limit_s: float = 900.0
 
     # Modules the lab cannot run without that a platform may lack (keys of WHY_MISSING): where one is missing,
     # the runner fails the lab with one line that says so and points to Docker, instead of a traceback.
     needs: tuple[str, ...] = ()
-    # "module:function": function(n_procs, device) -> why this machine cannot run the lab, or None (see above)
-    precondition: str | None = None
-    # "module:function": function(ctx, lab_dir) grades the from_run exercises against an earlier run's lab
-    # folder, from its files (see above)
-    regrade: str | None = None
+    # function(n_procs, device) -> why this machine cannot run the lab, or None (see above)
+    precondition: Callable[[int, str], str | None] | None = None
+    # function(ctx, lab_dir) grades the from_run exercises against an earlier run's lab folder, from its files
+    # (see above)
+    regrade: Callable[[LabContext, Path], None] | None = None
     # Inductor's cache kept between runs (harness.runner.build_cache): the C++ build products of the lab's own,
     # trusted compiles (a lab that wants fresh generated code turns Inductor's FX-graph and AOT caches off)
     build_cache: bool = False
@@ -85,20 +87,13 @@ class LabSpec:
     # shared machine its hand-offs cost more than the work (harness.runner.lab_environment)
     cpu_threads: int | None = None
 
-    def load(self, what: str = "entry"):
-        return pkgutil.resolve_name(getattr(self, what))
-
     def missing(self) -> list[str]:
         """The modules of `needs` that this Python cannot import (looked up, not imported)."""
         return [module for module in self.needs if importlib.util.find_spec(module) is None]
 
     def problem(self, options: RunOptions) -> str | None:
         """Why this machine cannot run the lab with these options (its precondition), or None."""
-        return (
-            self.load("precondition")(options.n_procs, options.device)
-            if self.precondition
-            else None
-        )
+        return self.precondition(options.n_procs, options.device) if self.precondition else None
 
     def limit_s(self, options: RunOptions) -> float:
         """The lab's time limit in this run: --time-limit, else the lab's own."""
@@ -234,7 +229,7 @@ class LabContext:
 
     def solution(self, ex: Exercise, worker: bool = False):
         """The learner's version of the exercise when grading a workspace, else the reference. worker=True: a
-        handle on it in the worker (grading/solution.py; contract 6), which runs the reference too. A run whose
+        handle on it in the worker (grading/solution.py; the worker protocol), which runs the reference too. A run whose
         learner code must stay in a sandbox (grade's containers) runs none in this process (NotIsolated)."""
         if worker and not ex.document:
             if ex.id in self.skip:
@@ -248,7 +243,7 @@ class LabContext:
     def grading(self, exercise_or_name: Exercise | str, worker: bool = False):
         """Grade one exercise: yields its implementation; every check recorded inside counts for it.
 
-        worker=True, for a lab whose grading speaks contract 6 (wire values, probes): the implementation is a
+        worker=True, for a lab whose grading speaks the worker protocol (wire values, probes): the implementation is a
         handle on the learner's code in the worker process (grading/solution.py, grading/sandbox.py). Until
         every lab speaks it, the others get the learner's code in this process (worker=False).
 
@@ -309,11 +304,12 @@ class LabContext:
             status = exercise_status([c for c in self.checks if c.exercise == ex.id])
             print(lab_log.ended(self.name, ex.id, status), flush=True)
 
-    def probe(self, function: str, *args, attributes: tuple[str, ...]):
-        """Contract 6 over several pieces at once, outside any one exercise's block: the trusted probe
-        "module:function" runs in the worker as function({attribute: piece}, *args), the pieces the learner's
-        (the references' when no workspace is graded), and returns wire values. Raises LearnerCodeFailed:
-        kind "missing" names every missing piece ("a, b"), "not_started" a stub, the rest as a block's."""
+    def probe(self, function: Callable, *args, attributes: tuple[str, ...]):
+        """The worker protocol over several pieces at once, outside any one exercise's block: the trusted probe
+        `function` (a module-level function of the workshop) runs in the worker as function({attribute: piece},
+        *args), the pieces the learner's (the references' when no workspace is graded), and returns wire values.
+        Raises LearnerCodeFailed: kind "missing" names every missing piece ("a, b"), "not_started" a stub, the
+        rest as a block's."""
         return sandbox.probe(self, function, args, attributes)
 
     def exercise_results(self) -> dict[str, dict]:

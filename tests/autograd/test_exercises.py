@@ -1,6 +1,6 @@
 """The autograd lab's exercises: the reference passes, and a learner's typical wrong solutions fail each
 exercise's checks with a message that points at the mistake. Graded on the lab's real batch; the hand-gradient
-exercises as a learner's code is (contract 6): the wrong solutions' file loaded in a worker process."""
+exercises as a learner's code is (the worker protocol): the wrong solutions' file loaded in a worker process."""
 
 from __future__ import annotations
 
@@ -323,10 +323,10 @@ def test_a_learners_correct_hand_gradients_pass_and_the_rest_is_not_started(ctx,
 
 
 def test_a_probe_over_several_pieces_gets_the_learners_or_the_references(ctx, tmp_path):
-    """LabContext.probe (contract 6, several pieces at once): the references on a reference run, the learner's
+    """LabContext.probe (the worker protocol, several pieces at once): the references on a reference run, the learner's
     functions in the worker when a workspace is graded, every missing one named."""
     names = ("cross_entropy_grad", "linear_grads")
-    assert ctx.probe("builtins:sorted", attributes=names) == list(names)
+    assert ctx.probe(sorted, attributes=names) == list(names)
     (tmp_path / "autograd.py").write_text(
         labs.workspace_header("autograd") + LEARNER_HAND.split("def linear_grads")[0]
     )
@@ -334,9 +334,9 @@ def test_a_probe_over_several_pieces_gets_the_learners_or_the_references(ctx, tm
     ctx._worker = None
     try:
         with pytest.raises(LearnerCodeFailed) as e:
-            ctx.probe("builtins:sorted", attributes=(*names, "engine_order"))
+            ctx.probe(sorted, attributes=(*names, "engine_order"))
         assert (e.value.kind, e.value.error) == ("missing", "linear_grads, engine_order")
-        assert ctx.probe("builtins:len", attributes=names[:1]) == 1
+        assert ctx.probe(len, attributes=names[:1]) == 1
     finally:
         ctx._worker.stop()
 

@@ -143,7 +143,7 @@ def test_fresh_stubs_are_not_started(run_folder, tmp_path):
 
 
 def test_the_learners_file_runs_in_the_worker_never_in_the_lab(run_folder, tmp_path, capsys):
-    """Contract 6: the learner's constants are read in a worker process as wire data. Planted: a file whose
+    """The worker protocol: the learner's constants are read in a worker process as wire data. Planted: a file whose
     top level prints; its line reaches the worker's log, never the lab's output."""
     work = workspace(tmp_path, SOFTMAX_ANSWER, reference_answers(run_folder))
     with (work / "compile.py").open("a") as f:

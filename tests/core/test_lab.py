@@ -1,4 +1,4 @@
-"""workshop/lab.py: a lab's declaration (LabSpec: what it loads, the modules it needs, its preconditions, its
+"""workshop/lab.py: a lab's declaration (LabSpec: its functions, the modules it needs, its preconditions, its
 time limit) and the context a lab records its checks in (LabContext: each check compares a value with a
 threshold, NaN fails, a failing secret check shows only its miss, the lab passes when every check does)."""
 
@@ -17,18 +17,15 @@ def more_than_two(n_procs: int, device: str) -> str | None:
     return f"{n_procs} processes on {device}: at most 2" if n_procs > 2 else None
 
 
-SPEC = LabSpec("toy", 9, "a toy", "json:dumps", precondition=f"{__name__}:more_than_two")
+SPEC = LabSpec("toy", 9, "a toy", print, precondition=more_than_two)
 
 
 def context(tmp_path, **options) -> LabContext:
     return LabContext("toy", tmp_path, RunOptions("cpu", **options))
 
 
-def test_a_spec_loads_its_functions_and_names_the_modules_this_python_lacks():
-    import json
-
-    assert SPEC.load() is json.dumps
-    assert LabSpec("t", 1, "t", "json:dumps", needs=("json", "no_such_module_here")).missing() == [
+def test_a_spec_names_the_modules_this_python_lacks():
+    assert LabSpec("t", 1, "t", print, needs=("json", "no_such_module_here")).missing() == [
         "no_such_module_here"
     ]
 
@@ -36,7 +33,7 @@ def test_a_spec_loads_its_functions_and_names_the_modules_this_python_lacks():
 def test_a_spec_asks_its_precondition_and_the_run_may_shorten_its_limit():
     assert SPEC.problem(RunOptions("cpu", n_procs=3)) == "3 processes on cpu: at most 2"
     assert SPEC.problem(RunOptions("cpu", n_procs=2)) is None
-    assert LabSpec("t", 1, "t", "json:dumps").problem(RunOptions("cpu")) is None
+    assert LabSpec("t", 1, "t", print).problem(RunOptions("cpu")) is None
     assert SPEC.limit_s(RunOptions("cpu")) == 900.0
     assert SPEC.limit_s(RunOptions("cpu", time_limit_s=5)) == 5
 

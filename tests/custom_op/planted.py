@@ -1,6 +1,6 @@
-"""The custom_op lab's planted solutions graded as a learner's code is (contract 6): custom_op/wrong_solutions.py
-loaded as a learner's file in a worker process, and any of its functions graded as the learner's piece of an
-exercise, the lab's own grading function judging what the worker sends back."""
+"""The custom_op lab's planted solutions graded as a learner's code is (the worker protocol):
+custom_op/wrong_solutions.py loaded as a learner's file in a worker process, and any of its functions graded as the
+learner's piece of an exercise, the lab's own grading function judging what the worker sends back."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def graded(tmp_path, worker: Worker, name: str, piece, device: str) -> LabContex
     attribute = piece if isinstance(piece, str) else piece.__name__
     impl = solution_for(worker, dataclasses.replace(ctx.exercise(name), attribute=attribute), True)
     with contextlib.redirect_stdout(io.StringIO()), ctx.grading(name, worker=True):
-        getattr(exercise_grading, f"grade_{name}")(ctx, impl)
+        exercise_grading.GRADERS[name](ctx, impl)
     return ctx
 
 

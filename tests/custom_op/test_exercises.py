@@ -1,4 +1,4 @@
-"""The custom_op lab's exercises, each piece graded as a learner's code is, in a worker process (contract 6): a
+"""The custom_op lab's exercises, each piece graded as a learner's code is, in a worker process (the worker protocol): a
 learner's correct pieces pass, each typical mistake fails its exercise with a message that names it, out-of-bounds
 accesses are stopped at the learner's line, and a learner's workspace is graded through the runner (correct
 pieces pass, stubs are "not started", the lab's other checks pass). On a GPU the same grading runs on CUDA."""

@@ -341,9 +341,9 @@ def test_the_learner_editions_plain_run_says_in_one_line_that_the_op_waits(tmp_p
 
 
 def test_the_learners_op_runs_in_the_worker_and_its_failure_is_a_failed_check(tmp_path):
-    """In a graded run the op's checks run on the op made of the learner's pieces inside the worker (contract 6):
-    a backward that ends its process there (SystemExit) is one failed check naming the section and the learner's
-    line, and the lab goes on; nothing of the learner's file is imported into the lab's process."""
+    """In a graded run the op's checks run on the op made of the learner's pieces inside the worker (the worker
+    protocol): a backward that ends its process there (SystemExit) is one failed check naming the section and the
+    learner's line, and the lab goes on; nothing of the learner's file is imported into the lab's process."""
     import sys
 
     from tests.conftest import TEST_DEVICE
@@ -392,6 +392,7 @@ def test_the_learners_op_says_its_errors_in_the_labs_language(tmp_path):
     from workshop.harness.options import RunOptions
     from workshop.lab import LabContext
     from workshop.labs.custom_op.grading import correctness as cx
+    from workshop.labs.custom_op.grading import probes
     from workshop.labs.custom_op.grading.own_op import own_op
 
     pieces = w.source_of(*w.CORRECT, w.define_custom_op, w.define_triton_op)
@@ -399,7 +400,7 @@ def test_the_learners_op_says_its_errors_in_the_labs_language(tmp_path):
     ctx = LabContext("custom_op", tmp_path, RunOptions("cpu", 1, 0, work=tmp_path, lang="es"))
     try:
         with i18n.using("es"):
-            errors = cx.bad_inputs(functools.partial(own_op(ctx).probe, "apply"), "cpu")
+            errors = cx.bad_inputs(functools.partial(own_op(ctx).probe, probes.apply), "cpu")
             named = {case: cx.names_the_problem(case, error) for case, error in errors.items()}
     finally:
         sandbox.stop(ctx)

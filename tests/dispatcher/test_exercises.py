@@ -5,7 +5,6 @@ fresh stubs through the runner: every exercise check fails, every other check pa
 from __future__ import annotations
 
 import json
-import pkgutil
 import subprocess
 
 import pytest
@@ -43,14 +42,14 @@ def failed(ctx: LabContext) -> list:
 
 
 class Graded:
-    """A function graded as the lab grades the learner's, through its probe (contract 6), in this process: what
+    """A function graded as the lab grades the learner's, through its probe (the worker protocol), in this process: what
     the worker does, without the worker (test_a_wrong_walk_in_the_worker... runs one there)."""
 
     def __init__(self, function):
         self.function = function
 
-    def probe(self, probe: str, *args):
-        return pkgutil.resolve_name(probe)(self.function, *args)
+    def probe(self, probe, *args):
+        return probe(self.function, *args)
 
 
 # ---- table_entry: the reference, and five wrong precedences ----
@@ -305,7 +304,7 @@ def walk(entry, tensor_keys, include, exclude):
 
 
 def test_a_wrong_walk_in_the_worker_fails_with_what_its_chain_shows(tmp_path):
-    """The learner's walk runs in the worker (contract 6): the probe gives it the real tables there, and the
+    """The learner's walk runs in the worker (the worker protocol): the probe gives it the real tables there, and the
     verdict is made here, from the chains it sent back."""
     stubs = [ex.stub_code() for ex in EXERCISES if ex.name != "walk" and ex.attribute != "ANSWERS"]
     (tmp_path / "dispatcher.py").write_text(

@@ -168,7 +168,7 @@ def test_a_message_that_gives_the_measured_value_is_caught(ctx, monkeypatch):
 
 
 def test_a_missed_prediction_shows_its_direction_and_size_never_the_value(ctx):
-    """Contract 3 (secret checks): DDP's held bytes predicted as the parameters alone, a third of the run's."""
+    """A secret check: DDP's held bytes predicted as the parameters alone, a third of the run's."""
     grade_predictions(ctx, edited(ddp__held_bytes=P))
     (check,) = [
         c for c in ctx.checks if c.name == "PREDICTIONS['ddp']['held_bytes'] matches this run"

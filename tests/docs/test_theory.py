@@ -34,7 +34,9 @@ CHAPTER_ORDER = [
     "03-compile-and-distributed.md",
 ]
 GLOSSARY = "glossary.md"  # the terms of the texts, and how the Spanish texts say them
-STYLE = "style.md"  # how the Spanish edition writes (theory/style.es.md; its lint: workshop/i18n/style_lint.py)
+STYLE = (
+    "style.md"  # how the Spanish edition writes (theory/style.es.md; its lint: tools/style_lint.py)
+)
 TEXTS = [ROOT / "theory" / name for name in CHAPTER_ORDER]
 IDS = [p.name for p in TEXTS]
 SPANISH = [p.with_suffix(".es.md") for p in TEXTS]

@@ -131,14 +131,14 @@ def test_values_cross_the_wire_both_ways(worker):
 
 def test_a_probe_runs_in_the_worker_on_the_learners_function(worker):
     impl = Solution(worker, {"attribute": "double"}, 20)
-    assert impl.probe("builtins:getattr", "__name__") == "double"
+    assert impl.probe(getattr, "__name__") == "double"
 
 
 def test_a_probe_over_several_pieces_gets_them_by_name_and_hears_of_every_missing_one(worker):
     both = Solution(worker, {"attributes": ["double", "pair"]}, 20)
-    assert both.probe("builtins:sorted") == ["double", "pair"]
+    assert both.probe(sorted) == ["double", "pair"]
     with pytest.raises(LearnerCodeFailed) as e:
-        Solution(worker, {"attributes": ["double", "nope", "none"]}, 20).probe("builtins:len")
+        Solution(worker, {"attributes": ["double", "nope", "none"]}, 20).probe(len)
     assert (e.value.kind, e.value.error) == ("missing", "nope, none")
 
 

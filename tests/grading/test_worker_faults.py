@@ -116,7 +116,7 @@ def test_the_learners_own_load_error_is_still_theirs():
 def test_as_root_a_correct_custom_op_workspace_passes_in_a_worker_of_its_own_uid(tmp_path):
     """Issue 36: as root with a Python that other users can run (a system or /opt Python), the worker takes a uid
     of its own; Triton then compiles on the GPU into the worker's cache, which must be its own to write."""
-    from workshop.devtools.check_loop import reference_workspace
+    from tools.check_loop import reference_workspace
 
     if os.geteuid() != 0 or NativeWorker("cuda", None).uid is None:
         pytest.skip(

@@ -38,7 +38,7 @@ CODE = re.compile(
 
 def test_no_catalog_holds_code():
     pytest.importorskip("babel", reason="Babel (the catalog tool's library) is not installed here")
-    from workshop.i18n import catalogs  # Babel's: the GPU hosts lack it
+    from tools import catalogs  # Babel's: the GPU hosts lack it
 
     found = [
         f"{area.name}: {str(m.id)[:60]!r}"

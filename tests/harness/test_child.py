@@ -31,10 +31,10 @@ def sleeps(ctx):
 
 @pytest.fixture
 def toy(monkeypatch):
-    """The toy lab with entry `name` (a function of this module), needing `needs`."""
+    """The toy lab with entry `entry` (a function of this module), needing `needs`."""
 
-    def use(name: str, needs: tuple[str, ...] = ()):
-        spec = LabSpec("toy", 1, "a toy", f"{__name__}:{name}", needs=needs, time_limit_s=0.3)
+    def use(entry, needs: tuple[str, ...] = ()):
+        spec = LabSpec("toy", 1, "a toy", entry, needs=needs, time_limit_s=0.3)
         monkeypatch.setattr(labs, "get", lambda lab: spec)
         monkeypatch.setattr(labs, "exercises", lambda lab: [])
         return spec
@@ -49,13 +49,13 @@ def ran(tmp_path) -> tuple[int, dict]:
 
 
 def test_a_lab_that_passes_exits_0(tmp_path, toy):
-    toy("passes")
+    toy(passes)
     code, result = ran(tmp_path)
     assert code == 0 and result["passed"] and result["implementation"] == {"kind": "reference"}
 
 
 def test_the_labs_error_is_a_failed_check_after_the_checks_so_far(tmp_path, toy, capfd):
-    toy("measures_then_fails")
+    toy(measures_then_fails)
     code, result = ran(tmp_path)
     names = [(c["name"], c["passed"]) for c in result["checks"]]
     assert code == 1 and names == [("error", True), ("lab ran to completion", False)]
@@ -64,7 +64,7 @@ def test_the_labs_error_is_a_failed_check_after_the_checks_so_far(tmp_path, toy,
 
 
 def test_the_time_limit_stops_the_lab_and_says_so(tmp_path, toy):
-    toy("sleeps")
+    toy(sleeps)
     start = time.monotonic()
     code, result = ran(tmp_path)
     assert time.monotonic() - start < 4 and code == 128 + 14  # SIGALRM
@@ -72,7 +72,7 @@ def test_the_time_limit_stops_the_lab_and_says_so(tmp_path, toy):
 
 
 def test_a_missing_module_is_one_line_pointing_to_docker(tmp_path, toy):
-    toy("passes", needs=("no_such_module_here",))
+    toy(passes, needs=("no_such_module_here",))
     ctx = LabContext("toy", tmp_path, RunOptions("cpu"))
     assert child.run_lab_code(ctx, None) is None
     assert ctx.summary.startswith("toy cannot run here: it needs no_such_module_here")

@@ -8,6 +8,7 @@ left" are checked on exactly what that run started.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -495,7 +496,7 @@ def test_the_failing_checks_fit_80_columns(finished_run):
 def test_checkpoint_reaches_the_lab_its_processes_and_the_manifest(tmp_path, monkeypatch):
     import torch
 
-    from workshop.lab import LabSpec
+    from workshop.labs import minigpt
     from workshop.minigpt import checkpoint
 
     mine = tmp_path / "mine.pt"
@@ -507,7 +508,7 @@ def test_checkpoint_reaches_the_lab_its_processes_and_the_manifest(tmp_path, mon
         ctx.check_equal("ran", 1, 1)
 
     monkeypatch.setenv(checkpoint.ENVIRONMENT, "")  # restored after the test: main sets it
-    monkeypatch.setattr(LabSpec, "load", lambda self, what="entry": lab)
+    monkeypatch.setattr(minigpt, "LAB", dataclasses.replace(minigpt.LAB, entry=lab))
     assert lab_process.run_here("minigpt", tmp_path, checkpoint=mine) == 0
     assert seen == {"ctx": mine, "env": mine.resolve()}  # env: torchrun's ranks read it there
 

@@ -205,7 +205,7 @@ ENGLISH_VALUE_NAMES = re.compile(
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "workshop")
 def test_every_commands_help_is_spanish_with_lang_es(command):
-    from workshop.i18n import style_lint
+    from tools import style_lint
 
     shown = run_workshop(*command, "--help", "--lang", "es").stdout
     assert shown.startswith("uso: "), shown

@@ -4,7 +4,7 @@ detectors on the run i18n/test_language.py makes under the C locale).
 
 Each command runs once, as a learner types it (for `check`, a fresh workspace with one exercise written wrong, so
 that not-started, failing and passing lines all print), and English is found two ways in all it prints: the
-edition's lint (workshop/i18n/style_lint.py, the rules of theory/style.es.md: two English function words in a
+edition's lint (tools/style_lint.py, the rules of theory/style.es.md: two English function words in a
 line, an English status word or one outside the status vocabulary, a number grouped the English way), and any
 message of the catalogs printed as its English source (a message left out of `_()` or missing its translation).
 PyTorch's own names and the errors it quotes are code or quoted there, and the lint leaves them out.
@@ -23,7 +23,7 @@ import pytest
 # The catalogs are read with Babel (pinned in requirements-pinned.txt and the image; the GPU hosts lack it)
 pofile = pytest.importorskip("babel.messages.pofile", reason="Babel is not installed here")
 
-from workshop.i18n import style_lint  # noqa: E402
+from tools import style_lint  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 LANGUAGE_VARIABLES = ("WORKSHOP_LANG", "LC_ALL", "LC_MESSAGES", "LANG")

@@ -2,7 +2,7 @@
 package __init__ each import runs): no cycle, no core module importing a concrete lab, no arrow up the layers.
 
 The layers, lowest first; a module may import modules of its own layer and of the layers below it:
- 1. bare         workshop, workshop.i18n (and its catalogs, templates), the docstring-only packages
+ 1. bare         workshop, workshop.i18n (and its templates), the docstring-only packages
                  workshop.cli, workshop.grading, workshop.harness: they import nothing of the workshop above
  2. foundations  harness.{atomic, proctree, interrupt, time_limit, device, lab_log, results, options},
                  harness.{worker_process, worker_container, torch_import}, tensor_bytes: files, processes,
@@ -13,12 +13,12 @@ The layers, lowest first; a module may import modules of its own layer and of th
  5. registry     workshop.labs (the package module only): labs found by name, none imported by it
  6. learner      grading.{workspace, failures, solutions, wire, source_check, solution, worker, sandbox}: the
                  learner's files, where an exercise's implementation comes from, the worker that runs their
-                 code (contract 6), and what went wrong in them
+                 code (the worker protocol), and what went wrong in them
  7. lab          workshop.lab: LabSpec, LabContext (what a lab imports to be one)
  8. labs         workshop.labs.<lab>...: the labs themselves
  9. harness      the rest of workshop.harness: runner, child, post-mortem, a lab's result, REPORT.md
 10. commands     the rest of workshop.grading: check's report, init, progress, the gradebook
-11. cli          workshop.cli.*, workshop.__main__; workshop.devtools.* (the developers' commands)
+11. cli          workshop.cli.*, workshop.__main__
 The core (cli, harness, grading, i18n, workshop.lab) finds a lab only through the registry, by its name: it
 imports no `workshop.labs.<lab>` module (imports under `if TYPE_CHECKING:` never run and are not counted).
 """
@@ -67,7 +67,7 @@ LAYERS = (
     ("labs", ("workshop.labs.*",)),
     ("harness", ("workshop.harness.*",)),
     ("commands", ("workshop.grading.*",)),
-    ("cli", ("workshop.cli.*", "workshop.__main__", "workshop.devtools.*")),
+    ("cli", ("workshop.cli.*", "workshop.__main__")),
 )
 CORE = ("workshop.cli", "workshop.harness", "workshop.grading", "workshop.i18n", "workshop.lab")
 

@@ -1,5 +1,5 @@
 """The README's Layout (and the Spanish README's, the same block) matches the tree: every module and folder of
-the package's core is named there, and every core module it names exists."""
+the package's core and of the developers' tools/ is named there, and every core module it names exists."""
 
 import re
 from pathlib import Path
@@ -13,7 +13,7 @@ CORE = (
     "workshop/harness",
     "workshop/grading",
     "workshop/i18n",
-    "workshop/devtools",
+    "tools",
 )
 PYTHON_OWN = {"__pycache__", "__init__.py", "__main__.py", "locale"}
 HEADINGS = {"README.md": "## Layout", "README.es.md": "## Estructura del repositorio"}

@@ -1,7 +1,7 @@
 """The security suite: every attack a hostile (or careless) hand-in tried, re-tried. Each must fail
 to raise a grade, to read or change another hand-in, or to outlive the grade.
 
-The grading attacks run the autograd lab's hand-gradient grading (contract 6: the learner's code in a worker)
+The grading attacks run the autograd lab's hand-gradient grading (the worker protocol: the learner's code in a worker)
 on a workspace whose file is the attack, and the custom_op lab's kernel exercise through its lab process. The
 sandbox attacks run in the worker natively (process limits) and, marked `docker`, in its container (skipped
 where Docker or the learner image is missing; CI builds the image and runs them).

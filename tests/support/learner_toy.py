@@ -19,9 +19,6 @@ from workshop.lab import LabSpec
 
 HERE = Path(__file__).resolve().parent
 
-LAB = LabSpec(
-    name="toy", order=1, title="a toy lab", entry=f"{__name__}:run", regrade=f"{__name__}:regrade"
-)
 WORKSPACE_HEADER = '"""Your solutions to the toy lab: python -m workshop check toy."""\n'
 QUESTIONS = (
     Question("factor", "Q1. What does double multiply by? (int)", "double's statement"),
@@ -78,7 +75,7 @@ EXERCISES = [
         handout="README.md#essay",
         reference=f"{__name__}:HERE",
         document="essay.md",
-        template=f"{__name__}:essay_template",
+        template=essay_template,
     ),
 ]
 
@@ -112,6 +109,9 @@ def regrade(ctx, lab_dir: Path) -> None:
         "answers", worker=True
     ) as impl:  # the learner's dict crosses the wire as written
         grade_answers(ctx, impl.value, truths(doubled))
+
+
+LAB = LabSpec(name="toy", order=1, title="a toy lab", entry=run, regrade=regrade)
 
 
 def install(setattr) -> None:

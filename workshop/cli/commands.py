@@ -161,7 +161,7 @@ def cmd_bench(args) -> int:
                 lab=args.lab, labs=", ".join(with_bench) or _("none")
             )
         )
-    return spec.load("bench")(Path(args.out)) or 0
+    return spec.bench(Path(args.out)) or 0
 
 
 def cmd_clean(args) -> int:

@@ -17,7 +17,7 @@ Only prose is translated (N_() in the declaration); code is derived, never a mes
 WIDTH. The hints (`hints`: a direction, then the formula, then a skeleton without the key lines) are not in
 the file: `check LAB EXERCISE --hint` shows them, one more each time the learner asks.
 
-A document's starting text comes from its `template`, "module:function" called as `function(lab_dir, work)` with
+A document's starting text comes from its `template`, a function called as `template(lab_dir, work)` with
 the newest run folder of the lab (results/<run-id>/<lab>/, or None when there is none) and the workspace the
 document is written to: it returns the Markdown to write, or None when it needs a run of the lab first (then
 `check LAB` writes the file after its run).
@@ -34,6 +34,7 @@ import dataclasses
 import inspect
 import pkgutil
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 from workshop.grading import questions as questions_module
@@ -63,8 +64,9 @@ class Exercise:
     questions: tuple[Question, ...] = ()
     # signature, shapes and dtypes, what a dict holds: a paragraph of the docstring (or comment)
     interface: str = ""
-    # a document's starting text: "module:function" (see the module's docstring)
-    template: str | None = None
+    # a document's starting text: a function (see the module's docstring), cheap to import with the declaration:
+    # one that needs more imports its module inside it
+    template: Callable[[Path | None, Path], str | None] | None = None
     # graded from a run's artifacts: `check LAB EXERCISE` re-grades it against the latest run
     from_run: bool = False
     # CPU seconds the learner's code may take here (an endless loop ends)
@@ -115,7 +117,7 @@ class Exercise:
         `work`), or None when the template needs a run of the lab first. Without a template: the title and the
         statement to answer."""
         if self.template:
-            return pkgutil.resolve_name(self.template)(lab_dir, work)
+            return self.template(lab_dir, work)
         return f"# {self.title}\n\n<!-- {self.statement.strip()} -->\n\n"
 
     def result(

@@ -8,6 +8,8 @@ process (solution.LocalWorker). One per lab process, stopped when the lab ends.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from workshop import labs
 from workshop.grading import solution, source_check, workspace
 from workshop.grading.exercise import Exercise
@@ -69,7 +71,7 @@ def begin(ctx) -> None:
         worker(ctx).begin()
 
 
-def probe(ctx, function: str, args: tuple, attributes: tuple[str, ...]):
+def probe(ctx, function: Callable, args: tuple, attributes: tuple[str, ...]):
     """function({attribute: piece}, *args) in the worker, over several of the lab's exercises' pieces at once
     (the learner's when a workspace is graded, else the references): LabContext.probe."""
     exercises = [ex for ex in labs.exercises(ctx.name) if ex.attribute in attributes]

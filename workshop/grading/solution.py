@@ -3,8 +3,9 @@
 Inside `with ctx.grading(name) as impl:` a lab uses
     impl(*args)                          call the learner's function there; args and result are wire values
     impl.value                           a constant's value (ANSWERS, predictions), as wire data
-    impl.probe("module:function", *args) run a trusted probe of the workshop package there, called as
-                                         function(learner_attribute, *args); it returns wire values only
+    impl.probe(function, *args)          run a trusted probe of the workshop package there, called as
+                                         function(learner_attribute, *args); it crosses as its name
+                                         (module:qualname, imported there) and returns wire values only
                                          (what a probe reports is said where the learner's code runs: a
                                          hostile learner can forge it; back verdicts by what the lab can
                                          recompute)
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -296,8 +298,9 @@ class Solution:
     def value(self):
         return self._ask("value", ())
 
-    def probe(self, function: str, *args):
-        return self._ask("probe", args, function)
+    def probe(self, function: Callable, *args):
+        """function(the target, *args) in the worker: a module-level function of the workshop, sent by name."""
+        return self._ask("probe", args, f"{function.__module__}:{function.__qualname__}")
 
     def autograd_named(self) -> list[source_check.Finding]:
         """Autograd as the learner's source spells it in this function and what it uses (read here, in the

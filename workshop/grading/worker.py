@@ -1,6 +1,11 @@
 """The worker: the one process where the learner's code runs. It answers the lab's process over the channel
 (wire.py), and decides nothing: every verdict is made by the lab's process from the values sent back.
 
+The worker protocol, as the rest of the workshop names it: learner code runs only here, never in the lab's
+process; what crosses between the two is wire data (wire.py: values, tensors as copies, never code or objects
+of the learner's); the lab's process asks (the requests below, made through grading/solution.py's handle) and
+judges what comes back.
+
     python -m workshop.grading.worker --fd 3      (natively: fd 3 is its end of a socket pair)
     python -m workshop.grading.worker --stdio     (in a container: the channel is stdin/stdout)
 
@@ -10,7 +15,7 @@ stdout and stderr go to a capped log that nobody parses. Requests, each answered
   {"op": "load", "device", "source" (None: no learner file), "filename", "allowed": [[module, name], ...]}
   {"op": "call" | "probe" | "value", "target": {"attribute": NAME} | {"reference": "module:attr"} |
    {"attributes": [NAME, ...]} | {"references": {NAME: "module:attr"}} (a probe over several pieces),
-   "args": [...], "probe": "module:function", "limit_s": CPU seconds}
+   "args": [...], "probe": "module:qualname" (Solution.probe sends the function so), "limit_s": CPU seconds}
 A reply is {"ok": True, "value": ...} or {"ok": False, "kind", "error", "where"}, kind one of load, missing,
 refused, not_started, error, time, wire, worker.
 """

@@ -77,7 +77,7 @@ def run_lab_code(ctx: LabContext, time_limit: float | None) -> interrupt.Stopped
             elif against := ctx.options.against.get(ctx.name):
                 regrade(ctx, Path(against))
             else:
-                spec.load()(ctx)
+                spec.entry(ctx)
     except Exception:  # the lab failed: keep its checks so far, record the error as a failed check
         error = traceback.format_exc()
         with contextlib.suppress(OSError):  # the parent, and so our stdout, may be gone
@@ -103,7 +103,7 @@ def regrade(ctx: LabContext, lab_dir: Path) -> None:
     run = workspace.display(lab_dir.parent)
     # first: a re-grade that raises says what it was graded against too
     ctx.extra["graded_against"] = run
-    labs.get(ctx.name).load("regrade")(ctx, lab_dir)
+    labs.get(ctx.name).regrade(ctx, lab_dir)
     ctx.summary = ctx.summary or _(
         "Re-graded against your run {run}, without running the lab again: its figures, your new answers."
     ).format(run=run)

@@ -4,7 +4,7 @@ Messages in Python go through `_()`, GNU gettext's convention, with `str.format`
 translation may move them: `_("{lab} passed").format(lab=name)`, never an f-string inside `_()`. A message
 defined where the language is not known yet (a module constant, an exercise's statement) is marked with
 `N_()` and translated with `_()` where it is shown. The catalogs sit beside the code they translate
-(workshop/i18n/catalogs.py keeps them): workshop/i18n/locale/<lang>/LC_MESSAGES/workshop.mo for the package, and
+(tools/catalogs.py keeps them): workshop/i18n/locale/<lang>/LC_MESSAGES/workshop.mo for the package, and
 workshop/labs/<lab>/locale/<lang>/LC_MESSAGES/<lab>.mo for each lab; a message with no translation stays
 English. Documents (handouts, theory) are translated as whole files beside their source; a summary template's
 {% trans %} blocks go through the lab's catalog (workshop/i18n/templates.py).

@@ -1,7 +1,7 @@
 """A lab's summary.md from a Jinja2 template beside its code: the prose is the template's, every number the run's.
 
 One template for every language: its prose sits in `{% trans %}` blocks (jinja2.ext.i18n), which the message
-catalogs translate like any `_()` in Python (python -m workshop.i18n.catalogs extracts them into the lab's
+catalogs translate like any `_()` in Python (python -m tools.catalogs extracts them into the lab's
 catalog), so a translation shares the template's structure instead of repeating every tag. A block names the
 values it shows, formatted where it opens:
 

@@ -27,6 +27,7 @@ from workshop.labs.autograd.finite_diff import (
     gradcheck_linear,
     head_slice,
 )
+from workshop.labs.autograd.grading import probes
 from workshop.labs.autograd.grading.graph_facts import GraphFacts, measure_facts
 from workshop.labs.autograd.grading.hand_grading import (
     FLOAT32,
@@ -62,7 +63,6 @@ from workshop.labs.autograd.precision import (
 )
 
 TRACE = "backward_trace.json"
-TF32_CALL = "workshop.labs.autograd.grading.probes:tf32_call"
 
 
 @dataclass
@@ -111,7 +111,7 @@ def under_tf32(function: str, impl, cases: list[Case]) -> dict[str, torch.Tensor
     """impl's float32 results with TF32 on, ungraded: what the precision section shows TF32 costs. TF32 is a
     setting of the process that runs the function: the worker's (probes.tf32_call)."""
     case = next(c for c in cases if c.label == FLOAT32)
-    result = impl.probe(TF32_CALL, True, *case.args)
+    result = impl.probe(probes.tf32_call, True, *case.args)
     return dict(zip(case.expected, unpack(function, result, tuple(case.expected)), strict=True))
 
 

@@ -38,10 +38,10 @@ from workshop.ops import softmax_launch, softmax_op
 
 def grade_pieces(ctx: LabContext, pieces: tuple[str, ...] = probes.EXERCISES) -> None:
     """The exercises that write a piece of the op: each graded in its own twin (exercise_grading.py), the piece
-    run in the worker (contract 6), every interpreted load and store of a kernel bounds-checked there."""
+    run in the worker (the worker protocol), every interpreted load and store of a kernel bounds-checked there."""
     for name in pieces:
         with ctx.grading(name, worker=True) as impl:
-            getattr(graders, f"grade_{name}")(ctx, impl)
+            graders.GRADERS[name](ctx, impl)
 
 
 def check_ran(ctx: LabContext, name: str, call):
@@ -56,7 +56,7 @@ def check_ran(ctx: LabContext, name: str, call):
 def check_correctness(ctx: LabContext, own: OwnOp, shapes: dict) -> dict:
     """The op's values against torch.softmax: per dtype, long rows, layouts, special values, empty tensors, and
     its errors for bad input."""
-    run = functools.partial(own.probe, "apply")
+    run = functools.partial(own.probe, probes.apply)
     name = _("the op answers every call of the correctness checks")
     errors = check_ran(
         ctx, name, lambda: cx.dtype_errors(run, ctx.device, shapes["lm_head"], ctx.seed)
@@ -129,7 +129,7 @@ def check_long_rows(ctx: LabContext, run, shape: tuple[int, int]) -> dict:
 
 def check_autograd(ctx: LabContext, own: OwnOp, shapes: dict) -> dict:
     """PyTorch's own checks of the op: gradcheck and gradgradcheck, opcheck."""
-    found = own.probe("checks", ctx.device, list(shapes["gradcheck_long"]))
+    found = own.probe(probes.checks, ctx.device, list(shapes["gradcheck_long"]))
     ctx.check_equal(
         _("gradcheck/gradgradcheck float64 cases passed"),
         sum(r == cx.PASSED for r in found["gradcheck"].values()),
@@ -148,7 +148,7 @@ def compile_kind(ctx: LabContext, own: OwnOp, kind: str, data) -> inductor_code.
     """The op registered as `kind`, compiled: its result against torch's, its Inductor excerpt, and what the
     excerpt holds."""
     x, dy, expected_y, expected_dx = data
-    found = own.probe("compiled", kind, x, dy)
+    found = own.probe(probes.compiled, kind, x, dy)
     err = max(
         (found["y"] - expected_y).abs().max().item(),
         (found["dx"] - expected_dx).abs().max().item(),
@@ -175,7 +175,7 @@ def check_compile(ctx: LabContext, own: OwnOp) -> dict:
     gen = torch.Generator().manual_seed(ctx.seed)
     x = torch.randn(8, 600, generator=gen).to(ctx.device)
     dy = torch.randn(8, 600, generator=gen).to(ctx.device)
-    ctx.check_equal(_("torch.compile: graph breaks"), own.probe("graph_breaks", x), 0)
+    ctx.check_equal(_("torch.compile: graph breaks"), own.probe(probes.graph_breaks, x), 0)
     x_ = x.clone().requires_grad_()
     expected_y = torch.softmax(x_ * 2.0, -1) * 3.0
     (expected_dx,) = torch.autograd.grad(expected_y, x_, dy)
@@ -214,7 +214,7 @@ def check_minigpt(ctx: LabContext, own: OwnOp) -> dict:
     logits = model(x)  # (16, T, 600)
     lm_loss(logits, y).backward()
     state = {k: v.detach() for k, v in model.state_dict().items()}
-    ours = own.probe("minigpt", state, asdict(model.cfg), x, y)
+    ours = own.probe(probes.minigpt, state, asdict(model.cfg), x, y)
     grads = zip(ours["grads"], (p.grad for p in model.parameters()), strict=True)
     found = {
         "logits": (ours["logits"] - logits.detach()).abs().max().item(),
@@ -268,7 +268,7 @@ def check_trace(ctx: LabContext) -> profiler_trace.TraceFacts:
 
 
 def grade_answers(ctx: LabContext, facts: launch_facts.LaunchFacts) -> None:
-    """ANSWERS against the facts of a run: the learner's dict read in the worker (contract 6), graded here."""
+    """ANSWERS against the facts of a run: the learner's dict read in the worker (the worker protocol), graded here."""
     with ctx.grading("answers", worker=True) as answers:
         questions.grade_answers(ctx, answers.value, asdict(facts))
 
@@ -293,7 +293,7 @@ def check_own_op(ctx: LabContext, shapes: dict) -> dict:
         "autograd": lambda: check_autograd(ctx, own, shapes),
         "compile": lambda: check_compile(ctx, own),
         "minigpt": lambda: check_minigpt(ctx, own),
-        "step_launches": lambda: own.probe("step_launches", list(eager_cost.STEP), ctx.device),
+        "step_launches": lambda: own.probe(probes.step_launches, list(eager_cost.STEP), ctx.device),
     }
     sections = {name: in_section(ctx, name, section) for name, section in sections.items()}
     found |= timed(sections, found.setdefault("seconds", {}))

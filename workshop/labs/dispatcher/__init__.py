@@ -1,11 +1,19 @@
 from workshop.i18n import N_
 from workshop.lab import LabSpec
 
+
+def run(ctx) -> None:
+    """The lab's work (LabSpec.entry): its module, and torch, imported in the lab's own process only."""
+    from workshop.labs.dispatcher import lab
+
+    lab.run(ctx)
+
+
 LAB = LabSpec(
     name="dispatcher",
     order=1,
     title=N_(
         "trace F.linear(x, W, b) and torch.matmul through the dispatcher: keys, kernels, GEMM op and kernel"
     ),
-    entry="workshop.labs.dispatcher.lab:run",
+    entry=run,
 )

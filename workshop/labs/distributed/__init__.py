@@ -1,17 +1,46 @@
 from workshop.i18n import N_
 from workshop.lab import LabSpec
 
+
+def run(ctx) -> None:
+    """The lab's work (LabSpec.entry): its module, and torch, imported in the lab's own process only."""
+    from workshop.labs.distributed import lab
+
+    lab.run(ctx)
+
+
+def regrade(ctx, lab_dir) -> None:
+    """LabSpec.regrade: the from_run exercises graded against an earlier run's folder."""
+    from workshop.labs.distributed import lab
+
+    lab.regrade(ctx, lab_dir)
+
+
+def benchmark(out):
+    """LabSpec.bench: `python -m workshop bench distributed`."""
+    from workshop.labs.distributed.bench import check_loop
+
+    return check_loop.main(out)
+
+
+def capacity_problem(n_procs: int, device: str) -> str | None:
+    """LabSpec.precondition: more ranks than this machine holds, said before a run starts (launch.py)."""
+    from workshop.labs.distributed import launch
+
+    return launch.capacity_problem(n_procs, device)
+
+
 LAB = LabSpec(
     name="distributed",
     order=5,
     title=N_(
         "DDP, FSDP2, tensor and pipeline parallel under torchrun: each proven equal to one process, and measured"
     ),
-    entry="workshop.labs.distributed.lab:run",
+    entry=run,
     # more ranks than this machine holds is refused before a run starts (one line: the limit and the fix)
-    precondition="workshop.labs.distributed.launch:capacity_problem",
+    precondition=capacity_problem,
     # `check distributed predictions` (answers, survey) after a run grades that run's figures again
-    regrade="workshop.labs.distributed.lab:regrade",
+    regrade=regrade,
     # how long `check distributed` takes (python -m workshop bench distributed)
-    bench="workshop.labs.distributed.bench.check_loop:main",
+    bench=benchmark,
 )

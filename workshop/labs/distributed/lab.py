@@ -207,7 +207,7 @@ def grade_exercises(
 
 
 def given(ctx: LabContext, impl, n: int):
-    """The dict a questions exercise grades, as wire data from the worker (contract 6): the learner's constant
+    """The dict a questions exercise grades, as wire data from the worker (the worker protocol): the learner's constant
     (PREDICTIONS, ANSWERS), or the reference's, which derives it for N = n."""
     return impl.value if ctx.graded else impl(n)
 

@@ -2,7 +2,7 @@
 
 Each exercise is run on the lab's real batch in float32 and float64 (and the cross-entropy once more on logits
 shifted by +1000, where a softmax without its max shift overflows), on inputs that do not require grad, in the
-worker process (contract 6: the arguments and results cross the wire as copies), watched there for autograd
+worker process (the worker protocol: the arguments and results cross the wire as copies), watched there for autograd
 (no_autograd.py, through probes.py). Every result must be within precision.error_bound of autograd's. The checks of
 an exercise: the mistake its outputs show, when a diagnosis recognises one (gradient_diagnosis.py), a
 diagnosis check, so that it is the failure the learner reads first; each output against autograd's, its
@@ -23,7 +23,13 @@ from workshop.i18n import _
 from workshop.lab import LabContext
 from workshop.labs.autograd.batch import HeadBatch, leaves
 from workshop.labs.autograd.grading.gradient_diagnosis import Diagnosis, Evidence, diagnose
-from workshop.labs.autograd.grading.no_autograd import EXAMPLES, FORBIDDEN, HAND_RULES, add_seen
+from workshop.labs.autograd.grading.no_autograd import (
+    EXAMPLES,
+    FORBIDDEN,
+    HAND_RULES,
+    add_seen,
+    watched_call,
+)
 from workshop.labs.autograd.hand_grads import autograd_forward_backward
 from workshop.labs.autograd.precision import CHAPTER_ATOL, error_bound, max_abs_error
 from workshop.minigpt.model import lm_loss
@@ -32,8 +38,6 @@ DTYPES = (torch.float32, torch.float64)
 FLOAT32 = "float32"  # the label of each exercise's float32 case (dtype_name)
 # past exp's overflow in float32 (88.7) and float64 (709.8); softmax ignores it
 LOGIT_SHIFT = 1000.0
-# the watch (no_autograd.watched_call), as a probe of the worker
-WATCHED_CALL = "workshop.labs.autograd.grading.probes:watched_call"
 SYMBOL = {"loss": "L", "dlogits": "dL/dlogits", "dW": "dL/dW", "db": "dL/db", "dx": "dL/dx"}
 
 
@@ -115,10 +119,10 @@ class Graded:
 
 def grade(ctx: LabContext, function: str, impl, cases: list[Case]) -> Graded:
     """Run impl (a grading.solution.Solution) on every case, watched for autograd where it runs (the watch is a
-    probe: probes.watched_call); record the checks in the module docstring's order."""
+    probe: no_autograd.watched_call); record the checks in the module docstring's order."""
     measured, seen, returned = [], {}, {}
     for case in cases:  # the worker gets copies: the learner's in-place edits stay there
-        result, watched = impl.probe(WATCHED_CALL, list(HAND_RULES), *case.args)
+        result, watched = impl.probe(watched_call, list(HAND_RULES), *case.args)
         add_seen(seen, watched)
         outputs = unpack(function, result, tuple(case.expected))
         returned[case.label] = dict(zip(case.expected, outputs, strict=True))

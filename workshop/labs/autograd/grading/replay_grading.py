@@ -4,6 +4,9 @@ Two graphs, in float32 and float64: the LM head under lm_loss, and the same plus
 The second has fan-in: W is used twice in the forward, so two gradients reach W's AccumulateGrad and must be
 summed; an engine that overwrites instead passes the first graph and fails this one. Each graph is run once by
 the real engine (.backward(), pre-hooks recording its order, the graph retained) before any replay.
+
+Nodes cannot cross the wire: the learner's engine runs in the worker on the same graph rebuilt there, by this
+module's probes (engine_order_indices, backpropagate_leaf_grads), and the verdicts are made here.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from workshop.labs.autograd.grading.hand_grading import (
     check_no_autograd,
     dtype_name,
 )
-from workshop.labs.autograd.grading.no_autograd import ENGINE_RULES, add_seen
+from workshop.labs.autograd.grading.no_autograd import ENGINE_RULES, add_seen, watched_call
 from workshop.labs.autograd.graph_walk import walk
 from workshop.labs.autograd.precision import error_bound, max_abs_error
 from workshop.labs.autograd.replay import is_topological, record_engine_order
@@ -32,7 +35,7 @@ from workshop.minigpt.model import lm_loss
 
 # The penalty's gradient lambda * W peaks at 0.038 against dL/dW's 0.108: either half alone is far off the sum.
 WEIGHT_DECAY = 0.1
-# Stands in the learner's order for an entry that is no node of the graph (probes.engine_order_indices: -1).
+# Stands in the learner's order for an entry that is no node of the graph (engine_order_indices: -1).
 NOT_A_NODE = "<not a node of this graph>"
 # The graphs' names: identifiers in result.json, translated where the learner reads them.
 HEAD, DECAY = N_("LM head"), N_("LM head + weight decay")
@@ -46,7 +49,8 @@ class GraphCase:
     leaves: dict[str, torch.Tensor]  # "x", "W", "b"
     real_order: list[Node]  # the nodes in the order .backward() ran them
     expected: dict[str, torch.Tensor]  # .backward()'s leaf gradients
-    # what a worker rebuilds the same graph from (probes.py): (hidden, targets, W, b), the weight decay
+    # what a worker rebuilds the same graph from (engine_order_indices, backpropagate_leaf_grads):
+    # (hidden, targets, W, b), the weight decay
     inputs: tuple[torch.Tensor, ...]
     weight_decay: float
     # leaf -> {source: its gradient}
@@ -129,20 +133,52 @@ def check_graphs(ctx: LabContext, cases: list[GraphCase]) -> None:
     )
 
 
-ORDER_PROBE = "workshop.labs.autograd.grading.probes:engine_order_indices"
-BACKPROPAGATE_PROBE = "workshop.labs.autograd.grading.probes:backpropagate_leaf_grads"
+def engine_order_indices(engine_order, hidden, targets, W, b, dtype: str, weight_decay: float):
+    """engine_order(root) on the graph built here from the lab's inputs, watched for the engine: (each returned
+    entry's position in walk(root), -1 for what is no node of it; what the watch saw)."""
+    loss, _leaves = build_graph((hidden, targets, W, b), getattr(torch, dtype), weight_decay)
+    position = {node: i for i, node in enumerate(walk(loss.grad_fn))}
+    order, seen = watched_call(engine_order, ENGINE_RULES, loss.grad_fn)
+    return [position.get(n, -1) if isinstance(n, Node) else -1 for n in order], seen
+
+
+def backpropagate_leaf_grads(backpropagate, hidden, targets, W, b, dtype: str, weight_decay, order):
+    """backpropagate(nodes in `order`, ones) on the graph built here, `order` given as positions in walk(root):
+    ({leaf name: the gradient the learner's dict holds for that very leaf, or None}, what the watch saw); the
+    returned value's type name instead of the dict when it is not one."""
+    loss, leaves = build_graph((hidden, targets, W, b), getattr(torch, dtype), weight_decay)
+    nodes = walk(loss.grad_fn)
+    with torch.no_grad():  # as the real engine runs without create_graph
+        grads, seen = watched_call(
+            backpropagate, ENGINE_RULES, [nodes[i] for i in order], torch.ones_like(loss)
+        )
+    if not isinstance(grads, dict):
+        return type(grads).__name__, seen
+    # by identity: the keys may be anything, and a tensor's == is elementwise
+    found = {
+        name: next((g for key, g in grads.items() if key is leaf), None)
+        for name, leaf in leaves.items()
+    }
+    return {name: wire_value(g) for name, g in found.items()}, seen
+
+
+def wire_value(g):
+    """A learner's gradient as it may cross the wire: a tensor without its graph, None, or its type's name."""
+    if isinstance(g, torch.Tensor):
+        return g.detach()
+    return None if g is None else type(g).__name__
 
 
 def grade_order(ctx: LabContext, impl, cases: list[GraphCase]) -> None:
     """The learner's engine_order(root) on each graph: topological, and exactly the real engine's order.
 
-    Nodes cannot cross to the worker: it rebuilds the same graph (probes.engine_order_indices) and sends back
+    Nodes cannot cross to the worker: it rebuilds the same graph (engine_order_indices, below) and sends back
     the learner's order as positions in walk(root); the verdicts are made here, on the lab's own graph."""
     seen = {}
     for case in (c for c in cases if c.dtype == torch.float32):
         nodes = walk(case.root)
         indices, watched = impl.probe(
-            ORDER_PROBE, *case.inputs, dtype_name(case.dtype), case.weight_decay
+            engine_order_indices, *case.inputs, dtype_name(case.dtype), case.weight_decay
         )
         add_seen(seen, watched)
         order = [nodes[i] if 0 <= i < len(nodes) else NOT_A_NODE for i in indices]
@@ -235,7 +271,7 @@ def grade_backpropagate(ctx: LabContext, impl, cases: list[GraphCase]) -> list[R
     """The learner's backpropagate(order, grad_output) given the real engine's order, on every graph: the
     mistake its results show first (a diagnosis), then each leaf against .backward().
 
-    In the worker, probes.backpropagate_leaf_grads rebuilds the graph and hands the learner the order .backward()
+    In the worker, backpropagate_leaf_grads rebuilds the graph and hands the learner the order .backward()
     ran here (positions in walk(root)); it sends back each leaf's gradient by the leaf's name."""
     seen, measured = {}, []
     for case in cases:
@@ -243,7 +279,7 @@ def grade_backpropagate(ctx: LabContext, impl, cases: list[GraphCase]) -> list[R
         # .backward()'s order (pre-hooks): torch's, not a reference
         order = [ids[n] for n in case.real_order]
         grads, watched = impl.probe(
-            BACKPROPAGATE_PROBE, *case.inputs, dtype_name(case.dtype), case.weight_decay, order
+            backpropagate_leaf_grads, *case.inputs, dtype_name(case.dtype), case.weight_decay, order
         )
         add_seen(seen, watched)
         if isinstance(grads, str):
@@ -300,7 +336,7 @@ def leaf_diagnosis(case: GraphCase, name: str, got, bound: float) -> Diagnosis:
         ).format(leaf=name)
         return Diagnosis(N_("a leaf's gradient not stored under the leaf"), message)
     if not isinstance(got, torch.Tensor) or got.shape != want.shape:
-        # a non-tensor comes back from the worker as its type's name (probes.wire_value)
+        # a non-tensor comes back from the worker as its type's name (wire_value)
         shape = tuple(got.shape) if isinstance(got, torch.Tensor) else got
         message = _(
             "{leaf}'s gradient has shape {got}, the leaf has {want}: pass every gradient through "

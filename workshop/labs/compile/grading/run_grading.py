@@ -10,7 +10,7 @@ functions on the learner's latest run folder: seconds instead of minutes of comp
   which are not kept as objects), and a digest of every file above.
 A file changed since its run wrote it (notes typed into code/train_forward.py, say) is one clear line, never a
 verdict on other code: the digests tell. The learner's two dicts are read in their worker process as data
-(contract 6: no learner code runs in the lab's process); every truth they are graded against is read here, from
+(the worker protocol: no learner code runs in the lab's process); every truth they are graded against is read here, from
 the files. The folder belongs to the learner, so a re-grade is the learner's quick loop; an instructor's grade runs
 the lab, which writes and grades a fresh folder.
 
@@ -195,7 +195,7 @@ def count_facts(code: dict[str, str], kernels, breaks: dict, parameters: int) ->
 
 
 def given(ctx: LabContext, impl, run: RunFiles):
-    """The answer being graded, as wire data (contract 6): the learner's constant as their worker reads it, or
+    """The answer being graded, as wire data (the worker protocol): the learner's constant as their worker reads it, or
     the reference's answer for this run (a function of the run's folder: names and counts differ by device)."""
     return impl.value if ctx.graded else impl(str(run.folder))
 

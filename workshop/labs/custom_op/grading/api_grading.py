@@ -9,13 +9,13 @@ triton_op was asked, a schema without dim's default, no fake, no setup_context, 
 wrap_triton); then the op goes through gradcheck, opcheck and torch.compile
 (op_grading). Under Triton's interpreter a triton_op can be neither compiled nor opchecked (softmax_op.py says
 why): there the triton_op is graded by its registration, its launches and gradcheck, and on a GPU by Inductor's
-code too. The learner's function registers and runs in the worker (piece_probes.registration,
-registration_checks, with `registration_facts`); the facts are judged here, in the lab's process.
+code too. The learner's function registers and runs in the worker (this module's probes `registration` and
+`registration_checks`, with `registration_facts`); the facts are judged here, in the lab's process.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import torch
 from torch._library import custom_ops
@@ -25,8 +25,8 @@ from torch._subclasses.functional_tensor import FunctionalTensorMode
 from workshop.i18n import N_, _
 from workshop.lab import LabContext
 from workshop.labs.custom_op.grading import correctness as cx
-from workshop.labs.custom_op.grading import stand_ins
-from workshop.labs.custom_op.grading.op_grading import grade_op
+from workshop.labs.custom_op.grading import probes, stand_ins
+from workshop.labs.custom_op.grading.op_grading import grade_op, op_facts
 from workshop.ops import INTERPRETED, softmax_op
 from workshop.ops.softmax_op import SoftmaxOps
 
@@ -125,13 +125,37 @@ def eager_input(device: str, seed: int) -> torch.Tensor:
     return torch.randn(8, 600, generator=torch.Generator().manual_seed(seed)).to(device)
 
 
+def registration(define, exercise: str, device: str) -> dict:
+    """What the learner's define_custom_op or define_triton_op registered (registration_facts)."""
+    probes.started(define)
+    facts, _ops = registration_facts(define, exercise, device)
+    return asdict(facts)
+
+
+def registration_checks(define, exercise: str, device: str, seed: int) -> dict:
+    """The op the learner's define registers, checked: a triton_op under the interpreter, which can be neither
+    compiled nor opchecked here, by gradcheck and its eager values on eager_input ({"name",
+    "gradcheck", "eager"}); every other by op_grading.op_facts."""
+    probes.started(define)
+    _facts, ops = registration_facts(define, exercise, device)
+    if ops is None:
+        raise LookupError(f"{define.__name__} registered no operator this time")
+    if ops.kind == "triton_op" and INTERPRETED:
+        return {
+            "name": ops.forward.name(),
+            "gradcheck": cx.gradchecks(ops.forward, device),
+            "eager": ops.forward(eager_input(device, seed), -1),
+        }
+    return op_facts(ops, -1, device, seed)
+
+
 def grade_registration(ctx: LabContext, ask, exercise: str) -> None:
-    """The learner's define_custom_op or define_triton_op, in the worker (`ask(probe, *args)`: a probe of
-    piece_probes.py on it): its facts judged, then the op's checks."""
-    facts = RegistrationFacts(**ask("registration", exercise, ctx.device))
+    """The learner's define_custom_op or define_triton_op, in the worker (`ask(probe, *args)`: impl.probe, the
+    probe `registration`, then `registration_checks`, on it): its facts judged, then the op's checks."""
+    facts = RegistrationFacts(**ask(registration, exercise, ctx.device))
     if not _check_facts(ctx, facts, exercise):
         return
-    found = ask("registration_checks", exercise, ctx.device, ctx.seed)
+    found = ask(registration_checks, exercise, ctx.device, ctx.seed)
     if ASKED[exercise] == "triton_op" and INTERPRETED:
         # The triton_op cannot be traced here: its values and gradients, eagerly, then gradcheck.
         failed = {case: r for case, r in found["gradcheck"].items() if r != cx.PASSED}

@@ -1,8 +1,9 @@
-"""One function per exercise, `grade_<name>(ctx, impl)`, called inside `ctx.grading(name, worker=True)` with the
-learner's piece (or the reference's) in the worker: its own checks first (kernel_grading, registration_grading),
-each failure with the mistake named; then, once those pass, gradcheck, opcheck and torch.compile of a twin made
-with the piece (op_grading). The piece runs only in the worker, through the probes of piece_probes.py; every
-verdict here is made from the values they send back (contract 6)."""
+"""One function per exercise, `grade_<name>(ctx, impl)` (GRADERS: by exercise id), called inside
+`ctx.grading(name, worker=True)` with the learner's piece (or the reference's) in the worker: its own checks
+first (kernel_grading, registration_grading), each failure with the mistake named; then, once those pass,
+gradcheck, opcheck and torch.compile of a twin made with the piece (op_grading). The piece runs only in the
+worker, through the probes of piece_probes.py (api_grading's for a registration); every verdict here is made
+from the values they send back (the worker protocol)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import functools
 
 from workshop.i18n import _
 from workshop.lab import LabContext
-from workshop.labs.custom_op.grading import api_grading
+from workshop.labs.custom_op.grading import api_grading, piece_probes
 from workshop.labs.custom_op.grading import kernel_diagnosis as diagnose
 from workshop.labs.custom_op.grading import registration_grading as rg
 from workshop.labs.custom_op.grading.kernel_grading import (
@@ -25,59 +26,61 @@ from workshop.labs.custom_op.grading.memory_bounds import ACCESSES, place_said, 
 from workshop.labs.custom_op.grading.op_grading import grade_op
 from workshop.ops import INTERPRETED
 
-PIECE_PROBES = "workshop.labs.custom_op.grading.piece_probes"
-
-
-def asking(impl):
-    """ask(probe, *args): piece_probes.<probe>(the piece, *args), run where the piece runs (the worker)."""
-    return lambda probe, *args: impl.probe(f"{PIECE_PROBES}:{probe}", *args)
-
 
 def grade_forward_kernel(ctx: LabContext, impl) -> None:
-    grade_kernel(ctx, asking(impl), "forward_kernel", FORWARD)
+    grade_kernel(ctx, impl.probe, "forward_kernel", FORWARD)
 
 
 def grade_backward_kernel(ctx: LabContext, impl) -> None:
-    grade_kernel(ctx, asking(impl), "backward_kernel", BACKWARD)
+    grade_kernel(ctx, impl.probe, "backward_kernel", BACKWARD)
 
 
 def grade_kernel(ctx: LabContext, ask, name: str, direction: Direction) -> None:
     """A kernel exercise: launchable as the op launches the reference's, then its checks over the four cases,
     then its twin's."""
     ex = ctx.exercise(name)
-    if not _launchable(ctx, ex, ask("kernel_signature")):
+    if not _launchable(ctx, ex, ask(piece_probes.kernel_signature)):
         return
     if record_kernel_checks(ctx, ask, direction, ex.attribute):
-        grade_op(ctx, ask("twin_checks", name, ctx.device, ctx.seed))
+        grade_op(ctx, ask(piece_probes.twin_checks, name, ctx.device, ctx.seed))
 
 
 def grade_fake(ctx: LabContext, impl) -> None:
-    ask = asking(impl)
-    if rg.grade_fake_outputs(ctx, ask("fake_outputs", ctx.device)):
+    if rg.grade_fake_outputs(ctx, impl.probe(piece_probes.fake_outputs, ctx.device)):
         # Compiled over dim 0, where the output's strides are not x's: the fake must say so.
-        grade_op(ctx, ask("twin_checks", "fake", ctx.device, ctx.seed, 0), dim=0)
+        grade_op(ctx, impl.probe(piece_probes.twin_checks, "fake", ctx.device, ctx.seed, 0), dim=0)
 
 
 def grade_setup_context(ctx: LabContext, impl) -> None:
-    ask = asking(impl)
     x = rg.saved_input(ctx.device)
-    if rg.grade_saved(ctx, x, ask("saved", x)):
-        grade_op(ctx, ask("twin_checks", "setup_context", ctx.device, ctx.seed))
+    if rg.grade_saved(ctx, x, impl.probe(piece_probes.saved, x)):
+        grade_op(ctx, impl.probe(piece_probes.twin_checks, "setup_context", ctx.device, ctx.seed))
 
 
 def grade_backward(ctx: LabContext, impl) -> None:
-    ask = asking(impl)
     x, dy = rg.gradient_inputs(ctx.device)
-    if rg.grade_gradients(ctx, x, dy, ask("gradient", x, dy)):
-        grade_op(ctx, ask("twin_checks", "backward", ctx.device, ctx.seed))
+    if rg.grade_gradients(ctx, x, dy, impl.probe(piece_probes.gradient, x, dy)):
+        grade_op(ctx, impl.probe(piece_probes.twin_checks, "backward", ctx.device, ctx.seed))
 
 
 def grade_define_custom_op(ctx: LabContext, impl) -> None:
-    api_grading.grade_registration(ctx, asking(impl), "define_custom_op")
+    api_grading.grade_registration(ctx, impl.probe, "define_custom_op")
 
 
 def grade_define_triton_op(ctx: LabContext, impl) -> None:
-    api_grading.grade_registration(ctx, asking(impl), "define_triton_op")
+    api_grading.grade_registration(ctx, impl.probe, "define_triton_op")
+
+
+# exercise id -> its grading function, for custom_op/lab.py's grade_pieces
+GRADERS = {
+    "forward_kernel": grade_forward_kernel,
+    "backward_kernel": grade_backward_kernel,
+    "fake": grade_fake,
+    "setup_context": grade_setup_context,
+    "backward": grade_backward,
+    "define_custom_op": grade_define_custom_op,
+    "define_triton_op": grade_define_triton_op,
+}
 
 
 def _launchable(ctx: LabContext, ex, signature: dict) -> bool:
@@ -103,7 +106,7 @@ def record_kernel_checks(ctx: LabContext, ask, direction: Direction, attribute: 
 
     def launched(cases) -> list[dict]:
         specs = [case.spec for case in cases]
-        return ask("kernel_cases", direction.name, specs, ctx.device, ctx.seed)
+        return ask(piece_probes.kernel_cases, direction.name, specs, ctx.device, ctx.seed)
 
     # the kernel on another layout of a case: None where it raised or went out of bounds
     @functools.cache

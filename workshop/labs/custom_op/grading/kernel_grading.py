@@ -10,9 +10,9 @@ row); float32 (5, 37), whose N is odd (ALIGN 1); float64 (6, 100), which needs f
 (6, 600), which needs float32 arithmetic. Under the interpreter every load and store is bounds-checked
 (memory_bounds.py); on a GPU the guards around each tensor show stray writes afterwards.
 
-Where each half runs (contract 6): `launch_case` launches the learner's kernel in the worker and sends back what it
-left (the output's whole guarded buffer, the launch record, the half-precision arithmetic it did); `judged`, in the
-lab's process, makes the same inputs from the seed and reads that buffer against float64.
+Where each half runs (the worker protocol): `launch_case` launches the learner's kernel in the worker and sends back
+what it left (the output's whole guarded buffer, the launch record, the half-precision arithmetic it did); `judged`,
+in the lab's process, makes the same inputs from the seed and reads that buffer against float64.
 """
 
 from __future__ import annotations

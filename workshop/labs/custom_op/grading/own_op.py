@@ -1,6 +1,6 @@
 """The op the lab's checks run on: in a graded run the learner's own, made of their pieces (their kernels, fake,
-autograd functions) inside the worker (contract 6: the learner's code never runs in the lab's process); in a plain
-run the shipped pieces, torch.ops.workshop.softmax's, here. Its probes (probes.py) run the pieces and return plain
+autograd functions) inside the worker (the worker protocol: the learner's code never runs in the lab's process); in a
+plain run the shipped pieces, torch.ops.workshop.softmax's, here. Its probes (probes.py) run the pieces and return plain
 values; every verdict is the lab's, from those values and PyTorch's own results.
 
 An op whose pieces are not all there (a stub, a missing function: the learner edition's references are stubs too)
@@ -9,15 +9,13 @@ cannot be built: its checks wait on those exercises, which the lab says in one l
 
 from __future__ import annotations
 
-import pkgutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from workshop import labs
 from workshop.grading.solution import LearnerCodeFailed
 from workshop.lab import LabContext
 from workshop.labs.custom_op.grading import probes
-
-IN_WORKER = "workshop.labs.custom_op.grading.probes:in_worker"
 
 
 @dataclass
@@ -34,16 +32,17 @@ class OwnOp:
     def graded(self) -> bool:
         return self.ctx is not None
 
-    def probe(self, name: str, *args):
-        """probes.<name>(pieces, *args): in a graded run inside the worker, where the learner's code may run (an
-        error of theirs raises LearnerCodeFailed); in a plain run here, on the shipped pieces."""
+    def probe(self, function: Callable, *args):
+        """function(pieces, *args), one of probes.IN_WORKER: in a graded run inside the worker (probes.in_worker
+        finds it there by its name), where the learner's code may run (an error of theirs raises
+        LearnerCodeFailed); in a plain run here, on the shipped pieces."""
         if self.ctx is None:
-            return getattr(probes, name)(self.pieces, *args)
+            return function(self.pieces, *args)
         return self.ctx.probe(
-            IN_WORKER,
+            probes.in_worker,
             self.exercise_of,
             self.ctx.lang,
-            name,
+            function.__name__,
             *args,
             attributes=tuple(self.exercise_of),
         )
@@ -77,7 +76,7 @@ def waiting_on(own: OwnOp) -> list[str]:
     """The exercises whose piece the learner's file lacks or leaves a stub: asked of the worker, which only reads
     the pieces' source (a learner who lies here gets the op's checks run, and failed, on what is there)."""
     try:
-        stubs = own.probe("stubs")
+        stubs = own.probe(probes.stubs)
     except LearnerCodeFailed as e:
         if e.kind != "missing":
             # a file that does not load, or is refused: each exercise fails with it too
@@ -98,7 +97,7 @@ def needed(device: str) -> tuple[str, ...]:
 def shipped_pieces() -> dict:
     """torch.ops.workshop.softmax's own pieces, by exercise (the references: stubs in the learner edition)."""
     return {
-        ex.name: pkgutil.resolve_name(ex.reference)
+        ex.name: ex.load_reference()
         for ex in labs.exercises("custom_op")
         if ex.name in probes.EXERCISES
     }

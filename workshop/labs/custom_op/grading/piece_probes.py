@@ -1,9 +1,10 @@
 """Probes of one piece: what runs in the worker, where the learner's code may run, when an exercise that writes a
-piece of the op is graded (exercise_grading.py asks for them by name: impl.probe("...piece_probes:NAME", ...)).
+piece of the op is graded (exercise_grading.py asks for them: impl.probe(piece_probes.NAME, ...); the
+registration exercises' two probes are api_grading's).
 
 Each takes the learner's piece (or, in a plain run, the reference's, in the lab's own process: the worker's
 code all the same) and returns wire values: the kernel's launches and the buffer it wrote, the fake's outputs'
-layouts, what setup_context saved, the gradient the backward gave, what a registration registered, and the
+layouts, what setup_context saved, the gradient the backward gave, and the
 outcomes of gradcheck, opcheck and torch.compile on the twin made with the piece (learner_op.twin). Nothing here
 judges: the lab's process does, from these values and PyTorch's own results. Nothing here is said in a language
 either: the worker speaks none, so a mistake comes back as facts (memory_bounds.OutOfBounds' place,
@@ -26,23 +27,17 @@ import triton
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from workshop.grading import workspace
-from workshop.labs.custom_op.grading import api_grading, learner_op, probes
-from workshop.labs.custom_op.grading import correctness as cx
 from workshop.labs.custom_op.grading import kernel_grading as kg
+from workshop.labs.custom_op.grading import learner_op, probes
 from workshop.labs.custom_op.grading import registration_grading as rg
 from workshop.labs.custom_op.grading.memory_bounds import OutOfBounds, bounds_checked
 from workshop.labs.custom_op.grading.op_grading import op_facts
-from workshop.ops import INTERPRETED, softmax_op
-
-
-def _started(piece) -> None:
-    if probes.is_stub(piece):
-        raise NotImplementedError
+from workshop.ops import softmax_op
 
 
 def kernel_signature(kernel) -> dict:
     """What the learner's kernel is (learner_op.kernel_signature), before anything launches it."""
-    _started(kernel)
+    probes.started(kernel)
     return learner_op.kernel_signature(kernel)
 
 
@@ -50,7 +45,7 @@ def kernel_cases(kernel, direction: str, cases: list[dict], device: str, seed: i
     """The kernel launched on each case (kernel_grading.launch_case, every load and store bounds-checked under
     the interpreter), up to the first that goes out of bounds ({"out_of_bounds": {access, place, at, line}}) or
     raises ({"raised": {at, line, error}})."""
-    _started(kernel)
+    probes.started(kernel)
     found = []
     with bounds_checked():
         for spec in cases:
@@ -76,7 +71,7 @@ def kernel_cases(kernel, direction: str, cases: list[dict], device: str, seed: i
 def twin_checks(piece, exercise: str, device: str, seed: int, dim: int = -1) -> dict:
     """gradcheck, opcheck and torch.compile of the twin made with the piece (op_grading.op_facts). A fake is a
     custom_op's (a triton_op's fake is its body); the others go into an op registered as this device's KIND."""
-    _started(piece)
+    probes.started(piece)
     kind = "custom_op" if exercise == "fake" else softmax_op.KIND
     if exercise == "backward":
         piece = learner_op.counted(piece)
@@ -89,7 +84,7 @@ def fake_outputs(fake, device: str) -> dict:
     """The learner's fake on a fake tensor of each of registration_grading.fake_cases: {"outputs": {case: its
     output's layout, {"is_x": True} or {"kind": type}}}; or {"raised": "file:line: error"} at the first that
     raises."""
-    _started(fake)
+    probes.started(fake)
     outputs = {}
     for case, (x, dim) in rg.fake_cases(device).items():
         with FakeTensorMode() as mode:
@@ -111,7 +106,7 @@ def saved(setup_context, x: torch.Tensor) -> dict:
     """What the learner's setup_context left on the autograd node of y = op(x, -1), in its twin: the saved
     tensors, y, and ctx.dim ("has_dim" False when it set none; a value that is not a number or a string as its
     repr)."""
-    _started(setup_context)
+    probes.started(setup_context)
     ops = learner_op.twin("setup_context", softmax_op.KIND, setup_context=setup_context)
     y = ops.forward(x.requires_grad_(), -1)
     node = y.grad_fn
@@ -128,37 +123,13 @@ def saved(setup_context, x: torch.Tensor) -> dict:
 def gradient(backward, x: torch.Tensor, dy: torch.Tensor) -> dict:
     """dx through the twin with the learner's backward: {"dx": dx}, or {"count": what it returned instead of
     (dx, None) (learner_op.pair_problem), "where": where that backward is defined}."""
-    _started(backward)
+    probes.started(backward)
     ops = learner_op.twin("backward", softmax_op.KIND, backward=learner_op.counted(backward))
     try:
         (dx,) = torch.autograd.grad(ops.forward(x.requires_grad_(), -1), x, dy)
     except learner_op.GradientCount as e:
         return {"count": e.problem, "where": e.where}
     return {"dx": dx}
-
-
-def registration(define, exercise: str, device: str) -> dict:
-    """What the learner's define_custom_op or define_triton_op registered (api_grading.registration_facts)."""
-    _started(define)
-    facts, _ops = api_grading.registration_facts(define, exercise, device)
-    return asdict(facts)
-
-
-def registration_checks(define, exercise: str, device: str, seed: int) -> dict:
-    """The op the learner's define registers, checked: a triton_op under the interpreter, which can be neither
-    compiled nor opchecked here, by gradcheck and its eager values on api_grading.eager_input ({"name",
-    "gradcheck", "eager"}); every other by op_grading.op_facts."""
-    _started(define)
-    _facts, ops = api_grading.registration_facts(define, exercise, device)
-    if ops is None:
-        raise LookupError(f"{define.__name__} registered no operator this time")
-    if ops.kind == "triton_op" and INTERPRETED:
-        return {
-            "name": ops.forward.name(),
-            "gradcheck": cx.gradchecks(ops.forward, device),
-            "eager": ops.forward(api_grading.eager_input(device, seed), -1),
-        }
-    return op_facts(ops, -1, device, seed)
 
 
 def _file(function) -> Path:

@@ -40,6 +40,12 @@ def is_stub(function) -> bool:
     return "raise NotImplementedError" in source
 
 
+def started(piece) -> None:
+    """Raises NotImplementedError (the worker's "not started") for a piece that is still its stub."""
+    if is_stub(piece):
+        raise NotImplementedError
+
+
 def stubs(pieces: dict) -> list[str]:
     """The exercises whose piece still raises NotImplementedError (its source read, nothing run)."""
     return [name for name, piece in pieces.items() if is_stub(piece)]

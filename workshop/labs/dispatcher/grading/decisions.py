@@ -17,6 +17,7 @@ from workshop.i18n import _, ngettext
 from workshop.lab import LabContext
 from workshop.labs.dispatcher import keys
 from workshop.labs.dispatcher.crosscheck import flat
+from workshop.labs.dispatcher.grading import probes
 from workshop.labs.dispatcher.keys import TableEntry
 from workshop.labs.dispatcher.reimpl import functionality, rank
 from workshop.labs.dispatcher.tracing import ScenarioResult
@@ -150,13 +151,9 @@ def precedence_rule(key: str, mine, real: TableEntry | None) -> str:
     return _rule_for(real_tag)
 
 
-TABLE_ENTRY_PROBE = "workshop.labs.dispatcher.grading.probes:table_entries"
-WALK_PROBE = "workshop.labs.dispatcher.grading.probes:walks"
-
-
 def grade_table_entry(ctx: LabContext, impl, decisions: list[Slot]) -> None:
     """The learner's table_entry on every slot, called in the worker (probes.table_entries); judged here."""
-    returned = impl.probe(TABLE_ENTRY_PROBE, [[d.op, d.key] for d in decisions])
+    returned = impl.probe(probes.table_entries, [[d.op, d.key] for d in decisions])
     wrong = {True: [], False: []}  # recorded -> [(slot, yours)]
     for d, value in zip(decisions, returned, strict=True):
         mine = TableEntry(*value) if isinstance(value, list) else value
@@ -190,7 +187,7 @@ def grade_walk(ctx: LabContext, impl, decisions: list[Walk]) -> None:
     """The learner's walk on every call, in the worker (probes.walks), given each op's real table; judged here."""
     calls = [[d.op, list(d.tensor_keys), list(d.include), list(d.exclude)] for d in decisions]
     wrong = []
-    for d, mine in zip(decisions, impl.probe(WALK_PROBE, calls), strict=True):
+    for d, mine in zip(decisions, impl.probe(probes.walks, calls), strict=True):
         if mine != list(d.real):
             wrong.append((d, mine if isinstance(mine, list) else [str(mine)]))
     ctx.check_max(

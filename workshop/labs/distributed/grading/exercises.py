@@ -4,6 +4,8 @@ strategy costs, answer the handout's questions with this run's facts, then write
 Graded inside the lab (lab.grade_exercises) by predictions.grade, answers.grade and survey.grade.
 """
 
+from pathlib import Path
+
 from workshop.grading.exercise import Exercise
 from workshop.grading.questions import Question
 from workshop.i18n import N_
@@ -82,6 +84,14 @@ ANSWER_QUESTIONS = (
         "number",
     ),
 )
+
+
+def survey_template(lab_dir: Path | None, work: Path) -> str | None:
+    """Exercise.template of the survey: survey.py's, imported here only when a workspace is written."""
+    from workshop.labs.distributed.grading import survey
+
+    return survey.template(lab_dir, work)
+
 
 EXERCISES = [
     Exercise(
@@ -205,7 +215,7 @@ EXERCISES = [
         handout=N_("README.md#the-survey"),
         reference="workshop.labs.distributed.grading.survey:MODEL_ANSWER",
         document="survey.md",
-        template="workshop.labs.distributed.grading.survey:template",
+        template=survey_template,
         from_run=True,
     ),
 ]

@@ -1,13 +1,13 @@
-"""i18n.style_rules, the Spanish style guide's rules as data: each rule finds its violation and leaves the
+"""tools/style_rules.py, the Spanish style guide's rules as data: each rule finds its violation and leaves the
 guide's own form alone; the number rules' fixes write what the guide asks (1 118 048, 63 %); English function
-words are counted, Spanish ones and kept terms are not. (The lint over the repository: i18n/test_style_lint.py.)"""
+words are counted, Spanish ones and kept terms are not. (The lint over the repository: tools/test_style_lint.py.)"""
 
 from __future__ import annotations
 
 import pytest
 
-from workshop.i18n import style_rules
-from workshop.i18n.style_rules import NBSP
+from tools import style_rules
+from tools.style_rules import NBSP
 
 RULES = {rule.name: rule for rule in style_rules.RULES}
 

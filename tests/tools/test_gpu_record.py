@@ -1,4 +1,4 @@
-"""`python -m workshop.devtools gpu-record` (workshop/devtools/gpu_record.py) and the suite's device default.
+"""`python -m tools gpu-record` (tools/gpu_record.py) and the suite's device default.
 
 The tool runs on GPU hosts; here its steps are stand-ins (small Python commands that write what the workshop and
 pytest would), so what it records, how it decides pass or fail, and how it stops are tested on the CPU.
@@ -18,7 +18,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from workshop.devtools import gpu_record
+from tools import gpu_record
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -72,7 +72,7 @@ def use_stand_ins(monkeypatch, failing_lab=None, failing_test=False, tests_sleep
 
 def args(out: Path) -> SimpleNamespace:
     return SimpleNamespace(
-        out=str(out), suite="gpu", n=None, command_line="python -m workshop.devtools gpu-record"
+        out=str(out), suite="gpu", n=None, command_line="python -m tools gpu-record"
     )
 
 
@@ -123,7 +123,7 @@ def test_a_record_never_overwrites_another(tmp_path, monkeypatch, capsys):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the case of a machine without a GPU")
 def test_without_a_gpu_it_says_so_in_one_line_and_writes_nothing(tmp_path):
-    cmd = [sys.executable, "-m", "workshop.devtools", "gpu-record", "--out", str(tmp_path / "rec")]
+    cmd = [sys.executable, "-m", "tools", "gpu-record", "--out", str(tmp_path / "rec")]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0
     assert "no CUDA GPU" in proc.stderr and not (tmp_path / "rec").exists()
@@ -131,9 +131,9 @@ def test_without_a_gpu_it_says_so_in_one_line_and_writes_nothing(tmp_path):
 
 STOPPABLE = """
 import sys, torch
-sys.path.insert(0, {tests!r})
-from tests.devtools import test_gpu_record as t
-from workshop.devtools import gpu_record
+sys.path.insert(0, {root!r})  # the repository: tests.tools and tools (the tests folder would shadow tools)
+from tests.tools import test_gpu_record as t
+from tools import gpu_record
 
 class Patch:
     def setattr(self, obj, name, value):
@@ -158,12 +158,15 @@ def children_of(pid: int) -> list[int]:
 
 
 def test_sigterm_stops_the_step_records_what_ran_and_leaves_no_process(tmp_path):
-    script = STOPPABLE.format(tests=str(ROOT / "tests"), out=str(tmp_path / "rec"))
+    script = STOPPABLE.format(root=str(ROOT), out=str(tmp_path / "rec"))
     proc = subprocess.Popen(
         [sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, text=True
     )
-    while not proc.stdout.readline().startswith(("gpu-record: tests:", "gpu-record: passed")):
-        pass  # the steps before the tests (a few seconds)
+    for (
+        line
+    ) in proc.stdout:  # the steps before the tests (a few seconds); at its end, the asserts say why
+        if line.startswith(("gpu-record: tests:", "gpu-record: passed")):
+            break
     time.sleep(1)  # the tests step has started
     children = children_of(proc.pid)
     proc.send_signal(signal.SIGTERM)

@@ -1,13 +1,12 @@
-"""The check-loop benchmark's workspace (workshop/devtools/check_loop.py): the references written as a learner's
+"""The check-loop benchmark's workspace (tools/check_loop.py): the references written as a learner's
 code, which the worker runs, for every lab; an import of a reference, the way it once was written, is refused."""
 
 from __future__ import annotations
 
 import pytest
 
-from workshop import labs
-from workshop.devtools import check_loop
-from workshop.devtools.check_loop import (
+from tools import check_loop
+from tools.check_loop import (
     REGRADED,
     RUNS,
     Target,
@@ -18,6 +17,7 @@ from workshop.devtools.check_loop import (
     reference_source,
     reference_workspace,
 )
+from workshop import labs
 from workshop.grading import source_check
 
 

@@ -1,6 +1,6 @@
-"""The message catalogs: the tool that keeps them (workshop/i18n/catalogs.py) finds every way they drift.
+"""The message catalogs: the tool that keeps them (tools/catalogs.py) finds every way they drift.
 
-Whether the real catalogs are complete is one check, `python -m workshop.i18n.catalogs check`, which CI runs.
+Whether the real catalogs are complete is one check, `python -m tools.catalogs check`, which CI runs.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 # workshop (the GPU hosts: no registry to install from) reads the compiled catalogs without it.
 pytest.importorskip("babel", reason="Babel (the catalog tool's library) is not installed here")
 
+from tools import catalogs
 from workshop import i18n  # noqa: E402
-from workshop.i18n import catalogs
 
 CODE = """
 from workshop.i18n import N_, _

@@ -1,7 +1,7 @@
 """The message catalogs: extract what the code marks for translation, keep each language's .po in step, compile.
 
-    python -m workshop.i18n.catalogs update      # after changing messages: refresh every .po, compile every .mo
-    python -m workshop.i18n.catalogs check       # what CI runs (tests/i18n/test_catalogs.py): exit 1 on any problem
+    python -m tools.catalogs update      # after changing messages: refresh every .po, compile every .mo
+    python -m tools.catalogs check       # what CI runs (tests/tools/test_catalogs.py): exit 1 on any problem
 
 One catalog per area, kept beside the code it translates, in gettext's layout: the core package's in
 workshop/i18n/locale/<lang>/LC_MESSAGES/workshop.po, each lab's in workshop/labs/<lab>/locale/<lang>/LC_MESSAGES/
@@ -24,7 +24,7 @@ from babel.messages import Catalog, extract, mofile, pofile
 
 from workshop import i18n
 
-PACKAGE = Path(__file__).resolve().parents[1]  # workshop/
+PACKAGE = Path(__file__).resolve().parents[1] / "workshop"
 TASKS = PACKAGE.parent / "tasks.py"  # invoke's tasks: their messages are the core's
 TRANSLATED = [lang for lang in i18n.LANGUAGES if lang != i18n.DEFAULT]
 # A str.format field, {name}, {0}, {key!r}, {rel:.2g} (not the braces of a dict in a code example), or a
@@ -146,7 +146,7 @@ def problems(area: Area, lang: str) -> list[str]:
     where = area.po(lang).relative_to(PACKAGE.parent)
     if not area.po(lang).is_file():
         return [
-            f"{where}: missing ({len(template)} messages to translate; run python -m workshop.i18n.catalogs update)"
+            f"{where}: missing ({len(template)} messages to translate; run python -m tools.catalogs update)"
         ]
     catalog = read_po(area.po(lang), lang, area.name)
     out = []
@@ -177,7 +177,7 @@ def problems(area: Area, lang: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m workshop.i18n.catalogs", description=__doc__.splitlines()[0]
+        prog="python -m tools.catalogs", description=__doc__.splitlines()[0]
     )
     parser.add_argument("action", choices=("update", "check"))
     args = parser.parse_args(argv)

@@ -1,8 +1,8 @@
 """The Spanish edition's lint: every Spanish text checked against what the style guide (theory/style.es.md) bans.
 
-    python -m workshop.i18n.style_lint            # what CI runs: one line per finding, exit 1 if any
-    python -m workshop.i18n.style_lint --fix      # rewrites what has one right answer (numbers, %), then checks
-    python -m workshop.i18n.style_lint FILE ...   # only these files (.es.md, a Spanish .po)
+    python -m tools.style_lint            # what CI runs: one line per finding, exit 1 if any
+    python -m tools.style_lint --fix      # rewrites what has one right answer (numbers, %), then checks
+    python -m tools.style_lint FILE ...   # only these files (.es.md, a Spanish .po)
 
 The Spanish texts: every *.es.md of the repository (tests/ aside: its planted texts are wrong on purpose) and the
 Spanish msgstr of every message catalog (which holds the summary templates' Spanish too). A document's paragraph
@@ -11,7 +11,7 @@ is read: code blocks and spans, template tags, {placeholders}, identifiers (lm_h
 and link targets, HTML tags, a table column headed "inglés", and a passage marked <span lang="en"> are blanked out
 first, keeping every offset, so a finding names its line and a fix lands where it belongs. For the
 English-sentence rule, quoted text ("...", the way a PyTorch error is cited) and the titles of links to other
-sites are blanked too. The rules: workshop/i18n/style_rules.py.
+sites are blanked too. The rules: tools/style_rules.py.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from workshop.i18n import style_rules
-from workshop.i18n.style_rules import RULES, english_words
+from tools import style_rules
+from tools.style_rules import RULES, english_words
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 SKIP = {".git", ".venv", "results", "my-work", "tests", "node_modules", ".pytest_cache"}
 BLANK = "\x00"  # what a blanked-out character becomes: never a letter, a digit or a space
 
@@ -261,7 +261,7 @@ def fix_files(paths: list[Path]) -> list[Path]:
 def _fix_catalog(path: Path) -> bool:
     from babel.messages import pofile
 
-    from workshop.i18n import catalogs
+    from tools import catalogs
 
     with path.open("rb") as f:
         catalog = pofile.read_po(f)
@@ -295,7 +295,7 @@ def read_known(path: Path | None) -> set[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m workshop.i18n.style_lint", description=__doc__.splitlines()[0]
+        prog="python -m tools.style_lint", description=__doc__.splitlines()[0]
     )
     parser.add_argument("files", nargs="*", type=Path, help="default: every Spanish text")
     parser.add_argument("--fix", action="store_true", help="rewrite numbers and %% signs first")

@@ -1,8 +1,8 @@
-"""The Spanish edition's lint (workshop/i18n/style_lint.py): each rule of the style guide catches its planted
+"""The Spanish edition's lint (tools/style_lint.py): each rule of the style guide catches its planted
 violation, in a document, a template and a catalog; code, identifiers, URLs, quoted PyTorch errors, shapes and
 the glossary's English column are never findings; --fix writes numbers as the guide does and touches nothing else.
 
-Whether the real texts meet the guide is one check, `python -m workshop.i18n.style_lint`, which CI runs.
+Whether the real texts meet the guide is one check, `python -m tools.style_lint`, which CI runs.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import io
 
 import pytest
 
-from workshop.i18n import style_lint
+from tools import style_lint
 
 NBSP = "\u00a0"
 

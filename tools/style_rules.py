@@ -1,8 +1,8 @@
 """What the Spanish edition's style guide (theory/style.es.md) bans, as rules a program can check.
 
 Each rule is a regular expression over Spanish prose (code, identifiers, URLs and template tags already blanked
-out by workshop/i18n/style_lint.py), the advice the finding prints, and, for the number rules only, the fix
-that `python -m workshop.i18n.style_lint --fix` applies. What a regular expression cannot see (which "para" is
+out by tools/style_lint.py), the advice the finding prints, and, for the number rules only, the fix
+that `python -m tools.style_lint --fix` applies. What a regular expression cannot see (which "para" is
 the verb, a calque that is also a word) stays the editor's: the guide says so.
 """
 

@@ -1,16 +1,16 @@
-"""python -m workshop.devtools gpu-record [--out DIR] [--suite gpu|all] [--n N]
-python -m workshop.devtools check-loop [LAB ...] [--repeat K] [--out DIR]"""
+"""python -m tools gpu-record [--out DIR] [--suite gpu|all] [--n N]
+python -m tools check-loop [LAB ...] [--repeat K] [--out DIR]"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from workshop.devtools import check_loop, gpu_record
+from tools import check_loop, gpu_record
 
 
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="python -m workshop.devtools", description=__doc__)
+    top = argparse.ArgumentParser(prog="python -m tools", description=__doc__)
     sub = top.add_subparsers(dest="command", required=True)
     record = sub.add_parser(
         "gpu-record",
@@ -48,7 +48,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parser().parse_args(argv)
-    args.command_line = " ".join(["python -m workshop.devtools", *argv])
+    args.command_line = " ".join(["python -m tools", *argv])
     return args.fn(args)
 
 
