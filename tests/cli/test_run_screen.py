@@ -19,7 +19,7 @@ import pytest
 
 # A CSI escape sequence (colour, cursor moves, erasing a line) but the carriage return the live line redraws with
 CSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-# What libraries print into a lab's output (issue 38): none of it may reach the screen
+# What libraries print into a lab's output: none of it may reach the screen
 LIBRARY_LINES = ("USDT:", "profiler_start", "Warning", "Traceback", "torch._dynamo")
 
 

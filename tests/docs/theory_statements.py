@@ -152,7 +152,7 @@ CORRECTIONS = [
             ),
         },
     ),
-    # issue 39: a reader checked the texts against torch 2.13 (snippets in its report)
+    # a reader checked the texts against torch 2.13 (snippets in its report)
     Correction(
         "03-compile-and-distributed.md",
         {

@@ -1,5 +1,5 @@
 """The workshop's own failures around the worker are said as the workshop's, never as the learner's code failing
-to load (issue 36): a scratch folder a worker of its own uid cannot enter, a folder it cannot write, a worker
+to load: a scratch folder a worker of its own uid cannot enter, a folder it cannot write, a worker
 that cannot start or ends before it is ready. And on a GPU host, as root with a Python every user can run (the
 cloud machines' case, where the worker takes a uid of its own), a correct custom_op workspace passes."""
 
@@ -65,7 +65,8 @@ def planted_environment(monkeypatch, **changes: str) -> None:
 
 def test_a_worker_of_its_own_uid_gets_a_scratch_folder_every_uid_can_enter(tmp_path, monkeypatch):
     """The lab's TMPDIR is a 0700 folder of the lab's user (runner.lab_environment): a worker of another uid can
-    enter nothing under it. Planted: the scratch under the lab's TMPDIR, as before issue 36."""
+    enter nothing under it. Planted: the scratch under the lab's TMPDIR, where it was when a correct custom_op
+    workspace failed every exercise on a GPU host as root."""
     private = tmp_path / "workshop-cache-1-custom_op-x" / "tmp"
     private.mkdir(parents=True)
     private.parent.chmod(0o700)
@@ -114,7 +115,7 @@ def test_the_learners_own_load_error_is_still_theirs():
 @pytest.mark.gpu
 @pytest.mark.slow
 def test_as_root_a_correct_custom_op_workspace_passes_in_a_worker_of_its_own_uid(tmp_path):
-    """Issue 36: as root with a Python that other users can run (a system or /opt Python), the worker takes a uid
+    """As root with a Python that other users can run (a system or /opt Python), the worker takes a uid
     of its own; Triton then compiles on the GPU into the worker's cache, which must be its own to write."""
     from tools.check_loop import reference_workspace
 

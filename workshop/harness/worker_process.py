@@ -4,7 +4,7 @@ Natively (NativeWorker), the lab's process starts it:
 - in a fresh temporary folder as its cwd, HOME and TMPDIR, with an environment made from nothing (no path of
   the run or the workspace, no secret of the instructor's: only what Python, torch and Triton need); with a uid
   of its own, that folder lies where every uid can enter (scratch_root): the lab's own TMPDIR is a 0700 folder of
-  the lab's user (harness/runner.py), where the worker could write nothing (issue 36: on a GPU host as root,
+  the lab's user (harness/runner.py), where the worker could write nothing (on a GPU host as root,
   Triton's cache there failed every exercise of a correct workspace);
 - with its argv free of paths (`--fd 3`: its end of a socket pair is the channel);
 - as another user where the platform allows (when the lab's process runs as root: a uid of its own, which can
