@@ -26,8 +26,8 @@ from tests.support import lab_process
 from workshop.cli import runs
 from workshop.cli.main import main
 from workshop.harness import interrupt, lab_result, proctree, results, runner
-from workshop.harness.options import LabOrder, RunOptions
-from workshop.lab import Check
+from workshop.harness.run_options import LabOrder, RunOptions
+from workshop.lab_api import Check
 
 # ---------------------------------------------------------------- helpers
 
@@ -495,7 +495,7 @@ def test_the_checks_table_fits_80_columns(finished_run):
 def test_checkpoint_reaches_the_lab_its_processes_and_the_manifest(tmp_path, monkeypatch):
     import torch
 
-    from workshop.lab import LabSpec
+    from workshop.lab_api import LabSpec
     from workshop.minigpt import checkpoint
 
     mine = tmp_path / "mine.pt"

@@ -21,14 +21,14 @@ from pathlib import Path
 import torch
 
 from workshop.grading import questions
-from workshop.grading.solution import LearnerCodeFailed
+from workshop.grading.learner_code import LearnerCodeFailed
 from workshop.harness.results import RunFolderError
 from workshop.i18n import _
-from workshop.lab import LabContext
+from workshop.lab_api import LabContext
 from workshop.labs.custom_op import eager_cost, inductor_code, profiler_trace
 from workshop.labs.custom_op.grading import correctness as cx
 from workshop.labs.custom_op.grading import exercise_grading as graders
-from workshop.labs.custom_op.grading import launch_facts, probes
+from workshop.labs.custom_op.grading import launch_facts, op_probes
 from workshop.labs.custom_op.grading.own_op import OwnOp, own_op, shipped_ready
 from workshop.minigpt import checkpoint
 from workshop.minigpt.data import train_tensors
@@ -36,7 +36,7 @@ from workshop.minigpt.model import lm_loss
 from workshop.ops import softmax_launch, softmax_op
 
 
-def grade_pieces(ctx: LabContext, pieces: tuple[str, ...] = probes.EXERCISES) -> None:
+def grade_pieces(ctx: LabContext, pieces: tuple[str, ...] = op_probes.EXERCISES) -> None:
     """The exercises that write a piece of the op: each graded in its own twin (exercise_grading.py), the piece
     run in the worker (contract 6), every interpreted load and store of a kernel bounds-checked there."""
     for name in pieces:
@@ -345,7 +345,7 @@ def run(ctx: LabContext) -> None:
     seconds = {}
     # `check custom_op EXERCISE` grades that exercise alone: the op's checks only serve a whole run and the answers.
     whole = not ctx.options.only
-    wanted = tuple(name for name in probes.EXERCISES if ctx.wants(name))
+    wanted = tuple(name for name in op_probes.EXERCISES if ctx.wants(name))
     found |= timed({"exercises": lambda: grade_pieces(ctx, wanted)}, seconds)
     if whole or ctx.wants("answers"):
         found |= check_own_op(ctx, shapes)
@@ -368,7 +368,7 @@ def regrade(ctx: LabContext, lab_dir: Path) -> None:
     try:
         result = json.loads((lab_dir / "result.json").read_text(encoding="utf-8"))
         code = (lab_dir / "inductor_custom_op.txt").read_text(encoding="utf-8")
-        census = inductor_code.census([code], probes.namespace("custom_op"))
+        census = inductor_code.census([code], op_probes.namespace("custom_op"))
         facts = launch_facts.measure_facts(result["step_launches"], census.extern_calls)
     except (OSError, KeyError, IndexError, TypeError, ValueError) as e:
         raise RunFolderError(

@@ -1,5 +1,5 @@
 from workshop.i18n import N_
-from workshop.lab import LabSpec
+from workshop.lab_api import LabSpec
 
 LAB = LabSpec(
     name="distributed",
@@ -13,5 +13,5 @@ LAB = LabSpec(
     # `check distributed predictions` (answers, survey) after a run grades that run's figures again
     regrade="workshop.labs.distributed.lab:regrade",
     # how long `check distributed` takes (python -m workshop bench distributed)
-    bench="workshop.labs.distributed.bench.check_loop:main",
+    bench="workshop.labs.distributed.bench.check_wait:main",
 )

@@ -1,5 +1,5 @@
 """Probes of the autograd lab: trusted code that runs in the worker, beside the learner's function (contract 6;
-workshop/grading/solution.py), for what only that process can do. Each returns wire values only.
+workshop/grading/learner_code.py), for what only that process can do. Each returns wire values only.
 
 watched_call (no_autograd.py: the lab's one watcher) is the hand exercises' probe as it stands: it returns the
 function's result and what the watch saw."""

@@ -1,7 +1,7 @@
 """The exercises that register the op with torch.library's public API: `define_custom_op` (custom_op, register_fake,
 register_autograd) and `define_triton_op` (triton_op, wrap_triton, register_autograd).
 
-The learner's function registers graded_<exercise>::softmax from the grader's stand-in pieces (stand_ins.py:
+The learner's function registers graded_<exercise>::softmax from the grader's stand-in pieces (torch_pieces.py:
 PyTorch's softmax and its backward), with no backward operator of its own. What it registered is read as facts
 (`registration_facts`: by what torch.library holds for the name, and by what the op does: on a fake tensor,
 through a backward); each fact is judged here with a message for the mistake it shows (a custom_op where a
@@ -23,9 +23,9 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch._subclasses.functional_tensor import FunctionalTensorMode
 
 from workshop.i18n import N_, _
-from workshop.lab import LabContext
+from workshop.lab_api import LabContext
 from workshop.labs.custom_op.grading import correctness as cx
-from workshop.labs.custom_op.grading import stand_ins
+from workshop.labs.custom_op.grading import torch_pieces
 from workshop.labs.custom_op.grading.op_grading import grade_op
 from workshop.ops import INTERPRETED, softmax_op
 from workshop.ops.softmax_op import SoftmaxOps
@@ -78,23 +78,25 @@ def registration_facts(
     define, exercise: str, device: str
 ) -> tuple[RegistrationFacts, SoftmaxOps | None]:
     """Registers graded_<exercise>::softmax with the learner's `define` and the grader's stand-in pieces
-    (stand_ins.py); returns the facts and the registration (None when nothing was registered)."""
+    (torch_pieces.py); returns the facts and the registration (None when nothing was registered)."""
     kind, qualname = ASKED[exercise], f"graded_{exercise}::softmax"
     _forget(qualname)
     wraps, setups = [], []
 
     def implementation(x, dim, wrap=None):
         wraps.append(wrap is torch.library.wrap_triton)
-        return stand_ins.forward(x, dim, wrap)
+        return torch_pieces.forward(x, dim, wrap)
 
     def setup_context(ctx, inputs, output):
         setups.append(1)
-        stand_ins.setup_context(ctx, inputs, output)
+        torch_pieces.setup_context(ctx, inputs, output)
 
     fake = (
-        [softmax_op.fakes(softmax_op.Pieces(fake=stand_ins.fake))[0]] if kind == "custom_op" else []
+        [softmax_op.fakes(softmax_op.Pieces(fake=torch_pieces.fake))[0]]
+        if kind == "custom_op"
+        else []
     )
-    define(qualname, implementation, *fake, setup_context, stand_ins.gradients_by_torch)
+    define(qualname, implementation, *fake, setup_context, torch_pieces.gradients_by_torch)
     try:
         ops = SoftmaxOps(softmax_op.registered(qualname), None, kind)
     except LookupError:

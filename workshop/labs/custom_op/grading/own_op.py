@@ -1,6 +1,6 @@
 """The op the lab's checks run on: in a graded run the learner's own, made of their pieces (their kernels, fake,
 autograd functions) inside the worker (contract 6: the learner's code never runs in the lab's process); in a plain
-run the shipped pieces, torch.ops.workshop.softmax's, here. Its probes (probes.py) run the pieces and return plain
+run the shipped pieces, torch.ops.workshop.softmax's, here. Its probes (op_probes.py) run the pieces and return plain
 values; every verdict is the lab's, from those values and PyTorch's own results.
 
 An op whose pieces are not all there (a stub, a missing function: the learner edition's references are stubs too)
@@ -13,11 +13,11 @@ import pkgutil
 from dataclasses import dataclass, field
 
 from workshop import labs
-from workshop.grading.solution import LearnerCodeFailed
-from workshop.lab import LabContext
-from workshop.labs.custom_op.grading import probes
+from workshop.grading.learner_code import LearnerCodeFailed
+from workshop.lab_api import LabContext
+from workshop.labs.custom_op.grading import op_probes
 
-IN_WORKER = "workshop.labs.custom_op.grading.probes:in_worker"
+IN_WORKER = "workshop.labs.custom_op.grading.op_probes:in_worker"
 
 
 @dataclass
@@ -38,7 +38,7 @@ class OwnOp:
         """probes.<name>(pieces, *args): in a graded run inside the worker, where the learner's code may run (an
         error of theirs raises LearnerCodeFailed); in a plain run here, on the shipped pieces."""
         if self.ctx is None:
-            return getattr(probes, name)(self.pieces, *args)
+            return getattr(op_probes, name)(self.pieces, *args)
         return self.ctx.probe(
             IN_WORKER,
             self.exercise_of,
@@ -59,7 +59,7 @@ def own_op(ctx: LabContext) -> OwnOp:
             for name in names
             if name.endswith("_kernel")
         }
-        waiting = [name for name in names if probes.is_stub(pieces[name])]
+        waiting = [name for name in names if op_probes.is_stub(pieces[name])]
         return OwnOp(pieces=pieces, kernel_names=kernels, waiting=waiting)
     exercises = {name: ctx.exercise(name) for name in names}
     own = OwnOp(
@@ -92,7 +92,7 @@ def needed(device: str) -> tuple[str, ...]:
     """The exercises whose parts make the op: the pieces and the registrations the lab compiles (on a GPU the
     custom_op for the comparison and the triton_op; under the interpreter the custom_op)."""
     kinds = ("custom_op", "triton_op") if device == "cuda" else ("custom_op",)
-    return (*probes.PIECES, *(probes.REGISTRATIONS[kind] for kind in kinds))
+    return (*op_probes.PIECES, *(op_probes.REGISTRATIONS[kind] for kind in kinds))
 
 
 def shipped_pieces() -> dict:
@@ -100,11 +100,11 @@ def shipped_pieces() -> dict:
     return {
         ex.name: pkgutil.resolve_name(ex.reference)
         for ex in labs.exercises("custom_op")
-        if ex.name in probes.EXERCISES
+        if ex.name in op_probes.EXERCISES
     }
 
 
 def shipped_ready() -> bool:
     """Whether the shipped pieces are all there: in the instructor edition; in the learner edition they are stubs,
     and the appendix's eager cost, which measures the shipped op, says it waits."""
-    return not any(probes.is_stub(piece) for piece in shipped_pieces().values())
+    return not any(op_probes.is_stub(piece) for piece in shipped_pieces().values())

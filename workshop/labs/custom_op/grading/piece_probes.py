@@ -26,7 +26,7 @@ import triton
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from workshop.grading import workspace
-from workshop.labs.custom_op.grading import api_grading, learner_op, probes
+from workshop.labs.custom_op.grading import api_grading, learner_op, op_probes
 from workshop.labs.custom_op.grading import correctness as cx
 from workshop.labs.custom_op.grading import kernel_grading as kg
 from workshop.labs.custom_op.grading import registration_grading as rg
@@ -36,7 +36,7 @@ from workshop.ops import INTERPRETED, softmax_op
 
 
 def _started(piece) -> None:
-    if probes.is_stub(piece):
+    if op_probes.is_stub(piece):
         raise NotImplementedError
 
 
