@@ -39,7 +39,7 @@ from pathlib import Path
 from workshop import labs
 from workshop.grading import check_report
 from workshop.grading.exercise import Exercise
-from workshop.harness.options import RunOptions
+from workshop.harness.run_options import RunOptions
 
 RUNS, REGRADED = "runs the lab", "re-graded"
 

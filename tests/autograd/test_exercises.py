@@ -14,8 +14,7 @@ from tests.autograd import wrong_solutions as w
 from tests.support.autograd_hand_solutions import LEARNER_ENGINE_ORDER, LEARNER_HAND
 from workshop import labs
 from workshop.grading import checks, sandbox
-from workshop.grading.questions import grade_answers
-from workshop.grading.solution import (
+from workshop.grading.learner_code import (
     LearnerCodeFailed,
     LearnerFile,
     LocalWorker,
@@ -23,11 +22,12 @@ from workshop.grading.solution import (
     Worker,
     solution_for,
 )
+from workshop.grading.questions import grade_answers
 from workshop.harness import worker_process
-from workshop.harness.options import RunOptions
+from workshop.harness.run_options import RunOptions
 from workshop.harness.worker_process import NativeWorker
 from workshop.i18n import using
-from workshop.lab import LabContext
+from workshop.lab_api import LabContext
 from workshop.labs.autograd import lab
 from workshop.labs.autograd.batch import load_batch
 from workshop.labs.autograd.grading import graph_facts

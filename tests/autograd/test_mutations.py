@@ -15,8 +15,8 @@ import torch.nn.functional as F
 
 from tests.autograd import wrong_solutions as w
 from workshop.grading.questions import grade_answers
-from workshop.harness.options import RunOptions
-from workshop.lab import LabContext
+from workshop.harness.run_options import RunOptions
+from workshop.lab_api import LabContext
 from workshop.labs.autograd import lab
 from workshop.labs.autograd.grading.graph_facts import ANSWERS, measure_facts
 from workshop.labs.autograd.graph_walk import walk

@@ -8,7 +8,7 @@ import pytest
 
 from workshop.cli.main import main
 from workshop.harness import results
-from workshop.harness.options import RunOptions
+from workshop.harness.run_options import RunOptions
 from workshop.labs import all_labs
 
 

@@ -23,8 +23,8 @@ from workshop.cli.main import main
 from workshop.grading import checks, progress
 from workshop.harness import device as device_files
 from workshop.harness import results
-from workshop.harness.options import RunOptions
-from workshop.lab import LabContext
+from workshop.harness.run_options import RunOptions
+from workshop.lab_api import LabContext
 
 DOUBLE = "def double(x: int) -> int:\n    return 2 * x\n"
 ANSWERS = 'ANSWERS = {"factor": 2, "double_12345": 24690}\n'

@@ -79,13 +79,13 @@ def test_a_lab_that_raises_still_writes_a_failed_result(tmp_path, monkeypatch):
 
 
 def test_the_run_options_are_declared_once_and_reach_the_lab_through_its_file(tmp_path):
-    """run's and check's options are RunOptions' fields (harness/options.py); the lab's process reads them from
+    """run's and check's options are RunOptions' fields (harness/run_options.py); the lab's process reads them from
     <lab>/options.json, and --resume from the run's options.json."""
     import argparse
     import dataclasses
 
     from workshop.cli.main import build_parser
-    from workshop.harness.options import LabOrder, RunOptions, command_line_fields
+    from workshop.harness.run_options import LabOrder, RunOptions, command_line_fields
 
     flagged = {f.name for f in command_line_fields()}
     assert flagged == {"device", "n_procs", "seed", "checkpoint", "time_limit_s"}

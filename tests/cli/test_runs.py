@@ -12,8 +12,8 @@ from rich.console import Console
 
 from workshop.cli import runs
 from workshop.harness import lab_result, results
-from workshop.harness.options import RunOptions
-from workshop.lab import Check
+from workshop.harness.run_options import RunOptions
+from workshop.lab_api import Check
 
 
 def test_a_new_run_records_its_options_and_what_ran(tmp_path):

@@ -9,8 +9,8 @@ import pytest
 
 from workshop import labs
 from workshop.grading import checks, questions, sandbox
-from workshop.harness.options import RunOptions
-from workshop.lab import LabContext
+from workshop.harness.run_options import RunOptions
+from workshop.lab_api import LabContext
 from workshop.labs.compile.generated_kernels import parse_kernels
 from workshop.labs.compile.grading import kernel_answer, run_facts
 from workshop.labs.compile.grading.exercises import ANSWERS, KERNEL

@@ -18,8 +18,8 @@ import pytest
 import torch
 
 from workshop import labs
-from workshop.harness.options import RunOptions
-from workshop.lab import LabContext
+from workshop.harness.run_options import RunOptions
+from workshop.lab_api import LabContext
 from workshop.labs.compile import (
     generated_kernels,
     kernel_explanation,

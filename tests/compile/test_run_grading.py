@@ -10,8 +10,8 @@ import pytest
 from tests.compile.test_exercises import SOFTMAX_ANSWER
 from workshop import labs
 from workshop.grading import sandbox, workspace_init
-from workshop.harness.options import RunOptions
-from workshop.lab import LabContext
+from workshop.harness.run_options import RunOptions
+from workshop.lab_api import LabContext
 from workshop.labs.compile.bench import loop
 from workshop.labs.compile.generated_kernels import parse_kernels
 from workshop.labs.compile.grading import references, run_grading

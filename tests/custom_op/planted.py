@@ -13,10 +13,10 @@ import pytest
 import torch
 
 from tests.custom_op import wrong_solutions as w
-from workshop.grading.solution import LearnerFile, Worker, solution_for
-from workshop.harness.options import RunOptions
+from workshop.grading.learner_code import LearnerFile, Worker, solution_for
+from workshop.harness.run_options import RunOptions
 from workshop.harness.worker_process import NativeWorker
-from workshop.lab import LabContext
+from workshop.lab_api import LabContext
 from workshop.labs.custom_op.grading import exercise_grading
 
 # the name the worker compiles it under: messages name it

@@ -10,7 +10,7 @@ import pytest
 from tests.custom_op import planted as custom_op_planted
 from tests.custom_op import wrong_solutions as w
 from workshop import i18n
-from workshop.lab import LabContext
+from workshop.lab_api import LabContext
 from workshop.ops import INTERPRETED
 
 DEVICE = custom_op_planted.DEVICE

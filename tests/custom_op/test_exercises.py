@@ -18,11 +18,11 @@ from tests.custom_op import wrong_solutions as w
 from tests.support import lab_process
 from workshop import labs
 from workshop.grading import checks
+from workshop.grading.learner_code import LearnerFile, Worker
 from workshop.grading.questions import grade_answers
-from workshop.grading.solution import LearnerFile, Worker
-from workshop.harness.options import RunOptions
+from workshop.harness.run_options import RunOptions
 from workshop.harness.worker_process import NativeWorker
-from workshop.lab import LabContext
+from workshop.lab_api import LabContext
 from workshop.labs.custom_op.grading import own_op, piece_probes
 from workshop.labs.custom_op.grading.exercises import EXERCISES
 from workshop.labs.custom_op.grading.launch_facts import ANSWERS, LaunchFacts
@@ -167,7 +167,7 @@ def test_stubs_are_not_started(tmp_path):
     learner = LearnerFile(stubs, "my-work/custom_op.py", header)
     worker = Worker(NativeWorker(DEVICE, tmp_path / "worker.log"), DEVICE, learner)
     try:
-        for ex in (ex for ex in EXERCISES if ex.name in own_op.probes.EXERCISES):
+        for ex in (ex for ex in EXERCISES if ex.name in own_op.op_probes.EXERCISES):
             ctx = custom_op_planted.graded(tmp_path, worker, ex.name, ex.attribute, DEVICE)
             failed = first_failure(ctx)
             assert failed.value == checks.NOT_STARTED, (ex.name, failed)

@@ -281,9 +281,9 @@ def test_an_op_whose_pieces_are_not_written_waits_in_one_line(tmp_path):
     measured)."""
     from workshop import labs
     from workshop.grading import sandbox
-    from workshop.harness.options import RunOptions
+    from workshop.harness.run_options import RunOptions
     from workshop.i18n import templates
-    from workshop.lab import LabContext
+    from workshop.lab_api import LabContext
     from workshop.labs.custom_op import lab
     from workshop.labs.custom_op.grading import correctness as cx
     from workshop.labs.custom_op.grading.exercises import EXERCISES
@@ -316,8 +316,8 @@ def test_the_learner_editions_plain_run_says_in_one_line_that_the_op_waits(tmp_p
     import importlib.util
 
     from workshop import labs
-    from workshop.harness.options import RunOptions
-    from workshop.lab import LabContext
+    from workshop.harness.run_options import RunOptions
+    from workshop.lab_api import LabContext
     from workshop.labs.custom_op import lab
     from workshop.labs.custom_op.grading import correctness as cx
     from workshop.labs.custom_op.grading import own_op
@@ -350,8 +350,8 @@ def test_the_learners_op_runs_in_the_worker_and_its_failure_is_a_failed_check(tm
     from tests.custom_op import wrong_solutions as w
     from workshop import labs
     from workshop.grading import sandbox
-    from workshop.harness.options import RunOptions
-    from workshop.lab import LabContext
+    from workshop.harness.run_options import RunOptions
+    from workshop.lab_api import LabContext
     from workshop.labs.custom_op import lab
     from workshop.labs.custom_op.grading import correctness as cx
     from workshop.labs.custom_op.grading.own_op import own_op
@@ -389,10 +389,10 @@ def test_the_learners_op_says_its_errors_in_the_labs_language(tmp_path):
     from tests.custom_op import wrong_solutions as w
     from workshop import i18n, labs
     from workshop.grading import sandbox
-    from workshop.harness.options import RunOptions
-    from workshop.lab import LabContext
+    from workshop.harness.run_options import RunOptions
+    from workshop.lab_api import LabContext
     from workshop.labs.custom_op.grading import correctness as cx
-    from workshop.labs.custom_op.grading import probes
+    from workshop.labs.custom_op.grading import op_probes
     from workshop.labs.custom_op.grading.own_op import own_op
 
     pieces = w.source_of(*w.CORRECT, w.define_custom_op, w.define_triton_op)
@@ -400,7 +400,7 @@ def test_the_learners_op_says_its_errors_in_the_labs_language(tmp_path):
     ctx = LabContext("custom_op", tmp_path, RunOptions("cpu", 1, 0, work=tmp_path, lang="es"))
     try:
         with i18n.using("es"):
-            errors = cx.bad_inputs(functools.partial(own_op(ctx).probe, probes.apply), "cpu")
+            errors = cx.bad_inputs(functools.partial(own_op(ctx).probe, op_probes.apply), "cpu")
             named = {case: cx.names_the_problem(case, error) for case, error in errors.items()}
     finally:
         sandbox.stop(ctx)
@@ -443,9 +443,9 @@ def test_the_answers_are_regraded_from_a_runs_own_files(lab, tmp_path):
     inductor_custom_op.txt, no kernel run; a folder that is no complete run is one clear error."""
     from workshop import labs
     from workshop.grading import sandbox
-    from workshop.harness.options import RunOptions
     from workshop.harness.results import RunFolderError
-    from workshop.lab import LabContext
+    from workshop.harness.run_options import RunOptions
+    from workshop.lab_api import LabContext
     from workshop.labs.custom_op import lab as custom_op_lab
     from workshop.labs.custom_op.grading.launch_facts import ANSWERS
 

@@ -13,8 +13,8 @@ from tests.support import lab_process
 from workshop import labs
 from workshop.grading import checks, sandbox
 from workshop.grading.questions import grade_answers
-from workshop.harness.options import RunOptions
-from workshop.lab import LabContext
+from workshop.harness.run_options import RunOptions
+from workshop.lab_api import LabContext
 from workshop.labs.dispatcher import lab, reimpl
 from workshop.labs.dispatcher.grading import decisions, reference_answers, trace_facts
 from workshop.labs.dispatcher.grading.exercises import EXERCISES

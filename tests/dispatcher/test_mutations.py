@@ -11,8 +11,8 @@ import contextlib
 
 import pytest
 
-from workshop.harness.options import RunOptions
-from workshop.lab import LabContext
+from workshop.harness.run_options import RunOptions
+from workshop.lab_api import LabContext
 from workshop.labs.dispatcher import keys, lab, reimpl, tracing
 from workshop.labs.dispatcher.keys import TableEntry
 

@@ -6,9 +6,9 @@ import dataclasses
 
 import pytest
 
-from workshop.harness.options import RunOptions
+from workshop.harness.run_options import RunOptions
 from workshop.i18n import templates
-from workshop.lab import LabContext
+from workshop.lab_api import LabContext
 from workshop.labs.dispatcher import lab
 from workshop.labs.dispatcher.scenario_list import all_scenarios
 from workshop.labs.dispatcher.tracing import lm_head_input, run_scenario

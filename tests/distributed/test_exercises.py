@@ -10,8 +10,8 @@ import re
 import pytest
 
 from workshop.grading import checks, questions, workspace_init
-from workshop.harness.options import RunOptions
-from workshop.lab import Check, LabContext
+from workshop.harness.run_options import RunOptions
+from workshop.lab_api import Check, LabContext
 from workshop.labs.distributed import figure_rows, lab
 from workshop.labs.distributed.grading import (
     answers,

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import assert_result_shape, read_result
-from workshop.harness.options import RunOptions
+from workshop.harness.run_options import RunOptions
 from workshop.i18n import templates
-from workshop.lab import LabContext
+from workshop.lab_api import LabContext
 from workshop.labs.distributed import collectives, demo_checks, figure_rows, lab
 from workshop.labs.distributed.grading import answers
 from workshop.labs.distributed.measurements import Measurements

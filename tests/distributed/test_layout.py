@@ -15,4 +15,4 @@ def test_grading_templates_and_benchmarks_have_folders_of_their_own():
     assert (FOLDER / "grading" / "exercises.py").is_file()
     assert list((FOLDER / "grading").glob("model_answers*.md"))
     assert not list(FOLDER.glob("*.j2")) and list((FOLDER / "templates").glob("*.j2"))
-    assert (FOLDER / "bench" / "check_loop.py").is_file()
+    assert (FOLDER / "bench" / "check_wait.py").is_file()

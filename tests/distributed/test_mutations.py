@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from workshop.harness.options import RunOptions
-from workshop.lab import LabContext
+from workshop.harness.run_options import RunOptions
+from workshop.lab_api import LabContext
 from workshop.labs.distributed import figure_rows, lab
 from workshop.labs.distributed.grading import survey
 

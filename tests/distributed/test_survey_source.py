@@ -11,8 +11,8 @@ import pytest
 
 from tests.distributed.test_exercises import failed, good_survey
 from workshop.grading import workspace
-from workshop.harness.options import RunOptions
-from workshop.lab import LabContext
+from workshop.harness.run_options import RunOptions
+from workshop.lab_api import LabContext
 from workshop.labs.distributed import figure_rows
 from workshop.labs.distributed.collectives import CollectiveRow
 from workshop.labs.distributed.grading import survey

@@ -285,8 +285,8 @@ def test_small_buckets_issue_all_reduces_with_backward_still_to_run(tmp_path):
 def test_the_overlap_check_tells_one_bucket_from_small_ones(
     default_buckets, after, passed, tmp_path
 ):
-    from workshop.harness.options import RunOptions
-    from workshop.lab import LabContext
+    from workshop.harness.run_options import RunOptions
+    from workshop.lab_api import LabContext
 
     rank0 = RankRecord(0, [], 0.0, [], {}, "", backward_ops=10)
     rank0.issued_in_backward = [("allreduce", n) for n in after]
@@ -305,8 +305,8 @@ def test_the_overlap_check_tells_one_bucket_from_small_ones(
     ],
 )
 def test_a_run_starts_only_the_demos_its_exercises_need(only, demos, together, tmp_path):
-    from workshop.harness.options import RunOptions
-    from workshop.lab import LabContext
+    from workshop.harness.run_options import RunOptions
+    from workshop.lab_api import LabContext
     from workshop.labs.distributed import lab
 
     ctx = LabContext("distributed", tmp_path, RunOptions("cpu", 2, 0, only=only))
@@ -357,7 +357,7 @@ def test_a_run_for_the_predictions_alone_lacks_what_the_answers_are_graded_on():
 
 
 def test_the_check_loop_record_gives_cpu_and_load_and_misses_a_slow_prediction():
-    from workshop.labs.distributed.bench.check_loop import TARGET_S, Step, report
+    from workshop.labs.distributed.bench.check_wait import TARGET_S, Step, report
 
     steps = [
         Step("fresh", "check distributed predictions", 41.0, 25.7, 8.4, 0, True),

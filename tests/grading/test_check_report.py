@@ -17,7 +17,7 @@ from workshop import i18n, labs
 from workshop.grading import check_report, checks
 from workshop.grading.check_report import CheckRefused
 from workshop.harness import lab_result
-from workshop.harness.options import LabOrder, RunOptions
+from workshop.harness.run_options import LabOrder, RunOptions
 
 
 @pytest.fixture

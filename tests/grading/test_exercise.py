@@ -7,9 +7,9 @@ import pytest
 from workshop import i18n, labs
 from workshop.grading import checks
 from workshop.grading.exercise import Exercise
-from workshop.harness.options import RunOptions
+from workshop.harness.run_options import RunOptions
 from workshop.i18n import templates
-from workshop.lab import LabContext
+from workshop.lab_api import LabContext
 
 
 def double(x: int) -> int:

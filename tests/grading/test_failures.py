@@ -9,7 +9,7 @@ import pytest
 
 from workshop import labs
 from workshop.grading import checks, failures
-from workshop.grading.solution import LearnerCodeFailed
+from workshop.grading.learner_code import LearnerCodeFailed
 from workshop.grading.workspace import LearnerError
 from workshop.harness.interrupt import Stopped
 from workshop.harness.time_limit import TimeLimitExceeded

@@ -10,8 +10,8 @@ from workshop import labs
 from workshop.grading import questions
 from workshop.grading.exercise import Exercise
 from workshop.grading.questions import Question
-from workshop.harness.options import RunOptions
-from workshop.lab import LabContext
+from workshop.harness.run_options import RunOptions
+from workshop.lab_api import LabContext
 
 QUESTIONS = (
     Question("graph_nodes", "Q1. How many nodes has the backward graph? " * 4, "graph.json", "int"),

@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 
 from workshop import labs
-from workshop.grading import sandbox, solution
+from workshop.grading import learner_code, sandbox
 from workshop.grading.workspace import LearnerError
-from workshop.harness.options import RunOptions
+from workshop.harness.run_options import RunOptions
 from workshop.harness.worker_container import ContainerWorker
 from workshop.harness.worker_process import NativeWorker
-from workshop.lab import LabContext
+from workshop.lab_api import LabContext
 
 EX = next(e for e in labs.exercises("autograd") if e.attribute == "linear_grads")
 
@@ -23,7 +23,7 @@ def context(tmp_path, **options) -> LabContext:
 
 def test_the_reference_runs_in_the_labs_own_process(tmp_path):
     ctx = context(tmp_path)
-    assert isinstance(sandbox.worker(ctx), solution.LocalWorker)
+    assert isinstance(sandbox.worker(ctx), learner_code.LocalWorker)
     assert sandbox.worker(ctx) is sandbox.worker(ctx)  # one per lab process
 
 
@@ -32,7 +32,7 @@ def test_a_learners_code_gets_a_worker_process_or_the_asked_container(tmp_path):
     work.mkdir()
     (work / "autograd.py").write_text(labs.workspace_header("autograd"))
     native = sandbox.worker(context(tmp_path, work=work))
-    assert isinstance(native, solution.Worker) and isinstance(native.launcher, NativeWorker)
+    assert isinstance(native, learner_code.Worker) and isinstance(native.launcher, NativeWorker)
     assert native.learner.filename.endswith("my-work/autograd.py")
     contained = sandbox.launcher(context(tmp_path, work=work, worker_image="workshop-learner"))
     assert isinstance(contained, ContainerWorker)

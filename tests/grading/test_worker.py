@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from workshop.grading import wire
-from workshop.grading.solution import LearnerCodeFailed, LearnerFile, Solution, Worker
+from workshop.grading.learner_code import LearnerCodeFailed, LearnerFile, Solution, Worker
 from workshop.harness.worker_process import LOG_CAP, NativeWorker
 
 LEARNER = """

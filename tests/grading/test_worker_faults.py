@@ -16,7 +16,7 @@ import pytest
 
 from workshop import labs
 from workshop.grading import failures, worker
-from workshop.grading.solution import LearnerCodeFailed, LearnerFile, Solution, Worker
+from workshop.grading.learner_code import LearnerCodeFailed, LearnerFile, Solution, Worker
 from workshop.harness import worker_process
 from workshop.harness.worker_process import NativeWorker
 

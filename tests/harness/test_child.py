@@ -11,8 +11,8 @@ import pytest
 
 from workshop import labs
 from workshop.harness import child
-from workshop.harness.options import LabOrder, RunOptions
-from workshop.lab import LabContext, LabSpec
+from workshop.harness.run_options import LabOrder, RunOptions
+from workshop.lab_api import LabContext, LabSpec
 
 
 def measures_then_fails(ctx):

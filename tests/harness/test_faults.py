@@ -27,8 +27,8 @@ from tests.support import lab_process
 from workshop.cli import runs
 from workshop.cli.main import main
 from workshop.harness import interrupt, lab_result, proctree, results, runner
-from workshop.harness.options import LabOrder, RunOptions
-from workshop.lab import Check
+from workshop.harness.run_options import LabOrder, RunOptions
+from workshop.lab_api import Check
 
 # ---------------------------------------------------------------- helpers
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from workshop.harness import lab_result, results, run_report
-from workshop.lab import Check
+from workshop.lab_api import Check
 
 
 def run_with(tmp_path, finished: bool = True):

@@ -18,7 +18,7 @@ EARLY = textwrap.dedent(
     """
     import json, sys
     from pathlib import Path
-    from workshop.grading.solution import LearnerFile, Solution, Worker
+    from workshop.grading.learner_code import LearnerFile, Solution, Worker
     from workshop.harness.worker_process import NativeWorker
 
     SOURCE = '''

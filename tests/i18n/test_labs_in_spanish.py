@@ -27,17 +27,17 @@ from tests.support import lab_process
 from tests.support.doc_structure import anchors
 from workshop import i18n, labs
 from workshop.grading import questions, workspace_init
-from workshop.grading.solution import LocalWorker, Solution
-from workshop.harness.options import RunOptions
+from workshop.grading.learner_code import LocalWorker, Solution
+from workshop.harness.run_options import RunOptions
 from workshop.i18n import templates
-from workshop.lab import LabContext
+from workshop.lab_api import LabContext
 from workshop.labs.autograd.grading.gradient_diagnosis import Evidence, diagnose
 from workshop.labs.compile import kernel_explanation
 from workshop.labs.compile.generated_kernels import parse_kernels
 from workshop.labs.compile.grading import kernel_answer
 from workshop.labs.custom_op.grading import correctness as custom_op_correctness
 from workshop.labs.custom_op.grading import exercise_grading as custom_op_grading
-from workshop.labs.custom_op.grading import probes as custom_op_probes
+from workshop.labs.custom_op.grading import op_probes as custom_op_probes
 from workshop.labs.custom_op.grading.own_op import shipped_pieces
 from workshop.labs.dispatcher.grading import decisions, trace_facts
 

@@ -157,7 +157,7 @@ def test_the_summary_frame_and_the_failing_checks_in_spanish(tmp_path):
     from rich.console import Console
 
     from workshop.harness import lab_result
-    from workshop.lab import Check
+    from workshop.lab_api import Check
 
     checks = [Check("a", True, 1.0, 2.0), Check("b", False, 3.0, 2.0)]
     exercises = {

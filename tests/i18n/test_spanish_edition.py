@@ -175,8 +175,8 @@ def test_a_check_says_what_it_expects_never_a_threshold_for_an_exact_value(
 
 
 def test_the_check_methods_record_their_relation(tmp_path):
-    from workshop.harness.options import RunOptions
-    from workshop.lab import LabContext
+    from workshop.harness.run_options import RunOptions
+    from workshop.lab_api import LabContext
 
     ctx = LabContext("toy", tmp_path, RunOptions(device="cpu"))
     made = [ctx.check_max("a", 1.0, 2.0), ctx.check_min("b", 1.0, 2.0), ctx.check_equal("c", 1, 1)]

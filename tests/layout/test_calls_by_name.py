@@ -76,7 +76,7 @@ def test_a_planted_call_by_name_is_found_and_a_reference_is_not(tmp_path):
     planted = textwrap.dedent(
         """
         from workshop.grading.exercise import Exercise
-        from workshop.lab import LabSpec
+        from workshop.lab_api import LabSpec
         from workshop.labs.custom_op.grading import exercise_grading as graders
 
         LAB = LabSpec("toy", 1, "a toy", "workshop.labs.toy.lab:run")

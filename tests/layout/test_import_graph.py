@@ -4,22 +4,22 @@ package __init__ each import runs): no cycle, no core module importing a concret
 The layers, lowest first; a module may import modules of its own layer and of the layers below it:
  1. bare         workshop, workshop.i18n (and its templates), the docstring-only packages
                  workshop.cli, workshop.grading, workshop.harness: they import nothing of the workshop above
- 2. foundations  harness.{atomic, proctree, interrupt, time_limit, device, lab_log, results, options},
+ 2. foundations  harness.{atomic, proctree, interrupt, time_limit, device, lab_log, results, run_options},
                  harness.{worker_process, worker_container, torch_import}, tensor_bytes: files, processes,
                  signals, the run folder, the run's options, the worker's process or container, torch's import
  3. model        workshop.minigpt, workshop.ops: the MiniGPT and the custom op
  4. declarations grading.{checks, exercise, questions, stand_ins}: what a check, an exercise, a question is
                  (and the one grader of answers), what stands for a missing implementation
  5. registry     workshop.labs (the package module only): labs found by name, none imported by it
- 6. learner      grading.{workspace, failures, solutions, wire, source_check, solution, worker, sandbox}: the
+ 6. learner      grading.{workspace, failures, solutions, wire, source_check, learner_code, worker, sandbox}: the
                  learner's files, where an exercise's implementation comes from, the worker that runs their
                  code (the worker protocol), and what went wrong in them
- 7. lab          workshop.lab: LabSpec, LabContext (what a lab imports to be one)
+ 7. lab          workshop.lab_api: LabSpec, LabContext (what a lab imports to be one)
  8. labs         workshop.labs.<lab>...: the labs themselves
  9. harness      the rest of workshop.harness: runner, child, post-mortem, a lab's result, REPORT.md
 10. commands     the rest of workshop.grading: check's report, init, progress, the gradebook
 11. cli          workshop.cli.*, workshop.__main__
-The core (cli, harness, grading, i18n, workshop.lab) finds a lab only through the registry, by its name: it
+The core (cli, harness, grading, i18n, workshop.lab_api) finds a lab only through the registry, by its name: it
 imports no `workshop.labs.<lab>` module (imports under `if TYPE_CHECKING:` never run and are not counted).
 """
 
@@ -42,7 +42,7 @@ LAYERS = (
         "foundations",
         (
             *(f"workshop.harness.{m}" for m in ("atomic", "proctree", "interrupt", "time_limit")),
-            *(f"workshop.harness.{m}" for m in ("device", "lab_log", "results", "options")),
+            *(f"workshop.harness.{m}" for m in ("device", "lab_log", "results", "run_options")),
             *(
                 f"workshop.harness.{m}"
                 for m in ("worker_process", "worker_container", "torch_import")
@@ -60,16 +60,19 @@ LAYERS = (
         "learner",
         (
             *(f"workshop.grading.{m}" for m in ("workspace", "failures", "solutions", "wire")),
-            *(f"workshop.grading.{m}" for m in ("source_check", "solution", "worker", "sandbox")),
+            *(
+                f"workshop.grading.{m}"
+                for m in ("source_check", "learner_code", "worker", "sandbox")
+            ),
         ),
     ),
-    ("lab", ("workshop.lab",)),
+    ("lab", ("workshop.lab_api",)),
     ("labs", ("workshop.labs.*",)),
     ("harness", ("workshop.harness.*",)),
     ("commands", ("workshop.grading.*",)),
     ("cli", ("workshop.cli.*", "workshop.__main__")),
 )
-CORE = ("workshop.cli", "workshop.harness", "workshop.grading", "workshop.i18n", "workshop.lab")
+CORE = ("workshop.cli", "workshop.harness", "workshop.grading", "workshop.i18n", "workshop.lab_api")
 
 
 def is_core(name: str) -> bool:
@@ -231,10 +234,10 @@ def test_a_planted_cycle_is_found(tmp_path):
 
 
 def test_a_planted_upward_arrow_is_found_even_inside_a_function(tmp_path):
-    root = plant(tmp_path, {"workshop.harness.atomic": "def f():\n    import workshop.lab\n"})
-    (root / "lab.py").write_text("")
+    root = plant(tmp_path, {"workshop.harness.atomic": "def f():\n    import workshop.lab_api\n"})
+    (root / "lab_api.py").write_text("")
     assert upward(import_graph(root)) == [
-        "workshop.harness.atomic (foundations) -> workshop.lab (lab)"
+        "workshop.harness.atomic (foundations) -> workshop.lab_api (lab)"
     ]
 
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from workshop.harness.options import RunOptions
-from workshop.lab import LabContext
+from workshop.harness.run_options import RunOptions
+from workshop.lab_api import LabContext
 from workshop.labs.minigpt import lab
 from workshop.minigpt import checkpoint, evaluate, grammar, train
 from workshop.minigpt.data import held_out_prompts

@@ -27,9 +27,9 @@ from tests.support import learner_toy
 from workshop import labs
 from workshop.cli.main import main
 from workshop.grading import grade_integrity, gradebook
-from workshop.harness.options import RunOptions
 from workshop.harness.results import runs
-from workshop.lab import LabContext
+from workshop.harness.run_options import RunOptions
+from workshop.lab_api import LabContext
 
 NATIVE = ["--device", "cpu", "--sandbox", "native"]
 

@@ -23,11 +23,11 @@ import pytest
 from tests.support import lab_process
 from tests.support.autograd_hand_solutions import solved
 from workshop.grading import checks as exercise
-from workshop.grading.solution import LearnerCodeFailed, LearnerFile, Solution, Worker
-from workshop.harness.options import RunOptions
+from workshop.grading.learner_code import LearnerCodeFailed, LearnerFile, Solution, Worker
+from workshop.harness.run_options import RunOptions
 from workshop.harness.worker_container import LABEL, ContainerWorker, docker_problem, sweep_stale
 from workshop.harness.worker_process import NativeWorker
-from workshop.lab import LabContext
+from workshop.lab_api import LabContext
 from workshop.labs import workspace_header
 from workshop.labs.autograd.batch import load_batch
 from workshop.labs.autograd.grading.exercises import EXERCISES
@@ -98,7 +98,7 @@ REFERENCE_ATTACKS = {
         "def cross_entropy_grad(logits, targets):\n    return _ref(logits, targets)\n"
     ),
     "patch LabContext at import": (
-        "import workshop.lab\nworkshop.lab.LabContext.check_max = lambda *a, **k: None\n"
+        "import workshop.lab_api\nworkshop.lab_api.LabContext.check_max = lambda *a, **k: None\n"
     ),
     "patch __main__": "import sys\nsys.modules['__main__'].__dict__.clear()\n",
     "an allowed import renamed": (
@@ -136,8 +136,8 @@ def run_unread(tmp_path: Path, source: str, name: str, *args, limit: float = 20.
 def test_patching_the_lab_from_the_learners_code_changes_no_verdict(tmp_path, batch):
     """Whatever the learner's code patches, it patches in the worker: the lab's checks run elsewhere."""
     attack = (
-        "import workshop.lab, sys\n"
-        "workshop.lab.LabContext.check_max = lambda *a, **k: None\n"
+        "import workshop.lab_api, sys\n"
+        "workshop.lab_api.LabContext.check_max = lambda *a, **k: None\n"
         "sys.modules['__main__'].__dict__.clear()\n"
         "def cross_entropy_grad(logits, targets):\n    return logits.sum(), logits\n"
         "def linear_grads(g, x, W):\n    return W, W[:, 0], x\n"
@@ -193,7 +193,7 @@ CUSTOM_OP_ATTACKS = {
         "    'workshop.ops.softmax_kernels', fromlist=['_fwd_one_pass']\n)._fwd_one_pass\n"
     ),
     "patch LabContext at import": (
-        "_lab = __import__('workshop.lab', fromlist=['LabContext'])\n"
+        "_lab = __import__('workshop.lab_api', fromlist=['LabContext'])\n"
         "_lab.LabContext.check_max = lambda self, name, value, threshold, **k: None\n"
         "_lab.LabContext.check_equal = lambda self, name, value, expected, **k: None\n"
         "_lab.LabContext.record = lambda self, check: check\n" + COPYING_KERNEL
@@ -350,7 +350,7 @@ def test_a_container_whose_lab_process_died_is_swept(tmp_path):
     """A lab's process killed outright (SIGKILL) cannot kill its worker's container: the next start sweeps it."""
     script = (
         "import time, torch\n"
-        "from workshop.grading.solution import Worker\n"
+        "from workshop.grading.learner_code import Worker\n"
         "from workshop.harness.worker_container import ContainerWorker\n"
         "w = Worker(ContainerWorker('cpu', None), 'cpu', None)\n"
         "w._start()\nprint('started', flush=True)\ntime.sleep(600)\n"

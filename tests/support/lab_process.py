@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from workshop.harness import child
-from workshop.harness.options import LabOrder, RunOptions
+from workshop.harness.run_options import LabOrder, RunOptions
 
 
 def write_order(lab: str, out: Path, device: str = "cpu", **options) -> Path:

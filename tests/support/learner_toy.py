@@ -15,7 +15,7 @@ from pathlib import Path
 from workshop import labs
 from workshop.grading.exercise import Exercise
 from workshop.grading.questions import Question, grade_answers
-from workshop.lab import LabSpec
+from workshop.lab_api import LabSpec
 
 HERE = Path(__file__).resolve().parent
 

@@ -21,7 +21,7 @@ from workshop.cli.options import (
 from workshop.cli.runs import console
 from workshop.grading.workspace import display
 from workshop.harness import device, results, retention
-from workshop.harness.options import RunOptions
+from workshop.harness.run_options import RunOptions
 from workshop.i18n import _, ngettext
 
 

@@ -1,5 +1,5 @@
 """The options the commands share: --lang (every command), --out, and the run options (run, check, grade),
-derived from harness.options.RunOptions and checked here before anything starts: one line on a bad value."""
+derived from harness.run_options.RunOptions and checked here before anything starts: one line on a bad value."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import argparse
 import dataclasses
 
 from workshop import i18n, labs
-from workshop.harness import device, options, results
-from workshop.harness.options import RunOptions
+from workshop.harness import device, results
+from workshop.harness.run_options import RunOptions, add_arguments, from_arguments
 from workshop.i18n import _, ngettext
 
 
@@ -73,7 +73,7 @@ def add_results_option(parser: argparse.ArgumentParser) -> None:
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     """The options of every command that runs labs (run, check, grade): RunOptions', --out and --lang."""
-    options.add_arguments(parser)
+    add_arguments(parser)
     add_results_option(parser)
     add_language_option(parser)
 
@@ -96,7 +96,7 @@ def check_lab_names(names: list[str]) -> list[str]:
 def run_options(args, names: list[str], **others) -> RunOptions:
     """RunOptions from the command line (plus `others`), each checked before anything starts, the device
     resolved (--device auto), and each lab's own precondition asked (LabSpec.precondition)."""
-    asked = options.from_arguments(args, **others)
+    asked = from_arguments(args, **others)
     if asked.n_procs < 1:
         raise fail(_("--n must be at least 1 (got {n})").format(n=asked.n_procs))
     if asked.time_limit_s is not None and not asked.time_limit_s > 0:

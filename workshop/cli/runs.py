@@ -18,7 +18,7 @@ from workshop.cli.options import fail
 from workshop.grading import checks, workspace
 from workshop.grading.workspace import display
 from workshop.harness import device, interrupt, lab_log, results, run_report
-from workshop.harness.options import RunOptions
+from workshop.harness.run_options import RunOptions
 from workshop.harness.runner import run_labs, sweep_stale_caches
 from workshop.i18n import _, ngettext
 from workshop.minigpt import SHIPPED_CHECKPOINT

@@ -18,7 +18,7 @@ from workshop import labs
 from workshop.grading import checks, progress, workspace, workspace_init
 from workshop.grading.exercise import Exercise
 from workshop.harness import results
-from workshop.harness.options import LabOrder
+from workshop.harness.run_options import LabOrder
 from workshop.i18n import N_, _, ngettext
 
 MARKS = {  # status -> (style, the mark printed before the exercise's id)

@@ -4,7 +4,7 @@ recorded checks and every one passed; an exercise is passing, failing, not start
 A check knows how its value meets its threshold (`relation`): at most (<=), at least (>=) or exactly (==), so
 that it reads as what it is: "0.0003 (at most 0.0001)", "True (expected True)", never a "threshold" of True.
 
-Labs make checks through LabContext.check_* and LabContext.record (workshop/lab.py, which also exports Check).
+Labs make checks through LabContext.check_* and LabContext.record (workshop/lab_api.py, which also exports Check).
 Two marks change how a failing check is reported:
 - `diagnosis`: the check names the mistake (the pad rows have a gradient, the grid's extents are swapped). An
   exercise reports its highest-ranked failing check (`reported`): a failing diagnosis before any raw comparison.

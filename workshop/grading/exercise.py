@@ -5,7 +5,7 @@ to import: no torch); the registry (workshop.labs.exercises) finds them by the l
 instructor's solution (`reference`, "module:attribute") and what the learner's file defines instead
 (`attribute`: a function, or a dict of answers whose `questions` are declared), or, for a document such as the
 survey, the workspace file (`document`). The lab grades it inside `with ctx.grading("name") as impl:`
-(workshop/lab.py): `impl` is the learner's version when a workspace is graded, else the reference, and every
+(workshop/lab_api.py): `impl` is the learner's version when a workspace is graded, else the reference, and every
 check recorded in the block counts for that exercise.
 
 Everything the learner's file says of an exercise is derived from the declaration (`stub_code`), once:
@@ -24,7 +24,7 @@ document is written to: it returns the Markdown to write, or None when it needs 
 
 An exercise graded from a run's artifacts (answers read off the run's files, a document quoting its figures)
 declares `from_run=True`: `check LAB EXERCISE` then grades a changed answer against the learner's latest run of
-the lab without running it again (LabSpec.regrade; see workshop/lab.py).
+the lab without running it again (LabSpec.regrade; see workshop/lab_api.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What went wrong in a learner's exercise, as the failed check that says so: a file that will not load, a stub
 not started yet, an endless loop, an exception, sys.exit(), a lab stopped while grading it, or a lab process that
-died in it on an earlier attempt. LabContext.grading (workshop/lab.py) records these; harness.post_mortem uses
+died in it on an earlier attempt. LabContext.grading (workshop/lab_api.py) records these; harness.post_mortem uses
 died_check for an exercise that killed the lab's process.
 """
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from workshop.grading import checks, workspace
 from workshop.grading.checks import Check
 from workshop.grading.exercise import Exercise
-from workshop.grading.solution import LearnerCodeFailed, learner_edition
+from workshop.grading.learner_code import LearnerCodeFailed, learner_edition
 from workshop.grading.workspace import LearnerError
 from workshop.harness.time_limit import TimeLimitExceeded
 from workshop.i18n import N_, _
@@ -84,7 +84,7 @@ def learner_failure(ex: Exercise, e: BaseException, graded: bool, path: Path) ->
 
 
 def worker_failure(ex: Exercise, e: LearnerCodeFailed) -> Check:
-    """The failed check that records how the learner's code failed in the worker (grading/solution.py)."""
+    """The failed check that records how the learner's code failed in the worker (grading/learner_code.py)."""
     value = f"{e.where}: {e.error}" if e.where else e.error
     if e.kind == "not_started":
         name = _("{id}: implemented").format(id=ex.id)

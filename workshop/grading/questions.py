@@ -32,9 +32,9 @@ from workshop.grading.checks import Check
 from workshop.grading.stand_ins import real
 from workshop.i18n import N_, _
 
-if TYPE_CHECKING:  # annotations only: labs import this module, and workshop.lab is above it
+if TYPE_CHECKING:  # annotations only: labs import this module, and workshop.lab_api is above it
     from workshop.grading.exercise import Exercise
-    from workshop.lab import LabContext
+    from workshop.lab_api import LabContext
 
 WIDTH = 100  # the project's line length: no stub line is longer
 # A stub's placeholder, which the learner replaces: None, a wire value (grading/wire.py), so that a fresh or half

@@ -3,7 +3,7 @@ yields (grading/failures.py says how the learner's code failed there).
 
 Which worker: for the learner's code, a container of the run's worker_image (`grade` asks for the learner
 edition's image where Docker works), else a worker process of this machine; for the reference, the lab's own
-process (solution.LocalWorker). One per lab process, stopped when the lab ends.
+process (learner_code.LocalWorker). One per lab process, stopped when the lab ends.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from workshop import labs
-from workshop.grading import solution, source_check, workspace
+from workshop.grading import learner_code, source_check, workspace
 from workshop.grading.exercise import Exercise
 from workshop.harness.worker_container import ContainerWorker
 from workshop.harness.worker_process import NativeWorker
@@ -27,7 +27,7 @@ def launcher(ctx) -> ContainerWorker | NativeWorker:
     return NativeWorker(ctx.device, log)
 
 
-def learner_file(ctx) -> solution.LearnerFile | None:
+def learner_file(ctx) -> learner_code.LearnerFile | None:
     """The learner's <lab>.py as text (None when a reference run, or when the lab grades documents only)."""
     if not ctx.graded:
         return None
@@ -35,23 +35,23 @@ def learner_file(ctx) -> solution.LearnerFile | None:
     header = labs.workspace_header(ctx.name)
     if not path.is_file():
         return None  # its absence is said when an exercise asks for it (solution)
-    return solution.LearnerFile.read(path, workspace.display(path), header)
+    return learner_code.LearnerFile.read(path, workspace.display(path), header)
 
 
-def worker(ctx) -> solution.Worker | solution.LocalWorker:
+def worker(ctx) -> learner_code.Worker | learner_code.LocalWorker:
     """The lab's worker: a process for the learner's code, the lab's own process for the reference."""
     if ctx._worker is None:
         graded = ctx.graded
         ctx._worker = (
-            solution.Worker(launcher(ctx), ctx.device, learner_file(ctx))
+            learner_code.Worker(launcher(ctx), ctx.device, learner_file(ctx))
             if graded
-            else solution.LocalWorker(ctx.device)
+            else learner_code.LocalWorker(ctx.device)
         )
     return ctx._worker
 
 
-def implementation(ctx, ex: Exercise) -> solution.Solution:
-    """What `with ctx.grading(name, worker=True) as impl:` yields (see solution.py)."""
+def implementation(ctx, ex: Exercise) -> learner_code.Solution:
+    """What `with ctx.grading(name, worker=True) as impl:` yields (see learner_code.py)."""
     path = workspace.lab_file(ctx.work, ctx.name) if ctx.graded else None
     if path is not None and not path.is_file():
         raise workspace.LearnerError(
@@ -60,7 +60,7 @@ def implementation(ctx, ex: Exercise) -> solution.Solution:
                 command=f"python -m workshop exercises init {workspace.display(ctx.work)}",
             )
         )
-    return solution.solution_for(worker(ctx), ex, ctx.graded)
+    return learner_code.solution_for(worker(ctx), ex, ctx.graded)
 
 
 def begin(ctx) -> None:
@@ -77,17 +77,21 @@ def probe(ctx, function: Callable, args: tuple, attributes: tuple[str, ...]):
     exercises = [ex for ex in labs.exercises(ctx.name) if ex.attribute in attributes]
     if not ctx.graded:
         target = {"references": {ex.attribute: ex.reference for ex in exercises}}
-        return solution.Solution(worker(ctx), target).probe(function, *args)
+        return learner_code.Solution(worker(ctx), target).probe(function, *args)
     path = workspace.lab_file(ctx.work, ctx.name)
     found = worker(ctx)
     if found.learner is None:
-        raise solution.LearnerCodeFailed("missing", ", ".join(attributes), workspace.display(path))
+        raise learner_code.LearnerCodeFailed(
+            "missing", ", ".join(attributes), workspace.display(path)
+        )
     for name in attributes:
         if (statement := source_check.imported_as(found.learner.source, name)) is not None:
             where = f"{found.learner.filename}:{statement.lineno}"
-            raise solution.LearnerCodeFailed("refused", f"{name} is imported", where)
+            raise learner_code.LearnerCodeFailed("refused", f"{name} is imported", where)
     limit = max((ex.time_limit_s for ex in exercises), default=None)
-    return solution.Solution(found, {"attributes": list(attributes)}, limit).probe(function, *args)
+    return learner_code.Solution(found, {"attributes": list(attributes)}, limit).probe(
+        function, *args
+    )
 
 
 def stop(ctx) -> None:

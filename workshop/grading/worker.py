@@ -3,7 +3,7 @@
 
 The worker protocol, as the rest of the workshop names it: learner code runs only here, never in the lab's
 process; what crosses between the two is wire data (wire.py: values, tensors as copies, never code or objects
-of the learner's); the lab's process asks (the requests below, made through grading/solution.py's handle) and
+of the learner's); the lab's process asks (the requests below, made through grading/learner_code.py's handle) and
 judges what comes back.
 
     python -m workshop.grading.worker --fd 3      (natively: fd 3 is its end of a socket pair)

@@ -2,7 +2,7 @@
 
 A run id is a UTC timestamp plus random hex, and its folder is created with mkdir (never exist_ok), so a new
 run can never write into an old one. Every file goes through harness.atomic. The run's options are in its
-options.json (harness.options), which `run --resume` reads.
+options.json (harness.run_options), which `run --resume` reads.
 
 The manifest says where the run stands ("status"): "running" (with the pid and host of the process that runs
 it), then "finished" or "interrupted". It is rewritten after every lab, so the labs that finished stay recorded

@@ -4,7 +4,7 @@ Why a process per lab: some settings only act before an import (TRITON_INTERPRET
 is imported), and compile caches live in a process and on disk; a fresh process with its own cache folders
 means no lab sees another's state.
 
-`run_labs` writes each lab's orders to <lab>/options.json (harness.options.LabOrder) and starts
+`run_labs` writes each lab's orders to <lab>/options.json (harness.run_options.LabOrder) and starts
 `python -m workshop.harness.child <lab folder>` in a session of its own (so a Ctrl-C in the terminal reaches
 only the parent, which then stops the lab's whole process tree: see proctree.py), streams its output to
 <lab>/log.txt and to the caller (which picks what the screen shows: cli.runs), enforces the lab's time limit,
@@ -32,7 +32,7 @@ from workshop.grading import workspace
 from workshop.harness import interrupt, lab_log, post_mortem, proctree, results, worker_container
 from workshop.harness.device import use_triton_interpreter
 from workshop.harness.lab_result import stopped_check, write_result
-from workshop.harness.options import LabOrder, RunOptions
+from workshop.harness.run_options import LabOrder, RunOptions
 from workshop.harness.time_limit import ran_out_of_time
 from workshop.i18n import _
 

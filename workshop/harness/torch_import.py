@@ -1,5 +1,5 @@
 """`import torch` for the processes of a check, where it is most of the learner's wait: the lab's process and the
-learner's worker each import it, at once (the worker is started first: grading/solution.py's Worker.begin).
+learner's worker each import it, at once (the worker is started first: grading/learner_code.py's Worker.begin).
 
 The import builds a few hundred thousand objects. With Python's cyclic garbage collector off while it runs, no
 collection walks them again and again (measured on the 2-core machine: 1.84 s of CPU instead of 2.03 s, median

@@ -1,8 +1,8 @@
 """The lab registry: every sub-package of workshop.labs that defines LAB is a lab. Adding a lab = adding one.
 
-The core finds a lab only through here, by its name: its spec (`LAB`, workshop/lab.py's LabSpec), its folder,
+The core finds a lab only through here, by its name: its spec (`LAB`, workshop/lab_api.py's LabSpec), its folder,
 and its exercises (`EXERCISES` in its exercises.py). Nothing here imports a lab until it is asked for, and this
-module imports no lab by itself (workshop.lab imports it for a lab's exercises).
+module imports no lab by itself (workshop.lab_api imports it for a lab's exercises).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from workshop.grading.exercise import wrapped
 from workshop.grading.questions import WIDTH
 from workshop.i18n import _
 
-if TYPE_CHECKING:  # annotations only: workshop.lab imports this module
+if TYPE_CHECKING:  # annotations only: workshop.lab_api imports this module
     from workshop.grading.exercise import Exercise
-    from workshop.lab import LabSpec
+    from workshop.lab_api import LabSpec
 
 
 def all_labs() -> dict[str, LabSpec]:

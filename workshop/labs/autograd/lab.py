@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from workshop.grading.questions import grade_answers
 from workshop.i18n import _, grouped
-from workshop.lab import LabContext
+from workshop.lab_api import LabContext
 from workshop.labs.autograd.batch import HeadBatch, leaves, load_batch
 from workshop.labs.autograd.engine_trace import profile_backward
 from workshop.labs.autograd.finite_diff import (

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from workshop.i18n import N_, _, templates
-from workshop.lab import LabContext
+from workshop.lab_api import LabContext
 from workshop.labs.compile.generated_kernels import GeneratedKernel
 from workshop.labs.compile.grading.hidden_values import ceil2, check_holds, floor2
 from workshop.labs.compile.loops import KernelStructure, kernel_structure

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from workshop.i18n import _
-from workshop.lab import LabContext
+from workshop.lab_api import LabContext
 from workshop.labs.compile import trace_report
 from workshop.labs.compile.breaks import (
     BreakReport,

@@ -21,14 +21,14 @@ from pathlib import Path
 import torch
 
 from workshop.grading import questions
-from workshop.grading.solution import LearnerCodeFailed
+from workshop.grading.learner_code import LearnerCodeFailed
 from workshop.harness.results import RunFolderError
 from workshop.i18n import _
-from workshop.lab import LabContext
+from workshop.lab_api import LabContext
 from workshop.labs.custom_op import eager_cost, inductor_code, profiler_trace
 from workshop.labs.custom_op.grading import correctness as cx
 from workshop.labs.custom_op.grading import exercise_grading as graders
-from workshop.labs.custom_op.grading import launch_facts, probes
+from workshop.labs.custom_op.grading import launch_facts, op_probes
 from workshop.labs.custom_op.grading.own_op import OwnOp, own_op, shipped_ready
 from workshop.minigpt import checkpoint
 from workshop.minigpt.data import train_tensors
@@ -36,7 +36,7 @@ from workshop.minigpt.model import lm_loss
 from workshop.ops import softmax_launch, softmax_op
 
 
-def grade_pieces(ctx: LabContext, pieces: tuple[str, ...] = probes.EXERCISES) -> None:
+def grade_pieces(ctx: LabContext, pieces: tuple[str, ...] = op_probes.EXERCISES) -> None:
     """The exercises that write a piece of the op: each graded in its own twin (exercise_grading.py), the piece
     run in the worker (the worker protocol), every interpreted load and store of a kernel bounds-checked there."""
     for name in pieces:
@@ -56,7 +56,7 @@ def check_ran(ctx: LabContext, name: str, call):
 def check_correctness(ctx: LabContext, own: OwnOp, shapes: dict) -> dict:
     """The op's values against torch.softmax: per dtype, long rows, layouts, special values, empty tensors, and
     its errors for bad input."""
-    run = functools.partial(own.probe, probes.apply)
+    run = functools.partial(own.probe, op_probes.apply)
     name = _("the op answers every call of the correctness checks")
     errors = check_ran(
         ctx, name, lambda: cx.dtype_errors(run, ctx.device, shapes["lm_head"], ctx.seed)
@@ -129,7 +129,7 @@ def check_long_rows(ctx: LabContext, run, shape: tuple[int, int]) -> dict:
 
 def check_autograd(ctx: LabContext, own: OwnOp, shapes: dict) -> dict:
     """PyTorch's own checks of the op: gradcheck and gradgradcheck, opcheck."""
-    found = own.probe(probes.checks, ctx.device, list(shapes["gradcheck_long"]))
+    found = own.probe(op_probes.checks, ctx.device, list(shapes["gradcheck_long"]))
     ctx.check_equal(
         _("gradcheck/gradgradcheck float64 cases passed"),
         sum(r == cx.PASSED for r in found["gradcheck"].values()),
@@ -148,7 +148,7 @@ def compile_kind(ctx: LabContext, own: OwnOp, kind: str, data) -> inductor_code.
     """The op registered as `kind`, compiled: its result against torch's, its Inductor excerpt, and what the
     excerpt holds."""
     x, dy, expected_y, expected_dx = data
-    found = own.probe(probes.compiled, kind, x, dy)
+    found = own.probe(op_probes.compiled, kind, x, dy)
     err = max(
         (found["y"] - expected_y).abs().max().item(),
         (found["dx"] - expected_dx).abs().max().item(),
@@ -175,7 +175,7 @@ def check_compile(ctx: LabContext, own: OwnOp) -> dict:
     gen = torch.Generator().manual_seed(ctx.seed)
     x = torch.randn(8, 600, generator=gen).to(ctx.device)
     dy = torch.randn(8, 600, generator=gen).to(ctx.device)
-    ctx.check_equal(_("torch.compile: graph breaks"), own.probe(probes.graph_breaks, x), 0)
+    ctx.check_equal(_("torch.compile: graph breaks"), own.probe(op_probes.graph_breaks, x), 0)
     x_ = x.clone().requires_grad_()
     expected_y = torch.softmax(x_ * 2.0, -1) * 3.0
     (expected_dx,) = torch.autograd.grad(expected_y, x_, dy)
@@ -214,7 +214,7 @@ def check_minigpt(ctx: LabContext, own: OwnOp) -> dict:
     logits = model(x)  # (16, T, 600)
     lm_loss(logits, y).backward()
     state = {k: v.detach() for k, v in model.state_dict().items()}
-    ours = own.probe(probes.minigpt, state, asdict(model.cfg), x, y)
+    ours = own.probe(op_probes.minigpt, state, asdict(model.cfg), x, y)
     grads = zip(ours["grads"], (p.grad for p in model.parameters()), strict=True)
     found = {
         "logits": (ours["logits"] - logits.detach()).abs().max().item(),
@@ -293,7 +293,9 @@ def check_own_op(ctx: LabContext, shapes: dict) -> dict:
         "autograd": lambda: check_autograd(ctx, own, shapes),
         "compile": lambda: check_compile(ctx, own),
         "minigpt": lambda: check_minigpt(ctx, own),
-        "step_launches": lambda: own.probe(probes.step_launches, list(eager_cost.STEP), ctx.device),
+        "step_launches": lambda: own.probe(
+            op_probes.step_launches, list(eager_cost.STEP), ctx.device
+        ),
     }
     sections = {name: in_section(ctx, name, section) for name, section in sections.items()}
     found |= timed(sections, found.setdefault("seconds", {}))
@@ -345,7 +347,7 @@ def run(ctx: LabContext) -> None:
     seconds = {}
     # `check custom_op EXERCISE` grades that exercise alone: the op's checks only serve a whole run and the answers.
     whole = not ctx.options.only
-    wanted = tuple(name for name in probes.EXERCISES if ctx.wants(name))
+    wanted = tuple(name for name in op_probes.EXERCISES if ctx.wants(name))
     found |= timed({"exercises": lambda: grade_pieces(ctx, wanted)}, seconds)
     if whole or ctx.wants("answers"):
         found |= check_own_op(ctx, shapes)
@@ -368,7 +370,7 @@ def regrade(ctx: LabContext, lab_dir: Path) -> None:
     try:
         result = json.loads((lab_dir / "result.json").read_text(encoding="utf-8"))
         code = (lab_dir / "inductor_custom_op.txt").read_text(encoding="utf-8")
-        census = inductor_code.census([code], probes.namespace("custom_op"))
+        census = inductor_code.census([code], op_probes.namespace("custom_op"))
         facts = launch_facts.measure_facts(result["step_launches"], census.extern_calls)
     except (OSError, KeyError, IndexError, TypeError, ValueError) as e:
         raise RunFolderError(

@@ -1,5 +1,5 @@
 from workshop.i18n import N_
-from workshop.lab import LabSpec
+from workshop.lab_api import LabSpec
 
 
 def run(ctx) -> None:

@@ -17,7 +17,7 @@ import torch
 from workshop.grading.questions import grade_answers
 from workshop.harness import atomic
 from workshop.i18n import _, templates
-from workshop.lab import LabContext
+from workshop.lab_api import LabContext
 from workshop.labs.dispatcher import keys, trace_text
 from workshop.labs.dispatcher.crosscheck import flat, priority_disagreements
 from workshop.labs.dispatcher.grading import decisions, trace_facts

@@ -12,7 +12,7 @@ import math
 import os
 
 from workshop.i18n import _
-from workshop.lab import LabContext
+from workshop.lab_api import LabContext
 from workshop.labs.distributed import collectives, flight_recorder, traces
 from workshop.labs.distributed.measurements import Measurements, RankRecord, Run
 from workshop.labs.distributed.pipeline_idle import Idle

@@ -112,7 +112,7 @@ class Instruments:
         return self.log.in_phase(name)
 
     def record(self) -> RankRecord:
-        """This rank's record of the run, to be completed by results.py."""
+        """This rank's record of the run, to be completed by run_ending.py."""
         path = self.args.out / self.trace
         device = self.rank.device
         backward_ops, issued_in_backward = traces.backward_overlap(path)

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from workshop.i18n import _
-from workshop.lab import LabContext
+from workshop.lab_api import LabContext
 from workshop.labs.distributed import (
     demo_checks,
     figure_rows,

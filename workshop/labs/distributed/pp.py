@@ -15,7 +15,7 @@ from torch.distributed import pipelining
 from torch.distributed.elastic.multiprocessing.errors import record
 
 from workshop.i18n import N_, _
-from workshop.labs.distributed import process_group, reference, results, training
+from workshop.labs.distributed import process_group, reference, run_ending, training
 from workshop.labs.distributed.instruments import Instruments
 from workshop.labs.distributed.measurements import RankRecord, Run
 from workshop.labs.distributed.pipeline_timeline import PipelineTimeline
@@ -94,7 +94,7 @@ def train(args, rank: process_group.Rank, name: str) -> list[RankRecord]:
     rank_record.intervals, rank_record.timer_resolution_s = timeline.steps, timeline.resolution()
     named = {n: q.detach() for stage in stages for n, q in stage.submod.named_parameters()}
     ref = reference.shared(args.steps, microbatches(rank.world), rank.device)
-    return results.gather(results.complete(rank_record, params, named, opt, ref))
+    return run_ending.gather(run_ending.complete(rank_record, params, named, opt, ref))
 
 
 def run(args, rank: process_group.Rank) -> tuple[dict[str, Run], dict]:
@@ -110,7 +110,7 @@ def run(args, rank: process_group.Rank) -> tuple[dict[str, Run], dict]:
             continue
         records = train(args, rank, name)
         losses = records[p - 1].losses  # the last stage computes the loss
-        runs[name] = results.summary(
+        runs[name] = run_ending.summary(
             records, losses, m, stages_per_rank=STAGES_PER_RANK[name], microbatches=m
         )
     return runs, {"skipped_schedules": skipped}
@@ -124,7 +124,7 @@ def main() -> None:
     args = process_group.parse_args(
         N_("Pipeline-parallel demo of the MiniGPT (run under torchrun)"), OPTIONS
     )
-    results.run_demos(args, {"pp": run})
+    run_ending.run_demos(args, {"pp": run})
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from torch.distributed.tensor.parallel import (
 )
 
 from workshop.i18n import N_
-from workshop.labs.distributed import process_group, reference, results, training
+from workshop.labs.distributed import process_group, reference, run_ending, training
 from workshop.labs.distributed.instruments import Instruments
 from workshop.labs.distributed.measurements import Run
 from workshop.labs.distributed.plans import tp_usable
@@ -67,7 +67,7 @@ def train(args, rank: process_group.Rank, model: GPT) -> Run:
             opt.step()  # each rank steps its own slices, and its copy of the replicated parameters
             measure.loss(full(loss).item())
     ref = reference.shared(args.steps, 1, rank.device)
-    return results.whole_model_run(measure.record(), model, opt, ref, chunks=1)
+    return run_ending.whole_model_run(measure.record(), model, opt, ref, chunks=1)
 
 
 def run(args, rank: process_group.Rank) -> tuple[dict[str, Run], dict]:
@@ -83,7 +83,7 @@ def run(args, rank: process_group.Rank) -> tuple[dict[str, Run], dict]:
 @record
 def main() -> None:
     args = process_group.parse_args(N_("Tensor-parallel demo of the MiniGPT (run under torchrun)"))
-    results.run_demos(args, {"tp": run})
+    run_ending.run_demos(args, {"tp": run})
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from workshop.i18n import _
-from workshop.lab import LabContext
+from workshop.lab_api import LabContext
 from workshop.minigpt import checkpoint, grammar
 from workshop.minigpt.data import held_out_prompts
 from workshop.minigpt.evaluate import prompt_accuracy

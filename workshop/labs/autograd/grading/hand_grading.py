@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from workshop.i18n import _
-from workshop.lab import LabContext
+from workshop.lab_api import LabContext
 from workshop.labs.autograd.batch import HeadBatch, leaves
 from workshop.labs.autograd.grading.gradient_diagnosis import Diagnosis, Evidence, diagnose
 from workshop.labs.autograd.grading.no_autograd import (
@@ -118,7 +118,7 @@ class Graded:
 
 
 def grade(ctx: LabContext, function: str, impl, cases: list[Case]) -> Graded:
-    """Run impl (a grading.solution.Solution) on every case, watched for autograd where it runs (the watch is a
+    """Run impl (a grading.learner_code.Solution) on every case, watched for autograd where it runs (the watch is a
     probe: no_autograd.watched_call); record the checks in the module docstring's order."""
     measured, seen, returned = [], {}, {}
     for case in cases:  # the worker gets copies: the learner's in-place edits stay there

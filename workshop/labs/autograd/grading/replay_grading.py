@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch.autograd.graph import Node
 
 from workshop.i18n import N_, _
-from workshop.lab import LabContext
+from workshop.lab_api import LabContext
 from workshop.labs.autograd.batch import HeadBatch, leaf_tensors
 from workshop.labs.autograd.grading.gradient_diagnosis import Diagnosis
 from workshop.labs.autograd.grading.hand_grading import (

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from workshop.i18n import _
-from workshop.lab import Check, LabContext
+from workshop.lab_api import Check, LabContext
 
 
 def check_holds(ctx: LabContext, name: str, value, expected) -> Check:

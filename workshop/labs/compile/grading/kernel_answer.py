@@ -14,7 +14,7 @@ import math
 from workshop.grading.questions import filled, require_dict
 from workshop.grading.stand_ins import real
 from workshop.i18n import _, ngettext
-from workshop.lab import LabContext
+from workshop.lab_api import LabContext
 from workshop.labs.compile.generated_kernels import GeneratedKernel
 from workshop.labs.compile.grading.exercises import KERNEL_FIELDS
 from workshop.labs.compile.loops import REDUCTION_KINDS, KernelStructure, kernel_structure

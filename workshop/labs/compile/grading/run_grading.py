@@ -28,7 +28,7 @@ from pathlib import Path
 
 from workshop.grading.questions import grade_answers
 from workshop.i18n import _, templates
-from workshop.lab import LabContext
+from workshop.lab_api import LabContext
 from workshop.labs.compile.generated_kernels import (
     GeneratedKernel,
     extern_matmul_calls,

@@ -1,7 +1,7 @@
 """The exercises that register the op with torch.library's public API: `define_custom_op` (custom_op, register_fake,
 register_autograd) and `define_triton_op` (triton_op, wrap_triton, register_autograd).
 
-The learner's function registers graded_<exercise>::softmax from the grader's stand-in pieces (stand_ins.py:
+The learner's function registers graded_<exercise>::softmax from the grader's stand-in pieces (torch_pieces.py:
 PyTorch's softmax and its backward), with no backward operator of its own. What it registered is read as facts
 (`registration_facts`: by what torch.library holds for the name, and by what the op does: on a fake tensor,
 through a backward); each fact is judged here with a message for the mistake it shows (a custom_op where a
@@ -23,9 +23,9 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch._subclasses.functional_tensor import FunctionalTensorMode
 
 from workshop.i18n import N_, _
-from workshop.lab import LabContext
+from workshop.lab_api import LabContext
 from workshop.labs.custom_op.grading import correctness as cx
-from workshop.labs.custom_op.grading import probes, stand_ins
+from workshop.labs.custom_op.grading import op_probes, torch_pieces
 from workshop.labs.custom_op.grading.op_grading import grade_op, op_facts
 from workshop.ops import INTERPRETED, softmax_op
 from workshop.ops.softmax_op import SoftmaxOps
@@ -78,23 +78,25 @@ def registration_facts(
     define, exercise: str, device: str
 ) -> tuple[RegistrationFacts, SoftmaxOps | None]:
     """Registers graded_<exercise>::softmax with the learner's `define` and the grader's stand-in pieces
-    (stand_ins.py); returns the facts and the registration (None when nothing was registered)."""
+    (torch_pieces.py); returns the facts and the registration (None when nothing was registered)."""
     kind, qualname = ASKED[exercise], f"graded_{exercise}::softmax"
     _forget(qualname)
     wraps, setups = [], []
 
     def implementation(x, dim, wrap=None):
         wraps.append(wrap is torch.library.wrap_triton)
-        return stand_ins.forward(x, dim, wrap)
+        return torch_pieces.forward(x, dim, wrap)
 
     def setup_context(ctx, inputs, output):
         setups.append(1)
-        stand_ins.setup_context(ctx, inputs, output)
+        torch_pieces.setup_context(ctx, inputs, output)
 
     fake = (
-        [softmax_op.fakes(softmax_op.Pieces(fake=stand_ins.fake))[0]] if kind == "custom_op" else []
+        [softmax_op.fakes(softmax_op.Pieces(fake=torch_pieces.fake))[0]]
+        if kind == "custom_op"
+        else []
     )
-    define(qualname, implementation, *fake, setup_context, stand_ins.gradients_by_torch)
+    define(qualname, implementation, *fake, setup_context, torch_pieces.gradients_by_torch)
     try:
         ops = SoftmaxOps(softmax_op.registered(qualname), None, kind)
     except LookupError:
@@ -127,7 +129,7 @@ def eager_input(device: str, seed: int) -> torch.Tensor:
 
 def registration(define, exercise: str, device: str) -> dict:
     """What the learner's define_custom_op or define_triton_op registered (registration_facts)."""
-    probes.started(define)
+    op_probes.started(define)
     facts, _ops = registration_facts(define, exercise, device)
     return asdict(facts)
 
@@ -136,7 +138,7 @@ def registration_checks(define, exercise: str, device: str, seed: int) -> dict:
     """The op the learner's define registers, checked: a triton_op under the interpreter, which can be neither
     compiled nor opchecked here, by gradcheck and its eager values on eager_input ({"name",
     "gradcheck", "eager"}); every other by op_grading.op_facts."""
-    probes.started(define)
+    op_probes.started(define)
     _facts, ops = registration_facts(define, exercise, device)
     if ops is None:
         raise LookupError(f"{define.__name__} registered no operator this time")

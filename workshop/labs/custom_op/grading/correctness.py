@@ -1,5 +1,5 @@
 """Measurements of the op against torch.softmax: each sends the op its inputs (`run`: requests answered by
-probes.apply, where the op's pieces may run) and returns the numbers that the lab compares with thresholds, computed
+op_probes.apply, where the op's pieces may run) and returns the numbers that the lab compares with thresholds, computed
 here from the answers and PyTorch's own results.
 
 Shapes depend on the device: under Triton's interpreter (CPU) every program costs about 1.3 ms, so the CPU
@@ -52,7 +52,7 @@ class OpFailed(Exception):
 
 
 def forward(x: torch.Tensor, dim: int = -1, dy: torch.Tensor | None = None) -> dict:
-    """A request for the op (probes.apply): y = op(x, dim), and with dy the gradient dx too."""
+    """A request for the op (op_probes.apply): y = op(x, dim), and with dy the gradient dx too."""
     return {"op": "forward", "args": [x, dim], "dy": dy}
 
 
@@ -66,7 +66,7 @@ def dtype_errors(
     run, device: str, shape: tuple[int, ...], seed: int, dtypes=tuple(SLACK)
 ) -> tuple[dict[str, Accuracy], list[str]]:
     """Per dtype, the op's error and torch.softmax's against a float64 softmax of the same rounded input; and the
-    kernels the op launched. `run`: requests -> probes.apply's result."""
+    kernels the op launched. `run`: requests -> op_probes.apply's result."""
     gen = torch.Generator().manual_seed(seed)
     x64 = (torch.randn(shape, generator=gen, dtype=torch.float64) * 4).to(device)
     xs = [x64.to(dtype) for dtype in dtypes]
@@ -159,7 +159,7 @@ def bad_inputs(run, device: str) -> dict[str, str]:
     cases = {
         N_("integer dtype"): forward(torch.arange(6, device=device)),
         N_("dim out of range"): forward(y, 2),
-        # dy moved to the other device where the op runs: a meta tensor does not cross the wire (probes._answer)
+        # dy moved to the other device where the op runs: a meta tensor does not cross the wire (op_probes._answer)
         N_("mixed devices (backward)"): {"op": "backward", "args": [y, y, -1], "to": {1: other}},
     }
     answers = run(list(cases.values()))["answers"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 
 from workshop.i18n import _
-from workshop.lab import LabContext
+from workshop.lab_api import LabContext
 from workshop.labs.custom_op.grading import api_grading, piece_probes
 from workshop.labs.custom_op.grading import kernel_diagnosis as diagnose
 from workshop.labs.custom_op.grading import registration_grading as rg
@@ -171,7 +171,7 @@ def _launches_message(run, attribute: str) -> str:
 
 
 def _check_precision(ctx: LabContext, runs: list, attribute: str):
-    """What the kernel computes in for half-precision input, from what it did (precision.py), not its values."""
+    """What the kernel computes in for half-precision input, from what it did (half_precision.py), not its values."""
     half = next((run for run in runs if run.half_ops), None)
     observed = half and "; ".join(
         f"{dtype}: {', '.join(map(_, ops))}" for dtype, ops in half.half_ops.items()
@@ -188,7 +188,7 @@ def _check_precision(ctx: LabContext, runs: list, attribute: str):
 
 def _check_writes(ctx: LabContext, runs: list, direction, attribute: str, stride_mistake):
     """Every element of the output written, nothing around it: the guards' count. A run whose values say
-    nothing (precision.py) is left out of the count of elements not written."""
+    nothing (half_precision.py) is left out of the count of elements not written."""
     outside = next((run for run in runs if any(run.outside.values())), None)
     unwritten = next((run for run in runs if run.values_tell and run.unwritten.any()), None)
     if outside is None and unwritten is not None:

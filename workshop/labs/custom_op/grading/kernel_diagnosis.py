@@ -79,7 +79,7 @@ def shared_stride(case: KernelCase, direction: Direction, attribute: str) -> str
 
 
 def half_precision(run: KernelRun, attribute: str) -> str:
-    """The message for a kernel that adds or multiplies in half precision (precision.py)."""
+    """The message for a kernel that adds or multiplies in half precision (half_precision.py)."""
     dtype, ops = next(iter(run.half_ops.items()))
     digits = int(-math.log10(torch.finfo(getattr(torch, dtype)).eps))
     message = _(

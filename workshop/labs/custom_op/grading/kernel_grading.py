@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 import triton
 
-from workshop.labs.custom_op.grading import precision
+from workshop.labs.custom_op.grading import half_precision
 from workshop.labs.custom_op.grading.correctness import SLACK
 from workshop.labs.custom_op.grading.memory_bounds import POISON, SENTINEL, Guarded
 from workshop.ops import softmax_launch
@@ -151,14 +151,14 @@ class KernelRun:
     # the launch record: {"kernel": name, "grid": [programs], "learners": the learner's kernel or another}
     launches: list[dict]
     plan: tuple[tuple[int], dict]  # (grid, constexprs) that the launch plan gives for this case
-    # the arithmetic the kernel did in half precision, {dtype: [op, ...]} (precision.half_arithmetic)
+    # the arithmetic the kernel did in half precision, {dtype: [op, ...]} (half_precision.half_arithmetic)
     half_ops: dict[str, list[str]]
 
     @property
     def values_tell(self) -> bool:
         """Whether the output says what the kernel computes: not where Triton's interpreter ran the kernel's
-        bfloat16 arithmetic, which it gets wrong (precision.py)."""
-        return not ("bfloat16" in self.half_ops and precision.interpreter_breaks_bfloat16())
+        bfloat16 arithmetic, which it gets wrong (half_precision.py)."""
+        return not ("bfloat16" in self.half_ops and half_precision.interpreter_breaks_bfloat16())
 
     @property
     def unwritten(self) -> torch.Tensor:
@@ -227,7 +227,7 @@ def launch_case(kernel, case: KernelCase, direction: Direction, device: str, see
     ]
     out = torch.full_like(rounded[next(iter(rounded))], SENTINEL).to(device)
     buffers.append(Guarded.around(out, pads[-1], guard, SENTINEL))
-    with recording() as launches, precision.watched() as half_ops:
+    with recording() as launches, half_precision.watched() as half_ops:
         direction.launch(kernel, [b.view for b in buffers], case.rows, case.cols)
     return {
         "out": buffers[-1].buffer,
@@ -239,7 +239,7 @@ def launch_case(kernel, case: KernelCase, direction: Direction, device: str, see
             }
             for launch in launches
         ],
-        "half_ops": precision.half_arithmetic(half_ops, launches),
+        "half_ops": half_precision.half_arithmetic(half_ops, launches),
     }
 
 

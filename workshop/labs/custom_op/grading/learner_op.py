@@ -1,5 +1,5 @@
 """The operator a learner's piece is graded in, `graded_<exercise>::softmax`: the learner's piece for that exercise
-and the grader's own stand-ins for the rest (stand_ins.py: PyTorch's softmax and its backward, in the op's layout),
+and the grader's own stand-ins for the rest (torch_pieces.py: PyTorch's softmax and its backward, in the op's layout),
 registered by hand (by_hand.py) as a custom_op or a triton_op.
 
 Why a twin per exercise: each piece is graded alone (a wrong forward kernel cannot fail the grading of the fake),
@@ -29,7 +29,7 @@ import triton
 from workshop.grading import workspace
 from workshop.i18n import _
 from workshop.labs.custom_op import by_hand
-from workshop.labs.custom_op.grading import stand_ins
+from workshop.labs.custom_op.grading import torch_pieces
 from workshop.ops import softmax_op
 from workshop.ops.softmax_op import SoftmaxOps
 
@@ -55,11 +55,11 @@ def twin(exercise: str, kind: str, **piece) -> SoftmaxOps:
 
 def stand_in_bodies() -> by_hand.Bodies:
     return by_hand.Bodies(
-        stand_ins.forward,
-        stand_ins.backward,
-        stand_ins.fake,
-        stand_ins.setup_context,
-        stand_ins.gradients,
+        torch_pieces.forward,
+        torch_pieces.backward,
+        torch_pieces.fake,
+        torch_pieces.setup_context,
+        torch_pieces.gradients,
     )
 
 

@@ -14,7 +14,7 @@ import torch
 import torch._dynamo
 
 from workshop.i18n import _
-from workshop.lab import LabContext
+from workshop.lab_api import LabContext
 from workshop.labs.custom_op import inductor_code
 from workshop.labs.custom_op.grading import correctness as cx
 from workshop.ops.softmax_op import SoftmaxOps

@@ -1,7 +1,7 @@
 """The op the lab's checks run on: in a graded run the learner's own, made of their pieces (their kernels, fake,
-autograd functions) inside the worker (the worker protocol: the learner's code never runs in the lab's process); in a
-plain run the shipped pieces, torch.ops.workshop.softmax's, here. Its probes (probes.py) run the pieces and return plain
-values; every verdict is the lab's, from those values and PyTorch's own results.
+autograd functions) inside the worker (the worker protocol: the learner's code never runs in the lab's
+process); in a plain run the shipped pieces, torch.ops.workshop.softmax's, here. Its probes (op_probes.py) run the
+pieces and return plain values; every verdict is the lab's, from those values and PyTorch's own results.
 
 An op whose pieces are not all there (a stub, a missing function: the learner edition's references are stubs too)
 cannot be built: its checks wait on those exercises, which the lab says in one line instead of running them.
@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from workshop import labs
-from workshop.grading.solution import LearnerCodeFailed
-from workshop.lab import LabContext
-from workshop.labs.custom_op.grading import probes
+from workshop.grading.learner_code import LearnerCodeFailed
+from workshop.lab_api import LabContext
+from workshop.labs.custom_op.grading import op_probes
 
 
 @dataclass
@@ -33,13 +33,13 @@ class OwnOp:
         return self.ctx is not None
 
     def probe(self, function: Callable, *args):
-        """function(pieces, *args), one of probes.IN_WORKER: in a graded run inside the worker (probes.in_worker
+        """function(pieces, *args), one of op_probes.IN_WORKER: in a graded run inside the worker (op_probes.in_worker
         finds it there by its name), where the learner's code may run (an error of theirs raises
         LearnerCodeFailed); in a plain run here, on the shipped pieces."""
         if self.ctx is None:
             return function(self.pieces, *args)
         return self.ctx.probe(
-            probes.in_worker,
+            op_probes.in_worker,
             self.exercise_of,
             self.ctx.lang,
             function.__name__,
@@ -58,7 +58,7 @@ def own_op(ctx: LabContext) -> OwnOp:
             for name in names
             if name.endswith("_kernel")
         }
-        waiting = [name for name in names if probes.is_stub(pieces[name])]
+        waiting = [name for name in names if op_probes.is_stub(pieces[name])]
         return OwnOp(pieces=pieces, kernel_names=kernels, waiting=waiting)
     exercises = {name: ctx.exercise(name) for name in names}
     own = OwnOp(
@@ -76,7 +76,7 @@ def waiting_on(own: OwnOp) -> list[str]:
     """The exercises whose piece the learner's file lacks or leaves a stub: asked of the worker, which only reads
     the pieces' source (a learner who lies here gets the op's checks run, and failed, on what is there)."""
     try:
-        stubs = own.probe(probes.stubs)
+        stubs = own.probe(op_probes.stubs)
     except LearnerCodeFailed as e:
         if e.kind != "missing":
             # a file that does not load, or is refused: each exercise fails with it too
@@ -91,7 +91,7 @@ def needed(device: str) -> tuple[str, ...]:
     """The exercises whose parts make the op: the pieces and the registrations the lab compiles (on a GPU the
     custom_op for the comparison and the triton_op; under the interpreter the custom_op)."""
     kinds = ("custom_op", "triton_op") if device == "cuda" else ("custom_op",)
-    return (*probes.PIECES, *(probes.REGISTRATIONS[kind] for kind in kinds))
+    return (*op_probes.PIECES, *(op_probes.REGISTRATIONS[kind] for kind in kinds))
 
 
 def shipped_pieces() -> dict:
@@ -99,11 +99,11 @@ def shipped_pieces() -> dict:
     return {
         ex.name: ex.load_reference()
         for ex in labs.exercises("custom_op")
-        if ex.name in probes.EXERCISES
+        if ex.name in op_probes.EXERCISES
     }
 
 
 def shipped_ready() -> bool:
     """Whether the shipped pieces are all there: in the instructor edition; in the learner edition they are stubs,
     and the appendix's eager cost, which measures the shipped op, says it waits."""
-    return not any(probes.is_stub(piece) for piece in shipped_pieces().values())
+    return not any(op_probes.is_stub(piece) for piece in shipped_pieces().values())

@@ -28,7 +28,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 from workshop.grading import workspace
 from workshop.labs.custom_op.grading import kernel_grading as kg
-from workshop.labs.custom_op.grading import learner_op, probes
+from workshop.labs.custom_op.grading import learner_op, op_probes
 from workshop.labs.custom_op.grading import registration_grading as rg
 from workshop.labs.custom_op.grading.memory_bounds import OutOfBounds, bounds_checked
 from workshop.labs.custom_op.grading.op_grading import op_facts
@@ -37,7 +37,7 @@ from workshop.ops import softmax_op
 
 def kernel_signature(kernel) -> dict:
     """What the learner's kernel is (learner_op.kernel_signature), before anything launches it."""
-    probes.started(kernel)
+    op_probes.started(kernel)
     return learner_op.kernel_signature(kernel)
 
 
@@ -45,7 +45,7 @@ def kernel_cases(kernel, direction: str, cases: list[dict], device: str, seed: i
     """The kernel launched on each case (kernel_grading.launch_case, every load and store bounds-checked under
     the interpreter), up to the first that goes out of bounds ({"out_of_bounds": {access, place, at, line}}) or
     raises ({"raised": {at, line, error}})."""
-    probes.started(kernel)
+    op_probes.started(kernel)
     found = []
     with bounds_checked():
         for spec in cases:
@@ -71,7 +71,7 @@ def kernel_cases(kernel, direction: str, cases: list[dict], device: str, seed: i
 def twin_checks(piece, exercise: str, device: str, seed: int, dim: int = -1) -> dict:
     """gradcheck, opcheck and torch.compile of the twin made with the piece (op_grading.op_facts). A fake is a
     custom_op's (a triton_op's fake is its body); the others go into an op registered as this device's KIND."""
-    probes.started(piece)
+    op_probes.started(piece)
     kind = "custom_op" if exercise == "fake" else softmax_op.KIND
     if exercise == "backward":
         piece = learner_op.counted(piece)
@@ -84,7 +84,7 @@ def fake_outputs(fake, device: str) -> dict:
     """The learner's fake on a fake tensor of each of registration_grading.fake_cases: {"outputs": {case: its
     output's layout, {"is_x": True} or {"kind": type}}}; or {"raised": "file:line: error"} at the first that
     raises."""
-    probes.started(fake)
+    op_probes.started(fake)
     outputs = {}
     for case, (x, dim) in rg.fake_cases(device).items():
         with FakeTensorMode() as mode:
@@ -106,7 +106,7 @@ def saved(setup_context, x: torch.Tensor) -> dict:
     """What the learner's setup_context left on the autograd node of y = op(x, -1), in its twin: the saved
     tensors, y, and ctx.dim ("has_dim" False when it set none; a value that is not a number or a string as its
     repr)."""
-    probes.started(setup_context)
+    op_probes.started(setup_context)
     ops = learner_op.twin("setup_context", softmax_op.KIND, setup_context=setup_context)
     y = ops.forward(x.requires_grad_(), -1)
     node = y.grad_fn
@@ -123,7 +123,7 @@ def saved(setup_context, x: torch.Tensor) -> dict:
 def gradient(backward, x: torch.Tensor, dy: torch.Tensor) -> dict:
     """dx through the twin with the learner's backward: {"dx": dx}, or {"count": what it returned instead of
     (dx, None) (learner_op.pair_problem), "where": where that backward is defined}."""
-    probes.started(backward)
+    op_probes.started(backward)
     ops = learner_op.twin("backward", softmax_op.KIND, backward=learner_op.counted(backward))
     try:
         (dx,) = torch.autograd.grad(ops.forward(x.requires_grad_(), -1), x, dy)

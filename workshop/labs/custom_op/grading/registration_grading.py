@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import torch
 
 from workshop.i18n import N_, _
-from workshop.lab import LabContext
-from workshop.labs.custom_op.grading import stand_ins
+from workshop.lab_api import LabContext
+from workshop.labs.custom_op.grading import torch_pieces
 
 
 def fake_cases(device: str) -> dict[str, tuple[torch.Tensor, int]]:
@@ -154,7 +154,7 @@ def grade_fake_outputs(ctx: LabContext, found: dict) -> bool:
                 ).format(case=case)
             )
             continue
-        outputs[case] = (Layout.of(x), out, Layout.of(stand_ins.forward(x, dim)))
+        outputs[case] = (Layout.of(x), out, Layout.of(torch_pieces.forward(x, dim)))
     layout = fake_layout(
         [(x, Layout.sent(out)) for x, out, _real in outputs.values() if "kind" not in out]
     )

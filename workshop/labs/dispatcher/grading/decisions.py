@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import astuple, dataclass
 
 from workshop.i18n import _, ngettext
-from workshop.lab import LabContext
+from workshop.lab_api import LabContext
 from workshop.labs.dispatcher import keys
 from workshop.labs.dispatcher.crosscheck import flat
 from workshop.labs.dispatcher.grading import probes

@@ -10,7 +10,7 @@ import math
 
 from workshop.grading.questions import Question, grade_answers
 from workshop.i18n import _
-from workshop.lab import LabContext
+from workshop.lab_api import LabContext
 from workshop.labs.distributed import collectives, pipeline_idle, plans
 from workshop.labs.distributed.figure_rows import FigureRow
 from workshop.labs.distributed.measurements import Measurements

@@ -16,7 +16,7 @@ import math
 
 from workshop.grading.questions import Question, grade_answers
 from workshop.i18n import N_, _
-from workshop.lab import LabContext
+from workshop.lab_api import LabContext
 from workshop.labs.distributed import plans
 from workshop.labs.distributed.figure_rows import FigureRow
 from workshop.labs.distributed.grading.exercises import PREDICTION_TOLERANCE as TOLERANCE

@@ -29,7 +29,7 @@ from pathlib import Path
 from workshop import i18n
 from workshop.grading import workspace
 from workshop.i18n import _, templates
-from workshop.lab import LabContext
+from workshop.lab_api import LabContext
 from workshop.labs.distributed.figure_rows import FigureRow, read, rebuilt
 from workshop.labs.distributed.grading.survey_figures import cited, untraced
 from workshop.labs.distributed.grading.survey_strategies import strategy_problems

@@ -7,7 +7,7 @@ It takes a LabContext, records checks with ctx.check_*(), grades the learner's e
 `with ctx.grading(name) as impl:`, writes artifacts with ctx.write_*(), and renders its summary from the
 template beside its code with ctx.render_summary(...); the lab's process (harness.child) turns that into
 result.json and summary.md. The run's options (device, --n, seed, workspace, ...) are ctx.options
-(harness.options.RunOptions); ctx.device, ctx.n_procs, ... read them.
+(harness.run_options.RunOptions); ctx.device, ctx.n_procs, ... read them.
 
 A lab that cannot run on some machines says why before anything starts: `precondition`, a function called as
 function(n_procs, device) by the command that starts a run, returns one line (the problem and the
@@ -50,7 +50,7 @@ from workshop.grading.exercise import Exercise
 from workshop.grading.solutions import Solutions
 from workshop.grading.stand_ins import SkipGrading, Skipped, Unavailable
 from workshop.harness import atomic, lab_log
-from workshop.harness.options import RunOptions
+from workshop.harness.run_options import RunOptions
 from workshop.harness.time_limit import exercise_limit
 from workshop.i18n import N_, _, templates
 
@@ -115,7 +115,7 @@ class LabContext:
     # the process the learner's code runs in (grading/sandbox.py), or the lab's own for the reference
     _worker: object | None = None
 
-    # ---- the run's options (harness.options.RunOptions) ----
+    # ---- the run's options (harness.run_options.RunOptions) ----
     @property
     def device(self) -> str:
         """ "cpu" or "cuda"."""
@@ -229,8 +229,9 @@ class LabContext:
 
     def solution(self, ex: Exercise, worker: bool = False):
         """The learner's version of the exercise when grading a workspace, else the reference. worker=True: a
-        handle on it in the worker (grading/solution.py; the worker protocol), which runs the reference too. A run whose
-        learner code must stay in a sandbox (grade's containers) runs none in this process (NotIsolated)."""
+        handle on it in the worker (grading/learner_code.py; the worker protocol), which runs the reference too. A
+        run whose learner code must stay in a sandbox (grade's containers) runs none in this process
+        (NotIsolated)."""
         if worker and not ex.document:
             if ex.id in self.skip:
                 raise failures.ProcessDied(self.skip[ex.id])
@@ -244,7 +245,7 @@ class LabContext:
         """Grade one exercise: yields its implementation; every check recorded inside counts for it.
 
         worker=True, for a lab whose grading speaks the worker protocol (wire values, probes): the implementation is a
-        handle on the learner's code in the worker process (grading/solution.py, grading/sandbox.py). Until
+        handle on the learner's code in the worker process (grading/learner_code.py, grading/sandbox.py). Until
         every lab speaks it, the others get the learner's code in this process (worker=False).
 
         With the learner's code, an exception ends only this exercise, recorded as a failed check that names

@@ -1,4 +1,4 @@
-"""grading.solution, the lab's side of the worker: what the worker says is shown as one printable, capped line;
+"""grading.learner_code, the lab's side of the worker: what the worker says is shown as one printable, capped line;
 a learner's file that breaks the reading rules is refused at its line before any worker starts; the reference
 answers through the same wire encoding in the lab's own process (LocalWorker), so that grading that works on the
 reference works on a learner's code in a worker. (The worker process itself: tests/grading/test_worker.py.)"""
@@ -9,8 +9,14 @@ import pytest
 import torch
 
 from workshop import labs
-from workshop.grading import solution
-from workshop.grading.solution import LearnerCodeFailed, LearnerFile, LocalWorker, Solution, Worker
+from workshop.grading import learner_code
+from workshop.grading.learner_code import (
+    LearnerCodeFailed,
+    LearnerFile,
+    LocalWorker,
+    Solution,
+    Worker,
+)
 
 HEADER = labs.workspace_header("autograd")
 
@@ -23,7 +29,7 @@ class NoLauncher:
 
 
 def test_what_the_worker_says_is_one_printable_capped_line():
-    assert solution.said("a\x00b\n   c" + "x" * 30, 10) == "a?b cxxxx…"
+    assert learner_code.said("a\x00b\n   c" + "x" * 30, 10) == "a?b cxxxx…"
 
 
 @pytest.mark.parametrize(
@@ -47,7 +53,7 @@ def test_a_refused_file_is_refused_at_its_line_and_no_worker_starts(code, what):
 
 
 def test_an_over_long_file_is_not_read(tmp_path, monkeypatch):
-    monkeypatch.setattr(solution, "MAX_SOURCE", 10)
+    monkeypatch.setattr(learner_code, "MAX_SOURCE", 10)
     (tmp_path / "autograd.py").write_text("x = 1\n" * 10)
     with pytest.raises(LearnerCodeFailed, match="over 10 bytes"):
         LearnerFile.read(tmp_path / "autograd.py", "my-work/autograd.py", HEADER)
@@ -57,6 +63,6 @@ def test_the_reference_answers_through_the_wire_encoding():
     reference = Solution(LocalWorker("cpu"), {"reference": "workshop.tensor_bytes:tensor_bytes"})
     assert reference(torch.zeros(3)) == 12
     ex = next(e for e in labs.exercises("autograd") if e.attribute == "linear_grads")
-    assert solution.solution_for(LocalWorker("cpu"), ex, graded=False).target == {
+    assert learner_code.solution_for(LocalWorker("cpu"), ex, graded=False).target == {
         "reference": ex.reference
     }

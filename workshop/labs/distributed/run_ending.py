@@ -1,6 +1,6 @@
 """What a training run ends with: this rank's record completed (what it holds, how far it is from the reference),
-every rank's records gathered into the run's, and rank 0 writing the demo's measurements.json (records.py), which
-the lab reads back and checks."""
+every rank's records gathered into the run's, and rank 0 writing the demo's measurements.json (measurements.py),
+which the lab reads back and checks."""
 
 from __future__ import annotations
 

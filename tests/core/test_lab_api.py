@@ -1,4 +1,4 @@
-"""workshop/lab.py: a lab's declaration (LabSpec: its functions, the modules it needs, its preconditions, its
+"""workshop/lab_api.py: a lab's declaration (LabSpec: its functions, the modules it needs, its preconditions, its
 time limit) and the context a lab records its checks in (LabContext: each check compares a value with a
 threshold, NaN fails, a failing secret check shows only its miss, the lab passes when every check does)."""
 
@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from workshop.harness.options import RunOptions
-from workshop.lab import LabContext, LabSpec
+from workshop.harness.run_options import RunOptions
+from workshop.lab_api import LabContext, LabSpec
 
 
 def more_than_two(n_procs: int, device: str) -> str | None:

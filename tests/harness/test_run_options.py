@@ -1,4 +1,4 @@
-"""harness.options: the run options declared once. What a run writes (options.json), `run --resume` and a lab's
+"""harness.run_options: the run options declared once. What a run writes (options.json), `run --resume` and a lab's
 process read back unchanged, every field; the command line's options are derived from the same fields."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import dataclasses
 import json
 from pathlib import Path
 
-from workshop.harness import options
-from workshop.harness.options import LabOrder, RunOptions
+from workshop.harness import run_options
+from workshop.harness.run_options import LabOrder, RunOptions
 
 GIVEN = RunOptions(
     "cpu",
@@ -33,12 +33,12 @@ def from_json_dropping_paths(data: dict) -> RunOptions:
 def test_every_option_survives_the_runs_file(tmp_path):
     GIVEN.write(tmp_path)
     assert RunOptions.read(tmp_path) == GIVEN
-    assert json.loads((tmp_path / options.FILE).read_text())["work"] == "/tmp/my-work"
+    assert json.loads((tmp_path / run_options.FILE).read_text())["work"] == "/tmp/my-work"
 
 
 def test_the_check_catches_a_reader_that_keeps_json_types(tmp_path):
     GIVEN.write(tmp_path)
-    data = json.loads((tmp_path / options.FILE).read_text())
+    data = json.loads((tmp_path / run_options.FILE).read_text())
     assert from_json_dropping_paths(data) != GIVEN
 
 
@@ -50,10 +50,10 @@ def test_a_labs_order_carries_the_options_and_the_exercises_to_skip(tmp_path):
 
 def test_the_command_line_is_derived_from_the_fields():
     parser = argparse.ArgumentParser()
-    options.add_arguments(parser)
+    run_options.add_arguments(parser)
     args = parser.parse_args(["--n", "3", "--seed", "5", "--time-limit", "9"])
-    asked = options.from_arguments(args, lang="en")
-    flags = {f.metadata["flag"] for f in options.command_line_fields()}
+    asked = run_options.from_arguments(args, lang="en")
+    flags = {f.metadata["flag"] for f in run_options.command_line_fields()}
     assert {"--device", "--n", "--seed", "--checkpoint", "--time-limit"} <= flags
     assert (asked.device, asked.n_procs, asked.seed, asked.time_limit_s) == ("auto", 3, 5, 9.0)
     assert (
