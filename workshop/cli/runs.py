@@ -124,9 +124,8 @@ def note_incomplete_runs(root: Path) -> None:
             "shown again)"
         ).format(line=incomplete_line(run_dir, state), id=run_dir.name)
         console.print(note, markup=False)
-        with contextlib.suppress(
-            OSError
-        ):  # a results folder we may not write: the note comes again
+        # a results folder we may not write: the note comes again
+        with contextlib.suppress(OSError):
             results.mark_noted(run_dir)
 
 

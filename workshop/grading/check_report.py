@@ -224,9 +224,8 @@ def not_compiling(lab: str, work: Path) -> list[str]:
     for name in (n for n in workspace.lab_files(lab) if n.endswith(".py")):
         path = Path(work) / name
         try:
-            with (
-                warnings.catch_warnings()
-            ):  # a SyntaxWarning is the worker's to report, in its exercise
+            # a SyntaxWarning is the worker's to report, in its exercise
+            with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
         except (SyntaxError, ValueError) as e:  # ValueError: a null byte (Python 3.11)

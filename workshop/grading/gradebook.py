@@ -48,9 +48,8 @@ class Row:
 
     learner: str  # the instructor's name for it: the roster's, else its folder's
     source: str  # the PATH as given
-    claimed: set[str] = field(
-        default_factory=set
-    )  # the names the hand-in gives (its record, its runs)
+    # the names the hand-in gives (its record, its runs)
+    claimed: set[str] = field(default_factory=set)
     statuses: dict[str, str] = field(default_factory=dict)  # exercise id -> status
     # exercise id -> hints taken beyond the first; `check --show` runs (self-reported: the hand-in's record)
     hints: dict[str, int] = field(default_factory=dict)

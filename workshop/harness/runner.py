@@ -133,9 +133,8 @@ def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> dict
                 why = ran_out_of_time(limit)
             except interrupt.Stopped as e:
                 with interrupt.ignoring_signals():
-                    child.stop(
-                        e.signum
-                    )  # the user's signal: the lab records SIGINT, not our SIGTERM
+                    # the user's signal: the lab records SIGINT, not our SIGTERM
+                    child.stop(e.signum)
                     settle(run_dir, name, options, child, time.monotonic() - start, e.why, True)
                 raise
             finally:
