@@ -8,8 +8,9 @@ The layers, lowest first; a module may import modules of its own layer and of th
                  harness.{worker_process, worker_container, torch_import}, tensor_bytes: files, processes,
                  signals, the run folder, the run's options, the worker's process or container, torch's import
  3. model        workshop.minigpt, workshop.ops: the MiniGPT and the custom op
- 4. declarations grading.{checks, exercise, questions, stand_ins}: what a check, an exercise, a question is
-                 (and the one grader of answers), what stands for a missing implementation
+ 4. declarations grading.{checks, diagnosis, exercise, questions, stand_ins, engine}: what a check, a mistake's
+                 diagnosis, an exercise, a question is, what stands for a missing implementation, and the one
+                 engine that grades any declaration (it reaches the lab's context only through the ctx it is given)
  5. registry     workshop.labs (the package module only): labs found by name, none imported by it
  6. learner      grading.{workspace, failures, solutions, wire, source_check, learner_code, worker, sandbox}: the
                  learner's files, where an exercise's implementation comes from, the worker that runs their
@@ -53,7 +54,10 @@ LAYERS = (
     ("model", ("workshop.minigpt.*", "workshop.ops.*")),
     (
         "declarations",
-        tuple(f"workshop.grading.{m}" for m in ("checks", "exercise", "questions", "stand_ins")),
+        tuple(
+            f"workshop.grading.{m}"
+            for m in ("checks", "diagnosis", "exercise", "questions", "stand_ins", "engine")
+        ),
     ),
     ("registry", ("workshop.labs",)),
     (
