@@ -11,7 +11,7 @@ def run(ctx) -> None:
 
 LAB = LabSpec(
     name="autograd",
-    order=2,
+    order=3,
     title=N_(
         "the LM head's gradients by hand, its grad_fn graph walked, drawn and replayed by a hand-made engine"
     ),

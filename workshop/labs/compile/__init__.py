@@ -25,7 +25,7 @@ def benchmark(out):
 
 LAB = LabSpec(
     name="compile",
-    order=4,
+    order=5,
     title=N_(
         "torch.compile on the MiniGPT: Dynamo -> AOTAutograd -> Inductor, graph breaks, a generated kernel explained"
     ),

@@ -25,7 +25,7 @@ def benchmark(out):
 
 LAB = LabSpec(
     name="custom_op",
-    order=3,
+    order=4,
     title=N_(
         "a Triton softmax registered as torch.ops.workshop.softmax: autograd, fake tensors, compile, speed"
     ),

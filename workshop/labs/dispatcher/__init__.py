@@ -11,7 +11,7 @@ def run(ctx) -> None:
 
 LAB = LabSpec(
     name="dispatcher",
-    order=1,
+    order=2,
     title=N_(
         "trace F.linear(x, W, b) and torch.matmul through the dispatcher: keys, kernels, GEMM op and kernel"
     ),

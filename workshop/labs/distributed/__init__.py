@@ -32,7 +32,7 @@ def capacity_problem(n_procs: int, device: str) -> str | None:
 
 LAB = LabSpec(
     name="distributed",
-    order=5,
+    order=6,
     title=N_(
         "DDP, FSDP2, tensor and pipeline parallel under torchrun: each proven equal to one process, and measured"
     ),

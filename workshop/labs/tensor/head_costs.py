@@ -28,7 +28,7 @@ class Costs:
 
 
 def analytic(m: int, k: int, n: int, element: int) -> dict[str, Costs]:
-    """"forward" and "backward": the head's costs from its shapes. element: bytes per element (4: float32)."""
+    """ "forward" and "backward": the head's costs from its shapes. element: bytes per element (4: float32)."""
     forward = Costs({ADDMM: 2 * m * k * n + m * n}, {ADDMM: element * (m * k + n * k + n + m * n)})
     backward = Costs(
         {MM: 2 * (2 * m * k * n)},

@@ -1,0 +1,15 @@
+"""The instructor's predictions: the answers to the tensor lab's questions (grading/exercises.py, QUESTIONS), as
+the run measures them on the shipped MiniGPT (anatomy.py, versions.py)."""
+
+PREDICTIONS = {
+    "wt_stride": [1, 64],
+    "narrow_offset": 6400,
+    "step_stride": [192, 1],
+    "step_offset": 16,
+    "expand_stride": [0, 1],
+    "shares": ["W.t()", "W.narrow(0, 100, 50)", "W[::3, 16:]"],
+    "bumps": ["add_", "setitem", "copy_", "view_mul_"],
+    "base_version": 2,
+    "error_version": 1,
+    "saved_shape": [176, 64],
+}
