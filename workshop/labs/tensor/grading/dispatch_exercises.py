@@ -110,7 +110,7 @@ COUNT_DISPATCH = Exercise(
     hints=(
         N_(
             "The mode's method stands in for the op: nothing runs unless it calls func, and the caller gets "
-            "what it returns. The handout's section 4 builds another mode (one that times each op) the same way."
+            "what it returns. The handout's section 4 builds another mode (one that counts calls) the same way."
         ),
         N_(
             "For aten.mm.default, args are (a (M, K), b (K, N)); for aten.addmm.default, (bias, a (M, K), b (K, "
@@ -189,7 +189,7 @@ RECORD_DISPATCH = Exercise(
     hints=(
         N_(
             "An op calls the class's __torch_dispatch__ when one of its arguments is an instance: unwrap, run, "
-            "wrap again. The handout's section 5 builds another subclass (one that counts calls) the same way."
+            "wrap again. The handout's section 5 builds another subclass (one that counts its instances) the same way."
         ),
         N_(
             "tree_map_only(cls, lambda t: t.elem, (args, kwargs)) unwraps every instance wherever it sits; "
