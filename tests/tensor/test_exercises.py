@@ -19,7 +19,7 @@ from workshop.harness.run_options import RunOptions
 from workshop.lab_api import LabContext
 from workshop.labs.tensor import counting_mode, lab, recording_tensor, strided_views
 from workshop.labs.tensor.grading.exercises import EXERCISES
-from workshop.labs.tensor.predictions import PREDICTIONS
+from workshop.labs.tensor.model_predictions import PREDICTIONS
 
 _TEXT = Path(wrong_solutions.__file__).read_text(encoding="utf-8")
 WRONG = _TEXT[_TEXT.index("\ndef ") :]  # its functions; the header the workspace has already

@@ -197,7 +197,7 @@ PREDICTIONS = Exercise(
         ),
     ),
     handout=N_("README.md#predictions"),
-    reference="workshop.labs.tensor.predictions:PREDICTIONS",
+    reference="workshop.labs.tensor.model_predictions:PREDICTIONS",
     attribute="PREDICTIONS",
     questions=QUESTIONS,
     diagnoses=PREDICTION_DIAGNOSES,
