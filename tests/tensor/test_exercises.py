@@ -125,7 +125,7 @@ def test_a_planted_mistake_fails_with_its_message(tmp_path, exercise, wrong, exp
     [
         ("wt_stride", [4, 256], "are byte distances"),
         ("step_offset", 0, "has an offset"),
-        ("base_version", 0, "shares its base's"),
+        ("y_version", 0, "shares its base's"),
     ],
 )
 def test_a_wrong_prediction_is_named(tmp_path, key, answer, expected):

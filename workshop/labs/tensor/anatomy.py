@@ -20,7 +20,7 @@ EXPRESSIONS = (
     "W.narrow(0, 100, 50)",
     "b.expand(176, 600)",
     "W.t().contiguous()",
-    "W[::3, 16:]",
+    "W[2::3, 16:]",
 )
 
 
@@ -45,7 +45,7 @@ def head_views(W: torch.Tensor, b: torch.Tensor, x: torch.Tensor) -> dict[str, t
         "W.narrow(0, 100, 50)": W.narrow(0, 100, 50),  # (50, 64): rows 100..149
         "b.expand(176, 600)": b.expand(rows, 600),  # (M, 600), stride 0 along the rows
         "W.t().contiguous()": W.t().contiguous(),  # (64, 600): a copy laid out row by row
-        "W[::3, 16:]": W[::3, 16:],  # (200, 48): every third row, from column 16
+        "W[2::3, 16:]": W[2::3, 16:],  # (200, 48): every third row from row 2, from column 16
     }
 
 

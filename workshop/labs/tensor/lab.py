@@ -38,16 +38,16 @@ def prediction_truths(rows: list[ViewRow], versions: VersionFacts) -> dict:
     return {
         "wt_stride": by["W.t()"].stride,
         "narrow_offset": by["W.narrow(0, 100, 50)"].offset,
-        "step_stride": by["W[::3, 16:]"].stride,
-        "step_offset": by["W[::3, 16:]"].offset,
+        "step_stride": by["W[2::3, 16:]"].stride,
+        "step_offset": by["W[2::3, 16:]"].offset,
         "expand_stride": by["b.expand(176, 600)"].stride,
-        "shares": [
+        "sharing_w": [
             r.expression for r in rows if r.base == "W" and r.shares and r.expression != "W"
         ],
-        "bumps": [op for op, moved in versions.bumps.items() if moved],
-        "base_version": versions.base_version,
-        "error_version": versions.error_version,
-        "saved_shape": versions.saved_shape,
+        "bumping_ops": [op for op, moved in versions.bumps.items() if moved],
+        "y_version": versions.base_version,
+        "error_at_version": versions.error_version,
+        "error_shape": versions.saved_shape,
     }
 
 

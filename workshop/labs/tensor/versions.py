@@ -51,10 +51,10 @@ def bumps(x: torch.Tensor) -> dict[str, int]:
 
 
 def through_a_view(x: torch.Tensor) -> tuple[int, int]:
-    """(v._version, y._version) after v.mul_(2); v.add_(1) with v = y.view(-1, 64), y a copy of x."""
+    """(v._version, y._version) after v.mul_(3); v.add_(1) with v = y.view(-1, 64), y a copy of x."""
     y = x.clone()
     v = y.view(-1, 64)
-    v.mul_(2)
+    v.mul_(3)
     v.add_(1)
     return v._version, y._version
 

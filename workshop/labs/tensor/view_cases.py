@@ -8,7 +8,7 @@ import torch
 
 from workshop.grading.engine import Case
 
-N_RANDOM = 6  # random inputs per exercise, besides the head's W[::3, 16:]
+N_RANDOM = 6  # random inputs per exercise, besides the head's W[2::3, 16:]
 
 
 def strided_input(generator: torch.Generator, ndim: int, device: str) -> torch.Tensor:
@@ -51,7 +51,7 @@ def case(label: str, x: torch.Tensor, args: tuple, view: torch.Tensor) -> Case:
 def view_cases(name: str, W: torch.Tensor, seed: int) -> list[Case]:
     """The cases of exercise `name` (narrow_view, diagonal_view, sliding_window), torch's own view in each."""
     generator = torch.Generator().manual_seed(seed)
-    inputs = [("W[::3, 16:]", W[::3, 16:])]  # (200, 48), offset 16: the head's own
+    inputs = [("W[2::3, 16:]", W[2::3, 16:])]  # (200, 48), offset 144: the head's own
     for k in range(N_RANDOM):
         x = strided_input(generator, 2 if name == "diagonal_view" else 2 + k % 2, W.device.type)
         inputs.append(

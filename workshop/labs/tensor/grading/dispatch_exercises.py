@@ -118,9 +118,10 @@ COUNT_DISPATCH = Exercise(
             "every argument and result."
         ),
         N_(
-            "`kwargs = kwargs or {}`; `out = ...` the op run; `name = str(func)`; `if func is "
-            "torch.ops.aten.mm.default:` ... `elif func is torch.ops.aten.addmm.default:` ...; `if not "
-            "func.is_view:` ... sum the tensors' bytes into self.bytes[name]; `return out`."
+            "`kwargs = kwargs or {}`; `out = ...` the op run; `name = str(func)`; then one branch per matmul op "
+            "(compare func with torch.ops.aten.mm.default, then with the addmm one) adding its FLOPs to "
+            "self.flops[name]; for an op that is no view (func.is_view), the tensors' bytes summed into "
+            "self.bytes[name]; `return out`."
         ),
     ),
     handout=N_("README.md#4-a-dispatch-mode-of-your-own"),

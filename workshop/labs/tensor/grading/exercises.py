@@ -71,7 +71,7 @@ PREDICTION_DIAGNOSES = (
             "{name}: the in-place ops went through the view v, and a view has no version counter of its own: "
             "it shares its base's, so every write through v moves y._version too."
         ),
-        output="base_version",
+        output="y_version",
     ),
     Diagnosis(
         N_("a view's counter treated as its own"),
@@ -80,7 +80,7 @@ PREDICTION_DIAGNOSES = (
             "{name}: view_mul_ writes through a view of y, and a view shares its base's version counter: "
             "the write counts for y."
         ),
-        output="bumps",
+        output="bumping_ops",
     ),
     Diagnosis(
         N_("the saved tensor taken for x itself"),
@@ -89,7 +89,7 @@ PREDICTION_DIAGNOSES = (
             "{name}: the node did not save x but the tensor its matrix product multiplies, a view of x with "
             "x's rows; the error names that view, whose version counter is x's."
         ),
-        output="saved_shape",
+        output="error_shape",
     ),
     Diagnosis(
         N_("a copy taken for a view"),
@@ -98,7 +98,7 @@ PREDICTION_DIAGNOSES = (
             "{name}: contiguous() of a tensor that is not contiguous copies its elements into a new storage "
             "laid out row by row: the copy shares nothing with W."
         ),
-        output="shares",
+        output="sharing_w",
     ),
 )
 
@@ -116,13 +116,13 @@ QUESTIONS = (
     ),
     Question(
         "step_stride",
-        N_("Q3. The strides of W[::3, 16:]? (list of ints)"),
+        N_("Q3. The strides of W[2::3, 16:]? (list of ints)"),
         N_("summary.md's table of views"),
         kind="list",
     ),
     Question(
         "step_offset",
-        N_("Q4. The storage offset of W[::3, 16:]? (int)"),
+        N_("Q4. The storage offset of W[2::3, 16:]? (int)"),
         N_("summary.md's table of views"),
     ),
     Question(
@@ -132,16 +132,16 @@ QUESTIONS = (
         kind="list",
     ),
     Question(
-        "shares",
+        "sharing_w",
         N_(
-            'Q6. Which of "W.t()", "W.narrow(0, 100, 50)", "W.t().contiguous()", "W[::3, 16:]" share W\'s '
+            'Q6. Which of "W.t()", "W.narrow(0, 100, 50)", "W.t().contiguous()", "W[2::3, 16:]" share W\'s '
             "storage? (a list of those strings)"
         ),
         N_("summary.md's table of views, column 'shares'"),
         kind="names",
     ),
     Question(
-        "bumps",
+        "bumping_ops",
         N_(
             'Q7. Which of the ops "add_", "mul", "setitem", "t", "copy_", "detach", "view_mul_" (the handout\'s '
             "table) move y._version? (a list of those names)"
@@ -150,14 +150,14 @@ QUESTIONS = (
         kind="names",
     ),
     Question(
-        "base_version",
+        "y_version",
         N_(
-            "Q8. y = x.clone(); v = y.view(-1, 64); v.mul_(2); v.add_(1). What is y._version? (int)"
+            "Q8. y = x.clone(); v = y.view(-1, 64); v.mul_(3); v.add_(1). What is y._version? (int)"
         ),
         N_("summary.md's version-counter section"),
     ),
     Question(
-        "error_version",
+        "error_at_version",
         N_(
             "Q9. After the head's forward, x.mul_(2), then backward: the version the error says the saved "
             "tensor is at? (int)"
@@ -165,7 +165,7 @@ QUESTIONS = (
         N_("the error quoted in summary.md"),
     ),
     Question(
-        "saved_shape",
+        "error_shape",
         N_("Q10. The shape of the saved tensor that error names? (list of ints)"),
         N_("the error quoted in summary.md"),
         kind="list",

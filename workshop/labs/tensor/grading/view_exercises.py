@@ -215,7 +215,7 @@ SLIDING_WINDOW = view_exercise(
             "dimension, step * x.stride(-1) in the storage; moving within a window, x.stride(-1)."
         ),
         N_(
-            "`*lead, length = x.shape`; `*lead_strides, last = x.stride()`; `n = ...`; "
+            "`*lead, L = x.shape`; `*lead_strides, s = x.stride()`; `n = ...`; "
             "`return x.as_strided((*lead, n, size), (*lead_strides, ..., ...), x.storage_offset())`."
         ),
     ),
