@@ -69,6 +69,14 @@ SPANISH = {
             "| llega a la key Python | explicada |",
         ],
     },
+    "tensor": {
+        "summary.md": [
+            "## Vistas: tamaños, strides, offset en el storage",
+            "| expresión | tamaño | stride (elementos) | offset | comparte el storage de su base | contiguo |",
+            "## El contador de versiones",
+            "todas las vistas de W comparten su storage; W.t().contiguous() es una copia",  # a check's name
+        ],
+    },
 }
 
 
