@@ -29,7 +29,8 @@ from workshop.labs.tensor.head_costs import (
 from workshop.labs.tensor.versions import VersionFacts, version_facts
 from workshop.labs.tensor.view_cases import view_cases
 
-VIEW_EXERCISES = ("narrow_view", "diagonal_view", "sliding_window")
+# each view exercise, and the torch view it writes with as_strided
+VIEW_EXERCISES = {"narrow_view": "narrow", "diagonal_view": "diagonal", "sliding_window": "unfold"}
 
 
 def prediction_truths(rows: list[ViewRow], versions: VersionFacts) -> dict:
@@ -156,8 +157,8 @@ def run(ctx: LabContext) -> None:
     W, b = batch.head.weight.detach(), batch.head.bias.detach()  # (600, 64), (600,)
     rows, versions = anatomy(W, b, x), version_facts(x, W, b)
     engine.grade(ctx, "predictions", prediction_truths(rows, versions))
-    for name in VIEW_EXERCISES:
-        cases = view_cases(name, W, ctx.seed) if ctx.wants(name) else []
+    for name, view in VIEW_EXERCISES.items():
+        cases = view_cases(view, W, ctx.seed) if ctx.wants(name) else []
         engine.grade(ctx, name, cases, call=probes.strided_call, rules=(as_strided_only,))
     G = gradient(x, W, ctx.seed)  # (B, T, 600): the incoming gradient of the head's output
     found = grade_dispatch(ctx, x, W, b, G)

@@ -48,23 +48,24 @@ def case(label: str, x: torch.Tensor, args: tuple, view: torch.Tensor) -> Case:
     return Case(label, (x, *args), {"view": want}, facts(x))
 
 
-def view_cases(name: str, W: torch.Tensor, seed: int) -> list[Case]:
-    """The cases of exercise `name` (narrow_view, diagonal_view, sliding_window), torch's own view in each."""
+def view_cases(view: str, W: torch.Tensor, seed: int) -> list[Case]:
+    """The cases of an exercise that writes torch's `view` ("narrow", "diagonal" or "unfold"), torch's own view
+    in each."""
     generator = torch.Generator().manual_seed(seed)
     inputs = [("W[2::3, 16:]", W[2::3, 16:])]  # (200, 48), offset 144: the head's own
     for k in range(N_RANDOM):
-        x = strided_input(generator, 2 if name == "diagonal_view" else 2 + k % 2, W.device.type)
+        x = strided_input(generator, 2 if view == "diagonal" else 2 + k % 2, W.device.type)
         inputs.append(
             (f"random {tuple(x.shape)}, stride {x.stride()}, offset {x.storage_offset()}", x)
         )
     cases = []
     for label, x in inputs:
-        if name == "narrow_view":
+        if view == "narrow":
             dim = int(torch.randint(0, x.dim(), (1,), generator=generator))
             start = int(torch.randint(1, x.shape[dim], (1,), generator=generator))
             length = int(torch.randint(1, x.shape[dim] - start + 1, (1,), generator=generator))
             cases.append(case(label, x, (dim, start, length), x.narrow(dim, start, length)))
-        elif name == "diagonal_view":
+        elif view == "diagonal":
             cases.append(case(label, x, (), x.diagonal()))
         else:
             size = int(torch.randint(1, x.shape[-1] + 1, (1,), generator=generator))

@@ -63,11 +63,11 @@ def strided_call(function, x: torch.Tensor, *args):
     return {"view": view, "as_strided": log.as_strided}, log.ops
 
 
-def count_head(count_dispatch, phase: str, x, W, b, G):
+def count_head(method, phase: str, x, W, b, G):
     """The head's forward (phase "forward") or backward under a CountingMode whose __torch_dispatch__ is the
     learner's: ({"flops": {op: n}, "bytes": {op: n}} or {"no_result": op}, None)."""
     leaves = head_leaves(x, W, b)
-    mode = CountingMode(count_dispatch)
+    mode = CountingMode(method)
     try:
         if phase == "forward":
             with mode:
@@ -81,11 +81,11 @@ def count_head(count_dispatch, phase: str, x, W, b, G):
     return {"flops": dict(mode.flops), "bytes": dict(mode.bytes)}, None
 
 
-def record_head(record_dispatch, x, W, b, G):
+def record_head(method, x, W, b, G):
     """The head's backward with x, W, b and G wrapped in a RecordingTensor class whose __torch_dispatch__ is the
     learner's: ({"log": the ops its class recorded in the backward} or {"no_result": op} or {"recursion": True},
     None)."""
-    cls = recording_class(record_dispatch)
+    cls = recording_class(method)
     try:
         leaves = {k: cls(t.detach(), requires_grad=True) for k, t in head_leaves(x, W, b).items()}
         logits = F.linear(leaves["x"], leaves["W"], leaves["b"])
