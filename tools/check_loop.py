@@ -59,6 +59,7 @@ class Target:
 
 TARGETS = {
     "autograd": Target(5.0),
+    "tensor": Target(5.0),
     "dispatcher": Target(5.0),
     "custom_op": Target(20.0, ("forward_kernel", "backward_kernel")),
     "compile": Target(10.0, how=REGRADED),
