@@ -29,7 +29,8 @@ def work(tmp_path, monkeypatch):
 
 def test_a_check_that_cannot_start_says_the_fix(work):
     with pytest.raises(
-        CheckRefused, match="lab minigpt has no exercises; the labs with exercises: dispatcher"
+        CheckRefused,
+        match="lab minigpt has no exercises; the labs with exercises: tensor, dispatcher",
     ):
         check_report.refuse_early(["minigpt"], work)
     with pytest.raises(

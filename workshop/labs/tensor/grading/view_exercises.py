@@ -211,7 +211,7 @@ SLIDING_WINDOW = view_exercise(
             "the view may read the same storage element."
         ),
         N_(
-            "n = (L - size) // step + 1 windows. Moving to the next window moves step entries along x's last "
+            "There are n = (L - size) // step + 1 windows. Moving to the next window moves step entries along x's last "
             "dimension, step * x.stride(-1) in the storage; moving within a window, x.stride(-1)."
         ),
         N_(
