@@ -221,7 +221,9 @@ def check_observations(ctx: LabContext, results: list[ScenarioResult]) -> None:
 
 def grade_exercises(ctx: LabContext, results: list[ScenarioResult]) -> None:
     """Each exercise against what the real dispatcher decided in this run (grading/exercises.py declares how)."""
-    # the slots and walks are computed for their exercise alone: not when `check` grades only others
+    # the slots and walks are computed for their exercise alone: not when `check` grades only others. A case's
+    # label is its check's name after the function's ("{function}: {label}", the declarations' check), the
+    # names the run's records and the tests read
     if ctx.wants("table_entry"):
         engine.grade(ctx, "table_entry", slot_cases(results), call=probes.table_entries)
     if ctx.wants("walk"):
