@@ -26,7 +26,7 @@ from tests.conftest import TEST_DEVICE, read_result
 from tests.support import lab_process
 from tests.support.doc_structure import anchors
 from workshop import i18n, labs
-from workshop.grading import questions, workspace_init
+from workshop.grading import diagnosis, questions, workspace_init
 from workshop.grading.learner_code import LocalWorker, Solution
 from workshop.harness.run_options import RunOptions
 from workshop.i18n import templates
@@ -39,7 +39,7 @@ from workshop.labs.custom_op.grading import correctness as custom_op_correctness
 from workshop.labs.custom_op.grading import exercise_grading as custom_op_grading
 from workshop.labs.custom_op.grading import op_probes as custom_op_probes
 from workshop.labs.custom_op.grading.own_op import shipped_pieces
-from workshop.labs.dispatcher.grading import decisions, trace_facts
+from workshop.labs.dispatcher.grading.exercises import PREDICTIONS, TABLE_ENTRY
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -184,12 +184,20 @@ def test_grading_messages_come_out_in_spanish(spanish):
         "dW tiene forma (5, 3), se esperaba (3, 5): traspuesto: dW tiene la forma de W, (V, C), no la de "
         "su traspuesta",
     )
-    hint = trace_facts.prediction_hint("gemm_op", "aten::linear", "aten::addmm")
+    prediction = diagnosis.Evidence("cpu/grad/3d.gemm_op", "aten::linear", "aten::addmm")
+    _, hint = diagnosis.diagnose(PREDICTIONS.diagnoses, prediction)
     assert (
         hint
         == "Esa operación se descompone: llama a otras operaciones y no ejecuta ningún GEMM ella misma."
     )
-    assert decisions.precedence_rule("CPU", None, None).startswith("Esta casilla está vacía")
+    slot = [["aten::linear", "CPU"]], [["linear.cpp", "kernel", False]], [None]
+    found, why = diagnosis.diagnose(
+        TABLE_ENTRY.diagnoses, diagnosis.Evidence("entries", *slot[1:], facts={"slots": slot[0]})
+    )
+    assert found.mistake is None and why == (
+        "1 casilla no coincide: aten::linear en CPU: la tuya es kernel (linear.cpp) y la del dispatcher "
+        "es una casilla vacía. Esta casilla está vacía en la tabla real: ninguna regla pone ahí un kernel."
+    )
 
 
 @pytest.mark.parametrize("lang", i18n.LANGUAGES)
