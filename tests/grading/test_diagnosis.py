@@ -33,3 +33,11 @@ def test_a_diagnosis_of_another_output_or_not_shown_is_silent():
     always = Diagnosis("anything", lambda e: {}, "always")
     assert diagnose((SIGN, always), evidence(-1.0, 1.0))[0] is SIGN
     assert diagnose((SIGN, always), evidence(3.0, 1.0))[0] is always
+
+
+def test_an_output_a_condition_cannot_read_shows_nothing_and_the_next_is_asked():
+    """The learner's function may return anything (None where a list was due): a condition that fails on it is
+    not the lab's crash."""
+    reads_a_list = Diagnosis("a skipped slot", lambda e: {} if e.got[0] == "x" else None, "skipped")
+    anything = Diagnosis(None, lambda e: {}, "{name} differs")
+    assert diagnose((reads_a_list, anything), evidence(None, ["x"])) == (anything, "db differs")
