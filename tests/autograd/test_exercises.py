@@ -32,14 +32,14 @@ from workshop.labs.autograd import lab
 from workshop.labs.autograd.batch import load_batch
 from workshop.labs.autograd.grading import graph_facts
 from workshop.labs.autograd.grading.exercises import EXERCISES
-from workshop.labs.autograd.grading.hand_grading import cross_entropy_cases, grade, linear_cases
 from workshop.labs.autograd.grading.no_autograd import FORBIDDEN, HAND_RULES
 from workshop.labs.autograd.grading.replay_grading import (
     grade_backpropagate,
     grade_order,
     graph_cases,
 )
-from workshop.labs.autograd.lab import grade_hand
+from workshop.labs.autograd.hand_cases import cross_entropy_cases, linear_cases
+from workshop.labs.autograd.lab import grade_by_hand, grade_hand
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +74,12 @@ def as_learners(worker: Worker, function: str, wrong) -> Solution:
     ex = next(ex for ex in EXERCISES if ex.name == function)
     name = wrong if isinstance(wrong, str) else wrong.__name__
     return solution_for(worker, dataclasses.replace(ex, attribute=name), True)
+
+
+def grade(ctx: LabContext, function: str, wrong: Solution, cases) -> None:
+    """The lab's grading of a hand exercise (through the exercise engine), the learner's function `wrong`."""
+    ctx.solution = lambda ex, worker=False: wrong
+    grade_by_hand(ctx, function, cases)
 
 
 def reference(function: str) -> Solution:

@@ -12,6 +12,7 @@ module's probes (engine_order_indices, backpropagate_leaf_grads), and the verdic
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -20,15 +21,14 @@ from torch.autograd.graph import Node
 from workshop.i18n import N_, _
 from workshop.lab_api import LabContext
 from workshop.labs.autograd.batch import HeadBatch, leaf_tensors
-from workshop.labs.autograd.grading.gradient_diagnosis import Diagnosis
-from workshop.labs.autograd.grading.hand_grading import (
-    DTYPES,
-    check_mistake,
+from workshop.labs.autograd.grading.no_autograd import (
+    ENGINE_RULES,
+    add_seen,
     check_no_autograd,
-    dtype_name,
+    watched_call,
 )
-from workshop.labs.autograd.grading.no_autograd import ENGINE_RULES, add_seen, watched_call
 from workshop.labs.autograd.graph_walk import walk
+from workshop.labs.autograd.hand_cases import DTYPES, dtype_name
 from workshop.labs.autograd.precision import error_bound, max_abs_error
 from workshop.labs.autograd.replay import is_topological, record_engine_order
 from workshop.minigpt.model import lm_loss
@@ -293,6 +293,26 @@ def grade_backpropagate(ctx: LabContext, impl, cases: list[GraphCase]) -> list[R
     results = [record_leaves(ctx, case, rows) for case, rows in measured]
     check_no_autograd(ctx, "backpropagate", seen, ENGINE_RULES)
     return results
+
+
+class Diagnosis(NamedTuple):
+    """What a wrong leaf gradient shows: the mistake's short name (N_(); None: none named) and the message."""
+
+    mistake: str | None
+    message: str
+
+
+def check_mistake(ctx: LabContext, function: str, diagnoses: list[Diagnosis | None]) -> None:
+    """The first mistake a diagnosis named, as a check of its own: the line that tells the learner what to fix.
+    It passes when no failed output showed a mistake a rule recognises (a wrong output may still fail)."""
+    named = next((d for d in diagnoses if d is not None and d.mistake), None)
+    ctx.check_equal(
+        _("{function}: the mistake its results show").format(function=function),
+        _(named.mistake) if named else None,
+        None,  # no mistake recognised; not a word, so that a run's thresholds read the same in any language
+        message=named.message if named else None,
+        diagnosis=True,
+    )
 
 
 # One leaf's gradient against .backward()'s: (leaf name, got, max abs difference, bound, diagnosis or None)
