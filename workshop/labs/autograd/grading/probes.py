@@ -1,8 +1,8 @@
-"""A probe of the autograd lab: trusted code that runs in the worker, beside the learner's function (the worker
+"""The autograd lab's probes: trusted code that runs in the worker, beside the learner's function (the worker
 protocol; workshop/grading/worker.py), for what only that process can do; it returns wire values only.
 
-The lab's other probes sit beside the grading that asks for them: replay_grading's engine_order_indices and
-backpropagate_leaf_grads."""
+The lab's other probes sit beside the grading that asks for them: replay_grading's order_indices and
+leaf_grads."""
 
 from __future__ import annotations
 
