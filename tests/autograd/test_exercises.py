@@ -32,13 +32,13 @@ from workshop.labs.autograd import lab
 from workshop.labs.autograd.batch import load_batch
 from workshop.labs.autograd.grading import graph_facts
 from workshop.labs.autograd.grading.exercises import EXERCISES
+from workshop.labs.autograd.grading.hand_cases import cross_entropy_cases, linear_cases
 from workshop.labs.autograd.grading.no_autograd import FORBIDDEN, HAND_RULES
 from workshop.labs.autograd.grading.replay_grading import (
     grade_backpropagate,
     grade_order,
     graph_cases,
 )
-from workshop.labs.autograd.hand_cases import cross_entropy_cases, linear_cases
 from workshop.labs.autograd.lab import grade_by_hand, grade_hand
 
 

@@ -30,6 +30,7 @@ from workshop.labs.autograd.finite_diff import (
 )
 from workshop.labs.autograd.grading import probes
 from workshop.labs.autograd.grading.graph_facts import GraphFacts, measure_facts
+from workshop.labs.autograd.grading.hand_cases import FLOAT32, cross_entropy_cases, linear_cases
 from workshop.labs.autograd.grading.no_autograd import HAND_CHECKS
 from workshop.labs.autograd.grading.replay_grading import (
     DECAY,
@@ -44,7 +45,6 @@ from workshop.labs.autograd.grading.replay_grading import (
     head_loss,
 )
 from workshop.labs.autograd.graph_walk import chain_text, graph_json, walk
-from workshop.labs.autograd.hand_cases import FLOAT32, cross_entropy_cases, linear_cases
 from workshop.labs.autograd.hand_grads import HeadGrads, tf32
 from workshop.labs.autograd.precision import (
     CHAPTER_ATOL,

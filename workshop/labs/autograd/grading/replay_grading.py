@@ -23,6 +23,7 @@ from torch.autograd.graph import Node
 from workshop.i18n import N_, _
 from workshop.lab_api import LabContext
 from workshop.labs.autograd.batch import HeadBatch, leaf_tensors
+from workshop.labs.autograd.grading.hand_cases import DTYPES, dtype_name
 from workshop.labs.autograd.grading.no_autograd import (
     ENGINE_RULES,
     add_seen,
@@ -30,7 +31,6 @@ from workshop.labs.autograd.grading.no_autograd import (
     watched_call,
 )
 from workshop.labs.autograd.graph_walk import walk
-from workshop.labs.autograd.hand_cases import DTYPES, dtype_name
 from workshop.labs.autograd.precision import error_bound, max_abs_error
 from workshop.labs.autograd.replay import is_topological, record_engine_order
 from workshop.minigpt.model import lm_loss
