@@ -1,38 +1,42 @@
-"""A mistake as data (grading/diagnosis.py): the first diagnosis the evidence shows speaks, its message formatted
-with the evidence's values and what its condition found; a diagnosis of another output stays silent."""
+"""A mistake as data (grading/diagnosis.py): a Diagnosis speaks where its output is the evidence's and its
+condition shows, formatted with its values and the evidence's; diagnose picks the first that speaks. Each test
+plants evidence that one diagnosis must (or must not) read."""
+
+from __future__ import annotations
 
 from workshop.grading.diagnosis import Diagnosis, Evidence, diagnose
 
-SIGN = Diagnosis(
-    "the sign flipped",
-    lambda e: {} if e.got == -e.want else None,
-    "{name} is minus the reference's ({label}, N = {n})",
+HALVED = Diagnosis(
+    "halved",
+    lambda e: {"r": e.got / e.want} if e.got * 2 == e.want else None,
+    "{name} is {r} of the reference's ({label}, {n} rows)",
+    output="y",
 )
-FACTOR = Diagnosis(
-    None,
-    lambda e: {"r": e.got / e.want} if e.want else None,
-    "{name} is {r:g} times it",
-    output="db",
-)
+ANY = Diagnosis(None, lambda e: {}, "{name} is off")
 
 
-def evidence(got, want, output="db"):
-    return Evidence(output, got, want, "float32", {"n": 7})
+def test_a_diagnosis_speaks_where_its_condition_shows_with_every_value():
+    evidence = Evidence("y", 1.0, 2.0, "small", {"n": 3})
+    assert HALVED.explain(evidence) == "y is 0.5 of the reference's (small, 3 rows)"
 
 
-def test_the_first_diagnosis_that_shows_speaks_with_its_values():
-    found = diagnose((SIGN, FACTOR), evidence(-2.0, 2.0))
-    assert found == (SIGN, "db is minus the reference's (float32, N = 7)")
-    assert diagnose((FACTOR, SIGN), evidence(-2.0, 2.0)) == (FACTOR, "db is -1 times it")
+def test_a_diagnosis_is_silent_where_its_condition_does_not_show():
+    assert HALVED.explain(Evidence("y", 3.0, 2.0, "small", {"n": 3})) is None
 
 
-def test_a_diagnosis_of_another_output_or_not_shown_is_silent():
-    assert diagnose((FACTOR,), evidence(4.0, 2.0, output="dW")) is None
-    assert diagnose((SIGN,), evidence(4.0, 2.0)) is None
-    # a planted condition that shows everything is caught by the order: SIGN first names its mistake
-    always = Diagnosis("anything", lambda e: {}, "always")
-    assert diagnose((SIGN, always), evidence(-1.0, 1.0))[0] is SIGN
-    assert diagnose((SIGN, always), evidence(3.0, 1.0))[0] is always
+def test_a_diagnosis_of_one_output_does_not_read_another():
+    """Planted: z halved; HALVED is y's only."""
+    assert HALVED.explain(Evidence("z", 1.0, 2.0, "small", {"n": 3})) is None
+
+
+def test_the_first_diagnosis_that_speaks_wins_and_none_when_none_does():
+    halved = Evidence("y", 1.0, 2.0, "small", {"n": 3})
+    assert diagnose((HALVED, ANY), halved) == (
+        HALVED,
+        "y is 0.5 of the reference's (small, 3 rows)",
+    )
+    assert diagnose((ANY, HALVED), halved) == (ANY, "y is off")
+    assert diagnose((HALVED,), Evidence("y", 3.0, 2.0)) is None
 
 
 def test_an_output_a_condition_cannot_read_shows_nothing_and_the_next_is_asked():
@@ -40,4 +44,7 @@ def test_an_output_a_condition_cannot_read_shows_nothing_and_the_next_is_asked()
     not the lab's crash."""
     reads_a_list = Diagnosis("a skipped slot", lambda e: {} if e.got[0] == "x" else None, "skipped")
     anything = Diagnosis(None, lambda e: {}, "{name} differs")
-    assert diagnose((reads_a_list, anything), evidence(None, ["x"])) == (anything, "db differs")
+    assert diagnose((reads_a_list, anything), Evidence("db", None, ["x"], "float32")) == (
+        anything,
+        "db differs",
+    )

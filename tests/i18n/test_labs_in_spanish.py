@@ -31,7 +31,7 @@ from workshop.grading.learner_code import LocalWorker, Solution
 from workshop.harness.run_options import RunOptions
 from workshop.i18n import templates
 from workshop.lab_api import LabContext
-from workshop.labs.autograd.grading.gradient_diagnosis import Evidence, diagnose
+from workshop.labs.autograd.grading.gradient_diagnosis import HAND_DIAGNOSES
 from workshop.labs.compile import kernel_explanation
 from workshop.labs.compile.generated_kernels import parse_kernels
 from workshop.labs.compile.grading import kernel_answer
@@ -178,8 +178,10 @@ def test_init_in_spanish_writes_the_spanish_statements(lab, statement, handout, 
 
 def test_grading_messages_come_out_in_spanish(spanish):
     want = torch.arange(15.0, dtype=torch.float64).reshape(3, 5)  # dW (V, C)
-    wrong = diagnose(Evidence("dW", want.T.clone(), want, torch.zeros(1, 2, dtype=torch.long)))
-    assert (wrong.mistake, wrong.message) == (
+    wrong, message = diagnosis.diagnose(
+        HAND_DIAGNOSES, diagnosis.Evidence("dW", want.T.clone(), want, "float64")
+    )
+    assert (wrong.mistake, message) == (
         "a transposed gradient",  # the name's N_() key: shown through _()
         "dW tiene forma (5, 3), se esperaba (3, 5): traspuesto: dW tiene la forma de W, (V, C), no la de "
         "su traspuesta",
