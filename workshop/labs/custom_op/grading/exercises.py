@@ -11,6 +11,11 @@ then the lab's checks run on the op made of all the learner's pieces (own_op.py)
 from workshop.grading.exercise import Exercise
 from workshop.grading.questions import Question
 from workshop.i18n import N_
+from workshop.labs.custom_op.grading.softmax_mistakes import (
+    BACKWARD_VALUES,
+    FORWARD_VALUES,
+    GRADIENT,
+)
 
 LAB = "custom_op"
 HANDOUT = N_("README.md#exercises")
@@ -110,6 +115,7 @@ EXERCISES = [
         handout=HANDOUT,
         reference="workshop.ops.softmax_kernels:_fwd_one_pass",
         attribute="softmax_fwd_kernel",
+        diagnoses=FORWARD_VALUES,
         interface=N_(
             "x_ptr, y_ptr: (n_rows, n_cols) tensors of one float dtype, unit stride along a row, row strides "
             "x_row_stride and y_row_stride (in elements). ROWS, BLOCK_N (a power of two >= n_cols), ALIGN: "
@@ -152,6 +158,7 @@ EXERCISES = [
         handout=HANDOUT,
         reference="workshop.ops.softmax_kernels:_bwd_one_pass",
         attribute="softmax_bwd_kernel",
+        diagnoses=BACKWARD_VALUES,
         interface=N_(
             "y_ptr, dy_ptr, dx_ptr: (n_rows, n_cols) tensors of one float dtype, unit stride along a row, "
             "row strides y_row_stride, dy_row_stride, dx_row_stride. ROWS, BLOCK_N, ALIGN: as in the "
@@ -245,6 +252,7 @@ EXERCISES = [
         handout=HANDOUT,
         reference="workshop.ops.softmax_op:gradients",
         attribute="backward",
+        diagnoses=GRADIENT,
         interface=N_(
             "dy: y's shape and dtype. Returns a tuple (dx, None), dx of x's shape and dtype."
         ),

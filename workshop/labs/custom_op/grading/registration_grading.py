@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
+from workshop.grading.diagnosis import Evidence, diagnose
 from workshop.i18n import N_, _
 from workshop.lab_api import LabContext
 from workshop.labs.custom_op.grading import torch_pieces
@@ -266,9 +267,11 @@ def returned(problem: dict) -> str:
     )
 
 
-def grade_gradients(ctx: LabContext, x: torch.Tensor, dy: torch.Tensor, found: dict) -> bool:
+def grade_gradients(
+    ctx: LabContext, x: torch.Tensor, dy: torch.Tensor, found: dict, diagnoses: tuple
+) -> bool:
     """The learner's backward on one float64 case (piece_probes.gradient): one gradient per input, then dx
-    against the exact formula."""
+    against the exact formula, a wrong one named by `diagnoses` (the exercise's)."""
     if "count" in found:
         what = returned(found["count"])
         ctx.check_equal(
@@ -289,18 +292,5 @@ def grade_gradients(ctx: LabContext, x: torch.Tensor, dy: torch.Tensor, found: d
         _("backward: dx against the exact gradient (float64, relative to its largest entry)"),
         err / exact.abs().max().item(),
         1e-12,  # float64 rounding of a 7-term sum: ~1e-16 relative
-        message=gradient_mistake(dx, y, dy, exact),
+        message=diagnose(diagnoses, Evidence("dx", dx, exact, facts={"y": y, "dy": dy}))[1],
     ).passed
-
-
-def gradient_mistake(dx: torch.Tensor, y, dy, exact) -> str:
-    def close(prediction):
-        return torch.allclose(dx, prediction, rtol=1e-9, atol=1e-12)
-
-    if close(dy * (y - (dy * y).sum(-1, keepdim=True))):
-        return _("backward passed y and dy the wrong way round: ctx.ops.backward(y, dy, ctx.dim)")
-    if close(y * dy):
-        return _("backward returns y * dy: the sum term is missing (dx = y * (dy - sum(dy * y)))")
-    if close(-exact):
-        return _("backward's dx has the wrong sign")
-    return _("backward's dx is not y * (dy - sum(dy * y)): use ctx.ops.backward(y, dy, ctx.dim)")
