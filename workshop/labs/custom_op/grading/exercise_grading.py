@@ -23,10 +23,10 @@ from workshop.labs.custom_op.grading.kernel_grading import (
     Direction,
     judged,
 )
+from workshop.labs.custom_op.grading.kernel_mistakes import UNWRITTEN, WRITES_OUTSIDE
 from workshop.labs.custom_op.grading.learner_op import KernelMismatch, check_kernel
 from workshop.labs.custom_op.grading.memory_bounds import ACCESSES, place_said, said
 from workshop.labs.custom_op.grading.op_grading import grade_op
-from workshop.labs.custom_op.grading.softmax_mistakes import UNWRITTEN, WRITES_OUTSIDE
 from workshop.ops import INTERPRETED
 
 
@@ -49,14 +49,17 @@ def grade_kernel(ctx: LabContext, ask, name: str, direction: Direction) -> None:
 
 
 def grade_fake(ctx: LabContext, impl) -> None:
-    if rg.grade_fake_outputs(ctx, impl.probe(piece_probes.fake_outputs, ctx.device)):
+    found = impl.probe(piece_probes.fake_outputs, ctx.device)
+    if rg.grade_fake_outputs(ctx, found, ctx.exercise("fake").diagnoses):
         # Compiled over dim 0, where the output's strides are not x's: the fake must say so.
         grade_op(ctx, impl.probe(piece_probes.twin_checks, "fake", ctx.device, ctx.seed, 0), dim=0)
 
 
 def grade_setup_context(ctx: LabContext, impl) -> None:
     x = rg.saved_input(ctx.device)
-    if rg.grade_saved(ctx, x, impl.probe(piece_probes.saved, x)):
+    if rg.grade_saved(
+        ctx, x, impl.probe(piece_probes.saved, x), ctx.exercise("setup_context").diagnoses
+    ):
         grade_op(ctx, impl.probe(piece_probes.twin_checks, "setup_context", ctx.device, ctx.seed))
 
 
@@ -234,7 +237,7 @@ def _check_values(ctx: LabContext, runs: list, diagnoses: tuple, attribute: str,
 
 
 def explained(diagnoses: tuple, run, attribute: str) -> str:
-    """The message of the first of `diagnoses` (softmax_mistakes.py) that the kernel's run on one case shows."""
+    """The message of the first of `diagnoses` (kernel_mistakes.py) that the kernel's run on one case shows."""
     facts = {"first": run.case is CASES[0], "large_rows": LARGE_ROWS, "negative_row": NEGATIVE_ROW}
     return diagnose(diagnoses, Evidence(attribute, run, run.expected, run.case.label, facts))[1]
 

@@ -1,17 +1,17 @@
-"""The mistakes learners make in the softmax's pieces, as data (grading/diagnosis.py), declared by their
-exercises (exercises.py): each Diagnosis compares what the learner's piece gave with what a typical mistake would
-have produced (no max subtracted, masked lanes loading 0, the sum term left out, ...) and names the mistake whose
+"""What a learner's kernel got wrong (the forward_kernel and backward_kernel exercises), as data
+(grading/diagnosis.py): each Diagnosis compares what the kernel wrote with what a typical mistake would have
+produced (no max subtracted, masked lanes loading 0, the sum term left out, ...) and names the mistake whose
 prediction it matches. The first that the output shows, in declared order, wins.
 
-A kernel's (FORWARD_VALUES, BACKWARD_VALUES, WRITES_OUTSIDE, UNWRITTEN) read Evidence(output=the kernel's name,
-got=its KernelRun on one case (kernel_grading.py: what it wrote, float64, its errors and tolerance, the launch
-plan), want=the float64 result, label=the case's, facts={"first": whether the case is the first of
-kernel_grading.CASES, the one with special rows; "large_rows", "negative_row": those rows}); their messages name
-the kernel as {name}. The backward exercise's (GRADIENT) read its dx.
+Each reads Evidence(output=the kernel's name, got=its KernelRun on one case (kernel_grading.py: what it wrote,
+float64, its errors and tolerance, the launch plan), want=the float64 result, label=the case's, facts={"first":
+whether the case is the first of kernel_grading.CASES, the one with special rows; "large_rows", "negative_row":
+those rows}); the messages name the kernel as {name}. The exercises declare their wrong values' diagnoses
+(FORWARD_VALUES, BACKWARD_VALUES); stray and missing writes (WRITES_OUTSIDE, UNWRITTEN) are the same for both.
 
-No diagnosis names a short `mistake`: these exercises report a mistake in the message of the check that shows it
-(writes, values, dx), not in a check of their own. Cheap to import (exercises.py imports it): no torch here,
-tensor methods only.
+No diagnosis names a short `mistake`: the kernel exercises report a mistake in the message of the check that shows
+it (writes, values), not in a check of their own. Cheap to import (exercises.py imports it): no torch here, tensor
+methods only.
 """
 
 from workshop.grading.diagnosis import Diagnosis
@@ -274,37 +274,5 @@ UNWRITTEN = (
             "cols": _short(e.got.unwritten.any(0).nonzero().flatten().tolist()),
         },
         N_("{name} never wrote {n} elements, in columns {cols} ({label})"),
-    ),
-)
-
-
-def _sum_dy_y(evidence):
-    """(rows, 1): sum(dy * y) along each row of the backward exercise's case."""
-    return (evidence.facts["dy"] * evidence.facts["y"]).sum(-1, keepdim=True)
-
-
-def _dx_is(evidence, prediction) -> dict | None:
-    """{} when the learner's dx is what a mistake predicts (float64: to within rounding), else None."""
-    return {} if evidence.got.allclose(prediction, rtol=1e-9, atol=1e-12) else None
-
-
-# The backward exercise's dx (a function: backward(ctx, dy)), against the exact gradient on one float64 (4, 7) case:
-# Evidence(output="dx", got=the learner's dx, want=the exact dx, facts={"y", "dy": the case's}).
-GRADIENT = (
-    Diagnosis(
-        None,
-        lambda e: _dx_is(e, e.facts["dy"] * (e.facts["y"] - _sum_dy_y(e))),
-        N_("backward passed y and dy the wrong way round: ctx.ops.backward(y, dy, ctx.dim)"),
-    ),
-    Diagnosis(
-        None,
-        lambda e: _dx_is(e, e.facts["y"] * e.facts["dy"]),
-        N_("backward returns y * dy: the sum term is missing (dx = y * (dy - sum(dy * y)))"),
-    ),
-    Diagnosis(None, lambda e: _dx_is(e, -e.want), N_("backward's dx has the wrong sign")),
-    Diagnosis(
-        None,
-        lambda e: {},
-        N_("backward's dx is not y * (dy - sum(dy * y)): use ctx.ops.backward(y, dy, ctx.dim)"),
     ),
 )
