@@ -1,9 +1,10 @@
-"""One function per exercise, `grade_<name>(ctx, impl)` (GRADERS: by exercise id), called inside
-`ctx.grading(name, worker=True)` with the learner's piece (or the reference's) in the worker: its own checks
-first (kernel_grading, registration_grading), each failure with the mistake named; then, once those pass,
-gradcheck, opcheck and torch.compile of a twin made with the piece (op_grading). The piece runs only in the
-worker, through the probes of piece_probes.py (api_grading's for a registration); every verdict here is made
-from the values they send back (the worker protocol)."""
+"""One grading function per exercise, `grader(ctx, impl)` (GRADERS: by exercise id), called as engine.grade's
+`also` inside the exercise's grading block, with the learner's piece (or the reference's) in the worker: its own
+checks first (kernel_grading, registration_grading), each failure with the mistake named by the exercise's
+diagnoses (kernel_mistakes.py, piece_mistakes.py); then, once those pass, gradcheck, opcheck and torch.compile of
+a twin made with the piece (op_grading). The piece runs only in the worker, through the probes of piece_probes.py
+(api_grading's for a registration); every verdict here is made from the values they send back (the worker
+protocol)."""
 
 from __future__ import annotations
 
@@ -30,18 +31,10 @@ from workshop.labs.custom_op.grading.op_grading import grade_op
 from workshop.ops import INTERPRETED
 
 
-def grade_forward_kernel(ctx: LabContext, impl) -> None:
-    grade_kernel(ctx, impl.probe, "forward_kernel", FORWARD)
-
-
-def grade_backward_kernel(ctx: LabContext, impl) -> None:
-    grade_kernel(ctx, impl.probe, "backward_kernel", BACKWARD)
-
-
-def grade_kernel(ctx: LabContext, ask, name: str, direction: Direction) -> None:
+def grade_kernel(ctx: LabContext, impl, name: str, direction: Direction) -> None:
     """A kernel exercise: launchable as the op launches the reference's, then its checks over the four cases,
     then its twin's."""
-    ex = ctx.exercise(name)
+    ex, ask = ctx.exercise(name), impl.probe
     if not _launchable(ctx, ex, ask(piece_probes.kernel_signature)):
         return
     if record_kernel_checks(ctx, ask, direction, ex):
@@ -70,23 +63,19 @@ def grade_backward(ctx: LabContext, impl) -> None:
         grade_op(ctx, impl.probe(piece_probes.twin_checks, "backward", ctx.device, ctx.seed))
 
 
-def grade_define_custom_op(ctx: LabContext, impl) -> None:
-    api_grading.grade_registration(ctx, impl.probe, "define_custom_op")
-
-
-def grade_define_triton_op(ctx: LabContext, impl) -> None:
-    api_grading.grade_registration(ctx, impl.probe, "define_triton_op")
-
-
-# exercise id -> its grading function, for custom_op/lab.py's grade_pieces
+# exercise id -> its grading function, grader(ctx, impl), for custom_op/lab.py's grade_pieces
 GRADERS = {
-    "forward_kernel": grade_forward_kernel,
-    "backward_kernel": grade_backward_kernel,
+    "forward_kernel": functools.partial(grade_kernel, name="forward_kernel", direction=FORWARD),
+    "backward_kernel": functools.partial(grade_kernel, name="backward_kernel", direction=BACKWARD),
     "fake": grade_fake,
     "setup_context": grade_setup_context,
     "backward": grade_backward,
-    "define_custom_op": grade_define_custom_op,
-    "define_triton_op": grade_define_triton_op,
+    "define_custom_op": functools.partial(
+        api_grading.grade_registration, exercise="define_custom_op"
+    ),
+    "define_triton_op": functools.partial(
+        api_grading.grade_registration, exercise="define_triton_op"
+    ),
 }
 
 
