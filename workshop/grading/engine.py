@@ -77,7 +77,9 @@ def grade(
 ) -> Graded:
     """Grade one exercise inside its grading block (nothing is measured for an exercise this run does not grade).
 
-    truth: for a dict of answers, this run's facts ({key: value}); for code, the cases it is run on (Case).
+    truth: for a dict of answers, this run's facts ({key: value}); for code, the cases it is run on (Case), or
+    None for code whose outputs are no values to compare (a Triton kernel's writes into guarded buffers, what a
+    registration put in torch.library): the lab measures it in `also` alone, reading the exercise's diagnoses.
     call: how the lab runs its learners' functions in the worker, a probe (a module-level function) called as
     call(function, *case.args) -> (result, what it saw); None: function(*case.args).
     rules: what the exercise may not do, checked after its cases: rule(ctx, exercise, impl, graded).
@@ -90,7 +92,7 @@ def grade(
     with ctx.grading(ex, worker=True) as impl:
         if ex.questions:
             grade_answers(ctx, impl.value, truth, diagnoses=ex.diagnoses)
-        else:
+        elif truth is not None:
             run_cases(ctx, ex, impl, truth, call, graded)
             for rule in rules:
                 rule(ctx, ex, impl, graded)
