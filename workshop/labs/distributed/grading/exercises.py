@@ -1,14 +1,19 @@
 """The distributed lab's exercises: the chapter asks for a survey, not a construction. Predict what each
 strategy costs, answer the handout's questions with this run's facts, then write the one-page survey.
 
-Graded inside the lab (lab.grade_exercises) by predictions.grade, answers.grade and survey.grade.
+Graded by the one engine (grading/engine.py) inside the lab (lab.grade_exercises): a wrong prediction or
+answer is explained by the first of its exercise's diagnoses that it shows; survey.grade reads the survey.
 """
 
+import functools
+import itertools
+import math
 from pathlib import Path
 
+from workshop.grading.diagnosis import Diagnosis
 from workshop.grading.exercise import Exercise
 from workshop.grading.questions import Question
-from workshop.i18n import N_
+from workshop.i18n import N_, _
 
 LAB = "distributed"
 
@@ -39,6 +44,230 @@ PREDICTION_QUESTIONS = (
         for strategy in ("ddp", "fsdp", "tp", "pp")
         for figure, look in PREDICTED.items()
     ),
+)
+
+FP32 = 4
+
+
+def off_by(predicted: float, actual: float) -> float:
+    """|predicted / actual - 1|; a prediction of 0 for 0 is exact, anything else for 0 infinitely off."""
+    if actual == 0:
+        return 0.0 if predicted == 0 else math.inf
+    return abs(predicted / actual - 1)
+
+
+# What a wrong prediction most likely left out, read from how it relates to this run's figures, never saying the
+# measured figure itself (the grader shows the miss: "about 2x too low"). A prediction's facts (Evidence.facts):
+# the run's row (figure_rows.FigureRow) of each strategy that ran; its output: "strategy.figure".
+def prediction(evidence) -> tuple[str, str, object]:
+    """(strategy, figure, the strategy's row) of a prediction."""
+    strategy, figure = evidence.output.split(".")
+    return strategy, figure, evidence.facts[strategy]
+
+
+# A strategy other than DDP predicted with DDP's figures: what it does instead
+NOT_DDP = {
+    "fsdp": N_(
+        "FSDP keeps 1/N of what DDP replicates, and all-gathers parameters and reduce-scatters gradients where "
+        "DDP all-reduces them"
+    ),
+    "tp": N_(
+        "tensor parallel keeps a slice of each matrix, and all-reduces activations, not gradients"
+    ),
+    "pp": N_(
+        "pipeline parallel keeps a stage of blocks, and sends activations instead of all-reducing"
+    ),
+}
+
+
+def ddp_figure(evidence) -> dict | None:
+    """A strategy predicted with this run's DDP figure for this field (the run's DDP row)."""
+    strategy, figure, _row = prediction(evidence)
+    ddp = evidence.facts.get("ddp")
+    if strategy == "ddp" or ddp is None or ddp.n == 1:
+        return None
+    if off_by(evidence.got, ddp.predicted()[figure]) > PREDICTION_TOLERANCE / 2:
+        return None
+    return {"strategy": strategy, "figure": figure, "why": _(NOT_DDP[strategy])}
+
+
+def held(fraction: float, ddp_only: bool = False):
+    """held_bytes counted as `fraction(n)` of what a rank holds."""
+
+    def shows(evidence) -> dict | None:
+        strategy, figure, row = prediction(evidence)
+        if figure != "held_bytes" or (ddp_only and (strategy != "ddp" or row.n == 1)):
+            return None
+        expected = evidence.want * fraction(row.n)
+        return (
+            {"strategy": strategy}
+            if off_by(evidence.got, expected) <= PREDICTION_TOLERANCE / 2
+            else None
+        )
+
+    return shows
+
+
+def left_out(evidence) -> dict | None:
+    """The logged rows ("backward allgather_base") whose leaving out explains a count or bytes, the fewest that do
+    ("a or b" where several explain it equally)."""
+    strategy, figure, row = prediction(evidence)
+    if figure == "held_bytes":
+        return None
+    rows = row.collectives_rank0
+    sizes = [r.count if figure == "collectives" else r.bytes for r in rows]
+    for size in range(1, len(rows)):
+        matches = [
+            out
+            for out in itertools.combinations(range(len(rows)), size)
+            if off_by(evidence.got, sum(sizes) - sum(sizes[i] for i in out))
+            <= PREDICTION_TOLERANCE / 2
+        ]
+        if matches:
+            either = [", ".join(f"{rows[i].phase} {rows[i].op}" for i in m) for m in matches]
+            named = functools.reduce(
+                lambda a, b: _("{one} or {other}").format(one=a, other=b), either
+            )
+            return {"strategy": strategy, "rows": named}
+    return None
+
+
+def comm_elements(evidence) -> dict | None:
+    strategy, figure, _row = prediction(evidence)
+    if figure != "comm_bytes" or not evidence.want:
+        return None
+    return (
+        {"strategy": strategy}
+        if abs(evidence.got * FP32 / evidence.want - 1) <= PREDICTION_TOLERANCE
+        else None
+    )
+
+
+def wire_bytes(evidence) -> dict | None:
+    strategy, figure, row = prediction(evidence)
+    if figure != "comm_bytes" or not row.sent_bytes:
+        return None
+    return (
+        {"strategy": strategy}
+        if off_by(evidence.got, row.sent_bytes) <= PREDICTION_TOLERANCE
+        else None
+    )
+
+
+PREDICTION_DIAGNOSES = (
+    Diagnosis(
+        None,
+        lambda e: {"theirs": e.got},
+        N_(
+            "these predictions are for N={theirs}: predict for this run's N, or run with --n {theirs}"
+        ),
+        output="n",
+    ),
+    Diagnosis(None, ddp_figure, N_("{strategy}: that is DDP's figure ({figure}): {why}")),
+    Diagnosis(
+        None,
+        held(lambda n: 1 / 3),
+        N_(
+            "{strategy}: you counted the parameters only: a rank also holds their gradients and SGD's momentum"
+        ),
+    ),
+    Diagnosis(
+        None,
+        held(lambda n: 2 / 3),
+        N_(
+            "{strategy}: a rank holds three copies, parameters, gradients and momentum; you counted two"
+        ),
+    ),
+    Diagnosis(
+        None,
+        held(lambda n: 1 / FP32),
+        N_("{strategy}: that is elements, not bytes (fp32: 4 bytes each)"),
+    ),
+    Diagnosis(
+        None,
+        held(lambda n: 1 / n, ddp_only=True),
+        N_("{strategy}: DDP splits nothing: every rank holds the whole model and its state"),
+    ),
+    Diagnosis(None, left_out, N_("{strategy}: you left out {rows}")),
+    Diagnosis(
+        None, comm_elements, N_("{strategy}: that is elements, not bytes (fp32: 4 bytes each)")
+    ),
+    Diagnosis(
+        None,
+        wire_bytes,
+        N_("{strategy}: that is what rank 0 sends on the wire; give the buffers' bytes"),
+    ),
+)
+
+
+def near(expected):
+    """An answer within 1% of expected(the truth, the answers' facts): facts {"n": the run's N,
+    "interleaved_idle_theory": the interleaved schedule's idle in theory at N}."""
+    return lambda e: {} if math.isclose(e.got, expected(e.want, e.facts), rel_tol=0.01) else None
+
+
+# Why a wrong answer is wrong, where its relation to the right one says so ({name}: the question's key)
+ANSWER_DIAGNOSES = tuple(
+    Diagnosis(None, near(expected), message, output=key)
+    for key, expected, message in (
+        (
+            "fsdp_backward_allgathers",
+            lambda want, facts: want + 1,
+            N_(
+                "{name}: the root unit (embeddings, ln_f, lm_head) is not resharded after forward: it stays gathered"
+            ),
+        ),
+        (
+            "fsdp_backward_allgathers",
+            lambda want, facts: 0,
+            N_(
+                "{name}: FSDP frees a block's gathered parameters after its forward: backward must gather them again"
+            ),
+        ),
+        (
+            "logits_gather_bytes",
+            lambda want, facts: want / FP32,
+            N_("{name}: that is elements, not bytes (fp32: 4 bytes each)"),
+        ),
+        (
+            "logits_gather_bytes",
+            lambda want, facts: want / facts["n"],
+            N_("{name}: gathered logits hold the whole vocabulary (600 per token), not 600/N"),
+        ),
+        (
+            "gpipe_idle_theory",
+            lambda want, facts: want * 100,
+            N_("{name}: give a fraction between 0 and 1, not a percent"),
+        ),
+        (
+            "gpipe_idle_theory",
+            lambda want, facts: facts["interleaved_idle_theory"],
+            N_("{name}: that is the interleaved schedule's (v=2); GPipe has v=1"),
+        ),
+        (
+            "interleaved_sends_rank0",
+            lambda want, facts: want / 3,
+            N_(
+                "{name}: that is GPipe's count: interleaved, rank 0 holds two stages and sends from both"
+            ),
+        ),
+        (
+            "ddp_early_allreduces",
+            lambda want, facts: want + 1,
+            N_(
+                "{name}: the last bucket's all-reduce is issued by backward's last gradient, when backward has "
+                "no op left to run"
+            ),
+        ),
+        (
+            "ddp_early_allreduces",
+            lambda want, facts: 0,
+            N_(
+                "{name}: that is the default buckets' count: small buckets fill, and are all-reduced, while "
+                "backward still runs"
+            ),
+        ),
+    )
 )
 
 ANSWER_QUESTIONS = (
@@ -133,13 +362,14 @@ EXERCISES = [
             ),
         ),
         handout=N_("README.md#predict-before-you-run"),
-        reference="workshop.labs.distributed.grading.predictions:reference",
+        reference="workshop.labs.distributed.grading.derived_answers:predictions",
         attribute="PREDICTIONS",
         interface=N_(
             'A dict: "n", the N you predict for, then for each strategy (ddp, fsdp, tp, pp) a dict of its '
             "held_bytes, collectives and comm_bytes, as numbers (bytes, counts)."
         ),
         questions=PREDICTION_QUESTIONS,
+        diagnoses=PREDICTION_DIAGNOSES,
         from_run=True,
     ),
     Exercise(
@@ -175,12 +405,13 @@ EXERCISES = [
             ),
         ),
         handout=N_("README.md#questions"),
-        reference="workshop.labs.distributed.grading.answers:reference",
+        reference="workshop.labs.distributed.grading.derived_answers:answers",
         attribute="ANSWERS",
         interface=N_(
             "A dict of numbers: counts and bytes as ints, the idle fraction as a float in [0, 1]."
         ),
         questions=ANSWER_QUESTIONS,
+        diagnoses=ANSWER_DIAGNOSES,
         from_run=True,
     ),
     Exercise(
