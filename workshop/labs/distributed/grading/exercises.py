@@ -91,18 +91,17 @@ def ddp_figure(evidence) -> dict | None:
     return {"strategy": strategy, "figure": figure, "why": _(NOT_DDP[strategy])}
 
 
-def held(fraction: float, ddp_only: bool = False):
-    """held_bytes counted as `fraction(n)` of what a rank holds."""
+def predicted_as(figure: str, expected, tolerance: float = PREDICTION_TOLERANCE / 2):
+    """A prediction of `figure` within `tolerance` of expected(this run's figure, the strategy's row) (None: not
+    this strategy)."""
 
     def shows(evidence) -> dict | None:
-        strategy, figure, row = prediction(evidence)
-        if figure != "held_bytes" or (ddp_only and (strategy != "ddp" or row.n == 1)):
-            return None
-        expected = evidence.want * fraction(row.n)
+        strategy, predicted, row = prediction(evidence)
+        value = expected(evidence.want, row) if predicted == figure else None
         return (
-            {"strategy": strategy}
-            if off_by(evidence.got, expected) <= PREDICTION_TOLERANCE / 2
-            else None
+            None
+            if value is None or off_by(evidence.got, value) > tolerance
+            else {"strategy": strategy}
         )
 
     return shows
@@ -132,28 +131,6 @@ def left_out(evidence) -> dict | None:
     return None
 
 
-def comm_elements(evidence) -> dict | None:
-    strategy, figure, _row = prediction(evidence)
-    if figure != "comm_bytes" or not evidence.want:
-        return None
-    return (
-        {"strategy": strategy}
-        if abs(evidence.got * FP32 / evidence.want - 1) <= PREDICTION_TOLERANCE
-        else None
-    )
-
-
-def wire_bytes(evidence) -> dict | None:
-    strategy, figure, row = prediction(evidence)
-    if figure != "comm_bytes" or not row.sent_bytes:
-        return None
-    return (
-        {"strategy": strategy}
-        if off_by(evidence.got, row.sent_bytes) <= PREDICTION_TOLERANCE
-        else None
-    )
-
-
 PREDICTION_DIAGNOSES = (
     Diagnosis(
         None,
@@ -166,35 +143,40 @@ PREDICTION_DIAGNOSES = (
     Diagnosis(None, ddp_figure, N_("{strategy}: that is DDP's figure ({figure}): {why}")),
     Diagnosis(
         None,
-        held(lambda n: 1 / 3),
+        predicted_as("held_bytes", lambda want, row: want / 3),
         N_(
             "{strategy}: you counted the parameters only: a rank also holds their gradients and SGD's momentum"
         ),
     ),
     Diagnosis(
         None,
-        held(lambda n: 2 / 3),
+        predicted_as("held_bytes", lambda want, row: want * 2 / 3),
         N_(
             "{strategy}: a rank holds three copies, parameters, gradients and momentum; you counted two"
         ),
     ),
     Diagnosis(
         None,
-        held(lambda n: 1 / FP32),
+        predicted_as("held_bytes", lambda want, row: want / FP32),
         N_("{strategy}: that is elements, not bytes (fp32: 4 bytes each)"),
     ),
     Diagnosis(
         None,
-        held(lambda n: 1 / n, ddp_only=True),
+        predicted_as(
+            "held_bytes",
+            lambda want, row: want / row.n if row.strategy == "ddp" and row.n > 1 else None,
+        ),
         N_("{strategy}: DDP splits nothing: every rank holds the whole model and its state"),
     ),
     Diagnosis(None, left_out, N_("{strategy}: you left out {rows}")),
     Diagnosis(
-        None, comm_elements, N_("{strategy}: that is elements, not bytes (fp32: 4 bytes each)")
+        None,
+        predicted_as("comm_bytes", lambda want, row: want / FP32, PREDICTION_TOLERANCE),
+        N_("{strategy}: that is elements, not bytes (fp32: 4 bytes each)"),
     ),
     Diagnosis(
         None,
-        wire_bytes,
+        predicted_as("comm_bytes", lambda want, row: row.sent_bytes or None, PREDICTION_TOLERANCE),
         N_("{strategy}: that is what rank 0 sends on the wire; give the buffers' bytes"),
     ),
 )
