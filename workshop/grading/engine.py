@@ -74,6 +74,8 @@ def grade(
     call: Callable | None = None,
     rules: tuple[Callable, ...] = (),
     also: Callable | None = None,
+    facts: dict | None = None,
+    reference_args: tuple = (),
 ) -> Graded:
     """Grade one exercise inside its grading block (nothing is measured for an exercise this run does not grade).
 
@@ -84,15 +86,21 @@ def grade(
     call(function, *case.args) -> (result, what it saw); None: function(*case.args).
     rules: what the exercise may not do, checked after its cases: rule(ctx, exercise, impl, graded).
     also(impl, graded): more the lab does with the implementation in the same block (finite differences on the
-    learner's function), its checks counted for the exercise."""
+    learner's function), its checks counted for the exercise; for a document (Exercise.document), the grading
+    itself: also(the document's path, graded).
+    facts: for a dict of answers, what its diagnoses read besides the answer and the truth (Evidence.facts).
+    reference_args: for a dict of answers whose reference derives it from the run (a function: the answers at
+    this run's N), the arguments it is called with; the learner's dict is read as it is."""
     ex = ctx.exercise(exercise) if isinstance(exercise, str) else exercise
     graded = Graded()
     if not ctx.wants(ex.name):
         return graded
-    with ctx.grading(ex, worker=True) as impl:
+    # a document is read here, in the lab's process, under the exercise's time limit; code runs in the worker
+    with ctx.grading(ex, worker=ex.document is None) as impl:
         if ex.questions:
-            grade_answers(ctx, impl.value, truth, diagnoses=ex.diagnoses)
-        elif truth is not None:
+            given = impl(*reference_args) if reference_args and not ctx.graded else impl.value
+            grade_answers(ctx, given, truth, facts=facts, diagnoses=ex.diagnoses)
+        elif ex.document is None and truth is not None:
             run_cases(ctx, ex, impl, truth, call, graded)
             for rule in rules:
                 rule(ctx, ex, impl, graded)
