@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import errno
 import importlib.metadata
 import os
 import shutil
@@ -108,7 +109,8 @@ def stop_if_disk_full(run_dir: Path, name: str, lab_status: dict) -> None:
     why = _("the disk under {root} is full").format(root=workspace.display(run_dir.parent))
     results.record_lab(run_dir, name, {**lab_status, "stopped": why})
     results.stop_run(run_dir, why, name)
-    raise results.RunFolderError(results.disk_full_message(run_dir.parent))
+    full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    raise results.RunFolderError(results.unusable(run_dir.parent, full))
 
 
 def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> dict:
