@@ -21,20 +21,18 @@ first: source_check.py) and is started again after it died or was stopped.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from workshop.grading import source_check
+from workshop.harness import lab_log
 from workshop.harness.worker_process import WorkerFault
 
 READY_S = 300.0  # seconds a fresh worker may take to start (a container, then `import torch`, on a busy host)
 MAX_SOURCE = 2**20  # bytes of the learner's file read
 LOAD_S = 120.0  # CPU seconds the learner's file may take to import
-# faulthandler's frame lines: `  File "my-work/custom_op.py", line 12 in function` (most recent call first)
-FRAME = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+) in ')
 
 
 def learner_edition() -> bool:
@@ -217,14 +215,8 @@ class Worker:
         """file:line in the learner's file of the last stack the dead worker printed (faulthandler)."""
         if self.learner is None:
             return None
-        found = None
-        for line in self.launcher.tail():
-            if line.startswith(("Fatal Python error", "Current thread", "Thread ")):
-                found = None  # a new dump: only the last one counts
-            match = FRAME.match(line)
-            if match and found is None and match["file"] == self.learner.filename:
-                found = f"{match['file']}:{match['line']}"
-        return found
+        found = lab_log.last_frame(self.launcher.tail(), lambda file: file == self.learner.filename)
+        return f"{found[0]}:{found[1]}" if found else None
 
     def _receive(self, deadline: float | None) -> dict:
         from workshop.grading import wire
