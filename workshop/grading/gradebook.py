@@ -113,7 +113,12 @@ def grade_path(
                 compare_hashes(row, run_dir, work)
             compare_counts(row, run_dirs, work)
         elif run_dirs:
-            row.notes.append(self_reported_note())
+            row.notes.append(
+                _(
+                    "self-reported, unverified: run folders without their workspace; their statuses are shown, "
+                    "not counted (hand in the workspace to be graded)"
+                )
+            )
             for run_dir in run_dirs:
                 add_run(row, run_dir)
         else:
@@ -155,13 +160,6 @@ def unreadable_workspace(path: Path, work: Path) -> str:
 def read_json(path: Path):
     """A handed-in JSON file, read no further than workspace.FILE_MAX, never from a FIFO or a device."""
     return json.loads(workspace.read_capped(path).decode("utf-8"))
-
-
-def self_reported_note() -> str:
-    return _(
-        "self-reported, unverified: run folders without their workspace; their statuses are shown, "
-        "not counted (hand in the workspace to be graded)"
-    )
 
 
 def compare_hashes(row: Row, run_dir: Path, work: Path) -> None:

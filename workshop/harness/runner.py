@@ -129,7 +129,7 @@ def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> dict
         with LabProcess(name, lab_dir, options.device, on_line, kept) as child:
             why = None
             try:
-                child.wait(limit + BACKSTOP_S if limit else None)
+                child.proc.wait(limit + BACKSTOP_S if limit else None)
             except subprocess.TimeoutExpired:  # it could not stop itself (stuck outside Python)
                 child.stop()
                 why = ran_out_of_time(limit)
@@ -148,7 +148,7 @@ def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> dict
         if died_in is None:
             return settle(run_dir, name, options, child, time.monotonic() - start, why)
         attempt = run_dir / f"{name}.attempt-{len(skip) + 1}"
-        note = post_mortem.how_it_died(lab_dir, child.returncode, options.work)
+        note = post_mortem.how_it_died(lab_dir, child.proc.returncode, options.work)
         skip[died_in] = f"{why or note} ({workspace.display(attempt / 'log.txt')})"
         lab_dir.rename(attempt)
 
@@ -160,7 +160,7 @@ def settle(run_dir, name, options, child, duration, why, stopped=False) -> dict:
         passed = results.read_result(lab_dir)["passed"]
     except results.CorruptFile:  # the process died before writing its result, or was killed
         why = why or _("its process exited with code {code} before writing its result").format(
-            code=child.returncode
+            code=child.proc.returncode
         )
         if results.disk_full(run_dir):
             why += _(" (the disk is full)")
@@ -180,13 +180,17 @@ def settle(run_dir, name, options, child, duration, why, stopped=False) -> dict:
                 {
                     "implementation": workspace.implementation(options.work, [name]),
                     "exercises": post_mortem.dead_process_exercises(
-                        name, lab_dir, child.returncode, options.work
+                        name, lab_dir, child.proc.returncode, options.work
                     ),
                 },
             ),
         )
         passed = False
-    status = {"passed": passed, "duration_s": round(duration, 1), "returncode": child.returncode}
+    status = {
+        "passed": passed,
+        "duration_s": round(duration, 1),
+        "returncode": child.proc.returncode,
+    }
     if stopped:
         status["stopped"] = why
     results.record_lab(run_dir, name, status)
@@ -232,13 +236,6 @@ class LabProcess:
                 self.on_line(self.name, line.rstrip("\n"))
         if log:
             log.close()
-
-    def wait(self, timeout: float | None) -> int:
-        return self.proc.wait(timeout)
-
-    @property
-    def returncode(self) -> int | None:
-        return self.proc.returncode
 
     def stop(self, signum: int = signal.SIGTERM) -> None:
         proctree.stop_tree(self.proc.pid, proctree.GRACE_S, root_signal=signum)

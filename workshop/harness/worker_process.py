@@ -293,18 +293,13 @@ def scratch_root() -> Path:
     )
 
 
-def uids_in_use() -> set[int]:
-    found = set()
+def free_uid() -> int:
+    """A uid no process has now, near UID_BASE + this process's pid (two labs at once get two)."""
+    taken = set()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             with contextlib.suppress(OSError):
-                found.add(entry.stat().st_uid)
-    return found
-
-
-def free_uid() -> int:
-    """A uid no process has now, near UID_BASE + this process's pid (two labs at once get two)."""
-    taken = uids_in_use()
+                taken.add(entry.stat().st_uid)
     uid = UID_BASE + os.getpid() % UID_SPAN
     while uid in taken:
         uid += 1
