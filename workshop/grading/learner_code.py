@@ -303,15 +303,20 @@ class Solution:
         return source_check.autograd_uses(learner.source, self.target["attribute"])
 
 
+def refuse_imported(learner: LearnerFile, name: str) -> None:
+    """LearnerCodeFailed ("refused") when the learner's file binds `name` by an import: the workshop's own code
+    is not an answer."""
+    statement = source_check.imported_as(learner.source, name)
+    if statement is not None:
+        where = f"{learner.filename}:{statement.lineno}"
+        raise LearnerCodeFailed("refused", f"{name} is imported", where)
+
+
 def solution_for(worker: Worker | LocalWorker, exercise, graded: bool) -> Solution:
     """The Solution a grading block yields: the learner's attribute when a workspace is graded (refused here when
     the file binds it by an import: the workshop's own code), else the reference."""
     if not graded:
         return Solution(worker, {"reference": exercise.reference})
-    learner = worker.learner
-    if learner is not None and worker.refused is None:
-        statement = source_check.imported_as(learner.source, exercise.attribute)
-        if statement is not None:
-            where = f"{learner.filename}:{statement.lineno}"
-            raise LearnerCodeFailed("refused", f"{exercise.attribute} is imported", where)
+    if worker.learner is not None and worker.refused is None:
+        refuse_imported(worker.learner, exercise.attribute)
     return Solution(worker, {"attribute": exercise.attribute}, exercise.time_limit_s)
