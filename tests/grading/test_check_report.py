@@ -14,6 +14,7 @@ import pytest
 from rich.console import Console
 
 from workshop import i18n, labs
+from workshop.cli.main import main
 from workshop.grading import check_report, checks
 from workshop.grading.check_report import CheckRefused
 from workshop.harness import lab_result
@@ -29,9 +30,9 @@ def work(tmp_path, monkeypatch):
 
 def test_a_check_that_cannot_start_says_the_fix(work):
     with pytest.raises(
-        CheckRefused, match="lab minigpt has no exercises; the labs with exercises: dispatcher"
+        SystemExit, match="lab minigpt has no exercises; the labs with exercises: dispatcher"
     ):
-        check_report.refuse_early(["minigpt"], work)
+        main(["check", "minigpt", "--work", str(work), "--lang", "en"])
     with pytest.raises(
         CheckRefused, match=r"nowhere is not a folder: make your workspace with `python -m"
     ):

@@ -465,7 +465,7 @@ def test_a_sigint_ignored_by_the_caller_stays_ignored():
 
 def test_a_manifest_without_status_reads_as_before(tmp_path):
     """Runs written before the status field: finished when they have an end time."""
-    assert results.run_state({"end_time": "2026-11-30T10:00:00Z", "labs": {}}).complete
+    assert results.run_state({"end_time": "2026-11-30T10:00:00Z", "labs": {}}).status == "finished"
     assert results.run_state({"end_time": None, "labs": {}}).status == "abandoned"
 
 

@@ -41,17 +41,8 @@ class CheckRefused(Exception):
 
 
 def refuse_early(lab_names: list[str], work: Path) -> None:
-    """Stop before any lab runs when the workspace or a lab's file is not there: say how to make it."""
-    without = [lab for lab in lab_names if not labs.exercises(lab)]
-    if without:
-        having = ", ".join(labs.all_exercises()) or _("none yet")
-        raise CheckRefused(
-            ngettext(
-                "lab {labs} has no exercises; the labs with exercises: {having}",
-                "labs {labs} have no exercises; the labs with exercises: {having}",
-                len(without),
-            ).format(labs=", ".join(without), having=having)
-        )
+    """Stop before any lab runs when the workspace or a lab's file is not there: say how to make it. (A lab without
+    exercises never gets here: the command line stops at its name, cli.learner.exercise_labs.)"""
     if not Path(work).is_dir():
         raise CheckRefused(
             _("{work} is not a folder: make your workspace with `{command}`").format(

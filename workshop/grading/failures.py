@@ -59,27 +59,18 @@ def learner_failure(ex: Exercise, e: BaseException, graded: bool, path: Path) ->
     if isinstance(e, LearnerCodeFailed):
         return worker_failure(ex, e) if graded else None
     if isinstance(e, LearnerError):
-        name = _("{id}: your code loads").format(id=ex.id)
-        return Check(name, False, str(e), _("no error"))
+        return does_not_load(ex, str(e))
     if isinstance(e, ProcessDied):
         return died_check(ex.id, str(e))
     if not graded and not (learner_edition() and isinstance(e, NotImplementedError)):
         return None
     where = workspace.where(e, path) if graded else ""
     if isinstance(e, NotImplementedError):
-        name, value = _("{id}: implemented").format(id=ex.id), _(checks.NOT_STARTED)
-        # a stub raises its exercise's id: say what to write instead
-        message = ex.not_started_message() if str(e) in ("", ex.id) else str(e)
-        return Check(name, False, value, _("implemented"), message=message)
+        return not_started(ex, str(e))
     if isinstance(e, TimeLimitExceeded):
-        message = _("An endless loop, or far more work than the exercise needs: see where it was.")
-        value, limit = f"{where}: {e}", _("{seconds:g} s of CPU time").format(seconds=e.seconds)
-        name = _("{id}: finishes in time").format(id=ex.id)
-        return Check(name, False, value, limit, message=message)
+        return out_of_time(ex, f"{where}: {e}", e.seconds)
     if isinstance(e, Exception | SystemExit):  # sys.exit() in the learner's code ends only this
-        value = f"{where}: {workspace.describe(e)}"
-        name = _("{id}: runs without an error").format(id=ex.id)
-        return Check(name, False, value, _("no error"))
+        return errored(ex, f"{where}: {workspace.describe(e)}")
     return None
 
 
@@ -87,24 +78,38 @@ def worker_failure(ex: Exercise, e: LearnerCodeFailed) -> Check:
     """The failed check that records how the learner's code failed in the worker (grading/learner_code.py)."""
     value = f"{e.where}: {e.error}" if e.where else e.error
     if e.kind == "not_started":
-        name = _("{id}: implemented").format(id=ex.id)
-        message = ex.not_started_message() if e.error in ("", ex.id) else e.error
-        return Check(name, False, _(checks.NOT_STARTED), _("implemented"), message=message)
+        return not_started(ex, e.error)
     if e.kind in ("load", "missing", "refused"):
-        name = _("{id}: your code loads").format(id=ex.id)
-        return Check(name, False, refusal(ex, e), _("no error"))
+        return does_not_load(ex, refusal(ex, e))
     if e.kind == "time":
-        name = _("{id}: finishes in time").format(id=ex.id)
-        message = _("An endless loop, or far more work than the exercise needs: see where it was.")
-        limit = _("{seconds:g} s of CPU time").format(seconds=ex.time_limit_s)
-        return Check(name, False, value, limit, message=message)
+        return out_of_time(ex, value, ex.time_limit_s)
     if e.kind == "died":
         return died_check(ex.id, value)
     if e.kind == "workshop":
         name = _("{id}: the workshop starts the process that runs your code").format(id=ex.id)
         return Check(name, False, value, _("a worker that starts"), message=_(WORKSHOP_FAULT))
-    name = _("{id}: runs without an error").format(id=ex.id)
-    return Check(name, False, value, _("no error"))
+    return errored(ex, value)
+
+
+def not_started(ex: Exercise, error: str) -> Check:
+    """The failed check of a stub not written yet: a stub raises its exercise's id, said as what to write."""
+    message = ex.not_started_message() if error in ("", ex.id) else error
+    name = _("{id}: implemented").format(id=ex.id)
+    return Check(name, False, _(checks.NOT_STARTED), _("implemented"), message=message)
+
+
+def does_not_load(ex: Exercise, why: str) -> Check:
+    return Check(_("{id}: your code loads").format(id=ex.id), False, why, _("no error"))
+
+
+def out_of_time(ex: Exercise, value: str, seconds: float) -> Check:
+    message = _("An endless loop, or far more work than the exercise needs: see where it was.")
+    limit = _("{seconds:g} s of CPU time").format(seconds=seconds)
+    return Check(_("{id}: finishes in time").format(id=ex.id), False, value, limit, message=message)
+
+
+def errored(ex: Exercise, value: str) -> Check:
+    return Check(_("{id}: runs without an error").format(id=ex.id), False, value, _("no error"))
 
 
 def refusal(ex: Exercise, e: LearnerCodeFailed) -> str:

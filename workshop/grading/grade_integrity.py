@@ -93,9 +93,9 @@ def unsafe_files(root: Path) -> list[str]:
     if not root.is_dir():
         return []
     found = []
-    for _name, path, st in entries(root):
-        if stat.S_ISREG(st.st_mode) and st.st_size <= workspace.FILE_MAX:
-            continue  # a regular file, in the hand-in since no link leads to it
+    for name, path, st in entries(root):
+        if workspace.unsafe_reason(Path(name), st) is None:
+            continue  # a regular file (lstat: no link), in the hand-in since no link leads to it
         if reason := not_read(Path(path), root):
             found.append(reason)
     return found

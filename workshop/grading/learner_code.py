@@ -21,20 +21,18 @@ first: source_check.py) and is started again after it died or was stopped.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from workshop.grading import source_check
+from workshop.harness import lab_log
 from workshop.harness.worker_process import WorkerFault
 
 READY_S = 300.0  # seconds a fresh worker may take to start (a container, then `import torch`, on a busy host)
 MAX_SOURCE = 2**20  # bytes of the learner's file read
 LOAD_S = 120.0  # CPU seconds the learner's file may take to import
-# faulthandler's frame lines: `  File "my-work/custom_op.py", line 12 in function` (most recent call first)
-FRAME = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+) in ')
 
 
 def learner_edition() -> bool:
@@ -217,14 +215,8 @@ class Worker:
         """file:line in the learner's file of the last stack the dead worker printed (faulthandler)."""
         if self.learner is None:
             return None
-        found = None
-        for line in self.launcher.tail():
-            if line.startswith(("Fatal Python error", "Current thread", "Thread ")):
-                found = None  # a new dump: only the last one counts
-            match = FRAME.match(line)
-            if match and found is None and match["file"] == self.learner.filename:
-                found = f"{match['file']}:{match['line']}"
-        return found
+        found = lab_log.last_frame(self.launcher.tail(), lambda file: file == self.learner.filename)
+        return f"{found[0]}:{found[1]}" if found else None
 
     def _receive(self, deadline: float | None) -> dict:
         from workshop.grading import wire
@@ -311,15 +303,20 @@ class Solution:
         return source_check.autograd_uses(learner.source, self.target["attribute"])
 
 
+def refuse_imported(learner: LearnerFile, name: str) -> None:
+    """LearnerCodeFailed ("refused") when the learner's file binds `name` by an import: the workshop's own code
+    is not an answer."""
+    statement = source_check.imported_as(learner.source, name)
+    if statement is not None:
+        where = f"{learner.filename}:{statement.lineno}"
+        raise LearnerCodeFailed("refused", f"{name} is imported", where)
+
+
 def solution_for(worker: Worker | LocalWorker, exercise, graded: bool) -> Solution:
     """The Solution a grading block yields: the learner's attribute when a workspace is graded (refused here when
     the file binds it by an import: the workshop's own code), else the reference."""
     if not graded:
         return Solution(worker, {"reference": exercise.reference})
-    learner = worker.learner
-    if learner is not None and worker.refused is None:
-        statement = source_check.imported_as(learner.source, exercise.attribute)
-        if statement is not None:
-            where = f"{learner.filename}:{statement.lineno}"
-            raise LearnerCodeFailed("refused", f"{exercise.attribute} is imported", where)
+    if worker.learner is not None and worker.refused is None:
+        refuse_imported(worker.learner, exercise.attribute)
     return Solution(worker, {"attribute": exercise.attribute}, exercise.time_limit_s)

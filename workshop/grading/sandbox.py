@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from workshop import labs
-from workshop.grading import learner_code, source_check, workspace
+from workshop.grading import learner_code, workspace
 from workshop.grading.exercise import Exercise
 from workshop.harness.worker_container import ContainerWorker
 from workshop.harness.worker_process import NativeWorker
@@ -85,9 +85,7 @@ def probe(ctx, function: Callable, args: tuple, attributes: tuple[str, ...]):
             "missing", ", ".join(attributes), workspace.display(path)
         )
     for name in attributes:
-        if (statement := source_check.imported_as(found.learner.source, name)) is not None:
-            where = f"{found.learner.filename}:{statement.lineno}"
-            raise learner_code.LearnerCodeFailed("refused", f"{name} is imported", where)
+        learner_code.refuse_imported(found.learner, name)
     limit = max((ex.time_limit_s for ex in exercises), default=None)
     return learner_code.Solution(found, {"attributes": list(attributes)}, limit).probe(
         function, *args

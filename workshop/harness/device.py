@@ -1,12 +1,17 @@
-"""Which device a run uses: --device auto picks CUDA when there is one, otherwise the CPU; and whether Triton
-kernels run in Triton's interpreter (on the CPU) or compiled (on CUDA)."""
+"""Which device a run uses: --device auto picks CUDA when there is one, otherwise the CPU; whether Triton
+kernels run in Triton's interpreter (on the CPU) or compiled (on CUDA); and what a run records of its machine."""
 
 from __future__ import annotations
 
 import glob
+import importlib.metadata
+import importlib.util
 import os
+import platform
+import runpy
 import sys
 from collections.abc import MutableMapping
+from pathlib import Path
 
 from workshop.i18n import _, ngettext
 
@@ -85,3 +90,32 @@ def use_triton_interpreter(
             )
         env["TRITON_INTERPRET"] = "1"
     return env.get("TRITON_INTERPRET") == "1"
+
+
+def device_facts(device: str) -> dict:
+    """What a run's manifest records of the machine it runs on, and its versions: torch's, its CUDA's and
+    triton's read without importing them (torch's import costs seconds of CPU in every command that runs a lab):
+    torch/version.py is the file torch.__version__ and torch.version.cuda come from; triton's version is its
+    installed package's."""
+    torch_version = runpy.run_path(
+        str(Path(importlib.util.find_spec("torch").origin).with_name("version.py"))
+    )
+    try:
+        triton_version = importlib.metadata.version("triton")
+    except importlib.metadata.PackageNotFoundError:
+        triton_version = None
+    gpu = {"device_name": platform.processor() or "cpu", "gpu_count": 0}
+    if device == "cuda":
+        import torch
+
+        gpu = {"device_name": torch.cuda.get_device_name(0), "gpu_count": torch.cuda.device_count()}
+    return {
+        "python": platform.python_version(),
+        "torch": torch_version["__version__"],
+        "triton": triton_version,
+        "cuda": torch_version["cuda"],
+        "device": device,
+        **gpu,
+        "cpu_count": os.cpu_count(),
+        "platform": platform.platform(),
+    }

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 from workshop.i18n import _
@@ -22,7 +23,8 @@ _MARKER = re.compile(
     r"^\[(?P<lab>[\w-]+)\] (?:grading (?P<started>\S+) \.\.\.|graded (?P<ended>\S+): (?P<status>.+))$"
 )
 _STEP = re.compile(r"^\[(?P<lab>[\w-]+):step\] (?P<done>\d+)/(?P<total>\d+) (?P<what>.*)$")
-# faulthandler's frame lines: `  File "/abs/path.py", line 12 in function` (most recent call first)
+# faulthandler's frame lines: `  File "/abs/path.py", line 12 in function` (most recent call first); in a worker's
+# log the file is the name the learner knows it by: `  File "my-work/custom_op.py", line 12 in function`
 _FRAME = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+) in ')
 
 
@@ -69,17 +71,24 @@ def log_lines(lab_dir: Path) -> list[str]:
         return []
 
 
-def learner_frame(lines: list[str], work: Path) -> tuple[Path, int] | None:
-    """(file, line) of the innermost frame in the learner's workspace in the last stack faulthandler printed."""
-    root = Path(work).resolve()
+def last_frame(lines: list[str], ours: Callable[[str], bool]) -> tuple[str, int] | None:
+    """(file, line) of the innermost frame whose file is `ours` in the last stack faulthandler printed (a lab's
+    log.txt, a worker's log)."""
     found = None
     for line in lines:
         if line.startswith(("Fatal Python error", "Current thread", "Thread ")):
             found = None  # a new dump: only the last one counts
         m = _FRAME.match(line)
-        if m and found is None and Path(m["file"]).resolve().is_relative_to(root):
-            found = (Path(m["file"]), int(m["line"]))
+        if m and found is None and ours(m["file"]):
+            found = (m["file"], int(m["line"]))
     return found
+
+
+def learner_frame(lines: list[str], work: Path) -> tuple[Path, int] | None:
+    """(file, line) of the innermost frame in the learner's workspace in the last stack faulthandler printed."""
+    root = Path(work).resolve()
+    found = last_frame(lines, lambda file: Path(file).resolve().is_relative_to(root))
+    return (Path(found[0]), found[1]) if found else None
 
 
 def how_it_ended(returncode: int) -> str:

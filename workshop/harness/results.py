@@ -18,22 +18,18 @@ result.json) finds the disk full: those records are written even then, and the r
 from __future__ import annotations
 
 import errno
-import importlib.metadata
-import importlib.util
+import json
 import os
-import platform
-import runpy
 import secrets
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from workshop import i18n
 from workshop.harness import atomic, proctree
+from workshop.harness.device import device_facts
 from workshop.i18n import _
 
 DEFAULT_ROOT = Path("results")
@@ -82,40 +78,6 @@ def git_revision() -> str:
         return "unknown"
 
 
-def installed_versions() -> dict:
-    """torch's, its CUDA's and triton's versions, read without importing them (torch's import costs seconds of
-    CPU in every command that runs a lab): torch/version.py is the file torch.__version__ and
-    torch.version.cuda come from; triton's version is its installed package's."""
-    torch_version = runpy.run_path(
-        str(Path(importlib.util.find_spec("torch").origin).with_name("version.py"))
-    )
-    try:
-        triton_version = importlib.metadata.version("triton")
-    except importlib.metadata.PackageNotFoundError:
-        triton_version = None
-    return {
-        "torch": torch_version["__version__"],
-        "triton": triton_version,
-        "cuda": torch_version["cuda"],
-    }
-
-
-def environment(device: str) -> dict:
-    gpu = {"device_name": platform.processor() or "cpu", "gpu_count": 0}
-    if device == "cuda":
-        import torch
-
-        gpu = {"device_name": torch.cuda.get_device_name(0), "gpu_count": torch.cuda.device_count()}
-    return {
-        "python": platform.python_version(),
-        **installed_versions(),
-        "device": device,
-        **gpu,
-        "cpu_count": os.cpu_count(),
-        "platform": platform.platform(),
-    }
-
-
 def new_run(
     root: Path,
     command: list[str],
@@ -143,7 +105,7 @@ def new_run(
         "seeds": seeds,
         "n_procs": n_procs,  # --n: processes of the distributed demos
         "implementation": implementation or {"kind": "reference"},
-        **environment(device),
+        **device_facts(device),
         **details,
         "labs": {},
     }
@@ -188,16 +150,13 @@ def _make_run_dir(root: Path) -> Path:
 
 def unusable(root: Path, error: OSError) -> str:
     """One line: why `root` cannot hold a run, and the fix."""
+    denied = _("permission denied; pass --out with a folder you may write, or fix its owner")
     fixes = {
         errno.EROFS: _(
             "it is on a read-only file system; pass --out with a folder on a writable disk"
         ),
-        errno.EACCES: _(
-            "permission denied; pass --out with a folder you may write, or fix its owner"
-        ),
-        errno.EPERM: _(
-            "permission denied; pass --out with a folder you may write, or fix its owner"
-        ),
+        errno.EACCES: denied,
+        errno.EPERM: denied,
         errno.ENOSPC: _(
             "the disk is full; free some space or pass --out with a folder on another disk"
         ),
@@ -214,7 +173,8 @@ def unusable(root: Path, error: OSError) -> str:
     )
 
 
-def _update_manifest(run_dir: Path, **changes) -> dict:
+def update_manifest(run_dir: Path, **changes) -> dict:
+    """Rewrite the manifest with `changes` (a run's record: written even on a full disk, write_record)."""
     manifest = read_json(run_dir / "manifest.json")
     manifest.update(changes)
     write_record(run_dir, lambda: atomic.write_json(run_dir / "manifest.json", manifest))
@@ -233,10 +193,6 @@ def write_record(run_dir: Path, write):
         return write()
 
 
-def disk_full_message(root: Path) -> str:
-    return unusable(root, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
-
-
 def disk_full(run_dir: Path) -> bool:
     """True once the run's reserve was used, or when there is less free space than a run needs to go on."""
     return not (run_dir / RESERVE).exists() or shutil.disk_usage(run_dir).free < RESERVE_BYTES
@@ -244,14 +200,16 @@ def disk_full(run_dir: Path) -> bool:
 
 def record_lab(run_dir: Path, name: str, lab_status: dict) -> None:
     labs = read_json(run_dir / "manifest.json")["labs"]
-    _update_manifest(run_dir, labs={**labs, name: lab_status})
+    update_manifest(run_dir, labs={**labs, name: lab_status})
 
 
 def finish_run(run_dir: Path) -> None:
     """Mark the run finished and point results/latest (a workspace's run: results/latest-check) at it."""
-    manifest = _update_manifest(run_dir, status="finished", end_time=_now())
+    manifest = update_manifest(run_dir, status="finished", end_time=_now())
     (run_dir / RESERVE).unlink(missing_ok=True)
-    point_latest(run_dir.parent, run_dir.name, latest_name(manifest))
+    link = run_dir.parent / f".{latest_name(manifest)}.{secrets.token_hex(4)}"
+    os.symlink(run_dir.name, link)
+    os.replace(link, run_dir.parent / latest_name(manifest))
 
 
 def latest_name(manifest: dict) -> str:
@@ -262,7 +220,7 @@ def latest_name(manifest: dict) -> str:
 
 def stop_run(run_dir: Path, why: str, lab: str | None) -> None:
     """Mark the run interrupted: why (a signal, a full disk) and during which lab. results/latest stays."""
-    _update_manifest(
+    update_manifest(
         run_dir,
         status="interrupted",
         end_time=_now(),
@@ -287,7 +245,7 @@ def resume_run(run_dir: Path) -> list[str]:
     resumed = manifest.get("resumed", []) + [
         {"time": _now(), "git_revision": git_revision(), "after": run_state(manifest).detail}
     ]
-    _update_manifest(
+    update_manifest(
         run_dir,
         labs=labs,
         status="running",
@@ -302,20 +260,7 @@ def resume_run(run_dir: Path) -> list[str]:
     return todo
 
 
-def point_latest(root: Path, run_id: str, name: str = LATEST) -> None:
-    tmp = root / f".{name}.{secrets.token_hex(4)}"
-    os.symlink(run_id, tmp)
-    os.replace(tmp, root / name)
-
-
-def mark_noted(run_dir: Path) -> None:
-    """The learner was told that this incomplete run is incomplete: the next commands need not say it again."""
-    _update_manifest(run_dir, noted=True)
-
-
 def read_json(path: Path):
-    import json
-
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
@@ -323,10 +268,6 @@ def read_json(path: Path):
 class RunState:
     status: str  # finished | interrupted | running | abandoned
     detail: str  # one line for the learner
-
-    @property
-    def complete(self) -> bool:
-        return self.status == "finished"
 
 
 def run_state(manifest: dict) -> RunState:
@@ -347,7 +288,9 @@ def run_state(manifest: dict) -> RunState:
         if stopped.get("lab"):
             why = _("{why} during lab {lab}").format(why=why, lab=stopped["lab"])
         return RunState("interrupted", f"{why} ({labs})")
-    if _owner_alive(manifest):
+    # on another machine or container it cannot be running here
+    here = manifest.get("host") == socket.gethostname() and "pid" in manifest
+    if here and proctree.alive(manifest["pid"]):
         return RunState("running", _("still running (pid {pid})").format(pid=manifest["pid"]))
     return RunState(
         "abandoned",
@@ -356,15 +299,9 @@ def run_state(manifest: dict) -> RunState:
     )
 
 
-def _owner_alive(manifest: dict) -> bool:
-    if manifest.get("host") != socket.gethostname() or "pid" not in manifest:
-        return False  # another machine or container: it cannot be running here
-    return proctree.alive(manifest["pid"])
-
-
 def incomplete_runs(root: Path, unnoted: bool = False) -> list[tuple[Path, RunState]]:
     """The runs under root that neither finished nor are still running, newest first (corrupt ones skipped);
-    `unnoted`: only those not noted yet (mark_noted)."""
+    `unnoted`: only those not noted yet (a manifest's "noted")."""
     found = []
     for manifest_path in sorted(Path(root).glob("*/manifest.json"), reverse=True):
         try:
@@ -377,14 +314,10 @@ def incomplete_runs(root: Path, unnoted: bool = False) -> list[tuple[Path, RunSt
     return found
 
 
-MANIFEST_KEYS = ("run_id", "command", "start_time", "device", "labs")
-RESULT_KEYS = ("lab", "passed", "checks")
-
-
 def read_manifest(run_dir: Path) -> dict:
     path = Path(run_dir) / "manifest.json"
     fix = _("the run's record is lost: run its labs again")
-    manifest = _read_record(path, MANIFEST_KEYS, fix)
+    manifest = _read_record(path, ("run_id", "command", "start_time", "device", "labs"), fix)
     if not isinstance(manifest["labs"], dict):
         raise CorruptFile(
             _("{path} is corrupt: its 'labs' is not a mapping ({fix})").format(path=path, fix=fix)
@@ -392,18 +325,12 @@ def read_manifest(run_dir: Path) -> dict:
     return manifest
 
 
-def run_language(manifest: dict) -> str:
-    """The language a run was made in (its summaries'); English for runs from before runs recorded it."""
-    lang = manifest.get("lang")
-    return lang if lang in i18n.LANGUAGES else i18n.DEFAULT
-
-
 def read_result(lab_dir: Path) -> dict:
     path = Path(lab_dir) / "result.json"
     fix = _("run the lab again: {command}").format(
         command=f"python -m workshop run {path.parent.name}"
     )
-    result = _read_record(path, RESULT_KEYS, fix)
+    result = _read_record(path, ("lab", "passed", "checks"), fix)
     checks = result["checks"]
     if not isinstance(checks, list) or not all(
         isinstance(c, dict) and "passed" in c for c in checks
@@ -417,8 +344,6 @@ def read_result(lab_dir: Path) -> dict:
 
 
 def _read_record(path: Path, keys: tuple[str, ...], fix: str) -> dict:
-    import json
-
     try:
         record = json.loads(path.read_bytes().decode("utf-8"))
     except FileNotFoundError:
@@ -457,12 +382,3 @@ def runs(root: Path = DEFAULT_ROOT) -> list[Path]:
         p for p in Path(root).iterdir() if not p.is_symlink() and (p / "manifest.json").is_file()
     ]
     return sorted(found, key=lambda p: p.name, reverse=True)
-
-
-def newest_lab_dir(root: Path, lab: str) -> Path | None:
-    """The newest run's folder of `lab` that holds a result.json, or None."""
-    return next((r / lab for r in runs(root) if (r / lab / "result.json").is_file()), None)
-
-
-def python_command() -> list[str]:
-    return [sys.executable, "-m", "workshop", *sys.argv[1:]]

@@ -20,7 +20,7 @@ def write_report(run_dir: Path) -> tuple[Path, list[str]]:
     state = results.run_state(manifest)
     problems = (
         []
-        if state.complete
+        if state.status == "finished"
         else [_("run {run} is incomplete: {state}").format(run=run_dir.name, state=state.detail)]
     )
     lines = [

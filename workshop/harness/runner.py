@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import errno
 import importlib.metadata
 import os
 import shutil
@@ -108,7 +109,8 @@ def stop_if_disk_full(run_dir: Path, name: str, lab_status: dict) -> None:
     why = _("the disk under {root} is full").format(root=workspace.display(run_dir.parent))
     results.record_lab(run_dir, name, {**lab_status, "stopped": why})
     results.stop_run(run_dir, why, name)
-    raise results.RunFolderError(results.disk_full_message(run_dir.parent))
+    full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    raise results.RunFolderError(results.unusable(run_dir.parent, full))
 
 
 def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> dict:
@@ -127,7 +129,7 @@ def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> dict
         with LabProcess(name, lab_dir, options.device, on_line, kept) as child:
             why = None
             try:
-                child.wait(limit + BACKSTOP_S if limit else None)
+                child.proc.wait(limit + BACKSTOP_S if limit else None)
             except subprocess.TimeoutExpired:  # it could not stop itself (stuck outside Python)
                 child.stop()
                 why = ran_out_of_time(limit)
@@ -146,7 +148,7 @@ def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> dict
         if died_in is None:
             return settle(run_dir, name, options, child, time.monotonic() - start, why)
         attempt = run_dir / f"{name}.attempt-{len(skip) + 1}"
-        note = post_mortem.how_it_died(lab_dir, child.returncode, options.work)
+        note = post_mortem.how_it_died(lab_dir, child.proc.returncode, options.work)
         skip[died_in] = f"{why or note} ({workspace.display(attempt / 'log.txt')})"
         lab_dir.rename(attempt)
 
@@ -158,7 +160,7 @@ def settle(run_dir, name, options, child, duration, why, stopped=False) -> dict:
         passed = results.read_result(lab_dir)["passed"]
     except results.CorruptFile:  # the process died before writing its result, or was killed
         why = why or _("its process exited with code {code} before writing its result").format(
-            code=child.returncode
+            code=child.proc.returncode
         )
         if results.disk_full(run_dir):
             why += _(" (the disk is full)")
@@ -178,13 +180,17 @@ def settle(run_dir, name, options, child, duration, why, stopped=False) -> dict:
                 {
                     "implementation": workspace.implementation(options.work, [name]),
                     "exercises": post_mortem.dead_process_exercises(
-                        name, lab_dir, child.returncode, options.work
+                        name, lab_dir, child.proc.returncode, options.work
                     ),
                 },
             ),
         )
         passed = False
-    status = {"passed": passed, "duration_s": round(duration, 1), "returncode": child.returncode}
+    status = {
+        "passed": passed,
+        "duration_s": round(duration, 1),
+        "returncode": child.proc.returncode,
+    }
     if stopped:
         status["stopped"] = why
     results.record_lab(run_dir, name, status)
@@ -230,13 +236,6 @@ class LabProcess:
                 self.on_line(self.name, line.rstrip("\n"))
         if log:
             log.close()
-
-    def wait(self, timeout: float | None) -> int:
-        return self.proc.wait(timeout)
-
-    @property
-    def returncode(self) -> int | None:
-        return self.proc.returncode
 
     def stop(self, signum: int = signal.SIGTERM) -> None:
         proctree.stop_tree(self.proc.pid, proctree.GRACE_S, root_signal=signum)

@@ -21,7 +21,14 @@ import subprocess
 import uuid
 from pathlib import Path
 
-from workshop.harness.worker_process import DEFAULT_LIMITS, GRACE_S, Launched, Limits, OutputLog
+from workshop.harness.worker_process import (
+    DEFAULT_LIMITS,
+    GRACE_S,
+    Launched,
+    Limits,
+    OutputLog,
+    scratch_environment,
+)
 from workshop.i18n import _
 
 # compose.yaml's learner-edition service builds it (WORKSHOP_LEARNER_IMAGE names another, there and here)
@@ -60,16 +67,7 @@ def owner() -> str:
 
 def container_command(name: str, image: str, device: str, limits: Limits) -> list[str]:
     tmp = "/tmp"
-    env = {
-        "HOME": tmp,
-        "TMPDIR": tmp,
-        "USER": "workshop-worker",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONUNBUFFERED": "1",
-        "MPLBACKEND": "Agg",
-        "TRITON_CACHE_DIR": f"{tmp}/triton",
-        "TORCHINDUCTOR_CACHE_DIR": f"{tmp}/inductor",
-    }
+    env = scratch_environment(tmp)
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"
     cmd = ["docker", "run", "--rm", "-i", "--name", name, "--label", f"{LABEL}={owner()}"]

@@ -76,22 +76,30 @@ def code_root() -> Path:
 WORKER_THREADS = 16
 
 
-def worker_environment(scratch: Path, device: str, root: Path) -> dict[str, str]:
-    """The worker's whole environment: nothing inherited but the device's settings."""
-    env = {
-        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
-        "HOME": str(scratch),
-        "TMPDIR": str(scratch),
-        "LANG": "C.UTF-8",
+def scratch_environment(scratch: str) -> dict[str, str]:
+    """What the worker's environment says natively and in its container alike: its home, its temporary and cache
+    folders all in its scratch folder, no .pyc written, unbuffered output, pictures without a display."""
+    return {
+        "HOME": scratch,
+        "TMPDIR": scratch,
         "USER": "workshop-worker",
-        "PYTHONPATH": str(root),
-        "PYTHONNOUSERSITE": "1",
         # writes no .pyc beside the code (a pycache prefix of its own would recompile torch: 7 s a start)
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONUNBUFFERED": "1",
         "MPLBACKEND": "Agg",
-        "TRITON_CACHE_DIR": str(scratch / "triton"),
-        "TORCHINDUCTOR_CACHE_DIR": str(scratch / "inductor"),
+        "TRITON_CACHE_DIR": f"{scratch}/triton",
+        "TORCHINDUCTOR_CACHE_DIR": f"{scratch}/inductor",
+    }
+
+
+def worker_environment(scratch: Path, device: str, root: Path) -> dict[str, str]:
+    """The worker's whole environment: nothing inherited but the device's settings."""
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "PYTHONPATH": str(root),
+        "PYTHONNOUSERSITE": "1",
+        **scratch_environment(str(scratch)),
     }
     for name in ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"):
         if name in os.environ:
@@ -293,18 +301,13 @@ def scratch_root() -> Path:
     )
 
 
-def uids_in_use() -> set[int]:
-    found = set()
+def free_uid() -> int:
+    """A uid no process has now, near UID_BASE + this process's pid (two labs at once get two)."""
+    taken = set()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             with contextlib.suppress(OSError):
-                found.add(entry.stat().st_uid)
-    return found
-
-
-def free_uid() -> int:
-    """A uid no process has now, near UID_BASE + this process's pid (two labs at once get two)."""
-    taken = uids_in_use()
+                taken.add(entry.stat().st_uid)
     uid = UID_BASE + os.getpid() % UID_SPAN
     while uid in taken:
         uid += 1

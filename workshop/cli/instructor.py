@@ -1,0 +1,183 @@
+"""The instructor's commands: grade PATH... (a table of learners x exercises) and edition learner (the workshop as
+learners get it).
+
+Registered on `python -m workshop` by cli.main.build_parser (add_commands), after the learner's commands
+(learner.py), whose lab names and runs of a workspace they share. The work is done in grading.gradebook,
+grade_table and edition; this module reads the arguments and prints.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from workshop.cli.learner import console, exercise_labs, graded_run
+from workshop.cli.options import add_language_option, add_run_options, fail
+from workshop.grading import grade_table, gradebook
+from workshop.harness import worker_container
+from workshop.harness.device import use_triton_interpreter
+from workshop.i18n import _
+
+BUILD = "docker compose build learner-edition"  # the learner edition's image: grade's sandbox
+
+
+# ---- grade ----
+def cmd_grade(args) -> int:
+    lab_names = exercise_labs(args.labs)
+    root = Path(args.out)
+    out_dir = (
+        Path(args.to) if args.to else root / time.strftime("grades-%Y%m%d-%H%M%S", time.gmtime())
+    )
+    paths = [Path(p) for p in args.paths]
+    try:
+        roster = gradebook.read_roster(Path(args.roster)) if args.roster else None
+    except (OSError, ValueError) as e:
+        raise fail(str(e)) from None
+    image = grade_sandbox(args.sandbox)
+    try:
+        files = grade_table.TableFiles(out_dir, len(paths), isolated=image is not None)
+    except FileExistsError as e:
+        raise fail(str(e)) from None
+    # a .pyc that appears in the code is then a hand-in's doing
+    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+    # grade_integrity makes every lab's stub here (workshop.ops among the references), after torch.load has
+    # imported triton: its interpreter must be chosen first where there is no GPU
+    use_triton_interpreter()
+
+    def check_workspace(work: Path) -> Path:
+        console.print(_("  running the checks of {labs}").format(labs=", ".join(lab_names)))
+        return graded_run(lab_names, args, work, worker_image=image)
+
+    def say(path: Path) -> None:
+        console.print(_("grading {path}").format(path=path))
+
+    try:
+        rows = gradebook.grade_all(paths, check_workspace, files, say, root, roster)
+        csv_path, md_path = files.finish(rows)
+    except OSError as e:
+        raise fail(str(e)) from None
+    except SystemExit:  # stopped (Ctrl-C): what was graded is in the partial table
+        if files.partial[0].exists():
+            console.print(
+                _("partial table: {csv} and {md}").format(csv=files.partial[0], md=files.partial[1])
+            )
+        raise
+    console.print(md_path.read_text(encoding="utf-8"))
+    console.print(_("wrote {csv} and {md}").format(csv=csv_path, md=md_path))
+    return 0
+
+
+def grade_sandbox(choice: str) -> str | None:
+    """The image each hand-in's code runs in (one container per hand-in's lab), or None for a worker process
+    of this machine, said plainly."""
+    problem = worker_container.docker_problem()
+    if choice == "docker" and problem:
+        raise fail(
+            _("--sandbox docker: {problem}; build it with `{command}`").format(
+                problem=problem, command=BUILD
+            )
+        )
+    if choice == "native" or problem:
+        if problem:
+            console.print(
+                _("no Docker sandbox here ({problem}; `{command}` builds it)").format(
+                    problem=problem, command=BUILD
+                )
+            )
+        console.print(
+            _(
+                "hand-ins run UNISOLATED: each hand-in's code runs as a process of this machine, with process "
+                "limits only; it can read and change other hand-ins, the results and your files. The table is "
+                "titled not isolated: a rehearsal, not a grade. Grade with Docker."
+            )
+        )
+        return None
+    worker_container.sweep_stale()
+    console.print(
+        _(
+            "sandbox: each hand-in's code runs in a container of its own ({image}: no network, read-only, "
+            "no capabilities, memory, process and CPU limits), which sees no other hand-in"
+        ).format(image=worker_container.LEARNER_IMAGE)
+    )
+    return worker_container.LEARNER_IMAGE
+
+
+# ---- edition ----
+def cmd_edition(args) -> int:
+    from workshop.grading import edition  # reads every lab's references: only for this command
+
+    try:
+        report = edition.build_learner(Path(args.out))
+    except FileExistsError as e:
+        raise fail(str(e)) from None
+    console.print(
+        _(
+            "the learner edition in {out}: {stubbed} references replaced by their stubs, {deleted} files of "
+            "model answers deleted, {helpers} helpers only a reference used removed (its EDITION.json lists them)"
+        ).format(
+            out=args.out,
+            stubbed=len(report.stubbed),
+            deleted=len(report.deleted),
+            helpers=len(report.helpers_removed),
+        )
+    )
+    # Said, not refused: the edition is written (an image build must not stop for it); its owner removes it.
+    for reference in report.left_bodies:
+        console.print(
+            _("a reference's code is still in the edition: {reference}").format(reference=reference)
+        )
+    for quoted in report.quoted_in:
+        console.print(_("a handout quotes a reference's lines: {where}").format(where=quoted))
+    return 0
+
+
+# ---- the parsers ----
+def add_commands(sub) -> None:
+    """Add grade and edition to `python -m workshop`'s subcommands."""
+    grade = sub.add_parser(
+        "grade", help=_("instructors: a table of learners x exercises (CSV, Markdown)")
+    )
+    grade.add_argument(
+        "paths", nargs="+", metavar=_("PATH"), help=_("run folders, folders of runs, workspaces")
+    )
+    grade.add_argument(
+        "--lab", action="append", dest="labs", metavar="LAB", help=_("labs to check")
+    )
+    grade.add_argument(
+        "--to",
+        metavar=_("FOLDER"),
+        help=_("folder for grades.csv and grades.md (default results/grades-<time>)"),
+    )
+    grade.add_argument(
+        "--sandbox",
+        choices=("auto", "docker", "native"),
+        default="auto",
+        help=_(
+            "where each hand-in's code runs: a container of its own (docker; auto: where Docker and the "
+            "learner edition's image are there) or, unisolated, a process of this machine (native)"
+        ),
+    )
+    grade.add_argument(
+        "--roster",
+        metavar=_("FILE"),
+        help=_(
+            "a CSV of `folder,name` lines: each hand-in's learner by its folder's name (default: the "
+            "folder's name is the learner's)"
+        ),
+    )
+    add_run_options(grade)
+    grade.set_defaults(fn=cmd_grade)
+
+    edition = sub.add_parser(
+        "edition",
+        help=_(
+            "instructors: the workshop as learners get it, without the answers, in a new folder"
+        ),
+    )
+    edition.add_argument(
+        "kind", choices=("learner",), help=_("learner: every exercised reference a stub")
+    )
+    edition.add_argument("--out", required=True, help=_("a new (or empty) folder"))
+    add_language_option(edition)
+    edition.set_defaults(fn=cmd_edition)
