@@ -406,7 +406,9 @@ def test_a_secret_value_shows_nowhere_until_asked_for(toy):
     out = workshop("check", "toy", "answers", "--device", "cpu")
     assert out.returncode == 1 and "about 2x too low" in out.text
     lab_dir = Path("results/latest-check/toy").resolve()
-    main(["grade", "results", "--to", "grades"])
+    main(
+        ["grade", "results", "--to", "grades", "--sandbox", "native"]
+    )  # the toy lab: no learner edition
     seen = [
         out.text,
         *((lab_dir / f).read_text() for f in ("summary.md", "result.json", "log.txt")),
@@ -518,7 +520,7 @@ def test_grade_tables_complete_partial_and_broken_workspaces_and_reports_what_it
     markdown = Path("grades/grades.md").read_text()
     assert "| ada | 3/3 | passing | passing | passing |" in markdown
     with pytest.raises(SystemExit, match="grades/grades.csv.*already exist"):
-        main(["grade", str(class_dir / "ada"), "--to", "grades"])
+        main(["grade", str(class_dir / "ada"), "--to", "grades", "--sandbox", "native"])
 
 
 def test_grade_shows_handed_in_runs_as_self_reported_and_counts_none(toy):

@@ -8,14 +8,17 @@ grade_table and edition; this module reads the arguments and prints.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
+import tempfile
 import time
 from pathlib import Path
 
 from workshop.cli.learner import console, exercise_labs, graded_run
 from workshop.cli.options import add_language_option, add_run_options, fail
 from workshop.grading import grade_table, gradebook
-from workshop.harness import worker_container
+from workshop.harness import worker_container, worker_process
 from workshop.harness.device import use_triton_interpreter
 from workshop.i18n import _
 
@@ -34,9 +37,16 @@ def cmd_grade(args) -> int:
         roster = gradebook.read_roster(Path(args.roster)) if args.roster else None
     except (OSError, ValueError) as e:
         raise fail(str(e)) from None
-    image = grade_sandbox(args.sandbox)
+    # the learner edition built for the namespace sandbox is removed when the stack closes
+    with contextlib.ExitStack() as stack:
+        sandbox = grade_sandbox(args.sandbox, [*paths, root], stack)
+        return grade_in(args, lab_names, paths, out_dir, roster, root, sandbox)
+
+
+def grade_in(args, lab_names, paths, out_dir, roster, root, sandbox: dict) -> int:
+    """grade's table, each hand-in's code run where `sandbox` (RunOptions fields: grade_sandbox) says."""
     try:
-        files = grade_table.TableFiles(out_dir, len(paths), isolated=image is not None)
+        files = grade_table.TableFiles(out_dir, len(paths), isolated=bool(sandbox))
     except FileExistsError as e:
         raise fail(str(e)) from None
     # a .pyc that appears in the code is then a hand-in's doing
@@ -47,7 +57,7 @@ def cmd_grade(args) -> int:
 
     def check_workspace(work: Path) -> Path:
         console.print(_("  running the checks of {labs}").format(labs=", ".join(lab_names)))
-        return graded_run(lab_names, args, work, worker_image=image)
+        return graded_run(lab_names, args, work, **sandbox)
 
     def say(path: Path) -> None:
         console.print(_("grading {path}").format(path=path))
@@ -68,9 +78,10 @@ def cmd_grade(args) -> int:
     return 0
 
 
-def grade_sandbox(choice: str) -> str | None:
-    """The image each hand-in's code runs in (one container per hand-in's lab), or None for a worker process
-    of this machine, said plainly."""
+def grade_sandbox(choice: str, hidden: list[Path], stack: contextlib.ExitStack) -> dict:
+    """Where each hand-in's code runs, said plainly, as RunOptions fields: {"worker_image": ...} (a container of
+    its own), {"namespace_sandbox": ...} (bubblewrap, the learner edition built here for it, `hidden` and the
+    instructor's package out of its sight), or {} (a worker process of this machine, unisolated)."""
     problem = worker_container.docker_problem()
     if choice == "docker" and problem:
         raise fail(
@@ -78,32 +89,67 @@ def grade_sandbox(choice: str) -> str | None:
                 problem=problem, command=BUILD
             )
         )
-    if choice == "native" or problem:
-        if problem:
-            console.print(
-                _("no Docker sandbox here ({problem}; `{command}` builds it)").format(
-                    problem=problem, command=BUILD
-                )
-            )
+    if choice in ("auto", "docker") and not problem:
+        worker_container.sweep_stale()
         console.print(
             _(
-                "hand-ins run UNISOLATED: each hand-in's code runs as a process of this machine, with process "
-                "limits only; it can read and change other hand-ins, the results and your files. The table is "
-                "titled not isolated: a rehearsal, not a grade. Grade with Docker."
+                "sandbox: each hand-in's code runs in a container of its own ({image}: no network, read-only, "
+                "no capabilities, memory, process and CPU limits), which sees no other hand-in"
+            ).format(image=worker_container.LEARNER_IMAGE)
+        )
+        return {"worker_image": worker_container.LEARNER_IMAGE}
+    if problem and choice == "auto":
+        console.print(
+            _("no Docker sandbox here ({problem}; `{command}` builds it)").format(
+                problem=problem, command=BUILD
             )
         )
-        return None
-    worker_container.sweep_stale()
+    if choice in ("auto", "bwrap"):
+        why = worker_process.namespace_problem()
+        if why is None:
+            return {"namespace_sandbox": namespace_sandbox(hidden, stack)}
+        if choice == "bwrap":
+            raise fail(_("--sandbox bwrap: {problem}").format(problem=why))
+        console.print(_("no namespace sandbox here ({problem})").format(problem=why))
     console.print(
         _(
-            "sandbox: each hand-in's code runs in a container of its own ({image}: no network, read-only, "
-            "no capabilities, memory, process and CPU limits), which sees no other hand-in"
-        ).format(image=worker_container.LEARNER_IMAGE)
+            "hand-ins run UNISOLATED: each hand-in's code runs as a process of this machine, with process "
+            "limits only; it can read and change other hand-ins, the results and your files. The table is "
+            "titled not isolated: a rehearsal, not a grade. Grade with Docker."
+        )
     )
-    return worker_container.LEARNER_IMAGE
+    return {}
 
 
-# ---- edition ----
+def namespace_sandbox(hidden: list[Path], stack: contextlib.ExitStack) -> dict:
+    """The learner edition, built in a folder every uid can read (removed when `stack` closes), and what the
+    sandbox hides: `hidden` (the hand-ins, the results), the instructor's package and, where Python does not live
+    in it, the home folder."""
+    from workshop.grading import edition  # reads every lab's references: only for this command
+
+    folder = Path(
+        stack.enter_context(tempfile.TemporaryDirectory(dir=worker_process.scratch_root()))
+    )
+    folder.chmod(0o755)  # a worker of its own uid reads the edition's code
+    console.print(_("building the learner edition the sandbox runs (its references are stubs)"))
+    edition.build_learner(folder / "edition")
+    home = Path.home().resolve()
+    python = [Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.executable)]
+    keep_home = any(p.is_relative_to(home) for p in [*python, folder])
+    folders = [*hidden, worker_process.code_root() / "workshop", *([] if keep_home else [home])]
+    console.print(
+        _(
+            "sandbox: each hand-in's code runs in a namespace sandbox of its own (bubblewrap: the learner "
+            "edition's code, no network, its own processes and /tmp, the rest of the machine read-only, the "
+            "other hand-ins and the results out of its sight)"
+        )
+    )
+    return {
+        "code": str(folder / "edition"),
+        "hidden": sorted({str(f.resolve()) for f in folders if f.is_dir()}),
+    }
+
+
 def cmd_edition(args) -> int:
     from workshop.grading import edition  # reads every lab's references: only for this command
 
@@ -151,11 +197,12 @@ def add_commands(sub) -> None:
     )
     grade.add_argument(
         "--sandbox",
-        choices=("auto", "docker", "native"),
+        choices=("auto", "docker", "bwrap", "native"),
         default="auto",
         help=_(
-            "where each hand-in's code runs: a container of its own (docker; auto: where Docker and the "
-            "learner edition's image are there) or, unisolated, a process of this machine (native)"
+            "where each hand-in's code runs: a container of its own (docker), a namespace sandbox of its own "
+            "(bwrap: bubblewrap, the learner edition's code), or, unisolated, a process of this machine "
+            "(native); auto: the first of docker and bwrap that works here"
         ),
     )
     grade.add_argument(

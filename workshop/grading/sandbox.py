@@ -2,13 +2,15 @@
 yields (grading/failures.py says how the learner's code failed there).
 
 Which worker: for the learner's code, a container of the run's worker_image (`grade` asks for the learner
-edition's image where Docker works), else a worker process of this machine; for the reference, the lab's own
+edition's image where Docker works), else a worker process of this machine, in the namespace sandbox where `grade`
+asks for it (the learner edition's code, the hand-ins and results hidden); for the reference, the lab's own
 process (learner_code.LocalWorker). One per lab process, stopped when the lab ends.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from workshop import labs
 from workshop.grading import learner_code, workspace
@@ -24,6 +26,9 @@ def launcher(ctx) -> ContainerWorker | NativeWorker:
     log = ctx.path(WORKER_LOG)
     if ctx.options.worker_image:
         return ContainerWorker(ctx.device, log, image=ctx.options.worker_image)
+    box = ctx.options.namespace_sandbox
+    if box:
+        return NativeWorker(ctx.device, log, root=Path(box["code"]), hidden=tuple(box["hidden"]))
     return NativeWorker(ctx.device, log)
 
 

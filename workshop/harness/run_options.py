@@ -69,6 +69,9 @@ class RunOptions:
     # the image of the container the learner's code runs in (grade's sandbox: harness/worker_container.py);
     # None: a worker process of this machine (harness/worker_process.py)
     worker_image: str | None = None
+    # grade's namespace sandbox (harness/worker_process.py: bubblewrap): {"code": the learner edition's folder,
+    # which the worker imports instead of this code, "hidden": [the folders it must not see]}; None: none
+    namespace_sandbox: dict | None = None
     # the language of the labs' summaries and messages (--lang, every command's option: cli.options)
     lang: str = field(default_factory=i18n.language)
     # the exercises to grade ("lab.name": check LAB EXERCISE, --only); empty: all (LabContext.wants)
@@ -78,6 +81,12 @@ class RunOptions:
     # lab -> the lab folder of an earlier run to re-grade its from_run exercises against, without running the
     # lab (check LAB EXERCISE: harness.child.regrade)
     against: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def isolated(self) -> bool:
+        """Whether the learner's code runs in a sandbox (a container, or the namespace sandbox): then a lab runs
+        none of it in its own process (lab_api.LabContext.solution)."""
+        return bool(self.worker_image or self.namespace_sandbox)
 
     def to_json(self) -> dict:
         return {

@@ -16,6 +16,12 @@ Natively (NativeWorker), the lab's process starts it:
 - with its stdout and stderr in a log capped at LOG_CAP bytes, which nothing parses.
 Stopping it stops its whole process tree (proctree), and with a uid of its own every process of that uid.
 With Docker, ContainerWorker (worker_container.py) runs the same worker in a container of its own instead.
+
+`grade` without Docker runs it in a namespace sandbox where bubblewrap works (`hidden` given: namespace_argv): no
+network, a pid namespace of its own (when the worker ends, every process it started ends with it), a private /tmp
+holding only its scratch folder, the whole filesystem read-only (the venv too: no .pth planted for later labs),
+the paths `grade` names hidden behind empty folders (the other hand-ins, the results, the instructor's package),
+and the learner edition's code as its `root` (the references are stubs there).
 """
 
 from __future__ import annotations
@@ -179,15 +185,20 @@ class Launched:
 
 
 class NativeWorker(Launched):
-    """The worker as a process of this machine (see the module's docstring)."""
-
-    isolated = False
+    """The worker as a process of this machine, or in a namespace sandbox (see the module's docstring)."""
 
     def __init__(
-        self, device: str, log_path: Path | None, limits: Limits = DEFAULT_LIMITS, root=None
+        self,
+        device: str,
+        log_path: Path | None,
+        limits: Limits = DEFAULT_LIMITS,
+        root=None,
+        hidden: tuple[str, ...] | None = None,
     ):
         self.device, self.log_path, self.limits = device, log_path, limits
         self.root = root or code_root()
+        # None: a plain process; else the namespace sandbox, with these paths hidden (namespace_argv)
+        self.hidden = hidden
         self.proc: subprocess.Popen | None = None
         self.uid = free_uid() if os.geteuid() == 0 and others_can_run(self.root) else None
 
@@ -203,17 +214,20 @@ class NativeWorker(Launched):
             raise WorkerFault(f"its scratch folder: {e}") from None
         mine, theirs = socket.socketpair()
         limits = json.dumps(rlimits(self.limits))
+        argv = [
+            sys.executable,
+            "-m",
+            "workshop.grading.worker",
+            "--fd",
+            str(theirs.fileno()),
+            "--rlimits",
+            limits,
+        ]
+        if self.hidden is not None:
+            argv = namespace_argv(self.scratch, self.root, self.device, self.hidden) + argv
         try:
             self.proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "workshop.grading.worker",
-                    "--fd",
-                    str(theirs.fileno()),
-                    "--rlimits",
-                    limits,
-                ],
+                argv,
                 cwd=self.scratch,
                 env=worker_environment(self.scratch, self.device, self.root),
                 stdin=subprocess.DEVNULL,
@@ -248,6 +262,51 @@ class NativeWorker(Launched):
         self.log.join()
         shutil.rmtree(self.scratch, ignore_errors=True)
         self.proc = None
+
+
+def namespace_argv(scratch: Path, root: Path, device: str, hidden: tuple[str, ...]) -> list[str]:
+    """bubblewrap's command line around the worker: every namespace unshared (network, pids, IPC, users), the
+    worker's end when its parent (the lab's process) ends, the filesystem read-only, a /proc of its own pid
+    namespace, /dev (the GPU's device files too on CUDA), a private /tmp, each `hidden` folder an empty tmpfs, the
+    code it imports (`root`, which may lie under /tmp) read-only, and the scratch folder the one place it writes."""
+    devices = ["--dev-bind", "/dev", "/dev"] if device == "cuda" else ["--dev", "/dev"]
+    argv = ["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/"]
+    argv += ["--proc", "/proc", *devices, "--tmpfs", "/tmp"]
+    for folder in hidden:
+        argv += ["--tmpfs", folder]
+    argv += ["--ro-bind", str(root), str(root)]
+    return argv + ["--bind", str(scratch), str(scratch), "--chdir", str(scratch), "--"]
+
+
+def namespace_problem() -> str | None:
+    """Why the namespace sandbox cannot run here (bubblewrap missing, or namespaces refused to the user the worker
+    runs as), or None: a trial run of it, as the worker would be started."""
+    if shutil.which("bwrap") is None:
+        return "bubblewrap (bwrap) is not installed"
+    uid = free_uid() if os.geteuid() == 0 and others_can_run(code_root()) else None
+    scratch = Path(tempfile.mkdtemp(prefix="workshop-trial-", dir=scratch_root()))
+    try:
+        if uid is not None:
+            os.chown(scratch, uid, uid)
+        trial = subprocess.run(
+            [*namespace_argv(scratch, code_root(), "cpu", ()), sys.executable, "-c", "pass"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            user=uid,
+            group=uid,
+            extra_groups=[] if uid is not None else None,
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"bwrap could not run: {e}"
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if trial.returncode != 0:
+        return (
+            "bwrap could not make its namespaces: "
+            + (trial.stderr.strip().splitlines() or ["?"])[-1]
+        )
+    return None
 
 
 def rlimits(limits: Limits) -> dict[str, tuple[int, int]]:
