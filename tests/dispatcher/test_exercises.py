@@ -11,9 +11,9 @@ import pytest
 
 from tests.support import lab_process
 from workshop import labs
-from workshop.grading import checks, sandbox
-from workshop.grading.questions import grade_answers
-from workshop.harness.run_options import RunOptions
+from workshop.declarations import checks
+from workshop.declarations.questions import grade_answers
+from workshop.foundations.run_options import RunOptions
 from workshop.lab_api import LabContext
 from workshop.labs.dispatcher import lab, reimpl
 from workshop.labs.dispatcher.grading import decisions, reference_answers, trace_facts
@@ -22,6 +22,7 @@ from workshop.labs.dispatcher.keys import TableEntry, split_runtime_key
 from workshop.labs.dispatcher.reimpl import functionality, rank
 from workshop.labs.dispatcher.scenario_list import all_scenarios
 from workshop.labs.dispatcher.tracing import lm_head_input, run_scenario
+from workshop.learner import sandbox
 from workshop.minigpt import checkpoint
 
 

@@ -9,8 +9,9 @@ import re
 
 import pytest
 
-from workshop.grading import checks, questions, workspace_init
-from workshop.harness.run_options import RunOptions
+from workshop.declarations import checks, questions
+from workshop.foundations.run_options import RunOptions
+from workshop.grading import workspace_init
 from workshop.lab_api import Check, LabContext
 from workshop.labs.distributed import figure_rows, lab
 from workshop.labs.distributed.grading import (

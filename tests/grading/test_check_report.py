@@ -14,10 +14,11 @@ import pytest
 from rich.console import Console
 
 from workshop import i18n, labs
-from workshop.grading import check_report, checks
+from workshop.declarations import checks
+from workshop.foundations.run_options import LabOrder, RunOptions
+from workshop.grading import check_report
 from workshop.grading.check_report import CheckRefused
 from workshop.harness import lab_result
-from workshop.harness.run_options import LabOrder, RunOptions
 
 
 @pytest.fixture

@@ -24,11 +24,13 @@ from workshop.cli.options import (
     fail,
     run_options,
 )
-from workshop.grading import check_report, checks, gradebook, progress, workspace, workspace_init
-from workshop.harness import interrupt, results, worker_container
-from workshop.harness.device import use_triton_interpreter
+from workshop.declarations import checks
+from workshop.foundations import interrupt, results, worker_container
+from workshop.foundations.device import use_triton_interpreter
+from workshop.grading import check_report, gradebook, progress, workspace_init
 from workshop.harness.runner import run_labs
 from workshop.i18n import _, ngettext
+from workshop.learner import workspace
 
 # soft_wrap: paths stay copyable. markup off: what the learner wrote or reads (a path, a hint's [k = t_i]) is
 # text; the check report's lines, whose markup escapes every text in them, are printed with markup on.

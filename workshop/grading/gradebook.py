@@ -28,9 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workshop import labs
-from workshop.grading import checks, grade_integrity, workspace
-from workshop.harness import atomic, results
+from workshop.declarations import checks
+from workshop.foundations import atomic, results
+from workshop.grading import grade_integrity
 from workshop.i18n import N_, _, ngettext
+from workshop.learner import workspace
 
 FACTS = ("git_revision", "tree_modified", "torch", "triton", "python", "device", "device_name")
 # The facts' column headings (torch, triton, python are names, the same in every language)

@@ -14,7 +14,7 @@ from dataclasses import fields as fields_of
 import torch
 import torch.nn.functional as F
 
-from workshop.grading.questions import grade_answers
+from workshop.declarations.questions import grade_answers
 from workshop.i18n import _, grouped
 from workshop.lab_api import LabContext
 from workshop.labs.autograd.batch import HeadBatch, leaves, load_batch

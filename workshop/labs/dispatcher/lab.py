@@ -14,8 +14,8 @@ from dataclasses import asdict
 
 import torch
 
-from workshop.grading.questions import grade_answers
-from workshop.harness import atomic
+from workshop.declarations.questions import grade_answers
+from workshop.foundations import atomic
 from workshop.i18n import _, templates
 from workshop.lab_api import LabContext
 from workshop.labs.dispatcher import keys, trace_text

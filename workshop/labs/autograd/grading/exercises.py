@@ -4,8 +4,8 @@ the two halves of a backward engine (its order, and the sums at fan-in), and the
 Each is graded by the lab's own checks (lab.py): `python -m workshop check autograd`.
 """
 
-from workshop.grading.exercise import Exercise
-from workshop.grading.questions import Question
+from workshop.declarations.exercise import Exercise
+from workshop.declarations.questions import Question
 from workshop.i18n import N_
 
 LAB = "autograd"

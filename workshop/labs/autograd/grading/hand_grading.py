@@ -118,7 +118,7 @@ class Graded:
 
 
 def grade(ctx: LabContext, function: str, impl, cases: list[Case]) -> Graded:
-    """Run impl (a grading.learner_code.Solution) on every case, watched for autograd where it runs (the watch is a
+    """Run impl (a learner.learner_code.Solution) on every case, watched for autograd where it runs (the watch is a
     probe: no_autograd.watched_call); record the checks in the module docstring's order."""
     measured, seen, returned = [], {}, {}
     for case in cases:  # the worker gets copies: the learner's in-place edits stay there
@@ -181,7 +181,7 @@ def check_no_autograd(ctx: LabContext, function: str, seen: dict, rules: tuple[s
 def check_autograd_not_named(ctx: LabContext, function: str, impl) -> None:
     """What the watch saw was seen where the learner's code runs, and a hostile learner can hide from it there:
     this check is made here, from the learner's source as the lab's process reads it (a name built at run
-    time escapes it; grading/source_check.py)."""
+    time escapes it; learner/source_check.py)."""
     named = [f"{found.what} (line {found.line})" for found in impl.autograd_named()]
     ctx.check_max(
         _("{function}, no autograd: named in its code (the grader's reading of your file)").format(

@@ -1,5 +1,5 @@
 """A probe of the autograd lab: trusted code that runs in the worker, beside the learner's function (the worker
-protocol; workshop/grading/worker.py), for what only that process can do; it returns wire values only.
+protocol; workshop/learner/worker.py), for what only that process can do; it returns wire values only.
 
 The lab's other probes sit beside the grading that asks for them: no_autograd.watched_call (the lab's one
 watcher, the hand exercises' probe as it stands) and replay_grading's engine_order_indices and

@@ -8,8 +8,8 @@ Each piece is graded in an operator of its own, made of the learner's piece and 
 then the lab's checks run on the op made of all the learner's pieces (own_op.py).
 """
 
-from workshop.grading.exercise import Exercise
-from workshop.grading.questions import Question
+from workshop.declarations.exercise import Exercise
+from workshop.declarations.questions import Question
 from workshop.i18n import N_
 
 LAB = "custom_op"

@@ -4,8 +4,8 @@ decisions the run records (decisions.py, trace_facts.py). No torch import here: 
 
 from __future__ import annotations
 
-from workshop.grading.exercise import Exercise
-from workshop.grading.questions import Question
+from workshop.declarations.exercise import Exercise
+from workshop.declarations.questions import Question
 from workshop.i18n import N_
 from workshop.labs.dispatcher.scenario_list import all_scenarios
 

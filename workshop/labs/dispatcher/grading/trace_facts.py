@@ -1,5 +1,5 @@
 """The facts of this run that the learner's predictions and handout answers are graded against (the one grader,
-grading.questions.grade_answers; the questions are declared in exercises.py), and why a prediction is off.
+declarations.questions.grade_answers; the questions are declared in exercises.py), and why a prediction is off.
 
 Predictions, one per CPU scenario (every run traces those; a CUDA run adds cuda/* ones that differ only in the
 backend's name): the key whose kernel first does real work on the traced call's root op (the end of its real
@@ -9,7 +9,7 @@ Answers: the handout's questions whose answer is a fact of the run.
 
 from __future__ import annotations
 
-from workshop.grading.questions import Question
+from workshop.declarations.questions import Question
 from workshop.i18n import _
 from workshop.labs.dispatcher import keys
 from workshop.labs.dispatcher.crosscheck import CallNode

@@ -1,5 +1,5 @@
 """The answers exercise: the handout's questions whose answer is a fact of the run, answered in the learner's
-ANSWERS dict and graded by the one grader (grading.questions.grade_answers; the questions are declared in
+ANSWERS dict and graded by the one grader (declarations.questions.grade_answers; the questions are declared in
 exercises.py) against this run. (The open questions have model answers for instructors in grading/model_answers.md.)
 The reference derives each answer from the model's shapes and the demos' settings.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from workshop.grading.questions import Question, grade_answers
+from workshop.declarations.questions import Question, grade_answers
 from workshop.i18n import _
 from workshop.lab_api import LabContext
 from workshop.labs.distributed import collectives, pipeline_idle, plans

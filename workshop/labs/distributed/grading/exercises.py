@@ -6,8 +6,8 @@ Graded inside the lab (lab.grade_exercises) by predictions.grade, answers.grade 
 
 from pathlib import Path
 
-from workshop.grading.exercise import Exercise
-from workshop.grading.questions import Question
+from workshop.declarations.exercise import Exercise
+from workshop.declarations.questions import Question
 from workshop.i18n import N_
 
 LAB = "distributed"

@@ -1,6 +1,6 @@
 """The predictions exercise: before running, the learner predicts, for each strategy at their N, the bytes a
 rank holds, the collectives rank 0 issues in one training step, and those collectives' buffer bytes. The one
-grader (grading.questions.grade_answers; the questions are declared in exercises.py) grades each number within
+grader (declarations.questions.grade_answers; the questions are declared in exercises.py) grades each number within
 10% of what the run measured, says what a wrong one most likely left out (`explain`), and never the measured
 figure itself: a prediction stays a prediction.
 
@@ -14,7 +14,7 @@ import functools
 import itertools
 import math
 
-from workshop.grading.questions import Question, grade_answers
+from workshop.declarations.questions import Question, grade_answers
 from workshop.i18n import N_, _
 from workshop.lab_api import LabContext
 from workshop.labs.distributed import plans
