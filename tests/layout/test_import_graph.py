@@ -10,13 +10,14 @@ The layers, lowest first; a module may import modules of its own layer and of th
                  bytes a tensor holds
  3. minigpt      workshop/minigpt/: the MiniGPT
  4. ops          workshop/ops/: the custom op (the Triton softmax)
- 5. declarations workshop/declarations/: what a check, an exercise, a question is (and the one grader of
-                 answers), what stands for a missing implementation
+ 5. declarations workshop/declarations/: what a check, a mistake's diagnosis, an exercise, a question is (and
+                 the one grader of answers), what stands for a missing implementation
  6. registry     workshop/labs/__init__.py: labs found by name, none imported by it
  7. learner      workshop/learner/: the learner's files, where an exercise's implementation comes from, the
                  worker that runs their code (the worker protocol), and what went wrong in them
- 8. lab          workshop/lab_api.py: LabSpec, LabContext (what a lab imports to be one); the exercise engine
-                 (workshop/engine.py) beside it
+ 8. lab          workshop/lab_api.py: LabSpec, LabContext (what a lab imports to be one); workshop/engine.py: the
+                 one engine that grades any exercise's declaration (it reaches the lab's context only through
+                 the ctx it is given)
  9. labs         workshop/labs/<lab>/: the labs themselves, a folder each
 10. harness      workshop/harness/: a run: the runner, the lab's process, a dead lab's post-mortem, a lab's
                  result, REPORT.md, the run folders `clean` removes

@@ -39,8 +39,9 @@ from pathlib import Path
 
 from workshop.declarations import questions as questions_module
 from workshop.declarations.checks import PASSING, Check
+from workshop.declarations.diagnosis import Diagnosis
 from workshop.declarations.questions import WIDTH, Question
-from workshop.i18n import _
+from workshop.i18n import N_, _
 
 LABS = Path(__file__).resolve().parents[1] / "labs"  # each lab's folder: its handouts
 
@@ -71,6 +72,18 @@ class Exercise:
     from_run: bool = False
     # CPU seconds the learner's code may take here (an endless loop ends)
     time_limit_s: float = 120.0
+
+    # ---- how the engine grades it (workshop/engine.py) ----
+    # the mistakes learners make, as data: read in order when an output (or an answer) is wrong; the first the
+    # learner's output shows names the mistake
+    diagnoses: tuple[Diagnosis, ...] = ()
+    # what the function returns, in order, and how a check names each ({"dW": "dL/dW"}: the handout's symbols)
+    outputs: tuple[str, ...] = ()
+    shown: dict[str, str] = dataclasses.field(default_factory=dict)
+    # one output against the reference's: compare(evidence) -> (error, bound[, scale]); passes when error <= bound
+    compare: Callable | None = None
+    # the name of an output's check, formatted with {function}, {output} (as shown) and {label} (the case's)
+    check: str = N_("{function}: {output} = the reference's ({label})")
 
     @property
     def id(self) -> str:

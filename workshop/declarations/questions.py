@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from workshop.declarations.checks import Check
+from workshop.declarations.diagnosis import Diagnosis, Evidence, diagnose
 from workshop.declarations.stand_ins import real
 from workshop.foundations.run_options import RunOptions
 from workshop.i18n import N_, _
@@ -203,7 +204,9 @@ def right(question: Question, given, truth) -> bool:
     return abs(given - truth) <= question.tolerance
 
 
-def judge(ex: Asking, question: Question, answers: dict, truth, explain, facts) -> Check:
+def judge(
+    ex: Asking, question: Question, answers: dict, truth, explain, facts, diagnoses=()
+) -> Check:
     """The check of one question: the learner's answer against this run's truth (a secret check)."""
     name = _("{answer} matches this run").format(answer=question.label(ex.attribute))
     hidden = _("this run's answer")
@@ -227,7 +230,8 @@ def judge(ex: Asking, question: Question, answers: dict, truth, explain, facts) 
         return Check(name, False, repr(given), hidden, message=why)
     if right(question, given, truth):
         return Check(name, True, given, truth, secret=True)
-    diagnosis = explain(question, given, truth, facts) if explain else None
+    found = diagnose(diagnoses, Evidence(question.key, given, truth, facts=facts or {}))
+    diagnosis = found[1] if found else explain(question, given, truth, facts) if explain else None
     where = _("your answer {given!r} is not what this run shows: {look}").format(
         given=given, look=_(question.look)
     )
@@ -248,6 +252,7 @@ def grade_answers(
     truths: dict,
     explain: Callable | None = None,
     facts: dict | None = None,
+    diagnoses: tuple[Diagnosis, ...] = (),
 ) -> None:
     """Grade the learner's dict for the exercise being graded (ctx.grading's), one check per question whose
     truth this run measured (None: not measured here, not graded), and one for keys no question asks for.
@@ -271,7 +276,7 @@ def grade_answers(
     )
     for q in questions:
         if truths[q.key] is not None:
-            check = judge(ex, q, answers, truths[q.key], explain, facts)
+            check = judge(ex, q, answers, truths[q.key], explain, facts, diagnoses)
             hide = check.passed and not (ctx.graded or ctx.options.show)
             ctx.record(unrevealed(check) if hide else check)
 
