@@ -45,7 +45,12 @@ class Diagnosis:
         """The message, when this diagnosis applies to the evidence and the evidence shows it; else None."""
         if self.output not in (None, evidence.output):
             return None
-        values = self.shows(evidence)
+        try:
+            values = self.shows(evidence)
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError, RuntimeError):
+            # the learner's output is anything a function may return (None, a list of strangers): a condition
+            # that cannot read it does not show its mistake, and the next diagnosis is asked
+            return None
         return None if values is None else _(self.message).format(**evidence.values(), **values)
 
 

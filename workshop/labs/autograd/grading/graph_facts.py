@@ -26,7 +26,7 @@ class GraphFacts:
     db_sum: float  # sum over the 600 classes of dL/db (float64)
 
 
-# The instructor's answers for the standard batch: the reference of the `answers` exercise.
+# The instructor's ANSWERS for the standard batch: the reference of the checked questions' exercise.
 ANSWERS = {
     "graph_nodes": 10,
     "saves_result": "LogSoftmaxBackward0",
