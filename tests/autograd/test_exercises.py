@@ -13,19 +13,11 @@ import pytest
 from tests.autograd import wrong_solutions as w
 from tests.support.autograd_hand_solutions import LEARNER_ENGINE_ORDER, LEARNER_HAND
 from workshop import labs
-from workshop.grading import checks, sandbox
-from workshop.grading.learner_code import (
-    LearnerCodeFailed,
-    LearnerFile,
-    LocalWorker,
-    Solution,
-    Worker,
-    solution_for,
-)
-from workshop.grading.questions import grade_answers
-from workshop.harness import worker_process
-from workshop.harness.run_options import RunOptions
-from workshop.harness.worker_process import NativeWorker
+from workshop.declarations import checks
+from workshop.declarations.questions import grade_answers
+from workshop.foundations import worker_process
+from workshop.foundations.run_options import RunOptions
+from workshop.foundations.worker_process import NativeWorker
 from workshop.i18n import using
 from workshop.lab_api import LabContext
 from workshop.labs.autograd import lab
@@ -40,6 +32,15 @@ from workshop.labs.autograd.grading.replay_grading import (
     graph_cases,
 )
 from workshop.labs.autograd.lab import grade_by_hand, grade_hand
+from workshop.learner import sandbox
+from workshop.learner.learner_code import (
+    LearnerCodeFailed,
+    LearnerFile,
+    LocalWorker,
+    Solution,
+    Worker,
+    solution_for,
+)
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from workshop.cli.main import main
-from workshop.harness import worker_container
+from workshop.foundations import worker_container
 
 
 def test_grade_in_docker_where_there_is_none_stops_with_how_to_build_it(monkeypatch, tmp_path):

@@ -12,8 +12,8 @@ import pytest
 
 from tests.support import lab_process
 from workshop import labs
-from workshop.grading import checks, sandbox
-from workshop.harness.run_options import RunOptions
+from workshop.declarations import checks
+from workshop.foundations.run_options import RunOptions
 from workshop.lab_api import LabContext
 from workshop.labs.dispatcher import lab, reimpl
 from workshop.labs.dispatcher.grading import reference_answers
@@ -22,6 +22,7 @@ from workshop.labs.dispatcher.keys import TableEntry, split_runtime_key
 from workshop.labs.dispatcher.reimpl import functionality, rank
 from workshop.labs.dispatcher.scenario_list import all_scenarios
 from workshop.labs.dispatcher.tracing import lm_head_input, run_scenario
+from workshop.learner import sandbox
 from workshop.minigpt import checkpoint
 
 

@@ -10,9 +10,10 @@ import re
 import pytest
 
 from workshop import i18n
-from workshop.grading import checks, questions, workspace_init
-from workshop.grading.diagnosis import Diagnosis
-from workshop.harness.run_options import RunOptions
+from workshop.declarations import checks, questions
+from workshop.declarations.diagnosis import Diagnosis
+from workshop.foundations.run_options import RunOptions
+from workshop.grading import workspace_init
 from workshop.lab_api import Check, LabContext
 from workshop.labs.distributed import figure_rows, lab
 from workshop.labs.distributed.grading import (

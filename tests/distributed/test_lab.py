@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import assert_result_shape, read_result
-from workshop.harness.run_options import RunOptions
+from workshop.foundations.run_options import RunOptions
 from workshop.i18n import templates
 from workshop.lab_api import LabContext
 from workshop.labs.distributed import collectives, demo_checks, figure_rows, lab

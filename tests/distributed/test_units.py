@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from workshop.harness.run_options import RunOptions
+from workshop.foundations.run_options import RunOptions
 from workshop.lab_api import LabContext
 from workshop.labs.distributed import (
     collective_log,
@@ -310,7 +310,7 @@ def test_small_buckets_issue_all_reduces_with_backward_still_to_run(tmp_path):
 def test_the_overlap_check_tells_one_bucket_from_small_ones(
     default_buckets, after, passed, tmp_path
 ):
-    from workshop.harness.run_options import RunOptions
+    from workshop.foundations.run_options import RunOptions
     from workshop.lab_api import LabContext
 
     rank0 = RankRecord(0, [], 0.0, [], {}, "", backward_ops=10)
@@ -330,7 +330,7 @@ def test_the_overlap_check_tells_one_bucket_from_small_ones(
     ],
 )
 def test_a_run_starts_only_the_demos_its_exercises_need(only, demos, together, tmp_path):
-    from workshop.harness.run_options import RunOptions
+    from workshop.foundations.run_options import RunOptions
     from workshop.lab_api import LabContext
     from workshop.labs.distributed import lab
 

@@ -15,10 +15,11 @@ from rich.console import Console
 
 from workshop import i18n, labs
 from workshop.cli.main import main
-from workshop.grading import check_report, checks
+from workshop.declarations import checks
+from workshop.foundations.run_options import LabOrder, RunOptions
+from workshop.grading import check_report
 from workshop.grading.check_report import CheckRefused
 from workshop.harness import lab_result
-from workshop.harness.run_options import LabOrder, RunOptions
 
 
 @pytest.fixture

@@ -26,8 +26,9 @@ import pytest
 from tests.support import lab_process
 from workshop.cli import runs
 from workshop.cli.main import main
-from workshop.harness import interrupt, lab_result, proctree, results, runner
-from workshop.harness.run_options import LabOrder, RunOptions
+from workshop.foundations import interrupt, proctree, results
+from workshop.foundations.run_options import LabOrder, RunOptions
+from workshop.harness import lab_result, runner
 from workshop.lab_api import Check
 
 # ---------------------------------------------------------------- helpers

@@ -26,9 +26,9 @@ from tests.conftest import TEST_DEVICE, read_result
 from tests.support import lab_process
 from tests.support.doc_structure import anchors
 from workshop import i18n, labs
-from workshop.grading import diagnosis, questions, workspace_init
-from workshop.grading.learner_code import LocalWorker, Solution
-from workshop.harness.run_options import RunOptions
+from workshop.declarations import diagnosis, questions
+from workshop.foundations.run_options import RunOptions
+from workshop.grading import workspace_init
 from workshop.i18n import templates
 from workshop.lab_api import LabContext
 from workshop.labs.autograd.grading.gradient_diagnosis import HAND_DIAGNOSES
@@ -40,6 +40,7 @@ from workshop.labs.custom_op.grading import exercise_grading as custom_op_gradin
 from workshop.labs.custom_op.grading import op_probes as custom_op_probes
 from workshop.labs.custom_op.grading.own_op import shipped_pieces
 from workshop.labs.dispatcher.grading.exercises import PREDICTIONS, TABLE_ENTRY
+from workshop.learner.learner_code import LocalWorker, Solution
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -26,9 +26,9 @@ from tests.cli.test_learner import ANSWERS, DOUBLE, ESSAY, make_workspace, read_
 from tests.support import learner_toy
 from workshop import labs
 from workshop.cli.main import main
+from workshop.foundations.results import runs
+from workshop.foundations.run_options import RunOptions
 from workshop.grading import grade_integrity, grade_table
-from workshop.harness.results import runs
-from workshop.harness.run_options import RunOptions
 from workshop.lab_api import LabContext
 
 NATIVE = ["--device", "cpu", "--sandbox", "native"]

@@ -18,8 +18,8 @@ import pytest
 
 from tests.security.test_hand_ins import run_unread
 from tests.support.autograd_hand_solutions import solved
+from workshop.foundations.worker_process import NativeWorker, code_root, namespace_problem
 from workshop.grading import edition
-from workshop.harness.worker_process import NativeWorker, code_root, namespace_problem
 
 no_sandbox = namespace_problem()
 pytestmark = pytest.mark.skipif(

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from workshop.cli.learner import console, exercise_labs, graded_run
 from workshop.cli.options import add_language_option, add_run_options, fail
+from workshop.foundations import worker_container, worker_process
+from workshop.foundations.device import use_triton_interpreter
 from workshop.grading import grade_table, gradebook
-from workshop.harness import worker_container, worker_process
-from workshop.harness.device import use_triton_interpreter
 from workshop.i18n import _
 
 BUILD = "docker compose build learner-edition"  # the learner edition's image: grade's sandbox

@@ -22,16 +22,12 @@ from workshop.cli.options import (
     fail,
     run_options,
 )
-from workshop.grading import (
-    check_report,
-    checks,
-    progress,
-    workspace,
-    workspace_init,
-)
-from workshop.harness import interrupt, results
+from workshop.declarations import checks
+from workshop.foundations import interrupt, results
+from workshop.grading import check_report, progress, workspace_init
 from workshop.harness.runner import run_labs
 from workshop.i18n import _, ngettext
+from workshop.learner import workspace
 
 # soft_wrap: paths stay copyable. markup off: what the learner wrote or reads (a path, a hint's [k = t_i]) is
 # text; the check report's lines, whose markup escapes every text in them, are printed with markup on.

@@ -16,12 +16,14 @@ from rich.table import Table
 
 from workshop import i18n, labs
 from workshop.cli.options import fail
-from workshop.grading import checks, workspace
-from workshop.grading.workspace import display
-from workshop.harness import device, interrupt, lab_log, results, run_report
-from workshop.harness.run_options import RunOptions
+from workshop.declarations import checks
+from workshop.foundations import device, interrupt, lab_log, results
+from workshop.foundations.run_options import RunOptions
+from workshop.harness import run_report
 from workshop.harness.runner import run_labs, sweep_stale_caches
 from workshop.i18n import _, ngettext
+from workshop.learner import workspace
+from workshop.learner.workspace import display
 from workshop.minigpt import SHIPPED_CHECKPOINT
 
 # soft_wrap: a line longer than the terminal is not broken by us: a path in it stays copyable

@@ -15,11 +15,13 @@ from pathlib import Path
 from rich.markup import escape
 
 from workshop import labs
-from workshop.grading import checks, progress, workspace, workspace_init
-from workshop.grading.exercise import Exercise
-from workshop.harness import results
-from workshop.harness.run_options import LabOrder
+from workshop.declarations import checks
+from workshop.declarations.exercise import Exercise
+from workshop.foundations import results
+from workshop.foundations.run_options import LabOrder
+from workshop.grading import progress, workspace_init
 from workshop.i18n import N_, _, ngettext
+from workshop.learner import workspace
 
 MARKS = {  # status -> (style, the mark printed before the exercise's id)
     checks.PASSING: ("green", N_("PASS")),

@@ -28,7 +28,7 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from workshop.grading.exercise import wrapped
+from workshop.declarations.exercise import wrapped
 
 ROOT = Path(__file__).resolve().parents[2]
 KEPT = ("workshop", "theory", "survey", "docker", "slurm", "benchmarks")

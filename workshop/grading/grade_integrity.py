@@ -24,8 +24,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from workshop import i18n
-from workshop.grading import workspace, workspace_init
+from workshop.grading import workspace_init
 from workshop.i18n import _
+from workshop.learner import workspace
 
 CODE = Path(__file__).resolve().parents[1]  # the workshop package: the code every lab's checks are
 # files fingerprinted in one folder (a hand-in is a handful; the package a few hundred; a venv with torch about

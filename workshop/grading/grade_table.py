@@ -11,8 +11,8 @@ import re
 from pathlib import Path
 
 from workshop import labs
-from workshop.grading import checks
-from workshop.harness import atomic
+from workshop.declarations import checks
+from workshop.foundations import atomic
 from workshop.i18n import N_, _, ngettext
 
 FACTS = ("git_revision", "tree_modified", "torch", "triton", "python", "device", "device_name")

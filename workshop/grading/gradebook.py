@@ -26,10 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workshop import labs
-from workshop.grading import checks, grade_integrity, workspace
+from workshop.declarations import checks
+from workshop.foundations import results
+from workshop.grading import grade_integrity
 from workshop.grading.grade_table import FACTS, NOT_ISOLATED, TableFiles, declared
-from workshop.harness import results
 from workshop.i18n import _
+from workshop.learner import workspace
 
 
 @dataclass

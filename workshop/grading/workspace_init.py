@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workshop import labs
-from workshop.grading import workspace
-from workshop.grading.exercise import Exercise
-from workshop.harness import atomic, results
+from workshop.declarations.exercise import Exercise
+from workshop.foundations import atomic, results
+from workshop.learner import workspace
 
 
 class WorkspaceExists(Exception):

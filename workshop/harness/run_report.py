@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from workshop.harness import atomic, results
+from workshop.foundations import atomic, results
 from workshop.i18n import _
 
 

@@ -4,7 +4,7 @@ Why a process per lab: some settings only act before an import (TRITON_INTERPRET
 is imported), and compile caches live in a process and on disk; a fresh process with its own cache folders
 means no lab sees another's state.
 
-`run_labs` writes each lab's orders to <lab>/options.json (harness.run_options.LabOrder) and starts
+`run_labs` writes each lab's orders to <lab>/options.json (foundations.run_options.LabOrder) and starts
 `python -m workshop.harness.child <lab folder>` in a session of its own (so a Ctrl-C in the terminal reaches
 only the parent, which then stops the lab's whole process tree: see proctree.py), streams its output to
 <lab>/log.txt and to the caller (which picks what the screen shows: cli.runs), enforces the lab's time limit,
@@ -29,13 +29,14 @@ import time
 from pathlib import Path
 
 from workshop import labs
-from workshop.grading import workspace
-from workshop.harness import interrupt, lab_log, post_mortem, proctree, results, worker_container
-from workshop.harness.device import use_triton_interpreter
+from workshop.foundations import interrupt, lab_log, proctree, results, worker_container
+from workshop.foundations.device import use_triton_interpreter
+from workshop.foundations.run_options import LabOrder, RunOptions
+from workshop.foundations.time_limit import ran_out_of_time
+from workshop.harness import post_mortem
 from workshop.harness.lab_result import stopped_check, write_result
-from workshop.harness.run_options import LabOrder, RunOptions
-from workshop.harness.time_limit import ran_out_of_time
 from workshop.i18n import _
+from workshop.learner import workspace
 
 # A lab stops itself at its time limit (an alarm in its own process); the parent kills it BACKSTOP_S later if it
 # could not (stuck in C code, or stopped). Generous: the lab's clock starts after Python's start-up.
@@ -57,7 +58,7 @@ def lab_environment(
     """The lab process's environment: fresh cache and temporary folders under cache_dir, Inductor's in `kept`
     where the lab keeps its builds (build_cache), `threads` CPU threads where the lab asks (cpu_threads)."""
     env = dict(os.environ)
-    if threads:  # the learner's worker inherits it (harness.worker_process)
+    if threads:  # the learner's worker inherits it (foundations.worker_process)
         env["OMP_NUM_THREADS"] = str(threads)
     env["PYTHONUNBUFFERED"] = "1"
     # the parent reads the lab's output as UTF-8, whatever the locale

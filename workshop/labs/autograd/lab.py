@@ -14,8 +14,8 @@ from dataclasses import fields as fields_of
 import torch
 import torch.nn.functional as F
 
-from workshop.grading import engine
-from workshop.grading.engine import Case, Comparison, Graded
+from workshop import engine
+from workshop.engine import Case, Comparison, Graded
 from workshop.i18n import _, grouped
 from workshop.lab_api import LabContext
 from workshop.labs.autograd.batch import HeadBatch, leaves, load_batch

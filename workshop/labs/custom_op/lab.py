@@ -20,9 +20,8 @@ from pathlib import Path
 
 import torch
 
-from workshop.grading import engine
-from workshop.grading.learner_code import LearnerCodeFailed
-from workshop.harness.results import RunFolderError
+from workshop import engine
+from workshop.foundations.results import RunFolderError
 from workshop.i18n import _
 from workshop.lab_api import LabContext
 from workshop.labs.custom_op import eager_cost, inductor_code, profiler_trace
@@ -30,6 +29,7 @@ from workshop.labs.custom_op.grading import correctness as cx
 from workshop.labs.custom_op.grading import exercise_grading as graders
 from workshop.labs.custom_op.grading import launch_facts, op_probes
 from workshop.labs.custom_op.grading.own_op import OwnOp, own_op, shipped_ready
+from workshop.learner.learner_code import LearnerCodeFailed
 from workshop.minigpt import checkpoint
 from workshop.minigpt.data import train_tensors
 from workshop.minigpt.model import lm_loss

@@ -4,7 +4,7 @@ through every dispatch decision down to the op (and, on CUDA, the cuBLAS kernel)
 Each scenario is recorded (recorder.py), explained key by key with the real dispatcher's own answers (keys.py,
 crosscheck.py: never with the re-implementation the learner writes), and written to trace.json / trace.md /
 dispatch_path.png / profiler/*.json. The learner's table_entry and walk (reimpl.py's in a plain run), predictions
-and answers are graded by the one engine (grading/engine.py) on the run's decisions and facts, measured here
+and answers are graded by the one engine (engine.py) on the run's decisions and facts, measured here
 (grade_exercises); their declarations, diagnoses included, are in grading/.
 """
 
@@ -15,8 +15,8 @@ from dataclasses import asdict
 
 import torch
 
-from workshop.grading import engine
-from workshop.harness import atomic
+from workshop import engine
+from workshop.foundations import atomic
 from workshop.i18n import _, templates
 from workshop.lab_api import LabContext
 from workshop.labs.dispatcher import keys, trace_text

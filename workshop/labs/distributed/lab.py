@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from workshop.grading import engine
+from workshop import engine
 from workshop.i18n import _
 from workshop.lab_api import LabContext
 from workshop.labs.distributed import (

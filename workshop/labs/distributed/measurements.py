@@ -9,7 +9,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from workshop.harness import atomic
+from workshop.foundations import atomic
 from workshop.labs.distributed.collectives import CollectiveRow
 
 # A pipeline rank's forward or backward of one micro-batch: (kind "F"/"B", stage, micro-batch, start_s, end_s),

@@ -6,9 +6,9 @@ Each is graded by the lab's own checks (lab.py): `python -m workshop check autog
 
 import math
 
-from workshop.grading.diagnosis import Evidence
-from workshop.grading.exercise import Exercise
-from workshop.grading.questions import Question
+from workshop.declarations.diagnosis import Evidence
+from workshop.declarations.exercise import Exercise
+from workshop.declarations.questions import Question
 from workshop.i18n import N_
 from workshop.labs.autograd.grading.gradient_diagnosis import HAND_DIAGNOSES
 

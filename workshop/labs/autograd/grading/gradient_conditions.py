@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from workshop.grading.diagnosis import Evidence
+from workshop.declarations.diagnosis import Evidence
 
 SCALE_RTOL = 1e-3  # got = r * want to this relative residual counts as "a constant factor off"
 # Agreement to at least this relative error is read as precision (digits), not as a factor or a formula.

@@ -4,7 +4,7 @@ Each Diagnosis looks at the learner's output next to autograd's and names one ty
 shows it: not a tensor, a transposed or mis-summed shape, NaN/inf from an unshifted softmax, the wrong dtype, the
 <pad> mask dropped or put on the wrong axis, the <pad> positions averaged into the loss, a result that agrees
 only to a lower precision's digits (a float32 step in a float64 computation, an epsilon in a denominator), a
-typical factor (a sum where the loss is a mean, a sign). The engine (grading/engine.py) reads them in order for a
+typical factor (a sum where the loss is a mean, a sign). The engine (engine.py) reads them in order for a
 failed output, and the first that the output shows speaks; the last ones describe the error and name no mistake.
 
 The conditions (gradient_conditions.py) use tensor methods and the facts the case builder measured
@@ -13,7 +13,7 @@ The conditions (gradient_conditions.py) use tensor methods and the facts the cas
 
 from __future__ import annotations
 
-from workshop.grading.diagnosis import Diagnosis
+from workshop.declarations.diagnosis import Diagnosis
 from workshop.i18n import N_
 from workshop.labs.autograd.grading.gradient_conditions import (
     all_of,

@@ -13,7 +13,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from workshop.grading.engine import Case
+from workshop.engine import Case
 from workshop.labs.autograd.batch import HeadBatch, leaves
 from workshop.labs.autograd.hand_grads import autograd_forward_backward
 from workshop.minigpt.model import PAD_ID, lm_loss

@@ -261,7 +261,7 @@ def forbidden(rules: tuple[str, ...]):
 def named_in_source(ctx, ex, impl, graded) -> None:
     """The engine's rule that reads the learner's source: what the watch saw was seen where the learner's code
     runs, and a hostile learner can hide from it there. This check is made in the lab's process, from the
-    learner's file as it reads it (a name built at run time escapes it; grading/source_check.py)."""
+    learner's file as it reads it (a name built at run time escapes it; learner/source_check.py)."""
     named = [f"{found.what} (line {found.line})" for found in impl.autograd_named()]
     ctx.check_max(
         _("{function}, no autograd: named in its code (the grader's reading of your file)").format(

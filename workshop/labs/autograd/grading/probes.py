@@ -1,5 +1,5 @@
 """The autograd lab's probes: trusted code that runs in the worker, beside the learner's function (the worker
-protocol; workshop/grading/worker.py), for what only that process can do; it returns wire values only.
+protocol; workshop/learner/worker.py), for what only that process can do; it returns wire values only.
 
 The lab's other probes sit beside the grading that asks for them: replay_grading's order_indices and
 leaf_grads."""

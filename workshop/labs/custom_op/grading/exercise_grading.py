@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 
-from workshop.grading.diagnosis import Evidence, diagnose
+from workshop.declarations.diagnosis import Evidence, diagnose
 from workshop.i18n import _
 from workshop.lab_api import LabContext
 from workshop.labs.custom_op.grading import api_grading, kernel_diagnosis, piece_probes

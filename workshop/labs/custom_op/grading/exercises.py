@@ -10,8 +10,8 @@ names are declared here as data (diagnoses=): kernel_mistakes.py for the kernels
 setup_context and backward.
 """
 
-from workshop.grading.exercise import Exercise
-from workshop.grading.questions import Question
+from workshop.declarations.exercise import Exercise
+from workshop.declarations.questions import Question
 from workshop.i18n import N_
 from workshop.labs.custom_op.grading.kernel_mistakes import BACKWARD_VALUES, FORWARD_VALUES
 from workshop.labs.custom_op.grading.piece_mistakes import FAKE_OUTPUT, GRADIENT, SAVED

@@ -1,5 +1,5 @@
 """What a learner's kernel got wrong (the forward_kernel and backward_kernel exercises), as data
-(grading/diagnosis.py): each Diagnosis compares what the kernel wrote with what a typical mistake would have
+(declarations/diagnosis.py): each Diagnosis compares what the kernel wrote with what a typical mistake would have
 produced (no max subtracted, masked lanes loading 0, the sum term left out, ...) and names the mistake whose
 prediction it matches. The first that the output shows, in declared order, wins.
 
@@ -14,7 +14,7 @@ it (writes, values), not in a check of their own. Cheap to import (exercises.py 
 methods only.
 """
 
-from workshop.grading.diagnosis import Diagnosis
+from workshop.declarations.diagnosis import Diagnosis
 from workshop.i18n import N_, _
 
 

@@ -1,12 +1,12 @@
 """What a learner's fake, setup_context and backward got wrong (the exercises of the registration's pieces), as
-data (grading/diagnosis.py), declared by those exercises and read by registration_grading.py: each Diagnosis
+data (declarations/diagnosis.py), declared by those exercises and read by registration_grading.py: each Diagnosis
 compares what the piece gave with what a typical mistake would have produced, the first that shows winning.
 
 No diagnosis names a short `mistake`: these exercises report a mistake in the message of the check that shows it,
 not in a check of their own. Cheap to import (exercises.py imports it): no torch here, tensor methods only.
 """
 
-from workshop.grading.diagnosis import Diagnosis
+from workshop.declarations.diagnosis import Diagnosis
 from workshop.i18n import N_, _
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
-from workshop.grading.diagnosis import Evidence, diagnose
+from workshop.declarations.diagnosis import Evidence, diagnose
 from workshop.i18n import _
 from workshop.lab_api import LabContext
 from workshop.labs.custom_op.grading import piece_mistakes, torch_pieces

@@ -1,5 +1,5 @@
 """The dispatcher lab's exercises: the kernel choice for one key, the walk down the key set, predictions made
-before running, and the handout's checked answers. All four are graded by the one engine (grading/engine.py)
+before running, and the handout's checked answers. All four are graded by the one engine (engine.py)
 against the real dispatcher, on the decisions and facts the run records (lab.py measures them). A wrong
 prediction's diagnoses are declared here, a wrong slot's or chain's in grading/wrong_decisions.py. No torch
 import here: the CLI imports this file."""
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from workshop.grading.diagnosis import Diagnosis
-from workshop.grading.exercise import Exercise
-from workshop.grading.questions import Question
+from workshop.declarations.diagnosis import Diagnosis
+from workshop.declarations.exercise import Exercise
+from workshop.declarations.questions import Question
 from workshop.i18n import N_
 from workshop.labs.dispatcher.grading import wrong_decisions
 from workshop.labs.dispatcher.scenario_list import RECORDER_KEYS, all_scenarios

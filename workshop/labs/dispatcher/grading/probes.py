@@ -1,8 +1,8 @@
 """Probes of the dispatcher lab: trusted code that runs in the worker beside the learner's functions of the two code
-exercises (the worker protocol; workshop/grading/worker.py). Their arguments (TableEntry records, a slot-lookup
+exercises (the worker protocol; workshop/learner/worker.py). Their arguments (TableEntry records, a slot-lookup
 function) cannot cross the wire, so each probe builds them in the worker, from the same torch as the lab's, calls
 the learner's function on every decision at once, and returns wire values: what the function returned, one per
-decision, and what the probe saw besides (nothing: the engine's call protocol, grading/engine.py)."""
+decision, and what the probe saw besides (nothing: the engine's call protocol, engine.py)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-from workshop.grading.diagnosis import Diagnosis, Evidence
+from workshop.declarations.diagnosis import Diagnosis, Evidence
 from workshop.i18n import N_, _, ngettext
 
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from workshop.harness import atomic
+from workshop.foundations import atomic
 from workshop.labs.distributed.grading import derived_answers
 
 TARGET_S = 60.0

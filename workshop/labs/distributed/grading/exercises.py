@@ -1,7 +1,7 @@
 """The distributed lab's exercises: the chapter asks for a survey, not a construction. Predict what each
 strategy costs, answer the handout's questions with this run's facts, then write the one-page survey.
 
-Graded by the one engine (grading/engine.py) inside the lab (lab.grade_exercises): a wrong prediction or
+Graded by the one engine (engine.py) inside the lab (lab.grade_exercises): a wrong prediction or
 answer is explained by the first of its exercise's diagnoses that it shows (the predictions' conditions:
 prediction_misses.py); survey.grade reads the survey.
 """
@@ -9,9 +9,9 @@ prediction_misses.py); survey.grade reads the survey.
 import math
 from pathlib import Path
 
-from workshop.grading.diagnosis import Diagnosis
-from workshop.grading.exercise import Exercise
-from workshop.grading.questions import Question
+from workshop.declarations.diagnosis import Diagnosis
+from workshop.declarations.exercise import Exercise
+from workshop.declarations.questions import Question
 from workshop.i18n import N_
 from workshop.labs.distributed.grading.prediction_misses import (
     FP32,

@@ -1,6 +1,6 @@
 """What a wrong prediction shows: the conditions of the predictions exercise's diagnoses (grading/exercises.py
 declares them, each with its message), read from how the prediction relates to this run's figures. A prediction's
-evidence (grading/diagnosis.py): its output "strategy.figure", its facts the run's row (figure_rows.FigureRow) of
+evidence (declarations/diagnosis.py): its output "strategy.figure", its facts the run's row (figure_rows.FigureRow) of
 each strategy that ran. None of them says the measured figure itself: the grader shows the miss ("about 2x too
 low"), and a prediction stays a prediction.
 """
