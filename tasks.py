@@ -31,9 +31,9 @@ from workshop import i18n
 from workshop.i18n import LANGUAGES, N_, _, ngettext
 
 ROOT = Path(__file__).resolve().parent
-SESSION = "docker/session.sh"  # labs, report, then the tests on that run: the same script in and out of Docker
+SESSION = "docker/session.sh"  # the labs (REPORT.md), then the tests on that run: one script in and out of Docker
 DEFAULT_ARCHIVE = "pytorch-internals-workshop-image.tar.gz"
-DEFAULT_WORK = "my-work"  # the learner's workspace (workshop/grading/workspace.py: DEFAULT_DIR)
+DEFAULT_WORK = "my-work"  # the learner's workspace (workshop/learner/workspace.py: DEFAULT_DIR)
 # compose's service that builds each edition's image
 EDITIONS = {"instructor": "workshop-cpu", "learner": "learner-edition"}
 INSTALL_DOCKER = "https://docs.docker.com/engine/install/"

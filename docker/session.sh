@@ -1,6 +1,6 @@
 #!/bin/sh
-# One workshop session: run the labs, write the report, then run the tests that read a run (marked lab_run by
-# tests/conftest.py, less the slow ones) on that very run.
+# One workshop session: run the labs (the run writes its REPORT.md and names it), then run the tests that read a
+# run (marked lab_run by tests/conftest.py, less the slow ones) on that very run.
 #
 #   workshop-session [LAB ...]      (in the image; natively: sh docker/session.sh [LAB ...])
 # Environment: WORKSHOP_N (processes for the distributed demos, default 2), WORKSHOP_DEVICE (auto|cpu|cuda,
@@ -49,7 +49,6 @@ if [ -z "$latest" ] || [ "$latest" = "$before" ]; then
   exit $(( labs_status ? labs_status : 2 ))
 fi
 run_dir="results/$latest" # relative: the same path in the container (/workshop) and on the host
-run_step $python -m workshop report -- "$run_dir" || labs_status=1
 
 if [ $# -gt 0 ]; then
   say session-some-labs "labs=$*"

@@ -30,7 +30,7 @@ from filelock import FileLock
 
 from tests.support import installed
 from workshop import i18n
-from workshop.harness.device import resolve, use_triton_interpreter
+from workshop.foundations.device import resolve, use_triton_interpreter
 
 os.environ["WORKSHOP_LANG"] = "en"
 i18n.set_language("en")

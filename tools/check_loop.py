@@ -37,9 +37,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from workshop import labs
+from workshop.declarations.exercise import Exercise
+from workshop.foundations.run_options import RunOptions
 from workshop.grading import check_report
-from workshop.grading.exercise import Exercise
-from workshop.harness.run_options import RunOptions
 
 RUNS, REGRADED = "runs the lab", "re-graded"
 

@@ -32,8 +32,8 @@ from pathlib import Path
 
 import jinja2
 
-from workshop.harness.interrupt import Stopped, raising_on_signals
-from workshop.harness.results import (
+from workshop.foundations.interrupt import Stopped, raising_on_signals
+from workshop.foundations.results import (
     git_revision,
 )  # WORKSHOP_GIT_REVISION names the code of a copy (a GPU host)
 

@@ -7,7 +7,7 @@ It takes a LabContext, records checks with ctx.check_*(), grades the learner's e
 `with ctx.grading(name) as impl:`, writes artifacts with ctx.write_*(), and renders its summary from the
 template beside its code with ctx.render_summary(...); the lab's process (harness.child) turns that into
 result.json and summary.md. The run's options (device, --n, seed, workspace, ...) are ctx.options
-(harness.run_options.RunOptions); ctx.device, ctx.n_procs, ... read them.
+(foundations.run_options.RunOptions); ctx.device, ctx.n_procs, ... read them.
 
 A lab that cannot run on some machines says why before anything starts: `precondition`, a function called as
 function(n_procs, device) by the command that starts a run, returns one line (the problem and the
@@ -44,15 +44,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workshop import labs
-from workshop.grading import failures, sandbox, workspace
-from workshop.grading.checks import Check, all_passed, exercise_status, masked, outcome, reported
-from workshop.grading.exercise import Exercise
-from workshop.grading.solutions import Solutions
-from workshop.grading.stand_ins import SkipGrading, Skipped, Unavailable
-from workshop.harness import atomic, lab_log
-from workshop.harness.run_options import RunOptions
-from workshop.harness.time_limit import exercise_limit
+from workshop.declarations.checks import (
+    Check,
+    all_passed,
+    exercise_status,
+    masked,
+    outcome,
+    reported,
+)
+from workshop.declarations.exercise import Exercise
+from workshop.declarations.stand_ins import SkipGrading, Skipped, Unavailable
+from workshop.foundations import atomic, lab_log
+from workshop.foundations.run_options import RunOptions
+from workshop.foundations.time_limit import exercise_limit
 from workshop.i18n import N_, _, templates
+from workshop.learner import failures, sandbox, workspace
+from workshop.learner.solutions import Solutions
 
 __all__ = ["Check", "LabContext", "LabSpec", "Skipped", "Unavailable"]
 
@@ -112,10 +119,10 @@ class LabContext:
     extra: dict = field(default_factory=dict)  # merged into result.json
     _grading: Exercise | None = None  # the exercise whose checks are being recorded
     _solutions: Solutions | None = None  # where each exercise's implementation comes from
-    # the process the learner's code runs in (grading/sandbox.py), or the lab's own for the reference
+    # the process the learner's code runs in (learner/sandbox.py), or the lab's own for the reference
     _worker: object | None = None
 
-    # ---- the run's options (harness.run_options.RunOptions) ----
+    # ---- the run's options (foundations.run_options.RunOptions) ----
     @property
     def device(self) -> str:
         """ "cpu" or "cuda"."""
@@ -170,9 +177,9 @@ class LabContext:
         )
 
     def record(self, check: Check) -> Check:
-        """Record a check made elsewhere (grading.questions), for the exercise being graded; print its line (to
+        """Record a check made elsewhere (declarations.questions), for the exercise being graded; print its line (to
         log.txt: the screen of a run shows the failing ones from result.json, cli.runs). A failing secret check is
-        recorded as its miss (grading.checks.masked) unless the run shows secrets."""
+        recorded as its miss (declarations.checks.masked) unless the run shows secrets."""
         if self._grading is not None and not self.wants(self._grading.name):
             raise SkipGrading
         if not self.options.show:
@@ -188,7 +195,7 @@ class LabContext:
 
     def step(self, what: str, done: int, total: int) -> None:
         """Say how far a long part of the lab is (`done` of `total` of `what`): the screen of a run shows it as a
-        live line (harness.lab_log)."""
+        live line (foundations.lab_log)."""
         print(lab_log.step(self.name, what, done, total), flush=True)
 
     @property
@@ -229,14 +236,14 @@ class LabContext:
 
     def solution(self, ex: Exercise, worker: bool = False):
         """The learner's version of the exercise when grading a workspace, else the reference. worker=True: a
-        handle on it in the worker (grading/learner_code.py; the worker protocol), which runs the reference too. A
+        handle on it in the worker (learner/learner_code.py; the worker protocol), which runs the reference too. A
         run whose learner code must stay in a sandbox (grade's containers) runs none in this process
         (NotIsolated)."""
         if worker and not ex.document:
             if ex.id in self.skip:
                 raise failures.ProcessDied(self.skip[ex.id])
             return sandbox.implementation(self, ex)
-        if self.graded and self.options.worker_image and not ex.document:
+        if self.graded and self.options.isolated and not ex.document:
             raise failures.NotIsolated(ex.id)
         return self.solutions.get(ex)
 
@@ -245,13 +252,13 @@ class LabContext:
         """Grade one exercise: yields its implementation; every check recorded inside counts for it.
 
         worker=True, for a lab whose grading speaks the worker protocol (wire values, probes): the implementation is a
-        handle on the learner's code in the worker process (grading/learner_code.py, grading/sandbox.py). Until
+        handle on the learner's code in the worker process (learner/learner_code.py, learner/sandbox.py). Until
         every lab speaks it, the others get the learner's code in this process (worker=False).
 
         With the learner's code, an exception ends only this exercise, recorded as a failed check that names
         the file and line (a stub's NotImplementedError: "not started"; an endless loop: the exercise's time
         limit); the lab goes on with the next one. With the reference, an exception is the lab's own bug and
-        propagates. The block's start and end are printed (harness.lab_log), so that the runner can name the
+        propagates. The block's start and end are printed (foundations.lab_log), so that the runner can name the
         exercise if the process dies inside it. An exercise this run does not grade (wants) yields Skipped:
         the block ends at its first use, and nothing is recorded.
         """

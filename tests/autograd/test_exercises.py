@@ -13,8 +13,27 @@ import pytest
 from tests.autograd import wrong_solutions as w
 from tests.support.autograd_hand_solutions import LEARNER_ENGINE_ORDER, LEARNER_HAND
 from workshop import labs
-from workshop.grading import checks, sandbox
-from workshop.grading.learner_code import (
+from workshop.declarations import checks
+from workshop.declarations.questions import grade_answers
+from workshop.foundations import worker_process
+from workshop.foundations.run_options import RunOptions
+from workshop.foundations.worker_process import NativeWorker
+from workshop.i18n import using
+from workshop.lab_api import LabContext
+from workshop.labs.autograd import lab
+from workshop.labs.autograd.batch import load_batch
+from workshop.labs.autograd.grading import graph_facts
+from workshop.labs.autograd.grading.exercises import EXERCISES
+from workshop.labs.autograd.grading.hand_cases import cross_entropy_cases, linear_cases
+from workshop.labs.autograd.grading.no_autograd import FORBIDDEN, HAND_RULES
+from workshop.labs.autograd.grading.replay_grading import (
+    grade_backpropagate,
+    grade_order,
+    graph_cases,
+)
+from workshop.labs.autograd.lab import grade_by_hand, grade_hand
+from workshop.learner import sandbox
+from workshop.learner.learner_code import (
     LearnerCodeFailed,
     LearnerFile,
     LocalWorker,
@@ -22,24 +41,6 @@ from workshop.grading.learner_code import (
     Worker,
     solution_for,
 )
-from workshop.grading.questions import grade_answers
-from workshop.harness import worker_process
-from workshop.harness.run_options import RunOptions
-from workshop.harness.worker_process import NativeWorker
-from workshop.i18n import using
-from workshop.lab_api import LabContext
-from workshop.labs.autograd import lab
-from workshop.labs.autograd.batch import load_batch
-from workshop.labs.autograd.grading import graph_facts
-from workshop.labs.autograd.grading.exercises import EXERCISES
-from workshop.labs.autograd.grading.hand_grading import cross_entropy_cases, grade, linear_cases
-from workshop.labs.autograd.grading.no_autograd import FORBIDDEN, HAND_RULES
-from workshop.labs.autograd.grading.replay_grading import (
-    grade_backpropagate,
-    grade_order,
-    graph_cases,
-)
-from workshop.labs.autograd.lab import grade_hand
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +75,19 @@ def as_learners(worker: Worker, function: str, wrong) -> Solution:
     ex = next(ex for ex in EXERCISES if ex.name == function)
     name = wrong if isinstance(wrong, str) else wrong.__name__
     return solution_for(worker, dataclasses.replace(ex, attribute=name), True)
+
+
+def grade(ctx: LabContext, function: str, wrong: Solution, cases) -> None:
+    """The lab's grading of a hand exercise (through the exercise engine), the learner's function `wrong`."""
+    ctx.solution = lambda ex, worker=False: wrong
+    grade_by_hand(ctx, function, cases)
+
+
+def in_block(ctx: LabContext, function: str, grade_part, impl: Solution, cases):
+    """grade_part(ctx, impl, cases) inside `function`'s grading block, as the lab runs it."""
+    ctx.solution = lambda ex, worker=False: impl
+    with ctx.grading(function, worker=True) as solution:
+        return grade_part(ctx, solution, cases)
 
 
 def reference(function: str) -> Solution:
@@ -226,7 +240,13 @@ def test_float64_off_by_5e7_fails_at_float64_only(ctx, cases, planted):
     ids=["bfs-order", "bfs-not-topological", "fifo", "sequence-nr-only", "no-leaves"],
 )
 def test_engine_order_wrong_solutions(ctx, cases, planted, wrong, expected):
-    grade_order(ctx, as_learners(planted, "engine_order", wrong), cases["graphs"])
+    in_block(
+        ctx,
+        "engine_order",
+        grade_order,
+        as_learners(planted, "engine_order", wrong),
+        cases["graphs"],
+    )
     assert failures(ctx) and expected in messages(ctx), messages(ctx)
 
 
@@ -244,12 +264,24 @@ def test_engine_order_wrong_solutions(ctx, cases, planted, wrong, expected):
     ids=["overwrite-at-fan-in", "no-fit-to-input", "keyed-by-id"],
 )
 def test_backpropagate_wrong_solutions(ctx, cases, planted, wrong, expected):
-    grade_backpropagate(ctx, as_learners(planted, "backpropagate", wrong), cases["graphs"])
+    in_block(
+        ctx,
+        "backpropagate",
+        grade_backpropagate,
+        as_learners(planted, "backpropagate", wrong),
+        cases["graphs"],
+    )
     assert failures(ctx) and expected in messages(ctx), messages(ctx)
 
 
 def test_overwrite_at_fan_in_is_the_first_failure(ctx, cases, planted):
-    grade_backpropagate(ctx, as_learners(planted, "backpropagate", w.bp_overwrite), cases["graphs"])
+    in_block(
+        ctx,
+        "backpropagate",
+        grade_backpropagate,
+        as_learners(planted, "backpropagate", w.bp_overwrite),
+        cases["graphs"],
+    )
     first = checks.reported(ctx.checks)
     assert (first.name, first.value) == (
         "backpropagate: the mistake its results show",
@@ -260,7 +292,13 @@ def test_overwrite_at_fan_in_is_the_first_failure(ctx, cases, planted):
 
 def test_overwriting_passes_the_graph_without_fan_in(ctx, cases, planted):
     """Why the weight-decay graph is in the grading: on the LM head alone, overwriting is not wrong."""
-    grade_backpropagate(ctx, as_learners(planted, "backpropagate", w.bp_overwrite), cases["graphs"])
+    in_block(
+        ctx,
+        "backpropagate",
+        grade_backpropagate,
+        as_learners(planted, "backpropagate", w.bp_overwrite),
+        cases["graphs"],
+    )
     compared = [c for c in failures(ctx) if "max abs difference" in c.name]
     assert compared and all("(LM head + weight decay, " in c.name for c in compared)
 
@@ -302,8 +340,8 @@ def test_unanswered_is_not_started(ctx, cases):
 def test_the_references_pass_every_exercise(ctx, cases):
     grade(ctx, "cross_entropy_grad", reference("cross_entropy_grad"), cases["cross_entropy_grad"])
     grade(ctx, "linear_grads", reference("linear_grads"), cases["linear_grads"])
-    grade_order(ctx, reference("engine_order"), cases["graphs"])
-    grade_backpropagate(ctx, reference("backpropagate"), cases["graphs"])
+    in_block(ctx, "engine_order", grade_order, reference("engine_order"), cases["graphs"])
+    in_block(ctx, "backpropagate", grade_backpropagate, reference("backpropagate"), cases["graphs"])
     with ctx.grading("answers"):
         grade_answers(ctx, graph_facts.ANSWERS, asdict(graph_facts.measure_facts(cases["graphs"])))
     assert ctx.checks and not failures(ctx), messages(ctx)

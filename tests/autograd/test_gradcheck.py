@@ -39,8 +39,8 @@ def G(head):
 def test_autograd_and_the_reference_functions_pass_every_gradcheck(head, G):
     records = (
         gradcheck_autograd(head)
-        + gradcheck_cross_entropy(cross_entropy_grad, head)
-        + gradcheck_linear(linear_grads, head, G)
+        + gradcheck_cross_entropy("cross_entropy_grad", cross_entropy_grad, head)
+        + gradcheck_linear("linear_grads", linear_grads, head, G)
     )
     assert [r.gradient for r in records] == ["autograd"] * 2 + ["cross_entropy_grad"] * 2 + [
         "linear_grads"
@@ -63,7 +63,7 @@ def test_gradcheck_at_the_labs_tolerance_catches_a_bias_gradient_off_by_one_perc
     head, G, factor
 ):
     """The lab's TOLERANCE (gradcheck's defaults) fails a db off by 1%, in full and in fast mode."""
-    records = gradcheck_linear(scaled_db(factor), head, G)
+    records = gradcheck_linear("linear_grads", scaled_db(factor), head, G)
     assert not any(r.passed for r in records), records
 
 
@@ -72,7 +72,7 @@ def test_gradcheck_at_the_labs_tolerance_catches_a_bias_gradient_off_by_one_perc
 )
 def test_a_wrong_dlogits_fails_the_finite_differences_of_lm_loss(head, wrong):
     """(With one real row in the full-mode pair, a sum is its mean: the fast mode over every row tells them apart.)"""
-    assert not all(r.passed for r in gradcheck_cross_entropy(wrong, head))
+    assert not all(r.passed for r in gradcheck_cross_entropy("cross_entropy_grad", wrong, head))
 
 
 def test_pick_rows_takes_real_then_pad():

@@ -78,7 +78,7 @@ def test_tf32_context_restores_the_flags_even_on_error():
 
 @pytest.mark.gpu
 def test_cuda_hand_gradients_pass_with_tf32_off_and_tf32_shows_against_float64(tmp_path):
-    from workshop.harness.run_options import RunOptions
+    from workshop.foundations.run_options import RunOptions
     from workshop.lab_api import LabContext
     from workshop.labs.autograd.batch import load_batch
     from workshop.labs.autograd.lab import check_precision, grade_hand

@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import assert_result_shape, read_result
 from tests.support import lab_process
 from workshop import labs
-from workshop.grading import checks
+from workshop.declarations import checks
 from workshop.i18n import templates
 from workshop.labs.autograd.grading.exercises import EXERCISES
 

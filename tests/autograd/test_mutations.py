@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from tests.autograd import wrong_solutions as w
-from workshop.grading.questions import grade_answers
-from workshop.harness.run_options import RunOptions
+from workshop.declarations.questions import grade_answers
+from workshop.foundations.run_options import RunOptions
 from workshop.lab_api import LabContext
 from workshop.labs.autograd import lab
 from workshop.labs.autograd.grading.graph_facts import ANSWERS, measure_facts

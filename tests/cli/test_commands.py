@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from workshop.cli.main import main
-from workshop.harness import results
-from workshop.harness.run_options import RunOptions
+from workshop.foundations import results
+from workshop.foundations.run_options import RunOptions
 from workshop.labs import all_labs
 
 

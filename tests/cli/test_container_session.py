@@ -1,6 +1,6 @@
-"""docker/session.sh, what `docker compose up workshop[-cpu]` and `invoke lab` run: labs, report, then the
-tests on that very run. A fake Python records each call, so the order, the run folder handed to pytest and the
-exit status are checked in milliseconds; CI runs the real thing in the image."""
+"""docker/session.sh, what `docker compose up workshop[-cpu]` and `invoke lab` run: the labs (whose run writes its
+REPORT.md), then the tests on that very run. A fake Python records each call, so the order, the run folder
+handed to pytest and the exit status are checked in milliseconds; CI runs the real thing in the image."""
 
 import signal
 import subprocess
@@ -12,8 +12,9 @@ import pytest
 
 SESSION = Path(__file__).resolve().parents[2] / "docker" / "session.sh"
 
-# Answers `$PYTHON -m workshop run|report ...` and `$PYTHON -m pytest`; `run` makes a new run folder. The
-# session's messages (`$PYTHON -m workshop.i18n.say ...`) come from the real package, and are not calls.
+# Answers `$PYTHON -m workshop run ...` (and `report`, which the session must not need) and `$PYTHON -m
+# pytest`; `run` makes a new run folder. The session's messages (`$PYTHON -m workshop.i18n.say ...`) come from
+# the real package, and are not calls.
 FAKE_PYTHON = """#!/bin/sh
 [ "$2" = workshop.i18n.say ] && exec "$REAL_PYTHON" "$@"
 echo "$* | N=$WORKSHOP_N DEVICE=$WORKSHOP_DEVICE RUN_DIR=${WORKSHOP_RUN_DIR:-}" >> calls.log
@@ -65,12 +66,12 @@ def session(tmp_path, *labs, signal_after_start=None, **env):
     return proc, log.read_text().splitlines() if log.exists() else []
 
 
-def test_runs_labs_then_report_then_pytest_on_that_run(tmp_path):
+def test_runs_labs_then_pytest_on_that_run_and_writes_the_report_once(tmp_path):
+    """`workshop run` writes REPORT.md itself: the session asks for no second one."""
     proc, calls = session(tmp_path)
     assert proc.returncode == 0, proc.stderr_text
     assert calls == [
         "-m workshop run --n 3 --device cpu -- | N=3 DEVICE=cpu RUN_DIR=",
-        "-m workshop report -- results/run2 | N=3 DEVICE=cpu RUN_DIR=",
         "-m pytest -m lab_run and not slow --durations=10 | N=3 DEVICE=cpu RUN_DIR=results/run2",
     ]
 

@@ -20,10 +20,11 @@ import pytest
 
 from tests.support import learner_toy
 from workshop.cli.main import main
-from workshop.grading import checks, progress
-from workshop.harness import device as device_files
-from workshop.harness import results
-from workshop.harness.run_options import RunOptions
+from workshop.declarations import checks
+from workshop.foundations import device as device_files
+from workshop.foundations import results
+from workshop.foundations.run_options import RunOptions
+from workshop.grading import progress
 from workshop.lab_api import LabContext
 
 DOUBLE = "def double(x: int) -> int:\n    return 2 * x\n"
@@ -197,7 +198,7 @@ def test_check_leaves_torch_to_the_labs_processes(toy, device):
     """The learner's loop: the parent of `check` (and `run`) never imports torch, whose import costs about 2 s of
     CPU per check on a small machine; the labs' processes import it. The manifest still names torch's version
     and CUDA's, read from the installed package. Where a GPU's device file exists, --device auto must ask torch
-    (harness/device.cuda_available); --device cpu never does."""
+    (foundations/device.cuda_available); --device cpu never does."""
     import torch
 
     main(["exercises", "init"])
@@ -406,7 +407,9 @@ def test_a_secret_value_shows_nowhere_until_asked_for(toy):
     out = workshop("check", "toy", "answers", "--device", "cpu")
     assert out.returncode == 1 and "about 2x too low" in out.text
     lab_dir = Path("results/latest-check/toy").resolve()
-    main(["grade", "results", "--to", "grades"])
+    main(
+        ["grade", "results", "--to", "grades", "--sandbox", "native"]
+    )  # the toy lab: no learner edition
     seen = [
         out.text,
         *((lab_dir / f).read_text() for f in ("summary.md", "result.json", "log.txt")),
@@ -518,7 +521,7 @@ def test_grade_tables_complete_partial_and_broken_workspaces_and_reports_what_it
     markdown = Path("grades/grades.md").read_text()
     assert "| ada | 3/3 | passing | passing | passing |" in markdown
     with pytest.raises(SystemExit, match="grades/grades.csv.*already exist"):
-        main(["grade", str(class_dir / "ada"), "--to", "grades"])
+        main(["grade", str(class_dir / "ada"), "--to", "grades", "--sandbox", "native"])
 
 
 def test_grade_shows_handed_in_runs_as_self_reported_and_counts_none(toy):

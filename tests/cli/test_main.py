@@ -46,7 +46,7 @@ def test_cuda_without_a_gpu_is_a_clear_error(tmp_path):
 def test_no_gpu_device_file_means_no_cuda_without_asking_torch(monkeypatch, tmp_path):
     """--device auto on Linux: with none of the files a GPU is reached through, the answer is the CPU without
     torch's import; with one, torch answers."""
-    from workshop.harness import device
+    from workshop.foundations import device
 
     monkeypatch.setattr(device.sys, "platform", "linux")
     monkeypatch.setattr(device, "GPU_DEVICE_FILES", (str(tmp_path / "nvidia*"),))
@@ -79,13 +79,13 @@ def test_a_lab_that_raises_still_writes_a_failed_result(tmp_path, monkeypatch):
 
 
 def test_the_run_options_are_declared_once_and_reach_the_lab_through_its_file(tmp_path):
-    """run's and check's options are RunOptions' fields (harness/run_options.py); the lab's process reads them from
+    """run's and check's options are RunOptions' fields (foundations/run_options.py); the lab's process reads them from
     <lab>/options.json, and --resume from the run's options.json."""
     import argparse
     import dataclasses
 
     from workshop.cli.main import build_parser
-    from workshop.harness.run_options import LabOrder, RunOptions, command_line_fields
+    from workshop.foundations.run_options import LabOrder, RunOptions, command_line_fields
 
     flagged = {f.name for f in command_line_fields()}
     assert flagged == {"device", "n_procs", "seed", "checkpoint", "time_limit_s"}

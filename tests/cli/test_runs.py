@@ -11,8 +11,9 @@ import io
 from rich.console import Console
 
 from workshop.cli import runs
-from workshop.harness import lab_result, results
-from workshop.harness.run_options import RunOptions
+from workshop.foundations import results
+from workshop.foundations.run_options import RunOptions
+from workshop.harness import lab_result
 from workshop.lab_api import Check
 
 

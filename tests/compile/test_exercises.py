@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 
 from workshop import labs
-from workshop.grading import checks, questions, sandbox
-from workshop.harness.run_options import RunOptions
+from workshop.declarations import checks, questions
+from workshop.foundations.run_options import RunOptions
 from workshop.lab_api import LabContext
 from workshop.labs.compile.generated_kernels import parse_kernels
 from workshop.labs.compile.grading import kernel_answer, run_facts
 from workshop.labs.compile.grading.exercises import ANSWERS, KERNEL
 from workshop.labs.compile.kernel_explanation import pick_kernel
+from workshop.learner import sandbox
 
 FIXTURES = Path(__file__).with_name("fixtures")
 SOFTMAX = "cpp_fused__softmax_bitwise_not_masked_fill_mul_slice_view_3"

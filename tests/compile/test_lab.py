@@ -164,7 +164,7 @@ REGRADE = """
 import sys, time
 from pathlib import Path
 start = time.perf_counter()
-from workshop.harness.run_options import RunOptions
+from workshop.foundations.run_options import RunOptions
 from workshop.lab_api import LabContext
 from workshop.labs.compile.grading import run_grading
 ctx = LabContext("compile", Path(sys.argv[1]), RunOptions("cpu", 1, 0, work=Path(sys.argv[2])))

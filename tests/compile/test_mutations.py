@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from workshop import labs
-from workshop.harness.run_options import RunOptions
+from workshop.foundations.run_options import RunOptions
 from workshop.lab_api import LabContext
 from workshop.labs.compile import (
     generated_kernels,

@@ -9,13 +9,14 @@ import pytest
 
 from tests.compile.test_exercises import SOFTMAX_ANSWER
 from workshop import labs
-from workshop.grading import sandbox, workspace_init
-from workshop.harness.run_options import RunOptions
+from workshop.foundations.run_options import RunOptions
+from workshop.grading import workspace_init
 from workshop.lab_api import LabContext
 from workshop.labs.compile.bench import loop
 from workshop.labs.compile.generated_kernels import parse_kernels
 from workshop.labs.compile.grading import references, run_grading
 from workshop.labs.compile.grading.exercises import ANSWERS, KERNEL
+from workshop.learner import sandbox
 
 FIXTURES = Path(__file__).with_name("fixtures")
 WORKED = (

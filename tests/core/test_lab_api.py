@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from workshop.harness.run_options import RunOptions
+from workshop.foundations.run_options import RunOptions
 from workshop.lab_api import LabContext, LabSpec
 
 
@@ -79,7 +79,7 @@ def test_a_lab_passes_only_when_every_check_does(tmp_path):
 
 def test_a_graded_exercise_says_which_it_is_of_how_many_as_a_step(tmp_path, capsys):
     """The screen of a run shows it as its live line (cli.runs.LabScreen); log.txt keeps it."""
-    from workshop.harness import lab_log
+    from workshop.foundations import lab_log
 
     ctx = LabContext("dispatcher", tmp_path, RunOptions("cpu"))
     with ctx.grading("answers"):

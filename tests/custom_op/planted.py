@@ -13,11 +13,11 @@ import pytest
 import torch
 
 from tests.custom_op import wrong_solutions as w
-from workshop.grading.learner_code import LearnerFile, Worker, solution_for
-from workshop.harness.run_options import RunOptions
-from workshop.harness.worker_process import NativeWorker
+from workshop.foundations.run_options import RunOptions
+from workshop.foundations.worker_process import NativeWorker
 from workshop.lab_api import LabContext
 from workshop.labs.custom_op.grading import exercise_grading
+from workshop.learner.learner_code import LearnerFile, Worker, solution_for
 
 # the name the worker compiles it under: messages name it
 SHOWN_AS = "tests/custom_op/wrong_solutions.py"

@@ -17,15 +17,15 @@ from tests.custom_op import planted as custom_op_planted
 from tests.custom_op import wrong_solutions as w
 from tests.support import lab_process
 from workshop import labs
-from workshop.grading import checks
-from workshop.grading.learner_code import LearnerFile, Worker
-from workshop.grading.questions import grade_answers
-from workshop.harness.run_options import RunOptions
-from workshop.harness.worker_process import NativeWorker
+from workshop.declarations import checks
+from workshop.declarations.questions import grade_answers
+from workshop.foundations.run_options import RunOptions
+from workshop.foundations.worker_process import NativeWorker
 from workshop.lab_api import LabContext
 from workshop.labs.custom_op.grading import own_op, piece_probes
 from workshop.labs.custom_op.grading.exercises import EXERCISES
 from workshop.labs.custom_op.grading.launch_facts import ANSWERS, LaunchFacts
+from workshop.learner.learner_code import LearnerFile, Worker
 
 DEVICE = custom_op_planted.DEVICE
 # the planted file in a worker, and grade(name, piece) with it (fixtures)

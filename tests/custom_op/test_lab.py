@@ -280,14 +280,14 @@ def test_an_op_whose_pieces_are_not_written_waits_in_one_line(tmp_path):
     (and, where the shipped pieces are stubs too, as in the learner edition, that the eager cost is not
     measured)."""
     from workshop import labs
-    from workshop.grading import sandbox
-    from workshop.harness.run_options import RunOptions
+    from workshop.foundations.run_options import RunOptions
     from workshop.i18n import templates
     from workshop.lab_api import LabContext
     from workshop.labs.custom_op import lab
     from workshop.labs.custom_op.grading import correctness as cx
     from workshop.labs.custom_op.grading.exercises import EXERCISES
     from workshop.labs.custom_op.grading.own_op import needed
+    from workshop.learner import sandbox
 
     stubs = "\n\n".join(ex.stub_code() for ex in EXERCISES)
     (tmp_path / "custom_op.py").write_text(labs.workspace_header("custom_op") + "\n\n" + stubs)
@@ -316,7 +316,7 @@ def test_the_learner_editions_plain_run_says_in_one_line_that_the_op_waits(tmp_p
     import importlib.util
 
     from workshop import labs
-    from workshop.harness.run_options import RunOptions
+    from workshop.foundations.run_options import RunOptions
     from workshop.lab_api import LabContext
     from workshop.labs.custom_op import lab
     from workshop.labs.custom_op.grading import correctness as cx
@@ -349,12 +349,12 @@ def test_the_learners_op_runs_in_the_worker_and_its_failure_is_a_failed_check(tm
     from tests.conftest import TEST_DEVICE
     from tests.custom_op import wrong_solutions as w
     from workshop import labs
-    from workshop.grading import sandbox
-    from workshop.harness.run_options import RunOptions
+    from workshop.foundations.run_options import RunOptions
     from workshop.lab_api import LabContext
     from workshop.labs.custom_op import lab
     from workshop.labs.custom_op.grading import correctness as cx
     from workshop.labs.custom_op.grading.own_op import own_op
+    from workshop.learner import sandbox
 
     pieces = w.source_of(*w.CORRECT, w.define_custom_op, w.define_triton_op)
     ends = "def backward(ctx, dy):\n    raise SystemExit(3)\n"
@@ -388,12 +388,12 @@ def test_the_learners_op_says_its_errors_in_the_labs_language(tmp_path):
 
     from tests.custom_op import wrong_solutions as w
     from workshop import i18n, labs
-    from workshop.grading import sandbox
-    from workshop.harness.run_options import RunOptions
+    from workshop.foundations.run_options import RunOptions
     from workshop.lab_api import LabContext
     from workshop.labs.custom_op.grading import correctness as cx
     from workshop.labs.custom_op.grading import op_probes
     from workshop.labs.custom_op.grading.own_op import own_op
+    from workshop.learner import sandbox
 
     pieces = w.source_of(*w.CORRECT, w.define_custom_op, w.define_triton_op)
     (tmp_path / "custom_op.py").write_text(labs.workspace_header("custom_op") + "\n\n" + pieces)
@@ -442,12 +442,12 @@ def test_the_answers_are_regraded_from_a_runs_own_files(lab, tmp_path):
     """`check custom_op answers` after a run: graded against that run's launch record (result.json) and
     inductor_custom_op.txt, no kernel run; a folder that is no complete run is one clear error."""
     from workshop import labs
-    from workshop.grading import sandbox
-    from workshop.harness.results import RunFolderError
-    from workshop.harness.run_options import RunOptions
+    from workshop.foundations.results import RunFolderError
+    from workshop.foundations.run_options import RunOptions
     from workshop.lab_api import LabContext
     from workshop.labs.custom_op import lab as custom_op_lab
     from workshop.labs.custom_op.grading.launch_facts import ANSWERS
+    from workshop.learner import sandbox
 
     answers = {**ANSWERS, "extern_calls": ANSWERS["extern_calls"] + 1}
     (tmp_path / "custom_op.py").write_text(

@@ -27,7 +27,7 @@ import triton
 import triton.language as tl
 
 from tests.custom_op import wrong_solutions as w
-from workshop.harness.run_options import RunOptions
+from workshop.foundations.run_options import RunOptions
 from workshop.lab_api import LabContext
 from workshop.labs.custom_op import lab
 from workshop.labs.custom_op.grading import correctness as cx

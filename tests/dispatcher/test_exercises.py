@@ -1,6 +1,7 @@
-"""The dispatcher lab's exercises graded in-process on one CPU trace: the reference passes each one, and a
-learner's typical wrong solutions fail it with a message that points at the mistake. One end-to-end run grades
-fresh stubs through the runner: every exercise check fails, every other check passes."""
+"""The dispatcher lab's exercises graded in-process on one CPU trace, as the lab grades them (lab.grade_exercises,
+the one engine): the reference passes each one, and a learner's typical wrong solutions, planted in the
+reference's place, fail it with a message that points at the mistake. One end-to-end run grades fresh stubs
+through the runner: every exercise check fails, every other check passes."""
 
 from __future__ import annotations
 
@@ -11,17 +12,17 @@ import pytest
 
 from tests.support import lab_process
 from workshop import labs
-from workshop.grading import checks, sandbox
-from workshop.grading.questions import grade_answers
-from workshop.harness.run_options import RunOptions
+from workshop.declarations import checks
+from workshop.foundations.run_options import RunOptions
 from workshop.lab_api import LabContext
 from workshop.labs.dispatcher import lab, reimpl
-from workshop.labs.dispatcher.grading import decisions, reference_answers, trace_facts
+from workshop.labs.dispatcher.grading import reference_answers
 from workshop.labs.dispatcher.grading.exercises import EXERCISES
 from workshop.labs.dispatcher.keys import TableEntry, split_runtime_key
 from workshop.labs.dispatcher.reimpl import functionality, rank
 from workshop.labs.dispatcher.scenario_list import all_scenarios
 from workshop.labs.dispatcher.tracing import lm_head_input, run_scenario
+from workshop.learner import sandbox
 from workshop.minigpt import checkpoint
 
 
@@ -32,37 +33,40 @@ def results():
     return [run_scenario(sc, model.lm_head, x)[0] for sc in all_scenarios(["cpu"])]
 
 
-@pytest.fixture
-def ctx(tmp_path):
-    return LabContext("dispatcher", tmp_path, RunOptions("cpu", 1, 0))
-
-
 def failed(ctx: LabContext) -> list:
     return [c for c in ctx.checks if not c.passed]
 
 
-class Graded:
-    """A function graded as the lab grades the learner's, through its probe (the worker protocol), in this process: what
-    the worker does, without the worker (test_a_wrong_walk_in_the_worker... runs one there)."""
+@pytest.fixture
+def grade(tmp_path, results):
+    """grade(name): the lab's grading of that exercise alone (`check dispatcher NAME`) on the trace, with what
+    is in the reference's place; its context, checks and all."""
 
-    def __init__(self, function):
-        self.function = function
+    def graded(name: str) -> LabContext:
+        ctx = LabContext(
+            "dispatcher", tmp_path, RunOptions("cpu", 1, 0, only=(f"dispatcher.{name}",))
+        )
+        lab.grade_exercises(ctx, results)
+        return ctx
 
-    def probe(self, probe, *args):
-        return probe(self.function, *args)
+    return graded
 
 
-# ---- table_entry: the reference, and five wrong precedences ----
+# the reference's functions, which the wrong ones below call after they replace them
+REFERENCE_TABLE_ENTRY, REFERENCE_WALK = reimpl.table_entry, reimpl.walk
+
+
+# ---- table_entry: the reference, and six wrong precedences ----
 def implicit_before_backend_kernel(regs, fallbacks, key):
     """The decomposition at every autograd key, even where the backend has a kernel of its own."""
     if functionality(key) in reimpl.AUTOGRAD and key not in regs and reimpl.IMPLICIT in regs:
         return TableEntry(regs[reimpl.IMPLICIT].source, "math kernel", False)
-    return reimpl.table_entry(regs, fallbacks, key)
+    return REFERENCE_TABLE_ENTRY(regs, fallbacks, key)
 
 
 def fallback_first(regs, fallbacks, key):
     """The key's fallback before anything the op registered."""
-    return fallbacks.get(key) or reimpl.table_entry(regs, {}, key)
+    return fallbacks.get(key) or REFERENCE_TABLE_ENTRY(regs, {}, key)
 
 
 def explicit_everywhere(regs, fallbacks, key):
@@ -70,7 +74,7 @@ def explicit_everywhere(regs, fallbacks, key):
     if key not in regs and "CompositeExplicitAutograd[alias]" in regs:
         entry = regs["CompositeExplicitAutograd[alias]"]
         return TableEntry(entry.source, "default backend kernel", False)
-    return reimpl.table_entry(regs, fallbacks, key)
+    return REFERENCE_TABLE_ENTRY(regs, fallbacks, key)
 
 
 def aliases_before_direct(regs, fallbacks, key):
@@ -79,20 +83,26 @@ def aliases_before_direct(regs, fallbacks, key):
         for alias in reimpl.EXPLICIT:
             if alias in regs:
                 return TableEntry(regs[alias].source, "default backend kernel", False)
-    return reimpl.table_entry(regs, fallbacks, key)
+    return REFERENCE_TABLE_ENTRY(regs, fallbacks, key)
 
 
 def fallthrough_dropped(regs, fallbacks, key):
     """The right kernel, but the fallthrough flag lost on the way."""
-    entry = reimpl.table_entry(regs, fallbacks, key)
+    entry = REFERENCE_TABLE_ENTRY(regs, fallbacks, key)
     return entry and TableEntry(entry.source, entry.tag, False)
 
 
-def test_the_reference_table_entry_agrees_on_every_slot(ctx, results):
-    slots = decisions.slots(results)
-    assert sum(s.recorded for s in slots) >= 20 and sum(not s.recorded for s in slots) >= 100
-    decisions.grade_table_entry(ctx, Graded(reimpl.table_entry), slots)
-    assert len(ctx.checks) == 2 and not failed(ctx)
+def another_file(regs, fallbacks, key):
+    """The right kind of kernel, but not the registration that holds it."""
+    entry = REFERENCE_TABLE_ENTRY(regs, fallbacks, key)
+    return entry and TableEntry("elsewhere.cpp", entry.tag, entry.fallthrough)
+
+
+def test_the_reference_table_entry_agrees_on_every_slot(grade, results):
+    recorded, swept = lab.slot_cases(results)
+    assert len(recorded.args[0]) >= 20 and len(swept.args[0]) >= 100
+    ctx = grade("table_entry")
+    assert len(ctx.checks) == 3 and not failed(ctx)  # the mistake its results show, then each case
 
 
 @pytest.mark.parametrize(
@@ -104,22 +114,26 @@ def test_the_reference_table_entry_agrees_on_every_slot(ctx, results):
         (explicit_everywhere, "fills dense backend keys (CPU, CUDA, Meta) only"),
         (aliases_before_direct, "registered for exactly this key comes first"),
         (fallthrough_dropped, "fallthrough flag"),
+        (another_file, "Right kind of kernel, wrong file"),
     ],
 )
-def test_a_wrong_precedence_fails_table_entry_with_the_rule_it_breaks(ctx, results, wrong, says):
-    decisions.grade_table_entry(ctx, Graded(wrong), decisions.slots(results))
+def test_a_wrong_precedence_fails_table_entry_with_the_rule_it_breaks(
+    grade, monkeypatch, wrong, says
+):
+    monkeypatch.setattr(reimpl, "table_entry", wrong)
+    ctx = grade("table_entry")
     messages = " ".join(c.message for c in failed(ctx))
     assert failed(ctx) and says in messages, messages
 
 
 # ---- walk: the reference, and six wrong walks ----
 def exclude_ignored(entry, tensor_keys, include, exclude):
-    return reimpl.walk(entry, tensor_keys, include, ())
+    return REFERENCE_WALK(entry, tensor_keys, include, ())
 
 
 def exclude_by_name(entry, tensor_keys, include, exclude):
     """Removes 'AutogradFunctionality' but not AutogradCPU: names compared, not functionalities."""
-    return reimpl.walk(entry, set(tensor_keys) - set(exclude), set(include) - set(exclude), ())
+    return REFERENCE_WALK(entry, set(tensor_keys) - set(exclude), set(include) - set(exclude), ())
 
 
 def fallthrough_kept(entry, tensor_keys, include, exclude):
@@ -127,12 +141,12 @@ def fallthrough_kept(entry, tensor_keys, include, exclude):
         e = entry(key)
         return e and TableEntry(e.source, e.tag, False)
 
-    return reimpl.walk(without_fallthrough, tensor_keys, include, exclude)
+    return REFERENCE_WALK(without_fallthrough, tensor_keys, include, exclude)
 
 
 def no_redispatch(entry, tensor_keys, include, exclude):
     """Only the winning key: the call never goes on below it."""
-    return reimpl.walk(entry, tensor_keys, include, exclude)[:1]
+    return REFERENCE_WALK(entry, tensor_keys, include, exclude)[:1]
 
 
 def never_stops(entry, tensor_keys, include, exclude):
@@ -143,12 +157,12 @@ def never_stops(entry, tensor_keys, include, exclude):
 
 def bottom_up(entry, tensor_keys, include, exclude):
     """The backend first, up to the top: the order of the enum in DispatchKey.h, read as priority."""
-    return reimpl.walk(entry, tensor_keys, include, exclude)[::-1]
+    return REFERENCE_WALK(entry, tensor_keys, include, exclude)[::-1]
 
 
-def test_the_reference_walk_agrees_on_every_call(ctx, results):
-    decisions.grade_walk(ctx, Graded(reimpl.walk), decisions.walks(results))
-    assert len(ctx.checks) == 1 and not failed(ctx)
+def test_the_reference_walk_agrees_on_every_call(grade):
+    ctx = grade("walk")
+    assert len(ctx.checks) == 2 and not failed(ctx)
 
 
 @pytest.mark.parametrize(
@@ -162,9 +176,32 @@ def test_the_reference_walk_agrees_on_every_call(ctx, results):
         (bottom_up, "highest priority"),
     ],
 )
-def test_a_wrong_walk_fails_with_what_its_chain_shows(ctx, results, wrong, says):
-    decisions.grade_walk(ctx, Graded(wrong), decisions.walks(results))
+def test_a_wrong_walk_fails_with_what_its_chain_shows(grade, monkeypatch, wrong, says):
+    monkeypatch.setattr(reimpl, "walk", wrong)
+    ctx = grade("walk")
     assert failed(ctx) and says in failed(ctx)[0].message, failed(ctx)[0].message
+
+
+@pytest.mark.parametrize(
+    "name, wrong, mistake",
+    [
+        ("table_entry", fallback_first, "the backend fallback before the op's own kernels"),
+        ("table_entry", explicit_everywhere, "CompositeExplicitAutograd beyond the dense keys"),
+        ("table_entry", fallthrough_dropped, "a wrong fallthrough flag"),
+        ("table_entry", another_file, "another registration of the right kind"),
+        ("walk", exclude_ignored, "an excluded key walked"),
+        ("walk", fallthrough_kept, "a fallthrough slot walked"),
+        ("walk", no_redispatch, "a chain that stops where the kernel passes the call on"),
+        ("walk", never_stops, "a chain that goes on past the kernel that does the work"),
+        ("walk", bottom_up, "a key of lower priority first"),
+    ],
+)
+def test_a_named_mistake_is_the_first_failed_check(grade, monkeypatch, name, wrong, mistake):
+    """The mistake its results show is a check of its own, reported first, its message the diagnosis's."""
+    monkeypatch.setattr(reimpl, name, wrong)
+    first, *outputs = failed(grade(name))
+    assert (first.name, first.value) == (f"{name}: the mistake its results show", mistake)
+    assert outputs and first.message in [c.message for c in outputs]
 
 
 # ---- predictions and answers ----
@@ -175,22 +212,10 @@ def _predictions(**changes):
     return out
 
 
-def grade_predictions(ctx, predicted, results) -> None:
-    """What the lab does with PREDICTIONS: the one grader, with the lab's explanations."""
-    with ctx.grading("predictions"):
-        explain = trace_facts.explain_prediction
-        grade_answers(ctx, predicted, trace_facts.predictions(results), explain=explain)
-
-
-def grade_dispatcher_answers(ctx, answers, results) -> None:
-    with ctx.grading("answers"):
-        grade_answers(ctx, answers, trace_facts.answers(results))
-
-
-def test_the_reference_predictions_and_answers_match_the_run(ctx, results):
-    grade_predictions(ctx, reference_answers.PREDICTIONS, results)
-    grade_dispatcher_answers(ctx, reference_answers.ANSWERS, results)
-    assert ctx.checks and not failed(ctx)
+def test_the_reference_predictions_and_answers_match_the_run(grade):
+    for name in ("predictions", "answers"):
+        ctx = grade(name)
+        assert ctx.checks and not failed(ctx)
     assert set(reference_answers.PREDICTIONS) == {sc.name for sc in all_scenarios(["cpu"])}
 
 
@@ -206,12 +231,15 @@ def test_the_reference_predictions_and_answers_match_the_run(ctx, results):
         (_predictions(cpu__matmul__2d={"gemm_op": "aten::matmul"}), "runs no GEMM itself"),
     ],
 )
-def test_a_wrong_prediction_fails_with_a_pointed_message(ctx, results, predicted, says):
+def test_a_wrong_prediction_fails_with_a_pointed_message(
+    grade, monkeypatch, results, predicted, says
+):
     """The message says what to reconsider, and never the fact the prediction missed (a
     prediction must stay one until it is right)."""
-    grade_predictions(ctx, predicted, results)
+    monkeypatch.setattr(reference_answers, "PREDICTIONS", predicted)
+    ctx = grade("predictions")
     assert failed(ctx) and says in failed(ctx)[0].message, failed(ctx)[0].message
-    facts = trace_facts.predictions(results)
+    facts = lab.prediction_facts(results)
     (name, field, actual), *_ = (
         (name, field, value)
         for name, fact in facts.items()
@@ -221,10 +249,11 @@ def test_a_wrong_prediction_fails_with_a_pointed_message(ctx, results, predicted
     assert repr(actual) not in failed(ctx)[0].message  # as the message used to show it: 'CPU'
 
 
-def test_a_missing_scenario_is_a_wrong_prediction(ctx, results):
+def test_a_missing_scenario_is_a_wrong_prediction(grade, monkeypatch):
     predicted = dict(reference_answers.PREDICTIONS)
     del predicted["cpu/matmul_batched/3d"]
-    grade_predictions(ctx, predicted, results)
+    monkeypatch.setattr(reference_answers, "PREDICTIONS", predicted)
+    ctx = grade("predictions")
     # both facts of the scenario, each a check of its own (the one grader's)
     assert [c.value for c in failed(ctx)] == ["missing", "missing"]
 
@@ -240,19 +269,22 @@ def test_a_missing_scenario_is_a_wrong_prediction(ctx, results):
         ("matmul_3d_last_op", "aten::view"),
     ],
 )
-def test_a_wrong_answer_names_its_question_without_giving_the_answer(ctx, results, key, wrong):
-    answers = {**reference_answers.ANSWERS, key: wrong}
-    grade_dispatcher_answers(ctx, answers, results)
+def test_a_wrong_answer_names_its_question_without_giving_the_answer(
+    grade, monkeypatch, key, wrong
+):
+    right = reference_answers.ANSWERS[key]
+    monkeypatch.setitem(reference_answers.ANSWERS, key, wrong)
+    ctx = grade("answers")
     [wrong_check] = failed(ctx)
     # the one grader names the key in the check, the handout's question in the stub's comment
     assert wrong_check.name == f"ANSWERS[{key!r}] matches this run"
     assert "that question's section of the handout" in wrong_check.message
-    assert repr(reference_answers.ANSWERS[key]) not in wrong_check.message
+    assert repr(right) not in wrong_check.message
 
 
-def test_a_set_of_keys_may_be_given_as_one_name_or_a_collection(ctx, results):
-    answers = {**reference_answers.ANSWERS, "inference_result_keys": {"CPU", "AutocastCPU"}}
-    grade_dispatcher_answers(ctx, answers, results)
+def test_a_set_of_keys_may_be_given_as_one_name_or_a_collection(grade, monkeypatch):
+    monkeypatch.setitem(reference_answers.ANSWERS, "inference_result_keys", {"CPU", "AutocastCPU"})
+    ctx = grade("answers")
     assert not failed(ctx)
 
 
@@ -264,8 +296,8 @@ def stub_source() -> str:
 def test_the_stubs_name_every_answer_and_scenario_and_compile(results):
     namespace = {}
     exec(compile(stub_source(), "dispatcher.py", "exec"), namespace)
-    assert set(namespace["ANSWERS"]) == set(trace_facts.answers(results))
-    assert set(namespace["PREDICTIONS"]) == set(trace_facts.predictions(results))
+    assert set(namespace["ANSWERS"]) == set(lab.answer_facts(results))
+    assert set(namespace["PREDICTIONS"]) == set(lab.prediction_facts(results))
     assert split_runtime_key("AutogradCPU") == ("AutogradFunctionality", "CPU")  # a header import
     with pytest.raises(NotImplementedError, match="^dispatcher.walk$"):
         namespace["walk"](None, set(), set(), set())
@@ -317,7 +349,12 @@ def test_a_wrong_walk_in_the_worker_fails_with_what_its_chain_shows(tmp_path):
         lab.run(ctx)
     finally:
         sandbox.stop(ctx)
-    assert [c.name for c in failed(ctx)] == [
+    mistake, chains = failed(ctx)
+    assert (mistake.name, mistake.value) == (
+        "walk: the mistake its results show",
+        "a chain that stops where the kernel passes the call on",
+    )
+    assert chains.name == (
         "walk: recorded calls whose chain differs from the real dispatcher's (whole chains)"
-    ]
-    assert "passes the call on" in failed(ctx)[0].message
+    )
+    assert "passes the call on" in mistake.message and chains.message == mistake.message

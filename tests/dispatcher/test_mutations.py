@@ -11,7 +11,7 @@ import contextlib
 
 import pytest
 
-from workshop.harness.run_options import RunOptions
+from workshop.foundations.run_options import RunOptions
 from workshop.lab_api import LabContext
 from workshop.labs.dispatcher import keys, lab, reimpl, tracing
 from workshop.labs.dispatcher.keys import TableEntry

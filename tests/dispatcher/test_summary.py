@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from workshop.harness.run_options import RunOptions
+from workshop.foundations.run_options import RunOptions
 from workshop.i18n import templates
 from workshop.lab_api import LabContext
 from workshop.labs.dispatcher import lab

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from workshop.labs.distributed.bench.check_wait import predict
-from workshop.labs.distributed.grading import predictions
+from workshop.labs.distributed.grading import derived_answers
 
 pytestmark = [pytest.mark.distributed, pytest.mark.slow]
 
@@ -35,7 +35,7 @@ def test_the_predictions_run_what_they_need_then_are_regraded(tmp_path):
         "distributed",
     ]
     subprocess.run(init, check=True, capture_output=True)
-    right = predictions.reference(2)
+    right = derived_answers.predictions(2)
     predict(work, right)
     first = check(work, results, "predictions")
     assert "PASS  distributed.predictions" in first, first

@@ -9,13 +9,16 @@ import re
 
 import pytest
 
-from workshop.grading import checks, questions, workspace_init
-from workshop.harness.run_options import RunOptions
+from workshop import i18n
+from workshop.declarations import checks, questions
+from workshop.declarations.diagnosis import Diagnosis
+from workshop.foundations.run_options import RunOptions
+from workshop.grading import workspace_init
 from workshop.lab_api import Check, LabContext
 from workshop.labs.distributed import figure_rows, lab
 from workshop.labs.distributed.grading import (
-    answers,
-    predictions,
+    derived_answers,
+    exercises,
     survey,
     survey_figures,
     survey_text,
@@ -37,23 +40,34 @@ def failed(ctx: LabContext) -> dict[str, str]:
 
 
 def grade_predictions(ctx, value):
+    """`value` graded as the engine grades PREDICTIONS against RUN, read by the exercise's diagnoses."""
+    truths, ran = figure_rows.prediction_truths(RUN, N)
     with ctx.grading("predictions"):
-        predictions.grade(ctx, value, RUN, N)
+        questions.grade_answers(
+            ctx, value, truths, facts=ran, diagnoses=exercises.PREDICTION_DIAGNOSES
+        )
     return failed(ctx)
 
 
-def test_the_reference_predictions_pass(ctx):
-    with ctx.grading(
-        "predictions", worker=True
-    ) as impl:  # through the reference's worker, as the lab does
-        predictions.grade(ctx, lab.given(ctx, impl, N), RUN, N)
+def grade_answers(ctx, value):
+    """`value` graded as the engine grades ANSWERS against FACTS, read by the exercise's diagnoses."""
+    facts = {"n": N, "interleaved_idle_theory": 1 / 9}  # (N-1) / (2 * 2N + N-1) at N=2
+    with ctx.grading("answers"):
+        questions.grade_answers(
+            ctx, value, FACTS, facts=facts, diagnoses=exercises.ANSWER_DIAGNOSES
+        )
+
+
+def test_the_reference_predictions_pass(ctx, tmp_path):
+    # through the engine and the reference's worker, as the lab grades them
+    lab.grade_exercises(ctx, RUN, {}, tmp_path, ("predictions",))
     assert failed(ctx) == {}
     assert len(ctx.checks) == 2 + 4 * 3  # the keys, "n", and each strategy's three figures
 
 
 def edited(**changes) -> dict:
     """The reference predictions at N with changes: {"ddp.held_bytes": value} or {"n": value}."""
-    value = copy.deepcopy(predictions.reference(N))
+    value = copy.deepcopy(derived_answers.predictions(N))
     for key, v in changes.items():
         strategy, _, field = key.partition("__")
         if field:
@@ -107,7 +121,7 @@ WRONG_PREDICTIONS = [  # (what the learner did, the changes, the check that fail
 
 
 def test_fsdp_predicted_with_ddps_figures_is_named_first(ctx):
-    ddp = predictions.reference(N)["ddp"]
+    ddp = derived_answers.predictions(N)["ddp"]
     grade_predictions(ctx, edited(fsdp=dict(ddp)))
     first = next(c for c in ctx.checks if not c.passed)
     assert first.name.startswith("PREDICTIONS['fsdp']")
@@ -127,16 +141,16 @@ def leaked_figures(ctx) -> tuple[int, list]:
     """Every field of every strategy off by a factor, and the planted mistakes, graded: (failed checks, those
     whose value, threshold or message writes the figure they were graded against in any of the forms a number
     is written; the learner's own number may appear: it is theirs)."""
-    predicted = [copy.deepcopy(predictions.reference(N)) for _ in range(6)]
+    predicted = [copy.deepcopy(derived_answers.predictions(N)) for _ in range(6)]
     for scale, changed in zip((0.0, 0.3, 0.5, 1.3, 2.0, 7.0), predicted, strict=True):
-        for strategy in predictions.STRATEGY_RUN:
+        for strategy in figure_rows.STRATEGY_RUN:
             changed[strategy] = {k: round(v * scale) for k, v in changed[strategy].items()}
     predicted += [edited(**changes) for _mistake, changes, _check, _words in WRONG_PREDICTIONS]
     truths = {
         (s, name): v
         for f in RUN
-        if (s := next((k for k, r in predictions.STRATEGY_RUN.items() if r == f.run), None))
-        for name, v in predictions.measured(f).items()
+        if (s := next((k for k, r in figure_rows.STRATEGY_RUN.items() if r == f.run), None))
+        for name, v in f.predicted().items()
     }
     leaked, failed_checks = [], 0
     for value in predicted:
@@ -163,7 +177,13 @@ def test_no_failing_prediction_message_gives_the_measured_value(ctx):
 
 
 def test_a_message_that_gives_the_measured_value_is_caught(ctx, monkeypatch):
-    monkeypatch.setattr(predictions, "diagnosis", lambda s, n, v, f: f"measured {f.comm_bytes:,}")
+    def measured(evidence):
+        strategy = evidence.output.split(".")[0]
+        return {"m": f"{evidence.facts[strategy].comm_bytes:,}"} if strategy != "n" else None
+
+    monkeypatch.setattr(
+        exercises, "PREDICTION_DIAGNOSES", (Diagnosis(None, measured, "measured {m}"),)
+    )
     assert leaked_figures(ctx)[1]
 
 
@@ -197,10 +217,7 @@ def graded_in_the_worker(ctx, work) -> dict[str, str]:
     """Grade the workspace's PREDICTIONS and ANSWERS as the lab does (their values from the learner's worker):
     {exercise id: status}."""
     ctx.options.work = work
-    with ctx.grading("predictions", worker=True) as impl:
-        predictions.grade(ctx, lab.given(ctx, impl, N), RUN, N)
-    with ctx.grading("answers", worker=True) as impl:
-        answers.grade(ctx, lab.given(ctx, impl, N), answers.facts(RUN, None), N)
+    lab.grade_exercises(ctx, RUN, {}, work, ("predictions", "answers"))
     results = ctx.exercise_results()
     return {k: v["status"] for k, v in results.items() if k != "distributed.survey"}
 
@@ -248,23 +265,42 @@ WRONG_ANSWERS = [
 ]
 
 
-def test_the_reference_answers_pass_and_match_the_run(ctx):
-    assert answers.facts(RUN, None)["fsdp_backward_allgathers"] == FACTS["fsdp_backward_allgathers"]
-    with ctx.grading("answers", worker=True) as impl:
-        answers.grade(ctx, lab.given(ctx, impl, N), FACTS, N)
-    assert failed(ctx) == {} and len(ctx.checks) == 1 + 5  # the keys, then each question
+def test_the_reference_answers_pass_and_match_the_run(ctx, tmp_path):
+    truths = figure_rows.answer_truths(RUN, None)
+    assert truths["fsdp_backward_allgathers"] == FACTS["fsdp_backward_allgathers"]
+    assert derived_answers.answers(N) == pytest.approx(FACTS)
+    lab.grade_exercises(ctx, RUN, {}, tmp_path, ("answers",))  # through the engine and the worker
+    # the keys, then each question this run measured: not the logits' bytes (they need the tensor-parallel
+    # demo's shapes), nor DDP's early all-reduces (this committed run has no small-bucket run)
+    assert failed(ctx) == {} and len(ctx.checks) == 1 + 3
 
 
 @pytest.mark.parametrize(
     "mistake, key, value, words", WRONG_ANSWERS, ids=[w[0] for w in WRONG_ANSWERS]
 )
 def test_wrong_answers_fail_with_a_pointed_message(ctx, mistake, key, value, words):
-    with ctx.grading("answers"):
-        answers.grade(ctx, {**answers.reference(N), key: value}, FACTS, N)
+    grade_answers(ctx, {**derived_answers.answers(N), key: value})
     wrong = failed(ctx)
     assert len(wrong) == 1, wrong
     ((name, message),) = wrong.items()
     assert key in name and words in message, (name, message)
+
+
+SPANISH = [  # a planted mistake of each exercise, and words its Spanish message must have
+    ("predictions", edited(ddp__held_bytes=P), "has contado solo los parámetros"),
+    ("predictions", edited(fsdp__held_bytes=3 * P), "esa es la cifra de DDP"),
+    ("predictions", edited(pp__collectives=4), "te has dejado"),
+    ("answers", {**derived_answers.answers(N), "gpipe_idle_theory": 20}, "no un porcentaje"),
+    ("answers", {**derived_answers.answers(N), "interleaved_sends_rank0": 4}, "la cuenta de GPipe"),
+]
+
+
+@pytest.mark.parametrize("exercise, value, words", SPANISH, ids=[w[2] for w in SPANISH])
+def test_a_wrong_prediction_or_answer_is_explained_in_spanish(ctx, exercise, value, words):
+    with i18n.using("es"):
+        (grade_predictions if exercise == "predictions" else grade_answers)(ctx, value)
+        (message,) = failed(ctx).values()
+    assert words in message, message
 
 
 # ---- the survey ----

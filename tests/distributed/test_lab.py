@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import assert_result_shape, read_result
-from workshop.harness.run_options import RunOptions
+from workshop.foundations.run_options import RunOptions
 from workshop.i18n import templates
 from workshop.lab_api import LabContext
 from workshop.labs.distributed import collectives, demo_checks, figure_rows, lab
-from workshop.labs.distributed.grading import answers
+from workshop.labs.distributed.grading import derived_answers
 from workshop.labs.distributed.measurements import Measurements
 
 FOLDER = Path(lab.__file__).parent / "templates"
@@ -147,8 +147,8 @@ def test_ddp_overlaps_backward_only_with_small_buckets(lab_dir):
             1_118_048,
         )
     # the answers exercise's question 6: the reference counts the buckets from the model's shapes
-    assert answers.facts(list(rows.values()), None)["ddp_early_allreduces"] == 3
-    assert answers.reference(2)["ddp_early_allreduces"] == 3
+    assert figure_rows.answer_truths(list(rows.values()), None)["ddp_early_allreduces"] == 3
+    assert derived_answers.answers(2)["ddp_early_allreduces"] == 3
 
 
 @pytest.mark.distributed

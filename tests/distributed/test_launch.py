@@ -141,8 +141,8 @@ def fake_launches(monkeypatch) -> list[list[str]]:
 
 
 def test_lab_skips_a_strategy_that_cannot_use_n_with_a_failed_check(monkeypatch, tmp_path, capsys):
-    from workshop.harness import lab_log
-    from workshop.harness.run_options import RunOptions
+    from workshop.foundations import lab_log
+    from workshop.foundations.run_options import RunOptions
     from workshop.lab_api import LabContext
     from workshop.labs.distributed import lab
 
@@ -169,7 +169,7 @@ def test_lab_skips_a_strategy_that_cannot_use_n_with_a_failed_check(monkeypatch,
 def test_lab_refuses_more_processes_than_gpus_before_starting(monkeypatch, tmp_path):
     import torch
 
-    from workshop.harness.run_options import RunOptions
+    from workshop.foundations.run_options import RunOptions
     from workshop.lab_api import LabContext
     from workshop.labs.distributed import lab
 

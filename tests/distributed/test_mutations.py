@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from workshop.harness.run_options import RunOptions
+from workshop.foundations.run_options import RunOptions
 from workshop.lab_api import LabContext
 from workshop.labs.distributed import figure_rows, lab
 from workshop.labs.distributed.grading import survey

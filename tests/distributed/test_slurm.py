@@ -53,7 +53,7 @@ def test_a_rendezvous_endpoint_outside_a_slurm_job_says_so():
 
 def test_the_lab_launches_every_demo_through_srun_in_a_slurm_job(monkeypatch, tmp_path):
     from tests.distributed.test_launch import fake_launches
-    from workshop.harness.run_options import RunOptions
+    from workshop.foundations.run_options import RunOptions
     from workshop.lab_api import LabContext
     from workshop.labs.distributed import lab
 
@@ -74,7 +74,7 @@ def test_the_lab_launches_every_demo_through_srun_in_a_slurm_job(monkeypatch, tm
 
 def test_the_lab_refuses_a_world_size_the_tasks_cannot_share(monkeypatch, tmp_path):
     from tests.distributed.test_launch import fake_launches
-    from workshop.harness.run_options import RunOptions
+    from workshop.foundations.run_options import RunOptions
     from workshop.lab_api import LabContext
     from workshop.labs.distributed import lab
 

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from tests.distributed.test_exercises import failed, good_survey
-from workshop.grading import workspace
-from workshop.harness.run_options import RunOptions
+from workshop.foundations.run_options import RunOptions
 from workshop.lab_api import LabContext
 from workshop.labs.distributed import figure_rows
 from workshop.labs.distributed.collectives import CollectiveRow
 from workshop.labs.distributed.grading import survey
 from workshop.labs.distributed.measurements import Measurements, RankRecord, Run
+from workshop.learner import workspace
 
 FILE_CHECK = "survey: the figures file it names is there and one of this workspace's runs"
 

@@ -11,7 +11,7 @@ import pytest
 from tests.distributed.test_exercises import RUN, by, failed, grade_survey
 from tests.distributed.test_exercises import WRONG_SURVEYS as ENGLISH_WRONG_SURVEYS
 from workshop import i18n
-from workshop.harness.run_options import RunOptions
+from workshop.foundations.run_options import RunOptions
 from workshop.lab_api import LabContext
 from workshop.labs.distributed import figure_rows
 from workshop.labs.distributed.grading import survey, survey_figures, survey_text

@@ -10,6 +10,8 @@ import pytest
 import torch
 import torch.distributed as dist
 
+from workshop.foundations.run_options import RunOptions
+from workshop.lab_api import LabContext
 from workshop.labs.distributed import (
     collective_log,
     collectives,
@@ -102,6 +104,7 @@ def pipeline_run(per_rank_steps, m=1, v=1) -> Run:
             intervals=steps,
             timer_resolution_s=1e-6,
             reference_compute_s=4.0,
+            reference_compute_cpu_s=4.0,
         )
         for r, steps in enumerate(per_rank_steps)
     ]
@@ -125,6 +128,28 @@ def test_idle_theory_measurement_and_waits():
     # waits: rank 0's B waits from 3.5 (rank 1's B ended) to 4.0; rank 1's F from 1.0 to 1.5
     assert sorted(pipeline_idle.waits(step, 2)) == pytest.approx([0.0, 0.0, 0.5, 0.5])
     assert a.timer_margin == pytest.approx((2 * 2 + 2) * 1e-6 / 5)
+
+
+@pytest.mark.parametrize(
+    "busy_s, busy_cpu_s, passes",
+    [
+        (
+            20.0,
+            4.4,
+            True,
+        ),  # a loaded machine: each chunk's wall time 5x, its CPU seconds the work's
+        (12.0, 12.0, False),  # planted: every chunk counted three times
+    ],
+)
+def test_busy_time_at_most_reads_the_works_cpu_seconds(tmp_path, busy_s, busy_cpu_s, passes):
+    """On the CPU the pipeline's busy time is bounded in CPU seconds, which the machine's load does not stretch;
+    the reference's step took 4 s (wall and CPU)."""
+    ctx = LabContext("distributed", tmp_path, RunOptions("cpu", 2, 0))
+    idle = pipeline_idle.Idle(0.3, [0.3], 0.2, 1e-4, 10.0, busy_s, 1.0, 2, 0.1, 0.01, busy_cpu_s)
+    demo_checks.check_pipeline_timing(ctx, "gpipe", pipeline_run([[], []]), "cpu", idle)
+    at_most = next(c for c in ctx.checks if c.name.endswith("(at most)"))
+    assert at_most.passed is passes, at_most
+    assert all(c.passed for c in ctx.checks if c is not at_most)
 
 
 def test_interleaving_needs_two_stages_per_rank():
@@ -285,7 +310,7 @@ def test_small_buckets_issue_all_reduces_with_backward_still_to_run(tmp_path):
 def test_the_overlap_check_tells_one_bucket_from_small_ones(
     default_buckets, after, passed, tmp_path
 ):
-    from workshop.harness.run_options import RunOptions
+    from workshop.foundations.run_options import RunOptions
     from workshop.lab_api import LabContext
 
     rank0 = RankRecord(0, [], 0.0, [], {}, "", backward_ops=10)
@@ -305,7 +330,7 @@ def test_the_overlap_check_tells_one_bucket_from_small_ones(
     ],
 )
 def test_a_run_starts_only_the_demos_its_exercises_need(only, demos, together, tmp_path):
-    from workshop.harness.run_options import RunOptions
+    from workshop.foundations.run_options import RunOptions
     from workshop.lab_api import LabContext
     from workshop.labs.distributed import lab
 

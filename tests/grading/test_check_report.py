@@ -14,10 +14,12 @@ import pytest
 from rich.console import Console
 
 from workshop import i18n, labs
-from workshop.grading import check_report, checks
+from workshop.cli.main import main
+from workshop.declarations import checks
+from workshop.foundations.run_options import LabOrder, RunOptions
+from workshop.grading import check_report
 from workshop.grading.check_report import CheckRefused
 from workshop.harness import lab_result
-from workshop.harness.run_options import LabOrder, RunOptions
 
 
 @pytest.fixture
@@ -29,10 +31,10 @@ def work(tmp_path, monkeypatch):
 
 def test_a_check_that_cannot_start_says_the_fix(work):
     with pytest.raises(
-        CheckRefused,
+        SystemExit,
         match="lab minigpt has no exercises; the labs with exercises: tensor, dispatcher",
     ):
-        check_report.refuse_early(["minigpt"], work)
+        main(["check", "minigpt", "--work", str(work), "--lang", "en"])
     with pytest.raises(
         CheckRefused, match=r"nowhere is not a folder: make your workspace with `python -m"
     ):

@@ -14,8 +14,9 @@ import pytest
 
 from tests.conftest import lab_device, read_result
 from workshop import labs
-from workshop.grading import checks, workspace_init
-from workshop.harness import results
+from workshop.declarations import checks
+from workshop.foundations import results
+from workshop.grading import workspace_init
 
 LABS = list(labs.all_exercises())
 

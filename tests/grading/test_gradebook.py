@@ -1,48 +1,10 @@
-"""grading.gradebook's tables: a learner's text (a name, a note) cannot become a spreadsheet formula in
-grades.csv nor break out of its cell in grades.md; a hand-in is found as its workspace and its run folders.
-(`grade` end to end: tests/cli/test_learner.py; forged hand-ins: tests/security/test_gradebook.py.)"""
+"""grading.gradebook's hand-ins: a hand-in is found as its workspace and its run folders.
+(The table's cells: tests/grading/test_grade_table.py; `grade` end to end: tests/cli/test_learner.py; forged
+hand-ins: tests/security/test_gradebook.py.)"""
 
 from __future__ import annotations
 
-import csv
-import io
-
-import pytest
-
 from workshop.grading import gradebook
-
-HOSTILE = ['=HYPERLINK("http://x")', "+1", "-2+3", "@SUM(A1)", "\tx"]
-
-
-def csv_cell_as_is(value) -> str:
-    """Planted: writes the learner's text as it is."""
-    return str(value)
-
-
-def formulas_in(csv_text: str) -> list[str]:
-    rows = list(csv.reader(io.StringIO(csv_text)))
-    return [cell for row in rows for cell in row if cell.startswith(gradebook.FORMULA_START)]
-
-
-def test_no_cell_of_grades_csv_starts_a_formula():
-    text = gradebook.to_csv(["name", "note"], [[h, "fine"] for h in HOSTILE])
-    assert formulas_in(text) == []
-    assert (
-        next(csv.reader(io.StringIO(text.splitlines()[1])))[0] == "'" + HOSTILE[0]
-    )  # shown, as text
-
-
-def test_the_check_catches_a_cell_written_as_is(monkeypatch):
-    monkeypatch.setattr(gradebook, "csv_cell", csv_cell_as_is)
-    assert len(formulas_in(gradebook.to_csv(["name"], [[h] for h in HOSTILE]))) == len(HOSTILE)
-
-
-@pytest.mark.parametrize("text", ["a | b", "<script>x</script>", "two\nlines", "| --- |"])
-def test_a_learners_text_stays_in_its_markdown_cell(text):
-    table = gradebook.to_markdown(["name", "score", "notes"], [[text, "1/2", text]], "Grades")
-    rows = [line for line in table.splitlines() if line.startswith("|")]
-    assert len(rows) == 3 and all(row.count("|") - row.count("\\|") == 3 for row in rows)
-    assert "<script>" not in table
 
 
 def test_a_hand_in_is_its_workspace_and_its_runs(tmp_path):

@@ -7,7 +7,9 @@ from __future__ import annotations
 import dataclasses
 
 from workshop import i18n, labs
-from workshop.grading import checks, progress, workspace
+from workshop.declarations import checks
+from workshop.grading import progress
+from workshop.learner import workspace
 
 ID = "autograd.cross_entropy_grad"
 EX = next(e for e in labs.exercises("autograd") if e.id == ID)

@@ -1,4 +1,4 @@
-"""The learner's starting files, derived from every lab's exercise declarations (grading/exercise.py): in every
+"""The learner's starting files, derived from every lab's exercise declarations (declarations/exercise.py): in every
 language each file is Python, no line is longer than the project's 100 columns, each exercise's statement occurs
 once, and no message catalog holds code (only prose is translated)."""
 
@@ -10,8 +10,8 @@ import re
 import pytest
 
 from workshop import i18n, labs
+from workshop.declarations.questions import WIDTH
 from workshop.grading import workspace_init
-from workshop.grading.questions import WIDTH
 
 LABS = list(labs.all_exercises())
 

@@ -10,8 +10,8 @@ import time
 import pytest
 
 from workshop import labs
+from workshop.foundations.run_options import LabOrder, RunOptions
 from workshop.harness import child
-from workshop.harness.run_options import LabOrder, RunOptions
 from workshop.lab_api import LabContext, LabSpec
 
 

@@ -26,8 +26,9 @@ import pytest
 from tests.support import lab_process
 from workshop.cli import runs
 from workshop.cli.main import main
-from workshop.harness import interrupt, lab_result, proctree, results, runner
-from workshop.harness.run_options import LabOrder, RunOptions
+from workshop.foundations import interrupt, proctree, results
+from workshop.foundations.run_options import LabOrder, RunOptions
+from workshop.harness import lab_result, runner
 from workshop.lab_api import Check
 
 # ---------------------------------------------------------------- helpers
@@ -465,7 +466,7 @@ def test_a_sigint_ignored_by_the_caller_stays_ignored():
 
 def test_a_manifest_without_status_reads_as_before(tmp_path):
     """Runs written before the status field: finished when they have an end time."""
-    assert results.run_state({"end_time": "2026-11-30T10:00:00Z", "labs": {}}).complete
+    assert results.run_state({"end_time": "2026-11-30T10:00:00Z", "labs": {}}).status == "finished"
     assert results.run_state({"end_time": None, "labs": {}}).status == "abandoned"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from workshop.grading.checks import Check
+from workshop.declarations.checks import Check
 from workshop.harness import lab_result
 
 

@@ -4,8 +4,9 @@ an exercise the run was told to skip is not blamed again."""
 
 from __future__ import annotations
 
-from workshop.grading import checks
-from workshop.harness import lab_log, post_mortem
+from workshop.declarations import checks
+from workshop.foundations import lab_log
+from workshop.harness import post_mortem
 
 
 def died_grading(tmp_path, exercise: str, frame_line: int):

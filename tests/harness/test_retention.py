@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from workshop.cli.main import main
-from workshop.harness import results, retention
+from workshop.foundations import results
+from workshop.harness import retention
 
 
 def a_run(root: Path, k: int, workspace: bool, status: str = "finished", tag: str = "a") -> Path:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 
-from workshop.harness import lab_result, results, run_report
+from workshop.foundations import results
+from workshop.harness import lab_result, run_report
 from workshop.lab_api import Check
 
 

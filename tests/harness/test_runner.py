@@ -12,7 +12,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from workshop.harness import runner, worker_process
+from workshop.foundations import worker_process
+from workshop.harness import runner
 
 
 def test_each_lab_gets_its_own_folders_and_reads_its_output_as_utf8(tmp_path):

@@ -26,12 +26,12 @@ from tests.conftest import TEST_DEVICE, read_result
 from tests.support import lab_process
 from tests.support.doc_structure import anchors
 from workshop import i18n, labs
-from workshop.grading import questions, workspace_init
-from workshop.grading.learner_code import LocalWorker, Solution
-from workshop.harness.run_options import RunOptions
+from workshop.declarations import diagnosis, questions
+from workshop.foundations.run_options import RunOptions
+from workshop.grading import workspace_init
 from workshop.i18n import templates
 from workshop.lab_api import LabContext
-from workshop.labs.autograd.grading.gradient_diagnosis import Evidence, diagnose
+from workshop.labs.autograd.grading.gradient_diagnosis import HAND_DIAGNOSES
 from workshop.labs.compile import kernel_explanation
 from workshop.labs.compile.generated_kernels import parse_kernels
 from workshop.labs.compile.grading import kernel_answer
@@ -39,7 +39,8 @@ from workshop.labs.custom_op.grading import correctness as custom_op_correctness
 from workshop.labs.custom_op.grading import exercise_grading as custom_op_grading
 from workshop.labs.custom_op.grading import op_probes as custom_op_probes
 from workshop.labs.custom_op.grading.own_op import shipped_pieces
-from workshop.labs.dispatcher.grading import decisions, trace_facts
+from workshop.labs.dispatcher.grading.exercises import PREDICTIONS, TABLE_ENTRY
+from workshop.learner.learner_code import LocalWorker, Solution
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -186,18 +187,28 @@ def test_init_in_spanish_writes_the_spanish_statements(lab, statement, handout, 
 
 def test_grading_messages_come_out_in_spanish(spanish):
     want = torch.arange(15.0, dtype=torch.float64).reshape(3, 5)  # dW (V, C)
-    wrong = diagnose(Evidence("dW", want.T.clone(), want, torch.zeros(1, 2, dtype=torch.long)))
-    assert (wrong.mistake, wrong.message) == (
+    wrong, message = diagnosis.diagnose(
+        HAND_DIAGNOSES, diagnosis.Evidence("dW", want.T.clone(), want, "float64")
+    )
+    assert (wrong.mistake, message) == (
         "a transposed gradient",  # the name's N_() key: shown through _()
         "dW tiene forma (5, 3), se esperaba (3, 5): traspuesto: dW tiene la forma de W, (V, C), no la de "
         "su traspuesta",
     )
-    hint = trace_facts.prediction_hint("gemm_op", "aten::linear", "aten::addmm")
+    prediction = diagnosis.Evidence("cpu/grad/3d.gemm_op", "aten::linear", "aten::addmm")
+    _, hint = diagnosis.diagnose(PREDICTIONS.diagnoses, prediction)
     assert (
         hint
         == "Esa operación se descompone: llama a otras operaciones y no ejecuta ningún GEMM ella misma."
     )
-    assert decisions.precedence_rule("CPU", None, None).startswith("Esta casilla está vacía")
+    slot = [["aten::linear", "CPU"]], [["linear.cpp", "kernel", False]], [None]
+    found, why = diagnosis.diagnose(
+        TABLE_ENTRY.diagnoses, diagnosis.Evidence("entries", *slot[1:], facts={"slots": slot[0]})
+    )
+    assert found.mistake is None and why == (
+        "1 casilla no coincide: aten::linear en CPU: la tuya es kernel (linear.cpp) y la del dispatcher "
+        "es una casilla vacía. Esta casilla está vacía en la tabla real: ninguna regla pone ahí un kernel."
+    )
 
 
 @pytest.mark.parametrize("lang", i18n.LANGUAGES)

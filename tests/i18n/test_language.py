@@ -20,7 +20,7 @@ import pytest
 
 from workshop import i18n
 from workshop.cli import options, runs
-from workshop.harness import results
+from workshop.foundations import results
 
 ROOT = Path(__file__).resolve().parents[2]
 # The environment of a shell whose only language setting is `settings` (no WORKSHOP_LANG, LC_ALL, ...).

@@ -143,8 +143,8 @@ def test_a_count_before_a_quantity_is_not_a_digit_group():
 
 def check_line(ctx_method: str, value, threshold, lang: str) -> str:
     """The line a check prints, in `lang`: made through LabContext's check method, read back as result.json has it."""
-    from workshop.grading import checks
-    from workshop.grading.checks import Check
+    from workshop.declarations import checks
+    from workshop.declarations.checks import Check
 
     relation = {"check_max": "<=", "check_min": ">=", "check_equal": "=="}[ctx_method]
     check = Check("c", True, value, threshold, relation=relation)
@@ -175,7 +175,7 @@ def test_a_check_says_what_it_expects_never_a_threshold_for_an_exact_value(
 
 
 def test_the_check_methods_record_their_relation(tmp_path):
-    from workshop.harness.run_options import RunOptions
+    from workshop.foundations.run_options import RunOptions
     from workshop.lab_api import LabContext
 
     ctx = LabContext("toy", tmp_path, RunOptions(device="cpu"))
@@ -184,8 +184,8 @@ def test_the_check_methods_record_their_relation(tmp_path):
 
 
 def test_a_hidden_secret_and_an_old_result_read_as_what_they_are():
-    from workshop.grading import checks
-    from workshop.grading.checks import Check
+    from workshop.declarations import checks
+    from workshop.declarations.checks import Check
 
     hidden = checks.masked(Check("prediction", False, 10, 20, secret=True, relation="=="))
     with i18n.using("es"):

@@ -75,7 +75,7 @@ def test_the_package_calls_no_function_by_a_name_in_a_string():
 def test_a_planted_call_by_name_is_found_and_a_reference_is_not(tmp_path):
     planted = textwrap.dedent(
         """
-        from workshop.grading.exercise import Exercise
+        from workshop.declarations.exercise import Exercise
         from workshop.lab_api import LabSpec
         from workshop.labs.custom_op.grading import exercise_grading as graders
 

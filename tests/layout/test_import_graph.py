@@ -1,27 +1,34 @@
-"""workshop/'s import graph, read from the source (ast; every import, function-level ones included, and the
-package __init__ each import runs): no cycle, no core module importing a concrete lab, no arrow up the layers.
+"""workshop/'s import graph, read from the source (ast; every import, function-level ones and those under
+`if TYPE_CHECKING:` included, and the package __init__ each import runs): no cycle, no core module importing a
+concrete lab, no arrow up the layers. And the folders are the layers.
 
 The layers, lowest first; a module may import modules of its own layer and of the layers below it:
- 1. bare         workshop, workshop.i18n (and its templates), the docstring-only packages
-                 workshop.cli, workshop.grading, workshop.harness: they import nothing of the workshop above
- 2. foundations  harness.{atomic, proctree, interrupt, time_limit, device, lab_log, results, run_options},
-                 harness.{worker_process, worker_container, torch_import}, tensor_bytes: files, processes,
-                 signals, the run folder, the run's options, the worker's process or container, torch's import
- 3. model        workshop.minigpt, workshop.ops: the MiniGPT and the custom op
- 4. declarations grading.{checks, diagnosis, exercise, questions, stand_ins, engine}: what a check, a mistake's
-                 diagnosis, an exercise, a question is, what stands for a missing implementation, and the one
-                 engine that grades any declaration (it reaches the lab's context only through the ctx it is given)
- 5. registry     workshop.labs (the package module only): labs found by name, none imported by it
- 6. learner      grading.{workspace, failures, solutions, wire, source_check, learner_code, worker, sandbox}: the
-                 learner's files, where an exercise's implementation comes from, the worker that runs their
-                 code (the worker protocol), and what went wrong in them
- 7. lab          workshop.lab_api: LabSpec, LabContext (what a lab imports to be one)
- 8. labs         workshop.labs.<lab>...: the labs themselves
- 9. harness      the rest of workshop.harness: runner, child, post-mortem, a lab's result, REPORT.md
-10. commands     the rest of workshop.grading: check's report, init, progress, the gradebook
-11. cli          workshop.cli.*, workshop.__main__
-The core (cli, harness, grading, i18n, workshop.lab_api) finds a lab only through the registry, by its name: it
-imports no `workshop.labs.<lab>` module (imports under `if TYPE_CHECKING:` never run and are not counted).
+ 1. bare         workshop (the package module), workshop/i18n/: the language, _(), the summaries' templates;
+                 they import nothing of the workshop above
+ 2. foundations  workshop/foundations/: atomic writes, process trees, signals, time limits, the device, the lab
+                 log, the run folder, the run's options, the worker's process or container, torch's import, the
+                 bytes a tensor holds
+ 3. minigpt      workshop/minigpt/: the MiniGPT
+ 4. ops          workshop/ops/: the custom op (the Triton softmax)
+ 5. declarations workshop/declarations/: what a check, a mistake's diagnosis, an exercise, a question is (and
+                 the one grader of answers), what stands for a missing implementation
+ 6. registry     workshop/labs/__init__.py: labs found by name, none imported by it
+ 7. learner      workshop/learner/: the learner's files, where an exercise's implementation comes from, the
+                 worker that runs their code (the worker protocol), and what went wrong in them
+ 8. lab          workshop/lab_api.py: LabSpec, LabContext (what a lab imports to be one); workshop/engine.py: the
+                 one engine that grades any exercise's declaration (it reaches the lab's context only through
+                 the ctx it is given)
+ 9. labs         workshop/labs/<lab>/: the labs themselves, a folder each
+10. harness      workshop/harness/: a run: the runner, the lab's process, a dead lab's post-mortem, a lab's
+                 result, REPORT.md, the run folders `clean` removes
+11. grading      workshop/grading/: what check, exercises init and list, grade and the learner edition make of
+                 the labs and their runs: check's report, the learner's files, the gradebook
+12. cli          workshop/cli/, workshop/__main__.py
+Each layer is one folder (with its subfolders) or one module: no folder holds modules of two layers, no layer
+spreads over two folders (the labs aside: a folder each, under workshop/labs/). The top folder's __init__.py
+and __main__.py, the names Python gives the package and `python -m workshop`, hold layers bare and cli.
+The core (cli, grading, harness, learner, declarations, foundations, i18n, workshop.lab_api) finds a lab only
+through the registry, by its name: it imports no `workshop.labs.<lab>` module.
 """
 
 from __future__ import annotations
@@ -35,48 +42,30 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "workshop"
 
 LAYERS = (
-    (
-        "bare",
-        ("workshop", "workshop.i18n.*", "workshop.cli", "workshop.grading", "workshop.harness"),
-    ),
-    (
-        "foundations",
-        (
-            *(f"workshop.harness.{m}" for m in ("atomic", "proctree", "interrupt", "time_limit")),
-            *(f"workshop.harness.{m}" for m in ("device", "lab_log", "results", "run_options")),
-            *(
-                f"workshop.harness.{m}"
-                for m in ("worker_process", "worker_container", "torch_import")
-            ),
-            "workshop.tensor_bytes",
-        ),
-    ),
-    ("model", ("workshop.minigpt.*", "workshop.ops.*")),
-    (
-        "declarations",
-        tuple(
-            f"workshop.grading.{m}"
-            for m in ("checks", "diagnosis", "exercise", "questions", "stand_ins", "engine")
-        ),
-    ),
+    ("bare", ("workshop", "workshop.i18n.*")),
+    ("foundations", ("workshop.foundations.*",)),
+    ("minigpt", ("workshop.minigpt.*",)),
+    ("ops", ("workshop.ops.*",)),
+    ("declarations", ("workshop.declarations.*",)),
     ("registry", ("workshop.labs",)),
-    (
-        "learner",
-        (
-            *(f"workshop.grading.{m}" for m in ("workspace", "failures", "solutions", "wire")),
-            *(
-                f"workshop.grading.{m}"
-                for m in ("source_check", "learner_code", "worker", "sandbox")
-            ),
-        ),
-    ),
-    ("lab", ("workshop.lab_api",)),
+    ("learner", ("workshop.learner.*",)),
+    ("lab", ("workshop.lab_api", "workshop.engine")),
     ("labs", ("workshop.labs.*",)),
     ("harness", ("workshop.harness.*",)),
-    ("commands", ("workshop.grading.*",)),
+    ("grading", ("workshop.grading.*",)),
     ("cli", ("workshop.cli.*", "workshop.__main__")),
 )
-CORE = ("workshop.cli", "workshop.harness", "workshop.grading", "workshop.i18n", "workshop.lab_api")
+# the top folder's modules that Python names: the package, and `python -m workshop`'s
+ENTRY = ("workshop", "workshop.__main__")
+ONE_FOLDER_EACH = "labs"  # the layer of the labs: a folder per lab, under workshop/labs/
+CORE = (
+    *(
+        f"workshop.{p}"
+        for p in ("cli", "grading", "harness", "learner", "declarations", "foundations")
+    ),
+    "workshop.i18n",
+    "workshop.lab_api",
+)
 
 
 def is_core(name: str) -> bool:
@@ -92,22 +81,11 @@ def module_names(root: Path) -> dict[str, Path]:
     return found
 
 
-def under_type_checking(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
-    while node in parents:
-        node = parents[node]
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            return True
-    return False
-
-
 def imports(path: Path, modules: set[str]) -> set[str]:
     """The workshop modules `path` imports (a `from X import Y` of a submodule Y counts as X.Y)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     found = set()
     for node in ast.walk(tree):
-        if under_type_checking(node, parents):
-            continue
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
@@ -133,10 +111,10 @@ def import_graph(root: Path = PACKAGE) -> dict[str, set[str]]:
     return graph
 
 
-def layer(name: str) -> int:
-    """The index in LAYERS of the most specific pattern that matches `name` (pattern.* matches a subtree)."""
+def layer(name: str, layers=LAYERS) -> int:
+    """The index in layers of the most specific pattern that matches `name` (pattern.* matches a subtree)."""
     best = None
-    for index, (_title, patterns) in enumerate(LAYERS):
+    for index, (_title, patterns) in enumerate(layers):
         for pattern in patterns:
             stem = pattern.removesuffix(".*")
             matches = name == stem or (pattern.endswith(".*") and name.startswith(stem + "."))
@@ -201,6 +179,39 @@ def core_importing_labs(graph: dict[str, set[str]]) -> list[str]:
     ]
 
 
+def folder_layers(root: Path = PACKAGE, layers=LAYERS) -> dict[Path, set[str]]:
+    """Folder (relative to the package's parent) -> the layers of the modules directly in it (ENTRY aside)."""
+    found: dict[Path, set[str]] = {}
+    for name, path in module_names(root).items():
+        if name not in ENTRY:
+            title = layers[layer(name, layers)][0]
+            found.setdefault(path.parent.relative_to(root.parent), set()).add(title)
+    return found
+
+
+def mixed_folders(root: Path = PACKAGE, layers=LAYERS) -> list[str]:
+    """'folder: layer, layer' for every folder that holds modules of two layers."""
+    return [
+        f"{folder.as_posix()}: {', '.join(sorted(titles))}"
+        for folder, titles in sorted(folder_layers(root, layers).items())
+        if len(titles) > 1
+    ]
+
+
+def spread_layers(root: Path = PACKAGE, layers=LAYERS) -> list[str]:
+    """'layer: folder, folder' for every layer whose folders are not one folder and folders inside it."""
+    held: dict[str, set[Path]] = {}
+    for folder, titles in folder_layers(root, layers).items():
+        for title in titles - {ONE_FOLDER_EACH}:
+            held.setdefault(title, set()).add(folder)
+    spread = []
+    for title, folders in sorted(held.items()):
+        top = min(folders, key=lambda f: len(f.parts))
+        if any(f != top and top not in f.parents for f in folders):
+            spread.append(f"{title}: {', '.join(sorted(f.as_posix() for f in folders))}")
+    return spread
+
+
 def test_the_workshop_has_no_import_cycle():
     assert cycles(import_graph()) == []
 
@@ -211,6 +222,14 @@ def test_no_import_goes_up_the_layers():
 
 def test_the_core_imports_no_lab():
     assert core_importing_labs(import_graph()) == []
+
+
+def test_each_folder_is_one_layer():
+    assert mixed_folders() == []
+
+
+def test_each_layer_is_one_folder():
+    assert spread_layers() == []
 
 
 # ---- the test's own tests: a planted cycle, a planted upward arrow, a planted lab import are caught ----
@@ -226,26 +245,33 @@ def plant(root: Path, files: dict[str, str]) -> Path:
     return root / "workshop"
 
 
-def test_a_planted_cycle_is_found(tmp_path):
+def test_a_planted_cycle_is_found_even_under_type_checking(tmp_path):
     root = plant(
         tmp_path,
         {
-            "workshop.grading.exercise": "from workshop.grading import checks\n",
-            "workshop.grading.checks": "def f():\n    from workshop.grading.exercise import X\n",
+            "workshop.declarations.exercise": "from workshop.declarations import checks\n",
+            "workshop.declarations.checks": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n    from workshop.declarations.exercise import X\n"
+            ),
         },
     )
-    assert cycles(import_graph(root)) == [["workshop.grading.checks", "workshop.grading.exercise"]]
-
-
-def test_a_planted_upward_arrow_is_found_even_inside_a_function(tmp_path):
-    root = plant(tmp_path, {"workshop.harness.atomic": "def f():\n    import workshop.lab_api\n"})
-    (root / "lab_api.py").write_text("")
-    assert upward(import_graph(root)) == [
-        "workshop.harness.atomic (foundations) -> workshop.lab_api (lab)"
+    assert cycles(import_graph(root)) == [
+        ["workshop.declarations.checks", "workshop.declarations.exercise"]
     ]
 
 
-def test_a_planted_lab_import_in_the_core_is_found_and_type_checking_is_not(tmp_path):
+def test_a_planted_upward_arrow_is_found_even_inside_a_function(tmp_path):
+    root = plant(
+        tmp_path, {"workshop.foundations.atomic": "def f():\n    import workshop.lab_api\n"}
+    )
+    (root / "lab_api.py").write_text("")
+    assert upward(import_graph(root)) == [
+        "workshop.foundations.atomic (foundations) -> workshop.lab_api (lab)"
+    ]
+
+
+def test_a_planted_lab_import_in_the_core_is_found_under_type_checking_too(tmp_path):
     root = plant(
         tmp_path,
         {
@@ -260,7 +286,34 @@ def test_a_planted_lab_import_in_the_core_is_found_and_type_checking_is_not(tmp_
     assert core_importing_labs(import_graph(root)) == [
         "workshop.grading.gradebook -> workshop.labs.autograd",
         "workshop.grading.gradebook -> workshop.labs.autograd.lab",
+        "workshop.grading.progress -> workshop.labs.autograd",
+        "workshop.grading.progress -> workshop.labs.autograd.lab",
     ]
+
+
+def test_a_planted_folder_of_two_layers_is_found(tmp_path):
+    """A module declared a layer of its own inside another layer's folder (as the run's foundations were)."""
+    root = plant(tmp_path, {"workshop.harness.runner": "", "workshop.harness.child": ""})
+    layers = (("process", ("workshop.harness.child",)), ("harness", ("workshop.harness.*",)))
+    assert mixed_folders(root, layers) == ["workshop/harness: harness, process"]
+    assert spread_layers(root, layers) == []
+
+
+def test_a_planted_layer_over_two_folders_is_found(tmp_path):
+    """One layer, the model, in two folders side by side; a folder inside a layer's folder is its own."""
+    root = plant(
+        tmp_path,
+        {"workshop.minigpt.model": "", "workshop.ops.softmax_op": "", "workshop.ops.kernels.k": ""},
+    )
+    layers = (("model", ("workshop.minigpt.*", "workshop.ops.*")),)
+    assert mixed_folders(root, layers) == []
+    assert spread_layers(root, layers) == [
+        "model: workshop/minigpt, workshop/ops, workshop/ops/kernels"
+    ]
+    assert (
+        spread_layers(root, (("ops", ("workshop.ops.*",)), ("minigpt", ("workshop.minigpt.*",))))
+        == []
+    )
 
 
 def test_a_module_in_no_layer_is_named():

@@ -44,7 +44,7 @@ def toy_package(root: Path, modules: list[str]) -> Path:
 CONVENTIONAL = [
     "__init__.py",
     "__main__.py",
-    "harness/results.py",
+    "foundations/results.py",
     "tools/__main__.py",
     "labs/__init__.py",
     *(
@@ -63,7 +63,7 @@ def test_the_per_lab_names_and_pythons_own_pass(tmp_path):
 
 def test_a_planted_second_results_py_is_caught(tmp_path):
     package = toy_package(tmp_path, [*CONVENTIONAL, "labs/b/results.py"])
-    assert names_used_twice(package) == ["results.py: harness/results.py, labs/b/results.py"]
+    assert names_used_twice(package) == ["results.py: foundations/results.py, labs/b/results.py"]
 
 
 def test_a_per_lab_name_outside_its_place_is_caught(tmp_path):

@@ -10,6 +10,9 @@ ROOT = Path(__file__).resolve().parents[2]
 CORE = (
     "workshop",
     "workshop/cli",
+    "workshop/foundations",
+    "workshop/declarations",
+    "workshop/learner",
     "workshop/harness",
     "workshop/grading",
     "workshop/i18n",
@@ -42,9 +45,13 @@ def named_but_gone(block: str, root: Path = ROOT) -> list[str]:
     """Core modules the block names (`name.py` under a core folder's line) that the tree lacks."""
     gone, folder = [], None
     for line in block.splitlines():
-        head = re.match(r"  (\w+)/\s", line)
+        head = re.match(
+            r"  (\w+)(/|\.py)\s", line
+        )  # a folder of the package, or a module at its top
         if head or not line.startswith(" "):
-            folder = f"workshop/{head.group(1)}" if head else None
+            folder = (
+                ("workshop/" + head.group(1) if head[2] == "/" else "workshop") if head else None
+            )
         if folder in CORE:
             gone += [
                 f"{folder}/{m}"
@@ -66,6 +73,6 @@ def test_a_module_left_out_or_gone_is_caught(tmp_path):
     (tmp_path / "workshop" / "harness").mkdir(parents=True)
     for name in ("runner.py", "newcomer.py", "__init__.py"):
         (tmp_path / "workshop" / "harness" / name).write_text("")
-    block = "workshop/   the package\n  harness/           runner.py (the parent); proctree.py (trees)\n"
+    block = "workshop/   the package\n  harness/           runner.py (the parent); retention.py (old runs)\n"
     assert unnamed(block, ("workshop/harness",), tmp_path) == ["workshop/harness/newcomer.py"]
-    assert named_but_gone(block, tmp_path) == ["workshop/harness/proctree.py"]
+    assert named_but_gone(block, tmp_path) == ["workshop/harness/retention.py"]

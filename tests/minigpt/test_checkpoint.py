@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from workshop.harness import atomic
+from workshop.foundations import atomic
 from workshop.minigpt import checkpoint
 from workshop.minigpt.checkpoint import CheckpointError
 

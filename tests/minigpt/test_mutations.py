@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from workshop.harness.run_options import RunOptions
+from workshop.foundations.run_options import RunOptions
 from workshop.lab_api import LabContext
 from workshop.labs.minigpt import lab
 from workshop.minigpt import checkpoint, evaluate, grammar, train

@@ -210,9 +210,9 @@ def test_gpu_long_rows_compiled_inline_the_cooperative_kernels(monkeypatch):
 
 
 def test_the_interpreter_is_chosen_in_one_place(monkeypatch, tmp_path):
-    """workshop.harness.device.use_triton_interpreter: the CPU gets Triton's interpreter, CUDA does not; a lab's
+    """workshop.foundations.device.use_triton_interpreter: the CPU gets Triton's interpreter, CUDA does not; a lab's
     environment (runner.lab_environment) is decided by it too."""
-    from workshop.harness.device import use_triton_interpreter
+    from workshop.foundations.device import use_triton_interpreter
     from workshop.harness.runner import lab_environment
 
     cpu_env, cuda_env = {}, {}

@@ -26,9 +26,9 @@ from tests.cli.test_learner import ANSWERS, DOUBLE, ESSAY, make_workspace, read_
 from tests.support import learner_toy
 from workshop import labs
 from workshop.cli.main import main
-from workshop.grading import grade_integrity, gradebook
-from workshop.harness.results import runs
-from workshop.harness.run_options import RunOptions
+from workshop.foundations.results import runs
+from workshop.foundations.run_options import RunOptions
+from workshop.grading import grade_integrity, grade_table
 from workshop.lab_api import LabContext
 
 NATIVE = ["--device", "cpu", "--sandbox", "native"]
@@ -117,13 +117,13 @@ def live_markup(markdown: str) -> list[str]:
 def test_links_and_images_in_learner_text_are_inert_in_grades_md(toy, monkeypatch):
     header = ["learner", "exercises passing", "notes"]
     lines = [[LIVE_TEXT, "0/3", f"toy.double: {LIVE_TEXT}"]]
-    markdown = gradebook.to_markdown(header, lines, "Grades")
+    markdown = grade_table.to_markdown(header, lines, "Grades")
     assert live_markup(markdown) == [], markdown
     assert "[x](javascript:alert(1))" in MarkdownIt("commonmark").enable("table").render(markdown)
     # planted: the escapes before links were: a pipe and HTML only
-    monkeypatch.setattr(gradebook, "MARKDOWN_ESCAPES", {"|": "\\|", "<": "&lt;", ">": "&gt;"})
-    monkeypatch.setattr(gradebook, "BARE_LINK", re.compile("(?!)"))
-    assert live_markup(gradebook.to_markdown(header, lines, "Grades"))
+    monkeypatch.setattr(grade_table, "MARKDOWN_ESCAPES", {"|": "\\|", "<": "&lt;", ">": "&gt;"})
+    monkeypatch.setattr(grade_table, "BARE_LINK", re.compile("(?!)"))
+    assert live_markup(grade_table.to_markdown(header, lines, "Grades"))
 
 
 def sparse(path: Path) -> None:

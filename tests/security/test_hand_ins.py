@@ -22,16 +22,21 @@ import pytest
 
 from tests.support import lab_process
 from tests.support.autograd_hand_solutions import solved
-from workshop.grading import checks as exercise
-from workshop.grading.learner_code import LearnerCodeFailed, LearnerFile, Solution, Worker
-from workshop.harness.run_options import RunOptions
-from workshop.harness.worker_container import LABEL, ContainerWorker, docker_problem, sweep_stale
-from workshop.harness.worker_process import NativeWorker
+from workshop.declarations import checks as exercise
+from workshop.foundations.run_options import RunOptions
+from workshop.foundations.worker_container import (
+    LABEL,
+    ContainerWorker,
+    docker_problem,
+    sweep_stale,
+)
+from workshop.foundations.worker_process import NativeWorker
 from workshop.lab_api import LabContext
 from workshop.labs import workspace_header
 from workshop.labs.autograd.batch import load_batch
 from workshop.labs.autograd.grading.exercises import EXERCISES
 from workshop.labs.autograd.lab import grade_hand
+from workshop.learner.learner_code import LearnerCodeFailed, LearnerFile, Solution, Worker
 
 HAND = ("autograd.cross_entropy_grad", "autograd.linear_grads")
 STUBS = "\n\n".join(
@@ -350,8 +355,8 @@ def test_a_container_whose_lab_process_died_is_swept(tmp_path):
     """A lab's process killed outright (SIGKILL) cannot kill its worker's container: the next start sweeps it."""
     script = (
         "import time, torch\n"
-        "from workshop.grading.learner_code import Worker\n"
-        "from workshop.harness.worker_container import ContainerWorker\n"
+        "from workshop.learner.learner_code import Worker\n"
+        "from workshop.foundations.worker_container import ContainerWorker\n"
         "w = Worker(ContainerWorker('cpu', None), 'cpu', None)\n"
         "w._start()\nprint('started', flush=True)\ntime.sleep(600)\n"
     )

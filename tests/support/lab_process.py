@@ -6,8 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from workshop.foundations.run_options import LabOrder, RunOptions
 from workshop.harness import child
-from workshop.harness.run_options import LabOrder, RunOptions
 
 
 def write_order(lab: str, out: Path, device: str = "cpu", **options) -> Path:

@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 
 from workshop import labs
-from workshop.grading.exercise import Exercise
-from workshop.grading.questions import Question, grade_answers
+from workshop.declarations.exercise import Exercise
+from workshop.declarations.questions import Question, grade_answers
 from workshop.lab_api import LabSpec
 
 HERE = Path(__file__).resolve().parent

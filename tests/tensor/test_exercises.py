@@ -14,12 +14,13 @@ import pytest
 from tests.support import lab_process
 from tests.tensor import wrong_solutions
 from workshop import labs
-from workshop.grading import checks, sandbox
-from workshop.harness.run_options import RunOptions
+from workshop.declarations import checks
+from workshop.foundations.run_options import RunOptions
 from workshop.lab_api import LabContext
 from workshop.labs.tensor import counting_mode, lab, recording_tensor, strided_views
 from workshop.labs.tensor.grading.exercises import EXERCISES
 from workshop.labs.tensor.model_predictions import PREDICTIONS
+from workshop.learner import sandbox
 
 _TEXT = Path(wrong_solutions.__file__).read_text(encoding="utf-8")
 WRONG = _TEXT[_TEXT.index("\ndef ") :]  # its functions; the header the workspace has already

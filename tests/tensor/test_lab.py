@@ -9,8 +9,7 @@ import pytest
 import torch
 
 from workshop import labs
-from workshop.grading import sandbox
-from workshop.harness.run_options import RunOptions
+from workshop.foundations.run_options import RunOptions
 from workshop.i18n import _, using
 from workshop.lab_api import LabContext
 from workshop.labs.tensor import lab, strided_views
@@ -23,6 +22,7 @@ from workshop.labs.tensor.head_costs import (
     torch_flops,
 )
 from workshop.labs.tensor.versions import version_facts
+from workshop.learner import sandbox
 
 
 def test_every_code_exercise_has_three_hint_levels_in_both_languages():

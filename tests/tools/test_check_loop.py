@@ -18,7 +18,7 @@ from tools.check_loop import (
     reference_workspace,
 )
 from workshop import labs
-from workshop.grading import source_check
+from workshop.learner import source_check
 
 
 @pytest.mark.parametrize("lab", list(check_loop.TARGETS))

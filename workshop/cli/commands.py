@@ -19,10 +19,11 @@ from workshop.cli.options import (
     run_options,
 )
 from workshop.cli.runs import console
-from workshop.grading.workspace import display
-from workshop.harness import device, results, retention
-from workshop.harness.run_options import RunOptions
+from workshop.foundations import device, results
+from workshop.foundations.run_options import RunOptions
+from workshop.harness import retention
 from workshop.i18n import _, ngettext
+from workshop.learner.workspace import display
 
 
 def cmd_list(_args) -> int:

@@ -1,13 +1,11 @@
-"""The learner's and the instructor's commands: exercises init | list, check LAB, grade PATH...
+"""The learner's commands: exercises init | list, check LAB (the instructor's, grade and edition: instructor.py).
 
 Registered on `python -m workshop` by cli.main.build_parser (add_commands). The work is done in
-grading.workspace_init, progress, check_report and gradebook; this module reads the arguments and prints.
+grading.workspace_init, progress and check_report; this module reads the arguments and prints.
 """
 
 from __future__ import annotations
 
-import os
-import time
 from pathlib import Path
 
 from rich.console import Console
@@ -24,17 +22,17 @@ from workshop.cli.options import (
     fail,
     run_options,
 )
-from workshop.grading import check_report, checks, gradebook, progress, workspace, workspace_init
-from workshop.harness import interrupt, results, worker_container
-from workshop.harness.device import use_triton_interpreter
+from workshop.declarations import checks
+from workshop.foundations import interrupt, results
+from workshop.grading import check_report, progress, workspace_init
 from workshop.harness.runner import run_labs
 from workshop.i18n import _, ngettext
+from workshop.learner import workspace
 
 # soft_wrap: paths stay copyable. markup off: what the learner wrote or reads (a path, a hint's [k = t_i]) is
 # text; the check report's lines, whose markup escapes every text in them, are printed with markup on.
 console = Console(highlight=False, soft_wrap=True, markup=False)
 
-BUILD = "docker compose build learner-edition"  # the learner edition's image: grade's sandbox
 STATUS_STYLE = {
     checks.PASSING: "green",
     checks.FAILING: "red",
@@ -246,119 +244,9 @@ def reveal_hints(work: Path, ids: tuple[str, ...]) -> tuple[str, ...]:
     return ids
 
 
-# ---- grade ----
-def cmd_grade(args) -> int:
-    lab_names = exercise_labs(args.labs)
-    root = Path(args.out)
-    out_dir = (
-        Path(args.to) if args.to else root / time.strftime("grades-%Y%m%d-%H%M%S", time.gmtime())
-    )
-    paths = [Path(p) for p in args.paths]
-    try:
-        roster = gradebook.read_roster(Path(args.roster)) if args.roster else None
-    except (OSError, ValueError) as e:
-        raise fail(str(e)) from None
-    image = grade_sandbox(args.sandbox)
-    try:
-        files = gradebook.TableFiles(out_dir, len(paths), isolated=image is not None)
-    except FileExistsError as e:
-        raise fail(str(e)) from None
-    # a .pyc that appears in the code is then a hand-in's doing
-    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
-    # grade_integrity makes every lab's stub here (workshop.ops among the references), after torch.load has
-    # imported triton: its interpreter must be chosen first where there is no GPU
-    use_triton_interpreter()
-
-    def check_workspace(work: Path) -> Path:
-        console.print(_("  running the checks of {labs}").format(labs=", ".join(lab_names)))
-        return graded_run(lab_names, args, work, worker_image=image)
-
-    def say(path: Path) -> None:
-        console.print(_("grading {path}").format(path=path))
-
-    try:
-        rows = gradebook.grade_all(paths, check_workspace, files, say, root, roster)
-        csv_path, md_path = files.finish(rows)
-    except OSError as e:
-        raise fail(str(e)) from None
-    except SystemExit:  # stopped (Ctrl-C): what was graded is in the partial table
-        if files.partial[0].exists():
-            console.print(
-                _("partial table: {csv} and {md}").format(csv=files.partial[0], md=files.partial[1])
-            )
-        raise
-    console.print(md_path.read_text(encoding="utf-8"))
-    console.print(_("wrote {csv} and {md}").format(csv=csv_path, md=md_path))
-    return 0
-
-
-def grade_sandbox(choice: str) -> str | None:
-    """The image each hand-in's code runs in (one container per hand-in's lab), or None for a worker process
-    of this machine, said plainly."""
-    problem = worker_container.docker_problem()
-    if choice == "docker" and problem:
-        raise fail(
-            _("--sandbox docker: {problem}; build it with `{command}`").format(
-                problem=problem, command=BUILD
-            )
-        )
-    if choice == "native" or problem:
-        if problem:
-            console.print(
-                _("no Docker sandbox here ({problem}; `{command}` builds it)").format(
-                    problem=problem, command=BUILD
-                )
-            )
-        console.print(
-            _(
-                "hand-ins run UNISOLATED: each hand-in's code runs as a process of this machine, with process "
-                "limits only; it can read and change other hand-ins, the results and your files. The table is "
-                "titled not isolated: a rehearsal, not a grade. Grade with Docker."
-            )
-        )
-        return None
-    worker_container.sweep_stale()
-    console.print(
-        _(
-            "sandbox: each hand-in's code runs in a container of its own ({image}: no network, read-only, "
-            "no capabilities, memory, process and CPU limits), which sees no other hand-in"
-        ).format(image=worker_container.LEARNER_IMAGE)
-    )
-    return worker_container.LEARNER_IMAGE
-
-
-# ---- edition ----
-def cmd_edition(args) -> int:
-    from workshop.grading import edition  # reads every lab's references: only for this command
-
-    try:
-        report = edition.build_learner(Path(args.out))
-    except FileExistsError as e:
-        raise fail(str(e)) from None
-    console.print(
-        _(
-            "the learner edition in {out}: {stubbed} references replaced by their stubs, {deleted} files of "
-            "model answers deleted, {helpers} helpers only a reference used removed (its EDITION.json lists them)"
-        ).format(
-            out=args.out,
-            stubbed=len(report.stubbed),
-            deleted=len(report.deleted),
-            helpers=len(report.helpers_removed),
-        )
-    )
-    # Said, not refused: the edition is written (an image build must not stop for it); its owner removes it.
-    for reference in report.left_bodies:
-        console.print(
-            _("a reference's code is still in the edition: {reference}").format(reference=reference)
-        )
-    for quoted in report.quoted_in:
-        console.print(_("a handout quotes a reference's lines: {where}").format(where=quoted))
-    return 0
-
-
 # ---- the parsers ----
 def add_commands(sub) -> None:
-    """Add exercises, check and grade to `python -m workshop`'s subcommands."""
+    """Add exercises and check to `python -m workshop`'s subcommands (the instructor's: instructor.py)."""
     default_work = str(workspace.DEFAULT_DIR)
     ex = sub.add_parser(
         "exercises", help=_("your workspace: write the exercises' files, see where you stand")
@@ -419,53 +307,6 @@ def add_commands(sub) -> None:
     add_work_option(chk, default_work)
     add_run_options(chk)
     chk.set_defaults(fn=cmd_check)
-
-    grade = sub.add_parser(
-        "grade", help=_("instructors: a table of learners x exercises (CSV, Markdown)")
-    )
-    grade.add_argument(
-        "paths", nargs="+", metavar=_("PATH"), help=_("run folders, folders of runs, workspaces")
-    )
-    grade.add_argument(
-        "--lab", action="append", dest="labs", metavar="LAB", help=_("labs to check")
-    )
-    grade.add_argument(
-        "--to",
-        metavar=_("FOLDER"),
-        help=_("folder for grades.csv and grades.md (default results/grades-<time>)"),
-    )
-    grade.add_argument(
-        "--sandbox",
-        choices=("auto", "docker", "native"),
-        default="auto",
-        help=_(
-            "where each hand-in's code runs: a container of its own (docker; auto: where Docker and the "
-            "learner edition's image are there) or, unisolated, a process of this machine (native)"
-        ),
-    )
-    grade.add_argument(
-        "--roster",
-        metavar=_("FILE"),
-        help=_(
-            "a CSV of `folder,name` lines: each hand-in's learner by its folder's name (default: the "
-            "folder's name is the learner's)"
-        ),
-    )
-    add_run_options(grade)
-    grade.set_defaults(fn=cmd_grade)
-
-    edition = sub.add_parser(
-        "edition",
-        help=_(
-            "instructors: the workshop as learners get it, without the answers, in a new folder"
-        ),
-    )
-    edition.add_argument(
-        "kind", choices=("learner",), help=_("learner: every exercised reference a stub")
-    )
-    edition.add_argument("--out", required=True, help=_("a new (or empty) folder"))
-    add_language_option(edition)
-    edition.set_defaults(fn=cmd_edition)
 
 
 def add_work_option(parser, default_work: str) -> None:

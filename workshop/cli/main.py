@@ -1,5 +1,5 @@
-"""python -m workshop: list | run | report | train | bench | clean (commands.py); exercises | check | grade
-(learner.py)."""
+"""python -m workshop: list | run | report | train | bench | clean (commands.py); exercises | check (learner.py);
+grade | edition (instructor.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from workshop import i18n
-from workshop.cli import commands, learner
+from workshop.cli import commands, instructor, learner
 from workshop.cli.options import UsageError, language_after_the_command, language_asked
 from workshop.i18n import _
 
@@ -19,6 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     commands.add_commands(sub)
     learner.add_commands(sub)
+    instructor.add_commands(sub)
     return p
 
 

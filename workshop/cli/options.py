@@ -1,5 +1,5 @@
 """The options the commands share: --lang (every command), --out, and the run options (run, check, grade),
-derived from harness.run_options.RunOptions and checked here before anything starts: one line on a bad value."""
+derived from foundations.run_options.RunOptions and checked here before anything starts: one line on a bad value."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import argparse
 import dataclasses
 
 from workshop import i18n, labs
-from workshop.harness import device, results
-from workshop.harness.run_options import RunOptions, add_arguments, from_arguments
+from workshop.foundations import device, results
+from workshop.foundations.run_options import RunOptions, add_arguments, from_arguments
 from workshop.i18n import _, ngettext
 
 

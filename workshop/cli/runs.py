@@ -5,6 +5,7 @@ written at the end, and the one line an incomplete run ends with. Used by run (c
 from __future__ import annotations
 
 import contextlib
+import sys
 from pathlib import Path
 
 from rich import box
@@ -15,12 +16,14 @@ from rich.table import Table
 
 from workshop import i18n, labs
 from workshop.cli.options import fail
-from workshop.grading import checks, workspace
-from workshop.grading.workspace import display
-from workshop.harness import device, interrupt, lab_log, results, run_report
-from workshop.harness.run_options import RunOptions
+from workshop.declarations import checks
+from workshop.foundations import device, interrupt, lab_log, results
+from workshop.foundations.run_options import RunOptions
+from workshop.harness import run_report
 from workshop.harness.runner import run_labs, sweep_stale_caches
 from workshop.i18n import _, ngettext
+from workshop.learner import workspace
+from workshop.learner.workspace import display
 from workshop.minigpt import SHIPPED_CHECKPOINT
 
 # soft_wrap: a line longer than the terminal is not broken by us: a path in it stays copyable
@@ -34,7 +37,7 @@ def new_run(root: Path, names: list[str], options: RunOptions) -> Path:
     try:
         run_dir = results.new_run(
             root,
-            results.python_command(),
+            [sys.executable, "-m", "workshop", *sys.argv[1:]],
             options.device,
             seeds={"workshop": options.seed},
             n_procs=options.n_procs,
@@ -103,7 +106,9 @@ def execute(run_dir: Path, names: list[str], options: RunOptions, auto: bool) ->
 
 def write_run_report(run_dir: Path, lang: str | None = None) -> tuple[Path, list[str]]:
     """REPORT.md of the run (harness.run_report), in `lang`, else in the run's language (its summaries are)."""
-    lang = lang or results.run_language(results.read_manifest(run_dir))
+    # English for a run from before runs recorded their language
+    recorded = results.read_manifest(run_dir).get("lang")
+    lang = lang or (recorded if recorded in i18n.LANGUAGES else i18n.DEFAULT)
     with i18n.using(lang):
         return run_report.write_report(run_dir)
 
@@ -124,9 +129,10 @@ def note_incomplete_runs(root: Path) -> None:
             "shown again)"
         ).format(line=incomplete_line(run_dir, state), id=run_dir.name)
         console.print(note, markup=False)
-        # a results folder we may not write: the note comes again
+        # told once: the next commands need not say it again; a results folder we may not write: the note comes
+        # again
         with contextlib.suppress(OSError):
-            results.mark_noted(run_dir)
+            results.update_manifest(run_dir, noted=True)
 
 
 # A lab's failing checks shown on the screen at most; the others are in its summary.md (and result.json)

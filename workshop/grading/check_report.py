@@ -15,11 +15,13 @@ from pathlib import Path
 from rich.markup import escape
 
 from workshop import labs
-from workshop.grading import checks, progress, workspace, workspace_init
-from workshop.grading.exercise import Exercise
-from workshop.harness import results
-from workshop.harness.run_options import LabOrder
+from workshop.declarations import checks
+from workshop.declarations.exercise import Exercise
+from workshop.foundations import results
+from workshop.foundations.run_options import LabOrder
+from workshop.grading import progress, workspace_init
 from workshop.i18n import N_, _, ngettext
+from workshop.learner import workspace
 
 MARKS = {  # status -> (style, the mark printed before the exercise's id)
     checks.PASSING: ("green", N_("PASS")),
@@ -41,17 +43,8 @@ class CheckRefused(Exception):
 
 
 def refuse_early(lab_names: list[str], work: Path) -> None:
-    """Stop before any lab runs when the workspace or a lab's file is not there: say how to make it."""
-    without = [lab for lab in lab_names if not labs.exercises(lab)]
-    if without:
-        having = ", ".join(labs.all_exercises()) or _("none yet")
-        raise CheckRefused(
-            ngettext(
-                "lab {labs} has no exercises; the labs with exercises: {having}",
-                "labs {labs} have no exercises; the labs with exercises: {having}",
-                len(without),
-            ).format(labs=", ".join(without), having=having)
-        )
+    """Stop before any lab runs when the workspace or a lab's file is not there: say how to make it. (A lab without
+    exercises never gets here: the command line stops at its name, cli.learner.exercise_labs.)"""
     if not Path(work).is_dir():
         raise CheckRefused(
             _("{work} is not a folder: make your workspace with `{command}`").format(

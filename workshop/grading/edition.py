@@ -28,7 +28,7 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from workshop.grading.exercise import wrapped
+from workshop.declarations.exercise import wrapped
 
 ROOT = Path(__file__).resolve().parents[2]
 KEPT = ("workshop", "theory", "survey", "docker", "slurm", "benchmarks")
@@ -114,20 +114,22 @@ def stub_value(ex):
     return namespace[ex.attribute]
 
 
-def replace_definition(path: Path, name: str, text: str) -> str:
-    """Replace the module-level definition of `name` in `path` with `text`; returns the old source."""
+def replace_definition(path: Path, name: str, text: str) -> None:
+    """Replace the module-level definition of `name` in `path` with `text`."""
     source = path.read_text(encoding="utf-8")
     node = definition(ast.parse(source), name)
     lines = source.splitlines(keepends=True)
     start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])]) - 1
-    old = "".join(lines[start : node.end_lineno])
     path.write_text(
         "".join(lines[:start]) + text.rstrip("\n") + "\n" + "".join(lines[node.end_lineno :])
     )
-    return old
 
 
-def stub_reference(ex, out: Path, report: EditionReport, bodies: dict[str, str]) -> None:
+def stub_reference(
+    ex, out: Path, report: EditionReport, bodies: dict[str, str], sources: dict[str, str]
+) -> Path | None:
+    """Replace ex's reference in the edition with its stub (a document's: deleted); the source file edited, with
+    the reference's body (`bodies`, for find_leftovers) and its source (`sources`: what a handout may quote)."""
     module, _, name = ex.reference.partition(":")
     if ex.document:
         model = Path(ex.load_reference()).resolve()
@@ -136,9 +138,11 @@ def stub_reference(ex, out: Path, report: EditionReport, bodies: dict[str, str])
             if copy.is_file():
                 copy.unlink()
                 report.deleted.append(str(path.relative_to(ROOT)))
-        return
+        return None
     path = module_file(module, out)
-    node = definition(ast.parse(path.read_text(encoding="utf-8")), name)
+    source = path.read_text(encoding="utf-8")
+    node = definition(ast.parse(source), name)
+    sources[ex.reference] = ast.get_source_segment(source, node)
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         text = stub_function(node, ex)
         bodies[ex.reference] = ast.dump(ast.Module(body_without_docstring(node), []))
@@ -148,6 +152,7 @@ def stub_reference(ex, out: Path, report: EditionReport, bodies: dict[str, str])
         text = f"{name} = {pprint.pformat(stub_value(ex), width=100, sort_dicts=False)}"
     replace_definition(path, name, text)
     report.stubbed.append(f"{ex.id}: {ex.reference}")
+    return path
 
 
 def body_without_docstring(node: ast.FunctionDef) -> list[ast.stmt]:
@@ -209,15 +214,8 @@ def build_learner(out: Path) -> EditionReport:
     edited: set[Path] = set()
     for exercises in all_exercises().values():
         for ex in exercises:
-            if not ex.document:
-                module, _, name = ex.reference.partition(":")
-                path = module_file(module, out)
-                node = definition(ast.parse(path.read_text(encoding="utf-8")), name)
-                sources[ex.reference] = ast.get_source_segment(
-                    path.read_text(encoding="utf-8"), node
-                )
-                edited.add(path)
-            stub_reference(ex, out, report, bodies)
+            edited.add(stub_reference(ex, out, report, bodies, sources))
+    edited.discard(None)  # the documents'
     for path in sorted(
         out.glob(f"workshop/labs/*/**/{MODEL_ANSWERS}")
     ):  # in a lab folder or its grading/

@@ -24,8 +24,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from workshop import i18n
-from workshop.grading import workspace, workspace_init
+from workshop.grading import workspace_init
 from workshop.i18n import _
+from workshop.learner import workspace
 
 CODE = Path(__file__).resolve().parents[1]  # the workshop package: the code every lab's checks are
 # files fingerprinted in one folder (a hand-in is a handful; the package a few hundred; a venv with torch about
@@ -93,9 +94,9 @@ def unsafe_files(root: Path) -> list[str]:
     if not root.is_dir():
         return []
     found = []
-    for _name, path, st in entries(root):
-        if stat.S_ISREG(st.st_mode) and st.st_size <= workspace.FILE_MAX:
-            continue  # a regular file, in the hand-in since no link leads to it
+    for name, path, st in entries(root):
+        if workspace.unsafe_reason(Path(name), st) is None:
+            continue  # a regular file (lstat: no link), in the hand-in since no link leads to it
         if reason := not_read(Path(path), root):
             found.append(reason)
     return found

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workshop import i18n, labs
-from workshop.grading import checks, workspace
-from workshop.grading.exercise import Exercise
-from workshop.harness import results
+from workshop.declarations import checks
+from workshop.declarations.exercise import Exercise
+from workshop.foundations import results
 from workshop.i18n import N_
+from workshop.learner import workspace
 
 # Where a learner stands besides the graded statuses (checks.PASSING, ...); translated where shown.
 CHANGED = N_("changed since last check")

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workshop import labs
-from workshop.grading import workspace
-from workshop.grading.exercise import Exercise
-from workshop.harness import atomic, results
+from workshop.declarations.exercise import Exercise
+from workshop.foundations import atomic, results
+from workshop.learner import workspace
 
 
 class WorkspaceExists(Exception):
@@ -53,7 +53,10 @@ def planned_files(
         if any(ex.attribute for ex in exercises):
             files[f"{lab}.py"] = lab_source(lab)
         for ex in (ex for ex in exercises if ex.document):
-            text = ex.document_text(results.newest_lab_dir(results_root, lab), work)
+            ran = (
+                r / lab for r in results.runs(results_root) if (r / lab / "result.json").is_file()
+            )
+            text = ex.document_text(next(ran, None), work)  # the newest run of the lab
             if text is None:
                 waiting.append(ex)
             else:

@@ -1,6 +1,6 @@
 """A lab's own process: `python -m workshop.harness.child LAB_DIR`, started by harness.runner.
 
-It reads LAB_DIR/options.json (harness.run_options.LabOrder: the lab, the run's options, the exercises to skip),
+It reads LAB_DIR/options.json (foundations.run_options.LabOrder: the lab, the run's options, the exercises to skip),
 builds a LabContext, calls the lab's entry, and writes result.json and summary.md (also when the lab raised, was
 stopped, or ran out of time). It dies with its parent and leaves no process of its own behind.
 """
@@ -17,13 +17,13 @@ import traceback
 from pathlib import Path
 
 from workshop import i18n, labs
-from workshop.grading import sandbox, workspace
-from workshop.harness import interrupt, proctree
+from workshop.foundations import interrupt, proctree
+from workshop.foundations.run_options import LabOrder, RunOptions
+from workshop.foundations.time_limit import lab_limit
 from workshop.harness.lab_result import stopped_check, write_result
-from workshop.harness.run_options import LabOrder, RunOptions
-from workshop.harness.time_limit import lab_limit
 from workshop.i18n import _
 from workshop.lab_api import WHY_MISSING, Check, LabContext
+from workshop.learner import sandbox, workspace
 from workshop.minigpt import CHECKPOINT_ENVIRONMENT
 
 

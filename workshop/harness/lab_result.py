@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workshop.grading.checks import Check, all_passed, bound, outcome, written
-from workshop.harness import atomic
+from workshop.declarations.checks import Check, all_passed, bound, outcome, written
+from workshop.foundations import atomic
 from workshop.i18n import _
 
 

@@ -1,8 +1,8 @@
 """A dead lab's post-mortem: what the parent makes of a lab process that died before writing its result.json
 (a crash in native code, a kernel writing out of bounds, a kill at the lab's time limit).
 
-From the lab's log.txt (harness.lab_log) it knows which exercise was being graded when the process died, and
-where in the learner's file it was. The runner then fails that exercise (grading.failures.died_check) and runs
+From the lab's log.txt (foundations.lab_log) it knows which exercise was being graded when the process died, and
+where in the learner's file it was. The runner then fails that exercise (learner.failures.died_check) and runs
 the lab again without it. It never takes a status from the log: a lab whose grading still runs the learner's
 code in its own process shares its output with that code, which can print any line it likes (issue 22).
 """
@@ -12,9 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from workshop import labs
-from workshop.grading import checks, failures, workspace
-from workshop.harness import lab_log
+from workshop.declarations import checks
+from workshop.foundations import lab_log
 from workshop.i18n import _
+from workshop.learner import failures, workspace
 
 
 def died_in(lab_dir: Path, work: Path | None, skip: dict[str, str]) -> str | None:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from workshop.grading import checks
-from workshop.harness import results
+from workshop.declarations import checks
+from workshop.foundations import results
 
 KEEP = 5  # runs of each kind kept, newest first: a morning's checks, and what to compare with
 

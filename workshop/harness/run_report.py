@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from workshop.harness import atomic, results
+from workshop.foundations import atomic, results
 from workshop.i18n import _
 
 
@@ -20,7 +20,7 @@ def write_report(run_dir: Path) -> tuple[Path, list[str]]:
     state = results.run_state(manifest)
     problems = (
         []
-        if state.complete
+        if state.status == "finished"
         else [_("run {run} is incomplete: {state}").format(run=run_dir.name, state=state.detail)]
     )
     lines = [

@@ -4,7 +4,7 @@ Why a process per lab: some settings only act before an import (TRITON_INTERPRET
 is imported), and compile caches live in a process and on disk; a fresh process with its own cache folders
 means no lab sees another's state.
 
-`run_labs` writes each lab's orders to <lab>/options.json (harness.run_options.LabOrder) and starts
+`run_labs` writes each lab's orders to <lab>/options.json (foundations.run_options.LabOrder) and starts
 `python -m workshop.harness.child <lab folder>` in a session of its own (so a Ctrl-C in the terminal reaches
 only the parent, which then stops the lab's whole process tree: see proctree.py), streams its output to
 <lab>/log.txt and to the caller (which picks what the screen shows: cli.runs), enforces the lab's time limit,
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import errno
 import importlib.metadata
 import os
 import shutil
@@ -28,13 +29,14 @@ import time
 from pathlib import Path
 
 from workshop import labs
-from workshop.grading import workspace
-from workshop.harness import interrupt, lab_log, post_mortem, proctree, results, worker_container
-from workshop.harness.device import use_triton_interpreter
+from workshop.foundations import interrupt, lab_log, proctree, results, worker_container
+from workshop.foundations.device import use_triton_interpreter
+from workshop.foundations.run_options import LabOrder, RunOptions
+from workshop.foundations.time_limit import ran_out_of_time
+from workshop.harness import post_mortem
 from workshop.harness.lab_result import stopped_check, write_result
-from workshop.harness.run_options import LabOrder, RunOptions
-from workshop.harness.time_limit import ran_out_of_time
 from workshop.i18n import _
+from workshop.learner import workspace
 
 # A lab stops itself at its time limit (an alarm in its own process); the parent kills it BACKSTOP_S later if it
 # could not (stuck in C code, or stopped). Generous: the lab's clock starts after Python's start-up.
@@ -56,7 +58,7 @@ def lab_environment(
     """The lab process's environment: fresh cache and temporary folders under cache_dir, Inductor's in `kept`
     where the lab keeps its builds (build_cache), `threads` CPU threads where the lab asks (cpu_threads)."""
     env = dict(os.environ)
-    if threads:  # the learner's worker inherits it (harness.worker_process)
+    if threads:  # the learner's worker inherits it (foundations.worker_process)
         env["OMP_NUM_THREADS"] = str(threads)
     env["PYTHONUNBUFFERED"] = "1"
     # the parent reads the lab's output as UTF-8, whatever the locale
@@ -108,7 +110,8 @@ def stop_if_disk_full(run_dir: Path, name: str, lab_status: dict) -> None:
     why = _("the disk under {root} is full").format(root=workspace.display(run_dir.parent))
     results.record_lab(run_dir, name, {**lab_status, "stopped": why})
     results.stop_run(run_dir, why, name)
-    raise results.RunFolderError(results.disk_full_message(run_dir.parent))
+    full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    raise results.RunFolderError(results.unusable(run_dir.parent, full))
 
 
 def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> dict:
@@ -127,7 +130,7 @@ def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> dict
         with LabProcess(name, lab_dir, options.device, on_line, kept) as child:
             why = None
             try:
-                child.wait(limit + BACKSTOP_S if limit else None)
+                child.proc.wait(limit + BACKSTOP_S if limit else None)
             except subprocess.TimeoutExpired:  # it could not stop itself (stuck outside Python)
                 child.stop()
                 why = ran_out_of_time(limit)
@@ -146,7 +149,7 @@ def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> dict
         if died_in is None:
             return settle(run_dir, name, options, child, time.monotonic() - start, why)
         attempt = run_dir / f"{name}.attempt-{len(skip) + 1}"
-        note = post_mortem.how_it_died(lab_dir, child.returncode, options.work)
+        note = post_mortem.how_it_died(lab_dir, child.proc.returncode, options.work)
         skip[died_in] = f"{why or note} ({workspace.display(attempt / 'log.txt')})"
         lab_dir.rename(attempt)
 
@@ -158,7 +161,7 @@ def settle(run_dir, name, options, child, duration, why, stopped=False) -> dict:
         passed = results.read_result(lab_dir)["passed"]
     except results.CorruptFile:  # the process died before writing its result, or was killed
         why = why or _("its process exited with code {code} before writing its result").format(
-            code=child.returncode
+            code=child.proc.returncode
         )
         if results.disk_full(run_dir):
             why += _(" (the disk is full)")
@@ -178,13 +181,17 @@ def settle(run_dir, name, options, child, duration, why, stopped=False) -> dict:
                 {
                     "implementation": workspace.implementation(options.work, [name]),
                     "exercises": post_mortem.dead_process_exercises(
-                        name, lab_dir, child.returncode, options.work
+                        name, lab_dir, child.proc.returncode, options.work
                     ),
                 },
             ),
         )
         passed = False
-    status = {"passed": passed, "duration_s": round(duration, 1), "returncode": child.returncode}
+    status = {
+        "passed": passed,
+        "duration_s": round(duration, 1),
+        "returncode": child.proc.returncode,
+    }
     if stopped:
         status["stopped"] = why
     results.record_lab(run_dir, name, status)
@@ -230,13 +237,6 @@ class LabProcess:
                 self.on_line(self.name, line.rstrip("\n"))
         if log:
             log.close()
-
-    def wait(self, timeout: float | None) -> int:
-        return self.proc.wait(timeout)
-
-    @property
-    def returncode(self) -> int | None:
-        return self.proc.returncode
 
     def stop(self, signum: int = signal.SIGTERM) -> None:
         proctree.stop_tree(self.proc.pid, proctree.GRACE_S, root_signal=signum)

@@ -11,18 +11,21 @@ import importlib
 import pkgutil
 import textwrap
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from workshop.grading.exercise import wrapped
-from workshop.grading.questions import WIDTH
+from workshop.declarations.exercise import Exercise, wrapped
+from workshop.declarations.questions import WIDTH
 from workshop.i18n import _
 
-if TYPE_CHECKING:  # annotations only: workshop.lab_api imports this module
-    from workshop.grading.exercise import Exercise
-    from workshop.lab_api import LabSpec
+
+class Lab(Protocol):
+    """A lab as the registry sees it: its LAB, a LabSpec (workshop/lab_api.py, in a layer above)."""
+
+    name: str
+    order: int  # position in a full run
 
 
-def all_labs() -> dict[str, LabSpec]:
+def all_labs() -> dict[str, Lab]:
     """Name -> spec, in run order."""
     specs = []
     for info in pkgutil.iter_modules(__path__):
@@ -38,7 +41,7 @@ def folder(name: str) -> Path:
     return Path(__file__).resolve().parent / name
 
 
-def get(name: str) -> LabSpec:
+def get(name: str) -> Lab:
     labs = all_labs()
     if name not in labs:
         raise KeyError(f"unknown lab {name!r}; the labs are: {', '.join(labs)}")

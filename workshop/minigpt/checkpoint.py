@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from workshop.harness import atomic
+from workshop.foundations import atomic
 from workshop.i18n import _
 from workshop.minigpt import CHECKPOINT_ENVIRONMENT as ENVIRONMENT
 from workshop.minigpt import SHIPPED_CHECKPOINT as SHIPPED

@@ -1,6 +1,6 @@
 """Hand-written operators registered with PyTorch: `workshop.ops.softmax` is `torch.ops.workshop.softmax`."""
 
-from workshop.harness.device import use_triton_interpreter
+from workshop.foundations.device import use_triton_interpreter
 
 # No CUDA: Triton's interpreter, chosen before any module of this package imports triton.
 INTERPRETED = use_triton_interpreter()

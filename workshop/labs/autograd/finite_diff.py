@@ -2,9 +2,9 @@
 and compares (L(v + eps) - L(v - eps)) / 2eps with the analytical gradient.
 
 Three analytical gradients are put on trial, each against finite differences of a loss torch computes (never of
-the reference: in the learner's edition it is a stub): autograd's, of the LM head's loss; cross_entropy_grad's
-dL/dlogits, of lm_loss; linear_grads' dL/dx, dL/dW and dL/db, of sum(G * (x W^T + b)) for a fixed G. Each
-exercise's function (the learner's, or the reference in a plain run) is the backward of an autograd.Function,
+the reference: in the learner's edition it is a stub): autograd's, of the LM head's loss; the hand cross-entropy's
+dL/dlogits, of lm_loss; the hand linear layer's dL/dx, dL/dW and dL/db, of sum(G * (x W^T + b)) for a fixed G.
+Each exercise's function (the learner's, or the reference in a plain run) is the backward of an autograd.Function,
 and gradcheck calls it only for the analytical side: a few calls, wherever the function runs.
 
 The LM head has 38,400 + 600 parameters and each probe costs two forward passes, so the full Jacobian is checked
@@ -29,17 +29,19 @@ from workshop.minigpt.model import PAD_ID, lm_loss
 # a slice of the batch: 6 rows with real targets, 2 <pad> rows (zero gradient)
 ROWS_REAL, ROWS_PAD = 6, 2
 TOLERANCE = {"eps": 1e-6, "atol": 1e-5, "rtol": 1e-3}  # gradcheck's defaults, stated in result.json
-# Who is on trial: a record's "gradient" (translated where shown).
-AUTOGRAD, CROSS_ENTROPY, LINEAR = N_("autograd"), "cross_entropy_grad", "linear_grads"
+# Who is on trial: a record's "gradient" (translated where shown); an exercise's function is named by its
+# exercise's name, which the lab gives.
+AUTOGRAD = N_("autograd")
 
 
 class CrossEntropyByHand(torch.autograd.Function):
-    """lm_loss of logit rows z (R, V) as one sentence, whose backward is cross_entropy_grad's dL/dlogits."""
+    """lm_loss of logit rows z (R, V) as one sentence, whose backward is the hand cross-entropy's dL/dlogits
+    (loss_and_dlogits(logits, targets) -> (loss, dL/dlogits))."""
 
     @staticmethod
-    def forward(ctx, z, targets, cross_entropy_grad):
+    def forward(ctx, z, targets, loss_and_dlogits):
         ctx.save_for_backward(z)
-        ctx.targets, ctx.cross_entropy_grad = targets, cross_entropy_grad
+        ctx.targets, ctx.loss_and_dlogits = targets, loss_and_dlogits
         return lm_loss(z[None], targets[None])
 
     @staticmethod
@@ -49,24 +51,25 @@ class CrossEntropyByHand(torch.autograd.Function):
             torch.enable_grad()
         ):  # as the function is called anywhere else (a backward turns grad mode off)
             # (1, R, V)
-            _loss, dlogits = ctx.cross_entropy_grad(z.detach()[None], ctx.targets[None])
+            _loss, dlogits = ctx.loss_and_dlogits(z.detach()[None], ctx.targets[None])
         return grad_loss * dlogits[0], None, None
 
 
 class LinearByHand(torch.autograd.Function):
-    """sum(G * (x W^T + b)) for a fixed G (R, V), whose backward is linear_grads(G, x, W)."""
+    """sum(G * (x W^T + b)) for a fixed G (R, V), whose backward is the hand linear layer's
+    (grads_of_linear(G, x, W) -> (dW, db, dx))."""
 
     @staticmethod
-    def forward(ctx, x, W, b, G, linear_grads):
+    def forward(ctx, x, W, b, G, grads_of_linear):
         ctx.save_for_backward(x, W, G)
-        ctx.linear_grads = linear_grads
+        ctx.grads_of_linear = grads_of_linear
         return (F.linear(x, W, b) * G).sum()
 
     @staticmethod
     def backward(ctx, grad):
         x, W, G = ctx.saved_tensors
         with torch.enable_grad():
-            dW, db, dx = ctx.linear_grads(G[None], x[None], W)  # dlogits (1, R, V), x (1, R, C)
+            dW, db, dx = ctx.grads_of_linear(G[None], x[None], W)  # dlogits (1, R, V), x (1, R, C)
         return grad * dx[0], grad * dW, grad * db, None, None
 
 
@@ -90,7 +93,7 @@ def one_thread():
 
 @dataclass
 class GradcheckRecord:
-    gradient: str  # AUTOGRAD, CROSS_ENTROPY or LINEAR: whose gradient was on trial
+    gradient: str  # AUTOGRAD or an exercise's name: whose gradient was on trial
     probes: str  # what was nudged (N_, shown translated)
     fast_mode: bool
     passed: bool
@@ -150,13 +153,16 @@ def gradcheck_autograd(head: HeadSlice) -> list[GradcheckRecord]:
     return gradchecks(AUTOGRAD, head_plans(loss, head))
 
 
-def gradcheck_linear(linear_grads, head: HeadSlice, G: torch.Tensor) -> list[GradcheckRecord]:
-    """linear_grads' dL/dx, dL/dW, dL/db against finite differences of sum(G * (x W^T + b)); G (R, 600)."""
+def gradcheck_linear(
+    who: str, grads_of_linear, head: HeadSlice, G: torch.Tensor
+) -> list[GradcheckRecord]:
+    """The hand linear layer's dL/dx, dL/dW, dL/db against finite differences of sum(G * (x W^T + b));
+    G (R, 600). who: the exercise's name, the records' "gradient"."""
 
     def loss(x, W, b):
-        return LinearByHand.apply(x, W, b, G, linear_grads)
+        return LinearByHand.apply(x, W, b, G, grads_of_linear)
 
-    return gradchecks(LINEAR, head_plans(loss, head))
+    return gradchecks(who, head_plans(loss, head))
 
 
 def head_plans(loss, head: HeadSlice) -> list[Plan]:
@@ -168,14 +174,15 @@ def head_plans(loss, head: HeadSlice) -> list[Plan]:
     ]
 
 
-def gradcheck_cross_entropy(cross_entropy_grad, head: HeadSlice) -> list[GradcheckRecord]:
-    """cross_entropy_grad's dL/dlogits against finite differences of lm_loss: every entry of one real and one
-    <pad> row (1200 probes; all 8 rows would take ~7 s here), and all the rows in one random direction."""
+def gradcheck_cross_entropy(who: str, loss_and_dlogits, head: HeadSlice) -> list[GradcheckRecord]:
+    """The hand cross-entropy's dL/dlogits against finite differences of lm_loss: every entry of one real and
+    one <pad> row (1200 probes; all 8 rows would take ~7 s here), and all the rows in one random direction.
+    who: the exercise's name, the records' "gradient"."""
     pair = torch.tensor([0, ROWS_REAL])  # pick_rows puts the real rows first
     logits = head.logits
 
     def loss_of(targets):
-        return lambda z: CrossEntropyByHand.apply(z, targets, cross_entropy_grad)
+        return lambda z: CrossEntropyByHand.apply(z, targets, loss_and_dlogits)
 
     plans = [
         Plan(
@@ -193,7 +200,7 @@ def gradcheck_cross_entropy(cross_entropy_grad, head: HeadSlice) -> list[Gradche
             True,
         ),
     ]
-    return gradchecks(CROSS_ENTROPY, plans)
+    return gradchecks(who, plans)
 
 
 def gradchecks(who: str, plans: list[Plan]) -> list[GradcheckRecord]:

@@ -14,7 +14,8 @@ from dataclasses import fields as fields_of
 import torch
 import torch.nn.functional as F
 
-from workshop.grading.questions import grade_answers
+from workshop import engine
+from workshop.engine import Case, Comparison, Graded
 from workshop.i18n import _, grouped
 from workshop.lab_api import LabContext
 from workshop.labs.autograd.batch import HeadBatch, leaves, load_batch
@@ -29,15 +30,8 @@ from workshop.labs.autograd.finite_diff import (
 )
 from workshop.labs.autograd.grading import probes
 from workshop.labs.autograd.grading.graph_facts import GraphFacts, measure_facts
-from workshop.labs.autograd.grading.hand_grading import (
-    FLOAT32,
-    Case,
-    Comparison,
-    cross_entropy_cases,
-    grade,
-    linear_cases,
-    unpack,
-)
+from workshop.labs.autograd.grading.hand_cases import FLOAT32, cross_entropy_cases, linear_cases
+from workshop.labs.autograd.grading.no_autograd import HAND_CHECKS
 from workshop.labs.autograd.grading.replay_grading import (
     DECAY,
     HEAD,
@@ -86,33 +80,46 @@ def grade_hand(ctx: LabContext, batch: HeadBatch) -> HandResults:
     ).to(head.x.device)
     found, results = HandResults([], {}, []), {False: {}, True: {}}
     witnesses = {
-        "cross_entropy_grad": (cross_entropy_cases, lambda f: gradcheck_cross_entropy(f, head)),
-        "linear_grads": (linear_cases, lambda f: gradcheck_linear(f, head, G)),
+        # the finite differences' witness of each: who (the exercise's name), the function on trial
+        "cross_entropy_grad": (
+            cross_entropy_cases,
+            lambda who, f: gradcheck_cross_entropy(who, f, head),
+        ),
+        "linear_grads": (linear_cases, lambda who, f: gradcheck_linear(who, f, head, G)),
     }
     for name, (make_cases, witness) in witnesses.items():
         if not ctx.wants(name):
             continue
         cases = make_cases(batch)
-        with ctx.grading(name, worker=True) as impl:
-            graded = grade(ctx, name, impl, cases)
+
+        def more(impl, graded: Graded, name=name, cases=cases, witness=witness) -> None:
             found.comparisons += graded.comparisons
             results[False].update(graded.returned[FLOAT32])
             if ctx.device == "cuda":
-                results[True].update(under_tf32(name, impl, cases))
+                results[True].update(under_tf32(ctx, impl, cases))
             # finite differences put the function on trial too, wherever its outputs have the right shapes
-            if all(c.max_abs_error != math.inf for c in graded.comparisons):
-                found.gradchecks += check_gradchecks(ctx, witness(impl))
+            if all(c.error != math.inf for c in graded.comparisons):
+                found.gradchecks += check_gradchecks(ctx, witness(name, impl))
+
+        grade_by_hand(ctx, name, cases, also=more)
     fields = {f.name for f in fields_of(HeadGrads)}
     found.hand = {on: HeadGrads(**r) for on, r in results.items() if set(r) == fields}
     return found
 
 
-def under_tf32(function: str, impl, cases: list[Case]) -> dict[str, torch.Tensor]:
+def grade_by_hand(ctx: LabContext, name: str, cases: list[Case], also=None) -> Graded:
+    """One hand-gradient exercise through the engine: each case watched for autograd in the worker
+    (probes.watched_by_hand), then the "no autograd" checks (no_autograd.HAND_CHECKS)."""
+    return engine.grade(ctx, name, cases, call=probes.watched_by_hand, rules=HAND_CHECKS, also=also)
+
+
+def under_tf32(ctx: LabContext, impl, cases: list[Case]) -> dict[str, torch.Tensor]:
     """impl's float32 results with TF32 on, ungraded: what the precision section shows TF32 costs. TF32 is a
     setting of the process that runs the function: the worker's (probes.tf32_call)."""
+    ex = ctx.current_exercise
     case = next(c for c in cases if c.label == FLOAT32)
     result = impl.probe(probes.tf32_call, True, *case.args)
-    return dict(zip(case.expected, unpack(function, result, tuple(case.expected)), strict=True))
+    return dict(zip(ex.outputs, engine.unpacked(ex, result), strict=True))
 
 
 def check_precision(
@@ -259,8 +266,7 @@ def run(ctx: LabContext) -> None:
         replays = grade_engine(ctx, cases)
         facts = measure_facts(cases) if ctx.wants("answers") else None
         if facts is not None:
-            with ctx.grading("answers", worker=True) as answers:
-                grade_answers(ctx, answers.value, asdict(facts))
+            engine.grade(ctx, "answers", asdict(facts))
         if ctx.options.only:  # the demonstrations, the lab's own checks, the summary: a whole run's
             ctx.summary = _(
                 "Graded only {exercises}; the whole lab runs with `python -m workshop check {lab}`."
@@ -279,6 +285,12 @@ def run(ctx: LabContext) -> None:
     report(ctx, batch, found)
 
 
+def hand_vs_autograd(c: Comparison) -> dict:
+    """One comparison as result.json keeps it: its error under its name there, max_abs_error."""
+    row = {"max_abs_error" if key == "error" else key: value for key, value in asdict(c).items()}
+    return row | {"passed": c.passed}
+
+
 def report(ctx: LabContext, batch: HeadBatch, found: Findings) -> None:
     """result.json's extra keys (asdict of the typed records) and summary.md from templates/summary.md.j2."""
     effect: TF32Effect | None = tf32_effect(found.precision)
@@ -294,7 +306,7 @@ def report(ctx: LabContext, batch: HeadBatch, found: Findings) -> None:
             "eps_factor": EPS_FACTOR,
             "weight_decay": WEIGHT_DECAY,
         },
-        "hand_vs_autograd": [asdict(c) | {"passed": c.passed} for c in found.comparisons],
+        "hand_vs_autograd": [hand_vs_autograd(c) for c in found.comparisons],
         "precision": [asdict(r) for r in found.precision],
         "tf32": None if effect is None else asdict(effect) | {"growth": effect.growth},
         "replay": [asdict(r) for r in found.replays],

@@ -20,9 +20,8 @@ from pathlib import Path
 
 import torch
 
-from workshop.grading import questions
-from workshop.grading.learner_code import LearnerCodeFailed
-from workshop.harness.results import RunFolderError
+from workshop import engine
+from workshop.foundations.results import RunFolderError
 from workshop.i18n import _
 from workshop.lab_api import LabContext
 from workshop.labs.custom_op import eager_cost, inductor_code, profiler_trace
@@ -30,6 +29,7 @@ from workshop.labs.custom_op.grading import correctness as cx
 from workshop.labs.custom_op.grading import exercise_grading as graders
 from workshop.labs.custom_op.grading import launch_facts, op_probes
 from workshop.labs.custom_op.grading.own_op import OwnOp, own_op, shipped_ready
+from workshop.learner.learner_code import LearnerCodeFailed
 from workshop.minigpt import checkpoint
 from workshop.minigpt.data import train_tensors
 from workshop.minigpt.model import lm_loss
@@ -37,11 +37,13 @@ from workshop.ops import softmax_launch, softmax_op
 
 
 def grade_pieces(ctx: LabContext, pieces: tuple[str, ...] = op_probes.EXERCISES) -> None:
-    """The exercises that write a piece of the op: each graded in its own twin (exercise_grading.py), the piece
-    run in the worker (the worker protocol), every interpreted load and store of a kernel bounds-checked there."""
+    """The exercises that write a piece of the op, each through engine.grade: no cases of values to compare, each
+    graded in its own twin (exercise_grading.py), the piece run in the worker (the worker protocol), every
+    interpreted load and store of a kernel bounds-checked there."""
     for name in pieces:
-        with ctx.grading(name, worker=True) as impl:
-            graders.GRADERS[name](ctx, impl)
+        engine.grade(
+            ctx, name, None, also=lambda impl, _graded, name=name: graders.GRADERS[name](ctx, impl)
+        )
 
 
 def check_ran(ctx: LabContext, name: str, call):
@@ -267,12 +269,6 @@ def check_trace(ctx: LabContext) -> profiler_trace.TraceFacts:
     return trace
 
 
-def grade_answers(ctx: LabContext, facts: launch_facts.LaunchFacts) -> None:
-    """ANSWERS against the facts of a run: the learner's dict read in the worker (the worker protocol), graded here."""
-    with ctx.grading("answers", worker=True) as answers:
-        questions.grade_answers(ctx, answers.value, asdict(facts))
-
-
 def check_own_op(ctx: LabContext, shapes: dict) -> dict:
     """The op made of this run's pieces (own_op.py), checked section by section; or, while a piece is missing,
     one line naming the exercises the op waits on."""
@@ -356,9 +352,8 @@ def run(ctx: LabContext) -> None:
         found |= timed({"eager": lambda: measure_eager(ctx)}, seconds)
     if ctx.wants("answers") and op_checked(found):
         custom_op = found["compile"]["custom_op"]
-        grade_answers(
-            ctx, launch_facts.measure_facts(found["step_launches"], custom_op.extern_calls)
-        )
+        facts = launch_facts.measure_facts(found["step_launches"], custom_op.extern_calls)
+        engine.grade(ctx, "answers", asdict(facts))
     ctx.render_summary(graded=ctx.graded, **summary_values(found))
     ctx.extra.update(json_values(found, seconds))
 
@@ -378,7 +373,7 @@ def regrade(ctx: LabContext, lab_dir: Path) -> None:
                 folder=lab_dir, error=f"{type(e).__name__}: {e}"
             )
         ) from e
-    grade_answers(ctx, facts)
+    engine.grade(ctx, "answers", asdict(facts))
     ctx.summary = _(
         "Your answers graded against the run in {folder}: its launch record and inductor_custom_op.txt. No "
         "kernel ran."

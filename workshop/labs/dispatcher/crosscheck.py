@@ -4,9 +4,9 @@ real dispatcher walks and the kernel in each key's slot, cross-checked against w
 The chain is followed to its own end: the real key set (keys.real_keys_in_play), the real pick
 (DispatchKeySet.highestPriorityTypeId), the real slot (the computed table and
 _dispatch_get_computed_kernel_for_dispatch_key), then the keys below that one (_dispatch_keyset_full_after).
-Every fact here comes from torch itself, never from the re-implementation the learner writes (reimpl.py's
-table_entry and walk): those are graded against these chains and slots (grading/decisions.py), and the lab's
-demonstrations run the same whether they are written or not.
+Every fact here comes from torch itself, never from the re-implementation the learner writes (reimpl.py, the
+lab's two code exercises): those are graded against these chains and slots (lab.py's grade_exercises), and the
+lab's demonstrations run the same whether they are written or not.
 
 The TLS sets a call starts from are observed where possible: the root's when the traced function enters C++,
 a nested call's while its parent's kernel ran below the Python key. Calls made by kernels above the Python key

@@ -4,7 +4,8 @@ through every dispatch decision down to the op (and, on CUDA, the cuBLAS kernel)
 Each scenario is recorded (recorder.py), explained key by key with the real dispatcher's own answers (keys.py,
 crosscheck.py: never with the re-implementation the learner writes), and written to trace.json / trace.md /
 dispatch_path.png / profiler/*.json. The learner's table_entry and walk (reimpl.py's in a plain run), predictions
-and answers are graded on the run's decisions (grading/decisions.py, grading/trace_facts.py).
+and answers are graded by the one engine (engine.py) on the run's decisions and facts, measured here
+(grade_exercises); their declarations, diagnoses included, are in grading/.
 """
 
 from __future__ import annotations
@@ -14,18 +15,45 @@ from dataclasses import asdict
 
 import torch
 
-from workshop.grading.questions import grade_answers
-from workshop.harness import atomic
+from workshop import engine
+from workshop.foundations import atomic
 from workshop.i18n import _, templates
 from workshop.lab_api import LabContext
 from workshop.labs.dispatcher import keys, trace_text
-from workshop.labs.dispatcher.crosscheck import flat, priority_disagreements
-from workshop.labs.dispatcher.grading import decisions, trace_facts
-from workshop.labs.dispatcher.scenario_list import CALLS, all_scenarios
+from workshop.labs.dispatcher.crosscheck import CallNode, flat, priority_disagreements
+from workshop.labs.dispatcher.grading import probes
+from workshop.labs.dispatcher.scenario_list import CALLS, RECORDER_KEYS, all_scenarios
 from workshop.labs.dispatcher.tracing import ScenarioResult, lm_head_input, run_scenario
 from workshop.minigpt import checkpoint
 
 PROFILE_DIR = "profiler"  # one Chrome trace JSON per scenario, for Perfetto / chrome://tracing
+# table_entry is graded at these keys of every op of the run too (where this torch has them), whether or not a
+# call walked there: the dense backends, the autograd and nested-tensor keys of CPU and CUDA, and the single
+# keys above them that the lab's calls carry or that hold fallbacks (the keys where the precedence rules differ:
+# a backend with its own kernel, autograd keys wrapping a nested-tensor kernel, ...).
+GRADED_KEYS = (
+    "CPU",
+    "CUDA",
+    "Meta",
+    "NestedTensorCPU",
+    "NestedTensorCUDA",
+    "AutogradCPU",
+    "AutogradCUDA",
+    "AutogradMeta",
+    "AutogradNestedTensor",
+    "ADInplaceOrView",
+    "AutocastCPU",
+    "AutocastCUDA",
+    "BackendSelect",
+    "Python",
+    "PythonTLSSnapshot",
+    "PythonDispatcher",
+    "PreDispatch",
+    "Functionalize",
+    "Conjugate",
+    "Negative",
+    "ZeroTensor",
+)
 
 
 def run(ctx: LabContext) -> None:
@@ -192,18 +220,96 @@ def check_observations(ctx: LabContext, results: list[ScenarioResult]) -> None:
 
 
 def grade_exercises(ctx: LabContext, results: list[ScenarioResult]) -> None:
-    # the slots and walks are computed for their exercise alone: not when `check` grades only others
+    """Each exercise against what the real dispatcher decided in this run (grading/exercises.py declares how)."""
+    # the slots and walks are computed for their exercise alone: not when `check` grades only others. A case's
+    # label is its check's name after the function's ("{function}: {label}", the declarations' check), the
+    # names the run's records and the tests read
     if ctx.wants("table_entry"):
-        with ctx.grading("table_entry", worker=True) as impl:
-            decisions.grade_table_entry(ctx, impl, decisions.slots(results))
+        engine.grade(ctx, "table_entry", slot_cases(results), call=probes.table_entries)
     if ctx.wants("walk"):
-        with ctx.grading("walk", worker=True) as impl:
-            decisions.grade_walk(ctx, impl, decisions.walks(results))
-    with ctx.grading("predictions", worker=True) as impl:
-        predicted = trace_facts.predictions(results)
-        grade_answers(ctx, impl.value, predicted, explain=trace_facts.explain_prediction)
-    with ctx.grading("answers", worker=True) as impl:
-        grade_answers(ctx, impl.value, trace_facts.answers(results))
+        engine.grade(ctx, "walk", [chain_case(results)], call=probes.walks)
+    engine.grade(ctx, "predictions", prediction_facts(results))
+    engine.grade(ctx, "answers", answer_facts(results))
+
+
+def slot_cases(results: list[ScenarioResult]) -> list[engine.Case]:
+    """table_entry's two cases: the slots the run's calls walked through, then the GRADED_KEYS slots of the same
+    ops that none did; each (op, key) once, against the kernel in the dispatcher's computed table."""
+    nodes = [n for r in results for n in flat(r.tree)]
+    recorded = {(n.qualified, k): None for n in nodes for k in n.real_keys}
+    known = set(keys.runtime_key_names())
+    swept = {(n.qualified, k): None for n in nodes for k in GRADED_KEYS if k in known}
+    return [
+        slot_case(
+            _("recorded decisions whose kernel differs from the dispatcher's table"), list(recorded)
+        ),
+        slot_case(
+            _("other graded slots of the run's ops that differ"),
+            [p for p in swept if p not in recorded],
+        ),
+    ]
+
+
+def slot_case(label: str, pairs: list[tuple[str, str]]) -> engine.Case:
+    """The slots ([op, key]) and what the real table holds in each, as the probe sends an entry back (None:
+    empty); the op is named as its table goes by ("aten::transpose.int")."""
+    slots = [[op, key] for op, key in pairs]
+    real = [probes.entry_value(keys.computed_table(op).get(key)) for op, key in slots]
+    return engine.Case(label, (slots,), {"entries": real}, {"slots": slots})
+
+
+def chain_case(results: list[ScenarioResult]) -> engine.Case:
+    """walk's case: every call of the run ([op, tensor keys, TLS include, TLS exclude]) against the whole chain of
+    keys the real dispatcher walked, to the kernel that did the work."""
+    nodes = [n for r in results for n in flat(r.tree)]
+    calls = [[n.qualified, n.tensor_keys, n.tls_include, n.tls_exclude] for n in nodes]
+    return engine.Case(
+        _("recorded calls whose chain differs from the real dispatcher's (whole chains)"),
+        (calls,),
+        {"chains": [n.real_keys for n in nodes]},
+        {"calls": calls, "scenarios": [r.name for r in results for n in flat(r.tree)]},
+    )
+
+
+def prediction_facts(results: list[ScenarioResult]) -> dict[str, dict[str, str | None]]:
+    """What PREDICTIONS is graded against, per CPU scenario (every run traces those; a CUDA run adds cuda/* ones
+    that differ only in the backend's name): the key whose kernel first does real work on the traced call's root
+    op (the end of its real chain: the recorder's pass-through keys only hand the call on), and the aten op that
+    finally does the GEMM."""
+    return {
+        r.name: {"handled_at": r.tree.real_keys[-1], "gemm_op": r.gemm_op}
+        for r in results
+        if r.device == "cpu"
+    }
+
+
+def child(node: CallNode, op: str) -> CallNode:
+    return next(c for c in node.children if c.op == op)
+
+
+def answer_facts(results: list[ScenarioResult]) -> dict[str, object]:
+    """The handout's checked answers (README.md, Questions), read off this run's CPU scenarios."""
+    by_name = {r.name: r.tree for r in results}
+    outputs = {r.name: r.output_keys for r in results}
+    grad = by_name["cpu/grad/3d"]
+    addmm_autocast = child(by_name["cpu/autocast_bf16/3d"], "aten::addmm")
+    inplace = keys.computed_table("aten::addmm").get("ADInplaceOrView")
+    return {
+        "addmm_ADInplaceOrView_kernel": inplace.tag if inplace else None,
+        "addmm_ADInplaceOrView_fallthrough": bool(inplace and inplace.fallthrough),
+        # the keys of a tensor made inside inference_mode: its result's own key set
+        "inference_result_keys": frozenset(outputs["cpu/inference_mode/3d"]),
+        "addmm_chain_without_recorder": [
+            k for k in child(grad, "aten::addmm").real_keys if k not in RECORDER_KEYS
+        ],
+        # the excluded autocast key that addmm's tensors carry (autocast excludes other backends' keys too)
+        "autocast_key_excluded_for_addmm": frozenset(
+            k
+            for k in set(addmm_autocast.tls_exclude) & set(addmm_autocast.tensor_keys)
+            if k.startswith("Autocast")
+        ),
+        "matmul_3d_last_op": by_name["cpu/matmul/3d"].children[-1].op,
+    }
 
 
 def matmul_record(r: ScenarioResult) -> dict:
@@ -229,7 +335,7 @@ def summary_values(ctx: LabContext, results: list[ScenarioResult], profiles: lis
         "n_calls": call_count(results),
         "n_decisions": decision_count(results),
         "main": main,
-        "addmm": next(c for c in main.tree.children if c.op == "aten::addmm"),
+        "addmm": child(main.tree, "aten::addmm"),
         "inference": inference,
         # the remark on inference_mode is printed only when this run shows each part of it
         "inference_excludes_autograd": "AutogradFunctionality" in root.tls_exclude

@@ -5,7 +5,7 @@ CompositeImplicitAutograd), the per-key backend fallbacks, the key sets of the t
 thread-local include/exclude sets, compute
   1. which kernel sits in a key's slot (table_entry): the precedence rules of
      OperatorEntry::computeDispatchTableEntry (c10/core/impl), for the keys the lab grades (GRADED_KEYS in
-     grading/decisions.py: dense backends, nested-tensor and autograd keys, and the single keys above them);
+     lab.py: dense backends, nested-tensor and autograd keys, and the single keys above them);
   2. which keys are in play:  (tensor keys | TLS include) - TLS exclude - keys whose slot is a fallthrough;
   3. which key wins:          the one of highest priority (PRIORITY below, then the backend's rank);
   4. the chain a call walks (walk): kernels that only add a concern (autograd, view tracking, Python TLS, the

@@ -16,8 +16,8 @@ import contextlib
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from workshop.foundations.tensor_bytes import tensor_bytes
 from workshop.labs.distributed.collectives import CollectiveRow
-from workshop.tensor_bytes import tensor_bytes
 
 NAMESPACES = {"c10d", "_c10d_functional", "c10d_functional"}
 # Ops of those namespaces that move no data (names with "_" stripped)

@@ -17,6 +17,9 @@ from workshop.labs.distributed.collectives import CollectiveRow, bus_factor, tot
 from workshop.labs.distributed.measurements import Measurements, Run
 from workshop.labs.distributed.pipeline_idle import Idle
 
+# The run each strategy's predictions are graded on (the pipeline's: GPipe's)
+STRATEGY_RUN = {"ddp": "ddp", "fsdp": "fsdp", "tp": "tp", "pp": "gpipe"}
+
 
 @dataclass
 class Communication:
@@ -71,6 +74,14 @@ class FigureRow:
     @property
     def sent_bytes(self) -> float:
         return sum(r.sent_bytes(self.n) for r in self.collectives_rank0)
+
+    def predicted(self) -> dict[str, float]:
+        """The figures a prediction of this run is graded against (grading/exercises.py's PREDICTED)."""
+        return {
+            "held_bytes": self.state_bytes_per_rank,
+            "collectives": self.calls,
+            "comm_bytes": self.comm_bytes,
+        }
 
     def overlap(self, op_kind: str = "allreduce") -> float | None:
         """traces.overlap of rank 0's traced backward."""
@@ -144,6 +155,35 @@ def from_run(data: Measurements, name: str, run: Run, idle: Idle | None) -> Figu
         figure.chunk_ms, figure.overhead_ms = idle.chunk_ms, idle.overhead_ms
         figure.overhead_share, figure.chunks_per_rank = idle.overhead_share, idle.chunks_per_rank
     return figure
+
+
+def prediction_truths(figures: list[FigureRow], n: int) -> tuple[dict, dict[str, FigureRow]]:
+    """What the predictions of a run at N = n are graded against ({"n": n, strategy: its predicted figures}), and
+    what their diagnoses read (each strategy's row); a strategy that did not run at this N is not graded (its
+    own failed check says why)."""
+    by_run = {(f.strategy, f.run): f for f in figures}
+    ran = {s: by_run[(s, run)] for s, run in STRATEGY_RUN.items() if (s, run) in by_run}
+    return {"n": n, **{strategy: figure.predicted() for strategy, figure in ran.items()}}, ran
+
+
+def answer_truths(figures: list[FigureRow], tp: Measurements | None) -> dict:
+    """This run's answers to the handout's questions, from its figures (None where the run did not measure it)."""
+    by_run = {f.run: f for f in figures}
+    fsdp, gpipe, interleaved, small = (
+        by_run.get(k) for k in ("fsdp", "gpipe", "interleaved_1f1b", "small_buckets")
+    )
+    vocab = tp.lm_head_local_shape[0] * tp.world_size if tp else None
+    return {
+        "fsdp_backward_allgathers": total(fsdp.collectives_rank0, "allgather", "backward")[0]
+        if fsdp
+        else None,
+        "logits_gather_bytes": tp.rows_per_chunk * tp.seq_len * vocab * 4 if tp else None,
+        "gpipe_idle_theory": gpipe.bubble_theory if gpipe else None,
+        "interleaved_sends_rank0": total(interleaved.collectives_rank0, "send")[0]
+        if interleaved
+        else None,
+        "ddp_early_allreduces": small.issued_early()[0] if small else None,
+    }
 
 
 def idle_by_schedule(data: dict[str, Measurements]) -> dict[str, Idle]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from workshop import engine
 from workshop.i18n import _
 from workshop.lab_api import LabContext
 from workshop.labs.distributed import (
@@ -24,7 +25,7 @@ from workshop.labs.distributed import (
     pipeline_idle,
     plans,
 )
-from workshop.labs.distributed.grading import answers, predictions, survey
+from workshop.labs.distributed.grading import survey
 from workshop.labs.distributed.measurements import Measurements
 
 TIMEOUT_S = 300
@@ -193,23 +194,33 @@ def grade_exercises(
     folder is `lab_dir`: this run's, or an earlier one's (regrade)."""
     n = next(iter(data.values())).world_size if data else ctx.n_procs
     if "predictions" in graded:
-        with ctx.grading("predictions", worker=True) as impl:
-            predictions.grade(ctx, given(ctx, impl, n), rows, n)
+        truths, rows_ran = figure_rows.prediction_truths(rows, n)
+        engine.grade(ctx, "predictions", truths, facts=rows_ran, reference_args=(n,))
     if "answers" in graded:
-        with ctx.grading("answers", worker=True) as impl:
-            answers.grade(ctx, given(ctx, impl, n), answers.facts(rows, data.get("tp")), n)
+        facts = {
+            "n": n,
+            "interleaved_idle_theory": pipeline_idle.theory(n, plans.microbatches(n), 2),
+        }
+        truths = figure_rows.answer_truths(rows, data.get("tp"))
+        engine.grade(ctx, "answers", truths, facts=facts, reference_args=(n,))
     if "survey" in graded:
-        with ctx.grading("survey") as document:
-            if not ctx.graded:  # the reference: the model answer in the run's language
-                document = survey.model_answer(ctx.lang)
-            quoted, run = survey.figures_for(document if ctx.graded else None, rows)
-            survey.grade(ctx, document, quoted, run, lab_dir)
+        engine.grade(
+            ctx,
+            "survey",
+            None,
+            also=lambda document, _graded: grade_survey(ctx, document, rows, lab_dir),
+        )
 
 
-def given(ctx: LabContext, impl, n: int):
-    """The dict a questions exercise grades, as wire data from the worker (the worker protocol): the learner's constant
-    (PREDICTIONS, ANSWERS), or the reference's, which derives it for N = n."""
-    return impl.value if ctx.graded else impl(n)
+def grade_survey(
+    ctx: LabContext, document: Path, rows: list[figure_rows.FigureRow], lab_dir: Path
+) -> None:
+    """The learner's survey.md against the figures it quotes, or the model answer in the run's language (the
+    reference) against the committed runs'."""
+    if not ctx.graded:
+        document = survey.model_answer(ctx.lang)
+    quoted, run = survey.figures_for(document if ctx.graded else None, rows)
+    survey.grade(ctx, document, quoted, run, lab_dir)
 
 
 def regrade(ctx: LabContext, lab_dir: Path) -> None:
@@ -247,7 +258,7 @@ def missing_runs(data: dict[str, Measurements], exercise: str) -> list[str]:
         return list(launch.STRATEGIES)
     n = next(iter(data.values())).world_size
     if exercise == "predictions":
-        expected = {strategy: [run] for strategy, run in predictions.STRATEGY_RUN.items()}
+        expected = {strategy: [run] for strategy, run in figure_rows.STRATEGY_RUN.items()}
     else:
         expected = {"ddp": list(plans.BUCKET_CAP_MB), "fsdp": ["fsdp"], "tp": ["tp"]}
         expected["pp"] = [name for name, why in plans.schedules_for(n).items() if why is None]

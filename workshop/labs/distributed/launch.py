@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workshop import i18n
-from workshop.harness import proctree
+from workshop.foundations import proctree
 from workshop.i18n import _, ngettext
 
 STRATEGIES = ("ddp", "fsdp", "tp", "pp")

@@ -9,7 +9,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from workshop.harness import atomic
+from workshop.foundations import atomic
 from workshop.labs.distributed.collectives import CollectiveRow
 
 # A pipeline rank's forward or backward of one micro-batch: (kind "F"/"B", stage, micro-batch, start_s, end_s),
@@ -41,13 +41,17 @@ class RankRecord:
     issued_in_backward: list[IssuedInBackward] = field(default_factory=list)
     cuda_peak_bytes: int = 0
     reference_losses: list[float] = field(default_factory=list)
-    # one process: forward + backward of one step's chunks (median)
+    # one process: forward + backward of one step's chunks (the fastest timed step), wall and CPU seconds
     reference_compute_s: float = 0.0
+    reference_compute_cpu_s: float = 0.0
     max_param_error: float = 0.0
     worst_param: str = ""
     params_compared: int = 0
     intervals: list[list[Interval]] = field(default_factory=list)  # pipeline: per step
     timer_resolution_s: float = 0.0  # pipeline: the cost of one timestamp (a sync on GPUs)
+    busy_cpu_s: list[float] = field(
+        default_factory=list
+    )  # pipeline: per step, CPU seconds inside its chunks
 
     @classmethod
     def from_json(cls, d: dict) -> RankRecord:

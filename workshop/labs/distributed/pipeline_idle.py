@@ -41,6 +41,7 @@ class Idle:
     chunks_per_rank: int  # 2 m v
     overhead_ms: float  # median wait from "could start" to "started", per chunk
     overhead_share: float  # chunks_per_rank x overhead / span
+    busy_cpu_s: float = 0.0  # as busy_s, in CPU seconds (0 where the run did not measure them)
 
 
 def span(ranks: list[list[Interval]]) -> tuple[float, float]:
@@ -94,6 +95,9 @@ def analyse(run: Run, p: int) -> Idle:
         # the machine's other work only adds time to a step: the fastest step is the closest to the work's own
         # cost (the reference it is compared with is taken the same way)
         busy_s=min(busy),
+        busy_cpu_s=min(sum(r.busy_cpu_s[s] for r in run.per_rank) for s in steps)
+        if all(r.busy_cpu_s for r in run.per_rank)
+        else 0.0,
         chunk_ms=1e3 * statistics.median(durations),
         chunks_per_rank=2 * m * v,
         overhead_ms=1e3 * overhead,

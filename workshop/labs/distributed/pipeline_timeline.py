@@ -6,6 +6,8 @@ of a stage so each call is recorded as (kind, stage, micro-batch, start, end), i
 began. Steps begin right after a barrier, so the ranks' clocks line up to well under a millisecond.
 On a GPU every timestamp synchronizes first (the work, not its launch, is timed); what one timestamp costs
 is the timer's resolution, measured here and used by the lab as the margin of its idle-time check.
+Each step also sums the CPU seconds its chunks took (the process's, every thread's): the work itself, which a
+loaded machine does not stretch as it stretches wall time.
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ class PipelineTimeline:
     def __init__(self, device: torch.device):
         self.device = device
         self.steps: list[list[Interval]] = []
+        self.cpu_s: list[float] = []  # per step: CPU seconds inside its chunks
         self.t0 = 0.0
 
     def begin_step(self) -> None:
         self.steps.append([])
+        self.cpu_s.append(0.0)
         self.t0 = time.perf_counter()
 
     def _now(self) -> float:
@@ -43,9 +47,10 @@ class PipelineTimeline:
             original = getattr(stage, method)
 
             def timed(chunk, *args, _original=original, _kind=kind, _stage=stage.stage_index, **kw):
-                start = self._now()
+                start, cpu = self._now(), time.process_time()
                 out = _original(chunk, *args, **kw)
                 self.steps[-1].append((_kind, _stage, chunk, start, self._now()))
+                self.cpu_s[-1] += time.process_time() - cpu
                 return out
 
             # the schedule calls stage.<method>: the instance attribute wins

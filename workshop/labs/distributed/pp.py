@@ -92,6 +92,7 @@ def train(args, rank: process_group.Rank, name: str) -> list[RankRecord]:
             measure.loss(torch.stack(losses).mean().item() if last else None)
     rank_record = measure.record()
     rank_record.intervals, rank_record.timer_resolution_s = timeline.steps, timeline.resolution()
+    rank_record.busy_cpu_s = timeline.cpu_s
     named = {n: q.detach() for stage in stages for n, q in stage.submod.named_parameters()}
     ref = reference.shared(args.steps, microbatches(rank.world), rank.device)
     return run_ending.gather(run_ending.complete(rank_record, params, named, opt, ref))

@@ -13,7 +13,7 @@ from dataclasses import asdict
 
 import torch
 
-from workshop.grading import engine
+from workshop import engine
 from workshop.i18n import _
 from workshop.lab_api import LabContext
 from workshop.labs.autograd.batch import load_batch

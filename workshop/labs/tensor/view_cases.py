@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from workshop.grading.engine import Case
+from workshop.engine import Case
 
 N_RANDOM = 6  # random inputs per exercise, besides the head's W[2::3, 16:]
 

@@ -4,9 +4,13 @@ the two halves of a backward engine (its order, and the sums at fan-in), and the
 Each is graded by the lab's own checks (lab.py): `python -m workshop check autograd`.
 """
 
-from workshop.grading.exercise import Exercise
-from workshop.grading.questions import Question
+import math
+
+from workshop.declarations.diagnosis import Evidence
+from workshop.declarations.exercise import Exercise
+from workshop.declarations.questions import Question
 from workshop.i18n import N_
+from workshop.labs.autograd.grading.gradient_diagnosis import HAND_DIAGNOSES
 
 LAB = "autograd"
 
@@ -33,6 +37,20 @@ from workshop.labs.autograd.graph_walk import num_inputs, walk
 from workshop.labs.autograd.replay import fit_to_input
 from workshop.minigpt.model import PAD_ID
 """
+
+# How a hand gradient's check names each output.
+SYMBOLS = {"loss": "L", "dlogits": "dL/dlogits", "dW": "dL/dW", "db": "dL/db", "dx": "dL/dx"}
+HAND_CHECK = N_("{function}: {output} = autograd's ({label}): max abs error")
+
+
+def compare_gradient(e: Evidence) -> tuple[float, float, float]:
+    """One output against autograd's: (max abs error, precision.error_bound, max |autograd's|). The loss is
+    held to its dtype's rounding only: the chapter's 1e-7 is about gradients."""
+    from workshop.labs.autograd.precision import CHAPTER_ATOL, error_bound, max_abs_error
+
+    bound = error_bound(e.want, atol=math.inf if e.output == "loss" else CHAPTER_ATOL)
+    return max_abs_error(e.got, e.want), bound, float(e.want.abs().max())
+
 
 # The handout's checked questions (README.md, "Questions"), answered in ANSWERS from this run's outputs.
 QUESTIONS = (
@@ -130,6 +148,11 @@ EXERCISES = [
         handout=N_("README.md#1-the-cross-entropys-gradient"),
         reference="workshop.labs.autograd.hand_grads:cross_entropy_grad",
         attribute="cross_entropy_grad",
+        outputs=("loss", "dlogits"),
+        shown=SYMBOLS,
+        compare=compare_gradient,
+        check=HAND_CHECK,
+        diagnoses=HAND_DIAGNOSES,
         interface=N_(
             "logits: (B, T, V) float32 or float64, not requiring grad. targets: (B, T) int64; PAD_ID marks "
             "a position with nothing to predict. Returns (loss, dlogits): loss a 0-dim tensor, dlogits "
@@ -167,6 +190,11 @@ EXERCISES = [
         handout=N_("README.md#2-the-linear-layers-gradients"),
         reference="workshop.labs.autograd.hand_grads:linear_grads",
         attribute="linear_grads",
+        outputs=("dW", "db", "dx"),
+        shown=SYMBOLS,
+        compare=compare_gradient,
+        check=HAND_CHECK,
+        diagnoses=HAND_DIAGNOSES,
         interface=N_(
             "dlogits: (B, T, V); x: (B, T, C); W: (V, C); all float32 or all float64, none requiring "
             "grad. Returns (dW (V, C), db (V,), dx (B, T, C)) in the inputs' dtype."

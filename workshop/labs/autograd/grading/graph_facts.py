@@ -1,5 +1,5 @@
 """Facts of this run's graphs that the handout asks about: the truths the learner's ANSWERS are graded against
-(grading.questions.grade_answers; the questions are declared in exercises.py).
+(declarations.questions.grade_answers; the questions are declared in exercises.py).
 
 Each fact is measured from the graphs the lab built (not copied from the handout): a count of nodes, which node
 saved its own output, the shape a node's backward really returns, the order leaves got their gradients.
@@ -26,7 +26,7 @@ class GraphFacts:
     db_sum: float  # sum over the 600 classes of dL/db (float64)
 
 
-# The instructor's answers for the standard batch: the reference of the `answers` exercise.
+# The instructor's ANSWERS for the standard batch: the reference of the checked questions' exercise.
 ANSWERS = {
     "graph_nodes": 10,
     "saves_result": "LogSoftmaxBackward0",

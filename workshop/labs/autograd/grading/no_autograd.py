@@ -25,8 +25,10 @@ hooks (fork, posix_spawn, subprocess, exec, system), the new entries in the proc
 /proc) and the CPU time of children it waited for (multiprocessing's spawn raises no audit event).
 
 What a watch saw is plain data ({rule: {"count": n, "examples": [names]}}), so that it can cross a process
-boundary: the verdict is made by whoever reads it. Code that runs in the watched process can hide from it on
-purpose; the harness backs the watcher with a static scan of the learner's source.
+boundary: the verdict is made by whoever reads it, here the rules the lab hands the exercise engine
+(engine.grade's rules=: `forbidden`, one check per thing forbidden, from what the watch saw in each case; and
+`named_in_source`). Code that runs in the watched process can hide from it on purpose: `named_in_source` backs
+the watcher with a static scan of the learner's source, made in the lab's process.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from torch._C._profiler import _ExperimentalConfig
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from workshop.i18n import N_
+from workshop.i18n import N_, _
 
 # Rule -> what breaking it means, as the learner reads it (the module's docstring says how each is seen).
 FORBIDDEN = {
@@ -219,3 +221,61 @@ def add_seen(total: dict, seen: dict) -> dict:
         new = [name for name in found["examples"] if name not in entry["examples"]]
         entry["examples"] = (entry["examples"] + new)[:EXAMPLES]
     return total
+
+
+def check_no_autograd(ctx, function: str, seen: dict, rules: tuple[str, ...]) -> None:
+    """One check per thing "no autograd" forbids (FORBIDDEN), from what the watch saw."""
+    for rule in rules:
+        found = seen.get(rule, {"count": 0, "examples": []})
+        ctx.check_max(
+            _("{function}, no autograd: {forbidden}").format(
+                function=function, forbidden=_(FORBIDDEN[rule])
+            ),
+            found["count"],
+            0,
+            diagnosis=True,
+            message=_(
+                "{function} used {forbidden}: {examples}. README.md, Exercises, lists what the "
+                "exercises may not use"
+            ).format(
+                function=function,
+                forbidden=_(FORBIDDEN[rule]),
+                examples=", ".join(found["examples"]),
+            ),
+        )
+
+
+def forbidden(rules: tuple[str, ...]):
+    """The engine's rule for an exercise whose cases ran under a Watch of `rules` (its call probe returns
+    what the watch saw): one check per rule, over every case."""
+
+    def check(ctx, ex, impl, graded) -> None:
+        seen = {}
+        for watched in graded.seen:
+            add_seen(seen, watched)
+        check_no_autograd(ctx, ex.attribute, seen, rules)
+
+    return check
+
+
+def named_in_source(ctx, ex, impl, graded) -> None:
+    """The engine's rule that reads the learner's source: what the watch saw was seen where the learner's code
+    runs, and a hostile learner can hide from it there. This check is made in the lab's process, from the
+    learner's file as it reads it (a name built at run time escapes it; learner/source_check.py)."""
+    named = [f"{found.what} (line {found.line})" for found in impl.autograd_named()]
+    ctx.check_max(
+        _("{function}, no autograd: named in its code (the grader's reading of your file)").format(
+            function=ex.attribute
+        ),
+        len(named),
+        0,
+        diagnosis=True,
+        message=_(
+            "{function} names autograd in your file: {examples}. README.md, Exercises, lists what the "
+            "exercises may not use"
+        ).format(function=ex.attribute, examples=", ".join(named[:EXAMPLES])),
+    )
+
+
+# The hand gradients' rules: nothing of autograd at all, seen where the code ran or named in its source.
+HAND_CHECKS = (forbidden(HAND_RULES), named_in_source)

@@ -1,4 +1,6 @@
-"""The graphs the hand-made engine is checked on, and the grading of its two halves (engine_order, backpropagate).
+"""The graphs the hand-made engine is checked on, and the grading of its two halves (its order, and the sums at
+fan-in: grade_order and grade_backpropagate, each inside its exercise's grading block, whose exercise names
+its checks).
 
 Two graphs, in float32 and float64: the LM head under lm_loss, and the same plus weight decay (lambda/2)||W||^2.
 The second has fan-in: W is used twice in the forward, so two gradients reach W's AccumulateGrad and must be
@@ -6,12 +8,13 @@ summed; an engine that overwrites instead passes the first graph and fails this 
 the real engine (.backward(), pre-hooks recording its order, the graph retained) before any replay.
 
 Nodes cannot cross the wire: the learner's engine runs in the worker on the same graph rebuilt there, by this
-module's probes (engine_order_indices, backpropagate_leaf_grads), and the verdicts are made here.
+module's probes (order_indices, leaf_grads), and the verdicts are made here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -20,14 +23,13 @@ from torch.autograd.graph import Node
 from workshop.i18n import N_, _
 from workshop.lab_api import LabContext
 from workshop.labs.autograd.batch import HeadBatch, leaf_tensors
-from workshop.labs.autograd.grading.gradient_diagnosis import Diagnosis
-from workshop.labs.autograd.grading.hand_grading import (
-    DTYPES,
-    check_mistake,
+from workshop.labs.autograd.grading.hand_cases import DTYPES, dtype_name
+from workshop.labs.autograd.grading.no_autograd import (
+    ENGINE_RULES,
+    add_seen,
     check_no_autograd,
-    dtype_name,
+    watched_call,
 )
-from workshop.labs.autograd.grading.no_autograd import ENGINE_RULES, add_seen, watched_call
 from workshop.labs.autograd.graph_walk import walk
 from workshop.labs.autograd.precision import error_bound, max_abs_error
 from workshop.labs.autograd.replay import is_topological, record_engine_order
@@ -35,7 +37,7 @@ from workshop.minigpt.model import lm_loss
 
 # The penalty's gradient lambda * W peaks at 0.038 against dL/dW's 0.108: either half alone is far off the sum.
 WEIGHT_DECAY = 0.1
-# Stands in the learner's order for an entry that is no node of the graph (engine_order_indices: -1).
+# Stands in the learner's order for an entry that is no node of the graph (order_indices: -1).
 NOT_A_NODE = "<not a node of this graph>"
 # The graphs' names: identifiers in result.json, translated where the learner reads them.
 HEAD, DECAY = N_("LM head"), N_("LM head + weight decay")
@@ -49,7 +51,7 @@ class GraphCase:
     leaves: dict[str, torch.Tensor]  # "x", "W", "b"
     real_order: list[Node]  # the nodes in the order .backward() ran them
     expected: dict[str, torch.Tensor]  # .backward()'s leaf gradients
-    # what a worker rebuilds the same graph from (engine_order_indices, backpropagate_leaf_grads):
+    # what a worker rebuilds the same graph from (order_indices, leaf_grads):
     # (hidden, targets, W, b), the weight decay
     inputs: tuple[torch.Tensor, ...]
     weight_decay: float
@@ -133,24 +135,26 @@ def check_graphs(ctx: LabContext, cases: list[GraphCase]) -> None:
     )
 
 
-def engine_order_indices(engine_order, hidden, targets, W, b, dtype: str, weight_decay: float):
-    """engine_order(root) on the graph built here from the lab's inputs, watched for the engine: (each returned
-    entry's position in walk(root), -1 for what is no node of it; what the watch saw)."""
+def order_indices(order_of, hidden, targets, W, b, dtype: str, weight_decay: float):
+    """order_of(root) (the learner's engine order) on the graph built here from the lab's inputs, watched for
+    the engine: (each returned entry's position in walk(root), -1 for what is no node of it; what the watch
+    saw)."""
     loss, _leaves = build_graph((hidden, targets, W, b), getattr(torch, dtype), weight_decay)
     position = {node: i for i, node in enumerate(walk(loss.grad_fn))}
-    order, seen = watched_call(engine_order, ENGINE_RULES, loss.grad_fn)
+    order, seen = watched_call(order_of, ENGINE_RULES, loss.grad_fn)
     return [position.get(n, -1) if isinstance(n, Node) else -1 for n in order], seen
 
 
-def backpropagate_leaf_grads(backpropagate, hidden, targets, W, b, dtype: str, weight_decay, order):
-    """backpropagate(nodes in `order`, ones) on the graph built here, `order` given as positions in walk(root):
+def leaf_grads(run_nodes, hidden, targets, W, b, dtype: str, weight_decay, order):
+    """run_nodes(nodes in `order`, ones) (the learner's backward pass) on the graph built here, `order` given as
+    positions in walk(root):
     ({leaf name: the gradient the learner's dict holds for that very leaf, or None}, what the watch saw); the
     returned value's type name instead of the dict when it is not one."""
     loss, leaves = build_graph((hidden, targets, W, b), getattr(torch, dtype), weight_decay)
     nodes = walk(loss.grad_fn)
     with torch.no_grad():  # as the real engine runs without create_graph
         grads, seen = watched_call(
-            backpropagate, ENGINE_RULES, [nodes[i] for i in order], torch.ones_like(loss)
+            run_nodes, ENGINE_RULES, [nodes[i] for i in order], torch.ones_like(loss)
         )
     if not isinstance(grads, dict):
         return type(grads).__name__, seen
@@ -170,36 +174,36 @@ def wire_value(g):
 
 
 def grade_order(ctx: LabContext, impl, cases: list[GraphCase]) -> None:
-    """The learner's engine_order(root) on each graph: topological, and exactly the real engine's order.
+    """The learner's engine order of each graph's root: topological, and exactly the real engine's order.
 
-    Nodes cannot cross to the worker: it rebuilds the same graph (engine_order_indices, below) and sends back
+    Nodes cannot cross to the worker: it rebuilds the same graph (order_indices, above) and sends back
     the learner's order as positions in walk(root); the verdicts are made here, on the lab's own graph."""
-    seen = {}
+    seen, function = {}, ctx.current_exercise.attribute
     for case in (c for c in cases if c.dtype == torch.float32):
         nodes = walk(case.root)
         indices, watched = impl.probe(
-            engine_order_indices, *case.inputs, dtype_name(case.dtype), case.weight_decay
+            order_indices, *case.inputs, dtype_name(case.dtype), case.weight_decay
         )
         add_seen(seen, watched)
         order = [nodes[i] if 0 <= i < len(nodes) else NOT_A_NODE for i in indices]
         ctx.check_equal(
             _(
-                "engine_order: each node once, after every node that sends it a gradient ({graph})"
-            ).format(graph=_(case.graph)),
+                "{function}: each node once, after every node that sends it a gradient ({graph})"
+            ).format(function=function, graph=_(case.graph)),
             is_topological(order, case.root),
             True,
             message=order_violation(case, order),
         )
         ids = {node: i for i, node in enumerate(nodes)}
         ctx.check_equal(
-            _("engine_order = the order .backward() ran the nodes in ({graph})").format(
-                graph=_(case.graph)
+            _("{function} = the order .backward() ran the nodes in ({graph})").format(
+                function=function, graph=_(case.graph)
             ),
             list(indices),
             [ids[n] for n in case.real_order],
             message=first_divergence(case, order),
         )
-    check_no_autograd(ctx, "engine_order", seen, ENGINE_RULES)
+    check_no_autograd(ctx, function, seen, ENGINE_RULES)
 
 
 def order_violation(case: GraphCase, order: list) -> str:
@@ -258,7 +262,7 @@ def sequence_nr(node) -> str:
 
 @dataclass
 class ReplayResult:
-    """The learner's (or the reference's) backpropagate on one graph, against .backward()."""
+    """The learner's (or the reference's) backward pass on one graph, against .backward()."""
 
     label: str  # GraphCase.label
     graph: str  # HEAD or DECAY
@@ -268,31 +272,51 @@ class ReplayResult:
 
 
 def grade_backpropagate(ctx: LabContext, impl, cases: list[GraphCase]) -> list[ReplayResult]:
-    """The learner's backpropagate(order, grad_output) given the real engine's order, on every graph: the
+    """The learner's backward pass (order, grad_output) given the real engine's order, on every graph: the
     mistake its results show first (a diagnosis), then each leaf against .backward().
 
-    In the worker, backpropagate_leaf_grads rebuilds the graph and hands the learner the order .backward()
+    In the worker, leaf_grads rebuilds the graph and hands the learner the order .backward()
     ran here (positions in walk(root)); it sends back each leaf's gradient by the leaf's name."""
-    seen, measured = {}, []
+    seen, measured, function = {}, [], ctx.current_exercise.attribute
     for case in cases:
         ids = {node: i for i, node in enumerate(walk(case.root))}
         # .backward()'s order (pre-hooks): torch's, not a reference
         order = [ids[n] for n in case.real_order]
         grads, watched = impl.probe(
-            backpropagate_leaf_grads, *case.inputs, dtype_name(case.dtype), case.weight_decay, order
+            leaf_grads, *case.inputs, dtype_name(case.dtype), case.weight_decay, order
         )
         add_seen(seen, watched)
         if isinstance(grads, str):
             raise TypeError(
-                _("backpropagate returned {what}; return a dict leaf tensor -> gradient").format(
-                    what=grads
+                _("{function} returned {what}; return a dict leaf tensor -> gradient").format(
+                    function=function, what=grads
                 )
             )
         measured.append((case, measure_leaves(case, grads)))
-    check_mistake(ctx, "backpropagate", [row[-1] for _, rows in measured for row in rows])
-    results = [record_leaves(ctx, case, rows) for case, rows in measured]
-    check_no_autograd(ctx, "backpropagate", seen, ENGINE_RULES)
+    check_mistake(ctx, function, [row[-1] for _, rows in measured for row in rows])
+    results = [record_leaves(ctx, function, case, rows) for case, rows in measured]
+    check_no_autograd(ctx, function, seen, ENGINE_RULES)
     return results
+
+
+class Diagnosis(NamedTuple):
+    """What a wrong leaf gradient shows: the mistake's short name (N_(); None: none named) and the message."""
+
+    mistake: str | None
+    message: str
+
+
+def check_mistake(ctx: LabContext, function: str, diagnoses: list[Diagnosis | None]) -> None:
+    """The first mistake a diagnosis named, as a check of its own: the line that tells the learner what to fix.
+    It passes when no failed output showed a mistake a rule recognises (a wrong output may still fail)."""
+    named = next((d for d in diagnoses if d is not None and d.mistake), None)
+    ctx.check_equal(
+        _("{function}: the mistake its results show").format(function=function),
+        _(named.mistake) if named else None,
+        None,  # no mistake recognised; not a word, so that a run's thresholds read the same in any language
+        message=named.message if named else None,
+        diagnosis=True,
+    )
 
 
 # One leaf's gradient against .backward()'s: (leaf name, got, max abs difference, bound, diagnosis or None)
@@ -311,14 +335,16 @@ def measure_leaves(case: GraphCase, grads: dict) -> list[LeafRow]:
     return rows
 
 
-def record_leaves(ctx: LabContext, case: GraphCase, rows: list[LeafRow]) -> ReplayResult:
+def record_leaves(
+    ctx: LabContext, function: str, case: GraphCase, rows: list[LeafRow]
+) -> ReplayResult:
     diffs, identical = {}, {}
     for name, got, difference, bound, diagnosis in rows:
         diffs[name] = difference
         identical[name] = isinstance(got, torch.Tensor) and torch.equal(got, case.expected[name])
         ctx.check_max(
-            _("backpropagate: dL/d{leaf} = .backward()'s ({label}): max abs difference").format(
-                leaf=name, label=case.shown
+            _("{function}: dL/d{leaf} = .backward()'s ({label}): max abs difference").format(
+                function=function, leaf=name, label=case.shown
             ),
             difference,
             bound,

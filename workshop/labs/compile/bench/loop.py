@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from workshop.harness import atomic
+from workshop.foundations import atomic
 from workshop.labs.compile.grading import references
 from workshop.labs.compile.grading.exercises import KERNEL
 

@@ -5,8 +5,8 @@ Both answers are constants in the learner's compile.py, read from the code and f
 CLI imports this registry.
 """
 
-from workshop.grading.exercise import Exercise
-from workshop.grading.questions import Question
+from workshop.declarations.exercise import Exercise
+from workshop.declarations.questions import Question
 from workshop.i18n import N_
 
 WORKSPACE_DOC = N_("""Your answers to the compile lab: python -m workshop check compile

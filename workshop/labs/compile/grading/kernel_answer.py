@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 
-from workshop.grading.questions import filled, require_dict
-from workshop.grading.stand_ins import real
+from workshop.declarations.questions import filled, require_dict
+from workshop.declarations.stand_ins import real
 from workshop.i18n import _, ngettext
 from workshop.lab_api import LabContext
 from workshop.labs.compile.generated_kernels import GeneratedKernel

@@ -1,6 +1,6 @@
 """Exercise compile.answers: the handout's questions whose answer is a fact of the run (a count of kernels, of
 calls, of compiles, of graph breaks), answered in a dict ANSWERS and graded by the one grader
-(grading.questions.grade_answers; the questions are declared in exercises.py) against this run's figures.
+(declarations.questions.grade_answers; the questions are declared in exercises.py) against this run's figures.
 
 A wrong answer gets a message computed from it where it shows the mistake (the number of another experiment, a
 count that leaves out half of what it counts: `explain`), never the figure itself.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from workshop.grading.questions import Question
+from workshop.declarations.questions import Question
 from workshop.i18n import _
 from workshop.labs.compile.grading.exercises import ANSWER_QUESTIONS
 

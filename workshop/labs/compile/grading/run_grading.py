@@ -26,7 +26,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from workshop.grading.questions import grade_answers
+from workshop.declarations.questions import grade_answers
 from workshop.i18n import _, templates
 from workshop.lab_api import LabContext
 from workshop.labs.compile.generated_kernels import (

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from workshop.harness import atomic
+from workshop.foundations import atomic
 
 SHAPES = (
     [(bt, 600) for bt in (4096, 32768, 262144)]  # the LM head's logits, (B*T, V)
@@ -211,7 +211,7 @@ def run_benchmark(out_dir: Path, shapes=SHAPES, dtypes=DTYPES, log=print) -> dic
     """Measures every (dtype, shape), writing the JSON after each one, then the chart and the summary."""
     import triton
 
-    from workshop.harness import results
+    from workshop.foundations import results
     from workshop.labs.custom_op import eager_cost
     from workshop.ops import softmax_op
 

@@ -18,7 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from workshop import i18n  # noqa: E402
-from workshop.harness import atomic  # noqa: E402
+from workshop.foundations import atomic  # noqa: E402
 from workshop.i18n import templates  # noqa: E402
 
 VS_COPY, EAGER_VS_TORCH, HOST_VS_TORCH, MIN_MIB = 0.90, 0.90, 2.0, 32.0

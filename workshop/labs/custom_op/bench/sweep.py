@@ -14,7 +14,7 @@ from unittest import mock
 
 import torch
 
-from workshop.harness import atomic
+from workshop.foundations import atomic
 from workshop.labs.custom_op.bench import benchmark as bench
 from workshop.ops import softmax, softmax_launch
 

@@ -151,9 +151,10 @@ def registration_checks(define, exercise: str, device: str, seed: int) -> dict:
     return op_facts(ops, -1, device, seed)
 
 
-def grade_registration(ctx: LabContext, ask, exercise: str) -> None:
-    """The learner's define_custom_op or define_triton_op, in the worker (`ask(probe, *args)`: impl.probe, the
-    probe `registration`, then `registration_checks`, on it): its facts judged, then the op's checks."""
+def grade_registration(ctx: LabContext, impl, exercise: str) -> None:
+    """The learner's define_custom_op or define_triton_op, in the worker (impl.probe: the probe `registration`,
+    then `registration_checks`, on it): its facts judged, then the op's checks."""
+    ask = impl.probe
     facts = RegistrationFacts(**ask(registration, exercise, ctx.device))
     if not _check_facts(ctx, facts, exercise):
         return

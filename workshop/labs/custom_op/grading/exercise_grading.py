@@ -1,85 +1,81 @@
-"""One function per exercise, `grade_<name>(ctx, impl)` (GRADERS: by exercise id), called inside
-`ctx.grading(name, worker=True)` with the learner's piece (or the reference's) in the worker: its own checks
-first (kernel_grading, registration_grading), each failure with the mistake named; then, once those pass,
-gradcheck, opcheck and torch.compile of a twin made with the piece (op_grading). The piece runs only in the
-worker, through the probes of piece_probes.py (api_grading's for a registration); every verdict here is made
-from the values they send back (the worker protocol)."""
+"""One grading function per exercise, `grader(ctx, impl)` (GRADERS: by exercise id), called as engine.grade's
+`also` inside the exercise's grading block, with the learner's piece (or the reference's) in the worker: its own
+checks first (kernel_grading, registration_grading), each failure with the mistake named by the exercise's
+diagnoses (kernel_mistakes.py, piece_mistakes.py); then, once those pass, gradcheck, opcheck and torch.compile of
+a twin made with the piece (op_grading). The piece runs only in the worker, through the probes of piece_probes.py
+(api_grading's for a registration); every verdict here is made from the values they send back (the worker
+protocol)."""
 
 from __future__ import annotations
 
 import functools
 
+from workshop.declarations.diagnosis import Evidence, diagnose
 from workshop.i18n import _
 from workshop.lab_api import LabContext
-from workshop.labs.custom_op.grading import api_grading, piece_probes
-from workshop.labs.custom_op.grading import kernel_diagnosis as diagnose
+from workshop.labs.custom_op.grading import api_grading, kernel_diagnosis, piece_probes
 from workshop.labs.custom_op.grading import registration_grading as rg
 from workshop.labs.custom_op.grading.kernel_grading import (
     BACKWARD,
     CASES,
     FORWARD,
+    LARGE_ROWS,
+    NEGATIVE_ROW,
     Direction,
     judged,
 )
+from workshop.labs.custom_op.grading.kernel_mistakes import UNWRITTEN, WRITES_OUTSIDE
 from workshop.labs.custom_op.grading.learner_op import KernelMismatch, check_kernel
 from workshop.labs.custom_op.grading.memory_bounds import ACCESSES, place_said, said
 from workshop.labs.custom_op.grading.op_grading import grade_op
 from workshop.ops import INTERPRETED
 
 
-def grade_forward_kernel(ctx: LabContext, impl) -> None:
-    grade_kernel(ctx, impl.probe, "forward_kernel", FORWARD)
-
-
-def grade_backward_kernel(ctx: LabContext, impl) -> None:
-    grade_kernel(ctx, impl.probe, "backward_kernel", BACKWARD)
-
-
-def grade_kernel(ctx: LabContext, ask, name: str, direction: Direction) -> None:
+def grade_kernel(ctx: LabContext, impl, name: str, direction: Direction) -> None:
     """A kernel exercise: launchable as the op launches the reference's, then its checks over the four cases,
     then its twin's."""
-    ex = ctx.exercise(name)
+    ex, ask = ctx.exercise(name), impl.probe
     if not _launchable(ctx, ex, ask(piece_probes.kernel_signature)):
         return
-    if record_kernel_checks(ctx, ask, direction, ex.attribute):
+    if record_kernel_checks(ctx, ask, direction, ex):
         grade_op(ctx, ask(piece_probes.twin_checks, name, ctx.device, ctx.seed))
 
 
 def grade_fake(ctx: LabContext, impl) -> None:
-    if rg.grade_fake_outputs(ctx, impl.probe(piece_probes.fake_outputs, ctx.device)):
+    found = impl.probe(piece_probes.fake_outputs, ctx.device)
+    if rg.grade_fake_outputs(ctx, found, ctx.exercise("fake").diagnoses):
         # Compiled over dim 0, where the output's strides are not x's: the fake must say so.
         grade_op(ctx, impl.probe(piece_probes.twin_checks, "fake", ctx.device, ctx.seed, 0), dim=0)
 
 
 def grade_setup_context(ctx: LabContext, impl) -> None:
     x = rg.saved_input(ctx.device)
-    if rg.grade_saved(ctx, x, impl.probe(piece_probes.saved, x)):
+    if rg.grade_saved(
+        ctx, x, impl.probe(piece_probes.saved, x), ctx.exercise("setup_context").diagnoses
+    ):
         grade_op(ctx, impl.probe(piece_probes.twin_checks, "setup_context", ctx.device, ctx.seed))
 
 
 def grade_backward(ctx: LabContext, impl) -> None:
     x, dy = rg.gradient_inputs(ctx.device)
-    if rg.grade_gradients(ctx, x, dy, impl.probe(piece_probes.gradient, x, dy)):
+    found = impl.probe(piece_probes.gradient, x, dy)
+    if rg.grade_gradients(ctx, x, dy, found, ctx.exercise("backward").diagnoses):
         grade_op(ctx, impl.probe(piece_probes.twin_checks, "backward", ctx.device, ctx.seed))
 
 
-def grade_define_custom_op(ctx: LabContext, impl) -> None:
-    api_grading.grade_registration(ctx, impl.probe, "define_custom_op")
-
-
-def grade_define_triton_op(ctx: LabContext, impl) -> None:
-    api_grading.grade_registration(ctx, impl.probe, "define_triton_op")
-
-
-# exercise id -> its grading function, for custom_op/lab.py's grade_pieces
+# exercise id -> its grading function, grader(ctx, impl), for custom_op/lab.py's grade_pieces
 GRADERS = {
-    "forward_kernel": grade_forward_kernel,
-    "backward_kernel": grade_backward_kernel,
+    "forward_kernel": functools.partial(grade_kernel, name="forward_kernel", direction=FORWARD),
+    "backward_kernel": functools.partial(grade_kernel, name="backward_kernel", direction=BACKWARD),
     "fake": grade_fake,
     "setup_context": grade_setup_context,
     "backward": grade_backward,
-    "define_custom_op": grade_define_custom_op,
-    "define_triton_op": grade_define_triton_op,
+    "define_custom_op": functools.partial(
+        api_grading.grade_registration, exercise="define_custom_op"
+    ),
+    "define_triton_op": functools.partial(
+        api_grading.grade_registration, exercise="define_triton_op"
+    ),
 }
 
 
@@ -100,9 +96,10 @@ def _launchable(ctx: LabContext, ex, signature: dict) -> bool:
     return True
 
 
-def record_kernel_checks(ctx: LabContext, ask, direction: Direction, attribute: str) -> bool:
-    """The kernel-level checks over the four cases (kernel_grading.py), launched in the worker and judged here;
-    True when all passed."""
+def record_kernel_checks(ctx: LabContext, ask, direction: Direction, ex) -> bool:
+    """The kernel-level checks over the four cases (kernel_grading.py), launched in the worker and judged here,
+    wrong values named by the exercise's diagnoses; True when all passed."""
+    attribute = ex.attribute
 
     def launched(cases) -> list[dict]:
         specs = [case.spec for case in cases]
@@ -117,7 +114,7 @@ def record_kernel_checks(ctx: LabContext, ask, direction: Direction, attribute: 
     # asked only when a check fails: it runs the kernel again
     @functools.cache
     def stride_mistake(case) -> str | None:
-        return diagnose.stride_mistake(rerun, case, direction, attribute)
+        return kernel_diagnosis.stride_mistake(rerun, case, direction, attribute)
 
     runs = []
     for case, found in zip(CASES, launched(CASES), strict=False):
@@ -148,8 +145,8 @@ def record_kernel_checks(ctx: LabContext, ask, direction: Direction, attribute: 
             message=missed and _launches_message(missed, attribute),
         ),
         _check_precision(ctx, runs, attribute),
-        _check_writes(ctx, runs, direction, attribute, stride_mistake),
-        _check_values(ctx, runs, direction, attribute, stride_mistake),
+        _check_writes(ctx, runs, attribute, stride_mistake),
+        _check_values(ctx, runs, ex.diagnoses, attribute, stride_mistake),
     ]
     return all(c.passed for c in results)
 
@@ -182,11 +179,11 @@ def _check_precision(ctx: LabContext, runs: list, attribute: str):
         ),
         observed or _("none in half precision"),
         _("none in half precision"),
-        message=half and diagnose.half_precision(half, attribute),
+        message=half and kernel_diagnosis.half_precision(half, attribute),
     )
 
 
-def _check_writes(ctx: LabContext, runs: list, direction, attribute: str, stride_mistake):
+def _check_writes(ctx: LabContext, runs: list, attribute: str, stride_mistake):
     """Every element of the output written, nothing around it: the guards' count. A run whose values say
     nothing (half_precision.py) is left out of the count of elements not written."""
     outside = next((run for run in runs if any(run.outside.values())), None)
@@ -196,11 +193,11 @@ def _check_writes(ctx: LabContext, runs: list, direction, attribute: str, stride
             _("{name}: every element of its output written").format(name=attribute),
             sum(int(run.unwritten.sum()) for run in runs if run.values_tell),
             0,
-            message=stride_mistake(unwritten.case) or diagnose.unwritten(unwritten, attribute),
+            message=stride_mistake(unwritten.case) or explained(UNWRITTEN, unwritten, attribute),
         )
     message = None
     if outside is not None:
-        message = stride_mistake(outside.case) or diagnose.outside(outside, attribute)
+        message = stride_mistake(outside.case) or explained(WRITES_OUTSIDE, outside, attribute)
     return ctx.check_equal(
         _("{name}: writes only inside its output (guard cells changed)").format(name=attribute),
         sum(sum(run.outside.values()) for run in runs),
@@ -209,9 +206,7 @@ def _check_writes(ctx: LabContext, runs: list, direction, attribute: str, stride
     )
 
 
-def _check_values(
-    ctx: LabContext, runs: list, direction: Direction, attribute: str, stride_mistake
-):
+def _check_values(ctx: LabContext, runs: list, diagnoses: tuple, attribute: str, stride_mistake):
     """The largest error against float64 over the cases whose values say what the kernel computes."""
     told = [run for run in runs if run.values_tell]
     worst = max(told, key=lambda run: run.error / run.tolerance)
@@ -219,7 +214,7 @@ def _check_values(
     failed = next((run for run in told if run.error > run.tolerance), None)
     message = None
     if failed is not None:
-        message = stride_mistake(failed.case) or diagnose.values(failed, direction, attribute)
+        message = stride_mistake(failed.case) or explained(diagnoses, failed, attribute)
     return ctx.check_max(
         _("{name}: largest error / tolerance against float64 ({n} cases)").format(
             name=attribute, n=len(told)
@@ -228,6 +223,12 @@ def _check_values(
         1.0,  # the tolerance: 1.25 x torch's own error plus a rounding (kernel_grading.tolerance)
         message=message,
     )
+
+
+def explained(diagnoses: tuple, run, attribute: str) -> str:
+    """The message of the first of `diagnoses` (kernel_mistakes.py) that the kernel's run on one case shows."""
+    facts = {"first": run.case is CASES[0], "large_rows": LARGE_ROWS, "negative_row": NEGATIVE_ROW}
+    return diagnose(diagnoses, Evidence(attribute, run, run.expected, run.case.label, facts))[1]
 
 
 def _out_of_bounds(ctx: LabContext, found: dict, why: str | None, attribute: str) -> bool:

@@ -5,12 +5,16 @@ questions.
 
 Each piece is graded in an operator of its own, made of the learner's piece and the grader's own for the rest
 (learner_op.py); the registrations (define_custom_op, define_triton_op) with the grader's pieces (api_grading.py);
-then the lab's checks run on the op made of all the learner's pieces (own_op.py).
+then the lab's checks run on the op made of all the learner's pieces (own_op.py). The mistakes that grading
+names are declared here as data (diagnoses=): kernel_mistakes.py for the kernels, piece_mistakes.py for the fake,
+setup_context and backward.
 """
 
-from workshop.grading.exercise import Exercise
-from workshop.grading.questions import Question
+from workshop.declarations.exercise import Exercise
+from workshop.declarations.questions import Question
 from workshop.i18n import N_
+from workshop.labs.custom_op.grading.kernel_mistakes import BACKWARD_VALUES, FORWARD_VALUES
+from workshop.labs.custom_op.grading.piece_mistakes import FAKE_OUTPUT, GRADIENT, SAVED
 
 LAB = "custom_op"
 HANDOUT = N_("README.md#exercises")
@@ -110,6 +114,7 @@ EXERCISES = [
         handout=HANDOUT,
         reference="workshop.ops.softmax_kernels:_fwd_one_pass",
         attribute="softmax_fwd_kernel",
+        diagnoses=FORWARD_VALUES,
         interface=N_(
             "x_ptr, y_ptr: (n_rows, n_cols) tensors of one float dtype, unit stride along a row, row strides "
             "x_row_stride and y_row_stride (in elements). ROWS, BLOCK_N (a power of two >= n_cols), ALIGN: "
@@ -152,6 +157,7 @@ EXERCISES = [
         handout=HANDOUT,
         reference="workshop.ops.softmax_kernels:_bwd_one_pass",
         attribute="softmax_bwd_kernel",
+        diagnoses=BACKWARD_VALUES,
         interface=N_(
             "y_ptr, dy_ptr, dx_ptr: (n_rows, n_cols) tensors of one float dtype, unit stride along a row, "
             "row strides y_row_stride, dy_row_stride, dx_row_stride. ROWS, BLOCK_N, ALIGN: as in the "
@@ -188,6 +194,7 @@ EXERCISES = [
         handout=HANDOUT,
         reference="workshop.ops.softmax_op:empty_output",
         attribute="softmax_fake",
+        diagnoses=FAKE_OUTPUT,
         interface=N_(
             "x: a FakeTensor, any shape (0-d included), a float dtype; dim: int in [0, max(x.dim(), 1)). "
             "Returns a new empty tensor; nothing may read x's data."
@@ -218,6 +225,7 @@ EXERCISES = [
         handout=HANDOUT,
         reference="workshop.ops.softmax_op:setup_context",
         attribute="setup_context",
+        diagnoses=SAVED,
         interface=N_("inputs: (x, dim); output: y, x's shape. Returns None."),
     ),
     Exercise(
@@ -245,6 +253,7 @@ EXERCISES = [
         handout=HANDOUT,
         reference="workshop.ops.softmax_op:gradients",
         attribute="backward",
+        diagnoses=GRADIENT,
         interface=N_(
             "dy: y's shape and dtype. Returns a tuple (dx, None), dx of x's shape and dtype."
         ),

@@ -26,10 +26,10 @@ from pathlib import Path
 import torch
 import triton
 
-from workshop.grading import workspace
 from workshop.i18n import _
 from workshop.labs.custom_op import by_hand
 from workshop.labs.custom_op.grading import torch_pieces
+from workshop.learner import workspace
 from workshop.ops import softmax_op
 from workshop.ops.softmax_op import SoftmaxOps
 

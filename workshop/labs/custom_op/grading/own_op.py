@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from workshop import labs
-from workshop.grading.learner_code import LearnerCodeFailed
 from workshop.lab_api import LabContext
 from workshop.labs.custom_op.grading import op_probes
+from workshop.learner.learner_code import LearnerCodeFailed
 
 
 @dataclass

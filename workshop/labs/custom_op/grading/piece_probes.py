@@ -26,12 +26,12 @@ import torch
 import triton
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from workshop.grading import workspace
 from workshop.labs.custom_op.grading import kernel_grading as kg
 from workshop.labs.custom_op.grading import learner_op, op_probes
 from workshop.labs.custom_op.grading import registration_grading as rg
 from workshop.labs.custom_op.grading.memory_bounds import OutOfBounds, bounds_checked
 from workshop.labs.custom_op.grading.op_grading import op_facts
+from workshop.learner import workspace
 from workshop.ops import softmax_op
 
 

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 
 import torch
 
-from workshop.i18n import N_, _
+from workshop.declarations.diagnosis import Evidence, diagnose
+from workshop.i18n import _
 from workshop.lab_api import LabContext
-from workshop.labs.custom_op.grading import torch_pieces
+from workshop.labs.custom_op.grading import piece_mistakes, torch_pieces
 
 
 def fake_cases(device: str) -> dict[str, tuple[torch.Tensor, int]]:
@@ -54,6 +55,12 @@ class Layout:
     def numel(self) -> int:
         return math.prod(self.shape)
 
+    def placed(self) -> tuple:
+        """The strides that decide where elements are: those of dims longer than 1 (none for an empty tensor)."""
+        if self.numel == 0:
+            return ()
+        return tuple(s if n > 1 else None for n, s in zip(self.shape, self.strides, strict=True))
+
     def is_contiguous(self) -> bool:
         """Row-major, as torch's is_contiguous: dims of size 1 and empty tensors aside."""
         if self.numel == 0:
@@ -66,81 +73,20 @@ class Layout:
         return True
 
 
-def significant_strides(t: Layout) -> tuple:
-    """The strides that decide where elements are: those of dims longer than 1 (none for an empty tensor)."""
-    if t.numel == 0:
-        return ()
-    return tuple(s if n > 1 else None for n, s in zip(t.shape, t.strides, strict=True))
-
-
-COPIES_X, ROW_MAJOR = (
-    "copies x's strides",
-    "row-major",
-)  # how a fake may lay out every output (fake_layout)
-
-
 def fake_layout(outputs: list[tuple[Layout, Layout]]) -> str | None:
     """How the fake laid out its outputs, (x, fake output) over every input: with x's strides each time (as
     torch.empty_like(x)), or row-major each time (as torch.empty(x.shape)); None when neither (the transposed
     input tells the two apart)."""
-    if all(significant_strides(out) == significant_strides(x) for x, out in outputs):
-        return COPIES_X
+    if all(out.placed() == x.placed() for x, out in outputs):
+        return piece_mistakes.COPIES_X
     if all(out.is_contiguous() for _x, out in outputs):
-        return ROW_MAJOR
+        return piece_mistakes.ROW_MAJOR
     return None
 
 
-def _strides_message(said: str, x, fake, real, layout: str | None) -> str:
-    why = {
-        COPIES_X: _("your fake's outputs all have x's strides, as torch.empty_like(x) gives"),
-        ROW_MAJOR: _(
-            "your fake's outputs are all row-major (the last dim innermost), as torch.empty(x.shape) gives"
-        ),
-    }
-    return _(
-        "{said} strides {got}; the kernel's output has {want} (x's are {xs}): {why}. The kernels write rows "
-        "along dim, so dim is the innermost dimension (stride 1) whatever x's layout. Inductor trusts the "
-        "fake: its code would read the output with the wrong strides."
-    ).format(
-        said=said,
-        got=fake.strides,
-        want=real.strides,
-        xs=x.strides,
-        why=why.get(layout, _("their layout does not follow dim")),
-    )
-
-
-def fake_mismatch(
-    case: str, x: Layout, fake: dict, real: Layout, layout: str | None = None
-) -> str | None:
-    """What the fake's output (the worker's description of it) gets wrong against the real one's, said for this
-    input; None when it is right. `layout`: how the fake laid out all its outputs (fake_layout)."""
-    if "kind" in fake:
-        return _("for x {case}, softmax_fake returned a {kind}, not a tensor").format(
-            case=case, kind=fake["kind"]
-        )
-    fake = Layout.sent(fake)
-    said = _("for x {case}, your fake says").format(case=case)
-    if fake.shape != real.shape:
-        return _("{said} shape {got}; the op returns {want}: softmax keeps x's shape").format(
-            said=said, got=fake.shape, want=real.shape
-        )
-    if fake.dtype != real.dtype:
-        return _("{said} dtype {got}; the op returns {want}, x's dtype").format(
-            said=said, got=fake.dtype, want=real.dtype
-        )
-    if fake.device != real.device:
-        return _("{said} device {got}; the op's output is on {want}: allocate on x.device").format(
-            said=said, got=fake.device, want=real.device
-        )
-    if significant_strides(fake) != significant_strides(real):
-        return _strides_message(said, x, fake, real, layout)
-    return None
-
-
-def grade_fake_outputs(ctx: LabContext, found: dict) -> bool:
+def grade_fake_outputs(ctx: LabContext, found: dict, diagnoses: tuple) -> bool:
     """The learner's fake, called on fake tensors in the worker (piece_probes.fake_outputs), against the op's
-    real outputs, made here; True when all match."""
+    real outputs, made here, what is wrong said by `diagnoses` (the exercise's); True when all match."""
     cases = fake_cases(ctx.device)
     if "raised" in found:
         return _fake_raised(ctx, found["raised"])
@@ -159,7 +105,10 @@ def grade_fake_outputs(ctx: LabContext, found: dict) -> bool:
         [(x, Layout.sent(out)) for x, out, _real in outputs.values() if "kind" not in out]
     )
     for case, (x, out, real) in outputs.items():
-        wrong += [m for m in [fake_mismatch(case, x, out, real, layout)] if m]
+        got = None if "kind" in out else Layout.sent(out)
+        facts = {"returned": out.get("kind"), "x": x, "layout": layout}
+        found = diagnose(diagnoses, Evidence(case, got, real, case, facts))
+        wrong += [found[1]] if found else []
     ctx.check_equal(
         _("softmax_fake: outputs like the real op's (shape, dtype, device, strides)"),
         len(cases) - len(wrong),
@@ -196,22 +145,6 @@ def saved_names(saved: tuple, x: torch.Tensor, y: torch.Tensor) -> list[str]:
     return [name(t) for t in saved]
 
 
-SAVED_MESSAGES = {  # what setup_context saved (names of saved_names) -> what is wrong with it
-    ("x",): N_(
-        "setup_context saved x, the input. The backward's formula dx = y * (dy - sum(dy * y)) needs y, the "
-        "output (from x it would have to compute the softmax again): ctx.save_for_backward(output)"
-    ),
-    (): N_(
-        "setup_context saved no tensor with ctx.save_for_backward (a tensor kept as a ctx attribute escapes "
-        "autograd's saved-tensor checks): ctx.save_for_backward(output)"
-    ),
-    ("x", "y"): N_(
-        "setup_context saved x and y: the backward needs y only, and saving x keeps it in memory "
-        "until the backward for nothing"
-    ),
-}
-
-
 def saved_input(device: str) -> torch.Tensor:
     """x of the setup_context exercise's call y = op(x, -1): (4, 7) float64."""
     return torch.randn(4, 7, generator=torch.Generator().manual_seed(6), dtype=torch.float64).to(
@@ -219,15 +152,13 @@ def saved_input(device: str) -> torch.Tensor:
     )
 
 
-def grade_saved(ctx: LabContext, x: torch.Tensor, found: dict) -> bool:
+def grade_saved(ctx: LabContext, x: torch.Tensor, found: dict, diagnoses: tuple) -> bool:
     """What the learner's setup_context left on the autograd node of y = op(x, -1) (piece_probes.saved): y
-    saved, dim as ctx.dim."""
+    saved (what else is said by `diagnoses`, the exercise's), dim as ctx.dim."""
     saved = saved_names(found["saved"], x, found["y"])
-    message = SAVED_MESSAGES.get(
-        tuple(sorted(saved)), N_("setup_context must save y (the output) only")
-    )
+    message = diagnose(diagnoses, Evidence("saved", tuple(sorted(saved)), ("y",)))[1]
     ok = ctx.check_equal(
-        _("setup_context saved y (the output) for the backward"), saved, ["y"], message=_(message)
+        _("setup_context saved y (the output) for the backward"), saved, ["y"], message=message
     ).passed
     stored = found["dim"] if found["has_dim"] else _("nothing")
     return (
@@ -266,9 +197,11 @@ def returned(problem: dict) -> str:
     )
 
 
-def grade_gradients(ctx: LabContext, x: torch.Tensor, dy: torch.Tensor, found: dict) -> bool:
+def grade_gradients(
+    ctx: LabContext, x: torch.Tensor, dy: torch.Tensor, found: dict, diagnoses: tuple
+) -> bool:
     """The learner's backward on one float64 case (piece_probes.gradient): one gradient per input, then dx
-    against the exact formula."""
+    against the exact formula, a wrong one named by `diagnoses` (the exercise's)."""
     if "count" in found:
         what = returned(found["count"])
         ctx.check_equal(
@@ -289,18 +222,5 @@ def grade_gradients(ctx: LabContext, x: torch.Tensor, dy: torch.Tensor, found: d
         _("backward: dx against the exact gradient (float64, relative to its largest entry)"),
         err / exact.abs().max().item(),
         1e-12,  # float64 rounding of a 7-term sum: ~1e-16 relative
-        message=gradient_mistake(dx, y, dy, exact),
+        message=diagnose(diagnoses, Evidence("dx", dx, exact, facts={"y": y, "dy": dy}))[1],
     ).passed
-
-
-def gradient_mistake(dx: torch.Tensor, y, dy, exact) -> str:
-    def close(prediction):
-        return torch.allclose(dx, prediction, rtol=1e-9, atol=1e-12)
-
-    if close(dy * (y - (dy * y).sum(-1, keepdim=True))):
-        return _("backward passed y and dy the wrong way round: ctx.ops.backward(y, dy, ctx.dim)")
-    if close(y * dy):
-        return _("backward returns y * dy: the sum term is missing (dx = y * (dy - sum(dy * y)))")
-    if close(-exact):
-        return _("backward's dx has the wrong sign")
-    return _("backward's dx is not y * (dy - sum(dy * y)): use ctx.ops.backward(y, dy, ctx.dim)")

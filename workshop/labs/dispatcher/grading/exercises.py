@@ -1,13 +1,19 @@
 """The dispatcher lab's exercises: the kernel choice for one key, the walk down the key set, predictions made
-before running, and the handout's checked answers. All four are graded against the real dispatcher on the
-decisions the run records (decisions.py, trace_facts.py). No torch import here: the CLI imports this file."""
+before running, and the handout's checked answers. All four are graded by the one engine (engine.py)
+against the real dispatcher, on the decisions and facts the run records (lab.py measures them). A wrong
+prediction's diagnoses are declared here, a wrong slot's or chain's in grading/wrong_decisions.py. No torch
+import here: the CLI imports this file."""
 
 from __future__ import annotations
 
-from workshop.grading.exercise import Exercise
-from workshop.grading.questions import Question
+from collections.abc import Callable
+
+from workshop.declarations.diagnosis import Diagnosis
+from workshop.declarations.exercise import Exercise
+from workshop.declarations.questions import Question
 from workshop.i18n import N_
-from workshop.labs.dispatcher.scenario_list import all_scenarios
+from workshop.labs.dispatcher.grading import wrong_decisions
+from workshop.labs.dispatcher.scenario_list import RECORDER_KEYS, all_scenarios
 
 WORKSPACE_DOC = N_("""Your dispatcher lab: the kernel in one slot of a dispatch table, the walk down the key
 set, your predictions and your answers to the handout's questions.
@@ -77,6 +83,10 @@ TABLE_ENTRY = Exercise(
         "'NestedTensor', functionality('CPU') == 'Dense'; split_runtime_key('AutogradCPU') == "
         "('AutogradFunctionality', 'CPU')."
     ),
+    diagnoses=wrong_decisions.SLOT_DIAGNOSES,
+    outputs=("entries",),
+    compare=wrong_decisions.differing,
+    check=N_("{function}: {label}"),
 )
 
 WALK = Exercise(
@@ -121,6 +131,10 @@ WALK = Exercise(
         "['AutogradCPU', 'ADInplaceOrView', 'CPU']. rank(key) orders keys (bigger wins); "
         "passes_on(key, entry(key)) says whether the kernel hands the call on."
     ),
+    diagnoses=wrong_decisions.CHAIN_DIAGNOSES,
+    outputs=("chains",),
+    compare=wrong_decisions.differing,
+    check=N_("{function}: {label}"),
 )
 
 
@@ -191,6 +205,15 @@ ANSWER_QUESTIONS = (
 )
 
 
+def predicted(field: str, condition: Callable[[object, object], bool]):
+    """A diagnosis of PREDICTIONS: shows when the wrong prediction is of `field` (its key ends in it) and
+    condition(yours, this run's) holds; its message may name yours as {key}. The messages give the rule to
+    apply again, never the answer (a prediction must stay one until it is right)."""
+    return lambda e: (
+        {"key": e.got} if e.output.endswith(f".{field}") and condition(e.got, e.want) else None
+    )
+
+
 PREDICTIONS = Exercise(
     lab="dispatcher",
     name="predictions",
@@ -216,6 +239,54 @@ PREDICTIONS = Exercise(
         "'cpu/grad/3d': {'handled_at': 'SomeKeyName', 'gemm_op': 'aten::some_op'}."
     ),
     questions=PREDICTION_QUESTIONS,
+    diagnoses=(
+        Diagnosis(
+            N_("a decomposed op as the GEMM"),
+            predicted("gemm_op", lambda yours, run: yours in ("aten::linear", "aten::matmul")),
+            N_("That op is decomposed: it calls other ops and runs no GEMM itself."),
+        ),
+        Diagnosis(
+            N_("the bias added apart from the GEMM"),
+            predicted("gemm_op", lambda yours, run: (yours, run) == ("aten::mm", "aten::addmm")),
+            N_("Where does the bias go? A GEMM op can add it itself: beta*b + alpha*x W^T."),
+        ),
+        Diagnosis(
+            N_("a batched GEMM for a 2-D weight"),
+            predicted("gemm_op", lambda yours, run: (yours, run) == ("aten::bmm", "aten::mm")),
+            N_("The weight is 2-D, the same for every batch entry: does the product need a batch?"),
+        ),
+        Diagnosis(
+            None,
+            predicted("gemm_op", lambda yours, run: True),
+            N_("Follow the calls in trace.md down to the op whose kernel calls BLAS."),
+        ),
+        Diagnosis(
+            N_("a key of the lab's recorder as the handler"),
+            predicted("handled_at", lambda yours, run: yours in RECORDER_KEYS),
+            N_("{key} only hands the call on (the lab's recorder); the chain goes on below it."),
+        ),
+        Diagnosis(
+            None,
+            predicted(
+                "handled_at", lambda yours, run: str(run).startswith(("Autocast", "Autograd"))
+            ),
+            N_(
+                "List the keys in play for this scenario (tensor keys, TLS include and exclude, "
+                "fallthroughs), rank them, and read the winner's slot for the root op (handout, sections 2 "
+                "and 5)."
+            ),
+        ),
+        Diagnosis(
+            None,
+            predicted("handled_at", lambda yours, run: str(yours).startswith("Autograd")),
+            N_("This scenario's TLS exclude set removes every autograd key (inference_mode)."),
+        ),
+        Diagnosis(
+            None,
+            predicted("handled_at", lambda yours, run: True),
+            N_("Walk the three steps of the handout for this scenario's keys and TLS sets."),
+        ),
+    ),
     from_run=True,
 )
 

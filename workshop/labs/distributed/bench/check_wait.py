@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from workshop.harness import atomic
-from workshop.labs.distributed.grading import predictions
+from workshop.foundations import atomic
+from workshop.labs.distributed.grading import derived_answers
 
 TARGET_S = 60.0
 N = 2
@@ -60,7 +60,7 @@ def measure(tmp: Path) -> list[Step]:
         check=True,
         capture_output=True,
     )
-    right = predictions.reference(N)
+    right = derived_answers.predictions(N)
     wrong = {**right, "fsdp": dict(right["ddp"])}  # FSDP predicted with DDP's figures
     steps = []
     for what, names, values, says in (

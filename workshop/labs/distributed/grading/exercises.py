@@ -1,14 +1,25 @@
 """The distributed lab's exercises: the chapter asks for a survey, not a construction. Predict what each
 strategy costs, answer the handout's questions with this run's facts, then write the one-page survey.
 
-Graded inside the lab (lab.grade_exercises) by predictions.grade, answers.grade and survey.grade.
+Graded by the one engine (engine.py) inside the lab (lab.grade_exercises): a wrong prediction or
+answer is explained by the first of its exercise's diagnoses that it shows (the predictions' conditions:
+prediction_misses.py); survey.grade reads the survey.
 """
 
+import math
 from pathlib import Path
 
-from workshop.grading.exercise import Exercise
-from workshop.grading.questions import Question
+from workshop.declarations.diagnosis import Diagnosis
+from workshop.declarations.exercise import Exercise
+from workshop.declarations.questions import Question
 from workshop.i18n import N_
+from workshop.labs.distributed.grading.prediction_misses import (
+    FP32,
+    PREDICTION_TOLERANCE,
+    ddp_figure,
+    left_out,
+    predicted_as,
+)
 
 LAB = "distributed"
 
@@ -19,8 +30,6 @@ and grades PREDICTIONS (each number within 10% of the run's) and ANSWERS (the ru
 survey.md beside this file. Write numbers, not expressions you have not checked: `3 * 1_118_048` is fine.
 Replace each `None` with an answer; an exercise whose values are all `None` counts as not started.""")
 
-# a prediction passes within 10% of the run's figure: |predicted / measured - 1| <= 0.10
-PREDICTION_TOLERANCE = 0.10
 # What each predicted figure is, per strategy (GPipe's for pp), said when a prediction is off.
 PREDICTED = {
     "held_bytes": N_("bytes of params + grads + optimizer state on the rank that holds most"),
@@ -39,6 +48,127 @@ PREDICTION_QUESTIONS = (
         for strategy in ("ddp", "fsdp", "tp", "pp")
         for figure, look in PREDICTED.items()
     ),
+)
+
+PREDICTION_DIAGNOSES = (
+    Diagnosis(
+        None,
+        lambda e: {"theirs": e.got},
+        N_(
+            "these predictions are for N={theirs}: predict for this run's N, or run with --n {theirs}"
+        ),
+        output="n",
+    ),
+    Diagnosis(None, ddp_figure, N_("{strategy}: that is DDP's figure ({figure}): {why}")),
+    Diagnosis(
+        None,
+        predicted_as("held_bytes", lambda want, row: want / 3),
+        N_(
+            "{strategy}: you counted the parameters only: a rank also holds their gradients and SGD's momentum"
+        ),
+    ),
+    Diagnosis(
+        None,
+        predicted_as("held_bytes", lambda want, row: want * 2 / 3),
+        N_(
+            "{strategy}: a rank holds three copies, parameters, gradients and momentum; you counted two"
+        ),
+    ),
+    Diagnosis(
+        None,
+        predicted_as("held_bytes", lambda want, row: want / FP32),
+        N_("{strategy}: that is elements, not bytes (fp32: 4 bytes each)"),
+    ),
+    Diagnosis(
+        None,
+        predicted_as(
+            "held_bytes",
+            lambda want, row: want / row.n if row.strategy == "ddp" and row.n > 1 else None,
+        ),
+        N_("{strategy}: DDP splits nothing: every rank holds the whole model and its state"),
+    ),
+    Diagnosis(None, left_out, N_("{strategy}: you left out {rows}")),
+    Diagnosis(
+        None,
+        predicted_as("comm_bytes", lambda want, row: want / FP32, PREDICTION_TOLERANCE),
+        N_("{strategy}: that is elements, not bytes (fp32: 4 bytes each)"),
+    ),
+    Diagnosis(
+        None,
+        predicted_as("comm_bytes", lambda want, row: row.sent_bytes or None, PREDICTION_TOLERANCE),
+        N_("{strategy}: that is what rank 0 sends on the wire; give the buffers' bytes"),
+    ),
+)
+
+
+def near(expected):
+    """An answer within 1% of expected(the truth, the answers' facts): facts {"n": the run's N,
+    "interleaved_idle_theory": the interleaved schedule's idle in theory at N}."""
+    return lambda e: {} if math.isclose(e.got, expected(e.want, e.facts), rel_tol=0.01) else None
+
+
+# Why a wrong answer is wrong, where its relation to the right one says so ({name}: the question's key)
+ANSWER_DIAGNOSES = tuple(
+    Diagnosis(None, near(expected), message, output=key)
+    for key, expected, message in (
+        (
+            "fsdp_backward_allgathers",
+            lambda want, facts: want + 1,
+            N_(
+                "{name}: the root unit (embeddings, ln_f, lm_head) is not resharded after forward: it stays gathered"
+            ),
+        ),
+        (
+            "fsdp_backward_allgathers",
+            lambda want, facts: 0,
+            N_(
+                "{name}: FSDP frees a block's gathered parameters after its forward: backward must gather them again"
+            ),
+        ),
+        (
+            "logits_gather_bytes",
+            lambda want, facts: want / FP32,
+            N_("{name}: that is elements, not bytes (fp32: 4 bytes each)"),
+        ),
+        (
+            "logits_gather_bytes",
+            lambda want, facts: want / facts["n"],
+            N_("{name}: gathered logits hold the whole vocabulary (600 per token), not 600/N"),
+        ),
+        (
+            "gpipe_idle_theory",
+            lambda want, facts: want * 100,
+            N_("{name}: give a fraction between 0 and 1, not a percent"),
+        ),
+        (
+            "gpipe_idle_theory",
+            lambda want, facts: facts["interleaved_idle_theory"],
+            N_("{name}: that is the interleaved schedule's (v=2); GPipe has v=1"),
+        ),
+        (
+            "interleaved_sends_rank0",
+            lambda want, facts: want / 3,
+            N_(
+                "{name}: that is GPipe's count: interleaved, rank 0 holds two stages and sends from both"
+            ),
+        ),
+        (
+            "ddp_early_allreduces",
+            lambda want, facts: want + 1,
+            N_(
+                "{name}: the last bucket's all-reduce is issued by backward's last gradient, when backward has "
+                "no op left to run"
+            ),
+        ),
+        (
+            "ddp_early_allreduces",
+            lambda want, facts: 0,
+            N_(
+                "{name}: that is the default buckets' count: small buckets fill, and are all-reduced, while "
+                "backward still runs"
+            ),
+        ),
+    )
 )
 
 ANSWER_QUESTIONS = (
@@ -133,13 +263,14 @@ EXERCISES = [
             ),
         ),
         handout=N_("README.md#predict-before-you-run"),
-        reference="workshop.labs.distributed.grading.predictions:reference",
+        reference="workshop.labs.distributed.grading.derived_answers:predictions",
         attribute="PREDICTIONS",
         interface=N_(
             'A dict: "n", the N you predict for, then for each strategy (ddp, fsdp, tp, pp) a dict of its '
             "held_bytes, collectives and comm_bytes, as numbers (bytes, counts)."
         ),
         questions=PREDICTION_QUESTIONS,
+        diagnoses=PREDICTION_DIAGNOSES,
         from_run=True,
     ),
     Exercise(
@@ -175,12 +306,13 @@ EXERCISES = [
             ),
         ),
         handout=N_("README.md#questions"),
-        reference="workshop.labs.distributed.grading.answers:reference",
+        reference="workshop.labs.distributed.grading.derived_answers:answers",
         attribute="ANSWERS",
         interface=N_(
             "A dict of numbers: counts and bytes as ints, the idle fraction as a float in [0, 1]."
         ),
         questions=ANSWER_QUESTIONS,
+        diagnoses=ANSWER_DIAGNOSES,
         from_run=True,
     ),
     Exercise(

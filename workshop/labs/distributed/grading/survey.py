@@ -27,13 +27,13 @@ import re
 from pathlib import Path
 
 from workshop import i18n
-from workshop.grading import workspace
 from workshop.i18n import _, templates
 from workshop.lab_api import LabContext
 from workshop.labs.distributed.figure_rows import FigureRow, read, rebuilt
 from workshop.labs.distributed.grading.survey_figures import cited, untraced
 from workshop.labs.distributed.grading.survey_strategies import strategy_problems
 from workshop.labs.distributed.grading.survey_text import language, shared_passages, words
+from workshop.learner import workspace
 
 REPO = Path(__file__).resolve().parents[4]
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"  # the lab's

@@ -5,8 +5,8 @@ the truths; grading/probes.py runs the learner's method in the worker). No torch
 
 from __future__ import annotations
 
-from workshop.grading.diagnosis import Diagnosis
-from workshop.grading.exercise import Exercise
+from workshop.declarations.diagnosis import Diagnosis
+from workshop.declarations.exercise import Exercise
 from workshop.i18n import N_
 
 LAB = "tensor"

@@ -1,14 +1,14 @@
 """The tensor lab's exercises: predictions of the LM head's views and version counters, three views written with
 as_strided only, and the two halves of the Python dispatch key written by the learner (a mode that counts, a
-subclass that records). Each is graded by the one engine (workshop/grading/engine.py) on what the run measures
+subclass that records). Each is graded by the one engine (workshop/engine.py) on what the run measures
 (lab.py); the mistakes learners make are the diagnoses below. No torch import here: the CLI imports this file.
 """
 
 from __future__ import annotations
 
-from workshop.grading.diagnosis import Diagnosis
-from workshop.grading.exercise import Exercise
-from workshop.grading.questions import Question
+from workshop.declarations.diagnosis import Diagnosis
+from workshop.declarations.exercise import Exercise
+from workshop.declarations.questions import Question
 from workshop.i18n import N_
 from workshop.labs.tensor.grading.dispatch_exercises import COUNT_DISPATCH, RECORD_DISPATCH
 from workshop.labs.tensor.grading.view_exercises import (

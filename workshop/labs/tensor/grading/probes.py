@@ -1,5 +1,5 @@
 """Probes of the tensor lab: trusted code that runs in the worker beside the learner's function (the worker
-protocol; workshop/grading/worker.py) and returns wire values, each called by the engine as
+protocol; workshop/learner/worker.py) and returns wire values, each called by the engine as
 probe(learner_function, *case.args) -> (result, seen).
 
 What each one reports is said where the learner's code runs: the lab backs every verdict with what it measures

@@ -5,8 +5,8 @@ learner's function in the worker). No torch import here: the CLI imports this fi
 
 from __future__ import annotations
 
-from workshop.grading.diagnosis import Diagnosis
-from workshop.grading.exercise import Exercise
+from workshop.declarations.diagnosis import Diagnosis
+from workshop.declarations.exercise import Exercise
 from workshop.i18n import N_
 
 LAB = "tensor"

@@ -1,0 +1,70 @@
+"""learner.learner_code, the lab's side of the worker: what the worker says is shown as one printable, capped line;
+a learner's file that breaks the reading rules is refused at its line before any worker starts; the reference
+answers through the same wire encoding in the lab's own process (LocalWorker), so that grading that works on the
+reference works on a learner's code in a worker. (The worker process itself: tests/learner/test_worker.py.)"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from workshop import labs
+from workshop.learner import learner_code
+from workshop.learner.learner_code import (
+    LearnerCodeFailed,
+    LearnerFile,
+    LocalWorker,
+    Solution,
+    Worker,
+)
+
+HEADER = labs.workspace_header("autograd")
+
+
+class NoLauncher:
+    """A launcher that fails the test if a worker is started."""
+
+    def __getattr__(self, name):
+        raise AssertionError(f"a worker was started ({name})")
+
+
+def test_what_the_worker_says_is_one_printable_capped_line():
+    assert learner_code.said("a\x00b\n   c" + "x" * 30, 10) == "a?b cxxxx…"
+
+
+@pytest.mark.parametrize(
+    "code, what",
+    [
+        ("import os\n", "import os"),
+        (
+            "from workshop.labs.autograd.hand import linear_grads\n",
+            "from workshop.labs.autograd.hand import",
+        ),
+    ],
+)
+def test_a_refused_file_is_refused_at_its_line_and_no_worker_starts(code, what):
+    learner = LearnerFile(HEADER + code, "my-work/autograd.py", HEADER)
+    worker = Worker(NoLauncher(), "cpu", learner)
+    line = HEADER.count("\n") + 1
+    assert (
+        worker.refused.kind == "refused" and worker.refused.where == f"my-work/autograd.py:{line}"
+    )
+    assert what in worker.refused.error
+
+
+def test_an_over_long_file_is_not_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(learner_code, "MAX_SOURCE", 10)
+    (tmp_path / "autograd.py").write_text("x = 1\n" * 10)
+    with pytest.raises(LearnerCodeFailed, match="over 10 bytes"):
+        LearnerFile.read(tmp_path / "autograd.py", "my-work/autograd.py", HEADER)
+
+
+def test_the_reference_answers_through_the_wire_encoding():
+    reference = Solution(
+        LocalWorker("cpu"), {"reference": "workshop.foundations.tensor_bytes:tensor_bytes"}
+    )
+    assert reference(torch.zeros(3)) == 12
+    ex = next(e for e in labs.exercises("autograd") if e.attribute == "linear_grads")
+    assert learner_code.solution_for(LocalWorker("cpu"), ex, graded=False).target == {
+        "reference": ex.reference
+    }

@@ -1,0 +1,230 @@
+"""The instructor's commands: grade PATH... (a table of learners x exercises) and edition learner (the workshop as
+learners get it).
+
+Registered on `python -m workshop` by cli.main.build_parser (add_commands), after the learner's commands
+(learner.py), whose lab names and runs of a workspace they share. The work is done in grading.gradebook,
+grade_table and edition; this module reads the arguments and prints.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from workshop.cli.learner import console, exercise_labs, graded_run
+from workshop.cli.options import add_language_option, add_run_options, fail
+from workshop.foundations import worker_container, worker_process
+from workshop.foundations.device import use_triton_interpreter
+from workshop.grading import grade_table, gradebook
+from workshop.i18n import _
+
+BUILD = "docker compose build learner-edition"  # the learner edition's image: grade's sandbox
+
+
+# ---- grade ----
+def cmd_grade(args) -> int:
+    lab_names = exercise_labs(args.labs)
+    root = Path(args.out)
+    out_dir = (
+        Path(args.to) if args.to else root / time.strftime("grades-%Y%m%d-%H%M%S", time.gmtime())
+    )
+    paths = [Path(p) for p in args.paths]
+    try:
+        roster = gradebook.read_roster(Path(args.roster)) if args.roster else None
+    except (OSError, ValueError) as e:
+        raise fail(str(e)) from None
+    # the learner edition built for the namespace sandbox is removed when the stack closes
+    with contextlib.ExitStack() as stack:
+        sandbox = grade_sandbox(args.sandbox, [*paths, root], stack)
+        return grade_in(args, lab_names, paths, out_dir, roster, root, sandbox)
+
+
+def grade_in(args, lab_names, paths, out_dir, roster, root, sandbox: dict) -> int:
+    """grade's table, each hand-in's code run where `sandbox` (RunOptions fields: grade_sandbox) says."""
+    try:
+        files = grade_table.TableFiles(out_dir, len(paths), isolated=bool(sandbox))
+    except FileExistsError as e:
+        raise fail(str(e)) from None
+    # a .pyc that appears in the code is then a hand-in's doing
+    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+    # grade_integrity makes every lab's stub here (workshop.ops among the references), after torch.load has
+    # imported triton: its interpreter must be chosen first where there is no GPU
+    use_triton_interpreter()
+
+    def check_workspace(work: Path) -> Path:
+        console.print(_("  running the checks of {labs}").format(labs=", ".join(lab_names)))
+        return graded_run(lab_names, args, work, **sandbox)
+
+    def say(path: Path) -> None:
+        console.print(_("grading {path}").format(path=path))
+
+    try:
+        rows = gradebook.grade_all(paths, check_workspace, files, say, root, roster)
+        csv_path, md_path = files.finish(rows)
+    except OSError as e:
+        raise fail(str(e)) from None
+    except SystemExit:  # stopped (Ctrl-C): what was graded is in the partial table
+        if files.partial[0].exists():
+            console.print(
+                _("partial table: {csv} and {md}").format(csv=files.partial[0], md=files.partial[1])
+            )
+        raise
+    console.print(md_path.read_text(encoding="utf-8"))
+    console.print(_("wrote {csv} and {md}").format(csv=csv_path, md=md_path))
+    return 0
+
+
+def grade_sandbox(choice: str, hidden: list[Path], stack: contextlib.ExitStack) -> dict:
+    """Where each hand-in's code runs, said plainly, as RunOptions fields: {"worker_image": ...} (a container of
+    its own), {"namespace_sandbox": ...} (bubblewrap, the learner edition built here for it, `hidden` and the
+    instructor's package out of its sight), or {} (a worker process of this machine, unisolated)."""
+    problem = worker_container.docker_problem()
+    if choice == "docker" and problem:
+        raise fail(
+            _("--sandbox docker: {problem}; build it with `{command}`").format(
+                problem=problem, command=BUILD
+            )
+        )
+    if choice in ("auto", "docker") and not problem:
+        worker_container.sweep_stale()
+        console.print(
+            _(
+                "sandbox: each hand-in's code runs in a container of its own ({image}: no network, read-only, "
+                "no capabilities, memory, process and CPU limits), which sees no other hand-in"
+            ).format(image=worker_container.LEARNER_IMAGE)
+        )
+        return {"worker_image": worker_container.LEARNER_IMAGE}
+    if problem and choice == "auto":
+        console.print(
+            _("no Docker sandbox here ({problem}; `{command}` builds it)").format(
+                problem=problem, command=BUILD
+            )
+        )
+    if choice in ("auto", "bwrap"):
+        why = worker_process.namespace_problem()
+        if why is None:
+            return {"namespace_sandbox": namespace_sandbox(hidden, stack)}
+        if choice == "bwrap":
+            raise fail(_("--sandbox bwrap: {problem}").format(problem=why))
+        console.print(_("no namespace sandbox here ({problem})").format(problem=why))
+    console.print(
+        _(
+            "hand-ins run UNISOLATED: each hand-in's code runs as a process of this machine, with process "
+            "limits only; it can read and change other hand-ins, the results and your files. The table is "
+            "titled not isolated: a rehearsal, not a grade. Grade with Docker."
+        )
+    )
+    return {}
+
+
+def namespace_sandbox(hidden: list[Path], stack: contextlib.ExitStack) -> dict:
+    """The learner edition, built in a folder every uid can read (removed when `stack` closes), and what the
+    sandbox hides: `hidden` (the hand-ins, the results), the instructor's package and, where Python does not live
+    in it, the home folder."""
+    from workshop.grading import edition  # reads every lab's references: only for this command
+
+    folder = Path(
+        stack.enter_context(tempfile.TemporaryDirectory(dir=worker_process.scratch_root()))
+    )
+    folder.chmod(0o755)  # a worker of its own uid reads the edition's code
+    console.print(_("building the learner edition the sandbox runs (its references are stubs)"))
+    edition.build_learner(folder / "edition")
+    home = Path.home().resolve()
+    python = [Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.executable)]
+    keep_home = any(p.is_relative_to(home) for p in [*python, folder])
+    folders = [*hidden, worker_process.code_root() / "workshop", *([] if keep_home else [home])]
+    console.print(
+        _(
+            "sandbox: each hand-in's code runs in a namespace sandbox of its own (bubblewrap: the learner "
+            "edition's code, no network, its own processes and /tmp, the rest of the machine read-only, the "
+            "other hand-ins and the results out of its sight)"
+        )
+    )
+    return {
+        "code": str(folder / "edition"),
+        "hidden": sorted({str(f.resolve()) for f in folders if f.is_dir()}),
+    }
+
+
+def cmd_edition(args) -> int:
+    from workshop.grading import edition  # reads every lab's references: only for this command
+
+    try:
+        report = edition.build_learner(Path(args.out))
+    except FileExistsError as e:
+        raise fail(str(e)) from None
+    console.print(
+        _(
+            "the learner edition in {out}: {stubbed} references replaced by their stubs, {deleted} files of "
+            "model answers deleted, {helpers} helpers only a reference used removed (its EDITION.json lists them)"
+        ).format(
+            out=args.out,
+            stubbed=len(report.stubbed),
+            deleted=len(report.deleted),
+            helpers=len(report.helpers_removed),
+        )
+    )
+    # Said, not refused: the edition is written (an image build must not stop for it); its owner removes it.
+    for reference in report.left_bodies:
+        console.print(
+            _("a reference's code is still in the edition: {reference}").format(reference=reference)
+        )
+    for quoted in report.quoted_in:
+        console.print(_("a handout quotes a reference's lines: {where}").format(where=quoted))
+    return 0
+
+
+# ---- the parsers ----
+def add_commands(sub) -> None:
+    """Add grade and edition to `python -m workshop`'s subcommands."""
+    grade = sub.add_parser(
+        "grade", help=_("instructors: a table of learners x exercises (CSV, Markdown)")
+    )
+    grade.add_argument(
+        "paths", nargs="+", metavar=_("PATH"), help=_("run folders, folders of runs, workspaces")
+    )
+    grade.add_argument(
+        "--lab", action="append", dest="labs", metavar="LAB", help=_("labs to check")
+    )
+    grade.add_argument(
+        "--to",
+        metavar=_("FOLDER"),
+        help=_("folder for grades.csv and grades.md (default results/grades-<time>)"),
+    )
+    grade.add_argument(
+        "--sandbox",
+        choices=("auto", "docker", "bwrap", "native"),
+        default="auto",
+        help=_(
+            "where each hand-in's code runs: a container of its own (docker), a namespace sandbox of its own "
+            "(bwrap: bubblewrap, the learner edition's code), or, unisolated, a process of this machine "
+            "(native); auto: the first of docker and bwrap that works here"
+        ),
+    )
+    grade.add_argument(
+        "--roster",
+        metavar=_("FILE"),
+        help=_(
+            "a CSV of `folder,name` lines: each hand-in's learner by its folder's name (default: the "
+            "folder's name is the learner's)"
+        ),
+    )
+    add_run_options(grade)
+    grade.set_defaults(fn=cmd_grade)
+
+    edition = sub.add_parser(
+        "edition",
+        help=_(
+            "instructors: the workshop as learners get it, without the answers, in a new folder"
+        ),
+    )
+    edition.add_argument(
+        "kind", choices=("learner",), help=_("learner: every exercised reference a stub")
+    )
+    edition.add_argument("--out", required=True, help=_("a new (or empty) folder"))
+    add_language_option(edition)
+    edition.set_defaults(fn=cmd_edition)

@@ -1,0 +1,311 @@
+"""A lab's checked questions, declared once, and the one grader of every lab's answers dict (ANSWERS, PREDICTIONS).
+
+An exercise lists its questions (`Exercise(..., attribute="ANSWERS", questions=QUESTIONS)`): each a key of the
+learner's dict, the question as the learner's file states it, where the run shows the answer, and the kind of
+value. The learner's stub is generated from them (`stub`), and the lab grades the dict inside its grading block
+against the truths it measured:
+
+    with ctx.grading("answers") as answers:
+        grade_answers(ctx, answers, truths)                 # truths: {key: value}; None = not measured here
+        grade_answers(ctx, answers, truths, explain=why, facts=facts)  # with the lab's own per-question messages
+
+`explain(question, given, truth, facts)` is the lab's function that names a wrong answer's mistake (the message
+then outranks the generic one), or returns None; `facts` is whatever more it needs. Every question is a secret
+check: while it fails, what is shown is the direction and size of the miss, never this run's value
+(LabContext.record). A plain run grades the reference's answers, and its folder becomes a committed record that
+every learner clones: there a passing answer is shown as True, not as its value (`check --show` shows it).
+Nothing keyed by question is written to the run folder (it would be an answer key): a lab
+that re-grades an answer without running again (LabSpec.regrade) measures the truths from its run's own files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from workshop.declarations.checks import Check
+from workshop.declarations.diagnosis import Diagnosis, Evidence, diagnose
+from workshop.declarations.stand_ins import real
+from workshop.foundations.run_options import RunOptions
+from workshop.i18n import N_, _
+
+WIDTH = 100  # the project's line length: no stub line is longer
+# A stub's placeholder, which the learner replaces: None, a wire value (learner/wire.py), so that a fresh or half
+# filled dict crosses from the learner's worker as it is written; no question's answer can be None.
+UNFILLED = "None"
+KINDS = {
+    "int": N_("a whole number (an int)"),
+    "number": N_("a number"),
+    "str": N_("a name (a str)"),
+    "bool": N_("True or False"),
+    "list": N_("a list"),
+    "names": N_("a name, or a list of names"),
+}
+
+
+@dataclass(frozen=True)
+class Question:
+    key: str  # the answer's key in the learner's dict; "a.b": key b of the dict under key a
+    text: str  # N_(): the question as the stub's comment states it ("" for none)
+    look: str = ""  # N_(): where this run shows the answer, said when an answer is wrong
+    kind: str = "int"  # one of KINDS: how an answer is read and compared
+    tolerance: float = 0.0  # numbers: how far from the truth a right answer may be
+    # the tolerance is a fraction of the truth (sizes), not an absolute amount
+    relative: bool = False
+    # the stub's starting value, as code: the placeholder, or a value given ("2")
+    start: str = UNFILLED
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"question {self.key}: kind must be one of {', '.join(KINDS)}")
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        return tuple(self.key.split("."))
+
+    def label(self, name: str) -> str:
+        """ANSWERS['graph_nodes'], PREDICTIONS['ddp']['held_bytes']."""
+        return name + "".join(f"[{part!r}]" for part in self.path)
+
+
+class Asking(Protocol):
+    """An exercise that asks questions, as grading its answers sees it (declarations/exercise.py's Exercise, which
+    imports this module)."""
+
+    attribute: str  # the learner's dict: "ANSWERS", "PREDICTIONS"
+    questions: tuple[Question, ...]
+
+    def not_started_message(self) -> str: ...
+
+
+class Grading(Protocol):
+    """What grading the answers uses of the lab's context (workshop.lab_api's LabContext, in a layer above)."""
+
+    current_exercise: Asking  # the exercise being graded
+    graded: bool  # the learner's workspace, not the reference
+    options: RunOptions
+
+    def check_equal(self, name: str, value, expected, message=None) -> Check: ...
+
+    def record(self, check: Check) -> Check: ...
+
+
+# ---- the stub ----
+def stub(name: str, questions: tuple[Question, ...]) -> str:
+    """`NAME = {...}` with one line per question, each under its question's comment, nested where keys nest;
+    wrapped so that no line is longer than WIDTH."""
+    return f"{name} = {{\n{_entries(questions, 1)}}}\n"
+
+
+def _entries(questions: tuple[Question, ...], depth: int) -> str:
+    indent = "    " * depth
+    groups: dict[str, list[Question]] = {}
+    for q in questions:
+        groups.setdefault(q.path[depth - 1], []).append(q)
+    lines = []
+    for key, members in groups.items():
+        if len(members) == 1 and len(members[0].path) == depth:
+            lines += _comment(members[0].text, indent) + [
+                f"{indent}{_key(key)}: {members[0].start},"
+            ]
+            continue
+        inline = ", ".join(f"{_key(q.path[depth])}: {q.start}" for q in members)
+        one_line = f"{indent}{_key(key)}: {{{inline}}},"
+        if len(one_line) <= WIDTH and all(not q.text and len(q.path) == depth + 1 for q in members):
+            lines.append(one_line)
+        else:
+            lines.append(
+                f"{indent}{_key(key)}: {{\n{_entries(tuple(members), depth + 1)}{indent}}},"
+            )
+    return "".join(f"{line}\n" for line in lines)
+
+
+def _key(key: str) -> str:
+    """A key as the formatter writes a string: in double quotes."""
+    return json.dumps(key)
+
+
+def _comment(text: str, indent: str) -> list[str]:
+    if not text:
+        return []
+    width = WIDTH - len(indent) - 2
+    return [f"{indent}# {line}" for line in textwrap.wrap(_(text), width, break_long_words=False)]
+
+
+# ---- the grader ----
+def require_dict(name: str, answers, keys) -> dict:
+    """`answers` when it is a dict; else TypeError naming what it is and the keys it must have."""
+    if not isinstance(answers, dict):
+        raise TypeError(
+            _("{name} must be a dict with the keys {keys}, not a {type}").format(
+                name=name, keys=", ".join(keys), type=type(answers).__name__
+            )
+        )
+    return answers
+
+
+def lookup(answers: dict, question: Question):
+    """The learner's answer to `question`; KeyError when the dict (or a nested one) lacks its key."""
+    value = answers
+    for part in question.path:
+        if not isinstance(value, dict):
+            raise KeyError(part)
+        value = value[part]
+    return value
+
+
+def filled(value) -> bool:
+    return value is not None
+
+
+def unknown_keys(answers: dict, questions: tuple[Question, ...], depth: int = 0) -> list[str]:
+    """The keys of `answers` that no question asks for (nested dicts included), as written: 'ddp.held_byte'."""
+    found = []
+    for key, value in answers.items():
+        inner = tuple(q for q in questions if len(q.path) > depth and q.path[depth] == key)
+        if not inner:
+            found.append(str(key))
+        elif isinstance(value, dict) and all(len(q.path) > depth + 1 for q in inner):
+            found += [f"{key}.{k}" for k in unknown_keys(value, inner, depth + 1)]
+    return found
+
+
+def as_kind(value, kind: str):
+    """The answer read as `kind` (a list of names as a set, ...); ValueError when it is not of that kind."""
+    numeric = isinstance(value, int | float) and not isinstance(value, bool)
+    if kind == "int" and type(value) is int:
+        return value
+    if kind == "number" and numeric and math.isfinite(value):
+        return value
+    if kind == "str" and isinstance(value, str):
+        return value.strip()
+    if kind == "bool" and isinstance(value, bool):
+        return value
+    if kind == "list" and isinstance(value, list | tuple):
+        return list(value)
+    if kind == "names" and isinstance(value, str):
+        return frozenset([value.strip()])
+    collection = isinstance(value, list | tuple | set | frozenset)
+    if kind == "names" and collection and all(isinstance(v, str) for v in value):
+        return frozenset(v.strip() for v in value)
+    raise ValueError(kind)
+
+
+def right(question: Question, given, truth) -> bool:
+    if question.kind != "number":
+        return given == truth
+    if question.relative:
+        return given == truth if truth == 0 else abs(given / truth - 1) <= question.tolerance
+    return abs(given - truth) <= question.tolerance
+
+
+def judge(
+    ex: Asking, question: Question, answers: dict, truth, explain, facts, diagnoses=()
+) -> Check:
+    """The check of one question: the learner's answer against this run's truth (a secret check)."""
+    name = _("{answer} matches this run").format(answer=question.label(ex.attribute))
+    hidden = _("this run's answer")
+    try:
+        given = lookup(answers, question)
+    except KeyError:
+        why = _("{answer} is missing: add its key").format(answer=question.label(ex.attribute))
+        return Check(name, False, _("missing"), hidden, message=why)
+    if not filled(given):
+        return Check(
+            name,
+            False,
+            _("not filled in"),
+            hidden,
+            message=_("replace the `None` with your answer"),
+        )
+    try:
+        given = as_kind(given, question.kind)
+    except ValueError:
+        why = _("give {kind}, not {value!r}").format(kind=_(KINDS[question.kind]), value=given)
+        return Check(name, False, repr(given), hidden, message=why)
+    if right(question, given, truth):
+        return Check(name, True, given, truth, secret=True)
+    found = diagnose(diagnoses, Evidence(question.key, given, truth, facts=facts or {}))
+    diagnosis = found[1] if found else explain(question, given, truth, facts) if explain else None
+    where = _("your answer {given!r} is not what this run shows: {look}").format(
+        given=given, look=_(question.look)
+    )
+    return Check(
+        name,
+        False,
+        given,
+        truth,
+        message=diagnosis or where,
+        diagnosis=bool(diagnosis),
+        secret=True,
+    )
+
+
+def grade_answers(
+    ctx: Grading,
+    answers,
+    truths: dict,
+    explain: Callable | None = None,
+    facts: dict | None = None,
+    diagnoses: tuple[Diagnosis, ...] = (),
+) -> None:
+    """Grade the learner's dict for the exercise being graded (ctx.grading's), one check per question whose
+    truth this run measured (None: not measured here, not graded), and one for keys no question asks for.
+    Not a dict: TypeError; nothing filled in: not started (NotImplementedError)."""
+    ex = ctx.current_exercise
+    questions = ex.questions
+    keys = dict.fromkeys(q.path[0] for q in questions)
+    answers = require_dict(ex.attribute, real(answers), keys)
+    asked = [q for q in questions if q.start == UNFILLED]
+    if not any(_filled_at(answers, q) for q in asked):
+        raise NotImplementedError(ex.not_started_message())
+    truths = {q.key: _truth(q, truth_of(truths, q)) for q in questions}
+    unknown = unknown_keys(answers, questions)
+    ctx.check_equal(
+        _("{name} has only the questions' keys").format(name=ex.attribute),
+        unknown,
+        [],
+        message=_("{name} has no question {keys}: its keys are {known}").format(
+            name=ex.attribute, keys=", ".join(unknown), known=", ".join(q.key for q in questions)
+        ),
+    )
+    for q in questions:
+        if truths[q.key] is not None:
+            check = judge(ex, q, answers, truths[q.key], explain, facts, diagnoses)
+            hide = check.passed and not (ctx.graded or ctx.options.show)
+            ctx.record(unrevealed(check) if hide else check)
+
+
+def unrevealed(check: Check) -> Check:
+    """A reference's passing answer as its run records it: that it matches, True against True, in every language
+    (a check's values are not translated), never the answer itself."""
+    return dataclasses.replace(check, value=True, threshold=True, relation="==")
+
+
+def truth_of(truths: dict, question: Question):
+    """The question's truth, from truths keyed like the questions ("ddp.held_bytes") or nested like the
+    answers ({"ddp": {"held_bytes": ...}}); None when this run did not measure it."""
+    if question.key in truths:
+        return truths[question.key]
+    try:
+        return lookup(truths, question)
+    except KeyError:
+        return None
+
+
+def _filled_at(answers: dict, question: Question) -> bool:
+    try:
+        return filled(lookup(answers, question))
+    except KeyError:
+        return False
+
+
+def _truth(question: Question, truth):
+    if truth is None:
+        return None
+    return as_kind(truth, question.kind) if question.kind in ("names", "list") else truth

@@ -1,0 +1,160 @@
+"""The one exercise engine: it runs an exercise's declaration (declarations/exercise.py) and records its verdicts.
+
+A lab measures what its exercises are graded against (the truth) and hands it to `grade`; the rest comes from the
+exercise's declaration in the lab's grading/exercises.py:
+- an exercise with `questions` (a dict of answers): each answer against this run's fact for it
+  (declarations/questions.py), its `diagnoses` read when an answer is wrong;
+- an exercise of code: the truth is the cases it is run on (Case: the arguments, the reference's answer for each
+  output, the facts of the input), each run in the worker where the learner's code runs (the lab's `call`
+  probe, else a plain call); each of its `outputs` is compared with the reference's by its `compare`, and a
+  failed one is explained by the first of its `diagnoses` that the output shows. The checks come in the order
+  a learner reads them: the mistake the outputs show (a diagnosis check, reported first), then each output of
+  each case, then the lab's `rules` (what the exercise may not do: checks on what the `call` probe saw).
+
+The learner's code runs in the worker; the verdicts are made here, in the lab's process, from wire values. The
+engine needs of the lab only its LabContext (`ctx`): the grading block and the checks.
+
+Adding a mistake's diagnosis to an exercise is one entry in its declaration: `Diagnosis(mistake, shows,
+message)`, where `shows(evidence)` returns the values its message is formatted with (a dict, {} for none) when
+the learner's output shows the mistake, or None; the README's instructor section walks through one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from workshop.declarations.diagnosis import Evidence, diagnose
+from workshop.declarations.exercise import Exercise
+from workshop.declarations.questions import grade_answers
+from workshop.i18n import _
+
+
+@dataclass
+class Case:
+    """One input an exercise is run on: the arguments, the reference's answer for each output, and the facts of the
+    input that a diagnosis may read (where <pad> is, the largest logit, ...)."""
+
+    label: str  # how a check names the case: "float32", "float64, logits + 1000"
+    args: tuple  # the function's arguments (they cross to the worker as copies)
+    expected: dict[str, object]  # output name -> the reference's value
+    facts: dict = field(default_factory=dict)
+
+
+@dataclass
+class Comparison:
+    """One output against the reference's, as this run measured it (`compare`'s verdict)."""
+
+    function: str
+    label: str
+    output: str
+    error: float  # how far the output is (compare's measure)
+    bound: float  # how far it may be
+    scale: float = 0.0  # the reference's size, where the measure is relative to it
+
+    @property
+    def passed(self) -> bool:
+        return self.error <= self.bound
+
+
+@dataclass
+class Graded:
+    """What grading one exercise of code measured: each output against the reference's, what the function
+    returned (case label -> output name -> value), and what its `call` probe saw, per case."""
+
+    comparisons: list[Comparison] = field(default_factory=list)
+    returned: dict[str, dict[str, object]] = field(default_factory=dict)
+    seen: list = field(default_factory=list)
+
+
+def grade(
+    ctx,
+    exercise: Exercise | str,
+    truth,
+    call: Callable | None = None,
+    rules: tuple[Callable, ...] = (),
+    also: Callable | None = None,
+    facts: dict | None = None,
+    reference_args: tuple = (),
+) -> Graded:
+    """Grade one exercise inside its grading block (nothing is measured for an exercise this run does not grade).
+
+    truth: for a dict of answers, this run's facts ({key: value}); for code, the cases it is run on (Case), or
+    None for code whose outputs are no values to compare (a Triton kernel's writes into guarded buffers, what a
+    registration put in torch.library): the lab measures it in `also` alone, reading the exercise's diagnoses.
+    call: how the lab runs its learners' functions in the worker, a probe (a module-level function) called as
+    call(function, *case.args) -> (result, what it saw); None: function(*case.args).
+    rules: what the exercise may not do, checked after its cases: rule(ctx, exercise, impl, graded).
+    also(impl, graded): more the lab does with the implementation in the same block (finite differences on the
+    learner's function), its checks counted for the exercise; for a document (Exercise.document), the grading
+    itself: also(the document's path, graded).
+    facts: for a dict of answers, what its diagnoses read besides the answer and the truth (Evidence.facts).
+    reference_args: for a dict of answers whose reference derives it from the run (a function: the answers at
+    this run's N), the arguments it is called with; the learner's dict is read as it is."""
+    ex = ctx.exercise(exercise) if isinstance(exercise, str) else exercise
+    graded = Graded()
+    if not ctx.wants(ex.name):
+        return graded
+    # a document is read here, in the lab's process, under the exercise's time limit; code runs in the worker
+    with ctx.grading(ex, worker=ex.document is None) as impl:
+        if ex.questions:
+            given = impl(*reference_args) if reference_args and not ctx.graded else impl.value
+            grade_answers(ctx, given, truth, facts=facts, diagnoses=ex.diagnoses)
+        elif ex.document is None and truth is not None:
+            run_cases(ctx, ex, impl, truth, call, graded)
+            for rule in rules:
+                rule(ctx, ex, impl, graded)
+        if also is not None:
+            also(impl, graded)
+    return graded
+
+
+def run_cases(ctx, ex: Exercise, impl, cases: list[Case], call, graded: Graded) -> None:
+    """Each case in the worker, each output compared and diagnosed; then the checks, in the module's order."""
+    measured = []
+    for case in cases:
+        if call is None:
+            result = impl(*case.args)
+        else:
+            result, seen = impl.probe(call, *case.args)
+            graded.seen.append(seen)
+        outputs = unpacked(ex, result)
+        graded.returned[case.label] = dict(zip(ex.outputs, outputs, strict=True))
+        for name, got in graded.returned[case.label].items():
+            evidence = Evidence(name, got, case.expected[name], case.label, case.facts)
+            comparison = Comparison(ex.attribute, case.label, name, *ex.compare(evidence))
+            why = None if comparison.passed else diagnose(ex.diagnoses, evidence)
+            measured.append((comparison, why))
+            graded.comparisons.append(comparison)
+    named = next((why for _c, why in measured if why is not None and why[0].mistake), None)
+    ctx.check_equal(
+        _("{function}: the mistake its results show").format(function=ex.attribute),
+        _(named[0].mistake) if named else None,
+        None,  # no mistake recognised; not a word, so that a run's thresholds read the same in any language
+        message=named[1] if named else None,
+        diagnosis=True,
+    )
+    for comparison, why in measured:
+        ctx.check_max(
+            _(ex.check).format(
+                function=comparison.function,
+                output=_(ex.shown.get(comparison.output, comparison.output)),
+                label=comparison.label,
+            ),
+            comparison.error,
+            comparison.bound,
+            message=why[1] if why else None,
+        )
+
+
+def unpacked(ex: Exercise, result) -> tuple:
+    """The function's result as one value per declared output (a single output: the result itself)."""
+    if len(ex.outputs) == 1:
+        return (result,)
+    if not isinstance(result, tuple | list) or len(result) != len(ex.outputs):
+        raise TypeError(
+            _("{function} returned {what}; return the tuple ({names})").format(
+                function=ex.attribute, what=type(result).__name__, names=", ".join(ex.outputs)
+            )
+        )
+    return tuple(result)

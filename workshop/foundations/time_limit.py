@@ -1,0 +1,67 @@
+"""Time limits: a whole lab's, on the wall clock, and one exercise's, on the CPU time of the learner's code.
+
+- `lab_limit(seconds)`, in a lab's process (harness.child): after `seconds` of wall-clock time (ITIMER_REAL,
+  SIGALRM) it raises interrupt.Stopped, "ran out of time (limit 120 s)", and the lab stops as if signalled. What it
+  cannot stop (native code that never returns to Python) the parent's backstop kills (harness.runner).
+- `exercise_limit(seconds)`, around one exercise's grading (LabContext.grading): after `seconds` of the
+  process's CPU time (ITIMER_VIRTUAL, SIGVTALRM) it raises TimeLimitExceeded. An endless loop burns CPU, and the
+  lab's wall-clock limit stays untouched. The signal interrupts Python code between two bytecodes, so the
+  exception rises inside the learner's own frame and its traceback names their file and line; a sleep, or native
+  code that never returns, is left to the lab's limit, and harness.post_mortem names the exercise.
+
+Python runs signal handlers in the main thread only: off it, neither limit applies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+
+from workshop.foundations import interrupt
+from workshop.i18n import _
+
+
+class TimeLimitExceeded(BaseException):
+    """Raised in the learner's code when its time is up. A BaseException, so that a learner's
+    `except Exception:` inside the loop cannot swallow it."""
+
+    def __init__(self, seconds: float):
+        super().__init__(_("still running after {seconds:g} s of CPU time").format(seconds=seconds))
+        self.seconds = seconds
+
+
+def ran_out_of_time(seconds: float) -> str:
+    return _("ran out of time (limit {seconds:g} s)").format(seconds=seconds)
+
+
+@contextlib.contextmanager
+def _alarm(timer: int, signum: int, seconds: float | None, expire):
+    """Within: expire(signum, frame) runs after `seconds` on `timer` (None or 0: never)."""
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    with interrupt.handling({signum: expire}):
+        signal.setitimer(timer, seconds)
+        try:
+            yield
+        finally:
+            signal.setitimer(timer, 0)
+
+
+def lab_limit(seconds: float | None):
+    """Within: after `seconds` of wall-clock time, raise interrupt.Stopped saying that the time ran out."""
+
+    def expire(signum, _frame):
+        raise interrupt.Stopped(signum, ran_out_of_time(seconds))
+
+    return _alarm(signal.ITIMER_REAL, signal.SIGALRM, seconds, expire)
+
+
+def exercise_limit(seconds: float | None):
+    """Within: after `seconds` of the process's CPU time, raise TimeLimitExceeded in the running code."""
+
+    def expire(_signum, _frame):
+        raise TimeLimitExceeded(seconds)
+
+    return _alarm(signal.ITIMER_VIRTUAL, signal.SIGVTALRM, seconds, expire)

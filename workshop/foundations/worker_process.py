@@ -1,0 +1,382 @@
+"""Starting and stopping the worker, the process that runs a learner's code (workshop/learner/worker.py).
+
+Natively (NativeWorker), the lab's process starts it:
+- in a fresh temporary folder as its cwd, HOME and TMPDIR, with an environment made from nothing (no path of
+  the run or the workspace, no secret of the instructor's: only what Python, torch and Triton need); with a uid
+  of its own, that folder lies where every uid can enter (scratch_root): the lab's own TMPDIR is a 0700 folder of
+  the lab's user (harness/runner.py), where the worker could write nothing (on a GPU host as root,
+  Triton's cache there failed every exercise of a correct workspace);
+- with its argv free of paths (`--fd 3`: its end of a socket pair is the channel);
+- as another user where the platform allows (when the lab's process runs as root: a uid of its own, which can
+  neither write the run folder nor read this process's /proc entries);
+- in a session of its own, with limits it sets on itself (`--rlimits`, setrlimit) before it reads a request, so
+  before any of the learner's code runs: CPU seconds, memory written (RLIMIT_DATA), processes, file size, no core
+  dumps. Not prlimit from here: a root without CAP_SYS_RESOURCE (the GPU hosts' containers) may not limit a
+  process of another uid;
+- with its stdout and stderr in a log capped at LOG_CAP bytes, which nothing parses.
+Stopping it stops its whole process tree (proctree), and with a uid of its own every process of that uid.
+With Docker, ContainerWorker (worker_container.py) runs the same worker in a container of its own instead.
+
+`grade` without Docker runs it in a namespace sandbox where bubblewrap works (`hidden` given: namespace_argv): no
+network, a pid namespace of its own (when the worker ends, every process it started ends with it), a private /tmp
+holding only its scratch folder, the whole filesystem read-only (the venv too: no .pth planted for later labs),
+the paths `grade` names hidden behind empty folders (the other hand-ins, the results, the instructor's package),
+and the learner edition's code as its `root` (the references are stubs there).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from workshop.foundations import proctree
+from workshop.foundations.device import use_triton_interpreter
+
+# As root, each worker runs as a uid no other process has (no account needed): its processes are then exactly
+# that uid's, limited and stopped as one, and it can read or write only what is open to everyone.
+UID_BASE, UID_SPAN = 200_000, 100_000
+LOG_CAP = 2**20  # bytes of the worker's output kept in its log
+TAIL_LINES = 40  # the last lines, kept for the message of a worker that died
+GRACE_S = 2.0
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one worker may use. cpu_s: CPU seconds over its whole life (its exercises' own limits are shorter).
+    memory: bytes it may write, in a container its cgroup's limit (no swap); natively RLIMIT_DATA, which counts
+    the memory it writes and not what it only reserves: a CUDA build of torch reserves tens of GiB of address
+    space, so a limit on the address space (RLIMIT_AS) left no room for the profiler's threads' stacks, and on the
+    H200 host every worker watched for autograd died of SIGSEGV ("libgomp: Thread creation failed")."""
+
+    cpu_s: int = 900
+    processes: int = 512  # processes and threads of its user (torch starts a thread per core)
+    file_size: int = 256 * 2**20  # bytes of any one file it writes
+    memory: int = 4 * 2**30
+    cpus: float = 2.0  # containers only
+
+
+DEFAULT_LIMITS = Limits()
+
+
+def code_root() -> Path:
+    """The folder that holds the `workshop` package the worker imports."""
+    return Path(__file__).resolve().parents[2]
+
+
+# OpenMP threads of the worker's torch (its intra-op pool), one per core by default: on the H200 host, which shows
+# more cores than the processes limit allows threads, libgomp could not start them ("Thread creation failed") and
+# the worker died of SIGSEGV in the learner's first multi-threaded op.
+WORKER_THREADS = 16
+
+
+def scratch_environment(scratch: str) -> dict[str, str]:
+    """What the worker's environment says natively and in its container alike: its home, its temporary and cache
+    folders all in its scratch folder, no .pyc written, unbuffered output, pictures without a display."""
+    return {
+        "HOME": scratch,
+        "TMPDIR": scratch,
+        "USER": "workshop-worker",
+        # writes no .pyc beside the code (a pycache prefix of its own would recompile torch: 7 s a start)
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+        "MPLBACKEND": "Agg",
+        "TRITON_CACHE_DIR": f"{scratch}/triton",
+        "TORCHINDUCTOR_CACHE_DIR": f"{scratch}/inductor",
+    }
+
+
+def worker_environment(scratch: Path, device: str, root: Path) -> dict[str, str]:
+    """The worker's whole environment: nothing inherited but the device's settings."""
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "PYTHONPATH": str(root),
+        "PYTHONNOUSERSITE": "1",
+        **scratch_environment(str(scratch)),
+    }
+    for name in ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    env.setdefault("OMP_NUM_THREADS", str(min(WORKER_THREADS, os.cpu_count() or 1)))
+    use_triton_interpreter(env, device)
+    return env
+
+
+class OutputLog:
+    """A thread that copies a stream into a file, up to LOG_CAP bytes, and keeps its last lines."""
+
+    def __init__(self, stream, path: Path | None):
+        self.stream, self.path = stream, path
+        self.tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+        self.dropped = 0
+        self.thread = threading.Thread(target=self._copy, daemon=True)
+        self.thread.start()
+
+    def _copy(self) -> None:
+        kept = 0
+        if self.path:
+            # a check run before its run folder exists (a re-grade's out/, say) would lose the worker's log
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.path, "ab") if self.path else None  # noqa: SIM115 - closed below
+        try:
+            for line in self.stream:
+                self.tail.append(line[:400].decode("utf-8", "replace").rstrip("\n"))
+                if log and kept + len(line) <= LOG_CAP:
+                    kept += len(line)
+                    with contextlib.suppress(OSError):
+                        log.write(line)
+                else:
+                    self.dropped += len(line)
+            if log and self.dropped:
+                log.write(f"[... {self.dropped} more bytes of output, not kept]\n".encode())
+        finally:
+            if log:
+                with contextlib.suppress(OSError):
+                    log.close()
+
+    def join(self) -> None:
+        self.thread.join(timeout=GRACE_S)
+
+
+def how_it_ended(returncode: int | None) -> str:
+    if returncode is None:
+        return "still running"
+    if returncode < 0:
+        with contextlib.suppress(ValueError):
+            return f"killed by {signal.Signals(-returncode).name}"
+    return f"exit code {returncode}"
+
+
+class Launched:
+    """What a started worker's launcher tells of it: the end of its log, and how it ended."""
+
+    proc: subprocess.Popen | None
+    log: OutputLog
+
+    def tail(self) -> list[str]:
+        """The last lines it printed (its log's end)."""
+        self.log.join()
+        return list(self.log.tail)
+
+    def ended(self, wait_s: float = 1.0) -> str | None:
+        """How it ended ('killed by SIGSEGV'), or None while it runs (after waiting wait_s for it to end)."""
+        if self.proc is None:
+            return None
+        try:
+            return how_it_ended(self.returncode(self.proc.wait(wait_s)))
+        except subprocess.TimeoutExpired:
+            return None
+
+    def returncode(self, code: int) -> int:
+        return code
+
+
+class NativeWorker(Launched):
+    """The worker as a process of this machine, or in a namespace sandbox (see the module's docstring)."""
+
+    def __init__(
+        self,
+        device: str,
+        log_path: Path | None,
+        limits: Limits = DEFAULT_LIMITS,
+        root=None,
+        hidden: tuple[str, ...] | None = None,
+    ):
+        self.device, self.log_path, self.limits = device, log_path, limits
+        self.root = root or code_root()
+        # None: a plain process; else the namespace sandbox, with these paths hidden (namespace_argv)
+        self.hidden = hidden
+        self.proc: subprocess.Popen | None = None
+        self.uid = free_uid() if os.geteuid() == 0 and others_can_run(self.root) else None
+
+    def start(self) -> tuple[int, int]:
+        """Start it; returns the channel's (read fd, write fd) on this side. WorkerFault where it cannot start
+        (the workshop's failure, never the learner's)."""
+        try:
+            where = None if self.uid is None else scratch_root()
+            self.scratch = Path(tempfile.mkdtemp(prefix="workshop-worker-", dir=where))
+            if self.uid is not None:
+                os.chown(self.scratch, self.uid, self.uid)
+        except OSError as e:
+            raise WorkerFault(f"its scratch folder: {e}") from None
+        mine, theirs = socket.socketpair()
+        limits = json.dumps(rlimits(self.limits))
+        argv = [
+            sys.executable,
+            "-m",
+            "workshop.learner.worker",
+            "--fd",
+            str(theirs.fileno()),
+            "--rlimits",
+            limits,
+        ]
+        if self.hidden is not None:
+            argv = namespace_argv(self.scratch, self.root, self.device, self.hidden) + argv
+        try:
+            self.proc = subprocess.Popen(
+                argv,
+                cwd=self.scratch,
+                env=worker_environment(self.scratch, self.device, self.root),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                pass_fds=(theirs.fileno(),),
+                start_new_session=True,
+                user=self.uid,
+                group=self.uid,
+                extra_groups=[] if self.uid is not None else None,
+            )
+        except OSError as e:  # no Python to start, a uid the system refuses
+            mine.close()
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            raise WorkerFault(f"{sys.executable}: {e}") from None
+        finally:
+            theirs.close()
+        self.log = OutputLog(self.proc.stdout, self.log_path)
+        self._socket = mine
+        return mine.fileno(), mine.fileno()
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        with contextlib.suppress(OSError):
+            self._socket.close()
+        proctree.stop_tree(self.proc.pid, GRACE_S)
+        if self.uid is not None:
+            stop_user(self.uid)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(GRACE_S)
+        self.log.join()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+        self.proc = None
+
+
+def namespace_argv(scratch: Path, root: Path, device: str, hidden: tuple[str, ...]) -> list[str]:
+    """bubblewrap's command line around the worker: every namespace unshared (network, pids, IPC, users), the
+    worker's end when its parent (the lab's process) ends, the filesystem read-only, a /proc of its own pid
+    namespace, /dev (the GPU's device files too on CUDA), a private /tmp, each `hidden` folder an empty tmpfs, the
+    code it imports (`root`, which may lie under /tmp) read-only, and the scratch folder the one place it writes."""
+    devices = ["--dev-bind", "/dev", "/dev"] if device == "cuda" else ["--dev", "/dev"]
+    argv = ["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/"]
+    argv += ["--proc", "/proc", *devices, "--tmpfs", "/tmp"]
+    for folder in hidden:
+        argv += ["--tmpfs", folder]
+    argv += ["--ro-bind", str(root), str(root)]
+    return argv + ["--bind", str(scratch), str(scratch), "--chdir", str(scratch), "--"]
+
+
+def namespace_problem() -> str | None:
+    """Why the namespace sandbox cannot run here (bubblewrap missing, or namespaces refused to the user the worker
+    runs as), or None: a trial run of it, as the worker would be started."""
+    if shutil.which("bwrap") is None:
+        return "bubblewrap (bwrap) is not installed"
+    uid = free_uid() if os.geteuid() == 0 and others_can_run(code_root()) else None
+    scratch = Path(tempfile.mkdtemp(prefix="workshop-trial-", dir=scratch_root()))
+    try:
+        if uid is not None:
+            os.chown(scratch, uid, uid)
+        trial = subprocess.run(
+            [*namespace_argv(scratch, code_root(), "cpu", ()), sys.executable, "-c", "pass"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            user=uid,
+            group=uid,
+            extra_groups=[] if uid is not None else None,
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"bwrap could not run: {e}"
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if trial.returncode != 0:
+        return (
+            "bwrap could not make its namespaces: "
+            + (trial.stderr.strip().splitlines() or ["?"])[-1]
+        )
+    return None
+
+
+def rlimits(limits: Limits) -> dict[str, tuple[int, int]]:
+    """The worker's resource limits by name (resource.RLIMIT_*): (soft, hard)."""
+    return {
+        # SIGXCPU at the soft limit, SIGKILL at the hard one
+        "RLIMIT_CPU": (limits.cpu_s, limits.cpu_s + 5),
+        "RLIMIT_DATA": (limits.memory,) * 2,
+        "RLIMIT_FSIZE": (limits.file_size,) * 2,
+        "RLIMIT_CORE": (0, 0),
+        "RLIMIT_NPROC": (limits.processes,) * 2,
+    }
+
+
+def open_to_others(path: Path) -> bool:
+    """Whether a user with no claim on `path` can read it: every folder above it searchable by others."""
+    path = Path(os.path.realpath(path))
+    return searchable_by_others(path.parent) and bool(path.stat().st_mode & stat.S_IROTH)
+
+
+def others_can_run(root: Path) -> bool:
+    """Whether another uid can run this Python with its packages and the workshop's code (pyenv's Python
+    under /root, say, it cannot: then the worker keeps this process's uid). torch is looked up, not imported:
+    the worker starts before the lab's process imports it, so that the two imports overlap."""
+    torch = Path(importlib.util.find_spec("torch").origin)
+    needed = [Path(sys.executable), Path(os.__file__), torch, root / "workshop"]
+    return all(open_to_others(p) for p in needed)
+
+
+class WorkerFault(Exception):
+    """The workshop could not start or prepare the worker: its own failure, said as such (learner/failures.py),
+    never as the learner's code failing to load."""
+
+
+def searchable_by_others(folder: Path) -> bool:
+    """Whether another uid can enter `folder`: it and every folder above it searchable by others."""
+    folder = Path(os.path.realpath(folder))
+    return all(f.stat().st_mode & stat.S_IXOTH for f in (folder, *folder.parents))
+
+
+def scratch_root() -> Path:
+    """Where a worker of its own uid gets its scratch folder: the first temporary folder every uid can enter. The
+    lab's TMPDIR is not one (a 0700 folder of the lab's user); the system's /tmp usually is."""
+    for folder in (tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"):
+        with contextlib.suppress(OSError):
+            if searchable_by_others(Path(folder)):
+                return Path(folder)
+    raise WorkerFault(
+        "no temporary folder that every user can enter (tried TMPDIR, /tmp, /var/tmp, /dev/shm), for the "
+        "scratch folder of a worker of its own uid"
+    )
+
+
+def free_uid() -> int:
+    """A uid no process has now, near UID_BASE + this process's pid (two labs at once get two)."""
+    taken = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                taken.add(entry.stat().st_uid)
+    uid = UID_BASE + os.getpid() % UID_SPAN
+    while uid in taken:
+        uid += 1
+    return uid
+
+
+def stop_user(uid: int) -> None:
+    """SIGKILL every process of `uid` (the worker's own uid: whatever its code left running, detached or not)."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if entry.stat().st_uid == uid:
+                    os.kill(int(entry.name), signal.SIGKILL)

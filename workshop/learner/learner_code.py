@@ -1,0 +1,322 @@
+"""The learner's code as the lab's process sees it: a handle on something that lives in the worker.
+
+Inside `with ctx.grading(name) as impl:` a lab uses
+    impl(*args)                          call the learner's function there; args and result are wire values
+    impl.value                           a constant's value (ANSWERS, predictions), as wire data
+    impl.probe(function, *args)          run a trusted probe of the workshop package there, called as
+                                         function(learner_attribute, *args); it crosses as its name
+                                         (module:qualname, imported there) and returns wire values only
+                                         (what a probe reports is said where the learner's code runs: a
+                                         hostile learner can forge it; back verdicts by what the lab can
+                                         recompute)
+    impl.autograd_named()                autograd as the learner's source spells it (read here)
+and every verdict is the lab's, made here from the values that came back. An error of the learner's code comes
+back as LearnerCodeFailed (kind, the error, file:line), which LabContext.grading turns into the exercise's
+failed check; the worker's death or silence past the wall limit likewise, after which a fresh worker answers
+the next exercise.
+
+One Worker per lab process: started at the first use, it loads the learner's file once (the text, checked here
+first: source_check.py) and is started again after it died or was stopped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from workshop.foundations import lab_log
+from workshop.foundations.worker_process import WorkerFault
+from workshop.learner import source_check
+
+READY_S = 300.0  # seconds a fresh worker may take to start (a container, then `import torch`, on a busy host)
+MAX_SOURCE = 2**20  # bytes of the learner's file read
+LOAD_S = 120.0  # CPU seconds the learner's file may take to import
+
+
+def learner_edition() -> bool:
+    """Whether this is the learner edition (grading/edition.py): its references are stubs, so a reference run
+    finds each exercise not started, and goes on with the lab's demonstrations."""
+    return (Path(__file__).resolve().parents[1] / "EDITION.json").is_file()
+
+
+def said(text, limit: int = 2000) -> str:
+    """What the worker said, as text fit for a check, a summary and a table: one line, printable, capped."""
+    line = " ".join(str(text).split())
+    line = "".join(c if c.isprintable() else "?" for c in line)
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def wall_limit(cpu_s: float | None) -> float | None:
+    """The wall-clock seconds the lab's process waits for one call: the worker's own CPU-time limit ends an
+    honest endless loop first; this one ends a sleep, a disabled timer, a stuck native call."""
+    return None if cpu_s is None else 2 * cpu_s + 15
+
+
+class LearnerCodeFailed(Exception):
+    """The learner's code failed in the worker. kind: load (the file does not load), missing (it defines no such
+    name), refused (the name is not the learner's own code, or the file breaks source_check's rules),
+    not_started (a stub), error (an exception; or a value that cannot cross the wire), time, died; and workshop:
+    the worker could not start or prepare (WorkerFault), before any of the learner's code ran: the workshop's own
+    failure, which the exercise's check says is not theirs (failures.py)."""
+
+    def __init__(self, kind: str, error: str, where: str | None = None):
+        super().__init__(f"{where}: {error}" if where else error)
+        self.kind, self.error, self.where = kind, error, where
+
+
+def failed(reply: dict) -> LearnerCodeFailed:
+    """The failure a worker's reply reports, its texts made safe to show (said)."""
+    where = reply.get("where")
+    return LearnerCodeFailed(
+        said(reply.get("kind"), 20), said(reply.get("error")), said(where, 300) if where else None
+    )
+
+
+@dataclass
+class LearnerFile:
+    """The learner's <lab>.py as the lab's process read it: its text, the name it is shown by, its header."""
+
+    source: str
+    filename: str  # as the learner knows it: my-work/autograd.py
+    header: str  # the imports it may make: the header `exercises init` wrote
+
+    @classmethod
+    def read(cls, path: Path, shown_as: str, header: str) -> LearnerFile:
+        with open(path, "rb") as f:
+            data = f.read(MAX_SOURCE + 1)
+        if len(data) > MAX_SOURCE:
+            raise LearnerCodeFailed("load", f"the file is over {MAX_SOURCE} bytes")
+        return cls(data.decode("utf-8", "replace"), shown_as, header)
+
+    def refusals(self) -> list[source_check.Finding]:
+        """What in the text keeps it from running (source_check.file_findings); SyntaxError is a failure."""
+        try:
+            return source_check.file_findings(self.source, self.header)
+        except SyntaxError as e:
+            raise LearnerCodeFailed(
+                "load", f"SyntaxError: {e.msg}", f"{self.filename}:{e.lineno}"
+            ) from None
+
+
+class Worker:
+    """The lab process's side of the worker: `ask` one request, get one reply; restarts a dead worker. A file
+    the lab's reading refuses (source_check) never reaches a worker: none is started for it."""
+
+    def __init__(self, launcher, device: str, learner: LearnerFile | None):
+        self.launcher, self.device, self.learner = launcher, device, learner
+        self.channel = None  # a wire.Channel while the worker runs
+        self.loaded = False  # it said it was ready and has the learner's file
+        # why the worker could not start: the workshop's failure, said for every exercise
+        self.fault: WorkerFault | None = None
+        self.refused = self._refused()
+
+    def _refused(self) -> LearnerCodeFailed | None:
+        if self.learner is None:
+            return None
+        try:
+            refusals = self.learner.refusals()
+        except LearnerCodeFailed as e:  # a SyntaxError, with its line
+            return e
+        if not refusals:
+            return None
+        first = refusals[0]
+        return LearnerCodeFailed("refused", first.what, f"{self.learner.filename}:{first.line}")
+
+    def begin(self) -> None:
+        """Start the worker without waiting for it: its interpreter and torch load while the lab prepares (a
+        container's start and `import torch` take seconds). The launcher starts it before this process imports
+        torch (wire does): the two imports then run at once, on two cores."""
+        if self.channel is None and self.refused is None and self.fault is None:
+            try:
+                read_fd, write_fd = self.launcher.start()
+            except WorkerFault as e:
+                self.fault = e
+                return
+            # torch: imported where a lab runs, never by `workshop list`
+            from workshop.learner import wire
+
+            self.channel = wire.Channel(read_fd, write_fd)
+            self.channel.map_location = self.device
+            self.loaded = False
+
+    def _start(self) -> None:
+        self.begin()
+        try:
+            if self.fault is not None:
+                raise self.fault
+            self._ready()
+        except WorkerFault as e:
+            raise LearnerCodeFailed("workshop", f"the worker: {e}") from None
+        self.load_failure = self._load()
+        self.loaded = True
+
+    def _ready(self) -> None:
+        """Wait for the worker's first word: ready, or why it cannot work (its folders: worker.scratch_problem).
+        A worker that fails here has run none of the learner's code: the fault is the workshop's (WorkerFault)."""
+        from workshop.learner import wire
+
+        try:
+            hello = self._receive(time.monotonic() + READY_S)
+        except wire.WireError as e:
+            how = self.launcher.ended() or str(e)
+            tail = " | ".join(said(line, 300) for line in self.launcher.tail()[-3:])
+            self.stop()
+            raise WorkerFault(f"it ended before it was ready ({how}): {tail}") from None
+        if not hello.get("ok"):
+            self.stop()
+            raise WorkerFault(said(hello.get("error")))
+
+    def _load(self) -> LearnerCodeFailed | None:
+        """Tell the worker the device and give it the learner's file (read here and found runnable)."""
+        request = {"op": "load", "device": self.device, "source": None, "limit_s": LOAD_S}
+        if self.learner is not None:
+            allowed = sorted(source_check.allowed_imports(self.learner.header), key=str)
+            request |= {"source": self.learner.source, "filename": self.learner.filename}
+            request["allowed"] = [list(pair) for pair in allowed]
+        reply = self._exchange(request, wall_limit(LOAD_S))
+        return None if reply.get("ok") else failed(reply)
+
+    def ask(self, request: dict, limit_s: float | None) -> dict:
+        """One request's reply ({"ok": True, ...}); LearnerCodeFailed for any failure of the learner's code."""
+        learners = bool({"attribute", "attributes"} & set(request.get("target", {})))
+        if self.refused and learners:
+            raise LearnerCodeFailed(self.refused.kind, self.refused.error, self.refused.where)
+        if not self.loaded:
+            self._start()
+        if self.load_failure and learners:
+            raise LearnerCodeFailed(
+                self.load_failure.kind, self.load_failure.error, self.load_failure.where
+            )
+        reply = self._exchange(request, wall_limit(limit_s))
+        if not reply.get("ok"):
+            raise failed(reply)
+        return reply
+
+    def _exchange(self, request: dict, wall_s: float | None) -> dict:
+        from workshop.learner import wire
+
+        deadline = None if wall_s is None else time.monotonic() + wall_s
+        try:
+            self.channel.send(request, deadline)
+            return self._receive(deadline)
+        except wire.ChannelTimeout:
+            self.stop()
+            raise LearnerCodeFailed("time", f"no answer after {wall_s:g} s (wall clock)") from None
+        except wire.WireError as e:
+            how = self.launcher.ended()
+            self.stop()
+            if how is None:
+                raise LearnerCodeFailed("error", f"the worker broke the protocol: {e}") from None
+            raise LearnerCodeFailed("died", how, self.died_where()) from None
+
+    def died_where(self) -> str | None:
+        """file:line in the learner's file of the last stack the dead worker printed (faulthandler)."""
+        if self.learner is None:
+            return None
+        found = lab_log.last_frame(self.launcher.tail(), lambda file: file == self.learner.filename)
+        return f"{found[0]}:{found[1]}" if found else None
+
+    def _receive(self, deadline: float | None) -> dict:
+        from workshop.learner import wire
+
+        reply = self.channel.receive(deadline)
+        if not isinstance(reply, dict):
+            raise wire.WireError("a reply that is not a dict")
+        return reply
+
+    def stop(self) -> None:
+        self.launcher.stop()
+        self.channel, self.loaded = None, False
+
+
+class LocalWorker:
+    """The reference's worker: the lab's own process answers, with the worker's own code (worker.Session) and
+    every request and reply through the wire's encoding, so that a lab's grading that works on the reference
+    works on the learner's code in a worker process. No process of its own: the reference is the lab's own
+    code, and a worker process costs seconds per lab (measured: a run of the autograd lab took 7-17 s more).
+    It never runs the learner's code."""
+
+    learner = None
+
+    def __init__(self, device: str):
+        from workshop.learner.worker import Session
+
+        self.device, self.session = device, Session(reraise=True)
+        self.session.device = device
+
+    def ask(self, request: dict, limit_s: float | None) -> dict:
+        from workshop.learner import wire
+
+        if {"attribute", "attributes"} & set(request.get("target", {})):
+            raise ValueError("the learner's code runs in a worker process, never in the lab's")
+        reply = self.session.handle(wire.loads(wire.dumps(request), self.device))
+        reply = wire.loads(wire.dumps(reply), self.device)
+        if not reply[
+            "ok"
+        ]:  # the reference's own failure: the lab's bug, said as the learner's would be
+            raise failed(reply)
+        return reply
+
+    def stop(self) -> None:
+        """Nothing runs apart from the lab's process."""
+
+
+@dataclass
+class Solution:
+    """One exercise's implementation, in the worker: the learner's attribute, or the reference."""
+
+    worker: Worker | LocalWorker
+    target: dict  # {"attribute": NAME} or {"reference": "module:attr"}
+    limit_s: float | None = None  # CPU seconds per call (the exercise's)
+
+    def _ask(self, op: str, args: tuple, probe: str | None = None):
+        from workshop.learner import wire
+
+        # data only: a tensor that requires grad (an autograd.Function's input) crosses as its values
+        request = {
+            "op": op,
+            "target": self.target,
+            "args": wire.plain(list(args)),
+            "limit_s": self.limit_s,
+        }
+        return self.worker.ask(request | {"probe": probe}, self.limit_s).get("value")
+
+    def __call__(self, *args):
+        return self._ask("call", args)
+
+    @property
+    def value(self):
+        return self._ask("value", ())
+
+    def probe(self, function: Callable, *args):
+        """function(the target, *args) in the worker: a module-level function of the workshop, sent by name."""
+        return self._ask("probe", args, f"{function.__module__}:{function.__qualname__}")
+
+    def autograd_named(self) -> list[source_check.Finding]:
+        """Autograd as the learner's source spells it in this function and what it uses (read here, in the
+        lab's process: source_check.autograd_uses); nothing for the reference."""
+        learner = getattr(self.worker, "learner", None)
+        if learner is None or "attribute" not in self.target:
+            return []
+        return source_check.autograd_uses(learner.source, self.target["attribute"])
+
+
+def refuse_imported(learner: LearnerFile, name: str) -> None:
+    """LearnerCodeFailed ("refused") when the learner's file binds `name` by an import: the workshop's own code
+    is not an answer."""
+    statement = source_check.imported_as(learner.source, name)
+    if statement is not None:
+        where = f"{learner.filename}:{statement.lineno}"
+        raise LearnerCodeFailed("refused", f"{name} is imported", where)
+
+
+def solution_for(worker: Worker | LocalWorker, exercise, graded: bool) -> Solution:
+    """The Solution a grading block yields: the learner's attribute when a workspace is graded (refused here when
+    the file binds it by an import: the workshop's own code), else the reference."""
+    if not graded:
+        return Solution(worker, {"reference": exercise.reference})
+    if worker.learner is not None and worker.refused is None:
+        refuse_imported(worker.learner, exercise.attribute)
+    return Solution(worker, {"attribute": exercise.attribute}, exercise.time_limit_s)

@@ -1,0 +1,102 @@
+"""Where LabContext meets the worker: which worker a lab's process starts, and the Solution a grading block
+yields (learner/failures.py says how the learner's code failed there).
+
+Which worker: for the learner's code, a container of the run's worker_image (`grade` asks for the learner
+edition's image where Docker works), else a worker process of this machine, in the namespace sandbox where `grade`
+asks for it (the learner edition's code, the hand-ins and results hidden); for the reference, the lab's own
+process (learner_code.LocalWorker). One per lab process, stopped when the lab ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from workshop import labs
+from workshop.declarations.exercise import Exercise
+from workshop.foundations.worker_container import ContainerWorker
+from workshop.foundations.worker_process import NativeWorker
+from workshop.i18n import _
+from workshop.learner import learner_code, workspace
+
+WORKER_LOG = "worker.log"
+
+
+def launcher(ctx) -> ContainerWorker | NativeWorker:
+    log = ctx.path(WORKER_LOG)
+    if ctx.options.worker_image:
+        return ContainerWorker(ctx.device, log, image=ctx.options.worker_image)
+    box = ctx.options.namespace_sandbox
+    if box:
+        return NativeWorker(ctx.device, log, root=Path(box["code"]), hidden=tuple(box["hidden"]))
+    return NativeWorker(ctx.device, log)
+
+
+def learner_file(ctx) -> learner_code.LearnerFile | None:
+    """The learner's <lab>.py as text (None when a reference run, or when the lab grades documents only)."""
+    if not ctx.graded:
+        return None
+    path = workspace.lab_file(ctx.work, ctx.name)
+    header = labs.workspace_header(ctx.name)
+    if not path.is_file():
+        return None  # its absence is said when an exercise asks for it (solution)
+    return learner_code.LearnerFile.read(path, workspace.display(path), header)
+
+
+def worker(ctx) -> learner_code.Worker | learner_code.LocalWorker:
+    """The lab's worker: a process for the learner's code, the lab's own process for the reference."""
+    if ctx._worker is None:
+        graded = ctx.graded
+        ctx._worker = (
+            learner_code.Worker(launcher(ctx), ctx.device, learner_file(ctx))
+            if graded
+            else learner_code.LocalWorker(ctx.device)
+        )
+    return ctx._worker
+
+
+def implementation(ctx, ex: Exercise) -> learner_code.Solution:
+    """What `with ctx.grading(name, worker=True) as impl:` yields (see learner_code.py)."""
+    path = workspace.lab_file(ctx.work, ctx.name) if ctx.graded else None
+    if path is not None and not path.is_file():
+        raise workspace.LearnerError(
+            _("{file} does not exist: run `{command}`").format(
+                file=workspace.display(path),
+                command=f"python -m workshop exercises init {workspace.display(ctx.work)}",
+            )
+        )
+    return learner_code.solution_for(worker(ctx), ex, ctx.graded)
+
+
+def begin(ctx) -> None:
+    """Start the learner's worker as the lab starts, when it grades a workspace with code exercises: it loads
+    while the lab prepares its cases."""
+    code = ctx.graded and any(ex.attribute for ex in labs.exercises(ctx.name))
+    if code and workspace.lab_file(ctx.work, ctx.name).is_file():
+        worker(ctx).begin()
+
+
+def probe(ctx, function: Callable, args: tuple, attributes: tuple[str, ...]):
+    """function({attribute: piece}, *args) in the worker, over several of the lab's exercises' pieces at once
+    (the learner's when a workspace is graded, else the references): LabContext.probe."""
+    exercises = [ex for ex in labs.exercises(ctx.name) if ex.attribute in attributes]
+    if not ctx.graded:
+        target = {"references": {ex.attribute: ex.reference for ex in exercises}}
+        return learner_code.Solution(worker(ctx), target).probe(function, *args)
+    path = workspace.lab_file(ctx.work, ctx.name)
+    found = worker(ctx)
+    if found.learner is None:
+        raise learner_code.LearnerCodeFailed(
+            "missing", ", ".join(attributes), workspace.display(path)
+        )
+    for name in attributes:
+        learner_code.refuse_imported(found.learner, name)
+    limit = max((ex.time_limit_s for ex in exercises), default=None)
+    return learner_code.Solution(found, {"attributes": list(attributes)}, limit).probe(
+        function, *args
+    )
+
+
+def stop(ctx) -> None:
+    if ctx._worker is not None:
+        ctx._worker.stop()

@@ -1,0 +1,162 @@
+"""The private channel between the lab's process and the worker that runs the learner's code.
+
+What crosses it are wire values only: tensors (plain, strided), None, bool, int, float, str, and lists, tuples
+and dicts of these. A message is one frame: 8 bytes of length (big-endian), then the value as `torch.save`
+writes it. The receiver loads it with `torch.load(weights_only=True)`, whose unpickler rebuilds tensors and
+plain containers and refuses every other class, then checks the result is a wire value; so nothing the worker
+pickles is ever unpickled by the lab's process as code. Frames are capped in size, values in depth and count.
+
+The channel is two file descriptors that a process inherited (a socket pair natively, the container's stdin and
+stdout with Docker), never a path: the worker knows no path of the run.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import select
+import struct
+import time
+
+from workshop.foundations.torch_import import import_torch
+
+torch = import_torch()
+
+MAX_FRAME = (
+    512 * 2**20
+)  # bytes: the largest value either side sends (a few (64, 600) tensors are ~1 MiB)
+MAX_DEPTH = 32  # nesting of lists, tuples and dicts
+MAX_ITEMS = 100_000  # values in one message, tensors and scalars counted alike
+_LENGTH = struct.Struct(">Q")
+SCALARS = (type(None), bool, int, float, str)
+
+
+class WireError(Exception):
+    """A frame that is not a wire value: too big, cut short, not loadable, or holding another type."""
+
+
+class ChannelClosed(WireError):
+    """The other side closed the channel (the worker exited or died)."""
+
+
+class ChannelTimeout(WireError):
+    """No whole frame arrived (or could be sent) before the deadline."""
+
+
+def check_value(value, depth: int = 0, count: list[int] | None = None) -> None:
+    """Raise WireError unless `value` is a wire value (see the module's docstring)."""
+    count = count if count is not None else [0]
+    count[0] += 1
+    if count[0] > MAX_ITEMS or depth > MAX_DEPTH:
+        raise WireError(f"more than {MAX_ITEMS} values or {MAX_DEPTH} levels of nesting")
+    if type(value) in SCALARS:
+        return
+    if type(value) is torch.Tensor:
+        if value.layout is not torch.strided or value.is_meta or value.requires_grad:
+            raise WireError(f"a tensor that is not a plain one ({value.layout}, {value.device})")
+        return
+    if type(value) in (list, tuple):
+        for item in value:
+            check_value(item, depth + 1, count)
+        return
+    if type(value) is dict:
+        for key, item in value.items():
+            if type(key) not in (str, int):
+                raise WireError(f"a dict key of type {type(key).__name__}")
+            check_value(item, depth + 1, count)
+        return
+    raise WireError(f"a value of type {type(value).__name__}")
+
+
+def plain(value):
+    """`value` with tensor subclasses (nn.Parameter, say) as plain tensors, detached: what a learner's function
+    returns, made a wire value where it can be (a result requiring grad is autograd's business: the lab's
+    watcher sees the graph recorded)."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().as_subclass(torch.Tensor)
+    if type(value) in (list, tuple):
+        return type(value)(plain(item) for item in value)
+    if type(value) is dict:
+        return {key: plain(item) for key, item in value.items()}
+    # names given as a set: a list, in an order that does not vary
+    if type(value) in (set, frozenset):
+        return sorted((plain(item) for item in value), key=repr)
+    return value
+
+
+def dumps(value) -> bytes:
+    check_value(value)
+    buffer = io.BytesIO()
+    torch.save(value, buffer)
+    return buffer.getvalue()
+
+
+def loads(payload: bytes, map_location: str = "cpu"):
+    try:
+        value = torch.load(io.BytesIO(payload), weights_only=True, map_location=map_location)
+    except Exception as e:  # the restricted unpickler refuses anything but tensors and containers
+        raise WireError(f"not a wire value: {type(e).__name__}: {str(e)[:200]}") from None
+    check_value(value)
+    return value
+
+
+class Channel:
+    """One end of the channel: frames read from `read_fd`, written to `write_fd` (the same fd for a socket).
+
+    Reads and writes take a deadline (time.monotonic(), None: wait for ever), so a side that stops answering
+    (an endless loop in the learner's code) never blocks the other."""
+
+    def __init__(self, read_fd: int, write_fd: int):
+        self.read_fd, self.write_fd = read_fd, write_fd
+        self.map_location = "cpu"  # where received tensors go: the lab's device, on both sides
+        for fd in {read_fd, write_fd}:
+            os.set_blocking(
+                fd, False
+            )  # select() then says when; a write never blocks past the deadline
+
+    def send(self, value, deadline: float | None = None) -> None:
+        payload = dumps(value)
+        if len(payload) > MAX_FRAME:
+            raise WireError(f"a frame of {len(payload)} bytes (at most {MAX_FRAME})")
+        self._write(_LENGTH.pack(len(payload)) + payload, deadline)
+
+    def receive(self, deadline: float | None = None):
+        (length,) = _LENGTH.unpack(self._read(_LENGTH.size, deadline))
+        if length > MAX_FRAME:
+            raise WireError(f"a frame of {length} bytes (at most {MAX_FRAME})")
+        return loads(self._read(length, deadline), self.map_location)
+
+    def _wait(self, fd: int, writing: bool, deadline: float | None) -> None:
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            raise ChannelTimeout("the other side did not answer in time")
+        ready = select.select([], [fd], [], left) if writing else select.select([fd], [], [], left)
+        if not any(ready):
+            raise ChannelTimeout("the other side did not answer in time")
+
+    def _read(self, n: int, deadline: float | None) -> bytes:
+        chunks, got = [], 0
+        while got < n:
+            self._wait(self.read_fd, False, deadline)
+            try:
+                chunk = os.read(self.read_fd, min(n - got, 2**20))
+            except BlockingIOError:
+                continue
+            except ConnectionResetError:
+                raise ChannelClosed("the channel was closed") from None
+            if not chunk:
+                raise ChannelClosed("the channel was closed")
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks)
+
+    def _write(self, data: bytes, deadline: float | None) -> None:
+        view = memoryview(data)
+        while view:
+            self._wait(self.write_fd, True, deadline)
+            try:
+                view = view[os.write(self.write_fd, view[: 2**20]) :]
+            except BlockingIOError:
+                continue
+            except (BrokenPipeError, ConnectionResetError):
+                raise ChannelClosed("the channel was closed") from None

@@ -1,0 +1,336 @@
+"""The worker: the one process where the learner's code runs. It answers the lab's process over the channel
+(wire.py), and decides nothing: every verdict is made by the lab's process from the values sent back.
+
+The worker protocol, as the rest of the workshop names it: learner code runs only here, never in the lab's
+process; what crosses between the two is wire data (wire.py: values, tensors as copies, never code or objects
+of the learner's); the lab's process asks (the requests below, made through learner/learner_code.py's handle) and
+judges what comes back.
+
+    python -m workshop.learner.worker --fd 3      (natively: fd 3 is its end of a socket pair)
+    python -m workshop.learner.worker --stdio     (in a container: the channel is stdin/stdout)
+
+No path reaches it: the learner's file comes over the channel as text, compiled under the name the learner
+knows it by (my-work/autograd.py), so tracebacks name it, and nothing else of the workspace is here. Its
+stdout and stderr go to a capped log that nobody parses. Requests, each answered by one reply:
+  {"op": "load", "device", "source" (None: no learner file), "filename", "allowed": [[module, name], ...]}
+  {"op": "call" | "probe" | "value", "target": {"attribute": NAME} | {"reference": "module:attr"} |
+   {"attributes": [NAME, ...]} | {"references": {NAME: "module:attr"}} (a probe over several pieces),
+   "args": [...], "probe": "module:qualname" (Solution.probe sends the function so), "limit_s": CPU seconds}
+A reply is {"ok": True, "value": ...} or {"ok": False, "kind", "error", "where"}, kind one of load, missing,
+refused, not_started, error, time, wire, worker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import builtins
+import ctypes
+import dis
+import faulthandler
+import importlib
+import json
+import linecache
+import os
+import pkgutil
+import resource
+import signal
+import sys
+import tempfile
+import traceback
+import types
+
+from workshop.foundations.time_limit import TimeLimitExceeded, exercise_limit
+from workshop.learner import wire
+
+MODULE = "workshop_work"  # the learner's file, as a module of the worker
+PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
+CAPABILITY_VERSION_3 = 0x20080522
+IMPORT_NAME = dis.opmap["IMPORT_NAME"]
+
+
+def describe(error: BaseException) -> str:
+    message = " ".join(str(error).split())[:2000]
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+def where(error: BaseException, filename: str) -> str | None:
+    """filename:line of the innermost frame of `error` in the learner's file."""
+    lines = [f.lineno for f in traceback.extract_tb(error.__traceback__) if f.filename == filename]
+    return f"{filename}:{lines[-1]}" if lines else None
+
+
+def failure(kind: str, error: BaseException | str, filename: str | None = None) -> dict:
+    text = error if isinstance(error, str) else describe(error)
+    if isinstance(error, NotImplementedError):
+        text = " ".join(str(error).split())[:2000]
+    spot = where(error, filename) if filename and isinstance(error, BaseException) else None
+    return {"ok": False, "kind": kind, "error": text, "where": spot}
+
+
+class Refused(Exception):
+    """A target that is not the learner's to run: missing from the file, or code from elsewhere."""
+
+    def __init__(self, kind: str, what: str):
+        super().__init__(what)
+        self.kind, self.what = kind, what
+
+
+class ImportGuard:
+    """builtins.__import__ and importlib.import_module, refusing from the learner's file any import its header
+    does not make (the lab's process checked the text already; this is the same rule at run time). An import
+    statement in the learner's file is checked; so is a call of import_module from it. A call of __import__
+    cannot be told apart from an import that torch's C code makes while the learner's line runs (C code adds no
+    frame), so it is left to the lab's reading of the text, which refuses the name __import__."""
+
+    def __init__(self, filename: str, allowed: set[tuple[str, str | None]]):
+        self.filename, self.allowed = filename, allowed
+        self.real_import, self.real_import_module = builtins.__import__, importlib.import_module
+        builtins.__import__ = self.guarded_import
+        importlib.import_module = self.guarded_import_module
+
+    def _from_learner(self, statement: bool) -> bool:
+        frame = sys._getframe(2)
+        if frame.f_code.co_filename != self.filename:
+            return False
+        return not statement or frame.f_code.co_code[frame.f_lasti] == IMPORT_NAME
+
+    def _check(self, name: str, fromlist, level: int) -> None:
+        names = [None] if not fromlist else list(fromlist)
+        if level or any((name, n) not in self.allowed for n in names):
+            raise ImportError(f"{name}: the file's header does not import it")
+
+    def guarded_import(self, name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A002
+        if self._from_learner(statement=True):
+            self._check(name, fromlist, level)
+        return self.real_import(name, globals, locals, fromlist, level)
+
+    def guarded_import_module(self, name, package=None):
+        if self._from_learner(statement=False):
+            self._check(name, (), 0)
+        return self.real_import_module(name, package)
+
+
+class Session:
+    """The worker's state: the learner's module once loaded."""
+
+    def __init__(self, reraise: bool = False):
+        self.device = "cpu"  # the lab's, from the load request: where received tensors go
+        # in the lab's own process (the reference): its errors are the lab's bugs
+        self.reraise = reraise
+        self.module: types.ModuleType | None = None
+        self.filename: str | None = None
+
+    def handle(self, request: dict) -> dict:
+        op = request.get("op")
+        if op == "load":
+            return self.load(request)
+        try:
+            target = self.target(request["target"])
+        except Refused as e:
+            return {"ok": False, "kind": e.kind, "error": e.what, "where": self.filename}
+        except NotImplementedError as e:
+            return failure("not_started", e)
+        except (LookupError, ImportError, ValueError) as e:
+            return failure("load", e)
+        if op == "value":
+            return self.reply(target)
+        function = pkgutil.resolve_name(request["probe"]) if op == "probe" else None
+        return self.run(request, target, function)
+
+    def load(self, request: dict) -> dict:
+        """The first request: the lab's device, and the learner's file (none for a reference run)."""
+        self.device = request.get("device", "cpu")
+        if request.get("source") is None:
+            return {"ok": True}
+        self.filename = request["filename"]
+        allowed = {(m, n) for m, n in request["allowed"]}
+        source = request["source"]
+        linecache.cache[self.filename] = (len(source), None, source.splitlines(True), self.filename)
+        module = types.ModuleType(MODULE)
+        module.__file__ = self.filename
+        sys.modules[MODULE] = module  # dataclasses and pickling look modules up by name
+        ImportGuard(self.filename, allowed)
+        try:
+            code = compile(source, self.filename, "exec")
+            with exercise_limit(request.get("limit_s")):
+                exec(code, module.__dict__)
+        except SyntaxError as e:
+            return {
+                "ok": False,
+                "kind": "load",
+                "error": f"SyntaxError: {e.msg}",
+                "where": f"{self.filename}:{e.lineno}",
+            }
+        except TimeLimitExceeded as e:
+            return failure("time", e, self.filename)
+        except BaseException as e:  # noqa: BLE001 - whatever the file raises at import is the learner's
+            return failure("load", e, self.filename)
+        self.module = module
+        return {"ok": True}
+
+    def target(self, spec: dict):
+        """What a request names: the reference ("module:attr"), the references of several pieces, the learner's
+        attribute (refused when its code is not the learner's own), or several of the learner's attributes
+        ({name: piece}, for a probe that builds one thing from them: a custom op from its kernels)."""
+        if "reference" in spec:
+            return pkgutil.resolve_name(spec["reference"])
+        if "references" in spec:
+            return {name: pkgutil.resolve_name(ref) for name, ref in spec["references"].items()}
+        if "attributes" in spec:
+            return self.pieces(spec["attributes"])
+        return self.attribute(spec["attribute"])
+
+    def attribute(self, name: str):
+        if self.module is None:
+            raise LookupError("the learner's file is not loaded")
+        if not hasattr(self.module, name):
+            raise Refused("missing", name)
+        value = getattr(self.module, name)
+        code = getattr(
+            getattr(value, "fn", value), "__code__", None
+        )  # a triton.jit kernel keeps it in .fn
+        if code is not None and code.co_filename != self.filename:
+            raise Refused("refused", f"{name} is defined in {code.co_filename}")
+        return value
+
+    def pieces(self, names: list[str]) -> dict:
+        """{name: the learner's attribute}; every missing name said at once (Refused "missing": "a, b")."""
+        missing = [name for name in names if self.module is None or not hasattr(self.module, name)]
+        if missing:
+            raise Refused("missing", ", ".join(missing))
+        return {name: self.attribute(name) for name in names}
+
+    def run(self, request: dict, target, probe) -> dict:
+        args = request.get("args") or []
+        try:
+            with exercise_limit(request.get("limit_s")):
+                value = probe(target, *args) if probe else target(*args)
+        except BaseException as e:  # noqa: BLE001 - the learner's SystemExit ends one call, not the worker
+            if self.reraise:
+                raise
+            return self.failed(e)
+        return self.reply(value)
+
+    def failed(self, e: BaseException) -> dict:
+        if isinstance(e, NotImplementedError):
+            return failure("not_started", e, self.filename)
+        if isinstance(e, TimeLimitExceeded):
+            return failure("time", e, self.filename)
+        return failure("error", e, self.filename)  # SystemExit included: it ends one call
+
+    def reply(self, value) -> dict:
+        try:
+            value = wire.plain(value)
+            wire.check_value(value)
+        except (wire.WireError, RecursionError) as e:
+            return failure("wire", str(e))
+        return {"ok": True, "value": value}
+
+
+def die_with_parent() -> None:
+    """SIGKILL this worker when the lab's process dies (Linux), so that no learner code outlives it."""
+    if sys.platform == "linux":
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+class CapabilityData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+def drop_root() -> None:
+    """As root (a native worker that could not take a uid of its own), give up every capability before the
+    learner's code runs: no ptrace of the lab's process, no reading past file permissions, no mounts, no
+    setuid programs (no-new-privs). Root's own files stay root's: the native sandbox says so."""
+    if sys.platform != "linux" or os.geteuid() != 0:
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    for capability in range(64):  # the bounding set: no exec can give them back
+        libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)
+    header = (ctypes.c_uint32 * 2)(CAPABILITY_VERSION_3, 0)
+    if libc.capset(header, (CapabilityData * 2)()) != 0:
+        raise OSError(ctypes.get_errno(), "capset: could not give up root's capabilities")
+
+
+# The folders the worker's environment names for its scratch and caches (foundations/worker_process.py,
+# worker_container.py). One it cannot write is the workshop's failure: found here, before the learner's code
+# meets it (Triton writes its cache while the learner's file imports a kernel, and that looked like their error).
+SCRATCH_VARIABLES = ("HOME", "TMPDIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
+
+
+def scratch_problem() -> str | None:
+    """Why this worker cannot write one of its folders, or None."""
+    for name in SCRATCH_VARIABLES:
+        folder = os.environ.get(name)
+        if not folder:
+            continue
+        try:
+            os.makedirs(folder, exist_ok=True)
+            with tempfile.TemporaryFile(dir=folder):
+                pass
+        except OSError as e:
+            return f"it cannot write {name}={folder} as uid {os.getuid()}: {e.strerror or e}"
+    return None
+
+
+def channel_from(args) -> wire.Channel:
+    if args.fd is not None:
+        return wire.Channel(args.fd, args.fd)
+    # The container's stdin/stdout are the channel: keep them on fds of their own, and send what the
+    # learner's code prints to stderr (the capped log), so that no print can break a frame.
+    read_fd, write_fd = os.dup(0), os.dup(1)
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    os.dup2(2, 1)
+    return wire.Channel(read_fd, write_fd)
+
+
+def limit_resources(limits: dict[str, list[int]]) -> None:
+    """Lower this process's resource limits, before it reads a request (so before any learner code): a process
+    may always lower its own, where another process may need CAP_SYS_RESOURCE to (foundations/worker_process.py)."""
+    for name, (soft, hard) in limits.items():
+        resource.setrlimit(getattr(resource, name), (soft, hard))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m workshop.learner.worker")
+    p.add_argument("--fd", type=int, default=None, help="the channel's file descriptor")
+    p.add_argument("--stdio", action="store_true", help="the channel is stdin/stdout")
+    p.add_argument(
+        "--rlimits", default="{}", help='its resource limits, {"RLIMIT_CPU": [soft, hard], ...}'
+    )
+    args = p.parse_args(argv)
+    limit_resources(json.loads(args.rlimits))
+    die_with_parent()
+    drop_root()
+    faulthandler.enable()  # a crash in native code prints the stack to the log: where it died
+    channel = channel_from(args)
+    session = Session()
+    problem = scratch_problem()
+    if problem is not None:
+        channel.send(failure("worker", problem))
+        return 1
+    channel.send({"ok": True, "ready": True})
+    while True:
+        try:
+            request = channel.receive()
+        except wire.ChannelClosed:
+            return 0
+        try:
+            reply = session.handle(request)
+            # received tensors go to the lab's device, once the load request has named it
+            channel.map_location = session.device
+        # the worker's own bug (or a request it cannot read): said, not hidden
+        except Exception as e:
+            reply = failure("worker", e)
+        try:
+            channel.send(reply)
+        except wire.WireError as e:
+            channel.send(failure("wire", str(e)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

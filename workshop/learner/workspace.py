@@ -1,0 +1,212 @@
+"""The learner's workspace: a folder with one Python file per lab (`<lab>.py`) and any documents they write.
+
+This module finds and loads those files for grading, and says precisely where a learner's code went wrong
+(file:line), so that one broken exercise never hides the others. `exercises init` also leaves a record,
+`.workspace.json`: the workspace's id (runs name it, so that a run is found again even when the folder is
+mounted elsewhere, as in the container), the learner's name, each file's hash as written, and how many hints
+the learner took per exercise (`check LAB EXERCISE --hint`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import stat
+import sys
+import traceback
+from pathlib import Path
+from types import ModuleType
+
+from workshop import labs
+from workshop.foundations import atomic
+from workshop.i18n import N_, _
+
+DEFAULT_DIR = Path("my-work")  # in the repository root; .gitignore keeps it out of git
+# {"id", "learner", "files": {name: sha256 as written by init}, "hints": {exercise id: hints taken},
+#  "shown": {exercise id: `check --show` runs}}
+RECORD = ".workspace.json"
+# bytes: the most of one file that is read or hashed (a workspace file, a run's record), far above any honest
+# one; a hand-in's file is untrusted: a 40 GB sparse file costs it nothing
+FILE_MAX = 64 * 2**20
+
+
+class UnsafeFile(OSError):
+    """A file that is not read: not a regular file (a FIFO, a device, a socket), or over FILE_MAX."""
+
+
+class LearnerError(Exception):
+    """A problem in the learner's files, said in one line that names the file (and line where there is one)."""
+
+
+def lab_file(work_dir: Path, lab: str) -> Path:
+    return Path(work_dir) / f"{lab}.py"
+
+
+def display(path: Path) -> str:
+    """A path as the learner typed it: relative to the current folder when it is under it."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def open_regular(path: Path):
+    """`path` opened for reading when it is a regular file of at most FILE_MAX bytes, else UnsafeFile. Looked at
+    before it is opened (opening a device can do something), opened without blocking (a FIFO's open waits for a
+    writer), then looked at again: what is open is what is read."""
+    if reason := unsafe_reason(Path(path), os.stat(path)):
+        raise UnsafeFile(reason)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    if reason := unsafe_reason(Path(path), os.fstat(fd)):
+        os.close(fd)
+        raise UnsafeFile(reason)
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+# what a file that is not a regular one is, by its type (stat.S_IFMT)
+NOT_REGULAR = {
+    stat.S_IFIFO: N_("a FIFO"),
+    stat.S_IFCHR: N_("a device"),
+    stat.S_IFBLK: N_("a device"),
+    stat.S_IFSOCK: N_("a socket"),
+    stat.S_IFDIR: N_("a folder"),
+}
+ANOTHER_KIND = N_("not a regular file")
+
+
+def unsafe_reason(path: Path, found: os.stat_result) -> str | None:
+    """Why a file of this stat is not read (None: it may be)."""
+    if not stat.S_ISREG(found.st_mode):
+        kind = _(NOT_REGULAR.get(stat.S_IFMT(found.st_mode), ANOTHER_KIND))
+        return _("{file} is {kind}: not read").format(file=path, kind=kind)
+    if found.st_size > FILE_MAX:
+        return _("{file} has {size} bytes, over the {max} read of one file: not read").format(
+            file=path, size=found.st_size, max=FILE_MAX
+        )
+    return None
+
+
+def read_capped(path: Path) -> bytes:
+    with open_regular(path) as f:
+        return f.read(FILE_MAX)  # a file that grows while it is read stops at the cap
+
+
+def file_sha256(path: Path) -> str:
+    """In chunks, and no further than FILE_MAX (a file that grows while it is hashed)."""
+    digest, left = hashlib.sha256(), FILE_MAX
+    with open_regular(path) as f:
+        while left > 0 and (chunk := f.read(min(2**20, left))):
+            digest.update(chunk)
+            left -= len(chunk)
+    return digest.hexdigest()
+
+
+def lab_files(lab: str) -> list[str]:
+    """The workspace files a lab grades: <lab>.py when it has code exercises, and its documents."""
+    exercises = labs.exercises(lab)
+    code = [f"{lab}.py"] if any(ex.attribute for ex in exercises) else []
+    return code + [ex.document for ex in exercises if ex.document]
+
+
+def read_record(work_dir: Path) -> dict:
+    """The workspace's record ({} when it has none, or it is not readable JSON)."""
+    try:
+        record = json.loads(read_capped(Path(work_dir) / RECORD).decode("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def uses(work_dir: Path, kind: str) -> dict[str, int] | None:
+    """Exercise id -> how often the learner used a help on it, as the record counts: "hints" (hints asked for,
+    `check LAB EXERCISE --hint`: the level the learner is at) or "shown" (`check --show` runs that graded it).
+    None when the record keeps no such count (init writes both: a record without one lost it, or is older than
+    the count)."""
+    counted = read_record(work_dir).get(kind)
+    if not isinstance(counted, dict):
+        return None
+    return {k: v for k, v in counted.items() if type(v) is int and v >= 0}
+
+
+def hints_taken(work_dir: Path) -> dict[str, int]:
+    return uses(work_dir, "hints") or {}
+
+
+def count_use(work_dir: Path, kind: str, exercise_id: str, most: int | None = None) -> int:
+    """Count one more use of `kind` (see uses) on the exercise, up to `most`; the count."""
+    counted = uses(work_dir, kind) or {}
+    used = counted.get(exercise_id, 0) + 1
+    counted[exercise_id] = used if most is None else min(used, most)
+    atomic.write_json(Path(work_dir) / RECORD, {**read_record(work_dir), kind: counted})
+    return counted[exercise_id]
+
+
+def take_hint(work_dir: Path, exercise_id: str, levels: int) -> int:
+    """Record one more hint taken for the exercise, up to its `levels`: the level the learner is at."""
+    return count_use(work_dir, "hints", exercise_id, levels)
+
+
+def implementation(work_dir: Path | None, lab_names: list[str]) -> dict:
+    """What a run records of the code it ran: the reference ({"kind": "reference"}, work_dir None), or the
+    workspace it graded: where, whose, and each of its files' hash (None: missing)."""
+    if work_dir is None:
+        return {"kind": "reference"}
+    work_dir = Path(work_dir)
+    names = [name for lab in lab_names for name in lab_files(lab)]
+    files = {name: work_dir / name for name in names}
+    return {
+        "kind": "workspace",
+        "work": str(work_dir.resolve()),
+        "workspace_id": read_record(work_dir).get("id"),
+        # None unless the workspace names its learner
+        "learner": read_record(work_dir).get("learner"),
+        "sha256": {n: file_sha256(p) if p.is_file() else None for n, p in files.items()},
+    }
+
+
+def load_lab_module(work_dir: Path, lab: str) -> ModuleType:
+    """Import the learner's <lab>.py as a module of its own; LearnerError says why it cannot be imported."""
+    path = lab_file(work_dir, lab)
+    if not path.is_file():
+        raise LearnerError(
+            _("{file} does not exist: run `{command}`").format(
+                file=display(path), command=f"python -m workshop exercises init {display(work_dir)}"
+            )
+        )
+    name = f"workshop_work_{lab}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look modules up by name
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as e:
+        del sys.modules[name]
+        raise LearnerError(f"{display(path)}:{e.lineno}: SyntaxError: {e.msg}") from None
+    except Exception as e:
+        del sys.modules[name]
+        raise LearnerError(
+            _("{where}: {error} (while importing the file)").format(
+                where=where(e, path), error=describe(e)
+            )
+        ) from None
+    return module
+
+
+def describe(error: BaseException) -> str:
+    """'TypeError: message', on one line."""
+    message = " ".join(str(error).split())
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+def where(error: BaseException, path: Path) -> str:
+    """file:line of the innermost frame of `error` in the learner's file, else the file alone."""
+    path = Path(path).resolve()
+    line = None
+    for frame in traceback.extract_tb(error.__traceback__):
+        if frame.filename and os.path.realpath(frame.filename) == str(path):
+            line = frame.lineno
+    return f"{display(path)}:{line}" if line else display(path)
