@@ -143,8 +143,8 @@ QUESTIONS = (
     Question(
         "bumping_ops",
         N_(
-            'Q7. Which of the ops "add_", "mul", "setitem", "t", "copy_", "detach", "view_mul_" (the handout\'s '
-            "table) move y._version? (a list of those names)"
+            'Q7. Which of the ops "add_", "mul", "setitem", "t", "copy_", "detach", "view_mul_" (README.md, '
+            "section 3, says what each does to y) move y._version? (a list of those names)"
         ),
         N_("summary.md's version-counter table"),
         kind="names",
