@@ -74,6 +74,8 @@ def grade(
     call: Callable | None = None,
     rules: tuple[Callable, ...] = (),
     also: Callable | None = None,
+    facts: dict | None = None,
+    reference_args: tuple = (),
 ) -> Graded:
     """Grade one exercise inside its grading block (nothing is measured for an exercise this run does not grade).
 
@@ -82,14 +84,18 @@ def grade(
     call(function, *case.args) -> (result, what it saw); None: function(*case.args).
     rules: what the exercise may not do, checked after its cases: rule(ctx, exercise, impl, graded).
     also(impl, graded): more the lab does with the implementation in the same block (finite differences on the
-    learner's function), its checks counted for the exercise."""
+    learner's function), its checks counted for the exercise.
+    facts: for a dict of answers, what its diagnoses read besides the answer and its truth (Evidence.facts).
+    reference_args: for a dict of answers whose reference is a function of the run (its answers differ by
+    device), the wire values the reference is called with in the worker; the learner's dict is read as it is."""
     ex = ctx.exercise(exercise) if isinstance(exercise, str) else exercise
     graded = Graded()
     if not ctx.wants(ex.name):
         return graded
     with ctx.grading(ex, worker=True) as impl:
         if ex.questions:
-            grade_answers(ctx, impl.value, truth, diagnoses=ex.diagnoses)
+            answers = impl(*reference_args) if reference_args and not ctx.graded else impl.value
+            grade_answers(ctx, answers, truth, facts=facts, diagnoses=ex.diagnoses)
         else:
             run_cases(ctx, ex, impl, truth, call, graded)
             for rule in rules:
