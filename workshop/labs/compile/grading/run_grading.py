@@ -38,11 +38,11 @@ from workshop.labs.compile.grading import kernel_answer
 from workshop.labs.compile.kernel_explanation import (
     EagerResult,
     KernelExplanation,
+    explain,
     pick_kernel,
     pick_worked_example,
 )
 from workshop.labs.compile.kernel_explanation import render as render_explanations
-from workshop.labs.compile.loops import kernel_structure
 
 FACTS_FILE = "grading_facts.json"
 BREAKS_FILE = "breaks.json"
@@ -71,10 +71,7 @@ class RunFiles:
         return [k for k in self.kernels if k.graph == name]
 
     def explain(self, kernel: GeneratedKernel) -> KernelExplanation:
-        structure = kernel_structure(kernel.source, kernel.language)
-        return KernelExplanation(
-            kernel, self.device, structure, self.eager.get(f"{kernel.graph}/{kernel.name}", [])
-        )
+        return explain(kernel, self.device, self.eager.get(f"{kernel.graph}/{kernel.name}", []))
 
 
 @dataclass
@@ -205,17 +202,14 @@ def count_facts(code: dict[str, str], kernels, breaks: dict, parameters: int) ->
     }
 
 
-def given(ctx: LabContext, impl, run: RunFiles):
-    """The answer being graded, as wire data (the worker protocol): the learner's constant as their worker reads it, or
-    the reference's answer for this run (a function of the run's folder: names and counts differ by device)."""
-    return impl.value if ctx.graded else impl(str(run.folder))
-
-
 def grade(ctx: LabContext, run: RunFiles) -> Revealed:
     """Grade compile.kernel and compile.answers against `run`; what may be revealed afterwards."""
     learners = None
     with ctx.grading("kernel", worker=True) as impl:
-        learners = kernel_answer.grade_kernel(ctx, given(ctx, impl, run), run.kernels)
+        # as wire data (the worker protocol): the learner's constant as their worker reads it, or the
+        # reference's answer for this run (a function of the run's folder: names and counts differ by device)
+        answer = impl.value if ctx.graded else impl(str(run.folder))
+        learners = kernel_answer.grade_kernel(ctx, answer, run.kernels)
     engine.grade(ctx, "answers", run.facts, facts=run.facts, reference_args=(str(run.folder),))
     results = ctx.exercise_results()
     if not ctx.graded:
