@@ -55,8 +55,9 @@ REPEATS = {"cpu": 9, "cuda": 50}
 LENGTHS = [8, 12, 16, 20]  # sequence lengths of the recompile experiment
 # AdamW, eager and compiled alike, in its for-each form (each step one op over the list of parameters), which a
 # GPU uses by default and a CPU does not: Dynamo traces a few list ops instead of a Python loop unrolled over the
-# 62 parameters. Measured on the shared 2-core machine at a load of 11: its compile took 122 s of wall time
-# instead of 358 (the script around it 37 s of CPU instead of 50), with the same 2 fused kernels.
+# 62 parameters. Measured on the shared 2-core machine, the step compiled alone (off, on, on, off): 33-44 s of
+# wall time instead of 50-55 at a load of 4 with the build cache kept, 26 s of CPU instead of 36-38 for the whole
+# script; 122 s instead of 358 at a load of 11 with a fresh cache. The same 2 fused kernels either way.
 OPTIMIZER = {"lr": 1e-3, "foreach": True}
 PARTS = 6  # the lab's long parts, each a step on the screen of a run (LabContext.step)
 # Compiled against eager, in float32 (TF32 off): Inductor reorders sums (its own loops and reductions instead of
