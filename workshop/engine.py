@@ -90,7 +90,7 @@ def grade(
     itself: also(the document's path, graded).
     facts: for a dict of answers, what its diagnoses read besides the answer and the truth (Evidence.facts).
     reference_args: for a dict of answers whose reference derives it from the run (a function: the answers at
-    this run's N), the arguments it is called with; the learner's dict is read as it is."""
+    this run's N, or on its device), the arguments it is called with; the learner's dict is read as it is."""
     ex = ctx.exercise(exercise) if isinstance(exercise, str) else exercise
     graded = Graded()
     if not ctx.wants(ex.name):

@@ -1,7 +1,6 @@
 """The compile lab's exercises graded in-process on saved generated code (no compile): the right answers pass,
 a learner's typical mistakes fail with a message that names the mistake, fresh stubs are "not started"."""
 
-import dataclasses
 import re
 from pathlib import Path
 
@@ -12,8 +11,8 @@ from workshop.declarations import checks, questions
 from workshop.foundations.run_options import RunOptions
 from workshop.lab_api import LabContext
 from workshop.labs.compile.generated_kernels import parse_kernels
-from workshop.labs.compile.grading import kernel_answer, run_facts
-from workshop.labs.compile.grading.exercises import ANSWERS, KERNEL
+from workshop.labs.compile.grading import kernel_answer
+from workshop.labs.compile.grading.exercises import ANSWER_QUESTIONS, ANSWERS, KERNEL
 from workshop.labs.compile.kernel_explanation import pick_kernel
 from workshop.learner import sandbox
 
@@ -38,16 +37,16 @@ GELU_ANSWER = {  # (buf27, buf28): (176, 256) in, (8, 22, 256) out, float32
     "reduction": "none",
     "grid": [45056],
 }
-FACTS = run_facts.RunFacts(
-    softmax_calls=4,
-    extern_matmuls=33,
-    addmm_calls=25,
-    optimizer_kernels=2,
-    parameter_tensors=62,
-    default_compiles=2,
-    static_compiles=4,
-    item_graph_breaks=1,
-)
+FACTS = {  # run_grading.count_facts of a CPU run
+    "softmax_calls": 4,
+    "extern_matmuls": 33,
+    "addmm_calls": 25,
+    "optimizer_kernels": 2,
+    "parameter_tensors": 62,
+    "default_compiles": 2,
+    "static_compiles": 4,
+    "item_graph_breaks": 1,
+}
 
 
 @pytest.fixture(scope="module")
@@ -289,9 +288,8 @@ def test_a_kernel_answer_that_is_not_a_dict_is_one_clear_line(ctx, tmp_path, cpp
 
 
 def grade_run_facts(ctx, answers) -> None:
-    """What the lab does with the learner's ANSWERS: the one grader, with the lab's explanations."""
-    facts = dataclasses.asdict(FACTS)
-    questions.grade_answers(ctx, answers, facts, explain=run_facts.explain, facts=facts)
+    """What the lab does with the learner's ANSWERS: the one grader, with the exercise's diagnoses."""
+    questions.grade_answers(ctx, answers, FACTS, facts=FACTS, diagnoses=ANSWERS.diagnoses)
 
 
 def grade_answers(ctx, answers) -> dict[str, str | None]:
@@ -300,8 +298,11 @@ def grade_answers(ctx, answers) -> dict[str, str | None]:
     return {c.name.split("'")[1]: None if c.passed else c.message for c in ctx.checks}
 
 
+RIGHT_ANSWERS = {q.key: FACTS[q.key] for q in ANSWER_QUESTIONS}
+
+
 def test_the_reference_answers_pass(ctx):
-    assert failing(grade_answers(ctx, run_facts.asked(FACTS))) == {}
+    assert failing(grade_answers(ctx, RIGHT_ANSWERS)) == {}
 
 
 ANSWER_MISTAKES = [
@@ -326,10 +327,10 @@ ANSWER_MISTAKES = [
     "key, value, words", [m[1:] for m in ANSWER_MISTAKES], ids=[m[0] for m in ANSWER_MISTAKES]
 )
 def test_a_wrong_answer_fails_its_key_with_a_pointed_message(ctx, key, value, words):
-    results = grade_answers(ctx, {**run_facts.asked(FACTS), key: value})
+    results = grade_answers(ctx, {**RIGHT_ANSWERS, key: value})
     assert list(failing(results)) == [key] and words in results[key]
     own = results[key].replace(repr(value), "")  # the learner's own value may be quoted back
-    assert not states(own, getattr(FACTS, key)), results[key]
+    assert not states(own, FACTS[key]), results[key]
 
 
 def states(message: str, truth: int) -> bool:

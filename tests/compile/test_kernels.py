@@ -116,7 +116,7 @@ def test_explanation_is_built_from_the_code(fixture, request):
     kernels = request.getfixturevalue(fixture)
     kernel = pick_kernel(kernels)
     assert "_softmax" in kernel.fused_ops
-    ex = explain(kernel, [], "cpu" if fixture == "cpp" else "cuda")
+    ex = explain(kernel, "cpu" if fixture == "cpp" else "cuda", [])
     assert ex.bytes_read == 61952 + 1024
     assert ex.bytes_written == (61952 + 2 * 2816 if fixture == "cpp" else 61952)
     text = render(TEMPLATES, "en", [ex])

@@ -144,7 +144,7 @@ def test_the_summary_states_no_count_that_answers_asks_for(lab_dir):
     summary = (out / "summary.md").read_text()
     facts = run_grading.read_run(out).facts
     assert re.search(r"optimizer_inference.py` \| \? \|", summary) and "| default | ? |" in summary
-    assert f"{facts.item_graph_breaks} break(s)" not in summary.split("With `.item()`")[1]
+    assert f"{facts['item_graph_breaks']} break(s)" not in summary.split("With `.item()`")[1]
     hidden = [
         c
         for c in read_result(out)["checks"]

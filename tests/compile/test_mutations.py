@@ -39,7 +39,8 @@ pytestmark = pytest.mark.slow
 
 @dataclasses.dataclass
 class TrainingRun:
-    train: lab.TrainingStep  # the lab's compiled training step
+    loss_fn: object  # the lab's compiled loss (compile_training_step's)
+    twin: torch.nn.Module  # the copy of the model that loss runs
     model: torch.nn.Module  # the eager model it was compiled from
     xb: torch.Tensor
     yb: torch.Tensor
@@ -54,9 +55,9 @@ def run(tmp_path_factory) -> TrainingRun:
     model = checkpoint.load()
     x, y = to_tensors(sample_corpus(max(lab.SWEEP["cpu"]), ctx.seed))
     xb, yb = x[: lab.BATCH], y[: lab.BATCH]
-    train = lab.compile_training_step(ctx, model, xb, yb)
+    loss_fn, twin, capture = lab.compile_training_step(ctx, model, xb, yb)
     assert failed(ctx) == []
-    return TrainingRun(train, model, xb, yb, {"train": snapshot(train.capture)})
+    return TrainingRun(loss_fn, twin, model, xb, yb, {"train": snapshot(capture)})
 
 
 def snapshot(cap):
@@ -82,11 +83,11 @@ def failed(ctx: LabContext) -> list[str]:
 def compiled_step_gradients(run: TrainingRun, ctx: LabContext, scale: float) -> None:
     """The lab's gradient check on one more step of its compiled loss, the gradients multiplied by `scale`,
     against eager on a copy of the same weights."""
-    twin = run.train.twin
+    twin = run.twin
     eager = copy.deepcopy(twin)
     for p in (*twin.parameters(), *eager.parameters()):
         p.grad = None
-    loss_c = lab.forward_backward(run.train.loss_fn, run.xb, run.yb)
+    loss_c = lab.forward_backward(run.loss_fn, run.xb, run.yb)
     for p in twin.parameters():
         p.grad.mul_(scale)
     loss_e = lab.lm_loss(eager(run.xb), run.yb)
@@ -122,7 +123,7 @@ def log_softmax_explained(mp, run, ctx):
 
 def no_intermediates(mp, run, ctx):
     """The unfused estimate finds no eager results (1.0x the fused traffic, and still "fusing pays")."""
-    mp.setattr(kernel_explanation, "eager_results", lambda kernel, graphs: [])
+    mp.setattr(lab, "eager_results", lambda kernel, graphs: [])
     lab.check_generated_code(ctx, run.captures)
 
 
@@ -185,7 +186,7 @@ def trace_not_started(mp, run, ctx):
     if trace_report.tlparse_program() is None:
         pytest.skip("tlparse is not installed here")
     (ctx.out_dir / trace_report.TRACE_DIR).mkdir()
-    lab.tlparse_report(ctx, True, run.captures)
+    trace_report.tlparse_report(ctx, True, run.captures)
 
 
 def test_the_gradient_comparison_passes_without_a_bug(run, fresh_ctx):

@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 
 from workshop.i18n import _
+from workshop.lab_api import LabContext
 
 TRACE_DIR = "torch_trace"  # the raw structured trace, one .log per process
 REPORT_DIR = "tlparse"  # tlparse's HTML report: tlparse/index.html
@@ -100,3 +101,21 @@ def output_code_entries(directory: Path) -> int:
         for entry in compiles.values()
         for a in entry.get("artifacts", [])
     )
+
+
+def tlparse_report(ctx: LabContext, traced: bool, captures: dict) -> TraceReport:
+    """tlparse's HTML report of this run's trace. Where tlparse is installed the report must be made and hold
+    the Inductor code of every module this lab captured (a trace started late, or lost, holds fewer).
+    captures: stage -> capture.Capture."""
+    if not traced:
+        report = TraceReport(None, _("this torch has no structured-trace handler"), 0)
+    else:
+        stop_torch_trace()
+        report = make_report(ctx.path(TRACE_DIR), ctx.path(REPORT_DIR))
+    if tlparse_program() is not None:
+        ctx.check_equal(
+            _("tlparse report: Inductor output-code entries = code modules this lab captured"),
+            report.output_code,
+            sum(len(cap.code) for cap in captures.values()),
+        )
+    return report

@@ -5,6 +5,9 @@ Both answers are constants in the learner's compile.py, read from the code and f
 CLI imports this registry.
 """
 
+from collections.abc import Callable
+
+from workshop.declarations.diagnosis import Diagnosis, Evidence
 from workshop.declarations.exercise import Exercise
 from workshop.declarations.questions import Question
 from workshop.i18n import N_
@@ -137,6 +140,81 @@ KERNEL = Exercise(
     from_run=True,
 )
 
+
+def answered(value: Callable[[dict], int]) -> Callable[[Evidence], dict | None]:
+    """A diagnosis's condition: the answer is value(the run's facts); its message needs no values."""
+    return lambda e: {} if e.got == value(e.facts) else None
+
+
+# What a wrong count says about the mistake, read in order (the first that the answer shows names it), from the
+# run's facts (run_grading.count_facts), some of which no question asks for (addmm_calls, parameter_tensors,
+# static_compiles). Each message names the mistake and where to look; none gives the count.
+ANSWER_DIAGNOSES = (
+    Diagnosis(
+        N_("the softmax kernel counted once"),
+        answered(lambda f: 1),
+        N_(
+            "the kernel is defined once but called once per transformer block: count its calls in call()"
+        ),
+        output="softmax_calls",
+    ),
+    Diagnosis(
+        N_("addmm only"),
+        answered(lambda f: f["addmm_calls"]),
+        N_(
+            "you counted addmm (the Linear layers) only: the attention's two bmm per block are matmuls too"
+        ),
+        output="extern_matmuls",
+    ),
+    Diagnosis(
+        N_("bmm only"),
+        answered(lambda f: f["extern_matmuls"] - f["addmm_calls"]),
+        N_("you counted bmm only: every nn.Linear is an extern addmm (or mm) call too"),
+        output="extern_matmuls",
+    ),
+    Diagnosis(
+        N_("one kernel per parameter"),
+        answered(lambda f: f["parameter_tensors"]),
+        N_(
+            "one kernel per parameter is what an unfused loop would launch; Inductor fuses the updates: "
+            "count the kernel definitions in code/optimizer_inference.py"
+        ),
+        output="optimizer_kernels",
+    ),
+    Diagnosis(
+        N_("the static count"),
+        answered(lambda f: f["static_compiles"]),
+        N_(
+            "that is what dynamic=False does (a compile per length); the default does not stay static when "
+            "the length changes: read its row in breaks.json"
+        ),
+        output="default_compiles",
+    ),
+    Diagnosis(
+        N_("dynamic from the start"),
+        answered(lambda f: 1),
+        N_(
+            "the default does not start dynamic: its first compile is for the first length's static shapes; "
+            "read what the next lengths did in its row of breaks.json"
+        ),
+        output="default_compiles",
+    ),
+    Diagnosis(
+        N_("graphs counted, not breaks"),
+        answered(lambda f: f["item_graph_breaks"] + 1),
+        N_("that counts graphs, not breaks: a break is where a graph ends and the next begins"),
+        output="item_graph_breaks",
+    ),
+    Diagnosis(
+        N_("no break counted"),
+        answered(lambda f: 0),
+        N_(
+            "`.item()` needs a tensor's value while tracing: Dynamo ends the graph there; see breaks.json"
+        ),
+        output="item_graph_breaks",
+    ),
+)
+
 ANSWERS = Exercise(
     lab="compile",
     name="answers",
@@ -180,6 +258,7 @@ ANSWERS = Exercise(
     ),
     questions=ANSWER_QUESTIONS,
     from_run=True,
+    diagnoses=ANSWER_DIAGNOSES,
 )
 
 EXERCISES = [KERNEL, ANSWERS]

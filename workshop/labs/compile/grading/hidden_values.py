@@ -21,11 +21,7 @@ def check_holds(ctx: LabContext, name: str, value, expected) -> Check:
     )
 
 
-def floor2(value: float) -> float:
-    """value to 2 decimals, rounded down: shown against a lower bound, it can only fail where value does."""
-    return math.floor(value * 100) / 100 if math.isfinite(value) else value
-
-
-def ceil2(value: float) -> float:
-    """value to 2 decimals, rounded up: shown against an upper bound, it can only fail where value does."""
-    return math.ceil(value * 100) / 100 if math.isfinite(value) else value
+def two_decimals(value: float, rounding) -> float:
+    """value to 2 decimals, rounded down (math.floor, shown against a lower bound) or up (math.ceil, against an
+    upper bound): shown against its bound, it can only fail where value does."""
+    return rounding(value * 100) / 100 if math.isfinite(value) else value

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workshop.labs.compile.grading import kernel_answer, run_facts, run_grading
+from workshop.labs.compile.grading import kernel_answer, run_grading
+from workshop.labs.compile.grading.exercises import ANSWER_QUESTIONS
 from workshop.labs.compile.kernel_explanation import pick_kernel
 
 
@@ -19,5 +20,7 @@ def kernel_explained(run_dir: str) -> dict:
 
 
 def answers(run_dir: str) -> dict:
-    """ANSWERS: the run's own counts."""
-    return run_facts.asked(run_grading.read_run(Path(run_dir)).facts)
+    """ANSWERS: the run's own counts, those its questions ask for (they differ by device: 2 optimizer kernels on
+    the CPU with torch 2.13, 5 on an H200 with torch 2.11)."""
+    facts = run_grading.read_run(Path(run_dir)).facts
+    return {q.key: facts[q.key] for q in ANSWER_QUESTIONS}

@@ -26,7 +26,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from workshop.declarations.questions import grade_answers
+from workshop import engine
 from workshop.i18n import _, templates
 from workshop.lab_api import LabContext
 from workshop.labs.compile.generated_kernels import (
@@ -34,15 +34,15 @@ from workshop.labs.compile.generated_kernels import (
     extern_matmul_calls,
     parse_kernels,
 )
-from workshop.labs.compile.grading import kernel_answer, run_facts
+from workshop.labs.compile.grading import kernel_answer
 from workshop.labs.compile.kernel_explanation import (
     EagerResult,
     KernelExplanation,
+    explain,
     pick_kernel,
     pick_worked_example,
 )
 from workshop.labs.compile.kernel_explanation import render as render_explanations
-from workshop.labs.compile.loops import kernel_structure
 
 FACTS_FILE = "grading_facts.json"
 BREAKS_FILE = "breaks.json"
@@ -62,17 +62,16 @@ class RunFiles:
     folder: Path
     device: str
     kernels: list[GeneratedKernel]  # every kernel of code/*.py, with its MiniGPT source lines
-    facts: run_facts.RunFacts
+    facts: dict[
+        str, int
+    ]  # count_facts: what compile.answers asks for, and what its diagnoses read besides
     eager: dict[str, list[EagerResult]]  # "graph/kernel" -> the unfused results it replaces
 
     def graph(self, name: str) -> list[GeneratedKernel]:
         return [k for k in self.kernels if k.graph == name]
 
     def explain(self, kernel: GeneratedKernel) -> KernelExplanation:
-        structure = kernel_structure(kernel.source, kernel.language)
-        return KernelExplanation(
-            kernel, self.device, structure, self.eager.get(f"{kernel.graph}/{kernel.name}", [])
-        )
+        return explain(kernel, self.device, self.eager.get(f"{kernel.graph}/{kernel.name}", []))
 
 
 @dataclass
@@ -177,37 +176,41 @@ def graph_of(stem: str) -> str:
     return f"{stage}/{kind}"
 
 
-def count_facts(code: dict[str, str], kernels, breaks: dict, parameters: int) -> run_facts.RunFacts:
-    """The counts the handout's checked questions ask for, from the run's code and breaks.json."""
+def count_facts(code: dict[str, str], kernels, breaks: dict, parameters: int) -> dict[str, int]:
+    """The counts compile.answers asks for (its questions' keys, exercises.py), and those its diagnoses read
+    besides, from the run's code and breaks.json."""
     forward_code = code["train_forward"]
     softmax = pick_kernel([k for k in kernels if k.graph == "train/forward"])
     compiles = {r["how"]: r["compiles"] for r in breaks["recompiles"]}
-    return run_facts.RunFacts(
-        softmax_calls=softmax.calls,
-        extern_matmuls=extern_matmul_calls(forward_code),
-        addmm_calls=forward_code.count("extern_kernels.addmm("),
-        optimizer_kernels=sum(k.graph.startswith("optimizer/") for k in kernels),
-        parameter_tensors=parameters,
-        default_compiles=compiles["default"],
-        static_compiles=compiles["static"],
-        item_graph_breaks=breaks["explain"]["item_in_forward"]["graph_breaks"],
-    )
-
-
-def given(ctx: LabContext, impl, run: RunFiles):
-    """The answer being graded, as wire data (the worker protocol): the learner's constant as their worker reads it, or
-    the reference's answer for this run (a function of the run's folder: names and counts differ by device)."""
-    return impl.value if ctx.graded else impl(str(run.folder))
+    return {
+        # calls of the attention softmax kernel in one training forward (code/train_forward.py)
+        "softmax_calls": softmax.calls,
+        # extern_kernels matmul calls (mm, addmm, bmm) in that forward's call()
+        "extern_matmuls": extern_matmul_calls(forward_code),
+        # of which addmm (the nn.Linear layers, bias fused): for the diagnosis only
+        "addmm_calls": forward_code.count("extern_kernels.addmm("),
+        # kernels Inductor generated for the AdamW step (code/optimizer_inference.py)
+        "optimizer_kernels": sum(k.graph.startswith("optimizer/") for k in kernels),
+        # the tensors that step updates: for the diagnosis only
+        "parameter_tensors": parameters,
+        # Dynamo compiles over the sequence lengths with the default settings
+        "default_compiles": compiles["default"],
+        # the same with dynamic=False: for the diagnosis only
+        "static_compiles": compiles["static"],
+        # graph breaks of the MiniGPT with .item() in its forward
+        "item_graph_breaks": breaks["explain"]["item_in_forward"]["graph_breaks"],
+    }
 
 
 def grade(ctx: LabContext, run: RunFiles) -> Revealed:
     """Grade compile.kernel and compile.answers against `run`; what may be revealed afterwards."""
     learners = None
     with ctx.grading("kernel", worker=True) as impl:
-        learners = kernel_answer.grade_kernel(ctx, given(ctx, impl, run), run.kernels)
-    with ctx.grading("answers", worker=True) as impl:
-        facts = asdict(run.facts)
-        grade_answers(ctx, given(ctx, impl, run), facts, explain=run_facts.explain, facts=facts)
+        # as wire data (the worker protocol): the learner's constant as their worker reads it, or the
+        # reference's answer for this run (a function of the run's folder: names and counts differ by device)
+        answer = impl.value if ctx.graded else impl(str(run.folder))
+        learners = kernel_answer.grade_kernel(ctx, answer, run.kernels)
+    engine.grade(ctx, "answers", run.facts, facts=run.facts, reference_args=(str(run.folder),))
     results = ctx.exercise_results()
     if not ctx.graded:
         return Revealed([], False)
