@@ -3,9 +3,10 @@
 A lab is one package under workshop/labs/ whose __init__.py defines `LAB = LabSpec(...)`. The spec is cheap to
 import (no torch); `entry` is the function that does the work: a small function of the lab's __init__.py that
 imports the lab's module inside it, so that the module (and torch) is imported only in the lab's own process.
-It takes a LabContext, records checks with ctx.check_*(), grades the learner's exercises inside
-`with ctx.grading(name) as impl:`, writes artifacts with ctx.write_*(), and renders its summary from the
-template beside its code with ctx.render_summary(...); the lab's process (harness.child) turns that into
+It takes a LabContext, records checks with ctx.check_*(), grades the learner's exercises with the one engine
+(`engine.grade(ctx, name, truth)`, workshop/engine.py, which opens `with ctx.grading(name) as impl:`), writes
+artifacts with ctx.write_*(), and renders its summary from the template beside its code with
+ctx.render_summary(...); the lab's process (harness.child) turns that into
 result.json and summary.md. The run's options (device, --n, seed, workspace, ...) are ctx.options
 (foundations.run_options.RunOptions); ctx.device, ctx.n_procs, ... read them.
 
@@ -19,8 +20,7 @@ says whether this run grades an exercise, and the grading block of one it does n
 
     if ctx.wants("answers"):
         facts = measure_facts(cases)            # needed by the answers alone
-        with ctx.grading("answers") as answers:
-            grade_answers(ctx, answers, asdict(facts))
+        engine.grade(ctx, "answers", asdict(facts))
 
 Re-grading from a run (an Exercise declared `from_run=True`): when every exercise `check LAB EXERCISE` names
 is graded from a run's artifacts and the lab declares `regrade`, the learner's latest run of the lab is graded
@@ -31,8 +31,7 @@ answer key) and grades the wanted exercises as the lab does:
 
     def regrade(ctx: LabContext, lab_dir: Path) -> None:
         facts = facts_from(lab_dir / "graph.json")          # the run's own artifact
-        with ctx.grading("answers") as answers:
-            grade_answers(ctx, answers, asdict(facts))
+        engine.grade(ctx, "answers", asdict(facts))
 """
 
 from __future__ import annotations

@@ -6,11 +6,11 @@ value. The learner's stub is generated from them (`stub`), and the lab grades th
 against the truths it measured:
 
     with ctx.grading("answers") as answers:
-        grade_answers(ctx, answers, truths)                 # truths: {key: value}; None = not measured here
-        grade_answers(ctx, answers, truths, explain=why, facts=facts)  # with the lab's own per-question messages
+        grade_answers(ctx, answers, truths)       # truths: {key: value}; None = not measured here
 
-`explain(question, given, truth, facts)` is the lab's function that names a wrong answer's mistake (the message
-then outranks the generic one), or returns None; `facts` is whatever more it needs. Every question is a secret
+(the one engine, workshop/engine.py, makes that call for an exercise with questions). The exercise's `diagnoses`
+name a wrong answer's mistake (declarations/diagnosis.py: the message then outranks the generic one), reading
+the answer, the truth and `facts`, whatever more they need. Every question is a secret
 check: while it fails, what is shown is the direction and size of the miss, never this run's value
 (LabContext.record). A plain run grades the reference's answers, and its folder becomes a committed record that
 every learner clones: there a passing answer is shown as True, not as its value (`check --show` shows it).
@@ -24,7 +24,6 @@ import dataclasses
 import json
 import math
 import textwrap
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -204,9 +203,7 @@ def right(question: Question, given, truth) -> bool:
     return abs(given - truth) <= question.tolerance
 
 
-def judge(
-    ex: Asking, question: Question, answers: dict, truth, explain, facts, diagnoses=()
-) -> Check:
+def judge(ex: Asking, question: Question, answers: dict, truth, facts, diagnoses=()) -> Check:
     """The check of one question: the learner's answer against this run's truth (a secret check)."""
     name = _("{answer} matches this run").format(answer=question.label(ex.attribute))
     hidden = _("this run's answer")
@@ -231,7 +228,7 @@ def judge(
     if right(question, given, truth):
         return Check(name, True, given, truth, secret=True)
     found = diagnose(diagnoses, Evidence(question.key, given, truth, facts=facts or {}))
-    diagnosis = found[1] if found else explain(question, given, truth, facts) if explain else None
+    diagnosis = found[1] if found else None
     where = _("your answer {given!r} is not what this run shows: {look}").format(
         given=given, look=_(question.look)
     )
@@ -250,7 +247,6 @@ def grade_answers(
     ctx: Grading,
     answers,
     truths: dict,
-    explain: Callable | None = None,
     facts: dict | None = None,
     diagnoses: tuple[Diagnosis, ...] = (),
 ) -> None:
@@ -276,7 +272,7 @@ def grade_answers(
     )
     for q in questions:
         if truths[q.key] is not None:
-            check = judge(ex, q, answers, truths[q.key], explain, facts, diagnoses)
+            check = judge(ex, q, answers, truths[q.key], facts, diagnoses)
             hide = check.passed and not (ctx.graded or ctx.options.show)
             ctx.record(unrevealed(check) if hide else check)
 
