@@ -1,0 +1,96 @@
+"""The statement budget the tree keeps: growth of workshop/ is a decision, made here, never a drift.
+
+Counted in Python statements (ast.stmt nodes: an assignment, a call, a def, an import, a docstring's expression),
+so comments, docstrings' length and line breaks cost nothing, and the budget is met by deleting machinery, never
+explanations. The project's budget (TARGET): workshop/ at most 10,000 statements, each lab folder at most 1,300,
+the machinery (what runs, isolates and grades labs: foundations/, declarations/, learner/, harness/, grading/,
+cli/, lab_api.py, engine.py) at most 2,800, and no file over 400 lines. Where the tree is still over a target, its
+CEILING is what it holds now: it may shrink and never grow, and a ceiling that the tree has come down to its
+target is deleted (test_each_ceiling_is_still_needed_and_tight), so that what is won stays won.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "workshop"
+MACHINERY = (
+    "foundations",
+    "declarations",
+    "learner",
+    "harness",
+    "grading",
+    "cli",
+    "lab_api.py",
+    "engine.py",
+)
+
+TARGET = {"workshop": 10_000, "machinery": 2_800, "lab": 1_300, "lines": 400}
+# area -> the statements (for a file: the lines) it holds today, over its target
+CEILING = {
+    "workshop": 14_082,
+    "machinery": 4_563,
+    "labs/custom_op": 2_397,
+    "labs/distributed": 2_016,
+    "labs/custom_op/lab.py": 424,
+}
+SLACK = 60  # a ceiling more than this above what its area holds is lowered to it
+
+
+def statements(path: Path) -> int:
+    return sum(isinstance(node, ast.stmt) for node in ast.walk(ast.parse(path.read_text("utf-8"))))
+
+
+def areas(package: Path = PACKAGE) -> dict[str, int]:
+    """Statements by area: "workshop", "machinery", "labs/<lab>"; and "<file>" lines for every file."""
+    found = {"workshop": 0, "machinery": 0}
+    for path in sorted(package.rglob("*.py")):
+        count, parts = statements(path), path.relative_to(package).parts
+        found["workshop"] += count
+        if parts[0] in MACHINERY:
+            found["machinery"] += count
+        if parts[0] == "labs" and len(parts) > 2:
+            found[f"labs/{parts[1]}"] = found.get(f"labs/{parts[1]}", 0) + count
+        found[str(path.relative_to(package))] = len(path.read_text("utf-8").splitlines())
+    return found
+
+
+def target(area: str) -> int:
+    if area.endswith(".py"):
+        return TARGET["lines"]
+    return TARGET["lab"] if area.startswith("labs/") else TARGET[area]
+
+
+def over_budget(found: dict[str, int]) -> dict[str, str]:
+    """Each area over what it may hold (its ceiling where it has one, else its target)."""
+    return {
+        area: f"{count} > {CEILING.get(area, target(area))}"
+        for area, count in found.items()
+        if count > CEILING.get(area, target(area))
+    }
+
+
+def test_no_area_grows_past_its_budget():
+    assert over_budget(areas()) == {}
+
+
+def test_each_ceiling_is_still_needed_and_tight():
+    found = areas()
+    assert {a: c for a, c in CEILING.items() if found.get(a, 0) <= target(a)} == {}, (
+        "met: delete it"
+    )
+    assert {a: c for a, c in CEILING.items() if c - found[a] > SLACK} == {}, (
+        "lower it to what it holds"
+    )
+
+
+def test_a_planted_statement_over_a_lab_budget_fails(tmp_path):
+    """Planted: a lab of 1,301 statements, and a file of 401 lines, in a copy of the package's shape."""
+    lab = tmp_path / "workshop" / "labs" / "planted"
+    lab.mkdir(parents=True)
+    (lab / "big.py").write_text("x = 1\n" * (TARGET["lab"] + 1))
+    (tmp_path / "workshop" / "cli").mkdir()
+    (tmp_path / "workshop" / "cli" / "long.py").write_text("# a comment\n" * 401)
+    over = over_budget(areas(tmp_path / "workshop"))
+    assert set(over) == {"labs/planted", "labs/planted/big.py", "cli/long.py"}
