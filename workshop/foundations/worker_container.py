@@ -92,8 +92,6 @@ def container_command(name: str, image: str, device: str, limits: Limits) -> lis
 class ContainerWorker(Launched):
     """The worker in a throwaway container (see the module's docstring); the same interface as NativeWorker."""
 
-    isolated = True
-
     def __init__(
         self, device: str, log_path: Path | None, limits: Limits = DEFAULT_LIMITS, image=None
     ):
