@@ -1,7 +1,7 @@
 """The statement budget the tree keeps: growth of workshop/ is a decision, made here, never a drift.
 
-Counted in Python statements (ast.stmt nodes: an assignment, a call, a def, an import, a docstring's expression),
-so comments, docstrings' length and line breaks cost nothing, and the budget is met by deleting machinery, never
+Counted in Python statements (ast.stmt nodes: an assignment, a call, a def, an import), docstrings left out, so
+comments, docstrings and line breaks cost nothing, and the budget is met by deleting machinery, never
 explanations. The project's budget (TARGET): workshop/ at most 10,000 statements, each lab folder at most 1,300,
 the machinery (what runs, isolates and grades labs: foundations/, declarations/, learner/, harness/, grading/,
 cli/, lab_api.py, engine.py) at most 2,800, and no file over 400 lines. Where the tree is still over a target, its
@@ -29,17 +29,33 @@ MACHINERY = (
 TARGET = {"workshop": 10_000, "machinery": 2_800, "lab": 1_300, "lines": 400}
 # area -> the statements (for a file: the lines) it holds today, over its target
 CEILING = {
-    "workshop": 14_082,
-    "machinery": 4_563,
-    "labs/custom_op": 2_397,
-    "labs/distributed": 2_016,
+    "workshop": 12_777,
+    "machinery": 4_167,
+    "labs/custom_op": 2_160,
+    "labs/distributed": 1_828,
     "labs/custom_op/lab.py": 424,
 }
 SLACK = 60  # a ceiling more than this above what its area holds is lowered to it
 
 
+def is_docstring(node: ast.AST, parent: ast.AST) -> bool:
+    """A string standing alone as the first statement of a module, class or function: an explanation."""
+    return (
+        isinstance(parent, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and parent.body[0] is node
+        and isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    )
+
+
 def statements(path: Path) -> int:
-    return sum(isinstance(node, ast.stmt) for node in ast.walk(ast.parse(path.read_text("utf-8"))))
+    tree = ast.parse(path.read_text("utf-8"))
+    return sum(
+        isinstance(child, ast.stmt) and not is_docstring(child, parent)
+        for parent in ast.walk(tree)
+        for child in ast.iter_child_nodes(parent)
+    )
 
 
 def areas(package: Path = PACKAGE) -> dict[str, int]:
@@ -94,3 +110,19 @@ def test_a_planted_statement_over_a_lab_budget_fails(tmp_path):
     (tmp_path / "workshop" / "cli" / "long.py").write_text("# a comment\n" * 401)
     over = over_budget(areas(tmp_path / "workshop"))
     assert set(over) == {"labs/planted", "labs/planted/big.py", "cli/long.py"}
+
+
+def test_an_explanation_costs_nothing_and_a_statement_does(tmp_path):
+    """Planted: the same function with and without its docstring and comment; then with one more statement."""
+    plain = tmp_path / "plain.py"
+    plain.write_text("def f(x):\n    return x\n")
+    explained = tmp_path / "explained.py"
+    explained.write_text(
+        '"""Module."""\n\n\ndef f(x):\n    """Why f."""\n    # the shape\n    return x\n'
+    )
+    longer = tmp_path / "longer.py"
+    longer.write_text(
+        'def f(x):\n    """Why f."""\n    "not a docstring: a statement"\n    return x\n'
+    )
+    assert statements(plain) == statements(explained) == 2
+    assert statements(longer) == 3
