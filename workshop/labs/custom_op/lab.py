@@ -12,7 +12,6 @@ GPU, from Inductor's code). The benchmark is separate: `python -m workshop bench
 from __future__ import annotations
 
 import collections
-import functools
 import json
 import time
 from dataclasses import asdict
@@ -33,7 +32,7 @@ from workshop.learner.learner_code import LearnerCodeFailed
 from workshop.minigpt import checkpoint
 from workshop.minigpt.data import train_tensors
 from workshop.minigpt.model import lm_loss
-from workshop.ops import softmax_launch, softmax_op
+from workshop.ops import softmax_op
 
 
 def grade_pieces(ctx: LabContext, pieces: tuple[str, ...] = op_probes.EXERCISES) -> None:
@@ -44,89 +43,6 @@ def grade_pieces(ctx: LabContext, pieces: tuple[str, ...] = op_probes.EXERCISES)
         engine.grade(
             ctx, name, None, also=lambda impl, _graded, name=name: graders.GRADERS[name](ctx, impl)
         )
-
-
-def check_ran(ctx: LabContext, name: str, call):
-    """call(), or a failed check `name` with the op's error where the op raised instead of answering."""
-    try:
-        return call()
-    except cx.OpFailed as e:
-        ctx.check_equal(name, str(e), _("an answer"))
-        return None
-
-
-def check_correctness(ctx: LabContext, own: OwnOp, shapes: dict) -> dict:
-    """The op's values against torch.softmax: per dtype, long rows, layouts, special values, empty tensors, and
-    its errors for bad input."""
-    run = functools.partial(own.probe, op_probes.apply)
-    name = _("the op answers every call of the correctness checks")
-    errors = check_ran(
-        ctx, name, lambda: cx.dtype_errors(run, ctx.device, shapes["lm_head"], ctx.seed)
-    )
-    if errors is None:
-        return {}
-    found = {"dtype_errors": errors[0]}
-    ctx.check_equal(
-        _("launch record: softmax of {shape} in 4 dtypes ran one forward kernel each").format(
-            shape=shapes["lm_head"]
-        ),
-        errors[1],
-        [own.kernel_names["forward_kernel"]] * 4,
-    )
-    for dtype, e in found["dtype_errors"].items():
-        name = _(
-            "{dtype} {shape}: max |ours - float64 softmax| (<= 1.25 x torch's + slack)"
-        ).format(dtype=dtype, shape=shapes["lm_head"])
-        ctx.check_max(name, e.ours, e.tolerance)
-    found["long_rows"] = check_long_rows(ctx, run, shapes["long"])
-    found["layouts"] = cx.layouts(run, ctx.device, ctx.seed)
-    ctx.check_max(
-        _("non-contiguous inputs (6 layouts): max |ours - torch.softmax|"),
-        max(found["layouts"].values()),
-        1e-6,
-    )
-    found["special_values"] = cx.special_value_mismatches(run, ctx.device, shapes["long"][1] // 4)
-    ctx.check_equal(
-        _("rows with -inf/inf/NaN/all -inf that differ from torch.softmax"),
-        sum(found["special_values"].values()),
-        0,
-    )
-    found["empty"] = cx.empty_results(run, ctx.device)
-    ctx.check_equal(
-        _("empty tensors / 0-size dims give torch's empty result"),
-        sum(found["empty"].values()),
-        len(found["empty"]),
-    )
-    found["bad_inputs"] = cx.bad_inputs(run, ctx.device)
-    clear = sum(cx.names_the_problem(k, msg) for k, msg in found["bad_inputs"].items())
-    ctx.check_equal(
-        _("bad inputs rejected with an error naming the problem"), clear, len(found["bad_inputs"])
-    )
-    return found
-
-
-def long_row_kernels(shape: tuple[int, int], device: str) -> list[str]:
-    """The kernels the plan picks for a float32 forward of rows this long: split in two, or cooperative."""
-    n_rows, n_cols = shape
-    strategy = softmax_launch.long_row_plan(n_cols, n_rows * n_cols * 4, torch.device(device))[0]
-    return ["_fwd_cooperative"] if strategy == "cooperative" else ["_fwd_partials", "_fwd_finish"]
-
-
-def check_long_rows(ctx: LabContext, run, shape: tuple[int, int]) -> dict:
-    """Rows past one program: the long-row kernels (launch record) and their error."""
-    errors, launches = cx.dtype_errors(run, ctx.device, shape, ctx.seed, (torch.float32,))
-    long = errors["float32"]
-    ctx.check_equal(
-        _("launch record: float32 long rows {shape} ran the long-row kernels").format(shape=shape),
-        launches,
-        long_row_kernels(shape, ctx.device),
-    )
-    ctx.check_max(
-        _("float32 long rows {shape} (long-row kernels): max error").format(shape=shape),
-        long.ours,
-        long.tolerance,
-    )
-    return {"error": asdict(long), "kernels": launches}
 
 
 def check_autograd(ctx: LabContext, own: OwnOp, shapes: dict) -> dict:
@@ -285,7 +201,7 @@ def check_own_op(ctx: LabContext, shapes: dict) -> dict:
         )
         return found
     sections = {
-        "correctness": lambda: check_correctness(ctx, own, shapes),
+        "correctness": lambda: cx.check(ctx, own, shapes),
         "autograd": lambda: check_autograd(ctx, own, shapes),
         "compile": lambda: check_compile(ctx, own),
         "minigpt": lambda: check_minigpt(ctx, own),

@@ -8,7 +8,7 @@ shapes are small; the long-row cases still cross into the long-row kernels (N > 
 
 import contextlib
 import importlib
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from unittest import mock
 
 import torch
@@ -279,3 +279,76 @@ def fake_strides(op, args) -> str | BaseException:
             f"the kernel {tuple(real.shape)} with strides {real.stride()}"
         )
     return "SUCCESS"
+
+
+def check(ctx, own, shapes: dict) -> dict:
+    """In the lab's process, the measurements above as the lab's checks of the op (own_op.OwnOp, whose `apply`
+    answers the requests): its values against torch.softmax per dtype, long rows, layouts, special values, empty
+    tensors, and its errors for bad input."""
+    run = own.apply
+    try:
+        errors, launches = dtype_errors(run, ctx.device, shapes["lm_head"], ctx.seed)
+    except OpFailed as e:  # the op raised instead of answering
+        ctx.check_equal(
+            _("the op answers every call of the correctness checks"), str(e), _("an answer")
+        )
+        return {}
+    found = {"dtype_errors": errors}
+    ctx.check_equal(
+        _("launch record: softmax of {shape} in 4 dtypes ran one forward kernel each").format(
+            shape=shapes["lm_head"]
+        ),
+        launches,
+        [own.kernel_names["forward_kernel"]] * 4,
+    )
+    for dtype, e in errors.items():
+        name = _(
+            "{dtype} {shape}: max |ours - float64 softmax| (<= 1.25 x torch's + slack)"
+        ).format(dtype=dtype, shape=shapes["lm_head"])
+        ctx.check_max(name, e.ours, e.tolerance)
+    found["long_rows"] = check_long_rows(ctx, run, shapes["long"])
+    found["layouts"] = layouts(run, ctx.device, ctx.seed)
+    ctx.check_max(
+        _("non-contiguous inputs (6 layouts): max |ours - torch.softmax|"),
+        max(found["layouts"].values()),
+        1e-6,
+    )
+    found["special_values"] = special_value_mismatches(run, ctx.device, shapes["long"][1] // 4)
+    ctx.check_equal(
+        _("rows with -inf/inf/NaN/all -inf that differ from torch.softmax"),
+        sum(found["special_values"].values()),
+        0,
+    )
+    found["empty"] = empty_results(run, ctx.device)
+    ctx.check_equal(
+        _("empty tensors / 0-size dims give torch's empty result"),
+        sum(found["empty"].values()),
+        len(found["empty"]),
+    )
+    found["bad_inputs"] = bad_inputs(run, ctx.device)
+    clear = sum(names_the_problem(k, msg) for k, msg in found["bad_inputs"].items())
+    ctx.check_equal(
+        _("bad inputs rejected with an error naming the problem"), clear, len(found["bad_inputs"])
+    )
+    return found
+
+
+def check_long_rows(ctx, run, shape: tuple[int, int]) -> dict:
+    """Rows past one program: the long-row kernels the plan picks for a float32 forward of rows this long (split
+    in two, or cooperative), read from the launch record, and their error."""
+    errors, launches = dtype_errors(run, ctx.device, shape, ctx.seed, (torch.float32,))
+    long = errors["float32"]
+    n_rows, n_cols = shape
+    plan = softmax_launch.long_row_plan(n_cols, n_rows * n_cols * 4, torch.device(ctx.device))
+    kernels = ["_fwd_cooperative"] if plan[0] == "cooperative" else ["_fwd_partials", "_fwd_finish"]
+    ctx.check_equal(
+        _("launch record: float32 long rows {shape} ran the long-row kernels").format(shape=shape),
+        launches,
+        kernels,
+    )
+    ctx.check_max(
+        _("float32 long rows {shape} (long-row kernels): max error").format(shape=shape),
+        long.ours,
+        long.tolerance,
+    )
+    return {"error": asdict(long), "kernels": launches}
