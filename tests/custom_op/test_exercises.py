@@ -22,7 +22,7 @@ from workshop.declarations.questions import grade_answers
 from workshop.foundations.run_options import RunOptions
 from workshop.foundations.worker_process import NativeWorker
 from workshop.lab_api import LabContext
-from workshop.labs.custom_op.grading import own_op, piece_probes
+from workshop.labs.custom_op.grading import op_probes, own_op
 from workshop.labs.custom_op.grading.exercises import EXERCISES
 from workshop.labs.custom_op.grading.launch_facts import ANSWERS, LaunchFacts
 from workshop.learner.learner_code import LearnerFile, Worker
@@ -123,7 +123,7 @@ def test_a_python_call_refused_before_a_gpu_compile_is_found_at_its_line():
     refused = RuntimeError(
         "Unsupported function referenced: <built-in method softmax of type object at 0x7f22c82cea40>"
     )
-    where, text = piece_probes.kernel_line(refused, w.fwd_calls_torch_softmax)
+    where, text = op_probes.kernel_line(refused, w.fwd_calls_torch_softmax)
     line = w.line_of(w.fwd_calls_torch_softmax, "torch.softmax")
     assert where == f"tests/custom_op/wrong_solutions.py:{line}" and "torch.softmax(x, 1)" in text
 

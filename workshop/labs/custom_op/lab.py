@@ -1,7 +1,7 @@
 """Lab custom_op: a Triton softmax made into a PyTorch operator, then checked the ways PyTorch checks its own.
 
 First the learner's pieces (grading/exercises.py), each graded in an operator of its own (grading/learner_op.py),
-in the worker (grading/piece_probes.py);
+in the worker (grading/op_probes.py);
 then the reference op, torch.ops.workshop.softmax: correctness against torch.softmax (dtypes, layouts,
 -inf/inf/NaN, empty tensors, bad input), gradcheck and opcheck, torch.compile with zero graph breaks, the op
 inside the MiniGPT's attention, what Inductor generates around an opaque custom_op vs a triton_op, and what one

@@ -2,7 +2,7 @@
 `also` inside the exercise's grading block, with the learner's piece (or the reference's) in the worker: its own
 checks first (kernel_grading, registration_grading), each failure with the mistake named by the exercise's
 diagnoses (kernel_mistakes.py, piece_mistakes.py); then, once those pass, gradcheck, opcheck and torch.compile of
-a twin made with the piece (op_grading). The piece runs only in the worker, through the probes of piece_probes.py
+a twin made with the piece (op_grading). The piece runs only in the worker, through the probes of op_probes.py
 (api_grading's for a registration); every verdict here is made from the values they send back (the worker
 protocol)."""
 
@@ -13,7 +13,7 @@ import functools
 from workshop.declarations.diagnosis import Evidence, diagnose
 from workshop.i18n import _
 from workshop.lab_api import LabContext
-from workshop.labs.custom_op.grading import api_grading, kernel_diagnosis, piece_probes
+from workshop.labs.custom_op.grading import api_grading, kernel_diagnosis, op_probes
 from workshop.labs.custom_op.grading import registration_grading as rg
 from workshop.labs.custom_op.grading.kernel_grading import (
     BACKWARD,
@@ -35,32 +35,32 @@ def grade_kernel(ctx: LabContext, impl, name: str, direction: Direction) -> None
     """A kernel exercise: launchable as the op launches the reference's, then its checks over the four cases,
     then its twin's."""
     ex, ask = ctx.exercise(name), impl.probe
-    if not _launchable(ctx, ex, ask(piece_probes.kernel_signature)):
+    if not _launchable(ctx, ex, ask(op_probes.kernel_signature)):
         return
     if record_kernel_checks(ctx, ask, direction, ex):
-        grade_op(ctx, ask(piece_probes.twin_checks, name, ctx.device, ctx.seed))
+        grade_op(ctx, ask(op_probes.twin_checks, name, ctx.device, ctx.seed))
 
 
 def grade_fake(ctx: LabContext, impl) -> None:
-    found = impl.probe(piece_probes.fake_outputs, ctx.device)
+    found = impl.probe(op_probes.fake_outputs, ctx.device)
     if rg.grade_fake_outputs(ctx, found, ctx.exercise("fake").diagnoses):
         # Compiled over dim 0, where the output's strides are not x's: the fake must say so.
-        grade_op(ctx, impl.probe(piece_probes.twin_checks, "fake", ctx.device, ctx.seed, 0), dim=0)
+        grade_op(ctx, impl.probe(op_probes.twin_checks, "fake", ctx.device, ctx.seed, 0), dim=0)
 
 
 def grade_setup_context(ctx: LabContext, impl) -> None:
     x = rg.saved_input(ctx.device)
     if rg.grade_saved(
-        ctx, x, impl.probe(piece_probes.saved, x), ctx.exercise("setup_context").diagnoses
+        ctx, x, impl.probe(op_probes.saved, x), ctx.exercise("setup_context").diagnoses
     ):
-        grade_op(ctx, impl.probe(piece_probes.twin_checks, "setup_context", ctx.device, ctx.seed))
+        grade_op(ctx, impl.probe(op_probes.twin_checks, "setup_context", ctx.device, ctx.seed))
 
 
 def grade_backward(ctx: LabContext, impl) -> None:
     x, dy = rg.gradient_inputs(ctx.device)
-    found = impl.probe(piece_probes.gradient, x, dy)
+    found = impl.probe(op_probes.gradient, x, dy)
     if rg.grade_gradients(ctx, x, dy, found, ctx.exercise("backward").diagnoses):
-        grade_op(ctx, impl.probe(piece_probes.twin_checks, "backward", ctx.device, ctx.seed))
+        grade_op(ctx, impl.probe(op_probes.twin_checks, "backward", ctx.device, ctx.seed))
 
 
 # exercise id -> its grading function, grader(ctx, impl), for custom_op/lab.py's grade_pieces
@@ -103,7 +103,7 @@ def record_kernel_checks(ctx: LabContext, ask, direction: Direction, ex) -> bool
 
     def launched(cases) -> list[dict]:
         specs = [case.spec for case in cases]
-        return ask(piece_probes.kernel_cases, direction.name, specs, ctx.device, ctx.seed)
+        return ask(op_probes.kernel_cases, direction.name, specs, ctx.device, ctx.seed)
 
     # the kernel on another layout of a case: None where it raised or went out of bounds
     @functools.cache

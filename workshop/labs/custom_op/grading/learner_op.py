@@ -11,7 +11,7 @@ Before a piece goes in, it is checked for what would otherwise fail far from the
 not a @triton.jit function (a Python fallback would launch nothing) or whose parameters differ from the launch's,
 and a backward that returns the wrong number of gradients.
 
-The twins are built and run in the worker, where the learner's code runs (piece_probes.py); what they report is
+The twins are built and run in the worker, where the learner's code runs (op_probes.py); what they report is
 plain values (kernel_signature, pair_problem), which the lab's process judges (check_kernel, and
 registration_grading for the backward's).
 """

@@ -1,6 +1,6 @@
 """The checks of the registration's pieces, each on its twin (learner_op.py), before the op-level tools: the fake
 against the real kernel's outputs, what setup_context saved, what backward returned and computed. The pieces ran
-in the worker (piece_probes.py); these judge what came back, in the lab's process."""
+in the worker (op_probes.py); these judge what came back, in the lab's process."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def fake_layout(outputs: list[tuple[Layout, Layout]]) -> str | None:
 
 
 def grade_fake_outputs(ctx: LabContext, found: dict, diagnoses: tuple) -> bool:
-    """The learner's fake, called on fake tensors in the worker (piece_probes.fake_outputs), against the op's
+    """The learner's fake, called on fake tensors in the worker (op_probes.fake_outputs), against the op's
     real outputs, made here, what is wrong said by `diagnoses` (the exercise's); True when all match."""
     cases = fake_cases(ctx.device)
     if "raised" in found:
@@ -153,7 +153,7 @@ def saved_input(device: str) -> torch.Tensor:
 
 
 def grade_saved(ctx: LabContext, x: torch.Tensor, found: dict, diagnoses: tuple) -> bool:
-    """What the learner's setup_context left on the autograd node of y = op(x, -1) (piece_probes.saved): y
+    """What the learner's setup_context left on the autograd node of y = op(x, -1) (op_probes.saved): y
     saved (what else is said by `diagnoses`, the exercise's), dim as ctx.dim."""
     saved = saved_names(found["saved"], x, found["y"])
     message = diagnose(diagnoses, Evidence("saved", tuple(sorted(saved)), ("y",)))[1]
@@ -200,7 +200,7 @@ def returned(problem: dict) -> str:
 def grade_gradients(
     ctx: LabContext, x: torch.Tensor, dy: torch.Tensor, found: dict, diagnoses: tuple
 ) -> bool:
-    """The learner's backward on one float64 case (piece_probes.gradient): one gradient per input, then dx
+    """The learner's backward on one float64 case (op_probes.gradient): one gradient per input, then dx
     against the exact formula, a wrong one named by `diagnoses` (the exercise's)."""
     if "count" in found:
         what = returned(found["count"])
