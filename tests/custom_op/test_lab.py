@@ -365,7 +365,7 @@ def test_the_learners_op_runs_in_the_worker_and_its_failure_is_a_failed_check(tm
         own = own_op(ctx)
         assert own.graded and own.waiting == []
         section = lab.in_section(
-            ctx, "correctness", lambda: cx.check(ctx, own, cx.shapes(TEST_DEVICE))
+            ctx, "correctness", lambda: lab.check_correctness(ctx, own, cx.shapes(TEST_DEVICE))
         )
         assert section() is None
     finally:

@@ -132,7 +132,7 @@ MUTATIONS = [
 
 SECTIONS = {
     "forward_kernel exercise": lambda ctx: lab.grade_pieces(ctx, ("forward_kernel",)),
-    "correctness": lambda ctx: cx.check(ctx, own_op(ctx), cx.shapes("cpu")),
+    "correctness": lambda ctx: lab.check_correctness(ctx, own_op(ctx), cx.shapes("cpu")),
     "autograd": lambda ctx: lab.check_autograd(ctx, own_op(ctx), cx.shapes("cpu")),
     "minigpt": lambda ctx: lab.check_minigpt(ctx, own_op(ctx)),
     "trace": lambda ctx: lab.check_trace(ctx),

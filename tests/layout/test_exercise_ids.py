@@ -21,11 +21,8 @@ MOST = 3
 KNOWN_EXCEPTIONS = {
     "compile.answers",
     "compile.kernel",
-    "custom_op.answers",
     "custom_op.backward",
     "custom_op.backward_kernel",
-    "custom_op.define_custom_op",
-    "custom_op.define_triton_op",
     "custom_op.fake",
     "custom_op.forward_kernel",
     "custom_op.setup_context",

@@ -45,6 +45,18 @@ def grade_pieces(ctx: LabContext, pieces: tuple[str, ...] = op_probes.EXERCISES)
         )
 
 
+def check_correctness(ctx: LabContext, own: OwnOp, shapes: dict) -> dict:
+    """The op's values against torch.softmax (correctness.check); where the op raised instead of answering, a
+    failed check with its error, and the section's result empty."""
+    try:
+        return cx.check(ctx, own, shapes)
+    except cx.OpFailed as e:
+        ctx.check_equal(
+            _("the op answers every call of the correctness checks"), str(e), _("an answer")
+        )
+        return {}
+
+
 def check_autograd(ctx: LabContext, own: OwnOp, shapes: dict) -> dict:
     """PyTorch's own checks of the op: gradcheck and gradgradcheck, opcheck."""
     found = own.probe(op_probes.checks, ctx.device, list(shapes["gradcheck_long"]))
@@ -201,7 +213,7 @@ def check_own_op(ctx: LabContext, shapes: dict) -> dict:
         )
         return found
     sections = {
-        "correctness": lambda: cx.check(ctx, own, shapes),
+        "correctness": lambda: check_correctness(ctx, own, shapes),
         "autograd": lambda: check_autograd(ctx, own, shapes),
         "compile": lambda: check_compile(ctx, own),
         "minigpt": lambda: check_minigpt(ctx, own),

@@ -1,5 +1,5 @@
-"""The exercises that register the op with torch.library's public API: `define_custom_op` (custom_op, register_fake,
-register_autograd) and `define_triton_op` (triton_op, wrap_triton, register_autograd).
+"""The exercises that register the op with torch.library's public API (op_probes.REGISTRATIONS): the custom_op's
+(custom_op, register_fake, register_autograd) and the triton_op's (triton_op, wrap_triton, register_autograd).
 
 The learner's function registers graded_<exercise>::softmax from the grader's stand-in pieces (torch_pieces.py:
 PyTorch's softmax and its backward), with no backward operator of its own. What it registered is read as facts
@@ -34,15 +34,13 @@ SCHEMA = "(Tensor x, SymInt dim=-1) -> Tensor"
 NO_FORMULA = (
     "no autograd formula was registered"  # torch.library's error for a backward through such an op
 )
-ASKED = {
-    "define_custom_op": "custom_op",
-    "define_triton_op": "triton_op",
-}  # exercise -> the kind it asks for
+# exercise -> the kind it asks for
+ASKED = {exercise: kind for kind, exercise in op_probes.REGISTRATIONS.items()}
 
 
 @dataclass(frozen=True)
 class RegistrationFacts:
-    """What a learner's define_custom_op or define_triton_op registered, as plain values."""
+    """What a learner's registration (either exercise of ASKED) registered, as plain values."""
 
     registered: bool  # an operator under the qualname it was given
     kind: (
@@ -128,7 +126,7 @@ def eager_input(device: str, seed: int) -> torch.Tensor:
 
 
 def registration(define, exercise: str, device: str) -> dict:
-    """What the learner's define_custom_op or define_triton_op registered (registration_facts)."""
+    """What the learner's registration (either exercise of ASKED) registered (registration_facts)."""
     op_probes.started(define)
     facts, _ops = registration_facts(define, exercise, device)
     return asdict(facts)
@@ -152,7 +150,7 @@ def registration_checks(define, exercise: str, device: str, seed: int) -> dict:
 
 
 def grade_registration(ctx: LabContext, impl, exercise: str) -> None:
-    """The learner's define_custom_op or define_triton_op, in the worker (impl.probe: the probe `registration`,
+    """The learner's registration (either exercise of ASKED), in the worker (impl.probe: the probe `registration`,
     then `registration_checks`, on it): its facts judged, then the op's checks."""
     ask = impl.probe
     facts = RegistrationFacts(**ask(registration, exercise, ctx.device))
@@ -250,16 +248,16 @@ def _check_facts(ctx: LabContext, facts: RegistrationFacts, exercise: str) -> bo
 
 
 def _kind_message(exercise: str, kind: str | None) -> str:
-    if exercise == "define_triton_op":
+    if ASKED[exercise] == "triton_op":
         return _(
-            "define_triton_op registered a {kind}, which torch.compile cannot see into: Inductor calls it as "
+            "{name} registered a {kind}, which torch.compile cannot see into: Inductor calls it as "
             "an extern kernel. torch.library.triton_op registers the op and the rule that runs its body under "
             "torch.compile, where wrap_triton shows Inductor each kernel"
-        ).format(kind=kind)
+        ).format(name=exercise, kind=kind)
     return _(
-        "define_custom_op registered a {kind}; this exercise is the opaque operator of section 2, made with "
-        "torch.library.custom_op (the triton_op is define_triton_op)"
-    ).format(kind=kind)
+        "{name} registered a {kind}; this exercise is the opaque operator of section 2, made with "
+        "torch.library.custom_op (the triton_op is {triton_op})"
+    ).format(name=exercise, kind=kind, triton_op=op_probes.REGISTRATIONS["triton_op"])
 
 
 def _fake_check(exercise: str, facts: RegistrationFacts) -> tuple:

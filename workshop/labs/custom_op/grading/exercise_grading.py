@@ -70,12 +70,10 @@ GRADERS = {
     "fake": grade_fake,
     "setup_context": grade_setup_context,
     "backward": grade_backward,
-    "define_custom_op": functools.partial(
-        api_grading.grade_registration, exercise="define_custom_op"
-    ),
-    "define_triton_op": functools.partial(
-        api_grading.grade_registration, exercise="define_triton_op"
-    ),
+    **{
+        exercise: functools.partial(api_grading.grade_registration, exercise=exercise)
+        for exercise in op_probes.REGISTRATIONS.values()
+    },
 }
 
 

@@ -2,7 +2,7 @@
 against (declarations.questions.grade_answers; the questions are declared in exercises.py).
 
 Each fact is measured: the launch parameters come from the launch record of the lab's forward + backward step,
-the extern calls from the code Inductor generated in this run. The instructor's answers are what the launch plan
+the extern calls from the code Inductor generated in this run. The instructor's ANSWERS are what the launch plan
 gives on this kind of device (the interpreter packs more rows into a program than a GPU).
 """
 
@@ -24,7 +24,7 @@ class LaunchFacts:
 
 
 def _plan_answers() -> dict:
-    """What the launch plan gives for the step's forward: the reference of the `answers` exercise."""
+    """What the launch plan gives for the step's forward: the reference of the checked questions (exercises.py)."""
     n_rows, n_cols = STEP
     align = softmax_launch.alignment(n_cols)
     grid, constexprs = softmax_launch.one_pass_plan(n_rows, n_cols, align, 4)  # float32

@@ -109,8 +109,8 @@ def apply(pieces: dict, requests: list[dict]) -> dict:
     """Each request answered by the op made of `pieces`, and the kernels all of them launched, in order."""
     ops = build(pieces)
     with recording() as launches:
-        answers = [_answer(ops, request) for request in requests]
-    return {"answers": answers, "launches": [launch.kernel for launch in launches]}
+        replies = [_answer(ops, request) for request in requests]
+    return {"replies": replies, "launches": [launch.kernel for launch in launches]}
 
 
 def step_launches(pieces: dict, shape: list[int], device: str) -> list[dict]:
