@@ -4,16 +4,25 @@ checks first (kernel_grading, registration_grading), each failure with the mista
 diagnoses (kernel_mistakes.py, piece_mistakes.py); then, once those pass, gradcheck, opcheck and torch.compile of
 a twin made with the piece (op_grading). The piece runs only in the worker, through the probes of op_probes.py
 (api_grading's for a registration); every verdict here is made from the values they send back (the worker
-protocol)."""
+protocol).
+
+What a learner's kernel got wrong where the output alone cannot say it is found here too: its row strides, by
+running the kernel again on other layouts of a case (layout_mistake), and the arithmetic it did in half precision
+(half_precision.py, said by half_precision_message). The mistakes its output shows are data: kernel_mistakes.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import math
+from collections.abc import Callable
+
+import torch
 
 from workshop.declarations.diagnosis import Evidence, diagnose
 from workshop.i18n import _
 from workshop.lab_api import LabContext
-from workshop.labs.custom_op.grading import api_grading, kernel_diagnosis, op_probes
+from workshop.labs.custom_op.grading import api_grading, op_probes
 from workshop.labs.custom_op.grading import registration_grading as rg
 from workshop.labs.custom_op.grading.kernel_grading import (
     BACKWARD,
@@ -22,7 +31,10 @@ from workshop.labs.custom_op.grading.kernel_grading import (
     LARGE_ROWS,
     NEGATIVE_ROW,
     Direction,
+    KernelCase,
+    KernelRun,
     judged,
+    row_strides,
 )
 from workshop.labs.custom_op.grading.kernel_mistakes import UNWRITTEN, WRITES_OUTSIDE
 from workshop.labs.custom_op.grading.learner_op import KernelMismatch, check_kernel
@@ -112,7 +124,7 @@ def record_kernel_checks(ctx: LabContext, ask, direction: Direction, ex) -> bool
     # asked only when a check fails: it runs the kernel again
     @functools.cache
     def stride_mistake(case) -> str | None:
-        return kernel_diagnosis.stride_mistake(rerun, case, direction, attribute)
+        return layout_mistake(rerun, case, direction, attribute)
 
     runs = []
     for case, found in zip(CASES, launched(CASES), strict=False):
@@ -177,7 +189,7 @@ def _check_precision(ctx: LabContext, runs: list, attribute: str):
         ),
         observed or _("none in half precision"),
         _("none in half precision"),
-        message=half and kernel_diagnosis.half_precision(half, attribute),
+        message=half and half_precision_message(half, attribute),
     )
 
 
@@ -231,7 +243,7 @@ def explained(diagnoses: tuple, run, attribute: str) -> str:
 
 def _out_of_bounds(ctx: LabContext, found: dict, why: str | None, attribute: str) -> bool:
     """An access out of bounds, stopped at the learner's line; the mask named, or the row stride where the
-    kernel is right with its tensors' rows laid out another way (`why`: kernel_diagnosis.stride_mistake)."""
+    kernel is right with its tensors' rows laid out another way (`why`: layout_mistake)."""
     where, text = found["at"], found["line"]
     access, place = _(ACCESSES[found["access"]]), place_said(found["place"])
     if why:
@@ -273,3 +285,84 @@ def _kernel_raised(ctx: LabContext, found: dict, attribute: str) -> bool:
         message=message,
     )
     return False
+
+
+def layout_mistake(
+    rerun: Callable[[KernelCase], KernelRun | None],
+    case: KernelCase,
+    direction: Direction,
+    attribute: str,
+) -> str | None:
+    """The message for a kernel that failed on `case` because of its row strides, or None. Right when every tensor
+    has the first one's row stride: it uses one tensor's stride for another's. Else right on the same rows one
+    after another (row stride = n_cols): it mixes up n_cols and the row stride. `rerun(case)`: the kernel's run
+    on another layout of the case (None where it raised or went out of bounds there)."""
+    shared = dataclasses.replace(case, own_strides=False)
+    if _passes(rerun(shared)):
+        return shared_stride(case, direction, attribute)
+    if _passes(rerun(dataclasses.replace(shared, pad=0))):
+        return row_stride(case, direction, attribute)
+    return None
+
+
+def _passes(run: KernelRun | None) -> bool:
+    """Right on that layout: nothing outside written, every element written, within the tolerance."""
+    if run is None:  # an access out of bounds, or any error: not this mistake alone
+        return False
+    return not any(run.outside.values()) and not run.unwritten.any() and run.error <= run.tolerance
+
+
+def row_stride(case: KernelCase, direction: Direction, attribute: str) -> str:
+    """The message for a kernel that takes n_cols for the row stride."""
+    strides = ", ".join(f"{name}_row_stride" for name in direction.tensors)
+    return _(
+        "{name} is right when each row follows the previous one directly (row stride = n_cols) and wrong "
+        "when the rows are padded, as here ({label}: {cols} columns, rows {stride} elements apart): it takes "
+        "n_cols for the distance between rows. Row r of a tensor starts at its pointer + r * its row stride "
+        "({strides}); its columns run up to n_cols"
+    ).format(
+        name=attribute,
+        label=case.label,
+        cols=case.cols,
+        stride=case.cols + case.pad,
+        strides=strides,
+    )
+
+
+def shared_stride(case: KernelCase, direction: Direction, attribute: str) -> str:
+    """The message for a kernel that reads or writes a tensor with another tensor's row stride."""
+    strides = zip(direction.tensors, row_strides(case, len(direction.tensors)), strict=True)
+    return _(
+        "{name} is right when its tensors' rows are all the same distance apart and wrong when each tensor "
+        "has its own row stride, as here ({label}: {strides}): it addresses one tensor with another's row "
+        "stride. Row r of each tensor starts at its own pointer + r * its own row stride"
+    ).format(
+        name=attribute,
+        label=case.label,
+        strides=", ".join(f"{name}_row_stride = {stride}" for name, stride in strides),
+    )
+
+
+def half_precision_message(run: KernelRun, attribute: str) -> str:
+    """The message for a kernel that adds or multiplies in half precision (half_precision.py)."""
+    dtype, ops = next(iter(run.half_ops.items()))
+    digits = int(-math.log10(torch.finfo(getattr(torch, dtype)).eps))
+    message = _(
+        "{name} computes in {dtype} when its input is {dtype} (in the {label} case its arithmetic in "
+        "{dtype}: {ops}). A {dtype} number carries about {digits} significant decimal digits, so a sum of "
+        "hundreds of them loses the small terms, where torch.softmax accumulates in float32. Accumulate in "
+        "float32: convert what you load (_acc does: float64 stays float64, the rest goes to float32), and "
+        "only the stored result to the output's dtype."
+    ).format(
+        name=attribute,
+        dtype=dtype,
+        ops=", ".join(map(_, ops)),
+        label=run.case.label,
+        digits=digits,
+    )
+    if not run.values_tell:
+        message += " " + _(
+            "(Triton's interpreter on this machine computes bfloat16 arithmetic wrongly, so this case's "
+            "values were not graded here; what a kernel computes in is graded the same way on a GPU.)"
+        )
+    return message

@@ -47,7 +47,8 @@ class KernelCase:
 
 
 def case_of(spec: dict) -> KernelCase:
-    """One of CASES, laid out as `spec` says (KernelCase.spec: kernel_diagnosis asks for variants)."""
+    """One of CASES, laid out as `spec` says (KernelCase.spec: exercise_grading.layout_mistake asks for
+    variants)."""
     case = next(case for case in CASES if case.label == spec["label"])
     return dataclasses.replace(case, pad=int(spec["pad"]), own_strides=bool(spec["own_strides"]))
 
@@ -75,7 +76,7 @@ def logits(case: KernelCase, seed: int) -> torch.Tensor:
     """(rows, cols) float64 on the CPU: N(0, 16), with the first case's special rows."""
     x = torch.randn(case.rows, case.cols, generator=torch.Generator().manual_seed(seed)) * 4
     x = x.double()
-    if case.label == CASES[0].label:  # padded or not (kernel_diagnosis.stride_mistake)
+    if case.label == CASES[0].label:  # padded or not (exercise_grading.layout_mistake)
         x[list(LARGE_ROWS)] += 1000.0
         x[NEGATIVE_ROW] -= 60.0
         x[MASKED_ROW, : case.cols // 2] = float("-inf")
