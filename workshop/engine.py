@@ -96,7 +96,7 @@ def grade(
     if not ctx.wants(ex.name):
         return graded
     # a document is read here, in the lab's process, under the exercise's time limit; code runs in the worker
-    with ctx.grading(ex, worker=ex.document is None) as impl:
+    with ctx.grading(ex) as impl:
         if ex.questions:
             given = impl(*reference_args) if reference_args and not ctx.graded else impl.value
             grade_answers(ctx, given, truth, facts=facts, diagnoses=ex.diagnoses)

@@ -58,7 +58,6 @@ from workshop.foundations.run_options import RunOptions
 from workshop.foundations.time_limit import exercise_limit
 from workshop.i18n import N_, _, templates
 from workshop.learner import failures, sandbox, workspace
-from workshop.learner.solutions import Solutions
 
 __all__ = ["Check", "LabContext", "LabSpec", "Skipped", "Unavailable"]
 
@@ -117,7 +116,6 @@ class LabContext:
     summary: str = ""  # Markdown: what this run found; the runner appends the checks table
     extra: dict = field(default_factory=dict)  # merged into result.json
     _grading: Exercise | None = None  # the exercise whose checks are being recorded
-    _solutions: Solutions | None = None  # where each exercise's implementation comes from
     # the process the learner's code runs in (learner/sandbox.py), or the lab's own for the reference
     _worker: object | None = None
 
@@ -227,32 +225,29 @@ class LabContext:
         may skip work that serves only exercises it does not want: `if ctx.wants("answers"): ...`."""
         return not self.options.only or f"{self.name}.{name}" in self.options.only
 
-    @property
-    def solutions(self) -> Solutions:
-        if self._solutions is None:
-            self._solutions = Solutions(self.name, self.work, self.skip)
-        return self._solutions
-
-    def solution(self, ex: Exercise, worker: bool = False):
-        """The learner's version of the exercise when grading a workspace, else the reference. worker=True: a
-        handle on it in the worker (learner/learner_code.py; the worker protocol), which runs the reference too. A
-        run whose learner code must stay in a sandbox (grade's containers) runs none in this process
-        (NotIsolated)."""
-        if worker and not ex.document:
-            if ex.id in self.skip:
-                raise failures.ProcessDied(self.skip[ex.id])
+    def solution(self, ex: Exercise):
+        """The learner's version of the exercise when grading a workspace, else the reference: for code, a handle
+        on it in the worker (learner/learner_code.py; the worker protocol), which runs the reference too; for a
+        document, its path (read here, as text)."""
+        if ex.id in self.skip:
+            raise failures.ProcessDied(self.skip[ex.id])
+        if ex.document is None:
             return sandbox.implementation(self, ex)
-        if self.graded and self.options.isolated and not ex.document:
-            raise failures.NotIsolated(ex.id)
-        return self.solutions.get(ex)
+        return workspace.document(self.work, self.name, ex) if self.graded else ex.load_reference()
+
+    def learner_path(self, ex: Exercise) -> Path | None:
+        """The workspace file the learner writes `ex` in (None for the reference)."""
+        if not self.graded:
+            return None
+        return workspace.lab_file(self.work, self.name) if ex.attribute else self.work / ex.document
 
     @contextlib.contextmanager
-    def grading(self, exercise_or_name: Exercise | str, worker: bool = False):
+    def grading(self, exercise_or_name: Exercise | str):
         """Grade one exercise: yields its implementation; every check recorded inside counts for it.
 
-        worker=True, for a lab whose grading speaks the worker protocol (wire values, probes): the implementation is a
-        handle on the learner's code in the worker process (learner/learner_code.py, learner/sandbox.py). Until
-        every lab speaks it, the others get the learner's code in this process (worker=False).
+        For code, the implementation is a handle on the learner's code in the worker process (the worker protocol:
+        wire values, probes; learner/learner_code.py, learner/sandbox.py): none of it runs in this process. For a
+        document, its path.
 
         With the learner's code, an exception ends only this exercise, recorded as a failed check that names
         the file and line (a stub's NotImplementedError: "not started"; an endless loop: the exercise's time
@@ -270,7 +265,7 @@ class LabContext:
         self._grading = ex
         try:
             if self.wants(ex.name):
-                with self._graded_block(ex, worker) as impl:
+                with self._graded_block(ex) as impl:
                     yield impl
             else:
                 with contextlib.suppress(SkipGrading):
@@ -279,7 +274,7 @@ class LabContext:
             self._grading = None
 
     @contextlib.contextmanager
-    def _graded_block(self, ex: Exercise, worker: bool):
+    def _graded_block(self, ex: Exercise):
         print(lab_log.started(self.name, ex.id), flush=True)
         # the screen's live line: which exercise, of how many
         ids = [e.id for e in labs.exercises(self.name)]
@@ -287,17 +282,16 @@ class LabContext:
             self.step(
                 _("grading {exercise}").format(exercise=ex.id), ids.index(ex.id) + 1, len(ids)
             )
-        path = self.solutions.path(ex)
+        path = self.learner_path(ex)
         try:
-            # in the worker the learner's code has limits of its own; here this would time the lab's own work
-            with exercise_limit(ex.time_limit_s if self.graded and not worker else None):
+            # a document is read here, under the exercise's limit; in the worker the learner's code has limits
+            # of its own, and here this would time the lab's own work
+            with exercise_limit(ex.time_limit_s if self.graded and ex.document else None):
                 try:
-                    impl = self.solution(ex, worker)
+                    impl = self.solution(ex)
                 except failures.UNAVAILABLE as e:
                     impl = Unavailable(e)  # the block runs; its first use of impl ends the exercise
                 yield impl
-        except failures.NotIsolated:
-            self.extra.setdefault("not_isolated", []).append(ex.id)
         except BaseException as e:
             failed = failures.learner_failure(ex, e, self.graded, path)
             if failed is None:

@@ -79,14 +79,14 @@ def as_learners(worker: Worker, function: str, wrong) -> Solution:
 
 def grade(ctx: LabContext, function: str, wrong: Solution, cases) -> None:
     """The lab's grading of a hand exercise (through the exercise engine), the learner's function `wrong`."""
-    ctx.solution = lambda ex, worker=False: wrong
+    ctx.solution = lambda ex: wrong
     grade_by_hand(ctx, function, cases)
 
 
 def in_block(ctx: LabContext, function: str, grade_part, impl: Solution, cases):
     """grade_part(ctx, impl, cases) inside `function`'s grading block, as the lab runs it."""
-    ctx.solution = lambda ex, worker=False: impl
-    with ctx.grading(function, worker=True) as solution:
+    ctx.solution = lambda ex: impl
+    with ctx.grading(function) as solution:
         return grade_part(ctx, solution, cases)
 
 

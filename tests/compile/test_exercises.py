@@ -261,9 +261,9 @@ def test_fresh_stubs_are_not_started_and_a_half_filled_answer_says_what_is_missi
     ctx, tmp_path, cpp_kernels
 ):
     ctx.options.work = learner_file(tmp_path, KERNEL.stub_code() + "\n" + ANSWERS.stub_code())
-    with ctx.grading("kernel", worker=True) as impl:
+    with ctx.grading("kernel") as impl:
         kernel_answer.grade_kernel(ctx, impl.value, cpp_kernels)
-    with ctx.grading("answers", worker=True) as impl:
+    with ctx.grading("answers") as impl:
         grade_run_facts(ctx, impl.value)
     statuses = {ex_id: r["status"] for ex_id, r in ctx.exercise_results().items()}
     assert statuses == {
@@ -281,7 +281,7 @@ def test_fresh_stubs_are_not_started_and_a_half_filled_answer_says_what_is_missi
 
 def test_a_kernel_answer_that_is_not_a_dict_is_one_clear_line(ctx, tmp_path, cpp_kernels):
     ctx.options.work = learner_file(tmp_path, 'KERNEL_EXPLAINED = "cpp_fused_gelu_view_6"\n')
-    with ctx.grading("kernel", worker=True) as impl:
+    with ctx.grading("kernel") as impl:
         kernel_answer.grade_kernel(ctx, impl.value, cpp_kernels)
     failed = ctx.exercise_results()["compile.kernel"]["failed_check"]
     assert "compile.py" in failed["value"] and "must be a dict" in failed["value"]

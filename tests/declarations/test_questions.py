@@ -104,8 +104,8 @@ def toy(monkeypatch, tmp_path):
 
 
 def graded_answers(ctx: LabContext) -> list:
-    with ctx.grading(EX_ANSWERS) as answers:
-        questions.grade_answers(ctx, answers, TRUTHS)
+    with ctx.grading(EX_ANSWERS) as answers:  # the dict, as its worker reads it (wire data)
+        questions.grade_answers(ctx, answers.value, TRUTHS)
     return [c for c in ctx.checks if c.name.endswith("matches this run")]
 
 

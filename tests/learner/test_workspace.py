@@ -1,6 +1,6 @@
-"""learner.workspace: a learner's file that will not import is one line naming the file and line; the record's
-hints count up to the exercise's last level and no further; a run records each graded file's hash, so that a
-changed file is seen; a broken record reads as none."""
+"""learner.workspace: a document not written yet says how to start it; the record's hints count up to the
+exercise's last level and no further; a run records each graded file's hash, so that a changed file is seen; a
+broken record reads as none."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import json
 
 import pytest
 
+from workshop import labs
 from workshop.learner import workspace
-from workshop.learner.workspace import LearnerError
 
 
 @pytest.fixture
@@ -19,29 +19,12 @@ def work(tmp_path, monkeypatch):
     return tmp_path / "my-work"
 
 
-@pytest.mark.parametrize(
-    "source, says",
-    [
-        ("def f(:\n", "my-work/autograd.py:1: SyntaxError"),
-        (
-            "x = 1\nraise ValueError('bad\\n  value')\n",
-            "my-work/autograd.py:2: ValueError: bad value",
-        ),
-        ("import no_such_module_here\n", "my-work/autograd.py:1: ModuleNotFoundError"),
-    ],
-)
-def test_a_file_that_will_not_import_is_one_line_naming_file_and_line(work, source, says):
-    (work / "autograd.py").write_text(source)
-    with pytest.raises(LearnerError) as error:
-        workspace.load_lab_module(work, "autograd")
-    assert str(error.value).startswith(says) and "\n" not in str(error.value)
-
-
-def test_a_missing_file_says_how_to_make_it(work):
-    with pytest.raises(
-        LearnerError, match=r"my-work/autograd.py does not exist: run `python -m workshop exe"
-    ):
-        workspace.load_lab_module(work, "autograd")
+def test_a_document_not_written_yet_is_not_started_and_says_how_to_start_it(work):
+    survey = next(e for e in labs.exercises("distributed") if e.id == "distributed.survey")
+    with pytest.raises(NotImplementedError, match="my-work/survey.md is not written yet"):
+        workspace.document(work, "distributed", survey)
+    (work / "survey.md").write_text("# my survey\n")
+    assert workspace.document(work, "distributed", survey) == work / "survey.md"
 
 
 def test_hints_count_up_to_the_last_level_only(work):

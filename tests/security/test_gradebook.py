@@ -1,12 +1,11 @@
 """The security suite, `grade`'s half: forged hand-ins, hand-ins that reach the others or the code,
-and a table that survives Ctrl-C. On the toy lab (tests/support/learner_toy.py), whose grading runs the learner's code
-in the lab's own process (not yet through the worker): `--sandbox native`, the case where a hand-in can reach the
-others, so that what grade notes can be seen. What the container prevents outright: tests/security/test_hand_ins.py.
+and a table that survives Ctrl-C. On the toy lab (tests/support/learner_toy.py), whose header lets the learner's code
+import os and subprocess in its worker: `--sandbox native`, the case where a hand-in can reach the others, so that
+what grade notes can be seen. What the container prevents outright: tests/security/test_hand_ins.py.
 """
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import re
@@ -24,12 +23,12 @@ from markdown_it import MarkdownIt
 
 from tests.cli.test_learner import ANSWERS, DOUBLE, ESSAY, make_workspace, read_csv, replace_stub
 from tests.support import learner_toy
-from workshop import labs
 from workshop.cli.main import main
 from workshop.foundations.results import runs
 from workshop.foundations.run_options import RunOptions
 from workshop.grading import grade_integrity, grade_table
 from workshop.lab_api import LabContext
+from workshop.learner.learner_code import Solution
 
 NATIVE = ["--device", "cpu", "--sandbox", "native"]
 
@@ -249,14 +248,20 @@ def test_a_record_that_lost_the_counts_its_runs_still_have_is_flagged(toy):
 
 
 def test_a_hand_in_that_changes_another_is_named_on_both_rows(toy):
-    victim = make_workspace(toy / "class", "bob", DOUBLE, None, None)
-    attack = (
-        "def double(x: int) -> int:\n"
-        f"    open({str(victim / 'toy.py')!r}, 'a').write('# stubs now\\n')\n"
-        "    return 2 * x\n"
-    )
-    attacker = make_workspace(toy / "class", "ada", attack, None, None)
-    rows = grade(attacker, victim)
+    with tempfile.TemporaryDirectory(prefix="workshop-class-") as folder:
+        # open to all, as a class folder may be, so that a worker of a uid of its own can write into it
+        Path(folder).chmod(0o777)
+        victim = make_workspace(Path(folder), "bob", DOUBLE, None, None)
+        victim.chmod(0o777)
+        (victim / "toy.py").chmod(0o666)
+        attack = (
+            "def double(x: int) -> int:\n"
+            f"    fd = os.open({str(victim / 'toy.py')!r}, os.O_WRONLY | os.O_APPEND)\n"
+            "    os.write(fd, b'# stubs now\\n')\n"
+            "    return 2 * x\n"
+        )
+        attacker = make_workspace(toy / "class", "ada", attack, None, None)
+        rows = grade(attacker, victim)
     assert (
         f"another hand-in changed while this one was graded: {victim} (toy.py)"
         in rows[str(attacker)]["notes"]
@@ -282,7 +287,7 @@ def test_a_file_planted_in_the_code_is_named_and_the_rows_after_it_flagged(toy, 
     planted = code / f"planted_by_a_test_{uuid.uuid4().hex}.pyc"
     attack = (
         "def double(x: int) -> int:\n"
-        f"    open({str(planted)!r}, 'wb').write(b'not python')\n"
+        f"    os.close(os.open({str(planted)!r}, os.O_WRONLY | os.O_CREAT, 0o644))\n"
         "    return 2 * x\n"
     )
     try:
@@ -333,7 +338,8 @@ def test_natively_a_planted_pth_is_named_and_the_table_titled_not_isolated(toy, 
     plants in the environment is named on its row and the rows after it."""
     attack = (
         "def double(x: int) -> int:\n"
-        f"    open({str(site_packages / 'planted.pth')!r}, 'w').write('import os\\n')\n"
+        f"    fd = os.open({str(site_packages / 'planted.pth')!r}, os.O_WRONLY | os.O_CREAT, 0o644)\n"
+        "    os.write(fd, b'import os\\n')\n"
         "    return 2 * x\n"
     )
     attacker = make_workspace(toy / "class", "ada", attack, None, None)
@@ -353,9 +359,9 @@ def test_natively_a_planted_pth_is_named_and_the_table_titled_not_isolated(toy, 
     assert "changed (while ada's hand-in was graded)" in rows[str(later)]["notes"]
 
 
-def test_statuses_printed_before_the_lab_process_dies_pass_nothing(toy):
-    """The toy's grading runs the learner's code in the lab's process: what it prints is in the lab's log. The
-    parent, writing the dead lab's result.json, reads no status from it."""
+def test_statuses_printed_before_the_worker_dies_pass_nothing(toy):
+    """What the learner's code prints goes to its worker's log, which nothing parses; the worker it ends is a
+    failed exercise: no status it printed counts."""
     attack = (
         "def double(x: int) -> int:\n"
         "    import os\n"
@@ -365,26 +371,14 @@ def test_statuses_printed_before_the_lab_process_dies_pass_nothing(toy):
     )
     work = make_workspace(toy / "class", "eve", attack, ANSWERS, ESSAY)
     row = grade(work)[str(work)]
-    assert row["exercises passing"] == "0/3" and "passing" not in [
-        row[f"toy.{e}"] for e in ("double", "answers", "essay")
-    ]
+    assert row["toy.double"] == "failing" and row["exercises passing"] == "2/3"
 
 
-def graded_in_the_labs_process(ctx: LabContext) -> None:
-    """The toy's exercises graded as a lab that has not gone through the worker would grade them: `double` with
-    worker=False (the learner's function called in the lab's own process; no lab of the workshop does this any
-    more), the answers in the worker, the essay as text."""
-    with ctx.grading("double", worker=False) as impl:
-        ctx.check_equal("double(21)", impl(21), 42)
-    with ctx.grading("answers", worker=True) as impl:
-        ctx.check_equal("answers", impl.value, learner_toy.ANSWERS)
-    with ctx.grading("essay") as path:
-        ctx.check_min("essay: words", len(Path(path).read_text().split()), 10)
-
-
-def test_in_the_sandbox_a_lab_that_runs_learner_code_in_its_own_process_runs_none(toy):
-    """An exercise graded with worker=False: with grade's containers asked for, its learner code is not run in
-    the lab's process at all; the exercise is not graded and result.json says why."""
+def test_in_the_sandbox_no_learner_code_runs_in_the_labs_process(toy):
+    """With grade's containers asked for, every code exercise is a handle on the learner's code in its worker
+    (LabContext.grading has no other path): a file that reaches past the exercise is refused by the lab's
+    reading of it, before any worker starts, and none of it runs in the lab's process; a document is read as
+    text."""
     marker = toy / "ran"
     attack = (
         f"def double(x: int) -> int:\n    open({str(marker)!r}, 'w').write('x')\n    return 2 * x\n"
@@ -393,36 +387,18 @@ def test_in_the_sandbox_a_lab_that_runs_learner_code_in_its_own_process_runs_non
     (toy / "out").mkdir()
     options = RunOptions("cpu", 1, 0, work=work, worker_image="any-image")
     ctx = LabContext("toy", toy / "out", options)
-    graded_in_the_labs_process(ctx)
+    with ctx.grading("double") as impl:
+        assert isinstance(impl, Solution)
+        ctx.check_equal("double(21)", impl(21), 42)
+    with ctx.grading("answers") as impl:
+        ctx.check_equal("answers", impl.value, learner_toy.ANSWERS)
+    with ctx.grading("essay") as path:
+        ctx.check_min("essay: words", len(Path(path).read_text().split()), 10)
     results = ctx.exercise_results()
     assert not marker.exists()
-    assert ctx.extra["not_isolated"] == ["toy.double"]
-    assert results["toy.double"]["status"] == "not graded"
-    # toy.answers is read in its worker, which refuses the file: its `open` reaches past the exercise
-    assert "open is not allowed" in results["toy.answers"]["failed_check"]["value"]
+    for exercise in ("toy.double", "toy.answers"):
+        assert "open is not allowed" in results[exercise]["failed_check"]["value"]
     assert results["toy.essay"]["status"] == "passing"  # a document is read as text, in any sandbox
-
-
-def test_no_lab_of_the_workshop_grades_learner_code_in_its_own_process():
-    """Every grading block of the workshop's labs takes its implementation from the worker (worker=True), but a
-    document's, read as text: in grade's containers no exercise is left out as not isolated."""
-    in_process = []
-    for path in sorted((Path(labs.__file__).parent).rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if not (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "grading"):
-                continue
-            worker = any(
-                k.arg == "worker" and getattr(k.value, "value", None) is True for k in node.keywords
-            )
-            name = getattr(node.args[0], "value", None) if node.args else None
-            documents = {
-                ex.name for lab in labs.all_labs() for ex in labs.exercises(lab) if ex.document
-            }
-            if not worker and name not in documents:
-                in_process.append(
-                    f"{path.relative_to(Path(labs.__file__).parents[1])}:{node.lineno}"
-                )
-    assert in_process == []
 
 
 def test_a_detached_process_cannot_rewrite_the_table_after_grade(toy):

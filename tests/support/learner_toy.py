@@ -19,7 +19,12 @@ from workshop.lab_api import LabSpec
 
 HERE = Path(__file__).resolve().parent
 
-WORKSPACE_HEADER = '"""Your solutions to the toy lab: python -m workshop check toy."""\n'
+# The imports the learner's file may make: modules that reach past the exercise, as a lab's header may give them
+# (torch reaches far), so that the security suite's hand-ins can do harm from their worker and grade's notes be seen.
+WORKSPACE_HEADER = (
+    '"""Your solutions to the toy lab: python -m workshop check toy."""\n'
+    "import ctypes\nimport os\nimport subprocess\nimport time\n"
+)
 QUESTIONS = (
     Question("factor", "Q1. What does double multiply by? (int)", "double's statement"),
     Question("double_12345", "Q2. What is double(12345)? (int)", "double's statement"),
@@ -87,9 +92,7 @@ def run(ctx) -> None:
         ctx.check_equal("double(21)", got, 42, message=f"double(21) gave {got!r}: multiply by 2")
     doubled = {str(x): double(x) for x in (1, 12345)}  # the toy's measurement, as its run writes it
     ctx.write_json("doubled.json", doubled)
-    with ctx.grading(
-        "answers", worker=True
-    ) as impl:  # the learner's dict crosses the wire as written
+    with ctx.grading("answers") as impl:  # the learner's dict crosses the wire as written
         grade_answers(ctx, impl.value, truths(doubled))
     with ctx.grading("essay") as path:
         words = len(Path(path).read_text().split())
@@ -105,9 +108,7 @@ def truths(doubled: dict) -> dict:
 def regrade(ctx, lab_dir: Path) -> None:
     """LabSpec.regrade: the answers graded again from an earlier run's doubled.json, without running."""
     doubled = json.loads((lab_dir / "doubled.json").read_text())
-    with ctx.grading(
-        "answers", worker=True
-    ) as impl:  # the learner's dict crosses the wire as written
+    with ctx.grading("answers") as impl:  # the learner's dict crosses the wire as written
         grade_answers(ctx, impl.value, truths(doubled))
 
 

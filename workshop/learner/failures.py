@@ -22,14 +22,8 @@ class ProcessDied(Exception):
     """An exercise that killed an earlier attempt of the lab: it is failed, its code not run again."""
 
 
-class NotIsolated(Exception):
-    """An exercise whose lab's grading still runs the learner's code in the lab's own process (not yet through
-    the worker protocol), in a run whose learner code must stay in a sandbox (grade's containers): its code is
-    not run, and the exercise is not graded (result.json's "not_isolated" names it)."""
-
-
 # What the learner's solution may raise before its grading block even starts (LabContext.solution).
-UNAVAILABLE = (LearnerError, LearnerCodeFailed, ProcessDied, NotImplementedError, NotIsolated)
+UNAVAILABLE = (LearnerError, LearnerCodeFailed, ProcessDied, NotImplementedError)
 
 
 WORKSHOP_FAULT = N_(

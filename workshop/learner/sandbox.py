@@ -56,7 +56,7 @@ def worker(ctx) -> learner_code.Worker | learner_code.LocalWorker:
 
 
 def implementation(ctx, ex: Exercise) -> learner_code.Solution:
-    """What `with ctx.grading(name, worker=True) as impl:` yields (see learner_code.py)."""
+    """What `with ctx.grading(name) as impl:` yields (see learner_code.py)."""
     path = workspace.lab_file(ctx.work, ctx.name) if ctx.graded else None
     if path is not None and not path.is_file():
         raise workspace.LearnerError(

@@ -1,6 +1,6 @@
 """The learner's workspace: a folder with one Python file per lab (`<lab>.py`) and any documents they write.
 
-This module finds and loads those files for grading, and says precisely where a learner's code went wrong
+This module finds those files for grading, and says precisely where a learner's code went wrong
 (file:line), so that one broken exercise never hides the others. `exercises init` also leaves a record,
 `.workspace.json`: the workspace's id (runs name it, so that a run is found again even when the folder is
 mounted elsewhere, as in the container), the learner's name, each file's hash as written, and how many hints
@@ -10,16 +10,14 @@ the learner took per exercise (`check LAB EXERCISE --hint`).
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import stat
-import sys
 import traceback
 from pathlib import Path
-from types import ModuleType
 
 from workshop import labs
+from workshop.declarations.exercise import Exercise
 from workshop.foundations import atomic
 from workshop.i18n import N_, _
 
@@ -168,32 +166,21 @@ def implementation(work_dir: Path | None, lab_names: list[str]) -> dict:
     }
 
 
-def load_lab_module(work_dir: Path, lab: str) -> ModuleType:
-    """Import the learner's <lab>.py as a module of its own; LearnerError says why it cannot be imported."""
-    path = lab_file(work_dir, lab)
+def document(work_dir: Path, lab: str, ex: Exercise) -> Path:
+    """The learner's document of `ex`; NotImplementedError ("not started") while it is not written."""
+    path = Path(work_dir) / ex.document
     if not path.is_file():
-        raise LearnerError(
-            _("{file} does not exist: run `{command}`").format(
-                file=display(path), command=f"python -m workshop exercises init {display(work_dir)}"
+        how = (
+            _("`python -m workshop check {lab}` writes its start from this run")
+            if ex.template
+            else _("`python -m workshop exercises init --lab {lab}` writes its start")
+        )
+        raise NotImplementedError(
+            _("{id}: {file} is not written yet: {how}").format(
+                id=ex.id, file=display(path), how=how.format(lab=lab)
             )
         )
-    name = f"workshop_work_{lab}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses and pickling look modules up by name
-    try:
-        spec.loader.exec_module(module)
-    except SyntaxError as e:
-        del sys.modules[name]
-        raise LearnerError(f"{display(path)}:{e.lineno}: SyntaxError: {e.msg}") from None
-    except Exception as e:
-        del sys.modules[name]
-        raise LearnerError(
-            _("{where}: {error} (while importing the file)").format(
-                where=where(e, path), error=describe(e)
-            )
-        ) from None
-    return module
+    return path
 
 
 def describe(error: BaseException) -> str:

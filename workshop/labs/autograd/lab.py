@@ -142,10 +142,10 @@ def grade_engine(ctx: LabContext, cases: list[GraphCase]) -> list[ReplayResult]:
     """Exercises engine_order and backpropagate, on both graphs (each when this run grades it)."""
     replays = []
     if ctx.wants("engine_order"):
-        with ctx.grading("engine_order", worker=True) as impl:
+        with ctx.grading("engine_order") as impl:
             grade_order(ctx, impl, cases)
     if ctx.wants("backpropagate"):
-        with ctx.grading("backpropagate", worker=True) as impl:
+        with ctx.grading("backpropagate") as impl:
             replays = grade_backpropagate(ctx, impl, cases)
     return replays
 

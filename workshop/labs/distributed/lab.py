@@ -232,8 +232,7 @@ def regrade(ctx: LabContext, lab_dir: Path) -> None:
     graded = []
     for name in (name for name in EXERCISES if ctx.wants(name)):
         if lacking := missing_runs(data, name):
-            # worker=True: in grade's sandbox no exercise is left out as not isolated (none of its code runs)
-            with ctx.grading(name, worker=True):
+            with ctx.grading(name):
                 ctx.check_equal(
                     _(
                         "{name}: the run graded against ran every run it is graded on (missing)"

@@ -205,7 +205,7 @@ def count_facts(code: dict[str, str], kernels, breaks: dict, parameters: int) ->
 def grade(ctx: LabContext, run: RunFiles) -> Revealed:
     """Grade compile.kernel and compile.answers against `run`; what may be revealed afterwards."""
     learners = None
-    with ctx.grading("kernel", worker=True) as impl:
+    with ctx.grading("kernel") as impl:
         # as wire data (the worker protocol): the learner's constant as their worker reads it, or the
         # reference's answer for this run (a function of the run's folder: names and counts differ by device)
         answer = impl.value if ctx.graded else impl(str(run.folder))
