@@ -8,8 +8,10 @@ grade_table and edition; this module reads the arguments and prints.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -33,10 +35,12 @@ def cmd_grade(args) -> int:
     paths = [Path(p) for p in args.paths]
     try:
         roster = gradebook.read_roster(Path(args.roster)) if args.roster else None
-        sandbox = grade_sandbox(args.sandbox, [*paths, root])  # OSError: no learner edition
     except (OSError, ValueError) as e:
         raise fail(str(e)) from None
-    return grade_in(args, lab_names, paths, out_dir, roster, root, sandbox)
+    # the learner edition built for the namespace sandbox is removed when the stack closes
+    with contextlib.ExitStack() as stack:
+        sandbox = grade_sandbox(args.sandbox, [*paths, root], stack)
+        return grade_in(args, lab_names, paths, out_dir, roster, root, sandbox)
 
 
 def grade_in(args, lab_names, paths, out_dir, roster, root, sandbox: dict) -> int:
@@ -74,7 +78,7 @@ def grade_in(args, lab_names, paths, out_dir, roster, root, sandbox: dict) -> in
     return 0
 
 
-def grade_sandbox(choice: str, hidden: list[Path]) -> dict:
+def grade_sandbox(choice: str, hidden: list[Path], stack: contextlib.ExitStack) -> dict:
     """Where each hand-in's code runs, said plainly, as RunOptions fields: {"worker_image": ...} (a container of
     its own), {"namespace_sandbox": ...} (bubblewrap, the learner edition built here for it, `hidden` and the
     instructor's package out of its sight), or {} (a worker process of this machine, unisolated)."""
@@ -103,7 +107,7 @@ def grade_sandbox(choice: str, hidden: list[Path]) -> dict:
     if choice in ("auto", "bwrap"):
         why = worker_process.namespace_problem()
         if why is None:
-            return {"namespace_sandbox": namespace_sandbox(hidden)}
+            return {"namespace_sandbox": namespace_sandbox(hidden, stack)}
         if choice == "bwrap":
             raise fail(_("--sandbox bwrap: {problem}").format(problem=why))
         console.print(_("no namespace sandbox here ({problem})").format(problem=why))
@@ -117,20 +121,21 @@ def grade_sandbox(choice: str, hidden: list[Path]) -> dict:
     return {}
 
 
-def namespace_sandbox(hidden: list[Path]) -> dict:
-    """The learner edition (built once per content of this package: edition.cached_learner), and what the sandbox
-    hides: `hidden` (the hand-ins, the results), the instructor's package and, where Python does not live in it,
-    the home folder."""
+def namespace_sandbox(hidden: list[Path], stack: contextlib.ExitStack) -> dict:
+    """The learner edition, built in a folder every uid can read (removed when `stack` closes), and what the
+    sandbox hides: `hidden` (the hand-ins, the results), the instructor's package and, where Python does not live
+    in it, the home folder."""
     from workshop.grading import edition  # reads every lab's references: only for this command
 
-    code = edition.cached_learner(
-        lambda: console.print(
-            _("building the learner edition the sandbox runs (its references are stubs)")
-        )
+    folder = Path(
+        stack.enter_context(tempfile.TemporaryDirectory(dir=worker_process.scratch_root()))
     )
+    folder.chmod(0o755)  # a worker of its own uid reads the edition's code
+    console.print(_("building the learner edition the sandbox runs (its references are stubs)"))
+    edition.build_learner(folder / "edition")
     home = Path.home().resolve()
     python = [Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.executable)]
-    keep_home = any(p.is_relative_to(home) for p in [*python, code])
+    keep_home = any(p.is_relative_to(home) for p in [*python, folder])
     folders = [*hidden, worker_process.code_root() / "workshop", *([] if keep_home else [home])]
     console.print(
         _(
@@ -139,7 +144,10 @@ def namespace_sandbox(hidden: list[Path]) -> dict:
             "other hand-ins and the results out of its sight)"
         )
     )
-    return {"code": str(code), "hidden": sorted({str(f.resolve()) for f in folders if f.is_dir()})}
+    return {
+        "code": str(folder / "edition"),
+        "hidden": sorted({str(f.resolve()) for f in folders if f.is_dir()}),
+    }
 
 
 def cmd_edition(args) -> int:

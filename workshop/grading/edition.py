@@ -233,11 +233,12 @@ def build_learner(out: Path) -> EditionReport:
 
 
 def cached_learner(building) -> Path:
-    """The folder whose `workshop` package is the learner edition, for a worker of this machine (native `check`,
-    `grade --sandbox bwrap`): this code where it is that edition already (the learner image), else the edition
-    built once per content of this package (a hash of workshop/**/*.py; `building` is called first) under the
-    scratch root, in a folder of this user's that no other can write, and moved into place whole: two commands
-    at once each build one, and the first in place is the one both use."""
+    """The folder whose `workshop` package is the learner edition, for the worker of native `check`: this code
+    where it is that edition already (the learner image), else the edition built once per content of this package
+    (a hash of workshop/**/*.py; `building` is called first) under the scratch root, in a folder of this user's
+    that no other can write, and moved into place whole: two commands at once each build one, and the first in
+    place is the one both use. Not for `grade`: a worker of this user's (the learner's code) can write the cache,
+    so grade builds an edition of its own for each class (cli/instructor.py namespace_sandbox)."""
     if (ROOT / "workshop" / "EDITION.json").is_file():
         return ROOT
     digest = hashlib.sha256()
