@@ -20,7 +20,6 @@ edition's report names it.
 from __future__ import annotations
 
 import ast
-import compileall
 import hashlib
 import importlib.util
 import json
@@ -254,8 +253,6 @@ def cached_learner(building) -> Path:
         building()
         folder = Path(tempfile.mkdtemp(dir=cache))
         build_learner(folder)
-        # the worker writes no bytecode (PYTHONDONTWRITEBYTECODE): compiled here once, not at each start
-        compileall.compile_dir(folder / "workshop", quiet=1)
         folder.chmod(0o755)  # a worker of its own uid reads it
         try:
             folder.rename(built)
