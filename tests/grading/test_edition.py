@@ -132,7 +132,7 @@ def package(tmp_path, monkeypatch) -> Path:
     (tmp_path / "scratch").mkdir()
     monkeypatch.setattr(edition, "ROOT", root)
     monkeypatch.setattr(edition, "scratch_root", lambda: tmp_path / "scratch")
-    monkeypatch.setattr(edition, "build_learner", lambda out: (out / "workshop").mkdir())
+    monkeypatch.setattr(edition, "build_apart", lambda out: (out / "workshop").mkdir())
     return root
 
 
@@ -155,7 +155,7 @@ def test_of_two_builds_at_once_the_first_in_place_is_used(package, monkeypatch):
         (theirs / "workshop" / "theirs.py").write_text("")
         (out / "workshop").mkdir()
 
-    monkeypatch.setattr(edition, "build_learner", built_meanwhile)
+    monkeypatch.setattr(edition, "build_apart", built_meanwhile)
     assert edition.cached_learner(lambda: None) == theirs
     assert [p.name for p in theirs.parent.iterdir()] == [theirs.name]
     assert (theirs / "workshop" / "theirs.py").is_file()
@@ -174,3 +174,16 @@ def test_a_cache_folder_others_can_write_is_refused(package, tmp_path):
     planted.chmod(0o777)
     with pytest.raises(OSError, match="not a folder of this user's alone"):
         edition.cached_learner(lambda: None)
+
+
+def test_the_cached_edition_is_the_packages_whatever_lab_stands_in_here(tmp_path, monkeypatch):
+    """A test's toy lab installed in this process (and, through PYTHONPATH, in the processes it starts) changes
+    nothing of what is cached under the package's hash: the real labs' references are stubs there."""
+    from tests.support import learner_toy
+
+    learner_toy.use_in(monkeypatch, tmp_path)
+    (tmp_path / "scratch").mkdir()
+    monkeypatch.setattr(edition, "scratch_root", lambda: tmp_path / "scratch")
+    built = edition.cached_learner(lambda: None)
+    hand_grads = (built / "workshop" / "labs" / "autograd" / "hand_grads.py").read_text()
+    assert "raise NotImplementedError('autograd.linear_grads')" in hand_grads

@@ -29,8 +29,8 @@ MACHINERY = (
 TARGET = {"workshop": 10_000, "machinery": 2_800, "lab": 1_300, "lines": 400}
 # area -> the statements (for a file: the lines) it holds today, over its target
 CEILING = {
-    "workshop": 12_806,
-    "machinery": 4_196,
+    "workshop": 12_815,
+    "machinery": 4_205,
     "labs/custom_op": 2_160,
     "labs/distributed": 1_828,
     "labs/custom_op/lab.py": 424,
