@@ -1,12 +1,13 @@
 """python -m tools gpu-record [--out DIR] [--suite gpu|all] [--n N]
-python -m tools check-loop [LAB ...] [--repeat K] [--out DIR]"""
+python -m tools check-loop [LAB ...] [--repeat K] [--out DIR]
+python -m tools grade-timing [--workspaces N] [--lab LAB] [--keep DIR]"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from tools import check_loop, gpu_record
+from tools import check_loop, gpu_record, grade_timing
 
 
 def parser() -> argparse.ArgumentParser:
@@ -42,6 +43,19 @@ def parser() -> argparse.ArgumentParser:
         "--out", help="the record's folder (default: benchmarks/check-loop/<UTC time>)"
     )
     loop.set_defaults(fn=check_loop.main)
+    timing = sub.add_parser(
+        "grade-timing",
+        help="time `grade` of a class of honest workspaces in containers and natively, side by side",
+    )
+    timing.add_argument(
+        "--workspaces", type=int, default=10, help="learners in the class (default 10)"
+    )
+    timing.add_argument("--lab", default="autograd", help="the lab graded (default autograd)")
+    timing.add_argument(
+        "--keep",
+        help="a new folder for the class, its results and tables (default: a temporary one)",
+    )
+    timing.set_defaults(fn=grade_timing.main)
     return top
 
 

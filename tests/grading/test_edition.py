@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -119,3 +120,70 @@ def test_the_custom_op_lab_loads_there_though_its_shipped_op_is_an_exercise(buil
         [sys.executable, "-c", code], cwd=out, env=env, capture_output=True, text=True
     )
     assert result.stdout.strip() == "None", result.stderr[-3000:]
+
+
+@pytest.fixture
+def package(tmp_path, monkeypatch) -> Path:
+    """A repository of one module as the package in use, its edition's build a marker folder, the scratch root a
+    folder of this test's: for edition.cached_learner."""
+    root = tmp_path / "repository"
+    (root / "workshop").mkdir(parents=True)
+    (root / "workshop" / "module.py").write_text("x = 1\n")
+    (tmp_path / "scratch").mkdir()
+    monkeypatch.setattr(edition, "ROOT", root)
+    monkeypatch.setattr(edition, "scratch_root", lambda: tmp_path / "scratch")
+    monkeypatch.setattr(edition, "build_apart", lambda out: (out / "workshop").mkdir())
+    return root
+
+
+def test_the_cached_edition_is_built_once_per_content_of_the_package(package):
+    said = []
+    first = edition.cached_learner(lambda: said.append("first"))
+    assert edition.cached_learner(lambda: said.append("again")) == first and said == ["first"]
+    (package / "workshop" / "module.py").write_text("x = 2\n")
+    second = edition.cached_learner(lambda: said.append("changed"))
+    assert second != first and said == ["first", "changed"] and (second / "workshop").is_dir()
+    assert sorted(first.parent.iterdir()) == sorted([first, second])  # nothing half-built left
+
+
+def test_of_two_builds_at_once_the_first_in_place_is_used(package, monkeypatch):
+    theirs = edition.cached_learner(lambda: None)
+    shutil.rmtree(theirs)
+
+    def built_meanwhile(out: Path) -> None:  # the other command's build ends while this one builds
+        (theirs / "workshop").mkdir(parents=True)
+        (theirs / "workshop" / "theirs.py").write_text("")
+        (out / "workshop").mkdir()
+
+    monkeypatch.setattr(edition, "build_apart", built_meanwhile)
+    assert edition.cached_learner(lambda: None) == theirs
+    assert [p.name for p in theirs.parent.iterdir()] == [theirs.name]
+    assert (theirs / "workshop" / "theirs.py").is_file()
+
+
+def test_the_learner_edition_in_use_is_used_as_it_is(package):
+    (package / "workshop" / "EDITION.json").write_text("{}")
+    assert edition.cached_learner(lambda: pytest.fail("built again")) == package
+
+
+def test_a_cache_folder_others_can_write_is_refused(package, tmp_path):
+    """The scratch root is shared: a folder of the cache's name that another user could write (or made) might
+    hold their code, which the learner's worker would import."""
+    planted = tmp_path / "scratch" / f"workshop-learner-edition-{os.geteuid()}"
+    planted.mkdir()
+    planted.chmod(0o777)
+    with pytest.raises(OSError, match="not a folder of this user's alone"):
+        edition.cached_learner(lambda: None)
+
+
+def test_the_cached_edition_is_the_packages_whatever_lab_stands_in_here(tmp_path, monkeypatch):
+    """A test's toy lab installed in this process (and, through PYTHONPATH, in the processes it starts) changes
+    nothing of what is cached under the package's hash: the real labs' references are stubs there."""
+    from tests.support import learner_toy
+
+    learner_toy.use_in(monkeypatch, tmp_path)
+    (tmp_path / "scratch").mkdir()
+    monkeypatch.setattr(edition, "scratch_root", lambda: tmp_path / "scratch")
+    built = edition.cached_learner(lambda: None)
+    hand_grads = (built / "workshop" / "labs" / "autograd" / "hand_grads.py").read_text()
+    assert "raise NotImplementedError('autograd.linear_grads')" in hand_grads

@@ -24,7 +24,7 @@ from workshop.cli.options import (
 )
 from workshop.declarations import checks
 from workshop.foundations import interrupt, results
-from workshop.grading import check_report, progress, workspace_init
+from workshop.grading import check_report, edition, progress, workspace_init
 from workshop.harness.runner import run_labs
 from workshop.i18n import _, ngettext
 from workshop.learner import workspace
@@ -219,7 +219,8 @@ def cmd_check(args) -> int:
 
 
 def graded_lab_run(lab_names: list[str], args, work: Path, only: tuple[str, ...]) -> Path:
-    """check's run of its labs on the workspace (re-grading against the latest run where it can)."""
+    """check's run of its labs on the workspace (re-grading against the latest run where it can), the learner's
+    code in a worker that imports the learner edition (never the references: edition.cached_learner)."""
     against = {} if args.rerun else check_report.regrade_sources(Path(args.out), work, only)
     console.print(
         _("grading {work} with the checks of {labs}").format(
@@ -231,7 +232,13 @@ def graded_lab_run(lab_names: list[str], args, work: Path, only: tuple[str, ...]
         if line.startswith(f"[{lab}]"):
             console.print(line, style="dim")
 
-    options = {"only": only, "show": args.show, "against": against}
+    try:  # your code runs on the learner edition, where the references are stubs, as in the learner's image
+        code = edition.cached_learner(
+            lambda: console.print(_("building the learner edition your code runs with, once"))
+        )
+    except OSError as e:
+        raise fail(str(e)) from None
+    options = {"only": only, "show": args.show, "against": against, "learner_edition": str(code)}
     return graded_run(lab_names, args, work, on_line, **options)
 
 

@@ -72,6 +72,9 @@ class RunOptions:
     # grade's namespace sandbox (foundations/worker_process.py: bubblewrap): {"code": the learner edition's folder,
     # which the worker imports instead of this code, "hidden": [the folders it must not see]}; None: none
     namespace_sandbox: dict | None = None
+    # the learner edition's folder (grading/edition.py cached_learner), which a worker of this machine imports
+    # instead of this code (native `check`: the references are stubs there); None: this code
+    learner_edition: str | None = None
     # the language of the labs' summaries and messages (--lang, every command's option: cli.options)
     lang: str = field(default_factory=i18n.language)
     # the exercises to grade ("lab.name": check LAB EXERCISE, --only); empty: all (LabContext.wants)

@@ -20,15 +20,21 @@ edition's report names it.
 from __future__ import annotations
 
 import ast
+import hashlib
 import importlib.util
 import json
+import os
 import pprint
 import re
 import shutil
+import subprocess
+import sys
+import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from workshop.declarations.exercise import wrapped
+from workshop.foundations.worker_process import scratch_root
 
 ROOT = Path(__file__).resolve().parents[2]
 KEPT = ("workshop", "theory", "survey", "docker", "slurm", "benchmarks")
@@ -225,3 +231,45 @@ def build_learner(out: Path) -> EditionReport:
     find_leftovers(out, bodies, sources, report)
     (out / "workshop" / "EDITION.json").write_text(json.dumps(asdict(report), indent=2) + "\n")
     return report
+
+
+def cached_learner(building) -> Path:
+    """The folder whose `workshop` package is the learner edition, for the worker of native `check`: this code
+    where it is that edition already (the learner image), else the edition built once per content of this package
+    (a hash of workshop/**/*.py; `building` is called first) under the scratch root, in a folder of this user's
+    that no other can write, and moved into place whole: two commands at once each build one, and the first in
+    place is the one both use. Not for `grade`: a worker of this user's (the learner's code) can write the cache,
+    so grade builds an edition of its own for each class (cli/instructor.py namespace_sandbox)."""
+    if (ROOT / "workshop" / "EDITION.json").is_file():
+        return ROOT
+    digest = hashlib.sha256()
+    for path in sorted((ROOT / "workshop").rglob("*.py")):
+        digest.update(f"{path.relative_to(ROOT)}\n".encode() + path.read_bytes())
+    cache = scratch_root() / f"workshop-learner-edition-{os.geteuid()}"
+    cache.mkdir(mode=0o755, exist_ok=True)
+    # the scratch root is shared: a folder of that name made by another user could hold code of theirs
+    if cache.lstat().st_uid != os.geteuid() or cache.lstat().st_mode & 0o022:
+        raise OSError(f"{cache} is not a folder of this user's alone: remove it")
+    built = cache / digest.hexdigest()[:20]
+    if not built.is_dir():
+        building()
+        folder = Path(tempfile.mkdtemp(dir=cache))
+        build_apart(folder)
+        folder.chmod(0o755)  # a worker of its own uid reads it
+        try:
+            folder.rename(built)
+        except OSError:  # another command's build came first
+            shutil.rmtree(folder)
+    return built
+
+
+def build_apart(out: Path) -> None:
+    """`edition learner --out OUT` in a Python of its own that imports this package alone (PYTHONPATH: its root):
+    the edition of the labs this package declares, whatever stands in for them in this process (a test's toy
+    lab, whose references are no part of it), so that what is cached under this package's hash is its edition."""
+    command = [sys.executable, "-m", "workshop", "edition", "learner", "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        why = (done.stderr.strip().splitlines() or ["?"])[-1]
+        raise OSError(f"the learner edition could not be built in {out}: {why}")

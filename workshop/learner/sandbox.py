@@ -3,7 +3,8 @@ yields (learner/failures.py says how the learner's code failed there).
 
 Which worker: for the learner's code, a container of the run's worker_image (`grade` asks for the learner
 edition's image where Docker works), else a worker process of this machine, in the namespace sandbox where `grade`
-asks for it (the learner edition's code, the hand-ins and results hidden); for the reference, the lab's own
+asks for it (the learner edition's code, the hand-ins and results hidden), natively on the learner edition's
+code where the run names it (check); for the reference, the lab's own
 process (learner_code.LocalWorker). One per lab process, stopped when the lab ends.
 """
 
@@ -29,7 +30,8 @@ def launcher(ctx) -> ContainerWorker | NativeWorker:
     box = ctx.options.namespace_sandbox
     if box:
         return NativeWorker(ctx.device, log, root=Path(box["code"]), hidden=tuple(box["hidden"]))
-    return NativeWorker(ctx.device, log)
+    edition = ctx.options.learner_edition
+    return NativeWorker(ctx.device, log, root=Path(edition) if edition else None)
 
 
 def learner_file(ctx) -> learner_code.LearnerFile | None:
