@@ -147,6 +147,46 @@ def test_gradcheck_and_gradgradcheck_float64():
     assert torch.autograd.gradgradcheck(lambda t: softmax(t, -1), (x,), fast_mode=True)
 
 
+def _backward_operator_calls(x: torch.Tensor, create_graph: bool) -> tuple[int, list[str]]:
+    """The calls of workshop::softmax_backward that a gradient through the op makes, seen by the profiler (which
+    puts no dispatch mode in their way), and the kernels launched."""
+    cpu = [torch.profiler.ProfilerActivity.CPU]
+    with torch.profiler.profile(activities=cpu) as prof, triton_launch.recording() as launches:
+        torch.autograd.grad(softmax(x).sum(), x, create_graph=create_graph)
+    names = [event.name for event in prof.events()]
+    return names.count("workshop::softmax_backward"), [launch.kernel for launch in launches]
+
+
+def test_an_eager_backward_runs_the_kernel_without_the_operator_and_a_recorded_one_calls_it():
+    x = torch.randn(4, 40, device=DEVICE, requires_grad=True)
+    kernels = ["_fwd_one_pass", "_bwd_one_pass"]
+    assert _backward_operator_calls(x, create_graph=False) == (0, kernels)
+    assert _backward_operator_calls(x, create_graph=True) == (1, kernels)
+
+
+def _forgets_tracing(*tensors):
+    """A planted wrong `runs_eagerly`: it asks only about grad mode, not about fake tensors or dispatch modes."""
+    return not torch.is_grad_enabled()
+
+
+@pytest.mark.parametrize("planted", [False, True])
+def test_a_backward_on_fake_tensors_goes_through_the_operator(monkeypatch, planted):
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    if planted:
+        if DEVICE == "cuda":
+            pytest.skip("a CUDA launch on fake tensors would run the kernel on null pointers")
+        monkeypatch.setattr(softmax_op, "runs_eagerly", _forgets_tracing)
+    with FakeTensorMode():
+        x = torch.randn(4, 40, device=DEVICE, requires_grad=True)
+        if planted:  # the kernel is handed fake tensors, which hold no data
+            with pytest.raises(Exception):  # noqa: B017 (whatever the launch of fake tensors raises)
+                torch.autograd.grad(softmax(x).sum(), x)
+            return
+        (dx,) = torch.autograd.grad(softmax(x).sum(), x)
+    assert dx.shape == x.shape
+
+
 def test_opcheck_contiguous_and_strided():
     x = torch.randn(6, 24, device=DEVICE)
     for args in [(x.clone().requires_grad_(), -1), (x[:, ::2].clone().t().requires_grad_(), 0)]:

@@ -12,7 +12,11 @@ below; `define` registers an op from its pieces with one of them):
 - autograd, `register_autograd(backward, setup_context=...)`: after the forward, `setup_context` saves y (the
   backward's formula needs the output, not x) and dim; `gradients` returns one gradient per input, dx by the
   operator workshop::softmax_backward, None for dim. That operator is registered the same way, with an autograd
-  formula of its own: double backward works.
+  formula of its own: double backward works. In an eager backward that records nothing (no double backward, plain
+  tensors, nothing tracing), a call of that operator would only hand dx's computation through custom_op's wrappers
+  to its implementation: there `ctx.ops.backward` calls the implementation directly (`runs_eagerly` says when),
+  the one fast path that `define` adds inside the registered functions; under torch.compile, opcheck or a double
+  backward the operator is called.
 
 `torch.library.triton_op` registers all of that from the same function, and one thing more: under torch.compile it
 runs the function's body instead of calling the op, each launch wrapped by `torch.library.wrap_triton`, so Inductor
@@ -33,7 +37,7 @@ own op from the learner's pieces the same way.
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch.library import wrap_triton
@@ -227,10 +231,16 @@ def gradients(ctx, dy: torch.Tensor) -> tuple:
     return ctx.ops.backward(y, dy, ctx.dim), None
 
 
-def _setup_backward_op(ctx, inputs: tuple, output: torch.Tensor) -> None:
-    y, dy, dim = inputs
-    ctx.dim = dim
-    ctx.save_for_backward(y, dy)
+def runs_eagerly(*tensors: torch.Tensor) -> bool:
+    """Whether a call of the backward operator on `tensors` would only run its implementation: no gradient of it
+    to record (no double backward), plain tensors (no fake or functional ones: torch.compile and opcheck trace
+    through the operator), no dispatch mode and no torch.func transform, nothing on the meta device."""
+    return (
+        not torch.is_grad_enabled()
+        and all(type(t) is torch.Tensor and not t.is_meta for t in tensors)
+        and torch._C._len_torch_dispatch_stack() == 0
+        and not torch._C._are_functorch_transforms_active()
+    )
 
 
 def gradients_of_backward_op(ctx, g: torch.Tensor) -> tuple:
@@ -311,16 +321,25 @@ def define(
     def implementation(x, dim, wrap=None):
         return forward_kernel(x, dim, pieces.forward_kernel, wrap)
 
+    def backward_operator(y, dy, dim):
+        # The eager fast path of a backward: where the backward operator would only run its implementation
+        # (`runs_eagerly`), that implementation, called without the operator's round trip through the dispatcher
+        # and custom_op's wrappers; elsewhere the operator.
+        if runs_eagerly(y, dy):
+            return backward_kernel(y, dy, dim, pieces.backward_kernel)
+        return ops.backward(y, dy, dim)
+
     def setup_forward(ctx, inputs, output):
-        ctx.ops = ops  # the backward calls ctx.ops.backward: this registration's backward operator
+        # the backward calls ctx.ops.backward: this registration's backward operator, or its eager fast path
+        ctx.ops = in_backward
         (pieces.setup_context or setup_context)(ctx, inputs, output)
 
     def backward_of_forward(ctx, dy):
         return (pieces.backward or gradients)(ctx, dy)
 
     def setup_backward(ctx, inputs, output):
-        ctx.ops = ops
-        _setup_backward_op(ctx, inputs, output)
+        ctx.ops, ctx.dim = in_backward, inputs[2]
+        ctx.save_for_backward(*inputs[:2])  # y, dy
 
     backward = _define_backward_op(f"{qualname}_backward", kind, pieces, setup_backward)
     if kind == "custom_op":
@@ -331,6 +350,7 @@ def define(
         register(qualname, implementation, setup_forward, backward_of_forward)
     kernels = (pieces.forward_kernel or k._fwd_one_pass, pieces.backward_kernel or k._bwd_one_pass)
     ops = SoftmaxOps(registered(qualname), backward._opoverload, kind, kernels)
+    in_backward = replace(ops, backward=backward_operator)
     return ops
 
 

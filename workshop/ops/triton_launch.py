@@ -25,6 +25,7 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import torch
 import triton
 
 from workshop.ops import INTERPRETED
@@ -71,8 +72,15 @@ def launch(kernel, grid: tuple[int], tensors: tuple, ints, constexprs: dict, wra
     then its constexprs (`num_warps` may be among `constexprs`: a launch option, not a parameter)."""
     # In a triton_op's body, wrap_triton hands back the kernel itself when the op runs eagerly; when torch.compile
     # traces the body, a wrapper whose launch puts the kernel into the graph (nothing runs, nothing is recorded).
-    # An interpreted kernel has nothing to trace, and torch 2.11's wrap_triton refuses one (2.13 hands it back).
-    traced = wrap(kernel) if wrap is not None and not INTERPRETED else kernel
+    # The body is traced on fake or functional tensors, never on plain ones: on those the kernel runs, and
+    # wrap_triton's own tests (a microsecond or more) are not asked. An interpreted kernel has nothing to trace,
+    # and torch 2.11's wrap_triton refuses one (2.13 hands it back).
+    first = tensors[0]
+    traced = (
+        wrap(kernel)
+        if wrap is not None and not INTERPRETED and type(first) is not torch.Tensor
+        else kernel
+    )
     if traced is not kernel:
         traced[grid](*tensors, *ints, **constexprs)
         return
@@ -80,7 +88,6 @@ def launch(kernel, grid: tuple[int], tensors: tuple, ints, constexprs: dict, wra
         _record(kernel, grid, constexprs)
         kernel[grid](*tensors, *ints, **constexprs)
         return
-    first = tensors[0]
     device = first.get_device()
     pointers = [t.data_ptr() for t in tensors]
     # id(kernel): its hash would hash its source; the kernel lives as long as the entry (which references it)

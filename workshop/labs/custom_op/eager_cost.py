@@ -122,17 +122,23 @@ def measure(device: str) -> dict:
         dry = per_call_us({k: f for k, f in rungs.items() if k not in ("kernel launch",)}, device)
     x = torch.randn(STEP, device=device, requires_grad=True)
     dy = torch.randn(STEP, device=device)
-    whole_calls = {"kernel launch": rungs["kernel launch"], "torch.softmax": rungs["torch.softmax"]}
-    whole_calls["Triton's kernel[grid]"] = rungs["Triton's kernel[grid]"]
-    whole_calls["step torch.softmax"] = _step(lambda t: torch.softmax(t, -1), x, dy)
+    whole_calls = {
+        "kernel launch": rungs["kernel launch"],
+        "torch.softmax": rungs["torch.softmax"],
+        "Triton's kernel[grid]": rungs["Triton's kernel[grid]"],
+        "step torch.softmax": _step(lambda t: torch.softmax(t, -1), x, dy),
+    }
     for kind, ops in registrations().items():
         whole_calls[f"{kind}: op"] = rungs[f"{kind}: registration"]
         whole_calls[f"{kind}: op with grad"] = rungs[f"{kind}: autograd node"]
         whole_calls[f"step {kind}"] = _step(ops.forward, x, dy)
     whole = per_call_us(whole_calls, device)
     common = ("plan", "checks, output")
-    layer_us = {"kernel launch": whole["kernel launch"], "plan": dry["plan"]}
-    layer_us["checks, output"] = dry["checks, output"] - dry["plan"]
+    layer_us = {
+        "kernel launch": whole["kernel launch"],
+        "plan": dry["plan"],
+        "checks, output": dry["checks, output"] - dry["plan"],
+    }
     found = {
         "shape": list(TINY),
         "registration": softmax_op.KIND,
@@ -147,8 +153,9 @@ def measure(device: str) -> dict:
         | {kind: whole[f"step {kind}"] for kind in registrations()},
     }
     public = found["registrations"][softmax_op.KIND]
-    found.update(op_us=public["op_us"], op_grad_us=public["op_grad_us"])
-    found["python_us"] = public["python_us"]
+    found.update(
+        op_us=public["op_us"], op_grad_us=public["op_grad_us"], python_us=public["python_us"]
+    )
     return found
 
 
