@@ -143,9 +143,8 @@ def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> dict
                     settle(run_dir, name, options, child, time.monotonic() - start, e.why, True)
                 raise
             finally:
-                if (
-                    options.worker_image
-                ):  # a lab process killed outright cannot kill its worker's container
+                # a lab process killed outright cannot kill its worker's container
+                if options.worker_image:
                     worker_container.sweep_stale()
         died_in = post_mortem.died_in(lab_dir, options.work, skip)
         if died_in is None:
