@@ -23,11 +23,9 @@ def endless_learner_loop():
 
 def wall_clock_exercise_limit(seconds):
     """Planted: an exercise limit on the wall clock, which also stops a learner's code that only waits."""
-
-    def expire(_signum, _frame):
-        raise TimeLimitExceeded(seconds)
-
-    return time_limit._alarm(signal.ITIMER_REAL, signal.SIGALRM, seconds, expire)
+    return time_limit._alarm(
+        signal.ITIMER_REAL, signal.SIGALRM, seconds, lambda _: TimeLimitExceeded(seconds)
+    )
 
 
 def sleeps_through(limit) -> bool:

@@ -72,9 +72,13 @@ def test_resource_limits():
 
 
 def test_how_a_worker_ended_in_words():
-    assert worker_process.how_it_ended(None) == "still running"
-    assert worker_process.how_it_ended(-9) == "killed by SIGKILL"
-    assert worker_process.how_it_ended(1) == "exit code 1"
+    worker = worker_process.Launched()
+    worker.proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    assert worker.ended(wait_s=0.1) is None  # still running
+    worker.proc.kill()
+    assert worker.ended(wait_s=60) == "killed by SIGKILL"
+    worker.proc = subprocess.Popen([sys.executable, "-c", "raise SystemExit(1)"])
+    assert worker.ended(wait_s=60) == "exit code 1"
 
 
 def test_an_output_log_keeps_the_tail_and_caps_the_file(tmp_path, monkeypatch):

@@ -29,8 +29,8 @@ MACHINERY = (
 TARGET = {"workshop": 10_000, "machinery": 2_800, "lab": 1_300, "lines": 400}
 # area -> the statements (for a file: the lines) it holds today, over its target
 CEILING = {
-    "workshop": 12_739,
-    "machinery": 4_146,
+    "workshop": 12_665,
+    "machinery": 4_072,
     "labs/custom_op": 2_139,
     "labs/distributed": 1_828,
 }

@@ -28,11 +28,11 @@ class Stopped(BaseException):
 
 
 def describe(signum: int) -> str:
-    if signum == signal.SIGINT:
-        return _("interrupted (SIGINT, Ctrl-C)")
-    if signum == signal.SIGHUP:
-        return _("stopped: its terminal closed (SIGHUP)")
-    return _("stopped by {signal}").format(signal=signal.Signals(signum).name)
+    said = {
+        signal.SIGINT: _("interrupted (SIGINT, Ctrl-C)"),
+        signal.SIGHUP: _("stopped: its terminal closed (SIGHUP)"),
+    }
+    return said.get(signum) or _("stopped by {signal}").format(signal=signal.Signals(signum).name)
 
 
 def _raise(signum, _frame):

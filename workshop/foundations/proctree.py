@@ -71,16 +71,10 @@ def _parents() -> dict[int, int]:
 def _tree(roots: set[int]) -> set[int]:
     """The live processes among `roots` and below them (children, their children, ...)."""
     parents = _parents()
-    children: dict[int, list[int]] = {}
-    for child, parent in parents.items():
-        children.setdefault(parent, []).append(child)
     found = {r for r in roots if r in parents}
-    todo = list(roots)
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
+    # a generation at a time (a process whose parent is gone was re-parented: it is not below that parent)
+    while below := {child for child, parent in parents.items() if parent in found} - found:
+        found |= below
     return found
 
 

@@ -316,13 +316,14 @@ def incomplete_runs(root: Path, unnoted: bool = False) -> list[tuple[Path, RunSt
 
 def read_manifest(run_dir: Path) -> dict:
     path = Path(run_dir) / "manifest.json"
-    fix = _("the run's record is lost: run its labs again")
-    manifest = _read_record(path, ("run_id", "command", "start_time", "device", "labs"), fix)
-    if not isinstance(manifest["labs"], dict):
-        raise CorruptFile(
-            _("{path} is corrupt: its 'labs' is not a mapping ({fix})").format(path=path, fix=fix)
-        )
-    return manifest
+    keys = ("run_id", "command", "start_time", "device", "labs")
+    return _read_record(
+        path,
+        keys,
+        _("the run's record is lost: run its labs again"),
+        lambda manifest: isinstance(manifest["labs"], dict),
+        _("{path} is corrupt: its 'labs' is not a mapping ({fix})"),
+    )
 
 
 def read_result(lab_dir: Path) -> dict:
@@ -330,20 +331,20 @@ def read_result(lab_dir: Path) -> dict:
     fix = _("run the lab again: {command}").format(
         command=f"python -m workshop run {path.parent.name}"
     )
-    result = _read_record(path, ("lab", "passed", "checks"), fix)
-    checks = result["checks"]
-    if not isinstance(checks, list) or not all(
-        isinstance(c, dict) and "passed" in c for c in checks
-    ):
-        raise CorruptFile(
-            _("{path} is corrupt: 'checks' is not a list of checks ({fix})").format(
-                path=path, fix=fix
-            )
-        )
-    return result
+    return _read_record(
+        path,
+        ("lab", "passed", "checks"),
+        fix,
+        lambda result: (
+            isinstance(result["checks"], list)
+            and all(isinstance(c, dict) and "passed" in c for c in result["checks"])
+        ),
+        _("{path} is corrupt: 'checks' is not a list of checks ({fix})"),
+    )
 
 
-def _read_record(path: Path, keys: tuple[str, ...], fix: str) -> dict:
+def _read_record(path: Path, keys: tuple[str, ...], fix: str, sound, unsound: str) -> dict:
+    """The JSON record at `path`, with `keys`, and sound(record) (else CorruptFile: the `unsound` message)."""
     try:
         record = json.loads(path.read_bytes().decode("utf-8"))
     except FileNotFoundError:
@@ -359,6 +360,8 @@ def _read_record(path: Path, keys: tuple[str, ...], fix: str) -> dict:
                 path=path, keys=", ".join(missing), fix=fix
             )
         )
+    if not sound(record):
+        raise CorruptFile(unsound.format(path=path, fix=fix))
     return record
 
 

@@ -91,11 +91,6 @@ class RunOptions:
         none of it in its own process (lab_api.LabContext.solution)."""
         return bool(self.worker_image or self.namespace_sandbox)
 
-    def to_json(self) -> dict:
-        return {
-            k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(self).items()
-        }
-
     @classmethod
     def from_json(cls, data: dict) -> RunOptions:
         paths = ("checkpoint", "work")
@@ -104,8 +99,8 @@ class RunOptions:
         return cls(**{**values, "only": tuple(values.get("only", ()))})  # JSON has lists
 
     def write(self, run_dir: Path) -> Path:
-        """results/<run-id>/options.json: what `run --resume` reads back."""
-        return atomic.write_json(Path(run_dir) / FILE, self.to_json())
+        """results/<run-id>/options.json: what `run --resume` reads back (its paths as text: write_json)."""
+        return atomic.write_json(Path(run_dir) / FILE, dataclasses.asdict(self))
 
     @classmethod
     def read(cls, run_dir: Path) -> RunOptions:
@@ -140,8 +135,7 @@ class LabOrder:
     skip: dict[str, str] = field(default_factory=dict)
 
     def write(self, lab_dir: Path) -> Path:
-        order = {"lab": self.lab, "skip": self.skip, "options": self.options.to_json()}
-        return atomic.write_json(Path(lab_dir) / FILE, order)
+        return atomic.write_json(Path(lab_dir) / FILE, dataclasses.asdict(self))
 
     @classmethod
     def read(cls, lab_dir: Path) -> LabOrder:

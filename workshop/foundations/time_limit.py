@@ -36,11 +36,15 @@ def ran_out_of_time(seconds: float) -> str:
 
 
 @contextlib.contextmanager
-def _alarm(timer: int, signum: int, seconds: float | None, expire):
-    """Within: expire(signum, frame) runs after `seconds` on `timer` (None or 0: never)."""
+def _alarm(timer: int, signum: int, seconds: float | None, raised):
+    """Within: after `seconds` on `timer` (None or 0: never), raise raised(signum) in the running code."""
     if not seconds or threading.current_thread() is not threading.main_thread():
         yield
         return
+
+    def expire(signum, _frame):
+        raise raised(signum)
+
     with interrupt.handling({signum: expire}):
         signal.setitimer(timer, seconds)
         try:
@@ -51,17 +55,16 @@ def _alarm(timer: int, signum: int, seconds: float | None, expire):
 
 def lab_limit(seconds: float | None):
     """Within: after `seconds` of wall-clock time, raise interrupt.Stopped saying that the time ran out."""
-
-    def expire(signum, _frame):
-        raise interrupt.Stopped(signum, ran_out_of_time(seconds))
-
-    return _alarm(signal.ITIMER_REAL, signal.SIGALRM, seconds, expire)
+    return _alarm(
+        signal.ITIMER_REAL,
+        signal.SIGALRM,
+        seconds,
+        lambda signum: interrupt.Stopped(signum, ran_out_of_time(seconds)),
+    )
 
 
 def exercise_limit(seconds: float | None):
     """Within: after `seconds` of the process's CPU time, raise TimeLimitExceeded in the running code."""
-
-    def expire(_signum, _frame):
-        raise TimeLimitExceeded(seconds)
-
-    return _alarm(signal.ITIMER_VIRTUAL, signal.SIGVTALRM, seconds, expire)
+    return _alarm(
+        signal.ITIMER_VIRTUAL, signal.SIGVTALRM, seconds, lambda _: TimeLimitExceeded(seconds)
+    )

@@ -67,26 +67,20 @@ def owner() -> str:
 
 def container_command(name: str, image: str, device: str, limits: Limits) -> list[str]:
     tmp = "/tmp"
-    env = scratch_environment(tmp)
-    if device == "cpu":
-        env["TRITON_INTERPRET"] = "1"
-    cmd = ["docker", "run", "--rm", "-i", "--name", name, "--label", f"{LABEL}={owner()}"]
-    cmd += [
-        "--network",
-        "none",
-        "--read-only",
-        "--tmpfs",
-        f"{tmp}:rw,nosuid,nodev,size=1g,mode=1777",
+    env = scratch_environment(tmp) | ({"TRITON_INTERPRET": "1"} if device == "cpu" else {})
+    return [
+        *("docker", "run", "--rm", "-i", "--name", name, "--label", f"{LABEL}={owner()}"),
+        *("--network", "none", "--read-only"),
+        *("--tmpfs", f"{tmp}:rw,nosuid,nodev,size=1g,mode=1777"),
+        *("--user", UID, "--cap-drop", "ALL", "--security-opt", "no-new-privileges"),
+        *("--memory", str(limits.memory), "--memory-swap", str(limits.memory)),
+        *("--pids-limit", str(limits.processes), "--cpus", str(limits.cpus)),
+        *("--ulimit", f"fsize={limits.file_size}", "--ulimit", "core=0"),
+        *("--ulimit", f"cpu={limits.cpu_s}:{limits.cpu_s + 5}"),
+        *(("--gpus", "all") if device == "cuda" else ()),
+        *(flag for key, value in env.items() for flag in ("-e", f"{key}={value}")),
+        *("--entrypoint", "python", image, "-m", "workshop.learner.worker", "--stdio"),
     ]
-    cmd += ["--user", UID, "--cap-drop", "ALL", "--security-opt", "no-new-privileges"]
-    cmd += ["--memory", str(limits.memory), "--memory-swap", str(limits.memory)]
-    cmd += ["--pids-limit", str(limits.processes), "--cpus", str(limits.cpus)]
-    cmd += ["--ulimit", f"fsize={limits.file_size}", "--ulimit", "core=0"]
-    cmd += ["--ulimit", f"cpu={limits.cpu_s}:{limits.cpu_s + 5}"]
-    cmd += ["--gpus", "all"] if device == "cuda" else []
-    for key, value in env.items():
-        cmd += ["-e", f"{key}={value}"]
-    return cmd + ["--entrypoint", "python", image, "-m", "workshop.learner.worker", "--stdio"]
 
 
 class ContainerWorker(Launched):

@@ -42,7 +42,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from workshop.foundations import proctree
+from workshop.foundations import lab_log, proctree
 from workshop.foundations.device import use_triton_interpreter
 
 # As root, each worker runs as a uid no other process has (no account needed): its processes are then exactly
@@ -116,28 +116,36 @@ def worker_environment(scratch: Path, device: str, root: Path) -> dict[str, str]
 
 
 class OutputLog:
-    """A thread that copies a stream into a file, up to LOG_CAP bytes, and keeps its last lines."""
+    """A thread that copies a stream (bytes) into a file, up to `cap` bytes (LOG_CAP unless given), keeps its last
+    lines, and hands each line, decoded, to on_line where given. A worker's output, and a lab's (harness.runner:
+    its log.txt, uncapped: math.inf). A full disk stops only the copy into the file."""
 
-    def __init__(self, stream, path: Path | None):
-        self.stream, self.path = stream, path
+    def __init__(self, stream, path: Path | None, cap: float | None = None, on_line=None):
+        self.stream, self.path, self.cap, self.on_line = stream, path, cap or LOG_CAP, on_line
         self.tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
         self.dropped = 0
         self.thread = threading.Thread(target=self._copy, daemon=True)
         self.thread.start()
 
     def _copy(self) -> None:
-        kept = 0
+        kept, log = 0, None
         if self.path:
-            # a check run before its run folder exists (a re-grade's out/, say) would lose the worker's log
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        log = open(self.path, "ab") if self.path else None  # noqa: SIM115 - closed below
+            # a full disk: the lines still reach tail and on_line
+            with contextlib.suppress(OSError):
+                # a check run before its run folder exists (a re-grade's out/, say) would lose the worker's log
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                log = open(self.path, "ab")  # noqa: SIM115 - closed below
         try:
             for line in self.stream:
-                self.tail.append(line[:400].decode("utf-8", "replace").rstrip("\n"))
-                if log and kept + len(line) <= LOG_CAP:
+                self.tail.append(line[:400].decode("utf-8", "replace").rstrip("\r\n"))
+                if self.on_line:
+                    self.on_line(line.decode("utf-8", "replace").rstrip("\r\n"))
+                if log and kept + len(line) <= self.cap:
                     kept += len(line)
+                    # flushed: the post-mortem reads a lab's log.txt even while a stray process holds the stream
                     with contextlib.suppress(OSError):
                         log.write(line)
+                        log.flush()
                 else:
                     self.dropped += len(line)
             if log and self.dropped:
@@ -147,17 +155,8 @@ class OutputLog:
                 with contextlib.suppress(OSError):
                     log.close()
 
-    def join(self) -> None:
-        self.thread.join(timeout=GRACE_S)
-
-
-def how_it_ended(returncode: int | None) -> str:
-    if returncode is None:
-        return "still running"
-    if returncode < 0:
-        with contextlib.suppress(ValueError):
-            return f"killed by {signal.Signals(-returncode).name}"
-    return f"exit code {returncode}"
+    def join(self, timeout: float = GRACE_S) -> None:
+        self.thread.join(timeout)
 
 
 class Launched:
@@ -176,9 +175,10 @@ class Launched:
         if self.proc is None:
             return None
         try:
-            return how_it_ended(self.returncode(self.proc.wait(wait_s)))
+            code = self.proc.wait(wait_s)
         except subprocess.TimeoutExpired:
             return None
+        return lab_log.how_it_ended(self.returncode(code))
 
     def returncode(self, code: int) -> int:
         return code
@@ -202,14 +202,25 @@ class NativeWorker(Launched):
         self.proc: subprocess.Popen | None = None
         self.uid = free_uid() if os.geteuid() == 0 and others_can_run(self.root) else None
 
+    def make_scratch(self, prefix: str) -> Path:
+        """A fresh scratch folder, its own where the worker has a uid of its own (in a folder every uid can
+        enter: scratch_root)."""
+        where = None if self.uid is None else scratch_root()
+        scratch = Path(tempfile.mkdtemp(prefix=prefix, dir=where))
+        if self.uid is not None:
+            os.chown(scratch, self.uid, self.uid)
+        return scratch
+
+    def as_its_user(self) -> dict:
+        """subprocess's keywords that start a process as the worker's user (this process's own: none)."""
+        own = self.uid is None
+        return {"user": self.uid, "group": self.uid, "extra_groups": None if own else []}
+
     def start(self) -> tuple[int, int]:
         """Start it; returns the channel's (read fd, write fd) on this side. WorkerFault where it cannot start
         (the workshop's failure, never the learner's)."""
         try:
-            where = None if self.uid is None else scratch_root()
-            self.scratch = Path(tempfile.mkdtemp(prefix="workshop-worker-", dir=where))
-            if self.uid is not None:
-                os.chown(self.scratch, self.uid, self.uid)
+            self.scratch = self.make_scratch("workshop-worker-")
         except OSError as e:
             raise WorkerFault(f"its scratch folder: {e}") from None
         mine, theirs = socket.socketpair()
@@ -235,9 +246,7 @@ class NativeWorker(Launched):
                 stderr=subprocess.STDOUT,
                 pass_fds=(theirs.fileno(),),
                 start_new_session=True,
-                user=self.uid,
-                group=self.uid,
-                extra_groups=[] if self.uid is not None else None,
+                **self.as_its_user(),
             )
         except OSError as e:  # no Python to start, a uid the system refuses
             mine.close()
@@ -269,13 +278,14 @@ def namespace_argv(scratch: Path, root: Path, device: str, hidden: tuple[str, ..
     worker's end when its parent (the lab's process) ends, the filesystem read-only, a /proc of its own pid
     namespace, /dev (the GPU's device files too on CUDA), a private /tmp, each `hidden` folder an empty tmpfs, the
     code it imports (`root`, which may lie under /tmp) read-only, and the scratch folder the one place it writes."""
-    devices = ["--dev-bind", "/dev", "/dev"] if device == "cuda" else ["--dev", "/dev"]
-    argv = ["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/"]
-    argv += ["--proc", "/proc", *devices, "--tmpfs", "/tmp"]
-    for folder in hidden:
-        argv += ["--tmpfs", folder]
-    argv += ["--ro-bind", str(root), str(root)]
-    return argv + ["--bind", str(scratch), str(scratch), "--chdir", str(scratch), "--"]
+    devices = ("--dev-bind", "/dev", "/dev") if device == "cuda" else ("--dev", "/dev")
+    return [
+        *("bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/"),
+        *("--proc", "/proc", *devices, "--tmpfs", "/tmp"),
+        *(flag for folder in hidden for flag in ("--tmpfs", folder)),
+        *("--ro-bind", str(root), str(root)),
+        *("--bind", str(scratch), str(scratch), "--chdir", str(scratch), "--"),
+    ]
 
 
 def namespace_problem() -> str | None:
@@ -283,19 +293,15 @@ def namespace_problem() -> str | None:
     runs as), or None: a trial run of it, as the worker would be started."""
     if shutil.which("bwrap") is None:
         return "bubblewrap (bwrap) is not installed"
-    uid = free_uid() if os.geteuid() == 0 and others_can_run(code_root()) else None
-    scratch = Path(tempfile.mkdtemp(prefix="workshop-trial-", dir=scratch_root()))
+    worker = NativeWorker("cpu", None, hidden=())
+    scratch = worker.make_scratch("workshop-trial-")
     try:
-        if uid is not None:
-            os.chown(scratch, uid, uid)
         trial = subprocess.run(
-            [*namespace_argv(scratch, code_root(), "cpu", ()), sys.executable, "-c", "pass"],
+            [*namespace_argv(scratch, worker.root, "cpu", ()), sys.executable, "-c", "pass"],
             capture_output=True,
             text=True,
             timeout=60,
-            user=uid,
-            group=uid,
-            extra_groups=[] if uid is not None else None,
+            **worker.as_its_user(),
         )
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"bwrap could not run: {e}"

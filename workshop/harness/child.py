@@ -40,6 +40,7 @@ def main(lab_dir: Path) -> int:
         stopped = run_lab_code(ctx, labs.get(ctx.name).limit_s(ctx.options))
     finally:
         sandbox.stop(ctx)  # the worker, and whatever the learner's code left running
+    exercises = ctx.exercise_results()
     write_result(
         ctx.out_dir,
         ctx.name,
@@ -47,7 +48,13 @@ def main(lab_dir: Path) -> int:
         ctx.checks,
         time.monotonic() - start,
         ctx.summary,
-        {**ctx.extra, **graded_extra(ctx)},
+        # what ran, and what it made of each exercise it graded
+        {
+            **ctx.extra,
+            "lang": ctx.lang,
+            "implementation": workspace.implementation(ctx.work, [ctx.name]),
+            **({"exercises": exercises} if exercises else {}),
+        },
     )
     if stopped:
         with contextlib.suppress(OSError):  # the parent, and so our stdout, may be gone
@@ -124,15 +131,6 @@ def cannot_run_here(ctx: LabContext, missing: list[str]) -> None:
     name = _("{modules} installed").format(modules=modules)
     ctx.check_equal(name, _("missing"), _("installed"), line)
     ctx.summary = line
-
-
-def graded_extra(ctx: LabContext) -> dict:
-    """What result.json says of the implementation that ran, and of each exercise it graded."""
-    out = {"lang": ctx.lang, "implementation": workspace.implementation(ctx.work, [ctx.name])}
-    exercises = ctx.exercise_results()
-    if exercises:
-        out["exercises"] = exercises
-    return out
 
 
 def as_lab_process(lab_dir: Path) -> int:

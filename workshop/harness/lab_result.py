@@ -62,11 +62,11 @@ def exercises_md(exercises: dict[str, dict]) -> str:
     """The exercises' section of summary.md: one row each, with the failed check and the hint."""
     if not exercises:
         return ""
-    rows = []
-    for ex_id, r in exercises.items():
-        failed = r["failed_check"]
-        why = outcome(failed) if failed else ""
-        rows.append(f"| {ex_id} | {_(r['status'])} | {why} | {r['hint'] or ''} |")
+    rows = [
+        f"| {ex_id} | {_(r['status'])} | {outcome(r['failed_check']) if r['failed_check'] else ''} "
+        f"| {r['hint'] or ''} |"
+        for ex_id, r in exercises.items()
+    ]
     header = "| {} | {} | {} | {} |\n|---|---|---|---|\n".format(
         _("exercise"), _("status"), _("failed check"), _("hint")
     )

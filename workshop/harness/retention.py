@@ -63,10 +63,9 @@ def removable(root: Path, keep: int = KEEP) -> list[Path]:
 def remove(root: Path, run_dirs: list[Path]) -> int:
     """Delete these run folders under root, and a pointer (results/latest) left pointing at none; the bytes
     they held."""
-    freed = 0
+    files = (f for r in run_dirs for f in r.rglob("*") if f.is_file() and not f.is_symlink())
+    freed = sum(f.stat().st_size for f in files)
     for run_dir in run_dirs:
-        files = (f for f in run_dir.rglob("*") if f.is_file() and not f.is_symlink())
-        freed += sum(f.stat().st_size for f in files)
         shutil.rmtree(run_dir)
     for name in (results.LATEST, results.LATEST_CHECK):
         pointer = Path(root) / name

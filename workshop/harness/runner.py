@@ -14,17 +14,15 @@ result.json and summary.md.
 
 from __future__ import annotations
 
-import collections
-import contextlib
 import errno
 import importlib.metadata
+import math
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -33,6 +31,7 @@ from workshop.foundations import interrupt, lab_log, proctree, results, worker_c
 from workshop.foundations.device import use_triton_interpreter
 from workshop.foundations.run_options import LabOrder, RunOptions
 from workshop.foundations.time_limit import ran_out_of_time
+from workshop.foundations.worker_process import OutputLog
 from workshop.harness import post_mortem
 from workshop.harness.lab_result import stopped_check, write_result
 from workshop.i18n import _
@@ -42,6 +41,7 @@ from workshop.learner import workspace
 # could not (stuck in C code, or stopped). Generous: the lab's clock starts after Python's start-up.
 BACKSTOP_S = 30.0
 CACHE_PREFIX = "workshop-cache-"  # + the parent's pid + the lab: see sweep_stale_caches
+TAIL_LINES = 20  # the last lines of a lab that died, in its summary
 
 
 def build_cache(results_root: Path) -> Path:
@@ -57,17 +57,19 @@ def lab_environment(
 ) -> dict[str, str]:
     """The lab process's environment: fresh cache and temporary folders under cache_dir, Inductor's in `kept`
     where the lab keeps its builds (build_cache), `threads` CPU threads where the lab asks (cpu_threads)."""
-    env = dict(os.environ)
-    if threads:  # the learner's worker inherits it (foundations.worker_process)
-        env["OMP_NUM_THREADS"] = str(threads)
-    env["PYTHONUNBUFFERED"] = "1"
-    # the parent reads the lab's output as UTF-8, whatever the locale
-    env["PYTHONIOENCODING"] = "utf-8"
-    # Each lab compiles into its own, initially empty, cache folders, and keeps every temporary file (torchrun's
-    # torchelastic_* logs included) under the same folder, which is removed when the lab ends.
-    env["TORCHINDUCTOR_CACHE_DIR"] = str(kept or cache_dir / "inductor")
-    env["TRITON_CACHE_DIR"] = str(cache_dir / "triton")
-    env["TMPDIR"] = str(cache_dir / "tmp")
+    env = {
+        **os.environ,
+        # the learner's worker inherits it (foundations.worker_process)
+        **({"OMP_NUM_THREADS": str(threads)} if threads else {}),
+        "PYTHONUNBUFFERED": "1",
+        # the parent reads the lab's output as UTF-8, whatever the locale
+        "PYTHONIOENCODING": "utf-8",
+        # Each lab compiles into its own, initially empty, cache folders, and keeps every temporary file
+        # (torchrun's torchelastic_* logs included) under the same folder, which is removed when the lab ends.
+        "TORCHINDUCTOR_CACHE_DIR": str(kept or cache_dir / "inductor"),
+        "TRITON_CACHE_DIR": str(cache_dir / "triton"),
+        "TMPDIR": str(cache_dir / "tmp"),
+    }
     (cache_dir / "tmp").mkdir()
     use_triton_interpreter(env, device)  # on the CPU, Triton kernels run in its interpreter
     return env
@@ -141,9 +143,8 @@ def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> dict
                     settle(run_dir, name, options, child, time.monotonic() - start, e.why, True)
                 raise
             finally:
-                if (
-                    options.worker_image
-                ):  # a lab process killed outright cannot kill its worker's container
+                # a lab process killed outright cannot kill its worker's container
+                if options.worker_image:
                     worker_container.sweep_stale()
         died_in = post_mortem.died_in(lab_dir, options.work, skip)
         if died_in is None:
@@ -165,7 +166,7 @@ def settle(run_dir, name, options, child, duration, why, stopped=False) -> dict:
         )
         if results.disk_full(run_dir):
             why += _(" (the disk is full)")
-        tail = "\n".join(child.tail)
+        tail = "\n".join(list(child.output.tail)[-TAIL_LINES:])
         summary = _(
             "The lab did not finish: {why}. The end of its output (all of it: log.txt):"
         ).format(why=why)
@@ -201,14 +202,13 @@ def settle(run_dir, name, options, child, duration, why, stopped=False) -> dict:
 class LabProcess:
     """A lab's process: started in a session of its own with a fresh cache folder; its output goes to
     log.txt and, but for the protocol lines (lab_log: the post-mortem's, in English), to on_line(lab, line) (a
-    thread reads it, so that the main thread can wait with a time limit and take signals). Leaving the `with`
-    stops whatever is left of its process tree and removes the cache."""
+    thread reads it, worker_process.OutputLog, so that the main thread can wait with a time limit and take
+    signals). Leaving the `with` stops whatever is left of its process tree and removes the cache."""
 
     def __init__(self, name: str, lab_dir: Path, device: str, on_line, kept: Path | None = None):
         self.name, self.lab_dir, self.device, self.on_line = name, lab_dir, device, on_line
         self.kept = kept  # Inductor's cache kept between runs (build_cache), or None: a fresh one
         self.cmd = [sys.executable, "-m", "workshop.harness.child", str(lab_dir)]
-        self.tail = collections.deque(maxlen=20)  # the last lines, for the summary if it dies
 
     def __enter__(self) -> LabProcess:
         prefix = f"{CACHE_PREFIX}{os.getpid()}-{self.name}-"
@@ -220,23 +220,14 @@ class LabProcess:
             env=lab_environment(
                 self.device, Path(self._cache.name), self.kept, labs.get(self.name).cpu_threads
             ),
-            encoding="utf-8",
-            errors="replace",
             start_new_session=True,  # the terminal's Ctrl-C reaches the parent only, which stops this tree
         )
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        self.output = OutputLog(self.proc.stdout, self.lab_dir / "log.txt", math.inf, self._shown)
         return self
 
-    def _read(self) -> None:
-        log = _open_log(self.lab_dir / "log.txt")
-        for line in self.proc.stdout:
-            self.tail.append(line.rstrip("\n"))
-            log = _log(log, line)
-            if self.on_line and not lab_log.is_marker(line):
-                self.on_line(self.name, line.rstrip("\n"))
-        if log:
-            log.close()
+    def _shown(self, line: str) -> None:
+        if self.on_line and not lab_log.is_marker(line):
+            self.on_line(self.name, line)
 
     def stop(self, signum: int = signal.SIGTERM) -> None:
         proctree.stop_tree(self.proc.pid, proctree.GRACE_S, root_signal=signum)
@@ -246,31 +237,8 @@ class LabProcess:
         with interrupt.ignoring_signals():
             if self.proc.poll() is None:
                 self.stop()
-            self._reader.join(
-                timeout=proctree.GRACE_S
-            )  # EOF, unless a stray process still holds the pipe
+            self.output.join(proctree.GRACE_S)  # EOF, unless a stray process still holds the pipe
             self._cache.cleanup()
-
-
-def _open_log(path: Path):
-    try:
-        return open(path, "w", encoding="utf-8")
-    except OSError:  # a full disk: the output still reaches on_line
-        return None
-
-
-def _log(log, line: str):
-    """Write one line to the log; on a full disk stop logging (the lines still reach on_line)."""
-    if log is None:
-        return None
-    try:
-        log.write(line)
-        log.flush()
-        return log
-    except OSError:
-        with contextlib.suppress(OSError):
-            log.close()
-        return None
 
 
 def sweep_stale_caches() -> list[Path]:
