@@ -268,6 +268,19 @@ def test_backpropagate_wrong_solutions(ctx, cases, planted, wrong, expected):
     assert failures(ctx) and expected in messages(ctx), messages(ctx)
 
 
+def test_a_backward_pass_that_returns_no_dict_is_told_what_to_return(ctx, cases, planted):
+    """Said where the learner's code runs (replay_grading.leaf_grads), as the failure of their function."""
+    with pytest.raises(
+        LearnerCodeFailed, match="returned list; return a dict leaf tensor -> gradient"
+    ):
+        graded_by(
+            ctx,
+            grade_backpropagate,
+            as_learners(planted, "backpropagate", w.bp_returns_a_list),
+            cases["graphs"],
+        )
+
+
 def test_overwrite_at_fan_in_is_the_first_failure(ctx, cases, planted):
     graded_by(
         ctx,
