@@ -8,8 +8,9 @@ exercise's declaration in the lab's grading/exercises.py:
   output, the facts of the input), each run in the worker where the learner's code runs (the lab's `call`
   probe, else a plain call); each of its `outputs` is compared with the reference's by its `compare`, and a
   failed one is explained by the first of its `diagnoses` that the output shows. The checks come in the order
-  a learner reads them: the mistake the outputs show (a diagnosis check, reported first), then each output of
-  each case, then the lab's `rules` (what the exercise may not do: checks on what the `call` probe saw).
+  a learner reads them: the mistake the outputs show (a diagnosis check, reported first, where a diagnosis
+  names a mistake), then each output of each case (at most its bound, or equal to it where `compare` says
+  "=="), then the lab's `rules` (what the exercise may not do: checks on what the `call` probe saw).
 
 The learner's code runs in the worker; the verdicts are made here, in the lab's process, from wire values. The
 engine needs of the lab only its LabContext (`ctx`): the grading block and the checks.
@@ -51,10 +52,12 @@ class Comparison:
     error: float  # how far the output is (compare's measure)
     bound: float  # how far it may be
     scale: float = 0.0  # the reference's size, where the measure is relative to it
+    # "<=": error is a measure, at most bound; "==": error is a value (an order, a yes/no) that must equal bound
+    relation: str = "<="
 
     @property
     def passed(self) -> bool:
-        return self.error <= self.bound
+        return self.error == self.bound if self.relation == "==" else self.error <= self.bound
 
 
 @dataclass
@@ -118,8 +121,7 @@ def run_cases(ctx, ex: Exercise, impl, cases: list[Case], call, graded: Graded) 
         else:
             result, seen = impl.probe(call, *case.args)
             graded.seen.append(seen)
-        outputs = unpacked(ex, result)
-        graded.returned[case.label] = dict(zip(ex.outputs, outputs, strict=True))
+        graded.returned[case.label] = dict(zip(ex.outputs, unpacked(ex, result), strict=True))
         for name, got in graded.returned[case.label].items():
             evidence = Evidence(name, got, case.expected[name], case.label, case.facts)
             comparison = Comparison(ex.attribute, case.label, name, *ex.compare(evidence))
@@ -127,16 +129,21 @@ def run_cases(ctx, ex: Exercise, impl, cases: list[Case], call, graded: Graded) 
             measured.append((comparison, why))
             graded.comparisons.append(comparison)
     named = next((why for _c, why in measured if why is not None and why[0].mistake), None)
-    ctx.check_equal(
-        _("{function}: the mistake its results show").format(function=ex.attribute),
-        _(named[0].mistake) if named else None,
-        None,  # no mistake recognised; not a word, so that a run's thresholds read the same in any language
-        message=named[1] if named else None,
-        diagnosis=True,
-    )
+    # an exercise whose diagnoses name no mistake has no such check
+    if any(d.mistake for d in ex.diagnoses):
+        ctx.check_equal(
+            _("{function}: the mistake its results show").format(function=ex.attribute),
+            _(named[0].mistake) if named else None,
+            None,  # no mistake recognised; not a word, so that a run's thresholds read the same in any language
+            message=named[1] if named else None,
+            diagnosis=True,
+        )
     for comparison, why in measured:
-        ctx.check_max(
-            _(ex.check).format(
+        record = ctx.check_equal if comparison.relation == "==" else ctx.check_max
+        # the exercise's one name for its checks, or each output's own
+        template = ex.check[comparison.output] if isinstance(ex.check, dict) else ex.check
+        record(
+            _(template).format(
                 function=comparison.function,
                 output=_(ex.shown.get(comparison.output, comparison.output)),
                 label=comparison.label,

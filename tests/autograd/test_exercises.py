@@ -26,12 +26,8 @@ from workshop.labs.autograd.grading import graph_facts
 from workshop.labs.autograd.grading.exercises import EXERCISES
 from workshop.labs.autograd.grading.hand_cases import cross_entropy_cases, linear_cases
 from workshop.labs.autograd.grading.no_autograd import FORBIDDEN, HAND_RULES
-from workshop.labs.autograd.grading.replay_grading import (
-    grade_backpropagate,
-    grade_order,
-    graph_cases,
-)
-from workshop.labs.autograd.lab import grade_by_hand, grade_hand
+from workshop.labs.autograd.grading.replay_grading import graph_cases
+from workshop.labs.autograd.lab import grade_backpropagate, grade_by_hand, grade_hand, grade_order
 from workshop.learner import sandbox
 from workshop.learner.learner_code import (
     LearnerCodeFailed,
@@ -83,11 +79,11 @@ def grade(ctx: LabContext, function: str, wrong: Solution, cases) -> None:
     grade_by_hand(ctx, function, cases)
 
 
-def in_block(ctx: LabContext, function: str, grade_part, impl: Solution, cases):
-    """grade_part(ctx, impl, cases) inside `function`'s grading block, as the lab runs it."""
+def graded_by(ctx: LabContext, grade_exercise, impl: Solution, cases):
+    """The lab's grading of an engine exercise (grade_order, grade_backpropagate: through the exercise engine),
+    its function `impl`."""
     ctx.solution = lambda ex: impl
-    with ctx.grading(function) as solution:
-        return grade_part(ctx, solution, cases)
+    return grade_exercise(ctx, cases)
 
 
 def reference(function: str) -> Solution:
@@ -240,9 +236,8 @@ def test_float64_off_by_5e7_fails_at_float64_only(ctx, cases, planted):
     ids=["bfs-order", "bfs-not-topological", "fifo", "sequence-nr-only", "no-leaves"],
 )
 def test_engine_order_wrong_solutions(ctx, cases, planted, wrong, expected):
-    in_block(
+    graded_by(
         ctx,
-        "engine_order",
         grade_order,
         as_learners(planted, "engine_order", wrong),
         cases["graphs"],
@@ -264,9 +259,8 @@ def test_engine_order_wrong_solutions(ctx, cases, planted, wrong, expected):
     ids=["overwrite-at-fan-in", "no-fit-to-input", "keyed-by-id"],
 )
 def test_backpropagate_wrong_solutions(ctx, cases, planted, wrong, expected):
-    in_block(
+    graded_by(
         ctx,
-        "backpropagate",
         grade_backpropagate,
         as_learners(planted, "backpropagate", wrong),
         cases["graphs"],
@@ -274,10 +268,22 @@ def test_backpropagate_wrong_solutions(ctx, cases, planted, wrong, expected):
     assert failures(ctx) and expected in messages(ctx), messages(ctx)
 
 
+def test_a_backward_pass_that_returns_no_dict_is_told_what_to_return(ctx, cases, planted):
+    """Said where the learner's code runs (replay_grading.leaf_grads), as the failure of their function."""
+    with pytest.raises(
+        LearnerCodeFailed, match="returned list; return a dict leaf tensor -> gradient"
+    ):
+        graded_by(
+            ctx,
+            grade_backpropagate,
+            as_learners(planted, "backpropagate", w.bp_returns_a_list),
+            cases["graphs"],
+        )
+
+
 def test_overwrite_at_fan_in_is_the_first_failure(ctx, cases, planted):
-    in_block(
+    graded_by(
         ctx,
-        "backpropagate",
         grade_backpropagate,
         as_learners(planted, "backpropagate", w.bp_overwrite),
         cases["graphs"],
@@ -292,9 +298,8 @@ def test_overwrite_at_fan_in_is_the_first_failure(ctx, cases, planted):
 
 def test_overwriting_passes_the_graph_without_fan_in(ctx, cases, planted):
     """Why the weight-decay graph is in the grading: on the LM head alone, overwriting is not wrong."""
-    in_block(
+    graded_by(
         ctx,
-        "backpropagate",
         grade_backpropagate,
         as_learners(planted, "backpropagate", w.bp_overwrite),
         cases["graphs"],
@@ -340,8 +345,8 @@ def test_unanswered_is_not_started(ctx, cases):
 def test_the_references_pass_every_exercise(ctx, cases):
     grade(ctx, "cross_entropy_grad", reference("cross_entropy_grad"), cases["cross_entropy_grad"])
     grade(ctx, "linear_grads", reference("linear_grads"), cases["linear_grads"])
-    in_block(ctx, "engine_order", grade_order, reference("engine_order"), cases["graphs"])
-    in_block(ctx, "backpropagate", grade_backpropagate, reference("backpropagate"), cases["graphs"])
+    graded_by(ctx, grade_order, reference("engine_order"), cases["graphs"])
+    graded_by(ctx, grade_backpropagate, reference("backpropagate"), cases["graphs"])
     with ctx.grading("answers"):
         grade_answers(ctx, graph_facts.ANSWERS, asdict(graph_facts.measure_facts(cases["graphs"])))
     assert ctx.checks and not failures(ctx), messages(ctx)
@@ -388,7 +393,7 @@ def test_kahn_with_a_heap_is_what_the_hint_describes(tmp_path, cases):
     (tmp_path / "out").mkdir()
     ctx = LabContext("autograd", tmp_path / "out", options)
     try:
-        lab.grade_engine(ctx, cases["graphs"])
+        lab.grade_order(ctx, cases["graphs"])
     finally:
         sandbox.stop(ctx)
     assert ctx.checks and not failures(ctx), messages(ctx)

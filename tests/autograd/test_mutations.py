@@ -40,7 +40,8 @@ def sections(ctx: LabContext, batch, which: str) -> None:
     cases = lab.graph_cases(batch)
     if which == "engine":
         lab.check_graphs(ctx, cases)
-        lab.grade_engine(ctx, cases)
+        lab.grade_order(ctx, cases)
+        lab.grade_backpropagate(ctx, cases)
     elif which == "graph":
         lab.draw_graph(ctx, cases[0])
     elif which == "answers":

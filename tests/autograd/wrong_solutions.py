@@ -262,6 +262,10 @@ def bp_keyed_by_id(order, grad_output):
     return {id(leaf): g for leaf, g in replay.backpropagate(order, grad_output).items()}
 
 
+def bp_returns_a_list(order, grad_output):
+    return list(replay.backpropagate(order, grad_output).values())  # which leaf's is which?
+
+
 # ---- cheats: each breaks exactly one rule of no_autograd.FORBIDDEN, on a small problem of its own ----
 Z = torch.randn(12, 7, dtype=torch.float64)  # (M, V) logits
 T = torch.tensor([1, 2, 3, 4, 5, 6, 1, 2, 3, PAD_ID, PAD_ID, PAD_ID])

@@ -231,6 +231,38 @@ def test_an_exercise_this_run_does_not_grade_runs_nothing():
     assert grade(ctx, ex.name, CASES).comparisons == [] and ctx.checks == []
 
 
+def test_an_output_compared_for_equality_is_checked_against_its_value_under_its_own_name():
+    """compare's "==": the check holds the output's value against the reference's (an order, a yes/no) under the
+    name `check` gives that output; diagnoses that name no mistake add no mistake check. Planted: the halves in
+    reverse order."""
+    ex = exercise(
+        compare=lambda e: (list(e.got), e.want, 0.0, "=="),
+        check={
+            "half": "{function}: the halves in order ({label})",
+            "neg": "{function}: the negatives ({label})",
+        },
+        diagnoses=(
+            Diagnosis(None, lambda e: {"first": e.got[0]}, "{name} starts {first}", output="half"),
+        ),
+    )
+    ctx = graded(lambda x: (halve_and_negate(x)[0][::-1], halve_and_negate(x)[1]), ex)
+    assert [(c.name, c.value, c.threshold, c.message) for c in failed(ctx)] == [
+        (
+            "halve_and_negate: the halves in order (small)",
+            [1.0, 0.5],
+            [0.5, 1.0],
+            "half starts 1.0",
+        ),
+        (
+            "halve_and_negate: the halves in order (large)",
+            [15.0, 10.0, 5.0],
+            [5.0, 10.0, 15.0],
+            "half starts 15.0",
+        ),
+    ]
+    assert len(ctx.checks) == 4  # each output of each case, and no mistake check
+
+
 QUESTIONS = (
     Question("count", "How many? (int)", "count them"),
     Question("name", "Which one? (str)", "read its name", kind="str"),

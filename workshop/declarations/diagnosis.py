@@ -56,8 +56,5 @@ class Diagnosis:
 
 def diagnose(diagnoses: tuple[Diagnosis, ...], evidence: Evidence) -> tuple[Diagnosis, str] | None:
     """The first diagnosis the evidence shows, and its message; None when none does."""
-    for d in diagnoses:
-        text = d.explain(evidence)
-        if text is not None:
-            return d, text
-    return None
+    explained = ((d, d.explain(evidence)) for d in diagnoses)
+    return next(((d, text) for d, text in explained if text is not None), None)

@@ -80,10 +80,12 @@ class Exercise:
     # what the function returns, in order, and how a check names each ({"dW": "dL/dW"}: the handout's symbols)
     outputs: tuple[str, ...] = ()
     shown: dict[str, str] = dataclasses.field(default_factory=dict)
-    # one output against the reference's: compare(evidence) -> (error, bound[, scale]); passes when error <= bound
+    # one output against the reference's: compare(evidence) -> (error, bound[, scale[, relation]]); passes when
+    # error <= bound, or, with relation "==", when error (a value: an order, a yes/no) equals bound
     compare: Callable | None = None
-    # the name of an output's check, formatted with {function}, {output} (as shown) and {label} (the case's)
-    check: str = N_("{function}: {output} = the reference's ({label})")
+    # the name of an output's check, formatted with {function}, {output} (as shown) and {label} (the case's); a
+    # dict output -> name where each output's check is worded on its own
+    check: str | dict[str, str] = N_("{function}: {output} = the reference's ({label})")
 
     @property
     def id(self) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import Counter
-from dataclasses import dataclass, field
 
 import torch
 from torch.autograd.graph import Node
@@ -64,19 +63,6 @@ def is_topological(order: list[Node], root: Node) -> bool:
     )
 
 
-@dataclass
-class Replay:
-    order: list[Node]  # the nodes in the order they ran
-    leaf_grads: dict[torch.Tensor, torch.Tensor] = field(default_factory=dict)  # leaf -> dL/dleaf
-
-    def grad(self, leaf: torch.Tensor) -> torch.Tensor:
-        if leaf not in self.leaf_grads:  # a tensor hashes by identity: this asks "this very leaf?"
-            raise KeyError(
-                f"no gradient reached the leaf of shape {tuple(leaf.shape)}: is it in the graph?"
-            )
-        return self.leaf_grads[leaf]
-
-
 def backpropagate(order: list[Node], grad_output: torch.Tensor) -> dict[torch.Tensor, torch.Tensor]:
     """Run every node of `order` (order[0] is the root, given grad_output) once; return leaf -> gradient.
 
@@ -100,33 +86,6 @@ def backpropagate(order: list[Node], grad_output: torch.Tensor) -> dict[torch.Te
             slots = buffers.setdefault(nxt, [None] * num_inputs(nxt))
             slots[input_nr] = g if slots[input_nr] is None else slots[input_nr] + g
     return leaf_grads
-
-
-def replay_backward(
-    output: torch.Tensor,
-    grad_output: torch.Tensor | None = None,
-    order=engine_order,
-    propagate=backpropagate,
-) -> Replay:
-    """Backpropagate from output by calling every grad_fn node by hand; .grad and the graph are left untouched.
-
-    grad_output defaults to 1 for a scalar output, as in output.backward(). `order` and `propagate` are the two
-    halves of the engine (the learner's, when graded); grad mode is off, as in the engine without create_graph.
-    """
-    root = output.grad_fn
-    if root is None:
-        raise ValueError(
-            "output has no grad_fn: it was not computed from tensors that require grad"
-        )
-    if grad_output is None:
-        if output.numel() != 1:
-            raise ValueError(
-                f"output has shape {tuple(output.shape)}: give grad_output for a non-scalar output"
-            )
-        grad_output = torch.ones_like(output)
-    nodes = order(root)
-    with torch.no_grad():
-        return Replay(nodes, propagate(nodes, grad_output))
 
 
 def fit_to_input(grad: torch.Tensor, node: Node, input_nr: int) -> torch.Tensor:

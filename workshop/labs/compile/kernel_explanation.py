@@ -78,12 +78,15 @@ def eager_results(kernel: GeneratedKernel, graphs: list[torch.fx.GraphModule]) -
                 else:
                     ends.append(node)
             previous = key
-    results = []
-    for node in ends:
-        value = node.meta.get("val")
-        shape = tuple(value.shape) if isinstance(value, torch.Tensor) else ()
-        results.append(EagerResult(op_name(node), shape, tensor_bytes(value)))
-    return results
+    values = [(node, node.meta.get("val")) for node in ends]
+    return [
+        EagerResult(
+            op_name(node),
+            tuple(value.shape) if isinstance(value, torch.Tensor) else (),
+            tensor_bytes(value),
+        )
+        for node, value in values
+    ]
 
 
 @dataclass

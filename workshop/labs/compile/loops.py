@@ -108,12 +108,14 @@ def cpp_loops(source: str) -> list[Loop]:
 def cpp_grid(loops: list[Loop]) -> list[int | None]:
     """The CPU's launch grid: for each `#pragma omp for`, the indices it splits across threads (the product of
     the loops a collapse(n) spans), in source order."""
-    grid = []
-    for i, loop in enumerate(loops):
-        if loop.omp_for:
-            extents = [inner.extent for inner in loops[i : i + loop.omp_for]]
-            grid.append(None if None in extents else math.prod(extents))
-    return grid
+    spans = [
+        [inner.extent for inner in loops[i : i + loop.omp_for]] for i, loop in enumerate(loops)
+    ]
+    return [
+        None if None in extents else math.prod(extents)
+        for loop, extents in zip(loops, spans, strict=True)
+        if loop.omp_for
+    ]
 
 
 def record_access(loop: Loop, line: str) -> None:
@@ -157,12 +159,13 @@ def triton_layout(source: str) -> TritonLayout:
     heuristic = re.search(
         r"@triton_heuristics\.(\w+)\(\s*size_hints\s*=\s*(\{[^}]*\}|\[[^\]]*\])", source
     )
-    reduces = []
-    for fn, kind in REDUCE_TRITON.items():
+    reduces = [
+        kind
+        for fn, kind in REDUCE_TRITON.items()
         if re.search(
             rf"\b{re.escape(fn)}\(" if "." in fn else rf"(?:triton_helpers\.|\b){fn}\w*\(", source
-        ):
-            reduces.append(kind)
+        )
+    ]
     return TritonLayout(
         heuristic=heuristic[1] if heuristic else "unknown",
         size_hints=heuristic[2] if heuristic else "",

@@ -197,9 +197,5 @@ def priority_disagreements() -> list[tuple[str, str, str]]:
 
     known = [k for k in map(runtime, reimpl.PRIORITY) if k]
     pairs = list(itertools.pairwise(known)) + [("CUDA", "CPU"), ("AutogradCUDA", "AutogradCPU")]
-    out = []
-    for a, b in pairs:
-        real = keys.keyset([a, b]).highestPriorityTypeId().name
-        if real != a:
-            out.append((a, b, real))
-    return out
+    real = [(a, b, keys.keyset([a, b]).highestPriorityTypeId().name) for a, b in pairs]
+    return [(a, b, winner) for a, b, winner in real if winner != a]

@@ -57,21 +57,18 @@ def shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
 def anatomy(W: torch.Tensor, b: torch.Tensor, x: torch.Tensor) -> list[ViewRow]:
     """One row per view of head_views."""
     bases = {"W": W, "b": b, "x": x}
-    rows = []
-    for expression, view in head_views(W, b, x).items():
-        base = expression[0]  # each expression starts with the name of its base
-        rows.append(
-            ViewRow(
-                expression,
-                list(view.shape),
-                list(view.stride()),
-                view.storage_offset(),
-                base,
-                shares_storage(view, bases[base]),
-                view.is_contiguous(),
-            )
+    return [
+        ViewRow(
+            expression,
+            list(view.shape),
+            list(view.stride()),
+            view.storage_offset(),
+            expression[0],  # each expression starts with the name of its base
+            shares_storage(view, bases[expression[0]]),
+            view.is_contiguous(),
         )
-    return rows
+        for expression, view in head_views(W, b, x).items()
+    ]
 
 
 def storage_indices(size: list[int], stride: list[int], offset: int) -> torch.Tensor:

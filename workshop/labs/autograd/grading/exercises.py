@@ -11,6 +11,12 @@ from workshop.declarations.exercise import Exercise
 from workshop.declarations.questions import Question
 from workshop.i18n import N_
 from workshop.labs.autograd.grading.gradient_diagnosis import HAND_DIAGNOSES
+from workshop.labs.autograd.grading.replay_diagnosis import (
+    LEAF_DIAGNOSES,
+    ORDER_DIAGNOSES,
+    compare_leaf,
+    compare_order,
+)
 
 LAB = "autograd"
 
@@ -236,6 +242,16 @@ EXERCISES = [
         handout=N_("README.md#4-the-engine-order-and-fan-in"),
         reference="workshop.labs.autograd.replay:engine_order",
         attribute="engine_order",
+        # the order twice, one check each (replay_grading.order_indices)
+        outputs=("topological", "order"),
+        compare=compare_order,
+        check={
+            "topological": N_(
+                "{function}: each node once, after every node that sends it a gradient ({label})"
+            ),
+            "order": N_("{function} = the order .backward() ran the nodes in ({label})"),
+        },
+        diagnoses=ORDER_DIAGNOSES,
         interface=N_(
             "root: torch.autograd.graph.Node (a loss's grad_fn). Returns a list of every node reachable "
             "from root through next_functions, each once, root first. walk(root) lists them (any order)."
@@ -278,6 +294,11 @@ EXERCISES = [
         handout=N_("README.md#4-the-engine-order-and-fan-in"),
         reference="workshop.labs.autograd.replay:backpropagate",
         attribute="backpropagate",
+        outputs=("x", "W", "b"),  # each leaf's gradient (replay_grading.leaf_grads)
+        shown={leaf: f"dL/d{leaf}" for leaf in ("x", "W", "b")},
+        compare=compare_leaf,
+        check=N_("{function}: {output} = .backward()'s ({label}): max abs difference"),
+        diagnoses=LEAF_DIAGNOSES,
         interface=N_(
             "order: list[Node], root first; grad_output: a tensor of the root output's shape (ones for a "
             "scalar loss). Returns a dict leaf tensor -> dL/dleaf (the leaf's shape). Helpers in your "

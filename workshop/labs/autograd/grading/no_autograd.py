@@ -223,37 +223,32 @@ def add_seen(total: dict, seen: dict) -> dict:
     return total
 
 
-def check_no_autograd(ctx, function: str, seen: dict, rules: tuple[str, ...]) -> None:
-    """One check per thing "no autograd" forbids (FORBIDDEN), from what the watch saw."""
-    for rule in rules:
-        found = seen.get(rule, {"count": 0, "examples": []})
-        ctx.check_max(
-            _("{function}, no autograd: {forbidden}").format(
-                function=function, forbidden=_(FORBIDDEN[rule])
-            ),
-            found["count"],
-            0,
-            diagnosis=True,
-            message=_(
-                "{function} used {forbidden}: {examples}. README.md, Exercises, lists what the "
-                "exercises may not use"
-            ).format(
-                function=function,
-                forbidden=_(FORBIDDEN[rule]),
-                examples=", ".join(found["examples"]),
-            ),
-        )
-
-
 def forbidden(rules: tuple[str, ...]):
     """The engine's rule for an exercise whose cases ran under a Watch of `rules` (its call probe returns
-    what the watch saw): one check per rule, over every case."""
+    what the watch saw): one check per thing "no autograd" forbids (FORBIDDEN), over every case."""
 
     def check(ctx, ex, impl, graded) -> None:
         seen = {}
         for watched in graded.seen:
             add_seen(seen, watched)
-        check_no_autograd(ctx, ex.attribute, seen, rules)
+        for rule in rules:
+            found = seen.get(rule, {"count": 0, "examples": []})
+            ctx.check_max(
+                _("{function}, no autograd: {forbidden}").format(
+                    function=ex.attribute, forbidden=_(FORBIDDEN[rule])
+                ),
+                found["count"],
+                0,
+                diagnosis=True,
+                message=_(
+                    "{function} used {forbidden}: {examples}. README.md, Exercises, lists what the "
+                    "exercises may not use"
+                ).format(
+                    function=ex.attribute,
+                    forbidden=_(FORBIDDEN[rule]),
+                    examples=", ".join(found["examples"]),
+                ),
+            )
 
     return check
 
@@ -279,3 +274,5 @@ def named_in_source(ctx, ex, impl, graded) -> None:
 
 # The hand gradients' rules: nothing of autograd at all, seen where the code ran or named in its source.
 HAND_CHECKS = (forbidden(HAND_RULES), named_in_source)
+# The engine exercises' rules: autograd's own engine, seen where the code ran.
+ENGINE_CHECKS = (forbidden(ENGINE_RULES),)

@@ -1,6 +1,6 @@
-"""The graphs the hand-made engine is checked on, and the grading of its two halves (its order, and the sums at
-fan-in: grade_order and grade_backpropagate, each inside its exercise's grading block, whose exercise names
-its checks).
+"""The graphs the hand-made engine is checked on, and the cases the exercise engine grades its two halves on (its
+order: order_cases; the sums at fan-in: replay_cases). How each is compared and what its mistakes show is
+declared in replay_diagnosis.py.
 
 Two graphs, in float32 and float64: the LM head under lm_loss, and the same plus weight decay (lambda/2)||W||^2.
 The second has fan-in: W is used twice in the forward, so two gradients reach W's AccumulateGrad and must be
@@ -8,37 +8,29 @@ summed; an engine that overwrites instead passes the first graph and fails this 
 the real engine (.backward(), pre-hooks recording its order, the graph retained) before any replay.
 
 Nodes cannot cross the wire: the learner's engine runs in the worker on the same graph rebuilt there, by this
-module's probes (order_indices, leaf_grads), and the verdicts are made here.
+module's probes (order_indices, leaf_grads: the engine's call=), and the verdicts are made in the lab's process.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 from torch.autograd.graph import Node
 
+from workshop.engine import Case, Graded
 from workshop.i18n import N_, _
 from workshop.lab_api import LabContext
 from workshop.labs.autograd.batch import HeadBatch, leaf_tensors
 from workshop.labs.autograd.grading.hand_cases import DTYPES, dtype_name
-from workshop.labs.autograd.grading.no_autograd import (
-    ENGINE_RULES,
-    add_seen,
-    check_no_autograd,
-    watched_call,
-)
+from workshop.labs.autograd.grading.no_autograd import ENGINE_RULES, watched_call
 from workshop.labs.autograd.graph_walk import walk
-from workshop.labs.autograd.precision import error_bound, max_abs_error
 from workshop.labs.autograd.replay import is_topological, record_engine_order
 from workshop.minigpt.model import lm_loss
 
 # The penalty's gradient lambda * W peaks at 0.038 against dL/dW's 0.108: either half alone is far off the sum.
 WEIGHT_DECAY = 0.1
-# Stands in the learner's order for an entry that is no node of the graph (order_indices: -1).
-NOT_A_NODE = "<not a node of this graph>"
 # The graphs' names: identifiers in result.json, translated where the learner reads them.
 HEAD, DECAY = N_("LM head"), N_("LM head + weight decay")
 
@@ -142,14 +134,14 @@ def order_indices(order_of, hidden, targets, W, b, dtype: str, weight_decay: flo
     loss, _leaves = build_graph((hidden, targets, W, b), getattr(torch, dtype), weight_decay)
     position = {node: i for i, node in enumerate(walk(loss.grad_fn))}
     order, seen = watched_call(order_of, ENGINE_RULES, loss.grad_fn)
-    return [position.get(n, -1) if isinstance(n, Node) else -1 for n in order], seen
+    indices = [position.get(n, -1) if isinstance(n, Node) else -1 for n in order]
+    return (indices, indices), seen  # one per check: is it topological, is it .backward()'s order
 
 
 def leaf_grads(run_nodes, hidden, targets, W, b, dtype: str, weight_decay, order):
     """run_nodes(nodes in `order`, ones) (the learner's backward pass) on the graph built here, `order` given as
-    positions in walk(root):
-    ({leaf name: the gradient the learner's dict holds for that very leaf, or None}, what the watch saw); the
-    returned value's type name instead of the dict when it is not one."""
+    positions in walk(root): (the gradient the learner's dict holds for each very leaf, x, W, b: a wire value,
+    None where it holds none; what the watch saw)."""
     loss, leaves = build_graph((hidden, targets, W, b), getattr(torch, dtype), weight_decay)
     nodes = walk(loss.grad_fn)
     with torch.no_grad():  # as the real engine runs without create_graph
@@ -157,13 +149,14 @@ def leaf_grads(run_nodes, hidden, targets, W, b, dtype: str, weight_decay, order
             run_nodes, ENGINE_RULES, [nodes[i] for i in order], torch.ones_like(loss)
         )
     if not isinstance(grads, dict):
-        return type(grads).__name__, seen
+        raise TypeError(
+            _("{function} returned {what}; return a dict leaf tensor -> gradient").format(
+                function=run_nodes.__name__, what=type(grads).__name__
+            )
+        )
     # by identity: the keys may be anything, and a tensor's == is elementwise
-    found = {
-        name: next((g for key, g in grads.items() if key is leaf), None)
-        for name, leaf in leaves.items()
-    }
-    return {name: wire_value(g) for name, g in found.items()}, seen
+    found = (next((g for key, g in grads.items() if key is leaf), None) for leaf in leaves.values())
+    return tuple(wire_value(g) for g in found), seen
 
 
 def wire_value(g):
@@ -173,91 +166,40 @@ def wire_value(g):
     return None if g is None else type(g).__name__
 
 
-def grade_order(ctx: LabContext, impl, cases: list[GraphCase]) -> None:
-    """The learner's engine order of each graph's root: topological, and exactly the real engine's order.
+def engine_positions(case: GraphCase) -> list[int]:
+    """The order .backward() ran the nodes in, as positions in walk(root): how an order crosses the wire."""
+    ids = {node: i for i, node in enumerate(walk(case.root))}
+    return [ids[n] for n in case.real_order]
 
-    Nodes cannot cross to the worker: it rebuilds the same graph (order_indices, above) and sends back
-    the learner's order as positions in walk(root); the verdicts are made here, on the lab's own graph."""
-    seen, function = {}, ctx.current_exercise.attribute
-    for case in (c for c in cases if c.dtype == torch.float32):
-        nodes = walk(case.root)
-        indices, watched = impl.probe(
-            order_indices, *case.inputs, dtype_name(case.dtype), case.weight_decay
+
+def order_cases(cases: list[GraphCase]) -> list[Case]:
+    """What the learner's engine order is graded on: each graph in float32 (its name the case's label), the
+    worker's arguments (order_indices'), the order .backward() ran, and the graph for the diagnoses
+    (replay_diagnosis)."""
+    return [
+        Case(
+            _(case.graph),
+            (*case.inputs, dtype_name(case.dtype), case.weight_decay),
+            {"topological": True, "order": engine_positions(case)},
+            {"graph_case": case},
         )
-        add_seen(seen, watched)
-        order = [nodes[i] if 0 <= i < len(nodes) else NOT_A_NODE for i in indices]
-        ctx.check_equal(
-            _(
-                "{function}: each node once, after every node that sends it a gradient ({graph})"
-            ).format(function=function, graph=_(case.graph)),
-            is_topological(order, case.root),
-            True,
-            message=order_violation(case, order),
+        for case in cases
+        if case.dtype == torch.float32
+    ]
+
+
+def replay_cases(cases: list[GraphCase]) -> list[Case]:
+    """What the learner's backward pass is graded on: every graph, given the order .backward() ran (torch's
+    order, not a reference), each leaf against .backward()'s gradient."""
+    return [
+        Case(
+            case.shown,
+            (*case.inputs, dtype_name(case.dtype), case.weight_decay, engine_positions(case)),
+            case.expected,
+            {"parts": case.parts},
         )
-        ids = {node: i for i, node in enumerate(nodes)}
-        ctx.check_equal(
-            _("{function} = the order .backward() ran the nodes in ({graph})").format(
-                function=function, graph=_(case.graph)
-            ),
-            list(indices),
-            [ids[n] for n in case.real_order],
-            message=first_divergence(case, order),
-        )
-    check_no_autograd(ctx, function, seen, ENGINE_RULES)
-
-
-def order_violation(case: GraphCase, order: list) -> str:
-    nodes = walk(case.root)
-    missing = [case.node_name(n) for n in nodes if n not in order]
-    if missing:
-        return _(
-            "your order misses {k} of the graph's {n} nodes ({names}): follow next_functions from "
-            "the root to every node"
-        ).format(k=len(missing), n=len(nodes), names=", ".join(missing[:3]))
-    if len(order) != len(nodes):
-        return _("your order has {k} entries for {n} nodes: run each node exactly once").format(
-            k=len(order), n=len(nodes)
-        )
-    position = {node: i for i, node in enumerate(order)}
-    for node in order:
-        for nxt, _nr in node.next_functions:
-            if nxt is not None and position[nxt] < position[node]:
-                return _(
-                    "step {i}: {late} ran before {early} (step {j}), which sends it a gradient: "
-                    "a node may run only once every node that feeds it has run (count its incoming "
-                    "edges, and wait for all of them)"
-                ).format(
-                    i=position[nxt] + 1,
-                    late=case.node_name(nxt),
-                    early=case.node_name(node),
-                    j=position[node] + 1,
-                )
-    return ""
-
-
-def first_divergence(case: GraphCase, order: list) -> str:
-    for step, (mine, real) in enumerate(zip(order, case.real_order, strict=False), start=1):
-        if mine is not real:
-            return _(
-                "step {step}: .backward() ran {real} (sequence_nr {real_nr}), yours ran {mine} "
-                "({mine_nr}): among the nodes ready to run, the engine picks the highest "
-                "sequence_nr, the op made last in the forward"
-            ).format(
-                step=step,
-                real=case.node_name(real),
-                real_nr=sequence_nr(real),
-                mine=case.node_name(mine),
-                mine_nr=sequence_nr(mine),
-            )
-    return _("your order has {k} nodes, the engine ran {n}").format(
-        k=len(order), n=len(case.real_order)
-    )
-
-
-def sequence_nr(node) -> str:
-    if not isinstance(node, Node):
-        return "?"
-    return "max" if hasattr(node, "variable") else str(node._sequence_nr())
+        for case in cases
+    ]
 
 
 @dataclass
@@ -271,114 +213,21 @@ class ReplayResult:
     bit_identical: dict[str, bool]
 
 
-def grade_backpropagate(ctx: LabContext, impl, cases: list[GraphCase]) -> list[ReplayResult]:
-    """The learner's backward pass (order, grad_output) given the real engine's order, on every graph: the
-    mistake its results show first (a diagnosis), then each leaf against .backward().
-
-    In the worker, leaf_grads rebuilds the graph and hands the learner the order .backward()
-    ran here (positions in walk(root)); it sends back each leaf's gradient by the leaf's name."""
-    seen, measured, function = {}, [], ctx.current_exercise.attribute
-    for case in cases:
-        ids = {node: i for i, node in enumerate(walk(case.root))}
-        # .backward()'s order (pre-hooks): torch's, not a reference
-        order = [ids[n] for n in case.real_order]
-        grads, watched = impl.probe(
-            leaf_grads, *case.inputs, dtype_name(case.dtype), case.weight_decay, order
+def replay_results(cases: list[GraphCase], graded: Graded) -> list[ReplayResult]:
+    """What grading the backward pass measured, per graph; none unless it ran on every graph."""
+    if len(graded.returned) != len(cases):
+        return []
+    errors = {(c.label, c.output): c.error for c in graded.comparisons}
+    return [
+        ReplayResult(
+            case.label,
+            case.graph,
+            dtype_name(case.dtype),
+            {leaf: errors[case.shown, leaf] for leaf in case.leaves},
+            {
+                leaf: isinstance(got, torch.Tensor) and torch.equal(got, case.expected[leaf])
+                for leaf, got in graded.returned[case.shown].items()
+            },
         )
-        add_seen(seen, watched)
-        if isinstance(grads, str):
-            raise TypeError(
-                _("{function} returned {what}; return a dict leaf tensor -> gradient").format(
-                    function=function, what=grads
-                )
-            )
-        measured.append((case, measure_leaves(case, grads)))
-    check_mistake(ctx, function, [row[-1] for _, rows in measured for row in rows])
-    results = [record_leaves(ctx, function, case, rows) for case, rows in measured]
-    check_no_autograd(ctx, function, seen, ENGINE_RULES)
-    return results
-
-
-class Diagnosis(NamedTuple):
-    """What a wrong leaf gradient shows: the mistake's short name (N_(); None: none named) and the message."""
-
-    mistake: str | None
-    message: str
-
-
-def check_mistake(ctx: LabContext, function: str, diagnoses: list[Diagnosis | None]) -> None:
-    """The first mistake a diagnosis named, as a check of its own: the line that tells the learner what to fix.
-    It passes when no failed output showed a mistake a rule recognises (a wrong output may still fail)."""
-    named = next((d for d in diagnoses if d is not None and d.mistake), None)
-    ctx.check_equal(
-        _("{function}: the mistake its results show").format(function=function),
-        _(named.mistake) if named else None,
-        None,  # no mistake recognised; not a word, so that a run's thresholds read the same in any language
-        message=named.message if named else None,
-        diagnosis=True,
-    )
-
-
-# One leaf's gradient against .backward()'s: (leaf name, got, max abs difference, bound, diagnosis or None)
-LeafRow = tuple[str, object, float, float, Diagnosis | None]
-
-
-def measure_leaves(case: GraphCase, grads: dict) -> list[LeafRow]:
-    """grads: leaf name -> what the learner's dict held for that very leaf (None: nothing)."""
-    rows = []
-    for name in case.leaves:
-        got = grads.get(name)
-        want = case.expected[name]
-        difference, bound = max_abs_error(got, want), error_bound(want)
-        diagnosis = None if difference <= bound else leaf_diagnosis(case, name, got, bound)
-        rows.append((name, got, difference, bound, diagnosis))
-    return rows
-
-
-def record_leaves(
-    ctx: LabContext, function: str, case: GraphCase, rows: list[LeafRow]
-) -> ReplayResult:
-    diffs, identical = {}, {}
-    for name, got, difference, bound, diagnosis in rows:
-        diffs[name] = difference
-        identical[name] = isinstance(got, torch.Tensor) and torch.equal(got, case.expected[name])
-        ctx.check_max(
-            _("{function}: dL/d{leaf} = .backward()'s ({label}): max abs difference").format(
-                function=function, leaf=name, label=case.shown
-            ),
-            difference,
-            bound,
-            message=diagnosis.message if diagnosis else None,
-        )
-    return ReplayResult(case.label, case.graph, dtype_name(case.dtype), diffs, identical)
-
-
-def leaf_diagnosis(case: GraphCase, name: str, got, bound: float) -> Diagnosis:
-    want = case.expected[name]
-    if got is None:
-        message = _(
-            "no gradient reached {leaf}: when an AccumulateGrad node runs, store its summed "
-            "gradient under its leaf, node.variable (the dict's key is the leaf tensor itself)"
-        ).format(leaf=name)
-        return Diagnosis(N_("a leaf's gradient not stored under the leaf"), message)
-    if not isinstance(got, torch.Tensor) or got.shape != want.shape:
-        # a non-tensor comes back from the worker as its type's name (wire_value)
-        shape = tuple(got.shape) if isinstance(got, torch.Tensor) else got
-        message = _(
-            "{leaf}'s gradient has shape {got}, the leaf has {want}: pass every gradient through "
-            "fit_to_input(grad, next_node, input_nr) before it reaches the next node (the forward "
-            "broadcast b over the rows; the engine sums the gradient back)"
-        ).format(leaf=name, got=shape, want=tuple(want.shape))
-        return Diagnosis(N_("a gradient not summed back to its input's shape"), message)
-    parts = case.parts.get(name, {})
-    for source, part in parts.items():
-        if max_abs_error(got, part) <= max(bound, error_bound(part)):
-            message = _(
-                "{leaf} received {n} gradients (fan-in): {sources}; yours equals only {source}: add a "
-                "gradient that arrives at a slot already holding one; do not overwrite it"
-            ).format(leaf=name, n=len(parts), sources=", ".join(map(_, parts)), source=_(source))
-            return Diagnosis(N_("overwrite at fan-in"), message)
-    message = _(
-        "dL/d{leaf} differs from .backward()'s by up to {rel:.2g} of its largest entry"
-    ).format(leaf=name, rel=max_abs_error(got, want) / float(want.abs().max()))
-    return Diagnosis(None, message)
+        for case in cases
+    ]

@@ -14,10 +14,10 @@ def table_entries(function, slots: list[list[str]]) -> tuple[list, None]:
     """function(registrations, fallbacks, key), the kernel in a slot, for each [op, key]: [source, tag,
     fallthrough], None, or the returned value's type name."""
     fallbacks = keys.backend_fallbacks()
-    found = []
-    for op, key in slots:
-        entry = function(dict(keys.registrations(op)), dict(fallbacks), key)
-        found.append(entry_value(entry))
+    found = [
+        entry_value(function(dict(keys.registrations(op)), dict(fallbacks), key))
+        for op, key in slots
+    ]
     return found, None
 
 
