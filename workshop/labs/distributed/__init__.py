@@ -18,9 +18,9 @@ def regrade(ctx, lab_dir) -> None:
 
 def benchmark(out):
     """LabSpec.bench: `python -m workshop bench distributed`."""
-    from workshop.labs.distributed.bench import check_loop
+    from workshop.labs.distributed.bench import check_wait
 
-    return check_loop.main(out)
+    return check_wait.main(out)
 
 
 def capacity_problem(n_procs: int, device: str) -> str | None:
