@@ -55,10 +55,6 @@ def root_unit_bytes(cfg: GPTConfig = GPTConfig()) -> int:
     )
 
 
-def state_bytes(record: RankRecord) -> int:
-    return sum(record.held.values())
-
-
 def check_run(ctx: LabContext, label: str, run: Run, tolerance: float) -> None:
     ctx.check_max(
         _("{label}: losses equal the 1-process reference (max relative diff)").format(label=label),
@@ -180,7 +176,8 @@ def _check_fsdp(ctx: LabContext, data: Measurements, ddp: Measurements | None) -
             0.05,
         )
     if ddp:
-        ratio = max(state_bytes(r) for r in ranks) * n / state_bytes(ddp.runs["ddp"].per_rank[0])
+        held = [sum(r.held.values()) for r in (*ranks, ddp.runs["ddp"].per_rank[0])]
+        ratio = max(held[:-1]) * n / held[-1]
         ctx.check_max(
             _(
                 "fsdp: per-rank params+grads+optimizer bytes x N / DDP's (|ratio - 1|, N={n})"

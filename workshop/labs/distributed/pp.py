@@ -16,9 +16,8 @@ from torch.distributed.elastic.multiprocessing.errors import record
 
 from workshop.i18n import N_, _
 from workshop.labs.distributed import process_group, reference, run_ending, training
-from workshop.labs.distributed.instruments import Instruments
+from workshop.labs.distributed.instruments import Instruments, PipelineTimeline
 from workshop.labs.distributed.measurements import RankRecord, Run
-from workshop.labs.distributed.pipeline_timeline import PipelineTimeline
 from workshop.labs.distributed.plans import STAGES_PER_RANK, microbatches, pp_usable, schedules_for
 from workshop.minigpt.model import GPT, lm_loss
 

@@ -26,7 +26,6 @@ from workshop.labs.distributed import process_group, reference, run_ending, trai
 from workshop.labs.distributed.instruments import Instruments
 from workshop.labs.distributed.measurements import Run
 from workshop.labs.distributed.plans import tp_usable
-from workshop.labs.distributed.rank_memory import full, local
 from workshop.minigpt.model import GPT, lm_loss
 
 BLOCK_PLAN = {
@@ -65,7 +64,7 @@ def train(args, rank: process_group.Rank, model: GPT) -> Run:
                 # every block, and the LM head's)
                 loss.backward()
             opt.step()  # each rank steps its own slices, and its copy of the replicated parameters
-            measure.loss(full(loss).item())
+            measure.loss(run_ending.full(loss).item())
     ref = reference.shared(args.steps, 1, rank.device)
     return run_ending.whole_model_run(measure.record(), model, opt, ref, chunks=1)
 
@@ -77,7 +76,7 @@ def run(args, rank: process_group.Rank) -> tuple[dict[str, Run], dict]:
     mesh = init_device_mesh(rank.device.type, (rank.world,), mesh_dim_names=("tp",))
     model = parallelize(training.load_model(rank.device), mesh)
     runs = {"tp": train(args, rank, model)}
-    return runs, {"lm_head_local_shape": list(local(model.lm_head.weight).shape)}
+    return runs, {"lm_head_local_shape": list(run_ending.local(model.lm_head.weight).shape)}
 
 
 @record
