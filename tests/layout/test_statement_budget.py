@@ -29,10 +29,10 @@ MACHINERY = (
 TARGET = {"workshop": 10_000, "machinery": 2_800, "lab": 1_300, "lines": 400}
 # area -> the statements (for a file: the lines) it holds today, over its target
 CEILING = {
-    "workshop": 12_742,
+    "workshop": 12_715,
     "machinery": 4_167,
     "labs/custom_op": 2_160,
-    "labs/distributed": 1_793,
+    "labs/distributed": 1_766,
     "labs/custom_op/lab.py": 424,
 }
 SLACK = 60  # a ceiling more than this above what its area holds is lowered to it
