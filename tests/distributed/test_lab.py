@@ -236,7 +236,7 @@ def summary_values(**changes) -> dict:
 def pipeline_idle(measured, theory, share):
     from workshop.labs.distributed.pipeline_idle import Idle
 
-    return Idle(measured, [measured], theory, 1e-4, 0.1, 0.1, 1.0, 8, 0.5, share)
+    return Idle(measured, theory, 1e-4, 0.1, 1.0, 8, 0.5, share)
 
 
 def ddp_overlap(shown: bool) -> dict:

@@ -41,7 +41,7 @@ class Mutation:
 
 
 PP_BUSY_TENTH = """
-import workshop.labs.distributed.pipeline_timeline as timeline
+import workshop.labs.distributed.instruments as timeline
 
 def watch(self, stage):
     for kind, method in (("F", "forward_one_chunk"), ("B", "backward_one_chunk")):

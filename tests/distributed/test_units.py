@@ -19,8 +19,8 @@ from workshop.labs.distributed import (
     flight_recorder,
     launch,
     pipeline_idle,
-    rank_memory,
     reference,
+    run_ending,
     traces,
     training,
 )
@@ -145,7 +145,7 @@ def test_busy_time_at_most_reads_the_works_cpu_seconds(tmp_path, busy_s, busy_cp
     """On the CPU the pipeline's busy time is bounded in CPU seconds, which the machine's load does not stretch;
     the reference's step took 4 s (wall and CPU)."""
     ctx = LabContext("distributed", tmp_path, RunOptions("cpu", 2, 0))
-    idle = pipeline_idle.Idle(0.3, [0.3], 0.2, 1e-4, 10.0, busy_s, 1.0, 2, 0.1, 0.01, busy_cpu_s)
+    idle = pipeline_idle.Idle(0.3, 0.2, 1e-4, busy_s, 1.0, 2, 0.1, 0.01, busy_cpu_s)
     demo_checks.check_pipeline_timing(ctx, "gpipe", pipeline_run([[], []]), "cpu", idle)
     at_most = next(c for c in ctx.checks if c.name.endswith("(at most)"))
     assert at_most.passed is passes, at_most
@@ -173,19 +173,19 @@ def test_held_bytes_count_params_grads_and_momentum_once_each():
     opt = training.optimizer(model.parameters())
     model(torch.ones(2, 4)).sum().backward()
     opt.step()
-    assert rank_memory.held(list(model.parameters()), opt) == {
+    assert run_ending.held(list(model.parameters()), opt) == {
         "params": 60,
         "grads": 60,
         "optimizer": 60,
     }
     shared = torch.zeros(100)  # two views of one storage hold its 400 bytes once
-    assert rank_memory.storage_bytes([shared[:10], shared[50:]]) == 400
+    assert run_ending.storage_bytes([shared[:10], shared[50:]]) == 400
 
 
 def test_digests_tell_replicas_apart():
     a = {"w": torch.ones(3)}
-    assert rank_memory.digest(a) == rank_memory.digest({"w": torch.ones(3)})
-    assert rank_memory.digest(a) != rank_memory.digest({"w": torch.tensor([1.0, 1.0, 1.0 + 1e-7])})
+    assert run_ending.digest(a) == run_ending.digest({"w": torch.ones(3)})
+    assert run_ending.digest(a) != run_ending.digest({"w": torch.tensor([1.0, 1.0, 1.0 + 1e-7])})
 
 
 def test_flight_recorder_dumps_name_the_collective_a_rank_never_entered(tmp_path):

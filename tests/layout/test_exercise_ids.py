@@ -27,7 +27,6 @@ KNOWN_EXCEPTIONS = {
     "custom_op.forward_kernel",
     "custom_op.setup_context",
     "dispatcher.walk",
-    "distributed.answers",
     "distributed.predictions",
     "distributed.survey",
 }

@@ -18,9 +18,9 @@ def regrade(ctx, lab_dir) -> None:
 
 def benchmark(out):
     """LabSpec.bench: `python -m workshop bench distributed`."""
-    from workshop.labs.distributed.bench import check_loop
+    from workshop.labs.distributed.bench import check_wait
 
-    return check_loop.main(out)
+    return check_wait.main(out)
 
 
 def capacity_problem(n_procs: int, device: str) -> str | None:
@@ -39,7 +39,8 @@ LAB = LabSpec(
     entry=run,
     # more ranks than this machine holds is refused before a run starts (one line: the limit and the fix)
     precondition=capacity_problem,
-    # `check distributed predictions` (answers, survey) after a run grades that run's figures again
+    # `check distributed <exercise>` after a run grades that run's figures again (every exercise is graded from
+    # a run's files)
     regrade=regrade,
     # how long `check distributed` takes (python -m workshop bench distributed)
     bench=benchmark,

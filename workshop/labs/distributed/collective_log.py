@@ -9,8 +9,6 @@ Size rule, the same for every op: the largest tensor argument or result, i.e. th
 that the collective reduces, gathers or sends. For a list argument (coalesced ops) its tensors are summed.
 """
 
-from __future__ import annotations
-
 import contextlib
 
 import torch
@@ -26,14 +24,13 @@ NOT_COMMUNICATION = {"wait_tensor", "wrap_tensor_autograd", "barrier", "monitore
 
 class CollectiveLog(TorchDispatchMode):
     """Records (phase, op, bytes) for each collective dispatched while active. The phase is the one the demo
-    names (`in_phase`: the pipeline's "schedule", whose forwards and backwards interleave), else what the step
-    is doing: "backward" while autograd runs a backward (its hooks included: DDP's all-reduces, FSDP's
-    reduce-scatters), "optimizer" during `opt.step()` (`watch`), "forward" otherwise."""
+    names (`in_phase`: the pipeline's "schedule", whose forwards and backwards interleave) or "optimizer" during
+    `opt.step()` (`watch`), else what the step is doing: "backward" while autograd runs a backward (its hooks
+    included: DDP's all-reduces, FSDP's reduce-scatters), "forward" otherwise."""
 
     def __init__(self):
         super().__init__()
         self.named_phase: str | None = None
-        self.in_optimizer = False
         self.events: list[tuple[str, str, int]] = []
 
     @contextlib.contextmanager
@@ -45,22 +42,19 @@ class CollectiveLog(TorchDispatchMode):
             self.named_phase = before
 
     def watch(self, opt: torch.optim.Optimizer) -> list:
-        """Tell the optimizer's steps apart; returns the hooks' handles (remove them when done)."""
-
-        def entering(*_args):
-            self.in_optimizer = True
-
-        def leaving(*_args):
-            self.in_optimizer = False
-
-        return [opt.register_step_pre_hook(entering), opt.register_step_post_hook(leaving)]
+        """Tell the optimizer's steps apart (its step is the phase "optimizer", from its start to its end);
+        returns the hooks' handles (remove them when done). The optimizer steps outside any `in_phase`."""
+        return [
+            opt.register_step_pre_hook(lambda *_args: setattr(self, "named_phase", "optimizer")),
+            opt.register_step_post_hook(lambda *_args: setattr(self, "named_phase", None)),
+        ]
 
     def phase(self) -> str:
         if self.named_phase:
             return self.named_phase
         if torch._C._current_graph_task_id() != -1:  # this thread is running a backward
             return "backward"
-        return "optimizer" if self.in_optimizer else "forward"
+        return "forward"
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         from torch.distributed.tensor import DTensor

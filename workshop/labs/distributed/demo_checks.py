@@ -6,8 +6,6 @@ and, for the pipeline, its idle time against the theory from below and its busy 
 timed in one process.
 """
 
-from __future__ import annotations
-
 import math
 
 from workshop.i18n import _
@@ -53,10 +51,6 @@ def root_unit_bytes(cfg: GPTConfig = GPTConfig()) -> int:
         for n, p in model.named_parameters()
         if not n.startswith("blocks.")
     )
-
-
-def state_bytes(record: RankRecord) -> int:
-    return sum(record.held.values())
 
 
 def check_run(ctx: LabContext, label: str, run: Run, tolerance: float) -> None:
@@ -180,7 +174,8 @@ def _check_fsdp(ctx: LabContext, data: Measurements, ddp: Measurements | None) -
             0.05,
         )
     if ddp:
-        ratio = max(state_bytes(r) for r in ranks) * n / state_bytes(ddp.runs["ddp"].per_rank[0])
+        held = [sum(r.held.values()) for r in (*ranks, ddp.runs["ddp"].per_rank[0])]
+        ratio = max(held[:-1]) * n / held[-1]
         ctx.check_max(
             _(
                 "fsdp: per-rank params+grads+optimizer bytes x N / DDP's (|ratio - 1|, N={n})"

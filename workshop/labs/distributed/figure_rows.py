@@ -6,8 +6,6 @@ before the communication times and the pipeline's idle analysis were measured): 
 figures absent.
 """
 
-from __future__ import annotations
-
 import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -124,7 +122,7 @@ class FigureRow:
         }
 
     @classmethod
-    def from_json(cls, d: dict) -> FigureRow:
+    def from_json(cls, d: dict) -> "FigureRow":
         known = {f.name for f in fields(cls)}
         row = {k: v for k, v in d.items() if k in known}
         rows = [CollectiveRow(**c) for c in d["collectives_rank0"]]
@@ -132,9 +130,21 @@ class FigureRow:
         return cls(**{**row, "collectives_rank0": rows, "issued_in_backward": issued})
 
 
-def from_run(data: Measurements, name: str, run: Run, idle: Idle | None) -> FigureRow:
+def from_run(data: Measurements, name: str, run: Run, idle: Idle | None) -> "FigureRow":
     r0 = run.per_rank[0]
-    figure = FigureRow(
+    pipeline = (
+        {}
+        if idle is None
+        else {
+            "bubble": idle.measured,
+            "bubble_theory": idle.theory,
+            "chunk_ms": idle.chunk_ms,
+            "overhead_ms": idle.overhead_ms,
+            "overhead_share": idle.overhead_share,
+            "chunks_per_rank": idle.chunks_per_rank,
+        }
+    )
+    return FigureRow(
         strategy=data.strategy,
         run=name,
         n=data.world_size,
@@ -149,12 +159,8 @@ def from_run(data: Measurements, name: str, run: Run, idle: Idle | None) -> Figu
         comm_seconds_rank0=r0.collective_seconds,
         backward_ops=r0.backward_ops,
         issued_in_backward=r0.issued_in_backward,
+        **pipeline,
     )
-    if idle is not None:
-        figure.bubble, figure.bubble_theory = idle.measured, idle.theory
-        figure.chunk_ms, figure.overhead_ms = idle.chunk_ms, idle.overhead_ms
-        figure.overhead_share, figure.chunks_per_rank = idle.overhead_share, idle.chunks_per_rank
-    return figure
 
 
 def prediction_truths(figures: list[FigureRow], n: int) -> tuple[dict, dict[str, FigureRow]]:
@@ -167,7 +173,8 @@ def prediction_truths(figures: list[FigureRow], n: int) -> tuple[dict, dict[str,
 
 
 def answer_truths(figures: list[FigureRow], tp: Measurements | None) -> dict:
-    """This run's answers to the handout's questions, from its figures (None where the run did not measure it)."""
+    """The truths the handout's questions are graded against, from a run's figures (None where the run did not
+    measure it)."""
     by_run = {f.run: f for f in figures}
     fsdp, gpipe, interleaved, small = (
         by_run.get(k) for k in ("fsdp", "gpipe", "interleaved_1f1b", "small_buckets")

@@ -12,10 +12,9 @@
 - the last step's collectives, logged with their sizes and phases (collective_log.py), and profiled into a trace
   (traces.py), from which their times and their overlap with backward are read;
 - PyTorch's Flight Recorder, dumped when a step raises or torchrun stops the rank (flight_recorder.py);
-- an injected failure on --fail-rank at step 1 (--fail-mode raise or hang), to see what a job does then.
+- an injected failure on --fail-rank at step 1 (--fail-mode raise or hang), to see what a job does then;
+- for a pipeline, each rank's forward and backward chunks, timed (PipelineTimeline).
 """
-
-from __future__ import annotations
 
 import contextlib
 import statistics
@@ -27,7 +26,7 @@ import torch.distributed as dist
 from workshop.i18n import _
 from workshop.labs.distributed import flight_recorder, traces
 from workshop.labs.distributed.collective_log import CollectiveLog
-from workshop.labs.distributed.measurements import RankRecord, timed_steps
+from workshop.labs.distributed.measurements import Interval, RankRecord, timed_steps
 from workshop.labs.distributed.process_group import Rank
 from workshop.labs.distributed.training import sync
 
@@ -63,7 +62,7 @@ class Instruments:
         self.times: list[float] = []
         self._stack = contextlib.ExitStack()
 
-    def __enter__(self) -> Instruments:
+    def __enter__(self) -> "Instruments":
         if self.rank.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.rank.device)
         self._stack.enter_context(
@@ -129,3 +128,51 @@ class Instruments:
             trace=self.trace,
             cuda_peak_bytes=torch.cuda.max_memory_allocated(device) if device.type == "cuda" else 0,
         )
+
+
+class PipelineTimeline:
+    """What each pipeline rank did when: its forward and backward chunks, timed.
+
+    A pipeline schedule runs a stage's work through `stage.forward_one_chunk(i, ...)` and
+    `stage.backward_one_chunk(i, ...)`, one call per micro-batch i. PipelineTimeline.watch wraps those two methods
+    of a stage so each call is recorded as (kind, stage, micro-batch, start, end), in seconds since this rank's step
+    began. Steps begin right after a barrier, so the ranks' clocks line up to well under a millisecond.
+    On a GPU every timestamp synchronizes first (the work, not its launch, is timed); what one timestamp costs
+    is the timer's resolution, measured here and used by the lab as the margin of its idle-time check.
+    Each step also sums the CPU seconds its chunks took (the process's, every thread's): the work itself, which a
+    loaded machine does not stretch as it stretches wall time.
+    """
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        self.steps: list[list[Interval]] = []
+        self.cpu_s: list[float] = []  # per step: CPU seconds inside its chunks
+        self.t0 = 0.0
+
+    def begin_step(self) -> None:
+        self.steps.append([])
+        self.cpu_s.append(0.0)
+        self.t0 = time.perf_counter()
+
+    def _now(self) -> float:
+        sync(self.device)  # on a GPU: time its work, not the launch
+        return time.perf_counter() - self.t0
+
+    def resolution(self, samples: int = 101) -> float:
+        """Seconds one timestamp takes (median of back-to-back pairs): the smallest interval it can resolve."""
+        stamps = [self._now() for _ in range(samples)]
+        return statistics.median(b - a for a, b in zip(stamps, stamps[1:], strict=False))
+
+    def watch(self, stage) -> None:
+        for kind, method in (("F", "forward_one_chunk"), ("B", "backward_one_chunk")):
+            original = getattr(stage, method)
+
+            def timed(chunk, *args, _original=original, _kind=kind, _stage=stage.stage_index, **kw):
+                start, cpu = self._now(), time.process_time()
+                out = _original(chunk, *args, **kw)
+                self.steps[-1].append((_kind, _stage, chunk, start, self._now()))
+                self.cpu_s[-1] += time.process_time() - cpu
+                return out
+
+            # the schedule calls stage.<method>: the instance attribute wins
+            setattr(stage, method, timed)

@@ -8,8 +8,6 @@ parallel with more ranks than 4 blocks) is not started: it gets one failed check
 N larger than the visible GPUs stops the lab before anything starts.
 """
 
-from __future__ import annotations
-
 import os
 from pathlib import Path
 
@@ -21,7 +19,6 @@ from workshop.labs.distributed import (
     figure_rows,
     flight_recorder,
     launch,
-    pipeline_gantt,
     pipeline_idle,
     plans,
 )
@@ -66,27 +63,28 @@ def run(
         raise ValueError(why)
     wall, failures, data = {}, {}, {}
     usable = [s for s in launch.STRATEGIES if s in demos and usable_here(ctx, s)]
+    # each launch: (its module, the strategies it runs, their options); together: one launch, together.py runs
+    # them one after another
+    groups = (
+        [("together", usable, ["--strategies", *usable, *demo_args["together"]])]
+        if together
+        else [(strategy, [strategy], demo_args.get(strategy, ())) for strategy in usable]
+    )
     # each launch a step on the screen of a run (LabContext.step)
-    launches = (["together"] if together else usable) + (["hang"] if "hang" in demos else [])
-    if together:  # one launch: together.py runs them one after another
-        args = ["--strategies", *usable, *demo_args["together"]]
-        launch_step(ctx, "together", launches)
-        data = launch_demos(ctx, "together", usable, args, wall, failures)
-    else:
-        for strategy in usable:
-            args = demo_args.get(strategy, ())
-            launch_step(ctx, strategy, launches)
-            data |= launch_demos(ctx, strategy, [strategy], args, wall, failures)
+    launches = [module for module, _strategies, _args in groups] + (
+        ["hang"] if "hang" in demos else []
+    )
+    for module, strategies, args in groups:
+        launch_step(ctx, module, launches)
+        data |= launch_demos(ctx, module, strategies, args, wall, failures)
     pipeline = figure_rows.idle_by_schedule(data)
     for measured in data.values():
         demo_checks.check_strategy(ctx, measured, data.get("ddp"), pipeline)
     rows = figure_rows.rows(data, pipeline)
     ctx.write_json("figures.json", [f.as_json() for f in rows])
     if pipeline:
-        ctx.save_figure("pp/gantt.png", pipeline_gantt.draw(data["pp"].runs, pipeline))
-    if "hang" in demos:
-        launch_step(ctx, "hang", launches)
-    hang = hang_demo(ctx) if "hang" in demos else None
+        ctx.save_figure("pp/gantt.png", pipeline_idle.draw(data["pp"].runs, pipeline))
+    hang = hang_demo(ctx, launches) if "hang" in demos else None
     grade_exercises(ctx, rows, data, ctx.out_dir)
     ctx.extra.update(
         n_procs=ctx.n_procs,
@@ -121,32 +119,41 @@ def launch_demos(
 ) -> dict[str, Measurements]:
     """One torchrun launch of a demo module (a strategy's, or together.py for several): the measurements each
     of `strategies` wrote in its folder ({} when the launch failed: its log's end goes in the summary)."""
-    n, log = ctx.n_procs, ctx.out_dir / module / "log.txt"
-    agents = launch.agents()
     out = ctx.out_dir if module == "together" else ctx.out_dir / module
-    rc, wall[module] = launch.run(agents.command(module, n, ctx.device, out, args), log, TIMEOUT_S)
-    print(
-        _("[{lab}] {strategy}: torchrun exited {rc} after {seconds:.1f} s").format(
-            lab=ctx.name, strategy=module, rc=rc, seconds=wall[module]
-        ),
-        flush=True,
-    )
+    rc, wall[module] = torchrun(ctx, module, module, out, args)
     ctx.check_equal(
         _("{strategy}: torchrun --nproc-per-node {n} exit code").format(
-            strategy="+".join(strategies), n=n // agents.count
+            strategy="+".join(strategies), n=ctx.n_procs // launch.agents().count
         ),
         rc,
         0,
     )
     if rc != 0:
+        log = ctx.out_dir / module / "log.txt"
         failures[module] = "\n".join(log.read_text(errors="replace").splitlines()[-25:])
         return {}
     return {s: Measurements.read(ctx.out_dir / s) for s in strategies}
 
 
-def hang_demo(ctx: LabContext) -> dict | None:
+def torchrun(ctx: LabContext, name: str, module: str, out: Path, args) -> tuple[int, float]:
+    """One torchrun launch of a demo module, its output in <lab folder>/<name>/log.txt: (exit code, seconds),
+    said on the screen."""
+    command = launch.agents().command(module, ctx.n_procs, ctx.device, out, args)
+    rc, seconds = launch.run(command, ctx.out_dir / name / "log.txt", TIMEOUT_S)
+    print(
+        _("[{lab}] {strategy}: torchrun exited {rc} after {seconds:.1f} s").format(
+            lab=ctx.name, strategy=name, rc=rc, seconds=seconds
+        ),
+        flush=True,
+    )
+    return rc, seconds
+
+
+def hang_demo(ctx: LabContext, launches: list[str]) -> dict | None:
     """DDP with the last rank hanging at step 1: the peers give up after HANG_TIMEOUT_S, and every rank dumps
-    its Flight Recorder buffer. One rank alone has no peer to wait for: not run with N=1."""
+    its Flight Recorder buffer. One rank alone has no peer to wait for: not run with N=1. The run's last
+    launch (`launches`: launch_step)."""
+    launch_step(ctx, "hang", launches)
     n, out = ctx.n_procs, ctx.out_dir / "hang"
     if n < 2:
         return None
@@ -154,17 +161,7 @@ def hang_demo(ctx: LabContext) -> dict | None:
     # the default DDP run only: the hung rank stops it at step 1
     options = ["--fail-rank", str(hung), "--fail-mode", "hang", "--pg-timeout", str(HANG_TIMEOUT_S)]
     options += ["--steps", "2", "--runs", "ddp"]
-    rc, seconds = launch.run(
-        launch.agents().command("ddp", n, ctx.device, out, demo_args=options),
-        out / "log.txt",
-        TIMEOUT_S,
-    )
-    print(
-        _("[{lab}] hang: torchrun exited {rc} after {seconds:.1f} s").format(
-            lab=ctx.name, rc=rc, seconds=seconds
-        ),
-        flush=True,
-    )
+    rc, seconds = torchrun(ctx, "hang", "ddp", out, options)
     backend = "nccl" if ctx.device == "cuda" else "gloo"
     supported = flight_recorder.dump_function(backend) is not None
     states = demo_checks.check_hang(ctx, rc, seconds, HANG_TIMEOUT_S, hung, out, supported)
@@ -308,14 +305,16 @@ def summary_values(ctx, rows, data, pipeline, hang, wall, failures) -> dict:
     ]
     g, i = pipeline.get("gpipe"), pipeline.get("interleaved_1f1b")
     ddp, fsdp = by_run.get("ddp"), by_run.get("fsdp")
-    traffic = None
-    if ddp and fsdp and ctx.n_procs > 1:
-        traffic = {
+    traffic = (
+        {
             "ddp_buffers": ddp.comm_bytes,
             "fsdp_buffers": fsdp.comm_bytes,
             "ddp_sent": ddp.sent_bytes,
             "fsdp_sent": fsdp.sent_bytes,
         }
+        if ddp and fsdp and ctx.n_procs > 1
+        else None
+    )
     timeouts = next(iter(data.values())).default_timeouts_s if data else {}
     seconds = fsdp.comm_seconds_rank0 if fsdp else {}
     gloo_scatter = fsdp and "reducescatter" not in seconds and "allreduce" in seconds

@@ -12,13 +12,14 @@ Where the rest went: each chunk can start once the rank's previous chunk ended a
 (the previous stage's forward of the micro-batch, or the next stage's backward) ended on its rank. The time
 from that moment to the chunk's start is a fixed cost paid per chunk (the receive, the schedule's own Python):
 `overhead_ms` is its median, `overhead_share` what it adds up to over a rank's chunks, as a share of the span.
-"""
 
-from __future__ import annotations
+The pipeline's Gantt chart (`draw`) shows the same intervals, one bar per chunk.
+"""
 
 import statistics
 from dataclasses import dataclass
 
+from workshop.i18n import _
 from workshop.labs.distributed.measurements import Interval, Run, timed_steps
 
 
@@ -30,12 +31,10 @@ def theory(p: int, m: int, v: int = 1) -> float:
 @dataclass
 class Idle:
     measured: float
-    per_step: list[float]
     theory: float
     timer_margin: (
         float  # the most the timestamps' cost can move `measured`, as a fraction of the span
     )
-    span_s: float  # median over the timed steps
     busy_s: float  # all ranks' chunks, summed: the step's compute as the pipeline ran it (least-disturbed step)
     chunk_ms: float  # median duration of one forward or backward chunk
     chunks_per_rank: int  # 2 m v
@@ -74,7 +73,7 @@ def analyse(run: Run, p: int) -> Idle:
     fractions, spans, busy, durations, delays = [], [], [], [], []
     for s in steps:
         ranks = [r[s] for r in per_rank_steps]
-        _, length = span(ranks)
+        length = span(ranks)[1]
         busy_per_rank = [sum(iv[4] - iv[3] for iv in r) for r in ranks]
         fractions.append(statistics.mean(1 - b / length for b in busy_per_rank))
         spans.append(length)
@@ -87,11 +86,9 @@ def analyse(run: Run, p: int) -> Idle:
     overhead = statistics.median(delays)
     return Idle(
         measured=statistics.median(fractions),
-        per_step=fractions,
         theory=theory(p, m, v),
         # busy: 2mv intervals of two timestamps each; span: two more. Each timestamp is late by <= resolution.
         timer_margin=(2 * (2 * m * v) + 2) * resolution / length,
-        span_s=length,
         # the machine's other work only adds time to a step: the fastest step is the closest to the work's own
         # cost (the reference it is compared with is taken the same way)
         busy_s=min(busy),
@@ -103,3 +100,49 @@ def analyse(run: Run, p: int) -> Idle:
         overhead_ms=1e3 * overhead,
         overhead_share=2 * m * v * overhead / length,
     )
+
+
+def draw(runs: dict[str, Run], idle: dict[str, Idle]):
+    """The pipeline's Gantt chart: one panel per schedule, a row per rank, a bar per forward (F) / backward (B)
+    chunk of one timed step (the last one not instrumented), from the run's own timestamps."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(runs), 1, figsize=(10, 1.2 + 1.5 * len(runs)), squeeze=False)
+    colors = {"F": "tab:blue", "B": "tab:orange"}
+    for ax, (name, run) in zip(axes[:, 0], runs.items(), strict=True):
+        step = timed_steps(list(range(len(run.per_rank[0].intervals))))[-1]
+        ranks = [r.intervals[step] for r in run.per_rank]
+        start = min(iv[3] for r in ranks for iv in r)
+        for rank, intervals in enumerate(ranks):
+            for kind, stage, mb, t0, t1 in intervals:
+                second = stage >= len(ranks)  # an interleaved rank's second stage: lighter shade
+                ax.barh(
+                    rank,
+                    (t1 - t0) * 1e3,
+                    left=(t0 - start) * 1e3,
+                    color=colors[kind],
+                    alpha=0.55 if second else 0.95,
+                    edgecolor="black",
+                    linewidth=0.4,
+                )
+                middle = (t0 + t1 - 2 * start) / 2 * 1e3
+                ax.text(middle, rank, f"{kind}{mb}", ha="center", va="center", fontsize=6)
+        ax.set_yticks(
+            range(len(ranks)), [_("rank {rank}").format(rank=r) for r in range(len(ranks))]
+        )
+        ax.invert_yaxis()
+        title = _("{name}: idle {measured:.0%} measured, {theory:.0%} in theory (step {step})")
+        ax.set_title(
+            title.format(
+                name=name, measured=idle[name].measured, theory=idle[name].theory, step=step
+            ),
+            fontsize=9,
+        )
+    axes[-1, 0].set_xlabel(
+        _("ms since the step began (F = forward, B = backward, number = micro-batch)")
+    )
+    fig.tight_layout()
+    return fig

@@ -7,8 +7,6 @@ interleaved 1F1B (two smaller stages per rank: a smaller bubble, more messages).
     python -m torch.distributed.run --nproc-per-node 2 -m workshop.labs.distributed.pp --out /tmp/pp
 """
 
-from __future__ import annotations
-
 import torch
 import torch.nn as nn
 from torch.distributed import pipelining
@@ -16,9 +14,8 @@ from torch.distributed.elastic.multiprocessing.errors import record
 
 from workshop.i18n import N_, _
 from workshop.labs.distributed import process_group, reference, run_ending, training
-from workshop.labs.distributed.instruments import Instruments
+from workshop.labs.distributed.instruments import Instruments, PipelineTimeline
 from workshop.labs.distributed.measurements import RankRecord, Run
-from workshop.labs.distributed.pipeline_timeline import PipelineTimeline
 from workshop.labs.distributed.plans import STAGES_PER_RANK, microbatches, pp_usable, schedules_for
 from workshop.minigpt.model import GPT, lm_loss
 

@@ -1,9 +1,7 @@
 """The one-process reference every demo is compared with: the same steps of the same training (training.py) in
 one process, without any process group. Rank 0 runs it, every rank receives it and compares its own losses and
-final parameters with it: they must agree within TOLERANCE.
+final parameters with it (run_ending.complete): they must agree within TOLERANCE.
 """
-
-from __future__ import annotations
 
 import dataclasses
 import functools
@@ -13,8 +11,7 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-from workshop.labs.distributed.measurements import RankRecord, timed_steps
-from workshop.labs.distributed.rank_memory import digest
+from workshop.labs.distributed.measurements import timed_steps
 from workshop.labs.distributed.training import batches, load_model, optimizer, sync
 from workshop.minigpt.model import lm_loss
 
@@ -68,17 +65,3 @@ def shared(steps: int, chunks: int, device: torch.device) -> Reference:
     dist.broadcast_object_list(box, src=0)
     ref = box[0]
     return dataclasses.replace(ref, params={n: p.to(device) for n, p in ref.params.items()})
-
-
-def compare(record: RankRecord, params: dict[str, torch.Tensor], reference: Reference) -> None:
-    """Complete this rank's record with its parameters' largest error against the reference (params: name ->
-    the full tensor, on this rank) and their digest."""
-    errors = {n: (params[n] - reference.params[n]).abs().max().item() for n in params}
-    worst = max(errors, key=errors.get)
-    record.reference_losses = reference.losses
-    record.reference_compute_s = reference.compute_s
-    record.reference_compute_cpu_s = reference.compute_cpu_s
-    record.max_param_error = errors[worst]
-    record.worst_param = worst
-    record.params_compared = len(params)
-    record.params_digest = digest(params)

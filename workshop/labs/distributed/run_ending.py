@@ -1,10 +1,13 @@
 """What a training run ends with: this rank's record completed (what it holds, how far it is from the reference),
 every rank's records gathered into the run's, and rank 0 writing the demo's measurements.json (measurements.py),
-which the lab reads back and checks."""
+which the lab reads back and checks.
 
-from __future__ import annotations
+What a rank holds in memory: the local part of a (possibly sharded) tensor, the bytes of the storages behind
+its tensors, and a digest of its parameters that tells replicas apart.
+"""
 
 import argparse
+import hashlib
 
 import torch
 import torch.distributed as dist
@@ -12,10 +15,51 @@ import torch.distributed as dist
 from workshop.labs.distributed import process_group
 from workshop.labs.distributed.measurements import Measurements, RankRecord, Run
 from workshop.labs.distributed.process_group import Rank
-from workshop.labs.distributed.rank_memory import full, held
-from workshop.labs.distributed.reference import TOLERANCE, Reference, compare
+from workshop.labs.distributed.reference import TOLERANCE, Reference
 from workshop.labs.distributed.training import LR, ROWS
 from workshop.minigpt.grammar import MAX_SENTENCE_LEN
+
+
+def local(t: torch.Tensor) -> torch.Tensor:
+    """The part of a (possibly sharded) tensor that lives on this rank."""
+    return t.to_local() if hasattr(t, "to_local") else t
+
+
+def full(t: torch.Tensor) -> torch.Tensor:
+    """The whole tensor (a collective for a DTensor: every rank must call it)."""
+    return t.full_tensor() if hasattr(t, "full_tensor") else t
+
+
+def storage_bytes(tensors) -> int:
+    """Bytes of the distinct storages behind these tensors (a DTensor's: its local shard's), views counted once:
+    the memory they occupy on this rank, padding included."""
+    storages = {}
+    for t in tensors:
+        if t is not None:
+            storage = local(t).untyped_storage()
+            storages[storage.data_ptr()] = storage.nbytes()
+    return sum(storages.values())
+
+
+def held(params: list[torch.Tensor], opt: torch.optim.Optimizer) -> dict[str, int]:
+    """Bytes this rank holds for parameters, gradients and optimizer state (SGD: momentum buffers)."""
+    state = [v for s in opt.state.values() for v in s.values() if isinstance(v, torch.Tensor)]
+    return {
+        "params": storage_bytes(params),
+        "grads": storage_bytes(p.grad for p in params),
+        "optimizer": storage_bytes(state),
+    }
+
+
+def digest(params: dict[str, torch.Tensor]) -> str:
+    """A hash of the tensors' names and bytes: two ranks holding the same replica have the same digest."""
+    h = hashlib.sha256()
+    for name in sorted(params):
+        h.update(name.encode())
+        h.update(
+            params[name].detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes()
+        )
+    return h.hexdigest()[:16]
 
 
 def complete(
@@ -26,9 +70,18 @@ def complete(
     reference: Reference,
 ) -> RankRecord:
     """This rank's record with the bytes it holds (`params`: its parameters as it keeps them, sharded or not)
-    and its distance from the reference (`named`: name -> the whole parameter, as the reference has it)."""
+    and its distance from the reference (`named`: name -> the whole parameter, as the reference has it): its
+    parameters' largest error against the reference's, and their digest."""
     record.held = held(params, opt)
-    compare(record, named, reference)
+    errors = {n: (named[n] - reference.params[n]).abs().max().item() for n in named}
+    worst = max(errors, key=errors.get)
+    record.reference_losses = reference.losses
+    record.reference_compute_s = reference.compute_s
+    record.reference_compute_cpu_s = reference.compute_cpu_s
+    record.max_param_error = errors[worst]
+    record.worst_param = worst
+    record.params_compared = len(named)
+    record.params_digest = digest(named)
     return record
 
 

@@ -10,8 +10,6 @@ Embeddings and LayerNorms stay replicated. The attention infers its local head c
     python -m torch.distributed.run --nproc-per-node 2 -m workshop.labs.distributed.tp --out /tmp/tp
 """
 
-from __future__ import annotations
-
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.elastic.multiprocessing.errors import record
 from torch.distributed.tensor.parallel import (
@@ -26,7 +24,6 @@ from workshop.labs.distributed import process_group, reference, run_ending, trai
 from workshop.labs.distributed.instruments import Instruments
 from workshop.labs.distributed.measurements import Run
 from workshop.labs.distributed.plans import tp_usable
-from workshop.labs.distributed.rank_memory import full, local
 from workshop.minigpt.model import GPT, lm_loss
 
 BLOCK_PLAN = {
@@ -65,7 +62,7 @@ def train(args, rank: process_group.Rank, model: GPT) -> Run:
                 # every block, and the LM head's)
                 loss.backward()
             opt.step()  # each rank steps its own slices, and its copy of the replicated parameters
-            measure.loss(full(loss).item())
+            measure.loss(run_ending.full(loss).item())
     ref = reference.shared(args.steps, 1, rank.device)
     return run_ending.whole_model_run(measure.record(), model, opt, ref, chunks=1)
 
@@ -77,7 +74,7 @@ def run(args, rank: process_group.Rank) -> tuple[dict[str, Run], dict]:
     mesh = init_device_mesh(rank.device.type, (rank.world,), mesh_dim_names=("tp",))
     model = parallelize(training.load_model(rank.device), mesh)
     runs = {"tp": train(args, rank, model)}
-    return runs, {"lm_head_local_shape": list(local(model.lm_head.weight).shape)}
+    return runs, {"lm_head_local_shape": list(run_ending.local(model.lm_head.weight).shape)}
 
 
 @record

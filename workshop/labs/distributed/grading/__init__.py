@@ -1,1 +1,1 @@
-"""The distributed lab's exercises and how they are graded: the predictions, the answers and the survey."""
+"""The distributed lab's exercises (declared in exercises.py) and how they are graded."""

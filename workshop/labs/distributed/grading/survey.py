@@ -19,8 +19,6 @@ The model answer, survey/README.md (survey/README.es.md in Spanish), is graded t
 committed runs' figures.json.
 """
 
-from __future__ import annotations
-
 import json
 import os
 import re
@@ -131,27 +129,29 @@ def grade(
             SURVEY_BYTES,
         )
         return
-    name = "survey.md" if run is not None else _("the model answer")
-    problem = figures_problem(ctx, document, run_dir or ctx.out_dir) if run is not None else None
-    if run is not None:
+    problem = None
+    if run is not None:  # the learner's
+        problem = figures_problem(ctx, document, run_dir or ctx.out_dir)
         ctx.check_equal(
             _("survey: the figures file it names is there and one of this workspace's runs"),
             problem or "",
             "",
             message=problem,
         )
-    if run is not None and not problem:
-        ctx.check_equal(
-            _("survey: its figures share this run's N, bytes and collectives (demos that differ)"),
-            mismatches(figures, run),
-            [],
-            message=_(
-                "{source} is not from a run like this one (other N or code): delete survey.md to start again"
-            ).format(source=source(text) or "?"),
-        )
-    if run is not None:
+        if not problem:
+            ctx.check_equal(
+                _(
+                    "survey: its figures share this run's N, bytes and collectives (demos that differ)"
+                ),
+                mismatches(figures, run),
+                [],
+                message=_(
+                    "{source} is not from a run like this one (other N or code): delete survey.md to start "
+                    "again"
+                ).format(source=source(text) or "?"),
+            )
         check_own_words(ctx, text)
-    check_length(ctx, text, name)
+    check_length(ctx, text, "survey.md" if run is not None else _("the model answer"))
     check_strategies(ctx, text)
     if not problem:
         check_figures(ctx, text, figures)
