@@ -9,6 +9,8 @@ Size rule, the same for every op: the largest tensor argument or result, i.e. th
 that the collective reduces, gathers or sends. For a list argument (coalesced ops) its tensors are summed.
 """
 
+from __future__ import annotations
+
 import contextlib
 
 import torch

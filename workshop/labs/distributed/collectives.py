@@ -7,6 +7,8 @@ send 1 and recv 0. nccl-tests reports "bus bandwidth" with the same factors (bro
 that a collective's figure compares with the link's speed: busbw = buffer bytes / time x factor.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
 
 KINDS = ("allreduce", "allgather", "reducescatter", "broadcast", "send", "recv")

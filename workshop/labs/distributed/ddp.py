@@ -13,6 +13,8 @@ computation, which is what buckets are for.
     python -m torch.distributed.run --nproc-per-node 2 -m workshop.labs.distributed.ddp --out /tmp/ddp
 """
 
+from __future__ import annotations
+
 from torch.distributed.elastic.multiprocessing.errors import record
 from torch.nn.parallel import DistributedDataParallel
 

@@ -6,6 +6,8 @@ and, for the pipeline, its idle time against the theory from below and its busy 
 timed in one process.
 """
 
+from __future__ import annotations
+
 import math
 
 from workshop.i18n import _

@@ -6,6 +6,8 @@ before the communication times and the pipeline's idle analysis were measured): 
 figures absent.
 """
 
+from __future__ import annotations
+
 import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -122,7 +124,7 @@ class FigureRow:
         }
 
     @classmethod
-    def from_json(cls, d: dict) -> "FigureRow":
+    def from_json(cls, d: dict) -> FigureRow:
         known = {f.name for f in fields(cls)}
         row = {k: v for k, v in d.items() if k in known}
         rows = [CollectiveRow(**c) for c in d["collectives_rank0"]]
@@ -130,7 +132,7 @@ class FigureRow:
         return cls(**{**row, "collectives_rank0": rows, "issued_in_backward": issued})
 
 
-def from_run(data: Measurements, name: str, run: Run, idle: Idle | None) -> "FigureRow":
+def from_run(data: Measurements, name: str, run: Run, idle: Idle | None) -> FigureRow:
     r0 = run.per_rank[0]
     pipeline = (
         {}

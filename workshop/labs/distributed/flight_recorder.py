@@ -11,6 +11,8 @@ the process before Python could. torch's own analyzer
 (a KeyError on the unnamed default group), so `read()` and `stuck()` read the entries themselves.
 """
 
+from __future__ import annotations
+
 import contextlib
 import json
 import os

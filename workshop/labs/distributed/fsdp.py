@@ -6,6 +6,8 @@ is the plain one: fully_shard changed what the model's forward and backward comm
     python -m torch.distributed.run --nproc-per-node 2 -m workshop.labs.distributed.fsdp --out /tmp/fsdp
 """
 
+from __future__ import annotations
+
 import warnings
 
 from torch.distributed.device_mesh import init_device_mesh

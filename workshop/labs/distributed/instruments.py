@@ -16,6 +16,8 @@
 - for a pipeline, each rank's forward and backward chunks, timed (PipelineTimeline).
 """
 
+from __future__ import annotations
+
 import contextlib
 import statistics
 import time
@@ -62,7 +64,7 @@ class Instruments:
         self.times: list[float] = []
         self._stack = contextlib.ExitStack()
 
-    def __enter__(self) -> "Instruments":
+    def __enter__(self) -> Instruments:
         if self.rank.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.rank.device)
         self._stack.enter_context(

@@ -8,6 +8,8 @@ parallel with more ranks than 4 blocks) is not started: it gets one failed check
 N larger than the visible GPUs stops the lab before anything starts.
 """
 
+from __future__ import annotations
+
 import os
 from pathlib import Path
 

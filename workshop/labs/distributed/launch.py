@@ -10,6 +10,8 @@ per task of the job with srun, and the agents meet at the endpoint the script se
     python -m workshop.labs.distributed.launch ddp --n 2 --device cpu --out /tmp/ddp [-- --fail-rank 1]
 """
 
+from __future__ import annotations
+
 import argparse
 import os
 import shlex

@@ -3,6 +3,8 @@ one per demo. The demo's processes fill them (instruments.py, run_ending.py), ra
 there), and the lab reads them back (Measurements.read) to check and tabulate them.
 """
 
+from __future__ import annotations
+
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -52,7 +54,7 @@ class RankRecord:
     )  # pipeline: per step, CPU seconds inside its chunks
 
     @classmethod
-    def from_json(cls, d: dict) -> "RankRecord":
+    def from_json(cls, d: dict) -> RankRecord:
         rows = [CollectiveRow(**r) for r in d["collectives"]]
         intervals = [[tuple(iv) for iv in step] for step in d.get("intervals", [])]
         issued = [tuple(c) for c in d.get("issued_in_backward", [])]
@@ -75,7 +77,7 @@ class Run:
     microbatches: int = 0  # pipeline only: m
 
     @classmethod
-    def from_json(cls, d: dict) -> "Run":
+    def from_json(cls, d: dict) -> Run:
         return cls(**{**d, "per_rank": [RankRecord.from_json(r) for r in d["per_rank"]]})
 
 
@@ -102,6 +104,6 @@ class Measurements:
         return atomic.write_json(Path(out) / "measurements.json", asdict(self))
 
     @classmethod
-    def read(cls, folder: Path) -> "Measurements":
+    def read(cls, folder: Path) -> Measurements:
         d = json.loads((Path(folder) / "measurements.json").read_text())
         return cls(**{**d, "runs": {k: Run.from_json(v) for k, v in d["runs"].items()}})

@@ -16,6 +16,8 @@ from that moment to the chunk's start is a fixed cost paid per chunk (the receiv
 The pipeline's Gantt chart (`draw`) shows the same intervals, one bar per chunk.
 """
 
+from __future__ import annotations
+
 import statistics
 from dataclasses import dataclass
 

@@ -6,6 +6,8 @@ torch.distributed.pipelining and DTensor, which cost more CPU than torch itself 
 torch's 1.4 s), and a `check distributed predictions` of an earlier run starts no demo at all.
 """
 
+from __future__ import annotations
+
 from workshop.i18n import N_, _
 from workshop.minigpt.model import GPTConfig
 

@@ -7,6 +7,8 @@ interleaved 1F1B (two smaller stages per rank: a smaller bubble, more messages).
     python -m torch.distributed.run --nproc-per-node 2 -m workshop.labs.distributed.pp --out /tmp/pp
 """
 
+from __future__ import annotations
+
 import torch
 import torch.nn as nn
 from torch.distributed import pipelining

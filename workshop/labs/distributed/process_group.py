@@ -4,6 +4,8 @@ torchrun starts one process per rank and tells each who it is (RANK, WORLD_SIZE,
 in its environment); `join` turns that into a process group on gloo (CPU) or NCCL (one GPU per rank).
 """
 
+from __future__ import annotations
+
 import argparse
 import os
 import sys

@@ -3,6 +3,8 @@ one process, without any process group. Rank 0 runs it, every rank receives it a
 final parameters with it (run_ending.complete): they must agree within TOLERANCE.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import functools
 import time

@@ -6,6 +6,8 @@ What a rank holds in memory: the local part of a (possibly sharded) tensor, the 
 its tensors, and a digest of its parameters that tells replicas apart.
 """
 
+from __future__ import annotations
+
 import argparse
 import hashlib
 

@@ -6,6 +6,8 @@ torchrun and its ranks costs about 9 s on 2 cores, four times over when each dem
         --strategies ddp fsdp tp pp --runs ddp --schedules gpipe --steps 3
 """
 
+from __future__ import annotations
+
 from torch.distributed.elastic.multiprocessing.errors import record
 
 from workshop.i18n import N_

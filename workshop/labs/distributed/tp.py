@@ -10,6 +10,8 @@ Embeddings and LayerNorms stay replicated. The attention infers its local head c
     python -m torch.distributed.run --nproc-per-node 2 -m workshop.labs.distributed.tp --out /tmp/tp
 """
 
+from __future__ import annotations
+
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.elastic.multiprocessing.errors import record
 from torch.distributed.tensor.parallel import (

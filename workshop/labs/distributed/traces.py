@@ -17,6 +17,8 @@ backward. Both are CPU events on either device, and in the order that thread ran
 backward's ops that started after a collective was issued does not depend on how fast either ran.
 """
 
+from __future__ import annotations
+
 import contextlib
 import gzip
 import json

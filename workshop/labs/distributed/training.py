@@ -6,6 +6,8 @@ and FSDP give each rank a chunk (their gradients are averaged), pipeline paralle
 (the schedule averages), tensor parallel has one chunk, which every rank sees whole.
 """
 
+from __future__ import annotations
+
 import torch
 
 from workshop.minigpt import checkpoint

@@ -8,6 +8,8 @@ the predictions in at most TARGET_S on a 2-core machine.
 The workspace and its results live in a temporary folder, deleted after; only the record stays.
 """
 
+from __future__ import annotations
+
 import os
 import resource
 import subprocess

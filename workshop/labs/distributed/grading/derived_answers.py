@@ -3,6 +3,8 @@ shapes and the demos' settings, as the learner would, for the run's N (the learn
 PREDICTIONS = predictions(n): pipeline figures are GPipe's (1F1B has the same). ANSWERS = answers(n).
 """
 
+from __future__ import annotations
+
 import math
 
 from workshop.labs.distributed import pipeline_idle, plans

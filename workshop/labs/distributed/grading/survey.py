@@ -19,6 +19,8 @@ The model answer, survey/README.md (survey/README.es.md in Spanish), is graded t
 committed runs' figures.json.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import re

@@ -11,6 +11,8 @@ Spanish). A space groups digits only between groups of exactly three (x11 363 kB
 (README.md and README.es.md, "The survey") says so.
 """
 
+from __future__ import annotations
+
 import re
 from dataclasses import dataclass
 

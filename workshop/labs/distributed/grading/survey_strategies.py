@@ -20,6 +20,8 @@ all-reduce, all-gather, reduce-scatter, pipeline, send/recv), as theory/glossary
 does not depend on the language the run speaks.
 """
 
+from __future__ import annotations
+
 import re
 from dataclasses import dataclass
 

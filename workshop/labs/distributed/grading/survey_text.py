@@ -3,6 +3,8 @@ sentences under their headings, the language it is written in (English or Spanis
 that a survey is graded the same whatever language the run speaks), and the passages it shares with another text.
 """
 
+from __future__ import annotations
+
 import re
 
 # A word: letters of any script (está, años), then letters, apostrophes or hyphens (all-reduce, it's). On ASCII
