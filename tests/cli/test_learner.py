@@ -568,7 +568,8 @@ def test_a_stop_from_outside_is_recorded_in_the_learners_exercise_and_propagates
     """Ctrl-C while the learner's code runs in its worker: the lab's process, waiting for it, records the
     exercise as cut short, in its file, and stops."""
     ctx = graded_context(toy / "my-work", "def double(x):\n    time.sleep(60)\n")
-    interrupt = threading.Timer(3.0, os.kill, (os.getpid(), signal.SIGINT))
+    # late enough that the worker, started on a loaded machine, is in its sleep; well before the sleep ends
+    interrupt = threading.Timer(10.0, os.kill, (os.getpid(), signal.SIGINT))
     interrupt.start()
     try:
         with pytest.raises(KeyboardInterrupt):

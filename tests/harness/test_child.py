@@ -29,6 +29,15 @@ def sleeps(ctx):
     time.sleep(5)
 
 
+def sleeps_in_an_import_that_swallows_the_stop(ctx):
+    """A library's import that the time limit cuts short and that turns the stop into an error of its own (numpy
+    half made: "module 'numpy' has no attribute 'matrix'")."""
+    try:
+        time.sleep(5)
+    except BaseException as cut_short:
+        raise AttributeError("module 'numpy' has no attribute 'matrix'") from cut_short
+
+
 @pytest.fixture
 def toy(monkeypatch):
     """The toy lab with entry `entry` (a function of this module), needing `needs`."""
@@ -68,6 +77,13 @@ def test_the_time_limit_stops_the_lab_and_says_so(tmp_path, toy):
     start = time.monotonic()
     code, result = ran(tmp_path)
     assert time.monotonic() - start < 4 and code == 128 + 14  # SIGALRM
+    assert result["checks"][-1]["value"] == "ran out of time (limit 0.3 s)" and not result["passed"]
+
+
+def test_the_time_limit_cut_short_inside_a_library_still_says_it_ran_out_of_time(tmp_path, toy):
+    toy(sleeps_in_an_import_that_swallows_the_stop)
+    code, result = ran(tmp_path)
+    assert code == 128 + 14  # SIGALRM
     assert result["checks"][-1]["value"] == "ran out of time (limit 0.3 s)" and not result["passed"]
 
 

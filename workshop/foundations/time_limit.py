@@ -37,18 +37,22 @@ def ran_out_of_time(seconds: float) -> str:
 
 @contextlib.contextmanager
 def _alarm(timer: int, signum: int, seconds: float | None, raised):
-    """Within: after `seconds` on `timer` (None or 0: never), raise raised(signum) in the running code."""
+    """Within: after `seconds` on `timer` (None or 0: never), raise raised(signum) in the running code. Yields a
+    list that holds the signal once the time has run out: the exception can rise inside a library that turns it
+    into another one (an import cut short leaves a half-made module behind), and the time ran out all the same."""
+    fired: list[int] = []
     if not seconds or threading.current_thread() is not threading.main_thread():
-        yield
+        yield fired
         return
 
     def expire(signum, _frame):
+        fired.append(signum)
         raise raised(signum)
 
     with interrupt.handling({signum: expire}):
         signal.setitimer(timer, seconds)
         try:
-            yield
+            yield fired
         finally:
             signal.setitimer(timer, 0)
 

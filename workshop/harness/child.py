@@ -19,7 +19,8 @@ from pathlib import Path
 from workshop import i18n, labs
 from workshop.foundations import interrupt, proctree
 from workshop.foundations.run_options import LabOrder, RunOptions
-from workshop.foundations.time_limit import lab_limit
+from workshop.foundations.time_limit import lab_limit, ran_out_of_time
+from workshop.foundations.torch_import import import_torch
 from workshop.harness.lab_result import stopped_check, write_result
 from workshop.i18n import _
 from workshop.lab_api import WHY_MISSING, Check, LabContext
@@ -36,6 +37,9 @@ def main(lab_dir: Path) -> int:
     ctx = LabContext(order.lab, Path(lab_dir), order.options, skip=order.skip)
     start = time.monotonic()
     sandbox.begin(ctx)  # the learner's worker loads while the lab prepares
+    # before the lab's time limit starts: torch's import is not the lab's time, and a limit that fires inside its
+    # native start-up can abort the process before it writes its result
+    import_torch()
     try:
         stopped = run_lab_code(ctx, labs.get(ctx.name).limit_s(ctx.options))
     finally:
@@ -77,8 +81,9 @@ def run_lab_code(ctx: LabContext, time_limit: float | None) -> interrupt.Stopped
     """Run the lab's code on `ctx`. An exception becomes a failed check (the checks so far are kept); a signal or
     the time limit stops it and is returned."""
     spec = labs.get(ctx.name)
+    expired: list[int] = []
     try:
-        with interrupt.raising_on_signals(), lab_limit(time_limit):
+        with interrupt.raising_on_signals(), lab_limit(time_limit) as expired:
             if missing := spec.missing():
                 cannot_run_here(ctx, missing)
             elif against := ctx.options.against.get(ctx.name):
@@ -86,6 +91,12 @@ def run_lab_code(ctx: LabContext, time_limit: float | None) -> interrupt.Stopped
             else:
                 spec.entry(ctx)
     except Exception:  # the lab failed: keep its checks so far, record the error as a failed check
+        if (
+            expired
+        ):  # the limit's exception came out as another one (a library's import it cut short)
+            stopped = interrupt.Stopped(expired[0], ran_out_of_time(time_limit))
+            ctx.checks.append(stopped_check(stopped.why))
+            return stopped
         error = traceback.format_exc()
         with contextlib.suppress(OSError):  # the parent, and so our stdout, may be gone
             print(error, file=sys.stderr, flush=True)
