@@ -187,11 +187,12 @@ def find_leftovers(
     out: Path, bodies: dict[str, str], sources: dict[str, str], report: EditionReport
 ) -> None:
     """References whose body is still in the edition's code; handouts that quote a reference's lines."""
-    found = set()
-    for path in python_files(out):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                found.add(ast.dump(ast.Module(body_without_docstring(node), [])))
+    found = {
+        ast.dump(ast.Module(body_without_docstring(node), []))
+        for path in python_files(out)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
     report.left_bodies = sorted(ref for ref, body in bodies.items() if body in found)
     handouts = sorted(out.glob("workshop/labs/*/README*.md"))
     for reference, source in sources.items():
