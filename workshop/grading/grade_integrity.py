@@ -155,16 +155,17 @@ class Watch:
     def after(self, graded: Path) -> tuple[dict[Path, list[str]], list[str]]:
         """What changed while `graded` was graded: {hand-in: files} (its own included) and the files of the code
         and its environment."""
-        touched = {}
-        for path in self.paths:
-            now = fingerprint(path, self.skip)
-            if files := changed(self.prints[path], now):
-                touched[path] = files
-            self.prints[path] = now
-        code_now = code_and_environment()
-        code_files = changed(self.code, code_now)
-        self.code = code_now
-        return touched, code_files
+        before, self.prints = (
+            self.prints,
+            {path: fingerprint(path, self.skip) for path in self.paths},
+        )
+        touched = {
+            path: files
+            for path in self.paths
+            if (files := changed(before[path], self.prints[path]))
+        }
+        code_before, self.code = self.code, code_and_environment()
+        return touched, changed(code_before, self.code)
 
 
 def stub_hashes() -> set[str]:

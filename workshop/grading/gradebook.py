@@ -296,15 +296,16 @@ def grade_all(
     grade_integrity saw changing around each hand-in and what was handed in twice noted on the rows."""
     watch = grade_integrity.Watch(paths, results_root)
     rows: list[Row] = []
-    done: dict[Path, Row] = {}
-    pending: dict[Path, list[str]] = {}  # notes for hand-ins not graded yet
+    # hand-in -> its row's notes: those of a hand-in not graded yet wait here for its row
+    notes_of: dict[Path, list[str]] = {}
     changed_code_during = None  # the learner whose grading changed the workshop's code
     for path in paths:
         say(path)
         row = grade_path(path, check_workspace, roster)
         if not files.isolated:
             row.notes.insert(0, _(NOT_ISOLATED))
-        row.notes += pending.pop(path, [])
+        row.notes += notes_of.get(path, [])
+        notes_of[path] = row.notes
         if changed_code_during:
             row.notes.append(
                 _(
@@ -313,8 +314,24 @@ def grade_all(
                 ).format(learner=changed_code_during)
             )
         touched, code_files = watch.after(path)
+        # a hand-in folder that changed while this one was graded: noted on this row, and on the other's
         for other, names in touched.items():
-            note_change(row, other == path, other, names, done.get(other), pending)
+            shown = grade_integrity.shown(names)
+            if other == path:
+                row.notes.append(
+                    _("its hand-in changed while it was graded: {files}").format(files=shown)
+                )
+                continue
+            row.notes.append(
+                _("another hand-in changed while this one was graded: {other} ({files})").format(
+                    other=other, files=shown
+                )
+            )
+            notes_of.setdefault(other, []).append(
+                _("changed while {learner}'s hand-in was graded: {files}").format(
+                    learner=row.learner, files=shown
+                )
+            )
         if code_files:
             row.notes.append(
                 _(
@@ -324,27 +341,7 @@ def grade_all(
             )
             changed_code_during = row.learner
         rows.append(row)
-        done[path] = row
         files.update(rows)
     grade_integrity.handed_twice(rows)
     grade_integrity.same_names(rows)
     return rows
-
-
-def note_change(
-    row: Row, own: bool, other: Path, names: list[str], other_row, pending: dict
-) -> None:
-    """Note a hand-in folder that changed while `row`'s hand-in was graded: on `row`, and on the other's row."""
-    files = grade_integrity.shown(names)
-    if own:
-        row.notes.append(_("its hand-in changed while it was graded: {files}").format(files=files))
-        return
-    row.notes.append(
-        _("another hand-in changed while this one was graded: {other} ({files})").format(
-            other=other, files=files
-        )
-    )
-    note = _("changed while {learner}'s hand-in was graded: {files}").format(
-        learner=row.learner, files=files
-    )
-    (other_row.notes if other_row is not None else pending.setdefault(other, [])).append(note)
