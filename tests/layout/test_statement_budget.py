@@ -29,8 +29,8 @@ MACHINERY = (
 TARGET = {"workshop": 10_000, "machinery": 2_800, "lab": 1_300, "lines": 400}
 # area -> the statements (for a file: the lines) it holds today, over its target
 CEILING = {
-    "workshop": 12_640,
-    "machinery": 4_030,
+    "workshop": 12_636,
+    "machinery": 4_026,
     "labs/custom_op": 2_160,
     "labs/distributed": 1_828,
     "labs/custom_op/lab.py": 424,

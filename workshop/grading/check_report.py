@@ -53,8 +53,11 @@ def refuse_early(lab_names: list[str], work: Path) -> None:
             )
         )
     for lab in lab_names:
-        names = [n for n in workspace.lab_files(lab) if n.endswith(".py")]
-        missing = [Path(work) / n for n in names if not (Path(work) / n).is_file()]
+        missing = [
+            Path(work) / n
+            for n in workspace.lab_files(lab)
+            if n.endswith(".py") and not (Path(work) / n).is_file()
+        ]
         if missing:
             raise CheckRefused(
                 _("{file} does not exist: write it with `{command}`").format(
