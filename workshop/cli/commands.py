@@ -11,9 +11,10 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from workshop import labs
 from workshop.cli import runs
 from workshop.cli.options import (
-    add_language_option,
-    add_results_option,
+    RESULTS_OPTIONS,
+    add_command,
     add_run_options,
+    arg,
     check_lab_names,
     fail,
     run_options,
@@ -56,7 +57,8 @@ def resume(args) -> int:
         run_dir = results.resolve_run(args.resume, Path(args.out))
         manifest = results.read_manifest(run_dir)
         options = RunOptions.read(run_dir)
-    except (FileNotFoundError, results.CorruptFile) as e:
+        device.resolve(options.device)  # a CUDA run resumed where there is no GPU stops here
+    except (FileNotFoundError, results.CorruptFile, device.DeviceError) as e:
         raise fail(str(e)) from None
     except (OSError, ValueError, TypeError, KeyError) as e:
         raise fail(
@@ -64,10 +66,6 @@ def resume(args) -> int:
                 file=display(run_dir / "options.json"), error=e
             )
         ) from None
-    try:
-        device.resolve(options.device)  # a CUDA run resumed where there is no GPU stops here
-    except device.DeviceError as e:
-        raise fail(str(e)) from None
     state = results.run_state(manifest)
     if state.status in ("finished", "running"):
         raise fail(
@@ -194,82 +192,83 @@ def cmd_clean(args) -> int:
 
 def add_commands(sub) -> None:
     """Add list, run, report, train, bench and clean to `python -m workshop`'s subcommands."""
-    listing = sub.add_parser("list", help=_("the labs, one line each"))
-    add_language_option(listing)
-    listing.set_defaults(fn=cmd_list)
-
-    run = sub.add_parser("run", help=_("run labs (all by default) into results/<run-id>/"))
-    run.add_argument(
-        "labs", nargs="*", metavar="LAB", help=_("labs to run, in order (default: all)")
+    add_command(sub, "list", cmd_list, _("the labs, one line each"))
+    add_command(
+        sub,
+        "run",
+        cmd_run,
+        _("run labs (all by default) into results/<run-id>/"),
+        arg("labs", nargs="*", metavar="LAB", help=_("labs to run, in order (default: all)")),
+        arg(
+            "--resume",
+            metavar=_("RUN"),
+            help=_(
+                "finish an interrupted run (its folder or id): its labs that did not finish, its "
+                "options"
+            ),
+        ),
+        shared=(add_run_options,),
     )
-    add_run_options(run)
-    run.add_argument(
-        "--resume",
-        metavar=_("RUN"),
-        help=_(
-            "finish an interrupted run (its folder or id): its labs that did not finish, its options"
+    add_command(
+        sub,
+        "report",
+        cmd_report,
+        _("collect a run's summaries and pictures into REPORT.md"),
+        arg(
+            "run", nargs="?", metavar=_("RUN"), help=_("run folder or id (default: results/latest)")
+        ),
+        shared=RESULTS_OPTIONS,
+    )
+    add_command(
+        sub,
+        "train",
+        cmd_train,
+        _("train the MiniGPT from its seed (reproduces the shipped checkpoint)"),
+        arg("--out", required=True, metavar=_("FILE"), help=_("where to write the checkpoint")),
+        arg(
+            "--steps",
+            type=int,
+            default=1500,
+            metavar=_("STEPS"),
+            help=_("training steps (default 1500)"),
+        ),
+        arg(
+            "--seed",
+            type=int,
+            default=0,
+            metavar=_("SEED"),
+            help=_("the training's seed (default 0)"),
+        ),
+        arg("--force", action="store_true", help=_("replace an existing file")),
+    )
+    add_command(
+        sub,
+        "bench",
+        cmd_bench,
+        _("run a lab's benchmark (GPU)"),
+        arg("lab", metavar="LAB"),
+        arg(
+            "--out",
+            default="benchmarks",
+            metavar=_("FOLDER"),
+            help=_("folder for the JSON and chart (default ./benchmarks)"),
         ),
     )
-    run.set_defaults(fn=cmd_run)
-
-    report = sub.add_parser(
-        "report", help=_("collect a run's summaries and pictures into REPORT.md")
-    )
-    report.add_argument(
-        "run", nargs="?", metavar=_("RUN"), help=_("run folder or id (default: results/latest)")
-    )
-    add_results_option(report)
-    add_language_option(report)
-    report.set_defaults(fn=cmd_report)
-
-    train = sub.add_parser(
-        "train", help=_("train the MiniGPT from its seed (reproduces the shipped checkpoint)")
-    )
-    train.add_argument(
-        "--out", required=True, metavar=_("FILE"), help=_("where to write the checkpoint")
-    )
-    train.add_argument(
-        "--steps",
-        type=int,
-        default=1500,
-        metavar=_("STEPS"),
-        help=_("training steps (default 1500)"),
-    )
-    train.add_argument(
-        "--seed", type=int, default=0, metavar=_("SEED"), help=_("the training's seed (default 0)")
-    )
-    train.add_argument("--force", action="store_true", help=_("replace an existing file"))
-    add_language_option(train)
-    train.set_defaults(fn=cmd_train)
-
-    bench = sub.add_parser("bench", help=_("run a lab's benchmark (GPU)"))
-    bench.add_argument("lab", metavar="LAB")
-    bench.add_argument(
-        "--out",
-        default="benchmarks",
-        metavar=_("FOLDER"),
-        help=_("folder for the JSON and chart (default ./benchmarks)"),
-    )
-    add_language_option(bench)
-    bench.set_defaults(fn=cmd_bench)
-
-    clean = sub.add_parser(
+    add_command(
+        sub,
         "clean",
-        help=_(
+        cmd_clean,
+        _(
             "delete old run folders: all but the newest {keep} of run and of check, those latest and "
             "latest-check point at, each exercise's last grading, and running ones"
         ).format(keep=retention.KEEP),
+        arg("runs", nargs="*", metavar=_("RUN"), help=_("delete only these runs (folder or id)")),
+        arg(
+            "--keep",
+            type=int,
+            default=retention.KEEP,
+            metavar="N",
+            help=_("runs of each kind kept (default {keep})").format(keep=retention.KEEP),
+        ),
+        shared=RESULTS_OPTIONS,
     )
-    clean.add_argument(
-        "runs", nargs="*", metavar=_("RUN"), help=_("delete only these runs (folder or id)")
-    )
-    clean.add_argument(
-        "--keep",
-        type=int,
-        default=retention.KEEP,
-        metavar="N",
-        help=_("runs of each kind kept (default {keep})").format(keep=retention.KEEP),
-    )
-    add_results_option(clean)
-    add_language_option(clean)
-    clean.set_defaults(fn=cmd_clean)

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from workshop.cli.learner import console, exercise_labs, graded_run
-from workshop.cli.options import add_language_option, add_run_options, fail
+from workshop.cli.options import add_command, add_run_options, arg, fail
 from workshop.foundations import worker_container, worker_process
 from workshop.foundations.device import use_triton_interpreter
 from workshop.grading import grade_table, gradebook
@@ -39,40 +39,42 @@ def cmd_grade(args) -> int:
         raise fail(str(e)) from None
     # the learner edition built for the namespace sandbox is removed when the stack closes
     with contextlib.ExitStack() as stack:
+        # each hand-in's code runs where `sandbox` (RunOptions fields) says
         sandbox = grade_sandbox(args.sandbox, [*paths, root], stack)
-        return grade_in(args, lab_names, paths, out_dir, roster, root, sandbox)
+        try:
+            files = grade_table.TableFiles(out_dir, len(paths), isolated=bool(sandbox))
+        except FileExistsError as e:
+            raise fail(str(e)) from None
+        # a .pyc that appears in the code is then a hand-in's doing
+        os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+        # grade_integrity makes every lab's stub here (workshop.ops among the references), after torch.load has
+        # imported triton: its interpreter must be chosen first where there is no GPU
+        use_triton_interpreter()
 
+        def check_workspace(work: Path) -> Path:
+            console.print(_("  running the checks of {labs}").format(labs=", ".join(lab_names)))
+            return graded_run(lab_names, args, work, **sandbox)
 
-def grade_in(args, lab_names, paths, out_dir, roster, root, sandbox: dict) -> int:
-    """grade's table, each hand-in's code run where `sandbox` (RunOptions fields: grade_sandbox) says."""
-    try:
-        files = grade_table.TableFiles(out_dir, len(paths), isolated=bool(sandbox))
-    except FileExistsError as e:
-        raise fail(str(e)) from None
-    # a .pyc that appears in the code is then a hand-in's doing
-    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
-    # grade_integrity makes every lab's stub here (workshop.ops among the references), after torch.load has
-    # imported triton: its interpreter must be chosen first where there is no GPU
-    use_triton_interpreter()
-
-    def check_workspace(work: Path) -> Path:
-        console.print(_("  running the checks of {labs}").format(labs=", ".join(lab_names)))
-        return graded_run(lab_names, args, work, **sandbox)
-
-    def say(path: Path) -> None:
-        console.print(_("grading {path}").format(path=path))
-
-    try:
-        rows = gradebook.grade_all(paths, check_workspace, files, say, root, roster)
-        csv_path, md_path = files.finish(rows)
-    except OSError as e:
-        raise fail(str(e)) from None
-    except SystemExit:  # stopped (Ctrl-C): what was graded is in the partial table
-        if files.partial[0].exists():
-            console.print(
-                _("partial table: {csv} and {md}").format(csv=files.partial[0], md=files.partial[1])
+        try:
+            rows = gradebook.grade_all(
+                paths,
+                check_workspace,
+                files,
+                lambda path: console.print(_("grading {path}").format(path=path)),
+                root,
+                roster,
             )
-        raise
+            csv_path, md_path = files.finish(rows)
+        except OSError as e:
+            raise fail(str(e)) from None
+        except SystemExit:  # stopped (Ctrl-C): what was graded is in the partial table
+            if files.partial[0].exists():
+                console.print(
+                    _("partial table: {csv} and {md}").format(
+                        csv=files.partial[0], md=files.partial[1]
+                    )
+                )
+            raise
     console.print(md_path.read_text(encoding="utf-8"))
     console.print(_("wrote {csv} and {md}").format(csv=csv_path, md=md_path))
     return 0
@@ -181,50 +183,48 @@ def cmd_edition(args) -> int:
 # ---- the parsers ----
 def add_commands(sub) -> None:
     """Add grade and edition to `python -m workshop`'s subcommands."""
-    grade = sub.add_parser(
-        "grade", help=_("instructors: a table of learners x exercises (CSV, Markdown)")
-    )
-    grade.add_argument(
-        "paths", nargs="+", metavar=_("PATH"), help=_("run folders, folders of runs, workspaces")
-    )
-    grade.add_argument(
-        "--lab", action="append", dest="labs", metavar="LAB", help=_("labs to check")
-    )
-    grade.add_argument(
-        "--to",
-        metavar=_("FOLDER"),
-        help=_("folder for grades.csv and grades.md (default results/grades-<time>)"),
-    )
-    grade.add_argument(
-        "--sandbox",
-        choices=("auto", "docker", "bwrap", "native"),
-        default="auto",
-        help=_(
-            "where each hand-in's code runs: a container of its own (docker), a namespace sandbox of its own "
-            "(bwrap: bubblewrap, the learner edition's code), or, unisolated, a process of this machine "
-            "(native); auto: the first of docker and bwrap that works here"
+    add_command(
+        sub,
+        "grade",
+        cmd_grade,
+        _("instructors: a table of learners x exercises (CSV, Markdown)"),
+        arg(
+            "paths",
+            nargs="+",
+            metavar=_("PATH"),
+            help=_("run folders, folders of runs, workspaces"),
         ),
-    )
-    grade.add_argument(
-        "--roster",
-        metavar=_("FILE"),
-        help=_(
-            "a CSV of `folder,name` lines: each hand-in's learner by its folder's name (default: the "
-            "folder's name is the learner's)"
+        arg("--lab", action="append", dest="labs", metavar="LAB", help=_("labs to check")),
+        arg(
+            "--to",
+            metavar=_("FOLDER"),
+            help=_("folder for grades.csv and grades.md (default results/grades-<time>)"),
         ),
+        arg(
+            "--sandbox",
+            choices=("auto", "docker", "bwrap", "native"),
+            default="auto",
+            help=_(
+                "where each hand-in's code runs: a container of its own (docker), a namespace sandbox of its "
+                "own (bwrap: bubblewrap, the learner edition's code), or, unisolated, a process of this "
+                "machine (native); auto: the first of docker and bwrap that works here"
+            ),
+        ),
+        arg(
+            "--roster",
+            metavar=_("FILE"),
+            help=_(
+                "a CSV of `folder,name` lines: each hand-in's learner by its folder's name (default: the "
+                "folder's name is the learner's)"
+            ),
+        ),
+        shared=(add_run_options,),
     )
-    add_run_options(grade)
-    grade.set_defaults(fn=cmd_grade)
-
-    edition = sub.add_parser(
+    add_command(
+        sub,
         "edition",
-        help=_(
-            "instructors: the workshop as learners get it, without the answers, in a new folder"
-        ),
+        cmd_edition,
+        _("instructors: the workshop as learners get it, without the answers, in a new folder"),
+        arg("kind", choices=("learner",), help=_("learner: every exercised reference a stub")),
+        arg("--out", required=True, help=_("a new (or empty) folder")),
     )
-    edition.add_argument(
-        "kind", choices=("learner",), help=_("learner: every exercised reference a stub")
-    )
-    edition.add_argument("--out", required=True, help=_("a new (or empty) folder"))
-    add_language_option(edition)
-    edition.set_defaults(fn=cmd_edition)

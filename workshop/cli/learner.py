@@ -9,23 +9,22 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
-from rich.table import Table
+from rich.table import Column, Table
 from rich.text import Text
 
 from workshop import labs
 from workshop.cli import runs
 from workshop.cli.options import (
-    add_language_option,
-    add_results_option,
+    RESULTS_OPTIONS,
+    add_command,
     add_run_options,
+    arg,
     check_lab_names,
     fail,
     run_options,
 )
 from workshop.declarations import checks
-from workshop.foundations import interrupt, results
 from workshop.grading import check_report, edition, progress, workspace_init
-from workshop.harness.runner import run_labs
 from workshop.i18n import _, ngettext
 from workshop.learner import workspace
 
@@ -88,16 +87,10 @@ def check_targets(words: list[str], only: list[str] | None) -> tuple[list[str], 
 def graded_run(lab_names: list[str], args, work: Path, on_line=None, **others) -> Path:
     """Run the labs on the workspace `work` with `run`'s options (cli.options.run_options) and `others`
     (RunOptions fields); returns the run folder. A stop (Ctrl-C) or an unusable results folder ends the
-    command with run's own messages."""
+    command with run's own messages (runs.run_or_stop)."""
     options = run_options(args, lab_names, work=work, **others)
     run_dir = runs.new_run(Path(args.out), lab_names, options)
-    try:
-        run_labs(run_dir, lab_names, options, on_line)
-    except interrupt.Stopped as e:
-        console.print(runs.incomplete_line(run_dir))
-        raise SystemExit(e.exit_code) from None
-    except results.RunFolderError as e:
-        raise fail(str(e)) from None
+    runs.run_or_stop(run_dir, lab_names, options, on_line)
     return run_dir
 
 
@@ -151,10 +144,12 @@ def cmd_list(args) -> int:
                 work=workspace.display(work)
             )
         )
-    table = Table(title=_("exercises in {work}").format(work=workspace.display(work)))
-    table.add_column(_("exercise"), no_wrap=True)  # an id stays whole: it is what `check` takes
-    table.add_column(_("status"), no_wrap=True)
-    table.add_column(_("title"))
+    table = Table(
+        Column(_("exercise"), no_wrap=True),  # an id stays whole: it is what `check` takes
+        Column(_("status"), no_wrap=True),
+        _("title"),
+        title=_("exercises in {work}").format(work=workspace.display(work)),
+    )
     for s in progress.workspace_progress(work, Path(args.out)):
         status = Text(_(s.status), style=STATUS_STYLE.get(s.status, "white"))
         if s.last_status:
@@ -255,71 +250,73 @@ def reveal_hints(work: Path, ids: tuple[str, ...]) -> tuple[str, ...]:
 def add_commands(sub) -> None:
     """Add exercises and check to `python -m workshop`'s subcommands (the instructor's: instructor.py)."""
     default_work = str(workspace.DEFAULT_DIR)
-    ex = sub.add_parser(
-        "exercises", help=_("your workspace: write the exercises' files, see where you stand")
-    )
-    actions = ex.add_subparsers(dest="action", required=True)
-    init = actions.add_parser(
-        "init", help=_("write one file per lab with exercises (never over yours)")
-    )
-    init.add_argument(
-        "dir",
-        nargs="?",
-        default=default_work,
-        metavar=_("FOLDER"),
-        help=_("default {work}/").format(work=default_work),
-    )
-    init.add_argument("--lab", action="append", dest="labs", metavar="LAB", help=_("only this lab"))
-    init.add_argument("--force", action="store_true", help=_("replace your files, backed up first"))
-    init.add_argument(
-        "--learner", metavar=_("NAME"), help=_("your name, as the instructor's table shows it")
-    )
-    add_results_option(init)
-    add_language_option(init)
-    init.set_defaults(fn=cmd_init)
-    listing = actions.add_parser("list", help=_("every exercise and where you stand on it"))
-    add_work_option(listing, default_work)
-    add_results_option(listing)
-    add_language_option(listing)
-    listing.set_defaults(fn=cmd_list)
-
-    chk = sub.add_parser("check", help=_("grade your workspace with the labs' own checks"))
-    chk.add_argument(
-        "labs",
-        nargs="*",
-        metavar=_("LAB [EXERCISE]"),
-        help=_(
-            "labs to check (default: all with exercises), each optionally with exercises of its own"
-        ),
-    )
-    chk.add_argument(
-        "--only",
-        action="append",
-        metavar=_("EXERCISE"),
-        help=_("grade only this exercise (LAB.NAME; repeatable)"),
-    )
-    chk.add_argument(
-        "--hint", action="store_true", help=_("show the next hint of the exercise named")
-    )
-    chk.add_argument(
-        "--show",
-        action="store_true",
-        help=_("show the values that failing predictions and answers keep hidden"),
-    )
-    chk.add_argument(
-        "--rerun",
-        action="store_true",
-        help=_("run the lab even where your latest run could grade the exercise again"),
-    )
-    add_work_option(chk, default_work)
-    add_run_options(chk)
-    chk.set_defaults(fn=cmd_check)
-
-
-def add_work_option(parser, default_work: str) -> None:
-    parser.add_argument(
+    work_option = arg(
         "--work",
         default=default_work,
         metavar=_("FOLDER"),
         help=_("your workspace (default {work})").format(work=default_work),
+    )
+    ex = sub.add_parser(
+        "exercises", help=_("your workspace: write the exercises' files, see where you stand")
+    )
+    actions = ex.add_subparsers(dest="action", required=True)
+    add_command(
+        actions,
+        "init",
+        cmd_init,
+        _("write one file per lab with exercises (never over yours)"),
+        arg(
+            "dir",
+            nargs="?",
+            default=default_work,
+            metavar=_("FOLDER"),
+            help=_("default {work}/").format(work=default_work),
+        ),
+        arg("--lab", action="append", dest="labs", metavar="LAB", help=_("only this lab")),
+        arg("--force", action="store_true", help=_("replace your files, backed up first")),
+        arg(
+            "--learner", metavar=_("NAME"), help=_("your name, as the instructor's table shows it")
+        ),
+        shared=RESULTS_OPTIONS,
+    )
+    add_command(
+        actions,
+        "list",
+        cmd_list,
+        _("every exercise and where you stand on it"),
+        work_option,
+        shared=RESULTS_OPTIONS,
+    )
+    add_command(
+        sub,
+        "check",
+        cmd_check,
+        _("grade your workspace with the labs' own checks"),
+        arg(
+            "labs",
+            nargs="*",
+            metavar=_("LAB [EXERCISE]"),
+            help=_(
+                "labs to check (default: all with exercises), each optionally with exercises of its own"
+            ),
+        ),
+        arg(
+            "--only",
+            action="append",
+            metavar=_("EXERCISE"),
+            help=_("grade only this exercise (LAB.NAME; repeatable)"),
+        ),
+        arg("--hint", action="store_true", help=_("show the next hint of the exercise named")),
+        arg(
+            "--show",
+            action="store_true",
+            help=_("show the values that failing predictions and answers keep hidden"),
+        ),
+        arg(
+            "--rerun",
+            action="store_true",
+            help=_("run the lab even where your latest run could grade the exercise again"),
+        ),
+        work_option,
+        shared=(add_run_options,),
     )

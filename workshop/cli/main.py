@@ -35,7 +35,3 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         print(e, file=sys.stderr)
         return e.code
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -12,7 +12,7 @@ from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
+from rich.table import Column, Table
 
 from workshop import i18n, labs
 from workshop.cli.options import fail
@@ -54,8 +54,8 @@ def new_run(root: Path, names: list[str], options: RunOptions) -> Path:
 
 
 def execute(run_dir: Path, names: list[str], options: RunOptions, auto: bool) -> int:
-    """Run the labs into run_dir, showing progress; write REPORT.md; the exit code (130/143 when a signal stopped
-    it)."""
+    """Run the labs into run_dir, showing progress; write REPORT.md; the exit code (run_or_stop's when it
+    stops)."""
     shown = f"[bold]{device.describe(options.device)}[/bold]"
     console.print(
         _("device: {device} (picked by --device auto)").format(device=shown)
@@ -67,16 +67,8 @@ def execute(run_dir: Path, names: list[str], options: RunOptions, auto: bool) ->
             labs=", ".join(names), n=options.n_procs, folder=display(run_dir.parent)
         )
     )
-    try:
-        with screen(run_dir, names) as labs_shown:
-            status = run_labs(run_dir, names, options, labs_shown.line, labs_shown.lab)
-    except interrupt.Stopped as e:
-        console.print(incomplete_line(run_dir))
-        return e.exit_code
-    except results.RunFolderError as e:
-        console.print(_("error: {message}").format(message=e))
-        console.print(incomplete_line(run_dir))
-        return 1
+    with screen(run_dir, names) as labs_shown:
+        status = run_or_stop(run_dir, names, options, labs_shown.line, labs_shown.lab)
     failed = [n for n, s in status.items() if not s["passed"]]
     console.print(_("run folder: {run}").format(run=display(run_dir)))
     if failed:
@@ -89,11 +81,11 @@ def execute(run_dir: Path, names: list[str], options: RunOptions, auto: bool) ->
     else:
         passed = ngettext("the lab passed", "all {n} labs passed", len(names)).format(n=len(names))
         console.print("[green]" + passed + "[/green]")
-        with_exercises = [n for n in [*names, *labs.all_exercises()] if labs.exercises(n)]
+        with_exercises = (n for n in [*names, *labs.all_exercises()] if labs.exercises(n))
         console.print(
             _("next: `{init}` (your exercises), then `{check}`").format(
                 init="python -m workshop exercises init",
-                check=f"python -m workshop check {with_exercises[0]}",
+                check=f"python -m workshop check {next(with_exercises)}",
             ),
             markup=False,
         )
@@ -102,6 +94,20 @@ def execute(run_dir: Path, names: list[str], options: RunOptions, auto: bool) ->
         console.print(_("error: {message}").format(message=problem), markup=False)
     console.print(_("report: {file}").format(file=display(report)), markup=False)
     return 1 if failed else 0
+
+
+def run_or_stop(run_dir: Path, names: list[str], options: RunOptions, on_line=None, on_lab=None):
+    """runner.run_labs's statuses; a stop (Ctrl-C, a signal) or a results folder it cannot write ends the command
+    (exit status 130/143, or 1 after the error) with the line that says how to resume the run."""
+    try:
+        return run_labs(run_dir, names, options, on_line, on_lab)
+    except interrupt.Stopped as e:
+        console.print(incomplete_line(run_dir))
+        raise SystemExit(e.exit_code) from None
+    except results.RunFolderError as e:
+        console.print(_("error: {message}").format(message=e))
+        console.print(incomplete_line(run_dir))
+        raise SystemExit(1) from None
 
 
 def write_run_report(run_dir: Path, lang: str | None = None) -> tuple[Path, list[str]]:
@@ -194,18 +200,19 @@ class LabScreen:
             self.live.remove_task(self.task)
         checks = results.read_result(self.run_dir / lab)["checks"]
         failing = [c for c in checks if not c["passed"]]
-        if status["passed"]:
-            line = ngettext(
+        line = (
+            ngettext(
                 "{lab}: passed, {n} check, {seconds} s",
                 "{lab}: passed, {n} checks, {seconds} s",
                 len(checks),
             )
-        else:
-            line = ngettext(
+            if status["passed"]
+            else ngettext(
                 "{lab}: FAILED, {failed} of {n} check failing, {seconds} s",
                 "{lab}: FAILED, {failed} of {n} checks failing, {seconds} s",
                 len(checks),
             )
+        )
         console.print(
             line.format(lab=lab, n=len(checks), failed=len(failing), seconds=status["duration_s"]),
             style="green" if status["passed"] else "red",
@@ -214,10 +221,13 @@ class LabScreen:
         if failing:
             console.print(failing_checks(failing[:SHOWN_FAILURES]))
         if len(failing) > SHOWN_FAILURES:
-            summary = display(self.run_dir / lab / "summary.md")
-            more = _("and {n} more failing checks: {summary}")
             console.print(
-                "  " + more.format(n=len(failing) - SHOWN_FAILURES, summary=summary), markup=False
+                "  "
+                + _("and {n} more failing checks: {summary}").format(
+                    n=len(failing) - SHOWN_FAILURES,
+                    summary=display(self.run_dir / lab / "summary.md"),
+                ),
+                markup=False,
             )
         if self.others:
             console.print(
@@ -232,13 +242,15 @@ class LabScreen:
 
     def line(self, lab: str, line: str) -> None:
         """runner.run_labs's on_line: a step moves the live line; a line not of the lab's own is counted."""
-        step = lab_log.read_step(line)
-        if step:
+        if step := lab_log.read_step(line):
             what, done, total = step
             if self.live:
-                count = f"{done}/{total}"
                 self.live.update(
-                    self.task, description=what, completed=done, total=total, count=count
+                    self.task,
+                    description=what,
+                    completed=done,
+                    total=total,
+                    count=f"{done}/{total}",
                 )
         elif not line.startswith(f"[{lab}]"):
             self.others += 1
@@ -247,11 +259,14 @@ class LabScreen:
 def failing_checks(failing: list[dict]) -> Table:
     """Failing checks (as result.json has them), sized for an 80-column terminal: check names and messages wrap,
     long values and thresholds are cut short with an ellipsis (result.json has them whole)."""
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("", no_wrap=True)
-    table.add_column(_("check"), overflow="fold", ratio=1)
-    table.add_column(_("value"), no_wrap=True, overflow="ellipsis", max_width=28)
-    table.add_column(_("expected"), no_wrap=True, overflow="ellipsis", max_width=12)
+    table = Table(
+        Column("", no_wrap=True),
+        Column(_("check"), overflow="fold", ratio=1),
+        Column(_("value"), no_wrap=True, overflow="ellipsis", max_width=28),
+        Column(_("expected"), no_wrap=True, overflow="ellipsis", max_width=12),
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
     # (messages are marked outside f-strings: Babel extracts only plain calls)
     mark = "[red]" + escape(_("FAIL")) + "[/red]"
     for c in failing:

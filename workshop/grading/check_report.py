@@ -53,8 +53,11 @@ def refuse_early(lab_names: list[str], work: Path) -> None:
             )
         )
     for lab in lab_names:
-        names = [n for n in workspace.lab_files(lab) if n.endswith(".py")]
-        missing = [Path(work) / n for n in names if not (Path(work) / n).is_file()]
+        missing = [
+            Path(work) / n
+            for n in workspace.lab_files(lab)
+            if n.endswith(".py") and not (Path(work) / n).is_file()
+        ]
         if missing:
             raise CheckRefused(
                 _("{file} does not exist: write it with `{command}`").format(
@@ -66,12 +69,13 @@ def refuse_early(lab_names: list[str], work: Path) -> None:
 
 def write_waiting_documents(lab_names: list[str], work: Path, run_dir: Path) -> list[Path]:
     """Documents whose template needed a run: written now from this run, where still missing."""
-    written = []
-    for lab in lab_names:
-        for ex in (ex for ex in labs.exercises(lab) if ex.document):
-            path = workspace_init.write_waiting_document(work, ex, run_dir / lab)
-            written += [path] if path else []
-    return written
+    written = [
+        workspace_init.write_waiting_document(work, ex, run_dir / lab)
+        for lab in lab_names
+        for ex in labs.exercises(lab)
+        if ex.document
+    ]
+    return [path for path in written if path]
 
 
 def regrade_sources(results_root: Path, work: Path, ids: tuple[str, ...]) -> dict[str, str]:
@@ -82,9 +86,7 @@ def regrade_sources(results_root: Path, work: Path, ids: tuple[str, ...]) -> dic
     for lab in dict.fromkeys(ex_id.split(".")[0] for ex_id in ids):
         wanted = [ex for ex in labs.exercises(lab) if ex.id in ids]
         runs = [r for r, _result in progress.graded_runs(results_root, lab, work) if ran(r / lab)]
-        if not runs or not all(ex.from_run for ex in wanted):
-            continue
-        if labs.get(lab).regrade:
+        if runs and all(ex.from_run for ex in wanted) and labs.get(lab).regrade:
             sources[lab] = str((runs[0] / lab).resolve())
     return sources
 
@@ -134,11 +136,11 @@ def hint_text(ex: Exercise, taken: int, asked: bool) -> str:
             command=command, k=min(taken + 1, levels), n=levels
         )
     k = min(max(taken, 1), levels)
-    where = _("hint {k} of {n}").format(k=k, n=levels)
-    if k < levels:
-        where += _("; `{command}` shows the next").format(command=command)
-    else:
-        where += _("; the last one")
+    where = _("hint {k} of {n}").format(k=k, n=levels) + (
+        _("; `{command}` shows the next").format(command=command)
+        if k < levels
+        else _("; the last one")
+    )
     return f"{ex.hint(k)} ({where})"
 
 

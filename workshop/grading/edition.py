@@ -172,32 +172,34 @@ def python_files(out: Path) -> list[Path]:
 
 
 def remove_orphans(out: Path, edited: set[Path], report: EditionReport) -> None:
-    """Delete the private module-level functions of the edited modules that nothing mentions any more."""
-    while True:
-        text = "\n".join(p.read_text(encoding="utf-8") for p in python_files(out))
-        removed = False
-        for path in sorted(edited):
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-            for node in tree.body:
-                private = isinstance(node, ast.FunctionDef) and node.name.startswith("_")
-                if private and len(re.findall(rf"\b{re.escape(node.name)}\b", text)) == 1:
-                    replace_definition(path, node.name, "")
-                    report.helpers_removed.append(f"{path.relative_to(out)}:{node.name}")
-                    removed = True
-                    break
-        if not removed:
-            return
+    """Delete the private module-level functions of the edited modules that nothing mentions any more, one at a
+    time (a helper that only a removed one used is the next)."""
+    while orphan := next(orphans(out, edited), None):
+        path, name = orphan
+        replace_definition(path, name, "")
+        report.helpers_removed.append(f"{path.relative_to(out)}:{name}")
+
+
+def orphans(out: Path, edited: set[Path]):
+    """(module, name) of each private module-level function of the edited modules that only its `def` names."""
+    text = "\n".join(p.read_text(encoding="utf-8") for p in python_files(out))
+    for path in sorted(edited):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            private = isinstance(node, ast.FunctionDef) and node.name.startswith("_")
+            if private and len(re.findall(rf"\b{re.escape(node.name)}\b", text)) == 1:
+                yield path, node.name
 
 
 def find_leftovers(
     out: Path, bodies: dict[str, str], sources: dict[str, str], report: EditionReport
 ) -> None:
     """References whose body is still in the edition's code; handouts that quote a reference's lines."""
-    found = set()
-    for path in python_files(out):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                found.add(ast.dump(ast.Module(body_without_docstring(node), [])))
+    found = {
+        ast.dump(ast.Module(body_without_docstring(node), []))
+        for path in python_files(out)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
     report.left_bodies = sorted(ref for ref, body in bodies.items() if body in found)
     handouts = sorted(out.glob("workshop/labs/*/README*.md"))
     for reference, source in sources.items():

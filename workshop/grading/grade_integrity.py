@@ -93,13 +93,13 @@ def unsafe_files(root: Path) -> list[str]:
     """One note for each file of the hand-in `root` that grade does not read."""
     if not root.is_dir():
         return []
-    found = []
-    for name, path, st in entries(root):
-        if workspace.unsafe_reason(Path(name), st) is None:
-            continue  # a regular file (lstat: no link), in the hand-in since no link leads to it
-        if reason := not_read(Path(path), root):
-            found.append(reason)
-    return found
+    # a regular file (lstat: no link) is in the hand-in, since no link leads to it: only the others are looked at
+    return [
+        reason
+        for name, path, st in entries(root)
+        if workspace.unsafe_reason(Path(name), st) is not None
+        and (reason := not_read(Path(path), root))
+    ]
 
 
 def changed(before: dict[str, str], after: dict[str, str]) -> list[str]:
@@ -135,17 +135,12 @@ def environment() -> tuple[list[Path], list[Path]]:
 
 def code_and_environment() -> dict[str, str]:
     """The fingerprint of the workshop's code (names relative to it) and of its Python environment (absolute)."""
-    found = fingerprint(CODE)
     whole, top = environment()
-    for folder in whole:
-        found |= prefixed(folder, fingerprint(folder, most=ENVIRONMENT_FILES))
-    for folder in top:
-        found |= prefixed(folder, fingerprint(folder, whole=False))
+    walks = [(f, {"most": ENVIRONMENT_FILES}) for f in whole] + [(f, {"whole": False}) for f in top]
+    found = fingerprint(CODE)
+    for folder, walk in walks:
+        found |= {f"{folder}/{name}": value for name, value in fingerprint(folder, **walk).items()}
     return found
-
-
-def prefixed(folder: Path, prints: dict[str, str]) -> dict[str, str]:
-    return {f"{folder}/{name}": value for name, value in prints.items()}
 
 
 class Watch:
@@ -160,16 +155,17 @@ class Watch:
     def after(self, graded: Path) -> tuple[dict[Path, list[str]], list[str]]:
         """What changed while `graded` was graded: {hand-in: files} (its own included) and the files of the code
         and its environment."""
-        touched = {}
-        for path in self.paths:
-            now = fingerprint(path, self.skip)
-            if files := changed(self.prints[path], now):
-                touched[path] = files
-            self.prints[path] = now
-        code_now = code_and_environment()
-        code_files = changed(self.code, code_now)
-        self.code = code_now
-        return touched, code_files
+        before, self.prints = (
+            self.prints,
+            {path: fingerprint(path, self.skip) for path in self.paths},
+        )
+        touched = {
+            path: files
+            for path in self.paths
+            if (files := changed(before[path], self.prints[path]))
+        }
+        code_before, self.code = self.code, code_and_environment()
+        return touched, changed(code_before, self.code)
 
 
 def stub_hashes() -> set[str]:
@@ -177,32 +173,40 @@ def stub_hashes() -> set[str]:
     not a copy)."""
     from workshop import labs
 
-    found, current = set(), i18n.language()
-    try:
-        for lang in i18n.LANGUAGES:
-            i18n.set_language(lang)
-            for lab in labs.all_exercises():
-                if any(ex.attribute for ex in labs.exercises(lab)):
-                    text = workspace_init.lab_source(lab).encode("utf-8")
-                    found.add(hashlib.sha256(text).hexdigest())
-    finally:
-        i18n.set_language(current)
+    found = set()
+    for lang in i18n.LANGUAGES:
+        with i18n.using(lang):
+            found |= {
+                hashlib.sha256(workspace_init.lab_source(lab).encode("utf-8")).hexdigest()
+                for lab, exercises in labs.all_exercises().items()
+                if any(ex.attribute for ex in exercises)
+            }
     return found
+
+
+def held_twice(rows, keys) -> list[tuple]:
+    """(key, the indices of the rows that hold it) of every key two rows or more hold; `keys(row)`: a row's."""
+    holders: dict = defaultdict(set)
+    for index, row in enumerate(rows):
+        for key in keys(row):
+            holders[key].add(index)
+    return [(key, sorted(indices)) for key, indices in holders.items() if len(indices) > 1]
 
 
 def handed_twice(rows) -> None:
     """Flag, on every row that holds it, a run id, a manifest or a workspace file that another row holds too."""
-    holders: dict[tuple[str, str], set[int]] = defaultdict(set)
     untouched = stub_hashes()
-    for index, row in enumerate(rows):
-        for kind, value in row.fingerprints:
-            if not (kind == "file" and value.split(" ", 1)[1] in untouched):
-                holders[(kind, value)].add(index)
-    for (kind, value), indices in holders.items():
-        if len(indices) < 2:
-            continue
-        for index in sorted(indices):
-            others = ", ".join(rows[i].learner for i in sorted(indices) if i != index)
+
+    def copies(row) -> set[tuple[str, str]]:
+        return {
+            (kind, value)
+            for kind, value in row.fingerprints
+            if not (kind == "file" and value.split(" ", 1)[1] in untouched)
+        }
+
+    for (kind, value), indices in held_twice(rows, copies):
+        for index in indices:
+            others = ", ".join(rows[i].learner for i in indices if i != index)
             rows[index].notes.append(
                 _("handed in twice: {what} is also in {others}'s hand-in").format(
                     what=described(kind, value), others=others
@@ -218,12 +222,7 @@ def name_key(name: str) -> str:
 def same_names(rows) -> None:
     """Flag a name on two rows (the instructor's or one a hand-in gives), and a hand-in that gives a name that is
     not its row's: neither contains the other ("ada" and "Ada L." agree; a folder's name is often short)."""
-    holders: dict[str, set[int]] = defaultdict(set)
-    shown: dict[str, str] = {}  # key -> the name as first given
-    for index, row in enumerate(rows):
-        for name in {row.learner, *row.claimed}:
-            holders[name_key(name)].add(index)
-            shown.setdefault(name_key(name), name)
+    for row in rows:
         own = name_key(row.learner)
         for claimed in sorted(row.claimed):
             theirs = name_key(claimed)
@@ -233,12 +232,14 @@ def same_names(rows) -> None:
                         claimed=claimed, learner=row.learner
                     )
                 )
-    for key, indices in holders.items():
-        for index in sorted(indices) if len(indices) > 1 else []:
-            others = ", ".join(rows[i].source for i in sorted(indices) if i != index)
+    names = lambda row: {row.learner, *row.claimed}  # noqa: E731
+    for key, indices in held_twice(rows, lambda row: {name_key(n) for n in names(row)}):
+        name = next(n for n in names(rows[indices[0]]) if name_key(n) == key)  # as first given
+        for index in indices:
+            others = ", ".join(rows[i].source for i in indices if i != index)
             rows[index].notes.append(
                 _("a name twice: this row and {others} are both named {name}").format(
-                    others=others, name=shown[key]
+                    others=others, name=name
                 )
             )
 
@@ -254,11 +255,15 @@ def described(kind: str, value: str) -> str:
 
 def workspace_files(work: Path) -> list[tuple[str, str]]:
     """("file", "<name> <sha256>") of each workspace file a lab grades."""
+    return [
+        ("file", f"{name} {workspace.file_sha256(work / name)}")
+        for name in lab_file_names()
+        if (work / name).is_file()
+    ]
+
+
+def lab_file_names() -> list[str]:
+    """Every lab's workspace files, by name."""
     from workshop import labs
 
-    found = []
-    for lab in labs.all_exercises():
-        for name in workspace.lab_files(lab):
-            if (work / name).is_file():
-                found.append(("file", f"{name} {workspace.file_sha256(work / name)}"))
-    return found
+    return [name for lab in labs.all_exercises() for name in workspace.lab_files(lab)]

@@ -17,6 +17,7 @@ tables.
 from __future__ import annotations
 
 import collections
+import contextlib
 import csv
 import hashlib
 import json
@@ -25,7 +26,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workshop import labs
 from workshop.declarations import checks
 from workshop.foundations import results
 from workshop.grading import grade_integrity
@@ -60,10 +60,7 @@ class Row:
 
 def is_workspace(path: Path) -> bool:
     """A folder with a workspace record, or with any lab's workspace file."""
-    if (path / workspace.RECORD).is_file():
-        return True
-    names = {n for lab in labs.all_exercises() for n in workspace.lab_files(lab)}
-    return any((path / n).is_file() for n in names)
+    return any((path / n).is_file() for n in [workspace.RECORD, *grade_integrity.lab_file_names()])
 
 
 def handed_in(path: Path) -> tuple[Path | None, list[Path]]:
@@ -111,9 +108,7 @@ def grade_path(
             add_record(row, work)
             row.fingerprints += grade_integrity.workspace_files(work)
             add_run(row, check_workspace(work))
-            for run_dir in run_dirs:
-                compare_hashes(row, run_dir, work)
-            compare_counts(row, run_dirs, work)
+            compare_runs(row, run_dirs, work)
         elif run_dirs:
             row.notes.append(
                 _(
@@ -149,14 +144,10 @@ def add_record(row: Row, work: Path) -> None:
 def unreadable_workspace(path: Path, work: Path) -> str:
     """The files of the workspace that grading reads (its record, each lab's files) that grade_integrity.not_read
     refuses, by name ("" when none): a run of its checks would read them."""
-    names = [
-        workspace.RECORD,
-        *(n for lab in labs.all_exercises() for n in workspace.lab_files(lab)),
-    ]
-    refused = [
+    names = [workspace.RECORD, *grade_integrity.lab_file_names()]
+    return ", ".join(
         n for n in names if os.path.lexists(work / n) and grade_integrity.not_read(work / n, path)
-    ]
-    return ", ".join(refused)
+    )
 
 
 def read_json(path: Path):
@@ -164,38 +155,33 @@ def read_json(path: Path):
     return json.loads(workspace.read_capped(path).decode("utf-8"))
 
 
-def compare_hashes(row: Row, run_dir: Path, work: Path) -> None:
-    """Note a handed-in run whose manifest names other workspace files than the ones handed in."""
-    try:
-        manifest = read_json(run_dir / "manifest.json")
-    except (OSError, ValueError):
-        return
-    recorded = (manifest.get("implementation") or {}).get("sha256") or {}
-    differ = [
-        name
-        for name, digest in recorded.items()
-        if (work / name).is_file() and digest != workspace.file_sha256(work / name)
-    ]
-    if differ:
-        row.notes.append(
-            _("{run} graded other files than the ones handed in: {files}").format(
-                run=run_dir.name, files=", ".join(differ)
-            )
-        )
-
-
-def compare_counts(row: Row, run_dirs: list[Path], work: Path) -> None:
-    """Note the exercises whose handed-in runs count more hints, or more `check --show` runs, than the workspace's
-    record does now: a record that lost some (each run's result.json has the hints taken by then, its
-    options.json whether it showed)."""
+def compare_runs(row: Row, run_dirs: list[Path], work: Path) -> None:
+    """Note a handed-in run whose manifest names other workspace files than the ones handed in, and the exercises
+    whose handed-in runs count more hints, or more `check --show` runs, than the workspace's record does now: a
+    record that lost some (each run's result.json has the hints taken by then, its options.json whether it
+    showed). What cannot be read is said where the run is read."""
     hints, shown = workspace.uses(work, "hints") or {}, workspace.uses(work, "shown") or {}
     more_hints, show_runs = set(), collections.Counter()
     for run_dir in run_dirs:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            manifest = read_json(run_dir / "manifest.json")
+            recorded = (manifest.get("implementation") or {}).get("sha256") or {}
+            differ = [
+                name
+                for name, digest in recorded.items()
+                if (work / name).is_file() and digest != workspace.file_sha256(work / name)
+            ]
+            if differ:
+                row.notes.append(
+                    _("{run} graded other files than the ones handed in: {files}").format(
+                        run=run_dir.name, files=", ".join(differ)
+                    )
+                )
         try:
             showed = read_json(run_dir / "options.json").get("show") is True
             results_of = [read_json(run_dir / lab / "result.json") for lab in labs_in(run_dir)]
         except (OSError, ValueError, AttributeError):
-            continue  # what cannot be read is said where the run is read
+            continue
         for result in results_of:
             for ex_id, entry in (result.get("exercises") or {}).items():
                 taken = entry.get("hints_taken")
@@ -235,12 +221,12 @@ def add_run(row: Row, run_dir: Path) -> None:
         row.claimed.add(impl["learner"])
     row.runs.append(run_dir.name)
     if not row.verified:  # a run this grade made is new; a handed-in one may be a copy of another's
-        row.fingerprints.append(("run", str(manifest.get("run_id") or run_dir.name)))
-        digest = hashlib.sha256(manifest_bytes).hexdigest()
-        row.fingerprints.append(("manifest", digest))
+        row.fingerprints += [
+            ("run", str(manifest.get("run_id") or run_dir.name)),
+            ("manifest", hashlib.sha256(manifest_bytes).hexdigest()),
+        ]
     revision = str(manifest.get("git_revision", "unknown"))
-    facts = {name: manifest.get(name) for name in FACTS}
-    facts |= {
+    facts = {name: manifest.get(name) for name in FACTS} | {
         "git_revision": revision.removesuffix("+dirty"),
         "tree_modified": tree_modified(revision),
     }
@@ -271,13 +257,13 @@ def add_lab_result(row: Row, run_dir: Path, lab: str) -> None:
         )
         return
     known = declared()
-    for ex_id in result.get("not_isolated") or []:
-        row.notes.append(
-            _(
-                "{id}: not graded in the sandbox: its lab's grading still runs the learner's code in its own "
-                "process (grade it with --sandbox native, unisolated)"
-            ).format(id=ex_id)
-        )
+    row.notes += [
+        _(
+            "{id}: not graded in the sandbox: its lab's grading still runs the learner's code in its own "
+            "process (grade it with --sandbox native, unisolated)"
+        ).format(id=ex_id)
+        for ex_id in result.get("not_isolated") or []
+    ]
     for ex_id, entry in (result.get("exercises") or {}).items():
         if ex_id not in known:
             row.notes.append(
@@ -310,15 +296,16 @@ def grade_all(
     grade_integrity saw changing around each hand-in and what was handed in twice noted on the rows."""
     watch = grade_integrity.Watch(paths, results_root)
     rows: list[Row] = []
-    done: dict[Path, Row] = {}
-    pending: dict[Path, list[str]] = {}  # notes for hand-ins not graded yet
+    # hand-in -> its row's notes: those of a hand-in not graded yet wait here for its row
+    notes_of: dict[Path, list[str]] = {}
     changed_code_during = None  # the learner whose grading changed the workshop's code
     for path in paths:
         say(path)
         row = grade_path(path, check_workspace, roster)
         if not files.isolated:
             row.notes.insert(0, _(NOT_ISOLATED))
-        row.notes += pending.pop(path, [])
+        row.notes += notes_of.get(path, [])
+        notes_of[path] = row.notes
         if changed_code_during:
             row.notes.append(
                 _(
@@ -327,8 +314,24 @@ def grade_all(
                 ).format(learner=changed_code_during)
             )
         touched, code_files = watch.after(path)
+        # a hand-in folder that changed while this one was graded: noted on this row, and on the other's
         for other, names in touched.items():
-            note_change(row, other == path, other, names, done.get(other), pending)
+            shown = grade_integrity.shown(names)
+            if other == path:
+                row.notes.append(
+                    _("its hand-in changed while it was graded: {files}").format(files=shown)
+                )
+                continue
+            row.notes.append(
+                _("another hand-in changed while this one was graded: {other} ({files})").format(
+                    other=other, files=shown
+                )
+            )
+            notes_of.setdefault(other, []).append(
+                _("changed while {learner}'s hand-in was graded: {files}").format(
+                    learner=row.learner, files=shown
+                )
+            )
         if code_files:
             row.notes.append(
                 _(
@@ -338,30 +341,7 @@ def grade_all(
             )
             changed_code_during = row.learner
         rows.append(row)
-        done[path] = row
         files.update(rows)
     grade_integrity.handed_twice(rows)
     grade_integrity.same_names(rows)
     return rows
-
-
-def note_change(
-    row: Row, own: bool, other: Path, names: list[str], other_row, pending: dict
-) -> None:
-    """Note a hand-in folder that changed while `row`'s hand-in was graded: on `row`, and on the other's row."""
-    files = grade_integrity.shown(names)
-    if own:
-        row.notes.append(_("its hand-in changed while it was graded: {files}").format(files=files))
-        return
-    row.notes.append(
-        _("another hand-in changed while this one was graded: {other} ({files})").format(
-            other=other, files=files
-        )
-    )
-    note = _("changed while {learner}'s hand-in was graded: {files}").format(
-        learner=row.learner, files=files
-    )
-    if other_row is not None:
-        other_row.notes.append(note)
-    else:
-        pending.setdefault(other, []).append(note)

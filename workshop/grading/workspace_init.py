@@ -115,10 +115,7 @@ def record(work: Path, written: dict[str, str], learner: str | None) -> None:
 def write_waiting_document(work: Path, ex: Exercise, lab_dir: Path) -> Path | None:
     """After a run of the lab: write a document that init left for later, if it is still missing."""
     path = Path(work) / ex.document
-    if path.exists():
-        return None
-    text = ex.document_text(lab_dir, work)
-    if text is None:
+    if path.exists() or (text := ex.document_text(lab_dir, work)) is None:
         return None
     atomic.write_text(path, text)
     record(work, {ex.document: workspace.file_sha256(path)}, None)
