@@ -126,17 +126,18 @@ EAGER_COLUMNS = [
 def peers_beaten(doc: dict) -> dict:
     """The template's values: each peer that ours beats in device time on every judged shape the peer ran, forward
     and backward, with ours' GB/s over its: the least and the median ratio. A peer that beats ours once is left out."""
-    beaten = []
-    for peer in doc["peers"]:
-        ratios = [
-            _ratio(r[d]["ours"], r[d].get(peer))
-            for r, v in zip(doc["results"], doc["targets"]["rows"], strict=True)
-            if v["judged"]
-            for d in ("fwd", "bwd")
+    judged = [r for r, v in zip(doc["results"], doc["targets"]["rows"], strict=True) if v["judged"]]
+    ratios = {  # ours' GB/s over the peer's, on each judged shape and direction the peer ran
+        peer: [
+            x for r in judged for d in ("fwd", "bwd") if (x := _ratio(r[d]["ours"], r[d].get(peer)))
         ]
-        ratios = [x for x in ratios if x is not None]
-        if ratios and min(ratios) >= 1.0:
-            beaten.append({"peer": peer, "least": min(ratios), "median": statistics.median(ratios)})
+        for peer in doc["peers"]
+    }
+    beaten = [
+        {"peer": peer, "least": min(found), "median": statistics.median(found)}
+        for peer, found in ratios.items()
+        if found and min(found) >= 1.0
+    ]
     return {"device": doc["device"], "beaten": beaten}
 
 
