@@ -61,24 +61,25 @@ def per_call_us(fns: dict, device: str) -> dict[str, float]:
     """Host time of one call of each fn(), in microseconds: the best of BLOCKS blocks of calls, the functions'
     blocks interleaved (a machine that gets busier for a while slows them all, not one)."""
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+
+    def seconds_per_call(fn, n: int) -> float:
+        """n calls of fn() ending in a synchronize: the time per call."""
+        start = time.perf_counter()
+        for _call in range(n):
+            fn()
+        sync()
+        return (time.perf_counter() - start) / n
+
     calls = {}
     for name, fn in fns.items():
-        fn()  # warm up: compile, fill the caches
-        sync()
-        start = time.perf_counter()
-        fn()
-        sync()
+        seconds_per_call(fn, 1)  # warm up: compile, fill the caches
         calls[name] = max(
-            1, min(MAX_CALLS, int(BLOCK_SECONDS / max(time.perf_counter() - start, 1e-9)))
+            1, min(MAX_CALLS, int(BLOCK_SECONDS / max(seconds_per_call(fn, 1), 1e-9)))
         )
     best = dict.fromkeys(fns, float("inf"))
     for _block in range(BLOCKS):
         for name, fn in fns.items():
-            start = time.perf_counter()
-            for _call in range(calls[name]):
-                fn()
-            sync()
-            best[name] = min(best[name], (time.perf_counter() - start) / calls[name])
+            best[name] = min(best[name], seconds_per_call(fn, calls[name]))
     return {name: t * 1e6 for name, t in best.items()}
 
 
@@ -98,8 +99,10 @@ def ladder(device: str, shape=TINY) -> dict:
         "checks, output": lambda: softmax_op.forward_kernel(x, -1),
     }
     for kind, ops in registrations().items():
-        rungs[f"{kind}: registration"] = functools.partial(ops.forward, x)
-        rungs[f"{kind}: autograd node"] = functools.partial(ops.forward, x_grad)
+        rungs |= {
+            f"{kind}: registration": functools.partial(ops.forward, x),
+            f"{kind}: autograd node": functools.partial(ops.forward, x_grad),
+        }
     rungs["torch.softmax"] = lambda: torch.softmax(x, -1)
     rungs["Triton's kernel[grid]"] = lambda: kernels._fwd_one_pass[grid](x, y, *ints, **constexprs)
     return rungs
@@ -129,22 +132,30 @@ def measure(device: str) -> dict:
         "step torch.softmax": _step(lambda t: torch.softmax(t, -1), x, dy),
     }
     for kind, ops in registrations().items():
-        whole_calls[f"{kind}: op"] = rungs[f"{kind}: registration"]
-        whole_calls[f"{kind}: op with grad"] = rungs[f"{kind}: autograd node"]
-        whole_calls[f"step {kind}"] = _step(ops.forward, x, dy)
+        whole_calls |= {
+            f"{kind}: op": rungs[f"{kind}: registration"],
+            f"{kind}: op with grad": rungs[f"{kind}: autograd node"],
+            f"step {kind}": _step(ops.forward, x, dy),
+        }
     whole = per_call_us(whole_calls, device)
-    common = ("plan", "checks, output")
-    layer_us = {
-        "kernel launch": whole["kernel launch"],
-        "plan": dry["plan"],
-        "checks, output": dry["checks, output"] - dry["plan"],
-    }
     found = {
         "shape": list(TINY),
         "registration": softmax_op.KIND,
-        "layer_us": layer_us,
+        "layer_us": {
+            "kernel launch": whole["kernel launch"],
+            "plan": dry["plan"],
+            "checks, output": dry["checks, output"] - dry["plan"],
+        },
+        # Each registration's own layers (dry), its Python layers in all (dry, without grad) and its whole calls.
         "registrations": {
-            kind: _registration_costs(kind, dry, whole, dry[common[-1]]) for kind in registrations()
+            kind: {
+                "registration_us": dry[f"{kind}: registration"] - dry["checks, output"],
+                "autograd_node_us": dry[f"{kind}: autograd node"] - dry[f"{kind}: registration"],
+                "python_us": dry[f"{kind}: registration"],
+                "op_us": whole[f"{kind}: op"],
+                "op_grad_us": whole[f"{kind}: op with grad"],
+            }
+            for kind in registrations()
         },
         "torch_us": whole["torch.softmax"],
         "triton_jit_launch_us": whole["Triton's kernel[grid]"],
@@ -153,22 +164,7 @@ def measure(device: str) -> dict:
         | {kind: whole[f"step {kind}"] for kind in registrations()},
     }
     public = found["registrations"][softmax_op.KIND]
-    found.update(
-        op_us=public["op_us"], op_grad_us=public["op_grad_us"], python_us=public["python_us"]
-    )
-    return found
-
-
-def _registration_costs(kind: str, dry: dict, whole: dict, implementation_us: float) -> dict:
-    """One registration's own layers (dry), its Python layers in all (dry, without grad) and its whole calls."""
-    registration = dry[f"{kind}: registration"]
-    return {
-        "registration_us": registration - implementation_us,
-        "autograd_node_us": dry[f"{kind}: autograd node"] - registration,
-        "python_us": registration,
-        "op_us": whole[f"{kind}: op"],
-        "op_grad_us": whole[f"{kind}: op with grad"],
-    }
+    return found | {key: public[key] for key in ("op_us", "op_grad_us", "python_us")}
 
 
 def launch_share(found: dict) -> float:
@@ -191,8 +187,11 @@ def figure(found: dict, device: str):
     microseconds share it)."""
     colors = dict(zip(REGISTRATIONS, ("tab:blue", "tab:orange", "tab:green"), strict=True))
     bars = [(_(name), us, "tab:gray") for name, us in found["layer_us"].items()]
-    own = {"registration_us": _("registration"), "autograd_node_us": _("autograd node")}
-    own["op_us"] = _("the op, whole call")
+    own = {
+        "registration_us": _("registration"),
+        "autograd_node_us": _("autograd node"),
+        "op_us": _("the op, whole call"),
+    }
     for kind, costs in found["registrations"].items():
         bars += [(f"{_(kind)}: {label}", costs[key], colors[kind]) for key, label in own.items()]
     bars.append((_("torch.softmax (whole call)"), found["torch_us"], "black"))
@@ -203,13 +202,13 @@ def figure(found: dict, device: str):
         ax.annotate(
             f"{v:.1f} us", (max(v, 1e-3), i), xytext=(3, 0), textcoords="offset points", va="center"
         )
-    ax.set_xscale("log")
-    ax.set_xlim(right=max(values) * 5)  # room for the labels
-    ax.set_xlabel(_("host time per call (us, log scale)"))
-    ax.set_title(
-        _("one eager call at {shape} on {device}, registered three ways").format(
+    ax.set(
+        xscale="log",
+        xlabel=_("host time per call (us, log scale)"),
+        title=_("one eager call at {shape} on {device}, registered three ways").format(
             shape=tuple(found["shape"]), device=device
-        )
+        ),
     )
+    ax.set_xlim(right=max(values) * 5)  # room for the labels
     fig.tight_layout()
     return fig

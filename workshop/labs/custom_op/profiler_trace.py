@@ -11,6 +11,7 @@ the trace shows where time goes within a call, the eager-cost table what each la
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 from dataclasses import dataclass
@@ -70,24 +71,21 @@ def record(path: Path, device: str) -> TraceFacts:
     for name in RUNGS:
         rungs[name]()  # warm: the trace shows calls, not first-call compilation
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
-    patches = [
-        mock.patch.object(owner, attr, _ranged(name, getattr(owner, attr)))
-        for (owner, attr), name in INNER.items()
-    ]
-    with profile(activities=activities, record_shapes=True) as prof:
-        for patch in patches:
-            patch.start()
-        try:
-            for rung, name in zip(RANGES, RUNGS, strict=False):
-                with record_function(rung):
-                    rungs[name]()
-            with record_function(STEP_RANGE):
-                softmax(x).backward(torch.ones_like(x))
-            if device == "cuda":
-                torch.cuda.synchronize()
-        finally:
-            for patch in patches:
-                patch.stop()
+    with (
+        profile(activities=activities, record_shapes=True) as prof,
+        contextlib.ExitStack() as patches,
+    ):
+        for (owner, attr), name in INNER.items():
+            patches.enter_context(
+                mock.patch.object(owner, attr, _ranged(name, getattr(owner, attr)))
+            )
+        for rung, name in zip(RANGES, RUNGS, strict=False):
+            with record_function(rung):
+                rungs[name]()
+        with record_function(STEP_RANGE):
+            softmax(x).backward(torch.ones_like(x))
+        if device == "cuda":
+            torch.cuda.synchronize()
     prof.export_chrome_trace(str(path))
     return read(path)
 

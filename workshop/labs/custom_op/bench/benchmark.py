@@ -19,6 +19,7 @@ Writes custom_op_bench.json (after every shape), custom_op_bench.png and custom_
 missed, shape by shape) into DIR.
 """
 
+import functools
 import math
 import platform
 import statistics
@@ -44,21 +45,22 @@ def gbps(n_bytes: int, ms: float) -> float:
     return n_bytes / (ms * 1e-3) / 1e9
 
 
-def graph_ms(calls: list) -> float:
-    """Median device time of one call: a CUDA graph of all `calls` back to back, replayed REPLAYS times."""
+def graph_ms(call, n: int) -> float:
+    """Median device time of one call: a CUDA graph of call(0), ..., call(n - 1) back to back (each on input set
+    i), replayed REPLAYS times."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(
         side
     ):  # warm up (compile, allocate) outside the capture, as CUDA graphs require
-        for call in calls:
-            call()
+        for i in range(n):
+            call(i)
     torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        for call in calls:
-            call()
+        for i in range(n):
+            call(i)
     times = []
     for _ in range(REPLAYS):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -66,8 +68,7 @@ def graph_ms(calls: list) -> float:
         graph.replay()
         end.record()
         end.synchronize()
-        times.append(start.elapsed_time(end) / len(calls))
-    del graph
+        times.append(start.elapsed_time(end) / n)
     return statistics.median(times)
 
 
@@ -104,10 +105,8 @@ def copy_ms(inputs: dict, direction: str) -> dict[str, float]:
     """Device ms of moving the direction's bytes by a memcpy and by an elementwise kernel."""
     pairs, n = inputs["copy"][direction], inputs["n"]
     return {
-        "memcpy": graph_ms([lambda i=i: pairs[i][1].copy_(pairs[i][0]) for i in range(n)]),
-        "elementwise": graph_ms(
-            [lambda i=i: torch.neg(pairs[i][0], out=pairs[i][1]) for i in range(n)]
-        ),
+        "memcpy": graph_ms(lambda i: pairs[i][1].copy_(pairs[i][0]), n),
+        "elementwise": graph_ms(lambda i: torch.neg(pairs[i][0], out=pairs[i][1]), n),
     }
 
 
@@ -173,14 +172,19 @@ def contenders(inputs: dict, dtype: torch.dtype, peers) -> dict:
     return out
 
 
+def max_error_vs_torch(inputs: dict) -> float:
+    """max |ours - torch.softmax| on the first input set of rotating_inputs."""
+    from workshop.ops import softmax
+
+    return (softmax(inputs["x"][0]).float() - inputs["y"][0].float()).abs().max().item()
+
+
 def measure_shape(
     shape: tuple[int, int], dtype: torch.dtype, peers=tuple(PEERS), device: str = "cuda"
 ) -> dict:
     """GB/s of each contender for one shape and dtype, device and eager time:
     {"fwd": {name: GB/s}, "bwd": {...}, "copy_gbps": {direction: {memcpy, elementwise}}, "errors": {...}}; a
     contender that raises (a peer that refuses the shape) is None, its error in one line."""
-    from workshop.ops import softmax
-
     numel = shape[0] * shape[1]
     moved = {"fwd": 2 * numel * dtype.itemsize, "bwd": 3 * numel * dtype.itemsize}
     inputs = rotating_inputs(shape, dtype, device)
@@ -189,21 +193,20 @@ def measure_shape(
         copies = copy_ms(inputs, direction)
         out["copy_gbps"][direction] = {k: gbps(moved[direction], ms) for k, ms in copies.items()}
         out[direction]["copy"] = gbps(moved[direction], min(copies.values()))
-        timed = {name: (fn, False) for name, fn in fns.items()}
-        timed.update({f"{n}_eager": (fns[n], True) for n in ("ours", "torch") if n in fns})
-        for name, (fn, eager) in timed.items():
+        timers = {name: functools.partial(graph_ms, fn, inputs["n"]) for name, fn in fns.items()}
+        timers |= {
+            f"{name}_eager": functools.partial(eager_ms, functools.partial(fns[name], 0))
+            for name in ("ours", "torch")
+            if name in fns
+        }
+        for name, timer in timers.items():
             try:
-                if eager:
-                    ms = eager_ms(lambda f=fn: f(0))
-                else:
-                    ms = graph_ms([lambda i=i, f=fn: f(i) for i in range(inputs["n"])])
-                out[direction][name] = gbps(moved[direction], ms)
+                out[direction][name] = gbps(moved[direction], timer())
             except Exception as e:  # one failing contender must not hide the other numbers
                 out[direction][name] = None
                 first_line = (str(e).strip().splitlines() or [""])[0][:300]
                 out["errors"][f"{direction}/{name}"] = f"{type(e).__name__}: {first_line}"
-    x, y = inputs["x"][0], inputs["y"][0]
-    out["max_error_vs_torch"] = (softmax(x).float() - y.float()).abs().max().item()
+    out["max_error_vs_torch"] = max_error_vs_torch(inputs)
     return out  # the inputs die with this frame; the caller empties the cache
 
 
@@ -242,11 +245,10 @@ def run_benchmark(out_dir: Path, shapes=SHAPES, dtypes=DTYPES, log=print) -> dic
     start = time.time()
     for dtype in dtypes:
         for shape in shapes:
-            mib = shape[0] * shape[1] * dtype.itemsize / 2**20
             row = {
                 "dtype": str(dtype).removeprefix("torch."),
                 "shape": list(shape),
-                "input_mib": mib,
+                "input_mib": shape[0] * shape[1] * dtype.itemsize / 2**20,
                 **measure_shape(shape, dtype, [p for p in PEERS if p not in doc["skipped_peers"]]),
             }
             torch.cuda.empty_cache()  # the shape's inputs are gone: give their memory back

@@ -9,11 +9,12 @@ profiles exactly one launch of our kernels per case (benchmarks/custom_op/README
 occupancy and stall reasons).
 """
 
+import functools
 import sys
 
 import torch
 
-from workshop.ops import softmax
+from workshop.labs.custom_op.bench import benchmark as bench
 
 
 def case(spec: str):
@@ -21,10 +22,9 @@ def case(spec: str):
     direction, dtype, shape = spec.split(":")
     rows, cols = map(int, shape.split("x"))
     x = torch.randn(rows, cols, device="cuda", dtype=getattr(torch, dtype))
-    if direction == "fwd":
-        return lambda: softmax(x)
-    y, dy = torch.softmax(x, -1), torch.randn_like(x)
-    return lambda: torch.ops.workshop.softmax_backward(y, dy, -1)
+    inputs = {"x": [x], "y": [torch.softmax(x, -1)], "dy": [torch.randn_like(x)]}  # one input set
+    ours = bench.contenders(inputs, x.dtype, peers=())[direction]["ours"]
+    return functools.partial(ours, 0)
 
 
 def main(specs: list[str]) -> int:

@@ -8,7 +8,6 @@ latency, not bandwidth, sets the time):
 And on the host, at a tiny shape: one forward call <= 2 x torch.softmax's; a forward + backward step <= 2 x torch's.
 """
 
-import functools
 import statistics
 from pathlib import Path
 
@@ -24,13 +23,21 @@ from workshop.i18n import templates  # noqa: E402
 VS_COPY, EAGER_VS_TORCH, HOST_VS_TORCH, MIN_MIB = 0.90, 0.90, 2.0, 32.0
 NOT_PEERS = ("ours", "copy", "ours_eager", "torch_eager")  # a row's other cells are its peers'
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
-TARGETS = {  # a row's verdict key: (what it says, the ratio it judges)
-    "fwd_copy_met": (f"fwd >= {VS_COPY} x copy", "fwd_vs_copy"),
-    "fwd_best_met": ("fwd >= every peer", "fwd_vs_best_other"),
-    "bwd_copy_met": (f"bwd >= {VS_COPY} x copy", "bwd_vs_copy"),
-    "bwd_best_met": ("bwd >= every peer", "bwd_vs_best_other"),
-    "fwd_eager_met": (f"fwd eager >= {EAGER_VS_TORCH} x torch eager", "fwd_eager_vs_torch"),
-    "bwd_eager_met": (f"bwd eager >= {EAGER_VS_TORCH} x torch eager", "bwd_eager_vs_torch"),
+TARGETS = {  # a row's verdict key: (what it says, the ratio it judges, the least ratio that meets it)
+    "fwd_copy_met": (f"fwd >= {VS_COPY} x copy", "fwd_vs_copy", VS_COPY),
+    "fwd_best_met": ("fwd >= every peer", "fwd_vs_best_other", 1.0),
+    "bwd_copy_met": (f"bwd >= {VS_COPY} x copy", "bwd_vs_copy", VS_COPY),
+    "bwd_best_met": ("bwd >= every peer", "bwd_vs_best_other", 1.0),
+    "fwd_eager_met": (
+        f"fwd eager >= {EAGER_VS_TORCH} x torch eager",
+        "fwd_eager_vs_torch",
+        EAGER_VS_TORCH,
+    ),
+    "bwd_eager_met": (
+        f"bwd eager >= {EAGER_VS_TORCH} x torch eager",
+        "bwd_eager_vs_torch",
+        EAGER_VS_TORCH,
+    ),
 }
 
 
@@ -46,10 +53,7 @@ def verdicts(r: dict) -> dict:
         v[f"{d}_vs_copy"] = _ratio(r[d]["ours"], r[d]["copy"])
         v[f"{d}_vs_best_other"] = _ratio(r[d]["ours"], best)
         v[f"{d}_eager_vs_torch"] = _ratio(r[d].get("ours_eager"), r[d].get("torch_eager"))
-        v[f"{d}_copy_met"] = (v[f"{d}_vs_copy"] or 0) >= VS_COPY
-        v[f"{d}_best_met"] = (v[f"{d}_vs_best_other"] or 0) >= 1.0
-        v[f"{d}_eager_met"] = (v[f"{d}_eager_vs_torch"] or 0) >= EAGER_VS_TORCH
-    return v
+    return v | {met: (v[ratio] or 0) >= least for met, (_, ratio, least) in TARGETS.items()}
 
 
 def evaluate(results: list[dict]) -> dict:
@@ -81,58 +85,59 @@ def _label(shape) -> str:
     return f"{shape[0]}x{shape[1]}"
 
 
-def _gbps_cell(row: dict, direction: str, name: str) -> str:
-    return f"{row[direction][name]:.0f}" if row[direction].get(name) else "-"
+def _cell(r: dict, v: dict, direction: str, key: str, met: str | None) -> str:
+    """A contender's GB/s (`key` a name in the row, `met` None), or one of ours' ratios (`key` and `met` the
+    verdicts' keys, without the direction: "vs_copy", "copy_met"), marked where a judged shape misses it."""
+    if met is None:
+        return f"{r[direction][key]:.0f}" if r[direction].get(key) else "-"
+    ratio, is_met = v[f"{direction}_{key}"], v[f"{direction}_{met}"]
+    return (
+        "-"
+        if ratio is None
+        else f"{ratio:.2f}" + ("" if is_met or not v["judged"] else " **miss**")
+    )
 
 
-def _ratio_cell(ratio: float | None, met: bool, judged: bool) -> str:
-    return "-" if ratio is None else f"{ratio:.2f}" + ("" if met or not judged else " **miss**")
-
-
-def _table(doc: dict, columns: dict) -> list[str]:
+def _table(doc: dict, columns: list[tuple]) -> list[str]:
     """A Markdown table, a row per measured shape: dtype, shape, MiB, then for fwd and for bwd one cell per
-    column; `columns`: {title: cell(direction, gbps_cell, ratio_cell, verdicts)}."""
-    head = ["dtype", "shape", "MiB"] + [f"{d} {title}" for d in ("fwd", "bwd") for title in columns]
+    column; `columns`: (title, key, met), a cell's `key` and `met` as _cell reads them."""
+    head = ["dtype", "shape", "MiB"] + [f"{d} {c[0]}" for d in ("fwd", "bwd") for c in columns]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r, v in zip(doc["results"], doc["targets"]["rows"], strict=True):
-        g = functools.partial(_gbps_cell, r)
-        mark = functools.partial(_ratio_cell, judged=v["judged"])
         cells = [r["dtype"], _label(r["shape"]), f"{r['input_mib']:.0f}"]
-        cells += [cell(d, g, mark, v) for d in ("fwd", "bwd") for cell in columns.values()]
+        cells += [_cell(r, v, d, key, met) for d in ("fwd", "bwd") for _, key, met in columns]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 
-def _device_columns(peers: list[str]) -> dict:
+def _device_columns(peers: list[str]) -> list[tuple]:
     """ours, each peer, copy, and ours' ratios: the device-time table's columns."""
-    gbps = {name: lambda d, g, mark, v, name=name: g(d, name) for name in ("ours", *peers, "copy")}
-    return gbps | {
-        "ours/copy": lambda d, g, mark, v: mark(v[f"{d}_vs_copy"], v[f"{d}_copy_met"]),
-        "ours/best": lambda d, g, mark, v: mark(v[f"{d}_vs_best_other"], v[f"{d}_best_met"]),
-    }
+    gbps = [(name, name, None) for name in ("ours", *peers, "copy")]
+    return gbps + [("ours/copy", "vs_copy", "copy_met"), ("ours/best", "vs_best_other", "best_met")]
 
 
-EAGER_COLUMNS = {
-    "ours eager": lambda d, g, mark, v: g(d, "ours_eager"),
-    "torch eager": lambda d, g, mark, v: g(d, "torch_eager"),
-    "ours/torch": lambda d, g, mark, v: mark(v[f"{d}_eager_vs_torch"], v[f"{d}_eager_met"]),
-}
+EAGER_COLUMNS = [
+    ("ours eager", "ours_eager", None),
+    ("torch eager", "torch_eager", None),
+    ("ours/torch", "eager_vs_torch", "eager_met"),
+]
 
 
 def peers_beaten(doc: dict) -> dict:
     """The template's values: each peer that ours beats in device time on every judged shape the peer ran, forward
     and backward, with ours' GB/s over its: the least and the median ratio. A peer that beats ours once is left out."""
-    beaten = []
-    for peer in doc["peers"]:
-        ratios = [
-            _ratio(r[d]["ours"], r[d].get(peer))
-            for r, v in zip(doc["results"], doc["targets"]["rows"], strict=True)
-            if v["judged"]
-            for d in ("fwd", "bwd")
+    judged = [r for r, v in zip(doc["results"], doc["targets"]["rows"], strict=True) if v["judged"]]
+    ratios = {  # ours' GB/s over the peer's, on each judged shape and direction the peer ran
+        peer: [
+            x for r in judged for d in ("fwd", "bwd") if (x := _ratio(r[d]["ours"], r[d].get(peer)))
         ]
-        ratios = [x for x in ratios if x is not None]
-        if ratios and min(ratios) >= 1.0:
-            beaten.append({"peer": peer, "least": min(ratios), "median": statistics.median(ratios)})
+        for peer in doc["peers"]
+    }
+    beaten = [
+        {"peer": peer, "least": min(found), "median": statistics.median(found)}
+        for peer, found in ratios.items()
+        if found and min(found) >= 1.0
+    ]
     return {"device": doc["device"], "beaten": beaten}
 
 
@@ -156,15 +161,11 @@ def _host_rows(doc: dict) -> list[str]:
         "| registration | its own layers | autograd node | the op, whole | with grad | fwd + bwd step |",
         "|---|---|---|---|---|---|",
     ]
-    for name, r in host["registrations"].items():
-        cells = [
-            r["registration_us"],
-            r["autograd_node_us"],
-            r["op_us"],
-            r["op_grad_us"],
-            step[name],
-        ]
-        lines.append(f"| {name} | " + " | ".join(f"{us:.1f}" for us in cells) + " |")
+    own = ("registration_us", "autograd_node_us", "op_us", "op_grad_us")
+    lines += [
+        f"| {name} | " + " | ".join(f"{us:.1f}" for us in [*(r[k] for k in own), step[name]]) + " |"
+        for name, r in host["registrations"].items()
+    ]
     cells = ["", "", f"{host['torch_us']:.1f}", "", f"{step['torch.softmax']:.1f}"]
     lines.append("| torch.softmax | " + " | ".join(cells) + " |")
     return lines
@@ -172,12 +173,14 @@ def _host_rows(doc: dict) -> list[str]:
 
 def _misses(doc: dict) -> list[str]:
     """Each judged shape's missed targets, with the ratio measured."""
-    out = []
-    for v in (v for v in doc["targets"]["rows"] if v["judged"]):
-        missed = [f"{text} ({_fmt(v[ratio])})" for k, (text, ratio) in TARGETS.items() if not v[k]]
-        if missed:
-            out.append(f"- {v['dtype']} {_label(v['shape'])}: " + "; ".join(missed))
-    return out
+    missed = [
+        (v, [f"{text} ({_fmt(v[ratio])})" for k, (text, ratio, _) in TARGETS.items() if not v[k]])
+        for v in doc["targets"]["rows"]
+        if v["judged"]
+    ]
+    return [
+        f"- {v['dtype']} {_label(v['shape'])}: " + "; ".join(texts) for v, texts in missed if texts
+    ]
 
 
 def _fmt(ratio: float | None) -> str:
@@ -213,15 +216,13 @@ def summary(doc: dict) -> str:
         "",
         "Shapes under 32 MiB are listed but not judged: misses are marked on judged shapes only.",
     ]
-    misses = _misses(doc)
-    if misses:
+    if misses := _misses(doc):
         lines += ["", "## Missed, by how much (why: benchmarks/custom_op/README.md)", "", *misses]
-    errors = {
+    if errors := {
         f"{r['dtype']} {_label(r['shape'])} {k}": e
         for r in doc["results"]
         for k, e in r["errors"].items()
-    }
-    if errors:
+    }:
         lines += ["", "Not measured (it raised: a peer that refuses the shape, or an error):"]
         lines += [f"- {k}: `{e}`" for k, e in errors.items()]
     return "\n".join(lines) + "\n"
@@ -242,8 +243,9 @@ def write_chart(doc: dict, path) -> None:
             ax.plot(
                 xs, [c * VS_COPY for c in copy], ":", color="gray", label=f"target {VS_COPY} x copy"
             )
-            names = ["ours", *doc["peers"], "ours_eager", "torch_eager"]
-            for name, marker in zip(names, "os^vDx+*", strict=False):
+            for name, marker in zip(
+                ("ours", *doc["peers"], "ours_eager", "torch_eager"), "os^vDx+*", strict=False
+            ):
                 ax.plot(
                     xs,
                     [r[direction].get(name) or float("nan") for r in rows],

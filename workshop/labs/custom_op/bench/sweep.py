@@ -16,7 +16,7 @@ import torch
 
 from workshop.foundations import atomic
 from workshop.labs.custom_op.bench import benchmark as bench
-from workshop.ops import softmax, softmax_launch
+from workshop.ops import softmax_launch
 
 GROUPS = {
     "short rows": (
@@ -54,41 +54,32 @@ STRATEGIES = {
 def setting(overrides: dict):
     """softmax_launch's constants replaced by `overrides` ({"split": True}, {"cooperative": True}: STRATEGIES)."""
     with contextlib.ExitStack() as stack:
+        stack.callback(
+            softmax_launch.one_pass_plan.cache_clear
+        )  # on leaving, once the constants are back
         for name, value in overrides.items():
             name, value = STRATEGIES.get(name, (name, value))
             stack.enter_context(mock.patch.object(softmax_launch, name, value))
         softmax_launch.one_pass_plan.cache_clear()
-        try:
-            yield
-        finally:
-            softmax_launch.one_pass_plan.cache_clear()
+        yield
 
 
 def measure(shape, dtype, settings: list[dict], log) -> list[dict]:
     """Our fwd and bwd under each setting, as a fraction of the copy of the same bytes; checks the result too."""
     inputs = bench.rotating_inputs(shape, dtype)
-    n, xs, ys, dys = inputs["n"], inputs["x"], inputs["y"], inputs["dy"]
-    copy = {d: min(bench.copy_ms(inputs, d).values()) for d in ("fwd", "bwd")}
+    ours = {d: fns["ours"] for d, fns in bench.contenders(inputs, dtype, peers=()).items()}
+    copy = {d: min(bench.copy_ms(inputs, d).values()) for d in ours}
     rows = []
     for overrides in settings:
         with setting(overrides):
-            fwd = bench.graph_ms([lambda i=i: softmax(xs[i]) for i in range(n)])
-            bwd = bench.graph_ms(
-                [
-                    lambda i=i: torch.ops.workshop.softmax_backward(ys[i], dys[i], -1)
-                    for i in range(n)
-                ]
-            )
-            error = (softmax(xs[0]).float() - ys[0].float()).abs().max().item()
-        row = {
-            "setting": overrides,
-            "fwd_vs_copy": copy["fwd"] / fwd,
-            "bwd_vs_copy": copy["bwd"] / bwd,
-        }
-        row["max_error_vs_torch"] = error
+            row = {"setting": overrides}
+            row |= {
+                f"{d}_vs_copy": copy[d] / bench.graph_ms(f, inputs["n"]) for d, f in ours.items()
+            }
+            row["max_error_vs_torch"] = bench.max_error_vs_torch(inputs)
         log(
             f"{str(dtype):>15} {str(shape):>15} {json.dumps(overrides):60} fwd {row['fwd_vs_copy']:.3f}"
-            f"  bwd {row['bwd_vs_copy']:.3f}  err {error:.1e}"
+            f"  bwd {row['bwd_vs_copy']:.3f}  err {row['max_error_vs_torch']:.1e}"
         )
         rows.append(row)
     return rows
