@@ -29,8 +29,8 @@ MACHINERY = (
 TARGET = {"workshop": 10_000, "machinery": 2_800, "lab": 1_300, "lines": 400}
 # area -> the statements (for a file: the lines) it holds today, over its target
 CEILING = {
-    "workshop": 12_718,
-    "machinery": 4_108,
+    "workshop": 12_707,
+    "machinery": 4_097,
     "labs/custom_op": 2_160,
     "labs/distributed": 1_828,
     "labs/custom_op/lab.py": 424,
