@@ -25,9 +25,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from workshop.declarations import questions
 from workshop.declarations.diagnosis import Evidence, diagnose
 from workshop.declarations.exercise import Exercise
-from workshop.declarations.questions import grade_answers
+from workshop.declarations.stand_ins import real
 from workshop.i18n import _
 
 
@@ -102,7 +103,7 @@ def grade(
     with ctx.grading(ex) as impl:
         if ex.questions:
             given = impl(*reference_args) if reference_args and not ctx.graded else impl.value
-            grade_answers(ctx, given, truth, facts=facts, diagnoses=ex.diagnoses)
+            grade_answers(ctx, ex, given, truth, facts)
         elif ex.document is None and truth is not None:
             run_cases(ctx, ex, impl, truth, call, graded)
             for rule in rules:
@@ -110,6 +111,33 @@ def grade(
         if also is not None:
             also(impl, graded)
     return graded
+
+
+def grade_answers(ctx, ex: Exercise, answers, truths: dict, facts: dict | None) -> None:
+    """Grade the learner's dict of answers: one check per question whose truth this run measured (None: not
+    measured here, not graded), and one for keys no question asks for; a wrong answer explained by the first of
+    the exercise's diagnoses that it shows, reading `facts` besides the answer and the truth. Not a dict:
+    TypeError; nothing filled in: not started (NotImplementedError)."""
+    keys = dict.fromkeys(q.path[0] for q in ex.questions)
+    answers = questions.require_dict(ex.attribute, real(answers), keys)
+    asked = [q for q in ex.questions if q.start == questions.UNFILLED]
+    if not any(questions.filled_at(answers, q) for q in asked):
+        raise NotImplementedError(ex.not_started_message())
+    truths = {q.key: questions.truth_of(truths, q) for q in ex.questions}
+    unknown = questions.unknown_keys(answers, ex.questions)
+    ctx.check_equal(
+        _("{name} has only the questions' keys").format(name=ex.attribute),
+        unknown,
+        [],
+        message=_("{name} has no question {keys}: its keys are {known}").format(
+            name=ex.attribute, keys=", ".join(unknown), known=", ".join(q.key for q in ex.questions)
+        ),
+    )
+    for q in ex.questions:
+        if truths[q.key] is not None:
+            check = questions.judge(ex, q, answers, truths[q.key], facts)
+            hide = check.passed and not (ctx.graded or ctx.options.show)
+            ctx.record(questions.unrevealed(check) if hide else check)
 
 
 def run_cases(ctx, ex: Exercise, impl, cases: list[Case], call, graded: Graded) -> None:

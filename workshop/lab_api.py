@@ -174,7 +174,7 @@ class LabContext:
         )
 
     def record(self, check: Check) -> Check:
-        """Record a check made elsewhere (declarations.questions), for the exercise being graded; print its line (to
+        """Record a check made elsewhere (engine.grade_answers), for the exercise being graded; print its line (to
         log.txt: the screen of a run shows the failing ones from result.json, cli.runs). A failing secret check is
         recorded as its miss (declarations.checks.masked) unless the run shows secrets."""
         if self._grading is not None and not self.wants(self._grading.name):

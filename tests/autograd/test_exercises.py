@@ -12,9 +12,9 @@ import pytest
 
 from tests.autograd import wrong_solutions as w
 from tests.support.autograd_hand_solutions import LEARNER_ENGINE_ORDER, LEARNER_HAND
+from tests.support.planted_answers import grade_planted
 from workshop import labs
 from workshop.declarations import checks
-from workshop.declarations.questions import grade_answers
 from workshop.foundations import worker_process
 from workshop.foundations.run_options import RunOptions
 from workshop.foundations.worker_process import NativeWorker
@@ -324,8 +324,7 @@ def test_overwriting_passes_the_graph_without_fan_in(ctx, cases, planted):
 )
 def test_wrong_answers_fail_and_say_where_to_look(ctx, cases, change, expected, message):
     facts = asdict(graph_facts.measure_facts(cases["graphs"]))
-    with ctx.grading("answers"):
-        grade_answers(ctx, graph_facts.ANSWERS | change, facts)
+    grade_planted(ctx, "answers", graph_facts.ANSWERS | change, facts)
     assert [c.name for c in failures(ctx)] == [f"{expected} matches this run"]
     # wording unified by the one grader: a wrong kind of value says what kind to give
     assert message in failures(ctx)[0].message
@@ -336,9 +335,8 @@ def test_unanswered_is_not_started(ctx, cases):
     unanswered = dict.fromkeys(graph_facts.ANSWERS)  # every answer the stub's None
     with (
         pytest.raises(NotImplementedError, match="autograd.answers: Answer"),
-        ctx.grading("answers"),
     ):
-        grade_answers(ctx, unanswered, facts)
+        grade_planted(ctx, "answers", unanswered, facts)
 
 
 # ---- the references pass; a learner's own correct code passes through the workspace ----
@@ -347,8 +345,8 @@ def test_the_references_pass_every_exercise(ctx, cases):
     grade(ctx, "linear_grads", reference("linear_grads"), cases["linear_grads"])
     graded_by(ctx, grade_order, reference("engine_order"), cases["graphs"])
     graded_by(ctx, grade_backpropagate, reference("backpropagate"), cases["graphs"])
-    with ctx.grading("answers"):
-        grade_answers(ctx, graph_facts.ANSWERS, asdict(graph_facts.measure_facts(cases["graphs"])))
+    facts = asdict(graph_facts.measure_facts(cases["graphs"]))
+    grade_planted(ctx, "answers", graph_facts.ANSWERS, facts)  # the reference's answers
     assert ctx.checks and not failures(ctx), messages(ctx)
 
 

@@ -14,11 +14,11 @@ import torch
 import torch.nn.functional as F
 
 from tests.autograd import wrong_solutions as w
-from workshop.declarations.questions import grade_answers
+from workshop import engine
 from workshop.foundations.run_options import RunOptions
 from workshop.lab_api import LabContext
 from workshop.labs.autograd import lab
-from workshop.labs.autograd.grading.graph_facts import ANSWERS, measure_facts
+from workshop.labs.autograd.grading.graph_facts import measure_facts
 from workshop.labs.autograd.graph_walk import walk
 from workshop.labs.autograd.hand_grads import cross_entropy_grad, linear_grads
 from workshop.minigpt.model import lm_loss
@@ -45,8 +45,7 @@ def sections(ctx: LabContext, batch, which: str) -> None:
     elif which == "graph":
         lab.draw_graph(ctx, cases[0])
     elif which == "answers":
-        with ctx.grading("answers"):
-            grade_answers(ctx, ANSWERS, asdict(measure_facts(cases)))
+        engine.grade(ctx, "answers", asdict(measure_facts(cases)))  # the reference's ANSWERS
     elif which == "trace":
         lab.check_trace(ctx, batch, cases[1])
 

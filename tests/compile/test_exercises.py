@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from workshop import labs
-from workshop.declarations import checks, questions
+from tests.support.planted_answers import grade_planted
+from workshop import engine, labs
+from workshop.declarations import checks
 from workshop.foundations.run_options import RunOptions
 from workshop.lab_api import LabContext
 from workshop.labs.compile.generated_kernels import parse_kernels
@@ -263,8 +264,7 @@ def test_fresh_stubs_are_not_started_and_a_half_filled_answer_says_what_is_missi
     ctx.options.work = learner_file(tmp_path, KERNEL.stub_code() + "\n" + ANSWERS.stub_code())
     with ctx.grading("kernel") as impl:
         kernel_answer.grade_kernel(ctx, impl.value, cpp_kernels)
-    with ctx.grading("answers") as impl:
-        grade_run_facts(ctx, impl.value)
+    engine.grade(ctx, "answers", FACTS, facts=FACTS)
     statuses = {ex_id: r["status"] for ex_id, r in ctx.exercise_results().items()}
     assert statuses == {
         "compile.kernel": checks.NOT_STARTED,
@@ -287,14 +287,9 @@ def test_a_kernel_answer_that_is_not_a_dict_is_one_clear_line(ctx, tmp_path, cpp
     assert "compile.py" in failed["value"] and "must be a dict" in failed["value"]
 
 
-def grade_run_facts(ctx, answers) -> None:
-    """What the lab does with the learner's ANSWERS: the one grader, with the exercise's diagnoses."""
-    questions.grade_answers(ctx, answers, FACTS, facts=FACTS, diagnoses=ANSWERS.diagnoses)
-
-
 def grade_answers(ctx, answers) -> dict[str, str | None]:
-    with ctx.grading("answers"):
-        grade_run_facts(ctx, answers)
+    """What the lab does with the learner's ANSWERS: the one engine, with the exercise's diagnoses."""
+    grade_planted(ctx, "answers", answers, FACTS, facts=FACTS)
     return {c.name.split("'")[1]: None if c.passed else c.message for c in ctx.checks}
 
 

@@ -16,9 +16,9 @@ import pytest
 from tests.custom_op import planted as custom_op_planted
 from tests.custom_op import wrong_solutions as w
 from tests.support import lab_process
+from tests.support.planted_answers import grade_planted
 from workshop import labs
 from workshop.declarations import checks
-from workshop.declarations.questions import grade_answers
 from workshop.foundations.run_options import RunOptions
 from workshop.foundations.worker_process import NativeWorker
 from workshop.lab_api import LabContext
@@ -179,8 +179,8 @@ def test_wrong_answers_say_where_this_run_shows_them(tmp_path):
     ctx = LabContext("custom_op", tmp_path, RunOptions(DEVICE, 1, 0, work=tmp_path))
     facts = asdict(LaunchFacts(**ANSWERS))
     given = {**ANSWERS, "block_n": 600, "extern_calls": "2"}
-    with contextlib.redirect_stdout(io.StringIO()), ctx.grading("answers"):
-        grade_answers(ctx, given, facts)
+    with contextlib.redirect_stdout(io.StringIO()):
+        grade_planted(ctx, "answers", given, facts)
     failed = {c.name: c.message for c in ctx.checks if not c.passed}
     assert list(failed) == [
         "ANSWERS['block_n'] matches this run",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from workshop import labs
+from workshop import engine, labs
 from workshop.declarations import questions
 from workshop.declarations.exercise import Exercise
 from workshop.declarations.questions import Question
@@ -104,8 +104,7 @@ def toy(monkeypatch, tmp_path):
 
 
 def graded_answers(ctx: LabContext) -> list:
-    with ctx.grading(EX_ANSWERS) as answers:  # the dict, as its worker reads it (wire data)
-        questions.grade_answers(ctx, answers.value, TRUTHS)
+    engine.grade(ctx, EX_ANSWERS, TRUTHS)  # the dict, as its worker reads it (wire data)
     return [c for c in ctx.checks if c.name.endswith("matches this run")]
 
 

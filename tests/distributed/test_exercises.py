@@ -5,10 +5,12 @@ that points at the mistake. A fresh workspace graded end to end, through `check`
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 
 import pytest
 
+from tests.support.planted_answers import grade_planted
 from workshop import i18n
 from workshop.declarations import checks, questions
 from workshop.declarations.diagnosis import Diagnosis
@@ -18,7 +20,6 @@ from workshop.lab_api import Check, LabContext
 from workshop.labs.distributed import figure_rows, lab
 from workshop.labs.distributed.grading import (
     derived_answers,
-    exercises,
     survey,
     survey_figures,
     survey_text,
@@ -42,20 +43,14 @@ def failed(ctx: LabContext) -> dict[str, str]:
 def grade_predictions(ctx, value):
     """`value` graded as the engine grades PREDICTIONS against RUN, read by the exercise's diagnoses."""
     truths, ran = figure_rows.prediction_truths(RUN, N)
-    with ctx.grading("predictions"):
-        questions.grade_answers(
-            ctx, value, truths, facts=ran, diagnoses=exercises.PREDICTION_DIAGNOSES
-        )
+    grade_planted(ctx, "predictions", value, truths, facts=ran)
     return failed(ctx)
 
 
 def grade_answers(ctx, value):
     """`value` graded as the engine grades ANSWERS against FACTS, read by the exercise's diagnoses."""
     facts = {"n": N, "interleaved_idle_theory": 1 / 9}  # (N-1) / (2 * 2N + N-1) at N=2
-    with ctx.grading("answers"):
-        questions.grade_answers(
-            ctx, value, FACTS, facts=facts, diagnoses=exercises.ANSWER_DIAGNOSES
-        )
+    grade_planted(ctx, "answers", value, FACTS, facts=facts)
 
 
 def test_the_reference_predictions_pass(ctx, tmp_path):
@@ -181,9 +176,9 @@ def test_a_message_that_gives_the_measured_value_is_caught(ctx, monkeypatch):
         strategy = evidence.output.split(".")[0]
         return {"m": f"{evidence.facts[strategy].comm_bytes:,}"} if strategy != "n" else None
 
-    monkeypatch.setattr(
-        exercises, "PREDICTION_DIAGNOSES", (Diagnosis(None, measured, "measured {m}"),)
-    )
+    planted = (Diagnosis(None, measured, "measured {m}"),)
+    predictions = dataclasses.replace(ctx.exercise("predictions"), diagnoses=planted)
+    monkeypatch.setattr(ctx, "exercise", lambda name: predictions)
     assert leaked_figures(ctx)[1]
 
 

@@ -50,6 +50,27 @@ def test_a_refused_file_is_refused_at_its_line_and_no_worker_starts(code, what):
         worker.refused.kind == "refused" and worker.refused.where == f"my-work/autograd.py:{line}"
     )
     assert what in worker.refused.error
+    assert str(worker.refused).startswith(f"my-work/autograd.py:{line}: {what}")
+    assert "is not allowed in your file" in str(worker.refused)
+
+
+def test_a_refusal_is_said_in_the_learners_words_where_it_is_raised():
+    """The lab's own reading (an import of the answer) and the worker's reply (code from elsewhere) each become
+    the finished line the exercise's check shows, naming the file and line, or the file that defines it."""
+    imported = "from workshop.labs.autograd.hand import linear_grads\n"
+    learner = LearnerFile(HEADER + imported, "my-work/autograd.py", HEADER)
+    with pytest.raises(LearnerCodeFailed) as e:
+        learner_code.refuse_imported(learner, "linear_grads")
+    line = HEADER.count("\n") + 1
+    assert str(e.value) == (
+        f"my-work/autograd.py:{line}: `linear_grads` is imported, not written in your file: the "
+        "workshop's own code is not an answer"
+    )
+    reply = {"ok": False, "kind": "refused", "error": "walk", "where": "/x/graph_walk.py"}
+    assert str(learner_code.failed(reply)) == (
+        "`walk` is not your own code (walk is defined in /x/graph_walk.py): the workshop's own code is "
+        "not an answer"
+    )
 
 
 def test_an_over_long_file_is_not_read(tmp_path, monkeypatch):

@@ -12,9 +12,9 @@ import json
 import os
 from pathlib import Path
 
-from workshop import labs
+from workshop import engine, labs
 from workshop.declarations.exercise import Exercise
-from workshop.declarations.questions import Question, grade_answers
+from workshop.declarations.questions import Question
 from workshop.lab_api import LabSpec
 
 HERE = Path(__file__).resolve().parent
@@ -92,8 +92,7 @@ def run(ctx) -> None:
         ctx.check_equal("double(21)", got, 42, message=f"double(21) gave {got!r}: multiply by 2")
     doubled = {str(x): double(x) for x in (1, 12345)}  # the toy's measurement, as its run writes it
     ctx.write_json("doubled.json", doubled)
-    with ctx.grading("answers") as impl:  # the learner's dict crosses the wire as written
-        grade_answers(ctx, impl.value, truths(doubled))
+    engine.grade(ctx, "answers", truths(doubled))  # the learner's dict crosses the wire as written
     with ctx.grading("essay") as path:
         words = len(Path(path).read_text().split())
         ctx.check_min("essay: words", words, 10, message=f"{words} words; write at least 10")
@@ -108,8 +107,7 @@ def truths(doubled: dict) -> dict:
 def regrade(ctx, lab_dir: Path) -> None:
     """LabSpec.regrade: the answers graded again from an earlier run's doubled.json, without running."""
     doubled = json.loads((lab_dir / "doubled.json").read_text())
-    with ctx.grading("answers") as impl:  # the learner's dict crosses the wire as written
-        grade_answers(ctx, impl.value, truths(doubled))
+    engine.grade(ctx, "answers", truths(doubled))  # the learner's dict crosses the wire as written
 
 
 LAB = LabSpec(name="toy", order=1, title="a toy lab", entry=run, regrade=regrade)

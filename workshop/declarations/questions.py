@@ -1,16 +1,14 @@
-"""A lab's checked questions, declared once, and the one grader of every lab's answers dict (ANSWERS, PREDICTIONS).
+"""A lab's checked questions, declared once, and how an answers dict (ANSWERS, PREDICTIONS) is read and judged.
 
 An exercise lists its questions (`Exercise(..., attribute="ANSWERS", questions=QUESTIONS)`): each a key of the
 learner's dict, the question as the learner's file states it, where the run shows the answer, and the kind of
-value. The learner's stub is generated from them (`stub`), and the lab grades the dict inside its grading block
-against the truths it measured:
+value. The learner's stub is generated from them (`stub`), and the lab grades the dict against the truths it
+measured with the one engine (workshop/engine.py, whose grade_answers judges each question here):
 
-    with ctx.grading("answers") as answers:
-        grade_answers(ctx, answers, truths)       # truths: {key: value}; None = not measured here
+    engine.grade(ctx, "answers", truths)          # truths: {key: value}; None = not measured here
 
-(the one engine, workshop/engine.py, makes that call for an exercise with questions). The exercise's `diagnoses`
-name a wrong answer's mistake (declarations/diagnosis.py: the message then outranks the generic one), reading
-the answer, the truth and `facts`, whatever more they need. Every question is a secret
+The exercise's `diagnoses` name a wrong answer's mistake (declarations/diagnosis.py: the message then outranks
+the generic one), reading the answer, the truth and `facts`, whatever more they need. Every question is a secret
 check: while it fails, what is shown is the direction and size of the miss, never this run's value
 (LabContext.record). A plain run grades the reference's answers, and its folder becomes a committed record that
 every learner clones: there a passing answer is shown as True, not as its value (`check --show` shows it).
@@ -29,8 +27,6 @@ from typing import Protocol
 
 from workshop.declarations.checks import Check
 from workshop.declarations.diagnosis import Diagnosis, Evidence, diagnose
-from workshop.declarations.stand_ins import real
-from workshop.foundations.run_options import RunOptions
 from workshop.i18n import N_, _
 
 WIDTH = 100  # the project's line length: no stub line is longer
@@ -78,20 +74,9 @@ class Asking(Protocol):
 
     attribute: str  # the learner's dict: "ANSWERS", "PREDICTIONS"
     questions: tuple[Question, ...]
+    diagnoses: tuple[Diagnosis, ...]  # what a wrong answer may show (the first that shows is said)
 
     def not_started_message(self) -> str: ...
-
-
-class Grading(Protocol):
-    """What grading the answers uses of the lab's context (workshop.lab_api's LabContext, in a layer above)."""
-
-    current_exercise: Asking  # the exercise being graded
-    graded: bool  # the learner's workspace, not the reference
-    options: RunOptions
-
-    def check_equal(self, name: str, value, expected, message=None) -> Check: ...
-
-    def record(self, check: Check) -> Check: ...
 
 
 # ---- the stub ----
@@ -203,7 +188,7 @@ def right(question: Question, given, truth) -> bool:
     return abs(given - truth) <= question.tolerance
 
 
-def judge(ex: Asking, question: Question, answers: dict, truth, facts, diagnoses=()) -> Check:
+def judge(ex: Asking, question: Question, answers: dict, truth, facts) -> Check:
     """The check of one question: the learner's answer against this run's truth (a secret check)."""
     name = _("{answer} matches this run").format(answer=question.label(ex.attribute))
     hidden = _("this run's answer")
@@ -227,7 +212,7 @@ def judge(ex: Asking, question: Question, answers: dict, truth, facts, diagnoses
         return Check(name, False, repr(given), hidden, message=why)
     if right(question, given, truth):
         return Check(name, True, given, truth, secret=True)
-    found = diagnose(diagnoses, Evidence(question.key, given, truth, facts=facts or {}))
+    found = diagnose(ex.diagnoses, Evidence(question.key, given, truth, facts=facts or {}))
     diagnosis = found[1] if found else None
     where = _("your answer {given!r} is not what this run shows: {look}").format(
         given=given, look=_(question.look)
@@ -243,40 +228,6 @@ def judge(ex: Asking, question: Question, answers: dict, truth, facts, diagnoses
     )
 
 
-def grade_answers(
-    ctx: Grading,
-    answers,
-    truths: dict,
-    facts: dict | None = None,
-    diagnoses: tuple[Diagnosis, ...] = (),
-) -> None:
-    """Grade the learner's dict for the exercise being graded (ctx.grading's), one check per question whose
-    truth this run measured (None: not measured here, not graded), and one for keys no question asks for.
-    Not a dict: TypeError; nothing filled in: not started (NotImplementedError)."""
-    ex = ctx.current_exercise
-    questions = ex.questions
-    keys = dict.fromkeys(q.path[0] for q in questions)
-    answers = require_dict(ex.attribute, real(answers), keys)
-    asked = [q for q in questions if q.start == UNFILLED]
-    if not any(_filled_at(answers, q) for q in asked):
-        raise NotImplementedError(ex.not_started_message())
-    truths = {q.key: _truth(q, truth_of(truths, q)) for q in questions}
-    unknown = unknown_keys(answers, questions)
-    ctx.check_equal(
-        _("{name} has only the questions' keys").format(name=ex.attribute),
-        unknown,
-        [],
-        message=_("{name} has no question {keys}: its keys are {known}").format(
-            name=ex.attribute, keys=", ".join(unknown), known=", ".join(q.key for q in questions)
-        ),
-    )
-    for q in questions:
-        if truths[q.key] is not None:
-            check = judge(ex, q, answers, truths[q.key], facts, diagnoses)
-            hide = check.passed and not (ctx.graded or ctx.options.show)
-            ctx.record(unrevealed(check) if hide else check)
-
-
 def unrevealed(check: Check) -> Check:
     """A reference's passing answer as its run records it: that it matches, True against True, in every language
     (a check's values are not translated), never the answer itself."""
@@ -285,23 +236,22 @@ def unrevealed(check: Check) -> Check:
 
 def truth_of(truths: dict, question: Question):
     """The question's truth, from truths keyed like the questions ("ddp.held_bytes") or nested like the
-    answers ({"ddp": {"held_bytes": ...}}); None when this run did not measure it."""
+    answers ({"ddp": {"held_bytes": ...}}), read as its kind; None when this run did not measure it."""
     if question.key in truths:
-        return truths[question.key]
-    try:
-        return lookup(truths, question)
-    except KeyError:
-        return None
+        truth = truths[question.key]
+    else:
+        try:
+            truth = lookup(truths, question)
+        except KeyError:
+            return None
+    if truth is None or question.kind not in ("names", "list"):
+        return truth
+    return as_kind(truth, question.kind)
 
 
-def _filled_at(answers: dict, question: Question) -> bool:
+def filled_at(answers: dict, question: Question) -> bool:
+    """Whether the learner filled in the question's answer (a missing key is not filled)."""
     try:
         return filled(lookup(answers, question))
     except KeyError:
         return False
-
-
-def _truth(question: Question, truth):
-    if truth is None:
-        return None
-    return as_kind(truth, question.kind) if question.kind in ("names", "list") else truth

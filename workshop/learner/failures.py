@@ -70,20 +70,23 @@ def learner_failure(ex: Exercise, e: BaseException, graded: bool, path: Path) ->
 
 
 def worker_failure(ex: Exercise, e: LearnerCodeFailed) -> Check:
-    """The failed check that records how the learner's code failed in the worker (learner/learner_code.py)."""
-    value = f"{e.where}: {e.error}" if e.where else e.error
+    """The failed check that records how the learner's code failed in the worker (learner/learner_code.py); its
+    text is finished where it was raised, but a missing name's, which names the exercise."""
     if e.kind == "not_started":
         return not_started(ex, e.error)
-    if e.kind in ("load", "missing", "refused"):
-        return does_not_load(ex, refusal(ex, e))
+    if e.kind == "missing":
+        missing = _("{file} defines no `{name}` (exercise {id})")
+        return does_not_load(ex, missing.format(file=e.where, name=ex.attribute, id=ex.id))
+    if e.kind in ("load", "refused"):
+        return does_not_load(ex, str(e))
     if e.kind == "time":
-        return out_of_time(ex, value, ex.time_limit_s)
+        return out_of_time(ex, str(e), ex.time_limit_s)
     if e.kind == "died":
-        return died_check(ex.id, value)
+        return died_check(ex.id, str(e))
     if e.kind == "workshop":
         name = _("{id}: the workshop starts the process that runs your code").format(id=ex.id)
-        return Check(name, False, value, _("a worker that starts"), message=_(WORKSHOP_FAULT))
-    return errored(ex, value)
+        return Check(name, False, str(e), _("a worker that starts"), message=_(WORKSHOP_FAULT))
+    return errored(ex, str(e))
 
 
 def not_started(ex: Exercise, error: str) -> Check:
@@ -105,28 +108,6 @@ def out_of_time(ex: Exercise, value: str, seconds: float) -> Check:
 
 def errored(ex: Exercise, value: str) -> Check:
     return Check(_("{id}: runs without an error").format(id=ex.id), False, value, _("no error"))
-
-
-def refusal(ex: Exercise, e: LearnerCodeFailed) -> str:
-    """Why the learner's code was not run, in one line that names the file and line."""
-    if e.kind == "missing":
-        return _("{file} defines no `{name}` (exercise {id})").format(
-            file=e.where, name=ex.attribute, id=ex.id
-        )
-    if e.kind == "refused" and e.error.endswith(" is imported"):
-        return _(
-            "{where}: `{name}` is imported, not written in your file: the workshop's own code is not an answer"
-        ).format(where=e.where, name=ex.attribute)
-    if e.kind == "refused" and " is defined in " in e.error:
-        return _(
-            "`{name}` is not your own code ({what}): the workshop's own code is not an answer"
-        ).format(name=ex.attribute, what=e.error)
-    if e.kind == "refused":
-        return _(
-            "{where}: {what} is not allowed in your file: it may import only what its header imports, "
-            "and nothing that reaches past the exercise (eval, getattr, __globals__, sys, ...)"
-        ).format(where=e.where, what=e.error)
-    return f"{e.where}: {e.error}" if e.where else e.error
 
 
 def cut_short(ex: Exercise, e: BaseException, path: Path) -> Check:

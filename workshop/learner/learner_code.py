@@ -28,6 +28,7 @@ from pathlib import Path
 
 from workshop.foundations import lab_log
 from workshop.foundations.worker_process import WorkerFault
+from workshop.i18n import _
 from workshop.learner import source_check
 
 READY_S = 300.0  # seconds a fresh worker may take to start (a container, then `import torch`, on a busy host)
@@ -59,7 +60,9 @@ class LearnerCodeFailed(Exception):
     name), refused (the name is not the learner's own code, or the file breaks source_check's rules),
     not_started (a stub), error (an exception; or a value that cannot cross the wire), time, died; and workshop:
     the worker could not start or prepare (WorkerFault), before any of the learner's code ran: the workshop's own
-    failure, which the exercise's check says is not theirs (failures.py)."""
+    failure, which the exercise's check says is not theirs (failures.py). Its text (str: where, then error) is
+    finished where it is raised: why the learner's code was not run, in one line that names the file and line,
+    is the value of the exercise's failed check."""
 
     def __init__(self, kind: str, error: str, where: str | None = None):
         super().__init__(f"{where}: {error}" if where else error)
@@ -67,11 +70,17 @@ class LearnerCodeFailed(Exception):
 
 
 def failed(reply: dict) -> LearnerCodeFailed:
-    """The failure a worker's reply reports, its texts made safe to show (said)."""
-    where = reply.get("where")
-    return LearnerCodeFailed(
-        said(reply.get("kind"), 20), said(reply.get("error")), said(where, 300) if where else None
-    )
+    """The failure a worker's reply reports, its texts made safe to show (said); a name refused as code from
+    elsewhere (kind refused: the name, and the file that defines it) said in the learner's words here, where it
+    enters the lab's process: the worker speaks no language."""
+    kind, error = said(reply.get("kind"), 20), said(reply.get("error"))
+    where = said(reply["where"], 300) if reply.get("where") else None
+    if kind == "refused":
+        foreign = _(
+            "`{name}` is not your own code ({what}): the workshop's own code is not an answer"
+        )
+        error, where = foreign.format(name=error, what=f"{error} is defined in {where}"), None
+    return LearnerCodeFailed(kind, error, where)
 
 
 @dataclass
@@ -122,7 +131,12 @@ class Worker:
         if not refusals:
             return None
         first = refusals[0]
-        return LearnerCodeFailed("refused", first.what, f"{self.learner.filename}:{first.line}")
+        why = _(
+            "{what} is not allowed in your file: it may import only what its header imports, "
+            "and nothing that reaches past the exercise (eval, getattr, __globals__, sys, ...)"
+        )
+        where = f"{self.learner.filename}:{first.line}"
+        return LearnerCodeFailed("refused", why.format(what=first.what), where)
 
     def begin(self) -> None:
         """Start the worker without waiting for it: its interpreter and torch load while the lab prepares (a
@@ -309,7 +323,10 @@ def refuse_imported(learner: LearnerFile, name: str) -> None:
     statement = source_check.imported_as(learner.source, name)
     if statement is not None:
         where = f"{learner.filename}:{statement.lineno}"
-        raise LearnerCodeFailed("refused", f"{name} is imported", where)
+        why = _(
+            "`{name}` is imported, not written in your file: the workshop's own code is not an answer"
+        )
+        raise LearnerCodeFailed("refused", why.format(name=name), where)
 
 
 def solution_for(worker: Worker | LocalWorker, exercise, graded: bool) -> Solution:

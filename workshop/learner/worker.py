@@ -69,11 +69,12 @@ def failure(kind: str, error: BaseException | str, filename: str | None = None) 
 
 
 class Refused(Exception):
-    """A target that is not the learner's to run: missing from the file, or code from elsewhere."""
+    """A target that is not the learner's to run: missing from the file (where: the file), or code from
+    elsewhere (kind refused, what: the name, where: the file that defines it; the lab's process says it)."""
 
-    def __init__(self, kind: str, what: str):
+    def __init__(self, kind: str, what: str, where: str | None):
         super().__init__(what)
-        self.kind, self.what = kind, what
+        self.kind, self.what, self.where = kind, what, where
 
 
 class ImportGuard:
@@ -128,7 +129,7 @@ class Session:
         try:
             target = self.target(request["target"])
         except Refused as e:
-            return {"ok": False, "kind": e.kind, "error": e.what, "where": self.filename}
+            return {"ok": False, "kind": e.kind, "error": e.what, "where": e.where}
         except NotImplementedError as e:
             return failure("not_started", e)
         except (LookupError, ImportError, ValueError) as e:
@@ -185,20 +186,20 @@ class Session:
         if self.module is None:
             raise LookupError("the learner's file is not loaded")
         if not hasattr(self.module, name):
-            raise Refused("missing", name)
+            raise Refused("missing", name, self.filename)
         value = getattr(self.module, name)
         code = getattr(
             getattr(value, "fn", value), "__code__", None
         )  # a triton.jit kernel keeps it in .fn
         if code is not None and code.co_filename != self.filename:
-            raise Refused("refused", f"{name} is defined in {code.co_filename}")
+            raise Refused("refused", name, code.co_filename)
         return value
 
     def pieces(self, names: list[str]) -> dict:
         """{name: the learner's attribute}; every missing name said at once (Refused "missing": "a, b")."""
         missing = [name for name in names if self.module is None or not hasattr(self.module, name)]
         if missing:
-            raise Refused("missing", ", ".join(missing))
+            raise Refused("missing", ", ".join(missing), self.filename)
         return {name: self.attribute(name) for name in names}
 
     def run(self, request: dict, target, probe) -> dict:

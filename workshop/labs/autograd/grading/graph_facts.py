@@ -1,5 +1,5 @@
 """Facts of this run's graphs that the handout asks about: the truths the learner's ANSWERS are graded against
-(declarations.questions.grade_answers; the questions are declared in exercises.py).
+(engine.grade_answers; the questions are declared in exercises.py).
 
 Each fact is measured from the graphs the lab built (not copied from the handout): a count of nodes, which node
 saved its own output, the shape a node's backward really returns, the order leaves got their gradients.

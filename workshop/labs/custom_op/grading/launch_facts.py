@@ -1,5 +1,5 @@
 """Facts of this run that the handout's checked questions ask about: the truths the learner's ANSWERS are graded
-against (declarations.questions.grade_answers; the questions are declared in exercises.py).
+against (engine.grade_answers; the questions are declared in exercises.py).
 
 Each fact is measured: the launch parameters come from the launch record of the lab's forward + backward step,
 the extern calls from the code Inductor generated in this run. The instructor's ANSWERS are what the launch plan
