@@ -305,10 +305,12 @@ def grade_all(
     say,
     results_root: Path,
     roster: dict[str, str] | None = None,
+    editions: tuple[Path, ...] = (),
 ) -> list[Row]:
     """One row per PATH, the table files rewritten after each (`say(path)` before it is graded), with what
-    grade_integrity saw changing around each hand-in and what was handed in twice noted on the rows."""
-    watch = grade_integrity.Watch(paths, results_root)
+    grade_integrity saw changing around each hand-in (in the code, `editions` included: the learner editions the
+    hand-ins' code imports) and what was handed in twice noted on the rows."""
+    watch = grade_integrity.Watch(paths, results_root, editions)
     rows: list[Row] = []
     done: dict[Path, Row] = {}
     pending: dict[Path, list[str]] = {}  # notes for hand-ins not graded yet
