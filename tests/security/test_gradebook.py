@@ -26,7 +26,7 @@ from tests.support import learner_toy
 from workshop.cli.main import main
 from workshop.foundations.results import runs
 from workshop.foundations.run_options import RunOptions
-from workshop.grading import grade_integrity, grade_table
+from workshop.grading import edition, grade_integrity, grade_table
 from workshop.lab_api import LabContext
 from workshop.learner.learner_code import Solution
 
@@ -356,6 +356,33 @@ def test_natively_a_planted_pth_is_named_and_the_table_titled_not_isolated(toy, 
         f"changed while this hand-in was graded: {site_packages}/planted.pth"
         in rows[str(attacker)]["notes"]
     )
+    assert "changed (while ada's hand-in was graded)" in rows[str(later)]["notes"]
+
+
+def test_natively_a_hand_in_that_rewrites_the_learner_edition_is_named(toy, monkeypatch):
+    """--sandbox native: each hand-in's worker imports the learner edition grade built for the class; as the
+    instructor's user it can write it (a stub rewritten is then the next hand-in's code), so grade watches it as
+    the code. As root the worker has a uid of its own and cannot: the stub is opened to all to stand for that."""
+    stub = Path("workshop/labs/autograd/hand_grads.py")
+    build = edition.build_apart
+
+    def built_writable(out: Path) -> None:
+        build(out)
+        (out / stub).chmod(0o666)
+
+    monkeypatch.setattr(edition, "build_apart", built_writable)
+    attack = (
+        "def double(x: int) -> int:\n"
+        f"    path = os.path.join(os.environ['PYTHONPATH'], {str(stub)!r})\n"
+        "    fd = os.open(path, os.O_WRONLY | os.O_APPEND)\n"
+        "    os.write(fd, b'\\ndef backpropagate(order, grad_output):\\n    return {}\\n')\n"
+        "    return 2 * x\n"
+    )
+    attacker = make_workspace(toy / "class", "ada", attack, None, None)
+    later = make_workspace(toy / "class", "bob", DOUBLE, None, None)
+    rows = grade(attacker, later)
+    assert rows[str(attacker)]["toy.double"] == "passing"  # its write went through
+    assert f"/edition/{stub}" in rows[str(attacker)]["notes"]
     assert "changed (while ada's hand-in was graded)" in rows[str(later)]["notes"]
 
 

@@ -37,12 +37,14 @@ def cmd_grade(args) -> int:
         roster = gradebook.read_roster(Path(args.roster)) if args.roster else None
     except (OSError, ValueError) as e:
         raise fail(str(e)) from None
-    # the learner edition built for the namespace sandbox is removed when the stack closes
+    # the learner edition built for the class (bwrap, native) is removed when the stack closes
     with contextlib.ExitStack() as stack:
         # each hand-in's code runs where `sandbox` (RunOptions fields) says
         sandbox = grade_sandbox(args.sandbox, [*paths, root], stack)
+        # natively a worker of this user's can write the edition it imports: grade_integrity watches it as the code
+        native_edition = sandbox.get("learner_edition")
         try:
-            files = grade_table.TableFiles(out_dir, len(paths), isolated=bool(sandbox))
+            files = grade_table.TableFiles(out_dir, len(paths), isolated=not native_edition)
         except FileExistsError as e:
             raise fail(str(e)) from None
         # a .pyc that appears in the code is then a hand-in's doing
@@ -63,6 +65,7 @@ def cmd_grade(args) -> int:
                 lambda path: console.print(_("grading {path}").format(path=path)),
                 root,
                 roster,
+                (Path(native_edition),) if native_edition else (),
             )
             csv_path, md_path = files.finish(rows)
         except OSError as e:
@@ -83,7 +86,8 @@ def cmd_grade(args) -> int:
 def grade_sandbox(choice: str, hidden: list[Path], stack: contextlib.ExitStack) -> dict:
     """Where each hand-in's code runs, said plainly, as RunOptions fields: {"worker_image": ...} (a container of
     its own), {"namespace_sandbox": ...} (bubblewrap, the learner edition built here for it, `hidden` and the
-    instructor's package out of its sight), or {} (a worker process of this machine, unisolated)."""
+    instructor's package out of its sight), or {"learner_edition": ...} (a worker process of this machine,
+    unisolated, on the learner edition built here for it: the references are stubs there, as in the others)."""
     problem = worker_container.docker_problem()
     if choice == "docker" and problem:
         raise fail(
@@ -120,21 +124,33 @@ def grade_sandbox(choice: str, hidden: list[Path], stack: contextlib.ExitStack) 
             "titled not isolated: a rehearsal, not a grade. Grade with Docker."
         )
     )
-    return {}
+    return {"learner_edition": str(class_edition(stack))}
 
 
-def namespace_sandbox(hidden: list[Path], stack: contextlib.ExitStack) -> dict:
-    """The learner edition, built in a folder every uid can read (removed when `stack` closes), and what the
-    sandbox hides: `hidden` (the hand-ins, the results), the instructor's package and, where Python does not live
-    in it, the home folder."""
+def class_edition(stack: contextlib.ExitStack) -> Path:
+    """The learner edition, built for this class (never the cached one of `check`, which a hand-in's worker of
+    this user's could have written) in a folder every uid can read, removed when `stack` closes: the code each
+    hand-in's worker imports."""
     from workshop.grading import edition  # reads every lab's references: only for this command
 
     folder = Path(
         stack.enter_context(tempfile.TemporaryDirectory(dir=worker_process.scratch_root()))
     )
     folder.chmod(0o755)  # a worker of its own uid reads the edition's code
-    console.print(_("building the learner edition the sandbox runs (its references are stubs)"))
-    edition.build_learner(folder / "edition")
+    console.print(
+        _("building the learner edition the hand-ins' code runs on (its references are stubs)")
+    )
+    try:  # in a Python of its own: the edition of this package's labs, whatever stands in for them here
+        edition.build_apart(folder / "edition")
+    except OSError as e:
+        raise fail(str(e)) from None
+    return folder / "edition"
+
+
+def namespace_sandbox(hidden: list[Path], stack: contextlib.ExitStack) -> dict:
+    """The learner edition, built for this class (class_edition), and what the sandbox hides: `hidden` (the
+    hand-ins, the results), the instructor's package and, where Python does not live in it, the home folder."""
+    folder = class_edition(stack).parent
     home = Path.home().resolve()
     python = [Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.executable)]
     keep_home = any(p.is_relative_to(home) for p in [*python, folder])

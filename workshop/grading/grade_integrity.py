@@ -6,10 +6,11 @@ nothing was handed in twice, and which of a hand-in's files it must not read.
   workspace.FILE_MAX is a note on its row, never read; a workspace whose record or lab files are among them is
   not graded.
 - Before and after each hand-in is graded, every hand-in folder, the workshop's own code (the package, its
-  __pycache__ included; `grade` writes no .pyc of its own) and its Python environment (the venv, site-packages,
-  the top of each folder on sys.path) are fingerprinted (each entry's lstat): a change is a note on the row
-  that was being graded and on the row it touched. In Docker's sandbox the learner's code can reach none of
-  them; natively it can, and this is how the instructor hears of it.
+  __pycache__ included; `grade` writes no .pyc of its own; natively, the learner edition the hand-ins' code
+  imports too) and its Python environment (the venv, site-packages, the top of each folder on sys.path) are
+  fingerprinted (each entry's lstat): a change is a note on the row that was being graded and on the row it
+  touched. In Docker's sandbox the learner's code can reach none of them; natively it can, and this is how the
+  instructor hears of it.
 - A run id, a manifest, or a workspace file that appears in two rows is flagged on both (a copied run folder
   renamed, a solution shared); a workspace file still as `exercises init` wrote it is everyone's, not a copy."""
 
@@ -133,10 +134,13 @@ def environment() -> tuple[list[Path], list[Path]]:
     return whole, top
 
 
-def code_and_environment() -> dict[str, str]:
-    """The fingerprint of the workshop's code (names relative to it) and of its Python environment (absolute)."""
+def code_and_environment(*editions: Path) -> dict[str, str]:
+    """The fingerprint of the workshop's code (names relative to it), of its Python environment and of the learner
+    `editions` (absolute)."""
     whole, top = environment()
-    walks = [(f, {"most": ENVIRONMENT_FILES}) for f in whole] + [(f, {"whole": False}) for f in top]
+    walks = [(f, {"most": ENVIRONMENT_FILES}) for f in [*whole, *editions]] + [
+        (f, {"whole": False}) for f in top
+    ]
     found = fingerprint(CODE)
     for folder, walk in walks:
         found |= {f"{folder}/{name}": value for name, value in fingerprint(folder, **walk).items()}
@@ -147,10 +151,10 @@ class Watch:
     """The fingerprints of every hand-in and of the code and its environment, taken again after each hand-in is
     graded."""
 
-    def __init__(self, paths: list[Path], results_root: Path):
-        self.paths, self.skip = paths, results_root
+    def __init__(self, paths: list[Path], results_root: Path, editions: tuple[Path, ...] = ()):
+        self.paths, self.skip, self.editions = paths, results_root, editions
         self.prints = {path: fingerprint(path, results_root) for path in paths}
-        self.code = code_and_environment()
+        self.code = code_and_environment(*editions)
 
     def after(self, graded: Path) -> tuple[dict[Path, list[str]], list[str]]:
         """What changed while `graded` was graded: {hand-in: files} (its own included) and the files of the code
@@ -164,7 +168,7 @@ class Watch:
             for path in self.paths
             if (files := changed(before[path], self.prints[path]))
         }
-        code_before, self.code = self.code, code_and_environment()
+        code_before, self.code = self.code, code_and_environment(*self.editions)
         return touched, changed(code_before, self.code)
 
 

@@ -291,10 +291,12 @@ def grade_all(
     say,
     results_root: Path,
     roster: dict[str, str] | None = None,
+    editions: tuple[Path, ...] = (),
 ) -> list[Row]:
     """One row per PATH, the table files rewritten after each (`say(path)` before it is graded), with what
-    grade_integrity saw changing around each hand-in and what was handed in twice noted on the rows."""
-    watch = grade_integrity.Watch(paths, results_root)
+    grade_integrity saw changing around each hand-in (in the code, `editions` included: the learner editions the
+    hand-ins' code imports) and what was handed in twice noted on the rows."""
+    watch = grade_integrity.Watch(paths, results_root, editions)
     rows: list[Row] = []
     # hand-in -> its row's notes: those of a hand-in not graded yet wait here for its row
     notes_of: dict[Path, list[str]] = {}
