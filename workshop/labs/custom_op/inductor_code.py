@@ -96,11 +96,11 @@ def call_function(source: str) -> str:
 def inlined_kernels(source: str, kernel_names=KERNEL_NAMES, n_lines: int = 12) -> list[str]:
     """The first lines of each of our kernels that Inductor copied into its output code."""
     lines = source.splitlines()
-    found = []
-    for i, line in enumerate(lines):
-        if any(re.match(rf"\s*def {name}(?:_\d+)?\(", line) for name in kernel_names):
-            found.append("\n".join(lines[max(0, i - 2) : i + n_lines]))
-    return found
+    return [
+        "\n".join(lines[max(0, i - 2) : i + n_lines])
+        for i, line in enumerate(lines)
+        if any(re.match(rf"\s*def {name}(?:_\d+)?\(", line) for name in kernel_names)
+    ]
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from workshop.labs.custom_op import eager_cost, inductor_code, profiler_trace
 from workshop.labs.custom_op.grading import correctness as cx
 from workshop.labs.custom_op.grading import exercise_grading as graders
 from workshop.labs.custom_op.grading import launch_facts, op_probes
+from workshop.labs.custom_op.grading.op_grading import compile_inputs
 from workshop.labs.custom_op.grading.own_op import OwnOp, own_op, shipped_ready
 from workshop.learner.learner_code import LearnerCodeFailed
 from workshop.minigpt import checkpoint
@@ -102,9 +103,7 @@ def compile_kind(ctx: LabContext, own: OwnOp, kind: str, data) -> inductor_code.
 def check_compile(ctx: LabContext, own: OwnOp) -> dict:
     """torch.compile(fullgraph=True) against torch, graph breaks, and the generated code for both registrations
     (on the CPU the custom_op only: a triton_op cannot be compiled under Triton's interpreter), side by side."""
-    gen = torch.Generator().manual_seed(ctx.seed)
-    x = torch.randn(8, 600, generator=gen).to(ctx.device)
-    dy = torch.randn(8, 600, generator=gen).to(ctx.device)
+    x, dy = compile_inputs(ctx.device, ctx.seed)
     ctx.check_equal(_("torch.compile: graph breaks"), own.probe(op_probes.graph_breaks, x), 0)
     x_ = x.clone().requires_grad_()
     expected_y = torch.softmax(x_ * 2.0, -1) * 3.0

@@ -212,9 +212,40 @@ def _check_facts(ctx: LabContext, facts: RegistrationFacts, exercise: str) -> bo
         ),
     ]
     if asked == "custom_op":
-        checks.append(_fake_check(exercise, facts))
+        checks.append(
+            (
+                _("{name}: a fake implementation registered (the op runs on a fake tensor)").format(
+                    name=exercise
+                ),
+                said(facts.fake),
+                _("no error"),
+                _(
+                    "no fake implementation is registered: torch.compile and opcheck trace with fake "
+                    "tensors, which the kernels cannot run on. Register the fake you are given with "
+                    "register_fake"
+                )
+                if "no fake impl" in facts.fake
+                else _("the op failed on a fake tensor: {error}").format(error=facts.fake),
+            )
+        )
     else:
-        checks.append(_wrap_check(exercise, facts))
+        checks.append(
+            (
+                _("{name}: the launches go through torch.library.wrap_triton").format(
+                    name=exercise
+                ),
+                all(facts.wraps) and bool(facts.wraps),
+                True,
+                _(
+                    "the implementation was called with wrap={got}: a triton_op's body must launch its "
+                    "kernels through torch.library.wrap_triton (implementation(x, dim, "
+                    "wrap=torch.library.wrap_triton)), or torch.compile, tracing the body, hands fake "
+                    "tensors to a kernel"
+                ).format(
+                    got=_("something else") if facts.wraps else _("nothing (it was not called)")
+                ),
+            )
+        )
     checks += [
         (
             _("{name}: an autograd formula registered").format(name=exercise),
@@ -258,33 +289,3 @@ def _kind_message(exercise: str, kind: str | None) -> str:
         "{name} registered a {kind}; this exercise is the opaque operator of section 2, made with "
         "torch.library.custom_op (the triton_op is {triton_op})"
     ).format(name=exercise, kind=kind, triton_op=op_probes.REGISTRATIONS["triton_op"])
-
-
-def _fake_check(exercise: str, facts: RegistrationFacts) -> tuple:
-    missing = "no fake impl" in facts.fake
-    return (
-        _("{name}: a fake implementation registered (the op runs on a fake tensor)").format(
-            name=exercise
-        ),
-        said(facts.fake),
-        _("no error"),
-        _(
-            "no fake implementation is registered: torch.compile and opcheck trace with fake tensors, which "
-            "the kernels cannot run on. Register the fake you are given with register_fake"
-        )
-        if missing
-        else _("the op failed on a fake tensor: {error}").format(error=facts.fake),
-    )
-
-
-def _wrap_check(exercise: str, facts: RegistrationFacts) -> tuple:
-    return (
-        _("{name}: the launches go through torch.library.wrap_triton").format(name=exercise),
-        all(facts.wraps) and bool(facts.wraps),
-        True,
-        _(
-            "the implementation was called with wrap={got}: a triton_op's body must launch its kernels through "
-            "torch.library.wrap_triton (implementation(x, dim, wrap=torch.library.wrap_triton)), or "
-            "torch.compile, tracing the body, hands fake tensors to a kernel"
-        ).format(got=_("something else") if facts.wraps else _("nothing (it was not called)")),
-    )

@@ -53,35 +53,42 @@ def grade_kernel(ctx: LabContext, impl, name: str, direction: Direction) -> None
         grade_op(ctx, ask(op_probes.twin_checks, name, ctx.device, ctx.seed))
 
 
-def grade_fake(ctx: LabContext, impl) -> None:
-    found = impl.probe(op_probes.fake_outputs, ctx.device)
-    if rg.grade_fake_outputs(ctx, found, ctx.exercise("fake").diagnoses):
-        # Compiled over dim 0, where the output's strides are not x's: the fake must say so.
-        grade_op(ctx, impl.probe(op_probes.twin_checks, "fake", ctx.device, ctx.seed, 0), dim=0)
-
-
-def grade_setup_context(ctx: LabContext, impl) -> None:
-    x = rg.saved_input(ctx.device)
-    if rg.grade_saved(
-        ctx, x, impl.probe(op_probes.saved, x), ctx.exercise("setup_context").diagnoses
-    ):
-        grade_op(ctx, impl.probe(op_probes.twin_checks, "setup_context", ctx.device, ctx.seed))
-
-
-def grade_backward(ctx: LabContext, impl) -> None:
-    x, dy = rg.gradient_inputs(ctx.device)
-    found = impl.probe(op_probes.gradient, x, dy)
-    if rg.grade_gradients(ctx, x, dy, found, ctx.exercise("backward").diagnoses):
-        grade_op(ctx, impl.probe(op_probes.twin_checks, "backward", ctx.device, ctx.seed))
+def grade_piece(ctx: LabContext, impl, name: str, inputs, probe, judge, dim: int = -1) -> None:
+    """A piece that is not a kernel (fake, setup_context, backward): `probe` run on it in the worker with the
+    `inputs(device)`, what it sent back judged by `judge(ctx, *inputs, found, diagnoses)` (registration_grading),
+    then its twin's checks, compiled over `dim`."""
+    args = inputs(ctx.device)
+    if judge(ctx, *args, impl.probe(probe, *args), ctx.exercise(name).diagnoses):
+        grade_op(ctx, impl.probe(op_probes.twin_checks, name, ctx.device, ctx.seed, dim), dim=dim)
 
 
 # exercise id -> its grading function, grader(ctx, impl), for custom_op/lab.py's grade_pieces
 GRADERS = {
     "forward_kernel": functools.partial(grade_kernel, name="forward_kernel", direction=FORWARD),
     "backward_kernel": functools.partial(grade_kernel, name="backward_kernel", direction=BACKWARD),
-    "fake": grade_fake,
-    "setup_context": grade_setup_context,
-    "backward": grade_backward,
+    # Compiled over dim 0, where the output's strides are not x's: the fake must say so.
+    "fake": functools.partial(
+        grade_piece,
+        name="fake",
+        inputs=lambda device: (device,),
+        probe=op_probes.fake_outputs,
+        judge=rg.grade_fake_outputs,
+        dim=0,
+    ),
+    "setup_context": functools.partial(
+        grade_piece,
+        name="setup_context",
+        inputs=lambda device: (rg.saved_input(device),),
+        probe=op_probes.saved,
+        judge=rg.grade_saved,
+    ),
+    "backward": functools.partial(
+        grade_piece,
+        name="backward",
+        inputs=rg.gradient_inputs,
+        probe=op_probes.gradient,
+        judge=rg.grade_gradients,
+    ),
     **{
         exercise: functools.partial(api_grading.grade_registration, exercise=exercise)
         for exercise in op_probes.REGISTRATIONS.values()
