@@ -11,6 +11,7 @@ the trace shows where time goes within a call, the eager-cost table what each la
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 from dataclasses import dataclass
@@ -74,20 +75,19 @@ def record(path: Path, device: str) -> TraceFacts:
         mock.patch.object(owner, attr, _ranged(name, getattr(owner, attr)))
         for (owner, attr), name in INNER.items()
     ]
-    with profile(activities=activities, record_shapes=True) as prof:
+    with (
+        profile(activities=activities, record_shapes=True) as prof,
+        contextlib.ExitStack() as patched,
+    ):
         for patch in patches:
-            patch.start()
-        try:
-            for rung, name in zip(RANGES, RUNGS, strict=False):
-                with record_function(rung):
-                    rungs[name]()
-            with record_function(STEP_RANGE):
-                softmax(x).backward(torch.ones_like(x))
-            if device == "cuda":
-                torch.cuda.synchronize()
-        finally:
-            for patch in patches:
-                patch.stop()
+            patched.enter_context(patch)
+        for rung, name in zip(RANGES, RUNGS, strict=False):
+            with record_function(rung):
+                rungs[name]()
+        with record_function(STEP_RANGE):
+            softmax(x).backward(torch.ones_like(x))
+        if device == "cuda":
+            torch.cuda.synchronize()
     prof.export_chrome_trace(str(path))
     return read(path)
 

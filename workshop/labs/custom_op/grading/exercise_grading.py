@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import math
 from collections.abc import Callable
 
@@ -37,7 +38,6 @@ from workshop.labs.custom_op.grading.kernel_grading import (
     row_strides,
 )
 from workshop.labs.custom_op.grading.kernel_mistakes import UNWRITTEN, WRITES_OUTSIDE
-from workshop.labs.custom_op.grading.learner_op import KernelMismatch, check_kernel
 from workshop.labs.custom_op.grading.memory_bounds import ACCESSES, place_said, said
 from workshop.labs.custom_op.grading.op_grading import grade_op
 from workshop.ops import INTERPRETED
@@ -96,21 +96,44 @@ GRADERS = {
 }
 
 
+CONSTEXPRS = ("ROWS", "BLOCK_N", "ALIGN")
+
+
 def _launchable(ctx: LabContext, ex, signature: dict) -> bool:
-    """Whether the learner's kernel can be launched as the op launches the reference's; else False, recorded."""
-    try:
-        check_kernel(signature, ex.load_reference(), ex.attribute)
-    except KernelMismatch as e:
-        ctx.check_equal(
-            _("{name} is a @triton.jit kernel with the launch's parameters").format(
-                name=ex.attribute
-            ),
-            e.value,
-            e.expected,
-            message=str(e),
-        )
-        return False
-    return True
+    """Whether the learner's kernel can be launched as the op launches the reference's, from
+    op_probes.kernel_signature's facts: a @triton.jit function with the reference's parameters, ROWS, BLOCK_N and
+    ALIGN constexpr; else False, recorded: what it is against what the launch needs, and why."""
+    attribute, params = ex.attribute, signature["params"]
+    plain = [n for n in CONSTEXPRS if n not in signature["constexpr"]]
+    if not signature["jit"]:
+        value, needed = signature["kind"], _("a @triton.jit kernel")
+        message = _(
+            "{name} is a {kind}, not a Triton kernel: the op launches it as kernel[grid](...), so a Python "
+            "function (a fallback to torch.softmax, say) would run nothing on the device. Decorate it with "
+            "@triton.jit and compute with tl.load, tl.max, tl.exp, tl.sum and tl.store."
+        ).format(name=attribute, kind=signature["kind"])
+    elif params != (expected := list(inspect.signature(ex.load_reference().fn).parameters)):
+        got, want = ", ".join(params), ", ".join(expected)
+        value, needed = f"({got})", f"({want})"
+        message = _(
+            "{name}'s parameters are ({got}); the launch passes ({want}), in this order."
+        ).format(name=attribute, got=got, want=want)
+    elif plain:
+        value = _("{names} not constexpr").format(names=", ".join(plain))
+        needed = _("ROWS, BLOCK_N, ALIGN: tl.constexpr")
+        message = _(
+            "{names} must be annotated `: tl.constexpr`: they are compile-time constants "
+            "(tl.arange needs them known when the kernel is compiled)."
+        ).format(names=", ".join(plain))
+    else:
+        return True
+    ctx.check_equal(
+        _("{name} is a @triton.jit kernel with the launch's parameters").format(name=attribute),
+        value,
+        needed,
+        message=message,
+    )
+    return False
 
 
 def record_kernel_checks(ctx: LabContext, ask, direction: Direction, ex) -> bool:
@@ -150,7 +173,12 @@ def record_kernel_checks(ctx: LabContext, ask, direction: Direction, ex) -> bool
             _("none outside"),
             _("none outside"),
         )
-    planned = [_launched_as_planned(run) for run in runs]
+    # one launch a run, of the learner's kernel, on the plan's grid
+    planned = [
+        [(launch["learners"], tuple(launch["grid"])) for launch in run.launches]
+        == [(True, tuple(run.plan[0]))]
+        for run in runs
+    ]
     missed = next((run for run, ok in zip(runs, planned, strict=True) if not ok), None)
     results = [
         ctx.check_equal(
@@ -166,12 +194,6 @@ def record_kernel_checks(ctx: LabContext, ask, direction: Direction, ex) -> bool
         _check_values(ctx, runs, ex.diagnoses, attribute, stride_mistake),
     ]
     return all(c.passed for c in results)
-
-
-def _launched_as_planned(run) -> bool:
-    """One launch, of the learner's kernel, on the plan's grid."""
-    ran = [(launch["learners"], tuple(launch["grid"])) for launch in run.launches]
-    return ran == [(True, tuple(run.plan[0]))]
 
 
 def _launches_message(run, attribute: str) -> str:

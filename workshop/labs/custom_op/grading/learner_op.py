@@ -12,8 +12,8 @@ not a @triton.jit function (a Python fallback would launch nothing) or whose par
 and a backward that returns the wrong number of gradients.
 
 The twins are built and run in the worker, where the learner's code runs (op_probes.py); what they report is
-plain values (op_probes.kernel_signature, pair_problem), which the lab's process judges (check_kernel, and
-registration_grading for the backward's).
+plain values (op_probes.kernel_signature, pair_problem), which the lab's process judges (exercise_grading's
+_launchable, and registration_grading for the backward's).
 """
 
 from __future__ import annotations
@@ -24,14 +24,11 @@ from pathlib import Path
 
 import torch
 
-from workshop.i18n import _
 from workshop.labs.custom_op import by_hand
 from workshop.labs.custom_op.grading import torch_pieces
 from workshop.learner import workspace
 from workshop.ops import softmax_op
 from workshop.ops.softmax_op import SoftmaxOps
-
-CONSTEXPRS = ("ROWS", "BLOCK_N", "ALIGN")
 
 
 def twin(exercise: str, kind: str, **piece) -> SoftmaxOps:
@@ -56,50 +53,6 @@ def twin(exercise: str, kind: str, **piece) -> SoftmaxOps:
     else:
         bodies[{"backward": "gradients"}.get(name, name)] = value
     return by_hand.define(f"graded_{exercise}::softmax", kind, by_hand.Bodies(**bodies))
-
-
-class KernelMismatch(Exception):
-    """The learner's kernel cannot be launched as the op launches its reference: what it is (`value`) against
-    what the launch needs (`expected`), and why, in the message."""
-
-    def __init__(self, value: str, expected: str, message: str):
-        super().__init__(message)
-        self.value, self.expected = value, expected
-
-
-def check_kernel(signature: dict, reference, attribute: str) -> None:
-    """In the lab's process, from op_probes.kernel_signature's facts: a @triton.jit function with the reference's
-    parameters, ROWS, BLOCK_N and ALIGN constexpr."""
-    if not signature["jit"]:
-        raise KernelMismatch(
-            signature["kind"],
-            _("a @triton.jit kernel"),
-            _(
-                "{name} is a {kind}, not a Triton kernel: the op launches it as kernel[grid](...), so a Python "
-                "function (a fallback to torch.softmax, say) would run nothing on the device. Decorate it with "
-                "@triton.jit and compute with tl.load, tl.max, tl.exp, tl.sum and tl.store."
-            ).format(name=attribute, kind=signature["kind"]),
-        )
-    params, expected = signature["params"], list(inspect.signature(reference.fn).parameters)
-    if params != expected:
-        got, want = ", ".join(params), ", ".join(expected)
-        raise KernelMismatch(
-            f"({got})",
-            f"({want})",
-            _("{name}'s parameters are ({got}); the launch passes ({want}), in this order.").format(
-                name=attribute, got=got, want=want
-            ),
-        )
-    plain = [n for n in CONSTEXPRS if n not in signature["constexpr"]]
-    if plain:
-        raise KernelMismatch(
-            _("{names} not constexpr").format(names=", ".join(plain)),
-            _("ROWS, BLOCK_N, ALIGN: tl.constexpr"),
-            _(
-                "{names} must be annotated `: tl.constexpr`: they are compile-time constants "
-                "(tl.arange needs them known when the kernel is compiled)."
-            ).format(names=", ".join(plain)),
-        )
 
 
 class GradientCount(Exception):

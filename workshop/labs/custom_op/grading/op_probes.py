@@ -205,12 +205,11 @@ def kernel_cases(kernel, direction: str, cases: list[dict], device: str, seed: i
                 )
             except NotImplementedError:
                 raise
-            except OutOfBounds as e:
-                at, line = kernel_line(e, kernel)
-                where = {"access": e.access, "place": e.place, "at": at, "line": line}
-                return [*found, {"out_of_bounds": where}]
             except Exception as e:
                 at, line = kernel_line(e, kernel)
+                if isinstance(e, OutOfBounds):
+                    where = {"access": e.access, "place": e.place, "at": at, "line": line}
+                    return [*found, {"out_of_bounds": where}]
                 return [
                     *found,
                     {"raised": {"at": at, "line": line, "error": workspace.describe(e)}},

@@ -129,15 +129,14 @@ def _fake_raised(ctx: LabContext, raised: str) -> bool:
 
 def saved_names(saved: tuple, x: torch.Tensor, y: torch.Tensor) -> list[str]:
     """Each saved tensor named 'x', 'y' or 'another tensor', by its values."""
-
-    def name(t):
-        if t.shape == x.shape and torch.equal(t, x):
-            return "x"
-        if t.shape == y.shape and torch.equal(t, y):
-            return "y"
-        return "another tensor"
-
-    return [name(t) for t in saved]
+    known = {"x": x, "y": y}
+    return [
+        next(
+            (name for name, u in known.items() if t.shape == u.shape and torch.equal(t, u)),
+            "another tensor",
+        )
+        for t in saved
+    ]
 
 
 def saved_input(device: str) -> torch.Tensor:
