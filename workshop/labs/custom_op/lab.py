@@ -12,6 +12,7 @@ GPU, from Inductor's code). The benchmark is separate: `python -m workshop bench
 from __future__ import annotations
 
 import collections
+import functools
 import json
 import time
 from dataclasses import asdict
@@ -50,7 +51,8 @@ def check_correctness(ctx: LabContext, own: OwnOp, shapes: dict) -> dict:
     """The op's values against torch.softmax (correctness.check); where the op raised instead of answering, a
     failed check with its error, and the section's result empty."""
     try:
-        return cx.check(ctx, own, shapes)
+        run = functools.partial(own.probe, op_probes.apply)  # requests -> the op's replies
+        return cx.check(ctx, run, own.kernel_names["forward_kernel"], shapes)
     except cx.OpFailed as e:
         ctx.check_equal(
             _("the op answers every call of the correctness checks"), str(e), _("an answer")

@@ -26,7 +26,7 @@ from workshop.i18n import N_, _
 from workshop.lab_api import LabContext
 from workshop.labs.custom_op.grading import correctness as cx
 from workshop.labs.custom_op.grading import op_probes, torch_pieces
-from workshop.labs.custom_op.grading.op_grading import grade_op, op_facts
+from workshop.labs.custom_op.grading.op_grading import compile_inputs, grade_op, op_facts
 from workshop.ops import INTERPRETED, softmax_op
 from workshop.ops.softmax_op import SoftmaxOps
 
@@ -120,11 +120,6 @@ def _forget(qualname: str) -> None:
         library._destroy()
 
 
-def eager_input(device: str, seed: int) -> torch.Tensor:
-    """x of the eager call that a triton_op is checked with under the interpreter: (8, 600) float32."""
-    return torch.randn(8, 600, generator=torch.Generator().manual_seed(seed)).to(device)
-
-
 def registration(define, exercise: str, device: str) -> dict:
     """What the learner's registration (either exercise of ASKED) registered (registration_facts)."""
     op_probes.started(define)
@@ -134,8 +129,9 @@ def registration(define, exercise: str, device: str) -> dict:
 
 def registration_checks(define, exercise: str, device: str, seed: int) -> dict:
     """The op the learner's define registers, checked: a triton_op under the interpreter, which can be neither
-    compiled nor opchecked here, by gradcheck and its eager values on eager_input ({"name",
-    "gradcheck", "eager"}); every other by op_grading.op_facts."""
+    compiled nor opchecked here, by gradcheck and its eager values on the compiled step's x
+    (op_grading.compile_inputs: (8, 600) float32) ({"name", "gradcheck", "eager"}); every other by
+    op_grading.op_facts."""
     op_probes.started(define)
     _facts, ops = registration_facts(define, exercise, device)
     if ops is None:
@@ -144,7 +140,7 @@ def registration_checks(define, exercise: str, device: str, seed: int) -> dict:
         return {
             "name": ops.forward.name(),
             "gradcheck": cx.gradchecks(ops.forward, device),
-            "eager": ops.forward(eager_input(device, seed), -1),
+            "eager": ops.forward(compile_inputs(device, seed)[0], -1),
         }
     return op_facts(ops, -1, device, seed)
 
@@ -168,7 +164,7 @@ def grade_registration(ctx: LabContext, impl, exercise: str) -> None:
             len(found["gradcheck"]),
             message="; ".join(f"{case} ({why})" for case, why in failed.items()) or None,
         )
-        x = eager_input(ctx.device, ctx.seed)
+        x, _dy = compile_inputs(ctx.device, ctx.seed)
         err = (found["eager"] - torch.softmax(x, -1)).abs().max().item()
         ctx.check_max(
             _("{op}: max |y - torch.softmax|, called eagerly").format(op=found["name"]), err, 1e-6

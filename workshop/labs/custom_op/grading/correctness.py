@@ -286,11 +286,11 @@ def fake_strides(op, args) -> str | BaseException:
     return "SUCCESS"
 
 
-def check(ctx, own, shapes: dict) -> dict:
-    """In the lab's process, the measurements above as the lab's checks of the op (own_op.OwnOp, whose `apply`
-    replies to the requests): its values against torch.softmax per dtype, long rows, layouts, special values,
-    empty tensors, and its errors for bad input. Raises OpFailed where the op raised instead of replying."""
-    run = own.apply
+def check(ctx, run, forward_kernel: str, shapes: dict) -> dict:
+    """In the lab's process, the measurements above as the lab's checks of the op, which `run` asks (requests ->
+    op_probes.apply's result) and whose one-pass forward kernel is named `forward_kernel`: its values against
+    torch.softmax per dtype, long rows, layouts, special values, empty tensors, and its errors for bad input.
+    Raises OpFailed where the op raised instead of replying."""
     errors, launches = dtype_errors(run, ctx.device, shapes["lm_head"], ctx.seed)
     found = {"dtype_errors": errors}
     ctx.check_equal(
@@ -298,7 +298,7 @@ def check(ctx, own, shapes: dict) -> dict:
             shape=shapes["lm_head"]
         ),
         launches,
-        [own.kernel_names["forward_kernel"]] * 4,
+        [forward_kernel] * 4,
     )
     for dtype, e in errors.items():
         name = _(

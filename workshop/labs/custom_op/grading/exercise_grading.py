@@ -234,9 +234,9 @@ def _check_writes(ctx: LabContext, runs: list, attribute: str, stride_mistake):
             0,
             message=stride_mistake(unwritten.case) or explained(UNWRITTEN, unwritten, attribute),
         )
-    message = None
-    if outside is not None:
-        message = stride_mistake(outside.case) or explained(WRITES_OUTSIDE, outside, attribute)
+    message = outside and (
+        stride_mistake(outside.case) or explained(WRITES_OUTSIDE, outside, attribute)
+    )
     return ctx.check_equal(
         _("{name}: writes only inside its output (guard cells changed)").format(name=attribute),
         sum(sum(run.outside.values()) for run in runs),
@@ -251,9 +251,7 @@ def _check_values(ctx: LabContext, runs: list, diagnoses: tuple, attribute: str,
     worst = max(told, key=lambda run: run.error / run.tolerance)
     # The mistake is read from the first case (in CASES' order, the richest first) whose error is too large.
     failed = next((run for run in told if run.error > run.tolerance), None)
-    message = None
-    if failed is not None:
-        message = stride_mistake(failed.case) or explained(diagnoses, failed, attribute)
+    message = failed and (stride_mistake(failed.case) or explained(diagnoses, failed, attribute))
     return ctx.check_max(
         _("{name}: largest error / tolerance against float64 ({n} cases)").format(
             name=attribute, n=len(told)
