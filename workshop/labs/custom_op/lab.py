@@ -12,6 +12,7 @@ GPU, from Inductor's code). The benchmark is separate: `python -m workshop bench
 from __future__ import annotations
 
 import collections
+import functools
 import json
 import time
 from dataclasses import asdict
@@ -27,6 +28,7 @@ from workshop.labs.custom_op import eager_cost, inductor_code, profiler_trace
 from workshop.labs.custom_op.grading import correctness as cx
 from workshop.labs.custom_op.grading import exercise_grading as graders
 from workshop.labs.custom_op.grading import launch_facts, op_probes
+from workshop.labs.custom_op.grading.op_grading import compile_inputs
 from workshop.labs.custom_op.grading.own_op import OwnOp, own_op, shipped_ready
 from workshop.learner.learner_code import LearnerCodeFailed
 from workshop.minigpt import checkpoint
@@ -49,7 +51,8 @@ def check_correctness(ctx: LabContext, own: OwnOp, shapes: dict) -> dict:
     """The op's values against torch.softmax (correctness.check); where the op raised instead of answering, a
     failed check with its error, and the section's result empty."""
     try:
-        return cx.check(ctx, own, shapes)
+        run = functools.partial(own.probe, op_probes.apply)  # requests -> the op's replies
+        return cx.check(ctx, run, own.kernel_names["forward_kernel"], shapes)
     except cx.OpFailed as e:
         ctx.check_equal(
             _("the op answers every call of the correctness checks"), str(e), _("an answer")
@@ -102,9 +105,7 @@ def compile_kind(ctx: LabContext, own: OwnOp, kind: str, data) -> inductor_code.
 def check_compile(ctx: LabContext, own: OwnOp) -> dict:
     """torch.compile(fullgraph=True) against torch, graph breaks, and the generated code for both registrations
     (on the CPU the custom_op only: a triton_op cannot be compiled under Triton's interpreter), side by side."""
-    gen = torch.Generator().manual_seed(ctx.seed)
-    x = torch.randn(8, 600, generator=gen).to(ctx.device)
-    dy = torch.randn(8, 600, generator=gen).to(ctx.device)
+    x, dy = compile_inputs(ctx.device, ctx.seed)
     ctx.check_equal(_("torch.compile: graph breaks"), own.probe(op_probes.graph_breaks, x), 0)
     x_ = x.clone().requires_grad_()
     expected_y = torch.softmax(x_ * 2.0, -1) * 3.0

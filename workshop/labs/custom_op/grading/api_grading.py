@@ -26,7 +26,7 @@ from workshop.i18n import N_, _
 from workshop.lab_api import LabContext
 from workshop.labs.custom_op.grading import correctness as cx
 from workshop.labs.custom_op.grading import op_probes, torch_pieces
-from workshop.labs.custom_op.grading.op_grading import grade_op, op_facts
+from workshop.labs.custom_op.grading.op_grading import compile_inputs, grade_op, op_facts
 from workshop.ops import INTERPRETED, softmax_op
 from workshop.ops.softmax_op import SoftmaxOps
 
@@ -120,11 +120,6 @@ def _forget(qualname: str) -> None:
         library._destroy()
 
 
-def eager_input(device: str, seed: int) -> torch.Tensor:
-    """x of the eager call that a triton_op is checked with under the interpreter: (8, 600) float32."""
-    return torch.randn(8, 600, generator=torch.Generator().manual_seed(seed)).to(device)
-
-
 def registration(define, exercise: str, device: str) -> dict:
     """What the learner's registration (either exercise of ASKED) registered (registration_facts)."""
     op_probes.started(define)
@@ -134,8 +129,9 @@ def registration(define, exercise: str, device: str) -> dict:
 
 def registration_checks(define, exercise: str, device: str, seed: int) -> dict:
     """The op the learner's define registers, checked: a triton_op under the interpreter, which can be neither
-    compiled nor opchecked here, by gradcheck and its eager values on eager_input ({"name",
-    "gradcheck", "eager"}); every other by op_grading.op_facts."""
+    compiled nor opchecked here, by gradcheck and its eager values on the compiled step's x
+    (op_grading.compile_inputs: (8, 600) float32) ({"name", "gradcheck", "eager"}); every other by
+    op_grading.op_facts."""
     op_probes.started(define)
     _facts, ops = registration_facts(define, exercise, device)
     if ops is None:
@@ -144,7 +140,7 @@ def registration_checks(define, exercise: str, device: str, seed: int) -> dict:
         return {
             "name": ops.forward.name(),
             "gradcheck": cx.gradchecks(ops.forward, device),
-            "eager": ops.forward(eager_input(device, seed), -1),
+            "eager": ops.forward(compile_inputs(device, seed)[0], -1),
         }
     return op_facts(ops, -1, device, seed)
 
@@ -168,7 +164,7 @@ def grade_registration(ctx: LabContext, impl, exercise: str) -> None:
             len(found["gradcheck"]),
             message="; ".join(f"{case} ({why})" for case, why in failed.items()) or None,
         )
-        x = eager_input(ctx.device, ctx.seed)
+        x, _dy = compile_inputs(ctx.device, ctx.seed)
         err = (found["eager"] - torch.softmax(x, -1)).abs().max().item()
         ctx.check_max(
             _("{op}: max |y - torch.softmax|, called eagerly").format(op=found["name"]), err, 1e-6
@@ -212,9 +208,40 @@ def _check_facts(ctx: LabContext, facts: RegistrationFacts, exercise: str) -> bo
         ),
     ]
     if asked == "custom_op":
-        checks.append(_fake_check(exercise, facts))
+        checks.append(
+            (
+                _("{name}: a fake implementation registered (the op runs on a fake tensor)").format(
+                    name=exercise
+                ),
+                said(facts.fake),
+                _("no error"),
+                _(
+                    "no fake implementation is registered: torch.compile and opcheck trace with fake "
+                    "tensors, which the kernels cannot run on. Register the fake you are given with "
+                    "register_fake"
+                )
+                if "no fake impl" in facts.fake
+                else _("the op failed on a fake tensor: {error}").format(error=facts.fake),
+            )
+        )
     else:
-        checks.append(_wrap_check(exercise, facts))
+        checks.append(
+            (
+                _("{name}: the launches go through torch.library.wrap_triton").format(
+                    name=exercise
+                ),
+                all(facts.wraps) and bool(facts.wraps),
+                True,
+                _(
+                    "the implementation was called with wrap={got}: a triton_op's body must launch its "
+                    "kernels through torch.library.wrap_triton (implementation(x, dim, "
+                    "wrap=torch.library.wrap_triton)), or torch.compile, tracing the body, hands fake "
+                    "tensors to a kernel"
+                ).format(
+                    got=_("something else") if facts.wraps else _("nothing (it was not called)")
+                ),
+            )
+        )
     checks += [
         (
             _("{name}: an autograd formula registered").format(name=exercise),
@@ -258,33 +285,3 @@ def _kind_message(exercise: str, kind: str | None) -> str:
         "{name} registered a {kind}; this exercise is the opaque operator of section 2, made with "
         "torch.library.custom_op (the triton_op is {triton_op})"
     ).format(name=exercise, kind=kind, triton_op=op_probes.REGISTRATIONS["triton_op"])
-
-
-def _fake_check(exercise: str, facts: RegistrationFacts) -> tuple:
-    missing = "no fake impl" in facts.fake
-    return (
-        _("{name}: a fake implementation registered (the op runs on a fake tensor)").format(
-            name=exercise
-        ),
-        said(facts.fake),
-        _("no error"),
-        _(
-            "no fake implementation is registered: torch.compile and opcheck trace with fake tensors, which "
-            "the kernels cannot run on. Register the fake you are given with register_fake"
-        )
-        if missing
-        else _("the op failed on a fake tensor: {error}").format(error=facts.fake),
-    )
-
-
-def _wrap_check(exercise: str, facts: RegistrationFacts) -> tuple:
-    return (
-        _("{name}: the launches go through torch.library.wrap_triton").format(name=exercise),
-        all(facts.wraps) and bool(facts.wraps),
-        True,
-        _(
-            "the implementation was called with wrap={got}: a triton_op's body must launch its kernels through "
-            "torch.library.wrap_triton (implementation(x, dim, wrap=torch.library.wrap_triton)), or "
-            "torch.compile, tracing the body, hands fake tensors to a kernel"
-        ).format(got=_("something else") if facts.wraps else _("nothing (it was not called)")),
-    )

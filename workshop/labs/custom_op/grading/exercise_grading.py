@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import math
 from collections.abc import Callable
 
@@ -37,7 +38,6 @@ from workshop.labs.custom_op.grading.kernel_grading import (
     row_strides,
 )
 from workshop.labs.custom_op.grading.kernel_mistakes import UNWRITTEN, WRITES_OUTSIDE
-from workshop.labs.custom_op.grading.learner_op import KernelMismatch, check_kernel
 from workshop.labs.custom_op.grading.memory_bounds import ACCESSES, place_said, said
 from workshop.labs.custom_op.grading.op_grading import grade_op
 from workshop.ops import INTERPRETED
@@ -53,35 +53,42 @@ def grade_kernel(ctx: LabContext, impl, name: str, direction: Direction) -> None
         grade_op(ctx, ask(op_probes.twin_checks, name, ctx.device, ctx.seed))
 
 
-def grade_fake(ctx: LabContext, impl) -> None:
-    found = impl.probe(op_probes.fake_outputs, ctx.device)
-    if rg.grade_fake_outputs(ctx, found, ctx.exercise("fake").diagnoses):
-        # Compiled over dim 0, where the output's strides are not x's: the fake must say so.
-        grade_op(ctx, impl.probe(op_probes.twin_checks, "fake", ctx.device, ctx.seed, 0), dim=0)
-
-
-def grade_setup_context(ctx: LabContext, impl) -> None:
-    x = rg.saved_input(ctx.device)
-    if rg.grade_saved(
-        ctx, x, impl.probe(op_probes.saved, x), ctx.exercise("setup_context").diagnoses
-    ):
-        grade_op(ctx, impl.probe(op_probes.twin_checks, "setup_context", ctx.device, ctx.seed))
-
-
-def grade_backward(ctx: LabContext, impl) -> None:
-    x, dy = rg.gradient_inputs(ctx.device)
-    found = impl.probe(op_probes.gradient, x, dy)
-    if rg.grade_gradients(ctx, x, dy, found, ctx.exercise("backward").diagnoses):
-        grade_op(ctx, impl.probe(op_probes.twin_checks, "backward", ctx.device, ctx.seed))
+def grade_piece(ctx: LabContext, impl, name: str, inputs, probe, judge, dim: int = -1) -> None:
+    """A piece that is not a kernel (fake, setup_context, backward): `probe` run on it in the worker with the
+    `inputs(device)`, what it sent back judged by `judge(ctx, *inputs, found, diagnoses)` (registration_grading),
+    then its twin's checks, compiled over `dim`."""
+    args = inputs(ctx.device)
+    if judge(ctx, *args, impl.probe(probe, *args), ctx.exercise(name).diagnoses):
+        grade_op(ctx, impl.probe(op_probes.twin_checks, name, ctx.device, ctx.seed, dim), dim=dim)
 
 
 # exercise id -> its grading function, grader(ctx, impl), for custom_op/lab.py's grade_pieces
 GRADERS = {
     "forward_kernel": functools.partial(grade_kernel, name="forward_kernel", direction=FORWARD),
     "backward_kernel": functools.partial(grade_kernel, name="backward_kernel", direction=BACKWARD),
-    "fake": grade_fake,
-    "setup_context": grade_setup_context,
-    "backward": grade_backward,
+    # Compiled over dim 0, where the output's strides are not x's: the fake must say so.
+    "fake": functools.partial(
+        grade_piece,
+        name="fake",
+        inputs=lambda device: (device,),
+        probe=op_probes.fake_outputs,
+        judge=rg.grade_fake_outputs,
+        dim=0,
+    ),
+    "setup_context": functools.partial(
+        grade_piece,
+        name="setup_context",
+        inputs=lambda device: (rg.saved_input(device),),
+        probe=op_probes.saved,
+        judge=rg.grade_saved,
+    ),
+    "backward": functools.partial(
+        grade_piece,
+        name="backward",
+        inputs=rg.gradient_inputs,
+        probe=op_probes.gradient,
+        judge=rg.grade_gradients,
+    ),
     **{
         exercise: functools.partial(api_grading.grade_registration, exercise=exercise)
         for exercise in op_probes.REGISTRATIONS.values()
@@ -89,21 +96,44 @@ GRADERS = {
 }
 
 
+CONSTEXPRS = ("ROWS", "BLOCK_N", "ALIGN")
+
+
 def _launchable(ctx: LabContext, ex, signature: dict) -> bool:
-    """Whether the learner's kernel can be launched as the op launches the reference's; else False, recorded."""
-    try:
-        check_kernel(signature, ex.load_reference(), ex.attribute)
-    except KernelMismatch as e:
-        ctx.check_equal(
-            _("{name} is a @triton.jit kernel with the launch's parameters").format(
-                name=ex.attribute
-            ),
-            e.value,
-            e.expected,
-            message=str(e),
-        )
-        return False
-    return True
+    """Whether the learner's kernel can be launched as the op launches the reference's, from
+    op_probes.kernel_signature's facts: a @triton.jit function with the reference's parameters, ROWS, BLOCK_N and
+    ALIGN constexpr; else False, recorded: what it is against what the launch needs, and why."""
+    attribute, params = ex.attribute, signature["params"]
+    plain = [n for n in CONSTEXPRS if n not in signature["constexpr"]]
+    if not signature["jit"]:
+        value, needed = signature["kind"], _("a @triton.jit kernel")
+        message = _(
+            "{name} is a {kind}, not a Triton kernel: the op launches it as kernel[grid](...), so a Python "
+            "function (a fallback to torch.softmax, say) would run nothing on the device. Decorate it with "
+            "@triton.jit and compute with tl.load, tl.max, tl.exp, tl.sum and tl.store."
+        ).format(name=attribute, kind=signature["kind"])
+    elif params != (expected := list(inspect.signature(ex.load_reference().fn).parameters)):
+        got, want = ", ".join(params), ", ".join(expected)
+        value, needed = f"({got})", f"({want})"
+        message = _(
+            "{name}'s parameters are ({got}); the launch passes ({want}), in this order."
+        ).format(name=attribute, got=got, want=want)
+    elif plain:
+        value = _("{names} not constexpr").format(names=", ".join(plain))
+        needed = _("ROWS, BLOCK_N, ALIGN: tl.constexpr")
+        message = _(
+            "{names} must be annotated `: tl.constexpr`: they are compile-time constants "
+            "(tl.arange needs them known when the kernel is compiled)."
+        ).format(names=", ".join(plain))
+    else:
+        return True
+    ctx.check_equal(
+        _("{name} is a @triton.jit kernel with the launch's parameters").format(name=attribute),
+        value,
+        needed,
+        message=message,
+    )
+    return False
 
 
 def record_kernel_checks(ctx: LabContext, ask, direction: Direction, ex) -> bool:
@@ -143,7 +173,12 @@ def record_kernel_checks(ctx: LabContext, ask, direction: Direction, ex) -> bool
             _("none outside"),
             _("none outside"),
         )
-    planned = [_launched_as_planned(run) for run in runs]
+    # one launch a run, of the learner's kernel, on the plan's grid
+    planned = [
+        [(launch["learners"], tuple(launch["grid"])) for launch in run.launches]
+        == [(True, tuple(run.plan[0]))]
+        for run in runs
+    ]
     missed = next((run for run, ok in zip(runs, planned, strict=True) if not ok), None)
     results = [
         ctx.check_equal(
@@ -159,12 +194,6 @@ def record_kernel_checks(ctx: LabContext, ask, direction: Direction, ex) -> bool
         _check_values(ctx, runs, ex.diagnoses, attribute, stride_mistake),
     ]
     return all(c.passed for c in results)
-
-
-def _launched_as_planned(run) -> bool:
-    """One launch, of the learner's kernel, on the plan's grid."""
-    ran = [(launch["learners"], tuple(launch["grid"])) for launch in run.launches]
-    return ran == [(True, tuple(run.plan[0]))]
 
 
 def _launches_message(run, attribute: str) -> str:
@@ -205,9 +234,9 @@ def _check_writes(ctx: LabContext, runs: list, attribute: str, stride_mistake):
             0,
             message=stride_mistake(unwritten.case) or explained(UNWRITTEN, unwritten, attribute),
         )
-    message = None
-    if outside is not None:
-        message = stride_mistake(outside.case) or explained(WRITES_OUTSIDE, outside, attribute)
+    message = outside and (
+        stride_mistake(outside.case) or explained(WRITES_OUTSIDE, outside, attribute)
+    )
     return ctx.check_equal(
         _("{name}: writes only inside its output (guard cells changed)").format(name=attribute),
         sum(sum(run.outside.values()) for run in runs),
@@ -222,9 +251,7 @@ def _check_values(ctx: LabContext, runs: list, diagnoses: tuple, attribute: str,
     worst = max(told, key=lambda run: run.error / run.tolerance)
     # The mistake is read from the first case (in CASES' order, the richest first) whose error is too large.
     failed = next((run for run in told if run.error > run.tolerance), None)
-    message = None
-    if failed is not None:
-        message = stride_mistake(failed.case) or explained(diagnoses, failed, attribute)
+    message = failed and (stride_mistake(failed.case) or explained(diagnoses, failed, attribute))
     return ctx.check_max(
         _("{name}: largest error / tolerance against float64 ({n} cases)").format(
             name=attribute, n=len(told)

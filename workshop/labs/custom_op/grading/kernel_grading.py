@@ -95,18 +95,9 @@ class Direction:
     launch: Callable  # (kernel, [views], rows, cols) -> None: the op's launch code with `kernel` as one pass
 
 
-def _forward_inputs(case, seed):
-    return {"x": logits(case, seed)}
-
-
 def _backward_inputs(case, seed):
     dy = torch.randn(case.rows, case.cols, generator=torch.Generator().manual_seed(seed + 1))
     return {"y": torch.softmax(logits(case, seed), -1), "dy": dy.double()}
-
-
-def _backward_exact(t):
-    y, dy = t["y"], t["dy"]
-    return y * (dy - (dy * y).sum(-1, keepdim=True))
 
 
 def _launch_forward(kernel, views, rows, cols):
@@ -122,7 +113,7 @@ def _launch_backward(kernel, views, rows, cols):
 FORWARD = Direction(
     "forward",
     ("x", "y"),
-    _forward_inputs,
+    lambda case, seed: {"x": logits(case, seed)},
     lambda t: torch.softmax(t["x"], -1),
     lambda t: torch.softmax(t["x"], -1),
     _launch_forward,
@@ -131,7 +122,8 @@ BACKWARD = Direction(
     "backward",
     ("y", "dy", "dx"),
     _backward_inputs,
-    _backward_exact,
+    # dx = y * (dy - sum(dy * y)) along the rows
+    lambda t: t["y"] * (t["dy"] - (t["dy"] * t["y"]).sum(-1, keepdim=True)),
     lambda t: torch.ops.aten._softmax_backward_data(t["dy"], t["y"], -1, t["y"].dtype),
     _launch_backward,
 )

@@ -12,124 +12,47 @@ not a @triton.jit function (a Python fallback would launch nothing) or whose par
 and a backward that returns the wrong number of gradients.
 
 The twins are built and run in the worker, where the learner's code runs (op_probes.py); what they report is
-plain values (kernel_signature, pair_problem), which the lab's process judges (check_kernel, and
-registration_grading for the backward's).
+plain values (op_probes.kernel_signature, pair_problem), which the lab's process judges (exercise_grading's
+_launchable, and registration_grading for the backward's).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
 from pathlib import Path
 
 import torch
-import triton
 
-from workshop.i18n import _
 from workshop.labs.custom_op import by_hand
 from workshop.labs.custom_op.grading import torch_pieces
 from workshop.learner import workspace
 from workshop.ops import softmax_op
 from workshop.ops.softmax_op import SoftmaxOps
 
-CONSTEXPRS = ("ROWS", "BLOCK_N", "ALIGN")
-
 
 def twin(exercise: str, kind: str, **piece) -> SoftmaxOps:
     """torch.ops.graded_<exercise>.softmax{,_backward}: the learner's piece, one of forward_kernel, backward_kernel,
     fake, setup_context or backward, and the grader's stand-ins (PyTorch's) for the rest, registered by hand as
     `kind` (registered again at each grading: the namespace's earlier operators go)."""
-    bodies = stand_in_bodies()
     ((name, value),) = piece.items()
-    if name == "forward_kernel":
-        forward = functools.partial(_launching, value)
-        bodies = dataclasses.replace(bodies, forward=forward, kernels=(value,))
-    elif name == "backward_kernel":
-        backward = functools.partial(_launching_backward, value)
-        bodies = dataclasses.replace(bodies, backward=backward, kernels=(value,))
-    else:
-        bodies = dataclasses.replace(bodies, **{{"backward": "gradients"}.get(name, name): value})
-    return by_hand.define(f"graded_{exercise}::softmax", kind, bodies)
-
-
-def stand_in_bodies() -> by_hand.Bodies:
-    return by_hand.Bodies(
-        torch_pieces.forward,
-        torch_pieces.backward,
-        torch_pieces.fake,
-        torch_pieces.setup_context,
-        torch_pieces.gradients,
-    )
-
-
-def _launching(kernel, x, dim=-1, wrap=None):
-    """The op's implementation with the learner's one-pass forward kernel."""
-    return softmax_op.forward_kernel(x, dim, kernel, wrap)
-
-
-def _launching_backward(kernel, y, dy, dim, wrap=None):
-    """The backward operator's implementation with the learner's one-pass backward kernel."""
-    return softmax_op.backward_kernel(y, dy, dim, kernel, wrap)
-
-
-class KernelMismatch(Exception):
-    """The learner's kernel cannot be launched as the op launches its reference: what it is (`value`) against
-    what the launch needs (`expected`), and why, in the message."""
-
-    def __init__(self, value: str, expected: str, message: str):
-        super().__init__(message)
-        self.value, self.expected = value, expected
-
-
-def kernel_signature(kernel) -> dict:
-    """In the worker: what the learner's kernel is, as plain values: its type's name, whether it is a @triton.jit
-    kernel, its parameters, and which of them are annotated constexpr."""
-    if not isinstance(kernel, triton.runtime.KernelInterface):
-        return {"kind": type(kernel).__name__, "jit": False, "params": [], "constexpr": []}
-    params = inspect.signature(kernel.fn).parameters
-    constexpr = [name for name, p in params.items() if "constexpr" in str(p.annotation)]
-    return {
-        "kind": type(kernel).__name__,
-        "jit": True,
-        "params": list(params),
-        "constexpr": constexpr,
+    # the grader's stand-ins (by_hand.Bodies' fields), the learner's piece in its place
+    bodies = {
+        "forward": torch_pieces.forward,
+        "backward": torch_pieces.backward,
+        "fake": torch_pieces.fake,
+        "setup_context": torch_pieces.setup_context,
+        "gradients": torch_pieces.gradients,
     }
-
-
-def check_kernel(signature: dict, reference, attribute: str) -> None:
-    """In the lab's process, from kernel_signature's facts: a @triton.jit function with the reference's
-    parameters, ROWS, BLOCK_N and ALIGN constexpr."""
-    if not signature["jit"]:
-        raise KernelMismatch(
-            signature["kind"],
-            _("a @triton.jit kernel"),
-            _(
-                "{name} is a {kind}, not a Triton kernel: the op launches it as kernel[grid](...), so a Python "
-                "function (a fallback to torch.softmax, say) would run nothing on the device. Decorate it with "
-                "@triton.jit and compute with tl.load, tl.max, tl.exp, tl.sum and tl.store."
-            ).format(name=attribute, kind=signature["kind"]),
-        )
-    params, expected = signature["params"], list(inspect.signature(reference.fn).parameters)
-    if params != expected:
-        got, want = ", ".join(params), ", ".join(expected)
-        raise KernelMismatch(
-            f"({got})",
-            f"({want})",
-            _("{name}'s parameters are ({got}); the launch passes ({want}), in this order.").format(
-                name=attribute, got=got, want=want
-            ),
-        )
-    plain = [n for n in CONSTEXPRS if n not in signature["constexpr"]]
-    if plain:
-        raise KernelMismatch(
-            _("{names} not constexpr").format(names=", ".join(plain)),
-            _("ROWS, BLOCK_N, ALIGN: tl.constexpr"),
-            _(
-                "{names} must be annotated `: tl.constexpr`: they are compile-time constants "
-                "(tl.arange needs them known when the kernel is compiled)."
-            ).format(names=", ".join(plain)),
-        )
+    if name.endswith("_kernel"):
+        # the op's implementation (forward_kernel) or its backward operator's (backward_kernel), launching the
+        # learner's one-pass kernel
+        implementation = getattr(softmax_op, name)
+        bodies[name.removesuffix("_kernel")] = functools.partial(implementation, kernel=value)
+        bodies["kernels"] = (value,)
+    else:
+        bodies[{"backward": "gradients"}.get(name, name)] = value
+    return by_hand.define(f"graded_{exercise}::softmax", kind, by_hand.Bodies(**bodies))
 
 
 class GradientCount(Exception):
@@ -163,18 +86,18 @@ def counted(backward):
 
 
 def pair_problem(grads, dy: torch.Tensor) -> dict | None:
-    """What is wrong with a backward's `grads` as (dx, None), as plain values (registration_grading.returned
-    says it); None when nothing is."""
+    """What is wrong with a backward's `grads` as (dx, None), as plain values: the problem (a key of
+    registration_grading.RETURNED, which says it) and its particulars; None when nothing is."""
     if not isinstance(grads, tuple | list):
-        return {"single": type(grads).__name__}
+        return {"problem": "single", "kind": type(grads).__name__}
     if len(grads) != 2:
-        return {"kind": type(grads).__name__, "n": len(grads)}
+        return {"problem": "count", "kind": type(grads).__name__, "n": len(grads)}
     dx = grads[0]
     if not isinstance(dx, torch.Tensor) or dx.shape != dy.shape or dx.dtype != dy.dtype:
         got = f"{tuple(dx.shape)} {dx.dtype}" if isinstance(dx, torch.Tensor) else type(dx).__name__
-        return {"dx": got, "shape": str(tuple(dy.shape)), "dtype": str(dy.dtype)}
+        return {"problem": "dx", "got": got, "shape": str(tuple(dy.shape)), "dtype": str(dy.dtype)}
     if grads[1] is not None:
-        return {"second": type(grads[1]).__name__}
+        return {"problem": "second", "kind": type(grads[1]).__name__}
     return None
 
 

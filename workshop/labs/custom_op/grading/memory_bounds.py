@@ -106,20 +106,6 @@ class Region:
 _regions: list[Region] | None = None  # the current launch's tensors, while bounds_checked() is on
 
 
-def _place(regions: list[Region], addresses: np.ndarray) -> dict:
-    """Where the first stray address falls, relative to the nearest tensor (place_said says it)."""
-    nearest = min(regions, key=lambda r: abs(int(addresses[0]) - r.base))
-    _inside, row, col = nearest.index(addresses[:1])
-    return {
-        "name": nearest.name,
-        "row": int(row[0]),
-        "col": int(col[0]),
-        "rows": nearest.rows,
-        "cols": nearest.cols,
-        "n": len(addresses),
-    }
-
-
 def _check(access: str, ptrs, mask) -> None:
     addresses = np.asarray(ptrs.data).ravel()
     on = np.broadcast_to(np.asarray(mask.data, dtype=bool), np.shape(ptrs.data)).ravel()
@@ -130,7 +116,19 @@ def _check(access: str, ptrs, mask) -> None:
     for region in _regions:
         inside |= region.index(addresses)[0]
     if not inside.all():
-        raise OutOfBounds(access, _place(_regions, addresses[~inside]))
+        # where the first stray address falls, relative to the nearest tensor (place_said says it)
+        stray = addresses[~inside]
+        nearest = min(_regions, key=lambda r: abs(int(stray[0]) - r.base))
+        _inside, row, col = nearest.index(stray[:1])
+        place = {
+            "name": nearest.name,
+            "row": int(row[0]),
+            "col": int(col[0]),
+            "rows": nearest.rows,
+            "cols": nearest.cols,
+            "n": len(stray),
+        }
+        raise OutOfBounds(access, place)
 
 
 @contextlib.contextmanager

@@ -177,9 +177,18 @@ def minigpt(
 
 
 def kernel_signature(kernel) -> dict:
-    """What the learner's kernel is (learner_op.kernel_signature), before anything launches it."""
+    """What the learner's kernel is, before anything launches it, as plain values (learner_op.check_kernel judges
+    them): its type's name, whether it is a @triton.jit kernel, its parameters, and which of them are annotated
+    constexpr."""
     started(kernel)
-    return learner_op.kernel_signature(kernel)
+    jit = isinstance(kernel, triton.runtime.KernelInterface)
+    params = inspect.signature(kernel.fn).parameters if jit else {}
+    return {
+        "kind": type(kernel).__name__,
+        "jit": jit,
+        "params": list(params),
+        "constexpr": [name for name, p in params.items() if "constexpr" in str(p.annotation)],
+    }
 
 
 def kernel_cases(kernel, direction: str, cases: list[dict], device: str, seed: int) -> list[dict]:
@@ -196,12 +205,11 @@ def kernel_cases(kernel, direction: str, cases: list[dict], device: str, seed: i
                 )
             except NotImplementedError:
                 raise
-            except OutOfBounds as e:
-                at, line = kernel_line(e, kernel)
-                where = {"access": e.access, "place": e.place, "at": at, "line": line}
-                return [*found, {"out_of_bounds": where}]
             except Exception as e:
                 at, line = kernel_line(e, kernel)
+                if isinstance(e, OutOfBounds):
+                    where = {"access": e.access, "place": e.place, "at": at, "line": line}
+                    return [*found, {"out_of_bounds": where}]
                 return [
                     *found,
                     {"raised": {"at": at, "line": line, "error": workspace.describe(e)}},

@@ -47,10 +47,6 @@ class OwnOp:
             attributes=tuple(self.exercise_of),
         )
 
-    def apply(self, requests: list[dict]) -> dict:
-        """The requests answered by the op (op_probes.apply), for correctness.py's measurements."""
-        return self.probe(op_probes.apply, requests)
-
 
 def own_op(ctx: LabContext) -> OwnOp:
     """The pieces of the op this run checks, or the exercises it waits on."""

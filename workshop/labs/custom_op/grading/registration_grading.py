@@ -10,9 +10,10 @@ from dataclasses import dataclass
 import torch
 
 from workshop.declarations.diagnosis import Evidence, diagnose
-from workshop.i18n import _
+from workshop.i18n import N_, _
 from workshop.lab_api import LabContext
 from workshop.labs.custom_op.grading import piece_mistakes, torch_pieces
+from workshop.labs.custom_op.grading.kernel_grading import BACKWARD
 
 
 def fake_cases(device: str) -> dict[str, tuple[torch.Tensor, int]]:
@@ -78,10 +79,10 @@ def fake_layout(outputs: list[tuple[Layout, Layout]]) -> str | None:
     return None
 
 
-def grade_fake_outputs(ctx: LabContext, found: dict, diagnoses: tuple) -> bool:
-    """The learner's fake, called on fake tensors in the worker (op_probes.fake_outputs), against the op's
-    real outputs, made here, what is wrong said by `diagnoses` (the exercise's); True when all match."""
-    cases = fake_cases(ctx.device)
+def grade_fake_outputs(ctx: LabContext, device: str, found: dict, diagnoses: tuple) -> bool:
+    """The learner's fake, called on fake tensors of `device` in the worker (op_probes.fake_outputs), against the
+    op's real outputs, made here, what is wrong said by `diagnoses` (the exercise's); True when all match."""
+    cases = fake_cases(device)
     if "raised" in found:
         return _fake_raised(ctx, found["raised"])
     wrong, outputs = [], {}
@@ -128,15 +129,14 @@ def _fake_raised(ctx: LabContext, raised: str) -> bool:
 
 def saved_names(saved: tuple, x: torch.Tensor, y: torch.Tensor) -> list[str]:
     """Each saved tensor named 'x', 'y' or 'another tensor', by its values."""
-
-    def name(t):
-        if t.shape == x.shape and torch.equal(t, x):
-            return "x"
-        if t.shape == y.shape and torch.equal(t, y):
-            return "y"
-        return "another tensor"
-
-    return [name(t) for t in saved]
+    known = {"x": x, "y": y}
+    return [
+        next(
+            (name for name, u in known.items() if t.shape == u.shape and torch.equal(t, u)),
+            "another tensor",
+        )
+        for t in saved
+    ]
 
 
 def saved_input(device: str) -> torch.Tensor:
@@ -176,19 +176,13 @@ def gradient_inputs(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return x, torch.randn(4, 7, generator=gen, dtype=torch.float64).to(device)
 
 
-def returned(problem: dict) -> str:
-    """What a backward returned instead of (dx, None), from learner_op.pair_problem's values."""
-    if "single" in problem:
-        return _("a single {kind}").format(kind=problem["single"])
-    if "n" in problem:
-        return _("a {kind} of {n}").format(kind=problem["kind"], n=problem["n"])
-    if "dx" in problem:
-        return _("a pair whose dx is {got}, where x is {shape} {dtype}").format(
-            got=problem["dx"], shape=problem["shape"], dtype=problem["dtype"]
-        )
-    return _("a pair whose second entry, the gradient for dim (an int), is a {kind}").format(
-        kind=problem["second"]
-    )
+# What a backward returned instead of (dx, None), by learner_op.pair_problem's problem, said with its particulars
+RETURNED = {
+    "single": N_("a single {kind}"),
+    "count": N_("a {kind} of {n}"),
+    "dx": N_("a pair whose dx is {got}, where x is {shape} {dtype}"),
+    "second": N_("a pair whose second entry, the gradient for dim (an int), is a {kind}"),
+}
 
 
 def grade_gradients(
@@ -197,7 +191,7 @@ def grade_gradients(
     """The learner's backward on one float64 case (op_probes.gradient): one gradient per input, then dx
     against the exact formula, a wrong one named by `diagnoses` (the exercise's)."""
     if "count" in found:
-        what = returned(found["count"])
+        what = _(RETURNED[found["count"]["problem"]]).format(**found["count"])
         ctx.check_equal(
             _("backward returns one gradient per input of the op (x, dim)"),
             what,
@@ -210,7 +204,7 @@ def grade_gradients(
         return False
     dx = found["dx"]
     y = torch.softmax(x, -1)
-    exact = y * (dy - (dy * y).sum(-1, keepdim=True))
+    exact = BACKWARD.expected({"y": y, "dy": dy})
     err = (dx - exact).abs().max().item()
     return ctx.check_max(
         _("backward: dx against the exact gradient (float64, relative to its largest entry)"),
