@@ -34,7 +34,8 @@ from workshop.lab_api import LabContext
 from workshop.labs.autograd.grading.gradient_diagnosis import HAND_DIAGNOSES
 from workshop.labs.compile import kernel_explanation
 from workshop.labs.compile.generated_kernels import parse_kernels
-from workshop.labs.compile.grading import kernel_answer
+from workshop.labs.compile.grading import run_grading
+from workshop.labs.compile.grading.exercises import KERNEL
 from workshop.labs.custom_op.grading import correctness as custom_op_correctness
 from workshop.labs.custom_op.grading import exercise_grading as custom_op_grading
 from workshop.labs.custom_op.grading import op_probes as custom_op_probes
@@ -281,7 +282,8 @@ def test_the_kernel_exercises_grading_messages_come_out_in_spanish(spanish, tmp_
         "grid": [8],
     }
     with ctx.grading("kernel"):
-        kernel_answer.grade_kernel(ctx, gelu, kernels)
+        truths, facts = run_grading.kernel_truth(gelu, kernels, [])
+        questions.grade_answers(ctx, gelu, truths, facts=facts, diagnoses=KERNEL.diagnoses)
     failed = [c for c in ctx.checks if not c.passed]
     assert [(c.name, c.message) for c in failed] == [
         (

@@ -29,8 +29,8 @@ MACHINERY = (
 TARGET = {"workshop": 10_000, "machinery": 2_800, "lab": 1_300, "lines": 400}
 # area -> the statements (for a file: the lines) it holds today, over its target
 CEILING = {
-    "workshop": 12_609,
-    "machinery": 4_072,
+    "workshop": 12_518,
+    "machinery": 4_071,
     "labs/custom_op": 2_139,
     "labs/distributed": 1_828,
 }
