@@ -83,9 +83,11 @@ def grade(
 ) -> Graded:
     """Grade one exercise inside its grading block (nothing is measured for an exercise this run does not grade).
 
-    truth: for a dict of answers, this run's facts ({key: value}); for code, the cases it is run on (Case), or
-    None for code whose outputs are no values to compare (a Triton kernel's writes into guarded buffers, what a
-    registration put in torch.library): the lab measures it in `also` alone, reading the exercise's diagnoses.
+    truth: for a dict of answers, this run's facts ({key: value}), or a function of the answers that returns
+    them and `facts` where they depend on what the learner picked (None: a question not graded); for code, the
+    cases it is run on (Case), or None for code whose outputs are no values to compare (a Triton kernel's writes
+    into guarded buffers, what a registration put in torch.library): the lab measures it in `also` alone, reading
+    the exercise's diagnoses.
     call: how the lab runs its learners' functions in the worker, a probe (a module-level function) called as
     call(function, *case.args) -> (result, what it saw); None: function(*case.args).
     rules: what the exercise may not do, checked after its cases: rule(ctx, exercise, impl, graded).
@@ -103,6 +105,8 @@ def grade(
     with ctx.grading(ex) as impl:
         if ex.questions:
             given = impl(*reference_args) if reference_args and not ctx.graded else impl.value
+            # the truth of the learner's own pick (the kernel they explain) is measured after it, with its facts
+            truth, facts = truth(given) if callable(truth) else (truth, facts)
             grade_answers(ctx, ex, given, truth, facts)
         elif ex.document is None and truth is not None:
             run_cases(ctx, ex, impl, truth, call, graded)
@@ -136,7 +140,7 @@ def grade_answers(ctx, ex: Exercise, answers, truths: dict, facts: dict | None) 
     for q in ex.questions:
         if truths[q.key] is not None:
             check = questions.judge(ex, q, answers, truths[q.key], facts)
-            hide = check.passed and not (ctx.graded or ctx.options.show)
+            hide = check.passed and not (ctx.graded or ctx.options.show) or not q.reveals
             ctx.record(questions.unrevealed(check) if hide else check)
 
 

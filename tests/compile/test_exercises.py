@@ -12,7 +12,7 @@ from workshop.declarations import checks
 from workshop.foundations.run_options import RunOptions
 from workshop.lab_api import LabContext
 from workshop.labs.compile.generated_kernels import parse_kernels
-from workshop.labs.compile.grading import kernel_answer
+from workshop.labs.compile.grading import run_grading
 from workshop.labs.compile.grading.exercises import ANSWER_QUESTIONS, ANSWERS, KERNEL
 from workshop.labs.compile.kernel_explanation import pick_kernel
 from workshop.learner import sandbox
@@ -71,8 +71,14 @@ def ctx(tmp_path):
 def grade_kernel(ctx, answer, kernels) -> dict[str, str | None]:
     """Field -> None when its check passed, else the check's message."""
     with ctx.grading("kernel"):
-        kernel_answer.grade_kernel(ctx, answer, kernels)
+        grade_kernel_answer(ctx, answer, kernels)
     return {c.name.split("'")[1]: None if c.passed else c.message for c in ctx.checks}
+
+
+def grade_kernel_answer(ctx, answer, kernels) -> None:
+    """What the lab does with the learner's KERNEL_EXPLAINED: the one grader, against the kernel they picked."""
+    truths, facts = run_grading.kernel_truth(answer, kernels, [])
+    engine.grade_answers(ctx, KERNEL, answer, truths, facts)
 
 
 def failing(results: dict) -> dict:
@@ -85,7 +91,7 @@ def test_a_right_kernel_answer_passes(ctx, cpp_kernels, answer):
 
 
 def test_the_reference_answer_is_the_softmax_read_by_hand(cpp_kernels):
-    reference = kernel_answer.fields_of(pick_kernel(cpp_kernels))
+    reference = run_grading.fields_of(pick_kernel(cpp_kernels))
     assert {**reference, "fused_ops": sorted(reference["fused_ops"])} == {
         **SOFTMAX_ANSWER,
         "fused_ops": ["_softmax", "bitwise_not", "masked_fill", "mul", "slice", "view"],
@@ -263,7 +269,7 @@ def test_fresh_stubs_are_not_started_and_a_half_filled_answer_says_what_is_missi
 ):
     ctx.options.work = learner_file(tmp_path, KERNEL.stub_code() + "\n" + ANSWERS.stub_code())
     with ctx.grading("kernel") as impl:
-        kernel_answer.grade_kernel(ctx, impl.value, cpp_kernels)
+        grade_kernel_answer(ctx, impl.value, cpp_kernels)
     engine.grade(ctx, "answers", FACTS, facts=FACTS)
     statuses = {ex_id: r["status"] for ex_id, r in ctx.exercise_results().items()}
     assert statuses == {
@@ -271,7 +277,11 @@ def test_fresh_stubs_are_not_started_and_a_half_filled_answer_says_what_is_missi
         "compile.answers": checks.NOT_STARTED,
     }
     ctx.checks.clear()
-    half = {**{k: None for k in kernel_answer.FIELDS}, "kernel": SOFTMAX, "bytes_read": 62976}
+    half = {
+        **{k: None for k in (q.key for q in KERNEL.questions)},
+        "kernel": SOFTMAX,
+        "bytes_read": 62976,
+    }
     results = grade_kernel(ctx, half, cpp_kernels)
     assert "replace the `None`" in failing(results)["reduction"] and results["bytes_read"] is None
     ctx.checks.clear()
@@ -282,7 +292,7 @@ def test_fresh_stubs_are_not_started_and_a_half_filled_answer_says_what_is_missi
 def test_a_kernel_answer_that_is_not_a_dict_is_one_clear_line(ctx, tmp_path, cpp_kernels):
     ctx.options.work = learner_file(tmp_path, 'KERNEL_EXPLAINED = "cpp_fused_gelu_view_6"\n')
     with ctx.grading("kernel") as impl:
-        kernel_answer.grade_kernel(ctx, impl.value, cpp_kernels)
+        grade_kernel_answer(ctx, impl.value, cpp_kernels)
     failed = ctx.exercise_results()["compile.kernel"]["failed_check"]
     assert "compile.py" in failed["value"] and "must be a dict" in failed["value"]
 

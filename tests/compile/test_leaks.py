@@ -17,7 +17,7 @@ import pytest
 
 from workshop import i18n, labs
 from workshop.labs.compile.generated_kernels import parse_kernels
-from workshop.labs.compile.grading import kernel_answer
+from workshop.labs.compile.grading import run_grading
 from workshop.labs.compile.grading.exercises import ANSWERS, KERNEL
 
 LAB = Path(__file__).resolve().parents[2] / "workshop/labs/compile"
@@ -114,7 +114,7 @@ def kernel_figures() -> set[int]:
     for fixture in ("cpp_train_forward.txt", "triton_softmax.txt"):
         kernels = parse_kernels((FIXTURES / fixture).read_text(), "train/forward")
         for k in kernels:
-            answer = kernel_answer.fields_of(k)
+            answer = run_grading.fields_of(k)
             figures |= {answer["bytes_read"], answer["bytes_written"], *answer["grid"]}
     return {f for f in figures if isinstance(f, int) and f >= 100}
 

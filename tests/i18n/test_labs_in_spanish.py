@@ -25,7 +25,7 @@ from tests.compile import test_summary as compile_summary
 from tests.conftest import TEST_DEVICE, read_result
 from tests.support import lab_process
 from tests.support.doc_structure import anchors
-from workshop import i18n, labs
+from workshop import engine, i18n, labs
 from workshop.declarations import diagnosis, questions
 from workshop.foundations.run_options import RunOptions
 from workshop.grading import workspace_init
@@ -34,7 +34,8 @@ from workshop.lab_api import LabContext
 from workshop.labs.autograd.grading.gradient_diagnosis import HAND_DIAGNOSES
 from workshop.labs.compile import kernel_explanation
 from workshop.labs.compile.generated_kernels import parse_kernels
-from workshop.labs.compile.grading import kernel_answer
+from workshop.labs.compile.grading import run_grading
+from workshop.labs.compile.grading.exercises import KERNEL
 from workshop.labs.custom_op.grading import correctness as custom_op_correctness
 from workshop.labs.custom_op.grading import exercise_grading as custom_op_grading
 from workshop.labs.custom_op.grading import op_probes as custom_op_probes
@@ -281,7 +282,8 @@ def test_the_kernel_exercises_grading_messages_come_out_in_spanish(spanish, tmp_
         "grid": [8],
     }
     with ctx.grading("kernel"):
-        kernel_answer.grade_kernel(ctx, gelu, kernels)
+        truths, facts = run_grading.kernel_truth(gelu, kernels, [])
+        engine.grade_answers(ctx, KERNEL, gelu, truths, facts)
     failed = [c for c in ctx.checks if not c.passed]
     assert [(c.name, c.message) for c in failed] == [
         (

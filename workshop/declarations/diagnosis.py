@@ -37,7 +37,8 @@ class Diagnosis:
         str | None
     )  # N_() short name; None: the message describes the error and names no mistake
     shows: Callable[[Evidence], dict | None]
-    message: str
+    # N_() text; a message that counts: a function of the values that returns it translated, through ngettext
+    message: str | Callable[[dict], str]
     # the one output (or question key) it reads, or None: any
     output: str | None = None
 
@@ -51,7 +52,14 @@ class Diagnosis:
             # the learner's output is anything a function may return (None, a list of strangers): a condition
             # that cannot read it does not show its mistake, and the next diagnosis is asked
             return None
-        return None if values is None else _(self.message).format(**evidence.values(), **values)
+        # its own values over the evidence's ({name} may be what the learner named, not the output's name)
+        return (
+            None
+            if values is None
+            else (self.message(values) if callable(self.message) else _(self.message)).format(
+                **{**evidence.values(), **values}
+            )
+        )
 
 
 def diagnose(diagnoses: tuple[Diagnosis, ...], evidence: Evidence) -> tuple[Diagnosis, str] | None:

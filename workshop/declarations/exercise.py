@@ -84,7 +84,7 @@ class Exercise:
     # error <= bound, or, with relation "==", when error (a value: an order, a yes/no) equals bound
     compare: Callable | None = None
     # the name of an output's check, formatted with {function}, {output} (as shown) and {label} (the case's); a
-    # dict output -> name where each output's check is worded on its own
+    # dict output -> name where each output's check is worded on its own (questions: key -> name with {answer})
     check: str | dict[str, str] = N_("{function}: {output} = the reference's ({label})")
 
     @property

@@ -22,6 +22,7 @@ import dataclasses
 import json
 import math
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -54,6 +55,12 @@ class Question:
     relative: bool = False
     # the stub's starting value, as code: the placeholder, or a value given ("2")
     start: str = UNFILLED
+    # matches(evidence) -> whether the answer, as given, is right, where that is no equality of one kind (a list
+    # that may leave some ops out, an int for a list of one); its diagnoses say what a value of another kind is
+    matches: Callable[[Evidence], bool] | None = None
+    # False: its check records whether the answer matches, never the answer (a truth read off the learner's own
+    # pick, a kernel's bytes, would hand it out even as the size of a miss)
+    reveals: bool = True
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -75,6 +82,9 @@ class Asking(Protocol):
     attribute: str  # the learner's dict: "ANSWERS", "PREDICTIONS"
     questions: tuple[Question, ...]
     diagnoses: tuple[Diagnosis, ...]  # what a wrong answer may show (the first that shows is said)
+    check: (
+        str | dict[str, str]
+    )  # a dict: question key -> the name of its check, formatted with {answer}
 
     def not_started_message(self) -> str: ...
 
@@ -143,10 +153,6 @@ def lookup(answers: dict, question: Question):
     return value
 
 
-def filled(value) -> bool:
-    return value is not None
-
-
 def unknown_keys(answers: dict, questions: tuple[Question, ...], depth: int = 0) -> list[str]:
     """The keys of `answers` that no question asks for (nested dicts included), as written: 'ddp.held_byte'."""
     found = []
@@ -190,14 +196,17 @@ def right(question: Question, given, truth) -> bool:
 
 def judge(ex: Asking, question: Question, answers: dict, truth, facts) -> Check:
     """The check of one question: the learner's answer against this run's truth (a secret check)."""
-    name = _("{answer} matches this run").format(answer=question.label(ex.attribute))
+    worded = ex.check.get(question.key) if isinstance(ex.check, dict) else None
+    name = (_(worded) if worded else _("{answer} matches this run")).format(
+        answer=question.label(ex.attribute)
+    )
     hidden = _("this run's answer")
     try:
         given = lookup(answers, question)
     except KeyError:
         why = _("{answer} is missing: add its key").format(answer=question.label(ex.attribute))
         return Check(name, False, _("missing"), hidden, message=why)
-    if not filled(given):
+    if given is None:
         return Check(
             name,
             False,
@@ -206,32 +215,44 @@ def judge(ex: Asking, question: Question, answers: dict, truth, facts) -> Check:
             message=_("replace the `None` with your answer"),
         )
     try:
-        given = as_kind(given, question.kind)
-    except ValueError:
-        why = _("give {kind}, not {value!r}").format(kind=_(KINDS[question.kind]), value=given)
-        return Check(name, False, repr(given), hidden, message=why)
-    if right(question, given, truth):
+        given, of_kind = given if question.matches else as_kind(given, question.kind), True
+    except (
+        ValueError
+    ):  # a diagnosis may say what a value of another kind is, else its kind is asked for
+        of_kind = False
+    evidence = Evidence(question.key, given, truth, facts=facts or {})
+    if of_kind and (
+        question.matches(evidence) if question.matches else right(question, given, truth)
+    ):
         return Check(name, True, given, truth, secret=True)
-    found = diagnose(ex.diagnoses, Evidence(question.key, given, truth, facts=facts or {}))
-    diagnosis = found[1] if found else None
-    where = _("your answer {given!r} is not what this run shows: {look}").format(
-        given=given, look=_(question.look)
+    found = diagnose(ex.diagnoses, evidence)
+    where = (
+        _("your answer {given!r} is not what this run shows: {look}").format(
+            given=given, look=_(question.look)
+        )
+        if of_kind
+        else _("give {kind}, not {value!r}").format(kind=_(KINDS[question.kind]), value=given)
     )
+    # a value of another kind is shown as written, never the truth; a diagnosis that says where to look (its
+    # mistake None) names no mistake, and a check whose message does is reported first
     return Check(
         name,
         False,
-        given,
-        truth,
-        message=diagnosis or where,
-        diagnosis=bool(diagnosis),
-        secret=True,
+        given if of_kind else repr(given),
+        truth if of_kind else hidden,
+        message=found[1] if found else where,
+        diagnosis=found is not None and found[0].mistake is not None,
+        secret=of_kind,
     )
 
 
 def unrevealed(check: Check) -> Check:
-    """A reference's passing answer as its run records it: that it matches, True against True, in every language
-    (a check's values are not translated), never the answer itself."""
-    return dataclasses.replace(check, value=True, threshold=True, relation="==")
+    """A reference's passing answer as its run records it (and any answer to a question that `reveals` nothing):
+    whether it matches, True (or False) against True, in every language (a check's values are not translated),
+    never the answer itself."""
+    return dataclasses.replace(
+        check, value=check.passed, threshold=True, relation="==", secret=False
+    )
 
 
 def truth_of(truths: dict, question: Question):
@@ -252,6 +273,6 @@ def truth_of(truths: dict, question: Question):
 def filled_at(answers: dict, question: Question) -> bool:
     """Whether the learner filled in the question's answer (a missing key is not filled)."""
     try:
-        return filled(lookup(answers, question))
+        return lookup(answers, question) is not None
     except KeyError:
         return False

@@ -11,6 +11,8 @@ from workshop.declarations.diagnosis import Diagnosis, Evidence
 from workshop.declarations.exercise import Exercise
 from workshop.declarations.questions import Question
 from workshop.i18n import N_
+from workshop.labs.compile.grading.explanation_mistakes import KERNEL_DIAGNOSES
+from workshop.labs.compile.grading.kernel_fields import as_grid, missing_ops, names, not_fused
 
 WORKSPACE_DOC = N_("""Your answers to the compile lab: python -m workshop check compile
 
@@ -20,7 +22,8 @@ below. Then `python -m workshop check compile kernel` (or `answers`) grades a di
 latest run, in seconds, without compiling again. explanation.md explains a kernel of the backward; the lab
 adds your kernel, and kernels.json the training forward's arguments, once KERNEL_EXPLAINED passes.""")
 
-# The fields of KERNEL_EXPLAINED (graded by kernel_answer.grade_kernel against the kernel's code).
+# The fields of KERNEL_EXPLAINED, graded against the code of the kernel the learner picked (run_grading.kernel_truth);
+# their checks record whether each field matches, not the kernel's figure, which would hand the answer out.
 KERNEL_FIELDS = (
     Question(
         "kernel",
@@ -28,24 +31,30 @@ KERNEL_FIELDS = (
             "str: the name of a kernel defined in code/train_forward.py (its `<name> = async_compile` line)"
         ),
         kind="str",
+        reveals=False,
     ),
     Question(
         "fused_ops",
         N_("list[str]: the aten ops it fuses (shape-only ops such as view may be left out)"),
         kind="list",
+        matches=lambda e: names(e.got) and not missing_ops(e) and not_fused(e) is None,
+        reveals=False,
     ),
     Question(
         "bytes_read",
         N_("int: bytes of the buffers it reads per call (in_ptr*, in_out_ptr*), each once"),
+        reveals=False,
     ),
     Question(
         "bytes_written",
         N_("int: bytes of the buffers it writes per call (out_ptr*, in_out_ptr*), each once"),
+        reveals=False,
     ),
     Question(
         "reduction",
         N_('"none", "persistent" or "looped" (a C++ reduction loop counts as "looped")'),
         kind="str",
+        reveals=False,
     ),
     Question(
         "grid",
@@ -54,6 +63,8 @@ KERNEL_FIELDS = (
             "(CPU); [xnumel] or [xnumel, ynumel] (GPU)"
         ),
         kind="list",
+        matches=lambda e: as_grid(e.got) == e.want,
+        reveals=False,
     ),
 )
 
@@ -138,6 +149,12 @@ KERNEL = Exercise(
     ),
     questions=KERNEL_FIELDS,
     from_run=True,
+    diagnoses=KERNEL_DIAGNOSES,
+    # the kernel is found, or the other fields are not graded; each field against the code of the kernel found
+    check={
+        "kernel": N_("{answer} is in this run's code/train_forward.py"),
+        **{q.key: N_("{answer} matches the kernel's code") for q in KERNEL_FIELDS[1:]},
+    },
 )
 
 

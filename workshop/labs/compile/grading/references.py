@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workshop.labs.compile.grading import kernel_answer, run_grading
+from workshop.labs.compile.grading import run_grading
 from workshop.labs.compile.grading.exercises import ANSWER_QUESTIONS
 from workshop.labs.compile.kernel_explanation import pick_kernel
 
@@ -16,7 +16,7 @@ from workshop.labs.compile.kernel_explanation import pick_kernel
 def kernel_explained(run_dir: str) -> dict:
     """KERNEL_EXPLAINED for the attention softmax kernel of the run's training forward."""
     run = run_grading.read_run(Path(run_dir))
-    return kernel_answer.fields_of(pick_kernel(run.graph(kernel_answer.GRAPH)))
+    return run_grading.fields_of(pick_kernel(run.graph(run_grading.GRAPH)))
 
 
 def answers(run_dir: str) -> dict:

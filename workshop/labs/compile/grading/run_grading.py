@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -34,7 +35,7 @@ from workshop.labs.compile.generated_kernels import (
     extern_matmul_calls,
     parse_kernels,
 )
-from workshop.labs.compile.grading import kernel_answer
+from workshop.labs.compile.grading.kernel_fields import op_key
 from workshop.labs.compile.kernel_explanation import (
     EagerResult,
     KernelExplanation,
@@ -43,11 +44,14 @@ from workshop.labs.compile.kernel_explanation import (
     pick_worked_example,
 )
 from workshop.labs.compile.kernel_explanation import render as render_explanations
+from workshop.labs.compile.loops import kernel_structure
+from workshop.labs.compile.provenance import SHAPE_ONLY
 
 FACTS_FILE = "grading_facts.json"
 BREAKS_FILE = "breaks.json"
 CODE_DIR = "code"
 EXPLAINED = ("train/forward", "train/backward")  # the graphs whose kernels may be explained
+GRAPH = "train/forward"  # compile.kernel's: static shapes, every buffer has a size in the code
 REGRADE_TEMPLATE = "regrade.md.j2"
 
 
@@ -204,12 +208,17 @@ def count_facts(code: dict[str, str], kernels, breaks: dict, parameters: int) ->
 
 def grade(ctx: LabContext, run: RunFiles) -> Revealed:
     """Grade compile.kernel and compile.answers against `run`; what may be revealed afterwards."""
-    learners = None
-    with ctx.grading("kernel") as impl:
-        # as wire data (the worker protocol): the learner's constant as their worker reads it, or the
-        # reference's answer for this run (a function of the run's folder: names and counts differ by device)
-        answer = impl.value if ctx.graded else impl(str(run.folder))
-        learners = kernel_answer.grade_kernel(ctx, answer, run.kernels)
+    # the kernel the learner explains, once their answer is read (None: no kernel of the training forward)
+    picks: list[GeneratedKernel | None] = []
+    # the learner's constant as their worker reads it, or the reference's answer for this run (a function of the
+    # run's folder: names and counts differ by device)
+    engine.grade(
+        ctx,
+        "kernel",
+        lambda answer: kernel_truth(answer, run.kernels, picks),
+        reference_args=(str(run.folder),),
+    )
+    learners = picks[-1] if picks else None
     engine.grade(ctx, "answers", run.facts, facts=run.facts, reference_args=(str(run.folder),))
     results = ctx.exercise_results()
     if not ctx.graded:
@@ -220,6 +229,42 @@ def grade(ctx: LabContext, run: RunFiles) -> Revealed:
     lab = pick_kernel(run.graph("train/forward"))
     picked = [lab] if learners is None or learners.name == lab.name else [learners, lab]
     return Revealed([run.explain(k) for k in picked], answers)
+
+
+def fields_of(k: GeneratedKernel) -> dict:
+    """KERNEL_EXPLAINED's fields for kernel `k`, read off its code as the handout describes."""
+    s = kernel_structure(k.source, k.language)
+    return {
+        "kernel": k.name,
+        "fused_ops": k.fused_ops,
+        "bytes_read": k.traffic("load"),
+        "bytes_written": k.traffic("store"),
+        "reduction": s.reduction_kind,
+        "grid": s.grid,
+    }
+
+
+def kernel_truth(answer, kernels: list[GeneratedKernel], picks: list) -> tuple[dict, dict]:
+    """compile.kernel's truths, those of the kernel the learner picked (appended to `picks`), and what its
+    diagnoses read (explanation_mistakes.KERNEL_DIAGNOSES). A pick that is no kernel of the training forward fails, and
+    the other fields are not graded (no truth)."""
+    forward = [k for k in kernels if k.graph == GRAPH]
+    name = answer.get("kernel") if isinstance(answer, dict) else None
+    picked = next((k for k in forward if k.name == name), None)
+    picks.append(picked)
+    others = [k for k in forward if k is not picked]
+    facts = {"picked": picked, "kernels": kernels, "others": others}
+    if picked is None:
+        return {"kernel": math.nan}, facts  # nan: no name equals it
+    named = {op_key(op): op for op in picked.fused_ops}  # as the kernel's code names them
+    facts |= {
+        "structure": kernel_structure(picked.source, picked.language),
+        "ops": named,
+        "required": {key for key, op in named.items() if op not in SHAPE_ONLY},
+        "grids": [(k.name, kernel_structure(k.source, k.language).grid) for k in others],
+    }
+    # nan: bytes of a buffer whose size this run does not know (no answer equals it; a diagnosis says so)
+    return {key: math.nan if v is None else v for key, v in fields_of(picked).items()}, facts
 
 
 def worked_example(run: RunFiles) -> KernelExplanation:
