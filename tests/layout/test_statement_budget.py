@@ -29,7 +29,7 @@ MACHINERY = (
 TARGET = {"workshop": 10_000, "machinery": 2_800, "lab": 1_300, "lines": 400}
 # area -> the statements (for a file: the lines) it holds today, over its target
 CEILING = {
-    "workshop": 12_355,
+    "workshop": 12_354,
     "machinery": 3_940,
     "labs/custom_op": 2_095,
     "labs/distributed": 1_793,

@@ -252,8 +252,7 @@ def sample_sentence(rng: random.Random) -> list[int]:
     """One sentence as token ids, <bos> ... <eos>, drawn by walking the automaton with its weights."""
     state, ids = State(), []
     while options := allowed(state):
-        cats = list(options)
-        cat = rng.choices(cats, weights=[options[c] for c in cats])[0]
+        cat = rng.choices(list(options), weights=list(options.values()))[0]
         ids.append(rng.choice(VOCAB.ids_by_category[cat]))
         state = advance(state, cat)
     return ids
