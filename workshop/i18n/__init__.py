@@ -53,8 +53,8 @@ def detect(environ: dict[str, str] | None = None) -> str:
     return DEFAULT
 
 
-def set_language(lang: str | None) -> str:
-    """Use `lang` (None: the locale's) for every later `_()`; returns the language in use."""
+def set_language(lang: str | None) -> None:
+    """Use `lang` (None: the locale's) for every later `_()`."""
     global _translation, _language
     lang = lang or detect()
     _translation = translation(lang)
@@ -63,7 +63,6 @@ def set_language(lang: str | None) -> str:
     # and with the environment's language: the workshop's language is --lang's, so argparse gets its lookups.
     argparse._ = _translation.gettext
     argparse.ngettext = _translation.ngettext
-    return lang
 
 
 def translation(lang: str) -> gettext.NullTranslations:
@@ -74,9 +73,10 @@ def translation(lang: str) -> gettext.NullTranslations:
     found.add_fallback(
         gettext.translation(ARGPARSE_DOMAIN, LOCALE_DIR, languages=[lang], fallback=True)
     )
-    for lab_locale in sorted(LABS_DIR.glob("*/locale")):
-        domain = lab_locale.parent.name
-        found.add_fallback(gettext.translation(domain, lab_locale, languages=[lang], fallback=True))
+    for lab_locale in sorted(LABS_DIR.glob("*/locale")):  # a lab's domain is its name
+        found.add_fallback(
+            gettext.translation(lab_locale.parent.name, lab_locale, languages=[lang], fallback=True)
+        )
     return found
 
 

@@ -43,11 +43,11 @@ def num(value: float, digits: int = 3) -> str:
 
 def human_bytes(n: float) -> str:
     """1.2 KiB, 3.4 MiB: byte counts as people read them."""
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
+    for unit in ("B", "KiB", "MiB"):
+        if abs(n) < 1024:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
-    raise AssertionError("unreachable")
+    return f"{n:.1f} GiB"
 
 
 def percent(fraction: float, digits: int = 0, lang: str = i18n.DEFAULT) -> str:
@@ -66,10 +66,14 @@ def environment(folder: Path, lang: str = i18n.DEFAULT) -> jinja2.Environment:
         extensions=["jinja2.ext.i18n"],
     )
     env.policies["ext.i18n.trimmed"] = True  # as catalogs.py extracts them: TEMPLATE_OPTIONS
-    env.filters.update(sci=sci, num=num, bytes=human_bytes)
-    # {{ n | grouped }}: thousands grouped as `lang` writes them (1,118,048 / 1 118 048), never "{:,}"
-    env.filters["grouped"] = lambda value, decimals=0: i18n.grouped(value, decimals, lang)
-    env.filters["percent"] = lambda fraction, digits=0: percent(fraction, digits, lang)
+    env.filters.update(
+        sci=sci,
+        num=num,
+        bytes=human_bytes,
+        # {{ n | grouped }}: thousands grouped as `lang` writes them (1,118,048 / 1 118 048), never "{:,}"
+        grouped=lambda value, decimals=0: i18n.grouped(value, decimals, lang),
+        percent=lambda fraction, digits=0: percent(fraction, digits, lang),
+    )
     env.install_gettext_translations(i18n.translation(lang), newstyle=False)  # also _()
     return env
 

@@ -63,7 +63,6 @@ def held_out_prompts(n: int = N_PROMPTS, seed: int = PROMPT_SEED) -> list[list[i
     prompts = []
     while len(prompts) < n:
         ids = sample_sentence(rng)
-        if tuple(ids) in seen:
-            continue
-        prompts.append(ids[: rng.randrange(1, len(ids))])
+        if tuple(ids) not in seen:
+            prompts.append(ids[: rng.randrange(1, len(ids))])
     return prompts

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 import torch
+from torch.nn.utils.rnn import pad_sequence
 
 from workshop.minigpt.grammar import grammatical_next_tokens, parse
 from workshop.minigpt.model import GPT, PAD_ID
@@ -28,9 +29,8 @@ def next_token_predictions(
     top1 = []
     for start in range(0, len(prompts), batch_size):
         chunk = prompts[start : start + batch_size]
-        x = torch.full((len(chunk), max(map(len, chunk))), PAD_ID, dtype=torch.long)
-        for i, p in enumerate(chunk):
-            x[i, : len(p)] = torch.tensor(p)
+        # (b, T) with T the longest prompt, each right-padded with <pad>
+        x = pad_sequence([torch.tensor(p) for p in chunk], batch_first=True, padding_value=PAD_ID)
         logits = model(x.to(device))  # (b, T, V)
         last = torch.tensor([len(p) - 1 for p in chunk], device=device)
         top1 += logits[torch.arange(len(chunk), device=device), last].argmax(-1).tolist()

@@ -62,26 +62,26 @@ def plural(noun: str) -> str:
     return words.IRREGULAR_PLURALS.get(noun) or add_s(noun)
 
 
-def third_person_singular(verb: str) -> str:
-    # English marks the singular verb ("sleeps"); the plural is the bare form ("sleep").
-    return add_s(verb)
-
-
-def _lexicon() -> list[tuple[str, Cat]]:
-    entries = [(PAD, Cat.PAD), (BOS, Cat.BOS), (EOS, Cat.EOS), (PERIOD, Cat.PERIOD)]
-    entries += [(w, Cat.DET_SG) for w in words.SINGULAR_DETERMINERS]
-    entries += [(w, Cat.DET_PL) for w in words.PLURAL_DETERMINERS]
-    entries += [(w, Cat.DET_ANY) for w in words.ANY_NUMBER_DETERMINERS]
-    entries += [(w, Cat.ADJ) for w in words.ADJECTIVES]
-    entries += [(w, Cat.NOUN_SG) for w in words.NOUNS]
-    entries += [(plural(w), Cat.NOUN_PL) for w in words.NOUNS]
-    entries += [(w, Cat.PREP) for w in words.PREPOSITIONS]
-    entries += [(third_person_singular(w), Cat.TV_SG) for w in words.TRANSITIVE_VERBS]
-    entries += [(w, Cat.TV_PL) for w in words.TRANSITIVE_VERBS]
-    entries += [(third_person_singular(w), Cat.IV_SG) for w in words.INTRANSITIVE_VERBS]
-    entries += [(w, Cat.IV_PL) for w in words.INTRANSITIVE_VERBS]
-    entries += [(w, Cat.ADV) for w in words.ADVERBS]
-    return entries
+# The vocabulary, category by category in id order: every word of a category takes the next ids.
+LEXICON: tuple[tuple[Cat, list[str]], ...] = (
+    (Cat.PAD, [PAD]),
+    (Cat.BOS, [BOS]),
+    (Cat.EOS, [EOS]),
+    (Cat.PERIOD, [PERIOD]),
+    (Cat.DET_SG, words.SINGULAR_DETERMINERS),
+    (Cat.DET_PL, words.PLURAL_DETERMINERS),
+    (Cat.DET_ANY, words.ANY_NUMBER_DETERMINERS),
+    (Cat.ADJ, words.ADJECTIVES),
+    (Cat.NOUN_SG, words.NOUNS),
+    (Cat.NOUN_PL, [plural(w) for w in words.NOUNS]),
+    (Cat.PREP, words.PREPOSITIONS),
+    # English marks the singular verb, in the third person ("sleeps"); the plural is the bare form ("sleep").
+    (Cat.TV_SG, [add_s(w) for w in words.TRANSITIVE_VERBS]),
+    (Cat.TV_PL, words.TRANSITIVE_VERBS),
+    (Cat.IV_SG, [add_s(w) for w in words.INTRANSITIVE_VERBS]),
+    (Cat.IV_PL, words.INTRANSITIVE_VERBS),
+    (Cat.ADV, words.ADVERBS),
+)
 
 
 @dataclass(frozen=True)
@@ -90,24 +90,24 @@ class Vocabulary:
     categories: tuple[Cat, ...]
 
     def __post_init__(self):
-        seen: dict[str, int] = {}
-        for i, t in enumerate(self.tokens):
-            if t in seen:
-                raise ValueError(
-                    f"token {t!r} appears twice in the vocabulary (ids {seen[t]} and {i})"
-                )
-            seen[t] = i
-        object.__setattr__(self, "index", seen)
-        by_cat: dict[Cat, tuple[int, ...]] = {c: () for c in Cat}
-        for i, c in enumerate(self.categories):
-            by_cat[c] += (i,)
+        index = {t: i for i, t in enumerate(self.tokens)}  # a repeated token keeps its last id
+        if len(index) < len(self.tokens):
+            t = next(t for i, t in enumerate(self.tokens) if index[t] != i)
+            raise ValueError(
+                f"token {t!r} appears twice in the vocabulary (ids {self.tokens.index(t)} and {index[t]})"
+            )
+        object.__setattr__(self, "index", index)
+        by_cat = {c: tuple(i for i, k in enumerate(self.categories) if k == c) for c in Cat}
         object.__setattr__(self, "ids_by_category", by_cat)
 
     def __len__(self) -> int:
         return len(self.tokens)
 
 
-VOCAB = Vocabulary(*map(tuple, zip(*_lexicon(), strict=True)))
+VOCAB = Vocabulary(
+    tokens=tuple(word for _cat, category_words in LEXICON for word in category_words),
+    categories=tuple(cat for cat, category_words in LEXICON for _word in category_words),
+)
 assert len(VOCAB) == VOCAB_SIZE, f"the lexicon makes {len(VOCAB)} tokens, not {VOCAB_SIZE}"
 
 
@@ -139,13 +139,25 @@ def _verbs(number: str, weight: float) -> dict[Cat, float]:
     return {tv: 0.6 * weight, iv: 0.4 * weight}
 
 
+# The phases whose next categories depend on nothing else in the state. "done" (after <eos>) allows nothing:
+# the sentence is complete.
+_NEXT_IN_PHASE = {
+    "before_bos": {Cat.BOS: 1.0},
+    "start": _DETERMINERS,
+    "after_tv": _DETERMINERS,
+    "after_prep": _DETERMINERS,
+    "after_iv": {Cat.PREP: 0.3, Cat.ADV: 0.3, Cat.PERIOD: 0.4},
+    "after_adv": {Cat.PERIOD: 1.0},
+    "after_period": {Cat.EOS: 1.0},
+    "done": {},
+}
+
+
 def allowed(state: State) -> dict[Cat, float]:
     """The categories that may come next in this state, with the sampler's (unnormalized) weights."""
     p = state.phase
-    if p == "before_bos":
-        return {Cat.BOS: 1.0}
-    if p in ("start", "after_tv", "after_prep"):
-        return dict(_DETERMINERS)
+    if p in _NEXT_IN_PHASE:
+        return dict(_NEXT_IN_PHASE[p])
     if p == "np":
         adjective = (0.5, 0.3, 0.0)[state.n_adjectives]
         nouns = {
@@ -157,30 +169,33 @@ def allowed(state: State) -> dict[Cat, float]:
         if adjective:
             out[Cat.ADJ] = adjective
         return out
-    if p == "after_noun":
-        if state.role == SUBJECT:
-            return {Cat.PREP: 0.3, **_verbs(state.subject_number, 0.7)}
-        if state.role == SUBJECT_PP:
-            return _verbs(state.subject_number, 1.0)
-        if state.role == OBJECT:
-            return {Cat.PREP: 0.25, Cat.ADV: 0.25, Cat.PERIOD: 0.5}
-        return {Cat.ADV: 0.3, Cat.PERIOD: 0.7}  # OBJECT_PP, VERB_PP: no second phrase
-    if p == "after_iv":
-        return {Cat.PREP: 0.3, Cat.ADV: 0.3, Cat.PERIOD: 0.4}
-    if p == "after_adv":
-        return {Cat.PERIOD: 1.0}
-    if p == "after_period":
-        return {Cat.EOS: 1.0}
-    return {}  # after <eos>: the sentence is complete
+    # after_noun: what may follow a noun depends on the role of its NP
+    if state.role == SUBJECT:
+        return {Cat.PREP: 0.3, **_verbs(state.subject_number, 0.7)}
+    if state.role == SUBJECT_PP:
+        return _verbs(state.subject_number, 1.0)
+    if state.role == OBJECT:
+        return {Cat.PREP: 0.25, Cat.ADV: 0.25, Cat.PERIOD: 0.5}
+    return {Cat.ADV: 0.3, Cat.PERIOD: 0.7}  # OBJECT_PP, VERB_PP: no second phrase
 
 
 _PP_ROLE = {SUBJECT: SUBJECT_PP, OBJECT: OBJECT_PP, None: VERB_PP}
+# The categories that only move to the next phase; a verb also ends the NP that was being read. (<bos> only
+# follows the empty state, State().)
+_PHASE_AFTER = {
+    Cat.BOS: {"phase": "start"},
+    Cat.TV_SG: {"phase": "after_tv", "role": None},
+    Cat.TV_PL: {"phase": "after_tv", "role": None},
+    Cat.IV_SG: {"phase": "after_iv", "role": None},
+    Cat.IV_PL: {"phase": "after_iv", "role": None},
+    Cat.ADV: {"phase": "after_adv"},
+    Cat.PERIOD: {"phase": "after_period"},
+    Cat.EOS: {"phase": "done"},
+}
 
 
 def advance(state: State, cat: Cat) -> State:
     """The state after reading a token of category `cat` (which must be allowed)."""
-    if cat == Cat.BOS:
-        return State(phase="start")
     if cat in _DETERMINERS:
         role = {"start": SUBJECT, "after_tv": OBJECT, "after_prep": state.role}[state.phase]
         number = {Cat.DET_SG: "sg", Cat.DET_PL: "pl", Cat.DET_ANY: "any"}[cat]
@@ -195,16 +210,8 @@ def advance(state: State, cat: Cat) -> State:
         # The NP after a preposition is a phrase attached to what came before it.
         attached_to = state.role if state.phase == "after_noun" else None
         return replace(state, phase="after_prep", role=_PP_ROLE[attached_to])
-    if cat in (Cat.TV_SG, Cat.TV_PL):
-        return replace(state, phase="after_tv", role=None)
-    if cat in (Cat.IV_SG, Cat.IV_PL):
-        return replace(state, phase="after_iv", role=None)
-    if cat == Cat.ADV:
-        return replace(state, phase="after_adv")
-    if cat == Cat.PERIOD:
-        return replace(state, phase="after_period")
-    if cat == Cat.EOS:
-        return replace(state, phase="done")
+    if cat in _PHASE_AFTER:
+        return replace(state, **_PHASE_AFTER[cat])
     raise ValueError(f"no transition for category {cat}")
 
 
@@ -245,8 +252,7 @@ def sample_sentence(rng: random.Random) -> list[int]:
     """One sentence as token ids, <bos> ... <eos>, drawn by walking the automaton with its weights."""
     state, ids = State(), []
     while options := allowed(state):
-        cats = list(options)
-        cat = rng.choices(cats, weights=[options[c] for c in cats])[0]
+        cat = rng.choices(list(options), weights=list(options.values()))[0]
         ids.append(rng.choice(VOCAB.ids_by_category[cat]))
         state = advance(state, cat)
     return ids
