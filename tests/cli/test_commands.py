@@ -30,7 +30,8 @@ def test_resume_refusals(tmp_path):
     assert "name no labs" in refused(
         ["run", "--resume", "latest", "minigpt", "--out", str(tmp_path)]
     )
-    run = results.new_run(tmp_path, [], "cpu", {})
+    run = results.new_run(tmp_path, [], RunOptions("cpu"))
+    (run / "options.json").unlink()  # a run whose options were lost
     assert "options.json" in refused(["run", "--resume", run.name, "--out", str(tmp_path)])
     RunOptions("cpu").write(run)
     results.finish_run(run)

@@ -79,9 +79,9 @@ def test_the_screen_shows_a_lab_s_start_end_and_failing_checks_not_its_output(
     out = io.StringIO()
     monkeypatch.setattr(runs, "console", Console(file=out, width=200, force_terminal=False))
     checks = [Check("loss", True, 1, 1), Check("drift", False, 0.5, 1e-4, relation="<=")]
-    lab_result.write_result(tmp_path / "toy", "toy", "cpu", checks, 1.0, "")
+    result = lab_result.write_result(tmp_path / "toy", "toy", "cpu", checks, 1.0, "")
     with runs.screen(tmp_path, ["other", "toy"]) as shown:
-        shown.lab("toy", None)
+        shown.started("toy")
         for line in (
             "[toy] ok   loss: 1 (expected 1)",
             "[toy:step] 3/30 replaying training steps",
@@ -90,7 +90,7 @@ def test_the_screen_shows_a_lab_s_start_end_and_failing_checks_not_its_output(
             "[toy] FAIL drift: 0.5 (at most 0.0001)",
         ):
             shown.line("toy", line)
-        shown.lab("toy", {"passed": False, "duration_s": 12.5})
+        shown.ended("toy", {"passed": False, "duration_s": 12.5}, result["checks"])
     lines = out.getvalue().splitlines()
     assert lines[0] == "toy: started (lab 2 of 2)"
     assert lines[1] == "toy: FAILED, 1 of 2 checks failing, 12.5 s"
@@ -108,10 +108,10 @@ def test_past_ten_failing_checks_the_summary_has_the_rest(tmp_path, monkeypatch)
     out = io.StringIO()
     monkeypatch.setattr(runs, "console", Console(file=out, width=200, force_terminal=False))
     checks = [Check(f"check {i}", False, 1, 2) for i in range(runs.SHOWN_FAILURES + 2)]
-    lab_result.write_result(tmp_path / "toy", "toy", "cpu", checks, 1.0, "")
+    result = lab_result.write_result(tmp_path / "toy", "toy", "cpu", checks, 1.0, "")
     with runs.screen(tmp_path, ["toy"]) as shown:
-        shown.lab("toy", None)
-        shown.lab("toy", {"passed": False, "duration_s": 1.0})
+        shown.started("toy")
+        shown.ended("toy", {"passed": False, "duration_s": 1.0}, result["checks"])
     text = out.getvalue()
     assert (
         f"check {runs.SHOWN_FAILURES - 1} " in text and f"check {runs.SHOWN_FAILURES} " not in text
@@ -123,7 +123,7 @@ def test_on_a_terminal_a_step_moves_the_live_line(tmp_path, monkeypatch):
     terminal = Console(file=io.StringIO(), width=80, force_terminal=True)
     monkeypatch.setattr(runs, "console", terminal)
     with runs.screen(tmp_path, ["toy"]) as shown:
-        shown.lab("toy", None)
+        shown.started("toy")
         shown.line("toy", "[toy:step] 3/30 replaying [the first] steps")
         [task] = shown.live.tasks
         assert (task.description, task.completed, task.total) == (

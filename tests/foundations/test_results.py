@@ -4,10 +4,11 @@ import os
 import pytest
 
 from workshop.foundations import atomic, results
+from workshop.foundations.run_options import RunOptions
 
 
 def test_new_run_writes_a_manifest_and_latest_moves_only_when_it_finishes(tmp_path):
-    run = results.new_run(tmp_path, ["python", "-m", "workshop", "run"], "cpu", {"workshop": 0})
+    run = results.new_run(tmp_path, ["python", "-m", "workshop", "run"], RunOptions("cpu"))
     manifest = json.loads((run / "manifest.json").read_text())
     for key in (
         "torch",
@@ -26,27 +27,29 @@ def test_new_run_writes_a_manifest_and_latest_moves_only_when_it_finishes(tmp_pa
     assert not (tmp_path / "latest").exists(), (
         "latest must not point at a run that has not finished"
     )
-    results.record_lab(run, "minigpt", {"passed": True})
+    results.update_manifest(run, {"minigpt": {"passed": True}})
     results.finish_run(run)
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["end_time"] and manifest["status"] == "finished"
     assert manifest["labs"] == {"minigpt": {"passed": True}}
     assert (tmp_path / "latest").resolve() == run.resolve()
-    assert sorted(p.name for p in run.iterdir()) == ["manifest.json"], "the reserve is gone"
+    assert sorted(p.name for p in run.iterdir()) == ["manifest.json", "options.json"], (
+        "the reserve is gone"
+    )
 
 
 def test_runs_never_share_a_folder(tmp_path):
-    a = results.new_run(tmp_path, [], "cpu", {})
-    b = results.new_run(tmp_path, [], "cpu", {})
+    a = results.new_run(tmp_path, [], RunOptions("cpu"))
+    b = results.new_run(tmp_path, [], RunOptions("cpu"))
     assert a != b and a.is_dir() and b.is_dir()
 
 
 def test_an_existing_run_folder_is_never_reused(tmp_path, monkeypatch):
-    a = results.new_run(tmp_path, [], "cpu", {})
+    a = results.new_run(tmp_path, [], RunOptions("cpu"))
     monkeypatch.setattr(results.secrets, "token_hex", lambda n: a.name.rsplit("-", 1)[1])
     monkeypatch.setattr(results.time, "strftime", lambda fmt, t=None: a.name.rsplit("-", 1)[0])
     with pytest.raises(FileExistsError):
-        results.new_run(tmp_path, [], "cpu", {})
+        results.new_run(tmp_path, [], RunOptions("cpu"))
     assert json.loads((a / "manifest.json").read_text())["run_id"] == a.name
 
 

@@ -16,7 +16,6 @@ from rich.console import Console
 from workshop import i18n, labs
 from workshop.cli.main import main
 from workshop.declarations import checks
-from workshop.foundations.run_options import LabOrder, RunOptions
 from workshop.grading import check_report
 from workshop.grading.check_report import CheckRefused
 from workshop.harness import lab_result
@@ -170,9 +169,23 @@ def test_wrapping_keeps_a_quoted_command_on_one_line():
 
 
 def test_a_regrade_is_not_taken_for_a_run(tmp_path):
-    LabOrder("compile", RunOptions("cpu")).write(tmp_path / "run")
-    LabOrder("compile", RunOptions("cpu", against={"compile": "x"})).write(tmp_path / "regrade")
-    (tmp_path / "broken").mkdir()
-    (tmp_path / "broken" / "options.json").write_text("{")
-    assert check_report.ran(tmp_path / "run")
-    assert not check_report.ran(tmp_path / "regrade") and not check_report.ran(tmp_path / "broken")
+    """Of the learner's runs of a lab, a re-grade reads the newest run of the lab: never a re-grade's folder (its
+    result.json says what it was graded against), nor a result.json cut short."""
+    work = tmp_path / "my-work"
+    work.mkdir()
+    mine = {"kind": "workspace", "work": str(work.resolve())}
+    root = tmp_path / "results"
+    for run, extra in (
+        ("20260101-000001-aaaaaa", {}),
+        ("20260101-000002-aaaaaa", {"graded_against": "results/20260101-000001-aaaaaa"}),
+        ("20260101-000003-aaaaaa", None),  # a result.json cut short
+    ):
+        (root / run / "compile").mkdir(parents=True)
+        (root / run / "manifest.json").write_text("{}")
+        if extra is None:
+            (root / run / "compile" / "result.json").write_text("{")
+        else:
+            extra = {"implementation": mine, **extra}
+            lab_result.write_result(root / run / "compile", "compile", "cpu", [], 1.0, "", extra)
+    sources = check_report.regrade_sources(root, work, ("compile.answers",))
+    assert sources == {"compile": str((root / "20260101-000001-aaaaaa" / "compile").resolve())}

@@ -209,7 +209,7 @@ def test_a_lab_stuck_outside_python_is_killed_at_its_time_limit(tmp_path, monkey
     backstop kills its tree and writes its result."""
     monkeypatch.setattr(runner, "BACKSTOP_S", 0.5)
     monkeypatch.setattr(proctree, "GRACE_S", 1.0)
-    run_dir = results.new_run(tmp_path / "results", [], "cpu", {})
+    run_dir = results.new_run(tmp_path / "results", [], RunOptions("cpu"))
 
     def freeze_the_lab():
         wait_for(lambda: leftovers(tmp_path), 30, "the lab's process")
@@ -220,7 +220,7 @@ def test_a_lab_stuck_outside_python_is_killed_at_its_time_limit(tmp_path, monkey
     threading.Thread(target=freeze_the_lab, daemon=True).start()
     options = RunOptions("cpu", time_limit_s=2.0)
     start = time.monotonic()
-    status = runner.run_lab(run_dir, "minigpt", options)
+    status, _result = runner.run_lab(run_dir, "minigpt", options)
     assert time.monotonic() - start < 10 and status["passed"] is False
     assert [c["value"] for c in stopped_checks(run_dir / "minigpt")] == [
         "ran out of time (limit 2 s)"
@@ -350,14 +350,12 @@ def test_train_checks_its_arguments_and_output_before_training(tmp_path, args, w
 
 @pytest.fixture
 def finished_run(tmp_path) -> Path:
-    run_dir = results.new_run(
-        tmp_path, ["python"], "cpu", {"workshop": 0}, labs_planned=["minigpt"]
-    )
+    run_dir = results.new_run(tmp_path, ["python"], RunOptions("cpu"), labs_planned=["minigpt"])
     (run_dir / "minigpt").mkdir()
     lab_result.write_result(
         run_dir / "minigpt", "minigpt", "cpu", [Check("c", True, 1, 1)], 1.0, "ok"
     )
-    results.record_lab(run_dir, "minigpt", {"passed": True, "duration_s": 1.0})
+    results.update_manifest(run_dir, {"minigpt": {"passed": True, "duration_s": 1.0}})
     results.finish_run(run_dir)
     return run_dir
 
@@ -405,28 +403,24 @@ def test_report_refuses_a_damaged_manifest_in_one_line(finished_run, manifest, w
 
 
 def test_resume_runs_what_did_not_finish_and_keeps_the_stopped_lab_aside(tmp_path, monkeypatch):
-    run_dir = results.new_run(
-        tmp_path,
-        ["python"],
-        "cpu",
-        {"workshop": 3},
-        n_procs=2,
-        labs_planned=["minigpt", "autograd"],
-    )
-    RunOptions("cpu", n_procs=2, seed=3).write(run_dir)  # what --resume runs with
-    results.record_lab(run_dir, "minigpt", {"passed": True, "duration_s": 1.0})
+    # its options.json: what --resume runs with
+    options = RunOptions("cpu", n_procs=2, seed=3)
+    run_dir = results.new_run(tmp_path, ["python"], options, labs_planned=["minigpt", "autograd"])
+    results.update_manifest(run_dir, {"minigpt": {"passed": True, "duration_s": 1.0}})
     (run_dir / "autograd").mkdir()
     (run_dir / "autograd" / "log.txt").write_text("half a lab")
-    results.record_lab(run_dir, "autograd", {"passed": False, "stopped": "interrupted"})
+    results.update_manifest(run_dir, {"autograd": {"passed": False, "stopped": "interrupted"}})
     results.stop_run(run_dir, "interrupted (SIGINT, Ctrl-C)", "autograd")
     ran = []
 
     def fake_lab(run_dir, name, options, on_line=None):
         ran.append((name, options.seed))
         (run_dir / name).mkdir()
-        lab_result.write_result(run_dir / name, name, "cpu", [Check("c", True, 1, 1)], 1.0, "")
-        results.record_lab(run_dir, name, {"passed": True, "duration_s": 1.0})
-        return {"passed": True, "duration_s": 1.0}  # as run_lab returns it
+        result = lab_result.write_result(
+            run_dir / name, name, "cpu", [Check("c", True, 1, 1)], 1.0, ""
+        )
+        results.update_manifest(run_dir, {name: {"passed": True, "duration_s": 1.0}})
+        return {"passed": True, "duration_s": 1.0}, result  # as run_lab returns them
 
     monkeypatch.setattr(runner, "run_lab", fake_lab)
     assert main(["run", "--resume", run_dir.name, "--out", str(tmp_path)]) == 0

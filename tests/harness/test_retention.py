@@ -13,14 +13,15 @@ import pytest
 
 from workshop.cli.main import main
 from workshop.foundations import results
+from workshop.foundations.run_options import RunOptions
 from workshop.harness import retention
 
 
 def a_run(root: Path, k: int, workspace: bool, status: str = "finished", tag: str = "a") -> Path:
     """Run number k under root (a later k: a newer run; `tag` breaks ties), of the reference or of a workspace
     (check)."""
-    implementation = {"kind": "workspace", "work": "/w"} if workspace else None
-    made = results.new_run(root, [], "cpu", {}, implementation=implementation)
+    details = {"implementation": {"kind": "workspace", "work": "/w"}} if workspace else {}
+    made = results.new_run(root, [], RunOptions("cpu"), **details)
     run = made.rename(root / f"20260101-{k:06d}-{tag * 6}")
     if status == "finished":
         results.finish_run(run)

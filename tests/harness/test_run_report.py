@@ -7,20 +7,24 @@ from __future__ import annotations
 import json
 
 from workshop.foundations import results
+from workshop.foundations.run_options import RunOptions
 from workshop.harness import lab_result, run_report
 from workshop.lab_api import Check
 
 
 def run_with(tmp_path, finished: bool = True):
     run = results.new_run(
-        tmp_path, ["python", "-m", "workshop", "run"], "cpu", {}, labs_planned=["a", "b", "c"]
+        tmp_path,
+        ["python", "-m", "workshop", "run"],
+        RunOptions("cpu"),
+        labs_planned=["a", "b", "c"],
     )
     for lab, passed in (("a", True), ("b", False)):
         (run / lab).mkdir()
         checks = [Check("value", passed, 1, 1)]
         summary = "# What ran\n\n![loss](loss.png) and [the trace](trace.json), [docs](https://pytorch.org)"
         lab_result.write_result(run / lab, lab, "cpu", checks, 1.0, summary)
-        results.record_lab(run, lab, {"passed": passed, "duration_s": 1.0})
+        results.update_manifest(run, {lab: {"passed": passed, "duration_s": 1.0}})
     (run / "a" / "graph.png").write_bytes(b"\x89PNG")
     if finished:
         results.finish_run(run)

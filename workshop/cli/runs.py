@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Column, Table
 
-from workshop import i18n, labs
+from workshop import labs
 from workshop.cli.options import fail
 from workshop.declarations import checks
 from workshop.foundations import device, interrupt, lab_log, results
@@ -31,23 +31,18 @@ console = Console(soft_wrap=True)
 
 
 def new_run(root: Path, names: list[str], options: RunOptions) -> Path:
-    """A new run folder under root for the labs `names`, its manifest and options.json written."""
+    """A new run folder under root for the labs `names`, its manifest and options.json written (results.new_run)."""
     sweep_stale_caches()
     model = options.checkpoint or SHIPPED_CHECKPOINT
     try:
         run_dir = results.new_run(
             root,
             [sys.executable, "-m", "workshop", *sys.argv[1:]],
-            options.device,
-            seeds={"workshop": options.seed},
-            n_procs=options.n_procs,
+            options,
             labs_planned=names,
             checkpoint={"path": display(model), "sha256": workspace.file_sha256(model)},
-            time_limit_s=options.time_limit_s,
             implementation=workspace.implementation(options.work, names),
-            lang=options.lang,
         )
-        options.write(run_dir)
     except results.RunFolderError as e:
         raise fail(str(e)) from None
     return run_dir
@@ -68,7 +63,14 @@ def execute(run_dir: Path, names: list[str], options: RunOptions, auto: bool) ->
         )
     )
     with screen(run_dir, names) as labs_shown:
-        status = run_or_stop(run_dir, names, options, labs_shown.line, labs_shown.lab)
+        status = run_or_stop(
+            run_dir,
+            names,
+            options,
+            labs_shown.line,
+            on_start=labs_shown.started,
+            on_end=labs_shown.ended,
+        )
     failed = [n for n, s in status.items() if not s["passed"]]
     console.print(_("run folder: {run}").format(run=display(run_dir)))
     if failed:
@@ -89,18 +91,19 @@ def execute(run_dir: Path, names: list[str], options: RunOptions, auto: bool) ->
             ),
             markup=False,
         )
-    report, problems = write_run_report(run_dir)  # a problem is a damaged file: the report names it
+    # a problem is a damaged file: the report names it
+    report, problems = run_report.write_report(run_dir)
     for problem in problems:
         console.print(_("error: {message}").format(message=problem), markup=False)
     console.print(_("report: {file}").format(file=display(report)), markup=False)
     return 1 if failed else 0
 
 
-def run_or_stop(run_dir: Path, names: list[str], options: RunOptions, on_line=None, on_lab=None):
+def run_or_stop(run_dir: Path, names: list[str], options: RunOptions, on_line=None, **on_labs):
     """runner.run_labs's statuses; a stop (Ctrl-C, a signal) or a results folder it cannot write ends the command
     (exit status 130/143, or 1 after the error) with the line that says how to resume the run."""
     try:
-        return run_labs(run_dir, names, options, on_line, on_lab)
+        return run_labs(run_dir, names, options, on_line, **on_labs)
     except interrupt.Stopped as e:
         console.print(incomplete_line(run_dir))
         raise SystemExit(e.exit_code) from None
@@ -108,15 +111,6 @@ def run_or_stop(run_dir: Path, names: list[str], options: RunOptions, on_line=No
         console.print(_("error: {message}").format(message=e))
         console.print(incomplete_line(run_dir))
         raise SystemExit(1) from None
-
-
-def write_run_report(run_dir: Path, lang: str | None = None) -> tuple[Path, list[str]]:
-    """REPORT.md of the run (harness.run_report), in `lang`, else in the run's language (its summaries are)."""
-    # English for a run from before runs recorded their language
-    recorded = results.read_manifest(run_dir).get("lang")
-    lang = lang or (recorded if recorded in i18n.LANGUAGES else i18n.DEFAULT)
-    with i18n.using(lang):
-        return run_report.write_report(run_dir)
 
 
 def incomplete_line(run_dir: Path, state: results.RunState | None = None) -> str:
@@ -166,10 +160,10 @@ def screen(run_dir: Path, names: list[str]):
 
 class LabScreen:
     """What a run shows of its labs: a line as each one starts, and as it ends its verdict, time and failing
-    checks (from its result.json), and, when libraries wrote to its log (Dynamo's graph breaks, the profiler,
-    Triton's warnings), one line that says where. On a terminal a live line shows the lab's last step
-    (LabContext.step). Every line of the lab's output goes to its log.txt (harness.runner), its passing checks
-    too; none of it reaches the screen."""
+    checks (its result.json's, as the runner read it), and, when libraries wrote to its log (Dynamo's graph
+    breaks, the profiler, Triton's warnings), one line that says where. On a terminal a live line shows the
+    lab's last step (LabContext.step). Every line of the lab's output goes to its log.txt (harness.runner), its
+    passing checks too; none of it reaches the screen."""
 
     def __init__(self, run_dir: Path, names: list[str], live: Progress | None = None):
         self.run_dir, self.names, self.live = run_dir, names, live
@@ -177,14 +171,8 @@ class LabScreen:
         # lines of the running lab's output that are not its own: libraries' logs, warnings
         self.others = 0
 
-    def lab(self, lab: str, status: dict | None) -> None:
-        """runner.run_labs's on_lab: a lab starts (status None) or ends."""
-        if status is None:
-            self.started(lab)
-        else:
-            self.ended(lab, status)
-
     def started(self, lab: str) -> None:
+        """runner.run_labs's on_start."""
         self.others = 0
         console.print(
             _("{lab}: started (lab {k} of {n})").format(
@@ -195,10 +183,10 @@ class LabScreen:
         if self.live:
             self.task = self.live.add_task("", total=None, lab=lab, count="")
 
-    def ended(self, lab: str, status: dict) -> None:
+    def ended(self, lab: str, status: dict, checks: list[dict]) -> None:
+        """runner.run_labs's on_end: the lab's status and its checks, as its result.json has them."""
         if self.live:
             self.live.remove_task(self.task)
-        checks = results.read_result(self.run_dir / lab)["checks"]
         failing = [c for c in checks if not c["passed"]]
         line = (
             ngettext(

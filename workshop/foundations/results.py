@@ -2,7 +2,7 @@
 
 A run id is a UTC timestamp plus random hex, and its folder is created with mkdir (never exist_ok), so a new
 run can never write into an old one. Every file goes through foundations.atomic. The run's options are in its
-options.json (foundations.run_options), which `run --resume` reads.
+options.json (foundations.run_options), written with its manifest (new_run), which `run --resume` reads.
 
 The manifest says where the run stands ("status"): "running" (with the pid and host of the process that runs
 it), then "finished" or "interrupted". It is rewritten after every lab, so the labs that finished stay recorded
@@ -30,6 +30,7 @@ from pathlib import Path
 
 from workshop.foundations import atomic, proctree
 from workshop.foundations.device import device_facts
+from workshop.foundations.run_options import RunOptions
 from workshop.i18n import _
 
 DEFAULT_ROOT = Path("results")
@@ -78,20 +79,12 @@ def git_revision() -> str:
         return "unknown"
 
 
-def new_run(
-    root: Path,
-    command: list[str],
-    device: str,
-    seeds: dict,
-    n_procs: int = 2,
-    implementation: dict | None = None,
-    **details,
-) -> Path:
-    """Create results/<run-id>/ with its manifest (status "running") and its reserve, or leave nothing.
+def new_run(root: Path, command: list[str], options: RunOptions, **details) -> Path:
+    """Create results/<run-id>/ with its manifest (status "running"), its options.json (what `run --resume`
+    reads back) and its reserve, or leave nothing.
 
-    `implementation` says what ran: the reference ({"kind": "reference"}) or a learner's workspace (where,
-    whose, its files' hashes). `details` (the planned labs, the checkpoint, ...) go into the manifest as
-    they are."""
+    `details` (the planned labs, the checkpoint, what ran: "implementation", the reference unless it says a
+    learner's workspace: where, whose, its files' hashes) go into the manifest as they are."""
     run_dir = _make_run_dir(root)
     manifest = {
         "run_id": run_dir.name,
@@ -102,15 +95,18 @@ def new_run(
         "pid": os.getpid(),
         "host": socket.gethostname(),
         "git_revision": git_revision(),
-        "seeds": seeds,
-        "n_procs": n_procs,  # --n: processes of the distributed demos
-        "implementation": implementation or {"kind": "reference"},
-        **device_facts(device),
+        "seeds": {"workshop": options.seed},
+        "n_procs": options.n_procs,  # --n: processes of the distributed demos
+        "time_limit_s": options.time_limit_s,
+        "lang": options.lang,
+        "implementation": {"kind": "reference"},
+        **device_facts(options.device),
         **details,
         "labs": {},
     }
     try:
         atomic.write_json(run_dir / "manifest.json", manifest)
+        options.write(run_dir)
         atomic.write_bytes(run_dir / RESERVE, bytes(RESERVE_BYTES))
     except OSError as e:
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -173,10 +169,11 @@ def unusable(root: Path, error: OSError) -> str:
     )
 
 
-def update_manifest(run_dir: Path, **changes) -> dict:
-    """Rewrite the manifest with `changes` (a run's record: written even on a full disk, write_record)."""
-    manifest = read_json(run_dir / "manifest.json")
-    manifest.update(changes)
+def update_manifest(run_dir: Path, labs_ended: dict | None = None, **changes) -> dict:
+    """Rewrite the manifest with `changes`, and the labs that ended (lab -> its status: passed, duration_s,
+    returncode, stopped) beside those it has (a run's record: written even on a full disk, write_record)."""
+    manifest = read_json(run_dir / "manifest.json") | changes
+    manifest["labs"].update(labs_ended or {})
     write_record(run_dir, lambda: atomic.write_json(run_dir / "manifest.json", manifest))
     return manifest
 
@@ -196,11 +193,6 @@ def write_record(run_dir: Path, write):
 def disk_full(run_dir: Path) -> bool:
     """True once the run's reserve was used, or when there is less free space than a run needs to go on."""
     return not (run_dir / RESERVE).exists() or shutil.disk_usage(run_dir).free < RESERVE_BYTES
-
-
-def record_lab(run_dir: Path, name: str, lab_status: dict) -> None:
-    labs = read_json(run_dir / "manifest.json")["labs"]
-    update_manifest(run_dir, labs={**labs, name: lab_status})
 
 
 def finish_run(run_dir: Path) -> None:

@@ -18,7 +18,6 @@ from workshop import labs
 from workshop.declarations import checks
 from workshop.declarations.exercise import Exercise
 from workshop.foundations import results
-from workshop.foundations.run_options import LabOrder
 from workshop.grading import progress, workspace_init
 from workshop.i18n import N_, _, ngettext
 from workshop.learner import workspace
@@ -81,28 +80,17 @@ def write_waiting_documents(lab_names: list[str], work: Path, run_dir: Path) -> 
 def regrade_sources(results_root: Path, work: Path, ids: tuple[str, ...]) -> dict[str, str]:
     """Lab -> the lab folder of the learner's latest run of it (a run of the lab, not a re-grading), for each
     lab whose exercises named in `ids` are all graded from a run's artifacts (Exercise.from_run) and that can
-    grade them from that run's files (LabSpec.regrade). Those labs are not run again."""
+    grade them from that run's files (LabSpec.regrade). Those labs are not run again. A re-grade is never taken
+    for a run: its result.json says what it was graded against (harness.child.regrade; harness.runner.settle
+    where its process died), also when it raised or was stopped."""
     sources = {}
     for lab in dict.fromkeys(ex_id.split(".")[0] for ex_id in ids):
         wanted = [ex for ex in labs.exercises(lab) if ex.id in ids]
-        runs = [r for r, _result in progress.graded_runs(results_root, lab, work) if ran(r / lab)]
+        graded = progress.graded_runs(results_root, lab, work)
+        runs = [r for r, result in graded if not result.get("graded_against")]
         if runs and all(ex.from_run for ex in wanted) and labs.get(lab).regrade:
             sources[lab] = str((runs[0] / lab).resolve())
     return sources
-
-
-def ran(lab_dir: Path) -> bool:
-    """Whether the lab folder holds a run of its lab, not a re-grading against an earlier run: told by the order
-    its process was given (<lab>/options.json), which a re-grade that raised or was stopped has too."""
-    try:
-        return not LabOrder.read(lab_dir).options.against
-    except (
-        OSError,
-        ValueError,
-        KeyError,
-        TypeError,
-    ):  # no order, or a damaged one: not a run to trust
-        return False
 
 
 def exercise_lines(ex_id: str, entry: dict, ex: Exercise | None, asked: bool = False) -> list[str]:

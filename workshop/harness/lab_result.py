@@ -20,23 +20,22 @@ def write_result(
     duration: float,
     summary: str,
     extra: dict | None = None,
-) -> None:
-    passed = all_passed(checks)
+) -> dict:
+    """Write summary.md and result.json; returns what result.json holds (its writer's caller need not read it)."""
+    result = {
+        "lab": name,
+        "passed": all_passed(checks),
+        "device": device,
+        "duration_s": round(duration, 2),
+        "checks": [c.as_dict() for c in checks],
+        **(extra or {}),
+    }
     atomic.write_text(
         out_dir / "summary.md",
-        summary_frame(name, passed, summary, checks, (extra or {}).get("exercises", {})),
+        summary_frame(name, result["passed"], summary, checks, result.get("exercises", {})),
     )
-    atomic.write_json(
-        out_dir / "result.json",
-        {
-            "lab": name,
-            "passed": passed,
-            "device": device,
-            "duration_s": round(duration, 2),
-            "checks": [c.as_dict() for c in checks],
-            **(extra or {}),
-        },
-    )
+    atomic.write_json(out_dir / "result.json", result)
+    return result
 
 
 def summary_frame(

@@ -10,38 +10,45 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from workshop import i18n
 from workshop.foundations import atomic, results
 from workshop.i18n import _
 
 
-def write_report(run_dir: Path) -> tuple[Path, list[str]]:
-    """Write run_dir/REPORT.md; returns its path and the problems found (empty for a sound, finished run)."""
+def write_report(run_dir: Path, lang: str | None = None) -> tuple[Path, list[str]]:
+    """Write run_dir/REPORT.md in `lang`, else in the run's language (its summaries are; English for a run from
+    before runs recorded their language); returns its path and the problems found (empty for a sound, finished
+    run)."""
     manifest = results.read_manifest(run_dir)
-    state = results.run_state(manifest)
-    problems = (
-        []
-        if state.status == "finished"
-        else [_("run {run} is incomplete: {state}").format(run=run_dir.name, state=state.detail)]
-    )
-    lines = [
-        "# " + _("Workshop run {run}").format(run=manifest["run_id"]),
-        "",
-        *([f"> **{problems[0]}**", ""] if problems else []),
-        *_facts(manifest),
-        "",
-        "| {} | {} | {} |".format(_("lab"), _("passed"), _("seconds")),
-        "|---|---|---|",
-    ]
-    sections = []
-    for lab, status in manifest["labs"].items():
-        passed, summary = _lab(run_dir / lab, problems)
-        lines.append(f"| [{lab}](#{lab}) | {passed} | {status.get('duration_s')} |")
-        sections += ["", f'<a id="{lab}"></a>', "", summary.strip()]
-        sections += _unlinked_pictures(run_dir / lab, summary)
-    not_run = [lab for lab in manifest.get("labs_planned") or [] if lab not in manifest["labs"]]
-    lines += ["| {} | {} | |".format(lab, _("not run")) for lab in not_run]
-    path = atomic.write_text(run_dir / "REPORT.md", "\n".join(lines + sections) + "\n")
-    return path, problems
+    recorded = manifest.get("lang")
+    with i18n.using(lang or (recorded if recorded in i18n.LANGUAGES else i18n.DEFAULT)):
+        state = results.run_state(manifest)
+        problems = (
+            []
+            if state.status == "finished"
+            else [
+                _("run {run} is incomplete: {state}").format(run=run_dir.name, state=state.detail)
+            ]
+        )
+        lines = [
+            "# " + _("Workshop run {run}").format(run=manifest["run_id"]),
+            "",
+            *([f"> **{problems[0]}**", ""] if problems else []),
+            *_facts(manifest),
+            "",
+            "| {} | {} | {} |".format(_("lab"), _("passed"), _("seconds")),
+            "|---|---|---|",
+        ]
+        sections = []
+        for lab, status in manifest["labs"].items():
+            passed, summary = _lab(run_dir / lab, problems)
+            lines.append(f"| [{lab}](#{lab}) | {passed} | {status.get('duration_s')} |")
+            sections += ["", f'<a id="{lab}"></a>', "", summary.strip()]
+            sections += _unlinked_pictures(run_dir / lab, summary)
+        not_run = [lab for lab in manifest.get("labs_planned") or [] if lab not in manifest["labs"]]
+        lines += ["| {} | {} | |".format(lab, _("not run")) for lab in not_run]
+        path = atomic.write_text(run_dir / "REPORT.md", "\n".join(lines + sections) + "\n")
+        return path, problems
 
 
 def _facts(manifest: dict) -> list[str]:

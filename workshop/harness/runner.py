@@ -76,11 +76,16 @@ def lab_environment(
 
 
 def run_labs(
-    run_dir: Path, names: list[str], options: RunOptions, on_line=None, on_lab=None
+    run_dir: Path,
+    names: list[str],
+    options: RunOptions,
+    on_line=None,
+    on_start=lambda lab: None,
+    on_end=lambda lab, status, checks: None,
 ) -> dict:
     """Run the labs in order into run_dir; returns {lab: {"passed", "duration_s", "returncode"}}. on_line(lab,
-    line) gets the lines of the labs' output (LabProcess); on_lab(lab, status) is called as each lab starts
-    (status None) and when it ends (its status).
+    line) gets the lines of the labs' output (LabProcess); on_start(lab) is called as each lab starts, and
+    on_end(lab, status, checks) when it ends (its status, and its checks as its result.json has them).
 
     A stop signal (interrupt.raising_on_signals) stops the current lab, marks the run interrupted and
     propagates; a full disk marks it interrupted and raises results.RunFolderError. Otherwise the run is
@@ -90,12 +95,11 @@ def run_labs(
     try:
         with interrupt.raising_on_signals():  # Ctrl-C and SIGTERM become Stopped, caught below
             for name in names:
-                if on_lab:
-                    on_lab(name, None)
-                status[name] = run_lab(run_dir, name, options, on_line)
+                on_start(name)
+                status[name], result = run_lab(run_dir, name, options, on_line)
                 stop_if_disk_full(run_dir, name, status[name])
-                if on_lab:  # (its result.json is written: the disk was not full)
-                    on_lab(name, status[name])
+                # (its result.json is written: the disk was not full)
+                on_end(name, status[name], result["checks"])
     except interrupt.Stopped as e:
         with interrupt.ignoring_signals():
             results.stop_run(run_dir, e.why, name)
@@ -110,14 +114,15 @@ def stop_if_disk_full(run_dir: Path, name: str, lab_status: dict) -> None:
     if not results.disk_full(run_dir):
         return
     why = _("the disk under {root} is full").format(root=workspace.display(run_dir.parent))
-    results.record_lab(run_dir, name, {**lab_status, "stopped": why})
+    results.update_manifest(run_dir, {name: {**lab_status, "stopped": why}})
     results.stop_run(run_dir, why, name)
     full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
     raise results.RunFolderError(results.unusable(run_dir.parent, full))
 
 
-def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> dict:
-    """Run one lab in its own process; returns its status, also recorded in the manifest. When the process
+def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> tuple[dict, dict]:
+    """Run one lab in its own process; returns its status, also recorded in the manifest, and its result.json
+    (settle). When the process
     dies while grading a learner's exercise (a crash in native code, a kill at the time limit), that attempt's
     folder is kept as <lab>.attempt-K/ and the lab runs again skipping the exercises that killed it, so that
     the others are graded."""
@@ -155,11 +160,12 @@ def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> dict
         lab_dir.rename(attempt)
 
 
-def settle(run_dir, name, options, child, duration, why, stopped=False) -> dict:
-    """Make sure the lab has a result.json (the parent writes one if the lab could not), and record it."""
+def settle(run_dir, name, options, child, duration, why, stopped=False) -> tuple[dict, dict]:
+    """Make sure the lab has a result.json (the parent writes one if the lab could not), and record it; returns
+    the lab's status (as the manifest records it) and its result.json, read once here."""
     lab_dir = run_dir / name
     try:
-        passed = results.read_result(lab_dir)["passed"]
+        result = results.read_result(lab_dir)
     except results.CorruptFile:  # the process died before writing its result, or was killed
         why = why or _("its process exited with code {code} before writing its result").format(
             code=child.proc.returncode
@@ -170,7 +176,7 @@ def settle(run_dir, name, options, child, duration, why, stopped=False) -> dict:
         summary = _(
             "The lab did not finish: {why}. The end of its output (all of it: log.txt):"
         ).format(why=why)
-        results.write_record(
+        result = results.write_record(
             run_dir,
             lambda: write_result(
                 lab_dir,
@@ -184,19 +190,23 @@ def settle(run_dir, name, options, child, duration, why, stopped=False) -> dict:
                     "exercises": post_mortem.dead_process_exercises(
                         name, lab_dir, child.proc.returncode, options.work
                     ),
+                    # a re-grade's, as harness.child.regrade records it: never taken for a run of the lab
+                    **(
+                        {"graded_against": workspace.display(Path(options.against[name]).parent)}
+                        if name in options.against
+                        else {}
+                    ),
                 },
             ),
         )
-        passed = False
     status = {
-        "passed": passed,
+        "passed": result["passed"],
         "duration_s": round(duration, 1),
         "returncode": child.proc.returncode,
+        **({"stopped": why} if stopped else {}),
     }
-    if stopped:
-        status["stopped"] = why
-    results.record_lab(run_dir, name, status)
-    return status
+    results.update_manifest(run_dir, {name: status})
+    return status, result
 
 
 class LabProcess:
