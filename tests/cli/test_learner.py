@@ -567,7 +567,7 @@ def test_sys_exit_in_the_learners_code_fails_only_its_exercise(toy):
 def test_a_stop_from_outside_is_recorded_in_the_learners_exercise_and_propagates(toy):
     """Ctrl-C while the learner's code runs in its worker: the lab's process, waiting for it, records the
     exercise as cut short, in its file, and stops."""
-    ctx = graded_context(toy / "my-work", "def double(x):\n    time.sleep(60)\n")
+    ctx = graded_context(toy / "my-work", "import time\n\n\ndef double(x):\n    time.sleep(60)\n")
     # late enough that the worker, started on a loaded machine, is in its sleep; well before the sleep ends
     interrupt = threading.Timer(10.0, os.kill, (os.getpid(), signal.SIGINT))
     interrupt.start()

@@ -4,6 +4,10 @@ hand-ins: tests/security/test_gradebook.py.)"""
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from workshop.grading import gradebook
 
 
@@ -18,3 +22,20 @@ def test_a_hand_in_is_its_workspace_and_its_runs(tmp_path):
     (run / "manifest.json").write_text("{}")
     found_work, runs = gradebook.handed_in(tmp_path / "ana")
     assert found_work == work and runs == [run]
+
+
+@pytest.mark.parametrize(
+    ("lab", "device", "noted"),
+    [("custom_op", "cpu", True), ("custom_op", "cuda", False), ("tensor", "cpu", False)],
+)
+def test_kernels_graded_under_triton_s_interpreter_are_said_to_prove_nothing(
+    tmp_path, lab, device, noted
+):
+    """Under the interpreter a kernel reaches its block's data (x.handle.data) and can pass by computing in
+    numpy: in any sandbox; the row says so wherever a lab that needs Triton graded exercises on the CPU."""
+    (tmp_path / lab).mkdir()
+    result = {"device": device, "exercises": {f"{lab}.x": {"status": "passing"}}}
+    (tmp_path / lab / "result.json").write_text(json.dumps(result))
+    row = gradebook.Row("ana", "ana")
+    gradebook.add_lab_result(row, tmp_path, lab)
+    assert any("Triton's interpreter" in note for note in row.notes) == noted

@@ -85,12 +85,6 @@ class RunOptions:
     # lab (check LAB EXERCISE: harness.child.regrade)
     against: dict[str, str] = field(default_factory=dict)
 
-    @property
-    def isolated(self) -> bool:
-        """Whether the learner's code runs in a sandbox (a container, or the namespace sandbox): then a lab runs
-        none of it in its own process (lab_api.LabContext.solution)."""
-        return bool(self.worker_image or self.namespace_sandbox)
-
     @classmethod
     def from_json(cls, data: dict) -> RunOptions:
         paths = ("checkpoint", "work")

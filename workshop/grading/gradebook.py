@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from workshop import labs
 from workshop.declarations import checks
 from workshop.foundations import results
 from workshop.grading import grade_integrity
@@ -257,13 +258,21 @@ def add_lab_result(row: Row, run_dir: Path, lab: str) -> None:
         )
         return
     known = declared()
-    row.notes += [
-        _(
-            "{id}: not graded in the sandbox: its lab's grading still runs the learner's code in its own "
-            "process (grade it with --sandbox native, unisolated)"
-        ).format(id=ex_id)
-        for ex_id in result.get("not_isolated") or []
-    ]
+    # Triton's interpreter runs a kernel as Python beside its data (x.handle.data is the block's memory): a
+    # kernel can hand it to numpy and pass, in every sandbox; only a GPU's compiled kernel holds no Python
+    if (
+        (spec := labs.all_labs().get(lab))
+        and "triton" in spec.needs
+        and result.get("device") == "cpu"
+        and result.get("exercises")
+    ):
+        row.notes.append(
+            _(
+                "{lab}: its Triton kernels ran under Triton's interpreter (CPU), where a kernel's Python can "
+                "reach the data it is given: their marks are no proof that the kernels compute them (grade on "
+                "a GPU for that)"
+            ).format(lab=lab)
+        )
     for ex_id, entry in (result.get("exercises") or {}).items():
         if ex_id not in known:
             row.notes.append(

@@ -23,6 +23,7 @@ class Lab(Protocol):
 
     name: str
     order: int  # position in a full run
+    needs: tuple[str, ...]  # the modules it cannot run without ("triton")
 
 
 def all_labs() -> dict[str, Lab]:
