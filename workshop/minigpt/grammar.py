@@ -28,25 +28,13 @@ PAD, BOS, EOS, PERIOD = "<pad>", "<bos>", "<eos>", "."
 VOCAB_SIZE = 600
 
 
-class Cat(StrEnum):
-    """Part of speech and, where it matters, grammatical number (SG/PL) of a token."""
-
-    PAD = "pad"
-    BOS = "bos"
-    EOS = "eos"
-    PERIOD = "period"
-    DET_SG = "det_sg"
-    DET_PL = "det_pl"
-    DET_ANY = "det_any"
-    ADJ = "adj"
-    NOUN_SG = "noun_sg"
-    NOUN_PL = "noun_pl"
-    PREP = "prep"
-    TV_SG = "tv_sg"
-    TV_PL = "tv_pl"
-    IV_SG = "iv_sg"
-    IV_PL = "iv_pl"
-    ADV = "adv"
+# Part of speech and, where it matters, grammatical number (SG/PL) of a token; each member's value is its name in
+# lower case (Cat.DET_SG == "det_sg").
+Cat = StrEnum(
+    "Cat",
+    "PAD BOS EOS PERIOD DET_SG DET_PL DET_ANY ADJ NOUN_SG NOUN_PL PREP TV_SG TV_PL IV_SG IV_PL ADV",
+    module=__name__,
+)
 
 
 def add_s(word: str) -> str:

@@ -7,10 +7,11 @@ function degrades to a note instead of a crash.
 
 from __future__ import annotations
 
+import functools
+import operator
 import os
 import re
 from dataclasses import dataclass
-from functools import cache, lru_cache
 
 import torch
 
@@ -30,14 +31,10 @@ PER_BACKEND_PREFIX = {
 PROBE_NAMESPACE, PROBE_OP = "workshop_dispatcher_probe", "no_kernels"
 
 
-def _value(name: str) -> int:
-    return getattr(DK, name).value
-
-
-@lru_cache(maxsize=1)
+@functools.cache
 def backend_names() -> tuple[str, ...]:
     """Dense backends in the enum's (= priority) order, lowest first: CPU, CUDA, ..., Meta."""
-    lo, hi = _value("StartOfDenseBackends"), _value("EndOfDenseBackends")
+    lo, hi = DK.StartOfDenseBackends.value, DK.EndOfDenseBackends.value
     return tuple(
         n
         for n, k in sorted(DK.__members__.items(), key=lambda nk: nk[1].value)
@@ -54,7 +51,7 @@ def split_runtime_key(name: str) -> tuple[str, str | None]:
     return name, None
 
 
-@lru_cache(maxsize=1)
+@functools.cache
 def runtime_key_names() -> tuple[str, ...]:
     """Every key a DispatchKeySet can hold that is neither an alias nor a bare per-backend functionality."""
     return tuple(
@@ -77,17 +74,18 @@ def names(ks) -> list[str]:
 
 
 def keyset(key_names) -> C.DispatchKeySet:
-    ks = C.DispatchKeySet(DK.Undefined)
-    for n in key_names:
-        ks = ks | C.DispatchKeySet(getattr(DK, n))
-    return ks
+    return functools.reduce(
+        operator.or_,
+        (C.DispatchKeySet(getattr(DK, n)) for n in key_names),
+        C.DispatchKeySet(DK.Undefined),
+    )
 
 
 def tensor_keys(tensors) -> C.DispatchKeySet:
-    ks = C.DispatchKeySet(DK.Undefined)
-    for t in tensors:
-        ks = ks | C._dispatch_keys(t)
-    return ks
+    """The union of the tensors' key sets."""
+    return functools.reduce(
+        operator.or_, map(C._dispatch_keys, tensors), C.DispatchKeySet(DK.Undefined)
+    )
 
 
 def tls() -> tuple[C.DispatchKeySet, C.DispatchKeySet]:
@@ -149,19 +147,19 @@ def parse_table(text: str) -> dict[str, TableEntry]:
     return table
 
 
-@cache
+@functools.cache
 def computed_table(op: str) -> dict[str, TableEntry]:
     """The dispatcher's computed table for op: runtime key -> the kernel a call at that key runs."""
     return parse_table(C._dispatch_dump_table(op))
 
 
-@cache
+@functools.cache
 def registrations(op: str) -> dict[str, TableEntry]:
     """What was registered for op itself (runtime keys and 'Alias[alias]' keys), before the table is computed."""
     return parse_table(C._dispatch_dump(op))
 
 
-@cache
+@functools.cache
 def _probe_library() -> torch.library.Library:
     """Define PROBE_OP once per process (a schema, no kernels); the Library object keeps it registered."""
     lib = torch.library.Library(PROBE_NAMESPACE, "DEF")
@@ -169,7 +167,7 @@ def _probe_library() -> torch.library.Library:
     return lib
 
 
-@cache
+@functools.cache
 def backend_fallbacks() -> dict[str, TableEntry]:
     """The per-key fallbacks (one kernel per key, for every operator, e.g. Python's or autograd's) as they were
     registered: the table of an operator with no kernels of its own, so nothing in it is op-specific. Reading
