@@ -138,10 +138,16 @@ def _explain_observed(call: Call, tls: tuple, tls_from: str = WHILE_PARENT_RAN) 
     return node
 
 
-def flat(node: CallNode) -> Iterator[CallNode]:
-    yield node
+def depths(node: CallNode, depth: int = 0) -> Iterator[tuple[int, CallNode]]:
+    """(depth, node) for the node and every call under it, in call order."""
+    yield depth, node
     for c in node.children:
-        yield from flat(c)
+        yield from depths(c, depth + 1)
+
+
+def flat(node: CallNode) -> Iterator[CallNode]:
+    """The node and every call under it, in call order."""
+    return (n for _depth, n in depths(node))
 
 
 @dataclass(frozen=True)

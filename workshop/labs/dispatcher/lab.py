@@ -20,7 +20,7 @@ from workshop.foundations import atomic
 from workshop.i18n import _, templates
 from workshop.lab_api import LabContext
 from workshop.labs.dispatcher import keys, trace_text
-from workshop.labs.dispatcher.crosscheck import CallNode, flat, priority_disagreements
+from workshop.labs.dispatcher.crosscheck import CallNode, depths, flat, priority_disagreements
 from workshop.labs.dispatcher.grading import probes
 from workshop.labs.dispatcher.scenario_list import CALLS, RECORDER_KEYS, all_scenarios
 from workshop.labs.dispatcher.tracing import ScenarioResult, lm_head_input, run_scenario
@@ -102,18 +102,12 @@ def profile_name(scenario: str) -> str:
     return f"{PROFILE_DIR}/{scenario.replace('/', '-')}.json"
 
 
-def scenario_json(r: ScenarioResult) -> dict:
-    return {
-        **asdict(r),
-        "gemm_op": r.gemm_op,
-        "profiler": {**asdict(r.profiler), "ok": r.profiler.ok},
-    }
-
-
 def write_outputs(ctx: LabContext, results: list[ScenarioResult], profiles: dict[str, bytes]):
-    ctx.write_json(
-        "trace.json", {"torch": torch.__version__, "scenarios": [scenario_json(r) for r in results]}
-    )
+    scenarios = [
+        {**asdict(r), "gemm_op": r.gemm_op, "profiler": {**asdict(r.profiler), "ok": r.profiler.ok}}
+        for r in results
+    ]
+    ctx.write_json("trace.json", {"torch": torch.__version__, "scenarios": scenarios})
     for name, data in profiles.items():
         atomic.write_bytes(ctx.path(name), data)
     values = {
@@ -121,6 +115,7 @@ def write_outputs(ctx: LabContext, results: list[ScenarioResult], profiles: dict
         "calls": CALLS,
         "max_shown": trace_text.MAX_SHOWN,
         "t": trace_text,
+        "depths": depths,
     }
     ctx.write_text(
         "trace.md", templates.render(ctx.templates_folder, ctx.lang, values, "trace.md.j2")

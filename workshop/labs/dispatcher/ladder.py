@@ -8,8 +8,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from workshop.i18n import _
-from workshop.labs.dispatcher.crosscheck import flat
-from workshop.labs.dispatcher.trace_text import depths, rank_or_zero
+from workshop.labs.dispatcher.crosscheck import depths, flat
+from workshop.labs.dispatcher.trace_text import rank_or_zero
 from workshop.labs.dispatcher.tracing import ScenarioResult
 
 TAG_COLOR = {

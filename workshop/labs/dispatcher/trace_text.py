@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from workshop.i18n import _
 from workshop.labs.dispatcher import reimpl
 from workshop.labs.dispatcher.crosscheck import CallNode
-from workshop.labs.dispatcher.keys import TableEntry
 
 LAB_KEYS = ("CPU", "CUDA")  # keys of other backends are summarized, not listed
 MAX_SHOWN = 7  # the recorder's handler excludes every key above Python: trace.json has them all
@@ -22,21 +19,15 @@ def rank_or_zero(key: str) -> tuple[int, int]:
 
 def short_keys(key_names: list[str]) -> str:
     """Key names, highest priority first, with other backends' Autocast keys and functorch keys counted."""
-
-    def interesting(k: str) -> bool:
-        return not (
-            k.startswith("FuncTorch") or (k.startswith("Autocast") and k[8:] not in LAB_KEYS)
-        )
-
-    chosen = (k for k in key_names if interesting(k))
+    chosen = (
+        k
+        for k in key_names
+        if not (k.startswith("FuncTorch") or (k.startswith("Autocast") and k[8:] not in LAB_KEYS))
+    )
     shown = sorted(chosen, key=rank_or_zero, reverse=True)[:MAX_SHOWN]
     hidden = len(key_names) - len(shown)
     more = " " + _("+{n} more").format(n=hidden) if hidden else ""
     return ", ".join(shown) + more or "-"
-
-
-def kernel_label(kernel: TableEntry | None) -> str:
-    return _("(none)") if kernel is None else f"{kernel.tag} `{kernel.source}`"
 
 
 def chain_text(node: CallNode) -> str:
@@ -45,14 +36,8 @@ def chain_text(node: CallNode) -> str:
     if not steps:
         return "-"
     walked = " → ".join(s.key if s.passes_on else f"**{s.key}**" for s in steps)
-    return f"{walked}: {kernel_label(steps[-1].kernel)}"
-
-
-def depths(node: CallNode, depth: int = 0) -> Iterator[tuple[int, CallNode]]:
-    """(depth, node) for the node and every call under it, in call order."""
-    yield depth, node
-    for c in node.children:
-        yield from depths(c, depth + 1)
+    kernel = steps[-1].kernel
+    return f"{walked}: " + (_("(none)") if kernel is None else f"{kernel.tag} `{kernel.source}`")
 
 
 def top_ops(node: CallNode) -> list[str]:
