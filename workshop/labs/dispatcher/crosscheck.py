@@ -25,7 +25,7 @@ import torch
 from workshop.i18n import N_
 from workshop.labs.dispatcher import keys, reimpl
 from workshop.labs.dispatcher.keys import TableEntry
-from workshop.labs.dispatcher.recorder import Call, Recording
+from workshop.labs.dispatcher.recorder import Call, PythonLayer
 
 # Where a call's TLS sets come from (CallNode.tls_from; trace.md shows it translated).
 AT_ENTRY = N_("observed when the traced function entered C++")
@@ -115,20 +115,21 @@ def explain_call(call: Call, include, exclude, tls_from: str) -> CallNode:
     )
 
 
-def explain(rec: Recording, root_op: str) -> CallNode:
-    """The tree of calls under the traced function's root op ("aten::linear", "aten::matmul")."""
-    root = Call(root_op, "default", keys.tensor_keys(rec.root_args), rec.root_tls)
-    arrived = bool(rec.observed) and rec.observed[0].qualified == root_op
+def explain(python: PythonLayer, observed: list[Call], root_op: str) -> CallNode:
+    """The tree of calls under the traced function's root op ("aten::linear", "aten::matmul"), from what the
+    recorders saw: the Python layer's root call and the calls that reached the Python key."""
+    root = Call(root_op, "default", keys.tensor_keys(python.root_args), python.root_tls)
+    arrived = bool(observed) and observed[0].qualified == root_op
     if arrived:  # the root call itself reached the Python key: what the recorder saw is the root
-        seen = rec.observed[0]
+        seen = observed[0]
         root.arrived_at_python, root.below_python_key = True, seen.below_python_key
         root.children, root.child_tls, root.output = seen.children, seen.child_tls, seen.output
-    tree = explain_call(root, *rec.root_tls, AT_ENTRY)
+    tree = explain_call(root, *python.root_tls, AT_ENTRY)
     if arrived:
         tree.children = [_explain_observed(c, root.child_tls) for c in root.children]
     else:  # calls made by kernels above the Python key: they start from the root's TLS plus its kernels' guards
-        tls = (rec.root_tls[0], keys.keyset(tree.child_exclude))
-        tree.children = [_explain_observed(c, tls, PREDICTED) for c in rec.observed]
+        tls = (python.root_tls[0], keys.keyset(tree.child_exclude))
+        tree.children = [_explain_observed(c, tls, PREDICTED) for c in observed]
     return tree
 
 

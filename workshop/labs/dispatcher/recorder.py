@@ -110,8 +110,8 @@ class PythonLayer(TorchFunctionMode):
     def __init__(self):
         super().__init__()
         self.calls: list[PythonCall] = []
-        self.root_args: tuple = ()
-        self.root_tls: tuple = ()
+        self.root_args: tuple = ()  # the tensors the traced function was called with
+        self.root_tls: tuple = ()  # (include, exclude) DispatchKeySets when it entered C++
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -141,21 +141,9 @@ class DeviceKernel:
     kernel: str  # the device kernel's name, e.g. cuBLAS's "gemmSN_TN_kernel<...>"
 
 
-@dataclass
-class Recording:
-    output: torch.Tensor
-    python: list[PythonCall]
-    root_args: tuple  # the tensors the traced function was called with
-    root_tls: tuple  # (include, exclude) DispatchKeySets when it entered C++
-    observed: list[Call]  # DispatchRecorder.calls
-    profiled_ops: list[str]  # every aten op called, in call order (profiler)
-    device_kernels: list[DeviceKernel]  # each device kernel launched (CUDA only)
-    profile_trace: bytes  # the profiler's Chrome trace JSON (Perfetto, chrome://tracing)
-    notes: list[str]
-
-
-def record(fn, device: str) -> Recording:
-    """Run fn() under all three observers (profiler outermost, so it also sees the recorders' work).
+def record(fn, device: str) -> tuple[torch.Tensor, PythonLayer, DispatchRecorder, object]:
+    """Run fn() under all three observers (profiler outermost, so it also sees the recorders' work): fn()'s
+    output, the two recorders, the profiler.
 
     torch.autograd.profiler is the profiler torch.profiler.profile wraps (same Kineto trace and events), without
     the 2-4 s torch.profiler spends importing Inductor on its first use."""
@@ -170,35 +158,27 @@ def record(fn, device: str) -> Recording:
             out = fn()
         if device == "cuda":
             torch.cuda.synchronize()
+    return out, python, dispatch, prof
+
+
+def profiled(prof, device: str) -> tuple[list[str], list[DeviceKernel], list[str]]:
+    """What the profiler saw: every aten op called, in call order; each device kernel launched (CUDA only); notes.
+    Device kernels hang off the op that launched them; where this profiler does not link them, they are listed
+    without their op, and a note says so."""
     events = sorted(prof.function_events, key=lambda e: (e.time_range.start, -e.time_range.end))
     ops = [e for e in events if e.name.startswith("aten::") and str(e.device_type).endswith("CPU")]
-    kernels, notes = _device_kernels(events, ops, device)
-    return Recording(
-        out,
-        python.calls,
-        python.root_args,
-        python.root_tls,
-        dispatch.calls,
+    kernels = [DeviceKernel(e.name, k.name) for e in ops for k in getattr(e, "kernels", [])]
+    if device != "cuda" or kernels:
+        return [e.name for e in ops], kernels, []
+    unlinked = [DeviceKernel(None, e.name) for e in events if str(e.device_type).endswith("CUDA")]
+    return (
         [e.name for e in ops],
-        kernels,
-        _chrome_trace(prof),
-        notes,
+        unlinked,
+        ["profiler events carry no .kernels here: device kernels listed without their op"],
     )
 
 
-def _device_kernels(events, ops, device: str) -> tuple[list[DeviceKernel], list[str]]:
-    """Device kernels hang off the op that launched them; where this profiler does not link them, list them
-    without their op and say so."""
-    kernels = [DeviceKernel(e.name, k.name) for e in ops for k in getattr(e, "kernels", [])]
-    if device != "cuda" or kernels:
-        return kernels, []
-    unlinked = [DeviceKernel(None, e.name) for e in events if str(e.device_type).endswith("CUDA")]
-    return unlinked, [
-        "profiler events carry no .kernels here: device kernels listed without their op"
-    ]
-
-
-def _chrome_trace(prof) -> bytes:
+def chrome_trace(prof) -> bytes:
     """The profile as Chrome trace JSON (export_chrome_trace writes only to a path)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "trace.json"

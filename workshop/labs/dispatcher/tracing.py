@@ -18,7 +18,14 @@ from workshop.labs.dispatcher.crosscheck import (
     flat,
     profiler_consistency,
 )
-from workshop.labs.dispatcher.recorder import DeviceKernel, PythonCall, describe, record
+from workshop.labs.dispatcher.recorder import (
+    DeviceKernel,
+    PythonCall,
+    chrome_trace,
+    describe,
+    profiled,
+    record,
+)
 from workshop.labs.dispatcher.scenario_list import Scenario
 from workshop.minigpt.data import sample_corpus
 
@@ -124,9 +131,10 @@ def run_scenario(
     """The scenario's result, and its profiler trace (Chrome trace JSON)."""
     traced, plain = _calls(sc, head, x3)
     with _context(sc):
-        rec = record(traced, sc.device)
+        out, python, dispatch, prof = record(traced, sc.device)
         expected = plain()
-    tree = explain(rec, sc.root_op)
+    ops, kernels, notes = profiled(prof, sc.device)
+    tree = explain(python, dispatch.calls, sc.root_op)
     gemm_ops = [n.op for n in flat(tree) if n.op in GEMM_OPS]
     result = ScenarioResult(
         name=sc.name,
@@ -134,17 +142,17 @@ def run_scenario(
         call=sc.call,
         mode=sc.mode,
         rank=sc.rank,
-        python_layer=rec.python,
+        python_layer=python.calls,
         tree=tree,
-        profiled_ops=rec.profiled_ops,
-        profiler=profiler_consistency(tree, rec.profiled_ops, sc.autocast_key),
-        autograd_nodes=autograd_nodes(rec.output) if rec.output.grad_fn is not None else [],
-        device_kernels=rec.device_kernels,
+        profiled_ops=ops,
+        profiler=profiler_consistency(tree, ops, sc.autocast_key),
+        autograd_nodes=autograd_nodes(out),
+        device_kernels=kernels,
         gemm_ops=gemm_ops,
-        gemm_kernels=gemm_kernels(rec.device_kernels, gemm_ops[-1] if gemm_ops else None),
-        output=describe(rec.output),
-        output_keys=keys.names(keys.tensor_keys([rec.output])),
-        output_equals_plain_call=bool(torch.equal(rec.output, expected)),
-        notes=rec.notes,
+        gemm_kernels=gemm_kernels(kernels, gemm_ops[-1] if gemm_ops else None),
+        output=describe(out),
+        output_keys=keys.names(keys.tensor_keys([out])),
+        output_equals_plain_call=bool(torch.equal(out, expected)),
+        notes=notes,
     )
-    return result, rec.profile_trace
+    return result, chrome_trace(prof)
