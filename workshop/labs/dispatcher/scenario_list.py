@@ -43,11 +43,16 @@ class Scenario:
 
 
 def all_scenarios(devices: list[str]) -> list[Scenario]:
-    out = []
-    for d in devices:
-        out += [Scenario(d, "grad", 3), Scenario(d, "grad", 2)]
-        out += [Scenario(d, m, 3) for m in MODES[1:]]
-        out.append(Scenario(d, "inference_mode", 2))
-        out += [Scenario(d, "grad", 2, "matmul"), Scenario(d, "grad", 3, "matmul")]
-        out.append(Scenario(d, "grad", 3, "matmul_batched"))
-    return out
+    return [
+        scenario
+        for d in devices
+        for scenario in (
+            Scenario(d, "grad", 3),
+            Scenario(d, "grad", 2),
+            *(Scenario(d, m, 3) for m in MODES[1:]),
+            Scenario(d, "inference_mode", 2),
+            Scenario(d, "grad", 2, "matmul"),
+            Scenario(d, "grad", 3, "matmul"),
+            Scenario(d, "grad", 3, "matmul_batched"),
+        )
+    ]

@@ -105,15 +105,13 @@ def _calls(sc: Scenario, head: torch.nn.Linear, x3: torch.Tensor):
 
 def autograd_nodes(out: torch.Tensor) -> list[str]:
     """The backward graph the call recorded, breadth first from out.grad_fn: e.g. AddmmBackward0 <- TBackward0."""
-    names, frontier, seen = [], [out.grad_fn], set()
+    seen, frontier = {}, [out.grad_fn]  # seen: node -> its name, in the order found
     while frontier:
         fn = frontier.pop(0)
-        if fn is None or fn in seen:
-            continue
-        seen.add(fn)
-        names.append(type(fn).__name__)
-        frontier += [nxt for nxt, _ in fn.next_functions]
-    return names
+        if fn is not None and fn not in seen:
+            seen[fn] = type(fn).__name__
+            frontier += [nxt for nxt, _ in fn.next_functions]
+    return list(seen.values())
 
 
 def gemm_kernels(kernels: list[DeviceKernel], gemm_op: str | None) -> list[str]:
