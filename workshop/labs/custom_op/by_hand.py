@@ -126,25 +126,26 @@ def define(qualname: str, kind: str = "custom_op", bodies: Bodies | None = None)
     if namespace in _libraries:
         _libraries.pop(namespace)._destroy()
     lib = _libraries[namespace] = torch.library.Library(namespace, "FRAGMENT")
-    tags = (torch.Tag.pt2_compliant_tag,)
-    lib.define(f"{name}(Tensor x, SymInt dim=-1) -> Tensor", tags=tags)
-    lib.define(f"{name}_backward(Tensor y, Tensor dy, SymInt dim) -> Tensor", tags=tags)
-    forward_name, backward_name = qualname, f"{qualname}_backward"
-    forward, backward = softmax_op.registered(forward_name), softmax_op.registered(backward_name)
-    ops = SoftmaxOps(forward, backward, kind, bodies.kernels)
-    implementations = (bodies.forward, bodies.backward)
-    lib.impl(name, implementations[0], "CompositeExplicitAutograd")
-    lib.impl(f"{name}_backward", implementations[1], "CompositeExplicitAutograd")
-    fakes = softmax_op.fakes(softmax_op.Pieces(fake=bodies.fake))
-    torch.library.register_fake(forward_name, fakes[0], lib=lib)
-    torch.library.register_fake(backward_name, fakes[1], lib=lib)
-    autograd = functools.partial(forward_autograd, ops, bodies)
-    lib.impl(name, autograd, "Autograd", with_keyset=True)
-    lib.impl(
-        f"{name}_backward", functools.partial(backward_autograd, ops), "Autograd", with_keyset=True
+    schemas = ("(Tensor x, SymInt dim=-1) -> Tensor", "(Tensor y, Tensor dy, SymInt dim) -> Tensor")
+    names = (name, f"{name}_backward")  # the op, and the backward operator its gradient calls
+    for op_name, schema in zip(names, schemas, strict=True):
+        lib.define(op_name + schema, tags=(torch.Tag.pt2_compliant_tag,))
+    ops = SoftmaxOps(
+        *(softmax_op.registered(f"{namespace}::{n}") for n in names), kind, bodies.kernels
     )
-    if kind == "triton_op":
-        for op_name, body in zip((forward_name, backward_name), implementations, strict=True):
+    implementations = (bodies.forward, bodies.backward)
+    fakes = softmax_op.fakes(softmax_op.Pieces(fake=bodies.fake))
+    autograds = (
+        functools.partial(forward_autograd, ops, bodies),
+        functools.partial(backward_autograd, ops),
+    )
+    for op_name, body, fake, autograd in zip(names, implementations, fakes, autograds, strict=True):
+        lib.impl(op_name, body, "CompositeExplicitAutograd")
+        torch.library.register_fake(f"{namespace}::{op_name}", fake, lib=lib)
+        lib.impl(op_name, autograd, "Autograd", with_keyset=True)
+        if kind == "triton_op":
             rule = functools.partial(traced, body)
-            torch.library.register_torch_dispatch(op_name, FunctionalTensorMode, rule, lib=lib)
+            torch.library.register_torch_dispatch(
+                f"{namespace}::{op_name}", FunctionalTensorMode, rule, lib=lib
+            )
     return ops

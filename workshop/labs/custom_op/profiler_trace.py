@@ -87,11 +87,7 @@ def record(path: Path, device: str) -> TraceFacts:
         if device == "cuda":
             torch.cuda.synchronize()
     prof.export_chrome_trace(str(path))
-    return read(path)
-
-
-def read(path: Path) -> TraceFacts:
-    events = json.loads(Path(path).read_text())["traceEvents"]
+    events = json.loads(Path(path).read_text())["traceEvents"]  # what the exported file holds
     names = [e.get("name", "") for e in events]
     ranges = [r for r in RANGES if r in names]
     kernels = sorted({e["name"] for e in events if e.get("cat") == "kernel"})

@@ -70,10 +70,9 @@ def run(ctx: LabContext) -> None:
     write_outputs(ctx, results, profiles)
     check_trace(ctx, results)
     check_observations(ctx, results)
-    by_name = {r.name: r for r in results}
     ctx.extra.update(
         torch=torch.__version__,
-        scenarios=list(by_name),
+        scenarios=[r.name for r in results],
         calls=call_count(results),
         decisions=decision_count(results),
         gemm_kernels={r.name: r.gemm_kernels for r in results if r.gemm_kernels},

@@ -13,16 +13,11 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-
-def _setitem(y: torch.Tensor) -> None:
-    y[0] = 0
-
-
 # op name -> what it does to y (B, T, 64); the run measures whether each bumps y._version
 OPS = {
     "add_": lambda y: y.add_(1),
     "mul": lambda y: y.mul(2),
-    "setitem": _setitem,
+    "setitem": lambda y: y.__setitem__(0, 0),  # y[0] = 0
     "t": lambda y: y.view(-1, 64).t(),
     "copy_": lambda y: y.copy_(torch.zeros_like(y)),
     "detach": lambda y: y.detach(),
