@@ -158,13 +158,13 @@ def allowed(state: State) -> dict[Cat, float]:
             out[Cat.ADJ] = adjective
         return out
     # after_noun: what may follow a noun depends on the role of its NP
-    if state.role == SUBJECT:
-        return {Cat.PREP: 0.3, **_verbs(state.subject_number, 0.7)}
-    if state.role == SUBJECT_PP:
-        return _verbs(state.subject_number, 1.0)
-    if state.role == OBJECT:
-        return {Cat.PREP: 0.25, Cat.ADV: 0.25, Cat.PERIOD: 0.5}
-    return {Cat.ADV: 0.3, Cat.PERIOD: 0.7}  # OBJECT_PP, VERB_PP: no second phrase
+    after_noun = {
+        SUBJECT: {Cat.PREP: 0.3, **_verbs(state.subject_number, 0.7)},
+        SUBJECT_PP: _verbs(state.subject_number, 1.0),
+        OBJECT: {Cat.PREP: 0.25, Cat.ADV: 0.25, Cat.PERIOD: 0.5},
+    }
+    # OBJECT_PP, VERB_PP: no second phrase
+    return after_noun.get(state.role, {Cat.ADV: 0.3, Cat.PERIOD: 0.7})
 
 
 _PP_ROLE = {SUBJECT: SUBJECT_PP, OBJECT: OBJECT_PP, None: VERB_PP}
