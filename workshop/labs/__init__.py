@@ -66,7 +66,7 @@ def exercises(lab: str) -> list[Exercise]:
     module = _exercises_module(lab)
     found = list(module.EXERCISES) if module else []
     if strays := [ex.id for ex in found if ex.lab != lab]:
-        raise ValueError(f"{', '.join(strays)} declared in lab {lab}'s exercises.py")
+        raise ValueError(f"{strays[0]} is declared in lab {lab}'s exercises.py")
     return [ex.localized() for ex in found]
 
 
