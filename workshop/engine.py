@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from workshop.declarations import questions
+from workshop.declarations.checks import Check
 from workshop.declarations.diagnosis import Evidence, diagnose
 from workshop.declarations.exercise import Exercise
 from workshop.declarations.stand_ins import real
@@ -139,9 +140,66 @@ def grade_answers(ctx, ex: Exercise, answers, truths: dict, facts: dict | None) 
     )
     for q in ex.questions:
         if truths[q.key] is not None:
-            check = questions.judge(ex, q, answers, truths[q.key], facts)
+            check = judge(ex, q, answers, truths[q.key], facts)
             hide = check.passed and not (ctx.graded or ctx.options.show) or not q.reveals
             ctx.record(questions.unrevealed(check) if hide else check)
+
+
+def judge(ex: Exercise, question: questions.Question, answers: dict, truth, facts) -> Check:
+    """The check of one question: the learner's answer against this run's truth (a secret check)."""
+    worded = ex.check.get(question.key) if isinstance(ex.check, dict) else None
+    name = (_(worded) if worded else _("{answer} matches this run")).format(
+        answer=question.label(ex.attribute)
+    )
+    hidden = _("this run's answer")
+    try:
+        given = questions.lookup(answers, question)
+    except KeyError:
+        why = _("{answer} is missing: add its key").format(answer=question.label(ex.attribute))
+        return Check(name, False, _("missing"), hidden, message=why)
+    if given is None:
+        return Check(
+            name,
+            False,
+            _("not filled in"),
+            hidden,
+            message=_("replace the `None` with your answer"),
+        )
+    try:
+        given, of_kind = (
+            given if question.matches else questions.as_kind(given, question.kind),
+            True,
+        )
+    except (
+        ValueError
+    ):  # a diagnosis may say what a value of another kind is, else its kind is asked for
+        of_kind = False
+    evidence = Evidence(question.key, given, truth, facts=facts or {})
+    if of_kind and (
+        question.matches(evidence) if question.matches else questions.right(question, given, truth)
+    ):
+        return Check(name, True, given, truth, secret=True)
+    found = diagnose(ex.diagnoses, evidence)
+    where = (
+        _("your answer {given!r} is not what this run shows: {look}").format(
+            given=given, look=_(question.look)
+        )
+        if of_kind
+        else _("give {kind}, not {value!r}").format(
+            kind=_(questions.KINDS[question.kind]), value=given
+        )
+    )
+    # a value of another kind is shown as written, never the truth; a diagnosis that says where to look (its
+    # mistake None) names no mistake, and a check whose message does is reported first
+    return Check(
+        name,
+        False,
+        given if of_kind else repr(given),
+        truth if of_kind else hidden,
+        message=found[1] if found else where,
+        diagnosis=found is not None and found[0].mistake is not None,
+        secret=of_kind,
+    )
 
 
 def run_cases(ctx, ex: Exercise, impl, cases: list[Case], call, graded: Graded) -> None:

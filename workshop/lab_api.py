@@ -256,8 +256,11 @@ class LabContext:
         exercise if the process dies inside it. An exercise this run does not grade (wants) yields Skipped:
         the block ends at its first use, and nothing is recorded.
         """
-        ex = exercise_or_name if isinstance(exercise_or_name, Exercise) else None
-        ex = ex or self.exercise(exercise_or_name)
+        ex = (
+            exercise_or_name
+            if isinstance(exercise_or_name, Exercise)
+            else self.exercise(exercise_or_name)
+        )
         if self._grading is not None:
             raise RuntimeError(
                 f"grading {ex.id} inside {self._grading.id}: grade one exercise at a time"
@@ -329,13 +332,9 @@ class LabContext:
 
     # ---- the summary: the lab's template filled with this run's values ----
     @property
-    def lab_folder(self) -> Path:
-        return labs.folder(self.name)
-
-    @property
     def templates_folder(self) -> Path:
-        """The lab's templates/: its summary and any other page it renders."""
-        return self.lab_folder / "templates"
+        """The lab's templates/ (in its folder): its summary and any other page it renders."""
+        return labs.folder(self.name) / "templates"
 
     def render_summary(self, **values) -> str:
         """Render the lab's summary.md.j2 (or its translation) with `values`; sets ctx.summary."""

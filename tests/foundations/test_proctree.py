@@ -59,10 +59,10 @@ def test_the_check_catches_a_stop_by_process_group():
     assert left_running(stop_by_group) != []
 
 
-def test_descendants_and_alive():
+def test_the_tree_below_and_alive():
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        assert child.pid in proctree.descendants(os.getpid()) and proctree.alive(child.pid)
+        assert child.pid in proctree._tree({os.getpid()}) and proctree.alive(child.pid)
     finally:
         child.kill()
         child.wait()

@@ -213,7 +213,7 @@ def test_a_lab_stuck_outside_python_is_killed_at_its_time_limit(tmp_path, monkey
 
     def freeze_the_lab():
         wait_for(lambda: leftovers(tmp_path), 30, "the lab's process")
-        for pid in proctree.descendants(os.getpid()):
+        for pid in proctree._tree({os.getpid()}) - {os.getpid()}:
             if str(tmp_path) in Path(f"/proc/{pid}/cmdline").read_text(errors="replace"):
                 os.kill(pid, signal.SIGSTOP)
 

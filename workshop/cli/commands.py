@@ -152,7 +152,7 @@ def train_output(out: Path, force: bool) -> Path:
 
 
 def cmd_bench(args) -> int:
-    spec = labs.get(args.lab) if args.lab in labs.all_labs() else None
+    spec = labs.all_labs().get(args.lab)
     if spec is None or not spec.bench:
         with_bench = [s.name for s in labs.all_labs().values() if s.bench]
         raise fail(

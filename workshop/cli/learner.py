@@ -184,9 +184,13 @@ def cmd_check(args) -> int:
     graded = [lab for lab in lab_names if lab not in broken]
     kept = tuple(ex_id for ex_id in only if ex_id.split(".")[0] in graded)
     graded = [] if only and not kept else graded
-    asked = reveal_hints(work, kept) if args.hint else ()
+    declared = {ex.id: ex for lab in graded for ex in labs.exercises(lab)}
+    # --hint: take the next hint of each exercise named (the report shows it, with its level)
+    asked = kept if args.hint else ()
+    for ex_id in asked:
+        workspace.take_hint(work, ex_id, len(declared[ex_id].hints))
     if args.show:  # counted, as hints are: the instructor's table shows it
-        for ex_id in kept or [ex.id for lab in graded for ex in labs.exercises(lab)]:
+        for ex_id in kept or list(declared):
             workspace.count_use(work, "shown", ex_id)
     run_dir = graded_lab_run(graded, args, work, kept) if graded else None
     all_passed = not broken
@@ -235,15 +239,6 @@ def graded_lab_run(lab_names: list[str], args, work: Path, only: tuple[str, ...]
         raise fail(str(e)) from None
     options = {"only": only, "show": args.show, "against": against, "learner_edition": str(code)}
     return graded_run(lab_names, args, work, on_line, **options)
-
-
-def reveal_hints(work: Path, ids: tuple[str, ...]) -> tuple[str, ...]:
-    """`check LAB EXERCISE --hint`: take the next hint of each exercise named (the report shows it, with its
-    level); the ids."""
-    declared = {ex.id: ex for lab in labs.all_exercises().values() for ex in lab}
-    for ex_id in ids:
-        workspace.take_hint(work, ex_id, len(declared[ex_id].hints))
-    return ids
 
 
 # ---- the parsers ----

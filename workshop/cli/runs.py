@@ -35,7 +35,7 @@ def new_run(root: Path, names: list[str], options: RunOptions) -> Path:
     sweep_stale_caches()
     model = options.checkpoint or SHIPPED_CHECKPOINT
     try:
-        run_dir = results.new_run(
+        return results.new_run(
             root,
             [sys.executable, "-m", "workshop", *sys.argv[1:]],
             options,
@@ -45,7 +45,6 @@ def new_run(root: Path, names: list[str], options: RunOptions) -> Path:
         )
     except results.RunFolderError as e:
         raise fail(str(e)) from None
-    return run_dir
 
 
 def execute(run_dir: Path, names: list[str], options: RunOptions, auto: bool) -> int:

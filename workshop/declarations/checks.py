@@ -43,20 +43,18 @@ class Check:
     relation: str = "=="
 
     def as_dict(self) -> dict:
-        out = {
+        """The check as result.json holds it: its exercise, message (a failing check's) and diagnosis mark only
+        where it has them."""
+        return {
             "name": self.name,
             "passed": bool(self.passed),
             "value": as_json(self.value),
             "threshold": as_json(self.threshold),
             "relation": self.relation,
+            **({"exercise": self.exercise} if self.exercise else {}),
+            **({"message": self.message} if self.message and not self.passed else {}),
+            **({"diagnosis": True} if self.diagnosis else {}),
         }
-        if self.exercise:
-            out["exercise"] = self.exercise
-        if self.message and not self.passed:
-            out["message"] = self.message
-        if self.diagnosis:
-            out["diagnosis"] = True
-        return out
 
 
 def as_json(value):

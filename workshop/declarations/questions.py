@@ -3,7 +3,8 @@
 An exercise lists its questions (`Exercise(..., attribute="ANSWERS", questions=QUESTIONS)`): each a key of the
 learner's dict, the question as the learner's file states it, where the run shows the answer, and the kind of
 value. The learner's stub is generated from them (`stub`), and the lab grades the dict against the truths it
-measured with the one engine (workshop/engine.py, whose grade_answers judges each question here):
+measured with the one engine (workshop/engine.py, whose grade_answers judges each question: its answer read as
+its kind here, `as_kind`, and compared with the truth, `right`):
 
     engine.grade(ctx, "answers", truths)          # truths: {key: value}; None = not measured here
 
@@ -24,10 +25,9 @@ import math
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
 
 from workshop.declarations.checks import Check
-from workshop.declarations.diagnosis import Diagnosis, Evidence, diagnose
+from workshop.declarations.diagnosis import Evidence
 from workshop.i18n import N_, _
 
 WIDTH = 100  # the project's line length: no stub line is longer
@@ -73,20 +73,6 @@ class Question:
     def label(self, name: str) -> str:
         """ANSWERS['graph_nodes'], PREDICTIONS['ddp']['held_bytes']."""
         return name + "".join(f"[{part!r}]" for part in self.path)
-
-
-class Asking(Protocol):
-    """An exercise that asks questions, as grading its answers sees it (declarations/exercise.py's Exercise, which
-    imports this module)."""
-
-    attribute: str  # the learner's dict: "ANSWERS", "PREDICTIONS"
-    questions: tuple[Question, ...]
-    diagnoses: tuple[Diagnosis, ...]  # what a wrong answer may show (the first that shows is said)
-    check: (
-        str | dict[str, str]
-    )  # a dict: question key -> the name of its check, formatted with {answer}
-
-    def not_started_message(self) -> str: ...
 
 
 # ---- the stub ----
@@ -165,25 +151,40 @@ def unknown_keys(answers: dict, questions: tuple[Question, ...], depth: int = 0)
     return found
 
 
+def _names(value) -> frozenset[str]:
+    """A name, or a collection of names, as a set of names."""
+    return frozenset([value.strip()] if isinstance(value, str) else (v.strip() for v in value))
+
+
+# kind -> (whether a value is of that kind, the value read as it)
+READ_AS = {
+    "int": (lambda value: type(value) is int, lambda value: value),
+    "number": (
+        lambda value: (
+            isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        ),
+        lambda value: value,
+    ),
+    "str": (lambda value: isinstance(value, str), str.strip),
+    "bool": (lambda value: isinstance(value, bool), lambda value: value),
+    "list": (lambda value: isinstance(value, list | tuple), list),
+    "names": (
+        lambda value: (
+            isinstance(value, str)
+            or isinstance(value, list | tuple | set | frozenset)
+            and all(isinstance(v, str) for v in value)
+        ),
+        _names,
+    ),
+}
+
+
 def as_kind(value, kind: str):
     """The answer read as `kind` (a list of names as a set, ...); ValueError when it is not of that kind."""
-    numeric = isinstance(value, int | float) and not isinstance(value, bool)
-    if kind == "int" and type(value) is int:
-        return value
-    if kind == "number" and numeric and math.isfinite(value):
-        return value
-    if kind == "str" and isinstance(value, str):
-        return value.strip()
-    if kind == "bool" and isinstance(value, bool):
-        return value
-    if kind == "list" and isinstance(value, list | tuple):
-        return list(value)
-    if kind == "names" and isinstance(value, str):
-        return frozenset([value.strip()])
-    collection = isinstance(value, list | tuple | set | frozenset)
-    if kind == "names" and collection and all(isinstance(v, str) for v in value):
-        return frozenset(v.strip() for v in value)
-    raise ValueError(kind)
+    of_kind, read = READ_AS[kind]
+    if not of_kind(value):
+        raise ValueError(kind)
+    return read(value)
 
 
 def right(question: Question, given, truth) -> bool:
@@ -192,58 +193,6 @@ def right(question: Question, given, truth) -> bool:
     if question.relative:
         return given == truth if truth == 0 else abs(given / truth - 1) <= question.tolerance
     return abs(given - truth) <= question.tolerance
-
-
-def judge(ex: Asking, question: Question, answers: dict, truth, facts) -> Check:
-    """The check of one question: the learner's answer against this run's truth (a secret check)."""
-    worded = ex.check.get(question.key) if isinstance(ex.check, dict) else None
-    name = (_(worded) if worded else _("{answer} matches this run")).format(
-        answer=question.label(ex.attribute)
-    )
-    hidden = _("this run's answer")
-    try:
-        given = lookup(answers, question)
-    except KeyError:
-        why = _("{answer} is missing: add its key").format(answer=question.label(ex.attribute))
-        return Check(name, False, _("missing"), hidden, message=why)
-    if given is None:
-        return Check(
-            name,
-            False,
-            _("not filled in"),
-            hidden,
-            message=_("replace the `None` with your answer"),
-        )
-    try:
-        given, of_kind = given if question.matches else as_kind(given, question.kind), True
-    except (
-        ValueError
-    ):  # a diagnosis may say what a value of another kind is, else its kind is asked for
-        of_kind = False
-    evidence = Evidence(question.key, given, truth, facts=facts or {})
-    if of_kind and (
-        question.matches(evidence) if question.matches else right(question, given, truth)
-    ):
-        return Check(name, True, given, truth, secret=True)
-    found = diagnose(ex.diagnoses, evidence)
-    where = (
-        _("your answer {given!r} is not what this run shows: {look}").format(
-            given=given, look=_(question.look)
-        )
-        if of_kind
-        else _("give {kind}, not {value!r}").format(kind=_(KINDS[question.kind]), value=given)
-    )
-    # a value of another kind is shown as written, never the truth; a diagnosis that says where to look (its
-    # mistake None) names no mistake, and a check whose message does is reported first
-    return Check(
-        name,
-        False,
-        given if of_kind else repr(given),
-        truth if of_kind else hidden,
-        message=found[1] if found else where,
-        diagnosis=found is not None and found[0].mistake is not None,
-        secret=of_kind,
-    )
 
 
 def unrevealed(check: Check) -> Check:

@@ -21,23 +21,11 @@ class StandIn:
     def _raise(self):
         raise NotImplementedError
 
-    def __call__(self, *args, **kwargs):
+    def _used(self, *args, **kwargs):
         self._raise()
 
-    def __getitem__(self, key):
-        self._raise()
-
-    def __iter__(self):
-        self._raise()
-
-    def __len__(self):
-        self._raise()
-
-    def __fspath__(self):
-        self._raise()
-
-    def __getattr__(self, name):
-        self._raise()
+    # every way a grading block uses an implementation is one use
+    __call__ = __getitem__ = __iter__ = __len__ = __fspath__ = __getattr__ = _used
 
 
 class Unavailable(StandIn):

@@ -54,12 +54,8 @@ def is_marker(line: str) -> bool:
 
 def running(lines: list[str]) -> str | None:
     """The exercise whose grading started but never ended."""
-    found = None
-    for line in lines:
-        m = _MARKER.match(line.rstrip("\n"))
-        if m:
-            found = m["started"]  # None for an end marker
-    return found
+    markers = [m for line in lines if (m := _MARKER.match(line.rstrip("\n")))]
+    return markers[-1]["started"] if markers else None  # None for an end marker
 
 
 def log_lines(lab_dir: Path) -> list[str]:

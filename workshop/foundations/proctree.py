@@ -78,11 +78,6 @@ def _tree(roots: set[int]) -> set[int]:
     return found
 
 
-def descendants(pid: int) -> set[int]:
-    """Every live process below `pid`; empty where there is no /proc."""
-    return _tree({pid}) - {pid} if PROC.is_dir() else set()
-
-
 def alive(pid: int) -> bool:
     """Whether a process with this pid exists (ours or anyone's)."""
     try:

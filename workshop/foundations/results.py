@@ -67,10 +67,13 @@ def git_revision() -> str:
     here = Path(__file__).resolve().parent
     try:
         rev = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10
+            ["git", "rev-parse", "HEAD"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,  # outside a git checkout: CalledProcessError, "unknown"
         )
-        if rev.returncode != 0:
-            return "unknown"
         dirty = subprocess.run(
             ["git", "status", "--porcelain"], cwd=here, capture_output=True, text=True, timeout=10
         )

@@ -46,11 +46,9 @@ def detect(environ: dict[str, str] | None = None) -> str:
     order, with the workshop's own variable first): Spanish when it starts with 'es' (es, es_ES.UTF-8, es_MX),
     else English. WORKSHOP_LANG takes a locale name too: compose passes the host's LANG through it."""
     environ = os.environ if environ is None else environ
-    for name in ("WORKSHOP_LANG", "LC_ALL", "LC_MESSAGES", "LANG"):
-        value = environ.get(name, "")
-        if value:
-            return "es" if value.lower().startswith("es") else DEFAULT
-    return DEFAULT
+    names = ("WORKSHOP_LANG", "LC_ALL", "LC_MESSAGES", "LANG")
+    value = next((environ[name] for name in names if environ.get(name)), "")
+    return "es" if value.lower().startswith("es") else DEFAULT
 
 
 def set_language(lang: str | None) -> None:

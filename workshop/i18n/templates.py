@@ -31,16 +31,6 @@ from workshop import i18n
 SOURCE = "summary.md.j2"
 
 
-def sci(value: float, digits: int = 1) -> str:
-    """1.2e-07: errors and tolerances."""
-    return f"{value:.{digits}e}"
-
-
-def num(value: float, digits: int = 3) -> str:
-    """Up to `digits` significant digits: 0.0123, 4.56, 1.23e+04."""
-    return f"{value:.{digits}g}"
-
-
 def human_bytes(n: float) -> str:
     """1.2 KiB, 3.4 MiB: byte counts as people read them."""
     for unit in ("B", "KiB", "MiB"):
@@ -67,8 +57,10 @@ def environment(folder: Path, lang: str = i18n.DEFAULT) -> jinja2.Environment:
     )
     env.policies["ext.i18n.trimmed"] = True  # as catalogs.py extracts them: TEMPLATE_OPTIONS
     env.filters.update(
-        sci=sci,
-        num=num,
+        # {{ error | sci }}: 1.2e-07, errors and tolerances
+        sci=lambda value, digits=1: f"{value:.{digits}e}",
+        # {{ x | num }}: up to `digits` significant digits, 0.0123, 4.56, 1.23e+04
+        num=lambda value, digits=3: f"{value:.{digits}g}",
         bytes=human_bytes,
         # {{ n | grouped }}: thousands grouped as `lang` writes them (1,118,048 / 1 118 048), never "{:,}"
         grouped=lambda value, decimals=0: i18n.grouped(value, decimals, lang),

@@ -28,12 +28,12 @@ class Lab(Protocol):
 
 def all_labs() -> dict[str, Lab]:
     """Name -> spec, in run order."""
-    specs = []
-    for info in pkgutil.iter_modules(__path__):
-        if info.ispkg:
-            spec = getattr(importlib.import_module(f"{__name__}.{info.name}"), "LAB", None)
-            if spec is not None:
-                specs.append(spec)
+    packages = (
+        importlib.import_module(f"{__name__}.{info.name}")
+        for info in pkgutil.iter_modules(__path__)
+        if info.ispkg
+    )
+    specs = [spec for package in packages if (spec := getattr(package, "LAB", None)) is not None]
     return {s.name: s for s in sorted(specs, key=lambda s: s.order)}
 
 
@@ -65,9 +65,8 @@ def exercises(lab: str) -> list[Exercise]:
     """The exercises a lab declares, in the language in use (an empty list for a lab without grading/exercises.py)."""
     module = _exercises_module(lab)
     found = list(module.EXERCISES) if module else []
-    for ex in found:
-        if ex.lab != lab:
-            raise ValueError(f"{ex.id} is declared in lab {lab}'s exercises.py")
+    if strays := [ex.id for ex in found if ex.lab != lab]:
+        raise ValueError(f"{strays[0]} is declared in lab {lab}'s exercises.py")
     return [ex.localized() for ex in found]
 
 
