@@ -190,7 +190,22 @@ def _check_facts(ctx: LabContext, facts: dict, exercise: str) -> bool:
             _("{name}: made by torch.library.{kind}").format(name=exercise, kind=asked),
             facts["kind"],
             asked,
-            _kind_message(exercise, _(BY_HAND) if facts["kind"] == BY_HAND else str(facts["kind"])),
+            (
+                _(
+                    "{name} registered a {kind}, which torch.compile cannot see into: Inductor calls it as "
+                    "an extern kernel. torch.library.triton_op registers the op and the rule that runs its body "
+                    "under torch.compile, where wrap_triton shows Inductor each kernel"
+                )
+                if asked == "triton_op"
+                else _(
+                    "{name} registered a {kind}; this exercise is the opaque operator of section 2, made with "
+                    "torch.library.custom_op (the triton_op is {triton_op})"
+                )
+            ).format(
+                name=exercise,
+                kind=_(BY_HAND) if facts["kind"] == BY_HAND else str(facts["kind"]),
+                triton_op=op_probes.REGISTRATIONS["triton_op"],
+            ),
         ),
         (
             _("{name}: the op's schema").format(name=exercise),
@@ -267,16 +282,3 @@ def _check_facts(ctx: LabContext, facts: dict, exercise: str) -> bool:
         if not ctx.check_equal(name, value, expected, message=message).passed:
             return False
     return True
-
-
-def _kind_message(exercise: str, kind: str | None) -> str:
-    if ASKED[exercise] == "triton_op":
-        return _(
-            "{name} registered a {kind}, which torch.compile cannot see into: Inductor calls it as "
-            "an extern kernel. torch.library.triton_op registers the op and the rule that runs its body under "
-            "torch.compile, where wrap_triton shows Inductor each kernel"
-        ).format(name=exercise, kind=kind)
-    return _(
-        "{name} registered a {kind}; this exercise is the opaque operator of section 2, made with "
-        "torch.library.custom_op (the triton_op is {triton_op})"
-    ).format(name=exercise, kind=kind, triton_op=op_probes.REGISTRATIONS["triton_op"])

@@ -326,9 +326,31 @@ def layout_mistake(
     on another layout of the case (None where it raised or went out of bounds there)."""
     shared = dataclasses.replace(case, own_strides=False)
     if _passes(rerun(shared)):
-        return shared_stride(case, direction, attribute)
+        # it reads or writes a tensor with another tensor's row stride
+        strides = zip(direction.tensors, row_strides(case, len(direction.tensors)), strict=True)
+        return _(
+            "{name} is right when its tensors' rows are all the same distance apart and wrong when each tensor "
+            "has its own row stride, as here ({label}: {strides}): it addresses one tensor with another's row "
+            "stride. Row r of each tensor starts at its own pointer + r * its own row stride"
+        ).format(
+            name=attribute,
+            label=case.label,
+            strides=", ".join(f"{name}_row_stride = {stride}" for name, stride in strides),
+        )
     if _passes(rerun(dataclasses.replace(shared, pad=0))):
-        return row_stride(case, direction, attribute)
+        # it takes n_cols for the row stride
+        return _(
+            "{name} is right when each row follows the previous one directly (row stride = n_cols) and wrong "
+            "when the rows are padded, as here ({label}: {cols} columns, rows {stride} elements apart): it takes "
+            "n_cols for the distance between rows. Row r of a tensor starts at its pointer + r * its row stride "
+            "({strides}); its columns run up to n_cols"
+        ).format(
+            name=attribute,
+            label=case.label,
+            cols=case.cols,
+            stride=case.cols + case.pad,
+            strides=", ".join(f"{name}_row_stride" for name in direction.tensors),
+        )
     return None
 
 
@@ -337,37 +359,6 @@ def _passes(run: KernelRun | None) -> bool:
     if run is None:  # an access out of bounds, or any error: not this mistake alone
         return False
     return not any(run.outside.values()) and not run.unwritten.any() and run.error <= run.tolerance
-
-
-def row_stride(case: KernelCase, direction: Direction, attribute: str) -> str:
-    """The message for a kernel that takes n_cols for the row stride."""
-    strides = ", ".join(f"{name}_row_stride" for name in direction.tensors)
-    return _(
-        "{name} is right when each row follows the previous one directly (row stride = n_cols) and wrong "
-        "when the rows are padded, as here ({label}: {cols} columns, rows {stride} elements apart): it takes "
-        "n_cols for the distance between rows. Row r of a tensor starts at its pointer + r * its row stride "
-        "({strides}); its columns run up to n_cols"
-    ).format(
-        name=attribute,
-        label=case.label,
-        cols=case.cols,
-        stride=case.cols + case.pad,
-        strides=strides,
-    )
-
-
-def shared_stride(case: KernelCase, direction: Direction, attribute: str) -> str:
-    """The message for a kernel that reads or writes a tensor with another tensor's row stride."""
-    strides = zip(direction.tensors, row_strides(case, len(direction.tensors)), strict=True)
-    return _(
-        "{name} is right when its tensors' rows are all the same distance apart and wrong when each tensor "
-        "has its own row stride, as here ({label}: {strides}): it addresses one tensor with another's row "
-        "stride. Row r of each tensor starts at its own pointer + r * its own row stride"
-    ).format(
-        name=attribute,
-        label=case.label,
-        strides=", ".join(f"{name}_row_stride = {stride}" for name, stride in strides),
-    )
 
 
 def half_precision_message(run: KernelRun, attribute: str) -> str:

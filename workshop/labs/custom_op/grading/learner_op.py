@@ -56,17 +56,9 @@ def twin(exercise: str, kind: str, **piece) -> SoftmaxOps:
 
 
 class GradientCount(Exception):
-    """The learner's backward did not return (dx, None), dx shaped like dy: what it returned instead (`problem`,
-    pair_problem's plain values), and where that backward is defined (`where`)."""
-
-    # Kept in args: autograd's engine re-raises an error from a backward as a new one made from its args.
-    @property
-    def problem(self) -> dict:
-        return self.args[0]
-
-    @property
-    def where(self) -> str:
-        return self.args[1]
+    """The learner's backward did not return (dx, None), dx shaped like dy: its args, what it returned instead
+    (pair_problem's plain values) and where that backward is defined. Kept in args: autograd's engine re-raises an
+    error from a backward as a new one made from its args."""
 
 
 def counted(backward):

@@ -82,10 +82,6 @@ def build(pieces: dict, kind: str = softmax_op.KIND) -> softmax_op.SoftmaxOps:
     return softmax_op.define(f"{namespace(kind)}::softmax", kind, parts, registration)
 
 
-def _described(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}"
-
-
 def _answer(ops, request: dict) -> dict:
     """One request: {"op": "forward" or "backward", "args": [...], "dy": tensor or None, "to": {index: device}}
     -> {"y": ..., "dx": ...} or {"error": text}. "to" moves an argument to another device here (meta, which
@@ -102,7 +98,7 @@ def _answer(ops, request: dict) -> dict:
         (dx,) = torch.autograd.grad(y, x, request["dy"])
         return {"y": y.detach(), "dx": dx}
     except (TypeError, IndexError, RuntimeError, ValueError) as e:
-        return {"error": _described(e)}
+        return {"error": f"{type(e).__name__}: {e}"}
 
 
 def apply(pieces: dict, requests: list[dict]) -> dict:
@@ -277,7 +273,8 @@ def gradient(backward, x: torch.Tensor, dy: torch.Tensor) -> dict:
     try:
         (dx,) = torch.autograd.grad(ops.forward(x.requires_grad_(), -1), x, dy)
     except learner_op.GradientCount as e:
-        return {"count": e.problem, "where": e.where}
+        problem, where = e.args
+        return {"count": problem, "where": where}
     return {"dx": dx}
 
 

@@ -52,13 +52,9 @@ class Layout:
         """A Layout from the worker's dict of one (its lists made tuples)."""
         return cls(tuple(found["shape"]), found["dtype"], found["device"], tuple(found["strides"]))
 
-    @property
-    def numel(self) -> int:
-        return math.prod(self.shape)
-
     def placed(self) -> tuple:
         """The strides that decide where elements are: those of dims longer than 1 (none for an empty tensor)."""
-        if self.numel == 0:
+        if math.prod(self.shape) == 0:
             return ()
         return tuple(s if n > 1 else None for n, s in zip(self.shape, self.strides, strict=True))
 
