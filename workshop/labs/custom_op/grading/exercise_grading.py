@@ -272,16 +272,20 @@ def _out_of_bounds(ctx: LabContext, found: dict, why: str | None, attribute: str
     """An access out of bounds, stopped at the learner's line; the mask named, or the row stride where the
     kernel is right with its tensors' rows laid out another way (`why`: layout_mistake)."""
     where, text = found["at"], found["line"]
-    access, place = _(ACCESSES[found["access"]]), place_said(found["place"])
-    if why:
-        message = _("Out of bounds at {where} (`{line}`): {access} reached {place}. {why}").format(
-            where=where, line=text, access=access, place=place, why=why
-        )
-    else:
-        message = _(
+    message = (
+        _("Out of bounds at {where} (`{line}`): {access} reached {place}. {why}")
+        if why
+        else _(
             "Out of bounds at {where} (`{line}`): {access} reached {place}. Mask it: rows < n_rows for the "
             "rows, cols < n_cols for the columns (each row is padded here, so one column too many shows)"
-        ).format(where=where, line=text, access=access, place=place)
+        )
+    ).format(
+        where=where,
+        line=text,
+        access=_(ACCESSES[found["access"]]),
+        place=place_said(found["place"]),
+        why=why,
+    )
     ctx.check_equal(
         _("{name}: loads and stores inside its tensors (the interpreter's bounds check)").format(
             name=attribute
@@ -295,16 +299,17 @@ def _out_of_bounds(ctx: LabContext, found: dict, why: str | None, attribute: str
 
 def _kernel_raised(ctx: LabContext, found: dict, attribute: str) -> bool:
     where, text = found["at"], found["line"]
-    if "torch." in text:
-        message = _(
+    message = (
+        _(
             "Inside a @triton.jit kernel only triton.language runs: `{line}` hands a Triton block to PyTorch. "
             "Compute the softmax yourself: tl.max, tl.exp, tl.sum"
-        ).format(line=text)
-    else:
-        message = _(
+        )
+        if "torch." in text
+        else _(
             "{name} raised at {where} (`{line}`). Under the interpreter you can print() inside the kernel "
             "to look at a block"
-        ).format(name=attribute, where=where, line=text)
+        )
+    ).format(name=attribute, where=where, line=text)
     ctx.check_equal(
         _("{name} runs").format(name=attribute),
         f"{where}: {found['error']}",
