@@ -220,7 +220,7 @@ def twin_checks(piece, exercise: str, device: str, seed: int, dim: int = -1) -> 
     kind = "custom_op" if exercise == "fake" else softmax_op.KIND
     if exercise == "backward":
         piece = learner_op.counted(piece)
-    ops = learner_op.twin(exercise, kind, **{exercise: piece})
+    ops = learner_op.twin(exercise, kind, piece)
     with bounds_checked():
         return op_facts(ops, dim, device, seed)
 
@@ -252,7 +252,7 @@ def saved(setup_context, x: torch.Tensor) -> dict:
     tensors, y, and ctx.dim ("has_dim" False when it set none; a value that is not a number or a string as its
     repr)."""
     started(setup_context)
-    ops = learner_op.twin("setup_context", softmax_op.KIND, setup_context=setup_context)
+    ops = learner_op.twin("setup_context", softmax_op.KIND, setup_context)
     y = ops.forward(x.requires_grad_(), -1)
     node = y.grad_fn
     dim = getattr(node, "dim", None)
@@ -269,7 +269,7 @@ def gradient(backward, x: torch.Tensor, dy: torch.Tensor) -> dict:
     """dx through the twin with the learner's backward: {"dx": dx}, or {"count": what it returned instead of
     (dx, None) (learner_op.pair_problem), "where": where that backward is defined}."""
     started(backward)
-    ops = learner_op.twin("backward", softmax_op.KIND, backward=learner_op.counted(backward))
+    ops = learner_op.twin("backward", softmax_op.KIND, learner_op.counted(backward))
     try:
         (dx,) = torch.autograd.grad(ops.forward(x.requires_grad_(), -1), x, dy)
     except learner_op.GradientCount as e:

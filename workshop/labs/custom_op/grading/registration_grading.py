@@ -81,23 +81,19 @@ def grade_fake_outputs(ctx: LabContext, device: str, found: dict, diagnoses: tup
     cases = fake_cases(device)
     if "raised" in found:
         return _fake_raised(ctx, found["raised"])
-    wrong, outputs = [], {}
-    for case, (x, dim) in cases.items():
-        out = found["outputs"][case]
-        if out.get("is_x"):
-            wrong.append(
-                _(
-                    "for x {case}, softmax_fake returned x itself: the op returns a new tensor"
-                ).format(case=case)
-            )
-            continue
-        outputs[case] = (Layout.of(x), out, Layout.of(torch_pieces.forward(x, dim)))
+    # case -> x's layout, what the fake sent back for it, the real op's output's layout
+    outputs = {
+        case: (Layout.of(x), found["outputs"][case], Layout.of(torch_pieces.forward(x, dim)))
+        for case, (x, dim) in cases.items()
+    }
+    # a tensor's layout has a shape; x itself and a value that is no tensor have none
     layout = fake_layout(
-        [(x, Layout.sent(out)) for x, out, _real in outputs.values() if "kind" not in out]
+        [(x, Layout.sent(out)) for x, out, _real in outputs.values() if "shape" in out]
     )
+    wrong = []
     for case, (x, out, real) in outputs.items():
-        got = None if "kind" in out else Layout.sent(out)
-        facts = {"returned": out.get("kind"), "x": x, "layout": layout}
+        got = Layout.sent(out) if "shape" in out else None
+        facts = {"is_x": out.get("is_x"), "returned": out.get("kind"), "x": x, "layout": layout}
         found = diagnose(diagnoses, Evidence(case, got, real, case, facts))
         wrong += [found[1]] if found else []
     ctx.check_equal(
