@@ -36,7 +36,8 @@ def fake_cases(device: str) -> dict[str, tuple[torch.Tensor, int]]:
 
 @dataclass(frozen=True)
 class Layout:
-    """A tensor's metadata, as plain values: what a fake says about its output (sent back by the worker)."""
+    """A tensor's metadata, as plain values: what a fake says about its output (sent back by the worker as a dict,
+    its tuples kept by the wire: Layout(**sent))."""
 
     shape: tuple
     dtype: str  # "torch.float32"
@@ -46,11 +47,6 @@ class Layout:
     @classmethod
     def of(cls, t: torch.Tensor) -> Layout:
         return cls(tuple(t.shape), str(t.dtype), str(t.device), tuple(t.stride()))
-
-    @classmethod
-    def sent(cls, found: dict) -> Layout:
-        """A Layout from the worker's dict of one (its lists made tuples)."""
-        return cls(tuple(found["shape"]), found["dtype"], found["device"], tuple(found["strides"]))
 
     def placed(self) -> tuple:
         """The strides that decide where elements are: those of dims longer than 1 (none for an empty tensor)."""
@@ -88,11 +84,11 @@ def grade_fake_outputs(ctx: LabContext, device: str, found: dict, diagnoses: tup
     }
     # a tensor's layout has a shape; x itself and a value that is no tensor have none
     layout = fake_layout(
-        [(x, Layout.sent(out)) for x, out, _real in outputs.values() if "shape" in out]
+        [(x, Layout(**out)) for x, out, _real in outputs.values() if "shape" in out]
     )
     wrong = []
     for case, (x, out, real) in outputs.items():
-        got = Layout.sent(out) if "shape" in out else None
+        got = Layout(**out) if "shape" in out else None
         facts = {"is_x": out.get("is_x"), "returned": out.get("kind"), "x": x, "layout": layout}
         found = diagnose(diagnoses, Evidence(case, got, real, case, facts))
         wrong += [found[1]] if found else []
