@@ -294,10 +294,13 @@ def check(ctx, run, forward_kernel: str, shapes: dict) -> dict:
         [forward_kernel] * 4,
     )
     for dtype, e in errors.items():
-        name = _(
-            "{dtype} {shape}: max |ours - float64 softmax| (<= 1.25 x torch's + slack)"
-        ).format(dtype=dtype, shape=shapes["lm_head"])
-        ctx.check_max(name, e.ours, e.tolerance)
+        ctx.check_max(
+            _("{dtype} {shape}: max |ours - float64 softmax| (<= 1.25 x torch's + slack)").format(
+                dtype=dtype, shape=shapes["lm_head"]
+            ),
+            e.ours,
+            e.tolerance,
+        )
     found["long_rows"] = check_long_rows(ctx, run, shapes["long"])
     found["layouts"] = layouts(run, ctx.device, ctx.seed)
     ctx.check_max(
