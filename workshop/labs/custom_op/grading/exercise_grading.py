@@ -47,9 +47,9 @@ def grade_kernel(ctx: LabContext, impl, name: str, direction: Direction) -> None
     """A kernel exercise: launchable as the op launches the reference's, then its checks over the four cases,
     then its twin's."""
     ex, ask = ctx.exercise(name), impl.probe
-    if not _launchable(ctx, ex, ask(op_probes.kernel_signature)):
-        return
-    if record_kernel_checks(ctx, ask, direction, ex):
+    # each stage only where the one before passed
+    launchable = _launchable(ctx, ex, ask(op_probes.kernel_signature))
+    if launchable and record_kernel_checks(ctx, ask, direction, ex):
         grade_op(ctx, ask(op_probes.twin_checks, name, ctx.device, ctx.seed))
 
 
