@@ -331,8 +331,9 @@ def test_the_learner_editions_plain_run_says_in_one_line_that_the_op_waits(tmp_p
     spec = importlib.util.spec_from_file_location("custom_op_edition_stubs", tmp_path / "stubs.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    edition = {ex.name: getattr(module, ex.attribute) for ex in EXERCISES if ex.name in wanted}
-    monkeypatch.setattr(own_op, "shipped_pieces", lambda: edition)
+    for ex in EXERCISES:
+        if ex.name in wanted:  # the reference, module:attr, a stub as in the edition
+            monkeypatch.setattr(ex.reference.replace(":", "."), getattr(module, ex.attribute))
     ctx = LabContext("custom_op", tmp_path / "run", RunOptions("cpu", 1, 0))
     with contextlib.redirect_stdout(io.StringIO()) as printed:
         found = lab.check_own_op(ctx, cx.shapes("cpu"))

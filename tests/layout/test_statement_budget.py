@@ -29,9 +29,9 @@ MACHINERY = (
 TARGET = {"workshop": 10_000, "machinery": 2_800, "lab": 1_300, "lines": 400}
 # area -> the statements (for a file: the lines) it holds today, over its target
 CEILING = {
-    "workshop": 12_054,
+    "workshop": 11_990,
     "machinery": 3_874,
-    "labs/custom_op": 2_020,
+    "labs/custom_op": 1_956,
     "labs/distributed": 1_793,
 }
 SLACK = 60  # a ceiling more than this above what its area holds is lowered to it

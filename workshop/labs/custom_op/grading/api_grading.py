@@ -15,8 +15,6 @@ code too. The learner's function registers and runs in the worker (this module's
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-
 import torch
 from torch._library import custom_ops
 from torch._subclasses.fake_tensor import FakeTensorMode
@@ -26,7 +24,12 @@ from workshop.i18n import N_, _
 from workshop.lab_api import LabContext
 from workshop.labs.custom_op.grading import correctness as cx
 from workshop.labs.custom_op.grading import op_probes, torch_pieces
-from workshop.labs.custom_op.grading.op_grading import compile_inputs, grade_op, op_facts
+from workshop.labs.custom_op.grading.op_grading import (
+    check_gradcheck,
+    compile_inputs,
+    grade_op,
+    op_facts,
+)
 from workshop.ops import INTERPRETED, softmax_op
 from workshop.ops.softmax_op import SoftmaxOps
 
@@ -36,21 +39,6 @@ NO_FORMULA = (
 )
 # exercise -> the kind it asks for
 ASKED = {exercise: kind for kind, exercise in op_probes.REGISTRATIONS.items()}
-
-
-@dataclass(frozen=True)
-class RegistrationFacts:
-    """What a learner's registration (either exercise of ASKED) registered, as plain values."""
-
-    registered: bool  # an operator under the qualname it was given
-    kind: (
-        str | None
-    )  # "custom_op" or "triton_op" (torch.library made it), BY_HAND, None (nothing registered)
-    schema: str | None  # its schema after the name: "(Tensor x, SymInt dim=-1) -> Tensor"
-    fake: str  # "ok", or the error of the op called on a fake tensor
-    setup_calls: int  # times setup_context ran in a forward with a gradient to track
-    backward: str  # "ok", or the error of a backward through the op
-    wraps: list[bool]  # per call of the implementation: was `wrap` torch.library.wrap_triton
 
 
 BY_HAND = N_("an operator registered by hand")
@@ -72,11 +60,14 @@ def _outcome(call) -> str:
     return "ok"
 
 
-def registration_facts(
-    define, exercise: str, device: str
-) -> tuple[RegistrationFacts, SoftmaxOps | None]:
+def registration_facts(define, exercise: str, device: str) -> tuple[dict, SoftmaxOps | None]:
     """Registers graded_<exercise>::softmax with the learner's `define` and the grader's stand-in pieces
-    (torch_pieces.py); returns the facts and the registration (None when nothing was registered)."""
+    (torch_pieces.py); returns the facts, plain values, and the registration (None when nothing was registered).
+    The facts: "registered" (an operator under the qualname it was given), "kind" ("custom_op" or "triton_op"
+    where torch.library made it, BY_HAND, None where nothing is registered), "schema" (after the name: "(Tensor x,
+    SymInt dim=-1) -> Tensor"), "fake" ("ok", or the error of the op called on a fake tensor), "setup_calls" (times
+    setup_context ran in a forward with a gradient to track), "backward" ("ok", or the error of a backward through
+    the op), "wraps" (per call of the implementation: was `wrap` torch.library.wrap_triton)."""
     kind, qualname = ASKED[exercise], f"graded_{exercise}::softmax"
     _forget(qualname)
     wraps, setups = [], []
@@ -95,20 +86,33 @@ def registration_facts(
         else []
     )
     define(qualname, implementation, *fake, setup_context, torch_pieces.gradients_by_torch)
+    facts = {
+        "registered": False,
+        "kind": None,
+        "schema": None,
+        "fake": "",
+        "setup_calls": 0,
+        "backward": "",
+        "wraps": wraps,
+    }
     try:
         ops = SoftmaxOps(softmax_op.registered(qualname), None, kind)
     except LookupError:
-        return RegistrationFacts(False, None, None, "", 0, "", wraps), None
+        return facts, None
     x = torch.randn(4, 7, dtype=torch.float64, device=device)
     fake_outcome = "ok"
     if kind == "custom_op":  # a triton_op's fake is its body
         with FakeTensorMode() as mode:
             fake_outcome = _outcome(lambda: ops.forward(mode.from_tensor(x), 0))
-    backward = _outcome(lambda: ops.forward(x.requires_grad_(), -1).sum().backward())
-    schema = str(ops.forward._schema).removeprefix(qualname)
-    facts = RegistrationFacts(
-        True, _kind(qualname), schema, fake_outcome, len(setups), backward, wraps
-    )
+    facts |= {
+        "registered": True,
+        "kind": _kind(qualname),
+        "schema": str(ops.forward._schema).removeprefix(qualname),
+        "fake": fake_outcome,
+        # the backward's forward runs setup_context: counted after it
+        "backward": _outcome(lambda: ops.forward(x.requires_grad_(), -1).sum().backward()),
+        "setup_calls": len(setups),
+    }
     return facts, ops
 
 
@@ -123,8 +127,7 @@ def _forget(qualname: str) -> None:
 def registration(define, exercise: str, device: str) -> dict:
     """What the learner's registration (either exercise of ASKED) registered (registration_facts)."""
     op_probes.started(define)
-    facts, _ops = registration_facts(define, exercise, device)
-    return asdict(facts)
+    return registration_facts(define, exercise, device)[0]
 
 
 def registration_checks(define, exercise: str, device: str, seed: int) -> dict:
@@ -149,21 +152,13 @@ def grade_registration(ctx: LabContext, impl, exercise: str) -> None:
     """The learner's registration (either exercise of ASKED), in the worker (impl.probe: the probe `registration`,
     then `registration_checks`, on it): its facts judged, then the op's checks."""
     ask = impl.probe
-    facts = RegistrationFacts(**ask(registration, exercise, ctx.device))
+    facts = ask(registration, exercise, ctx.device)
     if not _check_facts(ctx, facts, exercise):
         return
     found = ask(registration_checks, exercise, ctx.device, ctx.seed)
     if ASKED[exercise] == "triton_op" and INTERPRETED:
         # The triton_op cannot be traced here: its values and gradients, eagerly, then gradcheck.
-        failed = {case: r for case, r in found["gradcheck"].items() if r != cx.PASSED}
-        ctx.check_equal(
-            _("gradcheck and gradgradcheck (float64) of {op}: cases passed").format(
-                op=found["name"]
-            ),
-            len(found["gradcheck"]) - len(failed),
-            len(found["gradcheck"]),
-            message="; ".join(f"{case} ({why})" for case, why in failed.items()) or None,
-        )
+        check_gradcheck(ctx, found)
         x, _dy = compile_inputs(ctx.device, ctx.seed)
         err = (found["eager"] - torch.softmax(x, -1)).abs().max().item()
         ctx.check_max(
@@ -178,13 +173,13 @@ def said(outcome: str) -> str:
     return _("no error") if outcome == "ok" else outcome
 
 
-def _check_facts(ctx: LabContext, facts: RegistrationFacts, exercise: str) -> bool:
+def _check_facts(ctx: LabContext, facts: dict, exercise: str) -> bool:
     """Each fact a check, in the order a registration is built; False at the first that fails."""
     asked = ASKED[exercise]
     checks = [
         (
             _("{name}: an operator registered under the name it is given").format(name=exercise),
-            facts.registered,
+            facts["registered"],
             True,
             _(
                 "{name} registered no operator under the name it was given (graded_{name}::softmax here): "
@@ -193,18 +188,33 @@ def _check_facts(ctx: LabContext, facts: RegistrationFacts, exercise: str) -> bo
         ),
         (
             _("{name}: made by torch.library.{kind}").format(name=exercise, kind=asked),
-            facts.kind,
+            facts["kind"],
             asked,
-            _kind_message(exercise, _(BY_HAND) if facts.kind == BY_HAND else str(facts.kind)),
+            (
+                _(
+                    "{name} registered a {kind}, which torch.compile cannot see into: Inductor calls it as "
+                    "an extern kernel. torch.library.triton_op registers the op and the rule that runs its body "
+                    "under torch.compile, where wrap_triton shows Inductor each kernel"
+                )
+                if asked == "triton_op"
+                else _(
+                    "{name} registered a {kind}; this exercise is the opaque operator of section 2, made with "
+                    "torch.library.custom_op (the triton_op is {triton_op})"
+                )
+            ).format(
+                name=exercise,
+                kind=_(BY_HAND) if facts["kind"] == BY_HAND else str(facts["kind"]),
+                triton_op=op_probes.REGISTRATIONS["triton_op"],
+            ),
         ),
         (
             _("{name}: the op's schema").format(name=exercise),
-            facts.schema,
+            facts["schema"],
             SCHEMA,
             _(
                 "the schema is {got}, read from your function's annotations; the op takes x and dim, dim "
                 "-1 when it is not given: x: torch.Tensor, dim: int = -1, returning a torch.Tensor"
-            ).format(got=facts.schema),
+            ).format(got=facts["schema"]),
         ),
     ]
     if asked == "custom_op":
@@ -213,15 +223,15 @@ def _check_facts(ctx: LabContext, facts: RegistrationFacts, exercise: str) -> bo
                 _("{name}: a fake implementation registered (the op runs on a fake tensor)").format(
                     name=exercise
                 ),
-                said(facts.fake),
+                said(facts["fake"]),
                 _("no error"),
                 _(
                     "no fake implementation is registered: torch.compile and opcheck trace with fake "
                     "tensors, which the kernels cannot run on. Register the fake you are given with "
                     "register_fake"
                 )
-                if "no fake impl" in facts.fake
-                else _("the op failed on a fake tensor: {error}").format(error=facts.fake),
+                if "no fake impl" in facts["fake"]
+                else _("the op failed on a fake tensor: {error}").format(error=facts["fake"]),
             )
         )
     else:
@@ -230,7 +240,7 @@ def _check_facts(ctx: LabContext, facts: RegistrationFacts, exercise: str) -> bo
                 _("{name}: the launches go through torch.library.wrap_triton").format(
                     name=exercise
                 ),
-                all(facts.wraps) and bool(facts.wraps),
+                all(facts["wraps"]) and bool(facts["wraps"]),
                 True,
                 _(
                     "the implementation was called with wrap={got}: a triton_op's body must launch its "
@@ -238,14 +248,14 @@ def _check_facts(ctx: LabContext, facts: RegistrationFacts, exercise: str) -> bo
                     "wrap=torch.library.wrap_triton)), or torch.compile, tracing the body, hands fake "
                     "tensors to a kernel"
                 ).format(
-                    got=_("something else") if facts.wraps else _("nothing (it was not called)")
+                    got=_("something else") if facts["wraps"] else _("nothing (it was not called)")
                 ),
             )
         )
     checks += [
         (
             _("{name}: an autograd formula registered").format(name=exercise),
-            NO_FORMULA not in facts.backward,
+            NO_FORMULA not in facts["backward"],
             True,
             _(
                 "no backward is registered: register_autograd(backward, setup_context=setup_context) with the "
@@ -254,7 +264,7 @@ def _check_facts(ctx: LabContext, facts: RegistrationFacts, exercise: str) -> bo
         ),
         (
             _("{name}: setup_context registered (it ran in the forward)").format(name=exercise),
-            facts.setup_calls > 0,
+            facts["setup_calls"] > 0,
             True,
             _(
                 "setup_context never ran: register_autograd(backward, setup_context=setup_context), or the "
@@ -263,25 +273,12 @@ def _check_facts(ctx: LabContext, facts: RegistrationFacts, exercise: str) -> bo
         ),
         (
             _("{name}: a backward through the op").format(name=exercise),
-            said(facts.backward),
+            said(facts["backward"]),
             _("no error"),
-            _("the backward through the op failed: {error}").format(error=facts.backward),
+            _("the backward through the op failed: {error}").format(error=facts["backward"]),
         ),
     ]
     for name, value, expected, message in checks:
         if not ctx.check_equal(name, value, expected, message=message).passed:
             return False
     return True
-
-
-def _kind_message(exercise: str, kind: str | None) -> str:
-    if ASKED[exercise] == "triton_op":
-        return _(
-            "{name} registered a {kind}, which torch.compile cannot see into: Inductor calls it as "
-            "an extern kernel. torch.library.triton_op registers the op and the rule that runs its body under "
-            "torch.compile, where wrap_triton shows Inductor each kernel"
-        ).format(name=exercise, kind=kind)
-    return _(
-        "{name} registered a {kind}; this exercise is the opaque operator of section 2, made with "
-        "torch.library.custom_op (the triton_op is {triton_op})"
-    ).format(name=exercise, kind=kind, triton_op=op_probes.REGISTRATIONS["triton_op"])

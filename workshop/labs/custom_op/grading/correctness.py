@@ -6,8 +6,6 @@ Shapes depend on the device: under Triton's interpreter (CPU) every program cost
 shapes are small; the long-row cases still cross into the long-row kernels (N > ONE_PASS_MAX).
 """
 
-import contextlib
-import importlib
 from dataclasses import asdict, dataclass
 from unittest import mock
 
@@ -223,26 +221,21 @@ def gradchecks(op, device: str, long_shape: tuple[int, ...] | None = None) -> di
 
 def _passed(check) -> str:
     try:
-        with _no_slow_mode_on_failure():
+        with NO_SLOW_MODE_ON_FAILURE:
             check()
     except GradcheckError as e:
         return first_line(e)
     return PASSED
 
 
-@contextlib.contextmanager
-def _no_slow_mode_on_failure():
-    """A failing fast-mode gradcheck recomputes both full Jacobians for its error message: for the long-row case,
-    (32845, 32845) under the interpreter, about 20 minutes. The lab keeps only the message's first line, so
-    that part of the message is left out (`_run_slow_mode_and_get_error`, private to torch.autograd.gradcheck
-    since torch 1.9, the same in 2.11 and 2.13)."""
-    module = importlib.import_module("torch.autograd.gradcheck")
-    # A torch that renamed it gets the full message, slowly.
-    if not hasattr(module, "_run_slow_mode_and_get_error"):
-        yield
-        return
-    with mock.patch.object(module, "_run_slow_mode_and_get_error", lambda *args, **kwargs: ""):
-        yield
+# A failing fast-mode gradcheck recomputes both full Jacobians for its error message: for the long-row case,
+# (32845, 32845) under the interpreter, about 20 minutes. The lab keeps only the message's first line, so that
+# part of the message is left out (`_run_slow_mode_and_get_error`, private to torch.autograd.gradcheck since torch
+# 1.9, the same in 2.11 and 2.13). A torch that renamed it gets the full message, slowly (create=True: the patch
+# then adds a name nothing calls).
+NO_SLOW_MODE_ON_FAILURE = mock.patch(
+    "torch.autograd.gradcheck._run_slow_mode_and_get_error", lambda *args, **kwargs: "", create=True
+)
 
 
 def opchecks(ops, device: str) -> dict[str, dict[str, str]]:
@@ -301,10 +294,13 @@ def check(ctx, run, forward_kernel: str, shapes: dict) -> dict:
         [forward_kernel] * 4,
     )
     for dtype, e in errors.items():
-        name = _(
-            "{dtype} {shape}: max |ours - float64 softmax| (<= 1.25 x torch's + slack)"
-        ).format(dtype=dtype, shape=shapes["lm_head"])
-        ctx.check_max(name, e.ours, e.tolerance)
+        ctx.check_max(
+            _("{dtype} {shape}: max |ours - float64 softmax| (<= 1.25 x torch's + slack)").format(
+                dtype=dtype, shape=shapes["lm_head"]
+            ),
+            e.ours,
+            e.tolerance,
+        )
     found["long_rows"] = check_long_rows(ctx, run, shapes["long"])
     found["layouts"] = layouts(run, ctx.device, ctx.seed)
     ctx.check_max(

@@ -47,9 +47,9 @@ def grade_kernel(ctx: LabContext, impl, name: str, direction: Direction) -> None
     """A kernel exercise: launchable as the op launches the reference's, then its checks over the four cases,
     then its twin's."""
     ex, ask = ctx.exercise(name), impl.probe
-    if not _launchable(ctx, ex, ask(op_probes.kernel_signature)):
-        return
-    if record_kernel_checks(ctx, ask, direction, ex):
+    # each stage only where the one before passed
+    launchable = _launchable(ctx, ex, ask(op_probes.kernel_signature))
+    if launchable and record_kernel_checks(ctx, ask, direction, ex):
         grade_op(ctx, ask(op_probes.twin_checks, name, ctx.device, ctx.seed))
 
 
@@ -272,16 +272,20 @@ def _out_of_bounds(ctx: LabContext, found: dict, why: str | None, attribute: str
     """An access out of bounds, stopped at the learner's line; the mask named, or the row stride where the
     kernel is right with its tensors' rows laid out another way (`why`: layout_mistake)."""
     where, text = found["at"], found["line"]
-    access, place = _(ACCESSES[found["access"]]), place_said(found["place"])
-    if why:
-        message = _("Out of bounds at {where} (`{line}`): {access} reached {place}. {why}").format(
-            where=where, line=text, access=access, place=place, why=why
-        )
-    else:
-        message = _(
+    message = (
+        _("Out of bounds at {where} (`{line}`): {access} reached {place}. {why}")
+        if why
+        else _(
             "Out of bounds at {where} (`{line}`): {access} reached {place}. Mask it: rows < n_rows for the "
             "rows, cols < n_cols for the columns (each row is padded here, so one column too many shows)"
-        ).format(where=where, line=text, access=access, place=place)
+        )
+    ).format(
+        where=where,
+        line=text,
+        access=_(ACCESSES[found["access"]]),
+        place=place_said(found["place"]),
+        why=why,
+    )
     ctx.check_equal(
         _("{name}: loads and stores inside its tensors (the interpreter's bounds check)").format(
             name=attribute
@@ -295,16 +299,17 @@ def _out_of_bounds(ctx: LabContext, found: dict, why: str | None, attribute: str
 
 def _kernel_raised(ctx: LabContext, found: dict, attribute: str) -> bool:
     where, text = found["at"], found["line"]
-    if "torch." in text:
-        message = _(
+    message = (
+        _(
             "Inside a @triton.jit kernel only triton.language runs: `{line}` hands a Triton block to PyTorch. "
             "Compute the softmax yourself: tl.max, tl.exp, tl.sum"
-        ).format(line=text)
-    else:
-        message = _(
+        )
+        if "torch." in text
+        else _(
             "{name} raised at {where} (`{line}`). Under the interpreter you can print() inside the kernel "
             "to look at a block"
-        ).format(name=attribute, where=where, line=text)
+        )
+    ).format(name=attribute, where=where, line=text)
     ctx.check_equal(
         _("{name} runs").format(name=attribute),
         f"{where}: {found['error']}",
@@ -326,9 +331,31 @@ def layout_mistake(
     on another layout of the case (None where it raised or went out of bounds there)."""
     shared = dataclasses.replace(case, own_strides=False)
     if _passes(rerun(shared)):
-        return shared_stride(case, direction, attribute)
+        # it reads or writes a tensor with another tensor's row stride
+        strides = zip(direction.tensors, row_strides(case, len(direction.tensors)), strict=True)
+        return _(
+            "{name} is right when its tensors' rows are all the same distance apart and wrong when each tensor "
+            "has its own row stride, as here ({label}: {strides}): it addresses one tensor with another's row "
+            "stride. Row r of each tensor starts at its own pointer + r * its own row stride"
+        ).format(
+            name=attribute,
+            label=case.label,
+            strides=", ".join(f"{name}_row_stride = {stride}" for name, stride in strides),
+        )
     if _passes(rerun(dataclasses.replace(shared, pad=0))):
-        return row_stride(case, direction, attribute)
+        # it takes n_cols for the row stride
+        return _(
+            "{name} is right when each row follows the previous one directly (row stride = n_cols) and wrong "
+            "when the rows are padded, as here ({label}: {cols} columns, rows {stride} elements apart): it takes "
+            "n_cols for the distance between rows. Row r of a tensor starts at its pointer + r * its row stride "
+            "({strides}); its columns run up to n_cols"
+        ).format(
+            name=attribute,
+            label=case.label,
+            cols=case.cols,
+            stride=case.cols + case.pad,
+            strides=", ".join(f"{name}_row_stride" for name in direction.tensors),
+        )
     return None
 
 
@@ -337,37 +364,6 @@ def _passes(run: KernelRun | None) -> bool:
     if run is None:  # an access out of bounds, or any error: not this mistake alone
         return False
     return not any(run.outside.values()) and not run.unwritten.any() and run.error <= run.tolerance
-
-
-def row_stride(case: KernelCase, direction: Direction, attribute: str) -> str:
-    """The message for a kernel that takes n_cols for the row stride."""
-    strides = ", ".join(f"{name}_row_stride" for name in direction.tensors)
-    return _(
-        "{name} is right when each row follows the previous one directly (row stride = n_cols) and wrong "
-        "when the rows are padded, as here ({label}: {cols} columns, rows {stride} elements apart): it takes "
-        "n_cols for the distance between rows. Row r of a tensor starts at its pointer + r * its row stride "
-        "({strides}); its columns run up to n_cols"
-    ).format(
-        name=attribute,
-        label=case.label,
-        cols=case.cols,
-        stride=case.cols + case.pad,
-        strides=strides,
-    )
-
-
-def shared_stride(case: KernelCase, direction: Direction, attribute: str) -> str:
-    """The message for a kernel that reads or writes a tensor with another tensor's row stride."""
-    strides = zip(direction.tensors, row_strides(case, len(direction.tensors)), strict=True)
-    return _(
-        "{name} is right when its tensors' rows are all the same distance apart and wrong when each tensor "
-        "has its own row stride, as here ({label}: {strides}): it addresses one tensor with another's row "
-        "stride. Row r of each tensor starts at its own pointer + r * its own row stride"
-    ).format(
-        name=attribute,
-        label=case.label,
-        strides=", ".join(f"{name}_row_stride = {stride}" for name, stride in strides),
-    )
 
 
 def half_precision_message(run: KernelRun, attribute: str) -> str:

@@ -18,6 +18,7 @@ import contextlib
 import functools
 import re
 from collections.abc import Iterator
+from unittest import mock
 
 import numpy as np
 import torch
@@ -90,12 +91,12 @@ def watched() -> Iterator[dict[str, set[str]]]:
         _noted(found, input.dtype.scalar, ADD)
         return reduce_sum(self, input)
 
-    builder.binary_op, reduce_ops.sum = noting_binary_op, noting_sum
-    try:
+    # the builder's binary_op set on the instance, then deleted (the class's method is back); ReduceOps.sum restored
+    with (
+        mock.patch.object(builder, "binary_op", noting_binary_op),
+        mock.patch.object(reduce_ops, "sum", noting_sum),
+    ):
         yield found
-    finally:
-        del builder.binary_op  # the instance attribute: the class's method is back
-        reduce_ops.sum = reduce_sum
 
 
 def ttir_half_arithmetic(ttir: str) -> dict[str, set[str]]:

@@ -31,11 +31,10 @@ from workshop.ops import softmax_op
 from workshop.ops.softmax_op import SoftmaxOps
 
 
-def twin(exercise: str, kind: str, **piece) -> SoftmaxOps:
-    """torch.ops.graded_<exercise>.softmax{,_backward}: the learner's piece, one of forward_kernel, backward_kernel,
-    fake, setup_context or backward, and the grader's stand-ins (PyTorch's) for the rest, registered by hand as
-    `kind` (registered again at each grading: the namespace's earlier operators go)."""
-    ((name, value),) = piece.items()
+def twin(exercise: str, kind: str, piece) -> SoftmaxOps:
+    """torch.ops.graded_<exercise>.softmax{,_backward}: the learner's piece for `exercise`, one of forward_kernel,
+    backward_kernel, fake, setup_context or backward, and the grader's stand-ins (PyTorch's) for the rest,
+    registered by hand as `kind` (registered again at each grading: the namespace's earlier operators go)."""
     # the grader's stand-ins (by_hand.Bodies' fields), the learner's piece in its place
     bodies = {
         "forward": torch_pieces.forward,
@@ -44,29 +43,21 @@ def twin(exercise: str, kind: str, **piece) -> SoftmaxOps:
         "setup_context": torch_pieces.setup_context,
         "gradients": torch_pieces.gradients,
     }
-    if name.endswith("_kernel"):
+    if exercise.endswith("_kernel"):
         # the op's implementation (forward_kernel) or its backward operator's (backward_kernel), launching the
         # learner's one-pass kernel
-        implementation = getattr(softmax_op, name)
-        bodies[name.removesuffix("_kernel")] = functools.partial(implementation, kernel=value)
-        bodies["kernels"] = (value,)
+        implementation = functools.partial(getattr(softmax_op, exercise), kernel=piece)
+        bodies[exercise.removesuffix("_kernel")] = implementation
+        bodies["kernels"] = (piece,)
     else:
-        bodies[{"backward": "gradients"}.get(name, name)] = value
+        bodies[{"backward": "gradients"}.get(exercise, exercise)] = piece
     return by_hand.define(f"graded_{exercise}::softmax", kind, by_hand.Bodies(**bodies))
 
 
 class GradientCount(Exception):
-    """The learner's backward did not return (dx, None), dx shaped like dy: what it returned instead (`problem`,
-    pair_problem's plain values), and where that backward is defined (`where`)."""
-
-    # Kept in args: autograd's engine re-raises an error from a backward as a new one made from its args.
-    @property
-    def problem(self) -> dict:
-        return self.args[0]
-
-    @property
-    def where(self) -> str:
-        return self.args[1]
+    """The learner's backward did not return (dx, None), dx shaped like dy: its args, what it returned instead
+    (pair_problem's plain values) and where that backward is defined. Kept in args: autograd's engine re-raises an
+    error from a backward as a new one made from its args."""
 
 
 def counted(backward):

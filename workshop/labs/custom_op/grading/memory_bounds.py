@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
+from unittest import mock
 
 import numpy as np
 import torch
@@ -169,17 +170,20 @@ def bounds_checked():
         ]
         return host_args, host_kwargs
 
-    global _regions
     knobs = triton.knobs.compilation
-    saved = _regions, knobs.front_end_debugging
-    builder.create_masked_load, builder.create_masked_store = checked_load, checked_store
-    executor._init_args_hst, knobs.front_end_debugging = recording_args, True
+    debugging, knobs.front_end_debugging = knobs.front_end_debugging, True
     try:
-        yield
+        # each set for the block, then restored (or deleted: the builder's methods are its class's); _regions
+        # back to what it was
+        with (
+            mock.patch.object(builder, "create_masked_load", checked_load),
+            mock.patch.object(builder, "create_masked_store", checked_store),
+            mock.patch.object(executor, "_init_args_hst", recording_args),
+            mock.patch(f"{__name__}._regions", _regions),
+        ):
+            yield
     finally:
-        builder.create_masked_load, builder.create_masked_store = load, store
-        executor._init_args_hst = init_args
-        _regions, knobs.front_end_debugging = saved
+        knobs.front_end_debugging = debugging
 
 
 @dataclass

@@ -65,30 +65,32 @@ def grade_op(ctx: LabContext, found: dict, dim: int = -1) -> None:
     """gradcheck, opcheck and torch.compile of a twin, from op_facts' values, each a check of the exercise being
     graded."""
     name = found["name"]
-    failed = {case: r for case, r in found["gradcheck"].items() if r != cx.PASSED}
-    ctx.check_equal(
-        _("gradcheck and gradgradcheck (float64) of {op}: cases passed").format(op=name),
-        len(found["gradcheck"]) - len(failed),
-        len(found["gradcheck"]),
-        message=_failures(_("gradcheck"), failed),
-    )
-    tests = found["opcheck"]
-    failed = {
-        f"{case}: {t}": r for case, rs in tests.items() for t, r in rs.items() if r != "SUCCESS"
-    }
-    total = sum(len(rs) for rs in tests.values())
-    ctx.check_equal(
-        _("opcheck of {op}: tests passed").format(op=name),
-        total - len(failed),
-        total,
-        message=_failures(_("opcheck"), failed),
+    check_gradcheck(ctx, found)
+    opcheck = {f"{case}: {t}": r for case, rs in found["opcheck"].items() for t, r in rs.items()}
+    check_passed(
+        ctx, _("opcheck of {op}: tests passed").format(op=name), _("opcheck"), opcheck, "SUCCESS"
     )
     grade_compiled(ctx, found, dim)
 
 
-def _failures(tool: str, failed: dict[str, str]) -> str:
-    return _("{tool} failed on {cases}").format(
-        tool=tool, cases="; ".join(f"{case} ({why})" for case, why in failed.items())
+def check_gradcheck(ctx: LabContext, found: dict) -> None:
+    """gradcheck and gradgradcheck of the op `found` names: every case passed."""
+    name = _("gradcheck and gradgradcheck (float64) of {op}: cases passed").format(op=found["name"])
+    check_passed(ctx, name, _("gradcheck"), found["gradcheck"], cx.PASSED)
+
+
+def check_passed(
+    ctx: LabContext, name: str, tool: str, outcomes: dict[str, str], passed: str
+) -> None:
+    """One check: every case of `tool` (case -> its outcome) gave `passed`; the message names those that did not."""
+    failed = {case: r for case, r in outcomes.items() if r != passed}
+    ctx.check_equal(
+        name,
+        len(outcomes) - len(failed),
+        len(outcomes),
+        message=_("{tool} failed on {cases}").format(
+            tool=tool, cases="; ".join(f"{case} ({why})" for case, why in failed.items())
+        ),
     )
 
 

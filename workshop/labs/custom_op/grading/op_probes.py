@@ -82,10 +82,6 @@ def build(pieces: dict, kind: str = softmax_op.KIND) -> softmax_op.SoftmaxOps:
     return softmax_op.define(f"{namespace(kind)}::softmax", kind, parts, registration)
 
 
-def _described(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}"
-
-
 def _answer(ops, request: dict) -> dict:
     """One request: {"op": "forward" or "backward", "args": [...], "dy": tensor or None, "to": {index: device}}
     -> {"y": ..., "dx": ...} or {"error": text}. "to" moves an argument to another device here (meta, which
@@ -102,7 +98,7 @@ def _answer(ops, request: dict) -> dict:
         (dx,) = torch.autograd.grad(y, x, request["dy"])
         return {"y": y.detach(), "dx": dx}
     except (TypeError, IndexError, RuntimeError, ValueError) as e:
-        return {"error": _described(e)}
+        return {"error": f"{type(e).__name__}: {e}"}
 
 
 def apply(pieces: dict, requests: list[dict]) -> dict:
@@ -224,7 +220,7 @@ def twin_checks(piece, exercise: str, device: str, seed: int, dim: int = -1) -> 
     kind = "custom_op" if exercise == "fake" else softmax_op.KIND
     if exercise == "backward":
         piece = learner_op.counted(piece)
-    ops = learner_op.twin(exercise, kind, **{exercise: piece})
+    ops = learner_op.twin(exercise, kind, piece)
     with bounds_checked():
         return op_facts(ops, dim, device, seed)
 
@@ -256,7 +252,7 @@ def saved(setup_context, x: torch.Tensor) -> dict:
     tensors, y, and ctx.dim ("has_dim" False when it set none; a value that is not a number or a string as its
     repr)."""
     started(setup_context)
-    ops = learner_op.twin("setup_context", softmax_op.KIND, setup_context=setup_context)
+    ops = learner_op.twin("setup_context", softmax_op.KIND, setup_context)
     y = ops.forward(x.requires_grad_(), -1)
     node = y.grad_fn
     dim = getattr(node, "dim", None)
@@ -273,11 +269,12 @@ def gradient(backward, x: torch.Tensor, dy: torch.Tensor) -> dict:
     """dx through the twin with the learner's backward: {"dx": dx}, or {"count": what it returned instead of
     (dx, None) (learner_op.pair_problem), "where": where that backward is defined}."""
     started(backward)
-    ops = learner_op.twin("backward", softmax_op.KIND, backward=learner_op.counted(backward))
+    ops = learner_op.twin("backward", softmax_op.KIND, learner_op.counted(backward))
     try:
         (dx,) = torch.autograd.grad(ops.forward(x.requires_grad_(), -1), x, dy)
     except learner_op.GradientCount as e:
-        return {"count": e.problem, "where": e.where}
+        problem, where = e.args
+        return {"count": problem, "where": where}
     return {"dx": dx}
 
 

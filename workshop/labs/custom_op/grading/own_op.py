@@ -20,24 +20,19 @@ from workshop.learner.learner_code import LearnerCodeFailed
 
 @dataclass
 class OwnOp:
-    pieces: dict = field(default_factory=dict)  # a plain run: exercise name -> the shipped piece
-    # "forward_kernel", "backward_kernel" -> its name
-    kernel_names: dict = field(default_factory=dict)
+    ctx: LabContext  # whose worker runs the pieces: the learner's, or in a plain run the references, in the lab
+    kernel_names: dict  # "forward_kernel", "backward_kernel" -> its name (the launch record's)
+    exercise_of: dict  # a piece's attribute -> its exercise
     waiting: list[str] = field(default_factory=list)  # the exercises whose piece is not there yet
-    ctx: LabContext | None = None  # a graded run: the pieces are the learner's, in ctx's worker
-    # a graded run: the learner's attribute -> its exercise
-    exercise_of: dict = field(default_factory=dict)
 
     @property
     def graded(self) -> bool:
-        return self.ctx is not None
+        return self.ctx.graded
 
     def probe(self, function: Callable, *args):
-        """function(pieces, *args), one of op_probes.IN_WORKER: in a graded run inside the worker (op_probes.in_worker
-        finds it there by its name), where the learner's code may run (an error of theirs raises
-        LearnerCodeFailed); in a plain run here, on the shipped pieces."""
-        if self.ctx is None:
-            return function(self.pieces, *args)
+        """function(pieces, *args), one of op_probes.IN_WORKER, in the ctx's worker (op_probes.in_worker finds it
+        there by its name): in a graded run the learner's pieces in the worker process, where an error of theirs
+        raises LearnerCodeFailed; in a plain run the shipped pieces, in the lab's own process."""
         return self.ctx.probe(
             op_probes.in_worker,
             self.exercise_of,
@@ -50,24 +45,14 @@ class OwnOp:
 
 def own_op(ctx: LabContext) -> OwnOp:
     """The pieces of the op this run checks, or the exercises it waits on."""
-    names = needed(ctx.device)
-    if not ctx.graded:
-        pieces = {name: piece for name, piece in shipped_pieces().items() if name in names}
-        kernels = {
-            name: ctx.exercise(name).reference.partition(":")[2]
-            for name in names
-            if name.endswith("_kernel")
-        }
-        waiting = [name for name in names if op_probes.is_stub(pieces[name])]
-        return OwnOp(pieces=pieces, kernel_names=kernels, waiting=waiting)
-    exercises = {name: ctx.exercise(name) for name in names}
-    own = OwnOp(
-        kernel_names={
-            name: ex.attribute for name, ex in exercises.items() if name.endswith("_kernel")
-        },
-        ctx=ctx,
-        exercise_of={ex.attribute: name for name, ex in exercises.items()},
-    )
+    exercises = {name: ctx.exercise(name) for name in needed(ctx.device)}
+    # the launch record names a kernel by its function's name: the learner's attribute, or the reference's
+    kernels = {
+        name: ex.attribute if ctx.graded else ex.reference.partition(":")[2]
+        for name, ex in exercises.items()
+        if name.endswith("_kernel")
+    }
+    own = OwnOp(ctx, kernels, {ex.attribute: name for name, ex in exercises.items()})
     own.waiting = waiting_on(own)
     return own
 

@@ -78,10 +78,15 @@ def _fake_strides(evidence) -> dict | None:
 
 
 # The fake exercise's output for one input (Evidence.output: the input, "(4, 6) float64, dim=0"), against the real
-# op's: got, its registration_grading.Layout (None where it returned no tensor), want the real output's; facts:
-# "returned" (the type it returned instead of a tensor, or None), "x" (x's Layout), "layout" (COPIES_X, ROW_MAJOR
-# or None: how it laid out all its outputs).
+# op's: got, its registration_grading.Layout (None where it returned x itself or no tensor), want the real output's;
+# facts: "is_x" (it returned x itself), "returned" (the type it returned instead of a tensor, or None), "x" (x's
+# Layout), "layout" (COPIES_X, ROW_MAJOR or None: how it laid out all its outputs).
 FAKE_OUTPUT = (
+    Diagnosis(
+        None,
+        lambda e: {"case": e.output} if e.facts["is_x"] else None,
+        N_("for x {case}, softmax_fake returned x itself: the op returns a new tensor"),
+    ),
     Diagnosis(
         None,
         lambda e: {"case": e.output, "kind": e.facts["returned"]} if e.facts["returned"] else None,

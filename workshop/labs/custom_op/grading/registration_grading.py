@@ -36,7 +36,8 @@ def fake_cases(device: str) -> dict[str, tuple[torch.Tensor, int]]:
 
 @dataclass(frozen=True)
 class Layout:
-    """A tensor's metadata, as plain values: what a fake says about its output (sent back by the worker)."""
+    """A tensor's metadata, as plain values: what a fake says about its output (sent back by the worker as a dict,
+    its tuples kept by the wire: Layout(**sent))."""
 
     shape: tuple
     dtype: str  # "torch.float32"
@@ -47,18 +48,9 @@ class Layout:
     def of(cls, t: torch.Tensor) -> Layout:
         return cls(tuple(t.shape), str(t.dtype), str(t.device), tuple(t.stride()))
 
-    @classmethod
-    def sent(cls, found: dict) -> Layout:
-        """A Layout from the worker's dict of one (its lists made tuples)."""
-        return cls(tuple(found["shape"]), found["dtype"], found["device"], tuple(found["strides"]))
-
-    @property
-    def numel(self) -> int:
-        return math.prod(self.shape)
-
     def placed(self) -> tuple:
         """The strides that decide where elements are: those of dims longer than 1 (none for an empty tensor)."""
-        if self.numel == 0:
+        if math.prod(self.shape) == 0:
             return ()
         return tuple(s if n > 1 else None for n, s in zip(self.shape, self.strides, strict=True))
 
@@ -85,23 +77,19 @@ def grade_fake_outputs(ctx: LabContext, device: str, found: dict, diagnoses: tup
     cases = fake_cases(device)
     if "raised" in found:
         return _fake_raised(ctx, found["raised"])
-    wrong, outputs = [], {}
-    for case, (x, dim) in cases.items():
-        out = found["outputs"][case]
-        if out.get("is_x"):
-            wrong.append(
-                _(
-                    "for x {case}, softmax_fake returned x itself: the op returns a new tensor"
-                ).format(case=case)
-            )
-            continue
-        outputs[case] = (Layout.of(x), out, Layout.of(torch_pieces.forward(x, dim)))
+    # case -> x's layout, what the fake sent back for it, the real op's output's layout
+    outputs = {
+        case: (Layout.of(x), found["outputs"][case], Layout.of(torch_pieces.forward(x, dim)))
+        for case, (x, dim) in cases.items()
+    }
+    # a tensor's layout has a shape; x itself and a value that is no tensor have none
     layout = fake_layout(
-        [(x, Layout.sent(out)) for x, out, _real in outputs.values() if "kind" not in out]
+        [(x, Layout(**out)) for x, out, _real in outputs.values() if "shape" in out]
     )
+    wrong = []
     for case, (x, out, real) in outputs.items():
-        got = None if "kind" in out else Layout.sent(out)
-        facts = {"returned": out.get("kind"), "x": x, "layout": layout}
+        got = Layout(**out) if "shape" in out else None
+        facts = {"is_x": out.get("is_x"), "returned": out.get("kind"), "x": x, "layout": layout}
         found = diagnose(diagnoses, Evidence(case, got, real, case, facts))
         wrong += [found[1]] if found else []
     ctx.check_equal(
