@@ -203,23 +203,18 @@ def grade_exercises(
         truths = figure_rows.answer_truths(rows, data.get("tp"))
         engine.grade(ctx, "answers", truths, facts=facts, reference_args=(n,))
     if "survey" in graded:
+        # the learner's survey.md against the figures it quotes, or the model answer in the run's language (the
+        # reference) against the committed runs'
         engine.grade(
             ctx,
             "survey",
             None,
-            also=lambda document, _graded: grade_survey(ctx, document, rows, lab_dir),
+            also=lambda document, _graded: (
+                survey.grade(ctx, document, rows, lab_dir)
+                if ctx.graded
+                else survey.grade(ctx, survey.model_answer(ctx.lang), None, lab_dir)
+            ),
         )
-
-
-def grade_survey(
-    ctx: LabContext, document: Path, rows: list[figure_rows.FigureRow], lab_dir: Path
-) -> None:
-    """The learner's survey.md against the figures it quotes, or the model answer in the run's language (the
-    reference) against the committed runs'."""
-    if not ctx.graded:
-        document = survey.model_answer(ctx.lang)
-    quoted, run = survey.figures_for(document if ctx.graded else None, rows)
-    survey.grade(ctx, document, quoted, run, lab_dir)
 
 
 def regrade(ctx: LabContext, lab_dir: Path) -> None:

@@ -9,6 +9,8 @@ interleaved 1F1B (two smaller stages per rank: a smaller bubble, more messages).
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 import torch.nn as nn
 from torch.distributed import pipelining
@@ -89,9 +91,12 @@ def train(args, rank: process_group.Rank, name: str) -> list[RankRecord]:
                 schedule.step(*inputs, **targets)
             opt.step()  # the schedule averaged the micro-batches' gradients, as the reference its chunks' loss
             measure.loss(torch.stack(losses).mean().item() if last else None)
-    rank_record = measure.record()
-    rank_record.intervals, rank_record.timer_resolution_s = timeline.steps, timeline.resolution()
-    rank_record.busy_cpu_s = timeline.cpu_s
+    rank_record = dataclasses.replace(
+        measure.record(),
+        intervals=timeline.steps,
+        timer_resolution_s=timeline.resolution(),
+        busy_cpu_s=timeline.cpu_s,
+    )
     named = {n: q.detach() for stage in stages for n, q in stage.submod.named_parameters()}
     ref = reference.shared(args.steps, microbatches(rank.world), rank.device)
     return run_ending.gather(run_ending.complete(rank_record, params, named, opt, ref))

@@ -110,13 +110,12 @@ def mismatches(quoted: list[FigureRow], run: list[FigureRow]) -> list[str]:
 def grade(
     ctx: LabContext,
     document: Path,
-    figures: list[FigureRow],
     run: list[FigureRow] | None = None,
     run_dir: Path | None = None,
 ) -> None:
-    """Grade a survey against `figures`: for the learner those it was started from, checked against `run` (the
-    figures of the run graded against, whose lab folder is `run_dir`: this run's by default); for the model
-    answer (run None) the committed runs'."""
+    """Grade a survey: the learner's against the figures it was started from (figures_quoted), checked against
+    `run` (the figures of the run graded against, whose lab folder is `run_dir`: this run's by default); the
+    model answer (run None) against the committed runs'."""
     if not Path(document).is_file():
         raise NotImplementedError(  # `check` writes the template after its run (Exercise.template)
             _("{name} does not exist yet: `python -m workshop check distributed` writes it").format(
@@ -131,9 +130,10 @@ def grade(
             SURVEY_BYTES,
         )
         return
-    problem = None
-    if run is not None:  # the learner's
-        problem = figures_problem(ctx, document, run_dir or ctx.out_dir)
+    if run is None:  # the model answer
+        figures, problem = [f for path in COMMITTED_RUNS for f in read(path)], None
+    else:
+        figures, problem = figures_quoted(ctx, document, text, run, run_dir or ctx.out_dir)
         ctx.check_equal(
             _("survey: the figures file it names is there and one of this workspace's runs"),
             problem or "",
@@ -245,13 +245,6 @@ def text_of(path: Path, limit: int) -> str | None:
     return path.read_text(errors="replace")
 
 
-def figures_file(document: Path) -> Path | None:
-    """The figures.json survey.md names (None: it names none), resolved against survey.md's folder, the
-    workspace (an absolute path stays as it is)."""
-    name = source(text_of(document, SURVEY_BYTES) or "")
-    return Path(document).parent / name if name else None
-
-
 def readable(path: Path) -> list[FigureRow] | None:
     """The rows of a figures.json, or None when it is not one (missing, too big, not JSON, not this lab's
     rows)."""
@@ -262,51 +255,41 @@ def readable(path: Path) -> list[FigureRow] | None:
         return None
 
 
-def figures_for(
-    document: Path | None, run: list[FigureRow]
-) -> tuple[list[FigureRow], list[FigureRow] | None]:
-    """The figures a survey is traced against, and this run's to check them with (None for the model answer,
-    traced against the committed runs). A learner's: the run it was started from, when survey.md names one
-    that can be read (figures_problem says what is wrong otherwise), else this run's."""
-    if document is None:
-        return [f for path in COMMITTED_RUNS for f in read(path)], None
-    path = figures_file(document) if Path(document).is_file() else None
-    return (path and readable(path)) or run, run
-
-
-def figures_problem(ctx: LabContext, document: Path, run_dir: Path) -> str | None:
-    """What is wrong with the figures file survey.md names, in one line with the fix; None when nothing is (or
-    it names none: it is traced against this run). Wrong: missing, not a figures.json of this lab, from
-    another workspace's run (its result.json says which workspace it graded), or unlike the measurements of
-    its own run (edited, or copied over)."""
-    path = figures_file(document)
-    if path is None:
-        return None
+def figures_quoted(
+    ctx: LabContext, document: Path, text: str, run: list[FigureRow], run_dir: Path
+) -> tuple[list[FigureRow], str | None]:
+    """The figures survey.md (`text`) was started from: those of the figures.json it names, resolved against
+    its folder, the workspace (an absolute path stays as it is), or this run's (`run`) where it names none;
+    and what is wrong with the file it names, in one line with the fix (None when nothing is). Wrong: missing,
+    not a figures.json of this lab, from another workspace's run (its result.json says which workspace it
+    graded), or unlike the measurements of its own run (edited, or copied over)."""
+    if not (name := source(text)):
+        return run, None
+    path = Path(document).parent / name
     this_run = f"<!-- figures: {relative(run_dir / 'figures.json', Path(document).parent)} -->"
-    named = {"path": source(text_of(document, SURVEY_BYTES) or ""), "this_run": this_run}
+    named = {"path": name, "this_run": this_run}
     if not path.is_file():
-        return _(
+        return run, _(
             "survey.md names {path} as its figures, and it does not exist: name this run's instead "
             "({this_run}) and quote its figures"
         ).format(**named)
-    rows = readable(path)
-    if rows is None:
-        return _(
+    if (rows := readable(path)) is None:
+        return run, _(
             "{path}, named in survey.md, is not a figures.json of this lab: name this run's instead "
             "({this_run})"
         ).format(**named)
     theirs, mine = graded_workspace(path.parent), workspace.read_record(ctx.work).get("id")
     if theirs and mine and theirs != mine:
-        return _(
+        return rows, _(
             "{path}, named in survey.md, is another workspace's run: quote one of your own runs (this run: "
             "{this_run})"
         ).format(**named)
     if unlike_its_run(path):
-        return _(
+        return rows, _(
             "{path}, named in survey.md, differs from its own run's measurements (edited, or copied from "
             "another run): quote one of your own runs (this run: {this_run})"
         ).format(**named)
-    return None
+    return rows, None
 
 
 def unlike_its_run(path: Path) -> bool:
