@@ -54,10 +54,7 @@ def run(
 ) -> None:
     """The demos this run needs (plan), or `demos` (a subset, for the tests); demo_args: strategy -> extra
     options of its demo."""
-    together = False
-    if demos is None:
-        demos, demo_args, together = plan(ctx)
-    demo_args = demo_args or {}
+    demos, demo_args, together = plan(ctx) if demos is None else (demos, demo_args or {}, False)
     agents = launch.agents()  # one standalone torchrun, or one agent per task of a Slurm job
     if why := agents.problem(ctx.n_procs) or launch.capacity_problem(
         ctx.n_procs // agents.count, ctx.device
@@ -278,13 +275,18 @@ def ddp_overlap(rows: list[figure_rows.FigureRow], data: dict[str, Measurements]
     runs = [f for f in rows if f.strategy == "ddp"]
     if [f.run for f in runs] != list(plans.BUCKET_CAP_MB) or any(f.overlap() is None for f in runs):
         return None
-    table = []
-    for f in runs:
-        early, issued = f.issued_early()
-        trace = data["ddp"].runs[f.run].per_rank[0].trace
-        after = next(n for k, n in f.issued_in_backward if k == "allreduce")
-        row = dict(demo=f.demo, trace=f"ddp/{trace}", issued=issued, early=early, after=after)
-        table.append(row | dict(ops=f.backward_ops, share=f.overlap()))
+    table = [
+        dict(
+            demo=f.demo,
+            trace=f"ddp/{data['ddp'].runs[f.run].per_rank[0].trace}",
+            issued=f.issued_early()[1],
+            early=f.issued_early()[0],
+            after=next(n for k, n in f.issued_in_backward if k == "allreduce"),
+            ops=f.backward_ops,
+            share=f.overlap(),
+        )
+        for f in runs
+    ]
     default, small = table
     shown = default["after"] == 0 and small["early"] > 0
     return {"cap_mb": plans.BUCKET_CAP_MB["small_buckets"], "runs": table, "shown": shown}
