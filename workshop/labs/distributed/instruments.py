@@ -108,14 +108,9 @@ class Instruments:
         """This step's loss on this rank (None where the rank computes none: a pipeline's first stage)."""
         self.losses.append(value)
 
-    def phase(self, name: str):
-        """Name the phase of the collectives issued inside (for a pipeline schedule's interleaved work)."""
-        return self.log.in_phase(name)
-
     def record(self) -> RankRecord:
         """This rank's record of the run, to be completed by run_ending.py."""
-        path = self.args.out / self.trace
-        device = self.rank.device
+        path, device = self.args.out / self.trace, self.rank.device
         backward_ops, issued_in_backward = traces.backward_overlap(path)
         return RankRecord(
             rank=self.rank.rank,

@@ -87,7 +87,9 @@ def train(args, rank: process_group.Rank, name: str) -> list[RankRecord]:
             targets = {"target": y[s].flatten(0, 1), "losses": losses} if last else {}
             # every micro-batch's forward and backward on this rank's stages, in the schedule's order; an
             # activation is sent to the next stage after its forward, its gradient back after its backward
-            with measure.phase("schedule"):
+            with measure.log.in_phase(
+                "schedule"
+            ):  # the schedule's forwards and backwards interleave
                 schedule.step(*inputs, **targets)
             opt.step()  # the schedule averaged the micro-batches' gradients, as the reference its chunks' loss
             measure.loss(torch.stack(losses).mean().item() if last else None)
