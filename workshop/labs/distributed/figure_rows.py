@@ -112,24 +112,24 @@ class FigureRow:
 
     def as_json(self) -> dict:
         """The row as figures.json has it: the measured fields and the derived ones, for the reader's sake."""
-        derived = {
+        return {
+            **asdict(self),
             "calls": self.calls,
             "comm_bytes": self.comm_bytes,
             "sent_bytes": self.sent_bytes,
-        }
-        return {
-            **asdict(self),
-            **derived,
             "communication": [asdict(c) for c in self.communication()],
         }
 
     @classmethod
     def from_json(cls, d: dict) -> FigureRow:
-        known = {f.name for f in fields(cls)}
-        row = {k: v for k, v in d.items() if k in known}
-        rows = [CollectiveRow(**c) for c in d["collectives_rank0"]]
-        issued = [tuple(c) for c in d.get("issued_in_backward", [])]
-        return cls(**{**row, "collectives_rank0": rows, "issued_in_backward": issued})
+        known = {f.name for f in fields(cls)}  # the derived fields as_json adds are not read back
+        return cls(
+            **{
+                **{k: v for k, v in d.items() if k in known},
+                "collectives_rank0": [CollectiveRow(**c) for c in d["collectives_rank0"]],
+                "issued_in_backward": [tuple(c) for c in d.get("issued_in_backward", [])],
+            }
+        )
 
 
 def from_run(data: Measurements, name: str, run: Run, idle: Idle | None) -> FigureRow:
