@@ -220,25 +220,23 @@ def regrade(ctx: LabContext, lab_dir: Path) -> None:
     that run lacks (one made for the predictions alone has no DDP small buckets, no interleaving) says so in
     one line instead."""
     data = figure_rows.measurements_in(lab_dir)
-    graded = []
-    for name in (name for name in EXERCISES if ctx.wants(name)):
-        if lacking := missing_runs(data, name):
-            with ctx.grading(name):
-                ctx.check_equal(
-                    _(
-                        "{name}: the run graded against ran every run it is graded on (missing)"
-                    ).format(name=name),
-                    lacking,
-                    [],
-                    message=_(
-                        "your latest run ({run}) did not run all that {name} is graded on: run the lab again "
-                        "with `python -m workshop check distributed {name} --rerun`"
-                    ).format(run=lab_dir.parent.name, name=name),
-                )
-        else:
-            graded.append(name)
+    lacking = {name: missing_runs(data, name) for name in EXERCISES if ctx.wants(name)}
+    for name in (name for name, missing in lacking.items() if missing):
+        with ctx.grading(name):
+            ctx.check_equal(
+                _("{name}: the run graded against ran every run it is graded on (missing)").format(
+                    name=name
+                ),
+                lacking[name],
+                [],
+                message=_(
+                    "your latest run ({run}) did not run all that {name} is graded on: run the lab again "
+                    "with `python -m workshop check distributed {name} --rerun`"
+                ).format(run=lab_dir.parent.name, name=name),
+            )
     rows = figure_rows.rows(data, figure_rows.idle_by_schedule(data))
-    grade_exercises(ctx, rows, data, lab_dir, tuple(graded))
+    graded = tuple(name for name, missing in lacking.items() if not missing)
+    grade_exercises(ctx, rows, data, lab_dir, graded)
 
 
 def missing_runs(data: dict[str, Measurements], exercise: str) -> list[str]:
@@ -314,9 +312,8 @@ def summary_values(ctx, rows, data, pipeline, hang, wall, failures) -> dict:
         if ddp and fsdp and ctx.n_procs > 1
         else None
     )
-    timeouts = next(iter(data.values())).default_timeouts_s if data else {}
+    # gloo has no reduce-scatter: FSDP's is an all-reduce there
     seconds = fsdp.comm_seconds_rank0 if fsdp else {}
-    gloo_scatter = fsdp and "reducescatter" not in seconds and "allreduce" in seconds
     return {
         "param_bytes": demo_checks.checkpoint_param_bytes(),
         "steps": next(iter(data.values())).steps if data else 0,
@@ -326,7 +323,9 @@ def summary_values(ctx, rows, data, pipeline, hang, wall, failures) -> dict:
         "figures": rows,
         "fsdp_vs_ddp": traffic,
         "ddp_overlap": ddp_overlap(rows, data),
-        "reduce_scatter_as_all_reduce": bool(gloo_scatter),
+        "reduce_scatter_as_all_reduce": bool(
+            fsdp and "reducescatter" not in seconds and "allreduce" in seconds
+        ),
         "traces": [
             f"{m.strategy}/{r.trace}"
             for m in data.values()
@@ -338,6 +337,6 @@ def summary_values(ctx, rows, data, pipeline, hang, wall, failures) -> dict:
         "oversubscribed": ctx.device == "cpu" and ctx.n_procs > (os.cpu_count() or 1),
         "cores": os.cpu_count(),
         "hang": hang,
-        "timeouts": timeouts,
+        "timeouts": next(iter(data.values())).default_timeouts_s if data else {},
         "failures": failures,
     }
