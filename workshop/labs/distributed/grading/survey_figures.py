@@ -119,7 +119,6 @@ def figure_quantities(figures: list[FigureRow]) -> dict[str, list[tuple[float, s
     """Dimension -> [(value, what it is)] over every figure: what a survey may quote."""
     out: dict[str, list[tuple[float, str]]] = {"bytes": [], "ms": [], "fraction": [], "GB/s": []}
     for f in figures:
-        communication = f.communication()
         # (dimension, value, what it is, the names its text is formatted with besides {demo}); a value of None:
         # the run has no such figure
         quantities = [
@@ -141,21 +140,21 @@ def figure_quantities(figures: list[FigureRow]) -> dict[str, list[tuple[float, s
             ),
             *(
                 quantity
-                for c in communication
+                for c in f.communication()
                 for quantity in (
-                    ("bytes", c.buffer_bytes, N_("{demo} {kind} buffers"), {"kind": c.kind}),
-                    ("bytes", c.sent_bytes, N_("{demo} {kind} sent"), {"kind": c.kind}),
+                    ("bytes", c["buffer_bytes"], N_("{demo} {kind} buffers"), {"kind": c["kind"]}),
+                    ("bytes", c["sent_bytes"], N_("{demo} {kind} sent"), {"kind": c["kind"]}),
                     (
                         "ms",
-                        c.seconds and 1e3 * c.seconds or None,
+                        c["seconds"] and 1e3 * c["seconds"] or None,
                         N_("{demo} {kind} time"),
-                        {"kind": c.kind},
+                        {"kind": c["kind"]},
                     ),
                     (
                         "GB/s",
-                        c.busbw_gbps or None,
+                        c["busbw_gbps"] or None,
                         N_("{demo} {kind} bus bandwidth"),
-                        {"kind": c.kind},
+                        {"kind": c["kind"]},
                     ),
                 )
             ),
