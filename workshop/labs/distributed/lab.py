@@ -193,12 +193,17 @@ def grade_exercises(
         truths, rows_ran = figure_rows.prediction_truths(rows, n)
         engine.grade(ctx, "predictions", truths, facts=rows_ran, reference_args=(n,))
     if "answers" in graded:
-        facts = {
-            "n": n,
-            "interleaved_idle_theory": pipeline_idle.theory(n, plans.microbatches(n), 2),
-        }
-        truths = figure_rows.answer_truths(rows, data.get("tp"))
-        engine.grade(ctx, "answers", truths, facts=facts, reference_args=(n,))
+        engine.grade(
+            ctx,
+            "answers",
+            figure_rows.answer_truths(rows, data.get("tp")),
+            # what the answers' diagnoses read (exercises.ANSWER_DIAGNOSES)
+            facts={
+                "n": n,
+                "interleaved_idle_theory": pipeline_idle.theory(n, plans.microbatches(n), 2),
+            },
+            reference_args=(n,),
+        )
     if "survey" in graded:
         # the learner's survey.md against the figures it quotes, or the model answer in the run's language (the
         # reference) against the committed runs'

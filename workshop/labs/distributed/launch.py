@@ -18,6 +18,7 @@ import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,15 +44,17 @@ def capacity_problem(n_per_node: int, device: str) -> str | None:
         import torch
 
         visible = torch.cuda.device_count()
-        if n_per_node > visible:
-            return ngettext(
+        return (
+            ngettext(
                 "--n {n} asks for {n} processes, one GPU each, but {visible} GPU is visible; use --n <= "
                 "the GPU count, or --device cpu to run them as CPU processes (gloo)",
                 "--n {n} asks for {n} processes, one GPU each, but {visible} GPUs are visible; use --n <= "
                 "the GPU count, or --device cpu to run them as CPU processes (gloo)",
                 visible,
             ).format(n=n_per_node, visible=visible)
-        return None
+            if n_per_node > visible
+            else None
+        )
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     memory = available_memory()
     limit = RANKS_PER_CORE * cores
@@ -168,10 +171,9 @@ class Agents:
         )
 
 
-def agents(environ: dict[str, str] | None = None) -> Agents:
+def agents(environ: Mapping[str, str] = os.environ) -> Agents:
     """The Agents this process's environment asks for: WORKSHOP_RDZV_ENDPOINT (set by slurm/distributed.sbatch)
     inside a Slurm job means one agent per task of the job; otherwise one standalone torchrun."""
-    environ = os.environ if environ is None else environ
     endpoint = environ.get("WORKSHOP_RDZV_ENDPOINT")
     if not endpoint:
         return Agents()
