@@ -64,9 +64,9 @@ def model_answer(lang: str) -> Path:
 
 def tables(figures: list[FigureRow], lang: str) -> str:
     """A run's two tables in `lang`, as the summary and the starter show them (the model answer quotes them so)."""
-    parts = ("figures_table.md.j2", "communication_table.md.j2")
     return "\n".join(
-        templates.render(TEMPLATES, lang, {"figures": figures}, part) for part in parts
+        templates.render(TEMPLATES, lang, {"figures": figures}, part)
+        for part in ("figures_table.md.j2", "communication_table.md.j2")
     )
 
 
@@ -74,8 +74,13 @@ def starter(figures: list[FigureRow], source: str = "", lang: str = i18n.DEFAULT
     """The survey's template in `lang`, its tables filled with these figures, read from `source` (a figures.json,
     named in the text so that grading finds them again); no figures: placeholders."""
     first = figures[0] if figures else None
-    values = {"figures": figures, "source": source, "n": first.n if first else None}
-    return templates.render(TEMPLATES, lang, {**values, "device": first and first.device}, STARTER)
+    values = {
+        "figures": figures,
+        "source": source,
+        "n": first and first.n,
+        "device": first and first.device,
+    }
+    return templates.render(TEMPLATES, lang, values, STARTER)
 
 
 def template(lab_dir: Path | None, work: Path) -> str | None:
