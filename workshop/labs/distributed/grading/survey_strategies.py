@@ -157,16 +157,13 @@ def carried(words: list[str], i: int) -> set[str]:
     if passive or (before and before[0] in MEANS):
         steps.append(range(i - 1, -1, -1))
     for indices in steps:
-        found, content = set(), 0
+        content = []  # the words of content within WINDOW, up to another collective
         for j in indices:
-            if kind(words[j], COLLECTIVES) or content >= WINDOW:
+            if kind(words[j], COLLECTIVES) or len(content) >= WINDOW:
                 break
-            if words[j] in FILLER or words[j] in MEANS:
-                continue
-            content += 1
-            if obj := kind(words[j], OBJECTS):
-                found.add(obj)
-        if found:
+            if words[j] not in FILLER and words[j] not in MEANS:
+                content.append(words[j])
+        if found := {obj for word in content if (obj := kind(word, OBJECTS))}:
             return found
     return set()
 
