@@ -42,8 +42,9 @@ def dump_function(backend: str):
 
     c10d = torch._C._distributed_c10d
     names = ("_dump_nccl_trace_json", "_dump_fr_trace_json") if backend == "nccl" else ()
-    names += ("_dump_fr_trace_json",)
-    return next((getattr(c10d, n) for n in names if hasattr(c10d, n)), None)
+    return next(
+        (getattr(c10d, n) for n in (*names, "_dump_fr_trace_json") if hasattr(c10d, n)), None
+    )
 
 
 def dump(out: Path, rank: int, backend: str) -> None:
