@@ -253,8 +253,12 @@ def missing_runs(data: dict[str, Measurements], exercise: str) -> list[str]:
     if exercise == "predictions":
         expected = {strategy: [run] for strategy, run in figure_rows.STRATEGY_RUN.items()}
     else:
-        expected = {"ddp": list(plans.BUCKET_CAP_MB), "fsdp": ["fsdp"], "tp": ["tp"]}
-        expected["pp"] = [name for name, why in plans.schedules_for(n).items() if why is None]
+        expected = {
+            "ddp": list(plans.BUCKET_CAP_MB),
+            "fsdp": ["fsdp"],
+            "tp": ["tp"],
+            "pp": [name for name, why in plans.schedules_for(n).items() if why is None],
+        }
     return [
         strategy if name == strategy else f"{strategy}/{name}"
         for strategy, names in expected.items()

@@ -301,11 +301,11 @@ def unlike_its_run(path: Path) -> bool:
     """Whether a figures.json's rows differ from those its run folder's measurements give, in the fields it has
     (one written by older code has fewer); False where the folder has no measurements to tell."""
     measured = {f.demo: json.loads(json.dumps(f.as_json())) for f in rebuilt(path.parent)}
-    for row in json.loads(path.read_text()):
-        ours = measured.get(FigureRow.from_json(row).demo)
-        if ours is not None and any(ours[k] != v for k, v in row.items() if k in ours):
-            return True
-    return False
+    return any(
+        ours is not None and any(ours[k] != v for k, v in row.items() if k in ours)
+        for row in json.loads(path.read_text())
+        for ours in (measured.get(FigureRow.from_json(row).demo),)
+    )
 
 
 def graded_workspace(lab_dir: Path) -> str | None:
