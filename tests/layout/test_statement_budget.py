@@ -29,10 +29,10 @@ MACHINERY = (
 TARGET = {"workshop": 10_000, "machinery": 2_800, "lab": 1_300, "lines": 400}
 # area -> the statements (for a file: the lines) it holds today, over its target
 CEILING = {
-    "workshop": 12_073,
+    "workshop": 12_060,
     "machinery": 3_921,
     "labs/custom_op": 2_029,
-    "labs/distributed": 1_686,
+    "labs/distributed": 1_673,
 }
 SLACK = 60  # a ceiling more than this above what its area holds is lowered to it
 
