@@ -349,7 +349,7 @@ def grade_survey(ctx, tmp_path, text: str, run=RUN) -> dict[str, str]:
     (work / "survey.md").write_text(text + "\n" + source + "\n")
     ctx.options.work = work
     with ctx.grading("survey") as document:
-        survey.grade(ctx, document, *survey.figures_for(document, run))
+        survey.grade(ctx, document, run)
     return failed(ctx)
 
 
@@ -368,7 +368,7 @@ def test_the_model_answer_quotes_each_committed_run_as_generated():
 
 def test_the_model_answer_passes_against_the_committed_runs(ctx):
     with ctx.grading("survey") as document:
-        survey.grade(ctx, document, *survey.figures_for(None, []))
+        survey.grade(ctx, document)
     assert failed(ctx) == {}
 
 
@@ -504,9 +504,8 @@ def test_the_template_waits_for_a_run_is_filled_from_it_and_never_replaces_the_l
     filled = (tmp_path / "survey.md").read_text()
     assert mb(by("fsdp").state_bytes_per_rank) in filled
     assert survey.source(filled).endswith("figures.json")
-    assert (
-        survey.figures_for(tmp_path / "survey.md", [])[0] == RUN
-    )  # traced against the run it came from
+    # traced against the run it came from
+    assert survey.readable(tmp_path / survey.source(filled)) == RUN
     assert (
         survey_figures.untraced(filled, RUN) == []
         and survey_text.words(filled) < survey.WORDS["en"][0]

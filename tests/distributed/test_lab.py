@@ -204,7 +204,9 @@ def test_a_gpu_run_traces_cuda_kernels_and_records_the_peak(lab_dir):
     )
     if n > 1:  # NCCL's all-reduce kernel timed, and its bus bandwidth derived
         assert ddp.collective_seconds["allreduce"] > 0
-        assert next(c for c in rows[0].communication() if c.kind == "allreduce").busbw_gbps > 0
+        assert (
+            next(c for c in rows[0].communication() if c["kind"] == "allreduce")["busbw_gbps"] > 0
+        )
         assert "never entered collective" in summary
 
 

@@ -198,7 +198,7 @@ def test_a_figure_copied_wrong_into_the_model_answer_is_caught(tmp_path, monkeyp
     monkeypatch.setattr(survey, "MODEL_ANSWER", typo)
     ctx = LabContext("distributed", tmp_path, RunOptions("cpu", 2, 0))
     with ctx.grading("survey") as document:
-        survey.grade(ctx, document, *survey.figures_for(None, []))
+        survey.grade(ctx, document)
     failed = [c.name for c in ctx.checks if not c.passed]
     assert failed == [
         "survey: every byte count, time, percentage and bandwidth traces to the run's figures"

@@ -57,9 +57,7 @@ def grade(ctx: LabContext, source: str) -> dict[str, str]:
     document = ctx.work / "survey.md"
     document.write_text(good_survey() + f"\n<!-- figures: {source} -->\n")
     with ctx.grading("survey"):
-        survey.grade(
-            ctx, document, *survey.figures_for(document, figure_rows.read(a_run(ctx.out_dir)))
-        )
+        survey.grade(ctx, document, figure_rows.read(a_run(ctx.out_dir)))
     return failed(ctx)
 
 
@@ -70,8 +68,9 @@ def test_the_template_names_the_run_relative_to_the_workspace(ctx, tmp_path):
     text = survey.template(lab_dir, ctx.work)
     assert survey.source(text) == "../results/earlier/distributed/figures.json"
     (ctx.work / "survey.md").write_text(text)
-    assert survey.figures_file(ctx.work / "survey.md").resolve() == lab_dir / "figures.json"
-    assert survey.figures_problem(ctx, ctx.work / "survey.md", ctx.out_dir) is None
+    assert (ctx.work / survey.source(text)).resolve() == lab_dir / "figures.json"
+    rows = figure_rows.read(lab_dir / "figures.json")
+    assert survey.figures_quoted(ctx, ctx.work / "survey.md", text, [], ctx.out_dir) == (rows, None)
 
 
 def test_a_missing_figures_file_is_one_line_naming_it_and_the_fix(ctx):

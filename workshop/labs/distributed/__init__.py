@@ -1,6 +1,10 @@
 from workshop.i18n import N_
 from workshop.lab_api import LabSpec
 
+# LabSpec.precondition: more ranks than this machine holds, said before a run starts (launch.py imports torch
+# only where it counts GPUs)
+from workshop.labs.distributed.launch import capacity_problem
+
 
 def run(ctx) -> None:
     """The lab's work (LabSpec.entry): its module, and torch, imported in the lab's own process only."""
@@ -21,13 +25,6 @@ def benchmark(out):
     from workshop.labs.distributed.bench import check_wait
 
     return check_wait.main(out)
-
-
-def capacity_problem(n_procs: int, device: str) -> str | None:
-    """LabSpec.precondition: more ranks than this machine holds, said before a run starts (launch.py)."""
-    from workshop.labs.distributed import launch
-
-    return launch.capacity_problem(n_procs, device)
 
 
 LAB = LabSpec(

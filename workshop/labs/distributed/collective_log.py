@@ -72,9 +72,7 @@ class CollectiveLog(TorchDispatchMode):
 
     def summary(self) -> list[CollectiveRow]:
         """One row per (phase, op), summed over the events, in first-seen order."""
-        rows: dict[tuple[str, str], CollectiveRow] = {}
+        sizes: dict[tuple[str, str], list[int]] = {}
         for phase, op, size in self.events:
-            row = rows.setdefault((phase, op), CollectiveRow(phase, op, 0, 0))
-            row.count += 1
-            row.bytes += size
-        return list(rows.values())
+            sizes.setdefault((phase, op), []).append(size)
+        return [CollectiveRow(phase, op, len(s), sum(s)) for (phase, op), s in sizes.items()]

@@ -22,20 +22,6 @@ STRATEGY_RUN = {"ddp": "ddp", "fsdp": "fsdp", "tp": "tp", "pp": "gpipe"}
 
 
 @dataclass
-class Communication:
-    """One kind of collective in a run's logged step, rank 0: buffers, bytes on the wire, time if traced."""
-
-    kind: str
-    calls: int
-    buffer_bytes: int
-    # this rank's share on the wire, ring algorithms (collectives.sent_per_buffer_byte)
-    sent_bytes: float
-    # from the profiler trace; None where it has none of this kind, or a send/recv
-    seconds: float | None
-    busbw_gbps: float | None  # buffer / time x nccl-tests' factor, GB/s (1e9 bytes/s)
-
-
-@dataclass
 class FigureRow:
     strategy: str
     run: str
@@ -92,9 +78,12 @@ class FigureRow:
         after = [n for k, n in self.issued_in_backward if k == op_kind]
         return sum(n > 0 for n in after), len(after)
 
-    def communication(self) -> list[Communication]:
-        """Per kind of collective. Sends and receives get no time: a posted send's span lasts until its
-        receive is posted, so their spans measure waiting, not moving."""
+    def communication(self) -> list[dict]:
+        """Per kind of collective in the logged step, rank 0: its calls, their buffers' bytes, this rank's share
+        of them on the wire (ring algorithms: collectives.sent_per_buffer_byte), and where the profiler trace has
+        this kind, its seconds and bus bandwidth (buffer / time x nccl-tests' factor, GB/s: 1e9 bytes/s), else
+        None. Sends and receives get no time: a posted send's span lasts until its receive is posted, so their
+        spans measure waiting, not moving."""
         out = []
         for k in dict.fromkeys(r.kind for r in self.collectives_rank0):
             rows = [r for r in self.collectives_rank0 if r.kind == k]
@@ -104,32 +93,37 @@ class FigureRow:
                 buffer / seconds * bus_factor(k, self.n) / 1e9 if seconds and self.n > 1 else None
             )
             out.append(
-                Communication(
-                    k, calls, buffer, sum(r.sent_bytes(self.n) for r in rows), seconds, busbw
-                )
+                {
+                    "kind": k,
+                    "calls": calls,
+                    "buffer_bytes": buffer,
+                    "sent_bytes": sum(r.sent_bytes(self.n) for r in rows),
+                    "seconds": seconds,
+                    "busbw_gbps": busbw,
+                }
             )
         return out
 
     def as_json(self) -> dict:
         """The row as figures.json has it: the measured fields and the derived ones, for the reader's sake."""
-        derived = {
+        return {
+            **asdict(self),
             "calls": self.calls,
             "comm_bytes": self.comm_bytes,
             "sent_bytes": self.sent_bytes,
-        }
-        return {
-            **asdict(self),
-            **derived,
-            "communication": [asdict(c) for c in self.communication()],
+            "communication": self.communication(),
         }
 
     @classmethod
     def from_json(cls, d: dict) -> FigureRow:
-        known = {f.name for f in fields(cls)}
-        row = {k: v for k, v in d.items() if k in known}
-        rows = [CollectiveRow(**c) for c in d["collectives_rank0"]]
-        issued = [tuple(c) for c in d.get("issued_in_backward", [])]
-        return cls(**{**row, "collectives_rank0": rows, "issued_in_backward": issued})
+        known = {f.name for f in fields(cls)}  # the derived fields as_json adds are not read back
+        return cls(
+            **{
+                **{k: v for k, v in d.items() if k in known},
+                "collectives_rank0": [CollectiveRow(**c) for c in d["collectives_rank0"]],
+                "issued_in_backward": [tuple(c) for c in d.get("issued_in_backward", [])],
+            }
+        )
 
 
 def from_run(data: Measurements, name: str, run: Run, idle: Idle | None) -> FigureRow:

@@ -42,8 +42,9 @@ def dump_function(backend: str):
 
     c10d = torch._C._distributed_c10d
     names = ("_dump_nccl_trace_json", "_dump_fr_trace_json") if backend == "nccl" else ()
-    names += ("_dump_fr_trace_json",)
-    return next((getattr(c10d, n) for n in names if hasattr(c10d, n)), None)
+    return next(
+        (getattr(c10d, n) for n in (*names, "_dump_fr_trace_json") if hasattr(c10d, n)), None
+    )
 
 
 def dump(out: Path, rank: int, backend: str) -> None:
@@ -80,13 +81,15 @@ class RankState:
 
 def read(folder: Path) -> list[RankState]:
     """Each rank's last collective on the default group, from the JSON dumps (or NCCL's pickled ones)."""
-    dumps: dict[int, dict] = {}
-    for path in sorted(Path(folder).glob(f"{PREFIX}*.json")):
-        dumps[int(path.stem.removeprefix(PREFIX))] = json.loads(path.read_bytes())
+    dumps = {
+        int(path.stem.removeprefix(PREFIX)): json.loads(path.read_bytes())
+        for path in sorted(Path(folder).glob(f"{PREFIX}*.json"))
+    }
     for path in sorted(Path(folder).glob(f"{WATCHDOG_PREFIX}*")):
-        rank = int(path.name.removeprefix(WATCHDOG_PREFIX))
         # our job's own file, plain containers
-        dumps.setdefault(rank, pickle.loads(path.read_bytes()))
+        dumps.setdefault(
+            int(path.name.removeprefix(WATCHDOG_PREFIX)), pickle.loads(path.read_bytes())
+        )
     states = []
     for rank, data in sorted(dumps.items()):
         entries = [e for e in data.get("entries", []) if "default_pg" in e.get("process_group", ())]

@@ -52,35 +52,33 @@ def inject_failure(args, rank: Rank, step: int) -> None:
     )
 
 
-class Instruments:
+class Instruments(contextlib.ExitStack):
     """The measurements, barriers, trace, Flight Recorder and fault injection of one training run (`run`: its
-    name, e.g. "ddp", "gpipe") of args.steps steps with optimizer `opt`."""
+    name, e.g. "ddp", "gpipe") of args.steps steps with optimizer `opt`. Its `with` block is an ExitStack's:
+    what it enters ends with the block, last in, first out."""
 
     def __init__(self, args, rank: Rank, run: str, opt: torch.optim.Optimizer):
+        super().__init__()
         self.args, self.rank, self.opt = args, rank, opt
         self.trace = f"trace_{run}_rank{rank.rank}.json.gz"
         self.log = CollectiveLog()
         self.losses: list[float | None] = []
         self.times: list[float] = []
-        self._stack = contextlib.ExitStack()
 
     def __enter__(self) -> Instruments:
         if self.rank.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.rank.device)
-        self._stack.enter_context(
+        self.enter_context(
             flight_recorder.dump_on_failure(self.args.out, self.rank.rank, self.rank.backend)
         )
         return self
-
-    def __exit__(self, *exc) -> bool:
-        return self._stack.__exit__(*exc)
 
     def steps(self):
         """Step numbers 0 .. args.steps-1, each begun after a barrier and timed; the last one logged and profiled.
         A step that raises stops its trace and log when the `with` block ends."""
         steps = self._steps()
         # runs before the Flight Recorder's dump: last in, first out
-        self._stack.callback(steps.close)
+        self.callback(steps.close)
         return steps
 
     def _steps(self):
@@ -108,14 +106,9 @@ class Instruments:
         """This step's loss on this rank (None where the rank computes none: a pipeline's first stage)."""
         self.losses.append(value)
 
-    def phase(self, name: str):
-        """Name the phase of the collectives issued inside (for a pipeline schedule's interleaved work)."""
-        return self.log.in_phase(name)
-
     def record(self) -> RankRecord:
         """This rank's record of the run, to be completed by run_ending.py."""
-        path = self.args.out / self.trace
-        device = self.rank.device
+        path, device = self.args.out / self.trace, self.rank.device
         backward_ops, issued_in_backward = traces.backward_overlap(path)
         return RankRecord(
             rank=self.rank.rank,

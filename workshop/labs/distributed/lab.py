@@ -54,10 +54,7 @@ def run(
 ) -> None:
     """The demos this run needs (plan), or `demos` (a subset, for the tests); demo_args: strategy -> extra
     options of its demo."""
-    together = False
-    if demos is None:
-        demos, demo_args, together = plan(ctx)
-    demo_args = demo_args or {}
+    demos, demo_args, together = plan(ctx) if demos is None else (demos, demo_args or {}, False)
     agents = launch.agents()  # one standalone torchrun, or one agent per task of a Slurm job
     if why := agents.problem(ctx.n_procs) or launch.capacity_problem(
         ctx.n_procs // agents.count, ctx.device
@@ -196,30 +193,30 @@ def grade_exercises(
         truths, rows_ran = figure_rows.prediction_truths(rows, n)
         engine.grade(ctx, "predictions", truths, facts=rows_ran, reference_args=(n,))
     if "answers" in graded:
-        facts = {
-            "n": n,
-            "interleaved_idle_theory": pipeline_idle.theory(n, plans.microbatches(n), 2),
-        }
-        truths = figure_rows.answer_truths(rows, data.get("tp"))
-        engine.grade(ctx, "answers", truths, facts=facts, reference_args=(n,))
+        engine.grade(
+            ctx,
+            "answers",
+            figure_rows.answer_truths(rows, data.get("tp")),
+            # what the answers' diagnoses read (exercises.ANSWER_DIAGNOSES)
+            facts={
+                "n": n,
+                "interleaved_idle_theory": pipeline_idle.theory(n, plans.microbatches(n), 2),
+            },
+            reference_args=(n,),
+        )
     if "survey" in graded:
+        # the learner's survey.md against the figures it quotes, or the model answer in the run's language (the
+        # reference) against the committed runs'
         engine.grade(
             ctx,
             "survey",
             None,
-            also=lambda document, _graded: grade_survey(ctx, document, rows, lab_dir),
+            also=lambda document, _graded: (
+                survey.grade(ctx, document, rows, lab_dir)
+                if ctx.graded
+                else survey.grade(ctx, survey.model_answer(ctx.lang), None, lab_dir)
+            ),
         )
-
-
-def grade_survey(
-    ctx: LabContext, document: Path, rows: list[figure_rows.FigureRow], lab_dir: Path
-) -> None:
-    """The learner's survey.md against the figures it quotes, or the model answer in the run's language (the
-    reference) against the committed runs'."""
-    if not ctx.graded:
-        document = survey.model_answer(ctx.lang)
-    quoted, run = survey.figures_for(document if ctx.graded else None, rows)
-    survey.grade(ctx, document, quoted, run, lab_dir)
 
 
 def regrade(ctx: LabContext, lab_dir: Path) -> None:
@@ -228,25 +225,23 @@ def regrade(ctx: LabContext, lab_dir: Path) -> None:
     that run lacks (one made for the predictions alone has no DDP small buckets, no interleaving) says so in
     one line instead."""
     data = figure_rows.measurements_in(lab_dir)
-    graded = []
-    for name in (name for name in EXERCISES if ctx.wants(name)):
-        if lacking := missing_runs(data, name):
-            with ctx.grading(name):
-                ctx.check_equal(
-                    _(
-                        "{name}: the run graded against ran every run it is graded on (missing)"
-                    ).format(name=name),
-                    lacking,
-                    [],
-                    message=_(
-                        "your latest run ({run}) did not run all that {name} is graded on: run the lab again "
-                        "with `python -m workshop check distributed {name} --rerun`"
-                    ).format(run=lab_dir.parent.name, name=name),
-                )
-        else:
-            graded.append(name)
+    lacking = {name: missing_runs(data, name) for name in EXERCISES if ctx.wants(name)}
+    for name in (name for name, missing in lacking.items() if missing):
+        with ctx.grading(name):
+            ctx.check_equal(
+                _("{name}: the run graded against ran every run it is graded on (missing)").format(
+                    name=name
+                ),
+                lacking[name],
+                [],
+                message=_(
+                    "your latest run ({run}) did not run all that {name} is graded on: run the lab again "
+                    "with `python -m workshop check distributed {name} --rerun`"
+                ).format(run=lab_dir.parent.name, name=name),
+            )
     rows = figure_rows.rows(data, figure_rows.idle_by_schedule(data))
-    grade_exercises(ctx, rows, data, lab_dir, tuple(graded))
+    graded = tuple(name for name, missing in lacking.items() if not missing)
+    grade_exercises(ctx, rows, data, lab_dir, graded)
 
 
 def missing_runs(data: dict[str, Measurements], exercise: str) -> list[str]:
@@ -258,8 +253,12 @@ def missing_runs(data: dict[str, Measurements], exercise: str) -> list[str]:
     if exercise == "predictions":
         expected = {strategy: [run] for strategy, run in figure_rows.STRATEGY_RUN.items()}
     else:
-        expected = {"ddp": list(plans.BUCKET_CAP_MB), "fsdp": ["fsdp"], "tp": ["tp"]}
-        expected["pp"] = [name for name, why in plans.schedules_for(n).items() if why is None]
+        expected = {
+            "ddp": list(plans.BUCKET_CAP_MB),
+            "fsdp": ["fsdp"],
+            "tp": ["tp"],
+            "pp": [name for name, why in plans.schedules_for(n).items() if why is None],
+        }
     return [
         strategy if name == strategy else f"{strategy}/{name}"
         for strategy, names in expected.items()
@@ -283,13 +282,18 @@ def ddp_overlap(rows: list[figure_rows.FigureRow], data: dict[str, Measurements]
     runs = [f for f in rows if f.strategy == "ddp"]
     if [f.run for f in runs] != list(plans.BUCKET_CAP_MB) or any(f.overlap() is None for f in runs):
         return None
-    table = []
-    for f in runs:
-        early, issued = f.issued_early()
-        trace = data["ddp"].runs[f.run].per_rank[0].trace
-        after = next(n for k, n in f.issued_in_backward if k == "allreduce")
-        row = dict(demo=f.demo, trace=f"ddp/{trace}", issued=issued, early=early, after=after)
-        table.append(row | dict(ops=f.backward_ops, share=f.overlap()))
+    table = [
+        dict(
+            demo=f.demo,
+            trace=f"ddp/{data['ddp'].runs[f.run].per_rank[0].trace}",
+            issued=f.issued_early()[1],
+            early=f.issued_early()[0],
+            after=next(n for k, n in f.issued_in_backward if k == "allreduce"),
+            ops=f.backward_ops,
+            share=f.overlap(),
+        )
+        for f in runs
+    ]
     default, small = table
     shown = default["after"] == 0 and small["early"] > 0
     return {"cap_mb": plans.BUCKET_CAP_MB["small_buckets"], "runs": table, "shown": shown}
@@ -317,9 +321,8 @@ def summary_values(ctx, rows, data, pipeline, hang, wall, failures) -> dict:
         if ddp and fsdp and ctx.n_procs > 1
         else None
     )
-    timeouts = next(iter(data.values())).default_timeouts_s if data else {}
+    # gloo has no reduce-scatter: FSDP's is an all-reduce there
     seconds = fsdp.comm_seconds_rank0 if fsdp else {}
-    gloo_scatter = fsdp and "reducescatter" not in seconds and "allreduce" in seconds
     return {
         "param_bytes": demo_checks.checkpoint_param_bytes(),
         "steps": next(iter(data.values())).steps if data else 0,
@@ -329,7 +332,9 @@ def summary_values(ctx, rows, data, pipeline, hang, wall, failures) -> dict:
         "figures": rows,
         "fsdp_vs_ddp": traffic,
         "ddp_overlap": ddp_overlap(rows, data),
-        "reduce_scatter_as_all_reduce": bool(gloo_scatter),
+        "reduce_scatter_as_all_reduce": bool(
+            fsdp and "reducescatter" not in seconds and "allreduce" in seconds
+        ),
         "traces": [
             f"{m.strategy}/{r.trace}"
             for m in data.values()
@@ -341,6 +346,6 @@ def summary_values(ctx, rows, data, pipeline, hang, wall, failures) -> dict:
         "oversubscribed": ctx.device == "cpu" and ctx.n_procs > (os.cpu_count() or 1),
         "cores": os.cpu_count(),
         "hang": hang,
-        "timeouts": timeouts,
+        "timeouts": next(iter(data.values())).default_timeouts_s if data else {},
         "failures": failures,
     }

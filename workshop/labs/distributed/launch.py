@@ -18,6 +18,7 @@ import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,15 +44,17 @@ def capacity_problem(n_per_node: int, device: str) -> str | None:
         import torch
 
         visible = torch.cuda.device_count()
-        if n_per_node > visible:
-            return ngettext(
+        return (
+            ngettext(
                 "--n {n} asks for {n} processes, one GPU each, but {visible} GPU is visible; use --n <= "
                 "the GPU count, or --device cpu to run them as CPU processes (gloo)",
                 "--n {n} asks for {n} processes, one GPU each, but {visible} GPUs are visible; use --n <= "
                 "the GPU count, or --device cpu to run them as CPU processes (gloo)",
                 visible,
             ).format(n=n_per_node, visible=visible)
-        return None
+            if n_per_node > visible
+            else None
+        )
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     memory = available_memory()
     limit = RANKS_PER_CORE * cores
@@ -120,30 +123,18 @@ def command(
     rdzv_id: str = "workshop",
     demo_args=(),
 ) -> list[str]:
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(n)]
-    if (
-        rdzv_endpoint
-    ):  # several agents (machines) meet at the endpoint; the c10d backend hosts the store there
-        cmd += [
-            "--nnodes",
-            str(nnodes),
-            "--rdzv-backend",
-            "c10d",
-            "--rdzv-endpoint",
-            rdzv_endpoint,
-            "--rdzv-id",
-            rdzv_id,
-        ]
-        cmd += ["--node-rank", str(node_rank)] if node_rank is not None else []
-    else:
-        cmd += ["--standalone"]
-    return cmd + [
-        "-m",
-        f"workshop.labs.distributed.{strategy}",
-        "--out",
-        str(out),
-        "--device",
-        device,
+    # several agents (machines) meet at the endpoint, where the c10d backend hosts the store; one alone:
+    # --standalone, a private rendezvous
+    rendezvous = (
+        ["--nnodes", str(nnodes), "--rdzv-backend", "c10d", "--rdzv-endpoint", rdzv_endpoint]
+        + ["--rdzv-id", rdzv_id]
+        + (["--node-rank", str(node_rank)] if node_rank is not None else [])
+        if rdzv_endpoint
+        else ["--standalone"]
+    )
+    return [
+        *(sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(n), *rendezvous),
+        *("-m", f"workshop.labs.distributed.{strategy}", "--out", str(out), "--device", device),
         *demo_args,
     ]
 
@@ -180,10 +171,9 @@ class Agents:
         )
 
 
-def agents(environ: dict[str, str] | None = None) -> Agents:
+def agents(environ: Mapping[str, str] = os.environ) -> Agents:
     """The Agents this process's environment asks for: WORKSHOP_RDZV_ENDPOINT (set by slurm/distributed.sbatch)
     inside a Slurm job means one agent per task of the job; otherwise one standalone torchrun."""
-    environ = os.environ if environ is None else environ
     endpoint = environ.get("WORKSHOP_RDZV_ENDPOINT")
     if not endpoint:
         return Agents()
@@ -237,16 +227,20 @@ def main(argv: list[str] | None = None) -> int:
             "Build and run the torchrun command of a demo, after checking that N can work at all."
         ),
     )
-    p.add_argument("strategy", choices=STRATEGIES)
-    p.add_argument("--n", type=int, default=2, help=_("processes per node"))
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--nnodes", type=int, default=1)
-    p.add_argument("--node-rank", type=int, default=None)
-    p.add_argument(
-        "--rdzv-endpoint", default=None, help=_("host:port of the rendezvous (several nodes)")
-    )
-    p.add_argument("--rdzv-id", default="workshop")
+    for flags, keywords in (
+        (("strategy",), {"choices": STRATEGIES}),
+        (("--n",), {"type": int, "default": 2, "help": _("processes per node")}),
+        (("--device",), {"choices": ("cpu", "cuda"), "default": "cpu"}),
+        (("--out",), {"type": Path, "required": True}),
+        (("--nnodes",), {"type": int, "default": 1}),
+        (("--node-rank",), {"type": int, "default": None}),
+        (
+            ("--rdzv-endpoint",),
+            {"default": None, "help": _("host:port of the rendezvous (several nodes)")},
+        ),
+        (("--rdzv-id",), {"default": "workshop"}),
+    ):
+        p.add_argument(*flags, **keywords)
     argv = sys.argv[1:] if argv is None else argv
     # after --: the demo's own options, e.g. --fail-rank 1
     cut = argv.index("--") if "--" in argv else len(argv)

@@ -55,11 +55,13 @@ class RankRecord:
 
     @classmethod
     def from_json(cls, d: dict) -> RankRecord:
-        rows = [CollectiveRow(**r) for r in d["collectives"]]
-        intervals = [[tuple(iv) for iv in step] for step in d.get("intervals", [])]
-        issued = [tuple(c) for c in d.get("issued_in_backward", [])]
         return cls(
-            **{**d, "collectives": rows, "intervals": intervals, "issued_in_backward": issued}
+            **{
+                **d,
+                "collectives": [CollectiveRow(**r) for r in d["collectives"]],
+                "intervals": [[tuple(iv) for iv in step] for step in d.get("intervals", [])],
+                "issued_in_backward": [tuple(c) for c in d.get("issued_in_backward", [])],
+            }
         )
 
 

@@ -136,9 +136,8 @@ def draw(runs: dict[str, Run], idle: dict[str, Idle]):
             range(len(ranks)), [_("rank {rank}").format(rank=r) for r in range(len(ranks))]
         )
         ax.invert_yaxis()
-        title = _("{name}: idle {measured:.0%} measured, {theory:.0%} in theory (step {step})")
         ax.set_title(
-            title.format(
+            _("{name}: idle {measured:.0%} measured, {theory:.0%} in theory (step {step})").format(
                 name=name, measured=idle[name].measured, theory=idle[name].theory, step=step
             ),
             fontsize=9,

@@ -9,6 +9,8 @@ interleaved 1F1B (two smaller stages per rank: a smaller bubble, more messages).
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 import torch.nn as nn
 from torch.distributed import pipelining
@@ -85,13 +87,18 @@ def train(args, rank: process_group.Rank, name: str) -> list[RankRecord]:
             targets = {"target": y[s].flatten(0, 1), "losses": losses} if last else {}
             # every micro-batch's forward and backward on this rank's stages, in the schedule's order; an
             # activation is sent to the next stage after its forward, its gradient back after its backward
-            with measure.phase("schedule"):
+            with measure.log.in_phase(
+                "schedule"
+            ):  # the schedule's forwards and backwards interleave
                 schedule.step(*inputs, **targets)
             opt.step()  # the schedule averaged the micro-batches' gradients, as the reference its chunks' loss
             measure.loss(torch.stack(losses).mean().item() if last else None)
-    rank_record = measure.record()
-    rank_record.intervals, rank_record.timer_resolution_s = timeline.steps, timeline.resolution()
-    rank_record.busy_cpu_s = timeline.cpu_s
+    rank_record = dataclasses.replace(
+        measure.record(),
+        intervals=timeline.steps,
+        timer_resolution_s=timeline.resolution(),
+        busy_cpu_s=timeline.cpu_s,
+    )
     named = {n: q.detach() for stage in stages for n, q in stage.submod.named_parameters()}
     ref = reference.shared(args.steps, microbatches(rank.world), rank.device)
     return run_ending.gather(run_ending.complete(rank_record, params, named, opt, ref))

@@ -9,6 +9,7 @@ its tensors, and a digest of its parameters that tells replicas apart.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 
 import torch
@@ -74,17 +75,19 @@ def complete(
     """This rank's record with the bytes it holds (`params`: its parameters as it keeps them, sharded or not)
     and its distance from the reference (`named`: name -> the whole parameter, as the reference has it): its
     parameters' largest error against the reference's, and their digest."""
-    record.held = held(params, opt)
     errors = {n: (named[n] - reference.params[n]).abs().max().item() for n in named}
     worst = max(errors, key=errors.get)
-    record.reference_losses = reference.losses
-    record.reference_compute_s = reference.compute_s
-    record.reference_compute_cpu_s = reference.compute_cpu_s
-    record.max_param_error = errors[worst]
-    record.worst_param = worst
-    record.params_compared = len(named)
-    record.params_digest = digest(named)
-    return record
+    return dataclasses.replace(
+        record,
+        held=held(params, opt),
+        reference_losses=reference.losses,
+        reference_compute_s=reference.compute_s,
+        reference_compute_cpu_s=reference.compute_cpu_s,
+        max_param_error=errors[worst],
+        worst_param=worst,
+        params_compared=len(named),
+        params_digest=digest(named),
+    )
 
 
 def gather(record: RankRecord) -> list[RankRecord]:

@@ -48,9 +48,12 @@ def ddp_figure(evidence) -> dict | None:
     """A strategy predicted with this run's DDP figure for this field (the run's DDP row)."""
     strategy, figure, _row = prediction(evidence)
     ddp = evidence.facts.get("ddp")
-    if strategy == "ddp" or ddp is None or ddp.n == 1:
-        return None
-    if off_by(evidence.got, ddp.predicted()[figure]) > PREDICTION_TOLERANCE / 2:
+    if (
+        strategy == "ddp"
+        or ddp is None
+        or ddp.n == 1
+        or off_by(evidence.got, ddp.predicted()[figure]) > PREDICTION_TOLERANCE / 2
+    ):
         return None
     return {"strategy": strategy, "figure": figure, "why": _(NOT_DDP[strategy])}
 

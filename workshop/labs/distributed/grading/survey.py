@@ -64,9 +64,9 @@ def model_answer(lang: str) -> Path:
 
 def tables(figures: list[FigureRow], lang: str) -> str:
     """A run's two tables in `lang`, as the summary and the starter show them (the model answer quotes them so)."""
-    parts = ("figures_table.md.j2", "communication_table.md.j2")
     return "\n".join(
-        templates.render(TEMPLATES, lang, {"figures": figures}, part) for part in parts
+        templates.render(TEMPLATES, lang, {"figures": figures}, part)
+        for part in ("figures_table.md.j2", "communication_table.md.j2")
     )
 
 
@@ -74,8 +74,13 @@ def starter(figures: list[FigureRow], source: str = "", lang: str = i18n.DEFAULT
     """The survey's template in `lang`, its tables filled with these figures, read from `source` (a figures.json,
     named in the text so that grading finds them again); no figures: placeholders."""
     first = figures[0] if figures else None
-    values = {"figures": figures, "source": source, "n": first.n if first else None}
-    return templates.render(TEMPLATES, lang, {**values, "device": first and first.device}, STARTER)
+    values = {
+        "figures": figures,
+        "source": source,
+        "n": first and first.n,
+        "device": first and first.device,
+    }
+    return templates.render(TEMPLATES, lang, values, STARTER)
 
 
 def template(lab_dir: Path | None, work: Path) -> str | None:
@@ -110,13 +115,12 @@ def mismatches(quoted: list[FigureRow], run: list[FigureRow]) -> list[str]:
 def grade(
     ctx: LabContext,
     document: Path,
-    figures: list[FigureRow],
     run: list[FigureRow] | None = None,
     run_dir: Path | None = None,
 ) -> None:
-    """Grade a survey against `figures`: for the learner those it was started from, checked against `run` (the
-    figures of the run graded against, whose lab folder is `run_dir`: this run's by default); for the model
-    answer (run None) the committed runs'."""
+    """Grade a survey: the learner's against the figures it was started from (figures_quoted), checked against
+    `run` (the figures of the run graded against, whose lab folder is `run_dir`: this run's by default); the
+    model answer (run None) against the committed runs'."""
     if not Path(document).is_file():
         raise NotImplementedError(  # `check` writes the template after its run (Exercise.template)
             _("{name} does not exist yet: `python -m workshop check distributed` writes it").format(
@@ -131,9 +135,10 @@ def grade(
             SURVEY_BYTES,
         )
         return
-    problem = None
-    if run is not None:  # the learner's
-        problem = figures_problem(ctx, document, run_dir or ctx.out_dir)
+    if run is None:  # the model answer
+        figures, problem = [f for path in COMMITTED_RUNS for f in read(path)], None
+    else:
+        figures, problem = figures_quoted(ctx, document, text, run, run_dir or ctx.out_dir)
         ctx.check_equal(
             _("survey: the figures file it names is there and one of this workspace's runs"),
             problem or "",
@@ -245,13 +250,6 @@ def text_of(path: Path, limit: int) -> str | None:
     return path.read_text(errors="replace")
 
 
-def figures_file(document: Path) -> Path | None:
-    """The figures.json survey.md names (None: it names none), resolved against survey.md's folder, the
-    workspace (an absolute path stays as it is)."""
-    name = source(text_of(document, SURVEY_BYTES) or "")
-    return Path(document).parent / name if name else None
-
-
 def readable(path: Path) -> list[FigureRow] | None:
     """The rows of a figures.json, or None when it is not one (missing, too big, not JSON, not this lab's
     rows)."""
@@ -262,62 +260,52 @@ def readable(path: Path) -> list[FigureRow] | None:
         return None
 
 
-def figures_for(
-    document: Path | None, run: list[FigureRow]
-) -> tuple[list[FigureRow], list[FigureRow] | None]:
-    """The figures a survey is traced against, and this run's to check them with (None for the model answer,
-    traced against the committed runs). A learner's: the run it was started from, when survey.md names one
-    that can be read (figures_problem says what is wrong otherwise), else this run's."""
-    if document is None:
-        return [f for path in COMMITTED_RUNS for f in read(path)], None
-    path = figures_file(document) if Path(document).is_file() else None
-    return (path and readable(path)) or run, run
-
-
-def figures_problem(ctx: LabContext, document: Path, run_dir: Path) -> str | None:
-    """What is wrong with the figures file survey.md names, in one line with the fix; None when nothing is (or
-    it names none: it is traced against this run). Wrong: missing, not a figures.json of this lab, from
-    another workspace's run (its result.json says which workspace it graded), or unlike the measurements of
-    its own run (edited, or copied over)."""
-    path = figures_file(document)
-    if path is None:
-        return None
+def figures_quoted(
+    ctx: LabContext, document: Path, text: str, run: list[FigureRow], run_dir: Path
+) -> tuple[list[FigureRow], str | None]:
+    """The figures survey.md (`text`) was started from: those of the figures.json it names, resolved against
+    its folder, the workspace (an absolute path stays as it is), or this run's (`run`) where it names none;
+    and what is wrong with the file it names, in one line with the fix (None when nothing is). Wrong: missing,
+    not a figures.json of this lab, from another workspace's run (its result.json says which workspace it
+    graded), or unlike the measurements of its own run (edited, or copied over)."""
+    if not (name := source(text)):
+        return run, None
+    path = Path(document).parent / name
     this_run = f"<!-- figures: {relative(run_dir / 'figures.json', Path(document).parent)} -->"
-    named = {"path": source(text_of(document, SURVEY_BYTES) or ""), "this_run": this_run}
+    named = {"path": name, "this_run": this_run}
     if not path.is_file():
-        return _(
+        return run, _(
             "survey.md names {path} as its figures, and it does not exist: name this run's instead "
             "({this_run}) and quote its figures"
         ).format(**named)
-    rows = readable(path)
-    if rows is None:
-        return _(
+    if (rows := readable(path)) is None:
+        return run, _(
             "{path}, named in survey.md, is not a figures.json of this lab: name this run's instead "
             "({this_run})"
         ).format(**named)
     theirs, mine = graded_workspace(path.parent), workspace.read_record(ctx.work).get("id")
     if theirs and mine and theirs != mine:
-        return _(
+        return rows, _(
             "{path}, named in survey.md, is another workspace's run: quote one of your own runs (this run: "
             "{this_run})"
         ).format(**named)
     if unlike_its_run(path):
-        return _(
+        return rows, _(
             "{path}, named in survey.md, differs from its own run's measurements (edited, or copied from "
             "another run): quote one of your own runs (this run: {this_run})"
         ).format(**named)
-    return None
+    return rows, None
 
 
 def unlike_its_run(path: Path) -> bool:
     """Whether a figures.json's rows differ from those its run folder's measurements give, in the fields it has
     (one written by older code has fewer); False where the folder has no measurements to tell."""
     measured = {f.demo: json.loads(json.dumps(f.as_json())) for f in rebuilt(path.parent)}
-    for row in json.loads(path.read_text()):
-        ours = measured.get(FigureRow.from_json(row).demo)
-        if ours is not None and any(ours[k] != v for k, v in row.items() if k in ours):
-            return True
-    return False
+    return any(
+        ours is not None and any(ours[k] != v for k, v in row.items() if k in ours)
+        for row in json.loads(path.read_text())
+        for ours in (measured.get(FigureRow.from_json(row).demo),)
+    )
 
 
 def graded_workspace(lab_dir: Path) -> str | None:

@@ -119,43 +119,55 @@ def figure_quantities(figures: list[FigureRow]) -> dict[str, list[tuple[float, s
     """Dimension -> [(value, what it is)] over every figure: what a survey may quote."""
     out: dict[str, list[tuple[float, str]]] = {"bytes": [], "ms": [], "fraction": [], "GB/s": []}
     for f in figures:
-        d = f.demo
-        out["bytes"] += [
-            (f.state_bytes_per_rank, _("{demo} held per rank").format(demo=d)),
-            (f.comm_bytes, _("{demo} collectives' buffers").format(demo=d)),
+        # (dimension, value, what it is, the names its text is formatted with besides {demo}); a value of None:
+        # the run has no such figure
+        quantities = [
+            ("bytes", f.state_bytes_per_rank, N_("{demo} held per rank"), {}),
+            ("bytes", f.comm_bytes, N_("{demo} collectives' buffers"), {}),
+            *(
+                ("bytes", v, N_("{demo} rank 0 {kind}"), {"kind": k})
+                for k, v in f.bytes_rank0.items()
+            ),
+            ("bytes", f.sent_bytes, N_("{demo} sent per rank"), {}),
+            ("bytes", f.cuda_peak_bytes or None, N_("{demo} CUDA peak"), {}),
+            *(
+                quantity
+                for r in f.collectives_rank0
+                for quantity in (
+                    ("bytes", r.bytes, "{demo} {phase} {op}", {"phase": r.phase, "op": r.op}),
+                    ("bytes", r.bytes / r.count, N_("{demo} one {op}"), {"op": r.op}),
+                )
+            ),
+            *(
+                quantity
+                for c in f.communication()
+                for quantity in (
+                    ("bytes", c["buffer_bytes"], N_("{demo} {kind} buffers"), {"kind": c["kind"]}),
+                    ("bytes", c["sent_bytes"], N_("{demo} {kind} sent"), {"kind": c["kind"]}),
+                    (
+                        "ms",
+                        c["seconds"] and 1e3 * c["seconds"] or None,
+                        N_("{demo} {kind} time"),
+                        {"kind": c["kind"]},
+                    ),
+                    (
+                        "GB/s",
+                        c["busbw_gbps"] or None,
+                        N_("{demo} {kind} bus bandwidth"),
+                        {"kind": c["kind"]},
+                    ),
+                )
+            ),
+            ("ms", f.step_ms, N_("{demo} step"), {}),
+            ("ms", f.chunk_ms or None, N_("{demo} chunk"), {}),
+            ("ms", f.overhead_ms or None, N_("{demo} overhead"), {}),
+            ("fraction", f.bubble, N_("{demo} idle"), {}),
+            ("fraction", f.bubble_theory, N_("{demo} idle in theory"), {}),
+            ("fraction", f.overhead_share, N_("{demo} overhead share"), {}),
         ]
-        out["bytes"] += [
-            (v, _("{demo} rank 0 {kind}").format(demo=d, kind=k)) for k, v in f.bytes_rank0.items()
-        ]
-        out["bytes"] += [(f.sent_bytes, _("{demo} sent per rank").format(demo=d))]
-        if f.cuda_peak_bytes:
-            out["bytes"] += [(f.cuda_peak_bytes, _("{demo} CUDA peak").format(demo=d))]
-        for r in f.collectives_rank0:
-            out["bytes"] += [
-                (r.bytes, f"{d} {r.phase} {r.op}"),
-                (r.bytes / r.count, _("{demo} one {op}").format(demo=d, op=r.op)),
-            ]
-        for c in f.communication():
-            out["bytes"] += [
-                (c.buffer_bytes, _("{demo} {kind} buffers").format(demo=d, kind=c.kind)),
-                (c.sent_bytes, _("{demo} {kind} sent").format(demo=d, kind=c.kind)),
-            ]
-            if c.seconds:
-                out["ms"] += [
-                    (1e3 * c.seconds, _("{demo} {kind} time").format(demo=d, kind=c.kind))
-                ]
-            if c.busbw_gbps:
-                what = _("{demo} {kind} bus bandwidth").format(demo=d, kind=c.kind)
-                out["GB/s"] += [(c.busbw_gbps, what)]
-        out["ms"] += [(f.step_ms, _("{demo} step").format(demo=d))]
-        times = ((N_("{demo} chunk"), f.chunk_ms), (N_("{demo} overhead"), f.overhead_ms))
-        out["ms"] += [(v, _(what).format(demo=d)) for what, v in times if v]
-        fractions = (
-            (N_("{demo} idle"), f.bubble),
-            (N_("{demo} idle in theory"), f.bubble_theory),
-            (N_("{demo} overhead share"), f.overhead_share),
-        )
-        out["fraction"] += [(v, _(what).format(demo=d)) for what, v in fractions if v is not None]
+        for dimension, value, what, names in quantities:
+            if value is not None:
+                out[dimension].append((value, _(what).format(demo=f.demo, **names)))
     return out
 
 

@@ -157,16 +157,13 @@ def carried(words: list[str], i: int) -> set[str]:
     if passive or (before and before[0] in MEANS):
         steps.append(range(i - 1, -1, -1))
     for indices in steps:
-        found, content = set(), 0
+        content = []  # the words of content within WINDOW, up to another collective
         for j in indices:
-            if kind(words[j], COLLECTIVES) or content >= WINDOW:
+            if kind(words[j], COLLECTIVES) or len(content) >= WINDOW:
                 break
-            if words[j] in FILLER or words[j] in MEANS:
-                continue
-            content += 1
-            if obj := kind(words[j], OBJECTS):
-                found.add(obj)
-        if found:
+            if words[j] not in FILLER and words[j] not in MEANS:
+                content.append(words[j])
+        if found := {obj for word in content if (obj := kind(word, OBJECTS))}:
             return found
     return set()
 
@@ -177,13 +174,13 @@ def negated(before: list[str]) -> bool:
 
 def claims(sentence: str) -> list[tuple[str, set[str]]]:
     """(collective, what the sentence says it carries) for each collective the sentence does not negate."""
-    out = []
-    for clause in re.split(r"[;:()\[\]]", sentence):
-        words = tokens(clause)
-        for i, word in enumerate(words):
-            if (collective := kind(word, COLLECTIVES)) and not negated(words[max(0, i - 3) : i]):
-                out.append((collective, carried(words, i)))
-    return out
+    return [
+        (collective, carried(words, i))
+        for clause in re.split(r"[;:()\[\]]", sentence)
+        for words in (tokens(clause),)
+        for i, word in enumerate(words)
+        if (collective := kind(word, COLLECTIVES)) and not negated(words[max(0, i - 3) : i])
+    ]
 
 
 def problems_of(s: Strategy, own: list[str]) -> list[str]:
@@ -219,13 +216,9 @@ def strategy_problems(text: str) -> dict[str, list[str]]:
     distinguished). A sentence is about the strategies it names, or, naming none, about the one its section's
     heading names."""
     about = [(named(sentence) or named(heading), sentence) for heading, sentence in sentences(text)]
-    problems = {}
-    for s in STRATEGIES:
-        own = [sentence for names, sentence in about if names == {s.name}]
-        if not own:
-            problems[s.name] = [
-                _("no sentence is about {strategy} alone").format(strategy=_(s.name))
-            ]
-        else:
-            problems[s.name] = problems_of(s, own)
-    return problems
+    return {
+        s.name: problems_of(s, own)
+        if (own := [sentence for names, sentence in about if names == {s.name}])
+        else [_("no sentence is about {strategy} alone").format(strategy=_(s.name))]
+        for s in STRATEGIES
+    }

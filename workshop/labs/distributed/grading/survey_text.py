@@ -66,9 +66,10 @@ def sections(text: str) -> list[tuple[str, str]]:
 
 def sentences(text: str) -> list[tuple[str, str]]:
     """(heading, sentence) for each sentence of prose (a list item is a paragraph of its own)."""
-    out = []
-    for heading, body in sections(text):
-        for paragraph in re.split(r"\n\s*\n|\n\s*[-*] ", body):
-            flat = " ".join(paragraph.split())
-            out += [(heading, s) for s in SENTENCE_END.split(flat) if s.strip()]
-    return out
+    return [
+        (heading, s)
+        for heading, body in sections(text)
+        for paragraph in re.split(r"\n\s*\n|\n\s*[-*] ", body)
+        for s in SENTENCE_END.split(" ".join(paragraph.split()))
+        if s.strip()
+    ]
