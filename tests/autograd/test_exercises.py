@@ -5,7 +5,6 @@ exercises as a learner's code is (the worker protocol): the wrong solutions' fil
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -323,7 +322,7 @@ def test_overwriting_passes_the_graph_without_fan_in(ctx, cases, planted):
     ],
 )
 def test_wrong_answers_fail_and_say_where_to_look(ctx, cases, change, expected, message):
-    facts = asdict(graph_facts.measure_facts(cases["graphs"]))
+    facts = graph_facts.measure_facts(cases["graphs"])
     grade_planted(ctx, "answers", graph_facts.ANSWERS | change, facts)
     assert [c.name for c in failures(ctx)] == [f"{expected} matches this run"]
     # wording unified by the one grader: a wrong kind of value says what kind to give
@@ -331,7 +330,7 @@ def test_wrong_answers_fail_and_say_where_to_look(ctx, cases, change, expected, 
 
 
 def test_unanswered_is_not_started(ctx, cases):
-    facts = asdict(graph_facts.measure_facts(cases["graphs"]))
+    facts = graph_facts.measure_facts(cases["graphs"])
     unanswered = dict.fromkeys(graph_facts.ANSWERS)  # every answer the stub's None
     with (
         pytest.raises(NotImplementedError, match="autograd.answers: Answer"),
@@ -345,7 +344,7 @@ def test_the_references_pass_every_exercise(ctx, cases):
     grade(ctx, "linear_grads", reference("linear_grads"), cases["linear_grads"])
     graded_by(ctx, grade_order, reference("engine_order"), cases["graphs"])
     graded_by(ctx, grade_backpropagate, reference("backpropagate"), cases["graphs"])
-    facts = asdict(graph_facts.measure_facts(cases["graphs"]))
+    facts = graph_facts.measure_facts(cases["graphs"])
     grade_planted(ctx, "answers", graph_facts.ANSWERS, facts)  # the reference's answers
     assert ctx.checks and not failures(ctx), messages(ctx)
 

@@ -86,7 +86,7 @@ def test_cuda_hand_gradients_pass_with_tf32_off_and_tf32_shows_against_float64(t
     ctx = LabContext("autograd", tmp_path, RunOptions("cuda", 1, 0))
     batch = load_batch("cuda")
     with tf32(False):
-        hand = grade_hand(ctx, batch)
-        rows = check_precision(ctx, batch, hand.hand)
+        _comparisons, hand, _gradchecks = grade_hand(ctx, batch)
+        rows = check_precision(ctx, batch, hand)
     assert ctx.checks and all(c.passed for c in ctx.checks), [c for c in ctx.checks if not c.passed]
     assert {(r.path, r.tf32) for r in rows} >= {("autograd", True), ("hand vs autograd", True)}

@@ -7,7 +7,7 @@ The lab's sections run in-process on the real batch with the reference (no works
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import pytest
 import torch
@@ -45,7 +45,7 @@ def sections(ctx: LabContext, batch, which: str) -> None:
     elif which == "graph":
         lab.draw_graph(ctx, cases[0])
     elif which == "answers":
-        engine.grade(ctx, "answers", asdict(measure_facts(cases)))  # the reference's ANSWERS
+        engine.grade(ctx, "answers", measure_facts(cases))  # the reference's ANSWERS
     elif which == "trace":
         lab.check_trace(ctx, batch, cases[1])
 

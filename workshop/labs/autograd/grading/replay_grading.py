@@ -202,32 +202,22 @@ def replay_cases(cases: list[GraphCase]) -> list[Case]:
     ]
 
 
-@dataclass
-class ReplayResult:
-    """The learner's (or the reference's) backward pass on one graph, against .backward()."""
-
-    label: str  # GraphCase.label
-    graph: str  # HEAD or DECAY
-    dtype: str  # "float32", "float64"
-    max_abs_difference: dict[str, float]
-    bit_identical: dict[str, bool]
-
-
-def replay_results(cases: list[GraphCase], graded: Graded) -> list[ReplayResult]:
-    """What grading the backward pass measured, per graph; none unless it ran on every graph."""
+def replay_results(cases: list[GraphCase], graded: Graded) -> list[dict]:
+    """What grading the backward pass measured, per graph, as result.json keeps it (the learner's, or the
+    reference's, backward pass against .backward()); none unless it ran on every graph."""
     if len(graded.returned) != len(cases):
         return []
     errors = {(c.label, c.output): c.error for c in graded.comparisons}
     return [
-        ReplayResult(
-            case.label,
-            case.graph,
-            dtype_name(case.dtype),
-            {leaf: errors[case.shown, leaf] for leaf in case.leaves},
-            {
+        {
+            "label": case.label,  # GraphCase.label
+            "graph": case.graph,  # HEAD or DECAY
+            "dtype": dtype_name(case.dtype),  # "float32", "float64"
+            "max_abs_difference": {leaf: errors[case.shown, leaf] for leaf in case.leaves},
+            "bit_identical": {
                 leaf: isinstance(got, torch.Tensor) and torch.equal(got, case.expected[leaf])
                 for leaf, got in graded.returned[case.shown].items()
             },
-        )
+        }
         for case in cases
     ]
