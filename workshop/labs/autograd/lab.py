@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict
-from dataclasses import fields as fields_of
 
 import torch
 import torch.nn.functional as F
@@ -22,7 +21,6 @@ from workshop.labs.autograd.batch import HeadBatch, leaves, load_batch
 from workshop.labs.autograd.engine_trace import profile_backward
 from workshop.labs.autograd.finite_diff import (
     TOLERANCE,
-    GradcheckRecord,
     gradcheck_autograd,
     gradcheck_cross_entropy,
     gradcheck_linear,
@@ -47,13 +45,11 @@ from workshop.labs.autograd.grading.replay_grading import (
     replay_results,
 )
 from workshop.labs.autograd.graph_walk import chain_text, graph_json
-from workshop.labs.autograd.hand_grads import HeadGrads, tf32, tf32_call
+from workshop.labs.autograd.hand_grads import OUTPUTS, tf32, tf32_call
 from workshop.labs.autograd.precision import (
     CHAPTER_ATOL,
     EPS_FACTOR,
     TF32_MIN_GROWTH,
-    PrecisionRow,
-    TF32Effect,
     float32_against_float64,
     tf32_effect,
 )
@@ -63,7 +59,7 @@ TRACE = "backward_trace.json"
 
 def grade_hand(
     ctx: LabContext, batch: HeadBatch
-) -> tuple[list[Comparison], dict[bool, HeadGrads], list[GradcheckRecord]]:
+) -> tuple[list[Comparison], dict[bool, dict[str, torch.Tensor]], list[dict]]:
     """Exercises cross_entropy_grad and linear_grads: the learner's functions (or the reference) vs autograd,
     then against finite differences. Returns what grading measured: the comparisons; TF32 on? -> the graded
     functions' float32 results (TF32 off, and on CUDA on), where both gave them, kept for the precision
@@ -98,8 +94,7 @@ def grade_hand(
                 gradchecks.extend(check_gradchecks(ctx, witness(name, impl)))
 
         grade_by_hand(ctx, name, cases, also=more)
-    fields = {f.name for f in fields_of(HeadGrads)}
-    hand = {on: HeadGrads(**r) for on, r in results.items() if set(r) == fields}
+    hand = {on: r for on, r in results.items() if set(r) == set(OUTPUTS)}
     return comparisons, hand, gradchecks
 
 
@@ -119,15 +114,15 @@ def under_tf32(ctx: LabContext, impl, cases: list[Case]) -> dict[str, torch.Tens
 
 
 def check_precision(
-    ctx: LabContext, batch: HeadBatch, hand: dict[bool, HeadGrads]
-) -> list[PrecisionRow]:
+    ctx: LabContext, batch: HeadBatch, hand: dict[bool, dict[str, torch.Tensor]]
+) -> list[dict]:
     """float32 (and on CUDA, TF32) against float64; on CUDA, a check that TF32 really changed the matmuls."""
     rows = float32_against_float64(batch, ctx.device, hand)
     effect = tf32_effect(rows)
     if effect is not None:
         ctx.check_min(
             _("TF32 on multiplies autograd's dL/dW error against float64 (TF32 took effect)"),
-            effect.growth,
+            effect["growth"],
             TF32_MIN_GROWTH,
             message=_("TF32 changed nothing: were the matmul flags set where the matmuls ran?"),
         )
@@ -218,18 +213,18 @@ def check_trace(ctx: LabContext, batch: HeadBatch, decayed: GraphCase) -> dict:
     return {"file": TRACE, "graph": DECAY, "order": seen, "matches_hooks": seen == hooks}
 
 
-def check_finite_differences(ctx: LabContext, batch: HeadBatch) -> list[GradcheckRecord]:
+def check_finite_differences(ctx: LabContext, batch: HeadBatch) -> list[dict]:
     head = head_slice(batch.hidden, batch.targets, batch.head.weight, batch.head.bias)
     return check_gradchecks(ctx, gradcheck_autograd(head))
 
 
-def check_gradchecks(ctx: LabContext, records: list[GradcheckRecord]) -> list[GradcheckRecord]:
+def check_gradchecks(ctx: LabContext, records: list[dict]) -> list[dict]:
     for g in records:
         ctx.check_equal(
             _("gradcheck float64, {gradient} gradient, {probes} ({n} inputs)").format(
-                gradient=_(g.gradient), probes=_(g.probes), n=grouped(g.n_probed)
+                gradient=_(g["gradient"]), probes=_(g["probes"]), n=grouped(g["n_probed"])
             ),
-            g.passed,
+            g["passed"],
             True,
         )
     return records
@@ -240,7 +235,7 @@ GRAPH_EXERCISES = ("engine_order", "backpropagate", "answers")  # graded on grap
 
 def run(ctx: LabContext) -> None:
     """The whole lab; a check of named exercises (`check autograd EXERCISE`) runs only what they need. Then
-    result.json's extra keys (asdict of the typed records) and summary.md from templates/summary.md.j2."""
+    result.json's extra keys (the records each section returns) and summary.md from templates/summary.md.j2."""
     batch = load_batch(ctx.device)
     # every comparison at 1e-7 runs without TF32 (the precision report turns it on itself)
     with tf32(False):
@@ -261,7 +256,7 @@ def run(ctx: LabContext) -> None:
         head = next(c for c in cases if c.graph == HEAD)  # the LM head's float32 graph
         graph = draw_graph(ctx, head)  # graph.json
         trace = check_trace(ctx, batch, next(c for c in cases if c.graph == DECAY))
-    effect: TF32Effect | None = tf32_effect(precision)
+    effect = tf32_effect(precision)
     values = {
         "batch": {
             "sentences": batch.targets.shape[0],
@@ -274,8 +269,8 @@ def run(ctx: LabContext) -> None:
             "weight_decay": WEIGHT_DECAY,
         },
         "hand_vs_autograd": [hand_vs_autograd(c) for c in comparisons],
-        "precision": [asdict(r) for r in precision],
-        "tf32": None if effect is None else asdict(effect) | {"growth": effect.growth},
+        "precision": precision,
+        "tf32": effect,
         "replay": replays,
         "engine_order": [type(n).__name__ for n in head.real_order],
         "graph_nodes": len(graph["nodes"]),
@@ -286,7 +281,7 @@ def run(ctx: LabContext) -> None:
         "linear_grad_fn_chain": linear_chains(batch),
         # backward_trace.json: which graph, the nodes in the order the profiler saw them run
         "engine_trace": trace,
-        "gradcheck": [asdict(g) for g in gradchecks + check_finite_differences(ctx, batch)],
+        "gradcheck": gradchecks + check_finite_differences(ctx, batch),
         "gradcheck_tolerance": TOLERANCE,
     }
     ctx.extra.update(values)
