@@ -26,7 +26,6 @@ from workshop.labs.autograd.finite_diff import (
     gradcheck_linear,
     head_slice,
 )
-from workshop.labs.autograd.grading.graph_facts import measure_facts
 from workshop.labs.autograd.grading.hand_cases import FLOAT32, cross_entropy_cases, linear_cases
 from workshop.labs.autograd.grading.no_autograd import ENGINE_CHECKS, HAND_CHECKS, watched_by_hand
 from workshop.labs.autograd.grading.replay_grading import (
@@ -39,6 +38,7 @@ from workshop.labs.autograd.grading.replay_grading import (
     graph_cases,
     head_loss,
     leaf_grads,
+    measure_facts,
     order_cases,
     order_indices,
     replay_cases,
@@ -252,7 +252,7 @@ def run(ctx: LabContext) -> None:
             ).format(exercises=", ".join(ctx.options.only), lab=ctx.name)
             return
         precision = check_precision(ctx, batch, hand)
-        check_graphs(ctx, cases)
+        check_graphs(ctx, cases, facts["w_fan_in"])
         head = next(c for c in cases if c.graph == HEAD)  # the LM head's float32 graph
         graph = draw_graph(ctx, head)  # graph.json
         trace = check_trace(ctx, batch, next(c for c in cases if c.graph == DECAY))
