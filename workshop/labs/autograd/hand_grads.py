@@ -81,10 +81,3 @@ def tf32(enabled: bool):
         yield
     finally:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
-
-
-def tf32_call(function, on: bool, *args):
-    """function(*args) with TF32 matmuls `on` (a setting of the process that runs it): a probe of the learner's
-    worker (the worker protocol; workshop/learner/worker.py)."""
-    with tf32(on):
-        return function(*args)

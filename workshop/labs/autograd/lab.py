@@ -26,8 +26,9 @@ from workshop.labs.autograd.finite_diff import (
     gradcheck_linear,
     head_slice,
 )
+from workshop.labs.autograd.grading import probes
 from workshop.labs.autograd.grading.hand_cases import FLOAT32, cross_entropy_cases, linear_cases
-from workshop.labs.autograd.grading.no_autograd import ENGINE_CHECKS, HAND_CHECKS, watched_by_hand
+from workshop.labs.autograd.grading.no_autograd import ENGINE_CHECKS, HAND_CHECKS
 from workshop.labs.autograd.grading.replay_grading import (
     DECAY,
     HEAD,
@@ -45,7 +46,7 @@ from workshop.labs.autograd.grading.replay_grading import (
     replay_results,
 )
 from workshop.labs.autograd.graph_walk import chain_text, graph_json
-from workshop.labs.autograd.hand_grads import OUTPUTS, tf32, tf32_call
+from workshop.labs.autograd.hand_grads import OUTPUTS, tf32
 from workshop.labs.autograd.precision import (
     CHAPTER_ATOL,
     EPS_FACTOR,
@@ -100,16 +101,16 @@ def grade_hand(
 
 def grade_by_hand(ctx: LabContext, name: str, cases: list[Case], also=None) -> Graded:
     """One hand-gradient exercise through the engine: each case watched for autograd in the worker
-    (no_autograd.watched_by_hand), then the "no autograd" checks (no_autograd.HAND_CHECKS)."""
-    return engine.grade(ctx, name, cases, call=watched_by_hand, rules=HAND_CHECKS, also=also)
+    (probes.watched_by_hand), then the "no autograd" checks (no_autograd.HAND_CHECKS)."""
+    return engine.grade(ctx, name, cases, call=probes.watched_by_hand, rules=HAND_CHECKS, also=also)
 
 
 def under_tf32(ctx: LabContext, impl, cases: list[Case]) -> dict[str, torch.Tensor]:
     """impl's float32 results with TF32 on, ungraded: what the precision section shows TF32 costs. TF32 is a
-    setting of the process that runs the function: the worker's (hand_grads.tf32_call)."""
+    setting of the process that runs the function: the worker's (probes.tf32_call)."""
     ex = ctx.current_exercise
     case = next(c for c in cases if c.label == FLOAT32)
-    result = impl.probe(tf32_call, True, *case.args)
+    result = impl.probe(probes.tf32_call, True, *case.args)
     return dict(zip(ex.outputs, engine.unpacked(ex, result), strict=True))
 
 

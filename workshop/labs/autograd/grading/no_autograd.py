@@ -207,15 +207,6 @@ def watched_call(function, rules, *args):
     return result, watch.seen
 
 
-def watched_by_hand(function, *args):
-    """function(*args) watched for everything "no autograd" forbids (HAND_RULES): (its result, what the watch
-    saw). The hand exercises' call probe (engine.grade's call=): trusted code that runs in the worker, beside
-    the learner's function (the worker protocol; workshop/learner/worker.py), for what only that process can
-    do; it returns wire values only. The lab's other probes sit beside the grading that asks for them:
-    hand_grads.tf32_call, replay_grading's order_indices and leaf_grads."""
-    return watched_call(function, HAND_RULES, *args)
-
-
 def add_seen(total: dict, seen: dict) -> dict:
     """Add one watch's plain-data sightings to `total` (several calls of one exercise): counts add up, the first
     EXAMPLES names stay."""
