@@ -5,7 +5,6 @@ exercises as a learner's code is (the worker protocol): the wrong solutions' fil
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,7 @@ from workshop.i18n import using
 from workshop.lab_api import LabContext
 from workshop.labs.autograd import lab
 from workshop.labs.autograd.batch import load_batch
-from workshop.labs.autograd.grading import graph_facts
+from workshop.labs.autograd.grading import replay_grading
 from workshop.labs.autograd.grading.exercises import EXERCISES
 from workshop.labs.autograd.grading.hand_cases import cross_entropy_cases, linear_cases
 from workshop.labs.autograd.grading.no_autograd import FORBIDDEN, HAND_RULES
@@ -323,16 +322,16 @@ def test_overwriting_passes_the_graph_without_fan_in(ctx, cases, planted):
     ],
 )
 def test_wrong_answers_fail_and_say_where_to_look(ctx, cases, change, expected, message):
-    facts = asdict(graph_facts.measure_facts(cases["graphs"]))
-    grade_planted(ctx, "answers", graph_facts.ANSWERS | change, facts)
+    facts = replay_grading.measure_facts(cases["graphs"])
+    grade_planted(ctx, "answers", replay_grading.ANSWERS | change, facts)
     assert [c.name for c in failures(ctx)] == [f"{expected} matches this run"]
     # wording unified by the one grader: a wrong kind of value says what kind to give
     assert message in failures(ctx)[0].message
 
 
 def test_unanswered_is_not_started(ctx, cases):
-    facts = asdict(graph_facts.measure_facts(cases["graphs"]))
-    unanswered = dict.fromkeys(graph_facts.ANSWERS)  # every answer the stub's None
+    facts = replay_grading.measure_facts(cases["graphs"])
+    unanswered = dict.fromkeys(replay_grading.ANSWERS)  # every answer the stub's None
     with (
         pytest.raises(NotImplementedError, match="autograd.answers: Answer"),
     ):
@@ -345,8 +344,8 @@ def test_the_references_pass_every_exercise(ctx, cases):
     grade(ctx, "linear_grads", reference("linear_grads"), cases["linear_grads"])
     graded_by(ctx, grade_order, reference("engine_order"), cases["graphs"])
     graded_by(ctx, grade_backpropagate, reference("backpropagate"), cases["graphs"])
-    facts = asdict(graph_facts.measure_facts(cases["graphs"]))
-    grade_planted(ctx, "answers", graph_facts.ANSWERS, facts)  # the reference's answers
+    facts = replay_grading.measure_facts(cases["graphs"])
+    grade_planted(ctx, "answers", replay_grading.ANSWERS, facts)  # the reference's answers
     assert ctx.checks and not failures(ctx), messages(ctx)
 
 

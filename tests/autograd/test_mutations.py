@@ -7,7 +7,7 @@ The lab's sections run in-process on the real batch with the reference (no works
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import pytest
 import torch
@@ -18,7 +18,7 @@ from workshop import engine
 from workshop.foundations.run_options import RunOptions
 from workshop.lab_api import LabContext
 from workshop.labs.autograd import lab
-from workshop.labs.autograd.grading.graph_facts import measure_facts
+from workshop.labs.autograd.grading.replay_grading import measure_facts
 from workshop.labs.autograd.graph_walk import walk
 from workshop.labs.autograd.hand_grads import cross_entropy_grad, linear_grads
 from workshop.minigpt.model import lm_loss
@@ -39,13 +39,13 @@ def sections(ctx: LabContext, batch, which: str) -> None:
         return lab.check_finite_differences(ctx, batch)
     cases = lab.graph_cases(batch)
     if which == "engine":
-        lab.check_graphs(ctx, cases)
+        lab.check_graphs(ctx, cases, measure_facts(cases)["w_fan_in"])
         lab.grade_order(ctx, cases)
         lab.grade_backpropagate(ctx, cases)
     elif which == "graph":
         lab.draw_graph(ctx, cases[0])
     elif which == "answers":
-        engine.grade(ctx, "answers", asdict(measure_facts(cases)))  # the reference's ANSWERS
+        engine.grade(ctx, "answers", measure_facts(cases))  # the reference's ANSWERS
     elif which == "trace":
         lab.check_trace(ctx, batch, cases[1])
 
@@ -194,7 +194,7 @@ MUTATIONS = [
         "the facts read no saved values",
         "answers",
         "ANSWERS['saves_result'] matches this run",
-        {"workshop.labs.autograd.grading.graph_facts.saved_values": lambda node: {}},
+        {"workshop.labs.autograd.grading.replay_grading.saved_values": lambda node: {}},
     ),
     Mutation(
         "the profiler's node names keep their C++ namespace",

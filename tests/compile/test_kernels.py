@@ -103,9 +103,14 @@ def test_triton_kernels_parsed_with_source_nodes_and_kinds(triton):
 
 def test_triton_layout_tells_persistent_from_looped(triton):
     per, red = (triton_layout(k.source) for k in triton)
-    assert (per.rblock, per.looped, per.xnumel, per.rnumel) == ("32", False, "704", "22")
-    assert set(per.reduces) == {"max", "sum"} and per.loads == ["in_out_ptr0", "in_ptr0"]
-    assert red.looped and red.rnumel == "600" and red.rblock is None
+    assert (per["rblock"], per["looped"], per["xnumel"], per["rnumel"]) == (
+        "32",
+        False,
+        "704",
+        "22",
+    )
+    assert set(per["reduces"]) == {"max", "sum"} and per["loads"] == ["in_out_ptr0", "in_ptr0"]
+    assert red["looped"] and red["rnumel"] == "600" and red["rblock"] is None
 
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "workshop/labs/compile/templates"

@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import assert_result_shape, read_result
 from workshop import labs
-from workshop.labs.compile.grading import references, run_grading
+from workshop.labs.compile.grading import run_grading
 from workshop.labs.compile.grading.exercises import KERNEL
 
 
@@ -177,7 +177,7 @@ def test_answers_are_regraded_against_the_run_in_seconds(lab_dir, tmp_path):
     """What a learner waits for when only ANSWERS changed: a fresh Python that imports torch and grades
     against the run's folder (the target: 10 s on 2 cores; about 4 s here on a quiet machine)."""
     out = lab_dir("compile")
-    answers = references.answers(str(out))
+    answers = run_grading.answers(str(out))
     work = learner_workspace(tmp_path, f"{KERNEL.stub_code()}\nANSWERS = {answers!r}\n")
     (tmp_path / "out").mkdir()
     start = time.perf_counter()

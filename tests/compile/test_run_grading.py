@@ -14,7 +14,7 @@ from workshop.grading import workspace_init
 from workshop.lab_api import LabContext
 from workshop.labs.compile.bench import loop
 from workshop.labs.compile.generated_kernels import parse_kernels
-from workshop.labs.compile.grading import references, run_grading
+from workshop.labs.compile.grading import run_grading
 from workshop.labs.compile.grading.exercises import ANSWERS, KERNEL
 from workshop.learner import sandbox
 
@@ -86,7 +86,7 @@ def workspace(tmp_path, kernel: dict, answers: dict) -> Path:
 
 
 def reference_answers(run_folder: Path) -> dict:
-    return references.answers(str(run_folder))
+    return run_grading.answers(str(run_folder))
 
 
 def test_the_counts_are_read_from_the_code_and_breaks_json(run_folder):

@@ -6,13 +6,12 @@ from pathlib import Path
 import pytest
 
 from workshop.i18n import templates
-from workshop.labs.compile.breaks import BreakReason, BreakReport, CompileCount
+from workshop.labs.compile import trace_report
 from workshop.labs.compile.generated_kernels import Argument, GeneratedKernel
 from workshop.labs.compile.grading.run_grading import Revealed
-from workshop.labs.compile.kernel_explanation import EagerResult, KernelExplanation, render
+from workshop.labs.compile.kernel_explanation import KernelExplanation, render
 from workshop.labs.compile.loops import kernel_structure
-from workshop.labs.compile.timing import Timing, TimingReport
-from workshop.labs.compile.trace_report import TraceReport
+from workshop.labs.compile.timing import timing_report
 
 FOLDER = Path(__file__).resolve().parents[2] / "workshop/labs/compile/templates"
 FIXTURES = Path(__file__).with_name("fixtures")
@@ -39,7 +38,10 @@ def kernel(source: str, read: int, written: int) -> GeneratedKernel:
 def explanation(source: str, eager_bytes: int) -> KernelExplanation:
     k = kernel(source, 2048, 32)
     return KernelExplanation(
-        k, "cpu", kernel_structure(source, "cpp"), [EagerResult("sum", (8,), eager_bytes)]
+        k,
+        "cpu",
+        kernel_structure(source, "cpp"),
+        [{"op": "sum", "shape": [8], "nbytes": eager_bytes}],
     )
 
 
@@ -76,12 +78,20 @@ def test_the_lane_fold_is_mentioned_only_when_the_code_has_it(folds):
 def summary(shown, graded, tlparse, eager_step_ms, lang="en", revealed=None) -> str:
     """The summary of a run whose explanations `shown` are written; `revealed`: what the learner's passing answers
     reveal (nothing by default, as in a plain run)."""
-    timing = TimingReport(
-        at_batch=[
-            Timing("forward", 8, 2.0, 1.0, 9),
-            Timing("training step", 8, eager_step_ms, 5.0, 9),
-        ],
-        sweep=[Timing("forward", 2, 1.0, 2.0, 9), Timing("forward", 8, 2.0, 1.0, 9)],
+
+    def row(what, batch, eager_ms, compiled_ms):
+        return {
+            "what": what,
+            "batch": batch,
+            "eager_ms": eager_ms,
+            "compiled_ms": compiled_ms,
+            "repeats": 9,
+            "speedup": eager_ms / compiled_ms,
+        }
+
+    timing = timing_report(
+        at_batch=[row("forward", 8, 2.0, 1.0), row("training step", 8, eager_step_ms, 5.0)],
+        sweep=[row("forward", 2, 1.0, 2.0), row("forward", 8, 2.0, 1.0)],
         compile_s={"forward": 10.0, "training step": 40.0},
         cpu_threads=2,
     )
@@ -110,12 +120,16 @@ def summary(shown, graded, tlparse, eager_step_ms, lang="en", revealed=None) -> 
         "revealed": revealed or Revealed([], False),
         "graded": graded,
         "breaks": {
-            "minigpt": BreakReport(1, 0),
-            "item_in_forward": BreakReport(5, 3, [BreakReason("item()", "breaks.py:31")]),
+            "minigpt": {"graphs": 1, "graph_breaks": 0, "break_reasons": []},
+            "item_in_forward": {
+                "graphs": 5,
+                "graph_breaks": 3,
+                "break_reasons": [{"reason": "item()", "where": "breaks.py:31"}],
+            },
         },
         "recompiles": [
-            CompileCount("static", [8, 12], 6, ["size mismatch"]),
-            CompileCount("default", [8, 12], 3, ["size mismatch"]),
+            {"how": h, "lengths": [8, 12], "compiles": n, "recompile_reasons": ["size mismatch"]}
+            for h, n in (("static", 6), ("default", 3))
         ],
         "lengths": [8, 12],
         "timing": timing,
@@ -125,8 +139,8 @@ def summary(shown, graded, tlparse, eager_step_ms, lang="en", revealed=None) -> 
     return templates.render(FOLDER, lang, values)
 
 
-MADE = TraceReport(Path("tlparse/index.html"), "", 4)
-NOT_MADE = TraceReport(None, "tlparse is not installed here (pip install tlparse==0.4.3)", 0)
+MADE = {"index": Path("tlparse/index.html"), "reason": "", "output_code": 4}
+NOT_MADE = trace_report.not_made("tlparse is not installed here (pip install tlparse==0.4.3)")
 
 
 def test_the_summary_links_the_tlparse_report_or_says_why_there_is_none():

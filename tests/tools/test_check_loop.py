@@ -41,11 +41,11 @@ def test_compiles_constants_are_bound_to_the_run_they_are_graded_against(tmp_pat
     assert "\nANSWERS = {'" not in (work / "compile.py").read_text()
     asked = []
     monkeypatch.setattr(
-        "workshop.labs.compile.grading.references.answers",
+        "workshop.labs.compile.grading.run_grading.answers",
         lambda run: asked.append(run) or {"x": 1},
     )
     monkeypatch.setattr(
-        "workshop.labs.compile.grading.references.kernel_explained", lambda run: {"k": run}
+        "workshop.labs.compile.grading.run_grading.kernel_explained", lambda run: {"k": run}
     )
     bind_to_run("compile", work, tmp_path / "run" / "compile")
     text = (work / "compile.py").read_text()

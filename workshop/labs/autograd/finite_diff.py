@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -91,16 +90,6 @@ def one_thread():
         torch.set_num_threads(saved)
 
 
-@dataclass
-class GradcheckRecord:
-    gradient: str  # AUTOGRAD or an exercise's name: whose gradient was on trial
-    probes: str  # what was nudged (N_, shown translated)
-    fast_mode: bool
-    passed: bool
-    n_probed: int  # how many input entries the probes cover
-    seconds: float
-
-
 def pick_rows(targets: torch.Tensor) -> torch.Tensor:
     """Flat row indices: the first ROWS_REAL rows with a real target, then the first ROWS_PAD <pad> rows."""
     flat = targets.reshape(-1)
@@ -133,18 +122,7 @@ def head_slice(hidden: torch.Tensor, targets: torch.Tensor, W: torch.Tensor, b: 
     return HeadSlice(x, targets.reshape(-1)[rows], W.detach().double(), b.detach().double())
 
 
-@dataclass(frozen=True)
-class Plan:
-    """One gradcheck: what it probes (N_, shown translated), the loss, its inputs, which it differentiates."""
-
-    what: str
-    loss: Callable[..., torch.Tensor]  # loss(**inputs) -> a 0-dim tensor
-    inputs: dict[str, torch.Tensor]
-    wrt: tuple[str, ...]
-    fast: bool
-
-
-def gradcheck_autograd(head: HeadSlice) -> list[GradcheckRecord]:
+def gradcheck_autograd(head: HeadSlice) -> list[dict]:
     """autograd's gradient of the LM head's loss."""
 
     def loss(x, W, b):
@@ -153,9 +131,7 @@ def gradcheck_autograd(head: HeadSlice) -> list[GradcheckRecord]:
     return gradchecks(AUTOGRAD, head_plans(loss, head))
 
 
-def gradcheck_linear(
-    who: str, grads_of_linear, head: HeadSlice, G: torch.Tensor
-) -> list[GradcheckRecord]:
+def gradcheck_linear(who: str, grads_of_linear, head: HeadSlice, G: torch.Tensor) -> list[dict]:
     """The hand linear layer's dL/dx, dL/dW, dL/db against finite differences of sum(G * (x W^T + b));
     G (R, 600). who: the exercise's name, the records' "gradient"."""
 
@@ -165,16 +141,16 @@ def gradcheck_linear(
     return gradchecks(who, head_plans(loss, head))
 
 
-def head_plans(loss, head: HeadSlice) -> list[Plan]:
+def head_plans(loss, head: HeadSlice) -> list[tuple]:
     """Full mode on x's rows and b, fast mode on x, W and b together."""
     inputs = {"x": head.x, "W": head.W, "b": head.b}
     return [
-        Plan(N_("x rows and b, every entry"), loss, inputs, ("x", "b"), False),
-        Plan(N_("x rows, W and b, one random direction"), loss, inputs, ("x", "W", "b"), True),
+        (N_("x rows and b, every entry"), loss, inputs, ("x", "b"), False),
+        (N_("x rows, W and b, one random direction"), loss, inputs, ("x", "W", "b"), True),
     ]
 
 
-def gradcheck_cross_entropy(who: str, loss_and_dlogits, head: HeadSlice) -> list[GradcheckRecord]:
+def gradcheck_cross_entropy(who: str, loss_and_dlogits, head: HeadSlice) -> list[dict]:
     """The hand cross-entropy's dL/dlogits against finite differences of lm_loss: every entry of one real and
     one <pad> row (1200 probes; all 8 rows would take ~7 s here), and all the rows in one random direction.
     who: the exercise's name, the records' "gradient"."""
@@ -185,14 +161,14 @@ def gradcheck_cross_entropy(who: str, loss_and_dlogits, head: HeadSlice) -> list
         return lambda z: CrossEntropyByHand.apply(z, targets, loss_and_dlogits)
 
     plans = [
-        Plan(
+        (
             N_("logits of a real and a <pad> row, every entry"),
             loss_of(head.targets[pair]),
             {"z": logits[pair]},
             ("z",),
             False,
         ),
-        Plan(
+        (
             N_("logit rows, one random direction"),
             loss_of(head.targets),
             {"z": logits},
@@ -203,22 +179,28 @@ def gradcheck_cross_entropy(who: str, loss_and_dlogits, head: HeadSlice) -> list
     return gradchecks(who, plans)
 
 
-def gradchecks(who: str, plans: list[Plan]) -> list[GradcheckRecord]:
+def gradchecks(who: str, plans: list[tuple]) -> list[dict]:
+    """One gradcheck per plan: (what it probes (N_, shown translated), the loss (loss(**inputs) -> a 0-dim
+    tensor), its inputs by name, the names it differentiates, fast mode or not)."""
     with one_thread():
-        return [gradcheck(who, plan) for plan in plans]
+        return [gradcheck(who, *plan) for plan in plans]
 
 
-def gradcheck(who: str, plan: Plan) -> GradcheckRecord:
-    names = list(plan.inputs)
-    args = tuple(plan.inputs[n].clone().requires_grad_(n in plan.wrt) for n in names)
+def gradcheck(who: str, what: str, loss_of, inputs: dict, wrt: tuple[str, ...], fast: bool) -> dict:
+    """One gradcheck's record, as result.json keeps it."""
+    names = list(inputs)
+    args = tuple(inputs[n].clone().requires_grad_(n in wrt) for n in names)
 
     def loss(*values):
-        return plan.loss(**dict(zip(names, values, strict=True)))
+        return loss_of(**dict(zip(names, values, strict=True)))
 
     start = time.perf_counter()
-    ok = torch.autograd.gradcheck(
-        loss, args, fast_mode=plan.fast, raise_exception=False, **TOLERANCE
-    )
-    n_probed = sum(plan.inputs[n].numel() for n in plan.wrt)
-    seconds = round(time.perf_counter() - start, 3)
-    return GradcheckRecord(who, plan.what, plan.fast, bool(ok), n_probed, seconds)
+    ok = torch.autograd.gradcheck(loss, args, fast_mode=fast, raise_exception=False, **TOLERANCE)
+    return {
+        "gradient": who,  # AUTOGRAD or an exercise's name: whose gradient was on trial
+        "probes": what,  # what was nudged (N_, shown translated)
+        "fast_mode": fast,
+        "passed": bool(ok),
+        "n_probed": sum(inputs[n].numel() for n in wrt),  # how many input entries the probes cover
+        "seconds": round(time.perf_counter() - start, 3),
+    }

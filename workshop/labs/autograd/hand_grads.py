@@ -16,33 +16,16 @@ Backward (README.md derives it):
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
 from workshop.minigpt.model import PAD_ID, lm_loss
 
-GRADIENTS = (
-    "dlogits",
-    "dW",
-    "db",
-    "dx",
-)  # HeadGrads' gradient fields, in the order the backward makes them
-
-
-@dataclass
-class HeadGrads:
-    """The loss of the LM head and its gradient with respect to the logits and to each input of the head."""
-
-    loss: torch.Tensor  # () mean cross-entropy over the real targets
-    dlogits: torch.Tensor  # (B, T, V) dL/dZ
-    dW: torch.Tensor  # (V, C)
-    db: torch.Tensor  # (V,)
-    dx: torch.Tensor  # (B, T, C)
-
-    def tensor(self, name: str) -> torch.Tensor:
-        return getattr(self, name)
+# The gradients of the LM head's loss with respect to the logits and to each input of the head, in the order
+# the backward makes them: dlogits (B, T, V) dL/dZ, dW (V, C), db (V,), dx (B, T, C)
+GRADIENTS = ("dlogits", "dW", "db", "dx")
+OUTPUTS = ("loss", *GRADIENTS)  # the loss () first: the mean cross-entropy over the real targets
 
 
 def cross_entropy_grad(
@@ -76,14 +59,16 @@ def linear_grads(
 
 def autograd_forward_backward(
     x: torch.Tensor, W: torch.Tensor, b: torch.Tensor, targets: torch.Tensor
-) -> HeadGrads:
-    """The same quantities from the real thing: lm_loss(F.linear(x, W, b)) and .backward() on fresh leaves."""
+) -> dict[str, torch.Tensor]:
+    """The same quantities from the real thing, by name (OUTPUTS): lm_loss(F.linear(x, W, b)) and .backward()
+    on fresh leaves."""
     x, W, b = (t.detach().clone().requires_grad_() for t in (x, W, b))
     logits = F.linear(x, W, b)  # (..., V)
     logits.retain_grad()  # a non-leaf keeps its .grad only when asked
     loss = lm_loss(logits, targets)
     loss.backward()
-    return HeadGrads(loss.detach(), logits.grad, W.grad, b.grad, x.grad)
+    grads = (loss.detach(), logits.grad, W.grad, b.grad, x.grad)
+    return dict(zip(OUTPUTS, grads, strict=True))
 
 
 @contextlib.contextmanager

@@ -8,8 +8,7 @@ sums at fan-in, and the handout's checked questions. Everything else runs the re
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
-from dataclasses import fields as fields_of
+from dataclasses import asdict
 
 import torch
 import torch.nn.functional as F
@@ -22,14 +21,12 @@ from workshop.labs.autograd.batch import HeadBatch, leaves, load_batch
 from workshop.labs.autograd.engine_trace import profile_backward
 from workshop.labs.autograd.finite_diff import (
     TOLERANCE,
-    GradcheckRecord,
     gradcheck_autograd,
     gradcheck_cross_entropy,
     gradcheck_linear,
     head_slice,
 )
 from workshop.labs.autograd.grading import probes
-from workshop.labs.autograd.grading.graph_facts import GraphFacts, measure_facts
 from workshop.labs.autograd.grading.hand_cases import FLOAT32, cross_entropy_cases, linear_cases
 from workshop.labs.autograd.grading.no_autograd import ENGINE_CHECKS, HAND_CHECKS
 from workshop.labs.autograd.grading.replay_grading import (
@@ -37,25 +34,23 @@ from workshop.labs.autograd.grading.replay_grading import (
     HEAD,
     WEIGHT_DECAY,
     GraphCase,
-    ReplayResult,
     check_graphs,
     engine_positions,
     graph_cases,
     head_loss,
     leaf_grads,
+    measure_facts,
     order_cases,
     order_indices,
     replay_cases,
     replay_results,
 )
 from workshop.labs.autograd.graph_walk import chain_text, graph_json
-from workshop.labs.autograd.hand_grads import HeadGrads, tf32
+from workshop.labs.autograd.hand_grads import OUTPUTS, tf32
 from workshop.labs.autograd.precision import (
     CHAPTER_ATOL,
     EPS_FACTOR,
     TF32_MIN_GROWTH,
-    PrecisionRow,
-    TF32Effect,
     float32_against_float64,
     tf32_effect,
 )
@@ -63,26 +58,20 @@ from workshop.labs.autograd.precision import (
 TRACE = "backward_trace.json"
 
 
-@dataclass
-class HandResults:
-    """What grading the two hand-gradient exercises measured."""
-
-    comparisons: list[Comparison]
-    # TF32 on? -> the graded functions' float32 results, where both gave them
-    hand: dict[bool, HeadGrads]
-    gradchecks: list[GradcheckRecord]  # finite differences against each passing function
-
-
-def grade_hand(ctx: LabContext, batch: HeadBatch) -> HandResults:
+def grade_hand(
+    ctx: LabContext, batch: HeadBatch
+) -> tuple[list[Comparison], dict[bool, dict[str, torch.Tensor]], list[dict]]:
     """Exercises cross_entropy_grad and linear_grads: the learner's functions (or the reference) vs autograd,
-    then against finite differences. Their float32 results (TF32 off, and on CUDA on)
-    are kept for the precision section, which shows autograd alone where an exercise gave none."""
+    then against finite differences. Returns what grading measured: the comparisons; TF32 on? -> the graded
+    functions' float32 results (TF32 off, and on CUDA on), where both gave them, kept for the precision
+    section, which shows autograd alone where an exercise gave none; the finite differences against each
+    passing function."""
     head = head_slice(batch.hidden, batch.targets, batch.head.weight, batch.head.bias)
     # drawn on the CPU (the same G on every device), used where the head's rows are
     G = torch.randn(
         head.logits.shape, generator=torch.Generator().manual_seed(ctx.seed), dtype=torch.float64
     ).to(head.x.device)
-    found, results = HandResults([], {}, []), {False: {}, True: {}}
+    comparisons, gradchecks, results = [], [], {False: {}, True: {}}
     witnesses = {
         # the finite differences' witness of each: who (the exercise's name), the function on trial
         "cross_entropy_grad": (
@@ -97,18 +86,17 @@ def grade_hand(ctx: LabContext, batch: HeadBatch) -> HandResults:
         cases = make_cases(batch)
 
         def more(impl, graded: Graded, name=name, cases=cases, witness=witness) -> None:
-            found.comparisons += graded.comparisons
+            comparisons.extend(graded.comparisons)
             results[False].update(graded.returned[FLOAT32])
             if ctx.device == "cuda":
                 results[True].update(under_tf32(ctx, impl, cases))
             # finite differences put the function on trial too, wherever its outputs have the right shapes
             if all(c.error != math.inf for c in graded.comparisons):
-                found.gradchecks += check_gradchecks(ctx, witness(name, impl))
+                gradchecks.extend(check_gradchecks(ctx, witness(name, impl)))
 
         grade_by_hand(ctx, name, cases, also=more)
-    fields = {f.name for f in fields_of(HeadGrads)}
-    found.hand = {on: HeadGrads(**r) for on, r in results.items() if set(r) == fields}
-    return found
+    hand = {on: r for on, r in results.items() if set(r) == set(OUTPUTS)}
+    return comparisons, hand, gradchecks
 
 
 def grade_by_hand(ctx: LabContext, name: str, cases: list[Case], also=None) -> Graded:
@@ -127,15 +115,15 @@ def under_tf32(ctx: LabContext, impl, cases: list[Case]) -> dict[str, torch.Tens
 
 
 def check_precision(
-    ctx: LabContext, batch: HeadBatch, hand: dict[bool, HeadGrads]
-) -> list[PrecisionRow]:
+    ctx: LabContext, batch: HeadBatch, hand: dict[bool, dict[str, torch.Tensor]]
+) -> list[dict]:
     """float32 (and on CUDA, TF32) against float64; on CUDA, a check that TF32 really changed the matmuls."""
     rows = float32_against_float64(batch, ctx.device, hand)
     effect = tf32_effect(rows)
     if effect is not None:
         ctx.check_min(
             _("TF32 on multiplies autograd's dL/dW error against float64 (TF32 took effect)"),
-            effect.growth,
+            effect["growth"],
             TF32_MIN_GROWTH,
             message=_("TF32 changed nothing: were the matmul flags set where the matmuls ran?"),
         )
@@ -148,7 +136,7 @@ def grade_order(ctx: LabContext, cases: list[GraphCase]) -> None:
     engine.grade(ctx, "engine_order", order_cases(cases), call=order_indices, rules=ENGINE_CHECKS)
 
 
-def grade_backpropagate(ctx: LabContext, cases: list[GraphCase]) -> list[ReplayResult]:
+def grade_backpropagate(ctx: LabContext, cases: list[GraphCase]) -> list[dict]:
     """Exercise backpropagate on every graph, given the real engine's order (replay_grading.leaf_grads runs it
     in the worker); what it measured, per graph, for result.json."""
     graded = engine.grade(
@@ -226,86 +214,50 @@ def check_trace(ctx: LabContext, batch: HeadBatch, decayed: GraphCase) -> dict:
     return {"file": TRACE, "graph": DECAY, "order": seen, "matches_hooks": seen == hooks}
 
 
-def check_finite_differences(ctx: LabContext, batch: HeadBatch) -> list[GradcheckRecord]:
+def check_finite_differences(ctx: LabContext, batch: HeadBatch) -> list[dict]:
     head = head_slice(batch.hidden, batch.targets, batch.head.weight, batch.head.bias)
     return check_gradchecks(ctx, gradcheck_autograd(head))
 
 
-def check_gradchecks(ctx: LabContext, records: list[GradcheckRecord]) -> list[GradcheckRecord]:
+def check_gradchecks(ctx: LabContext, records: list[dict]) -> list[dict]:
     for g in records:
         ctx.check_equal(
             _("gradcheck float64, {gradient} gradient, {probes} ({n} inputs)").format(
-                gradient=_(g.gradient), probes=_(g.probes), n=grouped(g.n_probed)
+                gradient=_(g["gradient"]), probes=_(g["probes"]), n=grouped(g["n_probed"])
             ),
-            g.passed,
+            g["passed"],
             True,
         )
     return records
-
-
-@dataclass
-class Findings:
-    """What one run of the lab measured: the typed records its sections return, for result.json and summary."""
-
-    comparisons: list[Comparison]
-    precision: list[PrecisionRow]
-    replays: list[ReplayResult]
-    head: GraphCase  # the LM head's float32 graph
-    graph: dict  # graph.json
-    facts: GraphFacts
-    # backward_trace.json: which graph, the nodes in the order the profiler saw them run
-    trace: dict
-    chains: dict[str, str]  # x's shape -> the grad_fn chain of F.linear(x, W, b)
-    gradchecks: list[GradcheckRecord]
 
 
 GRAPH_EXERCISES = ("engine_order", "backpropagate", "answers")  # graded on graph_cases' graphs
 
 
 def run(ctx: LabContext) -> None:
-    """The whole lab; a check of named exercises (`check autograd EXERCISE`) runs only what they need."""
+    """The whole lab; a check of named exercises (`check autograd EXERCISE`) runs only what they need. Then
+    result.json's extra keys (the records each section returns) and summary.md from templates/summary.md.j2."""
     batch = load_batch(ctx.device)
     # every comparison at 1e-7 runs without TF32 (the precision report turns it on itself)
     with tf32(False):
-        hand = grade_hand(ctx, batch)
+        comparisons, hand, gradchecks = grade_hand(ctx, batch)
         cases = graph_cases(batch) if any(map(ctx.wants, GRAPH_EXERCISES)) else []
         grade_order(ctx, cases)
         replays = grade_backpropagate(ctx, cases)
         facts = measure_facts(cases) if ctx.wants("answers") else None
         if facts is not None:
-            engine.grade(ctx, "answers", asdict(facts))
+            engine.grade(ctx, "answers", facts)
         if ctx.options.only:  # the demonstrations, the lab's own checks, the summary: a whole run's
             ctx.summary = _(
                 "Graded only {exercises}; the whole lab runs with `python -m workshop check {lab}`."
             ).format(exercises=", ".join(ctx.options.only), lab=ctx.name)
             return
-        precision = check_precision(ctx, batch, hand.hand)
-        check_graphs(ctx, cases)
-        head = next(c for c in cases if c.graph == HEAD)
-        graph = draw_graph(ctx, head)
+        precision = check_precision(ctx, batch, hand)
+        check_graphs(ctx, cases, facts["w_fan_in"])
+        head = next(c for c in cases if c.graph == HEAD)  # the LM head's float32 graph
+        graph = draw_graph(ctx, head)  # graph.json
         trace = check_trace(ctx, batch, next(c for c in cases if c.graph == DECAY))
-        chains = linear_chains(batch)
-    gradchecks = hand.gradchecks + check_finite_differences(ctx, batch)
-    found = Findings(
-        hand.comparisons, precision, replays, head, graph, facts, trace, chains, gradchecks
-    )
-    report(ctx, batch, found)
-
-
-def hand_vs_autograd(c: Comparison) -> dict:
-    """One comparison as result.json keeps it: its error under its name there, max_abs_error."""
-    row = {
-        "max_abs_error" if key == "error" else key: value
-        for key, value in asdict(c).items()
-        if key != "relation"  # always "<=" here: a measure at most its bound
-    }
-    return row | {"passed": c.passed}
-
-
-def report(ctx: LabContext, batch: HeadBatch, found: Findings) -> None:
-    """result.json's extra keys (asdict of the typed records) and summary.md from templates/summary.md.j2."""
-    effect: TF32Effect | None = tf32_effect(found.precision)
-    hooks = [type(n).__name__ for n in found.head.real_order]
+    effect = tf32_effect(precision)
     values = {
         "batch": {
             "sentences": batch.targets.shape[0],
@@ -317,19 +269,31 @@ def report(ctx: LabContext, batch: HeadBatch, found: Findings) -> None:
             "eps_factor": EPS_FACTOR,
             "weight_decay": WEIGHT_DECAY,
         },
-        "hand_vs_autograd": [hand_vs_autograd(c) for c in found.comparisons],
-        "precision": [asdict(r) for r in found.precision],
-        "tf32": None if effect is None else asdict(effect) | {"growth": effect.growth},
-        "replay": [asdict(r) for r in found.replays],
-        "engine_order": hooks,
-        "graph_nodes": len(found.graph["nodes"]),
-        "graph_edges": len(found.graph["edges"]),
+        "hand_vs_autograd": [hand_vs_autograd(c) for c in comparisons],
+        "precision": precision,
+        "tf32": effect,
+        "replay": replays,
+        "engine_order": [type(n).__name__ for n in head.real_order],
+        "graph_nodes": len(graph["nodes"]),
+        "graph_edges": len(graph["edges"]),
         # gradients summed into W's AccumulateGrad with weight decay (not the graded facts: no answer key)
-        "w_accumulate_grad_inputs": found.facts.w_fan_in,
-        "linear_grad_fn_chain": found.chains,
-        "engine_trace": found.trace,
-        "gradcheck": [asdict(g) for g in found.gradchecks],
+        "w_accumulate_grad_inputs": facts["w_fan_in"],
+        # x's shape -> the grad_fn chain of F.linear(x, W, b)
+        "linear_grad_fn_chain": linear_chains(batch),
+        # backward_trace.json: which graph, the nodes in the order the profiler saw them run
+        "engine_trace": trace,
+        "gradcheck": gradchecks + check_finite_differences(ctx, batch),
         "gradcheck_tolerance": TOLERANCE,
     }
     ctx.extra.update(values)
     ctx.render_summary(**values, graded=ctx.graded)
+
+
+def hand_vs_autograd(c: Comparison) -> dict:
+    """One comparison as result.json keeps it: its error under its name there, max_abs_error."""
+    row = {
+        "max_abs_error" if key == "error" else key: value
+        for key, value in asdict(c).items()
+        if key != "relation"  # always "<=" here: a measure at most its bound
+    }
+    return row | {"passed": c.passed}

@@ -12,18 +12,12 @@ errors are measured here against a float64 reference instead.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 
 from workshop.i18n import N_
 from workshop.labs.autograd.batch import HeadBatch, leaves
-from workshop.labs.autograd.hand_grads import (
-    GRADIENTS,
-    HeadGrads,
-    autograd_forward_backward,
-    tf32,
-)
+from workshop.labs.autograd.hand_grads import OUTPUTS, autograd_forward_backward, tf32
 
 CHAPTER_ATOL = 1e-7  # the chapter's Definition of Done: hand gradients equal .backward()'s to 1e-7
 # Measured max |error| / max |gradient| of correct code (this CPU and the committed H200 run): at most 4.7 eps
@@ -52,25 +46,22 @@ def max_abs_error(got, want: torch.Tensor) -> float:
     return float((got.detach().to(want.dtype) - want).abs().max()) if want.numel() else 0.0
 
 
-def relative_error(got: torch.Tensor, want: torch.Tensor) -> float:
-    """max |got - want| / max |want|, in want's (the more precise) dtype."""
-    return max_abs_error(got, want) / float(want.abs().max())
-
-
-@dataclass
-class PrecisionRow:
-    """One float32 computation of the head's gradients measured against float64 autograd."""
-
-    path: str  # HAND, AUTOGRAD, or HAND_VS_AUTOGRAD (the two float32 results against each other)
-    tf32: bool
-    relative_error: dict[str, float]  # gradient name -> max |g - reference| / max |reference|
-    # gradient name -> max |reference|: relative_error's denominator
-    reference_largest: dict[str, float]
+def precision_row(path: str, tf32_on: bool, got: dict, reference: dict) -> dict:
+    """One float32 computation of the head's gradients measured against float64 autograd (or HAND_VS_AUTOGRAD:
+    the two float32 results against each other), as result.json keeps it."""
+    return {
+        "path": path,  # HAND, AUTOGRAD, or HAND_VS_AUTOGRAD
+        "tf32": tf32_on,
+        # gradient name -> max |g - reference| / max |reference|
+        "relative_error": errors(got, reference),
+        # gradient name -> max |reference|: relative_error's denominator
+        "reference_largest": largest(reference),
+    }
 
 
 def float32_against_float64(
-    batch: HeadBatch, device: str, hand: dict[bool, HeadGrads]
-) -> list[PrecisionRow]:
+    batch: HeadBatch, device: str, hand: dict[bool, dict[str, torch.Tensor]]
+) -> list[dict]:
     """float32 autograd gradients (TF32 off, and on where CUDA has it) against float64 autograd, and the hand
     ones beside them where `hand` has them: TF32 on/off -> the graded functions' float32 results (the
     learner's, or the reference's in a plain run; absent where an exercise gave none)."""
@@ -82,54 +73,38 @@ def float32_against_float64(
         with tf32(enabled):
             auto = autograd_forward_backward(t32["x"], t32["W"], t32["b"], batch.targets)
         if enabled in hand:
-            rows.append(
-                PrecisionRow(HAND, enabled, errors(hand[enabled], reference), largest(reference))
-            )
-        rows.append(PrecisionRow(AUTOGRAD, enabled, errors(auto, reference), largest(reference)))
+            rows.append(precision_row(HAND, enabled, hand[enabled], reference))
+        rows.append(precision_row(AUTOGRAD, enabled, auto, reference))
         if enabled in hand:
-            rows.append(
-                PrecisionRow(HAND_VS_AUTOGRAD, enabled, errors(hand[enabled], auto), largest(auto))
-            )
+            rows.append(precision_row(HAND_VS_AUTOGRAD, enabled, hand[enabled], auto))
     return rows
 
 
-OUTPUTS = ("loss", *GRADIENTS)
-
-
-def errors(got: HeadGrads, reference: HeadGrads) -> dict[str, float]:
+def errors(got: dict, reference: dict) -> dict[str, float]:
+    """name -> max |got - reference| / max |reference|, in float64 (the more precise dtype)."""
+    scale = largest(reference)
     return {
-        name: relative_error(got.tensor(name), reference.tensor(name).to(torch.float64))
+        name: max_abs_error(got[name], reference[name].to(torch.float64)) / scale[name]
         for name in OUTPUTS
     }
 
 
-def largest(reference: HeadGrads) -> dict[str, float]:
-    return {name: float(reference.tensor(name).abs().max()) for name in OUTPUTS}
+def largest(reference: dict) -> dict[str, float]:
+    return {name: float(reference[name].abs().max()) for name in OUTPUTS}
 
 
-@dataclass
-class TF32Effect:
-    """What TF32 did to one gradient, as this run measured it (relative errors against float64)."""
-
-    gradient: str
-    autograd_off: float  # float32 autograd, TF32 off
-    autograd_on: float  # float32 autograd, TF32 on
-    # hand against autograd, both under TF32: what comparing the two can show (None: no hand results)
-    hand_vs_autograd_on: float | None
-
-    @property
-    def growth(self) -> float:
-        return self.autograd_on / self.autograd_off if self.autograd_off else math.inf
-
-
-def tf32_effect(rows: list[PrecisionRow], gradient: str = "dW") -> TF32Effect | None:
-    """TF32's effect on `gradient`; None where the run had no TF32 (the CPU)."""
-    error = {(r.path, r.tf32): r.relative_error[gradient] for r in rows}
+def tf32_effect(rows: list[dict], gradient: str = "dW") -> dict | None:
+    """What TF32 did to `gradient`, as this run measured it (relative errors against float64), as result.json
+    keeps it; None where the run had no TF32 (the CPU)."""
+    error = {(r["path"], r["tf32"]): r["relative_error"][gradient] for r in rows}
     if (AUTOGRAD, True) not in error:
         return None
-    return TF32Effect(
-        gradient,
-        error[AUTOGRAD, False],
-        error[AUTOGRAD, True],
-        error.get((HAND_VS_AUTOGRAD, True)),
-    )
+    off, on = error[AUTOGRAD, False], error[AUTOGRAD, True]
+    return {
+        "gradient": gradient,
+        "autograd_off": off,  # float32 autograd, TF32 off
+        "autograd_on": on,  # float32 autograd, TF32 on
+        # hand against autograd, both under TF32: what comparing the two can show (None: no hand results)
+        "hand_vs_autograd_on": error.get((HAND_VS_AUTOGRAD, True)),
+        "growth": on / off if off else math.inf,
+    }

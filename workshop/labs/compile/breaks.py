@@ -12,7 +12,8 @@ These experiments use a counting backend (no Inductor), since only Dynamo's deci
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+import logging.handlers
+import sys
 
 import torch
 from torch import nn
@@ -32,60 +33,29 @@ class ItemInForward(nn.Module):
         )  # .item(): a tensor -> Python number while tracing: break
 
 
-@dataclass
-class BreakReason:
-    reason: str  # its first line
-    where: str  # "file.py:line  code"
-
-
-@dataclass
-class BreakReport:
-    graphs: int
-    graph_breaks: int
-    break_reasons: list[BreakReason] = field(default_factory=list)
-
-
-def explain_breaks(fn, *args) -> BreakReport:
-    """Graphs, graph breaks and their reasons, as torch._dynamo.explain reports them."""
+def explain_breaks(fn, *args) -> dict:
+    """Graphs, graph breaks and their reasons, as torch._dynamo.explain reports them (and breaks.json keeps
+    them): {"graphs": n, "graph_breaks": n, "break_reasons": [{"reason": its first line, "where": "file.py:line
+    code"}]}."""
     torch._dynamo.reset()
     out = torch._dynamo.explain(fn)(*args)
     reasons = []
     for r in out.break_reasons:
         frame = r.user_stack[-1] if r.user_stack else None
-        where = (
-            f"{short(frame.filename)}:{frame.lineno}  {(frame.line or '').strip()}" if frame else ""
-        )
-        reasons.append(BreakReason(str(r.reason).strip().splitlines()[0], where))
-    return BreakReport(out.graph_count, out.graph_break_count, reasons)
+        short = frame.filename.replace("\\", "/").rsplit("/", 1)[-1] if frame else ""
+        where = f"{short}:{frame.lineno}  {(frame.line or '').strip()}" if frame else ""
+        reasons.append({"reason": str(r.reason).strip().splitlines()[0], "where": where})
+    return {
+        "graphs": out.graph_count,
+        "graph_breaks": out.graph_break_count,
+        "break_reasons": reasons,
+    }
 
 
-def short(filename: str) -> str:
-    return filename.replace("\\", "/").rsplit("/", 1)[-1]
-
-
-class RecompileLog(logging.Handler):
-    """Collects Dynamo's `recompiles` log records: which guard failed and why."""
-
-    def __init__(self):
-        super().__init__()
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        message = record.getMessage()
-        if "Recompiling" in message:
-            self.messages.append(message)
-
-
-@dataclass
-class CompileCount:
-    how: str  # "static", "default", "dynamic" or "mark_dynamic"
-    lengths: list[int]
-    compiles: int
-    recompile_reasons: list[str]  # the guards that failed, as Dynamo's recompiles log says
-
-
-def count_compiles(model: nn.Module, lengths: list[int], batch: int, how: str) -> CompileCount:
-    """Call a compiled model on sequences of each length; count Dynamo compiles and keep the recompile reasons.
+def count_compiles(model: nn.Module, lengths: list[int], batch: int, how: str) -> dict:
+    """Call a compiled model on sequences of each length; count Dynamo compiles and keep the recompile reasons
+    (the guards that failed, as Dynamo's recompiles log says), as breaks.json keeps them: {"how", "lengths",
+    "compiles", "recompile_reasons"}.
 
     how: "static" (dynamic=False: a compile per shape), "default" (automatic dynamic), "dynamic" (dynamic=True),
     "mark_dynamic" (default, but the time dimension marked dynamic on the input before the first call).
@@ -100,7 +70,9 @@ def count_compiles(model: nn.Module, lengths: list[int], batch: int, how: str) -
 
     dynamic = {"static": False, "dynamic": True}.get(how)
     compiled = torch.compile(model, backend=counting_backend, dynamic=dynamic)
-    log = RecompileLog()
+    # collects Dynamo's log records, the `recompiles` ones among them: which guard failed and why (a capacity
+    # never reached: the buffer is never flushed)
+    log = logging.handlers.BufferingHandler(capacity=sys.maxsize)
     dynamo_log = logging.getLogger(
         "torch._dynamo"
     )  # the caller turns on torch._logging.set_logs(recompiles=True)
@@ -118,8 +90,9 @@ def count_compiles(model: nn.Module, lengths: list[int], batch: int, how: str) -
         dynamo_log.removeHandler(log)
     reasons = [
         line.strip()[2:]
-        for m in log.messages
-        for line in m.splitlines()
+        for record in log.buffer
+        if "Recompiling" in record.getMessage()
+        for line in record.getMessage().splitlines()
         if line.strip().startswith("- ")
     ]
-    return CompileCount(how, lengths, compiles, reasons)
+    return {"how": how, "lengths": lengths, "compiles": compiles, "recompile_reasons": reasons}

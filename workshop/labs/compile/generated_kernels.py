@@ -120,7 +120,9 @@ def parse_kernels(code: str, graph: str) -> list[GeneratedKernel]:
             GeneratedKernel(
                 name=name,
                 graph=graph,
-                kind=kernel_kind(name),
+                kind=next(
+                    (kind for prefix, kind in KINDS.items() if name.startswith(prefix)), OTHER_KIND
+                ),
                 fused_ops=aten or ops_from_name(name),
                 ops_from=FROM_COMMENT if aten else FROM_NAME,
                 source_nodes=[n.strip() for n in comments["nodes"].split(",") if n.strip()]
@@ -132,10 +134,6 @@ def parse_kernels(code: str, graph: str) -> list[GeneratedKernel]:
             )
         )
     return kernels
-
-
-def kernel_kind(name: str) -> str:
-    return next((kind for prefix, kind in KINDS.items() if name.startswith(prefix)), OTHER_KIND)
 
 
 def kernel_source(code: str, start: int) -> str:

@@ -16,9 +16,8 @@ import torch
 
 from workshop.foundations.tensor_bytes import tensor_bytes
 from workshop.i18n import N_, _, templates
-from workshop.lab_api import LabContext
+from workshop.lab_api import Check, LabContext
 from workshop.labs.compile.generated_kernels import GeneratedKernel
-from workshop.labs.compile.grading.hidden_values import check_holds, two_decimals
 from workshop.labs.compile.loops import KernelStructure, kernel_structure
 from workshop.labs.compile.provenance import SHAPE_ONLY, op_name, source_line
 
@@ -46,21 +45,10 @@ def pick_kernel(kernels: list[GeneratedKernel], preferred=None) -> GeneratedKern
     return max(kernels, key=lambda k: len(set(k.fused_ops) - SHAPE_ONLY), default=None)
 
 
-def pick_worked_example(backward: list[GeneratedKernel]) -> GeneratedKernel | None:
-    return pick_kernel(backward, WORKED_EXAMPLE)
-
-
-@dataclass
-class EagerResult:
-    """The result of one eager aten op that the kernel fuses, as AOTAutograd's graph sizes it."""
-
-    op: str
-    shape: tuple[int, ...]
-    nbytes: int
-
-
-def eager_results(kernel: GeneratedKernel, graphs: list[torch.fx.GraphModule]) -> list[EagerResult]:
-    """The results the kernel's ops would write to memory unfused, over one run of the graph.
+def eager_results(kernel: GeneratedKernel, graphs: list[torch.fx.GraphModule]) -> list[dict]:
+    """The results the kernel's ops would write to memory unfused, over one run of the graph: the result of
+    each eager aten op that the kernel fuses, as AOTAutograd's graph sizes it ({"op", "shape", "nbytes"}, as
+    grading_facts.json keeps it).
 
     In the AOT graph an eager aten op is a run of consecutive nodes with the same original op and source line
     (a softmax decomposed into amax, sub, exp, sum, div); its result is the run's last node. This kernel's
@@ -80,11 +68,11 @@ def eager_results(kernel: GeneratedKernel, graphs: list[torch.fx.GraphModule]) -
             previous = key
     values = [(node, node.meta.get("val")) for node in ends]
     return [
-        EagerResult(
-            op_name(node),
-            tuple(value.shape) if isinstance(value, torch.Tensor) else (),
-            tensor_bytes(value),
-        )
+        {
+            "op": op_name(node),
+            "shape": list(value.shape) if isinstance(value, torch.Tensor) else [],
+            "nbytes": tensor_bytes(value),
+        }
         for node, value in values
     ]
 
@@ -94,7 +82,7 @@ class KernelExplanation:
     kernel: GeneratedKernel
     device: str
     structure: KernelStructure
-    eager: list[EagerResult]  # over one run of the graph, all call sites together
+    eager: list[dict]  # eager_results: over one run of the graph, all call sites together
 
     @property
     def bytes_read(self) -> int | None:
@@ -106,12 +94,12 @@ class KernelExplanation:
 
     def result_bytes(self, op: str | None = None) -> int:
         """Bytes per call of the eager results of `op` (all fused ops when None)."""
-        total = sum(r.nbytes for r in self.eager if op is None or r.op == op)
+        total = sum(r["nbytes"] for r in self.eager if op is None or r["op"] == op)
         return total // max(self.kernel.calls, 1)
 
     @property
     def unfused_ops(self) -> list[str]:
-        return sorted({r.op for r in self.eager})
+        return sorted({r["op"] for r in self.eager})
 
     @property
     def intermediate_bytes(self) -> int:
@@ -152,7 +140,7 @@ class KernelExplanation:
         }
 
 
-def explain(kernel: GeneratedKernel, device: str, eager: list[EagerResult]) -> KernelExplanation:
+def explain(kernel: GeneratedKernel, device: str, eager: list[dict]) -> KernelExplanation:
     """The kernel explained from its code, beside the eager results it replaces (eager_results, or the run's
     grading_facts.json where the graphs are gone)."""
     return KernelExplanation(
@@ -170,6 +158,26 @@ def ratio(numerator: int | None, denominator: int | None) -> float:
     if numerator is None or not denominator:
         return float("nan")
     return numerator / denominator
+
+
+def check_holds(ctx: LabContext, name: str, value, expected) -> Check:
+    """A lab check whose measured value would answer an exercise (a count that ANSWERS asks for, a figure of a
+    kernel that KERNEL_EXPLAINED may explain): the summary's checks table shows every check's value, so this
+    one records whether the value held, True or False, and the value only in a failure's message. It passes
+    when value == expected. A failure of one is the lab's own bug, not the learner's: its message then says
+    what was measured."""
+    held = value == expected
+    message = None if held else _("measured {value!r}, expected {expected!r}")
+    return ctx.check_equal(
+        name, held, True, message=message and message.format(value=value, expected=expected)
+    )
+
+
+def two_decimals(value: float, rounding) -> float:
+    """value to 2 decimals, rounded down (math.floor, shown against a lower bound) or up (math.ceil, against an
+    upper bound): shown against its bound, it can only fail where value does, and the value coarsened so
+    no longer gives the exact figure of a kernel KERNEL_EXPLAINED may explain away."""
+    return rounding(value * 100) / 100 if math.isfinite(value) else value
 
 
 def check_explanation(ctx: LabContext, ex: KernelExplanation) -> None:
@@ -203,7 +211,7 @@ def check_explanation(ctx: LabContext, ex: KernelExplanation) -> None:
         sorted(ex.structure.reductions),
         ["max", "sum"],
     )
-    rows = [math.prod(r.shape[:-1]) for r in ex.eager if r.op == "_softmax"]
+    rows = [math.prod(r["shape"][:-1]) for r in ex.eager if r["op"] == "_softmax"]
     parallel = (
         ctx.device == "cuda" or torch.get_num_threads() > 1
     )  # one thread: Inductor writes no omp for

@@ -137,21 +137,12 @@ def record_access(loop: Loop, line: str) -> None:
             loop.reduces.append(entry)
 
 
-@dataclass
-class TritonLayout:
-    heuristic: str  # pointwise / reduction / persistent_reduction
-    size_hints: str
-    xnumel: str | None
-    ynumel: str | None  # a 2-D grid (tiled pointwise kernels)
-    rnumel: str | None
-    rblock: str | None  # a persistent reduction fixes the reduction block to cover the whole row
-    looped: bool  # a looped reduction walks the row in R0_BLOCK chunks
-    loads: list[str]
-    stores: list[str]
-    reduces: list[str]
+def triton_layout(source: str) -> dict:
+    """A Triton kernel's program layout, read from its text: its heuristic (pointwise / reduction /
+    persistent_reduction), its size hints, xnumel, ynumel (a 2-D grid: tiled pointwise kernels), rnumel, rblock
+    (a persistent reduction fixes the reduction block to cover the whole row), whether it is looped (a looped
+    reduction walks the row in R0_BLOCK chunks), and the pointers it loads and stores, what it reduces."""
 
-
-def triton_layout(source: str) -> TritonLayout:
     def first(pattern):
         m = re.search(pattern, source)
         return m[1] if m else None
@@ -166,18 +157,18 @@ def triton_layout(source: str) -> TritonLayout:
             rf"\b{re.escape(fn)}\(" if "." in fn else rf"(?:triton_helpers\.|\b){fn}\w*\(", source
         )
     ]
-    return TritonLayout(
-        heuristic=heuristic[1] if heuristic else "unknown",
-        size_hints=heuristic[2] if heuristic else "",
-        xnumel=first(r"\bxnumel\s*=\s*(\w+)"),
-        ynumel=first(r"\bynumel\s*=\s*(\w+)"),
-        rnumel=first(r"\br0?_?numel\s*=\s*(\w+)"),
-        rblock=first(r"\bR0?_?BLOCK\s*:\s*tl\.constexpr\s*=\s*(\d+)"),
-        looped=bool(re.search(r"for r0?_?offset in", source)),
-        loads=sorted(set(re.findall(rf"tl\.load\(({POINTER})", source))),
-        stores=sorted(set(re.findall(rf"tl\.store\(({POINTER})", source))),
-        reduces=list(dict.fromkeys(reduces)),
-    )
+    return {
+        "heuristic": heuristic[1] if heuristic else "unknown",
+        "size_hints": heuristic[2] if heuristic else "",
+        "xnumel": first(r"\bxnumel\s*=\s*(\w+)"),
+        "ynumel": first(r"\bynumel\s*=\s*(\w+)"),
+        "rnumel": first(r"\br0?_?numel\s*=\s*(\w+)"),
+        "rblock": first(r"\bR0?_?BLOCK\s*:\s*tl\.constexpr\s*=\s*(\d+)"),
+        "looped": bool(re.search(r"for r0?_?offset in", source)),
+        "loads": sorted(set(re.findall(rf"tl\.load\(({POINTER})", source))),
+        "stores": sorted(set(re.findall(rf"tl\.store\(({POINTER})", source))),
+        "reduces": list(dict.fromkeys(reduces)),
+    }
 
 
 REDUCTION_KINDS = ("none", "persistent", "looped")
@@ -191,7 +182,7 @@ class KernelStructure:
     reductions: list[str]  # what it reduces: "max", "sum", "Welford mean+variance", ...
     grid: list[int | None]  # the launch grid's extents (module docstring); None where symbolic
     loops: list[Loop] = field(default_factory=list)  # C++
-    layout: TritonLayout | None = None  # Triton
+    layout: dict | None = None  # Triton: triton_layout
     omp_regions: int = 0  # C++: `#pragma omp parallel` regions
     simd_widths: list[int] = field(default_factory=list)  # C++: elements per vectorized loop step
     folds_lanes: bool = False  # C++: a vector accumulator folded into one number (`vec_reduce_all`)
@@ -219,14 +210,10 @@ def kernel_structure(source: str, language: str) -> KernelStructure:
             ),
         )
     t = triton_layout(source)
-    kind = "looped" if t.looped else "persistent" if t.rblock else "none"
+    kind = "looped" if t["looped"] else "persistent" if t["rblock"] else "none"
     return KernelStructure(
         reduction_kind=kind,
-        reductions=t.reduces,
-        grid=[number(n) for n in (t.xnumel, t.ynumel) if n is not None],
+        reductions=t["reduces"],
+        grid=[int(n) if n.isdigit() else None for n in (t["xnumel"], t["ynumel"]) if n is not None],
         layout=t,
     )
-
-
-def number(text: str) -> int | None:
-    return int(text) if text.isdigit() else None

@@ -5,7 +5,7 @@ guards, AOTAutograd's graphs and Inductor's code, from the structured trace torc
 `start_torch_trace` points torch's own trace handler (a LazyTraceHandler, which opens its file at the first
 record) at the lab's folder instead. `make_report` then runs `tlparse TRACE -o OUT --no-browser`. tlparse is a
 separate program (pinned in requirements-pinned.txt); where it is not installed the report is not made and
-`TraceReport.reason` says why: the raw trace stays for a machine that has it.
+the report's `reason` says why: the raw trace stays for a machine that has it.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import json
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -27,25 +26,21 @@ REPORT_DIR = "tlparse"  # tlparse's HTML report: tlparse/index.html
 TLPARSE_PIN = "tlparse==0.4.3"
 
 
-def start_torch_trace(folder: Path) -> bool:
+def start_torch_trace(folder: Path) -> None:
     """Send torch's structured trace (the records TORCH_TRACE would) to `folder`; call before compiling and
-    before torch._logging.set_logs, which attaches the handler. False when this torch has no such handler."""
+    before torch._logging.set_logs, which attaches the handler."""
     internal = torch._logging._internal
-    if not hasattr(internal, "LazyTraceHandler"):
-        return False
     internal.LOG_TRACE_HANDLER = internal.LazyTraceHandler(str(folder))
     torch._logging._init_logs()
-    return True
 
 
 def stop_torch_trace() -> None:
     """Close the trace file and send later records nowhere (as when TORCH_TRACE is unset)."""
     internal = torch._logging._internal
-    if hasattr(internal, "LazyTraceHandler"):
-        if internal.LOG_TRACE_HANDLER is not None:
-            internal.LOG_TRACE_HANDLER.close()
-        internal.LOG_TRACE_HANDLER = internal.LazyTraceHandler(None)
-        torch._logging._init_logs()
+    if internal.LOG_TRACE_HANDLER is not None:
+        internal.LOG_TRACE_HANDLER.close()
+    internal.LOG_TRACE_HANDLER = internal.LazyTraceHandler(None)
+    torch._logging._init_logs()
 
 
 def tlparse_program() -> str | None:
@@ -54,28 +49,21 @@ def tlparse_program() -> str | None:
     return str(beside) if beside.is_file() else shutil.which("tlparse")
 
 
-@dataclass
-class TraceReport:
-    index: Path | None  # tlparse/index.html, when made
-    reason: str  # why it was not made ("" when it was)
-    output_code: int  # Inductor output-code entries the report lists (0 when not made)
-
-
-def make_report(trace_dir: Path, out_dir: Path) -> TraceReport:
-    """Run tlparse on the trace; once the report is made, the raw trace goes (the report keeps it as raw.log)."""
+def make_report(trace_dir: Path, out_dir: Path) -> dict:
+    """Run tlparse on the trace; once the report is made, the raw trace goes (the report keeps it as raw.log).
+    Returns {"index": tlparse/index.html when made, else None; "reason": why it was not made ("" when it was);
+    "output_code": Inductor output-code entries the report lists (0 when not made)}."""
     logs = sorted(trace_dir.glob("*.log"))
     for log in logs:
         log.chmod(0o644)  # torch makes it 0600; the run folder is for everyone who reads it
     program = tlparse_program()
     if not logs:
-        return TraceReport(None, _("torch wrote no structured trace in this run"), 0)
+        return not_made(_("torch wrote no structured trace in this run"))
     if program is None:
-        return TraceReport(
-            None,
+        return not_made(
             _(
                 "tlparse is not installed here (pip install {pin}); the raw trace is in {dir}/"
-            ).format(pin=TLPARSE_PIN, dir=TRACE_DIR),
-            0,
+            ).format(pin=TLPARSE_PIN, dir=TRACE_DIR)
         )
     done = subprocess.run(
         [program, str(logs[-1]), "-o", str(out_dir), "--no-browser", "--overwrite"],
@@ -86,9 +74,17 @@ def make_report(trace_dir: Path, out_dir: Path) -> TraceReport:
     index = out_dir / "index.html"
     if done.returncode != 0 or not index.is_file():
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return TraceReport(None, _("tlparse failed: {line}").format(line=last), 0)
+        return not_made(_("tlparse failed: {line}").format(line=last))
     shutil.rmtree(trace_dir)
-    return TraceReport(index, "", output_code_entries(out_dir / "compile_directory.json"))
+    return {
+        "index": index,
+        "reason": "",
+        "output_code": output_code_entries(out_dir / "compile_directory.json"),
+    }
+
+
+def not_made(reason: str) -> dict:
+    return {"index": None, "reason": reason, "output_code": 0}
 
 
 def output_code_entries(directory: Path) -> int:
@@ -103,19 +99,16 @@ def output_code_entries(directory: Path) -> int:
     )
 
 
-def tlparse_report(ctx: LabContext, traced: bool, captures: dict) -> TraceReport:
+def tlparse_report(ctx: LabContext, captures: dict) -> dict:
     """tlparse's HTML report of this run's trace. Where tlparse is installed the report must be made and hold
     the Inductor code of every module this lab captured (a trace started late, or lost, holds fewer).
     captures: stage -> capture.Capture."""
-    if not traced:
-        report = TraceReport(None, _("this torch has no structured-trace handler"), 0)
-    else:
-        stop_torch_trace()
-        report = make_report(ctx.path(TRACE_DIR), ctx.path(REPORT_DIR))
+    stop_torch_trace()
+    report = make_report(ctx.path(TRACE_DIR), ctx.path(REPORT_DIR))
     if tlparse_program() is not None:
         ctx.check_equal(
             _("tlparse report: Inductor output-code entries = code modules this lab captured"),
-            report.output_code,
+            report["output_code"],
             sum(len(cap.code) for cap in captures.values()),
         )
     return report

@@ -319,7 +319,7 @@ EXERCISES = [
             ),
         ),
         handout=N_("README.md#questions"),
-        reference="workshop.labs.autograd.grading.graph_facts:ANSWERS",
+        reference="workshop.labs.autograd.grading.replay_grading:ANSWERS",
         attribute="ANSWERS",
         questions=QUESTIONS,
         from_run=True,

@@ -81,7 +81,7 @@ def linear_cases(batch: HeadBatch) -> list[Case]:
     for dtype in DTYPES:
         t = leaves(batch, dtype)
         want = autograd_forward_backward(t["x"], t["W"], t["b"], batch.targets)
-        args = (want.dlogits, t["x"].detach(), t["W"].detach())
-        expected = {"dW": want.dW, "db": want.db, "dx": want.dx}
+        args = (want["dlogits"], t["x"].detach(), t["W"].detach())
+        expected = {"dW": want["dW"], "db": want["db"], "dx": want["dx"]}
         cases.append(Case(dtype_name(dtype), args, expected, facts(batch.targets, dtype)))
     return cases

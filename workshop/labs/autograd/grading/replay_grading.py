@@ -1,6 +1,7 @@
 """The graphs the hand-made engine is checked on, and the cases the exercise engine grades its two halves on (its
 order: order_cases; the sums at fan-in: replay_cases). How each is compared and what its mistakes show is
-declared in replay_diagnosis.py.
+declared in replay_diagnosis.py. The facts of these graphs that the handout's questions ask about
+(measure_facts) are at the end.
 
 Two graphs, in float32 and float64: the LM head under lm_loss, and the same plus weight decay (lambda/2)||W||^2.
 The second has fan-in: W is used twice in the forward, so two gradients reach W's AccumulateGrad and must be
@@ -25,7 +26,7 @@ from workshop.lab_api import LabContext
 from workshop.labs.autograd.batch import HeadBatch, leaf_tensors
 from workshop.labs.autograd.grading.hand_cases import DTYPES, dtype_name
 from workshop.labs.autograd.grading.no_autograd import ENGINE_RULES, watched_call
-from workshop.labs.autograd.graph_walk import walk
+from workshop.labs.autograd.graph_walk import saved_values, walk
 from workshop.labs.autograd.replay import is_topological, record_engine_order
 from workshop.minigpt.model import lm_loss
 
@@ -109,8 +110,9 @@ def graph_cases(batch: HeadBatch) -> list[GraphCase]:
     return cases
 
 
-def check_graphs(ctx: LabContext, cases: list[GraphCase]) -> None:
-    """What the lab claims of the real engine: its order is topological, and W's fan-in in the second graph."""
+def check_graphs(ctx: LabContext, cases: list[GraphCase], w_fan_in: int) -> None:
+    """What the lab claims of the real engine: its order is topological, and W's fan-in in the second graph
+    (measure_facts' w_fan_in)."""
     for case in cases:
         ctx.check_equal(
             _("the real engine ran the nodes in a topological order ({label})").format(
@@ -119,12 +121,7 @@ def check_graphs(ctx: LabContext, cases: list[GraphCase]) -> None:
             is_topological(case.real_order, case.root),
             True,
         )
-    decayed = next(c for c in cases if c.graph == DECAY)
-    edges = [n for node in walk(decayed.root) for n, _nr in node.next_functions if n is not None]
-    accumulate_w = next(n for n in edges if decayed.node_name(n) == "AccumulateGrad(W)")
-    ctx.check_equal(
-        _("weight decay adds fan-in: edges into AccumulateGrad(W)"), edges.count(accumulate_w), 2
-    )
+    ctx.check_equal(_("weight decay adds fan-in: edges into AccumulateGrad(W)"), w_fan_in, 2)
 
 
 def order_indices(order_of, hidden, targets, W, b, dtype: str, weight_decay: float):
@@ -202,32 +199,75 @@ def replay_cases(cases: list[GraphCase]) -> list[Case]:
     ]
 
 
-@dataclass
-class ReplayResult:
-    """The learner's (or the reference's) backward pass on one graph, against .backward()."""
-
-    label: str  # GraphCase.label
-    graph: str  # HEAD or DECAY
-    dtype: str  # "float32", "float64"
-    max_abs_difference: dict[str, float]
-    bit_identical: dict[str, bool]
-
-
-def replay_results(cases: list[GraphCase], graded: Graded) -> list[ReplayResult]:
-    """What grading the backward pass measured, per graph; none unless it ran on every graph."""
+def replay_results(cases: list[GraphCase], graded: Graded) -> list[dict]:
+    """What grading the backward pass measured, per graph, as result.json keeps it (the learner's, or the
+    reference's, backward pass against .backward()); none unless it ran on every graph."""
     if len(graded.returned) != len(cases):
         return []
     errors = {(c.label, c.output): c.error for c in graded.comparisons}
     return [
-        ReplayResult(
-            case.label,
-            case.graph,
-            dtype_name(case.dtype),
-            {leaf: errors[case.shown, leaf] for leaf in case.leaves},
-            {
+        {
+            "label": case.label,  # GraphCase.label
+            "graph": case.graph,  # HEAD or DECAY
+            "dtype": dtype_name(case.dtype),  # "float32", "float64"
+            "max_abs_difference": {leaf: errors[case.shown, leaf] for leaf in case.leaves},
+            "bit_identical": {
                 leaf: isinstance(got, torch.Tensor) and torch.equal(got, case.expected[leaf])
                 for leaf, got in graded.returned[case.shown].items()
             },
-        )
+        }
         for case in cases
     ]
+
+
+# Facts of this run's graphs that the handout asks about: the truths the learner's ANSWERS are graded against
+# (engine.grade_answers; the questions are declared in exercises.py). Each fact is measured from the graphs the
+# lab built (not copied from the handout): a count of nodes, which node saved its own output, the shape a node's
+# backward really returns, the order leaves got their gradients.
+
+# The instructor's ANSWERS for the standard batch: the reference of the checked questions' exercise.
+ANSWERS = {
+    "graph_nodes": 10,
+    "saves_result": "LogSoftmaxBackward0",
+    "t_saved_tensors": 0,
+    "addmm_bias_grad_shape": [176, 600],
+    "first_leaf": "b",
+    "w_fan_in": 2,
+    "db_sum": 0.0,
+}
+
+
+def measure_facts(cases: list[GraphCase]) -> dict:
+    """The facts ANSWERS states, by its keys, measured from this run's graphs."""
+    head = next(c for c in cases if c.graph == HEAD and c.dtype == torch.float32)
+    head64 = next(c for c in cases if c.graph == HEAD and c.dtype == torch.float64)
+    decayed = next(c for c in cases if c.graph == DECAY)
+    nodes = walk(head.root)
+    by_name = {type(n).__name__: n for n in nodes}
+    addmm = by_name["AddmmBackward0"]
+    # the gradient AddmmBackward0 takes: its output's shape and dtype
+    meta = addmm._input_metadata[0]
+    bias_grad = addmm(torch.ones(meta.shape, dtype=meta.dtype, device=head.loss.device))[0]
+    leaves_first = [head.node_name(n) for n in head.real_order if hasattr(n, "variable")]
+    fan_in = [
+        nxt
+        for node in walk(decayed.root)
+        for nxt, _nr in node.next_functions
+        if nxt is not None and decayed.node_name(nxt) == "AccumulateGrad(W)"
+    ]
+    return {
+        "graph_nodes": len(nodes),  # nodes in the LM head's graph, AccumulateGrad included
+        # the node of that graph that saved its own output
+        "saves_result": ", ".join(type(n).__name__ for n in nodes if "result" in saved_values(n)),
+        "t_saved_tensors": sum(  # tensors TBackward0 saved
+            s["kind"] == "tensor" for s in saved_values(by_name["TBackward0"]).values()
+        ),
+        # what AddmmBackward0 returns for b, before the engine sums it
+        "addmm_bias_grad_shape": list(bias_grad.shape),
+        # the leaf whose AccumulateGrad the engine ran first
+        "first_leaf": leaves_first[0].removeprefix("AccumulateGrad(").removesuffix(")"),
+        "w_fan_in": len(
+            fan_in
+        ),  # gradients summed into W's AccumulateGrad in the weight-decay graph
+        "db_sum": float(head64.expected["b"].sum()),  # sum over the 600 classes of dL/db (float64)
+    }

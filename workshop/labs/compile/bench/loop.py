@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from workshop.foundations import atomic
-from workshop.labs.compile.grading import references
+from workshop.labs.compile.grading import run_grading
 from workshop.labs.compile.grading.exercises import ANSWERS, KERNEL
 
 REPEATS = 3
@@ -41,7 +41,7 @@ def timed_check(work: Path, results: Path, *exercise: str) -> float:
 
 def fill_in(work: Path, run_dir: Path) -> None:
     """ANSWERS right, from the run's files; KERNEL_EXPLAINED left a stub (it is graded all the same)."""
-    answers = references.answers(str(run_dir))
+    answers = run_grading.answers(str(run_dir))
     path = work / "compile.py"
     text = path.read_text(encoding="utf-8")
     start = text.index("ANSWERS = {")

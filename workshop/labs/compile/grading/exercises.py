@@ -141,7 +141,7 @@ KERNEL = Exercise(
         ),
     ),
     handout=N_("README.md#exercise-1-explain-one-kernel"),
-    reference="workshop.labs.compile.grading.references:kernel_explained",
+    reference="workshop.labs.compile.grading.run_grading:kernel_explained",
     attribute="KERNEL_EXPLAINED",
     interface=N_(
         "dict: kernel str; fused_ops list[str]; bytes_read int; bytes_written int; "
@@ -268,7 +268,7 @@ ANSWERS = Exercise(
         ),
     ),
     handout=N_("README.md#exercise-2-facts-of-your-run"),
-    reference="workshop.labs.compile.grading.references:answers",
+    reference="workshop.labs.compile.grading.run_grading:answers",
     attribute="ANSWERS",
     interface=N_(
         "dict of ints: softmax_calls, extern_matmuls, optimizer_kernels, default_compiles, item_graph_breaks"

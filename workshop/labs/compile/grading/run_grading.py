@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from workshop import engine
@@ -35,13 +35,13 @@ from workshop.labs.compile.generated_kernels import (
     extern_matmul_calls,
     parse_kernels,
 )
+from workshop.labs.compile.grading.exercises import ANSWER_QUESTIONS
 from workshop.labs.compile.grading.kernel_fields import op_key
 from workshop.labs.compile.kernel_explanation import (
-    EagerResult,
+    WORKED_EXAMPLE,
     KernelExplanation,
     explain,
     pick_kernel,
-    pick_worked_example,
 )
 from workshop.labs.compile.kernel_explanation import render as render_explanations
 from workshop.labs.compile.loops import kernel_structure
@@ -69,7 +69,9 @@ class RunFiles:
     facts: dict[
         str, int
     ]  # count_facts: what compile.answers asks for, and what its diagnoses read besides
-    eager: dict[str, list[EagerResult]]  # "graph/kernel" -> the unfused results it replaces
+    eager: dict[
+        str, list[dict]
+    ]  # "graph/kernel" -> the unfused results it replaces (eager_results)
 
     def graph(self, name: str) -> list[GeneratedKernel]:
         return [k for k in self.kernels if k.graph == name]
@@ -112,7 +114,7 @@ def write_facts(ctx: LabContext, kernels: list[GeneratedKernel], eager: dict, pa
                 f"{k.graph}/{k.name}": {"lines": k.source_lines, "from": k.lines_from}
                 for k in kernels
             },
-            "eager_results": {key: [asdict(r) for r in rs] for key, rs in eager.items()},
+            "eager_results": eager,
             "digests": {str(p.relative_to(folder)): digest(p) for p in graded_files(folder)},
         },
     )
@@ -131,7 +133,9 @@ def read_run(folder: Path) -> RunFiles:
             where = facts["source_lines"].get(f"{k.graph}/{k.name}", {})
             k.source_lines, k.lines_from = where.get("lines", []), where.get("from", "")
         eager = {
-            key: [EagerResult(r["op"], tuple(r["shape"]), r["nbytes"]) for r in results]
+            key: [
+                {"op": r["op"], "shape": list(r["shape"]), "nbytes": r["nbytes"]} for r in results
+            ]
             for key, results in facts["eager_results"].items()
         }
         breaks = read_json(folder / BREAKS_FILE, folder)
@@ -267,9 +271,27 @@ def kernel_truth(answer, kernels: list[GeneratedKernel], picks: list) -> tuple[d
     return {key: math.nan if v is None else v for key, v in fields_of(picked).items()}, facts
 
 
+# The instructor's solutions of the two exercises: what the lab itself reads from a run's files. They cannot be
+# constants: kernel names and counts differ by device and torch version. A run without a workspace grades them as
+# its learner would be graded, through the same worker requests: so they take the run folder's path (a wire
+# value), not its parsed kernels.
+
+
+def kernel_explained(run_dir: str) -> dict:
+    """KERNEL_EXPLAINED for the attention softmax kernel of the run's training forward."""
+    return fields_of(pick_kernel(read_run(Path(run_dir)).graph(GRAPH)))
+
+
+def answers(run_dir: str) -> dict:
+    """ANSWERS: the run's own counts, those its questions ask for (they differ by device: 2 optimizer kernels on
+    the CPU with torch 2.13, 5 on an H200 with torch 2.11)."""
+    facts = read_run(Path(run_dir)).facts
+    return {q.key: facts[q.key] for q in ANSWER_QUESTIONS}
+
+
 def worked_example(run: RunFiles) -> KernelExplanation:
     """The lab's own example, a kernel of the training backward: no exercise asks about it."""
-    return run.explain(pick_worked_example(run.graph("train/backward")))
+    return run.explain(pick_kernel(run.graph("train/backward"), WORKED_EXAMPLE))
 
 
 def write_revealed(ctx: LabContext, run: RunFiles, revealed: Revealed) -> list[KernelExplanation]:
