@@ -25,8 +25,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from workshop import i18n
-from workshop.grading import workspace_init
+from workshop.grading import progress, workspace_init
 from workshop.i18n import _
 from workshop.learner import workspace
 
@@ -175,15 +174,13 @@ def stub_hashes() -> set[str]:
     not a copy)."""
     from workshop import labs
 
-    found = set()
-    for lang in i18n.LANGUAGES:
-        with i18n.using(lang):
-            found |= {
-                hashlib.sha256(workspace_init.lab_source(lab).encode("utf-8")).hexdigest()
-                for lab, exercises in labs.all_exercises().items()
-                if any(ex.attribute for ex in exercises)
-            }
-    return found
+    return progress.in_every_language(
+        lambda: {
+            hashlib.sha256(workspace_init.lab_source(lab).encode("utf-8")).hexdigest()
+            for lab, exercises in labs.all_exercises().items()
+            if any(ex.attribute for ex in exercises)
+        }
+    )
 
 
 def held_twice(rows, keys) -> list[tuple]:

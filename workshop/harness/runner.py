@@ -33,7 +33,7 @@ from workshop.foundations.device import use_triton_interpreter
 from workshop.foundations.run_options import LabOrder, RunOptions
 from workshop.foundations.time_limit import ran_out_of_time
 from workshop.foundations.worker_process import OutputLog
-from workshop.harness.lab_result import stopped_check, write_result
+from workshop.harness.child import stopped_check, write_result
 from workshop.i18n import _
 from workshop.learner import failures, workspace
 
