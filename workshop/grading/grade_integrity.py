@@ -112,12 +112,11 @@ def shown(names: list[str], limit: int = 5) -> str:
     return ", ".join(names[:limit]) + (_(" and {n} more").format(n=more) if more > 0 else "")
 
 
-def code_and_environment(*editions: Path) -> dict[str, str]:
-    """The fingerprint of the workshop's code (names relative to it), of its Python environment and of the learner
-    `editions` (absolute). The environment is where Python takes code from, in grade and in every process it
-    starts: folders fingerprinted whole (the venv, sys.prefix, or where there is none each site-packages, where a
-    planted .pth runs at every start) and folders fingerprinted at their top level (the other folders of sys.path,
-    where a sitecustomize.py would run), the current folder left out (grading writes there)."""
+def environment() -> tuple[list[Path], list[Path]]:
+    """Where Python takes code from, in grade and in every process it starts: (folders fingerprinted whole, the
+    venv, sys.prefix, or where there is none each site-packages, where a planted .pth runs at every start; folders
+    fingerprinted at their top level, the other folders of sys.path, where a sitecustomize.py would run), the
+    current folder left out (grading writes there)."""
     venv = sys.prefix != sys.base_prefix
     whole = [Path(sys.prefix)] if venv else [Path(p) for p in site.getsitepackages()]
     here = Path.cwd().resolve()
@@ -129,6 +128,13 @@ def code_and_environment(*editions: Path) -> dict[str, str]:
         and Path(p).resolve() != here
         and not any(Path(p).resolve().is_relative_to(w.resolve()) for w in whole)
     ]
+    return whole, top
+
+
+def code_and_environment(*editions: Path) -> dict[str, str]:
+    """The fingerprint of the workshop's code (names relative to it), of its Python environment and of the learner
+    `editions` (absolute)."""
+    whole, top = environment()
     walks = [(f, {"most": ENVIRONMENT_FILES}) for f in [*whole, *editions]] + [
         (f, {"whole": False}) for f in top
     ]
