@@ -13,7 +13,7 @@ from rich.console import Console
 from workshop.cli import runs
 from workshop.foundations import results
 from workshop.foundations.run_options import RunOptions
-from workshop.harness import lab_result
+from workshop.harness import child
 from workshop.lab_api import Check
 
 
@@ -79,7 +79,7 @@ def test_the_screen_shows_a_lab_s_start_end_and_failing_checks_not_its_output(
     out = io.StringIO()
     monkeypatch.setattr(runs, "console", Console(file=out, width=200, force_terminal=False))
     checks = [Check("loss", True, 1, 1), Check("drift", False, 0.5, 1e-4, relation="<=")]
-    result = lab_result.write_result(tmp_path / "toy", "toy", "cpu", checks, 1.0, "")
+    result = child.write_result(tmp_path / "toy", "toy", "cpu", checks, 1.0, "")
     with runs.screen(tmp_path, ["other", "toy"]) as shown:
         shown.started("toy")
         for line in (
@@ -108,7 +108,7 @@ def test_past_ten_failing_checks_the_summary_has_the_rest(tmp_path, monkeypatch)
     out = io.StringIO()
     monkeypatch.setattr(runs, "console", Console(file=out, width=200, force_terminal=False))
     checks = [Check(f"check {i}", False, 1, 2) for i in range(runs.SHOWN_FAILURES + 2)]
-    result = lab_result.write_result(tmp_path / "toy", "toy", "cpu", checks, 1.0, "")
+    result = child.write_result(tmp_path / "toy", "toy", "cpu", checks, 1.0, "")
     with runs.screen(tmp_path, ["toy"]) as shown:
         shown.started("toy")
         shown.ended("toy", {"passed": False, "duration_s": 1.0}, result["checks"])

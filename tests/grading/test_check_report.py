@@ -18,7 +18,7 @@ from workshop.cli.main import main
 from workshop.declarations import checks
 from workshop.grading import check_report
 from workshop.grading.check_report import CheckRefused
-from workshop.harness import lab_result
+from workshop.harness import child
 
 
 @pytest.fixture
@@ -125,7 +125,7 @@ def test_a_failing_check_of_the_lab_itself_is_named_with_why(tmp_path):
         "the op made of your pieces runs its [autograd] checks", False, "RuntimeError: x", "ok"
     )
     extra = {"exercises": {ex.id: ex.result(checks.PASSING, [mine.name], None)}}
-    lab_result.write_result(tmp_path, "autograd", "cpu", [mine, own], 1.0, "", extra)
+    child.write_result(tmp_path, "autograd", "cpu", [mine, own], 1.0, "", extra)
     lines, passed = check_report.lab_report("autograd", tmp_path)
     text = printed(lines)
     assert not passed
@@ -186,6 +186,6 @@ def test_a_regrade_is_not_taken_for_a_run(tmp_path):
             (root / run / "compile" / "result.json").write_text("{")
         else:
             extra = {"implementation": mine, **extra}
-            lab_result.write_result(root / run / "compile", "compile", "cpu", [], 1.0, "", extra)
+            child.write_result(root / run / "compile", "compile", "cpu", [], 1.0, "", extra)
     sources = check_report.regrade_sources(root, work, ("compile.answers",))
     assert sources == {"compile": str((root / "20260101-000001-aaaaaa" / "compile").resolve())}

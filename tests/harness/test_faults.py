@@ -28,7 +28,7 @@ from workshop.cli import runs
 from workshop.cli.main import main
 from workshop.foundations import interrupt, proctree, results
 from workshop.foundations.run_options import LabOrder, RunOptions
-from workshop.harness import lab_result, runner
+from workshop.harness import child, runner
 from workshop.lab_api import Check
 
 # ---------------------------------------------------------------- helpers
@@ -352,9 +352,7 @@ def test_train_checks_its_arguments_and_output_before_training(tmp_path, args, w
 def finished_run(tmp_path) -> Path:
     run_dir = results.new_run(tmp_path, ["python"], RunOptions("cpu"), labs_planned=["minigpt"])
     (run_dir / "minigpt").mkdir()
-    lab_result.write_result(
-        run_dir / "minigpt", "minigpt", "cpu", [Check("c", True, 1, 1)], 1.0, "ok"
-    )
+    child.write_result(run_dir / "minigpt", "minigpt", "cpu", [Check("c", True, 1, 1)], 1.0, "ok")
     results.update_manifest(run_dir, {"minigpt": {"passed": True, "duration_s": 1.0}})
     results.finish_run(run_dir)
     return run_dir
@@ -416,9 +414,7 @@ def test_resume_runs_what_did_not_finish_and_keeps_the_stopped_lab_aside(tmp_pat
     def fake_lab(run_dir, name, options, on_line=None):
         ran.append((name, options.seed))
         (run_dir / name).mkdir()
-        result = lab_result.write_result(
-            run_dir / name, name, "cpu", [Check("c", True, 1, 1)], 1.0, ""
-        )
+        result = child.write_result(run_dir / name, name, "cpu", [Check("c", True, 1, 1)], 1.0, "")
         results.update_manifest(run_dir, {name: {"passed": True, "duration_s": 1.0}})
         return {"passed": True, "duration_s": 1.0}, result  # as run_lab returns them
 
@@ -475,7 +471,7 @@ def test_the_failing_checks_fit_80_columns(finished_run):
     long = Check(
         "a check whose name is longer than any column could hold " * 2, False, "v" * 200, 1e-7
     )
-    lab_result.write_result(finished_run / "minigpt", "minigpt", "cpu", [long], 1.0, "")
+    child.write_result(finished_run / "minigpt", "minigpt", "cpu", [long], 1.0, "")
     console = Console(width=80, record=True, file=io.StringIO())
     console.print(runs.failing_checks(results.read_result(finished_run / "minigpt")["checks"]))
     assert max(len(line) for line in console.export_text().splitlines()) <= 80

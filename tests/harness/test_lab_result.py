@@ -1,17 +1,18 @@
-"""harness.lab_result: result.json and summary.md, the contract every lab's run keeps: the lab passes only when
-every check does; summary.md opens with the verdict, then the lab's own summary, its exercises, its checks."""
+"""harness.child's record of a run: result.json and summary.md, the contract every lab's run keeps: the lab
+passes only when every check does; summary.md opens with the verdict, then the lab's own summary, its
+exercises, its checks."""
 
 from __future__ import annotations
 
 import json
 
 from workshop.declarations.checks import Check
-from workshop.harness import lab_result
+from workshop.harness import child
 
 
 def written(tmp_path, checks, exercises=None):
     extra = {"exercises": exercises} if exercises else None
-    lab_result.write_result(tmp_path, "toy", "cpu", checks, 1.234, "What this run found.", extra)
+    child.write_result(tmp_path, "toy", "cpu", checks, 1.234, "What this run found.", extra)
     return json.loads((tmp_path / "result.json").read_text()), (tmp_path / "summary.md").read_text()
 
 
@@ -37,5 +38,5 @@ def test_the_exercises_come_before_the_checks_with_their_hint(tmp_path):
 
 
 def test_a_stopped_lab_has_a_failed_check_saying_why():
-    check = lab_result.stopped_check("interrupted (SIGINT, Ctrl-C)")
+    check = child.stopped_check("interrupted (SIGINT, Ctrl-C)")
     assert not check.passed and check.value == "interrupted (SIGINT, Ctrl-C)"

@@ -1,4 +1,4 @@
-"""harness.post_mortem: a lab process that died before its result.json fails the exercise it was grading, with
+"""harness.runner's post-mortem: a lab process that died before its result.json fails the exercise it was grading, with
 how it died and where in the learner's file; the others are not graded (what they printed is no verdict), and
 an exercise the run was told to skip is not blamed again."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from workshop.declarations import checks
 from workshop.foundations import lab_log
-from workshop.harness import post_mortem
+from workshop.harness import runner
 
 
 def died_grading(tmp_path, exercise: str, frame_line: int):
@@ -31,8 +31,8 @@ def died_grading(tmp_path, exercise: str, frame_line: int):
 
 def test_the_exercise_being_graded_fails_with_how_and_where_it_died(tmp_path):
     lab_dir, work = died_grading(tmp_path, "autograd.linear_grads", 12)
-    assert post_mortem.died_in(lab_dir, work, skip={}) == "autograd.linear_grads"
-    exercises = post_mortem.dead_process_exercises("autograd", lab_dir, -11, work)
+    assert runner.died_in(lab_dir, work, skip={}) == "autograd.linear_grads"
+    exercises = runner.dead_process_exercises("autograd", lab_dir, -11, work)
     died = exercises["autograd.linear_grads"]
     assert died["status"] == checks.FAILING
     assert "killed by SIGSEGV at " in died["failed_check"]["value"]
@@ -45,12 +45,12 @@ def test_the_exercise_being_graded_fails_with_how_and_where_it_died(tmp_path):
 
 def test_a_lab_that_finished_or_a_skipped_exercise_is_not_blamed(tmp_path):
     lab_dir, work = died_grading(tmp_path, "autograd.linear_grads", 12)
-    assert post_mortem.died_in(lab_dir, work, skip={"autograd.linear_grads": "died"}) is None
-    assert post_mortem.died_in(lab_dir, None, skip={}) is None  # the reference: no learner to blame
+    assert runner.died_in(lab_dir, work, skip={"autograd.linear_grads": "died"}) is None
+    assert runner.died_in(lab_dir, None, skip={}) is None  # the reference: no learner to blame
     (lab_dir / "result.json").write_text("{}")
-    assert post_mortem.died_in(lab_dir, work, skip={}) is None
+    assert runner.died_in(lab_dir, work, skip={}) is None
 
 
 def test_without_a_frame_in_the_learners_file_it_says_how_only(tmp_path):
     lab_dir, work = died_grading(tmp_path, "autograd.linear_grads", 12)
-    assert post_mortem.how_it_died(lab_dir, 3, None) == "exit code 3"
+    assert runner.how_it_died(lab_dir, 3, None) == "exit code 3"

@@ -8,7 +8,7 @@ import json
 
 from workshop.foundations import results
 from workshop.foundations.run_options import RunOptions
-from workshop.harness import lab_result, run_report
+from workshop.harness import child, run_report
 from workshop.lab_api import Check
 
 
@@ -23,7 +23,7 @@ def run_with(tmp_path, finished: bool = True):
         (run / lab).mkdir()
         checks = [Check("value", passed, 1, 1)]
         summary = "# What ran\n\n![loss](loss.png) and [the trace](trace.json), [docs](https://pytorch.org)"
-        lab_result.write_result(run / lab, lab, "cpu", checks, 1.0, summary)
+        child.write_result(run / lab, lab, "cpu", checks, 1.0, summary)
         results.update_manifest(run, {lab: {"passed": passed, "duration_s": 1.0}})
     (run / "a" / "graph.png").write_bytes(b"\x89PNG")
     if finished:

@@ -156,7 +156,7 @@ def test_the_summary_frame_and_the_failing_checks_in_spanish(tmp_path):
     """The frame the runner writes around a lab's summary, with a failed check and an exercise."""
     from rich.console import Console
 
-    from workshop.harness import lab_result
+    from workshop.harness import child
     from workshop.lab_api import Check
 
     checks = [Check("a", True, 1.0, 2.0), Check("b", False, 3.0, 2.0)]
@@ -171,9 +171,9 @@ def test_the_summary_frame_and_the_failing_checks_in_spanish(tmp_path):
     utf8 = Console(width=100, file=io.StringIO())
     ascii_only = io.TextIOWrapper(io.BytesIO(), encoding="ascii", errors="replace")
     with i18n.using("es"):
-        frame = lab_result.summary_frame("toy", False, "S.", checks, exercises)
+        frame = child.summary_frame("toy", False, "S.", checks, exercises)
         (tmp_path / "toy").mkdir()
-        lab_result.write_result(tmp_path / "toy", "toy", "cpu", checks, 1.0, "S.")
+        child.write_result(tmp_path / "toy", "toy", "cpu", checks, 1.0, "S.")
         failing = [c for c in results.read_result(tmp_path / "toy")["checks"] if not c["passed"]]
         utf8.print(runs.failing_checks(failing))
         Console(width=100, file=ascii_only).print(runs.failing_checks(failing))

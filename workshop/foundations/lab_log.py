@@ -2,9 +2,9 @@
 
 The child prints `[lab] grading <id> ...` when a grading block starts and `[lab] graded <id>: <status>` when it
 ends (LabContext.grading). Python's faulthandler (on in the child: harness.child) prints the stack of a fatal
-signal to the same log.txt. harness.post_mortem reads them back when the process died: which exercise was
-running, and where in the learner's file it was; never a status (learner code that runs in the lab's process
-prints into the same log).
+signal to the same log.txt. harness.runner's post-mortem reads them back when the process died: which exercise
+was running, and where in the learner's file it was; never a status (learner code that runs in the lab's
+process prints into the same log).
 
 A long part of a lab prints `[lab:step] <done>/<total> <what>` as it goes (LabContext.step): the screen of a run
 (cli.runs) shows the last one as a live line, log.txt keeps them all.

@@ -7,7 +7,7 @@
   process's CPU time (ITIMER_VIRTUAL, SIGVTALRM) it raises TimeLimitExceeded. An endless loop burns CPU, and the
   lab's wall-clock limit stays untouched. The signal interrupts Python code between two bytecodes, so the
   exception rises inside the learner's own frame and its traceback names their file and line; a sleep, or native
-  code that never returns, is left to the lab's limit, and harness.post_mortem names the exercise.
+  code that never returns, is left to the lab's limit, and harness.runner's post-mortem names the exercise.
 
 Python runs signal handlers in the main thread only: off it, neither limit applies.
 """

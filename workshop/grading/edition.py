@@ -219,11 +219,11 @@ def build_learner(out: Path) -> EditionReport:
     copy_tree(out)
     bodies: dict[str, str] = {}
     sources: dict[str, str] = {}
-    edited: set[Path] = set()
-    for exercises in all_exercises().values():
-        for ex in exercises:
-            edited.add(stub_reference(ex, out, report, bodies, sources))
-    edited.discard(None)  # the documents'
+    edited = {
+        stub_reference(ex, out, report, bodies, sources)
+        for exercises in all_exercises().values()
+        for ex in exercises
+    } - {None}  # the documents'
     for path in sorted(
         out.glob(f"workshop/labs/*/**/{MODEL_ANSWERS}")
     ):  # in a lab folder or its grading/

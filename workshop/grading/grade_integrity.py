@@ -17,6 +17,7 @@ nothing was handed in twice, and which of a hand-in's files it must not read.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import site
 import stat
@@ -24,8 +25,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from workshop import i18n
-from workshop.grading import workspace_init
+from workshop.grading import progress, workspace_init
 from workshop.i18n import _
 from workshop.learner import workspace
 
@@ -35,13 +35,12 @@ CODE = Path(__file__).resolve().parents[1]  # the workshop package: the code eve
 MAX_FILES, ENVIRONMENT_FILES = 20_000, 200_000
 
 
-def entries(folder: Path, skip: Path | None = None, most: int = MAX_FILES, whole: bool = True):
+def entries(folder: Path, skip: Path | None = None, whole: bool = True):
     """(relative path, path, lstat) of every entry under `folder` (only those in it: not `whole`) but folders,
-    links not followed, none under `skip` (the results root, which grading writes), at most `most`. Strings, not
-    Paths: a venv's 30,000 files are walked after every hand-in."""
+    links not followed, none under `skip` (the results root, which grading writes). Strings, not Paths: a venv's
+    30,000 files are walked after every hand-in. Its callers take at most MAX_FILES (ENVIRONMENT_FILES)."""
     skip_at = str(skip.resolve()) if skip else ""
     start = len(str(folder)) + 1
-    count = 0
     for top, dirs, files in os.walk(folder):
         names = dirs + files
         dirs[:] = [
@@ -55,23 +54,21 @@ def entries(folder: Path, skip: Path | None = None, most: int = MAX_FILES, whole
                 found = os.lstat(path)
             except OSError:
                 continue  # gone since it was listed
-            if stat.S_ISDIR(found.st_mode):
-                continue
-            yield path[start:], path, found
-            count += 1
-            if count >= most:
-                return
+            if not stat.S_ISDIR(found.st_mode):
+                yield path[start:], path, found
 
 
-def fingerprint(folder: Path, skip: Path | None = None, **walk) -> dict[str, str]:
+def fingerprint(
+    folder: Path, skip: Path | None = None, most: int = MAX_FILES, whole: bool = True
+) -> dict[str, str]:
     """Relative path -> what it is, from its lstat alone (a link's own, not its target's): its type, size, inode
-    and times (ctime: a process cannot set it back). Nothing is read: a hand-in's file may be 40 GB of nothing,
-    or a FIFO. {} when it is no folder. `walk`: entries'."""
+    and times (ctime: a process cannot set it back), for at most `most` entries. Nothing is read: a hand-in's
+    file may be 40 GB of nothing, or a FIFO. {} when it is no folder. `whole`: entries'."""
     if not folder.is_dir():
         return {}
     return {
         name: f"{st.st_mode:o} {st.st_size} {st.st_ino} {st.st_mtime_ns} {st.st_ctime_ns}"
-        for name, _path, st in entries(folder, skip, **walk)
+        for name, _path, st in itertools.islice(entries(folder, skip, whole), most)
     }
 
 
@@ -97,7 +94,7 @@ def unsafe_files(root: Path) -> list[str]:
     # a regular file (lstat: no link) is in the hand-in, since no link leads to it: only the others are looked at
     return [
         reason
-        for name, path, st in entries(root)
+        for name, path, st in itertools.islice(entries(root), MAX_FILES)
         if workspace.unsafe_reason(Path(name), st) is not None
         and (reason := not_read(Path(path), root))
     ]
@@ -177,15 +174,13 @@ def stub_hashes() -> set[str]:
     not a copy)."""
     from workshop import labs
 
-    found = set()
-    for lang in i18n.LANGUAGES:
-        with i18n.using(lang):
-            found |= {
-                hashlib.sha256(workspace_init.lab_source(lab).encode("utf-8")).hexdigest()
-                for lab, exercises in labs.all_exercises().items()
-                if any(ex.attribute for ex in exercises)
-            }
-    return found
+    return progress.in_every_language(
+        lambda: {
+            hashlib.sha256(workspace_init.lab_source(lab).encode("utf-8")).hexdigest()
+            for lab, exercises in labs.all_exercises().items()
+            if any(ex.attribute for ex in exercises)
+        }
+    )
 
 
 def held_twice(rows, keys) -> list[tuple]:
@@ -249,12 +244,13 @@ def same_names(rows) -> None:
 
 
 def described(kind: str, value: str) -> str:
-    if kind == "run":
-        return _("run {run}").format(run=value)
-    if kind == "manifest":
-        return _("a run's manifest (sha256 {digest})").format(digest=value[:12])
-    name, digest = value.split(" ", 1)
-    return _("{file} (sha256 {digest})").format(file=name, digest=digest[:12])
+    """A fingerprint as a row's note names it: a run, a manifest's sha256, a file's name and sha256."""
+    name, _space, digest = value.partition(" ")  # a file's: "<name> <sha256>"
+    return {
+        "run": _("run {run}").format(run=value),
+        "manifest": _("a run's manifest (sha256 {digest})").format(digest=value[:12]),
+        "file": _("{file} (sha256 {digest})").format(file=name, digest=digest[:12]),
+    }[kind]
 
 
 def workspace_files(work: Path) -> list[tuple[str, str]]:

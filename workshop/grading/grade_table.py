@@ -94,8 +94,9 @@ def csv_cell(value) -> str:
 
 def to_csv(header: list[str], lines: list[list[str]]) -> str:
     buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerows([[csv_cell(v) for v in line] for line in [header, *lines]])
+    csv.writer(buf, lineterminator="\n").writerows(
+        [[csv_cell(v) for v in line] for line in [header, *lines]]
+    )
     return buf.getvalue()
 
 

@@ -8,6 +8,7 @@ how it stood at that check (result.json records the workspace and its files' has
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,10 +64,17 @@ def untouched(ex: Exercise, work: Path) -> bool:
 def stubs(ex: Exercise) -> set[str]:
     """The exercise's stub as init writes it in each language (its docstring and message are translated):
     a workspace made in Spanish is still "not started" when listed in English."""
+    return in_every_language(
+        lambda: {e.stub_code() for e in labs.exercises(ex.lab) if e.id == ex.id}
+    )
+
+
+def in_every_language(made: Callable[[], set[str]]) -> set[str]:
+    """What `made()` makes in each language the workshop speaks, together."""
     found = set()
     for lang in i18n.LANGUAGES:
         with i18n.using(lang):
-            found |= {e.stub_code() for e in labs.exercises(ex.lab) if e.id == ex.id}
+            found |= made()
     return found
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import secrets
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from workshop import labs
@@ -31,10 +31,9 @@ class WorkspaceExists(Exception):
 
 @dataclass
 class InitOutcome:
-    written: list[Path] = field(default_factory=list)
-    # documents whose template needs a run first
-    waiting: list[Exercise] = field(default_factory=list)
-    backup: Path | None = None  # where the files init replaced were copied
+    written: list[Path]
+    waiting: list[Exercise]  # documents whose template needs a run first
+    backup: Path | None  # where the files init replaced were copied
 
 
 def lab_source(lab: str) -> str:
@@ -77,13 +76,10 @@ def init(
     existing = [work / name for name in files if (work / name).exists()]
     if existing and not force:
         raise WorkspaceExists(existing)
-    outcome = InitOutcome(waiting=waiting)
-    if existing:
-        outcome.backup = back_up(work, existing)
-    for name, text in files.items():
-        outcome.written.append(atomic.write_text(work / name, text))
+    backup = back_up(work, existing) if existing else None  # before any of them is replaced
+    written = [atomic.write_text(work / name, text) for name, text in files.items()]
     record(work, {name: workspace.file_sha256(work / name) for name in files}, learner)
-    return outcome
+    return InitOutcome(written, waiting, backup)
 
 
 def back_up(work: Path, files: list[Path]) -> Path:

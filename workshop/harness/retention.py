@@ -38,7 +38,7 @@ def kept(root: Path, keep: int = KEEP) -> set[Path]:
 
 def last_graded(check_runs: list[Path]) -> set[Path]:
     """For each workspace and exercise, the newest of these runs (newest first) that graded it."""
-    seen, found = set(), set()
+    newest: dict[tuple, Path] = {}  # (workspace, exercise id) -> the newest run that graded it
     for run_dir in check_runs:
         for result_path in run_dir.glob("*/result.json"):
             try:
@@ -49,9 +49,8 @@ def last_graded(check_runs: list[Path]) -> set[Path]:
                 continue
             for ex_id, entry in graded:
                 if entry.get("status", checks.NOT_GRADED) != checks.NOT_GRADED:
-                    found |= {run_dir.resolve()} if (work, ex_id) not in seen else set()
-                    seen.add((work, ex_id))
-    return found
+                    newest.setdefault((work, ex_id), run_dir.resolve())
+    return set(newest.values())
 
 
 def removable(root: Path, keep: int = KEEP) -> list[Path]:

@@ -27,15 +27,15 @@ import time
 from pathlib import Path
 
 from workshop import labs
+from workshop.declarations import checks
 from workshop.foundations import interrupt, lab_log, proctree, results, worker_container
 from workshop.foundations.device import use_triton_interpreter
 from workshop.foundations.run_options import LabOrder, RunOptions
 from workshop.foundations.time_limit import ran_out_of_time
 from workshop.foundations.worker_process import OutputLog
-from workshop.harness import post_mortem
-from workshop.harness.lab_result import stopped_check, write_result
+from workshop.harness.child import stopped_check, write_result
 from workshop.i18n import _
-from workshop.learner import workspace
+from workshop.learner import failures, workspace
 
 # A lab stops itself at its time limit (an alarm in its own process); the parent kills it BACKSTOP_S later if it
 # could not (stuck in C code, or stopped). Generous: the lab's clock starts after Python's start-up.
@@ -151,12 +151,12 @@ def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> tupl
                 # a lab process killed outright cannot kill its worker's container
                 if options.worker_image:
                     worker_container.sweep_stale()
-        died_in = post_mortem.died_in(lab_dir, options.work, skip)
-        if died_in is None:
+        killed_by = died_in(lab_dir, options.work, skip)
+        if killed_by is None:
             return settle(run_dir, name, options, child, time.monotonic() - start, why)
         attempt = run_dir / f"{name}.attempt-{len(skip) + 1}"
-        note = post_mortem.how_it_died(lab_dir, child.proc.returncode, options.work)
-        skip[died_in] = f"{why or note} ({workspace.display(attempt / 'log.txt')})"
+        note = how_it_died(lab_dir, child.proc.returncode, options.work)
+        skip[killed_by] = f"{why or note} ({workspace.display(attempt / 'log.txt')})"
         lab_dir.rename(attempt)
 
 
@@ -187,7 +187,7 @@ def settle(run_dir, name, options, child, duration, why, stopped=False) -> tuple
                 f"{summary}\n\n```\n{tail}\n```",
                 {
                     "implementation": workspace.implementation(options.work, [name]),
-                    "exercises": post_mortem.dead_process_exercises(
+                    "exercises": dead_process_exercises(
                         name, lab_dir, child.proc.returncode, options.work
                     ),
                     # a re-grade's, as harness.child.regrade records it: never taken for a run of the lab
@@ -209,6 +209,48 @@ def settle(run_dir, name, options, child, duration, why, stopped=False) -> tuple
     return status, result
 
 
+# A dead lab's post-mortem: what the parent makes of a lab process that died before writing its result.json (a
+# crash in native code, a kernel writing out of bounds, a kill at the lab's time limit). From the lab's log.txt
+# (foundations.lab_log) it knows which exercise was being graded when the process died, and where in the
+# learner's file it was. run_lab then fails that exercise (learner.failures.died_check) and runs the lab again
+# without it. It never takes a status from the log: a lab whose grading still runs the learner's code in its own
+# process shares its output with that code, which can print any line it likes (issue 22).
+
+
+def died_in(lab_dir: Path, work: Path | None, skip: dict[str, str]) -> str | None:
+    """The learner's exercise whose grading the lab's process died in (it wrote no result.json), unless it
+    is one the process was told to skip; None when it finished, or died elsewhere."""
+    if work is None or (Path(lab_dir) / "result.json").is_file():
+        return None
+    running = lab_log.running(lab_log.log_lines(lab_dir))
+    return running if running not in skip else None
+
+
+def how_it_died(lab_dir: Path, returncode: int, work: Path | None) -> str:
+    """'killed by SIGSEGV at my-work/custom_op.py:41': how the process ended, and where in the learner's file."""
+    frame = lab_log.learner_frame(lab_log.log_lines(lab_dir), work) if work else None
+    where = f"{workspace.display(frame[0])}:{frame[1]}" if frame else None
+    return lab_log.how_it_ended(returncode) + (
+        _(" at {where}").format(where=where) if where else ""
+    )
+
+
+def dead_process_exercises(
+    lab: str, lab_dir: Path, returncode: int, work: Path | None
+) -> dict[str, dict]:
+    """result.json's "exercises" for a lab whose process died: the one being graded failing with how the process
+    ended and where, the others not graded (what they printed on their way is no verdict)."""
+    running = lab_log.running(lab_log.log_lines(lab_dir))
+    note = how_it_died(lab_dir, returncode, work) + _(" (log.txt)")
+    failed = failures.died_check(running, note) if running else None
+    return {
+        ex.id: ex.result(checks.FAILING, [failed.name], failed)
+        if ex.id == running
+        else ex.result(checks.NOT_GRADED, [], None)
+        for ex in labs.exercises(lab)
+    }
+
+
 class LabProcess:
     """A lab's process: started in a session of its own with a fresh cache folder; its output goes to
     log.txt and, but for the protocol lines (lab_log: the post-mortem's, in English), to on_line(lab, line) (a
@@ -218,13 +260,12 @@ class LabProcess:
     def __init__(self, name: str, lab_dir: Path, device: str, on_line, kept: Path | None = None):
         self.name, self.lab_dir, self.device, self.on_line = name, lab_dir, device, on_line
         self.kept = kept  # Inductor's cache kept between runs (build_cache), or None: a fresh one
-        self.cmd = [sys.executable, "-m", "workshop.harness.child", str(lab_dir)]
 
     def __enter__(self) -> LabProcess:
         prefix = f"{CACHE_PREFIX}{os.getpid()}-{self.name}-"
         self._cache = tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True)
         self.proc = subprocess.Popen(
-            self.cmd,
+            [sys.executable, "-m", "workshop.harness.child", str(self.lab_dir)],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             env=lab_environment(

@@ -1,7 +1,7 @@
 """What went wrong in a learner's exercise, as the failed check that says so: a file that will not load, a stub
 not started yet, an endless loop, an exception, sys.exit(), a lab stopped while grading it, or a lab process that
-died in it on an earlier attempt. LabContext.grading (workshop/lab_api.py) records these; harness.post_mortem uses
-died_check for an exercise that killed the lab's process.
+died in it on an earlier attempt. LabContext.grading (workshop/lab_api.py) records these; harness.runner's
+post-mortem uses died_check for an exercise that killed the lab's process.
 """
 
 from __future__ import annotations
