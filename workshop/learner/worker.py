@@ -48,33 +48,28 @@ CAPABILITY_VERSION_3 = 0x20080522
 IMPORT_NAME = dis.opmap["IMPORT_NAME"]
 
 
-def describe(error: BaseException) -> str:
-    message = " ".join(str(error).split())[:2000]
-    return f"{type(error).__name__}: {message}" if message else type(error).__name__
-
-
-def where(error: BaseException, filename: str) -> str | None:
-    """filename:line of the innermost frame of `error` in the learner's file."""
-    lines = [f.lineno for f in traceback.extract_tb(error.__traceback__) if f.filename == filename]
-    return f"{filename}:{lines[-1]}" if lines else None
-
-
 def failure(kind: str, error: BaseException | str, filename: str | None = None) -> dict:
-    text = error if isinstance(error, str) else describe(error)
+    """The reply that says a request failed: its kind, the error in one line, and filename:line of the innermost
+    frame of `error` in the learner's file (None: not there)."""
+    if isinstance(error, str):
+        return {"ok": False, "kind": kind, "error": error, "where": None}
+    text = " ".join(str(error).split())[:2000]
     # a stub's text is its exercise's id, a time limit's the seconds: each said as it is, without its type
-    if isinstance(error, NotImplementedError | TimeLimitExceeded):
-        text = " ".join(str(error).split())[:2000]
-    spot = where(error, filename) if filename and isinstance(error, BaseException) else None
-    return {"ok": False, "kind": kind, "error": text, "where": spot}
+    if not isinstance(error, NotImplementedError | TimeLimitExceeded):
+        text = f"{type(error).__name__}: {text}" if text else type(error).__name__
+    lines = [f.lineno for f in traceback.extract_tb(error.__traceback__) if f.filename == filename]
+    return {
+        "ok": False,
+        "kind": kind,
+        "error": text,
+        "where": f"{filename}:{lines[-1]}" if lines else None,
+    }
 
 
 class Refused(Exception):
-    """A target that is not the learner's to run: missing from the file (where: the file), or code from
-    elsewhere (kind refused, what: the name, where: the file that defines it; the lab's process says it)."""
-
-    def __init__(self, kind: str, what: str, where: str | None):
-        super().__init__(what)
-        self.kind, self.what, self.where = kind, what, where
+    """A target that is not the learner's to run, its args (kind, what, where): missing from the file (where: the
+    file), or code from elsewhere (kind refused, what: the name, where: the file that defines it; the lab's
+    process says it)."""
 
 
 class ImportGuard:
@@ -129,7 +124,8 @@ class Session:
         try:
             target = self.target(request["target"])
         except Refused as e:
-            return {"ok": False, "kind": e.kind, "error": e.what, "where": e.where}
+            kind, what, where = e.args
+            return {"ok": False, "kind": kind, "error": what, "where": where}
         except NotImplementedError as e:
             return failure("not_started", e)
         except (LookupError, ImportError, ValueError) as e:
@@ -163,10 +159,8 @@ class Session:
                 "error": f"SyntaxError: {e.msg}",
                 "where": f"{self.filename}:{e.lineno}",
             }
-        except TimeLimitExceeded as e:
-            return failure("time", e, self.filename)
         except BaseException as e:  # noqa: BLE001 - whatever the file raises at import is the learner's
-            return failure("load", e, self.filename)
+            return failure("time" if isinstance(e, TimeLimitExceeded) else "load", e, self.filename)
         self.module = module
         return {"ok": True}
 
@@ -210,15 +204,10 @@ class Session:
         except BaseException as e:  # noqa: BLE001 - the learner's SystemExit ends one call, not the worker
             if self.reraise:
                 raise
-            return self.failed(e)
+            # SystemExit included: it ends one call
+            kind = "not_started" if isinstance(e, NotImplementedError) else "error"
+            return failure("time" if isinstance(e, TimeLimitExceeded) else kind, e, self.filename)
         return self.reply(value)
-
-    def failed(self, e: BaseException) -> dict:
-        if isinstance(e, NotImplementedError):
-            return failure("not_started", e, self.filename)
-        if isinstance(e, TimeLimitExceeded):
-            return failure("time", e, self.filename)
-        return failure("error", e, self.filename)  # SystemExit included: it ends one call
 
     def reply(self, value) -> dict:
         try:
@@ -229,12 +218,6 @@ class Session:
         return {"ok": True, "value": value}
 
 
-def die_with_parent() -> None:
-    """SIGKILL this worker when the lab's process dies (Linux), so that no learner code outlives it."""
-    if sys.platform == "linux":
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
-
 class CapabilityData(ctypes.Structure):
     _fields_ = [
         ("effective", ctypes.c_uint32),
@@ -243,13 +226,21 @@ class CapabilityData(ctypes.Structure):
     ]
 
 
-def drop_root() -> None:
-    """As root (a native worker that could not take a uid of its own), give up every capability before the
-    learner's code runs: no ptrace of the lab's process, no reading past file permissions, no mounts, no
-    setuid programs (no-new-privs). Root's own files stay root's: the native sandbox says so."""
-    if sys.platform != "linux" or os.geteuid() != 0:
+def confine(limits: dict[str, list[int]]) -> None:
+    """Before this worker reads a request (so before any learner code): lower its resource limits
+    ({"RLIMIT_CPU": [soft, hard], ...}: a process may always lower its own, where another process may need
+    CAP_SYS_RESOURCE to, foundations/worker_process.py); on Linux, be SIGKILLed when the lab's process dies, so
+    that no learner code outlives it; and as root (a native worker that could not take a uid of its own), give
+    up every capability: no ptrace of the lab's process, no reading past file permissions, no mounts, no setuid
+    programs (no-new-privs). Root's own files stay root's: the native sandbox says so."""
+    for name, (soft, hard) in limits.items():
+        resource.setrlimit(getattr(resource, name), (soft, hard))
+    if sys.platform != "linux":
         return
     libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.geteuid() != 0:
+        return
     libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     for capability in range(64):  # the bounding set: no exec can give them back
         libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)
@@ -279,24 +270,6 @@ def scratch_problem() -> str | None:
     return None
 
 
-def channel_from(args) -> wire.Channel:
-    if args.fd is not None:
-        return wire.Channel(args.fd, args.fd)
-    # The container's stdin/stdout are the channel: keep them on fds of their own, and send what the
-    # learner's code prints to stderr (the capped log), so that no print can break a frame.
-    read_fd, write_fd = os.dup(0), os.dup(1)
-    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-    os.dup2(2, 1)
-    return wire.Channel(read_fd, write_fd)
-
-
-def limit_resources(limits: dict[str, list[int]]) -> None:
-    """Lower this process's resource limits, before it reads a request (so before any learner code): a process
-    may always lower its own, where another process may need CAP_SYS_RESOURCE to (foundations/worker_process.py)."""
-    for name, (soft, hard) in limits.items():
-        resource.setrlimit(getattr(resource, name), (soft, hard))
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m workshop.learner.worker")
     p.add_argument("--fd", type=int, default=None, help="the channel's file descriptor")
@@ -305,11 +278,16 @@ def main(argv: list[str] | None = None) -> int:
         "--rlimits", default="{}", help='its resource limits, {"RLIMIT_CPU": [soft, hard], ...}'
     )
     args = p.parse_args(argv)
-    limit_resources(json.loads(args.rlimits))
-    die_with_parent()
-    drop_root()
+    confine(json.loads(args.rlimits))
     faulthandler.enable()  # a crash in native code prints the stack to the log: where it died
-    channel = channel_from(args)
+    if args.fd is not None:
+        channel = wire.Channel(args.fd, args.fd)
+    else:
+        # The container's stdin/stdout are the channel: keep them on fds of their own, and send what the
+        # learner's code prints to stderr (the capped log), so that no print can break a frame.
+        channel = wire.Channel(os.dup(0), os.dup(1))
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        os.dup2(2, 1)
     session = Session()
     problem = scratch_problem()
     if problem is not None:
