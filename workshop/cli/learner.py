@@ -242,7 +242,7 @@ def reveal_hints(work: Path, ids: tuple[str, ...]) -> tuple[str, ...]:
     level); the ids."""
     declared = {ex.id: ex for lab in labs.all_exercises().values() for ex in lab}
     for ex_id in ids:
-        workspace.take_hint(work, ex_id, len(declared[ex_id].hints))
+        workspace.count_use(work, "hints", ex_id, most=len(declared[ex_id].hints))
     return ids
 
 
