@@ -6,8 +6,8 @@ writes it. The receiver loads it with `torch.load(weights_only=True)`, whose unp
 plain containers and refuses every other class, then checks the result is a wire value; so nothing the worker
 pickles is ever unpickled by the lab's process as code. Frames are capped in size, values in depth and count.
 
-The channel is two file descriptors that a process inherited (a socket pair natively, the container's stdin and
-stdout with Docker), never a path: the worker knows no path of the run.
+The channel is two file descriptors that a process inherited (the worker's stdin and stdout, natively and with
+Docker alike), never a path: the worker knows no path of the run.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ process; what crosses between the two is wire data (wire.py: values, tensors as 
 of the learner's); the lab's process asks (the requests below, made through learner/learner_code.py's handle) and
 judges what comes back.
 
-    python -m workshop.learner.worker --fd 3      (natively: fd 3 is its end of a socket pair)
-    python -m workshop.learner.worker --stdio     (in a container: the channel is stdin/stdout)
+    python -m workshop.learner.worker [--rlimits JSON]   (natively and in a container alike: the channel is its
+                                                          stdin and stdout, what it prints goes to stderr)
 
 No path reaches it: the learner's file comes over the channel as text, compiled under the name the learner
 knows it by (my-work/autograd.py), so tracebacks name it, and nothing else of the workspace is here. Its
@@ -72,39 +72,32 @@ class Refused(Exception):
     process says it)."""
 
 
-class ImportGuard:
-    """builtins.__import__ and importlib.import_module, refusing from the learner's file any import its header
+def guard_imports(filename: str, allowed: set[tuple[str, str | None]]) -> None:
+    """Make builtins.__import__ and importlib.import_module refuse from the learner's file any import its header
     does not make (the lab's process checked the text already; this is the same rule at run time). An import
     statement in the learner's file is checked; so is a call of import_module from it. A call of __import__
     cannot be told apart from an import that torch's C code makes while the learner's line runs (C code adds no
     frame), so it is left to the lab's reading of the text, which refuses the name __import__."""
+    real_import, real_import_module = builtins.__import__, importlib.import_module
 
-    def __init__(self, filename: str, allowed: set[tuple[str, str | None]]):
-        self.filename, self.allowed = filename, allowed
-        self.real_import, self.real_import_module = builtins.__import__, importlib.import_module
-        builtins.__import__ = self.guarded_import
-        importlib.import_module = self.guarded_import_module
-
-    def _from_learner(self, statement: bool) -> bool:
-        frame = sys._getframe(2)
-        if frame.f_code.co_filename != self.filename:
-            return False
-        return not statement or frame.f_code.co_code[frame.f_lasti] == IMPORT_NAME
-
-    def _check(self, name: str, fromlist, level: int) -> None:
-        names = [None] if not fromlist else list(fromlist)
-        if level or any((name, n) not in self.allowed for n in names):
+    def check(name: str, fromlist, level: int, statement: bool) -> None:
+        frame = sys._getframe(2)  # the caller of the guarded function
+        if frame.f_code.co_filename != filename:
+            return
+        if statement and frame.f_code.co_code[frame.f_lasti] != IMPORT_NAME:
+            return
+        if level or any((name, n) not in allowed for n in (fromlist or [None])):
             raise ImportError(f"{name}: the file's header does not import it")
 
-    def guarded_import(self, name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A002
-        if self._from_learner(statement=True):
-            self._check(name, fromlist, level)
-        return self.real_import(name, globals, locals, fromlist, level)
+    def guarded_import(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A002
+        check(name, fromlist, level, statement=True)
+        return real_import(name, globals, locals, fromlist, level)
 
-    def guarded_import_module(self, name, package=None):
-        if self._from_learner(statement=False):
-            self._check(name, (), 0)
-        return self.real_import_module(name, package)
+    def guarded_import_module(name, package=None):
+        check(name, (), 0, statement=False)
+        return real_import_module(name, package)
+
+    builtins.__import__, importlib.import_module = guarded_import, guarded_import_module
 
 
 class Session:
@@ -147,7 +140,7 @@ class Session:
         module = types.ModuleType(MODULE)
         module.__file__ = self.filename
         sys.modules[MODULE] = module  # dataclasses and pickling look modules up by name
-        ImportGuard(self.filename, allowed)
+        guard_imports(self.filename, allowed)
         try:
             code = compile(source, self.filename, "exec")
             with exercise_limit(request.get("limit_s")):
@@ -272,22 +265,17 @@ def scratch_problem() -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m workshop.learner.worker")
-    p.add_argument("--fd", type=int, default=None, help="the channel's file descriptor")
-    p.add_argument("--stdio", action="store_true", help="the channel is stdin/stdout")
     p.add_argument(
         "--rlimits", default="{}", help='its resource limits, {"RLIMIT_CPU": [soft, hard], ...}'
     )
     args = p.parse_args(argv)
     confine(json.loads(args.rlimits))
     faulthandler.enable()  # a crash in native code prints the stack to the log: where it died
-    if args.fd is not None:
-        channel = wire.Channel(args.fd, args.fd)
-    else:
-        # The container's stdin/stdout are the channel: keep them on fds of their own, and send what the
-        # learner's code prints to stderr (the capped log), so that no print can break a frame.
-        channel = wire.Channel(os.dup(0), os.dup(1))
-        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-        os.dup2(2, 1)
+    # stdin/stdout are the channel: keep them on fds of their own, and send what the learner's code prints to
+    # stderr (the capped log), so that no print can break a frame.
+    channel = wire.Channel(os.dup(0), os.dup(1))
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    os.dup2(2, 1)
     session = Session()
     problem = scratch_problem()
     if problem is not None:
