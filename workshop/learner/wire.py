@@ -106,9 +106,11 @@ class Channel:
     Reads and writes take a deadline (time.monotonic(), None: wait for ever), so a side that stops answering
     (an endless loop in the learner's code) never blocks the other."""
 
-    def __init__(self, read_fd: int, write_fd: int):
+    def __init__(self, read_fd: int, write_fd: int, map_location: str = "cpu"):
         self.read_fd, self.write_fd = read_fd, write_fd
-        self.map_location = "cpu"  # where received tensors go: the lab's device, on both sides
+        self.map_location = (
+            map_location  # where received tensors go: the lab's device, on both sides
+        )
         for fd in {read_fd, write_fd}:
             os.set_blocking(
                 fd, False
