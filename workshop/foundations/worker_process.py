@@ -106,9 +106,9 @@ def worker_environment(scratch: Path, device: str, root: Path) -> dict[str, str]
         "PYTHONNOUSERSITE": "1",
         **scratch_environment(str(scratch)),
     }
-    for name in ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"):
-        if name in os.environ:
-            env[name] = os.environ[name]
+    env |= {
+        n: os.environ[n] for n in ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS") if n in os.environ
+    }
     env.setdefault("OMP_NUM_THREADS", str(min(WORKER_THREADS, os.cpu_count() or 1)))
     use_triton_interpreter(env, device)
     return env
@@ -327,19 +327,16 @@ def rlimits(limits: Limits) -> dict[str, tuple[int, int]]:
     }
 
 
-def open_to_others(path: Path) -> bool:
-    """Whether a user with no claim on `path` can read it: every folder above it searchable by others."""
-    path = Path(os.path.realpath(path))
-    return searchable_by_others(path.parent) and bool(path.stat().st_mode & stat.S_IROTH)
-
-
 def others_can_run(root: Path) -> bool:
     """Whether another uid can run this Python with its packages and the workshop's code (pyenv's Python
     under /root, say, it cannot: then the worker keeps this process's uid). torch is looked up, not imported:
     the worker starts before the lab's process imports it, so that the two imports overlap."""
     torch = Path(importlib.util.find_spec("torch").origin)
-    needed = [Path(sys.executable), Path(os.__file__), torch, root / "workshop"]
-    return all(open_to_others(p) for p in needed)
+    needed = [
+        Path(os.path.realpath(p)) for p in (sys.executable, os.__file__, torch, root / "workshop")
+    ]
+    # readable by a user with no claim on it: its folders searchable by others, itself readable by others
+    return all(searchable_by_others(p.parent) and p.stat().st_mode & stat.S_IROTH for p in needed)
 
 
 class WorkerFault(Exception):

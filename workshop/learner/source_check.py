@@ -163,18 +163,18 @@ def top_level(tree: ast.Module) -> dict[str, list[ast.AST]]:
     """Module-level name -> the statements that bind it (def, class, assignment, import)."""
     bound: dict[str, list[ast.AST]] = {}
     for node in tree.body:
+        names = []
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            bound.setdefault(node.name, []).append(node)
+            names = [node.name]
         elif isinstance(node, ast.Import | ast.ImportFrom):
-            for alias in node.names:
-                name = (alias.asname or alias.name).split(".")[0]
-                bound.setdefault(name, []).append(node)
+            names = [(alias.asname or alias.name).split(".")[0] for alias in node.names]
         elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                for name in ast.walk(target):
-                    if isinstance(name, ast.Name):
-                        bound.setdefault(name.id, []).append(node)
+            names = [
+                n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)
+            ]
+        for name in names:
+            bound.setdefault(name, []).append(node)
     return bound
 
 

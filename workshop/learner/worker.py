@@ -166,28 +166,25 @@ class Session:
         if "references" in spec:
             return {name: pkgutil.resolve_name(ref) for name, ref in spec["references"].items()}
         if "attributes" in spec:
-            return self.pieces(spec["attributes"])
-        return self.attribute(spec["attribute"])
+            return self.attributes(spec["attributes"])
+        return self.attributes([spec["attribute"]])[spec["attribute"]]
 
-    def attribute(self, name: str):
+    def attributes(self, names: list[str]) -> dict:
+        """{name: the learner's attribute}; every missing name said at once (Refused "missing": "a, b"), a name
+        whose code is not the learner's own refused (Refused "refused": the file that defines it)."""
         if self.module is None:
             raise LookupError("the learner's file is not loaded")
-        if not hasattr(self.module, name):
-            raise Refused("missing", name, self.filename)
-        value = getattr(self.module, name)
-        code = getattr(
-            getattr(value, "fn", value), "__code__", None
-        )  # a triton.jit kernel keeps it in .fn
-        if code is not None and code.co_filename != self.filename:
-            raise Refused("refused", name, code.co_filename)
-        return value
-
-    def pieces(self, names: list[str]) -> dict:
-        """{name: the learner's attribute}; every missing name said at once (Refused "missing": "a, b")."""
-        missing = [name for name in names if self.module is None or not hasattr(self.module, name)]
+        missing = [name for name in names if not hasattr(self.module, name)]
         if missing:
             raise Refused("missing", ", ".join(missing), self.filename)
-        return {name: self.attribute(name) for name in names}
+        found = {name: getattr(self.module, name) for name in names}
+        for name, value in found.items():
+            code = getattr(
+                getattr(value, "fn", value), "__code__", None
+            )  # a triton.jit kernel: in .fn
+            if code is not None and code.co_filename != self.filename:
+                raise Refused("refused", name, code.co_filename)
+        return found
 
     def run(self, request: dict, target, probe) -> dict:
         args = request.get("args") or []
