@@ -182,8 +182,11 @@ class Worker:
         request = {"op": "load", "device": self.device, "source": None, "limit_s": LOAD_S}
         if self.learner is not None:
             allowed = sorted(source_check.allowed_imports(self.learner.header), key=str)
-            request |= {"source": self.learner.source, "filename": self.learner.filename}
-            request["allowed"] = [list(pair) for pair in allowed]
+            request |= {
+                "source": self.learner.source,
+                "filename": self.learner.filename,
+                "allowed": [list(pair) for pair in allowed],
+            }
         reply = self._exchange(request, wall_limit(LOAD_S))
         return None if reply.get("ok") else failed(reply)
 
@@ -249,8 +252,7 @@ class LocalWorker:
     def __init__(self, device: str):
         from workshop.learner.worker import Session
 
-        self.device, self.session = device, Session(reraise=True)
-        self.session.device = device
+        self.device, self.session = device, Session(device, reraise=True)
 
     def ask(self, request: dict, limit_s: float | None) -> dict:
         from workshop.learner import wire

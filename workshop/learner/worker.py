@@ -103,8 +103,8 @@ def guard_imports(filename: str, allowed: set[tuple[str, str | None]]) -> None:
 class Session:
     """The worker's state: the learner's module once loaded."""
 
-    def __init__(self, reraise: bool = False):
-        self.device = "cpu"  # the lab's, from the load request: where received tensors go
+    def __init__(self, device: str = "cpu", reraise: bool = False):
+        self.device = device  # the lab's, from the load request: where received tensors go
         # in the lab's own process (the reference): its errors are the lab's bugs
         self.reraise = reraise
         self.module: types.ModuleType | None = None
@@ -133,14 +133,12 @@ class Session:
         self.device = request.get("device", "cpu")
         if request.get("source") is None:
             return {"ok": True}
-        self.filename = request["filename"]
-        allowed = {(m, n) for m, n in request["allowed"]}
-        source = request["source"]
+        self.filename, source = request["filename"], request["source"]
         linecache.cache[self.filename] = (len(source), None, source.splitlines(True), self.filename)
         module = types.ModuleType(MODULE)
         module.__file__ = self.filename
         sys.modules[MODULE] = module  # dataclasses and pickling look modules up by name
-        guard_imports(self.filename, allowed)
+        guard_imports(self.filename, {(module, name) for module, name in request["allowed"]})
         try:
             code = compile(source, self.filename, "exec")
             with exercise_limit(request.get("limit_s")):
@@ -247,8 +245,7 @@ SCRATCH_VARIABLES = ("HOME", "TMPDIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_
 
 def scratch_problem() -> str | None:
     """Why this worker cannot write one of its folders, or None."""
-    for name in SCRATCH_VARIABLES:
-        folder = os.environ.get(name)
+    for name, folder in [(name, os.environ.get(name)) for name in SCRATCH_VARIABLES]:
         if not folder:
             continue
         try:
