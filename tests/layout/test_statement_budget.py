@@ -29,8 +29,8 @@ MACHINERY = (
 TARGET = {"workshop": 10_000, "machinery": 2_800, "lab": 1_300, "lines": 400}
 # area -> the statements (for a file: the lines) it holds today, over its target
 CEILING = {
-    "workshop": 12_083,
-    "machinery": 3_824,
+    "workshop": 12_078,
+    "machinery": 3_819,
     "labs/custom_op": 2_029,
     "labs/distributed": 1_793,
 }
