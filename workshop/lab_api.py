@@ -320,7 +320,7 @@ class LabContext:
         """Exercise id -> its entry in result.json (Exercise.result), for every exercise of the lab: its status,
         its checks, the check it reports (checks.reported: a diagnosis first), and the hints the learner took
         (`check LAB EXERCISE --hint`, counted in the workspace's record)."""
-        taken = workspace.hints_taken(self.work) if self.graded else {}
+        taken = (workspace.uses(self.work, "hints") or {}) if self.graded else {}
         out = {}
         for ex in labs.exercises(self.name):
             mine = [c for c in self.checks if c.exercise == ex.id]

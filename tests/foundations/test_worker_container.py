@@ -29,7 +29,7 @@ def test_the_container_is_shut_off_and_capped():
     assert "cpu=60:65" in given["--ulimit"] and "core=0" in given["--ulimit"]
     assert "--gpus" not in given and "TRITON_INTERPRET=1" in cmd
     assert given["--label"] == [f"{worker_container.LABEL}={worker_container.owner()}"]
-    assert cmd[-2:] == ["workshop.learner.worker", "--stdio"]
+    assert cmd[-2:] == ["-m", "workshop.learner.worker"]
 
 
 def test_on_cuda_the_gpu_and_no_interpreter():

@@ -72,7 +72,7 @@ def test_resource_limits():
 
 
 def test_how_a_worker_ended_in_words():
-    worker = worker_process.Launched()
+    worker = worker_process.Launched("cpu", None)
     worker.proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     assert worker.ended(wait_s=0.1) is None  # still running
     worker.proc.kill()

@@ -28,8 +28,8 @@ def test_a_document_not_written_yet_is_not_started_and_says_how_to_start_it(work
 
 
 def test_hints_count_up_to_the_last_level_only(work):
-    assert [workspace.take_hint(work, "autograd.hand", levels=3) for _ in range(4)] == [1, 2, 3, 3]
-    assert workspace.hints_taken(work) == {"autograd.hand": 3}
+    taken = [workspace.count_use(work, "hints", "autograd.hand", most=3) for _ in range(4)]
+    assert taken == [1, 2, 3, 3] and workspace.uses(work, "hints") == {"autograd.hand": 3}
 
 
 def test_a_broken_record_reads_as_none(work):

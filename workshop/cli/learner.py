@@ -188,7 +188,7 @@ def cmd_check(args) -> int:
     # --hint: take the next hint of each exercise named (the report shows it, with its level)
     asked = kept if args.hint else ()
     for ex_id in asked:
-        workspace.take_hint(work, ex_id, len(declared[ex_id].hints))
+        workspace.count_use(work, "hints", ex_id, most=len(declared[ex_id].hints))
     if args.show:  # counted, as hints are: the instructor's table shows it
         for ex_id in kept or list(declared):
             workspace.count_use(work, "shown", ex_id)

@@ -26,7 +26,6 @@ from workshop.foundations.worker_process import (
     GRACE_S,
     Launched,
     Limits,
-    OutputLog,
     scratch_environment,
 )
 from workshop.i18n import _
@@ -79,7 +78,7 @@ def container_command(name: str, image: str, device: str, limits: Limits) -> lis
         *("--ulimit", f"cpu={limits.cpu_s}:{limits.cpu_s + 5}"),
         *(("--gpus", "all") if device == "cuda" else ()),
         *(flag for key, value in env.items() for flag in ("-e", f"{key}={value}")),
-        *("--entrypoint", "python", image, "-m", "workshop.learner.worker", "--stdio"),
+        *("--entrypoint", "python", image, "-m", "workshop.learner.worker"),
     ]
 
 
@@ -89,39 +88,23 @@ class ContainerWorker(Launched):
     def __init__(
         self, device: str, log_path: Path | None, limits: Limits = DEFAULT_LIMITS, image=None
     ):
-        self.device, self.log_path, self.limits = device, log_path, limits
+        super().__init__(device, log_path, limits)
         self.image = image or LEARNER_IMAGE
-        self.proc: subprocess.Popen | None = None
 
     def start(self) -> tuple[int, int]:
         self.name = f"workshop-worker-{uuid.uuid4().hex[:12]}"
-        self.proc = subprocess.Popen(
-            container_command(self.name, self.image, self.device, self.limits),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-        self.log = OutputLog(self.proc.stderr, self.log_path)
-        return self.proc.stdout.fileno(), self.proc.stdin.fileno()
+        return self.launch(container_command(self.name, self.image, self.device, self.limits))
 
     def returncode(self, code: int) -> int:
         # docker run exits 128 + N when the worker died of signal N (137: SIGKILL, the memory limit or a kill)
         return 128 - code if code > 128 else code
 
-    def stop(self) -> None:
-        if self.proc is None:
-            return
+    def end(self) -> None:
         kill(self.name)
-        for stream in (self.proc.stdin, self.proc.stdout):
-            with contextlib.suppress(OSError):
-                stream.close()
         try:
             self.proc.wait(GRACE_S + DOCKER_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-        self.log.join()
-        self.proc = None
 
 
 def kill(*names: str) -> None:

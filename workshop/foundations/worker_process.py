@@ -6,7 +6,7 @@ Natively (NativeWorker), the lab's process starts it:
   of its own, that folder lies where every uid can enter (scratch_root): the lab's own TMPDIR is a 0700 folder of
   the lab's user (harness/runner.py), where the worker could write nothing (on a GPU host as root,
   Triton's cache there failed every exercise of a correct workspace);
-- with its argv free of paths (`--fd 3`: its end of a socket pair is the channel);
+- with its argv free of paths (its stdin and stdout are the channel, its stderr goes to its log);
 - as another user where the platform allows (when the lab's process runs as root: a uid of its own, which can
   neither write the run folder nor read this process's /proc entries);
 - in a session of its own, with limits it sets on itself (`--rlimits`, setrlimit) before it reads a request, so
@@ -33,7 +33,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -107,9 +106,9 @@ def worker_environment(scratch: Path, device: str, root: Path) -> dict[str, str]
         "PYTHONNOUSERSITE": "1",
         **scratch_environment(str(scratch)),
     }
-    for name in ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"):
-        if name in os.environ:
-            env[name] = os.environ[name]
+    env |= {
+        n: os.environ[n] for n in ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS") if n in os.environ
+    }
     env.setdefault("OMP_NUM_THREADS", str(min(WORKER_THREADS, os.cpu_count() or 1)))
     use_triton_interpreter(env, device)
     return env
@@ -160,10 +159,38 @@ class OutputLog:
 
 
 class Launched:
-    """What a started worker's launcher tells of it: the end of its log, and how it ended."""
+    """What a started worker's launcher tells of it: the end of its log, and how it ended. A worker natively and
+    in a container alike talks over its stdin and stdout (the channel) and prints to its stderr (its log)."""
 
-    proc: subprocess.Popen | None
+    proc: subprocess.Popen | None = None
     log: OutputLog
+
+    def __init__(self, device: str, log_path: Path | None, limits: Limits = DEFAULT_LIMITS):
+        self.device, self.log_path, self.limits = device, log_path, limits
+
+    def launch(self, argv: list[str], **popen) -> tuple[int, int]:
+        """Start `argv`; the channel's (read fd, write fd) on this side."""
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            **popen,
+        )
+        self.log = OutputLog(self.proc.stderr, self.log_path)
+        return self.proc.stdout.fileno(), self.proc.stdin.fileno()
+
+    def stop(self) -> None:
+        """Close this side of the channel (a worker still reading ends), then end it and all it started."""
+        if self.proc is None:
+            return
+        for stream in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(OSError):
+                stream.close()
+        self.end()
+        self.log.join()
+        self.proc = None
 
     def tail(self) -> list[str]:
         """The last lines it printed (its log's end)."""
@@ -195,11 +222,10 @@ class NativeWorker(Launched):
         root=None,
         hidden: tuple[str, ...] | None = None,
     ):
-        self.device, self.log_path, self.limits = device, log_path, limits
+        super().__init__(device, log_path, limits)
         self.root = root or code_root()
         # None: a plain process; else the namespace sandbox, with these paths hidden (namespace_argv)
         self.hidden = hidden
-        self.proc: subprocess.Popen | None = None
         self.uid = free_uid() if os.geteuid() == 0 and others_can_run(self.root) else None
 
     def make_scratch(self, prefix: str) -> Path:
@@ -223,54 +249,28 @@ class NativeWorker(Launched):
             self.scratch = self.make_scratch("workshop-worker-")
         except OSError as e:
             raise WorkerFault(f"its scratch folder: {e}") from None
-        mine, theirs = socket.socketpair()
         limits = json.dumps(rlimits(self.limits))
-        argv = [
-            sys.executable,
-            "-m",
-            "workshop.learner.worker",
-            "--fd",
-            str(theirs.fileno()),
-            "--rlimits",
-            limits,
-        ]
+        argv = [sys.executable, "-m", "workshop.learner.worker", "--rlimits", limits]
         if self.hidden is not None:
             argv = namespace_argv(self.scratch, self.root, self.device, self.hidden) + argv
         try:
-            self.proc = subprocess.Popen(
+            return self.launch(
                 argv,
                 cwd=self.scratch,
                 env=worker_environment(self.scratch, self.device, self.root),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                pass_fds=(theirs.fileno(),),
-                start_new_session=True,
                 **self.as_its_user(),
             )
         except OSError as e:  # no Python to start, a uid the system refuses
-            mine.close()
             shutil.rmtree(self.scratch, ignore_errors=True)
             raise WorkerFault(f"{sys.executable}: {e}") from None
-        finally:
-            theirs.close()
-        self.log = OutputLog(self.proc.stdout, self.log_path)
-        self._socket = mine
-        return mine.fileno(), mine.fileno()
 
-    def stop(self) -> None:
-        if self.proc is None:
-            return
-        with contextlib.suppress(OSError):
-            self._socket.close()
+    def end(self) -> None:
         proctree.stop_tree(self.proc.pid, GRACE_S)
         if self.uid is not None:
             stop_user(self.uid)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(GRACE_S)
-        self.log.join()
         shutil.rmtree(self.scratch, ignore_errors=True)
-        self.proc = None
 
 
 def namespace_argv(scratch: Path, root: Path, device: str, hidden: tuple[str, ...]) -> list[str]:
@@ -327,19 +327,16 @@ def rlimits(limits: Limits) -> dict[str, tuple[int, int]]:
     }
 
 
-def open_to_others(path: Path) -> bool:
-    """Whether a user with no claim on `path` can read it: every folder above it searchable by others."""
-    path = Path(os.path.realpath(path))
-    return searchable_by_others(path.parent) and bool(path.stat().st_mode & stat.S_IROTH)
-
-
 def others_can_run(root: Path) -> bool:
     """Whether another uid can run this Python with its packages and the workshop's code (pyenv's Python
     under /root, say, it cannot: then the worker keeps this process's uid). torch is looked up, not imported:
     the worker starts before the lab's process imports it, so that the two imports overlap."""
     torch = Path(importlib.util.find_spec("torch").origin)
-    needed = [Path(sys.executable), Path(os.__file__), torch, root / "workshop"]
-    return all(open_to_others(p) for p in needed)
+    needed = [
+        Path(os.path.realpath(p)) for p in (sys.executable, os.__file__, torch, root / "workshop")
+    ]
+    # readable by a user with no claim on it: its folders searchable by others, itself readable by others
+    return all(searchable_by_others(p.parent) and p.stat().st_mode & stat.S_IROTH for p in needed)
 
 
 class WorkerFault(Exception):
@@ -366,13 +363,19 @@ def scratch_root() -> Path:
     )
 
 
-def free_uid() -> int:
-    """A uid no process has now, near UID_BASE + this process's pid (two labs at once get two)."""
-    taken = set()
+def process_uids() -> dict[int, int]:
+    """pid -> uid of every process now (one that ended while it was looked at left out)."""
+    found = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             with contextlib.suppress(OSError):
-                taken.add(entry.stat().st_uid)
+                found[int(entry.name)] = entry.stat().st_uid
+    return found
+
+
+def free_uid() -> int:
+    """A uid no process has now, near UID_BASE + this process's pid (two labs at once get two)."""
+    taken = set(process_uids().values())
     uid = UID_BASE + os.getpid() % UID_SPAN
     while uid in taken:
         uid += 1
@@ -381,8 +384,6 @@ def free_uid() -> int:
 
 def stop_user(uid: int) -> None:
     """SIGKILL every process of `uid` (the worker's own uid: whatever its code left running, detached or not)."""
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                if entry.stat().st_uid == uid:
-                    os.kill(int(entry.name), signal.SIGKILL)
+    for pid in [pid for pid, owner in process_uids().items() if owner == uid]:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)

@@ -32,19 +32,50 @@ WORKSHOP_FAULT = N_(
     "needs a temporary folder every user can enter); then check again."
 )
 
-
-def died_check(exercise_id: str, note: str) -> Check:
-    """The failed check of an exercise whose grading killed the lab's process."""
-    return Check(
-        _("{id}: the lab's process survives it").format(id=exercise_id),
-        False,
-        note,
-        _("exit code 0"),
-        message=_(
+# Each way an exercise fails, as its check says it: (the check's name, what was expected, the message; None:
+# the value says it all). "{seconds:g}" is the exercise's CPU time limit.
+FAILED = {
+    "not_started": (N_("{id}: implemented"), N_("implemented"), None),
+    "load": (N_("{id}: your code loads"), N_("no error"), None),
+    "time": (
+        N_("{id}: finishes in time"),
+        N_("{seconds:g} s of CPU time"),
+        N_("An endless loop, or far more work than the exercise needs: see where it was."),
+    ),
+    "error": (N_("{id}: runs without an error"), N_("no error"), None),
+    "died": (
+        N_("{id}: the lab's process survives it"),
+        N_("exit code 0"),
+        N_(
             "The lab's process died while grading this exercise: a crash in native code (a kernel writing "
             "out of bounds, say) or the lab's time limit. The log named shows the last lines it printed."
         ),
+    ),
+    "workshop": (
+        N_("{id}: the workshop starts the process that runs your code"),
+        N_("a worker that starts"),
+        WORKSHOP_FAULT,
+    ),
+    "stopped": (
+        N_("{id}: graded to the end"),
+        N_("not stopped"),
+        N_("The lab was stopped while grading this exercise: an endless loop? See where it was."),
+    ),
+}
+
+
+def failed_check(kind: str, exercise_id: str, value, seconds: float | None = None) -> Check:
+    """The failed check that says an exercise failed in this way (FAILED[kind]), with this value."""
+    name, expected, message = FAILED[kind]
+    threshold = _(expected).format(seconds=seconds)
+    return Check(
+        _(name).format(id=exercise_id), False, value, threshold, message=message and _(message)
     )
+
+
+def died_check(exercise_id: str, note: str) -> Check:
+    """The failed check of an exercise whose grading killed the lab's process."""
+    return failed_check("died", exercise_id, note)
 
 
 def learner_failure(ex: Exercise, e: BaseException, graded: bool, path: Path) -> Check | None:
@@ -53,19 +84,17 @@ def learner_failure(ex: Exercise, e: BaseException, graded: bool, path: Path) ->
     learner edition the reference is a stub: its NotImplementedError is "not started", not the lab's bug."""
     if isinstance(e, LearnerCodeFailed):
         return worker_failure(ex, e) if graded else None
-    if isinstance(e, LearnerError):
-        return does_not_load(ex, str(e))
-    if isinstance(e, ProcessDied):
-        return died_check(ex.id, str(e))
+    if isinstance(e, LearnerError | ProcessDied):
+        return failed_check("load" if isinstance(e, LearnerError) else "died", ex.id, str(e))
     if not graded and not (learner_edition() and isinstance(e, NotImplementedError)):
         return None
     where = workspace.where(e, path) if graded else ""
     if isinstance(e, NotImplementedError):
         return not_started(ex, str(e))
     if isinstance(e, TimeLimitExceeded):
-        return out_of_time(ex, f"{where}: {e}", e.seconds)
+        return failed_check("time", ex.id, f"{where}: {e}", e.seconds)
     if isinstance(e, Exception | SystemExit):  # sys.exit() in the learner's code ends only this
-        return errored(ex, f"{where}: {workspace.describe(e)}")
+        return failed_check("error", ex.id, f"{where}: {workspace.describe(e)}")
     return None
 
 
@@ -76,46 +105,24 @@ def worker_failure(ex: Exercise, e: LearnerCodeFailed) -> Check:
         return not_started(ex, e.error)
     if e.kind == "missing":
         missing = _("{file} defines no `{name}` (exercise {id})")
-        return does_not_load(ex, missing.format(file=e.where, name=ex.attribute, id=ex.id))
-    if e.kind in ("load", "refused"):
-        return does_not_load(ex, str(e))
-    if e.kind == "time":
-        return out_of_time(ex, str(e), ex.time_limit_s)
-    if e.kind == "died":
-        return died_check(ex.id, str(e))
-    if e.kind == "workshop":
-        name = _("{id}: the workshop starts the process that runs your code").format(id=ex.id)
-        return Check(name, False, str(e), _("a worker that starts"), message=_(WORKSHOP_FAULT))
-    return errored(ex, str(e))
+        return failed_check(
+            "load", ex.id, missing.format(file=e.where, name=ex.attribute, id=ex.id)
+        )
+    # a name refused loads no code; the rest (a value the wire refuses, the worker's own bug) is an error
+    kind = {"refused": "load", "stopped": "error"}.get(
+        e.kind, e.kind if e.kind in FAILED else "error"
+    )
+    return failed_check(kind, ex.id, str(e), ex.time_limit_s)
 
 
 def not_started(ex: Exercise, error: str) -> Check:
     """The failed check of a stub not written yet: a stub raises its exercise's id, said as what to write."""
-    message = ex.not_started_message() if error in ("", ex.id) else error
-    name = _("{id}: implemented").format(id=ex.id)
-    return Check(name, False, _(checks.NOT_STARTED), _("implemented"), message=message)
-
-
-def does_not_load(ex: Exercise, why: str) -> Check:
-    return Check(_("{id}: your code loads").format(id=ex.id), False, why, _("no error"))
-
-
-def out_of_time(ex: Exercise, value: str, seconds: float) -> Check:
-    message = _("An endless loop, or far more work than the exercise needs: see where it was.")
-    limit = _("{seconds:g} s of CPU time").format(seconds=seconds)
-    return Check(_("{id}: finishes in time").format(id=ex.id), False, value, limit, message=message)
-
-
-def errored(ex: Exercise, value: str) -> Check:
-    return Check(_("{id}: runs without an error").format(id=ex.id), False, value, _("no error"))
+    check = failed_check("not_started", ex.id, _(checks.NOT_STARTED))
+    check.message = ex.not_started_message() if error in ("", ex.id) else error
+    return check
 
 
 def cut_short(ex: Exercise, e: BaseException, path: Path) -> Check:
     """The failed check of an exercise whose grading was stopped from outside (the lab's time limit, a
     signal): where the learner's code was when it happened."""
-    value = f"{workspace.where(e, path)}: {workspace.describe(e)}"
-    message = _(
-        "The lab was stopped while grading this exercise: an endless loop? See where it was."
-    )
-    name = _("{id}: graded to the end").format(id=ex.id)
-    return Check(name, False, value, _("not stopped"), message=message)
+    return failed_check("stopped", ex.id, f"{workspace.where(e, path)}: {workspace.describe(e)}")

@@ -130,13 +130,12 @@ class Worker:
             return e
         if not refusals:
             return None
-        first = refusals[0]
         why = _(
             "{what} is not allowed in your file: it may import only what its header imports, "
             "and nothing that reaches past the exercise (eval, getattr, __globals__, sys, ...)"
         )
-        where = f"{self.learner.filename}:{first.line}"
-        return LearnerCodeFailed("refused", why.format(what=first.what), where)
+        where = f"{self.learner.filename}:{refusals[0].line}"
+        return LearnerCodeFailed("refused", why.format(what=refusals[0].what), where)
 
     def begin(self) -> None:
         """Start the worker without waiting for it: its interpreter and torch load while the lab prepares (a
@@ -151,58 +150,55 @@ class Worker:
             # torch: imported where a lab runs, never by `workshop list`
             from workshop.learner import wire
 
-            self.channel = wire.Channel(read_fd, write_fd)
-            self.channel.map_location = self.device
-            self.loaded = False
+            self.channel = wire.Channel(read_fd, write_fd, self.device)
 
     def _start(self) -> None:
+        """Start the worker, wait for its first word (ready, or why it cannot work: its folders, see
+        worker.scratch_problem), then load the learner's file. A worker that fails before it is ready has run
+        none of the learner's code: the fault is the workshop's (kind workshop)."""
+        from workshop.learner import wire
+
         self.begin()
         try:
             if self.fault is not None:
                 raise self.fault
-            self._ready()
+            try:
+                hello = self._receive(time.monotonic() + READY_S)
+            except wire.WireError as e:
+                how = self.launcher.ended() or str(e)
+                tail = " | ".join(said(line, 300) for line in self.launcher.tail()[-3:])
+                self.stop()
+                raise WorkerFault(f"it ended before it was ready ({how}): {tail}") from None
+            if not hello.get("ok"):
+                self.stop()
+                raise WorkerFault(said(hello.get("error")))
         except WorkerFault as e:
             raise LearnerCodeFailed("workshop", f"the worker: {e}") from None
         self.load_failure = self._load()
         self.loaded = True
-
-    def _ready(self) -> None:
-        """Wait for the worker's first word: ready, or why it cannot work (its folders: worker.scratch_problem).
-        A worker that fails here has run none of the learner's code: the fault is the workshop's (WorkerFault)."""
-        from workshop.learner import wire
-
-        try:
-            hello = self._receive(time.monotonic() + READY_S)
-        except wire.WireError as e:
-            how = self.launcher.ended() or str(e)
-            tail = " | ".join(said(line, 300) for line in self.launcher.tail()[-3:])
-            self.stop()
-            raise WorkerFault(f"it ended before it was ready ({how}): {tail}") from None
-        if not hello.get("ok"):
-            self.stop()
-            raise WorkerFault(said(hello.get("error")))
 
     def _load(self) -> LearnerCodeFailed | None:
         """Tell the worker the device and give it the learner's file (read here and found runnable)."""
         request = {"op": "load", "device": self.device, "source": None, "limit_s": LOAD_S}
         if self.learner is not None:
             allowed = sorted(source_check.allowed_imports(self.learner.header), key=str)
-            request |= {"source": self.learner.source, "filename": self.learner.filename}
-            request["allowed"] = [list(pair) for pair in allowed]
+            request |= {
+                "source": self.learner.source,
+                "filename": self.learner.filename,
+                "allowed": [list(pair) for pair in allowed],
+            }
         reply = self._exchange(request, wall_limit(LOAD_S))
         return None if reply.get("ok") else failed(reply)
 
     def ask(self, request: dict, limit_s: float | None) -> dict:
-        """One request's reply ({"ok": True, ...}); LearnerCodeFailed for any failure of the learner's code."""
+        """One request's reply ({"ok": True, ...}); LearnerCodeFailed for any failure of the learner's code: a
+        file refused or failing to load fails every request for it, each time as a failure of its own."""
         learners = bool({"attribute", "attributes"} & set(request.get("target", {})))
-        if self.refused and learners:
-            raise LearnerCodeFailed(self.refused.kind, self.refused.error, self.refused.where)
-        if not self.loaded:
+        if not self.loaded and not (self.refused and learners):
             self._start()
-        if self.load_failure and learners:
-            raise LearnerCodeFailed(
-                self.load_failure.kind, self.load_failure.error, self.load_failure.where
-            )
+        barred = self.refused or self.load_failure
+        if barred and learners:
+            raise LearnerCodeFailed(barred.kind, barred.error, barred.where)
         reply = self._exchange(request, wall_limit(limit_s))
         if not reply.get("ok"):
             raise failed(reply)
@@ -223,14 +219,13 @@ class Worker:
             self.stop()
             if how is None:
                 raise LearnerCodeFailed("error", f"the worker broke the protocol: {e}") from None
-            raise LearnerCodeFailed("died", how, self.died_where()) from None
-
-    def died_where(self) -> str | None:
-        """file:line in the learner's file of the last stack the dead worker printed (faulthandler)."""
-        if self.learner is None:
-            return None
-        found = lab_log.last_frame(self.launcher.tail(), lambda file: file == self.learner.filename)
-        return f"{found[0]}:{found[1]}" if found else None
+            # file:line in the learner's file of the last stack the dead worker printed (faulthandler)
+            found = self.learner and lab_log.last_frame(
+                self.launcher.tail(), lambda file: file == self.learner.filename
+            )
+            raise LearnerCodeFailed(
+                "died", how, f"{found[0]}:{found[1]}" if found else None
+            ) from None
 
     def _receive(self, deadline: float | None) -> dict:
         from workshop.learner import wire
@@ -257,8 +252,7 @@ class LocalWorker:
     def __init__(self, device: str):
         from workshop.learner.worker import Session
 
-        self.device, self.session = device, Session(reraise=True)
-        self.session.device = device
+        self.device, self.session = device, Session(device, reraise=True)
 
     def ask(self, request: dict, limit_s: float | None) -> dict:
         from workshop.learner import wire

@@ -34,26 +34,17 @@ def launcher(ctx) -> ContainerWorker | NativeWorker:
     return NativeWorker(ctx.device, log, root=Path(edition) if edition else None)
 
 
-def learner_file(ctx) -> learner_code.LearnerFile | None:
-    """The learner's <lab>.py as text (None when a reference run, or when the lab grades documents only)."""
-    if not ctx.graded:
-        return None
-    path = workspace.lab_file(ctx.work, ctx.name)
-    header = labs.workspace_header(ctx.name)
-    if not path.is_file():
-        return None  # its absence is said when an exercise asks for it (solution)
-    return learner_code.LearnerFile.read(path, workspace.display(path), header)
-
-
 def worker(ctx) -> learner_code.Worker | learner_code.LocalWorker:
-    """The lab's worker: a process for the learner's code, the lab's own process for the reference."""
-    if ctx._worker is None:
-        graded = ctx.graded
-        ctx._worker = (
-            learner_code.Worker(launcher(ctx), ctx.device, learner_file(ctx))
-            if graded
-            else learner_code.LocalWorker(ctx.device)
-        )
+    """The lab's worker: a process for the learner's code (given their <lab>.py as text, None when it is missing:
+    that is said when an exercise asks for it), the lab's own process for the reference."""
+    if ctx._worker is None and not ctx.graded:
+        ctx._worker = learner_code.LocalWorker(ctx.device)
+    elif ctx._worker is None:
+        path = workspace.lab_file(ctx.work, ctx.name)
+        header = labs.workspace_header(ctx.name)
+        shown = workspace.display(path)
+        learner = learner_code.LearnerFile.read(path, shown, header) if path.is_file() else None
+        ctx._worker = learner_code.Worker(launcher(ctx), ctx.device, learner)
     return ctx._worker
 
 

@@ -120,34 +120,21 @@ class Finding:
     what: str  # the construct, as the file writes it: "import math", "eval", ".__globals__", "torch.func"
 
 
-def allowed_imports(header: str) -> set[tuple[str, str | None]]:
-    """(module, None) for each `import module`, (module, name) for each `from module import name`."""
-    allowed = set()
-    for node in ast.walk(ast.parse(header)):
-        if isinstance(node, ast.Import):
-            allowed |= {(alias.name, None) for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0:
-            allowed |= {(node.module, alias.name) for alias in node.names}
-    return allowed
-
-
-def import_findings(tree: ast.Module, allowed: set[tuple[str, str | None]]) -> list[Finding]:
+def imports(tree: ast.AST) -> list[tuple[int, str, str | None]]:
+    """(line, module, name) of each import: name None for `import module`; a relative module starts with dots."""
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            found += [
-                Finding(node.lineno, f"import {a.name}")
-                for a in node.names
-                if (a.name, None) not in allowed
-            ]
+            found += [(node.lineno, alias.name, None) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             module = "." * node.level + (node.module or "")
-            found += [
-                Finding(node.lineno, f"from {module} import {a.name}")
-                for a in node.names
-                if (module, a.name) not in allowed
-            ]
+            found += [(node.lineno, module, alias.name) for alias in node.names]
     return found
+
+
+def allowed_imports(header: str) -> set[tuple[str, str | None]]:
+    """(module, None) for each `import module`, (module, name) for each `from module import name`."""
+    return {(module, name) for _, module, name in imports(ast.parse(header)) if module[0] != "."}
 
 
 def reaching_findings(tree: ast.Module) -> list[Finding]:
@@ -162,8 +149,13 @@ def reaching_findings(tree: ast.Module) -> list[Finding]:
 
 def file_findings(source: str, header: str) -> list[Finding]:
     """Everything in the file that keeps it from being run (SyntaxError propagates: the caller says where)."""
-    tree = ast.parse(source)
-    found = import_findings(tree, allowed_imports(header)) + reaching_findings(tree)
+    tree, allowed = ast.parse(source), allowed_imports(header)
+    found = [
+        Finding(line, f"import {module}" if name is None else f"from {module} import {name}")
+        for line, module, name in imports(tree)
+        if (module, name) not in allowed
+    ]
+    found += reaching_findings(tree)
     return sorted(set(found), key=lambda f: (f.line, f.what))
 
 
@@ -171,18 +163,18 @@ def top_level(tree: ast.Module) -> dict[str, list[ast.AST]]:
     """Module-level name -> the statements that bind it (def, class, assignment, import)."""
     bound: dict[str, list[ast.AST]] = {}
     for node in tree.body:
+        names = []
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            bound.setdefault(node.name, []).append(node)
+            names = [node.name]
         elif isinstance(node, ast.Import | ast.ImportFrom):
-            for alias in node.names:
-                name = (alias.asname or alias.name).split(".")[0]
-                bound.setdefault(name, []).append(node)
+            names = [(alias.asname or alias.name).split(".")[0] for alias in node.names]
         elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                for name in ast.walk(target):
-                    if isinstance(name, ast.Name):
-                        bound.setdefault(name.id, []).append(node)
+            names = [
+                n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)
+            ]
+        for name in names:
+            bound.setdefault(name, []).append(node)
     return bound
 
 

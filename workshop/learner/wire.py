@@ -6,8 +6,8 @@ writes it. The receiver loads it with `torch.load(weights_only=True)`, whose unp
 plain containers and refuses every other class, then checks the result is a wire value; so nothing the worker
 pickles is ever unpickled by the lab's process as code. Frames are capped in size, values in depth and count.
 
-The channel is two file descriptors that a process inherited (a socket pair natively, the container's stdin and
-stdout with Docker), never a path: the worker knows no path of the run.
+The channel is two file descriptors that a process inherited (the worker's stdin and stdout, natively and with
+Docker alike), never a path: the worker knows no path of the run.
 """
 
 from __future__ import annotations
@@ -49,23 +49,20 @@ def check_value(value, depth: int = 0, count: list[int] | None = None) -> None:
     count[0] += 1
     if count[0] > MAX_ITEMS or depth > MAX_DEPTH:
         raise WireError(f"more than {MAX_ITEMS} values or {MAX_DEPTH} levels of nesting")
-    if type(value) in SCALARS:
-        return
-    if type(value) is torch.Tensor:
-        if value.layout is not torch.strided or value.is_meta or value.requires_grad:
-            raise WireError(f"a tensor that is not a plain one ({value.layout}, {value.device})")
-        return
-    if type(value) in (list, tuple):
-        for item in value:
-            check_value(item, depth + 1, count)
-        return
-    if type(value) is dict:
-        for key, item in value.items():
-            if type(key) not in (str, int):
-                raise WireError(f"a dict key of type {type(key).__name__}")
-            check_value(item, depth + 1, count)
-        return
-    raise WireError(f"a value of type {type(value).__name__}")
+    kind = type(value)
+    if kind is torch.Tensor and (
+        value.layout is not torch.strided or value.is_meta or value.requires_grad
+    ):
+        raise WireError(f"a tensor that is not a plain one ({value.layout}, {value.device})")
+    keys = [key for key in value if type(key) not in (str, int)] if kind is dict else []
+    if keys:
+        raise WireError(f"a dict key of type {type(keys[0]).__name__}")
+    if kind not in (*SCALARS, torch.Tensor, list, tuple, dict):
+        raise WireError(f"a value of type {kind.__name__}")
+    # a container's items (a scalar or a tensor has none), each counted and checked in turn
+    items = value.values() if kind is dict else value if kind in (list, tuple) else ()
+    for item in items:
+        check_value(item, depth + 1, count)
 
 
 def plain(value):
@@ -106,9 +103,11 @@ class Channel:
     Reads and writes take a deadline (time.monotonic(), None: wait for ever), so a side that stops answering
     (an endless loop in the learner's code) never blocks the other."""
 
-    def __init__(self, read_fd: int, write_fd: int):
+    def __init__(self, read_fd: int, write_fd: int, map_location: str = "cpu"):
         self.read_fd, self.write_fd = read_fd, write_fd
-        self.map_location = "cpu"  # where received tensors go: the lab's device, on both sides
+        self.map_location = (
+            map_location  # where received tensors go: the lab's device, on both sides
+        )
         for fd in {read_fd, write_fd}:
             os.set_blocking(
                 fd, False

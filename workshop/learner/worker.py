@@ -6,8 +6,8 @@ process; what crosses between the two is wire data (wire.py: values, tensors as 
 of the learner's); the lab's process asks (the requests below, made through learner/learner_code.py's handle) and
 judges what comes back.
 
-    python -m workshop.learner.worker --fd 3      (natively: fd 3 is its end of a socket pair)
-    python -m workshop.learner.worker --stdio     (in a container: the channel is stdin/stdout)
+    python -m workshop.learner.worker [--rlimits JSON]   (natively and in a container alike: the channel is its
+                                                          stdin and stdout, what it prints goes to stderr)
 
 No path reaches it: the learner's file comes over the channel as text, compiled under the name the learner
 knows it by (my-work/autograd.py), so tracebacks name it, and nothing else of the workspace is here. Its
@@ -48,75 +48,63 @@ CAPABILITY_VERSION_3 = 0x20080522
 IMPORT_NAME = dis.opmap["IMPORT_NAME"]
 
 
-def describe(error: BaseException) -> str:
-    message = " ".join(str(error).split())[:2000]
-    return f"{type(error).__name__}: {message}" if message else type(error).__name__
-
-
-def where(error: BaseException, filename: str) -> str | None:
-    """filename:line of the innermost frame of `error` in the learner's file."""
-    lines = [f.lineno for f in traceback.extract_tb(error.__traceback__) if f.filename == filename]
-    return f"{filename}:{lines[-1]}" if lines else None
-
-
 def failure(kind: str, error: BaseException | str, filename: str | None = None) -> dict:
-    text = error if isinstance(error, str) else describe(error)
+    """The reply that says a request failed: its kind, the error in one line, and filename:line of the innermost
+    frame of `error` in the learner's file (None: not there)."""
+    if isinstance(error, str):
+        return {"ok": False, "kind": kind, "error": error, "where": None}
+    text = " ".join(str(error).split())[:2000]
     # a stub's text is its exercise's id, a time limit's the seconds: each said as it is, without its type
-    if isinstance(error, NotImplementedError | TimeLimitExceeded):
-        text = " ".join(str(error).split())[:2000]
-    spot = where(error, filename) if filename and isinstance(error, BaseException) else None
-    return {"ok": False, "kind": kind, "error": text, "where": spot}
+    if not isinstance(error, NotImplementedError | TimeLimitExceeded):
+        text = f"{type(error).__name__}: {text}" if text else type(error).__name__
+    lines = [f.lineno for f in traceback.extract_tb(error.__traceback__) if f.filename == filename]
+    return {
+        "ok": False,
+        "kind": kind,
+        "error": text,
+        "where": f"{filename}:{lines[-1]}" if lines else None,
+    }
 
 
 class Refused(Exception):
-    """A target that is not the learner's to run: missing from the file (where: the file), or code from
-    elsewhere (kind refused, what: the name, where: the file that defines it; the lab's process says it)."""
-
-    def __init__(self, kind: str, what: str, where: str | None):
-        super().__init__(what)
-        self.kind, self.what, self.where = kind, what, where
+    """A target that is not the learner's to run, its args (kind, what, where): missing from the file (where: the
+    file), or code from elsewhere (kind refused, what: the name, where: the file that defines it; the lab's
+    process says it)."""
 
 
-class ImportGuard:
-    """builtins.__import__ and importlib.import_module, refusing from the learner's file any import its header
+def guard_imports(filename: str, allowed: set[tuple[str, str | None]]) -> None:
+    """Make builtins.__import__ and importlib.import_module refuse from the learner's file any import its header
     does not make (the lab's process checked the text already; this is the same rule at run time). An import
     statement in the learner's file is checked; so is a call of import_module from it. A call of __import__
     cannot be told apart from an import that torch's C code makes while the learner's line runs (C code adds no
     frame), so it is left to the lab's reading of the text, which refuses the name __import__."""
+    real_import, real_import_module = builtins.__import__, importlib.import_module
 
-    def __init__(self, filename: str, allowed: set[tuple[str, str | None]]):
-        self.filename, self.allowed = filename, allowed
-        self.real_import, self.real_import_module = builtins.__import__, importlib.import_module
-        builtins.__import__ = self.guarded_import
-        importlib.import_module = self.guarded_import_module
-
-    def _from_learner(self, statement: bool) -> bool:
-        frame = sys._getframe(2)
-        if frame.f_code.co_filename != self.filename:
-            return False
-        return not statement or frame.f_code.co_code[frame.f_lasti] == IMPORT_NAME
-
-    def _check(self, name: str, fromlist, level: int) -> None:
-        names = [None] if not fromlist else list(fromlist)
-        if level or any((name, n) not in self.allowed for n in names):
+    def check(name: str, fromlist, level: int, statement: bool) -> None:
+        frame = sys._getframe(2)  # the caller of the guarded function
+        if frame.f_code.co_filename != filename:
+            return
+        if statement and frame.f_code.co_code[frame.f_lasti] != IMPORT_NAME:
+            return
+        if level or any((name, n) not in allowed for n in (fromlist or [None])):
             raise ImportError(f"{name}: the file's header does not import it")
 
-    def guarded_import(self, name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A002
-        if self._from_learner(statement=True):
-            self._check(name, fromlist, level)
-        return self.real_import(name, globals, locals, fromlist, level)
+    def guarded_import(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A002
+        check(name, fromlist, level, statement=True)
+        return real_import(name, globals, locals, fromlist, level)
 
-    def guarded_import_module(self, name, package=None):
-        if self._from_learner(statement=False):
-            self._check(name, (), 0)
-        return self.real_import_module(name, package)
+    def guarded_import_module(name, package=None):
+        check(name, (), 0, statement=False)
+        return real_import_module(name, package)
+
+    builtins.__import__, importlib.import_module = guarded_import, guarded_import_module
 
 
 class Session:
     """The worker's state: the learner's module once loaded."""
 
-    def __init__(self, reraise: bool = False):
-        self.device = "cpu"  # the lab's, from the load request: where received tensors go
+    def __init__(self, device: str = "cpu", reraise: bool = False):
+        self.device = device  # the lab's, from the load request: where received tensors go
         # in the lab's own process (the reference): its errors are the lab's bugs
         self.reraise = reraise
         self.module: types.ModuleType | None = None
@@ -129,7 +117,8 @@ class Session:
         try:
             target = self.target(request["target"])
         except Refused as e:
-            return {"ok": False, "kind": e.kind, "error": e.what, "where": e.where}
+            kind, what, where = e.args
+            return {"ok": False, "kind": kind, "error": what, "where": where}
         except NotImplementedError as e:
             return failure("not_started", e)
         except (LookupError, ImportError, ValueError) as e:
@@ -144,14 +133,12 @@ class Session:
         self.device = request.get("device", "cpu")
         if request.get("source") is None:
             return {"ok": True}
-        self.filename = request["filename"]
-        allowed = {(m, n) for m, n in request["allowed"]}
-        source = request["source"]
+        self.filename, source = request["filename"], request["source"]
         linecache.cache[self.filename] = (len(source), None, source.splitlines(True), self.filename)
         module = types.ModuleType(MODULE)
         module.__file__ = self.filename
         sys.modules[MODULE] = module  # dataclasses and pickling look modules up by name
-        ImportGuard(self.filename, allowed)
+        guard_imports(self.filename, {(module, name) for module, name in request["allowed"]})
         try:
             code = compile(source, self.filename, "exec")
             with exercise_limit(request.get("limit_s")):
@@ -163,10 +150,8 @@ class Session:
                 "error": f"SyntaxError: {e.msg}",
                 "where": f"{self.filename}:{e.lineno}",
             }
-        except TimeLimitExceeded as e:
-            return failure("time", e, self.filename)
         except BaseException as e:  # noqa: BLE001 - whatever the file raises at import is the learner's
-            return failure("load", e, self.filename)
+            return failure("time" if isinstance(e, TimeLimitExceeded) else "load", e, self.filename)
         self.module = module
         return {"ok": True}
 
@@ -179,28 +164,25 @@ class Session:
         if "references" in spec:
             return {name: pkgutil.resolve_name(ref) for name, ref in spec["references"].items()}
         if "attributes" in spec:
-            return self.pieces(spec["attributes"])
-        return self.attribute(spec["attribute"])
+            return self.attributes(spec["attributes"])
+        return self.attributes([spec["attribute"]])[spec["attribute"]]
 
-    def attribute(self, name: str):
+    def attributes(self, names: list[str]) -> dict:
+        """{name: the learner's attribute}; every missing name said at once (Refused "missing": "a, b"), a name
+        whose code is not the learner's own refused (Refused "refused": the file that defines it)."""
         if self.module is None:
             raise LookupError("the learner's file is not loaded")
-        if not hasattr(self.module, name):
-            raise Refused("missing", name, self.filename)
-        value = getattr(self.module, name)
-        code = getattr(
-            getattr(value, "fn", value), "__code__", None
-        )  # a triton.jit kernel keeps it in .fn
-        if code is not None and code.co_filename != self.filename:
-            raise Refused("refused", name, code.co_filename)
-        return value
-
-    def pieces(self, names: list[str]) -> dict:
-        """{name: the learner's attribute}; every missing name said at once (Refused "missing": "a, b")."""
-        missing = [name for name in names if self.module is None or not hasattr(self.module, name)]
+        missing = [name for name in names if not hasattr(self.module, name)]
         if missing:
             raise Refused("missing", ", ".join(missing), self.filename)
-        return {name: self.attribute(name) for name in names}
+        found = {name: getattr(self.module, name) for name in names}
+        for name, value in found.items():
+            code = getattr(
+                getattr(value, "fn", value), "__code__", None
+            )  # a triton.jit kernel: in .fn
+            if code is not None and code.co_filename != self.filename:
+                raise Refused("refused", name, code.co_filename)
+        return found
 
     def run(self, request: dict, target, probe) -> dict:
         args = request.get("args") or []
@@ -210,15 +192,10 @@ class Session:
         except BaseException as e:  # noqa: BLE001 - the learner's SystemExit ends one call, not the worker
             if self.reraise:
                 raise
-            return self.failed(e)
+            # SystemExit included: it ends one call
+            kind = "not_started" if isinstance(e, NotImplementedError) else "error"
+            return failure("time" if isinstance(e, TimeLimitExceeded) else kind, e, self.filename)
         return self.reply(value)
-
-    def failed(self, e: BaseException) -> dict:
-        if isinstance(e, NotImplementedError):
-            return failure("not_started", e, self.filename)
-        if isinstance(e, TimeLimitExceeded):
-            return failure("time", e, self.filename)
-        return failure("error", e, self.filename)  # SystemExit included: it ends one call
 
     def reply(self, value) -> dict:
         try:
@@ -229,12 +206,6 @@ class Session:
         return {"ok": True, "value": value}
 
 
-def die_with_parent() -> None:
-    """SIGKILL this worker when the lab's process dies (Linux), so that no learner code outlives it."""
-    if sys.platform == "linux":
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
-
 class CapabilityData(ctypes.Structure):
     _fields_ = [
         ("effective", ctypes.c_uint32),
@@ -243,13 +214,21 @@ class CapabilityData(ctypes.Structure):
     ]
 
 
-def drop_root() -> None:
-    """As root (a native worker that could not take a uid of its own), give up every capability before the
-    learner's code runs: no ptrace of the lab's process, no reading past file permissions, no mounts, no
-    setuid programs (no-new-privs). Root's own files stay root's: the native sandbox says so."""
-    if sys.platform != "linux" or os.geteuid() != 0:
+def confine(limits: dict[str, list[int]]) -> None:
+    """Before this worker reads a request (so before any learner code): lower its resource limits
+    ({"RLIMIT_CPU": [soft, hard], ...}: a process may always lower its own, where another process may need
+    CAP_SYS_RESOURCE to, foundations/worker_process.py); on Linux, be SIGKILLed when the lab's process dies, so
+    that no learner code outlives it; and as root (a native worker that could not take a uid of its own), give
+    up every capability: no ptrace of the lab's process, no reading past file permissions, no mounts, no setuid
+    programs (no-new-privs). Root's own files stay root's: the native sandbox says so."""
+    for name, (soft, hard) in limits.items():
+        resource.setrlimit(getattr(resource, name), (soft, hard))
+    if sys.platform != "linux":
         return
     libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.geteuid() != 0:
+        return
     libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     for capability in range(64):  # the bounding set: no exec can give them back
         libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)
@@ -266,8 +245,7 @@ SCRATCH_VARIABLES = ("HOME", "TMPDIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_
 
 def scratch_problem() -> str | None:
     """Why this worker cannot write one of its folders, or None."""
-    for name in SCRATCH_VARIABLES:
-        folder = os.environ.get(name)
+    for name, folder in [(name, os.environ.get(name)) for name in SCRATCH_VARIABLES]:
         if not folder:
             continue
         try:
@@ -279,37 +257,19 @@ def scratch_problem() -> str | None:
     return None
 
 
-def channel_from(args) -> wire.Channel:
-    if args.fd is not None:
-        return wire.Channel(args.fd, args.fd)
-    # The container's stdin/stdout are the channel: keep them on fds of their own, and send what the
-    # learner's code prints to stderr (the capped log), so that no print can break a frame.
-    read_fd, write_fd = os.dup(0), os.dup(1)
-    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-    os.dup2(2, 1)
-    return wire.Channel(read_fd, write_fd)
-
-
-def limit_resources(limits: dict[str, list[int]]) -> None:
-    """Lower this process's resource limits, before it reads a request (so before any learner code): a process
-    may always lower its own, where another process may need CAP_SYS_RESOURCE to (foundations/worker_process.py)."""
-    for name, (soft, hard) in limits.items():
-        resource.setrlimit(getattr(resource, name), (soft, hard))
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m workshop.learner.worker")
-    p.add_argument("--fd", type=int, default=None, help="the channel's file descriptor")
-    p.add_argument("--stdio", action="store_true", help="the channel is stdin/stdout")
     p.add_argument(
         "--rlimits", default="{}", help='its resource limits, {"RLIMIT_CPU": [soft, hard], ...}'
     )
     args = p.parse_args(argv)
-    limit_resources(json.loads(args.rlimits))
-    die_with_parent()
-    drop_root()
+    confine(json.loads(args.rlimits))
     faulthandler.enable()  # a crash in native code prints the stack to the log: where it died
-    channel = channel_from(args)
+    # stdin/stdout are the channel: keep them on fds of their own, and send what the learner's code prints to
+    # stderr (the capped log), so that no print can break a frame.
+    channel = wire.Channel(os.dup(0), os.dup(1))
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    os.dup2(2, 1)
     session = Session()
     problem = scratch_problem()
     if problem is not None:

@@ -94,13 +94,8 @@ def read_capped(path: Path) -> bytes:
 
 
 def file_sha256(path: Path) -> str:
-    """In chunks, and no further than FILE_MAX (a file that grows while it is hashed)."""
-    digest, left = hashlib.sha256(), FILE_MAX
-    with open_regular(path) as f:
-        while left > 0 and (chunk := f.read(min(2**20, left))):
-            digest.update(chunk)
-            left -= len(chunk)
-    return digest.hexdigest()
+    """No further than FILE_MAX (a file that grows while it is hashed)."""
+    return hashlib.sha256(read_capped(path)).hexdigest()
 
 
 def lab_files(lab: str) -> list[str]:
@@ -130,10 +125,6 @@ def uses(work_dir: Path, kind: str) -> dict[str, int] | None:
     return {k: v for k, v in counted.items() if type(v) is int and v >= 0}
 
 
-def hints_taken(work_dir: Path) -> dict[str, int]:
-    return uses(work_dir, "hints") or {}
-
-
 def count_use(work_dir: Path, kind: str, exercise_id: str, most: int | None = None) -> int:
     """Count one more use of `kind` (see uses) on the exercise, up to `most`; the count."""
     counted = uses(work_dir, kind) or {}
@@ -141,11 +132,6 @@ def count_use(work_dir: Path, kind: str, exercise_id: str, most: int | None = No
     counted[exercise_id] = used if most is None else min(used, most)
     atomic.write_json(Path(work_dir) / RECORD, {**read_record(work_dir), kind: counted})
     return counted[exercise_id]
-
-
-def take_hint(work_dir: Path, exercise_id: str, levels: int) -> int:
-    """Record one more hint taken for the exercise, up to its `levels`: the level the learner is at."""
-    return count_use(work_dir, "hints", exercise_id, levels)
 
 
 def implementation(work_dir: Path | None, lab_names: list[str]) -> dict:
@@ -192,8 +178,6 @@ def describe(error: BaseException) -> str:
 def where(error: BaseException, path: Path) -> str:
     """file:line of the innermost frame of `error` in the learner's file, else the file alone."""
     path = Path(path).resolve()
-    line = None
-    for frame in traceback.extract_tb(error.__traceback__):
-        if frame.filename and os.path.realpath(frame.filename) == str(path):
-            line = frame.lineno
-    return f"{display(path)}:{line}" if line else display(path)
+    frames = traceback.extract_tb(error.__traceback__)
+    lines = [f.lineno for f in frames if f.filename and os.path.realpath(f.filename) == str(path)]
+    return f"{display(path)}:{lines[-1]}" if lines else display(path)
