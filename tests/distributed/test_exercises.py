@@ -11,8 +11,8 @@ import re
 import pytest
 
 from tests.support.planted_answers import grade_planted
-from workshop import i18n
-from workshop.declarations import checks, questions
+from workshop import engine, i18n
+from workshop.declarations import checks
 from workshop.declarations.diagnosis import Diagnosis
 from workshop.foundations.run_options import RunOptions
 from workshop.grading import workspace_init
@@ -194,7 +194,7 @@ def test_a_missed_prediction_shows_its_direction_and_size_never_the_value(ctx):
 
 def test_a_check_that_is_not_kept_secret_is_caught(ctx, monkeypatch):
     shown = lambda *args, **marks: Check(*args, **{**marks, "secret": False})  # noqa: E731
-    monkeypatch.setattr(questions, "Check", shown)
+    monkeypatch.setattr(engine, "Check", shown)  # judge builds each answer's check
     assert leaked_figures(ctx)[1]
 
 
