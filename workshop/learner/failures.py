@@ -98,6 +98,16 @@ def learner_failure(ex: Exercise, e: BaseException, graded: bool, path: Path) ->
     return None
 
 
+# The worker's failure kinds (learner_code.LearnerCodeFailed.kind) that are a way of failing of their own in FAILED.
+WORKER_KINDS = {
+    "load": "load",
+    "refused": "load",
+    "time": "time",
+    "died": "died",
+    "workshop": "workshop",
+}
+
+
 def worker_failure(ex: Exercise, e: LearnerCodeFailed) -> Check:
     """The failed check that records how the learner's code failed in the worker (learner/learner_code.py); its
     text is finished where it was raised, but a missing name's, which names the exercise."""
@@ -108,11 +118,8 @@ def worker_failure(ex: Exercise, e: LearnerCodeFailed) -> Check:
         return failed_check(
             "load", ex.id, missing.format(file=e.where, name=ex.attribute, id=ex.id)
         )
-    # a name refused loads no code; the rest (a value the wire refuses, the worker's own bug) is an error
-    kind = {"refused": "load", "stopped": "error"}.get(
-        e.kind, e.kind if e.kind in FAILED else "error"
-    )
-    return failed_check(kind, ex.id, str(e), ex.time_limit_s)
+    # a name refused loads no code; any other kind (a value the wire refuses, the worker's own bug) is an error
+    return failed_check(WORKER_KINDS.get(e.kind, "error"), ex.id, str(e), ex.time_limit_s)
 
 
 def not_started(ex: Exercise, error: str) -> Check:
