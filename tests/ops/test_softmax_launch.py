@@ -33,6 +33,34 @@ def test_the_check_catches_a_grid_one_program_short():
     assert not covers(one_row_short, 33, 600)
 
 
+def tiles_by_direction(plan, monkeypatch) -> bool:
+    """Off the interpreter, whether a program's rows fill at most TILE_BYTES forward and BACKWARD_TILE_BYTES
+    backward, with fewer rows backward (bfloat16 rows of 600, padded to 1,024 lanes: 2 KiB a row)."""
+    monkeypatch.setattr(softmax_launch, "INTERPRETED", False)
+    softmax_launch.one_pass_plan.cache_clear()
+    try:
+        (_,), fwd = plan(4096, 600, 8, 2)
+        (_,), bwd = plan(4096, 600, 8, 2, backward=True)
+    finally:
+        softmax_launch.one_pass_plan.cache_clear()
+    row_bytes = fwd["BLOCK_N"] * 2
+    return (
+        fwd["ROWS"] * row_bytes <= softmax_launch.TILE_BYTES
+        and bwd["ROWS"] * row_bytes <= softmax_launch.BACKWARD_TILE_BYTES
+        and bwd["ROWS"] < fwd["ROWS"]
+    )
+
+
+def one_tile_for_both(n_rows, n_cols, align, itemsize, backward=False):
+    """Planted: the forward's tile for the backward too."""
+    return softmax_launch.one_pass_plan(n_rows, n_cols, align, itemsize)
+
+
+def test_the_backward_takes_smaller_tiles_than_the_forward(monkeypatch):
+    assert tiles_by_direction(softmax_launch.one_pass_plan, monkeypatch)
+    assert not tiles_by_direction(one_tile_for_both, monkeypatch)
+
+
 def test_alignment_divides_every_int_up_to_16():
     assert softmax_launch.alignment(600, 600, 1200) == 8
     assert softmax_launch.alignment(64, 128) == 16 and softmax_launch.alignment(601, 600) == 1

@@ -24,8 +24,13 @@ ONE_PASS_MAX = 32 * 1024
 ONE_PASS_BYTES = 128 * 1024
 # Short rows: several rows a program, about TILE_BYTES of input (per tensor read) each. At (32768, 600) and
 # (262144, 600) the forward at 8 KiB beat 16 and 32 KiB in both dtypes (float32 0.98-0.99 x copy against 0.88-0.95
-# and 0.84-0.88; bfloat16 0.77-0.85 against 0.67-0.74); the backward was level at 8 and 16 KiB.
+# and 0.84-0.88; bfloat16 0.77-0.85 against 0.67-0.74). The backward reads two tensors and wants smaller tiles, more
+# programs: on an H100 at 2 KiB against 8, bfloat16 (4096, 600) went from 0.99 to 1.18 x copy, (4096, 1024) from
+# 1.13 to 1.22, (32768, 600) from 0.995 to 1.01-1.02, and float32 (4096, 600) from 1.19 to 1.21; rows of 4,096
+# and more (one row a program either way) were level (benchmarks/gpu-records/20261206-1535-h100-softmax-profiles,
+# tile_sweep.json). The forward over rows of 600 keeps 8 KiB: at 2 KiB bfloat16 (32768, 600) fell from 0.96 to 0.84.
 TILE_BYTES = 8 * 1024
+BACKWARD_TILE_BYTES = 2 * 1024
 # Long rows: pieces of CHUNK elements, one program of CHUNK_WARPS warps each (4,096 to 16,384 and 4 to 16 warps
 # measured within the run-to-run spread of about 5%).
 CHUNK = 8192
@@ -36,11 +41,14 @@ CHUNK_WARPS = 8
 
 
 @functools.lru_cache(maxsize=1024)
-def one_pass_plan(n_rows: int, n_cols: int, align: int, itemsize: int) -> tuple[tuple[int], dict]:
-    """(grid, constexprs) for a one-pass kernel: about TILE_BYTES of input per program, whole rows, and at most
-    PER_THREAD elements of a row a thread."""
+def one_pass_plan(
+    n_rows: int, n_cols: int, align: int, itemsize: int, backward: bool = False
+) -> tuple[tuple[int], dict]:
+    """(grid, constexprs) for a one-pass kernel: about TILE_BYTES (the backward: BACKWARD_TILE_BYTES) of input per
+    program, whole rows, and at most PER_THREAD elements of a row a thread."""
     block_n = triton.next_power_of_2(n_cols)
-    per_program = ONE_PASS_MAX if INTERPRETED else TILE_BYTES // itemsize  # elements; see below
+    tile_bytes = BACKWARD_TILE_BYTES if backward else TILE_BYTES
+    per_program = ONE_PASS_MAX if INTERPRETED else tile_bytes // itemsize  # elements; see below
     rows = max(1, min(per_program // block_n, triton.next_power_of_2(n_rows)))
     warps = max(4, min(32, block_n * rows // (32 * PER_THREAD)))
     return (triton.cdiv(n_rows, rows),), {
@@ -137,7 +145,9 @@ def backward(
     forward, for _bwd_one_pass."""
     ints = (n_cols, *strides)
     if n_cols <= one_pass_max(2, y.element_size()):
-        grid, constexprs = one_pass_plan(n_rows, n_cols, alignment(*ints), y.element_size())
+        grid, constexprs = one_pass_plan(
+            n_rows, n_cols, alignment(*ints), y.element_size(), backward=True
+        )
         kernel = k._bwd_one_pass if one_pass is None else one_pass
         launch(kernel, grid, (y, dy, dx), (n_rows, *ints), constexprs, wrap)
         return

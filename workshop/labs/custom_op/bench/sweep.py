@@ -23,6 +23,11 @@ GROUPS = {
         [(32768, 600), (262144, 600)],
         [{"TILE_BYTES": b} for b in (8192, 16384, 32768)],
     ),
+    # the backward reads two tensors: its own tile, measured where rows are short and many share a program
+    "short-row backward": (
+        [(4096, 600), (4096, 1024), (32768, 600)],
+        [{"BACKWARD_TILE_BYTES": b} for b in (2048, 4096, 8192)],
+    ),
     "rows of 32768": (
         [(4096, 32768)],
         [{}]

@@ -188,13 +188,14 @@ def tolerance(direction: Direction, rounded: dict, expected: torch.Tensor, dtype
     return 1.25 * float(theirs) + ROUNDING[dtype] * float(expected.abs().nan_to_num(0.0).max())
 
 
-def _plan(case: KernelCase) -> tuple[tuple[int], dict]:
-    """(grid, constexprs) of the op's launch plan for this case."""
+def _plan(case: KernelCase, direction: Direction) -> tuple[tuple[int], dict]:
+    """(grid, constexprs) of the op's launch plan for this case (the backward's tiles are smaller on a GPU)."""
     return softmax_launch.one_pass_plan(
         case.rows,
         case.cols,
         softmax_launch.alignment(case.cols, case.cols + case.pad),
         torch.empty(0, dtype=case.dtype).element_size(),
+        backward=direction is BACKWARD,
     )
 
 
@@ -211,7 +212,7 @@ def launch_case(kernel, case: KernelCase, direction: Direction, device: str, see
     """In the worker: `kernel` launched through the op's launch code on one case, inputs and output guarded;
     what it left, as wire values: {"out": the output's whole buffer, "launches", "half_ops"}."""
     rounded = _rounded(case, direction, seed)
-    plan = _plan(case)
+    plan = _plan(case, direction)
     guard = _guard_rows(case, plan)
     pads = [stride - case.cols for stride in row_strides(case, len(direction.tensors))]
     buffers = [
@@ -240,7 +241,7 @@ def judged(case: KernelCase, direction: Direction, seed: int, launched: dict) ->
     """In the lab's process: what `launch_case` sent back, read against float64 from the same inputs."""
     rounded = _rounded(case, direction, seed)
     expected = direction.expected({name: t.double() for name, t in rounded.items()})
-    plan = _plan(case)
+    plan = _plan(case, direction)
     out = Guarded.of(launched["out"], case.rows, case.cols, _guard_rows(case, plan), SENTINEL)
     return KernelRun(
         case,
