@@ -28,7 +28,7 @@ from workshop.labs.custom_op import eager_cost, inductor_code, profiler_trace
 from workshop.labs.custom_op.grading import correctness as cx
 from workshop.labs.custom_op.grading import exercise_grading as graders
 from workshop.labs.custom_op.grading import launch_facts, op_probes
-from workshop.labs.custom_op.grading.op_grading import compile_inputs
+from workshop.labs.custom_op.grading.learner_op import compile_inputs
 from workshop.labs.custom_op.grading.own_op import OwnOp, own_op, shipped_ready
 from workshop.learner.learner_code import LearnerCodeFailed
 from workshop.minigpt import checkpoint

@@ -7,7 +7,7 @@ PyTorch's softmax and its backward), with no backward operator of its own. What 
 through a backward); each fact is judged here with a message for the mistake it shows (a custom_op where a
 triton_op was asked, a schema without dim's default, no fake, no setup_context, launches not through
 wrap_triton); then the op goes through gradcheck, opcheck and torch.compile
-(op_grading). Under Triton's interpreter a triton_op can be neither compiled nor opchecked (softmax_op.py says
+(learner_op). Under Triton's interpreter a triton_op can be neither compiled nor opchecked (softmax_op.py says
 why): there the triton_op is graded by its registration, its launches and gradcheck, and on a GPU by Inductor's
 code too. The learner's function registers and runs in the worker (this module's probe `registration`, with
 `registration_facts`); the facts are judged here, in the lab's process.
@@ -23,7 +23,7 @@ from torch._subclasses.functional_tensor import FunctionalTensorMode
 from workshop.i18n import N_, _
 from workshop.lab_api import LabContext
 from workshop.labs.custom_op.grading import op_probes, torch_pieces
-from workshop.labs.custom_op.grading.op_grading import grade_op, op_facts
+from workshop.labs.custom_op.grading.learner_op import grade_op, op_facts
 from workshop.ops import softmax_op
 from workshop.ops.softmax_op import SoftmaxOps
 
@@ -120,7 +120,7 @@ def _forget(qualname: str) -> None:
 
 def registration(define, exercise: str, device: str, seed: int | None = None) -> dict:
     """What the learner's registration (either exercise of ASKED) registered (registration_facts); given a `seed`,
-    the op it registers checked instead (op_grading.op_facts)."""
+    the op it registers checked instead (learner_op.op_facts)."""
     op_probes.started(define)
     facts, ops = registration_facts(define, exercise, device)
     if seed is None:

@@ -2,7 +2,7 @@
 `also` inside the exercise's grading block, with the learner's piece (or the reference's) in the worker: its own
 checks first (kernel_grading, registration_grading), each failure with the mistake named by the exercise's
 diagnoses (kernel_mistakes.py, piece_mistakes.py); then, once those pass, gradcheck, opcheck and torch.compile of
-a twin made with the piece (op_grading). The piece runs only in the worker, through the probes of op_probes.py
+a twin made with the piece (learner_op). The piece runs only in the worker, through the probes of op_probes.py
 (api_grading's for a registration); every verdict here is made from the values they send back (the worker
 protocol).
 
@@ -38,8 +38,8 @@ from workshop.labs.custom_op.grading.kernel_grading import (
     row_strides,
 )
 from workshop.labs.custom_op.grading.kernel_mistakes import UNWRITTEN, WRITES_OUTSIDE
+from workshop.labs.custom_op.grading.learner_op import grade_op
 from workshop.labs.custom_op.grading.memory_bounds import ACCESSES, place_said, said
-from workshop.labs.custom_op.grading.op_grading import grade_op
 from workshop.ops import INTERPRETED
 
 
