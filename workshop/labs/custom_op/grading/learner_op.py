@@ -211,29 +211,22 @@ def grade_compiled(ctx: LabContext, found: dict, dim: int) -> None:
     # The op's Triton kernels (a twin whose pieces are all the grader's, PyTorch's, has none to show).
     names = found["kernels"]
     if found["kind"] == "triton_op":
-        check_inlined(ctx, found, names)
-        return
-    if not names:
-        return
-    ctx.check_equal(
-        _("torch.compile: the op's kernels ran inside the compiled step (launch record)"),
-        sorted(set(found["ran"])),
-        sorted(names),
-        message=_("launched inside the compiled step: {ran}").format(ran=found["launched"]),
-    )
-
-
-def check_inlined(ctx: LabContext, found: dict, names: list[str]) -> None:
-    """A triton_op: Inductor's code defines each of the twin's kernels and calls the op no more."""
-    text = "\n".join(found["sources"])
-    inlined = [name for name in names if inductor_code.kernel_defs(text, name)]
-    if names:
+        # Inductor's code defines each of the twin's kernels and calls the op no more
+        text = "\n".join(found["sources"])
+        if names:
+            ctx.check_equal(
+                _("torch.compile: the op's kernels inlined into Inductor's code"),
+                sorted(name for name in names if inductor_code.kernel_defs(text, name)),
+                sorted(names),
+            )
+        census = inductor_code.census(found["sources"], found["namespace"])
         ctx.check_equal(
-            _("torch.compile: the op's kernels inlined into Inductor's code"),
-            sorted(inlined),
-            sorted(names),
+            _("torch.compile: calls of the op left in Inductor's code"), census.extern_calls, 0
         )
-    census = inductor_code.census(found["sources"], found["namespace"])
-    ctx.check_equal(
-        _("torch.compile: calls of the op left in Inductor's code"), census.extern_calls, 0
-    )
+    elif names:
+        ctx.check_equal(
+            _("torch.compile: the op's kernels ran inside the compiled step (launch record)"),
+            sorted(set(found["ran"])),
+            sorted(names),
+            message=_("launched inside the compiled step: {ran}").format(ran=found["launched"]),
+        )
