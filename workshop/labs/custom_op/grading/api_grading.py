@@ -185,9 +185,8 @@ def _check_facts(ctx: LabContext, facts: dict, exercise: str) -> bool:
                 "-1 when it is not given: x: torch.Tensor, dim: int = -1, returning a torch.Tensor"
             ).format(got=facts["schema"]),
         ),
-    ]
-    if asked == "custom_op":
-        checks.append(
+        # a custom_op's fake; a triton_op's launches (its fake is its body)
+        (
             (
                 _("{name}: a fake implementation registered (the op runs on a fake tensor)").format(
                     name=exercise
@@ -202,10 +201,8 @@ def _check_facts(ctx: LabContext, facts: dict, exercise: str) -> bool:
                 if "no fake impl" in facts["fake"]
                 else _("the op failed on a fake tensor: {error}").format(error=facts["fake"]),
             )
-        )
-    else:
-        checks.append(
-            (
+            if asked == "custom_op"
+            else (
                 _("{name}: the launches go through torch.library.wrap_triton").format(
                     name=exercise
                 ),
@@ -220,8 +217,7 @@ def _check_facts(ctx: LabContext, facts: dict, exercise: str) -> bool:
                     got=_("something else") if facts["wraps"] else _("nothing (it was not called)")
                 ),
             )
-        )
-    checks += [
+        ),
         (
             _("{name}: an autograd formula registered").format(name=exercise),
             NO_FORMULA not in facts["backward"],
@@ -247,7 +243,8 @@ def _check_facts(ctx: LabContext, facts: dict, exercise: str) -> bool:
             _("the backward through the op failed: {error}").format(error=facts["backward"]),
         ),
     ]
-    for name, value, expected, message in checks:
-        if not ctx.check_equal(name, value, expected, message=message).passed:
-            return False
-    return True
+    # all() stops at the first that fails: the checks after it are not recorded
+    return all(
+        ctx.check_equal(name, value, expected, message=message).passed
+        for name, value, expected, message in checks
+    )

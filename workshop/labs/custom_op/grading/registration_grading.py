@@ -96,12 +96,21 @@ def grade_fake_outputs(ctx: LabContext, device: str, found: dict, diagnoses: tup
     layout = fake_layout(
         [(x, Layout(**out)) for x, out, _real in outputs.values() if "shape" in out]
     )
-    wrong = []
-    for case, (x, out, real) in outputs.items():
-        got = Layout(**out) if "shape" in out else None
-        facts = {"is_x": out.get("is_x"), "returned": out.get("kind"), "x": x, "layout": layout}
-        found = diagnose(diagnoses, Evidence(case, got, real, case, facts))
-        wrong += [found[1]] if found else []
+    # each case's diagnosis: None where the fake's output is laid out as the real one
+    diagnosed = [
+        diagnose(
+            diagnoses,
+            Evidence(
+                case,
+                Layout(**out) if "shape" in out else None,
+                real,
+                case,
+                {"is_x": out.get("is_x"), "returned": out.get("kind"), "x": x, "layout": layout},
+            ),
+        )
+        for case, (x, out, real) in outputs.items()
+    ]
+    wrong = [found[1] for found in diagnosed if found]
     ctx.check_equal(
         _("softmax_fake: outputs like the real op's (shape, dtype, device, strides)"),
         len(cases) - len(wrong),
