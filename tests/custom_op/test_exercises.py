@@ -9,7 +9,6 @@ import contextlib
 import io
 import json
 import subprocess
-from dataclasses import asdict
 
 import pytest
 
@@ -24,7 +23,7 @@ from workshop.foundations.worker_process import NativeWorker
 from workshop.lab_api import LabContext
 from workshop.labs.custom_op.grading import op_probes, own_op
 from workshop.labs.custom_op.grading.exercises import EXERCISES
-from workshop.labs.custom_op.grading.launch_facts import ANSWERS, LaunchFacts
+from workshop.labs.custom_op.grading.launch_facts import ANSWERS
 from workshop.learner.learner_code import LearnerFile, Worker
 
 DEVICE = custom_op_planted.DEVICE
@@ -177,7 +176,7 @@ def test_stubs_are_not_started(tmp_path):
 
 def test_wrong_answers_say_where_this_run_shows_them(tmp_path):
     ctx = LabContext("custom_op", tmp_path, RunOptions(DEVICE, 1, 0, work=tmp_path))
-    facts = asdict(LaunchFacts(**ANSWERS))
+    facts = dict(ANSWERS)
     given = {**ANSWERS, "block_n": 600, "extern_calls": "2"}
     with contextlib.redirect_stdout(io.StringIO()):
         grade_planted(ctx, "answers", given, facts)

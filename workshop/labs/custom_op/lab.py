@@ -28,7 +28,7 @@ from workshop.labs.custom_op import eager_cost, inductor_code, profiler_trace
 from workshop.labs.custom_op.grading import correctness as cx
 from workshop.labs.custom_op.grading import exercise_grading as graders
 from workshop.labs.custom_op.grading import launch_facts, op_probes
-from workshop.labs.custom_op.grading.op_grading import compile_inputs
+from workshop.labs.custom_op.grading.learner_op import compile_inputs
 from workshop.labs.custom_op.grading.own_op import OwnOp, own_op, shipped_ready
 from workshop.learner.learner_code import LearnerCodeFailed
 from workshop.minigpt import checkpoint
@@ -279,7 +279,7 @@ def run(ctx: LabContext) -> None:
     if ctx.wants("answers") and op_checked(found):
         custom_op = found["compile"]["custom_op"]
         facts = launch_facts.measure_facts(found["step_launches"], custom_op.extern_calls)
-        engine.grade(ctx, "answers", asdict(facts))
+        engine.grade(ctx, "answers", facts)
     ctx.render_summary(graded=ctx.graded, **summary_values(found))
     ctx.extra.update(json_values(found, seconds))
 
@@ -299,7 +299,7 @@ def regrade(ctx: LabContext, lab_dir: Path) -> None:
                 folder=lab_dir, error=f"{type(e).__name__}: {e}"
             )
         ) from e
-    engine.grade(ctx, "answers", asdict(facts))
+    engine.grade(ctx, "answers", facts)
     ctx.summary = _(
         "Your answers graded against the run in {folder}: its launch record and inductor_custom_op.txt. No "
         "kernel ran."

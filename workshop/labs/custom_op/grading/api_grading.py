@@ -7,10 +7,10 @@ PyTorch's softmax and its backward), with no backward operator of its own. What 
 through a backward); each fact is judged here with a message for the mistake it shows (a custom_op where a
 triton_op was asked, a schema without dim's default, no fake, no setup_context, launches not through
 wrap_triton); then the op goes through gradcheck, opcheck and torch.compile
-(op_grading). Under Triton's interpreter a triton_op can be neither compiled nor opchecked (softmax_op.py says
+(learner_op). Under Triton's interpreter a triton_op can be neither compiled nor opchecked (softmax_op.py says
 why): there the triton_op is graded by its registration, its launches and gradcheck, and on a GPU by Inductor's
-code too. The learner's function registers and runs in the worker (this module's probes `registration` and
-`registration_checks`, with `registration_facts`); the facts are judged here, in the lab's process.
+code too. The learner's function registers and runs in the worker (this module's probe `registration`, with
+`registration_facts`); the facts are judged here, in the lab's process.
 """
 
 from __future__ import annotations
@@ -22,15 +22,9 @@ from torch._subclasses.functional_tensor import FunctionalTensorMode
 
 from workshop.i18n import N_, _
 from workshop.lab_api import LabContext
-from workshop.labs.custom_op.grading import correctness as cx
 from workshop.labs.custom_op.grading import op_probes, torch_pieces
-from workshop.labs.custom_op.grading.op_grading import (
-    check_gradcheck,
-    compile_inputs,
-    grade_op,
-    op_facts,
-)
-from workshop.ops import INTERPRETED, softmax_op
+from workshop.labs.custom_op.grading.learner_op import grade_op, op_facts
+from workshop.ops import softmax_op
 from workshop.ops.softmax_op import SoftmaxOps
 
 SCHEMA = "(Tensor x, SymInt dim=-1) -> Tensor"
@@ -124,48 +118,23 @@ def _forget(qualname: str) -> None:
         library._destroy()
 
 
-def registration(define, exercise: str, device: str) -> dict:
-    """What the learner's registration (either exercise of ASKED) registered (registration_facts)."""
+def registration(define, exercise: str, device: str, seed: int | None = None) -> dict:
+    """What the learner's registration (either exercise of ASKED) registered (registration_facts); given a `seed`,
+    the op it registers checked instead (learner_op.op_facts)."""
     op_probes.started(define)
-    return registration_facts(define, exercise, device)[0]
-
-
-def registration_checks(define, exercise: str, device: str, seed: int) -> dict:
-    """The op the learner's define registers, checked: a triton_op under the interpreter, which can be neither
-    compiled nor opchecked here, by gradcheck and its eager values on the compiled step's x
-    (op_grading.compile_inputs: (8, 600) float32) ({"name", "gradcheck", "eager"}); every other by
-    op_grading.op_facts."""
-    op_probes.started(define)
-    _facts, ops = registration_facts(define, exercise, device)
+    facts, ops = registration_facts(define, exercise, device)
+    if seed is None:
+        return facts
     if ops is None:
         raise LookupError(f"{define.__name__} registered no operator this time")
-    if ops.kind == "triton_op" and INTERPRETED:
-        return {
-            "name": ops.forward.name(),
-            "gradcheck": cx.gradchecks(ops.forward, device),
-            "eager": ops.forward(compile_inputs(device, seed)[0], -1),
-        }
     return op_facts(ops, -1, device, seed)
 
 
 def grade_registration(ctx: LabContext, impl, exercise: str) -> None:
-    """The learner's registration (either exercise of ASKED), in the worker (impl.probe: the probe `registration`,
-    then `registration_checks`, on it): its facts judged, then the op's checks."""
-    ask = impl.probe
-    facts = ask(registration, exercise, ctx.device)
-    if not _check_facts(ctx, facts, exercise):
-        return
-    found = ask(registration_checks, exercise, ctx.device, ctx.seed)
-    if ASKED[exercise] == "triton_op" and INTERPRETED:
-        # The triton_op cannot be traced here: its values and gradients, eagerly, then gradcheck.
-        check_gradcheck(ctx, found)
-        x, _dy = compile_inputs(ctx.device, ctx.seed)
-        err = (found["eager"] - torch.softmax(x, -1)).abs().max().item()
-        ctx.check_max(
-            _("{op}: max |y - torch.softmax|, called eagerly").format(op=found["name"]), err, 1e-6
-        )
-        return
-    grade_op(ctx, found)
+    """The learner's registration (either exercise of ASKED), in the worker (impl.probe: the probe `registration`
+    on it, twice): its facts judged, then the op's checks."""
+    if _check_facts(ctx, impl.probe(registration, exercise, ctx.device), exercise):
+        grade_op(ctx, impl.probe(registration, exercise, ctx.device, ctx.seed))
 
 
 def said(outcome: str) -> str:
@@ -216,9 +185,8 @@ def _check_facts(ctx: LabContext, facts: dict, exercise: str) -> bool:
                 "-1 when it is not given: x: torch.Tensor, dim: int = -1, returning a torch.Tensor"
             ).format(got=facts["schema"]),
         ),
-    ]
-    if asked == "custom_op":
-        checks.append(
+        # a custom_op's fake; a triton_op's launches (its fake is its body)
+        (
             (
                 _("{name}: a fake implementation registered (the op runs on a fake tensor)").format(
                     name=exercise
@@ -233,10 +201,8 @@ def _check_facts(ctx: LabContext, facts: dict, exercise: str) -> bool:
                 if "no fake impl" in facts["fake"]
                 else _("the op failed on a fake tensor: {error}").format(error=facts["fake"]),
             )
-        )
-    else:
-        checks.append(
-            (
+            if asked == "custom_op"
+            else (
                 _("{name}: the launches go through torch.library.wrap_triton").format(
                     name=exercise
                 ),
@@ -251,8 +217,7 @@ def _check_facts(ctx: LabContext, facts: dict, exercise: str) -> bool:
                     got=_("something else") if facts["wraps"] else _("nothing (it was not called)")
                 ),
             )
-        )
-    checks += [
+        ),
         (
             _("{name}: an autograd formula registered").format(name=exercise),
             NO_FORMULA not in facts["backward"],
@@ -278,7 +243,8 @@ def _check_facts(ctx: LabContext, facts: dict, exercise: str) -> bool:
             _("the backward through the op failed: {error}").format(error=facts["backward"]),
         ),
     ]
-    for name, value, expected, message in checks:
-        if not ctx.check_equal(name, value, expected, message=message).passed:
-            return False
-    return True
+    # all() stops at the first that fails: the checks after it are not recorded
+    return all(
+        ctx.check_equal(name, value, expected, message=message).passed
+        for name, value, expected, message in checks
+    )

@@ -134,22 +134,20 @@ def special_value_mismatches(run, device: str, long_cols: int) -> dict[str, int]
 
 def empty_results(run, device: str) -> dict[str, bool]:
     """Empty tensors and 0-size dims give torch.softmax's (empty) result, forward and backward."""
-    cases = {
+    shapes = {
         "(0, 5)": ((0, 5), -1),
         "(4, 0)": ((4, 0), -1),
         "(2, 0, 3) dim=1": ((2, 0, 3), 1),
         "0-d": ((), 0),
     }
-    xs = [torch.randn(shape, device=device) for shape, _dim in cases.values()]
-    requests = [
-        forward(x, dim, torch.ones_like(x)) for x, (_s, dim) in zip(xs, cases.values(), strict=True)
-    ]
+    cases = {
+        name: (torch.randn(shape, device=device), dim) for name, (shape, dim) in shapes.items()
+    }
+    replies = run([forward(x, dim, torch.ones_like(x)) for x, dim in cases.values()])["replies"]
     out = {}
-    for (name, (_shape, dim)), x, answer in zip(
-        cases.items(), xs, run(requests)["replies"], strict=True
-    ):
-        y, dx = answered(answer), answered(answer, "dx")
-        ref = torch.softmax(x, dim)
+    for (name, (x, dim)), answer in zip(cases.items(), replies, strict=True):
+        y, ref = answered(answer), torch.softmax(x, dim)
+        dx = answered(answer, "dx")
         out[name] = y.shape == ref.shape and dx.shape == x.shape and torch.allclose(y, ref)
     return out
 

@@ -2,7 +2,7 @@
 `also` inside the exercise's grading block, with the learner's piece (or the reference's) in the worker: its own
 checks first (kernel_grading, registration_grading), each failure with the mistake named by the exercise's
 diagnoses (kernel_mistakes.py, piece_mistakes.py); then, once those pass, gradcheck, opcheck and torch.compile of
-a twin made with the piece (op_grading). The piece runs only in the worker, through the probes of op_probes.py
+a twin made with the piece (learner_op). The piece runs only in the worker, through the probes of op_probes.py
 (api_grading's for a registration); every verdict here is made from the values they send back (the worker
 protocol).
 
@@ -15,16 +15,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-import math
 from collections.abc import Callable
-
-import torch
 
 from workshop.declarations.diagnosis import Evidence, diagnose
 from workshop.i18n import _
 from workshop.lab_api import LabContext
 from workshop.labs.custom_op.grading import api_grading, op_probes
 from workshop.labs.custom_op.grading import registration_grading as rg
+from workshop.labs.custom_op.grading.half_precision import half_precision_message
 from workshop.labs.custom_op.grading.kernel_grading import (
     BACKWARD,
     CASES,
@@ -38,8 +36,8 @@ from workshop.labs.custom_op.grading.kernel_grading import (
     row_strides,
 )
 from workshop.labs.custom_op.grading.kernel_mistakes import UNWRITTEN, WRITES_OUTSIDE
+from workshop.labs.custom_op.grading.learner_op import grade_op
 from workshop.labs.custom_op.grading.memory_bounds import ACCESSES, place_said, said
-from workshop.labs.custom_op.grading.op_grading import grade_op
 from workshop.ops import INTERPRETED
 
 
@@ -102,38 +100,50 @@ CONSTEXPRS = ("ROWS", "BLOCK_N", "ALIGN")
 def _launchable(ctx: LabContext, ex, signature: dict) -> bool:
     """Whether the learner's kernel can be launched as the op launches the reference's, from
     op_probes.kernel_signature's facts: a @triton.jit function with the reference's parameters, ROWS, BLOCK_N and
-    ALIGN constexpr; else False, recorded: what it is against what the launch needs, and why."""
+    ALIGN constexpr; else False, recorded: what it is against what the launch needs, and why (the first of its
+    problems)."""
     attribute, params = ex.attribute, signature["params"]
     plain = [n for n in CONSTEXPRS if n not in signature["constexpr"]]
-    if not signature["jit"]:
-        value, needed = signature["kind"], _("a @triton.jit kernel")
-        message = _(
-            "{name} is a {kind}, not a Triton kernel: the op launches it as kernel[grid](...), so a Python "
-            "function (a fallback to torch.softmax, say) would run nothing on the device. Decorate it with "
-            "@triton.jit and compute with tl.load, tl.max, tl.exp, tl.sum and tl.store."
-        ).format(name=attribute, kind=signature["kind"])
-    elif params != (expected := list(inspect.signature(ex.load_reference().fn).parameters)):
-        got, want = ", ".join(params), ", ".join(expected)
-        value, needed = f"({got})", f"({want})"
-        message = _(
-            "{name}'s parameters are ({got}); the launch passes ({want}), in this order."
-        ).format(name=attribute, got=got, want=want)
-    elif plain:
-        value = _("{names} not constexpr").format(names=", ".join(plain))
-        needed = _("ROWS, BLOCK_N, ALIGN: tl.constexpr")
-        message = _(
-            "{names} must be annotated `: tl.constexpr`: they are compile-time constants "
-            "(tl.arange needs them known when the kernel is compiled)."
-        ).format(names=", ".join(plain))
-    else:
-        return True
-    ctx.check_equal(
-        _("{name} is a @triton.jit kernel with the launch's parameters").format(name=attribute),
-        value,
-        needed,
-        message=message,
-    )
-    return False
+    expected = list(inspect.signature(ex.load_reference().fn).parameters)
+    got, want, names = ", ".join(params), ", ".join(expected), ", ".join(plain)
+    # (whether it is the problem, what the kernel is, what the launch needs, why)
+    problems = [
+        (
+            not signature["jit"],
+            signature["kind"],
+            _("a @triton.jit kernel"),
+            _(
+                "{name} is a {kind}, not a Triton kernel: the op launches it as kernel[grid](...), so a Python "
+                "function (a fallback to torch.softmax, say) would run nothing on the device. Decorate it with "
+                "@triton.jit and compute with tl.load, tl.max, tl.exp, tl.sum and tl.store."
+            ).format(name=attribute, kind=signature["kind"]),
+        ),
+        (
+            params != expected,
+            f"({got})",
+            f"({want})",
+            _("{name}'s parameters are ({got}); the launch passes ({want}), in this order.").format(
+                name=attribute, got=got, want=want
+            ),
+        ),
+        (
+            bool(plain),
+            _("{names} not constexpr").format(names=names),
+            _("ROWS, BLOCK_N, ALIGN: tl.constexpr"),
+            _(
+                "{names} must be annotated `: tl.constexpr`: they are compile-time constants "
+                "(tl.arange needs them known when the kernel is compiled)."
+            ).format(names=names),
+        ),
+    ]
+    problem = next((p for p in problems if p[0]), None)
+    if problem is not None:
+        ctx.check_equal(
+            _("{name} is a @triton.jit kernel with the launch's parameters").format(name=attribute),
+            *problem[1:3],
+            message=problem[3],
+        )
+    return problem is None
 
 
 def record_kernel_checks(ctx: LabContext, ask, direction: Direction, ex) -> bool:
@@ -364,28 +374,3 @@ def _passes(run: KernelRun | None) -> bool:
     if run is None:  # an access out of bounds, or any error: not this mistake alone
         return False
     return not any(run.outside.values()) and not run.unwritten.any() and run.error <= run.tolerance
-
-
-def half_precision_message(run: KernelRun, attribute: str) -> str:
-    """The message for a kernel that adds or multiplies in half precision (half_precision.py)."""
-    dtype, ops = next(iter(run.half_ops.items()))
-    digits = int(-math.log10(torch.finfo(getattr(torch, dtype)).eps))
-    message = _(
-        "{name} computes in {dtype} when its input is {dtype} (in the {label} case its arithmetic in "
-        "{dtype}: {ops}). A {dtype} number carries about {digits} significant decimal digits, so a sum of "
-        "hundreds of them loses the small terms, where torch.softmax accumulates in float32. Accumulate in "
-        "float32: convert what you load (_acc does: float64 stays float64, the rest goes to float32), and "
-        "only the stored result to the output's dtype."
-    ).format(
-        name=attribute,
-        dtype=dtype,
-        ops=", ".join(map(_, ops)),
-        label=run.case.label,
-        digits=digits,
-    )
-    if not run.values_tell:
-        message += " " + _(
-            "(Triton's interpreter on this machine computes bfloat16 arithmetic wrongly, so this case's "
-            "values were not graded here; what a kernel computes in is graded the same way on a GPU.)"
-        )
-    return message

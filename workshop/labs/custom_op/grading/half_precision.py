@@ -9,13 +9,15 @@ its values on the CPU say nothing true about it. What it does is the same everyw
   half-precision operands;
 - on a GPU, the compiled kernel's Triton IR (`ttir_half_arithmetic`) says the same: the types its arith operations
   and its reductions work in.
-Both give the operations done in half precision, e.g. {"bfloat16": ["add", "multiply"]}.
+Both give the operations done in half precision, e.g. {"bfloat16": ["add", "multiply"]}, which
+`half_precision_message` says to the learner, in the lab's process.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import re
 from collections.abc import Iterator
 from unittest import mock
@@ -25,7 +27,7 @@ import torch
 import triton
 import triton.language as tl
 
-from workshop.i18n import N_
+from workshop.i18n import N_, _
 from workshop.ops import INTERPRETED
 
 HALF = {"bf16": "bfloat16", "fp16": "float16", "f16": "float16"}  # Triton's names -> torch's
@@ -116,3 +118,29 @@ def half_arithmetic(watched_ops: dict[str, set[str]], launches) -> dict[str, lis
             for dtype, ops in ttir_half_arithmetic(launch.compiled.asm["ttir"]).items():
                 found.setdefault(dtype, set()).update(ops)
     return {dtype: sorted(ops) for dtype, ops in sorted(found.items())}
+
+
+def half_precision_message(run, attribute: str) -> str:
+    """The message for a kernel that adds or multiplies in half precision, from its run on one case (a
+    kernel_grading.KernelRun: its half_ops, values_tell, case)."""
+    dtype, ops = next(iter(run.half_ops.items()))
+    digits = int(-math.log10(torch.finfo(getattr(torch, dtype)).eps))
+    message = _(
+        "{name} computes in {dtype} when its input is {dtype} (in the {label} case its arithmetic in "
+        "{dtype}: {ops}). A {dtype} number carries about {digits} significant decimal digits, so a sum of "
+        "hundreds of them loses the small terms, where torch.softmax accumulates in float32. Accumulate in "
+        "float32: convert what you load (_acc does: float64 stays float64, the rest goes to float32), and "
+        "only the stored result to the output's dtype."
+    ).format(
+        name=attribute,
+        dtype=dtype,
+        ops=", ".join(map(_, ops)),
+        label=run.case.label,
+        digits=digits,
+    )
+    if not run.values_tell:
+        message += " " + _(
+            "(Triton's interpreter on this machine computes bfloat16 arithmetic wrongly, so this case's "
+            "values were not graded here; what a kernel computes in is graded the same way on a GPU.)"
+        )
+    return message

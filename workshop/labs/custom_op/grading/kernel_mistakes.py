@@ -38,14 +38,11 @@ def _masked_lanes_zero(run):
     return e / (e.sum(-1, keepdim=True) + pad * (-m).exp())
 
 
-def _bad_rows(run):
-    """(rows,) bool: the rows whose error is past the tolerance."""
-    return run.errors.max(-1).values > run.tolerance
-
-
 def _only_large_rows(evidence) -> dict | None:
     run, large = evidence.got, list(evidence.facts["large_rows"])
-    bad = _bad_rows(run)
+    bad = (
+        run.errors.max(-1).values > run.tolerance
+    )  # (rows,) bool: the rows whose error is past the tolerance
     # the first case's large rows are wrong, and no other row is
     if not (evidence.facts["first"] and bad[large].all()) or bad.sum() > len(large):
         return None

@@ -39,7 +39,6 @@ from workshop.labs.custom_op.grading import kernel_grading as kg
 from workshop.labs.custom_op.grading import learner_op
 from workshop.labs.custom_op.grading import registration_grading as rg
 from workshop.labs.custom_op.grading.memory_bounds import OutOfBounds, bounds_checked
-from workshop.labs.custom_op.grading.op_grading import op_facts
 from workshop.learner import workspace
 from workshop.minigpt.model import GPT, GPTConfig, lm_loss
 from workshop.ops import softmax_op
@@ -214,7 +213,7 @@ def kernel_cases(kernel, direction: str, cases: list[dict], device: str, seed: i
 
 
 def twin_checks(piece, exercise: str, device: str, seed: int, dim: int = -1) -> dict:
-    """gradcheck, opcheck and torch.compile of the twin made with the piece (op_grading.op_facts). A fake is a
+    """gradcheck, opcheck and torch.compile of the twin made with the piece (learner_op.op_facts). A fake is a
     custom_op's (a triton_op's fake is its body); the others go into an op registered as this device's KIND."""
     started(piece)
     kind = "custom_op" if exercise == "fake" else softmax_op.KIND
@@ -222,7 +221,7 @@ def twin_checks(piece, exercise: str, device: str, seed: int, dim: int = -1) -> 
         piece = learner_op.counted(piece)
     ops = learner_op.twin(exercise, kind, piece)
     with bounds_checked():
-        return op_facts(ops, dim, device, seed)
+        return learner_op.op_facts(ops, dim, device, seed)
 
 
 def fake_outputs(fake, device: str) -> dict:

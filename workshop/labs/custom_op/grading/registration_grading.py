@@ -76,7 +76,17 @@ def grade_fake_outputs(ctx: LabContext, device: str, found: dict, diagnoses: tup
     op's real outputs, made here, what is wrong said by `diagnoses` (the exercise's); True when all match."""
     cases = fake_cases(device)
     if "raised" in found:
-        return _fake_raised(ctx, found["raised"])
+        ctx.check_equal(
+            _("softmax_fake runs on fake tensors"),
+            found["raised"],
+            _("no error"),
+            message=_(
+                "A fake implementation gets fake tensors: shapes, dtypes, strides and a device, but no data. "
+                "Reading values (.item(), .tolist(), a tensor in an `if`) or launching a kernel fails there: "
+                "compute only the output's metadata, and allocate it with torch.empty"
+            ),
+        )
+        return False
     # case -> x's layout, what the fake sent back for it, the real op's output's layout
     outputs = {
         case: (Layout.of(x), found["outputs"][case], Layout.of(torch_pieces.forward(x, dim)))
@@ -86,12 +96,21 @@ def grade_fake_outputs(ctx: LabContext, device: str, found: dict, diagnoses: tup
     layout = fake_layout(
         [(x, Layout(**out)) for x, out, _real in outputs.values() if "shape" in out]
     )
-    wrong = []
-    for case, (x, out, real) in outputs.items():
-        got = Layout(**out) if "shape" in out else None
-        facts = {"is_x": out.get("is_x"), "returned": out.get("kind"), "x": x, "layout": layout}
-        found = diagnose(diagnoses, Evidence(case, got, real, case, facts))
-        wrong += [found[1]] if found else []
+    # each case's diagnosis: None where the fake's output is laid out as the real one
+    diagnosed = [
+        diagnose(
+            diagnoses,
+            Evidence(
+                case,
+                Layout(**out) if "shape" in out else None,
+                real,
+                case,
+                {"is_x": out.get("is_x"), "returned": out.get("kind"), "x": x, "layout": layout},
+            ),
+        )
+        for case, (x, out, real) in outputs.items()
+    ]
+    wrong = [found[1] for found in diagnosed if found]
     ctx.check_equal(
         _("softmax_fake: outputs like the real op's (shape, dtype, device, strides)"),
         len(cases) - len(wrong),
@@ -99,20 +118,6 @@ def grade_fake_outputs(ctx: LabContext, device: str, found: dict, diagnoses: tup
         message=wrong[0] if wrong else None,
     )
     return not wrong
-
-
-def _fake_raised(ctx: LabContext, raised: str) -> bool:
-    ctx.check_equal(
-        _("softmax_fake runs on fake tensors"),
-        raised,
-        _("no error"),
-        message=_(
-            "A fake implementation gets fake tensors: shapes, dtypes, strides and a device, but no data. "
-            "Reading values (.item(), .tolist(), a tensor in an `if`) or launching a kernel fails there: "
-            "compute only the output's metadata, and allocate it with torch.empty"
-        ),
-    )
-    return False
 
 
 def saved_names(saved: tuple, x: torch.Tensor, y: torch.Tensor) -> list[str]:
