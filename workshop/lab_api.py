@@ -52,14 +52,14 @@ from workshop.declarations.checks import (
     reported,
 )
 from workshop.declarations.exercise import Exercise
-from workshop.declarations.stand_ins import SkipGrading, Skipped, Unavailable
+from workshop.declarations.stand_ins import SkipGrading, StandIn
 from workshop.foundations import atomic, lab_log
 from workshop.foundations.run_options import RunOptions
 from workshop.foundations.time_limit import exercise_limit
 from workshop.i18n import N_, _, templates
 from workshop.learner import failures, sandbox, workspace
 
-__all__ = ["Check", "LabContext", "LabSpec", "Skipped", "Unavailable"]
+__all__ = ["Check", "LabContext", "LabSpec", "StandIn"]
 
 # Why a module that a lab needs can be missing, said when it is (LabSpec.needs).
 WHY_MISSING = {"triton": N_("Triton has builds for Linux only, none for macOS or native Windows")}
@@ -253,8 +253,9 @@ class LabContext:
         the file and line (a stub's NotImplementedError: "not started"; an endless loop: the exercise's time
         limit); the lab goes on with the next one. With the reference, an exception is the lab's own bug and
         propagates. The block's start and end are printed (foundations.lab_log), so that the runner can name the
-        exercise if the process dies inside it. An exercise this run does not grade (wants) yields Skipped:
-        the block ends at its first use, and nothing is recorded.
+        exercise if the process dies inside it. An exercise this run does not grade (wants) yields a stand-in
+        (declarations.stand_ins) that raises SkipGrading: the block ends at its first use, and nothing is
+        recorded.
         """
         ex = (
             exercise_or_name
@@ -272,7 +273,7 @@ class LabContext:
                     yield impl
             else:
                 with contextlib.suppress(SkipGrading):
-                    yield Skipped()
+                    yield StandIn(SkipGrading())
         finally:
             self._grading = None
 
@@ -293,7 +294,7 @@ class LabContext:
                 try:
                     impl = self.solution(ex)
                 except failures.UNAVAILABLE as e:
-                    impl = Unavailable(e)  # the block runs; its first use of impl ends the exercise
+                    impl = StandIn(e)  # the block runs; its first use of impl ends the exercise
                 yield impl
         except BaseException as e:
             failed = failures.learner_failure(ex, e, self.graded, path)
