@@ -212,18 +212,12 @@ class LabContext:
     def solution(self, ex: Exercise):
         """The learner's version of the exercise when grading a workspace, else the reference: for code, a handle
         on it in the worker (learner/learner_code.py; the worker protocol), which runs the reference too; for a
-        document, its path (read here, as text)."""
+        document, its path (read here, as text). Tests that plant a learner's solution replace it."""
         if ex.id in self.skip:
             raise failures.ProcessDied(self.skip[ex.id])
         if ex.document is None:
             return sandbox.implementation(self, ex)
         return workspace.document(self.work, self.name, ex) if self.graded else ex.load_reference()
-
-    def learner_path(self, ex: Exercise) -> Path | None:
-        """The workspace file the learner writes `ex` in (None for the reference)."""
-        if not self.graded:
-            return None
-        return workspace.lab_file(self.work, self.name) if ex.attribute else self.work / ex.document
 
     @contextlib.contextmanager
     def grading(self, exercise_or_name: Exercise | str):
@@ -252,46 +246,48 @@ class LabContext:
             )
         self._grading = ex
         try:
-            if self.wants(ex.name):
-                with self._graded_block(ex) as impl:
-                    yield impl
-            else:
+            if not self.wants(ex.name):
                 with contextlib.suppress(SkipGrading):
                     yield StandIn(SkipGrading())
+                return
+            print(lab_log.started(self.name, ex.id), flush=True)
+            # the screen's live line: which exercise, of how many
+            ids = [e.id for e in labs.exercises(self.name)]
+            if ex.id in ids:
+                self.step(
+                    _("grading {exercise}").format(exercise=ex.id), ids.index(ex.id) + 1, len(ids)
+                )
+            # the workspace file the learner writes the exercise in (None for the reference)
+            path = (
+                None
+                if not self.graded
+                else workspace.lab_file(self.work, self.name)
+                if ex.attribute
+                else self.work / ex.document
+            )
+            try:
+                # a document is read here, under the exercise's limit; in the worker the learner's code has
+                # limits of its own, and here this would time the lab's own work
+                with exercise_limit(ex.time_limit_s if self.graded and ex.document else None):
+                    try:
+                        impl = self.solution(ex)
+                    except failures.UNAVAILABLE as e:
+                        impl = StandIn(e)  # the block runs; its first use of impl ends the exercise
+                    yield impl
+            except BaseException as e:
+                failed = failures.learner_failure(ex, e, self.graded, path)
+                if failed is None:
+                    if self.graded and not isinstance(e, GeneratorExit):
+                        self.record(
+                            failures.cut_short(ex, e, path)
+                        )  # the lab's time limit, an interrupt
+                    raise
+                self.record(failed)
+            finally:
+                status = exercise_status([c for c in self.checks if c.exercise == ex.id])
+                print(lab_log.ended(self.name, ex.id, status), flush=True)
         finally:
             self._grading = None
-
-    @contextlib.contextmanager
-    def _graded_block(self, ex: Exercise):
-        print(lab_log.started(self.name, ex.id), flush=True)
-        # the screen's live line: which exercise, of how many
-        ids = [e.id for e in labs.exercises(self.name)]
-        if ex.id in ids:
-            self.step(
-                _("grading {exercise}").format(exercise=ex.id), ids.index(ex.id) + 1, len(ids)
-            )
-        path = self.learner_path(ex)
-        try:
-            # a document is read here, under the exercise's limit; in the worker the learner's code has limits
-            # of its own, and here this would time the lab's own work
-            with exercise_limit(ex.time_limit_s if self.graded and ex.document else None):
-                try:
-                    impl = self.solution(ex)
-                except failures.UNAVAILABLE as e:
-                    impl = StandIn(e)  # the block runs; its first use of impl ends the exercise
-                yield impl
-        except BaseException as e:
-            failed = failures.learner_failure(ex, e, self.graded, path)
-            if failed is None:
-                if self.graded and not isinstance(e, GeneratorExit):
-                    self.record(
-                        failures.cut_short(ex, e, path)
-                    )  # the lab's time limit, an interrupt
-                raise
-            self.record(failed)
-        finally:
-            status = exercise_status([c for c in self.checks if c.exercise == ex.id])
-            print(lab_log.ended(self.name, ex.id, status), flush=True)
 
     def probe(self, function: Callable, *args, attributes: tuple[str, ...]):
         """The worker protocol over several pieces at once, outside any one exercise's block: the trusted probe
