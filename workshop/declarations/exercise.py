@@ -168,15 +168,29 @@ class Exercise:
         ]
 
     def stub_code(self) -> str:
-        """The exercise's code in the learner's starting file (see the module's docstring)."""
+        """The exercise's code in the learner's starting file (see the module's docstring): for a function, its
+        decorators, parameters and return annotation as the reference's source writes them (annotations not
+        expanded to module paths the learner's file would have to import; a Triton kernel's source function
+        too), the signature on one line when it fits in WIDTH, else one parameter per line."""
         if self.questions:
             comment = [f"# {line}".rstrip() for line in wrapped(self.paragraphs(), WIDTH - 2)]
             return "\n".join(comment) + "\n" + questions_module.stub(self.attribute, self.questions)
-        source = function_source(self.load_reference())
-        if source is None:
+        reference = self.load_reference()
+        function = getattr(
+            reference, "fn", reference
+        )  # a @triton.jit kernel keeps its function in .fn
+        if not inspect.isfunction(function):
             raise ValueError(f"exercise {self.id}: a constant's stub needs its questions=")
-        decorators, parameters, returns = source
-        lines = [*decorators, *signature_lines(self.attribute, parameters, returns)]
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+        node = next(n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))
+        params = parameters(node.args)
+        tail = f" -> {ast.unparse(node.returns)}:" if node.returns else ":"
+        one_line = f"def {self.attribute}({', '.join(params)}){tail}"
+        lines = [f"@{ast.unparse(d)}" for d in node.decorator_list] + (
+            [one_line]
+            if len(one_line) <= WIDTH
+            else [f"def {self.attribute}(", *(f"    {p}," for p in params), f"){tail}"]
+        )
         doc = wrapped(self.paragraphs(), WIDTH - 4, reserve=3)
         doc[0] = '"""' + doc[0]
         lines += [f"    {line}".rstrip() for line in doc] + ['    """']
@@ -204,20 +218,6 @@ def wrapped(paragraphs: list[str], width: int, reserve: int = 0) -> list[str]:
     return lines[:-1]
 
 
-def function_source(reference) -> tuple[list[str], list[str], str | None] | None:
-    """(decorators, parameters, return annotation) of a function as its source writes them (annotations not
-    expanded to module paths the learner's file would have to import); a Triton kernel's source function too.
-    None for what is not a function."""
-    function = getattr(reference, "fn", reference)  # a @triton.jit kernel keeps its function in .fn
-    if not inspect.isfunction(function):
-        return None
-    tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
-    node = next(n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))
-    decorators = [f"@{ast.unparse(d)}" for d in node.decorator_list]
-    returns = ast.unparse(node.returns) if node.returns else None
-    return decorators, parameters(node.args), returns
-
-
 def parameters(args: ast.arguments) -> list[str]:
     """Each parameter as written: `x`, `dim: int`, `cfg: GPTConfig = GPTConfig()`, `*args`, `**kwargs`."""
 
@@ -240,12 +240,3 @@ def parameters(args: ast.arguments) -> list[str]:
     if args.kwarg:
         out.append(one(args.kwarg, None, "**"))
     return out
-
-
-def signature_lines(name: str, params: list[str], returns: str | None) -> list[str]:
-    """`def name(params) -> returns:` on one line when it fits in WIDTH, else one parameter per line."""
-    tail = f" -> {returns}:" if returns else ":"
-    one_line = f"def {name}({', '.join(params)}){tail}"
-    if len(one_line) <= WIDTH:
-        return [one_line]
-    return [f"def {name}(", *(f"    {p}," for p in params), f"){tail}"]
