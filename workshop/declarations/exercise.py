@@ -41,9 +41,7 @@ from workshop.declarations import questions as questions_module
 from workshop.declarations.checks import PASSING, Check
 from workshop.declarations.diagnosis import Diagnosis
 from workshop.declarations.questions import WIDTH, Question
-from workshop.i18n import N_, _
-
-LABS = Path(__file__).resolve().parents[1] / "labs"  # each lab's folder: its handouts
+from workshop.i18n import LABS_DIR, N_, _
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,7 +102,7 @@ class Exercise:
         has that file: the labs' catalogs are one chain, so another lab's "README.md#questions" may translate."""
         texts = ("title", "statement", "interface")
         handout = _(self.handout)
-        if not (LABS / self.lab / handout.partition("#")[0]).is_file():
+        if not (LABS_DIR / self.lab / handout.partition("#")[0]).is_file():
             handout = self.handout
         return dataclasses.replace(
             self,

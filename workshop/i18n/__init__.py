@@ -29,7 +29,8 @@ from pathlib import Path
 LANGUAGES = ("en", "es")
 DEFAULT = "en"
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
-LABS_DIR = Path(__file__).resolve().parents[1] / "labs"  # each lab's catalogs: <lab>/locale/
+# each lab's folder: its catalogs (<lab>/locale/), its handouts
+LABS_DIR = Path(__file__).resolve().parents[1] / "labs"
 DOMAIN = "workshop"
 ARGPARSE_DOMAIN = "argparse"  # Python's argparse's own messages, in the package's locale folder
 # Spanish groups the digits of numbers of five or more digits in threes, with a space that never breaks a line
