@@ -217,24 +217,21 @@ def wrapped(paragraphs: list[str], width: int, reserve: int = 0) -> list[str]:
 
 
 def parameters(args: ast.arguments) -> list[str]:
-    """Each parameter as written: `x`, `dim: int`, `cfg: GPTConfig = GPTConfig()`, `*args`, `**kwargs`."""
+    """Each parameter as written: `x`, `dim: int`, `cfg: GPTConfig = GPTConfig()`, `*args`, `**kwargs`, and the
+    `/` and `*` that close the positional-only and open the keyword-only ones."""
 
-    def one(arg: ast.arg, default: ast.expr | None, prefix: str = "") -> str:
-        text = prefix + arg.arg + (f": {ast.unparse(arg.annotation)}" if arg.annotation else "")
-        if default is not None:
-            text += f" = {ast.unparse(default)}" if arg.annotation else f"={ast.unparse(default)}"
-        return text
+    def one(arg: ast.arg, default: ast.expr | None = None, prefix: str = "") -> str:
+        # ast.unparse(arg) writes "name: annotation"; PEP 8 spaces a default's = only after an annotation
+        equals = " = " if arg.annotation else "="
+        return (
+            prefix + ast.unparse(arg) + ("" if default is None else equals + ast.unparse(default))
+        )
 
     positional = [*args.posonlyargs, *args.args]
-    defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    defaults = [None] * (len(positional) - len(args.defaults)) + args.defaults
     out = [one(a, d) for a, d in zip(positional, defaults, strict=True)]
     if args.posonlyargs:
         out.insert(len(args.posonlyargs), "/")
-    if args.vararg:
-        out.append(one(args.vararg, None, "*"))
-    elif args.kwonlyargs:
-        out.append("*")
-    out += [one(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)]
-    if args.kwarg:
-        out.append(one(args.kwarg, None, "**"))
-    return out
+    star = [one(args.vararg, prefix="*")] if args.vararg else ["*"] if args.kwonlyargs else []
+    keywords = [one(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)]
+    return out + star + keywords + ([one(args.kwarg, prefix="**")] if args.kwarg else [])
