@@ -52,14 +52,14 @@ from workshop.declarations.checks import (
     reported,
 )
 from workshop.declarations.exercise import Exercise
-from workshop.declarations.stand_ins import SkipGrading, Skipped, Unavailable
+from workshop.declarations.stand_ins import SkipGrading, StandIn
 from workshop.foundations import atomic, lab_log
 from workshop.foundations.run_options import RunOptions
 from workshop.foundations.time_limit import exercise_limit
 from workshop.i18n import N_, _, templates
 from workshop.learner import failures, sandbox, workspace
 
-__all__ = ["Check", "LabContext", "LabSpec", "Skipped", "Unavailable"]
+__all__ = ["Check", "LabContext", "LabSpec", "StandIn"]
 
 # Why a module that a lab needs can be missing, said when it is (LabSpec.needs).
 WHY_MISSING = {"triton": N_("Triton has builds for Linux only, none for macOS or native Windows")}
@@ -105,6 +105,10 @@ class LabSpec:
         return options.time_limit_s or self.time_limit_s
 
 
+# the run's options a lab reads as ctx.<name>, ctx.options.<name> itself (LabContext.__getattr__)
+RUN_OPTIONS = frozenset({"device", "n_procs", "seed", "work", "lang", "checkpoint"})
+
+
 @dataclass
 class LabContext:
     name: str
@@ -120,34 +124,14 @@ class LabContext:
     _worker: object | None = None
 
     # ---- the run's options (foundations.run_options.RunOptions) ----
-    @property
-    def device(self) -> str:
-        """ "cpu" or "cuda"."""
-        return self.options.device
-
-    @property
-    def n_procs(self) -> int:
-        """--n: processes for the distributed demos."""
-        return self.options.n_procs
-
-    @property
-    def seed(self) -> int:
-        return self.options.seed
-
-    @property
-    def work(self) -> Path | None:
-        """The learner's workspace, whose <lab>.py is graded; None runs the reference."""
-        return self.options.work
-
-    @property
-    def lang(self) -> str:
-        """The language of the summary and the messages."""
-        return self.options.lang
-
-    @property
-    def checkpoint(self) -> Path | None:
-        """--checkpoint: the learner's MiniGPT; None: the shipped minigpt.pt."""
-        return self.options.checkpoint
+    def __getattr__(self, name: str):
+        """The run's options that a lab reads as its context's own (RUN_OPTIONS): ctx.device ("cpu" or
+        "cuda"), ctx.n_procs (--n: processes for the distributed demos), ctx.seed, ctx.work (the learner's
+        workspace, whose <lab>.py is graded; None runs the reference), ctx.lang (the language of the summary and
+        the messages), ctx.checkpoint (--checkpoint: the learner's MiniGPT; None: the shipped minigpt.pt)."""
+        if name not in RUN_OPTIONS:
+            raise AttributeError(f"'LabContext' object has no attribute {name!r}")
+        return getattr(self.options, name)
 
     # ---- checks: each compares a measured value with a threshold, so each one can fail ----
     def check_max(self, name: str, value: float, threshold: float, message=None, **marks) -> Check:
@@ -207,12 +191,8 @@ class LabContext:
         raise KeyError(f"lab {self.name} declares no exercise {name!r} (see its exercises.py)")
 
     @property
-    def current_exercise(self) -> Exercise:
-        """The exercise whose grading block is running."""
-        if self._grading is None:
-            raise RuntimeError(
-                "no exercise is being graded: call this inside `with ctx.grading(name):`"
-            )
+    def current_exercise(self) -> Exercise | None:
+        """The exercise whose grading block is running (None outside one)."""
         return self._grading
 
     @property
@@ -228,18 +208,12 @@ class LabContext:
     def solution(self, ex: Exercise):
         """The learner's version of the exercise when grading a workspace, else the reference: for code, a handle
         on it in the worker (learner/learner_code.py; the worker protocol), which runs the reference too; for a
-        document, its path (read here, as text)."""
+        document, its path (read here, as text). Tests that plant a learner's solution replace it."""
         if ex.id in self.skip:
             raise failures.ProcessDied(self.skip[ex.id])
         if ex.document is None:
             return sandbox.implementation(self, ex)
         return workspace.document(self.work, self.name, ex) if self.graded else ex.load_reference()
-
-    def learner_path(self, ex: Exercise) -> Path | None:
-        """The workspace file the learner writes `ex` in (None for the reference)."""
-        if not self.graded:
-            return None
-        return workspace.lab_file(self.work, self.name) if ex.attribute else self.work / ex.document
 
     @contextlib.contextmanager
     def grading(self, exercise_or_name: Exercise | str):
@@ -253,8 +227,9 @@ class LabContext:
         the file and line (a stub's NotImplementedError: "not started"; an endless loop: the exercise's time
         limit); the lab goes on with the next one. With the reference, an exception is the lab's own bug and
         propagates. The block's start and end are printed (foundations.lab_log), so that the runner can name the
-        exercise if the process dies inside it. An exercise this run does not grade (wants) yields Skipped:
-        the block ends at its first use, and nothing is recorded.
+        exercise if the process dies inside it. An exercise this run does not grade (wants) yields a stand-in
+        (declarations.stand_ins) that raises SkipGrading: the block ends at its first use, and nothing is
+        recorded.
         """
         ex = (
             exercise_or_name
@@ -267,46 +242,48 @@ class LabContext:
             )
         self._grading = ex
         try:
-            if self.wants(ex.name):
-                with self._graded_block(ex) as impl:
-                    yield impl
-            else:
+            if not self.wants(ex.name):
                 with contextlib.suppress(SkipGrading):
-                    yield Skipped()
+                    yield StandIn(SkipGrading())
+                return
+            print(lab_log.started(self.name, ex.id), flush=True)
+            # the screen's live line: which exercise, of how many
+            ids = [e.id for e in labs.exercises(self.name)]
+            if ex.id in ids:
+                self.step(
+                    _("grading {exercise}").format(exercise=ex.id), ids.index(ex.id) + 1, len(ids)
+                )
+            # the workspace file the learner writes the exercise in (None for the reference)
+            path = (
+                None
+                if not self.graded
+                else workspace.lab_file(self.work, self.name)
+                if ex.attribute
+                else self.work / ex.document
+            )
+            try:
+                # a document is read here, under the exercise's limit; in the worker the learner's code has
+                # limits of its own, and here this would time the lab's own work
+                with exercise_limit(ex.time_limit_s if self.graded and ex.document else None):
+                    try:
+                        impl = self.solution(ex)
+                    except failures.UNAVAILABLE as e:
+                        impl = StandIn(e)  # the block runs; its first use of impl ends the exercise
+                    yield impl
+            except BaseException as e:
+                failed = failures.learner_failure(ex, e, self.graded, path)
+                if failed is None:
+                    if self.graded and not isinstance(e, GeneratorExit):
+                        self.record(
+                            failures.cut_short(ex, e, path)
+                        )  # the lab's time limit, an interrupt
+                    raise
+                self.record(failed)
+            finally:
+                status = exercise_status([c for c in self.checks if c.exercise == ex.id])
+                print(lab_log.ended(self.name, ex.id, status), flush=True)
         finally:
             self._grading = None
-
-    @contextlib.contextmanager
-    def _graded_block(self, ex: Exercise):
-        print(lab_log.started(self.name, ex.id), flush=True)
-        # the screen's live line: which exercise, of how many
-        ids = [e.id for e in labs.exercises(self.name)]
-        if ex.id in ids:
-            self.step(
-                _("grading {exercise}").format(exercise=ex.id), ids.index(ex.id) + 1, len(ids)
-            )
-        path = self.learner_path(ex)
-        try:
-            # a document is read here, under the exercise's limit; in the worker the learner's code has limits
-            # of its own, and here this would time the lab's own work
-            with exercise_limit(ex.time_limit_s if self.graded and ex.document else None):
-                try:
-                    impl = self.solution(ex)
-                except failures.UNAVAILABLE as e:
-                    impl = Unavailable(e)  # the block runs; its first use of impl ends the exercise
-                yield impl
-        except BaseException as e:
-            failed = failures.learner_failure(ex, e, self.graded, path)
-            if failed is None:
-                if self.graded and not isinstance(e, GeneratorExit):
-                    self.record(
-                        failures.cut_short(ex, e, path)
-                    )  # the lab's time limit, an interrupt
-                raise
-            self.record(failed)
-        finally:
-            status = exercise_status([c for c in self.checks if c.exercise == ex.id])
-            print(lab_log.ended(self.name, ex.id, status), flush=True)
 
     def probe(self, function: Callable, *args, attributes: tuple[str, ...]):
         """The worker protocol over several pieces at once, outside any one exercise's block: the trusted probe
@@ -324,9 +301,8 @@ class LabContext:
         out = {}
         for ex in labs.exercises(self.name):
             mine = [c for c in self.checks if c.exercise == ex.id]
-            status = exercise_status(mine)
             out[ex.id] = ex.result(
-                status, [c.name for c in mine], reported(mine), taken.get(ex.id, 0)
+                exercise_status(mine), [c.name for c in mine], reported(mine), taken.get(ex.id, 0)
             )
         return out
 

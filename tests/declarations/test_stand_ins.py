@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from workshop.declarations.stand_ins import SkipGrading, Skipped, Unavailable, real
+from workshop.declarations.stand_ins import SkipGrading, StandIn, real
 
 USES = [
     lambda impl: impl(1),
@@ -24,7 +24,7 @@ USES = [
 def test_any_use_of_an_unavailable_solution_raises_its_reason(use):
     reason = ValueError("my-work/autograd.py:3: SyntaxError")
     with pytest.raises(ValueError) as raised:
-        use(Unavailable(reason))
+        use(StandIn(reason))
     assert raised.value is reason
 
 
@@ -32,7 +32,7 @@ def test_any_use_of_an_unavailable_solution_raises_its_reason(use):
 def test_any_use_of_a_skipped_exercise_ends_its_block_past_except_exception(use):
     def lab_grading_block():
         try:
-            use(Skipped())
+            use(StandIn(SkipGrading()))
         except Exception:
             return "swallowed"
         return "used"
@@ -44,4 +44,4 @@ def test_any_use_of_a_skipped_exercise_ends_its_block_past_except_exception(use)
 def test_real_gives_an_implementation_itself_and_raises_for_a_stand_in():
     assert real(len) is len
     with pytest.raises(KeyError):
-        real(Unavailable(KeyError("ANSWERS")))
+        real(StandIn(KeyError("ANSWERS")))

@@ -41,9 +41,7 @@ from workshop.declarations import questions as questions_module
 from workshop.declarations.checks import PASSING, Check
 from workshop.declarations.diagnosis import Diagnosis
 from workshop.declarations.questions import WIDTH, Question
-from workshop.i18n import N_, _
-
-LABS = Path(__file__).resolve().parents[1] / "labs"  # each lab's folder: its handouts
+from workshop.i18n import LABS_DIR, N_, _
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,7 +102,7 @@ class Exercise:
         has that file: the labs' catalogs are one chain, so another lab's "README.md#questions" may translate."""
         texts = ("title", "statement", "interface")
         handout = _(self.handout)
-        if not (LABS / self.lab / handout.partition("#")[0]).is_file():
+        if not (LABS_DIR / self.lab / handout.partition("#")[0]).is_file():
             handout = self.handout
         return dataclasses.replace(
             self,
@@ -168,15 +166,29 @@ class Exercise:
         ]
 
     def stub_code(self) -> str:
-        """The exercise's code in the learner's starting file (see the module's docstring)."""
+        """The exercise's code in the learner's starting file (see the module's docstring): for a function, its
+        decorators, parameters and return annotation as the reference's source writes them (annotations not
+        expanded to module paths the learner's file would have to import; a Triton kernel's source function
+        too), the signature on one line when it fits in WIDTH, else one parameter per line."""
         if self.questions:
             comment = [f"# {line}".rstrip() for line in wrapped(self.paragraphs(), WIDTH - 2)]
             return "\n".join(comment) + "\n" + questions_module.stub(self.attribute, self.questions)
-        source = function_source(self.load_reference())
-        if source is None:
+        reference = self.load_reference()
+        function = getattr(
+            reference, "fn", reference
+        )  # a @triton.jit kernel keeps its function in .fn
+        if not inspect.isfunction(function):
             raise ValueError(f"exercise {self.id}: a constant's stub needs its questions=")
-        decorators, parameters, returns = source
-        lines = [*decorators, *signature_lines(self.attribute, parameters, returns)]
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+        node = next(n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))
+        params = parameters(node.args)
+        tail = f" -> {ast.unparse(node.returns)}:" if node.returns else ":"
+        one_line = f"def {self.attribute}({', '.join(params)}){tail}"
+        lines = [f"@{ast.unparse(d)}" for d in node.decorator_list] + (
+            [one_line]
+            if len(one_line) <= WIDTH
+            else [f"def {self.attribute}(", *(f"    {p}," for p in params), f"){tail}"]
+        )
         doc = wrapped(self.paragraphs(), WIDTH - 4, reserve=3)
         doc[0] = '"""' + doc[0]
         lines += [f"    {line}".rstrip() for line in doc] + ['    """']
@@ -204,48 +216,22 @@ def wrapped(paragraphs: list[str], width: int, reserve: int = 0) -> list[str]:
     return lines[:-1]
 
 
-def function_source(reference) -> tuple[list[str], list[str], str | None] | None:
-    """(decorators, parameters, return annotation) of a function as its source writes them (annotations not
-    expanded to module paths the learner's file would have to import); a Triton kernel's source function too.
-    None for what is not a function."""
-    function = getattr(reference, "fn", reference)  # a @triton.jit kernel keeps its function in .fn
-    if not inspect.isfunction(function):
-        return None
-    tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
-    node = next(n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))
-    decorators = [f"@{ast.unparse(d)}" for d in node.decorator_list]
-    returns = ast.unparse(node.returns) if node.returns else None
-    return decorators, parameters(node.args), returns
-
-
 def parameters(args: ast.arguments) -> list[str]:
-    """Each parameter as written: `x`, `dim: int`, `cfg: GPTConfig = GPTConfig()`, `*args`, `**kwargs`."""
+    """Each parameter as written: `x`, `dim: int`, `cfg: GPTConfig = GPTConfig()`, `*args`, `**kwargs`, and the
+    `/` and `*` that close the positional-only and open the keyword-only ones."""
 
-    def one(arg: ast.arg, default: ast.expr | None, prefix: str = "") -> str:
-        text = prefix + arg.arg + (f": {ast.unparse(arg.annotation)}" if arg.annotation else "")
-        if default is not None:
-            text += f" = {ast.unparse(default)}" if arg.annotation else f"={ast.unparse(default)}"
-        return text
+    def one(arg: ast.arg, default: ast.expr | None = None, prefix: str = "") -> str:
+        # ast.unparse(arg) writes "name: annotation"; PEP 8 spaces a default's = only after an annotation
+        equals = " = " if arg.annotation else "="
+        return (
+            prefix + ast.unparse(arg) + ("" if default is None else equals + ast.unparse(default))
+        )
 
     positional = [*args.posonlyargs, *args.args]
-    defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    defaults = [None] * (len(positional) - len(args.defaults)) + args.defaults
     out = [one(a, d) for a, d in zip(positional, defaults, strict=True)]
     if args.posonlyargs:
         out.insert(len(args.posonlyargs), "/")
-    if args.vararg:
-        out.append(one(args.vararg, None, "*"))
-    elif args.kwonlyargs:
-        out.append("*")
-    out += [one(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)]
-    if args.kwarg:
-        out.append(one(args.kwarg, None, "**"))
-    return out
-
-
-def signature_lines(name: str, params: list[str], returns: str | None) -> list[str]:
-    """`def name(params) -> returns:` on one line when it fits in WIDTH, else one parameter per line."""
-    tail = f" -> {returns}:" if returns else ":"
-    one_line = f"def {name}({', '.join(params)}){tail}"
-    if len(one_line) <= WIDTH:
-        return [one_line]
-    return [f"def {name}(", *(f"    {p}," for p in params), f"){tail}"]
+    star = [one(args.vararg, prefix="*")] if args.vararg else ["*"] if args.kwonlyargs else []
+    keywords = [one(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)]
+    return out + star + keywords + ([one(args.kwarg, prefix="**")] if args.kwarg else [])

@@ -151,11 +151,6 @@ def unknown_keys(answers: dict, questions: tuple[Question, ...], depth: int = 0)
     return found
 
 
-def _names(value) -> frozenset[str]:
-    """A name, or a collection of names, as a set of names."""
-    return frozenset([value.strip()] if isinstance(value, str) else (v.strip() for v in value))
-
-
 # kind -> (whether a value is of that kind, the value read as it)
 READ_AS = {
     "int": (lambda value: type(value) is int, lambda value: value),
@@ -174,7 +169,10 @@ READ_AS = {
             or isinstance(value, list | tuple | set | frozenset)
             and all(isinstance(v, str) for v in value)
         ),
-        _names,
+        # a name, or a collection of names, as a set of names
+        lambda value: frozenset(
+            [value.strip()] if isinstance(value, str) else (v.strip() for v in value)
+        ),
     ),
 }
 
@@ -207,13 +205,10 @@ def unrevealed(check: Check) -> Check:
 def truth_of(truths: dict, question: Question):
     """The question's truth, from truths keyed like the questions ("ddp.held_bytes") or nested like the
     answers ({"ddp": {"held_bytes": ...}}), read as its kind; None when this run did not measure it."""
-    if question.key in truths:
-        truth = truths[question.key]
-    else:
-        try:
-            truth = lookup(truths, question)
-        except KeyError:
-            return None
+    try:
+        truth = truths[question.key] if question.key in truths else lookup(truths, question)
+    except KeyError:
+        return None
     if truth is None or question.kind not in ("names", "list"):
         return truth
     return as_kind(truth, question.kind)

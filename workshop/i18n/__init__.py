@@ -29,7 +29,8 @@ from pathlib import Path
 LANGUAGES = ("en", "es")
 DEFAULT = "en"
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
-LABS_DIR = Path(__file__).resolve().parents[1] / "labs"  # each lab's catalogs: <lab>/locale/
+# each lab's folder: its catalogs (<lab>/locale/), its handouts
+LABS_DIR = Path(__file__).resolve().parents[1] / "labs"
 DOMAIN = "workshop"
 ARGPARSE_DOMAIN = "argparse"  # Python's argparse's own messages, in the package's locale folder
 # Spanish groups the digits of numbers of five or more digits in threes, with a space that never breaks a line
@@ -114,8 +115,7 @@ def grouped(number: float, decimals: int = 0, lang: str | None = None) -> str:
     language in use) writes them: 1,118,048 and 1,024 in English; 1 118 048 and 1024 in Spanish (the space a
     no-break space). The decimal mark is a point in both editions, as Python and PyTorch print it."""
     lang = lang or _language
-    text = f"{number:,.{decimals}f}"
-    digits = len(text.split(".")[0].lstrip("-").replace(",", ""))
+    integer, dot, fraction = f"{number:,.{decimals}f}".partition(".")
+    digits = len(integer.lstrip("-").replace(",", ""))
     separator = GROUP_SEPARATOR[lang] if digits > UNGROUPED_DIGITS[lang] else ""
-    integer, dot, fraction = text.partition(".")
     return integer.replace(",", separator) + dot + fraction

@@ -45,7 +45,8 @@ def percent(fraction: float, digits: int = 0, lang: str = i18n.DEFAULT) -> str:
     return f"{100 * fraction:.{digits}f}" + ("\u00a0%" if lang == "es" else "%")
 
 
-def environment(folder: Path, lang: str = i18n.DEFAULT) -> jinja2.Environment:
+def render(folder: Path, lang: str, values: dict, source: str = SOURCE) -> str:
+    """Render `source` from `folder` with `values`, its prose in `lang`."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(folder),
         undefined=jinja2.StrictUndefined,
@@ -67,9 +68,4 @@ def environment(folder: Path, lang: str = i18n.DEFAULT) -> jinja2.Environment:
         percent=lambda fraction, digits=0: percent(fraction, digits, lang),
     )
     env.install_gettext_translations(i18n.translation(lang), newstyle=False)  # also _()
-    return env
-
-
-def render(folder: Path, lang: str, values: dict, source: str = SOURCE) -> str:
-    """Render `source` from `folder` with `values`, its prose in `lang`."""
-    return environment(folder, lang).get_template(source).render(**values)
+    return env.get_template(source).render(**values)
