@@ -17,10 +17,10 @@ from workshop.labs.distributed import (
     collectives,
     demo_checks,
     flight_recorder,
+    instruments,
     launch,
     pipeline_idle,
     reference,
-    run_ending,
     traces,
     training,
 )
@@ -173,19 +173,19 @@ def test_held_bytes_count_params_grads_and_momentum_once_each():
     opt = training.optimizer(model.parameters())
     model(torch.ones(2, 4)).sum().backward()
     opt.step()
-    assert run_ending.held(list(model.parameters()), opt) == {
+    assert instruments.held(list(model.parameters()), opt) == {
         "params": 60,
         "grads": 60,
         "optimizer": 60,
     }
     shared = torch.zeros(100)  # two views of one storage hold its 400 bytes once
-    assert run_ending.storage_bytes([shared[:10], shared[50:]]) == 400
+    assert instruments.storage_bytes([shared[:10], shared[50:]]) == 400
 
 
 def test_digests_tell_replicas_apart():
     a = {"w": torch.ones(3)}
-    assert run_ending.digest(a) == run_ending.digest({"w": torch.ones(3)})
-    assert run_ending.digest(a) != run_ending.digest({"w": torch.tensor([1.0, 1.0, 1.0 + 1e-7])})
+    assert instruments.digest(a) == instruments.digest({"w": torch.ones(3)})
+    assert instruments.digest(a) != instruments.digest({"w": torch.tensor([1.0, 1.0, 1.0 + 1e-7])})
 
 
 def test_flight_recorder_dumps_name_the_collective_a_rank_never_entered(tmp_path):

@@ -1,6 +1,6 @@
 """The one-process reference every demo is compared with: the same steps of the same training (training.py) in
 one process, without any process group. Rank 0 runs it, every rank receives it and compares its own losses and
-final parameters with it (run_ending.complete): they must agree within TOLERANCE.
+final parameters with it (instruments.Instruments.record): they must agree within TOLERANCE.
 """
 
 from __future__ import annotations
