@@ -13,7 +13,6 @@ import torch.distributed as dist
 from workshop.foundations.run_options import RunOptions
 from workshop.lab_api import LabContext
 from workshop.labs.distributed import (
-    collective_log,
     collectives,
     demo_checks,
     flight_recorder,
@@ -38,7 +37,7 @@ def one_rank_group():
 
 
 def test_collective_log_records_ops_phases_and_bytes(one_rank_group):
-    log = collective_log.CollectiveLog()
+    log = collectives.CollectiveLog()
     with log:
         with log.in_phase("backward"):
             dist.all_reduce(torch.ones(10))  # 40 bytes
@@ -246,7 +245,7 @@ def test_collectives_are_logged_in_the_phase_the_step_is_in(one_rank_group):
     opt = torch.optim.SGD([w], lr=0.1)
     w.register_post_accumulate_grad_hook(lambda p: dist.all_reduce(p.grad))  # as DDP's reducer does
     opt.register_step_post_hook(lambda *_: dist.broadcast(w.detach(), src=0))
-    log = collective_log.CollectiveLog()
+    log = collectives.CollectiveLog()
     handles = log.watch(opt)
     with log:
         dist.broadcast(torch.ones(2), src=0)

@@ -5,13 +5,31 @@ each of N ranks sends, per byte of buffer: all-reduce 2(N-1)/N (a reduce-scatter
 all-gather and reduce-scatter (N-1)/N, broadcast (N-1)/N averaged over the ranks (a pipeline of N-1 hops),
 send 1 and recv 0. nccl-tests reports "bus bandwidth" with the same factors (broadcast and send/recv: 1), so
 that a collective's figure compares with the link's speed: busbw = buffer bytes / time x factor.
+
+Which collectives a step issues, and how big they are: a TorchDispatchMode that logs every c10d op (CollectiveLog).
+Every collective in PyTorch reaches the dispatcher as an operator: the eager ProcessGroup calls that DDP's
+reducer and FSDP2 make (`c10d::allreduce_`, `c10d::_allgather_base_`, `c10d::send` ...) and the functional
+ones that DTensor issues for tensor parallel (`_c10d_functional::all_reduce` ...). A dispatch mode sees them all.
+(`torch.distributed.tensor.debug.CommDebugMode` counts the same ops, but not their sizes.)
+
+Size rule, the same for every op: the largest tensor argument or result, i.e. the full (unsharded) buffer
+that the collective reduces, gathers or sends. For a list argument (coalesced ops) its tensors are summed.
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from workshop.foundations.tensor_bytes import tensor_bytes
+
 KINDS = ("allreduce", "allgather", "reducescatter", "broadcast", "send", "recv")
+NAMESPACES = {"c10d", "_c10d_functional", "c10d_functional"}
+# Ops of those namespaces that move no data (names with "_" stripped)
+NOT_COMMUNICATION = {"wait_tensor", "wrap_tensor_autograd", "barrier", "monitored_barrier"}
 
 
 def kind(op: str) -> str:
@@ -66,3 +84,57 @@ def total(
     """(count, buffer bytes) of the rows of this kind ('' = all) and phase (None = all)."""
     rows = [r for r in rows if op_kind in ("", r.kind) and phase in (None, r.phase)]
     return sum(r.count for r in rows), sum(r.bytes for r in rows)
+
+
+class CollectiveLog(TorchDispatchMode):
+    """Records (phase, op, bytes) for each collective dispatched while active. The phase is the one the demo
+    names (`in_phase`: the pipeline's "schedule", whose forwards and backwards interleave) or "optimizer" during
+    `opt.step()` (`watch`), else what the step is doing: "backward" while autograd runs a backward (its hooks
+    included: DDP's all-reduces, FSDP's reduce-scatters), "forward" otherwise."""
+
+    def __init__(self):
+        super().__init__()
+        self.named_phase: str | None = None
+        self.events: list[tuple[str, str, int]] = []
+
+    @contextlib.contextmanager
+    def in_phase(self, phase: str):
+        before, self.named_phase = self.named_phase, phase
+        try:
+            yield
+        finally:
+            self.named_phase = before
+
+    def watch(self, opt: torch.optim.Optimizer) -> list:
+        """Tell the optimizer's steps apart (its step is the phase "optimizer", from its start to its end);
+        returns the hooks' handles (remove them when done). The optimizer steps outside any `in_phase`."""
+        return [
+            opt.register_step_pre_hook(lambda *_args: setattr(self, "named_phase", "optimizer")),
+            opt.register_step_post_hook(lambda *_args: setattr(self, "named_phase", None)),
+        ]
+
+    def phase(self) -> str:
+        if self.named_phase:
+            return self.named_phase
+        if torch._C._current_graph_task_id() != -1:  # this thread is running a backward
+            return "backward"
+        return "forward"
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        from torch.distributed.tensor import DTensor
+
+        if any(issubclass(t, DTensor) for t in types):
+            return NotImplemented  # let DTensor turn itself into plain ops (and collectives) first; we see those
+        out = func(*args, **(kwargs or {}))
+        namespace, name = getattr(func, "namespace", ""), func.__name__.split(".")[0].strip("_")
+        if namespace in NAMESPACES and name not in NOT_COMMUNICATION:
+            size = max([tensor_bytes(a) for a in args] + [tensor_bytes(out)])
+            self.events.append((self.phase(), name, size))
+        return out
+
+    def summary(self) -> list[CollectiveRow]:
+        """One row per (phase, op), summed over the events, in first-seen order."""
+        sizes: dict[tuple[str, str], list[int]] = {}
+        for phase, op, size in self.events:
+            sizes.setdefault((phase, op), []).append(size)
+        return [CollectiveRow(phase, op, len(s), sum(s)) for (phase, op), s in sizes.items()]

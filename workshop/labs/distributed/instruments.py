@@ -9,7 +9,7 @@
 - barriers: every step starts when every rank is there, so a step's time is the slowest rank's;
 - timing: each step from that barrier to the end of its work (the device synchronized), the median of the steps
   between the first (it also sets up) and the last (instrumented);
-- the last step's collectives, logged with their sizes and phases (collective_log.py), and profiled into a trace
+- the last step's collectives, logged with their sizes and phases (collectives.py), and profiled into a trace
   (traces.py), from which their times and their overlap with backward are read;
 - PyTorch's Flight Recorder, dumped when a step raises or torchrun stops the rank (flight_recorder.py);
 - an injected failure on --fail-rank at step 1 (--fail-mode raise or hang), to see what a job does then;
@@ -36,7 +36,7 @@ import torch.distributed as dist
 
 from workshop.i18n import _
 from workshop.labs.distributed import flight_recorder, process_group, traces
-from workshop.labs.distributed.collective_log import CollectiveLog
+from workshop.labs.distributed.collectives import CollectiveLog
 from workshop.labs.distributed.measurements import (
     Interval,
     Measurements,
