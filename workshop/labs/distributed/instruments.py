@@ -231,11 +231,12 @@ def full(t: torch.Tensor) -> torch.Tensor:
 def storage_bytes(tensors) -> int:
     """Bytes of the distinct storages behind these tensors (a DTensor's: its local shard's), views counted once:
     the memory they occupy on this rank, padding included."""
-    storages = {}
-    for t in tensors:
-        if t is not None:
-            storage = local(t).untyped_storage()
-            storages[storage.data_ptr()] = storage.nbytes()
+    storages = {
+        storage.data_ptr(): storage.nbytes()
+        for t in tensors
+        if t is not None
+        for storage in (local(t).untyped_storage(),)
+    }
     return sum(storages.values())
 
 
