@@ -20,7 +20,6 @@ from workshop.labs.distributed import (
     launch,
     pipeline_idle,
     reference,
-    traces,
     training,
 )
 from workshop.labs.distributed.measurements import RankRecord, Run
@@ -234,7 +233,7 @@ def test_collective_seconds_read_from_gloo_spans_and_nccl_kernels(tmp_path):
     path = tmp_path / "t.json.gz"
     with gzip.open(path, "wt") as f:
         json.dump({"traceEvents": events}, f)
-    assert traces.collective_seconds(path) == pytest.approx(
+    assert collectives.collective_seconds(path) == pytest.approx(
         {"allreduce": 1.5e-3, "allgather": 2.5e-4}
     )
 
@@ -274,26 +273,29 @@ def trace_file(tmp_path, events: list[dict]):
     return path
 
 
-BACKWARD = [op(f"{traces.AUTOGRAD_OP}AddmmBackward0", float(t), 1.0) for t in range(10, 20)]
+BACKWARD = [op(f"{collectives.AUTOGRAD_OP}AddmmBackward0", float(t), 1.0) for t in range(10, 20)]
 
 
 def test_an_all_reduce_issued_by_backwards_last_gradient_overlaps_nothing(tmp_path):
     """DDP's default run: one bucket, issued inside the last autograd op (its AccumulateGrad's hook); the
     collective log's dispatch mode dispatches it twice, nested: one collective."""
     issued = [op("c10d::allreduce_", 19.2, 0.5), op("c10d::allreduce_", 19.3, 0.3)]
-    ops, during = traces.backward_overlap(trace_file(tmp_path, BACKWARD + issued))
+    ops, during = collectives.backward_overlap(trace_file(tmp_path, BACKWARD + issued))
     assert (ops, during) == (10, [("allreduce", 0)])
-    assert traces.overlap(ops, during, "allreduce") == 0.0
+    assert collectives.overlap(ops, during, "allreduce") == 0.0
 
 
 def test_small_buckets_issue_all_reduces_with_backward_still_to_run(tmp_path):
     issued = [op("c10d::allreduce_", t, 0.2) for t in (12.5, 16.5, 19.5)]
     others = [op("c10d::broadcast_", 2.0), op("gloo:all_reduce", 12.6, 5.0)]  # forward; the work
-    ops, during = traces.backward_overlap(trace_file(tmp_path, BACKWARD + issued + others))
+    ops, during = collectives.backward_overlap(trace_file(tmp_path, BACKWARD + issued + others))
     assert during == [("allreduce", 7), ("allreduce", 3), ("allreduce", 0)]
-    assert traces.overlap(ops, during, "allreduce") == pytest.approx(0.7)
-    assert traces.overlap(ops, during, "reducescatter") is None
-    assert traces.backward_overlap(trace_file(tmp_path, issued)) == (0, [])  # no backward traced
+    assert collectives.overlap(ops, during, "allreduce") == pytest.approx(0.7)
+    assert collectives.overlap(ops, during, "reducescatter") is None
+    assert collectives.backward_overlap(trace_file(tmp_path, issued)) == (
+        0,
+        [],
+    )  # no backward traced
 
 
 @pytest.mark.parametrize(

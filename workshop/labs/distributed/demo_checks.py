@@ -12,7 +12,7 @@ import math
 
 from workshop.i18n import _
 from workshop.lab_api import LabContext
-from workshop.labs.distributed import collectives, flight_recorder, traces
+from workshop.labs.distributed import collectives, flight_recorder
 from workshop.labs.distributed.measurements import Measurements, RankRecord, Run
 from workshop.labs.distributed.pipeline_idle import Idle
 from workshop.minigpt import checkpoint
@@ -120,10 +120,10 @@ def _check_ddp(ctx: LabContext, data: Measurements, _ddp, _idle) -> None:
 
 
 def check_overlap(ctx: LabContext, label: str, default_buckets: bool, rank0: RankRecord) -> None:
-    """DDP's all-reduces against backward, in rank 0's trace (traces.overlap): with the default buckets the one
+    """DDP's all-reduces against backward, in rank 0's trace (collectives.overlap): with the default buckets the one
     all-reduce is issued by backward's last gradient, so no backward op runs after it; with small buckets the
     first is issued when backward has most of its ops still to run (MIN_SMALL_BUCKET_OVERLAP)."""
-    share = traces.overlap(rank0.backward_ops, rank0.issued_in_backward, "allreduce")
+    share = collectives.overlap(rank0.backward_ops, rank0.issued_in_backward, "allreduce")
     name = _("{label}: share of backward's ops run after its first all-reduce was issued").format(
         label=label
     )

@@ -9,8 +9,8 @@
 - barriers: every step starts when every rank is there, so a step's time is the slowest rank's;
 - timing: each step from that barrier to the end of its work (the device synchronized), the median of the steps
   between the first (it also sets up) and the last (instrumented);
-- the last step's collectives, logged with their sizes and phases (collectives.py), and profiled into a trace
-  (traces.py), from which their times and their overlap with backward are read;
+- the last step's collectives, logged with their sizes and phases, and profiled into a trace, from which
+  their times and their overlap with backward are read (collectives.py);
 - PyTorch's Flight Recorder, dumped when a step raises or torchrun stops the rank (flight_recorder.py);
 - an injected failure on --fail-rank at step 1 (--fail-mode raise or hang), to see what a job does then;
 - for a pipeline, each rank's forward and backward chunks, timed (PipelineTimeline).
@@ -35,8 +35,7 @@ import torch
 import torch.distributed as dist
 
 from workshop.i18n import _
-from workshop.labs.distributed import flight_recorder, process_group, traces
-from workshop.labs.distributed.collectives import CollectiveLog
+from workshop.labs.distributed import collectives, flight_recorder, process_group
 from workshop.labs.distributed.measurements import (
     Interval,
     Measurements,
@@ -80,7 +79,7 @@ class Instruments(contextlib.ExitStack):
         self.args, self.rank, self.opt = args, rank, opt
         self.timeline = PipelineTimeline(rank.device, stages) if stages else None
         self.trace = f"trace_{run}_rank{rank.rank}.json.gz"
-        self.log = CollectiveLog()
+        self.log = collectives.CollectiveLog()
         self.losses: list[float | None] = []
         self.times: list[float] = []
 
@@ -117,7 +116,7 @@ class Instruments(contextlib.ExitStack):
     def _instrumented(self):
         handles = self.log.watch(self.opt)
         try:
-            with traces.profiled(self.args.out / self.trace, self.rank.device), self.log:
+            with collectives.profiled(self.args.out / self.trace, self.rank.device), self.log:
                 yield
         finally:
             for handle in handles:
@@ -134,7 +133,7 @@ class Instruments(contextlib.ExitStack):
         keeps them, sharded or not) and its distance from the reference (`named`: name -> the whole parameter,
         as the reference has it): its parameters' largest error against the reference's, and their digest."""
         path, device, timeline = self.args.out / self.trace, self.rank.device, self.timeline
-        backward_ops, issued_in_backward = traces.backward_overlap(path)
+        backward_ops, issued_in_backward = collectives.backward_overlap(path)
         errors = {n: (named[n] - reference.params[n]).abs().max().item() for n in named}
         worst = max(errors, key=errors.get)
         return RankRecord(
@@ -144,7 +143,7 @@ class Instruments(contextlib.ExitStack):
             collectives=self.log.summary(),
             held=held(params, self.opt),
             params_digest=digest(named),
-            collective_seconds=traces.collective_seconds(path),
+            collective_seconds=collectives.collective_seconds(path),
             backward_ops=backward_ops,
             issued_in_backward=issued_in_backward,
             trace=self.trace,
