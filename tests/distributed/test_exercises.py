@@ -21,7 +21,6 @@ from workshop.labs.distributed import figure_rows, lab
 from workshop.labs.distributed.grading import (
     derived_answers,
     survey,
-    survey_figures,
     survey_text,
 )
 from workshop.labs.distributed.grading.exercises import EXERCISES
@@ -507,7 +506,7 @@ def test_the_template_waits_for_a_run_is_filled_from_it_and_never_replaces_the_l
     # traced against the run it came from
     assert survey.readable(tmp_path / survey.source(filled)) == RUN
     assert (
-        survey_figures.untraced(filled, RUN) == []
+        survey_text.untraced(filled, RUN) == []
         and survey_text.words(filled) < survey.WORDS["en"][0]
     )
     (tmp_path / "survey.md").write_text(filled + "\nMy words.\n")
