@@ -19,7 +19,6 @@ from workshop.labs.distributed import (
     instruments,
     launch,
     pipeline_idle,
-    reference,
     training,
 )
 from workshop.labs.distributed.measurements import RankRecord, Run
@@ -158,7 +157,7 @@ def test_interleaving_needs_two_stages_per_rank():
 
 
 def test_reference_run_is_deterministic_and_chunking_only_regroups():
-    a, b = reference.run_alone(2, 2, "cpu"), reference.run_alone(2, 2, "cpu")
+    a, b = training.run_alone(2, 2, "cpu"), training.run_alone(2, 2, "cpu")
     assert a.losses == b.losses and a.compute_s > 0
     assert all(torch.equal(a.params[n], b.params[n]) for n in a.params)
     x1, _ = training.batches(2, 1, "cpu")

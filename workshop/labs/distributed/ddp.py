@@ -19,7 +19,7 @@ from torch.distributed.elastic.multiprocessing.errors import record
 from torch.nn.parallel import DistributedDataParallel
 
 from workshop.i18n import N_
-from workshop.labs.distributed import instruments, process_group, reference, training
+from workshop.labs.distributed import instruments, process_group, training
 from workshop.labs.distributed.instruments import Instruments
 from workshop.labs.distributed.measurements import Run
 from workshop.labs.distributed.plans import BUCKET_CAP_MB
@@ -43,8 +43,7 @@ def train(args, rank: process_group.Rank, run: str) -> Run:
             # every replica takes the same step: its gradients are now the average of all ranks'
             opt.step()
             measure.loss(loss.item())
-    ref = reference.shared(args.steps, rank.world, rank.device)
-    return instruments.whole_model_run(measure, model, ref, chunks=rank.world)
+    return instruments.whole_model_run(measure, model, chunks=rank.world)
 
 
 def run(args, rank: process_group.Rank) -> tuple[dict[str, Run], dict]:

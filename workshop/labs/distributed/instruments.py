@@ -4,7 +4,7 @@
         for s in measure.steps():
             ...  # one training step
             measure.loss(loss.item())
-    return whole_model_run(measure, model, reference.shared(...), chunks)
+    return whole_model_run(measure, model, chunks)
 
 - barriers: every step starts when every rank is there, so a step's time is the slowest rank's;
 - timing: each step from that barrier to the end of its work (the device synchronized), the median of the steps
@@ -44,8 +44,7 @@ from workshop.labs.distributed.measurements import (
     timed_steps,
 )
 from workshop.labs.distributed.process_group import Rank
-from workshop.labs.distributed.reference import TOLERANCE, Reference
-from workshop.labs.distributed.training import LR, ROWS, sync
+from workshop.labs.distributed.training import LR, ROWS, TOLERANCE, shared_reference, sync
 from workshop.minigpt.grammar import MAX_SENTENCE_LEN
 
 
@@ -127,12 +126,14 @@ class Instruments(contextlib.ExitStack):
         self.losses.append(value)
 
     def record(
-        self, params: list[torch.Tensor], named: dict[str, torch.Tensor], reference: Reference
+        self, params: list[torch.Tensor], named: dict[str, torch.Tensor], chunks: int
     ) -> RankRecord:
         """This rank's record of the run: what it measured, the bytes it holds (`params`: its parameters as it
-        keeps them, sharded or not) and its distance from the reference (`named`: name -> the whole parameter,
-        as the reference has it): its parameters' largest error against the reference's, and their digest."""
+        keeps them, sharded or not) and its distance from the one-process reference of the same steps of `chunks`
+        chunks (`named`: name -> the whole parameter, as the reference has it): its parameters' largest error
+        against the reference's, and their digest. Every rank calls it at the same point, after its training."""
         path, device, timeline = self.args.out / self.trace, self.rank.device, self.timeline
+        reference = shared_reference(self.args.steps, chunks, device)
         backward_ops, issued_in_backward = collectives.backward_overlap(path)
         errors = {n: (named[n] - reference.params[n]).abs().max().item() for n in named}
         worst = max(errors, key=errors.get)
@@ -281,13 +282,13 @@ def summary(records: list[RankRecord], losses: list[float], chunks: int, **pipel
     )
 
 
-def whole_model_run(measure: Instruments, model, reference: Reference, chunks: int) -> Run:
+def whole_model_run(measure: Instruments, model, chunks: int) -> Run:
     """DDP's, FSDP's and tensor parallel's run, measured by `measure`: every rank holds (a part of) the whole
     model and computes a loss; the run's loss is the ranks' mean (each rank's chunk of the batch; tensor
     parallel: all the same)."""
     # full() all-gathers a sharded parameter: every rank must call it
     named = {n: full(p.detach()) for n, p in model.named_parameters()}
-    records = gather(measure.record(list(model.parameters()), named, reference))
+    records = gather(measure.record(list(model.parameters()), named, chunks))
     losses = [sum(step) / len(step) for step in zip(*(r.losses for r in records), strict=True)]
     return summary(records, losses, chunks)
 

@@ -15,7 +15,7 @@ from torch.distributed import pipelining
 from torch.distributed.elastic.multiprocessing.errors import record
 
 from workshop.i18n import N_, _
-from workshop.labs.distributed import instruments, process_group, reference, training
+from workshop.labs.distributed import instruments, process_group, training
 from workshop.labs.distributed.instruments import Instruments
 from workshop.labs.distributed.measurements import RankRecord, Run
 from workshop.labs.distributed.plans import STAGES_PER_RANK, microbatches, pp_usable, schedules_for
@@ -89,8 +89,7 @@ def train(args, rank: process_group.Rank, name: str) -> list[RankRecord]:
             opt.step()  # the schedule averaged the micro-batches' gradients, as the reference its chunks' loss
             measure.loss(torch.stack(losses).mean().item() if last else None)
     named = {n: q.detach() for stage in stages for n, q in stage.submod.named_parameters()}
-    ref = reference.shared(args.steps, microbatches(rank.world), rank.device)
-    return instruments.gather(measure.record(params, named, ref))
+    return instruments.gather(measure.record(params, named, m))
 
 
 def run(args, rank: process_group.Rank) -> tuple[dict[str, Run], dict]:

@@ -22,7 +22,7 @@ from torch.distributed.tensor.parallel import (
 )
 
 from workshop.i18n import N_
-from workshop.labs.distributed import instruments, process_group, reference, training
+from workshop.labs.distributed import instruments, process_group, training
 from workshop.labs.distributed.instruments import Instruments
 from workshop.labs.distributed.measurements import Run
 from workshop.labs.distributed.plans import tp_usable
@@ -65,8 +65,7 @@ def train(args, rank: process_group.Rank, model: GPT) -> Run:
                 loss.backward()
             opt.step()  # each rank steps its own slices, and its copy of the replicated parameters
             measure.loss(instruments.full(loss).item())
-    ref = reference.shared(args.steps, 1, rank.device)
-    return instruments.whole_model_run(measure, model, ref, chunks=1)
+    return instruments.whole_model_run(measure, model, chunks=1)
 
 
 def run(args, rank: process_group.Rank) -> tuple[dict[str, Run], dict]:
