@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.distributed.test_exercises import RUN, by, failed, grade_survey
+from tests.distributed.test_exercises import RUN, by, failed, grade_survey, tables
 from tests.distributed.test_exercises import WRONG_SURVEYS as ENGLISH_WRONG_SURVEYS
 from workshop import i18n
 from workshop.foundations.run_options import RunOptions
@@ -88,7 +88,7 @@ def test_the_spanish_model_answer_passes_against_the_committed_runs(ctx):
     assert document.name == "README.es.md" and survey.model_answer("en") == survey.MODEL_ANSWER
     text = document.read_text()
     for path in survey.COMMITTED_RUNS:  # the tables as the Spanish templates render them
-        assert survey.tables(figure_rows.read(path), "es") in text, (
+        assert tables(figure_rows.read(path), "es") in text, (
             f"{document}: regenerate {path}'s tables"
         )
     with ctx.grading("survey"):
@@ -276,7 +276,7 @@ def test_the_template_is_written_in_the_language_in_use(spanish):
     """`exercises init` or `check` in Spanish writes the Spanish template, its tables in Spanish."""
     text = survey.template(survey.COMMITTED_RUNS[0].parent, survey.REPO)
     assert text.startswith("# Mi survey") and "## Paralelismo de tensores" in text
-    for table in survey.tables(RUN, "es").split("\n\n"):
+    for table in tables(RUN, "es").split("\n\n"):
         assert table.strip() in text
     assert survey_text.untraced(text, RUN) == []
     assert survey_text.words(text) < survey.WORDS["es"][0]  # the learner's words are still to come

@@ -67,14 +67,6 @@ def model_answer(lang: str) -> Path:
     return translated if lang != i18n.DEFAULT and translated.is_file() else MODEL_ANSWER
 
 
-def tables(figures: list[FigureRow], lang: str) -> str:
-    """A run's two tables in `lang`, as the summary and the starter show them (the model answer quotes them so)."""
-    return "\n".join(
-        templates.render(TEMPLATES, lang, {"figures": figures}, part)
-        for part in ("figures_table.md.j2", "communication_table.md.j2")
-    )
-
-
 def starter(figures: list[FigureRow], source: str = "", lang: str = i18n.DEFAULT) -> str:
     """The survey's template in `lang`, its tables filled with these figures, read from `source` (a figures.json,
     named in the text so that grading finds them again); no figures: placeholders."""
