@@ -16,17 +16,27 @@ from workshop.declarations import checks
 from workshop.declarations.diagnosis import Diagnosis
 from workshop.foundations.run_options import RunOptions
 from workshop.grading import workspace_init
+from workshop.i18n import templates
 from workshop.lab_api import Check, LabContext
 from workshop.labs.distributed import figure_rows, lab
 from workshop.labs.distributed.grading import (
     derived_answers,
     survey,
-    survey_figures,
     survey_text,
 )
 from workshop.labs.distributed.grading.exercises import EXERCISES
 
 RUN = figure_rows.read(survey.COMMITTED_RUNS[0])  # CPU, N=2
+
+
+def tables(figures: list, lang: str) -> str:
+    """A run's two tables in `lang`, as the summary and the starter show them (the model answer quotes them so)."""
+    return "\n".join(
+        templates.render(survey.TEMPLATES, lang, {"figures": figures}, part)
+        for part in ("figures_table.md.j2", "communication_table.md.j2")
+    )
+
+
 N = RUN[0].n
 
 
@@ -361,7 +371,7 @@ def test_a_good_survey_passes(ctx, tmp_path):
 def test_the_model_answer_quotes_each_committed_run_as_generated():
     text = survey.MODEL_ANSWER.read_text()
     for path in survey.COMMITTED_RUNS:
-        assert survey.tables(figure_rows.read(path), "en") in text, (
+        assert tables(figure_rows.read(path), "en") in text, (
             f"survey/README.md: regenerate {path}'s tables"
         )
 
@@ -507,7 +517,7 @@ def test_the_template_waits_for_a_run_is_filled_from_it_and_never_replaces_the_l
     # traced against the run it came from
     assert survey.readable(tmp_path / survey.source(filled)) == RUN
     assert (
-        survey_figures.untraced(filled, RUN) == []
+        survey_text.untraced(filled, RUN) == []
         and survey_text.words(filled) < survey.WORDS["en"][0]
     )
     (tmp_path / "survey.md").write_text(filled + "\nMy words.\n")

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.distributed.test_exercises import RUN, by, failed, grade_survey
+from tests.distributed.test_exercises import RUN, by, failed, grade_survey, tables
 from tests.distributed.test_exercises import WRONG_SURVEYS as ENGLISH_WRONG_SURVEYS
 from workshop import i18n
 from workshop.foundations.run_options import RunOptions
 from workshop.lab_api import LabContext
 from workshop.labs.distributed import figure_rows
-from workshop.labs.distributed.grading import survey, survey_figures, survey_text
+from workshop.labs.distributed.grading import survey, survey_text
 
 
 @pytest.fixture
@@ -79,7 +79,7 @@ def test_a_good_spanish_survey_passes(ctx, tmp_path):
     text = good_survey()
     assert survey_text.language(text) == "es"
     assert survey.WORDS["es"][0] <= survey_text.words(text) <= survey.WORDS["es"][1]
-    assert survey_figures.cited(text, RUN) >= survey.MIN_CITED
+    assert survey_text.cited(text, RUN) >= survey.MIN_CITED
     assert grade_survey(ctx, tmp_path, text) == {}
 
 
@@ -88,7 +88,7 @@ def test_the_spanish_model_answer_passes_against_the_committed_runs(ctx):
     assert document.name == "README.es.md" and survey.model_answer("en") == survey.MODEL_ANSWER
     text = document.read_text()
     for path in survey.COMMITTED_RUNS:  # the tables as the Spanish templates render them
-        assert survey.tables(figure_rows.read(path), "es") in text, (
+        assert tables(figure_rows.read(path), "es") in text, (
             f"{document}: regenerate {path}'s tables"
         )
     with ctx.grading("survey"):
@@ -250,20 +250,20 @@ def test_a_survey_grades_the_same_whatever_language_the_run_speaks(tmp_path):
     ],
 )
 def test_numbers_are_read_as_either_language_writes_them(written, decimal, value, decimals):
-    assert survey_figures.parse(written, decimal) == (pytest.approx(value), decimals)
+    assert survey_text.parse(written, decimal) == (pytest.approx(value), decimals)
 
 
 def test_the_decimal_mark_is_the_texts_own_else_its_languages():
     assert (
-        survey_figures.decimal_mark("Cada rank guarda 1,68 MB y envía 1.52 MB, y la red 0,84 MB.")
+        survey_text.decimal_mark("Cada rank guarda 1,68 MB y envía 1.52 MB, y la red 0,84 MB.")
         == ","
     )
-    assert survey_figures.decimal_mark("Each rank holds 1.68 MB, sends 1.52 MB.") == "."
-    assert survey_figures.decimal_mark("DDP hace un all-reduce de 1,118 kB en la red.") == ","
-    assert survey_figures.decimal_mark("DDP all-reduces 1,118 kB of the gradients.") == "."
+    assert survey_text.decimal_mark("Each rank holds 1.68 MB, sends 1.52 MB.") == "."
+    assert survey_text.decimal_mark("DDP hace un all-reduce de 1,118 kB en la red.") == ","
+    assert survey_text.decimal_mark("DDP all-reduces 1,118 kB of the gradients.") == "."
     # read so, a Spanish text's 1.118 kB is DDP's all-reduce (1118 kB), 1,118 kB is not a figure of the run
-    assert survey_figures.untraced("El all-reduce de DDP mueve 1.118 kB por la red.", RUN) == []
-    assert survey_figures.untraced("El all-reduce de DDP mueve 1,118 kB por la red.", RUN)
+    assert survey_text.untraced("El all-reduce de DDP mueve 1.118 kB por la red.", RUN) == []
+    assert survey_text.untraced("El all-reduce de DDP mueve 1,118 kB por la red.", RUN)
 
 
 def test_the_language_is_read_from_the_text():
@@ -276,7 +276,7 @@ def test_the_template_is_written_in_the_language_in_use(spanish):
     """`exercises init` or `check` in Spanish writes the Spanish template, its tables in Spanish."""
     text = survey.template(survey.COMMITTED_RUNS[0].parent, survey.REPO)
     assert text.startswith("# Mi survey") and "## Paralelismo de tensores" in text
-    for table in survey.tables(RUN, "es").split("\n\n"):
+    for table in tables(RUN, "es").split("\n\n"):
         assert table.strip() in text
-    assert survey_figures.untraced(text, RUN) == []
+    assert survey_text.untraced(text, RUN) == []
     assert survey_text.words(text) < survey.WORDS["es"][0]  # the learner's words are still to come

@@ -13,15 +13,12 @@ import torch.distributed as dist
 from workshop.foundations.run_options import RunOptions
 from workshop.lab_api import LabContext
 from workshop.labs.distributed import (
-    collective_log,
     collectives,
     demo_checks,
     flight_recorder,
+    instruments,
     launch,
     pipeline_idle,
-    reference,
-    run_ending,
-    traces,
     training,
 )
 from workshop.labs.distributed.measurements import RankRecord, Run
@@ -38,7 +35,7 @@ def one_rank_group():
 
 
 def test_collective_log_records_ops_phases_and_bytes(one_rank_group):
-    log = collective_log.CollectiveLog()
+    log = collectives.CollectiveLog()
     with log:
         with log.in_phase("backward"):
             dist.all_reduce(torch.ones(10))  # 40 bytes
@@ -160,7 +157,7 @@ def test_interleaving_needs_two_stages_per_rank():
 
 
 def test_reference_run_is_deterministic_and_chunking_only_regroups():
-    a, b = reference.run_alone(2, 2, "cpu"), reference.run_alone(2, 2, "cpu")
+    a, b = training.run_alone(2, 2, "cpu"), training.run_alone(2, 2, "cpu")
     assert a.losses == b.losses and a.compute_s > 0
     assert all(torch.equal(a.params[n], b.params[n]) for n in a.params)
     x1, _ = training.batches(2, 1, "cpu")
@@ -173,19 +170,19 @@ def test_held_bytes_count_params_grads_and_momentum_once_each():
     opt = training.optimizer(model.parameters())
     model(torch.ones(2, 4)).sum().backward()
     opt.step()
-    assert run_ending.held(list(model.parameters()), opt) == {
+    assert instruments.held(list(model.parameters()), opt) == {
         "params": 60,
         "grads": 60,
         "optimizer": 60,
     }
     shared = torch.zeros(100)  # two views of one storage hold its 400 bytes once
-    assert run_ending.storage_bytes([shared[:10], shared[50:]]) == 400
+    assert instruments.storage_bytes([shared[:10], shared[50:]]) == 400
 
 
 def test_digests_tell_replicas_apart():
     a = {"w": torch.ones(3)}
-    assert run_ending.digest(a) == run_ending.digest({"w": torch.ones(3)})
-    assert run_ending.digest(a) != run_ending.digest({"w": torch.tensor([1.0, 1.0, 1.0 + 1e-7])})
+    assert instruments.digest(a) == instruments.digest({"w": torch.ones(3)})
+    assert instruments.digest(a) != instruments.digest({"w": torch.tensor([1.0, 1.0, 1.0 + 1e-7])})
 
 
 def test_flight_recorder_dumps_name_the_collective_a_rank_never_entered(tmp_path):
@@ -235,7 +232,7 @@ def test_collective_seconds_read_from_gloo_spans_and_nccl_kernels(tmp_path):
     path = tmp_path / "t.json.gz"
     with gzip.open(path, "wt") as f:
         json.dump({"traceEvents": events}, f)
-    assert traces.collective_seconds(path) == pytest.approx(
+    assert collectives.collective_seconds(path) == pytest.approx(
         {"allreduce": 1.5e-3, "allgather": 2.5e-4}
     )
 
@@ -246,7 +243,7 @@ def test_collectives_are_logged_in_the_phase_the_step_is_in(one_rank_group):
     opt = torch.optim.SGD([w], lr=0.1)
     w.register_post_accumulate_grad_hook(lambda p: dist.all_reduce(p.grad))  # as DDP's reducer does
     opt.register_step_post_hook(lambda *_: dist.broadcast(w.detach(), src=0))
-    log = collective_log.CollectiveLog()
+    log = collectives.CollectiveLog()
     handles = log.watch(opt)
     with log:
         dist.broadcast(torch.ones(2), src=0)
@@ -275,26 +272,29 @@ def trace_file(tmp_path, events: list[dict]):
     return path
 
 
-BACKWARD = [op(f"{traces.AUTOGRAD_OP}AddmmBackward0", float(t), 1.0) for t in range(10, 20)]
+BACKWARD = [op(f"{collectives.AUTOGRAD_OP}AddmmBackward0", float(t), 1.0) for t in range(10, 20)]
 
 
 def test_an_all_reduce_issued_by_backwards_last_gradient_overlaps_nothing(tmp_path):
     """DDP's default run: one bucket, issued inside the last autograd op (its AccumulateGrad's hook); the
     collective log's dispatch mode dispatches it twice, nested: one collective."""
     issued = [op("c10d::allreduce_", 19.2, 0.5), op("c10d::allreduce_", 19.3, 0.3)]
-    ops, during = traces.backward_overlap(trace_file(tmp_path, BACKWARD + issued))
+    ops, during = collectives.backward_overlap(trace_file(tmp_path, BACKWARD + issued))
     assert (ops, during) == (10, [("allreduce", 0)])
-    assert traces.overlap(ops, during, "allreduce") == 0.0
+    assert collectives.overlap(ops, during, "allreduce") == 0.0
 
 
 def test_small_buckets_issue_all_reduces_with_backward_still_to_run(tmp_path):
     issued = [op("c10d::allreduce_", t, 0.2) for t in (12.5, 16.5, 19.5)]
     others = [op("c10d::broadcast_", 2.0), op("gloo:all_reduce", 12.6, 5.0)]  # forward; the work
-    ops, during = traces.backward_overlap(trace_file(tmp_path, BACKWARD + issued + others))
+    ops, during = collectives.backward_overlap(trace_file(tmp_path, BACKWARD + issued + others))
     assert during == [("allreduce", 7), ("allreduce", 3), ("allreduce", 0)]
-    assert traces.overlap(ops, during, "allreduce") == pytest.approx(0.7)
-    assert traces.overlap(ops, during, "reducescatter") is None
-    assert traces.backward_overlap(trace_file(tmp_path, issued)) == (0, [])  # no backward traced
+    assert collectives.overlap(ops, during, "allreduce") == pytest.approx(0.7)
+    assert collectives.overlap(ops, during, "reducescatter") is None
+    assert collectives.backward_overlap(trace_file(tmp_path, issued)) == (
+        0,
+        [],
+    )  # no backward traced
 
 
 @pytest.mark.parametrize(

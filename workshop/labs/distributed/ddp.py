@@ -19,7 +19,7 @@ from torch.distributed.elastic.multiprocessing.errors import record
 from torch.nn.parallel import DistributedDataParallel
 
 from workshop.i18n import N_
-from workshop.labs.distributed import process_group, reference, run_ending, training
+from workshop.labs.distributed import instruments, process_group, training
 from workshop.labs.distributed.instruments import Instruments
 from workshop.labs.distributed.measurements import Run
 from workshop.labs.distributed.plans import BUCKET_CAP_MB
@@ -43,8 +43,7 @@ def train(args, rank: process_group.Rank, run: str) -> Run:
             # every replica takes the same step: its gradients are now the average of all ranks'
             opt.step()
             measure.loss(loss.item())
-    ref = reference.shared(args.steps, rank.world, rank.device)
-    return run_ending.whole_model_run(measure.record(), model, opt, ref, chunks=rank.world)
+    return instruments.whole_model_run(measure, model, chunks=rank.world)
 
 
 def run(args, rank: process_group.Rank) -> tuple[dict[str, Run], dict]:
@@ -58,7 +57,7 @@ OPTIONS = [process_group.runs_option("--runs", BUCKET_CAP_MB)]
 @record  # a rank's traceback goes into torchrun's failure summary
 def main() -> None:
     args = process_group.parse_args(N_("DDP demo of the MiniGPT (run under torchrun)"), OPTIONS)
-    run_ending.run_demos(args, {"ddp": run})
+    instruments.run_demos(args, {"ddp": run})
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import math
 
 from workshop.i18n import _
 from workshop.lab_api import LabContext
-from workshop.labs.distributed import collectives, flight_recorder, traces
+from workshop.labs.distributed import collectives, flight_recorder
 from workshop.labs.distributed.measurements import Measurements, RankRecord, Run
 from workshop.labs.distributed.pipeline_idle import Idle
 from workshop.minigpt import checkpoint
@@ -82,18 +82,10 @@ def check_strategy(
             run,
             data.tolerance,
         )
-    if data.strategy == "ddp":
-        _check_ddp(ctx, data)
-    elif data.strategy == "fsdp":
-        _check_fsdp(ctx, data, ddp)
-    elif data.strategy == "tp":
-        _check_tp(ctx, data)
-    else:
-        for name, run in data.runs.items():
-            _check_pipeline(ctx, name, run, data.world_size, data.device, idle[name])
+    STRATEGY_CHECKS[data.strategy](ctx, data, ddp, idle)
 
 
-def _check_ddp(ctx: LabContext, data: Measurements) -> None:
+def _check_ddp(ctx: LabContext, data: Measurements, _ddp, _idle) -> None:
     n, full = data.world_size, checkpoint_param_bytes()
     for name, run in data.runs.items():
         label, ranks = "ddp" if name == "ddp" else f"ddp/{name}", run.per_rank
@@ -128,10 +120,10 @@ def _check_ddp(ctx: LabContext, data: Measurements) -> None:
 
 
 def check_overlap(ctx: LabContext, label: str, default_buckets: bool, rank0: RankRecord) -> None:
-    """DDP's all-reduces against backward, in rank 0's trace (traces.overlap): with the default buckets the one
+    """DDP's all-reduces against backward, in rank 0's trace (collectives.overlap): with the default buckets the one
     all-reduce is issued by backward's last gradient, so no backward op runs after it; with small buckets the
     first is issued when backward has most of its ops still to run (MIN_SMALL_BUCKET_OVERLAP)."""
-    share = traces.overlap(rank0.backward_ops, rank0.issued_in_backward, "allreduce")
+    share = collectives.overlap(rank0.backward_ops, rank0.issued_in_backward, "allreduce")
     name = _("{label}: share of backward's ops run after its first all-reduce was issued").format(
         label=label
     )
@@ -154,7 +146,7 @@ def check_overlap(ctx: LabContext, label: str, default_buckets: bool, rank0: Ran
         )
 
 
-def _check_fsdp(ctx: LabContext, data: Measurements, ddp: Measurements | None) -> None:
+def _check_fsdp(ctx: LabContext, data: Measurements, ddp: Measurements | None, _idle) -> None:
     ranks, n, full = data.runs["fsdp"].per_rank, data.world_size, checkpoint_param_bytes()
     if n > 1:
         scattered = collectives.total(ranks[0].collectives, "reducescatter", "backward")[1]
@@ -192,7 +184,7 @@ def _check_fsdp(ctx: LabContext, data: Measurements, ddp: Measurements | None) -
             ctx.check_max(_("fsdp: CUDA peak memory per rank / DDP's"), peaks[0] / peaks[1], 1.0)
 
 
-def _check_tp(ctx: LabContext, data: Measurements) -> None:
+def _check_tp(ctx: LabContext, data: Measurements, _ddp, _idle) -> None:
     n, rank0 = data.world_size, data.runs["tp"].per_rank[0]
     ctx.check_equal(
         _("tp: lm_head weight rows on each rank (600 / N)"), data.lm_head_local_shape[0], 600 // n
@@ -211,39 +203,42 @@ def _check_tp(ctx: LabContext, data: Measurements) -> None:
     )
 
 
-def _check_pipeline(ctx: LabContext, name: str, run: Run, n: int, device: str, idle: Idle) -> None:
-    m, v = run.microbatches, run.stages_per_rank
-    wrong = [
-        (rank.rank, step, kind, count)
-        for rank in run.per_rank
-        for step, ivs in enumerate(rank.intervals)
-        for kind in "FB"
-        if (count := sum(iv[0] == kind for iv in ivs)) != m * v
-    ]
-    ctx.check_equal(
-        _("pp/{name}: (rank, step) with other than m={m} forwards/backwards per stage").format(
-            name=name, m=m
-        ),
-        wrong,
-        [],
-    )
-    sends = sum(collectives.total(r.collectives, "send")[0] for r in run.per_rank)
-    # looped placement: neighbouring stages on other ranks
-    expected = 2 * m * (n * v - 1) if n > 1 else 0
-    ctx.check_equal(
-        _("pp/{name}: sends per step, all ranks (2 m (stages - 1))").format(name=name),
-        sends,
-        expected,
-    )
-    check_pipeline_timing(ctx, name, run, device, idle)
-    biggest = max(r.held["params"] for r in run.per_rank)
-    ctx.check_max(
-        _(
-            "pp/{name}: largest per-rank parameter bytes / model's (1/N + embeddings or head)"
-        ).format(name=name),
-        biggest / checkpoint_param_bytes(),
-        1 / n + 0.2,
-    )
+def _check_pipeline(ctx: LabContext, data: Measurements, _ddp, idle: dict[str, Idle]) -> None:
+    """Each schedule's run: its chunks, its sends, its timing, its largest stage."""
+    n = data.world_size
+    for name, run in data.runs.items():
+        m, v = run.microbatches, run.stages_per_rank
+        wrong = [
+            (rank.rank, step, kind, count)
+            for rank in run.per_rank
+            for step, ivs in enumerate(rank.intervals)
+            for kind in "FB"
+            if (count := sum(iv[0] == kind for iv in ivs)) != m * v
+        ]
+        ctx.check_equal(
+            _("pp/{name}: (rank, step) with other than m={m} forwards/backwards per stage").format(
+                name=name, m=m
+            ),
+            wrong,
+            [],
+        )
+        sends = sum(collectives.total(r.collectives, "send")[0] for r in run.per_rank)
+        # looped placement: neighbouring stages on other ranks
+        expected = 2 * m * (n * v - 1) if n > 1 else 0
+        ctx.check_equal(
+            _("pp/{name}: sends per step, all ranks (2 m (stages - 1))").format(name=name),
+            sends,
+            expected,
+        )
+        check_pipeline_timing(ctx, name, run, data.device, idle[name])
+        biggest = max(r.held["params"] for r in run.per_rank)
+        ctx.check_max(
+            _(
+                "pp/{name}: largest per-rank parameter bytes / model's (1/N + embeddings or head)"
+            ).format(name=name),
+            biggest / checkpoint_param_bytes(),
+            1 / n + 0.2,
+        )
 
 
 def check_pipeline_timing(ctx: LabContext, name: str, run: Run, device: str, idle: Idle) -> None:
@@ -277,12 +272,16 @@ def check_pipeline_timing(ctx: LabContext, name: str, run: Run, device: str, idl
     )
 
 
+# Each strategy's own checks: (ctx, its data, DDP's data or None, the pipeline's idle per schedule)
+STRATEGY_CHECKS = {"ddp": _check_ddp, "fsdp": _check_fsdp, "tp": _check_tp, "pp": _check_pipeline}
+
+
 def check_hang(
-    ctx: LabContext, rc: int, seconds: float, timeout_s: float, hung: int, folder, dumps: bool
-):
+    ctx: LabContext, rc: int, seconds: float, timeout_s: float, hung: int, folder
+) -> dict:
     """The hung-rank demo: the job fails, soon after the process-group timeout, and (where this torch can dump
-    its Flight Recorder for the backend: `dumps`) the dumps name a collective the hung rank never entered.
-    Returns the ranks' states from the dumps."""
+    its Flight Recorder for the backend) the dumps name a collective the hung rank never entered. Returns what
+    the summary says of it: the ranks' states from the dumps, the collective the hung rank never entered."""
     ctx.check_equal(_("hang: torchrun exits non-zero when a rank stops answering"), rc != 0, True)
     # start-up and teardown take ~10-30 s on a busy 2-core machine; the default timeout would be 10-30 min
     ctx.check_max(
@@ -292,16 +291,27 @@ def check_hang(
         seconds,
         timeout_s + 90,
     )
-    if not dumps:
-        return []
-    states = flight_recorder.read(folder)
-    ctx.check_equal(
-        _("hang: Flight Recorder dumps with entries, one per rank"), len(states), ctx.n_procs
-    )
+    backend = "nccl" if ctx.device == "cuda" else "gloo"
+    dumps = flight_recorder.dump_function(backend) is not None
+    states = flight_recorder.read(folder) if dumps else []
     found = flight_recorder.stuck(states)
-    ctx.check_equal(
-        _("hang: ranks the dumps show missing from the collective the others waited in"),
-        found[2] if found else [],
-        [hung],
-    )
-    return states
+    if dumps:
+        ctx.check_equal(
+            _("hang: Flight Recorder dumps with entries, one per rank"), len(states), ctx.n_procs
+        )
+        ctx.check_equal(
+            _("hang: ranks the dumps show missing from the collective the others waited in"),
+            found[2] if found else [],
+            [hung],
+        )
+    return {
+        "rank": hung,
+        "rc": rc,
+        "seconds": seconds,
+        "timeout_s": timeout_s,
+        "states": states,
+        "stuck": found,
+        "why_no_dump": _("the ranks wrote none (see hang/log.txt)")
+        if dumps
+        else _("this torch has no Flight Recorder dump for {backend}").format(backend=backend),
+    }

@@ -12,8 +12,8 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from workshop.labs.distributed import pipeline_idle, traces
-from workshop.labs.distributed.collectives import CollectiveRow, bus_factor, total
+from workshop.labs.distributed import pipeline_idle
+from workshop.labs.distributed.collectives import CollectiveRow, bus_factor, overlap, total
 from workshop.labs.distributed.measurements import Measurements, Run
 from workshop.labs.distributed.pipeline_idle import Idle
 
@@ -70,8 +70,8 @@ class FigureRow:
         }
 
     def overlap(self, op_kind: str = "allreduce") -> float | None:
-        """traces.overlap of rank 0's traced backward."""
-        return traces.overlap(self.backward_ops, self.issued_in_backward, op_kind)
+        """collectives.overlap of rank 0's traced backward."""
+        return overlap(self.backward_ops, self.issued_in_backward, op_kind)
 
     def issued_early(self, op_kind: str = "allreduce") -> tuple[int, int]:
         """(collectives of this kind issued while backward still had ops to run, all those issued in it)."""

@@ -90,14 +90,21 @@ def read(folder: Path) -> list[RankState]:
         dumps.setdefault(
             int(path.name.removeprefix(WATCHDOG_PREFIX)), pickle.loads(path.read_bytes())
         )
-    states = []
-    for rank, data in sorted(dumps.items()):
-        entries = [e for e in data.get("entries", []) if "default_pg" in e.get("process_group", ())]
-        # the last recorded (record ids grow; sequence numbers restart with each new process group)
-        last = max(entries, key=lambda e: e.get("record_id", e["collective_seq_id"]), default=None)
-        if last is not None:
-            states.append(RankState(rank, last["collective_seq_id"], last["profiling_name"]))
-    return states
+    # each rank's last recorded entry on the default group (record ids grow; sequence numbers restart with each
+    # new process group)
+    last = {
+        rank: max(
+            (e for e in data.get("entries", []) if "default_pg" in e.get("process_group", ())),
+            key=lambda e: e.get("record_id", e["collective_seq_id"]),
+            default=None,
+        )
+        for rank, data in sorted(dumps.items())
+    }
+    return [
+        RankState(rank, e["collective_seq_id"], e["profiling_name"])
+        for rank, e in last.items()
+        if e is not None
+    ]
 
 
 def stuck(states: list[RankState]) -> tuple[int, str, list[int]] | None:

@@ -15,7 +15,7 @@ from torch.distributed.elastic.multiprocessing.errors import record
 from torch.distributed.fsdp import fully_shard
 
 from workshop.i18n import N_
-from workshop.labs.distributed import process_group, reference, run_ending, training
+from workshop.labs.distributed import instruments, process_group, training
 from workshop.labs.distributed.instruments import Instruments
 from workshop.labs.distributed.measurements import Run
 from workshop.minigpt.model import lm_loss
@@ -45,8 +45,7 @@ def train(args, rank: process_group.Rank) -> Run:
             loss.backward()
             opt.step()  # each rank steps its own shards: parameters, gradients and momentum are 1/N each
             measure.loss(loss.item())
-    ref = reference.shared(args.steps, rank.world, rank.device)
-    return run_ending.whole_model_run(measure.record(), model, opt, ref, chunks=rank.world)
+    return instruments.whole_model_run(measure, model, chunks=rank.world)
 
 
 def run(args, rank: process_group.Rank) -> tuple[dict[str, Run], dict]:
@@ -58,7 +57,7 @@ def main() -> None:
     args = process_group.parse_args(
         N_("FSDP2 (fully_shard) demo of the MiniGPT (run under torchrun)")
     )
-    run_ending.run_demos(args, {"fsdp": run})
+    instruments.run_demos(args, {"fsdp": run})
 
 
 if __name__ == "__main__":

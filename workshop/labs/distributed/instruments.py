@@ -4,21 +4,30 @@
         for s in measure.steps():
             ...  # one training step
             measure.loss(loss.item())
-    record = measure.record()
+    return whole_model_run(measure, model, chunks)
 
 - barriers: every step starts when every rank is there, so a step's time is the slowest rank's;
 - timing: each step from that barrier to the end of its work (the device synchronized), the median of the steps
   between the first (it also sets up) and the last (instrumented);
-- the last step's collectives, logged with their sizes and phases (collective_log.py), and profiled into a trace
-  (traces.py), from which their times and their overlap with backward are read;
+- the last step's collectives, logged with their sizes and phases, and profiled into a trace, from which
+  their times and their overlap with backward are read (collectives.py);
 - PyTorch's Flight Recorder, dumped when a step raises or torchrun stops the rank (flight_recorder.py);
 - an injected failure on --fail-rank at step 1 (--fail-mode raise or hang), to see what a job does then;
 - for a pipeline, each rank's forward and backward chunks, timed (PipelineTimeline).
+
+And what a training run ends with: this rank's record (what it measured, what it holds, how far it is from the
+reference), every rank's records gathered into the run's, and rank 0 writing the demo's measurements.json
+(measurements.py), which the lab reads back and checks.
+
+What a rank holds in memory: the local part of a (possibly sharded) tensor, the bytes of the storages behind
+its tensors, and a digest of its parameters that tells replicas apart.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import hashlib
 import statistics
 import time
 
@@ -26,11 +35,17 @@ import torch
 import torch.distributed as dist
 
 from workshop.i18n import _
-from workshop.labs.distributed import flight_recorder, traces
-from workshop.labs.distributed.collective_log import CollectiveLog
-from workshop.labs.distributed.measurements import Interval, RankRecord, timed_steps
+from workshop.labs.distributed import collectives, flight_recorder, process_group
+from workshop.labs.distributed.measurements import (
+    Interval,
+    Measurements,
+    RankRecord,
+    Run,
+    timed_steps,
+)
 from workshop.labs.distributed.process_group import Rank
-from workshop.labs.distributed.training import sync
+from workshop.labs.distributed.training import LR, ROWS, TOLERANCE, shared_reference, sync
+from workshop.minigpt.grammar import MAX_SENTENCE_LEN
 
 
 def inject_failure(args, rank: Rank, step: int) -> None:
@@ -54,14 +69,16 @@ def inject_failure(args, rank: Rank, step: int) -> None:
 
 class Instruments(contextlib.ExitStack):
     """The measurements, barriers, trace, Flight Recorder and fault injection of one training run (`run`: its
-    name, e.g. "ddp", "gpipe") of args.steps steps with optimizer `opt`. Its `with` block is an ExitStack's:
-    what it enters ends with the block, last in, first out."""
+    name, e.g. "ddp", "gpipe") of args.steps steps with optimizer `opt`; a pipeline's `stages` timed chunk by
+    chunk (PipelineTimeline). Its `with` block is an ExitStack's: what it enters ends with the block, last in,
+    first out."""
 
-    def __init__(self, args, rank: Rank, run: str, opt: torch.optim.Optimizer):
+    def __init__(self, args, rank: Rank, run: str, opt: torch.optim.Optimizer, stages=()):
         super().__init__()
         self.args, self.rank, self.opt = args, rank, opt
+        self.timeline = PipelineTimeline(rank.device, stages) if stages else None
         self.trace = f"trace_{run}_rank{rank.rank}.json.gz"
-        self.log = CollectiveLog()
+        self.log = collectives.CollectiveLog()
         self.losses: list[float | None] = []
         self.times: list[float] = []
 
@@ -88,6 +105,8 @@ class Instruments(contextlib.ExitStack):
             dist.barrier()
             with self._instrumented() if s == last else contextlib.nullcontext():
                 start = time.perf_counter()
+                if self.timeline:
+                    self.timeline.begin_step()
                 yield s
                 sync(self.rank.device)
                 self.times.append(time.perf_counter() - start)
@@ -96,7 +115,7 @@ class Instruments(contextlib.ExitStack):
     def _instrumented(self):
         handles = self.log.watch(self.opt)
         try:
-            with traces.profiled(self.args.out / self.trace, self.rank.device), self.log:
+            with collectives.profiled(self.args.out / self.trace, self.rank.device), self.log:
                 yield
         finally:
             for handle in handles:
@@ -106,22 +125,46 @@ class Instruments(contextlib.ExitStack):
         """This step's loss on this rank (None where the rank computes none: a pipeline's first stage)."""
         self.losses.append(value)
 
-    def record(self) -> RankRecord:
-        """This rank's record of the run, to be completed by run_ending.py."""
-        path, device = self.args.out / self.trace, self.rank.device
-        backward_ops, issued_in_backward = traces.backward_overlap(path)
+    def record(
+        self, params: list[torch.Tensor], named: dict[str, torch.Tensor], chunks: int
+    ) -> RankRecord:
+        """This rank's record of the run: what it measured, the bytes it holds (`params`: its parameters as it
+        keeps them, sharded or not) and its distance from the one-process reference of the same steps of `chunks`
+        chunks (`named`: name -> the whole parameter, as the reference has it): its parameters' largest error
+        against the reference's, and their digest. Every rank calls it at the same point, after its training."""
+        path, device, timeline = self.args.out / self.trace, self.rank.device, self.timeline
+        reference = shared_reference(self.args.steps, chunks, device)
+        backward_ops, issued_in_backward = collectives.backward_overlap(path)
+        errors = {n: (named[n] - reference.params[n]).abs().max().item() for n in named}
+        worst = max(errors, key=errors.get)
         return RankRecord(
             rank=self.rank.rank,
             losses=self.losses,
             step_time_s=statistics.median(timed_steps(self.times)),
             collectives=self.log.summary(),
-            held={},
-            params_digest="",
-            collective_seconds=traces.collective_seconds(path),
+            held=held(params, self.opt),
+            params_digest=digest(named),
+            collective_seconds=collectives.collective_seconds(path),
             backward_ops=backward_ops,
             issued_in_backward=issued_in_backward,
             trace=self.trace,
             cuda_peak_bytes=torch.cuda.max_memory_allocated(device) if device.type == "cuda" else 0,
+            reference_losses=reference.losses,
+            reference_compute_s=reference.compute_s,
+            reference_compute_cpu_s=reference.compute_cpu_s,
+            max_param_error=errors[worst],
+            worst_param=worst,
+            params_compared=len(named),
+            # a pipeline's: its chunks, the cost of one timestamp, the CPU seconds inside its chunks
+            **(
+                {}
+                if timeline is None
+                else {
+                    "intervals": timeline.steps,
+                    "timer_resolution_s": timeline.resolution(),
+                    "busy_cpu_s": timeline.cpu_s,
+                }
+            ),
         )
 
 
@@ -138,11 +181,13 @@ class PipelineTimeline:
     loaded machine does not stretch as it stretches wall time.
     """
 
-    def __init__(self, device: torch.device):
+    def __init__(self, device: torch.device, stages):
         self.device = device
         self.steps: list[list[Interval]] = []
         self.cpu_s: list[float] = []  # per step: CPU seconds inside its chunks
         self.t0 = 0.0
+        for stage in stages:
+            self.watch(stage)
 
     def begin_step(self) -> None:
         self.steps.append([])
@@ -171,3 +216,116 @@ class PipelineTimeline:
 
             # the schedule calls stage.<method>: the instance attribute wins
             setattr(stage, method, timed)
+
+
+def local(t: torch.Tensor) -> torch.Tensor:
+    """The part of a (possibly sharded) tensor that lives on this rank."""
+    return t.to_local() if hasattr(t, "to_local") else t
+
+
+def full(t: torch.Tensor) -> torch.Tensor:
+    """The whole tensor (a collective for a DTensor: every rank must call it)."""
+    return t.full_tensor() if hasattr(t, "full_tensor") else t
+
+
+def storage_bytes(tensors) -> int:
+    """Bytes of the distinct storages behind these tensors (a DTensor's: its local shard's), views counted once:
+    the memory they occupy on this rank, padding included."""
+    storages = {
+        storage.data_ptr(): storage.nbytes()
+        for t in tensors
+        if t is not None
+        for storage in (local(t).untyped_storage(),)
+    }
+    return sum(storages.values())
+
+
+def held(params: list[torch.Tensor], opt: torch.optim.Optimizer) -> dict[str, int]:
+    """Bytes this rank holds for parameters, gradients and optimizer state (SGD: momentum buffers)."""
+    state = [v for s in opt.state.values() for v in s.values() if isinstance(v, torch.Tensor)]
+    return {
+        "params": storage_bytes(params),
+        "grads": storage_bytes(p.grad for p in params),
+        "optimizer": storage_bytes(state),
+    }
+
+
+def digest(params: dict[str, torch.Tensor]) -> str:
+    """A hash of the tensors' names and bytes: two ranks holding the same replica have the same digest."""
+    h = hashlib.sha256()
+    for name in sorted(params):
+        h.update(name.encode())
+        h.update(
+            params[name].detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes()
+        )
+    return h.hexdigest()[:16]
+
+
+def gather(record: RankRecord) -> list[RankRecord]:
+    """Every rank's record, on every rank, in rank order."""
+    records = [None] * dist.get_world_size()
+    dist.all_gather_object(records, record)
+    return records
+
+
+def summary(records: list[RankRecord], losses: list[float], chunks: int, **pipeline) -> Run:
+    """One run's result from all ranks' records and the losses the run reports (one per step)."""
+    ref = records[0].reference_losses
+    return Run(
+        chunks=chunks,
+        losses=losses,
+        reference_losses=ref,
+        max_loss_error=max(abs(a - b) / abs(b) for a, b in zip(losses, ref, strict=True)),
+        max_param_error=max(r.max_param_error for r in records),
+        per_rank=records,
+        **pipeline,
+    )
+
+
+def whole_model_run(measure: Instruments, model, chunks: int) -> Run:
+    """DDP's, FSDP's and tensor parallel's run, measured by `measure`: every rank holds (a part of) the whole
+    model and computes a loss; the run's loss is the ranks' mean (each rank's chunk of the batch; tensor
+    parallel: all the same)."""
+    # full() all-gathers a sharded parameter: every rank must call it
+    named = {n: full(p.detach()) for n, p in model.named_parameters()}
+    records = gather(measure.record(list(model.parameters()), named, chunks))
+    losses = [sum(step) / len(step) for step in zip(*(r.losses for r in records), strict=True)]
+    return summary(records, losses, chunks)
+
+
+def write(args, rank: Rank, strategy: str, runs: dict[str, Run], **extra) -> None:
+    """Rank 0 writes measurements.json."""
+    if rank.rank != 0:
+        return
+    from torch.distributed import constants
+
+    defaults = {"gloo": constants.default_pg_timeout, "nccl": constants.default_pg_nccl_timeout}
+    Measurements(
+        strategy=strategy,
+        world_size=rank.world,
+        device=rank.device.type,
+        backend=rank.backend,
+        steps=args.steps,
+        rows_per_chunk=ROWS,
+        seq_len=MAX_SENTENCE_LEN - 1,  # every sentence padded to this (data.to_tensors)
+        lr=LR,
+        tolerance=TOLERANCE[rank.device.type],
+        torch=torch.__version__,
+        timeout_s=args.pg_timeout,
+        default_timeouts_s={k: v.total_seconds() if v else None for k, v in defaults.items()},
+        runs=runs,
+        **extra,
+    ).write(args.out)
+
+
+def run_demos(args, demos: dict, own_folders: bool = False) -> None:
+    """A demos' process: join the process group, run each demo (strategy -> its `run(args, rank)`, returning
+    its runs and the rest of its measurements); rank 0 writes each one's measurements.json in args.out, or in
+    args.out/<strategy> (`own_folders`: several demos in one launch); then leave."""
+    rank = process_group.join(args)
+    for strategy, run in demos.items():
+        out = args.out / strategy if own_folders else args.out
+        own = argparse.Namespace(**{**vars(args), "out": out})  # its traces and dumps go there too
+        runs, extra = run(own, rank)
+        write(own, rank, strategy, runs, **extra)
+    process_group.leave()

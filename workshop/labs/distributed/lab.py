@@ -19,7 +19,6 @@ from workshop.lab_api import LabContext
 from workshop.labs.distributed import (
     demo_checks,
     figure_rows,
-    flight_recorder,
     launch,
     pipeline_idle,
     plans,
@@ -161,22 +160,7 @@ def hang_demo(ctx: LabContext, launches: list[str]) -> dict | None:
     options = ["--fail-rank", str(hung), "--fail-mode", "hang", "--pg-timeout", str(HANG_TIMEOUT_S)]
     options += ["--steps", "2", "--runs", "ddp"]
     rc, seconds = torchrun(ctx, "hang", "ddp", out, options)
-    backend = "nccl" if ctx.device == "cuda" else "gloo"
-    supported = flight_recorder.dump_function(backend) is not None
-    states = demo_checks.check_hang(ctx, rc, seconds, HANG_TIMEOUT_S, hung, out, supported)
-    return {
-        "rank": hung,
-        "rc": rc,
-        "seconds": seconds,
-        "timeout_s": HANG_TIMEOUT_S,
-        "states": states,
-        "stuck": flight_recorder.stuck(states),
-        "why_no_dump": _("this torch has no Flight Recorder dump for {backend}").format(
-            backend=backend
-        )
-        if not supported
-        else _("the ranks wrote none (see hang/log.txt)"),
-    }
+    return demo_checks.check_hang(ctx, rc, seconds, HANG_TIMEOUT_S, hung, out)
 
 
 def grade_exercises(

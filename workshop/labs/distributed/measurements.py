@@ -1,5 +1,5 @@
 """What a demo measures and writes to measurements.json, as typed records: one per rank, one per training run,
-one per demo. The demo's processes fill them (instruments.py, run_ending.py), rank 0 writes them (asdict, only
+one per demo. The demo's processes fill them (instruments.py), rank 0 writes them (asdict, only
 there), and the lab reads them back (Measurements.read) to check and tabulate them.
 """
 

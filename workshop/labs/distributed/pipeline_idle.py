@@ -70,18 +70,17 @@ def waits(ranks: list[list[Interval]], p: int) -> list[float]:
 
 
 def analyse(run: Run, p: int) -> Idle:
-    per_rank_steps = [r.intervals for r in run.per_rank]  # [rank][step] -> intervals
-    steps = timed_steps(list(range(len(per_rank_steps[0]))))
-    fractions, spans, busy, durations, delays = [], [], [], [], []
-    for s in steps:
-        ranks = [r[s] for r in per_rank_steps]
-        length = span(ranks)[1]
-        busy_per_rank = [sum(iv[4] - iv[3] for iv in r) for r in ranks]
-        fractions.append(statistics.mean(1 - b / length for b in busy_per_rank))
-        spans.append(length)
-        busy.append(sum(busy_per_rank))
-        durations += [iv[4] - iv[3] for r in ranks for iv in r]
-        delays += waits(ranks, p)
+    steps = timed_steps(list(range(len(run.per_rank[0].intervals))))
+    by_step = [[r.intervals[s] for r in run.per_rank] for s in steps]  # [step][rank] -> intervals
+    spans = [span(ranks)[1] for ranks in by_step]
+    # [step][rank] -> seconds inside the rank's chunks
+    busy_per_rank = [[sum(iv[4] - iv[3] for iv in r) for r in ranks] for ranks in by_step]
+    fractions = [
+        statistics.mean(1 - b / length for b in busy)
+        for busy, length in zip(busy_per_rank, spans, strict=True)
+    ]
+    durations = [iv[4] - iv[3] for ranks in by_step for r in ranks for iv in r]
+    delays = [wait for ranks in by_step for wait in waits(ranks, p)]
     m, v = run.microbatches, run.stages_per_rank
     length = statistics.median(spans)
     resolution = max(r.timer_resolution_s for r in run.per_rank)
@@ -93,7 +92,7 @@ def analyse(run: Run, p: int) -> Idle:
         timer_margin=(2 * (2 * m * v) + 2) * resolution / length,
         # the machine's other work only adds time to a step: the fastest step is the closest to the work's own
         # cost (the reference it is compared with is taken the same way)
-        busy_s=min(busy),
+        busy_s=min(sum(busy) for busy in busy_per_rank),
         busy_cpu_s=min(sum(r.busy_cpu_s[s] for r in run.per_rank) for s in steps)
         if all(r.busy_cpu_s for r in run.per_rank)
         else 0.0,

@@ -9,16 +9,14 @@ interleaved 1F1B (two smaller stages per rank: a smaller bubble, more messages).
 
 from __future__ import annotations
 
-import dataclasses
-
 import torch
 import torch.nn as nn
 from torch.distributed import pipelining
 from torch.distributed.elastic.multiprocessing.errors import record
 
 from workshop.i18n import N_, _
-from workshop.labs.distributed import process_group, reference, run_ending, training
-from workshop.labs.distributed.instruments import Instruments, PipelineTimeline
+from workshop.labs.distributed import instruments, process_group, training
+from workshop.labs.distributed.instruments import Instruments
 from workshop.labs.distributed.measurements import RankRecord, Run
 from workshop.labs.distributed.plans import STAGES_PER_RANK, microbatches, pp_usable, schedules_for
 from workshop.minigpt.model import GPT, lm_loss
@@ -69,18 +67,15 @@ def train(args, rank: process_group.Rank, name: str) -> list[RankRecord]:
     cls, v = SCHEDULE_CLASSES[name], STAGES_PER_RANK[name]
     m = microbatches(rank.world)
     stages = build(training.load_model(rank.device), rank, name)
-    timeline = PipelineTimeline(rank.device)
-    for stage in stages:
-        timeline.watch(stage)
     schedule = cls(stages[0] if v == 1 else stages, m, loss_fn=lm_loss)
     params = [q for stage in stages for q in stage.submod.parameters()]
     opt = training.optimizer(params)
     # (steps, m, ROWS, T): the schedule splits dim 0 into micro-batches
     x, y = training.batches(args.steps, m, rank.device)
     first, last = rank.rank == 0, rank.rank == rank.world - 1
-    with Instruments(args, rank, name, opt) as measure:
+    # each stage's forward and backward chunks timed: the run's timeline
+    with Instruments(args, rank, name, opt, stages) as measure:
         for s in measure.steps():
-            timeline.begin_step()
             opt.zero_grad()
             losses = []  # the last stage's, one per micro-batch
             inputs = (x[s].flatten(0, 1),) if first else ()
@@ -93,15 +88,8 @@ def train(args, rank: process_group.Rank, name: str) -> list[RankRecord]:
                 schedule.step(*inputs, **targets)
             opt.step()  # the schedule averaged the micro-batches' gradients, as the reference its chunks' loss
             measure.loss(torch.stack(losses).mean().item() if last else None)
-    rank_record = dataclasses.replace(
-        measure.record(),
-        intervals=timeline.steps,
-        timer_resolution_s=timeline.resolution(),
-        busy_cpu_s=timeline.cpu_s,
-    )
     named = {n: q.detach() for stage in stages for n, q in stage.submod.named_parameters()}
-    ref = reference.shared(args.steps, microbatches(rank.world), rank.device)
-    return run_ending.gather(run_ending.complete(rank_record, params, named, opt, ref))
+    return instruments.gather(measure.record(params, named, m))
 
 
 def run(args, rank: process_group.Rank) -> tuple[dict[str, Run], dict]:
@@ -117,7 +105,7 @@ def run(args, rank: process_group.Rank) -> tuple[dict[str, Run], dict]:
             continue
         records = train(args, rank, name)
         losses = records[p - 1].losses  # the last stage computes the loss
-        runs[name] = run_ending.summary(
+        runs[name] = instruments.summary(
             records, losses, m, stages_per_rank=STAGES_PER_RANK[name], microbatches=m
         )
     return runs, {"skipped_schedules": skipped}
@@ -131,7 +119,7 @@ def main() -> None:
     args = process_group.parse_args(
         N_("Pipeline-parallel demo of the MiniGPT (run under torchrun)"), OPTIONS
     )
-    run_ending.run_demos(args, {"pp": run})
+    instruments.run_demos(args, {"pp": run})
 
 
 if __name__ == "__main__":

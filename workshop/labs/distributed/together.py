@@ -11,7 +11,7 @@ from __future__ import annotations
 from torch.distributed.elastic.multiprocessing.errors import record
 
 from workshop.i18n import N_
-from workshop.labs.distributed import ddp, fsdp, pp, process_group, run_ending, tp
+from workshop.labs.distributed import ddp, fsdp, instruments, pp, process_group, tp
 
 DEMOS = {"ddp": ddp.run, "fsdp": fsdp.run, "tp": tp.run, "pp": pp.run}
 
@@ -22,7 +22,7 @@ def main() -> None:
     args = process_group.parse_args(
         N_("Several demos of the MiniGPT in one launch (run under torchrun)"), options
     )
-    run_ending.run_demos(args, {s: DEMOS[s] for s in args.strategies}, own_folders=True)
+    instruments.run_demos(args, {s: DEMOS[s] for s in args.strategies}, own_folders=True)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from torch.distributed.tensor.parallel import (
 )
 
 from workshop.i18n import N_
-from workshop.labs.distributed import process_group, reference, run_ending, training
+from workshop.labs.distributed import instruments, process_group, training
 from workshop.labs.distributed.instruments import Instruments
 from workshop.labs.distributed.measurements import Run
 from workshop.labs.distributed.plans import tp_usable
@@ -64,9 +64,8 @@ def train(args, rank: process_group.Rank, model: GPT) -> Run:
                 # every block, and the LM head's)
                 loss.backward()
             opt.step()  # each rank steps its own slices, and its copy of the replicated parameters
-            measure.loss(run_ending.full(loss).item())
-    ref = reference.shared(args.steps, 1, rank.device)
-    return run_ending.whole_model_run(measure.record(), model, opt, ref, chunks=1)
+            measure.loss(instruments.full(loss).item())
+    return instruments.whole_model_run(measure, model, chunks=1)
 
 
 def run(args, rank: process_group.Rank) -> tuple[dict[str, Run], dict]:
@@ -76,13 +75,13 @@ def run(args, rank: process_group.Rank) -> tuple[dict[str, Run], dict]:
     mesh = init_device_mesh(rank.device.type, (rank.world,), mesh_dim_names=("tp",))
     model = parallelize(training.load_model(rank.device), mesh)
     runs = {"tp": train(args, rank, model)}
-    return runs, {"lm_head_local_shape": list(run_ending.local(model.lm_head.weight).shape)}
+    return runs, {"lm_head_local_shape": list(instruments.local(model.lm_head.weight).shape)}
 
 
 @record
 def main() -> None:
     args = process_group.parse_args(N_("Tensor-parallel demo of the MiniGPT (run under torchrun)"))
-    run_ending.run_demos(args, {"tp": run})
+    instruments.run_demos(args, {"tp": run})
 
 
 if __name__ == "__main__":

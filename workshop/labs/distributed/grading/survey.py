@@ -7,7 +7,7 @@ workspace), started from a template filled with their run's figures (`template`,
 - the four strategies (survey_strategies.py): each named in sentences of prose about it alone that say what each
   rank holds and what each collective carries, checked against that strategy's own facts; the tables do not
   count, the lab fills them in;
-- figures (survey_figures.py): every byte count, time, percentage and bandwidth in the text traces to the run's
+- figures (survey_text.py): every byte count, time, percentage and bandwidth in the text traces to the run's
   figures within the precision it is written with, and at least MIN_CITED of them are quoted in the prose.
 
 A survey may be written in English or in Spanish, whatever language the run speaks: the grader reads the
@@ -30,9 +30,14 @@ from workshop import i18n
 from workshop.i18n import _, templates
 from workshop.lab_api import LabContext
 from workshop.labs.distributed.figure_rows import FigureRow, read, rebuilt
-from workshop.labs.distributed.grading.survey_figures import cited, untraced
 from workshop.labs.distributed.grading.survey_strategies import strategy_problems
-from workshop.labs.distributed.grading.survey_text import language, shared_passages, words
+from workshop.labs.distributed.grading.survey_text import (
+    cited,
+    language,
+    shared_passages,
+    untraced,
+    words,
+)
 from workshop.learner import workspace
 
 REPO = Path(__file__).resolve().parents[4]
@@ -60,14 +65,6 @@ def model_answer(lang: str) -> Path:
     """The model answer in `lang` (survey/README.es.md), or the English source where it has no translation."""
     translated = MODEL_ANSWER.with_name(f"README.{lang}.md")
     return translated if lang != i18n.DEFAULT and translated.is_file() else MODEL_ANSWER
-
-
-def tables(figures: list[FigureRow], lang: str) -> str:
-    """A run's two tables in `lang`, as the summary and the starter show them (the model answer quotes them so)."""
-    return "\n".join(
-        templates.render(TEMPLATES, lang, {"figures": figures}, part)
-        for part in ("figures_table.md.j2", "communication_table.md.j2")
-    )
 
 
 def starter(figures: list[FigureRow], source: str = "", lang: str = i18n.DEFAULT) -> str:
