@@ -77,11 +77,12 @@ def cross_entropy_cases(batch: HeadBatch) -> list[Case]:
 
 def linear_cases(batch: HeadBatch) -> list[Case]:
     """Inputs: autograd's dL/dlogits (so a wrong cross-entropy cannot spoil this exercise), x and W."""
-    cases = []
-    for dtype in DTYPES:
-        t = leaves(batch, dtype)
-        want = autograd_forward_backward(t["x"], t["W"], t["b"], batch.targets)
-        args = (want["dlogits"], t["x"].detach(), t["W"].detach())
-        expected = {"dW": want["dW"], "db": want["db"], "dx": want["dx"]}
-        cases.append(Case(dtype_name(dtype), args, expected, facts(batch.targets, dtype)))
-    return cases
+    return [linear_case(batch, dtype) for dtype in DTYPES]
+
+
+def linear_case(batch: HeadBatch, dtype: torch.dtype) -> Case:
+    t = leaves(batch, dtype)
+    want = autograd_forward_backward(t["x"], t["W"], t["b"], batch.targets)
+    args = (want["dlogits"], t["x"].detach(), t["W"].detach())
+    expected = {output: want[output] for output in ("dW", "db", "dx")}
+    return Case(dtype_name(dtype), args, expected, facts(batch.targets, dtype))
