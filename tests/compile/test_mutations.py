@@ -111,19 +111,19 @@ def unsized_stores(mp, run, ctx):
         return found
 
     mp.setattr(generated_kernels, "call_arguments", zero_stores)
-    lab.check_generated_code(ctx, run.captures)
+    read_back(run, ctx)
 
 
 def log_softmax_explained(mp, run, ctx):
     """The picker takes the loss's _log_softmax kernel for the attention softmax."""
     mp.setattr(kernel_explanation, "PREFERRED", ("_log_softmax", "native_layer_norm"))
-    lab.check_generated_code(ctx, run.captures)
+    read_back(run, ctx)
 
 
 def no_intermediates(mp, run, ctx):
     """The unfused estimate finds no eager results (1.0x the fused traffic, and still "fusing pays")."""
-    mp.setattr(lab, "eager_results", lambda kernel, graphs: [])
-    lab.check_generated_code(ctx, run.captures)
+    mp.setattr(run_grading, "eager_results", lambda kernel, graphs: [])
+    read_back(run, ctx)
 
 
 def recompiles_counted(mp, run, ctx):
@@ -159,25 +159,25 @@ def item_captured(mp, run, ctx):
 def reuse_not_followed(mp, run, ctx):
     """`bufN = bufM; del bufM  # reuse` lines not followed: the softmax's in_out buffer has no size."""
     mp.setattr(generated_kernels, "ALIAS", re.compile(r"(?!)"))
-    lab.check_generated_code(ctx, run.captures)
+    read_back(run, ctx)
 
 
 def omp_for_missed(mp, run, ctx):
     """The loops under `#pragma omp for` are not found: no CPU launch grid."""
     mp.setattr(loops, "cpp_grid", lambda found: [])
-    lab.check_generated_code(ctx, run.captures)
+    read_back(run, ctx)
 
 
 def max_not_recognised(mp, run, ctx):
     """The max accumulator not recognised (a torch release renames max_propagate_nan)."""
     mp.setattr(loops, "REDUCE_CPP", {k: v for k, v in loops.REDUCE_CPP.items() if v != "max"})
-    lab.check_generated_code(ctx, run.captures)
+    read_back(run, ctx)
 
 
 def wrong_model_package(mp, run, ctx):
     """Source lines looked up under the wrong package: no kernel traces back to model.py."""
     mp.setattr(provenance, "MODEL_DIR", "workshop/no_such_package/")
-    lab.check_generated_code(ctx, run.captures)
+    read_back(run, ctx)
 
 
 def trace_not_started(mp, run, ctx):
@@ -252,7 +252,7 @@ def test_a_planted_bug_is_caught_by_the_labs_own_check(run, fresh_ctx, bug, chec
 def test_reading_the_snapshot_again_passes_without_a_bug(run, fresh_ctx):
     """The kept capture reads back with every check passing (the Dynamo sections' clean runs are the lab's own
     passing checks in compile/test_lab.py and grading/test_every_lab.py)."""
-    lab.check_generated_code(fresh_ctx, run.captures)
+    read_back(run, fresh_ctx)
     assert fresh_ctx.checks and failed(fresh_ctx) == []
 
 
@@ -260,9 +260,14 @@ def run_folder(run: TrainingRun, tmp_path) -> LabContext:
     """A run folder of the compiled training step, as the lab writes it for grading (no optimizer module)."""
     ctx = LabContext("compile", tmp_path / "run", RunOptions("cpu", 1, 0))
     ctx.out_dir.mkdir()
+    write_run_folder(run, ctx)
+    return ctx
+
+
+def write_run_folder(run: TrainingRun, ctx: LabContext) -> None:
+    """The files the lab writes for grading, into ctx's folder: code/, breaks.json, grading_facts.json."""
     for kind, code in run.captures["train"].code.items():
         ctx.write_text(f"code/train_{kind}.py", code)
-    kernels = lab.generated_kernels(run.captures)
     breaks = {
         "minigpt": {"graphs": 1, "graph_breaks": 0, "break_reasons": []},
         "item_in_forward": {"graphs": 2, "graph_breaks": 1, "break_reasons": []},
@@ -272,9 +277,14 @@ def run_folder(run: TrainingRun, tmp_path) -> LabContext:
         for h in ("static", "default")
     ]
     lab.write_breaks(ctx, breaks, counts)
-    unfused = lab.unfused_results(kernels, run.captures)
-    run_grading.write_facts(ctx, kernels, unfused, len(list(run.model.parameters())))
-    return ctx
+    run_grading.write_facts(ctx, run.captures, len(list(run.model.parameters())))
+
+
+def read_back(run: TrainingRun, ctx: LabContext) -> None:
+    """The lab's reading of its generated code: the run folder written, read back as a re-grade reads it
+    (run_grading.read_run), and its kernels checked (lab.check_generated_code)."""
+    write_run_folder(run, ctx)
+    lab.check_generated_code(ctx, run_grading.read_run(ctx.out_dir), run.captures)
 
 
 def graded_ctx(tmp_path, kernel_answer_source: str) -> LabContext:

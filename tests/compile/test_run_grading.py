@@ -13,7 +13,7 @@ from workshop.foundations.run_options import RunOptions
 from workshop.grading import workspace_init
 from workshop.lab_api import LabContext
 from workshop.labs.compile.bench import loop
-from workshop.labs.compile.generated_kernels import parse_kernels
+from workshop.labs.compile.capture import Capture
 from workshop.labs.compile.grading import run_grading
 from workshop.labs.compile.grading.exercises import ANSWERS, KERNEL
 from workshop.learner import sandbox
@@ -64,16 +64,19 @@ def run_folder(tmp_path) -> Path:
     kernel, a two-kernel optimizer module, breaks.json; then grading_facts.json."""
     ctx = lab_context(tmp_path / "run")
     code = {
-        "train_forward": (FIXTURES / "cpp_train_forward.txt").read_text(),
-        "train_backward": (FIXTURES / "cpp_softmax_backward.txt").read_text(),
-        "optimizer_inference": OPTIMIZER,
+        "train": {
+            "forward": (FIXTURES / "cpp_train_forward.txt").read_text(),
+            "backward": (FIXTURES / "cpp_softmax_backward.txt").read_text(),
+        },
+        "optimizer": {"inference": OPTIMIZER},
     }
-    kernels = []
-    for stem, text in code.items():
-        ctx.write_text(f"code/{stem}.py", text)
-        kernels += parse_kernels(text, run_grading.graph_of(stem))
+    for stage, modules in code.items():
+        for kind, text in modules.items():
+            ctx.write_text(f"code/{stage}_{kind}.py", text)
     ctx.write_json("breaks.json", BREAKS)
-    run_grading.write_facts(ctx, kernels, {}, parameters=62)
+    # saved code without the graphs it was compiled from: no source lines, no eager results
+    captures = {stage: Capture(code=modules) for stage, modules in code.items()}
+    run_grading.write_facts(ctx, captures, parameters=62)
     return ctx.out_dir
 
 

@@ -124,21 +124,17 @@ def head_slice(hidden: torch.Tensor, targets: torch.Tensor, W: torch.Tensor, b: 
 
 def gradcheck_autograd(head: HeadSlice) -> list[dict]:
     """autograd's gradient of the LM head's loss."""
-
-    def loss(x, W, b):
-        return autograd_head_loss(x, W, b, head.targets)
-
-    return gradchecks(AUTOGRAD, head_plans(loss, head))
+    return gradchecks(
+        AUTOGRAD, head_plans(lambda x, W, b: autograd_head_loss(x, W, b, head.targets), head)
+    )
 
 
 def gradcheck_linear(who: str, grads_of_linear, head: HeadSlice, G: torch.Tensor) -> list[dict]:
     """The hand linear layer's dL/dx, dL/dW, dL/db against finite differences of sum(G * (x W^T + b));
     G (R, 600). who: the exercise's name, the records' "gradient"."""
-
-    def loss(x, W, b):
-        return LinearByHand.apply(x, W, b, G, grads_of_linear)
-
-    return gradchecks(who, head_plans(loss, head))
+    return gradchecks(
+        who, head_plans(lambda x, W, b: LinearByHand.apply(x, W, b, G, grads_of_linear), head)
+    )
 
 
 def head_plans(loss, head: HeadSlice) -> list[tuple]:

@@ -191,12 +191,10 @@ def linear_chains(batch: HeadBatch) -> dict[str, str]:
     t = leaves(batch, torch.float32)
     # (M, C), a leaf of its own
     rows = t["x"].detach().reshape(-1, t["x"].shape[-1]).requires_grad_()
-    chains = {}
-    for x in (t["x"], rows):
-        chains[f"x {tuple(x.shape)}"] = chain_text(
-            F.linear(x, t["W"], t["b"]).grad_fn, {**t, "x": x}
-        )
-    return chains
+    return {
+        f"x {tuple(x.shape)}": chain_text(F.linear(x, t["W"], t["b"]).grad_fn, {**t, "x": x})
+        for x in (t["x"], rows)
+    }
 
 
 def check_trace(ctx: LabContext, batch: HeadBatch, decayed: GraphCase) -> dict:

@@ -49,13 +49,17 @@ def max_abs_error(got, want: torch.Tensor) -> float:
 def precision_row(path: str, tf32_on: bool, got: dict, reference: dict) -> dict:
     """One float32 computation of the head's gradients measured against float64 autograd (or HAND_VS_AUTOGRAD:
     the two float32 results against each other), as result.json keeps it."""
+    scale = {name: float(reference[name].abs().max()) for name in OUTPUTS}
     return {
         "path": path,  # HAND, AUTOGRAD, or HAND_VS_AUTOGRAD
         "tf32": tf32_on,
-        # gradient name -> max |g - reference| / max |reference|
-        "relative_error": errors(got, reference),
+        # gradient name -> max |g - reference| / max |reference|, in float64 (the more precise dtype)
+        "relative_error": {
+            name: max_abs_error(got[name], reference[name].to(torch.float64)) / scale[name]
+            for name in OUTPUTS
+        },
         # gradient name -> max |reference|: relative_error's denominator
-        "reference_largest": largest(reference),
+        "reference_largest": scale,
     }
 
 
@@ -78,19 +82,6 @@ def float32_against_float64(
         if enabled in hand:
             rows.append(precision_row(HAND_VS_AUTOGRAD, enabled, hand[enabled], auto))
     return rows
-
-
-def errors(got: dict, reference: dict) -> dict[str, float]:
-    """name -> max |got - reference| / max |reference|, in float64 (the more precise dtype)."""
-    scale = largest(reference)
-    return {
-        name: max_abs_error(got[name], reference[name].to(torch.float64)) / scale[name]
-        for name in OUTPUTS
-    }
-
-
-def largest(reference: dict) -> dict[str, float]:
-    return {name: float(reference[name].abs().max()) for name in OUTPUTS}
 
 
 def tf32_effect(rows: list[dict], gradient: str = "dW") -> dict | None:

@@ -19,6 +19,7 @@ import functools
 import math
 import re
 from dataclasses import asdict, dataclass, field
+from itertools import takewhile
 
 import torch
 
@@ -145,14 +146,9 @@ def kernel_source(code: str, start: int) -> str:
 
 def comment_block_before(code: str, start: int) -> str:
     """The run of `#` comment lines (blank lines allowed) right above position start."""
-    lines = code[:start].splitlines()
-    block = []
-    for line in reversed(lines):
-        if line.strip().startswith("#"):
-            block.append(line)
-        elif line.strip():
-            break
-    return "\n".join(reversed(block))
+    above = reversed(code[:start].splitlines())  # nearest line first
+    block = takewhile(lambda line: not line.strip() or line.strip().startswith("#"), above)
+    return "\n".join(reversed([line for line in block if line.strip()]))
 
 
 @functools.cache

@@ -22,16 +22,8 @@ from workshop.labs.compile.breaks import (
     explain_breaks,
 )
 from workshop.labs.compile.capture import Capture, compile_and_capture
-from workshop.labs.compile.generated_kernels import GeneratedKernel, parse_kernels
 from workshop.labs.compile.grading import run_grading
-from workshop.labs.compile.kernel_explanation import (
-    check_explanation,
-    check_holds,
-    eager_results,
-    explain,
-    pick_kernel,
-)
-from workshop.labs.compile.provenance import attach_source_lines
+from workshop.labs.compile.kernel_explanation import check_explanation, check_holds, pick_kernel
 from workshop.labs.compile.timing import (
     FORWARD,
     TRAINING_STEP,
@@ -82,11 +74,10 @@ def run(ctx: LabContext) -> None:
     ctx.step(_("compiling the training step and the forward"), 3, PARTS)
     train_step, forward, captures = compile_everything(ctx, model, opt_e, xb, yb)
     ctx.step(_("reading the generated code"), 4, PARTS)
-    kernels = check_generated_code(ctx, captures)
     write_breaks(ctx, breaks, recompiles)
-    parameters = len(list(model.parameters()))
-    run_grading.write_facts(ctx, kernels, unfused_results(kernels, captures), parameters)
+    run_grading.write_facts(ctx, captures, len(list(model.parameters())))
     graded_run = run_grading.read_run(ctx.out_dir)  # what a re-grade reads: the files just written
+    check_generated_code(ctx, graded_run, captures)
     revealed = run_grading.grade(ctx, graded_run)
     shown = run_grading.write_revealed(ctx, graded_run, revealed)
     ctx.step(_("timing eager against compiled"), 5, PARTS)
@@ -94,7 +85,9 @@ def run(ctx: LabContext) -> None:
     ctx.step(_("the compile trace's report (tlparse)"), 6, PARTS)
     report = trace_report.tlparse_report(ctx, captures)
     write_outputs(ctx, captures, timing)
-    render_summary(ctx, captures, kernels, shown, revealed, breaks, recompiles, timing, report)
+    render_summary(
+        ctx, captures, graded_run.kernels, shown, revealed, breaks, recompiles, timing, report
+    )
 
 
 def check_graph_breaks(ctx: LabContext, model, xb, yb) -> dict[str, dict]:
@@ -235,50 +228,23 @@ def check_training_step(ctx: LabContext, loss_c, loss_e, twin, model) -> None:
     )
 
 
-def check_generated_code(ctx: LabContext, captures: dict[str, Capture]) -> list[GeneratedKernel]:
-    """Read every kernel back from the generated code and check what was read: every module has kernels, the
-    forward's trace to the model's lines, and the training forward's softmax kernel, explained, agrees with
-    the model's shapes (kernel_explanation.check_explanation)."""
-    kernels = generated_kernels(captures)
+def check_generated_code(ctx: LabContext, run: run_grading.RunFiles, captures: dict[str, Capture]):
+    """Check the kernels read back from the run's generated code (run_grading.read_run, as a re-grade reads
+    them): every module the compiles produced has kernels, the forward's trace to the model's lines, and the
+    training forward's softmax kernel, explained, agrees with the model's shapes
+    (kernel_explanation.check_explanation)."""
     ctx.check_equal(
         _("generated modules with kernels parsed from them"),
-        sorted({k.graph for k in kernels}),
+        sorted({k.graph for k in run.kernels}),
         sorted(f"{stage}/{kind}" for stage, cap in captures.items() for kind in cap.code),
     )
-    train_forward = [k for k in kernels if k.graph == "train/forward"]
-    picked = pick_kernel(train_forward)
-    explained = explain(picked, ctx.device, eager_results(picked, captures["train"].aot["forward"]))
-    check_explanation(ctx, explained)
+    train_forward = run.graph("train/forward")
+    check_explanation(ctx, run.explain(pick_kernel(train_forward)))
     ctx.check_min(
         _("fraction of training-forward kernels traced to a MiniGPT source line"),
         sum(bool(k.source_lines) for k in train_forward) / max(len(train_forward), 1),
         0.75,  # every one is, on the CPU and on an H200
     )
-    return kernels
-
-
-def generated_kernels(captures: dict[str, Capture]) -> list[GeneratedKernel]:
-    """Every generated kernel, with its ops and MiniGPT source lines."""
-    kernels = []
-    for stage, cap in captures.items():
-        for kind, code in cap.code.items():
-            found = parse_kernels(code, f"{stage}/{kind}")
-            attach_source_lines(found, cap.dynamo, cap.aot.get(kind.split("_")[0], []))
-            kernels += found
-    return kernels
-
-
-def unfused_results(
-    kernels: list[GeneratedKernel], captures: dict[str, Capture]
-) -> dict[str, list[dict]]:
-    """The eager results each training kernel replaces, by "graph/kernel", sized by AOTAutograd's graph: kept
-    in grading_facts.json, since an explanation written from the run's files needs them and the graphs are gone."""
-    aot = captures["train"].aot
-    return {
-        f"{k.graph}/{k.name}": eager_results(k, aot.get(k.graph.split("/")[1], []))
-        for k in kernels
-        if k.graph in run_grading.EXPLAINED
-    }
 
 
 def eager_vs_compiled(

@@ -119,22 +119,21 @@ def cpp_grid(loops: list[Loop]) -> list[int | None]:
 
 
 def record_access(loop: Loop, line: str) -> None:
-    for ptr in re.findall(rf"(?:loadu|from)\(({POINTER})|= ({POINTER})\[", line):
-        name = ptr[0] or ptr[1]
-        if name not in loop.loads:
-            loop.loads.append(name)
-    for ptr in re.findall(rf"\.store\(({POINTER})|^({POINTER})\[[^\]]*\]\s*=", line):
-        name = ptr[0] or ptr[1]
-        if name not in loop.stores:
-            loop.stores.append(name)
+    """Add to the loop's loads, stores and reduces what one line of its body loads, stores and accumulates, each
+    name once, in the order first met."""
+    loads = [a or b for a, b in re.findall(rf"(?:loadu|from)\(({POINTER})|= ({POINTER})\[", line)]
+    stores = [
+        a or b for a, b in re.findall(rf"\.store\(({POINTER})|^({POINTER})\[[^\]]*\]\s*=", line)
+    ]
+    reduces = []
     if acc := re.match(r"(tmp_acc\d+)(?:_vec)?\s*=\s*(.*)", line):
         kind = next(
             (k for fn, k in REDUCE_CPP.items() if fn != "+" and fn in acc[2]),
             "sum" if "+" in acc[2] else "reduce",
         )
-        entry = f"{kind} into {acc[1]}"
-        if entry not in loop.reduces:
-            loop.reduces.append(entry)
+        reduces = [f"{kind} into {acc[1]}"]
+    for seen, found in ((loop.loads, loads), (loop.stores, stores), (loop.reduces, reduces)):
+        seen.extend(name for name in dict.fromkeys(found) if name not in seen)
 
 
 def triton_layout(source: str) -> dict:

@@ -65,10 +65,10 @@ def compare(
     TRAINING_STEP, English there, translated where shown)."""
     for _warm in range(warmup):
         eager(), compiled()
-    e, c = [], []
-    for _rep in range(repeats):
-        e.append(timed(eager, device))
-        c.append(timed(compiled, device))
+    # (eager's seconds, compiled's) per repeat, one after the other
+    e, c = zip(
+        *[(timed(eager, device), timed(compiled, device)) for _rep in range(repeats)], strict=True
+    )
     eager_ms, compiled_ms = 1e3 * statistics.median(e), 1e3 * statistics.median(c)
     return {
         "what": what,

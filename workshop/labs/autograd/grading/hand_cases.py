@@ -64,24 +64,25 @@ def cross_entropy_case(label: str, logits: torch.Tensor, targets: torch.Tensor) 
 
 
 def cross_entropy_cases(batch: HeadBatch) -> list[Case]:
-    cases = []
-    for dtype in DTYPES:
-        t = leaves(batch, dtype)
-        with torch.no_grad():
-            logits = F.linear(t["x"], t["W"], t["b"])  # (B, T, V)
-        cases.append(cross_entropy_case(dtype_name(dtype), logits, batch.targets))
-    big = cases[0].args[0] + LOGIT_SHIFT
-    cases.append(cross_entropy_case(f"float32, logits + {LOGIT_SHIFT:.0f}", big, batch.targets))
-    return cases
+    with (
+        torch.no_grad()
+    ):  # dtype -> the head's logits (B, T, V), F.linear(x, W, b) on leaves in that dtype
+        logits = {dtype: F.linear(*leaves(batch, dtype).values()) for dtype in DTYPES}
+    big = logits[torch.float32] + LOGIT_SHIFT
+    return [
+        *(cross_entropy_case(dtype_name(dtype), z, batch.targets) for dtype, z in logits.items()),
+        cross_entropy_case(f"float32, logits + {LOGIT_SHIFT:.0f}", big, batch.targets),
+    ]
 
 
 def linear_cases(batch: HeadBatch) -> list[Case]:
     """Inputs: autograd's dL/dlogits (so a wrong cross-entropy cannot spoil this exercise), x and W."""
-    cases = []
-    for dtype in DTYPES:
-        t = leaves(batch, dtype)
-        want = autograd_forward_backward(t["x"], t["W"], t["b"], batch.targets)
-        args = (want["dlogits"], t["x"].detach(), t["W"].detach())
-        expected = {"dW": want["dW"], "db": want["db"], "dx": want["dx"]}
-        cases.append(Case(dtype_name(dtype), args, expected, facts(batch.targets, dtype)))
-    return cases
+    return [linear_case(batch, dtype) for dtype in DTYPES]
+
+
+def linear_case(batch: HeadBatch, dtype: torch.dtype) -> Case:
+    t = leaves(batch, dtype)
+    want = autograd_forward_backward(t["x"], t["W"], t["b"], batch.targets)
+    args = (want["dlogits"], t["x"].detach(), t["W"].detach())
+    expected = {output: want[output] for output in ("dW", "db", "dx")}
+    return Case(dtype_name(dtype), args, expected, facts(batch.targets, dtype))

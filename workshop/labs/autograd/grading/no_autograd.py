@@ -112,27 +112,28 @@ class RecordingMode(TorchDispatchMode):
         # __torch_dispatch__ is wrapped in torch._disable_dynamo, whose first call imports torch._dynamo: 3.5 s.
         return False
 
-    def __init__(self, watch: Watch):
+    def __init__(self, saw):
         super().__init__()
-        self.watch = watch
+        self.saw = saw  # saw(rule, name): the watch's record of one sighting
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if torch.is_grad_enabled() and any(
             isinstance(a, torch.Tensor) and a.requires_grad for a in tree_leaves((args, kwargs))
         ):
-            self.watch.saw("requires_grad", str(func))
+            self.saw("requires_grad", str(func))
         return func(*args, **kwargs)
 
 
-_watching: list[Watch] = []  # the watches open now, told of process events by the audit hook
+# The watches open now (each one's saw(rule, name)), told of process events by the audit hook
+_watching: list = []
 _audit_hook_added = False
 
 
 def _on_audit(event: str, args) -> None:
     if event in PROCESS_EVENTS:
-        for watch in _watching:
-            watch.saw("process", event)
+        for saw in _watching:
+            saw("process", event)
 
 
 def children() -> set[int]:
@@ -150,61 +151,45 @@ def children_cpu_s() -> float:
     return times.children_user + times.children_system
 
 
-class Watch:
-    """`with Watch(rules) as watch:` run code; watch.seen then says which of `rules` it broke, with examples.
-
-    A Watch may be entered several times (one exercise run on several inputs): what it sees adds up."""
-
-    def __init__(self, rules=HAND_RULES):
-        self.rules = tuple(rules)
-        self.seen: dict[str, dict] = {}  # rule -> {"count": n, "examples": [up to EXAMPLES names]}
-        self._stack: contextlib.ExitStack | None = None
-
-    def saw(self, rule: str, name: str) -> None:
-        if rule in self.rules:
-            add_seen(self.seen, {rule: {"count": 1, "examples": [name]}})
-
-    def __enter__(self) -> Watch:
-        global _audit_hook_added
-        if (
-            not _audit_hook_added
-        ):  # an audit hook stays for the process's life: one, shared by all watches
-            sys.addaudithook(_on_audit)
-            _audit_hook_added = True
-        self._before = children(), children_cpu_s()
-        with contextlib.ExitStack() as stack:
-            stack.callback(_watching.remove, self)
-            _watching.append(self)
-            config = _ExperimentalConfig(profile_all_threads=True)
-            self._profile = stack.enter_context(
-                torch.autograd.profiler.profile(use_cpu=True, experimental_config=config)
-            )
-            if "requires_grad" in self.rules:
-                stack.enter_context(RecordingMode(self))
-            self._stack = stack.pop_all()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stack.close()
-        for event in self._profile.function_events:
-            rule = counted_rule(event)
-            if rule is not None:
-                self.saw(rule, event.name)
-        before, cpu_before = self._before
-        for pid in sorted(children() - before):
-            self.saw("process", f"pid {pid}")
-        if children_cpu_s() > cpu_before:
-            self.saw("process", "os.times(): children's CPU time")
-
-
 def watched_call(function, rules, *args):
-    """function(*args) under a Watch of `rules`: (its result, what the watch saw, as plain data).
+    """function(*args) under a watch of `rules`: (its result, which of `rules` it broke, with examples, as plain
+    data: {rule: {"count": n, "examples": [up to EXAMPLES names]}}).
 
     Shaped as a probe of the learner's worker (called as probe(learner_function, rules, *args)), so that the
-    watch runs where the learner's code runs and only wire values come back."""
-    with Watch(rules) as watch:
+    watch runs where the learner's code runs and only wire values come back. An error of the function stops the
+    watch (the profiler and the dispatch mode with it) and propagates."""
+    global _audit_hook_added
+    if (
+        not _audit_hook_added
+    ):  # an audit hook stays for the process's life: one, shared by all watches
+        sys.addaudithook(_on_audit)
+        _audit_hook_added = True
+    seen: dict[str, dict] = {}
+
+    def saw(rule: str, name: str) -> None:
+        if rule in rules:
+            add_seen(seen, {rule: {"count": 1, "examples": [name]}})
+
+    before, cpu_before = children(), children_cpu_s()
+    with contextlib.ExitStack() as stack:
+        stack.callback(_watching.remove, saw)
+        _watching.append(saw)
+        config = _ExperimentalConfig(profile_all_threads=True)
+        profile = stack.enter_context(
+            torch.autograd.profiler.profile(use_cpu=True, experimental_config=config)
+        )
+        if "requires_grad" in rules:
+            stack.enter_context(RecordingMode(saw))
         result = function(*args)
-    return result, watch.seen
+    for event in profile.function_events:
+        rule = counted_rule(event)
+        if rule is not None:
+            saw(rule, event.name)
+    for pid in sorted(children() - before):
+        saw("process", f"pid {pid}")
+    if children_cpu_s() > cpu_before:
+        saw("process", "os.times(): children's CPU time")
+    return result, seen
 
 
 def add_seen(total: dict, seen: dict) -> dict:
@@ -219,7 +204,7 @@ def add_seen(total: dict, seen: dict) -> dict:
 
 
 def forbidden(rules: tuple[str, ...]):
-    """The engine's rule for an exercise whose cases ran under a Watch of `rules` (its call probe returns
+    """The engine's rule for an exercise whose cases ran under a watch of `rules` (watched_call) (its call probe returns
     what the watch saw): one check per thing "no autograd" forbids (FORBIDDEN), over every case."""
 
     def check(ctx, ex, impl, graded) -> None:

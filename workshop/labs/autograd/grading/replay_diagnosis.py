@@ -11,7 +11,7 @@ index, their names) or the parts that meet at fan-in (`parts`: leaf -> {source: 
 from __future__ import annotations
 
 from workshop.declarations.diagnosis import Diagnosis, Evidence
-from workshop.i18n import N_
+from workshop.i18n import N_, _
 
 # Stands in the learner's order for an entry that is no node of the graph (order_indices: -1).
 NOT_A_NODE = "<not a node of this graph>"
@@ -19,9 +19,7 @@ NOT_A_NODE = "<not a node of this graph>"
 
 def learners_order(e: Evidence) -> list:
     """The learner's order (positions in walk(root), from the worker) as the lab's own nodes."""
-    from workshop.labs.autograd.graph_walk import walk
-
-    nodes = walk(e.facts["graph_case"].root)
+    nodes = e.facts["graph_case"].nodes
     return [nodes[i] if 0 <= i < len(nodes) else NOT_A_NODE for i in e.got]
 
 
@@ -38,20 +36,17 @@ def compare_order(e: Evidence) -> tuple:
 
 
 def missing_nodes(e: Evidence) -> dict | None:
-    from workshop.labs.autograd.graph_walk import walk
-
     case, order = e.facts["graph_case"], learners_order(e)
-    nodes = walk(case.root)
-    missing = [case.node_name(n) for n in nodes if n not in order]
+    missing = [case.node_name(n) for n in case.nodes if n not in order]
     return (
-        {"k": len(missing), "n": len(nodes), "names": ", ".join(missing[:3])} if missing else None
+        {"k": len(missing), "n": len(case.nodes), "names": ", ".join(missing[:3])}
+        if missing
+        else None
     )
 
 
 def wrong_count(e: Evidence) -> dict | None:
-    from workshop.labs.autograd.graph_walk import walk
-
-    order, n = learners_order(e), len(walk(e.facts["graph_case"].root))
+    order, n = learners_order(e), len(e.facts["graph_case"].nodes)
     return {"k": len(order), "n": n} if len(order) != n else None
 
 
@@ -155,7 +150,6 @@ def wrong_shape(e: Evidence) -> dict | None:
 
 def one_part_only(e: Evidence) -> dict | None:
     """The gradient equals one of the gradients that meet at the leaf (fan-in): the others were overwritten."""
-    from workshop.i18n import _
     from workshop.labs.autograd.precision import error_bound, max_abs_error
 
     parts = e.facts["parts"].get(e.output, {})

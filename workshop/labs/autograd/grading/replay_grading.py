@@ -43,6 +43,9 @@ class GraphCase:
     loss: torch.Tensor  # () its graph retained, ready to be replayed
     leaves: dict[str, torch.Tensor]  # "x", "W", "b"
     real_order: list[Node]  # the nodes in the order .backward() ran them
+    nodes: list[
+        Node
+    ]  # walk(root): every node once, root first; an order crosses the wire as positions in it
     expected: dict[str, torch.Tensor]  # .backward()'s leaf gradients
     # what a worker rebuilds the same graph from (order_indices, leaf_grads):
     # (hidden, targets, W, b), the weight decay
@@ -100,7 +103,8 @@ def graph_cases(batch: HeadBatch) -> list[GraphCase]:
             expected = {name: leaf.grad for name, leaf in t.items()}
             for leaf in t.values():
                 leaf.grad = None
-            cases.append(GraphCase(graph, dtype, loss, t, real, expected, inputs, decay))
+            nodes = walk(loss.grad_fn)
+            cases.append(GraphCase(graph, dtype, loss, t, real, nodes, expected, inputs, decay))
         head, decayed = cases[-2:]
         decayed.parts["W"] = {
             N_("the LM head's (through TBackward0)"): head.expected["W"],
@@ -165,7 +169,7 @@ def wire_value(g):
 
 def engine_positions(case: GraphCase) -> list[int]:
     """The order .backward() ran the nodes in, as positions in walk(root): how an order crosses the wire."""
-    ids = {node: i for i, node in enumerate(walk(case.root))}
+    ids = {node: i for i, node in enumerate(case.nodes)}
     return [ids[n] for n in case.real_order]
 
 
@@ -242,7 +246,7 @@ def measure_facts(cases: list[GraphCase]) -> dict:
     head = next(c for c in cases if c.graph == HEAD and c.dtype == torch.float32)
     head64 = next(c for c in cases if c.graph == HEAD and c.dtype == torch.float64)
     decayed = next(c for c in cases if c.graph == DECAY)
-    nodes = walk(head.root)
+    nodes = head.nodes
     by_name = {type(n).__name__: n for n in nodes}
     addmm = by_name["AddmmBackward0"]
     # the gradient AddmmBackward0 takes: its output's shape and dtype
@@ -251,7 +255,7 @@ def measure_facts(cases: list[GraphCase]) -> dict:
     leaves_first = [head.node_name(n) for n in head.real_order if hasattr(n, "variable")]
     fan_in = [
         nxt
-        for node in walk(decayed.root)
+        for node in decayed.nodes
         for nxt, _nr in node.next_functions
         if nxt is not None and decayed.node_name(nxt) == "AccumulateGrad(W)"
     ]

@@ -40,12 +40,13 @@ from workshop.labs.compile.grading.kernel_fields import op_key
 from workshop.labs.compile.kernel_explanation import (
     WORKED_EXAMPLE,
     KernelExplanation,
+    eager_results,
     explain,
     pick_kernel,
 )
 from workshop.labs.compile.kernel_explanation import render as render_explanations
 from workshop.labs.compile.loops import kernel_structure
-from workshop.labs.compile.provenance import SHAPE_ONLY
+from workshop.labs.compile.provenance import SHAPE_ONLY, attach_source_lines
 
 FACTS_FILE = "grading_facts.json"
 BREAKS_FILE = "breaks.json"
@@ -102,18 +103,29 @@ def graded_files(folder: Path) -> list[Path]:
     return sorted((folder / CODE_DIR).glob("*.py")) + [folder / BREAKS_FILE]
 
 
-def write_facts(ctx: LabContext, kernels: list[GeneratedKernel], eager: dict, parameters: int):
-    """grading_facts.json, once code/ and breaks.json are written: what a later grading reads besides them."""
+def write_facts(ctx: LabContext, captures: dict, parameters: int):
+    """grading_facts.json, once code/ and breaks.json are written: what a later grading reads besides them, from
+    the graphs the compiles made (gone by then): each kernel's MiniGPT source lines, and the eager results each
+    training kernel replaces, sized by AOTAutograd's graph (an explanation written from the run's files needs
+    them). captures: stage -> capture.Capture (not imported here: it imports Inductor, which a re-grade never
+    needs)."""
     folder = ctx.out_dir
+    lines, eager = {}, {}
+    for stage, cap in captures.items():
+        for kind, code in cap.code.items():
+            graph, aot = f"{stage}/{kind}", cap.aot.get(kind.split("_")[0], [])
+            kernels = parse_kernels(code, graph)
+            attach_source_lines(kernels, cap.dynamo, aot)
+            for k in kernels:
+                lines[f"{graph}/{k.name}"] = {"lines": k.source_lines, "from": k.lines_from}
+                if graph in EXPLAINED:
+                    eager[f"{graph}/{k.name}"] = eager_results(k, aot)
     ctx.write_json(
         FACTS_FILE,
         {
             "device": ctx.device,
             "parameter_tensors": parameters,
-            "source_lines": {
-                f"{k.graph}/{k.name}": {"lines": k.source_lines, "from": k.lines_from}
-                for k in kernels
-            },
+            "source_lines": lines,
             "eager_results": eager,
             "digests": {str(p.relative_to(folder)): digest(p) for p in graded_files(folder)},
         },
