@@ -140,10 +140,8 @@ SHOWN_FAILURES = 10
 
 @contextlib.contextmanager
 def screen(run_dir: Path, names: list[str]):
-    """Yields the run's LabScreen; on a terminal with a live line of the running lab's progress."""
-    if not console.is_terminal:
-        yield LabScreen(run_dir, names)
-        return
+    """Yields the run's LabScreen; on a terminal with a live line of the running lab's progress (elsewhere the
+    progress is kept, never drawn: disable)."""
     with Progress(
         SpinnerColumn(),
         TextColumn("[bold]{task.fields[lab]}"),
@@ -153,6 +151,7 @@ def screen(run_dir: Path, names: list[str]):
         TimeElapsedColumn(),
         console=console,
         transient=True,
+        disable=not console.is_terminal,
     ) as live:
         yield LabScreen(run_dir, names, live)
 
@@ -164,7 +163,7 @@ class LabScreen:
     lab's last step (LabContext.step). Every line of the lab's output goes to its log.txt (harness.runner), its
     passing checks too; none of it reaches the screen."""
 
-    def __init__(self, run_dir: Path, names: list[str], live: Progress | None = None):
+    def __init__(self, run_dir: Path, names: list[str], live: Progress):
         self.run_dir, self.names, self.live = run_dir, names, live
         self.task = None
         # lines of the running lab's output that are not its own: libraries' logs, warnings
@@ -179,13 +178,11 @@ class LabScreen:
             ),
             markup=False,
         )
-        if self.live:
-            self.task = self.live.add_task("", total=None, lab=lab, count="")
+        self.task = self.live.add_task("", total=None, lab=lab, count="")
 
     def ended(self, lab: str, status: dict, checks: list[dict]) -> None:
         """runner.run_labs's on_end: the lab's status and its checks, as its result.json has them."""
-        if self.live:
-            self.live.remove_task(self.task)
+        self.live.remove_task(self.task)
         failing = [c for c in checks if not c["passed"]]
         line = (
             ngettext(
@@ -231,14 +228,9 @@ class LabScreen:
         """runner.run_labs's on_line: a step moves the live line; a line not of the lab's own is counted."""
         if step := lab_log.read_step(line):
             what, done, total = step
-            if self.live:
-                self.live.update(
-                    self.task,
-                    description=what,
-                    completed=done,
-                    total=total,
-                    count=f"{done}/{total}",
-                )
+            self.live.update(
+                self.task, description=what, completed=done, total=total, count=f"{done}/{total}"
+            )
         elif not line.startswith(f"[{lab}]"):
             self.others += 1
 
