@@ -22,7 +22,7 @@ from workshop.cli.options import (
 from workshop.cli.runs import console
 from workshop.foundations import device, results
 from workshop.foundations.run_options import RunOptions
-from workshop.harness import retention, run_report
+from workshop.harness import retention
 from workshop.i18n import _, ngettext
 from workshop.learner.workspace import display
 
@@ -87,7 +87,7 @@ def cmd_report(args) -> int:
         runs.note_incomplete_runs(root)
     try:
         run_dir = results.resolve_run(args.run, root)
-        report, problems = run_report.write_report(run_dir, args.lang)
+        report, problems = runs.write_report(run_dir, args.lang)
     except (FileNotFoundError, results.CorruptFile) as e:
         raise fail(str(e)) from None
     console.print(_("wrote {file}").format(file=display(report)), markup=False)
