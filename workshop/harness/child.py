@@ -20,7 +20,6 @@ from workshop import i18n, labs
 from workshop.declarations.checks import all_passed, bound, outcome, written
 from workshop.foundations import atomic, interrupt, proctree
 from workshop.foundations.run_options import LabOrder, RunOptions
-from workshop.foundations.time_limit import lab_limit, ran_out_of_time
 from workshop.foundations.torch_import import import_torch
 from workshop.i18n import _
 from workshop.lab_api import WHY_MISSING, Check, LabContext
@@ -83,7 +82,7 @@ def run_lab_code(ctx: LabContext, time_limit: float | None) -> interrupt.Stopped
     spec = labs.get(ctx.name)
     expired: list[int] = []
     try:
-        with interrupt.raising_on_signals(), lab_limit(time_limit) as expired:
+        with interrupt.raising_on_signals(), interrupt.lab_limit(time_limit) as expired:
             if missing := spec.missing():
                 cannot_run_here(ctx, missing)
             elif against := ctx.options.against.get(ctx.name):
@@ -94,7 +93,7 @@ def run_lab_code(ctx: LabContext, time_limit: float | None) -> interrupt.Stopped
         if (
             expired
         ):  # the limit's exception came out as another one (a library's import it cut short)
-            stopped = interrupt.Stopped(expired[0], ran_out_of_time(time_limit))
+            stopped = interrupt.Stopped(expired[0], interrupt.ran_out_of_time(time_limit))
             ctx.checks.append(stopped_check(stopped.why))
             return stopped
         error = traceback.format_exc()

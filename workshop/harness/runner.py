@@ -31,7 +31,6 @@ from workshop.declarations import checks
 from workshop.foundations import interrupt, lab_log, proctree, results, worker_container
 from workshop.foundations.device import use_triton_interpreter
 from workshop.foundations.run_options import LabOrder, RunOptions
-from workshop.foundations.time_limit import ran_out_of_time
 from workshop.foundations.worker_process import OutputLog
 from workshop.harness.child import stopped_check, write_result
 from workshop.i18n import _
@@ -140,7 +139,7 @@ def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> tupl
                 child.proc.wait(limit + BACKSTOP_S if limit else None)
             except subprocess.TimeoutExpired:  # it could not stop itself (stuck outside Python)
                 child.stop()
-                why = ran_out_of_time(limit)
+                why = interrupt.ran_out_of_time(limit)
             except interrupt.Stopped as e:
                 with interrupt.ignoring_signals():
                     # the user's signal: the lab records SIGINT, not our SIGTERM
