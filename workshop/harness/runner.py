@@ -4,9 +4,9 @@ Why a process per lab: some settings only act before an import (TRITON_INTERPRET
 is imported), and compile caches live in a process and on disk; a fresh process with its own cache folders
 means no lab sees another's state.
 
-`run_labs` writes each lab's orders to <lab>/options.json (foundations.run_options.LabOrder) and starts
-`python -m workshop.harness.child <lab folder>` in a session of its own (so a Ctrl-C in the terminal reaches
-only the parent, which then stops the lab's whole process tree: see proctree.py), streams its output to
+`run_labs` writes each lab's options to <lab>/options.json (foundations.run_options, with the exercises to skip) and
+starts `python -m workshop.harness.child <lab folder> <lab>` in a session of its own (so a Ctrl-C in the terminal
+reaches only the parent, which then stops the lab's whole process tree: see proctree.py), streams its output to
 <lab>/log.txt and to the caller (which picks what the screen shows: cli.runs), enforces the lab's time limit,
 and records each lab in the manifest as soon as it ends. The child (harness.child) runs the lab and writes its
 result.json and summary.md.
@@ -14,6 +14,7 @@ result.json and summary.md.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import importlib.metadata
 import math
@@ -30,7 +31,7 @@ from workshop import labs
 from workshop.declarations import checks
 from workshop.foundations import interrupt, lab_log, proctree, results, worker_container
 from workshop.foundations.device import use_triton_interpreter
-from workshop.foundations.run_options import LabOrder, RunOptions
+from workshop.foundations.run_options import RunOptions
 from workshop.foundations.worker_process import OutputLog
 from workshop.harness.child import stopped_check, write_result
 from workshop.i18n import _
@@ -131,7 +132,7 @@ def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> tupl
     skip: dict[str, str] = {}  # exercise id -> how the process died in it
     while True:
         lab_dir.mkdir()
-        LabOrder(name, options, dict(skip)).write(lab_dir)
+        dataclasses.replace(options, skip=dict(skip)).write(lab_dir)
         kept = build_cache(run_dir.parent) if labs.get(name).build_cache else None
         with LabProcess(name, lab_dir, options.device, on_line, kept) as child:
             why = None
@@ -264,7 +265,7 @@ class LabProcess:
         prefix = f"{CACHE_PREFIX}{os.getpid()}-{self.name}-"
         self._cache = tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "workshop.harness.child", str(self.lab_dir)],
+            [sys.executable, "-m", "workshop.harness.child", str(self.lab_dir), self.name],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             env=lab_environment(
