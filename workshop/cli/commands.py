@@ -19,6 +19,7 @@ from workshop.cli.options import (
     check_lab_names,
     fail,
     run_options,
+    stop_on,
 )
 from workshop.cli.runs import console
 from workshop.declarations import checks
@@ -86,11 +87,9 @@ def cmd_report(args) -> int:
     root = Path(args.out)
     if not args.run:
         runs.note_incomplete_runs(root)
-    try:
+    with stop_on(FileNotFoundError, results.CorruptFile):
         run_dir = results.resolve_run(args.run, root)
         report, problems = runs.write_report(run_dir, args.lang)
-    except (FileNotFoundError, results.CorruptFile) as e:
-        raise fail(str(e)) from None
     console.print(_("wrote {file}").format(file=display(report)), markup=False)
     for problem in problems:
         console.print(_("error: {message}").format(message=problem), markup=False)
@@ -235,13 +234,11 @@ def cmd_clean(args) -> int:
     root = Path(args.out)
     if args.keep < 0:
         raise fail(_("--keep must be at least 0 (got {keep})").format(keep=args.keep))
-    try:
+    with stop_on(FileNotFoundError, results.CorruptFile):
         named = [results.resolve_run(run, root) for run in args.runs]
         running = [
             r for r in named if results.run_state(results.read_manifest(r)).status == "running"
         ]
-    except (FileNotFoundError, results.CorruptFile) as e:
-        raise fail(str(e)) from None
     if running:
         raise fail(_("run {run} is still running: stop it first").format(run=display(running[0])))
     gone = named or removable(root, args.keep)

@@ -22,6 +22,7 @@ from workshop.cli.options import (
     check_lab_names,
     fail,
     run_options,
+    stop_on,
 )
 from workshop.declarations import checks
 from workshop.grading import check_report, edition, progress, workspace_init
@@ -173,10 +174,8 @@ def whole_lines(table: Table) -> None:
 def cmd_check(args) -> int:
     lab_names, only = check_targets(args.labs, args.only)
     work = Path(args.work)
-    try:
+    with stop_on(check_report.CheckRefused):
         check_report.refuse_early(lab_names, work)
-    except check_report.CheckRefused as e:
-        raise fail(str(e)) from None
     if args.hint and not only:
         raise fail(_("--hint needs the exercise: python -m workshop check LAB EXERCISE --hint"))
     # a lab whose file does not compile is not run: its report is that one box
@@ -231,12 +230,12 @@ def graded_lab_run(lab_names: list[str], args, work: Path, only: tuple[str, ...]
         if line.startswith(f"[{lab}]"):
             console.print(line, style="dim")
 
-    try:  # your code runs on the learner edition, where the references are stubs, as in the learner's image
+    with stop_on(
+        OSError
+    ):  # your code runs on the learner edition, where the references are stubs, as in the learner's image
         code = edition.cached_learner(
             lambda: console.print(_("building the learner edition your code runs with, once"))
         )
-    except OSError as e:
-        raise fail(str(e)) from None
     options = {"only": only, "show": args.show, "against": against, "learner_edition": str(code)}
     return graded_run(lab_names, args, work, on_line, **options)
 

@@ -16,7 +16,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from rich.table import Column, Table
 
 from workshop import i18n, labs
-from workshop.cli.options import fail
+from workshop.cli.options import stop_on
 from workshop.declarations import checks
 from workshop.foundations import atomic, device, interrupt, lab_log, results
 from workshop.foundations.run_options import RunOptions
@@ -34,7 +34,7 @@ def new_run(root: Path, names: list[str], options: RunOptions) -> Path:
     """A new run folder under root for the labs `names`, its manifest and options.json written (results.new_run)."""
     sweep_stale_caches()
     model = options.checkpoint or SHIPPED_CHECKPOINT
-    try:
+    with stop_on(results.RunFolderError):
         return results.new_run(
             root,
             [sys.executable, "-m", "workshop", *sys.argv[1:]],
@@ -43,8 +43,6 @@ def new_run(root: Path, names: list[str], options: RunOptions) -> Path:
             checkpoint={"path": display(model), "sha256": workspace.file_sha256(model)},
             implementation=workspace.implementation(options.work, names),
         )
-    except results.RunFolderError as e:
-        raise fail(str(e)) from None
 
 
 def execute(run_dir: Path, names: list[str], options: RunOptions, auto: bool) -> int:
