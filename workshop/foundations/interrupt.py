@@ -58,7 +58,7 @@ def raising_on_signals():
 
 
 def quiet_until_handled() -> None:
-    """A lab's process, from its start: a Ctrl-C that the run passes on (runner.LabProcess.stop) before the lab's
+    """A lab's process, from its start: a Ctrl-C that the run passes on (harness.runner.stop) before the lab's
     code runs, or after, ends it quietly as SIGTERM would, not with a KeyboardInterrupt's traceback; within
     raising_on_signals it raises Stopped."""
     if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:

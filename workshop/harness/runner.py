@@ -14,6 +14,7 @@ result.json and summary.md.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
 import importlib.metadata
@@ -84,7 +85,7 @@ def run_labs(
     on_end=lambda lab, status, checks: None,
 ) -> dict:
     """Run the labs in order into run_dir; returns {lab: {"passed", "duration_s", "returncode"}}. on_line(lab,
-    line) gets the lines of the labs' output (LabProcess); on_start(lab) is called as each lab starts, and
+    line) gets the lines of the labs' output (lab_process); on_start(lab) is called as each lab starts, and
     on_end(lab, status, checks) when it ends (its status, and its checks as its result.json has them).
 
     A stop signal (interrupt.raising_on_signals) stops the current lab, marks the run interrupted and
@@ -134,18 +135,20 @@ def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> tupl
         lab_dir.mkdir()
         dataclasses.replace(options, skip=dict(skip)).write(lab_dir)
         kept = build_cache(run_dir.parent) if labs.get(name).build_cache else None
-        with LabProcess(name, lab_dir, options.device, on_line, kept) as child:
+        with lab_process(name, lab_dir, options.device, on_line, kept) as (proc, output):
             why = None
             try:
-                child.proc.wait(limit + BACKSTOP_S if limit else None)
+                proc.wait(limit + BACKSTOP_S if limit else None)
             except subprocess.TimeoutExpired:  # it could not stop itself (stuck outside Python)
-                child.stop()
+                stop(proc)
                 why = interrupt.ran_out_of_time(limit)
             except interrupt.Stopped as e:
                 with interrupt.ignoring_signals():
                     # the user's signal: the lab records SIGINT, not our SIGTERM
-                    child.stop(e.signum)
-                    settle(run_dir, name, options, child, time.monotonic() - start, e.why, True)
+                    stop(proc, e.signum)
+                    settle(
+                        run_dir, name, options, proc, output, time.monotonic() - start, e.why, True
+                    )
                 raise
             finally:
                 # a lab process killed outright cannot kill its worker's container
@@ -153,14 +156,14 @@ def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> tupl
                     worker_container.sweep_stale()
         killed_by = died_in(lab_dir, options.work, skip)
         if killed_by is None:
-            return settle(run_dir, name, options, child, time.monotonic() - start, why)
+            return settle(run_dir, name, options, proc, output, time.monotonic() - start, why)
         attempt = run_dir / f"{name}.attempt-{len(skip) + 1}"
-        note = how_it_died(lab_dir, child.proc.returncode, options.work)
+        note = how_it_died(lab_dir, proc.returncode, options.work)
         skip[killed_by] = f"{why or note} ({workspace.display(attempt / 'log.txt')})"
         lab_dir.rename(attempt)
 
 
-def settle(run_dir, name, options, child, duration, why, stopped=False) -> tuple[dict, dict]:
+def settle(run_dir, name, options, proc, output, duration, why, stopped=False) -> tuple[dict, dict]:
     """Make sure the lab has a result.json (the parent writes one if the lab could not), and record it; returns
     the lab's status (as the manifest records it) and its result.json, read once here."""
     lab_dir = run_dir / name
@@ -168,11 +171,11 @@ def settle(run_dir, name, options, child, duration, why, stopped=False) -> tuple
         result = results.read_result(lab_dir)
     except results.CorruptFile:  # the process died before writing its result, or was killed
         why = why or _("its process exited with code {code} before writing its result").format(
-            code=child.proc.returncode
+            code=proc.returncode
         )
         if results.disk_full(run_dir):
             why += _(" (the disk is full)")
-        tail = "\n".join(list(child.output.tail)[-TAIL_LINES:])
+        tail = "\n".join(list(output.tail)[-TAIL_LINES:])
         summary = _(
             "The lab did not finish: {why}. The end of its output (all of it: log.txt):"
         ).format(why=why)
@@ -188,7 +191,7 @@ def settle(run_dir, name, options, child, duration, why, stopped=False) -> tuple
                 {
                     "implementation": workspace.implementation(options.work, [name]),
                     "exercises": dead_process_exercises(
-                        name, lab_dir, child.proc.returncode, options.work
+                        name, lab_dir, proc.returncode, options.work
                     ),
                     # a re-grade's, as harness.child.regrade records it: never taken for a run of the lab
                     **(
@@ -202,7 +205,7 @@ def settle(run_dir, name, options, child, duration, why, stopped=False) -> tuple
     status = {
         "passed": result["passed"],
         "duration_s": round(duration, 1),
-        "returncode": child.proc.returncode,
+        "returncode": proc.returncode,
         **({"stopped": why} if stopped else {}),
     }
     results.update_manifest(run_dir, {name: status})
@@ -251,45 +254,42 @@ def dead_process_exercises(
     }
 
 
-class LabProcess:
-    """A lab's process: started in a session of its own with a fresh cache folder; its output goes to
-    log.txt and, but for the protocol lines (lab_log: the post-mortem's, in English), to on_line(lab, line) (a
-    thread reads it, worker_process.OutputLog, so that the main thread can wait with a time limit and take
-    signals). Leaving the `with` stops whatever is left of its process tree and removes the cache."""
+@contextlib.contextmanager
+def lab_process(name: str, lab_dir: Path, device: str, on_line, kept: Path | None = None):
+    """A lab's process (its Popen, and its output: OutputLog), started in a session of its own with a fresh
+    cache folder (Inductor's in `kept` where the lab keeps its builds: build_cache); its output goes to log.txt
+    and, but for the protocol lines (lab_log: the post-mortem's, in English), to on_line(lab, line) (a thread
+    reads it, so that the main thread can wait with a time limit and take signals). Leaving the `with` stops
+    whatever is left of its process tree and removes the cache."""
 
-    def __init__(self, name: str, lab_dir: Path, device: str, on_line, kept: Path | None = None):
-        self.name, self.lab_dir, self.device, self.on_line = name, lab_dir, device, on_line
-        self.kept = kept  # Inductor's cache kept between runs (build_cache), or None: a fresh one
+    def shown(line: str) -> None:
+        if on_line and not lab_log.is_marker(line):
+            on_line(name, line)
 
-    def __enter__(self) -> LabProcess:
-        prefix = f"{CACHE_PREFIX}{os.getpid()}-{self.name}-"
-        self._cache = tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "workshop.harness.child", str(self.lab_dir), self.name],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            env=lab_environment(
-                self.device, Path(self._cache.name), self.kept, labs.get(self.name).cpu_threads
-            ),
-            start_new_session=True,  # the terminal's Ctrl-C reaches the parent only, which stops this tree
-        )
-        self.output = OutputLog(self.proc.stdout, self.lab_dir / "log.txt", math.inf, self._shown)
-        return self
-
-    def _shown(self, line: str) -> None:
-        if self.on_line and not lab_log.is_marker(line):
-            self.on_line(self.name, line)
-
-    def stop(self, signum: int = signal.SIGTERM) -> None:
-        proctree.stop_tree(self.proc.pid, proctree.GRACE_S, root_signal=signum)
-        self.proc.wait()
-
-    def __exit__(self, *exc) -> None:
+    prefix = f"{CACHE_PREFIX}{os.getpid()}-{name}-"
+    cache = tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "workshop.harness.child", str(lab_dir), name],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=lab_environment(device, Path(cache.name), kept, labs.get(name).cpu_threads),
+        start_new_session=True,  # the terminal's Ctrl-C reaches the parent only, which stops this tree
+    )
+    output = OutputLog(proc.stdout, lab_dir / "log.txt", math.inf, shown)
+    try:
+        yield proc, output
+    finally:
         with interrupt.ignoring_signals():
-            if self.proc.poll() is None:
-                self.stop()
-            self.output.join(proctree.GRACE_S)  # EOF, unless a stray process still holds the pipe
-            self._cache.cleanup()
+            if proc.poll() is None:
+                stop(proc)
+            output.join(proctree.GRACE_S)  # EOF, unless a stray process still holds the pipe
+            cache.cleanup()
+
+
+def stop(proc: subprocess.Popen, signum: int = signal.SIGTERM) -> None:
+    """Stop a lab's process tree (`signum` to the lab itself: a user's Ctrl-C passed on), and reap it."""
+    proctree.stop_tree(proc.pid, proctree.GRACE_S, root_signal=signum)
+    proc.wait()
 
 
 def sweep_stale_caches() -> list[Path]:
