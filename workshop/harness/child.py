@@ -216,9 +216,9 @@ def stopped_check(why: str) -> Check:
 def as_lab_process(lab_dir: Path, lab: str) -> int:
     """`main` as the parent's child: it dies with the parent, and leaves no process of its own behind."""
     interrupt.quiet_until_handled()
-    proctree.die_with_parent(os.getppid())
-    proctree.become_subreaper()  # a process whose parent died comes to us, so the sweep below finds it
-    proctree.keep_private()  # the learner's worker cannot read this process's memory or files
+    # it dies with its parent; a process whose parent died comes to it, so the sweep below finds it; the learner's
+    # worker cannot read its memory or files
+    proctree.tie_to_parent(os.getppid())
     try:
         return main(lab_dir, lab)
     finally:
