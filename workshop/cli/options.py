@@ -141,15 +141,11 @@ def run_options(args, names: list[str], **others) -> RunOptions:
     for name in names:
         if why := labs.get(name).problem(checked):
             raise fail(why)
+    # --checkpoint: the learner's MiniGPT loads, or the command stops before anything starts. It costs torch's
+    # import, so only when given: the shipped one is loaded (and any fault in it said) by the labs that use it.
     if checked.checkpoint is not None:
-        check_checkpoint(checked.checkpoint)
+        from workshop.minigpt import checkpoint
+
+        with stop_on(checkpoint.CheckpointError):
+            checkpoint.load(checked.checkpoint)
     return checked
-
-
-def check_checkpoint(path) -> None:
-    """--checkpoint: the learner's MiniGPT loads, or the command stops before anything starts. It costs torch's
-    import, so only when given: the shipped one is loaded (and any fault in it said) by the labs that use it."""
-    from workshop.minigpt import checkpoint
-
-    with stop_on(checkpoint.CheckpointError):
-        checkpoint.load(path)
