@@ -136,9 +136,8 @@ def class_edition(stack: contextlib.ExitStack) -> Path:
     console.print(
         _("building the learner edition the hand-ins' code runs on (its references are stubs)")
     )
-    with stop_on(
-        OSError
-    ):  # in a Python of its own: the edition of this package's labs, whatever stands in for them here
+    # in a Python of its own: the edition of this package's labs, whatever stands in for them here
+    with stop_on(OSError):
         edition.build_apart(folder / "edition")
     return folder / "edition"
 

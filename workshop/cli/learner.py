@@ -230,9 +230,8 @@ def graded_lab_run(lab_names: list[str], args, work: Path, only: tuple[str, ...]
         if line.startswith(f"[{lab}]"):
             console.print(line, style="dim")
 
-    with stop_on(
-        OSError
-    ):  # your code runs on the learner edition, where the references are stubs, as in the learner's image
+    # your code runs on the learner edition, where the references are stubs, as in the learner's image
+    with stop_on(OSError):
         code = edition.cached_learner(
             lambda: console.print(_("building the learner edition your code runs with, once"))
         )
