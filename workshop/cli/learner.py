@@ -201,9 +201,7 @@ def cmd_check(args) -> int:
             all_passed &= passed
         else:  # only exercises of a lab that does not compile were named
             continue
-        console.print("")
-        for line in lines:
-            console.print(line, markup=True)
+        console.print("\n".join(["", *lines]), markup=True)
     if run_dir is None:
         return 1
     for path in check_report.write_waiting_documents(graded, work, run_dir):

@@ -294,10 +294,13 @@ def stop(proc: subprocess.Popen, signum: int = signal.SIGTERM) -> None:
 
 def sweep_stale_caches() -> list[Path]:
     """Remove the cache folders of runs whose process is gone (killed before it could remove them)."""
-    removed = []
-    for folder in Path(tempfile.gettempdir()).glob(f"{CACHE_PREFIX}*"):
-        pid = folder.name[len(CACHE_PREFIX) :].split("-", 1)[0]
-        if pid.isdigit() and not proctree.alive(int(pid)):
-            shutil.rmtree(folder, ignore_errors=True)
-            removed.append(folder)
-    return removed
+    stale = [
+        folder
+        for folder in Path(tempfile.gettempdir()).glob(f"{CACHE_PREFIX}*")
+        # its name starts with the pid of the run that made it
+        if (pid := folder.name[len(CACHE_PREFIX) :].split("-", 1)[0]).isdigit()
+        and not proctree.alive(int(pid))
+    ]
+    for folder in stale:
+        shutil.rmtree(folder, ignore_errors=True)
+    return stale
