@@ -64,24 +64,23 @@ def check_targets(words: list[str], only: list[str] | None) -> tuple[list[str], 
     having = labs.all_exercises()
     lab_names, ids = [], []
     for word in [*words, *(only or [])]:
-        if word in having:
-            lab_names += [word] if word not in lab_names else []
-            continue
-        if word in labs.all_labs():
-            exercise_labs([word])  # stops: a lab without exercises
-        lab, _dot, name = word.rpartition(".") if "." in word else (None, "", word)
-        lab = lab or (lab_names[-1] if lab_names else None)
-        if lab not in having:
-            lab_names = exercise_labs([lab or word])  # stops: no such lab
-        known = [ex.name for ex in having[lab]]
-        if name not in known:
-            raise fail(
-                _("lab {lab} has no exercise {name!r}; its exercises: {known}").format(
-                    lab=lab, name=name, known=", ".join(known)
+        if word not in having:  # an exercise: NAME of the lab before it, or LAB.NAME
+            if word in labs.all_labs():
+                exercise_labs([word])  # stops: a lab without exercises
+            lab, _dot, name = word.rpartition(".") if "." in word else (None, "", word)
+            lab = lab or (lab_names[-1] if lab_names else None)
+            if lab not in having:
+                exercise_labs([lab or word])  # stops: no such lab
+            known = [ex.name for ex in having[lab]]
+            if name not in known:
+                raise fail(
+                    _("lab {lab} has no exercise {name!r}; its exercises: {known}").format(
+                        lab=lab, name=name, known=", ".join(known)
+                    )
                 )
-            )
-        lab_names += [lab] if lab not in lab_names else []
-        ids.append(f"{lab}.{name}")
+            ids.append(f"{lab}.{name}")
+            word = lab
+        lab_names += [word] if word not in lab_names else []
     return lab_names or list(having), tuple(dict.fromkeys(ids))
 
 

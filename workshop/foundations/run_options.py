@@ -90,9 +90,13 @@ class RunOptions:
 
     @classmethod
     def from_json(cls, data: dict) -> RunOptions:
-        paths = ("checkpoint", "work")
         known = {f.name for f in dataclasses.fields(cls)}
-        values = {k: Path(v) if k in paths and v else v for k, v in data.items() if k in known}
+        # the fields that are paths, written as text
+        values = {
+            k: Path(v) if k in ("checkpoint", "work") and v else v
+            for k, v in data.items()
+            if k in known
+        }
         return cls(**{**values, "only": tuple(values.get("only", ()))})  # JSON has lists
 
     def write(self, run_dir: Path) -> Path:
