@@ -54,8 +54,8 @@ from workshop.declarations.checks import (
 from workshop.declarations.exercise import Exercise
 from workshop.declarations.stand_ins import SkipGrading, StandIn
 from workshop.foundations import atomic, lab_log
+from workshop.foundations.interrupt import exercise_limit
 from workshop.foundations.run_options import RunOptions
-from workshop.foundations.time_limit import exercise_limit
 from workshop.i18n import N_, _, templates
 from workshop.learner import failures, sandbox, workspace
 

@@ -85,7 +85,7 @@ def test_the_run_options_are_declared_once_and_reach_the_lab_through_its_file(tm
     import dataclasses
 
     from workshop.cli.main import build_parser
-    from workshop.foundations.run_options import LabOrder, RunOptions, command_line_fields
+    from workshop.foundations.run_options import RunOptions, command_line_fields
 
     flagged = {f.name for f in command_line_fields()}
     assert flagged == {"device", "n_procs", "seed", "checkpoint", "time_limit_s"}
@@ -102,9 +102,8 @@ def test_the_run_options_are_declared_once_and_reach_the_lab_through_its_file(tm
         work=tmp_path,
         lang="es",
         only=("toy.double",),
+        skip={"toy.x": "killed"},
     )
-    LabOrder("toy", options, {"toy.x": "killed"}).write(tmp_path)
-    assert LabOrder.read(tmp_path) == LabOrder("toy", options, {"toy.x": "killed"})
     options.write(tmp_path)
     assert RunOptions.read(tmp_path) == options
     assert dataclasses.fields(RunOptions)[0].name == "device"

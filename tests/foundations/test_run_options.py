@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from workshop.foundations import run_options
-from workshop.foundations.run_options import LabOrder, RunOptions
+from workshop.foundations.run_options import RunOptions
 
 GIVEN = RunOptions(
     "cpu",
@@ -42,10 +42,10 @@ def test_the_check_catches_a_reader_that_keeps_json_types(tmp_path):
     assert from_json_dropping_paths(data) != GIVEN
 
 
-def test_a_labs_order_carries_the_options_and_the_exercises_to_skip(tmp_path):
-    order = LabOrder("autograd", GIVEN, {"autograd.replay": "killed by SIGSEGV"})
-    order.write(tmp_path)
-    assert LabOrder.read(tmp_path) == order
+def test_a_labs_options_carry_the_exercises_to_skip(tmp_path):
+    given = dataclasses.replace(GIVEN, skip={"autograd.replay": "killed by SIGSEGV"})
+    given.write(tmp_path)
+    assert RunOptions.read(tmp_path) == given
 
 
 def test_the_command_line_is_derived_from_the_fields():

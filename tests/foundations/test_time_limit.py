@@ -1,5 +1,6 @@
-"""foundations.time_limit: an exercise's limit counts the CPU time of the learner's code and cannot be swallowed by
-its `except Exception`; a sleep is the lab's limit's (wall clock), which stops the lab as a signal does."""
+"""foundations.interrupt's time limits: an exercise's limit counts the CPU time of the learner's code and cannot
+be swallowed by its `except Exception`; a sleep is the lab's limit's (wall clock), which stops the lab as a signal
+does."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import time
 
 import pytest
 
-from workshop.foundations import interrupt, time_limit
-from workshop.foundations.time_limit import TimeLimitExceeded
+from workshop.foundations import interrupt
+from workshop.foundations.interrupt import TimeLimitExceeded
 
 
 def endless_learner_loop():
@@ -23,7 +24,7 @@ def endless_learner_loop():
 
 def wall_clock_exercise_limit(seconds):
     """Planted: an exercise limit on the wall clock, which also stops a learner's code that only waits."""
-    return time_limit._alarm(
+    return interrupt._alarm(
         signal.ITIMER_REAL, signal.SIGALRM, seconds, lambda _: TimeLimitExceeded(seconds)
     )
 
@@ -41,29 +42,29 @@ def sleeps_through(limit) -> bool:
 def test_an_endless_loop_is_stopped_in_the_learner_code_despite_its_except_exception():
     start = time.process_time()
     message = "still running after 0.2 s of CPU time"
-    with pytest.raises(TimeLimitExceeded, match=message), time_limit.exercise_limit(0.2):
+    with pytest.raises(TimeLimitExceeded, match=message), interrupt.exercise_limit(0.2):
         endless_learner_loop()
     assert time.process_time() - start < 5
 
 
 def test_an_exercise_limit_counts_cpu_time_not_waiting():
-    assert sleeps_through(time_limit.exercise_limit)
+    assert sleeps_through(interrupt.exercise_limit)
     assert not sleeps_through(wall_clock_exercise_limit)  # the check catches a wall-clock limit
 
 
 def test_the_lab_limit_stops_a_sleep_as_a_signal_does_and_says_why():
-    with pytest.raises(interrupt.Stopped) as stopped, time_limit.lab_limit(0.1):
+    with pytest.raises(interrupt.Stopped) as stopped, interrupt.lab_limit(0.1):
         time.sleep(2)
     assert "ran out of time (limit 0.1 s)" in str(stopped.value)
 
 
 def test_no_limit_or_another_thread_sets_no_timer():
-    with time_limit.exercise_limit(None):
+    with interrupt.exercise_limit(None):
         assert signal.getitimer(signal.ITIMER_VIRTUAL) == (0.0, 0.0)
     finished = []
 
     def off_the_main_thread():
-        with time_limit.lab_limit(0.01):
+        with interrupt.lab_limit(0.01):
             time.sleep(0.05)
         finished.append(True)
 
@@ -71,6 +72,6 @@ def test_no_limit_or_another_thread_sets_no_timer():
     worker.start()
     worker.join()
     assert finished == [True]  # Python runs signal handlers in the main thread only: no limit there
-    with time_limit.lab_limit(5):
+    with interrupt.lab_limit(5):
         pass
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)  # the timer is off after the block

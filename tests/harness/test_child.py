@@ -10,7 +10,7 @@ import time
 import pytest
 
 from workshop import labs
-from workshop.foundations.run_options import LabOrder, RunOptions
+from workshop.foundations.run_options import RunOptions
 from workshop.harness import child
 from workshop.lab_api import LabContext, LabSpec
 
@@ -52,8 +52,8 @@ def toy(monkeypatch):
 
 
 def ran(tmp_path) -> tuple[int, dict]:
-    LabOrder("toy", RunOptions("cpu", lang="en")).write(tmp_path)
-    code = child.main(tmp_path)
+    RunOptions("cpu", lang="en").write(tmp_path)
+    code = child.main(tmp_path, "toy")
     return code, json.loads((tmp_path / "result.json").read_text())
 
 

@@ -27,7 +27,7 @@ from tests.support import lab_process
 from workshop.cli import runs
 from workshop.cli.main import main
 from workshop.foundations import interrupt, proctree, results
-from workshop.foundations.run_options import LabOrder, RunOptions
+from workshop.foundations.run_options import RunOptions
 from workshop.harness import child, runner
 from workshop.lab_api import Check
 
@@ -504,8 +504,8 @@ def test_checkpoint_reaches_the_lab_its_processes_and_the_manifest(tmp_path, mon
     assert seen == {"ctx": mine, "env": mine.resolve()}  # env: torchrun's ranks read it there
 
     options = RunOptions("cpu", checkpoint=mine, time_limit_s=5.0)
-    LabOrder("minigpt", options).write(tmp_path)
-    assert LabOrder.read(tmp_path).options == options  # the lab's process reads them there
+    options.write(tmp_path)
+    assert RunOptions.read(tmp_path) == options  # the lab's process reads them there
 
     monkeypatch.setattr(
         runs, "execute", lambda *a: 0

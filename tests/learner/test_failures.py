@@ -9,8 +9,7 @@ import pytest
 
 from workshop import labs
 from workshop.declarations import checks
-from workshop.foundations.interrupt import Stopped
-from workshop.foundations.time_limit import TimeLimitExceeded
+from workshop.foundations.interrupt import Stopped, TimeLimitExceeded
 from workshop.learner import failures
 from workshop.learner.learner_code import LearnerCodeFailed
 from workshop.learner.workspace import LearnerError

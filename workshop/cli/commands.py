@@ -1,7 +1,8 @@
-"""The workshop's own commands: list, run (and --resume), report, train, bench, clean."""
+"""The workshop's own commands: list, run (and --resume), report, train, bench, clean (and its retention rule)."""
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -18,11 +19,12 @@ from workshop.cli.options import (
     check_lab_names,
     fail,
     run_options,
+    stop_on,
 )
 from workshop.cli.runs import console
+from workshop.declarations import checks
 from workshop.foundations import device, results
 from workshop.foundations.run_options import RunOptions
-from workshop.harness import retention, run_report
 from workshop.i18n import _, ngettext
 from workshop.learner.workspace import display
 
@@ -85,11 +87,9 @@ def cmd_report(args) -> int:
     root = Path(args.out)
     if not args.run:
         runs.note_incomplete_runs(root)
-    try:
+    with stop_on(FileNotFoundError, results.CorruptFile):
         run_dir = results.resolve_run(args.run, root)
-        report, problems = run_report.write_report(run_dir, args.lang)
-    except (FileNotFoundError, results.CorruptFile) as e:
-        raise fail(str(e)) from None
+        report, problems = runs.write_report(run_dir, args.lang)
     console.print(_("wrote {file}").format(file=display(report)), markup=False)
     for problem in problems:
         console.print(_("error: {message}").format(message=problem), markup=False)
@@ -163,22 +163,86 @@ def cmd_bench(args) -> int:
     return spec.bench(Path(args.out)) or 0
 
 
+# Which run folders `python -m workshop clean` removes: the retention rule the README states.
+#
+# Kept: the newest KEEP runs of the reference (`run`) and the newest KEEP runs of a workspace (`check`, `grade`);
+# the runs results/latest and results/latest-check point at; for each workspace and exercise, the newest run that
+# graded it (`exercises list` reads where the learner stands from it); and any run still running. Every other run
+# folder goes, an incomplete one too (`clean RUN` removes one run by name: an incomplete run dismissed). Only run
+# folders (a folder with a manifest.json) are ever removed: grade's tables and the build cache stay.
+
+KEEP = 5  # runs of each kind kept, newest first: a morning's checks, and what to compare with
+
+
+def kept(root: Path, keep: int = KEEP) -> set[Path]:
+    """The run folders under root that the rule keeps."""
+    newest = {results.LATEST: [], results.LATEST_CHECK: []}
+    keeping = set()
+    for run_dir in results.runs(root):  # newest first
+        try:
+            manifest = results.read_manifest(run_dir)
+        except results.CorruptFile:
+            continue  # not a run to keep: its record is lost
+        same_kind = newest[results.latest_name(manifest)]
+        same_kind.append(run_dir)
+        if len(same_kind) <= keep or results.run_state(manifest).status == "running":
+            keeping.add(run_dir)
+    pointed = (Path(root) / name for name in (results.LATEST, results.LATEST_CHECK))
+    keeping |= {p.resolve() for p in pointed if p.is_symlink() and p.resolve().is_dir()}
+    return {p.resolve() for p in keeping} | last_graded(newest[results.LATEST_CHECK])
+
+
+def last_graded(check_runs: list[Path]) -> set[Path]:
+    """For each workspace and exercise, the newest of these runs (newest first) that graded it."""
+    newest: dict[tuple, Path] = {}  # (workspace, exercise id) -> the newest run that graded it
+    for run_dir in check_runs:
+        for result_path in run_dir.glob("*/result.json"):
+            try:
+                result = results.read_json(result_path)
+                work = (result.get("implementation") or {}).get("work")
+                graded = result.get("exercises", {}).items()
+            except (OSError, ValueError, AttributeError):
+                continue
+            for ex_id, entry in graded:
+                if entry.get("status", checks.NOT_GRADED) != checks.NOT_GRADED:
+                    newest.setdefault((work, ex_id), run_dir.resolve())
+    return set(newest.values())
+
+
+def removable(root: Path, keep: int = KEEP) -> list[Path]:
+    """The run folders under root that the rule removes, newest first."""
+    keeping = kept(root, keep)
+    return [r for r in results.runs(root) if r.resolve() not in keeping]
+
+
+def remove(root: Path, run_dirs: list[Path]) -> int:
+    """Delete these run folders under root, and a pointer (results/latest) left pointing at none; the bytes
+    they held."""
+    files = (f for r in run_dirs for f in r.rglob("*") if f.is_file() and not f.is_symlink())
+    freed = sum(f.stat().st_size for f in files)
+    for run_dir in run_dirs:
+        shutil.rmtree(run_dir)
+    for name in (results.LATEST, results.LATEST_CHECK):
+        pointer = Path(root) / name
+        if pointer.is_symlink() and not pointer.exists():
+            pointer.unlink()
+    return freed
+
+
 def cmd_clean(args) -> int:
-    """Remove the run folders named, or those the retention rule (harness.retention) does not keep."""
+    """Remove the run folders named, or those the retention rule (below) does not keep."""
     root = Path(args.out)
     if args.keep < 0:
         raise fail(_("--keep must be at least 0 (got {keep})").format(keep=args.keep))
-    try:
+    with stop_on(FileNotFoundError, results.CorruptFile):
         named = [results.resolve_run(run, root) for run in args.runs]
         running = [
             r for r in named if results.run_state(results.read_manifest(r)).status == "running"
         ]
-    except (FileNotFoundError, results.CorruptFile) as e:
-        raise fail(str(e)) from None
     if running:
         raise fail(_("run {run} is still running: stop it first").format(run=display(running[0])))
-    gone = named or retention.removable(root, args.keep)
-    freed = retention.remove(root, gone)
+    gone = named or removable(root, args.keep)
+    freed = remove(root, gone)
     console.print(
         ngettext(
             "removed {n} run folder ({mb:.1f} MB) under {root}",
@@ -261,14 +325,14 @@ def add_commands(sub) -> None:
         _(
             "delete old run folders: all but the newest {keep} of run and of check, those latest and "
             "latest-check point at, each exercise's last grading, and running ones"
-        ).format(keep=retention.KEEP),
+        ).format(keep=KEEP),
         arg("runs", nargs="*", metavar=_("RUN"), help=_("delete only these runs (folder or id)")),
         arg(
             "--keep",
             type=int,
-            default=retention.KEEP,
+            default=KEEP,
             metavar="N",
-            help=_("runs of each kind kept (default {keep})").format(keep=retention.KEEP),
+            help=_("runs of each kind kept (default {keep})").format(keep=KEEP),
         ),
         shared=RESULTS_OPTIONS,
     )

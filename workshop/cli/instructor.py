@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from workshop.cli.learner import console, exercise_labs, graded_run
-from workshop.cli.options import add_command, add_run_options, arg, fail
+from workshop.cli.options import add_command, add_run_options, arg, fail, stop_on
 from workshop.foundations import worker_container, worker_process
 from workshop.foundations.device import use_triton_interpreter
 from workshop.grading import grade_table, gradebook
@@ -33,20 +33,16 @@ def cmd_grade(args) -> int:
         Path(args.to) if args.to else root / time.strftime("grades-%Y%m%d-%H%M%S", time.gmtime())
     )
     paths = [Path(p) for p in args.paths]
-    try:
+    with stop_on(OSError, ValueError):
         roster = gradebook.read_roster(Path(args.roster)) if args.roster else None
-    except (OSError, ValueError) as e:
-        raise fail(str(e)) from None
     # the learner edition built for the class (bwrap, native) is removed when the stack closes
     with contextlib.ExitStack() as stack:
         # each hand-in's code runs where `sandbox` (RunOptions fields) says
         sandbox = grade_sandbox(args.sandbox, [*paths, root], stack)
         # natively a worker of this user's can write the edition it imports: grade_integrity watches it as the code
         native_edition = sandbox.get("learner_edition")
-        try:
+        with stop_on(FileExistsError):
             files = grade_table.TableFiles(out_dir, len(paths), isolated=not native_edition)
-        except FileExistsError as e:
-            raise fail(str(e)) from None
         # a .pyc that appears in the code is then a hand-in's doing
         os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
         # grade_integrity makes every lab's stub here (workshop.ops among the references), after torch.load has
@@ -140,10 +136,9 @@ def class_edition(stack: contextlib.ExitStack) -> Path:
     console.print(
         _("building the learner edition the hand-ins' code runs on (its references are stubs)")
     )
-    try:  # in a Python of its own: the edition of this package's labs, whatever stands in for them here
+    # in a Python of its own: the edition of this package's labs, whatever stands in for them here
+    with stop_on(OSError):
         edition.build_apart(folder / "edition")
-    except OSError as e:
-        raise fail(str(e)) from None
     return folder / "edition"
 
 
@@ -171,10 +166,8 @@ def namespace_sandbox(hidden: list[Path], stack: contextlib.ExitStack) -> dict:
 def cmd_edition(args) -> int:
     from workshop.grading import edition  # reads every lab's references: only for this command
 
-    try:
+    with stop_on(FileExistsError):
         report = edition.build_learner(Path(args.out))
-    except FileExistsError as e:
-        raise fail(str(e)) from None
     console.print(
         _(
             "the learner edition in {out}: {stubbed} references replaced by their stubs, {deleted} files of "

@@ -22,6 +22,7 @@ from workshop.cli.options import (
     check_lab_names,
     fail,
     run_options,
+    stop_on,
 )
 from workshop.declarations import checks
 from workshop.grading import check_report, edition, progress, workspace_init
@@ -63,24 +64,23 @@ def check_targets(words: list[str], only: list[str] | None) -> tuple[list[str], 
     having = labs.all_exercises()
     lab_names, ids = [], []
     for word in [*words, *(only or [])]:
-        if word in having:
-            lab_names += [word] if word not in lab_names else []
-            continue
-        if word in labs.all_labs():
-            exercise_labs([word])  # stops: a lab without exercises
-        lab, _dot, name = word.rpartition(".") if "." in word else (None, "", word)
-        lab = lab or (lab_names[-1] if lab_names else None)
-        if lab not in having:
-            lab_names = exercise_labs([lab or word])  # stops: no such lab
-        known = [ex.name for ex in having[lab]]
-        if name not in known:
-            raise fail(
-                _("lab {lab} has no exercise {name!r}; its exercises: {known}").format(
-                    lab=lab, name=name, known=", ".join(known)
+        if word not in having:  # an exercise: NAME of the lab before it, or LAB.NAME
+            if word in labs.all_labs():
+                exercise_labs([word])  # stops: a lab without exercises
+            lab, _dot, name = word.rpartition(".") if "." in word else (None, "", word)
+            lab = lab or (lab_names[-1] if lab_names else None)
+            if lab not in having:
+                exercise_labs([lab or word])  # stops: no such lab
+            known = [ex.name for ex in having[lab]]
+            if name not in known:
+                raise fail(
+                    _("lab {lab} has no exercise {name!r}; its exercises: {known}").format(
+                        lab=lab, name=name, known=", ".join(known)
+                    )
                 )
-            )
-        lab_names += [lab] if lab not in lab_names else []
-        ids.append(f"{lab}.{name}")
+            ids.append(f"{lab}.{name}")
+            word = lab
+        lab_names += [word] if word not in lab_names else []
     return lab_names or list(having), tuple(dict.fromkeys(ids))
 
 
@@ -173,10 +173,8 @@ def whole_lines(table: Table) -> None:
 def cmd_check(args) -> int:
     lab_names, only = check_targets(args.labs, args.only)
     work = Path(args.work)
-    try:
+    with stop_on(check_report.CheckRefused):
         check_report.refuse_early(lab_names, work)
-    except check_report.CheckRefused as e:
-        raise fail(str(e)) from None
     if args.hint and not only:
         raise fail(_("--hint needs the exercise: python -m workshop check LAB EXERCISE --hint"))
     # a lab whose file does not compile is not run: its report is that one box
@@ -202,9 +200,7 @@ def cmd_check(args) -> int:
             all_passed &= passed
         else:  # only exercises of a lab that does not compile were named
             continue
-        console.print("")
-        for line in lines:
-            console.print(line, markup=True)
+        console.print("\n".join(["", *lines]), markup=True)
     if run_dir is None:
         return 1
     for path in check_report.write_waiting_documents(graded, work, run_dir):
@@ -231,12 +227,11 @@ def graded_lab_run(lab_names: list[str], args, work: Path, only: tuple[str, ...]
         if line.startswith(f"[{lab}]"):
             console.print(line, style="dim")
 
-    try:  # your code runs on the learner edition, where the references are stubs, as in the learner's image
+    # your code runs on the learner edition, where the references are stubs, as in the learner's image
+    with stop_on(OSError):
         code = edition.cached_learner(
             lambda: console.print(_("building the learner edition your code runs with, once"))
         )
-    except OSError as e:
-        raise fail(str(e)) from None
     options = {"only": only, "show": args.show, "against": against, "learner_edition": str(code)}
     return graded_run(lab_names, args, work, on_line, **options)
 

@@ -4,6 +4,7 @@ derived from foundations.run_options.RunOptions and checked here before anything
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 
 from workshop import i18n, labs
@@ -15,6 +16,16 @@ from workshop.i18n import _, ngettext
 def fail(message: str) -> SystemExit:
     """The one line a command stops with: 'error: MESSAGE' (translated), exit status 1."""
     return SystemExit(_("error: {message}").format(message=message))
+
+
+@contextlib.contextmanager
+def stop_on(*errors: type[BaseException]):
+    """Within: one of these errors (a command's expected ones: a missing run, a damaged file, a folder it cannot
+    write) stops the command with its message as the one line (fail)."""
+    try:
+        yield
+    except errors as e:
+        raise fail(str(e)) from None
 
 
 class UsageError(SystemExit):
@@ -125,24 +136,16 @@ def run_options(args, names: list[str], **others) -> RunOptions:
                 value=asked.time_limit_s
             )
         )
-    try:
+    with stop_on(device.DeviceError):
         checked = dataclasses.replace(asked, device=device.resolve(asked.device))
-    except device.DeviceError as e:
-        raise fail(str(e)) from None
     for name in names:
         if why := labs.get(name).problem(checked):
             raise fail(why)
+    # --checkpoint: the learner's MiniGPT loads, or the command stops before anything starts. It costs torch's
+    # import, so only when given: the shipped one is loaded (and any fault in it said) by the labs that use it.
     if checked.checkpoint is not None:
-        check_checkpoint(checked.checkpoint)
+        from workshop.minigpt import checkpoint
+
+        with stop_on(checkpoint.CheckpointError):
+            checkpoint.load(checked.checkpoint)
     return checked
-
-
-def check_checkpoint(path) -> None:
-    """--checkpoint: the learner's MiniGPT loads, or the command stops before anything starts. It costs torch's
-    import, so only when given: the shipped one is loaded (and any fault in it said) by the labs that use it."""
-    from workshop.minigpt import checkpoint
-
-    try:
-        checkpoint.load(path)
-    except checkpoint.CheckpointError as e:
-        raise fail(str(e)) from None

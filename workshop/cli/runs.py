@@ -1,10 +1,11 @@
 """A run on the screen: its folder made, its labs run with a line as each starts and ends (LabScreen), REPORT.md
-written at the end, and the one line an incomplete run ends with. Used by run (commands.py), check and grade
-(learner.py)."""
+written at the end (write_report: `report` writes it too), and the one line an incomplete run ends with. Used by
+run (commands.py), check and grade (learner.py)."""
 
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 from pathlib import Path
 
@@ -14,12 +15,11 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Column, Table
 
-from workshop import labs
-from workshop.cli.options import fail
+from workshop import i18n, labs
+from workshop.cli.options import stop_on
 from workshop.declarations import checks
-from workshop.foundations import device, interrupt, lab_log, results
+from workshop.foundations import atomic, device, interrupt, lab_log, results
 from workshop.foundations.run_options import RunOptions
-from workshop.harness import run_report
 from workshop.harness.runner import run_labs, sweep_stale_caches
 from workshop.i18n import _, ngettext
 from workshop.learner import workspace
@@ -34,7 +34,7 @@ def new_run(root: Path, names: list[str], options: RunOptions) -> Path:
     """A new run folder under root for the labs `names`, its manifest and options.json written (results.new_run)."""
     sweep_stale_caches()
     model = options.checkpoint or SHIPPED_CHECKPOINT
-    try:
+    with stop_on(results.RunFolderError):
         return results.new_run(
             root,
             [sys.executable, "-m", "workshop", *sys.argv[1:]],
@@ -43,8 +43,6 @@ def new_run(root: Path, names: list[str], options: RunOptions) -> Path:
             checkpoint={"path": display(model), "sha256": workspace.file_sha256(model)},
             implementation=workspace.implementation(options.work, names),
         )
-    except results.RunFolderError as e:
-        raise fail(str(e)) from None
 
 
 def execute(run_dir: Path, names: list[str], options: RunOptions, auto: bool) -> int:
@@ -91,7 +89,7 @@ def execute(run_dir: Path, names: list[str], options: RunOptions, auto: bool) ->
             markup=False,
         )
     # a problem is a damaged file: the report names it
-    report, problems = run_report.write_report(run_dir)
+    report, problems = write_report(run_dir)
     for problem in problems:
         console.print(_("error: {message}").format(message=problem), markup=False)
     console.print(_("report: {file}").format(file=display(report)), markup=False)
@@ -140,10 +138,8 @@ SHOWN_FAILURES = 10
 
 @contextlib.contextmanager
 def screen(run_dir: Path, names: list[str]):
-    """Yields the run's LabScreen; on a terminal with a live line of the running lab's progress."""
-    if not console.is_terminal:
-        yield LabScreen(run_dir, names)
-        return
+    """Yields the run's LabScreen; on a terminal with a live line of the running lab's progress (elsewhere the
+    progress is kept, never drawn: disable)."""
     with Progress(
         SpinnerColumn(),
         TextColumn("[bold]{task.fields[lab]}"),
@@ -153,6 +149,7 @@ def screen(run_dir: Path, names: list[str]):
         TimeElapsedColumn(),
         console=console,
         transient=True,
+        disable=not console.is_terminal,
     ) as live:
         yield LabScreen(run_dir, names, live)
 
@@ -164,7 +161,7 @@ class LabScreen:
     lab's last step (LabContext.step). Every line of the lab's output goes to its log.txt (harness.runner), its
     passing checks too; none of it reaches the screen."""
 
-    def __init__(self, run_dir: Path, names: list[str], live: Progress | None = None):
+    def __init__(self, run_dir: Path, names: list[str], live: Progress):
         self.run_dir, self.names, self.live = run_dir, names, live
         self.task = None
         # lines of the running lab's output that are not its own: libraries' logs, warnings
@@ -179,13 +176,11 @@ class LabScreen:
             ),
             markup=False,
         )
-        if self.live:
-            self.task = self.live.add_task("", total=None, lab=lab, count="")
+        self.task = self.live.add_task("", total=None, lab=lab, count="")
 
     def ended(self, lab: str, status: dict, checks: list[dict]) -> None:
         """runner.run_labs's on_end: the lab's status and its checks, as its result.json has them."""
-        if self.live:
-            self.live.remove_task(self.task)
+        self.live.remove_task(self.task)
         failing = [c for c in checks if not c["passed"]]
         line = (
             ngettext(
@@ -231,14 +226,9 @@ class LabScreen:
         """runner.run_labs's on_line: a step moves the live line; a line not of the lab's own is counted."""
         if step := lab_log.read_step(line):
             what, done, total = step
-            if self.live:
-                self.live.update(
-                    self.task,
-                    description=what,
-                    completed=done,
-                    total=total,
-                    count=f"{done}/{total}",
-                )
+            self.live.update(
+                self.task, description=what, completed=done, total=total, count=f"{done}/{total}"
+            )
         elif not line.startswith(f"[{lab}]"):
             self.others += 1
 
@@ -262,3 +252,100 @@ def failing_checks(failing: list[dict]) -> Table:
         )
         table.add_row(mark, name, escape(checks.value_text(c["value"])), escape(checks.bound(c)))
     return table
+
+
+# REPORT.md: one page per run, every lab's summary with its pictures, links relative to the run folder (`run` writes
+# it at the end, `report` on demand). Every file it reads is validated (results.read_manifest / read_result,
+# summaries as UTF-8): a corrupt or missing file is named in the report and returned as a problem, as is a run that
+# never finished; the caller exits non-zero then. Only an unreadable manifest stops it (results.CorruptFile):
+# without it there is no run to report.
+
+
+def write_report(run_dir: Path, lang: str | None = None) -> tuple[Path, list[str]]:
+    """Write run_dir/REPORT.md in `lang`, else in the run's language (its summaries are; English for a run from
+    before runs recorded their language); returns its path and the problems found (empty for a sound, finished
+    run)."""
+    manifest = results.read_manifest(run_dir)
+    recorded = manifest.get("lang")
+    with i18n.using(lang or (recorded if recorded in i18n.LANGUAGES else i18n.DEFAULT)):
+        state = results.run_state(manifest)
+        problems = (
+            []
+            if state.status == "finished"
+            else [
+                _("run {run} is incomplete: {state}").format(run=run_dir.name, state=state.detail)
+            ]
+        )
+        lines = [
+            "# " + _("Workshop run {run}").format(run=manifest["run_id"]),
+            "",
+            *([f"> **{problems[0]}**", ""] if problems else []),
+            *_facts(manifest),
+            "",
+            "| {} | {} | {} |".format(_("lab"), _("passed"), _("seconds")),
+            "|---|---|---|",
+        ]
+        sections = []
+        for lab, status in manifest["labs"].items():
+            passed, summary = _lab(run_dir / lab, problems)
+            lines.append(f"| [{lab}](#{lab}) | {passed} | {status.get('duration_s')} |")
+            sections += ["", f'<a id="{lab}"></a>', "", summary.strip()]
+            sections += _unlinked_pictures(run_dir / lab, summary)
+        not_run = [lab for lab in manifest.get("labs_planned") or [] if lab not in manifest["labs"]]
+        lines += ["| {} | {} | |".format(lab, _("not run")) for lab in not_run]
+        path = atomic.write_text(run_dir / "REPORT.md", "\n".join(lines + sections) + "\n")
+        return path, problems
+
+
+def _facts(manifest: dict) -> list[str]:
+    """The run's command, machine and versions, and when it ran."""
+    get = manifest.get
+    return [
+        _("- command: `{command}`").format(command=" ".join(manifest["command"])),
+        _(
+            "- device: {device} ({name}); torch {torch}, triton {triton}, CUDA {cuda}, Python {python}"
+        ).format(
+            device=manifest["device"],
+            name=get("device_name"),
+            torch=get("torch"),
+            triton=get("triton"),
+            cuda=get("cuda"),
+            python=get("python"),
+        ),
+        _("- git revision: {revision}; started {start}, ended {end}").format(
+            revision=get("git_revision"), start=manifest["start_time"], end=get("end_time")
+        ),
+    ]
+
+
+def _lab(lab_dir: Path, problems: list[str]) -> tuple[object, str]:
+    """(passed: yes/no, its summary re-rooted at the run folder); a corrupt file is added to problems."""
+    lab = lab_dir.name
+    try:
+        passed = _("yes") if results.read_result(lab_dir)["passed"] else _("no")
+    except results.CorruptFile as e:
+        problems.append(str(e))
+        passed = _("unreadable result.json")
+    path = lab_dir / "summary.md"
+    try:
+        summary = path.read_bytes().decode("utf-8") if path.is_file() else _("(no summary)")
+    except UnicodeDecodeError as e:
+        problems.append(
+            _(
+                "{path} is not UTF-8 text ({error}); run the lab again: python -m workshop run {lab}"
+            ).format(path=path, error=e, lab=lab)
+        )
+        summary = _("(summary.md is unreadable)")
+    # Re-root the summary's relative links (pictures, files) at the run folder, and demote its headings.
+    summary = re.sub(r"\]\((?!https?:|#|/)([^)]+)\)", rf"]({lab}/\1)", summary)
+    return passed, re.sub(r"^#", "##", summary, flags=re.M)
+
+
+def _unlinked_pictures(lab_dir: Path, summary: str) -> list[str]:
+    lab = lab_dir.name
+    linked = set(re.findall(r"\(" + re.escape(lab) + r"/([^)]+\.png)\)", summary))
+    return [
+        f"\n![{p.name}]({lab}/{p.name})"
+        for p in sorted(lab_dir.glob("*.png"))
+        if p.name not in linked
+    ]

@@ -4,12 +4,12 @@ Why not a process group: torchrun starts each rank in a session of its own, so `
 misses the ranks. `stop_tree` takes a snapshot of the whole tree before it signals anything (a rank whose
 parent dies first is still in the snapshot), sends SIGTERM, and SIGKILLs whatever is left after a grace period.
 
-Two Linux settings tie a lab's process to the workshop's (`prctl(2)`, through ctypes):
+Three Linux settings tie a lab's process to the workshop's (`prctl(2)`, through ctypes):
 - PR_SET_PDEATHSIG: the lab's process gets SIGTERM when the `python -m workshop run` that started it dies,
   even by SIGKILL, so it stops its own tree and never runs on as an orphan;
 - PR_SET_CHILD_SUBREAPER: a process whose parent died is re-parented to the lab's process (not to init),
   so the lab can still find it and stop it before it exits.
-- PR_SET_DUMPABLE 0 (keep_private): no other process of the same uid can read the lab's memory or open files.
+- PR_SET_DUMPABLE 0: no other process of the same uid can read the lab's memory or open files.
 Elsewhere (macOS) all three are skipped and `stop_tree` falls back to the process group.
 """
 
@@ -35,20 +35,15 @@ def _prctl(option: int, value: int) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
 
 
-def die_with_parent(parent_pid: int) -> None:
-    """SIGTERM this process when its parent dies (now, if the parent is already gone)."""
+def tie_to_parent(parent_pid: int) -> None:
+    """A lab's process, bound to the workshop's that started it (`parent_pid`): SIGTERM when its parent dies (now,
+    if the parent is already gone); a process whose parent died comes to it (a subreaper), so that its own sweep
+    of its tree finds it; and its /proc entries (memory, environment, open files) readable by no other process
+    without root's ptrace capability: the learner's worker, as this uid without capabilities, included."""
     _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     if sys.platform == "linux" and os.getppid() != parent_pid:
         os.kill(os.getpid(), signal.SIGTERM)
-
-
-def become_subreaper() -> None:
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
-
-
-def keep_private() -> None:
-    """Make this process's /proc entries (memory, environment, open files) readable by no other process without
-    root's ptrace capability: the learner's worker, as this uid without capabilities, included."""
     _prctl(PR_SET_DUMPABLE, 0)
 
 

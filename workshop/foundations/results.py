@@ -266,9 +266,8 @@ class RunState:
 
 
 def run_state(manifest: dict) -> RunState:
-    status = manifest.get("status")
-    if status is None:  # written before runs had a status: finished when it has an end time
-        status = "finished" if manifest.get("end_time") else "running"
+    # a manifest written before runs had a status: finished when it has an end time
+    status = manifest.get("status") or ("finished" if manifest.get("end_time") else "running")
     done = [lab for lab, s in manifest.get("labs", {}).items() if not s.get("stopped")]
     planned = manifest.get("labs_planned") or list(manifest.get("labs", {}))
     todo = [lab for lab in planned if lab not in done]

@@ -3,8 +3,8 @@
 - The commands that run labs (run, check, grade) derive their command-line options from RunOptions' fields
   (add_arguments, from_arguments; cli.options checks the values before anything starts).
 - A new run writes them to results/<run-id>/options.json; `run --resume` reads them back from there.
-- The runner writes them, with the lab's name and the exercises to skip, to results/<run-id>/<lab>/options.json
-  (LabOrder): the lab's process (harness.child) reads nothing else. It hands what its own children (torchrun's
+- The runner writes them, with the exercises to skip (`skip`), to results/<run-id>/<lab>/options.json: the lab's
+  process (harness.child, told the lab's name) reads nothing else. It hands what its own children (torchrun's
   ranks) need to them through their environment (harness.child.export_environment): one source each.
 """
 
@@ -84,16 +84,24 @@ class RunOptions:
     # lab -> the lab folder of an earlier run to re-grade its from_run exercises against, without running the
     # lab (check LAB EXERCISE: harness.child.regrade)
     against: dict[str, str] = field(default_factory=dict)
+    # in a lab's own copy (results/<run-id>/<lab>/options.json): the exercises that killed an earlier attempt of
+    # it, id -> how (harness.runner.run_lab), failed without running their code again; empty in the run's
+    skip: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, data: dict) -> RunOptions:
-        paths = ("checkpoint", "work")
         known = {f.name for f in dataclasses.fields(cls)}
-        values = {k: Path(v) if k in paths and v else v for k, v in data.items() if k in known}
+        # the fields that are paths, written as text
+        values = {
+            k: Path(v) if k in ("checkpoint", "work") and v else v
+            for k, v in data.items()
+            if k in known
+        }
         return cls(**{**values, "only": tuple(values.get("only", ()))})  # JSON has lists
 
     def write(self, run_dir: Path) -> Path:
-        """results/<run-id>/options.json: what `run --resume` reads back (its paths as text: write_json)."""
+        """results/<run-id>/options.json: what `run --resume` reads back; <lab>/options.json: what the lab's process
+        reads (its paths as text: write_json)."""
         return atomic.write_json(Path(run_dir) / FILE, dataclasses.asdict(self))
 
     @classmethod
@@ -117,21 +125,3 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def from_arguments(args: argparse.Namespace, **others) -> RunOptions:
     """RunOptions from parsed arguments (add_arguments'), plus the fields given in `others`."""
     return RunOptions(**{f.name: getattr(args, f.name) for f in command_line_fields()}, **others)
-
-
-@dataclass(frozen=True)
-class LabOrder:
-    """What a lab's process is told, in <lab>/options.json: which lab, the run's options, and the exercises
-    that killed an earlier attempt of it (id -> how: failed without running their code again)."""
-
-    lab: str
-    options: RunOptions
-    skip: dict[str, str] = field(default_factory=dict)
-
-    def write(self, lab_dir: Path) -> Path:
-        return atomic.write_json(Path(lab_dir) / FILE, dataclasses.asdict(self))
-
-    @classmethod
-    def read(cls, lab_dir: Path) -> LabOrder:
-        order = json.loads((Path(lab_dir) / FILE).read_text(encoding="utf-8"))
-        return cls(order["lab"], RunOptions.from_json(order["options"]), order["skip"])

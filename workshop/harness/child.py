@@ -1,7 +1,7 @@
-"""A lab's own process: `python -m workshop.harness.child LAB_DIR`, started by harness.runner.
+"""A lab's own process: `python -m workshop.harness.child LAB_DIR LAB`, started by harness.runner.
 
-It reads LAB_DIR/options.json (foundations.run_options.LabOrder: the lab, the run's options, the exercises to skip),
-builds a LabContext, calls the lab's entry, and writes result.json and summary.md (also when the lab raised, was
+It reads LAB_DIR/options.json (foundations.run_options.RunOptions: the run's options, the exercises to skip), builds
+the lab's LabContext, calls the lab's entry, and writes result.json and summary.md (also when the lab raised, was
 stopped, or ran out of time). It dies with its parent and leaves no process of its own behind.
 """
 
@@ -19,8 +19,7 @@ from pathlib import Path
 from workshop import i18n, labs
 from workshop.declarations.checks import all_passed, bound, outcome, written
 from workshop.foundations import atomic, interrupt, proctree
-from workshop.foundations.run_options import LabOrder, RunOptions
-from workshop.foundations.time_limit import lab_limit, ran_out_of_time
+from workshop.foundations.run_options import RunOptions
 from workshop.foundations.torch_import import import_torch
 from workshop.i18n import _
 from workshop.lab_api import WHY_MISSING, Check, LabContext
@@ -28,13 +27,13 @@ from workshop.learner import sandbox, workspace
 from workshop.minigpt import CHECKPOINT_ENVIRONMENT
 
 
-def main(lab_dir: Path) -> int:
-    """Run the lab LAB_DIR/options.json names into LAB_DIR, an existing folder without results."""
-    order = LabOrder.read(lab_dir)
+def main(lab_dir: Path, lab: str) -> int:
+    """Run the lab `lab` with LAB_DIR/options.json into LAB_DIR, an existing folder without results."""
+    options = RunOptions.read(lab_dir)
     faulthandler.enable()  # a fatal signal prints the Python stack: log.txt then shows where it died
-    i18n.set_language(order.options.lang)
-    export_environment(order.options)
-    ctx = LabContext(order.lab, Path(lab_dir), order.options, skip=order.skip)
+    i18n.set_language(options.lang)
+    export_environment(options)
+    ctx = LabContext(lab, Path(lab_dir), options, skip=options.skip)
     start = time.monotonic()
     sandbox.begin(ctx)  # the learner's worker loads while the lab prepares
     # before the lab's time limit starts: torch's import is not the lab's time, and a limit that fires inside its
@@ -83,7 +82,7 @@ def run_lab_code(ctx: LabContext, time_limit: float | None) -> interrupt.Stopped
     spec = labs.get(ctx.name)
     expired: list[int] = []
     try:
-        with interrupt.raising_on_signals(), lab_limit(time_limit) as expired:
+        with interrupt.raising_on_signals(), interrupt.lab_limit(time_limit) as expired:
             if missing := spec.missing():
                 cannot_run_here(ctx, missing)
             elif against := ctx.options.against.get(ctx.name):
@@ -94,7 +93,7 @@ def run_lab_code(ctx: LabContext, time_limit: float | None) -> interrupt.Stopped
         if (
             expired
         ):  # the limit's exception came out as another one (a library's import it cut short)
-            stopped = interrupt.Stopped(expired[0], ran_out_of_time(time_limit))
+            stopped = interrupt.Stopped(expired[0], interrupt.ran_out_of_time(time_limit))
             ctx.checks.append(stopped_check(stopped.why))
             return stopped
         error = traceback.format_exc()
@@ -214,14 +213,14 @@ def stopped_check(why: str) -> Check:
     return Check(_("lab ran to completion"), False, why, _("not stopped"))
 
 
-def as_lab_process(lab_dir: Path) -> int:
+def as_lab_process(lab_dir: Path, lab: str) -> int:
     """`main` as the parent's child: it dies with the parent, and leaves no process of its own behind."""
     interrupt.quiet_until_handled()
-    proctree.die_with_parent(os.getppid())
-    proctree.become_subreaper()  # a process whose parent died comes to us, so the sweep below finds it
-    proctree.keep_private()  # the learner's worker cannot read this process's memory or files
+    # it dies with its parent; a process whose parent died comes to it, so the sweep below finds it; the learner's
+    # worker cannot read its memory or files
+    proctree.tie_to_parent(os.getppid())
     try:
-        return main(lab_dir)
+        return main(lab_dir, lab)
     finally:
         proctree.stop_tree(os.getpid(), proctree.GRACE_S, include_root=False)
         # Python's last garbage collection walks every object torch's modules made: 0.6-0.9 s of the learner's
@@ -230,4 +229,4 @@ def as_lab_process(lab_dir: Path) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(as_lab_process(Path(sys.argv[1])))
+    sys.exit(as_lab_process(Path(sys.argv[1]), sys.argv[2]))

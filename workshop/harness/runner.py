@@ -4,9 +4,9 @@ Why a process per lab: some settings only act before an import (TRITON_INTERPRET
 is imported), and compile caches live in a process and on disk; a fresh process with its own cache folders
 means no lab sees another's state.
 
-`run_labs` writes each lab's orders to <lab>/options.json (foundations.run_options.LabOrder) and starts
-`python -m workshop.harness.child <lab folder>` in a session of its own (so a Ctrl-C in the terminal reaches
-only the parent, which then stops the lab's whole process tree: see proctree.py), streams its output to
+`run_labs` writes each lab's options to <lab>/options.json (foundations.run_options, with the exercises to skip) and
+starts `python -m workshop.harness.child <lab folder> <lab>` in a session of its own (so a Ctrl-C in the terminal
+reaches only the parent, which then stops the lab's whole process tree: see proctree.py), streams its output to
 <lab>/log.txt and to the caller (which picks what the screen shows: cli.runs), enforces the lab's time limit,
 and records each lab in the manifest as soon as it ends. The child (harness.child) runs the lab and writes its
 result.json and summary.md.
@@ -14,6 +14,8 @@ result.json and summary.md.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import errno
 import importlib.metadata
 import math
@@ -30,8 +32,7 @@ from workshop import labs
 from workshop.declarations import checks
 from workshop.foundations import interrupt, lab_log, proctree, results, worker_container
 from workshop.foundations.device import use_triton_interpreter
-from workshop.foundations.run_options import LabOrder, RunOptions
-from workshop.foundations.time_limit import ran_out_of_time
+from workshop.foundations.run_options import RunOptions
 from workshop.foundations.worker_process import OutputLog
 from workshop.harness.child import stopped_check, write_result
 from workshop.i18n import _
@@ -84,7 +85,7 @@ def run_labs(
     on_end=lambda lab, status, checks: None,
 ) -> dict:
     """Run the labs in order into run_dir; returns {lab: {"passed", "duration_s", "returncode"}}. on_line(lab,
-    line) gets the lines of the labs' output (LabProcess); on_start(lab) is called as each lab starts, and
+    line) gets the lines of the labs' output (lab_process); on_start(lab) is called as each lab starts, and
     on_end(lab, status, checks) when it ends (its status, and its checks as its result.json has them).
 
     A stop signal (interrupt.raising_on_signals) stops the current lab, marks the run interrupted and
@@ -132,20 +133,22 @@ def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> tupl
     skip: dict[str, str] = {}  # exercise id -> how the process died in it
     while True:
         lab_dir.mkdir()
-        LabOrder(name, options, dict(skip)).write(lab_dir)
+        dataclasses.replace(options, skip=dict(skip)).write(lab_dir)
         kept = build_cache(run_dir.parent) if labs.get(name).build_cache else None
-        with LabProcess(name, lab_dir, options.device, on_line, kept) as child:
+        with lab_process(name, lab_dir, options.device, on_line, kept) as (proc, output):
             why = None
             try:
-                child.proc.wait(limit + BACKSTOP_S if limit else None)
+                proc.wait(limit + BACKSTOP_S if limit else None)
             except subprocess.TimeoutExpired:  # it could not stop itself (stuck outside Python)
-                child.stop()
-                why = ran_out_of_time(limit)
+                stop(proc)
+                why = interrupt.ran_out_of_time(limit)
             except interrupt.Stopped as e:
                 with interrupt.ignoring_signals():
                     # the user's signal: the lab records SIGINT, not our SIGTERM
-                    child.stop(e.signum)
-                    settle(run_dir, name, options, child, time.monotonic() - start, e.why, True)
+                    stop(proc, e.signum)
+                    settle(
+                        run_dir, name, options, proc, output, time.monotonic() - start, e.why, True
+                    )
                 raise
             finally:
                 # a lab process killed outright cannot kill its worker's container
@@ -153,14 +156,14 @@ def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> tupl
                     worker_container.sweep_stale()
         killed_by = died_in(lab_dir, options.work, skip)
         if killed_by is None:
-            return settle(run_dir, name, options, child, time.monotonic() - start, why)
+            return settle(run_dir, name, options, proc, output, time.monotonic() - start, why)
         attempt = run_dir / f"{name}.attempt-{len(skip) + 1}"
-        note = how_it_died(lab_dir, child.proc.returncode, options.work)
+        note = how_it_died(lab_dir, proc.returncode, options.work)
         skip[killed_by] = f"{why or note} ({workspace.display(attempt / 'log.txt')})"
         lab_dir.rename(attempt)
 
 
-def settle(run_dir, name, options, child, duration, why, stopped=False) -> tuple[dict, dict]:
+def settle(run_dir, name, options, proc, output, duration, why, stopped=False) -> tuple[dict, dict]:
     """Make sure the lab has a result.json (the parent writes one if the lab could not), and record it; returns
     the lab's status (as the manifest records it) and its result.json, read once here."""
     lab_dir = run_dir / name
@@ -168,11 +171,11 @@ def settle(run_dir, name, options, child, duration, why, stopped=False) -> tuple
         result = results.read_result(lab_dir)
     except results.CorruptFile:  # the process died before writing its result, or was killed
         why = why or _("its process exited with code {code} before writing its result").format(
-            code=child.proc.returncode
+            code=proc.returncode
         )
         if results.disk_full(run_dir):
             why += _(" (the disk is full)")
-        tail = "\n".join(list(child.output.tail)[-TAIL_LINES:])
+        tail = "\n".join(list(output.tail)[-TAIL_LINES:])
         summary = _(
             "The lab did not finish: {why}. The end of its output (all of it: log.txt):"
         ).format(why=why)
@@ -188,7 +191,7 @@ def settle(run_dir, name, options, child, duration, why, stopped=False) -> tuple
                 {
                     "implementation": workspace.implementation(options.work, [name]),
                     "exercises": dead_process_exercises(
-                        name, lab_dir, child.proc.returncode, options.work
+                        name, lab_dir, proc.returncode, options.work
                     ),
                     # a re-grade's, as harness.child.regrade records it: never taken for a run of the lab
                     **(
@@ -202,7 +205,7 @@ def settle(run_dir, name, options, child, duration, why, stopped=False) -> tuple
     status = {
         "passed": result["passed"],
         "duration_s": round(duration, 1),
-        "returncode": child.proc.returncode,
+        "returncode": proc.returncode,
         **({"stopped": why} if stopped else {}),
     }
     results.update_manifest(run_dir, {name: status})
@@ -251,53 +254,53 @@ def dead_process_exercises(
     }
 
 
-class LabProcess:
-    """A lab's process: started in a session of its own with a fresh cache folder; its output goes to
-    log.txt and, but for the protocol lines (lab_log: the post-mortem's, in English), to on_line(lab, line) (a
-    thread reads it, worker_process.OutputLog, so that the main thread can wait with a time limit and take
-    signals). Leaving the `with` stops whatever is left of its process tree and removes the cache."""
+@contextlib.contextmanager
+def lab_process(name: str, lab_dir: Path, device: str, on_line, kept: Path | None = None):
+    """A lab's process (its Popen, and its output: OutputLog), started in a session of its own with a fresh
+    cache folder (Inductor's in `kept` where the lab keeps its builds: build_cache); its output goes to log.txt
+    and, but for the protocol lines (lab_log: the post-mortem's, in English), to on_line(lab, line) (a thread
+    reads it, so that the main thread can wait with a time limit and take signals). Leaving the `with` stops
+    whatever is left of its process tree and removes the cache."""
 
-    def __init__(self, name: str, lab_dir: Path, device: str, on_line, kept: Path | None = None):
-        self.name, self.lab_dir, self.device, self.on_line = name, lab_dir, device, on_line
-        self.kept = kept  # Inductor's cache kept between runs (build_cache), or None: a fresh one
+    def shown(line: str) -> None:
+        if on_line and not lab_log.is_marker(line):
+            on_line(name, line)
 
-    def __enter__(self) -> LabProcess:
-        prefix = f"{CACHE_PREFIX}{os.getpid()}-{self.name}-"
-        self._cache = tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "workshop.harness.child", str(self.lab_dir)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            env=lab_environment(
-                self.device, Path(self._cache.name), self.kept, labs.get(self.name).cpu_threads
-            ),
-            start_new_session=True,  # the terminal's Ctrl-C reaches the parent only, which stops this tree
-        )
-        self.output = OutputLog(self.proc.stdout, self.lab_dir / "log.txt", math.inf, self._shown)
-        return self
-
-    def _shown(self, line: str) -> None:
-        if self.on_line and not lab_log.is_marker(line):
-            self.on_line(self.name, line)
-
-    def stop(self, signum: int = signal.SIGTERM) -> None:
-        proctree.stop_tree(self.proc.pid, proctree.GRACE_S, root_signal=signum)
-        self.proc.wait()
-
-    def __exit__(self, *exc) -> None:
+    prefix = f"{CACHE_PREFIX}{os.getpid()}-{name}-"
+    cache = tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "workshop.harness.child", str(lab_dir), name],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=lab_environment(device, Path(cache.name), kept, labs.get(name).cpu_threads),
+        start_new_session=True,  # the terminal's Ctrl-C reaches the parent only, which stops this tree
+    )
+    output = OutputLog(proc.stdout, lab_dir / "log.txt", math.inf, shown)
+    try:
+        yield proc, output
+    finally:
         with interrupt.ignoring_signals():
-            if self.proc.poll() is None:
-                self.stop()
-            self.output.join(proctree.GRACE_S)  # EOF, unless a stray process still holds the pipe
-            self._cache.cleanup()
+            if proc.poll() is None:
+                stop(proc)
+            output.join(proctree.GRACE_S)  # EOF, unless a stray process still holds the pipe
+            cache.cleanup()
+
+
+def stop(proc: subprocess.Popen, signum: int = signal.SIGTERM) -> None:
+    """Stop a lab's process tree (`signum` to the lab itself: a user's Ctrl-C passed on), and reap it."""
+    proctree.stop_tree(proc.pid, proctree.GRACE_S, root_signal=signum)
+    proc.wait()
 
 
 def sweep_stale_caches() -> list[Path]:
     """Remove the cache folders of runs whose process is gone (killed before it could remove them)."""
-    removed = []
-    for folder in Path(tempfile.gettempdir()).glob(f"{CACHE_PREFIX}*"):
-        pid = folder.name[len(CACHE_PREFIX) :].split("-", 1)[0]
-        if pid.isdigit() and not proctree.alive(int(pid)):
-            shutil.rmtree(folder, ignore_errors=True)
-            removed.append(folder)
-    return removed
+    stale = [
+        folder
+        for folder in Path(tempfile.gettempdir()).glob(f"{CACHE_PREFIX}*")
+        # its name starts with the pid of the run that made it
+        if (pid := folder.name[len(CACHE_PREFIX) :].split("-", 1)[0]).isdigit()
+        and not proctree.alive(int(pid))
+    ]
+    for folder in stale:
+        shutil.rmtree(folder, ignore_errors=True)
+    return stale

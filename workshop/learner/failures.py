@@ -11,7 +11,7 @@ from pathlib import Path
 from workshop.declarations import checks
 from workshop.declarations.checks import Check
 from workshop.declarations.exercise import Exercise
-from workshop.foundations.time_limit import TimeLimitExceeded
+from workshop.foundations.interrupt import TimeLimitExceeded
 from workshop.i18n import N_, _
 from workshop.learner import workspace
 from workshop.learner.learner_code import LearnerCodeFailed, learner_edition

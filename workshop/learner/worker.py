@@ -39,7 +39,7 @@ import tempfile
 import traceback
 import types
 
-from workshop.foundations.time_limit import TimeLimitExceeded, exercise_limit
+from workshop.foundations.interrupt import TimeLimitExceeded, exercise_limit
 from workshop.learner import wire
 
 MODULE = "workshop_work"  # the learner's file, as a module of the worker

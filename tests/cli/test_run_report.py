@@ -1,4 +1,4 @@
-"""harness.run_report: REPORT.md, one page per run: every lab's summary with its links re-rooted at the run folder
+"""cli.runs.write_report: REPORT.md, one page per run: every lab's summary with its links re-rooted at the run folder
 and its headings one level down, a picture the summary does not link shown anyway; a corrupt result.json, a
 summary that is not UTF-8 and a run that never finished are each named in the report and returned as problems."""
 
@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 
+from workshop.cli import runs
 from workshop.foundations import results
 from workshop.foundations.run_options import RunOptions
-from workshop.harness import child, run_report
+from workshop.harness import child
 from workshop.lab_api import Check
 
 
@@ -33,7 +34,7 @@ def run_with(tmp_path, finished: bool = True):
 
 def test_every_lab_summary_re_rooted_with_its_verdict(tmp_path):
     run = run_with(tmp_path)
-    path, problems = run_report.write_report(run)
+    path, problems = runs.write_report(run)
     report = path.read_text()
     assert problems == []
     assert "| [a](#a) | yes | 1.0 |" in report and "| [b](#b) | no | 1.0 |" in report
@@ -47,7 +48,7 @@ def test_corrupt_files_and_an_unfinished_run_are_problems_named_in_the_report(tm
     run = run_with(tmp_path, finished=False)
     (run / "b" / "result.json").write_text("{cut short")
     (run / "a" / "summary.md").write_bytes(b"\xff\xfe not utf-8")
-    path, problems = run_report.write_report(run)
+    path, problems = runs.write_report(run)
     report = path.read_text()
     assert len(problems) == 3 and "is incomplete" in problems[0]
     assert "unreadable result.json" in report and "(summary.md is unreadable)" in report

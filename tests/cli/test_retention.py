@@ -1,6 +1,7 @@
-"""harness.retention and `python -m workshop clean`: the rule keeps the newest runs of each kind (run, check),
-those results/latest and latest-check point at, each exercise's last grading and any running run, and removes
-the rest, incomplete runs included; `clean RUN` removes that run (a pointer to it too), never a running one."""
+"""`python -m workshop clean` and its retention rule (cli.commands): the rule keeps the newest runs of each kind
+(run, check), those results/latest and latest-check point at, each exercise's last grading and any running run,
+and removes the rest, incomplete runs included; `clean RUN` removes that run (a pointer to it too), never a
+running one."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from workshop.cli import commands
 from workshop.cli.main import main
 from workshop.foundations import results
 from workshop.foundations.run_options import RunOptions
-from workshop.harness import retention
 
 
 def a_run(root: Path, k: int, workspace: bool, status: str = "finished", tag: str = "a") -> Path:
@@ -71,4 +72,4 @@ def test_clean_run_removes_that_run_never_a_running_one(tmp_path):
     assert main(["clean", done.name, "--out", str(tmp_path)]) == 0
     assert not done.exists() and running.exists()
     assert not (tmp_path / "latest").is_symlink(), "a pointer to no run goes with it"
-    assert retention.removable(tmp_path) == []
+    assert commands.removable(tmp_path) == []
