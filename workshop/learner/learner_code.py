@@ -113,17 +113,17 @@ class Worker:
     """The lab process's side of the worker: `ask` one request, get one reply; restarts a dead worker. A file
     the lab's reading refuses (source_check) never reaches a worker: none is started for it."""
 
-    def __init__(self, launcher, device: str, learner: LearnerFile | None):
+    def __init__(self, launcher, device: str, learner: LearnerFile):
         self.launcher, self.device, self.learner = launcher, device, learner
         self.channel = None  # a wire.Channel while the worker runs
         self.loaded = False  # it said it was ready and has the learner's file
         # why the worker could not start: the workshop's failure, said for every exercise
         self.fault: WorkerFault | None = None
+        # why every request fails, each time as a failure of its own: the file refused by the lab's reading (no
+        # worker is started for it), or failing to load in the worker
         self.refused = self._refused()
 
     def _refused(self) -> LearnerCodeFailed | None:
-        if self.learner is None:
-            return None
         try:
             refusals = self.learner.refusals()
         except LearnerCodeFailed as e:  # a SyntaxError, with its line
@@ -136,6 +136,18 @@ class Worker:
         )
         where = f"{self.learner.filename}:{refusals[0].line}"
         return LearnerCodeFailed("refused", why.format(what=refusals[0].what), where)
+
+    def refuse_imported(self, names: list[str]) -> None:
+        """LearnerCodeFailed ("refused") when the learner's file binds one of `names` by an import: the workshop's
+        own code is not an answer (a file refused already is not read again)."""
+        for name in names if self.refused is None else ():
+            statement = source_check.imported_as(self.learner.source, name)
+            if statement is not None:
+                where = f"{self.learner.filename}:{statement.lineno}"
+                why = _(
+                    "`{name}` is imported, not written in your file: the workshop's own code is not an answer"
+                )
+                raise LearnerCodeFailed("refused", why.format(name=name), where)
 
     def begin(self) -> None:
         """Start the worker without waiting for it: its interpreter and torch load while the lab prepares (a
@@ -174,31 +186,30 @@ class Worker:
                 raise WorkerFault(said(hello.get("error")))
         except WorkerFault as e:
             raise LearnerCodeFailed("workshop", f"the worker: {e}") from None
-        self.load_failure = self._load()
+        self.refused = self._load()
         self.loaded = True
 
     def _load(self) -> LearnerCodeFailed | None:
         """Tell the worker the device and give it the learner's file (read here and found runnable)."""
-        request = {"op": "load", "device": self.device, "source": None, "limit_s": LOAD_S}
-        if self.learner is not None:
-            allowed = sorted(source_check.allowed_imports(self.learner.header), key=str)
-            request |= {
-                "source": self.learner.source,
-                "filename": self.learner.filename,
-                "allowed": [list(pair) for pair in allowed],
-            }
+        allowed = sorted(source_check.allowed_imports(self.learner.header), key=str)
+        request = {
+            "op": "load",
+            "device": self.device,
+            "source": self.learner.source,
+            "filename": self.learner.filename,
+            "allowed": [list(pair) for pair in allowed],
+            "limit_s": LOAD_S,
+        }
         reply = self._exchange(request, wall_limit(LOAD_S))
         return None if reply.get("ok") else failed(reply)
 
     def ask(self, request: dict, limit_s: float | None) -> dict:
         """One request's reply ({"ok": True, ...}); LearnerCodeFailed for any failure of the learner's code: a
         file refused or failing to load fails every request for it, each time as a failure of its own."""
-        learners = bool({"attribute", "attributes"} & set(request.get("target", {})))
-        if not self.loaded and not (self.refused and learners):
+        if not self.loaded and self.refused is None:
             self._start()
-        barred = self.refused or self.load_failure
-        if barred and learners:
-            raise LearnerCodeFailed(barred.kind, barred.error, barred.where)
+        if self.refused is not None:
+            raise LearnerCodeFailed(self.refused.kind, self.refused.error, self.refused.where)
         reply = self._exchange(request, wall_limit(limit_s))
         if not reply.get("ok"):
             raise failed(reply)
@@ -220,7 +231,7 @@ class Worker:
             if how is None:
                 raise LearnerCodeFailed("error", f"the worker broke the protocol: {e}") from None
             # file:line in the learner's file of the last stack the dead worker printed (faulthandler)
-            found = self.learner and lab_log.last_frame(
+            found = lab_log.last_frame(
                 self.launcher.tail(), lambda file: file == self.learner.filename
             )
             raise LearnerCodeFailed(
@@ -311,23 +322,10 @@ class Solution:
         return source_check.autograd_uses(learner.source, self.target["attribute"])
 
 
-def refuse_imported(learner: LearnerFile, name: str) -> None:
-    """LearnerCodeFailed ("refused") when the learner's file binds `name` by an import: the workshop's own code
-    is not an answer."""
-    statement = source_check.imported_as(learner.source, name)
-    if statement is not None:
-        where = f"{learner.filename}:{statement.lineno}"
-        why = _(
-            "`{name}` is imported, not written in your file: the workshop's own code is not an answer"
-        )
-        raise LearnerCodeFailed("refused", why.format(name=name), where)
-
-
 def solution_for(worker: Worker | LocalWorker, exercise, graded: bool) -> Solution:
     """The Solution a grading block yields: the learner's attribute when a workspace is graded (refused here when
     the file binds it by an import: the workshop's own code), else the reference."""
     if not graded:
         return Solution(worker, {"reference": exercise.reference})
-    if worker.learner is not None and worker.refused is None:
-        refuse_imported(worker.learner, exercise.attribute)
+    worker.refuse_imported([exercise.attribute])
     return Solution(worker, {"attribute": exercise.attribute}, exercise.time_limit_s)

@@ -12,7 +12,7 @@ judges what comes back.
 No path reaches it: the learner's file comes over the channel as text, compiled under the name the learner
 knows it by (my-work/autograd.py), so tracebacks name it, and nothing else of the workspace is here. Its
 stdout and stderr go to a capped log that nobody parses. Requests, each answered by one reply:
-  {"op": "load", "device", "source" (None: no learner file), "filename", "allowed": [[module, name], ...]}
+  {"op": "load", "device", "source", "filename", "allowed": [[module, name], ...]}
   {"op": "call" | "probe" | "value", "target": {"attribute": NAME} | {"reference": "module:attr"} |
    {"attributes": [NAME, ...]} | {"references": {NAME: "module:attr"}} (a probe over several pieces),
    "args": [...], "probe": "module:qualname" (Solution.probe sends the function so), "limit_s": CPU seconds}
@@ -129,10 +129,8 @@ class Session:
         return self.run(request, target, function)
 
     def load(self, request: dict) -> dict:
-        """The first request: the lab's device, and the learner's file (none for a reference run)."""
+        """The first request: the lab's device, and the learner's file."""
         self.device = request.get("device", "cpu")
-        if request.get("source") is None:
-            return {"ok": True}
         self.filename, source = request["filename"], request["source"]
         linecache.cache[self.filename] = (len(source), None, source.splitlines(True), self.filename)
         module = types.ModuleType(MODULE)
