@@ -175,7 +175,7 @@ class Worker:
             if self.fault is not None:
                 raise self.fault
             try:
-                hello = self._receive(time.monotonic() + READY_S)
+                hello = self.channel.receive(time.monotonic() + READY_S)
             except wire.WireError as e:
                 how = self.launcher.ended() or str(e)
                 tail = " | ".join(said(line, 300) for line in self.launcher.tail()[-3:])
@@ -221,7 +221,7 @@ class Worker:
         deadline = None if wall_s is None else time.monotonic() + wall_s
         try:
             self.channel.send(request, deadline)
-            return self._receive(deadline)
+            return self.channel.receive(deadline)
         except wire.ChannelTimeout:
             self.stop()
             raise LearnerCodeFailed("time", f"no answer after {wall_s:g} s (wall clock)") from None
@@ -237,14 +237,6 @@ class Worker:
             raise LearnerCodeFailed(
                 "died", how, f"{found[0]}:{found[1]}" if found else None
             ) from None
-
-    def _receive(self, deadline: float | None) -> dict:
-        from workshop.learner import wire
-
-        reply = self.channel.receive(deadline)
-        if not isinstance(reply, dict):
-            raise wire.WireError("a reply that is not a dict")
-        return reply
 
     def stop(self) -> None:
         self.launcher.stop()
@@ -299,8 +291,9 @@ class Solution:
             "target": self.target,
             "args": wire.plain(list(args)),
             "limit_s": self.limit_s,
+            "probe": probe,
         }
-        return self.worker.ask(request | {"probe": probe}, self.limit_s).get("value")
+        return self.worker.ask(request, self.limit_s).get("value")
 
     def __call__(self, *args):
         return self._ask("call", args)
