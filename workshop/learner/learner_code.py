@@ -171,21 +171,18 @@ class Worker:
         from workshop.learner import wire
 
         self.begin()
-        try:
-            if self.fault is not None:
-                raise self.fault
+        why = self.fault  # it could not even start
+        if why is None:
             try:
                 hello = self.channel.receive(time.monotonic() + READY_S)
+                why = None if hello.get("ok") else said(hello.get("error"))
             except wire.WireError as e:
                 how = self.launcher.ended() or str(e)
                 tail = " | ".join(said(line, 300) for line in self.launcher.tail()[-3:])
-                self.stop()
-                raise WorkerFault(f"it ended before it was ready ({how}): {tail}") from None
-            if not hello.get("ok"):
-                self.stop()
-                raise WorkerFault(said(hello.get("error")))
-        except WorkerFault as e:
-            raise LearnerCodeFailed("workshop", f"the worker: {e}") from None
+                why = f"it ended before it was ready ({how}): {tail}"
+        if why is not None:
+            self.stop()
+            raise LearnerCodeFailed("workshop", f"the worker: {why}")
         self.refused = self._load()
         self.loaded = True
 

@@ -74,12 +74,11 @@ def probe(ctx, function: Callable, args: tuple, attributes: tuple[str, ...]):
     if not ctx.graded:
         target = {"references": {ex.attribute: ex.reference for ex in exercises}}
         return learner_code.Solution(worker(ctx), target).probe(function, *args)
-    path = workspace.lab_file(ctx.work, ctx.name)
-    if not path.is_file():
-        raise learner_code.LearnerCodeFailed(
-            "missing", ", ".join(attributes), workspace.display(path)
-        )
-    found = worker(ctx)
+    try:
+        found = worker(ctx)
+    except workspace.LearnerError:  # no <lab>.py: every piece is missing
+        path = workspace.display(workspace.lab_file(ctx.work, ctx.name))
+        raise learner_code.LearnerCodeFailed("missing", ", ".join(attributes), path) from None
     found.refuse_imported(list(attributes))
     limit = max((ex.time_limit_s for ex in exercises), default=None)
     return learner_code.Solution(found, {"attributes": list(attributes)}, limit).probe(

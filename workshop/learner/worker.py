@@ -162,8 +162,6 @@ class Session:
     def attributes(self, names: list[str]) -> dict:
         """{name: the learner's attribute}; every missing name said at once (Refused "missing": "a, b"), a name
         whose code is not the learner's own refused (Refused "refused": the file that defines it)."""
-        if self.module is None:
-            raise LookupError("the learner's file is not loaded")
         missing = [name for name in names if not hasattr(self.module, name)]
         if missing:
             raise Refused(failure("missing", ", ".join(missing), self.filename))
