@@ -201,16 +201,13 @@ class Worker:
         return None if reply.get("ok") else failed(reply)
 
     def ask(self, request: dict, limit_s: float | None) -> dict:
-        """One request's reply ({"ok": True, ...}); LearnerCodeFailed for any failure of the learner's code: a
-        file refused or failing to load fails every request for it, each time as a failure of its own."""
+        """One request's reply ({"ok": ...}); LearnerCodeFailed where the worker failed it: a file refused or
+        failing to load fails every request for it, each time as a failure of its own."""
         if not self.loaded and self.refused is None:
             self._start()
         if self.refused is not None:
             raise LearnerCodeFailed(self.refused.kind, self.refused.error, self.refused.where)
-        reply = self._exchange(request, wall_limit(limit_s))
-        if not reply.get("ok"):
-            raise failed(reply)
-        return reply
+        return self._exchange(request, wall_limit(limit_s))
 
     def _exchange(self, request: dict, wall_s: float | None) -> dict:
         from workshop.learner import wire
@@ -260,12 +257,7 @@ class LocalWorker:
         if {"attribute", "attributes"} & set(request.get("target", {})):
             raise ValueError("the learner's code runs in a worker process, never in the lab's")
         reply = self.session.handle(wire.loads(wire.dumps(request), self.device))
-        reply = wire.loads(wire.dumps(reply), self.device)
-        if not reply[
-            "ok"
-        ]:  # the reference's own failure: the lab's bug, said as the learner's would be
-            raise failed(reply)
-        return reply
+        return wire.loads(wire.dumps(reply), self.device)
 
     def stop(self) -> None:
         """Nothing runs apart from the lab's process."""
@@ -290,7 +282,12 @@ class Solution:
             "limit_s": self.limit_s,
             "probe": probe,
         }
-        return self.worker.ask(request, self.limit_s).get("value")
+        reply = self.worker.ask(request, self.limit_s)
+        if not reply.get(
+            "ok"
+        ):  # the reference's own failure is the lab's bug, said as the learner's would be
+            raise failed(reply)
+        return reply.get("value")
 
     def __call__(self, *args):
         return self._ask("call", args)
