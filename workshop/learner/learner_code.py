@@ -100,13 +100,8 @@ class LearnerFile:
         return cls(data.decode("utf-8", "replace"), shown_as, header)
 
     def refusals(self) -> list[source_check.Finding]:
-        """What in the text keeps it from running (source_check.file_findings); SyntaxError is a failure."""
-        try:
-            return source_check.file_findings(self.source, self.header)
-        except SyntaxError as e:
-            raise LearnerCodeFailed(
-                "load", f"SyntaxError: {e.msg}", f"{self.filename}:{e.lineno}"
-            ) from None
+        """What in the text keeps it from running (source_check.file_findings; SyntaxError propagates)."""
+        return source_check.file_findings(self.source, self.header)
 
 
 class Worker:
@@ -126,8 +121,10 @@ class Worker:
     def _refused(self) -> LearnerCodeFailed | None:
         try:
             refusals = self.learner.refusals()
-        except LearnerCodeFailed as e:  # a SyntaxError, with its line
-            return e
+        except SyntaxError as e:  # a failure to load, at its line
+            return LearnerCodeFailed(
+                "load", f"SyntaxError: {e.msg}", f"{self.learner.filename}:{e.lineno}"
+            )
         if not refusals:
             return None
         why = _(
