@@ -5,6 +5,9 @@ one, one line says why. (The container at work, with Docker: tests/security/test
 
 from __future__ import annotations
 
+import os
+import socket
+
 from workshop.foundations import worker_container
 from workshop.foundations.worker_process import Limits
 
@@ -28,7 +31,10 @@ def test_the_container_is_shut_off_and_capped():
     assert given["--pids-limit"] == ["64"] and given["--cpus"] == ["1.5"]
     assert "cpu=60:65" in given["--ulimit"] and "core=0" in given["--ulimit"]
     assert "--gpus" not in given and "TRITON_INTERPRET=1" in cmd
-    assert given["--label"] == [f"{worker_container.LABEL}={worker_container.owner()}"]
+    owner = (
+        f"{socket.gethostname()}:{os.getpid()}"  # the lab's process, which sweep_stale looks for
+    )
+    assert given["--label"] == [f"{worker_container.LABEL}={owner}"]
     assert cmd[-2:] == ["-m", "workshop.learner.worker"]
 
 

@@ -58,9 +58,10 @@ def test_a_refusal_is_said_in_the_learners_words_where_it_is_raised():
     """The lab's own reading (an import of the answer) and the worker's reply (code from elsewhere) each become
     the finished line the exercise's check shows, naming the file and line, or the file that defines it."""
     imported = "from workshop.labs.autograd.hand import linear_grads\n"
-    learner = LearnerFile(HEADER + imported, "my-work/autograd.py", HEADER)
+    # a header that imports it too: the reading's rules let it through, and only the graded name is refused
+    learner = LearnerFile(HEADER + imported, "my-work/autograd.py", HEADER + imported)
     with pytest.raises(LearnerCodeFailed) as e:
-        learner_code.refuse_imported(learner, "linear_grads")
+        Worker(NoLauncher(), "cpu", learner).refuse_imported(["linear_grads"])
     line = HEADER.count("\n") + 1
     assert str(e.value) == (
         f"my-work/autograd.py:{line}: `linear_grads` is imported, not written in your file: the "

@@ -60,15 +60,12 @@ def docker_problem(image: str = LEARNER_IMAGE) -> str | None:
     return None
 
 
-def owner() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
 def container_command(name: str, image: str, device: str, limits: Limits) -> list[str]:
     tmp = "/tmp"
     env = scratch_environment(tmp) | ({"TRITON_INTERPRET": "1"} if device == "cpu" else {})
     return [
-        *("docker", "run", "--rm", "-i", "--name", name, "--label", f"{LABEL}={owner()}"),
+        *("docker", "run", "--rm", "-i", "--name", name),
+        *("--label", f"{LABEL}={socket.gethostname()}:{os.getpid()}"),
         *("--network", "none", "--read-only"),
         *("--tmpfs", f"{tmp}:rw,nosuid,nodev,size=1g,mode=1777"),
         *("--user", UID, "--cap-drop", "ALL", "--security-opt", "no-new-privileges"),

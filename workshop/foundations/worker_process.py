@@ -105,9 +105,10 @@ def worker_environment(scratch: Path, device: str, root: Path) -> dict[str, str]
         "PYTHONPATH": str(root),
         "PYTHONNOUSERSITE": "1",
         **scratch_environment(str(scratch)),
-    }
-    env |= {
-        n: os.environ[n] for n in ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS") if n in os.environ
+        # the device's settings: all it inherits
+        **{
+            n: os.environ[n] for n in ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS") if n in os.environ
+        },
     }
     env.setdefault("OMP_NUM_THREADS", str(min(WORKER_THREADS, os.cpu_count() or 1)))
     use_triton_interpreter(env, device)

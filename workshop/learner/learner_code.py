@@ -100,34 +100,31 @@ class LearnerFile:
         return cls(data.decode("utf-8", "replace"), shown_as, header)
 
     def refusals(self) -> list[source_check.Finding]:
-        """What in the text keeps it from running (source_check.file_findings); SyntaxError is a failure."""
-        try:
-            return source_check.file_findings(self.source, self.header)
-        except SyntaxError as e:
-            raise LearnerCodeFailed(
-                "load", f"SyntaxError: {e.msg}", f"{self.filename}:{e.lineno}"
-            ) from None
+        """What in the text keeps it from running (source_check.file_findings; SyntaxError propagates)."""
+        return source_check.file_findings(self.source, self.header)
 
 
 class Worker:
     """The lab process's side of the worker: `ask` one request, get one reply; restarts a dead worker. A file
     the lab's reading refuses (source_check) never reaches a worker: none is started for it."""
 
-    def __init__(self, launcher, device: str, learner: LearnerFile | None):
+    def __init__(self, launcher, device: str, learner: LearnerFile):
         self.launcher, self.device, self.learner = launcher, device, learner
         self.channel = None  # a wire.Channel while the worker runs
         self.loaded = False  # it said it was ready and has the learner's file
         # why the worker could not start: the workshop's failure, said for every exercise
         self.fault: WorkerFault | None = None
+        # why every request fails, each time as a failure of its own: the file refused by the lab's reading (no
+        # worker is started for it), or failing to load in the worker
         self.refused = self._refused()
 
     def _refused(self) -> LearnerCodeFailed | None:
-        if self.learner is None:
-            return None
         try:
             refusals = self.learner.refusals()
-        except LearnerCodeFailed as e:  # a SyntaxError, with its line
-            return e
+        except SyntaxError as e:  # a failure to load, at its line
+            return LearnerCodeFailed(
+                "load", f"SyntaxError: {e.msg}", f"{self.learner.filename}:{e.lineno}"
+            )
         if not refusals:
             return None
         why = _(
@@ -136,6 +133,18 @@ class Worker:
         )
         where = f"{self.learner.filename}:{refusals[0].line}"
         return LearnerCodeFailed("refused", why.format(what=refusals[0].what), where)
+
+    def refuse_imported(self, names: list[str]) -> None:
+        """LearnerCodeFailed ("refused") when the learner's file binds one of `names` by an import: the workshop's
+        own code is not an answer (a file refused already is not read again)."""
+        for name in names if self.refused is None else ():
+            statement = source_check.imported_as(self.learner.source, name)
+            if statement is not None:
+                where = f"{self.learner.filename}:{statement.lineno}"
+                why = _(
+                    "`{name}` is imported, not written in your file: the workshop's own code is not an answer"
+                )
+                raise LearnerCodeFailed("refused", why.format(name=name), where)
 
     def begin(self) -> None:
         """Start the worker without waiting for it: its interpreter and torch load while the lab prepares (a
@@ -159,50 +168,43 @@ class Worker:
         from workshop.learner import wire
 
         self.begin()
-        try:
-            if self.fault is not None:
-                raise self.fault
+        why = self.fault  # it could not even start
+        if why is None:
             try:
-                hello = self._receive(time.monotonic() + READY_S)
+                hello = self.channel.receive(time.monotonic() + READY_S)
+                why = None if hello.get("ok") else said(hello.get("error"))
             except wire.WireError as e:
                 how = self.launcher.ended() or str(e)
                 tail = " | ".join(said(line, 300) for line in self.launcher.tail()[-3:])
-                self.stop()
-                raise WorkerFault(f"it ended before it was ready ({how}): {tail}") from None
-            if not hello.get("ok"):
-                self.stop()
-                raise WorkerFault(said(hello.get("error")))
-        except WorkerFault as e:
-            raise LearnerCodeFailed("workshop", f"the worker: {e}") from None
-        self.load_failure = self._load()
+                why = f"it ended before it was ready ({how}): {tail}"
+        if why is not None:
+            self.stop()
+            raise LearnerCodeFailed("workshop", f"the worker: {why}")
+        self.refused = self._load()
         self.loaded = True
 
     def _load(self) -> LearnerCodeFailed | None:
         """Tell the worker the device and give it the learner's file (read here and found runnable)."""
-        request = {"op": "load", "device": self.device, "source": None, "limit_s": LOAD_S}
-        if self.learner is not None:
-            allowed = sorted(source_check.allowed_imports(self.learner.header), key=str)
-            request |= {
-                "source": self.learner.source,
-                "filename": self.learner.filename,
-                "allowed": [list(pair) for pair in allowed],
-            }
+        allowed = sorted(source_check.allowed_imports(self.learner.header), key=str)
+        request = {
+            "op": "load",
+            "device": self.device,
+            "source": self.learner.source,
+            "filename": self.learner.filename,
+            "allowed": [list(pair) for pair in allowed],
+            "limit_s": LOAD_S,
+        }
         reply = self._exchange(request, wall_limit(LOAD_S))
         return None if reply.get("ok") else failed(reply)
 
     def ask(self, request: dict, limit_s: float | None) -> dict:
-        """One request's reply ({"ok": True, ...}); LearnerCodeFailed for any failure of the learner's code: a
-        file refused or failing to load fails every request for it, each time as a failure of its own."""
-        learners = bool({"attribute", "attributes"} & set(request.get("target", {})))
-        if not self.loaded and not (self.refused and learners):
+        """One request's reply ({"ok": ...}); LearnerCodeFailed where the worker failed it: a file refused or
+        failing to load fails every request for it, each time as a failure of its own."""
+        if not self.loaded and self.refused is None:
             self._start()
-        barred = self.refused or self.load_failure
-        if barred and learners:
-            raise LearnerCodeFailed(barred.kind, barred.error, barred.where)
-        reply = self._exchange(request, wall_limit(limit_s))
-        if not reply.get("ok"):
-            raise failed(reply)
-        return reply
+        if self.refused is not None:
+            raise LearnerCodeFailed(self.refused.kind, self.refused.error, self.refused.where)
+        return self._exchange(request, wall_limit(limit_s))
 
     def _exchange(self, request: dict, wall_s: float | None) -> dict:
         from workshop.learner import wire
@@ -210,7 +212,7 @@ class Worker:
         deadline = None if wall_s is None else time.monotonic() + wall_s
         try:
             self.channel.send(request, deadline)
-            return self._receive(deadline)
+            return self.channel.receive(deadline)
         except wire.ChannelTimeout:
             self.stop()
             raise LearnerCodeFailed("time", f"no answer after {wall_s:g} s (wall clock)") from None
@@ -220,20 +222,12 @@ class Worker:
             if how is None:
                 raise LearnerCodeFailed("error", f"the worker broke the protocol: {e}") from None
             # file:line in the learner's file of the last stack the dead worker printed (faulthandler)
-            found = self.learner and lab_log.last_frame(
+            found = lab_log.last_frame(
                 self.launcher.tail(), lambda file: file == self.learner.filename
             )
             raise LearnerCodeFailed(
                 "died", how, f"{found[0]}:{found[1]}" if found else None
             ) from None
-
-    def _receive(self, deadline: float | None) -> dict:
-        from workshop.learner import wire
-
-        reply = self.channel.receive(deadline)
-        if not isinstance(reply, dict):
-            raise wire.WireError("a reply that is not a dict")
-        return reply
 
     def stop(self) -> None:
         self.launcher.stop()
@@ -260,12 +254,7 @@ class LocalWorker:
         if {"attribute", "attributes"} & set(request.get("target", {})):
             raise ValueError("the learner's code runs in a worker process, never in the lab's")
         reply = self.session.handle(wire.loads(wire.dumps(request), self.device))
-        reply = wire.loads(wire.dumps(reply), self.device)
-        if not reply[
-            "ok"
-        ]:  # the reference's own failure: the lab's bug, said as the learner's would be
-            raise failed(reply)
-        return reply
+        return wire.loads(wire.dumps(reply), self.device)
 
     def stop(self) -> None:
         """Nothing runs apart from the lab's process."""
@@ -288,8 +277,14 @@ class Solution:
             "target": self.target,
             "args": wire.plain(list(args)),
             "limit_s": self.limit_s,
+            "probe": probe,
         }
-        return self.worker.ask(request | {"probe": probe}, self.limit_s).get("value")
+        reply = self.worker.ask(request, self.limit_s)
+        if not reply.get(
+            "ok"
+        ):  # the reference's own failure is the lab's bug, said as the learner's would be
+            raise failed(reply)
+        return reply.get("value")
 
     def __call__(self, *args):
         return self._ask("call", args)
@@ -311,23 +306,10 @@ class Solution:
         return source_check.autograd_uses(learner.source, self.target["attribute"])
 
 
-def refuse_imported(learner: LearnerFile, name: str) -> None:
-    """LearnerCodeFailed ("refused") when the learner's file binds `name` by an import: the workshop's own code
-    is not an answer."""
-    statement = source_check.imported_as(learner.source, name)
-    if statement is not None:
-        where = f"{learner.filename}:{statement.lineno}"
-        why = _(
-            "`{name}` is imported, not written in your file: the workshop's own code is not an answer"
-        )
-        raise LearnerCodeFailed("refused", why.format(name=name), where)
-
-
 def solution_for(worker: Worker | LocalWorker, exercise, graded: bool) -> Solution:
     """The Solution a grading block yields: the learner's attribute when a workspace is graded (refused here when
     the file binds it by an import: the workshop's own code), else the reference."""
     if not graded:
         return Solution(worker, {"reference": exercise.reference})
-    if worker.learner is not None and worker.refused is None:
-        refuse_imported(worker.learner, exercise.attribute)
+    worker.refuse_imported([exercise.attribute])
     return Solution(worker, {"attribute": exercise.attribute}, exercise.time_limit_s)

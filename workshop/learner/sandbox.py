@@ -35,29 +35,27 @@ def launcher(ctx) -> ContainerWorker | NativeWorker:
 
 
 def worker(ctx) -> learner_code.Worker | learner_code.LocalWorker:
-    """The lab's worker: a process for the learner's code (given their <lab>.py as text, None when it is missing:
-    that is said when an exercise asks for it), the lab's own process for the reference."""
+    """The lab's worker: a process for the learner's code (given their <lab>.py as text), the lab's own process
+    for the reference. LearnerError, before any worker starts, when a graded workspace has no <lab>.py."""
     if ctx._worker is None and not ctx.graded:
         ctx._worker = learner_code.LocalWorker(ctx.device)
     elif ctx._worker is None:
         path = workspace.lab_file(ctx.work, ctx.name)
+        if not path.is_file():
+            raise workspace.LearnerError(
+                _("{file} does not exist: run `{command}`").format(
+                    file=workspace.display(path),
+                    command=f"python -m workshop exercises init {workspace.display(ctx.work)}",
+                )
+            )
         header = labs.workspace_header(ctx.name)
-        shown = workspace.display(path)
-        learner = learner_code.LearnerFile.read(path, shown, header) if path.is_file() else None
+        learner = learner_code.LearnerFile.read(path, workspace.display(path), header)
         ctx._worker = learner_code.Worker(launcher(ctx), ctx.device, learner)
     return ctx._worker
 
 
 def implementation(ctx, ex: Exercise) -> learner_code.Solution:
     """What `with ctx.grading(name) as impl:` yields (see learner_code.py)."""
-    path = workspace.lab_file(ctx.work, ctx.name) if ctx.graded else None
-    if path is not None and not path.is_file():
-        raise workspace.LearnerError(
-            _("{file} does not exist: run `{command}`").format(
-                file=workspace.display(path),
-                command=f"python -m workshop exercises init {workspace.display(ctx.work)}",
-            )
-        )
     return learner_code.solution_for(worker(ctx), ex, ctx.graded)
 
 
@@ -76,14 +74,12 @@ def probe(ctx, function: Callable, args: tuple, attributes: tuple[str, ...]):
     if not ctx.graded:
         target = {"references": {ex.attribute: ex.reference for ex in exercises}}
         return learner_code.Solution(worker(ctx), target).probe(function, *args)
-    path = workspace.lab_file(ctx.work, ctx.name)
-    found = worker(ctx)
-    if found.learner is None:
-        raise learner_code.LearnerCodeFailed(
-            "missing", ", ".join(attributes), workspace.display(path)
-        )
-    for name in attributes:
-        learner_code.refuse_imported(found.learner, name)
+    try:
+        found = worker(ctx)
+    except workspace.LearnerError:  # no <lab>.py: every piece is missing
+        path = workspace.display(workspace.lab_file(ctx.work, ctx.name))
+        raise learner_code.LearnerCodeFailed("missing", ", ".join(attributes), path) from None
+    found.refuse_imported(list(attributes))
     limit = max((ex.time_limit_s for ex in exercises), default=None)
     return learner_code.Solution(found, {"attributes": list(attributes)}, limit).probe(
         function, *args

@@ -137,16 +137,6 @@ def allowed_imports(header: str) -> set[tuple[str, str | None]]:
     return {(module, name) for _, module, name in imports(ast.parse(header)) if module[0] != "."}
 
 
-def reaching_findings(tree: ast.Module) -> list[Finding]:
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id in REACHING_NAMES:
-            found.append(Finding(node.lineno, node.id))
-        elif isinstance(node, ast.Attribute) and node.attr in REACHING_ATTRIBUTES:
-            found.append(Finding(node.lineno, f".{node.attr}"))
-    return found
-
-
 def file_findings(source: str, header: str) -> list[Finding]:
     """Everything in the file that keeps it from being run (SyntaxError propagates: the caller says where)."""
     tree, allowed = ast.parse(source), allowed_imports(header)
@@ -155,7 +145,17 @@ def file_findings(source: str, header: str) -> list[Finding]:
         for line, module, name in imports(tree)
         if (module, name) not in allowed
     ]
-    found += reaching_findings(tree)
+    # names that reach past the exercise, and attributes that do
+    found += [
+        Finding(node.lineno, node.id)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Name) and node.id in REACHING_NAMES
+    ]
+    found += [
+        Finding(node.lineno, f".{node.attr}")
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and node.attr in REACHING_ATTRIBUTES
+    ]
     return sorted(set(found), key=lambda f: (f.line, f.what))
 
 

@@ -119,35 +119,37 @@ class Channel:
             raise WireError(f"a frame of {len(payload)} bytes (at most {MAX_FRAME})")
         self._write(_LENGTH.pack(len(payload)) + payload, deadline)
 
-    def receive(self, deadline: float | None = None):
+    def receive(self, deadline: float | None = None) -> dict:
+        """One message: a dict (a request, or its reply)."""
         (length,) = _LENGTH.unpack(self._read(_LENGTH.size, deadline))
         if length > MAX_FRAME:
             raise WireError(f"a frame of {length} bytes (at most {MAX_FRAME})")
-        return loads(self._read(length, deadline), self.map_location)
+        message = loads(self._read(length, deadline), self.map_location)
+        if not isinstance(message, dict):
+            raise WireError("a message that is not a dict")
+        return message
 
     def _wait(self, fd: int, writing: bool, deadline: float | None) -> None:
         left = None if deadline is None else deadline - time.monotonic()
-        if left is not None and left <= 0:
-            raise ChannelTimeout("the other side did not answer in time")
-        ready = select.select([], [fd], [], left) if writing else select.select([fd], [], [], left)
-        if not any(ready):
+        waited = ([], [fd]) if writing else ([fd], [])
+        # select() refuses a negative wait: a deadline passed is a timeout before it is asked
+        if (left is not None and left <= 0) or not any(select.select(*waited, [], left)):
             raise ChannelTimeout("the other side did not answer in time")
 
     def _read(self, n: int, deadline: float | None) -> bytes:
-        chunks, got = [], 0
-        while got < n:
+        data = bytearray()
+        while len(data) < n:
             self._wait(self.read_fd, False, deadline)
             try:
-                chunk = os.read(self.read_fd, min(n - got, 2**20))
+                chunk = os.read(self.read_fd, min(n - len(data), 2**20))
             except BlockingIOError:
                 continue
             except ConnectionResetError:
-                raise ChannelClosed("the channel was closed") from None
+                chunk = b""  # the other side is gone, as at the end of the stream
             if not chunk:
                 raise ChannelClosed("the channel was closed")
-            chunks.append(chunk)
-            got += len(chunk)
-        return b"".join(chunks)
+            data += chunk
+        return bytes(data)
 
     def _write(self, data: bytes, deadline: float | None) -> None:
         view = memoryview(data)

@@ -12,7 +12,7 @@ judges what comes back.
 No path reaches it: the learner's file comes over the channel as text, compiled under the name the learner
 knows it by (my-work/autograd.py), so tracebacks name it, and nothing else of the workspace is here. Its
 stdout and stderr go to a capped log that nobody parses. Requests, each answered by one reply:
-  {"op": "load", "device", "source" (None: no learner file), "filename", "allowed": [[module, name], ...]}
+  {"op": "load", "device", "source", "filename", "allowed": [[module, name], ...]}
   {"op": "call" | "probe" | "value", "target": {"attribute": NAME} | {"reference": "module:attr"} |
    {"attributes": [NAME, ...]} | {"references": {NAME: "module:attr"}} (a probe over several pieces),
    "args": [...], "probe": "module:qualname" (Solution.probe sends the function so), "limit_s": CPU seconds}
@@ -50,9 +50,9 @@ IMPORT_NAME = dis.opmap["IMPORT_NAME"]
 
 def failure(kind: str, error: BaseException | str, filename: str | None = None) -> dict:
     """The reply that says a request failed: its kind, the error in one line, and filename:line of the innermost
-    frame of `error` in the learner's file (None: not there)."""
+    frame of `error` in the learner's file (None: not there); an error said as text is where `filename` says."""
     if isinstance(error, str):
-        return {"ok": False, "kind": kind, "error": error, "where": None}
+        return {"ok": False, "kind": kind, "error": error, "where": filename}
     text = " ".join(str(error).split())[:2000]
     # a stub's text is its exercise's id, a time limit's the seconds: each said as it is, without its type
     if not isinstance(error, NotImplementedError | TimeLimitExceeded):
@@ -67,9 +67,9 @@ def failure(kind: str, error: BaseException | str, filename: str | None = None) 
 
 
 class Refused(Exception):
-    """A target that is not the learner's to run, its args (kind, what, where): missing from the file (where: the
-    file), or code from elsewhere (kind refused, what: the name, where: the file that defines it; the lab's
-    process says it)."""
+    """A target that is not the learner's to run, its arg the reply that says so (failure): missing from the file
+    (where: the file), or code from elsewhere (kind refused, error: the name, where: the file that defines it;
+    the lab's process says it)."""
 
 
 def guard_imports(filename: str, allowed: set[tuple[str, str | None]]) -> None:
@@ -117,8 +117,7 @@ class Session:
         try:
             target = self.target(request["target"])
         except Refused as e:
-            kind, what, where = e.args
-            return {"ok": False, "kind": kind, "error": what, "where": where}
+            return e.args[0]
         except NotImplementedError as e:
             return failure("not_started", e)
         except (LookupError, ImportError, ValueError) as e:
@@ -129,10 +128,8 @@ class Session:
         return self.run(request, target, function)
 
     def load(self, request: dict) -> dict:
-        """The first request: the lab's device, and the learner's file (none for a reference run)."""
+        """The first request: the lab's device, and the learner's file."""
         self.device = request.get("device", "cpu")
-        if request.get("source") is None:
-            return {"ok": True}
         self.filename, source = request["filename"], request["source"]
         linecache.cache[self.filename] = (len(source), None, source.splitlines(True), self.filename)
         module = types.ModuleType(MODULE)
@@ -144,12 +141,7 @@ class Session:
             with exercise_limit(request.get("limit_s")):
                 exec(code, module.__dict__)
         except SyntaxError as e:
-            return {
-                "ok": False,
-                "kind": "load",
-                "error": f"SyntaxError: {e.msg}",
-                "where": f"{self.filename}:{e.lineno}",
-            }
+            return failure("load", f"SyntaxError: {e.msg}", f"{self.filename}:{e.lineno}")
         except BaseException as e:  # noqa: BLE001 - whatever the file raises at import is the learner's
             return failure("time" if isinstance(e, TimeLimitExceeded) else "load", e, self.filename)
         self.module = module
@@ -170,18 +162,16 @@ class Session:
     def attributes(self, names: list[str]) -> dict:
         """{name: the learner's attribute}; every missing name said at once (Refused "missing": "a, b"), a name
         whose code is not the learner's own refused (Refused "refused": the file that defines it)."""
-        if self.module is None:
-            raise LookupError("the learner's file is not loaded")
         missing = [name for name in names if not hasattr(self.module, name)]
         if missing:
-            raise Refused("missing", ", ".join(missing), self.filename)
+            raise Refused(failure("missing", ", ".join(missing), self.filename))
         found = {name: getattr(self.module, name) for name in names}
         for name, value in found.items():
             code = getattr(
                 getattr(value, "fn", value), "__code__", None
             )  # a triton.jit kernel: in .fn
             if code is not None and code.co_filename != self.filename:
-                raise Refused("refused", name, code.co_filename)
+                raise Refused(failure("refused", name, code.co_filename))
         return found
 
     def run(self, request: dict, target, probe) -> dict:

@@ -51,20 +51,6 @@ def display(path: Path) -> str:
         return str(path)
 
 
-def open_regular(path: Path):
-    """`path` opened for reading when it is a regular file of at most FILE_MAX bytes, else UnsafeFile. Looked at
-    before it is opened (opening a device can do something), opened without blocking (a FIFO's open waits for a
-    writer), then looked at again: what is open is what is read."""
-    if reason := unsafe_reason(Path(path), os.stat(path)):
-        raise UnsafeFile(reason)
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    if reason := unsafe_reason(Path(path), os.fstat(fd)):
-        os.close(fd)
-        raise UnsafeFile(reason)
-    os.set_blocking(fd, True)
-    return os.fdopen(fd, "rb")
-
-
 # what a file that is not a regular one is, by its type (stat.S_IFMT)
 NOT_REGULAR = {
     stat.S_IFIFO: N_("a FIFO"),
@@ -89,8 +75,19 @@ def unsafe_reason(path: Path, found: os.stat_result) -> str | None:
 
 
 def read_capped(path: Path) -> bytes:
-    with open_regular(path) as f:
-        return f.read(FILE_MAX)  # a file that grows while it is read stops at the cap
+    """`path`'s bytes, at most FILE_MAX (a file that grows while it is read stops at the cap), when it is a regular
+    file of at most FILE_MAX bytes, else UnsafeFile. Looked at before it is opened (opening a device can do
+    something), opened without blocking (a FIFO's open waits for a writer), then looked at again: what is open is
+    what is read."""
+    if reason := unsafe_reason(Path(path), os.stat(path)):
+        raise UnsafeFile(reason)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    if reason := unsafe_reason(Path(path), os.fstat(fd)):
+        os.close(fd)
+        raise UnsafeFile(reason)
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "rb") as f:
+        return f.read(FILE_MAX)
 
 
 def file_sha256(path: Path) -> str:
