@@ -194,21 +194,12 @@ def held_twice(rows, keys) -> list[tuple]:
 
 def handed_twice(rows) -> None:
     """Flag, on every row that holds it, a run id, a manifest or a workspace file that another row holds too."""
-    untouched = stub_hashes()
-
-    def copies(row) -> set[tuple[str, str]]:
-        return {
-            (kind, value)
-            for kind, value in row.fingerprints
-            if not (kind == "file" and value.split(" ", 1)[1] in untouched)
-        }
-
-    for (kind, value), indices in held_twice(rows, copies):
+    for what, indices in held_twice(rows, lambda row: set(row.fingerprints)):
         for index in indices:
             others = ", ".join(rows[i].learner for i in indices if i != index)
             rows[index].notes.append(
                 _("handed in twice: {what} is also in {others}'s hand-in").format(
-                    what=described(kind, value), others=others
+                    what=what, others=others
                 )
             )
 
@@ -243,22 +234,15 @@ def same_names(rows) -> None:
             )
 
 
-def described(kind: str, value: str) -> str:
-    """A fingerprint as a row's note names it: a run, a manifest's sha256, a file's name and sha256."""
-    name, _space, digest = value.partition(" ")  # a file's: "<name> <sha256>"
-    return {
-        "run": _("run {run}").format(run=value),
-        "manifest": _("a run's manifest (sha256 {digest})").format(digest=value[:12]),
-        "file": _("{file} (sha256 {digest})").format(file=name, digest=digest[:12]),
-    }[kind]
-
-
-def workspace_files(work: Path) -> list[tuple[str, str]]:
-    """("file", "<name> <sha256>") of each workspace file a lab grades."""
+def workspace_files(work: Path) -> list[str]:
+    """Each workspace file a lab grades, as a note names it (its name and sha256), but those still as `exercises
+    init` wrote them (everyone's: not a copy)."""
+    untouched = stub_hashes()
     return [
-        ("file", f"{name} {workspace.file_sha256(work / name)}")
+        _("{file} (sha256 {digest})").format(file=name, digest=digest[:12])
         for name in lab_file_names()
         if (work / name).is_file()
+        and (digest := workspace.file_sha256(work / name)) not in untouched
     ]
 
 
