@@ -56,9 +56,6 @@ class Row:
     # in other rows
     fingerprints: list[str] = field(default_factory=list)
 
-    def fact(self, name: str) -> str:
-        return " / ".join(sorted(self.facts.get(name, set()))) or "?"
-
 
 def is_workspace(path: Path) -> bool:
     """A folder with a workspace record, or with any lab's workspace file."""
@@ -230,9 +227,10 @@ def add_run(row: Row, run_dir: Path) -> None:
             ),
         ]
     revision = str(manifest.get("git_revision", "unknown"))
+    dirty = _("yes") if revision.endswith("+dirty") else _("no")
     facts = {name: manifest.get(name) for name in FACTS} | {
         "git_revision": revision.removesuffix("+dirty"),
-        "tree_modified": tree_modified(revision),
+        "tree_modified": _("unknown") if revision in ("", "unknown", "None") else dirty,
     }
     for name, value in facts.items():
         row.facts.setdefault(name, set()).add(str(value))
@@ -242,12 +240,6 @@ def add_run(row: Row, run_dir: Path) -> None:
 
 def labs_in(run_dir: Path) -> list[str]:
     return sorted(p.name for p in run_dir.iterdir() if (p / "result.json").is_file())
-
-
-def tree_modified(revision: str) -> str:
-    if revision in ("", "unknown", "None"):
-        return _("unknown")
-    return _("yes") if revision.endswith("+dirty") else _("no")
 
 
 def add_lab_result(row: Row, run_dir: Path, lab: str) -> None:

@@ -29,7 +29,6 @@ class Standing:
     exercise: Exercise
     status: str
     last_status: str | None = None  # the status at the last check, when the file changed since
-    run_dir: Path | None = None  # the run it was read from
 
 
 def graded_runs(results_root: Path, lab: str, work: Path) -> list[tuple[Path, dict]]:
@@ -58,15 +57,12 @@ def untouched(ex: Exercise, work: Path) -> bool:
             workspace.file_sha256(path)
         )
     text = path.read_text(encoding="utf-8", errors="replace")
-    return any(stub in text for stub in stubs(ex))
-
-
-def stubs(ex: Exercise) -> set[str]:
-    """The exercise's stub as init writes it in each language (its docstring and message are translated):
-    a workspace made in Spanish is still "not started" when listed in English."""
-    return in_every_language(
+    # the exercise's stub as init writes it in each language (its docstring and message are translated): a
+    # workspace made in Spanish is still "not started" when listed in English
+    stubs = in_every_language(
         lambda: {e.stub_code() for e in labs.exercises(ex.lab) if e.id == ex.id}
     )
+    return any(stub in text for stub in stubs)
 
 
 def in_every_language(made: Callable[[], set[str]]) -> set[str]:
@@ -83,13 +79,13 @@ def standing(ex: Exercise, work: Path, last: tuple[Path, dict] | None) -> Standi
         return Standing(ex, checks.NOT_STARTED)
     if last is None:
         return Standing(ex, NOT_CHECKED)
-    run_dir, result = last
+    result = last[1]
     name = ex.document or f"{ex.lab}.py"
     graded = result.get("exercises", {}).get(ex.id, {}).get("status", checks.NOT_GRADED)
     recorded = result["implementation"].get("sha256", {}).get(name)
     if recorded != workspace.file_sha256(work / name):
-        return Standing(ex, CHANGED, graded, run_dir)
-    return Standing(ex, graded, None, run_dir)
+        return Standing(ex, CHANGED, graded)
+    return Standing(ex, graded)
 
 
 def workspace_progress(work: Path, results_root: Path) -> list[Standing]:
