@@ -25,6 +25,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from workshop import labs
 from workshop.grading import progress, workspace_init
 from workshop.i18n import _
 from workshop.learner import workspace
@@ -169,20 +170,6 @@ class Watch:
         return touched, changed(code_before, self.code)
 
 
-def stub_hashes() -> set[str]:
-    """The sha256 of each lab's workspace file as `exercises init` writes it, in every language (untouched:
-    not a copy)."""
-    from workshop import labs
-
-    return progress.in_every_language(
-        lambda: {
-            hashlib.sha256(workspace_init.lab_source(lab).encode("utf-8")).hexdigest()
-            for lab, exercises in labs.all_exercises().items()
-            if any(ex.attribute for ex in exercises)
-        }
-    )
-
-
 def held_twice(rows, keys) -> list[tuple]:
     """(key, the indices of the rows that hold it) of every key two rows or more hold; `keys(row)`: a row's."""
     holders: dict = defaultdict(set)
@@ -237,7 +224,14 @@ def same_names(rows) -> None:
 def workspace_files(work: Path) -> list[str]:
     """Each workspace file a lab grades, as a note names it (its name and sha256), but those still as `exercises
     init` wrote them (everyone's: not a copy)."""
-    untouched = stub_hashes()
+    # the sha256 of each lab's workspace file as `exercises init` writes it, in every language
+    untouched = progress.in_every_language(
+        lambda: {
+            hashlib.sha256(workspace_init.lab_source(lab).encode("utf-8")).hexdigest()
+            for lab, exercises in labs.all_exercises().items()
+            if any(ex.attribute for ex in exercises)
+        }
+    )
     return [
         _("{file} (sha256 {digest})").format(file=name, digest=digest[:12])
         for name in lab_file_names()
@@ -248,6 +242,4 @@ def workspace_files(work: Path) -> list[str]:
 
 def lab_file_names() -> list[str]:
     """Every lab's workspace files, by name."""
-    from workshop import labs
-
     return [name for lab in labs.all_exercises() for name in workspace.lab_files(lab)]
