@@ -57,11 +57,10 @@ def copy_tree(out: Path) -> None:
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} exists and is not empty")
     out.mkdir(parents=True, exist_ok=True)
-    for name in KEPT:
+    for name in (*KEPT, *KEPT_FILES):  # folders, then files
         if (ROOT / name).is_dir():
             shutil.copytree(ROOT / name, out / name, ignore=shutil.ignore_patterns(*SKIPPED))
-    for name in KEPT_FILES:
-        if (ROOT / name).is_file():
+        elif (ROOT / name).is_file():
             shutil.copy2(ROOT / name, out / name)
     (out / "results").mkdir(exist_ok=True)
 
