@@ -68,13 +68,12 @@ def refuse_early(lab_names: list[str], work: Path) -> None:
 
 def write_waiting_documents(lab_names: list[str], work: Path, run_dir: Path) -> list[Path]:
     """Documents whose template needed a run: written now from this run, where still missing."""
-    written = [
-        workspace_init.write_waiting_document(work, ex, run_dir / lab)
+    return [
+        path
         for lab in lab_names
         for ex in labs.exercises(lab)
-        if ex.document
+        if ex.document and (path := workspace_init.write_waiting_document(work, ex, run_dir / lab))
     ]
-    return [path for path in written if path]
 
 
 def regrade_sources(results_root: Path, work: Path, ids: tuple[str, ...]) -> dict[str, str]:

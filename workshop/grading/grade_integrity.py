@@ -64,9 +64,8 @@ def fingerprint(
 ) -> dict[str, str]:
     """Relative path -> what it is, from its lstat alone (a link's own, not its target's): its type, size, inode
     and times (ctime: a process cannot set it back), for at most `most` entries. Nothing is read: a hand-in's
-    file may be 40 GB of nothing, or a FIFO. {} when it is no folder. `whole`: entries'."""
-    if not folder.is_dir():
-        return {}
+    file may be 40 GB of nothing, or a FIFO. {} when it is no folder (os.walk finds nothing in it). `whole`:
+    entries'."""
     return {
         name: f"{st.st_mode:o} {st.st_size} {st.st_ino} {st.st_mtime_ns} {st.st_ctime_ns}"
         for name, _path, st in itertools.islice(entries(folder, skip, whole), most)
@@ -89,9 +88,7 @@ def not_read(path: Path, root: Path) -> str | None:
 
 
 def unsafe_files(root: Path) -> list[str]:
-    """One note for each file of the hand-in `root` that grade does not read."""
-    if not root.is_dir():
-        return []
+    """One note for each file of the hand-in `root` that grade does not read (none when it is no folder)."""
     # a regular file (lstat: no link) is in the hand-in, since no link leads to it: only the others are looked at
     return [
         reason

@@ -71,7 +71,6 @@ def init(
     learner: str | None = None,
 ) -> InitOutcome:
     """Write the labs' starting files into `work`; WorkspaceExists if one is there and not `force`."""
-    work = Path(work)
     files, waiting = planned_files(lab_names, results_root, work)
     existing = [work / name for name in files if (work / name).exists()]
     if existing and not force:
