@@ -1,7 +1,7 @@
 """The learner's commands: exercises init | list, check LAB (the instructor's, grade and edition: instructor.py).
 
 Registered on `python -m workshop` by cli.main.build_parser (add_commands). The work is done in
-grading.workspace_init, progress and check_report; this module reads the arguments and prints.
+grading.workspace_init and check_report; this module reads the arguments and prints.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from workshop.cli.options import (
     run_options,
 )
 from workshop.declarations import checks
-from workshop.grading import check_report, edition, progress, workspace_init
+from workshop.grading import check_report, edition, workspace_init
 from workshop.i18n import _, ngettext
 from workshop.learner import workspace
 
@@ -36,7 +36,7 @@ STATUS_STYLE = {
     checks.PASSING: "green",
     checks.FAILING: "red",
     checks.NOT_STARTED: "yellow",
-    progress.CHANGED: "cyan",
+    check_report.CHANGED: "cyan",
 }
 
 
@@ -150,7 +150,7 @@ def cmd_list(args) -> int:
         _("title"),
         title=_("exercises in {work}").format(work=workspace.display(work)),
     )
-    for s in progress.workspace_progress(work, Path(args.out)):
+    for s in check_report.workspace_progress(work, Path(args.out)):
         status = Text(_(s.status), style=STATUS_STYLE.get(s.status, "white"))
         if s.last_status:
             status.append(_(" (was {status})").format(status=_(s.last_status)))

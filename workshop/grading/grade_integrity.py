@@ -26,7 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from workshop import labs
-from workshop.grading import progress, workspace_init
+from workshop.grading import check_report, workspace_init
 from workshop.i18n import _
 from workshop.learner import workspace
 
@@ -222,7 +222,7 @@ def workspace_files(work: Path) -> list[str]:
     """Each workspace file a lab grades, as a note names it (its name and sha256), but those still as `exercises
     init` wrote them (everyone's: not a copy)."""
     # the sha256 of each lab's workspace file as `exercises init` writes it, in every language
-    untouched = progress.in_every_language(
+    untouched = check_report.in_every_language(
         lambda: {
             hashlib.sha256(workspace_init.lab_source(lab).encode("utf-8")).hexdigest()
             for lab, exercises in labs.all_exercises().items()
