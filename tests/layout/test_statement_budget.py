@@ -29,8 +29,8 @@ MACHINERY = (
 TARGET = {"workshop": 10_000, "machinery": 2_800, "lab": 1_300, "lines": 400}
 # area -> the statements (for a file: the lines) it holds today, over its target
 CEILING = {
-    "workshop": 11_502,
-    "machinery": 3_689,
+    "workshop": 11_497,
+    "machinery": 3_684,
     "labs/custom_op": 1_956,
     "labs/distributed": 1_673,
 }

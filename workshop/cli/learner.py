@@ -99,7 +99,9 @@ def cmd_init(args) -> int:
     work = Path(args.dir)
     lab_names = exercise_labs(args.labs)
     try:
-        outcome = workspace_init.init(work, lab_names, Path(args.out), args.force, args.learner)
+        written, waiting, backup = workspace_init.init(
+            work, lab_names, Path(args.out), args.force, args.learner
+        )
     except workspace_init.WorkspaceExists as e:
         raise fail(
             ngettext(
@@ -112,13 +114,13 @@ def cmd_init(args) -> int:
                 len(e.files),
             ).format(files=e, work=workspace.display(work))
         ) from None
-    if outcome.backup:
+    if backup:
         console.print(
-            _("backed up your files to {folder}/").format(folder=workspace.display(outcome.backup))
+            _("backed up your files to {folder}/").format(folder=workspace.display(backup))
         )
-    for path in outcome.written:
+    for path in written:
         console.print(_("wrote {file}").format(file=workspace.display(path)))
-    for ex in outcome.waiting:
+    for ex in waiting:
         console.print(
             _(
                 "{file} is written from your run's figures by `python -m workshop check {lab}`"
