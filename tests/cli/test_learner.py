@@ -26,7 +26,7 @@ from workshop.declarations import checks
 from workshop.foundations import device as device_files
 from workshop.foundations import results
 from workshop.foundations.run_options import RunOptions
-from workshop.grading import progress
+from workshop.grading import check_report
 from workshop.lab_api import LabContext
 from workshop.learner import sandbox
 
@@ -61,7 +61,7 @@ def replace_stub(path: Path, name: str, code: str) -> None:
 
 
 def statuses(work: Path) -> dict[str, str]:
-    return {s.exercise.id: s.status for s in progress.workspace_progress(work, Path("results"))}
+    return {s.exercise.id: s.status for s in check_report.workspace_progress(work, Path("results"))}
 
 
 # ---- exercises init ----
@@ -171,7 +171,7 @@ def test_check_fails_fresh_stubs_with_the_statement_then_passes_when_solved(toy)
 
     replace_stub(work / "toy.py", "double", DOUBLE)
     replace_stub(work / "toy.py", "answers", ANSWERS)
-    assert set(statuses(work).values()) == {progress.CHANGED, checks.NOT_STARTED}
+    assert set(statuses(work).values()) == {check_report.CHANGED, checks.NOT_STARTED}
     (work / "essay.md").write_text(ESSAY)
     second = workshop("check", "toy", "--device", "cpu")
     assert second.returncode == 0, second.text
@@ -181,7 +181,7 @@ def test_check_fails_fresh_stubs_with_the_statement_then_passes_when_solved(toy)
 
     (work / "toy.py").write_text((work / "toy.py").read_text() + "\n# an edit\n")
     listed = statuses(work)
-    assert listed["toy.double"] == progress.CHANGED and listed["toy.essay"] == checks.PASSING
+    assert listed["toy.double"] == check_report.CHANGED and listed["toy.essay"] == checks.PASSING
 
 
 @pytest.mark.parametrize(
@@ -360,10 +360,10 @@ def test_check_one_exercise_grades_it_alone_and_list_keeps_the_others(toy):
     # the file changed since the run that graded answers (double's edit): that run still gives its status
     [answers] = [
         s
-        for s in progress.workspace_progress(work, Path("results"))
+        for s in check_report.workspace_progress(work, Path("results"))
         if s.exercise.name == "answers"
     ]
-    assert (answers.status, answers.last_status) == (progress.CHANGED, checks.PASSING)
+    assert (answers.status, answers.last_status) == (check_report.CHANGED, checks.PASSING)
 
 
 def test_an_unknown_exercise_is_refused_with_the_labs_exercises(toy):

@@ -2,7 +2,8 @@
 exercise's lines say why it failed, how to get a hint (the hint itself, with its level, only when asked) and
 where to read, wrapped at 100 columns without breaking a path; every text the learner reads keeps its square
 brackets through rich's markup; a failing check of the lab's own is named on its own; a file that does not
-compile is one box; the marks line up in every language; a re-grade is never mistaken for a run."""
+compile is one box; the marks line up in every language; a re-grade is never mistaken for a run. `exercises
+list`: a stub is "not started" in either language, a changed file "changed since last check"."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from workshop.declarations import checks
 from workshop.grading import check_report
 from workshop.grading.check_report import CheckRefused
 from workshop.harness import child
+from workshop.learner import workspace
 
 
 @pytest.fixture
@@ -189,3 +191,57 @@ def test_a_regrade_is_not_taken_for_a_run(tmp_path):
             child.write_result(root / run / "compile", "compile", "cpu", [], 1.0, "", extra)
     sources = check_report.regrade_sources(root, work, ("compile.answers",))
     assert sources == {"compile": str((root / "20260101-000001-aaaaaa" / "compile").resolve())}
+
+
+# `exercises list` (check_report.workspace_progress): an exercise whose stub is still in the file is "not
+# started", in either language; a written one is "not checked yet" until a run grades it, then that run's
+# status, and "changed since last check" once the file no longer has the hash the run recorded.
+ID = "autograd.cross_entropy_grad"
+EX = next(e for e in labs.exercises("autograd") if e.id == ID)
+
+
+def graded_run(tmp_path, work, status: str):
+    run_dir = tmp_path / "results" / "20261202-0400"
+    sha = workspace.file_sha256(work / "autograd.py")
+    result = {
+        "implementation": {"kind": "workspace", "work": str(work), "sha256": {"autograd.py": sha}},
+        "exercises": {EX.id: {"status": status}},
+    }
+    return run_dir, result
+
+
+def standing_without_hash(ex, work, last):
+    """Planted: trusts the last run whatever the file holds now."""
+    found = check_report.standing(ex, work, last)
+    return dataclasses.replace(found, status=found.last_status or found.status)
+
+
+def test_a_stub_is_not_started_in_either_language(tmp_path):
+    for lang in i18n.LANGUAGES:
+        with i18n.using(lang):  # as `exercises init --lang` writes it
+            stub = next(e for e in labs.exercises("autograd") if e.id == ID).stub_code()
+        (tmp_path / "autograd.py").write_text("import torch\n\n\n" + stub)
+        assert check_report.standing(EX, tmp_path, None).status == checks.NOT_STARTED
+
+
+def test_written_then_graded_then_changed(tmp_path):
+    work = tmp_path / "my-work"
+    work.mkdir()
+    (work / "autograd.py").write_text("def cross_entropy_grad(logits, targets):\n    return 1\n")
+    assert check_report.standing(EX, work, None).status == check_report.NOT_CHECKED
+    last = graded_run(tmp_path, work, checks.FAILING)
+    assert check_report.standing(EX, work, last).status == checks.FAILING
+    (work / "autograd.py").write_text("def cross_entropy_grad(logits, targets):\n    return 2\n")
+    changed = check_report.standing(EX, work, last)
+    assert (changed.status, changed.last_status) == (check_report.CHANGED, checks.FAILING)
+    assert (
+        standing_without_hash(EX, work, last).status != check_report.CHANGED
+    )  # the check catches it
+
+
+def test_the_newest_run_that_graded_the_exercise_counts():
+    ungraded = ("new", {"exercises": {EX.id: {"status": checks.NOT_GRADED}}})
+    graded = ("old", {"exercises": {EX.id: {"status": checks.PASSING}}})
+    assert check_report.last_graded([ungraded, graded], EX) == graded
+    assert check_report.last_graded([ungraded], EX) == ungraded
+    assert check_report.last_graded([], EX) is None

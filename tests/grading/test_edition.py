@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -75,7 +76,7 @@ def test_a_reference_left_in_the_code_is_found(built, tmp_path):
     body = ast.dump(ast.Module(edition.body_without_docstring(node), []))
     planted = out / "workshop" / "planted_copy.py"
     planted.write_text("import torch\n\n\n" + ast.get_source_segment(original, node) + "\n")
-    report = edition.EditionReport("learner")
+    report = SimpleNamespace(left_bodies=[], quoted_in=[])
     try:
         edition.find_leftovers(out, {ex.reference: body}, {}, report)
     finally:

@@ -41,18 +41,22 @@ def row(name: str, *prints) -> Row:
     return Row(learner=name, source=name, fingerprints=list(prints))
 
 
-def test_the_same_run_or_solution_in_two_hand_ins_is_flagged_on_both_but_not_a_fresh_stub():
-    stub = grade_integrity.hashlib.sha256(
-        workspace_init.lab_source("autograd").encode()
-    ).hexdigest()
+def test_the_same_run_or_solution_in_two_hand_ins_is_flagged_on_both_but_not_a_fresh_stub(tmp_path):
+    (tmp_path / "autograd.py").write_text(workspace_init.lab_source("autograd"))
+    assert grade_integrity.workspace_files(tmp_path) == []  # as init wrote it: everyone's
+    (tmp_path / "autograd.py").write_text("mine\n")
+    [solution] = grade_integrity.workspace_files(tmp_path)
     rows = [
-        row("ana", ("run", "20261202-0400"), ("file", f"autograd.py {stub}")),
-        row("ben", ("run", "20261202-0400"), ("file", f"autograd.py {stub}")),
-        row("eva", ("run", "20261202-0500")),
+        row("ana", "run 20261202-0400", solution),
+        row("ben", "run 20261202-0400", solution),
+        row("eva", "run 20261202-0500"),
     ]
     grade_integrity.handed_twice(rows)
-    assert rows[0].notes == ["handed in twice: run 20261202-0400 is also in ben's hand-in"]
-    assert rows[1].notes == ["handed in twice: run 20261202-0400 is also in ana's hand-in"]
+    assert sorted(rows[0].notes) == [
+        f"handed in twice: {solution} is also in ben's hand-in",
+        "handed in twice: run 20261202-0400 is also in ben's hand-in",
+    ]
+    assert "handed in twice: run 20261202-0400 is also in ana's hand-in" in rows[1].notes
     assert rows[2].notes == []
 
 

@@ -1,7 +1,7 @@
 """The learner's commands: exercises init | list, check LAB (the instructor's, grade and edition: instructor.py).
 
 Registered on `python -m workshop` by cli.main.build_parser (add_commands). The work is done in
-grading.workspace_init, progress and check_report; this module reads the arguments and prints.
+grading.workspace_init and check_report; this module reads the arguments and prints.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from workshop.cli.options import (
     stop_on,
 )
 from workshop.declarations import checks
-from workshop.grading import check_report, edition, progress, workspace_init
+from workshop.grading import check_report, edition, workspace_init
 from workshop.i18n import _, ngettext
 from workshop.learner import workspace
 
@@ -37,7 +37,7 @@ STATUS_STYLE = {
     checks.PASSING: "green",
     checks.FAILING: "red",
     checks.NOT_STARTED: "yellow",
-    progress.CHANGED: "cyan",
+    check_report.CHANGED: "cyan",
 }
 
 
@@ -99,7 +99,9 @@ def cmd_init(args) -> int:
     work = Path(args.dir)
     lab_names = exercise_labs(args.labs)
     try:
-        outcome = workspace_init.init(work, lab_names, Path(args.out), args.force, args.learner)
+        written, waiting, backup = workspace_init.init(
+            work, lab_names, Path(args.out), args.force, args.learner
+        )
     except workspace_init.WorkspaceExists as e:
         raise fail(
             ngettext(
@@ -112,13 +114,13 @@ def cmd_init(args) -> int:
                 len(e.files),
             ).format(files=e, work=workspace.display(work))
         ) from None
-    if outcome.backup:
+    if backup:
         console.print(
-            _("backed up your files to {folder}/").format(folder=workspace.display(outcome.backup))
+            _("backed up your files to {folder}/").format(folder=workspace.display(backup))
         )
-    for path in outcome.written:
+    for path in written:
         console.print(_("wrote {file}").format(file=workspace.display(path)))
-    for ex in outcome.waiting:
+    for ex in waiting:
         console.print(
             _(
                 "{file} is written from your run's figures by `python -m workshop check {lab}`"
@@ -150,7 +152,7 @@ def cmd_list(args) -> int:
         _("title"),
         title=_("exercises in {work}").format(work=workspace.display(work)),
     )
-    for s in progress.workspace_progress(work, Path(args.out)):
+    for s in check_report.workspace_progress(work, Path(args.out)):
         status = Text(_(s.status), style=STATUS_STYLE.get(s.status, "white"))
         if s.last_status:
             status.append(_(" (was {status})").format(status=_(s.last_status)))

@@ -30,8 +30,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 
 from workshop.declarations.exercise import wrapped
 from workshop.foundations.worker_process import scratch_root
@@ -53,37 +53,16 @@ MODEL_ANSWERS = "model_answers*.md"
 QUOTE_MIN = 30  # characters: a reference's line this long, found in a handout, is quoted there
 
 
-@dataclass
-class EditionReport:
-    edition: str
-    stubbed: list[str] = field(default_factory=list)  # exercise id -> its reference, now a stub
-    deleted: list[str] = field(default_factory=list)  # files
-    helpers_removed: list[str] = field(default_factory=list)  # module:name
-    left_bodies: list[str] = field(
-        default_factory=list
-    )  # references whose body is still in the code
-    quoted_in: list[str] = field(
-        default_factory=list
-    )  # "handout: reference" where a handout quotes one
-
-
 def copy_tree(out: Path) -> None:
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} exists and is not empty")
     out.mkdir(parents=True, exist_ok=True)
-    for name in KEPT:
+    for name in (*KEPT, *KEPT_FILES):  # folders, then files
         if (ROOT / name).is_dir():
             shutil.copytree(ROOT / name, out / name, ignore=shutil.ignore_patterns(*SKIPPED))
-    for name in KEPT_FILES:
-        if (ROOT / name).is_file():
+        elif (ROOT / name).is_file():
             shutil.copy2(ROOT / name, out / name)
     (out / "results").mkdir(exist_ok=True)
-
-
-def module_file(module: str, out: Path) -> Path:
-    """The edition's copy of `module`'s source file."""
-    origin = Path(importlib.util.find_spec(module).origin).resolve()
-    return out / origin.relative_to(ROOT)
 
 
 def definition(tree: ast.Module, name: str) -> ast.stmt:
@@ -113,13 +92,6 @@ def stub_function(node: ast.FunctionDef, ex) -> str:
     return f'{signature}\n    """{doc.strip()}\n    """\n    raise NotImplementedError({ex.id!r})\n'
 
 
-def stub_value(ex):
-    """The constant the exercise's stub defines (its answers all None)."""
-    namespace: dict = {}
-    exec(compile(ex.stub_code(), f"<stub of {ex.id}>", "exec"), namespace)  # the workshop's own
-    return namespace[ex.attribute]
-
-
 def replace_definition(path: Path, name: str, text: str) -> None:
     """Replace the module-level definition of `name` in `path` with `text`."""
     source = path.read_text(encoding="utf-8")
@@ -132,7 +104,7 @@ def replace_definition(path: Path, name: str, text: str) -> None:
 
 
 def stub_reference(
-    ex, out: Path, report: EditionReport, bodies: dict[str, str], sources: dict[str, str]
+    ex, out: Path, report, bodies: dict[str, str], sources: dict[str, str]
 ) -> Path | None:
     """Replace ex's reference in the edition with its stub (a document's: deleted); the source file edited, with
     the reference's body (`bodies`, for find_leftovers) and its source (`sources`: what a handout may quote)."""
@@ -145,7 +117,8 @@ def stub_reference(
                 copy.unlink()
                 report.deleted.append(str(path.relative_to(ROOT)))
         return None
-    path = module_file(module, out)
+    # the edition's copy of the module's source file
+    path = out / Path(importlib.util.find_spec(module).origin).resolve().relative_to(ROOT)
     source = path.read_text(encoding="utf-8")
     node = definition(ast.parse(source), name)
     sources[ex.reference] = ast.get_source_segment(source, node)
@@ -154,8 +127,11 @@ def stub_reference(
         bodies[ex.reference] = ast.dump(ast.Module(body_without_docstring(node), []))
     elif name == ex.attribute:
         text = ex.stub_code().strip()  # the learner's stub: the questions as comments
-    else:
-        text = f"{name} = {pprint.pformat(stub_value(ex), width=100, sort_dicts=False)}"
+    else:  # the constant the exercise's stub defines (its answers all None)
+        namespace: dict = {}
+        exec(compile(ex.stub_code(), f"<stub of {ex.id}>", "exec"), namespace)  # the workshop's own
+        value = namespace[ex.attribute]
+        text = f"{name} = {pprint.pformat(value, width=100, sort_dicts=False)}"
     replace_definition(path, name, text)
     report.stubbed.append(f"{ex.id}: {ex.reference}")
     return path
@@ -171,28 +147,27 @@ def python_files(out: Path) -> list[Path]:
     return sorted(p for p in out.rglob("*.py") if "__pycache__" not in p.parts)
 
 
-def remove_orphans(out: Path, edited: set[Path], report: EditionReport) -> None:
-    """Delete the private module-level functions of the edited modules that nothing mentions any more, one at a
-    time (a helper that only a removed one used is the next)."""
-    while orphan := next(orphans(out, edited), None):
+def remove_orphans(out: Path, edited: set[Path], report) -> None:
+    """Delete the private module-level functions of the edited modules that nothing mentions any more (that only
+    their `def` names), one at a time (a helper that only a removed one used is the next)."""
+    while True:
+        text = "\n".join(p.read_text(encoding="utf-8") for p in python_files(out))
+        orphans = (
+            (path, node.name)
+            for path in sorted(edited)
+            for node in ast.parse(path.read_text(encoding="utf-8")).body
+            if isinstance(node, ast.FunctionDef)
+            and node.name.startswith("_")
+            and len(re.findall(rf"\b{re.escape(node.name)}\b", text)) == 1
+        )
+        if (orphan := next(orphans, None)) is None:
+            return
         path, name = orphan
         replace_definition(path, name, "")
         report.helpers_removed.append(f"{path.relative_to(out)}:{name}")
 
 
-def orphans(out: Path, edited: set[Path]):
-    """(module, name) of each private module-level function of the edited modules that only its `def` names."""
-    text = "\n".join(p.read_text(encoding="utf-8") for p in python_files(out))
-    for path in sorted(edited):
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            private = isinstance(node, ast.FunctionDef) and node.name.startswith("_")
-            if private and len(re.findall(rf"\b{re.escape(node.name)}\b", text)) == 1:
-                yield path, node.name
-
-
-def find_leftovers(
-    out: Path, bodies: dict[str, str], sources: dict[str, str], report: EditionReport
-) -> None:
+def find_leftovers(out: Path, bodies: dict[str, str], sources: dict[str, str], report) -> None:
     """References whose body is still in the edition's code; handouts that quote a reference's lines."""
     found = {
         ast.dump(ast.Module(body_without_docstring(node), []))
@@ -212,10 +187,18 @@ def find_leftovers(
                 report.quoted_in.append(f"{handout.relative_to(out)}: {reference} ({quoted} lines)")
 
 
-def build_learner(out: Path) -> EditionReport:
+def build_learner(out: Path) -> SimpleNamespace:
+    """The edition in `out`, and its report (EDITION.json's content)."""
     from workshop.labs import all_exercises
 
-    report = EditionReport("learner")
+    report = SimpleNamespace(
+        edition="learner",
+        stubbed=[],  # "exercise id: its reference", now a stub
+        deleted=[],  # files
+        helpers_removed=[],  # module:name
+        left_bodies=[],  # references whose body is still in the code
+        quoted_in=[],  # "handout: reference (k lines)" where a handout quotes one
+    )
     copy_tree(out)
     bodies: dict[str, str] = {}
     sources: dict[str, str] = {}
@@ -231,7 +214,7 @@ def build_learner(out: Path) -> EditionReport:
         report.deleted.append(str(path.relative_to(out)))
     remove_orphans(out, edited, report)
     find_leftovers(out, bodies, sources, report)
-    (out / "workshop" / "EDITION.json").write_text(json.dumps(asdict(report), indent=2) + "\n")
+    (out / "workshop" / "EDITION.json").write_text(json.dumps(vars(report), indent=2) + "\n")
     return report
 
 

@@ -25,7 +25,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from workshop.grading import progress, workspace_init
+from workshop import labs
+from workshop.grading import check_report, workspace_init
 from workshop.i18n import _
 from workshop.learner import workspace
 
@@ -63,9 +64,8 @@ def fingerprint(
 ) -> dict[str, str]:
     """Relative path -> what it is, from its lstat alone (a link's own, not its target's): its type, size, inode
     and times (ctime: a process cannot set it back), for at most `most` entries. Nothing is read: a hand-in's
-    file may be 40 GB of nothing, or a FIFO. {} when it is no folder. `whole`: entries'."""
-    if not folder.is_dir():
-        return {}
+    file may be 40 GB of nothing, or a FIFO. {} when it is no folder (os.walk finds nothing in it). `whole`:
+    entries'."""
     return {
         name: f"{st.st_mode:o} {st.st_size} {st.st_ino} {st.st_mtime_ns} {st.st_ctime_ns}"
         for name, _path, st in itertools.islice(entries(folder, skip, whole), most)
@@ -88,9 +88,7 @@ def not_read(path: Path, root: Path) -> str | None:
 
 
 def unsafe_files(root: Path) -> list[str]:
-    """One note for each file of the hand-in `root` that grade does not read."""
-    if not root.is_dir():
-        return []
+    """One note for each file of the hand-in `root` that grade does not read (none when it is no folder)."""
     # a regular file (lstat: no link) is in the hand-in, since no link leads to it: only the others are looked at
     return [
         reason
@@ -169,20 +167,6 @@ class Watch:
         return touched, changed(code_before, self.code)
 
 
-def stub_hashes() -> set[str]:
-    """The sha256 of each lab's workspace file as `exercises init` writes it, in every language (untouched:
-    not a copy)."""
-    from workshop import labs
-
-    return progress.in_every_language(
-        lambda: {
-            hashlib.sha256(workspace_init.lab_source(lab).encode("utf-8")).hexdigest()
-            for lab, exercises in labs.all_exercises().items()
-            if any(ex.attribute for ex in exercises)
-        }
-    )
-
-
 def held_twice(rows, keys) -> list[tuple]:
     """(key, the indices of the rows that hold it) of every key two rows or more hold; `keys(row)`: a row's."""
     holders: dict = defaultdict(set)
@@ -194,21 +178,12 @@ def held_twice(rows, keys) -> list[tuple]:
 
 def handed_twice(rows) -> None:
     """Flag, on every row that holds it, a run id, a manifest or a workspace file that another row holds too."""
-    untouched = stub_hashes()
-
-    def copies(row) -> set[tuple[str, str]]:
-        return {
-            (kind, value)
-            for kind, value in row.fingerprints
-            if not (kind == "file" and value.split(" ", 1)[1] in untouched)
-        }
-
-    for (kind, value), indices in held_twice(rows, copies):
+    for what, indices in held_twice(rows, lambda row: set(row.fingerprints)):
         for index in indices:
             others = ", ".join(rows[i].learner for i in indices if i != index)
             rows[index].notes.append(
                 _("handed in twice: {what} is also in {others}'s hand-in").format(
-                    what=described(kind, value), others=others
+                    what=what, others=others
                 )
             )
 
@@ -243,27 +218,25 @@ def same_names(rows) -> None:
             )
 
 
-def described(kind: str, value: str) -> str:
-    """A fingerprint as a row's note names it: a run, a manifest's sha256, a file's name and sha256."""
-    name, _space, digest = value.partition(" ")  # a file's: "<name> <sha256>"
-    return {
-        "run": _("run {run}").format(run=value),
-        "manifest": _("a run's manifest (sha256 {digest})").format(digest=value[:12]),
-        "file": _("{file} (sha256 {digest})").format(file=name, digest=digest[:12]),
-    }[kind]
-
-
-def workspace_files(work: Path) -> list[tuple[str, str]]:
-    """("file", "<name> <sha256>") of each workspace file a lab grades."""
+def workspace_files(work: Path) -> list[str]:
+    """Each workspace file a lab grades, as a note names it (its name and sha256), but those still as `exercises
+    init` wrote them (everyone's: not a copy)."""
+    # the sha256 of each lab's workspace file as `exercises init` writes it, in every language
+    untouched = check_report.in_every_language(
+        lambda: {
+            hashlib.sha256(workspace_init.lab_source(lab).encode("utf-8")).hexdigest()
+            for lab, exercises in labs.all_exercises().items()
+            if any(ex.attribute for ex in exercises)
+        }
+    )
     return [
-        ("file", f"{name} {workspace.file_sha256(work / name)}")
+        _("{file} (sha256 {digest})").format(file=name, digest=digest[:12])
         for name in lab_file_names()
         if (work / name).is_file()
+        and (digest := workspace.file_sha256(work / name)) not in untouched
     ]
 
 
 def lab_file_names() -> list[str]:
     """Every lab's workspace files, by name."""
-    from workshop import labs
-
     return [name for lab in labs.all_exercises() for name in workspace.lab_files(lab)]

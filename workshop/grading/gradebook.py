@@ -52,11 +52,9 @@ class Row:
     runs: list[str] = field(default_factory=list)  # run ids, newest first
     notes: list[str] = field(default_factory=list)
     verified: bool = False  # its statuses come from this grade's own run of the workspace
-    # ("run" | "manifest" | "file", value): what grade_integrity.handed_twice looks for in other rows
-    fingerprints: list[tuple[str, str]] = field(default_factory=list)
-
-    def fact(self, name: str) -> str:
-        return " / ".join(sorted(self.facts.get(name, set()))) or "?"
+    # its runs, manifests and workspace files, as a note names them: what grade_integrity.handed_twice looks for
+    # in other rows
+    fingerprints: list[str] = field(default_factory=list)
 
 
 def is_workspace(path: Path) -> bool:
@@ -223,13 +221,16 @@ def add_run(row: Row, run_dir: Path) -> None:
     row.runs.append(run_dir.name)
     if not row.verified:  # a run this grade made is new; a handed-in one may be a copy of another's
         row.fingerprints += [
-            ("run", str(manifest.get("run_id") or run_dir.name)),
-            ("manifest", hashlib.sha256(manifest_bytes).hexdigest()),
+            _("run {run}").format(run=manifest.get("run_id") or run_dir.name),
+            _("a run's manifest (sha256 {digest})").format(
+                digest=hashlib.sha256(manifest_bytes).hexdigest()[:12]
+            ),
         ]
     revision = str(manifest.get("git_revision", "unknown"))
+    dirty = _("yes") if revision.endswith("+dirty") else _("no")
     facts = {name: manifest.get(name) for name in FACTS} | {
         "git_revision": revision.removesuffix("+dirty"),
-        "tree_modified": tree_modified(revision),
+        "tree_modified": _("unknown") if revision in ("", "unknown", "None") else dirty,
     }
     for name, value in facts.items():
         row.facts.setdefault(name, set()).add(str(value))
@@ -239,12 +240,6 @@ def add_run(row: Row, run_dir: Path) -> None:
 
 def labs_in(run_dir: Path) -> list[str]:
     return sorted(p.name for p in run_dir.iterdir() if (p / "result.json").is_file())
-
-
-def tree_modified(revision: str) -> str:
-    if revision in ("", "unknown", "None"):
-        return _("unknown")
-    return _("yes") if revision.endswith("+dirty") else _("no")
 
 
 def add_lab_result(row: Row, run_dir: Path, lab: str) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import secrets
 import shutil
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from workshop import labs
@@ -27,13 +26,6 @@ class WorkspaceExists(Exception):
     def __init__(self, files: list[Path]):
         super().__init__(", ".join(workspace.display(f) for f in files))
         self.files = files
-
-
-@dataclass
-class InitOutcome:
-    written: list[Path]
-    waiting: list[Exercise]  # documents whose template needs a run first
-    backup: Path | None  # where the files init replaced were copied
 
 
 def lab_source(lab: str) -> str:
@@ -69,9 +61,10 @@ def init(
     results_root: Path,
     force: bool = False,
     learner: str | None = None,
-) -> InitOutcome:
-    """Write the labs' starting files into `work`; WorkspaceExists if one is there and not `force`."""
-    work = Path(work)
+) -> tuple[list[Path], list[Exercise], Path | None]:
+    """Write the labs' starting files into `work`; WorkspaceExists if one is there and not `force`. Returns the
+    files written, the documents whose template needs a run first, and where the files init replaced were copied
+    (None: none were)."""
     files, waiting = planned_files(lab_names, results_root, work)
     existing = [work / name for name in files if (work / name).exists()]
     if existing and not force:
@@ -79,7 +72,7 @@ def init(
     backup = back_up(work, existing) if existing else None  # before any of them is replaced
     written = [atomic.write_text(work / name, text) for name, text in files.items()]
     record(work, {name: workspace.file_sha256(work / name) for name in files}, learner)
-    return InitOutcome(written, waiting, backup)
+    return written, waiting, backup
 
 
 def back_up(work: Path, files: list[Path]) -> Path:
