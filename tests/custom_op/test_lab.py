@@ -97,18 +97,6 @@ def test_lab_measures_the_eager_call(lab):
     assert dominated == (result["device"] == "cpu")
 
 
-def test_sweep_settings_are_patched_and_restored():
-    from workshop.labs.custom_op.bench import sweep
-    from workshop.ops import softmax_launch
-
-    before = (softmax_launch.CHUNK, softmax_launch.multiprocessors, softmax_launch.l2_bytes)
-    with sweep.setting({"CHUNK": 16, "split": True, "cooperative": True}):
-        assert softmax_launch.CHUNK == 16
-        assert softmax_launch.multiprocessors(None) == softmax_launch.l2_bytes(None) == 0
-    after = (softmax_launch.CHUNK, softmax_launch.multiprocessors, softmax_launch.l2_bytes)
-    assert after == before
-
-
 def test_call_function_and_census_on_a_made_up_module():
     source = "\n".join(
         [
