@@ -84,10 +84,7 @@ def rotating_inputs(shape: tuple[int, int], dtype: torch.dtype, device: str = "c
     numel = shape[0] * shape[1]
     # Input sets to rotate through.
     n = max(1, math.ceil(ROTATE_BYTES / (2 * numel * dtype.itemsize)))
-
-    def randn(*s):
-        return torch.randn(*s, device=device, dtype=dtype)
-
+    randn = functools.partial(torch.randn, device=device, dtype=dtype)
     xs = [randn(shape) for _ in range(n)]
     n3 = (3 * numel + 1) // 2  # a copy of n3 elements moves the backward's 3 x numel elements
     return {
@@ -111,10 +108,10 @@ def copy_ms(inputs: dict, direction: str) -> dict[str, float]:
 
 
 def _torch(dtype: torch.dtype):
-    def bwd(y, dy):
-        return torch.ops.aten._softmax_backward_data(dy, y, -1, dtype)
-
-    return lambda x: torch.softmax(x, -1), bwd
+    return (
+        lambda x: torch.softmax(x, -1),
+        lambda y, dy: torch.ops.aten._softmax_backward_data(dy, y, -1, dtype),
+    )
 
 
 def _inductor(dtype: torch.dtype):
@@ -211,11 +208,13 @@ def measure_shape(
 
 
 def run_benchmark(out_dir: Path, shapes=SHAPES, dtypes=DTYPES, log=print) -> dict:
-    """Measures every (dtype, shape), writing the JSON after each one, then the chart and the summary."""
+    """Measures every (dtype, shape), writing the JSON after each one; then the verdicts into the JSON, the chart
+    and the summary."""
     import triton
 
     from workshop.foundations import results
     from workshop.labs.custom_op import eager_cost
+    from workshop.labs.custom_op.bench import report as bench_report
     from workshop.ops import softmax_op
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -264,14 +263,6 @@ def run_benchmark(out_dir: Path, shapes=SHAPES, dtypes=DTYPES, log=print) -> dic
             for name, error in row["errors"].items():
                 log(f"{row['dtype']:>8} {str(shape):>16}  {name} skipped: {error}")
             atomic.write_json(out_dir / JSON_NAME, doc)
-    return write_report(doc, out_dir)
-
-
-def write_report(doc: dict, out_dir: Path) -> dict:
-    """The verdicts into the JSON, then the chart and the summary: after the last shape, or from the JSON of a run
-    stopped before it (the shapes it measured)."""
-    from workshop.labs.custom_op.bench import report as bench_report
-
     doc["targets"] = bench_report.evaluate(doc["results"])
     doc["host_targets"] = bench_report.evaluate_host(doc["host"])
     atomic.write_json(out_dir / JSON_NAME, doc)

@@ -110,12 +110,8 @@ def _table(doc: dict, columns: list[tuple]) -> list[str]:
     return lines
 
 
-def _device_columns(peers: list[str]) -> list[tuple]:
-    """ours, each peer, copy, and ours' ratios: the device-time table's columns."""
-    gbps = [(name, name, None) for name in ("ours", *peers, "copy")]
-    return gbps + [("ours/copy", "vs_copy", "copy_met"), ("ours/best", "vs_best_other", "best_met")]
-
-
+# The device-time table's columns: ours, each peer and copy (GB/s), then these ratios of ours'.
+DEVICE_RATIOS = [("ours/copy", "vs_copy", "copy_met"), ("ours/best", "vs_best_other", "best_met")]
 EAGER_COLUMNS = [
     ("ours eager", "ours_eager", None),
     ("torch eager", "torch_eager", None),
@@ -202,7 +198,7 @@ def summary(doc: dict) -> str:
         "",
         "## Device time (GB/s)",
         "",
-        *_table(doc, _device_columns(doc["peers"])),
+        *_table(doc, [(n, n, None) for n in ("ours", *doc["peers"], "copy")] + DEVICE_RATIOS),
         *(f"- {name}: {why}" for name, why in doc["skipped_peers"].items()),
         "",
         templates.render(TEMPLATES, i18n.language(), peers_beaten(doc), "bench_peers.md.j2"),
