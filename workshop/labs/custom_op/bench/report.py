@@ -167,22 +167,6 @@ def _host_rows(doc: dict) -> list[str]:
     return lines
 
 
-def _misses(doc: dict) -> list[str]:
-    """Each judged shape's missed targets, with the ratio measured."""
-    missed = [
-        (v, [f"{text} ({_fmt(v[ratio])})" for k, (text, ratio, _) in TARGETS.items() if not v[k]])
-        for v in doc["targets"]["rows"]
-        if v["judged"]
-    ]
-    return [
-        f"- {v['dtype']} {_label(v['shape'])}: " + "; ".join(texts) for v, texts in missed if texts
-    ]
-
-
-def _fmt(ratio: float | None) -> str:
-    return "not measured" if ratio is None else f"{ratio:.2f}"
-
-
 def summary(doc: dict) -> str:
     t = doc["targets"]
     met = ", ".join(f"{TARGETS[k][0]} on {n}" for k, n in t["met"].items())
@@ -212,7 +196,16 @@ def summary(doc: dict) -> str:
         "",
         "Shapes under 32 MiB are listed but not judged: misses are marked on judged shapes only.",
     ]
-    if misses := _misses(doc):
+    missed = {  # each judged shape's missed targets, with the ratio measured
+        f"{v['dtype']} {_label(v['shape'])}": [
+            f"{text} ({'not measured' if v[ratio] is None else f'{v[ratio]:.2f}'})"
+            for k, (text, ratio, _) in TARGETS.items()
+            if not v[k]
+        ]
+        for v in t["rows"]
+        if v["judged"]
+    }
+    if misses := [f"- {shape}: " + "; ".join(texts) for shape, texts in missed.items() if texts]:
         lines += ["", "## Missed, by how much (why: benchmarks/custom_op/README.md)", "", *misses]
     if errors := {
         f"{r['dtype']} {_label(r['shape'])} {k}": e
