@@ -13,17 +13,6 @@ from dataclasses import dataclass
 import torch
 
 # The views the run takes apart, by the expression that makes each; W (600, 64), b (600,), x (B, T, 64).
-EXPRESSIONS = (
-    "W",
-    "W.t()",
-    "x.view(-1, 64)",
-    "W.narrow(0, 100, 50)",
-    "b.expand(176, 600)",
-    "W.t().contiguous()",
-    "W[2::3, 16:]",
-)
-
-
 @dataclass
 class ViewRow:
     expression: str
@@ -36,7 +25,7 @@ class ViewRow:
 
 
 def head_views(W: torch.Tensor, b: torch.Tensor, x: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Each expression of EXPRESSIONS evaluated on the head's tensors. W (600, 64), b (600,), x (B, T, 64)."""
+    """The anatomy's expressions, each evaluated on the head's tensors. W (600, 64), b (600,), x (B, T, 64)."""
     rows = x.shape[:-1].numel()  # M = B*T: b.expand stands for the bias added to each of x's rows
     return {
         "W": W,
