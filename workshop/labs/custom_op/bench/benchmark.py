@@ -208,13 +208,11 @@ def measure_shape(
 
 
 def run_benchmark(out_dir: Path, shapes=SHAPES, dtypes=DTYPES, log=print) -> dict:
-    """Measures every (dtype, shape), writing the JSON after each one; then the verdicts into the JSON, the chart
-    and the summary."""
+    """Measures every (dtype, shape), writing the JSON after each one, then the chart and the summary."""
     import triton
 
     from workshop.foundations import results
     from workshop.labs.custom_op import eager_cost
-    from workshop.labs.custom_op.bench import report as bench_report
     from workshop.ops import softmax_op
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -263,6 +261,14 @@ def run_benchmark(out_dir: Path, shapes=SHAPES, dtypes=DTYPES, log=print) -> dic
             for name, error in row["errors"].items():
                 log(f"{row['dtype']:>8} {str(shape):>16}  {name} skipped: {error}")
             atomic.write_json(out_dir / JSON_NAME, doc)
+    return write_report(doc, out_dir)
+
+
+def write_report(doc: dict, out_dir: Path) -> dict:
+    """The verdicts into the JSON, then the chart and the summary: after the last shape, or from the JSON of a run
+    stopped before it (the shapes it measured)."""
+    from workshop.labs.custom_op.bench import report as bench_report
+
     doc["targets"] = bench_report.evaluate(doc["results"])
     doc["host_targets"] = bench_report.evaluate_host(doc["host"])
     atomic.write_json(out_dir / JSON_NAME, doc)
