@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-# The views the run takes apart, by the expression that makes each; W (600, 64), b (600,), x (B, T, 64).
+
 @dataclass
 class ViewRow:
     expression: str
@@ -25,7 +25,8 @@ class ViewRow:
 
 
 def head_views(W: torch.Tensor, b: torch.Tensor, x: torch.Tensor) -> dict[str, torch.Tensor]:
-    """The anatomy's expressions, each evaluated on the head's tensors. W (600, 64), b (600,), x (B, T, 64)."""
+    """The views the run takes apart, by the expression that makes each, evaluated on the head's tensors. W (600,
+    64), b (600,), x (B, T, 64)."""
     rows = x.shape[:-1].numel()  # M = B*T: b.expand stands for the bias added to each of x's rows
     return {
         "W": W,
