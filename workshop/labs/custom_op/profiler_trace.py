@@ -12,7 +12,6 @@ the trace shows where time goes within a call, the eager-cost table what each la
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 from pathlib import Path
 from unittest import mock
@@ -43,15 +42,6 @@ RANGES = (
 )
 
 
-def _ranged(name: str, function):
-    @functools.wraps(function)
-    def inside(*args, **kwargs):
-        with record_function(name):
-            return function(*args, **kwargs)
-
-    return inside
-
-
 def record(path: Path, device: str) -> dict:
     """Profile the ladder and a step into `path` (Chrome trace JSON); what the exported trace holds: its ranges
     and the op's events, and the GPU kernels, by name."""
@@ -64,10 +54,12 @@ def record(path: Path, device: str) -> dict:
         profile(activities=activities, record_shapes=True) as prof,
         contextlib.ExitStack() as patches,
     ):
-        for (owner, attr), name in INNER.items():
-            patches.enter_context(
-                mock.patch.object(owner, attr, _ranged(name, getattr(owner, attr)))
-            )
+        for (
+            owner,
+            attr,
+        ), name in INNER.items():  # each inner layer's function, wrapped in its range
+            ranged = record_function(name)(getattr(owner, attr))
+            patches.enter_context(mock.patch.object(owner, attr, ranged))
         for rung, name in zip(RANGES, RUNGS, strict=False):
             with record_function(rung):
                 rungs[name]()
