@@ -151,26 +151,10 @@ def flat(node: CallNode) -> Iterator[CallNode]:
     return (n for _depth, n in depths(node))
 
 
-@dataclass(frozen=True)
-class ProfilerConsistency:
-    """The recorder's calls against the profiler's list of every op called."""
-
-    # every op the recorder saw is in the profiler's list, in order
-    recorded_in_profiler_order: bool
-    decided_above_python: list[str]  # ops only the profiler saw
-    # ... of which these have neither a decomposition nor an autocast kernel to explain it
-    unexplained: list[str]
-
-    @property
-    def ok(self) -> bool:
-        return self.recorded_in_profiler_order and not self.unexplained
-
-
-def profiler_consistency(
-    tree: CallNode, profiled_ops: list[str], autocast_key: str | None
-) -> ProfilerConsistency:
-    """Every op the recorder saw is in the profiler's list, in order; every op only the profiler saw was decided
-    above the Python key, so it must have a decomposition (CompositeImplicitAutograd) or an autocast kernel."""
+def profiler_consistency(tree: CallNode, profiled_ops: list[str], autocast_key: str | None) -> dict:
+    """The recorder's calls against the profiler's list of every op called: every op the recorder saw is in the
+    profiler's list, in order; every op only the profiler saw was decided above the Python key, so it must have a
+    decomposition (CompositeImplicitAutograd) or an autocast kernel."""
     seen = [n.op for n in flat(tree) if n.arrived_at_python]
     unseen, i = [], 0
     for name in profiled_ops:
@@ -179,7 +163,14 @@ def profiler_consistency(
         else:
             unseen.append(name)
     unexplained = sorted({n for n in unseen if not _decided_above_python(n, autocast_key)})
-    return ProfilerConsistency(i == len(seen), unseen, unexplained)
+    return {
+        # every op the recorder saw is in the profiler's list, in order
+        "recorded_in_profiler_order": i == len(seen),
+        "decided_above_python": unseen,  # ops only the profiler saw
+        # ... of which these have neither a decomposition nor an autocast kernel to explain it
+        "unexplained": unexplained,
+        "ok": i == len(seen) and not unexplained,
+    }
 
 
 def _decided_above_python(op: str, autocast_key: str | None) -> bool:

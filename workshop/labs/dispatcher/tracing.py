@@ -13,7 +13,6 @@ import torch.nn.functional as F
 from workshop.labs.dispatcher import keys
 from workshop.labs.dispatcher.crosscheck import (
     CallNode,
-    ProfilerConsistency,
     explain,
     flat,
     profiler_consistency,
@@ -54,7 +53,9 @@ class ScenarioResult:
     python_layer: list[PythonCall]
     tree: CallNode
     profiled_ops: list[str]
-    profiler: ProfilerConsistency
+    profiler: (
+        dict  # crosscheck.profiler_consistency's: the recorder's calls against the profiler's ops
+    )
     autograd_nodes: list[str]  # the backward graph the output records, breadth first
     device_kernels: list[DeviceKernel]
     gemm_ops: list[str]  # the GEMM ops the trace holds, in call order (one expected)
