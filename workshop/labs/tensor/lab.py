@@ -26,14 +26,14 @@ from workshop.labs.tensor.head_costs import (
     head_leaves,
     torch_flops,
 )
-from workshop.labs.tensor.versions import VersionFacts, version_facts
+from workshop.labs.tensor.versions import version_facts
 from workshop.labs.tensor.view_cases import view_cases
 
 # each view exercise, and the torch view it writes with as_strided
 VIEW_EXERCISES = {"narrow_view": "narrow", "diagonal_view": "diagonal", "sliding_window": "unfold"}
 
 
-def prediction_truths(rows: list[ViewRow], versions: VersionFacts) -> dict:
+def prediction_truths(rows: list[ViewRow], versions: dict) -> dict:
     """The predictions' truths, measured by this run (never copied from the instructor's answers)."""
     by = {r.expression: r for r in rows}
     return {
@@ -45,10 +45,10 @@ def prediction_truths(rows: list[ViewRow], versions: VersionFacts) -> dict:
         "sharing_w": [
             r.expression for r in rows if r.base == "W" and r.shares and r.expression != "W"
         ],
-        "bumping_ops": [op for op, moved in versions.bumps.items() if moved],
-        "y_version": versions.base_version,
-        "error_at_version": versions.error_version,
-        "error_shape": versions.saved_shape,
+        "bumping_ops": [op for op, moved in versions["bumps"].items() if moved],
+        "y_version": versions["base_version"],
+        "error_at_version": versions["error_version"],
+        "error_shape": versions["saved_shape"],
     }
 
 
@@ -98,7 +98,7 @@ def grade_dispatch(ctx: LabContext, x, W, b, G) -> dict:
     engine.grade(
         ctx,
         "count_dispatch",
-        [engine.Case(p, (p, x, W, b, G), {"counts": asdict(c)}, shared) for p, c in costs.items()],
+        [engine.Case(p, (p, x, W, b, G), {"counts": c}, shared) for p, c in costs.items()],
         call=probes.count_head,
         rules=(agrees_with_flop_counter(flop_counter, m, n),) if whole else (),
     )
@@ -110,14 +110,14 @@ def grade_dispatch(ctx: LabContext, x, W, b, G) -> dict:
         call=probes.record_head,
     )
     return {
-        "costs": {p: asdict(c) for p, c in costs.items()},
+        "costs": costs,
         "flop_counter": flop_counter,
         "ops": ops,
         "shapes": {"m": m, "k": k, "n": n},
     }
 
 
-def check_lab(ctx: LabContext, rows: list[ViewRow], versions: VersionFacts, found: dict):
+def check_lab(ctx: LabContext, rows: list[ViewRow], versions: dict, found: dict):
     """The lab's own checks: what the chapter says of views, counters and observers holds on this run."""
     by = {r.expression: r for r in rows}
     ctx.check_equal(
@@ -130,12 +130,12 @@ def check_lab(ctx: LabContext, rows: list[ViewRow], versions: VersionFacts, foun
     )
     ctx.check_equal(
         _("a view's in-place ops move its base's counter: y._version = v._version"),
-        versions.base_version,
-        versions.view_version,
+        versions["base_version"],
+        versions["view_version"],
     )
     ctx.check_min(
         _("autograd refused the saved x changed in place: its version moved"),
-        versions.error_version,
+        versions["error_version"],
         1,
     )
     bias = {"forward": found["shapes"]["m"] * found["shapes"]["n"], "backward": 0}
@@ -179,7 +179,7 @@ def run(ctx: LabContext) -> None:
     )
     values = {
         "views": [asdict(r) for r in rows],
-        "versions": asdict(versions),
+        "versions": versions,
         **found,
         "torch": torch.__version__,
     }
