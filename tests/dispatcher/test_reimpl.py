@@ -13,7 +13,7 @@ from workshop.labs.dispatcher.crosscheck import (
     priority_disagreements,
     real_chain,
 )
-from workshop.labs.dispatcher.recorder import Call, DeviceKernel
+from workshop.labs.dispatcher.recorder import Call
 from workshop.labs.dispatcher.tracing import gemm_kernels
 
 
@@ -194,10 +194,10 @@ def test_the_gemm_kernel_is_a_device_kernels_name_never_the_ops():
     fallback (torch.autograd.profiler without Kineto, as the H200 record of 2026-12-02 showed), whose only
     "kernel" of aten::addmm is aten::addmm itself: no GEMM kernel, so the lab's CUDA check fails."""
     linked = [
-        DeviceKernel("aten::addmm", "gemmSN_TN_kernel<float, 128, 16, 2, 4, 6, 7>"),
-        DeviceKernel("aten::view", "elementwise_kernel"),
+        {"op": "aten::addmm", "kernel": "gemmSN_TN_kernel<float, 128, 16, 2, 4, 6, 7>"},
+        {"op": "aten::view", "kernel": "elementwise_kernel"},
     ]
     assert gemm_kernels(linked, "aten::addmm") == ["gemmSN_TN_kernel<float, 128, 16, 2, 4, 6, 7>"]
-    unlinked = [DeviceKernel(None, "nvjet_sm90_tst_8x64_64x16_4x1_v_bz_bias_TNN")]
+    unlinked = [{"op": None, "kernel": "nvjet_sm90_tst_8x64_64x16_4x1_v_bz_bias_TNN"}]
     assert gemm_kernels(unlinked, "aten::addmm") == ["nvjet_sm90_tst_8x64_64x16_4x1_v_bz_bias_TNN"]
-    assert gemm_kernels([DeviceKernel("aten::addmm", "aten::addmm")], "aten::addmm") == []
+    assert gemm_kernels([{"op": "aten::addmm", "kernel": "aten::addmm"}], "aten::addmm") == []

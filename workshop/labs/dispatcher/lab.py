@@ -167,7 +167,7 @@ def expected_autograd_node(r: ScenarioResult) -> str | None:
     """The node autograd records for the output: none when grad mode is off or no input requires grad, else
     the backward node of the last op that made the output (aten::_unsafe_view -> UnsafeViewBackward0)."""
     records = r.mode not in ("no_grad", "inference_mode") and any(
-        a.requires_grad for a in r.python_layer[0].tensor_args
+        a["requires_grad"] for a in r.python_layer[0]["tensor_args"]
     )
     if not records:
         return None
@@ -307,7 +307,7 @@ def matmul_record(r: ScenarioResult) -> dict:
     """What result.json says of a matmul scenario (the theory text quotes it)."""
     return {
         "call": CALLS[r.call],
-        "input_shapes": [a.shape for a in r.python_layer[0].tensor_args],
+        "input_shapes": [a["shape"] for a in r.python_layer[0]["tensor_args"]],
         "decided_at": r.tree.real_keys[-1],
         "ops": trace_text.top_ops(r.tree),
         "gemm_op": r.gemm_op,

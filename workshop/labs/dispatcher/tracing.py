@@ -18,8 +18,6 @@ from workshop.labs.dispatcher.crosscheck import (
     profiler_consistency,
 )
 from workshop.labs.dispatcher.recorder import (
-    DeviceKernel,
-    PythonCall,
     chrome_trace,
     describe,
     profiled,
@@ -50,14 +48,14 @@ class ScenarioResult:
     call: str
     mode: str
     rank: int
-    python_layer: list[PythonCall]
+    python_layer: list[dict]  # recorder.PythonLayer's calls
     tree: CallNode
     profiled_ops: list[str]
     profiler: (
         dict  # crosscheck.profiler_consistency's: the recorder's calls against the profiler's ops
     )
     autograd_nodes: list[str]  # the backward graph the output records, breadth first
-    device_kernels: list[DeviceKernel]
+    device_kernels: list[dict]  # recorder.profiled's: {op, kernel}
     gemm_ops: list[str]  # the GEMM ops the trace holds, in call order (one expected)
     gemm_kernels: list[str]  # the device kernels the GEMM op launched (CUDA)
     output: str
@@ -115,12 +113,12 @@ def autograd_nodes(out: torch.Tensor) -> list[str]:
     return list(seen.values())
 
 
-def gemm_kernels(kernels: list[DeviceKernel], gemm_op: str | None) -> list[str]:
+def gemm_kernels(kernels: list[dict], gemm_op: str | None) -> list[str]:
     """The device GEMM kernels `gemm_op` launched (cuBLAS / cuBLASLt names), else those the profiler linked to
     no op. A name that is not a GEMM kernel's (the op's own name, from a profiler that timed the op instead of
     seeing its kernels) is none."""
-    launched = [k.kernel for k in kernels if gemm_op and k.op == gemm_op]
-    unlinked = [k.kernel for k in kernels if k.op is None]
+    launched = [k["kernel"] for k in kernels if gemm_op and k["op"] == gemm_op]
+    unlinked = [k["kernel"] for k in kernels if k["op"] is None]
     return sorted({name for name in launched or unlinked if GEMM_KERNEL.search(name)})
 
 
