@@ -124,7 +124,7 @@ def test_linear_is_decomposed_at_the_autograd_key_unless_autograd_is_excluded():
     assert _call("aten::linear", x).real_keys == ["AutogradCPU"]
     with torch.inference_mode():
         node = _call("aten::linear", x)
-    assert [(s.key, s.kernel.tag) for s in node.chain] == [("CPU", "math kernel")]
+    assert [(s["key"], s["kernel"].tag) for s in node.chain] == [("CPU", "math kernel")]
     assert node.explained
 
 
@@ -132,10 +132,10 @@ def test_the_real_chain_is_followed_to_the_kernel_that_does_the_work():
     x = torch.zeros(3, 4, requires_grad=True)
     include, exclude = keys.tls()
     real = real_chain("aten::addmm", torch._C._dispatch_keys(x), include, exclude)
-    assert [(s.key, s.passes_on) for s in real] == [("AutogradCPU", True), ("CPU", False)]
+    assert [(s["key"], s["passes_on"]) for s in real] == [("AutogradCPU", True), ("CPU", False)]
     table = keys.computed_table("aten::addmm")
-    assert [s.kernel for s in real] == [table["AutogradCPU"], table["CPU"]]
-    assert all(s.source == keys.computed_kernel_source("aten::addmm", s.key)[0] for s in real)
+    assert [s["kernel"] for s in real] == [table["AutogradCPU"], table["CPU"]]
+    assert all(s["source"] == keys.computed_kernel_source("aten::addmm", s["key"])[0] for s in real)
 
 
 def test_the_demonstration_does_not_need_the_learners_re_implementation(monkeypatch):
