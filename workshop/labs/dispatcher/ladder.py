@@ -10,7 +10,6 @@ import matplotlib.pyplot as plt
 from workshop.i18n import _
 from workshop.labs.dispatcher.crosscheck import depths, flat
 from workshop.labs.dispatcher.trace_text import rank_or_zero
-from workshop.labs.dispatcher.tracing import ScenarioResult
 
 TAG_COLOR = {
     "math kernel": "tab:orange",
@@ -21,11 +20,11 @@ TAG_COLOR = {
 }
 
 
-def dispatch_path_figure(panels: list[ScenarioResult]):
+def dispatch_path_figure(panels: list[dict]):
     """One panel per scenario: x = the calls in order (indented by nesting), y = the keys by priority; each call's
     chain is a line from the key that wins first down to the key whose kernel runs (filled marker)."""
     all_keys = sorted(
-        {s["key"] for sc in panels for n in flat(sc.tree) for s in n.chain if s["key"]},
+        {s["key"] for sc in panels for n in flat(sc["tree"]) for s in n.chain if s["key"]},
         key=rank_or_zero,
     )
     y = {k: i for i, k in enumerate(all_keys)}
@@ -34,7 +33,7 @@ def dispatch_path_figure(panels: list[ScenarioResult]):
     )
     for ax, sc in zip(axes[0], panels, strict=True):
         labels = []
-        for x, (depth, n) in enumerate(depths(sc.tree)):
+        for x, (depth, n) in enumerate(depths(sc["tree"])):
             steps = [s for s in n.chain if s["key"]]
             ax.plot(
                 [x] * len(steps), [y[s["key"]] for s in steps], "-", color="0.6", lw=1, zorder=1
@@ -56,7 +55,7 @@ def dispatch_path_figure(panels: list[ScenarioResult]):
             range(len(labels)), labels, rotation=60, ha="right", fontsize=8, family="monospace"
         )
         ax.set_yticks(range(len(all_keys)), all_keys, fontsize=8)
-        ax.set_title(f"{sc.name}: {sc.tree.op} -> {sc.output}", fontsize=10)
+        ax.set_title(f"{sc['name']}: {sc['tree'].op} -> {sc['output']}", fontsize=10)
         ax.grid(axis="y", color="0.92")
     handles = [
         plt.Line2D([], [], marker="o", ls="", color=c, label=t) for t, c in TAG_COLOR.items()
