@@ -97,18 +97,6 @@ def test_lab_measures_the_eager_call(lab):
     assert dominated == (result["device"] == "cpu")
 
 
-def test_sweep_settings_are_patched_and_restored():
-    from workshop.labs.custom_op.bench import sweep
-    from workshop.ops import softmax_launch
-
-    before = (softmax_launch.CHUNK, softmax_launch.multiprocessors, softmax_launch.l2_bytes)
-    with sweep.setting({"CHUNK": 16, "split": True, "cooperative": True}):
-        assert softmax_launch.CHUNK == 16
-        assert softmax_launch.multiprocessors(None) == softmax_launch.l2_bytes(None) == 0
-    after = (softmax_launch.CHUNK, softmax_launch.multiprocessors, softmax_launch.l2_bytes)
-    assert after == before
-
-
 def test_call_function_and_census_on_a_made_up_module():
     source = "\n".join(
         [
@@ -294,7 +282,7 @@ def test_an_op_whose_pieces_are_not_written_waits_in_one_line(tmp_path):
     ctx = LabContext("custom_op", tmp_path, RunOptions("cpu", 1, 0, work=tmp_path))
     try:
         with contextlib.redirect_stdout(io.StringIO()) as printed:
-            found = lab.check_own_op(ctx, cx.shapes("cpu"))
+            found = lab.check_own_op(ctx, cx.shapes("cpu"), {})
     finally:
         sandbox.stop(ctx)  # the worker that read the pieces
     assert found["own"]["waiting"] == list(needed("cpu")) and ctx.checks == []
@@ -336,7 +324,7 @@ def test_the_learner_editions_plain_run_says_in_one_line_that_the_op_waits(tmp_p
             monkeypatch.setattr(ex.reference.replace(":", "."), getattr(module, ex.attribute))
     ctx = LabContext("custom_op", tmp_path / "run", RunOptions("cpu", 1, 0))
     with contextlib.redirect_stdout(io.StringIO()) as printed:
-        found = lab.check_own_op(ctx, cx.shapes("cpu"))
+        found = lab.check_own_op(ctx, cx.shapes("cpu"), {})
     assert found["own"] == {"graded": False, "waiting": list(wanted), "failed": []}
     assert ctx.checks == [] and printed.getvalue().count("wait on the exercises") == 1
 
@@ -365,10 +353,10 @@ def test_the_learners_op_runs_in_the_worker_and_its_failure_is_a_failed_check(tm
     try:
         own = own_op(ctx)
         assert own.graded and own.waiting == []
-        section = lab.in_section(
-            ctx, "correctness", lambda: lab.check_correctness(ctx, own, cx.shapes(TEST_DEVICE))
-        )
-        assert section() is None
+        section = {"correctness": lambda: lab.check_correctness(ctx, own, cx.shapes(TEST_DEVICE))}
+        with contextlib.redirect_stdout(io.StringIO()):
+            found = lab.timed(section, {}, guard=ctx)
+        assert found == {"correctness": None}
     finally:
         sandbox.stop(ctx)
     failed = [c for c in ctx.checks if not c.passed]

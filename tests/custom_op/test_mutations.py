@@ -123,10 +123,10 @@ MUTATIONS = [
         {"workshop.minigpt.model.GPT.use_softmax": lambda self, softmax: None},
     ),
     Mutation(
-        "the profiler trace's layer ranges are never placed",
+        "the profiler trace's inner layers are never wrapped in their ranges",
         "trace",
         "profiler trace: the ladder's rungs, the inner layers and the step, each a range",
-        {"workshop.labs.custom_op.profiler_trace._ranged": lambda name, function: function},
+        {"workshop.labs.custom_op.profiler_trace.INNER": {}},
     ),
 ]
 

@@ -13,7 +13,7 @@ from workshop.labs.dispatcher.crosscheck import (
     priority_disagreements,
     real_chain,
 )
-from workshop.labs.dispatcher.recorder import Call, DeviceKernel
+from workshop.labs.dispatcher.recorder import Call
 from workshop.labs.dispatcher.tracing import gemm_kernels
 
 
@@ -124,7 +124,7 @@ def test_linear_is_decomposed_at_the_autograd_key_unless_autograd_is_excluded():
     assert _call("aten::linear", x).real_keys == ["AutogradCPU"]
     with torch.inference_mode():
         node = _call("aten::linear", x)
-    assert [(s.key, s.kernel.tag) for s in node.chain] == [("CPU", "math kernel")]
+    assert [(s["key"], s["kernel"].tag) for s in node.chain] == [("CPU", "math kernel")]
     assert node.explained
 
 
@@ -132,10 +132,10 @@ def test_the_real_chain_is_followed_to_the_kernel_that_does_the_work():
     x = torch.zeros(3, 4, requires_grad=True)
     include, exclude = keys.tls()
     real = real_chain("aten::addmm", torch._C._dispatch_keys(x), include, exclude)
-    assert [(s.key, s.passes_on) for s in real] == [("AutogradCPU", True), ("CPU", False)]
+    assert [(s["key"], s["passes_on"]) for s in real] == [("AutogradCPU", True), ("CPU", False)]
     table = keys.computed_table("aten::addmm")
-    assert [s.kernel for s in real] == [table["AutogradCPU"], table["CPU"]]
-    assert all(s.source == keys.computed_kernel_source("aten::addmm", s.key)[0] for s in real)
+    assert [s["kernel"] for s in real] == [table["AutogradCPU"], table["CPU"]]
+    assert all(s["source"] == keys.computed_kernel_source("aten::addmm", s["key"])[0] for s in real)
 
 
 def test_the_demonstration_does_not_need_the_learners_re_implementation(monkeypatch):
@@ -194,10 +194,10 @@ def test_the_gemm_kernel_is_a_device_kernels_name_never_the_ops():
     fallback (torch.autograd.profiler without Kineto, as the H200 record of 2026-12-02 showed), whose only
     "kernel" of aten::addmm is aten::addmm itself: no GEMM kernel, so the lab's CUDA check fails."""
     linked = [
-        DeviceKernel("aten::addmm", "gemmSN_TN_kernel<float, 128, 16, 2, 4, 6, 7>"),
-        DeviceKernel("aten::view", "elementwise_kernel"),
+        {"op": "aten::addmm", "kernel": "gemmSN_TN_kernel<float, 128, 16, 2, 4, 6, 7>"},
+        {"op": "aten::view", "kernel": "elementwise_kernel"},
     ]
     assert gemm_kernels(linked, "aten::addmm") == ["gemmSN_TN_kernel<float, 128, 16, 2, 4, 6, 7>"]
-    unlinked = [DeviceKernel(None, "nvjet_sm90_tst_8x64_64x16_4x1_v_bz_bias_TNN")]
+    unlinked = [{"op": None, "kernel": "nvjet_sm90_tst_8x64_64x16_4x1_v_bz_bias_TNN"}]
     assert gemm_kernels(unlinked, "aten::addmm") == ["nvjet_sm90_tst_8x64_64x16_4x1_v_bz_bias_TNN"]
-    assert gemm_kernels([DeviceKernel("aten::addmm", "aten::addmm")], "aten::addmm") == []
+    assert gemm_kernels([{"op": "aten::addmm", "kernel": "aten::addmm"}], "aten::addmm") == []

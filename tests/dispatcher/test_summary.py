@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from workshop.foundations.run_options import RunOptions
@@ -37,10 +35,8 @@ def summary(tmp_path, results) -> str:
 
 def standing_in(results, name: str, stand_in: str):
     """The results with scenario `name` replaced by scenario `stand_in`'s result (renamed)."""
-    by_name = {r.name: r for r in results}
-    return [
-        dataclasses.replace(by_name[stand_in], name=name) if r.name == name else r for r in results
-    ]
+    by_name = {r["name"]: r for r in results}
+    return [{**by_name[stand_in], "name": name} if r["name"] == name else r for r in results]
 
 
 def test_this_runs_summary_explains_what_it_shows(tmp_path, results):

@@ -1,4 +1,4 @@
-"""The grammar MiniGPT: grammar, tokenizer, model, data, training, checkpoint, evaluation."""
+"""The grammar MiniGPT: grammar and vocabulary, model, data, training, checkpoint, evaluation."""
 
 from pathlib import Path
 

@@ -99,6 +99,20 @@ VOCAB = Vocabulary(
 assert len(VOCAB) == VOCAB_SIZE, f"the lexicon makes {len(VOCAB)} tokens, not {VOCAB_SIZE}"
 
 
+def decode(ids) -> str:
+    """Token ids -> words, whitespace-separated (no subwords): [1, ...] -> '<bos> the cat ...'. Accepts a list of
+    ints or a 1-D integer tensor."""
+    ids = ids.tolist() if hasattr(ids, "tolist") else list(ids)
+    for i in ids:
+        if not 0 <= i < len(VOCAB):
+            raise ValueError(
+                _("token id {id} is outside the vocabulary (0..{last})").format(
+                    id=i, last=len(VOCAB) - 1
+                )
+            )
+    return " ".join(VOCAB.tokens[i] for i in ids)
+
+
 # ---- the automaton -------------------------------------------------------------------------------------------
 # Phases: where in the sentence we are. An NP's role says what follows once its noun is read.
 SUBJECT, SUBJECT_PP, OBJECT, OBJECT_PP, VERB_PP = (

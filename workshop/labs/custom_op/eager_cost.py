@@ -108,10 +108,6 @@ def ladder(device: str, shape=TINY) -> dict:
     return rungs
 
 
-def _dry_launch(*args, **kwargs) -> None:
-    """Stands in for triton_launch.launch: returns at once, so that only the Python layers are timed."""
-
-
 def _step(op, x: torch.Tensor, dy: torch.Tensor):
     return lambda: op(x).backward(dy)
 
@@ -121,7 +117,8 @@ def measure(device: str) -> dict:
     without grad) and forward + backward step, torch.softmax's call and step, and the launch through Triton's
     own kernel[grid]. `op_us`, `op_grad_us` and `python_us` are torch.ops.workshop.softmax's (its KIND)."""
     rungs = ladder(device)
-    with mock.patch.object(softmax_launch, "launch", _dry_launch):
+    # a launch that returns at once, in place of triton_launch.launch: only the Python layers are timed
+    with mock.patch.object(softmax_launch, "launch", lambda *args, **kwargs: None):
         dry = per_call_us({k: f for k, f in rungs.items() if k not in ("kernel launch",)}, device)
     x = torch.randn(STEP, device=device, requires_grad=True)
     dy = torch.randn(STEP, device=device)

@@ -176,31 +176,31 @@ def measure_eager(ctx: LabContext) -> dict:
     (eager_cost.py), and a profiler trace of the same layers (profiler_trace.py)."""
     found = eager_cost.measure(ctx.device)
     ctx.save_figure("eager_cost.png", eager_cost.figure(found, ctx.device))
-    found["trace"] = asdict(check_trace(ctx))
+    found["trace"] = check_trace(ctx)
     return found
 
 
-def check_trace(ctx: LabContext) -> profiler_trace.TraceFacts:
+def check_trace(ctx: LabContext) -> dict:
     """The profiler trace of the eager call's layers, written and read back: every range in it, and on a GPU
     the step's kernels."""
     trace = profiler_trace.record(ctx.path(profiler_trace.TRACE), ctx.device)
     ctx.check_equal(
         _("profiler trace: the ladder's rungs, the inner layers and the step, each a range"),
-        trace.ranges,
+        trace["ranges"],
         list(profiler_trace.RANGES),
     )
     if ctx.device == "cuda":
         ctx.check_equal(
             _("profiler trace: the step's CUDA kernels"),
-            [k for k in ("_bwd_one_pass", "_fwd_one_pass") if k in trace.gpu_kernels],
+            [k for k in ("_bwd_one_pass", "_fwd_one_pass") if k in trace["gpu_kernels"]],
             ["_bwd_one_pass", "_fwd_one_pass"],
         )
     return trace
 
 
-def check_own_op(ctx: LabContext, shapes: dict) -> dict:
-    """The op made of this run's pieces (own_op.py), checked section by section; or, while a piece is missing,
-    one line naming the exercises the op waits on."""
+def check_own_op(ctx: LabContext, shapes: dict, seconds: dict) -> dict:
+    """The op made of this run's pieces (own_op.py), checked section by section, each section's time into
+    `seconds`; or, while a piece is missing, one line naming the exercises the op waits on."""
     own = own_op(ctx)
     found = {"own": {"graded": own.graded, "waiting": own.waiting, "failed": []}}
     if own.waiting:
@@ -222,28 +222,9 @@ def check_own_op(ctx: LabContext, shapes: dict) -> dict:
             op_probes.step_launches, list(eager_cost.STEP), ctx.device
         ),
     }
-    guarded = {name: in_section(ctx, name, section) for name, section in sections.items()}
-    found |= timed(guarded, found.setdefault("seconds", {}))
+    found |= timed(sections, seconds, guard=ctx)
     found["own"]["failed"] = [name for name in sections if not found[name]]
     return found
-
-
-def in_section(ctx: LabContext, name: str, section):
-    """section, or where the learner's code failed inside the worker (an exception, its time limit), a failed
-    check naming the section and the error at the learner's line; the section's result is then None."""
-
-    def run():
-        try:
-            return section()
-        except LearnerCodeFailed as e:
-            ctx.check_equal(
-                _("the op made of your pieces runs its {section} checks").format(section=name),
-                str(e),
-                _("an answer"),
-            )
-            return None
-
-    return run
 
 
 def op_checked(found: dict) -> bool:
@@ -251,12 +232,24 @@ def op_checked(found: dict) -> bool:
     return "own" in found and not found["own"]["waiting"] and not found["own"]["failed"]
 
 
-def timed(sections: dict, seconds: dict) -> dict:
-    """Each section run, its result kept and its time printed."""
+def timed(sections: dict, seconds: dict, guard: LabContext | None = None) -> dict:
+    """Each section run, its result kept and its time printed. With `guard`, the lab's context: where the
+    learner's code failed inside the worker (an exception, its time limit), a failed check naming the section and
+    the error at the learner's line; the section's result is then None."""
     found = {}
     for name, section in sections.items():
         start = time.perf_counter()
-        found[name] = section()
+        try:
+            found[name] = section()
+        except LearnerCodeFailed as e:
+            if guard is None:
+                raise
+            guard.check_equal(
+                _("the op made of your pieces runs its {section} checks").format(section=name),
+                str(e),
+                _("an answer"),
+            )
+            found[name] = None
         seconds[name] = round(time.perf_counter() - start, 1)
         print(_("section {name}: {seconds} s").format(name=name, seconds=seconds[name]), flush=True)
     return found
@@ -272,8 +265,7 @@ def run(ctx: LabContext) -> None:
     wanted = tuple(name for name in op_probes.EXERCISES if ctx.wants(name))
     found |= timed({"exercises": lambda: grade_pieces(ctx, wanted)}, seconds)
     if whole or ctx.wants("answers"):
-        found |= check_own_op(ctx, shapes)
-        seconds |= found.pop("seconds", {})
+        found |= check_own_op(ctx, shapes, seconds)
     if whole and shipped_ready():
         found |= timed({"eager": lambda: measure_eager(ctx)}, seconds)
     if ctx.wants("answers") and op_checked(found):

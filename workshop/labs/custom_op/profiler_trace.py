@@ -12,9 +12,7 @@ the trace shows where time goes within a call, the eager-cost table what each la
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from unittest import mock
 
@@ -44,28 +42,9 @@ RANGES = (
 )
 
 
-@dataclass(frozen=True)
-class TraceFacts:
-    """What the exported trace holds: its ranges and the op's event, and the GPU kernels, by name."""
-
-    file: str
-    events: int
-    ranges: list[str]  # the ranges the lab placed (rungs, inner layers, the step), each name once
-    op_events: int  # the dispatcher's workshop::softmax events
-    gpu_kernels: list[str]  # names of the CUDA kernels in it (none on the CPU)
-
-
-def _ranged(name: str, function):
-    @functools.wraps(function)
-    def inside(*args, **kwargs):
-        with record_function(name):
-            return function(*args, **kwargs)
-
-    return inside
-
-
-def record(path: Path, device: str) -> TraceFacts:
-    """Profile the ladder and a step into `path` (Chrome trace JSON); what it holds."""
+def record(path: Path, device: str) -> dict:
+    """Profile the ladder and a step into `path` (Chrome trace JSON); what the exported trace holds: its ranges
+    and the op's events, and the GPU kernels, by name."""
     rungs = eager_cost.ladder(device)
     x = torch.randn(eager_cost.STEP, device=device, requires_grad=True)
     for name in RUNGS:
@@ -75,10 +54,12 @@ def record(path: Path, device: str) -> TraceFacts:
         profile(activities=activities, record_shapes=True) as prof,
         contextlib.ExitStack() as patches,
     ):
-        for (owner, attr), name in INNER.items():
-            patches.enter_context(
-                mock.patch.object(owner, attr, _ranged(name, getattr(owner, attr)))
-            )
+        for (
+            owner,
+            attr,
+        ), name in INNER.items():  # each inner layer's function, wrapped in its range
+            ranged = record_function(name)(getattr(owner, attr))
+            patches.enter_context(mock.patch.object(owner, attr, ranged))
         for rung, name in zip(RANGES, RUNGS, strict=False):
             with record_function(rung):
                 rungs[name]()
@@ -89,8 +70,12 @@ def record(path: Path, device: str) -> TraceFacts:
     prof.export_chrome_trace(str(path))
     events = json.loads(Path(path).read_text())["traceEvents"]  # what the exported file holds
     names = [e.get("name", "") for e in events]
-    ranges = [r for r in RANGES if r in names]
-    kernels = sorted({e["name"] for e in events if e.get("cat") == "kernel"})
-    return TraceFacts(
-        Path(path).name, len(events), ranges, names.count("workshop::softmax"), kernels
-    )
+    return {
+        "file": Path(path).name,
+        "events": len(events),
+        # the ranges the lab placed (rungs, inner layers, the step), each name once
+        "ranges": [r for r in RANGES if r in names],
+        "op_events": names.count("workshop::softmax"),  # the dispatcher's workshop::softmax events
+        # names of the CUDA kernels in it (none on the CPU)
+        "gpu_kernels": sorted({e["name"] for e in events if e.get("cat") == "kernel"}),
+    }

@@ -33,17 +33,6 @@ WHILE_PARENT_RAN = N_("observed while the parent's kernel ran")
 PREDICTED = N_("predicted from the root's chain")
 
 
-@dataclass(frozen=True)
-class ChainStep:
-    """One key of a call's chain as the real dispatcher walked it, and the kernel in that key's slot."""
-
-    key: str
-    kernel: TableEntry | None  # the computed table's entry: source file, tag, fallthrough
-    passes_on: bool  # the kernel hands the call on to the next lower key
-    source: str | None  # from _dispatch_get_computed_kernel_for_dispatch_key (else the table dump)
-    found_with: str
-
-
 @dataclass
 class CallNode:
     """One operator call, explained."""
@@ -58,7 +47,7 @@ class CallNode:
     tls_from: str  # AT_ENTRY, WHILE_PARENT_RAN or PREDICTED
     arrived_at_python: bool  # the recorder saw it at the Python key
     below_python_key: str | None  # the key the recorder's redispatch ran
-    chain: list[ChainStep]
+    chain: list[dict]  # real_chain's steps
     kernel: TableEntry | None  # the kernel that does the work
     # every step has a key and a kernel whose source torch names, ending at a kernel that does the work
     explained: bool
@@ -69,18 +58,28 @@ class CallNode:
 
     @property
     def real_keys(self) -> list[str]:
-        return [s.key for s in self.chain]
+        return [s["key"] for s in self.chain]
 
 
-def real_chain(op: str, tensor_ks, include, exclude) -> list[ChainStep]:
-    """The keys the real dispatcher walks for one call, to the kernel that does the work."""
+def real_chain(op: str, tensor_ks, include, exclude) -> list[dict]:
+    """The keys the real dispatcher walks for one call, to the kernel that does the work: each step one key as the
+    real dispatcher walked it, and the kernel in that key's slot."""
     ks = keys.real_keys_in_play(op, tensor_ks, include, exclude)
     table, out = keys.computed_table(op), []
     while (key := ks.highestPriorityTypeId().name) != "Undefined":
         entry = table.get(key)
         source, how = keys.computed_kernel_source(op, key)
         passes_on = reimpl.passes_on(key, entry)
-        out.append(ChainStep(key, entry, passes_on, source, how))
+        out.append(
+            {
+                "key": key,
+                "kernel": entry,  # the computed table's entry: source file, tag, fallthrough
+                "passes_on": passes_on,  # the kernel hands the call on to the next lower key
+                # from _dispatch_get_computed_kernel_for_dispatch_key (else the table dump)
+                "source": source,
+                "found_with": how,
+            }
+        )
         if not passes_on:
             break
         ks = ks & keys.keys_below(key)
@@ -90,7 +89,7 @@ def real_chain(op: str, tensor_ks, include, exclude) -> list[ChainStep]:
 def explain_call(call: Call, include, exclude, tls_from: str) -> CallNode:
     op = call.qualified
     chain = real_chain(op, call.tensor_keys, include, exclude)
-    walked = [s.key for s in chain]
+    walked = [s["key"] for s in chain]
     return CallNode(
         op=call.op,
         overload=call.overload,
@@ -103,10 +102,10 @@ def explain_call(call: Call, include, exclude, tls_from: str) -> CallNode:
         arrived_at_python=call.arrived_at_python,
         below_python_key=call.below_python_key,
         chain=chain,
-        kernel=chain[-1].kernel if chain else None,
+        kernel=chain[-1]["kernel"] if chain else None,
         explained=bool(chain)
-        and all(s.kernel and s.source for s in chain)
-        and not chain[-1].passes_on,
+        and all(s["kernel"] and s["source"] for s in chain)
+        and not chain[-1]["passes_on"],
         python_key_consistent=call.arrived_at_python == ("Python" in walked)
         and (not call.arrived_at_python or walked[-1] == call.below_python_key),
         child_exclude=sorted(
@@ -151,26 +150,10 @@ def flat(node: CallNode) -> Iterator[CallNode]:
     return (n for _depth, n in depths(node))
 
 
-@dataclass(frozen=True)
-class ProfilerConsistency:
-    """The recorder's calls against the profiler's list of every op called."""
-
-    # every op the recorder saw is in the profiler's list, in order
-    recorded_in_profiler_order: bool
-    decided_above_python: list[str]  # ops only the profiler saw
-    # ... of which these have neither a decomposition nor an autocast kernel to explain it
-    unexplained: list[str]
-
-    @property
-    def ok(self) -> bool:
-        return self.recorded_in_profiler_order and not self.unexplained
-
-
-def profiler_consistency(
-    tree: CallNode, profiled_ops: list[str], autocast_key: str | None
-) -> ProfilerConsistency:
-    """Every op the recorder saw is in the profiler's list, in order; every op only the profiler saw was decided
-    above the Python key, so it must have a decomposition (CompositeImplicitAutograd) or an autocast kernel."""
+def profiler_consistency(tree: CallNode, profiled_ops: list[str], autocast_key: str | None) -> dict:
+    """The recorder's calls against the profiler's list of every op called: every op the recorder saw is in the
+    profiler's list, in order; every op only the profiler saw was decided above the Python key, so it must have a
+    decomposition (CompositeImplicitAutograd) or an autocast kernel."""
     seen = [n.op for n in flat(tree) if n.arrived_at_python]
     unseen, i = [], 0
     for name in profiled_ops:
@@ -179,7 +162,14 @@ def profiler_consistency(
         else:
             unseen.append(name)
     unexplained = sorted({n for n in unseen if not _decided_above_python(n, autocast_key)})
-    return ProfilerConsistency(i == len(seen), unseen, unexplained)
+    return {
+        # every op the recorder saw is in the profiler's list, in order
+        "recorded_in_profiler_order": i == len(seen),
+        "decided_above_python": unseen,  # ops only the profiler saw
+        # ... of which these have neither a decomposition nor an autocast kernel to explain it
+        "unexplained": unexplained,
+        "ok": i == len(seen) and not unexplained,
+    }
 
 
 def _decided_above_python(op: str, autocast_key: str | None) -> bool:

@@ -23,7 +23,7 @@ from workshop.labs.dispatcher import keys, trace_text
 from workshop.labs.dispatcher.crosscheck import CallNode, depths, flat, priority_disagreements
 from workshop.labs.dispatcher.grading import probes
 from workshop.labs.dispatcher.scenario_list import CALLS, RECORDER_KEYS, all_scenarios
-from workshop.labs.dispatcher.tracing import ScenarioResult, lm_head_input, run_scenario
+from workshop.labs.dispatcher.tracing import lm_head_input, run_scenario
 from workshop.minigpt import checkpoint
 
 PROFILE_DIR = "profiler"  # one Chrome trace JSON per scenario, for Perfetto / chrome://tracing
@@ -72,18 +72,18 @@ def run(ctx: LabContext) -> None:
     check_observations(ctx, results)
     ctx.extra.update(
         torch=torch.__version__,
-        scenarios=[r.name for r in results],
+        scenarios=[r["name"] for r in results],
         calls=call_count(results),
         decisions=decision_count(results),
-        gemm_kernels={r.name: r.gemm_kernels for r in results if r.gemm_kernels},
-        matmul={r.name: matmul_record(r) for r in results if r.call != "linear"},
+        gemm_kernels={r["name"]: r["gemm_kernels"] for r in results if r["gemm_kernels"]},
+        matmul={r["name"]: matmul_record(r) for r in results if r["call"] != "linear"},
         profiler_traces=sorted(profiles),
         elapsed_s=round(elapsed, 2),
     )
     ctx.render_summary(**summary_values(ctx, results, sorted(profiles)))
 
 
-def trace_all(ctx: LabContext) -> tuple[list[ScenarioResult], dict[str, bytes]]:
+def trace_all(ctx: LabContext) -> tuple[list[dict], dict[str, bytes]]:
     """Every scenario on the CPU, and on CUDA too when the run is on a GPU; each one's profiler trace."""
     results, profiles = [], {}
     for device in ["cpu"] + (["cuda"] if ctx.device == "cuda" else []):
@@ -101,11 +101,8 @@ def profile_name(scenario: str) -> str:
     return f"{PROFILE_DIR}/{scenario.replace('/', '-')}.json"
 
 
-def write_outputs(ctx: LabContext, results: list[ScenarioResult], profiles: dict[str, bytes]):
-    scenarios = [
-        {**asdict(r), "gemm_op": r.gemm_op, "profiler": {**asdict(r.profiler), "ok": r.profiler.ok}}
-        for r in results
-    ]
+def write_outputs(ctx: LabContext, results: list[dict], profiles: dict[str, bytes]):
+    scenarios = [{**r, "tree": asdict(r["tree"])} for r in results]
     ctx.write_json("trace.json", {"torch": torch.__version__, "scenarios": scenarios})
     for name, data in profiles.items():
         atomic.write_bytes(ctx.path(name), data)
@@ -119,7 +116,7 @@ def write_outputs(ctx: LabContext, results: list[ScenarioResult], profiles: dict
     ctx.write_text(
         "trace.md", templates.render(ctx.templates_folder, ctx.lang, values, "trace.md.j2")
     )
-    by_name = {r.name: r for r in results}
+    by_name = {r["name"]: r for r in results}
     panels = [by_name[f"{ctx.device}/grad/3d"], by_name[f"{ctx.device}/inference_mode/3d"]]
     # matplotlib costs ~1 s to import: only a whole run draws, not a check of named exercises
     from workshop.labs.dispatcher.ladder import dispatch_path_figure
@@ -127,19 +124,19 @@ def write_outputs(ctx: LabContext, results: list[ScenarioResult], profiles: dict
     ctx.save_figure("dispatch_path.png", dispatch_path_figure(panels))
 
 
-def call_count(results: list[ScenarioResult]) -> int:
-    return sum(len(list(flat(r.tree))) for r in results)
+def call_count(results: list[dict]) -> int:
+    return sum(len(list(flat(r["tree"]))) for r in results)
 
 
-def decision_count(results: list[ScenarioResult]) -> int:
+def decision_count(results: list[dict]) -> int:
     """Dispatch decisions recorded: one per step of every call's chain (a key and its kernel)."""
-    return sum(len(n.chain) for r in results for n in flat(r.tree))
+    return sum(len(n.chain) for r in results for n in flat(r["tree"]))
 
 
-def check_trace(ctx: LabContext, results: list[ScenarioResult]) -> None:
+def check_trace(ctx: LabContext, results: list[dict]) -> None:
     """The real dispatcher's decisions on every call of the run, and the lab's own tables beside torch's.
     (The learner's re-implementation is graded on these decisions by the exercises: grade_exercises.)"""
-    nodes = [n for r in results for n in flat(r.tree)]
+    nodes = [n for r in results for n in flat(r["tree"])]
     ctx.check_max(
         _("aten op calls without a winning key and kernel"), sum(not n.explained for n in nodes), 0
     )
@@ -166,54 +163,54 @@ def check_trace(ctx: LabContext, results: list[ScenarioResult]) -> None:
     )
 
 
-def expected_autograd_node(r: ScenarioResult) -> str | None:
+def expected_autograd_node(r: dict) -> str | None:
     """The node autograd records for the output: none when grad mode is off or no input requires grad, else
     the backward node of the last op that made the output (aten::_unsafe_view -> UnsafeViewBackward0)."""
-    records = r.mode not in ("no_grad", "inference_mode") and any(
-        a.requires_grad for a in r.python_layer[0].tensor_args
+    records = r["mode"] not in ("no_grad", "inference_mode") and any(
+        a["requires_grad"] for a in r["python_layer"][0]["tensor_args"]
     )
     if not records:
         return None
-    last = trace_text.top_ops(r.tree)[-1].removeprefix("aten::")
+    last = trace_text.top_ops(r["tree"])[-1].removeprefix("aten::")
     return "".join(part.capitalize() for part in last.split("_")) + "Backward0"
 
 
-def check_observations(ctx: LabContext, results: list[ScenarioResult]) -> None:
+def check_observations(ctx: LabContext, results: list[dict]) -> None:
     """What the observers saw, against each other and against what each scenario's state implies."""
     ctx.check_max(
         _("scenarios whose profiler op list the trace does not explain"),
-        sum(not r.profiler.ok for r in results),
+        sum(not r["profiler"]["ok"] for r in results),
         0,
     )
     ctx.check_max(
         _("scenarios whose output differs from the same call made unobserved (torch.equal)"),
-        sum(not r.output_equals_plain_call for r in results),
+        sum(not r["output_equals_plain_call"] for r in results),
         0,
     )
     ctx.check_equal(
         _("scenarios where the root op itself reaches the Python key"),
-        sorted(r.name for r in results if r.tree.arrived_at_python),
-        sorted(r.name for r in results if r.mode == "inference_mode"),
+        sorted(r["name"] for r in results if r["tree"].arrived_at_python),
+        sorted(r["name"] for r in results if r["mode"] == "inference_mode"),
     )
     ctx.check_equal(
         _("autograd node recorded for the output, per scenario"),
-        {r.name: (r.autograd_nodes or [None])[0] for r in results},
-        {r.name: expected_autograd_node(r) for r in results},
+        {r["name"]: (r["autograd_nodes"] or [None])[0] for r in results},
+        {r["name"]: expected_autograd_node(r) for r in results},
     )
     ctx.check_max(
         _("scenarios whose trace holds not exactly one GEMM op call"),
-        sum(len(r.gemm_ops) != 1 for r in results),
+        sum(len(r["gemm_ops"]) != 1 for r in results),
         0,
     )
     if ctx.device == "cuda":
         ctx.check_max(
             _("CUDA scenarios whose GEMM op launched no device kernel the profiler saw"),
-            sum(not r.gemm_kernels for r in results if r.device == "cuda"),
+            sum(not r["gemm_kernels"] for r in results if r["device"] == "cuda"),
             0,
         )
 
 
-def grade_exercises(ctx: LabContext, results: list[ScenarioResult]) -> None:
+def grade_exercises(ctx: LabContext, results: list[dict]) -> None:
     """Each exercise against what the real dispatcher decided in this run (grading/exercises.py declares how)."""
     # the slots and walks are computed for their exercise alone: not when `check` grades only others. A case's
     # label is its check's name after the function's ("{function}: {label}", the declarations' check), the
@@ -226,10 +223,10 @@ def grade_exercises(ctx: LabContext, results: list[ScenarioResult]) -> None:
     engine.grade(ctx, "answers", answer_facts(results))
 
 
-def slot_cases(results: list[ScenarioResult]) -> list[engine.Case]:
+def slot_cases(results: list[dict]) -> list[engine.Case]:
     """table_entry's two cases: the slots the run's calls walked through, then the GRADED_KEYS slots of the same
     ops that none did; each (op, key) once, against the kernel in the dispatcher's computed table."""
-    nodes = [n for r in results for n in flat(r.tree)]
+    nodes = [n for r in results for n in flat(r["tree"])]
     recorded = {(n.qualified, k): None for n in nodes for k in n.real_keys}
     known = set(keys.runtime_key_names())
     swept = {(n.qualified, k): None for n in nodes for k in GRADED_KEYS if k in known}
@@ -252,28 +249,28 @@ def slot_case(label: str, pairs: list[tuple[str, str]]) -> engine.Case:
     return engine.Case(label, (slots,), {"entries": real}, {"slots": slots})
 
 
-def chain_case(results: list[ScenarioResult]) -> engine.Case:
+def chain_case(results: list[dict]) -> engine.Case:
     """walk's case: every call of the run ([op, tensor keys, TLS include, TLS exclude]) against the whole chain of
     keys the real dispatcher walked, to the kernel that did the work."""
-    nodes = [n for r in results for n in flat(r.tree)]
+    nodes = [n for r in results for n in flat(r["tree"])]
     calls = [[n.qualified, n.tensor_keys, n.tls_include, n.tls_exclude] for n in nodes]
     return engine.Case(
         _("recorded calls whose chain differs from the real dispatcher's (whole chains)"),
         (calls,),
         {"chains": [n.real_keys for n in nodes]},
-        {"calls": calls, "scenarios": [r.name for r in results for n in flat(r.tree)]},
+        {"calls": calls, "scenarios": [r["name"] for r in results for n in flat(r["tree"])]},
     )
 
 
-def prediction_facts(results: list[ScenarioResult]) -> dict[str, dict[str, str | None]]:
+def prediction_facts(results: list[dict]) -> dict[str, dict[str, str | None]]:
     """What PREDICTIONS is graded against, per CPU scenario (every run traces those; a CUDA run adds cuda/* ones
     that differ only in the backend's name): the key whose kernel first does real work on the traced call's root
     op (the end of its real chain: the recorder's pass-through keys only hand the call on), and the aten op that
     finally does the GEMM."""
     return {
-        r.name: {"handled_at": r.tree.real_keys[-1], "gemm_op": r.gemm_op}
+        r["name"]: {"handled_at": r["tree"].real_keys[-1], "gemm_op": r["gemm_op"]}
         for r in results
-        if r.device == "cpu"
+        if r["device"] == "cpu"
     }
 
 
@@ -281,10 +278,10 @@ def child(node: CallNode, op: str) -> CallNode:
     return next(c for c in node.children if c.op == op)
 
 
-def answer_facts(results: list[ScenarioResult]) -> dict[str, object]:
+def answer_facts(results: list[dict]) -> dict[str, object]:
     """The handout's checked answers (README.md, Questions), read off this run's CPU scenarios."""
-    by_name = {r.name: r.tree for r in results}
-    outputs = {r.name: r.output_keys for r in results}
+    by_name = {r["name"]: r["tree"] for r in results}
+    outputs = {r["name"]: r["output_keys"] for r in results}
     grad = by_name["cpu/grad/3d"]
     addmm_autocast = child(by_name["cpu/autocast_bf16/3d"], "aten::addmm")
     inplace = keys.computed_table("aten::addmm").get("ADInplaceOrView")
@@ -306,30 +303,30 @@ def answer_facts(results: list[ScenarioResult]) -> dict[str, object]:
     }
 
 
-def matmul_record(r: ScenarioResult) -> dict:
+def matmul_record(r: dict) -> dict:
     """What result.json says of a matmul scenario (the theory text quotes it)."""
     return {
-        "call": CALLS[r.call],
-        "input_shapes": [a.shape for a in r.python_layer[0].tensor_args],
-        "decided_at": r.tree.real_keys[-1],
-        "ops": trace_text.top_ops(r.tree),
-        "gemm_op": r.gemm_op,
-        "gemm_kernels": r.gemm_kernels,
-        "output": r.output,
+        "call": CALLS[r["call"]],
+        "input_shapes": [a["shape"] for a in r["python_layer"][0]["tensor_args"]],
+        "decided_at": r["tree"].real_keys[-1],
+        "ops": trace_text.top_ops(r["tree"]),
+        "gemm_op": r["gemm_op"],
+        "gemm_kernels": r["gemm_kernels"],
+        "output": r["output"],
     }
 
 
-def summary_values(ctx: LabContext, results: list[ScenarioResult], profiles: list[str]) -> dict:
-    by_name = {r.name: r for r in results}
+def summary_values(ctx: LabContext, results: list[dict], profiles: list[str]) -> dict:
+    by_name = {r["name"]: r for r in results}
     main, inference = by_name[f"{ctx.device}/grad/3d"], by_name[f"{ctx.device}/inference_mode/3d"]
-    root, folded = inference.tree, by_name[f"{ctx.device}/matmul/3d"]
+    root, folded = inference["tree"], by_name[f"{ctx.device}/matmul/3d"]
     return {
         "torch": torch.__version__,
         "results": results,
         "n_calls": call_count(results),
         "n_decisions": decision_count(results),
         "main": main,
-        "addmm": child(main.tree, "aten::addmm"),
+        "addmm": child(main["tree"], "aten::addmm"),
         "inference": inference,
         # the remark on inference_mode is printed only when this run shows each part of it
         "inference_excludes_autograd": "AutogradFunctionality" in root.tls_exclude
@@ -337,13 +334,13 @@ def summary_values(ctx: LabContext, results: list[ScenarioResult], profiles: lis
         "inference_decomposes_below_python": root.arrived_at_python
         and root.kernel is not None
         and root.kernel.tag == "math kernel",
-        "matmul": [r for r in results if r.call != "linear"],
+        "matmul": [r for r in results if r["call"] != "linear"],
         # the sentences on matmul's GEMM op are printed only when this run's trace shows them
-        "matmul_folds": folded.gemm_ops == ["aten::mm"]
-        and trace_text.top_ops(folded.tree)[-1] == "aten::_unsafe_view",
-        "matmul_batches": by_name[f"{ctx.device}/matmul_batched/3d"].gemm_ops == ["aten::bmm"],
+        "matmul_folds": folded["gemm_ops"] == ["aten::mm"]
+        and trace_text.top_ops(folded["tree"])[-1] == "aten::_unsafe_view",
+        "matmul_batches": by_name[f"{ctx.device}/matmul_batched/3d"]["gemm_ops"] == ["aten::bmm"],
         "calls": CALLS,
-        "main_profile": profile_name(main.name),
+        "main_profile": profile_name(main["name"]),
         "profiles": profiles,
         "t": trace_text,
     }

@@ -87,29 +87,14 @@ class DispatchRecorder(TorchDispatchMode):
         return out
 
 
-@dataclass(frozen=True)
-class TensorArg:
-    shape: list[int]
-    dtype: str
-    device: str
-    requires_grad: bool
-    dispatch_keys: list[str]
-
-
-@dataclass(frozen=True)
-class PythonCall:
-    function: str  # "torch.nn.functional.linear"
-    tensor_args: list[TensorArg]
-    tls_include: list[str]  # TLS key sets when the call enters C++
-    tls_exclude: list[str]
-
-
 class PythonLayer(TorchFunctionMode):
     """Records the torch-level function calls; the first one is the root of everything the dispatcher does."""
 
     def __init__(self):
         super().__init__()
-        self.calls: list[PythonCall] = []
+        # {"function": "torch.nn.functional.linear", "tensor_args": [{shape, dtype, device, requires_grad,
+        # dispatch_keys}, ...], "tls_include", "tls_exclude": the TLS key sets when the call enters C++}
+        self.calls: list[dict] = []
         self.root_args: tuple = ()  # the tensors the traced function was called with
         self.root_tls: tuple = ()  # (include, exclude) DispatchKeySets when it entered C++
 
@@ -118,27 +103,28 @@ class PythonLayer(TorchFunctionMode):
         tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
         name = f"{getattr(func, '__module__', None) or 'torch'}.{getattr(func, '__name__', repr(func))}"
         info = [
-            TensorArg(
-                list(t.shape),
-                str(t.dtype).removeprefix("torch."),
-                str(t.device),
-                t.requires_grad,
-                keys.names(torch._C._dispatch_keys(t)),
-            )
+            {
+                "shape": list(t.shape),
+                "dtype": str(t.dtype).removeprefix("torch."),
+                "device": str(t.device),
+                "requires_grad": t.requires_grad,
+                "dispatch_keys": keys.names(torch._C._dispatch_keys(t)),
+            }
             for t in tensors
         ]
         include, exclude = keys.tls()
         if not self.calls:
             self.root_args, self.root_tls = tuple(tensors), (include, exclude)
         function = name.replace("torch._C._nn.", "torch.nn.functional.")
-        self.calls.append(PythonCall(function, info, keys.names(include), keys.names(exclude)))
+        self.calls.append(
+            {
+                "function": function,
+                "tensor_args": info,
+                "tls_include": keys.names(include),
+                "tls_exclude": keys.names(exclude),
+            }
+        )
         return func(*args, **kwargs)
-
-
-@dataclass(frozen=True)
-class DeviceKernel:
-    op: str | None  # the aten op that launched it (None where the profiler does not say)
-    kernel: str  # the device kernel's name, e.g. cuBLAS's "gemmSN_TN_kernel<...>"
 
 
 def record(fn, device: str) -> tuple[torch.Tensor, PythonLayer, DispatchRecorder, object]:
@@ -161,16 +147,19 @@ def record(fn, device: str) -> tuple[torch.Tensor, PythonLayer, DispatchRecorder
     return out, python, dispatch, prof
 
 
-def profiled(prof, device: str) -> tuple[list[str], list[DeviceKernel], list[str]]:
-    """What the profiler saw: every aten op called, in call order; each device kernel launched (CUDA only); notes.
-    Device kernels hang off the op that launched them; where this profiler does not link them, they are listed
-    without their op, and a note says so."""
+def profiled(prof, device: str) -> tuple[list[str], list[dict], list[str]]:
+    """What the profiler saw: every aten op called, in call order; each device kernel launched (CUDA only), as
+    {"op": the aten op that launched it (None where the profiler does not say), "kernel": the device kernel's
+    name, e.g. cuBLAS's "gemmSN_TN_kernel<...>"}; notes. Device kernels hang off the op that launched them; where
+    this profiler does not link them, they are listed without their op, and a note says so."""
     events = sorted(prof.function_events, key=lambda e: (e.time_range.start, -e.time_range.end))
     ops = [e for e in events if e.name.startswith("aten::") and str(e.device_type).endswith("CPU")]
-    kernels = [DeviceKernel(e.name, k.name) for e in ops for k in getattr(e, "kernels", [])]
+    kernels = [{"op": e.name, "kernel": k.name} for e in ops for k in getattr(e, "kernels", [])]
     if device != "cuda" or kernels:
         return [e.name for e in ops], kernels, []
-    unlinked = [DeviceKernel(None, e.name) for e in events if str(e.device_type).endswith("CUDA")]
+    unlinked = [
+        {"op": None, "kernel": e.name} for e in events if str(e.device_type).endswith("CUDA")
+    ]
     return (
         [e.name for e in ops],
         unlinked,

@@ -32,11 +32,11 @@ def short_keys(key_names: list[str]) -> str:
 
 def chain_text(node: CallNode) -> str:
     """'PythonTLSSnapshot → **AutogradCPU**: math kernel `RegisterCompositeImplicitAutograd_0.cpp`'."""
-    steps = [s for s in node.chain if s.key]
+    steps = [s for s in node.chain if s["key"]]
     if not steps:
         return "-"
-    walked = " → ".join(s.key if s.passes_on else f"**{s.key}**" for s in steps)
-    kernel = steps[-1].kernel
+    walked = " → ".join(s["key"] if s["passes_on"] else f"**{s['key']}**" for s in steps)
+    kernel = steps[-1]["kernel"]
     return f"{walked}: " + (_("(none)") if kernel is None else f"{kernel.tag} `{kernel.source}`")
 
 

@@ -5,22 +5,17 @@ from __future__ import annotations
 
 import contextlib
 import re
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
 from workshop.labs.dispatcher import keys
 from workshop.labs.dispatcher.crosscheck import (
-    CallNode,
-    ProfilerConsistency,
     explain,
     flat,
     profiler_consistency,
 )
 from workshop.labs.dispatcher.recorder import (
-    DeviceKernel,
-    PythonCall,
     chrome_trace,
     describe,
     profiled,
@@ -42,33 +37,6 @@ GEMM_OPS = frozenset(
     }
 )
 GEMM_KERNEL = re.compile(r"gemm|gemv|nvjet|xmma|cutlass", re.IGNORECASE)  # cuBLAS / cuBLASLt names
-
-
-@dataclass
-class ScenarioResult:
-    name: str
-    device: str
-    call: str
-    mode: str
-    rank: int
-    python_layer: list[PythonCall]
-    tree: CallNode
-    profiled_ops: list[str]
-    profiler: ProfilerConsistency
-    autograd_nodes: list[str]  # the backward graph the output records, breadth first
-    device_kernels: list[DeviceKernel]
-    gemm_ops: list[str]  # the GEMM ops the trace holds, in call order (one expected)
-    gemm_kernels: list[str]  # the device kernels the GEMM op launched (CUDA)
-    output: str
-    # the result's own key set: one made inside inference_mode lacks autograd's keys
-    output_keys: list[str]
-    output_equals_plain_call: bool  # bitwise equal to the same call made with nobody watching
-    notes: list[str]
-
-    @property
-    def gemm_op(self) -> str | None:
-        """The aten op that finally does the GEMM: the last GEMM op of the trace."""
-        return self.gemm_ops[-1] if self.gemm_ops else None
 
 
 def lm_head_input(model, seed: int, device: str) -> torch.Tensor:
@@ -114,18 +82,16 @@ def autograd_nodes(out: torch.Tensor) -> list[str]:
     return list(seen.values())
 
 
-def gemm_kernels(kernels: list[DeviceKernel], gemm_op: str | None) -> list[str]:
+def gemm_kernels(kernels: list[dict], gemm_op: str | None) -> list[str]:
     """The device GEMM kernels `gemm_op` launched (cuBLAS / cuBLASLt names), else those the profiler linked to
     no op. A name that is not a GEMM kernel's (the op's own name, from a profiler that timed the op instead of
     seeing its kernels) is none."""
-    launched = [k.kernel for k in kernels if gemm_op and k.op == gemm_op]
-    unlinked = [k.kernel for k in kernels if k.op is None]
+    launched = [k["kernel"] for k in kernels if gemm_op and k["op"] == gemm_op]
+    unlinked = [k["kernel"] for k in kernels if k["op"] is None]
     return sorted({name for name in launched or unlinked if GEMM_KERNEL.search(name)})
 
 
-def run_scenario(
-    sc: Scenario, head: torch.nn.Linear, x3: torch.Tensor
-) -> tuple[ScenarioResult, bytes]:
+def run_scenario(sc: Scenario, head: torch.nn.Linear, x3: torch.Tensor) -> tuple[dict, bytes]:
     """The scenario's result, and its profiler trace (Chrome trace JSON)."""
     traced, plain = _calls(sc, head, x3)
     with _context(sc):
@@ -133,24 +99,35 @@ def run_scenario(
         expected = plain()
     ops, kernels, notes = profiled(prof, sc.device)
     tree = explain(python, dispatch.calls, sc.root_op)
-    gemm_ops = [n.op for n in flat(tree) if n.op in GEMM_OPS]
-    result = ScenarioResult(
-        name=sc.name,
-        device=sc.device,
-        call=sc.call,
-        mode=sc.mode,
-        rank=sc.rank,
-        python_layer=python.calls,
-        tree=tree,
-        profiled_ops=ops,
-        profiler=profiler_consistency(tree, ops, sc.autocast_key),
-        autograd_nodes=autograd_nodes(out),
-        device_kernels=kernels,
-        gemm_ops=gemm_ops,
-        gemm_kernels=gemm_kernels(kernels, gemm_ops[-1] if gemm_ops else None),
-        output=describe(out),
-        output_keys=keys.names(keys.tensor_keys([out])),
-        output_equals_plain_call=bool(torch.equal(out, expected)),
-        notes=notes,
-    )
+    gemm_ops = [n.op for n in flat(tree) if n.op in GEMM_OPS]  # in call order (one expected)
+    gemm_op = (
+        gemm_ops[-1] if gemm_ops else None
+    )  # the aten op that finally does the GEMM: the last one
+    result = {
+        "name": sc.name,
+        "device": sc.device,
+        "call": sc.call,
+        "mode": sc.mode,
+        "rank": sc.rank,
+        "python_layer": python.calls,  # recorder.PythonLayer's calls
+        "tree": tree,  # a CallNode: the root call, explained, and every call under it
+        "profiled_ops": ops,
+        # crosscheck.profiler_consistency's: the recorder's calls against the profiler's ops
+        "profiler": profiler_consistency(tree, ops, sc.autocast_key),
+        "autograd_nodes": autograd_nodes(
+            out
+        ),  # the backward graph the output records, breadth first
+        "device_kernels": kernels,  # recorder.profiled's: {op, kernel}
+        "gemm_ops": gemm_ops,
+        "gemm_kernels": gemm_kernels(
+            kernels, gemm_op
+        ),  # the device kernels the GEMM op launched (CUDA)
+        "output": describe(out),
+        # the result's own key set: one made inside inference_mode lacks autograd's keys
+        "output_keys": keys.names(keys.tensor_keys([out])),
+        # bitwise equal to the same call made with nobody watching
+        "output_equals_plain_call": bool(torch.equal(out, expected)),
+        "notes": notes,
+        "gemm_op": gemm_op,
+    }
     return result, chrome_trace(prof)

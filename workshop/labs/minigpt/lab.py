@@ -21,8 +21,7 @@ from workshop.lab_api import LabContext
 from workshop.minigpt import checkpoint, grammar
 from workshop.minigpt.data import held_out_prompts
 from workshop.minigpt.evaluate import prompt_accuracy
-from workshop.minigpt.grammar import VOCAB, UngrammaticalPrefix, parse
-from workshop.minigpt.tokenizer import decode
+from workshop.minigpt.grammar import VOCAB, UngrammaticalPrefix, decode, parse
 from workshop.minigpt.train import TrainArgs, train
 
 REPLAY_STEPS = 30  # steps of training replayed from the seed, compared with the stored loss curve

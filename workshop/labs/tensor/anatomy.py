@@ -8,35 +8,12 @@ numbers over the same storage; a copy is a new storage.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
-
-# The views the run takes apart, by the expression that makes each; W (600, 64), b (600,), x (B, T, 64).
-EXPRESSIONS = (
-    "W",
-    "W.t()",
-    "x.view(-1, 64)",
-    "W.narrow(0, 100, 50)",
-    "b.expand(176, 600)",
-    "W.t().contiguous()",
-    "W[2::3, 16:]",
-)
-
-
-@dataclass
-class ViewRow:
-    expression: str
-    size: list[int]
-    stride: list[int]  # in elements, not bytes
-    offset: int  # storage_offset(): the storage index of element [0, 0, ...]
-    base: str  # "W", "b" or "x": the tensor it was made from
-    shares: bool  # its storage is its base's (untyped_storage().data_ptr() equal)
-    contiguous: bool
 
 
 def head_views(W: torch.Tensor, b: torch.Tensor, x: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Each expression of EXPRESSIONS evaluated on the head's tensors. W (600, 64), b (600,), x (B, T, 64)."""
+    """The views the run takes apart, by the expression that makes each, evaluated on the head's tensors. W (600,
+    64), b (600,), x (B, T, 64)."""
     rows = x.shape[:-1].numel()  # M = B*T: b.expand stands for the bias added to each of x's rows
     return {
         "W": W,
@@ -54,19 +31,21 @@ def shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
 
 
-def anatomy(W: torch.Tensor, b: torch.Tensor, x: torch.Tensor) -> list[ViewRow]:
+def anatomy(W: torch.Tensor, b: torch.Tensor, x: torch.Tensor) -> list[dict]:
     """One row per view of head_views."""
     bases = {"W": W, "b": b, "x": x}
     return [
-        ViewRow(
-            expression,
-            list(view.shape),
-            list(view.stride()),
-            view.storage_offset(),
-            expression[0],  # each expression starts with the name of its base
-            shares_storage(view, bases[expression[0]]),
-            view.is_contiguous(),
-        )
+        {
+            "expression": expression,
+            "size": list(view.shape),
+            "stride": list(view.stride()),  # in elements, not bytes
+            "offset": view.storage_offset(),  # storage_offset(): the storage index of element [0, 0, ...]
+            # "W", "b" or "x": the tensor it was made from (each expression starts with its name)
+            "base": expression[0],
+            # its storage is its base's (untyped_storage().data_ptr() equal)
+            "shares": shares_storage(view, bases[expression[0]]),
+            "contiguous": view.is_contiguous(),
+        }
         for expression, view in head_views(W, b, x).items()
     ]
 

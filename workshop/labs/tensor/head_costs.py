@@ -10,8 +10,6 @@ With x's rows (M, K) = (B*T, 64), W (N, K) = (600, 64) and the incoming gradient
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
@@ -21,23 +19,22 @@ from workshop.labs.tensor.counting_mode import CountingMode
 MM, ADDMM, SUM = "aten.mm.default", "aten.addmm.default", "aten.sum.dim_IntList"
 
 
-@dataclass
-class Costs:
-    flops: dict[str, int]  # op name -> FLOPs, the ops that do arithmetic only
-    bytes: dict[str, int]  # op name -> bytes read and written, the ops that are not views
-
-
-def analytic(m: int, k: int, n: int, element: int) -> dict[str, Costs]:
-    """ "forward" and "backward": the head's costs from its shapes. element: bytes per element (4: float32)."""
-    forward = Costs({ADDMM: 2 * m * k * n + m * n}, {ADDMM: element * (m * k + n * k + n + m * n)})
-    backward = Costs(
-        {MM: 2 * (2 * m * k * n)},
-        {
+def analytic(m: int, k: int, n: int, element: int) -> dict[str, dict]:
+    """ "forward" and "backward": the head's costs from its shapes, each {"flops": op name -> FLOPs, the ops that
+    do arithmetic only; "bytes": op name -> bytes read and written, the ops that are not views}. element: bytes
+    per element (4: float32)."""
+    forward = {
+        "flops": {ADDMM: 2 * m * k * n + m * n},
+        "bytes": {ADDMM: element * (m * k + n * k + n + m * n)},
+    }
+    backward = {
+        "flops": {MM: 2 * (2 * m * k * n)},
+        "bytes": {
             # each mm reads G (M, N) and one of x_rows (M, K), W (N, K), and writes the other's shape
             MM: 2 * element * (m * n + m * k + n * k),
             SUM: element * (m * n + n),  # reads G, writes db (N,)
         },
-    )
+    }
     return {"forward": forward, "backward": backward}
 
 

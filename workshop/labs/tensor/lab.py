@@ -9,15 +9,13 @@ Six exercises are graded here by the one engine (grading/exercises.py); the rest
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 import torch
 
 from workshop import engine
 from workshop.i18n import _
 from workshop.lab_api import LabContext
 from workshop.labs.autograd.batch import load_batch
-from workshop.labs.tensor.anatomy import ViewRow, anatomy
+from workshop.labs.tensor.anatomy import anatomy
 from workshop.labs.tensor.grading import probes
 from workshop.labs.tensor.head_costs import (
     analytic,
@@ -26,29 +24,31 @@ from workshop.labs.tensor.head_costs import (
     head_leaves,
     torch_flops,
 )
-from workshop.labs.tensor.versions import VersionFacts, version_facts
+from workshop.labs.tensor.versions import version_facts
 from workshop.labs.tensor.view_cases import view_cases
 
 # each view exercise, and the torch view it writes with as_strided
 VIEW_EXERCISES = {"narrow_view": "narrow", "diagonal_view": "diagonal", "sliding_window": "unfold"}
 
 
-def prediction_truths(rows: list[ViewRow], versions: VersionFacts) -> dict:
+def prediction_truths(rows: list[dict], versions: dict) -> dict:
     """The predictions' truths, measured by this run (never copied from the instructor's answers)."""
-    by = {r.expression: r for r in rows}
+    by = {r["expression"]: r for r in rows}
     return {
-        "wt_stride": by["W.t()"].stride,
-        "narrow_offset": by["W.narrow(0, 100, 50)"].offset,
-        "step_stride": by["W[2::3, 16:]"].stride,
-        "step_offset": by["W[2::3, 16:]"].offset,
-        "expand_stride": by["b.expand(176, 600)"].stride,
+        "wt_stride": by["W.t()"]["stride"],
+        "narrow_offset": by["W.narrow(0, 100, 50)"]["offset"],
+        "step_stride": by["W[2::3, 16:]"]["stride"],
+        "step_offset": by["W[2::3, 16:]"]["offset"],
+        "expand_stride": by["b.expand(176, 600)"]["stride"],
         "sharing_w": [
-            r.expression for r in rows if r.base == "W" and r.shares and r.expression != "W"
+            r["expression"]
+            for r in rows
+            if r["base"] == "W" and r["shares"] and r["expression"] != "W"
         ],
-        "bumping_ops": [op for op, moved in versions.bumps.items() if moved],
-        "y_version": versions.base_version,
-        "error_at_version": versions.error_version,
-        "error_shape": versions.saved_shape,
+        "bumping_ops": [op for op, moved in versions["bumps"].items() if moved],
+        "y_version": versions["base_version"],
+        "error_at_version": versions["error_version"],
+        "error_shape": versions["saved_shape"],
     }
 
 
@@ -98,7 +98,7 @@ def grade_dispatch(ctx: LabContext, x, W, b, G) -> dict:
     engine.grade(
         ctx,
         "count_dispatch",
-        [engine.Case(p, (p, x, W, b, G), {"counts": asdict(c)}, shared) for p, c in costs.items()],
+        [engine.Case(p, (p, x, W, b, G), {"counts": c}, shared) for p, c in costs.items()],
         call=probes.count_head,
         rules=(agrees_with_flop_counter(flop_counter, m, n),) if whole else (),
     )
@@ -110,32 +110,32 @@ def grade_dispatch(ctx: LabContext, x, W, b, G) -> dict:
         call=probes.record_head,
     )
     return {
-        "costs": {p: asdict(c) for p, c in costs.items()},
+        "costs": costs,
         "flop_counter": flop_counter,
         "ops": ops,
         "shapes": {"m": m, "k": k, "n": n},
     }
 
 
-def check_lab(ctx: LabContext, rows: list[ViewRow], versions: VersionFacts, found: dict):
+def check_lab(ctx: LabContext, rows: list[dict], versions: dict, found: dict):
     """The lab's own checks: what the chapter says of views, counters and observers holds on this run."""
-    by = {r.expression: r for r in rows}
+    by = {r["expression"]: r for r in rows}
     ctx.check_equal(
         _("every view of W shares its storage; W.t().contiguous() is a copy"),
-        [r.expression for r in rows if r.base == "W" and not r.shares],
+        [r["expression"] for r in rows if r["base"] == "W" and not r["shares"]],
         ["W.t().contiguous()"],
     )
     ctx.check_equal(
-        _("b.expand repeats b's storage: a stride of 0"), by["b.expand(176, 600)"].stride[0], 0
+        _("b.expand repeats b's storage: a stride of 0"), by["b.expand(176, 600)"]["stride"][0], 0
     )
     ctx.check_equal(
         _("a view's in-place ops move its base's counter: y._version = v._version"),
-        versions.base_version,
-        versions.view_version,
+        versions["base_version"],
+        versions["view_version"],
     )
     ctx.check_min(
         _("autograd refused the saved x changed in place: its version moved"),
-        versions.error_version,
+        versions["error_version"],
         1,
     )
     bias = {"forward": found["shapes"]["m"] * found["shapes"]["n"], "backward": 0}
@@ -178,8 +178,8 @@ def run(ctx: LabContext) -> None:
         "storage.png", draw(rows, _("The LM head's views: storage index of each element"))
     )
     values = {
-        "views": [asdict(r) for r in rows],
-        "versions": asdict(versions),
+        "views": rows,
+        "versions": versions,
         **found,
         "torch": torch.__version__,
     }

@@ -8,7 +8,6 @@ graph remembers the version of each tensor it saved; backward compares, and refu
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -23,16 +22,6 @@ OPS = {
     "detach": lambda y: y.detach(),
     "view_mul_": lambda y: y.view(-1, 64).mul_(2),
 }
-
-
-@dataclass
-class VersionFacts:
-    bumps: dict[str, int]  # op name -> how much it moved y._version
-    view_version: int  # v._version after two in-place ops through v = y.view(-1, 64)
-    base_version: int  # y._version after the same two ops: the view's counter is the base's
-    error: str  # the autograd error after x is changed in place between forward and backward
-    error_version: int  # the version the error says the saved tensor is at
-    saved_shape: list[int]  # the shape of the saved tensor the error names
 
 
 def bumps(x: torch.Tensor) -> dict[str, int]:
@@ -76,7 +65,15 @@ def saved_tensor_error(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor) -> tup
     raise AssertionError("backward ran on a saved tensor changed in place")
 
 
-def version_facts(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor) -> VersionFacts:
+def version_facts(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor) -> dict:
     view_version, base_version = through_a_view(x)
     error, version, shape = saved_tensor_error(x, W, b)
-    return VersionFacts(bumps(x), view_version, base_version, error, version, shape)
+    return {
+        "bumps": bumps(x),  # op name -> how much it moved y._version
+        "view_version": view_version,  # v._version after two in-place ops through v = y.view(-1, 64)
+        # y._version after the same two ops: the view's counter is the base's
+        "base_version": base_version,
+        "error": error,  # the autograd error after x is changed in place between forward and backward
+        "error_version": version,  # the version the error says the saved tensor is at
+        "saved_shape": shape,  # the shape of the saved tensor the error names
+    }

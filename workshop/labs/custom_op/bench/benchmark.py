@@ -84,10 +84,7 @@ def rotating_inputs(shape: tuple[int, int], dtype: torch.dtype, device: str = "c
     numel = shape[0] * shape[1]
     # Input sets to rotate through.
     n = max(1, math.ceil(ROTATE_BYTES / (2 * numel * dtype.itemsize)))
-
-    def randn(*s):
-        return torch.randn(*s, device=device, dtype=dtype)
-
+    randn = functools.partial(torch.randn, device=device, dtype=dtype)
     xs = [randn(shape) for _ in range(n)]
     n3 = (3 * numel + 1) // 2  # a copy of n3 elements moves the backward's 3 x numel elements
     return {
@@ -111,10 +108,10 @@ def copy_ms(inputs: dict, direction: str) -> dict[str, float]:
 
 
 def _torch(dtype: torch.dtype):
-    def bwd(y, dy):
-        return torch.ops.aten._softmax_backward_data(dy, y, -1, dtype)
-
-    return lambda x: torch.softmax(x, -1), bwd
+    return (
+        lambda x: torch.softmax(x, -1),
+        lambda y, dy: torch.ops.aten._softmax_backward_data(dy, y, -1, dtype),
+    )
 
 
 def _inductor(dtype: torch.dtype):

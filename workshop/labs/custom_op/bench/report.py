@@ -110,12 +110,8 @@ def _table(doc: dict, columns: list[tuple]) -> list[str]:
     return lines
 
 
-def _device_columns(peers: list[str]) -> list[tuple]:
-    """ours, each peer, copy, and ours' ratios: the device-time table's columns."""
-    gbps = [(name, name, None) for name in ("ours", *peers, "copy")]
-    return gbps + [("ours/copy", "vs_copy", "copy_met"), ("ours/best", "vs_best_other", "best_met")]
-
-
+# The device-time table's columns: ours, each peer and copy (GB/s), then these ratios of ours'.
+DEVICE_RATIOS = [("ours/copy", "vs_copy", "copy_met"), ("ours/best", "vs_best_other", "best_met")]
 EAGER_COLUMNS = [
     ("ours eager", "ours_eager", None),
     ("torch eager", "torch_eager", None),
@@ -171,22 +167,6 @@ def _host_rows(doc: dict) -> list[str]:
     return lines
 
 
-def _misses(doc: dict) -> list[str]:
-    """Each judged shape's missed targets, with the ratio measured."""
-    missed = [
-        (v, [f"{text} ({_fmt(v[ratio])})" for k, (text, ratio, _) in TARGETS.items() if not v[k]])
-        for v in doc["targets"]["rows"]
-        if v["judged"]
-    ]
-    return [
-        f"- {v['dtype']} {_label(v['shape'])}: " + "; ".join(texts) for v, texts in missed if texts
-    ]
-
-
-def _fmt(ratio: float | None) -> str:
-    return "not measured" if ratio is None else f"{ratio:.2f}"
-
-
 def summary(doc: dict) -> str:
     t = doc["targets"]
     met = ", ".join(f"{TARGETS[k][0]} on {n}" for k, n in t["met"].items())
@@ -202,7 +182,7 @@ def summary(doc: dict) -> str:
         "",
         "## Device time (GB/s)",
         "",
-        *_table(doc, _device_columns(doc["peers"])),
+        *_table(doc, [(n, n, None) for n in ("ours", *doc["peers"], "copy")] + DEVICE_RATIOS),
         *(f"- {name}: {why}" for name, why in doc["skipped_peers"].items()),
         "",
         templates.render(TEMPLATES, i18n.language(), peers_beaten(doc), "bench_peers.md.j2"),
@@ -216,7 +196,16 @@ def summary(doc: dict) -> str:
         "",
         "Shapes under 32 MiB are listed but not judged: misses are marked on judged shapes only.",
     ]
-    if misses := _misses(doc):
+    missed = {  # each judged shape's missed targets, with the ratio measured
+        f"{v['dtype']} {_label(v['shape'])}": [
+            f"{text} ({'not measured' if v[ratio] is None else f'{v[ratio]:.2f}'})"
+            for k, (text, ratio, _) in TARGETS.items()
+            if not v[k]
+        ]
+        for v in t["rows"]
+        if v["judged"]
+    }
+    if misses := [f"- {shape}: " + "; ".join(texts) for shape, texts in missed.items() if texts]:
         lines += ["", "## Missed, by how much (why: benchmarks/custom_op/README.md)", "", *misses]
     if errors := {
         f"{r['dtype']} {_label(r['shape'])} {k}": e

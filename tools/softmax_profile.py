@@ -1,9 +1,9 @@
-"""`python -m workshop.labs.custom_op.bench.profile_cases fwd:bfloat16:32768x600 ...`: each case once, for a profiler.
+"""`python -m tools.softmax_profile fwd:bfloat16:32768x600 ...`: each case once, for a profiler.
 
 Runs every case once to compile and warm up, then once more between cudaProfilerStart/Stop, so that
 
     ncu --clock-control none --profile-from-start off --section SpeedOfLight --section Occupancy \\
-        --section WarpStateStats python -m workshop.labs.custom_op.bench.profile_cases CASE ...
+        --section WarpStateStats python -m tools.softmax_profile CASE ...
 
 profiles exactly one launch of our kernels per case (benchmarks/custom_op/README.md reads its DRAM throughput,
 occupancy and stall reasons).

@@ -1,8 +1,8 @@
-"""`python -m workshop.labs.custom_op.bench.sweep --out DIR` (GPU): the measurements behind softmax_launch's constants.
+"""`python -m tools.softmax_sweep --out DIR` (GPU): the measurements behind softmax_launch's constants.
 
 For each group of judged shapes, our kernels under each candidate setting of softmax_launch's constants, device
-time as in benchmark.py (CUDA graph, inputs rotating past L2), as a fraction of a copy of the same bytes. Writes
-sweep.json after every measurement and prints one line each.
+time as in the benchmark (workshop/labs/custom_op/bench/benchmark.py: CUDA graph, inputs rotating past L2), as a
+fraction of a copy of the same bytes. Writes sweep.json after every measurement and prints one line each.
 """
 
 import argparse
@@ -96,7 +96,7 @@ def measure(shape, dtype, settings: list[dict], log) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m workshop.labs.custom_op.bench.sweep")
+    p = argparse.ArgumentParser(prog="python -m tools.softmax_sweep")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--groups", nargs="*", default=list(GROUPS))
     a = p.parse_args(argv)
