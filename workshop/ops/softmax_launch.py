@@ -1,9 +1,9 @@
 """Which softmax kernel runs, with which parameters, and its launch: `forward` and `backward` over (rows, N).
 
-The constants below were chosen by measurement on an H200 (`python -m workshop.labs.custom_op.bench.sweep`, recorded in
-benchmarks/custom_op/). A plan depends only on the shape, the strides' alignment and the dtype, so it is computed
-once per kind of call (lru_cache); the launch goes through triton_launch.launch (the cached compiled kernel, and
-the launch record).
+The constants below were chosen by measurement on an H200 and an H100 (`python -m tools.softmax_sweep`, recorded
+in benchmarks/custom_op/ and benchmarks/gpu-records/). A plan depends only on the shape, the strides' alignment and
+the dtype, so it is computed once per kind of call (lru_cache); the launch goes through triton_launch.launch (the
+cached compiled kernel, and the launch record).
 """
 
 import functools
