@@ -105,10 +105,6 @@ class LabSpec:
         return options.time_limit_s or self.time_limit_s
 
 
-# the run's options a lab reads as ctx.<name>, ctx.options.<name> itself (LabContext.__getattr__)
-RUN_OPTIONS = frozenset({"device", "n_procs", "seed", "work", "lang", "checkpoint"})
-
-
 @dataclass
 class LabContext:
     name: str
@@ -124,14 +120,34 @@ class LabContext:
     _worker: object | None = None
 
     # ---- the run's options (foundations.run_options.RunOptions) ----
-    def __getattr__(self, name: str):
-        """The run's options that a lab reads as its context's own (RUN_OPTIONS): ctx.device ("cpu" or
-        "cuda"), ctx.n_procs (--n: processes for the distributed demos), ctx.seed, ctx.work (the learner's
-        workspace, whose <lab>.py is graded; None runs the reference), ctx.lang (the language of the summary and
-        the messages), ctx.checkpoint (--checkpoint: the learner's MiniGPT; None: the shipped minigpt.pt)."""
-        if name not in RUN_OPTIONS:
-            raise AttributeError(f"'LabContext' object has no attribute {name!r}")
-        return getattr(self.options, name)
+    @property
+    def device(self) -> str:
+        """ "cpu" or "cuda"."""
+        return self.options.device
+
+    @property
+    def n_procs(self) -> int:
+        """--n: processes for the distributed demos."""
+        return self.options.n_procs
+
+    @property
+    def seed(self) -> int:
+        return self.options.seed
+
+    @property
+    def work(self) -> Path | None:
+        """The learner's workspace, whose <lab>.py is graded; None runs the reference."""
+        return self.options.work
+
+    @property
+    def lang(self) -> str:
+        """The language of the summary and the messages."""
+        return self.options.lang
+
+    @property
+    def checkpoint(self) -> Path | None:
+        """--checkpoint: the learner's MiniGPT; None: the shipped minigpt.pt."""
+        return self.options.checkpoint
 
     # ---- checks: each compares a measured value with a threshold, so each one can fail ----
     def check_max(self, name: str, value: float, threshold: float, message=None, **marks) -> Check:
