@@ -11,8 +11,10 @@ from tests.custom_op.test_lab import _doc, _row
 from workshop.i18n import using
 from workshop.labs.custom_op.bench import benchmark as bench
 from workshop.labs.custom_op.bench import report as bench_report
+from workshop.ops import INTERPRETED
 
 SHAPE = (4, 8)
+DEVICE = "cpu" if INTERPRETED else "cuda"  # the op runs where Triton does
 
 
 @pytest.fixture
@@ -38,7 +40,7 @@ def test_a_peer_not_installed_is_said_in_one_line_and_the_rest_is_measured(monke
     peers = [
         p for p in bench.PEERS if p not in skipped and p != "inductor"
     ]  # Inductor: minutes on a CPU
-    row = bench.measure_shape(SHAPE, torch.float32, peers, device="cpu")
+    row = bench.measure_shape(SHAPE, torch.float32, peers, device=DEVICE)
     assert not row["errors"], row["errors"]
     for d in ("fwd", "bwd"):
         assert set(row[d]) == {"ours", "torch", "copy", "ours_eager", "torch_eager"}
@@ -55,13 +57,13 @@ def test_a_peer_that_refuses_a_shape_is_skipped_with_its_reason(monkeypatch, cpu
         return fwd, lambda y, dy: fwd(y)
 
     monkeypatch.setitem(bench.PEERS, "planted", ("torch", refuses_long_rows))
-    row = bench.measure_shape(SHAPE, torch.float32, ["torch", "planted"], device="cpu")
+    row = bench.measure_shape(SHAPE, torch.float32, ["torch", "planted"], device=DEVICE)
     assert row["errors"] == {
         "fwd/planted": "RuntimeError: rows over 4 refused",
         "bwd/planted": "RuntimeError: rows over 4 refused",
     }
     assert row["fwd"]["planted"] is None and row["fwd"]["torch"] and row["bwd"]["ours"]
-    short = bench.measure_shape((4, 4), torch.float32, ["planted"], device="cpu")
+    short = bench.measure_shape((4, 4), torch.float32, ["planted"], device=DEVICE)
     assert not short["errors"] and short["fwd"]["planted"]
 
 
