@@ -355,9 +355,9 @@ def test_a_container_whose_lab_process_died_is_swept(tmp_path):
     """A lab's process killed outright (SIGKILL) cannot kill its worker's container: the next start sweeps it."""
     script = (
         "import time, torch\n"
-        "from workshop.learner.learner_code import Worker\n"
+        "from workshop.learner.learner_code import LearnerFile, Worker\n"
         "from workshop.foundations.worker_container import ContainerWorker\n"
-        "w = Worker(ContainerWorker('cpu', None), 'cpu', None)\n"
+        "w = Worker(ContainerWorker('cpu', None), 'cpu', LearnerFile('', 'my-work/autograd.py', ''))\n"
         "w._start()\nprint('started', flush=True)\ntime.sleep(600)\n"
     )
     proc = subprocess.Popen(["python", "-c", script], stdout=subprocess.PIPE, text=True)
