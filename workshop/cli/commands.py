@@ -174,8 +174,8 @@ def cmd_bench(args) -> int:
 KEEP = 5  # runs of each kind kept, newest first: a morning's checks, and what to compare with
 
 
-def kept(root: Path, keep: int = KEEP) -> set[Path]:
-    """The run folders under root that the rule keeps."""
+def removable(root: Path, keep: int = KEEP) -> list[Path]:
+    """The run folders under root that the rule removes, newest first."""
     newest = {results.LATEST: [], results.LATEST_CHECK: []}
     keeping = set()
     for run_dir in results.runs(root):  # newest first
@@ -186,10 +186,11 @@ def kept(root: Path, keep: int = KEEP) -> set[Path]:
         same_kind = newest[results.latest_name(manifest)]
         same_kind.append(run_dir)
         if len(same_kind) <= keep or results.run_state(manifest).status == "running":
-            keeping.add(run_dir)
+            keeping.add(run_dir.resolve())
     pointed = (Path(root) / name for name in (results.LATEST, results.LATEST_CHECK))
     keeping |= {p.resolve() for p in pointed if p.is_symlink() and p.resolve().is_dir()}
-    return {p.resolve() for p in keeping} | last_graded(newest[results.LATEST_CHECK])
+    keeping |= last_graded(newest[results.LATEST_CHECK])
+    return [r for r in results.runs(root) if r.resolve() not in keeping]
 
 
 def last_graded(check_runs: list[Path]) -> set[Path]:
@@ -207,12 +208,6 @@ def last_graded(check_runs: list[Path]) -> set[Path]:
                 if entry.get("status", checks.NOT_GRADED) != checks.NOT_GRADED:
                     newest.setdefault((work, ex_id), run_dir.resolve())
     return set(newest.values())
-
-
-def removable(root: Path, keep: int = KEEP) -> list[Path]:
-    """The run folders under root that the rule removes, newest first."""
-    keeping = kept(root, keep)
-    return [r for r in results.runs(root) if r.resolve() not in keeping]
 
 
 def remove(root: Path, run_dirs: list[Path]) -> int:

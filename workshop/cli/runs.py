@@ -118,9 +118,16 @@ def incomplete_line(run_dir: Path, state: results.RunState | None = None) -> str
 
 
 def note_incomplete_runs(root: Path) -> None:
-    """Say which earlier runs never finished (interrupted, or killed with their process): once each, with how to
-    resume or dismiss it."""
-    for run_dir, state in results.incomplete_runs(root, unnoted=True):
+    """Say which earlier runs never finished (interrupted, or killed with their process), newest first: once each
+    (a manifest's "noted"), with how to resume or dismiss it. A corrupt one is skipped."""
+    for run_dir in results.runs(root):
+        try:
+            manifest = results.read_manifest(run_dir)
+        except results.CorruptFile:
+            continue
+        state = results.run_state(manifest)
+        if state.status not in ("interrupted", "abandoned") or manifest.get("noted"):
+            continue
         note = _(
             "note: {line}; or dismiss it: python -m workshop clean {id} (deletes it; this note is not "
             "shown again)"

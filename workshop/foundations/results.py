@@ -9,7 +9,7 @@ it), then "finished" or "interrupted". It is rewritten after every lab, so the l
 whatever happens next. results/latest moves to a run of the reference only when it finishes; a finished run of a
 learner's workspace (`check`, `grade`) moves results/latest-check instead. A run still "running" whose process is
 gone was killed (SIGKILL, a power cut): `run_state` calls it "abandoned". An incomplete run is noted once (its
-manifest's "noted"), until it is stopped again.
+manifest's "noted": cli.runs.note_incomplete_runs), until it is stopped again.
 
 A run folder holds a small reserve file, deleted when a write of the run's own records (the manifest, a
 result.json) finds the disk full: those records are written even then, and the run stops with a clear message.
@@ -291,21 +291,6 @@ def run_state(manifest: dict) -> RunState:
         _("its process (pid {pid}) is gone: it was killed").format(pid=manifest.get("pid", "?"))
         + f" ({labs})",
     )
-
-
-def incomplete_runs(root: Path, unnoted: bool = False) -> list[tuple[Path, RunState]]:
-    """The runs under root that neither finished nor are still running, newest first (corrupt ones skipped);
-    `unnoted`: only those not noted yet (a manifest's "noted")."""
-    found = []
-    for manifest_path in sorted(Path(root).glob("*/manifest.json"), reverse=True):
-        try:
-            manifest = read_manifest(manifest_path.parent)
-        except CorruptFile:
-            continue
-        state = run_state(manifest)
-        if state.status in ("interrupted", "abandoned") and not (unnoted and manifest.get("noted")):
-            found.append((manifest_path.parent, state))
-    return found
 
 
 def read_manifest(run_dir: Path) -> dict:
