@@ -29,15 +29,8 @@ def stop_on(*errors: type[BaseException]):
 
 
 class UsageError(SystemExit):
-    """A command line that names what is not there (an unknown lab): 'error: MESSAGE' (main prints it), exit
-    status 2, as argparse's own errors."""
-
-    def __init__(self, message: str):
-        super().__init__(2)
-        self.message = _("error: {message}").format(message=message)
-
-    def __str__(self) -> str:
-        return self.message
+    """A command line that names what is not there (an unknown lab): its one line, 'error: MESSAGE', which main
+    prints before it exits with status 2, as argparse's own errors."""
 
 
 def add_language_option(parser: argparse.ArgumentParser) -> None:
@@ -114,13 +107,12 @@ def check_lab_names(names: list[str]) -> list[str]:
     known = labs.all_labs()
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise UsageError(
-            ngettext(
-                "no lab named {labs}; the labs are: {known}",
-                "no labs named {labs}; the labs are: {known}",
-                len(unknown),
-            ).format(labs=", ".join(unknown), known=", ".join(known))
-        )
+        message = ngettext(
+            "no lab named {labs}; the labs are: {known}",
+            "no labs named {labs}; the labs are: {known}",
+            len(unknown),
+        ).format(labs=", ".join(unknown), known=", ".join(known))
+        raise UsageError(_("error: {message}").format(message=message))
     return names or list(known)
 
 

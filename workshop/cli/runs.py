@@ -297,7 +297,13 @@ def write_report(run_dir: Path, lang: str | None = None) -> tuple[Path, list[str
             passed, summary = _lab(run_dir / lab, problems)
             lines.append(f"| [{lab}](#{lab}) | {passed} | {status.get('duration_s')} |")
             sections += ["", f'<a id="{lab}"></a>', "", summary.strip()]
-            sections += _unlinked_pictures(run_dir / lab, summary)
+            # the lab's pictures its summary does not show
+            linked = set(re.findall(r"\(" + re.escape(lab) + r"/([^)]+\.png)\)", summary))
+            sections += [
+                f"\n![{p.name}]({lab}/{p.name})"
+                for p in sorted((run_dir / lab).glob("*.png"))
+                if p.name not in linked
+            ]
         not_run = [lab for lab in manifest.get("labs_planned") or [] if lab not in manifest["labs"]]
         lines += ["| {} | {} | |".format(lab, _("not run")) for lab in not_run]
         path = atomic.write_text(run_dir / "REPORT.md", "\n".join(lines + sections) + "\n")
@@ -346,13 +352,3 @@ def _lab(lab_dir: Path, problems: list[str]) -> tuple[object, str]:
     # Re-root the summary's relative links (pictures, files) at the run folder, and demote its headings.
     summary = re.sub(r"\]\((?!https?:|#|/)([^)]+)\)", rf"]({lab}/\1)", summary)
     return passed, re.sub(r"^#", "##", summary, flags=re.M)
-
-
-def _unlinked_pictures(lab_dir: Path, summary: str) -> list[str]:
-    lab = lab_dir.name
-    linked = set(re.findall(r"\(" + re.escape(lab) + r"/([^)]+\.png)\)", summary))
-    return [
-        f"\n![{p.name}]({lab}/{p.name})"
-        for p in sorted(lab_dir.glob("*.png"))
-        if p.name not in linked
-    ]
