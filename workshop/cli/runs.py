@@ -287,7 +287,23 @@ def write_report(run_dir: Path, lang: str | None = None) -> tuple[Path, list[str
             "# " + _("Workshop run {run}").format(run=manifest["run_id"]),
             "",
             *([f"> **{problems[0]}**", ""] if problems else []),
-            *_facts(manifest),
+            # the run's command, machine and versions, and when it ran
+            _("- command: `{command}`").format(command=" ".join(manifest["command"])),
+            _(
+                "- device: {device} ({name}); torch {torch}, triton {triton}, CUDA {cuda}, Python {python}"
+            ).format(
+                device=manifest["device"],
+                name=manifest.get("device_name"),
+                torch=manifest.get("torch"),
+                triton=manifest.get("triton"),
+                cuda=manifest.get("cuda"),
+                python=manifest.get("python"),
+            ),
+            _("- git revision: {revision}; started {start}, ended {end}").format(
+                revision=manifest.get("git_revision"),
+                start=manifest["start_time"],
+                end=manifest.get("end_time"),
+            ),
             "",
             "| {} | {} | {} |".format(_("lab"), _("passed"), _("seconds")),
             "|---|---|---|",
@@ -308,27 +324,6 @@ def write_report(run_dir: Path, lang: str | None = None) -> tuple[Path, list[str
         lines += ["| {} | {} | |".format(lab, _("not run")) for lab in not_run]
         path = atomic.write_text(run_dir / "REPORT.md", "\n".join(lines + sections) + "\n")
         return path, problems
-
-
-def _facts(manifest: dict) -> list[str]:
-    """The run's command, machine and versions, and when it ran."""
-    get = manifest.get
-    return [
-        _("- command: `{command}`").format(command=" ".join(manifest["command"])),
-        _(
-            "- device: {device} ({name}); torch {torch}, triton {triton}, CUDA {cuda}, Python {python}"
-        ).format(
-            device=manifest["device"],
-            name=get("device_name"),
-            torch=get("torch"),
-            triton=get("triton"),
-            cuda=get("cuda"),
-            python=get("python"),
-        ),
-        _("- git revision: {revision}; started {start}, ended {end}").format(
-            revision=get("git_revision"), start=manifest["start_time"], end=get("end_time")
-        ),
-    ]
 
 
 def _lab(lab_dir: Path, problems: list[str]) -> tuple[object, str]:

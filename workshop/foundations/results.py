@@ -88,36 +88,6 @@ def new_run(root: Path, command: list[str], options: RunOptions, **details) -> P
 
     `details` (the planned labs, the checkpoint, what ran: "implementation", the reference unless it says a
     learner's workspace: where, whose, its files' hashes) go into the manifest as they are."""
-    run_dir = _make_run_dir(root)
-    manifest = {
-        "run_id": run_dir.name,
-        "command": command,
-        "start_time": _now(),
-        "end_time": None,
-        "status": "running",
-        "pid": os.getpid(),
-        "host": socket.gethostname(),
-        "git_revision": git_revision(),
-        "seeds": {"workshop": options.seed},
-        "n_procs": options.n_procs,  # --n: processes of the distributed demos
-        "time_limit_s": options.time_limit_s,
-        "lang": options.lang,
-        "implementation": {"kind": "reference"},
-        **device_facts(options.device),
-        **details,
-        "labs": {},
-    }
-    try:
-        atomic.write_json(run_dir / "manifest.json", manifest)
-        options.write(run_dir)
-        atomic.write_bytes(run_dir / RESERVE, bytes(RESERVE_BYTES))
-    except OSError as e:
-        shutil.rmtree(run_dir, ignore_errors=True)
-        raise RunFolderError(unusable(root, e)) from None
-    return run_dir
-
-
-def _make_run_dir(root: Path) -> Path:
     if root.exists() and not root.is_dir():
         raise RunFolderError(
             _(
@@ -143,6 +113,31 @@ def _make_run_dir(root: Path) -> Path:
     except FileExistsError:
         raise
     except OSError as e:
+        raise RunFolderError(unusable(root, e)) from None
+    manifest = {
+        "run_id": run_dir.name,
+        "command": command,
+        "start_time": _now(),
+        "end_time": None,
+        "status": "running",
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "git_revision": git_revision(),
+        "seeds": {"workshop": options.seed},
+        "n_procs": options.n_procs,  # --n: processes of the distributed demos
+        "time_limit_s": options.time_limit_s,
+        "lang": options.lang,
+        "implementation": {"kind": "reference"},
+        **device_facts(options.device),
+        **details,
+        "labs": {},
+    }
+    try:
+        atomic.write_json(run_dir / "manifest.json", manifest)
+        options.write(run_dir)
+        atomic.write_bytes(run_dir / RESERVE, bytes(RESERVE_BYTES))
+    except OSError as e:
+        shutil.rmtree(run_dir, ignore_errors=True)
         raise RunFolderError(unusable(root, e)) from None
     return run_dir
 
