@@ -23,7 +23,6 @@ from workshop.foundations.run_options import RunOptions
 from workshop.harness.runner import run_labs, sweep_stale_caches
 from workshop.i18n import _, ngettext
 from workshop.learner import workspace
-from workshop.learner.workspace import display
 from workshop.minigpt import SHIPPED_CHECKPOINT
 
 # soft_wrap: a line longer than the terminal is not broken by us: a path in it stays copyable
@@ -40,7 +39,7 @@ def new_run(root: Path, names: list[str], options: RunOptions) -> Path:
             [sys.executable, "-m", "workshop", *sys.argv[1:]],
             options,
             labs_planned=names,
-            checkpoint={"path": display(model), "sha256": workspace.file_sha256(model)},
+            checkpoint={"path": workspace.display(model), "sha256": workspace.file_sha256(model)},
             implementation=workspace.implementation(options.work, names),
         )
 
@@ -56,7 +55,7 @@ def execute(run_dir: Path, names: list[str], options: RunOptions, auto: bool) ->
     )
     console.print(
         _("labs: {labs}; --n {n}; results under {folder}/").format(
-            labs=", ".join(names), n=options.n_procs, folder=display(run_dir.parent)
+            labs=", ".join(names), n=options.n_procs, folder=workspace.display(run_dir.parent)
         )
     )
     with screen(run_dir, names) as labs_shown:
@@ -69,7 +68,7 @@ def execute(run_dir: Path, names: list[str], options: RunOptions, auto: bool) ->
             on_end=labs_shown.ended,
         )
     failed = [n for n, s in status.items() if not s["passed"]]
-    console.print(_("run folder: {run}").format(run=display(run_dir)))
+    console.print(_("run folder: {run}").format(run=workspace.display(run_dir)))
     if failed:
         console.print(
             "[red]"
@@ -92,7 +91,7 @@ def execute(run_dir: Path, names: list[str], options: RunOptions, auto: bool) ->
     report, problems = write_report(run_dir)
     for problem in problems:
         console.print(_("error: {message}").format(message=problem), markup=False)
-    console.print(_("report: {file}").format(file=display(report)), markup=False)
+    console.print(_("report: {file}").format(file=workspace.display(report)), markup=False)
     return 1 if failed else 0
 
 
@@ -114,7 +113,7 @@ def incomplete_line(run_dir: Path, state: results.RunState | None = None) -> str
     state = state or results.run_state(results.read_manifest(run_dir))
     return _(
         "run {run} is incomplete: {state}; resume it: python -m workshop run --resume {id}"
-    ).format(run=display(run_dir), state=state.detail, id=run_dir.name)
+    ).format(run=workspace.display(run_dir), state=state.detail, id=run_dir.name)
 
 
 def note_incomplete_runs(root: Path) -> None:
@@ -214,7 +213,7 @@ class LabScreen:
                 "  "
                 + _("and {n} more failing checks: {summary}").format(
                     n=len(failing) - SHOWN_FAILURES,
-                    summary=display(self.run_dir / lab / "summary.md"),
+                    summary=workspace.display(self.run_dir / lab / "summary.md"),
                 ),
                 markup=False,
             )
@@ -225,7 +224,7 @@ class LabScreen:
                     "{n} line of library output (logs, warnings) in {log}",
                     "{n} lines of library output (logs, warnings) in {log}",
                     self.others,
-                ).format(n=self.others, log=display(self.run_dir / lab / "log.txt")),
+                ).format(n=self.others, log=workspace.display(self.run_dir / lab / "log.txt")),
                 markup=False,
             )
 

@@ -30,10 +30,16 @@ from pathlib import Path
 
 from workshop import labs
 from workshop.declarations import checks
-from workshop.foundations import interrupt, lab_log, proctree, results, worker_container
+from workshop.foundations import (
+    interrupt,
+    lab_log,
+    proctree,
+    results,
+    worker_container,
+    worker_process,
+)
 from workshop.foundations.device import use_triton_interpreter
 from workshop.foundations.run_options import RunOptions
-from workshop.foundations.worker_process import OutputLog
 from workshop.harness.child import stopped_check, write_result
 from workshop.i18n import _
 from workshop.learner import failures, workspace
@@ -266,7 +272,7 @@ def lab_process(name: str, lab_dir: Path, device: str, on_line, kept: Path | Non
         env=lab_environment(device, Path(cache.name), kept, labs.get(name).cpu_threads),
         start_new_session=True,  # the terminal's Ctrl-C reaches the parent only, which stops this tree
     )
-    output = OutputLog(proc.stdout, lab_dir / "log.txt", math.inf, shown)
+    output = worker_process.OutputLog(proc.stdout, lab_dir / "log.txt", math.inf, shown)
     try:
         yield proc, output
     finally:
