@@ -13,8 +13,8 @@ from workshop import labs
 from workshop.cli import runs
 from workshop.cli.options import (
     RESULTS_OPTIONS,
+    RUN_OPTIONS,
     add_command,
-    add_run_options,
     arg,
     check_lab_names,
     fail,
@@ -265,7 +265,7 @@ def add_commands(sub) -> None:
                 "options"
             ),
         ),
-        shared=(add_run_options,),
+        shared=RUN_OPTIONS,
     )
     add_command(
         sub,

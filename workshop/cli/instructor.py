@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from workshop.cli.learner import console, exercise_labs, graded_run
-from workshop.cli.options import add_command, add_run_options, arg, fail, stop_on
+from workshop.cli.options import RUN_OPTIONS, add_command, arg, fail, stop_on
 from workshop.foundations import device, worker_container, worker_process
 from workshop.grading import grade_table, gradebook
 from workshop.i18n import _
@@ -226,7 +226,7 @@ def add_commands(sub) -> None:
                 "folder's name is the learner's)"
             ),
         ),
-        shared=(add_run_options,),
+        shared=RUN_OPTIONS,
     )
     add_command(
         sub,

@@ -75,13 +75,6 @@ def add_results_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_run_options(parser: argparse.ArgumentParser) -> None:
-    """The options of every command that runs labs (run, check, grade): RunOptions', --out and --lang."""
-    add_arguments(parser)
-    add_results_option(parser)
-    add_language_option(parser)
-
-
 def arg(*names: str, **settings) -> tuple[tuple[str, ...], dict]:
     """One argument of a command, as argparse's add_argument takes it."""
     return names, settings
@@ -100,6 +93,8 @@ def add_command(sub, name: str, fn, text: str, *arguments, shared=(add_language_
 
 
 RESULTS_OPTIONS = (add_results_option, add_language_option)  # the commands that read a results root
+# the commands that run labs (run, check, grade): RunOptions' options, --out and --lang
+RUN_OPTIONS = (add_arguments, *RESULTS_OPTIONS)
 
 
 def check_lab_names(names: list[str]) -> list[str]:

@@ -30,7 +30,13 @@ def main(lab_dir: Path, lab: str) -> int:
     options = run_options.RunOptions.read(lab_dir)
     faulthandler.enable()  # a fatal signal prints the Python stack: log.txt then shows where it died
     i18n.set_language(options.lang)
-    export_environment(options)
+    # the processes the lab starts (torchrun's ranks) get what they need of the options through their
+    # environment: the language they speak, and --checkpoint
+    os.environ["WORKSHOP_LANG"] = options.lang
+    if options.checkpoint:
+        os.environ[CHECKPOINT_ENVIRONMENT] = str(options.checkpoint.resolve())
+    else:
+        os.environ.pop(CHECKPOINT_ENVIRONMENT, None)
     ctx = LabContext(lab, Path(lab_dir), options, skip=options.skip)
     start = time.monotonic()
     sandbox.begin(ctx)  # the learner's worker loads while the lab prepares
@@ -62,16 +68,6 @@ def main(lab_dir: Path, lab: str) -> int:
             print(f"[{ctx.name}] {stopped.why}", file=sys.stderr, flush=True)
         return stopped.exit_code
     return 0 if ctx.passed else 1
-
-
-def export_environment(options: run_options.RunOptions) -> None:
-    """Hand the processes the lab starts (torchrun's ranks) what they need of the options, through their
-    environment: the language they speak, and --checkpoint."""
-    os.environ["WORKSHOP_LANG"] = options.lang
-    if options.checkpoint:
-        os.environ[CHECKPOINT_ENVIRONMENT] = str(options.checkpoint.resolve())
-    else:
-        os.environ.pop(CHECKPOINT_ENVIRONMENT, None)
 
 
 def run_lab_code(ctx: LabContext, time_limit: float | None) -> interrupt.Stopped | None:
