@@ -18,7 +18,7 @@ from rich.table import Column, Table
 from workshop import i18n, labs
 from workshop.cli.options import stop_on
 from workshop.declarations import checks
-from workshop.foundations import atomic, device, interrupt, lab_log, results
+from workshop.foundations import atomic, interrupt, lab_log, results
 from workshop.foundations.run_options import RunOptions
 from workshop.harness.runner import run_labs, sweep_stale_caches
 from workshop.i18n import _, ngettext
@@ -47,7 +47,16 @@ def new_run(root: Path, names: list[str], options: RunOptions) -> Path:
 def execute(run_dir: Path, names: list[str], options: RunOptions, auto: bool) -> int:
     """Run the labs into run_dir, showing progress; write REPORT.md; the exit code (run_or_stop's when it
     stops)."""
-    shown = f"[bold]{device.describe(options.device)}[/bold]"
+    # the machine as the run's manifest records it (foundations.device.device_facts): a CPU run's parent never
+    # imports torch
+    manifest = results.read_manifest(run_dir)
+    shown = "[bold]{}[/bold]".format(
+        ngettext(
+            "cuda ({name}, {n} visible)", "cuda ({name}, {n} visible)", manifest["gpu_count"]
+        ).format(name=manifest["device_name"], n=manifest["gpu_count"])
+        if options.device == "cuda"
+        else "cpu"
+    )
     console.print(
         _("device: {device} (picked by --device auto)").format(device=shown)
         if auto
