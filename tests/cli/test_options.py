@@ -14,7 +14,8 @@ from workshop.labs import all_labs
 
 def parsed(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    options.add_run_options(parser)
+    for add in options.RUN_OPTIONS:
+        add(parser)
     return parser.parse_args(argv)
 
 

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from tests.support import lab_process
 from workshop.cli import runs
@@ -172,7 +173,12 @@ def test_sigkill_of_the_run_takes_its_lab_down_and_the_next_commands_say_so(tmp_
     assert stopped_checks(run_dir / "minigpt"), "the lab recorded why it stopped"
     state = results.run_state(results.read_manifest(run_dir))
     assert state.status == "abandoned" and "is gone" in state.detail
-    assert results.incomplete_runs(tmp_path / "results") == [(run_dir, state)]
+    screen = Console(file=io.StringIO(), width=400, force_terminal=False)
+    monkeypatch.setattr(runs, "console", screen)
+    runs.note_incomplete_runs(tmp_path / "results")
+    assert f"{state.detail}; resume it: python -m workshop run --resume {run_dir.name}" in (
+        screen.file.getvalue()
+    )
     assert main(["report", str(run_dir)]) == 1
     # The killed run could not remove its cache folder: the next run does.
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))

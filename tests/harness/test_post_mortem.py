@@ -1,11 +1,13 @@
 """harness.runner's post-mortem: a lab process that died before its result.json fails the exercise it was grading, with
-how it died and where in the learner's file; the others are not graded (what they printed is no verdict), and
-an exercise the run was told to skip is not blamed again."""
+how it died and where in the learner's file; the others are not graded (what they printed is no verdict)."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from workshop.declarations import checks
-from workshop.foundations import lab_log
+from workshop.foundations import atomic, lab_log
+from workshop.foundations.run_options import RunOptions
 from workshop.harness import runner
 
 
@@ -29,28 +31,29 @@ def died_grading(tmp_path, exercise: str, frame_line: int):
     return lab_dir, work
 
 
-def test_the_exercise_being_graded_fails_with_how_and_where_it_died(tmp_path):
+def test_the_exercise_being_graded_is_named_with_how_and_where_it_died(tmp_path):
     lab_dir, work = died_grading(tmp_path, "autograd.linear_grads", 12)
-    assert runner.died_in(lab_dir, work, skip={}) == "autograd.linear_grads"
-    exercises = runner.dead_process_exercises("autograd", lab_dir, -11, work)
-    died = exercises["autograd.linear_grads"]
-    assert died["status"] == checks.FAILING
-    assert "killed by SIGSEGV at " in died["failed_check"]["value"]
-    assert "autograd.py:12 (log.txt)" in died["failed_check"]["value"]
-    others = [r["status"] for ex, r in exercises.items() if ex != "autograd.linear_grads"]
-    assert others and set(others) == {
-        checks.NOT_GRADED
-    }  # cross_entropy_grad's printed status: no verdict
-
-
-def test_a_lab_that_finished_or_a_skipped_exercise_is_not_blamed(tmp_path):
-    lab_dir, work = died_grading(tmp_path, "autograd.linear_grads", 12)
-    assert runner.died_in(lab_dir, work, skip={"autograd.linear_grads": "died"}) is None
-    assert runner.died_in(lab_dir, None, skip={}) is None  # the reference: no learner to blame
-    (lab_dir / "result.json").write_text("{}")
-    assert runner.died_in(lab_dir, work, skip={}) is None
+    running, how = runner.post_mortem(lab_dir, -11, work)
+    # cross_entropy_grad's printed status is no verdict: only the grading that never ended is named
+    assert running == "autograd.linear_grads"
+    assert how.startswith("killed by SIGSEGV at ")
+    assert how.endswith("autograd.py:12")
 
 
 def test_without_a_frame_in_the_learners_file_it_says_how_only(tmp_path):
     lab_dir, work = died_grading(tmp_path, "autograd.linear_grads", 12)
-    assert runner.how_it_died(lab_dir, 3, None) == "exit code 3"
+    assert runner.post_mortem(lab_dir, 3, None) == ("autograd.linear_grads", "exit code 3")
+
+
+def test_a_dead_lab_fails_the_exercise_being_graded_and_grades_no_other(tmp_path):
+    lab_dir, work = died_grading(tmp_path, "autograd.linear_grads", 12)
+    atomic.write_json(tmp_path / "manifest.json", {"labs": {}})
+    dead, output = SimpleNamespace(returncode=-11), SimpleNamespace(tail=["Segmentation fault"])
+    options = RunOptions(device="cpu", work=work)
+    _status, result = runner.settle(tmp_path, "autograd", options, dead, output, 1.0, None)
+    died = result["exercises"]["autograd.linear_grads"]
+    assert died["status"] == checks.FAILING
+    assert "killed by SIGSEGV at " in died["failed_check"]["value"]
+    assert "autograd.py:12 (log.txt)" in died["failed_check"]["value"]
+    others = [r["status"] for ex, r in result["exercises"].items() if ex != "autograd.linear_grads"]
+    assert others and set(others) == {checks.NOT_GRADED}

@@ -13,15 +13,14 @@ from workshop import labs
 from workshop.cli import runs
 from workshop.cli.options import (
     RESULTS_OPTIONS,
+    RUN_OPTIONS,
     add_command,
-    add_run_options,
     arg,
     check_lab_names,
     fail,
     run_options,
     stop_on,
 )
-from workshop.cli.runs import console
 from workshop.declarations import checks
 from workshop.foundations import device, results
 from workshop.foundations.run_options import RunOptions
@@ -36,7 +35,7 @@ def cmd_list(_args) -> int:
             if spec.bench
             else ""
         )
-        console.print(f"[bold]{spec.name:<12}[/bold] {escape(_(spec.title) + bench)}")
+        runs.console.print(f"[bold]{spec.name:<12}[/bold] {escape(_(spec.title) + bench)}")
     return 0
 
 
@@ -76,7 +75,7 @@ def resume(args) -> int:
             )
         )
     names = results.resume_run(run_dir)
-    console.print(
+    runs.console.print(
         _("resuming {run}: {labs}").format(run=display(run_dir), labs=", ".join(names)),
         markup=False,
     )
@@ -90,9 +89,9 @@ def cmd_report(args) -> int:
     with stop_on(FileNotFoundError, results.CorruptFile):
         run_dir = results.resolve_run(args.run, root)
         report, problems = runs.write_report(run_dir, args.lang)
-    console.print(_("wrote {file}").format(file=display(report)), markup=False)
+    runs.console.print(_("wrote {file}").format(file=display(report)), markup=False)
     for problem in problems:
-        console.print(_("error: {message}").format(message=problem), markup=False)
+        runs.console.print(_("error: {message}").format(message=problem), markup=False)
     return 1 if problems else 0
 
 
@@ -111,7 +110,7 @@ def cmd_train(args) -> int:
         TextColumn(_("step {task.completed}/{task.total}")),
         TextColumn(_("loss {task.fields[loss]:.4f}")),
         TimeElapsedColumn(),
-        console=console,
+        console=runs.console,
     ) as progress:
         task = progress.add_task("train", total=train_args.steps, loss=float("nan"))
         model, history = train(
@@ -119,7 +118,7 @@ def cmd_train(args) -> int:
             on_step=lambda step, loss: progress.update(task, completed=step + 1, loss=loss),
         )
     checkpoint.save(out, model, history, train_args_dict(train_args))
-    console.print(
+    runs.console.print(
         _("saved {file} (final loss {loss:.4f})").format(
             file=display(out), loss=history["loss"][-1]
         ),
@@ -174,8 +173,8 @@ def cmd_bench(args) -> int:
 KEEP = 5  # runs of each kind kept, newest first: a morning's checks, and what to compare with
 
 
-def kept(root: Path, keep: int = KEEP) -> set[Path]:
-    """The run folders under root that the rule keeps."""
+def removable(root: Path, keep: int = KEEP) -> list[Path]:
+    """The run folders under root that the rule removes, newest first."""
     newest = {results.LATEST: [], results.LATEST_CHECK: []}
     keeping = set()
     for run_dir in results.runs(root):  # newest first
@@ -186,10 +185,11 @@ def kept(root: Path, keep: int = KEEP) -> set[Path]:
         same_kind = newest[results.latest_name(manifest)]
         same_kind.append(run_dir)
         if len(same_kind) <= keep or results.run_state(manifest).status == "running":
-            keeping.add(run_dir)
+            keeping.add(run_dir.resolve())
     pointed = (Path(root) / name for name in (results.LATEST, results.LATEST_CHECK))
     keeping |= {p.resolve() for p in pointed if p.is_symlink() and p.resolve().is_dir()}
-    return {p.resolve() for p in keeping} | last_graded(newest[results.LATEST_CHECK])
+    keeping |= last_graded(newest[results.LATEST_CHECK])
+    return [r for r in results.runs(root) if r.resolve() not in keeping]
 
 
 def last_graded(check_runs: list[Path]) -> set[Path]:
@@ -207,12 +207,6 @@ def last_graded(check_runs: list[Path]) -> set[Path]:
                 if entry.get("status", checks.NOT_GRADED) != checks.NOT_GRADED:
                     newest.setdefault((work, ex_id), run_dir.resolve())
     return set(newest.values())
-
-
-def removable(root: Path, keep: int = KEEP) -> list[Path]:
-    """The run folders under root that the rule removes, newest first."""
-    keeping = kept(root, keep)
-    return [r for r in results.runs(root) if r.resolve() not in keeping]
 
 
 def remove(root: Path, run_dirs: list[Path]) -> int:
@@ -243,7 +237,7 @@ def cmd_clean(args) -> int:
         raise fail(_("run {run} is still running: stop it first").format(run=display(running[0])))
     gone = named or removable(root, args.keep)
     freed = remove(root, gone)
-    console.print(
+    runs.console.print(
         ngettext(
             "removed {n} run folder ({mb:.1f} MB) under {root}",
             "removed {n} run folders ({mb:.1f} MB) under {root}",
@@ -271,7 +265,7 @@ def add_commands(sub) -> None:
                 "options"
             ),
         ),
-        shared=(add_run_options,),
+        shared=RUN_OPTIONS,
     )
     add_command(
         sub,

@@ -16,9 +16,8 @@ import time
 from pathlib import Path
 
 from workshop.cli.learner import console, exercise_labs, graded_run
-from workshop.cli.options import add_command, add_run_options, arg, fail, stop_on
-from workshop.foundations import worker_container, worker_process
-from workshop.foundations.device import use_triton_interpreter
+from workshop.cli.options import RUN_OPTIONS, add_command, arg, fail, stop_on
+from workshop.foundations import device, worker_container, worker_process
 from workshop.grading import grade_table, gradebook
 from workshop.i18n import _
 
@@ -47,7 +46,7 @@ def cmd_grade(args) -> int:
         os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
         # grade_integrity makes every lab's stub here (workshop.ops among the references), after torch.load has
         # imported triton: its interpreter must be chosen first where there is no GPU
-        use_triton_interpreter()
+        device.use_triton_interpreter()
 
         def check_workspace(work: Path) -> Path:
             console.print(_("  running the checks of {labs}").format(labs=", ".join(lab_names)))
@@ -227,7 +226,7 @@ def add_commands(sub) -> None:
                 "folder's name is the learner's)"
             ),
         ),
-        shared=(add_run_options,),
+        shared=RUN_OPTIONS,
     )
     add_command(
         sub,

@@ -16,8 +16,8 @@ from workshop import labs
 from workshop.cli import runs
 from workshop.cli.options import (
     RESULTS_OPTIONS,
+    RUN_OPTIONS,
     add_command,
-    add_run_options,
     arg,
     check_lab_names,
     fail,
@@ -310,5 +310,5 @@ def add_commands(sub) -> None:
             help=_("run the lab even where your latest run could grade the exercise again"),
         ),
         work_option,
-        shared=(add_run_options,),
+        shared=RUN_OPTIONS,
     )

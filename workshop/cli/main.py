@@ -34,4 +34,4 @@ def main(argv: list[str] | None = None) -> int:
         return args.fn(args)
     except UsageError as e:
         print(e, file=sys.stderr)
-        return e.code
+        return 2

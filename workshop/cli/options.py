@@ -29,15 +29,8 @@ def stop_on(*errors: type[BaseException]):
 
 
 class UsageError(SystemExit):
-    """A command line that names what is not there (an unknown lab): 'error: MESSAGE' (main prints it), exit
-    status 2, as argparse's own errors."""
-
-    def __init__(self, message: str):
-        super().__init__(2)
-        self.message = _("error: {message}").format(message=message)
-
-    def __str__(self) -> str:
-        return self.message
+    """A command line that names what is not there (an unknown lab): its one line, 'error: MESSAGE', which main
+    prints before it exits with status 2, as argparse's own errors."""
 
 
 def add_language_option(parser: argparse.ArgumentParser) -> None:
@@ -82,13 +75,6 @@ def add_results_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_run_options(parser: argparse.ArgumentParser) -> None:
-    """The options of every command that runs labs (run, check, grade): RunOptions', --out and --lang."""
-    add_arguments(parser)
-    add_results_option(parser)
-    add_language_option(parser)
-
-
 def arg(*names: str, **settings) -> tuple[tuple[str, ...], dict]:
     """One argument of a command, as argparse's add_argument takes it."""
     return names, settings
@@ -107,6 +93,8 @@ def add_command(sub, name: str, fn, text: str, *arguments, shared=(add_language_
 
 
 RESULTS_OPTIONS = (add_results_option, add_language_option)  # the commands that read a results root
+# the commands that run labs (run, check, grade): RunOptions' options, --out and --lang
+RUN_OPTIONS = (add_arguments, *RESULTS_OPTIONS)
 
 
 def check_lab_names(names: list[str]) -> list[str]:
@@ -114,13 +102,12 @@ def check_lab_names(names: list[str]) -> list[str]:
     known = labs.all_labs()
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise UsageError(
-            ngettext(
-                "no lab named {labs}; the labs are: {known}",
-                "no labs named {labs}; the labs are: {known}",
-                len(unknown),
-            ).format(labs=", ".join(unknown), known=", ".join(known))
-        )
+        message = ngettext(
+            "no lab named {labs}; the labs are: {known}",
+            "no labs named {labs}; the labs are: {known}",
+            len(unknown),
+        ).format(labs=", ".join(unknown), known=", ".join(known))
+        raise UsageError(_("error: {message}").format(message=message))
     return names or list(known)
 
 

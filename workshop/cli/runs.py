@@ -18,12 +18,11 @@ from rich.table import Column, Table
 from workshop import i18n, labs
 from workshop.cli.options import stop_on
 from workshop.declarations import checks
-from workshop.foundations import atomic, device, interrupt, lab_log, results
+from workshop.foundations import atomic, interrupt, lab_log, results
 from workshop.foundations.run_options import RunOptions
 from workshop.harness.runner import run_labs, sweep_stale_caches
 from workshop.i18n import _, ngettext
 from workshop.learner import workspace
-from workshop.learner.workspace import display
 from workshop.minigpt import SHIPPED_CHECKPOINT
 
 # soft_wrap: a line longer than the terminal is not broken by us: a path in it stays copyable
@@ -40,7 +39,7 @@ def new_run(root: Path, names: list[str], options: RunOptions) -> Path:
             [sys.executable, "-m", "workshop", *sys.argv[1:]],
             options,
             labs_planned=names,
-            checkpoint={"path": display(model), "sha256": workspace.file_sha256(model)},
+            checkpoint={"path": workspace.display(model), "sha256": workspace.file_sha256(model)},
             implementation=workspace.implementation(options.work, names),
         )
 
@@ -48,7 +47,16 @@ def new_run(root: Path, names: list[str], options: RunOptions) -> Path:
 def execute(run_dir: Path, names: list[str], options: RunOptions, auto: bool) -> int:
     """Run the labs into run_dir, showing progress; write REPORT.md; the exit code (run_or_stop's when it
     stops)."""
-    shown = f"[bold]{device.describe(options.device)}[/bold]"
+    # the machine as the run's manifest records it (foundations.device.device_facts): a CPU run's parent never
+    # imports torch
+    manifest = results.read_manifest(run_dir)
+    shown = "[bold]{}[/bold]".format(
+        ngettext(
+            "cuda ({name}, {n} visible)", "cuda ({name}, {n} visible)", manifest["gpu_count"]
+        ).format(name=manifest["device_name"], n=manifest["gpu_count"])
+        if options.device == "cuda"
+        else "cpu"
+    )
     console.print(
         _("device: {device} (picked by --device auto)").format(device=shown)
         if auto
@@ -56,7 +64,7 @@ def execute(run_dir: Path, names: list[str], options: RunOptions, auto: bool) ->
     )
     console.print(
         _("labs: {labs}; --n {n}; results under {folder}/").format(
-            labs=", ".join(names), n=options.n_procs, folder=display(run_dir.parent)
+            labs=", ".join(names), n=options.n_procs, folder=workspace.display(run_dir.parent)
         )
     )
     with screen(run_dir, names) as labs_shown:
@@ -69,7 +77,7 @@ def execute(run_dir: Path, names: list[str], options: RunOptions, auto: bool) ->
             on_end=labs_shown.ended,
         )
     failed = [n for n, s in status.items() if not s["passed"]]
-    console.print(_("run folder: {run}").format(run=display(run_dir)))
+    console.print(_("run folder: {run}").format(run=workspace.display(run_dir)))
     if failed:
         console.print(
             "[red]"
@@ -92,7 +100,7 @@ def execute(run_dir: Path, names: list[str], options: RunOptions, auto: bool) ->
     report, problems = write_report(run_dir)
     for problem in problems:
         console.print(_("error: {message}").format(message=problem), markup=False)
-    console.print(_("report: {file}").format(file=display(report)), markup=False)
+    console.print(_("report: {file}").format(file=workspace.display(report)), markup=False)
     return 1 if failed else 0
 
 
@@ -114,13 +122,20 @@ def incomplete_line(run_dir: Path, state: results.RunState | None = None) -> str
     state = state or results.run_state(results.read_manifest(run_dir))
     return _(
         "run {run} is incomplete: {state}; resume it: python -m workshop run --resume {id}"
-    ).format(run=display(run_dir), state=state.detail, id=run_dir.name)
+    ).format(run=workspace.display(run_dir), state=state.detail, id=run_dir.name)
 
 
 def note_incomplete_runs(root: Path) -> None:
-    """Say which earlier runs never finished (interrupted, or killed with their process): once each, with how to
-    resume or dismiss it."""
-    for run_dir, state in results.incomplete_runs(root, unnoted=True):
+    """Say which earlier runs never finished (interrupted, or killed with their process), newest first: once each
+    (a manifest's "noted"), with how to resume or dismiss it. A corrupt one is skipped."""
+    for run_dir in results.runs(root):
+        try:
+            manifest = results.read_manifest(run_dir)
+        except results.CorruptFile:
+            continue
+        state = results.run_state(manifest)
+        if state.status not in ("interrupted", "abandoned") or manifest.get("noted"):
+            continue
         note = _(
             "note: {line}; or dismiss it: python -m workshop clean {id} (deletes it; this note is not "
             "shown again)"
@@ -207,7 +222,7 @@ class LabScreen:
                 "  "
                 + _("and {n} more failing checks: {summary}").format(
                     n=len(failing) - SHOWN_FAILURES,
-                    summary=display(self.run_dir / lab / "summary.md"),
+                    summary=workspace.display(self.run_dir / lab / "summary.md"),
                 ),
                 markup=False,
             )
@@ -218,7 +233,7 @@ class LabScreen:
                     "{n} line of library output (logs, warnings) in {log}",
                     "{n} lines of library output (logs, warnings) in {log}",
                     self.others,
-                ).format(n=self.others, log=display(self.run_dir / lab / "log.txt")),
+                ).format(n=self.others, log=workspace.display(self.run_dir / lab / "log.txt")),
                 markup=False,
             )
 
@@ -280,7 +295,23 @@ def write_report(run_dir: Path, lang: str | None = None) -> tuple[Path, list[str
             "# " + _("Workshop run {run}").format(run=manifest["run_id"]),
             "",
             *([f"> **{problems[0]}**", ""] if problems else []),
-            *_facts(manifest),
+            # the run's command, machine and versions, and when it ran
+            _("- command: `{command}`").format(command=" ".join(manifest["command"])),
+            _(
+                "- device: {device} ({name}); torch {torch}, triton {triton}, CUDA {cuda}, Python {python}"
+            ).format(
+                device=manifest["device"],
+                name=manifest.get("device_name"),
+                torch=manifest.get("torch"),
+                triton=manifest.get("triton"),
+                cuda=manifest.get("cuda"),
+                python=manifest.get("python"),
+            ),
+            _("- git revision: {revision}; started {start}, ended {end}").format(
+                revision=manifest.get("git_revision"),
+                start=manifest["start_time"],
+                end=manifest.get("end_time"),
+            ),
             "",
             "| {} | {} | {} |".format(_("lab"), _("passed"), _("seconds")),
             "|---|---|---|",
@@ -290,32 +321,17 @@ def write_report(run_dir: Path, lang: str | None = None) -> tuple[Path, list[str
             passed, summary = _lab(run_dir / lab, problems)
             lines.append(f"| [{lab}](#{lab}) | {passed} | {status.get('duration_s')} |")
             sections += ["", f'<a id="{lab}"></a>', "", summary.strip()]
-            sections += _unlinked_pictures(run_dir / lab, summary)
+            # the lab's pictures its summary does not show
+            linked = set(re.findall(r"\(" + re.escape(lab) + r"/([^)]+\.png)\)", summary))
+            sections += [
+                f"\n![{p.name}]({lab}/{p.name})"
+                for p in sorted((run_dir / lab).glob("*.png"))
+                if p.name not in linked
+            ]
         not_run = [lab for lab in manifest.get("labs_planned") or [] if lab not in manifest["labs"]]
         lines += ["| {} | {} | |".format(lab, _("not run")) for lab in not_run]
         path = atomic.write_text(run_dir / "REPORT.md", "\n".join(lines + sections) + "\n")
         return path, problems
-
-
-def _facts(manifest: dict) -> list[str]:
-    """The run's command, machine and versions, and when it ran."""
-    get = manifest.get
-    return [
-        _("- command: `{command}`").format(command=" ".join(manifest["command"])),
-        _(
-            "- device: {device} ({name}); torch {torch}, triton {triton}, CUDA {cuda}, Python {python}"
-        ).format(
-            device=manifest["device"],
-            name=get("device_name"),
-            torch=get("torch"),
-            triton=get("triton"),
-            cuda=get("cuda"),
-            python=get("python"),
-        ),
-        _("- git revision: {revision}; started {start}, ended {end}").format(
-            revision=get("git_revision"), start=manifest["start_time"], end=get("end_time")
-        ),
-    ]
 
 
 def _lab(lab_dir: Path, problems: list[str]) -> tuple[object, str]:
@@ -339,13 +355,3 @@ def _lab(lab_dir: Path, problems: list[str]) -> tuple[object, str]:
     # Re-root the summary's relative links (pictures, files) at the run folder, and demote its headings.
     summary = re.sub(r"\]\((?!https?:|#|/)([^)]+)\)", rf"]({lab}/\1)", summary)
     return passed, re.sub(r"^#", "##", summary, flags=re.M)
-
-
-def _unlinked_pictures(lab_dir: Path, summary: str) -> list[str]:
-    lab = lab_dir.name
-    linked = set(re.findall(r"\(" + re.escape(lab) + r"/([^)]+\.png)\)", summary))
-    return [
-        f"\n![{p.name}]({lab}/{p.name})"
-        for p in sorted(lab_dir.glob("*.png"))
-        if p.name not in linked
-    ]

@@ -13,7 +13,7 @@ import sys
 from collections.abc import MutableMapping
 from pathlib import Path
 
-from workshop.i18n import _, ngettext
+from workshop.i18n import _
 
 CHOICES = ("auto", "cpu", "cuda")
 # The device files a GPU torch.cuda can use is reached through on Linux: NVIDIA's driver (/dev/nvidiactl,
@@ -54,17 +54,6 @@ def resolve(requested: str) -> str:
             _("--device cuda was asked for, but torch sees no CUDA GPU here; use --device cpu")
         )
     return "cuda" if has_cuda else "cpu"
-
-
-def describe(device: str) -> str:
-    import torch
-
-    if device == "cuda":
-        n = torch.cuda.device_count()
-        return ngettext("cuda ({name}, {n} visible)", "cuda ({name}, {n} visible)", n).format(
-            name=torch.cuda.get_device_name(0), n=n
-        )
-    return "cpu"
 
 
 def use_triton_interpreter(

@@ -80,13 +80,6 @@ def last_frame(lines: list[str], ours: Callable[[str], bool]) -> tuple[str, int]
     return found
 
 
-def learner_frame(lines: list[str], work: Path) -> tuple[Path, int] | None:
-    """(file, line) of the innermost frame in the learner's workspace in the last stack faulthandler printed."""
-    root = Path(work).resolve()
-    found = last_frame(lines, lambda file: Path(file).resolve().is_relative_to(root))
-    return (Path(found[0]), found[1]) if found else None
-
-
 def how_it_ended(returncode: int) -> str:
     """'exit code 3', or 'killed by SIGSEGV' for a signal."""
     if returncode < 0:

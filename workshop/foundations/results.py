@@ -9,7 +9,7 @@ it), then "finished" or "interrupted". It is rewritten after every lab, so the l
 whatever happens next. results/latest moves to a run of the reference only when it finishes; a finished run of a
 learner's workspace (`check`, `grade`) moves results/latest-check instead. A run still "running" whose process is
 gone was killed (SIGKILL, a power cut): `run_state` calls it "abandoned". An incomplete run is noted once (its
-manifest's "noted"), until it is stopped again.
+manifest's "noted": cli.runs.note_incomplete_runs), until it is stopped again.
 
 A run folder holds a small reserve file, deleted when a write of the run's own records (the manifest, a
 result.json) finds the disk full: those records are written even then, and the run stops with a clear message.
@@ -88,36 +88,6 @@ def new_run(root: Path, command: list[str], options: RunOptions, **details) -> P
 
     `details` (the planned labs, the checkpoint, what ran: "implementation", the reference unless it says a
     learner's workspace: where, whose, its files' hashes) go into the manifest as they are."""
-    run_dir = _make_run_dir(root)
-    manifest = {
-        "run_id": run_dir.name,
-        "command": command,
-        "start_time": _now(),
-        "end_time": None,
-        "status": "running",
-        "pid": os.getpid(),
-        "host": socket.gethostname(),
-        "git_revision": git_revision(),
-        "seeds": {"workshop": options.seed},
-        "n_procs": options.n_procs,  # --n: processes of the distributed demos
-        "time_limit_s": options.time_limit_s,
-        "lang": options.lang,
-        "implementation": {"kind": "reference"},
-        **device_facts(options.device),
-        **details,
-        "labs": {},
-    }
-    try:
-        atomic.write_json(run_dir / "manifest.json", manifest)
-        options.write(run_dir)
-        atomic.write_bytes(run_dir / RESERVE, bytes(RESERVE_BYTES))
-    except OSError as e:
-        shutil.rmtree(run_dir, ignore_errors=True)
-        raise RunFolderError(unusable(root, e)) from None
-    return run_dir
-
-
-def _make_run_dir(root: Path) -> Path:
     if root.exists() and not root.is_dir():
         raise RunFolderError(
             _(
@@ -143,6 +113,31 @@ def _make_run_dir(root: Path) -> Path:
     except FileExistsError:
         raise
     except OSError as e:
+        raise RunFolderError(unusable(root, e)) from None
+    manifest = {
+        "run_id": run_dir.name,
+        "command": command,
+        "start_time": _now(),
+        "end_time": None,
+        "status": "running",
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "git_revision": git_revision(),
+        "seeds": {"workshop": options.seed},
+        "n_procs": options.n_procs,  # --n: processes of the distributed demos
+        "time_limit_s": options.time_limit_s,
+        "lang": options.lang,
+        "implementation": {"kind": "reference"},
+        **device_facts(options.device),
+        **details,
+        "labs": {},
+    }
+    try:
+        atomic.write_json(run_dir / "manifest.json", manifest)
+        options.write(run_dir)
+        atomic.write_bytes(run_dir / RESERVE, bytes(RESERVE_BYTES))
+    except OSError as e:
+        shutil.rmtree(run_dir, ignore_errors=True)
         raise RunFolderError(unusable(root, e)) from None
     return run_dir
 
@@ -291,21 +286,6 @@ def run_state(manifest: dict) -> RunState:
         _("its process (pid {pid}) is gone: it was killed").format(pid=manifest.get("pid", "?"))
         + f" ({labs})",
     )
-
-
-def incomplete_runs(root: Path, unnoted: bool = False) -> list[tuple[Path, RunState]]:
-    """The runs under root that neither finished nor are still running, newest first (corrupt ones skipped);
-    `unnoted`: only those not noted yet (a manifest's "noted")."""
-    found = []
-    for manifest_path in sorted(Path(root).glob("*/manifest.json"), reverse=True):
-        try:
-            manifest = read_manifest(manifest_path.parent)
-        except CorruptFile:
-            continue
-        state = run_state(manifest)
-        if state.status in ("interrupted", "abandoned") and not (unnoted and manifest.get("noted")):
-            found.append((manifest_path.parent, state))
-    return found
 
 
 def read_manifest(run_dir: Path) -> dict:

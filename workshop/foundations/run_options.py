@@ -5,7 +5,7 @@
 - A new run writes them to results/<run-id>/options.json; `run --resume` reads them back from there.
 - The runner writes them, with the exercises to skip (`skip`), to results/<run-id>/<lab>/options.json: the lab's
   process (harness.child, told the lab's name) reads nothing else. It hands what its own children (torchrun's
-  ranks) need to them through their environment (harness.child.export_environment): one source each.
+  ranks) need to them through their environment (harness.child.main): one source each.
 """
 
 from __future__ import annotations

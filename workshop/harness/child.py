@@ -18,9 +18,7 @@ from pathlib import Path
 
 from workshop import i18n, labs
 from workshop.declarations.checks import all_passed, bound, outcome, written
-from workshop.foundations import atomic, interrupt, proctree
-from workshop.foundations.run_options import RunOptions
-from workshop.foundations.torch_import import import_torch
+from workshop.foundations import atomic, interrupt, proctree, run_options, torch_import
 from workshop.i18n import _
 from workshop.lab_api import WHY_MISSING, Check, LabContext
 from workshop.learner import sandbox, workspace
@@ -29,16 +27,22 @@ from workshop.minigpt import CHECKPOINT_ENVIRONMENT
 
 def main(lab_dir: Path, lab: str) -> int:
     """Run the lab `lab` with LAB_DIR/options.json into LAB_DIR, an existing folder without results."""
-    options = RunOptions.read(lab_dir)
+    options = run_options.RunOptions.read(lab_dir)
     faulthandler.enable()  # a fatal signal prints the Python stack: log.txt then shows where it died
     i18n.set_language(options.lang)
-    export_environment(options)
+    # the processes the lab starts (torchrun's ranks) get what they need of the options through their
+    # environment: the language they speak, and --checkpoint
+    os.environ["WORKSHOP_LANG"] = options.lang
+    if options.checkpoint:
+        os.environ[CHECKPOINT_ENVIRONMENT] = str(options.checkpoint.resolve())
+    else:
+        os.environ.pop(CHECKPOINT_ENVIRONMENT, None)
     ctx = LabContext(lab, Path(lab_dir), options, skip=options.skip)
     start = time.monotonic()
     sandbox.begin(ctx)  # the learner's worker loads while the lab prepares
     # before the lab's time limit starts: torch's import is not the lab's time, and a limit that fires inside its
     # native start-up can abort the process before it writes its result
-    import_torch()
+    torch_import.import_torch()
     try:
         stopped = run_lab_code(ctx, labs.get(ctx.name).limit_s(ctx.options))
     finally:
@@ -64,16 +68,6 @@ def main(lab_dir: Path, lab: str) -> int:
             print(f"[{ctx.name}] {stopped.why}", file=sys.stderr, flush=True)
         return stopped.exit_code
     return 0 if ctx.passed else 1
-
-
-def export_environment(options: RunOptions) -> None:
-    """Hand the processes the lab starts (torchrun's ranks) what they need of the options, through their
-    environment: the language they speak, and --checkpoint."""
-    os.environ["WORKSHOP_LANG"] = options.lang
-    if options.checkpoint:
-        os.environ[CHECKPOINT_ENVIRONMENT] = str(options.checkpoint.resolve())
-    else:
-        os.environ.pop(CHECKPOINT_ENVIRONMENT, None)
 
 
 def run_lab_code(ctx: LabContext, time_limit: float | None) -> interrupt.Stopped | None:

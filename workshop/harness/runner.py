@@ -30,10 +30,16 @@ from pathlib import Path
 
 from workshop import labs
 from workshop.declarations import checks
-from workshop.foundations import interrupt, lab_log, proctree, results, worker_container
+from workshop.foundations import (
+    interrupt,
+    lab_log,
+    proctree,
+    results,
+    worker_container,
+    worker_process,
+)
 from workshop.foundations.device import use_triton_interpreter
 from workshop.foundations.run_options import RunOptions
-from workshop.foundations.worker_process import OutputLog
 from workshop.harness.child import stopped_check, write_result
 from workshop.i18n import _
 from workshop.learner import failures, workspace
@@ -89,7 +95,7 @@ def run_labs(
     on_end(lab, status, checks) when it ends (its status, and its checks as its result.json has them).
 
     A stop signal (interrupt.raising_on_signals) stops the current lab, marks the run interrupted and
-    propagates; a full disk marks it interrupted and raises results.RunFolderError. Otherwise the run is
+    propagates; a full disk after a lab marks it interrupted and raises results.RunFolderError. Otherwise the run is
     marked finished and results/latest points at it."""
     status = {}
     name = None
@@ -98,7 +104,16 @@ def run_labs(
             for name in names:
                 on_start(name)
                 status[name], result = run_lab(run_dir, name, options, on_line)
-                stop_if_disk_full(run_dir, name, status[name])
+                if results.disk_full(run_dir):
+                    # mark the lab stopped (it most likely failed for it: --resume runs it again) and the run
+                    # interrupted
+                    why = _("the disk under {root} is full").format(
+                        root=workspace.display(run_dir.parent)
+                    )
+                    results.update_manifest(run_dir, {name: {**status[name], "stopped": why}})
+                    results.stop_run(run_dir, why, name)
+                    full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                    raise results.RunFolderError(results.unusable(run_dir.parent, full))
                 # (its result.json is written: the disk was not full)
                 on_end(name, status[name], result["checks"])
     except interrupt.Stopped as e:
@@ -107,18 +122,6 @@ def run_labs(
         raise
     results.finish_run(run_dir)
     return status
-
-
-def stop_if_disk_full(run_dir: Path, name: str, lab_status: dict) -> None:
-    """After a lab: on a full disk, mark the lab stopped (it most likely failed for it: --resume runs it again)
-    and the run interrupted, and raise results.RunFolderError."""
-    if not results.disk_full(run_dir):
-        return
-    why = _("the disk under {root} is full").format(root=workspace.display(run_dir.parent))
-    results.update_manifest(run_dir, {name: {**lab_status, "stopped": why}})
-    results.stop_run(run_dir, why, name)
-    full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-    raise results.RunFolderError(results.unusable(run_dir.parent, full))
 
 
 def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> tuple[dict, dict]:
@@ -154,12 +157,17 @@ def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> tupl
                 # a lab process killed outright cannot kill its worker's container
                 if options.worker_image:
                     worker_container.sweep_stale()
-        killed_by = died_in(lab_dir, options.work, skip)
-        if killed_by is None:
+        # the learner's exercise whose grading the process died in (it wrote no result.json), unless it is one
+        # the process was told to skip; none for the reference, a lab that finished, or one that died elsewhere
+        killed_by, how = (
+            post_mortem(lab_dir, proc.returncode, options.work)
+            if options.work and not (lab_dir / "result.json").is_file()
+            else (None, "")
+        )
+        if killed_by is None or killed_by in skip:
             return settle(run_dir, name, options, proc, output, time.monotonic() - start, why)
         attempt = run_dir / f"{name}.attempt-{len(skip) + 1}"
-        note = how_it_died(lab_dir, proc.returncode, options.work)
-        skip[killed_by] = f"{why or note} ({workspace.display(attempt / 'log.txt')})"
+        skip[killed_by] = f"{why or how} ({workspace.display(attempt / 'log.txt')})"
         lab_dir.rename(attempt)
 
 
@@ -176,6 +184,10 @@ def settle(run_dir, name, options, proc, output, duration, why, stopped=False) -
         if results.disk_full(run_dir):
             why += _(" (the disk is full)")
         tail = "\n".join(list(output.tail)[-TAIL_LINES:])
+        # the exercise being graded fails with how the process ended and where; the others are not graded (what
+        # they printed on their way is no verdict)
+        running, how = post_mortem(lab_dir, proc.returncode, options.work)
+        failed = failures.died_check(running, how + _(" (log.txt)")) if running else None
         summary = _(
             "The lab did not finish: {why}. The end of its output (all of it: log.txt):"
         ).format(why=why)
@@ -190,9 +202,12 @@ def settle(run_dir, name, options, proc, output, duration, why, stopped=False) -
                 f"{summary}\n\n```\n{tail}\n```",
                 {
                     "implementation": workspace.implementation(options.work, [name]),
-                    "exercises": dead_process_exercises(
-                        name, lab_dir, proc.returncode, options.work
-                    ),
+                    "exercises": {
+                        ex.id: ex.result(checks.FAILING, [failed.name], failed)
+                        if ex.id == running
+                        else ex.result(checks.NOT_GRADED, [], None)
+                        for ex in labs.exercises(name)
+                    },
                     # a re-grade's, as harness.child.regrade records it: never taken for a run of the lab
                     **(
                         {"graded_against": workspace.display(Path(options.against[name]).parent)}
@@ -220,38 +235,20 @@ def settle(run_dir, name, options, proc, output, duration, why, stopped=False) -
 # process shares its output with that code, which can print any line it likes (issue 22).
 
 
-def died_in(lab_dir: Path, work: Path | None, skip: dict[str, str]) -> str | None:
-    """The learner's exercise whose grading the lab's process died in (it wrote no result.json), unless it
-    is one the process was told to skip; None when it finished, or died elsewhere."""
-    if work is None or (Path(lab_dir) / "result.json").is_file():
-        return None
-    running = lab_log.running(lab_log.log_lines(lab_dir))
-    return running if running not in skip else None
-
-
-def how_it_died(lab_dir: Path, returncode: int, work: Path | None) -> str:
-    """'killed by SIGSEGV at my-work/custom_op.py:41': how the process ended, and where in the learner's file."""
-    frame = lab_log.learner_frame(lab_log.log_lines(lab_dir), work) if work else None
-    where = f"{workspace.display(frame[0])}:{frame[1]}" if frame else None
-    return lab_log.how_it_ended(returncode) + (
-        _(" at {where}").format(where=where) if where else ""
+def post_mortem(lab_dir: Path, returncode: int, work: Path | None) -> tuple[str | None, str]:
+    """(the exercise whose grading started in the lab's log.txt and never ended, else None; how the process ended
+    and where in the learner's file: 'killed by SIGSEGV at my-work/custom_op.py:41')."""
+    lines = lab_log.log_lines(lab_dir)
+    # the innermost frame in the learner's workspace, in the last stack faulthandler printed
+    frame = (
+        lab_log.last_frame(lines, lambda file: Path(file).resolve().is_relative_to(work.resolve()))
+        if work
+        else None
     )
-
-
-def dead_process_exercises(
-    lab: str, lab_dir: Path, returncode: int, work: Path | None
-) -> dict[str, dict]:
-    """result.json's "exercises" for a lab whose process died: the one being graded failing with how the process
-    ended and where, the others not graded (what they printed on their way is no verdict)."""
-    running = lab_log.running(lab_log.log_lines(lab_dir))
-    note = how_it_died(lab_dir, returncode, work) + _(" (log.txt)")
-    failed = failures.died_check(running, note) if running else None
-    return {
-        ex.id: ex.result(checks.FAILING, [failed.name], failed)
-        if ex.id == running
-        else ex.result(checks.NOT_GRADED, [], None)
-        for ex in labs.exercises(lab)
-    }
+    where = (
+        _(" at {where}").format(where=f"{workspace.display(frame[0])}:{frame[1]}") if frame else ""
+    )
+    return lab_log.running(lines), lab_log.how_it_ended(returncode) + where
 
 
 @contextlib.contextmanager
@@ -275,7 +272,7 @@ def lab_process(name: str, lab_dir: Path, device: str, on_line, kept: Path | Non
         env=lab_environment(device, Path(cache.name), kept, labs.get(name).cpu_threads),
         start_new_session=True,  # the terminal's Ctrl-C reaches the parent only, which stops this tree
     )
-    output = OutputLog(proc.stdout, lab_dir / "log.txt", math.inf, shown)
+    output = worker_process.OutputLog(proc.stdout, lab_dir / "log.txt", math.inf, shown)
     try:
         yield proc, output
     finally:
