@@ -115,7 +115,8 @@ class LabContext:
     checks: list[Check] = field(default_factory=list)
     summary: str = ""  # Markdown: what this run found; the runner appends the checks table
     extra: dict = field(default_factory=dict)  # merged into result.json
-    _grading: Exercise | None = None  # the exercise whose checks are being recorded
+    # the exercise whose grading block is running, whose checks are being recorded (None outside one)
+    current_exercise: Exercise | None = None
     # the process the learner's code runs in (learner/sandbox.py), or the lab's own for the reference
     _worker: object | None = None
 
@@ -177,11 +178,11 @@ class LabContext:
         """Record a check made elsewhere (engine.grade_answers), for the exercise being graded; print its line (to
         log.txt: the screen of a run shows the failing ones from result.json, cli.runs). A failing secret check is
         recorded as its miss (declarations.checks.masked) unless the run shows secrets."""
-        if self._grading is not None and not self.wants(self._grading.name):
+        if self.current_exercise is not None and not self.wants(self.current_exercise.name):
             raise SkipGrading
         if not self.options.show:
             check = masked(check)
-        check.exercise = self._grading.id if self._grading else None
+        check.exercise = self.current_exercise.id if self.current_exercise else None
         self.checks.append(check)
         width = max(len(_("ok")), len(_("FAIL")))
         mark = (_("ok") if check.passed else _("FAIL")).ljust(width)
@@ -205,11 +206,6 @@ class LabContext:
             if ex.name == name:
                 return ex
         raise KeyError(f"lab {self.name} declares no exercise {name!r} (see its exercises.py)")
-
-    @property
-    def current_exercise(self) -> Exercise | None:
-        """The exercise whose grading block is running (None outside one)."""
-        return self._grading
 
     @property
     def graded(self) -> bool:
@@ -252,11 +248,11 @@ class LabContext:
             if isinstance(exercise_or_name, Exercise)
             else self.exercise(exercise_or_name)
         )
-        if self._grading is not None:
+        if self.current_exercise is not None:
             raise RuntimeError(
-                f"grading {ex.id} inside {self._grading.id}: grade one exercise at a time"
+                f"grading {ex.id} inside {self.current_exercise.id}: grade one exercise at a time"
             )
-        self._grading = ex
+        self.current_exercise = ex
         try:
             if not self.wants(ex.name):
                 with contextlib.suppress(SkipGrading):
@@ -299,7 +295,7 @@ class LabContext:
                 status = exercise_status([c for c in self.checks if c.exercise == ex.id])
                 print(lab_log.ended(self.name, ex.id, status), flush=True)
         finally:
-            self._grading = None
+            self.current_exercise = None
 
     def probe(self, function: Callable, *args, attributes: tuple[str, ...]):
         """The worker protocol over several pieces at once, outside any one exercise's block: the trusted probe
