@@ -179,8 +179,8 @@ class Exercise:
         )  # a @triton.jit kernel keeps its function in .fn
         if not inspect.isfunction(function):
             raise ValueError(f"exercise {self.id}: a constant's stub needs its questions=")
-        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
-        node = next(n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))
+        # the function's source is its one statement: the def, its decorators included
+        node = ast.parse(textwrap.dedent(inspect.getsource(function))).body[0]
         params = parameters(node.args)
         tail = f" -> {ast.unparse(node.returns)}:" if node.returns else ":"
         one_line = f"def {self.attribute}({', '.join(params)}){tail}"
@@ -191,8 +191,10 @@ class Exercise:
         )
         doc = wrapped(self.paragraphs(), WIDTH - 4, reserve=3)
         doc[0] = '"""' + doc[0]
-        lines += [f"    {line}".rstrip() for line in doc] + ['    """']
-        lines.append(f'    raise NotImplementedError("{self.id}")')
+        lines += [f"    {line}".rstrip() for line in doc] + [
+            '    """',
+            f'    raise NotImplementedError("{self.id}")',
+        ]
         return "\n".join(lines) + "\n"
 
 
