@@ -155,14 +155,15 @@ class Exercise:
     # ---- the learner's file ----
     def paragraphs(self) -> list[str]:
         """What the learner's file says of the exercise, paragraph by paragraph."""
-        check = f"python -m workshop check {self.lab} {self.name}"
         return [
             _("Exercise {id}: {title}.").format(id=self.id, title=self.title.rstrip(".")),
             self.statement.strip(),
             *([self.interface.strip()] if self.interface else []),
             _("Read: {handout}").format(handout=self.handout_path())
             + "\n"
-            + _("Check: {command}").format(command=check),
+            + _("Check: {command}").format(
+                command=f"python -m workshop check {self.lab} {self.name}"
+            ),
         ]
 
     def stub_code(self) -> str:
