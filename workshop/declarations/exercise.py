@@ -206,17 +206,16 @@ def wrapped(paragraphs: list[str], width: int, reserve: int = 0) -> list[str]:
     lines = []
     for paragraph in paragraphs:
         for part in paragraph.split("\n"):
-            lead = " " * (reserve if not lines else 0)
-            filled = textwrap.wrap(
+            lines += textwrap.wrap(
                 " ".join(part.split()),
                 width,
-                initial_indent=lead,
+                # the first line filled as if it began `reserve` columns in; those columns are cut below
+                initial_indent=" " * reserve if not lines else "",
                 break_long_words=False,
                 break_on_hyphens=False,
             )
-            lines += [filled[0][len(lead) :], *filled[1:]]
         lines.append("")
-    return lines[:-1]
+    return [lines[0][reserve:], *lines[1:-1]]
 
 
 def parameters(args: ast.arguments) -> list[str]:
