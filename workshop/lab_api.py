@@ -115,39 +115,21 @@ class LabContext:
     checks: list[Check] = field(default_factory=list)
     summary: str = ""  # Markdown: what this run found; the runner appends the checks table
     extra: dict = field(default_factory=dict)  # merged into result.json
-    _grading: Exercise | None = None  # the exercise whose checks are being recorded
+    # the exercise whose grading block is running, whose checks are being recorded (None outside one)
+    current_exercise: Exercise | None = None
     # the process the learner's code runs in (learner/sandbox.py), or the lab's own for the reference
     _worker: object | None = None
 
-    # ---- the run's options (foundations.run_options.RunOptions) ----
-    @property
-    def device(self) -> str:
-        """ "cpu" or "cuda"."""
-        return self.options.device
-
-    @property
-    def n_procs(self) -> int:
-        """--n: processes for the distributed demos."""
-        return self.options.n_procs
-
-    @property
-    def seed(self) -> int:
-        return self.options.seed
-
-    @property
-    def work(self) -> Path | None:
-        """The learner's workspace, whose <lab>.py is graded; None runs the reference."""
-        return self.options.work
-
-    @property
-    def lang(self) -> str:
-        """The language of the summary and the messages."""
-        return self.options.lang
-
-    @property
-    def checkpoint(self) -> Path | None:
-        """--checkpoint: the learner's MiniGPT; None: the shipped minigpt.pt."""
-        return self.options.checkpoint
+    # ---- the run's options (foundations.run_options.RunOptions), read as ctx.<option> ----
+    device = property(lambda self: self.options.device)  # "cpu" or "cuda"
+    # --n: processes for the distributed demos
+    n_procs = property(lambda self: self.options.n_procs)
+    seed = property(lambda self: self.options.seed)
+    # the learner's workspace, whose <lab>.py is graded; None runs the reference
+    work = property(lambda self: self.options.work)
+    lang = property(lambda self: self.options.lang)  # the language of the summary and the messages
+    # --checkpoint: the learner's MiniGPT; None: the shipped minigpt.pt
+    checkpoint = property(lambda self: self.options.checkpoint)
 
     # ---- checks: each compares a measured value with a threshold, so each one can fail ----
     def check_max(self, name: str, value: float, threshold: float, message=None, **marks) -> Check:
@@ -177,11 +159,11 @@ class LabContext:
         """Record a check made elsewhere (engine.grade_answers), for the exercise being graded; print its line (to
         log.txt: the screen of a run shows the failing ones from result.json, cli.runs). A failing secret check is
         recorded as its miss (declarations.checks.masked) unless the run shows secrets."""
-        if self._grading is not None and not self.wants(self._grading.name):
+        if self.current_exercise is not None and not self.wants(self.current_exercise.name):
             raise SkipGrading
         if not self.options.show:
             check = masked(check)
-        check.exercise = self._grading.id if self._grading else None
+        check.exercise = self.current_exercise.id if self.current_exercise else None
         self.checks.append(check)
         width = max(len(_("ok")), len(_("FAIL")))
         mark = (_("ok") if check.passed else _("FAIL")).ljust(width)
@@ -205,11 +187,6 @@ class LabContext:
             if ex.name == name:
                 return ex
         raise KeyError(f"lab {self.name} declares no exercise {name!r} (see its exercises.py)")
-
-    @property
-    def current_exercise(self) -> Exercise | None:
-        """The exercise whose grading block is running (None outside one)."""
-        return self._grading
 
     @property
     def graded(self) -> bool:
@@ -252,11 +229,11 @@ class LabContext:
             if isinstance(exercise_or_name, Exercise)
             else self.exercise(exercise_or_name)
         )
-        if self._grading is not None:
+        if self.current_exercise is not None:
             raise RuntimeError(
-                f"grading {ex.id} inside {self._grading.id}: grade one exercise at a time"
+                f"grading {ex.id} inside {self.current_exercise.id}: grade one exercise at a time"
             )
-        self._grading = ex
+        self.current_exercise = ex
         try:
             if not self.wants(ex.name):
                 with contextlib.suppress(SkipGrading):
@@ -299,7 +276,7 @@ class LabContext:
                 status = exercise_status([c for c in self.checks if c.exercise == ex.id])
                 print(lab_log.ended(self.name, ex.id, status), flush=True)
         finally:
-            self._grading = None
+            self.current_exercise = None
 
     def probe(self, function: Callable, *args, attributes: tuple[str, ...]):
         """The worker protocol over several pieces at once, outside any one exercise's block: the trusted probe

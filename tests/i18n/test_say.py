@@ -18,10 +18,10 @@ def say_in(lang: str, *argv: str) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, env=env, capture_output=True, text=True)
 
 
-def test_a_message_with_its_names_filled_in():
-    assert say.message("session-testing", {"run": "results/r1"}) == (
-        "workshop-session: testing the run in results/r1"
-    )
+def test_a_message_with_its_names_filled_in(capsys, monkeypatch):
+    monkeypatch.setenv("WORKSHOP_LANG", "en")
+    assert say.main(["session-testing", "run=results/r1"]) == 0
+    assert capsys.readouterr().out == "workshop-session: testing the run in results/r1\n"
 
 
 def test_the_script_prints_it_in_the_environments_language():

@@ -67,16 +67,15 @@ def as_json(value):
     return value
 
 
-HIDDEN = N_("hidden until it passes (check --show)")
-
-
 def masked(check: Check) -> Check:
     """A failing secret check as it may be shown: its value the miss, its threshold hidden."""
     if not check.secret or check.passed:
         return check
-    hidden = _(HIDDEN)
     return dataclasses.replace(
-        check, value=miss(check.value, check.threshold), threshold=hidden, relation=""
+        check,
+        value=miss(check.value, check.threshold),
+        threshold=_("hidden until it passes (check --show)"),
+        relation="",
     )
 
 

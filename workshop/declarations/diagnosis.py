@@ -22,16 +22,12 @@ class Evidence:
     label: str = ""  # the case it was run on
     facts: dict = dataclasses.field(default_factory=dict)  # the case's facts (engine.Case.facts)
 
-    def values(self) -> dict:
-        """What a diagnosis message may name: {name} (the output), {label}, and the case's facts."""
-        return {"name": self.output, "label": self.label, **self.facts}
-
 
 @dataclasses.dataclass(frozen=True)
 class Diagnosis:
     """A mistake learners make, as data: `shows(evidence)` returns the values its message is formatted with (a
     dict, {} for none) when the learner's output shows the mistake, else None; `message` (N_()) names it and
-    says what to do, formatted with those values and the evidence's (Evidence.values)."""
+    says what to do, formatted with those values and the evidence's ({name}: its output, {label}, its facts)."""
 
     mistake: (
         str | None
@@ -52,12 +48,13 @@ class Diagnosis:
             # the learner's output is anything a function may return (None, a list of strangers): a condition
             # that cannot read it does not show its mistake, and the next diagnosis is asked
             return None
-        # its own values over the evidence's ({name} may be what the learner named, not the output's name)
+        # formatted with what a message may name: {name} (the output), {label} and the case's facts, and its own
+        # values over those ({name} may be what the learner named, not the output's name)
         return (
             None
             if values is None
             else (self.message(values) if callable(self.message) else _(self.message)).format(
-                **{**evidence.values(), **values}
+                **{"name": evidence.output, "label": evidence.label, **evidence.facts, **values}
             )
         )
 

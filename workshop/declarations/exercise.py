@@ -155,14 +155,15 @@ class Exercise:
     # ---- the learner's file ----
     def paragraphs(self) -> list[str]:
         """What the learner's file says of the exercise, paragraph by paragraph."""
-        check = f"python -m workshop check {self.lab} {self.name}"
         return [
             _("Exercise {id}: {title}.").format(id=self.id, title=self.title.rstrip(".")),
             self.statement.strip(),
             *([self.interface.strip()] if self.interface else []),
             _("Read: {handout}").format(handout=self.handout_path())
             + "\n"
-            + _("Check: {command}").format(command=check),
+            + _("Check: {command}").format(
+                command=f"python -m workshop check {self.lab} {self.name}"
+            ),
         ]
 
     def stub_code(self) -> str:
@@ -179,8 +180,8 @@ class Exercise:
         )  # a @triton.jit kernel keeps its function in .fn
         if not inspect.isfunction(function):
             raise ValueError(f"exercise {self.id}: a constant's stub needs its questions=")
-        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
-        node = next(n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))
+        # the function's source is its one statement: the def, its decorators included
+        node = ast.parse(textwrap.dedent(inspect.getsource(function))).body[0]
         params = parameters(node.args)
         tail = f" -> {ast.unparse(node.returns)}:" if node.returns else ":"
         one_line = f"def {self.attribute}({', '.join(params)}){tail}"
@@ -191,8 +192,10 @@ class Exercise:
         )
         doc = wrapped(self.paragraphs(), WIDTH - 4, reserve=3)
         doc[0] = '"""' + doc[0]
-        lines += [f"    {line}".rstrip() for line in doc] + ['    """']
-        lines.append(f'    raise NotImplementedError("{self.id}")')
+        lines += [f"    {line}".rstrip() for line in doc] + [
+            '    """',
+            f'    raise NotImplementedError("{self.id}")',
+        ]
         return "\n".join(lines) + "\n"
 
 
@@ -203,17 +206,16 @@ def wrapped(paragraphs: list[str], width: int, reserve: int = 0) -> list[str]:
     lines = []
     for paragraph in paragraphs:
         for part in paragraph.split("\n"):
-            lead = " " * (reserve if not lines else 0)
-            filled = textwrap.wrap(
+            lines += textwrap.wrap(
                 " ".join(part.split()),
                 width,
-                initial_indent=lead,
+                # the first line filled as if it began `reserve` columns in; those columns are cut below
+                initial_indent=" " * reserve if not lines else "",
                 break_long_words=False,
                 break_on_hyphens=False,
             )
-            lines += [filled[0][len(lead) :], *filled[1:]]
         lines.append("")
-    return lines[:-1]
+    return [lines[0][reserve:], *lines[1:-1]]
 
 
 def parameters(args: ast.arguments) -> list[str]:

@@ -33,10 +33,10 @@ LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 LABS_DIR = Path(__file__).resolve().parents[1] / "labs"
 DOMAIN = "workshop"
 ARGPARSE_DOMAIN = "argparse"  # Python's argparse's own messages, in the package's locale folder
+# language -> (what separates its groups of three digits, the longest integer part written without grouping).
 # Spanish groups the digits of numbers of five or more digits in threes, with a space that never breaks a line
 # (RAE, Ortografía 2010; ISO 80000-1): 38 400, 1 118 048; not 1024.
-GROUP_SEPARATOR = {"en": ",", "es": "\u00a0"}
-UNGROUPED_DIGITS = {"en": 3, "es": 4}  # the longest integer part written without grouping
+GROUPING = {"en": (",", 3), "es": ("\u00a0", 4)}
 
 _translation: gettext.NullTranslations = gettext.NullTranslations()
 _language = DEFAULT
@@ -116,6 +116,6 @@ def grouped(number: float, decimals: int = 0, lang: str | None = None) -> str:
     no-break space). The decimal mark is a point in both editions, as Python and PyTorch print it."""
     lang = lang or _language
     integer, dot, fraction = f"{number:,.{decimals}f}".partition(".")
+    separator, ungrouped = GROUPING[lang]
     digits = len(integer.lstrip("-").replace(",", ""))
-    separator = GROUP_SEPARATOR[lang] if digits > UNGROUPED_DIGITS[lang] else ""
-    return integer.replace(",", separator) + dot + fraction
+    return integer.replace(",", separator if digits > ungrouped else "") + dot + fraction

@@ -27,10 +27,6 @@ MESSAGES = {
 }
 
 
-def message(key: str, values: dict[str, str]) -> str:
-    return _(MESSAGES[key]).format(**values)
-
-
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in MESSAGES:
         print(
@@ -40,7 +36,7 @@ def main(argv: list[str]) -> int:
         return 2
     key, *pairs = argv
     i18n.set_language(None)
-    print(message(key, dict(pair.split("=", 1) for pair in pairs)))
+    print(_(MESSAGES[key]).format(**dict(pair.split("=", 1) for pair in pairs)))
     return 0
 
 

@@ -69,12 +69,17 @@ def workspace_header(lab: str) -> str:
     """The top of the learner's <lab>.py: a docstring from the lab's WORKSPACE_DOC (prose, marked N_(): what the
     file is and how it is graded), then its WORKSPACE_IMPORTS (code, never translated)."""
     module = _exercises_module(lab)
-    default = _("Your solutions to the {lab} lab's exercises: {command}.").format(
-        lab=lab, command=f"python -m workshop check {lab}"
-    )
     doc = getattr(module, "WORKSPACE_DOC", None)
     # each paragraph refilled: a translation's lines need not match the source's
-    paragraphs = [" ".join(p.split()) for p in _(doc).strip().split("\n\n")] if doc else [default]
+    paragraphs = (
+        [" ".join(p.split()) for p in _(doc).strip().split("\n\n")]
+        if doc
+        else [
+            _("Your solutions to the {lab} lab's exercises: {command}.").format(
+                lab=lab, command=f"python -m workshop check {lab}"
+            )
+        ]
+    )
     lines = wrapped(paragraphs, WIDTH, reserve=3)
     docstring = '"""' + "\n".join(lines) + ("\n" if len(lines) > 1 else "") + '"""\n'
     imports = textwrap.dedent(getattr(module, "WORKSPACE_IMPORTS", "")).strip()
