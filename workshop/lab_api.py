@@ -120,16 +120,35 @@ class LabContext:
     # the process the learner's code runs in (learner/sandbox.py), or the lab's own for the reference
     _worker: object | None = None
 
-    # ---- the run's options (foundations.run_options.RunOptions), read as ctx.<option> ----
-    device = property(lambda self: self.options.device)  # "cpu" or "cuda"
-    # --n: processes for the distributed demos
-    n_procs = property(lambda self: self.options.n_procs)
-    seed = property(lambda self: self.options.seed)
-    # the learner's workspace, whose <lab>.py is graded; None runs the reference
-    work = property(lambda self: self.options.work)
-    lang = property(lambda self: self.options.lang)  # the language of the summary and the messages
-    # --checkpoint: the learner's MiniGPT; None: the shipped minigpt.pt
-    checkpoint = property(lambda self: self.options.checkpoint)
+    # ---- the run's options (foundations.run_options.RunOptions) ----
+    @property
+    def device(self) -> str:
+        """ "cpu" or "cuda"."""
+        return self.options.device
+
+    @property
+    def n_procs(self) -> int:
+        """--n: processes for the distributed demos."""
+        return self.options.n_procs
+
+    @property
+    def seed(self) -> int:
+        return self.options.seed
+
+    @property
+    def work(self) -> Path | None:
+        """The learner's workspace, whose <lab>.py is graded; None runs the reference."""
+        return self.options.work
+
+    @property
+    def lang(self) -> str:
+        """The language of the summary and the messages."""
+        return self.options.lang
+
+    @property
+    def checkpoint(self) -> Path | None:
+        """--checkpoint: the learner's MiniGPT; None: the shipped minigpt.pt."""
+        return self.options.checkpoint
 
     # ---- checks: each compares a measured value with a threshold, so each one can fail ----
     def check_max(self, name: str, value: float, threshold: float, message=None, **marks) -> Check:
