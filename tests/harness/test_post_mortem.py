@@ -3,6 +3,7 @@ how it died and where in the learner's file; the others are not graded (what the
 
 from __future__ import annotations
 
+import contextlib
 from types import SimpleNamespace
 
 from workshop.declarations import checks
@@ -57,3 +58,38 @@ def test_a_dead_lab_fails_the_exercise_being_graded_and_grades_no_other(tmp_path
     assert "autograd.py:12 (log.txt)" in died["failed_check"]["value"]
     others = [r["status"] for ex, r in result["exercises"].items() if ex != "autograd.linear_grads"]
     assert others and set(others) == {checks.NOT_GRADED}
+
+
+def dies_in_linear_grads_every_time(tmp_path, monkeypatch) -> list[dict]:
+    """run_lab with a lab process that always dies in autograd.linear_grads, even told to skip it (its log says
+    it started it); returns the skip list each process was started with, the third stopping the test."""
+    lab_dir, work = died_grading(tmp_path, "autograd.linear_grads", 12)
+    log = (lab_dir / "log.txt").read_text()
+    (lab_dir / "log.txt").unlink()
+    lab_dir.rmdir()  # run_lab makes the lab's folder itself
+    started = []
+
+    class DeadLab:
+        returncode = -11
+
+        def wait(self, timeout=None):
+            return -11
+
+    @contextlib.contextmanager
+    def lab_process(name, lab_dir, device, on_line, kept=None):
+        started.append(RunOptions.read(lab_dir).skip)
+        assert len(started) < 3, "the lab ran again for an exercise it had been told to skip"
+        (lab_dir / "log.txt").write_text(log)
+        yield DeadLab(), SimpleNamespace(tail=["Segmentation fault"])
+
+    monkeypatch.setattr(runner, "lab_process", lab_process)
+    atomic.write_json(tmp_path / "manifest.json", {"labs": {}})
+    runner.run_lab(tmp_path, "autograd", RunOptions(device="cpu", work=work))
+    return started
+
+
+def test_an_exercise_the_lab_was_told_to_skip_is_not_blamed_again(tmp_path, monkeypatch):
+    # once with nothing skipped, once skipping the exercise it died in; then settled, not a third attempt
+    started = dies_in_linear_grads_every_time(tmp_path, monkeypatch)
+    assert [list(skip) for skip in started] == [[], ["autograd.linear_grads"]]
+    assert (tmp_path / "autograd.attempt-1" / "log.txt").is_file()
