@@ -12,9 +12,8 @@ from tests.conftest import assert_result_shape, read_result
 from workshop.foundations.run_options import RunOptions
 from workshop.i18n import templates
 from workshop.lab_api import LabContext
-from workshop.labs.distributed import collectives, demo_checks, figure_rows, lab
+from workshop.labs.distributed import collectives, demo_checks, figure_rows, lab, measurements
 from workshop.labs.distributed.grading import derived_answers
-from workshop.labs.distributed.measurements import Measurements
 
 FOLDER = Path(lab.__file__).parent / "templates"
 STRATEGIES = ("ddp", "fsdp", "tp", "pp")
@@ -44,14 +43,14 @@ def test_each_demo_wrote_its_measurements_and_a_trace_per_rank(lab_dir):
     out = lab_dir("distributed", n=2)
     summary = (out / "summary.md").read_text()
     for strategy in STRATEGIES:
-        data = Measurements.read(out / strategy)
-        assert data.strategy == strategy and data.world_size == 2
-        for run in data.runs.values():
-            assert len(run.per_rank) == 2 and run.max_param_error <= data.tolerance
-            for r in run.per_rank:
-                assert set(r.held) == {"params", "grads", "optimizer"} and r.collectives
-                assert (out / strategy / r.trace).stat().st_size > 1_000
-                assert f"({strategy}/{r.trace})" in summary  # linked
+        data = measurements.read(out / strategy)
+        assert data["strategy"] == strategy and data["world_size"] == 2
+        for run in data["runs"].values():
+            assert len(run["per_rank"]) == 2 and run["max_param_error"] <= data["tolerance"]
+            for r in run["per_rank"]:
+                assert set(r["held"]) == {"params", "grads", "optimizer"} and r["collectives"]
+                assert (out / strategy / r["trace"]).stat().st_size > 1_000
+                assert f"({strategy}/{r['trace']})" in summary  # linked
 
 
 @pytest.mark.distributed
@@ -108,7 +107,9 @@ def test_the_lab_runs_in_spanish_and_so_do_its_ranks(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_fsdp_holds_half_of_ddp_per_rank(lab_dir):
     out = lab_dir("distributed", n=2)
-    ddp, fsdp = (Measurements.read(out / s).runs[s].per_rank[0].held for s in ("ddp", "fsdp"))
+    ddp, fsdp = (
+        measurements.read(out / s)["runs"][s]["per_rank"][0]["held"] for s in ("ddp", "fsdp")
+    )
     for kind in ("params", "grads", "optimizer"):
         assert fsdp[kind] == pytest.approx(ddp[kind] / 2, rel=0.05), kind
 
@@ -168,10 +169,10 @@ def test_lab_passes_with_four_processes(lab_dir):
 @pytest.mark.slow
 def test_gpu_peak_memory_is_compared_when_present(lab_dir, tmp_path):
     out = lab_dir("distributed", n=2)
-    ddp, fsdp = (Measurements.read(out / s) for s in ("ddp", "fsdp"))
+    ddp, fsdp = (measurements.read(out / s) for s in ("ddp", "fsdp"))
     for data, peak in ((ddp, 8_000_000), (fsdp, 5_000_000)):  # as a GPU run would record them
-        for r in data.runs[data.strategy].per_rank:
-            r.cuda_peak_bytes = peak
+        for r in data["runs"][data["strategy"]]["per_rank"]:
+            r["cuda_peak_bytes"] = peak
     ctx = LabContext("distributed", tmp_path, RunOptions("cuda", 2, 0))
     demo_checks.check_strategy(ctx, fsdp, ddp, {})
     peak = [c for c in ctx.checks if "CUDA peak" in c.name]
@@ -193,8 +194,8 @@ def test_a_gpu_run_traces_cuda_kernels_and_records_the_peak(lab_dir):
     assert result["passed"], [c for c in result["checks"] if not c["passed"]]
     rows = figure_rows.read(out / "figures.json")
     assert all(r.device == "cuda" and r.cuda_peak_bytes > 0 for r in rows)
-    ddp = Measurements.read(out / "ddp").runs["ddp"].per_rank[0]
-    with gzip.open(out / "ddp" / ddp.trace, "rt") as f:
+    ddp = measurements.read(out / "ddp")["runs"]["ddp"]["per_rank"][0]
+    with gzip.open(out / "ddp" / ddp["trace"], "rt") as f:
         events = json.load(f)["traceEvents"]
     assert any(e.get("cat") == "kernel" for e in events), "the trace has no CUDA kernel"
     summary = (out / "summary.md").read_text()
@@ -203,7 +204,7 @@ def test_a_gpu_run_traces_cuda_kernels_and_records_the_peak(lab_dir):
         and "gloo" not in summary.split("## A rank that hangs")[0]
     )
     if n > 1:  # NCCL's all-reduce kernel timed, and its bus bandwidth derived
-        assert ddp.collective_seconds["allreduce"] > 0
+        assert ddp["collective_seconds"]["allreduce"] > 0
         assert (
             next(c for c in rows[0].communication() if c["kind"] == "allreduce")["busbw_gbps"] > 0
         )

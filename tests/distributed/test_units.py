@@ -21,7 +21,7 @@ from workshop.labs.distributed import (
     pipeline_idle,
     training,
 )
-from workshop.labs.distributed.measurements import RankRecord, Run
+from workshop.labs.distributed.measurements import Run
 from workshop.labs.distributed.plans import schedules_for
 from workshop.labs.distributed.pp import Stage
 from workshop.minigpt.model import GPT, GPTConfig
@@ -66,10 +66,11 @@ def test_op_and_event_names_map_to_one_kind(name, kind):
 
 
 def test_ring_bytes_on_the_wire_per_rank():
-    row = collectives.CollectiveRow("backward", "allreduce", 1, 1000)
-    assert row.sent_bytes(2) == 1000 and row.sent_bytes(4) == 1500 and row.sent_bytes(1) == 0
-    gather = collectives.CollectiveRow("forward", "allgather_base", 5, 1000)
-    assert gather.sent_bytes(4) == 750
+    row = {"phase": "backward", "op": "allreduce", "count": 1, "bytes": 1000}
+    sent = collectives.sent_bytes
+    assert sent(row, 2) == 1000 and sent(row, 4) == 1500 and sent(row, 1) == 0
+    gather = {"phase": "forward", "op": "allgather_base", "count": 5, "bytes": 1000}
+    assert sent(gather, 4) == 750
     assert (
         collectives.bus_factor("allreduce", 4) == 1.5
         and collectives.bus_factor("broadcast", 4) == 1
@@ -91,21 +92,17 @@ def test_stages_chain_to_the_whole_model_and_keep_its_names():
 
 def pipeline_run(per_rank_steps, m=1, v=1) -> Run:
     ranks = [
-        RankRecord(
-            r,
-            [],
-            0.0,
-            [],
-            {},
-            "",
-            intervals=steps,
-            timer_resolution_s=1e-6,
-            reference_compute_s=4.0,
-            reference_compute_cpu_s=4.0,
-        )
+        {
+            "rank": r,
+            "intervals": steps,
+            "timer_resolution_s": 1e-6,
+            "busy_cpu_s": [],
+            "reference_compute_s": 4.0,
+            "reference_compute_cpu_s": 4.0,
+        }
         for r, steps in enumerate(per_rank_steps)
     ]
-    return Run(m, [], [], 0.0, 0.0, ranks, stages_per_rank=v, microbatches=m)
+    return {"chunks": m, "per_rank": ranks, "stages_per_rank": v, "microbatches": m}
 
 
 def test_idle_theory_measurement_and_waits():
@@ -313,8 +310,7 @@ def test_the_overlap_check_tells_one_bucket_from_small_ones(
     from workshop.foundations.run_options import RunOptions
     from workshop.lab_api import LabContext
 
-    rank0 = RankRecord(0, [], 0.0, [], {}, "", backward_ops=10)
-    rank0.issued_in_backward = [("allreduce", n) for n in after]
+    rank0 = {"backward_ops": 10, "issued_in_backward": [("allreduce", n) for n in after]}
     ctx = LabContext("distributed", tmp_path, RunOptions("cpu", 2, 0))
     demo_checks.check_overlap(ctx, "ddp", default_buckets, rank0)
     assert [c.passed for c in ctx.checks] == [passed]
@@ -341,14 +337,9 @@ def test_a_run_starts_only_the_demos_its_exercises_need(only, demos, together, t
 
 
 def measurements(runs: dict[str, list[str]], n: int = 2) -> dict:
-    """Strategy -> Measurements with the named runs (empty ones: missing_runs reads only which ran)."""
-    from workshop.labs.distributed.measurements import Measurements
-
-    run = Run(1, [], [], 0.0, 0.0, [])
+    """Strategy -> measurements with the named runs (empty ones: missing_runs reads only which ran)."""
     return {
-        s: Measurements(
-            s, n, "cpu", "gloo", 3, 8, 22, 0.02, 1e-6, "", 30.0, {}, dict.fromkeys(names, run)
-        )
+        s: {"strategy": s, "world_size": n, "runs": dict.fromkeys(names, {})}
         for s, names in runs.items()
     }
 

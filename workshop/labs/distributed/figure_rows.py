@@ -12,8 +12,15 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from workshop.labs.distributed import pipeline_idle
-from workshop.labs.distributed.collectives import CollectiveRow, bus_factor, overlap, total
+from workshop.labs.distributed import measurements, pipeline_idle
+from workshop.labs.distributed.collectives import (
+    CollectiveRow,
+    bus_factor,
+    kind,
+    overlap,
+    sent_bytes,
+    total,
+)
 from workshop.labs.distributed.measurements import Measurements, Run
 from workshop.labs.distributed.pipeline_idle import Idle
 
@@ -59,7 +66,7 @@ class FigureRow:
 
     @property
     def sent_bytes(self) -> float:
-        return sum(r.sent_bytes(self.n) for r in self.collectives_rank0)
+        return sum(sent_bytes(r, self.n) for r in self.collectives_rank0)
 
     def predicted(self) -> dict[str, float]:
         """The figures a prediction of this run is graded against (grading/exercises.py's PREDICTED)."""
@@ -85,8 +92,8 @@ class FigureRow:
         None. Sends and receives get no time: a posted send's span lasts until its receive is posted, so their
         spans measure waiting, not moving."""
         out = []
-        for k in dict.fromkeys(r.kind for r in self.collectives_rank0):
-            rows = [r for r in self.collectives_rank0 if r.kind == k]
+        for k in dict.fromkeys(kind(r["op"]) for r in self.collectives_rank0):
+            rows = [r for r in self.collectives_rank0 if kind(r["op"]) == k]
             calls, buffer = total(rows)
             seconds = self.comm_seconds_rank0.get(k) if k not in ("send", "recv") else None
             busbw = (
@@ -97,7 +104,7 @@ class FigureRow:
                     "kind": k,
                     "calls": calls,
                     "buffer_bytes": buffer,
-                    "sent_bytes": sum(r.sent_bytes(self.n) for r in rows),
+                    "sent_bytes": sum(sent_bytes(r, self.n) for r in rows),
                     "seconds": seconds,
                     "busbw_gbps": busbw,
                 }
@@ -120,14 +127,13 @@ class FigureRow:
         return cls(
             **{
                 **{k: v for k, v in d.items() if k in known},
-                "collectives_rank0": [CollectiveRow(**c) for c in d["collectives_rank0"]],
                 "issued_in_backward": [tuple(c) for c in d.get("issued_in_backward", [])],
             }
         )
 
 
 def from_run(data: Measurements, name: str, run: Run, idle: Idle | None) -> FigureRow:
-    r0 = run.per_rank[0]
+    r0 = run["per_rank"][0]
     pipeline = (
         {}
         if idle is None
@@ -141,20 +147,20 @@ def from_run(data: Measurements, name: str, run: Run, idle: Idle | None) -> Figu
         }
     )
     return FigureRow(
-        strategy=data.strategy,
+        strategy=data["strategy"],
         run=name,
-        n=data.world_size,
-        device=data.device,
-        state_bytes_per_rank=max(sum(r.held.values()) for r in run.per_rank),
-        bytes_rank0=r0.held,
-        cuda_peak_bytes=max(r.cuda_peak_bytes for r in run.per_rank),
-        collectives_rank0=r0.collectives,
-        step_ms=1e3 * max(r.step_time_s for r in run.per_rank),
-        max_loss_error=run.max_loss_error,
-        max_param_error=run.max_param_error,
-        comm_seconds_rank0=r0.collective_seconds,
-        backward_ops=r0.backward_ops,
-        issued_in_backward=r0.issued_in_backward,
+        n=data["world_size"],
+        device=data["device"],
+        state_bytes_per_rank=max(sum(r["held"].values()) for r in run["per_rank"]),
+        bytes_rank0=r0["held"],
+        cuda_peak_bytes=max(r["cuda_peak_bytes"] for r in run["per_rank"]),
+        collectives_rank0=r0["collectives"],
+        step_ms=1e3 * max(r["step_time_s"] for r in run["per_rank"]),
+        max_loss_error=run["max_loss_error"],
+        max_param_error=run["max_param_error"],
+        comm_seconds_rank0=r0["collective_seconds"],
+        backward_ops=r0["backward_ops"],
+        issued_in_backward=r0["issued_in_backward"],
         **pipeline,
     )
 
@@ -175,12 +181,12 @@ def answer_truths(figures: list[FigureRow], tp: Measurements | None) -> dict:
     fsdp, gpipe, interleaved, small = (
         by_run.get(k) for k in ("fsdp", "gpipe", "interleaved_1f1b", "small_buckets")
     )
-    vocab = tp.lm_head_local_shape[0] * tp.world_size if tp else None
+    vocab = tp["lm_head_local_shape"][0] * tp["world_size"] if tp else None
     return {
         "fsdp_backward_allgathers": total(fsdp.collectives_rank0, "allgather", "backward")[0]
         if fsdp
         else None,
-        "logits_gather_bytes": tp.rows_per_chunk * tp.seq_len * vocab * 4 if tp else None,
+        "logits_gather_bytes": tp["rows_per_chunk"] * tp["seq_len"] * vocab * 4 if tp else None,
         "gpipe_idle_theory": gpipe.bubble_theory if gpipe else None,
         "interleaved_sends_rank0": total(interleaved.collectives_rank0, "send")[0]
         if interleaved
@@ -193,23 +199,25 @@ def idle_by_schedule(data: dict[str, Measurements]) -> dict[str, Idle]:
     """The pipeline's idle analysis per schedule ({} where the pipeline did not run)."""
     pp = data.get("pp")
     return (
-        {name: pipeline_idle.analyse(r, pp.world_size) for name, r in pp.runs.items()} if pp else {}
+        {name: pipeline_idle.analyse(r, pp["world_size"]) for name, r in pp["runs"].items()}
+        if pp
+        else {}
     )
 
 
 def rows(data: dict[str, Measurements], pipeline: dict[str, Idle]) -> list[FigureRow]:
     """One row per training run of the demos that ran (data: strategy -> its measurements)."""
     return [
-        from_run(m, name, r, pipeline.get(name) if m.strategy == "pp" else None)
+        from_run(m, name, r, pipeline.get(name) if m["strategy"] == "pp" else None)
         for m in data.values()
-        for name, r in m.runs.items()
+        for name, r in m["runs"].items()
     ]
 
 
 def measurements_in(lab_dir: Path) -> dict[str, Measurements]:
     """Strategy -> the measurements its demo wrote in a lab run's folder (the demos that wrote some)."""
     return {
-        folder.name: Measurements.read(folder)
+        folder.name: measurements.read(folder)
         for folder in sorted(Path(lab_dir).iterdir())
         if (folder / "measurements.json").is_file()
     }

@@ -70,8 +70,10 @@ def waits(ranks: list[list[Interval]], p: int) -> list[float]:
 
 
 def analyse(run: Run, p: int) -> Idle:
-    steps = timed_steps(list(range(len(run.per_rank[0].intervals))))
-    by_step = [[r.intervals[s] for r in run.per_rank] for s in steps]  # [step][rank] -> intervals
+    steps = timed_steps(list(range(len(run["per_rank"][0]["intervals"]))))
+    by_step = [
+        [r["intervals"][s] for r in run["per_rank"]] for s in steps
+    ]  # [step][rank] -> intervals
     spans = [span(ranks)[1] for ranks in by_step]
     # [step][rank] -> seconds inside the rank's chunks
     busy_per_rank = [[sum(iv[4] - iv[3] for iv in r) for r in ranks] for ranks in by_step]
@@ -81,9 +83,9 @@ def analyse(run: Run, p: int) -> Idle:
     ]
     durations = [iv[4] - iv[3] for ranks in by_step for r in ranks for iv in r]
     delays = [wait for ranks in by_step for wait in waits(ranks, p)]
-    m, v = run.microbatches, run.stages_per_rank
+    m, v = run["microbatches"], run["stages_per_rank"]
     length = statistics.median(spans)
-    resolution = max(r.timer_resolution_s for r in run.per_rank)
+    resolution = max(r["timer_resolution_s"] for r in run["per_rank"])
     overhead = statistics.median(delays)
     return Idle(
         measured=statistics.median(fractions),
@@ -93,8 +95,8 @@ def analyse(run: Run, p: int) -> Idle:
         # the machine's other work only adds time to a step: the fastest step is the closest to the work's own
         # cost (the reference it is compared with is taken the same way)
         busy_s=min(sum(busy) for busy in busy_per_rank),
-        busy_cpu_s=min(sum(r.busy_cpu_s[s] for r in run.per_rank) for s in steps)
-        if all(r.busy_cpu_s for r in run.per_rank)
+        busy_cpu_s=min(sum(r["busy_cpu_s"][s] for r in run["per_rank"]) for s in steps)
+        if all(r["busy_cpu_s"] for r in run["per_rank"])
         else 0.0,
         chunk_ms=1e3 * statistics.median(durations),
         chunks_per_rank=2 * m * v,
@@ -114,8 +116,8 @@ def draw(runs: dict[str, Run], idle: dict[str, Idle]):
     fig, axes = plt.subplots(len(runs), 1, figsize=(10, 1.2 + 1.5 * len(runs)), squeeze=False)
     colors = {"F": "tab:blue", "B": "tab:orange"}
     for ax, (name, run) in zip(axes[:, 0], runs.items(), strict=True):
-        step = timed_steps(list(range(len(run.per_rank[0].intervals))))[-1]
-        ranks = [r.intervals[step] for r in run.per_rank]
+        step = timed_steps(list(range(len(run["per_rank"][0]["intervals"]))))[-1]
+        ranks = [r["intervals"][step] for r in run["per_rank"]]
         start = min(iv[3] for r in ranks for iv in r)
         for rank, intervals in enumerate(ranks):
             for kind, stage, mb, t0, t1 in intervals:

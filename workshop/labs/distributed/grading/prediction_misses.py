@@ -81,7 +81,7 @@ def left_out(evidence) -> dict | None:
     if figure == "held_bytes":
         return None
     rows = row.collectives_rank0
-    sizes = [r.count if figure == "collectives" else r.bytes for r in rows]
+    sizes = [r["count" if figure == "collectives" else "bytes"] for r in rows]
     for size in range(1, len(rows)):
         matches = [
             out
@@ -90,7 +90,7 @@ def left_out(evidence) -> dict | None:
             <= PREDICTION_TOLERANCE / 2
         ]
         if matches:
-            either = [", ".join(f"{rows[i].phase} {rows[i].op}" for i in m) for m in matches]
+            either = [", ".join(f"{rows[i]['phase']} {rows[i]['op']}" for i in m) for m in matches]
             named = functools.reduce(
                 lambda a, b: _("{one} or {other}").format(one=a, other=b), either
             )

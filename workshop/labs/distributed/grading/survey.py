@@ -99,7 +99,7 @@ def relative(path: Path, folder: Path) -> str:
 
 def fixed(figure: FigureRow) -> tuple:
     """What does not change between runs at one N: the figures a survey's figures must share with the run."""
-    rows = tuple((r.phase, r.op, r.count, r.bytes) for r in figure.collectives_rank0)
+    rows = tuple((r["phase"], r["op"], r["count"], r["bytes"]) for r in figure.collectives_rank0)
     return figure.demo, figure.n, figure.state_bytes_per_rank, rows
 
 

@@ -205,8 +205,13 @@ def figure_quantities(figures: list[FigureRow]) -> dict[str, list[tuple[float, s
                 quantity
                 for r in f.collectives_rank0
                 for quantity in (
-                    ("bytes", r.bytes, "{demo} {phase} {op}", {"phase": r.phase, "op": r.op}),
-                    ("bytes", r.bytes / r.count, N_("{demo} one {op}"), {"op": r.op}),
+                    (
+                        "bytes",
+                        r["bytes"],
+                        "{demo} {phase} {op}",
+                        {"phase": r["phase"], "op": r["op"]},
+                    ),
+                    ("bytes", r["bytes"] / r["count"], N_("{demo} one {op}"), {"op": r["op"]}),
                 )
             ),
             *(
