@@ -17,6 +17,7 @@ from workshop import engine
 from workshop.i18n import _
 from workshop.lab_api import LabContext
 from workshop.labs.distributed import (
+    collectives,
     demo_checks,
     figure_rows,
     launch,
@@ -80,7 +81,7 @@ def run(
     for measured in data.values():
         demo_checks.check_strategy(ctx, measured, data.get("ddp"), pipeline)
     rows = figure_rows.rows(data, pipeline)
-    ctx.write_json("figures.json", [f.as_json() for f in rows])
+    ctx.write_json("figures.json", [figure_rows.as_json(f) for f in rows])
     if pipeline:
         ctx.save_figure("pp/gantt.png", pipeline_idle.draw(data["pp"]["runs"], pipeline))
     hang = hang_demo(ctx, launches) if "hang" in demos else None
@@ -264,20 +265,23 @@ def interleaving_idled_more(g: pipeline_idle.Idle | None, i: pipeline_idle.Idle 
 def ddp_overlap(rows: list[figure_rows.FigureRow], data: dict[str, Measurements]) -> dict | None:
     """The DDP runs' all-reduces against their backward, for the summary (None where DDP did not run both or a
     trace shows no all-reduce in backward); `shown`: the run shows the contrast the summary's sentence states."""
-    runs = [f for f in rows if f.strategy == "ddp"]
-    if [f.run for f in runs] != list(plans.BUCKET_CAP_MB) or any(f.overlap() is None for f in runs):
+    runs = [f for f in rows if f["strategy"] == "ddp"]
+    shares = [
+        collectives.overlap(f["backward_ops"], f["issued_in_backward"], "allreduce") for f in runs
+    ]
+    if [f["run"] for f in runs] != list(plans.BUCKET_CAP_MB) or None in shares:
         return None
     table = [
         dict(
-            demo=f.demo,
-            trace=f"ddp/{data['ddp']['runs'][f.run]['per_rank'][0]['trace']}",
-            issued=f.issued_early()[1],
-            early=f.issued_early()[0],
-            after=next(n for k, n in f.issued_in_backward if k == "allreduce"),
-            ops=f.backward_ops,
-            share=f.overlap(),
+            demo=f["demo"],
+            trace=f"ddp/{data['ddp']['runs'][f['run']]['per_rank'][0]['trace']}",
+            issued=figure_rows.issued_early(f)[1],
+            early=figure_rows.issued_early(f)[0],
+            after=next(n for k, n in f["issued_in_backward"] if k == "allreduce"),
+            ops=f["backward_ops"],
+            share=share,
         )
-        for f in runs
+        for f, share in zip(runs, shares, strict=True)
     ]
     default, small = table
     shown = default["after"] == 0 and small["early"] > 0
@@ -285,7 +289,7 @@ def ddp_overlap(rows: list[figure_rows.FigureRow], data: dict[str, Measurements]
 
 
 def summary_values(ctx, rows, data, pipeline, hang, wall, failures) -> dict:
-    by_run = {f.run: f for f in rows}
+    by_run = {f["run"]: f for f in rows}
     pipe = [
         {
             "name": name,
@@ -298,16 +302,16 @@ def summary_values(ctx, rows, data, pipeline, hang, wall, failures) -> dict:
     ddp, fsdp = by_run.get("ddp"), by_run.get("fsdp")
     traffic = (
         {
-            "ddp_buffers": ddp.comm_bytes,
-            "fsdp_buffers": fsdp.comm_bytes,
-            "ddp_sent": ddp.sent_bytes,
-            "fsdp_sent": fsdp.sent_bytes,
+            "ddp_buffers": ddp["comm_bytes"],
+            "fsdp_buffers": fsdp["comm_bytes"],
+            "ddp_sent": ddp["sent_bytes"],
+            "fsdp_sent": fsdp["sent_bytes"],
         }
         if ddp and fsdp and ctx.n_procs > 1
         else None
     )
     # gloo has no reduce-scatter: FSDP's is an all-reduce there
-    seconds = fsdp.comm_seconds_rank0 if fsdp else {}
+    seconds = fsdp["comm_seconds_rank0"] if fsdp else {}
     return {
         "param_bytes": demo_checks.checkpoint_param_bytes(),
         "steps": next(iter(data.values()))["steps"] if data else 0,

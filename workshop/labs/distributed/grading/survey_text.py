@@ -193,17 +193,17 @@ def figure_quantities(figures: list[FigureRow]) -> dict[str, list[tuple[float, s
         # (dimension, value, what it is, the names its text is formatted with besides {demo}); a value of None:
         # the run has no such figure
         quantities = [
-            ("bytes", f.state_bytes_per_rank, N_("{demo} held per rank"), {}),
-            ("bytes", f.comm_bytes, N_("{demo} collectives' buffers"), {}),
+            ("bytes", f["state_bytes_per_rank"], N_("{demo} held per rank"), {}),
+            ("bytes", f["comm_bytes"], N_("{demo} collectives' buffers"), {}),
             *(
                 ("bytes", v, N_("{demo} rank 0 {kind}"), {"kind": k})
-                for k, v in f.bytes_rank0.items()
+                for k, v in f["bytes_rank0"].items()
             ),
-            ("bytes", f.sent_bytes, N_("{demo} sent per rank"), {}),
-            ("bytes", f.cuda_peak_bytes or None, N_("{demo} CUDA peak"), {}),
+            ("bytes", f["sent_bytes"], N_("{demo} sent per rank"), {}),
+            ("bytes", f["cuda_peak_bytes"] or None, N_("{demo} CUDA peak"), {}),
             *(
                 quantity
-                for r in f.collectives_rank0
+                for r in f["collectives_rank0"]
                 for quantity in (
                     (
                         "bytes",
@@ -216,7 +216,7 @@ def figure_quantities(figures: list[FigureRow]) -> dict[str, list[tuple[float, s
             ),
             *(
                 quantity
-                for c in f.communication()
+                for c in f["communication"]
                 for quantity in (
                     ("bytes", c["buffer_bytes"], N_("{demo} {kind} buffers"), {"kind": c["kind"]}),
                     ("bytes", c["sent_bytes"], N_("{demo} {kind} sent"), {"kind": c["kind"]}),
@@ -234,16 +234,16 @@ def figure_quantities(figures: list[FigureRow]) -> dict[str, list[tuple[float, s
                     ),
                 )
             ),
-            ("ms", f.step_ms, N_("{demo} step"), {}),
-            ("ms", f.chunk_ms or None, N_("{demo} chunk"), {}),
-            ("ms", f.overhead_ms or None, N_("{demo} overhead"), {}),
-            ("fraction", f.bubble, N_("{demo} idle"), {}),
-            ("fraction", f.bubble_theory, N_("{demo} idle in theory"), {}),
-            ("fraction", f.overhead_share, N_("{demo} overhead share"), {}),
+            ("ms", f["step_ms"], N_("{demo} step"), {}),
+            ("ms", f["chunk_ms"] or None, N_("{demo} chunk"), {}),
+            ("ms", f["overhead_ms"] or None, N_("{demo} overhead"), {}),
+            ("fraction", f["bubble"], N_("{demo} idle"), {}),
+            ("fraction", f["bubble_theory"], N_("{demo} idle in theory"), {}),
+            ("fraction", f["overhead_share"], N_("{demo} overhead share"), {}),
         ]
         for dimension, value, what, names in quantities:
             if value is not None:
-                out[dimension].append((value, _(what).format(demo=f.demo, **names)))
+                out[dimension].append((value, _(what).format(demo=f["demo"], **names)))
     return out
 
 
