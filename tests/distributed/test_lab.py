@@ -242,9 +242,17 @@ def summary_values(**changes) -> dict:
 
 
 def pipeline_idle(measured, theory, share):
-    from workshop.labs.distributed.pipeline_idle import Idle
-
-    return Idle(measured, theory, 1e-4, 0.1, 1.0, 8, 0.5, share)
+    return {
+        "measured": measured,
+        "theory": theory,
+        "timer_margin": 1e-4,
+        "busy_s": 0.1,
+        "busy_cpu_s": 0.0,
+        "chunk_ms": 1.0,
+        "chunks_per_rank": 8,
+        "overhead_ms": 0.5,
+        "overhead_share": share,
+    }
 
 
 def ddp_overlap(shown: bool) -> dict:

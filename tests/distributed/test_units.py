@@ -118,10 +118,10 @@ def test_idle_theory_measurement_and_waits():
     ]
     run = pipeline_run([[step[0]] * 3, [step[1]] * 3])
     a = pipeline_idle.analyse(run, 2)
-    assert a.measured == pytest.approx(1 - 2 / 5) and a.busy_s == pytest.approx(4.0)
+    assert a["measured"] == pytest.approx(1 - 2 / 5) and a["busy_s"] == pytest.approx(4.0)
     # waits: rank 0's B waits from 3.5 (rank 1's B ended) to 4.0; rank 1's F from 1.0 to 1.5
     assert sorted(pipeline_idle.waits(step, 2)) == pytest.approx([0.0, 0.0, 0.5, 0.5])
-    assert a.timer_margin == pytest.approx((2 * 2 + 2) * 1e-6 / 5)
+    assert a["timer_margin"] == pytest.approx((2 * 2 + 2) * 1e-6 / 5)
 
 
 @pytest.mark.parametrize(
@@ -139,7 +139,13 @@ def test_busy_time_at_most_reads_the_works_cpu_seconds(tmp_path, busy_s, busy_cp
     """On the CPU the pipeline's busy time is bounded in CPU seconds, which the machine's load does not stretch;
     the reference's step took 4 s (wall and CPU)."""
     ctx = LabContext("distributed", tmp_path, RunOptions("cpu", 2, 0))
-    idle = pipeline_idle.Idle(0.3, 0.2, 1e-4, busy_s, 1.0, 2, 0.1, 0.01, busy_cpu_s)
+    idle = {
+        "measured": 0.3,
+        "theory": 0.2,
+        "timer_margin": 1e-4,
+        "busy_s": busy_s,
+        "busy_cpu_s": busy_cpu_s,
+    }
     demo_checks.check_pipeline_timing(ctx, "gpipe", pipeline_run([[], []]), "cpu", idle)
     at_most = next(c for c in ctx.checks if c.name.endswith("(at most)"))
     assert at_most.passed is passes, at_most
@@ -200,7 +206,7 @@ def test_flight_recorder_dumps_name_the_collective_a_rank_never_entered(tmp_path
     dump(0, ["gloo:barrier", "gloo:broadcast", "gloo:allreduce", "gloo:barrier"])
     dump(1, ["gloo:barrier", "gloo:broadcast", "gloo:allreduce"])
     states = flight_recorder.read(tmp_path)
-    assert [(s.rank, s.last_seq, s.last_op) for s in states] == [
+    assert [(s["rank"], s["last_seq"], s["last_op"]) for s in states] == [
         (0, 4, "gloo:barrier"),
         (1, 3, "gloo:allreduce"),
     ]
@@ -211,7 +217,7 @@ def test_this_torch_dumps_gloo_collectives(one_rank_group, tmp_path):
     dist.all_reduce(torch.ones(3))
     flight_recorder.dump(tmp_path, 0, "gloo")
     states = flight_recorder.read(tmp_path)
-    assert states and "all_reduce" in states[0].last_op
+    assert states and "all_reduce" in states[0]["last_op"]
 
 
 def test_collective_seconds_read_from_gloo_spans_and_nccl_kernels(tmp_path):
@@ -373,14 +379,18 @@ def test_a_run_for_the_predictions_alone_lacks_what_the_answers_are_graded_on():
 
 
 def test_the_check_loop_record_gives_cpu_and_load_and_misses_a_slow_prediction():
-    from workshop.labs.distributed.bench.check_wait import TARGET_S, Step, report
+    from workshop.labs.distributed.bench.check_wait import TARGET_S, report
 
+    keys = ("what", "command", "wall_s", "cpu_s", "load", "rc", "did_it")
     steps = [
-        Step("fresh", "check distributed predictions", 41.0, 25.7, 8.4, 0, True),
-        Step("changed", "check distributed predictions", 12.4, 4.2, 9.0, 1, True),
-        Step("whole", "check distributed", 211.0, 90.0, 8.0, 1, True),
+        dict(zip(keys, step, strict=True))
+        for step in (
+            ("fresh", "check distributed predictions", 41.0, 25.7, 8.4, 0, True),
+            ("changed", "check distributed predictions", 12.4, 4.2, 9.0, 1, True),
+            ("whole", "check distributed", 211.0, 90.0, 8.0, 1, True),
+        )
     ]
     text = report(steps)
     assert "| 41.0 | 25.7 | 8.4 | 0 | yes |" in text and "MISSED" not in text
-    slow = [steps[0]._replace(wall_s=TARGET_S + 1), *steps[1:]]
+    slow = [{**steps[0], "wall_s": TARGET_S + 1}, *steps[1:]]
     assert "MISSED" in report(slow)

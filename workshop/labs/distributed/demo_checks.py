@@ -251,14 +251,14 @@ def check_pipeline_timing(ctx: LabContext, name: str, run: Run, device: str, idl
     one process (MIN_BUSY_RATIO, MAX_BUSY_RATIO)."""
     ctx.check_min(
         _("pp/{name}: measured idle >= theory - timer margin (theory {theory:.3f})").format(
-            name=name, theory=idle.theory
+            name=name, theory=idle["theory"]
         ),
-        idle.measured,
-        round(idle.theory - idle.timer_margin, 4),
+        idle["measured"],
+        round(idle["theory"] - idle["timer_margin"], 4),
         message=_("idle below the ideal pipeline's: the intervals count time as busy that was not"),
     )
     rank0 = run["per_rank"][0]
-    ratio = idle.busy_s / rank0["reference_compute_s"]
+    ratio = idle["busy_s"] / rank0["reference_compute_s"]
     label = _(
         "pp/{name}: busy time, all ranks / one process's forward+backward of the step"
     ).format(name=name)
@@ -268,7 +268,7 @@ def check_pipeline_timing(ctx: LabContext, name: str, run: Run, device: str, idl
         MIN_BUSY_RATIO,
         message=_("the intervals miss the chunks' work"),
     )
-    work = idle.busy_cpu_s / rank0["reference_compute_cpu_s"] if device == "cpu" else ratio
+    work = idle["busy_cpu_s"] / rank0["reference_compute_cpu_s"] if device == "cpu" else ratio
     ctx.check_max(
         _("{label} (at most)").format(label=label),
         work,

@@ -136,12 +136,12 @@ def from_run(data: Measurements, name: str, run: Run, idle: Idle | None) -> Figu
             "max_param_error": run["max_param_error"],
             "comm_seconds_rank0": r0["collective_seconds"],
             # a pipeline's idle (pipeline_idle.analyse), None in other runs
-            "bubble": idle.measured if idle else None,
-            "bubble_theory": idle.theory if idle else None,
-            "chunk_ms": idle.chunk_ms if idle else None,
-            "overhead_ms": idle.overhead_ms if idle else None,
-            "overhead_share": idle.overhead_share if idle else None,
-            "chunks_per_rank": idle.chunks_per_rank if idle else None,
+            "bubble": idle["measured"] if idle else None,
+            "bubble_theory": idle["theory"] if idle else None,
+            "chunk_ms": idle["chunk_ms"] if idle else None,
+            "overhead_ms": idle["overhead_ms"] if idle else None,
+            "overhead_share": idle["overhead_share"] if idle else None,
+            "chunks_per_rank": idle["chunks_per_rank"] if idle else None,
             "backward_ops": r0["backward_ops"],
             "issued_in_backward": r0["issued_in_backward"],
         }

@@ -259,7 +259,11 @@ def interleaving_idled_more(g: pipeline_idle.Idle | None, i: pipeline_idle.Idle 
     theory is lower, and its per-chunk waits took more of its step."""
     if g is None or i is None:
         return False
-    return i.theory < g.theory and i.measured > g.measured and i.overhead_share > g.overhead_share
+    return (
+        i["theory"] < g["theory"]
+        and i["measured"] > g["measured"]
+        and i["overhead_share"] > g["overhead_share"]
+    )
 
 
 def ddp_overlap(rows: list[figure_rows.FigureRow], data: dict[str, Measurements]) -> dict | None:
@@ -294,7 +298,8 @@ def summary_values(ctx, rows, data, pipeline, hang, wall, failures) -> dict:
         {
             "name": name,
             "idle": a,
-            "busy_ratio": a.busy_s / data["pp"]["runs"][name]["per_rank"][0]["reference_compute_s"],
+            "busy_ratio": a["busy_s"]
+            / data["pp"]["runs"][name]["per_rank"][0]["reference_compute_s"],
         }
         for name, a in pipeline.items()
     ]

@@ -19,7 +19,6 @@ The pipeline's Gantt chart (`draw`) shows the same intervals, one bar per chunk.
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
 
 from workshop.i18n import _
 from workshop.labs.distributed.measurements import Interval, Run, timed_steps
@@ -30,19 +29,12 @@ def theory(p: int, m: int, v: int = 1) -> float:
     return (p - 1) / (v * m + p - 1)
 
 
-@dataclass
-class Idle:
-    measured: float
-    theory: float
-    timer_margin: (
-        float  # the most the timestamps' cost can move `measured`, as a fraction of the span
-    )
-    busy_s: float  # all ranks' chunks, summed: the step's compute as the pipeline ran it (least-disturbed step)
-    chunk_ms: float  # median duration of one forward or backward chunk
-    chunks_per_rank: int  # 2 m v
-    overhead_ms: float  # median wait from "could start" to "started", per chunk
-    overhead_share: float  # chunks_per_rank x overhead / span
-    busy_cpu_s: float = 0.0  # as busy_s, in CPU seconds (0 where the run did not measure them)
+# A pipeline run's idle, as a dict (`analyse`): measured, theory, timer_margin (the most the timestamps' cost can
+# move `measured`, as a fraction of the span), busy_s (all ranks' chunks, summed: the step's compute as the
+# pipeline ran it, least-disturbed step), busy_cpu_s (as busy_s, in CPU seconds; 0 where the run did not measure
+# them), chunk_ms (median duration of one forward or backward chunk), chunks_per_rank (2 m v), overhead_ms
+# (median wait from "could start" to "started", per chunk), overhead_share (chunks_per_rank x overhead / span)
+Idle = dict
 
 
 def span(ranks: list[list[Interval]]) -> tuple[float, float]:
@@ -87,7 +79,7 @@ def analyse(run: Run, p: int) -> Idle:
     length = statistics.median(spans)
     resolution = max(r["timer_resolution_s"] for r in run["per_rank"])
     overhead = statistics.median(delays)
-    return Idle(
+    return dict(
         measured=statistics.median(fractions),
         theory=theory(p, m, v),
         # busy: 2mv intervals of two timestamps each; span: two more. Each timestamp is late by <= resolution.
@@ -139,7 +131,7 @@ def draw(runs: dict[str, Run], idle: dict[str, Idle]):
         ax.invert_yaxis()
         ax.set_title(
             _("{name}: idle {measured:.0%} measured, {theory:.0%} in theory (step {step})").format(
-                name=name, measured=idle[name].measured, theory=idle[name].theory, step=step
+                name=name, measured=idle[name]["measured"], theory=idle[name]["theory"], step=step
             ),
             fontsize=9,
         )
