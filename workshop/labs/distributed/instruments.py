@@ -129,7 +129,7 @@ class Instruments(contextlib.ExitStack):
         path, device, timeline = self.args.out / self.trace, self.rank.device, self.timeline
         reference = shared_reference(self.args.steps, chunks, device)
         backward_ops, issued_in_backward = collectives.backward_overlap(path)
-        errors = {n: (named[n] - reference.params[n]).abs().max().item() for n in named}
+        errors = {n: (named[n] - reference["params"][n]).abs().max().item() for n in named}
         worst = max(errors, key=errors.get)
         return dict(
             rank=self.rank.rank,
@@ -143,9 +143,9 @@ class Instruments(contextlib.ExitStack):
             backward_ops=backward_ops,
             issued_in_backward=issued_in_backward,
             cuda_peak_bytes=torch.cuda.max_memory_allocated(device) if device.type == "cuda" else 0,
-            reference_losses=reference.losses,
-            reference_compute_s=reference.compute_s,
-            reference_compute_cpu_s=reference.compute_cpu_s,
+            reference_losses=reference["losses"],
+            reference_compute_s=reference["compute_s"],
+            reference_compute_cpu_s=reference["compute_cpu_s"],
             max_param_error=errors[worst],
             worst_param=worst,
             params_compared=len(named),
