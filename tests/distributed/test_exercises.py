@@ -37,7 +37,7 @@ def tables(figures: list, lang: str) -> str:
     )
 
 
-N = RUN[0].n
+N = RUN[0]["n"]
 
 
 @pytest.fixture
@@ -154,8 +154,8 @@ def leaked_figures(ctx) -> tuple[int, list]:
     truths = {
         (s, name): v
         for f in RUN
-        if (s := next((k for k, r in figure_rows.STRATEGY_RUN.items() if r == f.run), None))
-        for name, v in f.predicted().items()
+        if (s := next((k for k, r in figure_rows.STRATEGY_RUN.items() if r == f["run"]), None))
+        for name, v in figure_rows.predicted(f).items()
     }
     leaked, failed_checks = [], 0
     for value in predicted:
@@ -184,7 +184,7 @@ def test_no_failing_prediction_message_gives_the_measured_value(ctx):
 def test_a_message_that_gives_the_measured_value_is_caught(ctx, monkeypatch):
     def measured(evidence):
         strategy = evidence.output.split(".")[0]
-        return {"m": f"{evidence.facts[strategy].comm_bytes:,}"} if strategy != "n" else None
+        return {"m": f"{evidence.facts[strategy]['comm_bytes']:,}"} if strategy != "n" else None
 
     planted = (Diagnosis(None, measured, "measured {m}"),)
     predictions = dataclasses.replace(ctx.exercise("predictions"), diagnoses=planted)
@@ -316,7 +316,7 @@ def mb(x: float) -> str:
 
 
 def by(run: str) -> figure_rows.FigureRow:
-    return next(f for f in RUN if f.run == run)
+    return next(f for f in RUN if f["run"] == run)
 
 
 def good_survey() -> str:
@@ -331,23 +331,23 @@ def good_survey() -> str:
 
 ## DDP
 
-DDP keeps a full replica of the model on every rank: {mb(ddp.state_bytes_per_rank)} of parameters, gradients
-and momentum. In backward it runs one all-reduce of the gradients, {mb(ddp.comm_bytes)} of buffers per step.
+DDP keeps a full replica of the model on every rank: {mb(ddp["state_bytes_per_rank"])} of parameters, gradients
+and momentum. In backward it runs one all-reduce of the gradients, {mb(ddp["comm_bytes"])} of buffers per step.
 
 ## FSDP
 
-FSDP keeps a shard of every parameter on each rank, {mb(fsdp.state_bytes_per_rank)} here. It must all-gather
-the parameters before each unit runs and reduce-scatter the gradients, {mb(fsdp.comm_bytes)} of buffers.
+FSDP keeps a shard of every parameter on each rank, {mb(fsdp["state_bytes_per_rank"])} here. It must all-gather
+the parameters before each unit runs and reduce-scatter the gradients, {mb(fsdp["comm_bytes"])} of buffers.
 
 ## Tensor parallel
 
-Tensor parallel splits each big matrix by columns or rows, so a rank holds {mb(tp.state_bytes_per_rank)}.
+Tensor parallel splits each big matrix by columns or rows, so a rank holds {mb(tp["state_bytes_per_rank"])}.
 Every block waits for an all-reduce of its activations, forward and backward.
 
 ## Pipeline parallel
 
 Pipeline parallel gives each rank a stage of blocks. Activations travel by send and recv between
-neighbours; my run idled {gpipe.bubble:.0%} of the step with GPipe.
+neighbours; my run idled {gpipe["bubble"]:.0%} of the step with GPipe.
 """
 
 
@@ -486,9 +486,9 @@ def test_a_negated_collective_claims_nothing(ctx, tmp_path):
 
 def test_figures_of_another_run_are_refused(ctx, tmp_path):
     other = [copy.deepcopy(f) for f in RUN]
-    other[
-        0
-    ].state_bytes_per_rank += 4  # this run's code holds other bytes than the run the survey quotes
+    other[0]["state_bytes_per_rank"] += (
+        4  # this run's code holds other bytes than the run the survey quotes
+    )
     wrong = grade_survey(ctx, tmp_path, good_survey(), run=other)
     assert list(wrong) == [
         "survey: its figures share this run's N, bytes and collectives (demos that differ)"
@@ -512,7 +512,7 @@ def test_the_template_waits_for_a_run_is_filled_from_it_and_never_replaces_the_l
         workspace_init.write_waiting_document(tmp_path, SURVEY, lab_dir) == tmp_path / "survey.md"
     )
     filled = (tmp_path / "survey.md").read_text()
-    assert mb(by("fsdp").state_bytes_per_rank) in filled
+    assert mb(by("fsdp")["state_bytes_per_rank"]) in filled
     assert survey.source(filled).endswith("figures.json")
     # traced against the run it came from
     assert survey.readable(tmp_path / survey.source(filled)) == RUN

@@ -188,9 +188,9 @@ def test_planted_bug_is_caught_by_a_lab_check(mutation, tmp_path, monkeypatch):
 def test_a_figure_copied_wrong_into_the_model_answer_is_caught(tmp_path, monkeypatch):
     """The survey's row: the model answer's figures were hand-copied; now each traces to a committed run."""
     text = survey.MODEL_ANSWER.read_text()
-    held = figure_rows.read(survey.COMMITTED_RUNS[0])[
-        0
-    ].state_bytes_per_rank  # DDP's bytes per rank, N=2
+    held = figure_rows.read(survey.COMMITTED_RUNS[0])[0][
+        "state_bytes_per_rank"
+    ]  # DDP's bytes per rank, N=2
     right = f"{held / 1e6:.2f} MB"
     assert right in text
     typo = tmp_path / "README.md"

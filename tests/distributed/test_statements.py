@@ -54,13 +54,16 @@ def test_tensor_parallel_all_reduces_carry_an_activation_or_one_number_per_token
     rows, tokens, d_model, fp32 = 8, 22, GPTConfig().d_model, 4
     activation, per_token = rows * tokens * d_model * fp32, rows * tokens * fp32
     assert (activation, per_token) == (45_056, 704)
-    tp = next(f for f in RUN if f.run == "tp")
+    tp = next(f for f in RUN if f["run"] == "tp")
     # forward: 2 per block and loss_parallel's 3; backward: 4 per block and the LM head's input gradient
-    assert collectives.total(tp.collectives_rank0, "allreduce", "forward") == (
+    assert collectives.total(tp["collectives_rank0"], "allreduce", "forward") == (
         11,
         8 * activation + 3 * per_token,
     )
-    assert collectives.total(tp.collectives_rank0, "allreduce", "backward") == (17, 17 * activation)
+    assert collectives.total(tp["collectives_rank0"], "allreduce", "backward") == (
+        17,
+        17 * activation,
+    )
     for lang, path in HANDOUT.items():
         text = " ".join(path.read_text().split())
         assert f"{written(activation, lang)} bytes" in text and f"{per_token} bytes" in text

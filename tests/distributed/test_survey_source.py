@@ -12,10 +12,8 @@ import pytest
 from tests.distributed.test_exercises import failed, good_survey
 from workshop.foundations.run_options import RunOptions
 from workshop.lab_api import LabContext
-from workshop.labs.distributed import figure_rows
-from workshop.labs.distributed.collectives import CollectiveRow
+from workshop.labs.distributed import figure_rows, measurements
 from workshop.labs.distributed.grading import survey
-from workshop.labs.distributed.measurements import Measurements, RankRecord, Run
 from workshop.learner import workspace
 
 FILE_CHECK = "survey: the figures file it names is there and one of this workspace's runs"
@@ -36,17 +34,22 @@ def ctx(tmp_path):
 def a_run(lab_dir: Path, workspace_id: str | None = None) -> Path:
     """A lab run folder with one demo's measurements, the figures.json they give, and the result.json of the
     workspace it graded (none: a run of the reference)."""
-    rank = RankRecord(
-        0, [2.0, 1.9], 0.0123, [CollectiveRow("backward", "allreduce", 1, 4096)], {}, ""
-    )
-    rank.held = {"params": 4096, "grads": 4096, "optimizer": 4096}
-    run = Run(2, [2.0, 1.9], [2.0, 1.9], 0.0, 0.0, [rank])
-    data = Measurements(
-        "ddp", 2, "cpu", "gloo", 2, 8, 22, 0.02, 1e-6, "2.13", 30.0, {}, {"ddp": run}
-    )
-    data.write(lab_dir / "ddp")
+    rank = {
+        "rank": 0,
+        "losses": [2.0, 1.9],
+        "step_time_s": 0.0123,
+        "collectives": [{"phase": "backward", "op": "allreduce", "count": 1, "bytes": 4096}],
+        "held": {"params": 4096, "grads": 4096, "optimizer": 4096},
+        "collective_seconds": {},
+        "backward_ops": 0,
+        "issued_in_backward": [],
+        "cuda_peak_bytes": 0,
+    }
+    run = {"per_rank": [rank], "max_loss_error": 0.0, "max_param_error": 0.0}
+    data = {"strategy": "ddp", "world_size": 2, "device": "cpu", "runs": {"ddp": run}}
+    measurements.write(lab_dir / "ddp", data)
     path = lab_dir / "figures.json"
-    path.write_text(json.dumps([f.as_json() for f in figure_rows.rebuilt(lab_dir)]))
+    path.write_text(json.dumps([figure_rows.as_json(f) for f in figure_rows.rebuilt(lab_dir)]))
     implementation = {"kind": "workspace", "workspace_id": workspace_id} if workspace_id else {}
     (lab_dir / "result.json").write_text(json.dumps({"implementation": implementation}))
     return path

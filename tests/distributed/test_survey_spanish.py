@@ -19,7 +19,7 @@ from workshop.labs.distributed.grading import survey, survey_text
 
 @pytest.fixture
 def ctx(tmp_path):
-    return LabContext("distributed", tmp_path, RunOptions("cpu", RUN[0].n, 0))
+    return LabContext("distributed", tmp_path, RunOptions("cpu", RUN[0]["n"], 0))
 
 
 @pytest.fixture
@@ -53,25 +53,25 @@ def good_survey() -> str:
 
 ## DDP
 
-DDP guarda una réplica completa del modelo en cada rank: {mb(ddp.state_bytes_per_rank)} de parámetros, gradientes
-y momento. En el backward hace un all-reduce de los gradientes, {grouped(ddp.comm_bytes)} de buffers por paso.
+DDP guarda una réplica completa del modelo en cada rank: {mb(ddp["state_bytes_per_rank"])} de parámetros, gradientes
+y momento. En el backward hace un all-reduce de los gradientes, {grouped(ddp["comm_bytes"])} de buffers por paso.
 
 ## FSDP
 
-FSDP guarda un shard de cada parámetro en cada rank, {mb(fsdp.state_bytes_per_rank)} aquí. Tiene que hacer un
+FSDP guarda un shard de cada parámetro en cada rank, {mb(fsdp["state_bytes_per_rank"])} aquí. Tiene que hacer un
 all-gather de los parámetros antes de que se ejecute cada unidad y un reduce-scatter de los gradientes,
-{mb(fsdp.comm_bytes)} de buffers.
+{mb(fsdp["comm_bytes"])} de buffers.
 
 ## Paralelismo de tensores
 
 El paralelismo de tensores parte cada matriz grande por columnas o por filas, así que un rank guarda
-{mb(tp.state_bytes_per_rank)}.
+{mb(tp["state_bytes_per_rank"])}.
 ¿Y después? Cada bloque espera a un all-reduce de sus activaciones, en el forward y en el backward.
 
 ## Paralelismo de pipeline
 
 Con el paralelismo de pipeline, cada rank recibe una etapa de bloques. Las activaciones viajan con send y recv entre
-vecinos; mi ejecución estuvo ociosa un {100 * gpipe.bubble:.0f} % del paso con GPipe.
+vecinos; mi ejecución estuvo ociosa un {100 * gpipe["bubble"]:.0f} % del paso con GPipe.
 """
 
 
@@ -209,7 +209,9 @@ def test_a_survey_grades_the_same_whatever_language_the_run_speaks(tmp_path):
             for key, text in texts.items():
                 (tmp_path / lang / key).mkdir(parents=True)
                 ctx = LabContext(
-                    "distributed", tmp_path / lang / key, RunOptions("cpu", RUN[0].n, 0, lang=lang)
+                    "distributed",
+                    tmp_path / lang / key,
+                    RunOptions("cpu", RUN[0]["n"], 0, lang=lang),
                 )
                 grade_survey(ctx, tmp_path / lang / key, text)
                 graded[lang, key] = ctx.checks

@@ -21,7 +21,7 @@ from workshop.labs.distributed import (
     pipeline_idle,
     training,
 )
-from workshop.labs.distributed.measurements import RankRecord, Run
+from workshop.labs.distributed.measurements import Run
 from workshop.labs.distributed.plans import schedules_for
 from workshop.labs.distributed.pp import Stage
 from workshop.minigpt.model import GPT, GPTConfig
@@ -66,10 +66,11 @@ def test_op_and_event_names_map_to_one_kind(name, kind):
 
 
 def test_ring_bytes_on_the_wire_per_rank():
-    row = collectives.CollectiveRow("backward", "allreduce", 1, 1000)
-    assert row.sent_bytes(2) == 1000 and row.sent_bytes(4) == 1500 and row.sent_bytes(1) == 0
-    gather = collectives.CollectiveRow("forward", "allgather_base", 5, 1000)
-    assert gather.sent_bytes(4) == 750
+    row = {"phase": "backward", "op": "allreduce", "count": 1, "bytes": 1000}
+    sent = collectives.sent_bytes
+    assert sent(row, 2) == 1000 and sent(row, 4) == 1500 and sent(row, 1) == 0
+    gather = {"phase": "forward", "op": "allgather_base", "count": 5, "bytes": 1000}
+    assert sent(gather, 4) == 750
     assert (
         collectives.bus_factor("allreduce", 4) == 1.5
         and collectives.bus_factor("broadcast", 4) == 1
@@ -91,21 +92,17 @@ def test_stages_chain_to_the_whole_model_and_keep_its_names():
 
 def pipeline_run(per_rank_steps, m=1, v=1) -> Run:
     ranks = [
-        RankRecord(
-            r,
-            [],
-            0.0,
-            [],
-            {},
-            "",
-            intervals=steps,
-            timer_resolution_s=1e-6,
-            reference_compute_s=4.0,
-            reference_compute_cpu_s=4.0,
-        )
+        {
+            "rank": r,
+            "intervals": steps,
+            "timer_resolution_s": 1e-6,
+            "busy_cpu_s": [],
+            "reference_compute_s": 4.0,
+            "reference_compute_cpu_s": 4.0,
+        }
         for r, steps in enumerate(per_rank_steps)
     ]
-    return Run(m, [], [], 0.0, 0.0, ranks, stages_per_rank=v, microbatches=m)
+    return {"chunks": m, "per_rank": ranks, "stages_per_rank": v, "microbatches": m}
 
 
 def test_idle_theory_measurement_and_waits():
@@ -121,10 +118,10 @@ def test_idle_theory_measurement_and_waits():
     ]
     run = pipeline_run([[step[0]] * 3, [step[1]] * 3])
     a = pipeline_idle.analyse(run, 2)
-    assert a.measured == pytest.approx(1 - 2 / 5) and a.busy_s == pytest.approx(4.0)
+    assert a["measured"] == pytest.approx(1 - 2 / 5) and a["busy_s"] == pytest.approx(4.0)
     # waits: rank 0's B waits from 3.5 (rank 1's B ended) to 4.0; rank 1's F from 1.0 to 1.5
     assert sorted(pipeline_idle.waits(step, 2)) == pytest.approx([0.0, 0.0, 0.5, 0.5])
-    assert a.timer_margin == pytest.approx((2 * 2 + 2) * 1e-6 / 5)
+    assert a["timer_margin"] == pytest.approx((2 * 2 + 2) * 1e-6 / 5)
 
 
 @pytest.mark.parametrize(
@@ -142,7 +139,13 @@ def test_busy_time_at_most_reads_the_works_cpu_seconds(tmp_path, busy_s, busy_cp
     """On the CPU the pipeline's busy time is bounded in CPU seconds, which the machine's load does not stretch;
     the reference's step took 4 s (wall and CPU)."""
     ctx = LabContext("distributed", tmp_path, RunOptions("cpu", 2, 0))
-    idle = pipeline_idle.Idle(0.3, 0.2, 1e-4, busy_s, 1.0, 2, 0.1, 0.01, busy_cpu_s)
+    idle = {
+        "measured": 0.3,
+        "theory": 0.2,
+        "timer_margin": 1e-4,
+        "busy_s": busy_s,
+        "busy_cpu_s": busy_cpu_s,
+    }
     demo_checks.check_pipeline_timing(ctx, "gpipe", pipeline_run([[], []]), "cpu", idle)
     at_most = next(c for c in ctx.checks if c.name.endswith("(at most)"))
     assert at_most.passed is passes, at_most
@@ -158,8 +161,8 @@ def test_interleaving_needs_two_stages_per_rank():
 
 def test_reference_run_is_deterministic_and_chunking_only_regroups():
     a, b = training.run_alone(2, 2, "cpu"), training.run_alone(2, 2, "cpu")
-    assert a.losses == b.losses and a.compute_s > 0
-    assert all(torch.equal(a.params[n], b.params[n]) for n in a.params)
+    assert a["losses"] == b["losses"] and a["compute_s"] > 0
+    assert all(torch.equal(a["params"][n], b["params"][n]) for n in a["params"])
     x1, _ = training.batches(2, 1, "cpu")
     x4, _ = training.batches(2, 4, "cpu")
     assert x1.shape[:3] == (2, 1, training.ROWS) and x4.shape[:3] == (2, 4, training.ROWS)
@@ -203,7 +206,7 @@ def test_flight_recorder_dumps_name_the_collective_a_rank_never_entered(tmp_path
     dump(0, ["gloo:barrier", "gloo:broadcast", "gloo:allreduce", "gloo:barrier"])
     dump(1, ["gloo:barrier", "gloo:broadcast", "gloo:allreduce"])
     states = flight_recorder.read(tmp_path)
-    assert [(s.rank, s.last_seq, s.last_op) for s in states] == [
+    assert [(s["rank"], s["last_seq"], s["last_op"]) for s in states] == [
         (0, 4, "gloo:barrier"),
         (1, 3, "gloo:allreduce"),
     ]
@@ -214,7 +217,7 @@ def test_this_torch_dumps_gloo_collectives(one_rank_group, tmp_path):
     dist.all_reduce(torch.ones(3))
     flight_recorder.dump(tmp_path, 0, "gloo")
     states = flight_recorder.read(tmp_path)
-    assert states and "all_reduce" in states[0].last_op
+    assert states and "all_reduce" in states[0]["last_op"]
 
 
 def test_collective_seconds_read_from_gloo_spans_and_nccl_kernels(tmp_path):
@@ -313,8 +316,7 @@ def test_the_overlap_check_tells_one_bucket_from_small_ones(
     from workshop.foundations.run_options import RunOptions
     from workshop.lab_api import LabContext
 
-    rank0 = RankRecord(0, [], 0.0, [], {}, "", backward_ops=10)
-    rank0.issued_in_backward = [("allreduce", n) for n in after]
+    rank0 = {"backward_ops": 10, "issued_in_backward": [("allreduce", n) for n in after]}
     ctx = LabContext("distributed", tmp_path, RunOptions("cpu", 2, 0))
     demo_checks.check_overlap(ctx, "ddp", default_buckets, rank0)
     assert [c.passed for c in ctx.checks] == [passed]
@@ -341,14 +343,9 @@ def test_a_run_starts_only_the_demos_its_exercises_need(only, demos, together, t
 
 
 def measurements(runs: dict[str, list[str]], n: int = 2) -> dict:
-    """Strategy -> Measurements with the named runs (empty ones: missing_runs reads only which ran)."""
-    from workshop.labs.distributed.measurements import Measurements
-
-    run = Run(1, [], [], 0.0, 0.0, [])
+    """Strategy -> measurements with the named runs (empty ones: missing_runs reads only which ran)."""
     return {
-        s: Measurements(
-            s, n, "cpu", "gloo", 3, 8, 22, 0.02, 1e-6, "", 30.0, {}, dict.fromkeys(names, run)
-        )
+        s: {"strategy": s, "world_size": n, "runs": dict.fromkeys(names, {})}
         for s, names in runs.items()
     }
 
@@ -382,14 +379,18 @@ def test_a_run_for_the_predictions_alone_lacks_what_the_answers_are_graded_on():
 
 
 def test_the_check_loop_record_gives_cpu_and_load_and_misses_a_slow_prediction():
-    from workshop.labs.distributed.bench.check_wait import TARGET_S, Step, report
+    from workshop.labs.distributed.bench.check_wait import TARGET_S, report
 
+    keys = ("what", "command", "wall_s", "cpu_s", "load", "rc", "did_it")
     steps = [
-        Step("fresh", "check distributed predictions", 41.0, 25.7, 8.4, 0, True),
-        Step("changed", "check distributed predictions", 12.4, 4.2, 9.0, 1, True),
-        Step("whole", "check distributed", 211.0, 90.0, 8.0, 1, True),
+        dict(zip(keys, step, strict=True))
+        for step in (
+            ("fresh", "check distributed predictions", 41.0, 25.7, 8.4, 0, True),
+            ("changed", "check distributed predictions", 12.4, 4.2, 9.0, 1, True),
+            ("whole", "check distributed", 211.0, 90.0, 8.0, 1, True),
+        )
     ]
     text = report(steps)
     assert "| 41.0 | 25.7 | 8.4 | 0 | yes |" in text and "MISSED" not in text
-    slow = [steps[0]._replace(wall_s=TARGET_S + 1), *steps[1:]]
+    slow = [{**steps[0], "wall_s": TARGET_S + 1}, *steps[1:]]
     assert "MISSED" in report(slow)

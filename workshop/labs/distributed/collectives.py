@@ -40,7 +40,6 @@ import contextlib
 import gzip
 import json
 from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -85,29 +84,23 @@ def bus_factor(op_kind: str, n: int) -> float:
     }.get(op_kind, 1.0)
 
 
-@dataclass
-class CollectiveRow:
-    """All calls of one op in one phase of a step: how many, and their buffers' bytes summed."""
+# All calls of one op in one phase of a step, as a dict: {"phase": set by the demo (forward, backward, optimizer,
+# schedule), "op": the op's name, "_" stripped (allreduce, allgather_base, all_reduce, send ...), "count": how many,
+# "bytes": their buffers' bytes summed}
+CollectiveRow = dict
 
-    phase: str  # set by the demo: forward, backward, optimizer, schedule
-    op: str  # the op's name, "_" stripped: allreduce, allgather_base, all_reduce, send ...
-    count: int
-    bytes: int
 
-    @property
-    def kind(self) -> str:
-        return kind(self.op)
-
-    def sent_bytes(self, n: int) -> float:
-        return self.bytes * sent_per_buffer_byte(self.kind, n)
+def sent_bytes(row: CollectiveRow, n: int) -> float:
+    """Bytes one rank sends for the row's calls among n ranks (sent_per_buffer_byte)."""
+    return row["bytes"] * sent_per_buffer_byte(kind(row["op"]), n)
 
 
 def total(
     rows: list[CollectiveRow], op_kind: str = "", phase: str | None = None
 ) -> tuple[int, int]:
     """(count, buffer bytes) of the rows of this kind ('' = all) and phase (None = all)."""
-    rows = [r for r in rows if op_kind in ("", r.kind) and phase in (None, r.phase)]
-    return sum(r.count for r in rows), sum(r.bytes for r in rows)
+    rows = [r for r in rows if op_kind in ("", kind(r["op"])) and phase in (None, r["phase"])]
+    return sum(r["count"] for r in rows), sum(r["bytes"] for r in rows)
 
 
 class CollectiveLog(TorchDispatchMode):
@@ -161,7 +154,10 @@ class CollectiveLog(TorchDispatchMode):
         sizes: dict[tuple[str, str], list[int]] = {}
         for phase, op, size in self.events:
             sizes.setdefault((phase, op), []).append(size)
-        return [CollectiveRow(phase, op, len(s), sum(s)) for (phase, op), s in sizes.items()]
+        return [
+            {"phase": phase, "op": op, "count": len(s), "bytes": sum(s)}
+            for (phase, op), s in sizes.items()
+        ]
 
 
 @contextlib.contextmanager

@@ -58,15 +58,15 @@ def root_unit_bytes(cfg: GPTConfig = GPTConfig()) -> int:
 def check_run(ctx: LabContext, label: str, run: Run, tolerance: float) -> None:
     ctx.check_max(
         _("{label}: losses equal the 1-process reference (max relative diff)").format(label=label),
-        run.max_loss_error,
+        run["max_loss_error"],
         tolerance,
     )
     ctx.check_max(
         _("{label}: final parameters equal the reference (max abs diff)").format(label=label),
-        run.max_param_error,
+        run["max_param_error"],
         tolerance,
     )
-    slowest = max(r.step_time_s for r in run.per_rank)
+    slowest = max(r["step_time_s"] for r in run["per_rank"])
     ctx.check_max(_("{label}: median step time (s)").format(label=label), slowest, MAX_STEP_S)
 
 
@@ -75,21 +75,21 @@ def check_strategy(
 ):
     """All checks of one demo. ddp: the DDP demo's data, for FSDP's memory ratio (None if DDP did not run);
     idle: the pipeline's analysis per schedule."""
-    for name, run in data.runs.items():
+    for name, run in data["runs"].items():
         check_run(
             ctx,
-            data.strategy if name == data.strategy else f"{data.strategy}/{name}",
+            data["strategy"] if name == data["strategy"] else f"{data['strategy']}/{name}",
             run,
-            data.tolerance,
+            data["tolerance"],
         )
-    STRATEGY_CHECKS[data.strategy](ctx, data, ddp, idle)
+    STRATEGY_CHECKS[data["strategy"]](ctx, data, ddp, idle)
 
 
 def _check_ddp(ctx: LabContext, data: Measurements, _ddp, _idle) -> None:
-    n, full = data.world_size, checkpoint_param_bytes()
-    for name, run in data.runs.items():
-        label, ranks = "ddp" if name == "ddp" else f"ddp/{name}", run.per_rank
-        worst = max(abs(r.held["params"] / full - 1) for r in ranks)
+    n, full = data["world_size"], checkpoint_param_bytes()
+    for name, run in data["runs"].items():
+        label, ranks = "ddp" if name == "ddp" else f"ddp/{name}", run["per_rank"]
+        worst = max(abs(r["held"]["params"] / full - 1) for r in ranks)
         ctx.check_max(
             _(
                 "{label}: every rank's parameter storage vs the checkpoint's bytes (|ratio - 1|, worst)"
@@ -99,11 +99,11 @@ def _check_ddp(ctx: LabContext, data: Measurements, _ddp, _idle) -> None:
         )
         ctx.check_equal(
             _("{label}: distinct parameter replicas across ranks (digests)").format(label=label),
-            len({r.params_digest for r in ranks}),
+            len({r["params_digest"] for r in ranks}),
             1,
         )
         if n > 1:  # one rank communicates nothing worth checking
-            reduced = collectives.total(ranks[0].collectives, "allreduce", "backward")[1]
+            reduced = collectives.total(ranks[0]["collectives"], "allreduce", "backward")[1]
             ctx.check_max(
                 _(
                     "{label}: gradient all-reduce bytes per step vs parameter bytes (|ratio - 1|)"
@@ -113,7 +113,7 @@ def _check_ddp(ctx: LabContext, data: Measurements, _ddp, _idle) -> None:
             )
             ctx.check_min(
                 _("{label}: seconds of all-reduce in the profiler trace").format(label=label),
-                ranks[0].collective_seconds.get("allreduce", 0),
+                ranks[0]["collective_seconds"].get("allreduce", 0),
                 1e-6,
             )
         check_overlap(ctx, label, name == "ddp", ranks[0])
@@ -123,7 +123,7 @@ def check_overlap(ctx: LabContext, label: str, default_buckets: bool, rank0: Ran
     """DDP's all-reduces against backward, in rank 0's trace (collectives.overlap): with the default buckets the one
     all-reduce is issued by backward's last gradient, so no backward op runs after it; with small buckets the
     first is issued when backward has most of its ops still to run (MIN_SMALL_BUCKET_OVERLAP)."""
-    share = collectives.overlap(rank0.backward_ops, rank0.issued_in_backward, "allreduce")
+    share = collectives.overlap(rank0["backward_ops"], rank0["issued_in_backward"], "allreduce")
     name = _("{label}: share of backward's ops run after its first all-reduce was issued").format(
         label=label
     )
@@ -147,10 +147,10 @@ def check_overlap(ctx: LabContext, label: str, default_buckets: bool, rank0: Ran
 
 
 def _check_fsdp(ctx: LabContext, data: Measurements, ddp: Measurements | None, _idle) -> None:
-    ranks, n, full = data.runs["fsdp"].per_rank, data.world_size, checkpoint_param_bytes()
+    ranks, n, full = data["runs"]["fsdp"]["per_rank"], data["world_size"], checkpoint_param_bytes()
     if n > 1:
-        scattered = collectives.total(ranks[0].collectives, "reducescatter", "backward")[1]
-        gathered = collectives.total(ranks[0].collectives, "allgather")[1]
+        scattered = collectives.total(ranks[0]["collectives"], "reducescatter", "backward")[1]
+        gathered = collectives.total(ranks[0]["collectives"], "allgather")[1]
         # up to a few % more: a dim 0 that N does not divide is padded to N equal shards (N=3: +1.7%)
         ctx.check_max(
             _("fsdp: gradient reduce-scatter bytes per step vs parameter bytes (|ratio - 1|)"),
@@ -168,7 +168,7 @@ def _check_fsdp(ctx: LabContext, data: Measurements, ddp: Measurements | None, _
             0.05,
         )
     if ddp:
-        held = [sum(r.held.values()) for r in (*ranks, ddp.runs["ddp"].per_rank[0])]
+        held = [sum(r["held"].values()) for r in (*ranks, ddp["runs"]["ddp"]["per_rank"][0])]
         ratio = max(held[:-1]) * n / held[-1]
         ctx.check_max(
             _(
@@ -177,7 +177,10 @@ def _check_fsdp(ctx: LabContext, data: Measurements, ddp: Measurements | None, _
             abs(ratio - 1),
             0.1,
         )
-        peaks = [max(r.cuda_peak_bytes for r in d.runs[d.strategy].per_rank) for d in (data, ddp)]
+        peaks = [
+            max(r["cuda_peak_bytes"] for r in d["runs"][d["strategy"]]["per_rank"])
+            for d in (data, ddp)
+        ]
         if (
             all(peaks) and n > 1
         ):  # on GPUs: the allocator's high-water mark, activations and buffers included
@@ -185,11 +188,13 @@ def _check_fsdp(ctx: LabContext, data: Measurements, ddp: Measurements | None, _
 
 
 def _check_tp(ctx: LabContext, data: Measurements, _ddp, _idle) -> None:
-    n, rank0 = data.world_size, data.runs["tp"].per_rank[0]
+    n, rank0 = data["world_size"], data["runs"]["tp"]["per_rank"][0]
     ctx.check_equal(
-        _("tp: lm_head weight rows on each rank (600 / N)"), data.lm_head_local_shape[0], 600 // n
+        _("tp: lm_head weight rows on each rank (600 / N)"),
+        data["lm_head_local_shape"][0],
+        600 // n,
     )
-    count = collectives.total(rank0.collectives, "allreduce", "forward")[0]
+    count = collectives.total(rank0["collectives"], "allreduce", "forward")[0]
     if n > 1:
         ctx.check_min(
             _("tp: forward all-reduces per step (2 row-parallel outputs per block, + loss)"),
@@ -198,20 +203,20 @@ def _check_tp(ctx: LabContext, data: Measurements, _ddp, _idle) -> None:
         )
     ctx.check_max(
         _("tp: per-rank parameter bytes / model's"),
-        rank0.held["params"] / checkpoint_param_bytes(),
+        rank0["held"]["params"] / checkpoint_param_bytes(),
         1 - (1 - 1 / n) / 2,
     )
 
 
 def _check_pipeline(ctx: LabContext, data: Measurements, _ddp, idle: dict[str, Idle]) -> None:
     """Each schedule's run: its chunks, its sends, its timing, its largest stage."""
-    n = data.world_size
-    for name, run in data.runs.items():
-        m, v = run.microbatches, run.stages_per_rank
+    n = data["world_size"]
+    for name, run in data["runs"].items():
+        m, v = run["microbatches"], run["stages_per_rank"]
         wrong = [
-            (rank.rank, step, kind, count)
-            for rank in run.per_rank
-            for step, ivs in enumerate(rank.intervals)
+            (rank["rank"], step, kind, count)
+            for rank in run["per_rank"]
+            for step, ivs in enumerate(rank["intervals"])
             for kind in "FB"
             if (count := sum(iv[0] == kind for iv in ivs)) != m * v
         ]
@@ -222,7 +227,7 @@ def _check_pipeline(ctx: LabContext, data: Measurements, _ddp, idle: dict[str, I
             wrong,
             [],
         )
-        sends = sum(collectives.total(r.collectives, "send")[0] for r in run.per_rank)
+        sends = sum(collectives.total(r["collectives"], "send")[0] for r in run["per_rank"])
         # looped placement: neighbouring stages on other ranks
         expected = 2 * m * (n * v - 1) if n > 1 else 0
         ctx.check_equal(
@@ -230,8 +235,8 @@ def _check_pipeline(ctx: LabContext, data: Measurements, _ddp, idle: dict[str, I
             sends,
             expected,
         )
-        check_pipeline_timing(ctx, name, run, data.device, idle[name])
-        biggest = max(r.held["params"] for r in run.per_rank)
+        check_pipeline_timing(ctx, name, run, data["device"], idle[name])
+        biggest = max(r["held"]["params"] for r in run["per_rank"])
         ctx.check_max(
             _(
                 "pp/{name}: largest per-rank parameter bytes / model's (1/N + embeddings or head)"
@@ -246,14 +251,14 @@ def check_pipeline_timing(ctx: LabContext, name: str, run: Run, device: str, idl
     one process (MIN_BUSY_RATIO, MAX_BUSY_RATIO)."""
     ctx.check_min(
         _("pp/{name}: measured idle >= theory - timer margin (theory {theory:.3f})").format(
-            name=name, theory=idle.theory
+            name=name, theory=idle["theory"]
         ),
-        idle.measured,
-        round(idle.theory - idle.timer_margin, 4),
+        idle["measured"],
+        round(idle["theory"] - idle["timer_margin"], 4),
         message=_("idle below the ideal pipeline's: the intervals count time as busy that was not"),
     )
-    rank0 = run.per_rank[0]
-    ratio = idle.busy_s / rank0.reference_compute_s
+    rank0 = run["per_rank"][0]
+    ratio = idle["busy_s"] / rank0["reference_compute_s"]
     label = _(
         "pp/{name}: busy time, all ranks / one process's forward+backward of the step"
     ).format(name=name)
@@ -263,7 +268,7 @@ def check_pipeline_timing(ctx: LabContext, name: str, run: Run, device: str, idl
         MIN_BUSY_RATIO,
         message=_("the intervals miss the chunks' work"),
     )
-    work = idle.busy_cpu_s / rank0.reference_compute_cpu_s if device == "cpu" else ratio
+    work = idle["busy_cpu_s"] / rank0["reference_compute_cpu_s"] if device == "cpu" else ratio
     ctx.check_max(
         _("{label} (at most)").format(label=label),
         work,

@@ -9,153 +9,142 @@ figures absent.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from workshop.labs.distributed import pipeline_idle
-from workshop.labs.distributed.collectives import CollectiveRow, bus_factor, overlap, total
+from workshop.labs.distributed import measurements, pipeline_idle
+from workshop.labs.distributed.collectives import bus_factor, kind, sent_bytes, total
 from workshop.labs.distributed.measurements import Measurements, Run
 from workshop.labs.distributed.pipeline_idle import Idle
 
 # The run each strategy's predictions are graded on (the pipeline's: GPipe's)
 STRATEGY_RUN = {"ddp": "ddp", "fsdp": "fsdp", "tp": "tp", "pp": "gpipe"}
 
+# A figure row is a dict, as figures.json has it. Its measured figures: MEASURED's, which every row has
+# (state_bytes_per_rank: params + grads + optimizer state, the rank that holds most; cuda_peak_bytes: 0 on CPU;
+# collectives_rank0: collectives.CollectiveRow), and ABSENT's: comm_seconds_rank0 (per kind); a pipeline's
+# bubble (its measured idle fraction), bubble_theory, chunk_ms, overhead_ms, overhead_share, chunks_per_rank
+# (None in other runs); rank 0's traced backward: its autograd ops (backward_ops) and the collectives issued
+# during it, in order (issued_in_backward: [kind, backward's ops that started after it]). Derived from them
+# (`completed`), for the reader's sake: calls, comm_bytes, sent_bytes, communication; and, not written to
+# figures.json, demo (the name the tables give the run).
+FigureRow = dict
+MEASURED = {
+    "strategy",
+    "run",
+    "n",
+    "device",
+    "state_bytes_per_rank",
+    "bytes_rank0",
+    "cuda_peak_bytes",
+    "collectives_rank0",
+    "step_ms",
+    "max_loss_error",
+    "max_param_error",
+}
+# What a row of older code lacks reads as (the committed H200 run's has none of these)
+ABSENT = {
+    "comm_seconds_rank0": {},
+    "bubble": None,
+    "bubble_theory": None,
+    "chunk_ms": None,
+    "overhead_ms": None,
+    "overhead_share": None,
+    "chunks_per_rank": None,
+    "backward_ops": 0,
+    "issued_in_backward": [],
+}
 
-@dataclass
-class FigureRow:
-    strategy: str
-    run: str
-    n: int
-    device: str
-    state_bytes_per_rank: int  # params + grads + optimizer state, the rank that holds most
-    bytes_rank0: dict[str, int]
-    cuda_peak_bytes: int  # 0 on CPU
-    collectives_rank0: list[CollectiveRow]
-    step_ms: float
-    max_loss_error: float
-    max_param_error: float
-    comm_seconds_rank0: dict[str, float] = field(default_factory=dict)
-    bubble: float | None = None  # pipeline: measured idle fraction
-    bubble_theory: float | None = None
-    chunk_ms: float | None = None
-    overhead_ms: float | None = None
-    overhead_share: float | None = None
-    chunks_per_rank: int | None = None
-    backward_ops: int = 0  # rank 0's traced backward: its autograd ops
-    # the collectives issued during it, in order: (kind, backward's ops that started after it)
-    issued_in_backward: list[tuple[str, int]] = field(default_factory=list)
 
-    @property
-    def demo(self) -> str:
-        return self.strategy if self.run == self.strategy else f"{self.strategy}/{self.run}"
+def predicted(row: FigureRow) -> dict[str, float]:
+    """The figures a prediction of this run is graded against (grading/exercises.py's PREDICTED)."""
+    return {
+        "held_bytes": row["state_bytes_per_rank"],
+        "collectives": row["calls"],
+        "comm_bytes": row["comm_bytes"],
+    }
 
-    @property
-    def calls(self) -> int:
-        return total(self.collectives_rank0)[0]
 
-    @property
-    def comm_bytes(self) -> int:
-        return total(self.collectives_rank0)[1]
+def issued_early(row: FigureRow, op_kind: str = "allreduce") -> tuple[int, int]:
+    """(collectives of this kind issued while backward still had ops to run, all those issued in it)."""
+    after = [n for k, n in row["issued_in_backward"] if k == op_kind]
+    return sum(n > 0 for n in after), len(after)
 
-    @property
-    def sent_bytes(self) -> float:
-        return sum(r.sent_bytes(self.n) for r in self.collectives_rank0)
 
-    def predicted(self) -> dict[str, float]:
-        """The figures a prediction of this run is graded against (grading/exercises.py's PREDICTED)."""
-        return {
-            "held_bytes": self.state_bytes_per_rank,
-            "collectives": self.calls,
-            "comm_bytes": self.comm_bytes,
-        }
-
-    def overlap(self, op_kind: str = "allreduce") -> float | None:
-        """collectives.overlap of rank 0's traced backward."""
-        return overlap(self.backward_ops, self.issued_in_backward, op_kind)
-
-    def issued_early(self, op_kind: str = "allreduce") -> tuple[int, int]:
-        """(collectives of this kind issued while backward still had ops to run, all those issued in it)."""
-        after = [n for k, n in self.issued_in_backward if k == op_kind]
-        return sum(n > 0 for n in after), len(after)
-
-    def communication(self) -> list[dict]:
-        """Per kind of collective in the logged step, rank 0: its calls, their buffers' bytes, this rank's share
-        of them on the wire (ring algorithms: collectives.sent_per_buffer_byte), and where the profiler trace has
-        this kind, its seconds and bus bandwidth (buffer / time x nccl-tests' factor, GB/s: 1e9 bytes/s), else
-        None. Sends and receives get no time: a posted send's span lasts until its receive is posted, so their
-        spans measure waiting, not moving."""
-        out = []
-        for k in dict.fromkeys(r.kind for r in self.collectives_rank0):
-            rows = [r for r in self.collectives_rank0 if r.kind == k]
-            calls, buffer = total(rows)
-            seconds = self.comm_seconds_rank0.get(k) if k not in ("send", "recv") else None
-            busbw = (
-                buffer / seconds * bus_factor(k, self.n) / 1e9 if seconds and self.n > 1 else None
-            )
-            out.append(
-                {
-                    "kind": k,
-                    "calls": calls,
-                    "buffer_bytes": buffer,
-                    "sent_bytes": sum(r.sent_bytes(self.n) for r in rows),
-                    "seconds": seconds,
-                    "busbw_gbps": busbw,
-                }
-            )
-        return out
-
-    def as_json(self) -> dict:
-        """The row as figures.json has it: the measured fields and the derived ones, for the reader's sake."""
-        return {
-            **asdict(self),
-            "calls": self.calls,
-            "comm_bytes": self.comm_bytes,
-            "sent_bytes": self.sent_bytes,
-            "communication": self.communication(),
-        }
-
-    @classmethod
-    def from_json(cls, d: dict) -> FigureRow:
-        known = {f.name for f in fields(cls)}  # the derived fields as_json adds are not read back
-        return cls(
-            **{
-                **{k: v for k, v in d.items() if k in known},
-                "collectives_rank0": [CollectiveRow(**c) for c in d["collectives_rank0"]],
-                "issued_in_backward": [tuple(c) for c in d.get("issued_in_backward", [])],
+def communication(row: FigureRow) -> list[dict]:
+    """Per kind of collective in the logged step, rank 0: its calls, their buffers' bytes, this rank's share
+    of them on the wire (ring algorithms: collectives.sent_per_buffer_byte), and where the profiler trace has
+    this kind, its seconds and bus bandwidth (buffer / time x nccl-tests' factor, GB/s: 1e9 bytes/s), else
+    None. Sends and receives get no time: a posted send's span lasts until its receive is posted, so their
+    spans measure waiting, not moving."""
+    out, n = [], row["n"]
+    for k in dict.fromkeys(kind(r["op"]) for r in row["collectives_rank0"]):
+        rows = [r for r in row["collectives_rank0"] if kind(r["op"]) == k]
+        calls, buffer = total(rows)
+        seconds = row["comm_seconds_rank0"].get(k) if k not in ("send", "recv") else None
+        busbw = buffer / seconds * bus_factor(k, n) / 1e9 if seconds and n > 1 else None
+        out.append(
+            {
+                "kind": k,
+                "calls": calls,
+                "buffer_bytes": buffer,
+                "sent_bytes": sum(sent_bytes(r, n) for r in rows),
+                "seconds": seconds,
+                "busbw_gbps": busbw,
             }
         )
+    return out
+
+
+def completed(measured: dict) -> FigureRow:
+    """A row from its measured figures (those of older code: ABSENT's where it lacks them) and those derived
+    from them. A row without MEASURED's is not one (KeyError)."""
+    if missing := MEASURED - measured.keys():
+        raise KeyError(f"a figure row without {sorted(missing)}")
+    row = measured | {k: v for k, v in ABSENT.items() if k not in measured}
+    calls, comm_bytes = total(row["collectives_rank0"])
+    return {
+        **row,
+        "calls": calls,
+        "comm_bytes": comm_bytes,
+        "sent_bytes": sum(sent_bytes(r, row["n"]) for r in row["collectives_rank0"]),
+        "communication": communication(row),
+        "demo": row["strategy"]
+        if row["run"] == row["strategy"]
+        else f"{row['strategy']}/{row['run']}",
+    }
+
+
+def as_json(row: FigureRow) -> dict:
+    """The row as figures.json has it: all but its demo's name."""
+    return {k: v for k, v in row.items() if k != "demo"}
 
 
 def from_run(data: Measurements, name: str, run: Run, idle: Idle | None) -> FigureRow:
-    r0 = run.per_rank[0]
-    pipeline = (
-        {}
-        if idle is None
-        else {
-            "bubble": idle.measured,
-            "bubble_theory": idle.theory,
-            "chunk_ms": idle.chunk_ms,
-            "overhead_ms": idle.overhead_ms,
-            "overhead_share": idle.overhead_share,
-            "chunks_per_rank": idle.chunks_per_rank,
+    r0 = run["per_rank"][0]
+    return completed(
+        {
+            "strategy": data["strategy"],
+            "run": name,
+            "n": data["world_size"],
+            "device": data["device"],
+            "state_bytes_per_rank": max(sum(r["held"].values()) for r in run["per_rank"]),
+            "bytes_rank0": r0["held"],
+            "cuda_peak_bytes": max(r["cuda_peak_bytes"] for r in run["per_rank"]),
+            "collectives_rank0": r0["collectives"],
+            "step_ms": 1e3 * max(r["step_time_s"] for r in run["per_rank"]),
+            "max_loss_error": run["max_loss_error"],
+            "max_param_error": run["max_param_error"],
+            "comm_seconds_rank0": r0["collective_seconds"],
+            # a pipeline's idle (pipeline_idle.analyse), None in other runs
+            "bubble": idle["measured"] if idle else None,
+            "bubble_theory": idle["theory"] if idle else None,
+            "chunk_ms": idle["chunk_ms"] if idle else None,
+            "overhead_ms": idle["overhead_ms"] if idle else None,
+            "overhead_share": idle["overhead_share"] if idle else None,
+            "chunks_per_rank": idle["chunks_per_rank"] if idle else None,
+            "backward_ops": r0["backward_ops"],
+            "issued_in_backward": r0["issued_in_backward"],
         }
-    )
-    return FigureRow(
-        strategy=data.strategy,
-        run=name,
-        n=data.world_size,
-        device=data.device,
-        state_bytes_per_rank=max(sum(r.held.values()) for r in run.per_rank),
-        bytes_rank0=r0.held,
-        cuda_peak_bytes=max(r.cuda_peak_bytes for r in run.per_rank),
-        collectives_rank0=r0.collectives,
-        step_ms=1e3 * max(r.step_time_s for r in run.per_rank),
-        max_loss_error=run.max_loss_error,
-        max_param_error=run.max_param_error,
-        comm_seconds_rank0=r0.collective_seconds,
-        backward_ops=r0.backward_ops,
-        issued_in_backward=r0.issued_in_backward,
-        **pipeline,
     )
 
 
@@ -163,29 +152,29 @@ def prediction_truths(figures: list[FigureRow], n: int) -> tuple[dict, dict[str,
     """What the predictions of a run at N = n are graded against ({"n": n, strategy: its predicted figures}), and
     what their diagnoses read (each strategy's row); a strategy that did not run at this N is not graded (its
     own failed check says why)."""
-    by_run = {(f.strategy, f.run): f for f in figures}
+    by_run = {(f["strategy"], f["run"]): f for f in figures}
     ran = {s: by_run[(s, run)] for s, run in STRATEGY_RUN.items() if (s, run) in by_run}
-    return {"n": n, **{strategy: figure.predicted() for strategy, figure in ran.items()}}, ran
+    return {"n": n, **{strategy: predicted(figure) for strategy, figure in ran.items()}}, ran
 
 
 def answer_truths(figures: list[FigureRow], tp: Measurements | None) -> dict:
     """The truths the handout's questions are graded against, from a run's figures (None where the run did not
     measure it)."""
-    by_run = {f.run: f for f in figures}
+    by_run = {f["run"]: f for f in figures}
     fsdp, gpipe, interleaved, small = (
         by_run.get(k) for k in ("fsdp", "gpipe", "interleaved_1f1b", "small_buckets")
     )
-    vocab = tp.lm_head_local_shape[0] * tp.world_size if tp else None
+    vocab = tp["lm_head_local_shape"][0] * tp["world_size"] if tp else None
     return {
-        "fsdp_backward_allgathers": total(fsdp.collectives_rank0, "allgather", "backward")[0]
+        "fsdp_backward_allgathers": total(fsdp["collectives_rank0"], "allgather", "backward")[0]
         if fsdp
         else None,
-        "logits_gather_bytes": tp.rows_per_chunk * tp.seq_len * vocab * 4 if tp else None,
-        "gpipe_idle_theory": gpipe.bubble_theory if gpipe else None,
-        "interleaved_sends_rank0": total(interleaved.collectives_rank0, "send")[0]
+        "logits_gather_bytes": tp["rows_per_chunk"] * tp["seq_len"] * vocab * 4 if tp else None,
+        "gpipe_idle_theory": gpipe["bubble_theory"] if gpipe else None,
+        "interleaved_sends_rank0": total(interleaved["collectives_rank0"], "send")[0]
         if interleaved
         else None,
-        "ddp_early_allreduces": small.issued_early()[0] if small else None,
+        "ddp_early_allreduces": issued_early(small)[0] if small else None,
     }
 
 
@@ -193,23 +182,25 @@ def idle_by_schedule(data: dict[str, Measurements]) -> dict[str, Idle]:
     """The pipeline's idle analysis per schedule ({} where the pipeline did not run)."""
     pp = data.get("pp")
     return (
-        {name: pipeline_idle.analyse(r, pp.world_size) for name, r in pp.runs.items()} if pp else {}
+        {name: pipeline_idle.analyse(r, pp["world_size"]) for name, r in pp["runs"].items()}
+        if pp
+        else {}
     )
 
 
 def rows(data: dict[str, Measurements], pipeline: dict[str, Idle]) -> list[FigureRow]:
     """One row per training run of the demos that ran (data: strategy -> its measurements)."""
     return [
-        from_run(m, name, r, pipeline.get(name) if m.strategy == "pp" else None)
+        from_run(m, name, r, pipeline.get(name) if m["strategy"] == "pp" else None)
         for m in data.values()
-        for name, r in m.runs.items()
+        for name, r in m["runs"].items()
     ]
 
 
 def measurements_in(lab_dir: Path) -> dict[str, Measurements]:
     """Strategy -> the measurements its demo wrote in a lab run's folder (the demos that wrote some)."""
     return {
-        folder.name: Measurements.read(folder)
+        folder.name: measurements.read(folder)
         for folder in sorted(Path(lab_dir).iterdir())
         if (folder / "measurements.json").is_file()
     }
@@ -222,4 +213,4 @@ def rebuilt(lab_dir: Path) -> list[FigureRow]:
 
 
 def read(path: Path) -> list[FigureRow]:
-    return [FigureRow.from_json(d) for d in json.loads(Path(path).read_text())]
+    return [completed(d) for d in json.loads(Path(path).read_text())]

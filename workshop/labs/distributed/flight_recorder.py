@@ -18,7 +18,6 @@ import json
 import os
 import pickle
 import signal
-from dataclasses import dataclass
 from pathlib import Path
 
 PREFIX = "flight_recorder_rank"  # our dumps in the demo's folder: flight_recorder_rank<r>.json
@@ -72,11 +71,9 @@ def dump_on_failure(out: Path, rank: int, backend: str):
         signal.signal(signal.SIGTERM, previous)
 
 
-@dataclass
-class RankState:
-    rank: int
-    last_seq: int  # the last collective this rank entered (default group's sequence number)
-    last_op: str  # e.g. "gloo:barrier", "nccl:all_reduce"
+# A rank's state in its dump, as a dict: rank; last_seq, the last collective this rank entered (the default
+# group's sequence number); last_op, its name, e.g. "gloo:barrier", "nccl:all_reduce"
+RankState = dict
 
 
 def read(folder: Path) -> list[RankState]:
@@ -101,7 +98,7 @@ def read(folder: Path) -> list[RankState]:
         for rank, data in sorted(dumps.items())
     }
     return [
-        RankState(rank, e["collective_seq_id"], e["profiling_name"])
+        {"rank": rank, "last_seq": e["collective_seq_id"], "last_op": e["profiling_name"]}
         for rank, e in last.items()
         if e is not None
     ]
@@ -111,9 +108,9 @@ def stuck(states: list[RankState]) -> tuple[int, str, list[int]] | None:
     """(sequence number, op, ranks that never entered it) of the first collective not every rank entered."""
     if not states:
         return None
-    seq = max(s.last_seq for s in states)
-    missing = [s.rank for s in states if s.last_seq < seq]
+    seq = max(s["last_seq"] for s in states)
+    missing = [s["rank"] for s in states if s["last_seq"] < seq]
     if not missing:
         return None
-    op = next(s.last_op for s in states if s.last_seq == seq)
+    op = next(s["last_op"] for s in states if s["last_seq"] == seq)
     return seq, op, missing

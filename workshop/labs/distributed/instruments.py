@@ -35,14 +35,8 @@ import torch
 import torch.distributed as dist
 
 from workshop.i18n import _
-from workshop.labs.distributed import collectives, flight_recorder, process_group
-from workshop.labs.distributed.measurements import (
-    Interval,
-    Measurements,
-    RankRecord,
-    Run,
-    timed_steps,
-)
+from workshop.labs.distributed import collectives, flight_recorder, measurements, process_group
+from workshop.labs.distributed.measurements import Interval, RankRecord, Run, timed_steps
 from workshop.labs.distributed.process_group import Rank
 from workshop.labs.distributed.training import LR, ROWS, TOLERANCE, shared_reference, sync
 from workshop.minigpt.grammar import MAX_SENTENCE_LEN
@@ -135,9 +129,9 @@ class Instruments(contextlib.ExitStack):
         path, device, timeline = self.args.out / self.trace, self.rank.device, self.timeline
         reference = shared_reference(self.args.steps, chunks, device)
         backward_ops, issued_in_backward = collectives.backward_overlap(path)
-        errors = {n: (named[n] - reference.params[n]).abs().max().item() for n in named}
+        errors = {n: (named[n] - reference["params"][n]).abs().max().item() for n in named}
         worst = max(errors, key=errors.get)
-        return RankRecord(
+        return dict(
             rank=self.rank.rank,
             losses=self.losses,
             step_time_s=statistics.median(timed_steps(self.times)),
@@ -145,26 +139,20 @@ class Instruments(contextlib.ExitStack):
             held=held(params, self.opt),
             params_digest=digest(named),
             collective_seconds=collectives.collective_seconds(path),
+            trace=self.trace,
             backward_ops=backward_ops,
             issued_in_backward=issued_in_backward,
-            trace=self.trace,
             cuda_peak_bytes=torch.cuda.max_memory_allocated(device) if device.type == "cuda" else 0,
-            reference_losses=reference.losses,
-            reference_compute_s=reference.compute_s,
-            reference_compute_cpu_s=reference.compute_cpu_s,
+            reference_losses=reference["losses"],
+            reference_compute_s=reference["compute_s"],
+            reference_compute_cpu_s=reference["compute_cpu_s"],
             max_param_error=errors[worst],
             worst_param=worst,
             params_compared=len(named),
             # a pipeline's: its chunks, the cost of one timestamp, the CPU seconds inside its chunks
-            **(
-                {}
-                if timeline is None
-                else {
-                    "intervals": timeline.steps,
-                    "timer_resolution_s": timeline.resolution(),
-                    "busy_cpu_s": timeline.cpu_s,
-                }
-            ),
+            intervals=timeline.steps if timeline else [],
+            timer_resolution_s=timeline.resolution() if timeline else 0.0,
+            busy_cpu_s=timeline.cpu_s if timeline else [],
         )
 
 
@@ -270,15 +258,15 @@ def gather(record: RankRecord) -> list[RankRecord]:
 
 def summary(records: list[RankRecord], losses: list[float], chunks: int, **pipeline) -> Run:
     """One run's result from all ranks' records and the losses the run reports (one per step)."""
-    ref = records[0].reference_losses
-    return Run(
+    ref = records[0]["reference_losses"]
+    return dict(
         chunks=chunks,
         losses=losses,
         reference_losses=ref,
         max_loss_error=max(abs(a - b) / abs(b) for a, b in zip(losses, ref, strict=True)),
-        max_param_error=max(r.max_param_error for r in records),
+        max_param_error=max(r["max_param_error"] for r in records),
         per_rank=records,
-        **pipeline,
+        **{"stages_per_rank": 0, "microbatches": 0, **pipeline},
     )
 
 
@@ -289,7 +277,7 @@ def whole_model_run(measure: Instruments, model, chunks: int) -> Run:
     # full() all-gathers a sharded parameter: every rank must call it
     named = {n: full(p.detach()) for n, p in model.named_parameters()}
     records = gather(measure.record(list(model.parameters()), named, chunks))
-    losses = [sum(step) / len(step) for step in zip(*(r.losses for r in records), strict=True)]
+    losses = [sum(step) / len(step) for step in zip(*(r["losses"] for r in records), strict=True)]
     return summary(records, losses, chunks)
 
 
@@ -300,22 +288,25 @@ def write(args, rank: Rank, strategy: str, runs: dict[str, Run], **extra) -> Non
     from torch.distributed import constants
 
     defaults = {"gloo": constants.default_pg_timeout, "nccl": constants.default_pg_nccl_timeout}
-    Measurements(
-        strategy=strategy,
-        world_size=rank.world,
-        device=rank.device.type,
-        backend=rank.backend,
-        steps=args.steps,
-        rows_per_chunk=ROWS,
-        seq_len=MAX_SENTENCE_LEN - 1,  # every sentence padded to this (data.to_tensors)
-        lr=LR,
-        tolerance=TOLERANCE[rank.device.type],
-        torch=torch.__version__,
-        timeout_s=args.pg_timeout,
-        default_timeouts_s={k: v.total_seconds() if v else None for k, v in defaults.items()},
-        runs=runs,
-        **extra,
-    ).write(args.out)
+    measurements.write(
+        args.out,
+        dict(
+            strategy=strategy,
+            world_size=rank.world,
+            device=rank.device.type,
+            backend=rank.backend,
+            steps=args.steps,
+            rows_per_chunk=ROWS,
+            seq_len=MAX_SENTENCE_LEN - 1,  # every sentence padded to this (data.to_tensors)
+            lr=LR,
+            tolerance=TOLERANCE[rank.device.type],
+            torch=torch.__version__,
+            timeout_s=args.pg_timeout,
+            default_timeouts_s={k: v.total_seconds() if v else None for k, v in defaults.items()},
+            runs=runs,
+            **{"lm_head_local_shape": [], "skipped_schedules": {}, **extra},
+        ),
+    )
 
 
 def run_demos(args, demos: dict, own_folders: bool = False) -> None:

@@ -17,9 +17,11 @@ from workshop import engine
 from workshop.i18n import _
 from workshop.lab_api import LabContext
 from workshop.labs.distributed import (
+    collectives,
     demo_checks,
     figure_rows,
     launch,
+    measurements,
     pipeline_idle,
     plans,
 )
@@ -79,15 +81,15 @@ def run(
     for measured in data.values():
         demo_checks.check_strategy(ctx, measured, data.get("ddp"), pipeline)
     rows = figure_rows.rows(data, pipeline)
-    ctx.write_json("figures.json", [f.as_json() for f in rows])
+    ctx.write_json("figures.json", [figure_rows.as_json(f) for f in rows])
     if pipeline:
-        ctx.save_figure("pp/gantt.png", pipeline_idle.draw(data["pp"].runs, pipeline))
+        ctx.save_figure("pp/gantt.png", pipeline_idle.draw(data["pp"]["runs"], pipeline))
     hang = hang_demo(ctx, launches) if "hang" in demos else None
     grade_exercises(ctx, rows, data, ctx.out_dir)
     ctx.extra.update(
         n_procs=ctx.n_procs,
         wall_s=wall,
-        skipped_schedules=data["pp"].skipped_schedules if "pp" in data else {},
+        skipped_schedules=data["pp"]["skipped_schedules"] if "pp" in data else {},
     )
     ctx.render_summary(**summary_values(ctx, rows, data, pipeline, hang, wall, failures))
 
@@ -130,7 +132,7 @@ def launch_demos(
         log = ctx.out_dir / module / "log.txt"
         failures[module] = "\n".join(log.read_text(errors="replace").splitlines()[-25:])
         return {}
-    return {s: Measurements.read(ctx.out_dir / s) for s in strategies}
+    return {s: measurements.read(ctx.out_dir / s) for s in strategies}
 
 
 def torchrun(ctx: LabContext, name: str, module: str, out: Path, args) -> tuple[int, float]:
@@ -172,7 +174,7 @@ def grade_exercises(
 ) -> None:
     """Grade the exercises `graded` against a run's figures (`rows`, `data`: its demos' measurements), whose lab
     folder is `lab_dir`: this run's, or an earlier one's (regrade)."""
-    n = next(iter(data.values())).world_size if data else ctx.n_procs
+    n = next(iter(data.values()))["world_size"] if data else ctx.n_procs
     if "predictions" in graded:
         truths, rows_ran = figure_rows.prediction_truths(rows, n)
         engine.grade(ctx, "predictions", truths, facts=rows_ran, reference_args=(n,))
@@ -233,7 +235,7 @@ def missing_runs(data: dict[str, Measurements], exercise: str) -> list[str]:
     predictions, each strategy's first run; the others, every run a full run of the lab makes."""
     if not data:  # no demo wrote its measurements
         return list(launch.STRATEGIES)
-    n = next(iter(data.values())).world_size
+    n = next(iter(data.values()))["world_size"]
     if exercise == "predictions":
         expected = {strategy: [run] for strategy, run in figure_rows.STRATEGY_RUN.items()}
     else:
@@ -248,7 +250,7 @@ def missing_runs(data: dict[str, Measurements], exercise: str) -> list[str]:
         for strategy, names in expected.items()
         if launch.strategy_problem(strategy, n) is None
         for name in names
-        if strategy not in data or name not in data[strategy].runs
+        if strategy not in data or name not in data[strategy]["runs"]
     ]
 
 
@@ -257,26 +259,33 @@ def interleaving_idled_more(g: pipeline_idle.Idle | None, i: pipeline_idle.Idle 
     theory is lower, and its per-chunk waits took more of its step."""
     if g is None or i is None:
         return False
-    return i.theory < g.theory and i.measured > g.measured and i.overhead_share > g.overhead_share
+    return (
+        i["theory"] < g["theory"]
+        and i["measured"] > g["measured"]
+        and i["overhead_share"] > g["overhead_share"]
+    )
 
 
 def ddp_overlap(rows: list[figure_rows.FigureRow], data: dict[str, Measurements]) -> dict | None:
     """The DDP runs' all-reduces against their backward, for the summary (None where DDP did not run both or a
     trace shows no all-reduce in backward); `shown`: the run shows the contrast the summary's sentence states."""
-    runs = [f for f in rows if f.strategy == "ddp"]
-    if [f.run for f in runs] != list(plans.BUCKET_CAP_MB) or any(f.overlap() is None for f in runs):
+    runs = [f for f in rows if f["strategy"] == "ddp"]
+    shares = [
+        collectives.overlap(f["backward_ops"], f["issued_in_backward"], "allreduce") for f in runs
+    ]
+    if [f["run"] for f in runs] != list(plans.BUCKET_CAP_MB) or None in shares:
         return None
     table = [
         dict(
-            demo=f.demo,
-            trace=f"ddp/{data['ddp'].runs[f.run].per_rank[0].trace}",
-            issued=f.issued_early()[1],
-            early=f.issued_early()[0],
-            after=next(n for k, n in f.issued_in_backward if k == "allreduce"),
-            ops=f.backward_ops,
-            share=f.overlap(),
+            demo=f["demo"],
+            trace=f"ddp/{data['ddp']['runs'][f['run']]['per_rank'][0]['trace']}",
+            issued=figure_rows.issued_early(f)[1],
+            early=figure_rows.issued_early(f)[0],
+            after=next(n for k, n in f["issued_in_backward"] if k == "allreduce"),
+            ops=f["backward_ops"],
+            share=share,
         )
-        for f in runs
+        for f, share in zip(runs, shares, strict=True)
     ]
     default, small = table
     shown = default["after"] == 0 and small["early"] > 0
@@ -284,12 +293,13 @@ def ddp_overlap(rows: list[figure_rows.FigureRow], data: dict[str, Measurements]
 
 
 def summary_values(ctx, rows, data, pipeline, hang, wall, failures) -> dict:
-    by_run = {f.run: f for f in rows}
+    by_run = {f["run"]: f for f in rows}
     pipe = [
         {
             "name": name,
             "idle": a,
-            "busy_ratio": a.busy_s / data["pp"].runs[name].per_rank[0].reference_compute_s,
+            "busy_ratio": a["busy_s"]
+            / data["pp"]["runs"][name]["per_rank"][0]["reference_compute_s"],
         }
         for name, a in pipeline.items()
     ]
@@ -297,22 +307,22 @@ def summary_values(ctx, rows, data, pipeline, hang, wall, failures) -> dict:
     ddp, fsdp = by_run.get("ddp"), by_run.get("fsdp")
     traffic = (
         {
-            "ddp_buffers": ddp.comm_bytes,
-            "fsdp_buffers": fsdp.comm_bytes,
-            "ddp_sent": ddp.sent_bytes,
-            "fsdp_sent": fsdp.sent_bytes,
+            "ddp_buffers": ddp["comm_bytes"],
+            "fsdp_buffers": fsdp["comm_bytes"],
+            "ddp_sent": ddp["sent_bytes"],
+            "fsdp_sent": fsdp["sent_bytes"],
         }
         if ddp and fsdp and ctx.n_procs > 1
         else None
     )
     # gloo has no reduce-scatter: FSDP's is an all-reduce there
-    seconds = fsdp.comm_seconds_rank0 if fsdp else {}
+    seconds = fsdp["comm_seconds_rank0"] if fsdp else {}
     return {
         "param_bytes": demo_checks.checkpoint_param_bytes(),
-        "steps": next(iter(data.values())).steps if data else 0,
+        "steps": next(iter(data.values()))["steps"] if data else 0,
         "n": ctx.n_procs,
         "wall_s": wall,
-        "skipped": data["pp"].skipped_schedules if "pp" in data else {},
+        "skipped": data["pp"]["skipped_schedules"] if "pp" in data else {},
         "figures": rows,
         "fsdp_vs_ddp": traffic,
         "ddp_overlap": ddp_overlap(rows, data),
@@ -320,16 +330,16 @@ def summary_values(ctx, rows, data, pipeline, hang, wall, failures) -> dict:
             fsdp and "reducescatter" not in seconds and "allreduce" in seconds
         ),
         "traces": [
-            f"{m.strategy}/{r.trace}"
+            f"{m['strategy']}/{r['trace']}"
             for m in data.values()
-            for run in m.runs.values()
-            for r in run.per_rank
+            for run in m["runs"].values()
+            for r in run["per_rank"]
         ],
         "pipeline": pipe,
         "interleaved_vs_gpipe": {"i": i, "g": g} if interleaving_idled_more(g, i) else None,
         "oversubscribed": ctx.device == "cpu" and ctx.n_procs > (os.cpu_count() or 1),
         "cores": os.cpu_count(),
         "hang": hang,
-        "timeouts": next(iter(data.values())).default_timeouts_s if data else {},
+        "timeouts": next(iter(data.values()))["default_timeouts_s"] if data else {},
         "failures": failures,
     }

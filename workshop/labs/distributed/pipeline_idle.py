@@ -19,7 +19,6 @@ The pipeline's Gantt chart (`draw`) shows the same intervals, one bar per chunk.
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
 
 from workshop.i18n import _
 from workshop.labs.distributed.measurements import Interval, Run, timed_steps
@@ -30,19 +29,12 @@ def theory(p: int, m: int, v: int = 1) -> float:
     return (p - 1) / (v * m + p - 1)
 
 
-@dataclass
-class Idle:
-    measured: float
-    theory: float
-    timer_margin: (
-        float  # the most the timestamps' cost can move `measured`, as a fraction of the span
-    )
-    busy_s: float  # all ranks' chunks, summed: the step's compute as the pipeline ran it (least-disturbed step)
-    chunk_ms: float  # median duration of one forward or backward chunk
-    chunks_per_rank: int  # 2 m v
-    overhead_ms: float  # median wait from "could start" to "started", per chunk
-    overhead_share: float  # chunks_per_rank x overhead / span
-    busy_cpu_s: float = 0.0  # as busy_s, in CPU seconds (0 where the run did not measure them)
+# A pipeline run's idle, as a dict (`analyse`): measured, theory, timer_margin (the most the timestamps' cost can
+# move `measured`, as a fraction of the span), busy_s (all ranks' chunks, summed: the step's compute as the
+# pipeline ran it, least-disturbed step), busy_cpu_s (as busy_s, in CPU seconds; 0 where the run did not measure
+# them), chunk_ms (median duration of one forward or backward chunk), chunks_per_rank (2 m v), overhead_ms
+# (median wait from "could start" to "started", per chunk), overhead_share (chunks_per_rank x overhead / span)
+Idle = dict
 
 
 def span(ranks: list[list[Interval]]) -> tuple[float, float]:
@@ -70,8 +62,10 @@ def waits(ranks: list[list[Interval]], p: int) -> list[float]:
 
 
 def analyse(run: Run, p: int) -> Idle:
-    steps = timed_steps(list(range(len(run.per_rank[0].intervals))))
-    by_step = [[r.intervals[s] for r in run.per_rank] for s in steps]  # [step][rank] -> intervals
+    steps = timed_steps(list(range(len(run["per_rank"][0]["intervals"]))))
+    by_step = [
+        [r["intervals"][s] for r in run["per_rank"]] for s in steps
+    ]  # [step][rank] -> intervals
     spans = [span(ranks)[1] for ranks in by_step]
     # [step][rank] -> seconds inside the rank's chunks
     busy_per_rank = [[sum(iv[4] - iv[3] for iv in r) for r in ranks] for ranks in by_step]
@@ -81,11 +75,11 @@ def analyse(run: Run, p: int) -> Idle:
     ]
     durations = [iv[4] - iv[3] for ranks in by_step for r in ranks for iv in r]
     delays = [wait for ranks in by_step for wait in waits(ranks, p)]
-    m, v = run.microbatches, run.stages_per_rank
+    m, v = run["microbatches"], run["stages_per_rank"]
     length = statistics.median(spans)
-    resolution = max(r.timer_resolution_s for r in run.per_rank)
+    resolution = max(r["timer_resolution_s"] for r in run["per_rank"])
     overhead = statistics.median(delays)
-    return Idle(
+    return dict(
         measured=statistics.median(fractions),
         theory=theory(p, m, v),
         # busy: 2mv intervals of two timestamps each; span: two more. Each timestamp is late by <= resolution.
@@ -93,8 +87,8 @@ def analyse(run: Run, p: int) -> Idle:
         # the machine's other work only adds time to a step: the fastest step is the closest to the work's own
         # cost (the reference it is compared with is taken the same way)
         busy_s=min(sum(busy) for busy in busy_per_rank),
-        busy_cpu_s=min(sum(r.busy_cpu_s[s] for r in run.per_rank) for s in steps)
-        if all(r.busy_cpu_s for r in run.per_rank)
+        busy_cpu_s=min(sum(r["busy_cpu_s"][s] for r in run["per_rank"]) for s in steps)
+        if all(r["busy_cpu_s"] for r in run["per_rank"])
         else 0.0,
         chunk_ms=1e3 * statistics.median(durations),
         chunks_per_rank=2 * m * v,
@@ -114,8 +108,8 @@ def draw(runs: dict[str, Run], idle: dict[str, Idle]):
     fig, axes = plt.subplots(len(runs), 1, figsize=(10, 1.2 + 1.5 * len(runs)), squeeze=False)
     colors = {"F": "tab:blue", "B": "tab:orange"}
     for ax, (name, run) in zip(axes[:, 0], runs.items(), strict=True):
-        step = timed_steps(list(range(len(run.per_rank[0].intervals))))[-1]
-        ranks = [r.intervals[step] for r in run.per_rank]
+        step = timed_steps(list(range(len(run["per_rank"][0]["intervals"]))))[-1]
+        ranks = [r["intervals"][step] for r in run["per_rank"]]
         start = min(iv[3] for r in ranks for iv in r)
         for rank, intervals in enumerate(ranks):
             for kind, stage, mb, t0, t1 in intervals:
@@ -137,7 +131,7 @@ def draw(runs: dict[str, Run], idle: dict[str, Idle]):
         ax.invert_yaxis()
         ax.set_title(
             _("{name}: idle {measured:.0%} measured, {theory:.0%} in theory (step {step})").format(
-                name=name, measured=idle[name].measured, theory=idle[name].theory, step=step
+                name=name, measured=idle[name]["measured"], theory=idle[name]["theory"], step=step
             ),
             fontsize=9,
         )

@@ -104,7 +104,7 @@ def run(args, rank: process_group.Rank) -> tuple[dict[str, Run], dict]:
             skipped[name] = why_not or _("not asked for (--schedules)")
             continue
         records = train(args, rank, name)
-        losses = records[p - 1].losses  # the last stage computes the loss
+        losses = records[p - 1]["losses"]  # the last stage computes the loss
         runs[name] = instruments.summary(
             records, losses, m, stages_per_rank=STAGES_PER_RANK[name], microbatches=m
         )

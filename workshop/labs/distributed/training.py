@@ -12,10 +12,8 @@ final parameters with it (Instruments.record): they must agree within TOLERANCE.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import time
-from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
@@ -61,14 +59,10 @@ def sync(device: torch.device) -> None:
 TOLERANCE = {"cpu": 1e-6, "cuda": 1e-5}
 
 
-@dataclass
-class Reference:
-    """The same steps in one process, no process group."""
-
-    losses: list[float]
-    params: dict[str, torch.Tensor]  # final, by name
-    compute_s: float  # forward + backward of one step's chunks, the fastest timed step (as the pipeline's busy time)
-    compute_cpu_s: float  # the same step's CPU seconds (as the pipeline's chunks')
+# The same steps in one process, no process group, as a dict: losses; params, final, by name; compute_s, forward +
+# backward of one step's chunks, the fastest timed step (as the pipeline's busy time); compute_cpu_s, the same
+# step's CPU seconds (as the pipeline's chunks')
+Reference = dict
 
 
 def run_alone(steps: int, chunks: int, device) -> Reference:
@@ -86,10 +80,14 @@ def run_alone(steps: int, chunks: int, device) -> Reference:
         times.append((time.perf_counter() - start, time.process_time() - cpu))
         opt.step()
         losses.append(loss.item())
-    fastest = min(
-        timed_steps(times)
-    )  # (wall, CPU) of the step least disturbed by the machine's other work
-    return Reference(losses, {n: p.detach() for n, p in model.named_parameters()}, *fastest)
+    # (wall, CPU) of the step least disturbed by the machine's other work
+    compute_s, compute_cpu_s = min(timed_steps(times))
+    return dict(
+        losses=losses,
+        params={n: p.detach() for n, p in model.named_parameters()},
+        compute_s=compute_s,
+        compute_cpu_s=compute_cpu_s,
+    )
 
 
 @functools.cache  # one per process: a demo's runs (DDP's two, the pipeline's schedules) share it
@@ -101,8 +99,8 @@ def shared_reference(steps: int, chunks: int, device: torch.device) -> Reference
     box = [None]
     if dist.get_rank() == 0:
         ref = run_alone(steps, chunks, device)
-        box = [dataclasses.replace(ref, params={n: p.cpu() for n, p in ref.params.items()})]
+        box = [{**ref, "params": {n: p.cpu() for n, p in ref["params"].items()}}]
     # pickled CPU tensors: each rank puts them on its own device
     dist.broadcast_object_list(box, src=0)
     ref = box[0]
-    return dataclasses.replace(ref, params={n: p.to(device) for n, p in ref.params.items()})
+    return {**ref, "params": {n: p.to(device) for n, p in ref["params"].items()}}

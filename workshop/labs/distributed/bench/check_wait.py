@@ -17,7 +17,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import NamedTuple
 
 from workshop.foundations import atomic
 from workshop.labs.distributed.grading import derived_answers
@@ -26,14 +25,10 @@ TARGET_S = 60.0
 N = 2
 
 
-class Step(NamedTuple):
-    what: str
-    command: str
-    wall_s: float
-    cpu_s: float  # user + system of the check's processes (torchrun's ranks included): what the loop cost
-    load: float  # the 1-minute load average as it started: on a shared machine, wall time is the load's too
-    rc: int
-    did_it: bool  # the output says what the step must do
+# A step of the loop, as a dict: what, command, wall_s, cpu_s (user + system of the check's processes, torchrun's
+# ranks included: what the loop cost), load (the 1-minute load average as it started: on a shared machine, wall
+# time is the load's too), rc, did_it (the output says what the step must do)
+Step = dict
 
 
 def check(work: Path, results: Path, *names: str) -> tuple[float, float, int, str]:
@@ -73,17 +68,27 @@ def measure(tmp: Path) -> list[Step]:
         load = os.getloadavg()[0]
         wall, cpu, rc, output = check(work, results, *names)
         command = " ".join(("check distributed", *names))
-        steps.append(Step(what, command, wall, cpu, load, rc, says in output))
+        steps.append(
+            dict(
+                what=what,
+                command=command,
+                wall_s=wall,
+                cpu_s=cpu,
+                load=load,
+                rc=rc,
+                did_it=says in output,
+            )
+        )
     return steps
 
 
 def report(steps: list[Step]) -> str:
     rows = [
-        f"| {s.what} | `{s.command}` | {s.wall_s:.1f} | {s.cpu_s:.1f} | {s.load:.1f} | {s.rc} "
-        f"| {'yes' if s.did_it else 'NO'} |"
+        f"| {s['what']} | `{s['command']}` | {s['wall_s']:.1f} | {s['cpu_s']:.1f} | {s['load']:.1f} "
+        f"| {s['rc']} | {'yes' if s['did_it'] else 'NO'} |"
         for s in steps
     ]
-    met = steps[0].wall_s <= TARGET_S and steps[1].wall_s <= TARGET_S
+    met = steps[0]["wall_s"] <= TARGET_S and steps[1]["wall_s"] <= TARGET_S
     return "\n".join(
         [
             f"# `check distributed` on this machine ({os.cpu_count()} cores, N = {N}, CPU)",

@@ -83,7 +83,9 @@ PREDICTION_DIAGNOSES = (
         None,
         predicted_as(
             "held_bytes",
-            lambda want, row: want / row.n if row.strategy == "ddp" and row.n > 1 else None,
+            lambda want, row: (
+                want / row["n"] if row["strategy"] == "ddp" and row["n"] > 1 else None
+            ),
         ),
         N_("{strategy}: DDP splits nothing: every rank holds the whole model and its state"),
     ),
@@ -95,7 +97,9 @@ PREDICTION_DIAGNOSES = (
     ),
     Diagnosis(
         None,
-        predicted_as("comm_bytes", lambda want, row: row.sent_bytes or None, PREDICTION_TOLERANCE),
+        predicted_as(
+            "comm_bytes", lambda want, row: row["sent_bytes"] or None, PREDICTION_TOLERANCE
+        ),
         N_("{strategy}: that is what rank 0 sends on the wire; give the buffers' bytes"),
     ),
 )

@@ -10,6 +10,7 @@ import itertools
 import math
 
 from workshop.i18n import N_, _
+from workshop.labs.distributed.figure_rows import predicted
 
 # a prediction passes within 10% of the run's figure: |predicted / measured - 1| <= 0.10
 PREDICTION_TOLERANCE = 0.10
@@ -51,8 +52,8 @@ def ddp_figure(evidence) -> dict | None:
     if (
         strategy == "ddp"
         or ddp is None
-        or ddp.n == 1
-        or off_by(evidence.got, ddp.predicted()[figure]) > PREDICTION_TOLERANCE / 2
+        or ddp["n"] == 1
+        or off_by(evidence.got, predicted(ddp)[figure]) > PREDICTION_TOLERANCE / 2
     ):
         return None
     return {"strategy": strategy, "figure": figure, "why": _(NOT_DDP[strategy])}
@@ -80,8 +81,8 @@ def left_out(evidence) -> dict | None:
     strategy, figure, row = prediction(evidence)
     if figure == "held_bytes":
         return None
-    rows = row.collectives_rank0
-    sizes = [r.count if figure == "collectives" else r.bytes for r in rows]
+    rows = row["collectives_rank0"]
+    sizes = [r["count" if figure == "collectives" else "bytes"] for r in rows]
     for size in range(1, len(rows)):
         matches = [
             out
@@ -90,7 +91,7 @@ def left_out(evidence) -> dict | None:
             <= PREDICTION_TOLERANCE / 2
         ]
         if matches:
-            either = [", ".join(f"{rows[i].phase} {rows[i].op}" for i in m) for m in matches]
+            either = [", ".join(f"{rows[i]['phase']} {rows[i]['op']}" for i in m) for m in matches]
             named = functools.reduce(
                 lambda a, b: _("{one} or {other}").format(one=a, other=b), either
             )

@@ -29,7 +29,7 @@ from pathlib import Path
 from workshop import i18n
 from workshop.i18n import _, templates
 from workshop.lab_api import LabContext
-from workshop.labs.distributed.figure_rows import FigureRow, read, rebuilt
+from workshop.labs.distributed.figure_rows import FigureRow, as_json, completed, read, rebuilt
 from workshop.labs.distributed.grading.survey_strategies import strategy_problems
 from workshop.labs.distributed.grading.survey_text import (
     cited,
@@ -74,8 +74,8 @@ def starter(figures: list[FigureRow], source: str = "", lang: str = i18n.DEFAULT
     values = {
         "figures": figures,
         "source": source,
-        "n": first and first.n,
-        "device": first and first.device,
+        "n": first and first["n"],
+        "device": first and first["device"],
     }
     return templates.render(TEMPLATES, lang, values, STARTER)
 
@@ -99,8 +99,8 @@ def relative(path: Path, folder: Path) -> str:
 
 def fixed(figure: FigureRow) -> tuple:
     """What does not change between runs at one N: the figures a survey's figures must share with the run."""
-    rows = tuple((r.phase, r.op, r.count, r.bytes) for r in figure.collectives_rank0)
-    return figure.demo, figure.n, figure.state_bytes_per_rank, rows
+    rows = tuple((r["phase"], r["op"], r["count"], r["bytes"]) for r in figure["collectives_rank0"])
+    return figure["demo"], figure["n"], figure["state_bytes_per_rank"], rows
 
 
 def mismatches(quoted: list[FigureRow], run: list[FigureRow]) -> list[str]:
@@ -252,7 +252,7 @@ def readable(path: Path) -> list[FigureRow] | None:
     rows)."""
     text = text_of(path, FIGURES_BYTES)
     try:
-        return [FigureRow.from_json(d) for d in json.loads(text)] if text is not None else None
+        return [completed(d) for d in json.loads(text)] if text is not None else None
     except (ValueError, TypeError, KeyError, AttributeError):
         return None
 
@@ -297,11 +297,11 @@ def figures_quoted(
 def unlike_its_run(path: Path) -> bool:
     """Whether a figures.json's rows differ from those its run folder's measurements give, in the fields it has
     (one written by older code has fewer); False where the folder has no measurements to tell."""
-    measured = {f.demo: json.loads(json.dumps(f.as_json())) for f in rebuilt(path.parent)}
+    measured = {f["demo"]: json.loads(json.dumps(as_json(f))) for f in rebuilt(path.parent)}
     return any(
         ours is not None and any(ours[k] != v for k, v in row.items() if k in ours)
         for row in json.loads(path.read_text())
-        for ours in (measured.get(FigureRow.from_json(row).demo),)
+        for ours in (measured.get(completed(row)["demo"]),)
     )
 
 

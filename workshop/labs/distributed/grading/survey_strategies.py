@@ -23,7 +23,6 @@ does not depend on the language the run speaks.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from workshop.i18n import N_, _
 from workshop.labs.distributed.grading.survey_text import sentences
@@ -64,78 +63,84 @@ MEANS = frozenset("by with through via using|con mediante por vía".replace("|",
 WINDOW = 3
 
 
-@dataclass(frozen=True)
-class Strategy:
-    name: str  # shown as _(name): the prose names are marked N_()
-    names: str  # a regex that names it
-    holds: str  # a regex for its own kind of holding: one of its sentences must say it
-    holds_wrong: str  # a regex for a holding that is another strategy's
-    holds_why: str
-    carries: dict[str, frozenset[str]]  # collective -> what it carries in this strategy
-    required: tuple[tuple[str, str], ...]  # (collective, what it carries) the survey must say
-    truth: str  # what crosses the wire, said right: the message for a wrong pair
+# A strategy as the survey is graded on it, a dict: its name (shown as _(name): the prose names are marked N_()),
+# names (a regex that names it), holds (a regex for its own kind of holding: one of its sentences must say it),
+# holds_wrong (a regex for a holding that is another strategy's) and holds_why (the message for it), carries
+# (collective -> what it carries in this strategy), required ((collective, what it carries) the survey must say),
+# truth (what crosses the wire, said right: the message for a wrong pair)
+Strategy = dict
 
 
 DATA_PARALLEL = r"\bDDP\b|DistributedDataParallel|(?<!sharded )\bdata[- ]parallel"
 STAGES = r"\bstages?\b|\betapas?\b|consecutive (?:blocks|layers)|(?:bloques|capas) consecutiv"
 STRATEGIES = (
-    Strategy(
-        "DDP",  # kept in English in both languages, like FSDP
-        DATA_PARALLEL + r"|paralelismo de datos(?! (?:totalmente )?(?:repartido|fragmentado))",
-        r"replica|whole|entire|full copy|every parameter|all (?:the |its )?param|everything"
+    dict(
+        name="DDP",  # kept in English in both languages, like FSDP
+        names=DATA_PARALLEL
+        + r"|paralelismo de datos(?! (?:totalmente )?(?:repartido|fragmentado))",
+        holds=r"replica|whole|entire|full copy|every parameter|all (?:the |its )?param|everything"
         r"|réplica|enter[oa]|complet[oa]|una copia|todos los parámetros|todo el (?:modelo|estado)",
-        r"(?<!not )\bshards?\s+(?:the\s+|its\s+)?(?:param|weight|model|gradient|optimi)"
+        holds_wrong=r"(?<!not )\bshards?\s+(?:the\s+|its\s+)?(?:param|weight|model|gradient|optimi)"
         r"|(?<!no )\b(?:reparte|fragmenta|divide|trocea)\s+(?:en\s+shards\s+)?(?:los\s+|las\s+|el\s+|sus?\s+)?"
         r"(?:parámetro|peso|modelo|gradiente|estado|optimizador)|" + STAGES,
-        N_("DDP replicates the parameters, gradients and optimizer state; sharding them is FSDP"),
-        {"all-reduce": frozenset({"gradients"})},
-        (("all-reduce", "gradients"),),
-        N_("DDP all-reduces the gradients"),
+        holds_why=N_(
+            "DDP replicates the parameters, gradients and optimizer state; sharding them is FSDP"
+        ),
+        carries={"all-reduce": frozenset({"gradients"})},
+        required=(("all-reduce", "gradients"),),
+        truth=N_("DDP all-reduces the gradients"),
     ),
-    Strategy(
-        "FSDP",
-        r"\bFSDP2?\b|fully[- ]sharded|paralelismo de datos (?:totalmente )?(?:repartido|fragmentado)",
-        r"shard|1/N|slice|a part|its part|fraction"
+    dict(
+        name="FSDP",
+        names=r"\bFSDP2?\b|fully[- ]sharded|paralelismo de datos (?:totalmente )?(?:repartido|fragmentado)",
+        holds=r"shard|1/N|slice|a part|its part|fraction"
         r"|trozo|porción|fragmento|fracción|parte|repart[ei]",
-        r"replica|full copy|whole model|réplica|copia completa|modelo entero|" + STAGES,
-        N_("FSDP keeps a shard of each parameter, gradient and optimizer state, not a replica"),
-        {"all-gather": frozenset({"parameters"}), "reduce-scatter": frozenset({"gradients"})},
-        (("all-gather", "parameters"), ("reduce-scatter", "gradients")),
-        N_(
+        holds_wrong=r"replica|full copy|whole model|réplica|copia completa|modelo entero|" + STAGES,
+        holds_why=N_(
+            "FSDP keeps a shard of each parameter, gradient and optimizer state, not a replica"
+        ),
+        carries={
+            "all-gather": frozenset({"parameters"}),
+            "reduce-scatter": frozenset({"gradients"}),
+        },
+        required=(("all-gather", "parameters"), ("reduce-scatter", "gradients")),
+        truth=N_(
             "FSDP all-gathers the parameters and reduce-scatters the gradients; it does not all-reduce"
         ),
     ),
-    Strategy(
-        N_("tensor parallel"),
-        r"\bTP\b|tensor[- ]parallel|paralelismo (?:de tensores|tensorial)",
-        r"slice|shard|column|row|split|a part|its part"
+    dict(
+        name=N_("tensor parallel"),
+        names=r"\bTP\b|tensor[- ]parallel|paralelismo (?:de tensores|tensorial)",
+        holds=r"slice|shard|column|row|split|a part|its part"
         r"|trozo|porción|fila|parte|divid[ei]|repart[ei]|cort[ae]",
-        STAGES,
-        N_(
+        holds_wrong=STAGES,
+        holds_why=N_(
             "a tensor-parallel rank holds a slice of every layer's matrices; a stage of layers is pipeline "
             "parallel"
         ),
-        {"all-reduce": frozenset({"activations", "gradients"})},
-        (("all-reduce", "activations"),),
-        N_("tensor parallel all-reduces activations in forward and their gradients in backward"),
+        carries={"all-reduce": frozenset({"activations", "gradients"})},
+        required=(("all-reduce", "activations"),),
+        truth=N_(
+            "tensor parallel all-reduces activations in forward and their gradients in backward"
+        ),
     ),
-    Strategy(
-        N_("pipeline parallel"),
-        r"\bPP\b|pipeline",
-        r"stage|layers|blocks|etapa|capas|bloques",
-        r"\bcolumns?\b|\brows?\b|slices? of (?:each|every) (?:matrix|layer)|columnas?|\bfilas?\b",
-        N_(
+    dict(
+        name=N_("pipeline parallel"),
+        names=r"\bPP\b|pipeline",
+        holds=r"stage|layers|blocks|etapa|capas|bloques",
+        holds_wrong=r"\bcolumns?\b|\brows?\b|slices? of (?:each|every) (?:matrix|layer)|columnas?|\bfilas?\b",
+        holds_why=N_(
             "a pipeline rank holds whole layers, a stage of them; slicing each matrix is tensor parallel"
         ),
-        {"send/recv": frozenset({"activations", "gradients"})},
-        (("send/recv", "activations"),),
-        N_("pipeline parallel sends activations to the next stage and their gradients back"),
+        carries={"send/recv": frozenset({"activations", "gradients"})},
+        required=(("send/recv", "activations"),),
+        truth=N_("pipeline parallel sends activations to the next stage and their gradients back"),
     ),
 )
 
 
 def named(piece: str) -> set[str]:
-    return {s.name for s in STRATEGIES if re.search(s.names, piece, re.I)}
+    return {s["name"] for s in STRATEGIES if re.search(s["names"], piece, re.I)}
 
 
 def tokens(clause: str) -> list[str]:
@@ -188,19 +193,19 @@ def problems_of(s: Strategy, own: list[str]) -> list[str]:
     not say."""
     said = [c for p in own for c in claims(p)]
     wrong = sorted(
-        {(c, o) for c, objects in said for o in objects if o not in s.carries.get(c, ())}
+        {(c, o) for c, objects in said for o in objects if o not in s["carries"].get(c, ())}
     )
     problems = [
         _("says {collective} of {what}: {truth}").format(
-            collective=c, what=_(OBJECT_NAMES[o]), truth=_(s.truth)
+            collective=c, what=_(OBJECT_NAMES[o]), truth=_(s["truth"])
         )
         for c, o in wrong
     ]
-    if any(re.search(s.holds_wrong, p, re.I) for p in own):
-        problems.append(_(s.holds_why))
-    if not any(re.search(s.holds, p, re.I) for p in own):
+    if any(re.search(s["holds_wrong"], p, re.I) for p in own):
+        problems.append(_(s["holds_why"]))
+    if not any(re.search(s["holds"], p, re.I) for p in own):
         problems.append(_("what each rank holds"))
-    for collective, obj in s.required:
+    for collective, obj in s["required"]:
         if not any(c == collective for c, _objects in said):
             problems.append(_("what is communicated ({collective})").format(collective=collective))
         elif not any(c == collective and obj in objects for c, objects in said):
@@ -217,8 +222,8 @@ def strategy_problems(text: str) -> dict[str, list[str]]:
     heading names."""
     about = [(named(sentence) or named(heading), sentence) for heading, sentence in sentences(text)]
     return {
-        s.name: problems_of(s, own)
-        if (own := [sentence for names, sentence in about if names == {s.name}])
-        else [_("no sentence is about {strategy} alone").format(strategy=_(s.name))]
+        s["name"]: problems_of(s, own)
+        if (own := [sentence for names, sentence in about if names == {s["name"]}])
+        else [_("no sentence is about {strategy} alone").format(strategy=_(s["name"]))]
         for s in STRATEGIES
     }

@@ -18,7 +18,6 @@ Spanish). A space groups digits only between groups of exactly three (x11 363 kB
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from workshop.i18n import N_, _
 from workshop.labs.distributed.figure_rows import FigureRow
@@ -161,15 +160,10 @@ def parse(written: str, decimal: str) -> tuple[float, int]:
     return float(re.sub(rf"[.,{SPACES}]", "", integer) + "." + (fraction or "0")), len(fraction)
 
 
-@dataclass(frozen=True)
-class Quoted:
-    """A quantity written in the survey: its value(s) in the figures' units, where, and how exactly."""
-
-    text: str
-    line: int
-    dimension: str
-    values: tuple[float, ...]
-    tolerance: float  # half a unit of the last digit written, in the figures' unit
+# A quantity written in the survey, as a dict (`quoted`): its text, its line, its dimension, its values in the
+# figures' unit, and how exactly it is written: its tolerance, half a unit of the last digit written, in the
+# figures' unit
+Quoted = dict
 
 
 def quoted(text: str) -> list[Quoted]:
@@ -181,7 +175,13 @@ def quoted(text: str) -> list[Quoted]:
             decimals = max(d for _value, d in parsed)
             values = tuple(value * scale for value, _decimals in parsed)
             out.append(
-                Quoted(match.group(0), number, dimension, values, 0.5 * 10**-decimals * scale)
+                dict(
+                    text=match.group(0),
+                    line=number,
+                    dimension=dimension,
+                    values=values,
+                    tolerance=0.5 * 10**-decimals * scale,
+                )
             )
     return out
 
@@ -193,25 +193,30 @@ def figure_quantities(figures: list[FigureRow]) -> dict[str, list[tuple[float, s
         # (dimension, value, what it is, the names its text is formatted with besides {demo}); a value of None:
         # the run has no such figure
         quantities = [
-            ("bytes", f.state_bytes_per_rank, N_("{demo} held per rank"), {}),
-            ("bytes", f.comm_bytes, N_("{demo} collectives' buffers"), {}),
+            ("bytes", f["state_bytes_per_rank"], N_("{demo} held per rank"), {}),
+            ("bytes", f["comm_bytes"], N_("{demo} collectives' buffers"), {}),
             *(
                 ("bytes", v, N_("{demo} rank 0 {kind}"), {"kind": k})
-                for k, v in f.bytes_rank0.items()
+                for k, v in f["bytes_rank0"].items()
             ),
-            ("bytes", f.sent_bytes, N_("{demo} sent per rank"), {}),
-            ("bytes", f.cuda_peak_bytes or None, N_("{demo} CUDA peak"), {}),
+            ("bytes", f["sent_bytes"], N_("{demo} sent per rank"), {}),
+            ("bytes", f["cuda_peak_bytes"] or None, N_("{demo} CUDA peak"), {}),
             *(
                 quantity
-                for r in f.collectives_rank0
+                for r in f["collectives_rank0"]
                 for quantity in (
-                    ("bytes", r.bytes, "{demo} {phase} {op}", {"phase": r.phase, "op": r.op}),
-                    ("bytes", r.bytes / r.count, N_("{demo} one {op}"), {"op": r.op}),
+                    (
+                        "bytes",
+                        r["bytes"],
+                        "{demo} {phase} {op}",
+                        {"phase": r["phase"], "op": r["op"]},
+                    ),
+                    ("bytes", r["bytes"] / r["count"], N_("{demo} one {op}"), {"op": r["op"]}),
                 )
             ),
             *(
                 quantity
-                for c in f.communication()
+                for c in f["communication"]
                 for quantity in (
                     ("bytes", c["buffer_bytes"], N_("{demo} {kind} buffers"), {"kind": c["kind"]}),
                     ("bytes", c["sent_bytes"], N_("{demo} {kind} sent"), {"kind": c["kind"]}),
@@ -229,16 +234,16 @@ def figure_quantities(figures: list[FigureRow]) -> dict[str, list[tuple[float, s
                     ),
                 )
             ),
-            ("ms", f.step_ms, N_("{demo} step"), {}),
-            ("ms", f.chunk_ms or None, N_("{demo} chunk"), {}),
-            ("ms", f.overhead_ms or None, N_("{demo} overhead"), {}),
-            ("fraction", f.bubble, N_("{demo} idle"), {}),
-            ("fraction", f.bubble_theory, N_("{demo} idle in theory"), {}),
-            ("fraction", f.overhead_share, N_("{demo} overhead share"), {}),
+            ("ms", f["step_ms"], N_("{demo} step"), {}),
+            ("ms", f["chunk_ms"] or None, N_("{demo} chunk"), {}),
+            ("ms", f["overhead_ms"] or None, N_("{demo} overhead"), {}),
+            ("fraction", f["bubble"], N_("{demo} idle"), {}),
+            ("fraction", f["bubble_theory"], N_("{demo} idle in theory"), {}),
+            ("fraction", f["overhead_share"], N_("{demo} overhead share"), {}),
         ]
         for dimension, value, what, names in quantities:
             if value is not None:
-                out[dimension].append((value, _(what).format(demo=f.demo, **names)))
+                out[dimension].append((value, _(what).format(demo=f["demo"], **names)))
     return out
 
 
@@ -247,15 +252,15 @@ def untraced(text: str, figures: list[FigureRow]) -> list[str]:
     known = figure_quantities(figures)
     out = []
     for q in quoted(text):
-        for value in q.values:
-            candidates = known[q.dimension]
+        for value in q["values"]:
+            candidates = known[q["dimension"]]
             # the written precision's half unit, and a hair more: 62% is what '{:.0%}' writes for 0.625
-            if any(abs(value - v) <= q.tolerance * (1 + 1e-6) for v, _what in candidates):
+            if any(abs(value - v) <= q["tolerance"] * (1 + 1e-6) for v, _what in candidates):
                 continue
             nearest = min(candidates, key=lambda c: abs(c[0] - value), default=None)
-            line = _("line {line}: {text}").format(line=q.line, text=q.text)
+            line = _("line {line}: {text}").format(line=q["line"], text=q["text"])
             if nearest:
-                unit = _(DIMENSION_NAMES.get(q.dimension, q.dimension))
+                unit = _(DIMENSION_NAMES.get(q["dimension"], q["dimension"]))
                 line += " " + _("(nearest: {value:.4g} {unit}, {what})").format(
                     value=nearest[0], unit=unit, what=nearest[1]
                 )
