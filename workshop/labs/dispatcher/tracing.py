@@ -99,7 +99,7 @@ def run_scenario(sc: Scenario, head: torch.nn.Linear, x3: torch.Tensor) -> tuple
         expected = plain()
     ops, kernels, notes = profiled(prof, sc.device)
     tree = explain(python, dispatch.calls, sc.root_op)
-    gemm_ops = [n.op for n in flat(tree) if n.op in GEMM_OPS]  # in call order (one expected)
+    gemm_ops = [n["op"] for n in flat(tree) if n["op"] in GEMM_OPS]  # in call order (one expected)
     gemm_op = (
         gemm_ops[-1] if gemm_ops else None
     )  # the aten op that finally does the GEMM: the last one
@@ -110,7 +110,7 @@ def run_scenario(sc: Scenario, head: torch.nn.Linear, x3: torch.Tensor) -> tuple
         "mode": sc.mode,
         "rank": sc.rank,
         "python_layer": python.calls,  # recorder.PythonLayer's calls
-        "tree": tree,  # a CallNode: the root call, explained, and every call under it
+        "tree": tree,  # crosscheck.explain's: the root call, explained, and every call under it
         "profiled_ops": ops,
         # crosscheck.profiler_consistency's: the recorder's calls against the profiler's ops
         "profiler": profiler_consistency(tree, ops, sc.autocast_key),
