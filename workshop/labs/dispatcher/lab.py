@@ -91,7 +91,7 @@ def trace_all(ctx: LabContext) -> tuple[list[dict], dict[str, bytes]]:
         for sc in all_scenarios([device]):
             result, profile = run_scenario(sc, model.lm_head, x)
             results.append(result)
-            profiles[profile_name(sc.name)] = profile
+            profiles[profile_name(sc["name"])] = profile
     return results, profiles
 
 
