@@ -10,7 +10,6 @@ where the launches happen, plus the first lines of our kernel where Inductor cop
 import contextlib
 import html
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -103,26 +102,23 @@ def inlined_kernels(source: str, kernel_names=KERNEL_NAMES, n_lines: int = 12) -
     ]
 
 
-@dataclass(frozen=True)
-class Census:
-    """What the generated modules hold of the op: calls of it, and definitions of its kernels copied in."""
-
-    extern_calls: int
-    inlined_kernel_defs: int
-    modules: int
-
-
 def kernel_defs(text: str, name: str) -> int:
     """Definitions of the kernel `name` in generated code: Inductor may append _<n> to a copied kernel's name
     (config.triton.unique_user_kernel_names)."""
     return len(re.findall(rf"def {name}(?:_\d+)?\(", text))
 
 
-def census(sources: list[str], namespace: str, kernel_names=KERNEL_NAMES) -> Census:
-    """Counts, over all generated modules, what the comparison is about."""
+def census(sources: list[str], namespace: str, kernel_names=KERNEL_NAMES) -> dict:
+    """Counts, over all generated modules, what the comparison is about (result.json's "compile" holds them)."""
     text = "\n".join(sources)
     calls = re.findall(rf"torch\.ops\.{namespace}\.softmax(?:_backward)?\.default\(", text)
-    return Census(len(calls), sum(kernel_defs(text, name) for name in kernel_names), len(sources))
+    return {
+        "extern_calls": len(calls),  # calls of the op, an opaque extern kernel
+        "inlined_kernel_defs": sum(
+            kernel_defs(text, name) for name in kernel_names
+        ),  # its kernels copied in
+        "modules": len(sources),  # the generated modules: forward and backward
+    }
 
 
 def excerpt(title: str, sources: list[str], kernel_names=KERNEL_NAMES) -> str:
