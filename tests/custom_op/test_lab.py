@@ -117,7 +117,7 @@ def test_call_function_and_census_on_a_made_up_module():
             "",
         ]
     )
-    call = inductor_code.call_function(source)
+    (call,) = inductor_code.call_functions(source)
     assert (
         call.startswith("    def call(")
         and call.endswith("return (buf0, )")

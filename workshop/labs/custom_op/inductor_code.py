@@ -87,11 +87,6 @@ def call_functions(text: str) -> list[str]:
     return found
 
 
-def call_function(source: str) -> str:
-    """The generated module's `def call(...)` body ("" when it has none)."""
-    return next(iter(call_functions(source)), "")
-
-
 def inlined_kernels(source: str, kernel_names=KERNEL_NAMES, n_lines: int = 12) -> list[str]:
     """The first lines of each of our kernels that Inductor copied into its output code."""
     lines = source.splitlines()
@@ -113,11 +108,12 @@ def census(sources: list[str], namespace: str, kernel_names=KERNEL_NAMES) -> dic
     text = "\n".join(sources)
     calls = re.findall(rf"torch\.ops\.{namespace}\.softmax(?:_backward)?\.default\(", text)
     return {
-        "extern_calls": len(calls),  # calls of the op, an opaque extern kernel
-        "inlined_kernel_defs": sum(
-            kernel_defs(text, name) for name in kernel_names
-        ),  # its kernels copied in
-        "modules": len(sources),  # the generated modules: forward and backward
+        # calls of the op, an opaque extern kernel
+        "extern_calls": len(calls),
+        # definitions of its kernels copied in
+        "inlined_kernel_defs": sum(kernel_defs(text, name) for name in kernel_names),
+        # the generated modules: forward and backward
+        "modules": len(sources),
     }
 
 
@@ -135,7 +131,8 @@ def excerpt(title: str, sources: list[str], kernel_names=KERNEL_NAMES) -> str:
             f"\n## {copied.format(which=which)}",
             *kernels,
             "\n## " + _("{which}: the generated call()").format(which=which),
-            call_function(source) or _("(no call() found)"),
+            # the module's `def call(...)`: its first, the only one a generated module has
+            next(iter(call_functions(source)), _("(no call() found)")),
         ]
     return "\n".join(parts) + "\n"
 
