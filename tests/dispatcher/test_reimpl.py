@@ -16,7 +16,7 @@ from workshop.labs.dispatcher.crosscheck import (
     real_chain,
     real_keys,
 )
-from workshop.labs.dispatcher.recorder import Call
+from workshop.labs.dispatcher.recorder import seen_call
 from workshop.labs.dispatcher.tracing import gemm_kernels
 
 
@@ -111,7 +111,7 @@ def test_table_entry_matches_the_computed_table(op, key, tag):
 
 def _call(op: str, tensor: torch.Tensor):
     include, exclude = keys.tls()
-    call = Call(op, "default", torch._C._dispatch_keys(tensor), (include, exclude))
+    call = seen_call(op, "default", torch._C._dispatch_keys(tensor), (include, exclude))
     return explain_call(call, include, exclude, "test")
 
 

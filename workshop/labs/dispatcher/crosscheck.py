@@ -24,7 +24,7 @@ import torch
 
 from workshop.i18n import N_
 from workshop.labs.dispatcher import keys, reimpl
-from workshop.labs.dispatcher.recorder import Call, PythonLayer
+from workshop.labs.dispatcher.recorder import PythonLayer, seen_call
 
 # Where a call's TLS sets come from (a node's "tls_from"; trace.md shows it translated).
 AT_ENTRY = N_("observed when the traced function entered C++")
@@ -63,22 +63,24 @@ def real_chain(op: str, tensor_ks, include, exclude) -> list[dict]:
     return out
 
 
-def explain_call(call: Call, include, exclude, tls_from: str) -> dict:
+def explain_call(call: dict, include, exclude, tls_from: str) -> dict:
     """One operator call, explained: the node of the call tree that trace.json holds (its calls in "children")."""
-    op = call.qualified
-    chain = real_chain(op, call.tensor_keys, include, exclude)
+    op = call["qualified"]
+    chain = real_chain(op, call["tensor_keys"], include, exclude)
     walked = [s["key"] for s in chain]
     return {
-        "op": call.op,  # "aten::addmm"
-        "overload": call.overload,
+        "op": call["op"],  # "aten::addmm"
+        "overload": call["overload"],
         "qualified": op,  # "aten::transpose.int": the name its dispatch table goes by
-        "output": call.output,
-        "tensor_keys": keys.names(call.tensor_keys),
+        "output": call["output"],
+        "tensor_keys": keys.names(call["tensor_keys"]),
         "tls_include": keys.names(include),
         "tls_exclude": keys.names(exclude),
         "tls_from": tls_from,  # AT_ENTRY, WHILE_PARENT_RAN or PREDICTED
-        "arrived_at_python": call.arrived_at_python,  # the recorder saw it at the Python key
-        "below_python_key": call.below_python_key,  # the key the recorder's redispatch ran, or None
+        "arrived_at_python": call["arrived_at_python"],  # the recorder saw it at the Python key
+        "below_python_key": call[
+            "below_python_key"
+        ],  # the key the recorder's redispatch ran, or None
         "chain": chain,  # real_chain's steps
         "kernel": chain[-1]["kernel"] if chain else None,  # the kernel that does the work
         # every step has a key and a kernel whose source torch names, ending at a kernel that does the work
@@ -86,8 +88,8 @@ def explain_call(call: Call, include, exclude, tls_from: str) -> dict:
         and all(s["kernel"] and s["source"] for s in chain)
         and not chain[-1]["passes_on"],
         # the recorder saw it at the Python key exactly when the chain passes there
-        "python_key_consistent": call.arrived_at_python == ("Python" in walked)
-        and (not call.arrived_at_python or walked[-1] == call.below_python_key),
+        "python_key_consistent": call["arrived_at_python"] == ("Python" in walked)
+        and (not call["arrived_at_python"] or walked[-1] == call["below_python_key"]),
         # the TLS exclude set the calls made by its last kernel start from
         "child_exclude": sorted(
             set(keys.names(exclude)) | reimpl.guards(walked, keys.computed_table(op).get)
@@ -96,27 +98,26 @@ def explain_call(call: Call, include, exclude, tls_from: str) -> dict:
     }
 
 
-def explain(python: PythonLayer, observed: list[Call], root_op: str) -> dict:
+def explain(python: PythonLayer, observed: list[dict], root_op: str) -> dict:
     """The tree of calls under the traced function's root op ("aten::linear", "aten::matmul"), from what the
     recorders saw: the Python layer's root call and the calls that reached the Python key."""
-    root = Call(root_op, "default", keys.tensor_keys(python.root_args), python.root_tls)
-    arrived = bool(observed) and observed[0].qualified == root_op
+    root = seen_call(root_op, "default", keys.tensor_keys(python.root_args), python.root_tls)
+    arrived = bool(observed) and observed[0]["qualified"] == root_op
     if arrived:  # the root call itself reached the Python key: what the recorder saw is the root
-        seen = observed[0]
-        root.arrived_at_python, root.below_python_key = True, seen.below_python_key
-        root.children, root.child_tls, root.output = seen.children, seen.child_tls, seen.output
+        seen_keys = ("arrived_at_python", "below_python_key", "children", "child_tls", "output")
+        root |= {key: observed[0][key] for key in seen_keys}
     tree = explain_call(root, *python.root_tls, AT_ENTRY)
     if arrived:
-        tree["children"] = [_explain_observed(c, root.child_tls) for c in root.children]
+        tree["children"] = [_explain_observed(c, root["child_tls"]) for c in root["children"]]
     else:  # calls made by kernels above the Python key: they start from the root's TLS plus its kernels' guards
         tls = (python.root_tls[0], keys.keyset(tree["child_exclude"]))
         tree["children"] = [_explain_observed(c, tls, PREDICTED) for c in observed]
     return tree
 
 
-def _explain_observed(call: Call, tls: tuple, tls_from: str = WHILE_PARENT_RAN) -> dict:
+def _explain_observed(call: dict, tls: tuple, tls_from: str = WHILE_PARENT_RAN) -> dict:
     node = explain_call(call, *tls, tls_from)
-    node["children"] = [_explain_observed(c, call.child_tls) for c in call.children]
+    node["children"] = [_explain_observed(c, call["child_tls"]) for c in call["children"]]
     return node
 
 
