@@ -101,28 +101,10 @@ def alignment(*ints: int) -> int:
     return math.gcd(*ints, 16)
 
 
-# Each direction's kernels: the one-pass kernel; for long rows the cooperative kernel, or the split pair (partials,
-# then finish). "reads": its input tensors (the forward's x; the backward's y and dy), the first of a launch's
-# tensors, its output last. "scratch": the long-row kernels' statistics of the pieces, (n_rows * n_chunks,) each:
-# the forward's maxima m_i and sums of exp(x - m_i), the backward's sums of dy * y.
-DIRECTIONS = {
-    "forward": {
-        "reads": 1,
-        "one_pass": k._fwd_one_pass,
-        "cooperative": k._fwd_cooperative,
-        "partials": k._fwd_partials,
-        "finish": k._fwd_finish,
-        "scratch": 2,
-    },
-    "backward": {
-        "reads": 2,
-        "one_pass": k._bwd_one_pass,
-        "cooperative": k._bwd_cooperative,
-        "partials": k._bwd_partials,
-        "finish": k._bwd_finish,
-        "scratch": 1,
-    },
-}
+# What each direction's kernels read and keep: "reads", its input tensors (the forward's x; the backward's y and
+# dy), the first of a launch's tensors, its output last; "scratch", the long-row kernels' statistics of the pieces,
+# (n_rows * n_chunks,) each: the forward's maxima m_i and sums of exp(x - m_i), the backward's sums of dy * y.
+DIRECTIONS = {"forward": {"reads": 1, "scratch": 2}, "backward": {"reads": 2, "scratch": 1}}
 
 
 def forward(
@@ -139,7 +121,10 @@ def forward(
     (a contiguous (..., N) tensor needs no view). `wrap`: torch.library.wrap_triton in a triton_op's body.
     `one_pass`: the one-pass kernel to launch, with _fwd_one_pass's parameters (None: _fwd_one_pass; the
     custom_op lab passes the learner's)."""
-    _launch_rows("forward", (x, y), n_rows, n_cols, (x_row_stride, y_row_stride), wrap, one_pass)
+    # The kernels looked up at each call, so that a test can replace one in softmax_kernels.
+    one_pass = k._fwd_one_pass if one_pass is None else one_pass
+    kernels = (one_pass, k._fwd_cooperative, k._fwd_partials, k._fwd_finish)
+    _launch_rows("forward", kernels, (x, y), n_rows, n_cols, (x_row_stride, y_row_stride), wrap)
 
 
 def backward(
@@ -147,43 +132,44 @@ def backward(
 ) -> None:
     """dx = y * (dy - sum(dy * y)) along rows; strides: the row strides of y, dy and dx. `one_pass`: as in
     forward, for _bwd_one_pass."""
-    _launch_rows("backward", (y, dy, dx), n_rows, n_cols, strides, wrap, one_pass)
+    one_pass = k._bwd_one_pass if one_pass is None else one_pass
+    kernels = (one_pass, k._bwd_cooperative, k._bwd_partials, k._bwd_finish)
+    _launch_rows("backward", kernels, (y, dy, dx), n_rows, n_cols, strides, wrap)
 
 
 def _launch_rows(
-    direction: str, tensors: tuple, n_rows: int, n_cols: int, strides, wrap, one_pass
+    direction: str, kernels: tuple, tensors: tuple, n_rows: int, n_cols: int, strides, wrap
 ) -> None:
-    """The direction's kernels over (n_rows, n_cols) rows: `tensors` its inputs then its output, `strides` their
-    row strides, in the same order. A kernel's parameters: its tensors (the scratch after them), n_cols and the
-    row strides (the partials': the inputs' only), then n_chunks for the long-row kernels."""
-    kernels, first = DIRECTIONS[direction], tensors[0]
-    reads, itemsize = kernels["reads"], first.element_size()
+    """The direction's kernels (one-pass, cooperative, partials, finish) over (n_rows, n_cols) rows: `tensors` its
+    inputs then its output, `strides` their row strides, in the same order. A kernel's parameters: its tensors (the
+    scratch after them), n_cols and the row strides (the partials': the inputs' only), then n_chunks for the
+    long-row kernels."""
+    one_pass, cooperative, partials, finish = kernels
+    reads, first = DIRECTIONS[direction]["reads"], tensors[0]
+    itemsize = first.element_size()
     ints = (n_cols, *strides)
     if n_cols <= one_pass_max(reads, itemsize):
         grid, constexprs = one_pass_plan(
             n_rows, n_cols, alignment(*ints), itemsize, backward=direction == "backward"
         )
-        kernel = kernels["one_pass"] if one_pass is None else one_pass
-        launch(kernel, grid, tensors, (n_rows, *ints), constexprs, wrap)
+        launch(one_pass, grid, tensors, (n_rows, *ints), constexprs, wrap)
         return
     bytes_read = reads * n_rows * n_cols * itemsize
     strategy, n_chunks, constexprs = long_row_plan(n_cols, bytes_read, first.device)
     grid = (n_rows * n_chunks,)
     scratch = tuple(
         torch.empty(n_rows * n_chunks, device=first.device, dtype=_acc_dtype(first))
-        for _ in range(kernels["scratch"])
+        for _ in range(DIRECTIONS[direction]["scratch"])
     )
     if strategy == "cooperative":
         counters = torch.zeros(1 + n_rows, device=first.device, dtype=torch.int32)
         cooperative_tensors = (*tensors, *scratch, counters)
-        launch(
-            kernels["cooperative"], grid, cooperative_tensors, (*ints, n_chunks), constexprs, wrap
-        )
+        launch(cooperative, grid, cooperative_tensors, (*ints, n_chunks), constexprs, wrap)
         return
-    partials = {"CHUNK": constexprs["CHUNK"], "num_warps": CHUNK_WARPS}
+    partial_constexprs = {"CHUNK": constexprs["CHUNK"], "num_warps": CHUNK_WARPS}
     read = (*tensors[:reads], *scratch)  # the partials read the inputs and write the scratch
-    launch(kernels["partials"], grid, read, (n_cols, *strides[:reads], n_chunks), partials, wrap)
-    launch(kernels["finish"], grid, (*tensors, *scratch), (*ints, n_chunks), constexprs, wrap)
+    launch(partials, grid, read, (n_cols, *strides[:reads], n_chunks), partial_constexprs, wrap)
+    launch(finish, grid, (*tensors, *scratch), (*ints, n_chunks), constexprs, wrap)
 
 
 def _acc_dtype(t: torch.Tensor) -> torch.dtype:
