@@ -41,7 +41,6 @@ MAX_CALLS = 2000
 # A shape whose kernel takes less time than its call: the host's cost is all that shows.
 TINY = (1, 600)
 STEP = (64, 600)  # forward + backward: a training step's use of the op
-REGISTRATIONS = ("custom_op", "triton_op", by_hand.KIND)
 COMMON_LAYERS = (N_("kernel launch"), N_("plan"), N_("checks, output"))
 OWN_LAYERS = (N_("registration"), N_("autograd node"))  # each registration's own
 
@@ -177,7 +176,8 @@ def figure(found: dict, device: str):
     """Each layer's cost per call: the common layers once, each registration's own layers and whole call, and
     torch.softmax's whole call for scale (log axis: on the CPU the interpreter's milliseconds and the layers'
     microseconds share it)."""
-    colors = dict(zip(REGISTRATIONS, ("tab:blue", "tab:orange", "tab:green"), strict=True))
+    # a color for each registration: custom_op, triton_op, by hand
+    colors = dict(zip(found["registrations"], ("tab:blue", "tab:orange", "tab:green"), strict=True))
     bars = [(_(name), us, "tab:gray") for name, us in found["layer_us"].items()]
     own = {
         "registration_us": _("registration"),
