@@ -331,9 +331,7 @@ def json_values(found: dict, seconds: dict) -> dict:
     """result.json's part of the run: the typed records as dicts; the correctness and compile sections only where
     every section of the op's checks ran to its end."""
     out = {
-        k: v
-        for k, v in found.items()
-        if k not in ("exercises", "facts", "correctness") and (k != "compile" or op_checked(found))
+        k: v for k, v in found.items() if k not in ("exercises", "facts", "compile", "correctness")
     }
     if op_checked(found):
         errors = found["correctness"]["dtype_errors"]
@@ -341,5 +339,6 @@ def json_values(found: dict, seconds: dict) -> dict:
             **found["correctness"],
             "dtype_errors": {k: asdict(v) for k, v in errors.items()},
         }
+        out["compile"] = found["compile"]
     # No facts keyed by the questions' keys: that would be an answer key in the learner's run folder.
     return {**out, "seconds": seconds}
