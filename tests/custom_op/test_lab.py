@@ -117,15 +117,17 @@ def test_call_function_and_census_on_a_made_up_module():
             "",
         ]
     )
-    call = inductor_code.call_function(source)
+    (call,) = inductor_code.call_functions(source)
     assert (
         call.startswith("    def call(")
         and call.endswith("return (buf0, )")
         and "other" not in call
     )
-    assert inductor_code.census([source], "ns") == inductor_code.Census(
-        extern_calls=1, inlined_kernel_defs=1, modules=1
-    )
+    assert inductor_code.census([source], "ns") == {
+        "extern_calls": 1,
+        "inlined_kernel_defs": 1,
+        "modules": 1,
+    }
     assert "def _fwd_one_pass" in inductor_code.inlined_kernels(source)[0]
 
 

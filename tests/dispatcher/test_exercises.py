@@ -216,7 +216,7 @@ def test_the_reference_predictions_and_answers_match_the_run(grade):
     for name in ("predictions", "answers"):
         ctx = grade(name)
         assert ctx.checks and not failed(ctx)
-    assert set(reference_answers.PREDICTIONS) == {sc.name for sc in all_scenarios(["cpu"])}
+    assert set(reference_answers.PREDICTIONS) == {sc["name"] for sc in all_scenarios(["cpu"])}
 
 
 @pytest.mark.parametrize(

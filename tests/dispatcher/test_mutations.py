@@ -132,7 +132,7 @@ def inference_mode_not_entered(mp):
     mp.setattr(
         tracing,
         "_context",
-        lambda sc: contextlib.nullcontext() if sc.mode == "inference_mode" else original(sc),
+        lambda sc: contextlib.nullcontext() if sc["mode"] == "inference_mode" else original(sc),
     )
 
 

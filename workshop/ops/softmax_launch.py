@@ -101,6 +101,12 @@ def alignment(*ints: int) -> int:
     return math.gcd(*ints, 16)
 
 
+# What each direction's kernels read and keep: "reads", its input tensors (the forward's x; the backward's y and
+# dy), the first of a launch's tensors, its output last; "scratch", the long-row kernels' statistics of the pieces,
+# (n_rows * n_chunks,) each: the forward's maxima m_i and sums of exp(x - m_i), the backward's sums of dy * y.
+DIRECTIONS = {"forward": {"reads": 1, "scratch": 2}, "backward": {"reads": 2, "scratch": 1}}
+
+
 def forward(
     x,
     y,
@@ -115,27 +121,10 @@ def forward(
     (a contiguous (..., N) tensor needs no view). `wrap`: torch.library.wrap_triton in a triton_op's body.
     `one_pass`: the one-pass kernel to launch, with _fwd_one_pass's parameters (None: _fwd_one_pass; the
     custom_op lab passes the learner's)."""
-    ints = (n_cols, x_row_stride, y_row_stride)
-    if n_cols <= one_pass_max(1, x.element_size()):
-        grid, constexprs = one_pass_plan(n_rows, n_cols, alignment(*ints), x.element_size())
-        kernel = k._fwd_one_pass if one_pass is None else one_pass
-        launch(kernel, grid, (x, y), (n_rows, *ints), constexprs, wrap)
-        return
-    strategy, n_chunks, constexprs = long_row_plan(
-        n_cols, n_rows * n_cols * x.element_size(), x.device
-    )
-    grid = (n_rows * n_chunks,)
-    m = torch.empty(n_rows * n_chunks, device=x.device, dtype=_acc_dtype(x))  # the pieces' maxima
-    s = torch.empty_like(m)  # the pieces' sums of exp(x - m_i)
-    if strategy == "cooperative":
-        counters = torch.zeros(1 + n_rows, device=x.device, dtype=torch.int32)
-        launch(
-            k._fwd_cooperative, grid, (x, y, m, s, counters), (*ints, n_chunks), constexprs, wrap
-        )
-        return
-    partials = {"CHUNK": constexprs["CHUNK"], "num_warps": CHUNK_WARPS}
-    launch(k._fwd_partials, grid, (x, m, s), (n_cols, x_row_stride, n_chunks), partials, wrap)
-    launch(k._fwd_finish, grid, (x, y, m, s), (*ints, n_chunks), constexprs, wrap)
+    # The kernels looked up at each call, so that a test can replace one in softmax_kernels.
+    one_pass = k._fwd_one_pass if one_pass is None else one_pass
+    kernels = (one_pass, k._fwd_cooperative, k._fwd_partials, k._fwd_finish)
+    _launch_rows("forward", kernels, (x, y), n_rows, n_cols, (x_row_stride, y_row_stride), wrap)
 
 
 def backward(
@@ -143,33 +132,44 @@ def backward(
 ) -> None:
     """dx = y * (dy - sum(dy * y)) along rows; strides: the row strides of y, dy and dx. `one_pass`: as in
     forward, for _bwd_one_pass."""
+    one_pass = k._bwd_one_pass if one_pass is None else one_pass
+    kernels = (one_pass, k._bwd_cooperative, k._bwd_partials, k._bwd_finish)
+    _launch_rows("backward", kernels, (y, dy, dx), n_rows, n_cols, strides, wrap)
+
+
+def _launch_rows(
+    direction: str, kernels: tuple, tensors: tuple, n_rows: int, n_cols: int, strides, wrap
+) -> None:
+    """The direction's kernels (one-pass, cooperative, partials, finish) over (n_rows, n_cols) rows: `tensors` its
+    inputs then its output, `strides` their row strides, in the same order. A kernel's parameters: its tensors (the
+    scratch after them), n_cols and the row strides (the partials': the inputs' only), then n_chunks for the
+    long-row kernels."""
+    one_pass, cooperative, partials, finish = kernels
+    reads, first = DIRECTIONS[direction]["reads"], tensors[0]
+    itemsize = first.element_size()
     ints = (n_cols, *strides)
-    if n_cols <= one_pass_max(2, y.element_size()):
+    if n_cols <= one_pass_max(reads, itemsize):
         grid, constexprs = one_pass_plan(
-            n_rows, n_cols, alignment(*ints), y.element_size(), backward=True
+            n_rows, n_cols, alignment(*ints), itemsize, backward=direction == "backward"
         )
-        kernel = k._bwd_one_pass if one_pass is None else one_pass
-        launch(kernel, grid, (y, dy, dx), (n_rows, *ints), constexprs, wrap)
+        launch(one_pass, grid, tensors, (n_rows, *ints), constexprs, wrap)
         return
-    bytes_read = 2 * n_rows * n_cols * y.element_size()  # y and dy
-    strategy, n_chunks, constexprs = long_row_plan(n_cols, bytes_read, y.device)
+    bytes_read = reads * n_rows * n_cols * itemsize
+    strategy, n_chunks, constexprs = long_row_plan(n_cols, bytes_read, first.device)
     grid = (n_rows * n_chunks,)
-    # The pieces' sums of dy * y.
-    dot = torch.empty(n_rows * n_chunks, device=y.device, dtype=_acc_dtype(y))
+    scratch = tuple(
+        torch.empty(n_rows * n_chunks, device=first.device, dtype=_acc_dtype(first))
+        for _ in range(DIRECTIONS[direction]["scratch"])
+    )
     if strategy == "cooperative":
-        counters = torch.zeros(1 + n_rows, device=y.device, dtype=torch.int32)
-        launch(
-            k._bwd_cooperative,
-            grid,
-            (y, dy, dx, dot, counters),
-            (*ints, n_chunks),
-            constexprs,
-            wrap,
-        )
+        counters = torch.zeros(1 + n_rows, device=first.device, dtype=torch.int32)
+        cooperative_tensors = (*tensors, *scratch, counters)
+        launch(cooperative, grid, cooperative_tensors, (*ints, n_chunks), constexprs, wrap)
         return
-    partials = {"CHUNK": constexprs["CHUNK"], "num_warps": CHUNK_WARPS}
-    launch(k._bwd_partials, grid, (y, dy, dot), (n_cols, *strides[:2], n_chunks), partials, wrap)
-    launch(k._bwd_finish, grid, (y, dy, dx, dot), (*ints, n_chunks), constexprs, wrap)
+    partial_constexprs = {"CHUNK": constexprs["CHUNK"], "num_warps": CHUNK_WARPS}
+    read = (*tensors[:reads], *scratch)  # the partials read the inputs and write the scratch
+    launch(partials, grid, read, (n_cols, *strides[:reads], n_chunks), partial_constexprs, wrap)
+    launch(finish, grid, (*tensors, *scratch), (*ints, n_chunks), constexprs, wrap)
 
 
 def _acc_dtype(t: torch.Tensor) -> torch.dtype:

@@ -41,7 +41,6 @@ MAX_CALLS = 2000
 # A shape whose kernel takes less time than its call: the host's cost is all that shows.
 TINY = (1, 600)
 STEP = (64, 600)  # forward + backward: a training step's use of the op
-REGISTRATIONS = ("custom_op", "triton_op", by_hand.KIND)
 COMMON_LAYERS = (N_("kernel launch"), N_("plan"), N_("checks, output"))
 OWN_LAYERS = (N_("registration"), N_("autograd node"))  # each registration's own
 
@@ -122,19 +121,15 @@ def measure(device: str) -> dict:
         dry = per_call_us({k: f for k, f in rungs.items() if k not in ("kernel launch",)}, device)
     x = torch.randn(STEP, device=device, requires_grad=True)
     dy = torch.randn(STEP, device=device)
-    whole_calls = {
-        "kernel launch": rungs["kernel launch"],
-        "torch.softmax": rungs["torch.softmax"],
-        "Triton's kernel[grid]": rungs["Triton's kernel[grid]"],
-        "step torch.softmax": _step(lambda t: torch.softmax(t, -1), x, dy),
+    steps = {"torch.softmax": lambda t: torch.softmax(t, -1)} | {
+        kind: ops.forward for kind, ops in registrations().items()
     }
-    for kind, ops in registrations().items():
-        whole_calls |= {
-            f"{kind}: op": rungs[f"{kind}: registration"],
-            f"{kind}: op with grad": rungs[f"{kind}: autograd node"],
-            f"step {kind}": _step(ops.forward, x, dy),
-        }
-    whole = per_call_us(whole_calls, device)
+    # The whole calls: each rung but the two whose layers only the dry run can tell apart, and each step.
+    whole = per_call_us(
+        {k: f for k, f in rungs.items() if k not in ("plan", "checks, output")}
+        | {f"step {name}": _step(op, x, dy) for name, op in steps.items()},
+        device,
+    )
     found = {
         "shape": list(TINY),
         "registration": softmax_op.KIND,
@@ -149,16 +144,15 @@ def measure(device: str) -> dict:
                 "registration_us": dry[f"{kind}: registration"] - dry["checks, output"],
                 "autograd_node_us": dry[f"{kind}: autograd node"] - dry[f"{kind}: registration"],
                 "python_us": dry[f"{kind}: registration"],
-                "op_us": whole[f"{kind}: op"],
-                "op_grad_us": whole[f"{kind}: op with grad"],
+                "op_us": whole[f"{kind}: registration"],  # the op, whole
+                "op_grad_us": whole[f"{kind}: autograd node"],  # the op, whole, with grad
             }
             for kind in registrations()
         },
         "torch_us": whole["torch.softmax"],
         "triton_jit_launch_us": whole["Triton's kernel[grid]"],
         "step_shape": list(STEP),
-        "step_us": {"torch.softmax": whole["step torch.softmax"]}
-        | {kind: whole[f"step {kind}"] for kind in registrations()},
+        "step_us": {name: whole[f"step {name}"] for name in steps},
     }
     public = found["registrations"][softmax_op.KIND]
     return found | {key: public[key] for key in ("op_us", "op_grad_us", "python_us")}
@@ -182,7 +176,8 @@ def figure(found: dict, device: str):
     """Each layer's cost per call: the common layers once, each registration's own layers and whole call, and
     torch.softmax's whole call for scale (log axis: on the CPU the interpreter's milliseconds and the layers'
     microseconds share it)."""
-    colors = dict(zip(REGISTRATIONS, ("tab:blue", "tab:orange", "tab:green"), strict=True))
+    # a color for each registration: custom_op, triton_op, by hand
+    colors = dict(zip(found["registrations"], ("tab:blue", "tab:orange", "tab:green"), strict=True))
     bars = [(_(name), us, "tab:gray") for name, us in found["layer_us"].items()]
     own = {
         "registration_us": _("registration"),

@@ -10,7 +10,6 @@ where the launches happen, plus the first lines of our kernel where Inductor cop
 import contextlib
 import html
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -88,11 +87,6 @@ def call_functions(text: str) -> list[str]:
     return found
 
 
-def call_function(source: str) -> str:
-    """The generated module's `def call(...)` body ("" when it has none)."""
-    return next(iter(call_functions(source)), "")
-
-
 def inlined_kernels(source: str, kernel_names=KERNEL_NAMES, n_lines: int = 12) -> list[str]:
     """The first lines of each of our kernels that Inductor copied into its output code."""
     lines = source.splitlines()
@@ -103,26 +97,24 @@ def inlined_kernels(source: str, kernel_names=KERNEL_NAMES, n_lines: int = 12) -
     ]
 
 
-@dataclass(frozen=True)
-class Census:
-    """What the generated modules hold of the op: calls of it, and definitions of its kernels copied in."""
-
-    extern_calls: int
-    inlined_kernel_defs: int
-    modules: int
-
-
 def kernel_defs(text: str, name: str) -> int:
     """Definitions of the kernel `name` in generated code: Inductor may append _<n> to a copied kernel's name
     (config.triton.unique_user_kernel_names)."""
     return len(re.findall(rf"def {name}(?:_\d+)?\(", text))
 
 
-def census(sources: list[str], namespace: str, kernel_names=KERNEL_NAMES) -> Census:
-    """Counts, over all generated modules, what the comparison is about."""
+def census(sources: list[str], namespace: str, kernel_names=KERNEL_NAMES) -> dict:
+    """Counts, over all generated modules, what the comparison is about (result.json's "compile" holds them)."""
     text = "\n".join(sources)
     calls = re.findall(rf"torch\.ops\.{namespace}\.softmax(?:_backward)?\.default\(", text)
-    return Census(len(calls), sum(kernel_defs(text, name) for name in kernel_names), len(sources))
+    return {
+        # calls of the op, an opaque extern kernel
+        "extern_calls": len(calls),
+        # definitions of its kernels copied in
+        "inlined_kernel_defs": sum(kernel_defs(text, name) for name in kernel_names),
+        # the generated modules: forward and backward
+        "modules": len(sources),
+    }
 
 
 def excerpt(title: str, sources: list[str], kernel_names=KERNEL_NAMES) -> str:
@@ -139,7 +131,8 @@ def excerpt(title: str, sources: list[str], kernel_names=KERNEL_NAMES) -> str:
             f"\n## {copied.format(which=which)}",
             *kernels,
             "\n## " + _("{which}: the generated call()").format(which=which),
-            call_function(source) or _("(no call() found)"),
+            # the module's `def call(...)`: its first, the only one a generated module has
+            next(iter(call_functions(source)), _("(no call() found)")),
         ]
     return "\n".join(parts) + "\n"
 

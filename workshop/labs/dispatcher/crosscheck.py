@@ -18,47 +18,23 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict
 
 import torch
 
 from workshop.i18n import N_
 from workshop.labs.dispatcher import keys, reimpl
-from workshop.labs.dispatcher.keys import TableEntry
-from workshop.labs.dispatcher.recorder import Call, PythonLayer
+from workshop.labs.dispatcher.recorder import PythonLayer, seen_call
 
-# Where a call's TLS sets come from (CallNode.tls_from; trace.md shows it translated).
+# Where a call's TLS sets come from (a node's "tls_from"; trace.md shows it translated).
 AT_ENTRY = N_("observed when the traced function entered C++")
 WHILE_PARENT_RAN = N_("observed while the parent's kernel ran")
 PREDICTED = N_("predicted from the root's chain")
 
 
-@dataclass
-class CallNode:
-    """One operator call, explained."""
-
-    op: str  # "aten::addmm"
-    overload: str
-    qualified: str  # "aten::transpose.int": the name its dispatch table goes by
-    output: str
-    tensor_keys: list[str]
-    tls_include: list[str]
-    tls_exclude: list[str]
-    tls_from: str  # AT_ENTRY, WHILE_PARENT_RAN or PREDICTED
-    arrived_at_python: bool  # the recorder saw it at the Python key
-    below_python_key: str | None  # the key the recorder's redispatch ran
-    chain: list[dict]  # real_chain's steps
-    kernel: TableEntry | None  # the kernel that does the work
-    # every step has a key and a kernel whose source torch names, ending at a kernel that does the work
-    explained: bool
-    # the recorder saw it at the Python key exactly when the chain passes there
-    python_key_consistent: bool
-    child_exclude: list[str]  # the TLS exclude set the calls made by its last kernel start from
-    children: list[CallNode] = field(default_factory=list)
-
-    @property
-    def real_keys(self) -> list[str]:
-        return [s["key"] for s in self.chain]
+def real_keys(node: dict) -> list[str]:
+    """The keys of a call's chain (explain_call's node), in the order the real dispatcher walked them."""
+    return [s["key"] for s in node["chain"]]
 
 
 def real_chain(op: str, tensor_ks, include, exclude) -> list[dict]:
@@ -73,7 +49,8 @@ def real_chain(op: str, tensor_ks, include, exclude) -> list[dict]:
         out.append(
             {
                 "key": key,
-                "kernel": entry,  # the computed table's entry: source file, tag, fallthrough
+                # the computed table's entry (keys.TableEntry's fields: source file, tag, fallthrough), or None
+                "kernel": asdict(entry) if entry else None,
                 "passes_on": passes_on,  # the kernel hands the call on to the next lower key
                 # from _dispatch_get_computed_kernel_for_dispatch_key (else the table dump)
                 "source": source,
@@ -86,75 +63,81 @@ def real_chain(op: str, tensor_ks, include, exclude) -> list[dict]:
     return out
 
 
-def explain_call(call: Call, include, exclude, tls_from: str) -> CallNode:
-    op = call.qualified
-    chain = real_chain(op, call.tensor_keys, include, exclude)
+def explain_call(call: dict, include, exclude, tls_from: str) -> dict:
+    """One operator call, explained: the node of the call tree that trace.json holds (its calls in "children")."""
+    op = call["qualified"]
+    chain = real_chain(op, call["tensor_keys"], include, exclude)
     walked = [s["key"] for s in chain]
-    return CallNode(
-        op=call.op,
-        overload=call.overload,
-        qualified=op,
-        output=call.output,
-        tensor_keys=keys.names(call.tensor_keys),
-        tls_include=keys.names(include),
-        tls_exclude=keys.names(exclude),
-        tls_from=tls_from,
-        arrived_at_python=call.arrived_at_python,
-        below_python_key=call.below_python_key,
-        chain=chain,
-        kernel=chain[-1]["kernel"] if chain else None,
-        explained=bool(chain)
+    return {
+        "op": call["op"],  # "aten::addmm"
+        "overload": call["overload"],
+        "qualified": op,  # "aten::transpose.int": the name its dispatch table goes by
+        "output": call["output"],
+        "tensor_keys": keys.names(call["tensor_keys"]),
+        "tls_include": keys.names(include),
+        "tls_exclude": keys.names(exclude),
+        "tls_from": tls_from,  # AT_ENTRY, WHILE_PARENT_RAN or PREDICTED
+        "arrived_at_python": call["arrived_at_python"],  # the recorder saw it at the Python key
+        "below_python_key": call[
+            "below_python_key"
+        ],  # the key the recorder's redispatch ran, or None
+        "chain": chain,  # real_chain's steps
+        "kernel": chain[-1]["kernel"] if chain else None,  # the kernel that does the work
+        # every step has a key and a kernel whose source torch names, ending at a kernel that does the work
+        "explained": bool(chain)
         and all(s["kernel"] and s["source"] for s in chain)
         and not chain[-1]["passes_on"],
-        python_key_consistent=call.arrived_at_python == ("Python" in walked)
-        and (not call.arrived_at_python or walked[-1] == call.below_python_key),
-        child_exclude=sorted(
+        # the recorder saw it at the Python key exactly when the chain passes there
+        "python_key_consistent": call["arrived_at_python"] == ("Python" in walked)
+        and (not call["arrived_at_python"] or walked[-1] == call["below_python_key"]),
+        # the TLS exclude set the calls made by its last kernel start from
+        "child_exclude": sorted(
             set(keys.names(exclude)) | reimpl.guards(walked, keys.computed_table(op).get)
         ),
-    )
+        "children": [],  # the calls its kernels made, explained
+    }
 
 
-def explain(python: PythonLayer, observed: list[Call], root_op: str) -> CallNode:
+def explain(python: PythonLayer, observed: list[dict], root_op: str) -> dict:
     """The tree of calls under the traced function's root op ("aten::linear", "aten::matmul"), from what the
     recorders saw: the Python layer's root call and the calls that reached the Python key."""
-    root = Call(root_op, "default", keys.tensor_keys(python.root_args), python.root_tls)
-    arrived = bool(observed) and observed[0].qualified == root_op
+    root = seen_call(root_op, "default", keys.tensor_keys(python.root_args), python.root_tls)
+    arrived = bool(observed) and observed[0]["qualified"] == root_op
     if arrived:  # the root call itself reached the Python key: what the recorder saw is the root
-        seen = observed[0]
-        root.arrived_at_python, root.below_python_key = True, seen.below_python_key
-        root.children, root.child_tls, root.output = seen.children, seen.child_tls, seen.output
+        seen_keys = ("arrived_at_python", "below_python_key", "children", "child_tls", "output")
+        root |= {key: observed[0][key] for key in seen_keys}
     tree = explain_call(root, *python.root_tls, AT_ENTRY)
     if arrived:
-        tree.children = [_explain_observed(c, root.child_tls) for c in root.children]
+        tree["children"] = [_explain_observed(c, root["child_tls"]) for c in root["children"]]
     else:  # calls made by kernels above the Python key: they start from the root's TLS plus its kernels' guards
-        tls = (python.root_tls[0], keys.keyset(tree.child_exclude))
-        tree.children = [_explain_observed(c, tls, PREDICTED) for c in observed]
+        tls = (python.root_tls[0], keys.keyset(tree["child_exclude"]))
+        tree["children"] = [_explain_observed(c, tls, PREDICTED) for c in observed]
     return tree
 
 
-def _explain_observed(call: Call, tls: tuple, tls_from: str = WHILE_PARENT_RAN) -> CallNode:
+def _explain_observed(call: dict, tls: tuple, tls_from: str = WHILE_PARENT_RAN) -> dict:
     node = explain_call(call, *tls, tls_from)
-    node.children = [_explain_observed(c, call.child_tls) for c in call.children]
+    node["children"] = [_explain_observed(c, call["child_tls"]) for c in call["children"]]
     return node
 
 
-def depths(node: CallNode, depth: int = 0) -> Iterator[tuple[int, CallNode]]:
+def depths(node: dict, depth: int = 0) -> Iterator[tuple[int, dict]]:
     """(depth, node) for the node and every call under it, in call order."""
     yield depth, node
-    for c in node.children:
+    for c in node["children"]:
         yield from depths(c, depth + 1)
 
 
-def flat(node: CallNode) -> Iterator[CallNode]:
+def flat(node: dict) -> Iterator[dict]:
     """The node and every call under it, in call order."""
     return (n for _depth, n in depths(node))
 
 
-def profiler_consistency(tree: CallNode, profiled_ops: list[str], autocast_key: str | None) -> dict:
+def profiler_consistency(tree: dict, profiled_ops: list[str], autocast_key: str | None) -> dict:
     """The recorder's calls against the profiler's list of every op called: every op the recorder saw is in the
     profiler's list, in order; every op only the profiler saw was decided above the Python key, so it must have a
     decomposition (CompositeImplicitAutograd) or an autocast kernel."""
-    seen = [n.op for n in flat(tree) if n.arrived_at_python]
+    seen = [n["op"] for n in flat(tree) if n["arrived_at_python"]]
     unseen, i = [], 0
     for name in profiled_ops:
         if i < len(seen) and seen[i] == name:

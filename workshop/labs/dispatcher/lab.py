@@ -11,7 +11,6 @@ and answers are graded by the one engine (engine.py) on the run's decisions and 
 from __future__ import annotations
 
 import time
-from dataclasses import asdict
 
 import torch
 
@@ -20,7 +19,7 @@ from workshop.foundations import atomic
 from workshop.i18n import _, templates
 from workshop.lab_api import LabContext
 from workshop.labs.dispatcher import keys, trace_text
-from workshop.labs.dispatcher.crosscheck import CallNode, depths, flat, priority_disagreements
+from workshop.labs.dispatcher.crosscheck import depths, flat, priority_disagreements, real_keys
 from workshop.labs.dispatcher.grading import probes
 from workshop.labs.dispatcher.scenario_list import CALLS, RECORDER_KEYS, all_scenarios
 from workshop.labs.dispatcher.tracing import lm_head_input, run_scenario
@@ -92,7 +91,7 @@ def trace_all(ctx: LabContext) -> tuple[list[dict], dict[str, bytes]]:
         for sc in all_scenarios([device]):
             result, profile = run_scenario(sc, model.lm_head, x)
             results.append(result)
-            profiles[profile_name(sc.name)] = profile
+            profiles[profile_name(sc["name"])] = profile
     return results, profiles
 
 
@@ -102,8 +101,7 @@ def profile_name(scenario: str) -> str:
 
 
 def write_outputs(ctx: LabContext, results: list[dict], profiles: dict[str, bytes]):
-    scenarios = [{**r, "tree": asdict(r["tree"])} for r in results]
-    ctx.write_json("trace.json", {"torch": torch.__version__, "scenarios": scenarios})
+    ctx.write_json("trace.json", {"torch": torch.__version__, "scenarios": results})
     for name, data in profiles.items():
         atomic.write_bytes(ctx.path(name), data)
     values = {
@@ -130,7 +128,7 @@ def call_count(results: list[dict]) -> int:
 
 def decision_count(results: list[dict]) -> int:
     """Dispatch decisions recorded: one per step of every call's chain (a key and its kernel)."""
-    return sum(len(n.chain) for r in results for n in flat(r["tree"]))
+    return sum(len(n["chain"]) for r in results for n in flat(r["tree"]))
 
 
 def check_trace(ctx: LabContext, results: list[dict]) -> None:
@@ -138,7 +136,9 @@ def check_trace(ctx: LabContext, results: list[dict]) -> None:
     (The learner's re-implementation is graded on these decisions by the exercises: grade_exercises.)"""
     nodes = [n for r in results for n in flat(r["tree"])]
     ctx.check_max(
-        _("aten op calls without a winning key and kernel"), sum(not n.explained for n in nodes), 0
+        _("aten op calls without a winning key and kernel"),
+        sum(not n["explained"] for n in nodes),
+        0,
     )
     # 10 scenarios of 2-8 calls, 1-4 steps each: a recorder that loses calls falls far below
     ctx.check_min(
@@ -158,7 +158,7 @@ def check_trace(ctx: LabContext, results: list[dict]) -> None:
     )
     ctx.check_max(
         _("calls seen at the Python key where the chain says otherwise (or vice versa)"),
-        sum(not n.python_key_consistent for n in nodes),
+        sum(not n["python_key_consistent"] for n in nodes),
         0,
     )
 
@@ -189,7 +189,7 @@ def check_observations(ctx: LabContext, results: list[dict]) -> None:
     )
     ctx.check_equal(
         _("scenarios where the root op itself reaches the Python key"),
-        sorted(r["name"] for r in results if r["tree"].arrived_at_python),
+        sorted(r["name"] for r in results if r["tree"]["arrived_at_python"]),
         sorted(r["name"] for r in results if r["mode"] == "inference_mode"),
     )
     ctx.check_equal(
@@ -227,9 +227,9 @@ def slot_cases(results: list[dict]) -> list[engine.Case]:
     """table_entry's two cases: the slots the run's calls walked through, then the GRADED_KEYS slots of the same
     ops that none did; each (op, key) once, against the kernel in the dispatcher's computed table."""
     nodes = [n for r in results for n in flat(r["tree"])]
-    recorded = {(n.qualified, k): None for n in nodes for k in n.real_keys}
+    recorded = {(n["qualified"], k): None for n in nodes for k in real_keys(n)}
     known = set(keys.runtime_key_names())
-    swept = {(n.qualified, k): None for n in nodes for k in GRADED_KEYS if k in known}
+    swept = {(n["qualified"], k): None for n in nodes for k in GRADED_KEYS if k in known}
     return [
         slot_case(
             _("recorded decisions whose kernel differs from the dispatcher's table"), list(recorded)
@@ -253,11 +253,11 @@ def chain_case(results: list[dict]) -> engine.Case:
     """walk's case: every call of the run ([op, tensor keys, TLS include, TLS exclude]) against the whole chain of
     keys the real dispatcher walked, to the kernel that did the work."""
     nodes = [n for r in results for n in flat(r["tree"])]
-    calls = [[n.qualified, n.tensor_keys, n.tls_include, n.tls_exclude] for n in nodes]
+    calls = [[n["qualified"], n["tensor_keys"], n["tls_include"], n["tls_exclude"]] for n in nodes]
     return engine.Case(
         _("recorded calls whose chain differs from the real dispatcher's (whole chains)"),
         (calls,),
-        {"chains": [n.real_keys for n in nodes]},
+        {"chains": [real_keys(n) for n in nodes]},
         {"calls": calls, "scenarios": [r["name"] for r in results for n in flat(r["tree"])]},
     )
 
@@ -268,14 +268,14 @@ def prediction_facts(results: list[dict]) -> dict[str, dict[str, str | None]]:
     op (the end of its real chain: the recorder's pass-through keys only hand the call on), and the aten op that
     finally does the GEMM."""
     return {
-        r["name"]: {"handled_at": r["tree"].real_keys[-1], "gemm_op": r["gemm_op"]}
+        r["name"]: {"handled_at": real_keys(r["tree"])[-1], "gemm_op": r["gemm_op"]}
         for r in results
         if r["device"] == "cpu"
     }
 
 
-def child(node: CallNode, op: str) -> CallNode:
-    return next(c for c in node.children if c.op == op)
+def child(node: dict, op: str) -> dict:
+    return next(c for c in node["children"] if c["op"] == op)
 
 
 def answer_facts(results: list[dict]) -> dict[str, object]:
@@ -291,15 +291,15 @@ def answer_facts(results: list[dict]) -> dict[str, object]:
         # the keys of a tensor made inside inference_mode: its result's own key set
         "inference_result_keys": frozenset(outputs["cpu/inference_mode/3d"]),
         "addmm_chain_without_recorder": [
-            k for k in child(grad, "aten::addmm").real_keys if k not in RECORDER_KEYS
+            k for k in real_keys(child(grad, "aten::addmm")) if k not in RECORDER_KEYS
         ],
         # the excluded autocast key that addmm's tensors carry (autocast excludes other backends' keys too)
         "autocast_key_excluded_for_addmm": frozenset(
             k
-            for k in set(addmm_autocast.tls_exclude) & set(addmm_autocast.tensor_keys)
+            for k in set(addmm_autocast["tls_exclude"]) & set(addmm_autocast["tensor_keys"])
             if k.startswith("Autocast")
         ),
-        "matmul_3d_last_op": by_name["cpu/matmul/3d"].children[-1].op,
+        "matmul_3d_last_op": by_name["cpu/matmul/3d"]["children"][-1]["op"],
     }
 
 
@@ -308,7 +308,7 @@ def matmul_record(r: dict) -> dict:
     return {
         "call": CALLS[r["call"]],
         "input_shapes": [a["shape"] for a in r["python_layer"][0]["tensor_args"]],
-        "decided_at": r["tree"].real_keys[-1],
+        "decided_at": real_keys(r["tree"])[-1],
         "ops": trace_text.top_ops(r["tree"]),
         "gemm_op": r["gemm_op"],
         "gemm_kernels": r["gemm_kernels"],
@@ -329,11 +329,11 @@ def summary_values(ctx: LabContext, results: list[dict], profiles: list[str]) ->
         "addmm": child(main["tree"], "aten::addmm"),
         "inference": inference,
         # the remark on inference_mode is printed only when this run shows each part of it
-        "inference_excludes_autograd": "AutogradFunctionality" in root.tls_exclude
-        and not any(k.startswith("Autograd") for k in root.real_keys),
-        "inference_decomposes_below_python": root.arrived_at_python
-        and root.kernel is not None
-        and root.kernel.tag == "math kernel",
+        "inference_excludes_autograd": "AutogradFunctionality" in root["tls_exclude"]
+        and not any(k.startswith("Autograd") for k in real_keys(root)),
+        "inference_decomposes_below_python": root["arrived_at_python"]
+        and root["kernel"] is not None
+        and root["kernel"]["tag"] == "math kernel",
         "matmul": [r for r in results if r["call"] != "linear"],
         # the sentences on matmul's GEMM op are printed only when this run's trace shows them
         "matmul_folds": folded["gemm_ops"] == ["aten::mm"]

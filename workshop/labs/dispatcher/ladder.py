@@ -24,7 +24,7 @@ def dispatch_path_figure(panels: list[dict]):
     """One panel per scenario: x = the calls in order (indented by nesting), y = the keys by priority; each call's
     chain is a line from the key that wins first down to the key whose kernel runs (filled marker)."""
     all_keys = sorted(
-        {s["key"] for sc in panels for n in flat(sc["tree"]) for s in n.chain if s["key"]},
+        {s["key"] for sc in panels for n in flat(sc["tree"]) for s in n["chain"] if s["key"]},
         key=rank_or_zero,
     )
     y = {k: i for i, k in enumerate(all_keys)}
@@ -34,12 +34,12 @@ def dispatch_path_figure(panels: list[dict]):
     for ax, sc in zip(axes[0], panels, strict=True):
         labels = []
         for x, (depth, n) in enumerate(depths(sc["tree"])):
-            steps = [s for s in n.chain if s["key"]]
+            steps = [s for s in n["chain"] if s["key"]]
             ax.plot(
                 [x] * len(steps), [y[s["key"]] for s in steps], "-", color="0.6", lw=1, zorder=1
             )
             for s in steps:
-                color = TAG_COLOR.get(s["kernel"].tag if s["kernel"] else "?", "k")
+                color = TAG_COLOR.get(s["kernel"]["tag"] if s["kernel"] else "?", "k")
                 face = "white" if s["passes_on"] else color
                 ax.scatter(
                     x,
@@ -50,12 +50,12 @@ def dispatch_path_figure(panels: list[dict]):
                     linewidths=1.5,
                     facecolors=face,
                 )
-            labels.append("·" * depth + n.op.removeprefix("aten::"))
+            labels.append("·" * depth + n["op"].removeprefix("aten::"))
         ax.set_xticks(
             range(len(labels)), labels, rotation=60, ha="right", fontsize=8, family="monospace"
         )
         ax.set_yticks(range(len(all_keys)), all_keys, fontsize=8)
-        ax.set_title(f"{sc['name']}: {sc['tree'].op} -> {sc['output']}", fontsize=10)
+        ax.set_title(f"{sc['name']}: {sc['tree']['op']} -> {sc['output']}", fontsize=10)
         ax.grid(axis="y", color="0.92")
     handles = [
         plt.Line2D([], [], marker="o", ls="", color=c, label=t) for t, c in TAG_COLOR.items()

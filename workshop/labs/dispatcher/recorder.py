@@ -16,7 +16,6 @@ Three observers, each at a different depth:
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -27,24 +26,23 @@ from torch.utils._pytree import tree_leaves
 from workshop.labs.dispatcher import keys
 
 
-@dataclass
-class Call:
-    """One operator call as the lab saw it."""
-
-    op: str  # schema name, "aten::addmm"
-    overload: str  # "default", "int", ...
-    tensor_keys: object  # DispatchKeySet: union over the tensor arguments
-    tls: tuple  # (include, exclude) DispatchKeySets where it was observed
-    arrived_at_python: bool = False
-    below_python_key: str | None = None  # the key the recorder's redispatch ran (the real pick)
-    # TLS while the kernel below Python ran (the calls it makes start from it)
-    child_tls: tuple | None = None
-    children: list[Call] = field(default_factory=list)
-    output: str = ""
-
-    @property
-    def qualified(self) -> str:
-        return self.op if self.overload == "default" else f"{self.op}.{self.overload}"
+def seen_call(
+    op: str, overload: str, tensor_keys, tls: tuple, arrived_at_python: bool = False
+) -> dict:
+    """One operator call as the lab saw it; the recorder fills in what it learns below the Python key."""
+    return {
+        "op": op,  # schema name, "aten::addmm"
+        "overload": overload,  # "default", "int", ...
+        # the name its dispatch table goes by, "aten::transpose.int"
+        "qualified": op if overload == "default" else f"{op}.{overload}",
+        "tensor_keys": tensor_keys,  # DispatchKeySet: union over the tensor arguments
+        "tls": tls,  # (include, exclude) DispatchKeySets where it was observed
+        "arrived_at_python": arrived_at_python,
+        "below_python_key": None,  # the key the recorder's redispatch ran (the real pick)
+        "child_tls": None,  # TLS while the kernel below Python ran (the calls it makes start from it)
+        "children": [],  # the calls that kernel made, seen_call's each
+        "output": "",
+    }
 
 
 def describe(out) -> str:
@@ -62,28 +60,30 @@ class DispatchRecorder(TorchDispatchMode):
 
     def __init__(self):
         super().__init__()
-        self.calls: list[Call] = []  # calls that arrived from above the Python key, in order
-        self._stack: list[Call] = []
+        self.calls: list[
+            dict
+        ] = []  # calls that arrived from above the Python key, in order (seen_call's)
+        self._stack: list[dict] = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
-        call = Call(
+        call = seen_call(
             func._schema.name, func._overloadname, keys.tensor_keys(tensors), keys.tls(), True
         )
-        (self._stack[-1].children if self._stack else self.calls).append(call)
+        (self._stack[-1]["children"] if self._stack else self.calls).append(call)
         # what the dispatcher itself would pass on from the Python key: the keys below it only
-        ks = keys.real_keys_in_play(call.qualified, call.tensor_keys, *call.tls)
+        ks = keys.real_keys_in_play(call["qualified"], call["tensor_keys"], *call["tls"])
         ks = ks & keys.keys_below("Python")
-        call.below_python_key = ks.highestPriorityTypeId().name
+        call["below_python_key"] = ks.highestPriorityTypeId().name
         self._stack.append(call)
         try:
             with self:  # see the calls the kernel below makes
-                call.child_tls = keys.tls()
+                call["child_tls"] = keys.tls()
                 out = func.redispatch(ks, *args, **kwargs)
         finally:
             self._stack.pop()
-        call.output = describe(out)
+        call["output"] = describe(out)
         return out
 
 

@@ -4,8 +4,6 @@ exercise declarations list the scenarios the learner predicts."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 MODES = ("grad", "requires_grad_off", "no_grad", "inference_mode", "autocast_bf16")
 # What is called. linear: F.linear(x, W, b), the LM head. matmul: torch.matmul(x, W.t()), the same GEMM
 # without the bias. matmul_batched: torch.matmul(x, x.transpose(1, 2)), (B, T, 64) @ (B, 64, T): the shape of
@@ -20,39 +18,30 @@ ROOT_OP = {"linear": "aten::linear", "matmul": "aten::matmul", "matmul_batched":
 RECORDER_KEYS = ("PythonTLSSnapshot", "Python")
 
 
-@dataclass(frozen=True)
-class Scenario:
-    device: str  # "cpu" | "cuda"
-    mode: str  # one of MODES
-    rank: int  # 2: x is (T, 64); 3: x is (B, T, 64)
-    call: str = "linear"  # one of CALLS
-
-    @property
-    def name(self) -> str:
-        """'cpu/grad/3d' for the linear call; 'cpu/matmul/3d', 'cpu/matmul_batched/3d' for the others."""
-        middle = self.mode if self.call == "linear" else self.call
-        return f"{self.device}/{middle}/{self.rank}d"
-
-    @property
-    def root_op(self) -> str:
-        return ROOT_OP[self.call]
-
-    @property
-    def autocast_key(self) -> str | None:
-        return f"Autocast{self.device.upper()}" if self.mode == "autocast_bf16" else None
+def scenario(device: str, mode: str, rank: int, call: str = "linear") -> dict:
+    """One traced call, as its result in trace.json begins."""
+    middle = mode if call == "linear" else call
+    return {
+        # 'cpu/grad/3d' for the linear call; 'cpu/matmul/3d', 'cpu/matmul_batched/3d' for the others
+        "name": f"{device}/{middle}/{rank}d",
+        "device": device,  # "cpu" | "cuda"
+        "call": call,  # one of CALLS
+        "mode": mode,  # one of MODES
+        "rank": rank,  # 2: x is (T, 64); 3: x is (B, T, 64)
+    }
 
 
-def all_scenarios(devices: list[str]) -> list[Scenario]:
+def all_scenarios(devices: list[str]) -> list[dict]:
     return [
-        scenario
+        sc
         for d in devices
-        for scenario in (
-            Scenario(d, "grad", 3),
-            Scenario(d, "grad", 2),
-            *(Scenario(d, m, 3) for m in MODES[1:]),
-            Scenario(d, "inference_mode", 2),
-            Scenario(d, "grad", 2, "matmul"),
-            Scenario(d, "grad", 3, "matmul"),
-            Scenario(d, "grad", 3, "matmul_batched"),
+        for sc in (
+            scenario(d, "grad", 3),
+            scenario(d, "grad", 2),
+            *(scenario(d, m, 3) for m in MODES[1:]),
+            scenario(d, "inference_mode", 2),
+            scenario(d, "grad", 2, "matmul"),
+            scenario(d, "grad", 3, "matmul"),
+            scenario(d, "grad", 3, "matmul_batched"),
         )
     ]

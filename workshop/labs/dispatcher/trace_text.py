@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from workshop.i18n import _
 from workshop.labs.dispatcher import reimpl
-from workshop.labs.dispatcher.crosscheck import CallNode
 
 LAB_KEYS = ("CPU", "CUDA")  # keys of other backends are summarized, not listed
 MAX_SHOWN = 7  # the recorder's handler excludes every key above Python: trace.json has them all
@@ -30,20 +29,22 @@ def short_keys(key_names: list[str]) -> str:
     return ", ".join(shown) + more or "-"
 
 
-def chain_text(node: CallNode) -> str:
+def chain_text(node: dict) -> str:
     """'PythonTLSSnapshot → **AutogradCPU**: math kernel `RegisterCompositeImplicitAutograd_0.cpp`'."""
-    steps = [s for s in node.chain if s["key"]]
+    steps = [s for s in node["chain"] if s["key"]]
     if not steps:
         return "-"
     walked = " → ".join(s["key"] if s["passes_on"] else f"**{s['key']}**" for s in steps)
     kernel = steps[-1]["kernel"]
-    return f"{walked}: " + (_("(none)") if kernel is None else f"{kernel.tag} `{kernel.source}`")
+    return f"{walked}: " + (
+        _("(none)") if kernel is None else f"{kernel['tag']} `{kernel['source']}`"
+    )
 
 
-def top_ops(node: CallNode) -> list[str]:
+def top_ops(node: dict) -> list[str]:
     """The first ops to reach the Python key: the root itself, or the calls its kernels above Python made."""
-    calls = [node] if node.arrived_at_python else node.children
-    return [c.op for c in calls]
+    calls = [node] if node["arrived_at_python"] else node["children"]
+    return [c["op"] for c in calls]
 
 
 def code_list(items) -> str:

@@ -21,7 +21,7 @@ from workshop.labs.dispatcher.recorder import (
     profiled,
     record,
 )
-from workshop.labs.dispatcher.scenario_list import Scenario
+from workshop.labs.dispatcher.scenario_list import ROOT_OP
 from workshop.minigpt.data import sample_corpus
 
 # The aten ops whose kernels call a BLAS GEMM (or GEMV) routine: CPU BLAS / oneDNN, or cuBLAS(Lt) on CUDA.
@@ -49,25 +49,25 @@ def lm_head_input(model, seed: int, device: str) -> torch.Tensor:
         return model.hidden_states(idx)  # (2, T, 64)
 
 
-def _context(sc: Scenario):
+def _context(sc: dict):
     """The state the call runs in. requires_grad_off changes the weights instead (see _calls)."""
     return {
         "no_grad": torch.no_grad,
         "inference_mode": torch.inference_mode,
-        "autocast_bf16": lambda: torch.autocast(sc.device, dtype=torch.bfloat16),
-    }.get(sc.mode, contextlib.nullcontext)()
+        "autocast_bf16": lambda: torch.autocast(sc["device"], dtype=torch.bfloat16),
+    }.get(sc["mode"], contextlib.nullcontext)()
 
 
-def _calls(sc: Scenario, head: torch.nn.Linear, x3: torch.Tensor):
+def _calls(sc: dict, head: torch.nn.Linear, x3: torch.Tensor):
     """(the traced call, the same computation made the plain way). Operands are prepared outside the trace,
     so that the first torch function the trace sees is the call itself."""
     W, b = head.weight, head.bias  # (600, 64), (600,)
-    if sc.mode == "requires_grad_off":
+    if sc["mode"] == "requires_grad_off":
         W, b = W.detach(), b.detach()
-    x = x3 if sc.rank == 3 else x3[0]  # (2, T, 64) or (T, 64)
-    if sc.call == "linear":
+    x = x3 if sc["rank"] == 3 else x3[0]  # (2, T, 64) or (T, 64)
+    if sc["call"] == "linear":
         return (lambda: F.linear(x, W, b)), (lambda: head(x))
-    other = W.t() if sc.call == "matmul" else x.transpose(1, 2)  # (64, 600) or (B, 64, T)
+    other = W.t() if sc["call"] == "matmul" else x.transpose(1, 2)  # (64, 600) or (B, 64, T)
     return (lambda: torch.matmul(x, other)), (lambda: torch.matmul(x, other))
 
 
@@ -91,29 +91,28 @@ def gemm_kernels(kernels: list[dict], gemm_op: str | None) -> list[str]:
     return sorted({name for name in launched or unlinked if GEMM_KERNEL.search(name)})
 
 
-def run_scenario(sc: Scenario, head: torch.nn.Linear, x3: torch.Tensor) -> tuple[dict, bytes]:
-    """The scenario's result, and its profiler trace (Chrome trace JSON)."""
+def run_scenario(sc: dict, head: torch.nn.Linear, x3: torch.Tensor) -> tuple[dict, bytes]:
+    """The scenario's result (scenario_list.scenario's, and what the trace found), and its profiler trace (Chrome
+    trace JSON)."""
     traced, plain = _calls(sc, head, x3)
     with _context(sc):
-        out, python, dispatch, prof = record(traced, sc.device)
+        out, python, dispatch, prof = record(traced, sc["device"])
         expected = plain()
-    ops, kernels, notes = profiled(prof, sc.device)
-    tree = explain(python, dispatch.calls, sc.root_op)
-    gemm_ops = [n.op for n in flat(tree) if n.op in GEMM_OPS]  # in call order (one expected)
+    ops, kernels, notes = profiled(prof, sc["device"])
+    tree = explain(python, dispatch.calls, ROOT_OP[sc["call"]])
+    # the autocast key of the scenario's device where its mode is autocast: its kernels explain ops the profiler saw
+    autocast_key = f"Autocast{sc['device'].upper()}" if sc["mode"] == "autocast_bf16" else None
+    gemm_ops = [n["op"] for n in flat(tree) if n["op"] in GEMM_OPS]  # in call order (one expected)
     gemm_op = (
         gemm_ops[-1] if gemm_ops else None
     )  # the aten op that finally does the GEMM: the last one
     result = {
-        "name": sc.name,
-        "device": sc.device,
-        "call": sc.call,
-        "mode": sc.mode,
-        "rank": sc.rank,
+        **sc,
         "python_layer": python.calls,  # recorder.PythonLayer's calls
-        "tree": tree,  # a CallNode: the root call, explained, and every call under it
+        "tree": tree,  # crosscheck.explain's: the root call, explained, and every call under it
         "profiled_ops": ops,
         # crosscheck.profiler_consistency's: the recorder's calls against the profiler's ops
-        "profiler": profiler_consistency(tree, ops, sc.autocast_key),
+        "profiler": profiler_consistency(tree, ops, autocast_key),
         "autograd_nodes": autograd_nodes(
             out
         ),  # the backward graph the output records, breadth first

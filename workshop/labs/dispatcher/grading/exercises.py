@@ -144,7 +144,7 @@ PREDICTION_LOOK = {
     "gemm_op": N_("trace.md: the op down the calls whose kernel calls BLAS"),
 }
 PREDICTION_QUESTIONS = tuple(
-    Question(f"{sc.name}.{field}", "", look, kind="str")
+    Question(f"{sc['name']}.{field}", "", look, kind="str")
     for sc in all_scenarios(["cpu"])
     for field, look in PREDICTION_LOOK.items()
 )
