@@ -56,6 +56,19 @@ def registrations() -> dict[str, SoftmaxOps]:
     }
 
 
+@functools.cache
+def clone_op():
+    """The floor of a call through the chapter's API: a custom_op whose body only clones its input, so that its
+    call costs torch.library's layers and a copy, nothing of ours. The benchmark's target for one forward call of
+    ours is at most 1.2 x this one's (bench/report.py)."""
+
+    @torch.library.custom_op("workshop_eager::clone", mutates_args=())
+    def clone(x: torch.Tensor) -> torch.Tensor:
+        return x.clone()
+
+    return clone
+
+
 def per_call_us(fns: dict, device: str) -> dict[str, float]:
     """Host time of one call of each fn(), in microseconds: the best of BLOCKS blocks of calls, the functions'
     blocks interleaved (a machine that gets busier for a while slows them all, not one)."""
@@ -69,12 +82,21 @@ def per_call_us(fns: dict, device: str) -> dict[str, float]:
         sync()
         return (time.perf_counter() - start) / n
 
-    calls = {}
-    for name, fn in fns.items():
-        seconds_per_call(fn, 1)  # warm up: compile, fill the caches
-        calls[name] = max(
-            1, min(MAX_CALLS, int(BLOCK_SECONDS / max(seconds_per_call(fn, 1), 1e-9)))
-        )
+    def calls_filling(fn) -> int:
+        """How many calls of fn() fill BLOCK_SECONDS (at most MAX_CALLS), after one that compiles and fills the
+        caches. Counted, not worked out from one call: a function's first calls in a process can be a hundred
+        times slower than the rest (torch's first forward + backward steps on an H100: 22.9 and 9.2 ms, then
+        75 us), and a block sized from one of them held 2 calls, whose time was mostly the GPU's tail and the
+        synchronize (benchmarks/gpu-records/20261206-2107-h100-issue41-profiles)."""
+        fn()
+        n, start = 0, time.perf_counter()
+        while n < MAX_CALLS and time.perf_counter() - start < BLOCK_SECONDS:
+            fn()
+            n += 1
+        sync()
+        return max(1, n)
+
+    calls = {name: calls_filling(fn) for name, fn in fns.items()}
     best = dict.fromkeys(fns, float("inf"))
     for _block in range(BLOCKS):
         for name, fn in fns.items():
@@ -103,6 +125,7 @@ def ladder(device: str, shape=TINY) -> dict:
             f"{kind}: autograd node": functools.partial(ops.forward, x_grad),
         }
     rungs["torch.softmax"] = lambda: torch.softmax(x, -1)
+    rungs["custom_op clone"] = functools.partial(clone_op(), x)
     rungs["Triton's kernel[grid]"] = lambda: kernels._fwd_one_pass[grid](x, y, *ints, **constexprs)
     return rungs
 
@@ -113,8 +136,9 @@ def _step(op, x: torch.Tensor, dy: torch.Tensor):
 
 def measure(device: str) -> dict:
     """Host us per call: the common layers' own costs, each registration's own layers and whole call (with and
-    without grad) and forward + backward step, torch.softmax's call and step, and the launch through Triton's
-    own kernel[grid]. `op_us`, `op_grad_us` and `python_us` are torch.ops.workshop.softmax's (its KIND)."""
+    without grad) and forward + backward step, torch.softmax's call and step, a custom_op that only clones
+    (clone_op), and the launch through Triton's own kernel[grid]. `op_us`, `op_grad_us` and `python_us` are
+    torch.ops.workshop.softmax's (its KIND)."""
     rungs = ladder(device)
     # a launch that returns at once, in place of triton_launch.launch: only the Python layers are timed
     with mock.patch.object(softmax_launch, "launch", lambda *args, **kwargs: None):
@@ -150,6 +174,7 @@ def measure(device: str) -> dict:
             for kind in registrations()
         },
         "torch_us": whole["torch.softmax"],
+        "clone_custom_op_us": whole["custom_op clone"],
         "triton_jit_launch_us": whole["Triton's kernel[grid]"],
         "step_shape": list(STEP),
         "step_us": {name: whole[f"step {name}"] for name in steps},
@@ -174,8 +199,8 @@ def by_hand_saves(found: dict) -> float:
 
 def figure(found: dict, device: str):
     """Each layer's cost per call: the common layers once, each registration's own layers and whole call, and
-    torch.softmax's whole call for scale (log axis: on the CPU the interpreter's milliseconds and the layers'
-    microseconds share it)."""
+    the whole calls of torch.softmax and of a custom_op that only clones for scale (log axis: on the CPU the
+    interpreter's milliseconds and the layers' microseconds share it)."""
     # a color for each registration: custom_op, triton_op, by hand
     colors = dict(zip(found["registrations"], ("tab:blue", "tab:orange", "tab:green"), strict=True))
     bars = [(_(name), us, "tab:gray") for name, us in found["layer_us"].items()]
@@ -187,6 +212,10 @@ def figure(found: dict, device: str):
     for kind, costs in found["registrations"].items():
         bars += [(f"{_(kind)}: {label}", costs[key], colors[kind]) for key, label in own.items()]
     bars.append((_("torch.softmax (whole call)"), found["torch_us"], "black"))
+    # the floor of a call through torch.library: what any custom_op costs before its body does anything
+    bars.append(
+        (_("a custom_op that only clones (whole call)"), found["clone_custom_op_us"], "dimgray")
+    )
     names, values, bar_colors = zip(*bars[::-1], strict=True)
     fig, ax = plt.subplots(figsize=(8, 5))
     ax.barh(names, [max(v, 1e-3) for v in values], color=bar_colors)

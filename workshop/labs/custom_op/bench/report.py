@@ -5,7 +5,8 @@ latency, not bandwidth, sets the time):
 - device time: forward and backward >= 0.90 x the copy bandwidth of their bytes, and >= every peer (torch,
   Inductor, Liger: the run's doc["peers"]);
 - eager time: ours called from Python >= 0.90 x torch's, forward and backward.
-And on the host, at a tiny shape: one forward call <= 2 x torch.softmax's; a forward + backward step <= 2 x torch's.
+And on the host, at a tiny shape: one forward call <= 1.2 x a custom_op's that only clones (eager_cost.clone_op: the
+floor of a call through torch.library); a forward + backward step <= 2 x torch's.
 """
 
 import statistics
@@ -20,7 +21,7 @@ from workshop import i18n  # noqa: E402
 from workshop.foundations import atomic  # noqa: E402
 from workshop.i18n import templates  # noqa: E402
 
-VS_COPY, EAGER_VS_TORCH, HOST_VS_TORCH, MIN_MIB = 0.90, 0.90, 2.0, 32.0
+VS_COPY, EAGER_VS_TORCH, CALL_VS_CLONE, STEP_VS_TORCH, MIN_MIB = 0.90, 0.90, 1.2, 2.0, 32.0
 NOT_PEERS = ("ours", "copy", "ours_eager", "torch_eager")  # a row's other cells are its peers'
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 TARGETS = {  # a row's verdict key: (what it says, the ratio it judges, the least ratio that meets it)
@@ -70,14 +71,15 @@ def evaluate(results: list[dict]) -> dict:
 
 
 def evaluate_host(host: dict) -> dict:
-    """The host-time targets, from eager_cost.measure: a call and a training step against torch's."""
-    call, step = host["op_us"] / host["torch_us"], host["step_us"]
+    """The host-time targets, from eager_cost.measure: a call against a custom_op's that only clones, and a
+    training step against torch's."""
+    call, step = host["op_us"] / host["clone_custom_op_us"], host["step_us"]
     step_ratio = step[host["registration"]] / step["torch.softmax"]
     return {
-        "call_vs_torch": call,
-        "call_met": call <= HOST_VS_TORCH,
+        "call_vs_clone": call,
+        "call_met": call <= CALL_VS_CLONE,
         "step_vs_torch": step_ratio,
-        "step_met": step_ratio <= HOST_VS_TORCH,
+        "step_met": step_ratio <= STEP_VS_TORCH,
     }
 
 
@@ -143,12 +145,12 @@ def _host_rows(doc: dict) -> list[str]:
     step, kind = host["step_us"], host["registration"]
     lines = [
         f"Host time per call at {_label(host['shape'])} (float32), best of blocks of calls, all measured in one "
-        f"run: torch.ops.workshop.softmax (a {kind}) {host['op_us']:.1f} us, torch.softmax "
-        f"{host['torch_us']:.1f} us: {t['call_vs_torch']:.2f}x (target <= {HOST_VS_TORCH}x: "
-        f"{verdict[t['call_met']]}). Forward + backward at {_label(host['step_shape'])}: ours "
-        f"{step[kind]:.1f} us, torch {step['torch.softmax']:.1f} us: {t['step_vs_torch']:.2f}x (target <= "
-        f"{HOST_VS_TORCH}x: {verdict[t['step_met']]}). The same launch through Triton's own "
-        f"`kernel[grid](...)` takes {host['triton_jit_launch_us']:.1f} us.",
+        f"run: torch.ops.workshop.softmax (a {kind}) {host['op_us']:.1f} us, a custom_op that only clones its "
+        f"input {host['clone_custom_op_us']:.1f} us: {t['call_vs_clone']:.2f}x (target <= {CALL_VS_CLONE}x: "
+        f"{verdict[t['call_met']]}); torch.softmax {host['torch_us']:.1f} us. Forward + backward at "
+        f"{_label(host['step_shape'])}: ours {step[kind]:.1f} us, torch {step['torch.softmax']:.1f} us: "
+        f"{t['step_vs_torch']:.2f}x (target <= {STEP_VS_TORCH}x: {verdict[t['step_met']]}). The same launch "
+        f"through Triton's own `kernel[grid](...)` takes {host['triton_jit_launch_us']:.1f} us.",
         "",
         "| layer inside the op (the same in every registration) | us |",
         "|---|---|",
