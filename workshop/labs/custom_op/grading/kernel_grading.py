@@ -26,7 +26,13 @@ import triton
 
 from workshop.labs.custom_op.grading import half_precision
 from workshop.labs.custom_op.grading.correctness import SLACK
-from workshop.labs.custom_op.grading.memory_bounds import POISON, SENTINEL, Guarded
+from workshop.labs.custom_op.grading.memory_bounds import (
+    POISON,
+    SENTINEL,
+    guarded,
+    inside,
+    outside_changed,
+)
 from workshop.ops import softmax_launch
 from workshop.ops.triton_launch import recording
 
@@ -139,7 +145,7 @@ class KernelRun:
     out: torch.Tensor  # what the kernel wrote into its output view, float64
     expected: torch.Tensor  # float64
     tolerance: float
-    # region -> cells changed outside the output view (Guarded.outside_changed)
+    # region -> cells changed outside the output view (memory_bounds.outside_changed)
     outside: dict[str, int]
     # the launch record: {"kernel": name, "grid": [programs], "learners": the learner's kernel or another}
     launches: list[dict]
@@ -216,15 +222,16 @@ def launch_case(kernel, case: KernelCase, direction: Direction, device: str, see
     guard = _guard_rows(case, plan)
     pads = [stride - case.cols for stride in row_strides(case, len(direction.tensors))]
     buffers = [
-        Guarded.around(t.to(device), pad, guard, POISON)
+        guarded(t.to(device), pad, guard, POISON)
         for t, pad in zip(rounded.values(), pads[:-1], strict=True)
     ]
     out = torch.full_like(rounded[next(iter(rounded))], SENTINEL).to(device)
-    buffers.append(Guarded.around(out, pads[-1], guard, SENTINEL))
+    buffers.append(guarded(out, pads[-1], guard, SENTINEL))
+    views = [inside(b, case.rows, case.cols, guard) for b in buffers]
     with recording() as launches, half_precision.watched() as half_ops:
-        direction.launch(kernel, [b.view for b in buffers], case.rows, case.cols)
+        direction.launch(kernel, views, case.rows, case.cols)
     return {
-        "out": buffers[-1].buffer,
+        "out": buffers[-1],
         "launches": [
             {
                 "kernel": launch.kernel,
@@ -242,14 +249,23 @@ def judged(case: KernelCase, direction: Direction, seed: int, launched: dict) ->
     rounded = _rounded(case, direction, seed)
     expected = direction.expected({name: t.double() for name, t in rounded.items()})
     plan = _plan(case, direction)
-    out = Guarded.of(launched["out"], case.rows, case.cols, _guard_rows(case, plan), SENTINEL)
+    buffer, guard = launched["out"], _guard_rows(case, plan)
+    # the buffer came back from the worker: laid out as launch_case made it, or no verdict is read from it
+    if (
+        buffer.dim() != 2
+        or buffer.shape[0] != guard + case.rows + guard
+        or buffer.shape[1] < case.cols
+    ):
+        raise ValueError(
+            f"a buffer of shape {tuple(buffer.shape)}, not guarded rows of {case.label}"
+        )
     return KernelRun(
         case,
         {name: t.double() for name, t in rounded.items()},
-        out.view.double().cpu(),
+        inside(buffer, case.rows, case.cols, guard).double().cpu(),
         expected,
         tolerance(direction, rounded, expected, case.dtype),
-        out.outside_changed(),
+        outside_changed(buffer, case.rows, case.cols, guard, SENTINEL),
         list(launched["launches"]),
         plan,
         dict(launched["half_ops"]),

@@ -25,7 +25,6 @@ from __future__ import annotations
 import inspect
 import re
 import traceback
-from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -242,7 +241,7 @@ def fake_outputs(fake, device: str) -> dict:
         elif not isinstance(out, torch.Tensor):
             outputs[case] = {"kind": type(out).__name__}
         else:
-            outputs[case] = asdict(rg.Layout.of(out))
+            outputs[case] = rg.layout(out)
     return {"outputs": outputs}
 
 
