@@ -106,23 +106,16 @@ def _backward_inputs(case, seed):
     return {"y": torch.softmax(logits(case, seed), -1), "dy": dy.double()}
 
 
-def _launch_forward(kernel, views, rows, cols):
-    x, y = views
-    softmax_launch.forward(x, y, rows, cols, x.stride(0), y.stride(0), one_pass=kernel)
-
-
-def _launch_backward(kernel, views, rows, cols):
-    strides = tuple(int(v.stride(0)) for v in views)
-    softmax_launch.backward(*views, rows, cols, strides, one_pass=kernel)
-
-
 FORWARD = Direction(
     "forward",
     ("x", "y"),
     lambda case, seed: {"x": logits(case, seed)},
     lambda t: torch.softmax(t["x"], -1),
     lambda t: torch.softmax(t["x"], -1),
-    _launch_forward,
+    # x, y, then their row strides
+    lambda kernel, views, rows, cols: softmax_launch.forward(
+        *views, rows, cols, *(v.stride(0) for v in views), one_pass=kernel
+    ),
 )
 BACKWARD = Direction(
     "backward",
@@ -131,7 +124,10 @@ BACKWARD = Direction(
     # dx = y * (dy - sum(dy * y)) along the rows
     lambda t: t["y"] * (t["dy"] - (t["dy"] * t["y"]).sum(-1, keepdim=True)),
     lambda t: torch.ops.aten._softmax_backward_data(t["dy"], t["y"], -1, t["y"].dtype),
-    _launch_backward,
+    # y, dy, dx, then the tuple of their row strides
+    lambda kernel, views, rows, cols: softmax_launch.backward(
+        *views, rows, cols, tuple(int(v.stride(0)) for v in views), one_pass=kernel
+    ),
 )
 DIRECTIONS = {direction.name: direction for direction in (FORWARD, BACKWARD)}
 
