@@ -32,6 +32,7 @@ from workshop.labs.custom_op.grading.kernel_grading import (
     Direction,
     KernelCase,
     KernelRun,
+    guarded_case,
     judged,
     row_strides,
 )
@@ -152,8 +153,8 @@ def record_kernel_checks(ctx: LabContext, ask, direction: Direction, ex) -> bool
     attribute = ex.attribute
 
     def launched(cases) -> list[dict]:
-        specs = [case.spec for case in cases]
-        return ask(op_probes.kernel_cases, direction.name, specs, ctx.device, ctx.seed)
+        sent = [guarded_case(case, direction, ctx.seed) for case in cases]
+        return ask(op_probes.kernel_cases, direction.name, sent, ctx.device)
 
     # the kernel on another layout of a case: None where it raised or went out of bounds
     @functools.cache

@@ -10,14 +10,14 @@ row); float32 (5, 37), whose N is odd (ALIGN 1); float64 (6, 100), which needs f
 (6, 600), which needs float32 arithmetic. Under the interpreter every load and store is bounds-checked
 (memory_bounds.py); on a GPU the guards around each tensor show stray writes afterwards.
 
-Where each half runs (the worker protocol): `launch_case` launches the learner's kernel in the worker and sends back
-what it left (the output's whole guarded buffer, the launch record, the half-precision arithmetic it did); `judged`,
-in the lab's process, makes the same inputs from the seed and reads that buffer against float64.
+Where each part runs (the worker protocol): `guarded_case`, in the lab's process, makes a case's inputs from the
+seed and puts each tensor in its guarded buffer; `launch_case` launches the learner's kernel on those buffers in the
+worker and sends back what it left (the output's whole guarded buffer, the launch record, the half-precision
+arithmetic it did); `judged`, in the lab's process, reads that buffer against float64 from the same inputs.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -45,18 +45,6 @@ class KernelCase:
     cols: int
     pad: int  # columns of padding after each row of the first tensor: its row stride is cols + pad
     own_strides: bool = True  # each next tensor's rows 2 x ALIGN further apart (row_strides)
-
-    @property
-    def spec(self) -> dict:
-        """The case as wire values, for the worker (case_of)."""
-        return {"label": self.label, "pad": self.pad, "own_strides": self.own_strides}
-
-
-def case_of(spec: dict) -> KernelCase:
-    """One of CASES, laid out as `spec` says (KernelCase.spec: exercise_grading.layout_mistake asks for
-    variants)."""
-    case = next(case for case in CASES if case.label == spec["label"])
-    return dataclasses.replace(case, pad=int(spec["pad"]), own_strides=bool(spec["own_strides"]))
 
 
 CASES = (
@@ -210,22 +198,33 @@ def _rounded(case: KernelCase, direction: Direction, seed: int) -> dict[str, tor
     return {name: t.to(case.dtype) for name, t in direction.inputs(case, seed).items()}
 
 
-def launch_case(kernel, case: KernelCase, direction: Direction, device: str, seed: int) -> dict:
-    """In the worker: `kernel` launched through the op's launch code on one case, inputs and output guarded;
-    what it left, as wire values: {"out": the output's whole buffer, "launches", "half_ops"}."""
+def guarded_case(case: KernelCase, direction: Direction, seed: int) -> dict:
+    """In the lab's process: what the worker launches the kernel on (launch_case's arguments, wire values). Each
+    of the direction's tensors in a guarded buffer (memory_bounds.guarded) padded to its own row stride
+    (row_strides): the inputs rounded to the case's dtype, among POISON; the output all SENTINEL. With the view's
+    rows and cols and the guard rows around it."""
     rounded = _rounded(case, direction, seed)
-    plan = _plan(case, direction)
-    guard = _guard_rows(case, plan)
-    pads = [stride - case.cols for stride in row_strides(case, len(direction.tensors))]
+    guard = _guard_rows(case, _plan(case, direction))
+    tensors = [*rounded.values(), torch.full_like(rounded[direction.tensors[0]], SENTINEL)]
+    fills = [POISON] * len(rounded) + [SENTINEL]
+    strides = row_strides(case, len(direction.tensors))
     buffers = [
-        guarded(t.to(device), pad, guard, POISON)
-        for t, pad in zip(rounded.values(), pads[:-1], strict=True)
+        guarded(t, stride - case.cols, guard, fill)
+        for t, stride, fill in zip(tensors, strides, fills, strict=True)
     ]
-    out = torch.full_like(rounded[next(iter(rounded))], SENTINEL).to(device)
-    buffers.append(guarded(out, pads[-1], guard, SENTINEL))
-    views = [inside(b, case.rows, case.cols, guard) for b in buffers]
+    return {"buffers": buffers, "rows": case.rows, "cols": case.cols, "guard": guard}
+
+
+def launch_case(
+    kernel, direction: Direction, device: str, buffers: list, rows: int, cols: int, guard: int
+) -> dict:
+    """In the worker: `kernel` launched through the op's launch code on one case's guarded buffers
+    (guarded_case), moved to `device`; what it left, as wire values: {"out": the output's whole buffer,
+    "launches", "half_ops"}."""
+    buffers = [buffer.to(device) for buffer in buffers]
+    views = [inside(buffer, rows, cols, guard) for buffer in buffers]
     with recording() as launches, half_precision.watched() as half_ops:
-        direction.launch(kernel, views, case.rows, case.cols)
+        direction.launch(kernel, views, rows, cols)
     return {
         "out": buffers[-1],
         "launches": [
