@@ -155,8 +155,15 @@ def judge(ex: Exercise, question: questions.Question, answers: dict, truth, fact
     try:
         given = questions.lookup(answers, question)
     except KeyError:
-        why = _("{answer} is missing: add its key").format(answer=question.label(ex.attribute))
-        return Check(name, False, _("missing"), hidden, message=why)
+        return Check(
+            name,
+            False,
+            _("missing"),
+            hidden,
+            message=_("{answer} is missing: add its key").format(
+                answer=question.label(ex.attribute)
+            ),
+        )
     if given is None:
         return Check(
             name,

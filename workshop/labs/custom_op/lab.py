@@ -334,11 +334,7 @@ def json_values(found: dict, seconds: dict) -> dict:
         k: v for k, v in found.items() if k not in ("exercises", "facts", "compile", "correctness")
     }
     if op_checked(found):
-        errors = found["correctness"]["dtype_errors"]
-        out["correctness"] = {
-            **found["correctness"],
-            "dtype_errors": {k: asdict(v) for k, v in errors.items()},
-        }
+        out["correctness"] = found["correctness"]
         out["compile"] = found["compile"]
     # No facts keyed by the questions' keys: that would be an answer key in the learner's run folder.
     return {**out, "seconds": seconds}

@@ -6,7 +6,6 @@ Shapes depend on the device: under Triton's interpreter (CPU) every program cost
 shapes are small; the long-row cases still cross into the long-row kernels (N > ONE_PASS_MAX).
 """
 
-from dataclasses import asdict, dataclass
 from unittest import mock
 
 import torch
@@ -36,15 +35,6 @@ def shapes(device: str) -> dict[str, tuple[int, ...]]:
     }
 
 
-@dataclass(frozen=True)
-class Accuracy:
-    """Max |result - float64 softmax| of ours and of torch.softmax, and the tolerance for ours."""
-
-    ours: float
-    torch: float
-    tolerance: float  # 1.25 x torch's + SLACK
-
-
 class OpFailed(Exception):
     """The op raised where it had to answer (its error's text)."""
 
@@ -62,9 +52,10 @@ def answered(answer: dict, key: str = "y") -> torch.Tensor:
 
 def dtype_errors(
     run, device: str, shape: tuple[int, ...], seed: int, dtypes=tuple(SLACK)
-) -> tuple[dict[str, Accuracy], list[str]]:
-    """Per dtype, the op's error and torch.softmax's against a float64 softmax of the same rounded input; and the
-    kernels the op launched. `run`: requests -> op_probes.apply's result."""
+) -> tuple[dict[str, dict], list[str]]:
+    """Per dtype, the op's error and torch.softmax's against a float64 softmax of the same rounded input
+    ({"ours", "torch": max |result - float64 softmax|, "tolerance": ours' bound, 1.25 x torch's + SLACK}); and
+    the kernels the op launched. `run`: requests -> op_probes.apply's result."""
     gen = torch.Generator().manual_seed(seed)
     x64 = (torch.randn(shape, generator=gen, dtype=torch.float64) * 4).to(device)
     xs = [x64.to(dtype) for dtype in dtypes]
@@ -74,9 +65,11 @@ def dtype_errors(
         ref = torch.softmax(x.double(), -1)  # exact up to float64: the error left is the op's own
         theirs = (torch.softmax(x, -1).double() - ref).abs().max().item()
         ours = (answered(answer).double() - ref).abs().max().item()
-        out[str(dtype).removeprefix("torch.")] = Accuracy(
-            ours, theirs, 1.25 * theirs + SLACK[dtype]
-        )
+        out[str(dtype).removeprefix("torch.")] = {
+            "ours": ours,
+            "torch": theirs,
+            "tolerance": 1.25 * theirs + SLACK[dtype],
+        }
     return out, result["launches"]
 
 
@@ -134,14 +127,11 @@ def special_value_mismatches(run, device: str, long_cols: int) -> dict[str, int]
 
 def empty_results(run, device: str) -> dict[str, bool]:
     """Empty tensors and 0-size dims give torch.softmax's (empty) result, forward and backward."""
-    shapes = {
-        "(0, 5)": ((0, 5), -1),
-        "(4, 0)": ((4, 0), -1),
-        "(2, 0, 3) dim=1": ((2, 0, 3), 1),
-        "0-d": ((), 0),
-    }
     cases = {
-        name: (torch.randn(shape, device=device), dim) for name, (shape, dim) in shapes.items()
+        "(0, 5)": (torch.randn(0, 5, device=device), -1),
+        "(4, 0)": (torch.randn(4, 0, device=device), -1),
+        "(2, 0, 3) dim=1": (torch.randn(2, 0, 3, device=device), 1),
+        "0-d": (torch.randn((), device=device), 0),
     }
     replies = run([forward(x, dim, torch.ones_like(x)) for x, dim in cases.values()])["replies"]
     out = {}
@@ -296,8 +286,8 @@ def check(ctx, run, forward_kernel: str, shapes: dict) -> dict:
             _("{dtype} {shape}: max |ours - float64 softmax| (<= 1.25 x torch's + slack)").format(
                 dtype=dtype, shape=shapes["lm_head"]
             ),
-            e.ours,
-            e.tolerance,
+            e["ours"],
+            e["tolerance"],
         )
     found["long_rows"] = check_long_rows(ctx, run, shapes["long"])
     found["layouts"] = layouts(run, ctx.device, ctx.seed)
@@ -341,7 +331,7 @@ def check_long_rows(ctx, run, shape: tuple[int, int]) -> dict:
     )
     ctx.check_max(
         _("float32 long rows {shape} (long-row kernels): max error").format(shape=shape),
-        long.ours,
-        long.tolerance,
+        long["ours"],
+        long["tolerance"],
     )
-    return {"error": asdict(long), "kernels": launches}
+    return {"error": long, "kernels": launches}

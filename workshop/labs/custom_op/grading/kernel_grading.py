@@ -10,14 +10,14 @@ row); float32 (5, 37), whose N is odd (ALIGN 1); float64 (6, 100), which needs f
 (6, 600), which needs float32 arithmetic. Under the interpreter every load and store is bounds-checked
 (memory_bounds.py); on a GPU the guards around each tensor show stray writes afterwards.
 
-Where each half runs (the worker protocol): `launch_case` launches the learner's kernel in the worker and sends back
-what it left (the output's whole guarded buffer, the launch record, the half-precision arithmetic it did); `judged`,
-in the lab's process, makes the same inputs from the seed and reads that buffer against float64.
+Where each part runs (the worker protocol): `guarded_case`, in the lab's process, makes a case's inputs from the
+seed and puts each tensor in its guarded buffer; `launch_case` launches the learner's kernel on those buffers in the
+worker and sends back what it left (the output's whole guarded buffer, the launch record, the half-precision
+arithmetic it did); `judged`, in the lab's process, reads that buffer against float64 from the same inputs.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -26,7 +26,13 @@ import triton
 
 from workshop.labs.custom_op.grading import half_precision
 from workshop.labs.custom_op.grading.correctness import SLACK
-from workshop.labs.custom_op.grading.memory_bounds import POISON, SENTINEL, Guarded
+from workshop.labs.custom_op.grading.memory_bounds import (
+    POISON,
+    SENTINEL,
+    guarded,
+    inside,
+    outside_changed,
+)
 from workshop.ops import softmax_launch
 from workshop.ops.triton_launch import recording
 
@@ -39,18 +45,6 @@ class KernelCase:
     cols: int
     pad: int  # columns of padding after each row of the first tensor: its row stride is cols + pad
     own_strides: bool = True  # each next tensor's rows 2 x ALIGN further apart (row_strides)
-
-    @property
-    def spec(self) -> dict:
-        """The case as wire values, for the worker (case_of)."""
-        return {"label": self.label, "pad": self.pad, "own_strides": self.own_strides}
-
-
-def case_of(spec: dict) -> KernelCase:
-    """One of CASES, laid out as `spec` says (KernelCase.spec: exercise_grading.layout_mistake asks for
-    variants)."""
-    case = next(case for case in CASES if case.label == spec["label"])
-    return dataclasses.replace(case, pad=int(spec["pad"]), own_strides=bool(spec["own_strides"]))
 
 
 CASES = (
@@ -100,23 +94,16 @@ def _backward_inputs(case, seed):
     return {"y": torch.softmax(logits(case, seed), -1), "dy": dy.double()}
 
 
-def _launch_forward(kernel, views, rows, cols):
-    x, y = views
-    softmax_launch.forward(x, y, rows, cols, x.stride(0), y.stride(0), one_pass=kernel)
-
-
-def _launch_backward(kernel, views, rows, cols):
-    strides = tuple(int(v.stride(0)) for v in views)
-    softmax_launch.backward(*views, rows, cols, strides, one_pass=kernel)
-
-
 FORWARD = Direction(
     "forward",
     ("x", "y"),
     lambda case, seed: {"x": logits(case, seed)},
     lambda t: torch.softmax(t["x"], -1),
     lambda t: torch.softmax(t["x"], -1),
-    _launch_forward,
+    # x, y, then their row strides
+    lambda kernel, views, rows, cols: softmax_launch.forward(
+        *views, rows, cols, *(v.stride(0) for v in views), one_pass=kernel
+    ),
 )
 BACKWARD = Direction(
     "backward",
@@ -125,7 +112,10 @@ BACKWARD = Direction(
     # dx = y * (dy - sum(dy * y)) along the rows
     lambda t: t["y"] * (t["dy"] - (t["dy"] * t["y"]).sum(-1, keepdim=True)),
     lambda t: torch.ops.aten._softmax_backward_data(t["dy"], t["y"], -1, t["y"].dtype),
-    _launch_backward,
+    # y, dy, dx, then the tuple of their row strides
+    lambda kernel, views, rows, cols: softmax_launch.backward(
+        *views, rows, cols, tuple(int(v.stride(0)) for v in views), one_pass=kernel
+    ),
 )
 DIRECTIONS = {direction.name: direction for direction in (FORWARD, BACKWARD)}
 
@@ -139,7 +129,7 @@ class KernelRun:
     out: torch.Tensor  # what the kernel wrote into its output view, float64
     expected: torch.Tensor  # float64
     tolerance: float
-    # region -> cells changed outside the output view (Guarded.outside_changed)
+    # region -> cells changed outside the output view (memory_bounds.outside_changed)
     outside: dict[str, int]
     # the launch record: {"kernel": name, "grid": [programs], "learners": the learner's kernel or another}
     launches: list[dict]
@@ -208,23 +198,35 @@ def _rounded(case: KernelCase, direction: Direction, seed: int) -> dict[str, tor
     return {name: t.to(case.dtype) for name, t in direction.inputs(case, seed).items()}
 
 
-def launch_case(kernel, case: KernelCase, direction: Direction, device: str, seed: int) -> dict:
-    """In the worker: `kernel` launched through the op's launch code on one case, inputs and output guarded;
-    what it left, as wire values: {"out": the output's whole buffer, "launches", "half_ops"}."""
+def guarded_case(case: KernelCase, direction: Direction, seed: int) -> dict:
+    """In the lab's process: what the worker launches the kernel on (launch_case's arguments, wire values). Each
+    of the direction's tensors in a guarded buffer (memory_bounds.guarded) padded to its own row stride
+    (row_strides): the inputs rounded to the case's dtype, among POISON; the output all SENTINEL. With the view's
+    rows and cols and the guard rows around it."""
     rounded = _rounded(case, direction, seed)
-    plan = _plan(case, direction)
-    guard = _guard_rows(case, plan)
-    pads = [stride - case.cols for stride in row_strides(case, len(direction.tensors))]
+    guard = _guard_rows(case, _plan(case, direction))
+    tensors = [*rounded.values(), torch.full_like(rounded[direction.tensors[0]], SENTINEL)]
+    fills = [POISON] * len(rounded) + [SENTINEL]
+    strides = row_strides(case, len(direction.tensors))
     buffers = [
-        Guarded.around(t.to(device), pad, guard, POISON)
-        for t, pad in zip(rounded.values(), pads[:-1], strict=True)
+        guarded(t, stride - case.cols, guard, fill)
+        for t, stride, fill in zip(tensors, strides, fills, strict=True)
     ]
-    out = torch.full_like(rounded[next(iter(rounded))], SENTINEL).to(device)
-    buffers.append(Guarded.around(out, pads[-1], guard, SENTINEL))
+    return {"buffers": buffers, "rows": case.rows, "cols": case.cols, "guard": guard}
+
+
+def launch_case(
+    kernel, direction: Direction, device: str, buffers: list, rows: int, cols: int, guard: int
+) -> dict:
+    """In the worker: `kernel` launched through the op's launch code on one case's guarded buffers
+    (guarded_case), moved to `device`; what it left, as wire values: {"out": the output's whole buffer,
+    "launches", "half_ops"}."""
+    buffers = [buffer.to(device) for buffer in buffers]
+    views = [inside(buffer, rows, cols, guard) for buffer in buffers]
     with recording() as launches, half_precision.watched() as half_ops:
-        direction.launch(kernel, [b.view for b in buffers], case.rows, case.cols)
+        direction.launch(kernel, views, rows, cols)
     return {
-        "out": buffers[-1].buffer,
+        "out": buffers[-1],
         "launches": [
             {
                 "kernel": launch.kernel,
@@ -242,14 +244,23 @@ def judged(case: KernelCase, direction: Direction, seed: int, launched: dict) ->
     rounded = _rounded(case, direction, seed)
     expected = direction.expected({name: t.double() for name, t in rounded.items()})
     plan = _plan(case, direction)
-    out = Guarded.of(launched["out"], case.rows, case.cols, _guard_rows(case, plan), SENTINEL)
+    buffer, guard = launched["out"], _guard_rows(case, plan)
+    # the buffer came back from the worker: laid out as launch_case made it, or no verdict is read from it
+    if (
+        buffer.dim() != 2
+        or buffer.shape[0] != guard + case.rows + guard
+        or buffer.shape[1] < case.cols
+    ):
+        raise ValueError(
+            f"a buffer of shape {tuple(buffer.shape)}, not guarded rows of {case.label}"
+        )
     return KernelRun(
         case,
         {name: t.double() for name, t in rounded.items()},
-        out.view.double().cpu(),
+        inside(buffer, case.rows, case.cols, guard).double().cpu(),
         expected,
         tolerance(direction, rounded, expected, case.dtype),
-        out.outside_changed(),
+        outside_changed(buffer, case.rows, case.cols, guard, SENTINEL),
         list(launched["launches"]),
         plan,
         dict(launched["half_ops"]),

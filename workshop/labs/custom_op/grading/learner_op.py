@@ -163,8 +163,13 @@ def grade_op(ctx: LabContext, found: dict, dim: int = -1) -> None:
     """gradcheck, opcheck and torch.compile of a twin, from op_facts' values, each a check of the exercise being
     graded; for a triton_op under the interpreter, gradcheck and its values called eagerly."""
     name = found["name"]
-    gradcheck = _("gradcheck and gradgradcheck (float64) of {op}: cases passed").format(op=name)
-    check_passed(ctx, gradcheck, _("gradcheck"), found["gradcheck"], cx.PASSED)
+    check_passed(
+        ctx,
+        _("gradcheck and gradgradcheck (float64) of {op}: cases passed").format(op=name),
+        _("gradcheck"),
+        found["gradcheck"],
+        cx.PASSED,
+    )
     if found["kind"] == "triton_op" and INTERPRETED:
         x, _dy = compile_inputs(ctx.device, ctx.seed)
         err = (found["eager"] - torch.softmax(x, -1)).abs().max().item()

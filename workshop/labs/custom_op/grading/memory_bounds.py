@@ -7,7 +7,7 @@ with no bounds check: a mask that lets one column too many through reads garbage
 launch was given, element by element (a row view's padding is outside it), and raises OutOfBounds before the
 access, inside the learner's kernel: its traceback ends at the offending line of their file.
 
-On a GPU nothing can stop a stray store as it happens, so the graded tensors sit in `Guarded` buffers: rows
+On a GPU nothing can stop a stray store as it happens, so the graded tensors sit in `guarded` buffers: rows
 padded with extra columns and guard rows before and after, all holding a sentinel. After the kernel, any sentinel
 that changed is a write out of bounds, and where it is (the padding after a row, the rows after the last)
 says which mask is wrong. Reads are caught through the values: the input's padding holds POISON, a value that
@@ -96,10 +96,10 @@ class Region:
         offset = addresses.astype(np.int64) - self.base
         aligned = offset % self.itemsize == 0
         offset //= self.itemsize
-        stride = max(self.row_stride, 1)
-        row, col = offset // stride, offset % stride
-        if self.row_stride == 0:
-            row, col = np.zeros_like(offset), offset
+        # rows that all alias one (row stride 0): every address is in row 0
+        row, col = (
+            divmod(offset, self.row_stride) if self.row_stride else (np.zeros_like(offset), offset)
+        )
         inside = aligned & (offset >= 0) & (row < self.rows) & (col < self.cols)
         return inside, row, col
 
@@ -186,41 +186,32 @@ def bounds_checked():
         knobs.front_end_debugging = debugging
 
 
-@dataclass
-class Guarded:
+def guarded(values: torch.Tensor, pad: int, guard: int, fill: float) -> torch.Tensor:
     """A (rows, cols) tensor inside a buffer with `pad` extra columns after each row and `guard` rows before and
-    after, all filled with `fill`: `view` is what the kernel gets (row stride cols + pad)."""
+    after, all filled with `fill`: the buffer, (guard + rows + guard, cols + pad); what the kernel gets is its
+    view `inside` (row stride cols + pad)."""
+    rows, cols = values.shape
+    buffer = torch.full(
+        (guard + rows + guard, cols + pad), fill, dtype=values.dtype, device=values.device
+    )
+    inside(buffer, rows, cols, guard).copy_(values)
+    return buffer
 
-    buffer: torch.Tensor  # (guard + rows + guard, cols + pad)
-    view: torch.Tensor  # (rows, cols)
-    guard: int
-    fill: float
 
-    @classmethod
-    def around(cls, values: torch.Tensor, pad: int, guard: int, fill: float) -> Guarded:
-        rows, cols = values.shape
-        buffer = torch.full(
-            (guard + rows + guard, cols + pad), fill, dtype=values.dtype, device=values.device
-        )
-        view = buffer[guard : guard + rows, :cols]
-        view.copy_(values)
-        return cls(buffer, view, guard, fill)
+def inside(buffer: torch.Tensor, rows: int, cols: int, guard: int) -> torch.Tensor:
+    """The (rows, cols) view of a buffer made by `guarded` (rows, cols and guard as there)."""
+    return buffer[guard : guard + rows, :cols]
 
-    @classmethod
-    def of(cls, buffer: torch.Tensor, rows: int, cols: int, guard: int, fill: float) -> Guarded:
-        """A buffer made by `around` (rows, cols and guard as there) that came back from the worker."""
-        expected = (guard + rows + guard, cols)
-        if buffer.dim() != 2 or buffer.shape[0] != expected[0] or buffer.shape[1] < cols:
-            raise ValueError(f"a buffer of shape {tuple(buffer.shape)}, not {expected} and padding")
-        return cls(buffer, buffer[guard : guard + rows, :cols], guard, fill)
 
-    def outside_changed(self) -> dict[str, int]:
-        """Cells outside the view that no longer hold `fill`: {'row padding': n, 'rows after': n, 'rows before': n}."""
-        changed = self.buffer != self.fill
-        rows = self.view.shape[0]
-        body = changed[self.guard : self.guard + rows]
-        return {
-            "rows before": int(changed[: self.guard].sum()),
-            "row padding": int(body[:, self.view.shape[1] :].sum()),
-            "rows after": int(changed[self.guard + rows :].sum()),
-        }
+def outside_changed(
+    buffer: torch.Tensor, rows: int, cols: int, guard: int, fill: float
+) -> dict[str, int]:
+    """Cells of a buffer made by `guarded` outside its view that no longer hold `fill`: {'row padding': n, 'rows
+    after': n, 'rows before': n}."""
+    changed = buffer != fill
+    body = changed[guard : guard + rows]
+    return {
+        "rows before": int(changed[:guard].sum()),
+        "row padding": int(body[:, cols:].sum()),
+        "rows after": int(changed[guard + rows :].sum()),
+    }

@@ -25,7 +25,6 @@ from __future__ import annotations
 import inspect
 import re
 import traceback
-from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -186,18 +185,16 @@ def kernel_signature(kernel) -> dict:
     }
 
 
-def kernel_cases(kernel, direction: str, cases: list[dict], device: str, seed: int) -> list[dict]:
-    """The kernel launched on each case (kernel_grading.launch_case, every load and store bounds-checked under
-    the interpreter), up to the first that goes out of bounds ({"out_of_bounds": {access, place, at, line}}) or
-    raises ({"raised": {at, line, error}})."""
+def kernel_cases(kernel, direction: str, cases: list[dict], device: str) -> list[dict]:
+    """The kernel launched on each case (kernel_grading.guarded_case's buffers, by kernel_grading.launch_case,
+    every load and store bounds-checked under the interpreter), up to the first that goes out of bounds
+    ({"out_of_bounds": {access, place, at, line}}) or raises ({"raised": {at, line, error}})."""
     started(kernel)
     found = []
     with bounds_checked():
-        for spec in cases:
+        for case in cases:
             try:
-                found.append(
-                    kg.launch_case(kernel, kg.case_of(spec), kg.DIRECTIONS[direction], device, seed)
-                )
+                found.append(kg.launch_case(kernel, kg.DIRECTIONS[direction], device, **case))
             except NotImplementedError:
                 raise
             except Exception as e:
@@ -242,7 +239,7 @@ def fake_outputs(fake, device: str) -> dict:
         elif not isinstance(out, torch.Tensor):
             outputs[case] = {"kind": type(out).__name__}
         else:
-            outputs[case] = asdict(rg.Layout.of(out))
+            outputs[case] = rg.layout(out)
     return {"outputs": outputs}
 
 

@@ -21,13 +21,10 @@ from workshop.learner.learner_code import LearnerCodeFailed
 @dataclass
 class OwnOp:
     ctx: LabContext  # whose worker runs the pieces: the learner's, or in a plain run the references, in the lab
+    graded: bool  # the learner's pieces (ctx.graded), or the references
     kernel_names: dict  # "forward_kernel", "backward_kernel" -> its name (the launch record's)
     exercise_of: dict  # a piece's attribute -> its exercise
     waiting: list[str] = field(default_factory=list)  # the exercises whose piece is not there yet
-
-    @property
-    def graded(self) -> bool:
-        return self.ctx.graded
 
     def probe(self, function: Callable, *args):
         """function(pieces, *args), one of op_probes.IN_WORKER, in the ctx's worker (op_probes.in_worker finds it
@@ -52,7 +49,7 @@ def own_op(ctx: LabContext) -> OwnOp:
         for name, ex in exercises.items()
         if name.endswith("_kernel")
     }
-    own = OwnOp(ctx, kernels, {ex.attribute: name for name, ex in exercises.items()})
+    own = OwnOp(ctx, ctx.graded, kernels, {ex.attribute: name for name, ex in exercises.items()})
     own.waiting = waiting_on(own)
     return own
 

@@ -6,6 +6,8 @@ No diagnosis names a short `mistake`: these exercises report a mistake in the me
 not in a check of their own. Cheap to import (exercises.py imports it): no torch here, tensor methods only.
 """
 
+import math
+
 from workshop.declarations.diagnosis import Diagnosis
 from workshop.i18n import N_, _
 
@@ -46,9 +48,19 @@ GRADIENT = (
 COPIES_X, ROW_MAJOR = "copies x's strides", "row-major"
 
 
+def placed(layout: dict) -> tuple:
+    """The strides that decide where a tensor's elements are (its registration_grading.layout): those of dims
+    longer than 1 (none for an empty tensor)."""
+    if math.prod(layout["shape"]) == 0:
+        return ()
+    return tuple(
+        s if n > 1 else None for n, s in zip(layout["shape"], layout["strides"], strict=True)
+    )
+
+
 def _fake_says(evidence, field: str) -> dict | None:
     """The fake's output and the real one's differ in `field` (shape, dtype, device): what its message says."""
-    got, want = getattr(evidence.got, field), getattr(evidence.want, field)
+    got, want = evidence.got[field], evidence.want[field]
     if got == want:
         return None
     return {
@@ -59,10 +71,9 @@ def _fake_says(evidence, field: str) -> dict | None:
 
 
 def _fake_strides(evidence) -> dict | None:
-    """The fake's output and the real one's differ where it matters (registration_grading.Layout.placed):
-    the strides, and the layout the fake gave all its outputs."""
-    fake, real = evidence.got, evidence.want
-    if fake.placed() == real.placed():
+    """The fake's output and the real one's differ where it matters (placed): the strides, and the layout the
+    fake gave all its outputs."""
+    if placed(evidence.got) == placed(evidence.want):
         return None
     why = {
         COPIES_X: _("your fake's outputs all have x's strides, as torch.empty_like(x) gives"),
@@ -72,15 +83,15 @@ def _fake_strides(evidence) -> dict | None:
     }
     return {
         **_fake_says(evidence, "strides"),
-        "xs": evidence.facts["x"].strides,
+        "xs": evidence.facts["x"]["strides"],
         "why": why.get(evidence.facts["layout"], _("their layout does not follow dim")),
     }
 
 
 # The fake exercise's output for one input (Evidence.output: the input, "(4, 6) float64, dim=0"), against the real
-# op's: got, its registration_grading.Layout (None where it returned x itself or no tensor), want the real output's;
+# op's: got, its registration_grading.layout (None where it returned x itself or no tensor), want the real output's;
 # facts: "is_x" (it returned x itself), "returned" (the type it returned instead of a tensor, or None), "x" (x's
-# Layout), "layout" (COPIES_X, ROW_MAJOR or None: how it laid out all its outputs).
+# layout), "layout" (COPIES_X, ROW_MAJOR or None: how it laid out all its outputs).
 FAKE_OUTPUT = (
     Diagnosis(
         None,

@@ -4,9 +4,6 @@ in the worker (op_probes.py); these judge what came back, in the lab's process."
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
 import torch
 
 from workshop.declarations.diagnosis import Evidence, diagnose
@@ -14,6 +11,7 @@ from workshop.i18n import N_, _
 from workshop.lab_api import LabContext
 from workshop.labs.custom_op.grading import piece_mistakes, torch_pieces
 from workshop.labs.custom_op.grading.kernel_grading import BACKWARD
+from workshop.labs.custom_op.grading.piece_mistakes import placed
 
 
 def fake_cases(device: str) -> dict[str, tuple[torch.Tensor, int]]:
@@ -34,39 +32,31 @@ def fake_cases(device: str) -> dict[str, tuple[torch.Tensor, int]]:
     }
 
 
-@dataclass(frozen=True)
-class Layout:
-    """A tensor's metadata, as plain values: what a fake says about its output (sent back by the worker as a dict,
-    its tuples kept by the wire: Layout(**sent))."""
-
-    shape: tuple
-    dtype: str  # "torch.float32"
-    device: str  # "cpu", "cuda:0"
-    strides: tuple
-
-    @classmethod
-    def of(cls, t: torch.Tensor) -> Layout:
-        return cls(tuple(t.shape), str(t.dtype), str(t.device), tuple(t.stride()))
-
-    def placed(self) -> tuple:
-        """The strides that decide where elements are: those of dims longer than 1 (none for an empty tensor)."""
-        if math.prod(self.shape) == 0:
-            return ()
-        return tuple(s if n > 1 else None for n, s in zip(self.shape, self.strides, strict=True))
-
-    def is_contiguous(self) -> bool:
-        """Row-major, as torch's is_contiguous (dims of size 1 and empty tensors aside): asked of a meta tensor laid
-        out so, which holds no data."""
-        return torch.empty_strided(self.shape, self.strides, device="meta").is_contiguous()
+def layout(t: torch.Tensor) -> dict:
+    """A tensor's metadata, as plain values: what a fake says about its output (sent back by the worker as this
+    dict, its tuples kept by the wire). {"shape": tuple, "dtype": "torch.float32", "device": "cpu" or "cuda:0",
+    "strides": tuple}."""
+    return {
+        "shape": tuple(t.shape),
+        "dtype": str(t.dtype),
+        "device": str(t.device),
+        "strides": tuple(t.stride()),
+    }
 
 
-def fake_layout(outputs: list[tuple[Layout, Layout]]) -> str | None:
+def is_contiguous(layout: dict) -> bool:
+    """Row-major, as torch's is_contiguous (dims of size 1 and empty tensors aside): asked of a meta tensor laid
+    out so, which holds no data."""
+    return torch.empty_strided(layout["shape"], layout["strides"], device="meta").is_contiguous()
+
+
+def fake_layout(outputs: list[tuple[dict, dict]]) -> str | None:
     """How the fake laid out its outputs, (x, fake output) over every input: with x's strides each time (as
     torch.empty_like(x)), or row-major each time (as torch.empty(x.shape)); None when neither (the transposed
     input tells the two apart)."""
-    if all(out.placed() == x.placed() for x, out in outputs):
+    if all(placed(out) == placed(x) for x, out in outputs):
         return piece_mistakes.COPIES_X
-    if all(out.is_contiguous() for _x, out in outputs):
+    if all(is_contiguous(out) for _x, out in outputs):
         return piece_mistakes.ROW_MAJOR
     return None
 
@@ -89,23 +79,21 @@ def grade_fake_outputs(ctx: LabContext, device: str, found: dict, diagnoses: tup
         return False
     # case -> x's layout, what the fake sent back for it, the real op's output's layout
     outputs = {
-        case: (Layout.of(x), found["outputs"][case], Layout.of(torch_pieces.forward(x, dim)))
+        case: (layout(x), found["outputs"][case], layout(torch_pieces.forward(x, dim)))
         for case, (x, dim) in cases.items()
     }
     # a tensor's layout has a shape; x itself and a value that is no tensor have none
-    layout = fake_layout(
-        [(x, Layout(**out)) for x, out, _real in outputs.values() if "shape" in out]
-    )
+    laid_out = fake_layout([(x, out) for x, out, _real in outputs.values() if "shape" in out])
     # each case's diagnosis: None where the fake's output is laid out as the real one
     diagnosed = [
         diagnose(
             diagnoses,
             Evidence(
                 case,
-                Layout(**out) if "shape" in out else None,
+                out if "shape" in out else None,
                 real,
                 case,
-                {"is_x": out.get("is_x"), "returned": out.get("kind"), "x": x, "layout": layout},
+                {"is_x": out.get("is_x"), "returned": out.get("kind"), "x": x, "layout": laid_out},
             ),
         )
         for case, (x, out, real) in outputs.items()
@@ -132,13 +120,6 @@ def saved_names(saved: tuple, x: torch.Tensor, y: torch.Tensor) -> list[str]:
     ]
 
 
-def saved_input(device: str) -> torch.Tensor:
-    """x of the setup_context exercise's call y = op(x, -1): (4, 7) float64."""
-    return torch.randn(4, 7, generator=torch.Generator().manual_seed(6), dtype=torch.float64).to(
-        device
-    )
-
-
 def grade_saved(ctx: LabContext, x: torch.Tensor, found: dict, diagnoses: tuple) -> bool:
     """What the learner's setup_context left on the autograd node of y = op(x, -1) (op_probes.saved): y
     saved (what else is said by `diagnoses`, the exercise's), dim as ctx.dim."""
@@ -163,7 +144,8 @@ def grade_saved(ctx: LabContext, x: torch.Tensor, found: dict, diagnoses: tuple)
 
 
 def gradient_inputs(device: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """x and dy, (4, 7) float64, of the backward exercise's one case."""
+    """x and dy, (4, 7) float64, of the backward exercise's one case; x alone is the setup_context exercise's
+    (its call y = op(x, -1))."""
     gen = torch.Generator().manual_seed(5)
     x = torch.randn(4, 7, generator=gen, dtype=torch.float64).to(device)
     return x, torch.randn(4, 7, generator=gen, dtype=torch.float64).to(device)
