@@ -28,6 +28,11 @@ GROUPS = {
         [(4096, 600), (4096, 1024), (32768, 600)],
         [{"BACKWARD_TILE_BYTES": b} for b in (2048, 4096, 8192)],
     ),
+    # few rows: fewer forward rows a program, so that every multiprocessor gets PROGRAMS_PER_SM of them
+    "small batches": (
+        [(64, 600), (256, 600), (1024, 600), (4096, 600)],
+        [{"PROGRAMS_PER_SM": p} for p in (1, 4, 8, 16)],
+    ),
     "rows of 32768": (
         [(4096, 32768)],
         [{}]

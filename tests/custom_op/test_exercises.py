@@ -21,10 +21,11 @@ from workshop.declarations import checks
 from workshop.foundations.run_options import RunOptions
 from workshop.foundations.worker_process import NativeWorker
 from workshop.lab_api import LabContext
-from workshop.labs.custom_op.grading import op_probes, own_op
+from workshop.labs.custom_op.grading import kernel_grading, op_probes, own_op
 from workshop.labs.custom_op.grading.exercises import EXERCISES
 from workshop.labs.custom_op.grading.launch_facts import ANSWERS
 from workshop.learner.learner_code import LearnerFile, Worker
+from workshop.ops import softmax_launch
 
 DEVICE = custom_op_planted.DEVICE
 # the planted file in a worker, and grade(name, piece) with it (fixtures)
@@ -131,8 +132,8 @@ def test_a_python_call_refused_before_a_gpu_compile_is_found_at_its_line():
 @pytest.mark.parametrize(
     "wrong, place",
     [
-        (w.fwd_mask_one_column_past, "x[0, 600] (x is 37 x 600: past the end of row 0"),
-        (w.fwd_no_row_mask, "x[37, 0] (x is 37 x 600: past the last row, 36)"),
+        (w.fwd_mask_one_column_past, "x[0, 600] (x is 4133 x 600: past the end of row 0"),
+        (w.fwd_no_row_mask, "x[4133, 0] (x is 4133 x 600: past the last row, 4132)"),
     ],
     ids=["one column past", "no row mask"],
 )
@@ -158,6 +159,16 @@ def test_on_a_gpu_stray_stores_show_in_the_guards(grade, wrong):
         "wrote past the end of a row" in failed.message
         or "wrote rows past the last" in failed.message
     )
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_first_case_keeps_several_forward_rows_a_program():
+    # a small batch's forward takes one row a program there (PROGRAMS_PER_SM): the first case must not, or a kernel
+    # that handles one row of each program's, or has no row mask, would pass
+    case = kernel_grading.CASES[0]
+    align = softmax_launch.alignment(case.cols, case.cols + case.pad)
+    (_,), constexprs = softmax_launch.one_pass_plan(case.rows, case.cols, align, 4)
+    assert constexprs["ROWS"] >= 2 and case.rows % constexprs["ROWS"]
 
 
 def test_stubs_are_not_started(tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import triton
 
 from workshop.ops import INTERPRETED, softmax_launch
 
@@ -33,11 +34,17 @@ def test_the_check_catches_a_grid_one_program_short():
     assert not covers(one_row_short, 33, 600)
 
 
+def off_the_interpreter(monkeypatch) -> None:
+    """The GPU's plans on this machine: not interpreted, on an H100's 132 multiprocessors."""
+    monkeypatch.setattr(softmax_launch, "INTERPRETED", False)
+    monkeypatch.setattr(softmax_launch, "multiprocessors", lambda device: 132)
+    softmax_launch.one_pass_plan.cache_clear()
+
+
 def tiles_by_direction(plan, monkeypatch) -> bool:
     """Off the interpreter, whether a program's rows fill at most TILE_BYTES forward and BACKWARD_TILE_BYTES
     backward, with fewer rows backward (bfloat16 rows of 600, padded to 1,024 lanes: 2 KiB a row)."""
-    monkeypatch.setattr(softmax_launch, "INTERPRETED", False)
-    softmax_launch.one_pass_plan.cache_clear()
+    off_the_interpreter(monkeypatch)
     try:
         (_,), fwd = plan(4096, 600, 8, 2)
         (_,), bwd = plan(4096, 600, 8, 2, backward=True)
@@ -59,6 +66,34 @@ def one_tile_for_both(n_rows, n_cols, align, itemsize, backward=False):
 def test_the_backward_takes_smaller_tiles_than_the_forward(monkeypatch):
     assert tiles_by_direction(softmax_launch.one_pass_plan, monkeypatch)
     assert not tiles_by_direction(one_tile_for_both, monkeypatch)
+
+
+def small_batch_programs(plan, monkeypatch) -> tuple[int, int]:
+    """Off the interpreter, on an H100's 132 multiprocessors: the programs of bfloat16 (64, 600)'s forward and
+    backward, and (4133, 600)'s forward (the kernel exercises' first case, which must keep several rows a
+    program so that the grader sees a kernel that handles one row of each program's)."""
+    off_the_interpreter(monkeypatch)
+    try:
+        (fwd,), _ = plan(64, 600, 8, 2)
+        (bwd,), _ = plan(64, 600, 8, 2, backward=True)
+        (_,), graded = plan(4133, 600, 8, 4)
+    finally:
+        softmax_launch.one_pass_plan.cache_clear()
+    return fwd, bwd, graded["ROWS"]
+
+
+def whole_tiles(n_rows, n_cols, align, itemsize, backward=False):
+    """Planted: the tile alone sets a program's rows, however few the rows."""
+    block_n = triton.next_power_of_2(n_cols)
+    tile = softmax_launch.BACKWARD_TILE_BYTES if backward else softmax_launch.TILE_BYTES
+    rows = max(1, min(tile // itemsize // block_n, triton.next_power_of_2(n_rows)))
+    return (triton.cdiv(n_rows, rows),), {"ROWS": rows}
+
+
+def test_a_small_batch_takes_one_forward_row_a_program(monkeypatch):
+    # at 8 KiB a program the forward was 16 programs of 4 rows; the backward's 2 KiB tile is one row already
+    assert small_batch_programs(softmax_launch.one_pass_plan, monkeypatch) == (64, 64, 2)
+    assert small_batch_programs(whole_tiles, monkeypatch)[0] == 16
 
 
 def test_alignment_divides_every_int_up_to_16():

@@ -31,6 +31,13 @@ ONE_PASS_BYTES = 128 * 1024
 # tile_sweep.json). The forward over rows of 600 keeps 8 KiB: at 2 KiB bfloat16 (32768, 600) fell from 0.96 to 0.84.
 TILE_BYTES = 8 * 1024
 BACKWARD_TILE_BYTES = 2 * 1024
+# A small batch fills no GPU at the forward's tile: bfloat16 (64, 600) ran as 16 programs of 4 rows on an H100's 132
+# multiprocessors, 3.6 us against Liger's 3.2 with one row a program (Nsight Compute,
+# benchmarks/gpu-records/20261206-2107-h100-issue41-profiles). Where n_rows is too small for PROGRAMS_PER_SM forward
+# programs a multiprocessor, a program takes fewer rows: bfloat16 (1024, 600) went from 0.91 to 1.04 of the best
+# peer, and 5 of the 6 small shapes measured ahead of every peer (benchmarks/gpu-records/20261206-1928-h100/issue41;
+# 4 to 16 a multiprocessor measured alike). The backward's tile already gives rows of 600 one row a program.
+PROGRAMS_PER_SM = 8
 # Long rows: pieces of CHUNK elements, one program of CHUNK_WARPS warps each (4,096 to 16,384 and 4 to 16 warps
 # measured within the run-to-run spread of about 5%).
 CHUNK = 8192
@@ -45,11 +52,15 @@ def one_pass_plan(
     n_rows: int, n_cols: int, align: int, itemsize: int, backward: bool = False
 ) -> tuple[tuple[int], dict]:
     """(grid, constexprs) for a one-pass kernel: about TILE_BYTES (the backward: BACKWARD_TILE_BYTES) of input per
-    program, whole rows, and at most PER_THREAD elements of a row a thread."""
+    program, whole rows, in the forward no more rows than leave PROGRAMS_PER_SM programs a multiprocessor, and at
+    most PER_THREAD elements of a row a thread."""
     block_n = triton.next_power_of_2(n_cols)
     tile_bytes = BACKWARD_TILE_BYTES if backward else TILE_BYTES
     per_program = ONE_PASS_MAX if INTERPRETED else tile_bytes // itemsize  # elements; see below
     rows = max(1, min(per_program // block_n, triton.next_power_of_2(n_rows)))
+    if not INTERPRETED and not backward:
+        spread = n_rows // (PROGRAMS_PER_SM * multiprocessors(torch.device("cuda")))
+        rows = min(rows, 1 << max(0, spread.bit_length() - 1))  # a power of two, at least 1
     warps = max(4, min(32, block_n * rows // (32 * PER_THREAD)))
     return (triton.cdiv(n_rows, rows),), {
         "ROWS": rows,

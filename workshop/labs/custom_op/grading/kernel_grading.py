@@ -3,7 +3,9 @@ padded, guarded inputs, compared with float64, its launches read from the launch
 
 Four cases, each a (rows, N) matrix whose rows are padded past N (the row stride is N + pad, so a mask that lets
 column N through reads padding, not the next row), each tensor with a row stride of its own (a kernel that reads
-dy with y's stride reads the wrong rows): float32 (37, 600), whose rows do not fill the last program and
+dy with y's stride reads the wrong rows): float32 (4133, 600), whose rows do not fill the last program (enough
+rows that a GPU's forward plan keeps several rows a program: softmax_launch.PROGRAMS_PER_SM gives a small batch one
+row a program, where a kernel that handles only one row of each program's, or has no row mask, would pass), and
 whose rows 3 and 20 are shifted by +1000 (exp overflows there unless the row's max is subtracted first), row 11 by
 -60 (where masked lanes loading 0 instead of -inf would dominate the sum) and row 7 half -inf (a causal attention
 row); float32 (5, 37), whose N is odd (ALIGN 1); float64 (6, 100), which needs float64 arithmetic; bfloat16
@@ -48,7 +50,8 @@ class KernelCase:
 
 
 CASES = (
-    KernelCase("float32 (37, 600)", torch.float32, 37, 600, 8),
+    # 4133 rows: two forward rows a program on a GPU of up to 258 multiprocessors (softmax_launch.PROGRAMS_PER_SM)
+    KernelCase("float32 (4133, 600)", torch.float32, 4133, 600, 8),
     KernelCase("float32 (5, 37)", torch.float32, 5, 37, 3),
     KernelCase("float64 (6, 100)", torch.float64, 6, 100, 4),
     KernelCase("bfloat16 (6, 600)", torch.bfloat16, 6, 600, 8),
@@ -163,8 +166,9 @@ class KernelRun:
 
 # Beyond 1.25 x torch's own error, in units of the result's scale: 8 roundings in float32 and float64, where a
 # row's sum taken in another order than torch's moves the last bits (the reference kernel's worst: 5 units at
-# float32 (37, 600)); in bfloat16 the result's own rounding (correctness.SLACK). The mistakes graded here are
-# orders of magnitude above: NaN, a factor e^60, the sum term (O(1)), float32's 1e-8 in float64.
+# float32 (37, 600), the first case when it had 37 rows); in bfloat16 the result's own rounding (correctness.SLACK).
+# The mistakes graded here are orders of magnitude above: NaN, a factor e^60, the sum term (O(1)), float32's 1e-8 in
+# float64.
 ROUNDING = {
     torch.float64: 8 * torch.finfo(torch.float64).eps,
     torch.float32: 8 * torch.finfo(torch.float32).eps,
