@@ -215,7 +215,7 @@ def settle(run_dir, name, options, proc, output, duration, why, stopped=False) -
 # A dead lab's post-mortem: what the parent makes of a lab process that died before writing its result.json (a
 # crash in native code, a kernel writing out of bounds, a kill at the lab's time limit). From the lab's log.txt
 # (foundations.lab_log) it knows which exercise was being graded when the process died, and where in the
-# learner's file it was. run_lab then fails that exercise (learner.failures.died_check) and runs the lab again
+# learner's file it was. run_lab then fails that exercise (learner.failures.failed_check, "died") and runs the lab again
 # without it. It never takes a status from the log: a lab whose grading still runs the learner's code in its own
 # process shares its output with that code, which can print any line it likes (issue 22).
 
@@ -245,7 +245,7 @@ def dead_process_exercises(
     ended and where, the others not graded (what they printed on their way is no verdict)."""
     running = lab_log.running(lab_log.log_lines(lab_dir))
     note = how_it_died(lab_dir, returncode, work) + _(" (log.txt)")
-    failed = failures.died_check(running, note) if running else None
+    failed = failures.failed_check("died", running, note) if running else None
     return {
         ex.id: ex.result(checks.FAILING, [failed.name], failed)
         if ex.id == running

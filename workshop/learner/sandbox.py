@@ -27,11 +27,12 @@ def launcher(ctx) -> ContainerWorker | NativeWorker:
     log = ctx.path(WORKER_LOG)
     if ctx.options.worker_image:
         return ContainerWorker(ctx.device, log, image=ctx.options.worker_image)
-    box = ctx.options.namespace_sandbox
-    if box:
-        return NativeWorker(ctx.device, log, root=Path(box["code"]), hidden=tuple(box["hidden"]))
-    edition = ctx.options.learner_edition
-    return NativeWorker(ctx.device, log, root=Path(edition) if edition else None)
+    # the namespace sandbox runs the learner edition's code with some paths hidden; natively, the learner
+    # edition's code where the run names it, else this one's
+    box = ctx.options.namespace_sandbox or {}
+    root = box.get("code") or ctx.options.learner_edition
+    hidden = tuple(box["hidden"]) if box else None
+    return NativeWorker(ctx.device, log, root=Path(root) if root else None, hidden=hidden)
 
 
 def worker(ctx) -> learner_code.Worker | learner_code.LocalWorker:

@@ -137,8 +137,7 @@ def implementation(work_dir: Path | None, lab_names: list[str]) -> dict:
     if work_dir is None:
         return {"kind": "reference"}
     work_dir = Path(work_dir)
-    names = [name for lab in lab_names for name in lab_files(lab)]
-    files = {name: work_dir / name for name in names}
+    files = {name: work_dir / name for lab in lab_names for name in lab_files(lab)}
     return {
         "kind": "workspace",
         "work": str(work_dir.resolve()),
