@@ -120,19 +120,20 @@ def worker_environment(scratch: Path, device: str, root: Path) -> dict[str, str]
     return env
 
 
-class OutputLog:
+class OutputLog(threading.Thread):
     """A thread that copies a stream (bytes) into a file, up to `cap` bytes (LOG_CAP unless given), keeps its last
     lines, and hands each line, decoded, to on_line where given. A worker's output, and a lab's (harness.runner:
-    its log.txt, uncapped: math.inf). A full disk stops only the copy into the file."""
+    its log.txt, uncapped: math.inf). A full disk stops only the copy into the file. Started when made; join it
+    with a timeout (GRACE_S): a stray process may still hold the stream."""
 
     def __init__(self, stream, path: Path | None, cap: float | None = None, on_line=None):
+        super().__init__(daemon=True)
         self.stream, self.path, self.cap, self.on_line = stream, path, cap or LOG_CAP, on_line
         self.tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
         self.dropped = 0
-        self.thread = threading.Thread(target=self._copy, daemon=True)
-        self.thread.start()
+        self.start()
 
-    def _copy(self) -> None:
+    def run(self) -> None:
         kept, log = 0, None
         if self.path:
             # a full disk: the lines still reach tail and on_line
@@ -159,9 +160,6 @@ class OutputLog:
             if log:
                 with contextlib.suppress(OSError):
                     log.close()
-
-    def join(self, timeout: float = GRACE_S) -> None:
-        self.thread.join(timeout)
 
 
 class Launched:
@@ -195,12 +193,12 @@ class Launched:
             with contextlib.suppress(OSError):
                 stream.close()
         self.end()
-        self.log.join()
+        self.log.join(GRACE_S)
         self.proc = None
 
     def tail(self) -> list[str]:
         """The last lines it printed (its log's end)."""
-        self.log.join()
+        self.log.join(GRACE_S)
         return list(self.log.tail)
 
     def ended(self, wait_s: float = 1.0) -> str | None:

@@ -49,8 +49,10 @@ def worker(ctx) -> learner_code.Worker | learner_code.LocalWorker:
                     command=f"python -m workshop exercises init {workspace.display(ctx.work)}",
                 )
             )
-        header = labs.workspace_header(ctx.name)
-        learner = learner_code.LearnerFile.read(path, workspace.display(path), header)
+        # the file's header: the imports it may make
+        learner = learner_code.LearnerFile.read(
+            path, workspace.display(path), labs.workspace_header(ctx.name)
+        )
         ctx._worker = learner_code.Worker(launcher(ctx), ctx.device, learner)
     return ctx._worker
 

@@ -193,14 +193,6 @@ class Session:
         return {"ok": True, "value": value}
 
 
-class CapabilityData(ctypes.Structure):
-    _fields_ = [
-        ("effective", ctypes.c_uint32),
-        ("permitted", ctypes.c_uint32),
-        ("inheritable", ctypes.c_uint32),
-    ]
-
-
 def confine(limits: dict[str, list[int]]) -> None:
     """Before this worker reads a request (so before any learner code): lower its resource limits
     ({"RLIMIT_CPU": [soft, hard], ...}: a process may always lower its own, where another process may need
@@ -220,7 +212,8 @@ def confine(limits: dict[str, list[int]]) -> None:
     for capability in range(64):  # the bounding set: no exec can give them back
         libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)
     header = (ctypes.c_uint32 * 2)(CAPABILITY_VERSION_3, 0)
-    if libc.capset(header, (CapabilityData * 2)()) != 0:
+    # the new sets, all empty: version 3's two structs of (effective, permitted, inheritable), 32 bits each
+    if libc.capset(header, (ctypes.c_uint32 * 6)()) != 0:
         raise OSError(ctypes.get_errno(), "capset: could not give up root's capabilities")
 
 

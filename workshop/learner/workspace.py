@@ -81,12 +81,10 @@ def read_capped(path: Path) -> bytes:
     what is read."""
     if reason := unsafe_reason(Path(path), os.stat(path)):
         raise UnsafeFile(reason)
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    if reason := unsafe_reason(Path(path), os.fstat(fd)):
-        os.close(fd)
-        raise UnsafeFile(reason)
-    os.set_blocking(fd, True)
-    with os.fdopen(fd, "rb") as f:
+    with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
+        if reason := unsafe_reason(Path(path), os.fstat(f.fileno())):
+            raise UnsafeFile(reason)
+        os.set_blocking(f.fileno(), True)
         return f.read(FILE_MAX)
 
 
