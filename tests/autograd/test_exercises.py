@@ -435,12 +435,7 @@ def test_the_watched_worker_lives_on_a_cuda_build(
     left room enough and the worker lived."""
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     if address_space_limited:
-        with_data = worker_process.rlimits
-        monkeypatch.setattr(
-            worker_process,
-            "rlimits",
-            lambda limits: {**with_data(limits), "RLIMIT_AS": (16 * 2**30, 16 * 2**30)},
-        )
+        monkeypatch.setitem(worker_process.RLIMITS, "RLIMIT_AS", (16 * 2**30, 16 * 2**30))
     source = Path(w.__file__).read_text(encoding="utf-8")
     learner = LearnerFile(source, "tests/autograd/wrong_solutions.py", source)
     worker = Worker(NativeWorker(device, tmp_path / "log"), device, learner)

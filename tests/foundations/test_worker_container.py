@@ -9,7 +9,6 @@ import os
 import socket
 
 from workshop.foundations import worker_container
-from workshop.foundations.worker_process import Limits
 
 
 def flags(cmd: list[str]) -> dict[str, list[str]]:
@@ -21,15 +20,15 @@ def flags(cmd: list[str]) -> dict[str, list[str]]:
 
 
 def test_the_container_is_shut_off_and_capped():
-    limits = Limits(memory=2**30, processes=64, cpus=1.5, file_size=2**20, cpu_s=60)
-    cmd = worker_container.container_command("w1", "workshop-learner", "cpu", limits)
+    cmd = worker_container.container_command("w1", "workshop-learner", "cpu")
     given = flags(cmd)
     assert given["--network"] == ["none"] and "--read-only" in cmd
     assert given["--user"] == [worker_container.UID] and given["--cap-drop"] == ["ALL"]
     assert given["--security-opt"] == ["no-new-privileges"]
-    assert given["--memory"] == given["--memory-swap"] == [str(2**30)]
-    assert given["--pids-limit"] == ["64"] and given["--cpus"] == ["1.5"]
-    assert "cpu=60:65" in given["--ulimit"] and "core=0" in given["--ulimit"]
+    assert given["--memory"] == given["--memory-swap"] == [str(4 * 2**30)]
+    assert given["--pids-limit"] == ["512"] and given["--cpus"] == ["2.0"]
+    assert "cpu=900:905" in given["--ulimit"] and "core=0" in given["--ulimit"]
+    assert f"fsize={256 * 2**20}" in given["--ulimit"]
     assert "--gpus" not in given and "TRITON_INTERPRET=1" in cmd
     owner = (
         f"{socket.gethostname()}:{os.getpid()}"  # the lab's process, which sweep_stale looks for
@@ -39,7 +38,7 @@ def test_the_container_is_shut_off_and_capped():
 
 
 def test_on_cuda_the_gpu_and_no_interpreter():
-    cmd = worker_container.container_command("w1", "img", "cuda", Limits())
+    cmd = worker_container.container_command("w1", "img", "cuda")
     assert flags(cmd)["--gpus"] == ["all"] and "TRITON_INTERPRET=1" not in cmd
 
 

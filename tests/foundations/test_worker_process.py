@@ -10,7 +10,6 @@ import subprocess
 import sys
 
 from workshop.foundations import worker_process
-from workshop.foundations.worker_process import Limits
 
 
 def inherits_nothing(environment, tmp_path, monkeypatch) -> bool:
@@ -64,11 +63,11 @@ def test_the_workers_torch_starts_no_more_threads_than_its_share(tmp_path, monke
 
 
 def test_resource_limits():
-    found = worker_process.rlimits(Limits(cpu_s=60, file_size=2**20, processes=64, memory=2**33))
-    assert found["RLIMIT_CPU"] == (60, 65) and found["RLIMIT_CORE"] == (0, 0)
-    assert found["RLIMIT_FSIZE"] == (2**20, 2**20) and found["RLIMIT_NPROC"] == (64, 64)
+    found = worker_process.RLIMITS
+    assert found["RLIMIT_CPU"] == (900, 905) and found["RLIMIT_CORE"] == (0, 0)
+    assert found["RLIMIT_FSIZE"] == (2**28, 2**28) and found["RLIMIT_NPROC"] == (512, 512)
     # the memory it writes, not its address space: a CUDA build of torch reserves tens of GiB of that
-    assert found["RLIMIT_DATA"] == (2**33, 2**33) and "RLIMIT_AS" not in found
+    assert found["RLIMIT_DATA"] == (2**32, 2**32) and "RLIMIT_AS" not in found
 
 
 def test_how_a_worker_ended_in_words():

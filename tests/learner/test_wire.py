@@ -8,7 +8,6 @@ import contextlib
 import io
 import os
 import pickle
-import socket
 import time
 
 import pytest
@@ -82,24 +81,33 @@ def test_plain_makes_a_learners_result_a_wire_value():
 
 
 def test_a_channel_carries_frames_and_says_when_the_other_side_is_silent_or_gone():
-    left, right = socket.socketpair()
-    with left, right:
-        a, b = Channel(left.fileno(), left.fileno()), Channel(right.fileno(), right.fileno())
+    a_to_b, b_to_a = (
+        os.pipe(),
+        os.pipe(),
+    )  # each (read fd, write fd), as the worker's stdin and stdout
+    a, b = Channel(b_to_a[0], a_to_b[1]), Channel(a_to_b[0], b_to_a[1])
+    try:
         a.send({"loss": torch.tensor(2.5)})
         assert b.receive(time.monotonic() + 5)["loss"].item() == 2.5
         start = time.monotonic()
         with pytest.raises(ChannelTimeout):
             b.receive(time.monotonic() + 0.2)
         assert time.monotonic() - start < 2
-        left.shutdown(socket.SHUT_RDWR)
+        os.close(a_to_b[1])  # a is gone
         with pytest.raises(ChannelClosed):
             b.receive(time.monotonic() + 5)
+    finally:
+        for fd in (a_to_b[0], *b_to_a):
+            os.close(fd)
 
 
 def test_a_frame_longer_than_the_cap_is_refused_before_it_is_read(monkeypatch):
     monkeypatch.setattr(wire, "MAX_FRAME", 100)
-    left, right = socket.socketpair()
-    with left, right:
-        left.sendall(wire._LENGTH.pack(10**9))
+    read_fd, write_fd = os.pipe()
+    try:
+        os.write(write_fd, wire._LENGTH.pack(10**9))
         with pytest.raises(WireError, match="a frame of 1000000000 bytes"):
-            Channel(right.fileno(), right.fileno()).receive(time.monotonic() + 5)
+            Channel(read_fd, write_fd).receive(time.monotonic() + 5)
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)

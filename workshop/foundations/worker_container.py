@@ -22,10 +22,13 @@ import uuid
 from pathlib import Path
 
 from workshop.foundations.worker_process import (
-    DEFAULT_LIMITS,
+    CPU_S,
+    CPUS,
+    FILE_SIZE,
     GRACE_S,
+    MEMORY,
+    PROCESSES,
     Launched,
-    Limits,
     scratch_environment,
 )
 from workshop.i18n import _
@@ -60,7 +63,7 @@ def docker_problem(image: str = LEARNER_IMAGE) -> str | None:
     return None
 
 
-def container_command(name: str, image: str, device: str, limits: Limits) -> list[str]:
+def container_command(name: str, image: str, device: str) -> list[str]:
     tmp = "/tmp"
     env = scratch_environment(tmp) | ({"TRITON_INTERPRET": "1"} if device == "cpu" else {})
     return [
@@ -69,10 +72,10 @@ def container_command(name: str, image: str, device: str, limits: Limits) -> lis
         *("--network", "none", "--read-only"),
         *("--tmpfs", f"{tmp}:rw,nosuid,nodev,size=1g,mode=1777"),
         *("--user", UID, "--cap-drop", "ALL", "--security-opt", "no-new-privileges"),
-        *("--memory", str(limits.memory), "--memory-swap", str(limits.memory)),
-        *("--pids-limit", str(limits.processes), "--cpus", str(limits.cpus)),
-        *("--ulimit", f"fsize={limits.file_size}", "--ulimit", "core=0"),
-        *("--ulimit", f"cpu={limits.cpu_s}:{limits.cpu_s + 5}"),
+        *("--memory", str(MEMORY), "--memory-swap", str(MEMORY)),
+        *("--pids-limit", str(PROCESSES), "--cpus", str(CPUS)),
+        *("--ulimit", f"fsize={FILE_SIZE}", "--ulimit", "core=0"),
+        *("--ulimit", f"cpu={CPU_S}:{CPU_S + 5}"),
         *(("--gpus", "all") if device == "cuda" else ()),
         *(flag for key, value in env.items() for flag in ("-e", f"{key}={value}")),
         *("--entrypoint", "python", image, "-m", "workshop.learner.worker"),
@@ -82,15 +85,13 @@ def container_command(name: str, image: str, device: str, limits: Limits) -> lis
 class ContainerWorker(Launched):
     """The worker in a throwaway container (see the module's docstring); the same interface as NativeWorker."""
 
-    def __init__(
-        self, device: str, log_path: Path | None, limits: Limits = DEFAULT_LIMITS, image=None
-    ):
-        super().__init__(device, log_path, limits)
+    def __init__(self, device: str, log_path: Path | None, image=None):
+        super().__init__(device, log_path)
         self.image = image or LEARNER_IMAGE
 
     def start(self) -> tuple[int, int]:
         self.name = f"workshop-worker-{uuid.uuid4().hex[:12]}"
-        return self.launch(container_command(self.name, self.image, self.device, self.limits))
+        return self.launch(container_command(self.name, self.image, self.device))
 
     def returncode(self, code: int) -> int:
         # docker run exits 128 + N when the worker died of signal N (137: SIGKILL, the memory limit or a kill)

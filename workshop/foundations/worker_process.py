@@ -38,7 +38,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 
 from workshop.foundations import lab_log, proctree
@@ -52,22 +51,28 @@ TAIL_LINES = 40  # the last lines, kept for the message of a worker that died
 GRACE_S = 2.0
 
 
-@dataclass(frozen=True)
-class Limits:
-    """What one worker may use. cpu_s: CPU seconds over its whole life (its exercises' own limits are shorter).
-    memory: bytes it may write, in a container its cgroup's limit (no swap); natively RLIMIT_DATA, which counts
-    the memory it writes and not what it only reserves: a CUDA build of torch reserves tens of GiB of address
-    space, so a limit on the address space (RLIMIT_AS) left no room for the profiler's threads' stacks, and on the
-    H200 host every worker watched for autograd died of SIGSEGV ("libgomp: Thread creation failed")."""
+# What one worker may use: its CPU seconds over its whole life (its exercises' own limits are shorter); its
+# processes and threads, of its user (torch starts a thread per core); the bytes of any one file it writes; the
+# bytes of memory it writes, in a container its cgroup's limit (no swap), natively RLIMIT_DATA, which counts the
+# memory it writes and not what it only reserves: a CUDA build of torch reserves tens of GiB of address space, so a
+# limit on the address space (RLIMIT_AS) left no room for the profiler's threads' stacks, and on the H200 host
+# every worker watched for autograd died of SIGSEGV ("libgomp: Thread creation failed"); its CPUs (containers
+# only).
+CPU_S = 900
+PROCESSES = 512
+FILE_SIZE = 256 * 2**20
+MEMORY = 4 * 2**30
+CPUS = 2.0
 
-    cpu_s: int = 900
-    processes: int = 512  # processes and threads of its user (torch starts a thread per core)
-    file_size: int = 256 * 2**20  # bytes of any one file it writes
-    memory: int = 4 * 2**30
-    cpus: float = 2.0  # containers only
-
-
-DEFAULT_LIMITS = Limits()
+# The native worker's resource limits by name (resource.RLIMIT_*): (soft, hard), which it sets on itself
+RLIMITS = {
+    # SIGXCPU at the soft limit, SIGKILL at the hard one
+    "RLIMIT_CPU": (CPU_S, CPU_S + 5),
+    "RLIMIT_DATA": (MEMORY,) * 2,
+    "RLIMIT_FSIZE": (FILE_SIZE,) * 2,
+    "RLIMIT_CORE": (0, 0),
+    "RLIMIT_NPROC": (PROCESSES,) * 2,
+}
 
 
 def code_root() -> Path:
@@ -115,19 +120,20 @@ def worker_environment(scratch: Path, device: str, root: Path) -> dict[str, str]
     return env
 
 
-class OutputLog:
+class OutputLog(threading.Thread):
     """A thread that copies a stream (bytes) into a file, up to `cap` bytes (LOG_CAP unless given), keeps its last
     lines, and hands each line, decoded, to on_line where given. A worker's output, and a lab's (harness.runner:
-    its log.txt, uncapped: math.inf). A full disk stops only the copy into the file."""
+    its log.txt, uncapped: math.inf). A full disk stops only the copy into the file. Started when made; join it
+    with a timeout (GRACE_S): a stray process may still hold the stream."""
 
     def __init__(self, stream, path: Path | None, cap: float | None = None, on_line=None):
+        super().__init__(daemon=True)
         self.stream, self.path, self.cap, self.on_line = stream, path, cap or LOG_CAP, on_line
         self.tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
         self.dropped = 0
-        self.thread = threading.Thread(target=self._copy, daemon=True)
-        self.thread.start()
+        self.start()
 
-    def _copy(self) -> None:
+    def run(self) -> None:
         kept, log = 0, None
         if self.path:
             # a full disk: the lines still reach tail and on_line
@@ -155,9 +161,6 @@ class OutputLog:
                 with contextlib.suppress(OSError):
                     log.close()
 
-    def join(self, timeout: float = GRACE_S) -> None:
-        self.thread.join(timeout)
-
 
 class Launched:
     """What a started worker's launcher tells of it: the end of its log, and how it ended. A worker natively and
@@ -166,8 +169,8 @@ class Launched:
     proc: subprocess.Popen | None = None
     log: OutputLog
 
-    def __init__(self, device: str, log_path: Path | None, limits: Limits = DEFAULT_LIMITS):
-        self.device, self.log_path, self.limits = device, log_path, limits
+    def __init__(self, device: str, log_path: Path | None):
+        self.device, self.log_path = device, log_path
 
     def launch(self, argv: list[str], **popen) -> tuple[int, int]:
         """Start `argv`; the channel's (read fd, write fd) on this side."""
@@ -190,12 +193,12 @@ class Launched:
             with contextlib.suppress(OSError):
                 stream.close()
         self.end()
-        self.log.join()
+        self.log.join(GRACE_S)
         self.proc = None
 
     def tail(self) -> list[str]:
         """The last lines it printed (its log's end)."""
-        self.log.join()
+        self.log.join(GRACE_S)
         return list(self.log.tail)
 
     def ended(self, wait_s: float = 1.0) -> str | None:
@@ -219,11 +222,10 @@ class NativeWorker(Launched):
         self,
         device: str,
         log_path: Path | None,
-        limits: Limits = DEFAULT_LIMITS,
         root=None,
         hidden: tuple[str, ...] | None = None,
     ):
-        super().__init__(device, log_path, limits)
+        super().__init__(device, log_path)
         self.root = root or code_root()
         # None: a plain process; else the namespace sandbox, with these paths hidden (namespace_argv)
         self.hidden = hidden
@@ -250,8 +252,7 @@ class NativeWorker(Launched):
             self.scratch = self.make_scratch("workshop-worker-")
         except OSError as e:
             raise WorkerFault(f"its scratch folder: {e}") from None
-        limits = json.dumps(rlimits(self.limits))
-        argv = [sys.executable, "-m", "workshop.learner.worker", "--rlimits", limits]
+        argv = [sys.executable, "-m", "workshop.learner.worker", "--rlimits", json.dumps(RLIMITS)]
         if self.hidden is not None:
             argv = namespace_argv(self.scratch, self.root, self.device, self.hidden) + argv
         try:
@@ -314,18 +315,6 @@ def namespace_problem() -> str | None:
             + (trial.stderr.strip().splitlines() or ["?"])[-1]
         )
     return None
-
-
-def rlimits(limits: Limits) -> dict[str, tuple[int, int]]:
-    """The worker's resource limits by name (resource.RLIMIT_*): (soft, hard)."""
-    return {
-        # SIGXCPU at the soft limit, SIGKILL at the hard one
-        "RLIMIT_CPU": (limits.cpu_s, limits.cpu_s + 5),
-        "RLIMIT_DATA": (limits.memory,) * 2,
-        "RLIMIT_FSIZE": (limits.file_size,) * 2,
-        "RLIMIT_CORE": (0, 0),
-        "RLIMIT_NPROC": (limits.processes,) * 2,
-    }
 
 
 def others_can_run(root: Path) -> bool:

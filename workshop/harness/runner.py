@@ -187,7 +187,7 @@ def settle(run_dir, name, options, proc, output, duration, why, stopped=False) -
         # the exercise being graded fails with how the process ended and where; the others are not graded (what
         # they printed on their way is no verdict)
         running, how = post_mortem(lab_dir, proc.returncode, options.work)
-        failed = failures.died_check(running, how + _(" (log.txt)")) if running else None
+        failed = failures.failed_check("died", running, how + _(" (log.txt)")) if running else None
         summary = _(
             "The lab did not finish: {why}. The end of its output (all of it: log.txt):"
         ).format(why=why)
@@ -230,7 +230,7 @@ def settle(run_dir, name, options, proc, output, duration, why, stopped=False) -
 # A dead lab's post-mortem: what the parent makes of a lab process that died before writing its result.json (a
 # crash in native code, a kernel writing out of bounds, a kill at the lab's time limit). From the lab's log.txt
 # (foundations.lab_log) it knows which exercise was being graded when the process died, and where in the
-# learner's file it was. run_lab then fails that exercise (learner.failures.died_check) and runs the lab again
+# learner's file it was. run_lab then fails that exercise (learner.failures.failed_check, "died") and runs the lab again
 # without it. It never takes a status from the log: a lab whose grading still runs the learner's code in its own
 # process shares its output with that code, which can print any line it likes (issue 22).
 

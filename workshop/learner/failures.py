@@ -1,7 +1,7 @@
 """What went wrong in a learner's exercise, as the failed check that says so: a file that will not load, a stub
 not started yet, an endless loop, an exception, sys.exit(), a lab stopped while grading it, or a lab process that
 died in it on an earlier attempt. LabContext.grading (workshop/lab_api.py) records these; harness.runner's
-post-mortem uses died_check for an exercise that killed the lab's process.
+post-mortem uses failed_check("died", ...) for an exercise that killed the lab's process.
 """
 
 from __future__ import annotations
@@ -26,12 +26,6 @@ class ProcessDied(Exception):
 UNAVAILABLE = (LearnerError, LearnerCodeFailed, ProcessDied, NotImplementedError)
 
 
-WORKSHOP_FAULT = N_(
-    "Not your code: the workshop could not start or prepare the process that runs it, so none of your code "
-    "ran. What to do: the README's Troubleshooting says (as root, that process runs as a uid of its own and "
-    "needs a temporary folder every user can enter); then check again."
-)
-
 # Each way an exercise fails, as its check says it: (the check's name, what was expected, the message; None:
 # the value says it all). "{seconds:g}" is the exercise's CPU time limit.
 FAILED = {
@@ -54,7 +48,11 @@ FAILED = {
     "workshop": (
         N_("{id}: the workshop starts the process that runs your code"),
         N_("a worker that starts"),
-        WORKSHOP_FAULT,
+        N_(
+            "Not your code: the workshop could not start or prepare the process that runs it, so none of "
+            "your code ran. What to do: the README's Troubleshooting says (as root, that process runs as a "
+            "uid of its own and needs a temporary folder every user can enter); then check again."
+        ),
     ),
     "stopped": (
         N_("{id}: graded to the end"),
@@ -71,11 +69,6 @@ def failed_check(kind: str, exercise_id: str, value, seconds: float | None = Non
     return Check(
         _(name).format(id=exercise_id), False, value, threshold, message=message and _(message)
     )
-
-
-def died_check(exercise_id: str, note: str) -> Check:
-    """The failed check of an exercise whose grading killed the lab's process."""
-    return failed_check("died", exercise_id, note)
 
 
 def learner_failure(ex: Exercise, e: BaseException, graded: bool, path: Path) -> Check | None:

@@ -49,12 +49,6 @@ def said(text, limit: int = 2000) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def wall_limit(cpu_s: float | None) -> float | None:
-    """The wall-clock seconds the lab's process waits for one call: the worker's own CPU-time limit ends an
-    honest endless loop first; this one ends a sleep, a disabled timer, a stuck native call."""
-    return None if cpu_s is None else 2 * cpu_s + 15
-
-
 class LearnerCodeFailed(Exception):
     """The learner's code failed in the worker. kind: load (the file does not load), missing (it defines no such
     name), refused (the name is not the learner's own code, or the file breaks source_check's rules),
@@ -112,10 +106,9 @@ class Worker:
         self.launcher, self.device, self.learner = launcher, device, learner
         self.channel = None  # a wire.Channel while the worker runs
         self.loaded = False  # it said it was ready and has the learner's file
-        # why the worker could not start: the workshop's failure, said for every exercise
-        self.fault: WorkerFault | None = None
         # why every request fails, each time as a failure of its own: the file refused by the lab's reading (no
-        # worker is started for it), or failing to load in the worker
+        # worker is started for it), failing to load in the worker, or a worker that could not start (the
+        # workshop's failure, kind workshop)
         self.refused = self._refused()
 
     def _refused(self) -> LearnerCodeFailed | None:
@@ -150,11 +143,11 @@ class Worker:
         """Start the worker without waiting for it: its interpreter and torch load while the lab prepares (a
         container's start and `import torch` take seconds). The launcher starts it before this process imports
         torch (wire does): the two imports then run at once, on two cores."""
-        if self.channel is None and self.refused is None and self.fault is None:
+        if self.channel is None and self.refused is None:
             try:
                 read_fd, write_fd = self.launcher.start()
             except WorkerFault as e:
-                self.fault = e
+                self.refused = LearnerCodeFailed("workshop", f"the worker: {e}")
                 return
             # torch: imported where a lab runs, never by `workshop list`
             from workshop.learner import wire
@@ -163,28 +156,24 @@ class Worker:
 
     def _start(self) -> None:
         """Start the worker, wait for its first word (ready, or why it cannot work: its folders, see
-        worker.scratch_problem), then load the learner's file. A worker that fails before it is ready has run
-        none of the learner's code: the fault is the workshop's (kind workshop)."""
+        worker.scratch_problem), then give it the device and the learner's file (read here and found runnable).
+        A worker that fails before it is ready has run none of the learner's code: the fault is the workshop's
+        (kind workshop)."""
         from workshop.learner import wire
 
         self.begin()
-        why = self.fault  # it could not even start
-        if why is None:
-            try:
-                hello = self.channel.receive(time.monotonic() + READY_S)
-                why = None if hello.get("ok") else said(hello.get("error"))
-            except wire.WireError as e:
-                how = self.launcher.ended() or str(e)
-                tail = " | ".join(said(line, 300) for line in self.launcher.tail()[-3:])
-                why = f"it ended before it was ready ({how}): {tail}"
+        if self.refused is not None:  # it could not even start
+            return
+        try:
+            hello = self.channel.receive(time.monotonic() + READY_S)
+            why = None if hello.get("ok") else said(hello.get("error"))
+        except wire.WireError as e:
+            how = self.launcher.ended() or str(e)
+            tail = " | ".join(said(line, 300) for line in self.launcher.tail()[-3:])
+            why = f"it ended before it was ready ({how}): {tail}"
         if why is not None:
             self.stop()
             raise LearnerCodeFailed("workshop", f"the worker: {why}")
-        self.refused = self._load()
-        self.loaded = True
-
-    def _load(self) -> LearnerCodeFailed | None:
-        """Tell the worker the device and give it the learner's file (read here and found runnable)."""
         allowed = sorted(source_check.allowed_imports(self.learner.header), key=str)
         request = {
             "op": "load",
@@ -194,8 +183,9 @@ class Worker:
             "allowed": [list(pair) for pair in allowed],
             "limit_s": LOAD_S,
         }
-        reply = self._exchange(request, wall_limit(LOAD_S))
-        return None if reply.get("ok") else failed(reply)
+        reply = self._exchange(request, LOAD_S)
+        self.refused = None if reply.get("ok") else failed(reply)
+        self.loaded = True
 
     def ask(self, request: dict, limit_s: float | None) -> dict:
         """One request's reply ({"ok": ...}); LearnerCodeFailed where the worker failed it: a file refused or
@@ -204,11 +194,15 @@ class Worker:
             self._start()
         if self.refused is not None:
             raise LearnerCodeFailed(self.refused.kind, self.refused.error, self.refused.where)
-        return self._exchange(request, wall_limit(limit_s))
+        return self._exchange(request, limit_s)
 
-    def _exchange(self, request: dict, wall_s: float | None) -> dict:
+    def _exchange(self, request: dict, limit_s: float | None) -> dict:
+        """The reply to one request, waited for at most its wall limit: the worker's own CPU-time limit
+        (limit_s) ends an honest endless loop first; this one ends a sleep, a disabled timer, a stuck native
+        call."""
         from workshop.learner import wire
 
+        wall_s = None if limit_s is None else 2 * limit_s + 15
         deadline = None if wall_s is None else time.monotonic() + wall_s
         try:
             self.channel.send(request, deadline)

@@ -27,11 +27,12 @@ def launcher(ctx) -> ContainerWorker | NativeWorker:
     log = ctx.path(WORKER_LOG)
     if ctx.options.worker_image:
         return ContainerWorker(ctx.device, log, image=ctx.options.worker_image)
-    box = ctx.options.namespace_sandbox
-    if box:
-        return NativeWorker(ctx.device, log, root=Path(box["code"]), hidden=tuple(box["hidden"]))
-    edition = ctx.options.learner_edition
-    return NativeWorker(ctx.device, log, root=Path(edition) if edition else None)
+    # the namespace sandbox runs the learner edition's code with some paths hidden; natively, the learner
+    # edition's code where the run names it, else this one's
+    box = ctx.options.namespace_sandbox or {}
+    root = box.get("code") or ctx.options.learner_edition
+    hidden = tuple(box["hidden"]) if box else None
+    return NativeWorker(ctx.device, log, root=Path(root) if root else None, hidden=hidden)
 
 
 def worker(ctx) -> learner_code.Worker | learner_code.LocalWorker:
@@ -48,8 +49,10 @@ def worker(ctx) -> learner_code.Worker | learner_code.LocalWorker:
                     command=f"python -m workshop exercises init {workspace.display(ctx.work)}",
                 )
             )
-        header = labs.workspace_header(ctx.name)
-        learner = learner_code.LearnerFile.read(path, workspace.display(path), header)
+        # the file's header: the imports it may make
+        learner = learner_code.LearnerFile.read(
+            path, workspace.display(path), labs.workspace_header(ctx.name)
+        )
         ctx._worker = learner_code.Worker(launcher(ctx), ctx.device, learner)
     return ctx._worker
 

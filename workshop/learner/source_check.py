@@ -188,17 +188,14 @@ def uses(source: str, name: str) -> list[ast.AST]:
     """The module-level statements `name` depends on: its own, and transitively every module-level name they
     mention (a helper function, a constant computed at import)."""
     bound = top_level(ast.parse(source))
-    todo, seen, statements = [name], set(), []
+    todo, seen = [name], set()
     while todo:
         current = todo.pop()
-        if current in seen or current not in bound:
-            continue
-        seen.add(current)
-        for statement in bound[current]:
-            if statement not in statements:
-                statements.append(statement)
-            todo += [n.id for n in ast.walk(statement) if isinstance(n, ast.Name)]
-    return statements
+        if current in bound and current not in seen:
+            seen.add(current)
+            todo += [n.id for s in bound[current] for n in ast.walk(s) if isinstance(n, ast.Name)]
+    # each statement once (`a, b = ...` binds two names)
+    return list(dict.fromkeys(s for current in seen for s in bound[current]))
 
 
 def autograd_uses(source: str, name: str) -> list[Finding]:

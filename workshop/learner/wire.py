@@ -28,7 +28,6 @@ MAX_FRAME = (
 MAX_DEPTH = 32  # nesting of lists, tuples and dicts
 MAX_ITEMS = 100_000  # values in one message, tensors and scalars counted alike
 _LENGTH = struct.Struct(">Q")
-SCALARS = (type(None), bool, int, float, str)
 
 
 class WireError(Exception):
@@ -57,7 +56,7 @@ def check_value(value, depth: int = 0, count: list[int] | None = None) -> None:
     keys = [key for key in value if type(key) not in (str, int)] if kind is dict else []
     if keys:
         raise WireError(f"a dict key of type {type(keys[0]).__name__}")
-    if kind not in (*SCALARS, torch.Tensor, list, tuple, dict):
+    if kind not in (type(None), bool, int, float, str, torch.Tensor, list, tuple, dict):
         raise WireError(f"a value of type {kind.__name__}")
     # a container's items (a scalar or a tensor has none), each counted and checked in turn
     items = value.values() if kind is dict else value if kind in (list, tuple) else ()
@@ -98,7 +97,7 @@ def loads(payload: bytes, map_location: str = "cpu"):
 
 
 class Channel:
-    """One end of the channel: frames read from `read_fd`, written to `write_fd` (the same fd for a socket).
+    """One end of the channel: frames read from `read_fd`, written to `write_fd` (the two ends of two pipes).
 
     Reads and writes take a deadline (time.monotonic(), None: wait for ever), so a side that stops answering
     (an endless loop in the learner's code) never blocks the other."""
@@ -144,9 +143,7 @@ class Channel:
                 chunk = os.read(self.read_fd, min(n - len(data), 2**20))
             except BlockingIOError:
                 continue
-            except ConnectionResetError:
-                chunk = b""  # the other side is gone, as at the end of the stream
-            if not chunk:
+            if not chunk:  # the end of the stream: the other side is gone
                 raise ChannelClosed("the channel was closed")
             data += chunk
         return bytes(data)
@@ -159,5 +156,5 @@ class Channel:
                 view = view[os.write(self.write_fd, view[: 2**20]) :]
             except BlockingIOError:
                 continue
-            except (BrokenPipeError, ConnectionResetError):
+            except BrokenPipeError:
                 raise ChannelClosed("the channel was closed") from None

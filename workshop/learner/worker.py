@@ -22,7 +22,6 @@ refused, not_started, error, time, wire, worker.
 
 from __future__ import annotations
 
-import argparse
 import builtins
 import ctypes
 import dis
@@ -124,8 +123,18 @@ class Session:
             return failure("load", e)
         if op == "value":
             return self.reply(target)
-        function = pkgutil.resolve_name(request["probe"]) if op == "probe" else None
-        return self.run(request, target, function)
+        probe = pkgutil.resolve_name(request["probe"]) if op == "probe" else None
+        args = request.get("args") or []
+        try:
+            with exercise_limit(request.get("limit_s")):
+                value = probe(target, *args) if probe else target(*args)
+        except BaseException as e:  # noqa: BLE001 - the learner's SystemExit ends one call, not the worker
+            if self.reraise:
+                raise
+            # SystemExit included: it ends one call
+            kind = "not_started" if isinstance(e, NotImplementedError) else "error"
+            return failure("time" if isinstance(e, TimeLimitExceeded) else kind, e, self.filename)
+        return self.reply(value)
 
     def load(self, request: dict) -> dict:
         """The first request: the lab's device, and the learner's file."""
@@ -174,34 +183,14 @@ class Session:
                 raise Refused(failure("refused", name, code.co_filename))
         return found
 
-    def run(self, request: dict, target, probe) -> dict:
-        args = request.get("args") or []
-        try:
-            with exercise_limit(request.get("limit_s")):
-                value = probe(target, *args) if probe else target(*args)
-        except BaseException as e:  # noqa: BLE001 - the learner's SystemExit ends one call, not the worker
-            if self.reraise:
-                raise
-            # SystemExit included: it ends one call
-            kind = "not_started" if isinstance(e, NotImplementedError) else "error"
-            return failure("time" if isinstance(e, TimeLimitExceeded) else kind, e, self.filename)
-        return self.reply(value)
-
     def reply(self, value) -> dict:
+        """The reply that carries `value` as wire data; a value that is not one (wire.check_value) fails the
+        reply as it is sent (main: kind wire)."""
         try:
             value = wire.plain(value)
-            wire.check_value(value)
-        except (wire.WireError, RecursionError) as e:
+        except RecursionError as e:  # a container that holds itself
             return failure("wire", str(e))
         return {"ok": True, "value": value}
-
-
-class CapabilityData(ctypes.Structure):
-    _fields_ = [
-        ("effective", ctypes.c_uint32),
-        ("permitted", ctypes.c_uint32),
-        ("inheritable", ctypes.c_uint32),
-    ]
 
 
 def confine(limits: dict[str, list[int]]) -> None:
@@ -223,7 +212,8 @@ def confine(limits: dict[str, list[int]]) -> None:
     for capability in range(64):  # the bounding set: no exec can give them back
         libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)
     header = (ctypes.c_uint32 * 2)(CAPABILITY_VERSION_3, 0)
-    if libc.capset(header, (CapabilityData * 2)()) != 0:
+    # the new sets, all empty: version 3's two structs of (effective, permitted, inheritable), 32 bits each
+    if libc.capset(header, (ctypes.c_uint32 * 6)()) != 0:
         raise OSError(ctypes.get_errno(), "capset: could not give up root's capabilities")
 
 
@@ -235,9 +225,9 @@ SCRATCH_VARIABLES = ("HOME", "TMPDIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_
 
 def scratch_problem() -> str | None:
     """Why this worker cannot write one of its folders, or None."""
-    for name, folder in [(name, os.environ.get(name)) for name in SCRATCH_VARIABLES]:
-        if not folder:
-            continue
+    for name, folder in [
+        (name, os.environ[name]) for name in SCRATCH_VARIABLES if os.environ.get(name)
+    ]:
         try:
             os.makedirs(folder, exist_ok=True)
             with tempfile.TemporaryFile(dir=folder):
@@ -248,12 +238,10 @@ def scratch_problem() -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m workshop.learner.worker")
-    p.add_argument(
-        "--rlimits", default="{}", help='its resource limits, {"RLIMIT_CPU": [soft, hard], ...}'
-    )
-    args = p.parse_args(argv)
-    confine(json.loads(args.rlimits))
+    # its one option, --rlimits JSON: its resource limits, {"RLIMIT_CPU": [soft, hard], ...} (none in a container,
+    # whose limits are Docker's)
+    argv = sys.argv[1:] if argv is None else argv
+    confine(json.loads(argv[1]) if argv[:1] == ["--rlimits"] else {})
     faulthandler.enable()  # a crash in native code prints the stack to the log: where it died
     # stdin/stdout are the channel: keep them on fds of their own, and send what the learner's code prints to
     # stderr (the capped log), so that no print can break a frame.

@@ -81,12 +81,10 @@ def read_capped(path: Path) -> bytes:
     what is read."""
     if reason := unsafe_reason(Path(path), os.stat(path)):
         raise UnsafeFile(reason)
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    if reason := unsafe_reason(Path(path), os.fstat(fd)):
-        os.close(fd)
-        raise UnsafeFile(reason)
-    os.set_blocking(fd, True)
-    with os.fdopen(fd, "rb") as f:
+    with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
+        if reason := unsafe_reason(Path(path), os.fstat(f.fileno())):
+            raise UnsafeFile(reason)
+        os.set_blocking(f.fileno(), True)
         return f.read(FILE_MAX)
 
 
@@ -137,8 +135,7 @@ def implementation(work_dir: Path | None, lab_names: list[str]) -> dict:
     if work_dir is None:
         return {"kind": "reference"}
     work_dir = Path(work_dir)
-    names = [name for lab in lab_names for name in lab_files(lab)]
-    files = {name: work_dir / name for name in names}
+    files = {name: work_dir / name for lab in lab_names for name in lab_files(lab)}
     return {
         "kind": "workspace",
         "work": str(work_dir.resolve()),
