@@ -29,8 +29,8 @@ MACHINERY = (
 TARGET = {"workshop": 10_000, "machinery": 2_800, "lab": 1_300, "lines": 400}
 # area -> the statements (for a file: the lines) it holds today, over its target
 CEILING = {
-    "workshop": 11_012,
-    "machinery": 3_552,
+    "workshop": 10_986,
+    "machinery": 3_526,
     "labs/custom_op": 1_803,
     "labs/distributed": 1_620,
 }
