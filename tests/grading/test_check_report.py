@@ -200,8 +200,8 @@ ID = "autograd.cross_entropy_grad"
 EX = next(e for e in labs.exercises("autograd") if e.id == ID)
 
 
-def graded_run(tmp_path, work, status: str):
-    run_dir = tmp_path / "results" / "20261202-0400"
+def graded_run(tmp_path, work, status: str, run: str = "20261202-0400"):
+    run_dir = tmp_path / "results" / run
     sha = workspace.file_sha256(work / "autograd.py")
     result = {
         "implementation": {"kind": "workspace", "work": str(work), "sha256": {"autograd.py": sha}},
@@ -210,9 +210,9 @@ def graded_run(tmp_path, work, status: str):
     return run_dir, result
 
 
-def standing_without_hash(ex, work, last):
+def standing_without_hash(ex, work, runs):
     """Planted: trusts the last run whatever the file holds now."""
-    found = check_report.standing(ex, work, last)
+    found = check_report.standing(ex, work, runs)
     return dataclasses.replace(found, status=found.last_status or found.status)
 
 
@@ -221,27 +221,29 @@ def test_a_stub_is_not_started_in_either_language(tmp_path):
         with i18n.using(lang):  # as `exercises init --lang` writes it
             stub = next(e for e in labs.exercises("autograd") if e.id == ID).stub_code()
         (tmp_path / "autograd.py").write_text("import torch\n\n\n" + stub)
-        assert check_report.standing(EX, tmp_path, None).status == checks.NOT_STARTED
+        assert check_report.standing(EX, tmp_path, []).status == checks.NOT_STARTED
 
 
 def test_written_then_graded_then_changed(tmp_path):
     work = tmp_path / "my-work"
     work.mkdir()
     (work / "autograd.py").write_text("def cross_entropy_grad(logits, targets):\n    return 1\n")
-    assert check_report.standing(EX, work, None).status == check_report.NOT_CHECKED
-    last = graded_run(tmp_path, work, checks.FAILING)
-    assert check_report.standing(EX, work, last).status == checks.FAILING
+    assert check_report.standing(EX, work, []).status == check_report.NOT_CHECKED
+    runs = [graded_run(tmp_path, work, checks.FAILING)]
+    assert check_report.standing(EX, work, runs).status == checks.FAILING
     (work / "autograd.py").write_text("def cross_entropy_grad(logits, targets):\n    return 2\n")
-    changed = check_report.standing(EX, work, last)
+    changed = check_report.standing(EX, work, runs)
     assert (changed.status, changed.last_status) == (check_report.CHANGED, checks.FAILING)
     assert (
-        standing_without_hash(EX, work, last).status != check_report.CHANGED
+        standing_without_hash(EX, work, runs).status != check_report.CHANGED
     )  # the check catches it
 
 
-def test_the_newest_run_that_graded_the_exercise_counts():
-    ungraded = ("new", {"exercises": {EX.id: {"status": checks.NOT_GRADED}}})
-    graded = ("old", {"exercises": {EX.id: {"status": checks.PASSING}}})
-    assert check_report.last_graded([ungraded, graded], EX) == graded
-    assert check_report.last_graded([ungraded], EX) == ungraded
-    assert check_report.last_graded([], EX) is None
+def test_the_newest_run_that_graded_the_exercise_counts(tmp_path):
+    (tmp_path / "autograd.py").write_text(
+        "def cross_entropy_grad(logits, targets):\n    return 1\n"
+    )
+    ungraded = graded_run(tmp_path, tmp_path, checks.NOT_GRADED, "new")
+    graded = graded_run(tmp_path, tmp_path, checks.PASSING, "old")
+    assert check_report.standing(EX, tmp_path, [ungraded, graded]).status == checks.PASSING
+    assert check_report.standing(EX, tmp_path, [ungraded]).status == checks.NOT_GRADED

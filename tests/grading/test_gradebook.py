@@ -16,7 +16,7 @@ def test_a_hand_in_is_its_workspace_and_its_runs(tmp_path):
     work.mkdir(parents=True)
     assert gradebook.handed_in(tmp_path / "ana") == (None, [])
     (work / "autograd.py").write_text("")
-    assert gradebook.is_workspace(work) and not gradebook.is_workspace(tmp_path / "ana")
+    assert gradebook.handed_in(tmp_path / "ana") == (work, [])
     run = tmp_path / "ana" / "results" / "20261202-0400"
     run.mkdir(parents=True)
     (run / "manifest.json").write_text("{}")

@@ -29,8 +29,8 @@ MACHINERY = (
 TARGET = {"workshop": 10_000, "machinery": 2_800, "lab": 1_300, "lines": 400}
 # area -> the statements (for a file: the lines) it holds today, over its target
 CEILING = {
-    "workshop": 10_698,
-    "machinery": 3_455,
+    "workshop": 10_672,
+    "machinery": 3_429,
     "labs/custom_op": 1_761,
     "labs/distributed": 1_492,
 }

@@ -62,7 +62,7 @@ def cmd_grade(args) -> int:
                 roster,
                 (Path(native_edition),) if native_edition else (),
             )
-            csv_path, md_path = files.finish(rows)
+            csv_path, md_path = files.update(rows, done=True)
         except OSError as e:
             raise fail(str(e)) from None
         except SystemExit:  # stopped (Ctrl-C): what was graded is in the partial table

@@ -290,15 +290,19 @@ def in_every_language(made: Callable[[], set[str]]) -> set[str]:
     return found
 
 
-def standing(ex: Exercise, work: Path, last: tuple[Path, dict] | None) -> Standing:
+def standing(ex: Exercise, work: Path, runs: list[tuple[Path, dict]]) -> Standing:
+    """Where the learner stands on `ex`, given the lab's graded runs of this workspace (graded_runs): the newest
+    that graded `ex` (a run of other exercises of the lab left it ungraded), else the newest run of the lab."""
     if untouched(ex, work):
         return Standing(ex, checks.NOT_STARTED)
+    status = lambda result: result.get("exercises", {}).get(ex.id, {}).get("status")  # noqa: E731
+    graded = (result for _run, result in runs if status(result) not in (None, checks.NOT_GRADED))
+    last = next(graded, runs[0][1] if runs else None)
     if last is None:
         return Standing(ex, NOT_CHECKED)
-    result = last[1]
     name = ex.document or f"{ex.lab}.py"
-    graded = result.get("exercises", {}).get(ex.id, {}).get("status", checks.NOT_GRADED)
-    recorded = result["implementation"].get("sha256", {}).get(name)
+    graded = status(last) or checks.NOT_GRADED
+    recorded = last["implementation"].get("sha256", {}).get(name)
     if recorded != workspace.file_sha256(work / name):
         return Standing(ex, CHANGED, graded)
     return Standing(ex, graded)
@@ -306,16 +310,9 @@ def standing(ex: Exercise, work: Path, last: tuple[Path, dict] | None) -> Standi
 
 def workspace_progress(work: Path, results_root: Path) -> list[Standing]:
     """Every exercise of every lab, with where the learner stands on it."""
-    out = []
-    for lab, exercises in labs.all_exercises().items():
-        runs = graded_runs(results_root, lab, work)
-        out += [standing(ex, work, last_graded(runs, ex)) for ex in exercises]
-    return out
-
-
-def last_graded(runs: list[tuple[Path, dict]], ex: Exercise) -> tuple[Path, dict] | None:
-    """The newest of the runs that graded `ex` (a run of other exercises of the lab left it ungraded), else
-    the newest run of the lab."""
-    status = lambda result: result.get("exercises", {}).get(ex.id, {}).get("status")  # noqa: E731
-    graded = (r for r in runs if status(r[1]) not in (None, checks.NOT_GRADED))
-    return next(graded, runs[0] if runs else None)
+    return [
+        standing(ex, work, runs)
+        for lab, exercises in labs.all_exercises().items()
+        for runs in [graded_runs(results_root, lab, work)]
+        for ex in exercises
+    ]

@@ -167,25 +167,29 @@ class Watch:
         return touched, changed(code_before, self.code)
 
 
-def held_twice(rows, keys) -> list[tuple]:
-    """(key, the indices of the rows that hold it) of every key two rows or more hold; `keys(row)`: a row's."""
-    holders: dict = defaultdict(set)
-    for index, row in enumerate(rows):
+def flag_twice(rows, keys, note) -> None:
+    """Note, on every row that holds it, a key that another row holds too: `keys(row)` is a row's (a set),
+    `note(key, holders, row)` the note on `row`, `holders` the rows that hold the key, in the table's order."""
+    holders: dict = defaultdict(list)
+    for row in rows:
         for key in keys(row):
-            holders[key].add(index)
-    return [(key, sorted(indices)) for key, indices in holders.items() if len(indices) > 1]
+            holders[key].append(row)
+    for key, holding in holders.items():
+        for row in holding if len(holding) > 1 else ():
+            row.notes.append(note(key, holding, row))
 
 
 def handed_twice(rows) -> None:
     """Flag, on every row that holds it, a run id, a manifest or a workspace file that another row holds too."""
-    for what, indices in held_twice(rows, lambda row: set(row.fingerprints)):
-        for index in indices:
-            others = ", ".join(rows[i].learner for i in indices if i != index)
-            rows[index].notes.append(
-                _("handed in twice: {what} is also in {others}'s hand-in").format(
-                    what=what, others=others
-                )
-            )
+    flag_twice(
+        rows,
+        lambda row: set(row.fingerprints),
+        lambda what, holders, row: _(
+            "handed in twice: {what} is also in {others}'s hand-in"
+        ).format(
+            what=what, others=", ".join(other.learner for other in holders if other is not row)
+        ),
+    )
 
 
 def name_key(name: str) -> str:
@@ -207,15 +211,17 @@ def same_names(rows) -> None:
                     )
                 )
     names = lambda row: {row.learner, *row.claimed}  # noqa: E731
-    for key, indices in held_twice(rows, lambda row: {name_key(n) for n in names(row)}):
-        name = next(n for n in names(rows[indices[0]]) if name_key(n) == key)  # as first given
-        for index in indices:
-            others = ", ".join(rows[i].source for i in indices if i != index)
-            rows[index].notes.append(
-                _("a name twice: this row and {others} are both named {name}").format(
-                    others=others, name=name
-                )
-            )
+    flag_twice(
+        rows,
+        lambda row: {name_key(n) for n in names(row)},
+        # the name as first given
+        lambda key, holders, row: _(
+            "a name twice: this row and {others} are both named {name}"
+        ).format(
+            others=", ".join(other.source for other in holders if other is not row),
+            name=next(n for n in names(holders[0]) if name_key(n) == key),
+        ),
+    )
 
 
 def workspace_files(work: Path) -> list[str]:

@@ -148,20 +148,16 @@ class TableFiles:
                 ).format(files=", ".join(str(p) for p in existing))
             )
 
-    def _write(self, rows: list, paths: tuple[Path, Path], title: str) -> tuple[Path, Path]:
+    def update(self, rows: list, done: bool = False) -> tuple[Path, Path]:
+        """Write the table of `rows`: the partial one, or, once every hand-in is graded (`done`), the final one,
+        the partial ones removed."""
+        partial = _("{title} (partial: {done} of {total} hand-ins graded)").format(
+            title=self.title, done=len(rows), total=self.total
+        )
+        title, paths = (self.title, self.final) if done else (partial, self.partial)
         header, lines = table(rows)
         atomic.write_text(paths[0], to_csv(header, lines))
         atomic.write_text(paths[1], to_markdown(header, lines, title))
-        return paths
-
-    def update(self, rows: list) -> tuple[Path, Path]:
-        title = _("{title} (partial: {done} of {total} hand-ins graded)").format(
-            title=self.title, done=len(rows), total=self.total
-        )
-        return self._write(rows, self.partial, title)
-
-    def finish(self, rows: list) -> tuple[Path, Path]:
-        written = self._write(rows, self.final, self.title)
-        for path in self.partial:
+        for path in self.partial if done else ():
             path.unlink(missing_ok=True)
-        return written
+        return paths

@@ -57,16 +57,17 @@ class Row:
     fingerprints: list[str] = field(default_factory=list)
 
 
-def is_workspace(path: Path) -> bool:
-    """A folder with a workspace record, or with any lab's workspace file."""
-    return any((path / n).is_file() for n in [workspace.RECORD, *grade_integrity.lab_file_names()])
-
-
 def handed_in(path: Path) -> tuple[Path | None, list[Path]]:
-    """A hand-in's workspace (the PATH itself, or its my-work/) and its run folders (the PATH, the runs in it,
-    or in its results/)."""
+    """A hand-in's workspace (the PATH itself, or its my-work/: a folder with a workspace record, or with any
+    lab's workspace file) and its run folders (the PATH, the runs in it, or in its results/)."""
+    names = [workspace.RECORD, *grade_integrity.lab_file_names()]
     work = next(
-        (p for p in (path, path / workspace.DEFAULT_DIR) if p.is_dir() and is_workspace(p)), None
+        (
+            p
+            for p in (path, path / workspace.DEFAULT_DIR)
+            if p.is_dir() and any((p / n).is_file() for n in names)
+        ),
+        None,
     )
     if (path / "manifest.json").is_file():
         return work, [path]
