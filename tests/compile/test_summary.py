@@ -9,8 +9,7 @@ from workshop.i18n import templates
 from workshop.labs.compile import trace_report
 from workshop.labs.compile.generated_kernels import Argument, GeneratedKernel
 from workshop.labs.compile.grading.run_grading import Revealed
-from workshop.labs.compile.kernel_explanation import KernelExplanation, render
-from workshop.labs.compile.loops import kernel_structure
+from workshop.labs.compile.kernel_explanation import explain, render
 from workshop.labs.compile.timing import timing_report
 
 FOLDER = Path(__file__).resolve().parents[2] / "workshop/labs/compile/templates"
@@ -35,14 +34,9 @@ def kernel(source: str, read: int, written: int) -> GeneratedKernel:
     )
 
 
-def explanation(source: str, eager_bytes: int) -> KernelExplanation:
+def explanation(source: str, eager_bytes: int) -> dict:
     k = kernel(source, 2048, 32)
-    return KernelExplanation(
-        k,
-        "cpu",
-        kernel_structure(source, "cpp"),
-        [{"op": "sum", "shape": [8], "nbytes": eager_bytes}],
-    )
+    return explain(k, "cpu", [{"op": "sum", "shape": [8], "nbytes": eager_bytes}])
 
 
 CPP_SUM = """

@@ -277,13 +277,15 @@ KERNEL_DIAGNOSES = (
     ),
     Diagnosis(
         N_("a reduction missed"),
-        lambda e: {"what": ", ".join(e.facts["structure"].reductions)} if e.got == "none" else None,
+        lambda e: (
+            {"what": ", ".join(e.facts["structure"]["reductions"])} if e.got == "none" else None
+        ),
         N_("this kernel reduces ({what}): look for `tmp_acc` (C++) or `tl.sum` / `max2` (Triton)"),
         output="reduction",
     ),
     Diagnosis(
         N_("a reduction where there is none"),
-        lambda e: {} if e.facts["structure"].reduction_kind == "none" else None,
+        lambda e: {} if e.facts["structure"]["reduction_kind"] == "none" else None,
         N_("this kernel keeps no accumulator: every element is computed on its own"),
         output="reduction",
     ),
@@ -352,8 +354,8 @@ KERNEL_DIAGNOSES = (
     Diagnosis(
         N_("an extent per loop"),
         lambda e: (
-            {"n": len(e.facts["structure"].grid)}
-            if len(as_grid(e.got)) != len(e.facts["structure"].grid)
+            {"n": len(e.facts["structure"]["grid"])}
+            if len(as_grid(e.got)) != len(e.facts["structure"]["grid"])
             else None
         ),
         lambda values: ngettext(

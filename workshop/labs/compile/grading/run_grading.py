@@ -39,10 +39,10 @@ from workshop.labs.compile.grading.exercises import ANSWER_QUESTIONS
 from workshop.labs.compile.grading.kernel_fields import op_key
 from workshop.labs.compile.kernel_explanation import (
     WORKED_EXAMPLE,
-    KernelExplanation,
     eager_results,
     explain,
     pick_kernel,
+    recorded,
 )
 from workshop.labs.compile.kernel_explanation import render as render_explanations
 from workshop.labs.compile.loops import kernel_structure
@@ -77,7 +77,7 @@ class RunFiles:
     def graph(self, name: str) -> list[GeneratedKernel]:
         return [k for k in self.kernels if k.graph == name]
 
-    def explain(self, kernel: GeneratedKernel) -> KernelExplanation:
+    def explain(self, kernel: GeneratedKernel) -> dict:
         return explain(kernel, self.device, self.eager.get(f"{kernel.graph}/{kernel.name}", []))
 
 
@@ -85,9 +85,8 @@ class RunFiles:
 class Revealed:
     """What this run may write of the exercises' answers: explanations, and whether the counts may show."""
 
-    explanations: list[
-        KernelExplanation
-    ]  # the learner's kernel and the lab's, once compile.kernel passed
+    # the learner's kernel and the lab's, explained (kernel_explanation.explain), once compile.kernel passed
+    explanations: list[dict]
     answers: bool  # compile.answers passed with the learner's own ANSWERS
 
     @property
@@ -255,8 +254,8 @@ def fields_of(k: GeneratedKernel) -> dict:
         "fused_ops": k.fused_ops,
         "bytes_read": k.traffic("load"),
         "bytes_written": k.traffic("store"),
-        "reduction": s.reduction_kind,
-        "grid": s.grid,
+        "reduction": s["reduction_kind"],
+        "grid": s["grid"],
     }
 
 
@@ -277,7 +276,7 @@ def kernel_truth(answer, kernels: list[GeneratedKernel], picks: list) -> tuple[d
         "structure": kernel_structure(picked.source, picked.language),
         "ops": named,
         "required": {key for key, op in named.items() if op not in SHAPE_ONLY},
-        "grids": [(k.name, kernel_structure(k.source, k.language).grid) for k in others],
+        "grids": [(k.name, kernel_structure(k.source, k.language)["grid"]) for k in others],
     }
     # nan: bytes of a buffer whose size this run does not know (no answer equals it; a diagnosis says so)
     return {key: math.nan if v is None else v for key, v in fields_of(picked).items()}, facts
@@ -301,12 +300,12 @@ def answers(run_dir: str) -> dict:
     return {q.key: facts[q.key] for q in ANSWER_QUESTIONS}
 
 
-def worked_example(run: RunFiles) -> KernelExplanation:
+def worked_example(run: RunFiles) -> dict:
     """The lab's own example, a kernel of the training backward: no exercise asks about it."""
     return run.explain(pick_kernel(run.graph("train/backward"), WORKED_EXAMPLE))
 
 
-def write_revealed(ctx: LabContext, run: RunFiles, revealed: Revealed) -> list[KernelExplanation]:
+def write_revealed(ctx: LabContext, run: RunFiles, revealed: Revealed) -> list[dict]:
     """kernels.json (the training forward's arguments only once compile.kernel passed) and explanation.md
     (the revealed kernels, then the worked example); returns the explanations written. result.json records the
     revealed explanations' figures, and the worked example by name only: a record keyed like KERNEL_EXPLAINED
@@ -318,8 +317,8 @@ def write_revealed(ctx: LabContext, run: RunFiles, revealed: Revealed) -> list[K
     worked = worked_example(run)
     shown = revealed.explanations + [worked]
     ctx.write_text("explanation.md", render_explanations(ctx.templates_folder, ctx.lang, shown))
-    ctx.extra["explained"] = [ex.facts() for ex in revealed.explanations]
-    ctx.extra["worked_example"] = worked.kernel.name
+    ctx.extra["explained"] = [recorded(ex) for ex in revealed.explanations]
+    ctx.extra["worked_example"] = worked["kernel"].name
     return shown
 
 
