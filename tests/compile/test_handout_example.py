@@ -39,7 +39,7 @@ def backward_code() -> str:
         compiled(x).backward()
 
     _fn, _out, capture = compile_and_capture(loss, forward_backward, torch.randn(5, 12, 48))
-    return capture.code["backward"]
+    return capture["code"]["backward"]
 
 
 def code_block(handout: str) -> list[str]:

@@ -13,7 +13,6 @@ from workshop.foundations.run_options import RunOptions
 from workshop.grading import workspace_init
 from workshop.lab_api import LabContext
 from workshop.labs.compile.bench import loop
-from workshop.labs.compile.capture import Capture
 from workshop.labs.compile.grading import run_grading
 from workshop.labs.compile.grading.exercises import ANSWERS, KERNEL
 from workshop.learner import sandbox
@@ -75,7 +74,9 @@ def run_folder(tmp_path) -> Path:
             ctx.write_text(f"code/{stage}_{kind}.py", text)
     ctx.write_json("breaks.json", BREAKS)
     # saved code without the graphs it was compiled from: no source lines, no eager results
-    captures = {stage: Capture(code=modules) for stage, modules in code.items()}
+    captures = {
+        stage: {"dynamo": [], "aot": {}, "code": modules} for stage, modules in code.items()
+    }
     run_grading.write_facts(ctx, captures, parameters=62)
     return ctx.out_dir
 

@@ -106,15 +106,15 @@ def write_facts(ctx: LabContext, captures: dict, parameters: int):
     """grading_facts.json, once code/ and breaks.json are written: what a later grading reads besides them, from
     the graphs the compiles made (gone by then): each kernel's MiniGPT source lines, and the eager results each
     training kernel replaces, sized by AOTAutograd's graph (an explanation written from the run's files needs
-    them). captures: stage -> capture.Capture (not imported here: it imports Inductor, which a re-grade never
-    needs)."""
+    them). captures: stage -> what its compile produced (capture.compile_and_capture's; that module is not imported
+    here: it imports Inductor, which a re-grade never needs)."""
     folder = ctx.out_dir
     lines, eager = {}, {}
     for stage, cap in captures.items():
-        for kind, code in cap.code.items():
-            graph, aot = f"{stage}/{kind}", cap.aot.get(kind.split("_")[0], [])
+        for kind, code in cap["code"].items():
+            graph, aot = f"{stage}/{kind}", cap["aot"].get(kind.split("_")[0], [])
             kernels = parse_kernels(code, graph)
-            attach_source_lines(kernels, cap.dynamo, aot)
+            attach_source_lines(kernels, cap["dynamo"], aot)
             for k in kernels:
                 lines[f"{graph}/{k.name}"] = {"lines": k.source_lines, "from": k.lines_from}
                 if graph in EXPLAINED:
