@@ -324,7 +324,7 @@ def render_summary(
             "code": [f"code/{stage}_{kind}.py" for kind in cap["code"]],
             # the optimizer's count answers a question of ANSWERS: shown once the learner's passed
             "kernels": sum(k.graph.startswith(stage + "/") for k in kernels)
-            if revealed.answers or stage != "optimizer"
+            if revealed["answers"] or stage != "optimizer"
             else None,
             "compile_s": cap["compile_s"],
         }

@@ -15,7 +15,7 @@ the files. The folder belongs to the learner, so a re-grade is the learner's qui
 the lab, which writes and grades a fresh folder.
 
 What a run reveals follows one rule: a figure that answers an exercise is written only once the learner's own
-answer to it has passed (`Revealed`). The lab's worked example, a kernel of the training backward (which no
+answer to it has passed (what `grade` returns). The lab's worked example, a kernel of the training backward (which no
 exercise asks about), is always explained.
 """
 
@@ -79,19 +79,6 @@ class RunFiles:
 
     def explain(self, kernel: GeneratedKernel) -> dict:
         return explain(kernel, self.device, self.eager.get(f"{kernel.graph}/{kernel.name}", []))
-
-
-@dataclass
-class Revealed:
-    """What this run may write of the exercises' answers: explanations, and whether the counts may show."""
-
-    # the learner's kernel and the lab's, explained (kernel_explanation.explain), once compile.kernel passed
-    explanations: list[dict]
-    answers: bool  # compile.answers passed with the learner's own ANSWERS
-
-    @property
-    def kernel(self) -> bool:
-        return bool(self.explanations)
 
 
 def digest(path: Path) -> str:
@@ -221,8 +208,11 @@ def count_facts(code: dict[str, str], kernels, breaks: dict, parameters: int) ->
     }
 
 
-def grade(ctx: LabContext, run: RunFiles) -> Revealed:
-    """Grade compile.kernel and compile.answers against `run`; what may be revealed afterwards."""
+def grade(ctx: LabContext, run: RunFiles) -> dict:
+    """Grade compile.kernel and compile.answers against `run`; what this run may write of the exercises' answers
+    afterwards: {"kernel": whether compile.kernel passed, "answers": whether compile.answers passed with the
+    learner's own ANSWERS (the counts may show), "explanations": the learner's kernel and the lab's, explained
+    (kernel_explanation.explain), once compile.kernel passed}."""
     # the kernel the learner explains, once their answer is read (None: no kernel of the training forward)
     picks: list[GeneratedKernel | None] = []
     # the learner's constant as their worker reads it, or the reference's answer for this run (a function of the
@@ -236,14 +226,15 @@ def grade(ctx: LabContext, run: RunFiles) -> Revealed:
     learners = picks[-1] if picks else None
     engine.grade(ctx, "answers", run.facts, facts=run.facts, reference_args=(str(run.folder),))
     results = ctx.exercise_results()
-    if not ctx.graded:
-        return Revealed([], False)
-    answers = results["compile.answers"]["passed"]
-    if not results["compile.kernel"]["passed"]:
-        return Revealed([], answers)
-    lab = pick_kernel(run.graph("train/forward"))
-    picked = [lab] if learners is None or learners.name == lab.name else [learners, lab]
-    return Revealed([run.explain(k) for k in picked], answers)
+    passed = {
+        name: ctx.graded and results[f"compile.{name}"]["passed"] for name in ("kernel", "answers")
+    }
+    revealed = {"explanations": [], **passed}
+    if passed["kernel"]:
+        lab = pick_kernel(run.graph("train/forward"))
+        picked = [lab] if learners is None or learners.name == lab.name else [learners, lab]
+        revealed["explanations"] = [run.explain(k) for k in picked]
+    return revealed
 
 
 def fields_of(k: GeneratedKernel) -> dict:
@@ -305,24 +296,24 @@ def worked_example(run: RunFiles) -> dict:
     return run.explain(pick_kernel(run.graph("train/backward"), WORKED_EXAMPLE))
 
 
-def write_revealed(ctx: LabContext, run: RunFiles, revealed: Revealed) -> list[dict]:
+def write_revealed(ctx: LabContext, run: RunFiles, revealed: dict) -> list[dict]:
     """kernels.json (the training forward's arguments only once compile.kernel passed) and explanation.md
     (the revealed kernels, then the worked example); returns the explanations written. result.json records the
     revealed explanations' figures, and the worked example by name only: a record keyed like KERNEL_EXPLAINED
     would read as an answer key."""
-    hidden = set() if revealed.kernel else {"train/forward"}
+    hidden = set() if revealed["kernel"] else {"train/forward"}
     ctx.write_json(
         "kernels.json", [k.as_json(arguments=k.graph not in hidden) for k in run.kernels]
     )
     worked = worked_example(run)
-    shown = revealed.explanations + [worked]
+    shown = revealed["explanations"] + [worked]
     ctx.write_text("explanation.md", render_explanations(ctx.templates_folder, ctx.lang, shown))
-    ctx.extra["explained"] = [recorded(ex) for ex in revealed.explanations]
+    ctx.extra["explained"] = [recorded(ex) for ex in revealed["explanations"]]
     ctx.extra["worked_example"] = worked["kernel"].name
     return shown
 
 
-def regrade(ctx: LabContext, source: Path) -> Revealed:
+def regrade(ctx: LabContext, source: Path) -> dict:
     """Grade the learner's answers against the run in `source` (their latest), writing into ctx's folder what
     the answers reveal and a summary that names the run graded against. No compile: seconds."""
     run = read_run(source)
