@@ -67,9 +67,11 @@ def grade_hand(
     passing function."""
     head = head_slice(batch.hidden, batch.targets, batch.head.weight, batch.head.bias)
     # drawn on the CPU (the same G on every device), used where the head's rows are
-    G = torch.randn(
-        head.logits.shape, generator=torch.Generator().manual_seed(ctx.seed), dtype=torch.float64
-    ).to(head.x.device)
+    G = torch.randn(  # (R, 600): dL/dlogits of the head's rows
+        (head["x"].shape[0], head["W"].shape[0]),
+        generator=torch.Generator().manual_seed(ctx.seed),
+        dtype=torch.float64,
+    ).to(head["x"].device)
     comparisons, gradchecks, results = [], [], {False: {}, True: {}}
     witnesses = {
         # the finite differences' witness of each: who (the exercise's name), the function on trial
