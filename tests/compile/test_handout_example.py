@@ -59,7 +59,7 @@ def test_the_handouts_figures_are_read_from_the_code(backward_code):
     structure = kernel_structure(kernel.source, kernel.language)
     assert (kernel.traffic("load"), kernel.traffic("store")) == (46080, 23424)
     assert (structure["reduction_kind"], structure["grid"]) == ("looped", [5760, 96])
-    assert [(a.name, a.role) for a in kernel.arguments] == [
+    assert [(a["name"], a["role"]) for a in kernel.arguments] == [
         ("buf4", "load+store"),
         ("addmm", "load"),
         ("buf6", "store"),

@@ -57,14 +57,14 @@ def test_cpp_kernel_parsed(cpp):
     (k,) = cpp
     assert k.kind == "C++ loop nest" and k.ops_from == "kernel name" and k.calls == 1
     assert "_softmax" in k.fused_ops and "masked_fill" in k.fused_ops
-    roles = {a.name: a.role for a in k.arguments}
+    roles = {a["name"]: a["role"] for a in k.arguments}
     assert roles == {
         "buf17": "load+store",
         "primals_12": "load",
         "buf14": "store",
         "buf16": "store",
     }
-    sizes = {a.name: (a.shape, a.dtype, a.nbytes) for a in k.arguments}
+    sizes = {a["name"]: (a["shape"], a["dtype"], a["nbytes"]) for a in k.arguments}
     assert sizes["buf17"] == (
         [8, 4, 22, 22],
         "float32",
@@ -93,12 +93,12 @@ def test_triton_kernels_parsed_with_source_nodes_and_kinds(triton):
     assert per.ops_from == "Original ATen comment"
     assert set(per.fused_ops) == {"mul", "bitwise_not", "masked_fill", "_softmax"}
     assert per.source_nodes == ["scores", "masked_fill", "att"]
-    sized = {a.name: (a.role, a.dtype, a.nbytes) for a in per.arguments if a.role}
+    sized = {a["name"]: (a["role"], a["dtype"], a["nbytes"]) for a in per.arguments if a["role"]}
     assert sized == {
         "buf17": ("load+store", "float32", 61952),
         "primals_12": ("load", "bool", 1024),
     }
-    assert [a.name for a in per.arguments if not a.role] == ["704", "22"]  # xnumel, r0_numel
+    assert [a["name"] for a in per.arguments if not a["role"]] == ["704", "22"]  # xnumel, r0_numel
 
 
 def test_triton_layout_tells_persistent_from_looped(triton):

@@ -105,8 +105,8 @@ def unsized_stores(mp, run, ctx):
     def zero_stores(*args):
         found = original(*args)
         for a in found:
-            if "store" in a.role:
-                a.nbytes = 0
+            if "store" in a["role"]:
+                a["nbytes"] = 0
         return found
 
     mp.setattr(generated_kernels, "call_arguments", zero_stores)

@@ -7,7 +7,7 @@ import pytest
 
 from workshop.i18n import templates
 from workshop.labs.compile import trace_report
-from workshop.labs.compile.generated_kernels import Argument, GeneratedKernel
+from workshop.labs.compile.generated_kernels import GeneratedKernel
 from workshop.labs.compile.kernel_explanation import explain, render
 from workshop.labs.compile.timing import timing_report
 
@@ -26,8 +26,8 @@ def kernel(source: str, read: int, written: int) -> GeneratedKernel:
         ops_from="kernel name",
         calls=1,
         arguments=[
-            Argument("buf0", "load", [8, 64], "float32", read),
-            Argument("buf1", "store", [8], "float32", written),
+            {"name": "buf0", "role": "load", "shape": [8, 64], "dtype": "float32", "nbytes": read},
+            {"name": "buf1", "role": "store", "shape": [8], "dtype": "float32", "nbytes": written},
         ],
         source=source,
     )

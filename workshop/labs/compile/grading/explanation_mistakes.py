@@ -50,12 +50,14 @@ def other_way(e: Evidence) -> int:
 
 def buffer_off(e: Evidence, sign: int):
     """The buffer the answer counts once more (sign 1) or leaves out (sign -1), if one explains the difference."""
-    return next((a for a in buffers(e) if e.got == e.want + sign * a.nbytes), None)
+    return next((a for a in buffers(e) if e.got == e.want + sign * a["nbytes"]), None)
 
 
 def both(buffer) -> str:
     """An in_out_ptr left out of a count: it is read and written."""
-    return _(": an in_out_ptr is read and written, count it in both") if "+" in buffer.role else ""
+    return (
+        _(": an in_out_ptr is read and written, count it in both") if "+" in buffer["role"] else ""
+    )
 
 
 def roles(e: Evidence) -> dict:
@@ -103,7 +105,9 @@ def bytes_diagnoses(key: str) -> tuple[Diagnosis, ...]:
         ),
         Diagnosis(
             N_("the elements, not the bytes"),
-            lambda e: {} if e.got == sum(math.prod(a.shape or [0]) for a in buffers(e)) else None,
+            lambda e: (
+                {} if e.got == sum(math.prod(a["shape"] or [0]) for a in buffers(e)) else None
+            ),
             N_(
                 "that is the number of elements, not bytes: multiply each buffer's element count by its element "
                 "size (float32: 4 bytes, bool: 1 byte)"
@@ -113,7 +117,7 @@ def bytes_diagnoses(key: str) -> tuple[Diagnosis, ...]:
         Diagnosis(
             N_("a buffer counted twice"),
             lambda e: (
-                {"name": a.name, "alias": alias_note(e.facts["picked"])}
+                {"name": a["name"], "alias": alias_note(e.facts["picked"])}
                 if (a := buffer_off(e, 1))
                 else None
             ),
@@ -122,7 +126,7 @@ def bytes_diagnoses(key: str) -> tuple[Diagnosis, ...]:
         ),
         Diagnosis(
             N_("a buffer left out"),
-            lambda e: {"name": a.name, "both": both(a)} if (a := buffer_off(e, -1)) else None,
+            lambda e: {"name": a["name"], "both": both(a)} if (a := buffer_off(e, -1)) else None,
             N_("you left out `{name}`{both}"),
             output=key,
         ),
