@@ -188,7 +188,7 @@ def replay_results(cases: list[dict], graded: Graded) -> list[dict]:
     reference's, backward pass against .backward()); none unless it ran on every graph."""
     if len(graded.returned) != len(cases):
         return []
-    errors = {(c["label"], c.output): c.error for c in graded.comparisons}
+    errors = {(c.label, c.output): c.error for c in graded.comparisons}
     return [
         {
             "label": case["label"],  # graph_cases' label
