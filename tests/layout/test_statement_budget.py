@@ -29,7 +29,7 @@ MACHINERY = (
 TARGET = {"workshop": 10_000, "machinery": 2_800, "lab": 1_300, "lines": 400}
 # area -> the statements (for a file: the lines) it holds today, over its target
 CEILING = {
-    "workshop": 11_012,
+    "workshop": 10_916,
     "machinery": 3_552,
     "labs/custom_op": 1_803,
     "labs/distributed": 1_620,
