@@ -32,7 +32,9 @@ def head():
 @pytest.fixture(scope="module")
 def G(head):
     return torch.randn(
-        head.logits.shape, generator=torch.Generator().manual_seed(0), dtype=torch.float64
+        (head["x"].shape[0], head["W"].shape[0]),
+        generator=torch.Generator().manual_seed(0),
+        dtype=torch.float64,
     )
 
 

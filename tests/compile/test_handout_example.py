@@ -39,7 +39,7 @@ def backward_code() -> str:
         compiled(x).backward()
 
     _fn, _out, capture = compile_and_capture(loss, forward_backward, torch.randn(5, 12, 48))
-    return capture.code["backward"]
+    return capture["code"]["backward"]
 
 
 def code_block(handout: str) -> list[str]:
@@ -58,8 +58,8 @@ def test_the_handouts_figures_are_read_from_the_code(backward_code):
     (kernel,) = [k for k in parse_kernels(backward_code, "backward") if k.name == KERNEL]
     structure = kernel_structure(kernel.source, kernel.language)
     assert (kernel.traffic("load"), kernel.traffic("store")) == (46080, 23424)
-    assert (structure.reduction_kind, structure.grid) == ("looped", [5760, 96])
-    assert [(a.name, a.role) for a in kernel.arguments] == [
+    assert (structure["reduction_kind"], structure["grid"]) == ("looped", [5760, 96])
+    assert [(a["name"], a["role"]) for a in kernel.arguments] == [
         ("buf4", "load+store"),
         ("addmm", "load"),
         ("buf6", "store"),

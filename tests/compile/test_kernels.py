@@ -57,14 +57,14 @@ def test_cpp_kernel_parsed(cpp):
     (k,) = cpp
     assert k.kind == "C++ loop nest" and k.ops_from == "kernel name" and k.calls == 1
     assert "_softmax" in k.fused_ops and "masked_fill" in k.fused_ops
-    roles = {a.name: a.role for a in k.arguments}
+    roles = {a["name"]: a["role"] for a in k.arguments}
     assert roles == {
         "buf17": "load+store",
         "primals_12": "load",
         "buf14": "store",
         "buf16": "store",
     }
-    sizes = {a.name: (a.shape, a.dtype, a.nbytes) for a in k.arguments}
+    sizes = {a["name"]: (a["shape"], a["dtype"], a["nbytes"]) for a in k.arguments}
     assert sizes["buf17"] == (
         [8, 4, 22, 22],
         "float32",
@@ -79,12 +79,12 @@ def test_cpp_kernel_parsed(cpp):
 
 def test_cpp_loop_nest_shows_parallel_simd_and_reductions(cpp):
     loops = cpp_loops(cpp[0].source)
-    outer = [loop for loop in loops if loop.depth == 0]
-    assert outer and all(loop.parallel for loop in outer)
-    assert any(loop.step > 1 for loop in loops), "the inner loops are vectorized"
-    reductions = {r.split()[0] for loop in loops for r in loop.reduces}
+    outer = [loop for loop in loops if loop["depth"] == 0]
+    assert outer and all(loop["parallel"] for loop in outer)
+    assert any(loop["step"] > 1 for loop in loops), "the inner loops are vectorized"
+    reductions = {r.split()[0] for loop in loops for r in loop["reduces"]}
     assert {"max", "sum"} <= reductions  # softmax: a max pass and a sum pass
-    assert any("in_out_ptr0" in loop.stores for loop in loops)
+    assert any("in_out_ptr0" in loop["stores"] for loop in loops)
 
 
 def test_triton_kernels_parsed_with_source_nodes_and_kinds(triton):
@@ -93,12 +93,12 @@ def test_triton_kernels_parsed_with_source_nodes_and_kinds(triton):
     assert per.ops_from == "Original ATen comment"
     assert set(per.fused_ops) == {"mul", "bitwise_not", "masked_fill", "_softmax"}
     assert per.source_nodes == ["scores", "masked_fill", "att"]
-    sized = {a.name: (a.role, a.dtype, a.nbytes) for a in per.arguments if a.role}
+    sized = {a["name"]: (a["role"], a["dtype"], a["nbytes"]) for a in per.arguments if a["role"]}
     assert sized == {
         "buf17": ("load+store", "float32", 61952),
         "primals_12": ("load", "bool", 1024),
     }
-    assert [a.name for a in per.arguments if not a.role] == ["704", "22"]  # xnumel, r0_numel
+    assert [a["name"] for a in per.arguments if not a["role"]] == ["704", "22"]  # xnumel, r0_numel
 
 
 def test_triton_layout_tells_persistent_from_looped(triton):
@@ -122,8 +122,8 @@ def test_explanation_is_built_from_the_code(fixture, request):
     kernel = pick_kernel(kernels)
     assert "_softmax" in kernel.fused_ops
     ex = explain(kernel, "cpu" if fixture == "cpp" else "cuda", [])
-    assert ex.bytes_read == 61952 + 1024
-    assert ex.bytes_written == (61952 + 2 * 2816 if fixture == "cpp" else 61952)
+    assert ex["bytes_read"] == 61952 + 1024
+    assert ex["bytes_written"] == (61952 + 2 * 2816 if fixture == "cpp" else 61952)
     text = render(TEMPLATES, "en", [ex])
     assert kernel.name in text and kernel.source.strip()[:40] in text
     expected = (
@@ -145,15 +145,15 @@ def test_explanation_is_built_from_the_code(fixture, request):
 def test_structure_of_each_kind_of_kernel(cpp, triton):
     (softmax,) = cpp
     s = kernel_structure(softmax.source, "cpp")
-    assert (s.reduction_kind, s.reductions, s.grid, s.folds_lanes) == (
+    assert (s["reduction_kind"], s["reductions"], s["grid"], s["folds_lanes"]) == (
         "looped",
         ["max", "sum"],
         [32, 704],
         True,
     )
     per, red = (kernel_structure(k.source, "triton") for k in triton)
-    assert (per.reduction_kind, per.grid) == ("persistent", [704])
-    assert (red.reduction_kind, red.grid) == ("looped", [176])
+    assert (per["reduction_kind"], per["grid"]) == ("persistent", [704])
+    assert (red["reduction_kind"], red["grid"]) == ("looped", [176])
 
 
 @pytest.mark.parametrize(
@@ -175,9 +175,9 @@ def test_each_way_inductor_writes_a_max_or_a_sum_is_read(cpp, monkeypatch, updat
     (softmax,) = cpp
     source = re.sub(update, written, softmax.source)
     assert source != softmax.source
-    assert kernel_structure(source, "cpp").reductions == ["max", "sum"]
+    assert kernel_structure(source, "cpp")["reductions"] == ["max", "sum"]
     monkeypatch.delitem(loops.REDUCE_CPP, written.split(" = ")[1].split("(")[0])
-    assert "reduce" in kernel_structure(source, "cpp").reductions
+    assert "reduce" in kernel_structure(source, "cpp")["reductions"]
 
 
 def test_a_collapsed_omp_loop_spans_the_loops_it_collapses():
@@ -199,7 +199,7 @@ def test_a_collapsed_omp_loop_spans_the_loops_it_collapses():
     }
     """
     loops = cpp_loops(source)
-    assert [(loop.parallel, loop.omp_for) for loop in loops] == [
+    assert [(loop["parallel"], loop["omp_for"]) for loop in loops] == [
         (True, 2),
         (True, 0),
         (False, 0),

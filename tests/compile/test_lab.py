@@ -15,6 +15,7 @@ from tests.conftest import assert_result_shape, read_result
 from workshop import labs
 from workshop.labs.compile.grading import run_grading
 from workshop.labs.compile.grading.exercises import KERNEL
+from workshop.labs.compile.kernel_explanation import recorded
 
 
 def test_compile_lab_passes_with_its_checks(lab_dir):
@@ -91,7 +92,7 @@ def test_kernels_json_lists_fused_kernels_with_ops_and_source_lines(lab_dir):
 def test_a_plain_run_explains_a_backward_kernel_and_no_forward_one(lab_dir):
     out = lab_dir("compile")
     assert read_result(out)["explained"] == [], "a plain run reveals no forward kernel"
-    facts = run_grading.worked_example(run_grading.read_run(out)).facts()
+    facts = recorded(run_grading.worked_example(run_grading.read_run(out)))
     assert read_result(out)["worked_example"] == facts["kernel"]
     text = (out / "explanation.md").read_text()
     assert facts["graph"] == "train/backward" and "_softmax_backward_data" in facts["fused_ops"]
@@ -125,7 +126,7 @@ def test_cuda_run_explains_a_triton_kernel(lab_dir):
     out = lab_dir("compile")
     if read_result(out)["device"] != "cuda":
         pytest.skip("the lab ran on the CPU; set WORKSHOP_TEST_DEVICE=cuda")
-    facts = run_grading.worked_example(run_grading.read_run(out)).facts()
+    facts = recorded(run_grading.worked_example(run_grading.read_run(out)))
     assert facts["kernel"].startswith(("triton_per_", "triton_red_")), facts["kernel"]
     assert facts["grid"] == [704] and facts["reduction"] == "persistent"  # (8, 4, 22) rows of 22
     text = (out / "explanation.md").read_text()

@@ -7,10 +7,8 @@ import pytest
 
 from workshop.i18n import templates
 from workshop.labs.compile import trace_report
-from workshop.labs.compile.generated_kernels import Argument, GeneratedKernel
-from workshop.labs.compile.grading.run_grading import Revealed
-from workshop.labs.compile.kernel_explanation import KernelExplanation, render
-from workshop.labs.compile.loops import kernel_structure
+from workshop.labs.compile.generated_kernels import GeneratedKernel
+from workshop.labs.compile.kernel_explanation import explain, render
 from workshop.labs.compile.timing import timing_report
 
 FOLDER = Path(__file__).resolve().parents[2] / "workshop/labs/compile/templates"
@@ -28,21 +26,16 @@ def kernel(source: str, read: int, written: int) -> GeneratedKernel:
         ops_from="kernel name",
         calls=1,
         arguments=[
-            Argument("buf0", "load", [8, 64], "float32", read),
-            Argument("buf1", "store", [8], "float32", written),
+            {"name": "buf0", "role": "load", "shape": [8, 64], "dtype": "float32", "nbytes": read},
+            {"name": "buf1", "role": "store", "shape": [8], "dtype": "float32", "nbytes": written},
         ],
         source=source,
     )
 
 
-def explanation(source: str, eager_bytes: int) -> KernelExplanation:
+def explanation(source: str, eager_bytes: int) -> dict:
     k = kernel(source, 2048, 32)
-    return KernelExplanation(
-        k,
-        "cpu",
-        kernel_structure(source, "cpp"),
-        [{"op": "sum", "shape": [8], "nbytes": eager_bytes}],
-    )
+    return explain(k, "cpu", [{"op": "sum", "shape": [8], "nbytes": eager_bytes}])
 
 
 CPP_SUM = """
@@ -111,13 +104,13 @@ def summary(shown, graded, tlparse, eager_step_ms, lang="en", revealed=None) -> 
                 "dynamo": 1,
                 "aot": {"inference": 1},
                 "code": ["code/optimizer_inference.py"],
-                "kernels": 7 if revealed and revealed.answers else None,
+                "kernels": 7 if revealed and revealed["answers"] else None,
                 "compile_s": 9.0,
             },
         ],
         "kernel_count": 8,
         "shown": shown,
-        "revealed": revealed or Revealed([], False),
+        "revealed": revealed or {"explanations": [], "answers": False, "kernel": False},
         "graded": graded,
         "breaks": {
             "minigpt": {"graphs": 1, "graph_breaks": 0, "break_reasons": []},
@@ -166,7 +159,13 @@ def test_the_forward_kernels_are_explained_once_the_learners_answer_passed():
     assert (
         "the lab's example is a kernel of the backward" in plain and "KERNEL_EXPLAINED" not in plain
     )
-    shown = summary(worked * 2, True, MADE, 10.0, revealed=Revealed(worked, True))
+    shown = summary(
+        worked * 2,
+        True,
+        MADE,
+        10.0,
+        revealed={"explanations": worked, "answers": True, "kernel": True},
+    )
     assert "kernel of the backward" not in shown and "KERNEL_EXPLAINED" not in shown
 
 
@@ -184,7 +183,9 @@ def test_the_counts_answers_asks_for_show_only_once_the_answers_passed(graded):
     assert [key for key, text in ANSWERED.items() if text in hidden] == []
     assert "| static | 6 |" in hidden, "the counts no question asks for still show"
     assert "a question of exercise compile.answers" in hidden
-    shown = summary(worked, graded, MADE, 10.0, revealed=Revealed([], True))
+    shown = summary(
+        worked, graded, MADE, 10.0, revealed={"explanations": [], "answers": True, "kernel": False}
+    )
     assert [key for key, text in ANSWERED.items() if text not in shown] == []
     assert "a question of exercise compile.answers" not in shown
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -102,34 +101,27 @@ def pick_rows(targets: torch.Tensor) -> torch.Tensor:
     return torch.cat([real[:ROWS_REAL], pad[:ROWS_PAD]])
 
 
-@dataclass
-class HeadSlice:
+def head_slice(
+    hidden: torch.Tensor, targets: torch.Tensor, W: torch.Tensor, b: torch.Tensor
+) -> dict:
     """The rows gradcheck probes, in float64: x's rows (R, 64), their targets (R,), W (600, 64), b (600,)."""
-
-    x: torch.Tensor
-    targets: torch.Tensor
-    W: torch.Tensor
-    b: torch.Tensor
-
-    @property
-    def logits(self) -> torch.Tensor:
-        return F.linear(self.x, self.W, self.b).detach()  # (R, 600)
-
-
-def head_slice(hidden: torch.Tensor, targets: torch.Tensor, W: torch.Tensor, b: torch.Tensor):
     rows = pick_rows(targets)
-    x = hidden.reshape(-1, hidden.shape[-1])[rows].detach().double()  # (8, 64)
-    return HeadSlice(x, targets.reshape(-1)[rows], W.detach().double(), b.detach().double())
+    return {
+        "x": hidden.reshape(-1, hidden.shape[-1])[rows].detach().double(),  # (8, 64)
+        "targets": targets.reshape(-1)[rows],
+        "W": W.detach().double(),
+        "b": b.detach().double(),
+    }
 
 
-def gradcheck_autograd(head: HeadSlice) -> list[dict]:
+def gradcheck_autograd(head: dict) -> list[dict]:
     """autograd's gradient of the LM head's loss."""
     return gradchecks(
-        AUTOGRAD, head_plans(lambda x, W, b: autograd_head_loss(x, W, b, head.targets), head)
+        AUTOGRAD, head_plans(lambda x, W, b: autograd_head_loss(x, W, b, head["targets"]), head)
     )
 
 
-def gradcheck_linear(who: str, grads_of_linear, head: HeadSlice, G: torch.Tensor) -> list[dict]:
+def gradcheck_linear(who: str, grads_of_linear, head: dict, G: torch.Tensor) -> list[dict]:
     """The hand linear layer's dL/dx, dL/dW, dL/db against finite differences of sum(G * (x W^T + b));
     G (R, 600). who: the exercise's name, the records' "gradient"."""
     return gradchecks(
@@ -137,21 +129,21 @@ def gradcheck_linear(who: str, grads_of_linear, head: HeadSlice, G: torch.Tensor
     )
 
 
-def head_plans(loss, head: HeadSlice) -> list[tuple]:
-    """Full mode on x's rows and b, fast mode on x, W and b together."""
-    inputs = {"x": head.x, "W": head.W, "b": head.b}
+def head_plans(loss, head: dict) -> list[tuple]:
+    """Full mode on x's rows and b, fast mode on x, W and b together (head: head_slice's)."""
+    inputs = {name: head[name] for name in ("x", "W", "b")}
     return [
         (N_("x rows and b, every entry"), loss, inputs, ("x", "b"), False),
         (N_("x rows, W and b, one random direction"), loss, inputs, ("x", "W", "b"), True),
     ]
 
 
-def gradcheck_cross_entropy(who: str, loss_and_dlogits, head: HeadSlice) -> list[dict]:
+def gradcheck_cross_entropy(who: str, loss_and_dlogits, head: dict) -> list[dict]:
     """The hand cross-entropy's dL/dlogits against finite differences of lm_loss: every entry of one real and
     one <pad> row (1200 probes; all 8 rows would take ~7 s here), and all the rows in one random direction.
     who: the exercise's name, the records' "gradient"."""
     pair = torch.tensor([0, ROWS_REAL])  # pick_rows puts the real rows first
-    logits = head.logits
+    logits = F.linear(head["x"], head["W"], head["b"]).detach()  # (R, 600)
 
     def loss_of(targets):
         return lambda z: CrossEntropyByHand.apply(z, targets, loss_and_dlogits)
@@ -159,14 +151,14 @@ def gradcheck_cross_entropy(who: str, loss_and_dlogits, head: HeadSlice) -> list
     plans = [
         (
             N_("logits of a real and a <pad> row, every entry"),
-            loss_of(head.targets[pair]),
+            loss_of(head["targets"][pair]),
             {"z": logits[pair]},
             ("z",),
             False,
         ),
         (
             N_("logit rows, one random direction"),
-            loss_of(head.targets),
+            loss_of(head["targets"]),
             {"z": logits},
             ("z",),
             True,

@@ -33,7 +33,6 @@ from workshop.labs.autograd.grading.replay_grading import (
     DECAY,
     HEAD,
     WEIGHT_DECAY,
-    GraphCase,
     check_graphs,
     engine_positions,
     graph_cases,
@@ -68,9 +67,11 @@ def grade_hand(
     passing function."""
     head = head_slice(batch.hidden, batch.targets, batch.head.weight, batch.head.bias)
     # drawn on the CPU (the same G on every device), used where the head's rows are
-    G = torch.randn(
-        head.logits.shape, generator=torch.Generator().manual_seed(ctx.seed), dtype=torch.float64
-    ).to(head.x.device)
+    G = torch.randn(  # (R, 600): dL/dlogits of the head's rows
+        (head["x"].shape[0], head["W"].shape[0]),
+        generator=torch.Generator().manual_seed(ctx.seed),
+        dtype=torch.float64,
+    ).to(head["x"].device)
     comparisons, gradchecks, results = [], [], {False: {}, True: {}}
     witnesses = {
         # the finite differences' witness of each: who (the exercise's name), the function on trial
@@ -130,13 +131,13 @@ def check_precision(
     return rows
 
 
-def grade_order(ctx: LabContext, cases: list[GraphCase]) -> None:
+def grade_order(ctx: LabContext, cases: list[dict]) -> None:
     """Exercise engine_order on both graphs: run in the worker on the graph rebuilt there (nodes cannot cross the
     wire: replay_grading.order_indices sends back positions), then "no autograd's engine"."""
     engine.grade(ctx, "engine_order", order_cases(cases), call=order_indices, rules=ENGINE_CHECKS)
 
 
-def grade_backpropagate(ctx: LabContext, cases: list[GraphCase]) -> list[dict]:
+def grade_backpropagate(ctx: LabContext, cases: list[dict]) -> list[dict]:
     """Exercise backpropagate on every graph, given the real engine's order (replay_grading.leaf_grads runs it
     in the worker); what it measured, per graph, for result.json."""
     graded = engine.grade(
@@ -169,12 +170,12 @@ def check_graph(ctx: LabContext, graph: dict, rows: int) -> None:
     )
 
 
-def draw_graph(ctx: LabContext, case: GraphCase) -> dict:
+def draw_graph(ctx: LabContext, case: dict) -> dict:
     """graph.json and graph.png of the LM head's graph, each node numbered by the step the engine ran it."""
-    graph = graph_json(case.root, case.leaves)
+    graph = graph_json(case["root"], case["leaves"])
     for step, position in enumerate(engine_positions(case), start=1):
         graph["nodes"][position]["step"] = step
-    check_graph(ctx, graph, rows=case.leaves["x"].shape[:-1].numel())
+    check_graph(ctx, graph, rows=case["leaves"]["x"].shape[:-1].numel())
     ctx.write_json("graph.json", graph)
     # matplotlib costs ~1 s to import: only a whole run draws, not a check of named exercises
     from workshop.labs.autograd.graph_draw import draw
@@ -197,11 +198,11 @@ def linear_chains(batch: HeadBatch) -> dict[str, str]:
     }
 
 
-def check_trace(ctx: LabContext, batch: HeadBatch, decayed: GraphCase) -> dict:
+def check_trace(ctx: LabContext, batch: HeadBatch, decayed: dict) -> dict:
     """The autograd profiler's view of the weight-decay graph's backward: written, and its order checked."""
     loss = head_loss(leaves(batch, torch.float32), batch.targets, WEIGHT_DECAY)
     seen = profile_backward(loss, ctx.path(TRACE), ctx.device)
-    hooks = [type(n).__name__ for n in decayed.real_order]
+    hooks = [type(n).__name__ for n in decayed["real_order"]]
     ctx.check_equal(
         _(
             "the autograd profiler saw the nodes run in the order the pre-hooks recorded ({graph})"
@@ -252,9 +253,9 @@ def run(ctx: LabContext) -> None:
             return
         precision = check_precision(ctx, batch, hand)
         check_graphs(ctx, cases, facts["w_fan_in"])
-        head = next(c for c in cases if c.graph == HEAD)  # the LM head's float32 graph
+        head = next(c for c in cases if c["graph"] == HEAD)  # the LM head's float32 graph
         graph = draw_graph(ctx, head)  # graph.json
-        trace = check_trace(ctx, batch, next(c for c in cases if c.graph == DECAY))
+        trace = check_trace(ctx, batch, next(c for c in cases if c["graph"] == DECAY))
     effect = tf32_effect(precision)
     values = {
         "batch": {
@@ -271,7 +272,7 @@ def run(ctx: LabContext) -> None:
         "precision": precision,
         "tf32": effect,
         "replay": replays,
-        "engine_order": [type(n).__name__ for n in head.real_order],
+        "engine_order": [type(n).__name__ for n in head["real_order"]],
         "graph_nodes": len(graph["nodes"]),
         "graph_edges": len(graph["edges"]),
         # gradients summed into W's AccumulateGrad with weight decay (not the graded facts: no answer key)

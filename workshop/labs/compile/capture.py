@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass, field
 
 import torch
 import torch._functorch.config as functorch_config
@@ -34,35 +33,9 @@ def fresh_codegen():
         yield
 
 
-@dataclass
-class Capture:
-    """One compiled function's artifacts, in the order the stages made them."""
-
-    dynamo: list[torch.fx.GraphModule] = field(
-        default_factory=list
-    )  # one per captured graph (graph breaks add)
-    aot: dict[str, list[torch.fx.GraphModule]] = field(
-        default_factory=dict
-    )  # "forward"/"backward"/"inference"
-    code: dict[str, str] = field(
-        default_factory=dict
-    )  # "forward", "backward", ... -> Inductor's module source
-    compile_s: float = 0.0  # wall time of the first call (trace + compile + run)
-
-    def graph_texts(self) -> dict[str, str]:
-        """file name -> readable graph (with the `# File:` lines that point into the model's source)."""
-        texts = {f"dynamo_graph_{i}.py": readable(gm) for i, gm in enumerate(self.dynamo)}
-        for kind, gms in self.aot.items():
-            texts.update({f"aot_{kind}_graph_{i}.py": readable(gm) for i, gm in enumerate(gms)})
-        return texts
-
-
-def readable(gm: torch.fx.GraphModule) -> str:
-    return gm.print_readable(print_output=False)
-
-
-def recording_backend(capture: Capture):
-    """A Dynamo backend that compiles with Inductor, recording Dynamo's graph, AOT's graphs and Inductor's code."""
+def recording_backend(capture: dict):
+    """A Dynamo backend that compiles with Inductor, recording Dynamo's graph, AOT's graphs and Inductor's code
+    in `capture` (compile_and_capture's)."""
 
     def inner(gm, example_inputs, **kwargs):
         kind = (
@@ -72,16 +45,16 @@ def recording_backend(capture: Capture):
             if kwargs.get("is_inference")
             else "forward"
         )
-        capture.aot.setdefault(kind, []).append(gm)
+        capture["aot"].setdefault(kind, []).append(gm)
         compiled = compile_fx_inner(gm, example_inputs, **kwargs)
         key = (
-            kind if kind not in capture.code else f"{kind}_{len(capture.aot[kind]) - 1}"
+            kind if kind not in capture["code"] else f"{kind}_{len(capture['aot'][kind]) - 1}"
         )  # after a graph break
-        capture.code[key] = getattr(compiled, "source_code", None) or ""
+        capture["code"][key] = getattr(compiled, "source_code", None) or ""
         return compiled
 
     def backend(gm: torch.fx.GraphModule, example_inputs):
-        capture.dynamo.append(gm)
+        capture["dynamo"].append(gm)
         return compile_fx(gm, example_inputs, inner_compile=inner)
 
     return backend
@@ -90,15 +63,21 @@ def recording_backend(capture: Capture):
 def compile_and_capture(fn, drive=None, *args, dynamic: bool | None = False):
     """Compile fn with the recording backend and run `drive(compiled, *args)` once (default: compiled(*args)).
 
-    Returns (compiled fn, drive's result, Capture). drive may do more than call it: a training step's
+    Returns (compiled fn, drive's result, what its compile produced). drive may do more than call it: a training step's
     loss.backward() runs the compiled backward, which AOTAutograd compiles lazily during that first backward,
     so it is captured as well.
     """
-    capture = Capture()
+    # One compiled function's artifacts, in the order the stages made them.
+    capture = {
+        "dynamo": [],  # Dynamo's FX graphs, one per captured graph (graph breaks add)
+        "aot": {},  # "forward"/"backward"/"inference" -> AOTAutograd's graphs
+        "code": {},  # "forward", "backward", ... -> Inductor's module source
+        "compile_s": 0.0,  # wall time of the first call (trace + compile + run)
+    }
     compiled = torch.compile(fn, backend=recording_backend(capture), dynamic=dynamic)
     drive = drive or (lambda f, *a: f(*a))
     with fresh_codegen():
         start = time.perf_counter()
         result = drive(compiled, *args)
-        capture.compile_s = time.perf_counter() - start
+        capture["compile_s"] = time.perf_counter() - start
     return compiled, result, capture

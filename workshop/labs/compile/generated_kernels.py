@@ -50,15 +50,6 @@ ALIAS = re.compile(r"^\s*(\w+) = (\w+); del \w+")
 
 
 @dataclass
-class Argument:
-    name: str  # the wrapper's buffer name (buf17, primals_12) or a literal (704)
-    role: str  # "load", "store", "load+store" (an in_out_ptr), or "" for sizes and scalars
-    shape: list[int] | None = None
-    dtype: str | None = None
-    nbytes: int | None = None
-
-
-@dataclass
 class GeneratedKernel:
     name: str
     graph: str  # "forward", "backward", ... (which generated module)
@@ -73,7 +64,7 @@ class GeneratedKernel:
         ""  # how source_lines were found: "source nodes" or "op match" (see provenance.py)
     )
     calls: int = 0  # call sites in one run of the graph
-    arguments: list[Argument] = field(default_factory=list)  # of the first call
+    arguments: list[dict] = field(default_factory=list)  # of the first call (call_arguments)
     source: str = ""  # the kernel's own C++ or Triton text
 
     @property
@@ -81,15 +72,15 @@ class GeneratedKernel:
         """'cpp' (Inductor's CPU code) or 'triton' (its GPU code)."""
         return "cpp" if self.name.startswith("cpp_") else "triton"
 
-    def buffers(self, access: str) -> list[Argument]:
+    def buffers(self, access: str) -> list[dict]:
         """The distinct buffer arguments the kernel reads (access="load") or writes ("store"): an in_out_ptr
         is both; a buffer passed twice counts once."""
-        found = {a.name: a for a in self.arguments if access in a.role}
+        found = {a["name"]: a for a in self.arguments if access in a["role"]}
         return list(found.values())
 
     def traffic(self, access: str) -> int | None:
         """Bytes of the buffers it reads or writes per call (whole buffers); None when one size is unknown."""
-        sizes = [a.nbytes for a in self.buffers(access)]
+        sizes = [a["nbytes"] for a in self.buffers(access)]
         return None if None in sizes else sum(sizes)
 
     def as_json(self, arguments: bool = True) -> dict:
@@ -243,24 +234,26 @@ def literal_shape(text: str) -> list[int] | None:
         return None
 
 
-def call_arguments(call: str, params: list[tuple[str, str | None]], shapes: dict) -> list[Argument]:
-    """One call's arguments, each with its role (from the kernel parameter it binds to) and its size."""
+def call_arguments(call: str, params: list[tuple[str, str | None]], shapes: dict) -> list[dict]:
+    """One call's arguments, each with its role (from the kernel parameter it binds to) and its size: {"name": the
+    wrapper's buffer name (buf17, primals_12) or a literal (704), "role": "load", "store", "load+store" (an
+    in_out_ptr), or "" for sizes and scalars, "shape", "dtype", "nbytes": None where unknown}."""
     args = []
     for i, text in enumerate(top_level_arguments(call)):
         param, param_dtype = params[i] if i < len(params) else ("", None)
         role = {"in_out_ptr": "load+store", "in_ptr": "load", "out_ptr": "store"}.get(
             re.sub(r"\d+$", "", param), ""
         )
-        arg = Argument(name=text, role=role)
+        arg = {"name": text, "role": role, "shape": None, "dtype": None, "nbytes": None}
         view = REINTERPRET.match(text)
         base = view[1] if view else text
         if base in shapes:
             shape, dtype = shapes[base]
-            arg.shape = literal_shape(view["shape"]) if view else shape
-            arg.dtype = dtype or param_dtype
-            if arg.shape is not None and arg.dtype:
-                itemsize = torch.empty((), dtype=getattr(torch, arg.dtype)).element_size()
-                arg.nbytes = math.prod(arg.shape) * itemsize
+            arg["shape"] = literal_shape(view["shape"]) if view else shape
+            arg["dtype"] = dtype or param_dtype
+            if arg["shape"] is not None and arg["dtype"]:
+                itemsize = torch.empty((), dtype=getattr(torch, arg["dtype"])).element_size()
+                arg["nbytes"] = math.prod(arg["shape"]) * itemsize
         args.append(arg)
     return args
 

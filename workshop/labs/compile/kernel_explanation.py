@@ -9,7 +9,6 @@ when these figures show it. `check_explanation` holds the figures against what t
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -18,7 +17,7 @@ from workshop.foundations.tensor_bytes import tensor_bytes
 from workshop.i18n import N_, _, templates
 from workshop.lab_api import Check, LabContext
 from workshop.labs.compile.generated_kernels import GeneratedKernel
-from workshop.labs.compile.loops import KernelStructure, kernel_structure
+from workshop.labs.compile.loops import kernel_structure
 from workshop.labs.compile.provenance import SHAPE_ONLY, op_name, source_line
 
 PREFERRED = ("_softmax", "native_layer_norm")  # the attention softmax, else a LayerNorm
@@ -77,78 +76,52 @@ def eager_results(kernel: GeneratedKernel, graphs: list[torch.fx.GraphModule]) -
     ]
 
 
-@dataclass
-class KernelExplanation:
-    kernel: GeneratedKernel
-    device: str
-    structure: KernelStructure
-    eager: list[dict]  # eager_results: over one run of the graph, all call sites together
-
-    @property
-    def bytes_read(self) -> int | None:
-        return self.kernel.traffic("load")
-
-    @property
-    def bytes_written(self) -> int | None:
-        return self.kernel.traffic("store")
-
-    def result_bytes(self, op: str | None = None) -> int:
-        """Bytes per call of the eager results of `op` (all fused ops when None)."""
-        total = sum(r["nbytes"] for r in self.eager if op is None or r["op"] == op)
-        return total // max(self.kernel.calls, 1)
-
-    @property
-    def unfused_ops(self) -> list[str]:
-        return sorted({r["op"] for r in self.eager})
-
-    @property
-    def intermediate_bytes(self) -> int:
-        """Results the fused kernel never writes: each would be written and read back once unfused."""
-        return max(self.result_bytes() - (self.bytes_written or 0), 0)
-
-    @property
-    def fused_bytes(self) -> int | None:
-        if self.bytes_read is None or self.bytes_written is None:
-            return None
-        return self.bytes_read + self.bytes_written
-
-    @property
-    def unfused_bytes(self) -> int | None:
-        fused = self.fused_bytes
-        return None if fused is None else fused + 2 * self.intermediate_bytes
-
-    @property
-    def shape_only_ops(self) -> list[str]:
-        return sorted(set(self.kernel.fused_ops) & SHAPE_ONLY)
-
-    def facts(self) -> dict:
-        """What result.json records of the explained kernel."""
-        k = self.kernel
-        return {
-            "kernel": k.name,
-            "graph": k.graph,
-            "kind": k.kind,
-            "fused_ops": k.fused_ops,
-            "calls_per_run": k.calls,
-            "bytes_read": self.bytes_read,
-            "bytes_written": self.bytes_written,
-            "unfused_bytes_estimate": self.unfused_bytes,
-            "reduction": self.structure.reduction_kind,
-            "reductions": self.structure.reductions,
-            "grid": self.structure.grid,
-            "source_lines": k.source_lines,
-        }
-
-
-def explain(kernel: GeneratedKernel, device: str, eager: list[dict]) -> KernelExplanation:
+def explain(kernel: GeneratedKernel, device: str, eager: list[dict]) -> dict:
     """The kernel explained from its code, beside the eager results it replaces (eager_results, or the run's
-    grading_facts.json where the graphs are gone)."""
-    return KernelExplanation(
-        kernel, device, kernel_structure(kernel.source, kernel.language), eager
-    )
+    grading_facts.json where the graphs are gone): each figure explanation.md.j2 and the summary read, computed
+    once. `eager`: over one run of the graph, all call sites together."""
+    read, written = kernel.traffic("load"), kernel.traffic("store")
+    # bytes per call of the eager results of all the fused ops
+    results = sum(r["nbytes"] for r in eager) // max(kernel.calls, 1)
+    # results the fused kernel never writes: each would be written and read back once unfused
+    intermediate = max(results - (written or 0), 0)
+    fused = None if read is None or written is None else read + written
+    return {
+        "kernel": kernel,
+        "device": device,
+        "structure": kernel_structure(kernel.source, kernel.language),
+        "eager": eager,
+        "bytes_read": read,
+        "bytes_written": written,
+        "result_bytes": results,
+        "unfused_ops": sorted({r["op"] for r in eager}),
+        "intermediate_bytes": intermediate,
+        "fused_bytes": fused,
+        "unfused_bytes": None if fused is None else fused + 2 * intermediate,
+        "shape_only_ops": sorted(set(kernel.fused_ops) & SHAPE_ONLY),
+    }
 
 
-def render(folder: Path, lang: str, explanations: list[KernelExplanation]) -> str:
+def recorded(ex: dict) -> dict:
+    """What result.json records of an explained kernel (explain's)."""
+    k, s = ex["kernel"], ex["structure"]
+    return {
+        "kernel": k.name,
+        "graph": k.graph,
+        "kind": k.kind,
+        "fused_ops": k.fused_ops,
+        "calls_per_run": k.calls,
+        "bytes_read": ex["bytes_read"],
+        "bytes_written": ex["bytes_written"],
+        "unfused_bytes_estimate": ex["unfused_bytes"],
+        "reduction": s["reduction_kind"],
+        "reductions": s["reductions"],
+        "grid": s["grid"],
+        "source_lines": k.source_lines,
+    }
+
+
+def render(folder: Path, lang: str, explanations: list[dict]) -> str:
     """explanation.md: one section per explained kernel."""
     return templates.render(folder, lang, {"explanations": explanations}, source=TEMPLATE)
 
@@ -180,7 +153,7 @@ def two_decimals(value: float, rounding) -> float:
     return rounding(value * 100) / 100 if math.isfinite(value) else value
 
 
-def check_explanation(ctx: LabContext, ex: KernelExplanation) -> None:
+def check_explanation(ctx: LabContext, ex: dict) -> None:
     """Hold the explained kernel's figures, read from the generated code, against the model's own shapes.
 
     The kernel must be the attention softmax of (B, H, T, T) scores. Read from the code, it reads those scores
@@ -190,34 +163,36 @@ def check_explanation(ctx: LabContext, ex: KernelExplanation) -> None:
     Unfused, mul, masked_fill and softmax would each write and read back a (B, H, T, T) tensor: 2.8x (CPU),
     3.0x (H200) the fused traffic; 2 is the floor, and an estimate that finds no intermediates gives 1.
     """
-    softmax = ex.result_bytes("_softmax")
+    k, s = ex["kernel"], ex["structure"]
+    # bytes per call of the eager softmax's results
+    softmax = sum(r["nbytes"] for r in ex["eager"] if r["op"] == "_softmax") // max(k.calls, 1)
     ctx.check_equal(
         _("forward softmax kernel: the picked kernel fuses the attention's _softmax"),
-        "_softmax" in ex.kernel.fused_ops,
+        "_softmax" in k.fused_ops,
         True,
     )
     # KERNEL_EXPLAINED may explain this kernel: its ratios show to 2 decimals, which no longer give its bytes
-    for name, measured in ((READ_RATIO, ex.bytes_read), (WRITTEN_RATIO, ex.bytes_written)):
+    for name, measured in ((READ_RATIO, ex["bytes_read"]), (WRITTEN_RATIO, ex["bytes_written"])):
         value = ratio(measured, softmax)
         ctx.check_min(_(name) + _(", at least"), two_decimals(value, math.floor), 1.0)
         ctx.check_max(_(name) + _(", at most"), two_decimals(value, math.ceil), 1.25)
     ctx.check_min(
         _("forward softmax kernel: unfused / fused bytes per call"),
-        ratio(ex.unfused_bytes, ex.fused_bytes),
+        ratio(ex["unfused_bytes"], ex["fused_bytes"]),
         2.0,
     )
     ctx.check_equal(
         _("forward softmax kernel: reductions in its code (a max and a sum per row)"),
-        sorted(ex.structure.reductions),
+        sorted(s["reductions"]),
         ["max", "sum"],
     )
-    rows = [math.prod(r["shape"][:-1]) for r in ex.eager if r["op"] == "_softmax"]
+    rows = [math.prod(r["shape"][:-1]) for r in ex["eager"] if r["op"] == "_softmax"]
     parallel = (
         ctx.device == "cuda" or torch.get_num_threads() > 1
     )  # one thread: Inductor writes no omp for
     check_holds(
         ctx,
         _("forward softmax kernel: its launch grid spreads over the softmax's rows (AOT graph)"),
-        max((g or 0 for g in ex.structure.grid), default=0),
+        max((g or 0 for g in s["grid"]), default=0),
         (rows[0] if rows else -1) if parallel else 0,
     )

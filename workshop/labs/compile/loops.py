@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
 
 CPP_FOR = re.compile(
     r"for\s*\(\s*int64_t (?P<var>\w+)\s*=\s*(?:static_cast<int64_t>\()?(?P<start>-?\d+)L?\)?;"
@@ -44,30 +43,14 @@ REDUCE_TRITON = {
 }
 
 
-@dataclass
-class Loop:
-    var: str
-    start: int
-    end: str  # a number, or a symbolic size under dynamic shapes
-    step: int  # > 1: SIMD, `step` elements at once (a masked or scalar tail for the rest)
-    parallel: bool  # under `#pragma omp for`: its iterations are split across threads
-    depth: int
-    omp_for: int = (
-        0  # on the loop a `#pragma omp for [collapse(n)]` stands on: how many loops it spans
-    )
-    loads: list[str] = field(default_factory=list)
-    stores: list[str] = field(default_factory=list)
-    reduces: list[str] = field(default_factory=list)
-
-    @property
-    def extent(self) -> int | None:
-        """How many indices the loop covers (None when its bound is symbolic)."""
-        return int(self.end) - self.start if self.end.isdigit() else None
+def extent(loop: dict) -> int | None:
+    """How many indices a loop (cpp_loops') covers (None when its bound is symbolic)."""
+    return int(loop["end"]) - loop["start"] if loop["end"].isdigit() else None
 
 
-def cpp_loops(source: str) -> list[Loop]:
+def cpp_loops(source: str) -> list[dict]:
     """The loop nest of a C++ kernel in source order, each loop with the memory accesses of its own body lines."""
-    loops: list[Loop] = []
+    loops: list[dict] = []
     open_loops: list[
         list
     ] = []  # [loop, brace depth at its `for` line, whether its body was entered]
@@ -83,15 +66,22 @@ def cpp_loops(source: str) -> list[Loop]:
             pragma = claimed = int(collapse[1]) if collapse else 1
         match = CPP_FOR.search(stripped)
         if match and not match["var"].endswith("_tail"):  # a `_tail` loop ends a SIMD loop's lanes
-            loop = Loop(
-                match["var"],
-                int(match["start"]),
-                match["end"].strip(),
-                int(match["step"]),
-                parallel=claimed > 0,
-                depth=len(open_loops),
-                omp_for=pragma,
-            )
+            loop = {
+                "var": match["var"],
+                "start": int(match["start"]),
+                "end": match["end"].strip(),  # a number, or a symbolic size under dynamic shapes
+                # > 1: SIMD, `step` elements at once (a masked or scalar tail for the rest)
+                "step": int(match["step"]),
+                # under `#pragma omp for`: its iterations are split across threads
+                "parallel": claimed > 0,
+                "depth": len(open_loops),
+                # on the loop a `#pragma omp for [collapse(n)]` stands on: how many loops it spans
+                "omp_for": pragma,
+                # the memory accesses of its own body lines (record_access)
+                "loads": [],
+                "stores": [],
+                "reduces": [],
+            }
             loops.append(loop)
             open_loops.append([loop, depth, False])
             pragma, claimed = 0, max(claimed - 1, 0)
@@ -105,20 +95,20 @@ def cpp_loops(source: str) -> list[Loop]:
     return loops
 
 
-def cpp_grid(loops: list[Loop]) -> list[int | None]:
+def cpp_grid(loops: list[dict]) -> list[int | None]:
     """The CPU's launch grid: for each `#pragma omp for`, the indices it splits across threads (the product of
     the loops a collapse(n) spans), in source order."""
     spans = [
-        [inner.extent for inner in loops[i : i + loop.omp_for]] for i, loop in enumerate(loops)
+        [extent(inner) for inner in loops[i : i + loop["omp_for"]]] for i, loop in enumerate(loops)
     ]
     return [
         None if None in extents else math.prod(extents)
         for loop, extents in zip(loops, spans, strict=True)
-        if loop.omp_for
+        if loop["omp_for"]
     ]
 
 
-def record_access(loop: Loop, line: str) -> None:
+def record_access(loop: dict, line: str) -> None:
     """Add to the loop's loads, stores and reduces what one line of its body loads, stores and accumulates, each
     name once, in the order first met."""
     loads = [a or b for a, b in re.findall(rf"(?:loadu|from)\(({POINTER})|= ({POINTER})\[", line)]
@@ -132,7 +122,11 @@ def record_access(loop: Loop, line: str) -> None:
             "sum" if "+" in acc[2] else "reduce",
         )
         reduces = [f"{kind} into {acc[1]}"]
-    for seen, found in ((loop.loads, loads), (loop.stores, stores), (loop.reduces, reduces)):
+    for seen, found in (
+        (loop["loads"], loads),
+        (loop["stores"], stores),
+        (loop["reduces"], reduces),
+    ):
         seen.extend(name for name in dict.fromkeys(found) if name not in seen)
 
 
@@ -173,46 +167,44 @@ def triton_layout(source: str) -> dict:
 REDUCTION_KINDS = ("none", "persistent", "looped")
 
 
-@dataclass
-class KernelStructure:
-    """What one kernel's code says about how it runs."""
-
-    reduction_kind: str  # one of REDUCTION_KINDS
-    reductions: list[str]  # what it reduces: "max", "sum", "Welford mean+variance", ...
-    grid: list[int | None]  # the launch grid's extents (module docstring); None where symbolic
-    loops: list[Loop] = field(default_factory=list)  # C++
-    layout: dict | None = None  # Triton: triton_layout
-    omp_regions: int = 0  # C++: `#pragma omp parallel` regions
-    simd_widths: list[int] = field(default_factory=list)  # C++: elements per vectorized loop step
-    folds_lanes: bool = False  # C++: a vector accumulator folded into one number (`vec_reduce_all`)
-    reread: list[str] = field(
-        default_factory=list
-    )  # C++: pointers that more than one loop loads from
-
-
-def kernel_structure(source: str, language: str) -> KernelStructure:
+def kernel_structure(source: str, language: str) -> dict:
+    """What one kernel's code says about how it runs:
+    - reduction_kind: one of REDUCTION_KINDS;
+    - reductions: what it reduces: "max", "sum", "Welford mean+variance", ...;
+    - grid: the launch grid's extents (module docstring); None where symbolic;
+    - C++ only: loops (cpp_loops); omp_regions, its `#pragma omp parallel` regions; simd_widths, elements per
+      vectorized loop step; folds_lanes, whether a vector accumulator is folded into one number
+      (`vec_reduce_all`); reread, the pointers that more than one loop loads from;
+    - Triton only: layout (triton_layout)."""
     if language == "cpp":
         loops = cpp_loops(source)
-        reductions = [r.split(" into ")[0] for loop in loops for r in loop.reduces]
-        return KernelStructure(
+        reductions = [r.split(" into ")[0] for loop in loops for r in loop["reduces"]]
+        return {
             # C++ keeps no row in registers: a reduction is a loop with an accumulator (`tmp_acc`), and the
             # next loop reads the row again, which is what Triton calls a looped reduction.
-            reduction_kind="looped" if reductions else "none",
-            reductions=list(dict.fromkeys(reductions)),
-            grid=cpp_grid(loops),
-            loops=loops,
-            omp_regions=len(re.findall(r"#pragma omp parallel(?! for)", source)),
-            simd_widths=sorted({loop.step for loop in loops if loop.step > 1}),
-            folds_lanes="vec_reduce_all" in source,
-            reread=sorted(
-                {p for loop in loops for p in loop.loads if sum(p in lp.loads for lp in loops) > 1}
+            "reduction_kind": "looped" if reductions else "none",
+            "reductions": list(dict.fromkeys(reductions)),
+            "grid": cpp_grid(loops),
+            "loops": loops,
+            "omp_regions": len(re.findall(r"#pragma omp parallel(?! for)", source)),
+            "simd_widths": sorted({loop["step"] for loop in loops if loop["step"] > 1}),
+            "folds_lanes": "vec_reduce_all" in source,
+            "reread": sorted(
+                {
+                    p
+                    for loop in loops
+                    for p in loop["loads"]
+                    if sum(p in other["loads"] for other in loops) > 1
+                }
             ),
-        )
+        }
     t = triton_layout(source)
     kind = "looped" if t["looped"] else "persistent" if t["rblock"] else "none"
-    return KernelStructure(
-        reduction_kind=kind,
-        reductions=t["reduces"],
-        grid=[int(n) if n.isdigit() else None for n in (t["xnumel"], t["ynumel"]) if n is not None],
-        layout=t,
-    )
+    return {
+        "reduction_kind": kind,
+        "reductions": t["reduces"],
+        "grid": [
+            int(n) if n.isdigit() else None for n in (t["xnumel"], t["ynumel"]) if n is not None
+        ],
+        "layout": t,
+    }

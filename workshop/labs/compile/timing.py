@@ -83,41 +83,36 @@ def compare(
 def plot(report: dict, device: str):
     """Left: forward and training step at one batch size. Right: forward time against batch size."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    bars_at_batch(left, report, device)
-    sweep_lines(right, report["forward_sweep"])
-    fig.tight_layout()
-    return fig
-
-
-def bars_at_batch(ax, report: dict, device: str) -> None:
+    # left: bars of eager and compiled at the captured batch, each pair with its speedup
     rows = report["at_batch"]
     x = range(len(rows))
-    ax.bar([i - 0.2 for i in x], [t["eager_ms"] for t in rows], 0.4, label=_("eager"))
-    ax.bar(
+    left.bar([i - 0.2 for i in x], [t["eager_ms"] for t in rows], 0.4, label=_("eager"))
+    left.bar(
         [i + 0.2 for i in x], [t["compiled_ms"] for t in rows], 0.4, label=_("compiled (Inductor)")
     )
     for i, t in enumerate(rows):
         top = max(t["eager_ms"], t["compiled_ms"])
-        ax.text(i, top, f"{t['speedup']:.2f}x", ha="center", va="bottom")
+        left.text(i, top, f"{t['speedup']:.2f}x", ha="center", va="bottom")
     labels = [
         _("{what}\n(compile {seconds:.0f} s)").format(
             what=_(t["what"]), seconds=report["compile_s"][t["what"]]
         )
         for t in rows
     ]
-    ax.set_xticks(list(x), labels)
-    ax.set(
+    left.set_xticks(list(x), labels)
+    left.set(
         ylabel=_("median ms per call"),
         title=_("MiniGPT on {device}, batch {batch}").format(device=device, batch=rows[0]["batch"]),
     )
-    ax.legend()
-
-
-def sweep_lines(ax, sweep: list[dict]) -> None:
+    left.legend()
+    # right: the forward's two lines over the batch sizes, on log-log axes
+    sweep = report["forward_sweep"]
     batches = [t["batch"] for t in sweep]
-    ax.plot(batches, [t["eager_ms"] for t in sweep], "o-", label=_("eager"))
-    ax.plot(batches, [t["compiled_ms"] for t in sweep], "s-", label=_("compiled"))
-    ax.set(xscale="log", yscale="log", xlabel=_("batch size"), ylabel=_("median ms per forward"))
-    ax.set_title(_("forward (no grad) against batch size"))
-    ax.set_xticks(batches, [str(b) for b in batches])
-    ax.legend()
+    right.plot(batches, [t["eager_ms"] for t in sweep], "o-", label=_("eager"))
+    right.plot(batches, [t["compiled_ms"] for t in sweep], "s-", label=_("compiled"))
+    right.set(xscale="log", yscale="log", xlabel=_("batch size"), ylabel=_("median ms per forward"))
+    right.set_title(_("forward (no grad) against batch size"))
+    right.set_xticks(batches, [str(b) for b in batches])
+    right.legend()
+    fig.tight_layout()
+    return fig

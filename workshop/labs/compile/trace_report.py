@@ -102,13 +102,13 @@ def output_code_entries(directory: Path) -> int:
 def tlparse_report(ctx: LabContext, captures: dict) -> dict:
     """tlparse's HTML report of this run's trace. Where tlparse is installed the report must be made and hold
     the Inductor code of every module this lab captured (a trace started late, or lost, holds fewer).
-    captures: stage -> capture.Capture."""
+    captures: stage -> what its compile produced (capture.compile_and_capture's)."""
     stop_torch_trace()
     report = make_report(ctx.path(TRACE_DIR), ctx.path(REPORT_DIR))
     if tlparse_program() is not None:
         ctx.check_equal(
             _("tlparse report: Inductor output-code entries = code modules this lab captured"),
             report["output_code"],
-            sum(len(cap.code) for cap in captures.values()),
+            sum(len(cap["code"]) for cap in captures.values()),
         )
     return report

@@ -4,7 +4,7 @@ backward pass sums against .backward()'s. Declared here, read by exercises.py; t
 run the learner's engine on them are in replay_grading.py.
 
 Cheap to import (the declarations are): torch and the graph helpers are imported inside the functions that read
-a case. A case's facts hold its graph (`graph_case`, a replay_grading.GraphCase: the nodes the order's positions
+a case. A case's facts hold its graph (`graph_case`, one of replay_grading.graph_cases: the nodes the order's positions
 index, their names) or the parts that meet at fan-in (`parts`: leaf -> {source: its gradient}).
 """
 
@@ -17,9 +17,20 @@ from workshop.i18n import N_, _
 NOT_A_NODE = "<not a node of this graph>"
 
 
+def node_name(leaves: dict, node) -> str:
+    """A node as the learner sees it: its class, and for an AccumulateGrad the leaf (of `leaves`, by name) it
+    feeds; anything that is no node, as its repr."""
+    if not hasattr(node, "next_functions"):
+        return repr(node)[:40]
+    if hasattr(node, "variable"):
+        leaf = next((n for n, t in leaves.items() if t is node.variable), "?")
+        return f"AccumulateGrad({leaf})"
+    return type(node).__name__
+
+
 def learners_order(e: Evidence) -> list:
     """The learner's order (positions in walk(root), from the worker) as the lab's own nodes."""
-    nodes = e.facts["graph_case"].nodes
+    nodes = e.facts["graph_case"]["nodes"]
     return [nodes[i] if 0 <= i < len(nodes) else NOT_A_NODE for i in e.got]
 
 
@@ -30,23 +41,25 @@ def compare_order(e: Evidence) -> tuple:
 
     case = e.facts["graph_case"]
     value = (
-        is_topological(learners_order(e), case.root) if e.output == "topological" else list(e.got)
+        is_topological(learners_order(e), case["root"])
+        if e.output == "topological"
+        else list(e.got)
     )
     return value, e.want, 0.0, "=="
 
 
 def missing_nodes(e: Evidence) -> dict | None:
     case, order = e.facts["graph_case"], learners_order(e)
-    missing = [case.node_name(n) for n in case.nodes if n not in order]
+    missing = [node_name(case["leaves"], n) for n in case["nodes"] if n not in order]
     return (
-        {"k": len(missing), "n": len(case.nodes), "names": ", ".join(missing[:3])}
+        {"k": len(missing), "n": len(case["nodes"]), "names": ", ".join(missing[:3])}
         if missing
         else None
     )
 
 
 def wrong_count(e: Evidence) -> dict | None:
-    order, n = learners_order(e), len(e.facts["graph_case"].nodes)
+    order, n = learners_order(e), len(e.facts["graph_case"]["nodes"])
     return {"k": len(order), "n": n} if len(order) != n else None
 
 
@@ -59,8 +72,8 @@ def ran_too_early(e: Evidence) -> dict | None:
             if nxt is not None and position[nxt] < position[node]:
                 return {
                     "i": position[nxt] + 1,
-                    "late": case.node_name(nxt),
-                    "early": case.node_name(node),
+                    "late": node_name(case["leaves"], nxt),
+                    "early": node_name(case["leaves"], node),
                     "j": position[node] + 1,
                 }
     return None
@@ -75,13 +88,15 @@ def sequence_nr(node) -> str:
 def first_divergence(e: Evidence) -> dict | None:
     """The first step where the learner's order ran another node than .backward() did."""
     case = e.facts["graph_case"]
-    for step, (mine, real) in enumerate(zip(learners_order(e), case.real_order, strict=False), 1):
+    for step, (mine, real) in enumerate(
+        zip(learners_order(e), case["real_order"], strict=False), 1
+    ):
         if mine is not real:
             return {
                 "step": step,
-                "real": case.node_name(real),
+                "real": node_name(case["leaves"], real),
                 "real_nr": sequence_nr(real),
-                "mine": case.node_name(mine),
+                "mine": node_name(case["leaves"], mine),
                 "mine_nr": sequence_nr(mine),
             }
     return None
@@ -125,7 +140,7 @@ ORDER_DIAGNOSES = (
     ),
     Diagnosis(
         None,
-        lambda e: {"k": len(e.got), "n": len(e.facts["graph_case"].real_order)},
+        lambda e: {"k": len(e.got), "n": len(e.facts["graph_case"]["real_order"])},
         N_("your order has {k} nodes, the engine ran {n}"),
         output="order",
     ),

@@ -14,8 +14,6 @@ module's probes (order_indices, leaf_grads: the engine's call=), and the verdict
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import torch
 import torch.nn.functional as F
 from torch.autograd.graph import Node
@@ -26,6 +24,7 @@ from workshop.lab_api import LabContext
 from workshop.labs.autograd.batch import HeadBatch, leaf_tensors
 from workshop.labs.autograd.grading.hand_cases import DTYPES, dtype_name
 from workshop.labs.autograd.grading.no_autograd import ENGINE_RULES, watched_call
+from workshop.labs.autograd.grading.replay_diagnosis import node_name
 from workshop.labs.autograd.graph_walk import saved_values, walk
 from workshop.labs.autograd.replay import is_topological, record_engine_order
 from workshop.minigpt.model import lm_loss
@@ -34,48 +33,6 @@ from workshop.minigpt.model import lm_loss
 WEIGHT_DECAY = 0.1
 # The graphs' names: identifiers in result.json, translated where the learner reads them.
 HEAD, DECAY = N_("LM head"), N_("LM head + weight decay")
-
-
-@dataclass
-class GraphCase:
-    graph: str  # HEAD or DECAY
-    dtype: torch.dtype
-    loss: torch.Tensor  # () its graph retained, ready to be replayed
-    leaves: dict[str, torch.Tensor]  # "x", "W", "b"
-    real_order: list[Node]  # the nodes in the order .backward() ran them
-    nodes: list[
-        Node
-    ]  # walk(root): every node once, root first; an order crosses the wire as positions in it
-    expected: dict[str, torch.Tensor]  # .backward()'s leaf gradients
-    # what a worker rebuilds the same graph from (order_indices, leaf_grads):
-    # (hidden, targets, W, b), the weight decay
-    inputs: tuple[torch.Tensor, ...]
-    weight_decay: float
-    # leaf -> {source: its gradient}
-    parts: dict[str, dict[str, torch.Tensor]] = field(default_factory=dict)
-
-    @property
-    def label(self) -> str:
-        """'LM head, float32': the case in result.json."""
-        return f"{self.graph}, {dtype_name(self.dtype)}"
-
-    @property
-    def shown(self) -> str:
-        """The label in the learner's language."""
-        return f"{_(self.graph)}, {dtype_name(self.dtype)}"
-
-    @property
-    def root(self) -> Node:
-        return self.loss.grad_fn
-
-    def node_name(self, node) -> str:
-        """A node as the learner sees it: its class, and for an AccumulateGrad the leaf it feeds."""
-        if not isinstance(node, Node):
-            return repr(node)[:40]
-        if hasattr(node, "variable"):
-            leaf = next((n for n, t in self.leaves.items() if t is node.variable), "?")
-            return f"AccumulateGrad({leaf})"
-        return type(node).__name__
 
 
 def head_loss(
@@ -93,7 +50,7 @@ def build_graph(inputs: tuple, dtype: torch.dtype, weight_decay: float):
     return head_loss(t, targets, weight_decay), t
 
 
-def graph_cases(batch: HeadBatch) -> list[GraphCase]:
+def graph_cases(batch: HeadBatch) -> list[dict]:
     inputs = (batch.hidden, batch.targets, batch.head.weight.detach(), batch.head.bias.detach())
     cases = []
     for dtype in DTYPES:
@@ -103,26 +60,44 @@ def graph_cases(batch: HeadBatch) -> list[GraphCase]:
             expected = {name: leaf.grad for name, leaf in t.items()}
             for leaf in t.values():
                 leaf.grad = None
-            nodes = walk(loss.grad_fn)
-            cases.append(GraphCase(graph, dtype, loss, t, real, nodes, expected, inputs, decay))
+            cases.append(
+                {
+                    "graph": graph,  # HEAD or DECAY
+                    "dtype": dtype,
+                    "label": f"{graph}, {dtype_name(dtype)}",  # 'LM head, float32': the case in result.json
+                    "shown": f"{_(graph)}, {dtype_name(dtype)}",  # the label in the learner's language
+                    "loss": loss,  # () its graph retained, ready to be replayed
+                    "root": loss.grad_fn,
+                    "leaves": t,  # "x", "W", "b"
+                    "real_order": real,  # the nodes in the order .backward() ran them
+                    # walk(root): every node once, root first; an order crosses the wire as positions in it
+                    "nodes": walk(loss.grad_fn),
+                    "expected": expected,  # .backward()'s leaf gradients
+                    # what a worker rebuilds the same graph from (order_indices, leaf_grads):
+                    # (hidden, targets, W, b), the weight decay
+                    "inputs": inputs,
+                    "weight_decay": decay,
+                    "parts": {},  # leaf -> {source: its gradient}
+                }
+            )
         head, decayed = cases[-2:]
-        decayed.parts["W"] = {
-            N_("the LM head's (through TBackward0)"): head.expected["W"],
+        decayed["parts"]["W"] = {
+            N_("the LM head's (through TBackward0)"): head["expected"]["W"],
             N_("the weight decay's (through PowBackward0)"): WEIGHT_DECAY
-            * decayed.leaves["W"].detach(),
+            * decayed["leaves"]["W"].detach(),
         }
     return cases
 
 
-def check_graphs(ctx: LabContext, cases: list[GraphCase], w_fan_in: int) -> None:
+def check_graphs(ctx: LabContext, cases: list[dict], w_fan_in: int) -> None:
     """What the lab claims of the real engine: its order is topological, and W's fan-in in the second graph
     (measure_facts' w_fan_in)."""
     for case in cases:
         ctx.check_equal(
             _("the real engine ran the nodes in a topological order ({label})").format(
-                label=case.shown
+                label=case["shown"]
             ),
-            is_topological(case.real_order, case.root),
+            is_topological(case["real_order"], case["root"]),
             True,
         )
     ctx.check_equal(_("weight decay adds fan-in: edges into AccumulateGrad(W)"), w_fan_in, 2)
@@ -167,43 +142,48 @@ def wire_value(g):
     return None if g is None else type(g).__name__
 
 
-def engine_positions(case: GraphCase) -> list[int]:
+def engine_positions(case: dict) -> list[int]:
     """The order .backward() ran the nodes in, as positions in walk(root): how an order crosses the wire."""
-    ids = {node: i for i, node in enumerate(case.nodes)}
-    return [ids[n] for n in case.real_order]
+    ids = {node: i for i, node in enumerate(case["nodes"])}
+    return [ids[n] for n in case["real_order"]]
 
 
-def order_cases(cases: list[GraphCase]) -> list[Case]:
+def order_cases(cases: list[dict]) -> list[Case]:
     """What the learner's engine order is graded on: each graph in float32 (its name the case's label), the
     worker's arguments (order_indices'), the order .backward() ran, and the graph for the diagnoses
     (replay_diagnosis)."""
     return [
         Case(
-            _(case.graph),
-            (*case.inputs, dtype_name(case.dtype), case.weight_decay),
+            _(case["graph"]),
+            (*case["inputs"], dtype_name(case["dtype"]), case["weight_decay"]),
             {"topological": True, "order": engine_positions(case)},
             {"graph_case": case},
         )
         for case in cases
-        if case.dtype == torch.float32
+        if case["dtype"] == torch.float32
     ]
 
 
-def replay_cases(cases: list[GraphCase]) -> list[Case]:
+def replay_cases(cases: list[dict]) -> list[Case]:
     """What the learner's backward pass is graded on: every graph, given the order .backward() ran (torch's
     order, not a reference), each leaf against .backward()'s gradient."""
     return [
         Case(
-            case.shown,
-            (*case.inputs, dtype_name(case.dtype), case.weight_decay, engine_positions(case)),
-            case.expected,
-            {"parts": case.parts},
+            case["shown"],
+            (
+                *case["inputs"],
+                dtype_name(case["dtype"]),
+                case["weight_decay"],
+                engine_positions(case),
+            ),
+            case["expected"],
+            {"parts": case["parts"]},
         )
         for case in cases
     ]
 
 
-def replay_results(cases: list[GraphCase], graded: Graded) -> list[dict]:
+def replay_results(cases: list[dict], graded: Graded) -> list[dict]:
     """What grading the backward pass measured, per graph, as result.json keeps it (the learner's, or the
     reference's, backward pass against .backward()); none unless it ran on every graph."""
     if len(graded.returned) != len(cases):
@@ -211,13 +191,13 @@ def replay_results(cases: list[GraphCase], graded: Graded) -> list[dict]:
     errors = {(c.label, c.output): c.error for c in graded.comparisons}
     return [
         {
-            "label": case.label,  # GraphCase.label
-            "graph": case.graph,  # HEAD or DECAY
-            "dtype": dtype_name(case.dtype),  # "float32", "float64"
-            "max_abs_difference": {leaf: errors[case.shown, leaf] for leaf in case.leaves},
+            "label": case["label"],  # graph_cases' label
+            "graph": case["graph"],  # HEAD or DECAY
+            "dtype": dtype_name(case["dtype"]),  # "float32", "float64"
+            "max_abs_difference": {leaf: errors[case["shown"], leaf] for leaf in case["leaves"]},
             "bit_identical": {
-                leaf: isinstance(got, torch.Tensor) and torch.equal(got, case.expected[leaf])
-                for leaf, got in graded.returned[case.shown].items()
+                leaf: isinstance(got, torch.Tensor) and torch.equal(got, case["expected"][leaf])
+                for leaf, got in graded.returned[case["shown"]].items()
             },
         }
         for case in cases
@@ -241,23 +221,25 @@ ANSWERS = {
 }
 
 
-def measure_facts(cases: list[GraphCase]) -> dict:
+def measure_facts(cases: list[dict]) -> dict:
     """The facts ANSWERS states, by its keys, measured from this run's graphs."""
-    head = next(c for c in cases if c.graph == HEAD and c.dtype == torch.float32)
-    head64 = next(c for c in cases if c.graph == HEAD and c.dtype == torch.float64)
-    decayed = next(c for c in cases if c.graph == DECAY)
-    nodes = head.nodes
+    head = next(c for c in cases if c["graph"] == HEAD and c["dtype"] == torch.float32)
+    head64 = next(c for c in cases if c["graph"] == HEAD and c["dtype"] == torch.float64)
+    decayed = next(c for c in cases if c["graph"] == DECAY)
+    nodes = head["nodes"]
     by_name = {type(n).__name__: n for n in nodes}
     addmm = by_name["AddmmBackward0"]
     # the gradient AddmmBackward0 takes: its output's shape and dtype
     meta = addmm._input_metadata[0]
-    bias_grad = addmm(torch.ones(meta.shape, dtype=meta.dtype, device=head.loss.device))[0]
-    leaves_first = [head.node_name(n) for n in head.real_order if hasattr(n, "variable")]
+    bias_grad = addmm(torch.ones(meta.shape, dtype=meta.dtype, device=head["loss"].device))[0]
+    leaves_first = [
+        node_name(head["leaves"], n) for n in head["real_order"] if hasattr(n, "variable")
+    ]
     fan_in = [
         nxt
-        for node in decayed.nodes
+        for node in decayed["nodes"]
         for nxt, _nr in node.next_functions
-        if nxt is not None and decayed.node_name(nxt) == "AccumulateGrad(W)"
+        if nxt is not None and node_name(decayed["leaves"], nxt) == "AccumulateGrad(W)"
     ]
     return {
         "graph_nodes": len(nodes),  # nodes in the LM head's graph, AccumulateGrad included
@@ -273,5 +255,7 @@ def measure_facts(cases: list[GraphCase]) -> dict:
         "w_fan_in": len(
             fan_in
         ),  # gradients summed into W's AccumulateGrad in the weight-decay graph
-        "db_sum": float(head64.expected["b"].sum()),  # sum over the 600 classes of dL/db (float64)
+        "db_sum": float(
+            head64["expected"]["b"].sum()
+        ),  # sum over the 600 classes of dL/db (float64)
     }

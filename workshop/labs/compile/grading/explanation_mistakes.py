@@ -50,12 +50,14 @@ def other_way(e: Evidence) -> int:
 
 def buffer_off(e: Evidence, sign: int):
     """The buffer the answer counts once more (sign 1) or leaves out (sign -1), if one explains the difference."""
-    return next((a for a in buffers(e) if e.got == e.want + sign * a.nbytes), None)
+    return next((a for a in buffers(e) if e.got == e.want + sign * a["nbytes"]), None)
 
 
 def both(buffer) -> str:
     """An in_out_ptr left out of a count: it is read and written."""
-    return _(": an in_out_ptr is read and written, count it in both") if "+" in buffer.role else ""
+    return (
+        _(": an in_out_ptr is read and written, count it in both") if "+" in buffer["role"] else ""
+    )
 
 
 def roles(e: Evidence) -> dict:
@@ -103,7 +105,9 @@ def bytes_diagnoses(key: str) -> tuple[Diagnosis, ...]:
         ),
         Diagnosis(
             N_("the elements, not the bytes"),
-            lambda e: {} if e.got == sum(math.prod(a.shape or [0]) for a in buffers(e)) else None,
+            lambda e: (
+                {} if e.got == sum(math.prod(a["shape"] or [0]) for a in buffers(e)) else None
+            ),
             N_(
                 "that is the number of elements, not bytes: multiply each buffer's element count by its element "
                 "size (float32: 4 bytes, bool: 1 byte)"
@@ -113,7 +117,7 @@ def bytes_diagnoses(key: str) -> tuple[Diagnosis, ...]:
         Diagnosis(
             N_("a buffer counted twice"),
             lambda e: (
-                {"name": a.name, "alias": alias_note(e.facts["picked"])}
+                {"name": a["name"], "alias": alias_note(e.facts["picked"])}
                 if (a := buffer_off(e, 1))
                 else None
             ),
@@ -122,7 +126,7 @@ def bytes_diagnoses(key: str) -> tuple[Diagnosis, ...]:
         ),
         Diagnosis(
             N_("a buffer left out"),
-            lambda e: {"name": a.name, "both": both(a)} if (a := buffer_off(e, -1)) else None,
+            lambda e: {"name": a["name"], "both": both(a)} if (a := buffer_off(e, -1)) else None,
             N_("you left out `{name}`{both}"),
             output=key,
         ),
@@ -277,13 +281,15 @@ KERNEL_DIAGNOSES = (
     ),
     Diagnosis(
         N_("a reduction missed"),
-        lambda e: {"what": ", ".join(e.facts["structure"].reductions)} if e.got == "none" else None,
+        lambda e: (
+            {"what": ", ".join(e.facts["structure"]["reductions"])} if e.got == "none" else None
+        ),
         N_("this kernel reduces ({what}): look for `tmp_acc` (C++) or `tl.sum` / `max2` (Triton)"),
         output="reduction",
     ),
     Diagnosis(
         N_("a reduction where there is none"),
-        lambda e: {} if e.facts["structure"].reduction_kind == "none" else None,
+        lambda e: {} if e.facts["structure"]["reduction_kind"] == "none" else None,
         N_("this kernel keeps no accumulator: every element is computed on its own"),
         output="reduction",
     ),
@@ -352,8 +358,8 @@ KERNEL_DIAGNOSES = (
     Diagnosis(
         N_("an extent per loop"),
         lambda e: (
-            {"n": len(e.facts["structure"].grid)}
-            if len(as_grid(e.got)) != len(e.facts["structure"].grid)
+            {"n": len(e.facts["structure"]["grid"])}
+            if len(as_grid(e.got)) != len(e.facts["structure"]["grid"])
             else None
         ),
         lambda values: ngettext(

@@ -50,5 +50,5 @@ def extents_only(e: Evidence) -> bool:
     """The grid's extents, right, in another order (a grid of more than one)."""
     given = as_grid(e.got)
     return len(given) > 1 and sorted(given) == sorted(
-        g for g in e.facts["structure"].grid if g is not None
+        g for g in e.facts["structure"]["grid"] if g is not None
     )

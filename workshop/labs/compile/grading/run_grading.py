@@ -15,7 +15,7 @@ the files. The folder belongs to the learner, so a re-grade is the learner's qui
 the lab, which writes and grades a fresh folder.
 
 What a run reveals follows one rule: a figure that answers an exercise is written only once the learner's own
-answer to it has passed (`Revealed`). The lab's worked example, a kernel of the training backward (which no
+answer to it has passed (what `grade` returns). The lab's worked example, a kernel of the training backward (which no
 exercise asks about), is always explained.
 """
 
@@ -39,10 +39,10 @@ from workshop.labs.compile.grading.exercises import ANSWER_QUESTIONS
 from workshop.labs.compile.grading.kernel_fields import op_key
 from workshop.labs.compile.kernel_explanation import (
     WORKED_EXAMPLE,
-    KernelExplanation,
     eager_results,
     explain,
     pick_kernel,
+    recorded,
 )
 from workshop.labs.compile.kernel_explanation import render as render_explanations
 from workshop.labs.compile.loops import kernel_structure
@@ -77,22 +77,8 @@ class RunFiles:
     def graph(self, name: str) -> list[GeneratedKernel]:
         return [k for k in self.kernels if k.graph == name]
 
-    def explain(self, kernel: GeneratedKernel) -> KernelExplanation:
+    def explain(self, kernel: GeneratedKernel) -> dict:
         return explain(kernel, self.device, self.eager.get(f"{kernel.graph}/{kernel.name}", []))
-
-
-@dataclass
-class Revealed:
-    """What this run may write of the exercises' answers: explanations, and whether the counts may show."""
-
-    explanations: list[
-        KernelExplanation
-    ]  # the learner's kernel and the lab's, once compile.kernel passed
-    answers: bool  # compile.answers passed with the learner's own ANSWERS
-
-    @property
-    def kernel(self) -> bool:
-        return bool(self.explanations)
 
 
 def digest(path: Path) -> str:
@@ -107,15 +93,15 @@ def write_facts(ctx: LabContext, captures: dict, parameters: int):
     """grading_facts.json, once code/ and breaks.json are written: what a later grading reads besides them, from
     the graphs the compiles made (gone by then): each kernel's MiniGPT source lines, and the eager results each
     training kernel replaces, sized by AOTAutograd's graph (an explanation written from the run's files needs
-    them). captures: stage -> capture.Capture (not imported here: it imports Inductor, which a re-grade never
-    needs)."""
+    them). captures: stage -> what its compile produced (capture.compile_and_capture's; that module is not imported
+    here: it imports Inductor, which a re-grade never needs)."""
     folder = ctx.out_dir
     lines, eager = {}, {}
     for stage, cap in captures.items():
-        for kind, code in cap.code.items():
-            graph, aot = f"{stage}/{kind}", cap.aot.get(kind.split("_")[0], [])
+        for kind, code in cap["code"].items():
+            graph, aot = f"{stage}/{kind}", cap["aot"].get(kind.split("_")[0], [])
             kernels = parse_kernels(code, graph)
-            attach_source_lines(kernels, cap.dynamo, aot)
+            attach_source_lines(kernels, cap["dynamo"], aot)
             for k in kernels:
                 lines[f"{graph}/{k.name}"] = {"lines": k.source_lines, "from": k.lines_from}
                 if graph in EXPLAINED:
@@ -222,8 +208,11 @@ def count_facts(code: dict[str, str], kernels, breaks: dict, parameters: int) ->
     }
 
 
-def grade(ctx: LabContext, run: RunFiles) -> Revealed:
-    """Grade compile.kernel and compile.answers against `run`; what may be revealed afterwards."""
+def grade(ctx: LabContext, run: RunFiles) -> dict:
+    """Grade compile.kernel and compile.answers against `run`; what this run may write of the exercises' answers
+    afterwards: {"kernel": whether compile.kernel passed, "answers": whether compile.answers passed with the
+    learner's own ANSWERS (the counts may show), "explanations": the learner's kernel and the lab's, explained
+    (kernel_explanation.explain), once compile.kernel passed}."""
     # the kernel the learner explains, once their answer is read (None: no kernel of the training forward)
     picks: list[GeneratedKernel | None] = []
     # the learner's constant as their worker reads it, or the reference's answer for this run (a function of the
@@ -237,14 +226,15 @@ def grade(ctx: LabContext, run: RunFiles) -> Revealed:
     learners = picks[-1] if picks else None
     engine.grade(ctx, "answers", run.facts, facts=run.facts, reference_args=(str(run.folder),))
     results = ctx.exercise_results()
-    if not ctx.graded:
-        return Revealed([], False)
-    answers = results["compile.answers"]["passed"]
-    if not results["compile.kernel"]["passed"]:
-        return Revealed([], answers)
-    lab = pick_kernel(run.graph("train/forward"))
-    picked = [lab] if learners is None or learners.name == lab.name else [learners, lab]
-    return Revealed([run.explain(k) for k in picked], answers)
+    passed = {
+        name: ctx.graded and results[f"compile.{name}"]["passed"] for name in ("kernel", "answers")
+    }
+    revealed = {"explanations": [], **passed}
+    if passed["kernel"]:
+        lab = pick_kernel(run.graph("train/forward"))
+        picked = [lab] if learners is None or learners.name == lab.name else [learners, lab]
+        revealed["explanations"] = [run.explain(k) for k in picked]
+    return revealed
 
 
 def fields_of(k: GeneratedKernel) -> dict:
@@ -255,8 +245,8 @@ def fields_of(k: GeneratedKernel) -> dict:
         "fused_ops": k.fused_ops,
         "bytes_read": k.traffic("load"),
         "bytes_written": k.traffic("store"),
-        "reduction": s.reduction_kind,
-        "grid": s.grid,
+        "reduction": s["reduction_kind"],
+        "grid": s["grid"],
     }
 
 
@@ -277,7 +267,7 @@ def kernel_truth(answer, kernels: list[GeneratedKernel], picks: list) -> tuple[d
         "structure": kernel_structure(picked.source, picked.language),
         "ops": named,
         "required": {key for key, op in named.items() if op not in SHAPE_ONLY},
-        "grids": [(k.name, kernel_structure(k.source, k.language).grid) for k in others],
+        "grids": [(k.name, kernel_structure(k.source, k.language)["grid"]) for k in others],
     }
     # nan: bytes of a buffer whose size this run does not know (no answer equals it; a diagnosis says so)
     return {key: math.nan if v is None else v for key, v in fields_of(picked).items()}, facts
@@ -301,29 +291,29 @@ def answers(run_dir: str) -> dict:
     return {q.key: facts[q.key] for q in ANSWER_QUESTIONS}
 
 
-def worked_example(run: RunFiles) -> KernelExplanation:
+def worked_example(run: RunFiles) -> dict:
     """The lab's own example, a kernel of the training backward: no exercise asks about it."""
     return run.explain(pick_kernel(run.graph("train/backward"), WORKED_EXAMPLE))
 
 
-def write_revealed(ctx: LabContext, run: RunFiles, revealed: Revealed) -> list[KernelExplanation]:
+def write_revealed(ctx: LabContext, run: RunFiles, revealed: dict) -> list[dict]:
     """kernels.json (the training forward's arguments only once compile.kernel passed) and explanation.md
     (the revealed kernels, then the worked example); returns the explanations written. result.json records the
     revealed explanations' figures, and the worked example by name only: a record keyed like KERNEL_EXPLAINED
     would read as an answer key."""
-    hidden = set() if revealed.kernel else {"train/forward"}
+    hidden = set() if revealed["kernel"] else {"train/forward"}
     ctx.write_json(
         "kernels.json", [k.as_json(arguments=k.graph not in hidden) for k in run.kernels]
     )
     worked = worked_example(run)
-    shown = revealed.explanations + [worked]
+    shown = revealed["explanations"] + [worked]
     ctx.write_text("explanation.md", render_explanations(ctx.templates_folder, ctx.lang, shown))
-    ctx.extra["explained"] = [ex.facts() for ex in revealed.explanations]
-    ctx.extra["worked_example"] = worked.kernel.name
+    ctx.extra["explained"] = [recorded(ex) for ex in revealed["explanations"]]
+    ctx.extra["worked_example"] = worked["kernel"].name
     return shown
 
 
-def regrade(ctx: LabContext, source: Path) -> Revealed:
+def regrade(ctx: LabContext, source: Path) -> dict:
     """Grade the learner's answers against the run in `source` (their latest), writing into ctx's folder what
     the answers reveal and a summary that names the run graded against. No compile: seconds."""
     run = read_run(source)
