@@ -133,11 +133,11 @@ def test_every_script_message_is_used_by_a_script():
 )
 def test_the_surveys_grader_reads_the_numbers_the_guide_prescribes(written, value):
     (quoted,) = survey_text.quoted(f"Cada rank guarda {written} en total.")
-    assert quoted.values == (value,)
+    assert quoted["values"] == (value,)
 
 
 def test_a_count_before_a_quantity_is_not_a_digit_group():
-    found = [q.values for q in survey_text.quoted("forward all_reduce x11 363 kB y x4 180 kB")]
+    found = [q["values"] for q in survey_text.quoted("forward all_reduce x11 363 kB y x4 180 kB")]
     assert found == [(363000.0,), (180000.0,)]
 
 
