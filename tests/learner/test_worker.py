@@ -9,6 +9,8 @@ from __future__ import annotations
 import io
 import os
 import pickle
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -251,3 +253,15 @@ def test_on_a_gpu_the_learners_function_gets_its_tensors_on_the_gpu(tmp_path):
         assert call(worker, "device_of", torch.ones(2, device="cuda")) == "cuda:0"
     finally:
         worker.stop()
+
+
+def test_a_misspelt_limits_option_stops_the_worker_rather_than_run_it_unlimited():
+    # the launcher passes --rlimits; an option the worker does not know must not leave it with no limits
+    wrong = subprocess.run(
+        [sys.executable, "-m", "workshop.learner.worker", "--rlimts", "{}"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert wrong.returncode == 2 and "unrecognized arguments: --rlimts" in wrong.stderr

@@ -22,6 +22,7 @@ refused, not_started, error, time, wire, worker.
 
 from __future__ import annotations
 
+import argparse
 import builtins
 import ctypes
 import dis
@@ -238,10 +239,13 @@ def scratch_problem() -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    # its one option, --rlimits JSON: its resource limits, {"RLIMIT_CPU": [soft, hard], ...} (none in a container,
-    # whose limits are Docker's)
-    argv = sys.argv[1:] if argv is None else argv
-    confine(json.loads(argv[1]) if argv[:1] == ["--rlimits"] else {})
+    # argparse refuses an option it does not know: a misspelt --rlimits stops the worker rather than run it with no
+    # limits (none is right only in a container, whose limits are Docker's)
+    p = argparse.ArgumentParser(prog="python -m workshop.learner.worker")
+    p.add_argument(
+        "--rlimits", default="{}", help='its resource limits, {"RLIMIT_CPU": [soft, hard], ...}'
+    )
+    confine(json.loads(p.parse_args(argv).rlimits))
     faulthandler.enable()  # a crash in native code prints the stack to the log: where it died
     # stdin/stdout are the channel: keep them on fds of their own, and send what the learner's code prints to
     # stderr (the capped log), so that no print can break a frame.
