@@ -5,11 +5,15 @@ runs; result.json is written whatever happened, and the exit status says which (
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
+import traceback
 
 import pytest
 
 from workshop import labs
+from workshop.foundations import interrupt
 from workshop.foundations.run_options import RunOptions
 from workshop.harness import child
 from workshop.lab_api import LabContext, LabSpec
@@ -93,3 +97,35 @@ def test_a_missing_module_is_one_line_pointing_to_docker(tmp_path, toy):
     assert child.run_lab_code(ctx, None) is None
     assert ctx.summary.startswith("toy cannot run here: it needs no_such_module_here")
     assert "docker compose run --rm workshop-cpu" in ctx.summary and not ctx.passed
+
+
+# The parent's death (its PDEATHSIG, a SIGTERM) can come at any moment of the lab's process. Outside the lab's
+# code a signal would end the process before its record is written; in these tests the caller's handlers raise, as
+# a planted "the process ended here" that fails the test where the old child let a signal through.
+
+
+def test_a_signal_while_the_labs_error_is_recorded_stops_the_lab_and_says_so(
+    tmp_path, toy, monkeypatch
+):
+    """The parent's death breaks the lab's stdout (an error) a moment before its SIGTERM arrives."""
+    toy(measures_then_fails)
+    format_exc = traceback.format_exc
+
+    def signalled():
+        os.kill(os.getpid(), signal.SIGTERM)
+        return format_exc()
+
+    monkeypatch.setattr(traceback, "format_exc", signalled)
+    with interrupt.raising_on_signals():
+        code, result = ran(tmp_path)
+    assert code == 128 + signal.SIGTERM
+    assert [c["value"] for c in result["checks"]][1:] == ["stopped by SIGTERM"]
+
+
+def test_a_signal_after_the_labs_code_waits_for_the_record(tmp_path, toy, monkeypatch):
+    """The parent dies while the lab's process stops the learner's worker: the result is written all the same."""
+    toy(passes)
+    monkeypatch.setattr(child.sandbox, "stop", lambda ctx: os.kill(os.getpid(), signal.SIGTERM))
+    with interrupt.raising_on_signals():
+        code, result = ran(tmp_path)
+    assert code == 0 and result["passed"]

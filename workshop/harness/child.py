@@ -46,23 +46,26 @@ def main(lab_dir: Path, lab: str) -> int:
     try:
         stopped = run_lab_code(ctx, labs.get(ctx.name).limit_s(ctx.options))
     finally:
-        sandbox.stop(ctx)  # the worker, and whatever the learner's code left running
-    exercises = ctx.exercise_results()
-    write_result(
-        ctx.out_dir,
-        ctx.name,
-        ctx.device,
-        ctx.checks,
-        time.monotonic() - start,
-        ctx.summary,
-        # what ran, and what it made of each exercise it graded
-        {
-            **ctx.extra,
-            "lang": ctx.lang,
-            "implementation": workspace.implementation(ctx.work, [ctx.name]),
-            **({"exercises": exercises} if exercises else {}),
-        },
-    )
+        # a signal now (the parent's death just after the lab's code ended) would kill the process before its
+        # record is written: it is ignored, and the process exits right after
+        with interrupt.ignoring_signals():
+            sandbox.stop(ctx)  # the worker, and whatever the learner's code left running
+            exercises = ctx.exercise_results()
+            write_result(
+                ctx.out_dir,
+                ctx.name,
+                ctx.device,
+                ctx.checks,
+                time.monotonic() - start,
+                ctx.summary,
+                # what ran, and what it made of each exercise it graded
+                {
+                    **ctx.extra,
+                    "lang": ctx.lang,
+                    "implementation": workspace.implementation(ctx.work, [ctx.name]),
+                    **({"exercises": exercises} if exercises else {}),
+                },
+            )
     if stopped:
         with contextlib.suppress(OSError):  # the parent, and so our stdout, may be gone
             print(f"[{ctx.name}] {stopped.why}", file=sys.stderr, flush=True)
@@ -76,32 +79,36 @@ def run_lab_code(ctx: LabContext, time_limit: float | None) -> interrupt.Stopped
     spec = labs.get(ctx.name)
     expired: list[int] = []
     try:
-        with interrupt.raising_on_signals(), interrupt.lab_limit(time_limit) as expired:
-            if missing := spec.missing():
-                cannot_run_here(ctx, missing)
-            elif against := ctx.options.against.get(ctx.name):
-                regrade(ctx, Path(against))
-            else:
-                spec.entry(ctx)
-    except Exception:  # the lab failed: keep its checks so far, record the error as a failed check
-        if (
-            expired
-        ):  # the limit's exception came out as another one (a library's import it cut short)
-            stopped = interrupt.Stopped(expired[0], interrupt.ran_out_of_time(time_limit))
-            ctx.checks.append(stopped_check(stopped.why))
-            return stopped
-        error = traceback.format_exc()
-        with contextlib.suppress(OSError):  # the parent, and so our stdout, may be gone
-            print(error, file=sys.stderr, flush=True)
-        ctx.checks.append(
-            Check(
-                _("lab ran to completion"),
-                False,
-                error.strip().splitlines()[-1],
-                _("no exception"),
-            )
-        )
-        ctx.summary += "\n\n## " + _("Error") + f"\n\n```\n{error}```\n"
+        # the signal handlers span the error's record too: the parent's death can break the lab's stdout (an
+        # error) a moment before its SIGTERM arrives
+        with interrupt.raising_on_signals():
+            try:
+                with interrupt.lab_limit(time_limit) as expired:
+                    if missing := spec.missing():
+                        cannot_run_here(ctx, missing)
+                    elif against := ctx.options.against.get(ctx.name):
+                        regrade(ctx, Path(against))
+                    else:
+                        spec.entry(ctx)
+            except (
+                Exception
+            ):  # the lab failed: keep its checks so far, record the error as a failed check
+                if expired:  # the limit's exception came out as another one (a library's import it cut short)
+                    raise interrupt.Stopped(
+                        expired[0], interrupt.ran_out_of_time(time_limit)
+                    ) from None
+                error = traceback.format_exc()
+                with contextlib.suppress(OSError):  # the parent, and so our stdout, may be gone
+                    print(error, file=sys.stderr, flush=True)
+                ctx.checks.append(
+                    Check(
+                        _("lab ran to completion"),
+                        False,
+                        error.strip().splitlines()[-1],
+                        _("no exception"),
+                    )
+                )
+                ctx.summary += "\n\n## " + _("Error") + f"\n\n```\n{error}```\n"
     except interrupt.Stopped as e:  # a signal or its time limit: keep its checks so far, and why
         ctx.checks.append(stopped_check(e.why))
         return e

@@ -103,6 +103,11 @@ class Region:
         inside = aligned & (offset >= 0) & (row < self.rows) & (col < self.cols)
         return inside, row, col
 
+    def distance(self, address: int) -> int:
+        """Bytes from `address` to the view's span, from its first element to its last (0 within)."""
+        span = ((self.rows - 1) * self.row_stride + self.cols) * self.itemsize  # bytes
+        return max(self.base - address, address - (self.base + span), 0)
+
 
 _regions: list[Region] | None = None  # the current launch's tensors, while bounds_checked() is on
 
@@ -117,9 +122,10 @@ def _check(access: str, ptrs, mask) -> None:
     for region in _regions:
         inside |= region.index(addresses)[0]
     if not inside.all():
-        # where the first stray address falls, relative to the nearest tensor (place_said says it)
+        # where the first stray address falls, relative to the nearest tensor (place_said says it): nearest by
+        # its span, not its start (a row past x's last may lie closer to the start of y, allocated after it)
         stray = addresses[~inside]
-        nearest = min(_regions, key=lambda r: abs(int(stray[0]) - r.base))
+        nearest = min(_regions, key=lambda r: r.distance(int(stray[0])))
         _inside, row, col = nearest.index(stray[:1])
         place = {
             "name": nearest.name,
