@@ -70,8 +70,8 @@ def test_the_backward_takes_smaller_tiles_than_the_forward(monkeypatch):
 
 def small_batch_programs(plan, monkeypatch) -> tuple[int, int]:
     """Off the interpreter, on an H100's 132 multiprocessors: the programs of bfloat16 (64, 600)'s forward and
-    backward, and (4133, 600)'s forward (the kernel exercises' first case, which must keep several rows a
-    program so that the grader sees a kernel that handles one row of each program's)."""
+    backward, and (4133, 600)'s forward (the kernel exercises' first case on a GPU, which must keep several rows
+    a program so that the grader sees a kernel that handles one row of each program's)."""
     off_the_interpreter(monkeypatch)
     try:
         (fwd,), _ = plan(64, 600, 8, 2)

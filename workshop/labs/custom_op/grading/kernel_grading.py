@@ -3,9 +3,7 @@ padded, guarded inputs, compared with float64, its launches read from the launch
 
 Four cases, each a (rows, N) matrix whose rows are padded past N (the row stride is N + pad, so a mask that lets
 column N through reads padding, not the next row), each tensor with a row stride of its own (a kernel that reads
-dy with y's stride reads the wrong rows): float32 (4133, 600), whose rows do not fill the last program (enough
-rows that a GPU's forward plan keeps several rows a program: softmax_launch.PROGRAMS_PER_SM gives a small batch one
-row a program, where a kernel that handles only one row of each program's, or has no row mask, would pass), and
+dy with y's stride reads the wrong rows): float32 (FIRST_ROWS, 600), whose rows do not fill the last program and
 whose rows 3 and 20 are shifted by +1000 (exp overflows there unless the row's max is subtracted first), row 11 by
 -60 (where masked lanes loading 0 instead of -inf would dominate the sum) and row 7 half -inf (a causal attention
 row); float32 (5, 37), whose N is odd (ALIGN 1); float64 (6, 100), which needs float64 arithmetic; bfloat16
@@ -35,7 +33,7 @@ from workshop.labs.custom_op.grading.memory_bounds import (
     inside,
     outside_changed,
 )
-from workshop.ops import softmax_launch
+from workshop.ops import INTERPRETED, softmax_launch
 from workshop.ops.triton_launch import recording
 
 
@@ -49,9 +47,14 @@ class KernelCase:
     own_strides: bool = True  # each next tensor's rows 2 x ALIGN further apart (row_strides)
 
 
+# The first case's rows: enough that every program of the forward's plan holds several rows and the last holds
+# fewer. On a GPU, 4133: two rows a program on up to 258 multiprocessors (softmax_launch.PROGRAMS_PER_SM gives a
+# small batch one row a program, where a kernel that handles only one row of each program's, or has no row mask,
+# would pass). Under the interpreter a program takes 32 rows of 600 (ONE_PASS_MAX), so 37 do it, and 4133 would
+# cost every grading of the kernel exercises 50 times as much: a forward launch took 1.6 s against 0.03 s.
+FIRST_ROWS = 37 if INTERPRETED else 4133
 CASES = (
-    # 4133 rows: two forward rows a program on a GPU of up to 258 multiprocessors (softmax_launch.PROGRAMS_PER_SM)
-    KernelCase("float32 (4133, 600)", torch.float32, 4133, 600, 8),
+    KernelCase(f"float32 ({FIRST_ROWS}, 600)", torch.float32, FIRST_ROWS, 600, 8),
     KernelCase("float32 (5, 37)", torch.float32, 5, 37, 3),
     KernelCase("float64 (6, 100)", torch.float64, 6, 100, 4),
     KernelCase("bfloat16 (6, 600)", torch.bfloat16, 6, 600, 8),
@@ -166,7 +169,7 @@ class KernelRun:
 
 # Beyond 1.25 x torch's own error, in units of the result's scale: 8 roundings in float32 and float64, where a
 # row's sum taken in another order than torch's moves the last bits (the reference kernel's worst: 5 units at
-# float32 (37, 600), the first case when it had 37 rows); in bfloat16 the result's own rounding (correctness.SLACK).
+# float32 (37, 600), the first case under the interpreter); in bfloat16 the result's own rounding (correctness.SLACK).
 # The mistakes graded here are orders of magnitude above: NaN, a factor e^60, the sum term (O(1)), float32's 1e-8 in
 # float64.
 ROUNDING = {

@@ -48,7 +48,7 @@ class OutOfBounds(Exception):
 
 
 def said(access: str, place: dict) -> str:
-    """'a load outside the kernel's tensors: x[0, 600] (x is 4133 x 600: past the end of row 0), 4 addresses in
+    """'a load outside the kernel's tensors: x[0, 600] (x is 37 x 600: past the end of row 0), 4 addresses in
     all'."""
     return _("{access} outside the kernel's tensors: {where}").format(
         access=_(ACCESSES[access]), where=place_said(place)
@@ -56,7 +56,7 @@ def said(access: str, place: dict) -> str:
 
 
 def place_said(place: dict) -> str:
-    """Where a stray address falls, relative to the nearest tensor: 'y[36, 600] (y is 4133 x 600: past the end
+    """Where a stray address falls, relative to the nearest tensor: 'y[36, 600] (y is 37 x 600: past the end
     of a row), 4 addresses in all'."""
     row, col, rows, cols = place["row"], place["col"], place["rows"], place["cols"]
     if 0 <= row < rows and col >= cols:
