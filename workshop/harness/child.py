@@ -90,9 +90,8 @@ def run_lab_code(ctx: LabContext, time_limit: float | None) -> interrupt.Stopped
                         regrade(ctx, Path(against))
                     else:
                         spec.entry(ctx)
-            except (
-                Exception
-            ):  # the lab failed: keep its checks so far, record the error as a failed check
+            except Exception:
+                # the lab failed: keep its checks so far, record the error as a failed check
                 if expired:  # the limit's exception came out as another one (a library's import it cut short)
                     raise interrupt.Stopped(
                         expired[0], interrupt.ran_out_of_time(time_limit)
