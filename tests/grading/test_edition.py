@@ -73,7 +73,7 @@ def test_a_reference_left_in_the_code_is_found(built, tmp_path):
     module, _, name = ex.reference.partition(":")
     original = (edition.ROOT / (module.replace(".", "/") + ".py")).read_text()
     node = edition.definition(ast.parse(original), name)
-    body = ast.dump(ast.Module(edition.body_without_docstring(node), []))
+    body = edition.body_source(node)
     planted = out / "workshop" / "planted_copy.py"
     planted.write_text("import torch\n\n\n" + ast.get_source_segment(original, node) + "\n")
     report = SimpleNamespace(left_bodies=[], quoted_in=[])

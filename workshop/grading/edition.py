@@ -20,6 +20,7 @@ edition's report names it.
 from __future__ import annotations
 
 import ast
+import collections
 import hashlib
 import importlib.util
 import json
@@ -49,6 +50,7 @@ KEPT_FILES = (
 )
 SKIPPED = ("__pycache__", ".pytest_cache", "*.pyc", "*.egg-info")
 MODEL_ANSWERS = "model_answers*.md"
+WORD = re.compile(r"\w+")  # a name, as `\bname\b` finds it whole
 QUOTE_MIN = 30  # characters: a reference's line this long, found in a handout, is quoted there
 
 
@@ -121,7 +123,7 @@ def stub_reference(
     sources[ex.reference] = ast.get_source_segment(source, node)
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         text = stub_function(node, ex)
-        bodies[ex.reference] = ast.dump(ast.Module(body_without_docstring(node), []))
+        bodies[ex.reference] = body_source(node)
     else:  # a constant of the exercise's name (every one is: a test reads each as a stub there)
         text = ex.stub_code().strip()  # the learner's stub: the questions as comments
     replace_definition(path, node, text)
@@ -135,6 +137,11 @@ def body_without_docstring(node: ast.FunctionDef) -> list[ast.stmt]:
     return node.body[1:] if is_doc and len(node.body) > 1 else node.body
 
 
+def body_source(node: ast.FunctionDef) -> str:
+    """The function's body without its docstring, as ast.unparse writes it: formatting and comments aside."""
+    return ast.unparse(ast.Module(body_without_docstring(node), []))
+
+
 def python_files(out: Path) -> list[Path]:
     return sorted(p for p in out.rglob("*.py") if "__pycache__" not in p.parts)
 
@@ -143,14 +150,17 @@ def remove_orphans(out: Path, edited: set[Path], report) -> None:
     """Delete the private module-level functions of the edited modules that nothing mentions any more (that only
     their `def` names), one at a time (a helper that only a removed one used is the next)."""
     while True:
-        text = "\n".join(p.read_text(encoding="utf-8") for p in python_files(out))
+        # how often each word occurs in the edition's code: a name found once is only its `def`
+        words = collections.Counter(
+            word for p in python_files(out) for word in WORD.findall(p.read_text(encoding="utf-8"))
+        )
         orphans = (
             (path, node)
             for path in sorted(edited)
             for node in ast.parse(path.read_text(encoding="utf-8")).body
             if isinstance(node, ast.FunctionDef)
             and node.name.startswith("_")
-            and len(re.findall(rf"\b{re.escape(node.name)}\b", text)) == 1
+            and words[node.name] == 1
         )
         if (orphan := next(orphans, None)) is None:
             return
@@ -161,11 +171,14 @@ def remove_orphans(out: Path, edited: set[Path], report) -> None:
 
 def find_leftovers(out: Path, bodies: dict[str, str], sources: dict[str, str], report) -> None:
     """References whose body is still in the edition's code; handouts that quote a reference's lines."""
+    # a function can hold a reference's body only with as many statements: only those are written out and compared
+    sizes = {len(ast.parse(body).body) for body in bodies.values()}
     found = {
-        ast.dump(ast.Module(body_without_docstring(node), []))
+        body_source(node)
         for path in python_files(out)
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and len(body_without_docstring(node)) in sizes
     }
     report.left_bodies = sorted(ref for ref, body in bodies.items() if body in found)
     handouts = {
