@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -31,6 +32,7 @@ from filelock import FileLock
 from tests.support import installed
 from workshop import i18n
 from workshop.foundations.device import resolve, use_triton_interpreter
+from workshop.grading import edition
 
 os.environ["WORKSHOP_LANG"] = "en"
 i18n.set_language("en")
@@ -176,3 +178,21 @@ def assert_result_shape(result: dict, lab: str) -> None:
     for check in result["checks"]:
         assert set(check) >= {"name", "passed", "value", "threshold"}, check
     assert result["passed"] == all(c["passed"] for c in result["checks"])
+
+
+@pytest.fixture(scope="session")
+def learner_edition(tmp_path_factory) -> Path:
+    """The learner edition, built once per worker by the real build (edition.build_apart)."""
+    out = tmp_path_factory.mktemp("learner-edition") / "edition"
+    edition.build_apart(out)
+    return out
+
+
+@pytest.fixture
+def edition_built_once(learner_edition, monkeypatch):
+    """`grade`'s class edition as a copy of the session's build (tests/grading/test_edition.py tests the build):
+    each grade still gets a folder of its own, which its hand-ins may rewrite, at a copy's cost, not a build's."""
+    monkeypatch.setattr(
+        edition, "build_apart", lambda out: shutil.copytree(learner_edition, out, symlinks=True)
+    )
+

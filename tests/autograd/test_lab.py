@@ -4,16 +4,13 @@ summary.md; the summary's sentences only where the run shows them; fresh stubs f
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 
 from tests.conftest import assert_result_shape, read_result
-from tests.support import lab_process
 from workshop import labs
 from workshop.declarations import checks
 from workshop.i18n import templates
-from workshop.labs.autograd.grading.exercises import EXERCISES
 
 SUMMARY_KEYS = [  # result.json keys that are also summary.md.j2's values
     "batch",
@@ -175,23 +172,3 @@ def test_summary_sentences_appear_only_when_the_run_shows_them(lab_dir, changes,
         assert sentence in text
     for sentence in absent:
         assert sentence not in text
-
-
-@pytest.mark.slow
-def test_fresh_stubs_fail_exactly_the_exercise_checks(tmp_path):
-    """From a fresh workspace, the lab through the runner: each exercise is 'not started' with its statement;
-    every other check passes."""
-    (tmp_path / "work").mkdir()
-    stubs = "\n\n".join(ex.stub_code() for ex in EXERCISES)
-    header = labs.workspace_header("autograd")
-    (tmp_path / "work" / "autograd.py").write_text(header + "\n\n" + stubs)
-    (tmp_path / "out").mkdir()
-    cmd = lab_process.command("autograd", tmp_path / "out", work=tmp_path / "work")
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    result = read_result(tmp_path / "out")
-    assert proc.returncode == 1 and result["implementation"]["kind"] == "workspace"
-    failed = [c for c in result["checks"] if not c["passed"]]
-    assert [c["name"] for c in failed] == [f"{ex.id}: implemented" for ex in EXERCISES]
-    for ex, check in zip(EXERCISES, failed, strict=True):
-        assert check["message"].startswith(f"{ex.id}: {ex.statement.split('. ')[0]}")
-    assert {r["status"] for r in result["exercises"].values()} == {checks.NOT_STARTED}

@@ -36,7 +36,7 @@ ESSAY = "Doubling a number adds the number to itself, once, and that is all.\n"
 
 
 @pytest.fixture
-def toy(monkeypatch, tmp_path):
+def toy(monkeypatch, tmp_path, edition_built_once):
     """The toy lab in place of the real ones, here and in every process started from here; cwd: tmp_path."""
     return learner_toy.use_in(monkeypatch, tmp_path)
 

@@ -34,7 +34,7 @@ NATIVE = ["--device", "cpu", "--sandbox", "native"]
 
 
 @pytest.fixture
-def toy(monkeypatch, tmp_path):
+def toy(monkeypatch, tmp_path, edition_built_once):
     return learner_toy.use_in(monkeypatch, tmp_path)
 
 
