@@ -50,7 +50,6 @@ KEPT_FILES = (
 )
 SKIPPED = ("__pycache__", ".pytest_cache", "*.pyc", "*.egg-info")
 MODEL_ANSWERS = "model_answers*.md"
-WORD = re.compile(r"\w+")  # a name, as `\bname\b` finds it whole
 QUOTE_MIN = 30  # characters: a reference's line this long, found in a handout, is quoted there
 
 
@@ -131,15 +130,12 @@ def stub_reference(
     return path
 
 
-def body_without_docstring(node: ast.FunctionDef) -> list[ast.stmt]:
-    first = node.body[0]
-    is_doc = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-    return node.body[1:] if is_doc and len(node.body) > 1 else node.body
-
-
 def body_source(node: ast.FunctionDef) -> str:
     """The function's body without its docstring, as ast.unparse writes it: formatting and comments aside."""
-    return ast.unparse(ast.Module(body_without_docstring(node), []))
+    body = (
+        node.body[1:] if ast.get_docstring(node) is not None and len(node.body) > 1 else node.body
+    )
+    return ast.unparse(ast.Module(body, []))
 
 
 def python_files(out: Path) -> list[Path]:
@@ -150,9 +146,12 @@ def remove_orphans(out: Path, edited: set[Path], report) -> None:
     """Delete the private module-level functions of the edited modules that nothing mentions any more (that only
     their `def` names), one at a time (a helper that only a removed one used is the next)."""
     while True:
-        # how often each word occurs in the edition's code: a name found once is only its `def`
+        # how often each word (a run of \w, as `\bname\b` finds it whole) occurs in the edition's code: a name
+        # found once is only its `def`
         words = collections.Counter(
-            word for p in python_files(out) for word in WORD.findall(p.read_text(encoding="utf-8"))
+            word
+            for p in python_files(out)
+            for word in re.findall(r"\w+", p.read_text(encoding="utf-8"))
         )
         orphans = (
             (path, node)
@@ -171,14 +170,15 @@ def remove_orphans(out: Path, edited: set[Path], report) -> None:
 
 def find_leftovers(out: Path, bodies: dict[str, str], sources: dict[str, str], report) -> None:
     """References whose body is still in the edition's code; handouts that quote a reference's lines."""
-    # a function can hold a reference's body only with as many statements: only those are written out and compared
+    # a function holds a reference's body only with as many statements (its docstring aside): only those are
+    # written out and compared
     sizes = {len(ast.parse(body).body) for body in bodies.values()}
     found = {
         body_source(node)
         for path in python_files(out)
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-        and len(body_without_docstring(node)) in sizes
+        and {len(node.body), len(node.body) - 1} & sizes
     }
     report.left_bodies = sorted(ref for ref, body in bodies.items() if body in found)
     handouts = {
@@ -193,8 +193,7 @@ def find_leftovers(out: Path, bodies: dict[str, str], sources: dict[str, str], r
             and not stripped.startswith(("def ", "@", '"""', "#"))
         }
         for handout, text in handouts.items():
-            quoted = sum(line in text for line in lines)
-            if quoted:
+            if quoted := sum(line in text for line in lines):
                 report.quoted_in.append(f"{handout.relative_to(out)}: {reference} ({quoted} lines)")
 
 
@@ -211,8 +210,7 @@ def build_learner(out: Path) -> SimpleNamespace:
         quoted_in=[],  # "handout: reference (k lines)" where a handout quotes one
     )
     copy_tree(out)
-    bodies: dict[str, str] = {}
-    sources: dict[str, str] = {}
+    bodies, sources = {}, {}  # reference -> its body, its source (stub_reference)
     edited = {
         stub_reference(ex, out, report, bodies, sources)
         for exercises in all_exercises().values()
