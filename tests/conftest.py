@@ -195,4 +195,3 @@ def edition_built_once(learner_edition, monkeypatch):
     monkeypatch.setattr(
         edition, "build_apart", lambda out: shutil.copytree(learner_edition, out, symlinks=True)
     )
-
