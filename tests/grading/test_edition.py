@@ -84,6 +84,27 @@ def test_a_reference_left_in_the_code_is_found(built, tmp_path):
     assert report.left_bodies == [ex.reference]
 
 
+def test_a_private_helper_only_a_removed_reference_used_goes_and_one_used_elsewhere_stays(tmp_path):
+    """remove_orphans, pass after pass: a helper whose name is left only in its `def` goes, then the helper only
+    it called; one whose name stands in another module (or in a longer name: not its own) stays."""
+    (tmp_path / "stubbed.py").write_text(
+        "def _orphan():\n    return _called_by_the_orphan()\n\n\n"
+        "def _called_by_the_orphan():\n    return 1\n\n\n"
+        "def _used_elsewhere():\n    return 2\n\n\n"
+        "def _prefix():\n    return 3\n"
+    )
+    (tmp_path / "other.py").write_text("from stubbed import _used_elsewhere\n_prefix_longer = 4\n")
+    report = SimpleNamespace(helpers_removed=[])
+    edition.remove_orphans(tmp_path, {tmp_path / "stubbed.py"}, report)
+    assert report.helpers_removed == [
+        "stubbed.py:_orphan",
+        "stubbed.py:_called_by_the_orphan",
+        "stubbed.py:_prefix",
+    ]
+    left = {n.name for n in ast.parse((tmp_path / "stubbed.py").read_text()).body}
+    assert left == {"_used_elsewhere"}
+
+
 @pytest.mark.slow
 def test_a_learners_hand_gradients_are_graded_there_against_pytorch(built, tmp_path):
     """No check of those exercises takes its truth from the reference: they pass in the edition."""
