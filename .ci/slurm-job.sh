@@ -5,7 +5,7 @@
 #
 #   bash .ci/slurm-job.sh OUT      # OUT: an empty folder for the job's results and output
 set -euo pipefail
-out=$1
+out=${1:?"usage: bash .ci/slurm-job.sh OUT (an empty folder for the results and output of the job)"}
 # 2 tasks on the one node: two torchrun agents meeting over the c10d rendezvous, 1 process each (world 2)
 # (--foreground: timeout stays in this script's process group, which .ci/run stops on exit)
 WORKSHOP_OUT=$out WORKSHOP_DEVICE=cpu WORKSHOP_N=2 timeout --foreground 900 \
