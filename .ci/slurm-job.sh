@@ -11,7 +11,7 @@ out=${1:?"usage: bash .ci/slurm-job.sh OUT (an empty folder for the results and 
 WORKSHOP_OUT=$out WORKSHOP_DEVICE=cpu WORKSHOP_N=2 timeout --foreground 900 \
   sbatch --wait --nodes 1 --ntasks-per-node 2 --output "$out/slurm-%j.out" slurm/distributed.sbatch \
   || { cat "$out"/slurm-*.out; echo "the Slurm job failed" >&2; exit 1; }
-grep -E '^job |all 1 lab|FAILED' "$out"/slurm-*.out
+grep -E '^job |^distributed: |^the lab |FAILED' "$out"/slurm-*.out
 run=$(readlink -f "$out/latest")
 head -n 1 "$run/distributed/ddp/log.txt" | grep -F -- '$ srun --ntasks 2 ' | grep -F -- '--rdzv-backend c10d' \
   || { echo "the job's demos were not started as 2 srun tasks meeting over c10d" >&2; exit 1; }
