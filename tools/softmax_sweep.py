@@ -75,18 +75,29 @@ def setting(overrides: dict):
 
 
 def measure(shape, dtype, settings: list[dict], log) -> list[dict]:
-    """Our fwd and bwd under each setting, as a fraction of the copy of the same bytes; checks the result too."""
+    """Our fwd and bwd under each setting, as a fraction of the copy of the same bytes; checks the result too.
+    Every setting's graphs are captured first (each under its setting) and all are timed in the same rounds
+    (bench.interleaved_ms), the copies with them."""
     inputs = bench.rotating_inputs(shape, dtype)
     ours = {d: fns["ours"] for d, fns in bench.contenders(inputs, dtype, peers=()).items()}
-    copy = {d: min(bench.copy_ms(inputs, d).values()) for d in ours}
-    rows = []
-    for overrides in settings:
+    timers = {
+        (d, k): bench.graph_timer(f, inputs["n"])
+        for d in ours
+        for k, f in bench.copy_calls(inputs, d).items()
+    }
+    errors = []
+    for index, overrides in enumerate(settings):
         with setting(overrides):
-            row = {"setting": overrides}
-            row |= {
-                f"{d}_vs_copy": copy[d] / bench.graph_ms(f, inputs["n"]) for d, f in ours.items()
-            }
-            row["max_error_vs_torch"] = bench.max_error_vs_torch(inputs)
+            timers |= {(d, index): bench.graph_timer(f, inputs["n"]) for d, f in ours.items()}
+            errors.append(bench.max_error_vs_torch(inputs))
+    ms = bench.interleaved_ms(timers)
+    rows = []
+    for index, overrides in enumerate(settings):
+        row = {"setting": overrides}
+        row |= {
+            f"{d}_vs_copy": min(ms[d, "memcpy"], ms[d, "elementwise"]) / ms[d, index] for d in ours
+        }
+        row["max_error_vs_torch"] = errors[index]
         log(
             f"{str(dtype):>15} {str(shape):>15} {json.dumps(overrides):60} fwd {row['fwd_vs_copy']:.3f}"
             f"  bwd {row['bwd_vs_copy']:.3f}  err {row['max_error_vs_torch']:.1e}"

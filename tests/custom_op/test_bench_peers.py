@@ -2,6 +2,7 @@
 one line, and the other rows still come; the summary names only a peer that the figures show ours beats. On the CPU
 (Triton's interpreter): the timers are planted, each call runs once for real."""
 
+import statistics
 import sys
 
 import pytest
@@ -19,15 +20,15 @@ DEVICE = "cpu" if INTERPRETED else "cuda"  # the op runs where Triton does
 
 @pytest.fixture
 def cpu_timers(monkeypatch):
-    """Each timed call runs once on the CPU and takes 1 ms; one input set."""
+    """Each timed call runs once on the CPU, where its graph would be captured, and takes 1 ms; one input set."""
 
     def once(call, n):
         for i in range(n):
             call(i)
-        return 1.0
+        return lambda: 1.0
 
-    monkeypatch.setattr(bench, "graph_ms", once)
-    monkeypatch.setattr(bench, "eager_ms", lambda fn: once(lambda i: fn(), 1))
+    monkeypatch.setattr(bench, "graph_timer", once)
+    monkeypatch.setattr(bench, "eager_timer", lambda fn: once(lambda i: fn(), 1))
     monkeypatch.setattr(bench, "ROTATE_BYTES", 1)
 
 
@@ -105,3 +106,37 @@ def test_no_win_no_sentence_and_a_missing_peer_is_said_in_the_summary():
     text = bench_report.summary(doc)
     assert not _beaten_sentences(text)
     assert "- liger: not installed (ModuleNotFoundError)" in text
+
+
+def _timed_on_a_machine_slow_on_each_rounds_first_call(interleaved) -> tuple[dict, list[list[str]]]:
+    """interleaved({"a", "b", "c"}: timers of 1, 2 and 3 ms) on a machine where each round's first call takes
+    1.5 x as long: a fixed order would put that cost on one contender. Its result, and the names of each round."""
+    calls = []
+
+    def timer(name, ms):
+        def time_it():
+            first = len(calls) % 3 == 0
+            calls.append(name)
+            return ms * (1.5 if first else 1.0)
+
+        return time_it
+
+    found = interleaved({"a": timer("a", 1.0), "b": timer("b", 2.0), "c": timer("c", 3.0)})
+    return found, [calls[i : i + 3] for i in range(0, len(calls), 3)]
+
+
+def _fixed_order(timers: dict) -> dict:
+    """Planted: ROUNDS rounds, every one in the same order."""
+    rounds = [{name: t() for name, t in timers.items()} for _ in range(bench.ROUNDS)]
+    return {name: statistics.median(r[name] for r in rounds) for name in timers}
+
+
+def test_every_contender_is_timed_once_a_round_and_no_one_always_first(monkeypatch):
+    monkeypatch.setattr(bench, "ROUNDS", 6)
+    found, rounds = _timed_on_a_machine_slow_on_each_rounds_first_call(bench.interleaved_ms)
+    assert len(rounds) == 6 and all(sorted(r) == ["a", "b", "c"] for r in rounds)
+    assert {r[0] for r in rounds} == {"a", "b", "c"}
+    # each is first in 2 rounds of 6: its median is its own time, not the slow first call's
+    assert found == {"a": 1.0, "b": 2.0, "c": 3.0}
+    planted, _ = _timed_on_a_machine_slow_on_each_rounds_first_call(_fixed_order)
+    assert planted != {"a": 1.0, "b": 2.0, "c": 3.0}

@@ -8,7 +8,9 @@ memcpy of 512 MiB of float32 ran at 2.7 TB/s where the elementwise kernel ran at
 element once (2 x numel x itemsize bytes); its backward reads y and dy and writes dx (3 x numel x itemsize).
 Each is timed by replaying a CUDA graph of back-to-back calls, each on its own inputs, rotating through at least
 ROTATE_BYTES so that no input is still in the L2 when its turn comes (HBM bandwidth, not L2); a graph leaves out
-the CPU's cost of launching, and every contender is timed the same way.
+the CPU's cost of launching, and every contender is timed the same way: all of a shape's graphs are captured
+first, then replayed in ROUNDS rounds, each once a round, the order turned each round (interleaved_ms), so that
+a machine's passing state (clocks, another process) falls on every contender alike.
 
 Eager time (GB/s): ours and torch's, called from Python, timed by triton.testing.do_bench (which empties L2
 before each call): what a program that calls the op gets, host costs included. And the host's time per call at a
@@ -37,7 +39,8 @@ SHAPES = (
 )
 DTYPES = (torch.float32, torch.bfloat16)
 ROTATE_BYTES = 256 * 2**20  # > 5 x the L2
-REPLAYS = 15
+ROUNDS = 15  # each contender's graph replayed once a round (and its eager time measured once)
+EAGER_MS = 10  # do_bench's time budget per eager measurement
 JSON_NAME = "custom_op_bench.json"
 
 
@@ -45,9 +48,9 @@ def gbps(n_bytes: int, ms: float) -> float:
     return n_bytes / (ms * 1e-3) / 1e9
 
 
-def graph_ms(call, n: int) -> float:
-    """Median device time of one call: a CUDA graph of call(0), ..., call(n - 1) back to back (each on input set
-    i), replayed REPLAYS times."""
+def graph_timer(call, n: int):
+    """A CUDA graph of call(0), ..., call(n - 1) back to back (each on input set i), captured once; returns a
+    function that replays it and gives the device ms of one call (the replay's time / n)."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(
@@ -61,21 +64,37 @@ def graph_ms(call, n: int) -> float:
     with torch.cuda.graph(graph):
         for i in range(n):
             call(i)
-    times = []
-    for _ in range(REPLAYS):
+
+    def replay_ms() -> float:
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         graph.replay()
         end.record()
         end.synchronize()
-        times.append(start.elapsed_time(end) / n)
-    return statistics.median(times)
+        return start.elapsed_time(end) / n
+
+    return replay_ms
 
 
-def eager_ms(fn) -> float:
+def eager_timer(fn):
+    """A function that times fn() called from Python: triton.testing.do_bench's median over about EAGER_MS."""
     import triton.testing
 
-    return triton.testing.do_bench(fn, warmup=10, rep=30, return_mode="median")
+    return lambda: triton.testing.do_bench(fn, warmup=1, rep=EAGER_MS, return_mode="median")
+
+
+def interleaved_ms(timers: dict) -> dict:
+    """{name: the median of its timer() over ROUNDS rounds}: every timer once a round, the order turned by one
+    each round. Each contender timed once, in a fixed order, is no stable measurement: the first of a
+    (shape, direction) read 12-14% fewer GB/s than its own median in 8 of 12 cases, while rounds of the same
+    graphs spread 0.3-0.9% (benchmarks/gpu-records/20261207-0730-h100-issue41-replay-and-host)."""
+    names = list(timers)
+    samples = {name: [] for name in names}
+    for turn in range(ROUNDS):
+        first = turn % len(names)
+        for name in names[first:] + names[:first]:
+            samples[name].append(timers[name]())
+    return {name: statistics.median(found) for name, found in samples.items()}
 
 
 def rotating_inputs(shape: tuple[int, int], dtype: torch.dtype, device: str = "cuda") -> dict:
@@ -98,12 +117,12 @@ def rotating_inputs(shape: tuple[int, int], dtype: torch.dtype, device: str = "c
     }
 
 
-def copy_ms(inputs: dict, direction: str) -> dict[str, float]:
-    """Device ms of moving the direction's bytes by a memcpy and by an elementwise kernel."""
-    pairs, n = inputs["copy"][direction], inputs["n"]
+def copy_calls(inputs: dict, direction: str) -> dict:
+    """{name: fn(i)}: moving the direction's bytes of input set i by a memcpy and by an elementwise kernel."""
+    pairs = inputs["copy"][direction]
     return {
-        "memcpy": graph_ms(lambda i: pairs[i][1].copy_(pairs[i][0]), n),
-        "elementwise": graph_ms(lambda i: torch.neg(pairs[i][0], out=pairs[i][1]), n),
+        "memcpy": lambda i: pairs[i][1].copy_(pairs[i][0]),
+        "elementwise": lambda i: torch.neg(pairs[i][0], out=pairs[i][1]),
     }
 
 
@@ -187,22 +206,26 @@ def measure_shape(
     inputs = rotating_inputs(shape, dtype, device)
     out = {"fwd": {}, "bwd": {}, "copy_gbps": {}, "errors": {}, "input_sets": inputs["n"]}
     for direction, fns in contenders(inputs, dtype, peers).items():
-        copies = copy_ms(inputs, direction)
-        out["copy_gbps"][direction] = {k: gbps(moved[direction], ms) for k, ms in copies.items()}
-        out[direction]["copy"] = gbps(moved[direction], min(copies.values()))
-        timers = {name: functools.partial(graph_ms, fn, inputs["n"]) for name, fn in fns.items()}
-        timers |= {
-            f"{name}_eager": functools.partial(eager_ms, functools.partial(fns[name], 0))
-            for name in ("ours", "torch")
-            if name in fns
-        }
-        for name, timer in timers.items():
+        # every contender's graph captured first, then all timed in the same rounds
+        copies = {k: graph_timer(f, inputs["n"]) for k, f in copy_calls(inputs, direction).items()}
+        timers = {}
+        for name, fn in fns.items():
             try:
-                out[direction][name] = gbps(moved[direction], timer())
+                timers[name] = graph_timer(fn, inputs["n"])
             except Exception as e:  # one failing contender must not hide the other numbers
                 out[direction][name] = None
                 first_line = (str(e).strip().splitlines() or [""])[0][:300]
                 out["errors"][f"{direction}/{name}"] = f"{type(e).__name__}: {first_line}"
+        timers |= {
+            f"{name}_eager": eager_timer(functools.partial(fns[name], 0))
+            for name in ("ours", "torch")
+            if name in timers
+        }
+        found = interleaved_ms({f"copy {k}": timer for k, timer in copies.items()} | timers)
+        copy_gbps = {k: gbps(moved[direction], found.pop(f"copy {k}")) for k in copies}
+        out["copy_gbps"][direction] = copy_gbps
+        out[direction]["copy"] = max(copy_gbps.values())
+        out[direction] |= {name: gbps(moved[direction], ms) for name, ms in found.items()}
     out["max_error_vs_torch"] = max_error_vs_torch(inputs)
     return out  # the inputs die with this frame; the caller empties the cache
 
@@ -226,9 +249,10 @@ def run_benchmark(out_dir: Path, shapes=SHAPES, dtypes=DTYPES, log=print) -> dic
             "python": platform.python_version(),
         },
         "registration": softmax_op.KIND,
-        "timing": f"device time: median of {REPLAYS} replays of a CUDA graph of back-to-back calls on inputs "
+        "timing": f"device time: median of {ROUNDS} replays of a CUDA graph of back-to-back calls on inputs "
         f"rotating through >= {ROTATE_BYTES >> 20} MiB (cold L2); *_eager: called from Python, "
-        "triton.testing.do_bench median (L2 emptied each call)",
+        f"triton.testing.do_bench median over {EAGER_MS} ms (L2 emptied each call); every contender of a "
+        "(shape, direction) timed once a round, in rounds whose order turns",
         "bytes": "fwd: 2 x numel x itemsize; bwd: 3 x numel x itemsize; copy: the same bytes, read + write, "
         "the faster of a memcpy and an elementwise kernel",
         "peers": list(PEERS),
