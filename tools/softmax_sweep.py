@@ -33,6 +33,12 @@ GROUPS = {
         [(64, 600), (256, 600), (1024, 600), (4096, 600)],
         [{"PROGRAMS_PER_SM": p} for p in (1, 4, 8, 16)],
     ),
+    # rows of 2,048 to 16,384, one a program: how many elements a thread (PER_THREAD) sets the warps; Liger's
+    # calculate_settings gives these rows twice our warps up to 8,192
+    "mid rows": (
+        [(4096, 2**k) for k in range(11, 15)],
+        [{"PER_THREAD": p} for p in (32, 16, 8)],
+    ),
     "rows of 32768": (
         [(4096, 32768)],
         [{}]
@@ -74,33 +80,46 @@ def setting(overrides: dict):
         yield
 
 
-def measure(shape, dtype, settings: list[dict], log) -> list[dict]:
-    """Our fwd and bwd under each setting, as a fraction of the copy of the same bytes; checks the result too.
-    Every setting's graphs are captured first (each under its setting) and all are timed in the same rounds
-    (bench.interleaved_ms), the copies with them."""
+def measure(shape, dtype, settings: list[dict], log, peers=()) -> list[dict]:
+    """Our fwd and bwd under each setting, and each of `peers` (bench.PEERS' names), as a fraction of the copy of
+    the same bytes; checks our result too. Every setting's graphs are captured first (each under its setting) and
+    all are timed in the same rounds (bench.interleaved_ms), the copies and the peers with them."""
     inputs = bench.rotating_inputs(shape, dtype)
-    ours = {d: fns["ours"] for d, fns in bench.contenders(inputs, dtype, peers=()).items()}
+    fns = bench.contenders(inputs, dtype, peers)
     timers = {
         (d, k): bench.graph_timer(f, inputs["n"])
-        for d in ours
+        for d in fns
         for k, f in bench.copy_calls(inputs, d).items()
     }
+    for d, by_name in fns.items():
+        for name in peers:
+            try:
+                timers[d, name] = bench.graph_timer(by_name[name], inputs["n"])
+            except Exception as e:  # a peer that refuses the shape
+                log(f"{str(dtype):>15} {str(shape):>15} {d} {name} skipped: {type(e).__name__}")
     errors = []
     for index, overrides in enumerate(settings):
         with setting(overrides):
-            timers |= {(d, index): bench.graph_timer(f, inputs["n"]) for d, f in ours.items()}
+            timers |= {
+                (d, index): bench.graph_timer(f["ours"], inputs["n"]) for d, f in fns.items()
+            }
             errors.append(bench.max_error_vs_torch(inputs))
     ms = bench.interleaved_ms(timers)
+    columns = [(overrides, index) for index, overrides in enumerate(settings)]
+    columns += [({"peer": name}, name) for name in peers]
     rows = []
-    for index, overrides in enumerate(settings):
+    for overrides, key in columns:
         row = {"setting": overrides}
         row |= {
-            f"{d}_vs_copy": min(ms[d, "memcpy"], ms[d, "elementwise"]) / ms[d, index] for d in ours
+            f"{d}_vs_copy": min(ms[d, "memcpy"], ms[d, "elementwise"]) / ms[d, key]
+            for d in fns
+            if (d, key) in ms
         }
-        row["max_error_vs_torch"] = errors[index]
+        if isinstance(key, int):
+            row["max_error_vs_torch"] = errors[key]
         log(
-            f"{str(dtype):>15} {str(shape):>15} {json.dumps(overrides):60} fwd {row['fwd_vs_copy']:.3f}"
-            f"  bwd {row['bwd_vs_copy']:.3f}  err {row['max_error_vs_torch']:.1e}"
+            f"{str(dtype):>15} {str(shape):>15} {json.dumps(overrides):60} fwd {row.get('fwd_vs_copy', 0):.3f}"
+            f"  bwd {row.get('bwd_vs_copy', 0):.3f}  err {row.get('max_error_vs_torch', 0):.1e}"
         )
         rows.append(row)
     return rows
@@ -110,7 +129,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m tools.softmax_sweep")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--groups", nargs="*", default=list(GROUPS))
+    p.add_argument("--peers", action="store_true", help="time the installed peers beside ours")
     a = p.parse_args(argv)
+    peers = [name for name in bench.PEERS if name not in bench.installed_peers()] if a.peers else []
     a.out.mkdir(parents=True, exist_ok=True)
     doc = {"device": torch.cuda.get_device_name(0), "results": []}
     start = time.time()
@@ -118,7 +139,7 @@ def main(argv=None) -> int:
         shapes, settings = GROUPS[group]
         for dtype in bench.DTYPES:
             for shape in shapes:
-                rows = measure(shape, dtype, settings, print)
+                rows = measure(shape, dtype, settings, print, peers)
                 doc["results"].append(
                     {"group": group, "dtype": str(dtype), "shape": shape, "rows": rows}
                 )

@@ -265,14 +265,36 @@ def test_chart_is_written(tmp_path):
 
 def test_a_stopped_runs_report_is_made_from_its_json(tmp_path):
     doc = _doc([_row("float32", (32768, 600), 3900, 4200, 3400, 3600)])
-    del doc["targets"], doc["host_targets"]  # as the JSON is after each shape, before the last
+    # as the JSON is after each shape, before the last and the host's rounds
+    del doc["targets"], doc["host_targets"], doc["host"]
     bench.write_report(doc, tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "custom_op_bench.json",
         "custom_op_bench.md",
         "custom_op_bench.png",
     ]
-    assert "**All met: True**" in (tmp_path / "custom_op_bench.md").read_text()
+    text = (tmp_path / "custom_op_bench.md").read_text()
+    assert "**All met: True**" in text and "stopped before the host's rounds" in text
+
+
+def test_the_host_figures_are_the_round_whose_step_ratio_is_the_median(monkeypatch):
+    from workshop.labs.custom_op import eager_cost
+
+    doc = _doc([_row("float32", (32768, 600), 3900, 4200, 3400, 3600)])
+    # torch's step in three rounds: the first far off, as a process's first measurement was once (602.7 us)
+    rounds = [
+        doc["host"] | {"step_us": doc["host"]["step_us"] | {"torch.softmax": us}}
+        for us in (600.0, 100.0, 90.0)
+    ]
+    monkeypatch.setattr(eager_cost, "measure", lambda device: rounds.pop(0))
+    lines = []
+    host, ratios = bench.host_costs(log=lines.append)
+    assert host["step_us"]["torch.softmax"] == 100.0 and len(lines) == 3
+    assert [round(r["step_vs_torch"], 2) for r in ratios] == [0.35, 2.1, 2.33]
+    doc["host"], doc["host_rounds"] = host, ratios
+    doc["host_targets"] = bench_report.evaluate_host(host)
+    text = bench_report.summary(doc)
+    assert "the median of 3" in text and "their step ratios: 0.35, 2.10, 2.33" in text
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only error")

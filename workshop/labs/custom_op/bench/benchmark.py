@@ -41,6 +41,7 @@ DTYPES = (torch.float32, torch.bfloat16)
 ROTATE_BYTES = 256 * 2**20  # > 5 x the L2
 ROUNDS = 15  # each contender's graph replayed once a round (and its eager time measured once)
 EAGER_MS = 10  # do_bench's time budget per eager measurement
+HOST_ROUNDS = 3
 JSON_NAME = "custom_op_bench.json"
 
 
@@ -235,7 +236,6 @@ def run_benchmark(out_dir: Path, shapes=SHAPES, dtypes=DTYPES, log=print) -> dic
     import triton
 
     from workshop.foundations import results
-    from workshop.labs.custom_op import eager_cost
     from workshop.ops import softmax_op
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -259,10 +259,6 @@ def run_benchmark(out_dir: Path, shapes=SHAPES, dtypes=DTYPES, log=print) -> dic
         "skipped_peers": installed_peers(log),
         "results": [],
     }
-    doc["host"] = eager_cost.measure("cuda")
-    log(
-        f"host us per call: op {doc['host']['op_us']:.1f}, torch.softmax {doc['host']['torch_us']:.1f}"
-    )
     start = time.time()
     for dtype in dtypes:
         for shape in shapes:
@@ -285,16 +281,38 @@ def run_benchmark(out_dir: Path, shapes=SHAPES, dtypes=DTYPES, log=print) -> dic
             for name, error in row["errors"].items():
                 log(f"{row['dtype']:>8} {str(shape):>16}  {name} skipped: {error}")
             atomic.write_json(out_dir / JSON_NAME, doc)
+    doc["host"], doc["host_rounds"] = host_costs(log)
     return write_report(doc, out_dir)
 
 
+def host_costs(log=print) -> tuple[dict, list[dict]]:
+    """The host's costs (eager_cost.measure) in HOST_ROUNDS rounds: the round whose step ratio is the median, and
+    every round's ratios. One round can be far off: the bench's first, before its shapes, read torch's forward +
+    backward step at 602.7 us, where five rounds in the next process read 78.8-90.3 us
+    (benchmarks/gpu-records/20261207-0915-h100-issue41-interleaved)."""
+    from workshop.labs.custom_op import eager_cost
+    from workshop.labs.custom_op.bench import report as bench_report
+
+    rounds = []
+    for turn in range(HOST_ROUNDS):
+        found = eager_cost.measure("cuda")
+        rounds.append((bench_report.evaluate_host(found), found))
+        log(
+            f"host round {turn + 1}: op {found['op_us']:.1f} us, a clone custom_op "
+            f"{found['clone_custom_op_us']:.1f} us; step ours / torch's {rounds[-1][0]['step_vs_torch']:.2f}"
+        )
+    rounds.sort(key=lambda r: r[0]["step_vs_torch"])
+    return rounds[len(rounds) // 2][1], [ratios for ratios, _ in rounds]
+
+
 def write_report(doc: dict, out_dir: Path) -> dict:
-    """The verdicts into the JSON, then the chart and the summary: after the last shape, or from the JSON of a run
-    stopped before it (the shapes it measured)."""
+    """The verdicts into the JSON, then the chart and the summary: after the last shape and the host's rounds, or
+    from the JSON of a run stopped before them (the shapes it measured, and no host figures)."""
     from workshop.labs.custom_op.bench import report as bench_report
 
     doc["targets"] = bench_report.evaluate(doc["results"])
-    doc["host_targets"] = bench_report.evaluate_host(doc["host"])
+    if "host" in doc:
+        doc["host_targets"] = bench_report.evaluate_host(doc["host"])
     atomic.write_json(out_dir / JSON_NAME, doc)
     bench_report.write_chart(doc, out_dir / "custom_op_bench.png")
     atomic.write_text(out_dir / "custom_op_bench.md", bench_report.summary(doc))
