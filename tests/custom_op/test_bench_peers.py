@@ -2,6 +2,8 @@
 one line, and the other rows still come; the summary names only a peer that the figures show ours beats. On the CPU
 (Triton's interpreter): the timers are planted, each call runs once for real."""
 
+import collections
+import itertools
 import statistics
 import sys
 
@@ -106,6 +108,37 @@ def test_no_win_no_sentence_and_a_missing_peer_is_said_in_the_summary():
     text = bench_report.summary(doc)
     assert not _beaten_sentences(text)
     assert "- liger: not installed (ModuleNotFoundError)" in text
+
+
+def _orders_seen(interleaved, names=("a", "b", "c", "d")) -> list[list[str]]:
+    """The names in the order interleaved() timed them, a list a round."""
+    calls = []
+    interleaved({name: (lambda name=name: calls.append(name) or 1.0) for name in names})
+    return [calls[i : i + len(names)] for i in range(0, len(calls), len(names))]
+
+
+def _rotated(timers: dict) -> dict:
+    """Planted: ROUNDS rounds, the order turned by one each round: each keeps its predecessor."""
+    names, samples = list(timers), {name: [] for name in timers}
+    for turn in range(bench.ROUNDS):
+        for name in names[turn % len(names) :] + names[: turn % len(names)]:
+            samples[name].append(timers[name]())
+    return {name: statistics.median(found) for name, found in samples.items()}
+
+
+@pytest.mark.parametrize("n", [4, 5])
+def test_each_contender_comes_first_and_after_each_other_equally_often(n):
+    names = "abcde"[:n]
+    rounds = _orders_seen(bench.interleaved_ms, names)
+    assert len(rounds) >= bench.ROUNDS and all(sorted(r) == list(names) for r in rounds)
+    firsts = collections.Counter(r[0] for r in rounds)
+    after = collections.Counter((x, y) for r in rounds for x, y in itertools.pairwise(r))
+    assert set(firsts) == set(names) and len(set(firsts.values())) == 1
+    assert len(after) == n * (n - 1) and len(set(after.values())) == 1
+    planted = _orders_seen(_rotated, names)
+    assert len(
+        collections.Counter((x, y) for r in planted for x, y in itertools.pairwise(r))
+    ) < n * (n - 1)
 
 
 def _timed_on_a_machine_slow_on_each_rounds_first_call(interleaved) -> tuple[dict, list[list[str]]]:

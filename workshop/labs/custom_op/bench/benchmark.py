@@ -9,8 +9,9 @@ element once (2 x numel x itemsize bytes); its backward reads y and dy and write
 Each is timed by replaying a CUDA graph of back-to-back calls, each on its own inputs, rotating through at least
 ROTATE_BYTES so that no input is still in the L2 when its turn comes (HBM bandwidth, not L2); a graph leaves out
 the CPU's cost of launching, and every contender is timed the same way: all of a shape's graphs are captured
-first, then replayed in ROUNDS rounds, each once a round, the order turned each round (interleaved_ms), so that
-a machine's passing state (clocks, another process) falls on every contender alike.
+first, then replayed in at least ROUNDS rounds, each once a round, in orders where each comes first and after
+each other equally often (interleaved_ms), so that a machine's passing state (clocks, another process) and what
+ran just before fall on every contender alike.
 
 Eager time (GB/s): ours and torch's, called from Python, timed by triton.testing.do_bench (which empties L2
 before each call): what a program that calls the op gets, host costs included. And the host's time per call at a
@@ -84,17 +85,29 @@ def eager_timer(fn):
     return lambda: triton.testing.do_bench(fn, warmup=1, rep=EAGER_MS, return_mode="median")
 
 
+def balanced_orders(n: int) -> list[list[int]]:
+    """Orders of range(n) in which each index comes first equally often and comes directly after each other index
+    equally often: a Williams design, n orders (2n where n is odd, each order then also reversed)."""
+    first = [0] + [
+        (k + 1) // 2 if k % 2 else n - k // 2 for k in range(1, n)
+    ]  # 0, 1, n-1, 2, n-2, ...
+    orders = [[(i + shift) % n for i in first] for shift in range(n)]
+    return orders + [order[::-1] for order in orders] if n % 2 else orders
+
+
 def interleaved_ms(timers: dict) -> dict:
-    """{name: the median of its timer() over ROUNDS rounds}: every timer once a round, the order turned by one
-    each round. Each contender timed once, in a fixed order, is no stable measurement: the first of a
-    (shape, direction) read 12-14% fewer GB/s than its own median in 8 of 12 cases, while rounds of the same
-    graphs spread 0.3-0.9% (benchmarks/gpu-records/20261207-0730-h100-issue41-replay-and-host)."""
+    """{name: the median of its timer() over at least ROUNDS rounds}: every timer once a round, the rounds' orders
+    balanced_orders, repeated. A contender's time depends on what ran just before it: each timed once in a fixed
+    order, the first of a (shape, direction) read 12-14% fewer GB/s than its own median in 8 of 12 cases
+    (benchmarks/gpu-records/20261207-0730-h100-issue41-replay-and-host); in rounds whose order only turned, each
+    kept the same predecessor, and Liger, always after Inductor, read 3-5% ahead of ours, always after a copy,
+    where the two alternating were level (20261207-0915-h100-issue41-interleaved)."""
     names = list(timers)
+    orders = balanced_orders(len(names))
     samples = {name: [] for name in names}
-    for turn in range(ROUNDS):
-        first = turn % len(names)
-        for name in names[first:] + names[:first]:
-            samples[name].append(timers[name]())
+    for turn in range(math.ceil(ROUNDS / len(orders)) * len(orders)):
+        for index in orders[turn % len(orders)]:
+            samples[names[index]].append(timers[names[index]]())
     return {name: statistics.median(found) for name, found in samples.items()}
 
 
@@ -249,10 +262,10 @@ def run_benchmark(out_dir: Path, shapes=SHAPES, dtypes=DTYPES, log=print) -> dic
             "python": platform.python_version(),
         },
         "registration": softmax_op.KIND,
-        "timing": f"device time: median of {ROUNDS} replays of a CUDA graph of back-to-back calls on inputs "
+        "timing": f"device time: median of >= {ROUNDS} replays of a CUDA graph of back-to-back calls on inputs "
         f"rotating through >= {ROTATE_BYTES >> 20} MiB (cold L2); *_eager: called from Python, "
         f"triton.testing.do_bench median over {EAGER_MS} ms (L2 emptied each call); every contender of a "
-        "(shape, direction) timed once a round, in rounds whose order turns",
+        "(shape, direction) timed once a round, each first and after each other equally often",
         "bytes": "fwd: 2 x numel x itemsize; bwd: 3 x numel x itemsize; copy: the same bytes, read + write, "
         "the faster of a memcpy and an elementwise kernel",
         "peers": list(PEERS),
