@@ -8,6 +8,7 @@ fraction of a copy of the same bytes. Writes sweep.json after every measurement 
 import argparse
 import contextlib
 import json
+import statistics
 import time
 from pathlib import Path
 from unittest import mock
@@ -83,7 +84,7 @@ def setting(overrides: dict):
 def measure(shape, dtype, settings: list[dict], log, peers=()) -> list[dict]:
     """Our fwd and bwd under each setting, and each of `peers` (bench.PEERS' names), as a fraction of the copy of
     the same bytes; checks our result too. Every setting's graphs are captured first (each under its setting) and
-    all are timed in the same rounds (bench.interleaved_ms), the copies and the peers with them."""
+    all are timed in the same rounds (bench.timed_in_rounds), the copies and the peers with them."""
     inputs = bench.rotating_inputs(shape, dtype)
     fns = bench.contenders(inputs, dtype, peers)
     timers = {
@@ -104,7 +105,7 @@ def measure(shape, dtype, settings: list[dict], log, peers=()) -> list[dict]:
                 (d, index): bench.graph_timer(f["ours"], inputs["n"]) for d, f in fns.items()
             }
             errors.append(bench.max_error_vs_torch(inputs))
-    ms = bench.interleaved_ms(timers)
+    ms = {key: statistics.median(rounds) for key, rounds in bench.timed_in_rounds(timers).items()}
     columns = [(overrides, index) for index, overrides in enumerate(settings)]
     columns += [({"peer": name}, name) for name in peers]
     rows = []

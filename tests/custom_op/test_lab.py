@@ -257,6 +257,24 @@ def test_targets_are_judged_on_big_shapes_only():
     assert "| torch.softmax |  |  | 7.0 |  | 100.0 |" in text
 
 
+def test_a_miss_within_the_rounds_spread_is_marked_level():
+    # ours 3790 against Inductor's 3900: a miss; level where ours' upper quartile reaches Inductor's lower one
+    rows = [_row("float32", (32768, 600), 3790, 4200, 3000, 3900) for _ in range(2)]
+    rows[0]["quartiles"] = {
+        d: {"ours": [3700, 3880], "inductor": [3850, 3950]} for d in ("fwd", "bwd")
+    }
+    rows[1]["quartiles"] = {
+        d: {"ours": [3780, 3800], "inductor": [3850, 3950]} for d in ("fwd", "bwd")
+    }
+    rows[1]["shape"] = [65536, 600]
+    doc = _doc(rows)
+    assert [v["fwd_best_level"] for v in doc["targets"]["rows"]] == [True, False]
+    text = bench_report.summary(doc)
+    assert "- float32 32768x600: fwd >= every peer (0.97, level)" in text
+    assert "- float32 65536x600: fwd >= every peer (0.97);" in text
+    assert text.count("**miss** (level)") == 2  # the first row's fwd and bwd
+
+
 def test_chart_is_written(tmp_path):
     doc = _doc([_row("float32", (32768, 600), 3900, 4200, 3400, None)])
     bench_report.write_chart(doc, tmp_path / "c.png")

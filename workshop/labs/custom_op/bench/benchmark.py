@@ -10,7 +10,7 @@ Each is timed by replaying a CUDA graph of back-to-back calls, each on its own i
 ROTATE_BYTES so that no input is still in the L2 when its turn comes (HBM bandwidth, not L2); a graph leaves out
 the CPU's cost of launching, and every contender is timed the same way: all of a shape's graphs are captured
 first, then replayed in at least ROUNDS rounds, each once a round, in orders where each comes first and after
-each other equally often (interleaved_ms), so that a machine's passing state (clocks, another process) and what
+each other equally often (timed_in_rounds), so that a machine's passing state (clocks, another process) and what
 ran just before fall on every contender alike.
 
 Eager time (GB/s): ours and torch's, called from Python, timed by triton.testing.do_bench (which empties L2
@@ -95,9 +95,9 @@ def balanced_orders(n: int) -> list[list[int]]:
     return orders + [order[::-1] for order in orders] if n % 2 else orders
 
 
-def interleaved_ms(timers: dict) -> dict:
-    """{name: the median of its timer() over at least ROUNDS rounds}: every timer once a round, the rounds' orders
-    balanced_orders, repeated. A contender's time depends on what ran just before it: each timed once in a fixed
+def timed_in_rounds(timers: dict) -> dict[str, list[float]]:
+    """{name: what its timer() gave in each of at least ROUNDS rounds}: every timer once a round, the rounds'
+    orders balanced_orders, repeated. A contender's time depends on what ran just before it: each timed once in a fixed
     order, the first of a (shape, direction) read 12-14% fewer GB/s than its own median in 8 of 12 cases
     (benchmarks/gpu-records/20261207-0730-h100-issue41-replay-and-host); in rounds whose order only turned, each
     kept the same predecessor, and Liger, always after Inductor, read 3-5% ahead of ours, always after a copy,
@@ -108,7 +108,7 @@ def interleaved_ms(timers: dict) -> dict:
     for turn in range(math.ceil(ROUNDS / len(orders)) * len(orders)):
         for index in orders[turn % len(orders)]:
             samples[names[index]].append(timers[names[index]]())
-    return {name: statistics.median(found) for name, found in samples.items()}
+    return samples
 
 
 def rotating_inputs(shape: tuple[int, int], dtype: torch.dtype, device: str = "cuda") -> dict:
@@ -218,7 +218,8 @@ def measure_shape(
     numel = shape[0] * shape[1]
     moved = {"fwd": 2 * numel * dtype.itemsize, "bwd": 3 * numel * dtype.itemsize}
     inputs = rotating_inputs(shape, dtype, device)
-    out = {"fwd": {}, "bwd": {}, "copy_gbps": {}, "errors": {}, "input_sets": inputs["n"]}
+    out = {"fwd": {}, "bwd": {}, "copy_gbps": {}, "quartiles": {}, "errors": {}}
+    out["input_sets"] = inputs["n"]
     for direction, fns in contenders(inputs, dtype, peers).items():
         # every contender's graph captured first, then all timed in the same rounds
         copies = {k: graph_timer(f, inputs["n"]) for k, f in copy_calls(inputs, direction).items()}
@@ -235,11 +236,20 @@ def measure_shape(
             for name in ("ours", "torch")
             if name in timers
         }
-        found = interleaved_ms({f"copy {k}": timer for k, timer in copies.items()} | timers)
-        copy_gbps = {k: gbps(moved[direction], found.pop(f"copy {k}")) for k in copies}
+        found = {
+            name: [gbps(moved[direction], ms) for ms in samples]
+            for name, samples in timed_in_rounds(
+                {f"copy {k}": timer for k, timer in copies.items()} | timers
+            ).items()
+        }
+        copy_gbps = {k: statistics.median(found.pop(f"copy {k}")) for k in copies}
         out["copy_gbps"][direction] = copy_gbps
         out[direction]["copy"] = max(copy_gbps.values())
-        out[direction] |= {name: gbps(moved[direction], ms) for name, ms in found.items()}
+        out[direction] |= {name: statistics.median(rounds) for name, rounds in found.items()}
+        # the rounds' spread: [lower, upper] quartile of each contender's GB/s
+        out["quartiles"][direction] = {
+            name: statistics.quantiles(rounds, n=4)[::2] for name, rounds in found.items()
+        }
     out["max_error_vs_torch"] = max_error_vs_torch(inputs)
     return out  # the inputs die with this frame; the caller empties the cache
 

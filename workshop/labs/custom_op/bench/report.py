@@ -50,9 +50,15 @@ def verdicts(r: dict) -> dict:
     """One row's ratios (ours over the reference) and whether each target is met."""
     v = {"dtype": r["dtype"], "shape": r["shape"], "judged": r["input_mib"] >= MIN_MIB}
     for d in ("fwd", "bwd"):
-        best = max((gbps or 0.0) for k, gbps in r[d].items() if k not in NOT_PEERS)
+        peers = {k: gbps or 0.0 for k, gbps in r[d].items() if k not in NOT_PEERS}
+        best = max(peers, key=peers.get, default=None)
         v[f"{d}_vs_copy"] = _ratio(r[d]["ours"], r[d]["copy"])
-        v[f"{d}_vs_best_other"] = _ratio(r[d]["ours"], best)
+        v[f"{d}_vs_best_other"] = _ratio(r[d]["ours"], peers.get(best, 0.0))
+        # the rounds' spread: ours' upper quartile reaches the best peer's lower quartile
+        quartiles = r.get("quartiles", {}).get(d, {})
+        v[f"{d}_best_level"] = (
+            "ours" in quartiles and best in quartiles and quartiles["ours"][1] >= quartiles[best][0]
+        )
         v[f"{d}_eager_vs_torch"] = _ratio(r[d].get("ours_eager"), r[d].get("torch_eager"))
     return v | {met: (v[ratio] or 0) >= least for met, (_, ratio, least) in TARGETS.items()}
 
@@ -93,11 +99,16 @@ def _cell(r: dict, v: dict, direction: str, key: str, met: str | None) -> str:
     if met is None:
         return f"{r[direction][key]:.0f}" if r[direction].get(key) else "-"
     ratio, is_met = v[f"{direction}_{key}"], v[f"{direction}_{met}"]
-    return (
-        "-"
-        if ratio is None
-        else f"{ratio:.2f}" + ("" if is_met or not v["judged"] else " **miss**")
-    )
+    if ratio is None:
+        return "-"
+    if is_met or not v["judged"]:
+        return f"{ratio:.2f}"
+    return f"{ratio:.2f} **miss**" + (" (level)" if _level(v, direction, met) else "")
+
+
+def _level(v: dict, direction: str, met: str) -> bool:
+    """A missed "every peer" target where the rounds' interquartile ranges of ours and the best peer overlap."""
+    return met == "best_met" and v[f"{direction}_best_level"]
 
 
 def _table(doc: dict, columns: list[tuple]) -> list[str]:
@@ -214,11 +225,15 @@ def summary(doc: dict) -> str:
             else ["Not measured: the run stopped before the host's rounds."]
         ),
         "",
-        "Shapes under 32 MiB are listed but not judged: misses are marked on judged shapes only.",
+        "Shapes under 32 MiB are listed but not judged: misses are marked on judged shapes only. "
+        "(level): a miss of the best peer where ours' upper quartile over the rounds reaches the peer's lower "
+        "quartile: within the measurement's spread.",
     ]
     missed = {  # each judged shape's missed targets, with the ratio measured
         f"{v['dtype']} {_label(v['shape'])}": [
-            f"{text} ({'not measured' if v[ratio] is None else f'{v[ratio]:.2f}'})"
+            f"{text} ({'not measured' if v[ratio] is None else f'{v[ratio]:.2f}'}"
+            + (", level" if _level(v, k[:3], k[4:]) else "")
+            + ")"
             for k, (text, ratio, _) in TARGETS.items()
             if not v[k]
         ]
