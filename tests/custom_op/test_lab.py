@@ -224,20 +224,22 @@ def _doc(rows, peers=("torch", "inductor"), skipped_peers=None):
     return doc
 
 
-def test_targets_are_judged_on_big_shapes_only():
+def test_the_peers_are_judged_on_every_shape_the_rest_on_big_shapes_only():
     rows = [
         _row("float32", (32768, 600), 3900, 4200, 3400, 3600),  # 75 MiB: all met
         _row(
             "bfloat16", (64, 262144), 3790, 4200, 3000, 3900, eager=(2000, 3000)
         ),  # 32 MiB: 3 kinds of miss
-        _row("float32", (4096, 256), 100, 1000, 900, 900),  # 4 MiB: not judged
+        # 4 MiB: only the peers are judged; the copy (0.10) and the eager time are information
+        _row("float32", (4096, 256), 100, 1000, 900, 900, eager=(1, 1000)),
     ]
     doc = _doc(rows)
     t = doc["targets"]
-    assert t["judged_shapes"] == 2 and not t["all_met"] and not t["rows"][2]["judged"]
+    assert t["judged_shapes"] == 2 and t["shapes"] == 3 and not t["all_met"]
+    assert not t["rows"][2]["judged"]
     assert t["met"] == {
         "fwd_copy_met": 2,
-        "fwd_best_met": 1,  # 3790 < Inductor's 3900
+        "fwd_best_met": 1,  # 3790 < Inductor's 3900, 100 < 900
         "bwd_copy_met": 2,
         "bwd_best_met": 1,
         "fwd_eager_met": 1,  # 2000 < 0.9 x 3000
@@ -250,8 +252,9 @@ def test_targets_are_judged_on_big_shapes_only():
     )
     assert not doc["host_targets"]["step_met"]  # 2.1 x torch's step
     text = bench_report.summary(doc)
-    assert text.count("**miss**") == 4 and "64x262144" in text and "4096x256" in text
+    assert text.count("**miss**") == 6 and "64x262144" in text
     assert "- bfloat16 64x262144: fwd >= every peer (0.97)" in text
+    assert "- float32 4096x256: fwd >= every peer (0.11); bwd >= every peer (0.11)\n" in text
     assert "at commit abc" in text and text.count("**missed**") == 2
     assert "| by hand | 9.0 | 15.0 | 15.0 | 30.0 | 190.0 |" in text
     assert "| torch.softmax |  |  | 7.0 |  | 100.0 |" in text

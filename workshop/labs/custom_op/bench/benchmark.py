@@ -34,7 +34,7 @@ import torch
 from workshop.foundations import atomic
 
 SHAPES = (
-    [(bt, 600) for bt in (4096, 32768, 262144)]  # the LM head's logits, (B*T, V)
+    [(bt, 600) for bt in (64, 256, 1024, 4096, 32768, 262144)]  # the LM head's logits, (B*T, V)
     + [(4096, 2**k) for k in range(8, 16)]  # (4096, N), N = 256 ... 32768
     + [(256, 131072), (64, 262144)]  # long rows: big vocabularies
 )
