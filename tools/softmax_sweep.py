@@ -40,6 +40,11 @@ GROUPS = {
         [(4096, 2**k) for k in range(11, 15)],
         [{"PER_THREAD": p} for p in (32, 16, 8)],
     ),
+    # rows of 600: fewer warps a program where the rows are short (Inductor's backward runs one warp a row)
+    "short-row warps": (
+        [(64, 600), (256, 600), (1024, 600), (4096, 600), (32768, 600)],
+        [{"MIN_WARPS": w} for w in (4, 2, 1)],
+    ),
     "rows of 32768": (
         [(4096, 32768)],
         [{}]

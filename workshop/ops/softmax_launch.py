@@ -20,6 +20,7 @@ from workshop.ops.triton_launch import launch
 # ONE_PASS_BYTES read per program. The float32 backward at N = 32,768 reads 256 KiB (y and dy) and held them in
 # one program at 0.73 x copy; in pieces (cooperative) it reached 1.00; the forward (128 KiB) stays at 0.97 whole.
 PER_THREAD = 32
+MIN_WARPS = 4  # a one-pass program's fewest warps, however short its rows
 ONE_PASS_MAX = 32 * 1024
 ONE_PASS_BYTES = 128 * 1024
 # Short rows: several rows a program, about TILE_BYTES of input (per tensor read) each. At (32768, 600) and
@@ -61,7 +62,7 @@ def one_pass_plan(
     if not INTERPRETED and not backward:
         spread = n_rows // (PROGRAMS_PER_SM * multiprocessors(torch.device("cuda")))
         rows = min(rows, 1 << max(0, spread.bit_length() - 1))  # a power of two, at least 1
-    warps = max(4, min(32, block_n * rows // (32 * PER_THREAD)))
+    warps = max(MIN_WARPS, min(32, block_n * rows // (32 * PER_THREAD)))
     return (triton.cdiv(n_rows, rows),), {
         "ROWS": rows,
         "BLOCK_N": block_n,
