@@ -20,7 +20,10 @@ from workshop.ops.triton_launch import launch
 # ONE_PASS_BYTES read per program. The float32 backward at N = 32,768 reads 256 KiB (y and dy) and held them in
 # one program at 0.73 x copy; in pieces (cooperative) it reached 1.00; the forward (128 KiB) stays at 0.97 whole.
 PER_THREAD = 32
-MIN_WARPS = 4  # a one-pass program's fewest warps, however short its rows
+# A one-pass program's fewest warps, however short its rows. Inductor's backward over rows of 600 runs one warp a
+# row and is 1-2.5% ahead of ours up to 1,024 rows; ours with 2 or 1 warps lost up to 18% forward and 2.4%
+# backward on an H100 (benchmarks/gpu-records/20261207-0915-h100-issue41-interleaved, call 7).
+MIN_WARPS = 4
 ONE_PASS_MAX = 32 * 1024
 ONE_PASS_BYTES = 128 * 1024
 # Short rows: several rows a program, about TILE_BYTES of input (per tensor read) each. At (32768, 600) and
