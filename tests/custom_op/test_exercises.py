@@ -23,7 +23,7 @@ from workshop.declarations import checks
 from workshop.foundations.run_options import RunOptions
 from workshop.foundations.worker_process import NativeWorker
 from workshop.lab_api import LabContext
-from workshop.labs.custom_op.grading import kernel_grading, memory_bounds, op_probes, own_op
+from workshop.labs.custom_op.grading import kernel_grading, kernel_watch, op_probes, own_op
 from workshop.labs.custom_op.grading.exercises import EXERCISES
 from workshop.labs.custom_op.grading.launch_facts import ANSWERS
 from workshop.learner.learner_code import LearnerFile, Worker
@@ -153,12 +153,12 @@ def test_out_of_bounds_is_stopped_at_the_learners_line(grade, wrong, place):
 def test_a_stray_address_is_placed_by_the_nearest_tensors_span_not_its_start(monkeypatch):
     """x[4133, 0], the row after x's last, where y starts 70 rows after x ends: it is x's (CI's allocator once
     laid them out so, and a nearest-start rule named y[-70, 544])."""
-    x = memory_bounds.Region("x", base=0, itemsize=4, rows=4133, cols=600, row_stride=608)
-    y = memory_bounds.Region("y", 4 * 608 * (4133 + 70), 4, 4133, 600, 624)
-    monkeypatch.setattr(memory_bounds, "_regions", [x, y])
+    x = kernel_watch.Region("x", base=0, itemsize=4, rows=4133, cols=600, row_stride=608)
+    y = kernel_watch.Region("y", 4 * 608 * (4133 + 70), 4, 4133, 600, 624)
+    monkeypatch.setattr(kernel_watch, "_regions", [x, y])
     stray, lane_on = np.array([4 * 608 * 4133]), np.array([True])
-    with pytest.raises(memory_bounds.OutOfBounds) as e:
-        memory_bounds._check("load", SimpleNamespace(data=stray), SimpleNamespace(data=lane_on))
+    with pytest.raises(kernel_watch.OutOfBounds) as e:
+        kernel_watch._check("load", SimpleNamespace(data=stray), SimpleNamespace(data=lane_on))
     assert (e.value.place["name"], e.value.place["row"], e.value.place["col"]) == ("x", 4133, 0)
 
 

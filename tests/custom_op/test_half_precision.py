@@ -1,4 +1,4 @@
-"""What a kernel computes in for half-precision input (custom_op/grading/half_precision.py): on the CPU the
+"""What a kernel computes in for half-precision input (custom_op/grading/kernel_watch.py): on the CPU the
 interpreter's arithmetic, watched; on a GPU the compiled kernel's Triton IR. Both read here from the same two
 kernels, one summing in its input's dtype and one in float32; the IR also from kernels compiled for an sm_90 target
 in a process without the interpreter (no GPU needed), so the CPU's tests read the IR a GPU would."""
@@ -13,7 +13,7 @@ import torch
 import triton
 import triton.language as tl
 
-from workshop.labs.custom_op.grading import half_precision
+from workshop.labs.custom_op.grading import kernel_watch
 from workshop.ops import INTERPRETED
 from workshop.ops.triton_launch import launch, recording
 
@@ -51,9 +51,9 @@ def kernels_file(tmp_path_factory):
 
 def run(kernel) -> dict[str, list[str]]:
     x = torch.linspace(-1, 1, 16, device=DEVICE).to(torch.bfloat16)
-    with recording() as launches, half_precision.watched() as watched:
+    with recording() as launches, kernel_watch.watched() as watched:
         launch(kernel, (1,), (x, torch.empty_like(x)), (), {"N": 16})
-    return half_precision.half_arithmetic(watched, launches)
+    return kernel_watch.half_arithmetic(watched, launches)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -96,8 +96,8 @@ def test_the_ir_of_kernels_compiled_for_a_gpu_says_the_same(kernels_file):
     )
     assert out.returncode == 0, out.stderr[-2000:]
     in_input_dtype, in_float32 = out.stdout.split("=====")[:2]
-    assert half_precision.ttir_half_arithmetic(in_input_dtype) == {"bfloat16": {"add", "multiply"}}
-    assert half_precision.ttir_half_arithmetic(in_float32) == {}
+    assert kernel_watch.ttir_half_arithmetic(in_input_dtype) == {"bfloat16": {"add", "multiply"}}
+    assert kernel_watch.ttir_half_arithmetic(in_float32) == {}
 
 
 def test_the_ir_reader_on_the_lines_it_looks_for():
@@ -107,7 +107,7 @@ def test_the_ir_reader_on_the_lines_it_looks_for():
     %6 = arith.truncf %5 : tensor<4x1024xf32> to tensor<4x1024xbf16> loc(#loc3)
     %7 = arith.subf %1, %2 : tensor<4x1024xf32> loc(#loc4)
     """
-    assert half_precision.ttir_half_arithmetic(ttir) == {
+    assert kernel_watch.ttir_half_arithmetic(ttir) == {
         "bfloat16": {"multiply"},
         "float16": {"add"},
     }
@@ -123,4 +123,4 @@ def test_the_interpreters_bfloat16_arithmetic_is_detected_as_it_is():
     x = torch.tensor([0.5], dtype=torch.bfloat16)
     y = torch.empty_like(x)
     doubled[(1,)](x, y)
-    assert half_precision.interpreter_breaks_bfloat16() == (y.item() != 1.0)
+    assert kernel_watch.interpreter_breaks_bfloat16() == (y.item() != 1.0)

@@ -31,18 +31,19 @@ NOT_ON_THE_CPU = N_(
 SIDE_BY_SIDE = "inductor_side_by_side.md"
 
 
-def compiled_step(op, dim: int = -1, around: bool = True):
+def compiled_step(op, dim: int = -1, around: bool = True, compiled: bool = True):
     """y = op(2x, dim) * 3 (or y = op(x, dim), not `around`: no code of Inductor's own to compile, seconds less)
-    compiled with fullgraph=True; the returned step(x, dy) runs it forward and backward and returns (y, dx)."""
+    compiled with fullgraph=True (not `compiled`: run eagerly, the values a compiled one is compared with); the
+    returned step(x, dy) runs it forward and backward and returns (y, dx)."""
 
     def f(x):
         return op(x * 2.0, dim) * 3.0 if around else op(x, dim)
 
-    compiled = torch.compile(f, fullgraph=True)
+    run = torch.compile(f, fullgraph=True) if compiled else f
 
     def step(x: torch.Tensor, dy: torch.Tensor):
         x_ = x.detach().requires_grad_()
-        y = compiled(x_)
+        y = run(x_)
         (dx,) = torch.autograd.grad(y, x_, dy)
         return y.detach(), dx
 

@@ -8,7 +8,7 @@ protocol).
 
 What a learner's kernel got wrong where the output alone cannot say it is found here too: its row strides, by
 running the kernel again on other layouts of a case (layout_mistake), and the arithmetic it did in half precision
-(half_precision.py, said by half_precision_message). The mistakes its output shows are data: kernel_mistakes.py."""
+(kernel_watch.py, said by half_precision_message). The mistakes its output shows are data: kernel_mistakes.py."""
 
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ from workshop.i18n import _
 from workshop.lab_api import LabContext
 from workshop.labs.custom_op.grading import api_grading, op_probes
 from workshop.labs.custom_op.grading import registration_grading as rg
-from workshop.labs.custom_op.grading.half_precision import half_precision_message
 from workshop.labs.custom_op.grading.kernel_grading import (
     BACKWARD,
     CASES,
@@ -37,8 +36,13 @@ from workshop.labs.custom_op.grading.kernel_grading import (
     row_strides,
 )
 from workshop.labs.custom_op.grading.kernel_mistakes import UNWRITTEN, WRITES_OUTSIDE
+from workshop.labs.custom_op.grading.kernel_watch import (
+    ACCESSES,
+    half_precision_message,
+    place_said,
+    said,
+)
 from workshop.labs.custom_op.grading.learner_op import grade_op
-from workshop.labs.custom_op.grading.memory_bounds import ACCESSES, place_said, said
 from workshop.ops import INTERPRETED
 
 
@@ -217,7 +221,7 @@ def _launches_message(run, attribute: str) -> str:
 
 
 def _check_precision(ctx: LabContext, runs: list, attribute: str):
-    """What the kernel computes in for half-precision input, from what it did (half_precision.py), not its values."""
+    """What the kernel computes in for half-precision input, from what it did (kernel_watch.py), not its values."""
     half = next((run for run in runs if run.half_ops), None)
     observed = half and "; ".join(
         f"{dtype}: {', '.join(map(_, ops))}" for dtype, ops in half.half_ops.items()
@@ -234,7 +238,7 @@ def _check_precision(ctx: LabContext, runs: list, attribute: str):
 
 def _check_writes(ctx: LabContext, runs: list, attribute: str, stride_mistake):
     """Every element of the output written, nothing around it: the guards' count. A run whose values say
-    nothing (half_precision.py) is left out of the count of elements not written."""
+    nothing (kernel_watch.py) is left out of the count of elements not written."""
     outside = next((run for run in runs if any(run.outside.values())), None)
     unwritten = next((run for run in runs if run.values_tell and run.unwritten.any()), None)
     if outside is None and unwritten is not None:

@@ -8,7 +8,7 @@ whose rows 3 and 20 are shifted by +1000 (exp overflows there unless the row's m
 -60 (where masked lanes loading 0 instead of -inf would dominate the sum) and row 7 half -inf (a causal attention
 row); float32 (5, 37), whose N is odd (ALIGN 1); float64 (6, 100), which needs float64 arithmetic; bfloat16
 (6, 600), which needs float32 arithmetic. Under the interpreter every load and store is bounds-checked
-(memory_bounds.py); on a GPU the guards around each tensor show stray writes afterwards.
+(kernel_watch.py); on a GPU the guards around each tensor show stray writes afterwards.
 
 Where each part runs (the worker protocol): `guarded_case`, in the lab's process, makes a case's inputs from the
 seed and puts each tensor in its guarded buffer; `launch_case` launches the learner's kernel on those buffers in the
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 import torch
 import triton
 
-from workshop.labs.custom_op.grading import half_precision
+from workshop.labs.custom_op.grading import kernel_watch
 from workshop.labs.custom_op.grading.correctness import SLACK
-from workshop.labs.custom_op.grading.memory_bounds import (
+from workshop.labs.custom_op.grading.kernel_watch import (
     POISON,
     SENTINEL,
     guarded,
@@ -135,19 +135,19 @@ class KernelRun:
     out: torch.Tensor  # what the kernel wrote into its output view, float64
     expected: torch.Tensor  # float64
     tolerance: float
-    # region -> cells changed outside the output view (memory_bounds.outside_changed)
+    # region -> cells changed outside the output view (kernel_watch.outside_changed)
     outside: dict[str, int]
     # the launch record: {"kernel": name, "grid": [programs], "learners": the learner's kernel or another}
     launches: list[dict]
     plan: tuple[tuple[int], dict]  # (grid, constexprs) that the launch plan gives for this case
-    # the arithmetic the kernel did in half precision, {dtype: [op, ...]} (half_precision.half_arithmetic)
+    # the arithmetic the kernel did in half precision, {dtype: [op, ...]} (kernel_watch.half_arithmetic)
     half_ops: dict[str, list[str]]
 
     @property
     def values_tell(self) -> bool:
         """Whether the output says what the kernel computes: not where Triton's interpreter ran the kernel's
-        bfloat16 arithmetic, which it gets wrong (half_precision.py)."""
-        return not ("bfloat16" in self.half_ops and half_precision.interpreter_breaks_bfloat16())
+        bfloat16 arithmetic, which it gets wrong (kernel_watch.py)."""
+        return not ("bfloat16" in self.half_ops and kernel_watch.interpreter_breaks_bfloat16())
 
     @property
     def unwritten(self) -> torch.Tensor:
@@ -207,7 +207,7 @@ def _rounded(case: KernelCase, direction: Direction, seed: int) -> dict[str, tor
 
 def guarded_case(case: KernelCase, direction: Direction, seed: int) -> dict:
     """In the lab's process: what the worker launches the kernel on (launch_case's arguments, wire values). Each
-    of the direction's tensors in a guarded buffer (memory_bounds.guarded) padded to its own row stride
+    of the direction's tensors in a guarded buffer (kernel_watch.guarded) padded to its own row stride
     (row_strides): the inputs rounded to the case's dtype, among POISON; the output all SENTINEL. With the view's
     rows and cols and the guard rows around it."""
     rounded = _rounded(case, direction, seed)
@@ -226,11 +226,12 @@ def launch_case(
     kernel, direction: Direction, device: str, buffers: list, rows: int, cols: int, guard: int
 ) -> dict:
     """In the worker: `kernel` launched through the op's launch code on one case's guarded buffers
-    (guarded_case), moved to `device`; what it left, as wire values: {"out": the output's whole buffer,
-    "launches", "half_ops"}."""
+    (guarded_case), moved to `device`, watched (kernel_watch: its loads and stores bounds-checked under the
+    interpreter, OutOfBounds raised before a stray one); what it left, as wire values: {"out": the output's whole
+    buffer, "launches", "half_ops"}."""
     buffers = [buffer.to(device) for buffer in buffers]
     views = [inside(buffer, rows, cols, guard) for buffer in buffers]
-    with recording() as launches, half_precision.watched() as half_ops:
+    with recording() as launches, kernel_watch.watched() as half_ops:
         direction.launch(kernel, views, rows, cols)
     return {
         "out": buffers[-1],
@@ -242,7 +243,7 @@ def launch_case(
             }
             for launch in launches
         ],
-        "half_ops": half_precision.half_arithmetic(half_ops, launches),
+        "half_ops": kernel_watch.half_arithmetic(half_ops, launches),
     }
 
 

@@ -131,7 +131,6 @@ def op_facts(ops: SoftmaxOps, dim: int, device: str, seed: int) -> dict:
     found = {
         "name": ops.forward.name(),
         "kind": ops.kind,
-        "namespace": ops.forward.namespace,
         "kernels": [kernel.__name__ for kernel in ops.kernels],
         "gradcheck": cx.gradchecks(ops.forward, device),
     }
@@ -141,45 +140,60 @@ def op_facts(ops: SoftmaxOps, dim: int, device: str, seed: int) -> dict:
         # values, called eagerly, in their place.
         return found | {"eager": ops.forward(x, -1)}
     found["opcheck"] = cx.opchecks(ops, device)
-    torch._dynamo.reset()  # each twin compiled afresh: no recompilation limit across many graded pieces
-    with recording() as launches, inductor_code.fresh_code():
-        # The op alone (around=False): what is graded is the op, and Inductor has no code of its own to compile.
-        if ops.kind == "triton_op":
-            (y, dx), found["sources"] = inductor_code.compile_and_capture(
-                ops.forward, x, dy, dim, False
-            )
-        else:
-            y, dx = inductor_code.compiled_step(ops.forward, dim, around=False)(x, dy)
-    found |= {
+    # The op alone (around=False): what is graded is the op, and Inductor has no code of its own to compile.
+    return found | compiled_facts(ops, x, dy, dim, around=False)
+
+
+def compiled_facts(ops: SoftmaxOps, x, dy, dim: int = -1, around: bool = True) -> dict:
+    """In the worker: torch.compile(fullgraph=True) of the step with `ops` (inductor_code.compiled_step), its code
+    generated afresh, as wire values: y, dx, Inductor's sources, the kernels launched ("launches") and those of them
+    that are the op's own function objects ("ran"), the op's namespace."""
+    torch._dynamo.reset()  # each op compiled afresh: no recompilation limit across many graded pieces
+    with recording() as launches:
+        (y, dx), sources = inductor_code.compile_and_capture(ops.forward, x, dy, dim, around)
+    return {
         "y": y,
         "dx": dx,
+        "sources": sources,
+        "namespace": ops.forward.namespace,
+        "launches": [launch.kernel for launch in launches],
         "ran": [launch.kernel for launch in launches if launch.function in ops.kernels],
-        "launched": [launch.kernel for launch in launches],
     }
-    return found
+
+
+def compiled_error(found: dict, x, dy, dim: int = -1, around: bool = True) -> float:
+    """max |y - torch's| and |dx - torch's| of a compiled step (compiled_facts), torch's from the same step run
+    eagerly with torch.softmax in the op's place."""
+    y, dx = inductor_code.compiled_step(torch.softmax, dim, around, compiled=False)(x, dy)
+    return max((found["y"] - y).abs().max().item(), (found["dx"] - dx).abs().max().item())
 
 
 def grade_op(ctx: LabContext, found: dict, dim: int = -1) -> None:
     """gradcheck, opcheck and torch.compile of a twin, from op_facts' values, each a check of the exercise being
     graded; for a triton_op under the interpreter, gradcheck and its values called eagerly."""
     name = found["name"]
-    check_passed(
+    check_tools(
         ctx,
+        found,
         _("gradcheck and gradgradcheck (float64) of {op}: cases passed").format(op=name),
-        _("gradcheck"),
-        found["gradcheck"],
-        cx.PASSED,
+        _("opcheck of {op}: tests passed").format(op=name),
     )
     if found["kind"] == "triton_op" and INTERPRETED:
         x, _dy = compile_inputs(ctx.device, ctx.seed)
         err = (found["eager"] - torch.softmax(x, -1)).abs().max().item()
         ctx.check_max(_("{op}: max |y - torch.softmax|, called eagerly").format(op=name), err, 1e-6)
         return
-    opcheck = {f"{case}: {t}": r for case, rs in found["opcheck"].items() for t, r in rs.items()}
-    check_passed(
-        ctx, _("opcheck of {op}: tests passed").format(op=name), _("opcheck"), opcheck, "SUCCESS"
-    )
     grade_compiled(ctx, found, dim)
+
+
+def check_tools(ctx: LabContext, found: dict, gradcheck: str, opcheck: str) -> None:
+    """The outcomes of gradcheck and, where it ran, opcheck (correctness.gradchecks, opchecks: found's "gradcheck"
+    and "opcheck"), one check each, named `gradcheck` and `opcheck`: every case passed."""
+    check_passed(ctx, gradcheck, _("gradcheck"), found["gradcheck"], cx.PASSED)
+    if "opcheck" in found:
+        # opcheck's outcomes by case, then by test
+        tests = {f"{case}: {t}": r for case, rs in found["opcheck"].items() for t, r in rs.items()}
+        check_passed(ctx, opcheck, _("opcheck"), tests, "SUCCESS")
 
 
 def check_passed(
@@ -200,17 +214,11 @@ def check_passed(
 def grade_compiled(ctx: LabContext, found: dict, dim: int) -> None:
     """torch.compile(fullgraph=True): the result against torch.softmax's, and the twin's kernels in it."""
     x, dy = compile_inputs(ctx.device, ctx.seed)
-    x_ = x.clone().requires_grad_()
-    expected = torch.softmax(x_, dim)
-    (expected_dx,) = torch.autograd.grad(expected, x_, dy)
-    err = max(
-        (found["y"] - expected).abs().max().item(), (found["dx"] - expected_dx).abs().max().item()
-    )
     ctx.check_max(
         _("torch.compile(fullgraph=True) of {op}, dim={dim}: max |y, dx - torch's|").format(
             op=found["name"], dim=dim
         ),
-        err,
+        compiled_error(found, x, dy, dim, around=False),
         COMPILE_ATOL,
     )
     # The op's Triton kernels (a twin whose pieces are all the grader's, PyTorch's, has none to show).
@@ -233,5 +241,5 @@ def grade_compiled(ctx: LabContext, found: dict, dim: int) -> None:
             _("torch.compile: the op's kernels ran inside the compiled step (launch record)"),
             sorted(set(found["ran"])),
             sorted(names),
-            message=_("launched inside the compiled step: {ran}").format(ran=found["launched"]),
+            message=_("launched inside the compiled step: {ran}").format(ran=found["launches"]),
         )

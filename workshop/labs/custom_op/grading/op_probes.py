@@ -13,7 +13,7 @@ exercises' two probes are api_grading's) each take the learner's piece (or, in a
 the lab's own process: the worker's code all the same) and return wire values: the kernel's launches and the
 buffer it wrote, the fake's outputs' layouts, what setup_context saved, the gradient the backward gave, and the
 outcomes of gradcheck, opcheck and torch.compile on the twin made with the piece (learner_op.twin). Nothing here
-is said in a language either: the worker speaks none, so a mistake comes back as facts (memory_bounds.OutOfBounds'
+is said in a language either: the worker speaks none, so a mistake comes back as facts (kernel_watch.OutOfBounds'
 place, learner_op.pair_problem) that the lab says in the learner's.
 
 A piece still raising NotImplementedError (read from its source: a stub kernel would not compile on a GPU) raises
@@ -32,12 +32,11 @@ import triton
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from workshop import i18n
-from workshop.labs.custom_op import inductor_code
 from workshop.labs.custom_op.grading import correctness as cx
 from workshop.labs.custom_op.grading import kernel_grading as kg
 from workshop.labs.custom_op.grading import learner_op
 from workshop.labs.custom_op.grading import registration_grading as rg
-from workshop.labs.custom_op.grading.memory_bounds import OutOfBounds, bounds_checked
+from workshop.labs.custom_op.grading.kernel_watch import OutOfBounds, watched
 from workshop.learner import workspace
 from workshop.minigpt.model import GPT, GPTConfig, lm_loss
 from workshop.ops import softmax_op
@@ -131,18 +130,9 @@ def checks(pieces: dict, device: str, long_shape: list[int] | None) -> dict:
 
 def compiled(pieces: dict, kind: str, x: torch.Tensor, dy: torch.Tensor) -> dict:
     """torch.compile(fullgraph=True) of softmax(2x) * 3, forward and backward, with the op made of `pieces`
-    registered as `kind`: y, dx, Inductor's generated sources, the kernels launched, the op's namespace."""
-    ops = build(pieces, kind)
-    torch._dynamo.reset()
-    with recording() as launches:
-        (y, dx), sources = inductor_code.compile_and_capture(ops.forward, x, dy)
-    return {
-        "y": y,
-        "dx": dx,
-        "sources": sources,
-        "launches": [launch.kernel for launch in launches],
-        "namespace": ops.forward.namespace,
-    }
+    registered as `kind` (learner_op.compiled_facts: y, dx, Inductor's generated sources, the kernels launched, the
+    op's namespace)."""
+    return learner_op.compiled_facts(build(pieces, kind), x, dy)
 
 
 def graph_breaks(pieces: dict, x: torch.Tensor) -> int:
@@ -187,25 +177,21 @@ def kernel_signature(kernel) -> dict:
 
 def kernel_cases(kernel, direction: str, cases: list[dict], device: str) -> list[dict]:
     """The kernel launched on each case (kernel_grading.guarded_case's buffers, by kernel_grading.launch_case,
-    every load and store bounds-checked under the interpreter), up to the first that goes out of bounds
+    watched: every load and store bounds-checked under the interpreter), up to the first that goes out of bounds
     ({"out_of_bounds": {access, place, at, line}}) or raises ({"raised": {at, line, error}})."""
     started(kernel)
     found = []
-    with bounds_checked():
-        for case in cases:
-            try:
-                found.append(kg.launch_case(kernel, kg.DIRECTIONS[direction], device, **case))
-            except NotImplementedError:
-                raise
-            except Exception as e:
-                at, line = kernel_line(e, kernel)
-                if isinstance(e, OutOfBounds):
-                    where = {"access": e.access, "place": e.place, "at": at, "line": line}
-                    return [*found, {"out_of_bounds": where}]
-                return [
-                    *found,
-                    {"raised": {"at": at, "line": line, "error": workspace.describe(e)}},
-                ]
+    for case in cases:
+        try:
+            found.append(kg.launch_case(kernel, kg.DIRECTIONS[direction], device, **case))
+        except NotImplementedError:
+            raise
+        except Exception as e:
+            at, line = kernel_line(e, kernel)
+            if isinstance(e, OutOfBounds):
+                where = {"access": e.access, "place": e.place, "at": at, "line": line}
+                return [*found, {"out_of_bounds": where}]
+            return [*found, {"raised": {"at": at, "line": line, "error": workspace.describe(e)}}]
     return found
 
 
@@ -217,7 +203,7 @@ def twin_checks(piece, exercise: str, device: str, seed: int, dim: int = -1) -> 
     if exercise == "backward":
         piece = learner_op.counted(piece)
     ops = learner_op.twin(exercise, kind, piece)
-    with bounds_checked():
+    with watched():  # its loads and stores bounds-checked
         return learner_op.op_facts(ops, dim, device, seed)
 
 
