@@ -315,7 +315,7 @@ def test_the_host_figures_are_the_round_whose_step_ratio_is_the_median(monkeypat
     doc["host"], doc["host_rounds"] = host, ratios
     doc["host_targets"] = bench_report.evaluate_host(host)
     text = bench_report.summary(doc)
-    assert "the median of 3" in text and "their step ratios: 0.35, 2.10, 2.33" in text
+    assert "the median of 3" in text and "their step ratios: 0.35, 2.10, 2.33." in text
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only error")

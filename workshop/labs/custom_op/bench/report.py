@@ -163,21 +163,9 @@ def peers_beaten(doc: dict) -> dict:
     return {"device": doc["device"], "beaten": beaten}
 
 
-def _rounds_line(rounds: list[dict]) -> list[str]:
-    """Where the host was measured in rounds: which round the figures are, and every round's two ratios."""
-    if len(rounds) < 2:
-        return []
-    calls = ", ".join(f"{r['call_vs_clone']:.2f}" for r in rounds)
-    steps = ", ".join(f"{r['step_vs_torch']:.2f}" for r in rounds)
-    return [
-        f"These are the round whose step ratio is the median of {len(rounds)}; the rounds' call ratios: {calls}; "
-        f"their step ratios: {steps}.",
-        "",
-    ]
-
-
 def _host_rows(doc: dict) -> list[str]:
     host, t = doc["host"], doc["host_targets"]
+    rounds = doc.get("host_rounds", [t])
     verdict = {True: "met", False: "**missed**"}
     step, kind = host["step_us"], host["registration"]
     lines = [
@@ -189,7 +177,13 @@ def _host_rows(doc: dict) -> list[str]:
         f"{t['step_vs_torch']:.2f}x (target <= {STEP_VS_TORCH}x: {verdict[t['step_met']]}). The same launch "
         f"through Triton's own `kernel[grid](...)` takes {host['triton_jit_launch_us']:.1f} us.",
         "",
-        *_rounds_line(doc.get("host_rounds", [])),
+        # the host measured in rounds (one, in a JSON from before them): which one these figures are
+        f"These are the round whose step ratio is the median of {len(rounds)}; their call ratios: "
+        + ", ".join(f"{r['call_vs_clone']:.2f}" for r in rounds)
+        + "; their step ratios: "
+        + ", ".join(f"{r['step_vs_torch']:.2f}" for r in rounds)
+        + ".",
+        "",
         "| layer inside the op (the same in every registration) | us |",
         "|---|---|",
         *(f"| {name} | {us:.1f} |" for name, us in host["layer_us"].items()),
