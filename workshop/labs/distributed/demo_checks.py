@@ -12,9 +12,7 @@ import math
 
 from workshop.i18n import _
 from workshop.lab_api import LabContext
-from workshop.labs.distributed import collectives, flight_recorder
-from workshop.labs.distributed.measurements import Measurements, RankRecord, Run
-from workshop.labs.distributed.pipeline_idle import Idle
+from workshop.labs.distributed import collectives, flight_recorder, measurements, pipeline_idle
 from workshop.minigpt import checkpoint
 from workshop.minigpt.model import GPT, GPTConfig
 
@@ -55,7 +53,7 @@ def root_unit_bytes(cfg: GPTConfig = GPTConfig()) -> int:
     )
 
 
-def check_run(ctx: LabContext, label: str, run: Run, tolerance: float) -> None:
+def check_run(ctx: LabContext, label: str, run: measurements.Run, tolerance: float) -> None:
     ctx.check_max(
         _("{label}: losses equal the 1-process reference (max relative diff)").format(label=label),
         run["max_loss_error"],
@@ -71,7 +69,10 @@ def check_run(ctx: LabContext, label: str, run: Run, tolerance: float) -> None:
 
 
 def check_strategy(
-    ctx: LabContext, data: Measurements, ddp: Measurements | None, idle: dict[str, Idle]
+    ctx: LabContext,
+    data: measurements.Measurements,
+    ddp: measurements.Measurements | None,
+    idle: dict[str, pipeline_idle.Idle],
 ):
     """All checks of one demo. ddp: the DDP demo's data, for FSDP's memory ratio (None if DDP did not run);
     idle: the pipeline's analysis per schedule."""
@@ -85,7 +86,7 @@ def check_strategy(
     STRATEGY_CHECKS[data["strategy"]](ctx, data, ddp, idle)
 
 
-def _check_ddp(ctx: LabContext, data: Measurements, _ddp, _idle) -> None:
+def _check_ddp(ctx: LabContext, data: measurements.Measurements, _ddp, _idle) -> None:
     n, full = data["world_size"], checkpoint_param_bytes()
     for name, run in data["runs"].items():
         label, ranks = "ddp" if name == "ddp" else f"ddp/{name}", run["per_rank"]
@@ -119,7 +120,9 @@ def _check_ddp(ctx: LabContext, data: Measurements, _ddp, _idle) -> None:
         check_overlap(ctx, label, name == "ddp", ranks[0])
 
 
-def check_overlap(ctx: LabContext, label: str, default_buckets: bool, rank0: RankRecord) -> None:
+def check_overlap(
+    ctx: LabContext, label: str, default_buckets: bool, rank0: measurements.RankRecord
+) -> None:
     """DDP's all-reduces against backward, in rank 0's trace (collectives.overlap): with the default buckets the one
     all-reduce is issued by backward's last gradient, so no backward op runs after it; with small buckets the
     first is issued when backward has most of its ops still to run (MIN_SMALL_BUCKET_OVERLAP)."""
@@ -146,7 +149,9 @@ def check_overlap(ctx: LabContext, label: str, default_buckets: bool, rank0: Ran
         )
 
 
-def _check_fsdp(ctx: LabContext, data: Measurements, ddp: Measurements | None, _idle) -> None:
+def _check_fsdp(
+    ctx: LabContext, data: measurements.Measurements, ddp: measurements.Measurements | None, _idle
+) -> None:
     ranks, n, full = data["runs"]["fsdp"]["per_rank"], data["world_size"], checkpoint_param_bytes()
     if n > 1:
         scattered = collectives.total(ranks[0]["collectives"], "reducescatter", "backward")[1]
@@ -187,7 +192,7 @@ def _check_fsdp(ctx: LabContext, data: Measurements, ddp: Measurements | None, _
             ctx.check_max(_("fsdp: CUDA peak memory per rank / DDP's"), peaks[0] / peaks[1], 1.0)
 
 
-def _check_tp(ctx: LabContext, data: Measurements, _ddp, _idle) -> None:
+def _check_tp(ctx: LabContext, data: measurements.Measurements, _ddp, _idle) -> None:
     n, rank0 = data["world_size"], data["runs"]["tp"]["per_rank"][0]
     ctx.check_equal(
         _("tp: lm_head weight rows on each rank (600 / N)"),
@@ -208,7 +213,9 @@ def _check_tp(ctx: LabContext, data: Measurements, _ddp, _idle) -> None:
     )
 
 
-def _check_pipeline(ctx: LabContext, data: Measurements, _ddp, idle: dict[str, Idle]) -> None:
+def _check_pipeline(
+    ctx: LabContext, data: measurements.Measurements, _ddp, idle: dict[str, pipeline_idle.Idle]
+) -> None:
     """Each schedule's run: its chunks, its sends, its timing, its largest stage."""
     n = data["world_size"]
     for name, run in data["runs"].items():
@@ -246,7 +253,9 @@ def _check_pipeline(ctx: LabContext, data: Measurements, _ddp, idle: dict[str, I
         )
 
 
-def check_pipeline_timing(ctx: LabContext, name: str, run: Run, device: str, idle: Idle) -> None:
+def check_pipeline_timing(
+    ctx: LabContext, name: str, run: measurements.Run, device: str, idle: pipeline_idle.Idle
+) -> None:
     """The pipeline's recorded intervals against the ideal pipeline's idle and against the same work timed by
     one process (MIN_BUSY_RATIO, MAX_BUSY_RATIO)."""
     ctx.check_min(

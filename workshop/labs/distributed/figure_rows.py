@@ -13,8 +13,6 @@ from pathlib import Path
 
 from workshop.labs.distributed import measurements, pipeline_idle
 from workshop.labs.distributed.collectives import bus_factor, kind, sent_bytes, total
-from workshop.labs.distributed.measurements import Measurements, Run
-from workshop.labs.distributed.pipeline_idle import Idle
 
 # The run each strategy's predictions are graded on (the pipeline's: GPipe's)
 STRATEGY_RUN = {"ddp": "ddp", "fsdp": "fsdp", "tp": "tp", "pp": "gpipe"}
@@ -119,7 +117,12 @@ def as_json(row: FigureRow) -> dict:
     return {k: v for k, v in row.items() if k != "demo"}
 
 
-def from_run(data: Measurements, name: str, run: Run, idle: Idle | None) -> FigureRow:
+def from_run(
+    data: measurements.Measurements,
+    name: str,
+    run: measurements.Run,
+    idle: pipeline_idle.Idle | None,
+) -> FigureRow:
     r0 = run["per_rank"][0]
     return completed(
         {
@@ -157,7 +160,7 @@ def prediction_truths(figures: list[FigureRow], n: int) -> tuple[dict, dict[str,
     return {"n": n, **{strategy: predicted(figure) for strategy, figure in ran.items()}}, ran
 
 
-def answer_truths(figures: list[FigureRow], tp: Measurements | None) -> dict:
+def answer_truths(figures: list[FigureRow], tp: measurements.Measurements | None) -> dict:
     """The truths the handout's questions are graded against, from a run's figures (None where the run did not
     measure it)."""
     by_run = {f["run"]: f for f in figures}
@@ -178,7 +181,7 @@ def answer_truths(figures: list[FigureRow], tp: Measurements | None) -> dict:
     }
 
 
-def idle_by_schedule(data: dict[str, Measurements]) -> dict[str, Idle]:
+def idle_by_schedule(data: dict[str, measurements.Measurements]) -> dict[str, pipeline_idle.Idle]:
     """The pipeline's idle analysis per schedule ({} where the pipeline did not run)."""
     pp = data.get("pp")
     return (
@@ -188,7 +191,9 @@ def idle_by_schedule(data: dict[str, Measurements]) -> dict[str, Idle]:
     )
 
 
-def rows(data: dict[str, Measurements], pipeline: dict[str, Idle]) -> list[FigureRow]:
+def rows(
+    data: dict[str, measurements.Measurements], pipeline: dict[str, pipeline_idle.Idle]
+) -> list[FigureRow]:
     """One row per training run of the demos that ran (data: strategy -> its measurements)."""
     return [
         from_run(m, name, r, pipeline.get(name) if m["strategy"] == "pp" else None)
@@ -197,7 +202,7 @@ def rows(data: dict[str, Measurements], pipeline: dict[str, Idle]) -> list[Figur
     ]
 
 
-def measurements_in(lab_dir: Path) -> dict[str, Measurements]:
+def measurements_in(lab_dir: Path) -> dict[str, measurements.Measurements]:
     """Strategy -> the measurements its demo wrote in a lab run's folder (the demos that wrote some)."""
     return {
         folder.name: measurements.read(folder)

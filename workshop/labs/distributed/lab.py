@@ -26,7 +26,6 @@ from workshop.labs.distributed import (
     plans,
 )
 from workshop.labs.distributed.grading import survey
-from workshop.labs.distributed.measurements import Measurements
 
 TIMEOUT_S = 300
 HANG_TIMEOUT_S = 5.0  # the hung-rank demo's --pg-timeout: how long its peers wait
@@ -116,7 +115,7 @@ def usable_here(ctx: LabContext, strategy: str) -> bool:
 
 def launch_demos(
     ctx: LabContext, module: str, strategies: list[str], args, wall: dict, failures: dict
-) -> dict[str, Measurements]:
+) -> dict[str, measurements.Measurements]:
     """One torchrun launch of a demo module (a strategy's, or together.py for several): the measurements each
     of `strategies` wrote in its folder ({} when the launch failed: its log's end goes in the summary)."""
     out = ctx.out_dir if module == "together" else ctx.out_dir / module
@@ -168,7 +167,7 @@ def hang_demo(ctx: LabContext, launches: list[str]) -> dict | None:
 def grade_exercises(
     ctx: LabContext,
     rows: list[figure_rows.FigureRow],
-    data: dict[str, Measurements],
+    data: dict[str, measurements.Measurements],
     lab_dir: Path,
     graded: tuple[str, ...] = EXERCISES,
 ) -> None:
@@ -230,7 +229,7 @@ def regrade(ctx: LabContext, lab_dir: Path) -> None:
     grade_exercises(ctx, rows, data, lab_dir, graded)
 
 
-def missing_runs(data: dict[str, Measurements], exercise: str) -> list[str]:
+def missing_runs(data: dict[str, measurements.Measurements], exercise: str) -> list[str]:
     """The training runs ("ddp/small_buckets") that `exercise` is graded on at the run's N and the run lacks: the
     predictions, each strategy's first run; the others, every run a full run of the lab makes."""
     if not data:  # no demo wrote its measurements
@@ -266,7 +265,9 @@ def interleaving_idled_more(g: pipeline_idle.Idle | None, i: pipeline_idle.Idle 
     )
 
 
-def ddp_overlap(rows: list[figure_rows.FigureRow], data: dict[str, Measurements]) -> dict | None:
+def ddp_overlap(
+    rows: list[figure_rows.FigureRow], data: dict[str, measurements.Measurements]
+) -> dict | None:
     """The DDP runs' all-reduces against their backward, for the summary (None where DDP did not run both or a
     trace shows no all-reduce in backward); `shown`: the run shows the contrast the summary's sentence states."""
     runs = [f for f in rows if f["strategy"] == "ddp"]
