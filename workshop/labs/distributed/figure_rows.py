@@ -192,9 +192,13 @@ def idle_by_schedule(data: dict[str, measurements.Measurements]) -> dict[str, pi
 
 
 def rows(
-    data: dict[str, measurements.Measurements], pipeline: dict[str, pipeline_idle.Idle]
+    data: dict[str, measurements.Measurements],
+    pipeline: dict[str, pipeline_idle.Idle] | None = None,
 ) -> list[FigureRow]:
-    """One row per training run of the demos that ran (data: strategy -> its measurements)."""
+    """One row per training run of the demos that ran (data: strategy -> its measurements, as a run of the lab
+    has them or as its folder gives them back: measurements_in); pipeline: the pipeline's idle per schedule,
+    analysed here unless given (idle_by_schedule)."""
+    pipeline = idle_by_schedule(data) if pipeline is None else pipeline
     return [
         from_run(m, name, r, pipeline.get(name) if m["strategy"] == "pp" else None)
         for m in data.values()
@@ -209,12 +213,6 @@ def measurements_in(lab_dir: Path) -> dict[str, measurements.Measurements]:
         for folder in sorted(Path(lab_dir).iterdir())
         if (folder / "measurements.json").is_file()
     }
-
-
-def rebuilt(lab_dir: Path) -> list[FigureRow]:
-    """The rows a lab run's folder gives from its demos' measurements.json ([] where it has none)."""
-    data = measurements_in(lab_dir)
-    return rows(data, idle_by_schedule(data))
 
 
 def read(path: Path) -> list[FigureRow]:

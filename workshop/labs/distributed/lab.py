@@ -224,7 +224,7 @@ def regrade(ctx: LabContext, lab_dir: Path) -> None:
                     "with `python -m workshop check distributed {name} --rerun`"
                 ).format(run=lab_dir.parent.name, name=name),
             )
-    rows = figure_rows.rows(data, figure_rows.idle_by_schedule(data))
+    rows = figure_rows.rows(data)
     graded = tuple(name for name, missing in lacking.items() if not missing)
     grade_exercises(ctx, rows, data, lab_dir, graded)
 

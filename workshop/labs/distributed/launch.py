@@ -206,13 +206,12 @@ def run(cmd: list[str], log: Path, timeout_s: float = 300.0) -> tuple[int, float
         try:
             rc = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            proctree.stop_tree(proc.pid, STOP_GRACE_S)
-            rc = proc.wait()
+            # buffered: written after what the stopped ranks print, at the log's end
             f.write(_("\nkilled after {seconds:.0f} s\n").format(seconds=timeout_s))
-        finally:  # a signal (interrupt.Stopped) or an error: no rank outlives the lab
+        finally:  # the timeout, a signal (interrupt.Stopped) or an error: no rank outlives the lab
             if proc.poll() is None:
                 proctree.stop_tree(proc.pid, STOP_GRACE_S)
-                proc.wait()
+                rc = proc.wait()
     return rc, time.monotonic() - start
 
 

@@ -16,10 +16,6 @@ FP32 = 4
 SEQ = MAX_SENTENCE_LEN - 1  # tokens per sentence as the demos feed them
 
 
-def param_shapes(cfg: GPTConfig = GPTConfig()) -> dict[str, tuple[int, ...]]:
-    return {n: tuple(p.shape) for n, p in GPT(cfg).named_parameters()}
-
-
 def tp_local_numel(name: str, shape: tuple[int, ...], n: int) -> int:
     """Elements of a parameter on one tensor-parallel rank (tp.BLOCK_PLAN, tp.HEAD_PLAN)."""
     numel = math.prod(shape)
@@ -49,7 +45,7 @@ def stage_bytes(shapes: dict, rank: int, p: int, cfg: GPTConfig = GPTConfig()) -
 def predictions(n: int, cfg: GPTConfig = GPTConfig()) -> dict:
     """The instructor's predictions at N = n: {"n": n, strategy: {field: value}}; None for a strategy that
     cannot use n ranks."""
-    shapes = param_shapes(cfg)
+    shapes = {n: tuple(p.shape) for n, p in GPT(cfg).named_parameters()}
     params = FP32 * sum(math.prod(s) for s in shapes.values())
     talks = n > 1
     # one (ROWS, T, C) tensor: a TP all-reduce, a PP send
