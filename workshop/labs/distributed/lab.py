@@ -69,13 +69,12 @@ def run(
         if together
         else [(strategy, [strategy], demo_args.get(strategy, ())) for strategy in usable]
     )
-    # each launch a step on the screen of a run (LabContext.step)
+    # each launch a step on the screen of a run (LabContext.step); the hung rank's needs a peer (N > 1)
     launches = [module for module, _strategies, _args in groups] + (
-        ["hang"] if "hang" in demos else []
+        ["hang"] if "hang" in demos and ctx.n_procs > 1 else []
     )
     for module, strategies, args in groups:
-        launch_step(ctx, module, launches)
-        data |= launch_demos(ctx, module, strategies, args, wall, failures)
+        data |= launch_demos(ctx, module, strategies, args, wall, failures, launches)
     pipeline = figure_rows.idle_by_schedule(data)
     for measured in data.values():
         demo_checks.check_strategy(ctx, measured, data.get("ddp"), pipeline)
@@ -93,14 +92,6 @@ def run(
     ctx.render_summary(**summary_values(ctx, rows, data, pipeline, hang, wall, failures))
 
 
-def launch_step(ctx: LabContext, demo: str, launches: list[str]) -> None:
-    ctx.step(
-        _("the {demo} demo under torchrun").format(demo=demo),
-        launches.index(demo) + 1,
-        len(launches),
-    )
-
-
 def usable_here(ctx: LabContext, strategy: str) -> bool:
     """Whether the strategy can split the model N ways; if not, a failed check says why (it is not started)."""
     why = launch.strategy_problem(strategy, ctx.n_procs)
@@ -114,12 +105,18 @@ def usable_here(ctx: LabContext, strategy: str) -> bool:
 
 
 def launch_demos(
-    ctx: LabContext, module: str, strategies: list[str], args, wall: dict, failures: dict
+    ctx: LabContext,
+    module: str,
+    strategies: list[str],
+    args,
+    wall: dict,
+    failures: dict,
+    launches: list[str],
 ) -> dict[str, measurements.Measurements]:
     """One torchrun launch of a demo module (a strategy's, or together.py for several): the measurements each
     of `strategies` wrote in its folder ({} when the launch failed: its log's end goes in the summary)."""
     out = ctx.out_dir if module == "together" else ctx.out_dir / module
-    rc, wall[module] = torchrun(ctx, module, module, out, args)
+    rc, wall[module] = torchrun(ctx, module, module, out, args, launches)
     ctx.check_equal(
         _("{strategy}: torchrun --nproc-per-node {n} exit code").format(
             strategy="+".join(strategies), n=ctx.n_procs // launch.agents().count
@@ -134,9 +131,16 @@ def launch_demos(
     return {s: measurements.read(ctx.out_dir / s) for s in strategies}
 
 
-def torchrun(ctx: LabContext, name: str, module: str, out: Path, args) -> tuple[int, float]:
+def torchrun(
+    ctx: LabContext, name: str, module: str, out: Path, args, launches: list[str]
+) -> tuple[int, float]:
     """One torchrun launch of a demo module, its output in <lab folder>/<name>/log.txt: (exit code, seconds),
-    said on the screen."""
+    said on the screen, where it is a step of the run's `launches` (LabContext.step)."""
+    ctx.step(
+        _("the {demo} demo under torchrun").format(demo=name),
+        launches.index(name) + 1,
+        len(launches),
+    )
     command = launch.agents().command(module, ctx.n_procs, ctx.device, out, args)
     rc, seconds = launch.run(command, ctx.out_dir / name / "log.txt", TIMEOUT_S)
     print(
@@ -151,16 +155,17 @@ def torchrun(ctx: LabContext, name: str, module: str, out: Path, args) -> tuple[
 def hang_demo(ctx: LabContext, launches: list[str]) -> dict | None:
     """DDP with the last rank hanging at step 1: the peers give up after HANG_TIMEOUT_S, and every rank dumps
     its Flight Recorder buffer. One rank alone has no peer to wait for: not run with N=1. The run's last
-    launch (`launches`: launch_step)."""
-    launch_step(ctx, "hang", launches)
+    launch (`launches`: torchrun)."""
     n, out = ctx.n_procs, ctx.out_dir / "hang"
     if n < 2:
         return None
     hung = n - 1
     # the default DDP run only: the hung rank stops it at step 1
-    options = ["--fail-rank", str(hung), "--fail-mode", "hang", "--pg-timeout", str(HANG_TIMEOUT_S)]
-    options += ["--steps", "2", "--runs", "ddp"]
-    rc, seconds = torchrun(ctx, "hang", "ddp", out, options)
+    options = [
+        *("--fail-rank", str(hung), "--fail-mode", "hang", "--pg-timeout", str(HANG_TIMEOUT_S)),
+        *("--steps", "2", "--runs", "ddp"),
+    ]
+    rc, seconds = torchrun(ctx, "hang", "ddp", out, options, launches)
     return demo_checks.check_hang(ctx, rc, seconds, HANG_TIMEOUT_S, hung, out)
 
 
@@ -256,10 +261,10 @@ def missing_runs(data: dict[str, measurements.Measurements], exercise: str) -> l
 def interleaving_idled_more(g: pipeline_idle.Idle | None, i: pipeline_idle.Idle | None) -> bool:
     """What the summary explains only when the run shows it: interleaving idled more than GPipe though its
     theory is lower, and its per-chunk waits took more of its step."""
-    if g is None or i is None:
-        return False
     return (
-        i["theory"] < g["theory"]
+        g is not None
+        and i is not None
+        and i["theory"] < g["theory"]
         and i["measured"] > g["measured"]
         and i["overhead_share"] > g["overhead_share"]
     )
