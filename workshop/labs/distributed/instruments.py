@@ -292,9 +292,7 @@ def whole_model_run(measure: Instruments, model, chunks: int) -> measurements.Ru
 def write(
     args, rank: process_group.Rank, strategy: str, runs: dict[str, measurements.Run], **extra
 ) -> None:
-    """Rank 0 writes measurements.json."""
-    if rank.rank != 0:
-        return
+    """measurements.json (rank 0 writes it: run_demos)."""
     from torch.distributed import constants
 
     defaults = {"gloo": constants.default_pg_timeout, "nccl": constants.default_pg_nccl_timeout}
@@ -332,5 +330,6 @@ def run_demos(description: str, demos: dict, options=(), together: bool = False)
         out = args.out / strategy if together else args.out
         own = argparse.Namespace(**{**vars(args), "out": out})  # its traces and dumps go there too
         runs, extra = demos[strategy](own, rank)
-        write(own, rank, strategy, runs, **extra)
+        if rank.rank == 0:
+            write(own, rank, strategy, runs, **extra)
     process_group.leave()

@@ -294,8 +294,11 @@ def ddp_overlap(
         for f, share in zip(runs, shares, strict=True)
     ]
     default, small = table
-    shown = default["after"] == 0 and small["early"] > 0
-    return {"cap_mb": plans.BUCKET_CAP_MB["small_buckets"], "runs": table, "shown": shown}
+    return {
+        "cap_mb": plans.BUCKET_CAP_MB["small_buckets"],
+        "runs": table,
+        "shown": default["after"] == 0 and small["early"] > 0,
+    }
 
 
 def summary_values(ctx, rows, data, pipeline, hang, wall, failures) -> dict:

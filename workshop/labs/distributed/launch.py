@@ -243,8 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     a, demo_args = p.parse_args(argv[:cut]), argv[cut + 1 :]
     if a.nnodes > 1 and not a.rdzv_endpoint:
         p.error(_("--nnodes > 1 needs --rdzv-endpoint host:port (the same on every node)"))
-    why = capacity_problem(a.n, a.device) or strategy_problem(a.strategy, a.n * a.nnodes)
-    if why:
+    if why := capacity_problem(a.n, a.device) or strategy_problem(a.strategy, a.n * a.nnodes):
         p.error(why)
     cmd = command(
         a.strategy,

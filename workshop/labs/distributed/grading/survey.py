@@ -78,13 +78,17 @@ def starter(figures: list[FigureRow], source: str = "", lang: str = i18n.DEFAULT
     """The survey's template in `lang`, its tables filled with these figures, read from `source` (a figures.json,
     named in the text so that grading finds them again); no figures: placeholders."""
     first = figures[0] if figures else None
-    values = {
-        "figures": figures,
-        "source": source,
-        "n": first and first["n"],
-        "device": first and first["device"],
-    }
-    return templates.render(TEMPLATES, lang, values, STARTER)
+    return templates.render(
+        TEMPLATES,
+        lang,
+        {
+            "figures": figures,
+            "source": source,
+            "n": first and first["n"],
+            "device": first and first["device"],
+        },
+        STARTER,
+    )
 
 
 def template(lab_dir: Path | None, work: Path) -> str | None:
