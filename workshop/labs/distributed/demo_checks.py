@@ -14,7 +14,7 @@ from workshop.i18n import _
 from workshop.lab_api import LabContext
 from workshop.labs.distributed import collectives, flight_recorder, measurements, pipeline_idle
 from workshop.minigpt import checkpoint
-from workshop.minigpt.model import GPT, GPTConfig
+from workshop.minigpt.model import GPTConfig
 
 MAX_STEP_S = 5.0  # a sanity bound: a step of this model takes milliseconds
 # The pipeline's busy time (all ranks' chunks) against the same forward and backward timed by rank 0 alone: the
@@ -36,20 +36,15 @@ MIN_BUSY_RATIO, MAX_BUSY_RATIO = 0.3, 2.5
 MIN_SMALL_BUCKET_OVERLAP = 0.5
 
 
-def checkpoint_param_bytes() -> int:
+def checkpoint_param_bytes(root_unit: bool = False) -> int:
     """The demos' checkpoint's parameter bytes (--checkpoint, else the shipped one), read from the file, not from
-    a model built here."""
+    a model built here; `root_unit`: only those outside the blocks, FSDP's root unit (embeddings, ln_f,
+    lm_head)."""
     state = checkpoint.load_raw(checkpoint.from_environment())["state_dict"]
-    return sum(t.numel() * t.element_size() for t in state.values())
-
-
-def root_unit_bytes(cfg: GPTConfig = GPTConfig()) -> int:
-    """Bytes of the parameters outside the blocks: FSDP's root unit (embeddings, ln_f, lm_head)."""
-    model = GPT(cfg)
     return sum(
-        p.numel() * p.element_size()
-        for n, p in model.named_parameters()
-        if not n.startswith("blocks.")
+        t.numel() * t.element_size()
+        for name, t in state.items()
+        if not (root_unit and name.startswith("blocks."))
     )
 
 
@@ -163,7 +158,7 @@ def _check_fsdp(
             0.05,
         )
         # forward gathers every unit, backward every unit but the root, which stays gathered after forward
-        expected = (2 * full - root_unit_bytes()) / full
+        expected = (2 * full - checkpoint_param_bytes(root_unit=True)) / full
         ctx.check_max(
             _(
                 "fsdp: all-gather bytes per step / parameter bytes vs {expected:.3f} (every unit twice, the root "
@@ -199,11 +194,10 @@ def _check_tp(ctx: LabContext, data: measurements.Measurements, _ddp, _idle) -> 
         data["lm_head_local_shape"][0],
         600 // n,
     )
-    count = collectives.total(rank0["collectives"], "allreduce", "forward")[0]
     if n > 1:
         ctx.check_min(
             _("tp: forward all-reduces per step (2 row-parallel outputs per block, + loss)"),
-            count,
+            collectives.total(rank0["collectives"], "allreduce", "forward")[0],
             2 * GPTConfig().n_layer,
         )
     ctx.check_max(
