@@ -39,6 +39,7 @@ from workshop.i18n import _
 from workshop.labs.distributed import (
     collectives,
     flight_recorder,
+    launch,
     measurements,
     process_group,
     training,
@@ -321,12 +322,15 @@ def write(
 def run_demos(description: str, demos: dict, options=(), together: bool = False) -> None:
     """A demo module's process under torchrun (its `__main__`): parse the demos' options and its own
     (`options`, (flags, keywords) pairs), join the process group, run each demo (strategy -> its `run(args,
-    rank)`, returning its runs and the rest of its measurements), and rank 0 writes each one's measurements.json
+    rank)`, returning its runs and the rest of its measurements; one that cannot split the model over these
+    ranks stops the job, saying why: launch.strategy_problem), and rank 0 writes each one's measurements.json
     in args.out; `together` (together.py): the demos --strategies names, one after another in one launch, each
     in args.out/<strategy>. Then leave."""
     args = process_group.parse_args(description, options)
     rank = process_group.join(args)
     for strategy in args.strategies if together else demos:
+        if why := launch.strategy_problem(strategy, rank.world):
+            raise SystemExit(why)
         out = args.out / strategy if together else args.out
         own = argparse.Namespace(**{**vars(args), "out": out})  # its traces and dumps go there too
         runs, extra = demos[strategy](own, rank)

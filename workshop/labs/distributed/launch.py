@@ -156,15 +156,23 @@ class Agents:
         return None
 
     def command(self, strategy: str, world: int, device: str, out: Path, demo_args=()) -> list[str]:
-        per_agent = world // self.count
-        if self.endpoint is None:
-            return command(strategy, per_agent, device, out, demo_args=demo_args)
-        # --kill-on-bad-exit: an agent that fails takes the others down at once instead of leaving them waiting
-        srun = ["srun", "--ntasks", str(self.count), "--kill-on-bad-exit=1"]
-        # One rendezvous id per demo: an agent late for one demo never joins the next one's.
-        rdzv_id = f"{self.job_id}-{strategy}"
+        # No endpoint: one torchrun, --standalone. Else srun starts one agent per task; --kill-on-bad-exit: an
+        # agent that fails takes the others down at once instead of leaving them waiting.
+        srun = (
+            []
+            if self.endpoint is None
+            else ["srun", "--ntasks", str(self.count), "--kill-on-bad-exit=1"]
+        )
         return srun + command(
-            strategy, per_agent, device, out, self.count, None, self.endpoint, rdzv_id, demo_args
+            strategy,
+            world // self.count,
+            device,
+            out,
+            nnodes=self.count,
+            rdzv_endpoint=self.endpoint,
+            # one rendezvous id per demo: an agent late for one demo never joins the next one's
+            rdzv_id=f"{self.job_id}-{strategy}",
+            demo_args=demo_args,
         )
 
 
