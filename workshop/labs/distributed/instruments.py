@@ -35,7 +35,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import record
 
-from workshop.i18n import _
+from workshop.i18n import _, set_language
 from workshop.labs.distributed import (
     collectives,
     flight_recorder,
@@ -326,7 +326,13 @@ def run_demos(description: str, demos: dict, options=(), together: bool = False)
     ranks stops the job, saying why: launch.strategy_problem), and rank 0 writes each one's measurements.json
     in args.out; `together` (together.py): the demos --strategies names, one after another in one launch, each
     in args.out/<strategy>. Then leave."""
-    args = process_group.parse_args(description, options)
+    # a rank speaks the lab's language (WORKSHOP_LANG in its environment: launch.environment); the options'
+    # texts are marked N_() until now
+    set_language(None)
+    parser = argparse.ArgumentParser(description=_(description))
+    for flags, keywords in (*process_group.OPTIONS, *options):
+        parser.add_argument(*flags, **{k: _(v) if k == "help" else v for k, v in keywords.items()})
+    args = parser.parse_args()
     rank = process_group.join(args)
     for strategy in args.strategies if together else demos:
         if why := launch.strategy_problem(strategy, rank.world):

@@ -229,9 +229,8 @@ def regrade(ctx: LabContext, lab_dir: Path) -> None:
                     "with `python -m workshop check distributed {name} --rerun`"
                 ).format(run=lab_dir.parent.name, name=name),
             )
-    rows = figure_rows.rows(data)
     graded = tuple(name for name, missing in lacking.items() if not missing)
-    grade_exercises(ctx, rows, data, lab_dir, graded)
+    grade_exercises(ctx, figure_rows.rows(data), data, lab_dir, graded)
 
 
 def missing_runs(data: dict[str, measurements.Measurements], exercise: str) -> list[str]:
