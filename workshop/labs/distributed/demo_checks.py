@@ -13,8 +13,7 @@ import math
 from workshop.i18n import _
 from workshop.lab_api import LabContext
 from workshop.labs.distributed import collectives, flight_recorder, measurements, pipeline_idle
-from workshop.minigpt import checkpoint
-from workshop.minigpt.model import GPTConfig
+from workshop.minigpt import checkpoint, model
 
 MAX_STEP_S = 5.0  # a sanity bound: a step of this model takes milliseconds
 # The pipeline's busy time (all ranks' chunks) against the same forward and backward timed by rank 0 alone: the
@@ -198,7 +197,7 @@ def _check_tp(ctx: LabContext, data: measurements.Measurements, _ddp, _idle) -> 
         ctx.check_min(
             _("tp: forward all-reduces per step (2 row-parallel outputs per block, + loss)"),
             collectives.total(rank0["collectives"], "allreduce", "forward")[0],
-            2 * GPTConfig().n_layer,
+            2 * model.GPTConfig().n_layer,
         )
     ctx.check_max(
         _("tp: per-rank parameter bytes / model's"),

@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from workshop.labs.distributed import measurements, pipeline_idle
-from workshop.labs.distributed.collectives import bus_factor, kind, sent_bytes, total
+from workshop.labs.distributed import collectives, measurements, pipeline_idle
 
 # The run each strategy's predictions are graded on (the pipeline's: GPipe's)
 STRATEGY_RUN = {"ddp": "ddp", "fsdp": "fsdp", "tp": "tp", "pp": "gpipe"}
@@ -75,17 +74,17 @@ def communication(row: FigureRow) -> list[dict]:
     None. Sends and receives get no time: a posted send's span lasts until its receive is posted, so their
     spans measure waiting, not moving."""
     out, n = [], row["n"]
-    for k in dict.fromkeys(kind(r["op"]) for r in row["collectives_rank0"]):
-        rows = [r for r in row["collectives_rank0"] if kind(r["op"]) == k]
-        calls, buffer = total(rows)
+    for k in dict.fromkeys(collectives.kind(r["op"]) for r in row["collectives_rank0"]):
+        rows = [r for r in row["collectives_rank0"] if collectives.kind(r["op"]) == k]
+        calls, buffer = collectives.total(rows)
         seconds = row["comm_seconds_rank0"].get(k) if k not in ("send", "recv") else None
-        busbw = buffer / seconds * bus_factor(k, n) / 1e9 if seconds and n > 1 else None
+        busbw = buffer / seconds * collectives.bus_factor(k, n) / 1e9 if seconds and n > 1 else None
         out.append(
             {
                 "kind": k,
                 "calls": calls,
                 "buffer_bytes": buffer,
-                "sent_bytes": sum(sent_bytes(r, n) for r in rows),
+                "sent_bytes": sum(collectives.sent_bytes(r, n) for r in rows),
                 "seconds": seconds,
                 "busbw_gbps": busbw,
             }
@@ -99,12 +98,12 @@ def completed(measured: dict) -> FigureRow:
     if missing := MEASURED - measured.keys():
         raise KeyError(f"a figure row without {sorted(missing)}")
     row = measured | {k: v for k, v in ABSENT.items() if k not in measured}
-    calls, comm_bytes = total(row["collectives_rank0"])
+    calls, comm_bytes = collectives.total(row["collectives_rank0"])
     return {
         **row,
         "calls": calls,
         "comm_bytes": comm_bytes,
-        "sent_bytes": sum(sent_bytes(r, row["n"]) for r in row["collectives_rank0"]),
+        "sent_bytes": sum(collectives.sent_bytes(r, row["n"]) for r in row["collectives_rank0"]),
         "communication": communication(row),
         "demo": row["strategy"]
         if row["run"] == row["strategy"]
@@ -169,12 +168,14 @@ def answer_truths(figures: list[FigureRow], tp: measurements.Measurements | None
     )
     vocab = tp["lm_head_local_shape"][0] * tp["world_size"] if tp else None
     return {
-        "fsdp_backward_allgathers": total(fsdp["collectives_rank0"], "allgather", "backward")[0]
+        "fsdp_backward_allgathers": collectives.total(
+            fsdp["collectives_rank0"], "allgather", "backward"
+        )[0]
         if fsdp
         else None,
         "logits_gather_bytes": tp["rows_per_chunk"] * tp["seq_len"] * vocab * 4 if tp else None,
         "gpipe_idle_theory": gpipe["bubble_theory"] if gpipe else None,
-        "interleaved_sends_rank0": total(interleaved["collectives_rank0"], "send")[0]
+        "interleaved_sends_rank0": collectives.total(interleaved["collectives_rank0"], "send")[0]
         if interleaved
         else None,
         "ddp_early_allreduces": issued_early(small)[0] if small else None,

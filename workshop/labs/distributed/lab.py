@@ -94,8 +94,7 @@ def run(
 
 def usable_here(ctx: LabContext, strategy: str) -> bool:
     """Whether the strategy can split the model N ways; if not, a failed check says why (it is not started)."""
-    why = launch.strategy_problem(strategy, ctx.n_procs)
-    if why:
+    if why := launch.strategy_problem(strategy, ctx.n_procs):
         ctx.check_equal(
             _("{strategy}: N={n} is usable (not started)").format(strategy=strategy, n=ctx.n_procs),
             why,

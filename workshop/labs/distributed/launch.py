@@ -22,9 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from workshop import i18n
 from workshop.foundations import proctree
-from workshop.i18n import _, ngettext
+from workshop.i18n import _, ngettext, set_language
 
 STRATEGIES = ("ddp", "fsdp", "tp", "pp")
 STOP_GRACE_S = 3.0  # torchrun's and the ranks' time to exit on SIGTERM before they are killed
@@ -224,7 +223,7 @@ def run(cmd: list[str], log: Path, timeout_s: float = 300.0) -> tuple[int, float
 
 
 def main(argv: list[str] | None = None) -> int:
-    i18n.set_language(None)  # WORKSHOP_LANG, else the locale
+    set_language(None)  # WORKSHOP_LANG, else the locale
     p = argparse.ArgumentParser(
         prog="python -m workshop.labs.distributed.launch",
         description=_(

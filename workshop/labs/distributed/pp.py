@@ -10,7 +10,6 @@ interleaved 1F1B (two smaller stages per rank: a smaller bubble, more messages).
 from __future__ import annotations
 
 import torch
-import torch.nn as nn
 from torch.distributed import pipelining
 
 from workshop.i18n import N_, _
@@ -25,7 +24,7 @@ SCHEDULE_CLASSES = {
 }
 
 
-class Stage(nn.Module):
+class Stage(torch.nn.Module):
     """Blocks [lo, hi) of a GPT; the first stage also embeds, the last also applies ln_f and lm_head.
     Parameter names are the GPT's own (blocks kept under their index), so they compare by name."""
 
@@ -33,7 +32,7 @@ class Stage(nn.Module):
         super().__init__()
         first, last = lo == 0, hi == gpt.cfg.n_layer
         self.tok_emb, self.pos_emb = (gpt.tok_emb, gpt.pos_emb) if first else (None, None)
-        self.blocks = nn.ModuleDict({str(i): gpt.blocks[i] for i in range(lo, hi)})
+        self.blocks = torch.nn.ModuleDict({str(i): gpt.blocks[i] for i in range(lo, hi)})
         self.ln_f, self.lm_head = (gpt.ln_f, gpt.lm_head) if last else (None, None)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -98,9 +97,12 @@ def run(args, rank: process_group.Rank) -> tuple[dict[str, measurements.Run], di
             skipped[name] = why_not or _("not asked for (--schedules)")
             continue
         records = train(args, rank, name)
-        losses = records[p - 1]["losses"]  # the last stage computes the loss
         runs[name] = instruments.summary(
-            records, losses, m, stages_per_rank=plans.STAGES_PER_RANK[name], microbatches=m
+            records,
+            records[p - 1]["losses"],  # the run's losses: the last stage computes them
+            m,
+            stages_per_rank=plans.STAGES_PER_RANK[name],
+            microbatches=m,
         )
     return runs, {"skipped_schedules": skipped}
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import math
 
-from workshop.labs.distributed import pipeline_idle, plans
-from workshop.labs.distributed.training import ROWS
+from workshop.labs.distributed import pipeline_idle, plans, training
 from workshop.minigpt.grammar import MAX_SENTENCE_LEN
 from workshop.minigpt.model import GPT, GPTConfig
 
@@ -49,8 +48,8 @@ def predictions(n: int, cfg: GPTConfig = GPTConfig()) -> dict:
     params = FP32 * sum(math.prod(s) for s in shapes.values())
     talks = n > 1
     # one (ROWS, T, C) tensor: a TP all-reduce, a PP send
-    activation = FP32 * ROWS * SEQ * cfg.d_model
-    per_token = FP32 * ROWS * SEQ  # loss_parallel's all-reduces: one number per token
+    activation = FP32 * training.ROWS * SEQ * cfg.d_model
+    per_token = FP32 * training.ROWS * SEQ  # loss_parallel's all-reduces: one number per token
     units = cfg.n_layer + 1  # FSDP: a unit per block, one for the rest (the root)
     # rank 0's shards
     padded = sum(-(-s[0] // n) * math.prod(s[1:]) for s in shapes.values()) * FP32
@@ -97,7 +96,10 @@ def answers(n: int, cfg: GPTConfig = GPTConfig()) -> dict:
     return {
         # every block again; the root stays gathered
         "fsdp_backward_allgathers": cfg.n_layer if n > 1 else 0,
-        "logits_gather_bytes": ROWS * (MAX_SENTENCE_LEN - 1) * cfg.vocab_size * 4,  # (B, T, V) fp32
+        "logits_gather_bytes": training.ROWS
+        * (MAX_SENTENCE_LEN - 1)
+        * cfg.vocab_size
+        * 4,  # (B, T, V) fp32
         "gpipe_idle_theory": pipeline_idle.theory(n, m),
         # rank 0 holds stages 0 and N: m activations forward from each, m gradients back from stage N
         "interleaved_sends_rank0": (3 * m if n > 1 else 0) if interleaves else None,
