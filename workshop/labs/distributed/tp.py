@@ -69,8 +69,9 @@ def run(args, rank: process_group.Rank) -> tuple[dict[str, measurements.Run], di
     each rank for its measurements.json."""
     mesh = init_device_mesh(rank.device.type, (rank.world,), mesh_dim_names=("tp",))
     model = parallelize(training.load_model(rank.device), mesh)
-    runs = {"tp": train(args, rank, model)}
-    return runs, {"lm_head_local_shape": list(instruments.local(model.lm_head.weight).shape)}
+    return {"tp": train(args, rank, model)}, {
+        "lm_head_local_shape": list(instruments.local(model.lm_head.weight).shape)
+    }
 
 
 if __name__ == "__main__":
