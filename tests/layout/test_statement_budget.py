@@ -29,10 +29,10 @@ MACHINERY = (
 TARGET = {"workshop": 10_000, "machinery": 2_800, "lab": 1_300, "lines": 400}
 # area -> the statements (for a file: the lines) it holds today, over its target
 CEILING = {
-    "workshop": 10_449,
+    "workshop": 10_446,
     "machinery": 3_431,
     "labs/custom_op": 1_765,
-    "labs/distributed": 1_359,
+    "labs/distributed": 1_356,
 }
 SLACK = 60  # a ceiling more than this above what its area holds is lowered to it
 

@@ -82,7 +82,7 @@ def run(
     ctx.write_json("figures.json", [figure_rows.as_json(f) for f in rows])
     if pipeline:
         ctx.save_figure("pp/gantt.png", pipeline_idle.draw(data["pp"]["runs"], pipeline))
-    hang = hang_demo(ctx, launches) if "hang" in demos else None
+    hang = hang_demo(ctx, launches) if "hang" in launches else None
     grade_exercises(ctx, rows, data, ctx.out_dir)
     ctx.extra.update(
         n_procs=ctx.n_procs,
@@ -151,14 +151,11 @@ def torchrun(
     return rc, seconds
 
 
-def hang_demo(ctx: LabContext, launches: list[str]) -> dict | None:
+def hang_demo(ctx: LabContext, launches: list[str]) -> dict:
     """DDP with the last rank hanging at step 1: the peers give up after HANG_TIMEOUT_S, and every rank dumps
-    its Flight Recorder buffer. One rank alone has no peer to wait for: not run with N=1. The run's last
-    launch (`launches`: torchrun)."""
-    n, out = ctx.n_procs, ctx.out_dir / "hang"
-    if n < 2:
-        return None
-    hung = n - 1
+    its Flight Recorder buffer. The run's last launch (`launches`: torchrun), where it is one: one rank alone has
+    no peer to wait for, so N=1 does not run it."""
+    out, hung = ctx.out_dir / "hang", ctx.n_procs - 1
     # the default DDP run only: the hung rank stops it at step 1
     options = [
         *("--fail-rank", str(hung), "--fail-mode", "hang", "--pg-timeout", str(HANG_TIMEOUT_S)),
