@@ -324,7 +324,7 @@ def run_demos(description: str, demos: dict, options=(), together: bool = False)
     (`options`, (flags, keywords) pairs), join the process group, run each demo (strategy -> its `run(args,
     rank)`, returning its runs and the rest of its measurements; one that cannot split the model over these
     ranks stops the job, saying why: launch.strategy_problem), and rank 0 writes each one's measurements.json
-    in args.out; `together` (together.py): the demos --strategies names, one after another in one launch, each
+    in args.out; `together` (together.py): the demos that --strategies names, one after another in one launch, each
     in args.out/<strategy>. Then leave."""
     # a rank speaks the lab's language (WORKSHOP_LANG in its environment: launch.environment); the options'
     # texts are marked N_() until now
