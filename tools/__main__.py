@@ -1,13 +1,14 @@
 """python -m tools gpu-record [--out DIR] [--suite gpu|all] [--n N]
 python -m tools check-loop [LAB ...] [--repeat K] [--out DIR]
-python -m tools grade-timing [--workspaces N] [--lab LAB] [--keep DIR]"""
+python -m tools grade-timing [--workspaces N] [--lab LAB] [--keep DIR]
+python -m tools distributed-loop [--out DIR]"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from tools import check_loop, gpu_record, grade_timing
+from tools import check_loop, distributed_loop, gpu_record, grade_timing
 
 
 def parser() -> argparse.ArgumentParser:
@@ -56,6 +57,14 @@ def parser() -> argparse.ArgumentParser:
         help="a new folder for the class, its results and tables (default: a temporary one)",
     )
     timing.set_defaults(fn=grade_timing.main)
+    distributed = sub.add_parser(
+        "distributed-loop",
+        help="time a learner's `check distributed`: the predictions fresh, re-graded, then the whole lab",
+    )
+    distributed.add_argument(
+        "--out", default="benchmarks", help="the record's folder is OUT/distributed-check-loop"
+    )
+    distributed.set_defaults(fn=distributed_loop.main)
     return top
 
 

@@ -1,6 +1,6 @@
 """`check distributed EXERCISE` as a learner runs it: the predictions alone run only what they are
 graded on, in one torchrun launch; a changed prediction is graded against that run without running the lab; an
-exercise that run cannot grade says so in one line. `python -m workshop bench distributed` times the same loop."""
+exercise that run cannot grade says so in one line. `python -m tools distributed-loop` times the same loop."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from workshop.labs.distributed.bench.check_wait import predict
+from tools.distributed_loop import predict
 from workshop.labs.distributed.grading import derived_answers
 
 pytestmark = [pytest.mark.distributed, pytest.mark.slow]

@@ -49,7 +49,11 @@ def a_run(lab_dir: Path, workspace_id: str | None = None) -> Path:
     data = {"strategy": "ddp", "world_size": 2, "device": "cpu", "runs": {"ddp": run}}
     measurements.write(lab_dir / "ddp", data)
     path = lab_dir / "figures.json"
-    path.write_text(json.dumps([figure_rows.as_json(f) for f in figure_rows.rebuilt(lab_dir)]))
+    path.write_text(
+        json.dumps(
+            [figure_rows.as_json(f) for f in figure_rows.rows(figure_rows.measurements_in(lab_dir))]
+        )
+    )
     implementation = {"kind": "workspace", "workspace_id": workspace_id} if workspace_id else {}
     (lab_dir / "result.json").write_text(json.dumps({"implementation": implementation}))
     return path

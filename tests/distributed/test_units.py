@@ -379,7 +379,7 @@ def test_a_run_for_the_predictions_alone_lacks_what_the_answers_are_graded_on():
 
 
 def test_the_check_loop_record_gives_cpu_and_load_and_misses_a_slow_prediction():
-    from workshop.labs.distributed.bench.check_wait import TARGET_S, report
+    from tools.distributed_loop import TARGET_S, report
 
     keys = ("what", "command", "wall_s", "cpu_s", "load", "rc", "did_it")
     steps = [

@@ -20,13 +20,6 @@ def regrade(ctx, lab_dir) -> None:
     lab.regrade(ctx, lab_dir)
 
 
-def benchmark(out):
-    """LabSpec.bench: `python -m workshop bench distributed`."""
-    from workshop.labs.distributed.bench import check_wait
-
-    return check_wait.main(out)
-
-
 LAB = LabSpec(
     name="distributed",
     order=6,
@@ -39,6 +32,4 @@ LAB = LabSpec(
     # `check distributed <exercise>` after a run grades that run's figures again (every exercise is graded from
     # a run's files)
     regrade=regrade,
-    # how long `check distributed` takes (python -m workshop bench distributed)
-    bench=benchmark,
 )

@@ -15,25 +15,21 @@ computation, which is what buckets are for.
 
 from __future__ import annotations
 
-from torch.distributed.elastic.multiprocessing.errors import record
 from torch.nn.parallel import DistributedDataParallel
 
 from workshop.i18n import N_
-from workshop.labs.distributed import instruments, process_group, training
-from workshop.labs.distributed.instruments import Instruments
-from workshop.labs.distributed.measurements import Run
-from workshop.labs.distributed.plans import BUCKET_CAP_MB
+from workshop.labs.distributed import instruments, measurements, plans, process_group, training
 from workshop.minigpt.model import lm_loss
 
 
-def train(args, rank: process_group.Rank, run: str) -> Run:
+def train(args, rank: process_group.Rank, run: str) -> measurements.Run:
     model = training.load_model(rank.device)
     ids = [rank.device.index] if rank.device.type == "cuda" else None
-    ddp = DistributedDataParallel(model, device_ids=ids, bucket_cap_mb=BUCKET_CAP_MB[run])
+    ddp = DistributedDataParallel(model, device_ids=ids, bucket_cap_mb=plans.BUCKET_CAP_MB[run])
     opt = training.optimizer(ddp.parameters())
     x, y = training.batches(args.steps, rank.world, rank.device)  # (steps, N, ROWS, T)
     mine = rank.rank  # the chunk of each step's batch this rank trains on
-    with Instruments(args, rank, run, opt) as measure:
+    with instruments.Instruments(args, rank, run, opt) as measure:
         for s in measure.steps():
             opt.zero_grad()
             # forward: DDP first broadcasts rank 0's buffers (the causal masks) to every replica
@@ -46,19 +42,13 @@ def train(args, rank: process_group.Rank, run: str) -> Run:
     return instruments.whole_model_run(measure, model, chunks=rank.world)
 
 
-def run(args, rank: process_group.Rank) -> tuple[dict[str, Run], dict]:
+def run(args, rank: process_group.Rank) -> tuple[dict[str, measurements.Run], dict]:
     """The demo's training runs (--runs), and what else its measurements.json says (nothing)."""
     return {run: train(args, rank, run) for run in args.runs}, {}
 
 
-OPTIONS = [process_group.runs_option("--runs", BUCKET_CAP_MB)]
-
-
-@record  # a rank's traceback goes into torchrun's failure summary
-def main() -> None:
-    args = process_group.parse_args(N_("DDP demo of the MiniGPT (run under torchrun)"), OPTIONS)
-    instruments.run_demos(args, {"ddp": run})
+OPTIONS = [process_group.runs_option("--runs", plans.BUCKET_CAP_MB)]
 
 
 if __name__ == "__main__":
-    main()
+    instruments.run_demos(N_("DDP demo of the MiniGPT (run under torchrun)"), {"ddp": run}, OPTIONS)

@@ -12,11 +12,8 @@ import math
 
 from workshop.i18n import _
 from workshop.lab_api import LabContext
-from workshop.labs.distributed import collectives, flight_recorder
-from workshop.labs.distributed.measurements import Measurements, RankRecord, Run
-from workshop.labs.distributed.pipeline_idle import Idle
-from workshop.minigpt import checkpoint
-from workshop.minigpt.model import GPT, GPTConfig
+from workshop.labs.distributed import collectives, flight_recorder, measurements, pipeline_idle
+from workshop.minigpt import checkpoint, model
 
 MAX_STEP_S = 5.0  # a sanity bound: a step of this model takes milliseconds
 # The pipeline's busy time (all ranks' chunks) against the same forward and backward timed by rank 0 alone: the
@@ -38,24 +35,19 @@ MIN_BUSY_RATIO, MAX_BUSY_RATIO = 0.3, 2.5
 MIN_SMALL_BUCKET_OVERLAP = 0.5
 
 
-def checkpoint_param_bytes() -> int:
+def checkpoint_param_bytes(root_unit: bool = False) -> int:
     """The demos' checkpoint's parameter bytes (--checkpoint, else the shipped one), read from the file, not from
-    a model built here."""
+    a model built here; `root_unit`: only those outside the blocks, FSDP's root unit (embeddings, ln_f,
+    lm_head)."""
     state = checkpoint.load_raw(checkpoint.from_environment())["state_dict"]
-    return sum(t.numel() * t.element_size() for t in state.values())
-
-
-def root_unit_bytes(cfg: GPTConfig = GPTConfig()) -> int:
-    """Bytes of the parameters outside the blocks: FSDP's root unit (embeddings, ln_f, lm_head)."""
-    model = GPT(cfg)
     return sum(
-        p.numel() * p.element_size()
-        for n, p in model.named_parameters()
-        if not n.startswith("blocks.")
+        t.numel() * t.element_size()
+        for name, t in state.items()
+        if not (root_unit and name.startswith("blocks."))
     )
 
 
-def check_run(ctx: LabContext, label: str, run: Run, tolerance: float) -> None:
+def check_run(ctx: LabContext, label: str, run: measurements.Run, tolerance: float) -> None:
     ctx.check_max(
         _("{label}: losses equal the 1-process reference (max relative diff)").format(label=label),
         run["max_loss_error"],
@@ -71,7 +63,10 @@ def check_run(ctx: LabContext, label: str, run: Run, tolerance: float) -> None:
 
 
 def check_strategy(
-    ctx: LabContext, data: Measurements, ddp: Measurements | None, idle: dict[str, Idle]
+    ctx: LabContext,
+    data: measurements.Measurements,
+    ddp: measurements.Measurements | None,
+    idle: dict[str, pipeline_idle.Idle],
 ):
     """All checks of one demo. ddp: the DDP demo's data, for FSDP's memory ratio (None if DDP did not run);
     idle: the pipeline's analysis per schedule."""
@@ -85,7 +80,7 @@ def check_strategy(
     STRATEGY_CHECKS[data["strategy"]](ctx, data, ddp, idle)
 
 
-def _check_ddp(ctx: LabContext, data: Measurements, _ddp, _idle) -> None:
+def _check_ddp(ctx: LabContext, data: measurements.Measurements, _ddp, _idle) -> None:
     n, full = data["world_size"], checkpoint_param_bytes()
     for name, run in data["runs"].items():
         label, ranks = "ddp" if name == "ddp" else f"ddp/{name}", run["per_rank"]
@@ -119,7 +114,9 @@ def _check_ddp(ctx: LabContext, data: Measurements, _ddp, _idle) -> None:
         check_overlap(ctx, label, name == "ddp", ranks[0])
 
 
-def check_overlap(ctx: LabContext, label: str, default_buckets: bool, rank0: RankRecord) -> None:
+def check_overlap(
+    ctx: LabContext, label: str, default_buckets: bool, rank0: measurements.RankRecord
+) -> None:
     """DDP's all-reduces against backward, in rank 0's trace (collectives.overlap): with the default buckets the one
     all-reduce is issued by backward's last gradient, so no backward op runs after it; with small buckets the
     first is issued when backward has most of its ops still to run (MIN_SMALL_BUCKET_OVERLAP)."""
@@ -146,7 +143,9 @@ def check_overlap(ctx: LabContext, label: str, default_buckets: bool, rank0: Ran
         )
 
 
-def _check_fsdp(ctx: LabContext, data: Measurements, ddp: Measurements | None, _idle) -> None:
+def _check_fsdp(
+    ctx: LabContext, data: measurements.Measurements, ddp: measurements.Measurements | None, _idle
+) -> None:
     ranks, n, full = data["runs"]["fsdp"]["per_rank"], data["world_size"], checkpoint_param_bytes()
     if n > 1:
         scattered = collectives.total(ranks[0]["collectives"], "reducescatter", "backward")[1]
@@ -158,7 +157,7 @@ def _check_fsdp(ctx: LabContext, data: Measurements, ddp: Measurements | None, _
             0.05,
         )
         # forward gathers every unit, backward every unit but the root, which stays gathered after forward
-        expected = (2 * full - root_unit_bytes()) / full
+        expected = (2 * full - checkpoint_param_bytes(root_unit=True)) / full
         ctx.check_max(
             _(
                 "fsdp: all-gather bytes per step / parameter bytes vs {expected:.3f} (every unit twice, the root "
@@ -187,19 +186,18 @@ def _check_fsdp(ctx: LabContext, data: Measurements, ddp: Measurements | None, _
             ctx.check_max(_("fsdp: CUDA peak memory per rank / DDP's"), peaks[0] / peaks[1], 1.0)
 
 
-def _check_tp(ctx: LabContext, data: Measurements, _ddp, _idle) -> None:
+def _check_tp(ctx: LabContext, data: measurements.Measurements, _ddp, _idle) -> None:
     n, rank0 = data["world_size"], data["runs"]["tp"]["per_rank"][0]
     ctx.check_equal(
         _("tp: lm_head weight rows on each rank (600 / N)"),
         data["lm_head_local_shape"][0],
         600 // n,
     )
-    count = collectives.total(rank0["collectives"], "allreduce", "forward")[0]
     if n > 1:
         ctx.check_min(
             _("tp: forward all-reduces per step (2 row-parallel outputs per block, + loss)"),
-            count,
-            2 * GPTConfig().n_layer,
+            collectives.total(rank0["collectives"], "allreduce", "forward")[0],
+            2 * model.GPTConfig().n_layer,
         )
     ctx.check_max(
         _("tp: per-rank parameter bytes / model's"),
@@ -208,7 +206,9 @@ def _check_tp(ctx: LabContext, data: Measurements, _ddp, _idle) -> None:
     )
 
 
-def _check_pipeline(ctx: LabContext, data: Measurements, _ddp, idle: dict[str, Idle]) -> None:
+def _check_pipeline(
+    ctx: LabContext, data: measurements.Measurements, _ddp, idle: dict[str, pipeline_idle.Idle]
+) -> None:
     """Each schedule's run: its chunks, its sends, its timing, its largest stage."""
     n = data["world_size"]
     for name, run in data["runs"].items():
@@ -246,7 +246,9 @@ def _check_pipeline(ctx: LabContext, data: Measurements, _ddp, idle: dict[str, I
         )
 
 
-def check_pipeline_timing(ctx: LabContext, name: str, run: Run, device: str, idle: Idle) -> None:
+def check_pipeline_timing(
+    ctx: LabContext, name: str, run: measurements.Run, device: str, idle: pipeline_idle.Idle
+) -> None:
     """The pipeline's recorded intervals against the ideal pipeline's idle and against the same work timed by
     one process (MIN_BUSY_RATIO, MAX_BUSY_RATIO)."""
     ctx.check_min(

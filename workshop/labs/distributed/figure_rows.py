@@ -11,10 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from workshop.labs.distributed import measurements, pipeline_idle
-from workshop.labs.distributed.collectives import bus_factor, kind, sent_bytes, total
-from workshop.labs.distributed.measurements import Measurements, Run
-from workshop.labs.distributed.pipeline_idle import Idle
+from workshop.labs.distributed import collectives, measurements, pipeline_idle
 
 # The run each strategy's predictions are graded on (the pipeline's: GPipe's)
 STRATEGY_RUN = {"ddp": "ddp", "fsdp": "fsdp", "tp": "tp", "pp": "gpipe"}
@@ -77,17 +74,17 @@ def communication(row: FigureRow) -> list[dict]:
     None. Sends and receives get no time: a posted send's span lasts until its receive is posted, so their
     spans measure waiting, not moving."""
     out, n = [], row["n"]
-    for k in dict.fromkeys(kind(r["op"]) for r in row["collectives_rank0"]):
-        rows = [r for r in row["collectives_rank0"] if kind(r["op"]) == k]
-        calls, buffer = total(rows)
+    for k in dict.fromkeys(collectives.kind(r["op"]) for r in row["collectives_rank0"]):
+        rows = [r for r in row["collectives_rank0"] if collectives.kind(r["op"]) == k]
+        calls, buffer = collectives.total(rows)
         seconds = row["comm_seconds_rank0"].get(k) if k not in ("send", "recv") else None
-        busbw = buffer / seconds * bus_factor(k, n) / 1e9 if seconds and n > 1 else None
+        busbw = buffer / seconds * collectives.bus_factor(k, n) / 1e9 if seconds and n > 1 else None
         out.append(
             {
                 "kind": k,
                 "calls": calls,
                 "buffer_bytes": buffer,
-                "sent_bytes": sum(sent_bytes(r, n) for r in rows),
+                "sent_bytes": sum(collectives.sent_bytes(r, n) for r in rows),
                 "seconds": seconds,
                 "busbw_gbps": busbw,
             }
@@ -101,12 +98,12 @@ def completed(measured: dict) -> FigureRow:
     if missing := MEASURED - measured.keys():
         raise KeyError(f"a figure row without {sorted(missing)}")
     row = measured | {k: v for k, v in ABSENT.items() if k not in measured}
-    calls, comm_bytes = total(row["collectives_rank0"])
+    calls, comm_bytes = collectives.total(row["collectives_rank0"])
     return {
         **row,
         "calls": calls,
         "comm_bytes": comm_bytes,
-        "sent_bytes": sum(sent_bytes(r, row["n"]) for r in row["collectives_rank0"]),
+        "sent_bytes": sum(collectives.sent_bytes(r, row["n"]) for r in row["collectives_rank0"]),
         "communication": communication(row),
         "demo": row["strategy"]
         if row["run"] == row["strategy"]
@@ -119,7 +116,12 @@ def as_json(row: FigureRow) -> dict:
     return {k: v for k, v in row.items() if k != "demo"}
 
 
-def from_run(data: Measurements, name: str, run: Run, idle: Idle | None) -> FigureRow:
+def from_run(
+    data: measurements.Measurements,
+    name: str,
+    run: measurements.Run,
+    idle: pipeline_idle.Idle | None,
+) -> FigureRow:
     r0 = run["per_rank"][0]
     return completed(
         {
@@ -157,7 +159,7 @@ def prediction_truths(figures: list[FigureRow], n: int) -> tuple[dict, dict[str,
     return {"n": n, **{strategy: predicted(figure) for strategy, figure in ran.items()}}, ran
 
 
-def answer_truths(figures: list[FigureRow], tp: Measurements | None) -> dict:
+def answer_truths(figures: list[FigureRow], tp: measurements.Measurements | None) -> dict:
     """The truths the handout's questions are graded against, from a run's figures (None where the run did not
     measure it)."""
     by_run = {f["run"]: f for f in figures}
@@ -166,19 +168,21 @@ def answer_truths(figures: list[FigureRow], tp: Measurements | None) -> dict:
     )
     vocab = tp["lm_head_local_shape"][0] * tp["world_size"] if tp else None
     return {
-        "fsdp_backward_allgathers": total(fsdp["collectives_rank0"], "allgather", "backward")[0]
+        "fsdp_backward_allgathers": collectives.total(
+            fsdp["collectives_rank0"], "allgather", "backward"
+        )[0]
         if fsdp
         else None,
         "logits_gather_bytes": tp["rows_per_chunk"] * tp["seq_len"] * vocab * 4 if tp else None,
         "gpipe_idle_theory": gpipe["bubble_theory"] if gpipe else None,
-        "interleaved_sends_rank0": total(interleaved["collectives_rank0"], "send")[0]
+        "interleaved_sends_rank0": collectives.total(interleaved["collectives_rank0"], "send")[0]
         if interleaved
         else None,
         "ddp_early_allreduces": issued_early(small)[0] if small else None,
     }
 
 
-def idle_by_schedule(data: dict[str, Measurements]) -> dict[str, Idle]:
+def idle_by_schedule(data: dict[str, measurements.Measurements]) -> dict[str, pipeline_idle.Idle]:
     """The pipeline's idle analysis per schedule ({} where the pipeline did not run)."""
     pp = data.get("pp")
     return (
@@ -188,8 +192,14 @@ def idle_by_schedule(data: dict[str, Measurements]) -> dict[str, Idle]:
     )
 
 
-def rows(data: dict[str, Measurements], pipeline: dict[str, Idle]) -> list[FigureRow]:
-    """One row per training run of the demos that ran (data: strategy -> its measurements)."""
+def rows(
+    data: dict[str, measurements.Measurements],
+    pipeline: dict[str, pipeline_idle.Idle] | None = None,
+) -> list[FigureRow]:
+    """One row per training run of the demos that ran (data: strategy -> its measurements, as a run of the lab
+    has them or as its folder gives them back: measurements_in); pipeline: the pipeline's idle per schedule,
+    analysed here unless given (idle_by_schedule)."""
+    pipeline = idle_by_schedule(data) if pipeline is None else pipeline
     return [
         from_run(m, name, r, pipeline.get(name) if m["strategy"] == "pp" else None)
         for m in data.values()
@@ -197,19 +207,13 @@ def rows(data: dict[str, Measurements], pipeline: dict[str, Idle]) -> list[Figur
     ]
 
 
-def measurements_in(lab_dir: Path) -> dict[str, Measurements]:
+def measurements_in(lab_dir: Path) -> dict[str, measurements.Measurements]:
     """Strategy -> the measurements its demo wrote in a lab run's folder (the demos that wrote some)."""
     return {
         folder.name: measurements.read(folder)
         for folder in sorted(Path(lab_dir).iterdir())
         if (folder / "measurements.json").is_file()
     }
-
-
-def rebuilt(lab_dir: Path) -> list[FigureRow]:
-    """The rows a lab run's folder gives from its demos' measurements.json ([] where it has none)."""
-    data = measurements_in(lab_dir)
-    return rows(data, idle_by_schedule(data))
 
 
 def read(path: Path) -> list[FigureRow]:

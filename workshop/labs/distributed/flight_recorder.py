@@ -106,11 +106,8 @@ def read(folder: Path) -> list[RankState]:
 
 def stuck(states: list[RankState]) -> tuple[int, str, list[int]] | None:
     """(sequence number, op, ranks that never entered it) of the first collective not every rank entered."""
-    if not states:
-        return None
-    seq = max(s["last_seq"] for s in states)
+    seq = max((s["last_seq"] for s in states), default=0)
     missing = [s["rank"] for s in states if s["last_seq"] < seq]
-    if not missing:
+    if not missing:  # no dump, or every rank entered the last one
         return None
-    op = next(s["last_op"] for s in states if s["last_seq"] == seq)
-    return seq, op, missing
+    return seq, next(s["last_op"] for s in states if s["last_seq"] == seq), missing

@@ -11,20 +11,17 @@ from __future__ import annotations
 import warnings
 
 from torch.distributed.device_mesh import init_device_mesh
-from torch.distributed.elastic.multiprocessing.errors import record
 from torch.distributed.fsdp import fully_shard
 
 from workshop.i18n import N_
-from workshop.labs.distributed import instruments, process_group, training
-from workshop.labs.distributed.instruments import Instruments
-from workshop.labs.distributed.measurements import Run
+from workshop.labs.distributed import instruments, measurements, process_group, training
 from workshop.minigpt.model import lm_loss
 
 # The root returns the logits as a view; FSDP warns that an in-place op on it would skip a hook. We do none.
 warnings.filterwarnings("ignore", message="FSDP2-wrapped module .* returned a view tensor")
 
 
-def train(args, rank: process_group.Rank) -> Run:
+def train(args, rank: process_group.Rank) -> measurements.Run:
     mesh = init_device_mesh(rank.device.type, (rank.world,), mesh_dim_names=("dp",))
     model = training.load_model(rank.device)
     for block in model.blocks:  # one all-gather / reduce-scatter unit per block ...
@@ -34,7 +31,7 @@ def train(args, rank: process_group.Rank) -> Run:
     fully_shard(model, mesh=mesh)
     opt = training.optimizer(model.parameters())
     x, y = training.batches(args.steps, rank.world, rank.device)  # (steps, N, ROWS, T)
-    with Instruments(args, rank, "fsdp", opt) as measure:
+    with instruments.Instruments(args, rank, "fsdp", opt) as measure:
         for s in measure.steps():
             opt.zero_grad()
             # forward: before each unit runs, all-gather its parameters; after it, free the gathered copy (the
@@ -48,17 +45,11 @@ def train(args, rank: process_group.Rank) -> Run:
     return instruments.whole_model_run(measure, model, chunks=rank.world)
 
 
-def run(args, rank: process_group.Rank) -> tuple[dict[str, Run], dict]:
+def run(args, rank: process_group.Rank) -> tuple[dict[str, measurements.Run], dict]:
     return {"fsdp": train(args, rank)}, {}
 
 
-@record
-def main() -> None:
-    args = process_group.parse_args(
-        N_("FSDP2 (fully_shard) demo of the MiniGPT (run under torchrun)")
-    )
-    instruments.run_demos(args, {"fsdp": run})
-
-
 if __name__ == "__main__":
-    main()
+    instruments.run_demos(
+        N_("FSDP2 (fully_shard) demo of the MiniGPT (run under torchrun)"), {"fsdp": run}
+    )

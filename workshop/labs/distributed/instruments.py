@@ -33,16 +33,21 @@ import time
 
 import torch
 import torch.distributed as dist
+from torch.distributed.elastic.multiprocessing.errors import record
 
-from workshop.i18n import _
-from workshop.labs.distributed import collectives, flight_recorder, measurements, process_group
-from workshop.labs.distributed.measurements import Interval, RankRecord, Run, timed_steps
-from workshop.labs.distributed.process_group import Rank
-from workshop.labs.distributed.training import LR, ROWS, TOLERANCE, shared_reference, sync
+from workshop.i18n import _, set_language
+from workshop.labs.distributed import (
+    collectives,
+    flight_recorder,
+    launch,
+    measurements,
+    process_group,
+    training,
+)
 from workshop.minigpt.grammar import MAX_SENTENCE_LEN
 
 
-def inject_failure(args, rank: Rank, step: int) -> None:
+def inject_failure(args, rank: process_group.Rank, step: int) -> None:
     """--fail-rank R: rank R raises at step 1, or hangs there (--fail-mode hang) until torchrun stops it."""
     if args.fail_rank != rank.rank or step != 1:
         return
@@ -67,7 +72,9 @@ class Instruments(contextlib.ExitStack):
     chunk (PipelineTimeline). Its `with` block is an ExitStack's: what it enters ends with the block, last in,
     first out."""
 
-    def __init__(self, args, rank: Rank, run: str, opt: torch.optim.Optimizer, stages=()):
+    def __init__(
+        self, args, rank: process_group.Rank, run: str, opt: torch.optim.Optimizer, stages=()
+    ):
         super().__init__()
         self.args, self.rank, self.opt = args, rank, opt
         self.timeline = PipelineTimeline(rank.device, stages) if stages else None
@@ -102,7 +109,7 @@ class Instruments(contextlib.ExitStack):
                 if self.timeline:
                     self.timeline.begin_step()
                 yield s
-                sync(self.rank.device)
+                training.sync(self.rank.device)
                 self.times.append(time.perf_counter() - start)
 
     @contextlib.contextmanager
@@ -121,20 +128,20 @@ class Instruments(contextlib.ExitStack):
 
     def record(
         self, params: list[torch.Tensor], named: dict[str, torch.Tensor], chunks: int
-    ) -> RankRecord:
+    ) -> measurements.RankRecord:
         """This rank's record of the run: what it measured, the bytes it holds (`params`: its parameters as it
         keeps them, sharded or not) and its distance from the one-process reference of the same steps of `chunks`
         chunks (`named`: name -> the whole parameter, as the reference has it): its parameters' largest error
         against the reference's, and their digest. Every rank calls it at the same point, after its training."""
         path, device, timeline = self.args.out / self.trace, self.rank.device, self.timeline
-        reference = shared_reference(self.args.steps, chunks, device)
+        reference = training.shared_reference(self.args.steps, chunks, device)
         backward_ops, issued_in_backward = collectives.backward_overlap(path)
         errors = {n: (named[n] - reference["params"][n]).abs().max().item() for n in named}
         worst = max(errors, key=errors.get)
         return dict(
             rank=self.rank.rank,
             losses=self.losses,
-            step_time_s=statistics.median(timed_steps(self.times)),
+            step_time_s=statistics.median(measurements.timed_steps(self.times)),
             collectives=self.log.summary(),
             held=held(params, self.opt),
             params_digest=digest(named),
@@ -171,7 +178,7 @@ class PipelineTimeline:
 
     def __init__(self, device: torch.device, stages):
         self.device = device
-        self.steps: list[list[Interval]] = []
+        self.steps: list[list[measurements.Interval]] = []
         self.cpu_s: list[float] = []  # per step: CPU seconds inside its chunks
         self.t0 = 0.0
         for stage in stages:
@@ -183,7 +190,7 @@ class PipelineTimeline:
         self.t0 = time.perf_counter()
 
     def _now(self) -> float:
-        sync(self.device)  # on a GPU: time its work, not the launch
+        training.sync(self.device)  # on a GPU: time its work, not the launch
         return time.perf_counter() - self.t0
 
     def resolution(self, samples: int = 101) -> float:
@@ -249,14 +256,16 @@ def digest(params: dict[str, torch.Tensor]) -> str:
     return h.hexdigest()[:16]
 
 
-def gather(record: RankRecord) -> list[RankRecord]:
+def gather(record: measurements.RankRecord) -> list[measurements.RankRecord]:
     """Every rank's record, on every rank, in rank order."""
     records = [None] * dist.get_world_size()
     dist.all_gather_object(records, record)
     return records
 
 
-def summary(records: list[RankRecord], losses: list[float], chunks: int, **pipeline) -> Run:
+def summary(
+    records: list[measurements.RankRecord], losses: list[float], chunks: int, **pipeline
+) -> measurements.Run:
     """One run's result from all ranks' records and the losses the run reports (one per step)."""
     ref = records[0]["reference_losses"]
     return dict(
@@ -270,7 +279,7 @@ def summary(records: list[RankRecord], losses: list[float], chunks: int, **pipel
     )
 
 
-def whole_model_run(measure: Instruments, model, chunks: int) -> Run:
+def whole_model_run(measure: Instruments, model, chunks: int) -> measurements.Run:
     """DDP's, FSDP's and tensor parallel's run, measured by `measure`: every rank holds (a part of) the whole
     model and computes a loss; the run's loss is the ranks' mean (each rank's chunk of the batch; tensor
     parallel: all the same)."""
@@ -281,10 +290,10 @@ def whole_model_run(measure: Instruments, model, chunks: int) -> Run:
     return summary(records, losses, chunks)
 
 
-def write(args, rank: Rank, strategy: str, runs: dict[str, Run], **extra) -> None:
-    """Rank 0 writes measurements.json."""
-    if rank.rank != 0:
-        return
+def write(
+    args, rank: process_group.Rank, strategy: str, runs: dict[str, measurements.Run], **extra
+) -> None:
+    """measurements.json (rank 0 writes it: run_demos)."""
     from torch.distributed import constants
 
     defaults = {"gloo": constants.default_pg_timeout, "nccl": constants.default_pg_nccl_timeout}
@@ -296,10 +305,10 @@ def write(args, rank: Rank, strategy: str, runs: dict[str, Run], **extra) -> Non
             device=rank.device.type,
             backend=rank.backend,
             steps=args.steps,
-            rows_per_chunk=ROWS,
+            rows_per_chunk=training.ROWS,
             seq_len=MAX_SENTENCE_LEN - 1,  # every sentence padded to this (data.to_tensors)
-            lr=LR,
-            tolerance=TOLERANCE[rank.device.type],
+            lr=training.LR,
+            tolerance=training.TOLERANCE[rank.device.type],
             torch=torch.__version__,
             timeout_s=args.pg_timeout,
             default_timeouts_s={k: v.total_seconds() if v else None for k, v in defaults.items()},
@@ -309,14 +318,28 @@ def write(args, rank: Rank, strategy: str, runs: dict[str, Run], **extra) -> Non
     )
 
 
-def run_demos(args, demos: dict, own_folders: bool = False) -> None:
-    """A demos' process: join the process group, run each demo (strategy -> its `run(args, rank)`, returning
-    its runs and the rest of its measurements); rank 0 writes each one's measurements.json in args.out, or in
-    args.out/<strategy> (`own_folders`: several demos in one launch); then leave."""
+@record  # a rank's traceback goes into torchrun's failure summary
+def run_demos(description: str, demos: dict, options=(), together: bool = False) -> None:
+    """A demo module's process under torchrun (its `__main__`): parse the demos' options and its own
+    (`options`, (flags, keywords) pairs), join the process group, run each demo (strategy -> its `run(args,
+    rank)`, returning its runs and the rest of its measurements; one that cannot split the model over these
+    ranks stops the job, saying why: launch.strategy_problem), and rank 0 writes each one's measurements.json
+    in args.out; `together` (together.py): the demos that --strategies names, one after another in one launch, each
+    in args.out/<strategy>. Then leave."""
+    # a rank speaks the lab's language (WORKSHOP_LANG in its environment: launch.environment); the options'
+    # texts are marked N_() until now
+    set_language(None)
+    parser = argparse.ArgumentParser(description=_(description))
+    for flags, keywords in (*process_group.OPTIONS, *options):
+        parser.add_argument(*flags, **{k: _(v) if k == "help" else v for k, v in keywords.items()})
+    args = parser.parse_args()
     rank = process_group.join(args)
-    for strategy, run in demos.items():
-        out = args.out / strategy if own_folders else args.out
+    for strategy in args.strategies if together else demos:
+        if why := launch.strategy_problem(strategy, rank.world):
+            raise SystemExit(why)
+        out = args.out / strategy if together else args.out
         own = argparse.Namespace(**{**vars(args), "out": out})  # its traces and dumps go there too
-        runs, extra = run(own, rank)
-        write(own, rank, strategy, runs, **extra)
+        runs, extra = demos[strategy](own, rank)
+        if rank.rank == 0:
+            write(own, rank, strategy, runs, **extra)
     process_group.leave()

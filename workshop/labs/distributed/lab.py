@@ -26,7 +26,6 @@ from workshop.labs.distributed import (
     plans,
 )
 from workshop.labs.distributed.grading import survey
-from workshop.labs.distributed.measurements import Measurements
 
 TIMEOUT_S = 300
 HANG_TIMEOUT_S = 5.0  # the hung-rank demo's --pg-timeout: how long its peers wait
@@ -70,13 +69,12 @@ def run(
         if together
         else [(strategy, [strategy], demo_args.get(strategy, ())) for strategy in usable]
     )
-    # each launch a step on the screen of a run (LabContext.step)
+    # each launch a step on the screen of a run (LabContext.step); the hung rank's needs a peer (N > 1)
     launches = [module for module, _strategies, _args in groups] + (
-        ["hang"] if "hang" in demos else []
+        ["hang"] if "hang" in demos and ctx.n_procs > 1 else []
     )
     for module, strategies, args in groups:
-        launch_step(ctx, module, launches)
-        data |= launch_demos(ctx, module, strategies, args, wall, failures)
+        data |= launch_demos(ctx, module, strategies, args, wall, failures, launches)
     pipeline = figure_rows.idle_by_schedule(data)
     for measured in data.values():
         demo_checks.check_strategy(ctx, measured, data.get("ddp"), pipeline)
@@ -84,7 +82,7 @@ def run(
     ctx.write_json("figures.json", [figure_rows.as_json(f) for f in rows])
     if pipeline:
         ctx.save_figure("pp/gantt.png", pipeline_idle.draw(data["pp"]["runs"], pipeline))
-    hang = hang_demo(ctx, launches) if "hang" in demos else None
+    hang = hang_demo(ctx, launches) if "hang" in launches else None
     grade_exercises(ctx, rows, data, ctx.out_dir)
     ctx.extra.update(
         n_procs=ctx.n_procs,
@@ -94,18 +92,9 @@ def run(
     ctx.render_summary(**summary_values(ctx, rows, data, pipeline, hang, wall, failures))
 
 
-def launch_step(ctx: LabContext, demo: str, launches: list[str]) -> None:
-    ctx.step(
-        _("the {demo} demo under torchrun").format(demo=demo),
-        launches.index(demo) + 1,
-        len(launches),
-    )
-
-
 def usable_here(ctx: LabContext, strategy: str) -> bool:
     """Whether the strategy can split the model N ways; if not, a failed check says why (it is not started)."""
-    why = launch.strategy_problem(strategy, ctx.n_procs)
-    if why:
+    if why := launch.strategy_problem(strategy, ctx.n_procs):
         ctx.check_equal(
             _("{strategy}: N={n} is usable (not started)").format(strategy=strategy, n=ctx.n_procs),
             why,
@@ -115,12 +104,18 @@ def usable_here(ctx: LabContext, strategy: str) -> bool:
 
 
 def launch_demos(
-    ctx: LabContext, module: str, strategies: list[str], args, wall: dict, failures: dict
-) -> dict[str, Measurements]:
+    ctx: LabContext,
+    module: str,
+    strategies: list[str],
+    args,
+    wall: dict,
+    failures: dict,
+    launches: list[str],
+) -> dict[str, measurements.Measurements]:
     """One torchrun launch of a demo module (a strategy's, or together.py for several): the measurements each
     of `strategies` wrote in its folder ({} when the launch failed: its log's end goes in the summary)."""
     out = ctx.out_dir if module == "together" else ctx.out_dir / module
-    rc, wall[module] = torchrun(ctx, module, module, out, args)
+    rc, wall[module] = torchrun(ctx, module, module, out, args, launches)
     ctx.check_equal(
         _("{strategy}: torchrun --nproc-per-node {n} exit code").format(
             strategy="+".join(strategies), n=ctx.n_procs // launch.agents().count
@@ -135,9 +130,16 @@ def launch_demos(
     return {s: measurements.read(ctx.out_dir / s) for s in strategies}
 
 
-def torchrun(ctx: LabContext, name: str, module: str, out: Path, args) -> tuple[int, float]:
+def torchrun(
+    ctx: LabContext, name: str, module: str, out: Path, args, launches: list[str]
+) -> tuple[int, float]:
     """One torchrun launch of a demo module, its output in <lab folder>/<name>/log.txt: (exit code, seconds),
-    said on the screen."""
+    said on the screen, where it is a step of the run's `launches` (LabContext.step)."""
+    ctx.step(
+        _("the {demo} demo under torchrun").format(demo=name),
+        launches.index(name) + 1,
+        len(launches),
+    )
     command = launch.agents().command(module, ctx.n_procs, ctx.device, out, args)
     rc, seconds = launch.run(command, ctx.out_dir / name / "log.txt", TIMEOUT_S)
     print(
@@ -149,26 +151,24 @@ def torchrun(ctx: LabContext, name: str, module: str, out: Path, args) -> tuple[
     return rc, seconds
 
 
-def hang_demo(ctx: LabContext, launches: list[str]) -> dict | None:
+def hang_demo(ctx: LabContext, launches: list[str]) -> dict:
     """DDP with the last rank hanging at step 1: the peers give up after HANG_TIMEOUT_S, and every rank dumps
-    its Flight Recorder buffer. One rank alone has no peer to wait for: not run with N=1. The run's last
-    launch (`launches`: launch_step)."""
-    launch_step(ctx, "hang", launches)
-    n, out = ctx.n_procs, ctx.out_dir / "hang"
-    if n < 2:
-        return None
-    hung = n - 1
+    its Flight Recorder buffer. The run's last launch (`launches`: torchrun), where it is one: one rank alone has
+    no peer to wait for, so N=1 does not run it."""
+    out, hung = ctx.out_dir / "hang", ctx.n_procs - 1
     # the default DDP run only: the hung rank stops it at step 1
-    options = ["--fail-rank", str(hung), "--fail-mode", "hang", "--pg-timeout", str(HANG_TIMEOUT_S)]
-    options += ["--steps", "2", "--runs", "ddp"]
-    rc, seconds = torchrun(ctx, "hang", "ddp", out, options)
+    options = [
+        *("--fail-rank", str(hung), "--fail-mode", "hang", "--pg-timeout", str(HANG_TIMEOUT_S)),
+        *("--steps", "2", "--runs", "ddp"),
+    ]
+    rc, seconds = torchrun(ctx, "hang", "ddp", out, options, launches)
     return demo_checks.check_hang(ctx, rc, seconds, HANG_TIMEOUT_S, hung, out)
 
 
 def grade_exercises(
     ctx: LabContext,
     rows: list[figure_rows.FigureRow],
-    data: dict[str, Measurements],
+    data: dict[str, measurements.Measurements],
     lab_dir: Path,
     graded: tuple[str, ...] = EXERCISES,
 ) -> None:
@@ -225,12 +225,11 @@ def regrade(ctx: LabContext, lab_dir: Path) -> None:
                     "with `python -m workshop check distributed {name} --rerun`"
                 ).format(run=lab_dir.parent.name, name=name),
             )
-    rows = figure_rows.rows(data, figure_rows.idle_by_schedule(data))
     graded = tuple(name for name, missing in lacking.items() if not missing)
-    grade_exercises(ctx, rows, data, lab_dir, graded)
+    grade_exercises(ctx, figure_rows.rows(data), data, lab_dir, graded)
 
 
-def missing_runs(data: dict[str, Measurements], exercise: str) -> list[str]:
+def missing_runs(data: dict[str, measurements.Measurements], exercise: str) -> list[str]:
     """The training runs ("ddp/small_buckets") that `exercise` is graded on at the run's N and the run lacks: the
     predictions, each strategy's first run; the others, every run a full run of the lab makes."""
     if not data:  # no demo wrote its measurements
@@ -257,16 +256,18 @@ def missing_runs(data: dict[str, Measurements], exercise: str) -> list[str]:
 def interleaving_idled_more(g: pipeline_idle.Idle | None, i: pipeline_idle.Idle | None) -> bool:
     """What the summary explains only when the run shows it: interleaving idled more than GPipe though its
     theory is lower, and its per-chunk waits took more of its step."""
-    if g is None or i is None:
-        return False
     return (
-        i["theory"] < g["theory"]
+        g is not None
+        and i is not None
+        and i["theory"] < g["theory"]
         and i["measured"] > g["measured"]
         and i["overhead_share"] > g["overhead_share"]
     )
 
 
-def ddp_overlap(rows: list[figure_rows.FigureRow], data: dict[str, Measurements]) -> dict | None:
+def ddp_overlap(
+    rows: list[figure_rows.FigureRow], data: dict[str, measurements.Measurements]
+) -> dict | None:
     """The DDP runs' all-reduces against their backward, for the summary (None where DDP did not run both or a
     trace shows no all-reduce in backward); `shown`: the run shows the contrast the summary's sentence states."""
     runs = [f for f in rows if f["strategy"] == "ddp"]
@@ -288,8 +289,11 @@ def ddp_overlap(rows: list[figure_rows.FigureRow], data: dict[str, Measurements]
         for f, share in zip(runs, shares, strict=True)
     ]
     default, small = table
-    shown = default["after"] == 0 and small["early"] > 0
-    return {"cap_mb": plans.BUCKET_CAP_MB["small_buckets"], "runs": table, "shown": shown}
+    return {
+        "cap_mb": plans.BUCKET_CAP_MB["small_buckets"],
+        "runs": table,
+        "shown": default["after"] == 0 and small["early"] > 0,
+    }
 
 
 def summary_values(ctx, rows, data, pipeline, hang, wall, failures) -> dict:

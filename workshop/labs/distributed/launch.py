@@ -22,9 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from workshop import i18n
 from workshop.foundations import proctree
-from workshop.i18n import _, ngettext
+from workshop.i18n import _, ngettext, set_language
 
 STRATEGIES = ("ddp", "fsdp", "tp", "pp")
 STOP_GRACE_S = 3.0  # torchrun's and the ranks' time to exit on SIGTERM before they are killed
@@ -156,15 +155,23 @@ class Agents:
         return None
 
     def command(self, strategy: str, world: int, device: str, out: Path, demo_args=()) -> list[str]:
-        per_agent = world // self.count
-        if self.endpoint is None:
-            return command(strategy, per_agent, device, out, demo_args=demo_args)
-        # --kill-on-bad-exit: an agent that fails takes the others down at once instead of leaving them waiting
-        srun = ["srun", "--ntasks", str(self.count), "--kill-on-bad-exit=1"]
-        # One rendezvous id per demo: an agent late for one demo never joins the next one's.
-        rdzv_id = f"{self.job_id}-{strategy}"
+        # No endpoint: one torchrun, --standalone. Else srun starts one agent per task; --kill-on-bad-exit: an
+        # agent that fails takes the others down at once instead of leaving them waiting.
+        srun = (
+            []
+            if self.endpoint is None
+            else ["srun", "--ntasks", str(self.count), "--kill-on-bad-exit=1"]
+        )
         return srun + command(
-            strategy, per_agent, device, out, self.count, None, self.endpoint, rdzv_id, demo_args
+            strategy,
+            world // self.count,
+            device,
+            out,
+            nnodes=self.count,
+            rdzv_endpoint=self.endpoint,
+            # one rendezvous id per demo: an agent late for one demo never joins the next one's
+            rdzv_id=f"{self.job_id}-{strategy}",
+            demo_args=demo_args,
         )
 
 
@@ -206,18 +213,17 @@ def run(cmd: list[str], log: Path, timeout_s: float = 300.0) -> tuple[int, float
         try:
             rc = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            proctree.stop_tree(proc.pid, STOP_GRACE_S)
-            rc = proc.wait()
+            # buffered: written after what the stopped ranks print, at the log's end
             f.write(_("\nkilled after {seconds:.0f} s\n").format(seconds=timeout_s))
-        finally:  # a signal (interrupt.Stopped) or an error: no rank outlives the lab
+        finally:  # the timeout, a signal (interrupt.Stopped) or an error: no rank outlives the lab
             if proc.poll() is None:
                 proctree.stop_tree(proc.pid, STOP_GRACE_S)
-                proc.wait()
+                rc = proc.wait()
     return rc, time.monotonic() - start
 
 
 def main(argv: list[str] | None = None) -> int:
-    i18n.set_language(None)  # WORKSHOP_LANG, else the locale
+    set_language(None)  # WORKSHOP_LANG, else the locale
     p = argparse.ArgumentParser(
         prog="python -m workshop.labs.distributed.launch",
         description=_(
@@ -244,8 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     a, demo_args = p.parse_args(argv[:cut]), argv[cut + 1 :]
     if a.nnodes > 1 and not a.rdzv_endpoint:
         p.error(_("--nnodes > 1 needs --rdzv-endpoint host:port (the same on every node)"))
-    why = capacity_problem(a.n, a.device) or strategy_problem(a.strategy, a.n * a.nnodes)
-    if why:
+    if why := capacity_problem(a.n, a.device) or strategy_problem(a.strategy, a.n * a.nnodes):
         p.error(why)
     cmd = command(
         a.strategy,

@@ -10,15 +10,10 @@ interleaved 1F1B (two smaller stages per rank: a smaller bubble, more messages).
 from __future__ import annotations
 
 import torch
-import torch.nn as nn
 from torch.distributed import pipelining
-from torch.distributed.elastic.multiprocessing.errors import record
 
 from workshop.i18n import N_, _
-from workshop.labs.distributed import instruments, process_group, training
-from workshop.labs.distributed.instruments import Instruments
-from workshop.labs.distributed.measurements import RankRecord, Run
-from workshop.labs.distributed.plans import STAGES_PER_RANK, microbatches, pp_usable, schedules_for
+from workshop.labs.distributed import instruments, measurements, plans, process_group, training
 from workshop.minigpt.model import GPT, lm_loss
 
 # schedule -> its class (plans.STAGES_PER_RANK: how many stages each rank holds)
@@ -29,7 +24,7 @@ SCHEDULE_CLASSES = {
 }
 
 
-class Stage(nn.Module):
+class Stage(torch.nn.Module):
     """Blocks [lo, hi) of a GPT; the first stage also embeds, the last also applies ln_f and lm_head.
     Parameter names are the GPT's own (blocks kept under their index), so they compare by name."""
 
@@ -37,7 +32,7 @@ class Stage(nn.Module):
         super().__init__()
         first, last = lo == 0, hi == gpt.cfg.n_layer
         self.tok_emb, self.pos_emb = (gpt.tok_emb, gpt.pos_emb) if first else (None, None)
-        self.blocks = nn.ModuleDict({str(i): gpt.blocks[i] for i in range(lo, hi)})
+        self.blocks = torch.nn.ModuleDict({str(i): gpt.blocks[i] for i in range(lo, hi)})
         self.ln_f, self.lm_head = (gpt.ln_f, gpt.lm_head) if last else (None, None)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -52,7 +47,7 @@ class Stage(nn.Module):
 
 def build(gpt: GPT, rank: process_group.Rank, name: str) -> list[pipelining.PipelineStage]:
     """This rank's stages of the schedule `name`: looped placement, rank r holds stages r, r+p, ..."""
-    v, p = STAGES_PER_RANK[name], rank.world
+    v, p = plans.STAGES_PER_RANK[name], rank.world
     n_stages, n_layer = p * v, gpt.cfg.n_layer
     ids = [rank.rank + k * p for k in range(v)]
     modules = [Stage(gpt, i * n_layer // n_stages, (i + 1) * n_layer // n_stages) for i in ids]
@@ -62,10 +57,10 @@ def build(gpt: GPT, rank: process_group.Rank, name: str) -> list[pipelining.Pipe
     ]
 
 
-def train(args, rank: process_group.Rank, name: str) -> list[RankRecord]:
+def train(args, rank: process_group.Rank, name: str) -> list[measurements.RankRecord]:
     """Train with one schedule; every rank's records of the run (each with its timeline)."""
-    cls, v = SCHEDULE_CLASSES[name], STAGES_PER_RANK[name]
-    m = microbatches(rank.world)
+    cls, v = SCHEDULE_CLASSES[name], plans.STAGES_PER_RANK[name]
+    m = plans.microbatches(rank.world)
     stages = build(training.load_model(rank.device), rank, name)
     schedule = cls(stages[0] if v == 1 else stages, m, loss_fn=lm_loss)
     params = [q for stage in stages for q in stage.submod.parameters()]
@@ -74,7 +69,7 @@ def train(args, rank: process_group.Rank, name: str) -> list[RankRecord]:
     x, y = training.batches(args.steps, m, rank.device)
     first, last = rank.rank == 0, rank.rank == rank.world - 1
     # each stage's forward and backward chunks timed: the run's timeline
-    with Instruments(args, rank, name, opt, stages) as measure:
+    with instruments.Instruments(args, rank, name, opt, stages) as measure:
         for s in measure.steps():
             opt.zero_grad()
             losses = []  # the last stage's, one per micro-batch
@@ -92,21 +87,22 @@ def train(args, rank: process_group.Rank, name: str) -> list[RankRecord]:
     return instruments.gather(measure.record(params, named, m))
 
 
-def run(args, rank: process_group.Rank) -> tuple[dict[str, Run], dict]:
+def run(args, rank: process_group.Rank) -> tuple[dict[str, measurements.Run], dict]:
     """One run per schedule that N allows and --schedules asks for; the others, with why, for its
     measurements.json."""
-    if why := pp_usable(rank.world):
-        raise SystemExit(why)
-    p, m = rank.world, microbatches(rank.world)
+    p, m = rank.world, plans.microbatches(rank.world)
     runs, skipped = {}, {}
-    for name, why_not in schedules_for(p).items():
+    for name, why_not in plans.schedules_for(p).items():
         if why_not or name not in args.schedules:
             skipped[name] = why_not or _("not asked for (--schedules)")
             continue
         records = train(args, rank, name)
-        losses = records[p - 1]["losses"]  # the last stage computes the loss
         runs[name] = instruments.summary(
-            records, losses, m, stages_per_rank=STAGES_PER_RANK[name], microbatches=m
+            records,
+            records[p - 1]["losses"],  # the run's losses: the last stage computes them
+            m,
+            stages_per_rank=plans.STAGES_PER_RANK[name],
+            microbatches=m,
         )
     return runs, {"skipped_schedules": skipped}
 
@@ -114,13 +110,7 @@ def run(args, rank: process_group.Rank) -> tuple[dict[str, Run], dict]:
 OPTIONS = [process_group.runs_option("--schedules", SCHEDULE_CLASSES)]
 
 
-@record
-def main() -> None:
-    args = process_group.parse_args(
-        N_("Pipeline-parallel demo of the MiniGPT (run under torchrun)"), OPTIONS
-    )
-    instruments.run_demos(args, {"pp": run})
-
-
 if __name__ == "__main__":
-    main()
+    instruments.run_demos(
+        N_("Pipeline-parallel demo of the MiniGPT (run under torchrun)"), {"pp": run}, OPTIONS
+    )

@@ -17,7 +17,6 @@ import torch
 import torch.distributed as dist
 from torch.distributed import distributed_c10d
 
-from workshop import i18n
 from workshop.i18n import N_, _
 from workshop.labs.distributed import flight_recorder
 from workshop.labs.distributed.training import STEPS
@@ -25,7 +24,7 @@ from workshop.labs.distributed.training import STEPS
 # How long joining the process group may wait for every rank: on a 2-core machine under load (a load average of
 # 12 was seen) a rank's imports took over 5 s, and the hung-rank demo's --pg-timeout 5 failed the join itself.
 JOIN_TIMEOUT_S = 120.0
-# Every demo's options: (flags, argparse keywords).
+# Every demo's options: (flags, argparse keywords); a demo's own follow (instruments.run_demos parses them).
 OPTIONS = [
     (
         ("--out",),
@@ -64,16 +63,6 @@ def runs_option(flag: str, runs) -> tuple:
         "default": choices,
         "help": N_("which to run"),
     }
-
-
-def parse_args(description: str, extra=()) -> argparse.Namespace:
-    """The demos' options, plus `extra` ((flags, keywords) pairs) for one demo's own. A rank speaks the lab's
-    language (WORKSHOP_LANG in its environment: launch.environment); its texts are marked N_() until now."""
-    i18n.set_language(None)
-    p = argparse.ArgumentParser(description=_(description))
-    for flags, keywords in (*OPTIONS, *extra):
-        p.add_argument(*flags, **{k: _(v) if k == "help" else v for k, v in keywords.items()})
-    return p.parse_args()
 
 
 @dataclass

@@ -8,22 +8,17 @@ torchrun and its ranks costs about 9 s on 2 cores, four times over when each dem
 
 from __future__ import annotations
 
-from torch.distributed.elastic.multiprocessing.errors import record
-
 from workshop.i18n import N_
 from workshop.labs.distributed import ddp, fsdp, instruments, pp, process_group, tp
 
 DEMOS = {"ddp": ddp.run, "fsdp": fsdp.run, "tp": tp.run, "pp": pp.run}
-
-
-@record
-def main() -> None:
-    options = [process_group.runs_option("--strategies", DEMOS), *ddp.OPTIONS, *pp.OPTIONS]
-    args = process_group.parse_args(
-        N_("Several demos of the MiniGPT in one launch (run under torchrun)"), options
-    )
-    instruments.run_demos(args, {s: DEMOS[s] for s in args.strategies}, own_folders=True)
-
+# which demos run, and the options of those that have their own (DDP's runs, the pipeline's schedules)
+OPTIONS = [process_group.runs_option("--strategies", DEMOS), *ddp.OPTIONS, *pp.OPTIONS]
 
 if __name__ == "__main__":
-    main()
+    instruments.run_demos(
+        N_("Several demos of the MiniGPT in one launch (run under torchrun)"),
+        DEMOS,
+        OPTIONS,
+        together=True,
+    )

@@ -13,7 +13,6 @@ Embeddings and LayerNorms stay replicated. The attention infers its local head c
 from __future__ import annotations
 
 from torch.distributed.device_mesh import init_device_mesh
-from torch.distributed.elastic.multiprocessing.errors import record
 from torch.distributed.tensor.parallel import (
     ColwiseParallel,
     RowwiseParallel,
@@ -22,10 +21,7 @@ from torch.distributed.tensor.parallel import (
 )
 
 from workshop.i18n import N_
-from workshop.labs.distributed import instruments, process_group, training
-from workshop.labs.distributed.instruments import Instruments
-from workshop.labs.distributed.measurements import Run
-from workshop.labs.distributed.plans import tp_usable
+from workshop.labs.distributed import instruments, measurements, process_group, training
 from workshop.minigpt.model import GPT, lm_loss
 
 BLOCK_PLAN = {
@@ -47,11 +43,11 @@ def parallelize(model: GPT, mesh) -> GPT:
     return parallelize_module(model, mesh, HEAD_PLAN)
 
 
-def train(args, rank: process_group.Rank, model: GPT) -> Run:
+def train(args, rank: process_group.Rank, model: GPT) -> measurements.Run:
     opt = training.optimizer(model.parameters())
     # one chunk: every rank the same whole batch
     x, y = training.batches(args.steps, 1, rank.device)
-    with Instruments(args, rank, "tp", opt) as measure:
+    with instruments.Instruments(args, rank, "tp", opt) as measure:
         for s in measure.steps():
             opt.zero_grad()
             with (
@@ -68,21 +64,17 @@ def train(args, rank: process_group.Rank, model: GPT) -> Run:
     return instruments.whole_model_run(measure, model, chunks=1)
 
 
-def run(args, rank: process_group.Rank) -> tuple[dict[str, Run], dict]:
-    """The demo's one run, and the LM head's rows on each rank for its measurements.json."""
-    if why := tp_usable(rank.world):
-        raise SystemExit(why)
+def run(args, rank: process_group.Rank) -> tuple[dict[str, measurements.Run], dict]:
+    """The demo's one run (N divides the heads and the vocabulary: run_demos checked), and the LM head's rows on
+    each rank for its measurements.json."""
     mesh = init_device_mesh(rank.device.type, (rank.world,), mesh_dim_names=("tp",))
     model = parallelize(training.load_model(rank.device), mesh)
-    runs = {"tp": train(args, rank, model)}
-    return runs, {"lm_head_local_shape": list(instruments.local(model.lm_head.weight).shape)}
-
-
-@record
-def main() -> None:
-    args = process_group.parse_args(N_("Tensor-parallel demo of the MiniGPT (run under torchrun)"))
-    instruments.run_demos(args, {"tp": run})
+    return {"tp": train(args, rank, model)}, {
+        "lm_head_local_shape": list(instruments.local(model.lm_head.weight).shape)
+    }
 
 
 if __name__ == "__main__":
-    main()
+    instruments.run_demos(
+        N_("Tensor-parallel demo of the MiniGPT (run under torchrun)"), {"tp": run}
+    )

@@ -7,17 +7,12 @@ from __future__ import annotations
 
 import math
 
-from workshop.labs.distributed import pipeline_idle, plans
-from workshop.labs.distributed.training import ROWS
+from workshop.labs.distributed import pipeline_idle, plans, training
 from workshop.minigpt.grammar import MAX_SENTENCE_LEN
 from workshop.minigpt.model import GPT, GPTConfig
 
 FP32 = 4
 SEQ = MAX_SENTENCE_LEN - 1  # tokens per sentence as the demos feed them
-
-
-def param_shapes(cfg: GPTConfig = GPTConfig()) -> dict[str, tuple[int, ...]]:
-    return {n: tuple(p.shape) for n, p in GPT(cfg).named_parameters()}
 
 
 def tp_local_numel(name: str, shape: tuple[int, ...], n: int) -> int:
@@ -49,12 +44,12 @@ def stage_bytes(shapes: dict, rank: int, p: int, cfg: GPTConfig = GPTConfig()) -
 def predictions(n: int, cfg: GPTConfig = GPTConfig()) -> dict:
     """The instructor's predictions at N = n: {"n": n, strategy: {field: value}}; None for a strategy that
     cannot use n ranks."""
-    shapes = param_shapes(cfg)
+    shapes = {n: tuple(p.shape) for n, p in GPT(cfg).named_parameters()}
     params = FP32 * sum(math.prod(s) for s in shapes.values())
     talks = n > 1
     # one (ROWS, T, C) tensor: a TP all-reduce, a PP send
-    activation = FP32 * ROWS * SEQ * cfg.d_model
-    per_token = FP32 * ROWS * SEQ  # loss_parallel's all-reduces: one number per token
+    activation = FP32 * training.ROWS * SEQ * cfg.d_model
+    per_token = FP32 * training.ROWS * SEQ  # loss_parallel's all-reduces: one number per token
     units = cfg.n_layer + 1  # FSDP: a unit per block, one for the rest (the root)
     # rank 0's shards
     padded = sum(-(-s[0] // n) * math.prod(s[1:]) for s in shapes.values()) * FP32
@@ -101,7 +96,10 @@ def answers(n: int, cfg: GPTConfig = GPTConfig()) -> dict:
     return {
         # every block again; the root stays gathered
         "fsdp_backward_allgathers": cfg.n_layer if n > 1 else 0,
-        "logits_gather_bytes": ROWS * (MAX_SENTENCE_LEN - 1) * cfg.vocab_size * 4,  # (B, T, V) fp32
+        "logits_gather_bytes": training.ROWS
+        * (MAX_SENTENCE_LEN - 1)
+        * cfg.vocab_size
+        * 4,  # (B, T, V) fp32
         "gpipe_idle_theory": pipeline_idle.theory(n, m),
         # rank 0 holds stages 0 and N: m activations forward from each, m gradients back from stage N
         "interleaved_sends_rank0": (3 * m if n > 1 else 0) if interleaves else None,

@@ -29,7 +29,14 @@ from pathlib import Path
 from workshop import i18n
 from workshop.i18n import _, templates
 from workshop.lab_api import LabContext
-from workshop.labs.distributed.figure_rows import FigureRow, as_json, completed, read, rebuilt
+from workshop.labs.distributed.figure_rows import (
+    FigureRow,
+    as_json,
+    completed,
+    measurements_in,
+    read,
+    rows,
+)
 from workshop.labs.distributed.grading.survey_strategies import strategy_problems
 from workshop.labs.distributed.grading.survey_text import (
     cited,
@@ -71,13 +78,17 @@ def starter(figures: list[FigureRow], source: str = "", lang: str = i18n.DEFAULT
     """The survey's template in `lang`, its tables filled with these figures, read from `source` (a figures.json,
     named in the text so that grading finds them again); no figures: placeholders."""
     first = figures[0] if figures else None
-    values = {
-        "figures": figures,
-        "source": source,
-        "n": first and first["n"],
-        "device": first and first["device"],
-    }
-    return templates.render(TEMPLATES, lang, values, STARTER)
+    return templates.render(
+        TEMPLATES,
+        lang,
+        {
+            "figures": figures,
+            "source": source,
+            "n": first and first["n"],
+            "device": first and first["device"],
+        },
+        STARTER,
+    )
 
 
 def template(lab_dir: Path | None, work: Path) -> str | None:
@@ -99,8 +110,10 @@ def relative(path: Path, folder: Path) -> str:
 
 def fixed(figure: FigureRow) -> tuple:
     """What does not change between runs at one N: the figures a survey's figures must share with the run."""
-    rows = tuple((r["phase"], r["op"], r["count"], r["bytes"]) for r in figure["collectives_rank0"])
-    return figure["demo"], figure["n"], figure["state_bytes_per_rank"], rows
+    calls = tuple(
+        (r["phase"], r["op"], r["count"], r["bytes"]) for r in figure["collectives_rank0"]
+    )
+    return figure["demo"], figure["n"], figure["state_bytes_per_rank"], calls
 
 
 def mismatches(quoted: list[FigureRow], run: list[FigureRow]) -> list[str]:
@@ -275,29 +288,31 @@ def figures_quoted(
             "survey.md names {path} as its figures, and it does not exist: name this run's instead "
             "({this_run}) and quote its figures"
         ).format(**named)
-    if (rows := readable(path)) is None:
+    if (quoted := readable(path)) is None:
         return run, _(
             "{path}, named in survey.md, is not a figures.json of this lab: name this run's instead "
             "({this_run})"
         ).format(**named)
     theirs, mine = graded_workspace(path.parent), workspace.read_record(ctx.work).get("id")
     if theirs and mine and theirs != mine:
-        return rows, _(
+        return quoted, _(
             "{path}, named in survey.md, is another workspace's run: quote one of your own runs (this run: "
             "{this_run})"
         ).format(**named)
     if unlike_its_run(path):
-        return rows, _(
+        return quoted, _(
             "{path}, named in survey.md, differs from its own run's measurements (edited, or copied from "
             "another run): quote one of your own runs (this run: {this_run})"
         ).format(**named)
-    return rows, None
+    return quoted, None
 
 
 def unlike_its_run(path: Path) -> bool:
     """Whether a figures.json's rows differ from those its run folder's measurements give, in the fields it has
     (one written by older code has fewer); False where the folder has no measurements to tell."""
-    measured = {f["demo"]: json.loads(json.dumps(as_json(f))) for f in rebuilt(path.parent)}
+    measured = {
+        f["demo"]: json.loads(json.dumps(as_json(f))) for f in rows(measurements_in(path.parent))
+    }
     return any(
         ours is not None and any(ours[k] != v for k, v in row.items() if k in ours)
         for row in json.loads(path.read_text())

@@ -209,9 +209,10 @@ def problems_of(s: Strategy, own: list[str]) -> list[str]:
         if not any(c == collective for c, _objects in said):
             problems.append(_("what is communicated ({collective})").format(collective=collective))
         elif not any(c == collective and obj in objects for c, objects in said):
-            what = _(OBJECT_NAMES[obj])
             problems.append(
-                _("what the {collective} carries ({what})").format(collective=collective, what=what)
+                _("what the {collective} carries ({what})").format(
+                    collective=collective, what=_(OBJECT_NAMES[obj])
+                )
             )
     return problems
 

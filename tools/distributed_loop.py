@@ -1,9 +1,10 @@
 """How long a learner waits for `check distributed`, the course's real interface (issue 27): a fresh workspace
 whose predictions are checked with no earlier run (the lab runs only what they are graded on), then again after
 one prediction changed (graded against that run without running the lab), then the whole lab checked. Target:
-the predictions in at most TARGET_S on a 2-core machine.
+the predictions in at most TARGET_S on a 2-core machine. check_loop.py times the predictions' check the same
+way for every lab with a target; this is the distributed lab's whole loop, the lab's run included.
 
-    python -m workshop bench distributed [--out DIR]   # DIR/distributed-check-loop/check_loop.md, printed
+    python -m tools distributed-loop [--out DIR]   # DIR/distributed-check-loop/check_loop.md, printed
 
 The workspace and its results live in a temporary folder, deleted after; only the record stays.
 """
@@ -104,7 +105,8 @@ def report(steps: list[Step]) -> str:
     )
 
 
-def main(out: Path) -> int:
+def main(args) -> int:
+    out = Path(args.out)
     with tempfile.TemporaryDirectory(prefix="distributed-check-loop-") as tmp:
         text = report(measure(Path(tmp)))
     path = atomic.write_text(Path(out) / "distributed-check-loop" / "check_loop.md", text)

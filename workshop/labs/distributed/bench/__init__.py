@@ -1,1 +1,0 @@
-"""The distributed lab's benchmarks (`python -m workshop bench distributed`)."""
