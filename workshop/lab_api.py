@@ -57,7 +57,7 @@ from workshop.foundations import atomic, lab_log
 from workshop.foundations.interrupt import exercise_limit
 from workshop.foundations.run_options import RunOptions
 from workshop.i18n import N_, _, templates
-from workshop.learner import failures, sandbox, workspace
+from workshop.learner import failures, learner_code, sandbox, workspace
 
 __all__ = ["Check", "LabContext", "LabSpec", "StandIn"]
 
@@ -224,7 +224,7 @@ class LabContext:
         if ex.id in self.skip:
             raise failures.ProcessDied(self.skip[ex.id])
         if ex.document is None:
-            return sandbox.implementation(self, ex)
+            return learner_code.solution_for(sandbox.worker(self), ex, self.graded)
         return workspace.document(self.work, self.name, ex) if self.graded else ex.load_reference()
 
     @contextlib.contextmanager
@@ -286,9 +286,14 @@ class LabContext:
                 failed = failures.learner_failure(ex, e, self.graded, path)
                 if failed is None:
                     if self.graded and not isinstance(e, GeneratorExit):
+                        # stopped from outside (the lab's time limit, a signal): where the learner's code was
                         self.record(
-                            failures.cut_short(ex, e, path)
-                        )  # the lab's time limit, an interrupt
+                            failures.failed_check(
+                                "stopped",
+                                ex.id,
+                                f"{workspace.where(e, path)}: {workspace.describe(e)}",
+                            )
+                        )
                     raise
                 self.record(failed)
             finally:

@@ -26,7 +26,6 @@ from workshop import i18n, labs
 from workshop.declarations import checks
 from workshop.declarations.exercise import Exercise
 from workshop.foundations import results
-from workshop.grading import workspace_init
 from workshop.i18n import N_, _, ngettext
 from workshop.learner import workspace
 
@@ -72,16 +71,6 @@ def refuse_early(lab_names: list[str], work: Path) -> None:
                     command=f"python -m workshop exercises init {workspace.display(work)} --lab {lab}",
                 )
             )
-
-
-def write_waiting_documents(lab_names: list[str], work: Path, run_dir: Path) -> list[Path]:
-    """Documents whose template needed a run: written now from this run, where still missing."""
-    return [
-        path
-        for lab in lab_names
-        for ex in labs.exercises(lab)
-        if ex.document and (path := workspace_init.write_waiting_document(work, ex, run_dir / lab))
-    ]
 
 
 def regrade_sources(results_root: Path, work: Path, ids: tuple[str, ...]) -> dict[str, str]:

@@ -120,9 +120,3 @@ def not_started(ex: Exercise, error: str) -> Check:
     check = failed_check("not_started", ex.id, _(checks.NOT_STARTED))
     check.message = ex.not_started_message() if error in ("", ex.id) else error
     return check
-
-
-def cut_short(ex: Exercise, e: BaseException, path: Path) -> Check:
-    """The failed check of an exercise whose grading was stopped from outside (the lab's time limit, a
-    signal): where the learner's code was when it happened."""
-    return failed_check("stopped", ex.id, f"{workspace.where(e, path)}: {workspace.describe(e)}")

@@ -1,5 +1,5 @@
-"""Where LabContext meets the worker: which worker a lab's process starts, and the Solution a grading block
-yields (learner/failures.py says how the learner's code failed there).
+"""Where LabContext meets the worker: which worker a lab's process starts (the Solution a grading block yields
+on it: learner_code.solution_for; learner/failures.py says how the learner's code failed there).
 
 Which worker: for the learner's code, a container of the run's worker_image (`grade` asks for the learner
 edition's image where Docker works), else a worker process of this machine, in the namespace sandbox where `grade`
@@ -14,7 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from workshop import labs
-from workshop.declarations.exercise import Exercise
 from workshop.foundations.worker_container import ContainerWorker
 from workshop.foundations.worker_process import NativeWorker
 from workshop.i18n import _
@@ -55,11 +54,6 @@ def worker(ctx) -> learner_code.Worker | learner_code.LocalWorker:
         )
         ctx._worker = learner_code.Worker(launcher(ctx), ctx.device, learner)
     return ctx._worker
-
-
-def implementation(ctx, ex: Exercise) -> learner_code.Solution:
-    """What `with ctx.grading(name) as impl:` yields (see learner_code.py)."""
-    return learner_code.solution_for(worker(ctx), ex, ctx.graded)
 
 
 def begin(ctx) -> None:
