@@ -268,9 +268,8 @@ class NativeWorker(Launched):
 
     def end(self) -> None:
         proctree.stop_tree(self.proc.pid, GRACE_S)
-        if (
-            self.uid is not None
-        ):  # SIGKILL every process of its uid: whatever its code left running, detached or not
+        # SIGKILL every process of its own uid: whatever its code left running, detached or not
+        if self.uid is not None:
             owned = {pid for pid, owner in process_uids().items() if owner == self.uid}
             proctree.signal_each(owned, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
