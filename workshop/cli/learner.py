@@ -175,7 +175,7 @@ def whole_lines(table: Table) -> None:
 def cmd_check(args) -> int:
     lab_names, only = check_targets(args.labs, args.only)
     work = Path(args.work)
-    with stop_on(check_report.CheckRefused):
+    with stop_on(workspace.LearnerError):
         check_report.refuse_early(lab_names, work)
     if args.hint and not only:
         raise fail(_("--hint needs the exercise: python -m workshop check LAB EXERCISE --hint"))

@@ -44,15 +44,12 @@ def mark(status: str) -> str:
     return f"[{style}]{_(text):<{width}}[/{style}]"
 
 
-class CheckRefused(Exception):
-    """The check cannot start (one line: what is wrong and the fix)."""
-
-
 def refuse_early(lab_names: list[str], work: Path) -> None:
-    """Stop before any lab runs when the workspace or a lab's file is not there: say how to make it. (A lab without
-    exercises never gets here: the command line stops at its name, cli.learner.exercise_labs.)"""
+    """Stop before any lab runs when the workspace or a lab's file is not there: workspace.LearnerError, whose one
+    line says how to make it. (A lab without exercises never gets here: the command line stops at its name,
+    cli.learner.exercise_labs.)"""
     if not Path(work).is_dir():
-        raise CheckRefused(
+        raise workspace.LearnerError(
             _("{work} is not a folder: make your workspace with `{command}`").format(
                 work=workspace.display(work),
                 command=f"python -m workshop exercises init {workspace.display(work)}",
@@ -65,7 +62,7 @@ def refuse_early(lab_names: list[str], work: Path) -> None:
             if n.endswith(".py") and not (Path(work) / n).is_file()
         ]
         if missing:
-            raise CheckRefused(
+            raise workspace.LearnerError(
                 _("{file} does not exist: write it with `{command}`").format(
                     file=workspace.display(missing[0]),
                     command=f"python -m workshop exercises init {workspace.display(work)} --lab {lab}",
