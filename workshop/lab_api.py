@@ -308,7 +308,20 @@ class LabContext:
         *args), the pieces the learner's (the references' when no workspace is graded), and returns wire values.
         Raises LearnerCodeFailed: kind "missing" names every missing piece ("a, b"), "not_started" a stub, the
         rest as a block's."""
-        return sandbox.probe(self, function, args, attributes)
+        exercises = [ex for ex in labs.exercises(self.name) if ex.attribute in attributes]
+        if not self.graded:
+            target = {"references": {ex.attribute: ex.reference for ex in exercises}}
+            return learner_code.Solution(sandbox.worker(self), target).probe(function, *args)
+        try:
+            found = sandbox.worker(self)
+        except workspace.LearnerError:  # no <lab>.py: every piece is missing
+            path = workspace.display(workspace.lab_file(self.work, self.name))
+            raise learner_code.LearnerCodeFailed("missing", ", ".join(attributes), path) from None
+        found.refuse_imported(list(attributes))
+        limit = max((ex.time_limit_s for ex in exercises), default=None)
+        return learner_code.Solution(found, {"attributes": list(attributes)}, limit).probe(
+            function, *args
+        )
 
     def exercise_results(self) -> dict[str, dict]:
         """Exercise id -> its entry in result.json (Exercise.result), for every exercise of the lab: its status,

@@ -10,7 +10,6 @@ process (learner_code.LocalWorker). One per lab process, stopped when the lab en
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from workshop import labs
@@ -54,33 +53,6 @@ def worker(ctx) -> learner_code.Worker | learner_code.LocalWorker:
         )
         ctx._worker = learner_code.Worker(launcher(ctx), ctx.device, learner)
     return ctx._worker
-
-
-def begin(ctx) -> None:
-    """Start the learner's worker as the lab starts, when it grades a workspace with code exercises: it loads
-    while the lab prepares its cases."""
-    code = ctx.graded and any(ex.attribute for ex in labs.exercises(ctx.name))
-    if code and workspace.lab_file(ctx.work, ctx.name).is_file():
-        worker(ctx).begin()
-
-
-def probe(ctx, function: Callable, args: tuple, attributes: tuple[str, ...]):
-    """function({attribute: piece}, *args) in the worker, over several of the lab's exercises' pieces at once
-    (the learner's when a workspace is graded, else the references): LabContext.probe."""
-    exercises = [ex for ex in labs.exercises(ctx.name) if ex.attribute in attributes]
-    if not ctx.graded:
-        target = {"references": {ex.attribute: ex.reference for ex in exercises}}
-        return learner_code.Solution(worker(ctx), target).probe(function, *args)
-    try:
-        found = worker(ctx)
-    except workspace.LearnerError:  # no <lab>.py: every piece is missing
-        path = workspace.display(workspace.lab_file(ctx.work, ctx.name))
-        raise learner_code.LearnerCodeFailed("missing", ", ".join(attributes), path) from None
-    found.refuse_imported(list(attributes))
-    limit = max((ex.time_limit_s for ex in exercises), default=None)
-    return learner_code.Solution(found, {"attributes": list(attributes)}, limit).probe(
-        function, *args
-    )
 
 
 def stop(ctx) -> None:
