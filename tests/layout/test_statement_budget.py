@@ -29,8 +29,8 @@ MACHINERY = (
 TARGET = {"workshop": 10_000, "machinery": 2_800, "lab": 1_300, "lines": 400}
 # area -> the statements (for a file: the lines) it holds today, over its target
 CEILING = {
-    "workshop": 10_562,
-    "machinery": 3_411,
+    "workshop": 10_560,
+    "machinery": 3_409,
     "labs/custom_op": 1_765,
     "labs/distributed": 1_492,
 }
