@@ -57,7 +57,7 @@ from workshop.foundations import atomic, lab_log
 from workshop.foundations.interrupt import exercise_limit
 from workshop.foundations.run_options import RunOptions
 from workshop.i18n import N_, _, templates
-from workshop.learner import failures, sandbox, workspace
+from workshop.learner import failures, learner_code, sandbox, workspace
 
 __all__ = ["Check", "LabContext", "LabSpec", "StandIn"]
 
@@ -224,7 +224,7 @@ class LabContext:
         if ex.id in self.skip:
             raise failures.ProcessDied(self.skip[ex.id])
         if ex.document is None:
-            return sandbox.implementation(self, ex)
+            return learner_code.solution_for(sandbox.worker(self), ex, self.graded)
         return workspace.document(self.work, self.name, ex) if self.graded else ex.load_reference()
 
     @contextlib.contextmanager
@@ -286,9 +286,14 @@ class LabContext:
                 failed = failures.learner_failure(ex, e, self.graded, path)
                 if failed is None:
                     if self.graded and not isinstance(e, GeneratorExit):
+                        # stopped from outside (the lab's time limit, a signal): where the learner's code was
                         self.record(
-                            failures.cut_short(ex, e, path)
-                        )  # the lab's time limit, an interrupt
+                            failures.failed_check(
+                                "stopped",
+                                ex.id,
+                                f"{workspace.where(e, path)}: {workspace.describe(e)}",
+                            )
+                        )
                     raise
                 self.record(failed)
             finally:
@@ -303,7 +308,20 @@ class LabContext:
         *args), the pieces the learner's (the references' when no workspace is graded), and returns wire values.
         Raises LearnerCodeFailed: kind "missing" names every missing piece ("a, b"), "not_started" a stub, the
         rest as a block's."""
-        return sandbox.probe(self, function, args, attributes)
+        exercises = [ex for ex in labs.exercises(self.name) if ex.attribute in attributes]
+        if not self.graded:
+            target = {"references": {ex.attribute: ex.reference for ex in exercises}}
+            return learner_code.Solution(sandbox.worker(self), target).probe(function, *args)
+        try:
+            found = sandbox.worker(self)
+        except workspace.LearnerError:  # no <lab>.py: every piece is missing
+            path = workspace.display(workspace.lab_file(self.work, self.name))
+            raise learner_code.LearnerCodeFailed("missing", ", ".join(attributes), path) from None
+        found.refuse_imported(list(attributes))
+        limit = max((ex.time_limit_s for ex in exercises), default=None)
+        return learner_code.Solution(found, {"attributes": list(attributes)}, limit).probe(
+            function, *args
+        )
 
     def exercise_results(self) -> dict[str, dict]:
         """Exercise id -> its entry in result.json (Exercise.result), for every exercise of the lab: its status,

@@ -18,7 +18,6 @@ from workshop import i18n, labs
 from workshop.cli.main import main
 from workshop.declarations import checks
 from workshop.grading import check_report
-from workshop.grading.check_report import CheckRefused
 from workshop.harness import child
 from workshop.learner import workspace
 
@@ -37,11 +36,13 @@ def test_a_check_that_cannot_start_says_the_fix(work):
     ):
         main(["check", "minigpt", "--work", str(work), "--lang", "en"])
     with pytest.raises(
-        CheckRefused, match=r"nowhere is not a folder: make your workspace with `python -m"
+        workspace.LearnerError,
+        match=r"nowhere is not a folder: make your workspace with `python -m",
     ):
         check_report.refuse_early(["autograd"], work.parent / "nowhere")
     with pytest.raises(
-        CheckRefused, match=r"my-work/autograd.py does not exist: write it with `python -m"
+        workspace.LearnerError,
+        match=r"my-work/autograd.py does not exist: write it with `python -m",
     ):
         check_report.refuse_early(["autograd"], work)
 

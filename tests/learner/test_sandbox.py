@@ -45,5 +45,5 @@ def test_a_missing_lab_file_says_how_to_make_it(tmp_path, monkeypatch):
     with pytest.raises(
         LearnerError, match=r"my-work/autograd.py does not exist: run `python -m workshop"
     ):
-        sandbox.implementation(ctx, EX)
+        ctx.solution(EX)
     assert ctx._worker is None  # nothing started

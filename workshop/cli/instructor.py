@@ -18,7 +18,7 @@ from pathlib import Path
 from workshop.cli.learner import console, exercise_labs, graded_run
 from workshop.cli.options import RUN_OPTIONS, add_command, arg, fail, stop_on
 from workshop.foundations import device, worker_container, worker_process
-from workshop.grading import grade_table, gradebook
+from workshop.grading import edition, grade_table, gradebook
 from workshop.i18n import _
 
 BUILD = "docker compose build learner-edition"  # the learner edition's image: grade's sandbox
@@ -126,8 +126,6 @@ def class_edition(stack: contextlib.ExitStack) -> Path:
     """The learner edition, built for this class (never the cached one of `check`, which a hand-in's worker of
     this user's could have written) in a folder every uid can read, removed when `stack` closes: the code each
     hand-in's worker imports."""
-    from workshop.grading import edition  # reads every lab's references: only for this command
-
     folder = Path(
         stack.enter_context(tempfile.TemporaryDirectory(dir=worker_process.scratch_root()))
     )
@@ -163,7 +161,6 @@ def namespace_sandbox(hidden: list[Path], stack: contextlib.ExitStack) -> dict:
 
 
 def cmd_edition(args) -> int:
-    from workshop.grading import edition  # reads every lab's references: only for this command
 
     with stop_on(FileExistsError):
         report = edition.build_learner(Path(args.out))

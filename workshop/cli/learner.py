@@ -175,7 +175,7 @@ def whole_lines(table: Table) -> None:
 def cmd_check(args) -> int:
     lab_names, only = check_targets(args.labs, args.only)
     work = Path(args.work)
-    with stop_on(check_report.CheckRefused):
+    with stop_on(workspace.LearnerError):
         check_report.refuse_early(lab_names, work)
     if args.hint and not only:
         raise fail(_("--hint needs the exercise: python -m workshop check LAB EXERCISE --hint"))
@@ -205,7 +205,14 @@ def cmd_check(args) -> int:
         console.print("\n".join(["", *lines]), markup=True)
     if run_dir is None:
         return 1
-    for path in check_report.write_waiting_documents(graded, work, run_dir):
+    # the documents whose template needed a run, written now from this one where still missing
+    for path in [
+        written
+        for lab in graded
+        for ex in labs.exercises(lab)
+        if ex.document
+        and (written := workspace_init.write_waiting_document(work, ex, run_dir / lab))
+    ]:
         console.print(
             _("wrote {file} from this run's figures: fill it in, then check again").format(
                 file=workspace.display(path)

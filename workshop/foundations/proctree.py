@@ -84,7 +84,8 @@ def alive(pid: int) -> bool:
     return True
 
 
-def _signal(pids: set[int], signum: int) -> None:
+def signal_each(pids: set[int], signum: int) -> None:
+    """Send `signum` to each of `pids` (one gone already, or not ours to signal, left out)."""
     for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signum)
@@ -106,15 +107,15 @@ def stop_tree(
     signalled: set[int] = set()
     deadline = time.monotonic() + grace_s
     while tree:
-        _signal((tree - signalled) & {pid}, root_signal)
-        _signal(tree - signalled - {pid}, signal.SIGTERM)
+        signal_each((tree - signalled) & {pid}, root_signal)
+        signal_each(tree - signalled - {pid}, signal.SIGTERM)
         signalled |= tree
         if time.monotonic() > deadline:
             break
         time.sleep(0.05)
         # The snapshot keeps a process whose parent died first; re-reading it adds any child started since.
         tree = _tree(tree)
-    _signal(tree, signal.SIGKILL)
+    signal_each(tree, signal.SIGKILL)
     for _ in range(40):  # SIGKILL cannot be caught, but takes a moment to act
         if not _tree(tree):
             break

@@ -208,10 +208,12 @@ def latest_name(manifest: dict) -> str:
     return LATEST_CHECK if implementation.get("kind") == "workspace" else LATEST
 
 
-def stop_run(run_dir: Path, why: str, lab: str | None) -> None:
-    """Mark the run interrupted: why (a signal, a full disk) and during which lab. results/latest stays."""
+def stop_run(run_dir: Path, why: str, lab: str | None, labs_ended: dict | None = None) -> None:
+    """Mark the run interrupted: why (a signal, a full disk) and during which lab, with the labs that ended
+    (update_manifest's). results/latest stays."""
     update_manifest(
         run_dir,
+        labs_ended,
         status="interrupted",
         end_time=_now(),
         stopped={"why": why, "lab": lab},

@@ -268,8 +268,10 @@ class NativeWorker(Launched):
 
     def end(self) -> None:
         proctree.stop_tree(self.proc.pid, GRACE_S)
+        # SIGKILL every process of its own uid: whatever its code left running, detached or not
         if self.uid is not None:
-            stop_user(self.uid)
+            owned = {pid for pid, owner in process_uids().items() if owner == self.uid}
+            proctree.signal_each(owned, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(GRACE_S)
         shutil.rmtree(self.scratch, ignore_errors=True)
@@ -370,10 +372,3 @@ def free_uid() -> int:
     while uid in taken:
         uid += 1
     return uid
-
-
-def stop_user(uid: int) -> None:
-    """SIGKILL every process of `uid` (the worker's own uid: whatever its code left running, detached or not)."""
-    for pid in [pid for pid, owner in process_uids().items() if owner == uid]:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)

@@ -26,7 +26,6 @@ from workshop import i18n, labs
 from workshop.declarations import checks
 from workshop.declarations.exercise import Exercise
 from workshop.foundations import results
-from workshop.grading import workspace_init
 from workshop.i18n import N_, _, ngettext
 from workshop.learner import workspace
 
@@ -45,15 +44,12 @@ def mark(status: str) -> str:
     return f"[{style}]{_(text):<{width}}[/{style}]"
 
 
-class CheckRefused(Exception):
-    """The check cannot start (one line: what is wrong and the fix)."""
-
-
 def refuse_early(lab_names: list[str], work: Path) -> None:
-    """Stop before any lab runs when the workspace or a lab's file is not there: say how to make it. (A lab without
-    exercises never gets here: the command line stops at its name, cli.learner.exercise_labs.)"""
+    """Stop before any lab runs when the workspace or a lab's file is not there: workspace.LearnerError, whose one
+    line says how to make it. (A lab without exercises never gets here: the command line stops at its name,
+    cli.learner.exercise_labs.)"""
     if not Path(work).is_dir():
-        raise CheckRefused(
+        raise workspace.LearnerError(
             _("{work} is not a folder: make your workspace with `{command}`").format(
                 work=workspace.display(work),
                 command=f"python -m workshop exercises init {workspace.display(work)}",
@@ -66,22 +62,12 @@ def refuse_early(lab_names: list[str], work: Path) -> None:
             if n.endswith(".py") and not (Path(work) / n).is_file()
         ]
         if missing:
-            raise CheckRefused(
+            raise workspace.LearnerError(
                 _("{file} does not exist: write it with `{command}`").format(
                     file=workspace.display(missing[0]),
                     command=f"python -m workshop exercises init {workspace.display(work)} --lab {lab}",
                 )
             )
-
-
-def write_waiting_documents(lab_names: list[str], work: Path, run_dir: Path) -> list[Path]:
-    """Documents whose template needed a run: written now from this run, where still missing."""
-    return [
-        path
-        for lab in lab_names
-        for ex in labs.exercises(lab)
-        if ex.document and (path := workspace_init.write_waiting_document(work, ex, run_dir / lab))
-    ]
 
 
 def regrade_sources(results_root: Path, work: Path, ids: tuple[str, ...]) -> dict[str, str]:

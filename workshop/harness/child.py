@@ -39,7 +39,13 @@ def main(lab_dir: Path, lab: str) -> int:
         os.environ.pop(CHECKPOINT_ENVIRONMENT, None)
     ctx = LabContext(lab, Path(lab_dir), options, skip=options.skip)
     start = time.monotonic()
-    sandbox.begin(ctx)  # the learner's worker loads while the lab prepares
+    # the learner's worker, where a workspace with code exercises is graded, loads while the lab prepares its cases
+    if (
+        ctx.graded
+        and any(ex.attribute for ex in labs.exercises(ctx.name))
+        and workspace.lab_file(ctx.work, ctx.name).is_file()
+    ):
+        sandbox.worker(ctx).begin()
     # before the lab's time limit starts: torch's import is not the lab's time, and a limit that fires inside its
     # native start-up can abort the process before it writes its result
     torch_import.import_torch()

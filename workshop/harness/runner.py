@@ -110,8 +110,7 @@ def run_labs(
                     why = _("the disk under {root} is full").format(
                         root=workspace.display(run_dir.parent)
                     )
-                    results.update_manifest(run_dir, {name: {**status[name], "stopped": why}})
-                    results.stop_run(run_dir, why, name)
+                    results.stop_run(run_dir, why, name, {name: {**status[name], "stopped": why}})
                     full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
                     raise results.RunFolderError(results.unusable(run_dir.parent, full))
                 # (its result.json is written: the disk was not full)

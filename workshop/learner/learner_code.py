@@ -36,12 +36,6 @@ MAX_SOURCE = 2**20  # bytes of the learner's file read
 LOAD_S = 120.0  # CPU seconds the learner's file may take to import
 
 
-def learner_edition() -> bool:
-    """Whether this is the learner edition (grading/edition.py): its references are stubs, so a reference run
-    finds each exercise not started, and goes on with the lab's demonstrations."""
-    return (Path(__file__).resolve().parents[1] / "EDITION.json").is_file()
-
-
 def said(text, limit: int = 2000) -> str:
     """What the worker said, as text fit for a check, a summary and a table: one line, printable, capped."""
     line = " ".join(str(text).split())

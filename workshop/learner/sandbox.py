@@ -1,5 +1,5 @@
-"""Where LabContext meets the worker: which worker a lab's process starts, and the Solution a grading block
-yields (learner/failures.py says how the learner's code failed there).
+"""Where LabContext meets the worker: which worker a lab's process starts (the Solution a grading block yields
+on it: learner_code.solution_for; learner/failures.py says how the learner's code failed there).
 
 Which worker: for the learner's code, a container of the run's worker_image (`grade` asks for the learner
 edition's image where Docker works), else a worker process of this machine, in the namespace sandbox where `grade`
@@ -10,11 +10,9 @@ process (learner_code.LocalWorker). One per lab process, stopped when the lab en
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from workshop import labs
-from workshop.declarations.exercise import Exercise
 from workshop.foundations.worker_container import ContainerWorker
 from workshop.foundations.worker_process import NativeWorker
 from workshop.i18n import _
@@ -55,38 +53,6 @@ def worker(ctx) -> learner_code.Worker | learner_code.LocalWorker:
         )
         ctx._worker = learner_code.Worker(launcher(ctx), ctx.device, learner)
     return ctx._worker
-
-
-def implementation(ctx, ex: Exercise) -> learner_code.Solution:
-    """What `with ctx.grading(name) as impl:` yields (see learner_code.py)."""
-    return learner_code.solution_for(worker(ctx), ex, ctx.graded)
-
-
-def begin(ctx) -> None:
-    """Start the learner's worker as the lab starts, when it grades a workspace with code exercises: it loads
-    while the lab prepares its cases."""
-    code = ctx.graded and any(ex.attribute for ex in labs.exercises(ctx.name))
-    if code and workspace.lab_file(ctx.work, ctx.name).is_file():
-        worker(ctx).begin()
-
-
-def probe(ctx, function: Callable, args: tuple, attributes: tuple[str, ...]):
-    """function({attribute: piece}, *args) in the worker, over several of the lab's exercises' pieces at once
-    (the learner's when a workspace is graded, else the references): LabContext.probe."""
-    exercises = [ex for ex in labs.exercises(ctx.name) if ex.attribute in attributes]
-    if not ctx.graded:
-        target = {"references": {ex.attribute: ex.reference for ex in exercises}}
-        return learner_code.Solution(worker(ctx), target).probe(function, *args)
-    try:
-        found = worker(ctx)
-    except workspace.LearnerError:  # no <lab>.py: every piece is missing
-        path = workspace.display(workspace.lab_file(ctx.work, ctx.name))
-        raise learner_code.LearnerCodeFailed("missing", ", ".join(attributes), path) from None
-    found.refuse_imported(list(attributes))
-    limit = max((ex.time_limit_s for ex in exercises), default=None)
-    return learner_code.Solution(found, {"attributes": list(attributes)}, limit).probe(
-        function, *args
-    )
 
 
 def stop(ctx) -> None:
