@@ -1,8 +1,8 @@
 """The benchmark's verdicts, summary and chart, from the measured rows of benchmark.py (no GPU needed here).
 
-Targets (H200):
+Targets (on any GPU; first set on an H200, the copy ratio raised from 0.90 to 0.95 since):
 - device time: forward and backward >= every peer (torch, Inductor, Liger: the run's doc["peers"]) on every shape,
-  the small ones included; and >= 0.90 x the copy bandwidth of their bytes on every shape with >= 32 MiB of input
+  the small ones included; and >= 0.95 x the copy bandwidth of their bytes on every shape with >= 32 MiB of input
   (under it, launch latency, not bandwidth, sets the time: listed as information);
 - eager time: ours called from Python >= 0.90 x torch's, forward and backward, on the shapes of >= 32 MiB.
 And on the host, at a tiny shape: one forward call <= 1.2 x a custom_op's that only clones (eager_cost.clone_op: the
@@ -21,7 +21,7 @@ from workshop import i18n  # noqa: E402
 from workshop.foundations import atomic  # noqa: E402
 from workshop.i18n import templates  # noqa: E402
 
-VS_COPY, EAGER_VS_TORCH, CALL_VS_CLONE, STEP_VS_TORCH, MIN_MIB = 0.90, 0.90, 1.2, 2.0, 32.0
+VS_COPY, EAGER_VS_TORCH, CALL_VS_CLONE, STEP_VS_TORCH, MIN_MIB = 0.95, 0.90, 1.2, 2.0, 32.0
 NOT_PEERS = ("ours", "copy", "ours_eager", "torch_eager")  # a row's other cells are its peers'
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 TARGETS = {  # a row's verdict key: (what it says, the ratio it judges, the least ratio that meets it)
