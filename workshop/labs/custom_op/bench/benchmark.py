@@ -88,17 +88,16 @@ def eager_timer(fn):
 def balanced_orders(n: int) -> list[list[int]]:
     """Orders of range(n) in which each index comes first equally often and comes directly after each other index
     equally often: a Williams design, n orders (2n where n is odd, each order then also reversed)."""
-    first = [0] + [
-        (k + 1) // 2 if k % 2 else n - k // 2 for k in range(1, n)
-    ]  # 0, 1, n-1, 2, n-2, ...
+    # the first order: 0, 1, n-1, 2, n-2, ...; the others add 1, 2, ... to it (mod n)
+    first = [0] + [(k + 1) // 2 if k % 2 else n - k // 2 for k in range(1, n)]
     orders = [[(i + shift) % n for i in first] for shift in range(n)]
     return orders + [order[::-1] for order in orders] if n % 2 else orders
 
 
 def timed_in_rounds(timers: dict) -> dict[str, list[float]]:
     """{name: what its timer() gave in each of at least ROUNDS rounds}: every timer once a round, the rounds'
-    orders balanced_orders, repeated. A contender's time depends on what ran just before it: each timed once in a fixed
-    order, the first of a (shape, direction) read 12-14% fewer GB/s than its own median in 8 of 12 cases
+    orders balanced_orders, repeated. A contender's time depends on what ran just before it: each timed once in a
+    fixed order, the first of a (shape, direction) read 12-14% fewer GB/s than its own median in 8 of 12 cases
     (benchmarks/gpu-records/20261207-0730-h100-issue41-replay-and-host); in rounds whose order only turned, each
     kept the same predecessor, and Liger, always after Inductor, read 3-5% ahead of ours, always after a copy,
     where the two alternating were level (20261207-0915-h100-issue41-interleaved)."""

@@ -40,10 +40,8 @@ TARGETS = {  # a row's verdict key: (what it says, the ratio it judges, the leas
         EAGER_VS_TORCH,
     ),
 }
-EVERY_SHAPE = (
-    "fwd_best_met",
-    "bwd_best_met",
-)  # judged on every shape; the others on shapes of >= MIN_MIB
+# the targets judged on every shape; the others on shapes of >= MIN_MIB
+EVERY_SHAPE = ("fwd_best_met", "bwd_best_met")
 
 
 def _ratio(a, b):
