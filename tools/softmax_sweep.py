@@ -98,11 +98,10 @@ def measure(shape, dtype, settings: list[dict], log, peers=()) -> list[dict]:
         for k, f in bench.copy_calls(inputs, d).items()
     }
     for d, by_name in fns.items():
-        for name in peers:
-            try:
-                timers[d, name] = bench.graph_timer(by_name[name], inputs["n"])
-            except Exception as e:  # a peer that refuses the shape
-                log(f"{str(dtype):>15} {str(shape):>15} {d} {name} skipped: {type(e).__name__}")
+        captured, errors = bench.graph_timers({name: by_name[name] for name in peers}, inputs["n"])
+        timers |= {(d, name): timer for name, timer in captured.items()}
+        for name, error in errors.items():
+            log(f"{str(dtype):>15} {str(shape):>15} {d} {name} skipped: {error}")
     errors = []
     for index, overrides in enumerate(settings):
         with setting(overrides):

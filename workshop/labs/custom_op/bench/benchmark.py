@@ -78,6 +78,19 @@ def graph_timer(call, n: int):
     return replay_ms
 
 
+def graph_timers(calls: dict, n: int) -> tuple[dict, dict[str, str]]:
+    """graph_timer for each of {name: call}: ({name: its timer} for the calls that capture, {name: the error in one
+    line} for those that raise, such as a peer that refuses the shape)."""
+    timers, errors = {}, {}
+    for name, call in calls.items():
+        try:
+            timers[name] = graph_timer(call, n)
+        except Exception as e:  # one failing contender must not hide the other numbers
+            first_line = (str(e).strip().splitlines() or [""])[0][:300]
+            errors[name] = f"{type(e).__name__}: {first_line}"
+    return timers, errors
+
+
 def eager_timer(fn):
     """A function that times fn() called from Python: triton.testing.do_bench's median over about EAGER_MS."""
     import triton.testing
@@ -222,14 +235,9 @@ def measure_shape(
     for direction, fns in contenders(inputs, dtype, peers).items():
         # every contender's graph captured first, then all timed in the same rounds
         copies = {k: graph_timer(f, inputs["n"]) for k, f in copy_calls(inputs, direction).items()}
-        timers = {}
-        for name, fn in fns.items():
-            try:
-                timers[name] = graph_timer(fn, inputs["n"])
-            except Exception as e:  # one failing contender must not hide the other numbers
-                out[direction][name] = None
-                first_line = (str(e).strip().splitlines() or [""])[0][:300]
-                out["errors"][f"{direction}/{name}"] = f"{type(e).__name__}: {first_line}"
+        timers, errors = graph_timers(fns, inputs["n"])
+        out[direction] |= dict.fromkeys(errors)  # a contender that raised: None, its error below
+        out["errors"] |= {f"{direction}/{name}": error for name, error in errors.items()}
         timers |= {
             f"{name}_eager": eager_timer(functools.partial(fns[name], 0))
             for name in ("ours", "torch")
