@@ -46,6 +46,7 @@ from pathlib import Path
 from workshop import labs
 from workshop.declarations.checks import (
     Check,
+    all_passed,
     exercise_status,
     masked,
     outcome,
@@ -165,6 +166,10 @@ class LabContext:
         """Say how far a long part of the lab is (`done` of `total` of `what`): the screen of a run shows it as a
         live line (foundations.lab_log)."""
         print(lab_log.step(self.name, what, done, total), flush=True)
+
+    @property
+    def passed(self) -> bool:
+        return all_passed(self.checks)
 
     # ---- exercises: the learner's code (or the reference) graded by the checks recorded in a block ----
     def exercise(self, name: str) -> Exercise:

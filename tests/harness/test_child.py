@@ -13,7 +13,6 @@ import traceback
 import pytest
 
 from workshop import labs
-from workshop.declarations.checks import all_passed
 from workshop.foundations import interrupt
 from workshop.foundations.run_options import RunOptions
 from workshop.harness import child
@@ -97,7 +96,7 @@ def test_a_missing_module_is_one_line_pointing_to_docker(tmp_path, toy):
     ctx = LabContext("toy", tmp_path, RunOptions("cpu"))
     assert child.run_lab_code(ctx, None) is None
     assert ctx.summary.startswith("toy cannot run here: it needs no_such_module_here")
-    assert "docker compose run --rm workshop-cpu" in ctx.summary and not all_passed(ctx.checks)
+    assert "docker compose run --rm workshop-cpu" in ctx.summary and not ctx.passed
 
 
 # The parent's death (its PDEATHSIG, a SIGTERM) can come at any moment of the lab's process. Outside the lab's

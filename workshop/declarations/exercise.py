@@ -182,13 +182,18 @@ class Exercise:
             raise ValueError(f"exercise {self.id}: a constant's stub needs its questions=")
         # the function's source is its one statement: the def, its decorators included
         node = ast.parse(textwrap.dedent(inspect.getsource(function))).body[0]
+        return self.function_stub(node, self.attribute)
+
+    def function_stub(self, node: ast.FunctionDef, name: str) -> str:
+        """The stub of the function `node` (parsed from the reference's source) as the function `name`: the
+        learner's file's (stub_code), and the learner edition's in place of the reference (grading/edition.py)."""
         params = parameters(node.args)
         tail = f" -> {ast.unparse(node.returns)}:" if node.returns else ":"
-        one_line = f"def {self.attribute}({', '.join(params)}){tail}"
+        one_line = f"def {name}({', '.join(params)}){tail}"
         lines = [f"@{ast.unparse(d)}" for d in node.decorator_list] + (
             [one_line]
             if len(one_line) <= WIDTH
-            else [f"def {self.attribute}(", *(f"    {p}," for p in params), f"){tail}"]
+            else [f"def {name}(", *(f"    {p}," for p in params), f"){tail}"]
         )
         doc = wrapped(self.paragraphs(), WIDTH - 4, reserve=3)
         doc[0] = '"""' + doc[0]

@@ -76,7 +76,7 @@ def main(lab_dir: Path, lab: str) -> int:
         with contextlib.suppress(OSError):  # the parent, and so our stdout, may be gone
             print(f"[{ctx.name}] {stopped.why}", file=sys.stderr, flush=True)
         return stopped.exit_code
-    return 0 if all_passed(ctx.checks) else 1
+    return 0 if ctx.passed else 1
 
 
 def run_lab_code(ctx: LabContext, time_limit: float | None) -> interrupt.Stopped | None:
