@@ -37,10 +37,9 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
-from workshop.declarations import questions as questions_module
 from workshop.declarations.checks import PASSING, Check
 from workshop.declarations.diagnosis import Diagnosis
-from workshop.declarations.questions import WIDTH, Question
+from workshop.declarations.questions import WIDTH, Question, stub
 from workshop.i18n import LABS_DIR, N_, _
 
 
@@ -173,7 +172,7 @@ class Exercise:
         too), the signature on one line when it fits in WIDTH, else one parameter per line."""
         if self.questions:
             comment = [f"# {line}".rstrip() for line in wrapped(self.paragraphs(), WIDTH - 2)]
-            return "\n".join(comment) + "\n" + questions_module.stub(self.attribute, self.questions)
+            return "\n".join(comment) + "\n" + stub(self.attribute, self.questions)
         reference = self.load_reference()
         function = getattr(
             reference, "fn", reference
