@@ -108,17 +108,20 @@ def relative(path: Path, folder: Path) -> str:
     return os.path.relpath(Path(path).resolve(), Path(folder).resolve())
 
 
-def fixed(figure: FigureRow) -> tuple:
-    """What does not change between runs at one N: the figures a survey's figures must share with the run."""
-    calls = tuple(
-        (r["phase"], r["op"], r["count"], r["bytes"]) for r in figure["collectives_rank0"]
-    )
-    return figure["demo"], figure["n"], figure["state_bytes_per_rank"], calls
-
-
 def mismatches(quoted: list[FigureRow], run: list[FigureRow]) -> list[str]:
-    """Demos whose fixed figures differ between the figures a survey quotes and this run's."""
-    theirs, ours = ({fixed(f)[0]: fixed(f) for f in fs} for fs in (quoted, run))
+    """Demos whose fixed figures differ between the figures a survey quotes and this run's: what does not change
+    between runs at one N (N, the bytes per rank, each logged row of collectives)."""
+    theirs, ours = (
+        {
+            f["demo"]: (
+                f["n"],
+                f["state_bytes_per_rank"],
+                [(r["phase"], r["op"], r["count"], r["bytes"]) for r in f["collectives_rank0"]],
+            )
+            for f in figures
+        }
+        for figures in (quoted, run)
+    )
     return [d for d in sorted(set(theirs) | set(ours)) if theirs.get(d) != ours.get(d)]
 
 
