@@ -3,7 +3,7 @@
     with Instruments(args, rank, "gpipe", opt, stages) as measure:
         for s in measure.steps():
             ...  # one training step
-            measure.loss(loss)
+            measure.losses.append(loss.item())
     return measure.result(params, named, chunks, stages_per_rank=v, microbatches=m)
 
 The pipeline's loop is its own (pp.py); DDP, FSDP and tensor parallel run one, the plain training step, which
@@ -85,20 +85,19 @@ class Instruments(contextlib.ExitStack):
         self.timeline = PipelineTimeline(rank.device, stages) if stages else None
         self.trace = f"trace_{run}_rank{rank.rank}.json.gz"
         self.log = collectives.CollectiveLog()
+        # each step's loss on this rank (None where the rank computes none: a pipeline's first stage)
         self.losses: list[float | None] = []
         self.times: list[float] = []
 
-    def __enter__(self) -> Instruments:
+    def steps(self):
+        """Step numbers 0 .. args.steps-1, each begun after a barrier and timed; the last one logged and profiled.
+        From here to the `with` block's end the CUDA peak memory is this run's, and a step that raises dumps the
+        Flight Recorder, after its trace and log have stopped."""
         if self.rank.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.rank.device)
         self.enter_context(
             flight_recorder.dump_on_failure(self.args.out, self.rank.rank, self.rank.backend)
         )
-        return self
-
-    def steps(self):
-        """Step numbers 0 .. args.steps-1, each begun after a barrier and timed; the last one logged and profiled.
-        A step that raises stops its trace and log when the `with` block ends."""
         # closed before the Flight Recorder's dump: last in, first out
         return self.enter_context(contextlib.closing(self._steps()))
 
@@ -126,10 +125,6 @@ class Instruments(contextlib.ExitStack):
             self.log,
         ):
             yield
-
-    def loss(self, value: float | None) -> None:
-        """This step's loss on this rank (None where the rank computes none: a pipeline's first stage)."""
-        self.losses.append(value)
 
     def record(
         self, params: list[torch.Tensor], named: dict[str, torch.Tensor], chunks: int
@@ -329,7 +324,7 @@ def train_whole_model(
             # all ranks'); FSDP's ranks their own shards (parameters, gradients and momentum 1/N each); tensor
             # parallel's their own slices, and their copies of the replicated parameters
             opt.step()
-            measure.loss(full(loss).item())
+            measure.losses.append(full(loss).item())
     # full() all-gathers a sharded parameter: every rank must call it
     named = {n: full(p.detach()) for n, p in model.named_parameters()}
     return measure.result(list(model.parameters()), named, chunks)

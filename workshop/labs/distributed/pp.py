@@ -47,13 +47,16 @@ class Stage(torch.nn.Module):
 
 def build(gpt: GPT, rank: process_group.Rank, name: str) -> list[pipelining.PipelineStage]:
     """This rank's stages of the schedule `name`: looped placement, rank r holds stages r, r+p, ..."""
-    v, p = plans.STAGES_PER_RANK[name], rank.world
-    n_stages, n_layer = p * v, gpt.cfg.n_layer
-    ids = [rank.rank + k * p for k in range(v)]
-    modules = [Stage(gpt, i * n_layer // n_stages, (i + 1) * n_layer // n_stages) for i in ids]
+    n_stages, n_layer = rank.world * plans.STAGES_PER_RANK[name], gpt.cfg.n_layer
+    # stage i: blocks [i L / S, (i+1) L / S) of L blocks in S stages
     return [
-        pipelining.PipelineStage(mod, i, n_stages, rank.device)
-        for mod, i in zip(modules, ids, strict=True)
+        pipelining.PipelineStage(
+            Stage(gpt, i * n_layer // n_stages, (i + 1) * n_layer // n_stages),
+            i,
+            n_stages,
+            rank.device,
+        )
+        for i in range(rank.rank, n_stages, rank.world)
     ]
 
 
@@ -82,7 +85,7 @@ def train(args, rank: process_group.Rank, name: str) -> measurements.Run:
             ):  # the schedule's forwards and backwards interleave
                 schedule.step(*inputs, **targets)
             opt.step()  # the schedule averaged the micro-batches' gradients, as the reference its chunks' loss
-            measure.loss(torch.stack(losses).mean().item() if last else None)
+            measure.losses.append(torch.stack(losses).mean().item() if last else None)
     named = {n: q.detach() for stage in stages for n, q in stage.submod.named_parameters()}
     return measure.result(params, named, m, stages_per_rank=v, microbatches=m)
 
