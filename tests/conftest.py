@@ -191,7 +191,11 @@ def learner_edition(tmp_path_factory) -> Path:
 @pytest.fixture
 def edition_built_once(learner_edition, monkeypatch):
     """`grade`'s class edition as a copy of the session's build (tests/grading/test_edition.py tests the build):
-    each grade still gets a folder of its own, which its hand-ins may rewrite, at a copy's cost, not a build's."""
+    each grade still gets a folder of its own, which its hand-ins may rewrite, at a copy's cost, not a build's.
+    Into a folder that may exist already, as the real build's: check's cached edition is built into a fresh
+    temporary folder (the first check after the code changed builds it)."""
     monkeypatch.setattr(
-        edition, "build_apart", lambda out: shutil.copytree(learner_edition, out, symlinks=True)
+        edition,
+        "build_apart",
+        lambda out: shutil.copytree(learner_edition, out, symlinks=True, dirs_exist_ok=True),
     )

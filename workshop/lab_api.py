@@ -7,8 +7,9 @@ It takes a LabContext, records checks with ctx.check_*(), grades the learner's e
 (`engine.grade(ctx, name, truth)`, workshop/engine.py, which opens `with ctx.grading(name) as impl:`), writes
 artifacts with ctx.write_*(), and renders its summary from the template beside its code with
 ctx.render_summary(...); the lab's process (harness.child) turns that into
-result.json and summary.md. The run's options (device, --n, seed, workspace, ...) are ctx.options
-(foundations.run_options.RunOptions); ctx.device, ctx.n_procs, ... read them.
+result.json and summary.md. The run's options are ctx.options (foundations.run_options.RunOptions): its device
+("cpu" or "cuda"), n_procs (--n), seed, work (the learner's workspace; None runs the reference), lang,
+checkpoint (--checkpoint: the learner's MiniGPT; None: the shipped one), ...
 
 A lab that cannot run on some machines says why before anything starts: `precondition`, a function called as
 function(n_procs, device) by the command that starts a run, returns one line (the problem and the
@@ -120,36 +121,6 @@ class LabContext:
     # the process the learner's code runs in (learner/sandbox.py), or the lab's own for the reference
     _worker: object | None = None
 
-    # ---- the run's options (foundations.run_options.RunOptions) ----
-    @property
-    def device(self) -> str:
-        """ "cpu" or "cuda"."""
-        return self.options.device
-
-    @property
-    def n_procs(self) -> int:
-        """--n: processes for the distributed demos."""
-        return self.options.n_procs
-
-    @property
-    def seed(self) -> int:
-        return self.options.seed
-
-    @property
-    def work(self) -> Path | None:
-        """The learner's workspace, whose <lab>.py is graded; None runs the reference."""
-        return self.options.work
-
-    @property
-    def lang(self) -> str:
-        """The language of the summary and the messages."""
-        return self.options.lang
-
-    @property
-    def checkpoint(self) -> Path | None:
-        """--checkpoint: the learner's MiniGPT; None: the shipped minigpt.pt."""
-        return self.options.checkpoint
-
     # ---- checks: each compares a measured value with a threshold, so each one can fail ----
     def check_max(self, name: str, value: float, threshold: float, message=None, **marks) -> Check:
         """Passes when value <= threshold (errors, times). NaN fails. marks: diagnosis=, secret= (Check)."""
@@ -210,7 +181,7 @@ class LabContext:
     @property
     def graded(self) -> bool:
         """True when the learner's workspace is being graded (not the reference)."""
-        return self.work is not None
+        return self.options.work is not None
 
     def wants(self, name: str) -> bool:
         """Whether this run grades exercise `name` (`check LAB EXERCISE`, --only: the others are skipped). A lab
@@ -225,7 +196,11 @@ class LabContext:
             raise failures.ProcessDied(self.skip[ex.id])
         if ex.document is None:
             return learner_code.solution_for(sandbox.worker(self), ex, self.graded)
-        return workspace.document(self.work, self.name, ex) if self.graded else ex.load_reference()
+        return (
+            workspace.document(self.options.work, self.name, ex)
+            if self.graded
+            else ex.load_reference()
+        )
 
     @contextlib.contextmanager
     def grading(self, exercise_or_name: Exercise | str):
@@ -269,9 +244,9 @@ class LabContext:
             path = (
                 None
                 if not self.graded
-                else workspace.lab_file(self.work, self.name)
+                else workspace.lab_file(self.options.work, self.name)
                 if ex.attribute
-                else self.work / ex.document
+                else self.options.work / ex.document
             )
             try:
                 # a document is read here, under the exercise's limit; in the worker the learner's code has
@@ -315,7 +290,7 @@ class LabContext:
         try:
             found = sandbox.worker(self)
         except workspace.LearnerError:  # no <lab>.py: every piece is missing
-            path = workspace.display(workspace.lab_file(self.work, self.name))
+            path = workspace.display(workspace.lab_file(self.options.work, self.name))
             raise learner_code.LearnerCodeFailed("missing", ", ".join(attributes), path) from None
         found.refuse_imported(list(attributes))
         limit = max((ex.time_limit_s for ex in exercises), default=None)
@@ -327,7 +302,7 @@ class LabContext:
         """Exercise id -> its entry in result.json (Exercise.result), for every exercise of the lab: its status,
         its checks, the check it reports (checks.reported: a diagnosis first), and the hints the learner took
         (`check LAB EXERCISE --hint`, counted in the workspace's record)."""
-        taken = (workspace.uses(self.work, "hints") or {}) if self.graded else {}
+        taken = (workspace.uses(self.options.work, "hints") or {}) if self.graded else {}
         out = {}
         for ex in labs.exercises(self.name):
             mine = [c for c in self.checks if c.exercise == ex.id]
@@ -344,8 +319,8 @@ class LabContext:
 
     def render_summary(self, **values) -> str:
         """Render the lab's summary.md.j2 (or its translation) with `values`; sets ctx.summary."""
-        values.setdefault("device", self.device)
-        self.summary = templates.render(self.templates_folder, self.lang, values)
+        values.setdefault("device", self.options.device)
+        self.summary = templates.render(self.templates_folder, self.options.lang, values)
         return self.summary
 
     # ---- artifacts, all written atomically under out_dir ----

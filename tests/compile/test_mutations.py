@@ -50,9 +50,9 @@ class TrainingRun:
 def run(tmp_path_factory) -> TrainingRun:
     """The lab's training step compiled once, on the lab's inputs, its own checks passing."""
     ctx = LabContext("compile", tmp_path_factory.mktemp("compile-train"), RunOptions("cpu", 1, 0))
-    torch.manual_seed(ctx.seed)
+    torch.manual_seed(ctx.options.seed)
     model = checkpoint.load()
-    x, y = to_tensors(sample_corpus(max(lab.SWEEP["cpu"]), ctx.seed))
+    x, y = to_tensors(sample_corpus(max(lab.SWEEP["cpu"]), ctx.options.seed))
     xb, yb = x[: lab.BATCH], y[: lab.BATCH]
     loss_fn, twin, capture = lab.compile_training_step(ctx, model, xb, yb)
     assert failed(ctx) == []

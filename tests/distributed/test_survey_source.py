@@ -61,7 +61,7 @@ def a_run(lab_dir: Path, workspace_id: str | None = None) -> Path:
 
 def grade(ctx: LabContext, source: str) -> dict[str, str]:
     """Grade the good survey as survey.md naming `source` as its figures (relative to the workspace)."""
-    document = ctx.work / "survey.md"
+    document = ctx.options.work / "survey.md"
     document.write_text(good_survey() + f"\n<!-- figures: {source} -->\n")
     with ctx.grading("survey"):
         survey.grade(ctx, document, figure_rows.read(a_run(ctx.out_dir)))
@@ -72,12 +72,15 @@ def test_the_template_names_the_run_relative_to_the_workspace(ctx, tmp_path):
     lab_dir = tmp_path / "results" / "earlier" / "distributed"
     lab_dir.mkdir(parents=True)
     a_run(lab_dir)
-    text = survey.template(lab_dir, ctx.work)
+    text = survey.template(lab_dir, ctx.options.work)
     assert survey.source(text) == "../results/earlier/distributed/figures.json"
-    (ctx.work / "survey.md").write_text(text)
-    assert (ctx.work / survey.source(text)).resolve() == lab_dir / "figures.json"
+    (ctx.options.work / "survey.md").write_text(text)
+    assert (ctx.options.work / survey.source(text)).resolve() == lab_dir / "figures.json"
     rows = figure_rows.read(lab_dir / "figures.json")
-    assert survey.figures_quoted(ctx, ctx.work / "survey.md", text, [], ctx.out_dir) == (rows, None)
+    assert survey.figures_quoted(ctx, ctx.options.work / "survey.md", text, [], ctx.out_dir) == (
+        rows,
+        None,
+    )
 
 
 def test_a_missing_figures_file_is_one_line_naming_it_and_the_fix(ctx):
@@ -93,7 +96,7 @@ def test_a_missing_figures_file_is_one_line_naming_it_and_the_fix(ctx):
 
 @pytest.mark.parametrize("content", ["not json", '{"rows": 3}', '[{"strategy": "ddp"}]'])
 def test_a_file_that_is_not_this_labs_figures_is_named(ctx, content):
-    (ctx.work / "notes.json").write_text(content)
+    (ctx.options.work / "notes.json").write_text(content)
     wrong = grade(ctx, "notes.json")
     assert list(wrong) == [FILE_CHECK] and "is not a figures.json of this lab" in wrong[FILE_CHECK]
 
@@ -133,7 +136,7 @@ def test_a_file_of_older_code_is_compared_in_the_fields_it_has(ctx, tmp_path):
 
 
 def test_a_survey_too_big_to_be_a_page_is_not_read(ctx):
-    document = ctx.work / "survey.md"
+    document = ctx.options.work / "survey.md"
     document.write_text("word " * (survey.SURVEY_BYTES // 4))
     with ctx.grading("survey"):
         survey.grade(ctx, document, [], [])

@@ -208,4 +208,4 @@ def test_the_cached_edition_is_the_packages_whatever_lab_stands_in_here(tmp_path
     monkeypatch.setattr(edition, "scratch_root", lambda: tmp_path / "scratch")
     built = edition.cached_learner(lambda: None)
     hand_grads = (built / "workshop" / "labs" / "autograd" / "hand_grads.py").read_text()
-    assert "raise NotImplementedError('autograd.linear_grads')" in hand_grads
+    assert 'raise NotImplementedError("autograd.linear_grads")' in hand_grads

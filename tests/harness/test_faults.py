@@ -501,7 +501,7 @@ def test_checkpoint_reaches_the_lab_its_processes_and_the_manifest(tmp_path, mon
     seen = {}
 
     def lab(ctx):
-        seen.update(ctx=ctx.checkpoint, env=checkpoint.from_environment())
+        seen.update(ctx=ctx.options.checkpoint, env=checkpoint.from_environment())
         ctx.check_equal("ran", 1, 1)
 
     monkeypatch.setenv(checkpoint.ENVIRONMENT, "")  # restored after the test: main sets it

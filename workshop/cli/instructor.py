@@ -34,14 +34,14 @@ def cmd_grade(args) -> int:
     paths = [Path(p) for p in args.paths]
     with stop_on(OSError, ValueError):
         roster = gradebook.read_roster(Path(args.roster)) if args.roster else None
-    # the learner edition built for the class (bwrap, native) is removed when the stack closes
-    with contextlib.ExitStack() as stack:
+    # the learner edition built for the class (bwrap, native) is removed when the stack closes; an error of the
+    # file system (a --to folder that has its tables already, a results root it cannot write) is one line
+    with contextlib.ExitStack() as stack, stop_on(OSError):
         # each hand-in's code runs where `sandbox` (RunOptions fields) says
         sandbox = grade_sandbox(args.sandbox, [*paths, root], stack)
         # natively a worker of this user's can write the edition it imports: grade_integrity watches it as the code
         native_edition = sandbox.get("learner_edition")
-        with stop_on(FileExistsError):
-            files = grade_table.TableFiles(out_dir, len(paths), isolated=not native_edition)
+        files = grade_table.TableFiles(out_dir, len(paths), isolated=not native_edition)
         # a .pyc that appears in the code is then a hand-in's doing
         os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
         # grade_integrity makes every lab's stub here (workshop.ops among the references), after torch.load has
@@ -63,8 +63,6 @@ def cmd_grade(args) -> int:
                 (Path(native_edition),) if native_edition else (),
             )
             csv_path, md_path = files.update(rows, done=True)
-        except OSError as e:
-            raise fail(str(e)) from None
         except SystemExit:  # stopped (Ctrl-C): what was graded is in the partial table
             if files.partial[0].exists():
                 console.print(
@@ -133,9 +131,9 @@ def class_edition(stack: contextlib.ExitStack) -> Path:
     console.print(
         _("building the learner edition the hand-ins' code runs on (its references are stubs)")
     )
-    # in a Python of its own: the edition of this package's labs, whatever stands in for them here
-    with stop_on(OSError):
-        edition.build_apart(folder / "edition")
+    # in a Python of its own: the edition of this package's labs, whatever stands in for them here (an OSError
+    # that says why it could not is cmd_grade's one line)
+    edition.build_apart(folder / "edition")
     return folder / "edition"
 
 

@@ -37,10 +37,9 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
-from workshop.declarations import questions as questions_module
 from workshop.declarations.checks import PASSING, Check
 from workshop.declarations.diagnosis import Diagnosis
-from workshop.declarations.questions import WIDTH, Question
+from workshop.declarations.questions import WIDTH, Question, stub
 from workshop.i18n import LABS_DIR, N_, _
 
 
@@ -173,7 +172,7 @@ class Exercise:
         too), the signature on one line when it fits in WIDTH, else one parameter per line."""
         if self.questions:
             comment = [f"# {line}".rstrip() for line in wrapped(self.paragraphs(), WIDTH - 2)]
-            return "\n".join(comment) + "\n" + questions_module.stub(self.attribute, self.questions)
+            return "\n".join(comment) + "\n" + stub(self.attribute, self.questions)
         reference = self.load_reference()
         function = getattr(
             reference, "fn", reference
@@ -182,13 +181,18 @@ class Exercise:
             raise ValueError(f"exercise {self.id}: a constant's stub needs its questions=")
         # the function's source is its one statement: the def, its decorators included
         node = ast.parse(textwrap.dedent(inspect.getsource(function))).body[0]
+        return self.function_stub(node, self.attribute)
+
+    def function_stub(self, node: ast.FunctionDef, name: str) -> str:
+        """The stub of the function `node` (parsed from the reference's source) as the function `name`: the
+        learner's file's (stub_code), and the learner edition's in place of the reference (grading/edition.py)."""
         params = parameters(node.args)
         tail = f" -> {ast.unparse(node.returns)}:" if node.returns else ":"
-        one_line = f"def {self.attribute}({', '.join(params)}){tail}"
+        one_line = f"def {name}({', '.join(params)}){tail}"
         lines = [f"@{ast.unparse(d)}" for d in node.decorator_list] + (
             [one_line]
             if len(one_line) <= WIDTH
-            else [f"def {self.attribute}(", *(f"    {p}," for p in params), f"){tail}"]
+            else [f"def {name}(", *(f"    {p}," for p in params), f"){tail}"]
         )
         doc = wrapped(self.paragraphs(), WIDTH - 4, reserve=3)
         doc[0] = '"""' + doc[0]

@@ -88,8 +88,14 @@ class RunOptions:
     # it, id -> how (harness.runner.run_lab), failed without running their code again; empty in the run's
     skip: dict[str, str] = field(default_factory=dict)
 
+    def write(self, run_dir: Path) -> Path:
+        """results/<run-id>/options.json: what `run --resume` reads back; <lab>/options.json: what the lab's process
+        reads (its paths as text: write_json)."""
+        return atomic.write_json(Path(run_dir) / FILE, dataclasses.asdict(self))
+
     @classmethod
-    def from_json(cls, data: dict) -> RunOptions:
+    def read(cls, run_dir: Path) -> RunOptions:
+        data = json.loads((Path(run_dir) / FILE).read_text(encoding="utf-8"))
         known = {f.name for f in dataclasses.fields(cls)}
         # the fields that are paths, written as text
         values = {
@@ -98,15 +104,6 @@ class RunOptions:
             if k in known
         }
         return cls(**{**values, "only": tuple(values.get("only", ()))})  # JSON has lists
-
-    def write(self, run_dir: Path) -> Path:
-        """results/<run-id>/options.json: what `run --resume` reads back; <lab>/options.json: what the lab's process
-        reads (its paths as text: write_json)."""
-        return atomic.write_json(Path(run_dir) / FILE, dataclasses.asdict(self))
-
-    @classmethod
-    def read(cls, run_dir: Path) -> RunOptions:
-        return cls.from_json(json.loads((Path(run_dir) / FILE).read_text(encoding="utf-8")))
 
 
 def command_line_fields() -> list[dataclasses.Field]:

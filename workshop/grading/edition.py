@@ -33,7 +33,6 @@ import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
-from workshop.declarations.exercise import wrapped
 from workshop.foundations.worker_process import scratch_root
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,21 +76,6 @@ def definition(tree: ast.Module, name: str) -> ast.stmt:
     raise LookupError(f"no module-level definition of {name}")
 
 
-def stub_function(node: ast.FunctionDef, ex) -> str:
-    """The reference's decorators and signature, the exercise's statement, and a body that raises."""
-    bare = ast.FunctionDef(
-        name=node.name,
-        args=node.args,
-        body=[ast.Pass()],
-        decorator_list=node.decorator_list,
-        returns=node.returns,
-        type_params=[],
-    )
-    signature = ast.unparse(ast.fix_missing_locations(bare)).rsplit("\n", 1)[0]
-    doc = "\n".join(f"    {line}".rstrip() for line in wrapped(ex.paragraphs(), 96, reserve=3))
-    return f'{signature}\n    """{doc.strip()}\n    """\n    raise NotImplementedError({ex.id!r})\n'
-
-
 def replace_definition(path: Path, node: ast.stmt, text: str) -> None:
     """Replace the module-level definition `node` (of `path`'s source as it is now) with `text`."""
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
@@ -121,7 +105,9 @@ def stub_reference(
     node = definition(ast.parse(source), name)
     sources[ex.reference] = ast.get_source_segment(source, node)
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-        text = stub_function(node, ex)
+        # the learner's stub of it under the reference's name: its decorators and signature, the exercise's
+        # statement as its docstring, a body that raises
+        text = ex.function_stub(node, node.name)
         bodies[ex.reference] = body_source(node)
     else:  # a constant of the exercise's name (every one is: a test reads each as a stub there)
         text = ex.stub_code().strip()  # the learner's stub: the questions as comments

@@ -43,7 +43,7 @@ def main(lab_dir: Path, lab: str) -> int:
     if (
         ctx.graded
         and any(ex.attribute for ex in labs.exercises(ctx.name))
-        and workspace.lab_file(ctx.work, ctx.name).is_file()
+        and workspace.lab_file(ctx.options.work, ctx.name).is_file()
     ):
         sandbox.worker(ctx).begin()
     # before the lab's time limit starts: torch's import is not the lab's time, and a limit that fires inside its
@@ -60,15 +60,15 @@ def main(lab_dir: Path, lab: str) -> int:
             write_result(
                 ctx.out_dir,
                 ctx.name,
-                ctx.device,
+                ctx.options.device,
                 ctx.checks,
                 time.monotonic() - start,
                 ctx.summary,
                 # what ran, and what it made of each exercise it graded
                 {
                     **ctx.extra,
-                    "lang": ctx.lang,
-                    "implementation": workspace.implementation(ctx.work, [ctx.name]),
+                    "lang": ctx.options.lang,
+                    "implementation": workspace.implementation(ctx.options.work, [ctx.name]),
                     **({"exercises": exercises} if exercises else {}),
                 },
             )

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workshop.declarations import checks
-from workshop.declarations.checks import Check
+from workshop.declarations.checks import NOT_STARTED, Check
 from workshop.declarations.exercise import Exercise
 from workshop.foundations.interrupt import TimeLimitExceeded
 from workshop.i18n import N_, _
 from workshop.learner import workspace
 from workshop.learner.learner_code import LearnerCodeFailed
-from workshop.learner.workspace import LearnerError
 
 # Whether this is the learner edition (grading/edition.py): its references are stubs, so a reference run finds
 # each exercise not started, and goes on with the lab's demonstrations.
@@ -27,7 +25,7 @@ class ProcessDied(Exception):
 
 
 # What the learner's solution may raise before its grading block even starts (LabContext.solution).
-UNAVAILABLE = (LearnerError, LearnerCodeFailed, ProcessDied, NotImplementedError)
+UNAVAILABLE = (workspace.LearnerError, LearnerCodeFailed, ProcessDied, NotImplementedError)
 
 
 # Each way an exercise fails, as its check says it: (the check's name, what was expected, the message; None:
@@ -81,8 +79,10 @@ def learner_failure(ex: Exercise, e: BaseException, graded: bool, path: Path) ->
     learner edition the reference is a stub: its NotImplementedError is "not started", not the lab's bug."""
     if isinstance(e, LearnerCodeFailed):
         return worker_failure(ex, e) if graded else None
-    if isinstance(e, LearnerError | ProcessDied):
-        return failed_check("load" if isinstance(e, LearnerError) else "died", ex.id, str(e))
+    if isinstance(e, workspace.LearnerError | ProcessDied):
+        return failed_check(
+            "load" if isinstance(e, workspace.LearnerError) else "died", ex.id, str(e)
+        )
     if not graded and not (LEARNER_EDITION and isinstance(e, NotImplementedError)):
         return None
     where = workspace.where(e, path) if graded else ""
@@ -121,6 +121,6 @@ def worker_failure(ex: Exercise, e: LearnerCodeFailed) -> Check:
 
 def not_started(ex: Exercise, error: str) -> Check:
     """The failed check of a stub not written yet: a stub raises its exercise's id, said as what to write."""
-    check = failed_check("not_started", ex.id, _(checks.NOT_STARTED))
+    check = failed_check("not_started", ex.id, _(NOT_STARTED))
     check.message = ex.not_started_message() if error in ("", ex.id) else error
     return check

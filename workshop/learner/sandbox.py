@@ -24,34 +24,34 @@ WORKER_LOG = "worker.log"
 def launcher(ctx) -> ContainerWorker | NativeWorker:
     log = ctx.path(WORKER_LOG)
     if ctx.options.worker_image:
-        return ContainerWorker(ctx.device, log, image=ctx.options.worker_image)
+        return ContainerWorker(ctx.options.device, log, image=ctx.options.worker_image)
     # the namespace sandbox runs the learner edition's code with some paths hidden; natively, the learner
     # edition's code where the run names it, else this one's
     box = ctx.options.namespace_sandbox or {}
     root = box.get("code") or ctx.options.learner_edition
     hidden = tuple(box["hidden"]) if box else None
-    return NativeWorker(ctx.device, log, root=Path(root) if root else None, hidden=hidden)
+    return NativeWorker(ctx.options.device, log, root=Path(root) if root else None, hidden=hidden)
 
 
 def worker(ctx) -> learner_code.Worker | learner_code.LocalWorker:
     """The lab's worker: a process for the learner's code (given their <lab>.py as text), the lab's own process
     for the reference. LearnerError, before any worker starts, when a graded workspace has no <lab>.py."""
     if ctx._worker is None and not ctx.graded:
-        ctx._worker = learner_code.LocalWorker(ctx.device)
+        ctx._worker = learner_code.LocalWorker(ctx.options.device)
     elif ctx._worker is None:
-        path = workspace.lab_file(ctx.work, ctx.name)
+        path = workspace.lab_file(ctx.options.work, ctx.name)
         if not path.is_file():
             raise workspace.LearnerError(
                 _("{file} does not exist: run `{command}`").format(
                     file=workspace.display(path),
-                    command=f"python -m workshop exercises init {workspace.display(ctx.work)}",
+                    command=f"python -m workshop exercises init {workspace.display(ctx.options.work)}",
                 )
             )
         # the file's header: the imports it may make
         learner = learner_code.LearnerFile.read(
             path, workspace.display(path), labs.workspace_header(ctx.name)
         )
-        ctx._worker = learner_code.Worker(launcher(ctx), ctx.device, learner)
+        ctx._worker = learner_code.Worker(launcher(ctx), ctx.options.device, learner)
     return ctx._worker
 
 

@@ -69,7 +69,7 @@ def grade_hand(
     # drawn on the CPU (the same G on every device), used where the head's rows are
     G = torch.randn(  # (R, 600): dL/dlogits of the head's rows
         (head["x"].shape[0], head["W"].shape[0]),
-        generator=torch.Generator().manual_seed(ctx.seed),
+        generator=torch.Generator().manual_seed(ctx.options.seed),
         dtype=torch.float64,
     ).to(head["x"].device)
     comparisons, gradchecks, results = [], [], {False: {}, True: {}}
@@ -89,7 +89,7 @@ def grade_hand(
         def more(impl, graded: Graded, name=name, cases=cases, witness=witness) -> None:
             comparisons.extend(graded.comparisons)
             results[False].update(graded.returned[FLOAT32])
-            if ctx.device == "cuda":
+            if ctx.options.device == "cuda":
                 results[True].update(under_tf32(ctx, impl, cases))
             # finite differences put the function on trial too, wherever its outputs have the right shapes
             if all(c.error != math.inf for c in graded.comparisons):
@@ -119,7 +119,7 @@ def check_precision(
     ctx: LabContext, batch: HeadBatch, hand: dict[bool, dict[str, torch.Tensor]]
 ) -> list[dict]:
     """float32 (and on CUDA, TF32) against float64; on CUDA, a check that TF32 really changed the matmuls."""
-    rows = float32_against_float64(batch, ctx.device, hand)
+    rows = float32_against_float64(batch, ctx.options.device, hand)
     effect = tf32_effect(rows)
     if effect is not None:
         ctx.check_min(
@@ -182,7 +182,7 @@ def draw_graph(ctx: LabContext, case: dict) -> dict:
 
     title = _(
         "lm_loss(lm_head(x)).grad_fn: the backward graph ({device}, [k] = k-th node the engine ran)"
-    ).format(device=ctx.device)
+    ).format(device=ctx.options.device)
     ctx.save_figure("graph.png", draw(graph, title))
     return graph
 
@@ -201,7 +201,7 @@ def linear_chains(batch: HeadBatch) -> dict[str, str]:
 def check_trace(ctx: LabContext, batch: HeadBatch, decayed: dict) -> dict:
     """The autograd profiler's view of the weight-decay graph's backward: written, and its order checked."""
     loss = head_loss(leaves(batch, torch.float32), batch.targets, WEIGHT_DECAY)
-    seen = profile_backward(loss, ctx.path(TRACE), ctx.device)
+    seen = profile_backward(loss, ctx.path(TRACE), ctx.options.device)
     hooks = [type(n).__name__ for n in decayed["real_order"]]
     ctx.check_equal(
         _(
@@ -236,7 +236,7 @@ GRAPH_EXERCISES = ("engine_order", "backpropagate", "answers")  # graded on grap
 def run(ctx: LabContext) -> None:
     """The whole lab; a check of named exercises (`check autograd EXERCISE`) runs only what they need. Then
     result.json's extra keys (the records each section returns) and summary.md from templates/summary.md.j2."""
-    batch = load_batch(ctx.device)
+    batch = load_batch(ctx.options.device)
     # every comparison at 1e-7 runs without TF32 (the precision report turns it on itself)
     with tf32(False):
         comparisons, hand, gradchecks = grade_hand(ctx, batch)

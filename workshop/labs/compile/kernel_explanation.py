@@ -188,7 +188,7 @@ def check_explanation(ctx: LabContext, ex: dict) -> None:
     )
     rows = [math.prod(r["shape"][:-1]) for r in ex["eager"] if r["op"] == "_softmax"]
     parallel = (
-        ctx.device == "cuda" or torch.get_num_threads() > 1
+        ctx.options.device == "cuda" or torch.get_num_threads() > 1
     )  # one thread: Inductor writes no omp for
     check_holds(
         ctx,

@@ -57,13 +57,16 @@ LOSS_RTOL, LOGITS_RTOL, GRAD_RTOL = 1e-6, 2e-5, 2e-5
 
 def run(ctx: LabContext) -> None:
     trace_report.start_torch_trace(ctx.path(trace_report.TRACE_DIR))
-    torch.manual_seed(ctx.seed)
+    torch.manual_seed(ctx.options.seed)
     torch._logging.set_logs(recompiles=True, graph_breaks=True)  # each one goes to log.txt
-    if ctx.device == "cuda":
+    if ctx.options.device == "cuda":
         # TF32 would put compiled and eager 1e-3 apart
         torch.backends.cuda.matmul.allow_tf32 = False
-    model = checkpoint.load(ctx.checkpoint, device=ctx.device)
-    x, y = (t.to(ctx.device) for t in to_tensors(sample_corpus(max(SWEEP[ctx.device]), ctx.seed)))
+    model = checkpoint.load(ctx.options.checkpoint, device=ctx.options.device)
+    x, y = (
+        t.to(ctx.options.device)
+        for t in to_tensors(sample_corpus(max(SWEEP[ctx.options.device]), ctx.options.seed))
+    )
     xb, yb = x[:BATCH], y[:BATCH]  # (BATCH, 22)
 
     ctx.step(_("graph breaks (torch._dynamo.explain)"), 1, PARTS)
@@ -258,18 +261,20 @@ def eager_vs_compiled(
         opt_e.step()
 
     graphs_before = {stage: len(cap["dynamo"]) for stage, cap in captures.items()}
-    reps = REPEATS[ctx.device]
+    reps = REPEATS[ctx.options.device]
 
     def forward_at(batch: int) -> dict:
         xs = x[:batch]
-        return compare(FORWARD, batch, lambda: model(xs), lambda: forward(xs), ctx.device, reps)
+        return compare(
+            FORWARD, batch, lambda: model(xs), lambda: forward(xs), ctx.options.device, reps
+        )
 
     with torch.no_grad():
-        sweep = [forward_at(b) for b in SWEEP[ctx.device]]
+        sweep = [forward_at(b) for b in SWEEP[ctx.options.device]]
     # the forward at BATCH is the sweep's row (BATCH is in every device's sweep), timed once
     at_batch = [
         next(t for t in sweep if t["batch"] == BATCH),
-        compare(TRAINING_STEP, BATCH, eager_step, train_step, ctx.device, reps),
+        compare(TRAINING_STEP, BATCH, eager_step, train_step, ctx.options.device, reps),
     ]
     ctx.check_equal(
         _("Dynamo graphs per compiled function after timing (a recompile would add one)"),
@@ -281,9 +286,9 @@ def eager_vs_compiled(
         FORWARD: captures["forward"]["compile_s"],
         TRAINING_STEP: sum(captures[s]["compile_s"] for s in ("train", "optimizer")),
     }
-    cpu_threads = torch.get_num_threads() if ctx.device == "cpu" else None
+    cpu_threads = torch.get_num_threads() if ctx.options.device == "cpu" else None
     report = timing_report(at_batch, sweep, compile_s, cpu_threads)
-    ctx.save_figure("timing.png", plot(report, ctx.device))
+    ctx.save_figure("timing.png", plot(report, ctx.options.device))
     return report
 
 

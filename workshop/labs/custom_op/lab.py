@@ -62,7 +62,7 @@ def check_correctness(ctx: LabContext, own: OwnOp, shapes: dict) -> dict:
 
 def check_autograd(ctx: LabContext, own: OwnOp, shapes: dict) -> dict:
     """PyTorch's own checks of the op: gradcheck and gradgradcheck, opcheck."""
-    found = own.probe(op_probes.checks, ctx.device, list(shapes["gradcheck_long"]))
+    found = own.probe(op_probes.checks, ctx.options.device, list(shapes["gradcheck_long"]))
     check_tools(
         ctx,
         found,
@@ -97,9 +97,9 @@ def compile_kind(ctx: LabContext, own: OwnOp, kind: str, x, dy) -> dict:
 def check_compile(ctx: LabContext, own: OwnOp) -> dict:
     """torch.compile(fullgraph=True) against torch, graph breaks, and the generated code for both registrations
     (on the CPU the custom_op only: a triton_op cannot be compiled under Triton's interpreter), side by side."""
-    x, dy = x_and_dy(ctx.device, ctx.seed)
+    x, dy = x_and_dy(ctx.options.device, ctx.options.seed)
     ctx.check_equal(_("torch.compile: graph breaks"), own.probe(op_probes.graph_breaks, x), 0)
-    kinds = ("custom_op", "triton_op") if ctx.device == "cuda" else ("custom_op",)
+    kinds = ("custom_op", "triton_op") if ctx.options.device == "cuda" else ("custom_op",)
     found = {kind: compile_kind(ctx, own, kind, x, dy) for kind in kinds}
     ctx.check_min(
         _("custom_op: Inductor calls the op as an opaque extern kernel (calls)"),
@@ -128,8 +128,8 @@ def check_compile(ctx: LabContext, own: OwnOp) -> dict:
 def check_minigpt(ctx: LabContext, own: OwnOp) -> dict:
     """The op in every attention block: logits and gradients against the model with F.softmax."""
     torch.backends.cuda.matmul.allow_tf32 = False  # TF32 would blur a 1e-5 comparison on the GPU
-    model = checkpoint.load(ctx.checkpoint, device=ctx.device)
-    x, y = (t.to(ctx.device) for t in train_tensors(16))  # (16, T) tokens and targets
+    model = checkpoint.load(ctx.options.checkpoint, device=ctx.options.device)
+    x, y = (t.to(ctx.options.device) for t in train_tensors(16))  # (16, T) tokens and targets
     logits = model(x)  # (16, T, 600)
     lm_loss(logits, y).backward()
     state = {k: v.detach() for k, v in model.state_dict().items()}
@@ -162,8 +162,8 @@ def check_minigpt(ctx: LabContext, own: OwnOp) -> dict:
 def measure_eager(ctx: LabContext) -> dict:
     """The appendix: what one eager call of the shipped op costs, layer by layer, registered three ways
     (eager_cost.py), and a profiler trace of the same layers (profiler_trace.py)."""
-    found = eager_cost.measure(ctx.device)
-    ctx.save_figure("eager_cost.png", eager_cost.figure(found, ctx.device))
+    found = eager_cost.measure(ctx.options.device)
+    ctx.save_figure("eager_cost.png", eager_cost.figure(found, ctx.options.device))
     found["trace"] = check_trace(ctx)
     return found
 
@@ -171,13 +171,13 @@ def measure_eager(ctx: LabContext) -> dict:
 def check_trace(ctx: LabContext) -> dict:
     """The profiler trace of the eager call's layers, written and read back: every range in it, and on a GPU
     the step's kernels."""
-    trace = profiler_trace.record(ctx.path(profiler_trace.TRACE), ctx.device)
+    trace = profiler_trace.record(ctx.path(profiler_trace.TRACE), ctx.options.device)
     ctx.check_equal(
         _("profiler trace: the ladder's rungs, the inner layers and the step, each a range"),
         trace["ranges"],
         list(profiler_trace.RANGES),
     )
-    if ctx.device == "cuda":
+    if ctx.options.device == "cuda":
         ctx.check_equal(
             _("profiler trace: the step's CUDA kernels"),
             [k for k in ("_bwd_one_pass", "_fwd_one_pass") if k in trace["gpu_kernels"]],
@@ -207,7 +207,7 @@ def check_own_op(ctx: LabContext, shapes: dict, seconds: dict) -> dict:
         "compile": lambda: check_compile(ctx, own),
         "minigpt": lambda: check_minigpt(ctx, own),
         "step_launches": lambda: own.probe(
-            op_probes.step_launches, list(eager_cost.STEP), ctx.device
+            op_probes.step_launches, list(eager_cost.STEP), ctx.options.device
         ),
     }
     found |= timed(sections, seconds, guard=ctx)
@@ -244,8 +244,8 @@ def timed(sections: dict, seconds: dict, guard: LabContext | None = None) -> dic
 
 
 def run(ctx: LabContext) -> None:
-    torch.manual_seed(ctx.seed)
-    shapes = cx.shapes(ctx.device)
+    torch.manual_seed(ctx.options.seed)
+    shapes = cx.shapes(ctx.options.device)
     found = {"registration": softmax_op.KIND, "shapes": {k: list(v) for k, v in shapes.items()}}
     seconds = {}
     # `check custom_op EXERCISE` grades that exercise alone: the op's checks only serve a whole run and the answers.

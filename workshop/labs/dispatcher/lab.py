@@ -85,9 +85,9 @@ def run(ctx: LabContext) -> None:
 def trace_all(ctx: LabContext) -> tuple[list[dict], dict[str, bytes]]:
     """Every scenario on the CPU, and on CUDA too when the run is on a GPU; each one's profiler trace."""
     results, profiles = [], {}
-    for device in ["cpu"] + (["cuda"] if ctx.device == "cuda" else []):
-        model = checkpoint.load(ctx.checkpoint, device=device)
-        x = lm_head_input(model, ctx.seed, device)  # (2, T, 64)
+    for device in ["cpu"] + (["cuda"] if ctx.options.device == "cuda" else []):
+        model = checkpoint.load(ctx.options.checkpoint, device=device)
+        x = lm_head_input(model, ctx.options.seed, device)  # (2, T, 64)
         for sc in all_scenarios([device]):
             result, profile = run_scenario(sc, model.lm_head, x)
             results.append(result)
@@ -112,10 +112,13 @@ def write_outputs(ctx: LabContext, results: list[dict], profiles: dict[str, byte
         "depths": depths,
     }
     ctx.write_text(
-        "trace.md", templates.render(ctx.templates_folder, ctx.lang, values, "trace.md.j2")
+        "trace.md", templates.render(ctx.templates_folder, ctx.options.lang, values, "trace.md.j2")
     )
     by_name = {r["name"]: r for r in results}
-    panels = [by_name[f"{ctx.device}/grad/3d"], by_name[f"{ctx.device}/inference_mode/3d"]]
+    panels = [
+        by_name[f"{ctx.options.device}/grad/3d"],
+        by_name[f"{ctx.options.device}/inference_mode/3d"],
+    ]
     # matplotlib costs ~1 s to import: only a whole run draws, not a check of named exercises
     from workshop.labs.dispatcher.ladder import dispatch_path_figure
 
@@ -202,7 +205,7 @@ def check_observations(ctx: LabContext, results: list[dict]) -> None:
         sum(len(r["gemm_ops"]) != 1 for r in results),
         0,
     )
-    if ctx.device == "cuda":
+    if ctx.options.device == "cuda":
         ctx.check_max(
             _("CUDA scenarios whose GEMM op launched no device kernel the profiler saw"),
             sum(not r["gemm_kernels"] for r in results if r["device"] == "cuda"),
@@ -318,8 +321,11 @@ def matmul_record(r: dict) -> dict:
 
 def summary_values(ctx: LabContext, results: list[dict], profiles: list[str]) -> dict:
     by_name = {r["name"]: r for r in results}
-    main, inference = by_name[f"{ctx.device}/grad/3d"], by_name[f"{ctx.device}/inference_mode/3d"]
-    root, folded = inference["tree"], by_name[f"{ctx.device}/matmul/3d"]
+    main, inference = (
+        by_name[f"{ctx.options.device}/grad/3d"],
+        by_name[f"{ctx.options.device}/inference_mode/3d"],
+    )
+    root, folded = inference["tree"], by_name[f"{ctx.options.device}/matmul/3d"]
     return {
         "torch": torch.__version__,
         "results": results,
@@ -338,7 +344,8 @@ def summary_values(ctx: LabContext, results: list[dict], profiles: list[str]) ->
         # the sentences on matmul's GEMM op are printed only when this run's trace shows them
         "matmul_folds": folded["gemm_ops"] == ["aten::mm"]
         and trace_text.top_ops(folded["tree"])[-1] == "aten::_unsafe_view",
-        "matmul_batches": by_name[f"{ctx.device}/matmul_batched/3d"]["gemm_ops"] == ["aten::bmm"],
+        "matmul_batches": by_name[f"{ctx.options.device}/matmul_batched/3d"]["gemm_ops"]
+        == ["aten::bmm"],
         "calls": CALLS,
         "main_profile": profile_name(main["name"]),
         "profiles": profiles,

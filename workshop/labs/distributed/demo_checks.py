@@ -296,13 +296,15 @@ def check_hang(
         seconds,
         timeout_s + 90,
     )
-    backend = "nccl" if ctx.device == "cuda" else "gloo"
+    backend = "nccl" if ctx.options.device == "cuda" else "gloo"
     dumps = flight_recorder.dump_function(backend) is not None
     states = flight_recorder.read(folder) if dumps else []
     found = flight_recorder.stuck(states)
     if dumps:
         ctx.check_equal(
-            _("hang: Flight Recorder dumps with entries, one per rank"), len(states), ctx.n_procs
+            _("hang: Flight Recorder dumps with entries, one per rank"),
+            len(states),
+            ctx.options.n_procs,
         )
         ctx.check_equal(
             _("hang: ranks the dumps show missing from the collective the others waited in"),

@@ -56,8 +56,8 @@ def run(
     options of its demo."""
     demos, demo_args, together = plan(ctx) if demos is None else (demos, demo_args or {}, False)
     agents = launch.agents()  # one standalone torchrun, or one agent per task of a Slurm job
-    if why := agents.problem(ctx.n_procs) or launch.capacity_problem(
-        ctx.n_procs // agents.count, ctx.device
+    if why := agents.problem(ctx.options.n_procs) or launch.capacity_problem(
+        ctx.options.n_procs // agents.count, ctx.options.device
     ):
         raise ValueError(why)
     wall, failures, data = {}, {}, {}
@@ -71,7 +71,7 @@ def run(
     )
     # each launch a step on the screen of a run (LabContext.step); the hung rank's needs a peer (N > 1)
     launches = [module for module, _strategies, _args in groups] + (
-        ["hang"] if "hang" in demos and ctx.n_procs > 1 else []
+        ["hang"] if "hang" in demos and ctx.options.n_procs > 1 else []
     )
     for module, strategies, args in groups:
         data |= launch_demos(ctx, module, strategies, args, wall, failures, launches)
@@ -85,7 +85,7 @@ def run(
     hang = hang_demo(ctx, launches) if "hang" in launches else None
     grade_exercises(ctx, rows, data, ctx.out_dir)
     ctx.extra.update(
-        n_procs=ctx.n_procs,
+        n_procs=ctx.options.n_procs,
         wall_s=wall,
         skipped_schedules=data["pp"]["skipped_schedules"] if "pp" in data else {},
     )
@@ -94,9 +94,11 @@ def run(
 
 def usable_here(ctx: LabContext, strategy: str) -> bool:
     """Whether the strategy can split the model N ways; if not, a failed check says why (it is not started)."""
-    if why := launch.strategy_problem(strategy, ctx.n_procs):
+    if why := launch.strategy_problem(strategy, ctx.options.n_procs):
         ctx.check_equal(
-            _("{strategy}: N={n} is usable (not started)").format(strategy=strategy, n=ctx.n_procs),
+            _("{strategy}: N={n} is usable (not started)").format(
+                strategy=strategy, n=ctx.options.n_procs
+            ),
             why,
             "usable",
         )
@@ -118,7 +120,7 @@ def launch_demos(
     rc, wall[module] = torchrun(ctx, module, module, out, args, launches)
     ctx.check_equal(
         _("{strategy}: torchrun --nproc-per-node {n} exit code").format(
-            strategy="+".join(strategies), n=ctx.n_procs // launch.agents().count
+            strategy="+".join(strategies), n=ctx.options.n_procs // launch.agents().count
         ),
         rc,
         0,
@@ -140,7 +142,7 @@ def torchrun(
         launches.index(name) + 1,
         len(launches),
     )
-    command = launch.agents().command(module, ctx.n_procs, ctx.device, out, args)
+    command = launch.agents().command(module, ctx.options.n_procs, ctx.options.device, out, args)
     rc, seconds = launch.run(command, ctx.out_dir / name / "log.txt", TIMEOUT_S)
     print(
         _("[{lab}] {strategy}: torchrun exited {rc} after {seconds:.1f} s").format(
@@ -155,7 +157,7 @@ def hang_demo(ctx: LabContext, launches: list[str]) -> dict:
     """DDP with the last rank hanging at step 1: the peers give up after HANG_TIMEOUT_S, and every rank dumps
     its Flight Recorder buffer. The run's last launch (`launches`: torchrun), where it is one: one rank alone has
     no peer to wait for, so N=1 does not run it."""
-    out, hung = ctx.out_dir / "hang", ctx.n_procs - 1
+    out, hung = ctx.out_dir / "hang", ctx.options.n_procs - 1
     # the default DDP run only: the hung rank stops it at step 1
     options = [
         *("--fail-rank", str(hung), "--fail-mode", "hang", "--pg-timeout", str(HANG_TIMEOUT_S)),
@@ -174,7 +176,7 @@ def grade_exercises(
 ) -> None:
     """Grade the exercises `graded` against a run's figures (`rows`, `data`: its demos' measurements), whose lab
     folder is `lab_dir`: this run's, or an earlier one's (regrade)."""
-    n = next(iter(data.values()))["world_size"] if data else ctx.n_procs
+    n = next(iter(data.values()))["world_size"] if data else ctx.options.n_procs
     if "predictions" in graded:
         truths, rows_ran = figure_rows.prediction_truths(rows, n)
         engine.grade(ctx, "predictions", truths, facts=rows_ran, reference_args=(n,))
@@ -200,7 +202,7 @@ def grade_exercises(
             also=lambda document, _graded: (
                 survey.grade(ctx, document, rows, lab_dir)
                 if ctx.graded
-                else survey.grade(ctx, survey.model_answer(ctx.lang), None, lab_dir)
+                else survey.grade(ctx, survey.model_answer(ctx.options.lang), None, lab_dir)
             ),
         )
 
@@ -316,7 +318,7 @@ def summary_values(ctx, rows, data, pipeline, hang, wall, failures) -> dict:
             "ddp_sent": ddp["sent_bytes"],
             "fsdp_sent": fsdp["sent_bytes"],
         }
-        if ddp and fsdp and ctx.n_procs > 1
+        if ddp and fsdp and ctx.options.n_procs > 1
         else None
     )
     # gloo has no reduce-scatter: FSDP's is an all-reduce there
@@ -324,7 +326,7 @@ def summary_values(ctx, rows, data, pipeline, hang, wall, failures) -> dict:
     return {
         "param_bytes": demo_checks.checkpoint_param_bytes(),
         "steps": next(iter(data.values()))["steps"] if data else 0,
-        "n": ctx.n_procs,
+        "n": ctx.options.n_procs,
         "wall_s": wall,
         "skipped": data["pp"]["skipped_schedules"] if "pp" in data else {},
         "figures": rows,
@@ -341,7 +343,8 @@ def summary_values(ctx, rows, data, pipeline, hang, wall, failures) -> dict:
         ],
         "pipeline": pipe,
         "interleaved_vs_gpipe": {"i": i, "g": g} if interleaving_idled_more(g, i) else None,
-        "oversubscribed": ctx.device == "cpu" and ctx.n_procs > (os.cpu_count() or 1),
+        "oversubscribed": ctx.options.device == "cpu"
+        and ctx.options.n_procs > (os.cpu_count() or 1),
         "cores": os.cpu_count(),
         "hang": hang,
         "timeouts": next(iter(data.values()))["default_timeouts_s"] if data else {},

@@ -94,12 +94,12 @@ def check_replay(ctx: LabContext, raw: dict, steps: int) -> tuple[dict, float]:
 
 def run(ctx: LabContext) -> None:
     raw = checkpoint.load_raw()
-    model = checkpoint.load(ctx.checkpoint, device=ctx.device)
+    model = checkpoint.load(ctx.options.checkpoint, device=ctx.options.device)
     check_model(ctx, model)
     prompts = held_out_prompts()
     acc = check_accuracy(ctx, model, prompts)
     replay, drift = check_replay(ctx, raw, REPLAY_STEPS)
-    samples = sample_sentences(model, 200, ctx.seed, ctx.device)
+    samples = sample_sentences(model, 200, ctx.options.seed, ctx.options.device)
     grammatical = sum(map(is_grammatical, samples)) / len(samples)
     _plot_loss(ctx, raw["history"], replay)
     _plot_accuracy(ctx, acc["by_position"])
@@ -127,7 +127,7 @@ def run(ctx: LabContext) -> None:
         accuracy=acc["accuracy"],
         guess_accuracy=acc["guess_accuracy"],
         wrong=len(acc["errors"]),
-        example=decode(random.Random(ctx.seed).choice(prompts)),
+        example=decode(random.Random(ctx.options.seed).choice(prompts)),
         grammatical=grammatical,
         samples=[(is_grammatical(s), decode(s)) for s in samples[:8]],
         n_samples=len(samples),

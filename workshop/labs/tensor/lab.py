@@ -154,15 +154,15 @@ def check_lab(ctx: LabContext, rows: list[dict], versions: dict, found: dict):
 
 def run(ctx: LabContext) -> None:
     """The whole lab; a check of named exercises (`check tensor EXERCISE`) runs only what they need."""
-    batch = load_batch(ctx.device)
+    batch = load_batch(ctx.options.device)
     x = batch.hidden.detach()  # (B, T, 64): the head's input
     W, b = batch.head.weight.detach(), batch.head.bias.detach()  # (600, 64), (600,)
     rows, versions = anatomy(W, b, x), version_facts(x, W, b)
     engine.grade(ctx, "predictions", prediction_truths(rows, versions))
     for name, view in VIEW_EXERCISES.items():
-        cases = view_cases(view, W, ctx.seed) if ctx.wants(name) else []
+        cases = view_cases(view, W, ctx.options.seed) if ctx.wants(name) else []
         engine.grade(ctx, name, cases, call=probes.strided_call, rules=(as_strided_only,))
-    G = gradient(x, W, ctx.seed)  # (B, T, 600): the incoming gradient of the head's output
+    G = gradient(x, W, ctx.options.seed)  # (B, T, 600): the incoming gradient of the head's output
     found = grade_dispatch(ctx, x, W, b, G)
     if ctx.options.only:  # the lab's own checks, the figure, the summary: a whole run's
         ctx.summary = _(

@@ -109,7 +109,7 @@ def write_facts(ctx: LabContext, captures: dict, parameters: int):
     ctx.write_json(
         FACTS_FILE,
         {
-            "device": ctx.device,
+            "device": ctx.options.device,
             "parameter_tensors": parameters,
             "source_lines": lines,
             "eager_results": eager,
@@ -307,7 +307,9 @@ def write_revealed(ctx: LabContext, run: RunFiles, revealed: dict) -> list[dict]
     )
     worked = worked_example(run)
     shown = revealed["explanations"] + [worked]
-    ctx.write_text("explanation.md", render_explanations(ctx.templates_folder, ctx.lang, shown))
+    ctx.write_text(
+        "explanation.md", render_explanations(ctx.templates_folder, ctx.options.lang, shown)
+    )
     ctx.extra["explained"] = [recorded(ex) for ex in revealed["explanations"]]
     ctx.extra["worked_example"] = worked["kernel"].name
     return shown
@@ -321,7 +323,7 @@ def regrade(ctx: LabContext, source: Path) -> dict:
     shown = write_revealed(ctx, run, revealed)
     ctx.summary = templates.render(
         ctx.templates_folder,
-        ctx.lang,
+        ctx.options.lang,
         {"source": source, "shown": shown, "revealed": revealed, "graded": ctx.graded},
         source=REGRADE_TEMPLATE,
     )

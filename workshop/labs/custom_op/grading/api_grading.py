@@ -133,8 +133,8 @@ def registration(define, exercise: str, device: str, seed: int | None = None) ->
 def grade_registration(ctx: LabContext, impl, exercise: str) -> None:
     """The learner's registration (either exercise of ASKED), in the worker (impl.probe: the probe `registration`
     on it, twice): its facts judged, then the op's checks."""
-    if _check_facts(ctx, impl.probe(registration, exercise, ctx.device), exercise):
-        grade_op(ctx, impl.probe(registration, exercise, ctx.device, ctx.seed))
+    if _check_facts(ctx, impl.probe(registration, exercise, ctx.options.device), exercise):
+        grade_op(ctx, impl.probe(registration, exercise, ctx.options.device, ctx.options.seed))
 
 
 def said(outcome: str) -> str:

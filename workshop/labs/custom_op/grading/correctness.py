@@ -272,7 +272,7 @@ def check(ctx, run, forward_kernel: str, shapes: dict) -> dict:
     op_probes.apply's result) and whose one-pass forward kernel is named `forward_kernel`: its values against
     torch.softmax per dtype, long rows, layouts, special values, empty tensors, and its errors for bad input.
     Raises OpFailed where the op raised instead of replying."""
-    errors, launches = dtype_errors(run, ctx.device, shapes["lm_head"], ctx.seed)
+    errors, launches = dtype_errors(run, ctx.options.device, shapes["lm_head"], ctx.options.seed)
     found = {"dtype_errors": errors}
     ctx.check_equal(
         _("launch record: softmax of {shape} in 4 dtypes ran one forward kernel each").format(
@@ -290,25 +290,27 @@ def check(ctx, run, forward_kernel: str, shapes: dict) -> dict:
             e["tolerance"],
         )
     found["long_rows"] = check_long_rows(ctx, run, shapes["long"])
-    found["layouts"] = layouts(run, ctx.device, ctx.seed)
+    found["layouts"] = layouts(run, ctx.options.device, ctx.options.seed)
     ctx.check_max(
         _("non-contiguous inputs (6 layouts): max |ours - torch.softmax|"),
         max(found["layouts"].values()),
         1e-6,
     )
-    found["special_values"] = special_value_mismatches(run, ctx.device, shapes["long"][1] // 4)
+    found["special_values"] = special_value_mismatches(
+        run, ctx.options.device, shapes["long"][1] // 4
+    )
     ctx.check_equal(
         _("rows with -inf/inf/NaN/all -inf that differ from torch.softmax"),
         sum(found["special_values"].values()),
         0,
     )
-    found["empty"] = empty_results(run, ctx.device)
+    found["empty"] = empty_results(run, ctx.options.device)
     ctx.check_equal(
         _("empty tensors / 0-size dims give torch's empty result"),
         sum(found["empty"].values()),
         len(found["empty"]),
     )
-    found["bad_inputs"] = bad_inputs(run, ctx.device)
+    found["bad_inputs"] = bad_inputs(run, ctx.options.device)
     clear = sum(names_the_problem(k, msg) for k, msg in found["bad_inputs"].items())
     ctx.check_equal(
         _("bad inputs rejected with an error naming the problem"), clear, len(found["bad_inputs"])
@@ -319,10 +321,14 @@ def check(ctx, run, forward_kernel: str, shapes: dict) -> dict:
 def check_long_rows(ctx, run, shape: tuple[int, int]) -> dict:
     """Rows past one program: the long-row kernels the plan picks for a float32 forward of rows this long (split
     in two, or cooperative), read from the launch record, and their error."""
-    errors, launches = dtype_errors(run, ctx.device, shape, ctx.seed, (torch.float32,))
+    errors, launches = dtype_errors(
+        run, ctx.options.device, shape, ctx.options.seed, (torch.float32,)
+    )
     long = errors["float32"]
     n_rows, n_cols = shape
-    plan = softmax_launch.long_row_plan(n_cols, n_rows * n_cols * 4, torch.device(ctx.device))
+    plan = softmax_launch.long_row_plan(
+        n_cols, n_rows * n_cols * 4, torch.device(ctx.options.device)
+    )
     kernels = ["_fwd_cooperative"] if plan[0] == "cooperative" else ["_fwd_partials", "_fwd_finish"]
     ctx.check_equal(
         _("launch record: float32 long rows {shape} ran the long-row kernels").format(shape=shape),

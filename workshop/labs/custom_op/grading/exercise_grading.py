@@ -53,16 +53,20 @@ def grade_kernel(ctx: LabContext, impl, name: str, direction: Direction) -> None
     # each stage only where the one before passed
     launchable = _launchable(ctx, ex, ask(op_probes.kernel_signature))
     if launchable and record_kernel_checks(ctx, ask, direction, ex):
-        grade_op(ctx, ask(op_probes.twin_checks, name, ctx.device, ctx.seed))
+        grade_op(ctx, ask(op_probes.twin_checks, name, ctx.options.device, ctx.options.seed))
 
 
 def grade_piece(ctx: LabContext, impl, name: str, inputs, probe, judge, dim: int = -1) -> None:
     """A piece that is not a kernel (fake, setup_context, backward): `probe` run on it in the worker with the
     `inputs(device)`, what it sent back judged by `judge(ctx, *inputs, found, diagnoses)` (registration_grading),
     then its twin's checks, compiled over `dim`."""
-    args = inputs(ctx.device)
+    args = inputs(ctx.options.device)
     if judge(ctx, *args, impl.probe(probe, *args), ctx.exercise(name).diagnoses):
-        grade_op(ctx, impl.probe(op_probes.twin_checks, name, ctx.device, ctx.seed, dim), dim=dim)
+        grade_op(
+            ctx,
+            impl.probe(op_probes.twin_checks, name, ctx.options.device, ctx.options.seed, dim),
+            dim=dim,
+        )
 
 
 # exercise id -> its grading function, grader(ctx, impl), for custom_op/lab.py's grade_pieces
@@ -157,14 +161,14 @@ def record_kernel_checks(ctx: LabContext, ask, direction: Direction, ex) -> bool
     attribute = ex.attribute
 
     def launched(cases) -> list[dict]:
-        sent = [guarded_case(case, direction, ctx.seed) for case in cases]
-        return ask(op_probes.kernel_cases, direction.name, sent, ctx.device)
+        sent = [guarded_case(case, direction, ctx.options.seed) for case in cases]
+        return ask(op_probes.kernel_cases, direction.name, sent, ctx.options.device)
 
     # the kernel on another layout of a case: None where it raised or went out of bounds
     @functools.cache
     def rerun(case):
         (found,) = launched([case])
-        return judged(case, direction, ctx.seed, found) if "out" in found else None
+        return judged(case, direction, ctx.options.seed, found) if "out" in found else None
 
     # asked only when a check fails: it runs the kernel again
     @functools.cache
@@ -178,7 +182,7 @@ def record_kernel_checks(ctx: LabContext, ask, direction: Direction, ex) -> bool
             return _out_of_bounds(ctx, found["out_of_bounds"], stride_mistake(case), attribute)
         if "raised" in found:
             return _kernel_raised(ctx, found["raised"], attribute)
-        runs.append(judged(case, direction, ctx.seed, found))
+        runs.append(judged(case, direction, ctx.options.seed, found))
     if INTERPRETED:
         ctx.check_equal(
             _(

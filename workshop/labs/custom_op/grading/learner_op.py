@@ -185,7 +185,7 @@ def grade_op(ctx: LabContext, found: dict, dim: int = -1) -> None:
         _("opcheck of {op}: tests passed").format(op=name),
     )
     if found["kind"] == "triton_op" and INTERPRETED:
-        x, _dy = x_and_dy(ctx.device, ctx.seed)
+        x, _dy = x_and_dy(ctx.options.device, ctx.options.seed)
         err = (found["eager"] - torch.softmax(x, -1)).abs().max().item()
         ctx.check_max(_("{op}: max |y - torch.softmax|, called eagerly").format(op=name), err, 1e-6)
         return
@@ -219,7 +219,7 @@ def check_passed(
 
 def grade_compiled(ctx: LabContext, found: dict, dim: int) -> None:
     """torch.compile(fullgraph=True): the result against torch.softmax's, and the twin's kernels in it."""
-    x, dy = x_and_dy(ctx.device, ctx.seed)
+    x, dy = x_and_dy(ctx.options.device, ctx.options.seed)
     ctx.check_max(
         _("torch.compile(fullgraph=True) of {op}, dim={dim}: max |y, dx - torch's|").format(
             op=found["name"], dim=dim

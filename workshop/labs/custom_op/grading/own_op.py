@@ -33,7 +33,7 @@ class OwnOp:
         return self.ctx.probe(
             op_probes.in_worker,
             self.exercise_of,
-            self.ctx.lang,
+            self.ctx.options.lang,
             function.__name__,
             *args,
             attributes=tuple(self.exercise_of),
@@ -42,7 +42,7 @@ class OwnOp:
 
 def own_op(ctx: LabContext) -> OwnOp:
     """The pieces of the op this run checks, or the exercises it waits on."""
-    exercises = {name: ctx.exercise(name) for name in needed(ctx.device)}
+    exercises = {name: ctx.exercise(name) for name in needed(ctx.options.device)}
     # the launch record names a kernel by its function's name: the learner's attribute, or the reference's
     kernels = {
         name: ex.attribute if ctx.graded else ex.reference.partition(":")[2]

@@ -278,7 +278,7 @@ def figures_quoted(
             "{path}, named in survey.md, is not a figures.json of this lab: name this run's instead "
             "({this_run})"
         ).format(**named)
-    theirs, mine = graded_workspace(path.parent), workspace.read_record(ctx.work).get("id")
+    theirs, mine = graded_workspace(path.parent), workspace.read_record(ctx.options.work).get("id")
     if theirs and mine and theirs != mine:
         return quoted, _(
             "{path}, named in survey.md, is another workspace's run: quote one of your own runs (this run: "
