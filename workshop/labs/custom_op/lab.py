@@ -28,7 +28,7 @@ from workshop.labs.custom_op import eager_cost, inductor_code, profiler_trace
 from workshop.labs.custom_op.grading import correctness as cx
 from workshop.labs.custom_op.grading import exercise_grading as graders
 from workshop.labs.custom_op.grading import launch_facts, op_probes
-from workshop.labs.custom_op.grading.learner_op import check_tools, compile_inputs, compiled_error
+from workshop.labs.custom_op.grading.learner_op import check_tools, compiled_error, x_and_dy
 from workshop.labs.custom_op.grading.own_op import OwnOp, own_op, shipped_ready
 from workshop.learner.learner_code import LearnerCodeFailed
 from workshop.minigpt import checkpoint
@@ -97,7 +97,7 @@ def compile_kind(ctx: LabContext, own: OwnOp, kind: str, x, dy) -> dict:
 def check_compile(ctx: LabContext, own: OwnOp) -> dict:
     """torch.compile(fullgraph=True) against torch, graph breaks, and the generated code for both registrations
     (on the CPU the custom_op only: a triton_op cannot be compiled under Triton's interpreter), side by side."""
-    x, dy = compile_inputs(ctx.options.device, ctx.options.seed)
+    x, dy = x_and_dy(ctx.options.device, ctx.options.seed)
     ctx.check_equal(_("torch.compile: graph breaks"), own.probe(op_probes.graph_breaks, x), 0)
     kinds = ("custom_op", "triton_op") if ctx.options.device == "cuda" else ("custom_op",)
     found = {kind: compile_kind(ctx, own, kind, x, dy) for kind in kinds}

@@ -122,13 +122,14 @@ class CollectiveLog(TorchDispatchMode):
         finally:
             self.named_phase = before
 
-    def watch(self, opt: torch.optim.Optimizer) -> list:
+    def watch(self, opt: torch.optim.Optimizer) -> tuple:
         """Tell the optimizer's steps apart (its step is the phase "optimizer", from its start to its end);
-        returns the hooks' handles (remove them when done). The optimizer steps outside any `in_phase`."""
-        return [
+        returns the hooks' two handles (remove them when done: each is a context manager that does). The optimizer
+        steps outside any `in_phase`."""
+        return (
             opt.register_step_pre_hook(lambda *_args: setattr(self, "named_phase", "optimizer")),
             opt.register_step_post_hook(lambda *_args: setattr(self, "named_phase", None)),
-        ]
+        )
 
     def phase(self) -> str:
         if self.named_phase:
@@ -178,18 +179,16 @@ def spans(path: Path) -> list[dict]:
         return [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
 
 
-def is_collective_work(event: dict) -> bool:
-    """gloo's spans (CPU, worker threads) and NCCL's kernels (GPU); not the CPU-side `nccl:<op>` record of the
-    launch, which would count the same collective twice."""
-    name = event.get("name", "")
-    return name.startswith("gloo:") or (event.get("cat") == "kernel" and name.startswith("nccl"))
-
-
 def collective_seconds(path: Path) -> dict[str, float]:
     """Seconds spent in each kind of collective (allreduce, allgather ...), summed over the trace's events."""
     seconds: dict[str, float] = defaultdict(float)
     for e in spans(path):
-        if is_collective_work(e) and kind(e["name"]):
+        # the collectives' work: gloo's spans (CPU, worker threads) and NCCL's kernels (GPU); not the CPU-side
+        # `nccl:<op>` record of the launch, which would count the same collective twice
+        work = e["name"].startswith("gloo:") or (
+            e.get("cat") == "kernel" and e["name"].startswith("nccl")
+        )
+        if work and kind(e["name"]):
             seconds[kind(e["name"])] += e.get("dur", 0) * 1e-6  # microseconds
     return dict(seconds)
 

@@ -19,27 +19,16 @@ from torch.nn.parallel import DistributedDataParallel
 
 from workshop.i18n import N_
 from workshop.labs.distributed import instruments, measurements, plans, process_group, training
-from workshop.minigpt.model import lm_loss
 
 
 def train(args, rank: process_group.Rank, run: str) -> measurements.Run:
+    """One run: the plain training step (instruments.train_whole_model) on each rank's chunk of the batch, its
+    gradients all-reduced (averaged) in backward, bucket by bucket (plans.BUCKET_CAP_MB[run]), and rank 0's
+    buffers broadcast in forward: every replica takes the same step."""
     model = training.load_model(rank.device)
     ids = [rank.device.index] if rank.device.type == "cuda" else None
     ddp = DistributedDataParallel(model, device_ids=ids, bucket_cap_mb=plans.BUCKET_CAP_MB[run])
-    opt = training.optimizer(ddp.parameters())
-    x, y = training.batches(args.steps, rank.world, rank.device)  # (steps, N, ROWS, T)
-    mine = rank.rank  # the chunk of each step's batch this rank trains on
-    with instruments.Instruments(args, rank, run, opt) as measure:
-        for s in measure.steps():
-            opt.zero_grad()
-            # forward: DDP first broadcasts rank 0's buffers (the causal masks) to every replica
-            loss = lm_loss(ddp(x[s, mine]), y[s, mine])
-            # backward: as each bucket's last gradient arrives, DDP all-reduces (averages) the bucket
-            loss.backward()
-            # every replica takes the same step: its gradients are now the average of all ranks'
-            opt.step()
-            measure.loss(loss.item())
-    return instruments.whole_model_run(measure, model, chunks=rank.world)
+    return instruments.train_whole_model(args, rank, run, model, rank.world, forward=ddp)
 
 
 def run(args, rank: process_group.Rank) -> tuple[dict[str, measurements.Run], dict]:

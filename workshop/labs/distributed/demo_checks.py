@@ -47,35 +47,33 @@ def checkpoint_param_bytes(root_unit: bool = False) -> int:
     )
 
 
-def check_run(ctx: LabContext, label: str, run: measurements.Run, tolerance: float) -> None:
-    ctx.check_max(
-        _("{label}: losses equal the 1-process reference (max relative diff)").format(label=label),
-        run["max_loss_error"],
-        tolerance,
-    )
-    ctx.check_max(
-        _("{label}: final parameters equal the reference (max abs diff)").format(label=label),
-        run["max_param_error"],
-        tolerance,
-    )
-    slowest = max(r["step_time_s"] for r in run["per_rank"])
-    ctx.check_max(_("{label}: median step time (s)").format(label=label), slowest, MAX_STEP_S)
-
-
 def check_strategy(
     ctx: LabContext,
     data: measurements.Measurements,
     ddp: measurements.Measurements | None,
     idle: dict[str, pipeline_idle.Idle],
 ):
-    """All checks of one demo. ddp: the DDP demo's data, for FSDP's memory ratio (None if DDP did not run);
-    idle: the pipeline's analysis per schedule."""
+    """All checks of one demo: each of its runs against the one-process reference and the sanity bound on its
+    step time, then its strategy's own (STRATEGY_CHECKS). ddp: the DDP demo's data, for FSDP's memory ratio
+    (None if DDP did not run); idle: the pipeline's analysis per schedule."""
     for name, run in data["runs"].items():
-        check_run(
-            ctx,
-            data["strategy"] if name == data["strategy"] else f"{data['strategy']}/{name}",
-            run,
+        label = data["strategy"] if name == data["strategy"] else f"{data['strategy']}/{name}"
+        ctx.check_max(
+            _("{label}: losses equal the 1-process reference (max relative diff)").format(
+                label=label
+            ),
+            run["max_loss_error"],
             data["tolerance"],
+        )
+        ctx.check_max(
+            _("{label}: final parameters equal the reference (max abs diff)").format(label=label),
+            run["max_param_error"],
+            data["tolerance"],
+        )
+        ctx.check_max(
+            _("{label}: median step time (s)").format(label=label),
+            max(r["step_time_s"] for r in run["per_rank"]),  # the slowest rank's
+            MAX_STEP_S,
         )
     STRATEGY_CHECKS[data["strategy"]](ctx, data, ddp, idle)
 

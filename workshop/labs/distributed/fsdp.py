@@ -15,13 +15,14 @@ from torch.distributed.fsdp import fully_shard
 
 from workshop.i18n import N_
 from workshop.labs.distributed import instruments, measurements, process_group, training
-from workshop.minigpt.model import lm_loss
 
 # The root returns the logits as a view; FSDP warns that an in-place op on it would skip a hook. We do none.
 warnings.filterwarnings("ignore", message="FSDP2-wrapped module .* returned a view tensor")
 
 
-def train(args, rank: process_group.Rank) -> measurements.Run:
+def run(args, rank: process_group.Rank) -> tuple[dict[str, measurements.Run], dict]:
+    """The demo's one run: the plain training step (instruments.train_whole_model) on each rank's chunk of the
+    batch, every parameter sharded over the ranks; and what else its measurements.json says (nothing)."""
     mesh = init_device_mesh(rank.device.type, (rank.world,), mesh_dim_names=("dp",))
     model = training.load_model(rank.device)
     for block in model.blocks:  # one all-gather / reduce-scatter unit per block ...
@@ -29,24 +30,7 @@ def train(args, rank: process_group.Rank) -> measurements.Run:
     # ... and one for the rest (embeddings, ln_f, lm_head), the root: its parameters become DTensors, and the
     # optimizer, built after this, holds sharded state too
     fully_shard(model, mesh=mesh)
-    opt = training.optimizer(model.parameters())
-    x, y = training.batches(args.steps, rank.world, rank.device)  # (steps, N, ROWS, T)
-    with instruments.Instruments(args, rank, "fsdp", opt) as measure:
-        for s in measure.steps():
-            opt.zero_grad()
-            # forward: before each unit runs, all-gather its parameters; after it, free the gathered copy (the
-            # root's stays: backward needs it first)
-            loss = lm_loss(model(x[s, rank.rank]), y[s, rank.rank])
-            # backward: all-gather each block's parameters again, then reduce-scatter its gradients: each rank
-            # receives the average of its own shard
-            loss.backward()
-            opt.step()  # each rank steps its own shards: parameters, gradients and momentum are 1/N each
-            measure.loss(loss.item())
-    return instruments.whole_model_run(measure, model, chunks=rank.world)
-
-
-def run(args, rank: process_group.Rank) -> tuple[dict[str, measurements.Run], dict]:
-    return {"fsdp": train(args, rank)}, {}
+    return {"fsdp": instruments.train_whole_model(args, rank, "fsdp", model, rank.world)}, {}
 
 
 if __name__ == "__main__":

@@ -1,10 +1,14 @@
 """What a demo's training loop runs inside, so that the loop itself shows only the training:
 
-    with Instruments(args, rank, "ddp", opt) as measure:
+    with Instruments(args, rank, "gpipe", opt, stages) as measure:
         for s in measure.steps():
             ...  # one training step
-            measure.loss(loss.item())
-    return whole_model_run(measure, model, chunks)
+            measure.losses.append(loss.item())
+    return measure.result(params, named, chunks, stages_per_rank=v, microbatches=m)
+
+The pipeline's loop is its own (pp.py); DDP, FSDP and tensor parallel run one, the plain training step, which
+their wrapping of the model leaves as it was: train_whole_model, which names at each of its lines what each of
+them communicates there.
 
 - barriers: every step starts when every rank is there, so a step's time is the slowest rank's;
 - timing: each step from that barrier to the end of its work (the device synchronized), the median of the steps
@@ -16,8 +20,8 @@
 - for a pipeline, each rank's forward and backward chunks, timed (PipelineTimeline).
 
 And what a training run ends with: this rank's record (what it measured, what it holds, how far it is from the
-reference), every rank's records gathered into the run's, and rank 0 writing the demo's measurements.json
-(measurements.py), which the lab reads back and checks.
+reference), every rank's records gathered into the run's (Instruments.result), and rank 0 writing the demo's
+measurements.json (measurements.py), which the lab reads back and checks.
 
 What a rank holds in memory: the local part of a (possibly sharded) tensor, the bytes of the storages behind
 its tensors, and a digest of its parameters that tells replicas apart.
@@ -45,6 +49,7 @@ from workshop.labs.distributed import (
     training,
 )
 from workshop.minigpt.grammar import MAX_SENTENCE_LEN
+from workshop.minigpt.model import lm_loss
 
 
 def inject_failure(args, rank: process_group.Rank, step: int) -> None:
@@ -80,24 +85,21 @@ class Instruments(contextlib.ExitStack):
         self.timeline = PipelineTimeline(rank.device, stages) if stages else None
         self.trace = f"trace_{run}_rank{rank.rank}.json.gz"
         self.log = collectives.CollectiveLog()
+        # each step's loss on this rank (None where the rank computes none: a pipeline's first stage)
         self.losses: list[float | None] = []
         self.times: list[float] = []
 
-    def __enter__(self) -> Instruments:
+    def steps(self):
+        """Step numbers 0 .. args.steps-1, each begun after a barrier and timed; the last one logged and profiled.
+        From here to the `with` block's end the CUDA peak memory is this run's, and a step that raises dumps the
+        Flight Recorder, after its trace and log have stopped."""
         if self.rank.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.rank.device)
         self.enter_context(
             flight_recorder.dump_on_failure(self.args.out, self.rank.rank, self.rank.backend)
         )
-        return self
-
-    def steps(self):
-        """Step numbers 0 .. args.steps-1, each begun after a barrier and timed; the last one logged and profiled.
-        A step that raises stops its trace and log when the `with` block ends."""
-        steps = self._steps()
-        # runs before the Flight Recorder's dump: last in, first out
-        self.callback(steps.close)
-        return steps
+        # closed before the Flight Recorder's dump: last in, first out
+        return self.enter_context(contextlib.closing(self._steps()))
 
     def _steps(self):
         last = self.args.steps - 1
@@ -114,17 +116,15 @@ class Instruments(contextlib.ExitStack):
 
     @contextlib.contextmanager
     def _instrumented(self):
-        handles = self.log.watch(self.opt)
-        try:
-            with collectives.profiled(self.args.out / self.trace, self.rank.device), self.log:
-                yield
-        finally:
-            for handle in handles:
-                handle.remove()
-
-    def loss(self, value: float | None) -> None:
-        """This step's loss on this rank (None where the rank computes none: a pipeline's first stage)."""
-        self.losses.append(value)
+        # the optimizer's step hooks (the log's phase "optimizer"), removed as the block ends
+        before, after = self.log.watch(self.opt)
+        with (
+            before,
+            after,
+            collectives.profiled(self.args.out / self.trace, self.rank.device),
+            self.log,
+        ):
+            yield
 
     def record(
         self, params: list[torch.Tensor], named: dict[str, torch.Tensor], chunks: int
@@ -160,6 +160,37 @@ class Instruments(contextlib.ExitStack):
             intervals=timeline.steps if timeline else [],
             timer_resolution_s=timeline.resolution() if timeline else 0.0,
             busy_cpu_s=timeline.cpu_s if timeline else [],
+        )
+
+    def result(
+        self,
+        params: list[torch.Tensor],
+        named: dict[str, torch.Tensor],
+        chunks: int,
+        **pipeline,
+    ) -> measurements.Run:
+        """The run's result, on every rank: every rank's record (`record`'s arguments), gathered in rank order, and
+        the losses the run reports, one per step: the ranks' mean (each rank's chunk of the batch; tensor
+        parallel: all the same), or a pipeline's (`pipeline`: its stages_per_rank and microbatches) its last
+        stage's, the only one that computes them."""
+        records = [None] * dist.get_world_size()
+        dist.all_gather_object(records, self.record(params, named, chunks))
+        losses = (
+            records[-1]["losses"]
+            if pipeline
+            else [
+                sum(step) / len(step) for step in zip(*(r["losses"] for r in records), strict=True)
+            ]
+        )
+        ref = records[0]["reference_losses"]
+        return dict(
+            chunks=chunks,
+            losses=losses,
+            reference_losses=ref,
+            max_loss_error=max(abs(a - b) / abs(b) for a, b in zip(losses, ref, strict=True)),
+            max_param_error=max(r["max_param_error"] for r in records),
+            per_rank=records,
+            **{"stages_per_rank": 0, "microbatches": 0, **pipeline},
         )
 
 
@@ -256,38 +287,47 @@ def digest(params: dict[str, torch.Tensor]) -> str:
     return h.hexdigest()[:16]
 
 
-def gather(record: measurements.RankRecord) -> list[measurements.RankRecord]:
-    """Every rank's record, on every rank, in rank order."""
-    records = [None] * dist.get_world_size()
-    dist.all_gather_object(records, record)
-    return records
-
-
-def summary(
-    records: list[measurements.RankRecord], losses: list[float], chunks: int, **pipeline
+def train_whole_model(
+    args,
+    rank: process_group.Rank,
+    run: str,
+    model: torch.nn.Module,
+    chunks: int,
+    forward: torch.nn.Module | None = None,
+    loss_context=contextlib.nullcontext,
 ) -> measurements.Run:
-    """One run's result from all ranks' records and the losses the run reports (one per step)."""
-    ref = records[0]["reference_losses"]
-    return dict(
-        chunks=chunks,
-        losses=losses,
-        reference_losses=ref,
-        max_loss_error=max(abs(a - b) / abs(b) for a, b in zip(losses, ref, strict=True)),
-        max_param_error=max(r["max_param_error"] for r in records),
-        per_rank=records,
-        **{"stages_per_rank": 0, "microbatches": 0, **pipeline},
-    )
-
-
-def whole_model_run(measure: Instruments, model, chunks: int) -> measurements.Run:
-    """DDP's, FSDP's and tensor parallel's run, measured by `measure`: every rank holds (a part of) the whole
-    model and computes a loss; the run's loss is the ranks' mean (each rank's chunk of the batch; tensor
-    parallel: all the same)."""
+    """DDP's, FSDP's and tensor parallel's training run, measured: the plain training step, which their wrapping of
+    `model` leaves as it was (it changes what forward and backward communicate, not the loop), args.steps steps
+    of `chunks` chunks each, this rank training on its own (DDP, FSDP: chunks=N; tensor parallel: chunks=1, the
+    whole batch on every rank). `forward`: the module that wraps `model` (DDP's), where it is another;
+    `loss_context`: entered around forward and backward (tensor parallel's loss_parallel). Every rank holds (a
+    part of) the whole model and computes a loss; the run's loss is the ranks' mean."""
+    opt = training.optimizer(model.parameters())
+    x, y = training.batches(args.steps, chunks, rank.device)  # (steps, chunks, ROWS, T)
+    mine = rank.rank % chunks  # the chunk of each step's batch this rank trains on
+    with Instruments(args, rank, run, opt) as measure:
+        for s in measure.steps():
+            opt.zero_grad()
+            with loss_context():
+                # forward: DDP first broadcasts rank 0's buffers (the causal masks) to every replica. FSDP
+                # all-gathers each unit's parameters before it runs and frees the gathered copy after it (the
+                # root's stays: backward needs it first). Tensor parallel all-reduces each block's two
+                # row-parallel outputs, and loss_parallel a max and two sums over the vocabulary (one number per
+                # token each)
+                loss = lm_loss((forward or model)(x[s, mine]), y[s, mine])
+                # backward: DDP all-reduces (averages) each bucket as its last gradient arrives. FSDP all-gathers
+                # each block's parameters again, then reduce-scatters its gradients: each rank receives the
+                # average of its own shard. Tensor parallel all-reduces the column-parallel layers' input
+                # gradients (q, k, v and fc in every block, and the LM head's)
+                loss.backward()
+            # every rank steps what it holds: DDP's replicas the same step (their gradients are now the average of
+            # all ranks'); FSDP's ranks their own shards (parameters, gradients and momentum 1/N each); tensor
+            # parallel's their own slices, and their copies of the replicated parameters
+            opt.step()
+            measure.losses.append(full(loss).item())
     # full() all-gathers a sharded parameter: every rank must call it
     named = {n: full(p.detach()) for n, p in model.named_parameters()}
-    records = gather(measure.record(list(model.parameters()), named, chunks))
-    losses = [sum(step) / len(step) for step in zip(*(r["losses"] for r in records), strict=True)]
-    return summary(records, losses, chunks)
+    return measure.result(list(model.parameters()), named, chunks)
 
 
 def write(

@@ -37,12 +37,6 @@ def theory(p: int, m: int, v: int = 1) -> float:
 Idle = dict
 
 
-def span(ranks: list[list[Interval]]) -> tuple[float, float]:
-    """(start, length) of a step: first start to last end on any rank."""
-    start = min(iv[3] for r in ranks for iv in r)
-    return start, max(iv[4] for r in ranks for iv in r) - start
-
-
 def waits(ranks: list[list[Interval]], p: int) -> list[float]:
     """For every chunk of a step: seconds between the moment it could start and its start (>= 0)."""
     ends = {(iv[0], iv[1], iv[2]): iv[4] for r in ranks for iv in r}  # (kind, stage, mb) -> end
@@ -66,7 +60,11 @@ def analyse(run: Run, p: int) -> Idle:
     by_step = [
         [r["intervals"][s] for r in run["per_rank"]] for s in steps
     ]  # [step][rank] -> intervals
-    spans = [span(ranks)[1] for ranks in by_step]
+    # a step's span: its first start to its last end on any rank
+    spans = [
+        max(iv[4] for r in ranks for iv in r) - min(iv[3] for r in ranks for iv in r)
+        for ranks in by_step
+    ]
     # [step][rank] -> seconds inside the rank's chunks
     busy_per_rank = [[sum(iv[4] - iv[3] for iv in r) for r in ranks] for ranks in by_step]
     fractions = [

@@ -47,18 +47,21 @@ class Stage(torch.nn.Module):
 
 def build(gpt: GPT, rank: process_group.Rank, name: str) -> list[pipelining.PipelineStage]:
     """This rank's stages of the schedule `name`: looped placement, rank r holds stages r, r+p, ..."""
-    v, p = plans.STAGES_PER_RANK[name], rank.world
-    n_stages, n_layer = p * v, gpt.cfg.n_layer
-    ids = [rank.rank + k * p for k in range(v)]
-    modules = [Stage(gpt, i * n_layer // n_stages, (i + 1) * n_layer // n_stages) for i in ids]
+    n_stages, n_layer = rank.world * plans.STAGES_PER_RANK[name], gpt.cfg.n_layer
+    # stage i: blocks [i L / S, (i+1) L / S) of L blocks in S stages
     return [
-        pipelining.PipelineStage(mod, i, n_stages, rank.device)
-        for mod, i in zip(modules, ids, strict=True)
+        pipelining.PipelineStage(
+            Stage(gpt, i * n_layer // n_stages, (i + 1) * n_layer // n_stages),
+            i,
+            n_stages,
+            rank.device,
+        )
+        for i in range(rank.rank, n_stages, rank.world)
     ]
 
 
-def train(args, rank: process_group.Rank, name: str) -> list[measurements.RankRecord]:
-    """Train with one schedule; every rank's records of the run (each with its timeline)."""
+def train(args, rank: process_group.Rank, name: str) -> measurements.Run:
+    """Train with one schedule: the run, its losses the last stage's, its ranks' records each with its timeline."""
     cls, v = SCHEDULE_CLASSES[name], plans.STAGES_PER_RANK[name]
     m = plans.microbatches(rank.world)
     stages = build(training.load_model(rank.device), rank, name)
@@ -82,28 +85,20 @@ def train(args, rank: process_group.Rank, name: str) -> list[measurements.RankRe
             ):  # the schedule's forwards and backwards interleave
                 schedule.step(*inputs, **targets)
             opt.step()  # the schedule averaged the micro-batches' gradients, as the reference its chunks' loss
-            measure.loss(torch.stack(losses).mean().item() if last else None)
+            measure.losses.append(torch.stack(losses).mean().item() if last else None)
     named = {n: q.detach() for stage in stages for n, q in stage.submod.named_parameters()}
-    return instruments.gather(measure.record(params, named, m))
+    return measure.result(params, named, m, stages_per_rank=v, microbatches=m)
 
 
 def run(args, rank: process_group.Rank) -> tuple[dict[str, measurements.Run], dict]:
     """One run per schedule that N allows and --schedules asks for; the others, with why, for its
     measurements.json."""
-    p, m = rank.world, plans.microbatches(rank.world)
     runs, skipped = {}, {}
-    for name, why_not in plans.schedules_for(p).items():
+    for name, why_not in plans.schedules_for(rank.world).items():
         if why_not or name not in args.schedules:
             skipped[name] = why_not or _("not asked for (--schedules)")
             continue
-        records = train(args, rank, name)
-        runs[name] = instruments.summary(
-            records,
-            records[p - 1]["losses"],  # the run's losses: the last stage computes them
-            m,
-            stages_per_rank=plans.STAGES_PER_RANK[name],
-            microbatches=m,
-        )
+        runs[name] = train(args, rank, name)
     return runs, {"skipped_schedules": skipped}
 
 

@@ -18,8 +18,7 @@ import torch.distributed as dist
 from torch.distributed import distributed_c10d
 
 from workshop.i18n import N_, _
-from workshop.labs.distributed import flight_recorder
-from workshop.labs.distributed.training import STEPS
+from workshop.labs.distributed import flight_recorder, training
 
 # How long joining the process group may wait for every rank: on a 2-core machine under load (a load average of
 # 12 was seen) a rank's imports took over 5 s, and the hung-rank demo's --pg-timeout 5 failed the join itself.
@@ -34,7 +33,7 @@ OPTIONS = [
         ("--device",),
         {"choices": ("cpu", "cuda"), "default": "cpu", "help": N_("cpu: gloo; cuda: NCCL")},
     ),
-    (("--steps",), {"type": int, "default": STEPS}),
+    (("--steps",), {"type": int, "default": training.STEPS}),
     (
         ("--fail-rank",),
         {"type": int, "default": None, "help": N_("inject a failure on this rank at step 1")},

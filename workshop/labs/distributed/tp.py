@@ -22,7 +22,6 @@ from torch.distributed.tensor.parallel import (
 
 from workshop.i18n import N_
 from workshop.labs.distributed import instruments, measurements, process_group, training
-from workshop.minigpt.model import GPT, lm_loss
 
 BLOCK_PLAN = {
     "attn.q_proj": ColwiseParallel(),  # (B, T, 64) -> (B, T, 64/N): heads split over ranks
@@ -36,42 +35,20 @@ BLOCK_PLAN = {
 HEAD_PLAN = {"lm_head": ColwiseParallel(use_local_output=False)}
 
 
-def parallelize(model: GPT, mesh) -> GPT:
-    """Split the model's matrices over the mesh's ranks (BLOCK_PLAN, HEAD_PLAN); the rest stays replicated."""
+def run(args, rank: process_group.Rank) -> tuple[dict[str, measurements.Run], dict]:
+    """The demo's one run (N divides the heads and the vocabulary: run_demos checked), the plain training step
+    (instruments.train_whole_model) on the whole batch on every rank, its cross-entropy computed on the
+    vocabulary-sharded logits, forward and backward (loss_parallel); and the LM head's rows on each rank for its
+    measurements.json."""
+    mesh = init_device_mesh(rank.device.type, (rank.world,), mesh_dim_names=("tp",))
+    model = training.load_model(rank.device)
+    # each matrix split over the mesh's ranks (BLOCK_PLAN, HEAD_PLAN), in place; the rest stays replicated
     for block in model.blocks:
         parallelize_module(block, mesh, BLOCK_PLAN)
-    return parallelize_module(model, mesh, HEAD_PLAN)
-
-
-def train(args, rank: process_group.Rank, model: GPT) -> measurements.Run:
-    opt = training.optimizer(model.parameters())
-    # one chunk: every rank the same whole batch
-    x, y = training.batches(args.steps, 1, rank.device)
-    with instruments.Instruments(args, rank, "tp", opt) as measure:
-        for s in measure.steps():
-            opt.zero_grad()
-            with (
-                loss_parallel()
-            ):  # cross-entropy on vocabulary-sharded logits, forward and backward
-                # forward: each block all-reduces its two row-parallel outputs; the loss all-reduces a max and
-                # two sums over the vocabulary (one number per token each)
-                loss = lm_loss(model(x[s, 0]), y[s, 0])
-                # backward: the column-parallel layers' input gradients are all-reduced (q, k, v and fc in
-                # every block, and the LM head's)
-                loss.backward()
-            opt.step()  # each rank steps its own slices, and its copy of the replicated parameters
-            measure.loss(instruments.full(loss).item())
-    return instruments.whole_model_run(measure, model, chunks=1)
-
-
-def run(args, rank: process_group.Rank) -> tuple[dict[str, measurements.Run], dict]:
-    """The demo's one run (N divides the heads and the vocabulary: run_demos checked), and the LM head's rows on
-    each rank for its measurements.json."""
-    mesh = init_device_mesh(rank.device.type, (rank.world,), mesh_dim_names=("tp",))
-    model = parallelize(training.load_model(rank.device), mesh)
-    return {"tp": train(args, rank, model)}, {
-        "lm_head_local_shape": list(instruments.local(model.lm_head.weight).shape)
-    }
+    parallelize_module(model, mesh, HEAD_PLAN)
+    return {
+        "tp": instruments.train_whole_model(args, rank, "tp", model, 1, loss_context=loss_parallel)
+    }, {"lm_head_local_shape": list(instruments.local(model.lm_head.weight).shape)}
 
 
 if __name__ == "__main__":

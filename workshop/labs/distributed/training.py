@@ -19,8 +19,7 @@ import torch
 import torch.distributed as dist
 
 from workshop.labs.distributed.measurements import timed_steps
-from workshop.minigpt import checkpoint
-from workshop.minigpt.data import train_tensors
+from workshop.minigpt import checkpoint, data
 from workshop.minigpt.model import lm_loss
 
 STEPS = 5
@@ -30,7 +29,7 @@ LR = 0.02
 
 def batches(steps: int, chunks: int, device) -> tuple[torch.Tensor, torch.Tensor]:
     """Inputs and targets, each (steps, chunks, ROWS, T) token ids, the same on every rank."""
-    x, y = train_tensors(n_sentences=steps * chunks * ROWS)  # (steps*chunks*ROWS, T)
+    x, y = data.train_tensors(n_sentences=steps * chunks * ROWS)  # (steps*chunks*ROWS, T)
     shape = (steps, chunks, ROWS, x.shape[-1])
     return x.view(shape).to(device), y.view(shape).to(device)
 

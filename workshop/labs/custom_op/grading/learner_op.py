@@ -45,10 +45,13 @@ from workshop.ops.softmax_op import SoftmaxOps
 from workshop.ops.triton_launch import recording
 
 
-def twin(exercise: str, kind: str, piece) -> SoftmaxOps:
+def twin(exercise: str, piece) -> SoftmaxOps:
     """torch.ops.graded_<exercise>.softmax{,_backward}: the learner's piece for `exercise`, one of forward_kernel,
     backward_kernel, fake, setup_context or backward, and the grader's stand-ins (PyTorch's) for the rest,
-    registered by hand as `kind` (registered again at each grading: the namespace's earlier operators go)."""
+    registered by hand (registered again at each grading: the namespace's earlier operators go). A fake's twin is
+    a custom_op (a triton_op's fake is its body), the others this device's KIND; a backward goes in `counted`, which
+    says what it returned where that is not (dx, None)."""
+    kind = "custom_op" if exercise == "fake" else softmax_op.KIND
     # the grader's stand-ins (by_hand.Bodies' fields), the learner's piece in its place
     bodies = {
         "forward": torch_pieces.forward,
@@ -64,7 +67,9 @@ def twin(exercise: str, kind: str, piece) -> SoftmaxOps:
         bodies[exercise.removesuffix("_kernel")] = implementation
         bodies["kernels"] = (piece,)
     else:
-        bodies[{"backward": "gradients"}.get(exercise, exercise)] = piece
+        bodies[{"backward": "gradients"}.get(exercise, exercise)] = (
+            counted(piece) if exercise == "backward" else piece
+        )
     return by_hand.define(f"graded_{exercise}::softmax", kind, by_hand.Bodies(**bodies))
 
 
@@ -118,12 +123,13 @@ def defined_at(function) -> str:
 COMPILE_ATOL = 1e-5  # compiled vs torch.softmax, y in [0, 1] and dx: float32 rounding is ~1e-7
 
 
-def compile_inputs(device: str, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """x and dy, (8, 600) float32, of the compiled step: made alike in the worker and in the lab's process."""
+def x_and_dy(
+    device: str, seed: int, shape: tuple[int, ...] = (8, 600), dtype=torch.float32
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """x and dy of `shape` and `dtype` from `seed`, made alike in the worker and in the lab's process: by default
+    the compiled step's, (8, 600) float32 (the backward exercise's case is registration_grading.gradient_inputs)."""
     gen = torch.Generator().manual_seed(seed)
-    return torch.randn(8, 600, generator=gen).to(device), torch.randn(8, 600, generator=gen).to(
-        device
-    )
+    return tuple(torch.randn(shape, generator=gen, dtype=dtype).to(device) for _ in range(2))
 
 
 def op_facts(ops: SoftmaxOps, dim: int, device: str, seed: int) -> dict:
@@ -134,7 +140,7 @@ def op_facts(ops: SoftmaxOps, dim: int, device: str, seed: int) -> dict:
         "kernels": [kernel.__name__ for kernel in ops.kernels],
         "gradcheck": cx.gradchecks(ops.forward, device),
     }
-    x, dy = compile_inputs(device, seed)
+    x, dy = x_and_dy(device, seed)
     if ops.kind == "triton_op" and INTERPRETED:
         # Under the interpreter a triton_op can be neither compiled nor opchecked (softmax_op.py says why): its
         # values, called eagerly, in their place.
@@ -179,7 +185,7 @@ def grade_op(ctx: LabContext, found: dict, dim: int = -1) -> None:
         _("opcheck of {op}: tests passed").format(op=name),
     )
     if found["kind"] == "triton_op" and INTERPRETED:
-        x, _dy = compile_inputs(ctx.options.device, ctx.options.seed)
+        x, _dy = x_and_dy(ctx.options.device, ctx.options.seed)
         err = (found["eager"] - torch.softmax(x, -1)).abs().max().item()
         ctx.check_max(_("{op}: max |y - torch.softmax|, called eagerly").format(op=name), err, 1e-6)
         return
@@ -213,7 +219,7 @@ def check_passed(
 
 def grade_compiled(ctx: LabContext, found: dict, dim: int) -> None:
     """torch.compile(fullgraph=True): the result against torch.softmax's, and the twin's kernels in it."""
-    x, dy = compile_inputs(ctx.options.device, ctx.options.seed)
+    x, dy = x_and_dy(ctx.options.device, ctx.options.seed)
     ctx.check_max(
         _("torch.compile(fullgraph=True) of {op}, dim={dim}: max |y, dx - torch's|").format(
             op=found["name"], dim=dim

@@ -196,13 +196,9 @@ def kernel_cases(kernel, direction: str, cases: list[dict], device: str) -> list
 
 
 def twin_checks(piece, exercise: str, device: str, seed: int, dim: int = -1) -> dict:
-    """gradcheck, opcheck and torch.compile of the twin made with the piece (learner_op.op_facts). A fake is a
-    custom_op's (a triton_op's fake is its body); the others go into an op registered as this device's KIND."""
+    """gradcheck, opcheck and torch.compile of the twin made with the piece (learner_op.twin, learner_op.op_facts)."""
     started(piece)
-    kind = "custom_op" if exercise == "fake" else softmax_op.KIND
-    if exercise == "backward":
-        piece = learner_op.counted(piece)
-    ops = learner_op.twin(exercise, kind, piece)
+    ops = learner_op.twin(exercise, piece)
     with watched():  # its loads and stores bounds-checked
         return learner_op.op_facts(ops, dim, device, seed)
 
@@ -234,7 +230,7 @@ def saved(setup_context, x: torch.Tensor) -> dict:
     tensors, y, and ctx.dim ("has_dim" False when it set none; a value that is not a number or a string as its
     repr)."""
     started(setup_context)
-    ops = learner_op.twin("setup_context", softmax_op.KIND, setup_context)
+    ops = learner_op.twin("setup_context", setup_context)
     y = ops.forward(x.requires_grad_(), -1)
     node = y.grad_fn
     dim = getattr(node, "dim", None)
@@ -251,7 +247,7 @@ def gradient(backward, x: torch.Tensor, dy: torch.Tensor) -> dict:
     """dx through the twin with the learner's backward: {"dx": dx}, or {"count": what it returned instead of
     (dx, None) (learner_op.pair_problem), "where": where that backward is defined}."""
     started(backward)
-    ops = learner_op.twin("backward", softmax_op.KIND, learner_op.counted(backward))
+    ops = learner_op.twin("backward", backward)  # counted: what it returned is said
     try:
         (dx,) = torch.autograd.grad(ops.forward(x.requires_grad_(), -1), x, dy)
     except learner_op.GradientCount as e:

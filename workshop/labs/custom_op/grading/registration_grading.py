@@ -11,6 +11,7 @@ from workshop.i18n import N_, _
 from workshop.lab_api import LabContext
 from workshop.labs.custom_op.grading import piece_mistakes, torch_pieces
 from workshop.labs.custom_op.grading.kernel_grading import BACKWARD
+from workshop.labs.custom_op.grading.learner_op import x_and_dy
 from workshop.labs.custom_op.grading.piece_mistakes import placed
 
 
@@ -146,9 +147,7 @@ def grade_saved(ctx: LabContext, x: torch.Tensor, found: dict, diagnoses: tuple)
 def gradient_inputs(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     """x and dy, (4, 7) float64, of the backward exercise's one case; x alone is the setup_context exercise's
     (its call y = op(x, -1))."""
-    gen = torch.Generator().manual_seed(5)
-    x = torch.randn(4, 7, generator=gen, dtype=torch.float64).to(device)
-    return x, torch.randn(4, 7, generator=gen, dtype=torch.float64).to(device)
+    return x_and_dy(device, 5, (4, 7), torch.float64)
 
 
 # What a backward returned instead of (dx, None), by learner_op.pair_problem's problem, said with its particulars

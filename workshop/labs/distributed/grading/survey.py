@@ -29,22 +29,8 @@ from pathlib import Path
 from workshop import i18n
 from workshop.i18n import _, templates
 from workshop.lab_api import LabContext
-from workshop.labs.distributed.figure_rows import (
-    FigureRow,
-    as_json,
-    completed,
-    measurements_in,
-    read,
-    rows,
-)
-from workshop.labs.distributed.grading.survey_strategies import strategy_problems
-from workshop.labs.distributed.grading.survey_text import (
-    cited,
-    language,
-    shared_passages,
-    untraced,
-    words,
-)
+from workshop.labs.distributed import figure_rows
+from workshop.labs.distributed.grading import survey_strategies, survey_text
 from workshop.learner import workspace
 
 REPO = Path(__file__).resolve().parents[4]
@@ -74,32 +60,28 @@ def model_answer(lang: str) -> Path:
     return translated if lang != i18n.DEFAULT and translated.is_file() else MODEL_ANSWER
 
 
-def starter(figures: list[FigureRow], source: str = "", lang: str = i18n.DEFAULT) -> str:
-    """The survey's template in `lang`, its tables filled with these figures, read from `source` (a figures.json,
-    named in the text so that grading finds them again); no figures: placeholders."""
+def template(lab_dir: Path | None, work: Path) -> str | None:
+    """The workspace's hook (Exercise.template): survey.md's starting text from the lab's newest run folder, in the
+    language in use (`exercises init` or `check` writing it), or None when there is no run yet (`check
+    distributed` writes it after its run): the survey's template, its tables filled with the run's figures
+    (placeholders where it has none), and the run's figures.json named in the text, relative to `work`, the
+    workspace survey.md is written to, so that grading finds them again."""
+    path = Path(lab_dir) / "figures.json" if lab_dir else None
+    if path is None or not path.is_file():
+        return None
+    figures = figure_rows.read(path)
     first = figures[0] if figures else None
     return templates.render(
         TEMPLATES,
-        lang,
+        i18n.language(),
         {
             "figures": figures,
-            "source": source,
+            "source": relative(path, work),
             "n": first and first["n"],
             "device": first and first["device"],
         },
         STARTER,
     )
-
-
-def template(lab_dir: Path | None, work: Path) -> str | None:
-    """The workspace's hook (Exercise.template): survey.md's starting text from the lab's newest run folder, in the
-    language in use (`exercises init` or `check` writing it), or None when there is no run yet (`check
-    distributed` writes it after its run). It names the run's figures.json relative to `work`, the workspace
-    survey.md is written to."""
-    path = Path(lab_dir) / "figures.json" if lab_dir else None
-    if path is None or not path.is_file():
-        return None
-    return starter(read(path), relative(path, work), i18n.language())
 
 
 def relative(path: Path, folder: Path) -> str:
@@ -108,24 +90,27 @@ def relative(path: Path, folder: Path) -> str:
     return os.path.relpath(Path(path).resolve(), Path(folder).resolve())
 
 
-def fixed(figure: FigureRow) -> tuple:
-    """What does not change between runs at one N: the figures a survey's figures must share with the run."""
-    calls = tuple(
-        (r["phase"], r["op"], r["count"], r["bytes"]) for r in figure["collectives_rank0"]
+def mismatches(quoted: list[figure_rows.FigureRow], run: list[figure_rows.FigureRow]) -> list[str]:
+    """Demos whose fixed figures differ between the figures a survey quotes and this run's: what does not change
+    between runs at one N (N, the bytes per rank, each logged row of collectives)."""
+    theirs, ours = (
+        {
+            f["demo"]: (
+                f["n"],
+                f["state_bytes_per_rank"],
+                [(r["phase"], r["op"], r["count"], r["bytes"]) for r in f["collectives_rank0"]],
+            )
+            for f in figures
+        }
+        for figures in (quoted, run)
     )
-    return figure["demo"], figure["n"], figure["state_bytes_per_rank"], calls
-
-
-def mismatches(quoted: list[FigureRow], run: list[FigureRow]) -> list[str]:
-    """Demos whose fixed figures differ between the figures a survey quotes and this run's."""
-    theirs, ours = ({fixed(f)[0]: fixed(f) for f in fs} for fs in (quoted, run))
     return [d for d in sorted(set(theirs) | set(ours)) if theirs.get(d) != ours.get(d)]
 
 
 def grade(
     ctx: LabContext,
     document: Path,
-    run: list[FigureRow] | None = None,
+    run: list[figure_rows.FigureRow] | None = None,
     run_dir: Path | None = None,
 ) -> None:
     """Grade a survey: the learner's against the figures it was started from (figures_quoted), checked against
@@ -146,7 +131,7 @@ def grade(
         )
         return
     if run is None:  # the model answer
-        figures, problem = [f for path in COMMITTED_RUNS for f in read(path)], None
+        figures, problem = [f for path in COMMITTED_RUNS for f in figure_rows.read(path)], None
     else:
         figures, problem = figures_quoted(ctx, document, text, run, run_dir or ctx.out_dir)
         ctx.check_equal(
@@ -177,7 +162,7 @@ def grade(
 def check_own_words(ctx: LabContext, text: str) -> None:
     """The learner's survey against the model answer: no passage of COPIED_WORDS words in a row copied from it."""
     model = "\n".join(model_answer(lang).read_text(encoding="utf-8") for lang in ("en", "es"))
-    copied = shared_passages(text, model, COPIED_WORDS)
+    copied = survey_text.shared_passages(text, model, COPIED_WORDS)
     ctx.check_equal(
         _("survey: passages copied from the model answer"),
         len(copied),
@@ -189,7 +174,7 @@ def check_own_words(ctx: LabContext, text: str) -> None:
 
 
 def check_strategies(ctx: LabContext, text: str) -> None:
-    for strategy, missing in strategy_problems(text).items():
+    for strategy, missing in survey_strategies.strategy_problems(text).items():
         ctx.check_equal(
             _(
                 "survey: {strategy} named, with what each rank holds and what is communicated"
@@ -200,9 +185,9 @@ def check_strategies(ctx: LabContext, text: str) -> None:
         )
 
 
-def check_figures(ctx: LabContext, text: str, figures: list[FigureRow]) -> None:
+def check_figures(ctx: LabContext, text: str, figures: list[figure_rows.FigureRow]) -> None:
     """Every quantity traces to the figures, and enough of them are quoted in the prose."""
-    wrong = untraced(text, figures)
+    wrong = survey_text.untraced(text, figures)
     ctx.check_equal(
         _("survey: every byte count, time, percentage and bandwidth traces to the run's figures"),
         wrong,
@@ -213,7 +198,7 @@ def check_figures(ctx: LabContext, text: str, figures: list[FigureRow]) -> None:
     )
     ctx.check_min(
         _("survey: figures of the run quoted in the prose"),
-        cited(text, figures),
+        survey_text.cited(text, figures),
         MIN_CITED,
         message=_("quote at least {n} of your run's figures in your own sentences").format(
             n=MIN_CITED
@@ -223,8 +208,8 @@ def check_figures(ctx: LabContext, text: str, figures: list[FigureRow]) -> None:
 
 def check_length(ctx: LabContext, text: str, name: str) -> None:
     """One page of prose, counted in the survey's own language (WORDS)."""
-    low, high = WORDS[language(text)]
-    count = words(text)
+    low, high = WORDS[survey_text.language(text)]
+    count = survey_text.words(text)
     page = _("{count:.0f} words of prose; one page is {low}-{high}").format(
         count=count, low=low, high=high
     )
@@ -260,19 +245,19 @@ def text_of(path: Path, limit: int) -> str | None:
     return path.read_text(errors="replace")
 
 
-def readable(path: Path) -> list[FigureRow] | None:
+def readable(path: Path) -> list[figure_rows.FigureRow] | None:
     """The rows of a figures.json, or None when it is not one (missing, too big, not JSON, not this lab's
     rows)."""
     text = text_of(path, FIGURES_BYTES)
     try:
-        return [completed(d) for d in json.loads(text)] if text is not None else None
+        return [figure_rows.completed(d) for d in json.loads(text)] if text is not None else None
     except (ValueError, TypeError, KeyError, AttributeError):
         return None
 
 
 def figures_quoted(
-    ctx: LabContext, document: Path, text: str, run: list[FigureRow], run_dir: Path
-) -> tuple[list[FigureRow], str | None]:
+    ctx: LabContext, document: Path, text: str, run: list[figure_rows.FigureRow], run_dir: Path
+) -> tuple[list[figure_rows.FigureRow], str | None]:
     """The figures survey.md (`text`) was started from: those of the figures.json it names, resolved against
     its folder, the workspace (an absolute path stays as it is), or this run's (`run`) where it names none;
     and what is wrong with the file it names, in one line with the fix (None when nothing is). Wrong: missing,
@@ -311,12 +296,13 @@ def unlike_its_run(path: Path) -> bool:
     """Whether a figures.json's rows differ from those its run folder's measurements give, in the fields it has
     (one written by older code has fewer); False where the folder has no measurements to tell."""
     measured = {
-        f["demo"]: json.loads(json.dumps(as_json(f))) for f in rows(measurements_in(path.parent))
+        f["demo"]: json.loads(json.dumps(figure_rows.as_json(f)))
+        for f in figure_rows.rows(figure_rows.measurements_in(path.parent))
     }
     return any(
         ours is not None and any(ours[k] != v for k, v in row.items() if k in ours)
         for row in json.loads(path.read_text())
-        for ours in (measured.get(completed(row)["demo"]),)
+        for ours in (measured.get(figure_rows.completed(row)["demo"]),)
     )
 
 
