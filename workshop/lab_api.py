@@ -54,16 +54,18 @@ from workshop.declarations.checks import (
 )
 from workshop.declarations.exercise import Exercise
 from workshop.declarations.stand_ins import SkipGrading, StandIn
-from workshop.foundations import atomic, lab_log
+from workshop.foundations import atomic, lab_log, worker_container, worker_process
 from workshop.foundations.interrupt import exercise_limit
 from workshop.foundations.run_options import RunOptions
 from workshop.i18n import N_, _, templates
-from workshop.learner import failures, learner_code, sandbox, workspace
+from workshop.learner import failures, learner_code, workspace
 
 __all__ = ["Check", "LabContext", "LabSpec", "StandIn"]
 
 # Why a module that a lab needs can be missing, said when it is (LabSpec.needs).
 WHY_MISSING = {"triton": N_("Triton has builds for Linux only, none for macOS or native Windows")}
+# in the lab's folder: what the learner's worker printed (capped, never parsed)
+WORKER_LOG = "worker.log"
 
 
 @dataclass(frozen=True)
@@ -111,14 +113,12 @@ class LabContext:
     name: str
     out_dir: Path  # results/<run-id>/<lab>/, already created and empty
     options: RunOptions
-    # exercise id -> how it killed an earlier attempt (harness.runner.run_lab): failed, not run again
-    skip: dict[str, str] = field(default_factory=dict)
     checks: list[Check] = field(default_factory=list)
     summary: str = ""  # Markdown: what this run found; the runner appends the checks table
     extra: dict = field(default_factory=dict)  # merged into result.json
     # the exercise whose grading block is running, whose checks are being recorded (None outside one)
     current_exercise: Exercise | None = None
-    # the process the learner's code runs in (learner/sandbox.py), or the lab's own for the reference
+    # the process the learner's code runs in (worker, below), or the lab's own for the reference
     _worker: object | None = None
 
     # ---- checks: each compares a measured value with a threshold, so each one can fail ----
@@ -192,10 +192,11 @@ class LabContext:
         """The learner's version of the exercise when grading a workspace, else the reference: for code, a handle
         on it in the worker (learner/learner_code.py; the worker protocol), which runs the reference too; for a
         document, its path (read here, as text). Tests that plant a learner's solution replace it."""
-        if ex.id in self.skip:
-            raise failures.ProcessDied(self.skip[ex.id])
+        # an exercise that killed an earlier attempt of the lab (harness.runner.run_lab): failed, not run again
+        if ex.id in self.options.skip:
+            raise failures.ProcessDied(self.options.skip[ex.id])
         if ex.document is None:
-            return learner_code.solution_for(sandbox.worker(self), ex, self.graded)
+            return learner_code.solution_for(self.worker(), ex, self.graded)
         return (
             workspace.document(self.options.work, self.name, ex)
             if self.graded
@@ -207,7 +208,7 @@ class LabContext:
         """Grade one exercise: yields its implementation; every check recorded inside counts for it.
 
         For code, the implementation is a handle on the learner's code in the worker process (the worker protocol:
-        wire values, probes; learner/learner_code.py, learner/sandbox.py): none of it runs in this process. For a
+        wire values, probes; learner/learner_code.py, worker below): none of it runs in this process. For a
         document, its path.
 
         With the learner's code, an exception ends only this exercise, recorded as a failed check that names
@@ -286,9 +287,9 @@ class LabContext:
         exercises = [ex for ex in labs.exercises(self.name) if ex.attribute in attributes]
         if not self.graded:
             target = {"references": {ex.attribute: ex.reference for ex in exercises}}
-            return learner_code.Solution(sandbox.worker(self), target).probe(function, *args)
+            return learner_code.Solution(self.worker(), target).probe(function, *args)
         try:
-            found = sandbox.worker(self)
+            found = self.worker()
         except workspace.LearnerError:  # no <lab>.py: every piece is missing
             path = workspace.display(workspace.lab_file(self.options.work, self.name))
             raise learner_code.LearnerCodeFailed("missing", ", ".join(attributes), path) from None
@@ -297,6 +298,51 @@ class LabContext:
         return learner_code.Solution(found, {"attributes": list(attributes)}, limit).probe(
             function, *args
         )
+
+    # ---- the worker: the one process where the learner's code runs (learner/learner_code.py) ----
+    def worker(self) -> learner_code.Worker | learner_code.LocalWorker:
+        """The lab's worker, one per lab process: a process for the learner's code (given their <lab>.py as text),
+        the lab's own process for the reference (learner_code.LocalWorker). LearnerError, before any worker
+        starts, when a graded workspace has no <lab>.py."""
+        if self._worker is None and not self.graded:
+            self._worker = learner_code.LocalWorker(self.options.device)
+        elif self._worker is None:
+            path = workspace.lab_file(self.options.work, self.name)
+            if not path.is_file():
+                raise workspace.LearnerError(
+                    _("{file} does not exist: run `{command}`").format(
+                        file=workspace.display(path),
+                        command=f"python -m workshop exercises init {workspace.display(self.options.work)}",
+                    )
+                )
+            # the file's header: the imports it may make
+            learner = learner_code.LearnerFile.read(
+                path, workspace.display(path), labs.workspace_header(self.name)
+            )
+            self._worker = learner_code.Worker(self.launcher(), self.options.device, learner)
+        return self._worker
+
+    def launcher(self) -> worker_container.ContainerWorker | worker_process.NativeWorker:
+        """Which worker process runs the learner's code: a container of the run's worker_image (`grade` asks for
+        the learner edition's image where Docker works), else a process of this machine, in the namespace
+        sandbox where `grade` asks for it (the learner edition's code, the hand-ins and results hidden), on the
+        learner edition's code where the run names it (check), else on this one's."""
+        log = self.path(WORKER_LOG)
+        if self.options.worker_image:
+            return worker_container.ContainerWorker(
+                self.options.device, log, image=self.options.worker_image
+            )
+        box = self.options.namespace_sandbox or {}
+        root = box.get("code") or self.options.learner_edition
+        hidden = tuple(box["hidden"]) if box else None
+        return worker_process.NativeWorker(
+            self.options.device, log, root=Path(root) if root else None, hidden=hidden
+        )
+
+    def stop_worker(self) -> None:
+        """Stop the worker (and whatever the learner's code left running), when the lab ends."""
+        if self._worker is not None:
+            self._worker.stop()
 
     def exercise_results(self) -> dict[str, dict]:
         """Exercise id -> its entry in result.json (Exercise.result), for every exercise of the lab: its status,

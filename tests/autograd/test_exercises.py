@@ -27,7 +27,6 @@ from workshop.labs.autograd.grading.hand_cases import cross_entropy_cases, linea
 from workshop.labs.autograd.grading.no_autograd import FORBIDDEN, HAND_RULES
 from workshop.labs.autograd.grading.replay_grading import graph_cases
 from workshop.labs.autograd.lab import grade_backpropagate, grade_by_hand, grade_hand, grade_order
-from workshop.learner import sandbox
 from workshop.learner.learner_code import (
     LearnerCodeFailed,
     LearnerFile,
@@ -392,7 +391,7 @@ def test_kahn_with_a_heap_is_what_the_hint_describes(tmp_path, cases):
     try:
         lab.grade_order(ctx, cases["graphs"])
     finally:
-        sandbox.stop(ctx)
+        ctx.stop_worker()
     assert ctx.checks and not failures(ctx), messages(ctx)
 
 

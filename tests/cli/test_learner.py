@@ -28,7 +28,6 @@ from workshop.foundations import results
 from workshop.foundations.run_options import RunOptions
 from workshop.grading import check_report
 from workshop.lab_api import LabContext
-from workshop.learner import sandbox
 
 DOUBLE = "def double(x: int) -> int:\n    return 2 * x\n"
 ANSWERS = 'ANSWERS = {"factor": 2, "double_12345": 24690}\n'
@@ -576,7 +575,7 @@ def test_a_stop_from_outside_is_recorded_in_the_learners_exercise_and_propagates
             learner_toy.run(ctx)
     finally:
         interrupt.cancel()
-        sandbox.stop(ctx)
+        ctx.stop_worker()
     [cut] = [c for c in ctx.checks if c.exercise == "toy.double"]
     assert (cut.name, cut.value) == (
         "toy.double: graded to the end",

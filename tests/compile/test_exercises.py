@@ -15,7 +15,6 @@ from workshop.labs.compile.generated_kernels import parse_kernels
 from workshop.labs.compile.grading import run_grading
 from workshop.labs.compile.grading.exercises import ANSWER_QUESTIONS, ANSWERS, KERNEL
 from workshop.labs.compile.kernel_explanation import pick_kernel
-from workshop.learner import sandbox
 
 FIXTURES = Path(__file__).with_name("fixtures")
 SOFTMAX = "cpp_fused__softmax_bitwise_not_masked_fill_mul_slice_view_3"
@@ -65,7 +64,7 @@ def ctx(tmp_path):
     (tmp_path / "out").mkdir()
     ctx = LabContext("compile", tmp_path / "out", RunOptions("cpu", 1, 0))
     yield ctx
-    sandbox.stop(ctx)  # the learner's worker, where a test graded a workspace
+    ctx.stop_worker()  # the learner's worker, where a test graded a workspace
 
 
 def grade_kernel(ctx, answer, kernels) -> dict[str, str | None]:

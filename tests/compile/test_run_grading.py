@@ -11,11 +11,10 @@ from tests.compile.test_exercises import SOFTMAX_ANSWER
 from workshop import labs
 from workshop.foundations.run_options import RunOptions
 from workshop.grading import workspace_init
-from workshop.lab_api import LabContext
+from workshop.lab_api import WORKER_LOG, LabContext
 from workshop.labs.compile.bench import loop
 from workshop.labs.compile.grading import run_grading
 from workshop.labs.compile.grading.exercises import ANSWERS, KERNEL
-from workshop.learner import sandbox
 
 FIXTURES = Path(__file__).with_name("fixtures")
 WORKED = (
@@ -54,7 +53,7 @@ def lab_context(out: Path, work: Path | None = None, **options) -> LabContext:
 def stop_workers():
     yield
     while CONTEXTS:
-        sandbox.stop(CONTEXTS.pop())
+        CONTEXTS.pop().stop_worker()
 
 
 @pytest.fixture
@@ -160,8 +159,8 @@ def test_the_learners_file_runs_in_the_worker_never_in_the_lab(run_folder, tmp_p
     ctx = lab_context(tmp_path / "out", work)
     run_grading.regrade(ctx, run_folder)
     assert ctx.passed and "the learner's top level ran" not in capsys.readouterr().out
-    sandbox.stop(ctx)
-    assert "the learner's top level ran" in (ctx.out_dir / sandbox.WORKER_LOG).read_text()
+    ctx.stop_worker()
+    assert "the learner's top level ran" in (ctx.out_dir / WORKER_LOG).read_text()
 
 
 def test_an_answer_that_cannot_cross_the_wire_is_one_clear_failure(run_folder, tmp_path):

@@ -1,6 +1,9 @@
 """workshop/lab_api.py: a lab's declaration (LabSpec: its functions, the modules it needs, its preconditions, its
 time limit) and the context a lab records its checks in (LabContext: each check compares a value with a
-threshold, NaN fails, a failing secret check shows only its miss, the lab passes when every check does)."""
+threshold, NaN fails, a failing secret check shows only its miss, the lab passes when every check does); and
+which worker a lab's process uses (LabContext.worker): the lab's own process for the reference, a worker process for
+a learner's code, a container of the run's image where one is asked for (grade's sandbox); a workspace without the
+lab's file is one line saying how to make it, before any worker starts."""
 
 from __future__ import annotations
 
@@ -8,8 +11,13 @@ import math
 
 import pytest
 
+from workshop import labs
 from workshop.foundations.run_options import RunOptions
+from workshop.foundations.worker_container import ContainerWorker
+from workshop.foundations.worker_process import NativeWorker
 from workshop.lab_api import LabContext, LabSpec
+from workshop.learner import learner_code
+from workshop.learner.workspace import LearnerError
 
 
 def more_than_two(n_procs: int, device: str) -> str | None:
@@ -86,3 +94,38 @@ def test_a_graded_exercise_says_which_it_is_of_how_many_as_a_step(tmp_path, caps
         ctx.check_equal("c", 1, 1)
     steps = [lab_log.read_step(line) for line in capsys.readouterr().out.splitlines()]
     assert [s for s in steps if s] == [("grading dispatcher.answers", 4, 4)]
+
+
+LINEAR_GRADS = next(e for e in labs.exercises("autograd") if e.attribute == "linear_grads")
+
+
+def autograd_context(tmp_path, **options) -> LabContext:
+    return LabContext("autograd", tmp_path, RunOptions("cpu", **options))
+
+
+def test_the_reference_runs_in_the_labs_own_process(tmp_path):
+    ctx = autograd_context(tmp_path)
+    assert isinstance(ctx.worker(), learner_code.LocalWorker)
+    assert ctx.worker() is ctx.worker()  # one per lab process
+
+
+def test_a_learners_code_gets_a_worker_process_or_the_asked_container(tmp_path):
+    work = tmp_path / "my-work"
+    work.mkdir()
+    (work / "autograd.py").write_text(labs.workspace_header("autograd"))
+    native = autograd_context(tmp_path, work=work).worker()
+    assert isinstance(native, learner_code.Worker) and isinstance(native.launcher, NativeWorker)
+    assert native.learner.filename.endswith("my-work/autograd.py")
+    contained = autograd_context(tmp_path, work=work, worker_image="workshop-learner").launcher()
+    assert isinstance(contained, ContainerWorker)
+
+
+def test_a_missing_lab_file_says_how_to_make_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "my-work").mkdir()
+    ctx = autograd_context(tmp_path, work=tmp_path / "my-work")
+    with pytest.raises(
+        LearnerError, match=r"my-work/autograd.py does not exist: run `python -m workshop"
+    ):
+        ctx.solution(LINEAR_GRADS)
+    assert ctx._worker is None  # nothing started

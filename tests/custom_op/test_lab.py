@@ -346,7 +346,6 @@ def test_an_op_whose_pieces_are_not_written_waits_in_one_line(tmp_path):
     from workshop.labs.custom_op.grading import correctness as cx
     from workshop.labs.custom_op.grading.exercises import EXERCISES
     from workshop.labs.custom_op.grading.own_op import needed
-    from workshop.learner import sandbox
 
     stubs = "\n\n".join(ex.stub_code() for ex in EXERCISES)
     (tmp_path / "custom_op.py").write_text(labs.workspace_header("custom_op") + "\n\n" + stubs)
@@ -355,7 +354,7 @@ def test_an_op_whose_pieces_are_not_written_waits_in_one_line(tmp_path):
         with contextlib.redirect_stdout(io.StringIO()) as printed:
             found = lab.check_own_op(ctx, cx.shapes("cpu"), {})
     finally:
-        sandbox.stop(ctx)  # the worker that read the pieces
+        ctx.stop_worker()  # the worker that read the pieces
     assert found["own"]["waiting"] == list(needed("cpu")) and ctx.checks == []
     assert "wait on the exercises forward_kernel, backward_kernel, fake" in printed.getvalue()
     values = {"registration": "custom_op", "shapes": {}, "own": found["own"], "eager": None}
@@ -414,7 +413,6 @@ def test_the_learners_op_runs_in_the_worker_and_its_failure_is_a_failed_check(tm
     from workshop.labs.custom_op import lab
     from workshop.labs.custom_op.grading import correctness as cx
     from workshop.labs.custom_op.grading.own_op import own_op
-    from workshop.learner import sandbox
 
     pieces = w.source_of(*w.CORRECT, w.define_custom_op, w.define_triton_op)
     ends = "def backward(ctx, dy):\n    raise SystemExit(3)\n"
@@ -429,7 +427,7 @@ def test_the_learners_op_runs_in_the_worker_and_its_failure_is_a_failed_check(tm
             found = lab.timed(section, {}, guard=ctx)
         assert found == {"correctness": None}
     finally:
-        sandbox.stop(ctx)
+        ctx.stop_worker()
     failed = [c for c in ctx.checks if not c.passed]
     assert [c.name for c in failed] == ["the op made of your pieces runs its correctness checks"]
     line = source.splitlines().index("    raise SystemExit(3)") + 1
@@ -453,7 +451,6 @@ def test_the_learners_op_says_its_errors_in_the_labs_language(tmp_path):
     from workshop.labs.custom_op.grading import correctness as cx
     from workshop.labs.custom_op.grading import op_probes
     from workshop.labs.custom_op.grading.own_op import own_op
-    from workshop.learner import sandbox
 
     pieces = w.source_of(*w.CORRECT, w.define_custom_op, w.define_triton_op)
     (tmp_path / "custom_op.py").write_text(labs.workspace_header("custom_op") + "\n\n" + pieces)
@@ -463,7 +460,7 @@ def test_the_learners_op_says_its_errors_in_the_labs_language(tmp_path):
             errors = cx.bad_inputs(functools.partial(own_op(ctx).probe, op_probes.apply), "cpu")
             named = {case: cx.names_the_problem(case, error) for case, error in errors.items()}
     finally:
-        sandbox.stop(ctx)
+        ctx.stop_worker()
     assert named == dict.fromkeys(errors, True), errors
     assert "coma flotante" in errors["integer dtype"]
 
@@ -507,7 +504,6 @@ def test_the_answers_are_regraded_from_a_runs_own_files(lab, tmp_path):
     from workshop.lab_api import LabContext
     from workshop.labs.custom_op import lab as custom_op_lab
     from workshop.labs.custom_op.grading.launch_facts import ANSWERS
-    from workshop.learner import sandbox
 
     answers = {**ANSWERS, "extern_calls": ANSWERS["extern_calls"] + 1}
     (tmp_path / "custom_op.py").write_text(
@@ -519,7 +515,7 @@ def test_the_answers_are_regraded_from_a_runs_own_files(lab, tmp_path):
         with contextlib.redirect_stdout(io.StringIO()):
             custom_op_lab.regrade(ctx, lab)  # ANSWERS read in the worker
     finally:
-        sandbox.stop(ctx)
+        ctx.stop_worker()
     failed = [c.name for c in ctx.checks if not c.passed]
     assert failed == ["ANSWERS['extern_calls'] matches this run"], failed
     assert str(lab) in ctx.summary

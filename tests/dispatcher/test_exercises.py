@@ -17,7 +17,6 @@ from workshop.labs.dispatcher.keys import TableEntry, split_runtime_key
 from workshop.labs.dispatcher.reimpl import functionality, rank
 from workshop.labs.dispatcher.scenario_list import all_scenarios
 from workshop.labs.dispatcher.tracing import lm_head_input, run_scenario
-from workshop.learner import sandbox
 from workshop.minigpt import checkpoint
 
 
@@ -327,7 +326,7 @@ def test_a_wrong_walk_in_the_worker_fails_with_what_its_chain_shows(tmp_path):
     try:
         lab.run(ctx)
     finally:
-        sandbox.stop(ctx)
+        ctx.stop_worker()
     mistake, chains = failed(ctx)
     assert (mistake.name, mistake.value) == (
         "walk: the mistake its results show",

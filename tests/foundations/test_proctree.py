@@ -41,7 +41,7 @@ def left_running(stop) -> list[int]:
         stop(lab.pid, 0.3)
         lab.wait(timeout=10)
         time.sleep(0.2)
-        return [pid for pid in (rank,) if pid in proctree._parents()]
+        return [pid for pid in (rank,) if proctree._tree({pid})]
     finally:
         for pid in (rank, lab.pid):  # what the test started, whatever happened
             if proctree.alive(pid):

@@ -38,7 +38,7 @@ EARLY = textwrap.dedent(
 
     launcher = Watched("cpu", Path(sys.argv[1]) / "worker.log")
     worker = Worker(launcher, "cpu", Unread(SOURCE, "my-work/toy.py", SOURCE))
-    worker.begin()  # what the lab's process does first (learner/sandbox.py's begin)
+    worker.begin()  # what the lab's process does first (harness.child: ctx.worker().begin())
     try:
         uid, env, limits = Solution(worker, {"attribute": "where_am_i"}, 20.0)()
     finally:

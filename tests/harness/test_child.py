@@ -125,7 +125,7 @@ def test_a_signal_while_the_labs_error_is_recorded_stops_the_lab_and_says_so(
 def test_a_signal_after_the_labs_code_waits_for_the_record(tmp_path, toy, monkeypatch):
     """The parent dies while the lab's process stops the learner's worker: the result is written all the same."""
     toy(passes)
-    monkeypatch.setattr(child.sandbox, "stop", lambda ctx: os.kill(os.getpid(), signal.SIGTERM))
+    monkeypatch.setattr(LabContext, "stop_worker", lambda ctx: os.kill(os.getpid(), signal.SIGTERM))
     with interrupt.raising_on_signals():
         code, result = ran(tmp_path)
     assert code == 0 and result["passed"]

@@ -17,7 +17,6 @@ from workshop.lab_api import LabContext
 from workshop.labs.tensor import counting_mode, lab, recording_tensor, strided_views
 from workshop.labs.tensor.grading.exercises import EXERCISES
 from workshop.labs.tensor.model_predictions import PREDICTIONS
-from workshop.learner import sandbox
 
 _TEXT = Path(wrong_solutions.__file__).read_text(encoding="utf-8")
 WRONG = _TEXT[_TEXT.index("\ndef ") :]  # its functions; the header the workspace has already
@@ -54,7 +53,7 @@ def graded(tmp_path: Path, source: str, *only: str) -> LabContext:
     try:
         lab.run(ctx)
     finally:
-        sandbox.stop(ctx)
+        ctx.stop_worker()
     return ctx
 
 
@@ -63,7 +62,7 @@ def test_the_reference_run_passes_and_draws_the_storage(tmp_path):
     try:
         lab.run(ctx)
     finally:
-        sandbox.stop(ctx)
+        ctx.stop_worker()
     assert ctx.passed, [c for c in ctx.checks if not c.passed]
     assert (tmp_path / "storage.png").is_file() and "W.narrow(0, 100, 50)" in ctx.summary
 

@@ -47,25 +47,26 @@ def tie_to_parent(parent_pid: int) -> None:
     _prctl(PR_SET_DUMPABLE, 0)
 
 
-def _parents() -> dict[int, int]:
-    """{pid: parent pid} of every live (not zombie) process."""
-    parents = {}
+def processes() -> dict[int, tuple[int, int, bool]]:
+    """{pid: (its parent's pid, its uid, whether it is a zombie)} of every process now (one that exited while it
+    was looked at left out). A zombie is in no tree (_tree), but its uid is still taken (worker_process.free_uid)."""
+    found = {}
     for entry in PROC.iterdir():
         if not entry.name.isdigit():
             continue
         try:
             stat = (entry / "stat").read_text(encoding="utf-8", errors="replace")
+            uid = entry.stat().st_uid
         except OSError:  # it exited while we looked
             continue
         state, ppid = stat.rsplit(")", 1)[1].split()[:2]  # the name, in (), may hold spaces
-        if state not in "ZX":
-            parents[int(entry.name)] = int(ppid)
-    return parents
+        found[int(entry.name)] = (int(ppid), uid, state in "ZX")
+    return found
 
 
 def _tree(roots: set[int]) -> set[int]:
     """The live processes among `roots` and below them (children, their children, ...)."""
-    parents = _parents()
+    parents = {pid: ppid for pid, (ppid, _uid, zombie) in processes().items() if not zombie}
     found = {r for r in roots if r in parents}
     # a generation at a time (a process whose parent is gone was re-parented: it is not below that parent)
     while below := {child for child, parent in parents.items() if parent in found} - found:

@@ -270,7 +270,11 @@ class NativeWorker(Launched):
         proctree.stop_tree(self.proc.pid, GRACE_S)
         # SIGKILL every process of its own uid: whatever its code left running, detached or not
         if self.uid is not None:
-            owned = {pid for pid, owner in process_uids().items() if owner == self.uid}
+            owned = {
+                pid
+                for pid, (_ppid, uid, _zombie) in proctree.processes().items()
+                if uid == self.uid
+            }
             proctree.signal_each(owned, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(GRACE_S)
@@ -355,19 +359,9 @@ def scratch_root() -> Path:
     )
 
 
-def process_uids() -> dict[int, int]:
-    """pid -> uid of every process now (one that ended while it was looked at left out)."""
-    found = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                found[int(entry.name)] = entry.stat().st_uid
-    return found
-
-
 def free_uid() -> int:
     """A uid no process has now, near UID_BASE + this process's pid (two labs at once get two)."""
-    taken = set(process_uids().values())
+    taken = {uid for _ppid, uid, _zombie in proctree.processes().values()}
     uid = UID_BASE + os.getpid() % UID_SPAN
     while uid in taken:
         uid += 1

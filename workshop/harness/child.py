@@ -21,7 +21,7 @@ from workshop.declarations.checks import all_passed, bound, outcome, written
 from workshop.foundations import atomic, interrupt, proctree, run_options, torch_import
 from workshop.i18n import _
 from workshop.lab_api import WHY_MISSING, Check, LabContext
-from workshop.learner import sandbox, workspace
+from workshop.learner import workspace
 from workshop.minigpt import CHECKPOINT_ENVIRONMENT
 
 
@@ -37,7 +37,7 @@ def main(lab_dir: Path, lab: str) -> int:
         os.environ[CHECKPOINT_ENVIRONMENT] = str(options.checkpoint.resolve())
     else:
         os.environ.pop(CHECKPOINT_ENVIRONMENT, None)
-    ctx = LabContext(lab, Path(lab_dir), options, skip=options.skip)
+    ctx = LabContext(lab, Path(lab_dir), options)
     start = time.monotonic()
     # the learner's worker, where a workspace with code exercises is graded, loads while the lab prepares its cases
     if (
@@ -45,7 +45,7 @@ def main(lab_dir: Path, lab: str) -> int:
         and any(ex.attribute for ex in labs.exercises(ctx.name))
         and workspace.lab_file(ctx.options.work, ctx.name).is_file()
     ):
-        sandbox.worker(ctx).begin()
+        ctx.worker().begin()
     # before the lab's time limit starts: torch's import is not the lab's time, and a limit that fires inside its
     # native start-up can abort the process before it writes its result
     torch_import.import_torch()
@@ -55,7 +55,7 @@ def main(lab_dir: Path, lab: str) -> int:
         # a signal now (the parent's death just after the lab's code ended) would kill the process before its
         # record is written: it is ignored, and the process exits right after
         with interrupt.ignoring_signals():
-            sandbox.stop(ctx)  # the worker, and whatever the learner's code left running
+            ctx.stop_worker()  # the worker, and whatever the learner's code left running
             exercises = ctx.exercise_results()
             write_result(
                 ctx.out_dir,
