@@ -30,10 +30,7 @@ import torch  # noqa: E402
 
 from workshop.i18n import N_, _  # noqa: E402
 from workshop.labs.custom_op import by_hand  # noqa: E402
-from workshop.ops import softmax_kernels as kernels  # noqa: E402
-from workshop.ops import softmax_launch, softmax_op  # noqa: E402
-from workshop.ops.softmax_op import SoftmaxOps  # noqa: E402
-from workshop.ops.triton_launch import launch  # noqa: E402
+from workshop.ops import softmax_kernels, softmax_launch, softmax_op, triton_launch  # noqa: E402
 
 BLOCKS = 5
 BLOCK_SECONDS = 0.02  # calls per block: enough to fill this, at most MAX_CALLS
@@ -46,7 +43,7 @@ OWN_LAYERS = (N_("registration"), N_("autograd node"))  # each registration's ow
 
 
 @functools.cache
-def registrations() -> dict[str, SoftmaxOps]:
+def registrations() -> dict[str, softmax_op.SoftmaxOps]:
     """The op registered three ways: torch.ops.workshop.softmax is the custom_op or the triton_op (its KIND), a
     twin the other, and the registration by hand (by_hand.py)."""
     return {
@@ -115,7 +112,9 @@ def ladder(device: str, shape=TINY) -> dict:
     grid, constexprs = softmax_launch.one_pass_plan(n_rows, n_cols, align, x.element_size())
     ints = (n_rows, n_cols, n_cols, n_cols)
     rungs = {
-        "kernel launch": lambda: launch(kernels._fwd_one_pass, grid, (x, y), ints, constexprs),
+        "kernel launch": lambda: triton_launch.launch(
+            softmax_kernels._fwd_one_pass, grid, (x, y), ints, constexprs
+        ),
         "plan": lambda: softmax_launch.forward(x, y, *ints),
         "checks, output": lambda: softmax_op.forward_kernel(x, -1),
     }
@@ -126,7 +125,9 @@ def ladder(device: str, shape=TINY) -> dict:
         }
     rungs["torch.softmax"] = lambda: torch.softmax(x, -1)
     rungs["custom_op clone"] = functools.partial(clone_op(), x)
-    rungs["Triton's kernel[grid]"] = lambda: kernels._fwd_one_pass[grid](x, y, *ints, **constexprs)
+    rungs["Triton's kernel[grid]"] = lambda: softmax_kernels._fwd_one_pass[grid](
+        x, y, *ints, **constexprs
+    )
     return rungs
 
 
