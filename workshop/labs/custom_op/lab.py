@@ -24,7 +24,7 @@ from workshop import engine
 from workshop.foundations.results import RunFolderError
 from workshop.i18n import _
 from workshop.lab_api import LabContext
-from workshop.labs.custom_op import eager_cost, inductor_code, profiler_trace
+from workshop.labs.custom_op import eager_cost, inductor_code
 from workshop.labs.custom_op.grading import (
     correctness,
     exercise_grading,
@@ -167,7 +167,7 @@ def check_minigpt(ctx: LabContext, own: OwnOp) -> dict:
 
 def measure_eager(ctx: LabContext) -> dict:
     """The appendix: what one eager call of the shipped op costs, layer by layer, registered three ways
-    (eager_cost.py), and a profiler trace of the same layers (profiler_trace.py)."""
+    (eager_cost.py), and a profiler trace of the same layers (eager_cost.record_trace)."""
     found = eager_cost.measure(ctx.options.device)
     ctx.save_figure("eager_cost.png", eager_cost.figure(found, ctx.options.device))
     found["trace"] = check_trace(ctx)
@@ -177,11 +177,11 @@ def measure_eager(ctx: LabContext) -> dict:
 def check_trace(ctx: LabContext) -> dict:
     """The profiler trace of the eager call's layers, written and read back: every range in it, and on a GPU
     the step's kernels."""
-    trace = profiler_trace.record(ctx.path(profiler_trace.TRACE), ctx.options.device)
+    trace = eager_cost.record_trace(ctx.path(eager_cost.TRACE), ctx.options.device)
     ctx.check_equal(
         _("profiler trace: the ladder's rungs, the inner layers and the step, each a range"),
         trace["ranges"],
-        list(profiler_trace.RANGES),
+        list(eager_cost.RANGES),
     )
     if ctx.options.device == "cuda":
         ctx.check_equal(
