@@ -9,7 +9,9 @@ import torch
 from workshop.declarations.diagnosis import Evidence, diagnose
 from workshop.i18n import N_, _
 from workshop.lab_api import LabContext
-from workshop.labs.custom_op.grading import kernel_grading, learner_op, piece_mistakes, torch_pieces
+from workshop.labs.custom_op.grading import piece_mistakes, torch_pieces
+from workshop.labs.custom_op.grading.kernel_grading import BACKWARD
+from workshop.labs.custom_op.grading.learner_op import x_and_dy
 
 
 def fake_cases(device: str) -> dict[str, tuple[torch.Tensor, int]]:
@@ -144,7 +146,7 @@ def grade_saved(ctx: LabContext, x: torch.Tensor, found: dict, diagnoses: tuple)
 def gradient_inputs(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     """x and dy, (4, 7) float64, of the backward exercise's one case; x alone is the setup_context exercise's
     (its call y = op(x, -1))."""
-    return learner_op.x_and_dy(device, 5, (4, 7), torch.float64)
+    return x_and_dy(device, 5, (4, 7), torch.float64)
 
 
 # What a backward returned instead of (dx, None), by learner_op.pair_problem's problem, said with its particulars
@@ -175,7 +177,7 @@ def grade_gradients(
         return False
     dx = found["dx"]
     y = torch.softmax(x, -1)
-    exact = kernel_grading.BACKWARD.expected({"y": y, "dy": dy})
+    exact = BACKWARD.expected({"y": y, "dy": dy})
     err = (dx - exact).abs().max().item()
     return ctx.check_max(
         _("backward: dx against the exact gradient (float64, relative to its largest entry)"),
