@@ -126,7 +126,7 @@ MUTATIONS = [
         "the profiler trace's inner layers are never wrapped in their ranges",
         "trace",
         "profiler trace: the ladder's rungs, the inner layers and the step, each a range",
-        {"workshop.labs.custom_op.profiler_trace.INNER": {}},
+        {"workshop.labs.custom_op.eager_cost.INNER": {}},
     ),
 ]
 

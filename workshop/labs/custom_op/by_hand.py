@@ -27,7 +27,6 @@ from torch.library import wrap_triton
 
 from workshop.i18n import N_
 from workshop.ops import softmax_kernels, softmax_op
-from workshop.ops.softmax_op import SoftmaxOps
 
 AFTER_AUTOGRAD = torch._C._after_autograd_keyset  # the dispatch keys below autograd
 KIND = N_("by hand")  # a registration kind, as eager_cost.py names the three
@@ -62,7 +61,7 @@ class SoftmaxFunction(torch.autograd.Function):
     """The autograd node of y = softmax(x), from the bodies' setup_context and gradients."""
 
     @staticmethod
-    def forward(ctx, x, dim, ops: SoftmaxOps, bodies: Bodies):
+    def forward(ctx, x, dim, ops: softmax_op.SoftmaxOps, bodies: Bodies):
         # Straight to the implementation: autograd is this function.
         with torch._C._AutoDispatchBelowAutograd():
             y = ops.forward(x, dim)
@@ -79,7 +78,7 @@ class SoftmaxBackwardFunction(torch.autograd.Function):
     """The autograd node of dx = softmax_backward(y, dy), for double backward."""
 
     @staticmethod
-    def forward(ctx, y, dy, dim, ops: SoftmaxOps):
+    def forward(ctx, y, dy, dim, ops: softmax_op.SoftmaxOps):
         with torch._C._AutoDispatchBelowAutograd():
             dx = ops.backward(y, dy, dim)
         ctx.ops, ctx.dim = ops, dim
@@ -117,7 +116,9 @@ def traced(body, mode, func, types, args, kwargs):
 _libraries = {}  # namespace -> its Library: a Library unregisters its operators when it is garbage-collected
 
 
-def define(qualname: str, kind: str = "custom_op", bodies: Bodies | None = None) -> SoftmaxOps:
+def define(
+    qualname: str, kind: str = "custom_op", bodies: Bodies | None = None
+) -> softmax_op.SoftmaxOps:
     """Registers `qualname` (softmax) and `qualname + "_backward"` by hand, made of `bodies` (the shipped ones by
     default), as an opaque op ("custom_op") or one torch.compile traces into ("triton_op"). Registering a namespace
     again replaces its operators."""
@@ -130,7 +131,7 @@ def define(qualname: str, kind: str = "custom_op", bodies: Bodies | None = None)
     names = (name, f"{name}_backward")  # the op, and the backward operator its gradient calls
     for op_name, schema in zip(names, schemas, strict=True):
         lib.define(op_name + schema, tags=(torch.Tag.pt2_compliant_tag,))
-    ops = SoftmaxOps(
+    ops = softmax_op.SoftmaxOps(
         *(softmax_op.registered(f"{namespace}::{n}") for n in names), kind, bodies.kernels
     )
     implementations = (bodies.forward, bodies.backward)

@@ -16,10 +16,26 @@ The Python layers cost microseconds while the interpreter's launch costs millise
 them; so the layers are timed with the launch replaced by a function that returns at once (a "dry" call), each
 layer as the difference of two rungs, one calling one more layer than the other; the launch is timed alone, and
 the whole call too. Host time per call: the best of BLOCKS blocks of calls, each block ending in a synchronize.
+
+## The trace (`record_trace`)
+
+A torch.profiler trace of the same call, layer by layer, for Perfetto or chrome://tracing: for
+torch.ops.workshop.softmax, the ladder of calls, each rung one more layer than the one before ("kernel launch",
+"plan", "checks, output", then the op's registration and its autograd node), each in a range named after its layer;
+inside every call, ranges around the layers it passes through (the input checks, the plan and launch, the launch
+itself), placed for the trace only by wrapping those functions while it records; and the profiler's own events: the
+dispatcher's `workshop::softmax`, the output's allocation, the autograd node, and on a GPU the CUDA kernels. Then a
+forward + backward step of the training shape. One call each: the trace shows where time goes within a call, the
+eager-cost table what each layer costs.
 """
 
+from __future__ import annotations
+
+import contextlib
 import functools
+import json
 import time
+from pathlib import Path
 from unittest import mock
 
 import matplotlib
@@ -27,13 +43,17 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
+from torch.profiler import ProfilerActivity, profile, record_function  # noqa: E402
 
 from workshop.i18n import N_, _  # noqa: E402
 from workshop.labs.custom_op import by_hand  # noqa: E402
-from workshop.ops import softmax_kernels as kernels  # noqa: E402
-from workshop.ops import softmax_launch, softmax_op  # noqa: E402
-from workshop.ops.softmax_op import SoftmaxOps  # noqa: E402
-from workshop.ops.triton_launch import launch  # noqa: E402
+from workshop.ops import (  # noqa: E402
+    softmax,
+    softmax_kernels,
+    softmax_launch,
+    softmax_op,
+    triton_launch,
+)
 
 BLOCKS = 5
 BLOCK_SECONDS = 0.02  # calls per block: enough to fill this, at most MAX_CALLS
@@ -46,7 +66,7 @@ OWN_LAYERS = (N_("registration"), N_("autograd node"))  # each registration's ow
 
 
 @functools.cache
-def registrations() -> dict[str, SoftmaxOps]:
+def registrations() -> dict[str, softmax_op.SoftmaxOps]:
     """The op registered three ways: torch.ops.workshop.softmax is the custom_op or the triton_op (its KIND), a
     twin the other, and the registration by hand (by_hand.py)."""
     return {
@@ -115,7 +135,9 @@ def ladder(device: str, shape=TINY) -> dict:
     grid, constexprs = softmax_launch.one_pass_plan(n_rows, n_cols, align, x.element_size())
     ints = (n_rows, n_cols, n_cols, n_cols)
     rungs = {
-        "kernel launch": lambda: launch(kernels._fwd_one_pass, grid, (x, y), ints, constexprs),
+        "kernel launch": lambda: triton_launch.launch(
+            softmax_kernels._fwd_one_pass, grid, (x, y), ints, constexprs
+        ),
         "plan": lambda: softmax_launch.forward(x, y, *ints),
         "checks, output": lambda: softmax_op.forward_kernel(x, -1),
     }
@@ -126,12 +148,10 @@ def ladder(device: str, shape=TINY) -> dict:
         }
     rungs["torch.softmax"] = lambda: torch.softmax(x, -1)
     rungs["custom_op clone"] = functools.partial(clone_op(), x)
-    rungs["Triton's kernel[grid]"] = lambda: kernels._fwd_one_pass[grid](x, y, *ints, **constexprs)
+    rungs["Triton's kernel[grid]"] = lambda: softmax_kernels._fwd_one_pass[grid](
+        x, y, *ints, **constexprs
+    )
     return rungs
-
-
-def _step(op, x: torch.Tensor, dy: torch.Tensor):
-    return lambda: op(x).backward(dy)
 
 
 def measure(device: str) -> dict:
@@ -151,7 +171,7 @@ def measure(device: str) -> dict:
     # The whole calls: each rung but the two whose layers only the dry run can tell apart, and each step.
     whole = per_call_us(
         {k: f for k, f in rungs.items() if k not in ("plan", "checks, output")}
-        | {f"step {name}": _step(op, x, dy) for name, op in steps.items()},
+        | {f"step {name}": lambda op=op: op(x).backward(dy) for name, op in steps.items()},
         device,
     )
     found = {
@@ -233,3 +253,62 @@ def figure(found: dict, device: str):
     ax.set_xlim(right=max(values) * 5)  # room for the labels
     fig.tight_layout()
     return fig
+
+
+TRACE = "eager_call_trace.json"
+# The public op's rungs (ladder): the layers inside it, then its registration and its autograd node.
+RUNGS = (
+    *COMMON_LAYERS,
+    *(f"{softmax_op.KIND}: {layer}" for layer in OWN_LAYERS),
+)
+STEP_RANGE = "forward + backward step"
+# Inner layers, by the function that is each one's entry, and the name its range gets in the trace.
+INNER = {
+    (softmax_op, "check_input"): "layer: input checks",
+    (softmax_launch, "forward"): "layer: plan + kernel launch",
+    (softmax_launch, "launch"): "layer: kernel launch",
+}
+RANGES = (
+    *(f"rung {i}: {name}" for i, name in enumerate(RUNGS, start=1)),
+    *INNER.values(),
+    STEP_RANGE,
+)
+
+
+def record_trace(path: Path, device: str) -> dict:
+    """Profile the ladder and a step into `path` (Chrome trace JSON); what the exported trace holds: its ranges
+    and the op's events, and the GPU kernels, by name."""
+    rungs = ladder(device)
+    x = torch.randn(STEP, device=device, requires_grad=True)
+    for name in RUNGS:
+        rungs[name]()  # warm: the trace shows calls, not first-call compilation
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    with (
+        profile(activities=activities, record_shapes=True) as prof,
+        contextlib.ExitStack() as patches,
+    ):
+        for (
+            owner,
+            attr,
+        ), name in INNER.items():  # each inner layer's function, wrapped in its range
+            ranged = record_function(name)(getattr(owner, attr))
+            patches.enter_context(mock.patch.object(owner, attr, ranged))
+        for rung, name in zip(RANGES, RUNGS, strict=False):
+            with record_function(rung):
+                rungs[name]()
+        with record_function(STEP_RANGE):
+            softmax(x).backward(torch.ones_like(x))
+        if device == "cuda":
+            torch.cuda.synchronize()
+    prof.export_chrome_trace(str(path))
+    events = json.loads(Path(path).read_text())["traceEvents"]  # what the exported file holds
+    names = [e.get("name", "") for e in events]
+    return {
+        "file": Path(path).name,
+        "events": len(events),
+        # the ranges the lab placed (rungs, inner layers, the step), each name once
+        "ranges": [r for r in RANGES if r in names],
+        "op_events": names.count("workshop::softmax"),  # the dispatcher's workshop::softmax events
+        # names of the CUDA kernels in it (none on the CPU)
+        "gpu_kernels": sorted({e["name"] for e in events if e.get("cat") == "kernel"}),
+    }

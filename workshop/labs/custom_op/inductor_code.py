@@ -7,17 +7,15 @@ output code, launching it like one of its own kernels). The excerpt is each gene
 where the launches happen, plus the first lines of our kernel where Inductor copied it in.
 """
 
-import contextlib
 import html
 import re
 from pathlib import Path
 
 import torch
-import torch._functorch.config as functorch_config
-import torch._inductor.config as inductor_config
 from torch._inductor.utils import run_and_get_code
 
 from workshop.i18n import N_, _
+from workshop.labs.compile.capture import fresh_codegen
 
 KERNEL_NAMES = ("_fwd_one_pass", "_bwd_one_pass")  # our kernels, as softmax_kernels.py names them
 # What a CPU run shows for the triton_op instead: the excerpt of an H200 run, committed.
@@ -50,23 +48,13 @@ def compiled_step(op, dim: int = -1, around: bool = True, compiled: bool = True)
     return step
 
 
-@contextlib.contextmanager
-def fresh_code():
-    """Code generated afresh inside: a hit in the FX graph or AOTAutograd cache would skip it, leaving nothing to
-    show, and would replay the code of an earlier op of the same name and graph, whose autograd formula may have
-    been another (a cache key holds the graph, not a custom op's Python). The caches of compiled kernels (C++,
-    Triton binaries) stay on: they hold binaries, keyed by their source."""
-    with (
-        inductor_config.patch(fx_graph_cache=False),
-        functorch_config.patch(enable_autograd_cache=False),
-    ):
-        yield
-
-
 def compile_and_capture(op, x: torch.Tensor, dy: torch.Tensor, dim: int = -1, around: bool = True):
     """compiled_step(op, dim, around) run once on (x, dy), its code generated afresh; returns ((y, dx), generated
-    sources)."""
-    with fresh_code():
+    sources). Afresh (the compile lab's fresh_codegen): a hit in the FX graph or AOTAutograd cache would skip it,
+    leaving nothing to show, and would replay the code of an earlier op of the same name and graph, whose autograd
+    formula may have been another (a cache key holds the graph, not a custom op's Python). The caches of compiled
+    kernels (C++, Triton binaries) stay on: they hold binaries, keyed by their source."""
+    with fresh_codegen():
         return run_and_get_code(compiled_step(op, dim, around), x, dy)
 
 

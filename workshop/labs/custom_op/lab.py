@@ -24,11 +24,14 @@ from workshop import engine
 from workshop.foundations.results import RunFolderError
 from workshop.i18n import _
 from workshop.lab_api import LabContext
-from workshop.labs.custom_op import eager_cost, inductor_code, profiler_trace
-from workshop.labs.custom_op.grading import correctness as cx
-from workshop.labs.custom_op.grading import exercise_grading as graders
-from workshop.labs.custom_op.grading import launch_facts, op_probes
-from workshop.labs.custom_op.grading.learner_op import check_tools, compiled_error, x_and_dy
+from workshop.labs.custom_op import eager_cost, inductor_code
+from workshop.labs.custom_op.grading import (
+    correctness,
+    exercise_grading,
+    launch_facts,
+    learner_op,
+    op_probes,
+)
 from workshop.labs.custom_op.grading.own_op import OwnOp, own_op, shipped_ready
 from workshop.learner.learner_code import LearnerCodeFailed
 from workshop.minigpt import checkpoint
@@ -43,7 +46,10 @@ def grade_pieces(ctx: LabContext, pieces: tuple[str, ...] = op_probes.EXERCISES)
     interpreted load and store of a kernel bounds-checked there."""
     for name in pieces:
         engine.grade(
-            ctx, name, None, also=lambda impl, _graded, name=name: graders.GRADERS[name](ctx, impl)
+            ctx,
+            name,
+            None,
+            also=lambda impl, _graded, name=name: exercise_grading.GRADERS[name](ctx, impl),
         )
 
 
@@ -52,8 +58,8 @@ def check_correctness(ctx: LabContext, own: OwnOp, shapes: dict) -> dict:
     failed check with its error, and the section's result empty."""
     try:
         run = functools.partial(own.probe, op_probes.apply)  # requests -> the op's replies
-        return cx.check(ctx, run, own.kernel_names["forward_kernel"], shapes)
-    except cx.OpFailed as e:
+        return correctness.check(ctx, run, own.kernel_names["forward_kernel"], shapes)
+    except correctness.OpFailed as e:
         ctx.check_equal(
             _("the op answers every call of the correctness checks"), str(e), _("an answer")
         )
@@ -63,7 +69,7 @@ def check_correctness(ctx: LabContext, own: OwnOp, shapes: dict) -> dict:
 def check_autograd(ctx: LabContext, own: OwnOp, shapes: dict) -> dict:
     """PyTorch's own checks of the op: gradcheck and gradgradcheck, opcheck."""
     found = own.probe(op_probes.checks, ctx.options.device, list(shapes["gradcheck_long"]))
-    check_tools(
+    learner_op.check_tools(
         ctx,
         found,
         _("gradcheck/gradgradcheck float64 cases passed"),
@@ -78,7 +84,7 @@ def compile_kind(ctx: LabContext, own: OwnOp, kind: str, x, dy) -> dict:
     found = own.probe(op_probes.compiled, kind, x, dy)
     ctx.check_max(
         _("compiled ({kind}) vs torch: max |difference| of y and dx").format(kind=kind),
-        compiled_error(found, x, dy),
+        learner_op.compiled_error(found, x, dy),
         1e-5,
     )
     # Inductor calls a custom_op, which runs our kernels eagerly: the launch record shows them.
@@ -97,7 +103,7 @@ def compile_kind(ctx: LabContext, own: OwnOp, kind: str, x, dy) -> dict:
 def check_compile(ctx: LabContext, own: OwnOp) -> dict:
     """torch.compile(fullgraph=True) against torch, graph breaks, and the generated code for both registrations
     (on the CPU the custom_op only: a triton_op cannot be compiled under Triton's interpreter), side by side."""
-    x, dy = x_and_dy(ctx.options.device, ctx.options.seed)
+    x, dy = learner_op.x_and_dy(ctx.options.device, ctx.options.seed)
     ctx.check_equal(_("torch.compile: graph breaks"), own.probe(op_probes.graph_breaks, x), 0)
     kinds = ("custom_op", "triton_op") if ctx.options.device == "cuda" else ("custom_op",)
     found = {kind: compile_kind(ctx, own, kind, x, dy) for kind in kinds}
@@ -161,7 +167,7 @@ def check_minigpt(ctx: LabContext, own: OwnOp) -> dict:
 
 def measure_eager(ctx: LabContext) -> dict:
     """The appendix: what one eager call of the shipped op costs, layer by layer, registered three ways
-    (eager_cost.py), and a profiler trace of the same layers (profiler_trace.py)."""
+    (eager_cost.py), and a profiler trace of the same layers (eager_cost.record_trace)."""
     found = eager_cost.measure(ctx.options.device)
     ctx.save_figure("eager_cost.png", eager_cost.figure(found, ctx.options.device))
     found["trace"] = check_trace(ctx)
@@ -171,11 +177,11 @@ def measure_eager(ctx: LabContext) -> dict:
 def check_trace(ctx: LabContext) -> dict:
     """The profiler trace of the eager call's layers, written and read back: every range in it, and on a GPU
     the step's kernels."""
-    trace = profiler_trace.record(ctx.path(profiler_trace.TRACE), ctx.options.device)
+    trace = eager_cost.record_trace(ctx.path(eager_cost.TRACE), ctx.options.device)
     ctx.check_equal(
         _("profiler trace: the ladder's rungs, the inner layers and the step, each a range"),
         trace["ranges"],
-        list(profiler_trace.RANGES),
+        list(eager_cost.RANGES),
     )
     if ctx.options.device == "cuda":
         ctx.check_equal(
@@ -245,7 +251,7 @@ def timed(sections: dict, seconds: dict, guard: LabContext | None = None) -> dic
 
 def run(ctx: LabContext) -> None:
     torch.manual_seed(ctx.options.seed)
-    shapes = cx.shapes(ctx.options.device)
+    shapes = correctness.shapes(ctx.options.device)
     found = {"registration": softmax_op.KIND, "shapes": {k: list(v) for k, v in shapes.items()}}
     seconds = {}
     # `check custom_op EXERCISE` grades that exercise alone: the op's checks only serve a whole run and the answers.

@@ -23,6 +23,7 @@ missed, shape by shape) into DIR.
 """
 
 import functools
+import importlib
 import math
 import platform
 import statistics
@@ -31,7 +32,10 @@ from pathlib import Path
 
 import torch
 
-from workshop.foundations import atomic
+from workshop.foundations import atomic, results
+from workshop.labs.custom_op import eager_cost
+from workshop.labs.custom_op.bench import report as bench_report
+from workshop.ops import softmax, softmax_op
 
 SHAPES = (
     [(bt, 600) for bt in (64, 256, 1024, 4096, 32768, 262144)]  # the LM head's logits, (B*T, V)
@@ -93,7 +97,7 @@ def graph_timers(calls: dict, n: int) -> tuple[dict, dict[str, str]]:
 
 def eager_timer(fn):
     """A function that times fn() called from Python: triton.testing.do_bench's median over about EAGER_MS."""
-    import triton.testing
+    import triton.testing  # after workshop.ops: on a CPU it sets TRITON_INTERPRET before triton loads
 
     return lambda: triton.testing.do_bench(fn, warmup=1, rep=EAGER_MS, return_mode="median")
 
@@ -186,8 +190,6 @@ PEERS = {  # name: (the module it needs, its (fwd(x), bwd(y, dy)) for a dtype), 
 
 def installed_peers(log=print) -> dict[str, str]:
     """{name: why it is skipped} for each peer whose module does not import, each said in one line."""
-    import importlib
-
     skipped = {}
     for name, (module, _) in PEERS.items():
         try:
@@ -200,8 +202,6 @@ def installed_peers(log=print) -> dict[str, str]:
 
 def contenders(inputs: dict, dtype: torch.dtype, peers) -> dict:
     """{direction: {name: fn(i)}}, each a call on input set i: ours and each of `peers` (names in PEERS)."""
-    from workshop.ops import softmax
-
     xs, ys, dys = inputs["x"], inputs["y"], inputs["dy"]
     out = {
         "fwd": {"ours": lambda i: softmax(xs[i])},
@@ -216,8 +216,6 @@ def contenders(inputs: dict, dtype: torch.dtype, peers) -> dict:
 
 def max_error_vs_torch(inputs: dict) -> float:
     """max |ours - torch.softmax| on the first input set of rotating_inputs."""
-    from workshop.ops import softmax
-
     return (softmax(inputs["x"][0]).float() - inputs["y"][0].float()).abs().max().item()
 
 
@@ -263,10 +261,7 @@ def measure_shape(
 
 def run_benchmark(out_dir: Path, shapes=SHAPES, dtypes=DTYPES, log=print) -> dict:
     """Measures every (dtype, shape), writing the JSON after each one, then the chart and the summary."""
-    import triton
-
-    from workshop.foundations import results
-    from workshop.ops import softmax_op
+    import triton  # as in eager_timer
 
     out_dir.mkdir(parents=True, exist_ok=True)
     doc = {
@@ -320,9 +315,6 @@ def host_costs(log=print) -> tuple[dict, list[dict]]:
     every round's ratios. One round can be far off: the bench's first, before its shapes, read torch's forward +
     backward step at 602.7 us, where five rounds in the next process read 78.8-90.3 us
     (benchmarks/gpu-records/20261207-0915-h100-issue41-interleaved)."""
-    from workshop.labs.custom_op import eager_cost
-    from workshop.labs.custom_op.bench import report as bench_report
-
     rounds = []
     for turn in range(HOST_ROUNDS):
         found = eager_cost.measure("cuda")
@@ -338,8 +330,6 @@ def host_costs(log=print) -> tuple[dict, list[dict]]:
 def write_report(doc: dict, out_dir: Path) -> dict:
     """The verdicts into the JSON, then the chart and the summary: after the last shape and the host's rounds, or
     from the JSON of a run stopped before them (the shapes it measured, and no host figures)."""
-    from workshop.labs.custom_op.bench import report as bench_report
-
     doc["targets"] = bench_report.evaluate(doc["results"])
     if "host" in doc:
         doc["host_targets"] = bench_report.evaluate_host(doc["host"])

@@ -22,10 +22,8 @@ from torch._subclasses.functional_tensor import FunctionalTensorMode
 
 from workshop.i18n import N_, _
 from workshop.lab_api import LabContext
-from workshop.labs.custom_op.grading import op_probes, torch_pieces
-from workshop.labs.custom_op.grading.learner_op import grade_op, op_facts
+from workshop.labs.custom_op.grading import learner_op, op_probes, torch_pieces
 from workshop.ops import softmax_op
-from workshop.ops.softmax_op import SoftmaxOps
 
 SCHEMA = "(Tensor x, SymInt dim=-1) -> Tensor"
 NO_FORMULA = (
@@ -54,7 +52,9 @@ def _outcome(call) -> str:
     return "ok"
 
 
-def registration_facts(define, exercise: str, device: str) -> tuple[dict, SoftmaxOps | None]:
+def registration_facts(
+    define, exercise: str, device: str
+) -> tuple[dict, softmax_op.SoftmaxOps | None]:
     """Registers graded_<exercise>::softmax with the learner's `define` and the grader's stand-in pieces
     (torch_pieces.py); returns the facts, plain values, and the registration (None when nothing was registered).
     The facts: "registered" (an operator under the qualname it was given), "kind" ("custom_op" or "triton_op"
@@ -90,7 +90,7 @@ def registration_facts(define, exercise: str, device: str) -> tuple[dict, Softma
         "wraps": wraps,
     }
     try:
-        ops = SoftmaxOps(softmax_op.registered(qualname), None, kind)
+        ops = softmax_op.SoftmaxOps(softmax_op.registered(qualname), None, kind)
     except LookupError:
         return facts, None
     x = torch.randn(4, 7, dtype=torch.float64, device=device)
@@ -127,14 +127,16 @@ def registration(define, exercise: str, device: str, seed: int | None = None) ->
         return facts
     if ops is None:
         raise LookupError(f"{define.__name__} registered no operator this time")
-    return op_facts(ops, -1, device, seed)
+    return learner_op.op_facts(ops, -1, device, seed)
 
 
 def grade_registration(ctx: LabContext, impl, exercise: str) -> None:
     """The learner's registration (either exercise of ASKED), in the worker (impl.probe: the probe `registration`
     on it, twice): its facts judged, then the op's checks."""
     if _check_facts(ctx, impl.probe(registration, exercise, ctx.options.device), exercise):
-        grade_op(ctx, impl.probe(registration, exercise, ctx.options.device, ctx.options.seed))
+        learner_op.grade_op(
+            ctx, impl.probe(registration, exercise, ctx.options.device, ctx.options.seed)
+        )
 
 
 def said(outcome: str) -> str:

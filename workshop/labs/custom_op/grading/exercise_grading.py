@@ -20,8 +20,14 @@ from collections.abc import Callable
 from workshop.declarations.diagnosis import Evidence, diagnose
 from workshop.i18n import _
 from workshop.lab_api import LabContext
-from workshop.labs.custom_op.grading import api_grading, op_probes
-from workshop.labs.custom_op.grading import registration_grading as rg
+from workshop.labs.custom_op.grading import (
+    api_grading,
+    kernel_mistakes,
+    kernel_watch,
+    learner_op,
+    op_probes,
+    registration_grading,
+)
 from workshop.labs.custom_op.grading.kernel_grading import (
     BACKWARD,
     CASES,
@@ -35,14 +41,6 @@ from workshop.labs.custom_op.grading.kernel_grading import (
     judged,
     row_strides,
 )
-from workshop.labs.custom_op.grading.kernel_mistakes import UNWRITTEN, WRITES_OUTSIDE
-from workshop.labs.custom_op.grading.kernel_watch import (
-    ACCESSES,
-    half_precision_message,
-    place_said,
-    said,
-)
-from workshop.labs.custom_op.grading.learner_op import grade_op
 from workshop.ops import INTERPRETED
 
 
@@ -53,7 +51,9 @@ def grade_kernel(ctx: LabContext, impl, name: str, direction: Direction) -> None
     # each stage only where the one before passed
     launchable = _launchable(ctx, ex, ask(op_probes.kernel_signature))
     if launchable and record_kernel_checks(ctx, ask, direction, ex):
-        grade_op(ctx, ask(op_probes.twin_checks, name, ctx.options.device, ctx.options.seed))
+        learner_op.grade_op(
+            ctx, ask(op_probes.twin_checks, name, ctx.options.device, ctx.options.seed)
+        )
 
 
 def grade_piece(ctx: LabContext, impl, name: str, inputs, probe, judge, dim: int = -1) -> None:
@@ -62,7 +62,7 @@ def grade_piece(ctx: LabContext, impl, name: str, inputs, probe, judge, dim: int
     then its twin's checks, compiled over `dim`."""
     args = inputs(ctx.options.device)
     if judge(ctx, *args, impl.probe(probe, *args), ctx.exercise(name).diagnoses):
-        grade_op(
+        learner_op.grade_op(
             ctx,
             impl.probe(op_probes.twin_checks, name, ctx.options.device, ctx.options.seed, dim),
             dim=dim,
@@ -79,22 +79,22 @@ GRADERS = {
         name="fake",
         inputs=lambda device: (device,),
         probe=op_probes.fake_outputs,
-        judge=rg.grade_fake_outputs,
+        judge=registration_grading.grade_fake_outputs,
         dim=0,
     ),
     "setup_context": functools.partial(
         grade_piece,
         name="setup_context",
-        inputs=lambda device: rg.gradient_inputs(device)[:1],
+        inputs=lambda device: registration_grading.gradient_inputs(device)[:1],
         probe=op_probes.saved,
-        judge=rg.grade_saved,
+        judge=registration_grading.grade_saved,
     ),
     "backward": functools.partial(
         grade_piece,
         name="backward",
-        inputs=rg.gradient_inputs,
+        inputs=registration_grading.gradient_inputs,
         probe=op_probes.gradient,
-        judge=rg.grade_gradients,
+        judge=registration_grading.grade_gradients,
     ),
     **{
         exercise: functools.partial(api_grading.grade_registration, exercise=exercise)
@@ -236,7 +236,7 @@ def _check_precision(ctx: LabContext, runs: list, attribute: str):
         ),
         observed or _("none in half precision"),
         _("none in half precision"),
-        message=half and half_precision_message(half, attribute),
+        message=half and kernel_watch.half_precision_message(half, attribute),
     )
 
 
@@ -250,10 +250,12 @@ def _check_writes(ctx: LabContext, runs: list, attribute: str, stride_mistake):
             _("{name}: every element of its output written").format(name=attribute),
             sum(int(run.unwritten.sum()) for run in runs if run.values_tell),
             0,
-            message=stride_mistake(unwritten.case) or explained(UNWRITTEN, unwritten, attribute),
+            message=stride_mistake(unwritten.case)
+            or explained(kernel_mistakes.UNWRITTEN, unwritten, attribute),
         )
     message = outside and (
-        stride_mistake(outside.case) or explained(WRITES_OUTSIDE, outside, attribute)
+        stride_mistake(outside.case)
+        or explained(kernel_mistakes.WRITES_OUTSIDE, outside, attribute)
     )
     return ctx.check_equal(
         _("{name}: writes only inside its output (guard cells changed)").format(name=attribute),
@@ -300,15 +302,15 @@ def _out_of_bounds(ctx: LabContext, found: dict, why: str | None, attribute: str
     ).format(
         where=where,
         line=text,
-        access=_(ACCESSES[found["access"]]),
-        place=place_said(found["place"]),
+        access=_(kernel_watch.ACCESSES[found["access"]]),
+        place=kernel_watch.place_said(found["place"]),
         why=why,
     )
     ctx.check_equal(
         _("{name}: loads and stores inside its tensors (the interpreter's bounds check)").format(
             name=attribute
         ),
-        f"{where}: {said(found['access'], found['place'])}",
+        f"{where}: {kernel_watch.said(found['access'], found['place'])}",
         _("none outside"),
         message=message,
     )

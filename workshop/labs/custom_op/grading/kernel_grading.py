@@ -24,15 +24,7 @@ from dataclasses import dataclass
 import torch
 import triton
 
-from workshop.labs.custom_op.grading import kernel_watch
-from workshop.labs.custom_op.grading.correctness import SLACK
-from workshop.labs.custom_op.grading.kernel_watch import (
-    POISON,
-    SENTINEL,
-    guarded,
-    inside,
-    outside_changed,
-)
+from workshop.labs.custom_op.grading import correctness, kernel_watch
 from workshop.ops import INTERPRETED, softmax_launch
 from workshop.ops.triton_launch import recording
 
@@ -152,7 +144,7 @@ class KernelRun:
     @property
     def unwritten(self) -> torch.Tensor:
         """(rows, cols) bool: cells still holding the sentinel."""
-        return self.out == SENTINEL
+        return self.out == kernel_watch.SENTINEL
 
     @property
     def errors(self) -> torch.Tensor:
@@ -175,7 +167,7 @@ class KernelRun:
 ROUNDING = {
     torch.float64: 8 * torch.finfo(torch.float64).eps,
     torch.float32: 8 * torch.finfo(torch.float32).eps,
-    torch.bfloat16: SLACK[torch.bfloat16],
+    torch.bfloat16: correctness.SLACK[torch.bfloat16],
 }
 
 
@@ -212,11 +204,14 @@ def guarded_case(case: KernelCase, direction: Direction, seed: int) -> dict:
     rows and cols and the guard rows around it."""
     rounded = _rounded(case, direction, seed)
     guard = _guard_rows(case, _plan(case, direction))
-    tensors = [*rounded.values(), torch.full_like(rounded[direction.tensors[0]], SENTINEL)]
-    fills = [POISON] * len(rounded) + [SENTINEL]
+    tensors = [
+        *rounded.values(),
+        torch.full_like(rounded[direction.tensors[0]], kernel_watch.SENTINEL),
+    ]
+    fills = [kernel_watch.POISON] * len(rounded) + [kernel_watch.SENTINEL]
     strides = row_strides(case, len(direction.tensors))
     buffers = [
-        guarded(t, stride - case.cols, guard, fill)
+        kernel_watch.guarded(t, stride - case.cols, guard, fill)
         for t, stride, fill in zip(tensors, strides, fills, strict=True)
     ]
     return {"buffers": buffers, "rows": case.rows, "cols": case.cols, "guard": guard}
@@ -230,7 +225,7 @@ def launch_case(
     interpreter, OutOfBounds raised before a stray one); what it left, as wire values: {"out": the output's whole
     buffer, "launches", "half_ops"}."""
     buffers = [buffer.to(device) for buffer in buffers]
-    views = [inside(buffer, rows, cols, guard) for buffer in buffers]
+    views = [kernel_watch.inside(buffer, rows, cols, guard) for buffer in buffers]
     with recording() as launches, kernel_watch.watched() as half_ops:
         direction.launch(kernel, views, rows, cols)
     return {
@@ -265,10 +260,10 @@ def judged(case: KernelCase, direction: Direction, seed: int, launched: dict) ->
     return KernelRun(
         case,
         {name: t.double() for name, t in rounded.items()},
-        inside(buffer, case.rows, case.cols, guard).double().cpu(),
+        kernel_watch.inside(buffer, case.rows, case.cols, guard).double().cpu(),
         expected,
         tolerance(direction, rounded, expected, case.dtype),
-        outside_changed(buffer, case.rows, case.cols, guard, SENTINEL),
+        kernel_watch.outside_changed(buffer, case.rows, case.cols, guard, kernel_watch.SENTINEL),
         list(launched["launches"]),
         plan,
         dict(launched["half_ops"]),

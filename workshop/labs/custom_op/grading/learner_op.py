@@ -37,15 +37,13 @@ import torch._dynamo
 from workshop.i18n import _
 from workshop.lab_api import LabContext
 from workshop.labs.custom_op import by_hand, inductor_code
-from workshop.labs.custom_op.grading import correctness as cx
-from workshop.labs.custom_op.grading import torch_pieces
+from workshop.labs.custom_op.grading import correctness, torch_pieces
 from workshop.learner import workspace
 from workshop.ops import INTERPRETED, softmax_op
-from workshop.ops.softmax_op import SoftmaxOps
 from workshop.ops.triton_launch import recording
 
 
-def twin(exercise: str, piece) -> SoftmaxOps:
+def twin(exercise: str, piece) -> softmax_op.SoftmaxOps:
     """torch.ops.graded_<exercise>.softmax{,_backward}: the learner's piece for `exercise`, one of forward_kernel,
     backward_kernel, fake, setup_context or backward, and the grader's stand-ins (PyTorch's) for the rest,
     registered by hand (registered again at each grading: the namespace's earlier operators go). A fake's twin is
@@ -132,25 +130,25 @@ def x_and_dy(
     return tuple(torch.randn(shape, generator=gen, dtype=dtype).to(device) for _ in range(2))
 
 
-def op_facts(ops: SoftmaxOps, dim: int, device: str, seed: int) -> dict:
+def op_facts(ops: softmax_op.SoftmaxOps, dim: int, device: str, seed: int) -> dict:
     """In the worker: gradcheck, opcheck and torch.compile(fullgraph=True) of the twin `ops`, as wire values."""
     found = {
         "name": ops.forward.name(),
         "kind": ops.kind,
         "kernels": [kernel.__name__ for kernel in ops.kernels],
-        "gradcheck": cx.gradchecks(ops.forward, device),
+        "gradcheck": correctness.gradchecks(ops.forward, device),
     }
     x, dy = x_and_dy(device, seed)
     if ops.kind == "triton_op" and INTERPRETED:
         # Under the interpreter a triton_op can be neither compiled nor opchecked (softmax_op.py says why): its
         # values, called eagerly, in their place.
         return found | {"eager": ops.forward(x, -1)}
-    found["opcheck"] = cx.opchecks(ops, device)
+    found["opcheck"] = correctness.opchecks(ops, device)
     # The op alone (around=False): what is graded is the op, and Inductor has no code of its own to compile.
     return found | compiled_facts(ops, x, dy, dim, around=False)
 
 
-def compiled_facts(ops: SoftmaxOps, x, dy, dim: int = -1, around: bool = True) -> dict:
+def compiled_facts(ops: softmax_op.SoftmaxOps, x, dy, dim: int = -1, around: bool = True) -> dict:
     """In the worker: torch.compile(fullgraph=True) of the step with `ops` (inductor_code.compiled_step), its code
     generated afresh, as wire values: y, dx, Inductor's sources, the kernels launched ("launches") and those of them
     that are the op's own function objects ("ran"), the op's namespace."""
@@ -195,7 +193,7 @@ def grade_op(ctx: LabContext, found: dict, dim: int = -1) -> None:
 def check_tools(ctx: LabContext, found: dict, gradcheck: str, opcheck: str) -> None:
     """The outcomes of gradcheck and, where it ran, opcheck (correctness.gradchecks, opchecks: found's "gradcheck"
     and "opcheck"), one check each, named `gradcheck` and `opcheck`: every case passed."""
-    check_passed(ctx, gradcheck, _("gradcheck"), found["gradcheck"], cx.PASSED)
+    check_passed(ctx, gradcheck, _("gradcheck"), found["gradcheck"], correctness.PASSED)
     if "opcheck" in found:
         # opcheck's outcomes by case, then by test
         tests = {f"{case}: {t}": r for case, rs in found["opcheck"].items() for t, r in rs.items()}

@@ -32,11 +32,13 @@ import triton
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from workshop import i18n
-from workshop.labs.custom_op.grading import correctness as cx
-from workshop.labs.custom_op.grading import kernel_grading as kg
-from workshop.labs.custom_op.grading import learner_op
-from workshop.labs.custom_op.grading import registration_grading as rg
-from workshop.labs.custom_op.grading.kernel_watch import OutOfBounds, watched
+from workshop.labs.custom_op.grading import (
+    correctness,
+    kernel_grading,
+    kernel_watch,
+    learner_op,
+    registration_grading,
+)
 from workshop.learner import workspace
 from workshop.minigpt.model import GPT, GPTConfig, lm_loss
 from workshop.ops import softmax_op
@@ -123,8 +125,8 @@ def checks(pieces: dict, device: str, long_shape: list[int] | None) -> dict:
     first line or "passed" / "SUCCESS" per case."""
     ops = build(pieces)
     return {
-        "gradcheck": cx.gradchecks(ops.forward, device, long_shape and tuple(long_shape)),
-        "opcheck": cx.opchecks(ops, device),
+        "gradcheck": correctness.gradchecks(ops.forward, device, long_shape and tuple(long_shape)),
+        "opcheck": correctness.opchecks(ops, device),
     }
 
 
@@ -183,12 +185,16 @@ def kernel_cases(kernel, direction: str, cases: list[dict], device: str) -> list
     found = []
     for case in cases:
         try:
-            found.append(kg.launch_case(kernel, kg.DIRECTIONS[direction], device, **case))
+            found.append(
+                kernel_grading.launch_case(
+                    kernel, kernel_grading.DIRECTIONS[direction], device, **case
+                )
+            )
         except NotImplementedError:
             raise
         except Exception as e:
             at, line = kernel_line(e, kernel)
-            if isinstance(e, OutOfBounds):
+            if isinstance(e, kernel_watch.OutOfBounds):
                 where = {"access": e.access, "place": e.place, "at": at, "line": line}
                 return [*found, {"out_of_bounds": where}]
             return [*found, {"raised": {"at": at, "line": line, "error": workspace.describe(e)}}]
@@ -199,7 +205,7 @@ def twin_checks(piece, exercise: str, device: str, seed: int, dim: int = -1) -> 
     """gradcheck, opcheck and torch.compile of the twin made with the piece (learner_op.twin, learner_op.op_facts)."""
     started(piece)
     ops = learner_op.twin(exercise, piece)
-    with watched():  # its loads and stores bounds-checked
+    with kernel_watch.watched():  # its loads and stores bounds-checked
         return learner_op.op_facts(ops, dim, device, seed)
 
 
@@ -209,7 +215,7 @@ def fake_outputs(fake, device: str) -> dict:
     raises."""
     started(fake)
     outputs = {}
-    for case, (x, dim) in rg.fake_cases(device).items():
+    for case, (x, dim) in registration_grading.fake_cases(device).items():
         with FakeTensorMode() as mode:
             fake_x = mode.from_tensor(x)
             try:
@@ -221,7 +227,7 @@ def fake_outputs(fake, device: str) -> dict:
         elif not isinstance(out, torch.Tensor):
             outputs[case] = {"kind": type(out).__name__}
         else:
-            outputs[case] = rg.layout(out)
+            outputs[case] = registration_grading.layout(out)
     return {"outputs": outputs}
 
 

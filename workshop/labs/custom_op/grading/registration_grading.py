@@ -12,7 +12,6 @@ from workshop.lab_api import LabContext
 from workshop.labs.custom_op.grading import piece_mistakes, torch_pieces
 from workshop.labs.custom_op.grading.kernel_grading import BACKWARD
 from workshop.labs.custom_op.grading.learner_op import x_and_dy
-from workshop.labs.custom_op.grading.piece_mistakes import placed
 
 
 def fake_cases(device: str) -> dict[str, tuple[torch.Tensor, int]]:
@@ -55,7 +54,7 @@ def fake_layout(outputs: list[tuple[dict, dict]]) -> str | None:
     """How the fake laid out its outputs, (x, fake output) over every input: with x's strides each time (as
     torch.empty_like(x)), or row-major each time (as torch.empty(x.shape)); None when neither (the transposed
     input tells the two apart)."""
-    if all(placed(out) == placed(x) for x, out in outputs):
+    if all(piece_mistakes.placed(out) == piece_mistakes.placed(x) for x, out in outputs):
         return piece_mistakes.COPIES_X
     if all(is_contiguous(out) for _x, out in outputs):
         return piece_mistakes.ROW_MAJOR
