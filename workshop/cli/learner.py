@@ -1,7 +1,7 @@
 """The learner's commands: exercises init | list, check LAB (the instructor's, grade and edition: instructor.py).
 
-Their arguments are rows of cli.main.build_parser's table. The work is done in grading.workspace_init and
-check_report; this module reads the arguments and prints.
+Their arguments are rows of cli.main.build_parser's table. The work is done in learner.workspace (init) and
+grading.check_report; this module reads the arguments and prints.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from workshop import labs
 from workshop.cli import runs
 from workshop.cli.options import check_lab_names, fail, run_options, stop_on
 from workshop.declarations import checks
-from workshop.grading import check_report, edition, workspace_init
+from workshop.grading import check_report, edition
 from workshop.i18n import _, ngettext
 from workshop.learner import workspace
 
@@ -90,10 +90,10 @@ def cmd_init(args) -> int:
     work = Path(args.dir)
     lab_names = exercise_labs(args.labs)
     try:
-        written, waiting, backup = workspace_init.init(
+        written, waiting, backup = workspace.init(
             work, lab_names, Path(args.out), args.force, args.learner
         )
-    except workspace_init.WorkspaceExists as e:
+    except workspace.WorkspaceExists as e:
         raise fail(
             ngettext(
                 "{files} already exists, and init never overwrites your work. Keep it and "
@@ -201,8 +201,7 @@ def cmd_check(args) -> int:
         written
         for lab in graded
         for ex in labs.exercises(lab)
-        if ex.document
-        and (written := workspace_init.write_waiting_document(work, ex, run_dir / lab))
+        if ex.document and (written := workspace.write_waiting_document(work, ex, run_dir / lab))
     ]:
         console.print(
             _("wrote {file} from this run's figures: fill it in, then check again").format(
