@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from tests.conftest import TEST_DEVICE
-from workshop.grading import workspace_init
+from workshop.learner import workspace
 
 MASK_DROPPED = """
 def cross_entropy_grad(logits, targets):
@@ -103,7 +103,7 @@ def test_the_first_line_under_a_failing_exercise_names_the_mistake(
     tmp_path, exercise, source, mistake
 ):
     work, root = tmp_path / "my-work", tmp_path / "results"
-    workspace_init.init(work, ["autograd"], root)
+    workspace.init(work, ["autograd"], root)
     path = work / "autograd.py"
     path.write_text(learners_file(path.read_text(), exercise, source))
     cmd = [sys.executable, "-m", "workshop", "check", "autograd", exercise, "--work", str(work)]

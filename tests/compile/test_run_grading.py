@@ -10,11 +10,11 @@ import pytest
 from tests.compile.test_exercises import SOFTMAX_ANSWER
 from workshop import labs
 from workshop.foundations.run_options import RunOptions
-from workshop.grading import workspace_init
 from workshop.lab_api import WORKER_LOG, LabContext
 from workshop.labs.compile.bench import loop
 from workshop.labs.compile.grading import run_grading
 from workshop.labs.compile.grading.exercises import ANSWERS, KERNEL
+from workshop.learner.workspace import init
 
 FIXTURES = Path(__file__).with_name("fixtures")
 WORKED = (
@@ -220,7 +220,7 @@ def test_check_compile_exercise_regrades_that_exercise_only(run_folder, tmp_path
 def test_the_loop_benchmark_fills_in_answers_that_pass(run_folder, tmp_path):
     """bench/loop.py's workspace: the stub file exercises init writes, its ANSWERS filled in from the run."""
     work = tmp_path / "my-work"
-    workspace_init.init(work, ["compile"], tmp_path / "results")
+    init(work, ["compile"], tmp_path / "results")
     loop.fill_in(work, run_folder)
     ctx = lab_context(tmp_path / "out", work, only=("compile.answers",))
     run_grading.regrade(ctx, run_folder)

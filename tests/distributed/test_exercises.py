@@ -15,7 +15,6 @@ from workshop import engine, i18n
 from workshop.declarations import checks
 from workshop.declarations.diagnosis import Diagnosis
 from workshop.foundations.run_options import RunOptions
-from workshop.grading import workspace_init
 from workshop.i18n import templates
 from workshop.lab_api import Check, LabContext
 from workshop.labs.distributed import figure_rows, lab
@@ -25,6 +24,7 @@ from workshop.labs.distributed.grading import (
     survey_text,
 )
 from workshop.labs.distributed.grading.exercises import EXERCISES
+from workshop.learner import workspace
 
 RUN = figure_rows.read(survey.COMMITTED_RUNS[0])  # CPU, N=2
 
@@ -229,7 +229,7 @@ def graded_in_the_worker(ctx, work) -> dict[str, str]:
 
 def test_a_fresh_workspace_is_not_started_not_an_error(ctx, tmp_path):
     """The stubs' None crosses the wire: a fresh dict reads as not started, not as a failing exercise."""
-    workspace_init.init(tmp_path / "work", ["distributed"], tmp_path / "results")
+    workspace.init(tmp_path / "work", ["distributed"], tmp_path / "results")
     assert graded_in_the_worker(ctx, tmp_path / "work") == {
         "distributed.predictions": checks.NOT_STARTED,
         "distributed.answers": checks.NOT_STARTED,
@@ -238,7 +238,7 @@ def test_a_fresh_workspace_is_not_started_not_an_error(ctx, tmp_path):
 
 def test_a_half_filled_prediction_is_graded_and_its_blanks_are_unanswered(ctx, tmp_path):
     work = tmp_path / "work"
-    workspace_init.init(work, ["distributed"], tmp_path / "results")
+    workspace.init(work, ["distributed"], tmp_path / "results")
     path = work / "distributed.py"
     source = path.read_text()
     assert source.count('"held_bytes": None') == 4
@@ -501,16 +501,14 @@ SURVEY = next(ex for ex in EXERCISES if ex.document)
 def test_the_template_waits_for_a_run_is_filled_from_it_and_never_replaces_the_learners(tmp_path):
     """Through the workspace's own hook (Exercise.template): init writes it when a run exists, check after its
     run when init could not; neither replaces a survey.md that is there."""
-    from workshop.grading import workspace_init
+    from workshop.learner import workspace
 
     lab_dir = survey.COMMITTED_RUNS[0].parent
     assert (
         SURVEY.document_text(None, tmp_path) is None
         and SURVEY.document_text(tmp_path, tmp_path) is None
     )  # no run yet
-    assert (
-        workspace_init.write_waiting_document(tmp_path, SURVEY, lab_dir) == tmp_path / "survey.md"
-    )
+    assert workspace.write_waiting_document(tmp_path, SURVEY, lab_dir) == tmp_path / "survey.md"
     filled = (tmp_path / "survey.md").read_text()
     assert mb(by("fsdp")["state_bytes_per_rank"]) in filled
     assert survey.source(filled).endswith("figures.json")
@@ -521,5 +519,5 @@ def test_the_template_waits_for_a_run_is_filled_from_it_and_never_replaces_the_l
         and survey_text.words(filled) < survey.WORDS["en"][0]
     )
     (tmp_path / "survey.md").write_text(filled + "\nMy words.\n")
-    assert workspace_init.write_waiting_document(tmp_path, SURVEY, lab_dir) is None
+    assert workspace.write_waiting_document(tmp_path, SURVEY, lab_dir) is None
     assert (tmp_path / "survey.md").read_text().endswith("My words.\n")

@@ -17,8 +17,8 @@ from tests.conftest import lab_device, read_result
 from workshop import labs
 from workshop.declarations import checks
 from workshop.foundations import results
-from workshop.grading import workspace_init
 from workshop.harness import runner
+from workshop.learner import workspace
 
 LABS = list(labs.all_exercises())
 # exercises graded on what the learner's other exercises make, which wait on them: custom_op's answers are about
@@ -38,7 +38,7 @@ def test_the_reference_passes_every_exercise(lab, lab_dir):
 @pytest.mark.parametrize("lab", LABS)
 def test_fresh_stubs_fail_exactly_the_exercise_checks(lab, tmp_path):
     work, root = tmp_path / "my-work", tmp_path / "results"
-    workspace_init.init(work, [lab], root)
+    workspace.init(work, [lab], root)
     if labs.get(lab).build_cache:
         # the lab keeps its g++ builds under the results root: pointed at this process's Inductor cache, it
         # reuses what the suite built of the same training step in process (tests/compile/test_mutations.py)

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import time
 
-from workshop.grading import grade_integrity, workspace_init
+from workshop.grading import grade_integrity
 from workshop.grading.gradebook import Row
+from workshop.learner import workspace
 
 
 def test_a_change_to_another_hand_in_is_named_and_the_results_root_is_not(tmp_path):
@@ -42,7 +43,7 @@ def row(name: str, *prints) -> Row:
 
 
 def test_the_same_run_or_solution_in_two_hand_ins_is_flagged_on_both_but_not_a_fresh_stub(tmp_path):
-    (tmp_path / "autograd.py").write_text(workspace_init.lab_source("autograd"))
+    (tmp_path / "autograd.py").write_text(workspace.lab_source("autograd"))
     assert grade_integrity.workspace_files(tmp_path) == []  # as init wrote it: everyone's
     (tmp_path / "autograd.py").write_text("mine\n")
     [solution] = grade_integrity.workspace_files(tmp_path)

@@ -28,7 +28,6 @@ from tests.support.doc_structure import anchors
 from workshop import engine, i18n, labs
 from workshop.declarations import diagnosis, questions
 from workshop.foundations.run_options import RunOptions
-from workshop.grading import workspace_init
 from workshop.i18n import templates
 from workshop.lab_api import LabContext
 from workshop.labs.autograd.grading.gradient_diagnosis import HAND_DIAGNOSES
@@ -41,6 +40,7 @@ from workshop.labs.custom_op.grading import exercise_grading as custom_op_gradin
 from workshop.labs.custom_op.grading import op_probes as custom_op_probes
 from workshop.labs.custom_op.grading.own_op import shipped_pieces
 from workshop.labs.dispatcher.grading.exercises import PREDICTIONS, TABLE_ENTRY
+from workshop.learner import workspace
 from workshop.learner.learner_code import LocalWorker, Solution
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -174,7 +174,7 @@ def spanish(monkeypatch):
     ids=["autograd", "dispatcher"],
 )
 def test_init_in_spanish_writes_the_spanish_statements(lab, statement, handout, tmp_path, spanish):
-    workspace_init.init(tmp_path / "work", [lab], tmp_path / "results")
+    workspace.init(tmp_path / "work", [lab], tmp_path / "results")
     source = (tmp_path / "work" / f"{lab}.py").read_text(encoding="utf-8")
     assert statement in " ".join(line.lstrip("# ") for line in source.splitlines())
     assert f"workshop/labs/{lab}/{handout}" in source
@@ -295,7 +295,7 @@ def test_the_kernel_exercises_grading_messages_come_out_in_spanish(spanish, tmp_
 
 
 def test_init_in_spanish_writes_the_compile_statements(tmp_path, spanish):
-    workspace_init.init(tmp_path / "work", ["compile"], tmp_path / "results")
+    workspace.init(tmp_path / "work", ["compile"], tmp_path / "results")
     source = (tmp_path / "work" / "compile.py").read_text(encoding="utf-8")
     prose = " ".join(line.lstrip("# ") for line in source.splitlines())
     assert "Elige un kernel definido en el code/train_forward.py de tu ejecución" in prose
@@ -421,7 +421,7 @@ def test_a_custom_op_grading_message_comes_out_in_spanish(spanish, tmp_path):
 
 
 def test_init_in_spanish_writes_the_custom_op_statements(tmp_path, spanish):
-    workspace_init.init(tmp_path / "work", ["custom_op"], tmp_path / "results")
+    workspace.init(tmp_path / "work", ["custom_op"], tmp_path / "results")
     source = (tmp_path / "work" / "custom_op.py").read_text(encoding="utf-8")
     prose = " ".join(line.lstrip("# ") for line in source.splitlines())
     assert (

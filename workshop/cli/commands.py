@@ -1,4 +1,5 @@
-"""The workshop's own commands: list, run (and --resume), report, train, bench, clean (and its retention rule)."""
+"""The workshop's own commands: list, run (and --resume), report, train, bench, clean (and its retention rule);
+their arguments are rows of cli.main.build_parser's table."""
 
 from __future__ import annotations
 
@@ -11,16 +12,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 
 from workshop import labs
 from workshop.cli import runs
-from workshop.cli.options import (
-    RESULTS_OPTIONS,
-    RUN_OPTIONS,
-    add_command,
-    arg,
-    check_lab_names,
-    fail,
-    run_options,
-    stop_on,
-)
+from workshop.cli.options import check_lab_names, fail, run_options, stop_on
 from workshop.declarations import checks
 from workshop.foundations import device, results
 from workshop.foundations.run_options import RunOptions
@@ -246,87 +238,3 @@ def cmd_clean(args) -> int:
         markup=False,
     )
     return 0
-
-
-def add_commands(sub) -> None:
-    """Add list, run, report, train, bench and clean to `python -m workshop`'s subcommands."""
-    add_command(sub, "list", cmd_list, _("the labs, one line each"))
-    add_command(
-        sub,
-        "run",
-        cmd_run,
-        _("run labs (all by default) into results/<run-id>/"),
-        arg("labs", nargs="*", metavar="LAB", help=_("labs to run, in order (default: all)")),
-        arg(
-            "--resume",
-            metavar=_("RUN"),
-            help=_(
-                "finish an interrupted run (its folder or id): its labs that did not finish, its "
-                "options"
-            ),
-        ),
-        shared=RUN_OPTIONS,
-    )
-    add_command(
-        sub,
-        "report",
-        cmd_report,
-        _("collect a run's summaries and pictures into REPORT.md"),
-        arg(
-            "run", nargs="?", metavar=_("RUN"), help=_("run folder or id (default: results/latest)")
-        ),
-        shared=RESULTS_OPTIONS,
-    )
-    add_command(
-        sub,
-        "train",
-        cmd_train,
-        _("train the MiniGPT from its seed (reproduces the shipped checkpoint)"),
-        arg("--out", required=True, metavar=_("FILE"), help=_("where to write the checkpoint")),
-        arg(
-            "--steps",
-            type=int,
-            default=1500,
-            metavar=_("STEPS"),
-            help=_("training steps (default 1500)"),
-        ),
-        arg(
-            "--seed",
-            type=int,
-            default=0,
-            metavar=_("SEED"),
-            help=_("the training's seed (default 0)"),
-        ),
-        arg("--force", action="store_true", help=_("replace an existing file")),
-    )
-    add_command(
-        sub,
-        "bench",
-        cmd_bench,
-        _("run a lab's benchmark (GPU)"),
-        arg("lab", metavar="LAB"),
-        arg(
-            "--out",
-            default="benchmarks",
-            metavar=_("FOLDER"),
-            help=_("folder for the JSON and chart (default ./benchmarks)"),
-        ),
-    )
-    add_command(
-        sub,
-        "clean",
-        cmd_clean,
-        _(
-            "delete old run folders: all but the newest {keep} of run and of check, those latest and "
-            "latest-check point at, each exercise's last grading, and running ones"
-        ).format(keep=KEEP),
-        arg("runs", nargs="*", metavar=_("RUN"), help=_("delete only these runs (folder or id)")),
-        arg(
-            "--keep",
-            type=int,
-            default=KEEP,
-            metavar="N",
-            help=_("runs of each kind kept (default {keep})").format(keep=KEEP),
-        ),
-        shared=RESULTS_OPTIONS,
-    )

@@ -1,8 +1,8 @@
 """The instructor's commands: grade PATH... (a table of learners x exercises) and edition learner (the workshop as
 learners get it).
 
-Registered on `python -m workshop` by cli.main.build_parser (add_commands), after the learner's commands
-(learner.py), whose lab names and runs of a workspace they share. The work is done in grading.gradebook,
+Their arguments are rows of cli.main.build_parser's table, after the learner's commands (learner.py), whose lab
+names and runs of a workspace they share. The work is done in grading.gradebook,
 grade_table and edition; this module reads the arguments and prints.
 """
 
@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from workshop.cli.learner import console, exercise_labs, graded_run
-from workshop.cli.options import RUN_OPTIONS, add_command, arg, fail, stop_on
+from workshop.cli.options import fail, stop_on
 from workshop.foundations import device, worker_container, worker_process
 from workshop.grading import edition, grade_table, gradebook
 from workshop.i18n import _
@@ -181,53 +181,3 @@ def cmd_edition(args) -> int:
     for quoted in report.quoted_in:
         console.print(_("a handout quotes a reference's lines: {where}").format(where=quoted))
     return 0
-
-
-# ---- the parsers ----
-def add_commands(sub) -> None:
-    """Add grade and edition to `python -m workshop`'s subcommands."""
-    add_command(
-        sub,
-        "grade",
-        cmd_grade,
-        _("instructors: a table of learners x exercises (CSV, Markdown)"),
-        arg(
-            "paths",
-            nargs="+",
-            metavar=_("PATH"),
-            help=_("run folders, folders of runs, workspaces"),
-        ),
-        arg("--lab", action="append", dest="labs", metavar="LAB", help=_("labs to check")),
-        arg(
-            "--to",
-            metavar=_("FOLDER"),
-            help=_("folder for grades.csv and grades.md (default results/grades-<time>)"),
-        ),
-        arg(
-            "--sandbox",
-            choices=("auto", "docker", "bwrap", "native"),
-            default="auto",
-            help=_(
-                "where each hand-in's code runs: a container of its own (docker), a namespace sandbox of its "
-                "own (bwrap: bubblewrap, the learner edition's code), or, unisolated, a process of this "
-                "machine (native); auto: the first of docker and bwrap that works here"
-            ),
-        ),
-        arg(
-            "--roster",
-            metavar=_("FILE"),
-            help=_(
-                "a CSV of `folder,name` lines: each hand-in's learner by its folder's name (default: the "
-                "folder's name is the learner's)"
-            ),
-        ),
-        shared=RUN_OPTIONS,
-    )
-    add_command(
-        sub,
-        "edition",
-        cmd_edition,
-        _("instructors: the workshop as learners get it, without the answers, in a new folder"),
-        arg("kind", choices=("learner",), help=_("learner: every exercised reference a stub")),
-        arg("--out", required=True, help=_("a new (or empty) folder")),
-    )

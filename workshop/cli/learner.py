@@ -1,7 +1,7 @@
 """The learner's commands: exercises init | list, check LAB (the instructor's, grade and edition: instructor.py).
 
-Registered on `python -m workshop` by cli.main.build_parser (add_commands). The work is done in
-grading.workspace_init and check_report; this module reads the arguments and prints.
+Their arguments are rows of cli.main.build_parser's table. The work is done in learner.workspace (init) and
+grading.check_report; this module reads the arguments and prints.
 """
 
 from __future__ import annotations
@@ -14,18 +14,9 @@ from rich.text import Text
 
 from workshop import labs
 from workshop.cli import runs
-from workshop.cli.options import (
-    RESULTS_OPTIONS,
-    RUN_OPTIONS,
-    add_command,
-    arg,
-    check_lab_names,
-    fail,
-    run_options,
-    stop_on,
-)
+from workshop.cli.options import check_lab_names, fail, run_options, stop_on
 from workshop.declarations import checks
-from workshop.grading import check_report, edition, workspace_init
+from workshop.grading import check_report, edition
 from workshop.i18n import _, ngettext
 from workshop.learner import workspace
 
@@ -99,10 +90,10 @@ def cmd_init(args) -> int:
     work = Path(args.dir)
     lab_names = exercise_labs(args.labs)
     try:
-        written, waiting, backup = workspace_init.init(
+        written, waiting, backup = workspace.init(
             work, lab_names, Path(args.out), args.force, args.learner
         )
-    except workspace_init.WorkspaceExists as e:
+    except workspace.WorkspaceExists as e:
         raise fail(
             ngettext(
                 "{files} already exists, and init never overwrites your work. Keep it and "
@@ -210,8 +201,7 @@ def cmd_check(args) -> int:
         written
         for lab in graded
         for ex in labs.exercises(lab)
-        if ex.document
-        and (written := workspace_init.write_waiting_document(work, ex, run_dir / lab))
+        if ex.document and (written := workspace.write_waiting_document(work, ex, run_dir / lab))
     ]:
         console.print(
             _("wrote {file} from this run's figures: fill it in, then check again").format(
@@ -243,79 +233,3 @@ def graded_lab_run(lab_names: list[str], args, work: Path, only: tuple[str, ...]
         )
     options = {"only": only, "show": args.show, "against": against, "learner_edition": str(code)}
     return graded_run(lab_names, args, work, on_line, **options)
-
-
-# ---- the parsers ----
-def add_commands(sub) -> None:
-    """Add exercises and check to `python -m workshop`'s subcommands (the instructor's: instructor.py)."""
-    default_work = str(workspace.DEFAULT_DIR)
-    work_option = arg(
-        "--work",
-        default=default_work,
-        metavar=_("FOLDER"),
-        help=_("your workspace (default {work})").format(work=default_work),
-    )
-    ex = sub.add_parser(
-        "exercises", help=_("your workspace: write the exercises' files, see where you stand")
-    )
-    actions = ex.add_subparsers(dest="action", required=True)
-    add_command(
-        actions,
-        "init",
-        cmd_init,
-        _("write one file per lab with exercises (never over yours)"),
-        arg(
-            "dir",
-            nargs="?",
-            default=default_work,
-            metavar=_("FOLDER"),
-            help=_("default {work}/").format(work=default_work),
-        ),
-        arg("--lab", action="append", dest="labs", metavar="LAB", help=_("only this lab")),
-        arg("--force", action="store_true", help=_("replace your files, backed up first")),
-        arg(
-            "--learner", metavar=_("NAME"), help=_("your name, as the instructor's table shows it")
-        ),
-        shared=RESULTS_OPTIONS,
-    )
-    add_command(
-        actions,
-        "list",
-        cmd_list,
-        _("every exercise and where you stand on it"),
-        work_option,
-        shared=RESULTS_OPTIONS,
-    )
-    add_command(
-        sub,
-        "check",
-        cmd_check,
-        _("grade your workspace with the labs' own checks"),
-        arg(
-            "labs",
-            nargs="*",
-            metavar=_("LAB [EXERCISE]"),
-            help=_(
-                "labs to check (default: all with exercises), each optionally with exercises of its own"
-            ),
-        ),
-        arg(
-            "--only",
-            action="append",
-            metavar=_("EXERCISE"),
-            help=_("grade only this exercise (LAB.NAME; repeatable)"),
-        ),
-        arg("--hint", action="store_true", help=_("show the next hint of the exercise named")),
-        arg(
-            "--show",
-            action="store_true",
-            help=_("show the values that failing predictions and answers keep hidden"),
-        ),
-        arg(
-            "--rerun",
-            action="store_true",
-            help=_("run the lab even where your latest run could grade the exercise again"),
-        ),
-        work_option,
-        shared=RUN_OPTIONS,
-    )

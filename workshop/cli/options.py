@@ -76,20 +76,8 @@ def add_results_option(parser: argparse.ArgumentParser) -> None:
 
 
 def arg(*names: str, **settings) -> tuple[tuple[str, ...], dict]:
-    """One argument of a command, as argparse's add_argument takes it."""
+    """One argument of a command, as argparse's add_argument takes it (a row of cli.main.build_parser's table)."""
     return names, settings
-
-
-def add_command(sub, name: str, fn, text: str, *arguments, shared=(add_language_option,)):
-    """The subcommand `name`, run by `fn`, helped by `text`: its own arguments (arg()), then the options it
-    shares with other commands (`shared`: each adds its own; --lang by default: every command prints)."""
-    parser = sub.add_parser(name, help=text)
-    for names, settings in arguments:
-        parser.add_argument(*names, **settings)
-    for add in shared:
-        add(parser)
-    parser.set_defaults(fn=fn)
-    return parser
 
 
 RESULTS_OPTIONS = (add_results_option, add_language_option)  # the commands that read a results root

@@ -123,24 +123,20 @@ def value_text(value) -> str:
     return f"{value:.3g}" if isinstance(value, float) else written(value)
 
 
-def expectation(check: dict) -> str:
-    """What a check (as result.json has it) expects, in the language in use: "at most 0.0001", "at least 0.98",
-    "expected True"; a check recorded before checks had a relation: "threshold 2.0"."""
-    threshold = value_text(check["threshold"])
-    if check.get("relation") == "":  # a secret check's, hidden: the threshold says so itself
-        return threshold
+def outcome(check: dict) -> str:
+    """A check (as result.json has it) in one line, "name: value (what it expects)", in the language in use:
+    "at most 0.0001", "at least 0.98", "expected True"; a check recorded before checks had a relation:
+    "threshold 2.0"; a secret check's hidden threshold says so itself (relation "")."""
     wording = {
         "<=": N_("at most {threshold}"),
         ">=": N_("at least {threshold}"),
         "==": N_("expected {threshold}"),
+        "": "{threshold}",
     }.get(check.get("relation"), N_("threshold {threshold}"))
-    return _(wording).format(threshold=threshold)
-
-
-def outcome(check: dict) -> str:
-    """A check in one line: "name: value (what it expects)"."""
     return _("{name}: {value} ({expected})").format(
-        name=check["name"], value=value_text(check["value"]), expected=expectation(check)
+        name=check["name"],
+        value=value_text(check["value"]),
+        expected=_(wording).format(threshold=value_text(check["threshold"])),
     )
 
 

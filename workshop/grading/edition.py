@@ -34,6 +34,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from workshop.foundations.worker_process import scratch_root
+from workshop.learner import source_check
 
 ROOT = Path(__file__).resolve().parents[2]
 KEPT = ("workshop", "theory", "survey", "docker", "slurm", "benchmarks")
@@ -64,18 +65,6 @@ def copy_tree(out: Path) -> None:
     (out / "results").mkdir(exist_ok=True)
 
 
-def definition(tree: ast.Module, name: str) -> ast.stmt:
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
-            return node
-        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-        if isinstance(node, ast.Assign | ast.AnnAssign) and any(
-            isinstance(t, ast.Name) and t.id == name for t in targets
-        ):
-            return node
-    raise LookupError(f"no module-level definition of {name}")
-
-
 def replace_definition(path: Path, node: ast.stmt, text: str) -> None:
     """Replace the module-level definition `node` (of `path`'s source as it is now) with `text`."""
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
@@ -102,7 +91,8 @@ def stub_reference(
     # the edition's copy of the module's source file
     path = out / Path(importlib.util.find_spec(module).origin).resolve().relative_to(ROOT)
     source = path.read_text(encoding="utf-8")
-    node = definition(ast.parse(source), name)
+    # its first module-level binding: the def, or the assignment of a constant (KeyError: none)
+    node = source_check.top_level(ast.parse(source))[name][0]
     sources[ex.reference] = ast.get_source_segment(source, node)
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         # the learner's stub of it under the reference's name: its decorators and signature, the exercise's

@@ -26,7 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from workshop import labs
-from workshop.grading import check_report, workspace_init
+from workshop.grading import check_report
 from workshop.i18n import _
 from workshop.learner import workspace
 
@@ -230,7 +230,7 @@ def workspace_files(work: Path) -> list[str]:
     # the sha256 of each lab's workspace file as `exercises init` writes it, in every language
     untouched = check_report.in_every_language(
         lambda: {
-            hashlib.sha256(workspace_init.lab_source(lab).encode("utf-8")).hexdigest()
+            hashlib.sha256(workspace.lab_source(lab).encode("utf-8")).hexdigest()
             for lab, exercises in labs.all_exercises().items()
             if any(ex.attribute for ex in exercises)
         }

@@ -160,7 +160,8 @@ def file_findings(source: str, header: str) -> list[Finding]:
 
 
 def top_level(tree: ast.Module) -> dict[str, list[ast.AST]]:
-    """Module-level name -> the statements that bind it (def, class, assignment, import)."""
+    """Module-level name -> the statements that bind it (def, class, assignment, import), in the file's order: the
+    learner's file's here, a reference's module's in the learner edition (grading/edition.py)."""
     bound: dict[str, list[ast.AST]] = {}
     for node in tree.body:
         names = []

@@ -1,10 +1,17 @@
 """The learner's workspace: a folder with one Python file per lab (`<lab>.py`) and any documents they write.
 
-This module finds those files for grading, and says precisely where a learner's code went wrong
-(file:line), so that one broken exercise never hides the others. `exercises init` also leaves a record,
-`.workspace.json`: the workspace's id (runs name it, so that a run is found again even when the folder is
-mounted elsewhere, as in the container), the learner's name, each file's hash as written, and how many hints
-the learner took per exercise (`check LAB EXERCISE --hint`).
+This module writes those files (`exercises init`: below), finds them for grading, and says precisely where a
+learner's code went wrong (file:line), so that one broken exercise never hides the others. `exercises init` also
+leaves a record, `.workspace.json`, which this module writes and reads: the workspace's id (runs name it, so that
+a run is found again even when the folder is mounted elsewhere, as in the container), the learner's name, each
+file's hash as written, and how many hints the learner took per exercise (`check LAB EXERCISE --hint`).
+
+`exercises init` writes the learner's starting files from the labs' exercise declarations: one `<lab>.py` per lab
+with code exercises, the lab's header (workshop.labs.workspace_header), then each exercise's stub
+(Exercise.stub_code: its statement, interface and handout section once, in its docstring); one file per document
+exercise, from its template (which may need a run of the lab first: then `check` writes it). A learner's file is
+never overwritten: init refuses, naming the files; with force it first copies them to
+`<workspace>/.backup-<time>/`.
 """
 
 from __future__ import annotations
@@ -12,13 +19,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
+import shutil
 import stat
+import time
 import traceback
 from pathlib import Path
 
 from workshop import labs
 from workshop.declarations.exercise import Exercise
-from workshop.foundations import atomic
+from workshop.foundations import atomic, results
 from workshop.i18n import N_, _
 
 DEFAULT_DIR = Path("my-work")  # in the repository root; .gitignore keeps it out of git
@@ -175,3 +185,95 @@ def where(error: BaseException, path: Path) -> str:
     frames = traceback.extract_tb(error.__traceback__)
     lines = [f.lineno for f in frames if f.filename and os.path.realpath(f.filename) == str(path)]
     return f"{display(path)}:{lines[-1]}" if lines else display(path)
+
+
+# ---- exercises init: the learner's starting files, written from the labs' exercise declarations ----
+class WorkspaceExists(Exception):
+    """Init would overwrite the learner's files (listed)."""
+
+    def __init__(self, files: list[Path]):
+        super().__init__(", ".join(display(f) for f in files))
+        self.files = files
+
+
+def lab_source(lab: str) -> str:
+    """The learner's <lab>.py as init writes it."""
+    blocks = [ex.stub_code() for ex in labs.exercises(lab) if ex.attribute]
+    return "\n\n".join([labs.workspace_header(lab), *blocks])
+
+
+def planned_files(
+    lab_names: list[str], results_root: Path, work: Path
+) -> tuple[dict[str, str], list[Exercise]]:
+    """File name -> text for the labs' workspace files in `work`, and the documents that must wait for a run."""
+    files, waiting = {}, []
+    for lab in lab_names:
+        exercises = labs.exercises(lab)
+        if any(ex.attribute for ex in exercises):
+            files[f"{lab}.py"] = lab_source(lab)
+        for ex in (ex for ex in exercises if ex.document):
+            ran = (
+                r / lab for r in results.runs(results_root) if (r / lab / "result.json").is_file()
+            )
+            text = ex.document_text(next(ran, None), work)  # the newest run of the lab
+            if text is None:
+                waiting.append(ex)
+            else:
+                files[ex.document] = text
+    return files, waiting
+
+
+def init(
+    work: Path,
+    lab_names: list[str],
+    results_root: Path,
+    force: bool = False,
+    learner: str | None = None,
+) -> tuple[list[Path], list[Exercise], Path | None]:
+    """Write the labs' starting files into `work`; WorkspaceExists if one is there and not `force`. Returns the
+    files written, the documents whose template needs a run first, and where the files init replaced were copied
+    (None: none were)."""
+    files, waiting = planned_files(lab_names, results_root, work)
+    existing = [work / name for name in files if (work / name).exists()]
+    if existing and not force:
+        raise WorkspaceExists(existing)
+    backup = back_up(work, existing) if existing else None  # before any of them is replaced
+    written = [atomic.write_text(work / name, text) for name, text in files.items()]
+    write_record(work, {name: file_sha256(work / name) for name in files}, learner)
+    return written, waiting, backup
+
+
+def back_up(work: Path, files: list[Path]) -> Path:
+    """Copy `files` into a new <work>/.backup-<UTC time>-<hex>/ folder; returns it."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    backup = work / f".backup-{stamp}-{secrets.token_hex(2)}"
+    backup.mkdir()  # never an existing folder
+    for f in files:
+        shutil.copy2(f, backup / f.name)
+    return backup
+
+
+def write_record(work: Path, written: dict[str, str], learner: str | None) -> None:
+    """Update the workspace's record: its id (kept), the learner's name (kept unless given), files as written, the
+    counts of hints and `check --show` runs (kept; none at first: a record without them lost them)."""
+    old = read_record(work)
+    atomic.write_json(
+        work / RECORD,
+        {
+            "id": old.get("id") or secrets.token_hex(8),
+            "learner": learner or old.get("learner"),
+            "files": {**old.get("files", {}), **written},
+            "hints": old.get("hints", {}),
+            "shown": old.get("shown", {}),
+        },
+    )
+
+
+def write_waiting_document(work: Path, ex: Exercise, lab_dir: Path) -> Path | None:
+    """After a run of the lab: write a document that init left for later, if it is still missing."""
+    path = Path(work) / ex.document
+    if path.exists() or (text := ex.document_text(lab_dir, work)) is None:
+        return None
+    atomic.write_text(path, text)
+    write_record(work, {ex.document: file_sha256(path)}, None)
+    return path
