@@ -81,8 +81,7 @@ def run(ctx: LabContext) -> None:
     run_grading.write_facts(ctx, captures, len(list(model.parameters())))
     graded_run = run_grading.read_run(ctx.out_dir)  # what a re-grade reads: the files just written
     check_generated_code(ctx, graded_run, captures)
-    revealed = run_grading.grade(ctx, graded_run)
-    shown = run_grading.write_revealed(ctx, graded_run, revealed)
+    revealed, shown = run_grading.grade(ctx, graded_run)
     ctx.step(_("timing eager against compiled"), 5, PARTS)
     timing = eager_vs_compiled(ctx, model, opt_e, train_step, forward, captures, x, xb, yb)
     ctx.step(_("the compile trace's report (tlparse)"), 6, PARTS)
