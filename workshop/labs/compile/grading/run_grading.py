@@ -89,12 +89,14 @@ def graded_files(folder: Path) -> list[Path]:
     return sorted((folder / CODE_DIR).glob("*.py")) + [folder / BREAKS_FILE]
 
 
-def write_facts(ctx: LabContext, captures: dict, parameters: int):
-    """grading_facts.json, once code/ and breaks.json are written: what a later grading reads besides them, from
+def write_facts(ctx: LabContext, captures: dict, parameters: int, breaks: dict):
+    """breaks.json (`breaks`: {"explain": the graph-break experiment, "recompiles": the recompile experiment's
+    counts}), then grading_facts.json, once code/ is written: what a later grading reads besides them, from
     the graphs the compiles made (gone by then): each kernel's MiniGPT source lines, and the eager results each
     training kernel replaces, sized by AOTAutograd's graph (an explanation written from the run's files needs
     them). captures: stage -> what its compile produced (capture.compile_and_capture's; that module is not imported
     here: it imports Inductor, which a re-grade never needs)."""
+    ctx.write_json(BREAKS_FILE, breaks)
     folder = ctx.out_dir
     lines, eager = {}, {}
     for stage, cap in captures.items():
