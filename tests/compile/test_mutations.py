@@ -275,8 +275,12 @@ def write_run_folder(run: TrainingRun, ctx: LabContext) -> None:
         {"how": h, "lengths": [8], "compiles": 1, "recompile_reasons": []}
         for h in ("static", "default")
     ]
-    lab.write_breaks(ctx, breaks, counts)
-    run_grading.write_facts(ctx, run.captures, len(list(run.model.parameters())))
+    run_grading.write_facts(
+        ctx,
+        run.captures,
+        len(list(run.model.parameters())),
+        {"explain": breaks, "recompiles": counts},
+    )
 
 
 def read_back(run: TrainingRun, ctx: LabContext) -> None:

@@ -71,12 +71,11 @@ def run_folder(tmp_path) -> Path:
     for stage, modules in code.items():
         for kind, text in modules.items():
             ctx.write_text(f"code/{stage}_{kind}.py", text)
-    ctx.write_json("breaks.json", BREAKS)
     # saved code without the graphs it was compiled from: no source lines, no eager results
     captures = {
         stage: {"dynamo": [], "aot": {}, "code": modules} for stage, modules in code.items()
     }
-    run_grading.write_facts(ctx, captures, parameters=62)
+    run_grading.write_facts(ctx, captures, parameters=62, breaks=BREAKS)
     return ctx.out_dir
 
 

@@ -90,7 +90,12 @@ def grade_hand(
             comparisons.extend(graded.comparisons)
             results[False].update(graded.returned[FLOAT32])
             if ctx.options.device == "cuda":
-                results[True].update(under_tf32(ctx, impl, cases))
+                # float32 with TF32 on, ungraded: what the precision section shows TF32 costs. TF32 is a
+                # setting of the process that runs the function: the worker's (probes.tf32_call)
+                ex = ctx.current_exercise
+                case = next(c for c in cases if c.label == FLOAT32)
+                with_tf32 = impl.probe(probes.tf32_call, True, *case.args)
+                results[True].update(zip(ex.outputs, engine.unpacked(ex, with_tf32), strict=True))
             # finite differences put the function on trial too, wherever its outputs have the right shapes
             if all(c.error != math.inf for c in graded.comparisons):
                 gradchecks.extend(check_gradchecks(ctx, witness(name, impl)))
@@ -104,15 +109,6 @@ def grade_by_hand(ctx: LabContext, name: str, cases: list[Case], also=None) -> G
     """One hand-gradient exercise through the engine: each case watched for autograd in the worker
     (probes.watched_by_hand), then the "no autograd" checks (no_autograd.HAND_CHECKS)."""
     return engine.grade(ctx, name, cases, call=probes.watched_by_hand, rules=HAND_CHECKS, also=also)
-
-
-def under_tf32(ctx: LabContext, impl, cases: list[Case]) -> dict[str, torch.Tensor]:
-    """impl's float32 results with TF32 on, ungraded: what the precision section shows TF32 costs. TF32 is a
-    setting of the process that runs the function: the worker's (probes.tf32_call)."""
-    ex = ctx.current_exercise
-    case = next(c for c in cases if c.label == FLOAT32)
-    result = impl.probe(probes.tf32_call, True, *case.args)
-    return dict(zip(ex.outputs, engine.unpacked(ex, result), strict=True))
 
 
 def check_precision(
@@ -244,8 +240,7 @@ def run(ctx: LabContext) -> None:
         grade_order(ctx, cases)
         replays = grade_backpropagate(ctx, cases)
         facts = measure_facts(cases) if ctx.wants("answers") else None
-        if facts is not None:
-            engine.grade(ctx, "answers", facts)
+        engine.grade(ctx, "answers", facts)  # not graded (facts None) where not wanted
         if ctx.options.only:  # the demonstrations, the lab's own checks, the summary: a whole run's
             ctx.summary = _(
                 "Graded only {exercises}; the whole lab runs with `python -m workshop check {lab}`."

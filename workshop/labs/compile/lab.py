@@ -77,12 +77,14 @@ def run(ctx: LabContext) -> None:
     ctx.step(_("compiling the training step and the forward"), 3, PARTS)
     train_step, forward, captures = compile_everything(ctx, model, opt_e, xb, yb)
     ctx.step(_("reading the generated code"), 4, PARTS)
-    write_breaks(ctx, breaks, recompiles)
-    run_grading.write_facts(ctx, captures, len(list(model.parameters())))
+    # breaks.json and grading_facts.json: with code/, what a re-grade reads
+    run_grading.write_facts(
+        ctx, captures, len(list(model.parameters())), {"explain": breaks, "recompiles": recompiles}
+    )
+    ctx.extra.update(breaks=breaks, recompiles=recompiles)
     graded_run = run_grading.read_run(ctx.out_dir)  # what a re-grade reads: the files just written
     check_generated_code(ctx, graded_run, captures)
-    revealed = run_grading.grade(ctx, graded_run)
-    shown = run_grading.write_revealed(ctx, graded_run, revealed)
+    revealed, shown = run_grading.grade(ctx, graded_run)
     ctx.step(_("timing eager against compiled"), 5, PARTS)
     timing = eager_vs_compiled(ctx, model, opt_e, train_step, forward, captures, x, xb, yb)
     ctx.step(_("the compile trace's report (tlparse)"), 6, PARTS)
@@ -290,12 +292,6 @@ def eager_vs_compiled(
     report = timing_report(at_batch, sweep, compile_s, cpu_threads)
     ctx.save_figure("timing.png", plot(report, ctx.options.device))
     return report
-
-
-def write_breaks(ctx: LabContext, breaks: dict, recompiles: list[dict]) -> None:
-    """breaks.json, before grading reads it."""
-    ctx.write_json(run_grading.BREAKS_FILE, {"explain": breaks, "recompiles": recompiles})
-    ctx.extra.update(breaks=breaks, recompiles=recompiles)
 
 
 def write_outputs(ctx, captures, timing: dict) -> None:

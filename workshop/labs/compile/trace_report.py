@@ -76,27 +76,22 @@ def make_report(trace_dir: Path, out_dir: Path) -> dict:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         return not_made(_("tlparse failed: {line}").format(line=last))
     shutil.rmtree(trace_dir)
+    directory = out_dir / "compile_directory.json"  # every compile of the trace, with its artifacts
+    compiles = json.loads(directory.read_text()) if directory.is_file() else {}
     return {
         "index": index,
         "reason": "",
-        "output_code": output_code_entries(out_dir / "compile_directory.json"),
+        # Inductor output-code artifacts the report lists, over all compiles
+        "output_code": sum(
+            a["name"].startswith("inductor_output_code")
+            for entry in compiles.values()
+            for a in entry.get("artifacts", [])
+        ),
     }
 
 
 def not_made(reason: str) -> dict:
     return {"index": None, "reason": reason, "output_code": 0}
-
-
-def output_code_entries(directory: Path) -> int:
-    """How many Inductor output-code artifacts tlparse's compile directory lists, over all compiles."""
-    if not directory.is_file():
-        return 0
-    compiles = json.loads(directory.read_text())
-    return sum(
-        a["name"].startswith("inductor_output_code")
-        for entry in compiles.values()
-        for a in entry.get("artifacts", [])
-    )
 
 
 def tlparse_report(ctx: LabContext, captures: dict) -> dict:

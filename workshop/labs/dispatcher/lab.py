@@ -75,7 +75,20 @@ def run(ctx: LabContext) -> None:
         calls=call_count(results),
         decisions=decision_count(results),
         gemm_kernels={r["name"]: r["gemm_kernels"] for r in results if r["gemm_kernels"]},
-        matmul={r["name"]: matmul_record(r) for r in results if r["call"] != "linear"},
+        # what result.json says of each matmul scenario (the theory text quotes it)
+        matmul={
+            r["name"]: {
+                "call": CALLS[r["call"]],
+                "input_shapes": [a["shape"] for a in r["python_layer"][0]["tensor_args"]],
+                "decided_at": real_keys(r["tree"])[-1],
+                "ops": trace_text.top_ops(r["tree"]),
+                "gemm_op": r["gemm_op"],
+                "gemm_kernels": r["gemm_kernels"],
+                "output": r["output"],
+            }
+            for r in results
+            if r["call"] != "linear"
+        },
         profiler_traces=sorted(profiles),
         elapsed_s=round(elapsed, 2),
     )
@@ -303,19 +316,6 @@ def answer_facts(results: list[dict]) -> dict[str, object]:
             if k.startswith("Autocast")
         ),
         "matmul_3d_last_op": by_name["cpu/matmul/3d"]["children"][-1]["op"],
-    }
-
-
-def matmul_record(r: dict) -> dict:
-    """What result.json says of a matmul scenario (the theory text quotes it)."""
-    return {
-        "call": CALLS[r["call"]],
-        "input_shapes": [a["shape"] for a in r["python_layer"][0]["tensor_args"]],
-        "decided_at": real_keys(r["tree"])[-1],
-        "ops": trace_text.top_ops(r["tree"]),
-        "gemm_op": r["gemm_op"],
-        "gemm_kernels": r["gemm_kernels"],
-        "output": r["output"],
     }
 
 

@@ -89,12 +89,14 @@ def graded_files(folder: Path) -> list[Path]:
     return sorted((folder / CODE_DIR).glob("*.py")) + [folder / BREAKS_FILE]
 
 
-def write_facts(ctx: LabContext, captures: dict, parameters: int):
-    """grading_facts.json, once code/ and breaks.json are written: what a later grading reads besides them, from
+def write_facts(ctx: LabContext, captures: dict, parameters: int, breaks: dict):
+    """breaks.json (`breaks`: {"explain": the graph-break experiment, "recompiles": the recompile experiment's
+    counts}), then grading_facts.json, once code/ is written: what a later grading reads besides them, from
     the graphs the compiles made (gone by then): each kernel's MiniGPT source lines, and the eager results each
     training kernel replaces, sized by AOTAutograd's graph (an explanation written from the run's files needs
     them). captures: stage -> what its compile produced (capture.compile_and_capture's; that module is not imported
     here: it imports Inductor, which a re-grade never needs)."""
+    ctx.write_json(BREAKS_FILE, breaks)
     folder = ctx.out_dir
     lines, eager = {}, {}
     for stage, cap in captures.items():
@@ -126,7 +128,11 @@ def read_run(folder: Path) -> RunFiles:
         code = {
             p.stem: p.read_text(encoding="utf-8") for p in sorted((folder / CODE_DIR).glob("*.py"))
         }
-        kernels = [k for stem, text in code.items() for k in parse_kernels(text, graph_of(stem))]
+        # each module's graph: 'train_forward' -> 'train/forward'; 'train_forward_1' (after a graph break) ->
+        # 'train/forward_1'
+        kernels = [
+            k for stem, text in code.items() for k in parse_kernels(text, stem.replace("_", "/", 1))
+        ]
         for k in kernels:
             where = facts["source_lines"].get(f"{k.graph}/{k.name}", {})
             k.source_lines, k.lines_from = where.get("lines", []), where.get("from", "")
@@ -176,12 +182,6 @@ def check_digests(folder: Path, digests: dict[str, str]) -> None:
             )
 
 
-def graph_of(stem: str) -> str:
-    """'train_forward' -> 'train/forward'; 'train_forward_1' (after a graph break) -> 'train/forward_1'."""
-    stage, _sep, kind = stem.partition("_")
-    return f"{stage}/{kind}"
-
-
 def count_facts(code: dict[str, str], kernels, breaks: dict, parameters: int) -> dict[str, int]:
     """The counts compile.answers asks for (its questions' keys, exercises.py), and those its diagnoses read
     besides, from the run's code and breaks.json."""
@@ -208,11 +208,15 @@ def count_facts(code: dict[str, str], kernels, breaks: dict, parameters: int) ->
     }
 
 
-def grade(ctx: LabContext, run: RunFiles) -> dict:
-    """Grade compile.kernel and compile.answers against `run`; what this run may write of the exercises' answers
-    afterwards: {"kernel": whether compile.kernel passed, "answers": whether compile.answers passed with the
-    learner's own ANSWERS (the counts may show), "explanations": the learner's kernel and the lab's, explained
-    (kernel_explanation.explain), once compile.kernel passed}."""
+def grade(ctx: LabContext, run: RunFiles) -> tuple[dict, list[dict]]:
+    """Grade compile.kernel and compile.answers against `run`, then write what the answers reveal: kernels.json
+    (the training forward's arguments only once compile.kernel passed) and explanation.md (the revealed kernels,
+    then the worked example). result.json records the revealed explanations' figures, and the worked example by
+    name only: a record keyed like KERNEL_EXPLAINED would read as an answer key.
+
+    Returns what this run revealed: {"kernel": whether compile.kernel passed, "answers": whether compile.answers
+    passed with the learner's own ANSWERS (the counts may show), "explanations": the learner's kernel and the
+    lab's, explained (kernel_explanation.explain), once compile.kernel passed}; and the explanations written."""
     # the kernel the learner explains, once their answer is read (None: no kernel of the training forward)
     picks: list[GeneratedKernel | None] = []
     # the learner's constant as their worker reads it, or the reference's answer for this run (a function of the
@@ -234,7 +238,18 @@ def grade(ctx: LabContext, run: RunFiles) -> dict:
         lab = pick_kernel(run.graph("train/forward"))
         picked = [lab] if learners is None or learners.name == lab.name else [learners, lab]
         revealed["explanations"] = [run.explain(k) for k in picked]
-    return revealed
+    ctx.write_json(
+        "kernels.json",
+        [k.as_json(arguments=passed["kernel"] or k.graph != GRAPH) for k in run.kernels],
+    )
+    worked = worked_example(run)
+    shown = revealed["explanations"] + [worked]
+    ctx.write_text(
+        "explanation.md", render_explanations(ctx.templates_folder, ctx.options.lang, shown)
+    )
+    ctx.extra["explained"] = [recorded(ex) for ex in revealed["explanations"]]
+    ctx.extra["worked_example"] = worked["kernel"].name
+    return revealed, shown
 
 
 def fields_of(k: GeneratedKernel) -> dict:
@@ -296,31 +311,10 @@ def worked_example(run: RunFiles) -> dict:
     return run.explain(pick_kernel(run.graph("train/backward"), WORKED_EXAMPLE))
 
 
-def write_revealed(ctx: LabContext, run: RunFiles, revealed: dict) -> list[dict]:
-    """kernels.json (the training forward's arguments only once compile.kernel passed) and explanation.md
-    (the revealed kernels, then the worked example); returns the explanations written. result.json records the
-    revealed explanations' figures, and the worked example by name only: a record keyed like KERNEL_EXPLAINED
-    would read as an answer key."""
-    hidden = set() if revealed["kernel"] else {"train/forward"}
-    ctx.write_json(
-        "kernels.json", [k.as_json(arguments=k.graph not in hidden) for k in run.kernels]
-    )
-    worked = worked_example(run)
-    shown = revealed["explanations"] + [worked]
-    ctx.write_text(
-        "explanation.md", render_explanations(ctx.templates_folder, ctx.options.lang, shown)
-    )
-    ctx.extra["explained"] = [recorded(ex) for ex in revealed["explanations"]]
-    ctx.extra["worked_example"] = worked["kernel"].name
-    return shown
-
-
 def regrade(ctx: LabContext, source: Path) -> dict:
     """Grade the learner's answers against the run in `source` (their latest), writing into ctx's folder what
     the answers reveal and a summary that names the run graded against. No compile: seconds."""
-    run = read_run(source)
-    revealed = grade(ctx, run)
-    shown = write_revealed(ctx, run, revealed)
+    revealed, shown = grade(ctx, read_run(source))
     ctx.summary = templates.render(
         ctx.templates_folder,
         ctx.options.lang,
