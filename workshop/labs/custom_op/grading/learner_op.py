@@ -276,7 +276,8 @@ def compiled_error(found: dict, x, dy, dim: int = -1, around: bool = True) -> fl
 
 def grade_op(ctx: LabContext, found: dict, dim: int = -1) -> None:
     """gradcheck, opcheck and torch.compile of a twin, from op_facts' values, each a check of the exercise being
-    graded; for a triton_op under the interpreter, gradcheck and its values called eagerly."""
+    graded: torch.compile(fullgraph=True)'s result against torch.softmax's, and the twin's kernels in it; for a
+    triton_op under the interpreter, gradcheck and its values called eagerly."""
     name = found["name"]
     check_tools(
         ctx,
@@ -284,12 +285,40 @@ def grade_op(ctx: LabContext, found: dict, dim: int = -1) -> None:
         _("gradcheck and gradgradcheck (float64) of {op}: cases passed").format(op=name),
         _("opcheck of {op}: tests passed").format(op=name),
     )
+    x, dy = x_and_dy(ctx.options.device, ctx.options.seed)
     if found["kind"] == "triton_op" and INTERPRETED:
-        x, _dy = x_and_dy(ctx.options.device, ctx.options.seed)
         err = (found["eager"] - torch.softmax(x, -1)).abs().max().item()
         ctx.check_max(_("{op}: max |y - torch.softmax|, called eagerly").format(op=name), err, 1e-6)
         return
-    grade_compiled(ctx, found, dim)
+    ctx.check_max(
+        _("torch.compile(fullgraph=True) of {op}, dim={dim}: max |y, dx - torch's|").format(
+            op=name, dim=dim
+        ),
+        compiled_error(found, x, dy, dim, around=False),
+        COMPILE_ATOL,
+    )
+    # The op's Triton kernels (a twin whose pieces are all the grader's, PyTorch's, has none to show).
+    names = found["kernels"]
+    if found["kind"] == "triton_op":
+        # Inductor's code defines each of the twin's kernels and calls the op no more
+        text = "\n".join(found["sources"])
+        if names:
+            ctx.check_equal(
+                _("torch.compile: the op's kernels inlined into Inductor's code"),
+                sorted(kernel for kernel in names if inductor_code.kernel_defs(text, kernel)),
+                sorted(names),
+            )
+        census = inductor_code.census(found["sources"], found["namespace"])
+        ctx.check_equal(
+            _("torch.compile: calls of the op left in Inductor's code"), census["extern_calls"], 0
+        )
+    elif names:
+        ctx.check_equal(
+            _("torch.compile: the op's kernels ran inside the compiled step (launch record)"),
+            sorted(set(found["ran"])),
+            sorted(names),
+            message=_("launched inside the compiled step: {ran}").format(ran=found["launches"]),
+        )
 
 
 def check_tools(ctx: LabContext, found: dict, gradcheck: str, opcheck: str) -> None:
@@ -315,37 +344,3 @@ def check_passed(
             tool=tool, cases="; ".join(f"{case} ({why})" for case, why in failed.items())
         ),
     )
-
-
-def grade_compiled(ctx: LabContext, found: dict, dim: int) -> None:
-    """torch.compile(fullgraph=True): the result against torch.softmax's, and the twin's kernels in it."""
-    x, dy = x_and_dy(ctx.options.device, ctx.options.seed)
-    ctx.check_max(
-        _("torch.compile(fullgraph=True) of {op}, dim={dim}: max |y, dx - torch's|").format(
-            op=found["name"], dim=dim
-        ),
-        compiled_error(found, x, dy, dim, around=False),
-        COMPILE_ATOL,
-    )
-    # The op's Triton kernels (a twin whose pieces are all the grader's, PyTorch's, has none to show).
-    names = found["kernels"]
-    if found["kind"] == "triton_op":
-        # Inductor's code defines each of the twin's kernels and calls the op no more
-        text = "\n".join(found["sources"])
-        if names:
-            ctx.check_equal(
-                _("torch.compile: the op's kernels inlined into Inductor's code"),
-                sorted(name for name in names if inductor_code.kernel_defs(text, name)),
-                sorted(names),
-            )
-        census = inductor_code.census(found["sources"], found["namespace"])
-        ctx.check_equal(
-            _("torch.compile: calls of the op left in Inductor's code"), census["extern_calls"], 0
-        )
-    elif names:
-        ctx.check_equal(
-            _("torch.compile: the op's kernels ran inside the compiled step (launch record)"),
-            sorted(set(found["ran"])),
-            sorted(names),
-            message=_("launched inside the compiled step: {ran}").format(ran=found["launches"]),
-        )
