@@ -1,7 +1,7 @@
 """The exercises that register the op with torch.library's public API
-(workshop/labs/custom_op/grading/api_grading.py), each run as a learner's code is, in a worker process: a learner's
-correct define_custom_op and define_triton_op pass, and each typical mistake fails with a message that names it (a
-custom_op where a triton_op was asked among them)."""
+(workshop/labs/custom_op/grading/registration_grading.py), each run as a learner's code is, in a worker process: a
+learner's correct define_custom_op and define_triton_op pass, and each typical mistake fails with a message that
+names it (a custom_op where a triton_op was asked among them)."""
 
 from __future__ import annotations
 

@@ -256,8 +256,8 @@ def run(ctx: LabContext) -> None:
     seconds = {}
     # `check custom_op EXERCISE` grades that exercise alone: the op's checks only serve a whole run and the answers.
     whole = not ctx.options.only
-    wanted = tuple(name for name in op_probes.EXERCISES if ctx.wants(name))
-    found |= timed({"exercises": lambda: grade_pieces(ctx, wanted)}, seconds)
+    # each exercise this run does not grade is left out by engine.grade
+    found |= timed({"exercises": lambda: grade_pieces(ctx)}, seconds)
     if whole or ctx.wants("answers"):
         found |= check_own_op(ctx, shapes, seconds)
     if whole and shipped_ready():
@@ -324,11 +324,6 @@ def summary_values(found: dict) -> dict:
 def json_values(found: dict, seconds: dict) -> dict:
     """result.json's part of the run: the typed records as dicts; the correctness and compile sections only where
     every section of the op's checks ran to its end."""
-    out = {
-        k: v for k, v in found.items() if k not in ("exercises", "facts", "compile", "correctness")
-    }
-    if op_checked(found):
-        out["correctness"] = found["correctness"]
-        out["compile"] = found["compile"]
     # No facts keyed by the questions' keys: that would be an answer key in the learner's run folder.
-    return {**out, "seconds": seconds}
+    left_out = ("exercises", "facts") + (() if op_checked(found) else ("compile", "correctness"))
+    return {k: v for k, v in found.items() if k not in left_out} | {"seconds": seconds}

@@ -2,8 +2,8 @@
 `also` inside the exercise's grading block, with the learner's piece (or the reference's) in the worker: its own
 checks first (kernel_grading, registration_grading), each failure with the mistake named by the exercise's
 diagnoses (kernel_mistakes.py, piece_mistakes.py); then, once those pass, gradcheck, opcheck and torch.compile of
-a twin made with the piece (learner_op). The piece runs only in the worker, through the probes of op_probes.py
-(api_grading's for a registration); every verdict here is made from the values they send back (the worker
+a twin made with the piece (learner_op; for a registration, the op it registers). The piece runs only in the
+worker, through the probes of op_probes.py; every verdict here is made from the values they send back (the worker
 protocol).
 
 What a learner's kernel got wrong where the output alone cannot say it is found here too: its row strides, by
@@ -21,7 +21,6 @@ from workshop.declarations.diagnosis import Evidence, diagnose
 from workshop.i18n import _
 from workshop.lab_api import LabContext
 from workshop.labs.custom_op.grading import (
-    api_grading,
     kernel_mistakes,
     kernel_watch,
     learner_op,
@@ -57,9 +56,9 @@ def grade_kernel(ctx: LabContext, impl, name: str, direction: Direction) -> None
 
 
 def grade_piece(ctx: LabContext, impl, name: str, inputs, probe, judge, dim: int = -1) -> None:
-    """A piece that is not a kernel (fake, setup_context, backward): `probe` run on it in the worker with the
-    `inputs(device)`, what it sent back judged by `judge(ctx, *inputs, found, diagnoses)` (registration_grading),
-    then its twin's checks, compiled over `dim`."""
+    """A piece that is not a kernel (fake, setup_context, backward, a registration): `probe` run on it in the worker
+    with the `inputs(device)`, what it sent back judged by `judge(ctx, *inputs, found, diagnoses)`
+    (registration_grading), then its twin's checks, compiled over `dim`."""
     args = inputs(ctx.options.device)
     if judge(ctx, *args, impl.probe(probe, *args), ctx.exercise(name).diagnoses):
         learner_op.grade_op(
@@ -96,9 +95,16 @@ GRADERS = {
         probe=op_probes.gradient,
         judge=registration_grading.grade_gradients,
     ),
+    # the registration exercises: what the learner's define registered, then the op it registered (its twin)
     **{
-        exercise: functools.partial(api_grading.grade_registration, exercise=exercise)
-        for exercise in op_probes.REGISTRATIONS.values()
+        exercise: functools.partial(
+            grade_piece,
+            name=exercise,
+            inputs=lambda device, exercise=exercise: (exercise, device),
+            probe=op_probes.registration,
+            judge=registration_grading.check_registration,
+        )
+        for exercise in learner_op.REGISTRATIONS.values()
     },
 }
 

@@ -4,10 +4,10 @@ registration, the operator made with torch.library.custom_op and triton_op), and
 questions.
 
 Each piece is graded in an operator of its own, made of the learner's piece and the grader's own for the rest
-(learner_op.py); the registrations (define_custom_op, define_triton_op) with the grader's pieces (api_grading.py);
-then the lab's checks run on the op made of all the learner's pieces (own_op.py). The mistakes that grading
-names are declared here as data (diagnoses=): kernel_mistakes.py for the kernels, piece_mistakes.py for the fake,
-setup_context and backward.
+(learner_op.py); the registrations (define_custom_op, define_triton_op) with the grader's pieces (learner_op.py,
+registration_grading.py); then the lab's checks run on the op made of all the learner's pieces (own_op.py). The
+mistakes that grading names are declared here as data (diagnoses=): kernel_mistakes.py for the kernels,
+piece_mistakes.py for the fake, setup_context and backward.
 """
 
 from workshop.declarations.exercise import Exercise

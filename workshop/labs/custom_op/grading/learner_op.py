@@ -15,6 +15,11 @@ The twins are built and run in the worker, where the learner's code runs (op_pro
 plain values (op_probes.kernel_signature, pair_problem), which the lab's process judges (exercise_grading's
 _launchable, and registration_grading for the backward's).
 
+The registration exercises (define_custom_op, define_triton_op) register graded_<exercise>::softmax with
+torch.library's public API from the grader's stand-ins, with no backward operator of its own: that op is their
+twin. What it registered is read as facts (`registration_facts`: by what torch.library holds for the name, and by
+what the op does: on a fake tensor, through a backward), which registration_grading judges, in the lab's process.
+
 The twin's checks are the three tools PyTorch checks an operator with (`op_facts` in the worker, `grade_op` in
 the lab's process): gradcheck (and gradgradcheck), opcheck, and torch.compile(fullgraph=True) of y = op(x, dim)
 forward and backward, with the proof that the twin's kernels ran inside the compiled step.
@@ -33,8 +38,11 @@ from pathlib import Path
 
 import torch
 import torch._dynamo
+from torch._library import custom_ops
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch._subclasses.functional_tensor import FunctionalTensorMode
 
-from workshop.i18n import _
+from workshop.i18n import N_, _
 from workshop.lab_api import LabContext
 from workshop.labs.custom_op import by_hand, inductor_code
 from workshop.labs.custom_op.grading import correctness, torch_pieces
@@ -43,12 +51,18 @@ from workshop.ops import INTERPRETED, softmax_op
 from workshop.ops.triton_launch import recording
 
 
-def twin(exercise: str, piece) -> softmax_op.SoftmaxOps:
+def twin(exercise: str, piece, device: str = "cpu") -> softmax_op.SoftmaxOps:
     """torch.ops.graded_<exercise>.softmax{,_backward}: the learner's piece for `exercise`, one of forward_kernel,
     backward_kernel, fake, setup_context or backward, and the grader's stand-ins (PyTorch's) for the rest,
     registered by hand (registered again at each grading: the namespace's earlier operators go). A fake's twin is
     a custom_op (a triton_op's fake is its body), the others this device's KIND; a backward goes in `counted`, which
-    says what it returned where that is not (dx, None)."""
+    says what it returned where that is not (dx, None). A registration's (ASKED) is the op the learner's define
+    registers from the stand-ins (registration_facts, on `device`): LookupError where it registered none."""
+    if exercise in ASKED:
+        ops = registration_facts(piece, exercise, device)[1]
+        if ops is None:
+            raise LookupError(f"{piece.__name__} registered no operator this time")
+        return ops
     kind = "custom_op" if exercise == "fake" else softmax_op.KIND
     # the grader's stand-ins (by_hand.Bodies' fields), the learner's piece in its place
     bodies = {
@@ -69,6 +83,94 @@ def twin(exercise: str, piece) -> softmax_op.SoftmaxOps:
             counted(piece) if exercise == "backward" else piece
         )
     return by_hand.define(f"graded_{exercise}::softmax", kind, by_hand.Bodies(**bodies))
+
+
+# The registration exercises (the learner's define_custom_op and define_triton_op), by the kind each asks for
+REGISTRATIONS = {"custom_op": "define_custom_op", "triton_op": "define_triton_op"}
+ASKED = {
+    exercise: kind for kind, exercise in REGISTRATIONS.items()
+}  # exercise -> the kind it asks for
+
+
+BY_HAND = N_("an operator registered by hand")
+
+
+def _kind(qualname: str) -> str:
+    opdef = custom_ops._maybe_get_opdef(qualname)
+    if opdef is None:
+        return BY_HAND
+    # triton_op is a custom_op plus a FunctionalTensorMode rule that runs its body under torch.compile
+    return "triton_op" if FunctionalTensorMode in opdef._torch_dispatch_fns else "custom_op"
+
+
+def _outcome(call) -> str:
+    try:
+        call()
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
+    return "ok"
+
+
+def registration_facts(
+    define, exercise: str, device: str
+) -> tuple[dict, softmax_op.SoftmaxOps | None]:
+    """Registers graded_<exercise>::softmax with the learner's `define` and the grader's stand-in pieces
+    (torch_pieces.py); returns the facts, plain values, and the registration (None when nothing was registered).
+    The facts: "registered" (an operator under the qualname it was given), "kind" ("custom_op" or "triton_op"
+    where torch.library made it, BY_HAND, None where nothing is registered), "schema" (after the name: "(Tensor x,
+    SymInt dim=-1) -> Tensor"), "fake" ("ok", or the error of the op called on a fake tensor), "setup_calls" (times
+    setup_context ran in a forward with a gradient to track), "backward" ("ok", or the error of a backward through
+    the op), "wraps" (per call of the implementation: was `wrap` torch.library.wrap_triton)."""
+    kind, qualname = ASKED[exercise], f"graded_{exercise}::softmax"
+    # an earlier grading's operator of this name unregistered (a custom_op's registrations live in a Library that
+    # torch.library keeps by name), so that a learner's define that registers nothing is seen to
+    library = getattr(custom_ops, "OPDEF_TO_LIB", {}).pop(qualname, None)
+    if library is not None:
+        library._destroy()
+    wraps, setups = [], []
+
+    def implementation(x, dim, wrap=None):
+        wraps.append(wrap is torch.library.wrap_triton)
+        return torch_pieces.forward(x, dim, wrap)
+
+    def setup_context(ctx, inputs, output):
+        setups.append(1)
+        torch_pieces.setup_context(ctx, inputs, output)
+
+    fake = (
+        [softmax_op.fakes(softmax_op.Pieces(fake=torch_pieces.fake))[0]]
+        if kind == "custom_op"
+        else []
+    )
+    define(qualname, implementation, *fake, setup_context, torch_pieces.gradients_by_torch)
+    facts = {
+        "registered": False,
+        "kind": None,
+        "schema": None,
+        "fake": "",
+        "setup_calls": 0,
+        "backward": "",
+        "wraps": wraps,
+    }
+    try:
+        ops = softmax_op.SoftmaxOps(softmax_op.registered(qualname), None, kind)
+    except LookupError:
+        return facts, None
+    x = torch.randn(4, 7, dtype=torch.float64, device=device)
+    fake_outcome = "ok"
+    if kind == "custom_op":  # a triton_op's fake is its body
+        with FakeTensorMode() as mode:
+            fake_outcome = _outcome(lambda: ops.forward(mode.from_tensor(x), 0))
+    facts |= {
+        "registered": True,
+        "kind": _kind(qualname),
+        "schema": str(ops.forward._schema).removeprefix(qualname),
+        "fake": fake_outcome,
+        # the backward's forward runs setup_context: counted after it
+        "backward": _outcome(lambda: ops.forward(x.requires_grad_(), -1).sum().backward()),
+        "setup_calls": len(setups),
+    }
+    return facts, ops
 
 
 class GradientCount(Exception):
@@ -174,7 +276,8 @@ def compiled_error(found: dict, x, dy, dim: int = -1, around: bool = True) -> fl
 
 def grade_op(ctx: LabContext, found: dict, dim: int = -1) -> None:
     """gradcheck, opcheck and torch.compile of a twin, from op_facts' values, each a check of the exercise being
-    graded; for a triton_op under the interpreter, gradcheck and its values called eagerly."""
+    graded: torch.compile(fullgraph=True)'s result against torch.softmax's, and the twin's kernels in it; for a
+    triton_op under the interpreter, gradcheck and its values called eagerly."""
     name = found["name"]
     check_tools(
         ctx,
@@ -182,12 +285,40 @@ def grade_op(ctx: LabContext, found: dict, dim: int = -1) -> None:
         _("gradcheck and gradgradcheck (float64) of {op}: cases passed").format(op=name),
         _("opcheck of {op}: tests passed").format(op=name),
     )
+    x, dy = x_and_dy(ctx.options.device, ctx.options.seed)
     if found["kind"] == "triton_op" and INTERPRETED:
-        x, _dy = x_and_dy(ctx.options.device, ctx.options.seed)
         err = (found["eager"] - torch.softmax(x, -1)).abs().max().item()
         ctx.check_max(_("{op}: max |y - torch.softmax|, called eagerly").format(op=name), err, 1e-6)
         return
-    grade_compiled(ctx, found, dim)
+    ctx.check_max(
+        _("torch.compile(fullgraph=True) of {op}, dim={dim}: max |y, dx - torch's|").format(
+            op=name, dim=dim
+        ),
+        compiled_error(found, x, dy, dim, around=False),
+        COMPILE_ATOL,
+    )
+    # The op's Triton kernels (a twin whose pieces are all the grader's, PyTorch's, has none to show).
+    names = found["kernels"]
+    if found["kind"] == "triton_op":
+        # Inductor's code defines each of the twin's kernels and calls the op no more
+        text = "\n".join(found["sources"])
+        if names:
+            ctx.check_equal(
+                _("torch.compile: the op's kernels inlined into Inductor's code"),
+                sorted(kernel for kernel in names if inductor_code.kernel_defs(text, kernel)),
+                sorted(names),
+            )
+        census = inductor_code.census(found["sources"], found["namespace"])
+        ctx.check_equal(
+            _("torch.compile: calls of the op left in Inductor's code"), census["extern_calls"], 0
+        )
+    elif names:
+        ctx.check_equal(
+            _("torch.compile: the op's kernels ran inside the compiled step (launch record)"),
+            sorted(set(found["ran"])),
+            sorted(names),
+            message=_("launched inside the compiled step: {ran}").format(ran=found["launches"]),
+        )
 
 
 def check_tools(ctx: LabContext, found: dict, gradcheck: str, opcheck: str) -> None:
@@ -213,37 +344,3 @@ def check_passed(
             tool=tool, cases="; ".join(f"{case} ({why})" for case, why in failed.items())
         ),
     )
-
-
-def grade_compiled(ctx: LabContext, found: dict, dim: int) -> None:
-    """torch.compile(fullgraph=True): the result against torch.softmax's, and the twin's kernels in it."""
-    x, dy = x_and_dy(ctx.options.device, ctx.options.seed)
-    ctx.check_max(
-        _("torch.compile(fullgraph=True) of {op}, dim={dim}: max |y, dx - torch's|").format(
-            op=found["name"], dim=dim
-        ),
-        compiled_error(found, x, dy, dim, around=False),
-        COMPILE_ATOL,
-    )
-    # The op's Triton kernels (a twin whose pieces are all the grader's, PyTorch's, has none to show).
-    names = found["kernels"]
-    if found["kind"] == "triton_op":
-        # Inductor's code defines each of the twin's kernels and calls the op no more
-        text = "\n".join(found["sources"])
-        if names:
-            ctx.check_equal(
-                _("torch.compile: the op's kernels inlined into Inductor's code"),
-                sorted(name for name in names if inductor_code.kernel_defs(text, name)),
-                sorted(names),
-            )
-        census = inductor_code.census(found["sources"], found["namespace"])
-        ctx.check_equal(
-            _("torch.compile: calls of the op left in Inductor's code"), census["extern_calls"], 0
-        )
-    elif names:
-        ctx.check_equal(
-            _("torch.compile: the op's kernels ran inside the compiled step (launch record)"),
-            sorted(set(found["ran"])),
-            sorted(names),
-            message=_("launched inside the compiled step: {ran}").format(ran=found["launches"]),
-        )

@@ -5,16 +5,16 @@ builds the op from them and returns plain values (tensors, strings, numbers, lis
 process to judge: nothing here decides whether anything is right.
 
 The pieces, by exercise: forward_kernel, backward_kernel (@triton.jit kernels), fake, setup_context, backward
-(functions), define_custom_op and define_triton_op (the registration). The op is registered as
+(functions), and the registration (learner_op.REGISTRATIONS). The op is registered as
 own_<kind>::softmax, a custom_op or a triton_op (softmax_op.define with the learner's registration).
 
-The probes of one piece (exercise_grading.py asks for them: impl.probe(op_probes.NAME, ...); the registration
-exercises' two probes are api_grading's) each take the learner's piece (or, in a plain run, the reference's, in
-the lab's own process: the worker's code all the same) and return wire values: the kernel's launches and the
-buffer it wrote, the fake's outputs' layouts, what setup_context saved, the gradient the backward gave, and the
-outcomes of gradcheck, opcheck and torch.compile on the twin made with the piece (learner_op.twin). Nothing here
-is said in a language either: the worker speaks none, so a mistake comes back as facts (kernel_watch.OutOfBounds'
-place, learner_op.pair_problem) that the lab says in the learner's.
+The probes of one piece (exercise_grading.py asks for them: impl.probe(op_probes.NAME, ...)) each take the
+learner's piece (or, in a plain run, the reference's, in the lab's own process: the worker's code all the same) and
+return wire values: the kernel's launches and the buffer it wrote, the fake's outputs' layouts, what setup_context
+saved, the gradient the backward gave, what a registration registered, and the outcomes of gradcheck, opcheck and
+torch.compile on the twin made with the piece (learner_op.twin). Nothing here is said in a language either: the
+worker speaks none, so a mistake comes back as facts (kernel_watch.OutOfBounds' place, learner_op.pair_problem)
+that the lab says in the learner's.
 
 A piece still raising NotImplementedError (read from its source: a stub kernel would not compile on a GPU) raises
 NotImplementedError here, which the worker reports as "not started".
@@ -45,8 +45,8 @@ from workshop.ops import softmax_op
 from workshop.ops.triton_launch import recording
 
 PIECES = ("forward_kernel", "backward_kernel", "fake", "setup_context", "backward")
-REGISTRATIONS = {"custom_op": "define_custom_op", "triton_op": "define_triton_op"}
-EXERCISES = (*PIECES, *REGISTRATIONS.values())  # every exercise that writes a part of the op
+# every exercise that writes a part of the op
+EXERCISES = (*PIECES, *learner_op.REGISTRATIONS.values())
 
 
 def namespace(kind: str) -> str:
@@ -77,7 +77,7 @@ def stubs(pieces: dict) -> list[str]:
 def build(pieces: dict, kind: str = softmax_op.KIND) -> softmax_op.SoftmaxOps:
     """The op made of `pieces`, registered as `kind` (namespace(kind)::softmax)."""
     parts = softmax_op.Pieces(**{name: pieces[name] for name in PIECES if name in pieces})
-    registration = pieces.get(REGISTRATIONS[kind])
+    registration = pieces.get(learner_op.REGISTRATIONS[kind])
     return softmax_op.define(f"{namespace(kind)}::softmax", kind, parts, registration)
 
 
@@ -202,11 +202,19 @@ def kernel_cases(kernel, direction: str, cases: list[dict], device: str) -> list
 
 
 def twin_checks(piece, exercise: str, device: str, seed: int, dim: int = -1) -> dict:
-    """gradcheck, opcheck and torch.compile of the twin made with the piece (learner_op.twin, learner_op.op_facts)."""
+    """gradcheck, opcheck and torch.compile of the twin made with the piece (learner_op.twin, learner_op.op_facts):
+    for a registration, the op it registers."""
     started(piece)
-    ops = learner_op.twin(exercise, piece)
+    ops = learner_op.twin(exercise, piece, device)
     with kernel_watch.watched():  # its loads and stores bounds-checked
         return learner_op.op_facts(ops, dim, device, seed)
+
+
+def registration(define, exercise: str, device: str) -> dict:
+    """What the learner's registration (either of learner_op.REGISTRATIONS) registered: the facts of
+    learner_op.registration_facts."""
+    started(define)
+    return learner_op.registration_facts(define, exercise, device)[0]
 
 
 def fake_outputs(fake, device: str) -> dict:

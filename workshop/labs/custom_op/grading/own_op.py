@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from workshop import labs
 from workshop.lab_api import LabContext
-from workshop.labs.custom_op.grading import op_probes
+from workshop.labs.custom_op.grading import learner_op, op_probes
 from workshop.learner.learner_code import LearnerCodeFailed
 
 
@@ -73,7 +73,7 @@ def needed(device: str) -> tuple[str, ...]:
     """The exercises whose parts make the op: the pieces and the registrations the lab compiles (on a GPU the
     custom_op for the comparison and the triton_op; under the interpreter the custom_op)."""
     kinds = ("custom_op", "triton_op") if device == "cuda" else ("custom_op",)
-    return (*op_probes.PIECES, *(op_probes.REGISTRATIONS[kind] for kind in kinds))
+    return (*op_probes.PIECES, *(learner_op.REGISTRATIONS[kind] for kind in kinds))
 
 
 def shipped_pieces() -> dict:

@@ -1,6 +1,15 @@
 """The checks of the registration's pieces, each on its twin (learner_op.py), before the op-level tools: the fake
 against the real kernel's outputs, what setup_context saved, what backward returned and computed. The pieces ran
-in the worker (op_probes.py); these judge what came back, in the lab's process."""
+in the worker (op_probes.py); these judge what came back, in the lab's process.
+
+And the checks of the exercises that register the op with torch.library's public API (learner_op.REGISTRATIONS):
+the custom_op's (custom_op, register_fake, register_autograd) and the triton_op's (triton_op, wrap_triton,
+register_autograd). What the learner's function registered from the grader's stand-in pieces, read as facts in the
+worker (learner_op.registration_facts), is judged here, each fact with a message for the mistake it shows (a
+custom_op where a triton_op was asked, a schema without dim's default, no fake, no setup_context, launches not
+through wrap_triton); then the op goes through gradcheck, opcheck and torch.compile (learner_op.grade_op). Under
+Triton's interpreter a triton_op can be neither compiled nor opchecked (softmax_op.py says why): there the
+triton_op is graded by its registration, its launches and gradcheck, and on a GPU by Inductor's code too."""
 
 from __future__ import annotations
 
@@ -11,7 +20,7 @@ from workshop.i18n import N_, _
 from workshop.lab_api import LabContext
 from workshop.labs.custom_op.grading import piece_mistakes, torch_pieces
 from workshop.labs.custom_op.grading.kernel_grading import BACKWARD
-from workshop.labs.custom_op.grading.learner_op import x_and_dy
+from workshop.labs.custom_op.grading.learner_op import ASKED, BY_HAND, REGISTRATIONS, x_and_dy
 
 
 def fake_cases(device: str) -> dict[str, tuple[torch.Tensor, int]]:
@@ -185,3 +194,127 @@ def grade_gradients(
         1e-12,  # float64 rounding of a 7-term sum: ~1e-16 relative
         message=diagnose(diagnoses, Evidence("dx", dx, exact, facts={"y": y, "dy": dy}))[1],
     ).passed
+
+
+SCHEMA = "(Tensor x, SymInt dim=-1) -> Tensor"
+NO_FORMULA = (
+    "no autograd formula was registered"  # torch.library's error for a backward through such an op
+)
+
+
+def said(outcome: str) -> str:
+    """An outcome of registration_facts as a check shows it: "ok" in the learner's words, or the error."""
+    return _("no error") if outcome == "ok" else outcome
+
+
+def check_registration(
+    ctx: LabContext, exercise: str, _device: str, facts: dict, _diagnoses: tuple
+) -> bool:
+    """What the learner's registration (either exercise of learner_op.ASKED) registered, on `_device` in the
+    worker (op_probes.registration: learner_op.registration_facts' facts), each fact a check, in the order a
+    registration is built, with the message for the mistake it shows (these exercises declare no diagnoses);
+    False at the first that fails."""
+    asked = ASKED[exercise]
+    checks = [
+        (
+            _("{name}: an operator registered under the name it is given").format(name=exercise),
+            facts["registered"],
+            True,
+            _(
+                "{name} registered no operator under the name it was given (graded_{name}::softmax here): "
+                "pass its qualname argument to torch.library.{kind}"
+            ).format(name=exercise, kind=asked),
+        ),
+        (
+            _("{name}: made by torch.library.{kind}").format(name=exercise, kind=asked),
+            facts["kind"],
+            asked,
+            (
+                _(
+                    "{name} registered a {kind}, which torch.compile cannot see into: Inductor calls it as "
+                    "an extern kernel. torch.library.triton_op registers the op and the rule that runs its body "
+                    "under torch.compile, where wrap_triton shows Inductor each kernel"
+                )
+                if asked == "triton_op"
+                else _(
+                    "{name} registered a {kind}; this exercise is the opaque operator of section 2, made with "
+                    "torch.library.custom_op (the triton_op is {triton_op})"
+                )
+            ).format(
+                name=exercise,
+                kind=_(BY_HAND) if facts["kind"] == BY_HAND else str(facts["kind"]),
+                triton_op=REGISTRATIONS["triton_op"],
+            ),
+        ),
+        (
+            _("{name}: the op's schema").format(name=exercise),
+            facts["schema"],
+            SCHEMA,
+            _(
+                "the schema is {got}, read from your function's annotations; the op takes x and dim, dim "
+                "-1 when it is not given: x: torch.Tensor, dim: int = -1, returning a torch.Tensor"
+            ).format(got=facts["schema"]),
+        ),
+        # a custom_op's fake; a triton_op's launches (its fake is its body)
+        (
+            (
+                _("{name}: a fake implementation registered (the op runs on a fake tensor)").format(
+                    name=exercise
+                ),
+                said(facts["fake"]),
+                _("no error"),
+                _(
+                    "no fake implementation is registered: torch.compile and opcheck trace with fake "
+                    "tensors, which the kernels cannot run on. Register the fake you are given with "
+                    "register_fake"
+                )
+                if "no fake impl" in facts["fake"]
+                else _("the op failed on a fake tensor: {error}").format(error=facts["fake"]),
+            )
+            if asked == "custom_op"
+            else (
+                _("{name}: the launches go through torch.library.wrap_triton").format(
+                    name=exercise
+                ),
+                all(facts["wraps"]) and bool(facts["wraps"]),
+                True,
+                _(
+                    "the implementation was called with wrap={got}: a triton_op's body must launch its "
+                    "kernels through torch.library.wrap_triton (implementation(x, dim, "
+                    "wrap=torch.library.wrap_triton)), or torch.compile, tracing the body, hands fake "
+                    "tensors to a kernel"
+                ).format(
+                    got=_("something else") if facts["wraps"] else _("nothing (it was not called)")
+                ),
+            )
+        ),
+        (
+            _("{name}: an autograd formula registered").format(name=exercise),
+            NO_FORMULA not in facts["backward"],
+            True,
+            _(
+                "no backward is registered: register_autograd(backward, setup_context=setup_context) with the "
+                "functions you are given"
+            ),
+        ),
+        (
+            _("{name}: setup_context registered (it ran in the forward)").format(name=exercise),
+            facts["setup_calls"] > 0,
+            True,
+            _(
+                "setup_context never ran: register_autograd(backward, setup_context=setup_context), or the "
+                "backward finds nothing saved"
+            ),
+        ),
+        (
+            _("{name}: a backward through the op").format(name=exercise),
+            said(facts["backward"]),
+            _("no error"),
+            _("the backward through the op failed: {error}").format(error=facts["backward"]),
+        ),
+    ]
+    # all() stops at the first that fails: the checks after it are not recorded
+    return all(
+        ctx.check_equal(name, value, expected, message=message).passed
+        for name, value, expected, message in checks
+    )
