@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from workshop import i18n
-from workshop.cli import options, runs
+from workshop.cli import runs
+from workshop.cli.main import build_parser
 from workshop.foundations import results
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,12 +85,8 @@ def test_english_by_default(settings):
 def test_the_language_may_come_before_the_command(first):
     listing = workshop(*first, "list", LANG="C.UTF-8")
     assert listing.returncode == 0 and "el MiniGPT de la gramática" in text(listing), text(listing)
-    assert options.language_after_the_command([*first, "run", "--", "minigpt"]) == [
-        "run",
-        *first,
-        "--",
-        "minigpt",
-    ]
+    args = build_parser().parse_args([*first, "run", "--", "minigpt"])
+    assert (args.lang, args.labs) == ("es", ["minigpt"])
 
 
 def test_an_unknown_language_is_one_line():

@@ -141,9 +141,8 @@ def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> tupl
             why = None
             try:
                 proc.wait(limit + BACKSTOP_S if limit else None)
-            except (
-                subprocess.TimeoutExpired
-            ):  # it could not stop itself (stuck outside Python): leaving stops it
+            except subprocess.TimeoutExpired:
+                # it could not stop itself (stuck outside Python): leaving the `with` stops it
                 why = interrupt.ran_out_of_time(limit)
             except interrupt.Stopped as e:
                 with interrupt.ignoring_signals():
