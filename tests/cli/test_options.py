@@ -1,6 +1,6 @@
 """cli.options: the options every command shares, each bad value stopped before anything starts with one line
 ("error: ..."): an unknown lab (with the list of labs), --n below 1, a time limit that is not positive, a device
-this machine lacks; --lang read wherever the learner puts it."""
+this machine lacks; --lang read wherever the learner puts it (before the command: cli.main.build_parser's)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import argparse
 import pytest
 
 from workshop.cli import options
+from workshop.cli.main import build_parser
 from workshop.labs import all_labs
 
 
@@ -49,14 +50,19 @@ def test_an_unknown_lab_is_named_with_the_labs_there_are():
 
 
 @pytest.mark.parametrize(
-    "argv, expected",
+    "argv, labs",
     [
-        (["--lang", "es", "run", "minigpt"], ["run", "minigpt", "--lang", "es"]),
-        (["--lang=es", "check", "autograd"], ["check", "autograd", "--lang=es"]),
-        (["--lang", "es", "run", "--", "x"], ["run", "--lang", "es", "--", "x"]),
-        (["run", "--lang", "es"], ["run", "--lang", "es"]),
+        (["--lang", "es", "run", "minigpt"], ["minigpt"]),
+        (["--lang=es", "check", "autograd"], ["autograd"]),
+        (["--lang", "es", "run", "--", "x"], ["x"]),
+        (["run", "--lang", "es"], []),
     ],
 )
-def test_lang_first_is_read_as_the_commands_option(argv, expected):
-    assert options.language_after_the_command(argv) == expected
+def test_lang_first_is_read_as_the_commands_option(argv, labs):
+    args = build_parser().parse_args(argv)
+    assert (args.lang, args.labs) == ("es", labs)
     assert options.language_asked(argv) == "es"
+
+
+def test_a_command_without_lang_leaves_it_unset():
+    assert build_parser().parse_args(["report"]).lang is None

@@ -201,22 +201,9 @@ def last_graded(check_runs: list[Path]) -> set[Path]:
     return set(newest.values())
 
 
-def remove(root: Path, run_dirs: list[Path]) -> int:
-    """Delete these run folders under root, and a pointer (results/latest) left pointing at none; the bytes
-    they held."""
-    files = (f for r in run_dirs for f in r.rglob("*") if f.is_file() and not f.is_symlink())
-    freed = sum(f.stat().st_size for f in files)
-    for run_dir in run_dirs:
-        shutil.rmtree(run_dir)
-    for name in (results.LATEST, results.LATEST_CHECK):
-        pointer = Path(root) / name
-        if pointer.is_symlink() and not pointer.exists():
-            pointer.unlink()
-    return freed
-
-
 def cmd_clean(args) -> int:
-    """Remove the run folders named, or those the retention rule (below) does not keep."""
+    """Remove the run folders named, or those the retention rule (above) does not keep, and a pointer
+    (results/latest) left pointing at none."""
     root = Path(args.out)
     if args.keep < 0:
         raise fail(_("--keep must be at least 0 (got {keep})").format(keep=args.keep))
@@ -228,7 +215,14 @@ def cmd_clean(args) -> int:
     if running:
         raise fail(_("run {run} is still running: stop it first").format(run=display(running[0])))
     gone = named or removable(root, args.keep)
-    freed = remove(root, gone)
+    files = (f for r in gone for f in r.rglob("*") if f.is_file() and not f.is_symlink())
+    freed = sum(f.stat().st_size for f in files)
+    for run_dir in gone:
+        shutil.rmtree(run_dir)
+    for name in (results.LATEST, results.LATEST_CHECK):
+        pointer = root / name
+        if pointer.is_symlink() and not pointer.exists():
+            pointer.unlink()
     runs.console.print(
         ngettext(
             "removed {n} run folder ({mb:.1f} MB) under {root}",

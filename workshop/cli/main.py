@@ -15,7 +15,6 @@ from workshop.cli.options import (
     UsageError,
     add_language_option,
     arg,
-    language_after_the_command,
     language_asked,
 )
 from workshop.i18n import _
@@ -26,11 +25,12 @@ def build_parser() -> argparse.ArgumentParser:
     """`python -m workshop` and its commands, in the language in use. Each row of the table: where the command
     hangs (the top's commands, or a group's: `exercises`), its name, the function that runs it (None: a group of
     commands), its help, the options it shares with other commands (each adds its own: --lang on every command,
-    which prints; RESULTS_OPTIONS on those that read a results root; RUN_OPTIONS on those that run labs), then
-    its own arguments (arg())."""
+    which prints, and on the top's, before any command; RESULTS_OPTIONS on those that read a results root;
+    RUN_OPTIONS on those that run labs), then its own arguments (arg())."""
     p = argparse.ArgumentParser(
         prog="python -m workshop", description=_("The PyTorch Internals Workshop.")
     )
+    add_language_option(p, None)
     groups = {"": p.add_subparsers(dest="command", required=True)}
     default_work = str(workspace.DEFAULT_DIR)
     work_option = arg(
@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     # An ASCII-only terminal gets '?' for what it cannot show, never a UnicodeEncodeError.
     for stream in (sys.stdout, sys.stderr):
         stream.reconfigure(errors="replace")
-    argv = language_after_the_command(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
     i18n.set_language(language_asked(argv))  # before the parser: its help is in that language too
     args = build_parser().parse_args(argv)
     try:

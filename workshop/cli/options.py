@@ -33,12 +33,14 @@ class UsageError(SystemExit):
     prints before it exits with status 2, as argparse's own errors."""
 
 
-def add_language_option(parser: argparse.ArgumentParser) -> None:
-    """--lang, on every command that prints or writes what the learner reads."""
+def add_language_option(parser: argparse.ArgumentParser, default=argparse.SUPPRESS) -> None:
+    """--lang, on every command that prints or writes what the learner reads, and before the command (`--lang es
+    run ...`: a learner may well put it first), where its default is None: a command's own, absent, is left out
+    (SUPPRESS), so that it keeps the one given before the command."""
     parser.add_argument(
         "--lang",
         choices=i18n.LANGUAGES,
-        default=None,
+        default=default,
         help=_(
             "the language of messages, summaries and reports: es (Spanish) or en (English); "
             "default: WORKSHOP_LANG, else the locale (LANG=es_ES.UTF-8 gives Spanish), else English"
@@ -49,21 +51,8 @@ def add_language_option(parser: argparse.ArgumentParser) -> None:
 def language_asked(argv: list[str]) -> str | None:
     """The --lang of a command line, read before its parser is built so that its help is in that language."""
     early = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    add_language_option(early)
+    add_language_option(early, None)
     return early.parse_known_args(argv)[0].lang
-
-
-def language_after_the_command(argv: list[str]) -> list[str]:
-    """`--lang es run ...` read as `run ... --lang es`: --lang is every command's option, and a learner may well
-    put it first. Before a `--` (whatever follows it is a lab name)."""
-    if argv[:1] == ["--lang"]:
-        option, rest = argv[:2], argv[2:]
-    elif argv[:1] and argv[0].startswith("--lang="):
-        option, rest = argv[:1], argv[1:]
-    else:
-        return argv
-    end = rest.index("--") if "--" in rest else len(rest)
-    return rest[:end] + option + rest[end:]
 
 
 def add_results_option(parser: argparse.ArgumentParser) -> None:

@@ -163,7 +163,9 @@ def write_result(
     summary: str,
     extra: dict | None = None,
 ) -> dict:
-    """Write summary.md and result.json; returns what result.json holds (its writer's caller need not read it)."""
+    """Write summary.md (the verdict, the lab's own summary: its template's, the exercises, one row each with the
+    failed check and the hint, and the checks table) and result.json; returns what result.json holds (its
+    writer's caller need not read it)."""
     result = {
         "lab": name,
         "passed": all_passed(checks),
@@ -172,19 +174,7 @@ def write_result(
         "checks": [c.as_dict() for c in checks],
         **(extra or {}),
     }
-    atomic.write_text(
-        out_dir / "summary.md",
-        summary_frame(name, result["passed"], summary, checks, result.get("exercises", {})),
-    )
-    atomic.write_json(out_dir / "result.json", result)
-    return result
-
-
-def summary_frame(
-    name: str, passed: bool, summary: str, checks: list[Check], exercises: dict[str, dict]
-) -> str:
-    """summary.md: the verdict, the lab's own summary (its template's), the exercises, the checks table."""
-    verdict = _("Lab `{lab}`: passed") if passed else _("Lab `{lab}`: FAILED")
+    verdict = _("Lab `{lab}`: passed") if result["passed"] else _("Lab `{lab}`: FAILED")
     # (Babel extracts no call in an f-string)
     marks = {True: _("pass"), False: "**" + _("FAIL") + "**"}
     rows = "\n".join(
@@ -192,26 +182,23 @@ def summary_frame(
         for c in checks
     )
     header = "| | {} | {} | {} |\n|---|---|---|---|\n".format(_("check"), _("value"), _("expected"))
-    checks_heading = _("Checks")
-    return (
-        f"# {verdict.format(lab=name)}\n\n{summary.strip()}\n\n{exercises_md(exercises)}"
-        f"## {checks_heading}\n\n{header}{rows}\n"
-    )
-
-
-def exercises_md(exercises: dict[str, dict]) -> str:
-    """The exercises' section of summary.md: one row each, with the failed check and the hint."""
-    if not exercises:
-        return ""
-    rows = [
+    exercise_rows = [
         f"| {ex_id} | {_(r['status'])} | {outcome(r['failed_check']) if r['failed_check'] else ''} "
-        f"| {r['hint'] or ''} |"
-        for ex_id, r in exercises.items()
+        f"| {r['hint'] or ''} |\n"
+        for ex_id, r in result.get("exercises", {}).items()
     ]
-    header = "| {} | {} | {} | {} |\n|---|---|---|---|\n".format(
-        _("exercise"), _("status"), _("failed check"), _("hint")
+    exercise_header = "## {}\n\n| {} | {} | {} | {} |\n|---|---|---|---|\n".format(
+        _("Exercises"), _("exercise"), _("status"), _("failed check"), _("hint")
     )
-    return "## " + _("Exercises") + "\n\n" + header + "\n".join(rows) + "\n\n"
+    exercises = exercise_header + "".join(exercise_rows) + "\n" if exercise_rows else ""
+    checks_heading = _("Checks")
+    atomic.write_text(
+        out_dir / "summary.md",
+        f"# {verdict.format(lab=name)}\n\n{summary.strip()}\n\n{exercises}"
+        f"## {checks_heading}\n\n{header}{rows}\n",
+    )
+    atomic.write_json(out_dir / "result.json", result)
+    return result
 
 
 def stopped_check(why: str) -> Check:

@@ -137,12 +137,12 @@ def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> tupl
         lab_dir.mkdir()
         dataclasses.replace(options, skip=dict(skip)).write(lab_dir)
         kept = build_cache(run_dir.parent) if labs.get(name).build_cache else None
-        with lab_process(name, lab_dir, options.device, on_line, kept) as (proc, output):
+        with lab_process(name, lab_dir, options, on_line, kept) as (proc, output):
             why = None
             try:
                 proc.wait(limit + BACKSTOP_S if limit else None)
-            except subprocess.TimeoutExpired:  # it could not stop itself (stuck outside Python)
-                stop(proc)
+            except subprocess.TimeoutExpired:
+                # it could not stop itself (stuck outside Python): leaving the `with` stops it
                 why = interrupt.ran_out_of_time(limit)
             except interrupt.Stopped as e:
                 with interrupt.ignoring_signals():
@@ -152,10 +152,6 @@ def run_lab(run_dir: Path, name: str, options: RunOptions, on_line=None) -> tupl
                         run_dir, name, options, proc, output, time.monotonic() - start, e.why, True
                     )
                 raise
-            finally:
-                # a lab process killed outright cannot kill its worker's container
-                if options.worker_image:
-                    worker_container.sweep_stale()
         # the learner's exercise whose grading the process died in (it wrote no result.json), unless it is one
         # the process was told to skip; none for the reference, a lab that finished, or one that died elsewhere
         killed_by, how = (
@@ -251,12 +247,13 @@ def post_mortem(lab_dir: Path, returncode: int, work: Path | None) -> tuple[str 
 
 
 @contextlib.contextmanager
-def lab_process(name: str, lab_dir: Path, device: str, on_line, kept: Path | None = None):
+def lab_process(name: str, lab_dir: Path, options: RunOptions, on_line, kept: Path | None = None):
     """A lab's process (its Popen, and its output: OutputLog), started in a session of its own with a fresh
     cache folder (Inductor's in `kept` where the lab keeps its builds: build_cache); its output goes to log.txt
     and, but for the protocol lines (lab_log: the post-mortem's, in English), to on_line(lab, line) (a thread
     reads it, so that the main thread can wait with a time limit and take signals). Leaving the `with` stops
-    whatever is left of its process tree and removes the cache."""
+    whatever is left of its process tree, removes the cache, and the container of its worker (grade's sandbox:
+    options.worker_image), which a lab process killed outright could not."""
 
     def shown(line: str) -> None:
         if on_line and not lab_log.is_marker(line):
@@ -268,7 +265,7 @@ def lab_process(name: str, lab_dir: Path, device: str, on_line, kept: Path | Non
         [sys.executable, "-m", "workshop.harness.child", str(lab_dir), name],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        env=lab_environment(device, Path(cache.name), kept, labs.get(name).cpu_threads),
+        env=lab_environment(options.device, Path(cache.name), kept, labs.get(name).cpu_threads),
         start_new_session=True,  # the terminal's Ctrl-C reaches the parent only, which stops this tree
     )
     output = worker_process.OutputLog(proc.stdout, lab_dir / "log.txt", math.inf, shown)
@@ -280,6 +277,8 @@ def lab_process(name: str, lab_dir: Path, device: str, on_line, kept: Path | Non
                 stop(proc)
             output.join(proctree.GRACE_S)  # EOF, unless a stray process still holds the pipe
             cache.cleanup()
+            if options.worker_image:
+                worker_container.sweep_stale()
 
 
 def stop(proc: subprocess.Popen, signum: int = signal.SIGTERM) -> None:
