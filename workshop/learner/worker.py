@@ -132,7 +132,8 @@ class Session:
             # SystemExit included: it ends one call
             kind = "not_started" if isinstance(e, NotImplementedError) else "error"
             return failure("time" if isinstance(e, TimeLimitExceeded) else kind, e, self.filename)
-        return self.reply(value)
+        # made a wire value as it is sent (wire.dumps); one that is not fails the reply there (main: kind wire)
+        return {"ok": True, "value": value}
 
     def load(self, request: dict) -> dict:
         """The first request: the lab's device, and the learner's file."""
@@ -172,15 +173,6 @@ class Session:
                 if code is not None and code.co_filename != self.filename:
                     raise Refused(failure("refused", name, code.co_filename))
         return next(iter(found.values())) if spec.get("one") else found
-
-    def reply(self, value) -> dict:
-        """The reply that carries `value` as wire data; a value that is not one (wire.check_value) fails the
-        reply as it is sent (main: kind wire)."""
-        try:
-            value = wire.plain(value)
-        except RecursionError as e:  # a container that holds itself
-            return failure("wire", str(e))
-        return {"ok": True, "value": value}
 
 
 def confine(limits: dict[str, list[int]]) -> None:
