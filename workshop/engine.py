@@ -23,7 +23,7 @@ the learner's output shows the mistake, or None; the README's instructor section
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from workshop.declarations import questions
 from workshop.declarations.checks import Check
@@ -123,10 +123,17 @@ def grade_answers(ctx, ex: Exercise, answers, truths: dict, facts: dict | None) 
     measured here, not graded), and one for keys no question asks for; a wrong answer explained by the first of
     the exercise's diagnoses that it shows, reading `facts` besides the answer and the truth. Not a dict:
     TypeError; nothing filled in: not started (NotImplementedError)."""
-    keys = dict.fromkeys(q.path[0] for q in ex.questions)
-    answers = questions.require_dict(ex.attribute, real(answers), keys)
+    answers = real(answers)
+    if not isinstance(answers, dict):
+        raise TypeError(
+            _("{name} must be a dict with the keys {keys}, not a {type}").format(
+                name=ex.attribute,
+                keys=", ".join(dict.fromkeys(q.path[0] for q in ex.questions)),
+                type=type(answers).__name__,
+            )
+        )
     asked = [q for q in ex.questions if q.start == questions.UNFILLED]
-    if not any(questions.filled_at(answers, q) for q in asked):
+    if all(questions.lookup(answers, q) is None for q in asked):
         raise NotImplementedError(ex.not_started_message())
     truths = {q.key: questions.truth_of(truths, q) for q in ex.questions}
     unknown = questions.unknown_keys(answers, ex.questions)
@@ -142,7 +149,12 @@ def grade_answers(ctx, ex: Exercise, answers, truths: dict, facts: dict | None) 
         if truths[q.key] is not None:
             check = judge(ex, q, answers, truths[q.key], facts)
             hide = check.passed and not (ctx.graded or ctx.options.show) or not q.reveals
-            ctx.record(questions.unrevealed(check) if hide else check)
+            # a reference's passing answer as its run records it (and any answer to a question that reveals
+            # nothing): whether it matches, True (or False) against True, in every language, never the answer
+            unrevealed = replace(
+                check, value=check.passed, threshold=True, relation="==", secret=False
+            )
+            ctx.record(unrevealed if hide else check)
 
 
 def judge(ex: Exercise, question: questions.Question, answers: dict, truth, facts) -> Check:
@@ -152,9 +164,8 @@ def judge(ex: Exercise, question: questions.Question, answers: dict, truth, fact
         answer=question.label(ex.attribute)
     )
     hidden = _("this run's answer")
-    try:
-        given = questions.lookup(answers, question)
-    except KeyError:
+    given = questions.lookup(answers, question, questions.MISSING)
+    if given is questions.MISSING:
         return Check(
             name,
             False,

@@ -196,7 +196,7 @@ class LabContext:
         if ex.id in self.options.skip:
             raise failures.ProcessDied(self.options.skip[ex.id])
         if ex.document is None:
-            return learner_code.solution_for(self.worker(), ex, self.graded)
+            return learner_code.solution_for(self.worker(), [ex], self.graded)
         return (
             workspace.document(self.options.work, self.name, ex)
             if self.graded
@@ -284,18 +284,15 @@ class LabContext:
         *args), the pieces the learner's (the references' when no workspace is graded), and returns wire values.
         Raises LearnerCodeFailed: kind "missing" names every missing piece ("a, b"), "not_started" a stub, the
         rest as a block's."""
-        exercises = [ex for ex in labs.exercises(self.name) if ex.attribute in attributes]
-        if not self.graded:
-            target = {"references": {ex.attribute: ex.reference for ex in exercises}}
-            return learner_code.Solution(self.worker(), target).probe(function, *args)
+        exercises = [
+            ex for name in attributes for ex in labs.exercises(self.name) if ex.attribute == name
+        ]
         try:
             found = self.worker()
         except workspace.LearnerError:  # no <lab>.py: every piece is missing
             path = workspace.display(workspace.lab_file(self.options.work, self.name))
             raise learner_code.LearnerCodeFailed("missing", ", ".join(attributes), path) from None
-        found.refuse_imported(list(attributes))
-        limit = max((ex.time_limit_s for ex in exercises), default=None)
-        return learner_code.Solution(found, {"attributes": list(attributes)}, limit).probe(
+        return learner_code.solution_for(found, exercises, self.graded, one=False).probe(
             function, *args
         )
 

@@ -68,7 +68,7 @@ def as_learners(worker: Worker, function: str, wrong) -> Solution:
     autograd_wrong_solutions, or the name of one in the planted file)."""
     ex = next(ex for ex in EXERCISES if ex.name == function)
     name = wrong if isinstance(wrong, str) else wrong.__name__
-    return solution_for(worker, dataclasses.replace(ex, attribute=name), True)
+    return solution_for(worker, [dataclasses.replace(ex, attribute=name)], True)
 
 
 def grade(ctx: LabContext, function: str, wrong: Solution, cases) -> None:
@@ -86,7 +86,7 @@ def graded_by(ctx: LabContext, grade_exercise, impl: Solution, cases):
 
 def reference(function: str) -> Solution:
     ex = next(ex for ex in EXERCISES if ex.name == function)
-    return solution_for(LocalWorker("cpu"), ex, False)
+    return solution_for(LocalWorker("cpu"), [ex], False)
 
 
 @pytest.fixture

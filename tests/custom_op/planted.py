@@ -35,7 +35,9 @@ def graded(tmp_path, worker: Worker, name: str, piece, device: str) -> LabContex
     its name) as the learner's."""
     ctx = LabContext("custom_op", tmp_path, RunOptions(device, 1, 0, work=tmp_path))
     attribute = piece if isinstance(piece, str) else piece.__name__
-    impl = solution_for(worker, dataclasses.replace(ctx.exercise(name), attribute=attribute), True)
+    impl = solution_for(
+        worker, [dataclasses.replace(ctx.exercise(name), attribute=attribute)], True
+    )
     with contextlib.redirect_stdout(io.StringIO()), ctx.grading(name):
         exercise_grading.GRADERS[name](ctx, impl)
     return ctx

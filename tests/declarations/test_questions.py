@@ -61,17 +61,17 @@ def test_keys_no_question_asks_for_are_named_as_written():
     assert questions.unknown_keys(answers, QUESTIONS) == ["ddp.held_byte", "extra"]
 
 
-def test_lookup_follows_nested_keys_and_a_missing_one_is_a_key_error():
+def test_lookup_follows_nested_keys_and_a_missing_one_is_the_default():
     assert questions.lookup({"ddp": {"held_bytes": 5}}, QUESTIONS[1]) == 5
-    with pytest.raises(KeyError):
-        questions.lookup({"ddp": 5}, QUESTIONS[1])
+    assert questions.lookup({"ddp": 5}, QUESTIONS[1]) is None
+    assert questions.lookup({"ddp": {}}, QUESTIONS[1], questions.MISSING) is questions.MISSING
 
 
-def test_not_a_dict_says_what_it_must_be():
+def test_not_a_dict_says_what_it_must_be(toy):
     with pytest.raises(
         TypeError, match="ANSWERS must be a dict with the keys graph_nodes, ddp, keys, not a list"
     ):
-        questions.require_dict("ANSWERS", [], ["graph_nodes", "ddp", "keys"])
+        engine.grade_answers(toy, EX_ANSWERS, [], TRUTHS, None)
 
 
 def test_a_kind_outside_the_list_is_refused_where_it_is_declared():

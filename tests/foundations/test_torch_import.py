@@ -40,7 +40,7 @@ EARLY = textwrap.dedent(
     worker = Worker(launcher, "cpu", Unread(SOURCE, "my-work/toy.py", SOURCE))
     worker.begin()  # what the lab's process does first (harness.child: ctx.worker().begin())
     try:
-        uid, env, limits = Solution(worker, {"attribute": "where_am_i"}, 20.0)()
+        uid, env, limits = Solution(worker, {"attributes": ["where_am_i"], "one": True}, 20.0)()
     finally:
         worker.stop()
     print(json.dumps({"torch_before": launcher.torch_before, "torch_after": "torch" in sys.modules,

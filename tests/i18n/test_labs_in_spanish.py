@@ -405,7 +405,8 @@ def test_a_custom_op_grading_message_comes_out_in_spanish(spanish, tmp_path):
     facts, said in the lab's language (the worker's own code answers here in-process, as for a reference)."""
     ctx = LabContext("custom_op", tmp_path, RunOptions(TEST_DEVICE, 1, 0, work=tmp_path))
     fake = Solution(
-        LocalWorker(TEST_DEVICE), {"reference": "tests.custom_op.wrong_solutions:fake_empty_like"}
+        LocalWorker(TEST_DEVICE),
+        {"references": {"fake": "tests.custom_op.wrong_solutions:fake_empty_like"}, "one": True},
     )
     with ctx.grading("fake"):
         custom_op_grading.GRADERS["fake"](ctx, fake)

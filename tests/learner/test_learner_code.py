@@ -83,10 +83,15 @@ def test_an_over_long_file_is_not_read(tmp_path, monkeypatch):
 
 def test_the_reference_answers_through_the_wire_encoding():
     reference = Solution(
-        LocalWorker("cpu"), {"reference": "workshop.foundations.tensor_bytes:tensor_bytes"}
+        LocalWorker("cpu"),
+        {
+            "references": {"tensor_bytes": "workshop.foundations.tensor_bytes:tensor_bytes"},
+            "one": True,
+        },
     )
     assert reference(torch.zeros(3)) == 12
     ex = next(e for e in labs.exercises("autograd") if e.attribute == "linear_grads")
-    assert learner_code.solution_for(LocalWorker("cpu"), ex, graded=False).target == {
-        "reference": ex.reference
+    assert learner_code.solution_for(LocalWorker("cpu"), [ex], graded=False).target == {
+        "references": {ex.attribute: ex.reference},
+        "one": True,
     }

@@ -67,16 +67,18 @@ def test_wire_values_round_trip_and_others_are_named():
     assert torch.equal(back["x"], value["x"]) and back["n"] == value["n"]
     for bad, name in [(object(), "object"), ({1.5: 0}, "dict key of type float"), ({1, 2}, "set")]:
         with pytest.raises(WireError, match=name):
-            wire.check_value(bad)
+            wire.wire_value(bad)
     with pytest.raises(WireError, match="not a plain one"):
-        wire.check_value(torch.zeros(2, requires_grad=True))
+        wire.wire_value(torch.zeros(2, requires_grad=True))
     with pytest.raises(WireError, match="levels of nesting"):
-        wire.check_value(nested(wire.MAX_DEPTH + 2))
+        wire.wire_value(nested(wire.MAX_DEPTH + 2))
 
 
 def test_plain_makes_a_learners_result_a_wire_value():
-    value = wire.plain({"w": torch.nn.Parameter(torch.ones(2)), "names": {"b", "a"}})
-    wire.check_value(value)
+    value = wire.wire_value(
+        {"w": torch.nn.Parameter(torch.ones(2)), "names": {"b", "a"}}, plain=True
+    )
+    wire.wire_value(value)
     assert type(value["w"]) is torch.Tensor and value["names"] == ["a", "b"]
 
 

@@ -102,14 +102,14 @@ def worker(tmp_path_factory):
         patch.setenv("WORKSHOP_SECRET", "the instructor's")  # what the worker must not see
         found = Worker(NativeWorker("cpu", log), "cpu", learner())
         found.ask(
-            {"op": "value", "target": {"attribute": "ANSWERS"}}, 20
+            {"op": "probe", "target": {"attributes": ["ANSWERS"], "one": True}}, 20
         )  # started with the secret here
         yield found
     found.stop()
 
 
 def call(worker, name, *args, limit=20.0):
-    return Solution(worker, {"attribute": name}, limit)(*args)
+    return Solution(worker, {"attributes": [name], "one": True}, limit)(*args)
 
 
 def failure(worker, name, *args, limit=20.0) -> LearnerCodeFailed:
@@ -124,7 +124,7 @@ def test_values_cross_the_wire_both_ways(worker):
     got = call(worker, "pair", x, x)
     assert torch.equal(got["sum"], 2 * x)
     assert got["items"] == [15.0, None, "text", True] and got["t"] == (1, 2.5)
-    assert Solution(worker, {"attribute": "ANSWERS"}).value == {
+    assert Solution(worker, {"attributes": ["ANSWERS"], "one": True}).value == {
         "nodes": 10,
         "shape": [176, 600],
         "leaf": "b",
@@ -132,7 +132,7 @@ def test_values_cross_the_wire_both_ways(worker):
 
 
 def test_a_probe_runs_in_the_worker_on_the_learners_function(worker):
-    impl = Solution(worker, {"attribute": "double"}, 20)
+    impl = Solution(worker, {"attributes": ["double"], "one": True}, 20)
     assert impl.probe(getattr, "__name__") == "double"
 
 

@@ -36,7 +36,7 @@ def fault_of(launcher) -> LearnerCodeFailed:
     found = Worker(launcher, "cpu", Unread(SOURCE, "my-work/toy.py", SOURCE))
     try:
         with pytest.raises(LearnerCodeFailed) as e:
-            Solution(found, {"attribute": "double"}, 20)(1.0)
+            Solution(found, {"attributes": ["double"], "one": True}, 20)(1.0)
     finally:
         found.stop()
     return e.value

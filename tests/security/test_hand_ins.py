@@ -133,7 +133,7 @@ def run_unread(tmp_path: Path, source: str, name: str, *args, limit: float = 20.
     launcher = launcher or NativeWorker("cpu", tmp_path / "worker.log")
     worker = Worker(launcher, "cpu", Unread(source, "my-work/autograd.py", source))
     try:
-        return Solution(worker, {"attribute": name}, limit)(*args)
+        return Solution(worker, {"attributes": [name], "one": True}, limit)(*args)
     finally:
         worker.stop()
 

@@ -19,14 +19,12 @@ that re-grades an answer without running again (LabSpec.regrade) measures the tr
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from workshop.declarations.checks import Check
 from workshop.declarations.diagnosis import Evidence
 from workshop.i18n import N_, _
 
@@ -34,6 +32,7 @@ WIDTH = 100  # the project's line length: no stub line is longer
 # A stub's placeholder, which the learner replaces: None, a wire value (learner/wire.py), so that a fresh or half
 # filled dict crosses from the learner's worker as it is written; no question's answer can be None.
 UNFILLED = "None"
+MISSING = object()  # lookup's answer where the learner's dict lacks the question's key
 KINDS = {
     "int": N_("a whole number (an int)"),
     "number": N_("a number"),
@@ -118,23 +117,12 @@ def _comment(text: str, indent: str) -> list[str]:
 
 
 # ---- the grader ----
-def require_dict(name: str, answers, keys) -> dict:
-    """`answers` when it is a dict; else TypeError naming what it is and the keys it must have."""
-    if not isinstance(answers, dict):
-        raise TypeError(
-            _("{name} must be a dict with the keys {keys}, not a {type}").format(
-                name=name, keys=", ".join(keys), type=type(answers).__name__
-            )
-        )
-    return answers
-
-
-def lookup(answers: dict, question: Question):
-    """The learner's answer to `question`; KeyError when the dict (or a nested one) lacks its key."""
+def lookup(answers: dict, question: Question, default=None):
+    """The learner's answer to `question`; `default` when the dict (or a nested one) lacks its key."""
     value = answers
     for part in question.path:
-        if not isinstance(value, dict):
-            raise KeyError(part)
+        if not isinstance(value, dict) or part not in value:
+            return default
         value = value[part]
     return value
 
@@ -193,30 +181,10 @@ def right(question: Question, given, truth) -> bool:
     return abs(given - truth) <= question.tolerance
 
 
-def unrevealed(check: Check) -> Check:
-    """A reference's passing answer as its run records it (and any answer to a question that `reveals` nothing):
-    whether it matches, True (or False) against True, in every language (a check's values are not translated),
-    never the answer itself."""
-    return dataclasses.replace(
-        check, value=check.passed, threshold=True, relation="==", secret=False
-    )
-
-
 def truth_of(truths: dict, question: Question):
     """The question's truth, from truths keyed like the questions ("ddp.held_bytes") or nested like the
     answers ({"ddp": {"held_bytes": ...}}), read as its kind; None when this run did not measure it."""
-    try:
-        truth = truths[question.key] if question.key in truths else lookup(truths, question)
-    except KeyError:
-        return None
+    truth = truths[question.key] if question.key in truths else lookup(truths, question)
     if truth is None or question.kind not in ("names", "list"):
         return truth
     return as_kind(truth, question.kind)
-
-
-def filled_at(answers: dict, question: Question) -> bool:
-    """Whether the learner filled in the question's answer (a missing key is not filled)."""
-    try:
-        return lookup(answers, question) is not None
-    except KeyError:
-        return False

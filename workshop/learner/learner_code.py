@@ -5,7 +5,8 @@ Inside `with ctx.grading(name) as impl:` a lab uses
     impl.value                           a constant's value (ANSWERS, predictions), as wire data
     impl.probe(function, *args)          run a trusted probe of the workshop package there, called as
                                          function(learner_attribute, *args); it crosses as its name
-                                         (module:qualname, imported there) and returns wire values only
+                                         (module:qualname, imported there) and returns wire values only;
+                                         a call and a value are probes too (operator.call, None)
                                          (what a probe reports is said where the learner's code runs: a
                                          hostile learner can forge it; back verdicts by what the lab can
                                          recompute)
@@ -21,6 +22,7 @@ first: source_check.py) and is started again after it died or was stopped.
 
 from __future__ import annotations
 
+import operator
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -239,7 +241,7 @@ class LocalWorker:
     def ask(self, request: dict, limit_s: float | None) -> dict:
         from workshop.learner import wire
 
-        if {"attribute", "attributes"} & set(request.get("target", {})):
+        if "attributes" in request["target"]:
             raise ValueError("the learner's code runs in a worker process, never in the lab's")
         reply = self.session.handle(wire.loads(wire.dumps(request), self.device))
         return wire.loads(wire.dumps(reply), self.device)
@@ -250,22 +252,25 @@ class LocalWorker:
 
 @dataclass
 class Solution:
-    """One exercise's implementation, in the worker: the learner's attribute, or the reference."""
+    """One exercise's implementation in the worker (the learner's attribute, or the reference), or the pieces of
+    a lab that one probe builds on (LabContext.probe)."""
 
     worker: Worker | LocalWorker
-    target: dict  # {"attribute": NAME} or {"reference": "module:attr"}
+    # the learner's {"attributes": [NAME, ...]}, or {"references": {NAME: "module:attr"}}; "one": True where it is
+    # one exercise's (a probe then gets the piece itself, not {NAME: piece})
+    target: dict
     limit_s: float | None = None  # CPU seconds per call (the exercise's)
 
-    def _ask(self, op: str, args: tuple, probe: str | None = None):
-        from workshop.learner import wire
-
-        # data only: a tensor that requires grad (an autograd.Function's input) crosses as its values
+    def probe(self, function: Callable | None, *args):
+        """function(the target, *args) in the worker: a module-level function, sent by name; None: the target's
+        value itself."""
+        # data only, made a wire value as it is sent (wire.dumps)
         request = {
-            "op": op,
+            "op": "probe",
             "target": self.target,
-            "args": wire.plain(list(args)),
+            "args": list(args),
             "limit_s": self.limit_s,
-            "probe": probe,
+            "probe": None if function is None else f"{function.__module__}:{function.__qualname__}",
         }
         reply = self.worker.ask(request, self.limit_s)
         if not reply.get(
@@ -275,29 +280,33 @@ class Solution:
         return reply.get("value")
 
     def __call__(self, *args):
-        return self._ask("call", args)
+        return self.probe(operator.call, *args)
 
     @property
     def value(self):
-        return self._ask("value", ())
-
-    def probe(self, function: Callable, *args):
-        """function(the target, *args) in the worker: a module-level function of the workshop, sent by name."""
-        return self._ask("probe", args, f"{function.__module__}:{function.__qualname__}")
+        return self.probe(None)
 
     def autograd_named(self) -> list[source_check.Finding]:
         """Autograd as the learner's source spells it in this function and what it uses (read here, in the
         lab's process: source_check.autograd_uses); nothing for the reference."""
         learner = getattr(self.worker, "learner", None)
-        if learner is None or "attribute" not in self.target:
+        if learner is None or "attributes" not in self.target:
             return []
-        return source_check.autograd_uses(learner.source, self.target["attribute"])
+        return source_check.autograd_uses(learner.source, self.target["attributes"][0])
 
 
-def solution_for(worker: Worker | LocalWorker, exercise, graded: bool) -> Solution:
-    """The Solution a grading block yields: the learner's attribute when a workspace is graded (refused here when
-    the file binds it by an import: the workshop's own code), else the reference."""
+def solution_for(
+    worker: Worker | LocalWorker, exercises: list, graded: bool, one: bool = True
+) -> Solution:
+    """The Solution of `exercises` (a grading block's: one; a probe's over several pieces: one=False): the
+    learner's attributes when a workspace is graded (refused here when the file binds one by an import: the
+    workshop's own code), under the longest of their time limits; else the references."""
     if not graded:
-        return Solution(worker, {"reference": exercise.reference})
-    worker.refuse_imported([exercise.attribute])
-    return Solution(worker, {"attribute": exercise.attribute}, exercise.time_limit_s)
+        return Solution(
+            worker, {"references": {ex.attribute: ex.reference for ex in exercises}, "one": one}
+        )
+    attributes = [ex.attribute for ex in exercises]
+    worker.refuse_imported(attributes)
+    return Solution(
+        worker, {"attributes": attributes, "one": one}, max(ex.time_limit_s for ex in exercises)
+    )

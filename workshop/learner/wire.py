@@ -42,12 +42,20 @@ class ChannelTimeout(WireError):
     """No whole frame arrived (or could be sent) before the deadline."""
 
 
-def check_value(value, depth: int = 0, count: list[int] | None = None) -> None:
-    """Raise WireError unless `value` is a wire value (see the module's docstring)."""
+def wire_value(value, plain: bool = False, depth: int = 0, count: list[int] | None = None):
+    """`value` if it is a wire value (see the module's docstring), else WireError. With `plain` (what is sent), it
+    is made one first where it can be: tensor subclasses (nn.Parameter, say) as plain tensors, detached, and a
+    set of names as a list, in an order that does not vary (a result requiring grad is autograd's business: the
+    lab's watcher sees the graph recorded; an argument requiring grad, an autograd.Function's input, crosses as
+    its values). What is received is only checked."""
     count = count if count is not None else [0]
     count[0] += 1
     if count[0] > MAX_ITEMS or depth > MAX_DEPTH:
         raise WireError(f"more than {MAX_ITEMS} values or {MAX_DEPTH} levels of nesting")
+    if plain and isinstance(value, torch.Tensor):
+        value = value.detach().as_subclass(torch.Tensor)
+    if plain and type(value) in (set, frozenset):
+        return sorted((wire_value(item, plain, depth + 1, count) for item in value), key=repr)
     kind = type(value)
     if kind is torch.Tensor and (
         value.layout is not torch.strided or value.is_meta or value.requires_grad
@@ -59,31 +67,17 @@ def check_value(value, depth: int = 0, count: list[int] | None = None) -> None:
     if kind not in (type(None), bool, int, float, str, torch.Tensor, list, tuple, dict):
         raise WireError(f"a value of type {kind.__name__}")
     # a container's items (a scalar or a tensor has none), each counted and checked in turn
-    items = value.values() if kind is dict else value if kind in (list, tuple) else ()
-    for item in items:
-        check_value(item, depth + 1, count)
-
-
-def plain(value):
-    """`value` with tensor subclasses (nn.Parameter, say) as plain tensors, detached: what a learner's function
-    returns, made a wire value where it can be (a result requiring grad is autograd's business: the lab's
-    watcher sees the graph recorded)."""
-    if isinstance(value, torch.Tensor):
-        return value.detach().as_subclass(torch.Tensor)
-    if type(value) in (list, tuple):
-        return type(value)(plain(item) for item in value)
-    if type(value) is dict:
-        return {key: plain(item) for key, item in value.items()}
-    # names given as a set: a list, in an order that does not vary
-    if type(value) in (set, frozenset):
-        return sorted((plain(item) for item in value), key=repr)
+    if kind is dict:
+        return {key: wire_value(item, plain, depth + 1, count) for key, item in value.items()}
+    if kind in (list, tuple):
+        return kind(wire_value(item, plain, depth + 1, count) for item in value)
     return value
 
 
 def dumps(value) -> bytes:
-    check_value(value)
+    """`value` made a wire value (wire_value with plain) as torch.save writes it."""
     buffer = io.BytesIO()
-    torch.save(value, buffer)
+    torch.save(wire_value(value, plain=True), buffer)
     return buffer.getvalue()
 
 
@@ -92,8 +86,7 @@ def loads(payload: bytes, map_location: str = "cpu"):
         value = torch.load(io.BytesIO(payload), weights_only=True, map_location=map_location)
     except Exception as e:  # the restricted unpickler refuses anything but tensors and containers
         raise WireError(f"not a wire value: {type(e).__name__}: {str(e)[:200]}") from None
-    check_value(value)
-    return value
+    return wire_value(value)
 
 
 class Channel:

@@ -13,9 +13,10 @@ No path reaches it: the learner's file comes over the channel as text, compiled 
 knows it by (my-work/autograd.py), so tracebacks name it, and nothing else of the workspace is here. Its
 stdout and stderr go to a capped log that nobody parses. Requests, each answered by one reply:
   {"op": "load", "device", "source", "filename", "allowed": [[module, name], ...]}
-  {"op": "call" | "probe" | "value", "target": {"attribute": NAME} | {"reference": "module:attr"} |
-   {"attributes": [NAME, ...]} | {"references": {NAME: "module:attr"}} (a probe over several pieces),
-   "args": [...], "probe": "module:qualname" (Solution.probe sends the function so), "limit_s": CPU seconds}
+  {"op": "probe", "target": {"attributes": [NAME, ...]} | {"references": {NAME: "module:attr"}}, and "one":
+   true where the probe gets the one piece itself, not {NAME: piece} (a probe over several pieces); "probe":
+   "module:qualname" (Solution.probe sends the function so; a call is operator.call), or None: the value itself,
+   "args": [...], "limit_s": CPU seconds}
 A reply is {"ok": True, "value": ...} or {"ok": False, "kind", "error", "where"}, kind one of load, missing,
 refused, not_started, error, time, wire, worker.
 """
@@ -111,8 +112,7 @@ class Session:
         self.filename: str | None = None
 
     def handle(self, request: dict) -> dict:
-        op = request.get("op")
-        if op == "load":
+        if request.get("op") == "load":
             return self.load(request)
         try:
             target = self.target(request["target"])
@@ -122,20 +122,18 @@ class Session:
             return failure("not_started", e)
         except (LookupError, ImportError, ValueError) as e:
             return failure("load", e)
-        if op == "value":
-            return self.reply(target)
-        probe = pkgutil.resolve_name(request["probe"]) if op == "probe" else None
-        args = request.get("args") or []
+        probe = pkgutil.resolve_name(request["probe"]) if request.get("probe") else None
         try:
             with exercise_limit(request.get("limit_s")):
-                value = probe(target, *args) if probe else target(*args)
+                value = probe(target, *request.get("args", ())) if probe else target
         except BaseException as e:  # noqa: BLE001 - the learner's SystemExit ends one call, not the worker
             if self.reraise:
                 raise
             # SystemExit included: it ends one call
             kind = "not_started" if isinstance(e, NotImplementedError) else "error"
             return failure("time" if isinstance(e, TimeLimitExceeded) else kind, e, self.filename)
-        return self.reply(value)
+        # made a wire value as it is sent (wire.dumps); one that is not fails the reply there (main: kind wire)
+        return {"ok": True, "value": value}
 
     def load(self, request: dict) -> dict:
         """The first request: the lab's device, and the learner's file."""
@@ -158,40 +156,23 @@ class Session:
         return {"ok": True}
 
     def target(self, spec: dict):
-        """What a request names: the reference ("module:attr"), the references of several pieces, the learner's
-        attribute (refused when its code is not the learner's own), or several of the learner's attributes
-        ({name: piece}, for a probe that builds one thing from them: a custom op from its kernels)."""
-        if "reference" in spec:
-            return pkgutil.resolve_name(spec["reference"])
+        """What a request names: the references of its pieces, or the learner's attributes (every missing name said
+        at once, Refused "missing": "a, b"; a name whose code is not the learner's own refused, Refused "refused":
+        the file that defines it); the one piece itself where `one` says so, else {name: piece} (for a probe that
+        builds one thing from them: a custom op from its kernels)."""
         if "references" in spec:
-            return {name: pkgutil.resolve_name(ref) for name, ref in spec["references"].items()}
-        if "attributes" in spec:
-            return self.attributes(spec["attributes"])
-        return self.attributes([spec["attribute"]])[spec["attribute"]]
-
-    def attributes(self, names: list[str]) -> dict:
-        """{name: the learner's attribute}; every missing name said at once (Refused "missing": "a, b"), a name
-        whose code is not the learner's own refused (Refused "refused": the file that defines it)."""
-        missing = [name for name in names if not hasattr(self.module, name)]
-        if missing:
-            raise Refused(failure("missing", ", ".join(missing), self.filename))
-        found = {name: getattr(self.module, name) for name in names}
-        for name, value in found.items():
-            code = getattr(
-                getattr(value, "fn", value), "__code__", None
-            )  # a triton.jit kernel: in .fn
-            if code is not None and code.co_filename != self.filename:
-                raise Refused(failure("refused", name, code.co_filename))
-        return found
-
-    def reply(self, value) -> dict:
-        """The reply that carries `value` as wire data; a value that is not one (wire.check_value) fails the
-        reply as it is sent (main: kind wire)."""
-        try:
-            value = wire.plain(value)
-        except RecursionError as e:  # a container that holds itself
-            return failure("wire", str(e))
-        return {"ok": True, "value": value}
+            found = {name: pkgutil.resolve_name(ref) for name, ref in spec["references"].items()}
+        else:
+            missing = [name for name in spec["attributes"] if not hasattr(self.module, name)]
+            if missing:
+                raise Refused(failure("missing", ", ".join(missing), self.filename))
+            found = {name: getattr(self.module, name) for name in spec["attributes"]}
+            for name, value in found.items():
+                # a triton.jit kernel keeps its function in .fn
+                code = getattr(getattr(value, "fn", value), "__code__", None)
+                if code is not None and code.co_filename != self.filename:
+                    raise Refused(failure("refused", name, code.co_filename))
+        return next(iter(found.values())) if spec.get("one") else found
 
 
 def confine(limits: dict[str, list[int]]) -> None:
