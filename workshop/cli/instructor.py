@@ -53,7 +53,7 @@ def cmd_grade(args) -> int:
             return graded_run(lab_names, args, work, **sandbox)
 
         try:
-            rows = gradebook.grade_all(
+            csv_path, md_path = gradebook.grade_all(
                 paths,
                 check_workspace,
                 files,
@@ -62,7 +62,6 @@ def cmd_grade(args) -> int:
                 roster,
                 (Path(native_edition),) if native_edition else (),
             )
-            csv_path, md_path = files.update(rows, done=True)
         except SystemExit:  # stopped (Ctrl-C): what was graded is in the partial table
             if files.partial[0].exists():
                 console.print(

@@ -148,18 +148,14 @@ def cmd_list(args) -> int:
         if s.last_status:
             status.append(_(" (was {status})").format(status=_(s.last_status)))
         table.add_row(s.exercise.id, status, s.exercise.title)
-    whole_lines(table)
-    return 0
-
-
-def whole_lines(table: Table) -> None:
-    """Print the table: on a terminal, its width; into a file or a pipe, as wide as its longest row, so that
-    no word is cut at an 80-column guess."""
+    # on a terminal, its width; into a file or a pipe, as wide as its longest row, so that no word is cut at an
+    # 80-column guess
     if console.is_terminal:
         console.print(table)
-        return
+        return 0
     wide = console.measure(table, options=console.options.update(width=10_000)).maximum
     Console(highlight=False, markup=False, width=max(console.width, wide)).print(table)
+    return 0
 
 
 # ---- check ----
@@ -170,9 +166,12 @@ def cmd_check(args) -> int:
         check_report.refuse_early(lab_names, work)
     if args.hint and not only:
         raise fail(_("--hint needs the exercise: python -m workshop check LAB EXERCISE --hint"))
-    # a lab whose file does not compile is not run: its report is that one box
-    broken = {lab: lines for lab in lab_names if (lines := check_report.not_compiling(lab, work))}
-    graded = [lab for lab in lab_names if lab not in broken]
+    # lab -> its report's lines and whether it passed; a lab whose file does not compile is not run: its report is
+    # that one box
+    reports = {
+        lab: (lines, False) for lab in lab_names if (lines := check_report.not_compiling(lab, work))
+    }
+    graded = [lab for lab in lab_names if lab not in reports]
     kept = tuple(ex_id for ex_id in only if ex_id.split(".")[0] in graded)
     graded = [] if only and not kept else graded
     declared = {ex.id: ex for lab in graded for ex in labs.exercises(lab)}
@@ -184,15 +183,10 @@ def cmd_check(args) -> int:
         for ex_id in kept or list(declared):
             workspace.count_use(work, "shown", ex_id)
     run_dir = graded_lab_run(graded, args, work, kept) if graded else None
-    all_passed = not broken
-    for lab in lab_names:
-        if lab in broken:
-            lines = broken[lab]
-        elif lab in graded:
-            lines, passed = check_report.lab_report(lab, run_dir / lab, kept, asked)
-            all_passed &= passed
-        else:  # only exercises of a lab that does not compile were named
-            continue
+    reports |= {lab: check_report.lab_report(lab, run_dir / lab, kept, asked) for lab in graded}
+    # in the order named (a lab is not run, and has no report, when every exercise named is of a lab that does not
+    # compile)
+    for lines, _passed in (reports[lab] for lab in lab_names if lab in reports):
         console.print("\n".join(["", *lines]), markup=True)
     if run_dir is None:
         return 1
@@ -209,7 +203,7 @@ def cmd_check(args) -> int:
             ),
         )
     console.print(_("run folder: {run}").format(run=workspace.display(run_dir)))
-    return 0 if all_passed else 1
+    return 0 if all(passed for _lines, passed in reports.values()) else 1
 
 
 def graded_lab_run(lab_names: list[str], args, work: Path, only: tuple[str, ...]) -> Path:

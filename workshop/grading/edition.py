@@ -74,20 +74,11 @@ def replace_definition(path: Path, node: ast.stmt, text: str) -> None:
     )
 
 
-def stub_reference(
-    ex, out: Path, report, bodies: dict[str, str], sources: dict[str, str]
-) -> Path | None:
-    """Replace ex's reference in the edition with its stub (a document's: deleted); the source file edited, with
-    the reference's body (`bodies`, for find_leftovers) and its source (`sources`: what a handout may quote)."""
+def stub_reference(ex, out: Path, report, bodies: dict[str, str], sources: dict[str, str]) -> Path:
+    """Replace ex's reference (a function's or a constant's: a document's is deleted, build_learner) in the
+    edition with its stub; the source file edited, with the reference's body (`bodies`, for find_leftovers) and
+    its source (`sources`: what a handout may quote)."""
     module, _, name = ex.reference.partition(":")
-    if ex.document:
-        model = Path(ex.load_reference()).resolve()
-        for path in model.parent.glob(f"{model.stem}*{model.suffix}"):
-            copy = out / path.relative_to(ROOT)
-            if copy.is_file():
-                copy.unlink()
-                report.deleted.append(str(path.relative_to(ROOT)))
-        return None
     # the edition's copy of the module's source file
     path = out / Path(importlib.util.find_spec(module).origin).resolve().relative_to(ROOT)
     source = path.read_text(encoding="utf-8")
@@ -186,15 +177,17 @@ def build_learner(out: Path) -> SimpleNamespace:
         quoted_in=[],  # "handout: reference (k lines)" where a handout quotes one
     )
     copy_tree(out)
+    exercises = [ex for lab_exercises in all_exercises().values() for ex in lab_exercises]
     bodies, sources = {}, {}  # reference -> its body, its source (stub_reference)
     edited = {
-        stub_reference(ex, out, report, bodies, sources)
-        for exercises in all_exercises().values()
-        for ex in exercises
-    } - {None}  # the documents'
-    for path in sorted(
-        out.glob(f"workshop/labs/*/**/{MODEL_ANSWERS}")
-    ):  # in a lab folder or its grading/
+        stub_reference(ex, out, report, bodies, sources) for ex in exercises if not ex.document
+    }
+    # the model answers (in a lab folder or its grading/), and each document's reference (the survey's model
+    # answer) with its translations
+    deleted = set(out.glob(f"workshop/labs/*/**/{MODEL_ANSWERS}"))
+    for model in (Path(ex.load_reference()).resolve() for ex in exercises if ex.document):
+        deleted |= set((out / model.parent.relative_to(ROOT)).glob(f"{model.stem}*{model.suffix}"))
+    for path in sorted(deleted):
         path.unlink()
         report.deleted.append(str(path.relative_to(out)))
     remove_orphans(out, edited, report)
@@ -212,9 +205,13 @@ def cached_learner(building) -> Path:
     so grade builds an edition of its own for each class (cli/instructor.py namespace_sandbox)."""
     if (ROOT / "workshop" / "EDITION.json").is_file():
         return ROOT
-    digest = hashlib.sha256()
-    for path in sorted((ROOT / "workshop").rglob("*.py")):
-        digest.update(f"{path.relative_to(ROOT)}\n".encode() + path.read_bytes())
+    # each source file's name, then its bytes
+    digest = hashlib.sha256(
+        b"".join(
+            f"{path.relative_to(ROOT)}\n".encode() + path.read_bytes()
+            for path in sorted((ROOT / "workshop").rglob("*.py"))
+        )
+    )
     cache = scratch_root() / f"workshop-learner-edition-{os.geteuid()}"
     cache.mkdir(mode=0o755, exist_ok=True)
     # the scratch root is shared: a folder of that name made by another user could hold code of theirs

@@ -74,13 +74,6 @@ def handed_in(path: Path) -> tuple[Path | None, list[Path]]:
     return work, results.runs(path) or results.runs(path / results.DEFAULT_ROOT.name)
 
 
-def folder_name(path: Path) -> str:
-    """The hand-in's folder's name: the PATH's, or the one holding it when it is a my-work/ or a results/."""
-    path = path.resolve()
-    held = (workspace.DEFAULT_DIR.name, results.DEFAULT_ROOT.name)
-    return path.parent.name if path.name in held else path.name
-
-
 def read_roster(path: Path) -> dict[str, str]:
     """A roster: a CSV of `folder,name` lines (the hand-in's folder's name, the learner's name)."""
     lines = csv.reader(workspace.read_capped(path).decode("utf-8-sig").splitlines())  # a BOM: Excel
@@ -92,7 +85,10 @@ def grade_path(
 ) -> Row:
     """The row for one PATH; `check_workspace(work)` runs a workspace's checks and returns the run folder. Its
     name is the instructor's (the roster's, else the folder's), never the hand-in's own."""
-    folder = folder_name(path)
+    # the hand-in's folder's name: the PATH's, or the one holding it when it is a my-work/ or a results/
+    resolved = path.resolve()
+    held = (workspace.DEFAULT_DIR.name, results.DEFAULT_ROOT.name)
+    folder = resolved.parent.name if resolved.name in held else resolved.name
     row = Row(learner=(roster or {}).get(folder, folder), source=str(path))
     if roster is not None and folder not in roster:
         row.notes.append(_("{folder} is not on the roster").format(folder=folder))
@@ -104,8 +100,17 @@ def grade_path(
                 _("its workspace is not graded: grade does not read {files}").format(files=refused)
             )
         elif work is not None:
+            # its `check --show` runs, from its record (its hints come with its statuses, from the run; the name it
+            # gives, from the run's manifest, which records the record's), and whether the record lost its counts
             row.verified = True
-            add_record(row, work)
+            row.shown = workspace.uses(work, "shown") or {}
+            if workspace.uses(work, "hints") is None or workspace.uses(work, "shown") is None:
+                row.notes.append(
+                    _(
+                        "its workspace record keeps no count of hints or of `check --show` runs (lost, or older "
+                        "than the counts): none are shown"
+                    )
+                )
             row.fingerprints += grade_integrity.workspace_files(work)
             add_run(row, check_workspace(work))
             compare_runs(row, run_dirs, work)
@@ -123,22 +128,6 @@ def grade_path(
     except Exception as e:  # one learner's broken folder must not stop the class's table
         row.notes.append(_("could not be graded: {error}").format(error=workspace.describe(e)))
     return row
-
-
-def add_record(row: Row, work: Path) -> None:
-    """What the workspace's record says of its learner: the name it gives, its `check --show` runs (its hints
-    come with its statuses, from the run), and whether it lost its counts."""
-    record = workspace.read_record(work)
-    if isinstance(record.get("learner"), str) and record["learner"]:
-        row.claimed.add(record["learner"])
-    row.shown = workspace.uses(work, "shown") or {}
-    if workspace.uses(work, "hints") is None or workspace.uses(work, "shown") is None:
-        row.notes.append(
-            _(
-                "its workspace record keeps no count of hints or of `check --show` runs (lost, or older "
-                "than the counts): none are shown"
-            )
-        )
 
 
 def unreadable_workspace(path: Path, work: Path) -> str:
@@ -297,10 +286,10 @@ def grade_all(
     results_root: Path,
     roster: dict[str, str] | None = None,
     editions: tuple[Path, ...] = (),
-) -> list[Row]:
+) -> tuple[Path, Path]:
     """One row per PATH, the table files rewritten after each (`say(path)` before it is graded), with what
     grade_integrity saw changing around each hand-in (in the code, `editions` included: the learner editions the
-    hand-ins' code imports) and what was handed in twice noted on the rows."""
+    hand-ins' code imports) and what was handed in twice noted on the rows; the final table's files."""
     watch = grade_integrity.Watch(paths, results_root, editions)
     rows: list[Row] = []
     # hand-in -> its row's notes: those of a hand-in not graded yet wait here for its row
@@ -351,4 +340,4 @@ def grade_all(
         files.update(rows)
     grade_integrity.handed_twice(rows)
     grade_integrity.same_names(rows)
-    return rows
+    return files.update(rows, done=True)
