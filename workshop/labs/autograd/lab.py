@@ -251,7 +251,6 @@ def run(ctx: LabContext) -> None:
         head = next(c for c in cases if c["graph"] == HEAD)  # the LM head's float32 graph
         graph = draw_graph(ctx, head)  # graph.json
         trace = check_trace(ctx, batch, next(c for c in cases if c["graph"] == DECAY))
-    effect = tf32_effect(precision)
     values = {
         "batch": {
             "sentences": batch.targets.shape[0],
@@ -265,7 +264,7 @@ def run(ctx: LabContext) -> None:
         },
         "hand_vs_autograd": [hand_vs_autograd(c) for c in comparisons],
         "precision": precision,
-        "tf32": effect,
+        "tf32": tf32_effect(precision),
         "replay": replays,
         "engine_order": [type(n).__name__ for n in head["real_order"]],
         "graph_nodes": len(graph["nodes"]),
