@@ -11,16 +11,6 @@ from workshop.minigpt.grammar import grammatical_next_tokens, parse
 from workshop.minigpt.model import GPT, PAD_ID
 
 
-def position_kind(prompt: list[int]) -> str:
-    """Where in the sentence a prompt stops, e.g. 'after_noun/subject_pp' (where the verb must agree)."""
-    state = parse(prompt)
-    return (
-        f"{state.phase}/{state.role}"
-        if state.phase in ("after_noun", "after_prep")
-        else state.phase
-    )
-
-
 @torch.no_grad()
 def next_token_predictions(
     model: GPT, prompts: list[list[int]], batch_size: int = 512
@@ -45,7 +35,13 @@ def prompt_accuracy(model: GPT, prompts: list[list[int]]) -> dict:
     model.train(was_training)
     correct, total, errors = Counter(), Counter(), []
     for prompt, predicted in zip(prompts, predictions, strict=True):
-        kind = position_kind(prompt)
+        # where in the sentence the prompt stops, e.g. 'after_noun/subject_pp' (where the verb must agree)
+        state = parse(prompt)
+        kind = (
+            f"{state.phase}/{state.role}"
+            if state.phase in ("after_noun", "after_prep")
+            else state.phase
+        )
         total[kind] += 1
         if predicted in grammatical_next_tokens(prompt):
             correct[kind] += 1

@@ -173,7 +173,12 @@ def _launch_rows(
     strategy, n_chunks, constexprs = long_row_plan(n_cols, bytes_read, first.device)
     grid = (n_rows * n_chunks,)
     scratch = tuple(
-        torch.empty(n_rows * n_chunks, device=first.device, dtype=_acc_dtype(first))
+        # the statistics in float32, or in float64 for float64 inputs
+        torch.empty(
+            n_rows * n_chunks,
+            device=first.device,
+            dtype=torch.promote_types(first.dtype, torch.float32),
+        )
         for _ in range(DIRECTIONS[direction]["scratch"])
     )
     if strategy == "cooperative":
@@ -185,7 +190,3 @@ def _launch_rows(
     read = (*tensors[:reads], *scratch)  # the partials read the inputs and write the scratch
     launch(partials, grid, read, (n_cols, *strides[:reads], n_chunks), partial_constexprs, wrap)
     launch(finish, grid, (*tensors, *scratch), (*ints, n_chunks), constexprs, wrap)
-
-
-def _acc_dtype(t: torch.Tensor) -> torch.dtype:
-    return torch.float64 if t.dtype == torch.float64 else torch.float32

@@ -26,9 +26,13 @@ from workshop.labs.autograd.finite_diff import (
     gradcheck_linear,
     head_slice,
 )
-from workshop.labs.autograd.grading import probes
-from workshop.labs.autograd.grading.hand_cases import FLOAT32, cross_entropy_cases, linear_cases
-from workshop.labs.autograd.grading.no_autograd import ENGINE_CHECKS, HAND_CHECKS
+from workshop.labs.autograd.grading.hand_cases import (
+    FLOAT32,
+    cross_entropy_cases,
+    linear_cases,
+    tf32_call,
+)
+from workshop.labs.autograd.grading.no_autograd import ENGINE_CHECKS, HAND_CHECKS, watched_by_hand
 from workshop.labs.autograd.grading.replay_grading import (
     DECAY,
     HEAD,
@@ -91,10 +95,10 @@ def grade_hand(
             results[False].update(graded.returned[FLOAT32])
             if ctx.options.device == "cuda":
                 # float32 with TF32 on, ungraded: what the precision section shows TF32 costs. TF32 is a
-                # setting of the process that runs the function: the worker's (probes.tf32_call)
+                # setting of the process that runs the function: the worker's (hand_cases.tf32_call)
                 ex = ctx.current_exercise
                 case = next(c for c in cases if c.label == FLOAT32)
-                with_tf32 = impl.probe(probes.tf32_call, True, *case.args)
+                with_tf32 = impl.probe(tf32_call, True, *case.args)
                 results[True].update(zip(ex.outputs, engine.unpacked(ex, with_tf32), strict=True))
             # finite differences put the function on trial too, wherever its outputs have the right shapes
             if all(c.error != math.inf for c in graded.comparisons):
@@ -107,8 +111,8 @@ def grade_hand(
 
 def grade_by_hand(ctx: LabContext, name: str, cases: list[Case], also=None) -> Graded:
     """One hand-gradient exercise through the engine: each case watched for autograd in the worker
-    (probes.watched_by_hand), then the "no autograd" checks (no_autograd.HAND_CHECKS)."""
-    return engine.grade(ctx, name, cases, call=probes.watched_by_hand, rules=HAND_CHECKS, also=also)
+    (no_autograd.watched_by_hand), then the "no autograd" checks (no_autograd.HAND_CHECKS)."""
+    return engine.grade(ctx, name, cases, call=watched_by_hand, rules=HAND_CHECKS, also=also)
 
 
 def check_precision(
@@ -251,7 +255,6 @@ def run(ctx: LabContext) -> None:
         head = next(c for c in cases if c["graph"] == HEAD)  # the LM head's float32 graph
         graph = draw_graph(ctx, head)  # graph.json
         trace = check_trace(ctx, batch, next(c for c in cases if c["graph"] == DECAY))
-    effect = tf32_effect(precision)
     values = {
         "batch": {
             "sentences": batch.targets.shape[0],
@@ -265,7 +268,7 @@ def run(ctx: LabContext) -> None:
         },
         "hand_vs_autograd": [hand_vs_autograd(c) for c in comparisons],
         "precision": precision,
-        "tf32": effect,
+        "tf32": tf32_effect(precision),
         "replay": replays,
         "engine_order": [type(n).__name__ for n in head["real_order"]],
         "graph_nodes": len(graph["nodes"]),

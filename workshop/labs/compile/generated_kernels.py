@@ -143,10 +143,6 @@ def comment_block_before(code: str, start: int) -> str:
 
 
 @functools.cache
-def is_aten_op(name: str) -> bool:
-    return bool(name) and hasattr(torch.ops.aten, name)
-
-
 def ops_from_name(kernel_name: str) -> list[str]:
     """'cpp_fused__softmax_bitwise_not_masked_fill_3' -> ['_softmax', 'bitwise_not', 'masked_fill'].
 
@@ -165,7 +161,7 @@ def ops_from_name(kernel_name: str) -> list[str]:
             fewer = best[begin] is not None and (
                 best[end] is None or len(best[begin]) + 1 < len(best[end])
             )
-            if fewer and is_aten_op(piece):
+            if fewer and piece and hasattr(torch.ops.aten, piece):
                 best[end] = best[begin] + [piece]
     return best[-1] if best[-1] is not None else [body]
 

@@ -295,7 +295,7 @@ def eager_vs_compiled(
 
 
 def write_outputs(ctx, captures, timing: dict) -> None:
-    """Graphs and timings."""
+    """Graphs and timings (result.json's figures of them: render_summary)."""
     for stage, cap in captures.items():
         # file name -> graph, each written readable (with the `# File:` lines that point into the model's source)
         graphs = {f"dynamo_graph_{i}.py": gm for i, gm in enumerate(cap["dynamo"])}
@@ -307,11 +307,6 @@ def write_outputs(ctx, captures, timing: dict) -> None:
         for name, gm in graphs.items():
             ctx.write_text(f"graphs/{stage}/{name}", gm.print_readable(print_output=False))
     ctx.write_json("timing.json", timing)
-    ctx.extra.update(
-        torch=torch.__version__,
-        timing=timing,
-        dynamo_graphs={s: len(c["dynamo"]) for s, c in captures.items()},
-    )
 
 
 def render_summary(
@@ -331,9 +326,14 @@ def render_summary(
         }
         for stage, cap in captures.items()
     ]
-    ctx.extra["kernels"] = {
-        g: sum(k.graph == g for k in kernels) for g in dict.fromkeys(k.graph for k in kernels)
-    }
+    ctx.extra.update(
+        torch=torch.__version__,
+        timing=timing,
+        dynamo_graphs={s: len(c["dynamo"]) for s, c in captures.items()},
+        kernels={
+            g: sum(k.graph == g for k in kernels) for g in dict.fromkeys(k.graph for k in kernels)
+        },
+    )
     ctx.render_summary(
         stages=stages,
         kernel_count=len(kernels),

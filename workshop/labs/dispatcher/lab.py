@@ -234,7 +234,30 @@ def grade_exercises(ctx: LabContext, results: list[dict]) -> None:
     if ctx.wants("table_entry"):
         engine.grade(ctx, "table_entry", slot_cases(results), call=probes.table_entries)
     if ctx.wants("walk"):
-        engine.grade(ctx, "walk", [chain_case(results)], call=probes.walks)
+        # every call of the run ([op, tensor keys, TLS include, TLS exclude]) against the whole chain of keys the
+        # real dispatcher walked, to the kernel that did the work
+        nodes = [n for r in results for n in flat(r["tree"])]
+        calls = [
+            [n["qualified"], n["tensor_keys"], n["tls_include"], n["tls_exclude"]] for n in nodes
+        ]
+        engine.grade(
+            ctx,
+            "walk",
+            [
+                engine.Case(
+                    _(
+                        "recorded calls whose chain differs from the real dispatcher's (whole chains)"
+                    ),
+                    (calls,),
+                    {"chains": [real_keys(n) for n in nodes]},
+                    {
+                        "calls": calls,
+                        "scenarios": [r["name"] for r in results for n in flat(r["tree"])],
+                    },
+                )
+            ],
+            call=probes.walks,
+        )
     engine.grade(ctx, "predictions", prediction_facts(results))
     engine.grade(ctx, "answers", answer_facts(results))
 
@@ -263,19 +286,6 @@ def slot_case(label: str, pairs: list[tuple[str, str]]) -> engine.Case:
     slots = [[op, key] for op, key in pairs]
     real = [probes.entry_value(keys.computed_table(op).get(key)) for op, key in slots]
     return engine.Case(label, (slots,), {"entries": real}, {"slots": slots})
-
-
-def chain_case(results: list[dict]) -> engine.Case:
-    """walk's case: every call of the run ([op, tensor keys, TLS include, TLS exclude]) against the whole chain of
-    keys the real dispatcher walked, to the kernel that did the work."""
-    nodes = [n for r in results for n in flat(r["tree"])]
-    calls = [[n["qualified"], n["tensor_keys"], n["tls_include"], n["tls_exclude"]] for n in nodes]
-    return engine.Case(
-        _("recorded calls whose chain differs from the real dispatcher's (whole chains)"),
-        (calls,),
-        {"chains": [real_keys(n) for n in nodes]},
-        {"calls": calls, "scenarios": [r["name"] for r in results for n in flat(r["tree"])]},
-    )
 
 
 def prediction_facts(results: list[dict]) -> dict[str, dict[str, str | None]]:

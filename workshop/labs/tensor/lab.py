@@ -93,8 +93,12 @@ def grade_dispatch(ctx: LabContext, x, W, b, G) -> dict:
     # it; `check tensor count_dispatch` against the shapes' counts alone, which the whole run checks against it
     whole = not ctx.options.only
     flop_counter = torch_flops(head_leaves(x, W, b), G) if whole else {}
-    views = ["aten.view.default", "aten.t.default", "aten.detach.default"]
-    shared = {"m": m, "n": n, "element_size": x.element_size(), "views": views}
+    shared = {
+        "m": m,
+        "n": n,
+        "element_size": x.element_size(),
+        "views": ["aten.view.default", "aten.t.default", "aten.detach.default"],
+    }
     engine.grade(
         ctx,
         "count_dispatch",

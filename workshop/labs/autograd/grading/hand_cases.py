@@ -4,6 +4,7 @@ autograd's answer for every output and the facts of the input that a diagnosis r
 (grading/gradient_diagnosis.py).
 
 The inputs do not require grad; they cross to the worker as copies (the learner's in-place edits stay there).
+tf32_call is the probe that runs a hand function there with TF32 on, for the precision section.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import torch.nn.functional as F
 
 from workshop.engine import Case
 from workshop.labs.autograd.batch import HeadBatch, leaves
-from workshop.labs.autograd.hand_grads import autograd_forward_backward
+from workshop.labs.autograd.hand_grads import autograd_forward_backward, tf32
 from workshop.minigpt.model import PAD_ID, lm_loss
 
 DTYPES = (torch.float32, torch.float64)
@@ -86,3 +87,9 @@ def linear_case(batch: HeadBatch, dtype: torch.dtype) -> Case:
     args = (want["dlogits"], t["x"].detach(), t["W"].detach())
     expected = {output: want[output] for output in ("dW", "db", "dx")}
     return Case(dtype_name(dtype), args, expected, facts(batch.targets, dtype))
+
+
+def tf32_call(function, on: bool, *args):
+    """function(*args) with TF32 matmuls `on` (a setting of the process that runs it: the worker's)."""
+    with tf32(on):
+        return function(*args)

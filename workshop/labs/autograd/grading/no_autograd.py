@@ -192,6 +192,12 @@ def watched_call(function, rules, *args):
     return result, seen
 
 
+def watched_by_hand(function, *args):
+    """function(*args) watched for everything "no autograd" forbids (HAND_RULES): (its result, what the watch
+    saw). The hand exercises' call probe (engine.grade's call=)."""
+    return watched_call(function, HAND_RULES, *args)
+
+
 def add_seen(total: dict, seen: dict) -> dict:
     """Add one watch's plain-data sightings to `total` (several calls of one exercise): counts add up, the first
     EXAMPLES names stay."""

@@ -247,8 +247,10 @@ def grade(ctx: LabContext, run: RunFiles) -> tuple[dict, list[dict]]:
     ctx.write_text(
         "explanation.md", render_explanations(ctx.templates_folder, ctx.options.lang, shown)
     )
-    ctx.extra["explained"] = [recorded(ex) for ex in revealed["explanations"]]
-    ctx.extra["worked_example"] = worked["kernel"].name
+    ctx.extra.update(
+        explained=[recorded(ex) for ex in revealed["explanations"]],
+        worked_example=worked["kernel"].name,
+    )
     return revealed, shown
 
 

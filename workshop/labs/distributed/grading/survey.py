@@ -154,7 +154,15 @@ def grade(
             )
         check_own_words(ctx, text)
     check_length(ctx, text, "survey.md" if run is not None else _("the model answer"))
-    check_strategies(ctx, text)
+    for strategy, missing in survey_strategies.strategy_problems(text).items():
+        ctx.check_equal(
+            _(
+                "survey: {strategy} named, with what each rank holds and what is communicated"
+            ).format(strategy=_(strategy)),
+            missing,
+            [],
+            message=f"{_(strategy)}: {'; '.join(missing)}",
+        )
     if not problem:
         check_figures(ctx, text, figures)
 
@@ -171,18 +179,6 @@ def check_own_words(ctx: LabContext, text: str) -> None:
             'write it in your own words: survey.md copies the model answer\'s "{passage}"'
         ).format(passage=copied[0] if copied else ""),
     )
-
-
-def check_strategies(ctx: LabContext, text: str) -> None:
-    for strategy, missing in survey_strategies.strategy_problems(text).items():
-        ctx.check_equal(
-            _(
-                "survey: {strategy} named, with what each rank holds and what is communicated"
-            ).format(strategy=_(strategy)),
-            missing,
-            [],
-            message=f"{_(strategy)}: {'; '.join(missing)}",
-        )
 
 
 def check_figures(ctx: LabContext, text: str, figures: list[figure_rows.FigureRow]) -> None:
