@@ -14,14 +14,14 @@ from workshop.grading import grade_table
 HOSTILE = ['=HYPERLINK("http://x")', "+1", "-2+3", "@SUM(A1)", "\tx"]
 
 
-def csv_cell_as_is(value) -> str:
-    """Planted: writes the learner's text as it is."""
-    return str(value)
+FORMULA_START = (
+    grade_table.FORMULA_START
+)  # what a spreadsheet reads as a formula, kept before any planting
 
 
 def formulas_in(csv_text: str) -> list[str]:
     rows = list(csv.reader(io.StringIO(csv_text)))
-    return [cell for row in rows for cell in row if cell.startswith(grade_table.FORMULA_START)]
+    return [cell for row in rows for cell in row if cell.startswith(FORMULA_START)]
 
 
 def test_no_cell_of_grades_csv_starts_a_formula():
@@ -33,7 +33,7 @@ def test_no_cell_of_grades_csv_starts_a_formula():
 
 
 def test_the_check_catches_a_cell_written_as_is(monkeypatch):
-    monkeypatch.setattr(grade_table, "csv_cell", csv_cell_as_is)
+    monkeypatch.setattr(grade_table, "FORMULA_START", ())  # planted: every cell written as it is
     assert len(formulas_in(grade_table.to_csv(["name"], [[h] for h in HOSTILE]))) == len(HOSTILE)
 
 

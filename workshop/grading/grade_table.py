@@ -83,16 +83,15 @@ NOT_ISOLATED = N_("not isolated: a rehearsal, not a grade")
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet reads as a formula
 
 
-def csv_cell(value) -> str:
-    """A cell a spreadsheet shows as text: one that would start a formula gets a leading apostrophe."""
-    text = str(value)
-    return "'" + text if text.startswith(FORMULA_START) else text
-
-
 def to_csv(header: list[str], lines: list[list[str]]) -> str:
+    """The table as CSV; a cell that would start a formula gets a leading apostrophe, so that a spreadsheet
+    shows it as text."""
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\n").writerows(
-        [[csv_cell(v) for v in line] for line in [header, *lines]]
+        [
+            ["'" + c if c.startswith(FORMULA_START) else c for c in map(str, line)]
+            for line in [header, *lines]
+        ]
     )
     return buf.getvalue()
 
