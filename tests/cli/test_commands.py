@@ -34,7 +34,7 @@ def test_resume_refusals(tmp_path):
     (run / "options.json").unlink()  # a run whose options were lost
     assert "options.json" in refused(["run", "--resume", run.name, "--out", str(tmp_path)])
     RunOptions("cpu").write(run)
-    results.finish_run(run)
+    results.end_run(run)
     assert "nothing to resume" in refused(["run", "--resume", run.name, "--out", str(tmp_path)])
 
 

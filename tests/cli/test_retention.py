@@ -25,9 +25,9 @@ def a_run(root: Path, k: int, workspace: bool, status: str = "finished", tag: st
     made = results.new_run(root, [], RunOptions("cpu"), **details)
     run = made.rename(root / f"20260101-{k:06d}-{tag * 6}")
     if status == "finished":
-        results.finish_run(run)
+        results.end_run(run)
     elif status == "interrupted":
-        results.stop_run(run, "interrupted (SIGINT, Ctrl-C)", None)
+        results.end_run(run, "interrupted (SIGINT, Ctrl-C)", None)
     return run
 
 

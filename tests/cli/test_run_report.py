@@ -28,7 +28,7 @@ def run_with(tmp_path, finished: bool = True):
         results.update_manifest(run, {lab: {"passed": passed, "duration_s": 1.0}})
     (run / "a" / "graph.png").write_bytes(b"\x89PNG")
     if finished:
-        results.finish_run(run)
+        results.end_run(run)
     return run
 
 

@@ -30,7 +30,7 @@ def test_a_new_run_records_its_options_and_what_ran(tmp_path):
 
 def test_an_incomplete_run_says_how_to_resume_it(tmp_path):
     run = runs.new_run(tmp_path, ["minigpt"], RunOptions("cpu", lang="en"))
-    results.stop_run(run, "interrupted (SIGINT, Ctrl-C)", "minigpt")
+    results.end_run(run, "interrupted (SIGINT, Ctrl-C)", "minigpt")
     line = runs.incomplete_line(run)
     assert f"resume it: python -m workshop run --resume {run.name}" in line and "\n" not in line
 
@@ -41,7 +41,7 @@ def test_an_incomplete_run_is_noted_once_with_how_to_resume_or_dismiss_it(tmp_pa
     screen = Console(file=io.StringIO(), width=400, force_terminal=False)
     monkeypatch.setattr(runs, "console", screen)
     run = runs.new_run(tmp_path, ["minigpt"], RunOptions("cpu", lang="en"))
-    results.stop_run(run, "interrupted (SIGINT, Ctrl-C)", "minigpt")
+    results.end_run(run, "interrupted (SIGINT, Ctrl-C)", "minigpt")
     runs.note_incomplete_runs(tmp_path)
     first = screen.file.getvalue()
     assert f"resume it: python -m workshop run --resume {run.name}" in first
@@ -49,7 +49,7 @@ def test_an_incomplete_run_is_noted_once_with_how_to_resume_or_dismiss_it(tmp_pa
     runs.note_incomplete_runs(tmp_path)
     assert screen.file.getvalue() == first, "noted once"
     results.resume_run(run)
-    results.stop_run(run, "interrupted (SIGINT, Ctrl-C)", "minigpt")
+    results.end_run(run, "interrupted (SIGINT, Ctrl-C)", "minigpt")
     runs.note_incomplete_runs(tmp_path)
     assert screen.file.getvalue().count("note: ") == 2, "stopped again: noted again"
 

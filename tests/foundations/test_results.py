@@ -28,7 +28,7 @@ def test_new_run_writes_a_manifest_and_latest_moves_only_when_it_finishes(tmp_pa
         "latest must not point at a run that has not finished"
     )
     results.update_manifest(run, {"minigpt": {"passed": True}})
-    results.finish_run(run)
+    results.end_run(run)
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["end_time"] and manifest["status"] == "finished"
     assert manifest["labs"] == {"minigpt": {"passed": True}}

@@ -360,7 +360,7 @@ def finished_run(tmp_path) -> Path:
     (run_dir / "minigpt").mkdir()
     child.write_result(run_dir / "minigpt", "minigpt", "cpu", [Check("c", True, 1, 1)], 1.0, "ok")
     results.update_manifest(run_dir, {"minigpt": {"passed": True, "duration_s": 1.0}})
-    results.finish_run(run_dir)
+    results.end_run(run_dir)
     return run_dir
 
 
@@ -414,7 +414,7 @@ def test_resume_runs_what_did_not_finish_and_keeps_the_stopped_lab_aside(tmp_pat
     (run_dir / "autograd").mkdir()
     (run_dir / "autograd" / "log.txt").write_text("half a lab")
     results.update_manifest(run_dir, {"autograd": {"passed": False, "stopped": "interrupted"}})
-    results.stop_run(run_dir, "interrupted (SIGINT, Ctrl-C)", "autograd")
+    results.end_run(run_dir, "interrupted (SIGINT, Ctrl-C)", "autograd")
     ran = []
 
     def fake_lab(run_dir, name, options, on_line=None):

@@ -193,33 +193,33 @@ def disk_full(run_dir: Path) -> bool:
     return not (run_dir / RESERVE).exists() or shutil.disk_usage(run_dir).free < RESERVE_BYTES
 
 
-def finish_run(run_dir: Path) -> None:
-    """Mark the run finished and point results/latest (a workspace's run: results/latest-check) at it."""
-    manifest = update_manifest(run_dir, status="finished", end_time=_now())
+def end_run(
+    run_dir: Path, why: str | None = None, lab: str | None = None, labs_ended: dict | None = None
+) -> None:
+    """Mark the run finished and point results/latest (a workspace's run: results/latest-check) at it; or, given
+    `why` (a signal, a full disk), mark it interrupted during `lab`, with the labs that ended (update_manifest's),
+    and results/latest stays."""
+    manifest = update_manifest(
+        run_dir,
+        labs_ended,
+        end_time=_now(),
+        **(
+            {"status": "finished"}
+            if why is None
+            else {"status": "interrupted", "stopped": {"why": why, "lab": lab}, "noted": False}
+        ),
+    )
     (run_dir / RESERVE).unlink(missing_ok=True)
-    link = run_dir.parent / f".{latest_name(manifest)}.{secrets.token_hex(4)}"
-    os.symlink(run_dir.name, link)
-    os.replace(link, run_dir.parent / latest_name(manifest))
+    if why is None:
+        link = run_dir.parent / f".{latest_name(manifest)}.{secrets.token_hex(4)}"
+        os.symlink(run_dir.name, link)
+        os.replace(link, run_dir.parent / latest_name(manifest))
 
 
 def latest_name(manifest: dict) -> str:
     """The pointer a finished run moves: a learner's workspace's runs never move the reference's latest."""
     implementation = manifest.get("implementation") or {}
     return LATEST_CHECK if implementation.get("kind") == "workspace" else LATEST
-
-
-def stop_run(run_dir: Path, why: str, lab: str | None, labs_ended: dict | None = None) -> None:
-    """Mark the run interrupted: why (a signal, a full disk) and during which lab, with the labs that ended
-    (update_manifest's). results/latest stays."""
-    update_manifest(
-        run_dir,
-        labs_ended,
-        status="interrupted",
-        end_time=_now(),
-        stopped={"why": why, "lab": lab},
-        noted=False,
-    )
-    (run_dir / RESERVE).unlink(missing_ok=True)
 
 
 def resume_run(run_dir: Path) -> list[str]:

@@ -110,16 +110,16 @@ def run_labs(
                     why = _("the disk under {root} is full").format(
                         root=workspace.display(run_dir.parent)
                     )
-                    results.stop_run(run_dir, why, name, {name: {**status[name], "stopped": why}})
+                    results.end_run(run_dir, why, name, {name: {**status[name], "stopped": why}})
                     full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
                     raise results.RunFolderError(results.unusable(run_dir.parent, full))
                 # (its result.json is written: the disk was not full)
                 on_end(name, status[name], result["checks"])
     except interrupt.Stopped as e:
         with interrupt.ignoring_signals():
-            results.stop_run(run_dir, e.why, name)
+            results.end_run(run_dir, e.why, name)
         raise
-    results.finish_run(run_dir)
+    results.end_run(run_dir)
     return status
 
 
