@@ -53,18 +53,6 @@ MODEL_ANSWERS = "model_answers*.md"
 QUOTE_MIN = 30  # characters: a reference's line this long, found in a handout, is quoted there
 
 
-def copy_tree(out: Path) -> None:
-    if out.exists() and any(out.iterdir()):
-        raise FileExistsError(f"{out} exists and is not empty")
-    out.mkdir(parents=True, exist_ok=True)
-    for name in (*KEPT, *KEPT_FILES):  # folders, then files
-        if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, out / name, ignore=shutil.ignore_patterns(*SKIPPED))
-        elif (ROOT / name).is_file():
-            shutil.copy2(ROOT / name, out / name)
-    (out / "results").mkdir(exist_ok=True)
-
-
 def replace_definition(path: Path, node: ast.stmt, text: str) -> None:
     """Replace the module-level definition `node` (of `path`'s source as it is now) with `text`."""
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
@@ -176,7 +164,16 @@ def build_learner(out: Path) -> SimpleNamespace:
         left_bodies=[],  # references whose body is still in the code
         quoted_in=[],  # "handout: reference (k lines)" where a handout quotes one
     )
-    copy_tree(out)
+    # a copy of the workshop's tree, without caches, into an empty `out`
+    if out.exists() and any(out.iterdir()):
+        raise FileExistsError(f"{out} exists and is not empty")
+    out.mkdir(parents=True, exist_ok=True)
+    for name in (*KEPT, *KEPT_FILES):  # folders, then files
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, out / name, ignore=shutil.ignore_patterns(*SKIPPED))
+        elif (ROOT / name).is_file():
+            shutil.copy2(ROOT / name, out / name)
+    (out / "results").mkdir(exist_ok=True)
     exercises = [ex for lab_exercises in all_exercises().values() for ex in lab_exercises]
     bodies, sources = {}, {}  # reference -> its body, its source (stub_reference)
     edited = {
