@@ -39,12 +39,12 @@ def test_a_check_that_cannot_start_says_the_fix(work):
         workspace.LearnerError,
         match=r"nowhere is not a folder: make your workspace with `python -m",
     ):
-        check_report.refuse_early(["autograd"], work.parent / "nowhere")
+        check_report.unrunnable(["autograd"], work.parent / "nowhere")
     with pytest.raises(
         workspace.LearnerError,
         match=r"my-work/autograd.py does not exist: write it with `python -m",
     ):
-        check_report.refuse_early(["autograd"], work)
+        check_report.unrunnable(["autograd"], work)
 
 
 def test_the_marks_line_up_in_every_language():
@@ -145,13 +145,13 @@ def test_a_failing_check_of_the_lab_itself_is_named_with_why(tmp_path):
 def test_a_file_that_does_not_compile_is_one_box_with_its_line(work):
     (work / "autograd.py").write_text("def f(:\n    pass\n")
     (work / "dispatcher.py").write_text("x = 1\n")
-    text = printed(check_report.not_compiling("autograd", work))
+    text = printed(check_report.unrunnable(["autograd"], work)["autograd"])
     assert (
         "FAIL your file does not compile: my-work/autograd.py line 1; no exercise of it was graded"
         in text
     )
     assert "my-work/autograd.py:1: SyntaxError" in text
-    assert check_report.not_compiling("dispatcher", work) == []
+    assert check_report.unrunnable(["dispatcher"], work) == {}
 
 
 def test_wrapping_keeps_a_path_whole_and_lines_within_100_columns():

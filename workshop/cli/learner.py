@@ -162,15 +162,14 @@ def cmd_list(args) -> int:
 def cmd_check(args) -> int:
     lab_names, only = check_targets(args.labs, args.only)
     work = Path(args.work)
-    with stop_on(workspace.LearnerError):
-        check_report.refuse_early(lab_names, work)
-    if args.hint and not only:
-        raise fail(_("--hint needs the exercise: python -m workshop check LAB EXERCISE --hint"))
     # lab -> its report's lines and whether it passed; a lab whose file does not compile is not run: its report is
     # that one box
-    reports = {
-        lab: (lines, False) for lab in lab_names if (lines := check_report.not_compiling(lab, work))
-    }
+    with stop_on(workspace.LearnerError):
+        reports = {
+            lab: (lines, False) for lab, lines in check_report.unrunnable(lab_names, work).items()
+        }
+    if args.hint and not only:
+        raise fail(_("--hint needs the exercise: python -m workshop check LAB EXERCISE --hint"))
     graded = [lab for lab in lab_names if lab not in reports]
     kept = tuple(ex_id for ex_id in only if ex_id.split(".")[0] in graded)
     graded = [] if only and not kept else graded

@@ -44,10 +44,12 @@ def mark(status: str) -> str:
     return f"[{style}]{_(text):<{width}}[/{style}]"
 
 
-def refuse_early(lab_names: list[str], work: Path) -> None:
+def unrunnable(lab_names: list[str], work: Path) -> dict[str, list[str]]:
     """Stop before any lab runs when the workspace or a lab's file is not there: workspace.LearnerError, whose one
     line says how to make it. (A lab without exercises never gets here: the command line stops at its name,
-    cli.learner.exercise_labs.)"""
+    cli.learner.exercise_labs.) Else lab -> its report, for each lab whose workspace file does not compile. Such
+    a lab is not run: a file that does not compile has no exercise to grade (the learner's code is compiled, not
+    run, here)."""
     if not Path(work).is_dir():
         raise workspace.LearnerError(
             _("{work} is not a folder: make your workspace with `{command}`").format(
@@ -55,19 +57,39 @@ def refuse_early(lab_names: list[str], work: Path) -> None:
                 command=f"python -m workshop exercises init {workspace.display(work)}",
             )
         )
+    reports = {}
     for lab in lab_names:
-        missing = [
-            Path(work) / n
-            for n in workspace.lab_files(lab)
-            if n.endswith(".py") and not (Path(work) / n).is_file()
-        ]
-        if missing:
-            raise workspace.LearnerError(
-                _("{file} does not exist: write it with `{command}`").format(
-                    file=workspace.display(missing[0]),
-                    command=f"python -m workshop exercises init {workspace.display(work)} --lab {lab}",
+        for path in (Path(work) / n for n in workspace.lab_files(lab) if n.endswith(".py")):
+            if not path.is_file():
+                raise workspace.LearnerError(
+                    _("{file} does not exist: write it with `{command}`").format(
+                        file=workspace.display(path),
+                        command=f"python -m workshop exercises init {workspace.display(work)} --lab {lab}",
+                    )
                 )
-            )
+            try:
+                # a SyntaxWarning is the worker's to report, in its exercise
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
+            except (SyntaxError, ValueError) as e:  # ValueError: a null byte (Python 3.11)
+                line = getattr(e, "lineno", None) or "?"
+                shown = workspace.display(path)
+                error = f"{type(e).__name__}: {getattr(e, 'msg', None) or e}"
+                reports.setdefault(  # the first file of the lab that does not compile
+                    lab,
+                    [
+                        f"[bold]{lab}[/bold]  ({escape(shown)})",
+                        f"  {mark(checks.FAILING)}  "
+                        + escape(
+                            _(
+                                "your file does not compile: {file} line {line}; no exercise of it was graded"
+                            ).format(file=shown, line=line)
+                        ),
+                        *wrapped(_("why"), f"{shown}:{line}: {error}"),
+                    ],
+                )
+    return reports
 
 
 def regrade_sources(results_root: Path, work: Path, ids: tuple[str, ...]) -> dict[str, str]:
@@ -191,34 +213,6 @@ def lab_report(
         )
     )
     return lines, passed == len(entries) and not own
-
-
-def not_compiling(lab: str, work: Path) -> list[str]:
-    """The report of a lab whose workspace file does not compile, or [] when every file of it does. Such a lab
-    is not run: a file that does not compile has no exercise to grade (the learner's code is compiled, not
-    run, here)."""
-    for name in (n for n in workspace.lab_files(lab) if n.endswith(".py")):
-        path = Path(work) / name
-        try:
-            # a SyntaxWarning is the worker's to report, in its exercise
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
-        except (SyntaxError, ValueError) as e:  # ValueError: a null byte (Python 3.11)
-            line = getattr(e, "lineno", None) or "?"
-            shown = workspace.display(path)
-            error = f"{type(e).__name__}: {getattr(e, 'msg', None) or e}"
-            return [
-                f"[bold]{lab}[/bold]  ({escape(shown)})",
-                f"  {mark(checks.FAILING)}  "
-                + escape(
-                    _(
-                        "your file does not compile: {file} line {line}; no exercise of it was graded"
-                    ).format(file=shown, line=line)
-                ),
-                *wrapped(_("why"), f"{shown}:{line}: {error}"),
-            ]
-    return []
 
 
 # Where a learner stands besides the graded statuses (checks.PASSING, ...); translated where shown.
