@@ -447,7 +447,7 @@ def test_init_in_spanish_writes_the_custom_op_statements(tmp_path, spanish):
 
 def test_the_custom_op_bad_input_check_reads_the_spanish_errors(spanish):
     """The op's errors come out in Spanish, so the check that each names its problem looks for Spanish words."""
-    run = functools.partial(custom_op_probes.apply, shipped_pieces())
+    run = functools.partial(custom_op_probes.apply, custom_op_probes.build(shipped_pieces()))
     found = custom_op_correctness.bad_inputs(run, TEST_DEVICE)
     assert "x debe ser un tensor de coma flotante" in found["integer dtype"]
     assert all(custom_op_correctness.names_the_problem(case, msg) for case, msg in found.items())

@@ -1,8 +1,8 @@
 """Probes: what runs where a learner's code may run (the worker), on the op made of a set of pieces, a learner's own
 or the shipped ones (own_op.py), or on one piece when the exercise that writes it is graded (the probes of one
-piece, below `minigpt`). Each takes the pieces, {exercise name: the learner's or the reference's object},
-builds the op from them and returns plain values (tensors, strings, numbers, lists and dicts of these) for the lab's
-process to judge: nothing here decides whether anything is right.
+piece, below `minigpt`). The pieces are {exercise name: the learner's or the reference's object}; in_worker builds
+the op from them and hands it to the probe of the op asked for. Each returns plain values (tensors, strings,
+numbers, lists and dicts of these) for the lab's process to judge: nothing here decides whether anything is right.
 
 The pieces, by exercise: forward_kernel, backward_kernel (@triton.jit kernels), fake, setup_context, backward
 (functions), and the registration (learner_op.REGISTRATIONS). The op is registered as
@@ -100,17 +100,15 @@ def _answer(ops, request: dict) -> dict:
         return {"error": f"{type(e).__name__}: {e}"}
 
 
-def apply(pieces: dict, requests: list[dict]) -> dict:
-    """Each request answered by the op made of `pieces`, and the kernels all of them launched, in order."""
-    ops = build(pieces)
+def apply(ops: softmax_op.SoftmaxOps, requests: list[dict]) -> dict:
+    """Each request answered by `ops`, and the kernels all of them launched, in order."""
     with recording() as launches:
         replies = [_answer(ops, request) for request in requests]
     return {"replies": replies, "launches": [launch.kernel for launch in launches]}
 
 
-def step_launches(pieces: dict, shape: list[int], device: str) -> list[dict]:
-    """A forward + backward step of the op made of `pieces` at `shape`: each launch's kernel, grid, constexprs."""
-    ops = build(pieces)
+def step_launches(ops: softmax_op.SoftmaxOps, shape: list[int], device: str) -> list[dict]:
+    """A forward + backward step of `ops` at `shape`: each launch's kernel, grid, constexprs."""
     x = torch.randn(shape, device=device, requires_grad=True)
     with recording() as launches:
         ops.forward(x, -1).backward(torch.ones_like(x))
@@ -120,10 +118,9 @@ def step_launches(pieces: dict, shape: list[int], device: str) -> list[dict]:
     ]
 
 
-def checks(pieces: dict, device: str, long_shape: list[int] | None) -> dict:
-    """PyTorch's own checks of the op made of `pieces`: gradcheck and gradgradcheck, and opcheck, as the error's
-    first line or "passed" / "SUCCESS" per case."""
-    ops = build(pieces)
+def checks(ops: softmax_op.SoftmaxOps, device: str, long_shape: list[int] | None) -> dict:
+    """PyTorch's own checks of `ops`: gradcheck and gradgradcheck, and opcheck, as the error's first line or
+    "passed" / "SUCCESS" per case."""
     return {
         "gradcheck": correctness.gradchecks(ops.forward, device, long_shape and tuple(long_shape)),
         "opcheck": correctness.opchecks(ops, device),
@@ -137,18 +134,16 @@ def compiled(pieces: dict, kind: str, x: torch.Tensor, dy: torch.Tensor) -> dict
     return learner_op.compiled_facts(build(pieces, kind), x, dy)
 
 
-def graph_breaks(pieces: dict, x: torch.Tensor) -> int:
-    """torch._dynamo.explain's graph breaks in softmax(2x) * 3 with the op made of `pieces`."""
-    ops = build(pieces)
+def graph_breaks(ops: softmax_op.SoftmaxOps, x: torch.Tensor) -> int:
+    """torch._dynamo.explain's graph breaks in softmax(2x) * 3 with `ops`."""
     return torch._dynamo.explain(lambda t: ops.forward(t * 2.0, -1) * 3.0)(x).graph_break_count
 
 
 def minigpt(
-    pieces: dict, state: dict, config: dict, x: torch.Tensor, targets: torch.Tensor
+    ops: softmax_op.SoftmaxOps, state: dict, config: dict, x: torch.Tensor, targets: torch.Tensor
 ) -> dict:
-    """The MiniGPT of `state` with the op made of `pieces` in its attention: its logits on `x`, the gradients of
-    its loss on `targets` (in parameter order), and the kernels the step launched."""
-    ops = build(pieces)
+    """The MiniGPT of `state` with `ops` in its attention: its logits on `x`, the gradients of its loss on
+    `targets` (in parameter order), and the kernels the step launched."""
     model = GPT(GPTConfig(**config)).to(x.device)
     model.load_state_dict(state)
     model.use_softmax(ops.forward)
@@ -303,16 +298,19 @@ def kernel_line(error: BaseException, kernel) -> tuple[str, str]:
     return workspace.display(path), ""
 
 
-IN_WORKER = {
-    probe.__name__: probe
-    for probe in (stubs, apply, step_launches, checks, compiled, graph_breaks, minigpt)
-}
+# The probes in_worker runs: those of the op made of the pieces, which it builds (build) and hands them, and those
+# that take the pieces themselves (whether each is a stub; the op registered as a kind of their own).
+ON_OP = {probe.__name__: probe for probe in (apply, step_launches, checks, graph_breaks, minigpt)}
+ON_PIECES = {probe.__name__: probe for probe in (stubs, compiled)}
 
 
 def in_worker(by_attribute: dict, exercise_of: dict, lang: str, probe: str, *args):
-    """The worker's entry (LabContext.probe, own_op.py): IN_WORKER[probe] on the learner's pieces, which the worker
-    gives by their names in the learner's file, `exercise_of` maps them to their exercises. The op's errors are
-    said in the lab's language `lang` (the worker's own is none: correctness.names_the_problem reads them)."""
+    """The worker's entry (LabContext.probe, own_op.py): the probe named `probe` (ON_OP, ON_PIECES) on the
+    learner's pieces, which the worker gives by their names in the learner's file, `exercise_of` maps them to their
+    exercises. The op's errors are said in the lab's language `lang` (the worker's own is none:
+    correctness.names_the_problem reads them)."""
     i18n.set_language(lang)
     pieces = {exercise_of[attribute]: piece for attribute, piece in by_attribute.items()}
-    return IN_WORKER[probe](pieces, *args)
+    if probe in ON_PIECES:
+        return ON_PIECES[probe](pieces, *args)
+    return ON_OP[probe](build(pieces), *args)

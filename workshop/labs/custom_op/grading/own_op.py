@@ -27,9 +27,10 @@ class OwnOp:
     waiting: list[str] = field(default_factory=list)  # the exercises whose piece is not there yet
 
     def probe(self, function: Callable, *args):
-        """function(pieces, *args), one of op_probes.IN_WORKER, in the ctx's worker (op_probes.in_worker finds it
-        there by its name): in a graded run the learner's pieces in the worker process, where an error of theirs
-        raises LearnerCodeFailed; in a plain run the shipped pieces, in the lab's own process."""
+        """function(the op made of the pieces, or the pieces, *args), one of op_probes.ON_OP or ON_PIECES, in the
+        ctx's worker (op_probes.in_worker finds it there by its name, and builds the op): in a graded run the
+        learner's pieces in the worker process, where an error of theirs raises LearnerCodeFailed; in a plain run
+        the shipped pieces, in the lab's own process."""
         return self.ctx.probe(
             op_probes.in_worker,
             self.exercise_of,
