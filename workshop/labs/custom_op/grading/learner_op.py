@@ -37,7 +37,6 @@ import inspect
 from pathlib import Path
 
 import torch
-import torch._dynamo
 from torch._library import custom_ops
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch._subclasses.functional_tensor import FunctionalTensorMode
