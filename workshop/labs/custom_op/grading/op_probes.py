@@ -17,7 +17,9 @@ worker speaks none, so a mistake comes back as facts (kernel_watch.OutOfBounds' 
 that the lab says in the learner's.
 
 A piece still raising NotImplementedError (read from its source: a stub kernel would not compile on a GPU) raises
-NotImplementedError here, which the worker reports as "not started".
+NotImplementedError here, which the worker reports as "not started": in the first probe its exercise asks
+(kernel_signature, fake_outputs, saved, gradient, registration), which the later ones (kernel_cases, twin_checks)
+follow only once it answered.
 """
 
 from __future__ import annotations
@@ -176,7 +178,6 @@ def kernel_cases(kernel, direction: str, cases: list[dict], device: str) -> list
     """The kernel launched on each case (kernel_grading.guarded_case's buffers, by kernel_grading.launch_case,
     watched: every load and store bounds-checked under the interpreter), up to the first that goes out of bounds
     ({"out_of_bounds": {access, place, at, line}}) or raises ({"raised": {at, line, error}})."""
-    started(kernel)
     found = []
     for case in cases:
         try:
@@ -199,7 +200,6 @@ def kernel_cases(kernel, direction: str, cases: list[dict], device: str) -> list
 def twin_checks(piece, exercise: str, device: str, seed: int, dim: int = -1) -> dict:
     """gradcheck, opcheck and torch.compile of the twin made with the piece (learner_op.twin, learner_op.op_facts):
     for a registration, the op it registers."""
-    started(piece)
     ops = learner_op.twin(exercise, piece, device)
     with kernel_watch.watched():  # its loads and stores bounds-checked
         return learner_op.op_facts(ops, dim, device, seed)
@@ -239,8 +239,7 @@ def saved(setup_context, x: torch.Tensor) -> dict:
     tensors, y, and ctx.dim ("has_dim" False when it set none; a value that is not a number or a string as its
     repr)."""
     started(setup_context)
-    ops = learner_op.twin("setup_context", setup_context)
-    y = ops.forward(x.requires_grad_(), -1)
+    y = learner_op.twin("setup_context", setup_context).forward(x.requires_grad_(), -1)
     node = y.grad_fn
     dim = getattr(node, "dim", None)
     plain = type(dim) in (int, float, bool, str, type(None))
