@@ -55,7 +55,7 @@ def by_spawn():  # multiprocessing's spawn raises no audit event: seen by its ch
 
 @pytest.mark.parametrize("rule", sorted(w.CHEATS))
 def test_each_forbidden_thing_is_seen_and_nothing_else(rule):
-    _, seen = watched_call(w.CHEATS[rule], HAND_RULES)
+    _, seen = watched_call(w.CHEATS[rule], rules=HAND_RULES)
     assert list(seen) == [rule], seen
     assert seen[rule]["count"] > 0 and 0 < len(seen[rule]["examples"]) <= 3
 
@@ -73,7 +73,7 @@ def test_each_forbidden_thing_is_seen_and_nothing_else(rule):
     ids=lambda v: v.__name__ if callable(v) else v,
 )
 def test_more_ways_of_breaking_a_rule_are_seen(cheat, rule):
-    _, seen = watched_call(cheat, HAND_RULES)
+    _, seen = watched_call(cheat, rules=HAND_RULES)
     assert rule in seen and seen[rule]["count"] > 0, seen
 
 
@@ -83,24 +83,24 @@ def test_every_rule_has_a_planted_cheat():
 
 def test_the_engine_ranges_count_as_the_engine_only():
     """The nodes and derivative ops the engine runs are the engine's: one rule, not three."""
-    _, seen = watched_call(by_backward, ("engine", "grad_fn", "derivative_op"))
+    _, seen = watched_call(by_backward, rules=("engine", "grad_fn", "derivative_op"))
     assert set(seen) == {"engine"}, seen
 
 
 def test_the_honest_hand_formulas_and_vmap_are_allowed():
-    result, seen = watched_call(cross_entropy_grad, HAND_RULES, w.Z[None], w.T[None])
+    result, seen = watched_call(cross_entropy_grad, w.Z[None], w.T[None], rules=HAND_RULES)
     assert seen == {} and result[1].shape == (1, *w.Z.shape)
-    assert watched_call(torch.func.vmap(torch.sin), HAND_RULES, w.Z)[1] == {}
+    assert watched_call(torch.func.vmap(torch.sin), w.Z, rules=HAND_RULES)[1] == {}
 
 
 def test_the_engine_exercises_may_call_nodes_but_not_the_engine():
-    assert watched_call(w.grad_fn_called, ENGINE_RULES)[1] == {}
-    assert set(watched_call(w.CHEATS["engine"], ENGINE_RULES)[1]) == {"engine"}
+    assert watched_call(w.grad_fn_called, rules=ENGINE_RULES)[1] == {}
+    assert set(watched_call(w.CHEATS["engine"], rules=ENGINE_RULES)[1]) == {"engine"}
 
 
 def test_what_a_watch_saw_is_plain_data_that_adds_up():
-    _, first = watched_call(w.CHEATS["derivative_op"], HAND_RULES)
-    _, second = watched_call(w.CHEATS["derivative_op"], HAND_RULES)
+    _, first = watched_call(w.CHEATS["derivative_op"], rules=HAND_RULES)
+    _, second = watched_call(w.CHEATS["derivative_op"], rules=HAND_RULES)
     total = add_seen(add_seen({}, first), second)
     assert total == {
         "derivative_op": {"count": 2, "examples": ["aten::_log_softmax_backward_data"]}
@@ -132,9 +132,9 @@ def test_an_error_in_the_watched_code_stops_the_watch():
         raise ValueError("learner's bug")
 
     with pytest.raises(ValueError, match="learner's bug"):
-        watched_call(broken, HAND_RULES)
+        watched_call(broken, rules=HAND_RULES)
     # a new watch starts: the profiler was stopped
-    assert watched_call(w.CHEATS["derivative_op"], HAND_RULES)[1]
+    assert watched_call(w.CHEATS["derivative_op"], rules=HAND_RULES)[1]
 
 
 @pytest.mark.gpu
@@ -146,4 +146,4 @@ def test_the_engine_is_seen_on_its_cuda_device_thread():
     def on_cuda():
         return torch.autograd.grad(F.linear(x, w).square().sum(), w)
 
-    assert "engine" in watched_call(on_cuda, ENGINE_RULES)[1]
+    assert "engine" in watched_call(on_cuda, rules=ENGINE_RULES)[1]

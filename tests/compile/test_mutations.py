@@ -25,7 +25,6 @@ from workshop.labs.compile import (
     kernel_explanation,
     lab,
     loops,
-    provenance,
     trace_report,
 )
 from workshop.labs.compile.grading import run_grading
@@ -175,7 +174,7 @@ def max_not_recognised(mp, run, ctx):
 
 def wrong_model_package(mp, run, ctx):
     """Source lines looked up under the wrong package: no kernel traces back to model.py."""
-    mp.setattr(provenance, "MODEL_DIR", "workshop/no_such_package/")
+    mp.setattr(generated_kernels, "MODEL_DIR", "workshop/no_such_package/")
     read_back(run, ctx)
 
 

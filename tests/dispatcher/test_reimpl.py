@@ -10,14 +10,14 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from workshop.labs.dispatcher import keys, reimpl
-from workshop.labs.dispatcher.crosscheck import (
+from workshop.labs.dispatcher.recorder import seen_call
+from workshop.labs.dispatcher.tracing import (
     explain_call,
+    gemm_kernels,
     priority_disagreements,
     real_chain,
     real_keys,
 )
-from workshop.labs.dispatcher.recorder import seen_call
-from workshop.labs.dispatcher.tracing import gemm_kernels
 
 
 def test_table_parser_reads_both_dump_formats_and_skips_noise():

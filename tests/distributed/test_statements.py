@@ -71,9 +71,12 @@ def test_tensor_parallel_all_reduces_carry_an_activation_or_one_number_per_token
 
 @pytest.mark.parametrize("n", [2, 4, 8])
 def test_a_ring_sends_n_minus_1_over_n_of_a_gather_or_scatter_and_twice_that_of_an_all_reduce(n):
+    def per_buffer_byte(op):  # one call of op whose buffer is 1 byte
+        return collectives.sent_bytes({"op": op, "bytes": 1}, n)
+
     for op in ("allgather", "reducescatter"):
-        assert collectives.sent_per_buffer_byte(op, n) == (n - 1) / n
-    assert collectives.sent_per_buffer_byte("allreduce", n) == 2 * (n - 1) / n
+        assert per_buffer_byte(op) == (n - 1) / n
+    assert per_buffer_byte("allreduce") == 2 * (n - 1) / n
 
 
 OVERSTATED = [

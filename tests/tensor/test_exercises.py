@@ -14,7 +14,7 @@ from workshop import labs
 from workshop.declarations import checks
 from workshop.foundations.run_options import RunOptions
 from workshop.lab_api import LabContext
-from workshop.labs.tensor import counting_mode, lab, recording_tensor, strided_views
+from workshop.labs.tensor import lab, python_key, strided_views
 from workshop.labs.tensor.grading.exercises import EXERCISES
 from workshop.labs.tensor.model_predictions import PREDICTIONS
 
@@ -33,7 +33,7 @@ def correct() -> str:
         strided_views.diagonal_view,
         strided_views.sliding_window,
     ]
-    functions += [counting_mode.count_dispatch, recording_tensor.record_dispatch]
+    functions += [python_key.count_dispatch, python_key.record_dispatch]
     sources = [inspect.getsource(f) for f in functions]
     return (
         labs.workspace_header("tensor")

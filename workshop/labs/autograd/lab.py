@@ -18,7 +18,6 @@ from workshop.engine import Case, Comparison, Graded
 from workshop.i18n import _, grouped
 from workshop.lab_api import LabContext
 from workshop.labs.autograd.batch import HeadBatch, leaves, load_batch
-from workshop.labs.autograd.engine_trace import profile_backward
 from workshop.labs.autograd.finite_diff import (
     TOLERANCE,
     gradcheck_autograd,
@@ -32,7 +31,7 @@ from workshop.labs.autograd.grading.hand_cases import (
     linear_cases,
     tf32_call,
 )
-from workshop.labs.autograd.grading.no_autograd import ENGINE_CHECKS, HAND_CHECKS, watched_by_hand
+from workshop.labs.autograd.grading.no_autograd import ENGINE_CHECKS, HAND_CHECKS, watched_call
 from workshop.labs.autograd.grading.replay_grading import (
     DECAY,
     HEAD,
@@ -57,6 +56,7 @@ from workshop.labs.autograd.precision import (
     float32_against_float64,
     tf32_effect,
 )
+from workshop.labs.autograd.replay import profile_backward
 
 TRACE = "backward_trace.json"
 
@@ -111,8 +111,8 @@ def grade_hand(
 
 def grade_by_hand(ctx: LabContext, name: str, cases: list[Case], also=None) -> Graded:
     """One hand-gradient exercise through the engine: each case watched for autograd in the worker
-    (no_autograd.watched_by_hand), then the "no autograd" checks (no_autograd.HAND_CHECKS)."""
-    return engine.grade(ctx, name, cases, call=watched_by_hand, rules=HAND_CHECKS, also=also)
+    (no_autograd.watched_call), then the "no autograd" checks (no_autograd.HAND_CHECKS)."""
+    return engine.grade(ctx, name, cases, call=watched_call, rules=HAND_CHECKS, also=also)
 
 
 def check_precision(

@@ -16,9 +16,13 @@ import torch
 from workshop.foundations.tensor_bytes import tensor_bytes
 from workshop.i18n import N_, _, templates
 from workshop.lab_api import Check, LabContext
-from workshop.labs.compile.generated_kernels import GeneratedKernel
+from workshop.labs.compile.generated_kernels import (
+    SHAPE_ONLY,
+    GeneratedKernel,
+    op_name,
+    source_line,
+)
 from workshop.labs.compile.loops import kernel_structure
-from workshop.labs.compile.provenance import SHAPE_ONLY, op_name, source_line
 
 PREFERRED = ("_softmax", "native_layer_norm")  # the attention softmax, else a LayerNorm
 # The lab's worked example, from the training backward (no exercise asks about it): the attention softmax's

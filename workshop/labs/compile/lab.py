@@ -56,7 +56,7 @@ LOSS_RTOL, LOGITS_RTOL, GRAD_RTOL = 1e-6, 2e-5, 2e-5
 
 
 def run(ctx: LabContext) -> None:
-    trace_report.start_torch_trace(ctx.path(trace_report.TRACE_DIR))
+    trace_report.send_torch_trace(ctx.path(trace_report.TRACE_DIR))
     torch.manual_seed(ctx.options.seed)
     torch._logging.set_logs(recompiles=True, graph_breaks=True)  # each one goes to log.txt
     if ctx.options.device == "cuda":

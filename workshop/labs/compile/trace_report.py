@@ -2,7 +2,7 @@
 guards, AOTAutograd's graphs and Inductor's code, from the structured trace torch writes under TORCH_TRACE.
 
 `TORCH_TRACE=DIR python ...` is read when torch is imported; the lab's process has imported torch already, so
-`start_torch_trace` points torch's own trace handler (a LazyTraceHandler, which opens its file at the first
+`send_torch_trace` points torch's own trace handler (a LazyTraceHandler, which opens its file at the first
 record) at the lab's folder instead. `make_report` then runs `tlparse TRACE -o OUT --no-browser`. tlparse is a
 separate program (pinned in requirements-pinned.txt); where it is not installed the report is not made and
 the report's `reason` says why: the raw trace stays for a machine that has it.
@@ -26,20 +26,14 @@ REPORT_DIR = "tlparse"  # tlparse's HTML report: tlparse/index.html
 TLPARSE_PIN = "tlparse==0.4.3"
 
 
-def start_torch_trace(folder: Path) -> None:
-    """Send torch's structured trace (the records TORCH_TRACE would) to `folder`; call before compiling and
-    before torch._logging.set_logs, which attaches the handler."""
+def send_torch_trace(folder: Path | None) -> None:
+    """Send torch's structured trace (the records TORCH_TRACE would) to `folder`: call it before compiling and
+    before torch._logging.set_logs, which attaches the handler. None: close the trace file and send later records
+    nowhere (as when TORCH_TRACE is unset)."""
     internal = torch._logging._internal
-    internal.LOG_TRACE_HANDLER = internal.LazyTraceHandler(str(folder))
-    torch._logging._init_logs()
-
-
-def stop_torch_trace() -> None:
-    """Close the trace file and send later records nowhere (as when TORCH_TRACE is unset)."""
-    internal = torch._logging._internal
-    if internal.LOG_TRACE_HANDLER is not None:
+    if folder is None and internal.LOG_TRACE_HANDLER is not None:
         internal.LOG_TRACE_HANDLER.close()
-    internal.LOG_TRACE_HANDLER = internal.LazyTraceHandler(None)
+    internal.LOG_TRACE_HANDLER = internal.LazyTraceHandler(None if folder is None else str(folder))
     torch._logging._init_logs()
 
 
@@ -98,7 +92,7 @@ def tlparse_report(ctx: LabContext, captures: dict) -> dict:
     """tlparse's HTML report of this run's trace. Where tlparse is installed the report must be made and hold
     the Inductor code of every module this lab captured (a trace started late, or lost, holds fewer).
     captures: stage -> what its compile produced (capture.compile_and_capture's)."""
-    stop_torch_trace()
+    send_torch_trace(None)
     report = make_report(ctx.path(TRACE_DIR), ctx.path(REPORT_DIR))
     if tlparse_program() is not None:
         ctx.check_equal(

@@ -2,7 +2,7 @@
 through every dispatch decision down to the op (and, on CUDA, the cuBLAS kernel) that does the GEMM.
 
 Each scenario is recorded (recorder.py), explained key by key with the real dispatcher's own answers (keys.py,
-crosscheck.py: never with the re-implementation the learner writes), and written to trace.json / trace.md /
+tracing.py: never with the re-implementation the learner writes), and written to trace.json / trace.md /
 dispatch_path.png / profiler/*.json. The learner's table_entry and walk (reimpl.py's in a plain run), predictions
 and answers are graded by the one engine (engine.py) on the run's decisions and facts, measured here
 (grade_exercises); their declarations, diagnoses included, are in grading/.
@@ -18,11 +18,17 @@ from workshop import engine
 from workshop.foundations import atomic
 from workshop.i18n import _, templates
 from workshop.lab_api import LabContext
-from workshop.labs.dispatcher import keys, trace_text
-from workshop.labs.dispatcher.crosscheck import depths, flat, priority_disagreements, real_keys
+from workshop.labs.dispatcher import keys, trace_display
 from workshop.labs.dispatcher.grading import probes
 from workshop.labs.dispatcher.scenario_list import CALLS, RECORDER_KEYS, all_scenarios
-from workshop.labs.dispatcher.tracing import lm_head_input, run_scenario
+from workshop.labs.dispatcher.tracing import (
+    depths,
+    flat,
+    lm_head_input,
+    priority_disagreements,
+    real_keys,
+    run_scenario,
+)
 from workshop.minigpt import checkpoint
 
 PROFILE_DIR = "profiler"  # one Chrome trace JSON per scenario, for Perfetto / chrome://tracing
@@ -81,7 +87,7 @@ def run(ctx: LabContext) -> None:
                 "call": CALLS[r["call"]],
                 "input_shapes": [a["shape"] for a in r["python_layer"][0]["tensor_args"]],
                 "decided_at": real_keys(r["tree"])[-1],
-                "ops": trace_text.top_ops(r["tree"]),
+                "ops": trace_display.top_ops(r["tree"]),
                 "gemm_op": r["gemm_op"],
                 "gemm_kernels": r["gemm_kernels"],
                 "output": r["output"],
@@ -120,8 +126,8 @@ def write_outputs(ctx: LabContext, results: list[dict], profiles: dict[str, byte
     values = {
         "results": results,
         "calls": CALLS,
-        "max_shown": trace_text.MAX_SHOWN,
-        "t": trace_text,
+        "max_shown": trace_display.MAX_SHOWN,
+        "t": trace_display,
         "depths": depths,
     }
     ctx.write_text(
@@ -132,10 +138,7 @@ def write_outputs(ctx: LabContext, results: list[dict], profiles: dict[str, byte
         by_name[f"{ctx.options.device}/grad/3d"],
         by_name[f"{ctx.options.device}/inference_mode/3d"],
     ]
-    # matplotlib costs ~1 s to import: only a whole run draws, not a check of named exercises
-    from workshop.labs.dispatcher.ladder import dispatch_path_figure
-
-    ctx.save_figure("dispatch_path.png", dispatch_path_figure(panels))
+    ctx.save_figure("dispatch_path.png", trace_display.dispatch_path_figure(panels))
 
 
 def call_count(results: list[dict]) -> int:
@@ -187,7 +190,7 @@ def expected_autograd_node(r: dict) -> str | None:
     )
     if not records:
         return None
-    last = trace_text.top_ops(r["tree"])[-1].removeprefix("aten::")
+    last = trace_display.top_ops(r["tree"])[-1].removeprefix("aten::")
     return "".join(part.capitalize() for part in last.split("_")) + "Backward0"
 
 
@@ -353,11 +356,11 @@ def summary_values(ctx: LabContext, results: list[dict], profiles: list[str]) ->
         "matmul": [r for r in results if r["call"] != "linear"],
         # the sentences on matmul's GEMM op are printed only when this run's trace shows them
         "matmul_folds": folded["gemm_ops"] == ["aten::mm"]
-        and trace_text.top_ops(folded["tree"])[-1] == "aten::_unsafe_view",
+        and trace_display.top_ops(folded["tree"])[-1] == "aten::_unsafe_view",
         "matmul_batches": by_name[f"{ctx.options.device}/matmul_batched/3d"]["gemm_ops"]
         == ["aten::bmm"],
         "calls": CALLS,
         "main_profile": profile_name(main["name"]),
         "profiles": profiles,
-        "t": trace_text,
+        "t": trace_display,
     }

@@ -63,18 +63,6 @@ def kind(op: str) -> str:
     return next((k for k in KINDS if k in flat), "")
 
 
-def sent_per_buffer_byte(op_kind: str, n: int) -> float:
-    """Bytes one rank sends per byte of the collective's buffer, ring algorithms (see the module docstring)."""
-    return {
-        "allreduce": 2 * (n - 1) / n,
-        "allgather": (n - 1) / n,
-        "reducescatter": (n - 1) / n,
-        "broadcast": (n - 1) / n,
-        "send": 1.0 if n > 1 else 0.0,
-        "recv": 0.0,
-    }[op_kind]
-
-
 def bus_factor(op_kind: str, n: int) -> float:
     """nccl-tests' busbw / algbw: all-reduce 2(N-1)/N, all-gather and reduce-scatter (N-1)/N, others 1."""
     return {
@@ -91,8 +79,17 @@ CollectiveRow = dict
 
 
 def sent_bytes(row: CollectiveRow, n: int) -> float:
-    """Bytes one rank sends for the row's calls among n ranks (sent_per_buffer_byte)."""
-    return row["bytes"] * sent_per_buffer_byte(kind(row["op"]), n)
+    """Bytes one rank sends for the row's calls among n ranks: their buffers' bytes times what one rank sends per
+    byte of buffer with the ring algorithms (see the module docstring)."""
+    sent_per_buffer_byte = {
+        "allreduce": 2 * (n - 1) / n,
+        "allgather": (n - 1) / n,
+        "reducescatter": (n - 1) / n,
+        "broadcast": (n - 1) / n,
+        "send": 1.0 if n > 1 else 0.0,
+        "recv": 0.0,
+    }
+    return row["bytes"] * sent_per_buffer_byte[kind(row["op"])]
 
 
 def total(

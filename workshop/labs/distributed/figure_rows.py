@@ -69,7 +69,7 @@ def issued_early(row: FigureRow, op_kind: str = "allreduce") -> tuple[int, int]:
 
 def communication(row: FigureRow) -> list[dict]:
     """Per kind of collective in the logged step, rank 0: its calls, their buffers' bytes, this rank's share
-    of them on the wire (ring algorithms: collectives.sent_per_buffer_byte), and where the profiler trace has
+    of them on the wire (ring algorithms: collectives.sent_bytes), and where the profiler trace has
     this kind, its seconds and bus bandwidth (buffer / time x nccl-tests' factor, GB/s: 1e9 bytes/s), else
     None. Sends and receives get no time: a posted send's span lasts until its receive is posted, so their
     spans measure waiting, not moving."""

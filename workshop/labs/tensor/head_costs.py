@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from workshop.labs.tensor.counting_mode import CountingMode
+from workshop.labs.tensor.python_key import CountingMode
 
 MM, ADDMM, SUM = "aten.mm.default", "aten.addmm.default", "aten.sum.dim_IntList"
 

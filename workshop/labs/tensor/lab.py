@@ -1,7 +1,7 @@
 """Lab tensor: the LM head's own tensors taken apart. Each view's sizes, strides, storage offset and storage
 (anatomy.py), views written with as_strided only (strided_views.py), the version counter and autograd's refusal of
-a saved tensor changed in place (versions.py), then the Python dispatch key built by the learner: a mode that
-counts FLOPs and bytes (counting_mode.py) and a subclass that records ops (recording_tensor.py), each checked
+a saved tensor changed in place (versions.py), then the Python dispatch key built by the learner (python_key.py): a
+mode that counts FLOPs and bytes and a subclass that records ops, each checked
 against what the head's shapes say and what torch's own observers see (head_costs.py).
 
 Six exercises are graded here by the one engine (grading/exercises.py); the rest is the lab's own checks.

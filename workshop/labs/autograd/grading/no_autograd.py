@@ -151,12 +151,14 @@ def children_cpu_s() -> float:
     return times.children_user + times.children_system
 
 
-def watched_call(function, rules, *args):
-    """function(*args) under a watch of `rules`: (its result, which of `rules` it broke, with examples, as plain
-    data: {rule: {"count": n, "examples": [up to EXAMPLES names]}}).
+def watched_call(function, *args, rules: tuple[str, ...] = HAND_RULES):
+    """function(*args) under a watch of `rules` (by default everything "no autograd" forbids: HAND_RULES): (its
+    result, which of `rules` it broke, with examples, as plain data: {rule: {"count": n, "examples": [up to
+    EXAMPLES names]}}).
 
-    Shaped as a probe of the learner's worker (called as probe(learner_function, rules, *args)), so that the
-    watch runs where the learner's code runs and only wire values come back. An error of the function stops the
+    Shaped as a probe of the learner's worker (called as probe(learner_function, *args): the hand exercises' call
+    probe, engine.grade's call=), so that the watch runs where the learner's code runs and only wire values come
+    back. An error of the function stops the
     watch (the profiler and the dispatch mode with it) and propagates."""
     global _audit_hook_added
     if (
@@ -190,12 +192,6 @@ def watched_call(function, rules, *args):
     if children_cpu_s() > cpu_before:
         saw("process", "os.times(): children's CPU time")
     return result, seen
-
-
-def watched_by_hand(function, *args):
-    """function(*args) watched for everything "no autograd" forbids (HAND_RULES): (its result, what the watch
-    saw). The hand exercises' call probe (engine.grade's call=)."""
-    return watched_call(function, HAND_RULES, *args)
 
 
 def add_seen(total: dict, seen: dict) -> dict:

@@ -109,7 +109,7 @@ def order_indices(order_of, hidden, targets, W, b, dtype: str, weight_decay: flo
     saw)."""
     loss, _leaves = build_graph((hidden, targets, W, b), getattr(torch, dtype), weight_decay)
     position = {node: i for i, node in enumerate(walk(loss.grad_fn))}
-    order, seen = watched_call(order_of, ENGINE_RULES, loss.grad_fn)
+    order, seen = watched_call(order_of, loss.grad_fn, rules=ENGINE_RULES)
     indices = [position.get(n, -1) if isinstance(n, Node) else -1 for n in order]
     return (indices, indices), seen  # one per check: is it topological, is it .backward()'s order
 
@@ -122,7 +122,7 @@ def leaf_grads(run_nodes, hidden, targets, W, b, dtype: str, weight_decay, order
     nodes = walk(loss.grad_fn)
     with torch.no_grad():  # as the real engine runs without create_graph
         grads, seen = watched_call(
-            run_nodes, ENGINE_RULES, [nodes[i] for i in order], torch.ones_like(loss)
+            run_nodes, [nodes[i] for i in order], torch.ones_like(loss), rules=ENGINE_RULES
         )
     if not isinstance(grads, dict):
         raise TypeError(

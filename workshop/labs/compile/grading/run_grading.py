@@ -31,7 +31,9 @@ from workshop import engine
 from workshop.i18n import _, templates
 from workshop.lab_api import LabContext
 from workshop.labs.compile.generated_kernels import (
+    SHAPE_ONLY,
     GeneratedKernel,
+    attach_source_lines,
     extern_matmul_calls,
     parse_kernels,
 )
@@ -46,7 +48,6 @@ from workshop.labs.compile.kernel_explanation import (
 )
 from workshop.labs.compile.kernel_explanation import render as render_explanations
 from workshop.labs.compile.loops import kernel_structure
-from workshop.labs.compile.provenance import SHAPE_ONLY, attach_source_lines
 
 FACTS_FILE = "grading_facts.json"
 BREAKS_FILE = "breaks.json"

@@ -125,7 +125,7 @@ COUNT_DISPATCH = Exercise(
         ),
     ),
     handout=N_("README.md#4-a-dispatch-mode-of-your-own"),
-    reference="workshop.labs.tensor.counting_mode:count_dispatch",
+    reference="workshop.labs.tensor.python_key:count_dispatch",
     attribute="count_dispatch",
     interface=N_(
         "self: the CountingMode, with self.flops and self.bytes (collections.Counter). func: the aten op (an "
@@ -202,7 +202,7 @@ RECORD_DISPATCH = Exercise(
         ),
     ),
     handout=N_("README.md#5-a-tensor-subclass-of-your-own"),
-    reference="workshop.labs.tensor.recording_tensor:record_dispatch",
+    reference="workshop.labs.tensor.python_key:record_dispatch",
     attribute="record_dispatch",
     interface=N_(
         "cls: the subclass, with cls.log (a list of str) and cls(t) to wrap a plain tensor t. func: the aten op "

@@ -11,9 +11,8 @@ import torch
 import torch.nn.functional as F
 
 from workshop.labs.tensor.anatomy import shares_storage
-from workshop.labs.tensor.counting_mode import CountingMode, NoResult
 from workshop.labs.tensor.head_costs import OpLog, head_leaves
-from workshop.labs.tensor.recording_tensor import recording_class
+from workshop.labs.tensor.python_key import CountingMode, NoResult, recording_class
 
 
 class ViewLog(OpLog):
