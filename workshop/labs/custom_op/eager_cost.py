@@ -131,9 +131,8 @@ def ladder(device: str, shape=TINY) -> dict:
     x_grad = x.clone().requires_grad_()
     y = torch.empty_like(x)
     n_rows, n_cols = shape
-    grid, constexprs = softmax_launch.one_pass_plan(
-        n_rows, n_cols, softmax_launch.alignment(n_cols), x.element_size()
-    )
+    align = softmax_launch.alignment(n_cols)
+    grid, constexprs = softmax_launch.one_pass_plan(n_rows, n_cols, align, x.element_size())
     ints = (n_rows, n_cols, n_cols, n_cols)
     rungs = {
         "kernel launch": lambda: triton_launch.launch(

@@ -95,11 +95,10 @@ def kernel_defs(text: str, name: str) -> int:
 def census(sources: list[str], namespace: str, kernel_names=KERNEL_NAMES) -> dict:
     """Counts, over all generated modules, what the comparison is about (result.json's "compile" holds them)."""
     text = "\n".join(sources)
+    calls = re.findall(rf"torch\.ops\.{namespace}\.softmax(?:_backward)?\.default\(", text)
     return {
         # calls of the op, an opaque extern kernel
-        "extern_calls": len(
-            re.findall(rf"torch\.ops\.{namespace}\.softmax(?:_backward)?\.default\(", text)
-        ),
+        "extern_calls": len(calls),
         # definitions of its kernels copied in
         "inlined_kernel_defs": sum(kernel_defs(text, name) for name in kernel_names),
         # the generated modules: forward and backward

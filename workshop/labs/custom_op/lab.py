@@ -125,10 +125,8 @@ def check_compile(ctx: LabContext, own: OwnOp) -> dict:
         ctx.write_text("inductor_triton_op.txt", _(inductor_code.NOT_ON_THE_CPU))
         triton_op = inductor_code.COMMITTED_TRITON_OP.read_text()
         label = _("triton_op (the committed H200 run)")
-    columns = {
-        _("custom_op (this run)"): ctx.path("inductor_custom_op.txt").read_text(),
-        label: triton_op,
-    }
+    custom_op = ctx.path("inductor_custom_op.txt").read_text()
+    columns = {_("custom_op (this run)"): custom_op, label: triton_op}
     ctx.write_text(inductor_code.SIDE_BY_SIDE, inductor_code.side_by_side(columns))
     return found
 
@@ -149,13 +147,14 @@ def check_minigpt(ctx: LabContext, own: OwnOp) -> dict:
         "launches": ours["launches"],
         "launch_counts": dict(collections.Counter(ours["launches"])),
     }
+    layers = model.cfg.n_layer
     kernels = (own.kernel_names["forward_kernel"], own.kernel_names["backward_kernel"])
     ctx.check_equal(
         _(
             "launch record: the MiniGPT step ran our forward and backward kernel once per attention layer"
         ),
         [found["launches"].count(k) for k in kernels],
-        [model.cfg.n_layer] * 2,
+        [layers, layers],
     )
     ctx.check_max(
         _("MiniGPT with our softmax: max |logits - logits with F.softmax|"), found["logits"], 1e-5
@@ -264,9 +263,8 @@ def run(ctx: LabContext) -> None:
     if whole and shipped_ready():
         found |= timed({"eager": lambda: measure_eager(ctx)}, seconds)
     if ctx.wants("answers") and op_checked(found):
-        facts = launch_facts.measure_facts(
-            found["step_launches"], found["compile"]["custom_op"]["extern_calls"]
-        )
+        custom_op = found["compile"]["custom_op"]
+        facts = launch_facts.measure_facts(found["step_launches"], custom_op["extern_calls"])
         engine.grade(ctx, "answers", facts)
     ctx.render_summary(graded=ctx.graded, **summary_values(found))
     ctx.extra.update(json_values(found, seconds))

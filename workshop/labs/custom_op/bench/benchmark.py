@@ -228,14 +228,8 @@ def measure_shape(
     numel = shape[0] * shape[1]
     moved = {"fwd": 2 * numel * dtype.itemsize, "bwd": 3 * numel * dtype.itemsize}
     inputs = rotating_inputs(shape, dtype, device)
-    out = {
-        "fwd": {},
-        "bwd": {},
-        "copy_gbps": {},
-        "quartiles": {},
-        "errors": {},
-        "input_sets": inputs["n"],
-    }
+    out = {"fwd": {}, "bwd": {}, "copy_gbps": {}, "quartiles": {}, "errors": {}}
+    out["input_sets"] = inputs["n"]
     for direction, fns in contenders(inputs, dtype, peers).items():
         # every contender's graph captured first, then all timed in the same rounds
         copies = {k: graph_timer(f, inputs["n"]) for k, f in copy_calls(inputs, direction).items()}

@@ -74,11 +74,12 @@ def evaluate(results: list[dict]) -> dict:
     """Per row: the ratios and whether each target is met; overall: every target met on every row it judges."""
     rows = [verdicts(r) for r in results]
     judged = [v for v in rows if v["judged"]]
+    met = {k: sum(v[k] for v in rows if judged_for(v, k)) for k in TARGETS}
     return {
         "rows": rows,
         "judged_shapes": len(judged),
         "shapes": len(rows),
-        "met": {k: sum(v[k] for v in rows if judged_for(v, k)) for k in TARGETS},
+        "met": met,
         "all_met": bool(judged) and all(v[k] for v in rows for k in TARGETS if judged_for(v, k)),
     }
 
@@ -152,14 +153,12 @@ def peers_beaten(doc: dict) -> dict:
         ]
         for peer in doc["peers"]
     }
-    return {
-        "device": doc["device"],
-        "beaten": [
-            {"peer": peer, "least": min(found), "median": statistics.median(found)}
-            for peer, found in ratios.items()
-            if found and min(found) >= 1.0
-        ],
-    }
+    beaten = [
+        {"peer": peer, "least": min(found), "median": statistics.median(found)}
+        for peer, found in ratios.items()
+        if found and min(found) >= 1.0
+    ]
+    return {"device": doc["device"], "beaten": beaten}
 
 
 def _host_rows(doc: dict) -> list[str]:

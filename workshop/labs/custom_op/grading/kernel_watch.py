@@ -186,9 +186,10 @@ def outside_changed(
     """Cells of a buffer made by `guarded` outside its view that no longer hold `fill`: {'row padding': n, 'rows
     after': n, 'rows before': n}."""
     changed = buffer != fill
+    body = changed[guard : guard + rows]
     return {
         "rows before": int(changed[:guard].sum()),
-        "row padding": int(changed[guard : guard + rows, cols:].sum()),
+        "row padding": int(body[:, cols:].sum()),
         "rows after": int(changed[guard + rows :].sum()),
     }
 
