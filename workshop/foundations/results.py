@@ -292,10 +292,9 @@ def run_state(manifest: dict) -> RunState:
 
 def read_manifest(run_dir: Path) -> dict:
     path = Path(run_dir) / "manifest.json"
-    keys = ("run_id", "command", "start_time", "device", "labs")
     return _read_record(
         path,
-        keys,
+        ("run_id", "command", "start_time", "device", "labs"),
         _("the run's record is lost: run its labs again"),
         lambda manifest: isinstance(manifest["labs"], dict),
         _("{path} is corrupt: its 'labs' is not a mapping ({fix})"),
@@ -347,9 +346,10 @@ def resolve_run(spec: str | None, root: Path = DEFAULT_ROOT) -> Path:
     for c in candidates:
         if (c / "manifest.json").is_file():
             return c.resolve()
-    where = spec or f"{root}/latest"
     raise FileNotFoundError(
-        _("no run found at {where}; start one with `python -m workshop run`").format(where=where)
+        _("no run found at {where}; start one with `python -m workshop run`").format(
+            where=spec or f"{root}/latest"
+        )
     )
 
 
@@ -357,7 +357,8 @@ def runs(root: Path = DEFAULT_ROOT) -> list[Path]:
     """The run folders under root, newest first (a run id starts with its UTC start time)."""
     if not Path(root).is_dir():
         return []
-    found = [
-        p for p in Path(root).iterdir() if not p.is_symlink() and (p / "manifest.json").is_file()
-    ]
-    return sorted(found, key=lambda p: p.name, reverse=True)
+    return sorted(
+        (p for p in Path(root).iterdir() if not p.is_symlink() and (p / "manifest.json").is_file()),
+        key=lambda p: p.name,
+        reverse=True,
+    )

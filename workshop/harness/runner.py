@@ -259,8 +259,9 @@ def lab_process(name: str, lab_dir: Path, options: RunOptions, on_line, kept: Pa
         if on_line and not lab_log.is_marker(line):
             on_line(name, line)
 
-    prefix = f"{CACHE_PREFIX}{os.getpid()}-{name}-"
-    cache = tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True)
+    cache = tempfile.TemporaryDirectory(
+        prefix=f"{CACHE_PREFIX}{os.getpid()}-{name}-", ignore_cleanup_errors=True
+    )
     proc = subprocess.Popen(
         [sys.executable, "-m", "workshop.harness.child", str(lab_dir), name],
         stdout=subprocess.PIPE,
