@@ -40,7 +40,8 @@ def cmd_run(args) -> int:
     options = run_options(args, names)
     root = Path(args.out)
     runs.note_incomplete_runs(root)
-    return runs.execute(runs.new_run(root, names, options), names, options, args.device == "auto")
+    run_dir = runs.new_run(root, names, options)
+    return runs.execute(run_dir, names, options, args.device == "auto")
 
 
 def resume(args) -> int:
@@ -78,7 +79,8 @@ def cmd_report(args) -> int:
     if not args.run:
         runs.note_incomplete_runs(root)
     with stop_on(FileNotFoundError, results.CorruptFile):
-        report, problems = runs.write_report(results.resolve_run(args.run, root), args.lang)
+        run_dir = results.resolve_run(args.run, root)
+        report, problems = runs.write_report(run_dir, args.lang)
     runs.console.print(_("wrote {file}").format(file=display(report)), markup=False)
     for problem in problems:
         runs.console.print(_("error: {message}").format(message=problem), markup=False)

@@ -292,9 +292,10 @@ def run_state(manifest: dict) -> RunState:
 
 def read_manifest(run_dir: Path) -> dict:
     path = Path(run_dir) / "manifest.json"
+    keys = ("run_id", "command", "start_time", "device", "labs")
     return _read_record(
         path,
-        ("run_id", "command", "start_time", "device", "labs"),
+        keys,
         _("the run's record is lost: run its labs again"),
         lambda manifest: isinstance(manifest["labs"], dict),
         _("{path} is corrupt: its 'labs' is not a mapping ({fix})"),
@@ -346,10 +347,9 @@ def resolve_run(spec: str | None, root: Path = DEFAULT_ROOT) -> Path:
     for c in candidates:
         if (c / "manifest.json").is_file():
             return c.resolve()
+    where = spec or f"{root}/latest"
     raise FileNotFoundError(
-        _("no run found at {where}; start one with `python -m workshop run`").format(
-            where=spec or f"{root}/latest"
-        )
+        _("no run found at {where}; start one with `python -m workshop run`").format(where=where)
     )
 
 
@@ -357,8 +357,7 @@ def runs(root: Path = DEFAULT_ROOT) -> list[Path]:
     """The run folders under root, newest first (a run id starts with its UTC start time)."""
     if not Path(root).is_dir():
         return []
-    return sorted(
-        (p for p in Path(root).iterdir() if not p.is_symlink() and (p / "manifest.json").is_file()),
-        key=lambda p: p.name,
-        reverse=True,
-    )
+    found = [
+        p for p in Path(root).iterdir() if not p.is_symlink() and (p / "manifest.json").is_file()
+    ]
+    return sorted(found, key=lambda p: p.name, reverse=True)

@@ -56,8 +56,9 @@ def docker_problem(image: str = LEARNER_IMAGE) -> str | None:
     except subprocess.TimeoutExpired:
         return _("the Docker daemon did not answer")
     if probe.returncode != 0:
+        error = (probe.stderr.strip().splitlines() or [""])[-1]
         return _('the image `{image}` is not usable (Docker says: "{error}")').format(
-            image=image, error=(probe.stderr.strip().splitlines() or [""])[-1]
+            image=image, error=error
         )
     return None
 

@@ -234,9 +234,8 @@ class NativeWorker(Launched):
     def make_scratch(self, prefix: str) -> Path:
         """A fresh scratch folder, its own where the worker has a uid of its own (in a folder every uid can
         enter: scratch_root)."""
-        scratch = Path(
-            tempfile.mkdtemp(prefix=prefix, dir=None if self.uid is None else scratch_root())
-        )
+        where = None if self.uid is None else scratch_root()
+        scratch = Path(tempfile.mkdtemp(prefix=prefix, dir=where))
         if self.uid is not None:
             os.chown(scratch, self.uid, self.uid)
         return scratch

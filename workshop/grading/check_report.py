@@ -101,11 +101,8 @@ def regrade_sources(results_root: Path, work: Path, ids: tuple[str, ...]) -> dic
     sources = {}
     for lab in dict.fromkeys(ex_id.split(".")[0] for ex_id in ids):
         wanted = [ex for ex in labs.exercises(lab) if ex.id in ids]
-        runs = [
-            r
-            for r, result in graded_runs(results_root, lab, work)
-            if not result.get("graded_against")
-        ]
+        graded = graded_runs(results_root, lab, work)
+        runs = [r for r, result in graded if not result.get("graded_against")]
         if runs and all(ex.from_run for ex in wanted) and labs.get(lab).regrade:
             sources[lab] = str((runs[0] / lab).resolve())
     return sources

@@ -232,13 +232,8 @@ def build_apart(out: Path) -> None:
     the edition of the labs this package declares, whatever stands in for them in this process (a test's toy
     lab, whose references are no part of it), so that what is cached under this package's hash is its edition."""
     command = [sys.executable, "-m", "workshop", "edition", "learner", "--out", str(out)]
-    done = subprocess.run(
-        command,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         why = (done.stderr.strip().splitlines() or ["?"])[-1]
         raise OSError(f"the learner edition could not be built in {out}: {why}")

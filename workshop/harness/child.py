@@ -144,9 +144,8 @@ def cannot_run_here(ctx: LabContext, missing: list[str]) -> None:
         "{lab} cannot run here: it needs {modules} ({why}). Run it in Docker: "
         "docker compose run --rm workshop-cpu workshop-session {lab}"
     ).format(lab=ctx.name, modules=modules, why=why)
-    ctx.check_equal(
-        _("{modules} installed").format(modules=modules), _("missing"), _("installed"), line
-    )
+    name = _("{modules} installed").format(modules=modules)
+    ctx.check_equal(name, _("missing"), _("installed"), line)
     ctx.summary = line
 
 

@@ -259,9 +259,8 @@ def lab_process(name: str, lab_dir: Path, options: RunOptions, on_line, kept: Pa
         if on_line and not lab_log.is_marker(line):
             on_line(name, line)
 
-    cache = tempfile.TemporaryDirectory(
-        prefix=f"{CACHE_PREFIX}{os.getpid()}-{name}-", ignore_cleanup_errors=True
-    )
+    prefix = f"{CACHE_PREFIX}{os.getpid()}-{name}-"
+    cache = tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True)
     proc = subprocess.Popen(
         [sys.executable, "-m", "workshop.harness.child", str(lab_dir), name],
         stdout=subprocess.PIPE,

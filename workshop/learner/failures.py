@@ -67,12 +67,9 @@ FAILED = {
 def failed_check(kind: str, exercise_id: str, value, seconds: float | None = None) -> Check:
     """The failed check that says an exercise failed in this way (FAILED[kind]), with this value."""
     name, expected, message = FAILED[kind]
+    threshold = _(expected).format(seconds=seconds)
     return Check(
-        _(name).format(id=exercise_id),
-        False,
-        value,
-        _(expected).format(seconds=seconds),
-        message=message and _(message),
+        _(name).format(id=exercise_id), False, value, threshold, message=message and _(message)
     )
 
 

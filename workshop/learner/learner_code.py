@@ -120,11 +120,8 @@ class Worker:
             "{what} is not allowed in your file: it may import only what its header imports, "
             "and nothing that reaches past the exercise (eval, getattr, __globals__, sys, ...)"
         )
-        return LearnerCodeFailed(
-            "refused",
-            why.format(what=refusals[0].what),
-            f"{self.learner.filename}:{refusals[0].line}",
-        )
+        where = f"{self.learner.filename}:{refusals[0].line}"
+        return LearnerCodeFailed("refused", why.format(what=refusals[0].what), where)
 
     def refuse_imported(self, names: list[str]) -> None:
         """LearnerCodeFailed ("refused") when the learner's file binds one of `names` by an import: the workshop's

@@ -182,11 +182,8 @@ def describe(error: BaseException) -> str:
 def where(error: BaseException, path: Path) -> str:
     """file:line of the innermost frame of `error` in the learner's file, else the file alone."""
     path = Path(path).resolve()
-    lines = [
-        f.lineno
-        for f in traceback.extract_tb(error.__traceback__)
-        if f.filename and os.path.realpath(f.filename) == str(path)
-    ]
+    frames = traceback.extract_tb(error.__traceback__)
+    lines = [f.lineno for f in frames if f.filename and os.path.realpath(f.filename) == str(path)]
     return f"{display(path)}:{lines[-1]}" if lines else display(path)
 
 
@@ -201,12 +198,8 @@ class WorkspaceExists(Exception):
 
 def lab_source(lab: str) -> str:
     """The learner's <lab>.py as init writes it."""
-    return "\n\n".join(
-        [
-            labs.workspace_header(lab),
-            *(ex.stub_code() for ex in labs.exercises(lab) if ex.attribute),
-        ]
-    )
+    blocks = [ex.stub_code() for ex in labs.exercises(lab) if ex.attribute]
+    return "\n\n".join([labs.workspace_header(lab), *blocks])
 
 
 def planned_files(
