@@ -95,15 +95,7 @@ def grade_path(
     try:
         row.notes += grade_integrity.unsafe_files(path)
         work, run_dirs = handed_in(path)
-        # the files of its workspace that grading reads (its record, each lab's files) and that
-        # grade_integrity.not_read refuses: a run of its checks would read them
-        if work is not None and (
-            refused := ", ".join(
-                n
-                for n in [workspace.RECORD, *grade_integrity.lab_file_names()]
-                if os.path.lexists(work / n) and grade_integrity.not_read(work / n, path)
-            )
-        ):
+        if work is not None and (refused := unreadable_workspace(path, work)):
             row.notes.append(
                 _("its workspace is not graded: grade does not read {files}").format(files=refused)
             )
@@ -136,6 +128,15 @@ def grade_path(
     except Exception as e:  # one learner's broken folder must not stop the class's table
         row.notes.append(_("could not be graded: {error}").format(error=workspace.describe(e)))
     return row
+
+
+def unreadable_workspace(path: Path, work: Path) -> str:
+    """The files of the workspace that grading reads (its record, each lab's files) that grade_integrity.not_read
+    refuses, by name ("" when none): a run of its checks would read them."""
+    names = [workspace.RECORD, *grade_integrity.lab_file_names()]
+    return ", ".join(
+        n for n in names if os.path.lexists(work / n) and grade_integrity.not_read(work / n, path)
+    )
 
 
 def read_json(path: Path):
