@@ -28,8 +28,7 @@ from dataclasses import dataclass, field, replace
 from workshop.declarations import questions
 from workshop.declarations.checks import Check
 from workshop.declarations.diagnosis import Evidence, diagnose
-from workshop.declarations.exercise import Exercise
-from workshop.declarations.stand_ins import real
+from workshop.declarations.exercise import Exercise, real
 from workshop.i18n import _
 
 

@@ -52,8 +52,7 @@ from workshop.declarations.checks import (
     outcome,
     reported,
 )
-from workshop.declarations.exercise import Exercise
-from workshop.declarations.stand_ins import SkipGrading, StandIn
+from workshop.declarations.exercise import Exercise, SkipGrading, StandIn
 from workshop.foundations import atomic, lab_log, worker_container, worker_process
 from workshop.foundations.interrupt import exercise_limit
 from workshop.foundations.run_options import RunOptions
@@ -216,7 +215,7 @@ class LabContext:
         limit); the lab goes on with the next one. With the reference, an exception is the lab's own bug and
         propagates. The block's start and end are printed (foundations.lab_log), so that the runner can name the
         exercise if the process dies inside it. An exercise this run does not grade (wants) yields a stand-in
-        (declarations.stand_ins) that raises SkipGrading: the block ends at its first use, and nothing is
+        (declarations.exercise.StandIn) that raises SkipGrading: the block ends at its first use, and nothing is
         recorded.
         """
         ex = (

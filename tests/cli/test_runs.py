@@ -80,7 +80,8 @@ def test_the_screen_shows_a_lab_s_start_end_and_failing_checks_not_its_output(
     monkeypatch.setattr(runs, "console", Console(file=out, width=200, force_terminal=False))
     checks = [Check("loss", True, 1, 1), Check("drift", False, 0.5, 1e-4, relation="<=")]
     result = child.write_result(tmp_path / "toy", "toy", "cpu", checks, 1.0, "")
-    with runs.screen(tmp_path, ["other", "toy"]) as shown:
+    shown = runs.LabScreen(tmp_path, ["other", "toy"])
+    with shown.live:
         shown.started("toy")
         for line in (
             "[toy] ok   loss: 1 (expected 1)",
@@ -109,7 +110,8 @@ def test_past_ten_failing_checks_the_summary_has_the_rest(tmp_path, monkeypatch)
     monkeypatch.setattr(runs, "console", Console(file=out, width=200, force_terminal=False))
     checks = [Check(f"check {i}", False, 1, 2) for i in range(runs.SHOWN_FAILURES + 2)]
     result = child.write_result(tmp_path / "toy", "toy", "cpu", checks, 1.0, "")
-    with runs.screen(tmp_path, ["toy"]) as shown:
+    shown = runs.LabScreen(tmp_path, ["toy"])
+    with shown.live:
         shown.started("toy")
         shown.ended("toy", {"passed": False, "duration_s": 1.0}, result["checks"])
     text = out.getvalue()
@@ -122,7 +124,8 @@ def test_past_ten_failing_checks_the_summary_has_the_rest(tmp_path, monkeypatch)
 def test_on_a_terminal_a_step_moves_the_live_line(tmp_path, monkeypatch):
     terminal = Console(file=io.StringIO(), width=80, force_terminal=True)
     monkeypatch.setattr(runs, "console", terminal)
-    with runs.screen(tmp_path, ["toy"]) as shown:
+    shown = runs.LabScreen(tmp_path, ["toy"])
+    with shown.live:
         shown.started("toy")
         shown.line("toy", "[toy:step] 3/30 replaying [the first] steps")
         [task] = shown.live.tasks

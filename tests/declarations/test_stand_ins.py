@@ -1,6 +1,7 @@
-"""declarations.stand_ins: what a grading block gets instead of an implementation raises on its first use, whatever
-the use (a call, an item, iteration, len(), a path, an attribute): the reason it could not be loaded, or, for an
-exercise this run does not grade, SkipGrading, which `except Exception` in a lab cannot swallow."""
+"""The stand-ins of declarations/exercise.py: what a grading block gets instead of an implementation raises
+on its first use, whatever the use (a call, an item, iteration, len(), a path, an attribute): the reason it
+could not be loaded, or, for an exercise this run does not grade, SkipGrading, which `except Exception` in a lab
+cannot swallow."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import os
 
 import pytest
 
-from workshop.declarations.stand_ins import SkipGrading, StandIn, real
+from workshop.declarations.exercise import SkipGrading, StandIn, real
 
 USES = [
     lambda impl: impl(1),

@@ -1,7 +1,7 @@
 """A check's two `import torch` at once (the learner's wait): the lab's process starts the learner's worker before it
 imports torch itself, and that worker is the same sandbox as one started later: its own uid where the
 lab's process is root, an environment made from nothing, its resource limits. torch is imported with the
-collector off and its objects frozen (foundations/torch_import.py)."""
+collector off and its objects frozen (foundations/device.py, import_torch)."""
 
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ def test_finding_whether_another_uid_can_run_the_worker_imports_no_torch():
 
 def test_torch_is_imported_with_the_collector_off_then_frozen_and_the_collector_back_on():
     script = (
-        "import gc, sys\nfrom workshop.foundations.torch_import import import_torch\n"
+        "import gc, sys\nfrom workshop.foundations.device import import_torch\n"
         "calls = []\ngc.callbacks.append(lambda phase, info: calls.append(phase))\n"
         "torch = import_torch()\n"
         "print(len(calls), gc.get_freeze_count() > 100_000, gc.isenabled(), torch is sys.modules['torch'])\n"
@@ -102,7 +102,7 @@ def test_torch_already_imported_is_only_returned(monkeypatch):
 
     import torch
 
-    from workshop.foundations.torch_import import import_torch
+    from workshop.foundations.device import import_torch
 
     frozen = gc.get_freeze_count()
     assert import_torch() is torch and gc.get_freeze_count() == frozen and gc.isenabled()

@@ -67,7 +67,8 @@ def execute(run_dir: Path, names: list[str], options: RunOptions, auto: bool) ->
             labs=", ".join(names), n=options.n_procs, folder=workspace.display(run_dir.parent)
         )
     )
-    with screen(run_dir, names) as labs_shown:
+    labs_shown = LabScreen(run_dir, names)
+    with labs_shown.live:
         status = run_or_stop(
             run_dir,
             names,
@@ -151,24 +152,6 @@ def note_incomplete_runs(root: Path) -> None:
 SHOWN_FAILURES = 10
 
 
-@contextlib.contextmanager
-def screen(run_dir: Path, names: list[str]):
-    """Yields the run's LabScreen; on a terminal with a live line of the running lab's progress (elsewhere the
-    progress is kept, never drawn: disable)."""
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("[bold]{task.fields[lab]}"),
-        TextColumn("{task.description}", markup=False),
-        BarColumn(bar_width=20),
-        TextColumn("{task.fields[count]}"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    ) as live:
-        yield LabScreen(run_dir, names, live)
-
-
 class LabScreen:
     """What a run shows of its labs: a line as each one starts, and as it ends its verdict, time and failing
     checks (its result.json's, as the runner read it), and, when libraries wrote to its log (Dynamo's graph
@@ -176,8 +159,21 @@ class LabScreen:
     lab's last step (LabContext.step). Every line of the lab's output goes to its log.txt (harness.runner), its
     passing checks too; none of it reaches the screen."""
 
-    def __init__(self, run_dir: Path, names: list[str], live: Progress):
-        self.run_dir, self.names, self.live = run_dir, names, live
+    def __init__(self, run_dir: Path, names: list[str]):
+        self.run_dir, self.names = run_dir, names
+        # the live line, drawn while `with self.live:` runs, on a terminal only (elsewhere the progress is kept,
+        # never drawn: disable)
+        self.live = Progress(
+            SpinnerColumn(),
+            TextColumn("[bold]{task.fields[lab]}"),
+            TextColumn("{task.description}", markup=False),
+            BarColumn(bar_width=20),
+            TextColumn("{task.fields[count]}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+            disable=not console.is_terminal,
+        )
         self.task = None
         # lines of the running lab's output that are not its own: libraries' logs, warnings
         self.others = 0

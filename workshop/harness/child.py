@@ -18,7 +18,7 @@ from pathlib import Path
 
 from workshop import i18n, labs
 from workshop.declarations.checks import all_passed, bound, outcome, written
-from workshop.foundations import atomic, interrupt, proctree, run_options, torch_import
+from workshop.foundations import atomic, device, interrupt, proctree, run_options
 from workshop.i18n import _
 from workshop.lab_api import WHY_MISSING, Check, LabContext
 from workshop.learner import workspace
@@ -48,7 +48,7 @@ def main(lab_dir: Path, lab: str) -> int:
         ctx.worker().begin()
     # before the lab's time limit starts: torch's import is not the lab's time, and a limit that fires inside its
     # native start-up can abort the process before it writes its result
-    torch_import.import_torch()
+    device.import_torch()
     try:
         stopped = run_lab_code(ctx, labs.get(ctx.name).limit_s(ctx.options))
     finally:

@@ -18,7 +18,7 @@ import select
 import struct
 import time
 
-from workshop.foundations.torch_import import import_torch
+from workshop.foundations.device import import_torch
 
 torch = import_torch()
 
