@@ -40,9 +40,8 @@ class CountingMode(TorchDispatchMode):
 
     def __init__(self, count_dispatch):
         super().__init__()
-        self.count_dispatch = (
-            count_dispatch  # the method's body: the learner's, or the instructor's below
-        )
+        # the method's body: the learner's, or the instructor's below
+        self.count_dispatch = count_dispatch
         self.flops: Counter[str] = Counter()
         self.bytes: Counter[str] = Counter()
 
@@ -65,9 +64,8 @@ def count_dispatch(self, func, types, args=(), kwargs=None):
     elif func is torch.ops.aten.addmm.default:
         (m, k), (_, n) = args[1].shape, args[2].shape  # bias + (M, K) @ (K, N)
         self.flops[name] += 2 * m * k * n + m * n  # and the bias added to each of the M*N outputs
-    if (
-        not func.is_view
-    ):  # a view reads and writes no element: it is new numbers over the same storage
+    # a view reads and writes no element: it is new numbers over the same storage
+    if not func.is_view:
         tensors = [t for t in tree_leaves((args, kwargs, out)) if isinstance(t, torch.Tensor)]
         self.bytes[name] += sum(t.numel() * t.element_size() for t in tensors)
     return out
