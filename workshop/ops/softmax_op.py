@@ -342,9 +342,12 @@ def define(
         ctx.save_for_backward(*inputs[:2])  # y, dy
 
     backward = _define_backward_op(f"{qualname}_backward", kind, pieces, setup_backward)
-    fake = [fakes(pieces)[0]] if kind == "custom_op" else []  # a triton_op's fake is its body
-    register = registration or (define_custom_op if kind == "custom_op" else define_triton_op)
-    register(qualname, implementation, *fake, setup_forward, backward_of_forward)
+    if kind == "custom_op":
+        register = registration or define_custom_op
+        register(qualname, implementation, fakes(pieces)[0], setup_forward, backward_of_forward)
+    else:
+        register = registration or define_triton_op
+        register(qualname, implementation, setup_forward, backward_of_forward)
     kernels = (pieces.forward_kernel or k._fwd_one_pass, pieces.backward_kernel or k._bwd_one_pass)
     ops = SoftmaxOps(registered(qualname), backward._opoverload, kind, kernels)
     in_backward = replace(ops, backward=backward_operator)
