@@ -127,6 +127,40 @@ def test_grade_in_spanish_prints_and_writes_no_english(learner):
     assert {"revisión de git", "árbol modificado", "dispositivo", "observaciones"} <= set(header)
 
 
+def test_grade_where_no_sandbox_can_run_says_why_in_spanish(learner, tmp_path):
+    """grade on a machine with neither docker nor bubblewrap (the image, where `docker compose run --rm test` runs
+    this suite): its line on the sandbox it cannot use says why in Spanish, as every other line it prints."""
+    home, _ = learner
+    bare = tmp_path / "bin"  # a PATH with neither docker nor bwrap on it
+    bare.mkdir()
+    printed = run(
+        [
+            sys.executable,
+            "-m",
+            "workshop",
+            "grade",
+            "results",
+            "--device",
+            "cpu",
+            "--to",
+            "bare",
+            "--lang",
+            "es",
+        ],
+        home,
+        PATH=str(bare),
+    )
+    assert (
+        "docker no está instalado" in printed and "bubblewrap (bwrap) no está instalado" in printed
+    ), printed
+    assert english_in(printed) == []
+    # the reason as the image printed it before it was translated: caught
+    planted = printed.replace(
+        "bubblewrap (bwrap) no está instalado", "bubblewrap (bwrap) is not installed"
+    )
+    assert english_in(planted) != []
+
+
 def test_invoke_lab_dry_run_in_spanish_prints_no_english(tmp_path):
     pytest.importorskip("invoke", reason="invoke is not installed here")
     from tests.cli.test_tasks import FAKE_DOCKER, FAKE_NVIDIA_SMI

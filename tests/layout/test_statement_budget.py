@@ -29,8 +29,9 @@ MACHINERY = (
 TARGET = {"workshop": 10_000, "machinery": 2_800, "lab": 1_300, "lines": 400}
 # area -> the statements (for a file: the lines) it holds today, over its target
 CEILING = {
-    "workshop": 10_086,
-    "machinery": 3_243,
+    # both raised by 1 (a decision): the namespace sandbox's reasons said in the learner's language (its import of _)
+    "workshop": 10_087,
+    "machinery": 3_244,
     # raised from 1,765 (a decision): the custom_op benchmark times its contenders in balanced rounds, the host in
     # rounds, and judges the peers on small shapes too (+43, net of 29 cut from the lab's grading)
     "labs/custom_op": 1_716,

@@ -42,6 +42,7 @@ from pathlib import Path
 
 from workshop.foundations import lab_log, proctree
 from workshop.foundations.device import use_triton_interpreter
+from workshop.i18n import _
 
 # As root, each worker runs as a uid no other process has (no account needed): its processes are then exactly
 # that uid's, limited and stopped as one, and it can read or write only what is open to everyone.
@@ -300,7 +301,7 @@ def namespace_problem() -> str | None:
     """Why the namespace sandbox cannot run here (bubblewrap missing, or namespaces refused to the user the worker
     runs as), or None: a trial run of it, as the worker would be started."""
     if shutil.which("bwrap") is None:
-        return "bubblewrap (bwrap) is not installed"
+        return _("bubblewrap (bwrap) is not installed")
     worker = NativeWorker("cpu", None, hidden=())
     scratch = worker.make_scratch("workshop-trial-")
     try:
@@ -312,13 +313,12 @@ def namespace_problem() -> str | None:
             **worker.as_its_user(),
         )
     except (OSError, subprocess.TimeoutExpired) as e:
-        return f"bwrap could not run: {e}"
+        return _("bwrap could not run: {error}").format(error=e)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if trial.returncode != 0:
-        return (
-            "bwrap could not make its namespaces: "
-            + (trial.stderr.strip().splitlines() or ["?"])[-1]
+        return _("bwrap could not make its namespaces: {error}").format(
+            error=(trial.stderr.strip().splitlines() or ["?"])[-1]
         )
     return None
 
