@@ -81,8 +81,8 @@ def english_in(output: str) -> list[str]:
     return english + [f"a catalog's English: {s!r}" for s in sorted(CATALOG_ENGLISH) if s in joined]
 
 
-def workshop(*args: str, cwd: Path) -> str:
-    return run([sys.executable, "-m", "workshop", *args, "--lang", "es"], cwd)
+def workshop(*args: str, cwd: Path, **env: str) -> str:
+    return run([sys.executable, "-m", "workshop", *args, "--lang", "es"], cwd, **env)
 
 
 @pytest.fixture(scope="module")
@@ -133,22 +133,8 @@ def test_grade_where_no_sandbox_can_run_says_why_in_spanish(learner, tmp_path):
     home, _ = learner
     bare = tmp_path / "bin"  # a PATH with neither docker nor bwrap on it
     bare.mkdir()
-    printed = run(
-        [
-            sys.executable,
-            "-m",
-            "workshop",
-            "grade",
-            "results",
-            "--device",
-            "cpu",
-            "--to",
-            "bare",
-            "--lang",
-            "es",
-        ],
-        home,
-        PATH=str(bare),
+    printed = workshop(
+        "grade", "results", "--device", "cpu", "--to", "bare", cwd=home, PATH=str(bare)
     )
     assert (
         "docker no está instalado" in printed and "bubblewrap (bwrap) no está instalado" in printed
